@@ -1,0 +1,48 @@
+# perfweave: `make demo` sets everything up and profiles the bundled example;
+# `make test` runs the whole suite. Both install missing system packages first.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PW     := $(VENV)/bin/perfweave
+RANKS  ?= 4
+SOURCES := $(shell find runtime include python -type f -not -name '*.pyc') \
+           CMakeLists.txt pyproject.toml
+
+# Open MPI refuses to run as root without these; harmless otherwise.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+
+.PHONY: all deps install demo test bench clean
+
+all: install
+
+deps:
+	@sh scripts/install-deps.sh
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+
+$(VENV)/.installed: $(VENV)/bin/python $(SOURCES)
+	$(VENV)/bin/pip install -q ".[test]"
+	touch $@
+
+install: deps $(VENV)/.installed
+
+examples/build/stencil: examples/stencil.c
+	mkdir -p examples/build
+	mpicc.openmpi -O2 -g -o $@ $< -lm
+
+demo: install examples/build/stencil
+	rm -rf examples/build/demo.pwx
+	$(PW) run -o examples/build/demo.pwx -- mpirun.openmpi --oversubscribe -n $(RANKS) \
+	    examples/build/stencil
+	$(PW) report examples/build/demo.pwx
+
+test: install
+	$(PY) -m pytest -q tests
+
+bench: install
+	$(PY) bench/mpi_overhead.py
+
+clean:
+	rm -rf build examples/build .pytest_cache

@@ -1,0 +1,105 @@
+/*
+ * perfweave experiment format: record layouts shared by the runtime (writer) and
+ * documented in docs/format.md (reader: python/perfweave/readers/profile.py).
+ *
+ * Every fixed-size record is declared once here as an X-macro list of
+ * (C type, numpy type code, name). The runtime derives both the C struct and the
+ * numpy dtype descriptor written into each file's JSON header from the same list,
+ * so the Python side never hard-codes a column.
+ *
+ * Bump PW_PROFILE_VERSION whenever a list below changes.
+ */
+#ifndef PERFWEAVE_FORMAT_H
+#define PERFWEAVE_FORMAT_H
+
+#include <stdint.h>
+
+#define PW_PROFILE_VERSION 1
+#define PW_PROFILE_MAGIC "perfweave-profile"
+
+/* One row per rank (or per process for programs without MPI). Times are
+ * nanoseconds of the rank's CLOCK_MONOTONIC; offset_* convert them to rank 0's
+ * clock: t_rank0 = t_local - offset. */
+#define PW_RANK_FIELDS(X)                                                                  \
+    X(int32_t, "<i4", rank)            /* MPI_COMM_WORLD rank, -1 without MPI */           \
+    X(int32_t, "<i4", host)            /* index into header "hosts" */                     \
+    X(int32_t, "<i4", pid)                                                                 \
+    X(int32_t, "<i4", state)           /* PW_STATE_* of this rank's data */                \
+    X(int32_t, "<i4", nthreads)        /* threads that made a wrapped call */              \
+    X(int32_t, "<i4", thread_level)    /* provided MPI thread level, -1 unknown */         \
+    X(int64_t, "<i8", t_start)         /* runtime constructor (process start) */           \
+    X(int64_t, "<i8", t_init_enter)    /* MPI_Init entered */                              \
+    X(int64_t, "<i8", t_init_leave)    /* MPI_Init returned */                             \
+    X(int64_t, "<i8", t_fini_enter)    /* MPI_Finalize entered (or dump time) */           \
+    X(int64_t, "<i8", t_end)           /* data written */                                  \
+    X(int64_t, "<i8", app_ns)          /* t_fini_enter - t_init_leave */                   \
+    X(int64_t, "<i8", mpi_ns)          /* time in wrapped calls, Init/Finalize excluded */ \
+    X(int64_t, "<i8", mpi_calls)                                                           \
+    X(int64_t, "<i8", offset_init_ns)  /* clock offset to rank 0 after MPI_Init */         \
+    X(int64_t, "<i8", offset_init_err_ns) /* half round trip of the best exchange */       \
+    X(int64_t, "<i8", offset_fini_ns)  /* clock offset to rank 0 at MPI_Finalize */        \
+    X(int64_t, "<i8", offset_fini_err_ns)                                                  \
+    X(int64_t, "<i8", sites_dropped)   /* calls folded into the overflow site */           \
+    X(int64_t, "<i8", table_bytes)     /* memory held by the call-site tables */          \
+    X(int64_t, "<i8", table_capacity)  /* call-site slots per thread (the bound) */
+
+/* One row per (rank, call site, MPI function). A call site is the caller's
+ * return address stored as (module, offset) so that ranks agree under ASLR;
+ * deeper stacks (--callsite-depth > 1) live in the frames array. */
+#define PW_SITE_FIELDS(X)                                                                  \
+    X(int32_t, "<i4", rank)                                                                \
+    X(int32_t, "<i4", fn)              /* index into header "functions" */                 \
+    X(int32_t, "<i4", module)          /* index into header "modules", -1 unknown */       \
+    X(int32_t, "<i4", nframes)         /* frames of this site in the frames array */       \
+    X(int64_t, "<i8", offset)          /* return address - module load base */             \
+    X(int64_t, "<i8", first_frame)     /* index of the first frame, -1 if nframes == 0 */  \
+    X(int64_t, "<i8", count)                                                               \
+    X(int64_t, "<i8", total_ns)                                                            \
+    X(int64_t, "<i8", min_ns)                                                              \
+    X(int64_t, "<i8", max_ns)                                                              \
+    X(int64_t, "<i8", bytes_sent)      /* I/O: bytes written */                            \
+    X(int64_t, "<i8", bytes_recv)      /* I/O: bytes read */
+
+/* Caller frames of deep call sites, outermost last. */
+#define PW_FRAME_FIELDS(X)                                                                 \
+    X(int32_t, "<i4", module)                                                              \
+    X(int32_t, "<i4", pad)                                                                 \
+    X(int64_t, "<i8", offset)
+
+/* Message-size histogram: one row per (rank, function, size bucket) with calls.
+ * Bucket b holds sizes s with floor(log2(s)) == b - 1, bucket 0 holds s == 0. */
+#define PW_HIST_FIELDS(X)                                                                  \
+    X(int32_t, "<i4", rank)                                                                \
+    X(int32_t, "<i4", fn)                                                                  \
+    X(int32_t, "<i4", bucket)                                                              \
+    X(int32_t, "<i4", pad)                                                                 \
+    X(int64_t, "<i8", count)                                                               \
+    X(int64_t, "<i8", bytes)                                                               \
+    X(int64_t, "<i8", total_ns)
+
+#define PW_HIST_BUCKETS 34
+
+/* Arrays of a profile file, in file order. */
+#define PW_ARRAYS(X)                                                                       \
+    X(ranks, PW_RANK_FIELDS, pw_rank_rec)                                                  \
+    X(sites, PW_SITE_FIELDS, pw_site_rec)                                                  \
+    X(frames, PW_FRAME_FIELDS, pw_frame_rec)                                               \
+    X(hist, PW_HIST_FIELDS, pw_hist_rec)
+
+/* State of a rank's data. */
+#define PW_STATES(X)                                                                       \
+    X(COMPLETE, 0, "complete")    /* MPI_Finalize (or normal exit without MPI) */         \
+    X(NO_FINALIZE, 1, "no-finalize") /* exit after MPI_Init without MPI_Finalize */       \
+    X(ABORT, 2, "abort")          /* MPI_Abort called on this rank */                     \
+    X(SIGNAL, 3, "signal")        /* killed by a fatal signal we caught */
+
+#define PW_STATE_ENUM(name, value, str) PW_STATE_##name = value,
+enum pw_state { PW_STATES(PW_STATE_ENUM) };
+#undef PW_STATE_ENUM
+
+#define PW_FIELD_DECL(ctype, np, name) ctype name;
+#define PW_STRUCT(arr, FIELDS, type) typedef struct type { FIELDS(PW_FIELD_DECL) } type;
+PW_ARRAYS(PW_STRUCT)
+#undef PW_STRUCT
+
+#endif

@@ -1,0 +1,5 @@
+import sys
+
+from perfweave.cli import main
+
+sys.exit(main())

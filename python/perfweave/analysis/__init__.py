@@ -1,0 +1,1 @@
+"""Analyses: models in, plain data (JSON-ready dicts) out."""

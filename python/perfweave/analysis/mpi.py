@@ -1,0 +1,233 @@
+"""MPI profile analysis: per-rank MPI time and balance, per-function aggregates,
+call sites across ranks, message sizes.
+
+Everything is computed on the profile's arrays with numpy grouping; the result
+is a dict of plain values (the `perfweave report --json` document, see
+docs/mpi-profile.md).
+"""
+import numpy as np
+
+from perfweave.symbols import Symbolizer
+
+# Calls that bracket the application's time rather than belong to it.
+BRACKET = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+
+
+def _stats(values):
+    v = np.asarray(values, dtype=float)
+    if not len(v):
+        return {"min": 0.0, "mean": 0.0, "max": 0.0, "stdev": 0.0, "avg_over_max": 0.0}
+    mx = float(v.max())
+    return {"min": float(v.min()), "mean": float(v.mean()), "max": mx,
+            "stdev": float(v.std()), "avg_over_max": float(v.mean() / mx) if mx > 0 else 1.0}
+
+
+def _group(keys):
+    """Group rows by key columns: returns (unique key rows, inverse index)."""
+    if not len(keys):
+        return keys, np.zeros(0, dtype=np.int64)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
+def _stack_ids(profile):
+    """An id per distinct deeper stack (0 = none) for each site row."""
+    ids = np.zeros(len(profile.sites), dtype=np.int64)
+    table = {}
+    stacks = [()]
+    for i in np.nonzero(profile.sites["nframes"] > 0)[0]:
+        s = profile.sites[i]
+        f = profile.frames[s["first_frame"]:s["first_frame"] + s["nframes"]]
+        key = tuple(zip(f["module"].tolist(), f["offset"].tolist()))
+        if key not in table:
+            table[key] = len(stacks)
+            stacks.append(key)
+        ids[i] = table[key]
+    return ids, stacks
+
+
+def analyze(profile, top=20, symbolizer=None):
+    symbolizer = symbolizer or Symbolizer()
+    ranks = profile.ranks[profile.ranks["rank"] >= 0] if profile.mpi else profile.ranks
+    ranks = np.sort(ranks, order="rank")
+    nranks = len(ranks)
+    app_s = ranks["app_ns"] / 1e9
+    mpi_s = ranks["mpi_ns"] / 1e9
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mpi_pct = np.where(app_s > 0, 100.0 * mpi_s / app_s, 0.0)
+    total_app = float(app_s.sum())
+    total_mpi = float(mpi_s.sum())
+    rank_pos = {int(r): i for i, r in enumerate(ranks["rank"])}
+
+    per_rank = [{"rank": int(r["rank"]), "host": profile.hosts[r["host"]]
+                 if 0 <= r["host"] < len(profile.hosts) else "?",
+                 "pid": int(r["pid"]), "state": int(r["state"]),
+                 "app_s": float(a), "mpi_s": float(m), "mpi_pct": float(p),
+                 "outside_pct": float(100.0 - p) if a > 0 else 0.0,
+                 "calls": int(r["mpi_calls"]), "threads": int(r["nthreads"]),
+                 "init_s": float((r["t_init_leave"] - r["t_init_enter"]) / 1e9),
+                 "clock_offset_init_s": float(r["offset_init_ns"] / 1e9),
+                 "clock_offset_fini_s": float(r["offset_fini_ns"] / 1e9),
+                 "clock_offset_error_s": float(max(r["offset_init_err_ns"],
+                                                   r["offset_fini_err_ns"]) / 1e9)}
+                for r, a, m, p in zip(ranks, app_s, mpi_s, mpi_pct)]
+
+    # ---- sites: one id per (function, caller module, caller offset, deeper stack) ----
+    sites = profile.sites
+    keep = np.isin(sites["rank"], ranks["rank"]) if len(sites) else np.zeros(0, bool)
+    bracket_fns = [i for i, f in enumerate(profile.functions) if f in BRACKET]
+    in_app = keep & ~np.isin(sites["fn"], bracket_fns)
+    stack_ids, stacks = _stack_ids(profile)
+    s = sites[in_app]
+    sid_stack = stack_ids[in_app]
+    key = np.zeros(len(s), dtype=[("fn", "<i4"), ("module", "<i4"), ("offset", "<i8"),
+                                  ("stack", "<i8")])
+    key["fn"], key["module"], key["offset"], key["stack"] = (s["fn"], s["module"], s["offset"],
+                                                             sid_stack)
+    ukeys, site_of_row = _group(key)
+    nsites = len(ukeys)
+    rpos = np.array([rank_pos[int(r)] for r in s["rank"]], dtype=np.int64)
+
+    # per (site, rank) totals: a dense sites x ranks matrix is fine at profile sizes
+    time_sr = np.zeros((nsites, max(nranks, 1)))
+    calls_sr = np.zeros((nsites, max(nranks, 1)), dtype=np.int64)
+    np.add.at(time_sr, (site_of_row, rpos), s["total_ns"] / 1e9)
+    np.add.at(calls_sr, (site_of_row, rpos), s["count"])
+    site_calls = calls_sr.sum(axis=1)
+    site_time = time_sr.sum(axis=1)
+    site_min = np.full(nsites, np.inf)
+    site_max = np.zeros(nsites)
+    np.minimum.at(site_min, site_of_row, s["min_ns"] / 1e9)
+    np.maximum.at(site_max, site_of_row, s["max_ns"] / 1e9)
+    site_sent = np.bincount(site_of_row, s["bytes_sent"], minlength=nsites)
+    site_recv = np.bincount(site_of_row, s["bytes_recv"], minlength=nsites)
+    present = calls_sr > 0
+    nrank_site = present.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_r = np.where(nrank_site > 0, site_time / np.maximum(nrank_site, 1), 0.0)
+        var_r = np.where(present, (time_sr - mean_r[:, None]) ** 2, 0.0).sum(axis=1) \
+            / np.maximum(nrank_site, 1)
+        cov = np.where(mean_r > 0, np.sqrt(var_r) / mean_r, 0.0)
+
+    order = np.argsort(-site_time, kind="stable")
+    # symbolise every site's caller (grouped per module), and deeper frames
+    by_module = {}
+    for k in ukeys:
+        by_module.setdefault(int(k["module"]), set()).add(int(k["offset"]))
+    for st in stacks[1:]:
+        for m, o in st:
+            by_module.setdefault(m, set()).add(o)
+    locs = {}
+    for m, offs in by_module.items():
+        path = profile.modules[m] if 0 <= m < len(profile.modules) else ""
+        offs = sorted(offs)
+        for o, loc in zip(offs, symbolizer.resolve(path, offs)):
+            locs[(m, o)] = loc
+
+    callsites = []
+    for rank_in_order, i in enumerate(order):
+        k = ukeys[i]
+        m, o = int(k["module"]), int(k["offset"])
+        loc = locs.get((m, o))
+        overflow = m < 0 and o == 0
+        entry = {
+            "id": rank_in_order + 1,
+            "function": profile.functions[k["fn"]],
+            "family": profile.families[k["fn"]],
+            "location": loc.to_json() if loc and not overflow else None,
+            "where": "(overflow: sites beyond --max-callsites)" if overflow
+                     else (loc.short() if loc else "?"),
+            "stack": [locs[f].to_json() for f in stacks[int(k["stack"])]],
+            "stack_where": [locs[f].short() for f in stacks[int(k["stack"])]],
+            "calls": int(site_calls[i]), "time_s": float(site_time[i]),
+            "mean_s": float(site_time[i] / site_calls[i]) if site_calls[i] else 0.0,
+            "min_s": float(site_min[i]) if np.isfinite(site_min[i]) else 0.0,
+            "max_s": float(site_max[i]),
+            "app_pct": 100.0 * float(site_time[i]) / total_app if total_app else 0.0,
+            "mpi_pct": 100.0 * float(site_time[i]) / total_mpi if total_mpi else 0.0,
+            "cov": float(cov[i]), "ranks": int(nrank_site[i]),
+            "bytes_sent": int(site_sent[i]), "bytes_recv": int(site_recv[i]),
+            "per_rank_time_s": {int(ranks["rank"][j]): float(time_sr[i, j])
+                                for j in np.nonzero(present[i])[0]},
+        }
+        callsites.append(entry)
+
+    # bytes per call, from the histograms (which count max(sent, received) per call)
+    hist_calls = np.bincount(profile.hist["fn"], profile.hist["count"],
+                             minlength=len(profile.functions)) if len(profile.hist) else None
+    hist_bytes = np.bincount(profile.hist["fn"], profile.hist["bytes"],
+                             minlength=len(profile.functions)) if len(profile.hist) else None
+
+    # ---- functions ----
+    fn_ids = ukeys["fn"] if nsites else np.zeros(0, dtype=np.int32)
+    functions = []
+    for f in np.unique(fn_ids):
+        rows = fn_ids == f
+        t_r = time_sr[rows].sum(axis=0)[:nranks]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pct_r = np.where(app_s > 0, 100.0 * t_r / app_s, 0.0)
+        calls = int(site_calls[rows].sum())
+        t = float(site_time[rows].sum())
+        sent, recv = int(site_sent[rows].sum()), int(site_recv[rows].sum())
+        functions.append({
+            "name": profile.functions[f], "family": profile.families[f], "calls": calls,
+            "time_s": t, "app_pct": 100.0 * t / total_app if total_app else 0.0,
+            "mpi_pct": 100.0 * t / total_mpi if total_mpi else 0.0,
+            "bytes_sent": sent, "bytes_recv": recv,
+            "mean_bytes": float(hist_bytes[f] / hist_calls[f])
+            if hist_calls is not None and hist_calls[f] else
+            (float(max(sent, recv) / calls) if calls else 0.0),
+            "sites": int(rows.sum()), "ranks": int((calls_sr[rows].sum(axis=0) > 0).sum()),
+            "pct_of_app_per_rank": _stats(pct_r),
+        })
+    functions.sort(key=lambda d: -d["time_s"])
+
+    # ---- message sizes ----
+    h = profile.hist[np.isin(profile.hist["rank"], ranks["rank"])] if len(profile.hist) else \
+        profile.hist
+    sizes = []
+    if len(h):
+        hk = np.zeros(len(h), dtype=[("fn", "<i4"), ("bucket", "<i4")])
+        hk["fn"], hk["bucket"] = h["fn"], h["bucket"]
+        uk, inv = _group(hk)
+        cnt = np.bincount(inv, h["count"], minlength=len(uk))
+        byt = np.bincount(inv, h["bytes"], minlength=len(uk))
+        tim = np.bincount(inv, h["total_ns"], minlength=len(uk)) / 1e9
+        for k, c, b, t in zip(uk, cnt, byt, tim):
+            lo, hi = bucket_range(int(k["bucket"]))
+            sizes.append({"function": profile.functions[k["fn"]], "bucket": int(k["bucket"]),
+                          "min_bytes": lo, "max_bytes": hi, "calls": int(c), "bytes": int(b),
+                          "time_s": float(t)})
+
+    init = [p["init_s"] for p in per_rank] if profile.mpi else []
+    outside_s = app_s - mpi_s
+    return {
+        "ranks": nranks,
+        "world_size": int(profile.world_size),
+        "mpi": profile.mpi,
+        "mpi_library": profile.mpi_library,
+        "mpi_flavor": profile.mpi_flavor,
+        "hosts": sorted(set(p["host"] for p in per_rank)),
+        "app_time_s": _stats(app_s),
+        "mpi_time_s": _stats(mpi_s),
+        "mpi_pct": _stats(mpi_pct),
+        "outside_mpi_s": _stats(outside_s),
+        "outside_mpi_pct": _stats(100.0 - mpi_pct if nranks else []),
+        "init_s": _stats(init),
+        "total_app_s": total_app,
+        "total_mpi_s": total_mpi,
+        "per_rank": per_rank,
+        "functions": functions,
+        "callsites": callsites,
+        "callsites_total": len(callsites),
+        "message_sizes": sizes,
+        "sites_dropped": int(ranks["sites_dropped"].sum()) if nranks else 0,
+        "top": top,
+    }
+
+
+def bucket_range(bucket):
+    """Sizes in a histogram bucket: 0 holds 0; b holds [2^(b-1), 2^b - 1]."""
+    if bucket <= 0:
+        return 0, 0
+    return 1 << (bucket - 1), (1 << bucket) - 1

@@ -1,0 +1,31 @@
+"""perfweave report: print what an experiment measured."""
+import json
+import sys
+
+from perfweave.readers.experiment import open_experiment
+from perfweave.report import data as report_data
+from perfweave.report import text
+
+
+def setup_parser(sub):
+    p = sub.add_parser("report", help="print the report of an experiment",
+                       description="Print the MPI profile of an experiment: time in MPI per "
+                                   "rank and its balance, MPI functions and call sites, message "
+                                   "sizes.")
+    p.add_argument("experiment", metavar="EXP", help="experiment directory")
+    p.add_argument("--json", action="store_true", help="print the report as JSON "
+                   "(docs/mpi-profile.md)")
+    p.add_argument("--top", type=int, default=20, metavar="N",
+                   help="functions and call sites to show (default 20)")
+    p.set_defaults(func=main)
+
+
+def main(args):
+    exp = open_experiment(args.experiment)
+    data = report_data.collect(exp, top=args.top)
+    if args.json:
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(text.render(data))
+    return 0

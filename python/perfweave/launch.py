@@ -1,0 +1,240 @@
+"""Launching a program under the runtime: experiment directory, MPI flavour,
+environment, signal forwarding, and the program's exit status passed through.
+"""
+import datetime as _dt
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+from perfweave import __version__, options
+from perfweave.errors import PerfweaveError
+
+# Launchers whose first argument is not the program.
+LAUNCHERS = {"mpirun", "mpiexec", "orterun", "prterun", "srun", "aprun", "jsrun", "flux",
+             "mpirun.openmpi", "mpiexec.openmpi", "mpirun.mpich", "mpiexec.mpich",
+             "mpiexec.hydra"}
+OPENMPI_LAUNCHERS = {"mpirun", "mpiexec", "orterun", "prterun", "mpirun.openmpi",
+                     "mpiexec.openmpi"}
+# Launcher options that take a value, to find the program after them.
+_RANK_OPTS = {"-n", "-np", "--np", "-c", "--n", "-N", "--ntasks", "-ntasks"}
+
+
+def library_dir():
+    env = os.environ.get("PERFWEAVE_LIBDIR")
+    if env:
+        return Path(env)
+    return Path(str(resources.files("perfweave").joinpath("lib")))
+
+
+def built_flavors(libdir=None):
+    libdir = Path(libdir or library_dir())
+    return sorted(p.name[len("libperfweave-mpi-"):-3]
+                  for p in libdir.glob("libperfweave-mpi-*.so"))
+
+
+def _which(word):
+    if "/" in word:
+        p = Path(word)
+        return str(p.resolve()) if p.is_file() and os.access(p, os.X_OK) else None
+    return shutil.which(word)
+
+
+def find_program(command):
+    """(launcher or None, program path or None) of a command line."""
+    first = _which(command[0])
+    base = os.path.basename(command[0])
+    if base not in LAUNCHERS:
+        return None, first
+    skip_next = False
+    for word in command[1:]:
+        if skip_next:
+            skip_next = False
+            continue
+        if word.startswith("-"):
+            skip_next = word in _RANK_OPTS or word in ("-x", "-H", "--host", "-hosts",
+                                                       "--hostfile", "-hostfile", "-f",
+                                                       "--map-by", "--bind-to", "-genv",
+                                                       "-env", "--mca", "-mca", "-wdir",
+                                                       "-ppn", "--rankfile", "-p",
+                                                       "--partition", "-t", "--time")
+            continue
+        path = _which(word)
+        if path and not os.path.isdir(path):
+            return first, path
+    return first, None
+
+
+def rank_count(command):
+    for i, word in enumerate(command[:-1]):
+        if word in _RANK_OPTS and command[i + 1].isdigit():
+            return int(command[i + 1])
+        m = re.match(r"--(?:np|ntasks)=(\d+)$", word)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _ldd_flavor(path):
+    try:
+        out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if re.search(r"libmpi\.so\.4\d|/openmpi/", out):
+        return "openmpi"
+    if re.search(r"libmpich\.so|libmpi\.so\.12", out):
+        return "mpich"
+    return None
+
+
+def _launcher_flavor(path):
+    try:
+        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = res.stdout + res.stderr
+    if "Open MPI" in text or "OpenRTE" in text:
+        return "openmpi"
+    if "HYDRA" in text or "MPICH" in text:
+        return "mpich"
+    return None
+
+
+def detect_flavor(command, requested, available):
+    """Which runtime library to preload: an MPI flavour, or None (core only)."""
+    if requested == "none":
+        return None
+    if requested != "auto":
+        if requested not in available:
+            raise PerfweaveError(f"no perfweave runtime built for MPI '{requested}' "
+                                 f"(built: {', '.join(available) or 'none'})")
+        return requested
+    launcher, program = find_program(command)
+    flavor = _ldd_flavor(program) if program else None
+    if flavor is None and launcher:
+        flavor = _launcher_flavor(launcher)
+    if flavor is None and launcher and len(available) == 1:
+        flavor = available[0]
+    if flavor is not None and flavor not in available:
+        raise PerfweaveError(f"the program uses {flavor}, but perfweave's runtime was not built "
+                             f"for it (built: {', '.join(available) or 'none'}); see README")
+    return flavor
+
+
+def default_experiment_name(command, program, now=None):
+    now = now or _dt.datetime.now()
+    name = os.path.basename(program or command[0]) or "run"
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
+    n = rank_count(command)
+    parts = ["perfweave", name] + ([f"{n}p"] if n else []) + [now.strftime("%Y%m%d-%H%M%S")]
+    base = "-".join(parts)
+    candidate, k = base, 1
+    while os.path.exists(candidate):
+        candidate = f"{base}-{k}"
+        k += 1
+    return candidate
+
+
+def _write_json(path, data):
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def run(command, values, stderr=sys.stderr):
+    """Run `command` under the runtime; returns the experiment path and the exit status
+    (as returned by subprocess: negative for a signal)."""
+    if not command:
+        raise PerfweaveError("no command to run (usage: perfweave run [options] -- COMMAND...)")
+    if shutil.which(command[0]) is None and not (os.path.isfile(command[0]) and
+                                                   os.access(command[0], os.X_OK)):
+        raise PerfweaveError(f"{command[0]}: program not found")
+    problem = options.validate(values)
+    if problem:
+        raise PerfweaveError(problem)
+    libdir = library_dir()
+    core = libdir / "libperfweave.so"
+    if not core.is_file():
+        raise PerfweaveError(f"perfweave's runtime library is missing ({core}); reinstall "
+                             "perfweave")
+    available = built_flavors(libdir)
+    flavor = detect_flavor(command, values.get("mpi", "auto"), available)
+    lib = libdir / f"libperfweave-mpi-{flavor}.so" if flavor else core
+    launcher, program = find_program(command)
+
+    exp = Path(values.get("output") or default_experiment_name(command, program))
+    if exp.exists() and any(exp.iterdir()) if exp.is_dir() else exp.exists():
+        raise PerfweaveError(f"{exp}: already exists; choose another -o")
+    try:
+        exp.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PerfweaveError(f"{exp}: cannot create: {e.strerror}") from None
+    exp = exp.resolve()
+
+    env = dict(os.environ)
+    runtime_env = options.runtime_env(values)
+    runtime_env["PERFWEAVE_EXPERIMENT"] = str(exp)
+    preload = str(lib) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    runtime_env["LD_PRELOAD"] = preload
+    env.update(runtime_env)
+    argv = list(command)
+    if launcher and os.path.basename(command[0]) in OPENMPI_LAUNCHERS and flavor == "openmpi":
+        # Open MPI forwards only named variables to remote nodes
+        exported = []
+        for name in sorted(runtime_env):
+            exported += ["-x", name]
+        argv = [argv[0]] + exported + argv[1:]
+
+    started = time.time()
+    meta = {
+        "format": "perfweave-experiment", "version": 1, "perfweave_version": __version__,
+        "command": list(command), "launched": argv, "cwd": os.getcwd(),
+        "host": socket.gethostname(), "program": program, "launcher": launcher,
+        "mpi_flavor": flavor, "runtime_library": str(lib),
+        "options": {k: v for k, v in values.items()},
+        "start_time": _dt.datetime.fromtimestamp(started).astimezone().isoformat(),
+        "start_epoch": started, "state": "running",
+    }
+    _write_json(exp / "experiment.json", meta)
+    print(f"perfweave: experiment {exp}", file=stderr, flush=True)
+
+    try:
+        child = subprocess.Popen(argv, env=env)
+    except OSError as e:
+        meta.update(state="failed", error=str(e))
+        _write_json(exp / "experiment.json", meta)
+        raise PerfweaveError(f"{command[0]}: cannot run: {e.strerror}") from None
+
+    # Forward termination requests to the launcher; the terminal's SIGINT already
+    # reaches it through the process group, so we only wait for it.
+    def forward(sig, frame):
+        try:
+            child.send_signal(sig)
+        except OSError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: None)
+    try:
+        while True:
+            try:
+                status = child.wait()
+                break
+            except InterruptedError:
+                continue
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    ended = time.time()
+    meta.update(state="finished", end_epoch=ended, wall_seconds=ended - started,
+                end_time=_dt.datetime.fromtimestamp(ended).astimezone().isoformat(),
+                exit_status={"signal": -status} if status < 0 else {"code": status})
+    _write_json(exp / "experiment.json", meta)
+    return exp, status

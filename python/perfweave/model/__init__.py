@@ -1,0 +1,1 @@
+"""In-memory models that analyses work on."""

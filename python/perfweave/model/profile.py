@@ -1,0 +1,72 @@
+"""The MPI profile of a run, merged from the files of an experiment.
+
+Arrays keep the record layouts of the files (numpy structured arrays); module
+and host indices are global to the profile. `from_literal` builds one from
+plain Python lists, for tests.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STATES = ["complete", "no-finalize", "abort", "signal"]
+
+
+@dataclass
+class Profile:
+    ranks: np.ndarray
+    sites: np.ndarray
+    frames: np.ndarray
+    hist: np.ndarray
+    functions: list
+    families: list
+    modules: list
+    buildids: list
+    hosts: list
+    world_size: int = 0
+    mpi_library: str = ""
+    mpi_flavor: str = ""
+    hist_buckets: int = 34
+    partial: bool = False
+    notes: list = field(default_factory=list)
+
+    @property
+    def mpi(self):
+        """Whether MPI was initialised (ranks have rank numbers)."""
+        return bool(len(self.ranks)) and bool((self.ranks["rank"] >= 0).any())
+
+    def missing_ranks(self):
+        if not self.mpi or not self.world_size:
+            return []
+        present = set(int(r) for r in self.ranks["rank"])
+        return [r for r in range(self.world_size) if r not in present]
+
+    @classmethod
+    def from_literal(cls, functions, families, ranks, sites=(), modules=("app",), hist=(),
+                     hosts=("host",), world_size=None, **kw):
+        """ranks: list of dicts (rank, app_ns, mpi_ns, ...); sites: dicts with rank, fn
+        (name), module (index), offset, count, total_ns, min_ns, max_ns, bytes_sent,
+        bytes_recv; hist: dicts with rank, fn (name), bucket, count, bytes, total_ns."""
+        from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
+        r = np.zeros(len(ranks), RANK_DTYPE)
+        for i, d in enumerate(ranks):
+            for k, v in d.items():
+                r[i][k] = v
+        s = np.zeros(len(sites), SITE_DTYPE)
+        for i, d in enumerate(sites):
+            d = dict(d)
+            d["fn"] = functions.index(d["fn"])
+            d.setdefault("first_frame", -1)
+            d.setdefault("min_ns", d.get("total_ns", 0) // max(d.get("count", 1), 1))
+            d.setdefault("max_ns", d.get("total_ns", 0) // max(d.get("count", 1), 1))
+            for k, v in d.items():
+                s[i][k] = v
+        h = np.zeros(len(hist), HIST_DTYPE)
+        for i, d in enumerate(hist):
+            d = dict(d)
+            d["fn"] = functions.index(d["fn"])
+            for k, v in d.items():
+                h[i][k] = v
+        return cls(ranks=r, sites=s, frames=np.zeros(0, FRAME_DTYPE), hist=h,
+                   functions=list(functions), families=list(families), modules=list(modules),
+                   buildids=[""] * len(modules), hosts=list(hosts),
+                   world_size=world_size if world_size is not None else len(ranks), **kw)

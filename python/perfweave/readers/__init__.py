@@ -1,0 +1,1 @@
+"""Readers: one per file format, each returning model objects."""

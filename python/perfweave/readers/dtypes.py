@@ -1,0 +1,37 @@
+"""numpy dtypes of the profile records, read from include/perfweave/format.h.
+
+The records are declared once, as X-macro lists in format.h; files carry their
+own dtype in their header, so readers never need these. They exist for building
+profiles from literals (tests) and for checking that a file matches this
+version's layout.
+"""
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+_FIELD = re.compile(r'X\(\s*\w+\s*,\s*"([<>|]\w+)"\s*,\s*(\w+)\s*\)')
+
+
+def _format_h():
+    packaged = resources.files("perfweave").joinpath("include/format.h")
+    if packaged.is_file():
+        return packaged.read_text()
+    source = Path(__file__).resolve().parents[3] / "include" / "perfweave" / "format.h"
+    return source.read_text()
+
+
+def _dtype(text, macro):
+    m = re.search(r"#define %s\(X\)(.*?)(?:\n\s*\n|\n#)" % macro, text, re.S)
+    if not m:
+        raise RuntimeError(f"format.h has no {macro}")
+    return np.dtype([(name, code) for code, name in _FIELD.findall(m.group(1))])
+
+
+_TEXT = _format_h()
+RANK_DTYPE = _dtype(_TEXT, "PW_RANK_FIELDS")
+SITE_DTYPE = _dtype(_TEXT, "PW_SITE_FIELDS")
+FRAME_DTYPE = _dtype(_TEXT, "PW_FRAME_FIELDS")
+HIST_DTYPE = _dtype(_TEXT, "PW_HIST_FIELDS")
+PROFILE_VERSION = int(re.search(r"#define PW_PROFILE_VERSION (\d+)", _TEXT).group(1))

@@ -1,0 +1,177 @@
+"""Open an experiment directory (docs/format.md) as an Experiment.
+
+The reduced `profile.pwprof` holds every rank of a run that reached
+MPI_Finalize. When a run ended otherwise, each rank saved its own
+`partial/rank-R.pwprof`; processes that never initialised MPI saved
+`procs/HOST.PID.pwprof`. All of them are merged here into one Profile.
+"""
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from perfweave.errors import FormatError, PerfweaveError
+from perfweave.model.profile import STATES, Profile
+from perfweave.readers.profile import read_profile
+
+EXPERIMENT_FORMAT = "perfweave-experiment"
+EXPERIMENT_VERSIONS = (1,)
+
+
+@dataclass
+class Experiment:
+    path: Path
+    meta: dict
+    profile: Profile
+    processes: Profile = None     # processes without MPI (launch helpers, serial programs)
+    warnings: list = field(default_factory=list)
+
+    @property
+    def partial(self):
+        return self.profile.partial
+
+    @property
+    def state(self):
+        return "partial" if self.partial else "complete"
+
+
+def read_meta(path):
+    f = Path(path) / "experiment.json"
+    try:
+        meta = json.loads(f.read_text())
+    except FileNotFoundError:
+        raise PerfweaveError(f"{path}: not a perfweave experiment (no experiment.json)") from None
+    except (OSError, ValueError) as e:
+        raise FormatError(f"{f}: corrupt ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != EXPERIMENT_FORMAT:
+        raise FormatError(f"{f}: not a perfweave experiment description")
+    if meta.get("version") not in EXPERIMENT_VERSIONS:
+        raise FormatError(f"{f}: experiment format version {meta.get('version')} not supported")
+    return meta
+
+
+def merge(files):
+    """Merge profile files into one Profile with global module and host indices."""
+    first = files[0].header
+    functions, families = first["functions"], first["families"]
+    modules, buildids, hosts = [], [], []
+    mod_index, host_index = {}, {}
+    parts = {k: [] for k in ("ranks", "sites", "frames", "hist")}
+    for pf in files:
+        h = pf.header
+        if h["functions"] != functions:
+            raise FormatError(f"{pf.path}: written by a runtime with another MPI function "
+                              "table than the other files of this experiment")
+        mmap = np.array([mod_index.setdefault((p, b), len(mod_index))
+                         for p, b in zip(h["modules"], h["buildids"])] + [-1], dtype=np.int32)
+        for (p, b), i in mod_index.items():
+            if i == len(modules):
+                modules.append(p)
+                buildids.append(b)
+        hmap = np.array([host_index.setdefault(x, len(host_index)) for x in h["hosts"]] + [-1],
+                        dtype=np.int32)
+        for x, i in host_index.items():
+            if i == len(hosts):
+                hosts.append(x)
+        a = {k: v.copy() for k, v in pf.arrays.items()}
+        a["ranks"]["host"] = hmap[a["ranks"]["host"]]
+        for name in ("sites", "frames"):
+            a[name]["module"] = mmap[a[name]["module"]]  # -1 maps to the last entry: -1
+        frame_base = sum(len(x) for x in parts["frames"])
+        has = a["sites"]["first_frame"] >= 0
+        a["sites"]["first_frame"][has] += frame_base
+        for k in parts:
+            parts[k].append(a[k])
+    cat = {k: np.concatenate(v) for k, v in parts.items()}
+    return Profile(ranks=cat["ranks"], sites=cat["sites"], frames=cat["frames"],
+                   hist=cat["hist"], functions=functions, families=families, modules=modules,
+                   buildids=buildids, hosts=hosts,
+                   world_size=max(pf.header.get("world_size", 0) for pf in files),
+                   mpi_library=next((pf.header["mpi_library"] for pf in files
+                                     if pf.header.get("mpi_library")), ""),
+                   mpi_flavor=next((pf.header["mpi_flavor"] for pf in files
+                                    if pf.header.get("mpi_flavor")), ""),
+                   hist_buckets=first.get("hist_buckets", 34))
+
+
+def open_experiment(path):
+    path = Path(path)
+    if not path.is_dir():
+        raise PerfweaveError(f"{path}: no such experiment directory")
+    meta = read_meta(path)
+    warnings = []
+    reduced = path / "profile.pwprof"
+    partial_files = sorted((path / "partial").glob("rank-*.pwprof"))
+    proc_files = sorted((path / "procs").glob("*.pwprof"))
+
+    def read_all(paths):
+        out = []
+        for p in paths:
+            try:
+                out.append(read_profile(p))
+            except FormatError as e:
+                warnings.append(f"skipped {e}")
+        return out
+
+    if reduced.exists():
+        files = [read_profile(reduced)]
+        partial = False
+        if partial_files:
+            warnings.append(f"{len(partial_files)} rank files in partial/ ignored: the reduced "
+                            "profile is complete")
+    else:
+        files = read_all(partial_files)
+        partial = True
+    processes = None
+    procs = read_all(proc_files)
+    if procs:
+        processes = merge(procs)
+    if files:
+        profile = merge(files)
+    elif processes is not None and not partial_files:
+        # a program without MPI: its process rows are the profile
+        profile, processes, partial = processes, None, False
+        bad = profile.ranks["state"] != 0
+        partial = bool(bad.any())
+    else:
+        state = meta.get("state")
+        if state == "running":
+            raise PerfweaveError(f"{path}: the run has not finished (or perfweave was killed); "
+                                 "no rank has written data yet")
+        raise PerfweaveError(f"{path}: no profile data (the program wrote none: was it "
+                             "killed with SIGKILL, or did it exit before perfweave started?)")
+    profile.partial = partial
+    notes = profile.notes
+    if partial and profile.mpi:
+        states = sorted({STATES[s] if 0 <= s < len(STATES) else str(s)
+                         for s in profile.ranks["state"]})
+        notes.append("partial: the run did not complete MPI_Finalize; each rank saved its own "
+                     f"data (rank states: {', '.join(states)})")
+        missing = profile.missing_ranks()
+        if missing:
+            notes.append(f"no data from {len(missing)} of {profile.world_size} ranks: "
+                         f"{_ranges(missing)}")
+    dropped = int(profile.ranks["sites_dropped"].sum()) if len(profile.ranks) else 0
+    if dropped:
+        cap = int(profile.ranks["table_capacity"].max())
+        notes.append(f"{dropped} calls exceeded the call-site bound ({cap} sites per thread) and "
+                     "were folded into one overflow site per function; raise --max-callsites")
+    notes.extend(warnings)
+    return Experiment(path=path, meta=meta, profile=profile, processes=processes,
+                      warnings=warnings)
+
+
+def _ranges(values):
+    out, start, prev = [], None, None
+    for v in values:
+        if start is None:
+            start = prev = v
+        elif v == prev + 1:
+            prev = v
+        else:
+            out.append(f"{start}-{prev}" if prev != start else str(start))
+            start = prev = v
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev != start else str(start))
+    return ",".join(out)

@@ -1,0 +1,128 @@
+"""Plain-text rendering of report data (report/data.py)."""
+import os
+
+
+def _t(seconds):
+    s = abs(seconds)
+    if s >= 100:
+        return f"{seconds:.1f}s"
+    if s >= 1:
+        return f"{seconds:.3f}s"
+    if s >= 1e-3:
+        return f"{seconds * 1e3:.3f}ms"
+    if s > 0:
+        return f"{seconds * 1e6:.1f}us"
+    return "0"
+
+
+def _b(n):
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return str(n)
+
+
+def _table(rows, header, align=None):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
+              for i, h in enumerate(header)]
+    align = align or ["<"] + [">"] * (len(header) - 1)
+    fmt = "  ".join(f"{{:{a}{w}}}" for a, w in zip(align, widths))
+    out = ["  " + fmt.format(*header).rstrip()]
+    out += ["  " + fmt.format(*[str(c) for c in r]).rstrip() for r in rows]
+    return out
+
+
+def render(data):
+    m = data["mpi_profile"]
+    top = m.get("top", 20)
+    out = [f"perfweave report: {data['experiment']}"]
+    out.append(f"  command    {' '.join(data['command'])}")
+    status = data.get("exit_status") or {}
+    exit_text = (f"killed by signal {status['signal']}" if "signal" in status
+                 else f"exit code {status.get('code', '?')}")
+    if data.get("wall_s") is not None:
+        out.append(f"  wall time  {_t(data['wall_s'])} (launch to exit, {exit_text})")
+    if m["mpi"]:
+        hosts = m["hosts"]
+        out.append(f"  ranks      {m['ranks']}"
+                   + (f" of {m['world_size']}" if m["world_size"] != m["ranks"] else "")
+                   + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+                   + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"))
+        lib = m["mpi_library"].split(",")[0] if m["mpi_library"] else "?"
+        out.append(f"  MPI        {lib} (perfweave runtime: {m['mpi_flavor']})")
+        a = m["app_time_s"]
+        out.append(f"  app time   {_t(a['mean'])} mean, {_t(a['min'])} min, {_t(a['max'])} max "
+                   "(MPI_Init to MPI_Finalize)")
+    else:
+        out.append("  MPI        not used (one process without MPI)")
+    out.append(f"  state      {data['state']}")
+    for note in data["notes"]:
+        out.append(f"  note       {note}")
+    if not m["mpi"]:
+        return "\n".join(out) + "\n"
+
+    # ---- time in MPI per rank ----
+    out += ["", "MPI time per rank"]
+    rows = m["per_rank"]
+    shown = rows if len(rows) <= 32 else sorted(rows, key=lambda r: -r["mpi_pct"])[:16]
+    out += _table([[r["rank"], r["host"], _t(r["app_s"]), _t(r["mpi_s"]), f"{r['mpi_pct']:.2f}",
+                    f"{r['outside_pct']:.2f}", r["calls"]] for r in shown],
+                  ["rank", "host", "app", "MPI", "MPI%", "outside%", "calls"],
+                  [">", "<", ">", ">", ">", ">", ">"])
+    if len(rows) > 32:
+        out.append(f"  ({len(rows) - 16} ranks with less MPI time not shown; see --json)")
+    mp, op = m["mpi_pct"], m["outside_mpi_pct"]
+    out.append(f"  MPI%: min {mp['min']:.2f}  mean {mp['mean']:.2f}  max {mp['max']:.2f}  "
+               f"stdev {mp['stdev']:.2f}")
+    out.append(f"  outside MPI: Avg/Max {m['outside_mpi_s']['avg_over_max']:.2f} "
+               "(1.00 = perfectly balanced computation)")
+
+    # ---- Extrae-style balance table ----
+    fns = m["functions"][:min(top, 8)]
+    if fns:
+        out += ["", "Balance: % of each rank's app time (across ranks)"]
+        cols = [("Outside MPI", op)] + [(f["name"], f["pct_of_app_per_rank"]) for f in fns]
+        header = [""] + [c[0] for c in cols]
+        stat_rows = []
+        for label, key in (("Average", "mean"), ("Maximum", "max"), ("Minimum", "min"),
+                           ("StDev", "stdev")):
+            stat_rows.append([label] + [f"{c[1][key]:.2f}%" for c in cols])
+        stat_rows.append(["Avg/Max"] + [f"{c[1]['avg_over_max']:.2f}" for c in cols])
+        out += _table(stat_rows, header)
+
+    # ---- functions ----
+    out += ["", "MPI functions by time"]
+    out += _table([[f["name"], f["calls"], _t(f["time_s"]), f"{f['app_pct']:.2f}",
+                    f"{f['mpi_pct']:.2f}", _b(f["bytes_sent"]), _b(f["bytes_recv"]),
+                    _b(f["mean_bytes"])] for f in m["functions"][:top]],
+                  ["function", "calls", "time", "App%", "MPI%", "sent", "received", "avg size"])
+    if len(m["functions"]) > top:
+        out.append(f"  ({len(m['functions']) - top} more; --top N)")
+
+    # ---- call sites ----
+    out += ["", "MPI call sites by time (time summed over ranks; COV of per-rank time)"]
+    out += _table([[c["id"], c["function"], c["where"], c["calls"], _t(c["time_s"]),
+                    _t(c["mean_s"]), _t(c["max_s"]), f"{c['app_pct']:.2f}",
+                    f"{c['mpi_pct']:.2f}", f"{c['cov']:.2f}", c["ranks"]]
+                   for c in m["callsites"][:top]],
+                  ["id", "function", "location", "calls", "time", "mean", "max", "App%", "MPI%",
+                   "COV", "ranks"],
+                  [">", "<", "<", ">", ">", ">", ">", ">", ">", ">", ">"])
+    deep = [c for c in m["callsites"][:top] if c["stack_where"]]
+    for c in deep:
+        out.append(f"  site {c['id']} called from: " + " <- ".join(c["stack_where"]))
+    if m["callsites_total"] > top:
+        out.append(f"  ({m['callsites_total'] - top} more call sites; --top N)")
+
+    # ---- message sizes ----
+    sizes = [s for s in m["message_sizes"] if s["calls"]]
+    if sizes:
+        out += ["", "Message sizes (bytes per call; p2p, collectives, one-sided)"]
+        sizes.sort(key=lambda s: (s["function"], s["bucket"]))
+        out += _table([[s["function"], f"{_b(s['min_bytes'])}-{_b(s['max_bytes'])}"
+                        if s["bucket"] else "0", s["calls"], _b(s["bytes"]), _t(s["time_s"])]
+                       for s in sizes],
+                      ["function", "size", "calls", "bytes", "time"])
+    return "\n".join(out) + "\n"

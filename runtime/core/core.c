@@ -1,0 +1,274 @@
+/*
+ * Process-level runtime: options, activation, logging, and saving data when the
+ * process ends (normal exit, or a fatal signal) through the modules' dump
+ * callbacks.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pw.h"
+
+struct pw_options pw_opt;
+int pw_active;
+int64_t pw_t_start;
+char pw_hostname[256];
+
+static const char *experiment_dir;
+
+const char *pw_experiment_dir(void) { return experiment_dir; }
+
+/* ---- logging: async-signal-safe subset of printf ---- */
+
+int pw_fmt_int(char *out, int64_t v)
+{
+    char tmp[24];
+    int n = 0, len = 0;
+    uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[len++] = '-';
+    while (n)
+        out[len++] = tmp[--n];
+    out[len] = 0;
+    return len;
+}
+
+void pw_log(const char *fmt, ...)
+{
+    char buf[1024];
+    size_t n = 0;
+    const char *prefix = "perfweave: ";
+    va_list ap;
+    va_start(ap, fmt);
+    for (const char *p = prefix; *p && n < sizeof buf - 2; p++)
+        buf[n++] = *p;
+    for (const char *p = fmt; *p && n < sizeof buf - 26; p++) {
+        if (*p != '%') {
+            buf[n++] = *p;
+            continue;
+        }
+        p++;
+        int wide = 0;
+        while (*p == 'l' || *p == 'z') {
+            wide = 1;
+            p++;
+        }
+        if (*p == 's') {
+            const char *s = va_arg(ap, const char *);
+            for (s = s ? s : "(null)"; *s && n < sizeof buf - 26; s++)
+                buf[n++] = *s;
+        } else if (*p == 'd') {
+            long long v = wide ? va_arg(ap, long long) : va_arg(ap, int);
+            n += (size_t)pw_fmt_int(buf + n, v);
+        } else if (*p == '%') {
+            buf[n++] = '%';
+        } else if (!*p) {
+            break;
+        }
+    }
+    va_end(ap);
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, n);
+    (void)w;
+}
+
+/* ---- options ---- */
+
+static void load_options(void)
+{
+#define PW_LOAD_int(name, env, def)                                                        \
+    do {                                                                                   \
+        const char *v = getenv(env);                                                       \
+        char *end;                                                                         \
+        pw_opt.name = def;                                                                 \
+        if (v && *v) {                                                                     \
+            long x = strtol(v, &end, 10);                                                  \
+            if (*end == 0)                                                                 \
+                pw_opt.name = x;                                                           \
+            else                                                                           \
+                pw_log("ignoring %s=%s: not an integer", env, v);                          \
+        }                                                                                  \
+    } while (0);
+#define PW_LOAD_bool(name, env, def)                                                       \
+    do {                                                                                   \
+        const char *v = getenv(env);                                                       \
+        pw_opt.name = def;                                                                 \
+        if (v && *v)                                                                       \
+            pw_opt.name = !(strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 ||          \
+                            strcasecmp(v, "no") == 0 || strcasecmp(v, "off") == 0);        \
+    } while (0);
+#define PW_LOAD_str(name, env, def)                                                        \
+    do {                                                                                   \
+        const char *v = getenv(env);                                                       \
+        pw_opt.name = v ? v : def;                                                         \
+    } while (0);
+#define PW_LOAD(name, type, env, def) PW_LOAD_##type(name, env, def)
+    PW_OPTION_LIST(PW_LOAD)
+#undef PW_LOAD
+    if (pw_opt.callsite_depth < 1)
+        pw_opt.callsite_depth = 1;
+    if (pw_opt.callsite_depth > PW_MAX_DEPTH)
+        pw_opt.callsite_depth = PW_MAX_DEPTH;
+    if (pw_opt.max_callsites < 16)
+        pw_opt.max_callsites = 16;
+}
+
+/* Is this executable one of the launchers/daemons we leave alone? */
+static int skipped_executable(void)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return 0;
+    exe[n] = 0;
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    /* also match by argv[0]'s name: launchers are often symlinks (mpirun -> orterun) */
+    char cmd[4096] = "";
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    if (f) {
+        size_t m = fread(cmd, 1, sizeof cmd - 1, f);
+        cmd[m] = 0;
+        fclose(f);
+    }
+    const char *arg0 = strrchr(cmd, '/');
+    arg0 = arg0 ? arg0 + 1 : cmd;
+    const char *list = pw_opt.skip_exe;
+    while (list && *list) {
+        const char *comma = strchr(list, ',');
+        size_t len = comma ? (size_t)(comma - list) : strlen(list);
+        if (len && ((strlen(base) == len && strncmp(base, list, len) == 0) ||
+                    (strlen(arg0) == len && strncmp(arg0, list, len) == 0)))
+            return 1;
+        list = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+/* ---- ending the process ---- */
+
+#define PW_MAX_DUMPS 8
+static pw_dump_fn dumps[PW_MAX_DUMPS];
+static int ndumps;
+static volatile sig_atomic_t dumped;
+
+void pw_register_dump(pw_dump_fn fn)
+{
+    if (ndumps < PW_MAX_DUMPS)
+        dumps[ndumps++] = fn;
+}
+
+/* Data of a process that never initialised MPI: one row with rank -1. */
+static void write_process_profile(int state, int in_signal)
+{
+    static const char *no_functions[1];
+    pw_local l;
+    pw_rank_rec r;
+    memset(&r, 0, sizeof r);
+    r.rank = -1;
+    r.pid = (int32_t)getpid();
+    r.state = state;
+    r.thread_level = -1;
+    r.t_start = pw_t_start;
+    r.t_end = r.t_fini_enter = pw_now();
+    r.app_ns = r.t_end - r.t_start;
+    (void)in_signal;
+    if (pw_local_build(&l, &r, no_functions, no_functions, 0) != 0)
+        return;
+    char path[4096], num[24];
+    size_t n = 0;
+    const char *parts[] = {experiment_dir, "/procs/", pw_hostname, "."};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        for (const char *s = parts[i]; *s && n < sizeof path - 40; s++)
+            path[n++] = *s;
+    pw_fmt_int(num, r.pid);
+    for (const char *s = num; *s; s++)
+        path[n++] = *s;
+    memcpy(path + n, ".pwprof", 8);
+    char dir[4096];
+    size_t dn = 0;
+    for (const char *s = experiment_dir; *s && dn < sizeof dir - 8; s++)
+        dir[dn++] = *s;
+    memcpy(dir + dn, "/procs", 7);
+    mkdir(dir, 0777);
+    if (pw_profile_write(&l.prof, path) != 0)
+        pw_log("cannot write %s", path);
+    pw_local_free(&l);
+}
+
+static void dump_all(int state, int in_signal)
+{
+    if (!pw_active || dumped)
+        return;
+    dumped = 1;
+    int saved_errno = errno;
+    int done = 0;
+    for (int i = 0; i < ndumps && !done; i++)
+        done = dumps[i](state, in_signal);
+    if (!done)
+        write_process_profile(state, in_signal);
+    errno = saved_errno;
+}
+
+void pw_dump_now(int state) { dump_all(state, 0); }
+
+static void at_exit(void) { dump_all(PW_STATE_COMPLETE, 0); }
+
+static const int caught[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS};
+static struct sigaction previous[sizeof caught / sizeof *caught];
+
+static void on_signal(int sig)
+{
+    dump_all(PW_STATE_SIGNAL, 1);
+    /* Hand the signal back to what was there before us (the default action):
+     * it is blocked while we run, so it is delivered as soon as we return. */
+    for (size_t i = 0; i < sizeof caught / sizeof *caught; i++)
+        if (caught[i] == sig)
+            sigaction(sig, &previous[i], NULL);
+    raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+    for (size_t i = 0; i < sizeof caught / sizeof *caught; i++) {
+        struct sigaction old, sa;
+        if (sigaction(caught[i], NULL, &old) != 0)
+            continue;
+        /* Only where nobody has a handler and the signal is not ignored. */
+        if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+            continue;
+        previous[i] = old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        sigaction(caught[i], &sa, NULL);
+    }
+}
+
+__attribute__((constructor)) static void pw_init(void)
+{
+    pw_t_start = pw_now();
+    load_options();
+    experiment_dir = getenv("PERFWEAVE_EXPERIMENT");
+    if (!experiment_dir || !*experiment_dir || skipped_executable())
+        return;
+    if (gethostname(pw_hostname, sizeof pw_hostname - 1) != 0)
+        strcpy(pw_hostname, "unknown");
+    pw_active = 1;
+    pw_objects_refresh();
+    atexit(at_exit);
+    if (pw_opt.catch_signals)
+        install_signal_handlers();
+    pw_debug("active in pid %d", (int)getpid());
+}

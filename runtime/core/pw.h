@@ -1,0 +1,172 @@
+/*
+ * perfweave runtime: the internal interface between core/ and modules/.
+ *
+ * core/ owns the process: configuration (pw_opt), clocks, the loaded-object
+ * snapshot that turns addresses into (module, offset), per-thread call-site
+ * tables, and the writer of profile files. A module (modules/mpi.c, ...) wraps
+ * calls, records into call-site tables and registers a dump callback that the
+ * core runs at exit or on a fatal signal.
+ */
+#ifndef PW_CORE_H
+#define PW_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "perfweave/format.h"
+#include "pw_options.h"
+
+#define PW_EXPORT __attribute__((visibility("default")))
+#define PW_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define PW_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ---- configuration and process state (core.c) ---- */
+extern struct pw_options pw_opt;
+extern int pw_active;          /* runtime measures in this process */
+extern int64_t pw_t_start;     /* constructor time */
+extern char pw_hostname[256];
+
+static inline int64_t pw_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* "perfweave: ..." on stderr; pw_debug only with --verbose. Async-signal-safe
+ * for plain %s/%d/%ld formats (own formatter, one write()). */
+void pw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define pw_debug(...) do { if (pw_opt.verbose) pw_log(__VA_ARGS__); } while (0)
+
+/* Experiment directory (PERFWEAVE_EXPERIMENT), NULL when unset. */
+const char *pw_experiment_dir(void);
+
+/* A module's dump callback: write this process's data because the process is
+ * ending in state `state` (PW_STATE_*). `in_signal` is set when called from a
+ * signal handler: only async-signal-safe work is allowed then. Returns 1 if it
+ * wrote the process's data (the core then writes nothing for it). */
+typedef int (*pw_dump_fn)(int state, int in_signal);
+void pw_register_dump(pw_dump_fn fn);
+/* Save now (e.g. in MPI_Abort), once: later exit or signal paths write nothing. */
+void pw_dump_now(int state);
+
+/* ---- loaded objects (objects.c) ---- */
+/* Refresh the snapshot of loaded objects (not async-signal-safe). */
+void pw_objects_refresh(void);
+/* Map an address to (object index, offset from its load base); -1 if unknown.
+ * Async-signal-safe (reads the last snapshot). */
+int pw_object_of(uintptr_t addr, uint64_t *offset);
+int pw_objects_count(void);
+const char *pw_object_path(int i);
+const char *pw_object_buildid(int i); /* hex, "" when the object has none */
+
+/* ---- call-site tables (sites.c) ---- */
+#define PW_MAX_DEPTH 16
+
+typedef struct pw_site {
+    uintptr_t ra;          /* return address into the caller; 0 = overflow site */
+    uint64_t stack_hash;   /* hash of deeper frames, 0 for depth 1 */
+    int32_t fn;            /* function id */
+    int16_t nframes;       /* deeper frames stored in frames[] */
+    int16_t used;          /* slot holds a site */
+    int64_t count, total_ns, min_ns, max_ns, bytes_sent, bytes_recv;
+    uintptr_t frames[];    /* pw_opt.callsite_depth - 1 entries */
+} pw_site;
+
+typedef struct pw_sitetab {
+    struct pw_sitetab *next; /* all tables, for the dump */
+    size_t nslots, used, entry_size, bytes;
+    int64_t dropped;         /* calls folded into an overflow site */
+    int64_t *hist;           /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ns; NULL if off */
+    char *slots;
+} pw_sitetab;
+
+/* The calling thread's table, created on first use (NULL if out of memory). */
+pw_sitetab *pw_sitetab_self(void);
+pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames,
+                     int nframes);
+static inline pw_site *pw_site_at(const pw_sitetab *t, size_t i)
+{
+    return (pw_site *)(t->slots + i * t->entry_size);
+}
+/* Head of the list of all threads' tables. */
+pw_sitetab *pw_sitetabs(void);
+int pw_sitetabs_count(void);
+/* Size of the function id space (set by modules before recording). */
+extern int pw_nfunctions;
+
+static inline int pw_hist_bucket(int64_t bytes)
+{
+    if (bytes <= 0)
+        return 0;
+    int b = 64 - __builtin_clzll((unsigned long long)bytes); /* floor(log2)+1 */
+    return b < PW_HIST_BUCKETS ? b : PW_HIST_BUCKETS - 1;
+}
+
+static inline void pw_site_add(pw_site *s, int64_t ns, int64_t sent, int64_t recv)
+{
+    s->count++;
+    s->total_ns += ns;
+    if (ns < s->min_ns)
+        s->min_ns = ns;
+    if (ns > s->max_ns)
+        s->max_ns = ns;
+    s->bytes_sent += sent;
+    s->bytes_recv += recv;
+}
+
+/* ---- growable output buffer and profile writer (writer.c) ---- */
+typedef struct pw_buf {
+    char *data;
+    size_t len, cap;
+    int failed; /* out of memory: contents incomplete */
+} pw_buf;
+
+void pw_buf_free(pw_buf *b);
+void pw_buf_put(pw_buf *b, const void *p, size_t n);
+void pw_buf_puts(pw_buf *b, const char *s);
+void pw_buf_int(pw_buf *b, int64_t v);
+void pw_buf_jstr(pw_buf *b, const char *s); /* JSON string with quotes and escapes */
+/* Integer to decimal into out (>= 24 bytes); returns length. */
+int pw_fmt_int(char *out, int64_t v);
+
+/* A profile in memory: arrays plus string tables (see docs/format.md). */
+typedef struct pw_profile {
+    pw_rank_rec *ranks;   size_t nranks;
+    pw_site_rec *sites;   size_t nsites;
+    pw_frame_rec *frames; size_t nframes;
+    pw_hist_rec *hist;    size_t nhist;
+    const char **hosts;   size_t nhosts;
+    const char **modules; size_t nmodules;  /* paths */
+    const char **buildids;                  /* parallel to modules */
+    const char **functions; const char **families; size_t nfunctions;
+    const char *mpi_library;                /* MPI_Get_library_version, or "" */
+    const char *mpi_flavor;                 /* build flavour of the runtime */
+    int world_size;
+    int partial;                            /* 1: one rank's own dump */
+} pw_profile;
+
+/* Write atomically (temporary file + rename). Async-signal-safe if the
+ * profile's memory is already allocated. Returns 0 on success. */
+int pw_profile_write(const pw_profile *p, const char *path);
+
+/* Memory for the writer and dumps: mmap based, usable in a signal handler. */
+void *pw_alloc(size_t n);
+void pw_release(void *p, size_t n);
+
+/* Build this process's own rows (one rank) from the thread tables; the result
+ * is a self-contained profile using local object indices. Not allocation free,
+ * but uses pw_alloc only. rank_rec must be filled by the caller. */
+typedef struct pw_local {
+    pw_profile prof;
+    pw_rank_rec rank;
+    size_t bytes; /* memory to release */
+    void *mem;
+} pw_local;
+int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
+                   const char **families, int nfunctions);
+void pw_local_free(pw_local *l);
+
+#endif

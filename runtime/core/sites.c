@@ -1,0 +1,127 @@
+/*
+ * Per-thread call-site tables: open addressing on (function, return address,
+ * hash of deeper frames). A thread only ever writes its own table, so the hot
+ * path takes no lock and no atomic. The number of distinct sites is bounded by
+ * --max-callsites; beyond it calls are folded into one overflow site per
+ * function (return address 0) and counted in `dropped`.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+#include <sys/mman.h>
+
+#include "pw.h"
+
+int pw_nfunctions;
+
+static pw_sitetab *all_tables;
+static int ntables;
+static PW_TLS pw_sitetab *self;
+
+void *pw_alloc(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void pw_release(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n);
+}
+
+pw_sitetab *pw_sitetabs(void) { return __atomic_load_n(&all_tables, __ATOMIC_ACQUIRE); }
+int pw_sitetabs_count(void) { return __atomic_load_n(&ntables, __ATOMIC_RELAXED); }
+
+static size_t pow2_at_least(size_t n)
+{
+    size_t p = 64;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+pw_sitetab *pw_sitetab_self(void)
+{
+    if (PW_LIKELY(self != NULL))
+        return self;
+    size_t entry = sizeof(pw_site) + (size_t)(pw_opt.callsite_depth - 1) * sizeof(uintptr_t);
+    entry = (entry + 7) & ~(size_t)7;
+    size_t nslots = pow2_at_least(2 * ((size_t)pw_opt.max_callsites + (size_t)pw_nfunctions));
+    size_t hist = pw_opt.histograms && pw_nfunctions
+                      ? (size_t)pw_nfunctions * PW_HIST_BUCKETS * 3 * sizeof(int64_t)
+                      : 0;
+    size_t bytes = sizeof(pw_sitetab) + nslots * entry + hist;
+    char *mem = pw_alloc(bytes); /* zero-filled; untouched pages cost nothing */
+    if (!mem)
+        return NULL;
+    pw_sitetab *t = (pw_sitetab *)mem;
+    t->nslots = nslots;
+    t->entry_size = entry;
+    t->bytes = bytes;
+    t->slots = mem + sizeof(pw_sitetab);
+    t->hist = hist ? (int64_t *)(t->slots + nslots * entry) : NULL;
+    t->next = __atomic_load_n(&all_tables, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&all_tables, &t->next, t, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+        ;
+    __atomic_fetch_add(&ntables, 1, __ATOMIC_RELAXED);
+    self = t;
+    return t;
+}
+
+static inline uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t frames_hash(const uintptr_t *frames, int n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < n; i++)
+        h = mix(h ^ frames[i]) + (uint64_t)i;
+    return h ? h : 1;
+}
+
+static pw_site *lookup(pw_sitetab *t, int32_t fn, uintptr_t ra, uint64_t sh, int create)
+{
+    size_t mask = t->nslots - 1;
+    size_t i = (size_t)mix((uint64_t)ra ^ ((uint64_t)fn << 48) ^ sh) & mask;
+    for (;;) {
+        pw_site *s = pw_site_at(t, i);
+        if (!s->used) {
+            if (!create)
+                return NULL;
+            s->used = 1;
+            s->fn = fn;
+            s->ra = ra;
+            s->stack_hash = sh;
+            s->min_ns = INT64_MAX;
+            t->used++;
+            return s;
+        }
+        if (s->ra == ra && s->fn == fn && s->stack_hash == sh)
+            return s;
+        i = (i + 1) & mask;
+    }
+}
+
+pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames,
+                     int nframes)
+{
+    uint64_t sh = nframes > 0 ? frames_hash(frames, nframes) : 0;
+    pw_site *s = lookup(t, fn, ra, sh, 0);
+    if (PW_LIKELY(s != NULL))
+        return s;
+    if (t->used >= (size_t)pw_opt.max_callsites) {
+        t->dropped++;
+        return lookup(t, fn, 0, 0, 1); /* overflow site; slots reserved for these */
+    }
+    s = lookup(t, fn, ra, sh, 1);
+    s->nframes = (int16_t)nframes;
+    for (int i = 0; i < nframes; i++)
+        s->frames[i] = frames[i];
+    return s;
+}

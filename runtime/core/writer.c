@@ -1,0 +1,346 @@
+/*
+ * Profile files (docs/format.md): one line of JSON header padded to a multiple of
+ * 64 bytes, the arrays of format.h back to back, and an 8-byte end marker. The
+ * header carries every string table and each array's numpy dtype, offset and
+ * count, so numpy.frombuffer reads the arrays without knowing this code.
+ *
+ * Everything here uses mmap'ed memory and write(2) only, so that a rank can save
+ * its data from a signal handler.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pw.h"
+
+#define PW_END_MARKER "PWEND\n\n\n"
+
+void pw_buf_free(pw_buf *b)
+{
+    pw_release(b->data, b->cap);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+static int grow(pw_buf *b, size_t need)
+{
+    if (b->failed)
+        return 0;
+    if (b->len + need <= b->cap)
+        return 1;
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + need)
+        cap *= 2;
+    char *p = b->data ? mremap(b->data, b->cap, cap, MREMAP_MAYMOVE) : pw_alloc(cap);
+    if (!p || p == MAP_FAILED) {
+        b->failed = 1;
+        return 0;
+    }
+    b->data = p;
+    b->cap = cap;
+    return 1;
+}
+
+void pw_buf_put(pw_buf *b, const void *p, size_t n)
+{
+    if (grow(b, n)) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+    }
+}
+
+void pw_buf_puts(pw_buf *b, const char *s) { pw_buf_put(b, s, strlen(s)); }
+
+void pw_buf_int(pw_buf *b, int64_t v)
+{
+    char tmp[24];
+    pw_buf_put(b, tmp, (size_t)pw_fmt_int(tmp, v));
+}
+
+void pw_buf_jstr(pw_buf *b, const char *s)
+{
+    static const char hexd[] = "0123456789abcdef";
+    pw_buf_put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            char e[2] = {'\\', (char)*p};
+            pw_buf_put(b, e, 2);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            char e[6] = {'\\', 'u', '0', '0', hexd[*p >> 4], hexd[*p & 15]};
+            pw_buf_put(b, e, 6);
+        } else {
+            pw_buf_put(b, p, 1);
+        }
+    }
+    pw_buf_put(b, "\"", 1);
+}
+
+static void jstr_list(pw_buf *b, const char *key, const char **v, size_t n)
+{
+    pw_buf_puts(b, ",");
+    pw_buf_jstr(b, key);
+    pw_buf_puts(b, ":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            pw_buf_puts(b, ",");
+        pw_buf_jstr(b, v[i]);
+    }
+    pw_buf_puts(b, "]");
+}
+
+#define PW_DTYPE_FIELD(ctype, np, name) "[\"" #name "\",\"" np "\"],"
+
+static void array_desc(pw_buf *b, const char *name, const char *dtype, size_t itemsize,
+                       size_t count, size_t *offset)
+{
+    pw_buf_puts(b, "\"");
+    pw_buf_puts(b, name);
+    pw_buf_puts(b, "\":{\"offset\":");
+    pw_buf_int(b, (int64_t)*offset);
+    pw_buf_puts(b, ",\"count\":");
+    pw_buf_int(b, (int64_t)count);
+    pw_buf_puts(b, ",\"itemsize\":");
+    pw_buf_int(b, (int64_t)itemsize);
+    pw_buf_puts(b, ",\"dtype\":[");
+    pw_buf_put(b, dtype, strlen(dtype) - 1); /* drop the trailing comma */
+    pw_buf_puts(b, "]}");
+    *offset += itemsize * count;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int pw_profile_write(const pw_profile *p, const char *path)
+{
+    pw_buf h = {0};
+    pw_buf_puts(&h, "{\"format\":\"" PW_PROFILE_MAGIC "\",\"version\":");
+    pw_buf_int(&h, PW_PROFILE_VERSION);
+    pw_buf_puts(&h, ",\"partial\":");
+    pw_buf_puts(&h, p->partial ? "true" : "false");
+    pw_buf_puts(&h, ",\"world_size\":");
+    pw_buf_int(&h, p->world_size);
+    pw_buf_puts(&h, ",\"mpi_library\":");
+    pw_buf_jstr(&h, p->mpi_library);
+    pw_buf_puts(&h, ",\"mpi_flavor\":");
+    pw_buf_jstr(&h, p->mpi_flavor);
+    pw_buf_puts(&h, ",\"hist_buckets\":");
+    pw_buf_int(&h, PW_HIST_BUCKETS);
+    jstr_list(&h, "hosts", p->hosts, p->nhosts);
+    jstr_list(&h, "modules", p->modules, p->nmodules);
+    jstr_list(&h, "buildids", p->buildids, p->nmodules);
+    jstr_list(&h, "functions", p->functions, p->nfunctions);
+    jstr_list(&h, "families", p->families, p->nfunctions);
+    pw_buf_puts(&h, ",\"states\":[");
+#define PW_STATE_NAME(name, value, str) "\"" str "\","
+    static const char states[] = PW_STATES(PW_STATE_NAME);
+    pw_buf_put(&h, states, sizeof states - 2);
+    pw_buf_puts(&h, "],\"arrays\":{");
+    size_t off = 0;
+#define PW_DESC(arr, FIELDS, type)                                                         \
+    if (off)                                                                               \
+        pw_buf_puts(&h, ",");                                                              \
+    array_desc(&h, #arr, FIELDS(PW_DTYPE_FIELD), sizeof(type), p->n##arr, &off);
+    PW_ARRAYS(PW_DESC)
+#undef PW_DESC
+    pw_buf_puts(&h, "},\"data_bytes\":");
+    pw_buf_int(&h, (int64_t)off);
+    pw_buf_puts(&h, "}");
+    /* pad with spaces so the arrays start 64-byte aligned */
+    while ((h.len + 1) % 64)
+        pw_buf_puts(&h, " ");
+    pw_buf_puts(&h, "\n");
+    if (h.failed) {
+        pw_buf_free(&h);
+        return -1;
+    }
+
+    char tmp[4200];
+    size_t n = strlen(path);
+    if (n + 30 > sizeof tmp) {
+        pw_buf_free(&h);
+        return -1;
+    }
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".tmp.", 5);
+    pw_fmt_int(tmp + n + 5, getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        pw_buf_free(&h);
+        return -1;
+    }
+    int rc = write_all(fd, h.data, h.len);
+#define PW_WRITE(arr, FIELDS, type)                                                        \
+    if (rc == 0 && p->n##arr)                                                              \
+        rc = write_all(fd, p->arr, sizeof(type) * p->n##arr);
+    PW_ARRAYS(PW_WRITE)
+#undef PW_WRITE
+    if (rc == 0)
+        rc = write_all(fd, PW_END_MARKER, 8);
+    if (close(fd) != 0)
+        rc = -1;
+    if (rc == 0)
+        rc = rename(tmp, path);
+    if (rc != 0)
+        unlink(tmp);
+    pw_buf_free(&h);
+    return rc;
+}
+
+/* ---- this process's rows, from the thread tables ---- */
+
+int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
+                   const char **families, int nfunctions)
+{
+    memset(l, 0, sizeof *l);
+    size_t nsites = 0, nframes = 0, nthreads = 0, table_bytes = 0;
+    int64_t dropped = 0;
+    for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
+        nthreads++;
+        table_bytes += t->bytes;
+        dropped += t->dropped;
+        for (size_t i = 0; i < t->nslots; i++) {
+            pw_site *s = pw_site_at(t, i);
+            if (s->used && s->count > 0) {
+                nsites++;
+                nframes += (size_t)s->nframes;
+            }
+        }
+    }
+    int nobj = pw_objects_count();
+    size_t nhist_cells = (size_t)nfunctions * PW_HIST_BUCKETS;
+    size_t bytes = sizeof(pw_site_rec) * (nsites + 1) + sizeof(pw_frame_rec) * (nframes + 1) +
+                   sizeof(pw_hist_rec) * (nhist_cells + 1) + sizeof(int64_t) * 3 * nhist_cells +
+                   sizeof(int) * (size_t)(nobj + 1) + 2 * sizeof(char *) * (size_t)(nobj + 1);
+    char *mem = pw_alloc(bytes);
+    if (!mem)
+        return -1;
+    l->mem = mem;
+    l->bytes = bytes;
+    pw_site_rec *sites = (pw_site_rec *)mem;
+    pw_frame_rec *frames = (pw_frame_rec *)(sites + nsites + 1);
+    pw_hist_rec *hist = (pw_hist_rec *)(frames + nframes + 1);
+    int64_t *cells = (int64_t *)(hist + nhist_cells + 1);
+    int *objmap = (int *)(cells + 3 * nhist_cells);
+    const char **modules = (const char **)(objmap + nobj + 1);
+    const char **buildids = modules + nobj + 1;
+    int nmodules = 0;
+    for (int i = 0; i < nobj; i++)
+        objmap[i] = -1;
+
+#define PW_MODULE_OF(addr, off_out, mod_out)                                               \
+    do {                                                                                   \
+        uint64_t off_;                                                                     \
+        int o_ = pw_object_of((addr), &off_);                                              \
+        if (o_ < 0) {                                                                      \
+            mod_out = -1;                                                                  \
+            off_out = (int64_t)(addr);                                                     \
+        } else {                                                                           \
+            if (objmap[o_] < 0) {                                                          \
+                objmap[o_] = nmodules;                                                     \
+                modules[nmodules] = pw_object_path(o_);                                    \
+                buildids[nmodules++] = pw_object_buildid(o_);                              \
+            }                                                                              \
+            mod_out = objmap[o_];                                                          \
+            off_out = (int64_t)off_;                                                       \
+        }                                                                                  \
+    } while (0)
+
+    size_t si = 0, fi = 0;
+    for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
+        for (size_t i = 0; i < t->nslots && si < nsites; i++) {
+            pw_site *s = pw_site_at(t, i);
+            if (!s->used || s->count <= 0)
+                continue;
+            pw_site_rec *r = &sites[si++];
+            r->rank = rank->rank;
+            r->fn = s->fn;
+            r->count = s->count;
+            r->total_ns = s->total_ns;
+            r->min_ns = s->min_ns;
+            r->max_ns = s->max_ns;
+            r->bytes_sent = s->bytes_sent;
+            r->bytes_recv = s->bytes_recv;
+            r->first_frame = -1;
+            if (s->ra == 0) { /* overflow site */
+                r->module = -1;
+                r->offset = 0;
+            } else {
+                PW_MODULE_OF(s->ra, r->offset, r->module);
+            }
+            r->nframes = s->nframes;
+            if (s->nframes > 0 && fi + (size_t)s->nframes <= nframes) {
+                r->first_frame = (int64_t)fi;
+                for (int k = 0; k < s->nframes; k++) {
+                    pw_frame_rec *f = &frames[fi++];
+                    PW_MODULE_OF(s->frames[k], f->offset, f->module);
+                }
+            } else {
+                r->nframes = 0;
+            }
+        }
+        if (t->hist)
+            for (size_t c = 0; c < 3 * nhist_cells; c++)
+                cells[c] += t->hist[c];
+    }
+    size_t hi = 0;
+    for (size_t c = 0; c < nhist_cells; c++) {
+        if (cells[3 * c] == 0)
+            continue;
+        pw_hist_rec *r = &hist[hi++];
+        r->rank = rank->rank;
+        r->fn = (int32_t)(c / PW_HIST_BUCKETS);
+        r->bucket = (int32_t)(c % PW_HIST_BUCKETS);
+        r->count = cells[3 * c];
+        r->bytes = cells[3 * c + 1];
+        r->total_ns = cells[3 * c + 2];
+    }
+
+    l->rank = *rank;
+    l->rank.host = 0;
+    l->rank.nthreads = (int32_t)nthreads;
+    l->rank.sites_dropped = dropped;
+    l->rank.table_bytes = (int64_t)table_bytes;
+    l->rank.table_capacity = pw_opt.max_callsites;
+    static const char *hosts[1];
+    hosts[0] = pw_hostname;
+    pw_profile *p = &l->prof;
+    p->ranks = &l->rank;
+    p->nranks = 1;
+    p->sites = sites;
+    p->nsites = si;
+    p->frames = frames;
+    p->nframes = fi;
+    p->hist = hist;
+    p->nhist = hi;
+    p->hosts = hosts;
+    p->nhosts = 1;
+    p->modules = modules;
+    p->buildids = buildids;
+    p->nmodules = (size_t)nmodules;
+    p->functions = functions;
+    p->families = families;
+    p->nfunctions = (size_t)nfunctions;
+    p->mpi_library = "";
+    p->mpi_flavor = "";
+    p->world_size = 1;
+    p->partial = 1;
+    return 0;
+}
+
+void pw_local_free(pw_local *l) { pw_release(l->mem, l->bytes); }

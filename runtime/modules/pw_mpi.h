@@ -1,0 +1,107 @@
+/*
+ * The MPI module's interface to its generated wrappers (gen_wrappers.py).
+ *
+ * Every wrapper: resolve the real function once; if not recording, or already
+ * inside a wrapper of this thread (a Fortran binding calling the C one, MPI
+ * calling itself), call it and return; otherwise time the one real call, fill a
+ * pw_args from the arguments tagged with roles in mpi.spec and hand both to
+ * pw_mpi_leave(), which decides what the call means from its KIND.
+ */
+#ifndef PW_MODULES_MPI_H
+#define PW_MODULES_MPI_H
+
+#include <errno.h>
+
+#include <mpi.h>
+
+#include "core/pw.h"
+
+/* Kinds of mpi.spec (one body each in pw_mpi_leave). Keep in the order of
+ * gen_wrappers.KINDS. */
+#define PW_MPI_KINDS(X)                                                                    \
+    X(send) X(isend) X(recv) X(irecv) X(sendrecv) X(sendrecv_replace) X(send_init)         \
+    X(recv_init) X(start) X(startall) X(probe) X(request_free) X(cancel)                   \
+    X(barrier) X(bcast) X(gather) X(gatherv) X(scatter) X(scatterv) X(allgather)           \
+    X(allgatherv) X(alltoall) X(alltoallv) X(alltoallw) X(reduce) X(allreduce)             \
+    X(reduce_scatter) X(reduce_scatter_block) X(scan) X(exscan) X(neighbor_allgather)      \
+    X(neighbor_allgatherv) X(neighbor_alltoall) X(neighbor_alltoallv)                      \
+    X(neighbor_alltoallw)                                                                  \
+    X(win) X(put) X(get) X(acc) X(getacc) X(fop) X(cas)                                    \
+    X(wait) X(waitmulti) X(winsync)                                                        \
+    X(fopen) X(fclose) X(fread) X(fwrite) X(fother)                                        \
+    X(init) X(finalize) X(abort) X(pcontrol) X(mgmt)
+
+#define PW_KIND_ENUM(k) PW_KIND_##k,
+enum pw_mpi_kind { PW_MPI_KINDS(PW_KIND_ENUM) PW_MPI_NKINDS };
+#undef PW_KIND_ENUM
+
+/* Values of the role-tagged arguments of one call. In Fortran wrappers the
+ * handles are already converted to C; arrays of datatypes (stypes, rtypes)
+ * and requests stay Fortran integers, as `fortran` says. */
+typedef struct pw_args {
+    const void *buf, *rbuf;
+    int count, scount, rcount;
+    MPI_Datatype type, stype, rtype;
+    const int *scounts, *rcounts;
+    const void *stypes, *rtypes;
+    int peer, source, tag, root, target, nreq, level; /* source: Sendrecv's */
+    MPI_Comm comm;
+    MPI_Win win;
+    MPI_File file;
+    MPI_Group group;
+    MPI_Offset offset;
+    const void *request, *requests, *status, *statuses, *newcomm;
+    int fortran;
+} pw_args;
+
+#define PW_ARGS_INIT {0}
+
+typedef struct pw_call {
+    int fn;
+    void *ra;
+    int64_t t0;
+} pw_call;
+
+extern int pw_mpi_recording;               /* between MPI_Init and MPI_Finalize, Pcontrol on */
+extern PW_TLS int pw_mpi_depth;            /* wrapper nesting of this thread */
+
+static inline int pw_mpi_nested(void) { return pw_mpi_depth > 0; }
+static inline void pw_mpi_nest(void) { pw_mpi_depth++; }
+static inline void pw_mpi_unnest(void) { pw_mpi_depth--; }
+
+static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn, void *ra)
+{
+    if (PW_UNLIKELY(!pw_mpi_recording) || pw_mpi_depth)
+        return 0;
+    pw_mpi_depth++;
+    c->fn = fn;
+    c->ra = ra;
+    c->t0 = pw_now();
+    return 1;
+}
+
+/* Records the call (and restores errno). */
+void pw_mpi_leave(pw_call *c, int kind, const pw_args *a);
+
+/* Hooks of the control kinds. */
+void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided);
+void pw_mpi_finalize_begin(int fn, void *ra);
+void pw_mpi_finalize_done(void);
+void pw_mpi_abort(void *ra);
+void pw_mpi_pcontrol(int level);
+
+/* Real functions: PMPI_* of the C binding, and for a Fortran symbol the next
+ * definition of the same name (its MPI library's). Abort with a message when
+ * the MPI library lacks it. */
+void *pw_mpi_real(const char *name);
+void *pw_mpi_fortran_real(const char *name, void *self);
+
+/* Fortran handle conversion (macros in MPICH, functions in Open MPI). */
+MPI_Comm pw_comm_f2c(MPI_Fint h);
+MPI_Datatype pw_type_f2c(MPI_Fint h);
+MPI_Win pw_win_f2c(MPI_Fint h);
+MPI_File pw_file_f2c(MPI_Fint h);
+MPI_Request pw_request_f2c(MPI_Fint h);
+MPI_Group pw_group_f2c(MPI_Fint h);
+
+#endif

@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""Generate perfweave's MPI wrappers from mpi.spec.
+
+    gen_wrappers.py SPEC OUTDIR
+
+writes OUTDIR/pw_mpi_fn.h (function ids, names, families) and
+OUTDIR/pw_mpi_wrappers.c (one C wrapper per function, and Fortran wrappers for
+the mpif.h / `use mpi` / `use mpi_f08` entry points of Open MPI and MPICH).
+
+Every wrapper has the same shape (runtime/modules/pw_mpi.h): resolve the real
+function once, call it exactly once whatever perfweave's state, time around it
+and record only when recording and not re-entered. What a call means (bytes
+sent/received, persistent requests, Init/Finalize hooks) is decided by its KIND
+in one place, pw_mpi_leave(), from the values of the arguments tagged with roles.
+"""
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FAMILIES = ("p2p", "coll", "rma", "sync", "io", "other")
+KINDS = {
+    "p2p": "send isend recv irecv sendrecv sendrecv_replace send_init recv_init start startall "
+           "probe request_free cancel",
+    "coll": "barrier bcast gather gatherv scatter scatterv allgather allgatherv alltoall alltoallv "
+            "alltoallw reduce allreduce reduce_scatter reduce_scatter_block scan exscan "
+            "neighbor_allgather neighbor_allgatherv neighbor_alltoall neighbor_alltoallv "
+            "neighbor_alltoallw",
+    "rma": "win put get acc getacc fop cas",
+    "sync": "wait waitmulti winsync",
+    "io": "fopen fclose fread fwrite fother",
+    "other": "init finalize abort pcontrol mgmt",
+}
+ROLES = set("buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes peer tag "
+            "root comm newcomm win target group request requests nreq status statuses file offset "
+            "level".split())
+# Kinds whose wrappers run a hook whatever the recording state.
+CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
+
+LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(int\s+(MPI_\w+)\s*\((.*)\))\s*(\[(.*)\])?\s*$")
+
+
+class SpecError(Exception):
+    pass
+
+
+@dataclass
+class Arg:
+    ctype: str          # C type without the name, e.g. "const int *" or "MPI_Datatype"
+    name: str
+    role: str = ""
+    array: bool = False
+
+    @property
+    def decl(self):
+        if self.array:
+            return f"{self.ctype} {self.name}[]"
+        sep = "" if self.ctype.endswith("*") else " "
+        return f"{self.ctype}{sep}{self.name}"
+
+    @property
+    def base(self):
+        """Type without const, pointer or array marks."""
+        return re.sub(r"\bconst\b", "", self.ctype).replace("*", "").strip()
+
+    @property
+    def indirect(self):
+        return self.array or "*" in self.ctype
+
+
+@dataclass
+class Function:
+    family: str
+    kind: str
+    name: str
+    args: list
+    variadic: bool = False
+    fortran: bool = True
+    fortran_args: list = None
+    line: int = 0
+
+    @property
+    def lower(self):
+        return self.name.lower()
+
+
+def parse_arg(text, lineno):
+    text = text.strip()
+    role = ""
+    m = re.match(r"^(.*?)(\w+)\s*(\[\s*\])?\s*(:\s*(\w+))?$", text)
+    if not m:
+        raise SpecError(f"line {lineno}: cannot parse argument '{text}'")
+    ctype, name, array, _, role = m.groups()
+    ctype = " ".join(ctype.replace("*", " * ").split()).replace(" *", "*").replace("* ", "*")
+    ctype = ctype.replace("*", " *").replace("  ", " ").strip()
+    ctype = re.sub(r"\s*\*\s*", "*", ctype)
+    ctype = re.sub(r"(\w)\*", r"\1 *", ctype)
+    if not ctype:
+        raise SpecError(f"line {lineno}: argument '{text}' has no type")
+    if role and role not in ROLES:
+        raise SpecError(f"line {lineno}: unknown role '{role}'")
+    return Arg(ctype=ctype, name=name, role=role or "", array=bool(array))
+
+
+def split_args(text):
+    text = text.strip()
+    if not text or text == "void":
+        return []
+    return [a for a in (p.strip() for p in text.split(",")) if a]
+
+
+def parse(text):
+    functions, seen = [], set()
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        m = LINE_RE.match(line)
+        if not m:
+            raise SpecError(f"line {lineno}: expected 'FAMILY KIND int MPI_Name(args) [flags]'")
+        family, kind, _, name, argtext, _, flags = m.groups()
+        if family not in FAMILIES:
+            raise SpecError(f"line {lineno}: unknown family '{family}'")
+        if kind not in KINDS[family].split():
+            raise SpecError(f"line {lineno}: kind '{kind}' is not a {family} kind")
+        if name in seen:
+            raise SpecError(f"line {lineno}: {name} declared twice")
+        seen.add(name)
+        parts = split_args(argtext)
+        variadic = bool(parts) and parts[-1] == "..."
+        if variadic:
+            parts = parts[:-1]
+        args = [parse_arg(p, lineno) for p in parts]
+        fn = Function(family, kind, name, args, variadic=variadic, line=lineno)
+        flags = flags or ""
+        fm = re.search(r"fortran=\(([^)]*)\)", flags)
+        if fm:
+            fn.fortran_args = [parse_arg(p, lineno) for p in split_args(fm.group(1))]
+            flags = flags.replace(fm.group(0), "")
+        for flag in flags.split():
+            if flag == "nofort":
+                fn.fortran = False
+            else:
+                raise SpecError(f"line {lineno}: unknown flag '{flag}'")
+        if fn.fortran and fn.fortran_args is None:
+            for a in args:
+                if fortran_type(a) is None:
+                    raise SpecError(f"line {lineno}: {name}: argument '{a.decl}' has no "
+                                    "Fortran mapping; add [nofort] or fortran=(...)")
+        functions.append(fn)
+    if not functions:
+        raise SpecError("the spec declares no function")
+    return functions
+
+
+# ---- C wrappers ----
+
+def c_param_type(a):
+    return f"{a.ctype} *" if a.array else a.ctype
+
+
+# Roles whose value is a pointer (arrays, requests, statuses) are passed as
+# pointers; the others are values, and an output handle (MPI_Comm *newcomm,
+# MPI_Win *win of Win_create) carries no value a kind needs.
+POINTER_ROLES = {"buf", "rbuf", "scounts", "rcounts", "stypes", "rtypes", "request", "requests",
+                 "status", "statuses", "newcomm"}
+
+
+def role_assignments(args, fortran):
+    """C statements filling `pw_args a` from the role-tagged arguments."""
+    out = []
+    for a in args:
+        if not a.role or (a.indirect and a.role not in POINTER_ROLES):
+            continue
+        out.append(f"a.{a.role} = {fortran_value(a) if fortran else a.name};")
+    return out
+
+
+def call_list(args):
+    return ", ".join(a.name for a in args)
+
+
+def c_wrapper(fn):
+    params = ", ".join(a.decl for a in fn.args) or "void"
+    if fn.variadic:
+        params += ", ..."
+    call = call_list(fn.args)
+    fid = f"PW_FN_{fn.name}"
+    ptypes = ", ".join(c_param_type(a) for a in fn.args) or "void"
+    if fn.variadic:
+        ptypes += ", ..."
+    lines = [f"typedef int (*pw_creal_{fn.name})({ptypes});",
+             f"PW_EXPORT int {fn.name}({params})", "{",
+             f"    static pw_creal_{fn.name} real;",
+             "    if (PW_UNLIKELY(!real))",
+             f"        real = (pw_creal_{fn.name})pw_mpi_real(\"P{fn.name}\");",
+             "    void *ra = __builtin_return_address(0);"]
+    if fn.kind in CONTROL_KINDS:
+        lines += control_body(fn, f"real({call})", fid, fortran=False)
+    else:
+        lines += [
+            "    pw_call c;",
+            f"    if (!pw_mpi_enter(&c, {fid}, ra))",
+            f"        return real({call});",
+            f"    int rc = real({call});",
+            "    pw_args a = PW_ARGS_INIT;",
+        ]
+        lines += ["    " + s for s in role_assignments(fn.args, False)]
+        lines += [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, &a);", "    return rc;"]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def control_body(fn, call, fid, fortran):
+    """Init, Finalize, Abort and Pcontrol: hooks around the real call."""
+    ret = "" if fortran else "return "
+    rc_decl = "" if fortran else "int rc = "
+    rc_ret = "return;" if fortran else "return rc;"
+    level = "*level" if fortran else "level"
+    if fn.kind == "init":
+        provided = "-1"
+        for a in (fn.fortran_args if fortran else fn.args):
+            if a.name == "provided":
+                provided = "*provided"
+        return [f"    if (pw_mpi_nested())", f"        {ret}{call};",
+                "    pw_mpi_nest();", "    int64_t t0 = pw_now();",
+                f"    {rc_decl}{call};",
+                f"    pw_mpi_init_done({fid}, ra, t0, {provided});",
+                "    pw_mpi_unnest();", f"    {rc_ret}"]
+    if fn.kind == "finalize":
+        return [f"    if (pw_mpi_nested())", f"        {ret}{call};",
+                "    pw_mpi_nest();", f"    pw_mpi_finalize_begin({fid}, ra);",
+                f"    {rc_decl}{call};", "    pw_mpi_finalize_done();",
+                "    pw_mpi_unnest();", f"    {rc_ret}"]
+    if fn.kind == "abort":
+        return ["    pw_mpi_abort(ra);", f"    {ret}{call};"]
+    if fn.kind == "pcontrol":
+        return ["    (void)ra;", f"    pw_mpi_pcontrol({level});", f"    {ret}{call};"]
+    raise AssertionError(fn.kind)
+
+
+# ---- Fortran wrappers ----
+
+HANDLE_F2C = {"MPI_Comm": "pw_comm_f2c", "MPI_Datatype": "pw_type_f2c", "MPI_Win": "pw_win_f2c",
+              "MPI_File": "pw_file_f2c", "MPI_Request": "pw_request_f2c",
+              "MPI_Group": "pw_group_f2c"}
+FORTRAN_HANDLES = {"MPI_Comm", "MPI_Datatype", "MPI_Win", "MPI_File", "MPI_Request",
+                   "MPI_Group", "MPI_Op", "MPI_Info", "MPI_Message", "MPI_Errhandler",
+                   "MPI_Status", "int"}
+
+
+def fortran_type(a):
+    """C type of the argument as a Fortran binding passes it (always by reference)."""
+    base = a.base
+    if base == "void":
+        return "void *"
+    if base in FORTRAN_HANDLES:
+        return "MPI_Fint *"
+    if base in ("MPI_Aint", "MPI_Offset", "MPI_Count"):
+        return f"{base} *"
+    return None
+
+
+def fortran_value(a):
+    """C expression for a role's value inside a Fortran wrapper."""
+    if a.role in ("scounts", "rcounts"):
+        return f"(const int *){a.name}"
+    if a.role in POINTER_ROLES:
+        return f"(const void *){a.name}"
+    if a.base in HANDLE_F2C:
+        return f"{HANDLE_F2C[a.base]}(*{a.name})"
+    if a.base == "int":
+        return f"(int)*{a.name}"
+    return f"*{a.name}"
+
+
+# Entry points of the Fortran bindings: mpif.h and `use mpi` (name_, name__),
+# `use mpi_f08` of Open MPI and of MPICH without choice buffers (name_f08_), and
+# MPICH's f08 routines with a choice buffer (name_f08ts_).
+FORTRAN_SUFFIXES = ("_", "__", "_f08_", "_f08ts_")
+
+
+def fortran_wrapper(fn):
+    args = fn.fortran_args if fn.fortran_args is not None else fn.args
+    fparams = [f"{fortran_type(a)}{a.name}" for a in args] + ["MPI_Fint *ierr"]
+    ftypes = ", ".join([fortran_type(a) for a in args] + ["MPI_Fint *"])
+    body_params = ", ".join([f"pw_freal_{fn.name} real", "void *ra"] + fparams)
+    call = ", ".join([a.name for a in args] + ["ierr"])
+    fid = f"PW_FN_{fn.name}"
+    lines = [f"typedef void (*pw_freal_{fn.name})({ftypes});",
+             f"static inline __attribute__((always_inline)) void pw_f_{fn.name}({body_params})",
+             "{"]
+    if fn.kind in CONTROL_KINDS:
+        lines += control_body(fn, f"real({call})", fid, fortran=True)
+    else:
+        lines += ["    pw_call c;",
+                  f"    if (!pw_mpi_enter(&c, {fid}, ra)) {{",
+                  f"        real({call});", "        return;", "    }",
+                  f"    real({call});",
+                  "    pw_args a = PW_ARGS_INIT;", "    a.fortran = 1;"]
+        lines += ["    " + s for s in role_assignments(args, True)]
+        lines += [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, &a);"]
+    lines.append("}")
+    params = ", ".join(fparams)
+    for suffix in FORTRAN_SUFFIXES:
+        sym = fn.lower + suffix
+        lines += [f"PW_EXPORT void {sym}({params})", "{",
+                  f"    static pw_freal_{fn.name} real;",
+                  "    if (PW_UNLIKELY(!real))",
+                  f"        real = (pw_freal_{fn.name})pw_mpi_fortran_real(\"{sym}\", (void *){sym});",
+                  f"    pw_f_{fn.name}(real, __builtin_return_address(0), {call});", "}"]
+    return "\n".join(lines)
+
+
+# ---- output files ----
+
+def header(functions):
+    out = ["/* Generated by runtime/mpi/gen_wrappers.py from mpi.spec: do not edit. */",
+           "#ifndef PW_MPI_FN_H", "#define PW_MPI_FN_H", "",
+           f"#define PW_MPI_NFN {len(functions)}", "", "enum pw_mpi_fn {"]
+    out += [f"    PW_FN_{f.name} = {i}," for i, f in enumerate(functions)]
+    out += ["};", "",
+            "extern const char *pw_mpi_fn_names[PW_MPI_NFN];",
+            "extern const char *pw_mpi_fn_families[PW_MPI_NFN];",
+            "extern const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN];", "", "#endif", ""]
+    return "\n".join(out)
+
+
+def source(functions):
+    out = ["/* Generated by runtime/mpi/gen_wrappers.py from mpi.spec: do not edit. */",
+           '#include <mpi.h>', '#include "pw_mpi_fn.h"', '#include "modules/pw_mpi.h"', "",
+           "const char *pw_mpi_fn_names[PW_MPI_NFN] = {"]
+    out += [f'    "{f.name}",' for f in functions]
+    out += ["};", "", "const char *pw_mpi_fn_families[PW_MPI_NFN] = {"]
+    out += [f'    "{f.family}",' for f in functions]
+    out += ["};", "", "const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {"]
+    out += [f"    PW_KIND_{f.kind}," for f in functions]
+    out += ["};", ""]
+    for f in functions:
+        out += [f"/* {f.family} {f.kind}: spec line {f.line} */", c_wrapper(f), ""]
+        if f.fortran:
+            out += [fortran_wrapper(f), ""]
+    return "\n".join(out)
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.exit(__doc__)
+    spec, outdir = Path(argv[1]), Path(argv[2])
+    try:
+        functions = parse(spec.read_text())
+    except SpecError as e:
+        sys.exit(f"{spec}: {e}")
+    outdir.mkdir(parents=True, exist_ok=True)
+    for name, text in (("pw_mpi_fn.h", header(functions)),
+                       ("pw_mpi_wrappers.c", source(functions))):
+        path = outdir / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
