@@ -1,0 +1,26 @@
+! use mpi_f08 bindings: rank 0 sends 3 messages of 50 integers to rank 1; every
+! rank calls MPI_Allreduce twice on 4 double precision values and MPI_Barrier once.
+program fortran_f08
+  use mpi_f08
+  implicit none
+  integer :: rank, nranks, i
+  integer :: buf(50)
+  double precision :: x(4), y(4)
+  buf = 0
+  x = 1.0d0
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  do i = 1, 3
+    if (rank == 0) then
+      call MPI_Send(buf, 50, MPI_INTEGER, 1, 0, MPI_COMM_WORLD) ! @site send
+    else if (rank == 1) then
+      call MPI_Recv(buf, 50, MPI_INTEGER, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ! @site recv
+    end if
+  end do
+  do i = 1, 2
+    call MPI_Allreduce(x, y, 4, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD) ! @site allreduce
+  end do
+  call MPI_Barrier(MPI_COMM_WORLD) ! @site barrier
+  call MPI_Finalize()
+end program fortran_f08

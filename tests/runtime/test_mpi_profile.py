@@ -1,0 +1,179 @@
+"""The MPI call-site profile against programs whose numbers are known by construction."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import PERFWEAVE, bare, functions, site_lines, sites
+
+
+def test_exact_counts_bytes_and_sites(mpi, build, run_pw):
+    prog = build(mpi, "counts.c")
+    r = run_pw(mpi.launch(4) + [prog])
+    rep = r.report()
+    m = rep["mpi_profile"]
+    assert rep["state"] == "complete"
+    assert m["ranks"] == 4 and m["world_size"] == 4
+    assert m["mpi_flavor"] == mpi.name
+    f = functions(rep)
+    assert f["MPI_Send"]["calls"] == 5 and f["MPI_Send"]["bytes_sent"] == 5 * 8000
+    assert f["MPI_Recv"]["calls"] == 5 and f["MPI_Recv"]["bytes_recv"] == 5 * 8000
+    # Bcast: the root sends 3 x 64 bytes, the 3 others receive 3 x 64 bytes each
+    assert f["MPI_Bcast"]["calls"] == 12
+    assert f["MPI_Bcast"]["bytes_sent"] == 3 * 64 and f["MPI_Bcast"]["bytes_recv"] == 9 * 64
+    assert f["MPI_Allreduce"]["calls"] == 8
+    assert f["MPI_Allreduce"]["bytes_sent"] == 8 * 32 == f["MPI_Allreduce"]["bytes_recv"]
+    assert f["MPI_Barrier"]["calls"] == 16
+    assert f["MPI_Barrier"]["bytes_sent"] == 0
+    # Gather: every rank sends 40 bytes, the root receives 4 x 40
+    assert f["MPI_Gather"]["calls"] == 4
+    assert f["MPI_Gather"]["bytes_sent"] == 4 * 40 and f["MPI_Gather"]["bytes_recv"] == 160
+    # Alltoall: every rank sends and receives 3 ints to/from each of 4 ranks
+    assert f["MPI_Alltoall"]["bytes_sent"] == 4 * 4 * 12 == f["MPI_Alltoall"]["bytes_recv"]
+    assert f["MPI_Comm_rank"]["calls"] == 4 and f["MPI_Comm_size"]["calls"] == 4
+    assert "MPI_Init" not in f
+    # per-rank rows
+    per_rank = m["per_rank"]
+    assert [p["rank"] for p in per_rank] == [0, 1, 2, 3]
+    calls = {p["rank"]: p["calls"] for p in per_rank}
+    # Comm_rank, Comm_size, 3 Bcast, 2 Allreduce, 4 Barrier, Gather, Alltoall = 13
+    assert calls == {0: 13 + 5, 1: 13 + 5, 2: 13, 3: 13}
+    for p in per_rank:
+        assert 0 < p["mpi_s"] <= p["app_s"]
+        assert abs(p["mpi_pct"] + p["outside_pct"] - 100) < 1e-6
+
+    # one call site per marked line, same (module, offset) on every rank (ASLR)
+    lines = site_lines("counts.c")
+    for fn, mark, nranks in (("MPI_Send", "send", 1), ("MPI_Recv", "recv", 1),
+                             ("MPI_Bcast", "bcast", 4), ("MPI_Allreduce", "allreduce", 4),
+                             ("MPI_Barrier", "barrier", 4), ("MPI_Gather", "gather", 4),
+                             ("MPI_Alltoall", "alltoall", 4)):
+        s = sites(rep, fn)
+        assert len(s) == 1, (fn, s)
+        loc = s[0]["location"]
+        assert loc["file"].endswith("counts.c") and loc["line"] == lines[mark], (fn, loc)
+        assert loc["function"] == "main"
+        assert s[0]["ranks"] == nranks
+        assert str(prog) == loc["module"]
+
+    # message-size histograms: 8000-byte sends are in bucket 13 (4096..8191)
+    sizes = {(s["function"], s["bucket"]): s for s in m["message_sizes"]}
+    assert sizes[("MPI_Send", 13)]["calls"] == 5
+    assert sizes[("MPI_Send", 13)]["min_bytes"] == 4096
+    assert sizes[("MPI_Bcast", 7)]["calls"] == 12          # 64 bytes
+    assert sizes[("MPI_Barrier", 0)]["calls"] == 16        # 0 bytes
+    assert f["MPI_Send"]["mean_bytes"] == 8000
+
+    # the program's own output is untouched
+    assert sorted(l for l in r.proc.stdout.splitlines() if l.startswith("counts")) == \
+        [f"counts rank {i} done" for i in range(4)]
+
+
+def test_callsites_agree_across_ranks_under_aslr(mpi, build, run_pw):
+    with open("/proc/sys/kernel/randomize_va_space") as fh:
+        assert fh.read().strip() != "0", "ASLR is off on this machine; the test needs it"
+    prog = build(mpi, "counts.c")
+    r = run_pw(mpi.launch(4) + [prog])
+    # raw file: every rank's Bcast row has the same (module, offset), whatever the load
+    # addresses were
+    from perfweave.readers.profile import read_profile
+    pf = read_profile(r.exp / "profile.pwprof")
+    fns = pf.header["functions"]
+    s = pf.arrays["sites"]
+    bc = s[s["fn"] == fns.index("MPI_Bcast")]
+    assert len(bc) == 4 and len(set(bc["rank"])) == 4
+    assert len(set(zip(bc["module"], bc["offset"]))) == 1
+    assert pf.header["modules"][bc["module"][0]] == str(prog)
+
+
+def test_late_barrier(mpi, build, run_pw):
+    prog = build(mpi, "barrier_late.c")
+    rep = run_pw(mpi.launch(4) + [prog]).report()
+    lines = site_lines("barrier_late.c")
+    late = [s for s in sites(rep, "MPI_Barrier") if s["location"]["line"] == lines["late"]]
+    assert len(late) == 1
+    late = late[0]
+    per_rank = {int(k): v for k, v in late["per_rank_time_s"].items()}
+    for rank in (0, 1, 2):
+        assert per_rank[rank] >= 0.3 * 0.95, per_rank  # waited for the sleeper
+    assert per_rank[3] < 0.1, per_rank                   # the sleeper did not wait
+    # times 0.3, 0.3, 0.3, ~0: COV = sqrt(3)/3 = 0.577 for an instantaneous last barrier
+    assert 0.45 < late["cov"] < 0.65, late["cov"]
+    first = [s for s in sites(rep, "MPI_Barrier") if s["location"]["line"] == lines["first"]]
+    assert first[0]["time_s"] < late["time_s"] / 3
+    assert late["max_s"] >= 0.3 * 0.95
+
+
+def test_any_source_receives(mpi, build, run_pw):
+    prog = build(mpi, "anysource.c")
+    r = run_pw(mpi.launch(4) + [prog])
+    assert "anysource: 3 of 3 matched" in r.proc.stdout
+    f = functions(r.report())
+    assert f["MPI_Recv"]["calls"] == 3 and f["MPI_Recv"]["bytes_recv"] == 3 * 256
+    assert f["MPI_Send"]["calls"] == 3 and f["MPI_Send"]["bytes_sent"] == 3 * 256
+
+
+def test_isend_irecv_waitall(mpi, build, run_pw):
+    prog = build(mpi, "nonblocking.c")
+    rep = run_pw(mpi.launch(4) + [prog]).report()
+    f = functions(rep)
+    assert f["MPI_Isend"]["calls"] == 40 and f["MPI_Isend"]["bytes_sent"] == 40 * 400
+    assert f["MPI_Irecv"]["calls"] == 40 and f["MPI_Irecv"]["bytes_recv"] == 40 * 400
+    assert f["MPI_Waitall"]["calls"] == 40
+    assert f["MPI_Waitall"]["family"] == "sync"
+    lines = site_lines("nonblocking.c")
+    assert sites(rep, "MPI_Waitall")[0]["location"]["line"] == lines["waitall"]
+
+
+def test_comm_split(mpi, build, run_pw):
+    prog = build(mpi, "commsplit.c")
+    f = functions(run_pw(mpi.launch(4) + [prog]).report())
+    assert f["MPI_Comm_split"]["calls"] == 4
+    assert f["MPI_Comm_free"]["calls"] == 4
+    assert f["MPI_Allreduce"]["calls"] == 4
+    assert f["MPI_Allreduce"]["bytes_sent"] == 4 * 32
+
+
+def test_persistent_requests(mpi, build, run_pw):
+    prog = build(mpi, "persistent.c")
+    rep = run_pw(mpi.launch(3) + [prog]).report()
+    f = functions(rep)
+    assert f["MPI_Send_init"]["calls"] == 3 and f["MPI_Recv_init"]["calls"] == 3
+    # bytes move at each start, not at init
+    assert f["MPI_Send_init"]["bytes_sent"] == 0
+    assert f["MPI_Startall"]["calls"] == 3 * 20
+    assert f["MPI_Startall"]["bytes_sent"] == 3 * 20 * 128
+    assert f["MPI_Startall"]["bytes_recv"] == 3 * 20 * 128
+    assert f["MPI_Start"]["calls"] == 3 * 2
+    assert f["MPI_Start"]["bytes_sent"] == 3 * 128 and f["MPI_Start"]["bytes_recv"] == 3 * 128
+    assert f["MPI_Request_free"]["calls"] == 6
+
+
+@pytest.mark.parametrize("source", ["fortran_mpif.f90", "fortran_usempi.f90", "fortran_f08.f90"])
+def test_fortran(mpi, build, run_pw, source):
+    prog = build(mpi, source)
+    rep = run_pw(mpi.launch(2) + [prog]).report()
+    assert rep["state"] == "complete" and rep["mpi_profile"]["ranks"] == 2
+    f = functions(rep)
+    assert f["MPI_Send"]["calls"] == 3 and f["MPI_Send"]["bytes_sent"] == 3 * 200
+    assert f["MPI_Recv"]["calls"] == 3 and f["MPI_Recv"]["bytes_recv"] == 3 * 200
+    assert f["MPI_Allreduce"]["calls"] == 4 and f["MPI_Allreduce"]["bytes_sent"] == 4 * 32
+    assert f["MPI_Barrier"]["calls"] == 2
+    assert f["MPI_Comm_rank"]["calls"] == 2 and f["MPI_Comm_size"]["calls"] == 2
+    lines = site_lines(source)
+    for fn, mark in (("MPI_Send", "send"), ("MPI_Recv", "recv"),
+                     ("MPI_Allreduce", "allreduce"), ("MPI_Barrier", "barrier")):
+        s = sites(rep, fn)
+        assert len(s) == 1, (fn, s)
+        assert s[0]["location"]["file"].endswith(source), s[0]["location"]
+        assert s[0]["location"]["line"] == lines[mark], (fn, s[0]["location"])
+
+
+def test_text_report_sections(mpi, build, run_pw):
+    prog = build(mpi, "counts.c")
+    text = run_pw(mpi.launch(4) + [prog]).text_report()
+    for needle in ("MPI time per rank", "Balance: % of each rank's app time", "Avg/Max",
+                   "MPI functions by time", "MPI call sites by time", "Message sizes",
+                   "counts.c:"):
+        assert needle in text, needle

@@ -1,0 +1,147 @@
+"""Runs that do not end well still leave a readable experiment, marked partial, and
+perfweave never changes the program's output, exit status or signal handling."""
+import json
+import subprocess
+
+import pytest
+
+from conftest import PERFWEAVE, bare, functions, site_lines, sites
+from perfweave.readers.profile import read_profile
+
+STATE = {"complete": 0, "no-finalize": 1, "abort": 2, "signal": 3}
+
+
+def rank_file(run, rank):
+    return read_profile(run.exp / "partial" / f"rank-{rank}.pwprof")
+
+
+def calls_of(pf, fn):
+    s = pf.arrays["sites"]
+    return int(s[s["fn"] == pf.header["functions"].index(fn)]["count"].sum())
+
+
+def test_mpi_abort(mpi, build, run_pw):
+    prog = build(mpi, "abort.c")
+    cmd = mpi.launch(3) + [prog]
+    ref = bare(cmd)
+    r = run_pw(cmd, check=False)
+    assert r.proc.returncode == ref.returncode != 0
+    assert "aborting" in r.proc.stdout
+    assert not (r.exp / "profile.pwprof").exists()
+    pf = rank_file(r, 1)
+    assert pf.header["partial"] is True
+    assert int(pf.arrays["ranks"]["state"][0]) == STATE["abort"]
+    assert calls_of(pf, "MPI_Barrier") == 2
+    rep = r.report()
+    assert rep["state"] == "partial"
+    assert any("partial" in n for n in rep["notes"])
+    f = functions(rep)
+    assert f["MPI_Barrier"]["calls"] >= 2
+
+
+def test_return_without_finalize(mpi, build, run_pw):
+    prog = build(mpi, "nofinalize.c")
+    cmd = mpi.launch(2) + [prog]
+    ref = bare(cmd)
+    r = run_pw(cmd, check=False)
+    assert r.proc.returncode == ref.returncode
+    assert sorted(l for l in r.proc.stdout.splitlines() if "leaves" in l) == \
+        sorted(l for l in ref.stdout.splitlines() if "leaves" in l)
+    # A launcher may SIGKILL the other ranks as soon as one exits without
+    # MPI_Finalize (MPICH's Hydra does); a rank killed that way cannot save.
+    saved = sorted(int(p.stem.split("-")[1]) for p in (r.exp / "partial").glob("rank-*.pwprof"))
+    assert saved, "no rank saved its data"
+    for rank in saved:
+        pf = rank_file(r, rank)
+        assert int(pf.arrays["ranks"]["state"][0]) == STATE["no-finalize"]
+        assert calls_of(pf, "MPI_Allreduce") == 3
+    rep = r.report()
+    assert rep["state"] == "partial" and rep["mpi_profile"]["ranks"] == len(saved)
+    assert functions(rep)["MPI_Allreduce"]["calls"] == 3 * len(saved)
+    if len(saved) < 2:
+        assert any("no data from 1 of 2 ranks" in n for n in rep["notes"]), rep["notes"]
+
+
+@pytest.mark.parametrize("sig", ["TERM", "INT"])
+def test_rank_killed_by_signal(mpi, build, run_pw, sig):
+    prog = build(mpi, "signal.c")
+    # One process (MPI singleton): its death by the signal is passed through exactly.
+    single = [prog, sig, "0"]
+    ref = bare(single)
+    r1 = run_pw(single, check=False)
+    assert ref.returncode == r1.proc.returncode == {"TERM": -15, "INT": -2}[sig]
+    pf = rank_file(r1, 0)
+    assert int(pf.arrays["ranks"]["state"][0]) == STATE["signal"]
+    assert calls_of(pf, "MPI_Barrier") == 4
+    # Three ranks: how the launcher reports a rank's death varies from run to run
+    # (the survivors may be killed in other ways), so only its saved data is checked.
+    r = run_pw(mpi.launch(3) + [prog, sig, "1"], check=False)
+    assert r.proc.returncode != 0
+    pf = rank_file(r, 1)
+    assert int(pf.arrays["ranks"]["state"][0]) == STATE["signal"]
+    assert calls_of(pf, "MPI_Barrier") == 4
+    rep = r.report()
+    assert rep["state"] == "partial"
+    assert functions(rep)["MPI_Barrier"]["calls"] >= 4
+
+
+def test_program_keeps_its_own_signal_handler(mpi, build, run_pw):
+    prog = build(mpi, "own_handler.c")
+    cmd = mpi.launch(2) + [prog]
+    r = run_pw(cmd)
+    assert sorted(l for l in r.proc.stdout.splitlines() if "handled" in l) == \
+        ["rank 0 handled signal 15", "rank 1 handled signal 15"]
+    assert r.report()["state"] == "complete"
+
+
+def test_program_without_mpi(build, run_pw):
+    prog = build(None, "serial.c")
+    r = run_pw([prog, "3"], check=False)
+    assert r.proc.returncode == 3
+    assert r.proc.stdout == "serial says hello\n"
+    rep = r.report()
+    assert rep["mpi_profile"]["mpi"] is False
+    assert rep["exit_status"] == {"code": 3}
+    assert rep["mpi_profile"]["ranks"] == 1
+    assert rep["mpi_profile"]["app_time_s"]["max"] > 0
+    assert "not used" in r.text_report()
+
+
+def test_program_without_mpi_under_launcher(mpi, build, run_pw):
+    prog = build(None, "serial.c")
+    r = run_pw(mpi.launch(2) + [prog])
+    assert r.proc.stdout.count("serial says hello") == 2
+    procs = list((r.exp / "procs").glob("*.pwprof"))
+    assert len(procs) == 2  # the launcher and its daemons are left alone
+
+
+def test_callsite_depth_and_pcontrol(mpi, build, run_pw):
+    prog = build(mpi, "callers.c")
+    lines = site_lines("callers.c")
+    one = run_pw(mpi.launch(2) + [prog]).report()
+    s = sites(one, "MPI_Allreduce")
+    assert len(s) == 1 and s[0]["calls"] == 16
+    assert s[0]["location"]["function"] == "exchange"
+    assert s[0]["location"]["line"] == lines["allreduce"]
+    # Pcontrol(0) hid 10 of the 50 barriers on each rank
+    assert functions(one)["MPI_Barrier"]["calls"] == 2 * 40
+    assert len(sites(one, "MPI_Barrier")) == 40
+
+    two = run_pw(mpi.launch(2) + [prog], options=["--callsite-depth", "2"]).report()
+    s = sorted(sites(two, "MPI_Allreduce"), key=lambda c: c["calls"])
+    assert [c["calls"] for c in s] == [6, 10]
+    assert [c["stack"][0]["line"] for c in s] == [lines["from_a"], lines["from_b"]]
+    assert [c["stack"][0]["function"] for c in s] == ["phase_a", "phase_b"]
+
+
+def test_callsite_bound_is_recorded(mpi, build, run_pw):
+    prog = build(mpi, "callers.c")
+    r = run_pw(mpi.launch(2) + [prog], options=["--max-callsites", "16"])
+    rep = r.report()
+    m = rep["mpi_profile"]
+    assert functions(rep)["MPI_Barrier"]["calls"] == 2 * 40   # nothing lost...
+    assert m["sites_dropped"] > 0                               # ...but folded, and said
+    assert any("--max-callsites" in n for n in rep["notes"])
+    assert any("overflow" in c["where"] for c in m["callsites"])
+    pf = read_profile(r.exp / "profile.pwprof")
+    assert (pf.arrays["ranks"]["table_capacity"] == 16).all()
