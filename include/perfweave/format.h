@@ -67,7 +67,8 @@
     X(int64_t, "<i8", offset)
 
 /* Message-size histogram: one row per (rank, function, size bucket) with calls.
- * Bucket b holds sizes s with floor(log2(s)) == b - 1, bucket 0 holds s == 0. */
+ * Bucket b holds sizes s with floor(log2(s)) == b - 1, bucket 0 holds s == 0;
+ * the last bucket also holds every larger size. */
 #define PW_HIST_FIELDS(X)                                                                  \
     X(int32_t, "<i4", rank)                                                                \
     X(int32_t, "<i4", fn)                                                                  \

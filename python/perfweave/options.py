@@ -28,8 +28,12 @@ def add_arguments(parser):
     for opt in spec():
         names = [opt["flag"], flag(opt)] if opt.get("flag") else [flag(opt)]
         default = opt["default"]
-        help_text = f"{opt['help']} (default: {default!r}"
-        help_text += f"; env {env_name(opt)})" if opt.get("runtime") else ")"
+        if "(default:" in opt["help"]:
+            help_text = opt["help"]
+        else:
+            help_text = f"{opt['help']} (default: {default!r})"
+        if opt.get("runtime"):
+            help_text += f" [env {env_name(opt)}]"
         help_text = help_text.replace("%", "%%")
         if opt["type"] == "bool":
             parser.add_argument(*names, dest=opt["name"], default=default,

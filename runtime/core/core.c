@@ -19,6 +19,43 @@ struct pw_options pw_opt;
 int pw_active;
 int64_t pw_t_start;
 char pw_hostname[256];
+int pw_use_tsc;
+static int64_t tick_start;
+
+/* Is the tick counter invariant (constant rate, runs in all power states)? */
+static int invariant_counter(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    char buf[8192];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    int ok = 0;
+    if (!f)
+        return 0;
+    while (fgets(buf, sizeof buf, f))
+        if (strncmp(buf, "flags", 5) == 0) {
+            ok = strstr(buf, " constant_tsc") && strstr(buf, " nonstop_tsc");
+            break;
+        }
+    fclose(f);
+    return ok;
+#elif defined(__aarch64__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+double pw_ns_per_tick(void)
+{
+    if (!pw_use_tsc)
+        return 1.0;
+    /* sample both clocks back to back; the interval since the constructor makes the
+     * rate exact to a few ns over the whole run */
+    int64_t t = pw_now(), k = pw_ticks();
+    if (k <= tick_start || t <= pw_t_start)
+        return 1.0;
+    return (double)(t - pw_t_start) / (double)(k - tick_start);
+}
 
 static const char *experiment_dir;
 
@@ -258,7 +295,9 @@ static void install_signal_handlers(void)
 
 __attribute__((constructor)) static void pw_init(void)
 {
+    pw_use_tsc = invariant_counter();
     pw_t_start = pw_now();
+    tick_start = pw_ticks();
     load_options();
     experiment_dir = getenv("PERFWEAVE_EXPERIMENT");
     if (!experiment_dir || !*experiment_dir || skipped_executable())

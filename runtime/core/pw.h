@@ -35,6 +35,32 @@ static inline int64_t pw_now(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Durations of wrapped calls are taken in ticks of the cheapest invariant counter
+ * (x86 TSC with constant_tsc and nonstop_tsc, the aarch64 virtual counter) and
+ * converted to ns when written, with a rate calibrated against CLOCK_MONOTONIC
+ * over the process's life. Without such a counter a tick is a nanosecond. */
+extern int pw_use_tsc;
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline int64_t pw_ticks(void)
+{
+    return PW_LIKELY(pw_use_tsc) ? (int64_t)__rdtsc() : pw_now();
+}
+#elif defined(__aarch64__)
+static inline int64_t pw_ticks(void)
+{
+    uint64_t v;
+    if (PW_UNLIKELY(!pw_use_tsc))
+        return pw_now();
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return (int64_t)v;
+}
+#else
+static inline int64_t pw_ticks(void) { return pw_now(); }
+#endif
+/* Nanoseconds per tick, measured from the constructor to now. */
+double pw_ns_per_tick(void);
+
 /* "perfweave: ..." on stderr; pw_debug only with --verbose. Async-signal-safe
  * for plain %s/%d/%ld formats (own formatter, one write()). */
 void pw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -71,7 +97,8 @@ typedef struct pw_site {
     int32_t fn;            /* function id */
     int16_t nframes;       /* deeper frames stored in frames[] */
     int16_t used;          /* slot holds a site */
-    int64_t count, total_ns, min_ns, max_ns, bytes_sent, bytes_recv;
+    int64_t count, total, min, max; /* durations in ticks (pw_ticks) */
+    int64_t bytes_sent, bytes_recv;
     uintptr_t frames[];    /* pw_opt.callsite_depth - 1 entries */
 } pw_site;
 
@@ -79,7 +106,7 @@ typedef struct pw_sitetab {
     struct pw_sitetab *next; /* all tables, for the dump */
     size_t nslots, used, entry_size, bytes;
     int64_t dropped;         /* calls folded into an overflow site */
-    int64_t *hist;           /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ns; NULL if off */
+    int64_t *hist;           /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ticks; NULL if off */
     char *slots;
 } pw_sitetab;
 
@@ -105,14 +132,14 @@ static inline int pw_hist_bucket(int64_t bytes)
     return b < PW_HIST_BUCKETS ? b : PW_HIST_BUCKETS - 1;
 }
 
-static inline void pw_site_add(pw_site *s, int64_t ns, int64_t sent, int64_t recv)
+static inline void pw_site_add(pw_site *s, int64_t ticks, int64_t sent, int64_t recv)
 {
     s->count++;
-    s->total_ns += ns;
-    if (ns < s->min_ns)
-        s->min_ns = ns;
-    if (ns > s->max_ns)
-        s->max_ns = ns;
+    s->total += ticks;
+    if (ticks < s->min)
+        s->min = ticks;
+    if (ticks > s->max)
+        s->max = ticks;
     s->bytes_sent += sent;
     s->bytes_recv += recv;
 }

@@ -98,7 +98,7 @@ static pw_site *lookup(pw_sitetab *t, int32_t fn, uintptr_t ra, uint64_t sh, int
             s->fn = fn;
             s->ra = ra;
             s->stack_hash = sh;
-            s->min_ns = INT64_MAX;
+            s->min = INT64_MAX;
             t->used++;
             return s;
         }

@@ -261,6 +261,8 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
         }                                                                                  \
     } while (0)
 
+    double ns_per_tick = pw_ns_per_tick();
+#define PW_NS(ticks) ((int64_t)((double)(ticks) * ns_per_tick + 0.5))
     size_t si = 0, fi = 0;
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
         for (size_t i = 0; i < t->nslots && si < nsites; i++) {
@@ -271,9 +273,9 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
             r->rank = rank->rank;
             r->fn = s->fn;
             r->count = s->count;
-            r->total_ns = s->total_ns;
-            r->min_ns = s->min_ns;
-            r->max_ns = s->max_ns;
+            r->total_ns = PW_NS(s->total);
+            r->min_ns = PW_NS(s->min);
+            r->max_ns = PW_NS(s->max);
             r->bytes_sent = s->bytes_sent;
             r->bytes_recv = s->bytes_recv;
             r->first_frame = -1;
@@ -308,7 +310,7 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
         r->bucket = (int32_t)(c % PW_HIST_BUCKETS);
         r->count = cells[3 * c];
         r->bytes = cells[3 * c + 1];
-        r->total_ns = cells[3 * c + 2];
+        r->total_ns = PW_NS(cells[3 * c + 2]);
     }
 
     l->rank = *rank;

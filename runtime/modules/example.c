@@ -36,9 +36,9 @@ PW_EXPORT int usleep(useconds_t usec)
     if (!pw_active || example_depth)
         return real(usec);
     example_depth++;
-    int64_t t0 = pw_now();
+    int64_t t0 = pw_ticks(); /* durations in ticks; the writer converts to ns */
     int rc = real(usec);
-    int64_t t1 = pw_now();
+    int64_t t1 = pw_ticks();
     int saved_errno = errno; /* recording must not disturb what the caller sees */
     pw_sitetab *t = pw_sitetab_self();
     if (t) {

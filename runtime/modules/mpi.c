@@ -483,7 +483,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* ---- recording ---- */
 
-static void record(int fn, void *ra, int64_t ns, int64_t sent, int64_t recv)
+static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
 {
     pw_sitetab *t = pw_sitetab_self();
     if (PW_UNLIKELY(!t))
@@ -501,7 +501,7 @@ static void record(int fn, void *ra, int64_t ns, int64_t sent, int64_t recv)
             frames[nframes++] = (uintptr_t)bt[i];
     }
     pw_site *s = pw_site_get(t, fn, (uintptr_t)ra, frames, nframes);
-    pw_site_add(s, ns, sent, recv);
+    pw_site_add(s, ticks, sent, recv);
     if (t->hist && fn < pw_nfunctions) {
         const char *fam = pw_mpi_fn_families[fn];
         if (fam[0] == 'p' || fam[0] == 'c' || fam[0] == 'r') { /* p2p, coll, rma */
@@ -509,14 +509,14 @@ static void record(int fn, void *ra, int64_t ns, int64_t sent, int64_t recv)
             int64_t *cell = t->hist + ((size_t)fn * PW_HIST_BUCKETS + pw_hist_bucket(bytes)) * 3;
             cell[0]++;
             cell[1] += bytes;
-            cell[2] += ns;
+            cell[2] += ticks;
         }
     }
 }
 
 void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
 {
-    int64_t t1 = pw_now();
+    int64_t t1 = pw_ticks();
     int saved_errno = errno;
     int64_t sent, recv;
     call_bytes(kind, a, &sent, &recv);
@@ -585,7 +585,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     pmpi.Comm_dup(MPI_COMM_WORLD, &st.comm);
     pw_objects_refresh();
     clock_offsets(&st.offset_init, &st.offset_init_err);
-    record(fn, ra, t1 - t0, 0, 0);
+    record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now */
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);

@@ -59,7 +59,7 @@ typedef struct pw_args {
 typedef struct pw_call {
     int fn;
     void *ra;
-    int64_t t0;
+    int64_t t0; /* ticks */
 } pw_call;
 
 extern int pw_mpi_recording;               /* between MPI_Init and MPI_Finalize, Pcontrol on */
@@ -76,7 +76,7 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     pw_mpi_depth++;
     c->fn = fn;
     c->ra = ra;
-    c->t0 = pw_now();
+    c->t0 = pw_ticks();
     return 1;
 }
 

@@ -211,6 +211,13 @@ def c_wrapper(fn):
     return "\n".join(lines)
 
 
+def nested_guard(call, fortran):
+    """Inside another wrapper (a Fortran binding calling the C one): just forward."""
+    if fortran:
+        return ["    if (pw_mpi_nested()) {", f"        {call};", "        return;", "    }"]
+    return ["    if (pw_mpi_nested())", f"        return {call};"]
+
+
 def control_body(fn, call, fid, fortran):
     """Init, Finalize, Abort and Pcontrol: hooks around the real call."""
     ret = "" if fortran else "return "
@@ -222,13 +229,13 @@ def control_body(fn, call, fid, fortran):
         for a in (fn.fortran_args if fortran else fn.args):
             if a.name == "provided":
                 provided = "*provided"
-        return [f"    if (pw_mpi_nested())", f"        {ret}{call};",
+        return nested_guard(call, fortran) + [
                 "    pw_mpi_nest();", "    int64_t t0 = pw_now();",
                 f"    {rc_decl}{call};",
                 f"    pw_mpi_init_done({fid}, ra, t0, {provided});",
                 "    pw_mpi_unnest();", f"    {rc_ret}"]
     if fn.kind == "finalize":
-        return [f"    if (pw_mpi_nested())", f"        {ret}{call};",
+        return nested_guard(call, fortran) + [
                 "    pw_mpi_nest();", f"    pw_mpi_finalize_begin({fid}, ra);",
                 f"    {rc_decl}{call};", "    pw_mpi_finalize_done();",
                 "    pw_mpi_unnest();", f"    {rc_ret}"]

@@ -194,7 +194,7 @@ def analyze(profile, top=20, symbolizer=None):
         byt = np.bincount(inv, h["bytes"], minlength=len(uk))
         tim = np.bincount(inv, h["total_ns"], minlength=len(uk)) / 1e9
         for k, c, b, t in zip(uk, cnt, byt, tim):
-            lo, hi = bucket_range(int(k["bucket"]))
+            lo, hi = bucket_range(int(k["bucket"]), profile.hist_buckets)
             sizes.append({"function": profile.functions[k["fn"]], "bucket": int(k["bucket"]),
                           "min_bytes": lo, "max_bytes": hi, "calls": int(c), "bytes": int(b),
                           "time_s": float(t)})
@@ -212,7 +212,7 @@ def analyze(profile, top=20, symbolizer=None):
         "mpi_time_s": _stats(mpi_s),
         "mpi_pct": _stats(mpi_pct),
         "outside_mpi_s": _stats(outside_s),
-        "outside_mpi_pct": _stats(100.0 - mpi_pct if nranks else []),
+        "outside_mpi_pct": _stats(np.where(app_s > 0, 100.0 - mpi_pct, 0.0) if nranks else []),
         "init_s": _stats(init),
         "total_app_s": total_app,
         "total_mpi_s": total_mpi,
@@ -226,8 +226,9 @@ def analyze(profile, top=20, symbolizer=None):
     }
 
 
-def bucket_range(bucket):
-    """Sizes in a histogram bucket: 0 holds 0; b holds [2^(b-1), 2^b - 1]."""
+def bucket_range(bucket, nbuckets=34):
+    """Sizes in a histogram bucket: 0 holds 0; b holds [2^(b-1), 2^b - 1]; the last
+    bucket is open-ended (max None)."""
     if bucket <= 0:
         return 0, 0
-    return 1 << (bucket - 1), (1 << bucket) - 1
+    return 1 << (bucket - 1), (1 << bucket) - 1 if bucket < nbuckets - 1 else None

@@ -2,9 +2,17 @@
 import json
 import sys
 
-from perfweave.readers.experiment import open_experiment
-from perfweave.report import data as report_data
-from perfweave.report import text
+
+def _positive(text):
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
 
 
 def setup_parser(sub):
@@ -15,12 +23,17 @@ def setup_parser(sub):
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
     p.add_argument("--json", action="store_true", help="print the report as JSON "
                    "(docs/mpi-profile.md)")
-    p.add_argument("--top", type=int, default=20, metavar="N",
+    p.add_argument("--top", type=_positive, default=20, metavar="N",
                    help="functions and call sites to show (default 20)")
     p.set_defaults(func=main)
 
 
 def main(args):
+    # numpy and the analysis load here, not when `perfweave run` starts
+    from perfweave.readers.experiment import open_experiment
+    from perfweave.report import data as report_data
+    from perfweave.report import text
+
     exp = open_experiment(args.experiment)
     data = report_data.collect(exp, top=args.top)
     if args.json:

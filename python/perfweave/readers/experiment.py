@@ -139,6 +139,8 @@ def open_experiment(path):
         if state == "running":
             raise PerfweaveError(f"{path}: the run has not finished (or perfweave was killed); "
                                  "no rank has written data yet")
+        if warnings:
+            raise PerfweaveError(f"{path}: no readable profile data ({'; '.join(warnings)})")
         raise PerfweaveError(f"{path}: no profile data (the program wrote none: was it "
                              "killed with SIGKILL, or did it exit before perfweave started?)")
     profile.partial = partial

@@ -41,7 +41,9 @@ def read_profile(path):
         raise FormatError(f"{path}: profile format version {header.get('version')} is not "
                           f"supported (this perfweave reads {SUPPORTED_VERSIONS})")
     start = nl + 1
-    data_bytes = header.get("data_bytes", -1)
+    data_bytes = header.get("data_bytes")
+    if not isinstance(data_bytes, int) or data_bytes < 0:
+        raise FormatError(f"{path}: corrupt header (data_bytes)")
     if len(raw) < start + data_bytes + len(END_MARKER):
         raise FormatError(f"{path}: truncated ({len(raw)} bytes, header announces "
                           f"{start + data_bytes + len(END_MARKER)})")
@@ -50,6 +52,9 @@ def read_profile(path):
     arrays = {}
     try:
         for name, desc in header["arrays"].items():
+            if not all(isinstance(desc.get(k), int) and desc[k] >= 0
+                       for k in ("offset", "count", "itemsize")):
+                raise FormatError(f"{path}: array {name}: bad offset, count or itemsize")
             dtype = np.dtype([tuple(field) for field in desc["dtype"]])
             if dtype.itemsize != desc["itemsize"]:
                 raise FormatError(f"{path}: array {name}: itemsize mismatch")
@@ -57,6 +62,50 @@ def read_profile(path):
             if desc["offset"] + desc["count"] * dtype.itemsize > data_bytes:
                 raise FormatError(f"{path}: array {name} runs past the data")
             arrays[name] = np.frombuffer(raw, dtype, desc["count"], off).copy()
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise FormatError(f"{path}: corrupt header ({e})") from None
+    _check(path, header, arrays)
     return ProfileFile(path=str(path), header=header, arrays=arrays)
+
+
+def _check(path, header, arrays):
+    """Structure and cross-references, so that later stages can trust the file."""
+    from perfweave.readers import dtypes
+
+    def bad(what):
+        raise FormatError(f"{path}: corrupt ({what})")
+
+    lists = {k: header.get(k) for k in ("functions", "families", "modules", "buildids", "hosts")}
+    for k, v in lists.items():
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            bad(f"header {k} is not a list of strings")
+    if len(lists["functions"]) != len(lists["families"]):
+        bad("functions and families differ in length")
+    if len(lists["modules"]) != len(lists["buildids"]):
+        bad("modules and buildids differ in length")
+    for name, ref in (("ranks", dtypes.RANK_DTYPE), ("sites", dtypes.SITE_DTYPE),
+                      ("frames", dtypes.FRAME_DTYPE), ("hist", dtypes.HIST_DTYPE)):
+        if name not in arrays:
+            bad(f"no {name} array")
+        missing = set(ref.names) - set(arrays[name].dtype.names)
+        if missing:
+            bad(f"{name} lacks {', '.join(sorted(missing))}")
+    nfn, nmod, nhost = len(lists["functions"]), len(lists["modules"]), len(lists["hosts"])
+    sites, frames, hist, ranks = (arrays[k] for k in ("sites", "frames", "hist", "ranks"))
+
+    def in_range(values, lo, hi, what):
+        if len(values) and (values.min() < lo or values.max() >= hi):
+            bad(f"{what} out of range")
+
+    in_range(sites["fn"], 0, nfn, "sites.fn")
+    in_range(hist["fn"], 0, nfn, "hist.fn")
+    in_range(hist["bucket"], 0, int(header.get("hist_buckets", 34)), "hist.bucket")
+    in_range(sites["module"], -1, nmod, "sites.module")
+    in_range(frames["module"], -1, nmod, "frames.module")
+    in_range(ranks["host"], 0, max(nhost, 1), "ranks.host")
+    deep = sites[sites["nframes"] > 0]
+    if len(deep) and ((deep["first_frame"] < 0).any() or
+                      (deep["first_frame"] + deep["nframes"] > len(frames)).any()):
+        bad("sites.first_frame out of range")
+    if (sites["nframes"] < 0).any() or (sites["count"] < 0).any():
+        bad("negative counts")

@@ -121,8 +121,10 @@ def render(data):
     if sizes:
         out += ["", "Message sizes (bytes per call; p2p, collectives, one-sided)"]
         sizes.sort(key=lambda s: (s["function"], s["bucket"]))
-        out += _table([[s["function"], f"{_b(s['min_bytes'])}-{_b(s['max_bytes'])}"
-                        if s["bucket"] else "0", s["calls"], _b(s["bytes"]), _t(s["time_s"])]
+        out += _table([[s["function"], ("0" if not s["bucket"] else
+                                         f"{_b(s['min_bytes'])}-{_b(s['max_bytes'])}"
+                                         if s["max_bytes"] is not None
+                                         else f">={_b(s['min_bytes'])}"), s["calls"], _b(s["bytes"]), _t(s["time_s"])]
                        for s in sizes],
                       ["function", "size", "calls", "bytes", "time"])
     return "\n".join(out) + "\n"

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Benchmark: what perfweave's MPI profile costs (figures, not a test).
+
+For each MPI library, in one invocation and alternating bare and measured runs:
+  1. ns added per wrapped call, for a cheap call (MPI_Comm_rank) and a 0-byte
+     MPI_Allreduce on 2 ranks: per-call time measured inside the program, under
+     perfweave minus bare;
+  2. wall-time overhead on message-heavy programs on 2 ranks (bench/programs/
+     msg_heavy.c): an application-like step (4 KiB halo exchanges, ~20 us of
+     computation, an Allreduce every 10 steps) and the worst case (64-byte
+     exchanges with next to no computation), as the ratio of the program's own
+     MPI_Init..MPI_Finalize time, measured / bare, and of the whole launch.
+Medians over --repeat runs. Usage:
+  .venv/bin/python bench/mpi_overhead.py [--repeat 5] [--mpi openmpi,mpich]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
+FLAVORS = {"openmpi": ("mpicc.openmpi", ["mpirun.openmpi", "--oversubscribe", "-n", "2"]),
+           "mpich": ("mpicc.mpich", ["mpirun.mpich", "-n", "2"])}
+
+
+def build(cc, name, out):
+    exe = out / f"{name}-{cc}"
+    subprocess.run([cc, "-O2", "-o", str(exe), str(HERE / "programs" / f"{name}.c")],
+                   check=True)
+    return exe
+
+
+def run(cmd, measured, tmp):
+    if measured:
+        exp = tempfile.mkdtemp(dir=tmp, prefix="exp")
+        shutil.rmtree(exp)
+        cmd = [PERFWEAVE, "run", "-o", exp, "--"] + cmd
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t0
+    values = {}
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            try:
+                values[parts[0]] = float(parts[1])
+            except ValueError:
+                pass
+    values["wall_s"] = wall
+    return values
+
+
+def median_of(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--mpi", default=",".join(FLAVORS))
+    ap.add_argument("--calls", type=int, default=1000000)
+    ap.add_argument("--steps", type=int, default=20000, help="steps of the app-like program")
+    ap.add_argument("--tiny-steps", type=int, default=100000)
+    args = ap.parse_args()
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    print(f"perfweave MPI overhead benchmark: {args.repeat} runs each, medians; "
+          f"{os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for flavor in args.mpi.split(","):
+            cc, launch = FLAVORS[flavor]
+            cheap = build(cc, "cheap_calls", tmp)
+            heavy = build(cc, "msg_heavy", tmp)
+            runs = {(p, m): [] for p in ("cheap", "app", "tiny") for m in (False, True)}
+            for _ in range(args.repeat):
+                for m in (False, True):
+                    runs[("cheap", m)].append(run(launch + [str(cheap), str(args.calls)], m, tmp))
+                    runs[("app", m)].append(run(launch + [str(heavy), "app", str(args.steps)],
+                                                m, tmp))
+                    runs[("tiny", m)].append(run(launch + [str(heavy), "tiny",
+                                                           str(args.tiny_steps)], m, tmp))
+            print(f"\n[{flavor}]")
+            for key, label in (("comm_rank_ns", "MPI_Comm_rank"),
+                               ("allreduce0_ns", "MPI_Allreduce 0 B, 2 ranks")):
+                b = median_of(runs[("cheap", False)], key)
+                p = median_of(runs[("cheap", True)], key)
+                print(f"  {label:28s} bare {b:9.1f} ns/call   perfweave {p:9.1f} ns/call   "
+                      f"added {p - b:7.1f} ns/call   ratio {p / b:5.2f}")
+            for prog, steps, every, label in (
+                    ("app", args.steps, 10, "message-heavy, app-like"),
+                    ("tiny", args.tiny_steps, 50, "message-heavy, worst case")):
+                b = median_of(runs[(prog, False)], "elapsed_s")
+                p = median_of(runs[(prog, True)], "elapsed_s")
+                calls = steps * 2 + steps // every
+                rate = calls / b
+                print(f"  {label} ({calls} calls/rank, {rate / 1e3:.0f}k calls/s): "
+                      f"bare {b:.3f} s  perfweave {p:.3f} s  overhead {100 * (p / b - 1):+.2f} %")
+                b = median_of(runs[(prog, False)], "wall_s")
+                p = median_of(runs[(prog, True)], "wall_s")
+                print(f"    whole launch (mpirun to exit): bare {b:.3f} s  perfweave {p:.3f} s  "
+                      f"overhead {100 * (p / b - 1):+.2f} %")
+
+
+if __name__ == "__main__":
+    main()

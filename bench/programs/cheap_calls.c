@@ -1,0 +1,29 @@
+/* Cost of cheap MPI calls: N x MPI_Comm_rank and N x 0-byte MPI_Allreduce,
+ * timed inside the program. Prints "comm_rank_ns X" and "allreduce0_ns Y"
+ * (rank 0, per call). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    int rank, r, n = argc > 1 ? atoi(argv[1]) : 1000000;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < n; i++)
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    double t1 = MPI_Wtime();
+    MPI_Barrier(MPI_COMM_WORLD);
+    int m = n / 10;
+    double t2 = MPI_Wtime();
+    for (int i = 0; i < m; i++)
+        MPI_Allreduce(MPI_IN_PLACE, &r, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    double t3 = MPI_Wtime();
+    if (rank == 0)
+        printf("comm_rank_ns %.2f\nallreduce0_ns %.2f\n", 1e9 * (t1 - t0) / n,
+               1e9 * (t3 - t2) / m);
+    MPI_Finalize();
+    return 0;
+}

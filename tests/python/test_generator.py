@@ -1,0 +1,331 @@
+"""Golden tests of runtime/mpi/gen_wrappers.py (the MPI wrapper generator).
+
+The generated C of a small literal spec (MINI_SPEC, also stored as
+golden/mini.spec) is compared with golden/pw_mpi_fn.h and
+golden/pw_mpi_wrappers.c. After an intended change to the generator, regenerate
+the golden files and review the diff:
+
+    PERFWEAVE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/python/test_generator.py
+    git diff tests/python/golden/
+"""
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GEN_PATH = ROOT / "runtime" / "mpi" / "gen_wrappers.py"
+SPEC_PATH = ROOT / "runtime" / "mpi" / "mpi.spec"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("PERFWEAVE_UPDATE_GOLDEN") == "1"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("pw_gen_wrappers", GEN_PATH)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+gen = _load()
+
+MINI_SPEC = """\
+# mini.spec: the literal spec of tests/python/test_generator.py (golden output).
+p2p   send       int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, int dest:peer, int tag:tag, MPI_Comm comm:comm)
+coll  bcast      int MPI_Bcast(void *buffer:buf, int count:count, MPI_Datatype datatype:type, int root:root, MPI_Comm comm:comm)
+
+sync  waitmulti  int MPI_Waitall(int count:nreq, MPI_Request array_of_requests[]:requests, MPI_Status array_of_statuses[]:statuses)
+other init       int MPI_Init(int *argc, char ***argv)  [fortran=()]
+other pcontrol   int MPI_Pcontrol(const int level:level, ...)  [nofort]
+"""
+
+
+@pytest.fixture(scope="module")
+def mini():
+    return gen.parse(MINI_SPEC)
+
+
+# ---- (a) parsing ----
+
+def test_mini_names_families_kinds_lines(mini):
+    assert [f.name for f in mini] == ["MPI_Send", "MPI_Bcast", "MPI_Waitall", "MPI_Init",
+                                      "MPI_Pcontrol"]
+    assert [f.family for f in mini] == ["p2p", "coll", "sync", "other", "other"]
+    assert [f.kind for f in mini] == ["send", "bcast", "waitmulti", "init", "pcontrol"]
+    assert [f.line for f in mini] == [2, 3, 5, 6, 7]     # 1-based, comments and blanks count
+    assert [f.lower for f in mini] == ["mpi_send", "mpi_bcast", "mpi_waitall", "mpi_init",
+                                       "mpi_pcontrol"]
+
+
+def test_mini_send_args(mini):
+    send = mini[0]
+    assert [a.name for a in send.args] == ["buf", "count", "datatype", "dest", "tag", "comm"]
+    assert [a.role for a in send.args] == ["buf", "count", "type", "peer", "tag", "comm"]
+    assert [a.ctype for a in send.args] == ["const void *", "int", "MPI_Datatype", "int", "int",
+                                            "MPI_Comm"]
+    assert [a.array for a in send.args] == [False] * 6
+    assert send.args[0].decl == "const void *buf"
+    assert send.args[0].base == "void"
+    assert send.args[0].indirect and not send.args[1].indirect
+    assert (send.fortran, send.fortran_args, send.variadic) == (True, None, False)
+
+
+def test_mini_bcast_and_waitall_args(mini):
+    bcast, waitall = mini[1], mini[2]
+    assert [(a.name, a.role) for a in bcast.args] == [
+        ("buffer", "buf"), ("count", "count"), ("datatype", "type"), ("root", "root"),
+        ("comm", "comm")]
+    assert bcast.args[0].ctype == "void *"
+    reqs = waitall.args[1]
+    assert (reqs.ctype, reqs.name, reqs.role, reqs.array) == (
+        "MPI_Request", "array_of_requests", "requests", True)
+    assert reqs.decl == "MPI_Request array_of_requests[]"
+    assert reqs.indirect
+    assert [a.role for a in waitall.args] == ["nreq", "requests", "statuses"]
+    assert waitall.fortran and waitall.fortran_args is None
+
+
+def test_mini_init_fortran_empty(mini):
+    init = mini[3]
+    assert [(a.ctype, a.name, a.role) for a in init.args] == [("int *", "argc", ""),
+                                                              ("char ***", "argv", "")]
+    assert init.fortran is True
+    assert init.fortran_args == []       # fortran=() : MPI_INIT(IERROR) only
+    assert not init.variadic
+
+
+def test_mini_pcontrol_nofort_variadic(mini):
+    pc = mini[4]
+    assert pc.fortran is False
+    assert pc.fortran_args is None
+    assert pc.variadic is True
+    assert [(a.ctype, a.name, a.role) for a in pc.args] == [("const int", "level", "level")]
+
+
+def test_fortran_args_parsed(tmp_path):
+    fns = gen.parse("other init int MPI_Init_thread(int *argc, char ***argv, int required, "
+                    "int *provided)  [fortran=(int required, int *provided)]\n")
+    f = fns[0]
+    assert f.fortran and [(a.ctype, a.name) for a in f.fortran_args] == [
+        ("int", "required"), ("int *", "provided")]
+    text = gen.source(fns)
+    # provided thread level is handed to the hook in both bindings
+    assert "pw_mpi_init_done(PW_FN_MPI_Init_thread, ra, t0, *provided);" in text
+    assert "PW_EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, " \
+           "MPI_Fint *ierr)" in text
+
+
+# ---- (b) golden output ----
+
+def _golden(name, text):
+    path = GOLDEN / name
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.is_file(), f"{path} missing: run with PERFWEAVE_UPDATE_GOLDEN=1"
+    return path.read_text()
+
+
+def test_golden_spec_is_the_literal():
+    assert _golden("mini.spec", MINI_SPEC) == MINI_SPEC
+
+
+def test_golden_header(mini):
+    text = gen.header(mini)
+    assert text == _golden("pw_mpi_fn.h", text)
+
+
+def test_golden_source(mini):
+    text = gen.source(mini)
+    assert text == _golden("pw_mpi_wrappers.c", text)
+
+
+def test_main_writes_the_golden_files(tmp_path):
+    out = tmp_path / "gen"
+    gen.main(["gen_wrappers.py", str(GOLDEN / "mini.spec"), str(out)])
+    assert sorted(p.name for p in out.iterdir()) == ["pw_mpi_fn.h", "pw_mpi_wrappers.c"]
+    assert (out / "pw_mpi_fn.h").read_text() == (GOLDEN / "pw_mpi_fn.h").read_text()
+    assert (out / "pw_mpi_wrappers.c").read_text() == (GOLDEN / "pw_mpi_wrappers.c").read_text()
+    # an unchanged output is not rewritten (keeps make/CMake from rebuilding)
+    before = (out / "pw_mpi_fn.h").stat().st_mtime_ns
+    os.utime(out / "pw_mpi_fn.h", ns=(before - 10**9, before - 10**9))
+    gen.main(["gen_wrappers.py", str(GOLDEN / "mini.spec"), str(out)])
+    assert (out / "pw_mpi_fn.h").stat().st_mtime_ns == before - 10**9
+
+
+def test_header_lines(mini):
+    lines = gen.header(mini).splitlines()
+    assert "#define PW_MPI_NFN 5" in lines
+    assert "    PW_FN_MPI_Send = 0," in lines
+    assert "    PW_FN_MPI_Pcontrol = 4," in lines
+
+
+def test_source_specific_lines(mini):
+    lines = gen.source(mini).splitlines()
+    assert '        real = (pw_creal_MPI_Send)pw_mpi_real("PMPI_Send");' in lines
+    assert "typedef int (*pw_creal_MPI_Send)(const void *, int, MPI_Datatype, int, int, " \
+           "MPI_Comm);" in lines
+    assert "PW_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, " \
+           "int dest, int tag, MPI_Comm comm)" in lines
+    assert "    pw_mpi_leave(&c, PW_KIND_send, &a);" in lines
+    assert "    a.peer = dest;" in lines
+    # the four Fortran entry points of MPI_Send, each resolving its own name
+    for sym in ("mpi_send_", "mpi_send__", "mpi_send_f08_", "mpi_send_f08ts_"):
+        assert (f"PW_EXPORT void {sym}(void *buf, MPI_Fint *count, MPI_Fint *datatype, "
+                "MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)") in lines
+        assert (f'        real = (pw_freal_MPI_Send)pw_mpi_fortran_real("{sym}", '
+                f"(void *){sym});") in lines
+    # Fortran handles are converted, counts dereferenced
+    assert "    a.type = pw_type_f2c(*datatype);" in lines
+    assert "    a.count = (int)*count;" in lines
+    # array roles pass the pointer
+    assert "    a.requests = array_of_requests;" in lines
+    assert "    a.requests = (const void *)array_of_requests;" in lines
+
+
+def test_source_entry_point_sets(mini):
+    text = gen.source(mini)
+    exported = re.findall(r"^PW_EXPORT \w+ (\w+)\(", text, re.M)
+    assert exported == [
+        "MPI_Send", "mpi_send_", "mpi_send__", "mpi_send_f08_", "mpi_send_f08ts_",
+        "MPI_Bcast", "mpi_bcast_", "mpi_bcast__", "mpi_bcast_f08_", "mpi_bcast_f08ts_",
+        "MPI_Waitall", "mpi_waitall_", "mpi_waitall__", "mpi_waitall_f08_",
+        "mpi_waitall_f08ts_",
+        "MPI_Init", "mpi_init_", "mpi_init__", "mpi_init_f08_", "mpi_init_f08ts_",
+        "MPI_Pcontrol"]                       # nofort: C only
+    assert "PW_EXPORT void mpi_init_(MPI_Fint *ierr)" in text
+    assert "PW_EXPORT int MPI_Pcontrol(const int level, ...)" in text
+    assert "    pw_mpi_pcontrol(level);" in text
+    assert not re.search(r"\bmpi_pcontrol_", text)
+
+
+def test_control_kinds_call_real_outside_record_path(mini):
+    text = gen.source(mini)
+    init = text[text.index("PW_EXPORT int MPI_Init("):text.index("typedef void "
+                                                                  "(*pw_freal_MPI_Init)")]
+    assert "pw_mpi_enter" not in init
+    assert init.count("real(argc, argv)") == 2      # nested path and measured path
+    assert "pw_mpi_init_done(PW_FN_MPI_Init, ra, t0, -1);" in init
+
+
+# ---- (c) errors ----
+
+SEND = ("int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, "
+        "int dest:peer, int tag:tag, MPI_Comm comm:comm)")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("# comment\n\np3p send " + SEND + "\n", "line 3: unknown family 'p3p'"),
+    ("p2p bcast " + SEND + "\n", "line 1: kind 'bcast' is not a p2p kind"),
+    ("p2p send " + SEND + "\np2p send int MPI_Isend(int count:cnt)\n",
+     "line 2: unknown role 'cnt'"),
+    ("p2p send " + SEND + "\n# again\np2p send " + SEND + "\n",
+     "line 3: MPI_Send declared twice"),
+    ("io fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
+     "MPI_Info info, MPI_File *fh:file)\n",
+     "line 1: MPI_File_open: argument 'const char *filename' has no Fortran mapping"),
+    ("p2p send " + SEND + "  [nofort fast]\n", "line 1: unknown flag 'fast'"),
+    ("\n\np2p send MPI_Send(void)\n", "line 3: expected 'FAMILY KIND int MPI_Name(args)"),
+    ("# only comments\n\n", "the spec declares no function"),
+])
+def test_spec_errors(text, message):
+    with pytest.raises(gen.SpecError) as e:
+        gen.parse(text)
+    assert message in str(e.value)
+
+
+def test_char_argument_accepted_with_nofort_or_fortran_args():
+    fns = gen.parse(
+        "io fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
+        "MPI_Info info, MPI_File *fh:file)  [nofort]\n"
+        "io fother int MPI_File_set_view(MPI_File fh:file, const char *datarep)  "
+        "[fortran=(MPI_File fh)]\n")
+    assert [f.fortran for f in fns] == [False, True]
+    assert [a.name for a in fns[1].fortran_args] == ["fh"]
+
+
+def test_main_reports_spec_errors_with_path_and_line(tmp_path):
+    bad = tmp_path / "bad.spec"
+    bad.write_text("p2p send " + SEND + "\nxyz send " + SEND.replace("Send", "Ssend") + "\n")
+    with pytest.raises(SystemExit) as e:
+        gen.main(["gen_wrappers.py", str(bad), str(tmp_path / "out")])
+    assert str(e.value) == f"{bad}: line 2: unknown family 'xyz'"
+    assert not (tmp_path / "out").exists()
+
+
+# ---- (d) the real spec ----
+
+@pytest.fixture(scope="module")
+def real():
+    return gen.parse(SPEC_PATH.read_text())
+
+
+def test_real_spec_size_and_names(real):
+    names = [f.name for f in real]
+    assert len(names) >= 150
+    assert len(set(names)) == len(names)
+    for name in ("MPI_Send", "MPI_Isend", "MPI_Send_init", "MPI_Start", "MPI_Startall",
+                 "MPI_Alltoallw", "MPI_Ialltoallv", "MPI_Win_fence", "MPI_Put",
+                 "MPI_Get_accumulate", "MPI_Compare_and_swap", "MPI_Win_lock_all",
+                 "MPI_File_write_at_all", "MPI_Comm_split", "MPI_Init_thread"):
+        assert name in names, name
+
+
+def test_real_spec_families_and_kinds(real):
+    assert {f.family for f in real} == set(gen.FAMILIES)
+    by = {f.name: f for f in real}
+    expect = {"MPI_Send": ("p2p", "send"), "MPI_Isend": ("p2p", "isend"),
+              "MPI_Send_init": ("p2p", "send_init"), "MPI_Start": ("p2p", "start"),
+              "MPI_Startall": ("p2p", "startall"), "MPI_Alltoallw": ("coll", "alltoallw"),
+              "MPI_Ialltoallv": ("coll", "alltoallv"), "MPI_Win_fence": ("sync", "winsync"),
+              "MPI_Put": ("rma", "put"), "MPI_Get_accumulate": ("rma", "getacc"),
+              "MPI_Compare_and_swap": ("rma", "cas"), "MPI_Win_lock_all": ("sync", "winsync"),
+              "MPI_File_write_at_all": ("io", "fwrite"), "MPI_Comm_split": ("other", "mgmt"),
+              "MPI_Init_thread": ("other", "init"), "MPI_Finalize": ("other", "finalize"),
+              "MPI_Waitall": ("sync", "waitmulti")}
+    for name, fk in expect.items():
+        assert (by[name].family, by[name].kind) == fk, name
+    for f in real:
+        assert f.kind in gen.KINDS[f.family].split()
+
+
+def test_real_spec_roles(real):
+    by = {f.name: f for f in real}
+    roles = lambda n: [a.role for a in by[n].args]  # noqa: E731
+    assert roles("MPI_Alltoallw") == ["buf", "scounts", "", "stypes", "rbuf", "rcounts", "",
+                                      "rtypes", "comm"]
+    assert roles("MPI_Get_accumulate") == ["buf", "count", "type", "rbuf", "rcount", "rtype",
+                                           "target", "", "", "", "", "win"]
+    assert roles("MPI_Startall") == ["nreq", "requests"]
+    assert [a.name for a in by["MPI_Init_thread"].fortran_args] == ["required", "provided"]
+    assert by["MPI_Init"].fortran_args == []
+    nofort = sorted(f.name for f in real if not f.fortran)
+    assert nofort == ["MPI_File_open", "MPI_File_set_view", "MPI_Pcontrol"]
+
+
+def test_real_spec_generates(real):
+    text = gen.source(real)
+    header = gen.header(real)
+    assert f"#define PW_MPI_NFN {len(real)}" in header
+    exported = re.findall(r"^PW_EXPORT \w+ (\w+)\(", text, re.M)
+    nfort = sum(f.fortran for f in real)
+    assert len(exported) == len(real) + 4 * nfort
+    for f in real:
+        assert f'pw_mpi_real("P{f.name}")' in text
+    assert "mpi_file_open_" not in text
+    assert "PW_EXPORT void mpi_put_f08ts_(" in text
+
+
+def test_nested_fortran_init_forwards_once():
+    """A nested Fortran Init (MPICH's binding calling the C one) must call the real
+    function exactly once and return, not fall through into the hooks."""
+    src = gen.source(gen.parse(MINI_SPEC))
+    body = src[src.index("static inline __attribute__((always_inline)) void pw_f_MPI_Init("):]
+    body = body[:body.index("\n}\n")]
+    guard = body.index("if (pw_mpi_nested()) {")
+    assert body[guard:].split("\n")[1:3] == ["        real(ierr);", "        return;"]
+    assert body.count("real(ierr);") == 2  # the nested path and the measured path
