@@ -104,16 +104,34 @@ typedef struct pw_site {
 
 typedef struct pw_sitetab {
     struct pw_sitetab *next; /* all tables, for the dump */
+    pw_site *last;           /* the site of the previous call: loops hit it */
     size_t nslots, used, entry_size, bytes;
     int64_t dropped;         /* calls folded into an overflow site */
     int64_t *hist;           /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ticks; NULL if off */
     char *slots;
 } pw_sitetab;
 
-/* The calling thread's table, created on first use (NULL if out of memory). */
-pw_sitetab *pw_sitetab_self(void);
 pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames,
                      int nframes);
+/* The calling thread's table, created on first use (NULL if out of memory). */
+extern PW_TLS pw_sitetab *pw_self_table;
+pw_sitetab *pw_sitetab_create(void);
+static inline pw_sitetab *pw_sitetab_self(void)
+{
+    pw_sitetab *t = pw_self_table;
+    return PW_LIKELY(t != NULL) ? t : pw_sitetab_create();
+}
+/* The site of (fn, ra) at depth 1, through the one-entry cache. */
+static inline pw_site *pw_site_find(pw_sitetab *t, int32_t fn, uintptr_t ra)
+{
+    pw_site *s = t->last;
+    if (PW_LIKELY(s != NULL) && s->ra == ra && s->fn == fn && s->stack_hash == 0)
+        return s;
+    s = pw_site_get(t, fn, ra, NULL, 0);
+    t->last = s;
+    return s;
+}
+
 static inline pw_site *pw_site_at(const pw_sitetab *t, size_t i)
 {
     return (pw_site *)(t->slots + i * t->entry_size);

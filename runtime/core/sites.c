@@ -15,7 +15,7 @@ int pw_nfunctions;
 
 static pw_sitetab *all_tables;
 static int ntables;
-static PW_TLS pw_sitetab *self;
+PW_TLS pw_sitetab *pw_self_table;
 
 void *pw_alloc(size_t n)
 {
@@ -40,10 +40,8 @@ static size_t pow2_at_least(size_t n)
     return p;
 }
 
-pw_sitetab *pw_sitetab_self(void)
+pw_sitetab *pw_sitetab_create(void)
 {
-    if (PW_LIKELY(self != NULL))
-        return self;
     size_t entry = sizeof(pw_site) + (size_t)(pw_opt.callsite_depth - 1) * sizeof(uintptr_t);
     entry = (entry + 7) & ~(size_t)7;
     size_t nslots = pow2_at_least(2 * ((size_t)pw_opt.max_callsites + (size_t)pw_nfunctions));
@@ -65,7 +63,7 @@ pw_sitetab *pw_sitetab_self(void)
                                         __ATOMIC_RELAXED))
         ;
     __atomic_fetch_add(&ntables, 1, __ATOMIC_RELAXED);
-    self = t;
+    pw_self_table = t;
     return t;
 }
 

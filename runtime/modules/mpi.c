@@ -299,15 +299,24 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
     switch (kind) {
     case PW_KIND_send:
     case PW_KIND_isend:
+        if (a->peer != MPI_PROC_NULL)
+            s = type_bytes(a->count, a->type);
+        break;
     case PW_KIND_put:
     case PW_KIND_acc:
-        if (a->peer != MPI_PROC_NULL && a->target != MPI_PROC_NULL)
+        if (a->target != MPI_PROC_NULL)
             s = type_bytes(a->count, a->type);
         break;
     case PW_KIND_recv:
     case PW_KIND_irecv:
+        if (a->peer != MPI_PROC_NULL)
+            r = type_bytes(a->count, a->type);
+        break;
+    case PW_KIND_mrecv: /* no peer argument: MPI_MESSAGE_NO_PROC counts the posted size too */
+        r = type_bytes(a->count, a->type);
+        break;
     case PW_KIND_get:
-        if (a->peer != MPI_PROC_NULL && a->target != MPI_PROC_NULL)
+        if (a->target != MPI_PROC_NULL)
             r = type_bytes(a->count, a->type);
         break;
     case PW_KIND_send_init:
@@ -483,45 +492,52 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* ---- recording ---- */
 
+/* Families whose calls go into the message-size histograms: p2p, coll, rma. */
+static unsigned char in_histogram[PW_MPI_NFN];
+
+/* --callsite-depth > 1: walk the stack and keep the frames above the wrapper's
+ * caller. Out of line, so that the common path needs no stack arrays. */
+static __attribute__((noinline)) pw_site *deep_site(pw_sitetab *t, int fn, void *ra)
+{
+    uintptr_t frames[PW_MAX_DEPTH];
+    int nframes = 0;
+    void *bt[PW_MAX_DEPTH + 16];
+    int n = backtrace(bt, (int)pw_opt.callsite_depth + 16);
+    int i = 0;
+    while (i < n && bt[i] != ra)
+        i++;
+    for (i++; i < n && nframes < pw_opt.callsite_depth - 1; i++)
+        frames[nframes++] = (uintptr_t)bt[i];
+    return pw_site_get(t, fn, (uintptr_t)ra, frames, nframes);
+}
+
 static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
 {
     pw_sitetab *t = pw_sitetab_self();
     if (PW_UNLIKELY(!t))
         return;
-    uintptr_t frames[PW_MAX_DEPTH];
-    int nframes = 0;
-    if (pw_opt.callsite_depth > 1) {
-        /* walk the stack and keep the frames above the wrapper's caller */
-        void *bt[PW_MAX_DEPTH + 16];
-        int n = backtrace(bt, (int)pw_opt.callsite_depth + 16);
-        int i = 0;
-        while (i < n && bt[i] != ra)
-            i++;
-        for (i++; i < n && nframes < pw_opt.callsite_depth - 1; i++)
-            frames[nframes++] = (uintptr_t)bt[i];
-    }
-    pw_site *s = pw_site_get(t, fn, (uintptr_t)ra, frames, nframes);
+    pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, fn, (uintptr_t)ra)
+                                                        : deep_site(t, fn, ra);
     pw_site_add(s, ticks, sent, recv);
-    if (t->hist && fn < pw_nfunctions) {
-        const char *fam = pw_mpi_fn_families[fn];
-        if (fam[0] == 'p' || fam[0] == 'c' || fam[0] == 'r') { /* p2p, coll, rma */
-            int64_t bytes = sent > recv ? sent : recv;
-            int64_t *cell = t->hist + ((size_t)fn * PW_HIST_BUCKETS + pw_hist_bucket(bytes)) * 3;
-            cell[0]++;
-            cell[1] += bytes;
-            cell[2] += ticks;
-        }
+    if (t->hist && in_histogram[fn]) {
+        int64_t bytes = sent > recv ? sent : recv;
+        int64_t *cell = t->hist + ((size_t)fn * PW_HIST_BUCKETS + pw_hist_bucket(bytes)) * 3;
+        cell[0]++;
+        cell[1] += bytes;
+        cell[2] += ticks;
     }
 }
 
 void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
 {
     int64_t t1 = pw_ticks();
-    int saved_errno = errno;
-    int64_t sent, recv;
-    call_bytes(kind, a, &sent, &recv);
+    int64_t sent = 0, recv = 0;
+    if (a) {
+        int saved_errno = errno; /* the PMPI calls of call_bytes must not leak into it */
+        call_bytes(kind, a, &sent, &recv);
+        errno = saved_errno;
+    }
     record(c->fn, c->ra, t1 - c->t0, sent, recv);
-    errno = saved_errno;
     pw_mpi_depth--;
 }
 
@@ -917,5 +933,9 @@ void pw_mpi_finalize_done(void) {}
 __attribute__((constructor)) static void pw_mpi_module_init(void)
 {
     pw_nfunctions = PW_MPI_NFN;
+    for (int i = 0; i < PW_MPI_NFN; i++) {
+        const char *f = pw_mpi_fn_families[i];
+        in_histogram[i] = !strcmp(f, "p2p") || !strcmp(f, "coll") || !strcmp(f, "rma");
+    }
     pw_register_dump(dump);
 }

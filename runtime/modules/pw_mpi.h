@@ -19,7 +19,7 @@
 /* Kinds of mpi.spec (one body each in pw_mpi_leave). Keep in the order of
  * gen_wrappers.KINDS. */
 #define PW_MPI_KINDS(X)                                                                    \
-    X(send) X(isend) X(recv) X(irecv) X(sendrecv) X(sendrecv_replace) X(send_init)         \
+    X(send) X(isend) X(recv) X(irecv) X(mrecv) X(sendrecv) X(sendrecv_replace) X(send_init)         \
     X(recv_init) X(start) X(startall) X(probe) X(request_free) X(cancel)                   \
     X(barrier) X(bcast) X(gather) X(gatherv) X(scatter) X(scatterv) X(allgather)           \
     X(allgatherv) X(alltoall) X(alltoallv) X(alltoallw) X(reduce) X(allreduce)             \
@@ -35,9 +35,11 @@
 enum pw_mpi_kind { PW_MPI_KINDS(PW_KIND_ENUM) PW_MPI_NKINDS };
 #undef PW_KIND_ENUM
 
-/* Values of the role-tagged arguments of one call. In Fortran wrappers the
- * handles are already converted to C; arrays of datatypes (stypes, rtypes)
- * and requests stay Fortran integers, as `fortran` says. */
+/* Values of the role-tagged arguments of one call. Wrappers set `fortran` and the
+ * roles their spec line tags, nothing else: a kind reads only roles that every
+ * function of that kind has. In Fortran wrappers the handles are already
+ * converted to C; arrays of datatypes (stypes, rtypes) and requests stay Fortran
+ * integers, as `fortran` says. */
 typedef struct pw_args {
     const void *buf, *rbuf;
     int count, scount, rcount;
@@ -53,8 +55,6 @@ typedef struct pw_args {
     const void *request, *requests, *status, *statuses, *newcomm;
     int fortran;
 } pw_args;
-
-#define PW_ARGS_INIT {0}
 
 typedef struct pw_call {
     int fn;
@@ -80,7 +80,7 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     return 1;
 }
 
-/* Records the call (and restores errno). */
+/* Records the call (errno is preserved); a is NULL for kinds without bytes. */
 void pw_mpi_leave(pw_call *c, int kind, const pw_args *a);
 
 /* Hooks of the control kinds. */

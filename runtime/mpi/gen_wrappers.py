@@ -20,8 +20,8 @@ from pathlib import Path
 
 FAMILIES = ("p2p", "coll", "rma", "sync", "io", "other")
 KINDS = {
-    "p2p": "send isend recv irecv sendrecv sendrecv_replace send_init recv_init start startall "
-           "probe request_free cancel",
+    "p2p": "send isend recv irecv mrecv sendrecv sendrecv_replace send_init recv_init start "
+           "startall probe request_free cancel",
     "coll": "barrier bcast gather gatherv scatter scatterv allgather allgatherv alltoall alltoallv "
             "alltoallw reduce allreduce reduce_scatter reduce_scatter_block scan exscan "
             "neighbor_allgather neighbor_allgatherv neighbor_alltoall neighbor_alltoallv "
@@ -36,6 +36,35 @@ ROLES = set("buf rbuf count type source scount stype rcount rtype scounts rcount
             "level".split())
 # Kinds whose wrappers run a hook whatever the recording state.
 CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
+# The roles each kind reads (call_bytes in runtime/modules/mpi.c). Wrappers set only
+# the tagged roles, so a function of a kind must tag every role the kind reads.
+_SR = "scount stype rcount rtype comm"
+REQUIRED_ROLES = {k: set(v.split()) for k, v in {
+    "send": "peer count type", "isend": "peer count type", "recv": "peer count type",
+    "irecv": "peer count type", "mrecv": "count type",
+    "sendrecv": "peer source scount stype rcount rtype",
+    "sendrecv_replace": "peer source count type",
+    "send_init": "count type request", "recv_init": "count type request",
+    "start": "request", "startall": "nreq requests", "request_free": "request",
+    "put": "target count type", "acc": "target count type", "get": "target count type",
+    "getacc": "count type rcount rtype", "fop": "type", "cas": "type",
+    "bcast": "root comm count type", "reduce": "root comm count type",
+    "allreduce": "count type", "scan": "count type", "exscan": "count type",
+    "reduce_scatter_block": "count type comm", "reduce_scatter": "rcounts type comm",
+    "gather": "root buf " + _SR, "gatherv": "root buf scount stype rcounts rtype comm",
+    "scatter": "root rbuf " + _SR, "scatterv": "root rbuf scounts stype rcount rtype comm",
+    "allgather": "buf " + _SR, "allgatherv": "buf scount stype rcounts rtype comm",
+    "alltoall": "buf " + _SR, "alltoallv": "buf scounts stype rcounts rtype comm",
+    "alltoallw": "buf scounts stypes rcounts rtypes comm",
+    "neighbor_allgather": _SR, "neighbor_allgatherv": "scount stype rcounts rtype comm",
+    "neighbor_alltoall": _SR, "neighbor_alltoallv": "scounts stype rcounts rtype comm",
+    "neighbor_alltoallw": "scounts stypes rcounts rtypes comm",
+    "fread": "count type", "fwrite": "count type", "pcontrol": "level",
+}.items()}
+
+# Kinds that move no bytes: their wrappers pass no arguments to pw_mpi_leave.
+NO_BYTES_KINDS = {"probe", "cancel", "barrier", "win", "wait", "waitmulti", "winsync", "fopen",
+                  "fclose", "fother", "mgmt"}
 
 LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(int\s+(MPI_\w+)\s*\((.*)\))\s*(\[(.*)\])?\s*$")
 
@@ -142,6 +171,11 @@ def parse(text):
                 fn.fortran = False
             else:
                 raise SpecError(f"line {lineno}: unknown flag '{flag}'")
+        tagged = {a.role for a in args if a.role and (not a.indirect or a.role in POINTER_ROLES)}
+        missing = REQUIRED_ROLES.get(kind, set()) - tagged
+        if missing:
+            raise SpecError(f"line {lineno}: {name}: kind '{kind}' needs the roles "
+                            f"{', '.join(sorted(missing))}")
         if fn.fortran and fn.fortran_args is None:
             for a in args:
                 if fortran_type(a) is None:
@@ -176,6 +210,15 @@ def role_assignments(args, fortran):
     return out
 
 
+def leave_lines(fn, args, fortran):
+    """Record the call: the role values its kind needs (only those are set), then leave."""
+    if fn.kind in NO_BYTES_KINDS:
+        return [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, NULL);"]
+    lines = ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
+    lines += ["    " + s for s in role_assignments(args, fortran)]
+    return lines + [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, &a);"]
+
+
 def call_list(args):
     return ", ".join(a.name for a in args)
 
@@ -203,10 +246,9 @@ def c_wrapper(fn):
             f"    if (!pw_mpi_enter(&c, {fid}, ra))",
             f"        return real({call});",
             f"    int rc = real({call});",
-            "    pw_args a = PW_ARGS_INIT;",
         ]
-        lines += ["    " + s for s in role_assignments(fn.args, False)]
-        lines += [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, &a);", "    return rc;"]
+        lines += leave_lines(fn, fn.args, fortran=False)
+        lines += ["    return rc;"]
     lines.append("}")
     return "\n".join(lines)
 
@@ -303,10 +345,8 @@ def fortran_wrapper(fn):
         lines += ["    pw_call c;",
                   f"    if (!pw_mpi_enter(&c, {fid}, ra)) {{",
                   f"        real({call});", "        return;", "    }",
-                  f"    real({call});",
-                  "    pw_args a = PW_ARGS_INIT;", "    a.fortran = 1;"]
-        lines += ["    " + s for s in role_assignments(args, True)]
-        lines += [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, &a);"]
+                  f"    real({call});"]
+        lines += leave_lines(fn, args, fortran=True)
     lines.append("}")
     params = ", ".join(fparams)
     for suffix in FORTRAN_SUFFIXES:

@@ -182,9 +182,17 @@ def test_source_specific_lines(mini):
     # Fortran handles are converted, counts dereferenced
     assert "    a.type = pw_type_f2c(*datatype);" in lines
     assert "    a.count = (int)*count;" in lines
-    # array roles pass the pointer
-    assert "    a.requests = array_of_requests;" in lines
-    assert "    a.requests = (const void *)array_of_requests;" in lines
+    # kinds that move no bytes (Waitall) pass no arguments at all; the others set
+    # only `fortran` and their roles, nothing is zeroed per call
+    assert "    pw_mpi_leave(&c, PW_KIND_waitmulti, NULL);" in lines
+    assert "    a.fortran = 0;" in lines and "    a.fortran = 1;" in lines
+    assert not any("PW_ARGS_INIT" in l for l in lines)
+
+
+def test_kind_needs_its_roles():
+    bad = "p2p send int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, int dest, int tag:tag, MPI_Comm comm:comm)"
+    with pytest.raises(gen.SpecError, match=r"line 1: MPI_Send: kind 'send' needs the roles peer"):
+        gen.parse(bad)
 
 
 def test_source_entry_point_sets(mini):

@@ -39,7 +39,8 @@ PW_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int de
     if (!pw_mpi_enter(&c, PW_FN_MPI_Send, ra))
         return real(buf, count, datatype, dest, tag, comm);
     int rc = real(buf, count, datatype, dest, tag, comm);
-    pw_args a = PW_ARGS_INIT;
+    pw_args a;
+    a.fortran = 0;
     a.buf = buf;
     a.count = count;
     a.type = datatype;
@@ -59,7 +60,7 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Send(pw_freal_MPI_Sen
         return;
     }
     real(buf, count, datatype, dest, tag, comm, ierr);
-    pw_args a = PW_ARGS_INIT;
+    pw_args a;
     a.fortran = 1;
     a.buf = (const void *)buf;
     a.count = (int)*count;
@@ -110,7 +111,8 @@ PW_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root
     if (!pw_mpi_enter(&c, PW_FN_MPI_Bcast, ra))
         return real(buffer, count, datatype, root, comm);
     int rc = real(buffer, count, datatype, root, comm);
-    pw_args a = PW_ARGS_INIT;
+    pw_args a;
+    a.fortran = 0;
     a.buf = buffer;
     a.count = count;
     a.type = datatype;
@@ -129,7 +131,7 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Bcast(pw_freal_MPI_Bc
         return;
     }
     real(buffer, count, datatype, root, comm, ierr);
-    pw_args a = PW_ARGS_INIT;
+    pw_args a;
     a.fortran = 1;
     a.buf = (const void *)buffer;
     a.count = (int)*count;
@@ -179,11 +181,7 @@ PW_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
     if (!pw_mpi_enter(&c, PW_FN_MPI_Waitall, ra))
         return real(count, array_of_requests, array_of_statuses);
     int rc = real(count, array_of_requests, array_of_statuses);
-    pw_args a = PW_ARGS_INIT;
-    a.nreq = count;
-    a.requests = array_of_requests;
-    a.statuses = array_of_statuses;
-    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
+    pw_mpi_leave(&c, PW_KIND_waitmulti, NULL);
     return rc;
 }
 
@@ -196,12 +194,7 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Waitall(pw_freal_MPI_
         return;
     }
     real(count, array_of_requests, array_of_statuses, ierr);
-    pw_args a = PW_ARGS_INIT;
-    a.fortran = 1;
-    a.nreq = (int)*count;
-    a.requests = (const void *)array_of_requests;
-    a.statuses = (const void *)array_of_statuses;
-    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
+    pw_mpi_leave(&c, PW_KIND_waitmulti, NULL);
 }
 PW_EXPORT void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
