@@ -177,3 +177,31 @@ def test_text_report_sections(mpi, build, run_pw):
                    "MPI functions by time", "MPI call sites by time", "Message sizes",
                    "counts.c:"):
         assert needle in text, needle
+
+
+def test_threads_calling_mpi(mpi, build, run_pw):
+    prog = build(mpi, "threads.c", extra=("-pthread",))
+    rep = run_pw(mpi.launch(2) + [prog]).report()
+    f = functions(rep)
+    assert f["MPI_Comm_rank"]["calls"] == 2 * 2 * 50
+    assert f["MPI_Allreduce"]["calls"] == 2 * 2 * 10
+    assert f["MPI_Allreduce"]["bytes_sent"] == 2 * 2 * 10 * 8
+    lines = site_lines("threads.c")
+    s = sites(rep, "MPI_Allreduce")
+    assert len(s) == 1 and s[0]["location"]["line"] == lines["allreduce"]
+    for p in rep["mpi_profile"]["per_rank"]:
+        assert p["threads"] == 2          # one call-site table per thread
+        assert p["calls"] == 2 * 60 + 4   # + Comm_dup x2, Comm_free x2
+
+
+def test_clock_offsets_on_one_host(mpi, build, run_pw):
+    """All ranks share one clock here: the measured offsets must be ~0, within the
+    error bound each measurement reports (half its best round trip) plus 50 us."""
+    prog = build(mpi, "counts.c")
+    rep = run_pw(mpi.launch(4) + [prog]).report()
+    for p in rep["mpi_profile"]["per_rank"]:
+        bound = p["clock_offset_error_s"] + 50e-6
+        assert abs(p["clock_offset_init_s"]) <= bound, p
+        assert abs(p["clock_offset_fini_s"]) <= bound, p
+        if p["rank"] > 0:
+            assert 0 < p["clock_offset_error_s"] < 0.01, p
