@@ -29,6 +29,7 @@ os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 class Mpi:
     name: str
     cc: str
+    cxx: str
     fc: str
     run: str
 
@@ -39,15 +40,16 @@ class Mpi:
 
 
 FLAVORS = {
-    "openmpi": Mpi("openmpi", "mpicc.openmpi", "mpifort.openmpi", "mpirun.openmpi"),
-    "mpich": Mpi("mpich", "mpicc.mpich", "mpifort.mpich", "mpirun.mpich"),
+    "openmpi": Mpi("openmpi", "mpicc.openmpi", "mpicxx.openmpi", "mpifort.openmpi",
+                   "mpirun.openmpi"),
+    "mpich": Mpi("mpich", "mpicc.mpich", "mpicxx.mpich", "mpifort.mpich", "mpirun.mpich"),
 }
 
 
 @pytest.fixture(params=sorted(FLAVORS), scope="session")
 def mpi(request):
     m = FLAVORS[request.param]
-    for tool in (m.cc, m.fc, m.run):
+    for tool in (m.cc, m.cxx, m.fc, m.run):
         assert shutil.which(tool), f"{tool} is not installed (make test installs it)"
     return m
 
@@ -71,7 +73,8 @@ def build(build_dir):
         if m is None:
             compiler = "gcc"
         else:
-            compiler = m.fc if src.suffix in (".f90", ".f", ".F90") else m.cc
+            compiler = {".f90": m.fc, ".f": m.fc, ".F90": m.fc, ".cpp": m.cxx}.get(src.suffix,
+                                                                                m.cc)
         # Fortran modules are written to the current directory: one per MPI
         workdir = build_dir / f"mod-{key[0]}"
         workdir.mkdir(exist_ok=True)

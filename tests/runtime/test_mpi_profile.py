@@ -205,3 +205,14 @@ def test_clock_offsets_on_one_host(mpi, build, run_pw):
         assert abs(p["clock_offset_fini_s"]) <= bound, p
         if p["rank"] > 0:
             assert 0 < p["clock_offset_error_s"] < 0.01, p
+
+
+def test_cxx_call_site_is_demangled(mpi, build, run_pw):
+    prog = build(mpi, "cxx_solver.cpp")
+    rep = run_pw(mpi.launch(2) + [prog]).report()
+    s = sites(rep, "MPI_Allreduce")
+    assert len(s) == 1 and s[0]["calls"] == 14
+    loc = s[0]["location"]
+    assert loc["function"] == "physics::Solver::step(int)"
+    assert loc["file"].endswith("cxx_solver.cpp")
+    assert loc["line"] == site_lines("cxx_solver.cpp")["allreduce"]
