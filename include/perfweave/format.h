@@ -29,7 +29,7 @@
     X(int32_t, "<i4", thread_level)    /* provided MPI thread level, -1 unknown */         \
     X(int64_t, "<i8", t_start)         /* runtime constructor (process start) */           \
     X(int64_t, "<i8", t_init_enter)    /* MPI_Init entered */                              \
-    X(int64_t, "<i8", t_init_leave)    /* MPI_Init returned */                             \
+    X(int64_t, "<i8", t_init_leave)    /* MPI_Init and perfweave's setup done: app starts */\
     X(int64_t, "<i8", t_fini_enter)    /* MPI_Finalize entered (or dump time) */           \
     X(int64_t, "<i8", t_end)           /* data written */                                  \
     X(int64_t, "<i8", app_ns)          /* t_fini_enter - t_init_leave */                   \
@@ -43,7 +43,8 @@
     X(int64_t, "<i8", table_bytes)     /* memory held by the call-site tables */          \
     X(int64_t, "<i8", table_capacity)  /* call-site slots per thread (the bound) */
 
-/* One row per (rank, call site, MPI function). A call site is the caller's
+/* One row per (rank, thread, call site, MPI function): readers sum a rank's
+ * threads. A call site is the caller's
  * return address stored as (module, offset) so that ranks agree under ASLR;
  * deeper stacks (--callsite-depth > 1) live in the frames array. */
 #define PW_SITE_FIELDS(X)                                                                  \

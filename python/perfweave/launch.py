@@ -24,7 +24,12 @@ LAUNCHERS = {"mpirun", "mpiexec", "orterun", "prterun", "srun", "aprun", "jsrun"
 OPENMPI_LAUNCHERS = {"mpirun", "mpiexec", "orterun", "prterun", "mpirun.openmpi",
                      "mpiexec.openmpi"}
 # Launcher options that take a value, to find the program after them.
-_RANK_OPTS = {"-n", "-np", "--np", "-c", "--n", "-N", "--ntasks", "-ntasks"}
+_RANK_OPTS = {"-n", "-np", "--np", "--n", "--ntasks", "-ntasks"}
+# Other launcher options that take a value (so the value is not the program).
+_VALUE_OPTS = {"-c", "-N", "--nodes", "--cpus-per-task", "-x", "-H", "--host", "-hosts",
+               "--hostfile", "-hostfile", "-f", "--map-by", "--bind-to", "-genv", "-env",
+               "--mca", "-mca", "-wdir", "-ppn", "--rankfile", "-p", "--partition", "-t",
+               "--time", "-A", "--account", "-npernode", "--npernode"}
 
 
 def library_dir():
@@ -59,12 +64,7 @@ def find_program(command):
             skip_next = False
             continue
         if word.startswith("-"):
-            skip_next = word in _RANK_OPTS or word in ("-x", "-H", "--host", "-hosts",
-                                                       "--hostfile", "-hostfile", "-f",
-                                                       "--map-by", "--bind-to", "-genv",
-                                                       "-env", "--mca", "-mca", "-wdir",
-                                                       "-ppn", "--rankfile", "-p",
-                                                       "--partition", "-t", "--time")
+            skip_next = word in _RANK_OPTS or word in _VALUE_OPTS
             continue
         path = _which(word)
         if path and not os.path.isdir(path):

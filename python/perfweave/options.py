@@ -6,8 +6,11 @@ from the same file).
 """
 import argparse
 import json
+import os
 from functools import lru_cache
 from importlib import resources
+
+from perfweave.errors import PerfweaveError
 
 
 @lru_cache(maxsize=1)
@@ -24,10 +27,23 @@ def flag(opt):
     return "--" + opt["name"].replace("_", "-")
 
 
+def _from_env(opt):
+    """The option's default, or the value of its PERFWEAVE_ variable when set."""
+    text = os.environ.get(env_name(opt)) if opt.get("runtime") else None
+    if text is None or text == "":
+        return opt["default"]
+    try:
+        if opt["type"] == "bool":
+            return text.lower() not in ("0", "false", "no", "off")
+        return int(text) if opt["type"] == "int" else text
+    except ValueError:
+        raise PerfweaveError(f"{env_name(opt)}={text!r}: not an integer") from None
+
+
 def add_arguments(parser):
     for opt in spec():
         names = [opt["flag"], flag(opt)] if opt.get("flag") else [flag(opt)]
-        default = opt["default"]
+        default = _from_env(opt)
         if "(default:" in opt["help"]:
             help_text = opt["help"]
         else:

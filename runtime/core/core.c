@@ -26,9 +26,19 @@ static int64_t tick_start;
 static int invariant_counter(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
+    /* the kernel keeps the TSC as its clock only where it is synchronised across
+     * CPUs and stable; elsewhere (kvm-clock, hpet) use clock_gettime */
     char buf[8192];
-    FILE *f = fopen("/proc/cpuinfo", "r");
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
     int ok = 0;
+    if (!f)
+        return 0;
+    ok = fgets(buf, sizeof buf, f) && strncmp(buf, "tsc", 3) == 0;
+    fclose(f);
+    if (!ok)
+        return 0;
+    ok = 0;
+    f = fopen("/proc/cpuinfo", "r");
     if (!f)
         return 0;
     while (fgets(buf, sizeof buf, f))
@@ -197,7 +207,7 @@ static int skipped_executable(void)
 #define PW_MAX_DUMPS 8
 static pw_dump_fn dumps[PW_MAX_DUMPS];
 static int ndumps;
-static volatile sig_atomic_t dumped;
+static int dump_state; /* 0: not yet, 1: a thread is writing, 2: written */
 
 void pw_register_dump(pw_dump_fn fn)
 {
@@ -245,15 +255,26 @@ static void write_process_profile(int state, int in_signal)
 
 static void dump_all(int state, int in_signal)
 {
-    if (!pw_active || dumped)
+    int expected = 0;
+    if (!pw_active)
         return;
-    dumped = 1;
+    if (!__atomic_compare_exchange_n(&dump_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        /* Another thread is writing (say a second fatal signal arrived): let it
+         * finish, within reason, before this thread goes on to end the process. */
+        for (int i = 0; i < 2000 && __atomic_load_n(&dump_state, __ATOMIC_ACQUIRE) == 1; i++) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+        return;
+    }
     int saved_errno = errno;
     int done = 0;
     for (int i = 0; i < ndumps && !done; i++)
         done = dumps[i](state, in_signal);
     if (!done)
         write_process_profile(state, in_signal);
+    __atomic_store_n(&dump_state, 2, __ATOMIC_RELEASE);
     errno = saved_errno;
 }
 

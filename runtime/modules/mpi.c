@@ -39,6 +39,8 @@
 int pw_mpi_recording;
 PW_TLS int pw_mpi_depth;
 
+static char library_version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+
 static struct {
     int initialized, finalized, pcontrol_off;
     int rank, size, thread_level;
@@ -65,16 +67,23 @@ static int find_mpi_library(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-void *pw_mpi_real(const char *name)
+/* A symbol of the MPI library, also when the library was loaded with RTLD_LOCAL
+ * (by a plugin or a Python extension) and so is not in the global scope. */
+static void *mpi_lookup(const char *name)
 {
     void *p = dlsym(RTLD_NEXT, name);
     if (!p) {
-        /* an MPI library loaded with RTLD_LOCAL (e.g. by a Python extension) */
         void *h = NULL;
         dl_iterate_phdr(find_mpi_library, &h);
         if (h)
             p = dlsym(h, name);
     }
+    return p;
+}
+
+void *pw_mpi_real(const char *name)
+{
+    void *p = mpi_lookup(name);
     if (!p) {
         pw_log("the MPI library has no %s; was the runtime built for another MPI? "
                "(see perfweave run --mpi)",
@@ -115,8 +124,31 @@ static struct {
     PW_INTERNAL(PW_INTERNAL_PTR)
 } pmpi;
 
+/* Predefined handles the runtime itself uses. Open MPI's are addresses of objects
+ * in libmpi: weak references, NULL when libmpi is not in the global scope, in
+ * which case the objects are looked up in the library. */
+static struct {
+    MPI_Comm world;
+    MPI_Datatype byte, int_;
+} pre;
+
+#ifdef OPEN_MPI
+#define PW_PREDEFINED(field, type, object, constant)                                      \
+    pre.field = &object ? constant : (type)mpi_lookup(#object)
+#else
+#define PW_PREDEFINED(field, type, object, constant) pre.field = constant
+#endif
+
+static void resolve_predefined(void)
+{
+    PW_PREDEFINED(world, MPI_Comm, ompi_mpi_comm_world, MPI_COMM_WORLD);
+    PW_PREDEFINED(byte, MPI_Datatype, ompi_mpi_byte, MPI_BYTE);
+    PW_PREDEFINED(int_, MPI_Datatype, ompi_mpi_int, MPI_INT);
+}
+
 static void resolve_internal(void)
 {
+    resolve_predefined();
 #define PW_INTERNAL_RESOLVE(ret, name, args)                                               \
     if (!pmpi.name)                                                                        \
         pmpi.name = (ret(*) args)pw_mpi_real("PMPI_" #name);
@@ -151,7 +183,7 @@ PW_F2C(pw_file_f2c, MPI_File, "File_f2c")
 static int64_t type_bytes(int64_t count, MPI_Datatype t)
 {
     int size = 0;
-    if (count <= 0 || t == MPI_DATATYPE_NULL)
+    if (count <= 0 || t == MPI_DATATYPE_NULL) /* NULL handle of either MPI */
         return 0;
     if (pmpi.Type_size(t, &size) != MPI_SUCCESS || size < 0)
         return 0;
@@ -258,38 +290,58 @@ static uint64_t request_key(const void *req, int fortran)
     return k;
 }
 
+#define PW_PREQ_FREE UINT64_MAX /* tombstone: keeps probe chains intact */
+
 static struct preq *preq_slot(uint64_t key, int create)
 {
     size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 52) & (PW_PREQ_SLOTS - 1);
+    struct preq *tomb = NULL;
     for (size_t n = 0; n < PW_PREQ_SLOTS; n++, i = (i + 1) & (PW_PREQ_SLOTS - 1)) {
         if (preqs[i].key == key)
             return &preqs[i];
+        if (preqs[i].key == PW_PREQ_FREE && !tomb)
+            tomb = &preqs[i];
         if (preqs[i].key == 0)
-            return create ? &preqs[i] : NULL;
+            return create ? (tomb ? tomb : &preqs[i]) : NULL;
     }
-    return NULL;
+    return create ? tomb : NULL;
 }
 
+static int64_t preq_lost; /* registrations that found the table full */
+
+/* op 0: register (sent, recv) for a new persistent request; 1: add its bytes for
+ * a start; 2: forget it. */
 static void preq_op(const void *req, int fortran, int op, int64_t *sent, int64_t *recv)
 {
     uint64_t key = request_key(req, fortran);
-    if (!key)
+    if (!key || key == PW_PREQ_FREE)
         return;
     while (__atomic_exchange_n(&preq_lock, 1, __ATOMIC_ACQUIRE))
         ;
     struct preq *p = preq_slot(key, op == 0);
-    if (op == 0 && p) { /* register */
-        p->key = key;
-        p->sent = *sent;
-        p->recv = *recv;
+    if (op == 0) {
+        if (p) {
+            p->key = key;
+            p->sent = *sent;
+            p->recv = *recv;
+        } else {
+            preq_lost++;
+        }
         *sent = *recv = 0;
-    } else if (op == 1 && p) { /* start */
+    } else if (op == 1 && p) {
         *sent += p->sent;
         *recv += p->recv;
-    } else if (op == 2 && p) { /* free: tombstone keeps probe chains intact */
-        p->key = UINT64_MAX;
+    } else if (op == 2 && p) {
+        p->key = PW_PREQ_FREE;
     }
     __atomic_store_n(&preq_lock, 0, __ATOMIC_RELEASE);
+}
+
+void pw_mpi_before(int kind, const pw_args *a)
+{
+    int64_t s = 0, r = 0;
+    if (kind == PW_KIND_request_free)
+        preq_op(a->request, a->fortran, 2, &s, &r);
 }
 
 static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
@@ -320,11 +372,13 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
             r = type_bytes(a->count, a->type);
         break;
     case PW_KIND_send_init:
-        s = type_bytes(a->count, a->type);
+        if (a->peer != MPI_PROC_NULL)
+            s = type_bytes(a->count, a->type);
         preq_op(a->request, a->fortran, 0, &s, &r);
         break;
     case PW_KIND_recv_init:
-        r = type_bytes(a->count, a->type);
+        if (a->peer != MPI_PROC_NULL)
+            r = type_bytes(a->count, a->type);
         preq_op(a->request, a->fortran, 0, &s, &r);
         break;
     case PW_KIND_start:
@@ -335,10 +389,6 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
             preq_op(a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
                                : (const void *)((const MPI_Request *)a->requests + i),
                     a->fortran, 1, &s, &r);
-        break;
-    case PW_KIND_request_free:
-        preq_op(a->request, a->fortran, 2, &s, &r);
-        s = r = 0;
         break;
     case PW_KIND_sendrecv:
         if (a->peer != MPI_PROC_NULL)
@@ -363,12 +413,15 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
     case PW_KIND_bcast:
         if (is_root(a))
             s = type_bytes(a->count, a->type);
-        else
+        else if (a->root != MPI_PROC_NULL) /* PROC_NULL: a bystander of an intercomm */
             r = type_bytes(a->count, a->type);
         break;
     case PW_KIND_reduce:
-        s = type_bytes(a->count, a->type);
-        if (is_root(a))
+        if (a->root == MPI_ROOT) /* the root of an intercommunicator only receives */
+            r = type_bytes(a->count, a->type);
+        else if (a->root != MPI_PROC_NULL)
+            s = type_bytes(a->count, a->type);
+        if (is_root(a) && a->root != MPI_ROOT)
             r = s;
         break;
     case PW_KIND_allreduce:
@@ -559,8 +612,8 @@ static void clock_offsets(int64_t *offset, int64_t *err)
             int64_t best = INT64_MAX, best_off = 0, remote, res[2];
             for (int k = 0; k < rounds; k++) {
                 int64_t t1 = pw_now();
-                pmpi.Send(&t1, 1, MPI_BYTE, r, tag, st.comm);
-                pmpi.Recv(&remote, 8, MPI_BYTE, r, tag, st.comm, MPI_STATUS_IGNORE);
+                pmpi.Send(&t1, 1, pre.byte, r, tag, st.comm);
+                pmpi.Recv(&remote, 8, pre.byte, r, tag, st.comm, MPI_STATUS_IGNORE);
                 int64_t t2 = pw_now();
                 if (t2 - t1 < best) {
                     best = t2 - t1;
@@ -569,16 +622,16 @@ static void clock_offsets(int64_t *offset, int64_t *err)
             }
             res[0] = best_off;
             res[1] = best / 2;
-            pmpi.Send(res, 16, MPI_BYTE, r, tag, st.comm);
+            pmpi.Send(res, 16, pre.byte, r, tag, st.comm);
         }
     } else {
         int64_t ping, now, res[2];
         for (int k = 0; k < rounds; k++) {
-            pmpi.Recv(&ping, 1, MPI_BYTE, 0, tag, st.comm, MPI_STATUS_IGNORE);
+            pmpi.Recv(&ping, 1, pre.byte, 0, tag, st.comm, MPI_STATUS_IGNORE);
             now = pw_now();
-            pmpi.Send(&now, 8, MPI_BYTE, 0, tag, st.comm);
+            pmpi.Send(&now, 8, pre.byte, 0, tag, st.comm);
         }
-        pmpi.Recv(res, 16, MPI_BYTE, 0, tag, st.comm, MPI_STATUS_IGNORE);
+        pmpi.Recv(res, 16, pre.byte, 0, tag, st.comm, MPI_STATUS_IGNORE);
         *offset = res[0];
         *err = res[1];
     }
@@ -596,9 +649,14 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     st.t_init_enter = t0;
     st.t_init_leave = t1;
     st.thread_level = provided;
-    pmpi.Comm_rank(MPI_COMM_WORLD, &st.rank);
-    pmpi.Comm_size(MPI_COMM_WORLD, &st.size);
-    pmpi.Comm_dup(MPI_COMM_WORLD, &st.comm);
+    pmpi.Comm_rank(pre.world, &st.rank);
+    pmpi.Comm_size(pre.world, &st.size);
+    pmpi.Comm_dup(pre.world, &st.comm);
+    int vlen = 0;
+    pmpi.Get_library_version(library_version, &vlen);
+    for (char *v = library_version; *v; v++)
+        if (*v == '\n' || *v == '\r')
+            *v = ' ';
     pw_objects_refresh();
     clock_offsets(&st.offset_init, &st.offset_init_err);
     record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
@@ -657,6 +715,7 @@ static int build_local(pw_local *l, int state, int64_t t_fini)
     sum_mpi_time(l);
     l->rank.t_end = pw_now();
     l->prof.mpi_flavor = PW_MPI_FLAVOR;
+    l->prof.mpi_library = library_version;
     l->prof.world_size = st.size;
     return 0;
 }
@@ -764,9 +823,16 @@ static int strtab_index(strtab *tab, const char *s, const char *t)
         if (strcmp(tab->s[i], s) == 0 && (!t || strcmp(tab->t[i], t) == 0))
             return (int)i;
     if (tab->n == tab->cap) {
-        tab->cap = tab->cap ? 2 * tab->cap : 64;
-        tab->s = realloc(tab->s, tab->cap * sizeof *tab->s);
-        tab->t = realloc(tab->t, tab->cap * sizeof *tab->t);
+        size_t cap = tab->cap ? 2 * tab->cap : 64;
+        const char **s2 = realloc(tab->s, cap * sizeof *s2);
+        if (s2)
+            tab->s = s2;
+        const char **t2 = realloc(tab->t, cap * sizeof *t2);
+        if (t2)
+            tab->t = t2;
+        if (!s2 || !t2)
+            return -1;
+        tab->cap = cap;
     }
     tab->s[tab->n] = s;
     tab->t[tab->n] = t ? t : "";
@@ -815,8 +881,13 @@ static void write_reduced(char *all, const int *lens, int n)
         rr->host = strtab_index(&hosts, c, NULL);
         c += strlen(c) + 1;
         if ((size_t)h.nmodules > modmap_cap) {
+            int *m2 = realloc(modmap, (size_t)h.nmodules * sizeof *modmap);
+            if (!m2) {
+                pw_log("out of memory while reducing the profile");
+                goto out;
+            }
+            modmap = m2;
             modmap_cap = (size_t)h.nmodules;
-            modmap = realloc(modmap, modmap_cap * sizeof *modmap);
         }
         for (int64_t m = 0; m < h.nmodules; m++) {
             const char *path = c;
@@ -844,12 +915,6 @@ static void write_reduced(char *all, const int *lens, int n)
         memcpy(p.hist + p.nhist, hist, (size_t)h.nhist * sizeof(pw_hist_rec));
         p.nhist += (size_t)h.nhist;
     }
-    char version[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
-    int vlen = 0;
-    pmpi.Get_library_version(version, &vlen);
-    for (char *v = version; *v; v++)
-        if (*v == '\n' || *v == '\r')
-            *v = ' ';
     p.hosts = hosts.s;
     p.nhosts = hosts.n;
     p.modules = mods.s;
@@ -858,7 +923,7 @@ static void write_reduced(char *all, const int *lens, int n)
     p.functions = pw_mpi_fn_names;
     p.families = pw_mpi_fn_families;
     p.nfunctions = PW_MPI_NFN;
-    p.mpi_library = version;
+    p.mpi_library = library_version;
     p.mpi_flavor = PW_MPI_FLAVOR;
     p.world_size = st.size;
     char path[4200];
@@ -903,7 +968,7 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         lens = calloc((size_t)st.size, sizeof *lens);
         displs = calloc((size_t)st.size, sizeof *displs);
     }
-    pmpi.Gather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, 0, st.comm);
+    pmpi.Gather(&mylen, 1, pre.int_, lens, 1, pre.int_, 0, st.comm);
     if (st.rank == 0) {
         size_t total = 0;
         for (int r = 0; r < st.size; r++) {
@@ -912,7 +977,7 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         }
         all = malloc(total ? total : 1);
     }
-    pmpi.Gatherv(blob, mylen, MPI_BYTE, all, lens, displs, MPI_BYTE, 0, st.comm);
+    pmpi.Gatherv(blob, mylen, pre.byte, all, lens, displs, pre.byte, 0, st.comm);
     if (st.rank == 0) {
         /* drop empty contributions (a rank out of memory) */
         int n = 0;

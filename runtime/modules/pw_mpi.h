@@ -80,6 +80,8 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     return 1;
 }
 
+/* Before the real call, for kinds whose arguments it changes (Request_free). */
+void pw_mpi_before(int kind, const pw_args *a);
 /* Records the call (errno is preserved); a is NULL for kinds without bytes. */
 void pw_mpi_leave(pw_call *c, int kind, const pw_args *a);
 

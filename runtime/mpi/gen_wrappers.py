@@ -44,7 +44,7 @@ REQUIRED_ROLES = {k: set(v.split()) for k, v in {
     "irecv": "peer count type", "mrecv": "count type",
     "sendrecv": "peer source scount stype rcount rtype",
     "sendrecv_replace": "peer source count type",
-    "send_init": "count type request", "recv_init": "count type request",
+    "send_init": "peer count type request", "recv_init": "peer count type request",
     "start": "request", "startall": "nreq requests", "request_free": "request",
     "put": "target count type", "acc": "target count type", "get": "target count type",
     "getacc": "count type rcount rtype", "fop": "type", "cas": "type",
@@ -210,9 +210,22 @@ def role_assignments(args, fortran):
     return out
 
 
+# Kinds whose arguments are read before the real call (which changes them).
+BEFORE_KINDS = {"request_free"}
+
+
+def before_lines(fn, args, fortran):
+    """A kind that needs the arguments as they were before the call."""
+    if fn.kind not in BEFORE_KINDS:
+        return []
+    lines = ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
+    lines += ["    " + s for s in role_assignments(args, fortran)]
+    return lines + [f"    pw_mpi_before(PW_KIND_{fn.kind}, &a);"]
+
+
 def leave_lines(fn, args, fortran):
     """Record the call: the role values its kind needs (only those are set), then leave."""
-    if fn.kind in NO_BYTES_KINDS:
+    if fn.kind in NO_BYTES_KINDS or fn.kind in BEFORE_KINDS:
         return [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, NULL);"]
     lines = ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
     lines += ["    " + s for s in role_assignments(args, fortran)]
@@ -245,8 +258,9 @@ def c_wrapper(fn):
             "    pw_call c;",
             f"    if (!pw_mpi_enter(&c, {fid}, ra))",
             f"        return real({call});",
-            f"    int rc = real({call});",
         ]
+        lines += before_lines(fn, fn.args, fortran=False)
+        lines += [f"    int rc = real({call});"]
         lines += leave_lines(fn, fn.args, fortran=False)
         lines += ["    return rc;"]
     lines.append("}")
@@ -344,8 +358,9 @@ def fortran_wrapper(fn):
     else:
         lines += ["    pw_call c;",
                   f"    if (!pw_mpi_enter(&c, {fid}, ra)) {{",
-                  f"        real({call});", "        return;", "    }",
-                  f"    real({call});"]
+                  f"        real({call});", "        return;", "    }"]
+        lines += before_lines(fn, args, fortran=True)
+        lines += [f"    real({call});"]
         lines += leave_lines(fn, args, fortran=True)
     lines.append("}")
     params = ", ".join(fparams)

@@ -1,6 +1,7 @@
 """The perfweave command: in-process through perfweave.cli.main (capsys), and as
 the installed console script for exit codes and standard error."""
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -336,3 +337,30 @@ def test_default_experiment_name(tmp_path):
     # perfweave-<program>-<date>-<time>
     name = made[0]
     assert name.startswith("perfweave-true-20") and len(name) == len("perfweave-true-") + 15
+
+
+def test_options_default_from_environment(monkeypatch):
+    """A PERFWEAVE_<NAME> variable sets the option's default; the flag still wins."""
+    import argparse
+
+    from perfweave import options
+
+    monkeypatch.setenv("PERFWEAVE_MAX_CALLSITES", "32")
+    monkeypatch.setenv("PERFWEAVE_HISTOGRAMS", "0")
+    p = argparse.ArgumentParser()
+    options.add_arguments(p)
+    v = options.values(p.parse_args([]))
+    assert v["max_callsites"] == 32 and v["histograms"] is False
+    assert options.runtime_env(v)["PERFWEAVE_MAX_CALLSITES"] == "32"
+    assert options.runtime_env(v)["PERFWEAVE_HISTOGRAMS"] == "0"
+    v = options.values(p.parse_args(["--max-callsites", "64", "--histograms"]))
+    assert v["max_callsites"] == 64 and v["histograms"] is True
+
+
+def test_bad_option_environment_is_one_line(monkeypatch):
+    env = dict(os.environ, PERFWEAVE_MAX_CALLSITES="lots")
+    res = subprocess.run([PERFWEAVE, "run", "--", "true"], capture_output=True, text=True,
+                         env=env)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "perfweave: error: PERFWEAVE_MAX_CALLSITES='lots': not an integer"]

@@ -216,3 +216,24 @@ def test_cxx_call_site_is_demangled(mpi, build, run_pw):
     assert loc["function"] == "physics::Solver::step(int)"
     assert loc["file"].endswith("cxx_solver.cpp")
     assert loc["line"] == site_lines("cxx_solver.cpp")["allreduce"]
+
+
+def test_mpi_loaded_with_rtld_local(mpi, build_dir, run_pw):
+    """MPI outside the global symbol scope (a plug-in or Python extension that links
+    it, loaded with RTLD_LOCAL): the program still runs, and is measured."""
+    from conftest import PROGRAMS
+    lib = build_dir / f"librtld-{mpi.name}.so"
+    main = build_dir / f"rtld_local_main-{mpi.name}"
+    for cmd in ([mpi.cc, "-g", "-O0", "-shared", "-fPIC", "-o", str(lib),
+                 str(PROGRAMS / "rtld_local_lib.c")],
+                ["gcc", "-g", "-O0", "-o", str(main), str(PROGRAMS / "rtld_local_main.c"),
+                 "-ldl"]):
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+    r = run_pw(mpi.launch(2) + [main, lib], options=["--mpi", mpi.name])
+    rep = r.report()
+    f = functions(rep)
+    assert f["MPI_Allreduce"]["calls"] == 8 and f["MPI_Allreduce"]["bytes_sent"] == 8 * 16
+    s = sites(rep, "MPI_Allreduce")
+    assert s[0]["location"]["line"] == site_lines("rtld_local_lib.c")["allreduce"]
+    assert s[0]["location"]["module"] == str(lib)

@@ -26,12 +26,12 @@ def build_parser():
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not args.verb:
-        parser.print_help()
-        return 2
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not args.verb:
+            parser.print_help()
+            return 2
         return args.func(args)
     except PerfweaveError as e:
         print(f"perfweave: error: {e}", file=sys.stderr)

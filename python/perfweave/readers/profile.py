@@ -10,8 +10,10 @@ import numpy as np
 
 from perfweave.errors import FormatError
 
+from perfweave.readers.dtypes import PROFILE_VERSION
+
 MAGIC = "perfweave-profile"
-SUPPORTED_VERSIONS = (1,)
+SUPPORTED_VERSIONS = (PROFILE_VERSION,)
 END_MARKER = b"PWEND\n\n\n"
 
 

@@ -22,5 +22,10 @@ program fortran_usempi
     call MPI_Allreduce(x, y, 4, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr) ! @site allreduce
   end do
   call MPI_Barrier(MPI_COMM_WORLD, ierr) ! @site barrier
+  ! not measured: MPI_Pcontrol(0) pauses recording until MPI_Pcontrol(1)
+  call MPI_Pcontrol(0)
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Pcontrol(1)
   call MPI_Finalize(ierr)
 end program fortran_usempi
