@@ -37,6 +37,7 @@ def build(cc, name, out):
 
 
 def run(cmd, measured, tmp):
+    exp = None
     if measured:
         exp = tempfile.mkdtemp(dir=tmp, prefix="exp")
         shutil.rmtree(exp)
@@ -53,7 +54,20 @@ def run(cmd, measured, tmp):
             except ValueError:
                 pass
     values["wall_s"] = wall
+    if exp:
+        values["exp"] = exp
     return values
+
+
+def footprint(exp):
+    """Size of the experiment and memory of the runtime's call-site tables."""
+    from perfweave.readers.profile import read_profile
+
+    pf = read_profile(Path(exp) / "profile.pwprof")
+    size = sum(p.stat().st_size for p in Path(exp).rglob("*") if p.is_file())
+    ranks = pf.arrays["ranks"]
+    return size, int(ranks["table_resident"].max()), int(ranks["table_bytes"].max()), \
+        len(pf.arrays["sites"])
 
 
 def median_of(runs, key):
@@ -106,6 +120,10 @@ def main():
                 p = median_of(runs[(prog, True)], "wall_s")
                 print(f"    whole launch (mpirun to exit): bare {b:.3f} s  perfweave {p:.3f} s  "
                       f"overhead {100 * (p / b - 1):+.2f} %")
+                size, resident, reserved, nsites = footprint(runs[(prog, True)][-1]["exp"])
+                print(f"    experiment {size} bytes ({nsites} site rows); call-site tables "
+                      f"{resident / 1024:.0f} KiB resident per rank ({reserved / 1024:.0f} KiB "
+                      "reserved)")
 
 
 if __name__ == "__main__":

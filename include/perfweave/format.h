@@ -40,8 +40,9 @@
     X(int64_t, "<i8", offset_fini_ns)  /* clock offset to rank 0 at MPI_Finalize */        \
     X(int64_t, "<i8", offset_fini_err_ns)                                                  \
     X(int64_t, "<i8", sites_dropped)   /* calls folded into the overflow site */           \
-    X(int64_t, "<i8", table_bytes)     /* memory held by the call-site tables */          \
-    X(int64_t, "<i8", table_capacity)  /* call-site slots per thread (the bound) */
+    X(int64_t, "<i8", table_bytes)     /* address space of the call-site tables */        \
+    X(int64_t, "<i8", table_capacity)  /* call-site slots per thread (the bound) */       \
+    X(int64_t, "<i8", table_resident)  /* of which resident in memory (mincore) */
 
 /* One row per (rank, thread, call site, MPI function): readers sum a rank's
  * threads. A call site is the caller's

@@ -208,11 +208,23 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
                    const char **families, int nfunctions)
 {
     memset(l, 0, sizeof *l);
-    size_t nsites = 0, nframes = 0, nthreads = 0, table_bytes = 0;
+    size_t nsites = 0, nframes = 0, nthreads = 0, table_bytes = 0, resident = 0;
     int64_t dropped = 0;
+    long page = sysconf(_SC_PAGESIZE);
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
         nthreads++;
         table_bytes += t->bytes;
+        /* pages of the table actually in memory: the table is reserved zero-filled
+         * and only the slots that hashing touched cost anything */
+        size_t npages = (t->bytes + (size_t)page - 1) / (size_t)page;
+        unsigned char vec[4096];
+        for (size_t first = 0; page > 0 && first < npages; first += sizeof vec) {
+            size_t n = npages - first < sizeof vec ? npages - first : sizeof vec;
+            if (mincore((char *)t + first * (size_t)page, n * (size_t)page, vec) != 0)
+                break;
+            for (size_t k = 0; k < n; k++)
+                resident += (vec[k] & 1) ? (size_t)page : 0;
+        }
         dropped += t->dropped;
         for (size_t i = 0; i < t->nslots; i++) {
             pw_site *s = pw_site_at(t, i);
@@ -318,6 +330,7 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     l->rank.nthreads = (int32_t)nthreads;
     l->rank.sites_dropped = dropped;
     l->rank.table_bytes = (int64_t)table_bytes;
+    l->rank.table_resident = (int64_t)resident;
     l->rank.table_capacity = pw_opt.max_callsites;
     static const char *hosts[1];
     hosts[0] = pw_hostname;

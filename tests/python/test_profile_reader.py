@@ -41,7 +41,7 @@ FRAMES = [{"module": 0, "offset": 0x500}, {"module": -1, "offset": 0x600}]
 HIST = [{"rank": 0, "fn": 0, "bucket": 7, "count": 5, "bytes": 320, "total_ns": 200},
         {"rank": 1, "fn": 2, "bucket": 4, "count": 5, "bytes": 40, "total_ns": 100}]
 # 2 ranks * 144 + 3 sites * 80 + 2 frames * 16 + 2 hist * 40
-DATA_BYTES = 2 * 144 + 3 * 80 + 2 * 16 + 2 * 40
+DATA_BYTES = 2 * 152 + 3 * 80 + 2 * 16 + 2 * 40
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def rewrite_header(path, change):
 
 def test_record_sizes_match_format_h():
     assert (RANK_DTYPE.itemsize, SITE_DTYPE.itemsize, FRAME_DTYPE.itemsize,
-            HIST_DTYPE.itemsize) == (144, 80, 16, 40)
+            HIST_DTYPE.itemsize) == (152, 80, 16, 40)
     assert SITE_DTYPE.names[:4] == ("rank", "fn", "module", "nframes")
 
 

@@ -65,6 +65,7 @@ def analyze(profile, top=20, symbolizer=None):
                  "app_s": float(a), "mpi_s": float(m), "mpi_pct": float(p),
                  "outside_pct": float(100.0 - p) if a > 0 else 0.0,
                  "calls": int(r["mpi_calls"]), "threads": int(r["nthreads"]),
+                 "table_resident_bytes": int(r["table_resident"]),
                  "init_s": float((r["t_init_leave"] - r["t_init_enter"]) / 1e9),
                  "clock_offset_init_s": float(r["offset_init_ns"] / 1e9),
                  "clock_offset_fini_s": float(r["offset_fini_ns"] / 1e9),
