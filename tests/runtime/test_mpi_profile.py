@@ -237,3 +237,38 @@ def test_mpi_loaded_with_rtld_local(mpi, build_dir, run_pw):
     s = sites(rep, "MPI_Allreduce")
     assert s[0]["location"]["line"] == site_lines("rtld_local_lib.c")["allreduce"]
     assert s[0]["location"]["module"] == str(lib)
+
+
+def test_bytes_of_v_w_nonblocking_collectives_rma_and_io(mpi, build, run_pw):
+    prog = build(mpi, "coverage.c")
+    f = functions(run_pw(mpi.launch(4) + [prog]).report())
+
+    def sent_recv(name):
+        return f[name]["bytes_sent"], f[name]["bytes_recv"]
+
+    I, D = 4, 8
+    assert sent_recv("MPI_Gatherv") == (10 * I, 10 * I)            # ranks send r+1; root gets 10
+    assert sent_recv("MPI_Scatterv") == (10 * I, 10 * I)
+    assert sent_recv("MPI_Allgatherv") == (10 * I, 4 * 10 * I)
+    assert sent_recv("MPI_Alltoallv") == (4 * 8 * I, 4 * 8 * I)
+    assert sent_recv("MPI_Alltoallw") == (4 * 4 * D, 4 * 4 * D)
+    assert sent_recv("MPI_Reduce_scatter") == (4 * 10 * I, 10 * I)
+    assert sent_recv("MPI_Reduce_scatter_block") == (4 * 12 * I, 4 * 3 * I)
+    assert sent_recv("MPI_Ibcast") == (5 * D, 3 * 5 * D)          # root 1 sends, 3 receive
+    assert sent_recv("MPI_Iallreduce") == (4 * 6 * I, 4 * 6 * I)
+    assert f["MPI_Wait"]["calls"] == 8 and f["MPI_Wait"]["family"] == "sync"
+    assert sent_recv("MPI_Exscan") == sent_recv("MPI_Scan") == (4 * 2 * I, 4 * 2 * I)
+    # one-sided
+    assert sent_recv("MPI_Put") == (4 * 10 * I, 0)
+    assert sent_recv("MPI_Get") == (0, 4 * 20 * I)
+    assert sent_recv("MPI_Accumulate") == (4 * 4 * I, 0)
+    assert sent_recv("MPI_Fetch_and_op") == sent_recv("MPI_Compare_and_swap") == (4 * I, 4 * I)
+    assert f["MPI_Win_fence"]["calls"] == 8 and f["MPI_Win_fence"]["family"] == "sync"
+    assert f["MPI_Win_allocate"]["calls"] == 4 and f["MPI_Win_free"]["calls"] == 4
+    assert f["MPI_Put"]["family"] == "rma"
+    # MPI-IO: written counts as sent, read as received
+    assert sent_recv("MPI_File_write_at") == (4 * 1000, 0)
+    assert sent_recv("MPI_File_read_at") == (0, 4 * 1000)
+    assert sent_recv("MPI_File_write_at_all") == (4 * 64 * I, 0)
+    assert f["MPI_File_open"]["calls"] == 4 and f["MPI_File_close"]["calls"] == 4
+    assert f["MPI_File_write_at"]["family"] == "io"
