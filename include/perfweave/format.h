@@ -89,6 +89,54 @@
     X(frames, PW_FRAME_FIELDS, pw_frame_rec)                                               \
     X(hist, PW_HIST_FIELDS, pw_hist_rec)
 
+/* ---- traces (perfweave run --trace): traces/rank-R.events + traces/rank-R.json ----
+ *
+ * One fixed 40-byte record per event, appended to rank-R.events as buffers flush.
+ * A wrapped MPI call is one CALL record (enter and leave times; MPI calls do not
+ * nest) followed by the records of what the call did, in order: messages sent or
+ * received, requests posted or completed, the collective it is. rank-R.json (written
+ * at the end) holds the definitions: functions, communicators, clock calibration,
+ * loaded objects. */
+#define PW_TRACE_VERSION 1
+
+#define PW_EVENT_FIELDS(X)                                                                 \
+    X(int64_t, "<i8", t0)     /* CALL, FLUSH: start (ticks); request events: request key */ \
+    X(int64_t, "<i8", t1)     /* CALL, FLUSH: end (ticks); COLL: bytes received */        \
+    X(uint8_t, "u1", type)    /* PW_EV_* */                                                \
+    X(uint8_t, "u1", flags)   /* PW_EVF_* */                                               \
+    X(uint16_t, "<u2", fn)    /* CALL: function id */                                      \
+    X(int32_t, "<i4", peer)   /* world rank of dest / (actual) source / root; -1 none */   \
+    X(int32_t, "<i4", tag)                                                                 \
+    X(int32_t, "<i4", comm)   /* communicator id of rank-R.json, -1 none */                \
+    X(int64_t, "<i8", bytes)  /* CALL: caller's return address; others: bytes */
+
+#define PW_EVENT_TYPES(X)                                                                  \
+    X(CALL, 1)       /* an MPI call: t0 enter, t1 leave, fn, bytes = return address */     \
+    X(SEND, 2)       /* message sent (blocking) or send posted (PW_EVF_NONBLOCKING, t0 =   \
+                        request key): peer = destination, tag, comm, bytes */             \
+    X(RECV, 3)       /* message received in this call: peer/tag = actual source/tag,      \
+                        bytes = actual size; t0 = request key when a Wait/Test completes   \
+                        an Irecv (0 for a blocking receive) */                            \
+    X(IRECV, 4)      /* receive posted: t0 = request key, peer = requested source (-2 any) \
+                        tag = requested tag (-1 any), bytes = buffer size */              \
+    X(SEND_DONE, 5)  /* nonblocking send completed in this call: t0 = request key */       \
+    X(COLL, 6)       /* this call is a collective on comm: peer = root (world), -1 none;   \
+                        bytes = sent, t1 = received */                                    \
+    X(FLUSH, 7)      /* the runtime wrote a buffer: t0..t1 ticks, bytes = bytes written */ \
+    X(LOST, 8)       /* events that could not be stored: bytes = how many */
+
+#define PW_EV_ENUM(name, value) PW_EV_##name = value,
+enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };
+#undef PW_EV_ENUM
+
+#define PW_EVF_NONBLOCKING 1 /* SEND/IRECV/COLL posted by a nonblocking call */
+#define PW_EVF_SYNCHRONOUS 2 /* SEND of MPI_Ssend / MPI_Issend */
+#define PW_EVF_PERSISTENT 4  /* SEND/IRECV of MPI_Start(all) */
+
+#define PW_FIELD_DECL_E(ctype, np, name) ctype name;
+typedef struct pw_event_rec { PW_EVENT_FIELDS(PW_FIELD_DECL_E) } pw_event_rec;
+#undef PW_FIELD_DECL_E
+
 /* State of a rank's data. */
 #define PW_STATES(X)                                                                       \
     X(COMPLETE, 0, "complete")    /* MPI_Finalize (or normal exit without MPI) */         \

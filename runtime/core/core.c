@@ -20,7 +20,7 @@ int pw_active;
 int64_t pw_t_start;
 char pw_hostname[256];
 int pw_use_tsc;
-static int64_t tick_start;
+int64_t pw_tick_start;
 
 /* Is the tick counter invariant (constant rate, runs in all power states)? */
 static int invariant_counter(void)
@@ -62,9 +62,9 @@ double pw_ns_per_tick(void)
     /* sample both clocks back to back; the interval since the constructor makes the
      * rate exact to a few ns over the whole run */
     int64_t t = pw_now(), k = pw_ticks();
-    if (k <= tick_start || t <= pw_t_start)
+    if (k <= pw_tick_start || t <= pw_t_start)
         return 1.0;
-    return (double)(t - pw_t_start) / (double)(k - tick_start);
+    return (double)(t - pw_t_start) / (double)(k - pw_tick_start);
 }
 
 static const char *experiment_dir;
@@ -318,7 +318,7 @@ __attribute__((constructor)) static void pw_init(void)
 {
     pw_use_tsc = invariant_counter();
     pw_t_start = pw_now();
-    tick_start = pw_ticks();
+    pw_tick_start = pw_ticks();
     load_options();
     experiment_dir = getenv("PERFWEAVE_EXPERIMENT");
     if (!experiment_dir || !*experiment_dir || skipped_executable())

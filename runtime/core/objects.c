@@ -177,3 +177,14 @@ const char *pw_object_buildid(int i)
     snapshot *s = __atomic_load_n(&current, __ATOMIC_ACQUIRE);
     return s && i >= 0 && i < s->n ? s->pool + s->obj[i].buildid : "";
 }
+
+void pw_object_range(int i, uintptr_t *start, uintptr_t *end, uintptr_t *base)
+{
+    snapshot *s = __atomic_load_n(&current, __ATOMIC_ACQUIRE);
+    *start = *end = *base = 0;
+    if (s && i >= 0 && i < s->n) {
+        *start = s->obj[i].start;
+        *end = s->obj[i].end;
+        *base = s->obj[i].base;
+    }
+}

@@ -40,6 +40,7 @@ static inline int64_t pw_now(void)
  * converted to ns when written, with a rate calibrated against CLOCK_MONOTONIC
  * over the process's life. Without such a counter a tick is a nanosecond. */
 extern int pw_use_tsc;
+extern int64_t pw_tick_start; /* pw_ticks() at pw_t_start */
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 static inline int64_t pw_ticks(void)
@@ -87,6 +88,7 @@ int pw_object_of(uintptr_t addr, uint64_t *offset);
 int pw_objects_count(void);
 const char *pw_object_path(int i);
 const char *pw_object_buildid(int i); /* hex, "" when the object has none */
+void pw_object_range(int i, uintptr_t *start, uintptr_t *end, uintptr_t *base);
 
 /* ---- call-site tables (sites.c) ---- */
 #define PW_MAX_DEPTH 16
@@ -161,6 +163,24 @@ static inline void pw_site_add(pw_site *s, int64_t ticks, int64_t sent, int64_t 
     s->bytes_sent += sent;
     s->bytes_recv += recv;
 }
+
+/* ---- event traces (trace.c) ---- */
+typedef struct pw_trace_flush {
+    int thread;
+    int64_t first, count; /* records of the events file */
+} pw_trace_flush;
+
+int pw_trace_open(const char *path);
+/* Room for n consecutive records in the calling thread's buffer (flushing it
+ * first if full; the flush is recorded); NULL if there is none. */
+pw_event_rec *pw_trace_reserve(int n);
+/* Give back the last `unused` records of the latest reservation. */
+void pw_trace_shrink(int unused);
+void pw_trace_flush_all(void);
+void pw_trace_close(void);
+int pw_trace_flushes(const pw_trace_flush **out);
+int64_t pw_trace_written(void);
+int64_t pw_trace_lost(void);
 
 /* ---- growable output buffer and profile writer (writer.c) ---- */
 typedef struct pw_buf {

@@ -22,16 +22,6 @@
 #include "pw_mpi_fn.h"
 #include "modules/pw_mpi.h"
 
-#ifdef OPEN_MPI
-/* Open MPI's MPI_COMM_WORLD, MPI_BYTE, ... are addresses of objects in libmpi. */
-#pragma weak ompi_mpi_comm_world
-#pragma weak ompi_mpi_byte
-#pragma weak ompi_mpi_int
-#pragma weak ompi_mpi_datatype_null
-#pragma weak ompi_mpi_comm_null
-#pragma weak ompi_request_null
-#endif
-
 #ifndef PW_MPI_FLAVOR
 #define PW_MPI_FLAVOR "unknown"
 #endif
@@ -190,6 +180,9 @@ static int64_t type_bytes(int64_t count, MPI_Datatype t)
     return count * size;
 }
 
+int64_t pw_mpi_type_bytes(int64_t count, MPI_Datatype t) { return type_bytes(count, t); }
+MPI_Datatype pw_mpi_byte(void) { return pre.byte; }
+
 /* Processes on the other side of a collective: the remote group of an
  * intercommunicator. */
 static int peers(MPI_Comm comm)
@@ -342,6 +335,8 @@ void pw_mpi_before(int kind, const pw_args *a)
     int64_t s = 0, r = 0;
     if (kind == PW_KIND_request_free)
         preq_op(a->request, a->fortran, 2, &s, &r);
+    if (PW_UNLIKELY(pw_trace_on))
+        pw_trace_before(kind, a);
 }
 
 static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
@@ -591,6 +586,8 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
         errno = saved_errno;
     }
     record(c->fn, c->ra, t1 - c->t0, sent, recv);
+    if (PW_UNLIKELY(pw_trace_on))
+        pw_trace_call(c, t1, kind, a, sent, recv);
     pw_mpi_depth--;
 }
 
@@ -659,6 +656,8 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
             *v = ' ';
     pw_objects_refresh();
     clock_offsets(&st.offset_init, &st.offset_init_err);
+    if (pw_opt.trace)
+        pw_trace_start(st.rank, st.size, pre.world);
     record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now */
     pw_mpi_recording = !st.pcontrol_off;
@@ -756,7 +755,9 @@ static int dump(int state, int in_signal)
     if (st.finalized)
         return 1; /* already in the reduced profile */
     pw_mpi_recording = 0;
-    write_partial(state == PW_STATE_COMPLETE ? PW_STATE_NO_FINALIZE : state, in_signal);
+    int partial_state = state == PW_STATE_COMPLETE ? PW_STATE_NO_FINALIZE : state;
+    write_partial(partial_state, in_signal);
+    pw_trace_end(partial_state, st.offset_init, st.offset_init, st.t_init_leave, pw_now());
     return 1;
 }
 
@@ -952,6 +953,8 @@ void pw_mpi_finalize_begin(int fn, void *ra)
     pw_mpi_recording = 0;
     clock_offsets(&st.offset_fini, &st.offset_fini_err);
     pw_objects_refresh(); /* objects dlopen'ed since MPI_Init */
+    pw_trace_end(PW_STATE_COMPLETE, st.offset_init, st.offset_fini, st.t_init_leave,
+                 st.t_fini_enter);
 
     pw_local l;
     size_t len = 0;

@@ -16,6 +16,25 @@
 
 #include "core/pw.h"
 
+#ifdef OPEN_MPI
+/* Open MPI's predefined handles (MPI_COMM_WORLD, MPI_BYTE, MPI_COMM_NULL, ...) are
+ * addresses of objects in libmpi. The runtime is preloaded into launchers too,
+ * which have no libmpi: every such object a module uses is a weak reference. */
+#pragma weak ompi_mpi_comm_world
+#pragma weak ompi_mpi_comm_null
+#pragma weak ompi_mpi_byte
+#pragma weak ompi_mpi_int
+#pragma weak ompi_mpi_datatype_null
+#pragma weak ompi_request_null
+#endif
+/* Fortran sentinels are data of the MPI library in both implementations. */
+#pragma weak MPI_F_STATUS_IGNORE
+#pragma weak MPI_F_STATUSES_IGNORE
+#ifdef MPICH
+#pragma weak MPI_F08_STATUS_IGNORE
+#pragma weak MPI_F08_STATUSES_IGNORE
+#endif
+
 /* Kinds of mpi.spec (one body each in pw_mpi_leave). Keep in the order of
  * gen_wrappers.KINDS. */
 #define PW_MPI_KINDS(X)                                                                    \
@@ -29,7 +48,7 @@
     X(win) X(put) X(get) X(acc) X(getacc) X(fop) X(cas)                                    \
     X(wait) X(waitmulti) X(winsync)                                                        \
     X(fopen) X(fclose) X(fread) X(fwrite) X(fother)                                        \
-    X(init) X(finalize) X(abort) X(pcontrol) X(mgmt)
+    X(init) X(finalize) X(abort) X(pcontrol) X(mgmt) X(comm_free)
 
 #define PW_KIND_ENUM(k) PW_KIND_##k,
 enum pw_mpi_kind { PW_MPI_KINDS(PW_KIND_ENUM) PW_MPI_NKINDS };
@@ -53,6 +72,7 @@ typedef struct pw_args {
     MPI_Group group;
     MPI_Offset offset;
     const void *request, *requests, *status, *statuses, *newcomm;
+    const void *flag, *index, *outcount, *indices; /* outputs of the Wait/Test family */
     int fortran;
 } pw_args;
 
@@ -80,7 +100,21 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     return 1;
 }
 
-/* Before the real call, for kinds whose arguments it changes (Request_free). */
+/* Bytes of count elements of a datatype; MPI_BYTE of the running MPI. */
+int64_t pw_mpi_type_bytes(int64_t count, MPI_Datatype t);
+MPI_Datatype pw_mpi_byte(void);
+
+/* Tracing (--trace, runtime/modules/mpi_trace.c). */
+extern int pw_trace_on;
+MPI_Status *pw_trace_statuses(int n); /* room for statuses the program ignores */
+void pw_trace_start(int rank, int size, MPI_Comm world);
+void pw_trace_before(int kind, const pw_args *a);
+void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int64_t sent,
+                   int64_t recv);
+void pw_trace_end(int state, int64_t offset_init, int64_t offset_fini, int64_t t_init,
+                  int64_t t_fini);
+
+/* Before the real call, for kinds whose arguments it changes (Request_free, Wait). */
 void pw_mpi_before(int kind, const pw_args *a);
 /* Records the call (errno is preserved); a is NULL for kinds without bytes. */
 void pw_mpi_leave(pw_call *c, int kind, const pw_args *a);

@@ -29,9 +29,9 @@ KINDS = {
     "rma": "win put get acc getacc fop cas",
     "sync": "wait waitmulti winsync",
     "io": "fopen fclose fread fwrite fother",
-    "other": "init finalize abort pcontrol mgmt",
+    "other": "init finalize abort pcontrol mgmt comm_free",
 }
-ROLES = set("buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes peer tag "
+ROLES = set("flag index outcount indices buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes peer tag "
             "root comm newcomm win target group request requests nreq status statuses file offset "
             "level".split())
 # Kinds whose wrappers run a hook whatever the recording state.
@@ -60,11 +60,19 @@ REQUIRED_ROLES = {k: set(v.split()) for k, v in {
     "neighbor_alltoall": _SR, "neighbor_alltoallv": "scounts stype rcounts rtype comm",
     "neighbor_alltoallw": "scounts stypes rcounts rtypes comm",
     "fread": "count type", "fwrite": "count type", "pcontrol": "level",
+    "wait": "request status", "waitmulti": "nreq requests", "comm_free": "newcomm",
 }.items()}
+# Roles a kind reads when present: wrappers of functions without them set them NULL.
+OPTIONAL_ROLES = {"wait": ["flag"],
+                  "waitmulti": ["flag", "index", "outcount", "indices", "status", "statuses"]}
+for _k in KINDS["coll"].split():
+    OPTIONAL_ROLES[_k] = ["request"]  # set: a nonblocking collective
 
-# Kinds that move no bytes: their wrappers pass no arguments to pw_mpi_leave.
-NO_BYTES_KINDS = {"probe", "cancel", "barrier", "win", "wait", "waitmulti", "winsync", "fopen",
-                  "fclose", "fother", "mgmt"}
+# Kinds whose calls neither move bytes nor matter to a trace: their wrappers pass
+# no arguments to pw_mpi_leave (management calls do when they create a communicator).
+NO_ARGS_KINDS = {"probe", "cancel", "win", "winsync", "fopen", "fclose", "fother", "mgmt"}
+# Kinds whose statuses a trace needs even when the program ignores them.
+STATUS_KINDS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti"}
 
 LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(int\s+(MPI_\w+)\s*\((.*)\))\s*(\[(.*)\])?\s*$")
 
@@ -197,7 +205,7 @@ def c_param_type(a):
 # pointers; the others are values, and an output handle (MPI_Comm *newcomm,
 # MPI_Win *win of Win_create) carries no value a kind needs.
 POINTER_ROLES = {"buf", "rbuf", "scounts", "rcounts", "stypes", "rtypes", "request", "requests",
-                 "status", "statuses", "newcomm"}
+                 "status", "statuses", "newcomm", "flag", "index", "outcount", "indices"}
 
 
 def role_assignments(args, fortran):
@@ -210,26 +218,43 @@ def role_assignments(args, fortran):
     return out
 
 
-# Kinds whose arguments are read before the real call (which changes them).
-BEFORE_KINDS = {"request_free"}
+# Kinds that look at their arguments before the real call changes them
+# (Request_free clears the handle; a Wait completes its requests).
+BEFORE_KINDS = {"request_free", "wait", "waitmulti", "comm_free"}
 
 
-def before_lines(fn, args, fortran):
-    """A kind that needs the arguments as they were before the call."""
-    if fn.kind not in BEFORE_KINDS:
+def has_args(fn, args):
+    if fn.kind in NO_ARGS_KINDS:
+        return fn.kind == "mgmt" and any(a.role == "newcomm" for a in args)
+    return True
+
+
+def args_lines(fn, args, fortran):
+    """Before the real call: substitute statuses a trace needs, fill `pw_args a`."""
+    if not has_args(fn, args):
         return []
-    lines = ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
+    lines = []
+    if not fortran and fn.kind in STATUS_KINDS:
+        for a in args:
+            if a.role == "status":
+                lines += ["    MPI_Status pw_status;",
+                          f"    if (PW_UNLIKELY(pw_trace_on) && {a.name} == MPI_STATUS_IGNORE)",
+                          f"        {a.name} = &pw_status;"]
+            if a.role == "statuses":
+                n = next(x.name for x in args if x.role == "nreq")
+                lines += [f"    if (PW_UNLIKELY(pw_trace_on) && {a.name} == MPI_STATUSES_IGNORE)",
+                          f"        {a.name} = pw_trace_statuses({n});"]
+    lines += ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
     lines += ["    " + s for s in role_assignments(args, fortran)]
-    return lines + [f"    pw_mpi_before(PW_KIND_{fn.kind}, &a);"]
+    tagged = {a.role for a in args}
+    lines += [f"    a.{r} = NULL;" for r in OPTIONAL_ROLES.get(fn.kind, []) if r not in tagged]
+    if fn.kind in BEFORE_KINDS:
+        lines.append(f"    pw_mpi_before(PW_KIND_{fn.kind}, &a);")
+    return lines
 
 
-def leave_lines(fn, args, fortran):
-    """Record the call: the role values its kind needs (only those are set), then leave."""
-    if fn.kind in NO_BYTES_KINDS or fn.kind in BEFORE_KINDS:
-        return [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, NULL);"]
-    lines = ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
-    lines += ["    " + s for s in role_assignments(args, fortran)]
-    return lines + [f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, &a);"]
+def leave_line(fn, args):
+    return f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, {'&a' if has_args(fn, args) else 'NULL'});"
 
 
 def call_list(args):
@@ -259,9 +284,8 @@ def c_wrapper(fn):
             f"    if (!pw_mpi_enter(&c, {fid}, ra))",
             f"        return real({call});",
         ]
-        lines += before_lines(fn, fn.args, fortran=False)
-        lines += [f"    int rc = real({call});"]
-        lines += leave_lines(fn, fn.args, fortran=False)
+        lines += args_lines(fn, fn.args, fortran=False)
+        lines += [f"    int rc = real({call});", leave_line(fn, fn.args)]
         lines += ["    return rc;"]
     lines.append("}")
     return "\n".join(lines)
@@ -359,9 +383,8 @@ def fortran_wrapper(fn):
         lines += ["    pw_call c;",
                   f"    if (!pw_mpi_enter(&c, {fid}, ra)) {{",
                   f"        real({call});", "        return;", "    }"]
-        lines += before_lines(fn, args, fortran=True)
-        lines += [f"    real({call});"]
-        lines += leave_lines(fn, args, fortran=True)
+        lines += args_lines(fn, args, fortran=True)
+        lines += [f"    real({call});", leave_line(fn, args)]
     lines.append("}")
     params = ", ".join(fparams)
     for suffix in FORTRAN_SUFFIXES:

@@ -182,9 +182,12 @@ def test_source_specific_lines(mini):
     # Fortran handles are converted, counts dereferenced
     assert "    a.type = pw_type_f2c(*datatype);" in lines
     assert "    a.count = (int)*count;" in lines
-    # kinds that move no bytes (Waitall) pass no arguments at all; the others set
-    # only `fortran` and their roles, nothing is zeroed per call
-    assert "    pw_mpi_leave(&c, PW_KIND_waitmulti, NULL);" in lines
+    # arguments are set once, before the real call, with only `fortran` and the
+    # roles (optional roles of the kind the function lacks are NULL): nothing is
+    # zeroed per call; a Wait sees its requests before the call completes them
+    assert "    a.flag = NULL;" in lines and "    a.indices = NULL;" in lines
+    assert "    pw_mpi_before(PW_KIND_waitmulti, &a);" in lines
+    assert "    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);" in lines
     assert "    a.fortran = 0;" in lines and "    a.fortran = 1;" in lines
     assert not any("PW_ARGS_INIT" in l for l in lines)
 

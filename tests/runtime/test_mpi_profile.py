@@ -5,7 +5,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import PERFWEAVE, bare, functions, site_lines, sites
+from harness import PERFWEAVE, bare, functions, site_lines, sites
 
 
 def test_exact_counts_bytes_and_sites(mpi, build, run_pw):
@@ -221,7 +221,7 @@ def test_cxx_call_site_is_demangled(mpi, build, run_pw):
 def test_mpi_loaded_with_rtld_local(mpi, build_dir, run_pw):
     """MPI outside the global symbol scope (a plug-in or Python extension that links
     it, loaded with RTLD_LOCAL): the program still runs, and is measured."""
-    from conftest import PROGRAMS
+    from harness import PROGRAMS
     lib = build_dir / f"librtld-{mpi.name}.so"
     main = build_dir / f"rtld_local_main-{mpi.name}"
     for cmd in ([mpi.cc, "-g", "-O0", "-shared", "-fPIC", "-o", str(lib),

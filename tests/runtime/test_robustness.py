@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import PERFWEAVE, bare, functions, site_lines, sites
+from harness import PERFWEAVE, bare, functions, site_lines, sites
 from perfweave.readers.profile import read_profile
 
 STATE = {"complete": 0, "no-finalize": 1, "abort": 2, "signal": 3}

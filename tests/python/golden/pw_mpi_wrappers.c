@@ -38,7 +38,6 @@ PW_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int de
     pw_call c;
     if (!pw_mpi_enter(&c, PW_FN_MPI_Send, ra))
         return real(buf, count, datatype, dest, tag, comm);
-    int rc = real(buf, count, datatype, dest, tag, comm);
     pw_args a;
     a.fortran = 0;
     a.buf = buf;
@@ -47,6 +46,7 @@ PW_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int de
     a.peer = dest;
     a.tag = tag;
     a.comm = comm;
+    int rc = real(buf, count, datatype, dest, tag, comm);
     pw_mpi_leave(&c, PW_KIND_send, &a);
     return rc;
 }
@@ -59,7 +59,6 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Send(pw_freal_MPI_Sen
         real(buf, count, datatype, dest, tag, comm, ierr);
         return;
     }
-    real(buf, count, datatype, dest, tag, comm, ierr);
     pw_args a;
     a.fortran = 1;
     a.buf = (const void *)buf;
@@ -68,6 +67,7 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Send(pw_freal_MPI_Sen
     a.peer = (int)*dest;
     a.tag = (int)*tag;
     a.comm = pw_comm_f2c(*comm);
+    real(buf, count, datatype, dest, tag, comm, ierr);
     pw_mpi_leave(&c, PW_KIND_send, &a);
 }
 PW_EXPORT void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
@@ -110,7 +110,6 @@ PW_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root
     pw_call c;
     if (!pw_mpi_enter(&c, PW_FN_MPI_Bcast, ra))
         return real(buffer, count, datatype, root, comm);
-    int rc = real(buffer, count, datatype, root, comm);
     pw_args a;
     a.fortran = 0;
     a.buf = buffer;
@@ -118,6 +117,8 @@ PW_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root
     a.type = datatype;
     a.root = root;
     a.comm = comm;
+    a.request = NULL;
+    int rc = real(buffer, count, datatype, root, comm);
     pw_mpi_leave(&c, PW_KIND_bcast, &a);
     return rc;
 }
@@ -130,7 +131,6 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Bcast(pw_freal_MPI_Bc
         real(buffer, count, datatype, root, comm, ierr);
         return;
     }
-    real(buffer, count, datatype, root, comm, ierr);
     pw_args a;
     a.fortran = 1;
     a.buf = (const void *)buffer;
@@ -138,6 +138,8 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Bcast(pw_freal_MPI_Bc
     a.type = pw_type_f2c(*datatype);
     a.root = (int)*root;
     a.comm = pw_comm_f2c(*comm);
+    a.request = NULL;
+    real(buffer, count, datatype, root, comm, ierr);
     pw_mpi_leave(&c, PW_KIND_bcast, &a);
 }
 PW_EXPORT void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
@@ -180,8 +182,21 @@ PW_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
     pw_call c;
     if (!pw_mpi_enter(&c, PW_FN_MPI_Waitall, ra))
         return real(count, array_of_requests, array_of_statuses);
+    if (PW_UNLIKELY(pw_trace_on) && array_of_statuses == MPI_STATUSES_IGNORE)
+        array_of_statuses = pw_trace_statuses(count);
+    pw_args a;
+    a.fortran = 0;
+    a.nreq = count;
+    a.requests = array_of_requests;
+    a.statuses = array_of_statuses;
+    a.flag = NULL;
+    a.index = NULL;
+    a.outcount = NULL;
+    a.indices = NULL;
+    a.status = NULL;
+    pw_mpi_before(PW_KIND_waitmulti, &a);
     int rc = real(count, array_of_requests, array_of_statuses);
-    pw_mpi_leave(&c, PW_KIND_waitmulti, NULL);
+    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
     return rc;
 }
 
@@ -193,8 +208,19 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Waitall(pw_freal_MPI_
         real(count, array_of_requests, array_of_statuses, ierr);
         return;
     }
+    pw_args a;
+    a.fortran = 1;
+    a.nreq = (int)*count;
+    a.requests = (const void *)array_of_requests;
+    a.statuses = (const void *)array_of_statuses;
+    a.flag = NULL;
+    a.index = NULL;
+    a.outcount = NULL;
+    a.indices = NULL;
+    a.status = NULL;
+    pw_mpi_before(PW_KIND_waitmulti, &a);
     real(count, array_of_requests, array_of_statuses, ierr);
-    pw_mpi_leave(&c, PW_KIND_waitmulti, NULL);
+    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
 }
 PW_EXPORT void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {

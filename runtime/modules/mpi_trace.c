@@ -1,0 +1,708 @@
+/*
+ * MPI event tracing (--trace; docs/format.md "Traces"): what each wrapped call
+ * adds to the rank's trace. A call is one CALL record followed by its messages
+ * (SEND, RECV), request posts and completions (IRECV, SEND_DONE, RECV with a
+ * request key) and the collective it is (COLL). Peers are world ranks; each
+ * communicator is defined once, with its members as world ranks, in the rank's
+ * JSON file written at the end.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "pw_mpi_fn.h"
+#include "modules/pw_mpi.h"
+
+int pw_trace_on;
+
+#ifndef MPI_F_STATUS_SIZE /* MPI-4; a Fortran status is the C one as integers */
+#define MPI_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
+#endif
+
+static struct {
+    int (*Comm_group)(MPI_Comm, MPI_Group *);
+    int (*Comm_remote_group)(MPI_Comm, MPI_Group *);
+    int (*Comm_test_inter)(MPI_Comm, int *);
+    int (*Group_size)(MPI_Group, int *);
+    int (*Group_translate_ranks)(MPI_Group, int, const int *, MPI_Group, int *);
+    int (*Group_free)(MPI_Group *);
+    int (*Get_count)(const MPI_Status *, MPI_Datatype, int *);
+    int (*Status_f2c)(const MPI_Fint *, MPI_Status *);
+} pm;
+
+static MPI_Group world_group;
+static MPI_Datatype byte_type;
+static int my_rank, world_size;
+static unsigned char synchronous[PW_MPI_NFN]; /* MPI_Ssend, MPI_Issend, MPI_Ssend_init */
+static int lock_word;
+
+static void lock(void)
+{
+    while (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
+        ;
+}
+static void unlock(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE); }
+
+/* ---- communicators ---- */
+
+typedef struct tcomm {
+    MPI_Comm handle;
+    int live;
+    int n;         /* local group size */
+    int *members;  /* local group as world ranks */
+    int nremote;   /* intercommunicators: remote group */
+    int *remote;
+    int parent, seq;
+} tcomm;
+
+static tcomm *comms;
+static int ncomms, capcomms;
+
+static int *group_to_world(MPI_Group g, int *n)
+{
+    pm.Group_size(g, n);
+    int *in = malloc(sizeof(int) * (size_t)(*n ? *n : 1));
+    int *out = malloc(sizeof(int) * (size_t)(*n ? *n : 1));
+    if (!in || !out) {
+        free(in);
+        free(out);
+        *n = 0;
+        return NULL;
+    }
+    for (int i = 0; i < *n; i++)
+        in[i] = i;
+    pm.Group_translate_ranks(g, *n, in, world_group, out);
+    free(in);
+    return out;
+}
+
+static int same_members(const tcomm *a, const int *m, int n, const int *r, int nr)
+{
+    return a->n == n && a->nremote == nr && !memcmp(a->members, m, sizeof(int) * (size_t)n) &&
+           (!nr || !memcmp(a->remote, r, sizeof(int) * (size_t)nr));
+}
+
+/* Define a communicator (at its creation, or when first seen). Caller locks. */
+static int define_comm(MPI_Comm c, int parent)
+{
+    if (ncomms == capcomms) {
+        int cap = capcomms ? 2 * capcomms : 16;
+        tcomm *t = realloc(comms, sizeof *t * (size_t)cap);
+        if (!t)
+            return -1;
+        comms = t;
+        capcomms = cap;
+    }
+    tcomm *t = &comms[ncomms];
+    memset(t, 0, sizeof *t);
+    MPI_Group g;
+    int inter = 0;
+    pm.Comm_group(c, &g);
+    t->members = group_to_world(g, &t->n);
+    pm.Group_free(&g);
+    pm.Comm_test_inter(c, &inter);
+    if (inter) {
+        pm.Comm_remote_group(c, &g);
+        t->remote = group_to_world(g, &t->nremote);
+        pm.Group_free(&g);
+    }
+    for (int i = 0; i < ncomms; i++)
+        if (same_members(&comms[i], t->members, t->n, t->remote, t->nremote))
+            t->seq++;
+    t->handle = c;
+    t->live = 1;
+    t->parent = parent;
+    return ncomms++;
+}
+
+static int last_comm = -1;
+
+static int comm_id(MPI_Comm c)
+{
+    int id = __atomic_load_n(&last_comm, __ATOMIC_RELAXED);
+    if (id >= 0 && comms[id].live && comms[id].handle == c)
+        return id;
+    lock();
+    id = -1;
+    for (int i = ncomms - 1; i >= 0; i--)
+        if (comms[i].live && comms[i].handle == c) {
+            id = i;
+            break;
+        }
+    if (id < 0)
+        id = define_comm(c, -1);
+    unlock();
+    if (id >= 0)
+        __atomic_store_n(&last_comm, id, __ATOMIC_RELAXED);
+    return id;
+}
+
+/* A peer given as a rank of communicator id (the remote group of an
+ * intercommunicator) as a world rank; -2 any source, -1 no process. */
+static int to_world(int id, int r)
+{
+    if (r == MPI_ANY_SOURCE)
+        return -2;
+    if (r == MPI_PROC_NULL || r < 0 || id < 0)
+        return -1;
+    const tcomm *t = &comms[id];
+    if (t->nremote)
+        return r < t->nremote ? t->remote[r] : -1;
+    return r < t->n && t->members ? t->members[r] : -1;
+}
+
+/* ---- requests: what was posted, for its completion ---- */
+
+#define PW_TREQ_SLOTS 65536
+#define PW_TREQ_FREE UINT64_MAX
+typedef struct treq {
+    uint64_t key;
+    int recv, persistent, comm, peer, tag, flags;
+    int64_t bytes;
+} treq;
+static treq *reqs;
+
+static uint64_t key_of(const void *req, int fortran)
+{
+    uint64_t k = 0;
+    MPI_Request r;
+    if (fortran)
+        r = pw_request_f2c(*(const MPI_Fint *)req);
+    else
+        memcpy(&r, req, sizeof r);
+    if (r == MPI_REQUEST_NULL)
+        return 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return k;
+}
+
+static treq *req_slot(uint64_t key, int create)
+{
+    if (!reqs || !key)
+        return NULL;
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 48) & (PW_TREQ_SLOTS - 1);
+    treq *tomb = NULL;
+    for (size_t n = 0; n < PW_TREQ_SLOTS; n++, i = (i + 1) & (PW_TREQ_SLOTS - 1)) {
+        if (reqs[i].key == key)
+            return &reqs[i];
+        if (reqs[i].key == PW_TREQ_FREE && !tomb)
+            tomb = &reqs[i];
+        if (reqs[i].key == 0)
+            return create ? (tomb ? tomb : &reqs[i]) : NULL;
+    }
+    return create ? tomb : NULL;
+}
+
+static void req_post(uint64_t key, const treq *r)
+{
+    lock();
+    treq *s = req_slot(key, 1);
+    if (s) {
+        *s = *r;
+        s->key = key;
+    }
+    unlock();
+}
+
+static int req_take(uint64_t key, treq *out, int remove)
+{
+    lock();
+    treq *s = req_slot(key, 0);
+    int found = s != NULL;
+    if (s) {
+        *out = *s;
+        if (remove && !s->persistent)
+            s->key = PW_TREQ_FREE;
+    }
+    unlock();
+    return found;
+}
+
+/* ---- statuses and saved request keys of the calling thread ---- */
+
+static PW_TLS MPI_Status *status_buf;
+static PW_TLS int status_cap;
+static PW_TLS uint64_t *saved_keys;
+static PW_TLS int saved_cap, nsaved;
+
+MPI_Status *pw_trace_statuses(int n)
+{
+    if (n > status_cap) {
+        MPI_Status *b = realloc(status_buf, sizeof *b * (size_t)n);
+        if (!b)
+            return MPI_STATUSES_IGNORE;
+        status_buf = b;
+        status_cap = n;
+    }
+    return status_buf;
+}
+
+void pw_trace_before(int kind, const pw_args *a)
+{
+    if (kind == PW_KIND_wait) {
+        nsaved = 0;
+        if (saved_cap < 1) {
+            saved_keys = realloc(saved_keys, sizeof *saved_keys * 16);
+            saved_cap = saved_keys ? 16 : 0;
+        }
+        if (saved_cap)
+            saved_keys[nsaved++] = key_of(a->request, a->fortran);
+    } else if (kind == PW_KIND_waitmulti) {
+        nsaved = 0;
+        if (a->nreq > saved_cap) {
+            uint64_t *k = realloc(saved_keys, sizeof *k * (size_t)a->nreq);
+            if (!k)
+                return;
+            saved_keys = k;
+            saved_cap = a->nreq;
+        }
+        for (int i = 0; i < a->nreq; i++)
+            saved_keys[nsaved++] = key_of(
+                a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
+                           : (const void *)((const MPI_Request *)a->requests + i),
+                a->fortran);
+    } else if (kind == PW_KIND_comm_free) {
+        MPI_Comm c = a->fortran ? pw_comm_f2c(*(const MPI_Fint *)a->newcomm)
+                                : *(const MPI_Comm *)a->newcomm;
+        int id = comm_id(c);
+        if (id >= 0)
+            comms[id].live = 0;
+    }
+}
+
+/* The status of completion i: from the statuses array or the single status. */
+static int status_at(const pw_args *a, int i, int single, MPI_Status *out)
+{
+    const void *st = single ? a->status : a->statuses;
+    if (!st)
+        return 0;
+    if (a->fortran) {
+        if (st == (const void *)MPI_F_STATUS_IGNORE || st == (const void *)MPI_F_STATUSES_IGNORE)
+            return 0;
+#ifdef MPICH /* use mpi_f08 has sentinels of its own (same status layout) */
+        if (st == (const void *)MPI_F08_STATUS_IGNORE ||
+            st == (const void *)MPI_F08_STATUSES_IGNORE)
+            return 0;
+#endif
+        pm.Status_f2c((const MPI_Fint *)st + (single ? 0 : i * MPI_F_STATUS_SIZE), out);
+        return 1;
+    }
+    if (st == (const void *)MPI_STATUS_IGNORE || st == (const void *)MPI_STATUSES_IGNORE)
+        return 0;
+    *out = ((const MPI_Status *)st)[single ? 0 : i];
+    return 1;
+}
+
+static pw_event_rec *ev(pw_event_rec *r, int type)
+{
+    memset(r, 0, sizeof *r);
+    r->type = (uint8_t)type;
+    r->peer = r->comm = -1;
+    return r;
+}
+
+/* A received message as a RECV event, from its status. */
+static void recv_event(pw_event_rec *e, int cid, const MPI_Status *st, int have_status,
+                       int req_peer, int req_tag, int64_t posted, uint64_t key)
+{
+    ev(e, PW_EV_RECV);
+    e->t0 = (int64_t)key;
+    e->comm = cid;
+    if (have_status) {
+        int n = 0;
+        e->peer = to_world(cid, st->MPI_SOURCE);
+        e->tag = st->MPI_TAG;
+        e->bytes = pm.Get_count(st, byte_type, &n) == MPI_SUCCESS && n >= 0 ? n : posted;
+    } else {
+        e->peer = to_world(cid, req_peer);
+        e->tag = req_tag == MPI_ANY_TAG ? -1 : req_tag;
+        e->bytes = posted;
+    }
+}
+
+/* The completion of request i of this call. */
+static int completion(pw_event_rec *e, const pw_args *a, int i, int single)
+{
+    treq r;
+    if (i >= nsaved || !saved_keys[i] || !req_take(saved_keys[i], &r, 1))
+        return 0;
+    if (!r.recv) {
+        ev(e, PW_EV_SEND_DONE);
+        e->t0 = (int64_t)saved_keys[i];
+        e->comm = r.comm;
+        e->peer = r.peer;
+        e->tag = r.tag;
+        return 1;
+    }
+    MPI_Status st;
+    int have = status_at(a, i, single, &st);
+    recv_event(e, r.comm, &st, have, -3, r.tag, r.bytes, saved_keys[i]);
+    if (!have)
+        e->peer = r.peer;
+    return 1;
+}
+
+static int nonblocking_post(const pw_args *a, int recv, int cid, int peer_world, int tag,
+                            int64_t bytes, int flags, pw_event_rec *e, int persistent)
+{
+    uint64_t key = key_of(a->request, a->fortran);
+    treq r = {.recv = recv, .persistent = persistent, .comm = cid, .peer = peer_world,
+              .tag = tag, .flags = flags, .bytes = bytes};
+    req_post(key, &r);
+    if (persistent)
+        return 0; /* the events come with each MPI_Start */
+    ev(e, recv ? PW_EV_IRECV : PW_EV_SEND);
+    e->t0 = (int64_t)key;
+    e->flags = (uint8_t)(flags | PW_EVF_NONBLOCKING);
+    e->comm = cid;
+    e->peer = peer_world;
+    e->tag = recv && tag == MPI_ANY_TAG ? -1 : tag;
+    e->bytes = bytes;
+    return 1;
+}
+
+/* A persistent request started: its post event. */
+static int start_event(pw_event_rec *e, const void *req, int fortran)
+{
+    uint64_t key = key_of(req, fortran);
+    treq r;
+    if (!req_take(key, &r, 0))
+        return 0;
+    ev(e, r.recv ? PW_EV_IRECV : PW_EV_SEND);
+    e->t0 = (int64_t)key;
+    e->flags = (uint8_t)(r.flags | PW_EVF_NONBLOCKING | PW_EVF_PERSISTENT);
+    e->comm = r.comm;
+    e->peer = r.peer;
+    e->tag = r.recv && r.tag == MPI_ANY_TAG ? -1 : r.tag;
+    e->bytes = r.bytes;
+    return 1;
+}
+
+static int is_coll(int kind) { return kind >= PW_KIND_barrier && kind <= PW_KIND_neighbor_alltoallw; }
+
+static int rooted(int kind)
+{
+    return kind == PW_KIND_bcast || kind == PW_KIND_reduce || kind == PW_KIND_gather ||
+           kind == PW_KIND_gatherv || kind == PW_KIND_scatter || kind == PW_KIND_scatterv;
+}
+
+void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int64_t sent,
+                   int64_t recv)
+{
+    int max = 1;
+    if (a) {
+        if (kind == PW_KIND_sendrecv || kind == PW_KIND_sendrecv_replace)
+            max = 3;
+        else if (kind == PW_KIND_waitmulti || kind == PW_KIND_startall)
+            max = 1 + (a->nreq > 0 ? a->nreq : 0);
+        else
+            max = 2;
+    }
+    pw_event_rec *r = pw_trace_reserve(max);
+    if (!r)
+        return;
+    pw_event_rec *e = ev(r, PW_EV_CALL);
+    e->t0 = c->t0;
+    e->t1 = t1;
+    e->fn = (uint16_t)c->fn;
+    e->bytes = (int64_t)(uintptr_t)c->ra;
+    int used = 1, sync = synchronous[c->fn] ? PW_EVF_SYNCHRONOUS : 0;
+    if (!a) {
+        pw_trace_shrink(max - used);
+        return;
+    }
+    int cid;
+    switch (kind) {
+    case PW_KIND_send:
+        if (a->peer == MPI_PROC_NULL)
+            break;
+        cid = comm_id(a->comm);
+        e = ev(r + used++, PW_EV_SEND);
+        e->flags = (uint8_t)sync;
+        e->comm = cid;
+        e->peer = to_world(cid, a->peer);
+        e->tag = a->tag;
+        e->bytes = sent;
+        break;
+    case PW_KIND_isend:
+        cid = comm_id(a->comm);
+        used += nonblocking_post(a, 0, cid, to_world(cid, a->peer), a->tag, sent, sync, r + used, 0);
+        break;
+    case PW_KIND_irecv:
+        cid = comm_id(a->comm);
+        used += nonblocking_post(a, 1, cid, to_world(cid, a->peer), a->tag, recv, 0, r + used, 0);
+        break;
+    case PW_KIND_send_init:
+        cid = comm_id(a->comm);
+        nonblocking_post(a, 0, cid, to_world(cid, a->peer), a->tag,
+                         a->peer == MPI_PROC_NULL ? 0 : pw_mpi_type_bytes(a->count, a->type),
+                         sync, NULL, 1);
+        break;
+    case PW_KIND_recv_init:
+        cid = comm_id(a->comm);
+        nonblocking_post(a, 1, cid, to_world(cid, a->peer), a->tag,
+                         a->peer == MPI_PROC_NULL ? 0 : pw_mpi_type_bytes(a->count, a->type),
+                         0, NULL, 1);
+        break;
+    case PW_KIND_recv: {
+        MPI_Status st;
+        if (a->peer == MPI_PROC_NULL)
+            break;
+        cid = comm_id(a->comm);
+        int have = status_at(a, 0, 1, &st);
+        recv_event(r + used++, cid, &st, have, a->peer, a->tag, recv, 0);
+        break;
+    }
+    case PW_KIND_mrecv: {
+        MPI_Status st;
+        int have = status_at(a, 0, 1, &st);
+        recv_event(r + used++, -1, &st, have, MPI_ANY_SOURCE, MPI_ANY_TAG, recv, 0);
+        break;
+    }
+    case PW_KIND_sendrecv:
+    case PW_KIND_sendrecv_replace: {
+        MPI_Status st;
+        cid = comm_id(a->comm);
+        if (a->peer != MPI_PROC_NULL) {
+            e = ev(r + used++, PW_EV_SEND);
+            e->comm = cid;
+            e->peer = to_world(cid, a->peer);
+            e->tag = a->tag;
+            e->bytes = sent;
+        }
+        if (a->source != MPI_PROC_NULL) {
+            int have = status_at(a, 0, 1, &st);
+            recv_event(r + used++, cid, &st, have, a->source, MPI_ANY_TAG, recv, 0);
+        }
+        break;
+    }
+    case PW_KIND_start:
+        used += start_event(r + used, a->request, a->fortran);
+        break;
+    case PW_KIND_startall:
+        for (int i = 0; i < a->nreq; i++)
+            used += start_event(r + used,
+                                a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
+                                           : (const void *)((const MPI_Request *)a->requests + i),
+                                a->fortran);
+        break;
+    case PW_KIND_wait:
+        if (!a->flag || *(const int *)a->flag)
+            used += completion(r + used, a, 0, 1);
+        break;
+    case PW_KIND_waitmulti:
+        if (a->index) { /* Waitany, Testany */
+            int i = *(const int *)a->index;
+            if ((!a->flag || *(const int *)a->flag) && i != MPI_UNDEFINED && i >= 0)
+                used += completion(r + used, a, a->fortran ? i - 1 : i, 1);
+        } else if (a->outcount) { /* Waitsome, Testsome */
+            int n = *(const int *)a->outcount;
+            const int *idx = a->indices;
+            for (int k = 0; n != MPI_UNDEFINED && k < n; k++)
+                used += completion(r + used, a, a->fortran ? idx[k] - 1 : idx[k], 0);
+        } else if (!a->flag || *(const int *)a->flag) { /* Waitall, Testall */
+            for (int i = 0; i < a->nreq; i++)
+                used += completion(r + used, a, i, 0);
+        }
+        break;
+    case PW_KIND_mgmt: /* a new communicator */
+        if (a->newcomm) {
+            MPI_Comm nc = a->fortran ? pw_comm_f2c(*(const MPI_Fint *)a->newcomm)
+                                     : *(const MPI_Comm *)a->newcomm;
+            if (nc != MPI_COMM_NULL) {
+                int parent = comm_id(a->comm);
+                lock();
+                define_comm(nc, parent);
+                unlock();
+            }
+        }
+        break;
+    default:
+        if (is_coll(kind)) {
+            cid = comm_id(a->comm);
+            e = ev(r + used++, PW_EV_COLL);
+            e->comm = cid;
+            e->peer = rooted(kind) && a->root >= 0 ? to_world(cid, a->root) : -1;
+            e->bytes = sent;
+            e->t1 = recv;
+            e->flags = a->request ? PW_EVF_NONBLOCKING : 0;
+        }
+        break;
+    }
+    pw_trace_shrink(max - used);
+}
+
+/* ---- start and end ---- */
+
+void pw_trace_start(int rank, int size, MPI_Comm world)
+{
+#define PM(name) pm.name = pw_mpi_real("PMPI_" #name)
+    PM(Comm_group);
+    PM(Comm_remote_group);
+    PM(Comm_test_inter);
+    PM(Group_size);
+    PM(Group_translate_ranks);
+    PM(Group_free);
+    PM(Get_count);
+    PM(Status_f2c);
+#undef PM
+    my_rank = rank;
+    world_size = size;
+    byte_type = pw_mpi_byte();
+    pm.Comm_group(world, &world_group);
+    reqs = calloc(PW_TREQ_SLOTS, sizeof *reqs);
+    for (int i = 0; i < PW_MPI_NFN; i++)
+        synchronous[i] = strstr(pw_mpi_fn_names[i], "Ssend") || strstr(pw_mpi_fn_names[i], "Issend");
+    char dir[4096], path[4200], num[24];
+    snprintf(dir, sizeof dir, "%s/traces", pw_experiment_dir());
+    mkdir(dir, 0777);
+    pw_fmt_int(num, rank);
+    snprintf(path, sizeof path, "%s/rank-%s.events", dir, num);
+    if (!reqs || pw_trace_open(path) != 0) {
+        pw_log("cannot write the trace %s; tracing off on this rank", path);
+        return;
+    }
+    lock();
+    define_comm(world, -1); /* id 0 */
+    unlock();
+    pw_trace_on = 1;
+}
+
+static void jlist_int(pw_buf *b, const int *v, int n)
+{
+    pw_buf_puts(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            pw_buf_puts(b, ",");
+        pw_buf_int(b, v[i]);
+    }
+    pw_buf_puts(b, "]");
+}
+
+void pw_trace_end(int state, int64_t offset_init, int64_t offset_fini, int64_t t_init,
+                  int64_t t_fini)
+{
+    static const char *states[] = {"complete", "no-finalize", "abort", "signal"};
+    if (!pw_trace_on)
+        return;
+    pw_trace_on = 0;
+    int64_t ticks = pw_ticks(), now = pw_now();
+    pw_trace_flush_all();
+    pw_trace_close();
+    pw_buf b = {0};
+    pw_buf_puts(&b, "{\"format\":\"perfweave-trace\",\"version\":");
+    pw_buf_int(&b, PW_TRACE_VERSION);
+    pw_buf_puts(&b, ",\"rank\":");
+    pw_buf_int(&b, my_rank);
+    pw_buf_puts(&b, ",\"world_size\":");
+    pw_buf_int(&b, world_size);
+    pw_buf_puts(&b, ",\"host\":");
+    pw_buf_jstr(&b, pw_hostname);
+    pw_buf_puts(&b, ",\"pid\":");
+    pw_buf_int(&b, getpid());
+    pw_buf_puts(&b, ",\"state\":");
+    pw_buf_jstr(&b, state >= 0 && state < 4 ? states[state] : "?");
+    pw_buf_puts(&b, ",\"functions\":[");
+    for (int i = 0; i < PW_MPI_NFN; i++) {
+        if (i)
+            pw_buf_puts(&b, ",");
+        pw_buf_jstr(&b, pw_mpi_fn_names[i]);
+    }
+    pw_buf_puts(&b, "],\"families\":[");
+    for (int i = 0; i < PW_MPI_NFN; i++) {
+        if (i)
+            pw_buf_puts(&b, ",");
+        pw_buf_jstr(&b, pw_mpi_fn_families[i]);
+    }
+    pw_buf_puts(&b, "],\"clock\":{\"ticks\":[");
+    pw_buf_int(&b, pw_tick_start);
+    pw_buf_puts(&b, ",");
+    pw_buf_int(&b, ticks);
+    pw_buf_puts(&b, "],\"ns\":[");
+    pw_buf_int(&b, pw_t_start);
+    pw_buf_puts(&b, ",");
+    pw_buf_int(&b, now);
+    pw_buf_puts(&b, "],\"offset_init_ns\":");
+    pw_buf_int(&b, offset_init);
+    pw_buf_puts(&b, ",\"offset_fini_ns\":");
+    pw_buf_int(&b, offset_fini);
+    pw_buf_puts(&b, ",\"t_init_ns\":");
+    pw_buf_int(&b, t_init);
+    pw_buf_puts(&b, ",\"t_fini_ns\":");
+    pw_buf_int(&b, t_fini);
+    pw_buf_puts(&b, "},\"comms\":[");
+    for (int i = 0; i < ncomms; i++) {
+        const tcomm *t = &comms[i];
+        pw_buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
+        pw_buf_int(&b, i);
+        if (i == 0)
+            pw_buf_puts(&b, ",\"name\":\"MPI_COMM_WORLD\"");
+        pw_buf_puts(&b, ",\"ranks\":");
+        jlist_int(&b, t->members, t->n);
+        if (t->nremote) {
+            pw_buf_puts(&b, ",\"remote\":");
+            jlist_int(&b, t->remote, t->nremote);
+        }
+        pw_buf_puts(&b, ",\"parent\":");
+        pw_buf_int(&b, t->parent);
+        pw_buf_puts(&b, ",\"seq\":");
+        pw_buf_int(&b, t->seq);
+        pw_buf_puts(&b, "}");
+    }
+    pw_buf_puts(&b, "],\"objects\":[");
+    for (int i = 0; i < pw_objects_count(); i++) {
+        uintptr_t s, e, base;
+        pw_object_range(i, &s, &e, &base);
+        pw_buf_puts(&b, i ? ",{\"path\":" : "{\"path\":");
+        pw_buf_jstr(&b, pw_object_path(i));
+        pw_buf_puts(&b, ",\"buildid\":");
+        pw_buf_jstr(&b, pw_object_buildid(i));
+        pw_buf_puts(&b, ",\"start\":");
+        pw_buf_int(&b, (int64_t)s);
+        pw_buf_puts(&b, ",\"end\":");
+        pw_buf_int(&b, (int64_t)e);
+        pw_buf_puts(&b, ",\"base\":");
+        pw_buf_int(&b, (int64_t)base);
+        pw_buf_puts(&b, "}");
+    }
+    pw_buf_puts(&b, "],\"flushes\":[");
+    const pw_trace_flush *f;
+    int nf = pw_trace_flushes(&f);
+    for (int i = 0; i < nf; i++) {
+        pw_buf_puts(&b, i ? ",{\"thread\":" : "{\"thread\":");
+        pw_buf_int(&b, f[i].thread);
+        pw_buf_puts(&b, ",\"first\":");
+        pw_buf_int(&b, f[i].first);
+        pw_buf_puts(&b, ",\"count\":");
+        pw_buf_int(&b, f[i].count);
+        pw_buf_puts(&b, "}");
+    }
+    pw_buf_puts(&b, "],\"records\":");
+    pw_buf_int(&b, pw_trace_written());
+    pw_buf_puts(&b, ",\"lost\":");
+    pw_buf_int(&b, pw_trace_lost());
+    pw_buf_puts(&b, "}\n");
+    char path[4200], tmp[4300], num[24];
+    pw_fmt_int(num, my_rank);
+    snprintf(path, sizeof path, "%s/traces/rank-%s.json", pw_experiment_dir(), num);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0 && !b.failed) {
+        ssize_t w = write(fd, b.data, b.len);
+        close(fd);
+        if (w == (ssize_t)b.len)
+            rename(tmp, path);
+        else
+            unlink(tmp);
+    } else if (fd >= 0) {
+        close(fd);
+        unlink(tmp);
+    }
+    pw_buf_free(&b);
+}

@@ -1,0 +1,146 @@
+"""Helpers and fixtures of the runtime tests: build small MPI programs with each MPI, run them
+under `perfweave run`, and read the experiment back.
+
+What a test checks is kept apart from how a program is built and launched: every
+test takes the `mpi` fixture and so runs once per MPI library (Open MPI and
+MPICH). Both are installed by `make test` (scripts/install-deps.sh); a missing
+one is a failure, not a skip.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).parent / "programs"
+BIN = Path(sys.executable).parent
+PERFWEAVE = str(BIN / "perfweave")
+
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+
+
+@dataclass
+class Mpi:
+    name: str
+    cc: str
+    cxx: str
+    fc: str
+    run: str
+
+    def launch(self, nranks):
+        if self.name == "openmpi":
+            return [self.run, "--oversubscribe", "-n", str(nranks)]
+        return [self.run, "-n", str(nranks)]
+
+
+FLAVORS = {
+    "openmpi": Mpi("openmpi", "mpicc.openmpi", "mpicxx.openmpi", "mpifort.openmpi",
+                   "mpirun.openmpi"),
+    "mpich": Mpi("mpich", "mpicc.mpich", "mpicxx.mpich", "mpifort.mpich", "mpirun.mpich"),
+}
+
+
+@pytest.fixture(params=sorted(FLAVORS), scope="session")
+def mpi(request):
+    m = FLAVORS[request.param]
+    for tool in (m.cc, m.cxx, m.fc, m.run):
+        assert shutil.which(tool), f"{tool} is not installed (make test installs it)"
+    return m
+
+
+@pytest.fixture(scope="session")
+def build_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("programs")
+
+
+@pytest.fixture(scope="session")
+def build(build_dir):
+    """build(mpi, "name.c") -> path of the executable, compiled once per MPI."""
+    cache = {}
+
+    def _build(m, source, extra=()):
+        key = (m.name if m else "serial", source, tuple(extra))
+        if key in cache:
+            return cache[key]
+        src = PROGRAMS / source
+        out = build_dir / f"{src.stem}-{key[0]}{'-' + '-'.join(extra) if extra else ''}"
+        if m is None:
+            compiler = "gcc"
+        else:
+            compiler = {".f90": m.fc, ".f": m.fc, ".F90": m.fc, ".cpp": m.cxx}.get(src.suffix,
+                                                                                m.cc)
+        # Fortran modules are written to the current directory: one per MPI
+        workdir = build_dir / f"mod-{key[0]}"
+        workdir.mkdir(exist_ok=True)
+        cmd = [compiler, "-g", "-O0", "-o", str(out), str(src), *extra]
+        if src.suffix == ".c":
+            cmd.append("-lm")
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+        assert res.returncode == 0, f"{' '.join(cmd)} failed:\n{res.stderr}"
+        cache[key] = out
+        return out
+
+    return _build
+
+
+def site_lines(source):
+    """Marker comments on call lines: `// @site NAME` or `! @site NAME` -> line number."""
+    lines = {}
+    for n, line in enumerate((PROGRAMS / source).read_text().splitlines(), 1):
+        m = re.search(r"@site (\w+)", line)
+        if m:
+            lines[m.group(1)] = n
+    return lines
+
+
+@dataclass
+class Run:
+    exp: Path
+    proc: subprocess.CompletedProcess
+
+    def report(self, *extra):
+        res = subprocess.run([PERFWEAVE, "report", "--json", "--top", "1000", *extra,
+                              str(self.exp)], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout)
+
+    def text_report(self):
+        res = subprocess.run([PERFWEAVE, "report", str(self.exp)], capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+
+@pytest.fixture
+def run_pw(tmp_path):
+    counter = [0]
+
+    def _run(command, options=(), timeout=180, check=True):
+        counter[0] += 1
+        exp = tmp_path / f"exp{counter[0]}"
+        cmd = [PERFWEAVE, "run", "-o", str(exp), *options, "--", *map(str, command)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check:
+            assert proc.returncode == 0, f"{cmd}:\n{proc.stdout}\n{proc.stderr}"
+        return Run(exp, proc)
+
+    return _run
+
+
+def bare(command, timeout=180):
+    return subprocess.run(list(map(str, command)), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def functions(report):
+    return {f["name"]: f for f in report["mpi_profile"]["functions"]}
+
+
+def sites(report, function):
+    return [c for c in report["mpi_profile"]["callsites"] if c["function"] == function]

@@ -1,0 +1,134 @@
+"""perfweave run --trace: the records each rank writes (docs/format.md, "Traces"),
+read with numpy and json alone, for programs whose events are known."""
+import json
+
+import numpy as np
+import pytest
+
+from harness import site_lines
+
+EVENT = np.dtype([("t0", "<i8"), ("t1", "<i8"), ("type", "u1"), ("flags", "u1"),
+                  ("fn", "<u2"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
+                  ("bytes", "<i8")])
+CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST = range(1, 9)
+
+
+def load(exp, rank):
+    ev = np.fromfile(exp / "traces" / f"rank-{rank}.events", EVENT)
+    js = json.loads((exp / "traces" / f"rank-{rank}.json").read_text())
+    return ev, js
+
+
+def calls(ev, js):
+    """(function name, [events of the call]) in order."""
+    out = []
+    for e in ev:
+        if e["type"] == CALL:
+            out.append((js["functions"][e["fn"]], e, []))
+        elif e["type"] != FLUSH and out:
+            out[-1][2].append(e)
+    return out
+
+
+def seconds(js, ticks):
+    c = js["clock"]
+    return (c["ns"][0] + (ticks - c["ticks"][0]) * (c["ns"][1] - c["ns"][0])
+            / (c["ticks"][1] - c["ticks"][0])) / 1e9
+
+
+def test_trace_records(mpi, build, run_pw):
+    prog = build(mpi, "trace_basic.c")
+    r = run_pw(mpi.launch(4) + [prog], options=["--trace"])
+    assert (r.exp / "profile.pwprof").exists()   # the profile is still written
+    per_rank = {k: load(r.exp, k) for k in range(4)}
+    for rank, (ev, js) in per_rank.items():
+        assert js["format"] == "perfweave-trace" and js["version"] == 1
+        assert js["rank"] == rank and js["world_size"] == 4 and js["state"] == "complete"
+        assert js["records"] == len(ev) and js["lost"] == 0
+        assert js["comms"][0]["ranks"] == [0, 1, 2, 3]
+        half = [c for c in js["comms"] if c["ranks"] == [rank % 2, rank % 2 + 2]]
+        assert len(half) == 1 and half[0]["parent"] == 0 and half[0]["seq"] == 0
+        seq = calls(ev, js)
+        names = [n for n, _, _ in seq]
+        assert names[:2] == ["MPI_Comm_rank", "MPI_Comm_size"]
+        core = [n for n in names[2:] if n != "MPI_Comm_rank"]
+        p2p = {0: ["MPI_Send"], 1: ["MPI_Recv"]}.get(rank, [])
+        assert core == p2p + ["MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Comm_split",
+                              "MPI_Barrier", "MPI_Bcast", "MPI_Comm_free"]
+        by = {n: (e, sub) for n, e, sub in seq}
+        # ring: Irecv from the left, Isend to the right, both completed by Waitall
+        (irecv,) = by["MPI_Irecv"][1]
+        (isend,) = by["MPI_Isend"][1]
+        left, right = (rank + 3) % 4, (rank + 1) % 4
+        assert (irecv["type"], irecv["peer"], irecv["tag"], irecv["bytes"]) == (IRECV, left, 1, 40)
+        assert (isend["type"], isend["peer"], isend["tag"], isend["bytes"]) == (SEND, right, 1, 40)
+        assert irecv["flags"] & 1 and isend["flags"] & 1
+        done = by["MPI_Waitall"][1]
+        assert sorted(e["type"] for e in done) == [RECV, SEND_DONE]
+        got = next(e for e in done if e["type"] == RECV)
+        assert (got["t0"], got["peer"], got["tag"], got["bytes"]) == (irecv["t0"], left, 1, 40)
+        assert next(e for e in done if e["type"] == SEND_DONE)["t0"] == isend["t0"]
+        # collectives on the half: the root is the half's rank 0, as a world rank
+        (bar,) = by["MPI_Barrier"][1]
+        (bc,) = by["MPI_Bcast"][1]
+        hid = half[0]["id"]
+        assert (bar["type"], bar["comm"], bar["peer"]) == (COLL, hid, -1)
+        assert (bc["type"], bc["comm"], bc["peer"]) == (COLL, hid, rank % 2)
+        assert (bc["bytes"], bc["t1"]) == ((40, 0) if rank < 2 else (0, 40))
+
+    ev0, js0 = per_rank[0]
+    ev1, js1 = per_rank[1]
+    send = dict((n, (e, s)) for n, e, s in calls(ev0, js0))["MPI_Send"]
+    recv = dict((n, (e, s)) for n, e, s in calls(ev1, js1))["MPI_Recv"]
+    (m,) = send[1]
+    assert (m["type"], m["peer"], m["tag"], m["bytes"], m["comm"]) == (SEND, 1, 5, 40, 0)
+    (g,) = recv[1]  # MPI_ANY_SOURCE / MPI_ANY_TAG with MPI_STATUS_IGNORE: actual values
+    assert (g["type"], g["peer"], g["tag"], g["bytes"], g["t0"]) == (RECV, 0, 5, 40, 0)
+    # the receiver waited for the sleeping sender: >= 0.2 s in MPI_Recv
+    assert seconds(js1, recv[0]["t1"]) - seconds(js1, recv[0]["t0"]) >= 0.19
+    # on the common clock, the send starts after the receive did, by ~0.2 s
+    t_send = seconds(js0, send[0]["t0"]) - js0["clock"]["offset_init_ns"] / 1e9
+    t_recv = seconds(js1, recv[0]["t0"]) - js1["clock"]["offset_init_ns"] / 1e9
+    assert 0.15 < t_send - t_recv < 0.4
+    # call sites: the CALL's return address lies in the program, at the marked line
+    obj = next(o for o in js0["objects"] if o["path"] == str(prog))
+    assert obj["start"] <= send[0]["bytes"] < obj["end"]
+
+
+def test_trace_buffer_flushes_are_recorded(mpi, build, run_pw):
+    prog = build(mpi, "trace_basic.c")
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace", "--trace-buffer", "4096"])
+    ev, js = load(r.exp, 0)
+    cap = 4096 // EVENT.itemsize
+    flushes = ev[ev["type"] == FLUSH]
+    assert len(js["flushes"]) >= 3 and len(flushes) == len(js["flushes"]) - 1
+    assert sum(f["count"] for f in js["flushes"]) == len(ev) == js["records"]
+    assert all(f["count"] <= cap for f in js["flushes"])
+    assert (flushes["t1"] >= flushes["t0"]).all() and (flushes["bytes"] > 0).all()
+    names = [js["functions"][e["fn"]] for e in ev if e["type"] == CALL]
+    assert names.count("MPI_Comm_rank") == 301   # nothing lost across flushes
+    assert js["lost"] == 0
+
+
+def test_trace_of_an_aborted_run(mpi, build, run_pw):
+    prog = build(mpi, "abort.c")
+    r = run_pw(mpi.launch(3) + [prog], options=["--trace"], check=False)
+    ev, js = load(r.exp, 1)
+    assert js["state"] == "abort"
+    names = [js["functions"][e["fn"]] for e in ev if e["type"] == CALL]
+    assert names == ["MPI_Comm_rank", "MPI_Barrier", "MPI_Barrier"]
+
+
+@pytest.mark.parametrize("source", ["fortran_mpif.f90", "fortran_f08.f90"])
+def test_trace_of_fortran(mpi, build, run_pw, source):
+    prog = build(mpi, source)
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace"])
+    ev, js = load(r.exp, 1)
+    recvs = ev[ev["type"] == RECV]
+    assert len(recvs) == 3
+    assert (recvs["peer"] == 0).all() and (recvs["bytes"] == 200).all() and (recvs["tag"] == 0).all()
+    ev0, js0 = load(r.exp, 0)
+    sends = ev0[ev0["type"] == SEND]
+    assert len(sends) == 3 and (sends["peer"] == 1).all() and (sends["bytes"] == 200).all()
+    colls = ev0[ev0["type"] == COLL]
+    assert len(colls) == 3   # 2 Allreduce + 1 Barrier (the Pcontrol(0) ones are not traced)
