@@ -94,21 +94,29 @@
  * One fixed 40-byte record per event, appended to rank-R.events as buffers flush.
  * A wrapped MPI call is one CALL record (enter and leave times; MPI calls do not
  * nest) followed by the records of what the call did, in order: messages sent or
- * received, requests posted or completed, the collective it is. rank-R.json (written
- * at the end) holds the definitions: functions, communicators, clock calibration,
- * loaded objects. */
+ * received, requests posted or completed, the collective it is, the window it
+ * creates, accesses or synchronises. User functions (programs built with
+ * -finstrument-functions) are ENTER/LEAVE records. rank-R.json (written at the
+ * end) holds the definitions: functions, communicators, windows, groups, clock
+ * calibration, loaded objects. */
 #define PW_TRACE_VERSION 1
 
 #define PW_EVENT_FIELDS(X)                                                                 \
-    X(int64_t, "<i8", t0)     /* CALL, FLUSH: start (ticks); request events: request key */ \
-    X(int64_t, "<i8", t1)     /* CALL, FLUSH: end (ticks); COLL: bytes received */        \
+    X(int64_t, "<i8", t0)     /* CALL, FLUSH, ENTER, LEAVE: time (ticks); request events:  \
+                                 request key */                                            \
+    X(int64_t, "<i8", t1)     /* CALL, FLUSH: end (ticks); COLL, RMA: bytes received;      \
+                                 WSYNC: group id */                                        \
     X(uint8_t, "u1", type)    /* PW_EV_* */                                                \
     X(uint8_t, "u1", flags)   /* PW_EVF_* */                                               \
     X(uint16_t, "<u2", fn)    /* CALL: function id */                                      \
-    X(int32_t, "<i4", peer)   /* world rank of dest / (actual) source / root; -1 none */   \
-    X(int32_t, "<i4", tag)                                                                 \
-    X(int32_t, "<i4", comm)   /* communicator id of rank-R.json, -1 none */                \
-    X(int64_t, "<i8", bytes)  /* CALL: caller's return address; others: bytes */
+    X(int32_t, "<i4", peer)   /* world rank of dest / (actual) source / root / target;     \
+                                 -1 none */                                                \
+    X(int32_t, "<i4", tag)    /* message tag; WIN, RMA, WSYNC: window id; ENTER, LEAVE:    \
+                                 stack depth */                                            \
+    X(int32_t, "<i4", comm)   /* communicator id of rank-R.json, -1 none; ENTER, LEAVE:    \
+                                 region id of rank-R.json "regions" or -1 */               \
+    X(int64_t, "<i8", bytes)  /* CALL: caller's return address; ENTER, LEAVE: function    \
+                                 address (0 with a region id); others: bytes */
 
 #define PW_EVENT_TYPES(X)                                                                  \
     X(CALL, 1)       /* an MPI call: t0 enter, t1 leave, fn, bytes = return address */     \
@@ -123,15 +131,29 @@
     X(COLL, 6)       /* this call is a collective on comm: peer = root (world), -1 none;   \
                         bytes = sent, t1 = received */                                    \
     X(FLUSH, 7)      /* the runtime wrote a buffer: t0..t1 ticks, bytes = bytes written */ \
-    X(LOST, 8)       /* events that could not be stored: bytes = how many */
+    X(LOST, 8)       /* events that could not be stored: bytes = how many */              \
+    X(ENTER, 9)      /* user function entered at t0: bytes = its address, tag = depth */  \
+    X(LEAVE, 10)     /* user function left at t0 (same fields as its ENTER) */             \
+    X(WIN, 11)       /* window created (flags 0) or freed (PW_EVF_FREE) in this call:     \
+                        tag = window id, comm = its communicator */                       \
+    X(RMA, 12)       /* one-sided operation: peer = target (world), tag = window id,      \
+                        comm = the window's communicator, bytes = sent, t1 = received;     \
+                        t0 = request key of an R* operation */                            \
+    X(WSYNC, 13)     /* window synchronisation (fence, post, start, complete, wait, test, \
+                        lock, unlock, flush, sync): tag = window id, comm = the window's   \
+                        communicator, peer = target (world) or -1, t1 = group id of        \
+                        post/start or -1 */
 
 #define PW_EV_ENUM(name, value) PW_EV_##name = value,
 enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };
 #undef PW_EV_ENUM
 
-#define PW_EVF_NONBLOCKING 1 /* SEND/IRECV/COLL posted by a nonblocking call */
+#define PW_EVF_NONBLOCKING 1 /* SEND/IRECV/COLL/RMA posted by a nonblocking call */
 #define PW_EVF_SYNCHRONOUS 2 /* SEND of MPI_Ssend / MPI_Issend */
 #define PW_EVF_PERSISTENT 4  /* SEND/IRECV of MPI_Start(all) */
+#define PW_EVF_FREE 8        /* WIN: the window is freed */
+#define PW_EVF_EXCLUSIVE 16  /* WSYNC of MPI_Win_lock: exclusive lock */
+#define PW_EVF_DONE 32       /* WSYNC of MPI_Win_test: the exposure epoch completed */
 
 #define PW_FIELD_DECL_E(ctype, np, name) ctype name;
 typedef struct pw_event_rec { PW_EVENT_FIELDS(PW_FIELD_DECL_E) } pw_event_rec;

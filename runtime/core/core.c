@@ -326,6 +326,7 @@ __attribute__((constructor)) static void pw_init(void)
     if (gethostname(pw_hostname, sizeof pw_hostname - 1) != 0)
         strcpy(pw_hostname, "unknown");
     pw_active = 1;
+    pw_trace_hooks = pw_opt.trace; /* shadow stacks of instrumented functions from now */
     pw_objects_refresh();
     atexit(at_exit);
     if (pw_opt.catch_signals)

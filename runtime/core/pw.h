@@ -21,6 +21,13 @@
 #define PW_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PW_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define PW_TLS __thread __attribute__((tls_model("initial-exec")))
+#if defined(__x86_64__) || defined(__i386__)
+#define pw_cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define pw_cpu_relax() __asm__ volatile("yield")
+#else
+#define pw_cpu_relax() ((void)0)
+#endif
 
 /* ---- configuration and process state (core.c) ---- */
 extern struct pw_options pw_opt;
@@ -170,13 +177,20 @@ typedef struct pw_trace_flush {
     int64_t first, count; /* records of the events file */
 } pw_trace_flush;
 
+/* Events are recorded: between pw_trace_open and pw_trace_close. */
+extern int pw_trace_recording;
+/* -finstrument-functions hooks keep shadow stacks (--trace in an active process). */
+extern int pw_trace_hooks;
+
+/* Open the events file and start recording. */
 int pw_trace_open(const char *path);
 /* Room for n consecutive records in the calling thread's buffer (flushing it
- * first if full; the flush is recorded); NULL if there is none. */
+ * first if full; the flush is recorded); NULL if there is none or recording has
+ * stopped. A non-NULL reservation must be followed by pw_trace_commit. */
 pw_event_rec *pw_trace_reserve(int n);
-/* Give back the last `unused` records of the latest reservation. */
-void pw_trace_shrink(int unused);
-void pw_trace_flush_all(void);
+/* End the latest reservation, giving back its last `unused` records. */
+void pw_trace_commit(int unused);
+/* Stop recording, wait for writers, write every thread's buffer, close. */
 void pw_trace_close(void);
 int pw_trace_flushes(const pw_trace_flush **out);
 int64_t pw_trace_written(void);

@@ -3,6 +3,16 @@
  * --trace-buffer bytes; a full buffer is appended to the rank's events file
  * under a lock, and the flush itself is recorded (a FLUSH event) so analyses
  * can discount its time. Memory is bounded by one buffer per thread.
+ *
+ * Writers reserve records, fill them and commit. A buffer's owner marks it busy
+ * while it writes, so that pw_trace_close can stop recording and then wait for
+ * every writer to leave before flushing buffers that belong to other threads.
+ *
+ * User functions of programs built with -finstrument-functions enter the trace
+ * through __cyg_profile_func_enter/exit (ENTER/LEAVE records). Each thread keeps
+ * a shadow stack of the functions it is in, from process start, so that when a
+ * thread's first traced event comes (after MPI_Init) the functions it is already
+ * inside (main, ...) are written first, with their original entry times.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +27,8 @@ typedef struct pw_tbuf {
     pw_event_rec *rec;
     size_t n, cap;
     int thread;
+    int busy;   /* the owner is between reserve and commit */
+    int synced; /* the shadow stack was written */
 } pw_tbuf;
 
 #define PW_MAX_FLUSHES 65536
@@ -31,7 +43,20 @@ static struct {
     int nflushes;
 } tr = {.fd = -1};
 
+int pw_trace_recording;
+int pw_trace_hooks;
+
 static PW_TLS pw_tbuf *self;
+
+/* Shadow stack of instrumented functions (ENTER without LEAVE yet). Deeper
+ * levels than PW_STACK_MAX are counted but not kept. */
+#define PW_STACK_MAX 256
+typedef struct pw_stack {
+    int depth;
+    uintptr_t fn[PW_STACK_MAX];
+    int64_t t[PW_STACK_MAX];
+} pw_stack;
+static PW_TLS pw_stack *stack;
 
 static void lock(void)
 {
@@ -44,7 +69,10 @@ static void unlock(void) { __atomic_store_n(&tr.lock, 0, __ATOMIC_RELEASE); }
 int pw_trace_open(const char *path)
 {
     tr.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    return tr.fd < 0 ? -1 : 0;
+    if (tr.fd < 0)
+        return -1;
+    __atomic_store_n(&pw_trace_recording, 1, __ATOMIC_SEQ_CST);
+    return 0;
 }
 
 static pw_tbuf *buffer(void)
@@ -100,12 +128,21 @@ static void flush(pw_tbuf *b)
     b->n = 0;
 }
 
-pw_event_rec *pw_trace_reserve(int n)
+static pw_event_rec *region_rec(pw_event_rec *r, int type, uintptr_t fn, int64_t t, int depth)
 {
-    pw_tbuf *b = buffer();
-    if (PW_UNLIKELY(!b))
-        return NULL;
-    if (PW_UNLIKELY(b->n + (size_t)n + 1 > b->cap)) {
+    memset(r, 0, sizeof *r);
+    r->type = (uint8_t)type;
+    r->t0 = t;
+    r->bytes = (int64_t)fn;
+    r->tag = depth;
+    r->peer = r->comm = -1;
+    return r;
+}
+
+/* Room for n records in b, flushing it (and recording the flush) when full. */
+static pw_event_rec *room(pw_tbuf *b, size_t n)
+{
+    if (PW_UNLIKELY(b->n + n + 1 > b->cap)) {
         int64_t t0 = pw_ticks();
         int saved_errno = errno;
         size_t count = b->n;
@@ -118,28 +155,61 @@ pw_event_rec *pw_trace_reserve(int n)
         f->t1 = pw_ticks();
         f->bytes = (int64_t)(count * sizeof(pw_event_rec));
         f->peer = f->comm = -1;
-        if (b->n + (size_t)n > b->cap)
+        if (b->n + n > b->cap)
             return NULL; /* a single call larger than the buffer */
     }
     pw_event_rec *r = &b->rec[b->n];
-    b->n += (size_t)n;
+    b->n += n;
     return r;
 }
 
-void pw_trace_shrink(int unused)
+pw_event_rec *pw_trace_reserve(int n)
 {
-    if (self && unused > 0 && (size_t)unused <= self->n)
-        self->n -= (size_t)unused;
+    pw_tbuf *b = buffer();
+    if (PW_UNLIKELY(!b || b->busy))
+        return NULL; /* b->busy: a signal handler interrupted a writer of this thread */
+    __atomic_store_n(&b->busy, 1, __ATOMIC_SEQ_CST);
+    if (PW_UNLIKELY(!__atomic_load_n(&pw_trace_recording, __ATOMIC_SEQ_CST))) {
+        __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+        return NULL;
+    }
+    if (PW_UNLIKELY(!b->synced)) {
+        /* the functions this thread is already in, outermost first */
+        b->synced = 1;
+        int d = stack ? (stack->depth < PW_STACK_MAX ? stack->depth : PW_STACK_MAX) : 0;
+        if ((size_t)d > b->cap / 2)
+            d = (int)(b->cap / 2); /* the outermost ones */
+        pw_event_rec *r = room(b, (size_t)d);
+        for (int i = 0; r && i < d; i++)
+            region_rec(r + i, PW_EV_ENTER, stack->fn[i], stack->t[i], i);
+    }
+    pw_event_rec *r = room(b, (size_t)n);
+    if (!r)
+        __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+    return r;
 }
 
-void pw_trace_flush_all(void)
+void pw_trace_commit(int unused)
 {
-    for (pw_tbuf *b = tr.all; b; b = b->next)
-        flush(b);
+    pw_tbuf *b = self;
+    if (!b)
+        return;
+    if (unused > 0 && (size_t)unused <= b->n)
+        b->n -= (size_t)unused;
+    __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 }
 
 void pw_trace_close(void)
 {
+    __atomic_store_n(&pw_trace_recording, 0, __ATOMIC_SEQ_CST);
+    for (pw_tbuf *b = tr.all; b; b = b->next) {
+        /* a writer that saw recording on finishes its record; bounded wait, in
+         * case the owner was interrupted by a signal that ended up here */
+        for (long spins = 0; __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE) && spins < 100000000L;
+             spins++)
+            pw_cpu_relax();
+        flush(b);
+    }
     if (tr.fd >= 0)
         close(tr.fd);
     tr.fd = -1;
@@ -153,3 +223,59 @@ int pw_trace_flushes(const pw_trace_flush **out)
 
 int64_t pw_trace_written(void) { return tr.written; }
 int64_t pw_trace_lost(void) { return tr.lost; }
+
+/* ---- -finstrument-functions ---- */
+
+#define PW_NOINST __attribute__((no_instrument_function))
+
+static PW_NOINST pw_stack *self_stack(void)
+{
+    if (PW_LIKELY(stack != NULL))
+        return stack;
+    stack = pw_alloc(sizeof *stack);
+    return stack;
+}
+
+static PW_NOINST void region_event(int type, uintptr_t fn, int64_t t, int depth)
+{
+    pw_event_rec *r = pw_trace_reserve(1);
+    if (r) {
+        region_rec(r, type, fn, t, depth);
+        pw_trace_commit(0);
+    }
+}
+
+PW_EXPORT PW_NOINST void __cyg_profile_func_enter(void *fn, void *site)
+{
+    (void)site;
+    if (PW_LIKELY(!pw_trace_hooks))
+        return;
+    pw_stack *s = self_stack();
+    if (PW_UNLIKELY(!s))
+        return;
+    int64_t t = pw_ticks();
+    int saved_errno = errno;
+    if (pw_trace_recording)
+        region_event(PW_EV_ENTER, (uintptr_t)fn, t, s->depth);
+    if (s->depth < PW_STACK_MAX) {
+        s->fn[s->depth] = (uintptr_t)fn;
+        s->t[s->depth] = t;
+    }
+    s->depth++;
+    errno = saved_errno;
+}
+
+PW_EXPORT PW_NOINST void __cyg_profile_func_exit(void *fn, void *site)
+{
+    (void)site;
+    if (PW_LIKELY(!pw_trace_hooks))
+        return;
+    pw_stack *s = stack;
+    if (PW_UNLIKELY(!s || s->depth <= 0))
+        return;
+    int saved_errno = errno;
+    if (pw_trace_recording)
+        region_event(PW_EV_LEAVE, (uintptr_t)fn, pw_ticks(), s->depth - 1);
+    s->depth--;
+    errno = saved_errno;
+}

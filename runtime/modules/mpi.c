@@ -757,7 +757,9 @@ static int dump(int state, int in_signal)
     pw_mpi_recording = 0;
     int partial_state = state == PW_STATE_COMPLETE ? PW_STATE_NO_FINALIZE : state;
     write_partial(partial_state, in_signal);
-    pw_trace_end(partial_state, st.offset_init, st.offset_init, st.t_init_leave, pw_now());
+    pw_trace_clock clock = {st.offset_init, st.offset_init_err, st.offset_init,
+                            st.offset_init_err, st.t_init_leave, pw_now()};
+    pw_trace_end(partial_state, &clock);
     return 1;
 }
 
@@ -953,8 +955,9 @@ void pw_mpi_finalize_begin(int fn, void *ra)
     pw_mpi_recording = 0;
     clock_offsets(&st.offset_fini, &st.offset_fini_err);
     pw_objects_refresh(); /* objects dlopen'ed since MPI_Init */
-    pw_trace_end(PW_STATE_COMPLETE, st.offset_init, st.offset_fini, st.t_init_leave,
-                 st.t_fini_enter);
+    pw_trace_clock clock = {st.offset_init, st.offset_init_err, st.offset_fini,
+                            st.offset_fini_err, st.t_init_leave, st.t_fini_enter};
+    pw_trace_end(PW_STATE_COMPLETE, &clock);
 
     pw_local l;
     size_t len = 0;

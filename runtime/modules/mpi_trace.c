@@ -157,6 +157,101 @@ static int to_world(int id, int r)
     return r < t->n && t->members ? t->members[r] : -1;
 }
 
+/* ---- groups (of MPI_Win_post / MPI_Win_start) and windows ---- */
+
+typedef struct tgroup {
+    int n;
+    int *members; /* world ranks, in group rank order */
+} tgroup;
+
+static tgroup *groups;
+static int ngroups, capgroups;
+
+/* The id of a group, defined by its members (one id per distinct member list). */
+static int group_id(MPI_Group g)
+{
+    if (g == MPI_GROUP_NULL)
+        return -1;
+    int n = 0;
+    int *m = group_to_world(g, &n);
+    if (!m && n)
+        return -1;
+    lock();
+    int id = -1;
+    for (int i = 0; i < ngroups && id < 0; i++)
+        if (groups[i].n == n && !memcmp(groups[i].members, m, sizeof(int) * (size_t)n))
+            id = i;
+    if (id < 0 && ngroups == capgroups) {
+        int cap = capgroups ? 2 * capgroups : 16;
+        tgroup *t = realloc(groups, sizeof *t * (size_t)cap);
+        if (t) {
+            groups = t;
+            capgroups = cap;
+        }
+    }
+    if (id < 0 && ngroups < capgroups) {
+        groups[ngroups] = (tgroup){n, m};
+        id = ngroups++;
+        m = NULL;
+    }
+    unlock();
+    free(m);
+    return id;
+}
+
+typedef struct twin {
+    MPI_Win handle;
+    int live;
+    int comm; /* communicator id */
+    int seq;  /* windows created on the same communicator before this one */
+} twin;
+
+static twin *wins;
+static int nwins, capwins;
+
+static int define_window(MPI_Win w, int comm)
+{
+    lock();
+    if (nwins == capwins) {
+        int cap = capwins ? 2 * capwins : 16;
+        twin *t = realloc(wins, sizeof *t * (size_t)cap);
+        if (!t) {
+            unlock();
+            return -1;
+        }
+        wins = t;
+        capwins = cap;
+    }
+    int seq = 0;
+    for (int i = 0; i < nwins; i++)
+        seq += wins[i].comm == comm;
+    wins[nwins] = (twin){w, 1, comm, seq};
+    int id = nwins++;
+    unlock();
+    return id;
+}
+
+static int window_id(MPI_Win w)
+{
+    int id = -1;
+    lock();
+    for (int i = nwins - 1; i >= 0; i--)
+        if (wins[i].live && wins[i].handle == w) {
+            id = i;
+            break;
+        }
+    unlock();
+    return id;
+}
+
+static MPI_Win win_handle(const void *p, int fortran)
+{
+    return fortran ? pw_win_f2c(*(const MPI_Fint *)p) : *(const MPI_Win *)p;
+}
+
+/* The window being freed by this thread's MPI_Win_free (read before the call). */
+static PW_TLS int freeing_window = -1;
+
 /* ---- requests: what was posted, for its completion ---- */
 
 #define PW_TREQ_SLOTS 65536
@@ -267,6 +362,8 @@ void pw_trace_before(int kind, const pw_args *a)
                 a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
                            : (const void *)((const MPI_Request *)a->requests + i),
                 a->fortran);
+    } else if (kind == PW_KIND_win_free) {
+        freeing_window = window_id(win_handle(a->newwin, a->fortran));
     } else if (kind == PW_KIND_comm_free) {
         MPI_Comm c = a->fortran ? pw_comm_f2c(*(const MPI_Fint *)a->newcomm)
                                 : *(const MPI_Comm *)a->newcomm;
@@ -392,6 +489,33 @@ static int rooted(int kind)
            kind == PW_KIND_gatherv || kind == PW_KIND_scatter || kind == PW_KIND_scatterv;
 }
 
+static int is_rma_op(int kind) { return kind >= PW_KIND_put && kind <= PW_KIND_cas; }
+
+/* One-sided operation or window synchronisation on a->win. */
+static void window_event(pw_event_rec *e, int type, const pw_args *a, int64_t sent,
+                         int64_t recv)
+{
+    int w = window_id(a->win);
+    ev(e, type);
+    e->tag = w;
+    e->comm = w >= 0 ? wins[w].comm : -1;
+    e->peer = w >= 0 && a->target >= 0 ? to_world(wins[w].comm, a->target) : -1;
+    if (type == PW_EV_RMA) {
+        e->bytes = sent;
+        e->t1 = recv;
+        if (a->request) {
+            e->flags = PW_EVF_NONBLOCKING;
+            e->t0 = (int64_t)key_of(a->request, a->fortran);
+        }
+    } else {
+        e->t1 = a->group != MPI_GROUP_NULL ? group_id(a->group) : -1;
+        if (a->tag == MPI_LOCK_EXCLUSIVE && a->target >= 0)
+            e->flags |= PW_EVF_EXCLUSIVE;
+        if (a->flag && *(const int *)a->flag)
+            e->flags |= PW_EVF_DONE;
+    }
+}
+
 void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int64_t sent,
                    int64_t recv)
 {
@@ -414,7 +538,7 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
     e->bytes = (int64_t)(uintptr_t)c->ra;
     int used = 1, sync = synchronous[c->fn] ? PW_EVF_SYNCHRONOUS : 0;
     if (!a) {
-        pw_trace_shrink(max - used);
+        pw_trace_commit(max - used);
         return;
     }
     int cid;
@@ -511,6 +635,29 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
                 used += completion(r + used, a, i, 0);
         }
         break;
+    case PW_KIND_win: {
+        MPI_Win w = win_handle(a->newwin, a->fortran);
+        if (w == MPI_WIN_NULL)
+            break;
+        cid = comm_id(a->comm);
+        e = ev(r + used++, PW_EV_WIN);
+        e->comm = cid;
+        e->tag = define_window(w, cid);
+        break;
+    }
+    case PW_KIND_win_free:
+        if (freeing_window < 0)
+            break;
+        e = ev(r + used++, PW_EV_WIN);
+        e->tag = freeing_window;
+        e->comm = wins[freeing_window].comm;
+        e->flags = PW_EVF_FREE;
+        wins[freeing_window].live = 0;
+        freeing_window = -1;
+        break;
+    case PW_KIND_winsync:
+        window_event(r + used++, PW_EV_WSYNC, a, 0, 0);
+        break;
     case PW_KIND_mgmt: /* a new communicator */
         if (a->newcomm) {
             MPI_Comm nc = a->fortran ? pw_comm_f2c(*(const MPI_Fint *)a->newcomm)
@@ -524,7 +671,9 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         }
         break;
     default:
-        if (is_coll(kind)) {
+        if (is_rma_op(kind)) {
+            window_event(r + used++, PW_EV_RMA, a, sent, recv);
+        } else if (is_coll(kind)) {
             cid = comm_id(a->comm);
             e = ev(r + used++, PW_EV_COLL);
             e->comm = cid;
@@ -535,7 +684,7 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         }
         break;
     }
-    pw_trace_shrink(max - used);
+    pw_trace_commit(max - used);
 }
 
 /* ---- start and end ---- */
@@ -585,15 +734,13 @@ static void jlist_int(pw_buf *b, const int *v, int n)
     pw_buf_puts(b, "]");
 }
 
-void pw_trace_end(int state, int64_t offset_init, int64_t offset_fini, int64_t t_init,
-                  int64_t t_fini)
+void pw_trace_end(int state, const pw_trace_clock *clock)
 {
     static const char *states[] = {"complete", "no-finalize", "abort", "signal"};
     if (!pw_trace_on)
         return;
     pw_trace_on = 0;
     int64_t ticks = pw_ticks(), now = pw_now();
-    pw_trace_flush_all();
     pw_trace_close();
     pw_buf b = {0};
     pw_buf_puts(&b, "{\"format\":\"perfweave-trace\",\"version\":");
@@ -629,13 +776,17 @@ void pw_trace_end(int state, int64_t offset_init, int64_t offset_fini, int64_t t
     pw_buf_puts(&b, ",");
     pw_buf_int(&b, now);
     pw_buf_puts(&b, "],\"offset_init_ns\":");
-    pw_buf_int(&b, offset_init);
+    pw_buf_int(&b, clock->offset_init);
+    pw_buf_puts(&b, ",\"offset_init_err_ns\":");
+    pw_buf_int(&b, clock->offset_init_err);
     pw_buf_puts(&b, ",\"offset_fini_ns\":");
-    pw_buf_int(&b, offset_fini);
+    pw_buf_int(&b, clock->offset_fini);
+    pw_buf_puts(&b, ",\"offset_fini_err_ns\":");
+    pw_buf_int(&b, clock->offset_fini_err);
     pw_buf_puts(&b, ",\"t_init_ns\":");
-    pw_buf_int(&b, t_init);
+    pw_buf_int(&b, clock->t_init);
     pw_buf_puts(&b, ",\"t_fini_ns\":");
-    pw_buf_int(&b, t_fini);
+    pw_buf_int(&b, clock->t_fini);
     pw_buf_puts(&b, "},\"comms\":[");
     for (int i = 0; i < ncomms; i++) {
         const tcomm *t = &comms[i];
@@ -653,6 +804,24 @@ void pw_trace_end(int state, int64_t offset_init, int64_t offset_fini, int64_t t
         pw_buf_int(&b, t->parent);
         pw_buf_puts(&b, ",\"seq\":");
         pw_buf_int(&b, t->seq);
+        pw_buf_puts(&b, "}");
+    }
+    pw_buf_puts(&b, "],\"windows\":[");
+    for (int i = 0; i < nwins; i++) {
+        pw_buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
+        pw_buf_int(&b, i);
+        pw_buf_puts(&b, ",\"comm\":");
+        pw_buf_int(&b, wins[i].comm);
+        pw_buf_puts(&b, ",\"seq\":");
+        pw_buf_int(&b, wins[i].seq);
+        pw_buf_puts(&b, "}");
+    }
+    pw_buf_puts(&b, "],\"groups\":[");
+    for (int i = 0; i < ngroups; i++) {
+        pw_buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
+        pw_buf_int(&b, i);
+        pw_buf_puts(&b, ",\"ranks\":");
+        jlist_int(&b, groups[i].members, groups[i].n);
         pw_buf_puts(&b, "}");
     }
     pw_buf_puts(&b, "],\"objects\":[");

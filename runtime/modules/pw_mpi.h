@@ -26,6 +26,8 @@
 #pragma weak ompi_mpi_int
 #pragma weak ompi_mpi_datatype_null
 #pragma weak ompi_request_null
+#pragma weak ompi_mpi_group_null
+#pragma weak ompi_mpi_win_null
 #endif
 /* Fortran sentinels are data of the MPI library in both implementations. */
 #pragma weak MPI_F_STATUS_IGNORE
@@ -45,7 +47,7 @@
     X(reduce_scatter) X(reduce_scatter_block) X(scan) X(exscan) X(neighbor_allgather)      \
     X(neighbor_allgatherv) X(neighbor_alltoall) X(neighbor_alltoallv)                      \
     X(neighbor_alltoallw)                                                                  \
-    X(win) X(put) X(get) X(acc) X(getacc) X(fop) X(cas)                                    \
+    X(win) X(win_free) X(put) X(get) X(acc) X(getacc) X(fop) X(cas)                                    \
     X(wait) X(waitmulti) X(winsync)                                                        \
     X(fopen) X(fclose) X(fread) X(fwrite) X(fother)                                        \
     X(init) X(finalize) X(abort) X(pcontrol) X(mgmt) X(comm_free)
@@ -65,13 +67,14 @@ typedef struct pw_args {
     MPI_Datatype type, stype, rtype;
     const int *scounts, *rcounts;
     const void *stypes, *rtypes;
-    int peer, source, tag, root, target, nreq, level; /* source: Sendrecv's */
+    int peer, source, tag, root, target, nreq, level; /* source: Sendrecv's; tag: also
+                                                         the lock type of Win_lock */
     MPI_Comm comm;
     MPI_Win win;
     MPI_File file;
     MPI_Group group;
     MPI_Offset offset;
-    const void *request, *requests, *status, *statuses, *newcomm;
+    const void *request, *requests, *status, *statuses, *newcomm, *newwin;
     const void *flag, *index, *outcount, *indices; /* outputs of the Wait/Test family */
     int fortran;
 } pw_args;
@@ -111,8 +114,11 @@ void pw_trace_start(int rank, int size, MPI_Comm world);
 void pw_trace_before(int kind, const pw_args *a);
 void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int64_t sent,
                    int64_t recv);
-void pw_trace_end(int state, int64_t offset_init, int64_t offset_fini, int64_t t_init,
-                  int64_t t_fini);
+/* Clock offsets to rank 0 (and their errors) at MPI_Init and MPI_Finalize. */
+typedef struct pw_trace_clock {
+    int64_t offset_init, offset_init_err, offset_fini, offset_fini_err, t_init, t_fini;
+} pw_trace_clock;
+void pw_trace_end(int state, const pw_trace_clock *clock);
 
 /* Before the real call, for kinds whose arguments it changes (Request_free, Wait). */
 void pw_mpi_before(int kind, const pw_args *a);

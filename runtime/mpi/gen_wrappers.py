@@ -26,14 +26,14 @@ KINDS = {
             "alltoallw reduce allreduce reduce_scatter reduce_scatter_block scan exscan "
             "neighbor_allgather neighbor_allgatherv neighbor_alltoall neighbor_alltoallv "
             "neighbor_alltoallw",
-    "rma": "win put get acc getacc fop cas",
+    "rma": "win win_free put get acc getacc fop cas",
     "sync": "wait waitmulti winsync",
     "io": "fopen fclose fread fwrite fother",
     "other": "init finalize abort pcontrol mgmt comm_free",
 }
-ROLES = set("flag index outcount indices buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes peer tag "
-            "root comm newcomm win target group request requests nreq status statuses file offset "
-            "level".split())
+ROLES = set("buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes peer "
+            "tag root comm newcomm win newwin target group request requests nreq status statuses "
+            "file offset level flag index outcount indices".split())
 # Kinds whose wrappers run a hook whatever the recording state.
 CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
 # The roles each kind reads (call_bytes in runtime/modules/mpi.c). Wrappers set only
@@ -46,8 +46,6 @@ REQUIRED_ROLES = {k: set(v.split()) for k, v in {
     "sendrecv_replace": "peer source count type",
     "send_init": "peer count type request", "recv_init": "peer count type request",
     "start": "request", "startall": "nreq requests", "request_free": "request",
-    "put": "target count type", "acc": "target count type", "get": "target count type",
-    "getacc": "count type rcount rtype", "fop": "type", "cas": "type",
     "bcast": "root comm count type", "reduce": "root comm count type",
     "allreduce": "count type", "scan": "count type", "exscan": "count type",
     "reduce_scatter_block": "count type comm", "reduce_scatter": "rcounts type comm",
@@ -61,16 +59,27 @@ REQUIRED_ROLES = {k: set(v.split()) for k, v in {
     "neighbor_alltoallw": "scounts stypes rcounts rtypes comm",
     "fread": "count type", "fwrite": "count type", "pcontrol": "level",
     "wait": "request status", "waitmulti": "nreq requests", "comm_free": "newcomm",
+    "win": "comm newwin", "win_free": "newwin", "winsync": "win",
+    "put": "target count type win", "acc": "target count type win", "get": "target count type win",
+    "getacc": "target count type rcount rtype win", "fop": "target type win",
+    "cas": "target type win",
 }.items()}
-# Roles a kind reads when present: wrappers of functions without them set them NULL.
-OPTIONAL_ROLES = {"wait": ["flag"],
-                  "waitmulti": ["flag", "index", "outcount", "indices", "status", "statuses"]}
+# Roles a kind reads when present: wrappers of functions without them set them to
+# the value given here (NULL pointers, or the MPI value meaning "none").
+_NONE = {"flag": "NULL", "index": "NULL", "outcount": "NULL", "indices": "NULL",
+         "status": "NULL", "statuses": "NULL", "request": "NULL",
+         "target": "MPI_PROC_NULL", "tag": "-1", "group": "MPI_GROUP_NULL"}
+OPTIONAL_ROLES = {k: {r: _NONE[r] for r in v.split()} for k, v in {
+    "wait": "flag", "winsync": "flag target tag group",
+    "waitmulti": "flag index outcount indices status statuses",
+    "put": "request", "get": "request", "acc": "request", "getacc": "request",
+}.items()}
 for _k in KINDS["coll"].split():
-    OPTIONAL_ROLES[_k] = ["request"]  # set: a nonblocking collective
+    OPTIONAL_ROLES[_k] = {"request": "NULL"}  # set: a nonblocking collective
 
 # Kinds whose calls neither move bytes nor matter to a trace: their wrappers pass
 # no arguments to pw_mpi_leave (management calls do when they create a communicator).
-NO_ARGS_KINDS = {"probe", "cancel", "win", "winsync", "fopen", "fclose", "fother", "mgmt"}
+NO_ARGS_KINDS = {"probe", "cancel", "fopen", "fclose", "fother", "mgmt"}
 # Kinds whose statuses a trace needs even when the program ignores them.
 STATUS_KINDS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti"}
 
@@ -205,7 +214,8 @@ def c_param_type(a):
 # pointers; the others are values, and an output handle (MPI_Comm *newcomm,
 # MPI_Win *win of Win_create) carries no value a kind needs.
 POINTER_ROLES = {"buf", "rbuf", "scounts", "rcounts", "stypes", "rtypes", "request", "requests",
-                 "status", "statuses", "newcomm", "flag", "index", "outcount", "indices"}
+                 "status", "statuses", "newcomm", "flag", "index", "outcount", "indices",
+                 "newwin"}
 
 
 def role_assignments(args, fortran):
@@ -220,7 +230,7 @@ def role_assignments(args, fortran):
 
 # Kinds that look at their arguments before the real call changes them
 # (Request_free clears the handle; a Wait completes its requests).
-BEFORE_KINDS = {"request_free", "wait", "waitmulti", "comm_free"}
+BEFORE_KINDS = {"request_free", "wait", "waitmulti", "comm_free", "win_free"}
 
 
 def has_args(fn, args):
@@ -247,7 +257,8 @@ def args_lines(fn, args, fortran):
     lines += ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
     lines += ["    " + s for s in role_assignments(args, fortran)]
     tagged = {a.role for a in args}
-    lines += [f"    a.{r} = NULL;" for r in OPTIONAL_ROLES.get(fn.kind, []) if r not in tagged]
+    lines += [f"    a.{r} = {v};" for r, v in OPTIONAL_ROLES.get(fn.kind, {}).items()
+              if r not in tagged]
     if fn.kind in BEFORE_KINDS:
         lines.append(f"    pw_mpi_before(PW_KIND_{fn.kind}, &a);")
     return lines

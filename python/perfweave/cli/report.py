@@ -2,17 +2,7 @@
 import json
 import sys
 
-
-def _positive(text):
-    import argparse
-
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
+from perfweave.cli.args import positive
 
 
 def setup_parser(sub):
@@ -23,7 +13,7 @@ def setup_parser(sub):
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
     p.add_argument("--json", action="store_true", help="print the report as JSON "
                    "(docs/mpi-profile.md)")
-    p.add_argument("--top", type=_positive, default=20, metavar="N",
+    p.add_argument("--top", type=positive, default=20, metavar="N",
                    help="functions and call sites to show (default 20)")
     p.set_defaults(func=main)
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-_FIELD = re.compile(r'X\(\s*\w+\s*,\s*"([<>|]\w+)"\s*,\s*(\w+)\s*\)')
+_FIELD = re.compile(r'X\(\s*\w+\s*,\s*"([<>|]?\w+)"\s*,\s*(\w+)\s*\)')
+_EVTYPE = re.compile(r'X\(\s*(\w+)\s*,\s*(\d+)\s*\)')
 
 
 def _format_h():
@@ -35,3 +36,11 @@ SITE_DTYPE = _dtype(_TEXT, "PW_SITE_FIELDS")
 FRAME_DTYPE = _dtype(_TEXT, "PW_FRAME_FIELDS")
 HIST_DTYPE = _dtype(_TEXT, "PW_HIST_FIELDS")
 PROFILE_VERSION = int(re.search(r"#define PW_PROFILE_VERSION (\d+)", _TEXT).group(1))
+
+# traces: the 40-byte event record, its type codes (PW_EVENT_TYPES) and flags (PW_EVF_*)
+EVENT_DTYPE = _dtype(_TEXT, "PW_EVENT_FIELDS")
+TRACE_VERSION = int(re.search(r"#define PW_TRACE_VERSION (\d+)", _TEXT).group(1))
+_m = re.search(r"#define PW_EVENT_TYPES\(X\)(.*?)(?:\n\s*\n|\n#)", _TEXT, re.S)
+EVENT_TYPES = {name: int(v) for name, v in _EVTYPE.findall(_m.group(1))}
+EVENT_FLAGS = {name: int(v) for name, v in
+               re.findall(r"#define PW_EVF_(\w+) (\d+)", _TEXT)}

@@ -153,7 +153,7 @@ def open_experiment(path):
         missing = profile.missing_ranks()
         if missing:
             notes.append(f"no data from {len(missing)} of {profile.world_size} ranks: "
-                         f"{_ranges(missing)}")
+                         f"{rank_ranges(missing)}")
     dropped = int(profile.ranks["sites_dropped"].sum()) if len(profile.ranks) else 0
     if dropped:
         cap = int(profile.ranks["table_capacity"].max())
@@ -164,7 +164,8 @@ def open_experiment(path):
                       warnings=warnings)
 
 
-def _ranges(values):
+def rank_ranges(values):
+    """[0, 1, 2, 5] -> '0-2,5'."""
     out, start, prev = [], None, None
     for v in values:
         if start is None:

@@ -1,0 +1,963 @@
+"""Automatic wait-state analysis of event traces (`perfweave analyze`).
+
+The patterns and their waiting-time formulas are Scalasca 2.6's (summarised in
+../shared/wait-states.md) and, for MPI-2 one-sided communication, those of Hermanns et
+al., "Scalable detection of MPI-2 remote memory access inefficiency patterns" (IJHPCA
+2012, section 4). Every pattern is computed on whole columns of numpy records: messages
+are matched by (source, destination, communicator, tag, sequence number), collective
+operations by (communicator, sequence number), fences by (window, sequence number),
+access and exposure epochs by (origin, target, window, sequence number), all without a
+loop over events. Data another rank owns comes through `exchange.route` (the identity
+in one process), so `mpirun -n K perfweave analyze --parallel` runs this same code.
+
+Times are integer nanoseconds on rank 0's clock throughout; a value is charged to a
+(metric, call path, rank) and summed exactly, so the serial and parallel results agree
+to the nanosecond.
+"""
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfweave.analysis import metrics as MT
+from perfweave.analysis.exchange import Local, _mix
+from perfweave.errors import PerfweaveError
+from perfweave.model.trace import CALL_DTYPE, EV_DTYPE, F, T, Trace, classify, prepare
+from perfweave.readers import trace as rt
+from perfweave.readers.experiment import rank_ranges
+
+RESULT_FORMAT = "perfweave-waitstates"
+RESULT_VERSION = 1
+WO_BUFFER = 100   # Late Sender instances a receiver remembers for Wrong Order (Scalasca)
+
+ROLES = ["other", "p2p", "wait", "waitmulti", "test", "barrier", "n2n", "12n", "n21", "scan",
+         "coll", "win_fence", "win_post", "win_start", "win_complete", "win_wait",
+         "win_test", "passive", "op", "create", "free", "io", "file", "comm", "init",
+         "finalize", "init_thread"]
+R = {r: i for i, r in enumerate(ROLES)}
+CATS = list(MT.CATEGORY_METRIC)
+C = {c: i for i, c in enumerate(CATS)}
+
+CALLS = np.dtype([("rank", "<i4"), ("thread", "<i4"), ("fn", "<i4"), ("path", "<i4"),
+                  ("role", "<i2"), ("cat", "<i2"), ("pad", "<i4"), ("t0", "<i8"),
+                  ("t1", "<i8")])
+EVENTS = np.dtype(EV_DTYPE.descr + [("rank", "<i4")])
+
+
+# ---------------------------------------------------------------- loading
+
+@dataclass
+class Loaded:
+    trace: Trace                     # the ranks this process owns
+    paths: list                      # global call paths: label tuples, sorted
+    calls: np.ndarray                # CALLS, every owned rank
+    events: np.ndarray               # EVENTS; "call" indexes calls
+    groups: dict                     # rank -> list of member arrays
+    comms: dict                      # comm key -> members
+    windows: dict                    # window key -> comm key
+    ranks_present: list              # every rank with a trace (all processes)
+    notes: list = field(default_factory=list)
+
+
+def world_size_of(exp, ranks):
+    """The run's MPI_COMM_WORLD size: from any rank's JSON, else the largest rank + 1."""
+    for r in ranks:
+        meta, _ = rt.read_meta(exp, r)
+        if meta and meta.get("world_size"):
+            return int(meta["world_size"])
+    return max(ranks) + 1
+
+
+def _fallback_clock(exp, ranks):
+    for r in ranks:
+        meta, _ = rt.read_meta(exp, r)
+        if meta and meta.get("clock"):
+            return meta["clock"]
+    return None
+
+
+def load(exp, ex):
+    ranks = rt.list_ranks(exp)
+    world = world_size_of(exp, ranks)
+    ex.world_size = world
+    mine = [r for r in ranks if ex.owns(r)]
+    files = [rt.read_rank(exp, r) for r in mine]
+    _host_clocks(files, ex)
+    functions, fn_index = [], {}
+    data, fallback = [], None
+    for rf in files:
+        if not rf.meta.get("clock"):
+            fallback = fallback or _fallback_clock(exp, ranks)
+            if fallback:
+                rf.notes.append(f"rank {rf.rank}: clock calibration borrowed from another "
+                                "rank; its times are approximate")
+        data.append(prepare(rf, functions, fn_index, hosts_clock=fallback))
+    return _unify(Trace(world, functions, data, source=str(exp)), ex, ranks)
+
+
+def _host_clocks(files, ex):
+    """Ranks on one host read one CLOCK_MONOTONIC, so their offsets to rank 0 are one
+    value: exactly 0 on rank 0's host, elsewhere the host's best-measured offset (the
+    smallest round trip). Measured per rank, the offsets carry the error of each
+    ping-pong (tens of microseconds on busy cores), enough to reorder a post and the
+    start it releases."""
+    mine = [(rf.rank, rf.meta.get("host"), rf.meta["clock"].get("offset_init_ns", 0),
+             rf.meta["clock"].get("offset_init_err_ns", 0),
+             rf.meta["clock"].get("offset_fini_ns", 0),
+             rf.meta["clock"].get("offset_fini_err_ns", 0))
+            for rf in files if rf.meta.get("clock") and rf.meta.get("host")]
+    allc = [c for part in ex.allgather(mine) for c in part]
+    host0 = next((c[1] for c in allc if c[0] == 0), None)
+    best = {}
+    for rank, host, oi, ei, of, ef in allc:
+        b = best.setdefault(host, [None, None])
+        if b[0] is None or ei < b[0][1]:
+            b[0] = (oi, ei)
+        if b[1] is None or ef < b[1][1]:
+            b[1] = (of, ef)
+    for rf in files:
+        host = rf.meta.get("host")
+        if not rf.meta.get("clock") or host not in best:
+            continue
+        c = dict(rf.meta["clock"])
+        if host == host0:
+            c["offset_init_ns"] = c["offset_fini_ns"] = 0
+        else:
+            c["offset_init_ns"], c["offset_fini_ns"] = best[host][0][0], best[host][1][0]
+        rf.meta = dict(rf.meta, clock=c)
+
+
+def _unify(trace, ex, ranks_present):
+    """Merge function tables and call paths of every analysis process (by name), and
+    build this process's concatenated tables."""
+    glist = []
+    seen = set()
+    for fl in ex.allgather(trace.functions):
+        for f in fl:
+            if f not in seen:
+                seen.add(f)
+                glist.append(f)
+    fmap = np.array([glist.index(f) for f in trace.functions] + [-1], np.int32)
+    sep = "\x1f"
+    mine = set()
+    for rd in trace.ranks:
+        mine.update(sep.join(p) for p in rd.paths)
+    allp = set()
+    for s in ex.allgather(sorted(mine)):
+        allp.update(s)
+    allp.add("program")
+    paths = sorted(allp)
+    gid = {p: i for i, p in enumerate(paths)}
+    role_of = np.array([R[classify(f)[1]] for f in glist] + [0], np.int16)
+    cat_of = np.array([C[classify(f)[0]] for f in glist] + [C["other"]], np.int16)
+    calls, events = [], []
+    base = 0
+    groups, comms, windows = {}, {}, {}
+    for rd in trace.ranks:
+        pmap = np.array([gid[sep.join(p)] for p in rd.paths], np.int32)
+        c = np.zeros(len(rd.calls), CALLS)
+        c["rank"] = rd.rank
+        c["thread"] = rd.calls["thread"]
+        fn = fmap[np.where(rd.calls["fn"] >= 0, rd.calls["fn"], len(fmap) - 1)]
+        c["fn"] = fn
+        c["path"] = pmap[rd.calls["path"]]
+        c["role"] = role_of[fn]
+        c["cat"] = cat_of[fn]
+        c["t0"] = rd.calls["t0"]
+        c["t1"] = rd.calls["t1"]
+        e = np.zeros(len(rd.events), EVENTS)
+        for k in EV_DTYPE.names:
+            e[k] = rd.events[k]
+        e["call"] += base
+        e["rank"] = rd.rank
+        base += len(c)
+        calls.append(c)
+        events.append(e)
+        rd.gpaths = pmap
+        groups[rd.rank] = rd.groups
+        comms.update(rd.comms)
+        windows.update(rd.windows)
+    trace.functions = glist
+    notes = [n for rd in trace.ranks for n in rd.notes]
+    present = set(ranks_present)
+    trace.missing = [r for r in range(trace.world_size) if r not in present]
+    return Loaded(trace=trace, paths=[tuple(p.split(sep)) for p in paths],
+                  calls=np.concatenate(calls) if calls else np.zeros(0, CALLS),
+                  events=np.concatenate(events) if events else np.zeros(0, EVENTS),
+                  groups=groups, comms=comms, windows=windows,
+                  ranks_present=sorted(present), notes=notes)
+
+
+# ---------------------------------------------------------------- helpers
+
+class Acc:
+    """Contributions (metric, path, rank, value), summed at the end."""
+
+    def __init__(self):
+        self.parts = []
+
+    def add(self, metric, path, rank, value):
+        value = np.asarray(value)
+        if not len(value):
+            return
+        keep = value != 0
+        if not keep.any():
+            return
+        m = np.full(int(keep.sum()), MT.INDEX[metric], np.int64)
+        self.parts.append((m, np.asarray(path, np.int64)[keep], np.asarray(rank, np.int64)[keep],
+                           value[keep].astype(np.int64)))
+
+    def add_many(self, metric_idx, path, rank, value):
+        value = np.asarray(value)
+        keep = value != 0
+        if keep.any():
+            self.parts.append((np.asarray(metric_idx, np.int64)[keep],
+                               np.asarray(path, np.int64)[keep],
+                               np.asarray(rank, np.int64)[keep], value[keep].astype(np.int64)))
+
+    def reduced(self):
+        if not self.parts:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        m, p, r, v = (np.concatenate(x) for x in zip(*self.parts))
+        return _reduce(m, p, r, v)
+
+
+def _reduce(m, p, r, v):
+    if not len(m):
+        return m, p, r, v
+    order = np.lexsort((r, p, m))
+    m, p, r, v = m[order], p[order], r[order], v[order]
+    start = np.flatnonzero(np.r_[True, (m[1:] != m[:-1]) | (p[1:] != p[:-1]) |
+                                 (r[1:] != r[:-1])])
+    return m[start], p[start], r[start], np.add.reduceat(v, start)
+
+
+def _groups(*cols, extra=()):
+    """Sort rows by the key columns (first = most significant), then by the extra
+    columns. Returns (order, start of each key group in sorted order, key group id of
+    each sorted row)."""
+    n = len(cols[0])
+    if not n:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.lexsort(tuple(reversed(list(cols) + list(extra))))
+    change = np.zeros(n, bool)
+    change[0] = True
+    for c in cols:
+        sc = np.asarray(c)[order]
+        change[1:] |= sc[1:] != sc[:-1]
+    start = np.flatnonzero(change)
+    gid = np.cumsum(change) - 1
+    return order, start, gid
+
+
+def _seq(keys, order_cols):
+    """Sequence number of each row within its group of equal keys, in the order given by
+    order_cols (most significant first)."""
+    if not len(keys[0]):
+        return np.zeros(0, np.int64)
+    order, start, gid = _groups(*keys, extra=order_cols)
+    out = np.empty(len(order), np.int64)
+    out[order] = np.arange(len(order)) - start[gid]
+    return out
+
+
+def _hash_cols(*cols):
+    h = np.zeros(len(cols[0]), np.uint64)
+    for c in cols:
+        h = _mix(h ^ np.asarray(c).astype(np.int64).view(np.uint64) if len(c) else h)
+    return h
+
+
+def _join(a_cols, b_cols):
+    """For each row of table a, the index of the row of table b with equal key columns,
+    or -1. Keys are unique in b."""
+    na = len(a_cols[0])
+    out = np.full(na, -1, np.int64)
+    if not na or not len(b_cols[0]):
+        return out
+    ha, hb = _hash_cols(*a_cols), _hash_cols(*b_cols)
+    ob = np.argsort(hb, kind="stable")
+    hbs = hb[ob]
+    i = np.searchsorted(hbs, ha)
+    i = np.minimum(i, len(hbs) - 1)
+    cand = ob[i]
+    ok = hbs[i] == ha
+    for ca, cb in zip(a_cols, b_cols):
+        ok &= np.asarray(ca) == np.asarray(cb)[cand]
+    out[ok] = cand[ok]
+    return out
+
+
+def _ffill_index(mask):
+    """For each position, the latest position <= it where mask is set, or -1."""
+    idx = np.where(mask, np.arange(len(mask)), -1)
+    return np.maximum.accumulate(idx) if len(idx) else idx
+
+
+def _table(dtype, **cols):
+    """A record array of dtype from equal-length columns (fields not given are 0)."""
+    n = len(next(iter(cols.values())))
+    out = np.zeros(n, dtype)
+    for k, v in cols.items():
+        out[k] = v
+    return out
+
+
+def _route(ex, rows, dest_ranks=None, keys=None):
+    if dest_ranks is not None:
+        return ex.route(rows, ex.owner(dest_ranks))
+    return ex.route(rows, ex.owner_of_keys(keys))
+
+
+# ---------------------------------------------------------------- point-to-point
+
+SENDS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("pad", "<i4"),
+                  ("comm", "<i8"), ("seq", "<i8"), ("e", "<i8")])
+RECVS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("pad", "<i4"),
+                  ("comm", "<i8"), ("seq", "<i8"), ("e", "<i8"), ("l", "<i8")])
+
+
+def _request_posts(ev, post_mask, done_mask):
+    """For each completion (done_mask), the event index of the latest post of the same
+    request key on the same rank before it (-1 if none)."""
+    idx = np.flatnonzero(post_mask | done_mask)
+    out = np.full(len(ev), -1, np.int64)
+    if not len(idx):
+        return out
+    order = np.lexsort((idx, ev["key"][idx], ev["rank"][idx]))
+    s = idx[order]
+    is_post = post_mask[s]
+    last = _ffill_index(is_post)
+    prev = np.where(last >= 0, s[np.maximum(last, 0)], -1)
+    same = (last >= 0) & (ev["rank"][np.maximum(prev, 0)] == ev["rank"][s]) & \
+        (ev["key"][np.maximum(prev, 0)] == ev["key"][s])
+    done = done_mask[s]
+    out[s[done & same]] = prev[done & same]
+    return out
+
+
+def point_to_point(L, ex, acc, notes):
+    ev, calls = L.events, L.calls
+    typ = ev["type"]
+    nb = (ev["flags"] & F["NONBLOCKING"]) != 0
+
+    # ---- send side: post call (sender's enter), completion call ----
+    post = _request_posts(ev, (typ == T["SEND"]) & nb, typ == T["SEND_DONE"])
+    si = np.flatnonzero(typ == T["SEND"])
+    cmp_call = np.where(nb[si], -1, ev["call"][si])
+    done_idx = np.flatnonzero(post >= 0)
+    pos_in_si = np.searchsorted(si, post[done_idx])
+    okd = (pos_in_si < len(si))
+    okd[okd] &= si[pos_in_si[okd]] == post[done_idx[okd]]
+    cmp_call[pos_in_si[okd]] = ev["call"][done_idx[okd]]
+    sc = ev["call"][si]
+    s_seq = _seq([ev["rank"][si], ev["peer"][si], ev["comm"][si], ev["tag"][si]],
+                 [calls["t0"][sc], si])
+    send_rows = _table(SENDS, src=ev["rank"][si], dst=ev["peer"][si], tag=ev["tag"][si],
+                       comm=ev["comm"][si], seq=s_seq, e=calls["t0"][sc])
+    send_rows = send_rows[send_rows["dst"] >= 0]
+
+    # ---- receive side: the call completing it, the call posting it ----
+    rpost = _request_posts(ev, typ == T["IRECV"], (typ == T["RECV"]) & (ev["key"] != 0))
+    ri = np.flatnonzero((typ == T["RECV"]) & (ev["peer"] >= 0))
+    rc = ev["call"][ri]
+    req_call = rc.copy()
+    has_post = rpost[ri] >= 0
+    req_call[has_post] = ev["call"][rpost[ri][has_post]]
+    r_seq = _seq([ev["rank"][ri], ev["peer"][ri], ev["comm"][ri], ev["tag"][ri]],
+                 [calls["t0"][req_call], ri])
+    recv_rows = _table(RECVS, src=ev["peer"][ri], dst=ev["rank"][ri], tag=ev["tag"][ri],
+                       comm=ev["comm"][ri], seq=r_seq, e=calls["t0"][req_call],
+                       l=calls["t1"][req_call])
+
+    # ---- Late Sender, on the receiver (the sends come to the receiver's process) ----
+    sends_here = _route(ex, send_rows, dest_ranks=send_rows["dst"])
+    key_r = [recv_rows[k] for k in ("src", "dst", "comm", "tag", "seq")]
+    m = _join(key_r, [sends_here[k] for k in ("src", "dst", "comm", "tag", "seq")])
+    matched = m >= 0
+    e_send = np.where(matched, sends_here["e"][np.maximum(m, 0)], 0)
+    unmatched_recv = int((~matched).sum())
+    e_r, l_r = calls["t0"][rc], calls["t1"][rc]
+    role = calls["role"][rc]
+    idle = np.minimum(e_send, l_r) - e_r
+    ls = matched & (role != R["test"]) & (idle > 0)
+    multi = role == R["waitmulti"]
+    ls_single = ls & ~multi
+    # multi-waits: one instance per call, the latest sender
+    lm = np.flatnonzero(ls & multi)
+    inst_rows = np.flatnonzero(ls_single)
+    if len(lm):
+        o, start, _ = _groups(rc[lm], extra=(-idle[lm], lm))
+        best = lm[o[start]]
+        inst_rows = np.sort(np.r_[inst_rows, best])
+    ls_calls = set(rc[np.flatnonzero(ls & multi)].tolist())
+    ip = calls["path"][rc[inst_rows]]
+    irank = ev["rank"][ri[inst_rows]]
+    acc.add("mpi_latesender", ip, irank, idle[inst_rows])
+    acc.add("mpi_latesender_count", ip, irank, np.ones(len(inst_rows), np.int64))
+
+    _wrong_order(ev, ri, rc, matched, e_send, inst_rows, idle, calls, acc)
+
+    # ---- Late Receiver, on the sender (the receive posts come to its process) ----
+    recvs_here = _route(ex, recv_rows, dest_ranks=recv_rows["src"])
+    key_s = [ev["rank"][si], ev["peer"][si], ev["comm"][si], ev["tag"][si], s_seq]
+    m2 = _join(key_s, [recvs_here[k] for k in ("src", "dst", "comm", "tag", "seq")])
+    ok = (m2 >= 0) & (cmp_call >= 0)
+    unmatched_send = int(((m2 < 0) & (ev["peer"][si] >= 0)).sum())
+    e_rq = np.where(ok, recvs_here["e"][np.maximum(m2, 0)], 0)
+    cc = np.maximum(cmp_call, 0)
+    e_sc, l_sc = calls["t0"][cc], calls["t1"][cc]
+    lr_idle = np.where(l_sc <= e_rq, 0, e_rq - e_sc)
+    crole = calls["role"][cc]
+    blocking_send = ~nb[si]
+    single = ok & (lr_idle > 0) & ((blocking_send & (crole == R["p2p"])) |
+                                   (crole == R["wait"]))
+    lr_rows = np.flatnonzero(single)
+    mw = np.flatnonzero(ok & (lr_idle > 0) & (crole == R["waitmulti"]) &
+                        ~np.isin(cc, list(ls_calls)))
+    if len(mw):
+        o, start, _ = _groups(cc[mw], extra=(-lr_idle[mw], mw))
+        lr_rows = np.sort(np.r_[lr_rows, mw[o[start]]])
+    lp = calls["path"][cc[lr_rows]]
+    lrank = ev["rank"][si[lr_rows]]
+    acc.add("mpi_latereceiver", lp, lrank, lr_idle[lr_rows])
+    acc.add("mpi_latereceiver_count", lp, lrank, np.ones(len(lr_rows), np.int64))
+    notes["unmatched_receives"] += unmatched_recv
+    notes["unmatched_sends"] += unmatched_send
+    notes["messages"] += int(matched.sum())
+
+
+def _wrong_order(ev, ri, rc, matched, e_send, inst_rows, idle, calls, acc):
+    """Late Sender, Wrong Order: a Late Sender instance is re-charged as wrong order when
+    a later receive on the same rank (while the instance is among the rank's last
+    WO_BUFFER instances) gets a message that was sent before the instance's message.
+    Same / different sources compare the two messages' senders."""
+    if not len(inst_rows):
+        return
+    seq = np.flatnonzero(matched)             # receives in processing order (rows of ri)
+    s_time = e_send[seq]
+    s_call = rc[seq]
+    s_rank = ev["rank"][ri[seq]]
+    s_src = ev["peer"][ri[seq]]
+    n = len(seq)
+    # sparse table of minima of s_time
+    levels = [s_time]
+    k = 1
+    while 2 * k <= n:
+        prev = levels[-1]
+        levels.append(np.minimum(prev[:n - 2 * k + 1], prev[k:n - k + 1]))
+        k *= 2
+    i_call = rc[inst_rows]
+    i_rank = ev["rank"][ri[inst_rows]]
+    i_time = e_send[inst_rows]
+    i_src = ev["peer"][ri[inst_rows]]
+    # window: receives after the instance's call, up to the call of the instance
+    # WO_BUFFER later on the same rank (when it pushes this one out)
+    start = np.searchsorted(s_call, i_call, "right")
+    order = np.lexsort((i_call, i_rank))
+    ir, ic = i_rank[order], i_call[order]
+    later = np.arange(len(order)) + WO_BUFFER
+    end_call = np.full(len(order), np.iinfo(np.int64).max)
+    valid = later < len(order)
+    valid[valid] &= ir[later[valid]] == ir[valid]
+    end_call[valid] = ic[later[valid]]
+    rank_end = np.searchsorted(s_rank, ir, "right")
+    end = np.empty(len(order), np.int64)
+    end[order] = np.minimum(np.searchsorted(s_call, end_call, "right"), rank_end)
+    # first position in [start, end) with s_time < i_time: descend the sparse table
+    pos = start.copy()
+    for lv in range(len(levels) - 1, -1, -1):
+        w = 1 << lv
+        can = pos + w <= end
+        tab = levels[lv]
+        ix = np.minimum(pos, len(tab) - 1)
+        step = can & (tab[ix] >= i_time) if len(tab) else can & False
+        pos = np.where(step, pos + w, pos)
+    found = pos < end
+    found[found] &= s_time[np.minimum(pos[found], n - 1)] < i_time[found]
+    f = np.flatnonzero(found)
+    same = s_src[pos[f]] == i_src[f]
+    path = calls["path"][i_call[f]]
+    acc.add("mpi_latesender_wo", path, i_rank[f], idle[inst_rows[f]])
+    acc.add("mpi_lswo_same", path[same], i_rank[f][same], idle[inst_rows[f]][same])
+    acc.add("mpi_lswo_different", path[~same], i_rank[f][~same], idle[inst_rows[f]][~same])
+
+
+# ---------------------------------------------------------------- collectives
+
+COLLS = np.dtype([("key", "<i8"), ("seq", "<i8"), ("rank", "<i4"), ("path", "<i4"),
+                  ("role", "<i2"), ("nb", "u1"), ("sent", "u1"), ("recv", "u1"),
+                  ("root", "u1"), ("pad", "<u2"), ("csize", "<i4"), ("crank", "<i4"),
+                  ("b", "<i8"), ("e", "<i8")])
+
+
+def _instances(L, ex, rows):
+    """Route collective-like rows (COLLS) to the owner of their instance (key, seq);
+    returns (rows there sorted by instance, group starts, group id per row, complete
+    instance mask per group)."""
+    here = _route(ex, rows, keys=_hash_cols(rows["key"], rows["seq"]))
+    order, start, gid = _groups(here["key"], here["seq"], extra=(here["crank"],))
+    here = here[order]
+    count = np.diff(np.r_[start, len(here)])
+    complete = count == here["csize"][start]
+    nbany = np.maximum.reduceat(here["nb"], start) if len(here) else here["nb"]
+    same_role = (np.minimum.reduceat(here["role"], start) ==
+                 np.maximum.reduceat(here["role"], start)) if len(here) else nbany == 0
+    return here, start, gid, complete & (nbany == 0) & same_role
+
+
+def collectives(L, ex, acc, notes):
+    ev, calls = L.events, L.calls
+    ci = np.flatnonzero(ev["type"] == T["COLL"])
+    c = ev["call"][ci]
+    rows = _table(COLLS, key=ev["comm"][ci],
+                  seq=_seq([ev["rank"][ci], ev["comm"][ci]], [calls["t0"][c], ci]),
+                  rank=ev["rank"][ci], path=calls["path"][c], role=calls["role"][c],
+                  nb=(ev["flags"][ci] & F["NONBLOCKING"]) != 0, sent=ev["bytes"][ci] > 0,
+                  recv=ev["bytes2"][ci] > 0, root=ev["peer"][ci] == ev["rank"][ci],
+                  b=calls["t0"][c], e=calls["t1"][c])
+    _comm_geometry(L, rows, ev["comm"][ci], ev["rank"][ci])
+    here, start, gid, ok = _instances(L, ex, rows)
+    notes["collectives"] += int(ok.sum())
+    notes["incomplete_collectives"] += int((~ok).sum())
+    if not len(here):
+        return
+    b, e, role = here["b"], here["e"], here["role"]
+    latest = np.maximum.reduceat(b, start)[gid]
+    earliest_end = np.minimum.reduceat(e, start)[gid]
+    okr = ok[gid]
+    sent_b = np.where(here["sent"] > 0, b, np.iinfo(np.int64).min)
+    latest_sender = np.maximum.reduceat(sent_b, start)[gid]
+    root_b = np.where(here["root"] > 0, b, np.iinfo(np.int64).min)
+    root_b = np.maximum.reduceat(root_b, start)[gid]
+    root_sent = np.maximum.reduceat(here["sent"] * here["root"], start)[gid] > 0
+    wait_full = np.maximum(0, np.minimum(latest, e) - b)
+    completion = np.maximum(0, e - np.maximum(earliest_end, np.minimum(latest, e)))
+    path, rank = here["path"], here["rank"]
+
+    def add(metric, mask, values):
+        mask = mask & okr
+        acc.add(metric, path[mask], rank[mask], values[mask])
+
+    bar = role == R["barrier"]
+    add("mpi_barrier_wait", bar, wait_full)
+    add("mpi_barrier_completion", bar, completion)
+    n2n = role == R["n2n"]
+    overlap = earliest_end > latest
+    w_partial = np.where((here["recv"] > 0) & (b < latest_sender),
+                         np.maximum(0, np.minimum(latest_sender, e) - b), 0)
+    add("mpi_wait_nxn", n2n, np.where(overlap, wait_full, w_partial))
+    add("mpi_nxn_completion", n2n, completion)
+    o2n = (role == R["12n"]) & root_sent & (here["root"] == 0) & (here["recv"] > 0)
+    add("mpi_latebroadcast", o2n & (b < root_b), np.maximum(0, np.minimum(root_b, e) - b))
+    n21 = (role == R["n21"]) & (here["root"] > 0) & (b < latest_sender)
+    add("mpi_earlyreduce", n21, np.maximum(0, np.minimum(latest_sender, e) - b))
+    scan = role == R["scan"]
+    if scan.any():
+        # latest enter among ranks 0..me (communicator order) that send
+        pm = np.where(here["sent"] > 0, b, np.iinfo(np.int64).min)
+        run = pm.copy()
+        # segmented running maximum: rows are sorted by instance, then comm rank
+        bounds = np.r_[start, len(here)]
+        for a, z in zip(bounds[:-1], bounds[1:]):
+            if scan[a]:
+                run[a:z] = np.maximum.accumulate(pm[a:z])
+        add("mpi_earlyscan", scan, np.maximum(0, np.minimum(run, e) - b))
+
+
+def _comm_geometry(L, rows, ckeys, ranks):
+    """Fill csize and crank (the rank's position in the communicator) of rows; csize -1
+    for a communicator without definition."""
+    for k in np.unique(ckeys):
+        sel = ckeys == k
+        m = L.comms.get(int(k))
+        if m is None or not len(m):
+            rows["csize"][sel] = -1
+            continue
+        rows["csize"][sel] = len(m)
+        srt = np.argsort(m, kind="stable")
+        pos = np.searchsorted(m[srt], ranks[sel])
+        pos = np.minimum(pos, len(m) - 1)
+        rows["crank"][sel] = np.where(m[srt][pos] == ranks[sel], srt[pos], -1)
+
+
+# ---------------------------------------------------------------- one-sided
+
+OPS = np.dtype([("key", "<i8"), ("seq", "<i8"), ("target", "<i4"), ("origin", "<i4"),
+                ("l", "<i8")])
+PAIRS = np.dtype([("o", "<i4"), ("t", "<i4"), ("win", "<i8"), ("pseq", "<i8"),
+                  ("epoch", "<i8"), ("x", "<i8"), ("y", "<i8"), ("acc", "<i8")])
+
+
+def _window_timeline(L):
+    """Window events (WSYNC, RMA) of every rank in call order, with per (rank, window)
+    counts: the fences before each, and the latest synchronisation role."""
+    ev, calls = L.events, L.calls
+    wi = np.flatnonzero(np.isin(ev["type"], [T["WSYNC"], T["RMA"]]))
+    order = np.lexsort((wi, ev["win"][wi], ev["rank"][wi]))
+    wi = wi[order]
+    role = calls["role"][ev["call"][wi]]
+    rank, win = ev["rank"][wi], ev["win"][wi]
+    newgrp = np.r_[True, (rank[1:] != rank[:-1]) | (win[1:] != win[:-1])]
+    gstart = np.flatnonzero(newgrp)
+    gidx = np.cumsum(newgrp) - 1
+
+    def count_before(mask):
+        c = np.cumsum(mask)
+        base = np.r_[0, c[gstart[1:] - 1]] if len(gstart) else np.zeros(0, np.int64)
+        return c - mask - base[gidx]   # strictly before, within the group
+
+    is_sync = ev["type"][wi] == T["WSYNC"]
+    last = _ffill_index(is_sync)
+    same = (last >= 0)
+    same[same] &= gidx[np.maximum(last[same], 0)] == gidx[same]
+    last_role = np.where(same, role[np.maximum(last, 0)], -1)
+    return wi, role, count_before, last_role, gidx
+
+
+def rma(L, ex, acc, notes):
+    ev, calls = L.events, L.calls
+    if not np.isin(ev["type"], [T["WSYNC"], T["RMA"], T["WIN"]]).any():
+        return
+    wi, role, count_before, last_role, gidx = _window_timeline(L)
+    typ = ev["type"][wi]
+    is_op = typ == T["RMA"]
+    fence = (typ == T["WSYNC"]) & (role == R["win_fence"])
+    start = (typ == T["WSYNC"]) & (role == R["win_start"])
+    fences_before = count_before(fence)
+    starts_before = count_before(start)
+    rank, win = ev["rank"][wi], ev["win"][wi]
+    call = ev["call"][wi]
+    b, e = calls["t0"][call], calls["t1"][call]
+    path = calls["path"][call]
+
+    # ---- fences: instances (window, k); the ops of epoch k to each target ----
+    fi = np.flatnonzero(fence)
+    frows = _table(COLLS, key=win[fi], seq=fences_before[fi], rank=rank[fi], path=path[fi],
+                   role=np.full(len(fi), R["win_fence"]), b=b[fi], e=e[fi])
+    ckeys = np.array([L.windows.get(int(w), 0) for w in win[fi]], np.int64)
+    _comm_geometry(L, frows, ckeys, rank[fi])
+    fop = np.flatnonzero(is_op & (last_role == R["win_fence"]))
+    orows = _table(OPS, key=win[fop], seq=fences_before[fop], target=ev["peer"][wi[fop]],
+                   origin=rank[fop], l=e[fop])
+    ops_there = _route(ex, orows, keys=_hash_cols(orows["key"], orows["seq"]))
+    here, gstart, gid, ok = _instances(L, ex, frows)
+    if len(here):
+        latest = np.maximum.reduceat(here["b"], gstart)[gid]
+        earliest_end = np.minimum.reduceat(here["e"], gstart)[gid]
+        hb, he = here["b"], here["e"]
+        waf = np.where((earliest_end > latest) & (hb < latest), latest - hb, 0)
+        # ops to each (window, epoch, target): latest end, number of distinct origins
+        o2, s2, _ = _groups(ops_there["key"], ops_there["seq"], ops_there["target"],
+                            ops_there["origin"])
+        ot = ops_there[o2]
+        if len(ot):
+            last_l = np.maximum.reduceat(ot["l"], s2)
+            firsts = ot[s2]
+            o3, s3, g3 = _groups(firsts["key"], firsts["seq"], firsts["target"])
+            f3 = firsts[o3]
+            norig = np.diff(np.r_[s3, len(f3)])
+            lastl_t = np.maximum.reduceat(last_l[o3], s3)
+            tk = f3[s3]
+            j = _join([here["key"], here["seq"], here["rank"]],
+                      [tk["key"], tk["seq"], tk["target"]])
+        else:
+            j = np.full(len(here), -1)
+            norig = lastl_t = np.zeros(0, np.int64)
+        has = j >= 0
+        lastop = np.where(has, lastl_t[np.maximum(j, 0)] if len(lastl_t) else 0,
+                          np.iinfo(np.int64).min)
+        norigins = np.where(has, norig[np.maximum(j, 0)] if len(norig) else 0, 0)
+        okr = ok[gid]
+        ef = np.where((waf > 0) & (lastop > hb) & (lastop <= he), lastop - hb, 0)
+        acc.add("mpi_rma_wait_at_fence", here["path"][okr], here["rank"][okr], waf[okr])
+        acc.add("mpi_rma_early_fence", here["path"][okr], here["rank"][okr], ef[okr])
+        csz = np.maximum(here["csize"], 0)
+        acc.add("mpi_rma_pairsync_count", here["path"], here["rank"], csz)
+        acc.add("mpi_rma_pairsync_unneeded_count", here["path"], here["rank"],
+                np.maximum(csz - norigins, 0))
+        notes["fences"] += int(ok.sum())
+
+    _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, start,
+          starts_before, last_role, count_before)
+    _window_create_free(L, ex, acc, notes)
+
+
+def _explode(groups_of_rank, ranks, gids):
+    """Rows (epoch index, member) for epochs with group ids gids on ranks."""
+    ep, mem = [], []
+    for i, (r, g) in enumerate(zip(ranks.tolist(), gids.tolist())):
+        gl = groups_of_rank.get(r, [])
+        m = gl[g] if 0 <= g < len(gl) else np.zeros(0, np.int32)
+        ep.append(np.full(len(m), i, np.int64))
+        mem.append(m.astype(np.int64))
+    if not ep:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(ep), np.concatenate(mem)
+
+
+def _pair_epochs(opens, closes, rank, win):
+    """Pair the i-th opening with the i-th closing event of each (rank, window)."""
+    def nth(ix):
+        return _seq([rank[ix], win[ix]], [ix])
+    no, nc = nth(opens), nth(closes)
+    j = _join([rank[opens], win[opens], no], [rank[closes], win[closes], nc])
+    return np.where(j >= 0, closes[np.maximum(j, 0)], -1)
+
+
+def _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, start,
+          starts_before, last_role, count_before):
+    ev = L.events
+    sync = typ == T["WSYNC"]
+    group = ev["group"][wi]
+    # ---- access epochs: Win_start .. Win_complete on the origin ----
+    st = np.flatnonzero(start)
+    cp = np.flatnonzero(sync & (role == R["win_complete"]))
+    cl = _pair_epochs(st, cp, rank, win)
+    good = cl >= 0
+    st, cl = st[good], cl[good]
+    ops = np.flatnonzero(is_op & (last_role == R["win_start"]))
+    op_epoch = np.searchsorted(st, ops, "right") - 1   # the start before the op (same group)
+    okop = op_epoch >= 0
+    okop[okop] &= (rank[st[op_epoch[okop]]] == rank[ops[okop]]) & \
+        (win[st[op_epoch[okop]]] == win[ops[okop]])
+    ops, op_epoch = ops[okop], op_epoch[okop]
+    op_target = ev["peer"][wi[ops]]
+    # per (epoch, target): last op end, or the start's end when there is none
+    ep, mem = _explode(L.groups, rank[st], group[st])
+    a_rows = np.zeros(len(ep), PAIRS)
+    a_rows["o"] = rank[st][ep]
+    a_rows["t"] = mem
+    a_rows["win"] = win[st][ep]
+    a_rows["epoch"] = ep
+    a_rows["pseq"] = _seq([a_rows["o"], a_rows["t"], a_rows["win"]], [ep])
+    keys_u, lastop_u = _uniq_max(op_epoch, op_target, e[ops])
+    j = _join([a_rows["epoch"], a_rows["t"]], keys_u)
+    accessed = j >= 0
+    a_rows["acc"] = accessed
+    a_rows["x"] = b[cl][ep]                                          # complete enter
+    a_rows["y"] = np.where(accessed, lastop_u[np.maximum(j, 0)] if len(lastop_u) else 0,
+                           e[st][ep])                                # last op end
+    # pair-wise synchronisations at the complete: group members, unneeded: not accessed
+    gsize = np.bincount(ep, minlength=len(st))
+    nacc = np.bincount(ep, weights=accessed, minlength=len(st)).astype(np.int64)
+    acc.add("mpi_rma_pairsync_count", path[cl], rank[cl], gsize)
+    acc.add("mpi_rma_pairsync_unneeded_count", path[cl], rank[cl], gsize - nacc)
+
+    # ---- exposure epochs: Win_post .. Win_wait (or a Win_test that completed) ----
+    po = np.flatnonzero(sync & (role == R["win_post"]))
+    closer = sync & ((role == R["win_wait"]) |
+                     ((role == R["win_test"]) & ((ev["flags"][wi] & F["DONE"]) != 0)))
+    wt = _pair_epochs(po, np.flatnonzero(closer), rank, win)
+    good = wt >= 0
+    po, wt = po[good], wt[good]
+    ep2, mem2 = _explode(L.groups, rank[po], group[po])
+    t_rows = np.zeros(len(ep2), PAIRS)
+    t_rows["o"] = mem2
+    t_rows["t"] = rank[po][ep2]
+    t_rows["win"] = win[po][ep2]
+    t_rows["epoch"] = ep2
+    t_rows["pseq"] = _seq([t_rows["o"], t_rows["t"], t_rows["win"]], [ep2])
+    t_rows["x"] = b[po][ep2]                                         # post enter
+    key = ("o", "t", "win", "pseq")
+
+    # origin side: the targets' post enters come to the origin's process
+    posts_here = _route(ex, t_rows, dest_ranks=t_rows["o"])
+    jp = _join([a_rows[k] for k in key], [posts_here[k] for k in key])
+    matched = jp >= 0
+    post_e = np.where(matched, posts_here["x"][np.maximum(jp, 0)], np.iinfo(np.int64).min)
+    last_post = np.full(len(st), np.iinfo(np.int64).min)
+    np.maximum.at(last_post, ep, post_e)
+    bc, ec, bs, es = b[cl], e[cl], b[st], e[st]
+    in_c = (last_post > bc) & (last_post < ec)
+    in_s = ~in_c & (last_post > bs) & (last_post < es)
+    acc.add("mpi_rma_sync_late_post", path[cl][in_c], rank[cl][in_c], (last_post - bc)[in_c])
+    acc.add("mpi_rma_sync_late_post", path[st][in_s], rank[st][in_s], (last_post - bs)[in_s])
+    # operations of the other epochs: their own target's post inside the operation
+    free = ~(in_c | in_s)
+    jo = _join([op_epoch, op_target], [a_rows["epoch"], a_rows["t"]])
+    p_op = np.where(jo >= 0, post_e[np.maximum(jo, 0)], np.iinfo(np.int64).min)
+    bo, eo = b[ops], e[ops]
+    late = free[op_epoch] & (p_op > bo) & (p_op < eo)
+    acc.add("mpi_rma_comm_late_post", path[ops][late], rank[ops][late], (p_op - bo)[late])
+
+    # target side: the origins' complete enters and last operations come to the target
+    done_here = _route(ex, a_rows, dest_ranks=a_rows["t"])
+    jt = _join([t_rows[k] for k in key], [done_here[k] for k in key])
+    m = jt >= 0
+    x = np.where(m, done_here["x"][np.maximum(jt, 0)], np.iinfo(np.int64).min)
+    y = np.where(m, done_here["y"][np.maximum(jt, 0)], np.iinfo(np.int64).min)
+    a = np.where(m, done_here["acc"][np.maximum(jt, 0)], 0)
+    last_complete = np.full(len(po), np.iinfo(np.int64).min)
+    last_rma = np.full(len(po), np.iinfo(np.int64).min)
+    np.maximum.at(last_complete, ep2, x)
+    np.maximum.at(last_rma, ep2, y)
+    naccessed = np.bincount(ep2, weights=a, minlength=len(po)).astype(np.int64)
+    gsize2 = np.bincount(ep2, minlength=len(po))
+    acc.add("mpi_rma_pairsync_count", path[wt], rank[wt], gsize2)
+    acc.add("mpi_rma_pairsync_unneeded_count", path[wt], rank[wt], gsize2 - naccessed)
+    bw = b[wt]
+    is_wait = role[wt] == R["win_wait"]
+    ew = is_wait & (last_complete > bw)
+    acc.add("mpi_rma_early_wait", path[wt][ew], rank[wt][ew], (last_complete - bw)[ew])
+    lc = np.maximum(0, last_complete - np.maximum(last_rma, bw))
+    acc.add("mpi_rma_late_complete", path[wt][ew], rank[wt][ew], lc[ew])
+    notes["access_epochs"] += len(st)
+    notes["exposure_epochs"] += len(po)
+
+
+def _uniq_max(epoch, target, values):
+    """Unique (epoch, target) pairs and the max of values per pair."""
+    if not len(epoch):
+        z = np.zeros(0, np.int64)
+        return [z, z], z
+    o, st, _ = _groups(epoch, target)
+    return [epoch[o][st], target[o][st]], np.maximum.reduceat(values[o], st)
+
+
+def _window_create_free(L, ex, acc, notes):
+    ev, calls = L.events, L.calls
+    wi = np.flatnonzero(ev["type"] == T["WIN"])
+    if not len(wi):
+        return
+    c = ev["call"][wi]
+    free = (ev["flags"][wi] & F["FREE"]) != 0
+    rows = _table(COLLS, key=ev["win"][wi], seq=free, rank=ev["rank"][wi],
+                  path=calls["path"][c], role=free, b=calls["t0"][c], e=calls["t1"][c])
+    _comm_geometry(L, rows, ev["comm"][wi], ev["rank"][wi])
+    here, start, gid, ok = _instances(L, ex, rows)
+    if not len(here):
+        return
+    latest = np.maximum.reduceat(here["b"], start)[gid]
+    earliest_end = np.minimum.reduceat(here["e"], start)[gid]
+    idle = np.where((earliest_end > latest) & (here["b"] < latest), latest - here["b"], 0)
+    okr = ok[gid]
+    free = here["seq"] > 0
+    for metric, sel in (("mpi_rma_wait_at_create", okr & ~free),
+                        ("mpi_rma_wait_at_free", okr & free)):
+        acc.add(metric, here["path"][sel], here["rank"][sel], idle[sel])
+
+
+# ---------------------------------------------------------------- time, visits, bytes
+
+def basics(L, acc):
+    """Visits, bytes, and the time of every path: computation outside MPI, MPI calls by
+    category (their waiting-time patterns are computed below), trace overhead."""
+    calls, ev = L.calls, L.events
+    acc.add("visits", calls["path"], calls["rank"], np.ones(len(calls), np.int64))
+    mv = np.flatnonzero(np.isin(ev["type"], [T["SEND"], T["RECV"], T["COLL"], T["RMA"]]))
+    c = ev["call"][mv]
+    acc.add("bytes", calls["path"][c], ev["rank"][mv], ev["bytes"][mv] + ev["bytes2"][mv])
+    cat_by_path = np.full(len(L.paths), -1, np.int64)
+    cat_by_path[calls["path"]] = calls["cat"]
+    metric_by_cat = np.array([MT.INDEX[MT.CATEGORY_METRIC[k]] for k in CATS], np.int64)
+    for rd in L.trace.ranks:
+        g, t = rd.gpaths, rd.time_ns
+        nz = np.flatnonzero(t)
+        cat = cat_by_path[g[nz]]
+        rank = np.full(len(nz), rd.rank)
+        comp = cat < 0
+        acc.add("computation", g[nz][comp], rank[comp], t[nz][comp])
+        acc.add_many(metric_by_cat[cat[~comp]], g[nz][~comp], rank[~comp], t[nz][~comp])
+        ov = np.flatnonzero(rd.overhead_ns)
+        acc.add("overhead", g[ov], np.full(len(ov), rd.rank), rd.overhead_ns[ov])
+
+
+# ---------------------------------------------------------------- driver
+
+def analyze(exp, ex=None):
+    """Analyse the traces of experiment directory exp. Returns the result dict on the
+    process of rank 0 (and in a serial run), None on the others."""
+    ex = ex or Local(0)
+    t_start = _time.perf_counter()
+    L = load(exp, ex)
+    t_loaded = _time.perf_counter()
+    acc = Acc()
+    notes = {k: 0 for k in ("messages", "unmatched_sends", "unmatched_receives",
+                            "collectives", "incomplete_collectives", "fences",
+                            "access_epochs", "exposure_epochs")}
+    basics(L, acc)
+    point_to_point(L, ex, acc, notes)
+    collectives(L, ex, acc, notes)
+    rma(L, ex, acc, notes)
+    m, p, r, v = acc.reduced()
+    nev = L.trace.nevents
+    parts = ex.gather(((m, p, r, v), notes, L.notes, nev,
+                       {rd.rank: (rd.t_begin, rd.t_end, rd.complete, rd.host, rd.state)
+                        for rd in L.trace.ranks}))
+    if parts is None:
+        return None
+    t_done = _time.perf_counter()
+    cat = [np.concatenate(x) for x in zip(*[pt[0] for pt in parts])]
+    m, p, r, v = _reduce(*cat)
+    counts = {k: sum(pt[1][k] for pt in parts) for k in notes}
+    text_notes = [n for pt in parts for n in pt[2]]
+    ranks_info = {}
+    for pt in parts:
+        ranks_info.update(pt[4])
+    return build_result(exp, L, (m, p, r, v), counts, text_notes, ranks_info,
+                        sum(pt[3] for pt in parts), ex.nproc,
+                        {"load_s": t_loaded - t_start, "patterns_s": t_done - t_loaded})
+
+
+def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, timing):
+    m, p, r, v = mprv
+    world = L.trace.world_size
+    notes = list(text_notes)
+    if L.trace.missing:
+        notes.append(f"no trace from {len(L.trace.missing)} of {world} ranks: "
+                     f"{rank_ranges(L.trace.missing)}; patterns that involve them are not "
+                     "computed")
+    if counts["unmatched_sends"] or counts["unmatched_receives"]:
+        notes.append(f"{counts['unmatched_sends']} sent and {counts['unmatched_receives']} "
+                     "received messages have no partner in the trace (a rank's trace is "
+                     "missing or truncated, or messages were received with MPI_Mrecv)")
+    if counts["incomplete_collectives"]:
+        notes.append(f"{counts['incomplete_collectives']} collective operations lack a "
+                     "participant's record (or are nonblocking) and were not analysed")
+    complete = not notes and all(x[2] for x in ranks_info.values())
+    values = {}
+    for mid in MT.IDS:
+        sel = m == MT.INDEX[mid]
+        values[mid] = (p[sel], r[sel], v[sel])
+    # sums for "sum" metrics, bottom up
+    for mid in reversed(list(MT.walk())):
+        if MT.HOW[mid] == "sum":
+            kids = [values[c] for c in MT.CHILDREN[mid]]
+            pp = np.concatenate([k[0] for k in kids]) if kids else np.zeros(0, np.int64)
+            rr = np.concatenate([k[1] for k in kids]) if kids else np.zeros(0, np.int64)
+            vv = np.concatenate([k[2] for k in kids]) if kids else np.zeros(0, np.int64)
+            z = np.zeros(len(pp), np.int64)
+            _, pp, rr, vv = _reduce(z, pp, rr, vv)
+            values[mid] = (pp, rr, vv)
+    total_time = int(values["time"][2].sum())
+    metrics = []
+    for mid in MT.walk():
+        pp, rr, vv = values[mid]
+        tot = int(vv.sum())
+        unit = MT.UNIT[mid]
+        root = MT.root_of(mid)
+        denom = total_time if unit == "s" else int(values[root][2].sum())
+        metrics.append({
+            "id": mid, "name": MT.NAME[mid], "parent": MT.PARENT[mid], "unit": unit,
+            "depth": MT.depth(mid), "description": MT.DESCRIPTION[mid],
+            "total": tot / 1e9 if unit == "s" else tot,
+            "pct": 100.0 * tot / denom if denom else 0.0,
+            "values": [[int(a), int(b), (int(c) / 1e9 if unit == "s" else int(c))]
+                       for a, b, c in zip(pp, rr, vv)],
+        })
+    index = {lab: i for i, lab in enumerate(L.paths)}
+    paths = [{"id": i, "labels": list(lab), "parent": index.get(lab[:-1])}
+             for i, lab in enumerate(L.paths)]
+    ranks = sorted(ranks_info)
+    return {
+        "format": RESULT_FORMAT, "version": RESULT_VERSION, "experiment": str(exp),
+        "complete": complete, "notes": notes, "world_size": world,
+        "ranks": [{"rank": k, "host": ranks_info[k][3], "state": ranks_info[k][4],
+                   "complete": bool(ranks_info[k][2]),
+                   "time_s": (ranks_info[k][1] - ranks_info[k][0]) / 1e9} for k in ranks],
+        "events": int(nevents), "counts": counts,
+        "analysis": dict(timing, processes=nproc),
+        "metrics": metrics, "callpaths": paths,
+    }

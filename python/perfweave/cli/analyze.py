@@ -1,0 +1,86 @@
+"""perfweave analyze: automatic wait-state analysis of an experiment's event traces."""
+import json
+import os
+import sys
+from pathlib import Path
+
+from perfweave.cli.args import positive
+
+RESULT_FILE = Path("analysis") / "waitstates.json"
+
+
+def setup_parser(sub):
+    p = sub.add_parser(
+        "analyze", help="find wait states in an experiment's event traces",
+        description="Search the event traces of an experiment (perfweave run --trace) for "
+                    "wait states: Late Sender and Receiver, waits at barriers and "
+                    "collectives, MPI-2 one-sided (RMA) active-target patterns. Prints the "
+                    "metric tree with the time of each pattern and where it occurs, and "
+                    "saves the result in the experiment (analysis/waitstates.json) for "
+                    "perfweave report. Run under mpirun with --parallel to spread the "
+                    "ranks over several processes (mpi4py).",
+        usage="perfweave analyze [--json] [--parallel] [--top N] [--no-save] EXP")
+    p.add_argument("experiment", metavar="EXP", help="experiment directory")
+    p.add_argument("--json", action="store_true",
+                   help="print the result as JSON (docs/wait-states.md)")
+    p.add_argument("--parallel", action="store_true",
+                   help="analyse with every process of this MPI job (mpirun -n K perfweave "
+                        "analyze --parallel EXP), each owning a block of ranks")
+    p.add_argument("--top", type=positive, default=5, metavar="N",
+                   help="call paths to show per wait state (default 5)")
+    p.add_argument("--no-save", dest="save", action="store_false",
+                   help="do not write analysis/waitstates.json into the experiment")
+    p.set_defaults(func=main)
+
+
+def exchange(parallel):
+    from perfweave.analysis.exchange import MPI, Local
+    from perfweave.errors import PerfweaveError
+
+    if not parallel:
+        return Local(0)
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        raise PerfweaveError("--parallel needs mpi4py (pip install mpi4py)") from None
+    try:
+        return MPI(0)
+    except Exception as e:  # an MPI library mpi4py cannot load
+        raise PerfweaveError(f"--parallel: cannot start MPI through mpi4py ({e})") from None
+
+
+def main(args):
+    from perfweave.analysis import waitstates
+    from perfweave.readers.experiment import read_meta
+    from perfweave.report import waitstates as render
+
+    exp = Path(args.experiment)
+    if not exp.is_dir():
+        from perfweave.errors import PerfweaveError
+        raise PerfweaveError(f"{exp}: no such experiment directory")
+    read_meta(exp)
+    ex = exchange(args.parallel)
+    result = waitstates.analyze(exp, ex)
+    if result is None:            # not the first process of a parallel analysis
+        return 0
+    render.name_paths(result)
+    if args.save:
+        save(exp, result)
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render.render(result, top=args.top))
+    return 0
+
+
+def save(exp, result):
+    path = Path(exp) / RESULT_FILE
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(f".tmp.{os.getpid()}")
+        tmp.write_text(json.dumps(result))
+        tmp.replace(path)
+    except OSError as e:
+        print(f"perfweave: warning: cannot save {path} ({e.strerror}); the result is only "
+              "printed", file=sys.stderr)

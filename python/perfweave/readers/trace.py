@@ -1,0 +1,166 @@
+"""Reader of event traces (docs/format.md, "Traces"): `traces/rank-R.events` (fixed
+40-byte records, read with numpy) and `traces/rank-R.json` (definitions).
+
+`read_rank` returns one rank's records as written, checked: a trailing partial record,
+records of unknown type, calls whose end precedes their start and sub-events that do not
+follow a call are dropped, each with a note, and the rank is marked incomplete. A rank
+whose JSON is missing (killed outright) keeps its events; its clock calibration is then
+borrowed from another rank of the same host, with a note.
+
+Turning records into the tables the analysis works on is model/trace.py's job.
+"""
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from perfweave.errors import FormatError, PerfweaveError
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION
+
+TRACE_FORMAT = "perfweave-trace"
+_NAME = re.compile(r"rank-(\d+)\.(events|json)$")
+T = EVENT_TYPES
+
+
+@dataclass
+class RankFile:
+    """One rank's trace as recorded: records in file order and the rank's JSON."""
+    rank: int
+    records: np.ndarray
+    thread: np.ndarray                 # thread of each record (from the flush table)
+    meta: dict
+    complete: bool = True
+    notes: list = field(default_factory=list)
+
+    @property
+    def path_hint(self):
+        return f"rank {self.rank}"
+
+
+def trace_dir(exp):
+    return Path(exp) / "traces"
+
+
+def list_ranks(exp):
+    """Ranks with a trace file (events or JSON) in the experiment, sorted."""
+    d = trace_dir(exp)
+    if not d.is_dir():
+        raise PerfweaveError(f"{exp}: no traces in this experiment (run with "
+                             "perfweave run --trace)")
+    ranks = set()
+    for p in d.iterdir():
+        m = _NAME.match(p.name)
+        if m:
+            ranks.add(int(m.group(1)))
+    if not ranks:
+        raise PerfweaveError(f"{d}: no rank trace files")
+    return sorted(ranks)
+
+
+def read_meta(exp, rank):
+    path = trace_dir(exp) / f"rank-{rank}.json"
+    if not path.exists():
+        return None, f"rank {rank}: {path.name} is missing (the rank was killed before it " \
+                     "could write it); its events are used alone"
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return None, f"rank {rank}: {path.name} is corrupt ({e}); its events are used alone"
+    if not isinstance(meta, dict) or meta.get("format") != TRACE_FORMAT:
+        return None, f"rank {rank}: {path.name} is not a perfweave trace description"
+    if meta.get("version") != TRACE_VERSION:
+        raise FormatError(f"{path}: trace format version {meta.get('version')} is not "
+                          f"supported (this perfweave reads {TRACE_VERSION})")
+    return meta, None
+
+
+_SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN",
+                                        "RMA", "WSYNC")))
+_KNOWN = np.array(sorted(T.values()))
+
+
+def read_rank(exp, rank):
+    """Read and check one rank's records (RankFile). Never raises for damaged data of
+    a rank: it is reported in the notes and the rank marked incomplete."""
+    notes = []
+    meta, note = read_meta(exp, rank)
+    complete = meta is not None and meta.get("state") == "complete"
+    if note:
+        notes.append(note)
+    elif meta.get("state") != "complete":
+        notes.append(f"rank {rank}: the run ended without MPI_Finalize on this rank "
+                     f"(state {meta.get('state')}); its trace stops there")
+    path = trace_dir(exp) / f"rank-{rank}.events"
+    try:
+        raw = np.fromfile(path, dtype=np.uint8)
+    except FileNotFoundError:
+        raw = np.zeros(0, np.uint8)
+        notes.append(f"rank {rank}: {path.name} is missing")
+        complete = False
+    except OSError as e:
+        raw = np.zeros(0, np.uint8)
+        notes.append(f"rank {rank}: cannot read {path.name} ({e.strerror})")
+        complete = False
+    n = len(raw) // EVENT_DTYPE.itemsize
+    if len(raw) % EVENT_DTYPE.itemsize:
+        notes.append(f"rank {rank}: {path.name} ends with a partial record "
+                     f"({len(raw) % EVENT_DTYPE.itemsize} bytes, ignored): truncated")
+        complete = False
+    rec = raw[:n * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    if meta is not None and meta.get("records", n) != n:
+        notes.append(f"rank {rank}: {path.name} holds {n} records, its JSON says "
+                     f"{meta.get('records')}: truncated or overwritten")
+        complete = False
+    if meta is not None and meta.get("lost"):
+        notes.append(f"rank {rank}: {meta['lost']} events could not be written "
+                     "(trace file not writable or disk full)")
+        complete = False
+    thread = _threads(meta, n)
+    rec, thread, dropped = _check(rec, thread, meta)
+    if dropped:
+        notes.append(f"rank {rank}: {dropped} corrupt records dropped from {path.name}")
+        complete = False
+    return RankFile(rank, rec, thread, meta or {}, complete, notes)
+
+
+def _threads(meta, n):
+    thread = np.zeros(n, np.int32)
+    if meta:
+        for f in meta.get("flushes", []):
+            a, c = int(f.get("first", 0)), int(f.get("count", 0))
+            if 0 <= a <= n:
+                thread[a:min(a + c, n)] = int(f.get("thread", 0))
+    return thread
+
+
+def _check(rec, thread, meta):
+    """Drop records that cannot be right; returns (records, thread, dropped count)."""
+    if not len(rec):
+        return rec, thread, 0
+    nfn = len(meta.get("functions", [])) if meta else 1 << 16
+    typ = rec["type"]
+    ok = np.isin(typ, _KNOWN)
+    call = typ == T["CALL"]
+    ok &= ~call | ((rec["t1"] >= rec["t0"]) & (rec["fn"] < nfn))
+    ok &= ~(typ == T["FLUSH"]) | (rec["t1"] >= rec["t0"])
+    # a sub-event follows its call (or the call's other sub-events) in the same thread
+    sub = np.isin(typ, _SUB)
+    prev_ok = np.zeros(len(rec), bool)
+    prev_ok[1:] = (np.isin(typ[:-1], _SUB) | (typ[:-1] == T["CALL"])) & \
+        (thread[1:] == thread[:-1])
+    bad_sub = sub & ~prev_ok
+    # a sub-event after a dropped record is dropped with it: repeat until stable
+    ok &= ~bad_sub
+    while True:
+        prev_good = np.zeros(len(rec), bool)
+        prev_good[1:] = ok[:-1]
+        more = ok & sub & ~prev_good
+        if not more.any():
+            break
+        ok &= ~more
+    dropped = int((~ok).sum())
+    if dropped:
+        rec, thread = rec[ok], thread[ok]
+    return rec, thread, dropped

@@ -1,0 +1,162 @@
+"""Presentation of a wait-state analysis (analysis/waitstates.py): call path names with
+source locations, and the text rendering of `perfweave analyze` — the metric tree with
+totals and % of the total like Tables 2-3 of Hermanns et al. (IJHPCA 2012), then where
+each wait state occurs (call path and ranks)."""
+import os
+
+from perfweave.symbols import Symbolizer
+
+
+def _split_site(text):
+    """'path|buildid|offset' -> (path, offset) or None."""
+    parts = text.split("|")
+    if len(parts) != 3 or not parts[2]:
+        return None
+    try:
+        return parts[0], int(parts[2], 16)
+    except ValueError:
+        return None
+
+
+def name_paths(result, symbolizer=None):
+    """Give every call path of the result a readable 'name' (outermost first, ' > '
+    between frames) and its leaf a 'function' and 'where' (file:line of an MPI call
+    site). Symbols come from the modules named in the labels (addr2line)."""
+    sym = symbolizer or Symbolizer()
+    wanted = {}
+    for cp in result["callpaths"]:
+        for lab in cp["labels"]:
+            kind, _, rest = lab.partition(":")
+            site = rest.split("@", 1)[1] if kind == "M" and "@" in rest else \
+                rest if kind == "F" else ""
+            s = _split_site(site) if site else None
+            if s and s[0] not in ("?", ""):
+                # a function address is looked up as itself; a call site's return
+                # address as the byte before (Symbolizer subtracts 1)
+                wanted.setdefault(s[0], set()).add(s[1] + (1 if kind == "F" else 0))
+    locs = {}
+    for module, offs in wanted.items():
+        offs = sorted(offs)
+        for o, loc in zip(offs, sym.resolve(module, offs)):
+            locs[(module, o)] = loc
+    for cp in result["callpaths"]:
+        names = []
+        for lab in cp["labels"]:
+            names.append(_label_name(lab, locs)[0])
+        cp["name"] = " > ".join(names[1:]) or names[0]
+        leaf = _label_name(cp["labels"][-1], locs)
+        cp["function"], cp["where"] = leaf[1], leaf[2]
+    return result
+
+
+def _label_name(lab, locs):
+    """(display text, function, where) of one label."""
+    kind, _, rest = lab.partition(":")
+    if kind == "N":
+        return rest, rest, ""
+    if kind == "F":
+        s = _split_site(rest)
+        if s:
+            loc = locs.get((s[0], s[1] + 1))
+            if loc and loc.function:
+                return loc.function, loc.function, ""
+            return f"{os.path.basename(s[0])}+{s[1]:#x}", "", ""
+        return "?", "", ""
+    if kind == "M":
+        fn, _, site = rest.partition("@")
+        s = _split_site(site)
+        where = ""
+        if s:
+            loc = locs.get((s[0], s[1]))
+            if loc and loc.file and loc.line:
+                where = f"{os.path.basename(loc.file)}:{loc.line}"
+            elif loc and loc.function:
+                where = loc.function
+            else:
+                where = f"{os.path.basename(s[0])}+{s[1]:#x}"
+        return (f"{fn} @ {where}" if where else fn), fn, where
+    return lab, "", ""
+
+
+def _t(unit, v):
+    if unit == "s":
+        return f"{v:.6f} s" if abs(v) < 10 else f"{v:.3f} s"
+    if unit == "bytes":
+        return f"{v:,} B"
+    return f"{v:,}"
+
+
+def _per_rank(values, world):
+    """Per-rank sums of a metric's [path, rank, value] rows."""
+    out = {}
+    for _, r, v in values:
+        out[r] = out.get(r, 0) + v
+    return out
+
+
+def render(result, top=5):
+    out = [f"perfweave analyze: {result['experiment']}"]
+    a = result["analysis"]
+    nranks = len(result["ranks"])
+    out.append(f"  traces     {nranks} of {result['world_size']} ranks, "
+               f"{result['events']:,} events; analysed in "
+               f"{a.get('load_s', 0) + a.get('patterns_s', 0):.2f} s "
+               f"({a.get('processes', 1)} process{'es' if a.get('processes', 1) != 1 else ''})")
+    c = result["counts"]
+    out.append(f"  matched    {c['messages']:,} messages, {c['collectives']:,} collective "
+               f"operations, {c['fences']:,} fences, {c['access_epochs']:,} access and "
+               f"{c['exposure_epochs']:,} exposure epochs")
+    out.append(f"  state      {'complete' if result['complete'] else 'INCOMPLETE'}")
+    for n in result["notes"]:
+        out.append(f"  note       {n}")
+    byid = {m["id"]: m for m in result["metrics"]}
+    rows = []
+    for m in result["metrics"]:
+        parent = byid.get(m["parent"]) if m["parent"] else None
+        if m["total"] == 0 and parent is not None and parent["total"] == 0:
+            continue
+        rows.append(("  " * m["depth"] + m["name"], _t(m["unit"], m["total"]),
+                     f"{m['pct']:.2f}"))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    out += ["", f"  {'Metric':{w0}}  {'value':>{w1}}  {'%':>6}"]
+    out += [f"  {a_:{w0}}  {b:>{w1}}  {c_:>6}" for a_, b, c_ in rows]
+
+    # ---- where the wait states are ----
+    paths = {cp["id"]: cp for cp in result["callpaths"]}
+    shown = [m for m in result["metrics"] if m["unit"] == "s" and m["total"] > 0 and
+             m["depth"] >= 4 and m["id"] not in CATEGORY_IDS]
+    if shown:
+        out += ["", "Wait states: where (call path) and who (ranks)"]
+    for m in shown:
+        per_path = {}
+        for p, r, v in m["values"]:
+            per_path.setdefault(p, {})[r] = per_path.get(p, {}).get(r, 0) + v
+        out.append(f"  {m['name']}: {_t('s', m['total'])} ({m['pct']:.2f}% of time)")
+        for p, ranks in sorted(per_path.items(), key=lambda kv: -sum(kv[1].values()))[:top]:
+            tot = sum(ranks.values())
+            worst = max(ranks, key=ranks.get)
+            mean = tot / max(nranks, 1)
+            out.append(f"    {_t('s', tot):>12}  {paths[p].get('name', p)}")
+            out.append(f"    {'':>12}  ranks {len(ranks)}; max {_t('s', ranks[worst])} on "
+                       f"rank {worst}; mean over all ranks {_t('s', mean)}")
+        if len(per_path) > top:
+            out.append(f"    ({len(per_path) - top} more call paths; --top N)")
+    counts = [m for m in result["metrics"] if m["id"] == "mpi_rma_pairsync_count" and
+              m["total"]]
+    for m in counts:
+        un = byid["mpi_rma_pairsync_unneeded_count"]
+        out += ["", f"Pair-wise one-sided synchronizations: {m['total']:,}, of which "
+                f"unneeded {un['total']:,} ({un['pct']:.1f}%)"]
+        per_path = {}
+        for p, r, v in un["values"]:
+            per_path[p] = per_path.get(p, 0) + v
+        for p, v in sorted(per_path.items(), key=lambda kv: -kv[1])[:top]:
+            out.append(f"    {v:>12,}  {paths[p].get('name', p)}")
+    return "\n".join(out) + "\n"
+
+
+# the time categories: their own rows are time in calls, not wait states
+CATEGORY_IDS = {"mpi_mgmt_comm", "mpi_mgmt_win", "mpi_mgmt_file", "mpi_sync_collective",
+                "mpi_rma_sync_active", "mpi_rma_sync_passive", "mpi_point2point",
+                "mpi_collective", "mpi_rma_communication", "mpi_io", "mpi_other"}
