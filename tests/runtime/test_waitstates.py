@@ -114,9 +114,17 @@ def test_point_to_point(traced):
         pytest.approx(r.total("time"))
     # Time is the ranks' MPI_Init..MPI_Finalize time: 3 ranks of 6 phases of 0.6 s
     assert 3 * 3.6 < r.total("time") < 3 * 4.5
-    # saved in the experiment for perfweave report
+    # saved in the experiment, and perfweave report shows it
     saved = json.loads((exp / "analysis" / "waitstates.json").read_text())
     assert saved["metrics"] == r.data["metrics"]
+    rep = subprocess.run([PERFWEAVE, "report", "--json", str(exp)], capture_output=True,
+                         text=True, timeout=120)
+    ws = {p["id"]: p for p in json.loads(rep.stdout)["wait_states"]["patterns"]}
+    assert ws["mpi_latesender"]["time_s"] == r.total("mpi_latesender")
+    assert ws["mpi_latereceiver"]["callpath"] == f"MPI_Ssend @ ws_p2p.c:{r.lines['lr_send']}"
+    text = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True, text=True,
+                          timeout=120).stdout
+    assert "Wait states (perfweave analyze)" in text and "Late Receiver" in text
 
 
 def test_collectives(traced):
@@ -207,3 +215,93 @@ def test_parallel_analysis_is_identical(build, run_pw):
             for key in ("metrics", "callpaths", "counts", "ranks", "notes", "complete"):
                 assert par[key] == serial[key], key
         assert serial["metrics"][0]["total"] > 0
+
+
+def test_user_functions_form_the_call_paths(mpi, build, run_pw):
+    """-finstrument-functions: the call tree holds main > solve > relax and the wait at
+    MPI_Allreduce is charged to main > solve > MPI_Allreduce; relax's time is computation
+    there, as long as relax ran (the program prints that)."""
+    prog = build(mpi, "regions.c", extra=("-finstrument-functions",))
+    run = run_pw(mpi.launch(2) + [prog], options=["--trace"])
+    ran = {int(m.group(1)): float(m.group(2))
+           for m in re.finditer(r"^relax (\d) ([\d.]+)$", run.proc.stdout, re.M)}
+    assert set(ran) == {0, 1}
+    r = Result(analyze(run.exp), "regions.c")
+    names = {cp["name"]: cp["id"] for cp in r.data["callpaths"]}
+    relax = names["main > solve > relax"]
+    allreduce = names[f"main > solve > MPI_Allreduce @ regions.c:{r.lines['allreduce']}"]
+    comp = {k: v for p, k, v in r.metrics["computation"]["values"] if p == relax}
+    for k in (0, 1):
+        assert close(comp[k], ran[k]), (k, comp, ran)
+    waits = {k: v for p, k, v in r.metrics["mpi_wait_nxn"]["values"] if p == allreduce}
+    assert close(waits[0], ran[1] - ran[0]) and waits.get(1, 0) < NONE
+    # main and solve themselves compute next to nothing
+    for name in ("main", "main > solve"):
+        assert all(v < NONE for p, k, v in r.metrics["computation"]["values"]
+                   if p == names[name])
+
+
+def _analyze_rc(exp):
+    res = subprocess.run([PERFWEAVE, "analyze", "--json", "--no-save", str(exp)],
+                         capture_output=True, text=True, timeout=120)
+    return res.returncode, (json.loads(res.stdout) if res.returncode == 0 else None), res.stderr
+
+
+def test_damaged_traces_are_analysed_as_far_as_they_go(build, run_pw, tmp_path):
+    """A missing rank, a truncated events file, a corrupt JSON, garbage records: the
+    analysis names the file or rank, analyses what it can, marks the result incomplete,
+    and never hangs or prints a traceback."""
+    import shutil
+
+    ompi = FLAVORS["openmpi"]
+    run = run_pw(ompi.launch(3) + [build(ompi, "ws_p2p.c")], options=["--trace"])
+    intact = Result(analyze(run.exp, "--no-save"), "ws_p2p.c")
+    ls = intact.at("mpi_latesender", "ls_recv", 1)
+
+    def damaged(name, damage):
+        d = tmp_path / name
+        shutil.copytree(run.exp, d)
+        damage(d / "traces")
+        rc, data, err = _analyze_rc(d)
+        assert rc == 0 and "Traceback" not in err, err
+        assert data["complete"] is False
+        return Result(data, "ws_p2p.c"), " | ".join(data["notes"])
+
+    def rm_rank2(t):
+        for f in t.glob("rank-2.*"):
+            f.unlink()
+    r, notes = damaged("missing", rm_rank2)
+    assert "no trace from 1 of 3 ranks: 2" in notes and "no partner" in notes
+    assert [x["rank"] for x in r.data["ranks"]] == [0, 1]
+    assert r.at("mpi_latesender", "ls_recv", 1) == ls        # rank 0 -> 1 still analysed
+
+    def truncate(t):
+        p = t / "rank-1.events"
+        p.write_bytes(p.read_bytes()[:-60])
+    r, notes = damaged("truncated", truncate)
+    assert "rank 1: rank-1.events ends with a partial record" in notes
+    assert r.at("mpi_latesender", "ls_recv", 1) == ls
+
+    def corrupt_json(t):
+        (t / "rank-1.json").write_text("{not json")
+    r, notes = damaged("corrupt-json", corrupt_json)
+    assert "rank-1.json is corrupt" in notes and "taken from another rank" in notes
+    # its call sites are unknown (its loaded objects were in the JSON), its waits are not
+    assert close(r.at("mpi_latesender", rank=1), intact.at("mpi_latesender", rank=1))
+    assert r.data["counts"]["unmatched_sends"] == 0
+
+    def garbage(t):
+        p = t / "rank-0.events"
+        b = bytearray(p.read_bytes())
+        b[40:440] = bytes((i * 37 + 11) % 256 for i in range(400))
+        p.write_bytes(bytes(b))
+    r, notes = damaged("garbage", garbage)
+    assert "corrupt records dropped from rank-0.events" in notes
+
+    # nothing to analyse at all: one line, exit status 2
+    shutil.copytree(run.exp, tmp_path / "none")
+    shutil.rmtree(tmp_path / "none" / "traces")
+    rc, _, err = _analyze_rc(tmp_path / "none")
+    assert rc == 2 and err.strip().count("\n") == 0 and "no traces" in err
+    rc, _, err = _analyze_rc(tmp_path / "nowhere")
+    assert rc == 2 and "no such experiment directory" in err

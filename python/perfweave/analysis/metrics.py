@@ -125,6 +125,11 @@ CATEGORY_METRIC = {
 }
 
 
+# the wait-state patterns (time metrics that are waiting, not time in calls)
+PATTERNS = [m for m in IDS if UNIT[m] == "s" and HOW[m] == "stored" and
+            m not in CATEGORY_METRIC.values() and m not in ("computation", "overhead")]
+
+
 def depth(mid):
     d = 0
     while PARENT[mid]:

@@ -68,11 +68,17 @@ def world_size_of(exp, ranks):
     return max(ranks) + 1
 
 
-def _fallback_clock(exp, ranks):
+def _sibling_meta(exp, ranks):
+    """What a rank without its JSON can borrow from another rank of the run: the clock
+    calibration (same counter rate on a host), the function table (same runtime) and
+    MPI_COMM_WORLD (communicator id 0 on every rank)."""
     for r in ranks:
         meta, _ = rt.read_meta(exp, r)
         if meta and meta.get("clock"):
-            return meta["clock"]
+            comms = [c for c in meta.get("comms", []) if c.get("id") == 0]
+            return {"clock": meta["clock"], "functions": meta.get("functions", []),
+                    "families": meta.get("families", []), "comms": comms,
+                    "world_size": meta.get("world_size"), "state": "unknown"}
     return None
 
 
@@ -84,14 +90,17 @@ def load(exp, ex):
     files = [rt.read_rank(exp, r) for r in mine]
     _host_clocks(files, ex)
     functions, fn_index = [], {}
-    data, fallback = [], None
+    data, sibling = [], None
     for rf in files:
         if not rf.meta.get("clock"):
-            fallback = fallback or _fallback_clock(exp, ranks)
-            if fallback:
-                rf.notes.append(f"rank {rf.rank}: clock calibration borrowed from another "
-                                "rank; its times are approximate")
-        data.append(prepare(rf, functions, fn_index, hosts_clock=fallback))
+            sibling = sibling or _sibling_meta(exp, ranks)
+            if sibling:
+                rf.meta = dict(sibling, rank=rf.rank)
+                rf.notes.append(f"rank {rf.rank}: clock calibration, function table and "
+                                "MPI_COMM_WORLD taken from another rank; its times are "
+                                "approximate and messages on other communicators cannot "
+                                "be matched")
+        data.append(prepare(rf, functions, fn_index))
     return _unify(Trace(world, functions, data, source=str(exp)), ex, ranks)
 
 

@@ -227,13 +227,11 @@ def _ffill(defined, values, starts, start_value):
     return v[idx]
 
 
-def prepare(rf, functions, fn_index, hosts_clock=None):
+def prepare(rf, functions, fn_index):
     """RankFile (readers/trace.py) -> RankData. `functions` is the global list of
     function names and fn_index maps a name to its index (extended here with names
     this rank has and the list lacks)."""
     meta, rec, notes = rf.meta, rf.records, list(rf.notes)
-    if not meta.get("clock") and hosts_clock:
-        meta = dict(meta, clock=hosts_clock)
     names = meta.get("functions") or []
     lmap = np.array([fn_index.setdefault(nm, len(fn_index)) for nm in names] + [-1],
                     np.int32)

@@ -24,9 +24,42 @@ def collect(experiment, top=20):
         "options": meta.get("options", {}),
         "mpi_profile": mpi,
     }
+    ws = wait_states(experiment.path)
+    if ws is not None:
+        data["wait_states"] = ws
     if experiment.processes is not None:
         data["other_processes"] = int(len(experiment.processes.ranks))
     if mpi["per_rank"]:
         for p in mpi["per_rank"]:
             p["state"] = STATES[p["state"]] if 0 <= p["state"] < len(STATES) else str(p["state"])
     return data
+
+
+def wait_states(path, top=8):
+    """Summary of analysis/waitstates.json (perfweave analyze), or None: the wait-state
+    patterns with time, largest first, each with its worst call path."""
+    import json
+    from pathlib import Path
+
+    f = Path(path) / "analysis" / "waitstates.json"
+    try:
+        res = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    from perfweave.analysis.metrics import PATTERNS
+    names = {cp["id"]: cp.get("name", "") for cp in res.get("callpaths", [])}
+    rows = []
+    for m in res.get("metrics", []):
+        if m["id"] not in PATTERNS or not m["total"]:
+            continue
+        per_path = {}
+        for p, r, v in m["values"]:
+            per_path[p] = per_path.get(p, 0) + v
+        worst = max(per_path, key=per_path.get)
+        rows.append({"id": m["id"], "name": m["name"], "time_s": m["total"],
+                     "pct": m["pct"], "callpath": names.get(worst, ""),
+                     "callpath_s": per_path[worst]})
+    rows.sort(key=lambda r: -r["time_s"])
+    return {"file": str(f), "complete": res.get("complete", False),
+            "patterns": rows[:top], "notes": res.get("notes", [])}
+

@@ -116,6 +116,18 @@ def render(data):
     if m["callsites_total"] > top:
         out.append(f"  ({m['callsites_total'] - top} more call sites; --top N)")
 
+    # ---- wait states (perfweave analyze) ----
+    ws = data.get("wait_states")
+    if ws:
+        out += ["", "Wait states (perfweave analyze" +
+                ("" if ws["complete"] else "; incomplete, see its notes") + ")"]
+        if ws["patterns"]:
+            out += _table([[p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
+                           for p in ws["patterns"]],
+                          ["pattern", "time", "%", "largest at"], ["<", ">", ">", "<"])
+        else:
+            out.append("  none found")
+
     # ---- message sizes ----
     sizes = [s for s in m["message_sizes"] if s["calls"]]
     if sizes:

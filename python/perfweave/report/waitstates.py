@@ -4,6 +4,7 @@ totals and % of the total like Tables 2-3 of Hermanns et al. (IJHPCA 2012), then
 each wait state occurs (call path and ranks)."""
 import os
 
+from perfweave.analysis.metrics import PATTERNS
 from perfweave.symbols import Symbolizer
 
 
@@ -124,8 +125,7 @@ def render(result, top=5):
 
     # ---- where the wait states are ----
     paths = {cp["id"]: cp for cp in result["callpaths"]}
-    shown = [m for m in result["metrics"] if m["unit"] == "s" and m["total"] > 0 and
-             m["depth"] >= 4 and m["id"] not in CATEGORY_IDS]
+    shown = [m for m in result["metrics"] if m["id"] in PATTERNS and m["total"] > 0]
     if shown:
         out += ["", "Wait states: where (call path) and who (ranks)"]
     for m in shown:
@@ -154,9 +154,3 @@ def render(result, top=5):
         for p, v in sorted(per_path.items(), key=lambda kv: -kv[1])[:top]:
             out.append(f"    {v:>12,}  {paths[p].get('name', p)}")
     return "\n".join(out) + "\n"
-
-
-# the time categories: their own rows are time in calls, not wait states
-CATEGORY_IDS = {"mpi_mgmt_comm", "mpi_mgmt_win", "mpi_mgmt_file", "mpi_sync_collective",
-                "mpi_rma_sync_active", "mpi_rma_sync_passive", "mpi_point2point",
-                "mpi_collective", "mpi_rma_communication", "mpi_io", "mpi_other"}
