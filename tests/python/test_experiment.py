@@ -8,7 +8,7 @@ import pytest
 
 from perfweave.analysis.mpi import analyze
 from perfweave.errors import FormatError, PerfweaveError
-from perfweave.readers.experiment import _ranges, open_experiment
+from perfweave.readers.experiment import rank_ranges as _ranges, open_experiment
 from perfweave.symbols import Location
 
 FUNCS = {"functions": ["MPI_Init", "MPI_Send", "MPI_Finalize"],

@@ -22,7 +22,8 @@ import numpy as np
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local, _mix
 from perfweave.errors import PerfweaveError
-from perfweave.model.trace import CALL_DTYPE, EV_DTYPE, F, T, Trace, classify, prepare
+from perfweave.model.trace import (CALL_COLS, EV_COLS, MOVES, F, T, Cols, Trace, classify,
+                                   prepare, type_mask)
 from perfweave.readers import trace as rt
 from perfweave.readers.experiment import rank_ranges
 
@@ -38,10 +39,7 @@ R = {r: i for i, r in enumerate(ROLES)}
 CATS = list(MT.CATEGORY_METRIC)
 C = {c: i for i, c in enumerate(CATS)}
 
-CALLS = np.dtype([("rank", "<i4"), ("thread", "<i4"), ("fn", "<i4"), ("path", "<i4"),
-                  ("role", "<i2"), ("cat", "<i2"), ("pad", "<i4"), ("t0", "<i8"),
-                  ("t1", "<i8")])
-EVENTS = np.dtype(EV_DTYPE.descr + [("rank", "<i4")])
+WINDOW_EVENTS = type_mask("WSYNC", "RMA")
 
 
 # ---------------------------------------------------------------- loading
@@ -50,13 +48,18 @@ EVENTS = np.dtype(EV_DTYPE.descr + [("rank", "<i4")])
 class Loaded:
     trace: Trace                     # the ranks this process owns
     paths: list                      # global call paths: label tuples, sorted
-    calls: np.ndarray                # CALLS, every owned rank
-    events: np.ndarray               # EVENTS; "call" indexes calls
+    calls: Cols                      # CALL_COLS + rank, role, cat: every owned rank
+    events: Cols                     # EV_COLS + rank; "call" indexes calls, "post" events
     groups: dict                     # rank -> list of member arrays
     comms: dict                      # comm key -> members
     windows: dict                    # window key -> comm key
     ranks_present: list              # every rank with a trace (all processes)
     notes: list = field(default_factory=list)
+    comm_keys: np.ndarray = None     # every communicator's key, sorted (all processes)
+
+    def dense_comm(self, keys):
+        """Communicator keys -> small ids, the same in every analysis process."""
+        return np.searchsorted(self.comm_keys, keys)
 
 
 def world_size_of(exp, ranks):
@@ -87,11 +90,11 @@ def load(exp, ex):
     world = world_size_of(exp, ranks)
     ex.world_size = world
     mine = [r for r in ranks if ex.owns(r)]
-    files = [rt.read_rank(exp, r) for r in mine]
-    _host_clocks(files, ex)
-    functions, fn_index = [], {}
+    metas = {r: rt.read_meta(exp, r) for r in mine}
+    _host_clocks(metas, ex)
     data, sibling = [], None
-    for rf in files:
+    for r in mine:                      # one rank at a time: its raw records are dropped
+        rf = rt.read_rank(exp, r, metas[r])
         if not rf.meta.get("clock"):
             sibling = sibling or _sibling_meta(exp, ranks)
             if sibling:
@@ -100,21 +103,23 @@ def load(exp, ex):
                                 "MPI_COMM_WORLD taken from another rank; its times are "
                                 "approximate and messages on other communicators cannot "
                                 "be matched")
-        data.append(prepare(rf, functions, fn_index))
-    return _unify(Trace(world, functions, data, source=str(exp)), ex, ranks)
+        data.append(prepare(rf))
+        del rf
+    return _unify(Trace(world, [], data, source=str(exp)), ex, ranks)
 
 
-def _host_clocks(files, ex):
+def _host_clocks(metas, ex):
     """Ranks on one host read one CLOCK_MONOTONIC, so their offsets to rank 0 are one
     value: exactly 0 on rank 0's host, elsewhere the host's best-measured offset (the
     smallest round trip). Measured per rank, the offsets carry the error of each
     ping-pong (tens of microseconds on busy cores), enough to reorder a post and the
-    start it releases."""
-    mine = [(rf.rank, rf.meta.get("host"), rf.meta["clock"].get("offset_init_ns", 0),
-             rf.meta["clock"].get("offset_init_err_ns", 0),
-             rf.meta["clock"].get("offset_fini_ns", 0),
-             rf.meta["clock"].get("offset_fini_err_ns", 0))
-            for rf in files if rf.meta.get("clock") and rf.meta.get("host")]
+    start it releases. metas: {rank: (meta, note)}, updated in place."""
+    def clock(m):
+        return m.get("clock") if m and m.get("host") else None
+    mine = [(r, m["host"], m["clock"].get("offset_init_ns", 0),
+             m["clock"].get("offset_init_err_ns", 0), m["clock"].get("offset_fini_ns", 0),
+             m["clock"].get("offset_fini_err_ns", 0))
+            for r, (m, _) in metas.items() if clock(m)]
     allc = [c for part in ex.allgather(mine) for c in part]
     host0 = next((c[1] for c in allc if c[0] == 0), None)
     best = {}
@@ -124,77 +129,90 @@ def _host_clocks(files, ex):
             b[0] = (oi, ei)
         if b[1] is None or ef < b[1][1]:
             b[1] = (of, ef)
-    for rf in files:
-        host = rf.meta.get("host")
-        if not rf.meta.get("clock") or host not in best:
+    for r, (m, note) in metas.items():
+        if not clock(m):
             continue
-        c = dict(rf.meta["clock"])
-        if host == host0:
+        c = dict(m["clock"])
+        if m["host"] == host0:
             c["offset_init_ns"] = c["offset_fini_ns"] = 0
         else:
-            c["offset_init_ns"], c["offset_fini_ns"] = best[host][0][0], best[host][1][0]
-        rf.meta = dict(rf.meta, clock=c)
+            c["offset_init_ns"], c["offset_fini_ns"] = best[m["host"]][0][0], best[m["host"]][1][0]
+        metas[r] = (dict(m, clock=c), note)
 
 
 def _unify(trace, ex, ranks_present):
     """Merge function tables and call paths of every analysis process (by name), and
-    build this process's concatenated tables."""
-    glist = []
+    build this process's tables: every owned rank's calls and events, concatenated."""
+    glist, seen = [], set()
+    mine = []
+    for rd in trace.ranks:
+        for f in rd.fn_names:
+            if f not in seen:
+                seen.add(f)
+                mine.append(f)
     seen = set()
-    for fl in ex.allgather(trace.functions):
+    for fl in ex.allgather(mine):
         for f in fl:
             if f not in seen:
                 seen.add(f)
                 glist.append(f)
-    fmap = np.array([glist.index(f) for f in trace.functions] + [-1], np.int32)
+    gfn = {f: i for i, f in enumerate(glist)}
     sep = "\x1f"
-    mine = set()
+    local = set()
     for rd in trace.ranks:
-        mine.update(sep.join(p) for p in rd.paths)
-    allp = set()
-    for s in ex.allgather(sorted(mine)):
-        allp.update(s)
-    allp.add("program")
+        local.update(sep.join(p) for p in rd.paths)
+    allp = {"program"}
+    for part in ex.allgather(sorted(local)):
+        allp.update(part)
     paths = sorted(allp)
     gid = {p: i for i, p in enumerate(paths)}
-    role_of = np.array([R[classify(f)[1]] for f in glist] + [0], np.int16)
-    cat_of = np.array([C[classify(f)[0]] for f in glist] + [C["other"]], np.int16)
+    role_of = np.array([R[classify(f)[1]] for f in glist], np.int16)
+    cat_of = np.array([C[classify(f)[0]] for f in glist], np.int16)
     calls, events = [], []
-    base = 0
+    cbase = ebase = 0
     groups, comms, windows = {}, {}, {}
     for rd in trace.ranks:
-        pmap = np.array([gid[sep.join(p)] for p in rd.paths], np.int32)
-        c = np.zeros(len(rd.calls), CALLS)
-        c["rank"] = rd.rank
-        c["thread"] = rd.calls["thread"]
-        fn = fmap[np.where(rd.calls["fn"] >= 0, rd.calls["fn"], len(fmap) - 1)]
-        c["fn"] = fn
-        c["path"] = pmap[rd.calls["path"]]
-        c["role"] = role_of[fn]
-        c["cat"] = cat_of[fn]
-        c["t0"] = rd.calls["t0"]
-        c["t1"] = rd.calls["t1"]
-        e = np.zeros(len(rd.events), EVENTS)
-        for k in EV_DTYPE.names:
-            e[k] = rd.events[k]
-        e["call"] += base
-        e["rank"] = rd.rank
-        base += len(c)
+        fmap = np.array([gfn[f] for f in rd.fn_names], np.int64)
+        pmap = np.array([gid[sep.join(p)] for p in rd.paths], np.int64)
+        c = rd.calls                    # updated in place: no second copy of a rank
+        c["fn"] = fmap[c["fn"]]
+        c["path"] = pmap[c["path"]]
+        c["rank"] = np.full(len(c["fn"]), rd.rank, np.int32)
+        c["role"] = role_of[c["fn"]]
+        c["cat"] = cat_of[c["fn"]]
+        e = rd.events
+        e["call"] += cbase
+        np.add(e["post"], ebase, out=e["post"], where=e["post"] >= 0)
+        e["rank"] = np.full(len(e["call"]), rd.rank, np.int32)
+        cbase += len(c)
+        ebase += len(e)
         calls.append(c)
         events.append(e)
         rd.gpaths = pmap
+        rd.gfn = fmap
         groups[rd.rank] = rd.groups
         comms.update(rd.comms)
         windows.update(rd.windows)
     trace.functions = glist
+    ckeys = set()
+    for part in ex.allgather(sorted(comms)):
+        ckeys.update(part)
+    ckeys.add(0)                      # events without a communicator
     notes = [n for rd in trace.ranks for n in rd.notes]
     present = set(ranks_present)
     trace.missing = [r for r in range(trace.world_size) if r not in present]
+    cnames = CALL_COLS + ("rank", "role", "cat")
+    enames = EV_COLS + ("rank",)
+    for rd in trace.ranks:              # the concatenated tables replace them
+        rd.calls = rd.events = None
     return Loaded(trace=trace, paths=[tuple(p.split(sep)) for p in paths],
-                  calls=np.concatenate(calls) if calls else np.zeros(0, CALLS),
-                  events=np.concatenate(events) if events else np.zeros(0, EVENTS),
+                  calls=Cols.concat(calls, cnames) if calls else
+                  Cols({k: np.zeros(0, np.int64) for k in cnames}),
+                  events=Cols.concat(events, enames) if events else
+                  Cols({k: np.zeros(0, np.int64) for k in enames}),
                   groups=groups, comms=comms, windows=windows,
-                  ranks_present=sorted(present), notes=notes)
+                  ranks_present=sorted(present), notes=notes,
+                  comm_keys=np.array(sorted(ckeys), np.int64))
 
 
 # ---------------------------------------------------------------- helpers
@@ -206,15 +224,7 @@ class Acc:
         self.parts = []
 
     def add(self, metric, path, rank, value):
-        value = np.asarray(value)
-        if not len(value):
-            return
-        keep = value != 0
-        if not keep.any():
-            return
-        m = np.full(int(keep.sum()), MT.INDEX[metric], np.int64)
-        self.parts.append((m, np.asarray(path, np.int64)[keep], np.asarray(rank, np.int64)[keep],
-                           value[keep].astype(np.int64)))
+        self.add_many(np.full(len(value), MT.INDEX[metric], np.int64), path, rank, value)
 
     def add_many(self, metric_idx, path, rank, value):
         value = np.asarray(value)
@@ -228,18 +238,26 @@ class Acc:
         if not self.parts:
             z = np.zeros(0, np.int64)
             return z, z, z, z
-        m, p, r, v = (np.concatenate(x) for x in zip(*self.parts))
-        return _reduce(m, p, r, v)
+        return _reduce(*(np.concatenate(x) for x in zip(*self.parts)))
 
 
 def _reduce(m, p, r, v):
+    """Sum values of equal (metric, path, rank), exactly (int64)."""
     if not len(m):
         return m, p, r, v
-    order = np.lexsort((r, p, m))
-    m, p, r, v = m[order], p[order], r[order], v[order]
-    start = np.flatnonzero(np.r_[True, (m[1:] != m[:-1]) | (p[1:] != p[:-1]) |
-                                 (r[1:] != r[:-1])])
-    return m[start], p[start], r[start], np.add.reduceat(v, start)
+    pmax, rmax = int(p.max()) + 1, int(r.max()) + 1
+    if len(MT.IDS) * pmax * rmax < 2 ** 62:
+        key = (m * pmax + p) * rmax + r
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        start = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    else:
+        order = np.lexsort((r, p, m))
+        ms, ps, rs = m[order], p[order], r[order]
+        start = np.flatnonzero(np.r_[True, (ms[1:] != ms[:-1]) | (ps[1:] != ps[:-1]) |
+                                     (rs[1:] != rs[:-1])])
+    o = order[start]
+    return m[o], p[o], r[o], np.add.reduceat(v[order], start)
 
 
 def _groups(*cols, extra=()):
@@ -327,80 +345,92 @@ RECVS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("pad", "<i4")
                   ("comm", "<i8"), ("seq", "<i8"), ("e", "<i8"), ("l", "<i8")])
 
 
-def _request_posts(ev, post_mask, done_mask):
-    """For each completion (done_mask), the event index of the latest post of the same
-    request key on the same rank before it (-1 if none)."""
-    idx = np.flatnonzero(post_mask | done_mask)
-    out = np.full(len(ev), -1, np.int64)
-    if not len(idx):
+def _run_max(group, values):
+    """For rows sorted by group: the row of each group's largest value (first if tied)."""
+    start = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    gid = np.cumsum(np.r_[True, group[1:] != group[:-1]]) - 1
+    mx = np.maximum.reduceat(values, start)
+    cand = np.where(values == mx[gid], np.arange(len(values)), len(values))
+    return np.minimum.reduceat(cand, start)
+
+
+def _match(rows, other):
+    """For each row of `rows`, the index of the row of `other` for the same message
+    (src, dst, comm, tag, seq), or -1. comm is a dense communicator id. With small ranks,
+    communicators and tags a channel (src, dst, comm, tag) packs into one integer:
+    channels get dense ids from one np.unique, and a message is then found by its
+    channel's offset plus its sequence number, without a join."""
+    n, m = len(rows), len(other)
+    out = np.full(n, -1, np.int64)
+    if not n or not m:
         return out
-    order = np.lexsort((idx, ev["key"][idx], ev["rank"][idx]))
-    s = idx[order]
-    is_post = post_mask[s]
-    last = _ffill_index(is_post)
-    prev = np.where(last >= 0, s[np.maximum(last, 0)], -1)
-    same = (last >= 0) & (ev["rank"][np.maximum(prev, 0)] == ev["rank"][s]) & \
-        (ev["key"][np.maximum(prev, 0)] == ev["key"][s])
-    done = done_mask[s]
-    out[s[done & same]] = prev[done & same]
-    return out
+    cols = ("src", "dst", "comm", "tag")
+    big = max(int(max(rows[c].max(), other[c].max())) for c in ("src", "dst"))
+    if big < 2 ** 20 and max(int(rows["comm"].max()), int(other["comm"].max())) < 2 ** 8 \
+            and min(int(rows["tag"].min()), int(other["tag"].min())) >= 0 \
+            and max(int(rows["tag"].max()), int(other["tag"].max())) < 2 ** 16:
+        def pack(t):
+            return (t["src"].astype(np.int64) << 44) | (t["dst"].astype(np.int64) << 24) | \
+                (t["comm"].astype(np.int64) << 16) | t["tag"].astype(np.int64)
+        u, inv = np.unique(np.concatenate([pack(other), pack(rows)]), return_inverse=True)
+        inv = inv.reshape(-1)
+        ch_o, ch_r = inv[:m], inv[m:]
+        count = np.bincount(ch_o, minlength=len(u))
+        first = np.cumsum(count) - count
+        ids = first[ch_o] + other["seq"]
+        ok_o = other["seq"] < count[ch_o]
+        slot_of = np.full(m, -1, np.int64)
+        slot_of[ids[ok_o]] = np.flatnonzero(ok_o)
+        ok = rows["seq"] < count[ch_r]
+        out[ok] = slot_of[first[ch_r[ok]] + rows["seq"][ok]]
+        return out
+    return _join([rows[c] for c in cols + ("seq",)], [other[c] for c in cols + ("seq",)])
 
 
 def point_to_point(L, ex, acc, notes):
     ev, calls = L.events, L.calls
     typ = ev["type"]
     nb = (ev["flags"] & F["NONBLOCKING"]) != 0
+    dense = L.dense_comm
 
-    # ---- send side: post call (sender's enter), completion call ----
-    post = _request_posts(ev, (typ == T["SEND"]) & nb, typ == T["SEND_DONE"])
-    si = np.flatnonzero(typ == T["SEND"])
+    # ---- send side: the call posting it (sender's enter) and completing it ----
+    post = ev["post"]
+    si = np.flatnonzero((typ == T["SEND"]) & (ev["peer"] >= 0))
     cmp_call = np.where(nb[si], -1, ev["call"][si])
-    done_idx = np.flatnonzero(post >= 0)
+    done_idx = np.flatnonzero((post >= 0) & (typ == T["SEND_DONE"]))
     pos_in_si = np.searchsorted(si, post[done_idx])
-    okd = (pos_in_si < len(si))
+    okd = pos_in_si < len(si)
     okd[okd] &= si[pos_in_si[okd]] == post[done_idx[okd]]
     cmp_call[pos_in_si[okd]] = ev["call"][done_idx[okd]]
     sc = ev["call"][si]
-    s_seq = _seq([ev["rank"][si], ev["peer"][si], ev["comm"][si], ev["tag"][si]],
-                 [calls["t0"][sc], si])
     send_rows = _table(SENDS, src=ev["rank"][si], dst=ev["peer"][si], tag=ev["tag"][si],
-                       comm=ev["comm"][si], seq=s_seq, e=calls["t0"][sc])
-    send_rows = send_rows[send_rows["dst"] >= 0]
+                       comm=dense(ev["comm"][si]), seq=ev["seq"][si], e=calls["t0"][sc])
 
     # ---- receive side: the call completing it, the call posting it ----
-    rpost = _request_posts(ev, typ == T["IRECV"], (typ == T["RECV"]) & (ev["key"] != 0))
     ri = np.flatnonzero((typ == T["RECV"]) & (ev["peer"] >= 0))
     rc = ev["call"][ri]
-    req_call = rc.copy()
-    has_post = rpost[ri] >= 0
-    req_call[has_post] = ev["call"][rpost[ri][has_post]]
-    r_seq = _seq([ev["rank"][ri], ev["peer"][ri], ev["comm"][ri], ev["tag"][ri]],
-                 [calls["t0"][req_call], ri])
+    req_call = np.where(post[ri] >= 0, ev["call"][np.maximum(post[ri], 0)], rc)
     recv_rows = _table(RECVS, src=ev["peer"][ri], dst=ev["rank"][ri], tag=ev["tag"][ri],
-                       comm=ev["comm"][ri], seq=r_seq, e=calls["t0"][req_call],
+                       comm=dense(ev["comm"][ri]), seq=ev["seq"][ri], e=calls["t0"][req_call],
                        l=calls["t1"][req_call])
 
     # ---- Late Sender, on the receiver (the sends come to the receiver's process) ----
     sends_here = _route(ex, send_rows, dest_ranks=send_rows["dst"])
-    key_r = [recv_rows[k] for k in ("src", "dst", "comm", "tag", "seq")]
-    m = _join(key_r, [sends_here[k] for k in ("src", "dst", "comm", "tag", "seq")])
+    m = _match(recv_rows, sends_here)
     matched = m >= 0
     e_send = np.where(matched, sends_here["e"][np.maximum(m, 0)], 0)
-    unmatched_recv = int((~matched).sum())
     e_r, l_r = calls["t0"][rc], calls["t1"][rc]
     role = calls["role"][rc]
     idle = np.minimum(e_send, l_r) - e_r
     ls = matched & (role != R["test"]) & (idle > 0)
     multi = role == R["waitmulti"]
-    ls_single = ls & ~multi
-    # multi-waits: one instance per call, the latest sender
+    # a multi-wait is one instance, of its latest sender (rc is sorted along ri)
     lm = np.flatnonzero(ls & multi)
-    inst_rows = np.flatnonzero(ls_single)
+    inst_rows = np.flatnonzero(ls & ~multi)
     if len(lm):
-        o, start, _ = _groups(rc[lm], extra=(-idle[lm], lm))
-        best = lm[o[start]]
-        inst_rows = np.sort(np.r_[inst_rows, best])
-    ls_calls = set(rc[np.flatnonzero(ls & multi)].tolist())
+        inst_rows = np.sort(np.r_[inst_rows, lm[_run_max(rc[lm], idle[lm])]])
+    ls_call = np.zeros(len(calls["t0"]), bool)      # multi-waits with a Late Sender
+    ls_call[rc[lm]] = True
     ip = calls["path"][rc[inst_rows]]
     irank = ev["rank"][ri[inst_rows]]
     acc.add("mpi_latesender", ip, irank, idle[inst_rows])
@@ -410,30 +440,25 @@ def point_to_point(L, ex, acc, notes):
 
     # ---- Late Receiver, on the sender (the receive posts come to its process) ----
     recvs_here = _route(ex, recv_rows, dest_ranks=recv_rows["src"])
-    key_s = [ev["rank"][si], ev["peer"][si], ev["comm"][si], ev["tag"][si], s_seq]
-    m2 = _join(key_s, [recvs_here[k] for k in ("src", "dst", "comm", "tag", "seq")])
+    m2 = _match(send_rows, recvs_here)
     ok = (m2 >= 0) & (cmp_call >= 0)
-    unmatched_send = int(((m2 < 0) & (ev["peer"][si] >= 0)).sum())
     e_rq = np.where(ok, recvs_here["e"][np.maximum(m2, 0)], 0)
     cc = np.maximum(cmp_call, 0)
     e_sc, l_sc = calls["t0"][cc], calls["t1"][cc]
     lr_idle = np.where(l_sc <= e_rq, 0, e_rq - e_sc)
     crole = calls["role"][cc]
-    blocking_send = ~nb[si]
-    single = ok & (lr_idle > 0) & ((blocking_send & (crole == R["p2p"])) |
-                                   (crole == R["wait"]))
+    single = ok & (lr_idle > 0) & ((~nb[si] & (crole == R["p2p"])) | (crole == R["wait"]))
     lr_rows = np.flatnonzero(single)
-    mw = np.flatnonzero(ok & (lr_idle > 0) & (crole == R["waitmulti"]) &
-                        ~np.isin(cc, list(ls_calls)))
+    mw = np.flatnonzero(ok & (lr_idle > 0) & (crole == R["waitmulti"]) & ~ls_call[cc])
     if len(mw):
-        o, start, _ = _groups(cc[mw], extra=(-lr_idle[mw], mw))
-        lr_rows = np.sort(np.r_[lr_rows, mw[o[start]]])
+        mw = mw[np.argsort(cc[mw], kind="stable")]
+        lr_rows = np.sort(np.r_[lr_rows, mw[_run_max(cc[mw], lr_idle[mw])]])
     lp = calls["path"][cc[lr_rows]]
     lrank = ev["rank"][si[lr_rows]]
     acc.add("mpi_latereceiver", lp, lrank, lr_idle[lr_rows])
     acc.add("mpi_latereceiver_count", lp, lrank, np.ones(len(lr_rows), np.int64))
-    notes["unmatched_receives"] += unmatched_recv
-    notes["unmatched_sends"] += unmatched_send
+    notes["unmatched_receives"] += int((~matched).sum())
+    notes["unmatched_sends"] += int((m2 < 0).sum())
     notes["messages"] += int(matched.sum())
 
 
@@ -501,18 +526,36 @@ COLLS = np.dtype([("key", "<i8"), ("seq", "<i8"), ("rank", "<i4"), ("path", "<i4
                   ("b", "<i8"), ("e", "<i8")])
 
 
+def _take(rows, index):
+    """rows[index] for a record array, copying whole records (faster than numpy's
+    field-by-field fancy indexing of structured arrays)."""
+    v = rows.view(np.dtype((np.void, rows.dtype.itemsize)))
+    return v[index].view(rows.dtype)
+
+
 def _instances(L, ex, rows):
     """Route collective-like rows (COLLS) to the owner of their instance (key, seq);
-    returns (rows there sorted by instance, group starts, group id per row, complete
-    instance mask per group)."""
+    returns (the rows there, sorted by instance; group starts; group id per row;
+    mask of the groups that hold a whole blocking instance of one kind)."""
     here = _route(ex, rows, keys=_hash_cols(rows["key"], rows["seq"]))
-    order, start, gid = _groups(here["key"], here["seq"], extra=(here["crank"],))
-    here = here[order]
+    if not len(here):
+        z = np.zeros(0, np.int64)
+        return here, z, z, np.zeros(0, bool)
+    ids = np.unique(here["key"], return_inverse=True)[1].reshape(-1).astype(np.int64)
+    if int(here["seq"].max()) < 2 ** 42 and int(ids.max()) < 2 ** 21:
+        order = np.argsort((ids << 42) | here["seq"])    # one integer per instance
+    else:
+        order = np.lexsort((here["seq"], ids))
+    here = _take(here, order)
+    inst = (ids[order], here["seq"])
+    change = np.r_[True, (inst[0][1:] != inst[0][:-1]) | (inst[1][1:] != inst[1][:-1])]
+    start = np.flatnonzero(change)
+    gid = np.cumsum(change) - 1
     count = np.diff(np.r_[start, len(here)])
     complete = count == here["csize"][start]
-    nbany = np.maximum.reduceat(here["nb"], start) if len(here) else here["nb"]
-    same_role = (np.minimum.reduceat(here["role"], start) ==
-                 np.maximum.reduceat(here["role"], start)) if len(here) else nbany == 0
+    nbany = np.maximum.reduceat(here["nb"], start)
+    same_role = np.minimum.reduceat(here["role"], start) == \
+        np.maximum.reduceat(here["role"], start)
     return here, start, gid, complete & (nbany == 0) & same_role
 
 
@@ -520,13 +563,12 @@ def collectives(L, ex, acc, notes):
     ev, calls = L.events, L.calls
     ci = np.flatnonzero(ev["type"] == T["COLL"])
     c = ev["call"][ci]
-    rows = _table(COLLS, key=ev["comm"][ci],
-                  seq=_seq([ev["rank"][ci], ev["comm"][ci]], [calls["t0"][c], ci]),
-                  rank=ev["rank"][ci], path=calls["path"][c], role=calls["role"][c],
+    rows = _table(COLLS, key=ev["comm"][ci], seq=ev["seq"][ci], rank=ev["rank"][ci],
+                  path=calls["path"][c], role=calls["role"][c],
                   nb=(ev["flags"][ci] & F["NONBLOCKING"]) != 0, sent=ev["bytes"][ci] > 0,
                   recv=ev["bytes2"][ci] > 0, root=ev["peer"][ci] == ev["rank"][ci],
-                  b=calls["t0"][c], e=calls["t1"][c])
-    _comm_geometry(L, rows, ev["comm"][ci], ev["rank"][ci])
+                  b=calls["t0"][c], e=calls["t1"][c], crank=ev["crank"][ci],
+                  csize=ev["csize"][ci])
     here, start, gid, ok = _instances(L, ex, rows)
     notes["collectives"] += int(ok.sum())
     notes["incomplete_collectives"] += int((~ok).sum())
@@ -564,15 +606,20 @@ def collectives(L, ex, acc, notes):
     add("mpi_earlyreduce", n21, np.maximum(0, np.minimum(latest_sender, e) - b))
     scan = role == R["scan"]
     if scan.any():
-        # latest enter among ranks 0..me (communicator order) that send
-        pm = np.where(here["sent"] > 0, b, np.iinfo(np.int64).min)
+        # latest enter among ranks 0..me (in communicator order) that send
+        si = np.flatnonzero(scan)
+        si = si[np.lexsort((here["crank"][si], gid[si]))]
+        pm = np.where(here["sent"][si] > 0, b[si], np.iinfo(np.int64).min)
         run = pm.copy()
-        # segmented running maximum: rows are sorted by instance, then comm rank
-        bounds = np.r_[start, len(here)]
-        for a, z in zip(bounds[:-1], bounds[1:]):
-            if scan[a]:
-                run[a:z] = np.maximum.accumulate(pm[a:z])
-        add("mpi_earlyscan", scan, np.maximum(0, np.minimum(run, e) - b))
+        g = gid[si]
+        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        for a, z in zip(bounds, np.r_[bounds[1:], len(si)]):
+            run[a:z] = np.maximum.accumulate(pm[a:z])
+        sel = np.zeros(len(here), bool)
+        sel[si] = True
+        val = np.zeros(len(here), np.int64)
+        val[si] = np.maximum(0, np.minimum(run, e[si]) - b[si])
+        add("mpi_earlyscan", sel, val)
 
 
 def _comm_geometry(L, rows, ckeys, ranks):
@@ -603,7 +650,7 @@ def _window_timeline(L):
     """Window events (WSYNC, RMA) of every rank in call order, with per (rank, window)
     counts: the fences before each, and the latest synchronisation role."""
     ev, calls = L.events, L.calls
-    wi = np.flatnonzero(np.isin(ev["type"], [T["WSYNC"], T["RMA"]]))
+    wi = np.flatnonzero(WINDOW_EVENTS[ev["type"]])
     order = np.lexsort((wi, ev["win"][wi], ev["rank"][wi]))
     wi = wi[order]
     role = calls["role"][ev["call"][wi]]
@@ -627,7 +674,7 @@ def _window_timeline(L):
 
 def rma(L, ex, acc, notes):
     ev, calls = L.events, L.calls
-    if not np.isin(ev["type"], [T["WSYNC"], T["RMA"], T["WIN"]]).any():
+    if not (WINDOW_EVENTS[ev["type"]].any() or (ev["type"] == T["WIN"]).any()):
         return
     wi, role, count_before, last_role, gidx = _window_timeline(L)
     typ = ev["type"][wi]
@@ -833,8 +880,8 @@ def _window_create_free(L, ex, acc, notes):
     c = ev["call"][wi]
     free = (ev["flags"][wi] & F["FREE"]) != 0
     rows = _table(COLLS, key=ev["win"][wi], seq=free, rank=ev["rank"][wi],
-                  path=calls["path"][c], role=free, b=calls["t0"][c], e=calls["t1"][c])
-    _comm_geometry(L, rows, ev["comm"][wi], ev["rank"][wi])
+                  path=calls["path"][c], role=free, b=calls["t0"][c], e=calls["t1"][c],
+                  crank=ev["crank"][wi], csize=ev["csize"][wi])
     here, start, gid, ok = _instances(L, ex, rows)
     if not len(here):
         return
@@ -852,25 +899,20 @@ def _window_create_free(L, ex, acc, notes):
 
 def basics(L, acc):
     """Visits, bytes, and the time of every path: computation outside MPI, MPI calls by
-    category (their waiting-time patterns are computed below), trace overhead."""
-    calls, ev = L.calls, L.events
-    acc.add("visits", calls["path"], calls["rank"], np.ones(len(calls), np.int64))
-    mv = np.flatnonzero(np.isin(ev["type"], [T["SEND"], T["RECV"], T["COLL"], T["RMA"]]))
-    c = ev["call"][mv]
-    acc.add("bytes", calls["path"][c], ev["rank"][mv], ev["bytes"][mv] + ev["bytes2"][mv])
-    cat_by_path = np.full(len(L.paths), -1, np.int64)
-    cat_by_path[calls["path"]] = calls["cat"]
+    category (their waiting-time patterns are computed below), trace overhead; each
+    rank summed them per path already."""
     metric_by_cat = np.array([MT.INDEX[MT.CATEGORY_METRIC[k]] for k in CATS], np.int64)
+    cat_of = np.array([C[classify(f)[0]] for f in L.trace.functions], np.int64)
     for rd in L.trace.ranks:
-        g, t = rd.gpaths, rd.time_ns
-        nz = np.flatnonzero(t)
-        cat = cat_by_path[g[nz]]
-        rank = np.full(len(nz), rd.rank)
-        comp = cat < 0
-        acc.add("computation", g[nz][comp], rank[comp], t[nz][comp])
-        acc.add_many(metric_by_cat[cat[~comp]], g[nz][~comp], rank[~comp], t[nz][~comp])
-        ov = np.flatnonzero(rd.overhead_ns)
-        acc.add("overhead", g[ov], np.full(len(ov), rd.rank), rd.overhead_ns[ov])
+        g = rd.gpaths
+        rank = np.full(len(g), rd.rank)
+        acc.add("visits", g, rank, rd.visits)
+        acc.add("bytes", g, rank, rd.bytes)
+        acc.add("overhead", g, rank, rd.overhead_ns)
+        leaf = rd.path_fn >= 0
+        acc.add("computation", g[~leaf], rank[~leaf], rd.time_ns[~leaf])
+        cat = cat_of[rd.gfn[rd.path_fn[leaf]]]
+        acc.add_many(metric_by_cat[cat], g[leaf], rank[leaf], rd.time_ns[leaf])
 
 
 # ---------------------------------------------------------------- driver

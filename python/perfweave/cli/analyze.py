@@ -49,7 +49,24 @@ def exchange(parallel):
         raise PerfweaveError(f"--parallel: cannot start MPI through mpi4py ({e})") from None
 
 
+def keep_freed_memory():
+    """Keep memory numpy frees in the process (glibc: no mmap for large blocks, no heap
+    trimming) instead of returning it to the kernel: the analysis allocates and frees
+    large temporaries all the time, and on virtual machines every first touch of a
+    returned page costs a fault in the hypervisor (measured: 4 s per GiB here). The
+    process is one batch analysis that exits when done."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-4, 0)             # M_MMAP_MAX
+        libc.mallopt(-1, 2 ** 31 - 1)   # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass                            # not glibc: its defaults
+
+
 def main(args):
+    keep_freed_memory()
     from perfweave.analysis import waitstates
     from perfweave.readers.experiment import read_meta
     from perfweave.report import waitstates as render

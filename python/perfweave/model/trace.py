@@ -3,18 +3,20 @@
 Each rank's records (readers/trace.py) become, with numpy and without a loop over
 events:
 
-- `calls`: one row per MPI call: thread, function (index into `Trace.functions`), the
-  call path it was made from (index into the rank's `paths`), enter and leave times in
-  nanoseconds on rank 0's clock;
+- `calls`: one row per MPI call: thread, function (index into the rank's `fn_names`),
+  the call path it was made from (index into the rank's `paths`), enter and leave times
+  in nanoseconds on rank 0's clock;
 - `events`: what the calls did (messages, requests, collectives, windows), each with
-  the index of its call; communicators and windows as 64-bit keys that every rank
-  computes alike from the definitions (members and creation order), so that ranks agree
-  on them without talking to each other;
+  the index of its call, and for a request's completion the index of its post;
+  communicators and windows as 64-bit keys that every rank computes alike from the
+  definitions (members and creation order), so ranks agree without talking;
 - `paths`: the calling context tree of the rank: user functions (ENTER/LEAVE records of
   programs built with -finstrument-functions, or regions of an imported trace) and, as
   leaves, MPI functions at their call site;
-- `time_ns` / `overhead_ns`: the rank's time attributed to each path (exclusive), and the
-  trace buffer flushes' time.
+- per path: the rank's time (exclusive), trace buffer flushes' time, MPI calls, bytes.
+
+Tables are columns (`Cols`: a dict of numpy arrays), which numpy works on faster than
+on the fields of structured arrays.
 
 A path is named by its labels from the root, so paths of different ranks (or of ranks
 read by different analysis processes) are merged by name. `Trace.from_literal` builds a
@@ -31,11 +33,42 @@ from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 T = EVENT_TYPES
 F = EVENT_FLAGS
 
-CALL_DTYPE = np.dtype([("thread", "<i4"), ("fn", "<i4"), ("path", "<i4"), ("pad", "<i4"),
-                       ("t0", "<i8"), ("t1", "<i8")])
-EV_DTYPE = np.dtype([("call", "<i8"), ("type", "u1"), ("flags", "u1"), ("pad", "<u2"),
-                     ("peer", "<i4"), ("tag", "<i4"), ("group", "<i4"), ("comm", "<i8"),
-                     ("win", "<i8"), ("bytes", "<i8"), ("bytes2", "<i8"), ("key", "<u8")])
+
+def type_mask(*names):
+    """A lookup table: type_mask("SEND", "RECV")[types] is True for those types."""
+    lut = np.zeros(256, bool)
+    for n in names:
+        lut[T[n]] = True
+    return lut
+
+
+TIMED = type_mask("CALL", "FLUSH", "ENTER", "LEAVE")
+SPANS = type_mask("CALL", "FLUSH")
+SUB = type_mask("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
+REQUESTS = type_mask("SEND", "RECV", "IRECV", "SEND_DONE", "RMA")
+WINDOWED = type_mask("WIN", "RMA", "WSYNC")
+MOVES = type_mask("SEND", "RECV", "COLL", "RMA")
+
+
+class Cols(dict):
+    """A table as named numpy columns of equal length: t["t0"], len(t), t.take(index)."""
+
+    def __len__(self):
+        for v in self.values():
+            return len(v)
+        return 0
+
+    def take(self, index):
+        return Cols({k: v[index] for k, v in self.items()})
+
+    @classmethod
+    def concat(cls, tables, names):
+        return cls({k: np.concatenate([t[k] for t in tables]) for k in names})
+
+
+CALL_COLS = ("thread", "fn", "path", "t0", "t1")
+EV_COLS = ("call", "type", "flags", "peer", "tag", "group", "comm", "win", "bytes",
+           "bytes2", "key", "post", "seq", "crank", "csize")
 
 ROOT_LABEL = "program"
 
@@ -144,16 +177,19 @@ class RankData:
     notes: list
     t_begin: int                  # ns, rank 0's clock: MPI_Init done
     t_end: int                    # ns: MPI_Finalize entered (or the last record)
-    calls: np.ndarray             # CALL_DTYPE
-    events: np.ndarray            # EV_DTYPE
+    calls: Cols                   # CALL_COLS
+    events: Cols                  # EV_COLS; call and post index this rank's tables
     paths: list                   # path label tuples, index = local path id
+    path_fn: np.ndarray           # function (index into fn_names) of MPI leaves, else -1
     time_ns: np.ndarray           # exclusive time per local path (ns)
     overhead_ns: np.ndarray       # trace flush time per local path (ns)
+    visits: np.ndarray            # MPI calls per local path
+    bytes: np.ndarray             # bytes moved per local path
     comms: dict                   # comm key -> members (np.int32 world ranks)
     windows: dict                 # window key -> comm key
     groups: list                  # group id -> members (np.int32 world ranks)
+    fn_names: list                # function names of the rank's records (+ "?")
     nrecords: int = 0
-    fn_names: list = field(default_factory=list)
 
 
 def _to_ns(meta, ticks):
@@ -182,27 +218,296 @@ def _global_ns(meta, local_ns):
 
 
 def _object_labels(meta, addresses):
-    """Code addresses -> labels 'path|buildid|offset' (offset hex), '' if unknown."""
-    objs = meta.get("objects") or []
-    out = np.full(len(addresses), "", dtype=object)
-    if not objs or not len(addresses):
-        return out
-    objs = sorted(objs, key=lambda o: o["start"])
+    """Code addresses -> (codes, labels): labels[codes[i]] is 'path|buildid|offset'
+    (offset hex) of addresses[i]; '' for address 0 (unknown)."""
+    uniq, codes = np.unique(addresses, return_inverse=True)
+    objs = sorted(meta.get("objects") or [], key=lambda o: o["start"])
     starts = np.array([o["start"] for o in objs], np.int64)
     ends = np.array([o["end"] for o in objs], np.int64)
-    i = np.searchsorted(starts, addresses, "right") - 1
-    ok = (i >= 0) & (addresses < ends[np.maximum(i, 0)]) & (addresses != 0)
-    uniq, inv = np.unique(np.stack([np.where(ok, i, -1), addresses]), axis=1,
-                          return_inverse=True)
-    inv = inv.reshape(-1)
     labels = []
-    for oi, addr in uniq.T:
-        if oi < 0:
-            labels.append("" if addr == 0 else f"?|?|{addr:x}")
+    for a in uniq.tolist():
+        i = int(np.searchsorted(starts, a, "right")) - 1 if len(objs) else -1
+        if a == 0:
+            labels.append("")
+        elif i >= 0 and a < ends[i]:
+            o = objs[i]
+            labels.append(f"{o['path']}|{o.get('buildid', '')}|{a - o['base']:x}")
         else:
-            o = objs[oi]
-            labels.append(f"{o['path']}|{o.get('buildid', '')}|{addr - o['base']:x}")
-    return np.array(labels, dtype=object)[inv]
+            labels.append(f"?|?|{a:x}")
+    return codes.reshape(-1), labels
+
+
+def prepare(rf):
+    """RankFile (readers/trace.py) -> RankData, with numpy on whole columns."""
+    meta, rec, notes = rf.meta, rf.records, list(rf.notes)
+    fn_names = list(meta.get("functions") or [])
+    # records of each thread together, in their order
+    thread = rf.thread
+    if len(thread) > 1 and (np.diff(thread) < 0).any():
+        order = np.argsort(thread, kind="stable")
+        rec, thread = rec[order], thread[order]
+    typ = rec["type"]
+    n = len(rec)
+    t0 = np.zeros(n, np.int64)
+    t1 = np.zeros(n, np.int64)
+    timed = TIMED[typ]
+    if timed.any():
+        t0[timed] = _to_ns(meta, rec["t0"][timed])
+        spans = SPANS[typ]
+        t1[spans] = _to_ns(meta, rec["t1"][spans])
+    starts = _segments(thread)
+    labels = [(ROOT_LABEL,)]             # local node 0: the root; a node is its label tuple
+    parents = [-1]
+    enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
+    if enter.any() or leave.any():
+        top = _regions(meta, rec, enter, leave, starts, labels, parents)
+    else:
+        top = np.zeros(n, np.int64)      # innermost open region after each record
+    top_before = np.zeros(n, np.int64)
+    if n:
+        top_before[1:] = top[:-1]
+        top_before[starts] = 0
+
+    # ---- calls and their paths: (region node, function, call site) ----
+    ci = np.flatnonzero(typ == T["CALL"])
+    names = fn_names + ["?"]
+    fn = np.minimum(rec["fn"][ci].astype(np.int64), len(fn_names))
+    site_code, site_labels = _object_labels(meta, rec["bytes"][ci])
+    call_path = np.zeros(len(ci), np.int64)
+    leaf_fn = []
+    if len(ci):
+        nf, ns = len(names), max(len(site_labels), 1)
+        key = (top_before[ci] * nf + fn) * ns + site_code
+        uk, inv = np.unique(key, return_inverse=True)
+        first = len(labels)
+        for k in uk.tolist():
+            parent, rest = divmod(k, nf * ns)
+            f, sc = divmod(rest, ns)
+            labels.append(labels[parent] + (f"M:{names[f]}@{site_labels[sc]}",))
+            parents.append(parent)
+            leaf_fn.append(f)
+        call_path = first + inv.reshape(-1)
+    npaths = len(labels)
+    path_fn = np.full(npaths, -1, np.int64)
+    path_fn[npaths - len(leaf_fn):] = leaf_fn
+    calls = Cols(thread=thread[ci], fn=fn, path=call_path, t0=t0[ci], t1=t1[ci])
+
+    # ---- sub-events ----
+    si = np.flatnonzero(SUB[typ])
+    call_of = np.cumsum(typ == T["CALL"]) - 1
+    r = {k: rec[k][si] for k in ("t0", "t1", "flags", "peer", "tag", "comm", "bytes")}
+    rtyp = typ[si]
+    comms, ckeys = _comm_keys(meta)
+    windows, wkeys = _window_keys(meta, ckeys)
+    winish = WINDOWED[rtyp]
+    ev = Cols(call=call_of[si], type=rtyp, flags=r["flags"], peer=r["peer"],
+              tag=np.where(winish, -1, r["tag"]),
+              group=np.where(rtyp == T["WSYNC"], r["t1"], -1).astype(np.int32),
+              comm=_lookup(ckeys, r["comm"]), win=_lookup(wkeys, np.where(winish, r["tag"], -1)),
+              bytes=r["bytes"],
+              bytes2=np.where((rtyp == T["COLL"]) | (rtyp == T["RMA"]), r["t1"], 0),
+              key=np.where(REQUESTS[rtyp], r["t0"], 0).astype(np.uint64))
+    ev["post"] = _request_posts(ev)
+    _sequence(ev, r["comm"], meta, rf.rank, calls["t0"], len(starts) > 1)
+    groups = [np.array(g.get("ranks", []), np.int32) for g in meta.get("groups", [])]
+
+    # ---- per path: time, overhead, calls, bytes ----
+    t_begin, t_end = _window(meta, t0, t1, timed)
+    if len(starts) <= 1 and not (enter.any() or leave.any()):
+        time_ns, overhead_ns = _attribute_flat(typ, t0, t1, ci, call_path, npaths, t_begin,
+                                               t_end)
+    else:
+        leaf = np.full(n, -1, np.int64)
+        leaf[ci] = call_path
+        time_ns, overhead_ns = _attribute_time(typ, t0, t1, top, top_before, leaf, starts,
+                                               npaths, t_begin, t_end)
+    visits = np.bincount(call_path, minlength=npaths).astype(np.int64)
+    mv = MOVES[rtyp]
+    moved = np.bincount(call_path[ev["call"][mv]],
+                        weights=(ev["bytes"][mv] + ev["bytes2"][mv]).astype(np.float64),
+                        minlength=npaths)
+    return RankData(rank=rf.rank, host=meta.get("host", "?"), state=meta.get("state", "?"),
+                    complete=rf.complete, notes=notes, t_begin=t_begin, t_end=t_end,
+                    calls=calls, events=ev, paths=labels, path_fn=path_fn, time_ns=time_ns,
+                    overhead_ns=overhead_ns, visits=visits,
+                    bytes=np.rint(moved).astype(np.int64), comms=comms, windows=windows,
+                    groups=groups, fn_names=names, nrecords=n)
+
+
+def _cumcount(key, order_key=None):
+    """Position of each row among the rows with the same key, in row order (or in the
+    order of order_key, whose values are distinct)."""
+    n = len(key)
+    if not n:
+        return np.zeros(0, np.int64)
+    o = np.argsort(key, kind="stable") if order_key is None else np.lexsort((order_key, key))
+    ks = key[o]
+    start = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    pos = np.arange(n) - np.repeat(start, np.diff(np.r_[start, n]))
+    out = np.empty(n, np.int64)
+    out[o] = pos
+    return out
+
+
+def _sequence(ev, lcomm, meta, rank, call_t0, threads):
+    """Per-rank numbering that lets ranks agree without talking:
+    - SEND: its number among this rank's sends with the same (destination,
+      communicator, tag), in order of posting; RECV: likewise among receives from the
+      same (source, communicator, tag), in order of their posting (the MPI_Irecv, or
+      the receive itself). MPI matches messages of one channel in this order.
+    - COLL, WIN: the number of the operation on its communicator (MPI orders the
+      collectives of a communicator alike on every member), and the rank's position
+      in the communicator (crank) and its size (csize)."""
+    typ = ev["type"]
+    n = len(typ)
+    seq = np.zeros(n, np.int64)
+    lc = lcomm.astype(np.int64)
+    tag = ev["tag"].astype(np.int64)
+    peer = ev["peer"].astype(np.int64)
+    # posting order: a record's own position, or its post's for completed requests
+    posted = np.where(ev["post"] >= 0, ev["post"], np.arange(n))
+    if threads:                       # several threads: post order by time
+        posted = call_t0[ev["call"][posted]] if n else posted
+    fits = n == 0 or (lc.max(initial=0) < 2 ** 8 and peer.max(initial=0) < 2 ** 23 and
+                      tag.max(initial=0) < 2 ** 31 and tag.min(initial=0) >= -1)
+    for t in (T["SEND"], T["RECV"]):
+        i = np.flatnonzero(typ == t)
+        if not len(i):
+            continue
+        if fits:
+            key = ((peer[i] + 2) << 40) | ((lc[i] + 1) << 32) | (tag[i] + 1)
+            # sends are posts themselves, in order; a receive's post may precede others
+            seq[i] = _cumcount(key, None if t == T["SEND"] and not threads else posted[i])
+        else:
+            o = np.lexsort((posted[i], tag[i], lc[i], peer[i]))
+            k = np.stack([peer[i], lc[i], tag[i]])[:, o]
+            start = np.flatnonzero(np.r_[True, (k[:, 1:] != k[:, :-1]).any(axis=0)])
+            pos = np.arange(len(i)) - np.repeat(start, np.diff(np.r_[start, len(i)]))
+            seq[i[o]] = pos
+    crank = np.zeros(n, np.int32)
+    csize = np.zeros(n, np.int32)
+    for t in (T["COLL"], T["WIN"]):
+        i = np.flatnonzero(typ == t)
+        if not len(i):
+            continue
+        seq[i] = _cumcount(lc[i] if t == T["COLL"] else
+                           (lc[i] << 1) | ((ev["flags"][i] & F["FREE"]) != 0),
+                           posted[i] if threads else None)
+        pos, size = _comm_positions(meta, rank)
+        c = np.clip(lc[i], 0, max(len(pos) - 1, 0))
+        ok = (lc[i] >= 0) & (lc[i] < len(pos))
+        crank[i] = np.where(ok, pos[c] if len(pos) else -1, -1)
+        csize[i] = np.where(ok, size[c] if len(size) else -1, -1)
+    ev["seq"], ev["crank"], ev["csize"] = seq, crank, csize
+
+
+def _comm_positions(meta, rank):
+    """For each local communicator id: this rank's position in it and its size."""
+    pos, size = [], []
+    for c in meta.get("comms", []):
+        m = c.get("ranks", [])
+        pos.append(m.index(rank) if rank in m else -1)
+        size.append(len(m))
+    return np.array(pos, np.int64), np.array(size, np.int64)
+
+
+def _lookup(table, local):
+    """table[local] where 0 <= local < len(table), else 0."""
+    if not len(table):
+        return np.zeros(len(local), np.int64)
+    ok = (local >= 0) & (local < len(table))
+    return np.where(ok, table[np.clip(local, 0, len(table) - 1)], 0).astype(np.int64)
+
+
+def _request_posts(ev):
+    """For each request completion (SEND_DONE; RECV with a request key), the index of
+    the latest post of the same key before it (SEND posted nonblocking, IRECV); else -1.
+    A request key is reused by MPI once the request completed."""
+    typ = ev["type"]
+    post = ((typ == T["SEND"]) & ((ev["flags"] & F["NONBLOCKING"]) != 0)) | \
+        (typ == T["IRECV"])
+    done = (typ == T["SEND_DONE"]) | ((typ == T["RECV"]) & (ev["key"] != 0))
+    out = np.full(len(typ), -1, np.int64)
+    idx = np.flatnonzero(post | done)
+    if not len(idx):
+        return out
+    o = idx[np.argsort(ev["key"][idx], kind="stable")]      # by key, then position
+    last = np.maximum.accumulate(np.where(post[o], np.arange(len(o)), -1))
+    prev = o[np.maximum(last, 0)]
+    ok = done[o] & (last >= 0) & (ev["key"][prev] == ev["key"][o])
+    out[o[ok]] = prev[ok]
+    return out
+
+
+def _regions(meta, rec, enter, leave, starts, labels, parents):
+    """ENTER/LEAVE records -> calling-context nodes (appended to labels and parents);
+    returns the innermost open node after each record."""
+    n = len(rec)
+    level = np.cumsum(enter.astype(np.int64) - leave.astype(np.int64))
+    level -= np.repeat(np.r_[0, level[starts[1:] - 1]], np.diff(np.r_[starts, n]))
+    # LEAVEs without an ENTER (a trace started inside functions) are ignored
+    low = _segment_min(np.minimum(level, 0), starts)
+    low_prev = np.r_[0, low[:-1]]
+    low_prev[starts] = 0
+    leave = leave & ~(low < low_prev)
+    level = level - low
+    depth = np.where(enter, level - 1, level)     # LEAVE: depth of the region it closes
+    rid = rec["comm"].astype(np.int64)
+    rkey = np.where(rid >= 0, -(rid + 1), rec["bytes"])
+    pos_e, pos_l = np.flatnonzero(enter), np.flatnonzero(leave)
+    ukeys, code_e = np.unique(rkey[pos_e], return_inverse=True)
+    code_e = code_e.reshape(-1)
+    rlabels = _region_label_list(meta, ukeys)
+    node_of = np.zeros(n, np.int64)
+    d_e = depth[pos_e]
+    nr = max(len(ukeys), 1)
+    for d in range(int(d_e.max()) + 1 if len(d_e) else 0):
+        sel = d_e == d
+        here = pos_e[sel]
+        if d == 0:
+            parent = np.zeros(len(here), np.int64)
+        else:
+            above = pos_e[d_e == d - 1]
+            j = np.searchsorted(above, here, "right") - 1
+            parent = np.where(j >= 0, node_of[above[np.maximum(j, 0)]], 0)
+        uk, inv = np.unique(parent * nr + code_e[sel], return_inverse=True)
+        first = len(labels)
+        for k in uk.tolist():
+            p, c = divmod(k, nr)
+            labels.append(labels[p] + (rlabels[c],))
+            parents.append(p)
+        node_of[here] = first + inv.reshape(-1)
+    # the node each LEAVE closes: the latest ENTER at its depth before it
+    left = np.zeros(len(pos_l), np.int64)
+    d_l = depth[pos_l]
+    for d in np.unique(d_l):
+        sel = d_l == d
+        above = pos_e[d_e == d]
+        j = np.searchsorted(above, pos_l[sel], "right") - 1
+        left[sel] = np.where(j >= 0, node_of[above[np.maximum(j, 0)]], 0)
+    par = np.array(parents, np.int64)
+    val = np.zeros(n, np.int64)
+    val[pos_e] = node_of[pos_e]
+    val[pos_l] = np.maximum(par[left], 0)
+    return _ffill(enter | leave, val, starts, 0)
+
+
+def _region_label_list(meta, ukeys):
+    """Labels of region keys: -(id + 1) for a region id of the JSON ('N:name'), else a
+    function address ('F:path|buildid|offset')."""
+    regions = meta.get("regions") or []
+    keys = ukeys.tolist()
+    out = [""] * len(keys)
+    addr = [i for i, k in enumerate(keys) if k >= 0]
+    if addr:
+        codes, labs = _object_labels(meta, np.array([keys[i] for i in addr], np.int64))
+        for i, c in zip(addr, codes):
+            out[i] = "F:" + labs[c]
+    for i, k in enumerate(keys):
+        if k < 0:
+            r = regions[-k - 1] if -k - 1 < len(regions) else {}
+            out[i] = "N:" + (r.get("name", "?") if isinstance(r, dict) else str(r))
+    return out
 
 
 def _segments(thread):
@@ -227,194 +532,12 @@ def _ffill(defined, values, starts, start_value):
     return v[idx]
 
 
-def prepare(rf, functions, fn_index):
-    """RankFile (readers/trace.py) -> RankData. `functions` is the global list of
-    function names and fn_index maps a name to its index (extended here with names
-    this rank has and the list lacks)."""
-    meta, rec, notes = rf.meta, rf.records, list(rf.notes)
-    names = meta.get("functions") or []
-    lmap = np.array([fn_index.setdefault(nm, len(fn_index)) for nm in names] + [-1],
-                    np.int32)
-    for nm in names:
-        if nm not in functions:
-            functions.append(nm)
-    # records of each thread together, in their order
-    thread = rf.thread
-    if len(thread) > 1 and (np.diff(thread) < 0).any():
-        order = np.argsort(thread, kind="stable")
-        rec, thread = rec[order], thread[order]
-    typ = rec["type"]
-    timed = np.isin(typ, [T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
-    t0 = np.zeros(len(rec), np.int64)
-    t1 = np.zeros(len(rec), np.int64)
-    if timed.any():
-        t0[timed] = _to_ns(meta, rec["t0"][timed])
-        both = np.isin(typ, [T["CALL"], T["FLUSH"]])
-        t1[both] = _to_ns(meta, rec["t1"][both])
-    starts = _segments(thread)
-
-    # ---- regions: ENTER/LEAVE -> calling-context nodes ----
-    enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
-    labels = [(ROOT_LABEL,)]          # local node 0: the root; a node is its label tuple
-    node_parent = [-1]
-    top = np.zeros(len(rec), np.int64)   # innermost open region after each record
-    if enter.any() or leave.any():
-        rlabel = _region_labels(meta, rec, enter | leave)
-        step = enter.astype(np.int64) - leave.astype(np.int64)
-        level = np.cumsum(step)
-        seg_base = np.repeat(np.r_[0, level[starts[1:] - 1]] if len(starts) else [],
-                             np.diff(np.r_[starts, len(rec)]))
-        level = level - seg_base
-        # LEAVEs without an ENTER (a trace started inside functions) are ignored
-        low = _segment_min(np.minimum(level, 0), starts)
-        low_prev = np.r_[0, low[:-1]]
-        low_prev[starts] = 0
-        leave = leave & ~(low < low_prev)
-        level = level - low
-        depth = np.where(enter, level - 1, level)     # LEAVE: depth of the region left
-        node_of = np.full(len(rec), -1, np.int64)
-        pos_e = np.flatnonzero(enter)
-        d_e = depth[pos_e]
-        label_index = {}
-        for d in range(int(d_e.max()) + 1 if len(d_e) else 0):
-            here = pos_e[d_e == d]
-            if d == 0:
-                parent = np.zeros(len(here), np.int64)
-            else:
-                above = pos_e[d_e == d - 1]
-                j = np.searchsorted(above, here, "right") - 1
-                parent = np.where(j >= 0, node_of[above[np.maximum(j, 0)]], 0)
-            keys = list(zip(parent.tolist(), rlabel[here].tolist()))
-            ids = []
-            for pk in keys:
-                nid = label_index.get(pk)
-                if nid is None:
-                    nid = len(labels)
-                    label_index[pk] = nid
-                    labels.append(labels[pk[0]] + (pk[1],))
-                    node_parent.append(pk[0])
-                ids.append(nid)
-            node_of[here] = ids
-        # the node left by each LEAVE: the latest ENTER at its depth before it
-        pos_l = np.flatnonzero(leave)
-        left = np.zeros(len(pos_l), np.int64)
-        for d in np.unique(depth[pos_l]):
-            here = pos_l[depth[pos_l] == d]
-            above = pos_e[d_e == d]
-            j = np.searchsorted(above, here, "right") - 1
-            left[depth[pos_l] == d] = np.where(j >= 0, node_of[above[np.maximum(j, 0)]], 0)
-        parents = np.array(node_parent, np.int64)
-        defined = enter | leave
-        val = np.zeros(len(rec), np.int64)
-        val[pos_e] = node_of[pos_e]
-        val[pos_l] = np.maximum(parents[left], 0)
-        top = _ffill(defined, val, starts, 0)
-    top_before = np.zeros(len(rec), np.int64)
-    if len(rec):
-        top_before[1:] = top[:-1]
-        top_before[starts] = 0
-
-    # ---- calls and their paths ----
-    ci = np.flatnonzero(typ == T["CALL"])
-    fn = lmap[np.minimum(rec["fn"][ci].astype(np.int64), len(lmap) - 1)]
-    site = _object_labels(meta, rec["bytes"][ci])
-    fn_names = functions
-    leaf_index = {}
-    call_path = np.zeros(len(ci), np.int32)
-    if len(ci):
-        keys = np.stack([top_before[ci], fn.astype(np.int64)])
-        site_ids, site_inv = np.unique(site.astype(str), return_inverse=True)
-        keys = np.vstack([keys, site_inv.reshape(1, -1)])
-        uk, inv = np.unique(keys, axis=1, return_inverse=True)
-        inv = inv.reshape(-1)
-        ids = np.zeros(uk.shape[1], np.int32)
-        for k, (parent, f, s) in enumerate(uk.T):
-            name = fn_names[f] if 0 <= f < len(fn_names) else "?"
-            lab = f"M:{name}@{site_ids[s]}"
-            nid = leaf_index.get((parent, lab))
-            if nid is None:
-                nid = len(labels)
-                leaf_index[(parent, lab)] = nid
-                labels.append(labels[parent] + (lab,))
-                node_parent.append(int(parent))
-            ids[k] = nid
-        call_path = ids[inv]
-    calls = np.zeros(len(ci), CALL_DTYPE)
-    calls["thread"] = thread[ci]
-    calls["fn"] = fn
-    calls["path"] = call_path
-    calls["t0"] = t0[ci]
-    calls["t1"] = t1[ci]
-
-    # ---- sub-events ----
-    call_of = np.cumsum(typ == T["CALL"]) - 1
-    si = np.flatnonzero(np.isin(typ, [T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE",
-                                                      "COLL", "WIN", "RMA", "WSYNC")]))
-    ev = np.zeros(len(si), EV_DTYPE)
-    r = rec[si]
-    ev["call"] = call_of[si]
-    ev["type"] = r["type"]
-    ev["flags"] = r["flags"]
-    ev["peer"] = r["peer"]
-    ev["tag"] = r["tag"]
-    ev["bytes"] = r["bytes"]
-    reqish = np.isin(r["type"], [T["SEND"], T["RECV"], T["IRECV"], T["SEND_DONE"], T["RMA"]])
-    ev["key"] = np.where(reqish, r["t0"], 0).astype(np.uint64)
-    ev["bytes2"] = np.where(np.isin(r["type"], [T["COLL"], T["RMA"]]), r["t1"], 0)
-    ev["group"] = np.where(r["type"] == T["WSYNC"], r["t1"], -1)
-    comms, ckeys = _comm_keys(meta)
-    windows, wkeys = _window_keys(meta, ckeys)
-    lc = r["comm"]
-    ev["comm"] = np.where((lc >= 0) & (lc < len(ckeys)), ckeys[np.clip(lc, 0, None)]
-                          if len(ckeys) else 0, 0)
-    winish = np.isin(r["type"], [T["WIN"], T["RMA"], T["WSYNC"]])
-    lw = np.where(winish, r["tag"], -1)
-    ev["win"] = np.where((lw >= 0) & (lw < len(wkeys)), wkeys[np.clip(lw, 0, None)]
-                         if len(wkeys) else 0, 0)
-    ev["tag"] = np.where(winish, -1, r["tag"])
-    groups = [np.array(g.get("ranks", []), np.int32) for g in meta.get("groups", [])]
-
-    # ---- the rank's time per path ----
-    t_begin, t_end = _window(meta, t0, t1, typ)
-    time_ns, overhead_ns = _attribute_time(typ, t0, t1, top, top_before, node_of_leaf(
-        ci, call_path, len(rec)), starts, thread, len(labels), t_begin, t_end)
-    return RankData(rank=rf.rank, host=meta.get("host", "?"), state=meta.get("state", "?"),
-                    complete=rf.complete, notes=notes, t_begin=t_begin, t_end=t_end,
-                    calls=calls, events=ev, paths=labels, time_ns=time_ns,
-                    overhead_ns=overhead_ns, comms=comms, windows=windows, groups=groups,
-                    nrecords=len(rec), fn_names=fn_names)
-
-
-def node_of_leaf(ci, call_path, n):
-    out = np.full(n, -1, np.int64)
-    out[ci] = call_path
-    return out
-
-
 def _segment_min(values, starts):
     """Running minimum restarted at each segment start."""
     out = values.copy()
     bounds = np.r_[starts, len(values)]
     for a, b in zip(bounds[:-1], bounds[1:]):
         out[a:b] = np.minimum.accumulate(values[a:b])
-    return out
-
-
-def _region_labels(meta, rec, mask):
-    """Labels of ENTER/LEAVE records: 'N:name' for a region id, 'F:path|buildid|offset'
-    for a function address."""
-    out = np.full(len(rec), "", dtype=object)
-    idx = np.flatnonzero(mask)
-    regions = meta.get("regions") or []
-    rid = rec["comm"][idx]
-    named = rid >= 0
-    if named.any():
-        names = np.array([r.get("name", "?") if isinstance(r, dict) else str(r)
-                          for r in regions] + ["?"], dtype=object)
-        out[idx[named]] = ["N:" + s for s in names[np.clip(rid[named], 0, len(names) - 1)]]
-    if (~named).any():
-        lab = _object_labels(meta, rec["bytes"][idx[~named]])
-        out[idx[~named]] = ["F:" + s for s in lab]
     return out
 
 
@@ -439,21 +562,35 @@ def _window_keys(meta, ckeys):
     return windows, np.array(keys, np.int64)
 
 
-def _window(meta, t0, t1, typ):
+def _window(meta, t0, t1, timed):
     """The rank's application time: MPI_Init done to MPI_Finalize entered (rank 0's
     clock); from its records when the JSON lacks them."""
     c = meta.get("clock") or {}
-    timed = np.isin(typ, [T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
-    lo = int(t0[timed].min()) if timed.any() else 0
-    hi = int(max(t0[timed].max(), t1[timed].max())) if timed.any() else 0
+    any_timed = bool(timed.any())
+    lo = int(np.where(timed, t0, np.iinfo(np.int64).max).min()) if any_timed else 0
+    hi = int(max(t0.max(), t1.max())) if any_timed else 0
     tb = _global_ns(meta, c["t_init_ns"]) if c.get("t_init_ns") else lo
     te = _global_ns(meta, c["t_fini_ns"]) if c.get("t_fini_ns") else hi
-    if timed.any():
+    if any_timed:
         te = max(te, hi) if meta.get("state") != "complete" else te
     return tb, max(te, tb)
 
 
-def _attribute_time(typ, t0, t1, top, top_before, leaf, starts, thread, npaths, tb, te):
+def _attribute_flat(typ, t0, t1, ci, call_path, npaths, tb, te):
+    """_attribute_time for one thread without user functions: each call's time is its
+    path's, flushes are overhead, the rest of [tb, te] is the root's."""
+    dur = np.clip(np.minimum(t1[ci], te) - np.maximum(t0[ci], tb), 0, None)
+    time_ns = np.bincount(call_path, weights=dur, minlength=npaths).astype(np.int64)
+    over_ns = np.zeros(npaths, np.int64)
+    fl = np.flatnonzero(typ == T["FLUSH"])
+    if len(fl):
+        over_ns[0] = int(np.clip(np.minimum(t1[fl], te) - np.maximum(t0[fl], tb), 0,
+                                 None).sum())
+    time_ns[0] += max(te - tb, 0) - int(dur.sum()) - over_ns[0]
+    return time_ns, over_ns
+
+
+def _attribute_time(typ, t0, t1, top, top_before, leaf, starts, npaths, tb, te):
     """Exclusive time per path from the records of each thread: the time between two
     consecutive boundaries (enter/leave of regions, calls, flushes) belongs to what is
     running then. Thread 0's time is the rank's [tb, te]; other threads' from their first
@@ -595,7 +732,5 @@ class Trace:
                     "groups": [{"id": i, "ranks": list(g)} for i, g in enumerate(groups)],
                     "regions": [{"name": r} for r in regions], "objects": []}
             files.append(RankFile(rank, rec, np.zeros(len(rec), np.int32), meta))
-        functions = []
-        fn_index = {}
-        data = [prepare(f, functions, fn_index) for f in files]
-        return cls(world_size=n, functions=functions, ranks=data, source="literal")
+        data = [prepare(f) for f in files]
+        return cls(world_size=n, functions=fns, ranks=data, source="literal")

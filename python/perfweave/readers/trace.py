@@ -76,16 +76,20 @@ def read_meta(exp, rank):
     return meta, None
 
 
-_SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN",
-                                        "RMA", "WSYNC")))
-_KNOWN = np.array(sorted(T.values()))
+_SUB = np.zeros(256, bool)     # lookup tables by record type
+_SUB[[T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")]] = True
+_KNOWN = np.zeros(256, bool)
+_KNOWN[list(T.values())] = True
+_SUB_OR_CALL = _SUB.copy()
+_SUB_OR_CALL[T["CALL"]] = True
 
 
-def read_rank(exp, rank):
+def read_rank(exp, rank, meta_note=None):
     """Read and check one rank's records (RankFile). Never raises for damaged data of
-    a rank: it is reported in the notes and the rank marked incomplete."""
+    a rank: it is reported in the notes and the rank marked incomplete. meta_note:
+    read_meta's answer, when the caller has it already."""
     notes = []
-    meta, note = read_meta(exp, rank)
+    meta, note = meta_note if meta_note is not None else read_meta(exp, rank)
     complete = meta is not None and meta.get("state") == "complete"
     if note:
         notes.append(note)
@@ -141,15 +145,14 @@ def _check(rec, thread, meta):
         return rec, thread, 0
     nfn = len(meta.get("functions", [])) if meta else 1 << 16
     typ = rec["type"]
-    ok = np.isin(typ, _KNOWN)
+    ok = _KNOWN[typ]
     call = typ == T["CALL"]
     ok &= ~call | ((rec["t1"] >= rec["t0"]) & (rec["fn"] < nfn))
     ok &= ~(typ == T["FLUSH"]) | (rec["t1"] >= rec["t0"])
     # a sub-event follows its call (or the call's other sub-events) in the same thread
-    sub = np.isin(typ, _SUB)
+    sub = _SUB[typ]
     prev_ok = np.zeros(len(rec), bool)
-    prev_ok[1:] = (np.isin(typ[:-1], _SUB) | (typ[:-1] == T["CALL"])) & \
-        (thread[1:] == thread[:-1])
+    prev_ok[1:] = _SUB_OR_CALL[typ[:-1]] & (thread[1:] == thread[:-1])
     bad_sub = sub & ~prev_ok
     # a sub-event after a dropped record is dropped with it: repeat until stable
     ok &= ~bad_sub
