@@ -36,12 +36,12 @@ def build(cc, name, out):
     return exe
 
 
-def run(cmd, measured, tmp):
+def run(cmd, measured, tmp, options=()):
     exp = None
     if measured:
         exp = tempfile.mkdtemp(dir=tmp, prefix="exp")
         shutil.rmtree(exp)
-        cmd = [PERFWEAVE, "run", "-o", exp, "--"] + cmd
+        cmd = [PERFWEAVE, "run", "-o", exp, *options, "--"] + cmd
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0

@@ -923,6 +923,17 @@ def analyze(exp, ex=None):
     ex = ex or Local(0)
     t_start = _time.perf_counter()
     L = load(exp, ex)
+    return _patterns(L, ex, str(exp), _time.perf_counter() - t_start)
+
+
+def analyze_trace(trace, ex=None):
+    """Analyse a Trace built in memory (Trace.from_literal): the result dict."""
+    ex = ex or Local(trace.world_size)
+    L = _unify(trace, ex, [rd.rank for rd in trace.ranks])
+    return _patterns(L, ex, trace.source or "literal", 0.0)
+
+
+def _patterns(L, ex, name, load_s):
     t_loaded = _time.perf_counter()
     acc = Acc()
     notes = {k: 0 for k in ("messages", "unmatched_sends", "unmatched_receives",
@@ -947,9 +958,9 @@ def analyze(exp, ex=None):
     ranks_info = {}
     for pt in parts:
         ranks_info.update(pt[4])
-    return build_result(exp, L, (m, p, r, v), counts, text_notes, ranks_info,
+    return build_result(name, L, (m, p, r, v), counts, text_notes, ranks_info,
                         sum(pt[3] for pt in parts), ex.nproc,
-                        {"load_s": t_loaded - t_start, "patterns_s": t_done - t_loaded})
+                        {"load_s": load_s, "patterns_s": t_done - t_loaded})
 
 
 def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, timing):

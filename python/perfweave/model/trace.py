@@ -88,6 +88,10 @@ _ACTIVE = {"MPI_Win_fence": "win_fence", "MPI_Win_post": "win_post",
 _RMA_OPS = {"MPI_Put", "MPI_Rput", "MPI_Get", "MPI_Rget", "MPI_Accumulate",
             "MPI_Raccumulate", "MPI_Get_accumulate", "MPI_Rget_accumulate",
             "MPI_Fetch_and_op", "MPI_Compare_and_swap"}
+_P2P = {"MPI_" + f for f in (
+    "Send Bsend Ssend Rsend Isend Ibsend Issend Irsend Recv Irecv Mrecv Imrecv Sendrecv "
+    "Sendrecv_replace Send_init Bsend_init Ssend_init Rsend_init Recv_init Start Startall "
+    "Probe Iprobe Mprobe Improbe Request_free Cancel").split()}
 _FILE_MGMT = {"MPI_File_open", "MPI_File_close", "MPI_File_seek", "MPI_File_sync",
               "MPI_File_set_view", "MPI_File_set_size", "MPI_File_get_size",
               "MPI_File_delete", "MPI_File_preallocate", "MPI_File_seek_shared"}
@@ -115,7 +119,9 @@ def classify(name):
         return "mgmt_win", "free" if n == "MPI_Win_free" else "create"
     if n in _RMA_OPS:
         return "rma_comm", "op"
-    blocking = n if n in _N2N | _12N | _N21 | _SCAN else n.replace("MPI_I", "MPI_", 1)
+    blocking = n
+    if n not in _N2N | _12N | _N21 | _SCAN and n.startswith("MPI_I") and len(n) > 5:
+        blocking = "MPI_" + n[5].upper() + n[6:]        # MPI_Ibcast -> MPI_Bcast
     if blocking in _N2N:
         return "coll", "n2n" if blocking == n else "coll"
     if blocking in _12N:
@@ -138,9 +144,7 @@ def classify(name):
     if re.match(r"MPI_(Comm_(dup|idup|split|split_type|create|create_group|free)|"
                 r"Intercomm_|Cart_create|Cart_sub|Graph_create|Dist_graph_create)", n):
         return "mgmt_comm", "comm"
-    if re.match(r"MPI_([BSR]?send|I[bsr]?send|Recv|Irecv|Mrecv|Imrecv|Sendrecv|"
-                r"[BSR]?send_init|Recv_init|Start|Startall|Probe|Iprobe|Mprobe|Improbe|"
-                r"Request_free|Cancel)", n):
+    if n in _P2P:
         return "p2p", "p2p"
     return "other", "other"
 
