@@ -132,3 +132,54 @@ def test_trace_of_fortran(mpi, build, run_pw, source):
     assert len(sends) == 3 and (sends["peer"] == 1).all() and (sends["bytes"] == 200).all()
     colls = ev0[ev0["type"] == COLL]
     assert len(colls) == 3   # 2 Allreduce + 1 Barrier (the Pcontrol(0) ones are not traced)
+
+
+WIN, RMA, WSYNC, ENTER, LEAVE = 11, 12, 13, 9, 10
+
+
+def test_trace_of_one_sided_communication(mpi, build, run_pw):
+    """ws_rma.c: window creation and freeing, puts with their target, and every window
+    synchronisation with the groups of post and start as world ranks."""
+    prog = build(mpi, "ws_rma.c")
+    r = run_pw(mpi.launch(4) + [prog], options=["--trace"])
+    ev0, js0 = load(r.exp, 0)
+    assert js0["windows"] == [{"id": 0, "comm": 0, "seq": 0}]
+    groups = {g["id"]: g["ranks"] for g in js0["groups"]}
+    seq = calls(ev0, js0)
+    wins = [(n, e) for n, _, sub in seq for e in sub if e["type"] == WIN]
+    assert [(n, e["tag"], e["comm"], e["flags"] & 8) for n, e in wins] == \
+        [("MPI_Win_create", 0, 0, 0), ("MPI_Win_free", 0, 0, 8)]
+    puts = [e for n, _, sub in seq for e in sub if e["type"] == RMA]
+    # phases 1, 2: to rank 1; 3: to rank 1 (the next); 5: to rank 1
+    assert [(e["peer"], e["bytes"], e["tag"]) for e in puts] == [(1, 4, 0)] * 4
+    syncs = [(n, e) for n, _, sub in seq for e in sub if e["type"] == WSYNC]
+    names = [n for n, _ in syncs]
+    assert names == ["MPI_Win_start", "MPI_Win_complete", "MPI_Win_start", "MPI_Win_complete",
+                     "MPI_Win_fence", "MPI_Win_fence", "MPI_Win_fence", "MPI_Win_fence",
+                     "MPI_Win_start", "MPI_Win_complete"]
+    starts = [e for n, e in syncs if n == "MPI_Win_start"]
+    assert [groups[e["t1"]] for e in starts] == [[1], [1], [1, 2, 3]]
+    ev1, js1 = load(r.exp, 1)
+    posts = [e for n, _, sub in calls(ev1, js1) for e in sub
+             if n == "MPI_Win_post" and e["type"] == WSYNC]
+    g1 = {g["id"]: g["ranks"] for g in js1["groups"]}
+    assert [g1[e["t1"]] for e in posts] == [[0], [0], [0]]
+
+
+def test_trace_of_user_functions(mpi, build, run_pw):
+    """-finstrument-functions: ENTER/LEAVE records nest, main's ENTER (from before
+    MPI_Init) comes first, and the function addresses resolve to regions.c's code."""
+    prog = build(mpi, "regions.c", extra=("-finstrument-functions",))
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace"])
+    ev, js = load(r.exp, 0)
+    reg = ev[np.isin(ev["type"], [ENTER, LEAVE])]
+    assert reg[0]["type"] == ENTER and reg[0]["tag"] == 0
+    depth = np.cumsum(np.where(reg["type"] == ENTER, 1, -1))
+    assert depth.min() >= 0
+    assert (reg["tag"][reg["type"] == ENTER] == depth[reg["type"] == ENTER] - 1).all()
+    obj = next(o for o in js["objects"] if o["path"] == str(prog))
+    assert all(obj["start"] <= a < obj["end"] for a in reg["bytes"])
+    # main, solve, relax (and now(), called while spinning) are the regions entered
+    assert len(np.unique(reg["bytes"])) == 4
+    first_call = np.flatnonzero(ev["type"] == CALL)[0]
+    assert ev[0]["type"] == ENTER and first_call > 0          # main before any MPI call

@@ -305,3 +305,18 @@ def test_damaged_traces_are_analysed_as_far_as_they_go(build, run_pw, tmp_path):
     assert rc == 2 and err.strip().count("\n") == 0 and "no traces" in err
     rc, _, err = _analyze_rc(tmp_path / "nowhere")
     assert rc == 2 and "no such experiment directory" in err
+
+
+def test_parallel_analysis_fails_fast_when_one_process_cannot_read(build, run_pw):
+    """A trace only one analysis process reads is unreadable: that process reports it
+    and aborts the job, instead of leaving the others waiting in a collective."""
+    ompi = FLAVORS["openmpi"]
+    r = run_pw(ompi.launch(3) + [build(ompi, "ws_p2p.c")], options=["--trace"])
+    js = r.exp / "traces" / "rank-2.json"            # owned by the second of 2 processes
+    js.write_text(js.read_text().replace('"version":1', '"version":99'))
+    res = subprocess.run(["mpirun.openmpi", "--oversubscribe", "-n", "2", PERFWEAVE, "analyze",
+                          "--parallel", "--no-save", str(r.exp)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode != 0
+    assert "perfweave: error: analysis process 1:" in res.stderr and "version 99" in res.stderr
+    assert "Traceback" not in res.stderr

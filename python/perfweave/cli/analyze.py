@@ -68,6 +68,7 @@ def keep_freed_memory():
 def main(args):
     keep_freed_memory()
     from perfweave.analysis import waitstates
+    from perfweave.errors import PerfweaveError
     from perfweave.readers.experiment import read_meta
     from perfweave.report import waitstates as render
 
@@ -77,7 +78,16 @@ def main(args):
         raise PerfweaveError(f"{exp}: no such experiment directory")
     read_meta(exp)
     ex = exchange(args.parallel)
-    result = waitstates.analyze(exp, ex)
+    try:
+        result = waitstates.analyze(exp, ex)
+    except BaseException as e:
+        if ex.parallel and ex.nproc > 1:
+            # the other processes would wait for this one in a collective forever
+            msg = str(e) if isinstance(e, PerfweaveError) else f"{type(e).__name__}: {e}"
+            print(f"perfweave: error: analysis process {ex.me}: {msg}", file=sys.stderr,
+                  flush=True)
+            ex.comm.Abort(2)
+        raise
     if result is None:            # not the first process of a parallel analysis
         return 0
     render.name_paths(result)
