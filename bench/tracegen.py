@@ -57,21 +57,22 @@ def rank_records(rank, nranks, iters, seed=1):
             r[name] = v
         k += 1
 
+    post = 4 * np.arange(iters, dtype=np.int64)   # posts numbered as the runtime does
     call("MPI_Irecv", t, 300)
-    sub("IRECV", t0=1, peer=left, tag=7, bytes=4096, flags=1)
+    sub("IRECV", t0=1, t1=post + 1, peer=left, tag=7, bytes=4096, flags=1)
     call("MPI_Irecv", t + 400, 300)
-    sub("IRECV", t0=2, peer=right, tag=7, bytes=4096, flags=1)
+    sub("IRECV", t0=2, t1=post + 2, peer=right, tag=7, bytes=4096, flags=1)
     call("MPI_Isend", t + 800, 500)
-    sub("SEND", t0=3, peer=left, tag=7, bytes=4096, flags=1)
+    sub("SEND", t0=3, t1=post + 3, peer=left, tag=7, bytes=4096, flags=1)
     call("MPI_Isend", t + 1400, 500)
-    sub("SEND", t0=4, peer=right, tag=7, bytes=4096, flags=1)
+    sub("SEND", t0=4, t1=post + 4, peer=right, tag=7, bytes=4096, flags=1)
     wait_in = t + 2000
     wait_out = np.maximum(wait_in, arrival + 2500) + 800
     call("MPI_Waitall", wait_in, wait_out - wait_in)
-    sub("RECV", t0=1, peer=left, tag=7, bytes=4096)
-    sub("RECV", t0=2, peer=right, tag=7, bytes=4096)
-    sub("SEND_DONE", t0=3, peer=left, tag=7)
-    sub("SEND_DONE", t0=4, peer=right, tag=7)
+    sub("RECV", t0=1, t1=post + 1, peer=left, tag=7, bytes=4096)
+    sub("RECV", t0=2, t1=post + 2, peer=right, tag=7, bytes=4096)
+    sub("SEND_DONE", t0=3, t1=post + 3, peer=left, tag=7)
+    sub("SEND_DONE", t0=4, t1=post + 4, peer=right, tag=7)
     red_in = wait_out + 1000
     red_out = start + period - 5_000
     call("MPI_Allreduce", red_in, np.maximum(red_out - red_in, 1_000))

@@ -105,7 +105,8 @@
     X(int64_t, "<i8", t0)     /* CALL, FLUSH, ENTER, LEAVE: time (ticks); request events:  \
                                  request key */                                            \
     X(int64_t, "<i8", t1)     /* CALL, FLUSH: end (ticks); COLL, RMA: bytes received;      \
-                                 WSYNC: group id */                                        \
+                                 WSYNC: group id; request posts and completions: the post  \
+                                 number (1, 2, ... per rank; 0 unknown) */                 \
     X(uint8_t, "u1", type)    /* PW_EV_* */                                                \
     X(uint8_t, "u1", flags)   /* PW_EVF_* */                                               \
     X(uint16_t, "<u2", fn)    /* CALL: function id */                                      \

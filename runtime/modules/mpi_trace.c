@@ -260,8 +260,10 @@ typedef struct treq {
     uint64_t key;
     int recv, persistent, comm, peer, tag, flags;
     int64_t bytes;
+    int64_t post; /* the number of the request's latest post on this rank */
 } treq;
 static treq *reqs;
+static int64_t posts; /* posts numbered 1, 2, ... on this rank: completions name theirs */
 
 static uint64_t key_of(const void *req, int fortran)
 {
@@ -294,23 +296,31 @@ static treq *req_slot(uint64_t key, int create)
     return create ? tomb : NULL;
 }
 
-static void req_post(uint64_t key, const treq *r)
+/* Register a request; returns its post number. */
+static int64_t req_post(uint64_t key, const treq *r)
 {
     lock();
     treq *s = req_slot(key, 1);
+    int64_t id = r->persistent ? 0 : ++posts;
     if (s) {
         *s = *r;
         s->key = key;
+        s->post = id;
     }
     unlock();
+    return id;
 }
 
-static int req_take(uint64_t key, treq *out, int remove)
+/* Look a request up; remove it (when completed and not persistent), or give it a new
+ * post number (a persistent request started). */
+static int req_take(uint64_t key, treq *out, int remove, int repost)
 {
     lock();
     treq *s = req_slot(key, 0);
     int found = s != NULL;
     if (s) {
+        if (repost)
+            s->post = ++posts;
         *out = *s;
         if (remove && !s->persistent)
             s->key = PW_TREQ_FREE;
@@ -427,11 +437,12 @@ static void recv_event(pw_event_rec *e, int cid, const MPI_Status *st, int have_
 static int completion(pw_event_rec *e, const pw_args *a, int i, int single)
 {
     treq r;
-    if (i >= nsaved || !saved_keys[i] || !req_take(saved_keys[i], &r, 1))
+    if (i >= nsaved || !saved_keys[i] || !req_take(saved_keys[i], &r, 1, 0))
         return 0;
     if (!r.recv) {
         ev(e, PW_EV_SEND_DONE);
         e->t0 = (int64_t)saved_keys[i];
+        e->t1 = r.post;
         e->comm = r.comm;
         e->peer = r.peer;
         e->tag = r.tag;
@@ -440,6 +451,7 @@ static int completion(pw_event_rec *e, const pw_args *a, int i, int single)
     MPI_Status st;
     int have = status_at(a, i, single, &st);
     recv_event(e, r.comm, &st, have, -3, r.tag, r.bytes, saved_keys[i]);
+    e->t1 = r.post;
     if (!have)
         e->peer = r.peer;
     return 1;
@@ -451,11 +463,12 @@ static int nonblocking_post(const pw_args *a, int recv, int cid, int peer_world,
     uint64_t key = key_of(a->request, a->fortran);
     treq r = {.recv = recv, .persistent = persistent, .comm = cid, .peer = peer_world,
               .tag = tag, .flags = flags, .bytes = bytes};
-    req_post(key, &r);
+    int64_t id = req_post(key, &r);
     if (persistent)
         return 0; /* the events come with each MPI_Start */
     ev(e, recv ? PW_EV_IRECV : PW_EV_SEND);
     e->t0 = (int64_t)key;
+    e->t1 = id;
     e->flags = (uint8_t)(flags | PW_EVF_NONBLOCKING);
     e->comm = cid;
     e->peer = peer_world;
@@ -469,10 +482,11 @@ static int start_event(pw_event_rec *e, const void *req, int fortran)
 {
     uint64_t key = key_of(req, fortran);
     treq r;
-    if (!req_take(key, &r, 0))
+    if (!req_take(key, &r, 0, 1))
         return 0;
     ev(e, r.recv ? PW_EV_IRECV : PW_EV_SEND);
     e->t0 = (int64_t)key;
+    e->t1 = r.post;
     e->flags = (uint8_t)(r.flags | PW_EVF_NONBLOCKING | PW_EVF_PERSISTENT);
     e->comm = r.comm;
     e->peer = r.peer;

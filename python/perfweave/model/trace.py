@@ -311,7 +311,7 @@ def prepare(rf):
               bytes=r["bytes"],
               bytes2=np.where((rtyp == T["COLL"]) | (rtyp == T["RMA"]), r["t1"], 0),
               key=np.where(REQUESTS[rtyp], r["t0"], 0).astype(np.uint64))
-    ev["post"] = _request_posts(ev)
+    ev["post"] = _request_posts(ev, np.where(REQUESTS[rtyp], r["t1"], 0))
     _sequence(ev, r["comm"], meta, rf.rank, calls["t0"], len(starts) > 1)
     groups = [np.array(g.get("ranks", []), np.int32) for g in meta.get("groups", [])]
 
@@ -423,15 +423,24 @@ def _lookup(table, local):
     return np.where(ok, table[np.clip(local, 0, len(table) - 1)], 0).astype(np.int64)
 
 
-def _request_posts(ev):
+def _request_posts(ev, number):
     """For each request completion (SEND_DONE; RECV with a request key), the index of
-    the latest post of the same key before it (SEND posted nonblocking, IRECV); else -1.
-    A request key is reused by MPI once the request completed."""
+    its post (SEND posted nonblocking, IRECV), else -1. The runtime numbers each post and
+    repeats the number in the completion; records without numbers (imported traces) are
+    linked by request key instead: the latest post of the key before the completion
+    (MPI reuses a request's handle once it completed)."""
     typ = ev["type"]
     post = ((typ == T["SEND"]) & ((ev["flags"] & F["NONBLOCKING"]) != 0)) | \
         (typ == T["IRECV"])
     done = (typ == T["SEND_DONE"]) | ((typ == T["RECV"]) & (ev["key"] != 0))
     out = np.full(len(typ), -1, np.int64)
+    numbered = number > 0
+    pn, dn = np.flatnonzero(post & numbered), np.flatnonzero(done & numbered)
+    if len(pn) and len(dn):
+        table = np.full(int(number.max()) + 1, -1, np.int64)
+        table[number[pn]] = pn
+        out[dn] = table[number[dn]]
+    post, done = post & ~numbered, done & ~numbered
     idx = np.flatnonzero(post | done)
     if not len(idx):
         return out
