@@ -2,7 +2,10 @@
 tests/runtime/programs/trace_basic.c and ws_rma.c, written as OTF2, read back by OTF2's
 own reader event for event against the records, then imported again: perfweave analyze
 must find the same metric totals as on the original experiment (to the nanosecond; the
-traces are small enough that no trace buffer is flushed before the end)."""
+traces are small enough that no trace buffer is flushed before the end).
+
+Not test_interop.py: pytest imports the test modules of these package-less directories by
+their base name, and tests/python/test_interop.py has that one."""
 import json
 import subprocess
 from collections import Counter, defaultdict
