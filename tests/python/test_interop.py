@@ -135,7 +135,8 @@ def rank2():
     return r
 
 
-def write_experiment(exp, ranks, t_fini=8000):
+def write_experiment(exp, ranks, t_fini=8000, comms=COMMS, groups=GROUPS,
+                     windows=({"id": 0, "comm": 0, "seq": 0},)):
     """An experiment directory written as perfweave run --trace writes it: per rank the
     records of each thread together, ticks = ns."""
     (exp / "traces").mkdir(parents=True)
@@ -165,14 +166,15 @@ def write_experiment(exp, ranks, t_fini=8000):
             first = threads.index(t)
             flushes.append({"thread": t, "first": first, "count": threads.count(t)})
         rec.tofile(exp / "traces" / f"rank-{r}.events")
-        meta = {"format": "perfweave-trace", "version": 1, "rank": r, "world_size": 3,
+        meta = {"format": "perfweave-trace", "version": 1, "rank": r,
+                "world_size": len(comms[r][0]["ranks"]),
                 "host": "node01", "pid": 100 + r, "state": "complete",
                 "functions": functions, "families": ["p2p"] * len(functions),
                 "clock": {"ticks": [0, 10 ** 9], "ns": [0, 10 ** 9], "offset_init_ns": 0,
                           "offset_init_err_ns": 0, "offset_fini_ns": 0,
                           "offset_fini_err_ns": 0, "t_init_ns": 500, "t_fini_ns": t_fini},
-                "comms": COMMS[r], "windows": [{"id": 0, "comm": 0, "seq": 0}],
-                "groups": [{"id": i, "ranks": g} for i, g in enumerate(GROUPS[r])],
+                "comms": comms[r], "windows": list(windows),
+                "groups": [{"id": i, "ranks": g} for i, g in enumerate(groups[r])],
                 "regions": [{"name": n} for n in regions], "objects": [],
                 "flushes": flushes, "records": len(rec), "lost": 0}
         (exp / "traces" / f"rank-{r}.json").write_text(json.dumps(meta))
@@ -329,6 +331,36 @@ def test_round_trip_of_an_archive_written_twice(literal, tmp_path):
         with otf2.reader.open(anchor) as tr:
             return Counter((loc.group.name, type(e).__name__) for loc, e in tr.events)
     assert kinds(a["anchor"]) == kinds(b["anchor"])
+
+
+def test_intercommunicator(tmp_path):
+    """An intercommunicator is its local group on each side (the otf2 package writes no
+    InterComm definitions); peers in the remote group travel as perfweave:peer."""
+    world = [0, 1, 2, 3]
+
+    def comms(local, remote):
+        return [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": world, "parent": -1, "seq": 0},
+                {"id": 1, "ranks": local, "parent": 0, "seq": 0},
+                {"id": 2, "ranks": local, "remote": remote, "parent": 1, "seq": 0}]
+    cl = {0: comms([0, 1], [2, 3]), 1: comms([0, 1], [2, 3]), 2: comms([2, 3], [0, 1]),
+          3: comms([2, 3], [0, 1])}
+    ranks = {0: call("MPI_Send", 10, 20, ev("SEND", peer=2, tag=1, comm=2, bytes=4)),
+             1: call("MPI_Comm_rank", 10, 20),
+             2: call("MPI_Recv", 5, 25, ev("RECV", peer=0, tag=1, comm=2, bytes=4)),
+             3: call("MPI_Comm_rank", 10, 20)}
+    exp = write_experiment(tmp_path / "ic", ranks, 100, cl, {r: [] for r in world}, ())
+    anchor = pw_otf2.export(exp)["anchor"]
+    back = tmp_path / "back"
+    pw_otf2.import_archive(anchor, back)
+    (send,) = described(back, 0)["SEND"]
+    (recv,) = described(back, 2)["RECV"]
+    assert send[2] == 2 and recv[2] == 0 and send[3] == recv[3] == 1
+    assert send[4] == ((0, 1), 1) and recv[4] == ((2, 3), 1)      # local group, 2nd
+    with otf2.reader.open(anchor) as tr:
+        for loc, e in tr.events:
+            if isinstance(e, otf2.events.MpiSend):
+                assert e.receiver == 0xFFFFFFFF
+                assert {a.name: v for a, v in e.attributes.items()} == {"perfweave:peer": 2}
 
 
 def test_existing_output_needs_force(literal):

@@ -324,7 +324,8 @@ class _Exporter:
         # regions: MPI functions, the flush, user regions (made when first met)
         self.mpi_regions = {}
         for rt in X.ranks:
-            for nm in rt.functions:
+            used = np.unique(rt.rec["fn"][rt.rec["type"] == T["CALL"]]).tolist()
+            for nm in (rt.functions[f] for f in used if f < len(rt.functions)):
                 if nm not in self.mpi_regions:
                     self.mpi_regions[nm] = d.region(
                         nm, canonical_name=nm, region_role=region_role(otf2, nm),
@@ -368,7 +369,7 @@ class _Exporter:
                 m = tuple(int(x) for x in c.get("ranks", []))
                 rem = tuple(int(x) for x in c.get("remote", []) or [])
                 seq = int(c.get("seq", 0))
-                key = (tuple(sorted((m, rem))), seq) if rem else (m, (), seq)
+                key = (m, rem, seq)
                 keys.append(key)
                 if key not in found:
                     found[key] = [seq, len(found), c.get("name"), None, m, rem]
@@ -388,10 +389,10 @@ class _Exporter:
                 name = f"{name or 'comm'} #{len(self.comms)}"
             names.add(name)
             par = self.comms.get(parent) if parent else None
-            if rem:
-                c = self.d.inter_comm(name, self._group(m), self._group(rem), par)
-            else:
-                c = self.d.comm(name, group=self._group(m), parent=par)
+            # an intercommunicator is its local group on each side: the otf2 package
+            # writes no InterComm definition (its class has the fields of Comm too), and
+            # peers in the remote group go as perfweave:peer attributes
+            c = self.d.comm(name, group=self._group(m), parent=par)
             self.comms[key] = c
         self.world_comm = self.comms[world_key]
 
@@ -549,7 +550,8 @@ class _Exporter:
 
         t0, t1 = rt.t0, rt.t1
         fn_names = rt.functions
-        fn_ref = np.array([self.mpi_regions[nm] for nm in fn_names] + [0], np.uint64)
+        fn_ref = np.array([self.mpi_regions.get(nm, U32) for nm in fn_names] + [U32],
+                          np.uint64)
 
         # ---- MPI calls and trace buffer flushes: Enter and Leave ----
         ci = np.flatnonzero(typ == T["CALL"])
@@ -658,7 +660,7 @@ class _Exporter:
         comm_defs = rt.meta.get("comms", [])
         comm_ref = np.array([self.comms[k]._ref for k in keys] + [self.world_comm._ref],
                             np.uint64)
-        lists = [c.get("remote") or c.get("ranks", []) for c in comm_defs]
+        lists = [c.get("ranks", []) for c in comm_defs]
         look = _Lookup(lists, self.X.world_size)
         wdefs = rt.meta.get("windows", [])
         win_ref = np.array([self.wins.get((keys[wd["comm"]], int(wd.get("seq", 0))))._ref
@@ -1125,7 +1127,7 @@ class _Importer:
                 self.rank_of_member[loc._ref] = self.loc_rank[loc._ref]
 
         def members(g):
-            if g is None:
+            if not isinstance(g, otf2.definitions.Group):
                 return None
             if g.group_type == otf2.GroupType.COMM_SELF:
                 return None          # the rank itself
@@ -1155,7 +1157,8 @@ class _Importer:
         self.comm_order = []
         for c in d.comms:
             groups = [getattr(c, k, None) for k in ("group", "groupA", "groupB")]
-            if not any(g is not None and g.paradigm == otf2.Paradigm.MPI for g in groups):
+            if not any(isinstance(g, otf2.definitions.Group) and
+                       g.paradigm == otf2.Paradigm.MPI for g in groups):
                 continue        # the measurement system's own communicators
             if isinstance(c, otf2.definitions.InterComm):
                 self.comm_def[c._ref] = ("inter", members(c.groupA) or [],
