@@ -363,6 +363,20 @@ def test_intercommunicator(tmp_path):
                 assert {a.name: v for a, v in e.attributes.items()} == {"perfweave:peer": 2}
 
 
+def test_rank_without_its_description(literal, tmp_path):
+    """A rank killed before writing rank-R.json keeps its records: clock and function
+    names come from another rank, as perfweave analyze takes them."""
+    (literal / "traces" / "rank-1.json").unlink()
+    s = pw_otf2.export(literal)
+    assert any("rank 1" in n and "borrowed" in n for n in s["notes"])
+    back = tmp_path / "back"
+    pw_otf2.import_archive(s["anchor"], back)
+    raw = np.fromfile(literal / "traces" / "rank-1.events", EVENT_DTYPE)
+    a = Counter(TNAME[int(x)] for x in raw["type"])
+    b = Counter(TNAME[int(x)] for x in read(back, 1)[0]["type"])
+    assert a == b and a["CALL"] == 13
+
+
 def test_existing_output_needs_force(literal):
     pw_otf2.export(literal)
     res = perfweave("export", literal, "--format", "otf2")

@@ -107,6 +107,12 @@ def load(exp):
         out.append(RankTrace(rf.rank, m, rec, thread, t0, t1, tb, te,
                              list(m.get("functions") or []), rf.complete, list(rf.notes)))
         notes.extend(rf.notes)
+    # a rank killed before writing its JSON: every rank of a run has the same functions
+    names = next((rt.functions for rt in out if rt.functions), [])
+    for rt in out:
+        if not rt.functions and (rt.rec["type"] == T["CALL"]).any():
+            rt.functions = list(names)
+            notes.append(f"rank {rt.rank}: function names borrowed from another rank")
     return Experiment(exp, meta, world, out, notes)
 
 

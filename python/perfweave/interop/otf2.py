@@ -1244,8 +1244,7 @@ class _Importer:
         for a, b in zip(bounds.tolist(), np.r_[bounds[1:], len(tab["loc"])].tolist()):
             loc = int(tab["loc"][a])
             per_rank.setdefault(self.loc_rank[loc], []).append((self.loc_thread[loc], a, b))
-        self.counts = {"outside": 0, "nested": 0, "open": 0, "moved": 0, "unmatched": 0,
-                       "nocomm": 0}
+        self.counts = {"outside": 0, "nested": 0, "open": 0, "unmatched": 0, "nocomm": 0}
         for r in range(self.world):
             parts = sorted(per_rank.get(r, []))
             self._rank(r, parts)
@@ -1503,7 +1502,6 @@ class _Importer:
         urec["tag"] = depth[ui]
         urec["peer"] = -1
         urec["comm"] = _lookup(self.reg_user, reg[ui], -1)
-        counts["moved"] += int((inside[ui] & ~start[ui]).sum())
         out.append((ui, np.zeros(len(ui), np.int64), urec))
         fe, fl = enter & (rk == 2), leave & (rk == 2)
         fp, _, fun = pair_regions(fe, fl)
