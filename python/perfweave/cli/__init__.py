@@ -3,10 +3,10 @@ import argparse
 import sys
 
 from perfweave import __version__
-from perfweave.cli import analyze, report, run
+from perfweave.cli import analyze, export, import_, report, run
 from perfweave.errors import PerfweaveError
 
-VERBS = [run, report, analyze]
+VERBS = [run, report, analyze, export, import_]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,47 @@
+"""perfweave import: an OTF2 trace (Score-P's, or perfweave export's) as an experiment."""
+import datetime as _dt
+import os
+import re
+from pathlib import Path
+
+
+def setup_parser(sub):
+    p = sub.add_parser(
+        "import", help="turn an OTF2 trace into an experiment for perfweave analyze",
+        description="Convert an OTF2 archive (Score-P, or perfweave export) into an "
+                    "experiment directory whose event traces perfweave analyze reads. "
+                    "Events perfweave has no record for are counted and reported, never "
+                    "dropped silently. Needs the otf2 package. See docs/interop.md.",
+        usage="perfweave import ARCHIVE [-o EXP]")
+    p.add_argument("archive", metavar="ARCHIVE",
+                   help="the archive's anchor file (NAME.otf2) or its directory")
+    p.add_argument("-o", "--output", metavar="EXP",
+                   help="experiment directory to create (default "
+                        "perfweave-import-NAME-DATE)")
+    p.set_defaults(func=main)
+
+
+def default_name(archive):
+    p = Path(archive).resolve()
+    base = p.parent.name if p.suffix == ".otf2" else p.name
+    base = re.sub(r"[^A-Za-z0-9_.+-]", "_", base) or "otf2"
+    name = f"perfweave-import-{base}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
+    candidate, k = name, 1
+    while os.path.exists(candidate):
+        candidate = f"{name}-{k}"
+        k += 1
+    return candidate
+
+
+def main(args):
+    from perfweave.interop.otf2 import import_archive
+
+    out = args.output or default_name(args.archive)
+    s = import_archive(args.archive, out)
+    for note in s["notes"]:
+        print(f"perfweave: note: {note}")
+    rate = s["events"] / s["read_seconds"] if s["read_seconds"] > 0 else 0
+    print(f"perfweave: imported {s['events']} events of {s['ranks']} ranks into "
+          f"{s['experiment']} ({s['records']} records) in {s['seconds']:.2f} s "
+          f"({rate:,.0f} events/s read); perfweave analyze {s['experiment']}")
+    return 0

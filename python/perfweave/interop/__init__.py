@@ -1,0 +1,327 @@
+"""Exchanging event traces with other tools (docs/interop.md).
+
+- `interop.otf2`: export an experiment's traces as an OTF2 archive and import Score-P
+  (or perfweave-written) OTF2 archives as experiments, through the `otf2` package;
+- `interop.chrome`: export Chrome's Trace Event Format for chrome://tracing and Perfetto.
+
+This module holds what both exporters need: an experiment's ranks read, checked and put
+on one clock the way `perfweave analyze` puts them (so that an export and an analysis
+see the same times), names of user regions, and the meaning of flags that OTF2 events
+carry implicitly.
+"""
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from perfweave.errors import PerfweaveError
+from perfweave.model.trace import T, F, _object_labels, _to_ns, _window, classify
+
+FLUSH_REGION = "TRACE BUFFER FLUSH"      # Score-P's name for time spent writing buffers
+TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
+SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN",
+                                       "RMA", "WSYNC")))
+
+
+def need_otf2(what):
+    """The otf2 package, or a one-line error saying how to get it."""
+    try:
+        import otf2
+        import _otf2
+    except ImportError:
+        raise PerfweaveError(f"{what} needs the otf2 package (pip install otf2)") from None
+    return otf2, _otf2
+
+
+@dataclass
+class RankTrace:
+    """One rank's records as exported: grouped by thread, times in ns on rank 0's clock."""
+    rank: int
+    meta: dict
+    rec: np.ndarray                # EVENT_DTYPE, records of each thread together, in order
+    thread: np.ndarray             # thread of each record
+    t0: np.ndarray                 # ns: CALL/FLUSH start, ENTER/LEAVE time; 0 otherwise
+    t1: np.ndarray                 # ns: CALL/FLUSH end; 0 otherwise
+    t_begin: int                   # ns: MPI_Init done (application time starts)
+    t_end: int                     # ns: MPI_Finalize entered (or the last record)
+    functions: list
+    complete: bool = True
+    notes: list = field(default_factory=list)
+
+    @property
+    def host(self):
+        return self.meta.get("host") or "unknown"
+
+
+@dataclass
+class Experiment:
+    path: Path
+    meta: dict                     # experiment.json
+    world_size: int
+    ranks: list                    # RankTrace, by rank
+    notes: list = field(default_factory=list)
+
+
+def load(exp):
+    """Read the traces of experiment directory exp for export. Damaged ranks are kept
+    with notes (as perfweave analyze does); an experiment without traces is an error."""
+    from perfweave.analysis.exchange import Local
+    from perfweave.analysis.waitstates import _fallback_clock, _host_clocks, world_size_of
+    from perfweave.readers import trace as rt
+    from perfweave.readers.experiment import read_meta
+
+    exp = Path(exp)
+    if not exp.is_dir():
+        raise PerfweaveError(f"{exp}: no such experiment directory")
+    meta = read_meta(exp)
+    ranks = rt.list_ranks(exp)
+    world = world_size_of(exp, ranks)
+    files = [rt.read_rank(exp, r) for r in ranks]
+    # the clock perfweave analyze uses: ranks on rank 0's host share its clock exactly
+    _host_clocks(files, Local(world))
+    fallback = None
+    out, notes = [], []
+    for rf in files:
+        m = rf.meta
+        if not m.get("clock"):
+            fallback = fallback or _fallback_clock(exp, ranks)
+            if fallback:
+                m = dict(m, clock=fallback)
+                rf.notes.append(f"rank {rf.rank}: clock calibration borrowed from another "
+                                "rank; its times are approximate")
+        rec, thread = rf.records, rf.thread
+        if len(thread) > 1 and (np.diff(thread) < 0).any():
+            order = np.argsort(thread, kind="stable")
+            rec, thread = rec[order], thread[order]
+        typ = rec["type"]
+        t0 = np.zeros(len(rec), np.int64)
+        t1 = np.zeros(len(rec), np.int64)
+        timed = np.isin(typ, TIMED)
+        if timed.any():
+            t0[timed] = _to_ns(m, rec["t0"][timed])
+            both = np.isin(typ, [T["CALL"], T["FLUSH"]])
+            t1[both] = _to_ns(m, rec["t1"][both])
+        tb, te = _window(m, t0, t1, typ)
+        out.append(RankTrace(rf.rank, m, rec, thread, t0, t1, tb, te,
+                             list(m.get("functions") or []), rf.complete, list(rf.notes)))
+        notes.extend(rf.notes)
+    # a rank killed before writing its JSON: every rank of a run has the same functions
+    names = next((rt.functions for rt in out if rt.functions), [])
+    for rt in out:
+        if not rt.functions and (rt.rec["type"] == T["CALL"]).any():
+            rt.functions = list(names)
+            notes.append(f"rank {rt.rank}: function names borrowed from another rank")
+    return Experiment(exp, meta, world, out, notes)
+
+
+def region_names(rt, mask, symbolizer=None):
+    """Names (and source file, line) of the ENTER/LEAVE records of one rank where mask is
+    set: the region's name for an imported region, else the instrumented function found
+    from its address through the rank's loaded objects; `module+0xOFFSET` when it cannot
+    be symbolised."""
+    from perfweave.symbols import Symbolizer
+
+    idx = np.flatnonzero(mask)
+    names = np.full(len(idx), "", dtype=object)
+    files = np.full(len(idx), "", dtype=object)
+    lines = np.zeros(len(idx), np.int64)
+    if not len(idx):
+        return names, files, lines
+    rid = rt.rec["comm"][idx]
+    named = rid >= 0
+    regions = rt.meta.get("regions") or []
+    if named.any():
+        table = np.array([r.get("name", "?") if isinstance(r, dict) else str(r)
+                          for r in regions] + ["?"], dtype=object)
+        names[named] = table[np.clip(rid[named], 0, len(table) - 1)]
+    if (~named).any():
+        labels = _object_labels(rt.meta, rt.rec["bytes"][idx[~named]])
+        uniq, inv = np.unique(labels.astype(str), return_inverse=True)
+        sym = symbolizer or Symbolizer()
+        by_module = {}
+        for i, lab in enumerate(uniq):
+            path, _, off = lab.rpartition("|")
+            path = path.rpartition("|")[0]
+            by_module.setdefault(path, []).append((i, int(off, 16) if off else 0))
+        un = np.full(len(uniq), "", dtype=object)
+        uf = np.full(len(uniq), "", dtype=object)
+        ul = np.zeros(len(uniq), np.int64)
+        for path, items in by_module.items():
+            offs = [o for _, o in items]
+            # a function address is exact, not a return address: Symbolizer looks up
+            # offset - 1, so hand it offset + 1
+            locs = sym.resolve(path, [o + 1 for o in offs]) if path and path != "?" else []
+            for k, (i, o) in enumerate(items):
+                loc = locs[k] if locs else None
+                if loc is not None and loc.function:
+                    un[i], uf[i], ul[i] = loc.function, loc.file, loc.line
+                elif path and path != "?":
+                    un[i] = f"{os.path.basename(path)}+{o:#x}"
+                else:
+                    un[i] = f"{o:#x}" if o else "?"
+        names[~named] = un[inv.reshape(-1)]
+        files[~named] = uf[inv.reshape(-1)]
+        lines[~named] = ul[inv.reshape(-1)]
+    return names, files, lines
+
+
+def pair_regions(enter, leave):
+    """Match ENTER and LEAVE records of one thread (masks over its records, in order).
+    Returns (partner, depth, unmatched_leave): the index of each ENTER's LEAVE (and each
+    LEAVE's ENTER), -1 when there is none; the stack depth of each (0 outermost). A LEAVE
+    with no open region (a trace that started inside functions) is unmatched."""
+    n = len(enter)
+    partner = np.full(n, -1, np.int64)
+    depth = np.zeros(n, np.int64)
+    pos = np.flatnonzero(enter | leave)
+    if not len(pos):
+        return partner, depth, np.zeros(n, bool)
+    step = np.where(enter[pos], 1, -1)
+    level = np.cumsum(step)
+    low = np.minimum.accumulate(np.minimum(level, 0))
+    low_prev = np.r_[0, low[:-1]]
+    bad = ~enter[pos] & (low < low_prev)       # goes below every level seen: no ENTER
+    unmatched = np.zeros(n, bool)
+    unmatched[pos[bad]] = True
+    pos = pos[~bad]
+    step = np.where(enter[pos], 1, -1)
+    level = np.cumsum(step)
+    d = np.where(enter[pos], level - 1, level)   # an ENTER's depth; a LEAVE's after leaving
+    depth[pos] = d
+    is_e = enter[pos]
+    for k in np.unique(d):
+        e = pos[is_e & (d == k)]
+        lv = pos[~is_e & (d == k)]
+        if not len(e) or not len(lv):
+            continue
+        j = np.searchsorted(lv, e)            # the first LEAVE at this depth after the ENTER
+        ok = j < len(lv)
+        # the next ENTER at this depth must come after that LEAVE
+        nxt = np.r_[e[1:], np.iinfo(np.int64).max]
+        ok[ok] &= lv[j[ok]] < nxt[ok]
+        partner[e[ok]] = lv[j[ok]]
+        partner[lv[j[ok]]] = e[ok]
+    return partner, depth, unmatched
+
+
+def irecv_completions(typ, key, group):
+    """For each IRECV record, the index of the RECV that completes it: the first RECV of
+    the same request key after it in the same group (thread), or -1. OTF2's
+    MpiIrecvRequest carries only the request, so an importer takes the receive's
+    communicator, source, tag and size from there, and the exporter adds attributes only
+    to requests whose values differ (MPI_ANY_SOURCE, a larger buffer)."""
+    out = np.full(len(typ), -1, np.int64)
+    cand = np.flatnonzero((typ == T["IRECV"]) | ((typ == T["RECV"]) & (key != 0)))
+    if not len(cand):
+        return out
+    o = np.lexsort((-cand, key[cand], group[cand]))
+    s = cand[o]
+    is_recv = typ[s] == T["RECV"]
+    idx = np.where(is_recv, np.arange(len(s)), -1)
+    nearest = np.maximum.accumulate(idx)          # in reverse order: the next RECV after
+    j = np.where(nearest >= 0, s[np.maximum(nearest, 0)], -1)
+    ok = (typ[s] == T["IRECV"]) & (nearest >= 0) & (key[np.maximum(j, 0)] == key[s]) & \
+        (group[np.maximum(j, 0)] == group[s])
+    out[s[ok]] = j[ok]
+    return out
+
+
+# ---- what an OTF2 event implies about a record's flags ----
+#
+# OTF2 says "MpiIsend" where perfweave says SEND with the nonblocking flag, and the
+# function of the enclosing call says whether the send was synchronous or started a
+# persistent request. Export and import derive the flags with the same function; only a
+# record whose flags differ from the derived ones carries a "perfweave:flags" attribute.
+
+_SSEND = {"MPI_Ssend"}
+_ISSEND = {"MPI_Issend"}
+_START = {"MPI_Start", "MPI_Startall"}
+_RMA_REQ = {"MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate"}
+
+
+def function_traits(functions):
+    """Per function name (arrays over the list): ssend, issend, start, nonblocking
+    collective, request-based RMA."""
+    f = list(functions)
+    nbcoll = [blocking_twin(n) != n for n in f]
+    return {
+        "ssend": np.array([n in _SSEND for n in f] + [False]),
+        "issend": np.array([n in _ISSEND for n in f] + [False]),
+        "start": np.array([n in _START for n in f] + [False]),
+        "nbcoll": np.array(nbcoll + [False]),
+        "rreq": np.array([n in _RMA_REQ for n in f] + [False]),
+    }
+
+
+def derived_flags(traits, fn, rtype, nonblocking_event, exclusive_lock=None):
+    """The flags OTF2 implies for records of types rtype made by functions fn (index into
+    the traits' list, -1 unknown); nonblocking_event: the record came from a request
+    event (MpiIsend, MpiIrecvRequest); exclusive_lock: an exclusive RmaAcquireLock."""
+    fn = np.where(fn >= 0, fn, len(traits["ssend"]) - 1)
+    out = np.zeros(len(rtype), np.int64)
+    send = rtype == T["SEND"]
+    nb = np.asarray(nonblocking_event, bool)
+    out |= np.where(send & ~nb & traits["ssend"][fn], F["SYNCHRONOUS"], 0)
+    post = (send | (rtype == T["IRECV"])) & nb
+    out |= np.where(post, F["NONBLOCKING"], 0)
+    out |= np.where(send & nb & traits["issend"][fn], F["SYNCHRONOUS"], 0)
+    out |= np.where(post & traits["start"][fn], F["PERSISTENT"], 0)
+    out |= np.where((rtype == T["COLL"]) & traits["nbcoll"][fn], F["NONBLOCKING"], 0)
+    out |= np.where((rtype == T["RMA"]) & traits["rreq"][fn], F["NONBLOCKING"], 0)
+    if exclusive_lock is not None:
+        out |= np.where((rtype == T["WSYNC"]) & np.asarray(exclusive_lock, bool),
+                        F["EXCLUSIVE"], 0)
+    return out
+
+
+# model/trace.py classify() takes MPI_Send, MPI_Send_init and the nonblocking collectives
+# (MPI_Iallreduce, ...) for "other" functions; the region roles and families written here
+# do not rely on it for those
+_P2P = re.compile(r"MPI_(I?[BSR]?send|I?[BSR]?send_init|Recv|Irecv|Recv_init|Mrecv|Imrecv|"
+                  r"Sendrecv|Sendrecv_replace|Start|Startall|Probe|Iprobe|Mprobe|Improbe|"
+                  r"Request_free|Cancel)$", re.I)
+
+
+_COLLECTIVES = {
+    "MPI_Barrier", "MPI_Bcast", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv",
+    "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw",
+    "MPI_Allreduce", "MPI_Reduce", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block",
+    "MPI_Scan", "MPI_Exscan", "MPI_Neighbor_allgather", "MPI_Neighbor_allgatherv",
+    "MPI_Neighbor_alltoall", "MPI_Neighbor_alltoallv", "MPI_Neighbor_alltoallw"}
+
+
+def blocking_twin(name):
+    """MPI_Iallreduce -> MPI_Allreduce; other names unchanged."""
+    if name.startswith("MPI_I") and len(name) > 5 and name[5].islower():
+        twin = "MPI_" + name[5].upper() + name[6:]
+        if twin in _COLLECTIVES:
+            return twin
+    return name
+
+
+def is_collective(name):
+    return blocking_twin(name) in _COLLECTIVES
+
+
+def is_p2p(name):
+    """A point-to-point MPI function (sends, receives, probes, persistent requests)."""
+    return bool(_P2P.match(name))
+
+
+def family(name):
+    """The profile family of an MPI function (docs/format.md) from its name."""
+    if is_p2p(name):
+        return "p2p"
+    if is_collective(name):
+        return "coll"
+    cat, role = classify(name)
+    if role in ("wait", "waitmulti", "test") or cat in ("rma_active", "rma_passive"):
+        return "sync"
+    return {"p2p": "p2p", "coll": "coll", "sync_coll": "coll", "rma_comm": "rma",
+            "mgmt_win": "rma", "io": "io", "mgmt_file": "io"}.get(cat, "other")
+
+
+def default_output(exp, name):
+    return Path(exp) / "export" / name

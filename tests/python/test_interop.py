@@ -1,0 +1,560 @@
+"""Exchanging traces (perfweave export / import, docs/interop.md): a hand-written
+experiment that uses every record type goes to OTF2 and back with every record intact,
+OTF2's own reader sees what was written, Chrome trace JSON has one slice per call, bad
+input is one line and exit status 2, and the public Score-P traces of ../shared/data are
+imported and analysed with their known results."""
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import otf2
+import pytest
+
+from perfweave.interop import otf2 as pw_otf2
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
+
+T, F = EVENT_TYPES, EVENT_FLAGS
+TNAME = {v: k for k, v in T.items()}
+PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+NB, SYNC, PERS = F["NONBLOCKING"], F["SYNCHRONOUS"], F["PERSISTENT"]
+
+
+def perfweave(*args, timeout=120):
+    return subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def one_error_line(res):
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("perfweave: error:"), res.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------- a literal experiment
+
+WORLD = [0, 1, 2]
+COMMS = {   # per rank: the communicators it uses, as the runtime lists them
+    0: [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
+        {"id": 1, "ranks": WORLD, "parent": 0, "seq": 1},              # a dup of world
+        {"id": 2, "ranks": [0, 2], "parent": 0, "seq": 0}],
+    1: [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
+        {"id": 1, "ranks": WORLD, "parent": 0, "seq": 1}],
+    2: [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
+        {"id": 1, "ranks": WORLD, "parent": 0, "seq": 1},
+        {"id": 2, "ranks": [0, 2], "parent": 0, "seq": 0}],
+}
+GROUPS = {0: [[1]], 1: [[0]], 2: []}
+
+
+def call(fn, t0, t1, *subs, thread=0):
+    return [(thread, dict(type="CALL", fn=fn, t0=t0, t1=t1))] + \
+        [(thread, dict(s)) for s in subs]
+
+
+def ev(type, **kw):
+    return dict(type=type, **kw)
+
+
+def rank0():
+    r = [(0, ev("ENTER", region="main", t0=100, tag=0))]
+    r += call("MPI_Send", 1000, 1100, ev("SEND", peer=1, tag=5, comm=0, bytes=40))
+    r += call("MPI_Ssend", 1200, 1300, ev("SEND", flags=SYNC, peer=2, tag=6, comm=2,
+                                          bytes=8))
+    r += [(0, ev("ENTER", region="solve", t0=1400, tag=1))]
+    r += call("MPI_Irecv", 1500, 1600,     # MPI_ANY_SOURCE, MPI_ANY_TAG, bigger buffer
+              ev("IRECV", t0=0x55, flags=NB, peer=-2, tag=-1, comm=1, bytes=64))
+    r += call("MPI_Isend", 1700, 1800, ev("SEND", t0=0x66, flags=NB, peer=1, tag=3, comm=1,
+                                          bytes=16))
+    r += call("MPI_Waitall", 1900, 2500, ev("RECV", t0=0x55, peer=1, tag=4, comm=1, bytes=32),
+              ev("SEND_DONE", t0=0x66, peer=1, tag=3, comm=1))
+    r += [(0, ev("LEAVE", region="solve", t0=2600, tag=1))]
+    r += [(0, ev("FLUSH", t0=2700, t1=2800, bytes=4096))]
+    r += call("MPI_Bcast", 3000, 3500, ev("COLL", comm=0, peer=0, bytes=40))
+    r += call("MPI_Iallreduce", 3600, 3700, ev("COLL", flags=NB, comm=0, bytes=8, t1=8))
+    r += call("MPI_Win_create", 4000, 4500, ev("WIN", tag=0, comm=0))
+    r += call("MPI_Win_fence", 4600, 4700, ev("WSYNC", tag=0, comm=0, t1=-1))
+    r += call("MPI_Put", 4800, 4900, ev("RMA", tag=0, comm=0, peer=1, bytes=4))
+    r += call("MPI_Rget", 4950, 4990, ev("RMA", t0=0x77, flags=NB, tag=0, comm=0, peer=2,
+                                         t1=8))
+    r += call("MPI_Accumulate", 5000, 5050, ev("RMA", tag=0, comm=0))   # MPI_PROC_NULL
+    r += call("MPI_Win_fence", 5100, 5200, ev("WSYNC", tag=0, comm=0, t1=-1))
+    r += call("MPI_Win_start", 5300, 5400, ev("WSYNC", tag=0, comm=0, t1=0))
+    r += call("MPI_Put", 5500, 5600, ev("RMA", tag=0, comm=0, peer=1, bytes=4))
+    r += call("MPI_Win_complete", 5700, 5800, ev("WSYNC", tag=0, comm=0, t1=-1))
+    r += call("MPI_Win_lock", 5900, 6000, ev("WSYNC", flags=F["EXCLUSIVE"], tag=0, comm=0,
+                                             peer=2, t1=-1))
+    r += call("MPI_Win_flush", 6050, 6060, ev("WSYNC", tag=0, comm=0, peer=2, t1=-1))
+    r += call("MPI_Win_unlock", 6100, 6200, ev("WSYNC", tag=0, comm=0, peer=2, t1=-1))
+    r += call("MPI_Win_free", 6300, 6400, ev("WIN", flags=F["FREE"], tag=0, comm=0))
+    r += call("MPI_Comm_rank", 6500, 6510)
+    r += call("MPI_Mrecv", 6600, 6700, ev("RECV", peer=2, tag=9, bytes=12))   # no comm
+    r += call("MPI_Start", 6800, 6850,     # a persistent MPI_Ssend_init request
+              ev("SEND", t0=0x88, flags=NB | PERS | SYNC, peer=1, tag=11, comm=0, bytes=8))
+    r += call("MPI_Wait", 6900, 7000, ev("SEND_DONE", t0=0x88, peer=1, tag=11, comm=0))
+    # a second thread; "main" stays open to the end
+    r += call("MPI_Comm_size", 2000, 2100, thread=1)
+    r += call("MPI_Send", 2150, 2300, ev("SEND", peer=2, tag=1, comm=0, bytes=4), thread=1)
+    return r
+
+
+def rank1():
+    r = call("MPI_Recv", 900, 1150, ev("RECV", peer=0, tag=5, comm=0, bytes=40))
+    r += call("MPI_Isend", 1650, 1700, ev("SEND", t0=0x11, flags=NB, peer=0, tag=4, comm=1,
+                                          bytes=32))
+    r += call("MPI_Irecv", 1710, 1720, ev("IRECV", t0=0x12, flags=NB, peer=0, tag=3, comm=1,
+                                          bytes=16))
+    r += call("MPI_Waitall", 1730, 2000, ev("SEND_DONE", t0=0x11, peer=0, tag=4, comm=1),
+              ev("RECV", t0=0x12, peer=0, tag=3, comm=1, bytes=16))
+    r += call("MPI_Bcast", 3100, 3600, ev("COLL", comm=0, peer=0, t1=40))
+    r += call("MPI_Iallreduce", 3650, 3700, ev("COLL", flags=NB, comm=0, bytes=8, t1=8))
+    r += call("MPI_Win_create", 4100, 4500, ev("WIN", tag=0, comm=0))
+    r += call("MPI_Win_fence", 4600, 4700, ev("WSYNC", tag=0, comm=0, t1=-1))
+    r += call("MPI_Win_fence", 5100, 5200, ev("WSYNC", tag=0, comm=0, t1=-1))
+    r += call("MPI_Win_post", 5250, 5260, ev("WSYNC", tag=0, comm=0, t1=0))
+    r += call("MPI_Win_test", 5300, 5310, ev("WSYNC", tag=0, comm=0, t1=-1))
+    r += call("MPI_Win_test", 5900, 5910, ev("WSYNC", flags=F["DONE"], tag=0, comm=0,
+                                             t1=-1))
+    r += call("MPI_Win_free", 6300, 6400, ev("WIN", flags=F["FREE"], tag=0, comm=0))
+    return r
+
+
+def rank2():
+    r = call("MPI_Recv", 1150, 1310, ev("RECV", peer=0, tag=6, comm=2, bytes=8))
+    r += call("MPI_Recv", 2200, 2310, ev("RECV", peer=0, tag=1, comm=0, bytes=4))
+    r += call("MPI_Bcast", 3100, 3550, ev("COLL", comm=0, peer=0, t1=40))
+    r += call("MPI_Iallreduce", 3650, 3690, ev("COLL", flags=NB, comm=0, bytes=8, t1=8))
+    r += call("MPI_Win_create", 4200, 4500, ev("WIN", tag=0, comm=0))
+    r += call("MPI_Win_fence", 4600, 4700, ev("WSYNC", tag=0, comm=0, t1=-1))
+    r += call("MPI_Win_fence", 5100, 5200, ev("WSYNC", tag=0, comm=0, t1=-1))
+    r += call("MPI_Win_free", 6300, 6400, ev("WIN", flags=F["FREE"], tag=0, comm=0))
+    return r
+
+
+def write_experiment(exp, ranks, t_fini=8000, comms=COMMS, groups=GROUPS,
+                     windows=({"id": 0, "comm": 0, "seq": 0},)):
+    """An experiment directory written as perfweave run --trace writes it: per rank the
+    records of each thread together, ticks = ns."""
+    (exp / "traces").mkdir(parents=True)
+    for r, items in ranks.items():
+        items = sorted(items, key=lambda x: x[0])           # thread by thread, stable
+        functions, regions = [], []
+        rec = np.zeros(len(items), EVENT_DTYPE)
+        rec["peer"], rec["comm"] = -1, -1
+        for i, (thread, row) in enumerate(items):
+            row = dict(row)
+            rec[i]["type"] = T[row.pop("type")]
+            if "fn" in row:
+                fn = row.pop("fn")
+                if fn not in functions:
+                    functions.append(fn)
+                rec[i]["fn"] = functions.index(fn)
+            if "region" in row:
+                name = row.pop("region")
+                if name not in regions:
+                    regions.append(name)
+                rec[i]["comm"] = regions.index(name)
+            for k, v in row.items():
+                rec[i][k] = v
+        threads = [t for t, _ in items]
+        flushes = []
+        for t in sorted(set(threads)):
+            first = threads.index(t)
+            flushes.append({"thread": t, "first": first, "count": threads.count(t)})
+        rec.tofile(exp / "traces" / f"rank-{r}.events")
+        meta = {"format": "perfweave-trace", "version": 1, "rank": r,
+                "world_size": len(comms[r][0]["ranks"]),
+                "host": "node01", "pid": 100 + r, "state": "complete",
+                "functions": functions, "families": ["p2p"] * len(functions),
+                "clock": {"ticks": [0, 10 ** 9], "ns": [0, 10 ** 9], "offset_init_ns": 0,
+                          "offset_init_err_ns": 0, "offset_fini_ns": 0,
+                          "offset_fini_err_ns": 0, "t_init_ns": 500, "t_fini_ns": t_fini},
+                "comms": comms[r], "windows": list(windows),
+                "groups": [{"id": i, "ranks": g} for i, g in enumerate(groups[r])],
+                "regions": [{"name": n} for n in regions], "objects": [],
+                "flushes": flushes, "records": len(rec), "lost": 0}
+        (exp / "traces" / f"rank-{r}.json").write_text(json.dumps(meta))
+    (exp / "experiment.json").write_text(json.dumps({
+        "format": "perfweave-experiment", "version": 1, "command": ["mpirun", "-n", "3",
+                                                                    "./app", "-v"],
+        "program": "/home/u/app", "state": "finished", "start_epoch": 1.7e9,
+        "exit_status": {"code": 0}}))
+    return exp
+
+
+@pytest.fixture
+def literal(tmp_path):
+    return write_experiment(tmp_path / "lit", {0: rank0(), 1: rank1(), 2: rank2()})
+
+
+def read(exp, r):
+    rec = np.fromfile(exp / "traces" / f"rank-{r}.events", EVENT_DTYPE)
+    meta = json.loads((exp / "traces" / f"rank-{r}.json").read_text())
+    thread = np.zeros(len(rec), np.int64)
+    for f in meta["flushes"]:
+        thread[f["first"]:f["first"] + f["count"]] = f["thread"]
+    return rec, meta, thread
+
+
+def described(exp, r):
+    """A rank's records as comparable tuples per type, in order, with communicators,
+    windows, groups and regions named by what they are rather than by local ids."""
+    rec, meta, thread = read(exp, r)
+    comms = {c["id"]: (tuple(c["ranks"]), c["seq"]) for c in meta["comms"]}
+    wins = {w["id"]: (comms[w["comm"]], w["seq"]) for w in meta["windows"]}
+    groups = {g["id"]: tuple(g["ranks"]) for g in meta["groups"]}
+    regions = [g["name"] for g in meta.get("regions", [])]
+    out = {}
+    for e, t in zip(rec, thread.tolist()):
+        typ = TNAME[int(e["type"])]
+        if typ == "CALL":
+            row = (t, meta["functions"][e["fn"]], int(e["t0"]), int(e["t1"]))
+        elif typ in ("ENTER", "LEAVE"):
+            row = (t, regions[e["comm"]], int(e["t0"]), int(e["tag"]))
+        elif typ == "FLUSH":
+            row = (t, int(e["t0"]), int(e["t1"]), int(e["bytes"]))
+        else:
+            winish = typ in ("WIN", "RMA", "WSYNC")
+            row = (t, int(e["flags"]), int(e["peer"]),
+                   wins.get(int(e["tag"])) if winish else int(e["tag"]),
+                   comms.get(int(e["comm"])), int(e["bytes"]),
+                   groups.get(int(e["t1"]), -1) if typ == "WSYNC" else int(e["t1"]),
+                   int(e["t0"]))
+        out.setdefault(typ, []).append(row)
+    return out
+
+
+def definitions(exp, r):
+    _, meta, _ = read(exp, r)
+    comms = sorted((tuple(c["ranks"]), tuple(c.get("remote", [])), c["seq"])
+                   for c in meta["comms"])
+    cid = {c["id"]: (tuple(c["ranks"]), c["seq"]) for c in meta["comms"]}
+    wins = sorted((cid[w["comm"]], w["seq"]) for w in meta["windows"])
+    return comms, wins, [tuple(g["ranks"]) for g in meta["groups"]]
+
+
+# ---------------------------------------------------------------- OTF2 round trip
+
+def test_export_import_keeps_every_record(literal, tmp_path):
+    s = pw_otf2.export(literal)
+    assert Path(s["anchor"]) == literal / "export" / "traces.otf2"
+    back = tmp_path / "back"
+    t = pw_otf2.import_archive(s["anchor"], back)
+    assert t["events"] == s["events"] and t["notes"] == []
+    for r in WORLD:
+        a, b = described(literal, r), described(back, r)
+        assert {k: len(v) for k, v in a.items()} == {k: len(v) for k, v in b.items()}, r
+        for typ in a:
+            assert a[typ] == b[typ], (r, typ)
+        assert definitions(literal, r) == definitions(back, r)
+    meta = json.loads((back / "experiment.json").read_text())
+    assert meta["state"] == "finished" and meta["imported_from"] == \
+        str((literal / "export" / "traces.otf2").resolve())
+    # application time: MPI_Init done .. MPI_Finalize entered, through ProgramBegin/End
+    _, m0, _ = read(back, 0)
+    assert (m0["clock"]["t_init_ns"], m0["clock"]["t_fini_ns"]) == (500, 8000)
+    assert m0["state"] == "complete"
+
+
+def test_otf2_reader_sees_events_and_definitions(literal):
+    anchor = pw_otf2.export(literal, literal / "x" / "run.otf2")["anchor"]
+    assert anchor.endswith("x/run.otf2")
+    per_rank = Counter()
+    with otf2.reader.open(anchor) as tr:
+        d = tr.definitions
+        assert d.clock_properties.timer_resolution == 10 ** 9
+        groups = sorted(lg.name for lg in d.location_groups)
+        assert groups == ["MPI Rank 0", "MPI Rank 1", "MPI Rank 2"]
+        assert sorted((lg.name, loc.name) for loc in d.locations
+                      for lg in [loc.group])[:2] == [("MPI Rank 0", "Master thread"),
+                                                     ("MPI Rank 0", "Thread 1")]
+        comms = {c.name: [m.group.name for m in c.group.members] for c in d.comms}
+        assert comms["MPI_COMM_WORLD"] == ["MPI Rank 0", "MPI Rank 1", "MPI Rank 2"]
+        assert sorted(len(m) for m in comms.values()) == [2, 3, 3]
+        (win,) = list(d.rma_wins)
+        assert win.comm.name == "MPI_COMM_WORLD"
+        regions = {r.name: r for r in d.regions}
+        assert regions["MPI_Send"].paradigm == otf2.Paradigm.MPI
+        assert regions["MPI_Send"].region_role == otf2.RegionRole.POINT2POINT
+        assert regions["MPI_Bcast"].region_role == otf2.RegionRole.COLL_ONE2ALL
+        assert regions["MPI_Iallreduce"].region_role == otf2.RegionRole.COLL_ALL2ALL
+        assert regions["TRACE BUFFER FLUSH"].region_role == otf2.RegionRole.ARTIFICIAL
+        assert regions["main"].paradigm == otf2.Paradigm.USER
+        sends, recvs = [], []
+        for loc, e in tr.events:
+            per_rank[(loc.group.name[-1], type(e).__name__)] += 1
+            if isinstance(e, otf2.events.MpiSend):
+                sends.append((loc.group.name, e.receiver, e.communicator.name, e.msg_tag))
+            if isinstance(e, otf2.events.MpiRecv):
+                recvs.append((loc.group.name, e.sender, e.msg_tag))
+            if isinstance(e, otf2.events.MpiIrecvRequest) and e.request_id == 0x55:
+                # what MPI_ANY_SOURCE and MPI_ANY_TAG asked for, on the dup of world
+                at = {a.name: v for a, v in e.attributes.items()}
+                dup = at.pop("perfweave:comm")
+                assert at == {"perfweave:peer": -2, "perfweave:tag": -1,
+                              "perfweave:bytes": 64}
+                assert dup.name != "MPI_COMM_WORLD" and len(dup.group.members) == 3
+    for r in "012":
+        rec, _, _ = read(literal, int(r))
+        n = Counter(TNAME[int(x)] for x in rec["type"])
+        assert per_rank[(r, "Enter")] == n["CALL"] + n["FLUSH"] + n["ENTER"]
+        assert per_rank[(r, "Leave")] == n["CALL"] + n["FLUSH"] + n["LEAVE"]
+        assert per_rank[(r, "ProgramBegin")] == per_rank[(r, "ProgramEnd")] == 1
+        assert per_rank[(r, "MpiCollectiveEnd")] == n["COLL"]
+    # ranks in the communicator: rank 0's MPI_Ssend to world rank 2 on {0, 2} goes to 1
+    pair = next(name for name, m in comms.items() if len(m) == 2)
+    assert ("MPI Rank 0", 1, pair, 6) in sends
+    assert ("MPI Rank 0", 1, "MPI_COMM_WORLD", 5) in sends
+    assert ("MPI Rank 1", 0, 5) in recvs
+    assert per_rank[("0", "RmaPut")] == 2 and per_rank[("0", "RmaGet")] == 1
+    assert per_rank[("0", "RmaAtomic")] == 1 and per_rank[("0", "RmaWinCreate")] == 1
+    assert per_rank[("0", "RmaWinDestroy")] == 1
+    assert per_rank[("0", "RmaCollectiveEnd")] == 2        # two fences
+    assert per_rank[("0", "RmaGroupSync")] == 2            # start, complete
+    assert per_rank[("0", "RmaAcquireLock")] == per_rank[("0", "RmaReleaseLock")] == 1
+    assert per_rank[("0", "RmaSync")] == 1
+
+
+def test_round_trip_of_an_archive_written_twice(literal, tmp_path):
+    """export -> import -> export: the second archive has the same events."""
+    a = pw_otf2.export(literal)
+    back = tmp_path / "back"
+    pw_otf2.import_archive(a["anchor"], back)
+    b = pw_otf2.export(back)
+    assert b["events"] == a["events"]
+
+    def kinds(anchor):
+        with otf2.reader.open(anchor) as tr:
+            return Counter((loc.group.name, type(e).__name__) for loc, e in tr.events)
+    assert kinds(a["anchor"]) == kinds(b["anchor"])
+
+
+def test_intercommunicator(tmp_path):
+    """An intercommunicator is its local group on each side (the otf2 package writes no
+    InterComm definitions); peers in the remote group travel as perfweave:peer."""
+    world = [0, 1, 2, 3]
+
+    def comms(local, remote):
+        return [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": world, "parent": -1, "seq": 0},
+                {"id": 1, "ranks": local, "parent": 0, "seq": 0},
+                {"id": 2, "ranks": local, "remote": remote, "parent": 1, "seq": 0}]
+    cl = {0: comms([0, 1], [2, 3]), 1: comms([0, 1], [2, 3]), 2: comms([2, 3], [0, 1]),
+          3: comms([2, 3], [0, 1])}
+    ranks = {0: call("MPI_Send", 10, 20, ev("SEND", peer=2, tag=1, comm=2, bytes=4)),
+             1: call("MPI_Comm_rank", 10, 20),
+             2: call("MPI_Recv", 5, 25, ev("RECV", peer=0, tag=1, comm=2, bytes=4)),
+             3: call("MPI_Comm_rank", 10, 20)}
+    exp = write_experiment(tmp_path / "ic", ranks, 100, cl, {r: [] for r in world}, ())
+    anchor = pw_otf2.export(exp)["anchor"]
+    back = tmp_path / "back"
+    pw_otf2.import_archive(anchor, back)
+    (send,) = described(back, 0)["SEND"]
+    (recv,) = described(back, 2)["RECV"]
+    assert send[2] == 2 and recv[2] == 0 and send[3] == recv[3] == 1
+    assert send[4] == ((0, 1), 1) and recv[4] == ((2, 3), 1)      # local group, 2nd
+    with otf2.reader.open(anchor) as tr:
+        for loc, e in tr.events:
+            if isinstance(e, otf2.events.MpiSend):
+                assert e.receiver == 0xFFFFFFFF
+                assert {a.name: v for a, v in e.attributes.items()} == {"perfweave:peer": 2}
+
+
+def test_rank_without_its_description(literal, tmp_path):
+    """A rank killed before writing rank-R.json keeps its records: clock and function
+    names come from another rank, as perfweave analyze takes them."""
+    (literal / "traces" / "rank-1.json").unlink()
+    s = pw_otf2.export(literal)
+    assert any("rank 1" in n and "borrowed" in n for n in s["notes"])
+    back = tmp_path / "back"
+    pw_otf2.import_archive(s["anchor"], back)
+    raw = np.fromfile(literal / "traces" / "rank-1.events", EVENT_DTYPE)
+    a = Counter(TNAME[int(x)] for x in raw["type"])
+    b = Counter(TNAME[int(x)] for x in read(back, 1)[0]["type"])
+    assert a == b and a["CALL"] == 13
+
+
+def test_existing_output_needs_force(literal):
+    pw_otf2.export(literal)
+    res = perfweave("export", literal, "--format", "otf2")
+    assert "already exists" in one_error_line(res)
+    res = perfweave("export", literal, "--format", "otf2", "--force")
+    assert res.returncode == 0, res.stderr
+    assert "wrote OTF2 archive" in res.stdout
+
+
+# ---------------------------------------------------------------- Chrome trace JSON
+
+def test_chrome_trace(literal):
+    res = perfweave("export", literal, "--format", "chrome")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((literal / "export" / "trace.json").read_text())
+    events = doc["traceEvents"]
+    ncalls = sum(int((read(literal, r)[0]["type"] == T["CALL"]).sum()) for r in WORLD)
+    calls = [e for e in events if e["ph"] == "X" and e["cat"] == "MPI"]
+    assert len(calls) == ncalls
+    names = {(e["pid"], e["args"]["name"]) for e in events if e["name"] == "process_name"}
+    assert names == {(0, "rank 0"), (1, "rank 1"), (2, "rank 2")}
+    send = next(e for e in calls if e["pid"] == 0 and e["name"] == "MPI_Send")
+    # microseconds from the first event (rank 0 entering main at 100 ns)
+    assert send["ts"] == pytest.approx(0.9) and send["dur"] == pytest.approx(0.1)
+    assert send["args"]["events"] == [{"type": "SEND", "peer": 1, "tag": 5, "bytes": 40}]
+    user = sorted((e["name"], e["dur"]) for e in events if e.get("cat") == "user")
+    assert user == [("main", pytest.approx(7.9)), ("solve", pytest.approx(1.2))]
+    assert [e["name"] for e in events if e.get("cat") == "perfweave"] == \
+        ["TRACE BUFFER FLUSH"]
+    assert {(e["pid"], e["tid"]) for e in calls} == {(0, 0), (0, 1), (1, 0), (2, 0)}
+    # matched messages: 0->1 (tag 5), 0->2 (tag 6, on {0, 2}), 0->2 (tag 1, thread 1),
+    # 1->0 (tag 4) and 0->1 (tag 3) on the dup of world
+    starts = [e for e in events if e["ph"] == "s"]
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == len(ends) == 5
+    pairs = sorted((s["pid"], ends[s["id"]]["pid"]) for s in starts)
+    assert pairs == [(0, 1), (0, 1), (0, 2), (0, 2), (1, 0)]
+    assert all(ends[s["id"]]["bp"] == "e" for s in starts)
+
+
+# ---------------------------------------------------------------- bad input
+
+def test_bad_input_is_one_line(literal, tmp_path):
+    assert "no such OTF2 archive" in one_error_line(
+        perfweave("import", tmp_path / "none" / "traces.otf2", "-o", tmp_path / "e1"))
+    text = tmp_path / "notes.txt"
+    text.write_text("not a trace\n")
+    assert "not an OTF2 anchor file" in one_error_line(
+        perfweave("import", text, "-o", tmp_path / "e2"))
+    fake = tmp_path / "fake.otf2"
+    fake.write_text("not a trace either\n")
+    assert "not a readable OTF2 archive" in one_error_line(
+        perfweave("import", fake, "-o", tmp_path / "e3"))
+    assert not (tmp_path / "e3").exists()
+    # an archive that lost one of its event files
+    anchor = Path(pw_otf2.export(literal)["anchor"])
+    (anchor.parent / "traces" / "1.evt").unlink()
+    assert "not a readable OTF2 archive" in one_error_line(
+        perfweave("import", anchor, "-o", tmp_path / "e4"))
+    # the output exists
+    assert "already exists" in one_error_line(perfweave("import", anchor, "-o", literal))
+    # corrupt and missing experiments
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "experiment.json").write_text("{")
+    for fmt in ("otf2", "chrome"):
+        assert "corrupt" in one_error_line(perfweave("export", bad, "--format", fmt))
+        assert "no such experiment" in one_error_line(
+            perfweave("export", tmp_path / "nothing", "--format", fmt))
+    notrace = tmp_path / "notrace"
+    notrace.mkdir()
+    (notrace / "experiment.json").write_text(json.dumps(
+        {"format": "perfweave-experiment", "version": 1, "state": "finished"}))
+    assert "no traces" in one_error_line(perfweave("export", notrace, "--format", "otf2"))
+    assert "invalid choice" in one_error_line(perfweave("export", literal, "--format", "x"))
+    # unwritable output
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert "cannot write" in one_error_line(
+        perfweave("export", literal, "--format", "otf2", "-o", blocker / "t.otf2"))
+    assert "cannot write" in one_error_line(
+        perfweave("export", literal, "--format", "chrome", "-o", blocker / "t.json"))
+
+
+def test_without_the_otf2_package(literal):
+    code = ("import sys; sys.modules['otf2'] = None; sys.modules['_otf2'] = None; "
+            "from perfweave.cli import main; sys.exit(main(sys.argv[1:]))")
+    for args in (["export", literal, "--format", "otf2"], ["import", literal, "-o", "x"]):
+        res = subprocess.run([sys.executable, "-c", code, *map(str, args)],
+                             capture_output=True, text=True, timeout=60)
+        assert "pip install otf2" in one_error_line(res)
+    res = subprocess.run([sys.executable, "-c", code, "export", str(literal), "--format",
+                          "chrome"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+
+
+# ---------------------------------------------------------------- public Score-P traces
+
+@pytest.fixture(scope="module")
+def shared():
+    assert SHARED.is_dir(), (f"{SHARED} is missing: the public OTF2 traces of these tests "
+                             "live in shared/data beside the checkout")
+    return SHARED / "otf2"
+
+
+def analyze(exp):
+    res = perfweave("analyze", "--json", "--no-save", exp)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def metric(result, mid, rank=None):
+    m = next(x for x in result["metrics"] if x["id"] == mid)
+    return sum(v for _, r, v in m["values"] if rank is None or r == rank)
+
+
+def late_senders(anchor):
+    """Late Sender of every receive on rank 0 straight from the OTF2 file (Scalasca's
+    definition: the sender's MPI_Send enter minus the receiver's MPI_Recv enter, when
+    positive and before the receive ends), independently of perfweave."""
+    with otf2.reader.open(str(anchor)) as tr:
+        res = tr.timer_resolution
+        stack, sends, recvs = {}, {}, []
+        for loc, e in tr.events:
+            r = int(loc.group.name.split()[-1])
+            if isinstance(e, otf2.events.Enter):
+                stack[r] = (e.region.name, e.time)
+            elif isinstance(e, otf2.events.MpiSend):
+                sends.setdefault((r, e.receiver, e.msg_tag), []).append(stack[r][1])
+            elif isinstance(e, otf2.events.MpiRecv):
+                recvs.append([r, e.sender, e.msg_tag, stack[r][1], None])
+            elif isinstance(e, otf2.events.Leave) and recvs and recvs[-1][0] == r and \
+                    recvs[-1][4] is None and e.region.name == "MPI_Recv":
+                recvs[-1][4] = e.time
+    out = []
+    for r, src, tag, enter, leave in recvs:
+        send = sends[(src, r, tag)].pop(0)
+        out.append(max(0, min(send, leave) - enter) / res)
+    return [x for x in out if x > 0]
+
+
+def test_casita_late_sender(shared, tmp_path):
+    anchor = shared / "casita-10-ranks-tags" / "traces.otf2"
+    exp = tmp_path / "casita"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, res.stderr
+    result = analyze(exp)
+    assert result["counts"]["messages"] == 18
+    assert result["counts"]["unmatched_sends"] == result["counts"]["unmatched_receives"] == 0
+    # rank 0 receives from ranks 1..9 in order, twice. Its first MPI_Recv waits for rank
+    # 1, which sleeps: the Late Sender of about 0.199 s (0.1986 s from the MPI_Recv enter
+    # to rank 1's MPI_Send enter). In the second round rank 4 is late too: its MPI_Send
+    # enters 0.0327 s after rank 0 entered the MPI_Recv for it. Both are "wrong order":
+    # rank 0 later receives messages sent before (ranks 2..9 sent earlier).
+    expected = late_senders(anchor)
+    assert len(expected) == 2
+    assert abs(expected[0] - 0.199) < 0.002 and abs(expected[1] - 0.0327) < 0.002
+    assert metric(result, "mpi_latesender_count", 0) == 2
+    assert abs(metric(result, "mpi_latesender", 0) - sum(expected)) < 0.002
+    assert metric(result, "mpi_latesender") == metric(result, "mpi_latesender", 0)
+    assert abs(metric(result, "mpi_latesender_wo", 0) - sum(expected)) < 0.002
+    meta = json.loads((exp / "experiment.json").read_text())
+    assert meta["imported_from"] == str(anchor.resolve()) and meta["import_notes"] == []
+    # Score-P's time stamps: MPI_Init left .. MPI_Finalize entered
+    _, m0, _ = read(exp, 0)
+    assert m0["state"] == "complete" and len(m0["comms"]) == 2      # world and self
+
+
+def test_pipit_ping_pong(shared, tmp_path):
+    exp = tmp_path / "pingpong"
+    res = perfweave("import", shared / "pipit-ping-pong", "-o", exp)   # the directory
+    assert res.returncode == 0, res.stderr
+    result = analyze(exp)
+    assert result["complete"] and result["notes"] == []
+    assert result["counts"]["messages"] == 16
+    assert result["counts"]["unmatched_sends"] == result["counts"]["unmatched_receives"] == 0
+    assert metric(result, "bytes") == 2 * 2 * sum(16384 << k for k in range(8))
+    rec, meta, _ = read(exp, 1)
+    names = [meta["functions"][f] for f in rec["fn"][rec["type"] == T["CALL"]]]
+    assert names.count("MPI_Send") == names.count("MPI_Recv") == 8
+    assert meta["regions"] == [{"name": "int main(int, char**)"}]

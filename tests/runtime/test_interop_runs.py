@@ -1,0 +1,160 @@
+"""perfweave export / import on traces of real runs (docs/interop.md): each MPI's trace of
+tests/runtime/programs/trace_basic.c and ws_rma.c, written as OTF2, read back by OTF2's
+own reader event for event against the records, then imported again: perfweave analyze
+must find the same metric totals as on the original experiment (to the nanosecond; the
+traces are small enough that no trace buffer is flushed before the end).
+
+Not test_interop.py: pytest imports the test modules of these package-less directories by
+their base name, and tests/python/test_interop.py has that one."""
+import json
+import subprocess
+from collections import Counter, defaultdict
+
+import numpy as np
+import otf2
+
+from harness import PERFWEAVE
+
+EVENT = np.dtype([("t0", "<i8"), ("t1", "<i8"), ("type", "u1"), ("flags", "u1"),
+                  ("fn", "<u2"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
+                  ("bytes", "<i8")])
+CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST, ENTER, LEAVE, WIN, RMA, WSYNC = \
+    range(1, 14)
+
+
+def perfweave(*args):
+    res = subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, f"{args}:\n{res.stdout}\n{res.stderr}"
+    return res
+
+
+def load(exp, rank):
+    ev = np.fromfile(exp / "traces" / f"rank-{rank}.events", EVENT)
+    js = json.loads((exp / "traces" / f"rank-{rank}.json").read_text())
+    return ev, js
+
+
+def rank_of(location):
+    return int(location.group.name.split()[-1])
+
+
+def read_archive(anchor):
+    """Per world rank: Enter events of MPI regions, messages sent and received as (world
+    peer, tag, bytes), and a count of every event type."""
+    out = defaultdict(lambda: {"mpi_enter": [], "sent": [], "received": [],
+                               "kinds": Counter(), "regions": set()})
+    with otf2.reader.open(str(anchor)) as tr:
+        names = sorted(lg.name for lg in tr.definitions.location_groups)
+        for loc, e in tr.events:
+            r = out[rank_of(loc)]
+            r["kinds"][type(e).__name__] += 1
+            if isinstance(e, otf2.events.Enter):
+                r["regions"].add(e.region.name)
+                if e.region.paradigm == otf2.Paradigm.MPI:
+                    r["mpi_enter"].append(e.region.name)
+            elif isinstance(e, (otf2.events.MpiSend, otf2.events.MpiIsend)):
+                peer = rank_of(e.communicator.group.members[e.receiver])
+                r["sent"].append((peer, e.msg_tag, e.msg_length))
+            elif isinstance(e, (otf2.events.MpiRecv, otf2.events.MpiIrecv)):
+                peer = rank_of(e.communicator.group.members[e.sender])
+                r["received"].append((peer, e.msg_tag, e.msg_length))
+    return names, out
+
+
+def check_against_records(exp, anchor, nranks):
+    names, ranks = read_archive(anchor)
+    assert names == [f"MPI Rank {r}" for r in range(nranks)]      # every rank a group
+    for r in range(nranks):
+        ev, js = load(exp, r)
+        got = ranks[r]
+        calls = [js["functions"][f] for f in ev["fn"][ev["type"] == CALL]]
+        assert sorted(got["mpi_enter"]) == sorted(calls)
+        assert got["kinds"]["Enter"] == len(calls) + int((ev["type"] == ENTER).sum())
+        sends = ev[ev["type"] == SEND]
+        recvs = ev[ev["type"] == RECV]
+        assert got["sent"] == list(zip(sends["peer"].tolist(), sends["tag"].tolist(),
+                                       sends["bytes"].tolist()))
+        assert got["received"] == list(zip(recvs["peer"].tolist(), recvs["tag"].tolist(),
+                                           recvs["bytes"].tolist()))
+        k = got["kinds"]
+        assert k["MpiCollectiveBegin"] == k["MpiCollectiveEnd"] == int((ev["type"] == COLL)
+                                                                       .sum())
+        assert k["MpiIrecvRequest"] == int((ev["type"] == IRECV).sum())
+        assert k["MpiIsendComplete"] == int((ev["type"] == SEND_DONE).sum())
+        assert k["RmaPut"] + k["RmaGet"] + k["RmaAtomic"] == int((ev["type"] == RMA).sum())
+        assert k["RmaWinCreate"] + k["RmaWinDestroy"] == int((ev["type"] == WIN).sum())
+        syncs = k["RmaCollectiveEnd"] + k["RmaGroupSync"] + k["RmaAcquireLock"] + \
+            k["RmaReleaseLock"] + k["RmaSync"]
+        assert syncs == int((ev["type"] == WSYNC).sum())
+        assert k["ProgramBegin"] == k["ProgramEnd"] == 1
+    return ranks
+
+
+def totals(exp):
+    res = perfweave("analyze", "--json", "--no-save", exp)
+    data = json.loads(res.stdout)
+    return {m["id"]: m["total"] for m in data["metrics"]}, data["counts"]
+
+
+def round_trip(exp, tmp_path):
+    anchor = exp / "export" / "traces.otf2"
+    perfweave("export", exp, "--format", "otf2")
+    back = tmp_path / f"{exp.name}-back"
+    res = perfweave("import", anchor, "-o", back)
+    assert "imported" in res.stdout
+    meta = json.loads((back / "experiment.json").read_text())
+    assert meta["state"] == "finished" and meta["import_notes"] == []
+    (a, ca), (b, cb) = totals(exp), totals(back)
+    assert ca == cb
+    for mid in a:
+        assert abs(a[mid] - b[mid]) <= 1e-9, (mid, a[mid], b[mid])
+    return anchor, back
+
+
+def test_trace_basic_to_otf2_and_back(mpi, build, run_pw, tmp_path):
+    prog = build(mpi, "trace_basic.c")
+    r = run_pw(mpi.launch(4) + [prog], options=["--trace"])
+    anchor, back = round_trip(r.exp, tmp_path)
+    ranks = check_against_records(r.exp, anchor, 4)
+    assert ranks[0]["sent"][0] == (1, 5, 40)          # the MPI_Send of rank 0 to rank 1
+    assert ranks[1]["received"][0] == (0, 5, 40)
+    assert all(ranks[k]["kinds"]["MpiCollectiveEnd"] == 2 for k in range(4))
+    # the imported records are the original ones (ticks became ns on rank 0's clock)
+    for k in range(4):
+        ev, js = load(r.exp, k)
+        ev2, js2 = load(back, k)
+        for t in (SEND, RECV, IRECV, SEND_DONE, COLL):
+            a, b = ev[ev["type"] == t], ev2[ev2["type"] == t]
+            for f in ("flags", "peer", "tag", "bytes", "t1"):
+                assert (a[f] == b[f]).all(), (k, t, f)
+
+
+def test_ws_rma_to_otf2_and_back(mpi, build, run_pw, tmp_path):
+    prog = build(mpi, "ws_rma.c")
+    r = run_pw(mpi.launch(4) + [prog], options=["--trace"])
+    anchor, back = round_trip(r.exp, tmp_path)
+    ranks = check_against_records(r.exp, anchor, 4)
+    k0 = ranks[0]["kinds"]
+    assert k0["RmaWinCreate"] == k0["RmaWinDestroy"] == 1
+    assert k0["RmaCollectiveEnd"] == 4                 # fences
+    assert k0["RmaPut"] >= 3 and k0["RmaGroupSync"] == 6     # 3 starts, 3 completes
+    assert ranks[1]["kinds"]["RmaGroupSync"] == 6      # 3 posts, 3 waits
+    # post/start groups and windows survive
+    for k in range(4):
+        _, js = load(r.exp, k)
+        _, js2 = load(back, k)
+        assert [g["ranks"] for g in js["groups"]] == [g["ranks"] for g in js2["groups"]]
+        assert [w["seq"] for w in js["windows"]] == [w["seq"] for w in js2["windows"]]
+
+
+def test_user_functions_become_regions(mpi, build, run_pw, tmp_path):
+    prog = build(mpi, "trace_basic.c", extra=("-finstrument-functions",))
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace"])
+    anchor, back = round_trip(r.exp, tmp_path)
+    ranks = check_against_records(r.exp, anchor, 2)
+    assert "main" in ranks[0]["regions"]               # symbolised from its address
+    ev, _ = load(back, 0)
+    _, js = load(back, 0)
+    assert js["regions"] == [{"name": "main"}]
+    assert (ev["type"] == ENTER).sum() >= 1
