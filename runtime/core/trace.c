@@ -1,8 +1,9 @@
 /*
  * Event trace buffers (docs/format.md, "Traces"): one buffer per thread of
  * --trace-buffer bytes; a full buffer is appended to the rank's events file
- * under a lock, and the flush itself is recorded (a FLUSH event) so analyses
- * can discount its time. Memory is bounded by one buffer per thread.
+ * under a lock, and the flush itself is recorded (a FLUSH event, after the records
+ * whose reservation caused it) so analyses can discount its time. Memory is bounded by
+ * one buffer per thread.
  *
  * Writers reserve records, fill them and commit. A buffer's owner marks it busy
  * while it writes, so that pw_trace_close can stop recording and then wait for
@@ -29,6 +30,8 @@ typedef struct pw_tbuf {
     int thread;
     int busy;   /* the owner is between reserve and commit */
     int synced; /* the shadow stack was written */
+    int pending;                   /* a flush to record at the next commit: */
+    int64_t flush_t0, flush_t1, flush_bytes;
 } pw_tbuf;
 
 #define PW_MAX_FLUSHES 65536
@@ -139,7 +142,9 @@ static pw_event_rec *region_rec(pw_event_rec *r, int type, uintptr_t fn, int64_t
     return r;
 }
 
-/* Room for n records in b, flushing it (and recording the flush) when full. */
+/* Room for n records in b (and one more), flushing it when full. The flush is recorded
+ * at the next commit, after the records reserved now: they describe a call that ended
+ * before the flush began, and records of a thread stay in time order. */
 static pw_event_rec *room(pw_tbuf *b, size_t n)
 {
     if (PW_UNLIKELY(b->n + n + 1 > b->cap)) {
@@ -148,19 +153,34 @@ static pw_event_rec *room(pw_tbuf *b, size_t n)
         size_t count = b->n;
         flush(b);
         errno = saved_errno;
-        pw_event_rec *f = &b->rec[b->n++];
-        memset(f, 0, sizeof *f);
-        f->type = PW_EV_FLUSH;
-        f->t0 = t0;
-        f->t1 = pw_ticks();
-        f->bytes = (int64_t)(count * sizeof(pw_event_rec));
-        f->peer = f->comm = -1;
-        if (b->n + n > b->cap)
+        if (!b->pending) {
+            b->pending = 1;
+            b->flush_t0 = t0;
+            b->flush_bytes = 0;
+        }
+        b->flush_t1 = pw_ticks();
+        b->flush_bytes += (int64_t)(count * sizeof(pw_event_rec));
+        if (b->n + n + 1 > b->cap)
             return NULL; /* a single call larger than the buffer */
     }
     pw_event_rec *r = &b->rec[b->n];
     b->n += n;
     return r;
+}
+
+/* The flush that made room, as a record (room() kept space for it). */
+static void record_flush(pw_tbuf *b)
+{
+    if (!b->pending || b->n >= b->cap)
+        return;
+    pw_event_rec *f = &b->rec[b->n++];
+    memset(f, 0, sizeof *f);
+    f->type = PW_EV_FLUSH;
+    f->t0 = b->flush_t0;
+    f->t1 = b->flush_t1;
+    f->bytes = b->flush_bytes;
+    f->peer = f->comm = -1;
+    b->pending = 0;
 }
 
 pw_event_rec *pw_trace_reserve(int n)
@@ -196,6 +216,7 @@ void pw_trace_commit(int unused)
         return;
     if (unused > 0 && (size_t)unused <= b->n)
         b->n -= (size_t)unused;
+    record_flush(b);
     __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -208,6 +229,7 @@ void pw_trace_close(void)
         for (long spins = 0; __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE) && spins < 100000000L;
              spins++)
             pw_cpu_relax();
+        record_flush(b);
         flush(b);
     }
     if (tr.fd >= 0)

@@ -60,6 +60,10 @@ def ev(type, **kw):
     return dict(type=type, **kw)
 
 
+# request posts carry their number (1, 2, ... per rank) and completions repeat it, as the
+# runtime writes them
+
+
 def rank0():
     r = [(0, ev("ENTER", region="main", t0=100, tag=0))]
     r += call("MPI_Send", 1000, 1100, ev("SEND", peer=1, tag=5, comm=0, bytes=40))
@@ -67,11 +71,12 @@ def rank0():
                                           bytes=8))
     r += [(0, ev("ENTER", region="solve", t0=1400, tag=1))]
     r += call("MPI_Irecv", 1500, 1600,     # MPI_ANY_SOURCE, MPI_ANY_TAG, bigger buffer
-              ev("IRECV", t0=0x55, flags=NB, peer=-2, tag=-1, comm=1, bytes=64))
-    r += call("MPI_Isend", 1700, 1800, ev("SEND", t0=0x66, flags=NB, peer=1, tag=3, comm=1,
-                                          bytes=16))
-    r += call("MPI_Waitall", 1900, 2500, ev("RECV", t0=0x55, peer=1, tag=4, comm=1, bytes=32),
-              ev("SEND_DONE", t0=0x66, peer=1, tag=3, comm=1))
+              ev("IRECV", t0=0x55, t1=1, flags=NB, peer=-2, tag=-1, comm=1, bytes=64))
+    r += call("MPI_Isend", 1700, 1800, ev("SEND", t0=0x66, t1=2, flags=NB, peer=1, tag=3,
+                                          comm=1, bytes=16))
+    r += call("MPI_Waitall", 1900, 2500, ev("RECV", t0=0x55, t1=1, peer=1, tag=4, comm=1,
+                                                bytes=32),
+              ev("SEND_DONE", t0=0x66, t1=2, peer=1, tag=3, comm=1))
     r += [(0, ev("LEAVE", region="solve", t0=2600, tag=1))]
     r += [(0, ev("FLUSH", t0=2700, t1=2800, bytes=4096))]
     r += call("MPI_Bcast", 3000, 3500, ev("COLL", comm=0, peer=0, bytes=40))
@@ -94,8 +99,8 @@ def rank0():
     r += call("MPI_Comm_rank", 6500, 6510)
     r += call("MPI_Mrecv", 6600, 6700, ev("RECV", peer=2, tag=9, bytes=12))   # no comm
     r += call("MPI_Start", 6800, 6850,     # a persistent MPI_Ssend_init request
-              ev("SEND", t0=0x88, flags=NB | PERS | SYNC, peer=1, tag=11, comm=0, bytes=8))
-    r += call("MPI_Wait", 6900, 7000, ev("SEND_DONE", t0=0x88, peer=1, tag=11, comm=0))
+              ev("SEND", t0=0x88, t1=3, flags=NB | PERS | SYNC, peer=1, tag=11, comm=0, bytes=8))
+    r += call("MPI_Wait", 6900, 7000, ev("SEND_DONE", t0=0x88, t1=3, peer=1, tag=11, comm=0))
     # a second thread; "main" stays open to the end
     r += call("MPI_Comm_size", 2000, 2100, thread=1)
     r += call("MPI_Send", 2150, 2300, ev("SEND", peer=2, tag=1, comm=0, bytes=4), thread=1)
@@ -104,12 +109,12 @@ def rank0():
 
 def rank1():
     r = call("MPI_Recv", 900, 1150, ev("RECV", peer=0, tag=5, comm=0, bytes=40))
-    r += call("MPI_Isend", 1650, 1700, ev("SEND", t0=0x11, flags=NB, peer=0, tag=4, comm=1,
-                                          bytes=32))
-    r += call("MPI_Irecv", 1710, 1720, ev("IRECV", t0=0x12, flags=NB, peer=0, tag=3, comm=1,
-                                          bytes=16))
-    r += call("MPI_Waitall", 1730, 2000, ev("SEND_DONE", t0=0x11, peer=0, tag=4, comm=1),
-              ev("RECV", t0=0x12, peer=0, tag=3, comm=1, bytes=16))
+    r += call("MPI_Isend", 1650, 1700, ev("SEND", t0=0x11, t1=1, flags=NB, peer=0, tag=4,
+                                          comm=1, bytes=32))
+    r += call("MPI_Irecv", 1710, 1720, ev("IRECV", t0=0x12, t1=2, flags=NB, peer=0, tag=3,
+                                          comm=1, bytes=16))
+    r += call("MPI_Waitall", 1730, 2000, ev("SEND_DONE", t0=0x11, t1=1, peer=0, tag=4, comm=1),
+              ev("RECV", t0=0x12, t1=2, peer=0, tag=3, comm=1, bytes=16))
     r += call("MPI_Bcast", 3100, 3600, ev("COLL", comm=0, peer=0, t1=40))
     r += call("MPI_Iallreduce", 3650, 3700, ev("COLL", flags=NB, comm=0, bytes=8, t1=8))
     r += call("MPI_Win_create", 4100, 4500, ev("WIN", tag=0, comm=0))

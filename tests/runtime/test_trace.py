@@ -108,6 +108,10 @@ def test_trace_buffer_flushes_are_recorded(mpi, build, run_pw):
     names = [js["functions"][e["fn"]] for e in ev if e["type"] == CALL]
     assert names.count("MPI_Comm_rank") == 301   # nothing lost across flushes
     assert js["lost"] == 0
+    # a flush is recorded after the call whose records did not fit: records stay in
+    # time order
+    timed = ev[np.isin(ev["type"], [CALL, FLUSH])]
+    assert (timed["t0"][1:] >= timed["t1"][:-1]).all()
 
 
 def test_trace_of_an_aborted_run(mpi, build, run_pw):

@@ -387,12 +387,14 @@ def _match(rows, other):
     return _join([rows[c] for c in cols + ("seq",)], [other[c] for c in cols + ("seq",)])
 
 
-def point_to_point(L, ex, acc, notes):
+def _p2p_rows(L):
+    """The messages of the owned ranks as seen by their senders and by their receivers:
+    (send event indices, SENDS rows, the call completing each send; receive event
+    indices, RECVS rows, the call completing each receive)."""
     ev, calls = L.events, L.calls
     typ = ev["type"]
     nb = (ev["flags"] & F["NONBLOCKING"]) != 0
     dense = L.dense_comm
-
     # ---- send side: the call posting it (sender's enter) and completing it ----
     post = ev["post"]
     si = np.flatnonzero((typ == T["SEND"]) & (ev["peer"] >= 0))
@@ -405,7 +407,6 @@ def point_to_point(L, ex, acc, notes):
     sc = ev["call"][si]
     send_rows = _table(SENDS, src=ev["rank"][si], dst=ev["peer"][si], tag=ev["tag"][si],
                        comm=dense(ev["comm"][si]), seq=ev["seq"][si], e=calls["t0"][sc])
-
     # ---- receive side: the call completing it, the call posting it ----
     ri = np.flatnonzero((typ == T["RECV"]) & (ev["peer"] >= 0))
     rc = ev["call"][ri]
@@ -413,6 +414,22 @@ def point_to_point(L, ex, acc, notes):
     recv_rows = _table(RECVS, src=ev["peer"][ri], dst=ev["rank"][ri], tag=ev["tag"][ri],
                        comm=dense(ev["comm"][ri]), seq=ev["seq"][ri], e=calls["t0"][req_call],
                        l=calls["t1"][req_call])
+    return si, send_rows, cmp_call, ri, recv_rows, rc
+
+
+def message_pairs(L):
+    """Every message of a trace loaded in one process: (the event index of its SEND,
+    that of its RECV), matched as the analysis matches them."""
+    si, send_rows, _, ri, recv_rows, _ = _p2p_rows(L)
+    m = _match(recv_rows, send_rows)
+    ok = np.flatnonzero(m >= 0)
+    return si[m[ok]], ri[ok]
+
+
+def point_to_point(L, ex, acc, notes):
+    ev, calls = L.events, L.calls
+    nb = (ev["flags"] & F["NONBLOCKING"]) != 0
+    si, send_rows, cmp_call, ri, recv_rows, rc = _p2p_rows(L)
 
     # ---- Late Sender, on the receiver (the sends come to the receiver's process) ----
     sends_here = _route(ex, send_rows, dest_ranks=send_rows["dst"])

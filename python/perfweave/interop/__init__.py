@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import PerfweaveError
-from perfweave.model.trace import T, F, _object_labels, _to_ns, _window, classify
+from perfweave.model.trace import TIMED as TIMED_TYPES, T, F, _object_labels, _to_ns, _window, classify
 
 FLUSH_REGION = "TRACE BUFFER FLUSH"      # Score-P's name for time spent writing buffers
 TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
@@ -68,7 +68,7 @@ def load(exp):
     """Read the traces of experiment directory exp for export. Damaged ranks are kept
     with notes (as perfweave analyze does); an experiment without traces is an error."""
     from perfweave.analysis.exchange import Local
-    from perfweave.analysis.waitstates import _fallback_clock, _host_clocks, world_size_of
+    from perfweave.analysis.waitstates import _host_clocks, _sibling_meta, world_size_of
     from perfweave.readers import trace as rt
     from perfweave.readers.experiment import read_meta
 
@@ -78,19 +78,20 @@ def load(exp):
     meta = read_meta(exp)
     ranks = rt.list_ranks(exp)
     world = world_size_of(exp, ranks)
-    files = [rt.read_rank(exp, r) for r in ranks]
     # the clock perfweave analyze uses: ranks on rank 0's host share its clock exactly
-    _host_clocks(files, Local(world))
-    fallback = None
+    metas = {r: rt.read_meta(exp, r) for r in ranks}
+    _host_clocks(metas, Local(world))
+    files = [rt.read_rank(exp, r, metas[r]) for r in ranks]
+    sibling = None
     out, notes = [], []
     for rf in files:
         m = rf.meta
         if not m.get("clock"):
-            fallback = fallback or _fallback_clock(exp, ranks)
-            if fallback:
-                m = dict(m, clock=fallback)
-                rf.notes.append(f"rank {rf.rank}: clock calibration borrowed from another "
-                                "rank; its times are approximate")
+            sibling = sibling or _sibling_meta(exp, ranks)
+            if sibling:
+                m = dict(sibling, rank=rf.rank)
+                rf.notes.append(f"rank {rf.rank}: clock calibration and function table "
+                                "borrowed from another rank; its times are approximate")
         rec, thread = rf.records, rf.thread
         if len(thread) > 1 and (np.diff(thread) < 0).any():
             order = np.argsort(thread, kind="stable")
@@ -103,7 +104,7 @@ def load(exp):
             t0[timed] = _to_ns(m, rec["t0"][timed])
             both = np.isin(typ, [T["CALL"], T["FLUSH"]])
             t1[both] = _to_ns(m, rec["t1"][both])
-        tb, te = _window(m, t0, t1, typ)
+        tb, te = _window(m, t0, t1, TIMED_TYPES[typ])
         out.append(RankTrace(rf.rank, m, rec, thread, t0, t1, tb, te,
                              list(m.get("functions") or []), rf.complete, list(rf.notes)))
         notes.extend(rf.notes)
@@ -137,8 +138,8 @@ def region_names(rt, mask, symbolizer=None):
                           for r in regions] + ["?"], dtype=object)
         names[named] = table[np.clip(rid[named], 0, len(table) - 1)]
     if (~named).any():
-        labels = _object_labels(rt.meta, rt.rec["bytes"][idx[~named]])
-        uniq, inv = np.unique(labels.astype(str), return_inverse=True)
+        codes, labs = _object_labels(rt.meta, rt.rec["bytes"][idx[~named]])
+        uniq, inv = np.unique(np.array(labs, dtype=str)[codes], return_inverse=True)
         sym = symbolizer or Symbolizer()
         by_module = {}
         for i, lab in enumerate(uniq):

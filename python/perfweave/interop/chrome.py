@@ -150,26 +150,10 @@ def _flows(exp, origin):
 
     L = ws.load(exp, Local(0))
     ev, calls = L.events, L.calls
-    typ = ev["type"]
-    si = np.flatnonzero((typ == T["SEND"]) & (ev["peer"] >= 0))
-    if not len(si):
+    se, re_ = ws.message_pairs(L)
+    if not len(se):
         return []
-    sc = ev["call"][si]
-    s_seq = ws._seq([ev["rank"][si], ev["peer"][si], ev["comm"][si], ev["tag"][si]],
-                    [calls["t0"][sc], si])
-    rpost = ws._request_posts(ev, typ == T["IRECV"], (typ == T["RECV"]) & (ev["key"] != 0))
-    ri = np.flatnonzero((typ == T["RECV"]) & (ev["peer"] >= 0))
-    rc = ev["call"][ri]
-    req_call = rc.copy()
-    has_post = rpost[ri] >= 0
-    req_call[has_post] = ev["call"][rpost[ri][has_post]]
-    r_seq = ws._seq([ev["rank"][ri], ev["peer"][ri], ev["comm"][ri], ev["tag"][ri]],
-                    [calls["t0"][req_call], ri])
-    m = ws._join([ev["peer"][ri], ev["rank"][ri], ev["comm"][ri], ev["tag"][ri], r_seq],
-                 [ev["rank"][si], ev["peer"][si], ev["comm"][si], ev["tag"][si], s_seq])
-    ok = np.flatnonzero(m >= 0)
-    s_call = sc[m[ok]]
-    r_call = rc[ok]
+    s_call, r_call = ev["call"][se], ev["call"][re_]
     t_s = calls["t0"][s_call] - origin
     # the arrow ends inside the receiving call, just before its end
     r0, r1 = calls["t0"][r_call], calls["t1"][r_call]
@@ -178,7 +162,7 @@ def _flows(exp, origin):
     for k, (sp, st, ts, rp, rt_, tr, b) in enumerate(zip(
             calls["rank"][s_call].tolist(), calls["thread"][s_call].tolist(), _us(t_s),
             calls["rank"][r_call].tolist(), calls["thread"][r_call].tolist(), _us(t_r),
-            ev["bytes"][ri[ok]].tolist())):
+            ev["bytes"][re_].tolist())):
         out.append({"name": "message", "cat": "p2p", "ph": "s", "id": k, "pid": sp,
                     "tid": st, "ts": ts, "args": {"bytes": b}})
         out.append({"name": "message", "cat": "p2p", "ph": "f", "bp": "e", "id": k,

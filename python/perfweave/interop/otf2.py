@@ -1679,12 +1679,19 @@ class _Importer:
         d, p = latest(sends, sd)
         for k in ("comm", "peer", "tag"):
             rec[k][d] = rec[k][p]
+        comp = irecv_completions(rec["type"], key, np.zeros(n, np.int64))
         bare = np.flatnonzero(ir & (attr <= 0))
         if len(bare):
-            comp = irecv_completions(rec["type"], key, np.zeros(n, np.int64))[bare]
-            ok = comp >= 0
+            cb = comp[bare]
+            ok = cb >= 0
             for k in ("comm", "peer", "tag", "bytes"):
-                rec[k][bare[ok]] = rec[k][comp[ok]]
+                rec[k][bare[ok]] = rec[k][cb[ok]]
+        # posts numbered in order, as the runtime numbers them; completions name theirs
+        posts = np.flatnonzero(sends | (rec["type"] == T["IRECV"]))
+        rec["t1"][posts] = np.arange(1, len(posts) + 1)
+        rec["t1"][d] = rec["t1"][p]
+        irecv = np.flatnonzero((rec["type"] == T["IRECV"]) & (comp >= 0))
+        rec["t1"][comp[irecv]] = rec["t1"][irecv]
 
     # ---- output ----
 
