@@ -22,8 +22,7 @@ import numpy as np
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local, _mix
 from perfweave.errors import PerfweaveError
-from perfweave.model.trace import (CALL_COLS, EV_COLS, MOVES, F, T, Cols, Trace, classify,
-                                   prepare, type_mask)
+from perfweave.model.trace import F, T, Cols, Trace, classify, prepare, type_mask
 from perfweave.readers import trace as rt
 from perfweave.readers.experiment import rank_ranges
 
@@ -85,6 +84,45 @@ def _sibling_meta(exp, ranks):
     return None
 
 
+# Column types of the store. Indices within one process (call, post) and sequence
+# numbers fit 32 bits: at most 2^31 records per analysis process.
+CALL_TYPES = {"thread": np.int32, "fn": np.int32, "path": np.int32, "t0": np.int64,
+              "t1": np.int64, "rank": np.int32, "role": np.int16, "cat": np.int16}
+EV_TYPES = {"call": np.int32, "type": np.uint8, "flags": np.uint8, "peer": np.int32,
+            "tag": np.int32, "group": np.int32, "comm": np.int64, "win": np.int64,
+            "bytes": np.int64, "bytes2": np.int64, "post": np.int32, "seq": np.int32,
+            "crank": np.int32, "csize": np.int32, "rank": np.int32}
+
+
+class Store:
+    """The process's tables, allocated once for at most `capacity` records: each
+    prepared rank is copied in and its own arrays dropped, so the ranks are never held
+    twice (a concatenation would) and no large array is allocated afresh."""
+
+    def __init__(self, capacity):
+        self.calls = Cols({k: np.empty(capacity, t) for k, t in CALL_TYPES.items()})
+        self.events = Cols({k: np.empty(capacity, t) for k, t in EV_TYPES.items()})
+        self.nc = self.ne = 0
+
+    def take(self, rd):
+        """Copy rank rd's tables in; rd's tables become views of the store."""
+        for mine, table, n0 in ((rd.calls, self.calls, self.nc),
+                                (rd.events, self.events, self.ne)):
+            n = len(mine)
+            for k, v in list(mine.items()):
+                if k in table:                # (the request keys are not needed now)
+                    table[k][n0:n0 + n] = v
+            table["rank"][n0:n0 + n] = rd.rank
+            for k in table:               # every column, those _unify fills in too
+                mine[k] = table[k][n0:n0 + n]
+        self.nc += len(rd.calls)
+        self.ne += len(rd.events)
+
+    def tables(self):
+        return (Cols({k: v[:self.nc] for k, v in self.calls.items()}),
+                Cols({k: v[:self.ne] for k, v in self.events.items()}))
+
+
 def load(exp, ex):
     ranks = rt.list_ranks(exp)
     world = world_size_of(exp, ranks)
@@ -92,6 +130,7 @@ def load(exp, ex):
     mine = [r for r in ranks if ex.owns(r)]
     metas = {r: rt.read_meta(exp, r) for r in mine}
     _host_clocks(metas, ex)
+    store = Store(sum(rt.record_count(exp, r) for r in mine))
     data, sibling = [], None
     for r in mine:                      # one rank at a time: its raw records are dropped
         rf = rt.read_rank(exp, r, metas[r])
@@ -103,9 +142,11 @@ def load(exp, ex):
                                 "MPI_COMM_WORLD taken from another rank; its times are "
                                 "approximate and messages on other communicators cannot "
                                 "be matched")
-        data.append(prepare(rf))
+        rd = prepare(rf)
         del rf
-    return _unify(Trace(world, [], data, source=str(exp)), ex, ranks)
+        store.take(rd)
+        data.append(rd)
+    return _unify(Trace(world, [], data, source=str(exp)), ex, ranks, store)
 
 
 def _host_clocks(metas, ex):
@@ -140,7 +181,7 @@ def _host_clocks(metas, ex):
         metas[r] = (dict(m, clock=c), note)
 
 
-def _unify(trace, ex, ranks_present):
+def _unify(trace, ex, ranks_present, store=None):
     """Merge function tables and call paths of every analysis process (by name), and
     build this process's tables: every owned rank's calls and events, concatenated."""
     glist, seen = [], set()
@@ -168,26 +209,25 @@ def _unify(trace, ex, ranks_present):
     gid = {p: i for i, p in enumerate(paths)}
     role_of = np.array([R[classify(f)[1]] for f in glist], np.int16)
     cat_of = np.array([C[classify(f)[0]] for f in glist], np.int16)
-    calls, events = [], []
+    if store is None:                   # a trace built in memory: store it now
+        store = Store(sum(max(len(rd.calls), len(rd.events)) for rd in trace.ranks))
+        for rd in trace.ranks:
+            store.take(rd)
     cbase = ebase = 0
     groups, comms, windows = {}, {}, {}
     for rd in trace.ranks:
         fmap = np.array([gfn[f] for f in rd.fn_names], np.int64)
         pmap = np.array([gid[sep.join(p)] for p in rd.paths], np.int64)
-        c = rd.calls                    # updated in place: no second copy of a rank
-        c["fn"] = fmap[c["fn"]]
-        c["path"] = pmap[c["path"]]
-        c["rank"] = np.full(len(c["fn"]), rd.rank, np.int32)
-        c["role"] = role_of[c["fn"]]
-        c["cat"] = cat_of[c["fn"]]
+        c = rd.calls                    # views of the store: updated in place
+        c["fn"][:] = fmap[c["fn"]]
+        c["path"][:] = pmap[c["path"]]
+        c["role"][:] = role_of[c["fn"]]
+        c["cat"][:] = cat_of[c["fn"]]
         e = rd.events
         e["call"] += cbase
         np.add(e["post"], ebase, out=e["post"], where=e["post"] >= 0)
-        e["rank"] = np.full(len(e["call"]), rd.rank, np.int32)
         cbase += len(c)
         ebase += len(e)
-        calls.append(c)
-        events.append(e)
         rd.gpaths = pmap
         rd.gfn = fmap
         groups[rd.rank] = rd.groups
@@ -201,15 +241,11 @@ def _unify(trace, ex, ranks_present):
     notes = [n for rd in trace.ranks for n in rd.notes]
     present = set(ranks_present)
     trace.missing = [r for r in range(trace.world_size) if r not in present]
-    cnames = CALL_COLS + ("rank", "role", "cat")
-    enames = EV_COLS + ("rank",)
-    for rd in trace.ranks:              # the concatenated tables replace them
+    for rd in trace.ranks:              # the store's tables replace them
         rd.calls = rd.events = None
+    calls, events = store.tables()
     return Loaded(trace=trace, paths=[tuple(p.split(sep)) for p in paths],
-                  calls=Cols.concat(calls, cnames) if calls else
-                  Cols({k: np.zeros(0, np.int64) for k in cnames}),
-                  events=Cols.concat(events, enames) if events else
-                  Cols({k: np.zeros(0, np.int64) for k in enames}),
+                  calls=calls, events=events,
                   groups=groups, comms=comms, windows=windows,
                   ranks_present=sorted(present), notes=notes,
                   comm_keys=np.array(sorted(ckeys), np.int64))
@@ -339,10 +375,11 @@ def _route(ex, rows, dest_ranks=None, keys=None):
 
 # ---------------------------------------------------------------- point-to-point
 
-SENDS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("pad", "<i4"),
-                  ("comm", "<i8"), ("seq", "<i8"), ("e", "<i8")])
-RECVS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("pad", "<i4"),
-                  ("comm", "<i8"), ("seq", "<i8"), ("e", "<i8"), ("l", "<i8")])
+# a message as its sender and its receiver see it (comm: dense communicator id)
+SENDS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
+                  ("seq", "<i4"), ("pad", "<i4"), ("e", "<i8")])
+RECVS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
+                  ("seq", "<i4"), ("pad", "<i4"), ("e", "<i8"), ("l", "<i8")])
 
 
 def _run_max(group, values):
@@ -491,14 +528,6 @@ def _wrong_order(ev, ri, rc, matched, e_send, inst_rows, idle, calls, acc):
     s_call = rc[seq]
     s_rank = ev["rank"][ri[seq]]
     s_src = ev["peer"][ri[seq]]
-    n = len(seq)
-    # sparse table of minima of s_time
-    levels = [s_time]
-    k = 1
-    while 2 * k <= n:
-        prev = levels[-1]
-        levels.append(np.minimum(prev[:n - 2 * k + 1], prev[k:n - k + 1]))
-        k *= 2
     i_call = rc[inst_rows]
     i_rank = ev["rank"][ri[inst_rows]]
     i_time = e_send[inst_rows]
@@ -516,15 +545,29 @@ def _wrong_order(ev, ri, rc, matched, e_send, inst_rows, idle, calls, acc):
     rank_end = np.searchsorted(s_rank, ir, "right")
     end = np.empty(len(order), np.int64)
     end[order] = np.minimum(np.searchsorted(s_call, end_call, "right"), rank_end)
-    # first position in [start, end) with s_time < i_time: descend the sparse table
+    # the first receive in [start, end) whose message was sent before the instance's:
+    # descend a sparse table of minima, one rank at a time (small, cache-resident)
     pos = start.copy()
-    for lv in range(len(levels) - 1, -1, -1):
-        w = 1 << lv
-        can = pos + w <= end
-        tab = levels[lv]
-        ix = np.minimum(pos, len(tab) - 1)
-        step = can & (tab[ix] >= i_time) if len(tab) else can & False
-        pos = np.where(step, pos + w, pos)
+    ranks = np.unique(i_rank)          # instances come in rank order, like receives
+    ia, ib = np.searchsorted(i_rank, ranks), np.searchsorted(i_rank, ranks, "right")
+    ra, rb = np.searchsorted(s_rank, ranks), np.searchsorted(s_rank, ranks, "right")
+    for qa, qb, a, b in zip(ia.tolist(), ib.tolist(), ra.tolist(), rb.tolist()):
+        if a >= b:
+            continue
+        p, e, t = pos[qa:qb] - a, end[qa:qb] - a, i_time[qa:qb]
+        levels = [s_time[a:b]]
+        k = 1
+        while 2 * k <= b - a:
+            prev = levels[-1]
+            levels.append(np.minimum(prev[:len(prev) - k], prev[k:]))
+            k *= 2
+        for lv in range(len(levels) - 1, -1, -1):
+            w = 1 << lv
+            tab = levels[lv]
+            step = (p + w <= e) & (tab[np.minimum(p, len(tab) - 1)] >= t)
+            p = np.where(step, p + w, p)
+        pos[qa:qb] = p + a
+    n = len(seq)
     found = pos < end
     found[found] &= s_time[np.minimum(pos[found], n - 1)] < i_time[found]
     f = np.flatnonzero(found)

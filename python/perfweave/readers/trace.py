@@ -59,6 +59,14 @@ def list_ranks(exp):
     return sorted(ranks)
 
 
+def record_count(exp, rank):
+    """Records in a rank's events file (0 if it has none)."""
+    try:
+        return (trace_dir(exp) / f"rank-{rank}.events").stat().st_size // EVENT_DTYPE.itemsize
+    except OSError:
+        return 0
+
+
 def read_meta(exp, rank):
     path = trace_dir(exp) / f"rank-{rank}.json"
     if not path.exists():
