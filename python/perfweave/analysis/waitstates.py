@@ -752,7 +752,8 @@ def rma(L, ex, acc, notes):
     fi = np.flatnonzero(fence)
     frows = _table(COLLS, key=win[fi], seq=fences_before[fi], rank=rank[fi], path=path[fi],
                    role=np.full(len(fi), R["win_fence"]), b=b[fi], e=e[fi])
-    ckeys = np.array([L.windows.get(int(w), 0) for w in win[fi]], np.int64)
+    uw, wix = np.unique(win[fi], return_inverse=True)
+    ckeys = np.array([L.windows.get(int(w), 0) for w in uw.tolist()], np.int64)[wix.reshape(-1)]
     _comm_geometry(L, frows, ckeys, rank[fi])
     fop = np.flatnonzero(is_op & (last_role == R["win_fence"]))
     orows = _table(OPS, key=win[fop], seq=fences_before[fop], target=ev["peer"][wi[fop]],
@@ -767,7 +768,7 @@ def rma(L, ex, acc, notes):
         # ops to each (window, epoch, target): latest end, number of distinct origins
         o2, s2, _ = _groups(ops_there["key"], ops_there["seq"], ops_there["target"],
                             ops_there["origin"])
-        ot = ops_there[o2]
+        ot = _take(ops_there, o2)
         if len(ot):
             last_l = np.maximum.reduceat(ot["l"], s2)
             firsts = ot[s2]
@@ -801,16 +802,25 @@ def rma(L, ex, acc, notes):
 
 
 def _explode(groups_of_rank, ranks, gids):
-    """Rows (epoch index, member) for epochs with group ids gids on ranks."""
-    ep, mem = [], []
-    for i, (r, g) in enumerate(zip(ranks.tolist(), gids.tolist())):
-        gl = groups_of_rank.get(r, [])
-        m = gl[g] if 0 <= g < len(gl) else np.zeros(0, np.int32)
-        ep.append(np.full(len(m), i, np.int64))
-        mem.append(m.astype(np.int64))
-    if not ep:
+    """Rows (epoch index, member) for epochs with group ids gids on ranks: one row per
+    member of each epoch's group, without a loop over epochs."""
+    if not len(ranks):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(ep), np.concatenate(mem)
+    pairs = np.stack([ranks.astype(np.int64), gids.astype(np.int64)])
+    uniq, inv = np.unique(pairs, axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    members = []
+    for r, g in uniq.T.tolist():          # distinct (rank, group): few
+        gl = groups_of_rank.get(r, [])
+        members.append(gl[g].astype(np.int64) if 0 <= g < len(gl) else
+                       np.zeros(0, np.int64))
+    size = np.array([len(m) for m in members], np.int64)
+    offs = np.cumsum(size) - size
+    flat = np.concatenate(members) if members else np.zeros(0, np.int64)
+    n = size[inv]
+    ep = np.repeat(np.arange(len(ranks)), n)
+    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    return ep, flat[offs[inv][ep] + within]
 
 
 def _pair_epochs(opens, closes, rank, win):
