@@ -21,7 +21,6 @@ import numpy as np
 
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local, _mix
-from perfweave.errors import PerfweaveError
 from perfweave.model.trace import F, T, Cols, Trace, classify, prepare, type_mask
 from perfweave.readers import trace as rt
 from perfweave.readers.experiment import rank_ranges

@@ -74,7 +74,6 @@ def main(args):
 
     exp = Path(args.experiment)
     if not exp.is_dir():
-        from perfweave.errors import PerfweaveError
         raise PerfweaveError(f"{exp}: no such experiment directory")
     read_meta(exp)
     ex = exchange(args.parallel)

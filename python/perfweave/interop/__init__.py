@@ -109,11 +109,11 @@ def load(exp):
                              list(m.get("functions") or []), rf.complete, list(rf.notes)))
         notes.extend(rf.notes)
     # a rank killed before writing its JSON: every rank of a run has the same functions
-    names = next((rt.functions for rt in out if rt.functions), [])
-    for rt in out:
-        if not rt.functions and (rt.rec["type"] == T["CALL"]).any():
-            rt.functions = list(names)
-            notes.append(f"rank {rt.rank}: function names borrowed from another rank")
+    names = next((r.functions for r in out if r.functions), [])
+    for r in out:
+        if not r.functions and (r.rec["type"] == T["CALL"]).any():
+            r.functions = list(names)
+            notes.append(f"rank {r.rank}: function names borrowed from another rank")
     return Experiment(exp, meta, world, out, notes)
 
 

@@ -1,5 +1,4 @@
 """Plain-text rendering of report data (report/data.py)."""
-import os
 
 
 def _t(seconds):
