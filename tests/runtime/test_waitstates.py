@@ -125,6 +125,14 @@ def test_point_to_point(traced):
     text = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True, text=True,
                           timeout=120).stdout
     assert "Wait states (perfweave analyze)" in text and "Late Receiver" in text
+    # the text of analyze: the tree, where, and per rank
+    text = subprocess.run([PERFWEAVE, "analyze", "--per-rank", "--no-save", str(exp)],
+                          capture_output=True, text=True, timeout=120).stdout
+    assert f"MPI_Ssend @ ws_p2p.c:{r.lines['lr_send']}" in text
+    rows = {int(m.group(1)): m.group(2) for m in
+            re.finditer(r"^ +(\d) +[\d.]+ s +([\d.]+) s ", text, re.M)}
+    assert set(rows) == {0, 1, 2}
+    assert close(float(rows[1]), r.at("mpi_latesender", rank=1))   # rank 1 waits only there
 
 
 def test_collectives(traced):

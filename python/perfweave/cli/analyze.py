@@ -19,7 +19,7 @@ def setup_parser(sub):
                     "saves the result in the experiment (analysis/waitstates.json) for "
                     "perfweave report. Run under mpirun with --parallel to spread the "
                     "ranks over several processes (mpi4py).",
-        usage="perfweave analyze [--json] [--parallel] [--top N] [--no-save] EXP")
+        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--no-save] EXP")
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
     p.add_argument("--json", action="store_true",
                    help="print the result as JSON (docs/wait-states.md)")
@@ -28,6 +28,8 @@ def setup_parser(sub):
                         "analyze --parallel EXP), each owning a block of ranks")
     p.add_argument("--top", type=positive, default=5, metavar="N",
                    help="call paths to show per wait state (default 5)")
+    p.add_argument("--per-rank", action="store_true",
+                   help="also print each rank's time in each wait state")
     p.add_argument("--no-save", dest="save", action="store_false",
                    help="do not write analysis/waitstates.json into the experiment")
     p.set_defaults(func=main)
@@ -97,6 +99,8 @@ def main(args):
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render.render(result, top=args.top))
+        if args.per_rank:
+            sys.stdout.write(render.render_per_rank(result))
     return 0
 
 

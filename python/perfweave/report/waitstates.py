@@ -95,6 +95,38 @@ def _per_rank(values, world):
     return out
 
 
+def render_per_rank(result, limit=64):
+    """A rank x pattern table: each rank's time (and its share of its own time) in every
+    wait state found, ranks with the most waiting first."""
+    pats = [m for m in result["metrics"] if m["id"] in PATTERNS and m["total"] > 0]
+    if not pats:
+        return "\nPer rank: no wait states\n"
+    own = {r["rank"]: r["time_s"] for r in result["ranks"]}
+    table = {}
+    for m in pats:
+        for _, r, v in m["values"]:
+            table.setdefault(r, {}).setdefault(m["id"], 0.0)
+            table[r][m["id"]] += v
+    top_level = [m for m in pats if m["parent"] not in {p["id"] for p in pats}]
+    waited = {r: sum(v.get(m["id"], 0.0) for m in top_level) for r, v in table.items()}
+    ranks = sorted(own, key=lambda r: -waited.get(r, 0.0))
+    head = ["rank", "time", "waiting", "%"] + [m["name"] for m in pats]
+    rows = []
+    for r in ranks[:limit]:
+        w = waited.get(r, 0.0)
+        rows.append([str(r), _t("s", own[r]), _t("s", w),
+                     f"{100 * w / own[r]:.2f}" if own[r] else "0.00"] +
+                    [_t("s", table.get(r, {}).get(m["id"], 0.0)) for m in pats])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    out = ["", "Wait states per rank (waiting: the patterns that are not part of another; "
+           "most waiting first)"]
+    out.append("  " + "  ".join(h.rjust(w) for h, w in zip(head, widths)))
+    out += ["  " + "  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
+    if len(ranks) > limit:
+        out.append(f"  ({len(ranks) - limit} more ranks; --json for all)")
+    return "\n".join(out) + "\n"
+
+
 def render(result, top=5):
     out = [f"perfweave analyze: {result['experiment']}"]
     a = result["analysis"]
