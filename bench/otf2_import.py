@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: how fast perfweave converts traces to and from OTF2 (figures, not a test).
 
-  1. import (perfweave import) of the public Score-P traces in ../shared/data/otf2/;
+  1. import (perfweave import) of the public Score-P traces in tests/data/otf2/;
   2. a generated experiment (bench/tracegen.py) of --ranks ranks (default 16) that each
      run --iterations (default 4000) steps of a ring halo exchange, an MPI_Allreduce and
      an MPI_Barrier: 17 records a step and rank (1,088,000 records by default);
@@ -30,7 +30,7 @@ from perfweave.interop import otf2 as pw_otf2
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 
 T, F = EVENT_TYPES, EVENT_FLAGS
-SHARED = HERE.parents[1] / "shared" / "data" / "otf2"
+SHARED = HERE.parent / "tests" / "data" / "otf2"       # public Score-P traces
 
 
 def best(fn, repeat):

@@ -1,7 +1,7 @@
 """Exchanging traces (perfweave export / import, docs/interop.md): a hand-written
 experiment that uses every record type goes to OTF2 and back with every record intact,
 OTF2's own reader sees what was written, Chrome trace JSON has one slice per call, bad
-input is one line and exit status 2, and the public Score-P traces of ../shared/data are
+input is one line and exit status 2, and the public Score-P traces of tests/data are
 imported and analysed with their known results."""
 import json
 import subprocess
@@ -19,7 +19,7 @@ from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 T, F = EVENT_TYPES, EVENT_FLAGS
 TNAME = {v: k for k, v in T.items()}
 PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[1] / "data"      # tests/data (README.md there)
 NB, SYNC, PERS = F["NONBLOCKING"], F["SYNCHRONOUS"], F["PERSISTENT"]
 
 
@@ -482,8 +482,7 @@ def test_without_the_otf2_package(literal):
 
 @pytest.fixture(scope="module")
 def shared():
-    assert SHARED.is_dir(), (f"{SHARED} is missing: the public OTF2 traces of these tests "
-                             "live in shared/data beside the checkout")
+    assert SHARED.is_dir(), f"{SHARED} is missing: the public OTF2 traces of these tests"
     return SHARED / "otf2"
 
 
