@@ -34,8 +34,9 @@ examples/build/stencil: examples/stencil.c
 
 demo: install examples/build/stencil
 	rm -rf examples/build/demo.pwx
-	$(PW) run -o examples/build/demo.pwx -- mpirun.openmpi --oversubscribe -n $(RANKS) \
-	    examples/build/stencil
+	$(PW) run --trace -o examples/build/demo.pwx -- mpirun.openmpi --oversubscribe \
+	    -n $(RANKS) examples/build/stencil
+	$(PW) analyze examples/build/demo.pwx
 	$(PW) report examples/build/demo.pwx
 
 test: install
@@ -43,6 +44,9 @@ test: install
 
 bench: install
 	$(PY) bench/mpi_overhead.py
+	$(PY) bench/trace_overhead.py
+	$(PY) bench/analysis_throughput.py
+	$(PY) bench/otf2_import.py
 
 clean:
 	rm -rf build examples/build .pytest_cache

@@ -29,7 +29,7 @@ RESULT_FORMAT = "perfweave-waitstates"
 RESULT_VERSION = 1
 WO_BUFFER = 100   # Late Sender instances a receiver remembers for Wrong Order (Scalasca)
 
-ROLES = ["other", "p2p", "wait", "waitmulti", "test", "barrier", "n2n", "12n", "n21", "scan",
+ROLES = ["other", "p2p", "block_send", "wait", "waitmulti", "test", "barrier", "n2n", "12n", "n21", "scan",
          "coll", "win_fence", "win_post", "win_start", "win_complete", "win_wait",
          "win_test", "passive", "op", "create", "free", "io", "file", "comm", "init",
          "finalize", "init_thread"]
@@ -500,7 +500,11 @@ def point_to_point(L, ex, acc, notes):
     e_sc, l_sc = calls["t0"][cc], calls["t1"][cc]
     lr_idle = np.where(l_sc <= e_rq, 0, e_rq - e_sc)
     crole = calls["role"][cc]
-    single = ok & (lr_idle > 0) & ((~nb[si] & (crole == R["p2p"])) | (crole == R["wait"]))
+    # a send that may block until the receive is posted: MPI_Send and MPI_Ssend (not
+    # Bsend, Rsend, nor Sendrecv, whose own receive would look like the send's wait),
+    # or the single MPI_Wait of a nonblocking send (as Scalasca's is_mpi_block_send)
+    single = ok & (lr_idle > 0) & ((~nb[si] & (crole == R["block_send"])) |
+                                   (crole == R["wait"]))
     lr_rows = np.flatnonzero(single)
     mw = np.flatnonzero(ok & (lr_idle > 0) & (crole == R["waitmulti"]) & ~ls_call[cc])
     if len(mw):

@@ -104,7 +104,8 @@ def classify(name):
     p2p, coll, rma_comm, io, other. Roles refine them for the patterns: barrier, n2n,
     12n, n21, scan, coll (other collectives and nonblocking ones), win_fence, win_post,
     win_start, win_complete, win_wait, win_test, passive, op (RMA operations), create and
-    free (windows), p2p (sends, receives, ...), wait (MPI_Wait), waitmulti
+    free (windows), block_send (MPI_Send, MPI_Ssend), p2p (other sends, receives, ...),
+    wait (MPI_Wait), waitmulti
     (MPI_Waitall/any/some), test (MPI_Test*)."""
     n = name
     if n in ("MPI_Init", "MPI_Init_thread", "MPI_Finalize"):
@@ -144,6 +145,8 @@ def classify(name):
     if re.match(r"MPI_(Comm_(dup|idup|split|split_type|create|create_group|free)|"
                 r"Intercomm_|Cart_create|Cart_sub|Graph_create|Dist_graph_create)", n):
         return "mgmt_comm", "comm"
+    if n in ("MPI_Send", "MPI_Ssend"):      # standard and synchronous mode: may block
+        return "p2p", "block_send"
     if n in _P2P:
         return "p2p", "p2p"
     return "other", "other"
