@@ -45,8 +45,13 @@ def test_return_without_finalize(mpi, build, run_pw):
     ref = bare(cmd)
     r = run_pw(cmd, check=False)
     assert r.proc.returncode == ref.returncode
-    assert sorted(l for l in r.proc.stdout.splitlines() if "leaves" in l) == \
-        sorted(l for l in ref.stdout.splitlines() if "leaves" in l)
+    lines = sorted(l for l in r.proc.stdout.splitlines() if "leaves" in l)
+    if mpi.name == "openmpi":
+        assert lines == sorted(l for l in ref.stdout.splitlines() if "leaves" in l)
+    else:
+        # Hydra kills the other ranks when one exits without MPI_Finalize: whether a
+        # rank still printed its line is a race, with or without perfweave
+        assert lines and set(lines) <= {f"rank {k} leaves without MPI_Finalize" for k in (0, 1)}
     # A launcher may SIGKILL the other ranks as soon as one exits without
     # MPI_Finalize (MPICH's Hydra does); a rank killed that way cannot save.
     saved = sorted(int(p.stem.split("-")[1]) for p in (r.exp / "partial").glob("rank-*.pwprof"))

@@ -21,7 +21,10 @@ import numpy as np
 
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local, _mix
-from perfweave.model.trace import F, T, Cols, Trace, classify, prepare, type_mask
+from perfweave.model.grouping import dense_ids
+from perfweave.model.trace import (COLL_COLS, RECV_COLS, SEND_COLS, WCALL_COLS,
+                                   WEV_COLS, F, R, T, Cols, Trace, classify, prepare,
+                                   type_mask)
 from perfweave.readers import trace as rt
 from perfweave.readers.experiment import rank_ranges
 
@@ -29,11 +32,6 @@ RESULT_FORMAT = "perfweave-waitstates"
 RESULT_VERSION = 1
 WO_BUFFER = 100   # Late Sender instances a receiver remembers for Wrong Order (Scalasca)
 
-ROLES = ["other", "p2p", "block_send", "wait", "waitmulti", "test", "barrier", "n2n", "12n", "n21", "scan",
-         "coll", "win_fence", "win_post", "win_start", "win_complete", "win_wait",
-         "win_test", "passive", "op", "create", "free", "io", "file", "comm", "init",
-         "finalize", "init_thread"]
-R = {r: i for i, r in enumerate(ROLES)}
 CATS = list(MT.CATEGORY_METRIC)
 C = {c: i for i, c in enumerate(CATS)}
 
@@ -46,18 +44,19 @@ WINDOW_EVENTS = type_mask("WSYNC", "RMA")
 class Loaded:
     trace: Trace                     # the ranks this process owns
     paths: list                      # global call paths: label tuples, sorted
-    calls: Cols                      # CALL_COLS + rank, role, cat: every owned rank
-    events: Cols                     # EV_COLS + rank; "call" indexes calls, "post" events
+    sends: Cols                      # SEND_COLS of every owned rank; path, call, chan global
+    recvs: Cols                      # RECV_COLS, likewise
+    colls: Cols                      # COLL_COLS; key: dense communicator id
+    wcalls: Cols                     # WCALL_COLS
+    wevents: Cols                    # WEV_COLS; "call" indexes wcalls
+    ncalls: int                      # MPI calls of the owned ranks ("call" of sends, recvs)
+    nchan: int                       # channels of messages ("chan"), all processes
     groups: dict                     # rank -> list of member arrays
     comms: dict                      # comm key -> members
     windows: dict                    # window key -> comm key
     ranks_present: list              # every rank with a trace (all processes)
     notes: list = field(default_factory=list)
     comm_keys: np.ndarray = None     # every communicator's key, sorted (all processes)
-
-    def dense_comm(self, keys):
-        """Communicator keys -> small ids, the same in every analysis process."""
-        return np.searchsorted(self.comm_keys, keys)
 
 
 def world_size_of(exp, ranks):
@@ -83,56 +82,87 @@ def _sibling_meta(exp, ranks):
     return None
 
 
-# Column types of the store. Indices within one process (call, post) and sequence
-# numbers fit 32 bits: at most 2^31 records per analysis process.
-CALL_TYPES = {"thread": np.int32, "fn": np.int32, "path": np.int32, "t0": np.int64,
-              "t1": np.int64, "rank": np.int32, "role": np.int16, "cat": np.int16}
-EV_TYPES = {"call": np.int32, "type": np.uint8, "flags": np.uint8, "peer": np.int32,
-            "tag": np.int32, "group": np.int32, "comm": np.int64, "win": np.int64,
-            "bytes": np.int64, "bytes2": np.int64, "post": np.int32, "seq": np.int32,
-            "crank": np.int32, "csize": np.int32, "rank": np.int32}
+TABLES = {"sends": SEND_COLS, "recvs": RECV_COLS, "colls": COLL_COLS,
+          "wcalls": WCALL_COLS, "wevents": WEV_COLS}
+DETAIL = {"thread", "bytes"}    # columns of messages only load(detail=True) keeps
 
 
 class Store:
-    """The process's tables, allocated once for at most `capacity` records: each
-    prepared rank is copied in and its own arrays dropped, so the ranks are never held
-    twice (a concatenation would) and no large array is allocated afresh."""
+    """The process's tables (TABLES), filled rank by rank: each prepared rank's tables
+    are copied in and replaced by views of the store, so the ranks are never held twice
+    (a concatenation would) and little memory is allocated afresh. Capacities are
+    estimated from the first ranks (rows per trace record) and grow when exceeded."""
 
-    def __init__(self, capacity):
-        self.calls = Cols({k: np.empty(capacity, t) for k, t in CALL_TYPES.items()})
-        self.events = Cols({k: np.empty(capacity, t) for k, t in EV_TYPES.items()})
-        self.nc = self.ne = 0
+    def __init__(self, records, detail=False):
+        self.records = max(int(records), 1)   # trace records of all ranks to come
+        self.seen = 0                         # ... of the ranks taken so far
+        self.cols = {name: {k: t for k, t in cols.items() if detail or k not in DETAIL}
+                     for name, cols in TABLES.items()}
+        self.tables = {name: None for name in TABLES}
+        self.used = dict.fromkeys(TABLES, 0)
+
+    def _room(self, name, need):
+        t, used = self.tables[name], self.used[name]
+        cap = len(t) if t is not None else 0
+        if t is not None and used + need <= cap:
+            return
+        # rows per record so far, for the records still to come, plus a margin
+        rate = (used + need) / max(self.seen, 1)
+        want = used + need + int(rate * (self.records - self.seen) * 1.1) + 1024
+        want = max(want, int(cap * 1.5))
+        new = Cols({k: np.empty(want, ty) for k, ty in self.cols[name].items()})
+        if t is not None:
+            for k in new:
+                new[k][:used] = t[k][:used]
+        self.tables[name] = new
 
     def take(self, rd):
-        """Copy rank rd's tables in; rd's tables become views of the store."""
-        for mine, table, n0 in ((rd.calls, self.calls, self.nc),
-                                (rd.events, self.events, self.ne)):
+        """Copy rank rd's tables in and drop them from rd (views() gives them back as
+        views of the store, once every rank is in)."""
+        self.seen += rd.nrecords
+        rd.rows = {}
+        for name in TABLES:
+            mine = getattr(rd, name)
             n = len(mine)
-            for k, v in list(mine.items()):
-                if k in table:                # (the request keys are not needed now)
-                    table[k][n0:n0 + n] = v
-            table["rank"][n0:n0 + n] = rd.rank
-            for k in table:               # every column, those _unify fills in too
-                mine[k] = table[k][n0:n0 + n]
-        self.nc += len(rd.calls)
-        self.ne += len(rd.events)
+            self._room(name, n)
+            table, n0 = self.tables[name], self.used[name]
+            for k in table:
+                table[k][n0:n0 + n] = mine[k]
+            self.used[name] = n0 + n
+            rd.rows[name] = n
+            setattr(rd, name, None)
 
-    def tables(self):
-        return (Cols({k: v[:self.nc] for k, v in self.calls.items()}),
-                Cols({k: v[:self.ne] for k, v in self.events.items()}))
+    def views(self, trace):
+        """Point each rank's tables at its rows of the store (ranks in the order taken)."""
+        pos = dict.fromkeys(TABLES, 0)
+        for rd in trace.ranks:
+            for name in TABLES:
+                n0, n = pos[name], rd.rows[name]
+                table = self.table(name)
+                setattr(rd, name, Cols({k: v[n0:n0 + n] for k, v in table.items()}))
+                pos[name] = n0 + n
+
+    def table(self, name):
+        t = self.tables[name]
+        if t is None:
+            return Cols({k: np.zeros(0, ty) for k, ty in self.cols[name].items()})
+        return Cols({k: v[:self.used[name]] for k, v in t.items()})
 
 
-def load(exp, ex):
+def load(exp, ex, detail=False):
+    """Read and prepare the ranks ex owns (Loaded). detail: keep the columns of
+    messages that the patterns do not need (DETAIL)."""
     ranks = rt.list_ranks(exp)
     world = world_size_of(exp, ranks)
     ex.world_size = world
     mine = [r for r in ranks if ex.owns(r)]
     metas = {r: rt.read_meta(exp, r) for r in mine}
     _host_clocks(metas, ex)
-    store = Store(sum(rt.record_count(exp, r) for r in mine))
+    store = Store(sum(rt.record_count(exp, r) for r in mine), detail)
     data, sibling = [], None
+    buffer = rt.ReadBuffer()
     for r in mine:                      # one rank at a time: its raw records are dropped
-        rf = rt.read_rank(exp, r, metas[r])
+        rf = rt.read_rank(exp, r, metas[r], buffer)
         if not rf.meta.get("clock"):
             sibling = sibling or _sibling_meta(exp, ranks)
             if sibling:
@@ -182,7 +212,8 @@ def _host_clocks(metas, ex):
 
 def _unify(trace, ex, ranks_present, store=None):
     """Merge function tables and call paths of every analysis process (by name), and
-    build this process's tables: every owned rank's calls and events, concatenated."""
+    build this process's tables: every owned rank's rows, with call paths, calls and
+    communicators numbered alike in every process."""
     glist, seen = [], set()
     mine = []
     for rd in trace.ranks:
@@ -206,60 +237,109 @@ def _unify(trace, ex, ranks_present, store=None):
         allp.update(part)
     paths = sorted(allp)
     gid = {p: i for i, p in enumerate(paths)}
-    role_of = np.array([R[classify(f)[1]] for f in glist], np.int16)
-    cat_of = np.array([C[classify(f)[0]] for f in glist], np.int16)
-    if store is None:                   # a trace built in memory: store it now
-        store = Store(sum(max(len(rd.calls), len(rd.events)) for rd in trace.ranks))
-        for rd in trace.ranks:
-            store.take(rd)
-    cbase = ebase = 0
-    groups, comms, windows = {}, {}, {}
+    comms, windows, groups = {}, {}, {}
     for rd in trace.ranks:
-        fmap = np.array([gfn[f] for f in rd.fn_names], np.int64)
-        pmap = np.array([gid[sep.join(p)] for p in rd.paths], np.int64)
-        c = rd.calls                    # views of the store: updated in place
-        c["fn"][:] = fmap[c["fn"]]
-        c["path"][:] = pmap[c["path"]]
-        c["role"][:] = role_of[c["fn"]]
-        c["cat"][:] = cat_of[c["fn"]]
-        e = rd.events
-        e["call"] += cbase
-        np.add(e["post"], ebase, out=e["post"], where=e["post"] >= 0)
-        cbase += len(c)
-        ebase += len(e)
-        rd.gpaths = pmap
-        rd.gfn = fmap
-        groups[rd.rank] = rd.groups
         comms.update(rd.comms)
         windows.update(rd.windows)
-    trace.functions = glist
-    ckeys = set()
+        groups[rd.rank] = rd.groups
+    ckeys = {0}                         # events without a communicator
     for part in ex.allgather(sorted(comms)):
         ckeys.update(part)
-    ckeys.add(0)                      # events without a communicator
+    comm_keys = np.array(sorted(ckeys), np.int64)
+    chan_ids, nchan = _channels(trace, ex, comm_keys)
+    if store is None:                   # a trace built in memory: store it now
+        store = Store(sum(rd.nrecords for rd in trace.ranks))
+        for rd in trace.ranks:
+            store.take(rd)
+    store.views(trace)
+    cbase = wbase = 0
+    for rd in trace.ranks:              # the views are updated in place
+        pmap = np.array([gid[sep.join(p)] for p in rd.paths], np.int32)
+        cmap = np.searchsorted(comm_keys, rd.comm_keys).astype(np.int32)
+        for name, ids in zip(("sends", "recvs"), chan_ids[rd.rank]):
+            t = getattr(rd, name)
+            t["path"][:] = pmap[t["path"]]
+            t["chan"][:] = ids[t["chan"]]
+            np.add(t["call"], cbase, out=t["call"], where=t["call"] >= 0)
+        c = rd.colls
+        c["path"][:] = pmap[c["path"]]
+        c["key"][:] = cmap[c["key"]]
+        rd.wcalls["path"][:] = pmap[rd.wcalls["path"]]
+        rd.wevents["call"] += wbase
+        cbase += rd.ncalls
+        wbase += len(rd.wcalls)
+        rd.gpaths = pmap.astype(np.int64)
+        rd.gfn = np.array([gfn[f] for f in rd.fn_names], np.int64)
+    trace.functions = glist
     notes = [n for rd in trace.ranks for n in rd.notes]
     present = set(ranks_present)
     trace.missing = [r for r in range(trace.world_size) if r not in present]
     for rd in trace.ranks:              # the store's tables replace them
-        rd.calls = rd.events = None
-    calls, events = store.tables()
+        for name in TABLES:
+            setattr(rd, name, None)
     return Loaded(trace=trace, paths=[tuple(p.split(sep)) for p in paths],
-                  calls=calls, events=events,
+                  **{name: store.table(name) for name in TABLES}, ncalls=cbase,
+                  nchan=nchan,
                   groups=groups, comms=comms, windows=windows,
-                  ranks_present=sorted(present), notes=notes,
-                  comm_keys=np.array(sorted(ckeys), np.int64))
+                  ranks_present=sorted(present), notes=notes, comm_keys=comm_keys)
+
+
+def _channels(trace, ex, comm_keys):
+    """Number the channels of messages, (source, destination, communicator, tag), alike
+    in every analysis process: each process sends its ranks' (small) channel tables to
+    all, and all number the union in sorted order. Returns ({rank: (global id of each
+    of its send channels, ... of its receive channels)}, number of channels)."""
+    parts, sizes = [], []
+    for rd in trace.ranks:
+        cmap = np.searchsorted(comm_keys, rd.comm_keys)
+        sc, rc = rd.send_channels, rd.recv_channels
+        parts.append(np.stack([np.full(len(sc), rd.rank), sc[:, 0], cmap[sc[:, 1]],
+                               sc[:, 2]], axis=1))
+        parts.append(np.stack([rc[:, 0], np.full(len(rc), rd.rank), cmap[rc[:, 1]],
+                               rc[:, 2]], axis=1))
+        sizes.append((len(sc), len(rc)))
+    mine = np.concatenate(parts).astype(np.int64) if parts else np.zeros((0, 4), np.int64)
+    every = ex.allgather(mine)
+    offset = sum(len(p) for p in every[:ex.me])
+    allch = np.concatenate(every)
+    if not len(allch):
+        return {rd.rank: (np.zeros(0, np.int32),) * 2 for rd in trace.ranks}, 0
+    uniq, inv = np.unique(allch, axis=0, return_inverse=True)
+    ids = inv.reshape(-1)[offset:offset + len(mine)].astype(np.int32)
+    out, pos = {}, 0
+    for rd, (ns, nr) in zip(trace.ranks, sizes):
+        out[rd.rank] = (ids[pos:pos + ns], ids[pos + ns:pos + ns + nr])
+        pos += ns + nr
+    return out, len(uniq)
 
 
 # ---------------------------------------------------------------- helpers
 
 class Acc:
-    """Contributions (metric, path, rank, value), summed at the end."""
+    """Contributions (metric, path, rank, value), summed at the end. Large batches are
+    summed per (path, rank) as they come, so that little is kept."""
 
     def __init__(self):
         self.parts = []
 
-    def add(self, metric, path, rank, value):
-        self.add_many(np.full(len(value), MT.INDEX[metric], np.int64), path, rank, value)
+    def add(self, metric, path, rank, value, mask=None):
+        """Add value[i] to (metric, path[i], rank[i]) for the rows i of mask (all rows
+        if None) whose value is not 0."""
+        value = np.asarray(value)
+        keep = value != 0
+        if mask is not None:
+            keep &= mask
+        idx = np.flatnonzero(keep)
+        if not len(idx):
+            return
+        p = np.asarray(path)[idx].astype(np.int64)
+        r = np.asarray(rank)[idx].astype(np.int64)
+        v = value[idx].astype(np.int64)
+        if len(idx) > 4096 and int(r.max()) < 2 ** 31 and int(r.min()) >= 0:
+            uniq, inv = dense_ids((p << 32) | r)
+            v = _sum_at(inv, v, len(uniq))
+            p, r = uniq >> 32, uniq & 0xFFFFFFFF
+        self.parts.append((np.full(len(p), MT.INDEX[metric], np.int64), p, r, v))
 
     def add_many(self, metric_idx, path, rank, value):
         value = np.asarray(value)
@@ -274,6 +354,12 @@ class Acc:
             z = np.zeros(0, np.int64)
             return z, z, z, z
         return _reduce(*(np.concatenate(x) for x in zip(*self.parts)))
+
+
+def _sum_at(inv, v, n):
+    out = np.zeros(n, np.int64)
+    np.add.at(out, inv, v)
+    return out
 
 
 def _reduce(m, p, r, v):
@@ -374,11 +460,19 @@ def _route(ex, rows, dest_ranks=None, keys=None):
 
 # ---------------------------------------------------------------- point-to-point
 
-# a message as its sender and its receiver see it (comm: dense communicator id)
-SENDS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
-                  ("seq", "<i4"), ("pad", "<i4"), ("e", "<i8")])
-RECVS = np.dtype([("src", "<i4"), ("dst", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
-                  ("seq", "<i4"), ("pad", "<i4"), ("e", "<i8"), ("l", "<i8")])
+# what of a message goes to another analysis process: to the receiver's, as the sender
+# saw it (e: the enter of the call posting it); to the sender's, as the receiver saw it
+# (e: the enter of the call posting the receive)
+MESSAGES = np.dtype([("chan", "<i4"), ("seq", "<i4"), ("e", "<i8")])
+
+
+def _routed(ex, table, dest_ranks):
+    """The rows of a message table (Cols) that the processes owning dest_ranks need:
+    the table itself in one process."""
+    if not ex.parallel:
+        return table
+    rows = _table(MESSAGES, chan=table["chan"], seq=table["seq"], e=table["e"])
+    return ex.route(rows, ex.owner(dest_ranks))
 
 
 def _run_max(group, values):
@@ -390,151 +484,140 @@ def _run_max(group, values):
     return np.minimum.reduceat(cand, start)
 
 
-def _match(rows, other):
-    """For each row of `rows`, the index of the row of `other` for the same message
-    (src, dst, comm, tag, seq), or -1. comm is a dense communicator id. With small ranks,
-    communicators and tags a channel (src, dst, comm, tag) packs into one integer:
-    channels get dense ids from one np.unique, and a message is then found by its
-    channel's offset plus its sequence number, without a join."""
-    n, m = len(rows), len(other)
-    out = np.full(n, -1, np.int64)
-    if not n or not m:
+class _Slots:
+    """Messages of a table `other` (chan, seq) by slot: the messages of a channel get
+    consecutive slots (its offset plus the message's number), so that finding a
+    message is one gather, without a sort or a join."""
+
+    def __init__(self, other, nchan):
+        ch, seq = other["chan"], other["seq"]
+        self.count = np.bincount(ch, minlength=nchan)
+        self.first = np.cumsum(self.count) - self.count
+        ok = seq < self.count[ch]
+        self.row = np.full(len(ch), -1, np.int64)
+        self.row[(self.first[ch] + seq)[ok]] = np.flatnonzero(ok)
+
+    def find(self, rows):
+        """For each row of rows, the index of the row of `other` for the same message
+        (channel, number), or -1."""
+        out = np.full(len(rows), -1, np.int64)
+        if not len(self.row):
+            return out
+        ch, seq = rows["chan"], rows["seq"]
+        ok = seq < self.count[ch]
+        out[ok] = self.row[self.first[ch[ok]] + seq[ok]]
         return out
-    cols = ("src", "dst", "comm", "tag")
-    big = max(int(max(rows[c].max(), other[c].max())) for c in ("src", "dst"))
-    if big < 2 ** 20 and max(int(rows["comm"].max()), int(other["comm"].max())) < 2 ** 8 \
-            and min(int(rows["tag"].min()), int(other["tag"].min())) >= 0 \
-            and max(int(rows["tag"].max()), int(other["tag"].max())) < 2 ** 16:
-        def pack(t):
-            return (t["src"].astype(np.int64) << 44) | (t["dst"].astype(np.int64) << 24) | \
-                (t["comm"].astype(np.int64) << 16) | t["tag"].astype(np.int64)
-        u, inv = np.unique(np.concatenate([pack(other), pack(rows)]), return_inverse=True)
-        inv = inv.reshape(-1)
-        ch_o, ch_r = inv[:m], inv[m:]
-        count = np.bincount(ch_o, minlength=len(u))
-        first = np.cumsum(count) - count
-        ids = first[ch_o] + other["seq"]
-        ok_o = other["seq"] < count[ch_o]
-        slot_of = np.full(m, -1, np.int64)
-        slot_of[ids[ok_o]] = np.flatnonzero(ok_o)
-        ok = rows["seq"] < count[ch_r]
-        out[ok] = slot_of[first[ch_r[ok]] + rows["seq"][ok]]
-        return out
-    return _join([rows[c] for c in cols + ("seq",)], [other[c] for c in cols + ("seq",)])
 
 
-def _p2p_rows(L):
-    """The messages of the owned ranks as seen by their senders and by their receivers:
-    (send event indices, SENDS rows, the call completing each send; receive event
-    indices, RECVS rows, the call completing each receive)."""
-    ev, calls = L.events, L.calls
-    typ = ev["type"]
-    nb = (ev["flags"] & F["NONBLOCKING"]) != 0
-    dense = L.dense_comm
-    # ---- send side: the call posting it (sender's enter) and completing it ----
-    post = ev["post"]
-    si = np.flatnonzero((typ == T["SEND"]) & (ev["peer"] >= 0))
-    cmp_call = np.where(nb[si], -1, ev["call"][si])
-    done_idx = np.flatnonzero((post >= 0) & (typ == T["SEND_DONE"]))
-    pos_in_si = np.searchsorted(si, post[done_idx])
-    okd = pos_in_si < len(si)
-    okd[okd] &= si[pos_in_si[okd]] == post[done_idx[okd]]
-    cmp_call[pos_in_si[okd]] = ev["call"][done_idx[okd]]
-    sc = ev["call"][si]
-    send_rows = _table(SENDS, src=ev["rank"][si], dst=ev["peer"][si], tag=ev["tag"][si],
-                       comm=dense(ev["comm"][si]), seq=ev["seq"][si], e=calls["t0"][sc])
-    # ---- receive side: the call completing it, the call posting it ----
-    ri = np.flatnonzero((typ == T["RECV"]) & (ev["peer"] >= 0))
-    rc = ev["call"][ri]
-    req_call = np.where(post[ri] >= 0, ev["call"][np.maximum(post[ri], 0)], rc)
-    recv_rows = _table(RECVS, src=ev["peer"][ri], dst=ev["rank"][ri], tag=ev["tag"][ri],
-                       comm=dense(ev["comm"][ri]), seq=ev["seq"][ri], e=calls["t0"][req_call],
-                       l=calls["t1"][req_call])
-    return si, send_rows, cmp_call, ri, recv_rows, rc
+def _match(rows, other, nchan):
+    """For each row of `rows`, the index of the row of `other` for the same message, or
+    -1 (_Slots)."""
+    return _Slots(other, nchan).find(rows)
+
+
+CHUNK = 1 << 18     # rows of a batch: the temporaries of a batch stay in cache
+
+
+def _chunks(rank, target=CHUNK):
+    """Slices (a, b) of rows sorted by rank that hold whole ranks, each of about target
+    rows (or one rank's rows, if more)."""
+    n = len(rank)
+    if n <= target or (np.diff(rank) < 0).any():
+        return [(0, n)]
+    cuts = np.searchsorted(rank, rank[np.arange(target, n, target)], "left")
+    cuts = np.unique(np.r_[0, cuts, n])
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
 
 
 def message_pairs(L):
-    """Every message of a trace loaded in one process: (the event index of its SEND,
-    that of its RECV), matched as the analysis matches them."""
-    si, send_rows, _, ri, recv_rows, _ = _p2p_rows(L)
-    m = _match(recv_rows, send_rows)
+    """Every message of a trace loaded in one process, matched as the analysis matches
+    them: (the SEND_COLS rows, the RECV_COLS rows), one row of each per message."""
+    m = _match(L.recvs, L.sends, L.nchan)
     ok = np.flatnonzero(m >= 0)
-    return si[m[ok]], ri[ok]
+    return L.sends.take(m[ok]), L.recvs.take(ok)
 
 
 def point_to_point(L, ex, acc, notes):
-    ev, calls = L.events, L.calls
-    nb = (ev["flags"] & F["NONBLOCKING"]) != 0
-    si, send_rows, cmp_call, ri, recv_rows, rc = _p2p_rows(L)
+    """Late Sender (and Wrong Order) on the receivers' side, Late Receiver on the
+    senders', in batches of whole ranks."""
+    S, V = L.sends, L.recvs
+    sends_here = _routed(ex, S, S["dst"])
+    slots = _Slots(sends_here, L.nchan)
+    ls_call = np.zeros(L.ncalls, bool)      # multi-waits with a Late Sender
+    for a, b in _chunks(V["dst"]):
+        _late_sender(V.slice(a, b), sends_here, slots, ls_call, acc, notes)
+    del slots, sends_here
+    recvs_here = _routed(ex, V, V["src"])
+    slots = _Slots(recvs_here, L.nchan)
+    for a, b in _chunks(S["src"]):
+        _late_receiver(S.slice(a, b), recvs_here, slots, ls_call, acc, notes)
 
-    # ---- Late Sender, on the receiver (the sends come to the receiver's process) ----
-    sends_here = _route(ex, send_rows, dest_ranks=send_rows["dst"])
-    m = _match(recv_rows, sends_here)
+
+def _late_sender(V, sends_here, slots, ls_call, acc, notes):
+    m = slots.find(V)
     matched = m >= 0
     e_send = np.where(matched, sends_here["e"][np.maximum(m, 0)], 0)
-    e_r, l_r = calls["t0"][rc], calls["t1"][rc]
-    role = calls["role"][rc]
-    idle = np.minimum(e_send, l_r) - e_r
+    rc, role = V["call"], V["role"]
+    idle = np.minimum(e_send, V["ce"]) - V["cb"]
     ls = matched & (role != R["test"]) & (idle > 0)
     multi = role == R["waitmulti"]
-    # a multi-wait is one instance, of its latest sender (rc is sorted along ri)
+    # a multi-wait is one instance, of its latest sender (rc is sorted along the rows)
     lm = np.flatnonzero(ls & multi)
     inst_rows = np.flatnonzero(ls & ~multi)
     if len(lm):
         inst_rows = np.sort(np.r_[inst_rows, lm[_run_max(rc[lm], idle[lm])]])
-    ls_call = np.zeros(len(calls["t0"]), bool)      # multi-waits with a Late Sender
     ls_call[rc[lm]] = True
-    ip = calls["path"][rc[inst_rows]]
-    irank = ev["rank"][ri[inst_rows]]
+    ip = V["path"][inst_rows]
+    irank = V["dst"][inst_rows]
     acc.add("mpi_latesender", ip, irank, idle[inst_rows])
     acc.add("mpi_latesender_count", ip, irank, np.ones(len(inst_rows), np.int64))
+    _wrong_order(V, matched, e_send, inst_rows, idle, acc)
+    notes["unmatched_receives"] += int(len(m) - np.count_nonzero(matched))
+    notes["messages"] += int(np.count_nonzero(matched))
 
-    _wrong_order(ev, ri, rc, matched, e_send, inst_rows, idle, calls, acc)
 
-    # ---- Late Receiver, on the sender (the receive posts come to its process) ----
-    recvs_here = _route(ex, recv_rows, dest_ranks=recv_rows["src"])
-    m2 = _match(send_rows, recvs_here)
-    ok = (m2 >= 0) & (cmp_call >= 0)
+def _late_receiver(S, recvs_here, slots, ls_call, acc, notes):
+    m2 = slots.find(S)
+    cc = S["call"]
+    ok = (m2 >= 0) & (cc >= 0)
     e_rq = np.where(ok, recvs_here["e"][np.maximum(m2, 0)], 0)
-    cc = np.maximum(cmp_call, 0)
-    e_sc, l_sc = calls["t0"][cc], calls["t1"][cc]
-    lr_idle = np.where(l_sc <= e_rq, 0, e_rq - e_sc)
-    crole = calls["role"][cc]
+    lr_idle = np.where(S["ce"] <= e_rq, 0, e_rq - S["cb"])
+    crole = S["role"]
     # a send that may block until the receive is posted: MPI_Send and MPI_Ssend (not
     # Bsend, Rsend, nor Sendrecv, whose own receive would look like the send's wait),
     # or the single MPI_Wait of a nonblocking send (as Scalasca's is_mpi_block_send)
-    single = ok & (lr_idle > 0) & ((~nb[si] & (crole == R["block_send"])) |
-                                   (crole == R["wait"]))
+    waits = ok & (lr_idle > 0)
+    single = waits & (((S["nb"] == 0) & (crole == R["block_send"])) | (crole == R["wait"]))
     lr_rows = np.flatnonzero(single)
-    mw = np.flatnonzero(ok & (lr_idle > 0) & (crole == R["waitmulti"]) & ~ls_call[cc])
+    mw = np.flatnonzero(waits & (crole == R["waitmulti"]))
+    mw = mw[~ls_call[cc[mw]]]
     if len(mw):
         mw = mw[np.argsort(cc[mw], kind="stable")]
         lr_rows = np.sort(np.r_[lr_rows, mw[_run_max(cc[mw], lr_idle[mw])]])
-    lp = calls["path"][cc[lr_rows]]
-    lrank = ev["rank"][si[lr_rows]]
+    lp = S["path"][lr_rows]
+    lrank = S["src"][lr_rows]
     acc.add("mpi_latereceiver", lp, lrank, lr_idle[lr_rows])
     acc.add("mpi_latereceiver_count", lp, lrank, np.ones(len(lr_rows), np.int64))
-    notes["unmatched_receives"] += int((~matched).sum())
-    notes["unmatched_sends"] += int((m2 < 0).sum())
-    notes["messages"] += int(matched.sum())
+    notes["unmatched_sends"] += int(np.count_nonzero(m2 < 0))
 
 
-def _wrong_order(ev, ri, rc, matched, e_send, inst_rows, idle, calls, acc):
+def _wrong_order(V, matched, e_send, inst_rows, idle, acc):
     """Late Sender, Wrong Order: a Late Sender instance is re-charged as wrong order when
     a later receive on the same rank (while the instance is among the rank's last
     WO_BUFFER instances) gets a message that was sent before the instance's message.
     Same / different sources compare the two messages' senders."""
     if not len(inst_rows):
         return
-    seq = np.flatnonzero(matched)             # receives in processing order (rows of ri)
+    rc = V["call"]
+    seq = np.flatnonzero(matched)             # receives in processing order (rows of V)
     s_time = e_send[seq]
     s_call = rc[seq]
-    s_rank = ev["rank"][ri[seq]]
-    s_src = ev["peer"][ri[seq]]
+    s_rank = V["dst"][seq]
+    s_src = V["src"][seq]
     i_call = rc[inst_rows]
-    i_rank = ev["rank"][ri[inst_rows]]
+    i_rank = V["dst"][inst_rows]
     i_time = e_send[inst_rows]
-    i_src = ev["peer"][ri[inst_rows]]
+    i_src = V["src"][inst_rows]
     # window: receives after the instance's call, up to the call of the instance
     # WO_BUFFER later on the same rank (when it pushes this one out)
     start = np.searchsorted(s_call, i_call, "right")
@@ -575,7 +658,7 @@ def _wrong_order(ev, ri, rc, matched, e_send, inst_rows, idle, calls, acc):
     found[found] &= s_time[np.minimum(pos[found], n - 1)] < i_time[found]
     f = np.flatnonzero(found)
     same = s_src[pos[f]] == i_src[f]
-    path = calls["path"][i_call[f]]
+    path = V["path"][inst_rows[f]]
     acc.add("mpi_latesender_wo", path, i_rank[f], idle[inst_rows[f]])
     acc.add("mpi_lswo_same", path[same], i_rank[f][same], idle[inst_rows[f]][same])
     acc.add("mpi_lswo_different", path[~same], i_rank[f][~same], idle[inst_rows[f]][~same])
@@ -590,99 +673,186 @@ COLLS = np.dtype([("key", "<i8"), ("seq", "<i8"), ("rank", "<i4"), ("path", "<i4
 
 
 def _take(rows, index):
-    """rows[index] for a record array, copying whole records (faster than numpy's
-    field-by-field fancy indexing of structured arrays)."""
+    """rows[index] for a table: Cols column by column; a record array by whole records
+    (faster than numpy's field-by-field fancy indexing of structured arrays)."""
+    if isinstance(rows, Cols):
+        return rows.take(index)
     v = rows.view(np.dtype((np.void, rows.dtype.itemsize)))
     return v[index].view(rows.dtype)
 
 
-def _instances(L, ex, rows):
-    """Route collective-like rows (COLLS) to the owner of their instance (key, seq);
-    returns (the rows there, sorted by instance; group starts; group id per row;
-    mask of the groups that hold a whole blocking instance of one kind)."""
-    here = _route(ex, rows, keys=_hash_cols(rows["key"], rows["seq"]))
-    if not len(here):
-        z = np.zeros(0, np.int64)
-        return here, z, z, np.zeros(0, bool)
-    ids = np.unique(here["key"], return_inverse=True)[1].reshape(-1).astype(np.int64)
-    if int(here["seq"].max()) < 2 ** 42 and int(ids.max()) < 2 ** 21:
-        order = np.argsort((ids << 42) | here["seq"])    # one integer per instance
-    else:
-        order = np.lexsort((here["seq"], ids))
-    here = _take(here, order)
-    inst = (ids[order], here["seq"])
-    change = np.r_[True, (inst[0][1:] != inst[0][:-1]) | (inst[1][1:] != inst[1][:-1])]
-    start = np.flatnonzero(change)
-    gid = np.cumsum(change) - 1
-    count = np.diff(np.r_[start, len(here)])
-    complete = count == here["csize"][start]
-    nbany = np.maximum.reduceat(here["nb"], start)
-    same_role = np.minimum.reduceat(here["role"], start) == \
-        np.maximum.reduceat(here["role"], start)
-    return here, start, gid, complete & (nbany == 0) & same_role
+class _Instances:
+    """Rows of collective-like operations grouped by instance (key, seq), without
+    sorting them: each row's instance gets a number (0..n-1), and per-instance
+    reductions scatter into arrays of n (ufunc.at), which stay in cache where a sort
+    of the rows would not. With dense_keys (keys are small numbers: communicators), an
+    instance's number is an offset per key plus seq, computed batch by batch; else
+    instances are numbered by hashing. `ok`: the instances that hold a whole blocking
+    operation of one kind (every member's row, no nonblocking one, one role);
+    `present`: those with any row."""
+
+    def __init__(self, here, dense_keys=False):
+        self.here = here
+        n = len(here)
+        self._gid = self.base = None
+        self.n = 0
+        if not n:
+            self.ok = self.present = np.zeros(0, bool)
+            self._gid = np.zeros(0, np.int64)
+            return
+        key, seq = here["key"], here["seq"]
+        if dense_keys and int(key.min()) >= 0 and int(key.max()) < 2 ** 24 and \
+                int(seq.min()) >= 0:
+            last = np.full(int(key.max()) + 1, -1, np.int64)
+            np.maximum.at(last, key, seq)
+            if int((last + 1).sum()) <= 4 * n + 1024:
+                self.base = np.cumsum(last + 1) - (last + 1)
+                self.n = int((last + 1).sum())
+        if self.base is None:
+            ukey, kid = dense_ids(key)
+            if int(seq.min()) >= 0 and int(seq.max()) < 2 ** 40 and len(ukey) < 2 ** 23:
+                uinst, self._gid = dense_ids((kid << 40) | seq)
+                self.n = len(uinst)
+            else:
+                order = np.lexsort((seq, kid))
+                k, q = kid[order], seq[order]
+                change = np.r_[True, (k[1:] != k[:-1]) | (q[1:] != q[:-1])]
+                self._gid = np.empty(n, np.int64)
+                self._gid[order] = np.cumsum(change) - 1
+                self.n = int(change.sum())
+        r = self.reduce(count=(np.add, 0, lambda t: np.ones(len(t), np.int64)),
+                        csmax=(np.maximum, -1, lambda t: t["csize"]),
+                        csmin=(np.minimum, 2 ** 31 - 1, lambda t: t["csize"]),
+                        nb=(np.maximum, 0, lambda t: t["nb"]),
+                        rmin=(np.minimum, 2 ** 15 - 1, lambda t: t["role"]),
+                        rmax=(np.maximum, -1, lambda t: t["role"]))
+        self.present = r["count"] > 0
+        self.ok = self.present & (r["count"] == r["csmax"]) & (r["csmin"] == r["csmax"]) & \
+            (r["nb"] == 0) & (r["rmin"] == r["rmax"])
+
+    def chunks(self):
+        n = len(self.here)
+        return [(a, min(a + CHUNK, n)) for a in range(0, n, CHUNK)]
+
+    def gid(self, a=0, b=None):
+        """The instance of rows a..b-1."""
+        if self._gid is not None:
+            return self._gid[a:b]
+        return self.base[self.here["key"][a:b]] + self.here["seq"][a:b]
+
+    def reduce(self, **specs):
+        """Per instance, for each name=(ufunc, initial value, function of a batch of rows
+        giving values): the reduction of the values of its rows, in one batched pass."""
+        out = {k: np.full(self.n, fill, np.int64) for k, (_, fill, _) in specs.items()}
+        for a, b in self.chunks():
+            rows, g = self.here[a:b], self.gid(a, b)
+            for k, (ufunc, _, f) in specs.items():
+                ufunc.at(out[k], g, np.asarray(f(rows)).astype(np.int64, copy=False))
+        return out
+
+    def max(self, values):
+        """Per instance: the largest of values (the int64 minimum if none)."""
+        out = np.full(self.n, np.iinfo(np.int64).min, np.int64)
+        np.maximum.at(out, self.gid(), values)
+        return out
+
+    def min(self, values):
+        out = np.full(self.n, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(out, self.gid(), values)
+        return out
+
+
+def _instances(L, ex, rows, dense_keys=False):
+    """Route collective-like rows (COLL_COLS, as Cols or COLLS records) to the owner of
+    their instance (key, seq) and group them there (_Instances)."""
+    if ex.parallel:
+        if isinstance(rows, Cols):
+            rows = _table(COLLS, **rows)
+        rows = _route(ex, rows, keys=_hash_cols(rows["key"], rows["seq"]))
+    return _Instances(rows, dense_keys)
+
+
+MIN64 = np.iinfo(np.int64).min
 
 
 def collectives(L, ex, acc, notes):
-    ev, calls = L.events, L.calls
-    ci = np.flatnonzero(ev["type"] == T["COLL"])
-    c = ev["call"][ci]
-    rows = _table(COLLS, key=ev["comm"][ci], seq=ev["seq"][ci], rank=ev["rank"][ci],
-                  path=calls["path"][c], role=calls["role"][c],
-                  nb=(ev["flags"][ci] & F["NONBLOCKING"]) != 0, sent=ev["bytes"][ci] > 0,
-                  recv=ev["bytes2"][ci] > 0, root=ev["peer"][ci] == ev["rank"][ci],
-                  b=calls["t0"][c], e=calls["t1"][c], crank=ev["crank"][ci],
-                  csize=ev["csize"][ci])
-    here, start, gid, ok = _instances(L, ex, rows)
-    notes["collectives"] += int(ok.sum())
-    notes["incomplete_collectives"] += int((~ok).sum())
-    if not len(here):
+    """Waits at collective operations (Scalasca's definitions), batch by batch."""
+    X = _instances(L, ex, L.colls, dense_keys=True)
+    notes["collectives"] += int(X.ok.sum())
+    notes["incomplete_collectives"] += int((X.present & ~X.ok).sum())
+    if not len(X.here):
         return
-    b, e, role = here["b"], here["e"], here["role"]
-    latest = np.maximum.reduceat(b, start)[gid]
-    earliest_end = np.minimum.reduceat(e, start)[gid]
-    okr = ok[gid]
-    sent_b = np.where(here["sent"] > 0, b, np.iinfo(np.int64).min)
-    latest_sender = np.maximum.reduceat(sent_b, start)[gid]
-    root_b = np.where(here["root"] > 0, b, np.iinfo(np.int64).min)
-    root_b = np.maximum.reduceat(root_b, start)[gid]
-    root_sent = np.maximum.reduceat(here["sent"] * here["root"], start)[gid] > 0
-    wait_full = np.maximum(0, np.minimum(latest, e) - b)
-    completion = np.maximum(0, e - np.maximum(earliest_end, np.minimum(latest, e)))
-    path, rank = here["path"], here["rank"]
+    sums = X.reduce(
+        latest=(np.maximum, MIN64, lambda t: t["b"]),
+        earliest_end=(np.minimum, -MIN64 - 1, lambda t: t["e"]),
+        latest_sender=(np.maximum, MIN64, lambda t: np.where(t["sent"] > 0, t["b"], MIN64)),
+        root_b=(np.maximum, MIN64, lambda t: np.where(t["root"] > 0, t["b"], MIN64)),
+        root_sent=(np.maximum, 0, lambda t: (t["sent"] > 0) & (t["root"] > 0)))
+    scans = []
+    for a, z in X.chunks():
+        here, gid = X.here[a:z], X.gid(a, z)
+        b, e, role = here["b"], here["e"], here["role"]
+        latest, earliest_end = sums["latest"][gid], sums["earliest_end"][gid]
+        latest_sender, root_b = sums["latest_sender"][gid], sums["root_b"][gid]
+        okr = X.ok[gid]
+        wait_full = np.maximum(0, np.minimum(latest, e) - b)
+        completion = np.maximum(0, e - np.maximum(earliest_end, np.minimum(latest, e)))
+        path, rank = here["path"], here["rank"]
 
-    def add(metric, mask, values):
-        mask = mask & okr
-        acc.add(metric, path[mask], rank[mask], values[mask])
+        def add(metric, mask, values):
+            acc.add(metric, path, rank, values, mask & okr)
 
-    bar = role == R["barrier"]
-    add("mpi_barrier_wait", bar, wait_full)
-    add("mpi_barrier_completion", bar, completion)
-    n2n = role == R["n2n"]
-    overlap = earliest_end > latest
-    w_partial = np.where((here["recv"] > 0) & (b < latest_sender),
-                         np.maximum(0, np.minimum(latest_sender, e) - b), 0)
-    add("mpi_wait_nxn", n2n, np.where(overlap, wait_full, w_partial))
-    add("mpi_nxn_completion", n2n, completion)
-    o2n = (role == R["12n"]) & root_sent & (here["root"] == 0) & (here["recv"] > 0)
-    add("mpi_latebroadcast", o2n & (b < root_b), np.maximum(0, np.minimum(root_b, e) - b))
-    n21 = (role == R["n21"]) & (here["root"] > 0) & (b < latest_sender)
-    add("mpi_earlyreduce", n21, np.maximum(0, np.minimum(latest_sender, e) - b))
-    scan = role == R["scan"]
-    if scan.any():
-        # latest enter among ranks 0..me (in communicator order) that send
-        si = np.flatnonzero(scan)
-        si = si[np.lexsort((here["crank"][si], gid[si]))]
-        pm = np.where(here["sent"][si] > 0, b[si], np.iinfo(np.int64).min)
-        run = pm.copy()
-        g = gid[si]
-        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-        for a, z in zip(bounds, np.r_[bounds[1:], len(si)]):
-            run[a:z] = np.maximum.accumulate(pm[a:z])
-        sel = np.zeros(len(here), bool)
-        sel[si] = True
-        val = np.zeros(len(here), np.int64)
-        val[si] = np.maximum(0, np.minimum(run, e[si]) - b[si])
-        add("mpi_earlyscan", sel, val)
+        bar = role == R["barrier"]
+        if bar.any():
+            add("mpi_barrier_wait", bar, wait_full)
+            add("mpi_barrier_completion", bar, completion)
+        n2n = role == R["n2n"]
+        if n2n.any():
+            overlap = earliest_end > latest
+            w_partial = np.where((here["recv"] > 0) & (b < latest_sender),
+                                 np.maximum(0, np.minimum(latest_sender, e) - b), 0)
+            add("mpi_wait_nxn", n2n, np.where(overlap, wait_full, w_partial))
+            add("mpi_nxn_completion", n2n, completion)
+        o2n = (role == R["12n"]) & (sums["root_sent"][gid] > 0) & (here["root"] == 0) & \
+            (here["recv"] > 0)
+        if o2n.any():
+            add("mpi_latebroadcast", o2n & (b < root_b),
+                np.maximum(0, np.minimum(root_b, e) - b))
+        n21 = (role == R["n21"]) & (here["root"] > 0) & (b < latest_sender)
+        if n21.any():
+            add("mpi_earlyreduce", n21, np.maximum(0, np.minimum(latest_sender, e) - b))
+        scan = np.flatnonzero(role == R["scan"])
+        if len(scan):
+            scans.append(a + scan)
+    if scans:
+        _early_scan(X, np.concatenate(scans), acc)
+
+
+def _early_scan(X, si, acc):
+    """Early Scan: at each rank, the wait for the latest enter among the ranks before it
+    (in communicator order) and itself that send."""
+    here = X.here
+    gid = X.gid()[si]
+    crank, b, e = here["crank"][si], here["b"][si], here["e"][si]
+    o = np.lexsort((crank, gid))
+    si, gid, b, e = si[o], gid[o], b[o], e[o]
+    pm = np.where(here["sent"][si] > 0, b, MIN64)
+    run = _group_cummax(gid, pm)
+    acc.add("mpi_earlyscan", here["path"][si], here["rank"][si],
+            np.maximum(0, np.minimum(run, e) - b), X.ok[gid])
+
+
+def _group_cummax(group, values):
+    """Running maximum of values restarted at each group (rows sorted by group): one
+    running maximum over (group, rank of the value), which groups cannot mix."""
+    if not len(values):
+        return values.copy()
+    order = np.argsort(values, kind="stable")
+    rank = np.empty(len(values), np.int64)
+    rank[order] = np.arange(len(values))
+    g = np.cumsum(np.r_[False, group[1:] != group[:-1]])
+    run = np.maximum.accumulate(g * len(values) + rank) - g * len(values)
+    return values[order[run]]
 
 
 def _comm_geometry(L, rows, ckeys, ranks):
@@ -712,7 +882,7 @@ PAIRS = np.dtype([("o", "<i4"), ("t", "<i4"), ("win", "<i8"), ("pseq", "<i8"),
 def _window_timeline(L):
     """Window events (WSYNC, RMA) of every rank in call order, with per (rank, window)
     counts: the fences before each, and the latest synchronisation role."""
-    ev, calls = L.events, L.calls
+    ev, calls = L.wevents, L.wcalls
     wi = np.flatnonzero(WINDOW_EVENTS[ev["type"]])
     order = np.lexsort((wi, ev["win"][wi], ev["rank"][wi]))
     wi = wi[order]
@@ -736,7 +906,7 @@ def _window_timeline(L):
 
 
 def rma(L, ex, acc, notes):
-    ev, calls = L.events, L.calls
+    ev, calls = L.wevents, L.wcalls
     if not (WINDOW_EVENTS[ev["type"]].any() or (ev["type"] == T["WIN"]).any()):
         return
     wi, role, count_before, last_role, gidx = _window_timeline(L)
@@ -762,10 +932,11 @@ def rma(L, ex, acc, notes):
     orows = _table(OPS, key=win[fop], seq=fences_before[fop], target=ev["peer"][wi[fop]],
                    origin=rank[fop], l=e[fop])
     ops_there = _route(ex, orows, keys=_hash_cols(orows["key"], orows["seq"]))
-    here, gstart, gid, ok = _instances(L, ex, frows)
+    X = _instances(L, ex, frows)
+    here, gid, ok = X.here, X.gid(), X.ok
     if len(here):
-        latest = np.maximum.reduceat(here["b"], gstart)[gid]
-        earliest_end = np.minimum.reduceat(here["e"], gstart)[gid]
+        latest = X.max(here["b"])[gid]
+        earliest_end = X.min(here["e"])[gid]
         hb, he = here["b"], here["e"]
         waf = np.where((earliest_end > latest) & (hb < latest), latest - hb, 0)
         # ops to each (window, epoch, target): latest end, number of distinct origins
@@ -837,7 +1008,7 @@ def _pair_epochs(opens, closes, rank, win):
 
 def _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, start,
           starts_before, last_role, count_before):
-    ev = L.events
+    ev = L.wevents
     sync = typ == T["WSYNC"]
     group = ev["group"][wi]
     # ---- access epochs: Win_start .. Win_complete on the origin ----
@@ -946,7 +1117,7 @@ def _uniq_max(epoch, target, values):
 
 
 def _window_create_free(L, ex, acc, notes):
-    ev, calls = L.events, L.calls
+    ev, calls = L.wevents, L.wcalls
     wi = np.flatnonzero(ev["type"] == T["WIN"])
     if not len(wi):
         return
@@ -955,11 +1126,12 @@ def _window_create_free(L, ex, acc, notes):
     rows = _table(COLLS, key=ev["win"][wi], seq=free, rank=ev["rank"][wi],
                   path=calls["path"][c], role=free, b=calls["t0"][c], e=calls["t1"][c],
                   crank=ev["crank"][wi], csize=ev["csize"][wi])
-    here, start, gid, ok = _instances(L, ex, rows)
+    X = _instances(L, ex, rows)
+    here, gid, ok = X.here, X.gid(), X.ok
     if not len(here):
         return
-    latest = np.maximum.reduceat(here["b"], start)[gid]
-    earliest_end = np.minimum.reduceat(here["e"], start)[gid]
+    latest = X.max(here["b"])[gid]
+    earliest_end = X.min(here["e"])[gid]
     idle = np.where((earliest_end > latest) & (here["b"] < latest), latest - here["b"], 0)
     okr = ok[gid]
     free = here["seq"] > 0

@@ -104,7 +104,7 @@ def load(exp):
             t0[timed] = _to_ns(m, rec["t0"][timed])
             both = np.isin(typ, [T["CALL"], T["FLUSH"]])
             t1[both] = _to_ns(m, rec["t1"][both])
-        tb, te = _window(m, t0, t1, TIMED_TYPES[typ])
+        tb, te = _window(m, typ, t0, t1, TIMED_TYPES[typ])
         out.append(RankTrace(rf.rank, m, rec, thread, t0, t1, tb, te,
                              list(m.get("functions") or []), rf.complete, list(rf.notes)))
         notes.extend(rf.notes)

@@ -148,21 +148,18 @@ def _flows(exp, origin):
     from perfweave.analysis.exchange import Local
     from perfweave.analysis import waitstates as ws
 
-    L = ws.load(exp, Local(0))
-    ev, calls = L.events, L.calls
-    se, re_ = ws.message_pairs(L)
-    if not len(se):
+    L = ws.load(exp, Local(0), detail=True)
+    S, V = ws.message_pairs(L)
+    if not len(S):
         return []
-    s_call, r_call = ev["call"][se], ev["call"][re_]
-    t_s = calls["t0"][s_call] - origin
+    t_s = S["e"] - origin
     # the arrow ends inside the receiving call, just before its end
-    r0, r1 = calls["t0"][r_call], calls["t1"][r_call]
+    r0, r1 = V["cb"], V["ce"]
     t_r = r1 - np.minimum(1, r1 - r0) - origin
     out = []
     for k, (sp, st, ts, rp, rt_, tr, b) in enumerate(zip(
-            calls["rank"][s_call].tolist(), calls["thread"][s_call].tolist(), _us(t_s),
-            calls["rank"][r_call].tolist(), calls["thread"][r_call].tolist(), _us(t_r),
-            ev["bytes"][re_].tolist())):
+            S["src"].tolist(), S["thread"].tolist(), _us(t_s),
+            V["dst"].tolist(), V["thread"].tolist(), _us(t_r), V["bytes"].tolist())):
         out.append({"name": "message", "cat": "p2p", "ph": "s", "id": k, "pid": sp,
                     "tid": st, "ts": ts, "args": {"bytes": b}})
         out.append({"name": "message", "cat": "p2p", "ph": "f", "bp": "e", "id": k,

@@ -1,22 +1,27 @@
 """The event trace of a run, as tables the analysis works on.
 
 Each rank's records (readers/trace.py) become, with numpy and without a loop over
-events:
+events, what the wait-state patterns need of the rank and nothing more:
 
-- `calls`: one row per MPI call: thread, function (index into the rank's `fn_names`),
-  the call path it was made from (index into the rank's `paths`), enter and leave times
-  in nanoseconds on rank 0's clock;
-- `events`: what the calls did (messages, requests, collectives, windows), each with
-  the index of its call, and for a request's completion the index of its post;
-  communicators and windows as 64-bit keys that every rank computes alike from the
-  definitions (members and creation order), so ranks agree without talking;
+- `sends`, `recvs`: one row per message as its sender and as its receiver see it: its
+  source and destination, its channel (source, destination, communicator, tag; as an
+  index into the rank's table of channels) and its number on the channel, which MPI's
+  ordering rules make the same on both sides, so ranks agree without talking; the
+  enter (and exit) of the call that posted it and the call that completed it (enter,
+  exit, call path, role);
+- `colls`: one row per participation in a collective operation: the communicator and
+  the operation's number on it, the call's times, path and role, root and bytes;
+- `wcalls`, `wevents`: the calls and events on RMA windows (creation, fences, epochs,
+  operations), with the window's key;
 - `paths`: the calling context tree of the rank: user functions (ENTER/LEAVE records of
   programs built with -finstrument-functions, or regions of an imported trace) and, as
   leaves, MPI functions at their call site;
 - per path: the rank's time (exclusive), trace buffer flushes' time, MPI calls, bytes.
 
-Tables are columns (`Cols`: a dict of numpy arrays), which numpy works on faster than
-on the fields of structured arrays.
+Communicators are numbered per rank in the tables (1 + their index in the rank's JSON,
+0 for none); `comm_keys` gives each its 64-bit key, computed alike by every rank from
+the definition (members and creation order). Tables are columns (`Cols`: a dict of
+numpy arrays), which numpy works on faster than on the fields of structured arrays.
 
 A path is named by its labels from the root, so paths of different ranks (or of ranks
 read by different analysis processes) are merged by name. `Trace.from_literal` builds a
@@ -28,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfweave.model.grouping import dense_ids, rank_in_group
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 
 T = EVENT_TYPES
@@ -51,7 +57,13 @@ MOVES = type_mask("SEND", "RECV", "COLL", "RMA")
 
 
 class Cols(dict):
-    """A table as named numpy columns of equal length: t["t0"], len(t), t.take(index)."""
+    """A table as named numpy columns of equal length: t["t0"], len(t), t.take(index),
+    t[a:b] (rows a..b-1, as views)."""
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return Cols({n: v[k] for n, v in self.items()})
+        return dict.__getitem__(self, k)
 
     def __len__(self):
         for v in self.values():
@@ -61,19 +73,46 @@ class Cols(dict):
     def take(self, index):
         return Cols({k: v[index] for k, v in self.items()})
 
+    def slice(self, a, b):
+        """Rows a..b-1, as views."""
+        return Cols({k: v[a:b] for k, v in self.items()})
+
     @classmethod
     def concat(cls, tables, names):
         return cls({k: np.concatenate([t[k] for t in tables]) for k in names})
 
 
-CALL_COLS = ("thread", "fn", "path", "t0", "t1")
-EV_COLS = ("call", "type", "flags", "peer", "tag", "group", "comm", "win", "bytes",
-           "bytes2", "key", "post", "seq", "crank", "csize")
+# the tables of a rank (column -> dtype); "call" is the index of a call among the rank's
+# calls (-1: none), "chan" a channel's index in the rank's table of the channels it sends
+# (receives) on, "key" of colls a communicator's number in the rank (0: none), times ns
+SEND_COLS = {"src": np.int32, "dst": np.int32, "chan": np.int32, "seq": np.int32,
+             "thread": np.int16, "e": np.int64, "cb": np.int64,
+             "ce": np.int64, "path": np.int32, "call": np.int32, "role": np.int16,
+             "nb": np.uint8}
+RECV_COLS = {"src": np.int32, "dst": np.int32, "chan": np.int32, "seq": np.int32,
+             "thread": np.int16, "e": np.int64,
+             "cb": np.int64, "ce": np.int64, "path": np.int32, "call": np.int32,
+             "role": np.int16, "bytes": np.int64}
+COLL_COLS = {"key": np.int32, "seq": np.int32, "rank": np.int32, "path": np.int32,
+             "role": np.int16, "nb": np.uint8, "sent": np.uint8, "recv": np.uint8,
+             "root": np.uint8, "csize": np.int32, "crank": np.int32, "b": np.int64,
+             "e": np.int64}
+WCALL_COLS = {"t0": np.int64, "t1": np.int64, "path": np.int32, "role": np.int16,
+              "thread": np.int32}
+WEV_COLS = {"call": np.int32, "type": np.uint8, "flags": np.uint8, "peer": np.int32,
+            "group": np.int32, "win": np.int64, "bytes": np.int64, "bytes2": np.int64,
+            "seq": np.int32, "crank": np.int32, "csize": np.int32, "rank": np.int32}
 
 ROOT_LABEL = "program"
 
 
 # ---- what an MPI function is, by name ----
+
+ROLES = ["other", "p2p", "block_send", "wait", "waitmulti", "test", "barrier", "n2n", "12n",
+         "n21", "scan", "coll", "win_fence", "win_post", "win_start", "win_complete",
+         "win_wait", "win_test", "passive", "op", "create", "free", "io", "file", "comm",
+         "init", "finalize", "init_thread"]
+R = {r: i for i, r in enumerate(ROLES)}
 
 _N2N = {"MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Allreduce",
         "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
@@ -184,8 +223,14 @@ class RankData:
     notes: list
     t_begin: int                  # ns, rank 0's clock: MPI_Init done
     t_end: int                    # ns: MPI_Finalize entered (or the last record)
-    calls: Cols                   # CALL_COLS
-    events: Cols                  # EV_COLS; call and post index this rank's tables
+    sends: Cols                   # SEND_COLS: messages this rank sent
+    recvs: Cols                   # RECV_COLS: messages this rank received
+    send_channels: np.ndarray     # (peer, comm number, tag) of sends' "chan"
+    recv_channels: np.ndarray     # ... of receives' "chan"
+    colls: Cols                   # COLL_COLS: collective operations it took part in
+    wcalls: Cols                  # WCALL_COLS: its calls with window events
+    wevents: Cols                 # WEV_COLS: its window events ("call" indexes wcalls)
+    ncalls: int                   # MPI calls ("call" of sends and recvs indexes them)
     paths: list                   # path label tuples, index = local path id
     path_fn: np.ndarray           # function (index into fn_names) of MPI leaves, else -1
     time_ns: np.ndarray           # exclusive time per local path (ns)
@@ -193,6 +238,7 @@ class RankData:
     visits: np.ndarray            # MPI calls per local path
     bytes: np.ndarray             # bytes moved per local path
     comms: dict                   # comm key -> members (np.int32 world ranks)
+    comm_keys: np.ndarray         # key of the rank's communicator numbers (0: none)
     windows: dict                 # window key -> comm key
     groups: list                  # group id -> members (np.int32 world ranks)
     fn_names: list                # function names of the rank's records (+ "?")
@@ -205,14 +251,17 @@ def _to_ns(meta, ticks):
     tk, ns = c.get("ticks", [0, 1]), c.get("ns", [0, 1])
     span = tk[1] - tk[0]
     rate = (ns[1] - ns[0]) / span if span else 1.0
-    local = ns[0] + (ticks - tk[0]).astype(np.float64) * rate
     oi, of = c.get("offset_init_ns", 0), c.get("offset_fini_ns", 0)
     ti, tf = c.get("t_init_ns", 0), c.get("t_fini_ns", 0)
-    if of != oi and tf > ti:
-        off = oi + (of - oi) * (local - ti) / (tf - ti)
-    else:
-        off = oi
-    return np.rint(local - off).astype(np.int64)
+    if rate == 1.0 and (of == oi or tf <= ti) and isinstance(oi, int):
+        return ticks + (ns[0] - tk[0] - oi)           # a ns counter: exact, in integers
+    with np.errstate(over="ignore", invalid="ignore"):   # (fields that hold no time)
+        local = ns[0] + (ticks - tk[0]).astype(np.float64) * rate
+        if of != oi and tf > ti:
+            off = oi + (of - oi) * (local - ti) / (tf - ti)
+        else:
+            off = oi
+        return np.rint(local - off).astype(np.int64)
 
 
 def _global_ns(meta, local_ns):
@@ -227,7 +276,7 @@ def _global_ns(meta, local_ns):
 def _object_labels(meta, addresses):
     """Code addresses -> (codes, labels): labels[codes[i]] is 'path|buildid|offset'
     (offset hex) of addresses[i]; '' for address 0 (unknown)."""
-    uniq, codes = np.unique(addresses, return_inverse=True)
+    uniq, codes = dense_ids(addresses)
     objs = sorted(meta.get("objects") or [], key=lambda o: o["start"])
     starts = np.array([o["start"] for o in objs], np.int64)
     ends = np.array([o["end"] for o in objs], np.int64)
@@ -241,7 +290,7 @@ def _object_labels(meta, addresses):
             labels.append(f"{o['path']}|{o.get('buildid', '')}|{a - o['base']:x}")
         else:
             labels.append(f"?|?|{a:x}")
-    return codes.reshape(-1), labels
+    return codes, labels
 
 
 def prepare(rf):
@@ -253,30 +302,26 @@ def prepare(rf):
     if len(thread) > 1 and (np.diff(thread) < 0).any():
         order = np.argsort(thread, kind="stable")
         rec, thread = rec[order], thread[order]
-    typ = rec["type"]
+    typ = np.ascontiguousarray(rec["type"])
     n = len(rec)
-    t0 = np.zeros(n, np.int64)
-    t1 = np.zeros(n, np.int64)
+    # times of every record (meaningful for TIMED ones, t1 for SPANS ones only)
     timed = TIMED[typ]
-    if timed.any():
-        t0[timed] = _to_ns(meta, rec["t0"][timed])
-        spans = SPANS[typ]
-        t1[spans] = _to_ns(meta, rec["t1"][spans])
+    t0 = _to_ns(meta, rec["t0"])
+    t1 = _to_ns(meta, rec["t1"])
     starts = _segments(thread)
+    threads = len(starts) > 1
     labels = [(ROOT_LABEL,)]             # local node 0: the root; a node is its label tuple
     parents = [-1]
     enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
-    if enter.any() or leave.any():
+    regions = bool(enter.any() or leave.any())
+    if regions:
         top = _regions(meta, rec, enter, leave, starts, labels, parents)
     else:
-        top = np.zeros(n, np.int64)      # innermost open region after each record
-    top_before = np.zeros(n, np.int64)
-    if n:
-        top_before[1:] = top[:-1]
-        top_before[starts] = 0
+        top = None                       # innermost open region after each record: root
 
     # ---- calls and their paths: (region node, function, call site) ----
-    ci = np.flatnonzero(typ == T["CALL"])
+    is_call = typ == T["CALL"]
+    ci = np.flatnonzero(is_call)
     names = fn_names + ["?"]
     fn = np.minimum(rec["fn"][ci].astype(np.int64), len(fn_names))
     site_code, site_labels = _object_labels(meta, rec["bytes"][ci])
@@ -284,8 +329,10 @@ def prepare(rf):
     leaf_fn = []
     if len(ci):
         nf, ns = len(names), max(len(site_labels), 1)
-        key = (top_before[ci] * nf + fn) * ns + site_code
-        uk, inv = np.unique(key, return_inverse=True)
+        key = fn * ns + site_code
+        if regions:
+            key = _before(top, ci, starts) * (nf * ns) + key
+        uk, inv = dense_ids(key)
         first = len(labels)
         for k in uk.tolist():
             parent, rest = divmod(k, nf * ns)
@@ -293,70 +340,155 @@ def prepare(rf):
             labels.append(labels[parent] + (f"M:{names[f]}@{site_labels[sc]}",))
             parents.append(parent)
             leaf_fn.append(f)
-        call_path = first + inv.reshape(-1)
+        call_path = first + inv
     npaths = len(labels)
     path_fn = np.full(npaths, -1, np.int64)
     path_fn[npaths - len(leaf_fn):] = leaf_fn
-    calls = Cols(thread=thread[ci], fn=fn, path=call_path, t0=t0[ci], t1=t1[ci])
+    role_of = np.array([R[classify(f)[1]] for f in names], np.int16)
+    calls = Cols(thread=thread[ci], path=call_path, t0=t0[ci], t1=t1[ci], role=role_of[fn])
 
-    # ---- sub-events ----
+    # ---- sub-events: what the calls did ----
     si = np.flatnonzero(SUB[typ])
-    call_of = np.cumsum(typ == T["CALL"]) - 1
-    r = {k: rec[k][si] for k in ("t0", "t1", "flags", "peer", "tag", "comm", "bytes")}
+    call_of = np.cumsum(is_call)[si] - 1
+    sub = _take_records(rec, si)
+    r = {k: sub[k] for k in ("t0", "t1", "flags", "peer", "tag", "comm", "bytes")}
     rtyp = typ[si]
     comms, ckeys = _comm_keys(meta)
     windows, wkeys = _window_keys(meta, ckeys)
-    winish = WINDOWED[rtyp]
-    ev = Cols(call=call_of[si], type=rtyp, flags=r["flags"], peer=r["peer"],
-              tag=np.where(winish, -1, r["tag"]),
-              group=np.where(rtyp == T["WSYNC"], r["t1"], -1).astype(np.int32),
-              comm=_lookup(ckeys, r["comm"]), win=_lookup(wkeys, np.where(winish, r["tag"], -1)),
-              bytes=r["bytes"],
-              bytes2=np.where((rtyp == T["COLL"]) | (rtyp == T["RMA"]), r["t1"], 0),
-              key=np.where(REQUESTS[rtyp], r["t0"], 0).astype(np.uint64))
-    ev["post"] = _request_posts(ev, np.where(REQUESTS[rtyp], r["t1"], 0))
-    _sequence(ev, r["comm"], meta, rf.rank, calls["t0"], len(starts) > 1)
+    # communicator number: 1 + index in the JSON, 0 for none (or an unknown index)
+    lc = r["comm"].astype(np.int64) + 1
+    lc[(lc < 0) | (lc > len(ckeys))] = 0
+    ev = Cols(call=call_of, type=rtyp, flags=r["flags"], peer=r["peer"], tag=r["tag"],
+              comm=lc, bytes=r["bytes"])
+    ev["post"] = _request_posts(ev, np.where(REQUESTS[rtyp], r["t0"], 0).astype(np.uint64),
+                                np.where(REQUESTS[rtyp], r["t1"], 0))
+    send_ch, recv_ch = _sequence(ev, meta, rf.rank, calls["t0"] if threads else None,
+                                 len(ckeys) + 1)
     groups = [np.array(g.get("ranks", []), np.int32) for g in meta.get("groups", [])]
+    sends, recvs = _messages(ev, calls, rf.rank)
+    colls = _collectives(ev, calls, rf.rank, r["t1"])
+    wcalls, wevents = _window_events(ev, calls, rf.rank, r, wkeys)
 
     # ---- per path: time, overhead, calls, bytes ----
-    t_begin, t_end = _window(meta, t0, t1, timed)
-    if len(starts) <= 1 and not (enter.any() or leave.any()):
+    t_begin, t_end = _window(meta, typ, t0, t1, timed)
+    if not threads and not regions:
         time_ns, overhead_ns = _attribute_flat(typ, t0, t1, ci, call_path, npaths, t_begin,
                                                t_end)
     else:
+        if top is None:
+            top = np.zeros(n, np.int64)
+        top_before = np.zeros(n, np.int64)
+        if n:
+            top_before[1:] = top[:-1]
+            top_before[starts] = 0
         leaf = np.full(n, -1, np.int64)
         leaf[ci] = call_path
         time_ns, overhead_ns = _attribute_time(typ, t0, t1, top, top_before, leaf, starts,
                                                npaths, t_begin, t_end)
     visits = np.bincount(call_path, minlength=npaths).astype(np.int64)
     mv = MOVES[rtyp]
-    moved = np.bincount(call_path[ev["call"][mv]],
-                        weights=(ev["bytes"][mv] + ev["bytes2"][mv]).astype(np.float64),
+    b2 = np.where((rtyp == T["COLL"]) | (rtyp == T["RMA"]), r["t1"], 0)
+    moved = np.bincount(call_path[call_of[mv]],
+                        weights=(r["bytes"][mv] + b2[mv]).astype(np.float64),
                         minlength=npaths)
     return RankData(rank=rf.rank, host=meta.get("host", "?"), state=meta.get("state", "?"),
                     complete=rf.complete, notes=notes, t_begin=t_begin, t_end=t_end,
-                    calls=calls, events=ev, paths=labels, path_fn=path_fn, time_ns=time_ns,
+                    sends=sends, recvs=recvs, send_channels=send_ch,
+                    recv_channels=recv_ch, colls=colls, wcalls=wcalls, wevents=wevents,
+                    ncalls=len(ci), paths=labels, path_fn=path_fn, time_ns=time_ns,
                     overhead_ns=overhead_ns, visits=visits,
-                    bytes=np.rint(moved).astype(np.int64), comms=comms, windows=windows,
+                    bytes=np.rint(moved).astype(np.int64), comms=comms,
+                    comm_keys=np.r_[np.int64(0), ckeys].astype(np.int64), windows=windows,
                     groups=groups, fn_names=names, nrecords=n)
 
 
-def _cumcount(key, order_key=None):
-    """Position of each row among the rows with the same key, in row order (or in the
-    order of order_key, whose values are distinct)."""
-    n = len(key)
-    if not n:
-        return np.zeros(0, np.int64)
-    o = np.argsort(key, kind="stable") if order_key is None else np.lexsort((order_key, key))
-    ks = key[o]
-    start = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    pos = np.arange(n) - np.repeat(start, np.diff(np.r_[start, n]))
-    out = np.empty(n, np.int64)
-    out[o] = pos
+def _take_records(rec, index):
+    """rec[index], copying whole records (numpy's fancy indexing of a structured array
+    goes field by field)."""
+    rec = np.ascontiguousarray(rec)
+    v = rec.view(np.dtype((np.void, rec.dtype.itemsize)))
+    return v[index].view(rec.dtype)
+
+
+def _before(top, index, starts):
+    """The innermost open region before each record of index (the root at a thread's
+    first record)."""
+    out = np.where(index > 0, top[np.maximum(index - 1, 0)], 0)
+    out[np.isin(index, starts)] = 0
     return out
 
 
-def _sequence(ev, lcomm, meta, rank, call_t0, threads):
+def _messages(ev, calls, rank):
+    """The rank's messages as sender (SEND_COLS) and receiver (RECV_COLS). A send is
+    completed by its own call when blocking, else by the call of the SEND_DONE that
+    names it as its post; a receive is posted by the call of its IRECV, if any, and
+    completed by its own call."""
+    typ, post, call = ev["type"], ev["post"], ev["call"]
+    peer = ev["peer"]
+    si = np.flatnonzero((typ == T["SEND"]) & (peer >= 0))
+    nb = (ev["flags"][si] & F["NONBLOCKING"]) != 0
+    ccall = np.where(nb, -1, call[si])
+    done = np.flatnonzero((post >= 0) & (typ == T["SEND_DONE"]))
+    if len(done):
+        where = np.full(len(typ), -1, np.int64)
+        where[si] = np.arange(len(si))
+        j = where[post[done]]
+        ok = j >= 0
+        ccall[j[ok]] = call[done[ok]]
+    sc, cc = call[si], np.maximum(ccall, 0)
+    # (cb, ce, path, role: of call 0 where no call completed the send: call -1)
+    sends = Cols(src=np.full(len(si), rank, np.int32), dst=peer[si], chan=ev["chan"][si],
+                 seq=ev["seq"][si], thread=calls["thread"][sc], e=calls["t0"][sc],
+                 cb=calls["t0"][cc], ce=calls["t1"][cc], path=calls["path"][cc],
+                 call=ccall, role=calls["role"][cc], nb=nb)
+    ri = np.flatnonzero((typ == T["RECV"]) & (peer >= 0))
+    rc = call[ri]
+    pr = post[ri]
+    req = np.where(pr >= 0, call[np.maximum(pr, 0)], rc)
+    recvs = Cols(src=peer[ri], dst=np.full(len(ri), rank, np.int32), chan=ev["chan"][ri],
+                 seq=ev["seq"][ri], thread=calls["thread"][rc],
+                 e=calls["t0"][req], cb=calls["t0"][rc],
+                 ce=calls["t1"][rc], path=calls["path"][rc], call=rc,
+                 role=calls["role"][rc], bytes=ev["bytes"][ri])
+    return _typed(sends, SEND_COLS), _typed(recvs, RECV_COLS)
+
+
+def _collectives(ev, calls, rank, t1):
+    """The rank's collective operations (COLL_COLS); key: its communicator number."""
+    ci = np.flatnonzero(ev["type"] == T["COLL"])
+    c = ev["call"][ci]
+    return _typed(Cols(key=ev["comm"][ci], seq=ev["seq"][ci],
+                       rank=np.full(len(ci), rank, np.int32), path=calls["path"][c],
+                       role=calls["role"][c],
+                       nb=(ev["flags"][ci] & F["NONBLOCKING"]) != 0,
+                       sent=ev["bytes"][ci] > 0, recv=t1[ci] > 0,
+                       root=ev["peer"][ci] == rank, csize=ev["csize"][ci],
+                       crank=ev["crank"][ci], b=calls["t0"][c], e=calls["t1"][c]), COLL_COLS)
+
+
+def _window_events(ev, calls, rank, r, wkeys):
+    """The rank's window events (WEV_COLS) and the calls they belong to (WCALL_COLS)."""
+    typ = ev["type"]
+    wi = np.flatnonzero(WINDOWED[typ])
+    c = ev["call"][wi]
+    kc, cidx = np.unique(c, return_inverse=True)
+    t = typ[wi]
+    wcalls = Cols(t0=calls["t0"][kc], t1=calls["t1"][kc], path=calls["path"][kc],
+                  role=calls["role"][kc], thread=calls["thread"][kc])
+    wevents = Cols(call=cidx.reshape(-1), type=t, flags=ev["flags"][wi], peer=ev["peer"][wi],
+                   group=np.where(t == T["WSYNC"], r["t1"][wi], -1),
+                   win=_lookup(wkeys, r["tag"][wi]), bytes=ev["bytes"][wi],
+                   bytes2=np.where(t == T["RMA"], r["t1"][wi], 0), seq=ev["seq"][wi],
+                   crank=ev["crank"][wi], csize=ev["csize"][wi],
+                   rank=np.full(len(wi), rank, np.int32))
+    return _typed(wcalls, WCALL_COLS), _typed(wevents, WEV_COLS)
+
+
+def _typed(cols, types):
+    return Cols({k: np.asarray(cols[k]).astype(t, copy=False) for k, t in types.items()})
+
+
+def _sequence(ev, meta, rank, call_t0, ncomm):
     """Per-rank numbering that lets ranks agree without talking:
     - SEND: its number among this rank's sends with the same (destination,
       communicator, tag), in order of posting; RECV: likewise among receives from the
@@ -364,48 +496,84 @@ def _sequence(ev, lcomm, meta, rank, call_t0, threads):
       the receive itself). MPI matches messages of one channel in this order.
     - COLL, WIN: the number of the operation on its communicator (MPI orders the
       collectives of a communicator alike on every member), and the rank's position
-      in the communicator (crank) and its size (csize)."""
+      in the communicator (crank) and its size (csize).
+    A message's channel is numbered too (chan: index into the rank's table of the
+    channels it sends on, or receives on: rows (peer, communicator number, tag), the
+    tables returned).
+    call_t0: the calls' enter times when the rank has several threads (the order of
+    posting is then the order in time), else None."""
     typ = ev["type"]
     n = len(typ)
     seq = np.zeros(n, np.int64)
-    lc = lcomm.astype(np.int64)
+    lc = ev["comm"]
     tag = ev["tag"].astype(np.int64)
     peer = ev["peer"].astype(np.int64)
-    # posting order: a record's own position, or its post's for completed requests
-    posted = np.where(ev["post"] >= 0, ev["post"], np.arange(n))
-    if threads:                       # several threads: post order by time
-        posted = call_t0[ev["call"][posted]] if n else posted
-    fits = n == 0 or (lc.max(initial=0) < 2 ** 8 and peer.max(initial=0) < 2 ** 23 and
-                      tag.max(initial=0) < 2 ** 31 and tag.min(initial=0) >= -1)
+    post = ev["post"]
+    # a channel (peer, communicator number, tag) as one integer, when it fits
+    npeer = int(peer.max(initial=0)) + 3
+    ntag = int(tag.max(initial=0)) + 2
+    fits = n == 0 or (peer.min(initial=0) >= -2 and tag.min(initial=0) >= -1 and
+                      npeer * ntag * ncomm < 2 ** 62)
+    chan = np.full(n, -1, np.int64)
+    channels = {}
     for t in (T["SEND"], T["RECV"]):
         i = np.flatnonzero(typ == t)
+        channels[t] = np.zeros((0, 3), np.int64)
         if not len(i):
             continue
-        if fits:
-            key = ((peer[i] + 2) << 40) | ((lc[i] + 1) << 32) | (tag[i] + 1)
-            # sends are posts themselves, in order; a receive's post may precede others
-            seq[i] = _cumcount(key, None if t == T["SEND"] and not threads else posted[i])
+        # the order of posting: a record's own position, or its post's
+        if call_t0 is not None:
+            order = np.argsort(call_t0[ev["call"][np.where(post[i] >= 0, post[i], i)]],
+                               kind="stable")
+        elif t == T["RECV"] and (post[i] >= 0).any():
+            order = _order_of_distinct(np.where(post[i] >= 0, post[i], i), n)
         else:
-            o = np.lexsort((posted[i], tag[i], lc[i], peer[i]))
-            k = np.stack([peer[i], lc[i], tag[i]])[:, o]
-            start = np.flatnonzero(np.r_[True, (k[:, 1:] != k[:, :-1]).any(axis=0)])
-            pos = np.arange(len(i)) - np.repeat(start, np.diff(np.r_[start, len(i)]))
-            seq[i[o]] = pos
+            order = None                  # sends are posts themselves, in order
+        if fits:
+            uniq, ids = dense_ids(((peer[i] + 2) * ncomm + lc[i]) * ntag + tag[i] + 1)
+            rest, tg = np.divmod(uniq, ntag)
+            pk, c = np.divmod(rest, ncomm)
+            table = np.stack([pk - 2, c, tg - 1], axis=1)
+        else:
+            table, ids = np.unique(np.stack([peer[i], lc[i], tag[i]], axis=1), axis=0,
+                                   return_inverse=True)
+            ids = ids.reshape(-1)
+        seq[i] = rank_in_group(ids, len(table), order)
+        chan[i] = ids
+        channels[t] = table.astype(np.int64)
+    ev["chan"] = chan
     crank = np.zeros(n, np.int32)
     csize = np.zeros(n, np.int32)
+    pos, size = _comm_positions(meta, rank)
     for t in (T["COLL"], T["WIN"]):
         i = np.flatnonzero(typ == t)
         if not len(i):
             continue
-        seq[i] = _cumcount(lc[i] if t == T["COLL"] else
-                           (lc[i] << 1) | ((ev["flags"][i] & F["FREE"]) != 0),
-                           posted[i] if threads else None)
-        pos, size = _comm_positions(meta, rank)
-        c = np.clip(lc[i], 0, max(len(pos) - 1, 0))
-        ok = (lc[i] >= 0) & (lc[i] < len(pos))
+        order = None if call_t0 is None else \
+            np.argsort(call_t0[ev["call"][i]], kind="stable")
+        if t == T["COLL"]:
+            seq[i] = rank_in_group(lc[i], ncomm, order)
+        else:
+            free = (ev["flags"][i] & F["FREE"]) != 0
+            seq[i] = rank_in_group(lc[i] * 2 + free, 2 * ncomm, order)
+        c = lc[i] - 1
+        ok = (c >= 0) & (c < len(pos))
+        c = np.clip(c, 0, max(len(pos) - 1, 0))
         crank[i] = np.where(ok, pos[c] if len(pos) else -1, -1)
         csize[i] = np.where(ok, size[c] if len(size) else -1, -1)
     ev["seq"], ev["crank"], ev["csize"] = seq, crank, csize
+    return channels[T["SEND"]], channels[T["RECV"]]
+
+
+def _order_of_distinct(values, bound):
+    """The order that sorts values (distinct integers in [0, bound)): a scatter, no sort;
+    a stable argsort if they are not distinct."""
+    slot = np.full(bound, -1, np.int64)
+    slot[values] = np.arange(len(values))
+    order = slot[slot >= 0]
+    if len(order) != len(values):
+        return np.argsort(values, kind="stable")
+    return order
 
 
 def _comm_positions(meta, rank):
@@ -426,7 +594,7 @@ def _lookup(table, local):
     return np.where(ok, table[np.clip(local, 0, len(table) - 1)], 0).astype(np.int64)
 
 
-def _request_posts(ev, number):
+def _request_posts(ev, key, number):
     """For each request completion (SEND_DONE; RECV with a request key), the index of
     its post (SEND posted nonblocking, IRECV), else -1. The runtime numbers each post and
     repeats the number in the completion; records without numbers (imported traces) are
@@ -435,7 +603,7 @@ def _request_posts(ev, number):
     typ = ev["type"]
     post = ((typ == T["SEND"]) & ((ev["flags"] & F["NONBLOCKING"]) != 0)) | \
         (typ == T["IRECV"])
-    done = (typ == T["SEND_DONE"]) | ((typ == T["RECV"]) & (ev["key"] != 0))
+    done = (typ == T["SEND_DONE"]) | ((typ == T["RECV"]) & (key != 0))
     out = np.full(len(typ), -1, np.int64)
     numbered = number > 0
     pn, dn = np.flatnonzero(post & numbered), np.flatnonzero(done & numbered)
@@ -447,10 +615,10 @@ def _request_posts(ev, number):
     idx = np.flatnonzero(post | done)
     if not len(idx):
         return out
-    o = idx[np.argsort(ev["key"][idx], kind="stable")]      # by key, then position
+    o = idx[np.argsort(key[idx], kind="stable")]      # by key, then position
     last = np.maximum.accumulate(np.where(post[o], np.arange(len(o)), -1))
     prev = o[np.maximum(last, 0)]
-    ok = done[o] & (last >= 0) & (ev["key"][prev] == ev["key"][o])
+    ok = done[o] & (last >= 0) & (key[prev] == key[o])
     out[o[ok]] = prev[ok]
     return out
 
@@ -578,13 +746,15 @@ def _window_keys(meta, ckeys):
     return windows, np.array(keys, np.int64)
 
 
-def _window(meta, t0, t1, timed):
+def _window(meta, typ, t0, t1, timed):
     """The rank's application time: MPI_Init done to MPI_Finalize entered (rank 0's
     clock); from its records when the JSON lacks them."""
     c = meta.get("clock") or {}
     any_timed = bool(timed.any())
-    lo = int(np.where(timed, t0, np.iinfo(np.int64).max).min()) if any_timed else 0
-    hi = int(max(t0.max(), t1.max())) if any_timed else 0
+    big = np.iinfo(np.int64).max
+    lo = int(np.min(t0, where=timed, initial=big)) if any_timed else 0
+    hi = int(max(np.max(t0, where=timed, initial=-big),
+                 np.max(t1, where=SPANS[typ], initial=-big))) if any_timed else 0
     tb = _global_ns(meta, c["t_init_ns"]) if c.get("t_init_ns") else lo
     te = _global_ns(meta, c["t_fini_ns"]) if c.get("t_fini_ns") else hi
     if any_timed:

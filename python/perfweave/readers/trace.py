@@ -10,6 +10,7 @@ borrowed from another rank of the same host, with a note.
 Turning records into the tables the analysis works on is model/trace.py's job.
 """
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,10 +93,11 @@ _SUB_OR_CALL = _SUB.copy()
 _SUB_OR_CALL[T["CALL"]] = True
 
 
-def read_rank(exp, rank, meta_note=None):
+def read_rank(exp, rank, meta_note=None, buffer=None):
     """Read and check one rank's records (RankFile). Never raises for damaged data of
     a rank: it is reported in the notes and the rank marked incomplete. meta_note:
-    read_meta's answer, when the caller has it already."""
+    read_meta's answer, when the caller has it already. buffer: a ReadBuffer to read
+    into (the records are then valid until its next read), instead of fresh memory."""
     notes = []
     meta, note = meta_note if meta_note is not None else read_meta(exp, rank)
     complete = meta is not None and meta.get("state") == "complete"
@@ -106,7 +108,7 @@ def read_rank(exp, rank, meta_note=None):
                      f"(state {meta.get('state')}); its trace stops there")
     path = trace_dir(exp) / f"rank-{rank}.events"
     try:
-        raw = np.fromfile(path, dtype=np.uint8)
+        raw = buffer.read(path) if buffer is not None else np.fromfile(path, dtype=np.uint8)
     except FileNotFoundError:
         raw = np.zeros(0, np.uint8)
         notes.append(f"rank {rank}: {path.name} is missing")
@@ -135,6 +137,22 @@ def read_rank(exp, rank, meta_note=None):
         notes.append(f"rank {rank}: {dropped} corrupt records dropped from {path.name}")
         complete = False
     return RankFile(rank, rec, thread, meta or {}, complete, notes)
+
+
+class ReadBuffer:
+    """Memory that the files of rank after rank are read into, reused: reading into fresh
+    memory each time costs a page fault per page (expensive on virtual machines)."""
+
+    def __init__(self):
+        self.buf = np.zeros(0, np.uint8)
+
+    def read(self, path):
+        with open(path, "rb", buffering=0) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > len(self.buf):
+                self.buf = np.empty(size + (size >> 3), np.uint8)
+            n = f.readinto(memoryview(self.buf)[:size])
+        return self.buf[:n]
 
 
 def _threads(meta, n):

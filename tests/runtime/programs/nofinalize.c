@@ -11,5 +11,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         MPI_Allreduce(&a, &b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     printf("rank %d leaves without MPI_Finalize\n", rank);
+    fflush(stdout);
     return 0;
 }
