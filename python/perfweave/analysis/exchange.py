@@ -46,6 +46,17 @@ class Local:
     def allgather(self, obj):
         return [obj]
 
+    def allreduce(self, array, op):
+        """Element-wise reduction ("max", "min" or "sum") of a numpy array over the
+        processes; every process gets the result."""
+        return array
+
+    def alltoallv(self, values, counts):
+        """values: a 1-d numpy array, the first counts[0] elements for process 0, the
+        next counts[1] for process 1, ...; returns what the processes sent this one,
+        in the order of the processes."""
+        return values
+
     def gather(self, obj):
         return [obj]
 
@@ -83,20 +94,46 @@ class MPI(Local):
         """Send rows[i] to process dest_proc[i]; returns the rows this process receives,
         in the order of the sending processes (and of the rows within each)."""
         mpi = self._mpi
-        order = np.argsort(dest_proc, kind="stable")
-        rows = np.ascontiguousarray(rows[order])
+        rows = np.ascontiguousarray(rows)
+        if self.nproc <= 1 << 16:             # a radix sort of few distinct values
+            order = np.argsort(np.asarray(dest_proc).astype(np.uint16), kind="stable")
+        else:
+            order = np.argsort(dest_proc, kind="stable")
+        whole = np.dtype((np.void, rows.dtype.itemsize))   # copy rows, not fields
+        rows = rows.view(whole)[order].view(rows.dtype)
         counts = np.bincount(dest_proc, minlength=self.nproc).astype(np.int64)
         item = rows.dtype.itemsize
         recv_counts = np.zeros(self.nproc, np.int64)
         self.comm.Alltoall(counts, recv_counts)
         sb = rows.view(np.uint8) if len(rows) else np.zeros(0, np.uint8)
-        out = np.zeros(int(recv_counts.sum()), rows.dtype)
+        out = np.empty(int(recv_counts.sum()), rows.dtype)
         rb = out.view(np.uint8) if len(out) else np.zeros(0, np.uint8)
-        sc, rc = counts * item, recv_counts * item
+        self._bytes(sb, counts * item, rb, recv_counts * item)
+        return out
+
+    def allgather(self, obj):
+        return self.comm.allgather(obj)
+
+    def alltoallv(self, values, counts):
+        values = np.ascontiguousarray(values)
+        item = values.dtype.itemsize
+        counts = np.asarray(counts, np.int64)
+        recv_counts = np.zeros(self.nproc, np.int64)
+        self.comm.Alltoall(counts, recv_counts)
+        out = np.empty(int(recv_counts.sum()), values.dtype)
+        self._bytes(values.view(np.uint8) if len(values) else np.zeros(0, np.uint8),
+                    counts * item,
+                    out.view(np.uint8) if len(out) else np.zeros(0, np.uint8),
+                    recv_counts * item)
+        return out
+
+    def _bytes(self, sb, sc, rb, rc):
+        """Alltoallv of bytes (counts sc, rc in bytes), in rounds of pairwise exchanges
+        beyond what one MPI message can carry."""
+        mpi = self._mpi
         sd = np.r_[0, np.cumsum(sc)[:-1]]
         rd = np.r_[0, np.cumsum(rc)[:-1]]
         if max(int(sc.sum()), int(rc.sum())) >= 2 ** 31:
-            # beyond one MPI message: pairwise exchanges in rounds
             for shift in range(self.nproc):
                 to = (self.me + shift) % self.nproc
                 frm = (self.me - shift) % self.nproc
@@ -105,10 +142,13 @@ class MPI(Local):
         else:
             self.comm.Alltoallv([sb, (sc.astype(np.int32), sd.astype(np.int32)), mpi.BYTE],
                                 [rb, (rc.astype(np.int32), rd.astype(np.int32)), mpi.BYTE])
-        return out
 
-    def allgather(self, obj):
-        return self.comm.allgather(obj)
+    def allreduce(self, array, op):
+        mpi = self._mpi
+        a = np.ascontiguousarray(array)
+        out = np.empty_like(a)
+        self.comm.Allreduce(a, out, op={"max": mpi.MAX, "min": mpi.MIN, "sum": mpi.SUM}[op])
+        return out
 
     def gather(self, obj):
         return self.comm.gather(obj, root=0)

@@ -22,9 +22,9 @@ import numpy as np
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local, _mix
 from perfweave.model.grouping import dense_ids
-from perfweave.model.trace import (COLL_COLS, RECV_COLS, SEND_COLS, WCALL_COLS,
-                                   WEV_COLS, F, R, T, Cols, Trace, classify, prepare,
-                                   type_mask)
+from perfweave.model.trace import (COLL_COLS, COLL_FLAGS, RECV_COLS, SEND_COLS,
+                                   WCALL_COLS, WEV_COLS, F, R, T, Cols, Trace, classify,
+                                   prepare, type_mask)
 from perfweave.readers import trace as rt
 from perfweave.readers.experiment import rank_ranges
 
@@ -36,6 +36,8 @@ CATS = list(MT.CATEGORY_METRIC)
 C = {c: i for i, c in enumerate(CATS)}
 
 WINDOW_EVENTS = type_mask("WSYNC", "RMA")
+MIN64 = np.iinfo(np.int64).min
+MAX64 = np.iinfo(np.int64).max
 
 
 # ---------------------------------------------------------------- loading
@@ -51,12 +53,103 @@ class Loaded:
     wevents: Cols                    # WEV_COLS; "call" indexes wcalls
     ncalls: int                      # MPI calls of the owned ranks ("call" of sends, recvs)
     nchan: int                       # channels of messages ("chan"), all processes
+    channels: np.ndarray             # (nchan, 4): source, destination, comm id, tag
     groups: dict                     # rank -> list of member arrays
     comms: dict                      # comm key -> members
     windows: dict                    # window key -> comm key
     ranks_present: list              # every rank with a trace (all processes)
     notes: list = field(default_factory=list)
     comm_keys: np.ndarray = None     # every communicator's key, sorted (all processes)
+    path_role: np.ndarray = None     # role (R) of each path's leaf MPI function
+    row_ranks: dict = None           # table name -> (rank, first row) of each owned rank
+
+    def rank_at(self, name, rows):
+        """The rank of the rows (indices) of table name."""
+        ranks, first = self.row_ranks[name]
+        return ranks[np.searchsorted(first, rows, "right") - 1].astype(np.int32)
+
+    def chunks(self, name, target=None):
+        """Row ranges (a, b) of table name that hold whole ranks, each of about target
+        rows (CHUNK; or one rank's rows, if more)."""
+        target = target or CHUNK
+        _, first = self.row_ranks[name]
+        n = len(getattr(self, name))
+        cuts, last = [0], 0
+        for f in first.tolist():
+            if f - last >= target:
+                cuts.append(f)
+                last = f
+        cuts.append(n)
+        return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+    def ranks_of(self, name, a, b):
+        """The rank of each of the rows a..b-1 of table name."""
+        ranks, first = self.row_ranks[name]
+        ends = np.r_[first[1:], np.iinfo(np.int64).max] if len(first) else first
+        i0, i1 = np.searchsorted(ends, a, "right"), np.searchsorted(first, b, "left")
+        edges = np.clip(np.r_[first[i0:i1], b], a, b)
+        edges[0] = a
+        return np.repeat(ranks[i0:i1].astype(np.int32), np.diff(edges))
+
+
+class Rows(Cols):
+    """A table of the store: its stored columns, and columns derived when first asked
+    for (derive(table, name)), also of row ranges t[a:b] (which know where they start)."""
+
+    def __init__(self, cols, derive, start=0):
+        super().__init__(cols)
+        self.derive = derive
+        self.start = start
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            a, b, _ = k.indices(len(self))
+            return Rows({n: v[a:b] for n, v in self.items()}, self.derive, self.start + a)
+        if dict.__contains__(self, k):
+            return dict.__getitem__(self, k)
+        v = self.derive(self, k)
+        dict.__setitem__(self, k, v)
+        return v
+
+
+def _deriver(L, name):
+    """What the rows of table name can tell without storing it: the rank (from where
+    the rows are), a message's source or destination (from its channel), a call's role
+    (from its path), a collective's flags, communicator size and the rank's place in it."""
+    own = {"sends": "src", "recvs": "dst", "colls": "rank"}.get(name)
+    other = {"sends": ("dst", 1), "recvs": ("src", 0)}.get(name)
+
+    def derive(t, k):
+        if k == own:
+            return L.ranks_of(name, t.start, t.start + len(t))
+        if other and k == other[0]:
+            return L.channels[t["chan"], other[1]].astype(np.int32) if L.nchan else \
+                np.zeros(len(t), np.int32)
+        if k == "role":
+            return L.path_role[t["path"]]
+        if name == "colls" and k in COLL_FLAGS:
+            return ((t["flags"] & COLL_FLAGS[k]) != 0).view(np.uint8)
+        if name == "colls" and k in ("csize", "crank"):
+            return _comm_place(L, t["key"], t["rank"])[k == "crank"]
+        raise KeyError(k)
+    return derive
+
+
+def _comm_place(L, key, rank):
+    """(size of each row's communicator (dense id key), the row's rank's position in it;
+    -1 where unknown)."""
+    size = np.full(len(key), -1, np.int32)
+    place = np.full(len(key), -1, np.int32)
+    for k in np.unique(key).tolist():
+        m = L.comms.get(int(L.comm_keys[k])) if 0 <= k < len(L.comm_keys) else None
+        if m is None or not len(m):
+            continue
+        sel = np.flatnonzero(key == k)
+        size[sel] = len(m)
+        srt = np.argsort(m, kind="stable")
+        pos = np.minimum(np.searchsorted(m[srt], rank[sel]), len(m) - 1)
+        place[sel] = np.where(m[srt][pos] == rank[sel], srt[pos], -1)
+    return size, place
 
 
 def world_size_of(exp, ranks):
@@ -131,6 +224,15 @@ class Store:
             self.used[name] = n0 + n
             rd.rows[name] = n
             setattr(rd, name, None)
+
+    def row_ranks(self, trace):
+        """table name -> (rank, first row) of each rank taken."""
+        out = {}
+        for name in TABLES:
+            n = np.array([rd.rows[name] for rd in trace.ranks], np.int64)
+            out[name] = (np.array([rd.rank for rd in trace.ranks], np.int64),
+                         np.cumsum(n) - n)
+        return out
 
     def views(self, trace):
         """Point each rank's tables at its rows of the store (ranks in the order taken)."""
@@ -246,7 +348,7 @@ def _unify(trace, ex, ranks_present, store=None):
     for part in ex.allgather(sorted(comms)):
         ckeys.update(part)
     comm_keys = np.array(sorted(ckeys), np.int64)
-    chan_ids, nchan = _channels(trace, ex, comm_keys)
+    chan_ids, channels = _channels(trace, ex, comm_keys)
     if store is None:                   # a trace built in memory: store it now
         store = Store(sum(rd.nrecords for rd in trace.ranks))
         for rd in trace.ranks:
@@ -277,18 +379,33 @@ def _unify(trace, ex, ranks_present, store=None):
     for rd in trace.ranks:              # the store's tables replace them
         for name in TABLES:
             setattr(rd, name, None)
-    return Loaded(trace=trace, paths=[tuple(p.split(sep)) for p in paths],
-                  **{name: store.table(name) for name in TABLES}, ncalls=cbase,
-                  nchan=nchan,
-                  groups=groups, comms=comms, windows=windows,
-                  ranks_present=sorted(present), notes=notes, comm_keys=comm_keys)
+    labels = [tuple(p.split(sep)) for p in paths]
+    L = Loaded(trace=trace, paths=labels,
+               **{name: store.table(name) for name in TABLES}, ncalls=cbase,
+               nchan=len(channels), channels=channels,
+               groups=groups, comms=comms, windows=windows,
+               ranks_present=sorted(present), notes=notes, comm_keys=comm_keys,
+               path_role=np.array([_leaf_role(p) for p in labels], np.int16),
+               row_ranks=store.row_ranks(trace))
+    for name in ("sends", "recvs", "colls"):
+        setattr(L, name, Rows(getattr(L, name), _deriver(L, name)))
+    return L
+
+
+def _leaf_role(labels):
+    """The role (R) of the MPI function a path ends in ('M:name@site'), else other."""
+    leaf = labels[-1]
+    if leaf.startswith("M:"):
+        return R[classify(leaf[2:].split("@", 1)[0])[1]]
+    return R["other"]
 
 
 def _channels(trace, ex, comm_keys):
     """Number the channels of messages, (source, destination, communicator, tag), alike
     in every analysis process: each process sends its ranks' (small) channel tables to
     all, and all number the union in sorted order. Returns ({rank: (global id of each
-    of its send channels, ... of its receive channels)}, number of channels)."""
+    of its send channels, ... of its receive channels)}, the channels: rows (source,
+    destination, dense communicator id, tag), in the order of their ids)."""
     parts, sizes = [], []
     for rd in trace.ranks:
         cmap = np.searchsorted(comm_keys, rd.comm_keys)
@@ -303,14 +420,15 @@ def _channels(trace, ex, comm_keys):
     offset = sum(len(p) for p in every[:ex.me])
     allch = np.concatenate(every)
     if not len(allch):
-        return {rd.rank: (np.zeros(0, np.int32),) * 2 for rd in trace.ranks}, 0
+        return {rd.rank: (np.zeros(0, np.int32),) * 2 for rd in trace.ranks}, \
+            np.zeros((0, 4), np.int64)
     uniq, inv = np.unique(allch, axis=0, return_inverse=True)
     ids = inv.reshape(-1)[offset:offset + len(mine)].astype(np.int32)
     out, pos = {}, 0
     for rd, (ns, nr) in zip(trace.ranks, sizes):
         out[rd.rank] = (ids[pos:pos + ns], ids[pos + ns:pos + ns + nr])
         pos += ns + nr
-    return out, len(uniq)
+    return out, uniq
 
 
 # ---------------------------------------------------------------- helpers
@@ -335,11 +453,17 @@ class Acc:
         p = np.asarray(path)[idx].astype(np.int64)
         r = np.asarray(rank)[idx].astype(np.int64)
         v = value[idx].astype(np.int64)
-        if len(idx) > 4096 and int(r.max()) < 2 ** 31 and int(r.min()) >= 0:
-            uniq, inv = dense_ids((p << 32) | r)
+        w = int(r.max()) + 1 if len(r) else 1
+        if len(idx) > 4096 and int(r.min()) >= 0 and int(p.min()) >= 0 and \
+                (int(p.max()) + 1) * w < 2 ** 62:
+            uniq, inv = dense_ids(p * w + r)
             v = _sum_at(inv, v, len(uniq))
-            p, r = uniq >> 32, uniq & 0xFFFFFFFF
+            p, r = np.divmod(uniq, w)
         self.parts.append((np.full(len(p), MT.INDEX[metric], np.int64), p, r, v))
+
+    def rows(self, path, rank):
+        """A batch of rows (path, rank) that several metrics are charged to: _Batch."""
+        return _Batch(self, path, rank)
 
     def add_many(self, metric_idx, path, rank, value):
         value = np.asarray(value)
@@ -354,6 +478,35 @@ class Acc:
             z = np.zeros(0, np.int64)
             return z, z, z, z
         return _reduce(*(np.concatenate(x) for x in zip(*self.parts)))
+
+
+class _Batch:
+    """Rows of one batch grouped by (path, rank) once, for the metrics charged to them:
+    each metric's values are summed per group as they are added."""
+
+    def __init__(self, acc, path, rank):
+        self.acc = acc
+        p, r = np.asarray(path).astype(np.int64), np.asarray(rank).astype(np.int64)
+        self.width = int(r.max()) + 1 if len(r) else 1
+        if len(r) and (int(r.min()) < 0 or int(p.min()) < 0 or
+                       (int(p.max()) + 1) * self.width >= 2 ** 62):
+            self.uniq = None
+            self.path, self.rank = p, r
+            return
+        self.uniq, self.inv = dense_ids(p * self.width + r)
+
+    def add(self, metric, value, mask):
+        if self.uniq is None:
+            self.acc.add(metric, self.path, self.rank, value, mask)
+            return
+        keep = mask & (value != 0)
+        idx = np.flatnonzero(keep)
+        if not len(idx):
+            return
+        sums = _sum_at(self.inv[idx], np.asarray(value)[idx].astype(np.int64), len(self.uniq))
+        nz = np.flatnonzero(sums)
+        p, r = np.divmod(self.uniq[nz], self.width)
+        self.acc.parts.append((np.full(len(nz), MT.INDEX[metric], np.int64), p, r, sums[nz]))
 
 
 def _sum_at(inv, v, n):
@@ -460,19 +613,50 @@ def _route(ex, rows, dest_ranks=None, keys=None):
 
 # ---------------------------------------------------------------- point-to-point
 
-# what of a message goes to another analysis process: to the receiver's, as the sender
-# saw it (e: the enter of the call posting it); to the sender's, as the receiver saw it
-# (e: the enter of the call posting the receive)
-MESSAGES = np.dtype([("chan", "<i4"), ("seq", "<i4"), ("e", "<i8")])
+class _Published:
+    """One value per message (the enter of the call that posted it), from the processes
+    owning one end of the messages to those owning the other end.
 
+    Every process knows every channel and, after one reduction, how many messages each
+    carries. So all can lay the messages out alike without sending any key: by the
+    process owning the publishing end, then the process owning the other end, then
+    channel, then number on the channel. A process fills its part of that layout with
+    its values (a scatter), the parts go to the processes that need them in one
+    exchange of bare values, and a message's value is found again from its channel and
+    number (a gather). In one process the layout is simply one slot per message."""
 
-def _routed(ex, table, dest_ranks):
-    """The rows of a message table (Cols) that the processes owning dest_ranks need:
-    the table itself in one process."""
-    if not ex.parallel:
-        return table
-    rows = _table(MESSAGES, chan=table["chan"], seq=table["seq"], e=table["e"])
-    return ex.route(rows, ex.owner(dest_ranks))
+    def __init__(self, L, ex, rows, values, publisher):
+        """rows (chan, seq): the messages as the publishing end sees them; values: one
+        per row; publisher: "src" (rows are sends) or "dst" (receives)."""
+        ch = L.channels
+        nch, P, me = L.nchan, ex.nproc, ex.me
+        pub, qry = (ch[:, 0], ch[:, 1]) if publisher == "src" else (ch[:, 1], ch[:, 0])
+        pp, qp = ex.owner(pub), ex.owner(qry)
+        chan, seq = rows["chan"], rows["seq"]
+        self.count = ex.allreduce(np.bincount(chan, minlength=nch).astype(np.int64), "sum")
+        pair = pp * P + qp
+        order = np.argsort(pair, kind="stable")              # (pp, qp), then channel
+        first = np.empty(nch, np.int64)
+        first[order] = np.cumsum(self.count[order]) - self.count[order]
+        block = np.bincount(pair, weights=self.count, minlength=P * P).astype(np.int64)
+        block_first = np.cumsum(block) - block
+        mine = block[me * P:(me + 1) * P]                       # what this process sends
+        buf = np.empty(int(mine.sum()), np.int64)
+        buf[first[chan] + seq - block_first[me * P]] = values
+        self.values = ex.alltoallv(buf, mine)
+        # where the messages of each channel this process asks about start in values
+        from_p = block[np.arange(P) * P + me]
+        displ = np.cumsum(from_p) - from_p
+        self.first = displ[pp] + first - block_first[pp * P + me]
+
+    def get(self, rows):
+        """For each row (chan, seq) of the asking end: (the message's value, whether the
+        publishing end has that message)."""
+        chan, seq = rows["chan"], rows["seq"]
+        ok = seq < self.count[chan]
+        out = np.zeros(len(chan), np.int64)
+        out[ok] = self.values[self.first[chan[ok]] + seq[ok]]
+        return out, ok
 
 
 def _run_max(group, values):
@@ -518,69 +702,58 @@ def _match(rows, other, nchan):
 CHUNK = 1 << 18     # rows of a batch: the temporaries of a batch stay in cache
 
 
-def _chunks(rank, target=CHUNK):
-    """Slices (a, b) of rows sorted by rank that hold whole ranks, each of about target
-    rows (or one rank's rows, if more)."""
-    n = len(rank)
-    if n <= target or (np.diff(rank) < 0).any():
-        return [(0, n)]
-    cuts = np.searchsorted(rank, rank[np.arange(target, n, target)], "left")
-    cuts = np.unique(np.r_[0, cuts, n])
-    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
-
-
 def message_pairs(L):
     """Every message of a trace loaded in one process, matched as the analysis matches
-    them: (the SEND_COLS rows, the RECV_COLS rows), one row of each per message."""
+    them: (the SEND_COLS rows, the RECV_COLS rows; with "src" and "dst"), one row of
+    each per message."""
     m = _match(L.recvs, L.sends, L.nchan)
     ok = np.flatnonzero(m >= 0)
-    return L.sends.take(m[ok]), L.recvs.take(ok)
+    S, V = L.sends.take(m[ok]), L.recvs.take(ok)
+    S["src"], V["dst"] = L.rank_at("sends", m[ok]), L.rank_at("recvs", ok)
+    return S, V
 
 
 def point_to_point(L, ex, acc, notes):
     """Late Sender (and Wrong Order) on the receivers' side, Late Receiver on the
     senders', in batches of whole ranks."""
     S, V = L.sends, L.recvs
-    sends_here = _routed(ex, S, S["dst"])
-    slots = _Slots(sends_here, L.nchan)
+    sent = _Published(L, ex, S, S["e"], "src")       # the send's enter, at the receiver
     ls_call = np.zeros(L.ncalls, bool)      # multi-waits with a Late Sender
-    for a, b in _chunks(V["dst"]):
-        _late_sender(V.slice(a, b), sends_here, slots, ls_call, acc, notes)
-    del slots, sends_here
-    recvs_here = _routed(ex, V, V["src"])
-    slots = _Slots(recvs_here, L.nchan)
-    for a, b in _chunks(S["src"]):
-        _late_receiver(S.slice(a, b), recvs_here, slots, ls_call, acc, notes)
+    for a, b in L.chunks("recvs"):
+        _late_sender(V[a:b], sent, ls_call, acc, notes)
+    del sent
+    posted = _Published(L, ex, V, V["e"], "dst")     # the receive's post, at the sender
+    for a, b in L.chunks("sends"):
+        _late_receiver(S[a:b], posted, ls_call, acc, notes)
 
 
-def _late_sender(V, sends_here, slots, ls_call, acc, notes):
-    m = slots.find(V)
-    matched = m >= 0
-    e_send = np.where(matched, sends_here["e"][np.maximum(m, 0)], 0)
+def _late_sender(V, sent, ls_call, acc, notes):
+    e_send, matched = sent.get(V)
     rc, role = V["call"], V["role"]
     idle = np.minimum(e_send, V["ce"]) - V["cb"]
     ls = matched & (role != R["test"]) & (idle > 0)
     multi = role == R["waitmulti"]
     # a multi-wait is one instance, of its latest sender (rc is sorted along the rows)
     lm = np.flatnonzero(ls & multi)
-    inst_rows = np.flatnonzero(ls & ~multi)
+    inst = ls & ~multi
     if len(lm):
-        inst_rows = np.sort(np.r_[inst_rows, lm[_run_max(rc[lm], idle[lm])]])
+        inst[lm[_run_max(rc[lm], idle[lm])]] = True
+    inst_rows = np.flatnonzero(inst)
     ls_call[rc[lm]] = True
     ip = V["path"][inst_rows]
     irank = V["dst"][inst_rows]
     acc.add("mpi_latesender", ip, irank, idle[inst_rows])
     acc.add("mpi_latesender_count", ip, irank, np.ones(len(inst_rows), np.int64))
     _wrong_order(V, matched, e_send, inst_rows, idle, acc)
-    notes["unmatched_receives"] += int(len(m) - np.count_nonzero(matched))
-    notes["messages"] += int(np.count_nonzero(matched))
+    nm = int(np.count_nonzero(matched))
+    notes["unmatched_receives"] += len(matched) - nm
+    notes["messages"] += nm
 
 
-def _late_receiver(S, recvs_here, slots, ls_call, acc, notes):
-    m2 = slots.find(S)
+def _late_receiver(S, posted, ls_call, acc, notes):
+    e_rq, matched = posted.get(S)
     cc = S["call"]
-    ok = (m2 >= 0) & (cc >= 0)
-    e_rq = np.where(ok, recvs_here["e"][np.maximum(m2, 0)], 0)
+    ok = matched & (cc >= 0)
     lr_idle = np.where(S["ce"] <= e_rq, 0, e_rq - S["cb"])
     crole = S["role"]
     # a send that may block until the receive is posted: MPI_Send and MPI_Ssend (not
@@ -588,17 +761,17 @@ def _late_receiver(S, recvs_here, slots, ls_call, acc, notes):
     # or the single MPI_Wait of a nonblocking send (as Scalasca's is_mpi_block_send)
     waits = ok & (lr_idle > 0)
     single = waits & (((S["nb"] == 0) & (crole == R["block_send"])) | (crole == R["wait"]))
-    lr_rows = np.flatnonzero(single)
     mw = np.flatnonzero(waits & (crole == R["waitmulti"]))
     mw = mw[~ls_call[cc[mw]]]
     if len(mw):
         mw = mw[np.argsort(cc[mw], kind="stable")]
-        lr_rows = np.sort(np.r_[lr_rows, mw[_run_max(cc[mw], lr_idle[mw])]])
+        single[mw[_run_max(cc[mw], lr_idle[mw])]] = True
+    lr_rows = np.flatnonzero(single)
     lp = S["path"][lr_rows]
     lrank = S["src"][lr_rows]
     acc.add("mpi_latereceiver", lp, lrank, lr_idle[lr_rows])
     acc.add("mpi_latereceiver_count", lp, lrank, np.ones(len(lr_rows), np.int64))
-    notes["unmatched_sends"] += int(np.count_nonzero(m2 < 0))
+    notes["unmatched_sends"] += len(matched) - int(np.count_nonzero(matched))
 
 
 def _wrong_order(V, matched, e_send, inst_rows, idle, acc):
@@ -631,28 +804,38 @@ def _wrong_order(V, matched, e_send, inst_rows, idle, acc):
     rank_end = np.searchsorted(s_rank, ir, "right")
     end = np.empty(len(order), np.int64)
     end[order] = np.minimum(np.searchsorted(s_call, end_call, "right"), rank_end)
-    # the first receive in [start, end) whose message was sent before the instance's:
-    # descend a sparse table of minima, one rank at a time (small, cache-resident)
-    pos = start.copy()
+    # the first receive in [start, end) whose message was sent before the instance's,
+    # one rank at a time with a sparse table of minima (small, cache-resident): is there
+    # one (the minimum of the window, from two overlapping blocks)? then where (descend)
+    pos = end.copy()
     ranks = np.unique(i_rank)          # instances come in rank order, like receives
     ia, ib = np.searchsorted(i_rank, ranks), np.searchsorted(i_rank, ranks, "right")
     ra, rb = np.searchsorted(s_rank, ranks), np.searchsorted(s_rank, ranks, "right")
     for qa, qb, a, b in zip(ia.tolist(), ib.tolist(), ra.tolist(), rb.tolist()):
-        if a >= b:
+        p, e, t = start[qa:qb] - a, end[qa:qb] - a, i_time[qa:qb]
+        width = e - p
+        span = int(width.max(initial=0))
+        if a >= b or span <= 0:
             continue
-        p, e, t = pos[qa:qb] - a, end[qa:qb] - a, i_time[qa:qb]
-        levels = [s_time[a:b]]
-        k = 1
-        while 2 * k <= b - a:
-            prev = levels[-1]
-            levels.append(np.minimum(prev[:len(prev) - k], prev[k:]))
-            k *= 2
-        for lv in range(len(levels) - 1, -1, -1):
+        table = np.full((max(span.bit_length(), 1), b - a), MAX64, np.int64)
+        table[0] = s_time[a:b]
+        for lv in range(1, len(table)):
+            k = 1 << (lv - 1)
+            np.minimum(table[lv - 1, :b - a - k], table[lv - 1, k:], out=table[lv, :b - a - k])
+        ok = width > 0
+        lv = np.zeros(len(p), np.int64)
+        lv[ok] = np.log2(width[ok]).astype(np.int64)
+        lo = table[lv, np.minimum(p, b - a - 1)]
+        hi = table[lv, np.clip(e - (1 << lv), 0, b - a - 1)]
+        q = np.flatnonzero(ok & (np.minimum(lo, hi) < t))
+        if not len(q):
+            continue
+        pq, eq, tq = p[q], e[q], t[q]
+        for lv in range(len(table) - 1, -1, -1):
             w = 1 << lv
-            tab = levels[lv]
-            step = (p + w <= e) & (tab[np.minimum(p, len(tab) - 1)] >= t)
-            p = np.where(step, p + w, p)
-        pos[qa:qb] = p + a
+            step = (pq + w <= eq) & (table[lv, np.minimum(pq, b - a - 1)] >= tq)
+            pq = np.where(step, pq + w, pq)
+        pos[qa + q] = pq + a
     n = len(seq)
     found = pos < end
     found[found] &= s_time[np.minimum(pos[found], n - 1)] < i_time[found]
@@ -683,163 +866,187 @@ def _take(rows, index):
 
 class _Instances:
     """Rows of collective-like operations grouped by instance (key, seq), without
-    sorting them: each row's instance gets a number (0..n-1), and per-instance
-    reductions scatter into arrays of n (ufunc.at), which stay in cache where a sort
-    of the rows would not. With dense_keys (keys are small numbers: communicators), an
-    instance's number is an offset per key plus seq, computed batch by batch; else
-    instances are numbered by hashing. `ok`: the instances that hold a whole blocking
-    operation of one kind (every member's row, no nonblocking one, one role);
-    `present`: those with any row."""
+    sorting them: each row's instance gets a number (0..n-1, by hashing), and
+    per-instance reductions scatter into arrays of n (ufunc.at). `ok`: the instances
+    that hold a whole blocking operation of one kind (every member's row, no
+    nonblocking one, one role)."""
 
-    def __init__(self, here, dense_keys=False):
+    def __init__(self, here):
         self.here = here
         n = len(here)
-        self._gid = self.base = None
         self.n = 0
         if not n:
-            self.ok = self.present = np.zeros(0, bool)
+            self.ok = np.zeros(0, bool)
             self._gid = np.zeros(0, np.int64)
             return
         key, seq = here["key"], here["seq"]
-        if dense_keys and int(key.min()) >= 0 and int(key.max()) < 2 ** 24 and \
-                int(seq.min()) >= 0:
-            last = np.full(int(key.max()) + 1, -1, np.int64)
-            np.maximum.at(last, key, seq)
-            if int((last + 1).sum()) <= 4 * n + 1024:
-                self.base = np.cumsum(last + 1) - (last + 1)
-                self.n = int((last + 1).sum())
-        if self.base is None:
-            ukey, kid = dense_ids(key)
-            if int(seq.min()) >= 0 and int(seq.max()) < 2 ** 40 and len(ukey) < 2 ** 23:
-                uinst, self._gid = dense_ids((kid << 40) | seq)
-                self.n = len(uinst)
-            else:
-                order = np.lexsort((seq, kid))
-                k, q = kid[order], seq[order]
-                change = np.r_[True, (k[1:] != k[:-1]) | (q[1:] != q[:-1])]
-                self._gid = np.empty(n, np.int64)
-                self._gid[order] = np.cumsum(change) - 1
-                self.n = int(change.sum())
-        r = self.reduce(count=(np.add, 0, lambda t: np.ones(len(t), np.int64)),
-                        csmax=(np.maximum, -1, lambda t: t["csize"]),
-                        csmin=(np.minimum, 2 ** 31 - 1, lambda t: t["csize"]),
-                        nb=(np.maximum, 0, lambda t: t["nb"]),
-                        rmin=(np.minimum, 2 ** 15 - 1, lambda t: t["role"]),
-                        rmax=(np.maximum, -1, lambda t: t["role"]))
-        self.present = r["count"] > 0
-        self.ok = self.present & (r["count"] == r["csmax"]) & (r["csmin"] == r["csmax"]) & \
-            (r["nb"] == 0) & (r["rmin"] == r["rmax"])
+        ukey, kid = dense_ids(key)
+        if int(seq.min()) >= 0 and int(seq.max()) < 2 ** 40 and len(ukey) < 2 ** 23:
+            uinst, self._gid = dense_ids((kid << 40) | seq)
+            self.n = len(uinst)
+        else:
+            order = np.lexsort((seq, kid))
+            k, q = kid[order], seq[order]
+            change = np.r_[True, (k[1:] != k[:-1]) | (q[1:] != q[:-1])]
+            self._gid = np.empty(n, np.int64)
+            self._gid[order] = np.cumsum(change) - 1
+            self.n = int(change.sum())
+        count = np.bincount(self._gid, minlength=self.n)
+        csize = here["csize"]
+        role = here["role"]
+        self.ok = (count == self.max(csize)) & (self.min(csize) == self.max(csize)) & \
+            (self.max(here["nb"]) == 0) & (self.min(role) == self.max(role))
 
-    def chunks(self):
-        n = len(self.here)
-        return [(a, min(a + CHUNK, n)) for a in range(0, n, CHUNK)]
-
-    def gid(self, a=0, b=None):
-        """The instance of rows a..b-1."""
-        if self._gid is not None:
-            return self._gid[a:b]
-        return self.base[self.here["key"][a:b]] + self.here["seq"][a:b]
-
-    def reduce(self, **specs):
-        """Per instance, for each name=(ufunc, initial value, function of a batch of rows
-        giving values): the reduction of the values of its rows, in one batched pass."""
-        out = {k: np.full(self.n, fill, np.int64) for k, (_, fill, _) in specs.items()}
-        for a, b in self.chunks():
-            rows, g = self.here[a:b], self.gid(a, b)
-            for k, (ufunc, _, f) in specs.items():
-                ufunc.at(out[k], g, np.asarray(f(rows)).astype(np.int64, copy=False))
-        return out
+    def gid(self):
+        return self._gid
 
     def max(self, values):
         """Per instance: the largest of values (the int64 minimum if none)."""
-        out = np.full(self.n, np.iinfo(np.int64).min, np.int64)
-        np.maximum.at(out, self.gid(), values)
+        out = np.full(self.n, MIN64, np.int64)
+        np.maximum.at(out, self._gid, values)
         return out
 
     def min(self, values):
-        out = np.full(self.n, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(out, self.gid(), values)
+        out = np.full(self.n, MAX64, np.int64)
+        np.minimum.at(out, self._gid, values)
         return out
 
 
-def _instances(L, ex, rows, dense_keys=False):
+def _instances(L, ex, rows):
     """Route collective-like rows (COLL_COLS, as Cols or COLLS records) to the owner of
     their instance (key, seq) and group them there (_Instances)."""
     if ex.parallel:
         if isinstance(rows, Cols):
-            rows = _table(COLLS, **rows)
+            rows = _table(COLLS, **{k: v for k, v in rows.items() if k in COLLS.names})
         rows = _route(ex, rows, keys=_hash_cols(rows["key"], rows["seq"]))
-    return _Instances(rows, dense_keys)
+    return _Instances(rows)
 
 
-MIN64 = np.iinfo(np.int64).min
+# what the collective patterns need of each instance: (reduction, value of a row,
+# roles that need it: None for all)
+COLL_SUMMARY = {
+    "count": ("sum", lambda t: np.ones(len(t), np.int64), None),
+    "nb": ("max", lambda t: t["nb"], None),
+    "rmin": ("min", lambda t: t["role"], None),
+    "rmax": ("max", lambda t: t["role"], None),
+    "latest": ("max", lambda t: t["b"], None),
+    "earliest_end": ("min", lambda t: t["e"], None),
+    "latest_sender": ("max", lambda t: np.where(t["sent"] > 0, t["b"], MIN64),
+                      ("n2n", "n21")),
+    "root_b": ("max", lambda t: np.where(t["root"] > 0, t["b"], MIN64), ("12n",)),
+    "root_sent": ("max", lambda t: (t["sent"] > 0) & (t["root"] > 0), ("12n",)),
+}
+_UFUNC = {"max": (np.maximum, MIN64), "min": (np.minimum, MAX64), "sum": (np.add, 0)}
 
 
 def collectives(L, ex, acc, notes):
-    """Waits at collective operations (Scalasca's definitions), batch by batch."""
-    X = _instances(L, ex, L.colls, dense_keys=True)
-    notes["collectives"] += int(X.ok.sum())
-    notes["incomplete_collectives"] += int((X.present & ~X.ok).sum())
-    if not len(X.here):
+    """Waits at collective operations (Scalasca's definitions). Each process sums up
+    the instances over its own rows (the latest enter, the earliest exit, ...), the
+    processes combine those summaries (one reduction per kind, as many values as there
+    are instances: far less than the rows), and each process then charges its own
+    rows, in batches. An instance is an offset per communicator plus the operation's
+    number on it, the same in every process."""
+    C = L.colls
+    key, seq = C["key"], C["seq"]
+    last = np.full(len(L.comm_keys), -1, np.int64)
+    if len(C):
+        np.maximum.at(last, key.astype(np.intp), seq.astype(np.int64))
+    used = np.flatnonzero(np.bincount(C["path"], minlength=len(L.paths)))
+    roles = np.bincount(L.path_role[used], minlength=len(R))
+    # communicator sizes: from the definitions (a process knows those of its ranks)
+    csize = np.array([len(L.comms.get(int(k), ())) for k in L.comm_keys], np.int64)
+    nk = len(last)
+    every = ex.allreduce(np.r_[last, csize, roles > 0].astype(np.int64), "max")
+    last, csize, roles = every[:nk], every[nk:2 * nk], every[2 * nk:]
+    size = last + 1
+    base = np.cumsum(size) - size
+    ninst = int(size.sum())
+    if not ninst:
         return
-    sums = X.reduce(
-        latest=(np.maximum, MIN64, lambda t: t["b"]),
-        earliest_end=(np.minimum, -MIN64 - 1, lambda t: t["e"]),
-        latest_sender=(np.maximum, MIN64, lambda t: np.where(t["sent"] > 0, t["b"], MIN64)),
-        root_b=(np.maximum, MIN64, lambda t: np.where(t["root"] > 0, t["b"], MIN64)),
-        root_sent=(np.maximum, 0, lambda t: (t["sent"] > 0) & (t["root"] > 0)))
+    need = {k: v for k, v in COLL_SUMMARY.items()
+            if v[2] is None or any(roles[R[r]] for r in v[2])}
+    chunks = [(a, min(a + CHUNK, len(C))) for a in range(0, len(C), CHUNK)]
+    S = {k: np.full(ninst, _UFUNC[op][1], np.int64) for k, (op, _, _) in need.items()}
+    for a, z in chunks:
+        rows = C[a:z]
+        g = base[rows["key"]] + rows["seq"]
+        for k, (op, f, _) in need.items():
+            _UFUNC[op][0].at(S[k], g, np.asarray(f(rows)).astype(np.int64, copy=False))
+    for op in ("max", "min", "sum"):        # one reduction per kind over the processes
+        names = [k for k, (o, _, _) in need.items() if o == op]
+        if names:
+            S.update(zip(names, ex.allreduce(np.stack([S[k] for k in names]), op)))
+    # an instance is whole when every member of its communicator took part
+    present = S["count"] > 0
+    ok = present & (S["count"] == np.repeat(csize, size)) & (S["nb"] == 0) & \
+        (S["rmin"] == S["rmax"])
+    if ex.me == 0:
+        notes["collectives"] += int(ok.sum())
+        notes["incomplete_collectives"] += int((present & ~ok).sum())
     scans = []
-    for a, z in X.chunks():
-        here, gid = X.here[a:z], X.gid(a, z)
+    for a, z in chunks:
+        here = C[a:z]
+        gid = base[here["key"]] + here["seq"]
         b, e, role = here["b"], here["e"], here["role"]
-        latest, earliest_end = sums["latest"][gid], sums["earliest_end"][gid]
-        latest_sender, root_b = sums["latest_sender"][gid], sums["root_b"][gid]
-        okr = X.ok[gid]
+        latest, earliest_end = S["latest"][gid], S["earliest_end"][gid]
+        okr = ok[gid]
         wait_full = np.maximum(0, np.minimum(latest, e) - b)
         completion = np.maximum(0, e - np.maximum(earliest_end, np.minimum(latest, e)))
-        path, rank = here["path"], here["rank"]
-
-        def add(metric, mask, values):
-            acc.add(metric, path, rank, values, mask & okr)
-
+        batch = acc.rows(here["path"], here["rank"])
         bar = role == R["barrier"]
         if bar.any():
-            add("mpi_barrier_wait", bar, wait_full)
-            add("mpi_barrier_completion", bar, completion)
+            batch.add("mpi_barrier_wait", wait_full, bar & okr)
+            batch.add("mpi_barrier_completion", completion, bar & okr)
         n2n = role == R["n2n"]
         if n2n.any():
+            latest_sender = S["latest_sender"][gid]
             overlap = earliest_end > latest
             w_partial = np.where((here["recv"] > 0) & (b < latest_sender),
                                  np.maximum(0, np.minimum(latest_sender, e) - b), 0)
-            add("mpi_wait_nxn", n2n, np.where(overlap, wait_full, w_partial))
-            add("mpi_nxn_completion", n2n, completion)
-        o2n = (role == R["12n"]) & (sums["root_sent"][gid] > 0) & (here["root"] == 0) & \
-            (here["recv"] > 0)
+            batch.add("mpi_wait_nxn", np.where(overlap, wait_full, w_partial), n2n & okr)
+            batch.add("mpi_nxn_completion", completion, n2n & okr)
+        o2n = role == R["12n"]
         if o2n.any():
-            add("mpi_latebroadcast", o2n & (b < root_b),
-                np.maximum(0, np.minimum(root_b, e) - b))
-        n21 = (role == R["n21"]) & (here["root"] > 0) & (b < latest_sender)
+            root_b = S["root_b"][gid]
+            o2n &= (S["root_sent"][gid] > 0) & (here["root"] == 0) & (here["recv"] > 0)
+            batch.add("mpi_latebroadcast", np.maximum(0, np.minimum(root_b, e) - b),
+                      o2n & (b < root_b) & okr)
+        n21 = role == R["n21"]
         if n21.any():
-            add("mpi_earlyreduce", n21, np.maximum(0, np.minimum(latest_sender, e) - b))
+            latest_sender = S["latest_sender"][gid]
+            n21 &= (here["root"] > 0) & (b < latest_sender)
+            batch.add("mpi_earlyreduce", np.maximum(0, np.minimum(latest_sender, e) - b),
+                      n21 & okr)
         scan = np.flatnonzero(role == R["scan"])
         if len(scan):
             scans.append(a + scan)
-    if scans:
-        _early_scan(X, np.concatenate(scans), acc)
+    scans = np.concatenate(scans) if scans else np.zeros(0, np.int64)
+    rows = C.take(scans)
+    rows["rank"] = L.rank_at("colls", scans)
+    rows["role"] = L.path_role[rows["path"]]
+    rows["csize"], rows["crank"] = _comm_place(L, rows["key"], rows["rank"])
+    for k, bit in COLL_FLAGS.items():
+        rows[k] = ((rows["flags"] & bit) != 0).view(np.uint8)
+    _early_scan(L, ex, rows, ok, base, acc)
 
 
-def _early_scan(X, si, acc):
+def _early_scan(L, ex, rows, ok, base, acc):
     """Early Scan: at each rank, the wait for the latest enter among the ranks before it
-    (in communicator order) and itself that send."""
+    (in communicator order) and itself that send. The rows of an instance come together
+    at one process (rare operations: routed, not summarised)."""
+    X = _instances(L, ex, rows)
     here = X.here
-    gid = X.gid()[si]
-    crank, b, e = here["crank"][si], here["b"][si], here["e"][si]
+    if not len(here):
+        return
+    gid = X.gid()
+    crank, b, e = here["crank"], here["b"], here["e"]
     o = np.lexsort((crank, gid))
-    si, gid, b, e = si[o], gid[o], b[o], e[o]
-    pm = np.where(here["sent"][si] > 0, b, MIN64)
+    here, gid, b, e = _take(here, o), gid[o], b[o], e[o]
+    pm = np.where(here["sent"] > 0, b, MIN64)
     run = _group_cummax(gid, pm)
-    acc.add("mpi_earlyscan", here["path"][si], here["rank"][si],
-            np.maximum(0, np.minimum(run, e) - b), X.ok[gid])
+    inst = base[here["key"]] + here["seq"]
+    acc.add("mpi_earlyscan", here["path"], here["rank"],
+            np.maximum(0, np.minimum(run, e) - b), ok[inst])
 
 
 def _group_cummax(group, values):

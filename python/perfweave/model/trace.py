@@ -82,21 +82,21 @@ class Cols(dict):
         return cls({k: np.concatenate([t[k] for t in tables]) for k in names})
 
 
-# the tables of a rank (column -> dtype); "call" is the index of a call among the rank's
-# calls (-1: none), "chan" a channel's index in the rank's table of the channels it sends
-# (receives) on, "key" of colls a communicator's number in the rank (0: none), times ns
-SEND_COLS = {"src": np.int32, "dst": np.int32, "chan": np.int32, "seq": np.int32,
-             "thread": np.int16, "e": np.int64, "cb": np.int64,
-             "ce": np.int64, "path": np.int32, "call": np.int32, "role": np.int16,
-             "nb": np.uint8}
-RECV_COLS = {"src": np.int32, "dst": np.int32, "chan": np.int32, "seq": np.int32,
-             "thread": np.int16, "e": np.int64,
-             "cb": np.int64, "ce": np.int64, "path": np.int32, "call": np.int32,
-             "role": np.int16, "bytes": np.int64}
-COLL_COLS = {"key": np.int32, "seq": np.int32, "rank": np.int32, "path": np.int32,
-             "role": np.int16, "nb": np.uint8, "sent": np.uint8, "recv": np.uint8,
-             "root": np.uint8, "csize": np.int32, "crank": np.int32, "b": np.int64,
-             "e": np.int64}
+# the tables of a rank (column -> dtype). "call": the index of a call among the rank's
+# calls (-1: none); "chan": a channel's index in the rank's table of the channels it
+# sends (receives) on; "key" of colls: a communicator's number in the rank (0: none);
+# "flags" of colls: COLL_FLAGS; times in ns. What can be derived is not stored: the
+# rank (from the rows' position), a message's peer (from its channel), a call's role
+# (from its path), a communicator's size and the rank's position in it.
+SEND_COLS = {"chan": np.int32, "seq": np.int32, "e": np.int64, "cb": np.int64,
+             "ce": np.int64, "path": np.int32, "call": np.int32, "nb": np.uint8,
+             "thread": np.int16}
+RECV_COLS = {"chan": np.int32, "seq": np.int32, "e": np.int64, "cb": np.int64,
+             "ce": np.int64, "path": np.int32, "call": np.int32, "thread": np.int16,
+             "bytes": np.int64}
+COLL_COLS = {"key": np.int32, "seq": np.int32, "path": np.int32, "flags": np.uint8,
+             "b": np.int64, "e": np.int64}
+COLL_FLAGS = {"nb": 1, "sent": 2, "recv": 4, "root": 8}   # nonblocking, sends, receives, root
 WCALL_COLS = {"t0": np.int64, "t1": np.int64, "path": np.int32, "role": np.int16,
               "thread": np.int32}
 WEV_COLS = {"call": np.int32, "type": np.uint8, "flags": np.uint8, "peer": np.int32,
@@ -359,13 +359,11 @@ def prepare(rf):
     lc = r["comm"].astype(np.int64) + 1
     lc[(lc < 0) | (lc > len(ckeys))] = 0
     ev = Cols(call=call_of, type=rtyp, flags=r["flags"], peer=r["peer"], tag=r["tag"],
-              comm=lc, bytes=r["bytes"])
-    ev["post"] = _request_posts(ev, np.where(REQUESTS[rtyp], r["t0"], 0).astype(np.uint64),
-                                np.where(REQUESTS[rtyp], r["t1"], 0))
-    send_ch, recv_ch = _sequence(ev, meta, rf.rank, calls["t0"] if threads else None,
-                                 len(ckeys) + 1)
+              comm=lc, bytes=r["bytes"], key=r["t0"], number=r["t1"])
+    call_t0 = calls["t0"] if threads else None
+    sends, recvs, send_ch, recv_ch = _messages(ev, calls, rf.rank, len(ckeys) + 1, call_t0)
+    _sequence(ev, meta, rf.rank, call_t0, len(ckeys) + 1)
     groups = [np.array(g.get("ranks", []), np.int32) for g in meta.get("groups", [])]
-    sends, recvs = _messages(ev, calls, rf.rank)
     colls = _collectives(ev, calls, rf.rank, r["t1"])
     wcalls, wevents = _window_events(ev, calls, rf.rank, r, wkeys)
 
@@ -418,52 +416,96 @@ def _before(top, index, starts):
     return out
 
 
-def _messages(ev, calls, rank):
-    """The rank's messages as sender (SEND_COLS) and receiver (RECV_COLS). A send is
-    completed by its own call when blocking, else by the call of the SEND_DONE that
-    names it as its post; a receive is posted by the call of its IRECV, if any, and
-    completed by its own call."""
-    typ, post, call = ev["type"], ev["post"], ev["call"]
-    peer = ev["peer"]
-    si = np.flatnonzero((typ == T["SEND"]) & (peer >= 0))
-    nb = (ev["flags"][si] & F["NONBLOCKING"]) != 0
-    ccall = np.where(nb, -1, call[si])
-    done = np.flatnonzero((post >= 0) & (typ == T["SEND_DONE"]))
-    if len(done):
-        where = np.full(len(typ), -1, np.int64)
+def _messages(ev, calls, rank, ncomm, call_t0):
+    """The rank's messages as sender (SEND_COLS) and receiver (RECV_COLS), and the
+    tables of the channels it sends and receives on (rows: peer, communicator number,
+    tag; "chan" indexes them).
+
+    A message's number on its channel counts the rank's earlier messages on the channel
+    in the order of posting: MPI matches the messages of a channel in that order. A send
+    is posted by its own call (in the order of the records; in the order of time with
+    several threads) and completed by it when blocking, else by the call of the
+    SEND_DONE that names it; a receive is posted (e: enter) by the call of its IRECV, if
+    any, else by its own call, and completed by its own call."""
+    typ, call, flags, peer = ev["type"], ev["call"], ev["flags"], ev["peer"]
+    n = len(typ)
+    S = np.flatnonzero(typ == T["SEND"])
+    V = np.flatnonzero(typ == T["RECV"])
+    nbS = (flags[S] & F["NONBLOCKING"]) != 0
+    # ---- requests: the post of each completion (SEND_DONE; RECV with a request) ----
+    D = np.flatnonzero(typ == T["SEND_DONE"])
+    posts = np.concatenate([S[nbS], np.flatnonzero(typ == T["IRECV"])])
+    done = np.concatenate([D, V[ev["key"][V] != 0]])
+    post = np.full(n, -1, np.int64)
+    post[done] = _request_posts(ev["key"], ev["number"], posts, done)
+    # ---- numbers on channels ----
+    lc = ev["comm"]
+    tag = ev["tag"].astype(np.int64)
+    p64 = peer.astype(np.int64)
+    npeer = int(p64.max(initial=0)) + 3
+    ntag = int(tag.max(initial=0)) + 2
+    fits = n == 0 or (p64.min(initial=0) >= -2 and tag.min(initial=0) >= -1 and
+                      npeer * ntag * ncomm < 2 ** 62)
+    seqs, chans, tables = [], [], []
+    for i, pv in ((S, None), (V, post[V])):
+        if call_t0 is not None:
+            at = i if pv is None else np.where(pv >= 0, pv, i)
+            order = np.argsort(call_t0[call[at]], kind="stable")
+        elif pv is not None and (pv >= 0).any():
+            order = _order_of_distinct(np.where(pv >= 0, pv, i), n)
+        else:
+            order = None                  # posted in the order of the records
+        if fits:
+            uniq, ids = dense_ids(((p64[i] + 2) * ncomm + lc[i]) * ntag + tag[i] + 1)
+            rest, tg = np.divmod(uniq, ntag)
+            pk, c = np.divmod(rest, ncomm)
+            table = np.stack([pk - 2, c, tg - 1], axis=1)
+        else:
+            table, ids = np.unique(np.stack([p64[i], lc[i], tag[i]], axis=1), axis=0,
+                                   return_inverse=True)
+            ids = ids.reshape(-1)
+        seqs.append(rank_in_group(ids, len(table), order))
+        chans.append(ids)
+        tables.append(table.astype(np.int64))
+    # ---- the rows (messages to and from real ranks) ----
+    ks = np.flatnonzero(p64[S] >= 0)
+    si = S[ks]
+    ccall = np.where(nbS[ks], -1, call[si])
+    pd = post[D]
+    if len(pd):
+        where = np.full(n, -1, np.int64)
         where[si] = np.arange(len(si))
-        j = where[post[done]]
+        j = where[pd[pd >= 0]]
         ok = j >= 0
-        ccall[j[ok]] = call[done[ok]]
+        ccall[j[ok]] = call[D[pd >= 0][ok]]
     sc, cc = call[si], np.maximum(ccall, 0)
-    # (cb, ce, path, role: of call 0 where no call completed the send: call -1)
-    sends = Cols(src=np.full(len(si), rank, np.int32), dst=peer[si], chan=ev["chan"][si],
-                 seq=ev["seq"][si], thread=calls["thread"][sc], e=calls["t0"][sc],
-                 cb=calls["t0"][cc], ce=calls["t1"][cc], path=calls["path"][cc],
-                 call=ccall, role=calls["role"][cc], nb=nb)
-    ri = np.flatnonzero((typ == T["RECV"]) & (peer >= 0))
+    # (cb, ce, path: of call 0 where no call completed the send: call -1)
+    sends = Cols(chan=chans[0][ks].astype(np.int32), seq=seqs[0][ks].astype(np.int32),
+                 e=calls["t0"][sc], cb=calls["t0"][cc], ce=calls["t1"][cc],
+                 path=calls["path"][cc], call=ccall.astype(np.int32),
+                 nb=nbS[ks].view(np.uint8), thread=calls["thread"][sc].astype(np.int16))
+    kv = np.flatnonzero(p64[V] >= 0)
+    ri = V[kv]
     rc = call[ri]
     pr = post[ri]
     req = np.where(pr >= 0, call[np.maximum(pr, 0)], rc)
-    recvs = Cols(src=peer[ri], dst=np.full(len(ri), rank, np.int32), chan=ev["chan"][ri],
-                 seq=ev["seq"][ri], thread=calls["thread"][rc],
-                 e=calls["t0"][req], cb=calls["t0"][rc],
-                 ce=calls["t1"][rc], path=calls["path"][rc], call=rc,
-                 role=calls["role"][rc], bytes=ev["bytes"][ri])
-    return _typed(sends, SEND_COLS), _typed(recvs, RECV_COLS)
+    recvs = Cols(chan=chans[1][kv].astype(np.int32), seq=seqs[1][kv].astype(np.int32),
+                 e=calls["t0"][req], cb=calls["t0"][rc], ce=calls["t1"][rc],
+                 path=calls["path"][rc], call=rc.astype(np.int32),
+                 thread=calls["thread"][rc].astype(np.int16), bytes=ev["bytes"][ri])
+    return _typed(sends, SEND_COLS), _typed(recvs, RECV_COLS), tables[0], tables[1]
 
 
 def _collectives(ev, calls, rank, t1):
     """The rank's collective operations (COLL_COLS); key: its communicator number."""
     ci = np.flatnonzero(ev["type"] == T["COLL"])
     c = ev["call"][ci]
-    return _typed(Cols(key=ev["comm"][ci], seq=ev["seq"][ci],
-                       rank=np.full(len(ci), rank, np.int32), path=calls["path"][c],
-                       role=calls["role"][c],
-                       nb=(ev["flags"][ci] & F["NONBLOCKING"]) != 0,
-                       sent=ev["bytes"][ci] > 0, recv=t1[ci] > 0,
-                       root=ev["peer"][ci] == rank, csize=ev["csize"][ci],
-                       crank=ev["crank"][ci], b=calls["t0"][c], e=calls["t1"][c]), COLL_COLS)
+    flags = np.where((ev["flags"][ci] & F["NONBLOCKING"]) != 0, COLL_FLAGS["nb"], 0) | \
+        np.where(ev["bytes"][ci] > 0, COLL_FLAGS["sent"], 0) | \
+        np.where(t1[ci] > 0, COLL_FLAGS["recv"], 0) | \
+        np.where(ev["peer"][ci] == rank, COLL_FLAGS["root"], 0)
+    return _typed(Cols(key=ev["comm"][ci], seq=ev["seq"][ci], path=calls["path"][c],
+                       flags=flags, b=calls["t0"][c], e=calls["t1"][c]), COLL_COLS)
 
 
 def _window_events(ev, calls, rank, r, wkeys):
@@ -489,59 +531,15 @@ def _typed(cols, types):
 
 
 def _sequence(ev, meta, rank, call_t0, ncomm):
-    """Per-rank numbering that lets ranks agree without talking:
-    - SEND: its number among this rank's sends with the same (destination,
-      communicator, tag), in order of posting; RECV: likewise among receives from the
-      same (source, communicator, tag), in order of their posting (the MPI_Irecv, or
-      the receive itself). MPI matches messages of one channel in this order.
-    - COLL, WIN: the number of the operation on its communicator (MPI orders the
-      collectives of a communicator alike on every member), and the rank's position
-      in the communicator (crank) and its size (csize).
-    A message's channel is numbered too (chan: index into the rank's table of the
-    channels it sends on, or receives on: rows (peer, communicator number, tag), the
-    tables returned).
-    call_t0: the calls' enter times when the rank has several threads (the order of
-    posting is then the order in time), else None."""
+    """COLL, WIN: the number of the operation on its communicator (MPI orders the
+    collectives of a communicator alike on every member: ranks agree without talking);
+    WIN: the rank's position in the communicator (crank) and its size (csize). call_t0: the
+    calls' enter times when the rank has several threads (their operations are then
+    numbered in the order of time), else None."""
     typ = ev["type"]
     n = len(typ)
-    seq = np.zeros(n, np.int64)
     lc = ev["comm"]
-    tag = ev["tag"].astype(np.int64)
-    peer = ev["peer"].astype(np.int64)
-    post = ev["post"]
-    # a channel (peer, communicator number, tag) as one integer, when it fits
-    npeer = int(peer.max(initial=0)) + 3
-    ntag = int(tag.max(initial=0)) + 2
-    fits = n == 0 or (peer.min(initial=0) >= -2 and tag.min(initial=0) >= -1 and
-                      npeer * ntag * ncomm < 2 ** 62)
-    chan = np.full(n, -1, np.int64)
-    channels = {}
-    for t in (T["SEND"], T["RECV"]):
-        i = np.flatnonzero(typ == t)
-        channels[t] = np.zeros((0, 3), np.int64)
-        if not len(i):
-            continue
-        # the order of posting: a record's own position, or its post's
-        if call_t0 is not None:
-            order = np.argsort(call_t0[ev["call"][np.where(post[i] >= 0, post[i], i)]],
-                               kind="stable")
-        elif t == T["RECV"] and (post[i] >= 0).any():
-            order = _order_of_distinct(np.where(post[i] >= 0, post[i], i), n)
-        else:
-            order = None                  # sends are posts themselves, in order
-        if fits:
-            uniq, ids = dense_ids(((peer[i] + 2) * ncomm + lc[i]) * ntag + tag[i] + 1)
-            rest, tg = np.divmod(uniq, ntag)
-            pk, c = np.divmod(rest, ncomm)
-            table = np.stack([pk - 2, c, tg - 1], axis=1)
-        else:
-            table, ids = np.unique(np.stack([peer[i], lc[i], tag[i]], axis=1), axis=0,
-                                   return_inverse=True)
-            ids = ids.reshape(-1)
-        seq[i] = rank_in_group(ids, len(table), order)
-        chan[i] = ids
-        channels[t] = table.astype(np.int64)
-    ev["chan"] = chan
+    seq = np.zeros(n, np.int64)
     crank = np.zeros(n, np.int32)
     csize = np.zeros(n, np.int32)
     pos, size = _comm_positions(meta, rank)
@@ -556,13 +554,13 @@ def _sequence(ev, meta, rank, call_t0, ncomm):
         else:
             free = (ev["flags"][i] & F["FREE"]) != 0
             seq[i] = rank_in_group(lc[i] * 2 + free, 2 * ncomm, order)
-        c = lc[i] - 1
-        ok = (c >= 0) & (c < len(pos))
-        c = np.clip(c, 0, max(len(pos) - 1, 0))
-        crank[i] = np.where(ok, pos[c] if len(pos) else -1, -1)
-        csize[i] = np.where(ok, size[c] if len(size) else -1, -1)
+        if t == T["WIN"]:
+            c = lc[i] - 1
+            ok = (c >= 0) & (c < len(pos))
+            c = np.clip(c, 0, max(len(pos) - 1, 0))
+            crank[i] = np.where(ok, pos[c] if len(pos) else -1, -1)
+            csize[i] = np.where(ok, size[c] if len(size) else -1, -1)
     ev["seq"], ev["crank"], ev["csize"] = seq, crank, csize
-    return channels[T["SEND"]], channels[T["RECV"]]
 
 
 def _order_of_distinct(values, bound):
@@ -594,32 +592,36 @@ def _lookup(table, local):
     return np.where(ok, table[np.clip(local, 0, len(table) - 1)], 0).astype(np.int64)
 
 
-def _request_posts(ev, key, number):
-    """For each request completion (SEND_DONE; RECV with a request key), the index of
-    its post (SEND posted nonblocking, IRECV), else -1. The runtime numbers each post and
-    repeats the number in the completion; records without numbers (imported traces) are
-    linked by request key instead: the latest post of the key before the completion
-    (MPI reuses a request's handle once it completed)."""
-    typ = ev["type"]
-    post = ((typ == T["SEND"]) & ((ev["flags"] & F["NONBLOCKING"]) != 0)) | \
-        (typ == T["IRECV"])
-    done = (typ == T["SEND_DONE"]) | ((typ == T["RECV"]) & (key != 0))
-    out = np.full(len(typ), -1, np.int64)
-    numbered = number > 0
-    pn, dn = np.flatnonzero(post & numbered), np.flatnonzero(done & numbered)
-    if len(pn) and len(dn):
-        table = np.full(int(number.max()) + 1, -1, np.int64)
-        table[number[pn]] = pn
-        out[dn] = table[number[dn]]
-    post, done = post & ~numbered, done & ~numbered
-    idx = np.flatnonzero(post | done)
-    if not len(idx):
+def _request_posts(key, number, posts, done):
+    """For each completion of done (indices of SEND_DONE, and RECV with a request key),
+    the index of its post (one of posts: SEND posted nonblocking, IRECV), else -1. The
+    runtime numbers each post and repeats the number in the completion; records without
+    numbers (imported traces) are linked by request key instead: the latest post of the
+    key before the completion (MPI reuses a request's handle once it completed)."""
+    out = np.full(len(done), -1, np.int64)
+    if not len(done) or not len(posts):
         return out
-    o = idx[np.argsort(key[idx], kind="stable")]      # by key, then position
-    last = np.maximum.accumulate(np.where(post[o], np.arange(len(o)), -1))
-    prev = o[np.maximum(last, 0)]
-    ok = done[o] & (last >= 0) & (key[prev] == key[o])
-    out[o[ok]] = prev[ok]
+    pn, dn = number[posts], number[done]
+    if (pn > 0).all() and (dn > 0).all():
+        table = np.full(int(max(pn.max(), dn.max())) + 1, -1, np.int64)
+        table[pn] = posts
+        return table[dn]
+    okp, okd = pn > 0, dn > 0
+    if okp.any() and okd.any():
+        table = np.full(int(max(pn.max(), dn.max())) + 1, -1, np.int64)
+        table[pn[okp]] = posts[okp]
+        out[okd] = table[dn[okd]]
+    # the rest by key: posts and completions in record order, grouped by key
+    up, ud = posts[~okp], np.flatnonzero(~okd)
+    idx = np.concatenate([up, done[ud]])
+    is_post = np.r_[np.ones(len(up), bool), np.zeros(len(ud), bool)]
+    pos = np.r_[np.full(len(up), -1, np.int64), ud]
+    o = np.lexsort((idx, key[idx].astype(np.uint64)))
+    idx, is_post, pos = idx[o], is_post[o], pos[o]
+    last = np.maximum.accumulate(np.where(is_post, np.arange(len(o)), -1))
+    prev = idx[np.maximum(last, 0)]
+    ok = ~is_post & (last >= 0) & (key[prev] == key[idx])
+    out[pos[ok]] = prev[ok]
     return out
 
 
@@ -750,11 +752,15 @@ def _window(meta, typ, t0, t1, timed):
     """The rank's application time: MPI_Init done to MPI_Finalize entered (rank 0's
     clock); from its records when the JSON lacks them."""
     c = meta.get("clock") or {}
-    any_timed = bool(timed.any())
-    big = np.iinfo(np.int64).max
-    lo = int(np.min(t0, where=timed, initial=big)) if any_timed else 0
-    hi = int(max(np.max(t0, where=timed, initial=-big),
-                 np.max(t1, where=SPANS[typ], initial=-big))) if any_timed else 0
+    ti = np.flatnonzero(timed)
+    any_timed = len(ti) > 0
+    lo = hi = 0
+    if any_timed:
+        a = t0[ti]
+        lo, hi = int(a.min()), int(a.max())
+        si = ti[SPANS[typ[ti]]]
+        if len(si):
+            hi = max(hi, int(t1[si].max()))
     tb = _global_ns(meta, c["t_init_ns"]) if c.get("t_init_ns") else lo
     te = _global_ns(meta, c["t_fini_ns"]) if c.get("t_fini_ns") else hi
     if any_timed:

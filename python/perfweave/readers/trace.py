@@ -89,6 +89,8 @@ _SUB = np.zeros(256, bool)     # lookup tables by record type
 _SUB[[T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")]] = True
 _KNOWN = np.zeros(256, bool)
 _KNOWN[list(T.values())] = True
+_SPANS = np.zeros(256, bool)
+_SPANS[[T["CALL"], T["FLUSH"]]] = True
 _SUB_OR_CALL = _SUB.copy()
 _SUB_OR_CALL[T["CALL"]] = True
 
@@ -170,18 +172,20 @@ def _check(rec, thread, meta):
     if not len(rec):
         return rec, thread, 0
     nfn = len(meta.get("functions", [])) if meta else 1 << 16
-    typ = rec["type"]
+    typ = np.ascontiguousarray(rec["type"])
     ok = _KNOWN[typ]
-    call = typ == T["CALL"]
-    ok &= ~call | ((rec["t1"] >= rec["t0"]) & (rec["fn"] < nfn))
-    ok &= ~(typ == T["FLUSH"]) | (rec["t1"] >= rec["t0"])
+    ok &= ~_SPANS[typ] | (rec["t1"] >= rec["t0"])
+    ok &= (rec["fn"] < nfn) | (typ != T["CALL"])
     # a sub-event follows its call (or the call's other sub-events) in the same thread
     sub = _SUB[typ]
     prev_ok = np.zeros(len(rec), bool)
-    prev_ok[1:] = _SUB_OR_CALL[typ[:-1]] & (thread[1:] == thread[:-1])
-    bad_sub = sub & ~prev_ok
+    prev_ok[1:] = _SUB_OR_CALL[typ[:-1]]
+    if (thread != thread[0]).any():             # several threads
+        prev_ok[1:] &= thread[1:] == thread[:-1]
+    ok &= ~(sub & ~prev_ok)
+    if ok.all():
+        return rec, thread, 0
     # a sub-event after a dropped record is dropped with it: repeat until stable
-    ok &= ~bad_sub
     while True:
         prev_good = np.zeros(len(rec), bool)
         prev_good[1:] = ok[:-1]
