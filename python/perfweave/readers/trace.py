@@ -85,14 +85,15 @@ def read_meta(exp, rank):
     return meta, None
 
 
-_SUB = np.zeros(256, bool)     # lookup tables by record type
-_SUB[[T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")]] = True
-_KNOWN = np.zeros(256, bool)
-_KNOWN[list(T.values())] = True
-_SPANS = np.zeros(256, bool)
-_SPANS[[T["CALL"], T["FLUSH"]]] = True
-_SUB_OR_CALL = _SUB.copy()
-_SUB_OR_CALL[T["CALL"]] = True
+# one lookup table by record type, of bits (the sub-event bit and the "a sub-event may
+# follow" bit are 1 apart so that one shift lines them up)
+_KNOWN_B, _SPANS_B, _CALL_B, _SUB_B, _SUBOK_B = 1, 2, 4, 8, 16
+_FLAGS = np.zeros(256, np.uint8)
+_FLAGS[list(T.values())] |= _KNOWN_B
+_FLAGS[[T["CALL"], T["FLUSH"]]] |= _SPANS_B
+_FLAGS[T["CALL"]] |= _CALL_B | _SUBOK_B
+_FLAGS[[T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA",
+                       "WSYNC")]] |= _SUB_B | _SUBOK_B
 
 
 def read_rank(exp, rank, meta_note=None, buffer=None):
@@ -168,26 +169,41 @@ def _threads(meta, n):
 
 
 def _check(rec, thread, meta):
-    """Drop records that cannot be right; returns (records, thread, dropped count)."""
-    if not len(rec):
+    """Drop records that cannot be right; returns (records, thread, dropped count).
+    Each rule is first tested on the whole trace at once; the mask of records to drop is
+    built only when one fails (damaged traces are rare, and this runs on every record)."""
+    n = len(rec)
+    if not n:
         return rec, thread, 0
     nfn = len(meta.get("functions", [])) if meta else 1 << 16
-    typ = np.ascontiguousarray(rec["type"])
-    ok = _KNOWN[typ]
-    ok &= ~_SPANS[typ] | (rec["t1"] >= rec["t0"])
-    ok &= (rec["fn"] < nfn) | (typ != T["CALL"])
-    # a sub-event follows its call (or the call's other sub-events) in the same thread
-    sub = _SUB[typ]
-    prev_ok = np.zeros(len(rec), bool)
-    prev_ok[1:] = _SUB_OR_CALL[typ[:-1]]
-    if (thread != thread[0]).any():             # several threads
-        prev_ok[1:] &= thread[1:] == thread[:-1]
-    ok &= ~(sub & ~prev_ok)
-    if ok.all():
+    fl = _FLAGS[rec["type"]]
+    bad = np.zeros(n, bool)
+    if not (fl & _KNOWN_B).all():
+        bad |= (fl & _KNOWN_B) == 0
+    neg = rec["t1"] < rec["t0"]
+    if neg.any():
+        bad |= neg & ((fl & _SPANS_B) != 0)
+    big = rec["fn"] >= nfn
+    if big.any():
+        bad |= big & ((fl & _CALL_B) != 0)
+    # a sub-event follows its call (or the call's other sub-events) in the same thread:
+    # its SUB bit is set where the record before has no SUBOK bit (one position up)
+    orphan = np.empty(n, np.uint8)
+    orphan[0] = fl[0]
+    np.bitwise_and(fl[1:], ~(fl[:-1] >> 1), out=orphan[1:])
+    if (thread != thread[0]).any():              # several threads
+        first = np.flatnonzero(thread[1:] != thread[:-1]) + 1
+        orphan[first] = fl[first]
+    orphan &= _SUB_B
+    if orphan.any():
+        bad |= orphan != 0
+    if not bad.any():
         return rec, thread, 0
+    ok = ~bad
+    sub = (fl & _SUB_B) != 0
     # a sub-event after a dropped record is dropped with it: repeat until stable
     while True:
-        prev_good = np.zeros(len(rec), bool)
+        prev_good = np.zeros(n, bool)
         prev_good[1:] = ok[:-1]
         more = ok & sub & ~prev_good
         if not more.any():
