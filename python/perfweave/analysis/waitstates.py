@@ -262,9 +262,8 @@ def load(exp, ex, detail=False):
     _host_clocks(metas, ex)
     store = Store(sum(rt.record_count(exp, r) for r in mine), detail)
     data, sibling = [], None
-    buffer = rt.ReadBuffer()
     for r in mine:                      # one rank at a time: its raw records are dropped
-        rf = rt.read_rank(exp, r, metas[r], buffer)
+        rf = rt.read_rank(exp, r, metas[r])
         if not rf.meta.get("clock"):
             sibling = sibling or _sibling_meta(exp, ranks)
             if sibling:

