@@ -1,22 +1,115 @@
 #!/bin/sh
-# Install the system packages perfweave needs, when missing (Debian/Ubuntu, as root).
-# PAPI is installed without recommends: Debian's libpapi-dev recommends pcp, whose
-# install script fails where systemd is not PID 1.
+# Install the system packages perfweave needs, when missing (Debian/Ubuntu, as root),
+# and make sure the Performance Co-Pilot daemon pmcd is running.
+# Everything is installed without recommends: Debian's libpapi-dev recommends pcp.
+#
+# pcp's postinst runs "systemctl daemon-reload" / "systemctl start pmcd.service"
+# whenever systemctl exists (or "invoke-rc.d pmcd start" otherwise), ignoring
+# policy-rc.d. Where systemd is not PID 1 that systemctl call fails, the postinst
+# exits 1 and dpkg leaves pcp half-configured (iF), which breaks later apt-get runs.
+# So, on such machines, pcp is installed (and any unfinished configuration is
+# completed) with no-op systemctl and invoke-rc.d stand-ins first in PATH; pmcd is
+# then started below with its init script.
 set -e
 PKGS="gcc g++ make cmake python3 python3-venv python3-dev binutils gfortran
 openmpi-bin libopenmpi-dev mpich libmpich-dev libunwind-dev libpapi-dev papi-tools"
+PCP_PKGS="pcp libpcp3 libpcp3-dev"
+
+installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
 missing=""
+missing_pcp=""
 for p in $PKGS; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-        missing="$missing $p"
+    installed "$p" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-if [ "$(id -u)" != 0 ]; then
-    echo "perfweave: missing system packages:$missing" >&2
-    echo "perfweave: install them as root (apt-get install --no-install-recommends$missing)" >&2
-    exit 1
+for p in $PCP_PKGS; do
+    installed "$p" || missing_pcp="$missing_pcp $p"
+done
+root=false
+[ "$(id -u)" = 0 ] && root=true
+
+# PATH for maintainer scripts (apt-get sets it from DPkg::Path, whose default is
+# /usr/sbin:/usr/bin:/sbin:/bin): without systemd as PID 1, systemctl and invoke-rc.d
+# come first as no-ops (pcp's postinst and prerm fail otherwise).
+shim=""
+trap '[ -z "$shim" ] || rm -rf "$shim"' 0
+maint_path() {
+    maint_PATH=/usr/sbin:/usr/bin:/sbin:/bin
+    [ -d /run/systemd/system ] && return
+    if [ -z "$shim" ]; then
+        shim=$(mktemp -d "${TMPDIR:-/tmp}/perfweave-noinit.XXXXXX")
+        for c in systemctl invoke-rc.d; do
+            printf '#!/bin/sh\nexit 0\n' >"$shim/$c"
+            chmod 755 "$shim/$c"
+        done
+    fi
+    maint_PATH=$shim:$maint_PATH
+}
+
+# Complete package configuration left unfinished (e.g. pcp at iF from an earlier
+# plain install), so that dpkg --audit is clean and apt-get works again.
+dpkg_repair() {
+    maint_path
+    PATH=$maint_PATH dpkg --configure -a >/dev/null
+}
+if $root && { [ -n "$(dpkg --audit 2>/dev/null)" ] ||
+              [ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ]; }; then
+    echo "perfweave: completing interrupted package configuration (dpkg --configure -a)"
+    dpkg_repair
+    missing_pcp=""
+    for p in $PCP_PKGS; do
+        installed "$p" || missing_pcp="$missing_pcp $p"
+    done
 fi
-echo "perfweave: installing system packages:$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+
+if [ -n "$missing$missing_pcp" ]; then
+    if ! $root; then
+        echo "perfweave: missing system packages:$missing$missing_pcp" >&2
+        echo "perfweave: install them as root (apt-get install --no-install-recommends$missing$missing_pcp)" >&2
+        exit 1
+    fi
+    echo "perfweave: installing system packages:$missing$missing_pcp"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    if [ -n "$missing" ]; then
+        apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    fi
+    if [ -n "$missing_pcp" ]; then
+        maint_path
+        if ! apt-get install -y -qq --no-install-recommends \
+                -o DPkg::Path="$maint_PATH" $missing_pcp >/dev/null; then
+            # leave dpkg consistent even if the install failed half-way
+            dpkg_repair || true
+            for p in $PCP_PKGS; do
+                installed "$p" || {
+                    echo "perfweave: installing$missing_pcp failed" >&2
+                    exit 1
+                }
+            done
+        fi
+    fi
+fi
+
+# pmcd: start it when it does not answer (cheap check when it is already up).
+pcp_up() {
+    pminfo -f kernel.all.cpu.user >/dev/null 2>&1
+}
+if ! pcp_up; then
+    if ! $root; then
+        echo "perfweave: pmcd is not running (as root: /etc/init.d/pmcd start); PCP metrics unavailable" >&2
+    else
+        echo "perfweave: starting pmcd"
+        /etc/init.d/pmcd start >/dev/null 2>&1 || true
+        i=0
+        until pcp_up; do
+            i=$((i + 1))
+            if [ $i -gt 20 ]; then
+                echo "perfweave: could not start pmcd (/etc/init.d/pmcd start; see /var/log/pcp/pmcd/pmcd.log); PCP metrics unavailable" >&2
+                break
+            fi
+            sleep 1
+        done
+    fi
+fi
+exit 0

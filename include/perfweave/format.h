@@ -160,6 +160,25 @@ enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };
 typedef struct pw_event_rec { PW_EVENT_FIELDS(PW_FIELD_DECL_E) } pw_event_rec;
 #undef PW_FIELD_DECL_E
 
+/* ---- node timeline (node-level sources): timeline/HOST.values + timeline/HOST.json ----
+ *
+ * One sampler thread per node (in the first measured process that starts there) reads
+ * the node's sources every --node-interval ms and appends one 24-byte record per series
+ * and tick to HOST.values. HOST.json names the series (source, name, unit, kind) and says
+ * which sources were absent and why. Counters are stored as cumulative values, already
+ * unwrapped; readers derive rates. */
+#define PW_TIMELINE_VERSION 1
+
+#define PW_SAMPLE_FIELDS(X)                                                                \
+    X(int64_t, "<i8", t)      /* CLOCK_MONOTONIC ns of the tick */                         \
+    X(int32_t, "<i4", series) /* index into HOST.json "series" */                          \
+    X(int32_t, "<i4", pad)    /* 0 */                                                      \
+    X(double, "<f8", value)   /* counter: cumulative since the first tick; gauge: value */
+
+#define PW_FIELD_DECL_S(ctype, np, name) ctype name;
+typedef struct pw_sample_rec { PW_SAMPLE_FIELDS(PW_FIELD_DECL_S) } pw_sample_rec;
+#undef PW_FIELD_DECL_S
+
 /* State of a rank's data. */
 #define PW_STATES(X)                                                                       \
     X(COMPLETE, 0, "complete")    /* MPI_Finalize (or normal exit without MPI) */         \

@@ -331,5 +331,6 @@ __attribute__((constructor)) static void pw_init(void)
     atexit(at_exit);
     if (pw_opt.catch_signals)
         install_signal_handlers();
+    pw_nodes_start();
     pw_debug("active in pid %d", (int)getpid());
 }

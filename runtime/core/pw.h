@@ -86,6 +86,10 @@ void pw_register_dump(pw_dump_fn fn);
 /* Save now (e.g. in MPI_Abort), once: later exit or signal paths write nothing. */
 void pw_dump_now(int state);
 
+/* ---- node-level sources (modules/nodes.c) ---- */
+/* Start this node's sampler thread if this is the node's first measured process. */
+void pw_nodes_start(void);
+
 /* ---- loaded objects (objects.c) ---- */
 /* Refresh the snapshot of loaded objects (not async-signal-safe). */
 void pw_objects_refresh(void);

@@ -3,10 +3,10 @@ import argparse
 import sys
 
 from perfweave import __version__
-from perfweave.cli import analyze, export, import_, report, run
+from perfweave.cli import analyze, components, export, import_, report, run
 from perfweave.errors import PerfweaveError
 
-VERBS = [run, report, analyze, export, import_]
+VERBS = [run, report, analyze, export, import_, components]
 
 
 class _Parser(argparse.ArgumentParser):

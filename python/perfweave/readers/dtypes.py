@@ -35,6 +35,8 @@ RANK_DTYPE = _dtype(_TEXT, "PW_RANK_FIELDS")
 SITE_DTYPE = _dtype(_TEXT, "PW_SITE_FIELDS")
 FRAME_DTYPE = _dtype(_TEXT, "PW_FRAME_FIELDS")
 HIST_DTYPE = _dtype(_TEXT, "PW_HIST_FIELDS")
+SAMPLE_DTYPE = _dtype(_TEXT, "PW_SAMPLE_FIELDS")
+TIMELINE_VERSION = int(re.search(r"#define PW_TIMELINE_VERSION (\d+)", _TEXT).group(1))
 PROFILE_VERSION = int(re.search(r"#define PW_PROFILE_VERSION (\d+)", _TEXT).group(1))
 
 # traces: the 40-byte event record, its type codes (PW_EVENT_TYPES) and flags (PW_EVF_*)

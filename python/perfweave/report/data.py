@@ -29,10 +29,26 @@ def collect(experiment, top=20):
         data["wait_states"] = ws
     if experiment.processes is not None:
         data["other_processes"] = int(len(experiment.processes.ranks))
+    data["node_timeline"] = node_timeline(experiment)
     if mpi["per_rank"]:
         for p in mpi["per_rank"]:
             p["state"] = STATES[p["state"]] if 0 <= p["state"] < len(STATES) else str(p["state"])
     return data
+
+
+def node_timeline(experiment):
+    """Summary of the node timeline (timeline/ in the experiment), or None."""
+    from perfweave.report import timeline
+
+    pids = {}
+    for prof in (experiment.processes, experiment.profile):
+        if prof is not None and "pid" in prof.ranks.dtype.names:
+            pids.update({int(p): int(r) for p, r in zip(prof.ranks["pid"], prof.ranks["rank"])})
+    from perfweave.errors import FormatError
+    try:
+        return timeline.summarize(experiment.path, pids)
+    except FormatError as e:           # the rest of the report stands without it
+        return {"nodes": [], "error": str(e)}
 
 
 def wait_states(path, top=8):

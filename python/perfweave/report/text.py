@@ -60,7 +60,7 @@ def render(data):
     for note in data["notes"]:
         out.append(f"  note       {note}")
     if not m["mpi"]:
-        return "\n".join(out) + "\n"
+        return "\n".join(out + _timeline(data)) + "\n"
 
     # ---- time in MPI per rank ----
     out += ["", "MPI time per rank"]
@@ -138,4 +138,12 @@ def render(data):
                                          else f">={_b(s['min_bytes'])}"), s["calls"], _b(s["bytes"]), _t(s["time_s"])]
                        for s in sizes],
                       ["function", "size", "calls", "bytes", "time"])
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _timeline(data)) + "\n"
+
+
+def _timeline(data):
+    tl = data.get("node_timeline")
+    if not tl:
+        return []
+    from perfweave.report.timeline import render
+    return render(tl, _table)

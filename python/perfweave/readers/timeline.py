@@ -1,0 +1,114 @@
+"""The node timeline of an experiment: timeline/HOST.values + timeline/HOST.json
+(docs/format.md "Node timeline"), written by the runtime's node sampler
+(runtime/modules/nodes.c), one pair per node.
+
+read_timelines(exp) -> [NodeTimeline]: per node, the tick times and a (ticks x series)
+matrix of values (NaN where a series had no reading at a tick), with each series'
+source, name, unit and kind. Counters hold cumulative values (already unwrapped);
+rates() turns them into per-second rates between ticks.
+"""
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from perfweave.errors import FormatError
+from perfweave.readers.dtypes import SAMPLE_DTYPE, TIMELINE_VERSION
+
+
+@dataclass
+class NodeTimeline:
+    host: str
+    meta: dict
+    series: list                 # dicts: source, name, unit, kind
+    t: np.ndarray                # ns (CLOCK_MONOTONIC of the node), one per tick
+    values: np.ndarray           # (ticks, series) float64, NaN where unread
+    notes: list = field(default_factory=list)
+
+    @property
+    def absent(self):
+        """{source: why it is absent}."""
+        return dict(self.meta.get("absent") or {})
+
+    def index(self, source, name):
+        for i, s in enumerate(self.series):
+            if s["source"] == source and s["name"] == name:
+                return i
+        raise KeyError(f"{self.host}: no series {source}:{name}")
+
+    def rates(self):
+        """(ticks - 1, series): per second between consecutive ticks; counters as the
+        difference over the interval, gauges as the mean of the interval's two ends."""
+        if len(self.t) < 2:
+            return np.zeros((0, len(self.series)))
+        dt = np.diff(self.t).astype(np.float64) / 1e9
+        v = self.values
+        counter = np.array([s["kind"] == "counter" for s in self.series], bool)
+        out = np.where(counter, np.diff(v, axis=0) / dt[:, None], (v[1:] + v[:-1]) / 2)
+        return out
+
+    def total(self, i):
+        """A counter's increase over the whole timeline (its unit), NaN if never read."""
+        col = self.values[:, i]
+        ok = np.flatnonzero(~np.isnan(col))
+        return float(col[ok[-1]] - col[ok[0]]) if len(ok) else float("nan")
+
+    def window(self, i, t0, t1):
+        """A counter's increase between the last tick at or before t0 and the first at
+        or after t1 (both ns on this node's clock)."""
+        col = self.values[:, i]
+        ok = ~np.isnan(col)
+        t, col = self.t[ok], col[ok]
+        a = max(int(np.searchsorted(t, t0, "right")) - 1, 0)
+        b = min(int(np.searchsorted(t, t1, "left")), len(t) - 1)
+        return float(col[b] - col[a]), int(t[b] - t[a])
+
+
+def timeline_dir(exp):
+    return Path(exp) / "timeline"
+
+
+def read_timelines(exp):
+    """Every node's timeline of experiment exp ([] if it has none)."""
+    d = timeline_dir(exp)
+    if not d.is_dir():
+        return []
+    out = []
+    for meta_path in sorted(d.glob("*.json")):
+        out.append(read_node(meta_path))
+    return out
+
+
+def read_node(meta_path):
+    meta_path = Path(meta_path)
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as e:
+        raise FormatError(f"{meta_path}: unreadable node timeline ({e})") from None
+    if meta.get("format") != "perfweave-timeline":
+        raise FormatError(f"{meta_path}: not a perfweave node timeline")
+    if meta.get("version") != TIMELINE_VERSION:
+        raise FormatError(f"{meta_path}: node timeline version {meta.get('version')}, this "
+                          f"perfweave reads version {TIMELINE_VERSION}")
+    host = meta.get("host", meta_path.stem)
+    series = list(meta.get("series") or [])
+    notes = []
+    vpath = meta_path.with_suffix(".values")
+    raw = np.fromfile(vpath, np.uint8) if vpath.exists() else np.zeros(0, np.uint8)
+    n = len(raw) // SAMPLE_DTYPE.itemsize
+    if len(raw) % SAMPLE_DTYPE.itemsize:
+        notes.append(f"{vpath.name}: ends with a partial record (ignored)")
+    rec = raw[:n * SAMPLE_DTYPE.itemsize].view(SAMPLE_DTYPE)
+    ok = (rec["series"] >= 0) & (rec["series"] < len(series))
+    if not ok.all():
+        notes.append(f"{vpath.name}: {int((~ok).sum())} records name unknown series "
+                     "(the run ended before the JSON was rewritten): ignored")
+        rec = rec[ok]
+    if not meta.get("complete"):
+        notes.append(f"{host}: the sampler did not stop normally (its process was killed?); "
+                     "the timeline ends at its last tick")
+    t, tick = np.unique(rec["t"], return_inverse=True)
+    values = np.full((len(t), len(series)), np.nan)
+    values[tick.reshape(-1), rec["series"]] = rec["value"]
+    return NodeTimeline(host, meta, series, t, values, notes)

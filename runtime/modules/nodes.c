@@ -1,0 +1,700 @@
+/*
+ * Node-level sources: one sampler thread per node reads, every --node-interval ms,
+ * what the node's kernel, devices and daemons count, into timeline/HOST.values
+ * (pw_sample_rec, include/perfweave/format.h) with the series named in
+ * timeline/HOST.json (docs/format.md "Node timeline").
+ *
+ * Sources: network interfaces (/proc/net/dev), InfiniBand ports
+ * (/sys/class/infiniband), RAPL/powercap energy (/sys/class/powercap), GPUs through
+ * NVML (libnvidia-ml opened with dlopen), PCP metrics from the local pmcd (libpcp
+ * opened with dlopen; --pcp), and each measured process's resident memory, CPU time
+ * and I/O (/proc/PID). A source that is not there is named in HOST.json with the
+ * reason, never an error.
+ *
+ * Which process samples: every measured process tries to create
+ * timeline/HOST.lock; the one that succeeds (the first on the node) runs the thread.
+ * Every measured process appends its pid to timeline/HOST.pids, which the sampler
+ * rereads each tick. The thread blocks all signals, allocates only at start and
+ * when a series is added, and stops (with one last tick) when its process exits.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pw.h"
+
+#if defined(__has_include)
+#if __has_include(<pcp/pmapi.h>)
+#include <pcp/pmapi.h>
+#define PW_HAVE_PCP 1
+#endif
+#endif
+
+#define MAX_SERIES 1024
+#define NAME_LEN 128
+
+enum { KIND_COUNTER, KIND_GAUGE };
+
+typedef struct series {
+    char source[16], name[NAME_LEN], unit[24];
+    int kind;
+    double wrap;      /* counter: raw values wrap at this (0: 64-bit, never) */
+    double last_raw;  /* counter: last raw reading */
+    double total;     /* counter: cumulative since the first reading */
+    int seen;         /* has a reading */
+} series;
+
+static struct {
+    int leader;
+    pid_t pid;
+    pthread_t thread;
+    int wake[2];             /* pipe: a byte stops the thread */
+    int fd;                  /* HOST.values */
+    char dir[4096], host[256];
+    series *s;
+    int n, described;        /* series, and how many HOST.json describes */
+    char absent[24][160];     /* "source: reason" */
+    int nabsent;
+    int64_t ticks, t_first, t_last, cpu_ns;
+    pw_sample_rec *out;      /* one tick's records */
+    int nout;
+} nd;
+
+/* ---- series ---- */
+
+static int series_find(const char *source, const char *name, const char *unit, int kind,
+                       double wrap)
+{
+    for (int i = 0; i < nd.n; i++)
+        if (strcmp(nd.s[i].name, name) == 0 && strcmp(nd.s[i].source, source) == 0)
+            return i;
+    if (nd.n >= MAX_SERIES)
+        return -1;
+    series *s = &nd.s[nd.n];
+    memset(s, 0, sizeof *s);
+    snprintf(s->source, sizeof s->source, "%s", source);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->unit, sizeof s->unit, "%s", unit);
+    s->kind = kind;
+    s->wrap = wrap;
+    return nd.n++;
+}
+
+/* Record one reading: counters are unwrapped (a raw value below the last one wrapped
+ * at `wrap`, or was reset where wrap is 0) and stored cumulatively. */
+static void put(const char *source, const char *name, const char *unit, int kind,
+                double wrap, double raw)
+{
+    int i = series_find(source, name, unit, kind, wrap);
+    if (i < 0 || nd.nout >= MAX_SERIES)
+        return;
+    series *s = &nd.s[i];
+    double v = raw;
+    if (kind == KIND_COUNTER) {
+        if (s->seen) {
+            double d = raw - s->last_raw;
+            if (d < 0)
+                d = s->wrap > 0 ? d + s->wrap : raw; /* wrapped, or reset to 0 */
+            s->total += d;
+        }
+        s->last_raw = raw;
+        v = s->total;
+    }
+    s->seen = 1;
+    nd.out[nd.nout].series = i;
+    nd.out[nd.nout].pad = 0;
+    nd.out[nd.nout].value = v;
+    nd.nout++;
+}
+
+static void absent(const char *source, const char *why)
+{
+    if (nd.nabsent < 24)
+        snprintf(nd.absent[nd.nabsent++], sizeof nd.absent[0], "%s\t%s", source, why);
+}
+
+/* ---- small file helpers (no stdio in the loop: fixed buffers) ---- */
+
+static ssize_t slurp(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = 0, r;
+    while ((size_t)n < cap - 1 && (r = read(fd, buf + n, cap - 1 - (size_t)n)) > 0)
+        n += r;
+    close(fd);
+    buf[n < 0 ? 0 : n] = 0;
+    return n;
+}
+
+static int read_num(const char *path, double *v)
+{
+    char b[64];
+    if (slurp(path, b, sizeof b) <= 0)
+        return -1;
+    char *end;
+    *v = strtod(b, &end);
+    return end == b ? -1 : 0;
+}
+
+/* ---- network interfaces ---- */
+
+static void sample_net(void)
+{
+    static char buf[16384];
+    if (slurp("/proc/net/dev", buf, sizeof buf) <= 0)
+        return;
+    char *line = strchr(buf, '\n');
+    line = line ? strchr(line + 1, '\n') : NULL; /* two header lines */
+    while (line && *++line) {
+        char *colon = strchr(line, ':'), *eol = strchr(line, '\n');
+        if (!colon || (eol && colon > eol))
+            break;
+        char ifname[64];
+        char *p = line;
+        while (*p == ' ')
+            p++;
+        size_t len = (size_t)(colon - p) < sizeof ifname - 1 ? (size_t)(colon - p)
+                                                              : sizeof ifname - 1;
+        memcpy(ifname, p, len);
+        ifname[len] = 0;
+        double f[16];
+        char *q = colon + 1;
+        int k = 0;
+        for (; k < 16; k++) {
+            char *end;
+            f[k] = strtod(q, &end);
+            if (end == q)
+                break;
+            q = end;
+        }
+        if (k >= 9) {
+            char name[NAME_LEN];
+            snprintf(name, sizeof name, "%s.rx_bytes", ifname);
+            put("net", name, "bytes", KIND_COUNTER, 0, f[0]);
+            snprintf(name, sizeof name, "%s.tx_bytes", ifname);
+            put("net", name, "bytes", KIND_COUNTER, 0, f[8]);
+        }
+        line = eol;
+    }
+}
+
+/* ---- InfiniBand ports: port_{rcv,xmit}_data count 4-byte words ---- */
+
+static int ib_ports;
+
+static void sample_ib(int probe)
+{
+    DIR *d = opendir("/sys/class/infiniband");
+    if (!d) {
+        if (probe)
+            absent("infiniband", "no /sys/class/infiniband (no InfiniBand device)");
+        return;
+    }
+    struct dirent *e, *pe;
+    int found = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char ports[600];
+        snprintf(ports, sizeof ports, "/sys/class/infiniband/%s/ports", e->d_name);
+        DIR *pd = opendir(ports);
+        if (!pd)
+            continue;
+        while ((pe = readdir(pd))) {
+            if (pe->d_name[0] == '.')
+                continue;
+            static const char *what[2][2] = {{"port_rcv_data", "rx_bytes"},
+                                             {"port_xmit_data", "tx_bytes"}};
+            for (int w = 0; w < 2; w++) {
+                char path[1200], name[NAME_LEN];
+                double v;
+                snprintf(path, sizeof path, "%s/%s/counters/%s", ports, pe->d_name, what[w][0]);
+                if (read_num(path, &v) != 0)
+                    continue;
+                snprintf(name, sizeof name, "%s.%s.%s", e->d_name, pe->d_name, what[w][1]);
+                /* the kernel reads the 64-bit extended counters where the port has them;
+                 * a value that goes down wrapped at 32 bits */
+                put("infiniband", name, "bytes", KIND_COUNTER, 4294967296.0 * 4, v * 4);
+                found = 1;
+            }
+        }
+        closedir(pd);
+    }
+    closedir(d);
+    if (probe && !found)
+        absent("infiniband", "no readable port counters under /sys/class/infiniband");
+    ib_ports = found;
+}
+
+/* ---- RAPL / powercap energy (microjoules, wrapping at max_energy_range_uj) ---- */
+
+static int rapl_zones;
+
+static void sample_rapl(int probe)
+{
+    DIR *d = opendir("/sys/class/powercap");
+    if (!d) {
+        if (probe)
+            absent("rapl", "no /sys/class/powercap");
+        return;
+    }
+    struct dirent *e;
+    int found = 0, denied = 0;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "intel-rapl:", 11) != 0 && strncmp(e->d_name, "amd-rapl:", 9) != 0)
+            continue;
+        char path[600], zone[64] = "";
+        double v, range = 0;
+        snprintf(path, sizeof path, "/sys/class/powercap/%s/energy_uj", e->d_name);
+        if (read_num(path, &v) != 0) {
+            denied |= errno == EACCES || errno == EPERM;
+            continue;
+        }
+        snprintf(path, sizeof path, "/sys/class/powercap/%s/max_energy_range_uj", e->d_name);
+        read_num(path, &range);
+        snprintf(path, sizeof path, "/sys/class/powercap/%s/name", e->d_name);
+        if (slurp(path, zone, sizeof zone) > 0)
+            zone[strcspn(zone, "\n")] = 0;
+        char name[NAME_LEN];
+        snprintf(name, sizeof name, "%s.%s", e->d_name, zone[0] ? zone : "zone");
+        put("rapl", name, "uJ", KIND_COUNTER, range > 0 ? range + 1 : 0, v);
+        found = 1;
+    }
+    closedir(d);
+    if (probe && !found)
+        absent("rapl", denied ? "energy_uj not readable (permission; root only on recent kernels)"
+                              : "no RAPL zone under /sys/class/powercap");
+    rapl_zones = found;
+}
+
+/* ---- the measured processes of this node ---- */
+
+static void sample_procs(void)
+{
+    static char buf[65536];
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
+    if (slurp(path, buf, sizeof buf) <= 0)
+        return;
+    long page = sysconf(_SC_PAGESIZE), hz = sysconf(_SC_CLK_TCK);
+    for (char *p = buf; *p;) {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        p = *end ? end + 1 : end;
+        char f[64], b[4096], name[NAME_LEN];
+        snprintf(f, sizeof f, "/proc/%ld/statm", pid);
+        if (slurp(f, b, sizeof b) <= 0)
+            continue; /* ended */
+        double size = 0, rss = 0;
+        sscanf(b, "%lf %lf", &size, &rss);
+        snprintf(name, sizeof name, "%ld.rss_bytes", pid);
+        put("proc", name, "bytes", KIND_GAUGE, 0, rss * (double)page);
+        snprintf(f, sizeof f, "/proc/%ld/stat", pid);
+        if (slurp(f, b, sizeof b) > 0) {
+            char *q = strrchr(b, ')'); /* comm may hold spaces */
+            double ut = 0, stime = 0;
+            /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+             * cmajflt utime stime */
+            if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lf %lf", &ut,
+                            &stime) == 2) {
+                snprintf(name, sizeof name, "%ld.cpu_ns", pid);
+                put("proc", name, "ns", KIND_COUNTER, 0, (ut + stime) * 1e9 / (double)hz);
+            }
+        }
+        snprintf(f, sizeof f, "/proc/%ld/io", pid);
+        if (slurp(f, b, sizeof b) > 0) {
+            static const char *keys[4][2] = {{"rchar: ", "read_chars"}, {"wchar: ", "write_chars"},
+                                            {"read_bytes: ", "read_bytes"},
+                                            {"write_bytes: ", "write_bytes"}};
+            for (int k = 0; k < 4; k++) {
+                char *at = strstr(b, keys[k][0]);
+                if (!at)
+                    continue;
+                snprintf(name, sizeof name, "%ld.%s", pid, keys[k][1]);
+                put("proc", name, "bytes", KIND_COUNTER, 0, strtod(at + strlen(keys[k][0]), NULL));
+            }
+        }
+    }
+}
+
+/* ---- GPUs through NVML (dlopen) ---- */
+
+typedef struct { unsigned int gpu, memory; } nvml_util;
+typedef struct { unsigned long long total, free, used; } nvml_mem;
+static struct {
+    void *lib;
+    int n;
+    void *dev[16];
+    int (*power)(void *, unsigned int *);
+    int (*util)(void *, nvml_util *);
+    int (*mem)(void *, nvml_mem *);
+    int (*energy)(void *, unsigned long long *);
+    int (*shutdown)(void);
+} nv;
+
+static void nvml_open(void)
+{
+    nv.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!nv.lib) {
+        absent("nvml", "libnvidia-ml.so.1 not found (no NVIDIA driver)");
+        return;
+    }
+    int (*init)(void) = (int (*)(void))dlsym(nv.lib, "nvmlInit_v2");
+    int (*count)(unsigned int *) = (int (*)(unsigned int *))dlsym(nv.lib, "nvmlDeviceGetCount_v2");
+    int (*handle)(unsigned int, void **) =
+        (int (*)(unsigned int, void **))dlsym(nv.lib, "nvmlDeviceGetHandleByIndex_v2");
+    nv.power = (int (*)(void *, unsigned int *))dlsym(nv.lib, "nvmlDeviceGetPowerUsage");
+    nv.util = (int (*)(void *, nvml_util *))dlsym(nv.lib, "nvmlDeviceGetUtilizationRates");
+    nv.mem = (int (*)(void *, nvml_mem *))dlsym(nv.lib, "nvmlDeviceGetMemoryInfo");
+    nv.energy = (int (*)(void *, unsigned long long *))dlsym(nv.lib,
+                                                             "nvmlDeviceGetTotalEnergyConsumption");
+    nv.shutdown = (int (*)(void))dlsym(nv.lib, "nvmlShutdown");
+    unsigned int n = 0;
+    int rc;
+    if (!init || !count || !handle) {
+        absent("nvml", "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2");
+    } else if ((rc = init()) != 0) {
+        char why[80];
+        snprintf(why, sizeof why, "nvmlInit failed (NVML error %d: no usable GPU or driver)", rc);
+        absent("nvml", why);
+    } else if (count(&n) != 0 || n == 0) {
+        absent("nvml", "NVML sees no GPU");
+    } else {
+        for (unsigned int i = 0; i < n && nv.n < 16; i++)
+            if (handle(i, &nv.dev[nv.n]) == 0)
+                nv.n++;
+        return;
+    }
+    nv.n = 0;
+}
+
+static void sample_nvml(void)
+{
+    for (int i = 0; i < nv.n; i++) {
+        char name[NAME_LEN];
+        unsigned int mw;
+        nvml_util u;
+        nvml_mem m;
+        unsigned long long mj;
+        if (nv.power && nv.power(nv.dev[i], &mw) == 0) {
+            snprintf(name, sizeof name, "gpu%d.power_w", i);
+            put("nvml", name, "W", KIND_GAUGE, 0, mw / 1000.0);
+        }
+        if (nv.energy && nv.energy(nv.dev[i], &mj) == 0) {
+            snprintf(name, sizeof name, "gpu%d.energy_j", i);
+            put("nvml", name, "J", KIND_COUNTER, 0, (double)mj / 1000.0);
+        }
+        if (nv.util && nv.util(nv.dev[i], &u) == 0) {
+            snprintf(name, sizeof name, "gpu%d.util_pct", i);
+            put("nvml", name, "%", KIND_GAUGE, 0, u.gpu);
+            snprintf(name, sizeof name, "gpu%d.mem_util_pct", i);
+            put("nvml", name, "%", KIND_GAUGE, 0, u.memory);
+        }
+        if (nv.mem && nv.mem(nv.dev[i], &m) == 0) {
+            snprintf(name, sizeof name, "gpu%d.mem_used_bytes", i);
+            put("nvml", name, "bytes", KIND_GAUGE, 0, (double)m.used);
+        }
+    }
+}
+
+/* ---- PCP metrics from the local pmcd (dlopen libpcp) ---- */
+
+#ifdef PW_HAVE_PCP
+#define PCP_MAX 64
+static struct {
+    void *lib;
+    int n;
+    pmID ids[PCP_MAX];
+    pmDesc desc[PCP_MAX];
+    char names[PCP_MAX][NAME_LEN];
+    char units[PCP_MAX][24];
+    int (*fetch)(int, pmID *, pmResult **);
+    int (*extract)(int, const pmValue *, int, pmAtomValue *, int);
+    void (*free_result)(pmResult *);
+    int (*name_in_dom)(pmInDom, int, char **);
+} pc;
+
+static void pcp_open(void)
+{
+    if (!pw_opt.pcp || !*pw_opt.pcp)
+        return;
+    pc.lib = dlopen("libpcp.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!pc.lib) {
+        absent("pcp", "libpcp.so.3 not found (install PCP)");
+        return;
+    }
+    int (*new_context)(int, const char *) =
+        (int (*)(int, const char *))dlsym(pc.lib, "pmNewContext");
+    int (*lookup)(int, const char **, pmID *) =
+        (int (*)(int, const char **, pmID *))dlsym(pc.lib, "pmLookupName");
+    int (*lookup_desc)(pmID, pmDesc *) = (int (*)(pmID, pmDesc *))dlsym(pc.lib, "pmLookupDesc");
+    char *(*err_str)(int) = (char *(*)(int))dlsym(pc.lib, "pmErrStr");
+    char *(*units_str)(const pmUnits *) =
+        (char *(*)(const pmUnits *))dlsym(pc.lib, "pmUnitsStr");
+    pc.fetch = (int (*)(int, pmID *, pmResult **))dlsym(pc.lib, "pmFetch");
+    pc.extract = (int (*)(int, const pmValue *, int, pmAtomValue *, int))dlsym(pc.lib,
+                                                                                "pmExtractValue");
+    pc.free_result = (void (*)(pmResult *))dlsym(pc.lib, "pmFreeResult");
+    pc.name_in_dom = (int (*)(pmInDom, int, char **))dlsym(pc.lib, "pmNameInDom");
+    if (!new_context || !lookup || !lookup_desc || !pc.fetch || !pc.extract || !pc.free_result) {
+        absent("pcp", "libpcp.so.3 lacks the PMAPI functions");
+        return;
+    }
+    int ctx = new_context(PM_CONTEXT_HOST, "local:");
+    if (ctx < 0) {
+        char why[150];
+        snprintf(why, sizeof why, "cannot reach pmcd (%s): start it",
+                 err_str ? err_str(ctx) : "error");
+        absent("pcp", why);
+        return;
+    }
+    char list[4096];
+    snprintf(list, sizeof list, "%s", pw_opt.pcp);
+    char *save = NULL;
+    for (char *m = strtok_r(list, ",", &save); m && pc.n < PCP_MAX; m = strtok_r(NULL, ",", &save)) {
+        const char *one[1] = {m};
+        pmID id;
+        int rc = lookup(1, one, &id);
+        if (rc < 0 || lookup_desc(id, &pc.desc[pc.n]) < 0) {
+            char src[48];
+            snprintf(src, sizeof src, "pcp:%s", m);
+            absent(src, rc < 0 && err_str ? err_str(rc) : "no descriptor");
+            pw_log("PCP metric %s: %s", m, rc < 0 && err_str ? err_str(rc) : "no descriptor");
+            continue;
+        }
+        pc.ids[pc.n] = id;
+        snprintf(pc.names[pc.n], NAME_LEN, "%s", m);
+        const char *u = units_str ? units_str(&pc.desc[pc.n].units) : "";
+        snprintf(pc.units[pc.n], sizeof pc.units[0], "%s", u && *u ? u : "count");
+        pc.n++;
+    }
+    if (!pc.n)
+        absent("pcp", "none of the --pcp metrics is known to pmcd");
+}
+
+static void sample_pcp(void)
+{
+    if (!pc.n)
+        return;
+    pmResult *r = NULL;
+    if (pc.fetch(pc.n, pc.ids, &r) < 0 || !r)
+        return;
+    for (int i = 0; i < r->numpmid && i < pc.n; i++) {
+        pmValueSet *vs = r->vset[i];
+        int kind = pc.desc[i].sem == PM_SEM_COUNTER ? KIND_COUNTER : KIND_GAUGE;
+        for (int j = 0; j < vs->numval; j++) {
+            pmAtomValue a;
+            if (pc.extract(vs->valfmt, &vs->vlist[j], pc.desc[i].type, &a, PM_TYPE_DOUBLE) < 0)
+                continue;
+            char name[NAME_LEN], *inst = NULL;
+            if (pc.desc[i].indom != PM_INDOM_NULL && pc.name_in_dom &&
+                pc.name_in_dom(pc.desc[i].indom, vs->vlist[j].inst, &inst) >= 0 && inst) {
+                snprintf(name, sizeof name, "%s[%s]", pc.names[i], inst);
+                free(inst);
+            } else {
+                snprintf(name, sizeof name, "%s", pc.names[i]);
+            }
+            /* 32-bit counters wrap at 2^32 (pmcd reports them as they are) */
+            double wrap = pc.desc[i].type == PM_TYPE_32 || pc.desc[i].type == PM_TYPE_U32
+                              ? 4294967296.0 : 0;
+            put("pcp", name, pc.units[i], kind, wrap, a.d);
+        }
+    }
+    pc.free_result(r);
+}
+#else
+static void pcp_open(void)
+{
+    if (pw_opt.pcp && *pw_opt.pcp)
+        absent("pcp", "perfweave was built without PCP's pmapi.h (install libpcp3-dev)");
+}
+static void sample_pcp(void) {}
+#endif
+
+/* ---- the timeline files ---- */
+
+static void write_json(int final)
+{
+    pw_buf b = {0};
+    pw_buf_puts(&b, "{\"format\": \"perfweave-timeline\", \"version\": ");
+    pw_buf_int(&b, PW_TIMELINE_VERSION);
+    pw_buf_puts(&b, ", \"host\": ");
+    pw_buf_jstr(&b, nd.host);
+    pw_buf_puts(&b, ", \"pid\": ");
+    pw_buf_int(&b, nd.pid);
+    pw_buf_puts(&b, ", \"interval_ms\": ");
+    pw_buf_int(&b, pw_opt.node_interval);
+    pw_buf_puts(&b, ", \"complete\": ");
+    pw_buf_puts(&b, final ? "true" : "false");
+    pw_buf_puts(&b, ", \"ticks\": ");
+    pw_buf_int(&b, nd.ticks);
+    pw_buf_puts(&b, ", \"t_first\": ");
+    pw_buf_int(&b, nd.t_first);
+    pw_buf_puts(&b, ", \"t_last\": ");
+    pw_buf_int(&b, nd.t_last);
+    pw_buf_puts(&b, ", \"sampler_cpu_ns\": ");
+    pw_buf_int(&b, nd.cpu_ns);
+    pw_buf_puts(&b, ",\n \"series\": [");
+    for (int i = 0; i < nd.n; i++) {
+        pw_buf_puts(&b, i ? ",\n  {\"source\": " : "\n  {\"source\": ");
+        pw_buf_jstr(&b, nd.s[i].source);
+        pw_buf_puts(&b, ", \"name\": ");
+        pw_buf_jstr(&b, nd.s[i].name);
+        pw_buf_puts(&b, ", \"unit\": ");
+        pw_buf_jstr(&b, nd.s[i].unit);
+        pw_buf_puts(&b, nd.s[i].kind == KIND_COUNTER ? ", \"kind\": \"counter\"}"
+                                                     : ", \"kind\": \"gauge\"}");
+    }
+    pw_buf_puts(&b, "],\n \"absent\": {");
+    for (int i = 0; i < nd.nabsent; i++) {
+        char src[64];
+        const char *tab = strchr(nd.absent[i], '\t');
+        size_t len = (size_t)(tab - nd.absent[i]) < sizeof src - 1 ? (size_t)(tab - nd.absent[i])
+                                                                   : sizeof src - 1;
+        memcpy(src, nd.absent[i], len);
+        src[len] = 0;
+        pw_buf_puts(&b, i ? ", " : "");
+        pw_buf_jstr(&b, src);
+        pw_buf_puts(&b, ": ");
+        pw_buf_jstr(&b, tab + 1);
+    }
+    pw_buf_puts(&b, "}}\n");
+    if (!b.failed) {
+        char path[4400], tmp[4400];
+        snprintf(path, sizeof path, "%s/%s.json", nd.dir, nd.host);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            ssize_t w = write(fd, b.data, b.len);
+            close(fd);
+            if (w == (ssize_t)b.len)
+                rename(tmp, path);
+        }
+    }
+    pw_buf_free(&b);
+    nd.described = nd.n;
+}
+
+static void tick(void)
+{
+    nd.nout = 0;
+    int64_t t = pw_now();
+    sample_net();
+    if (ib_ports)
+        sample_ib(0);
+    if (rapl_zones)
+        sample_rapl(0);
+    sample_nvml();
+    sample_pcp();
+    sample_procs();
+    for (int i = 0; i < nd.nout; i++)
+        nd.out[i].t = t;
+    if (nd.nout) {
+        ssize_t len = (ssize_t)(nd.nout * sizeof *nd.out);
+        if (write(nd.fd, nd.out, (size_t)len) != len)
+            pw_debug("timeline: short write");
+    }
+    if (!nd.ticks)
+        nd.t_first = t;
+    nd.t_last = t;
+    nd.ticks++;
+    if (nd.n != nd.described)
+        write_json(0);
+}
+
+static void *sampler(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    nvml_open();
+    pcp_open();
+    sample_ib(1);
+    sample_rapl(1);
+    tick();
+    write_json(0);
+    struct timespec cpu;
+    for (;;) {
+        /* sleep until the next tick or until asked to stop */
+        struct timeval tv = {pw_opt.node_interval / 1000, (pw_opt.node_interval % 1000) * 1000};
+        fd_set r;
+        FD_ZERO(&r);
+        FD_SET(nd.wake[0], &r);
+        int rc = select(nd.wake[0] + 1, &r, NULL, NULL, &tv);
+        tick();
+        if (rc > 0)
+            break;
+    }
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        nd.cpu_ns = (int64_t)cpu.tv_sec * 1000000000LL + cpu.tv_nsec;
+    if (nv.lib && nv.shutdown && nv.n)
+        nv.shutdown();
+    write_json(1);
+    return NULL;
+}
+
+static void stop(void)
+{
+    if (!nd.leader || nd.pid != getpid()) /* a forked child has no sampler */
+        return;
+    nd.leader = 0;
+    char c = 1;
+    if (write(nd.wake[1], &c, 1) == 1)
+        pthread_join(nd.thread, NULL);
+}
+
+/* Called at the end of the core's constructor, once pw_active is known. */
+void pw_nodes_start(void)
+{
+    const char *exp = pw_experiment_dir();
+    if (!pw_active || !exp || pw_opt.node_interval <= 0)
+        return;
+    snprintf(nd.dir, sizeof nd.dir, "%s/timeline", exp);
+    snprintf(nd.host, sizeof nd.host, "%s", pw_hostname);
+    mkdir(nd.dir, 0777);
+    char path[4400], line[32];
+    snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        int n = snprintf(line, sizeof line, "%d\n", (int)getpid());
+        if (write(fd, line, (size_t)n) != n)
+            pw_debug("timeline: cannot register pid");
+        close(fd);
+    }
+    snprintf(path, sizeof path, "%s/%s.lock", nd.dir, nd.host);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return; /* another process samples this node */
+    close(fd);
+    nd.s = calloc(MAX_SERIES, sizeof *nd.s);
+    nd.out = calloc(MAX_SERIES, sizeof *nd.out);
+    snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
+    nd.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (!nd.s || !nd.out || nd.fd < 0 || pipe2(nd.wake, O_CLOEXEC) != 0) {
+        pw_log("node timeline disabled: cannot create %s", path);
+        return;
+    }
+    nd.pid = getpid();
+    if (pthread_create(&nd.thread, NULL, sampler, NULL) != 0) {
+        pw_log("node timeline disabled: cannot start its thread");
+        return;
+    }
+    nd.leader = 1;
+    atexit(stop);
+}

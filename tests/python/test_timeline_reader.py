@@ -1,0 +1,88 @@
+"""The node-timeline reader (readers/timeline.py) on hand-written files: values per tick
+and series, rates of counters and gauges, totals and windows, damaged files."""
+import json
+
+import numpy as np
+import pytest
+
+from perfweave.errors import FormatError
+from perfweave.readers.dtypes import SAMPLE_DTYPE, TIMELINE_VERSION
+from perfweave.readers.timeline import read_timelines
+from perfweave.report.timeline import summarize
+
+SERIES = [{"source": "net", "name": "lo.rx_bytes", "unit": "bytes", "kind": "counter"},
+          {"source": "nvml", "name": "gpu0.power_w", "unit": "W", "kind": "gauge"},
+          {"source": "proc", "name": "42.cpu_ns", "unit": "ns", "kind": "counter"}]
+
+
+def write(tmp_path, rows, series=SERIES, complete=True, tail=b""):
+    d = tmp_path / "timeline"
+    d.mkdir(exist_ok=True)
+    meta = {"format": "perfweave-timeline", "version": TIMELINE_VERSION, "host": "n1",
+            "interval_ms": 100, "complete": complete, "sampler_cpu_ns": 5_000_000,
+            "series": series, "absent": {"rapl": "no RAPL zone"}}
+    (d / "n1.json").write_text(json.dumps(meta))
+    rec = np.zeros(len(rows), SAMPLE_DTYPE)
+    for i, (t, s, v) in enumerate(rows):
+        rec[i]["t"], rec[i]["series"], rec[i]["value"] = t, s, v
+    (d / "n1.values").write_bytes(rec.tobytes() + tail)
+    return tmp_path
+
+
+S = 1_000_000_000
+
+
+def test_values_rates_totals(tmp_path):
+    rows = [(0, 0, 0), (0, 1, 100), (0, 2, 0),
+            (S // 2, 0, 1000), (S // 2, 1, 200),          # no proc reading at this tick
+            (S, 0, 3000), (S, 1, 100), (S, 2, 5e8)]
+    [tl] = read_timelines(write(tmp_path, rows))
+    assert tl.host == "n1" and tl.t.tolist() == [0, S // 2, S]
+    assert np.isnan(tl.values[1, 2])
+    r = tl.rates()
+    assert r[:, 0].tolist() == [2000, 4000]                 # bytes per second
+    assert r[:, 1].tolist() == [150, 150]                   # gauge: mean of the two ends
+    assert tl.total(0) == 3000 and tl.total(2) == 5e8
+    assert tl.window(0, S // 4, S // 2) == (1000, S // 2)   # ticks enclosing the window
+    assert tl.absent == {"rapl": "no RAPL zone"} and tl.notes == []
+    s = summarize(tmp_path, {42: 3})["nodes"][0]
+    by = {x["name"]: x for x in s["series"]}
+    assert by["lo.rx_bytes"]["mean_rate"] == 3000 and by["lo.rx_bytes"]["peak_rate"] == 4000
+    assert by["gpu0.power_w"]["max"] == 200 and by["42.cpu_ns"]["label"] == "rank 3.cpu_ns"
+    assert s["sampler_cpu_pct"] == pytest.approx(0.5)
+
+
+def test_damage_is_noted_not_raised(tmp_path):
+    rows = [(0, 0, 0), (S, 0, 10), (S, 7, 1.0)]              # series 7 is not in the JSON
+    [tl] = read_timelines(write(tmp_path, rows, complete=False, tail=b"\x01\x02\x03"))
+    assert tl.total(0) == 10
+    text = " ".join(tl.notes)
+    assert "partial record" in text and "unknown series" in text and "did not stop" in text
+
+
+def test_wrong_version_or_format_is_an_error(tmp_path):
+    write(tmp_path, [])
+    p = tmp_path / "timeline" / "n1.json"
+    meta = json.loads(p.read_text())
+    p.write_text(json.dumps(dict(meta, version=99)))
+    with pytest.raises(FormatError, match="version 99"):
+        read_timelines(tmp_path)
+    p.write_text("{not json")
+    with pytest.raises(FormatError, match="unreadable"):
+        read_timelines(tmp_path)
+
+
+def test_no_timeline(tmp_path):
+    assert read_timelines(tmp_path) == [] and summarize(tmp_path) is None
+
+
+def test_report_survives_a_corrupt_timeline(tmp_path):
+    from perfweave.report.text import _timeline
+    from perfweave.report import data
+
+    class Exp:
+        path, processes, profile = write(tmp_path, []), None, None
+    (tmp_path / "timeline" / "n1.json").write_text("{not json")
+    tl = data.node_timeline(Exp)
+    assert tl["nodes"] == [] and "unreadable" in tl["error"]
+    assert any("Node timeline: not shown" in line for line in _timeline({"node_timeline": tl}))
