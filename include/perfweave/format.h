@@ -82,12 +82,23 @@
 
 #define PW_HIST_BUCKETS 34
 
+/* counts: PAPI events (--counters) per call site, one record per (site, event) with
+ * counts; the header's "counters" names the events. */
+#define PW_COUNT_FIELDS(X)                                                                 \
+    X(int64_t, "<i8", site)   /* index of the site in the "sites" array */                 \
+    X(int32_t, "<i4", event)  /* index into the header's "counters" */                     \
+    X(int32_t, "<i4", pad)    /* 0 */                                                      \
+    X(int64_t, "<i8", inside) /* counted during the site's calls */                        \
+    X(int64_t, "<i8", before) /* counted in the calling thread between its previous MPI   \
+                                 call (or the start of counting) and the site's calls */
+
 /* Arrays of a profile file, in file order. */
 #define PW_ARRAYS(X)                                                                       \
     X(ranks, PW_RANK_FIELDS, pw_rank_rec)                                                  \
     X(sites, PW_SITE_FIELDS, pw_site_rec)                                                  \
     X(frames, PW_FRAME_FIELDS, pw_frame_rec)                                               \
-    X(hist, PW_HIST_FIELDS, pw_hist_rec)
+    X(hist, PW_HIST_FIELDS, pw_hist_rec)                                                   \
+    X(counts, PW_COUNT_FIELDS, pw_count_rec)
 
 /* ---- traces (perfweave run --trace): traces/rank-R.events + traces/rank-R.json ----
  *

@@ -327,6 +327,7 @@ __attribute__((constructor)) static void pw_init(void)
         strcpy(pw_hostname, "unknown");
     pw_active = 1;
     pw_trace_hooks = pw_opt.trace; /* shadow stacks of instrumented functions from now */
+    pw_counters_init();            /* before any call-site table exists */
     pw_objects_refresh();
     atexit(at_exit);
     if (pw_opt.catch_signals)

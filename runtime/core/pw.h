@@ -121,6 +121,7 @@ typedef struct pw_sitetab {
     size_t nslots, used, entry_size, bytes;
     int64_t dropped;         /* calls folded into an overflow site */
     int64_t *hist;           /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ticks; NULL if off */
+    size_t ctr_offset;       /* of a site's counters ([2][pw_nctr]: inside, before) */
     char *slots;
 } pw_sitetab;
 
@@ -154,6 +155,18 @@ pw_sitetab *pw_sitetabs(void);
 int pw_sitetabs_count(void);
 /* Size of the function id space (set by modules before recording). */
 extern int pw_nfunctions;
+
+/* ---- PAPI counters per thread (modules/counters.c, --counters) ---- */
+extern int pw_nctr;                     /* events counted (0: off); set before tables */
+extern const char *pw_ctr_names[];
+void pw_counters_init(void);            /* core constructor: open PAPI, check events */
+void pw_counters_begin(void);           /* start counting in this thread (MPI_Init) */
+void pw_counters_enter(void);           /* a measured call begins in this thread */
+void pw_counters_leave(pw_sitetab *t, pw_site *s); /* ... ends: charge its site */
+static inline int64_t *pw_site_ctr(const pw_sitetab *t, pw_site *s)
+{
+    return (int64_t *)((char *)s + t->ctr_offset);
+}
 
 static inline int pw_hist_bucket(int64_t bytes)
 {
@@ -221,6 +234,8 @@ typedef struct pw_profile {
     pw_site_rec *sites;   size_t nsites;
     pw_frame_rec *frames; size_t nframes;
     pw_hist_rec *hist;    size_t nhist;
+    pw_count_rec *counts; size_t ncounts;
+    const char **counters; size_t ncounters; /* event names of counts */
     const char **hosts;   size_t nhosts;
     const char **modules; size_t nmodules;  /* paths */
     const char **buildids;                  /* parallel to modules */

@@ -44,6 +44,8 @@ pw_sitetab *pw_sitetab_create(void)
 {
     size_t entry = sizeof(pw_site) + (size_t)(pw_opt.callsite_depth - 1) * sizeof(uintptr_t);
     entry = (entry + 7) & ~(size_t)7;
+    size_t ctr_offset = entry;
+    entry += 2 * (size_t)pw_nctr * sizeof(int64_t);
     size_t nslots = pow2_at_least(2 * ((size_t)pw_opt.max_callsites + (size_t)pw_nfunctions));
     size_t hist = pw_opt.histograms && pw_nfunctions
                       ? (size_t)pw_nfunctions * PW_HIST_BUCKETS * 3 * sizeof(int64_t)
@@ -55,6 +57,7 @@ pw_sitetab *pw_sitetab_create(void)
     pw_sitetab *t = (pw_sitetab *)mem;
     t->nslots = nslots;
     t->entry_size = entry;
+    t->ctr_offset = ctr_offset;
     t->bytes = bytes;
     t->slots = mem + sizeof(pw_sitetab);
     t->hist = hist ? (int64_t *)(t->slots + nslots * entry) : NULL;

@@ -146,6 +146,7 @@ int pw_profile_write(const pw_profile *p, const char *path)
     jstr_list(&h, "buildids", p->buildids, p->nmodules);
     jstr_list(&h, "functions", p->functions, p->nfunctions);
     jstr_list(&h, "families", p->families, p->nfunctions);
+    jstr_list(&h, "counters", p->counters, p->ncounters);
     pw_buf_puts(&h, ",\"states\":[");
 #define PW_STATE_NAME(name, value, str) "\"" str "\","
     static const char states[] = PW_STATES(PW_STATE_NAME);
@@ -238,6 +239,7 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     size_t nhist_cells = (size_t)nfunctions * PW_HIST_BUCKETS;
     size_t bytes = sizeof(pw_site_rec) * (nsites + 1) + sizeof(pw_frame_rec) * (nframes + 1) +
                    sizeof(pw_hist_rec) * (nhist_cells + 1) + sizeof(int64_t) * 3 * nhist_cells +
+                   sizeof(pw_count_rec) * (nsites * (size_t)pw_nctr + 1) +
                    sizeof(int) * (size_t)(nobj + 1) + 2 * sizeof(char *) * (size_t)(nobj + 1);
     char *mem = pw_alloc(bytes);
     if (!mem)
@@ -248,7 +250,8 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     pw_frame_rec *frames = (pw_frame_rec *)(sites + nsites + 1);
     pw_hist_rec *hist = (pw_hist_rec *)(frames + nframes + 1);
     int64_t *cells = (int64_t *)(hist + nhist_cells + 1);
-    int *objmap = (int *)(cells + 3 * nhist_cells);
+    pw_count_rec *counts = (pw_count_rec *)(cells + 3 * nhist_cells);
+    int *objmap = (int *)(counts + nsites * (size_t)pw_nctr + 1);
     const char **modules = (const char **)(objmap + nobj + 1);
     const char **buildids = modules + nobj + 1;
     int nmodules = 0;
@@ -275,12 +278,18 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
 
     double ns_per_tick = pw_ns_per_tick();
 #define PW_NS(ticks) ((int64_t)((double)(ticks) * ns_per_tick + 0.5))
-    size_t si = 0, fi = 0;
+    size_t si = 0, fi = 0, ci = 0;
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
         for (size_t i = 0; i < t->nslots && si < nsites; i++) {
             pw_site *s = pw_site_at(t, i);
             if (!s->used || s->count <= 0)
                 continue;
+            for (int e = 0; e < pw_nctr; e++) {
+                const int64_t *c = pw_site_ctr(t, s);
+                if (c[e] || c[pw_nctr + e])
+                    counts[ci++] = (pw_count_rec){.site = (int64_t)si, .event = e,
+                                                  .inside = c[e], .before = c[pw_nctr + e]};
+            }
             pw_site_rec *r = &sites[si++];
             r->rank = rank->rank;
             r->fn = s->fn;
@@ -343,6 +352,10 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     p->nframes = fi;
     p->hist = hist;
     p->nhist = hi;
+    p->counts = counts;
+    p->ncounts = ci;
+    p->counters = pw_ctr_names;
+    p->ncounters = (size_t)pw_nctr;
     p->hosts = hosts;
     p->nhosts = 1;
     p->modules = modules;

@@ -567,6 +567,8 @@ static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
     pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, fn, (uintptr_t)ra)
                                                         : deep_site(t, fn, ra);
     pw_site_add(s, ticks, sent, recv);
+    if (PW_UNLIKELY(pw_nctr))
+        pw_counters_leave(t, s);
     if (t->hist && in_histogram[fn]) {
         int64_t bytes = sent > recv ? sent : recv;
         int64_t *cell = t->hist + ((size_t)fn * PW_HIST_BUCKETS + pw_hist_bucket(bytes)) * 3;
@@ -660,6 +662,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
         pw_trace_start(st.rank, st.size, pre.world);
     record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now */
+    pw_counters_begin();        /* ... and its counts ("before" the first call) */
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);
 }
@@ -774,14 +777,15 @@ void pw_mpi_abort(void *ra)
 
 /* A rank's contribution: counts, then its rows, then its strings. */
 typedef struct blob_head {
-    int64_t nsites, nframes, nhist, nmodules, strings;
+    int64_t nsites, nframes, nhist, ncounts, nmodules, strings;
 } blob_head;
 
 static size_t blob_size(const pw_local *l, size_t strings)
 {
     const pw_profile *p = &l->prof;
     return sizeof(blob_head) + sizeof(pw_rank_rec) + p->nsites * sizeof(pw_site_rec) +
-           p->nframes * sizeof(pw_frame_rec) + p->nhist * sizeof(pw_hist_rec) + strings;
+           p->nframes * sizeof(pw_frame_rec) + p->nhist * sizeof(pw_hist_rec) +
+           p->ncounts * sizeof(pw_count_rec) + strings;
 }
 
 static char *blob_pack(const pw_local *l, size_t *len)
@@ -795,7 +799,7 @@ static char *blob_pack(const pw_local *l, size_t *len)
     if (!b)
         return NULL;
     blob_head h = {(int64_t)p->nsites, (int64_t)p->nframes, (int64_t)p->nhist,
-                   (int64_t)p->nmodules, (int64_t)strings};
+                   (int64_t)p->ncounts, (int64_t)p->nmodules, (int64_t)strings};
 #define PUT(ptr, n)                                                                        \
     do {                                                                                   \
         memcpy(q, (ptr), (n));                                                             \
@@ -806,6 +810,7 @@ static char *blob_pack(const pw_local *l, size_t *len)
     PUT(p->sites, p->nsites * sizeof(pw_site_rec));
     PUT(p->frames, p->nframes * sizeof(pw_frame_rec));
     PUT(p->hist, p->nhist * sizeof(pw_hist_rec));
+    PUT(p->counts, p->ncounts * sizeof(pw_count_rec));
     PUT(pw_hostname, strlen(pw_hostname) + 1);
     for (size_t i = 0; i < p->nmodules; i++) {
         PUT(p->modules[i], strlen(p->modules[i]) + 1);
@@ -844,7 +849,7 @@ static int strtab_index(strtab *tab, const char *s, const char *t)
 
 static void write_reduced(char *all, const int *lens, int n)
 {
-    size_t nsites = 0, nframes = 0, nhist = 0;
+    size_t nsites = 0, nframes = 0, nhist = 0, ncounts = 0;
     char *q = all;
     for (int r = 0; r < n; q += lens[r], r++) {
         blob_head h;
@@ -852,6 +857,7 @@ static void write_reduced(char *all, const int *lens, int n)
         nsites += (size_t)h.nsites;
         nframes += (size_t)h.nframes;
         nhist += (size_t)h.nhist;
+        ncounts += (size_t)h.ncounts;
     }
     pw_profile p;
     memset(&p, 0, sizeof p);
@@ -859,10 +865,11 @@ static void write_reduced(char *all, const int *lens, int n)
     p.sites = calloc(nsites + 1, sizeof *p.sites);
     p.frames = calloc(nframes + 1, sizeof *p.frames);
     p.hist = calloc(nhist + 1, sizeof *p.hist);
+    p.counts = calloc(ncounts + 1, sizeof *p.counts);
     strtab hosts = {0}, mods = {0};
     int *modmap = NULL;
     size_t modmap_cap = 0;
-    if (!p.ranks || !p.sites || !p.frames || !p.hist) {
+    if (!p.ranks || !p.sites || !p.frames || !p.hist || !p.counts) {
         pw_log("out of memory while reducing the profile");
         goto out;
     }
@@ -881,6 +888,8 @@ static void write_reduced(char *all, const int *lens, int n)
         c += (size_t)h.nframes * sizeof(pw_frame_rec);
         pw_hist_rec *hist = (pw_hist_rec *)c;
         c += (size_t)h.nhist * sizeof(pw_hist_rec);
+        pw_count_rec *counts = (pw_count_rec *)c;
+        c += (size_t)h.ncounts * sizeof(pw_count_rec);
         rr->host = strtab_index(&hosts, c, NULL);
         c += strlen(c) + 1;
         if ((size_t)h.nmodules > modmap_cap) {
@@ -898,7 +907,7 @@ static void write_reduced(char *all, const int *lens, int n)
             modmap[m] = strtab_index(&mods, path, c);
             c += strlen(c) + 1;
         }
-        size_t frame_base = p.nframes;
+        size_t frame_base = p.nframes, site_base = p.nsites;
         for (int64_t i = 0; i < h.nframes; i++) {
             pw_frame_rec f;
             memcpy(&f, &frames[i], sizeof f);
@@ -917,6 +926,12 @@ static void write_reduced(char *all, const int *lens, int n)
         }
         memcpy(p.hist + p.nhist, hist, (size_t)h.nhist * sizeof(pw_hist_rec));
         p.nhist += (size_t)h.nhist;
+        for (int64_t i = 0; i < h.ncounts; i++) {
+            pw_count_rec k;
+            memcpy(&k, &counts[i], sizeof k);
+            k.site += (int64_t)site_base;
+            p.counts[p.ncounts++] = k;
+        }
     }
     p.hosts = hosts.s;
     p.nhosts = hosts.n;
@@ -926,6 +941,8 @@ static void write_reduced(char *all, const int *lens, int n)
     p.functions = pw_mpi_fn_names;
     p.families = pw_mpi_fn_families;
     p.nfunctions = PW_MPI_NFN;
+    p.counters = pw_ctr_names; /* the same events on every rank (one option) */
+    p.ncounters = (size_t)pw_nctr;
     p.mpi_library = library_version;
     p.mpi_flavor = PW_MPI_FLAVOR;
     p.world_size = st.size;
@@ -938,6 +955,7 @@ out:
     free(p.sites);
     free(p.frames);
     free(p.hist);
+    free(p.counts);
     free(hosts.s);
     free(hosts.t);
     free(mods.s);

@@ -99,6 +99,8 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     pw_mpi_depth++;
     c->fn = fn;
     c->ra = ra;
+    if (PW_UNLIKELY(pw_nctr))
+        pw_counters_enter(); /* before the clock: the read is not the call's time */
     c->t0 = pw_ticks();
     return 1;
 }

@@ -4,7 +4,7 @@ directories written by hand, byte for byte as runtime/core/writer.c writes them.
 A profile file (`*.pwprof`) is
   - one line of JSON (the header), padded with spaces so that the line and its
     newline fill a multiple of 64 bytes (the arrays start 64-byte aligned);
-  - the arrays ranks, sites, frames, hist (format.h record layouts), back to back,
+  - the arrays ranks, sites, frames, hist, counts (format.h record layouts), back to back,
     at the offsets the header announces;
   - the 8-byte end marker b"PWEND\\n\\n\\n".
 
@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
+from perfweave.readers.dtypes import COUNT_DTYPE, FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
 
 END_MARKER = b"PWEND\n\n\n"
 STATES = ["complete", "no-finalize", "abort", "signal"]
 ARRAYS = (("ranks", RANK_DTYPE), ("sites", SITE_DTYPE), ("frames", FRAME_DTYPE),
-          ("hist", HIST_DTYPE))
+          ("hist", HIST_DTYPE), ("counts", COUNT_DTYPE))
 
 
 def records(rows, dtype):
@@ -37,7 +37,7 @@ def records(rows, dtype):
     return out
 
 
-def pwprof_bytes(header_extra=None, ranks=(), sites=(), frames=(), hist=()):
+def pwprof_bytes(header_extra=None, ranks=(), sites=(), frames=(), hist=(), counts=()):
     """The bytes of a profile file. header_extra adds to or replaces header keys
     (functions, families, modules, buildids, hosts, world_size, format, version, ...);
     buildids default to "" per module."""
@@ -45,13 +45,14 @@ def pwprof_bytes(header_extra=None, ranks=(), sites=(), frames=(), hist=()):
     if not isinstance(sites, np.ndarray):   # as the writer: first_frame -1 without frames
         sites = [dict({"first_frame": -1}, **row) for row in sites]
     arrays = {"ranks": records(ranks, RANK_DTYPE), "sites": records(sites, SITE_DTYPE),
-              "frames": records(frames, FRAME_DTYPE), "hist": records(hist, HIST_DTYPE)}
+              "frames": records(frames, FRAME_DTYPE), "hist": records(hist, HIST_DTYPE),
+              "counts": records(counts, COUNT_DTYPE)}
     modules = header_extra.get("modules", [])
     header = {"format": "perfweave-profile", "version": 1, "partial": False,
               "world_size": len(arrays["ranks"]), "mpi_library": "", "mpi_flavor": "",
               "hist_buckets": 34, "hosts": ["host0"], "modules": modules,
               "buildids": [""] * len(modules), "functions": [], "families": [],
-              "states": STATES}
+              "counters": [], "states": STATES}
     desc, offset = {}, 0
     for name, dtype in ARRAYS:
         a = arrays[name]
@@ -69,13 +70,13 @@ def pwprof_bytes(header_extra=None, ranks=(), sites=(), frames=(), hist=()):
     return line + b"\n" + data + END_MARKER
 
 
-def write_pwprof(path, header_extra=None, ranks=(), sites=(), frames=(), hist=()):
+def write_pwprof(path, header_extra=None, ranks=(), sites=(), frames=(), hist=(), counts=()):
     """Write a valid profile file at path (parents created); returns the path.
     ranks/sites/frames/hist: lists of dicts keyed by format.h field names (or
     structured arrays); missing fields are 0, a site's first_frame -1."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pwprof_bytes(header_extra, ranks, sites, frames, hist))
+    path.write_bytes(pwprof_bytes(header_extra, ranks, sites, frames, hist, counts))
     return path
 
 

@@ -93,7 +93,7 @@ def test_header_values(good):
     assert h["world_size"] == 2
     assert h["mpi_flavor"] == "openmpi"
     assert h["data_bytes"] == DATA_BYTES
-    assert sorted(pf.arrays) == ["frames", "hist", "ranks", "sites"]
+    assert sorted(pf.arrays) == ["counts", "frames", "hist", "ranks", "sites"]
 
 
 def test_rank_rows(good):
@@ -283,3 +283,33 @@ def test_dtype_in_header_drives_reading(tmp_path, pwprof):
     r = read_profile(p).arrays["ranks"]
     assert r["rank"].tolist() == [5]
     assert r["future"].tolist() == [99]
+
+
+def test_counts_are_checked_and_merged_per_site(tmp_path, pwprof):
+    """--counters: counts rows name their site by index; merging files shifts them."""
+    from perfweave.analysis.mpi import analyze
+    from perfweave.readers.experiment import merge
+
+    hdr = dict(HEADER, counters=["perf::PAGE-FAULTS"])
+    a = pwprof(tmp_path / "a.pwprof", hdr, RANKS[:1], SITES[:1], hist=HIST[:1],
+               counts=[{"site": 0, "event": 0, "inside": 3, "before": 1000}])
+    b = pwprof(tmp_path / "b.pwprof", hdr, RANKS[1:], SITES[1:], FRAMES, HIST[1:],
+               counts=[{"site": 0, "event": 0, "inside": 5, "before": 7},
+                       {"site": 1, "event": 0, "inside": 11, "before": 13}])
+    prof = merge([read_profile(a), read_profile(b)])
+    assert prof.counters == ["perf::PAGE-FAULTS"]
+    assert prof.counts["site"].tolist() == [0, 1, 2]          # b's shifted past a's site
+    res = analyze(prof)
+    by_fn = {c["function"]: c["counters"]["perf::PAGE-FAULTS"] for c in res["callsites"]}
+    assert by_fn["MPI_Send"] == {"inside": 3, "before": 1000}
+    assert by_fn["MPI_Recv"] == {"inside": 5, "before": 7}
+    assert {p["rank"]: p["counters"]["perf::PAGE-FAULTS"] for p in res["per_rank"]} == \
+        {0: 1003, 1: 36}
+    bad = pwprof(tmp_path / "bad.pwprof", hdr, RANKS[:1], SITES[:1],
+                 counts=[{"site": 5, "event": 0, "inside": 1}])
+    with pytest.raises(FormatError, match="counts.site out of range"):
+        read_profile(bad)
+    bad = pwprof(tmp_path / "bad2.pwprof", HEADER, RANKS[:1], SITES[:1],
+                 counts=[{"site": 0, "event": 0, "inside": 1}])     # no event names
+    with pytest.raises(FormatError, match="counts.event out of range"):
+        read_profile(bad)

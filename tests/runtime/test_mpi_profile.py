@@ -1,11 +1,9 @@
 """The MPI call-site profile against programs whose numbers are known by construction."""
-import json
 import subprocess
 
-import numpy as np
 import pytest
 
-from harness import PERFWEAVE, bare, functions, site_lines, sites
+from harness import functions, site_lines, sites
 
 
 def test_exact_counts_bytes_and_sites(mpi, build, run_pw):

@@ -93,7 +93,6 @@ class MPI(Local):
     def route(self, rows, dest_proc):
         """Send rows[i] to process dest_proc[i]; returns the rows this process receives,
         in the order of the sending processes (and of the rows within each)."""
-        mpi = self._mpi
         rows = np.ascontiguousarray(rows)
         if self.nproc <= 1 << 16:             # a radix sort of few distinct values
             order = np.argsort(np.asarray(dest_proc).astype(np.uint16), kind="stable")

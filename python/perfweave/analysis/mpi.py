@@ -73,6 +73,15 @@ def analyze(profile, top=20, symbolizer=None):
                                                    r["offset_fini_err_ns"]) / 1e9)}
                 for r, a, m, p in zip(ranks, app_s, mpi_s, mpi_pct)]
 
+    if profile.counters:                # per rank: counted inside and between MPI calls
+        c = profile.counts
+        crank = profile.sites["rank"][c["site"]] if len(c) else np.zeros(0, np.int64)
+        for p in per_rank:
+            mine = crank == p["rank"]
+            p["counters"] = {ev: int(c["inside"][mine & (c["event"] == e)].sum() +
+                                     c["before"][mine & (c["event"] == e)].sum())
+                             for e, ev in enumerate(profile.counters)}
+
     # ---- sites: one id per (function, caller module, caller offset, deeper stack) ----
     sites = profile.sites
     keep = np.isin(sites["rank"], ranks["rank"]) if len(sites) else np.zeros(0, bool)
@@ -125,6 +134,7 @@ def analyze(profile, top=20, symbolizer=None):
         for o, loc in zip(offs, symbolizer.resolve(path, offs)):
             locs[(m, o)] = loc
 
+    ctr = _site_counters(profile, in_app, site_of_row, nsites)
     callsites = []
     for rank_in_order, i in enumerate(order):
         k = ukeys[i]
@@ -151,6 +161,9 @@ def analyze(profile, top=20, symbolizer=None):
             "per_rank_time_s": {int(ranks["rank"][j]): float(time_sr[i, j])
                                 for j in np.nonzero(present[i])[0]},
         }
+        if ctr is not None:
+            entry["counters"] = {ev: {"inside": int(ctr[i, e, 0]), "before": int(ctr[i, e, 1])}
+                                 for e, ev in enumerate(profile.counters)}
         callsites.append(entry)
 
     # bytes per call, from the histograms (which count max(sent, received) per call)
@@ -221,6 +234,7 @@ def analyze(profile, top=20, symbolizer=None):
         "functions": functions,
         "callsites": callsites,
         "callsites_total": len(callsites),
+        "counters": list(profile.counters),
         "message_sizes": sizes,
         "sites_dropped": int(ranks["sites_dropped"].sum()) if nranks else 0,
         "top": top,
@@ -233,3 +247,20 @@ def bucket_range(bucket, nbuckets=34):
     if bucket <= 0:
         return 0, 0
     return 1 << (bucket - 1), (1 << bucket) - 1 if bucket < nbuckets - 1 else None
+
+
+def _site_counters(profile, in_app, site_of_row, nsites):
+    """(sites, events, 2) array of --counters counts per call site (inside its calls,
+    before them), summed over ranks and threads; None without counters."""
+    if not profile.counters:
+        return None
+    group = np.full(len(profile.sites), -1, np.int64)
+    group[np.flatnonzero(in_app)] = site_of_row
+    c = profile.counts
+    g = group[c["site"]] if len(c) else np.zeros(0, np.int64)
+    ok = g >= 0
+    out = np.zeros((nsites, len(profile.counters), 2), np.int64)
+    np.add.at(out, (g[ok], c["event"][ok], 0), c["inside"][ok])
+    np.add.at(out, (g[ok], c["event"][ok], 1), c["before"][ok])
+    return out
+

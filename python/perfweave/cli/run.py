@@ -19,7 +19,30 @@ def setup_parser(sub):
     p.set_defaults(func=main)
 
 
+def _check_counters(args):
+    """--counters: PAPI absent -> one line, and the run goes on without counters; an
+    event PAPI does not know -> an error before anything runs."""
+    names = [n.strip() for n in (args.counters or "").split(",") if n.strip()]
+    if not names:
+        return
+    from perfweave.errors import PerfweaveError
+    from perfweave.papi import check_events
+
+    known, unknown, why = check_events(names)
+    if why:
+        print(f"perfweave: --counters: {why}; running without counters", file=sys.stderr)
+        args.counters = ""
+        return
+    if unknown:
+        raise PerfweaveError("--counters: " + "; ".join(f"{n} is not an event here (PAPI: {w})"
+                                                        for n, w in unknown) +
+                             " (perfweave components lists PAPI's components; "
+                             "papi_native_avail their events)")
+    args.counters = ",".join(known)
+
+
 def main(args):
+    _check_counters(args)
     exp, status = launch.run(args.command, options.values(args))
     print(f"perfweave: experiment written to {exp} (perfweave report {exp})", file=sys.stderr)
     if status < 0:

@@ -28,6 +28,13 @@ class Profile:
     hist_buckets: int = 34
     partial: bool = False
     notes: list = field(default_factory=list)
+    counts: np.ndarray = None        # --counters: per (site row, event); see format.md
+    counters: list = field(default_factory=list)   # their event names
+
+    def __post_init__(self):
+        if self.counts is None:
+            from perfweave.readers.dtypes import COUNT_DTYPE
+            self.counts = np.zeros(0, COUNT_DTYPE)
 
     @property
     def mpi(self):

@@ -13,6 +13,7 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile
+from perfweave.readers.dtypes import COUNT_DTYPE
 from perfweave.readers.profile import read_profile
 
 EXPERIMENT_FORMAT = "perfweave-experiment"
@@ -57,7 +58,8 @@ def merge(files):
     functions, families = first["functions"], first["families"]
     modules, buildids, hosts = [], [], []
     mod_index, host_index = {}, {}
-    parts = {k: [] for k in ("ranks", "sites", "frames", "hist")}
+    parts = {k: [] for k in ("ranks", "sites", "frames", "hist", "counts")}
+    counters = next((pf.header["counters"] for pf in files if pf.header.get("counters")), [])
     for pf in files:
         h = pf.header
         if h["functions"] != functions:
@@ -75,6 +77,11 @@ def merge(files):
             if i == len(hosts):
                 hosts.append(x)
         a = {k: v.copy() for k, v in pf.arrays.items()}
+        a.setdefault("counts", np.zeros(0, COUNT_DTYPE))
+        if a["counts"].size and pf.header.get("counters") != counters:
+            raise FormatError(f"{pf.path}: counts other events than the other files of this "
+                              "experiment")
+        a["counts"]["site"] += sum(len(x) for x in parts["sites"])
         a["ranks"]["host"] = hmap[a["ranks"]["host"]]
         for name in ("sites", "frames"):
             a[name]["module"] = mmap[a[name]["module"]]  # -1 maps to the last entry: -1
@@ -85,7 +92,8 @@ def merge(files):
             parts[k].append(a[k])
     cat = {k: np.concatenate(v) for k, v in parts.items()}
     return Profile(ranks=cat["ranks"], sites=cat["sites"], frames=cat["frames"],
-                   hist=cat["hist"], functions=functions, families=families, modules=modules,
+                   hist=cat["hist"], counts=cat["counts"], counters=list(counters),
+                   functions=functions, families=families, modules=modules,
                    buildids=buildids, hosts=hosts,
                    world_size=max(pf.header.get("world_size", 0) for pf in files),
                    mpi_library=next((pf.header["mpi_library"] for pf in files

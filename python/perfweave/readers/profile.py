@@ -109,5 +109,15 @@ def _check(path, header, arrays):
     if len(deep) and ((deep["first_frame"] < 0).any() or
                       (deep["first_frame"] + deep["nframes"] > len(frames)).any()):
         bad("sites.first_frame out of range")
+    counts = arrays.get("counts")
+    if counts is not None:             # --counters (files of older runs have none)
+        missing = set(dtypes.COUNT_DTYPE.names) - set(counts.dtype.names)
+        if missing:
+            bad(f"counts lacks {', '.join(sorted(missing))}")
+        ctrs = header.get("counters", [])
+        if not isinstance(ctrs, list) or not all(isinstance(x, str) for x in ctrs):
+            bad("header counters is not a list of strings")
+        in_range(counts["site"], 0, len(sites), "counts.site")
+        in_range(counts["event"], 0, len(ctrs), "counts.event")
     if (sites["nframes"] < 0).any() or (sites["count"] < 0).any():
         bad("negative counts")

@@ -115,6 +115,23 @@ def render(data):
     if m["callsites_total"] > top:
         out.append(f"  ({m['callsites_total'] - top} more call sites; --top N)")
 
+    # ---- counters (--counters) ----
+    if m.get("counters"):
+        evs = m["counters"]
+        out += ["", "Counters per call site (summed over ranks; inside the calls / before them, "
+                "since the thread's previous MPI call)"]
+        header = ["id", "function", "location"]
+        for ev in evs:
+            header += [f"{ev} in", f"{ev} before"]
+        out += _table([[c["id"], c["function"], c["where"]] +
+                       [x for ev in evs for x in (c["counters"][ev]["inside"],
+                                                  c["counters"][ev]["before"])]
+                       for c in m["callsites"][:top] if "counters" in c],
+                      header, [">", "<", "<"] + [">"] * (2 * len(evs)))
+        out += ["", "Counters per rank (inside and between MPI calls, MPI_Init to MPI_Finalize)"]
+        out += _table([[r["rank"]] + [r["counters"][ev] for ev in evs] for r in m["per_rank"]
+                       if "counters" in r], ["rank"] + evs, [">"] * (1 + len(evs)))
+
     # ---- wait states (perfweave analyze) ----
     ws = data.get("wait_states")
     if ws:

@@ -1,0 +1,190 @@
+/*
+ * PAPI counters per thread (--counters EV1,EV2,...): every thread that makes MPI
+ * calls counts the events in its own PAPI event set, read at each measured call's
+ * entry and exit. The counts are charged to the call site: "inside" (entry to exit)
+ * and "before" (the thread's previous exit, or the start of counting, to this entry:
+ * the computation that led to the call). Events are any PAPI names of any component
+ * compiled into the PAPI found at run time (perf::PAGE-FAULTS, PAPI_TOT_INS,
+ * pcp:::..., nvml:::...). PAPI is opened with dlopen: without it, or for an event it
+ * does not know, the runtime says so in one line and counts what it can.
+ *
+ * The few PAPI constants used are the stable ones of papi.h (PAPI_OK, PAPI_NULL,
+ * PAPI_VER_CURRENT's layout), so that no PAPI headers are needed to build.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pw.h"
+
+#define PW_MAX_CTR 16
+#define PAPI_OK_ 0
+#define PAPI_NULL_ (-1)
+
+int pw_nctr;
+const char *pw_ctr_names[PW_MAX_CTR + 1];
+static char names_buf[PW_MAX_CTR][128];
+
+static struct {
+    void *lib;
+    int (*library_init)(int);
+    int (*thread_init)(unsigned long (*)(void));
+    int (*multiplex_init)(void);
+    int (*create_eventset)(int *);
+    int (*assign_component)(int, int);
+    int (*set_multiplex)(int);
+    int (*add_named_event)(int, const char *);
+    int (*name_to_code)(const char *, int *);
+    int (*event_component)(int);
+    int (*start)(int);
+    int (*read)(int, long long *);
+    char *(*strerror)(int);
+} papi;
+
+static PW_TLS struct {
+    int state;   /* 0: not started, 1: counting, -1: failed */
+    int entered; /* entry[] holds the current call's entry reading */
+    int es;
+    long long entry[PW_MAX_CTR], last[PW_MAX_CTR];
+} th;
+
+static const char *papi_err(int rc)
+{
+    const char *s = papi.strerror ? papi.strerror(rc) : NULL;
+    return s ? s : "PAPI error";
+}
+
+static unsigned long self_id(void) { return (unsigned long)pthread_self(); }
+
+#define SYM(field, name)                                                                   \
+    do {                                                                                   \
+        *(void **)&papi.field = dlsym(papi.lib, name);                                     \
+        if (!papi.field) {                                                                 \
+            pw_log("--counters: %s lacks %s; no counters", lib, name);                     \
+            return;                                                                        \
+        }                                                                                  \
+    } while (0)
+
+void pw_counters_init(void)
+{
+    if (!pw_opt.counters || !*pw_opt.counters)
+        return;
+    static const char *libs[] = {"libpapi.so.7.1", "libpapi.so.7.0", "libpapi.so.7",
+                                 "libpapi.so", "libpapi.so.6.0", "libpapi.so.5"};
+    const char *lib = NULL;
+    for (size_t i = 0; i < sizeof libs / sizeof *libs && !papi.lib; i++)
+        if ((papi.lib = dlopen(libs[i], RTLD_NOW | RTLD_GLOBAL)))
+            lib = libs[i];
+    if (!papi.lib) {
+        pw_log("--counters: PAPI (libpapi.so) not found; no counters");
+        return;
+    }
+    SYM(library_init, "PAPI_library_init");
+    SYM(thread_init, "PAPI_thread_init");
+    SYM(multiplex_init, "PAPI_multiplex_init");
+    SYM(create_eventset, "PAPI_create_eventset");
+    SYM(assign_component, "PAPI_assign_eventset_component");
+    SYM(set_multiplex, "PAPI_set_multiplex");
+    SYM(add_named_event, "PAPI_add_named_event");
+    SYM(name_to_code, "PAPI_event_name_to_code");
+    SYM(event_component, "PAPI_get_event_component");
+    SYM(start, "PAPI_start");
+    SYM(read, "PAPI_read");
+    SYM(strerror, "PAPI_strerror");
+    /* PAPI_VER_CURRENT is (major << 24 | minor << 16); PAPI_library_init answers it
+     * back only when it matches the library's own */
+    int ok = 0;
+    for (int major = 7; major >= 5 && !ok; major--)
+        for (int minor = 3; minor >= 0 && !ok; minor--) {
+            int v = (major << 24) | (minor << 16);
+            ok = papi.library_init(v) == v;
+        }
+    if (!ok) {
+        pw_log("--counters: %s did not initialise (version 5-7 expected); no counters", lib);
+        return;
+    }
+    if (papi.thread_init(self_id) != PAPI_OK_) {
+        pw_log("--counters: PAPI_thread_init failed; no counters");
+        return;
+    }
+    if (pw_opt.counters_multiplex && papi.multiplex_init() != PAPI_OK_)
+        pw_log("--counters-multiplex: PAPI_multiplex_init failed; counting without");
+    char list[4096];
+    snprintf(list, sizeof list, "%s", pw_opt.counters);
+    char *save = NULL;
+    for (char *ev = strtok_r(list, ",", &save); ev; ev = strtok_r(NULL, ",", &save)) {
+        int code, rc;
+        if (pw_nctr == PW_MAX_CTR) {
+            pw_log("--counters: at most %d events; %s and later ones ignored", PW_MAX_CTR, ev);
+            break;
+        }
+        if ((rc = papi.name_to_code(ev, &code)) != PAPI_OK_) {
+            pw_log("--counters: %s: %s (see perfweave components; papi_native_avail)", ev,
+                   papi_err(rc));
+            continue;
+        }
+        snprintf(names_buf[pw_nctr], sizeof names_buf[0], "%s", ev);
+        pw_ctr_names[pw_nctr] = names_buf[pw_nctr];
+        pw_nctr++;
+    }
+}
+
+/* The calling thread's event set, created and started on its first measured call. */
+static int thread_start(void)
+{
+    th.es = PAPI_NULL_;
+    int rc = papi.create_eventset(&th.es);
+    if (rc == PAPI_OK_ && pw_opt.counters_multiplex) {
+        /* PAPI's order: bind the empty set to the events' component, then multiplex */
+        int code = 0, mrc;
+        papi.name_to_code(pw_ctr_names[0], &code);
+        mrc = papi.assign_component(th.es, papi.event_component(code));
+        if (mrc == PAPI_OK_)
+            mrc = papi.set_multiplex(th.es);
+        static int said;
+        if (mrc != PAPI_OK_ && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            pw_log("--counters-multiplex: PAPI cannot multiplex these events here (%s); "
+                   "counting them without", papi_err(mrc));
+    }
+    for (int e = 0; rc == PAPI_OK_ && e < pw_nctr; e++)
+        if ((rc = papi.add_named_event(th.es, pw_ctr_names[e])) != PAPI_OK_)
+            pw_log("--counters: cannot count %s in this thread (%s)%s", pw_ctr_names[e],
+                   papi_err(rc), pw_nctr > 1 ? "; try fewer events or --counters-multiplex"
+                                             : "");
+    if (rc == PAPI_OK_ && (rc = papi.start(th.es)) != PAPI_OK_)
+        pw_log("--counters: PAPI_start failed in this thread (%s)", papi_err(rc));
+    th.state = rc == PAPI_OK_ ? 1 : -1;
+    memset(th.last, 0, sizeof th.last);
+    return th.state;
+}
+
+void pw_counters_begin(void)
+{
+    if (pw_nctr && th.state == 0)
+        thread_start();
+}
+
+void pw_counters_enter(void)
+{
+    if (PW_UNLIKELY(th.state <= 0) && (th.state < 0 || thread_start() < 0))
+        return;
+    th.entered = papi.read(th.es, th.entry) == PAPI_OK_;
+}
+
+void pw_counters_leave(pw_sitetab *t, pw_site *s)
+{
+    if (!th.entered)
+        return;
+    th.entered = 0;
+    long long now[PW_MAX_CTR];
+    if (papi.read(th.es, now) != PAPI_OK_)
+        return;
+    int64_t *c = pw_site_ctr(t, s);
+    for (int e = 0; e < pw_nctr; e++) {
+        c[e] += now[e] - th.entry[e];
+        c[pw_nctr + e] += th.entry[e] - th.last[e];
+        th.last[e] = now[e];
+    }
+}

@@ -1,0 +1,58 @@
+"""PAPI counters at MPI call boundaries (perfweave run --counters) against ground
+truth: page faults a program causes between two barriers, at the right call site."""
+import subprocess
+
+import pytest
+
+from harness import PERFWEAVE, site_lines, sites
+
+PAGES = 20000
+
+
+def by_line(report, source, marker, function="MPI_Barrier"):
+    line = site_lines(source)[marker]
+    [site] = [s for s in sites({"mpi_profile": report}, function)
+              if s["location"]["line"] == line]
+    return site
+
+
+@pytest.mark.parametrize("multiplex", [False, True], ids=["plain", "multiplexed"])
+def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex):
+    prog = build(mpi, "pagefaults.c")
+    opts = ["--counters", "perf::PAGE-FAULTS,perf::TASK-CLOCK"]
+    if multiplex:
+        opts.append("--counters-multiplex")
+    r = run_pw(mpi.launch(3) + [prog, PAGES], opts)
+    assert f"touched {PAGES} pages" in r.proc.stdout
+    # where PAPI cannot multiplex (software events of this VM) it says so and counts anyway
+    assert not multiplex or "multiplex" not in r.proc.stderr or \
+        "counting them without" in r.proc.stderr
+    rep = r.report()["mpi_profile"]
+    assert rep["counters"] == ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
+    touched = by_line(rep, "pagefaults.c", "touched")["counters"]["perf::PAGE-FAULTS"]
+    quiet = by_line(rep, "pagefaults.c", "quiet")["counters"]["perf::PAGE-FAULTS"]
+    # one fault per page on each of the 3 ranks, counted before the second barrier
+    assert 3 * PAGES <= touched["before"] <= 1.1 * 3 * PAGES, touched
+    assert touched["inside"] < 0.05 * 3 * PAGES
+    assert quiet["before"] + quiet["inside"] < 0.05 * 3 * PAGES, quiet
+    for p in rep["per_rank"]:
+        assert PAGES <= p["counters"]["perf::PAGE-FAULTS"] <= 1.1 * PAGES + 500
+        assert p["counters"]["perf::TASK-CLOCK"] > 0
+    text = r.text_report()
+    assert "Counters per call site" in text and "perf::PAGE-FAULTS before" in text
+
+
+def test_unknown_event_stops_before_the_run(tmp_path):
+    exp = tmp_path / "never"
+    res = subprocess.run([PERFWEAVE, "run", "-o", str(exp), "--counters",
+                          "perf::PAGE-FAULTS,NO_SUCH_EVENT", "--", "true"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and not exp.exists()
+    assert res.stderr.count("\n") == 1 and "NO_SUCH_EVENT is not an event here" in res.stderr
+
+
+def test_without_counters_the_profile_has_none(mpi, build, run_pw):
+    prog = build(mpi, "pagefaults.c")
+    r = run_pw(mpi.launch(2) + [prog, 100])
+    rep = r.report()["mpi_profile"]
+    assert rep["counters"] == [] and all("counters" not in c for c in rep["callsites"])
