@@ -129,16 +129,12 @@ def probe_pcp():
 
 def probe_papi():
     what = "PAPI counters of every compiled-in component"
+    from perfweave.papi import open_papi
+
     tool = shutil.which("papi_component_avail")
-    lib = None
-    for name in ("libpapi.so", "libpapi.so.7", "libpapi.so.7.0", "libpapi.so.6.0"):
-        try:
-            lib = ctypes.CDLL(name)
-            break
-        except OSError:
-            continue
+    lib, why = open_papi()
     if lib is None:
-        return _source("papi", what, False, why="libpapi not found (install libpapi-dev)")
+        return _source("papi", what, False, why=why)
     if not tool:
         return _source("papi", what, True, "library found (install papi-tools to list its "
                        "components)")
