@@ -16,12 +16,15 @@ def by_line(report, source, marker, function="MPI_Barrier"):
     return site
 
 
-@pytest.mark.parametrize("multiplex", [False, True], ids=["plain", "multiplexed"])
-def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex):
+@pytest.mark.parametrize("multiplex,interval", [(False, None), (True, None), (False, "0")],
+                         ids=["plain", "multiplexed", "every-call"])
+def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex, interval):
     prog = build(mpi, "pagefaults.c")
     opts = ["--counters", "perf::PAGE-FAULTS,perf::TASK-CLOCK"]
     if multiplex:
         opts.append("--counters-multiplex")
+    if interval is not None:        # default: reads at least 100 us apart
+        opts += ["--counters-interval-us", interval]
     r = run_pw(mpi.launch(3) + [prog, PAGES], opts)
     assert f"touched {PAGES} pages" in r.proc.stdout
     # where PAPI cannot multiplex (software events of this VM) it says so and counts anyway
@@ -38,6 +41,9 @@ def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex):
     for p in rep["per_rank"]:
         assert PAGES <= p["counters"]["perf::PAGE-FAULTS"] <= 1.1 * PAGES + 500
         assert p["counters"]["perf::TASK-CLOCK"] > 0
+    if interval == "0":             # every call read: each barrier has its own time inside
+        quiet_t = by_line(rep, "pagefaults.c", "quiet")["counters"]["perf::TASK-CLOCK"]
+        assert quiet_t["inside"] > 0
     text = r.text_report()
     assert "Counters per call site" in text and "perf::PAGE-FAULTS before" in text
 
