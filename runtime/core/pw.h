@@ -90,6 +90,29 @@ void pw_dump_now(int state);
 /* Start this node's sampler thread if this is the node's first measured process. */
 void pw_nodes_start(void);
 
+/* This process's activity page: time in MPI calls by family, cumulative, in a small
+ * shared file (timeline/HOST.PID.act) that the node's sampler reads every tick. One
+ * plain store per call (a thread may lose another's concurrent add: sampling
+ * precision only). NULL when the node timeline is off. */
+#define PW_ACT_FAMILIES 6 /* p2p, coll, rma, sync, io, other (mpi.spec's order) */
+typedef struct pw_activity {
+    int64_t magic, pid;
+    int32_t rank, version;
+    int64_t ticks[PW_ACT_FAMILIES]; /* pw_ticks() spent in MPI calls */
+    int64_t calls;
+} pw_activity;
+extern pw_activity *pw_act;
+static inline void pw_act_add(int family, int64_t ticks)
+{
+    pw_activity *a = pw_act;
+    if (PW_LIKELY(a == NULL) || family < 0)
+        return;
+    __atomic_store_n(&a->ticks[family], __atomic_load_n(&a->ticks[family], __ATOMIC_RELAXED) + ticks,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&a->calls, __atomic_load_n(&a->calls, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+}
+
 /* ---- loaded objects (objects.c) ---- */
 /* Refresh the snapshot of loaded objects (not async-signal-safe). */
 void pw_objects_refresh(void);

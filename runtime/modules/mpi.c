@@ -542,6 +542,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* Families whose calls go into the message-size histograms: p2p, coll, rma. */
 static unsigned char in_histogram[PW_MPI_NFN];
+static signed char family_of[PW_MPI_NFN]; /* index into PW_ACT_FAMILIES */
 
 /* --callsite-depth > 1: walk the stack and keep the frames above the wrapper's
  * caller. Out of line, so that the common path needs no stack arrays. */
@@ -567,6 +568,7 @@ static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
     pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, fn, (uintptr_t)ra)
                                                         : deep_site(t, fn, ra);
     pw_site_add(s, ticks, sent, recv);
+    pw_act_add(family_of[fn], ticks);
     if (PW_UNLIKELY(pw_nctr))
         pw_counters_leave(t, s);
     if (t->hist && in_histogram[fn]) {
@@ -663,6 +665,8 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now */
     pw_counters_begin();        /* ... and its counts ("before" the first call) */
+    if (pw_act)
+        pw_act->rank = st.rank;
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);
 }
@@ -1025,6 +1029,11 @@ __attribute__((constructor)) static void pw_mpi_module_init(void)
     for (int i = 0; i < PW_MPI_NFN; i++) {
         const char *f = pw_mpi_fn_families[i];
         in_histogram[i] = !strcmp(f, "p2p") || !strcmp(f, "coll") || !strcmp(f, "rma");
+        static const char *fams[PW_ACT_FAMILIES] = {"p2p", "coll", "rma", "sync", "io", "other"};
+        family_of[i] = PW_ACT_FAMILIES - 1;
+        for (int k = 0; k < PW_ACT_FAMILIES; k++)
+            if (!strcmp(f, fams[k]))
+                family_of[i] = (signed char)k;
     }
     pw_register_dump(dump);
 }

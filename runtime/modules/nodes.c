@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -41,7 +42,9 @@
 #endif
 #endif
 
-#define MAX_SERIES 1024
+#define MAX_SERIES 8192
+#define HASH_SLOTS 16384 /* series index + 1 by hash of (source, name); 0 empty */
+#define MAX_PIDS 1024    /* measured processes of a node whose activity pages are mapped */
 #define NAME_LEN 128
 
 enum { KIND_COUNTER, KIND_GAUGE };
@@ -69,18 +72,38 @@ static struct {
     int64_t ticks, t_first, t_last, cpu_ns;
     pw_sample_rec *out;      /* one tick's records */
     int nout;
+    int *hash;               /* HASH_SLOTS */
+    struct { long pid; pw_activity *act; } pages[MAX_PIDS];
+    int npages;
 } nd;
+
+pw_activity *pw_act;
+
+static uint64_t name_hash(const char *source, const char *name)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const char *p = source; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ '/') * 1099511628211ULL;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
 
 /* ---- series ---- */
 
 static int series_find(const char *source, const char *name, const char *unit, int kind,
                        double wrap)
 {
-    for (int i = 0; i < nd.n; i++)
+    size_t slot = (size_t)(name_hash(source, name) & (HASH_SLOTS - 1));
+    for (; nd.hash[slot]; slot = (slot + 1) & (HASH_SLOTS - 1)) {
+        int i = nd.hash[slot] - 1;
         if (strcmp(nd.s[i].name, name) == 0 && strcmp(nd.s[i].source, source) == 0)
             return i;
+    }
     if (nd.n >= MAX_SERIES)
         return -1;
+    nd.hash[slot] = nd.n + 1;
     series *s = &nd.s[nd.n];
     memset(s, 0, sizeof *s);
     snprintf(s->source, sizeof s->source, "%s", source);
@@ -282,6 +305,52 @@ static void sample_rapl(int probe)
 
 /* ---- the measured processes of this node ---- */
 
+#define PW_ACT_MAGIC 0x7077616374763100LL /* "pwactv1" */
+
+/* The activity page of pid (timeline/HOST.PID.act), mapped read-only once. */
+static pw_activity *activity_of(long pid)
+{
+    for (int i = 0; i < nd.npages; i++)
+        if (nd.pages[i].pid == pid)
+            return nd.pages[i].act;
+    if (nd.npages >= MAX_PIDS)
+        return NULL;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.%ld.act", nd.dir, nd.host, pid);
+    pw_activity *a = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        void *m = mmap(NULL, sizeof(pw_activity), PROT_READ, MAP_SHARED, fd, 0);
+        close(fd);
+        a = m == MAP_FAILED ? NULL : m;
+    }
+    nd.pages[nd.npages].pid = pid;
+    nd.pages[nd.npages++].act = a; /* NULL too: not looked for again */
+    return a;
+}
+
+/* This process's own page, written by its MPI wrappers (pw_act_add). */
+static void activity_create(void)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.%d.act", nd.dir, nd.host, (int)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    if (ftruncate(fd, 4096) == 0) {
+        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED) {
+            pw_activity *a = m;
+            a->pid = getpid();
+            a->rank = -1;
+            a->version = 1;
+            __atomic_store_n(&a->magic, PW_ACT_MAGIC, __ATOMIC_RELEASE);
+            pw_act = a;
+        }
+    }
+    close(fd);
+}
+
 static void sample_procs(void)
 {
     static char buf[65536];
@@ -315,6 +384,20 @@ static void sample_procs(void)
                 snprintf(name, sizeof name, "%ld.cpu_ns", pid);
                 put("proc", name, "ns", KIND_COUNTER, 0, (ut + stime) * 1e9 / (double)hz);
             }
+        }
+        pw_activity *act = activity_of(pid);
+        if (act && act->magic == PW_ACT_MAGIC) {
+            static const char *fams[PW_ACT_FAMILIES] = {"p2p", "coll", "rma", "sync", "io",
+                                                        "other"};
+            /* in ticks (exact, monotonic); HOST.json's ns_per_tick converts them */
+            for (int k = 0; k < PW_ACT_FAMILIES; k++) {
+                snprintf(name, sizeof name, "%ld.mpi_%s_ns", pid, fams[k]);
+                put("proc", name, "ticks", KIND_COUNTER, 0,
+                    (double)__atomic_load_n(&act->ticks[k], __ATOMIC_RELAXED));
+            }
+            snprintf(name, sizeof name, "%ld.mpi_calls", pid);
+            put("proc", name, "calls", KIND_COUNTER, 0,
+                (double)__atomic_load_n(&act->calls, __ATOMIC_RELAXED));
         }
         snprintf(f, sizeof f, "/proc/%ld/io", pid);
         if (slurp(f, b, sizeof b) > 0) {
@@ -549,6 +632,10 @@ static void write_json(int final)
     pw_buf_int(&b, nd.t_last);
     pw_buf_puts(&b, ", \"sampler_cpu_ns\": ");
     pw_buf_int(&b, nd.cpu_ns);
+    char npt[40];
+    snprintf(npt, sizeof npt, "%.9f", pw_ns_per_tick());
+    pw_buf_puts(&b, ", \"ns_per_tick\": ");
+    pw_buf_puts(&b, npt);
     pw_buf_puts(&b, ",\n \"series\": [");
     for (int i = 0; i < nd.n; i++) {
         pw_buf_puts(&b, i ? ",\n  {\"source\": " : "\n  {\"source\": ");
@@ -668,6 +755,7 @@ void pw_nodes_start(void)
     snprintf(nd.dir, sizeof nd.dir, "%s/timeline", exp);
     snprintf(nd.host, sizeof nd.host, "%s", pw_hostname);
     mkdir(nd.dir, 0777);
+    activity_create();
     char path[4400], line[32];
     snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -684,9 +772,10 @@ void pw_nodes_start(void)
     close(fd);
     nd.s = calloc(MAX_SERIES, sizeof *nd.s);
     nd.out = calloc(MAX_SERIES, sizeof *nd.out);
+    nd.hash = calloc(HASH_SLOTS, sizeof *nd.hash);
     snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
     nd.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (!nd.s || !nd.out || nd.fd < 0 || pipe2(nd.wake, O_CLOEXEC) != 0) {
+    if (!nd.s || !nd.out || !nd.hash || nd.fd < 0 || pipe2(nd.wake, O_CLOEXEC) != 0) {
         pw_log("node timeline disabled: cannot create %s", path);
         return;
     }

@@ -122,3 +122,35 @@ def test_node_interval_zero_disables(build, run_pw):
     r = run_pw([prog, 1], ["--node-interval", "0"])
     assert not (r.exp / "timeline").exists()
     assert r.report().get("node_timeline") is None
+
+
+def test_activity_over_time_tells_the_phases_apart(mpi, build, run_pw):
+    """Each rank's time in MPI by family, sampled from its activity page: a compute
+    phase, a collective phase and a point-to-point phase of 0.6 s each."""
+    prog = build(mpi, "phases.c")
+    r = run_pw(mpi.launch(3) + [prog, 600], ["--node-interval", "50"])
+    phases = {ln.split()[1]: (int(ln.split()[2]), int(ln.split()[3]))
+              for ln in r.proc.stdout.splitlines() if ln.startswith("phase ")}
+    assert set(phases) == {"compute", "coll", "p2p"}
+    [tl] = read_timelines(r.exp)
+    pids = (r.exp / "timeline" / f"{tl.host}.pids").read_text().split()
+    assert len(pids) == 3
+
+    def share(pid, fam, a, b):
+        # a window inside the phase, one tick and more away from its ends
+        d, dt = tl.window(tl.index("proc", f"{pid}.mpi_{fam}_ns"), a + 100_000_000,
+                          b - 100_000_000)
+        return d / dt
+
+    for pid in pids:
+        a, b = phases["compute"]
+        assert all(share(pid, f, a, b) < 0.05 for f in ("p2p", "coll", "other"))
+        a, b = phases["coll"]
+        assert share(pid, "coll", a, b) > 0.8 and share(pid, "p2p", a, b) < 0.05
+        a, b = phases["p2p"]
+        assert share(pid, "p2p", a, b) > 0.7 and share(pid, "coll", a, b) < 0.25
+    ot = r.report()["node_timeline"]["nodes"][0]["over_time"]
+    assert ot["processes"] == 3 and {"p2p", "coll"} <= set(ot["activity"])
+    outside = [s["activity_pct"]["outside_mpi"] for s in ot["slices"]]
+    assert max(outside) > 90 and min(outside) < 20
+    assert "outside MPI" in r.text_report()

@@ -111,4 +111,11 @@ def read_node(meta_path):
     t, tick = np.unique(rec["t"], return_inverse=True)
     values = np.full((len(t), len(series)), np.nan)
     values[tick.reshape(-1), rec["series"]] = rec["value"]
+    # series counted in the runtime's ticks (MPI time of the activity pages): to ns with
+    # the calibration of the end of the run
+    npt = float(meta.get("ns_per_tick") or 1.0)
+    for i, s in enumerate(series):
+        if s.get("unit") == "ticks":
+            values[:, i] *= npt
+            series[i] = dict(s, unit="ns")
     return NodeTimeline(host, meta, series, t, values, notes)

@@ -64,15 +64,25 @@ def summarize(path, pids=None):
     return {"nodes": out}
 
 
+FAMILIES = ("p2p", "coll", "rma", "sync", "io", "other")
+
+
 def _slices(tl, rates, series):
-    """Mean rate of the busiest counters in SLICES equal slices of the run."""
+    """The run in up to SLICES equal time slices: the ranks' activity (share of wall
+    time in MPI by family, and outside MPI; mean over the node's measured processes,
+    from their activity pages) and the mean rate of the busiest node counters."""
     if len(rates) < 2:
         return None
     busy = [i for i, s in enumerate(series) if s["kind"] == "counter" and s["active"]
             and s["source"] != "proc"]
     busy.sort(key=lambda i: -(series[i]["mean_rate"] or 0))
-    busy = busy[:6]
-    if not busy:
+    busy = busy[:4]
+    # activity columns: per family, the processes' MPI-time series
+    fam_cols = {f: [i for i, s in enumerate(series) if s["source"] == "proc"
+                    and s["name"].endswith(f".mpi_{f}_ns")] for f in FAMILIES}
+    have = [f for f in FAMILIES if fam_cols[f] and any(series[i]["active"] for i in fam_cols[f])]
+    nproc = max((len(v) for v in fam_cols.values()), default=0)
+    if not busy and not nproc:
         return None
     t = (tl.t - tl.t[0]) / 1e9
     mid = (t[1:] + t[:-1]) / 2
@@ -82,11 +92,21 @@ def _slices(tl, rates, series):
     rows = []
     for k in range(nsl):
         sel = which == k
-        rows.append({"t0_s": float(edges[k]), "t1_s": float(edges[k + 1]),
-                     "rates": [_finite(np.nanmean(rates[sel, i])) if sel.any() else None
-                               for i in busy]})
+        row = {"t0_s": float(edges[k]), "t1_s": float(edges[k + 1]),
+               "rates": [_finite(np.nanmean(rates[sel, i])) if sel.any() else None
+                         for i in busy]}
+        if nproc:
+            act = {}
+            for f in FAMILIES:
+                cols = fam_cols[f]
+                v = rates[np.ix_(sel, cols)] / 1e9 if sel.any() and cols else np.zeros(0)
+                act[f] = _finite(100 * np.nanmean(v)) if v.size else 0.0
+            act["outside_mpi"] = _finite(100 - sum(x or 0 for x in act.values()))
+            row["activity_pct"] = act
+        rows.append(row)
     return {"series": [series[i]["label"] for i in busy],
-            "units": [series[i]["unit"] for i in busy], "slices": rows}
+            "units": [series[i]["unit"] for i in busy], "activity": have,
+            "processes": nproc, "slices": rows}
 
 
 # unit -> (steps of (suffix, factor), largest first) for amounts and for rates
@@ -147,10 +167,17 @@ def render(tl, table):
                        "see --json)")
         ot = n.get("over_time")
         if ot:
-            out.append("  over time (mean rate per slice of the run):")
+            acts = ["outside_mpi"] + ot["activity"] if ot.get("processes") else []
+            out.append("  over time: share of the ranks' wall time (mean over "
+                       f"{ot.get('processes', 0)} processes) and node rates, per slice of the run:"
+                       if acts else "  over time (mean rate per slice of the run):")
             out += table([[f"{r['t0_s']:.1f}-{r['t1_s']:.1f} s"] +
+                          [("-" if r["activity_pct"][a] is None else
+                            f"{r['activity_pct'][a]:.0f} %") for a in acts] +
                           [_rate(v, u) for v, u in zip(r["rates"], ot["units"])]
-                          for r in ot["slices"]], ["time"] + ot["series"])
+                          for r in ot["slices"]],
+                         ["time"] + [("outside MPI" if a == "outside_mpi" else f"MPI {a}")
+                                     for a in acts] + ot["series"])
         for src, why in sorted(n["absent"].items()):
             out.append(f"  absent     {src}: {why}")
         for note in n["notes"]:
