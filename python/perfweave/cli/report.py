@@ -13,6 +13,9 @@ def setup_parser(sub):
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
     p.add_argument("--json", action="store_true", help="print the report as JSON "
                    "(docs/mpi-profile.md)")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write the report as one self-contained HTML file (charts of "
+                        "the node timeline; works offline)")
     p.add_argument("--top", type=positive, default=20, metavar="N",
                    help="functions and call sites to show (default 20)")
     p.set_defaults(func=main)
@@ -26,6 +29,16 @@ def main(args):
 
     exp = open_experiment(args.experiment)
     data = report_data.collect(exp, top=args.top)
+    if args.html:
+        from perfweave.errors import PerfweaveError
+        from perfweave.report import html
+
+        try:
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(html.render(data, exp))
+        except OSError as e:
+            raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
+        print(f"perfweave: wrote {args.html}", file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(data, indent=1) + "\n")   # one write, not many
     else:
