@@ -42,7 +42,8 @@ def test_html_report_renders_offline(build, run_pw, tmp_path):
     assert re.search(r'<body[^>]*data-rendered="2"', dom.stdout)   # activity + rates
     assert dom.stdout.count("<canvas") == 2
     assert "<img" not in dom.stdout and "&lt;img src=x" in dom.stdout
-    for text in ("MPI call sites", "MPI_Sendrecv", "Counters per call site",
+    for text in ("Advice", "communication-bound", "MPI call sites", "MPI_Sendrecv",
+                 "Counters per call site",
                  "Node timeline", "absent: nvml"):
         assert text in dom.stdout
     shot = tmp_path / "report.png"

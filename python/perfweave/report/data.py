@@ -33,6 +33,8 @@ def collect(experiment, top=20):
     if mpi["per_rank"]:
         for p in mpi["per_rank"]:
             p["state"] = STATES[p["state"]] if 0 <= p["state"] < len(STATES) else str(p["state"])
+    from perfweave.analysis.advice import advise
+    data["advice"] = advise(data)
     return data
 
 

@@ -126,6 +126,9 @@ def render(data, experiment):
     parts.append(_table(facts, ["", ""], "facts"))
     for note in data.get("notes", []):
         parts.append(f"<p class=note>{_e(note)}</p>")
+    if data.get("advice"):
+        parts.append("<h2>Advice</h2><ul class=advice>" +
+                     "".join(f"<li>{_e(a['text'])}</li>" for a in data["advice"]) + "</ul>")
     if m["mpi"]:
         parts.append("<h2>MPI call sites</h2>")
         parts.append(_table([[c["id"], c["function"], c["where"], c["calls"], _t(c["time_s"]),

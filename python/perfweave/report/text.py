@@ -59,6 +59,10 @@ def render(data):
     out.append(f"  state      {data['state']}")
     for note in data["notes"]:
         out.append(f"  note       {note}")
+    if data.get("advice"):
+        out += ["", "Advice"]
+        for a in data["advice"]:
+            out += _wrap(a["text"])
     if not m["mpi"]:
         return "\n".join(out + _timeline(data)) + "\n"
 
@@ -164,3 +168,11 @@ def _timeline(data):
         return []
     from perfweave.report.timeline import render
     return render(tl, _table)
+
+
+def _wrap(text, width=88):
+    """One advice item: '  - ' and the text wrapped under it."""
+    import textwrap
+    return textwrap.wrap(text, width, initial_indent="  - ", subsequent_indent="    ",
+                         break_on_hyphens=False)
+
