@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Benchmark: what PAPI counters at MPI call boundaries and the node sampler cost
-(figures, not a test).
+"""Benchmark: what PAPI counters at MPI call boundaries, the node sampler and call-stack
+sampling cost (figures, not a test).
 
 On 2 ranks, alternating the variants in each repeat (medians printed):
   bare                      the program alone
   profile                   perfweave run --node-interval 0 (the MPI profile only)
   profile + node sampler    perfweave run (default: node timeline every 100 ms)
   profile + counters        --node-interval 0 --counters perf::TASK-CLOCK,perf::PAGE-FAULTS
+  profile + sampling        --node-interval 0 --sample (10 ms, the default interval)
 for bench/programs/msg_heavy.c (app-like and worst case, overhead of the program's own
 MPI_Init..MPI_Finalize time against bare) and cheap_calls.c (ns added per MPI_Comm_rank);
 and the node sampler thread's CPU time as the timeline records it.
@@ -26,7 +27,8 @@ from mpi_overhead import FLAVORS, build, median_of, run  # noqa: E402
 COUNTERS = "perf::TASK-CLOCK,perf::PAGE-FAULTS"
 VARIANTS = {"bare": None, "profile": ["--node-interval", "0"],
             "profile + node sampler": [],
-            "profile + counters": ["--node-interval", "0", "--counters", COUNTERS]}
+            "profile + counters": ["--node-interval", "0", "--counters", COUNTERS],
+            "profile + sampling": ["--node-interval", "0", "--sample"]}
 
 
 def sampler_cpu(exp):

@@ -333,5 +333,6 @@ __attribute__((constructor)) static void pw_init(void)
     if (pw_opt.catch_signals)
         install_signal_handlers();
     pw_nodes_start();
+    pw_sampler_start();
     pw_debug("active in pid %d", (int)getpid());
 }

@@ -86,6 +86,12 @@ void pw_register_dump(pw_dump_fn fn);
 /* Save now (e.g. in MPI_Abort), once: later exit or signal paths write nothing. */
 void pw_dump_now(int state);
 
+/* ---- call-stack sampling (modules/sampler.c, --sample) ---- */
+extern PW_TLS int pw_sample_state; /* 0 computation, 1 + family: in an MPI call */
+extern int pw_rank;                /* MPI_COMM_WORLD rank once known, else -1 */
+void pw_sampler_start(void);       /* core constructor */
+void pw_sampler_thread(void);      /* sample the calling thread from now on */
+
 /* ---- node-level sources (modules/nodes.c) ---- */
 /* Start this node's sampler thread if this is the node's first measured process. */
 void pw_nodes_start(void);

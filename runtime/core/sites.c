@@ -67,6 +67,7 @@ pw_sitetab *pw_sitetab_create(void)
         ;
     __atomic_fetch_add(&ntables, 1, __ATOMIC_RELAXED);
     pw_self_table = t;
+    pw_sampler_thread(); /* a thread's first recorded call: sample it too (if --sample) */
     return t;
 }
 

@@ -542,7 +542,8 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* Families whose calls go into the message-size histograms: p2p, coll, rma. */
 static unsigned char in_histogram[PW_MPI_NFN];
-static signed char family_of[PW_MPI_NFN]; /* index into PW_ACT_FAMILIES */
+signed char pw_mpi_family[PW_MPI_NFN]; /* index into PW_ACT_FAMILIES */
+#define family_of pw_mpi_family
 
 /* --callsite-depth > 1: walk the stack and keep the frames above the wrapper's
  * caller. Out of line, so that the common path needs no stack arrays. */
@@ -592,6 +593,7 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
     record(c->fn, c->ra, t1 - c->t0, sent, recv);
     if (PW_UNLIKELY(pw_trace_on))
         pw_trace_call(c, t1, kind, a, sent, recv);
+    pw_sample_state = 0;
     pw_mpi_depth--;
 }
 
@@ -667,6 +669,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     pw_counters_begin();        /* ... and its counts ("before" the first call) */
     if (pw_act)
         pw_act->rank = st.rank;
+    pw_rank = st.rank;
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);
 }

@@ -87,6 +87,7 @@ typedef struct pw_call {
 
 extern int pw_mpi_recording;               /* between MPI_Init and MPI_Finalize, Pcontrol on */
 extern PW_TLS int pw_mpi_depth;            /* wrapper nesting of this thread */
+extern signed char pw_mpi_family[];         /* family of each function (PW_ACT_FAMILIES) */
 
 static inline int pw_mpi_nested(void) { return pw_mpi_depth > 0; }
 static inline void pw_mpi_nest(void) { pw_mpi_depth++; }
@@ -99,6 +100,7 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     pw_mpi_depth++;
     c->fn = fn;
     c->ra = ra;
+    pw_sample_state = 1 + pw_mpi_family[fn];
     if (PW_UNLIKELY(pw_nctr))
         pw_counters_enter(); /* before the clock: the read is not the call's time */
     c->t0 = pw_ticks();

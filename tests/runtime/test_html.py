@@ -27,7 +27,7 @@ def test_html_report_renders_offline(build, run_pw, tmp_path):
     mpi = FLAVORS["openmpi"]
     prog = build(mpi, "phases.c")
     r = run_pw(mpi.launch(3) + [prog, 300, HOSTILE],
-               ["--node-interval", "50", "--counters", "perf::PAGE-FAULTS"])
+               ["--node-interval", "50", "--counters", "perf::PAGE-FAULTS", "--sample"])
     out = tmp_path / "report.html"
     res = subprocess.run([PERFWEAVE, "report", "--html", str(out), str(r.exp)],
                          capture_output=True, text=True, timeout=120)
@@ -42,7 +42,7 @@ def test_html_report_renders_offline(build, run_pw, tmp_path):
     assert re.search(r'<body[^>]*data-rendered="2"', dom.stdout)   # activity + rates
     assert dom.stdout.count("<canvas") == 2
     assert "<img" not in dom.stdout and "&lt;img src=x" in dom.stdout
-    for text in ("Advice", "communication-bound", "MPI call sites", "MPI_Sendrecv",
+    for text in ("Where the time goes", "phases.c:", "Advice", "communication-bound", "MPI call sites", "MPI_Sendrecv",
                  "Counters per call site",
                  "Node timeline", "absent: nvml"):
         assert text in dom.stdout

@@ -30,6 +30,12 @@ def collect(experiment, top=20):
     if experiment.processes is not None:
         data["other_processes"] = int(len(experiment.processes.ranks))
     data["node_timeline"] = node_timeline(experiment)
+    from perfweave.analysis import sampling
+    from perfweave.errors import FormatError
+    try:
+        data["sampling"] = sampling.analyze(experiment.path, top=top)
+    except FormatError as e:
+        data["sampling"] = {"error": str(e)}
     if mpi["per_rank"]:
         for p in mpi["per_rank"]:
             p["state"] = STATES[p["state"]] if 0 <= p["state"] < len(STATES) else str(p["state"])

@@ -129,6 +129,18 @@ def render(data, experiment):
     if data.get("advice"):
         parts.append("<h2>Advice</h2><ul class=advice>" +
                      "".join(f"<li>{_e(a['text'])}</li>" for a in data["advice"]) + "</ul>")
+    sm = data.get("sampling")
+    if sm and not sm.get("error"):
+        parts.append(f"<h2>Where the time goes ({sm['samples']} samples)</h2>")
+        for title, key in (("functions (self)", "functions"), ("source lines (self)", "lines"),
+                           ("functions (inclusive)", "inclusive")):
+            parts.append(_table([[f"{r['pct']:.1f}", r["name"],
+                                  ", ".join(f"{k} {v:.0f}" for k, v in r["by_state_pct"].items()),
+                                  f"{r['per_rank_pct']['min']:.1f} / {r['per_rank_pct']['mean']:.1f}"
+                                  f" / {r['per_rank_pct']['max']:.1f}", f"{r['imbalance']:.2f}"]
+                                 for r in sm[key][:15]],
+                                ["%", title, "by activity (%)", "per rank min / mean / max %",
+                                 "imbalance"]))
     if m["mpi"]:
         parts.append("<h2>MPI call sites</h2>")
         parts.append(_table([[c["id"], c["function"], c["where"], c["calls"], _t(c["time_s"]),

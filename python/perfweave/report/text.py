@@ -59,6 +59,7 @@ def render(data):
     out.append(f"  state      {data['state']}")
     for note in data["notes"]:
         out.append(f"  note       {note}")
+    out += _sampling(data)
     if data.get("advice"):
         out += ["", "Advice"]
         for a in data["advice"]:
@@ -175,4 +176,30 @@ def _wrap(text, width=88):
     import textwrap
     return textwrap.wrap(text, width, initial_indent="  - ", subsequent_indent="    ",
                          break_on_hyphens=False)
+
+
+def _sampling(data):
+    sm = data.get("sampling")
+    if not sm:
+        return []
+    if sm.get("error"):
+        return ["", f"Sampled time: not shown ({sm['error']})"]
+    act = ", ".join(f"{k.replace('_', ' ')} {v:.1f} %" for k, v in sm["activity_pct"].items()
+                    if v > 0)
+    out = ["", f"Where the time goes ({sm['samples']} samples of {sm['processes']} processes; "
+               f"{act})"]
+    for title, key in (("functions (self)", "functions"), ("source lines (self)", "lines"),
+                       ("functions (inclusive)", "inclusive")):
+        rows = sm[key][:10]
+        if not rows:
+            continue
+        out += _table([[f"{r['pct']:.1f}", r["name"],
+                        ", ".join(f"{k.replace('_', ' ')} {v:.0f}" for k, v in
+                                  r["by_state_pct"].items()),
+                        f"{r['per_rank_pct']['min']:.1f}/{r['per_rank_pct']['mean']:.1f}/"
+                        f"{r['per_rank_pct']['max']:.1f}", f"{r['imbalance']:.2f}"]
+                       for r in rows],
+                      ["%", title, "by activity (%)", "per rank min/mean/max %", "imbalance"],
+                      [">", "<", "<", ">", ">"])
+    return out
 

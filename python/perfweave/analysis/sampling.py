@@ -1,0 +1,120 @@
+"""Where the sampled time goes: per function and per source line, the share of samples
+(exclusive: the function is the innermost frame of the program's code; inclusive: it is
+anywhere on the stack), split by what the thread was doing (computation, MPI family),
+across ranks with min/mean/max and imbalance (max - mean) / max.
+
+A sample's innermost frame is often in a library the program called (libc, libm, MPI);
+"exclusive" time is charged to the innermost frame whose module is the program or one
+of its own libraries (not a system or MPI library), so time in memcpy inside a solver
+loop counts for the solver, as in MAP's "self time of the source line"."""
+import os
+
+import numpy as np
+
+from perfweave.readers.samples import read_samples
+from perfweave.symbols import Symbolizer
+
+SYSTEM_PREFIXES = ("/lib/", "/usr/lib/", "/lib64/", "/usr/lib64/", "[vdso]", "linux-vdso")
+
+
+def _is_system(path):
+    base = os.path.basename(path)
+    return (not path or path.startswith(SYSTEM_PREFIXES) or base.startswith("libperfweave")
+            or "libmpi" in base or "libpmpi" in base)
+
+
+def analyze(exp, top=20, symbolizer=None):
+    """JSON-ready summary, or None without samples."""
+    procs = read_samples(exp)
+    procs = [p for p in procs if len(p.records)]
+    if not procs:
+        return None
+    sym = symbolizer or Symbolizer()
+    states = procs[0].meta.get("states") or ["compute"]
+    # every (module path, offset) of interest: the chosen frame of each sample and all
+    # frames for inclusive time, resolved once per module
+    per_proc = []
+    wanted = {}
+    for p in procs:
+        rec = p.records
+        d = rec["depth"].astype(np.int64)
+        mods = rec["module"]
+        system = np.array([_is_system(m) for m in p.modules] + [True], bool)
+        modpath = p.modules + [""]
+        midx = np.where(mods >= 0, mods, len(p.modules))
+        valid = np.arange(mods.shape[1])[None, :] < d[:, None]
+        own = valid & ~system[midx]
+        # the innermost own frame, else the innermost frame
+        first_own = np.where(own.any(axis=1), own.argmax(axis=1), 0)
+        chosen_m = midx[np.arange(len(rec)), first_own]
+        chosen_o = rec["offset"][np.arange(len(rec)), first_own]
+        keys = [(modpath[m], int(o)) for m, o in zip(chosen_m.tolist(), chosen_o.tolist())]
+        incl = []
+        for i in range(len(rec)):
+            incl.append({(modpath[midx[i, k]], int(rec["offset"][i, k]))
+                         for k in range(int(d[i])) if own[i, k]})
+        for k in keys:
+            wanted.setdefault(k[0], set()).add(k[1])
+        for s in incl:
+            for k in s:
+                wanted.setdefault(k[0], set()).add(k[1])
+        per_proc.append((p, keys, incl, rec["state"].astype(np.int64)))
+    loc = {}
+    for m, offs in wanted.items():
+        offs = sorted(offs)
+        if m and not m.startswith("["):
+            for o, L in zip(offs, sym.resolve(m, offs)):
+                loc[(m, o)] = L
+    ranks = [p.rank for p, *_ in per_proc]
+
+    def fn_of(k):
+        L = loc.get(k)
+        return L.function if L and L.function else f"{os.path.basename(k[0]) or '?'}+{k[1]:#x}"
+
+    def line_of(k):
+        L = loc.get(k)
+        if L and L.file and L.line:
+            return f"{L.function or '?'} ({os.path.basename(L.file)}:{L.line})"
+        return fn_of(k)
+
+    # per rank: samples by (function) exclusive/inclusive and by (line) exclusive
+    nst = max(len(states), 1)
+    tables = {"function": {}, "line": {}, "inclusive": {}}
+    totals = np.zeros((len(per_proc), nst))
+    for j, (p, keys, incl, st) in enumerate(per_proc):
+        st = np.clip(st, 0, nst - 1)
+        np.add.at(totals[j], st, 1)
+        for k, s, inc in zip(keys, st.tolist(), incl):
+            for name, key in (("function", fn_of(k)), ("line", line_of(k))):
+                row = tables[name].setdefault(key, np.zeros((len(per_proc), nst)))
+                row[j, s] += 1
+            for f in {fn_of(x) for x in inc}:
+                row = tables["inclusive"].setdefault(f, np.zeros((len(per_proc), nst)))
+                row[j, s] += 1
+    per_rank_total = totals.sum(axis=1)
+
+    def rows(table):
+        out = []
+        for key, arr in table.items():
+            share = 100 * arr.sum(axis=1) / np.maximum(per_rank_total, 1)   # % per rank
+            mean, mx = float(share.mean()), float(share.max())
+            out.append({"name": key, "pct": float(100 * arr.sum() / per_rank_total.sum()),
+                        "by_state_pct": {states[s]: float(100 * arr[:, s].sum() /
+                                                          per_rank_total.sum())
+                                         for s in range(nst) if arr[:, s].any()},
+                        "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
+                        "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
+                        "worst_rank": ranks[int(share.argmax())]})
+        out.sort(key=lambda r: -r["pct"])
+        return out[:top]
+
+    threads = [t for p in procs for t in p.meta.get("threads", [])]
+    return {"processes": len(procs), "samples": int(per_rank_total.sum()),
+            "ranks": ranks, "states": states,
+            "activity_pct": {states[s]: float(100 * totals[:, s].sum() / per_rank_total.sum())
+                             for s in range(nst)},
+            "functions": rows(tables["function"]), "lines": rows(tables["line"]),
+            "inclusive": rows(tables["inclusive"]),
+            "last_interval_ms": max((t["interval_ns"] for t in threads), default=0) / 1e6,
+            "thinned": max((t["thinned"] for t in threads), default=0),
+            "kept_per_thread_max": max((t["kept"] for t in threads), default=0)}

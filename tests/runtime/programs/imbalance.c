@@ -1,0 +1,35 @@
+/* Sampling ground truth with MPI: every rank calls work() for 0.2 s per step, rank 1
+ * twice as long (0.4 s), then all meet in MPI_Barrier; 4 steps. The other ranks wait
+ * in the barrier while rank 1 works. */
+#include <mpi.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+volatile double sink;
+
+__attribute__((noinline)) void work(double seconds)
+{
+    double t0 = now();
+    while (now() - t0 < seconds)
+        for (int i = 0; i < 200; i++)
+            sink += i * 0.5; // @site work
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int step = 0; step < 4; step++) {
+        work(rank == 1 ? 0.4 : 0.2);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,78 @@
+"""Call-stack sampling (perfweave run --sample) against ground truth: a 70 % / 30 % split
+of CPU time between two functions, the imbalanced rank at the right function and line,
+bounded memory whatever the run length, and a program's own SIGPROF left alone."""
+import json
+
+from harness import bare, site_lines
+from perfweave.readers.samples import read_samples
+
+SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
+
+
+def by_name(rows):
+    return {r["name"]: r for r in rows}
+
+
+def test_seventy_thirty(build, run_pw):
+    prog = build(None, "burn7030.c")
+    r = run_pw([prog, 2], SAMPLE)
+    sm = r.report()["sampling"]
+    assert sm["samples"] >= 600                      # ~1000 at 2 ms (+-50 % jitter)
+    inc = by_name(sm["inclusive"])
+    # binomial error with >= 600 samples: sd < 1.9 points; bound: 5 points
+    assert abs(inc["heavy"]["pct"] - 70) <= 5, inc["heavy"]
+    assert abs(inc["light"]["pct"] - 30) <= 5, inc["light"]
+    assert inc["main"]["pct"] > 98
+    assert by_name(sm["functions"])["spin"]["pct"] > 90          # self time
+    assert sm["activity_pct"]["compute"] > 99
+    text = r.text_report()
+    assert "Where the time goes" in text and "burn7030.c:" in text
+
+
+def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
+    prog = build(mpi, "imbalance.c")
+    r = run_pw(mpi.launch(3) + [prog], SAMPLE)
+    sm = r.report()["sampling"]
+    assert sm["processes"] == 3 and sorted(sm["ranks"]) == [0, 1, 2]
+    work = by_name(sm["functions"])["work"]
+    # rank 1 works 1.6 s, ranks 0 and 2 0.8 s, of each process's ~2 s sampled life
+    # (MPI start-up included): shares ~80 / 40 / 40 %
+    assert work["worst_rank"] == 1
+    assert work["per_rank_pct"]["max"] > 65 and work["per_rank_pct"]["min"] < 55
+    assert work["per_rank_pct"]["max"] - work["per_rank_pct"]["min"] > 20
+    assert 0.15 < work["imbalance"] < 0.5
+    line = site_lines("imbalance.c")["work"]
+    assert any(f"imbalance.c:{line}" in ln["name"] for ln in sm["lines"][:3])
+    # the others wait in MPI_Barrier (a collective) while rank 1 works: 2 x 0.8 s of
+    # ~3 x 1.6 s sampled, a third
+    assert 20 < sm["activity_pct"]["mpi_coll"] < 45
+
+
+def test_memory_is_bounded_whatever_the_run_length(build, run_pw):
+    prog = build(None, "burn7030.c")
+    opts = ["--sample", "--sample-interval-ms", "1", "--sample-capacity", "200"]
+    kept = {}
+    for seconds in (0.5, 4):
+        r = run_pw([prog, seconds], opts)
+        [p] = read_samples(r.exp)
+        [t] = p.meta["threads"]
+        kept[seconds] = (t["kept"], t["thinned"], t["taken"])
+        assert 100 <= t["kept"] <= 200                 # the buffer, never more
+        # the kept samples still cover the whole run, evenly
+        ts = (p.records["t"] - p.meta["t_start"]) / 1e9
+        assert ts.min() < 0.15 * seconds + 0.05 and ts.max() > 0.85 * seconds
+    assert kept[4][1] > kept[0.5][1] >= 1               # more thinning for the long run
+
+
+def test_own_sigprof_handler_keeps_its_signals(build, run_pw):
+    prog = build(None, "prof_handler.c")
+    ref = bare([prog, 1])
+    r = run_pw([prog, 1], SAMPLE)
+
+    def ticks(out):
+        return int(out.split()[1])
+    # ITIMER_PROF at 1 ms (rounded up to the kernel's tick, 1-10 ms) over ~1 s of CPU:
+    # the program gets as many SIGPROF under perfweave as alone
+    assert ticks(ref.stdout) >= 80 and ticks(r.proc.stdout) > 0.7 * ticks(ref.stdout)
+    meta = json.loads(next((r.exp / "samples").glob("*.json")).read_text())
+    assert meta["samples"] > 100
