@@ -11,11 +11,13 @@
  * so about capacity/2..capacity samples cover the whole run, evenly, whatever its length.
  *
  * The handler is async-signal-safe: no locks, no allocation, only the thread's own buffer
- * and timer_settime. Threads sampled: the main thread from the start, and every thread
- * that calls MPI from its first call. At exit the samples are written to
+ * and timer_settime. Threads sampled: the main thread from the start, every thread the
+ * program creates (pthread_create, so OpenMP's too) from its start, and any other thread
+ * from its first MPI call. At exit the samples are written to samples/rank-R.samples or
  * samples/HOST.PID.samples (+ .json), addresses as (module, offset).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,7 +36,9 @@
 #define PW_SAMPLE_FRAMES 32
 #define PW_SAMPLE_THREADS 256
 
-PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call */
+PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP */
+#define STATE_SLEEP (1 + PW_ACT_FAMILIES)
+static PW_TLS int interrupted; /* our signal arrived (sleep wrappers resume after it) */
 int pw_rank = -1;
 static pid_t start_pid;
 
@@ -83,6 +87,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     (void)si;
     int saved = errno;
     thr *t = self;
+    interrupted = 1;
     if (!t || !t->ok) {
         errno = saved;
         return;
@@ -244,7 +249,7 @@ static void write_samples(void)
     pw_buf_puts(&b, ", \"t_end\": ");
     pw_buf_int(&b, pw_now());
     pw_buf_puts(&b, ", \"states\": [\"compute\", \"mpi_p2p\", \"mpi_coll\", \"mpi_rma\", "
-                    "\"mpi_sync\", \"mpi_io\", \"mpi_other\"], \"threads\": [");
+                    "\"mpi_sync\", \"mpi_io\", \"mpi_other\", \"sleep\"], \"threads\": [");
     for (int i = 0; i < n; i++) {
         pw_buf_puts(&b, i ? ", {\"tid\": " : "{\"tid\": ");
         pw_buf_int(&b, threads[i].tid);
@@ -276,6 +281,112 @@ static void write_samples(void)
     if (fd >= 0)
         close(fd);
     pw_buf_free(&b);
+}
+
+/* Threads the program creates are sampled from their first instruction: the new thread
+ * runs a trampoline that starts its timer, then the program's function. */
+typedef struct start_arg {
+    void *(*fn)(void *);
+    void *arg;
+} start_arg;
+
+static void *trampoline(void *p)
+{
+    start_arg a = *(start_arg *)p;
+    free(p);
+    pw_sampler_thread();
+    return a.fn(a.arg);
+}
+
+/* Threads of the MPI library and its runtime (progress, PMIx, UCX, libevent) are not
+ * the program's work, and interrupting their poll loops would only change them. */
+static int library_thread(const void *caller)
+{
+    static const char *skip[] = {"libmpi", "libopen-", "libpmix", "libucs", "libucp",
+                                 "libuct", "libfabric", "libevent", "libhwloc", "libpsm",
+                                 "libperfweave", "libpapi", "libpcp", "libnvidia"};
+    Dl_info info;
+    if (!dladdr(caller, &info) || !info.dli_fname)
+        return 0;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    for (size_t i = 0; i < sizeof skip / sizeof *skip; i++)
+        if (strncmp(base, skip[i], strlen(skip[i])) == 0)
+            return 1;
+    return 0;
+}
+
+PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                             void *(*fn)(void *), void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (PW_UNLIKELY(!real))
+        *(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+    if (!started || library_thread(__builtin_return_address(0)))
+        return real(thread, attr, fn, arg);
+    start_arg *a = malloc(sizeof *a);
+    if (!a)
+        return real(thread, attr, fn, arg);
+    a->fn = fn;
+    a->arg = arg;
+    int rc = real(thread, attr, trampoline, a);
+    if (rc != 0)
+        free(a);
+    return rc;
+}
+
+/* Sleeping is sampled (state "sleep"), and a sleep that our signal interrupts goes on
+ * for the time left: nanosleep is never restarted by SA_RESTART, and a program's
+ * sleep() must not return early because it is being measured. An interruption by the
+ * program's own signals still returns EINTR as it would without perfweave. */
+static int (*real_clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
+
+PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                              struct timespec *rem)
+{
+    if (PW_UNLIKELY(!real_clock_nanosleep))
+        *(void **)&real_clock_nanosleep = dlsym(RTLD_NEXT, "clock_nanosleep");
+    if (!started || !req)
+        return real_clock_nanosleep(clock, flags, req, rem);
+    int state = pw_sample_state, rc;
+    struct timespec left = *req, r;
+    pw_sample_state = STATE_SLEEP;
+    for (;;) {
+        interrupted = 0;
+        rc = real_clock_nanosleep(clock, flags, &left, &r);
+        if (rc != EINTR || !interrupted)
+            break;
+        if (!(flags & TIMER_ABSTIME))
+            left = r; /* relative: what is left; absolute: the same deadline */
+    }
+    pw_sample_state = state;
+    if (rc == EINTR && rem && !(flags & TIMER_ABSTIME))
+        *rem = r;
+    return rc;
+}
+
+PW_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    int rc = clock_nanosleep(CLOCK_REALTIME, 0, req, rem);
+    if (rc) {
+        errno = rc;
+        return -1;
+    }
+    return 0;
+}
+
+PW_EXPORT int usleep(useconds_t usec)
+{
+    struct timespec ts = {usec / 1000000, (long)(usec % 1000000) * 1000};
+    return nanosleep(&ts, NULL);
+}
+
+PW_EXPORT unsigned int sleep(unsigned int seconds)
+{
+    struct timespec ts = {seconds, 0}, rem = {0, 0};
+    if (nanosleep(&ts, &rem) == 0)
+        return 0;
+    return (unsigned int)rem.tv_sec + (rem.tv_nsec > 0);
 }
 
 /* Called at the end of the core's constructor. */

@@ -44,7 +44,12 @@ def test_return_without_finalize(mpi, build, run_pw):
     cmd = mpi.launch(2) + [prog]
     ref = bare(cmd)
     r = run_pw(cmd, check=False)
-    assert r.proc.returncode == ref.returncode
+    if mpi.name == "openmpi":
+        assert r.proc.returncode == ref.returncode
+    else:
+        # Hydra's verdict is itself a race when a rank exits without MPI_Finalize: the
+        # bare run exits 0 mostly and 1 ("BAD TERMINATION") sometimes; either is right
+        assert {r.proc.returncode, ref.returncode} <= {0, 1}
     lines = sorted(l for l in r.proc.stdout.splitlines() if "leaves" in l)
     if mpi.name == "openmpi":
         assert lines == sorted(l for l in ref.stdout.splitlines() if "leaves" in l)

@@ -76,3 +76,42 @@ def test_own_sigprof_handler_keeps_its_signals(build, run_pw):
     assert ticks(ref.stdout) >= 80 and ticks(r.proc.stdout) > 0.7 * ticks(ref.stdout)
     meta = json.loads(next((r.exp / "samples").glob("*.json")).read_text())
     assert meta["samples"] > 100
+
+
+def test_threads_the_program_creates_fork_and_exec(build, run_pw):
+    """pthreads are sampled from their start; a forked child and an exec'd program run
+    as without perfweave (output, exit code), and the child adds no samples of its own."""
+    prog = build(None, "threads_burn.c", ("-pthread",))
+    ref = bare([prog, 1, 2])
+    r = run_pw([prog, 1, 2], SAMPLE, check=False)
+    assert r.proc.returncode == ref.returncode == 3
+    assert r.proc.stdout == ref.stdout == "child exit 7, system 0\n"
+    [p] = [p for p in read_samples(r.exp) if p.meta["pid"] and len(p.records) > 100]
+    threads = p.meta["threads"]
+    assert len(threads) == 3 and all(t["kept"] >= 200 for t in threads)   # ~500 each
+    sm = r.report()["sampling"]
+    inc = by_name(sm["inclusive"])
+    # three threads burning 1 s each: the workers a third each of the samples... together
+    assert abs(inc["worker_work"]["pct"] - 200 / 3) <= 8
+    assert abs(inc["main_work"]["pct"] - 100 / 3) <= 8
+
+
+def test_sleeps_last_their_time_and_are_sampled_as_sleep(build, run_pw):
+    prog = build(None, "sleeper.c")
+    r = run_pw([prog], SAMPLE)
+    a, left, b, c, rc = r.proc.stdout.split()
+    # nanosleep is not restarted by SA_RESTART: without the sampler's wrappers these
+    # would end at the first sample, 1-3 ms in
+    assert 1.0 <= float(a) < 1.15 and left == "0" and rc == "0"
+    assert 0.3 <= float(b) < 0.36 and 0.2 <= float(c) < 0.25
+    sm = r.report()["sampling"]
+    assert sm["activity_pct"]["sleep"] > 95
+
+
+def test_a_thread_that_blocks_signals(build, run_pw):
+    """Its samples stay pending and it is simply not sampled; the program is unchanged."""
+    prog = build(None, "blocked_signals.c", ("-pthread",))
+    r = run_pw([prog], SAMPLE)
+    assert r.proc.returncode == 0 and r.proc.stdout == "done\n"
+    inc = by_name(r.report()["sampling"]["inclusive"])
+    assert inc["open_work"]["pct"] > 90 and "blocked_work" not in inc

@@ -1,0 +1,61 @@
+/* Sampling of threads the program creates: the main thread and NTHREADS (default 2)
+ * pthreads each burn CPU in their own function for SECONDS (default 1): main_work,
+ * worker_work. Also forks a child that burns 0.2 s and exits, and runs /bin/true, to
+ * show that fork and exec are left alone. Usage: threads_burn [SECONDS] [NTHREADS] */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static double seconds = 1.0;
+volatile double sink;
+
+__attribute__((noinline)) static void spin(double s)
+{
+    double t0 = now();
+    while (now() - t0 < s)
+        for (int i = 0; i < 200; i++)
+            sink += i * 0.5;
+}
+
+__attribute__((noinline)) void worker_work(void) { spin(seconds); }
+__attribute__((noinline)) void main_work(void) { spin(seconds); }
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    worker_work();
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        seconds = atof(argv[1]);
+    int n = argc > 2 ? atoi(argv[2]) : 2;
+    pthread_t t[16];
+    for (int i = 0; i < n && i < 16; i++)
+        pthread_create(&t[i], NULL, worker, NULL);
+    main_work();
+    for (int i = 0; i < n && i < 16; i++)
+        pthread_join(t[i], NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        spin(0.2);
+        _exit(7);
+    }
+    int status = 0;
+    waitpid(p, &status, 0);
+    int rc = system("/bin/true");
+    printf("child exit %d, system %d\n", WEXITSTATUS(status), rc);
+    return 3;
+}
