@@ -4,24 +4,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
-#include <time.h>
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-volatile double sink;
-
-__attribute__((noinline)) static void spin(double s)
-{
-    double t0 = now();
-    while (now() - t0 < s)
-        for (int i = 0; i < 200; i++)
-            sink += i * 0.5;
-}
+#include "spin.h"
 
 __attribute__((noinline)) void blocked_work(void) { spin(0.6); }
 __attribute__((noinline)) void open_work(void) { spin(0.6); }

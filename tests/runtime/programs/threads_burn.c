@@ -6,26 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "spin.h"
 
 static double seconds = 1.0;
-volatile double sink;
-
-__attribute__((noinline)) static void spin(double s)
-{
-    double t0 = now();
-    while (now() - t0 < s)
-        for (int i = 0; i < 200; i++)
-            sink += i * 0.5;
-}
 
 __attribute__((noinline)) void worker_work(void) { spin(seconds); }
 __attribute__((noinline)) void main_work(void) { spin(seconds); }
