@@ -192,6 +192,7 @@ void pw_counters_init(void);            /* core constructor: open PAPI, check ev
 void pw_counters_begin(void);           /* start counting in this thread (MPI_Init) */
 void pw_counters_enter(void);           /* a measured call begins in this thread */
 void pw_counters_leave(pw_sitetab *t, pw_site *s); /* ... ends: charge its site */
+int pw_counters_sample(int64_t *out, int max);     /* signal handler: read, or 0 */
 static inline int64_t *pw_site_ctr(const pw_sitetab *t, pw_site *s)
 {
     return (int64_t *)((char *)s + t->ctr_offset);

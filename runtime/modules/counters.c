@@ -51,6 +51,7 @@ static struct {
 
 static PW_TLS struct {
     int state;   /* 0: not started, 1: counting, -1: failed */
+    volatile int busy; /* in a PAPI call: the sampler's handler must not read then */
     int entered; /* entry[] holds the current call's entry reading */
     int es;
     int64_t last_ns; /* time of the last read */
@@ -181,7 +182,9 @@ void pw_counters_enter(void)
     int64_t now = pw_now();
     if (now - th.last_ns < pw_opt.counters_interval_us * 1000)
         return; /* too soon after the last read: this call's counts go to the next */
+    th.busy = 1;
     th.entered = papi.read(th.es, th.entry) == PAPI_OK_;
+    th.busy = 0;
 }
 
 void pw_counters_leave(pw_sitetab *t, pw_site *s)
@@ -190,7 +193,10 @@ void pw_counters_leave(pw_sitetab *t, pw_site *s)
         return;
     th.entered = 0;
     long long now[PW_MAX_CTR];
-    if (papi.read(th.es, now) != PAPI_OK_)
+    th.busy = 1;
+    int rc = papi.read(th.es, now);
+    th.busy = 0;
+    if (rc != PAPI_OK_)
         return;
     th.last_ns = pw_now();
     int64_t *c = pw_site_ctr(t, s);
@@ -199,4 +205,19 @@ void pw_counters_leave(pw_sitetab *t, pw_site *s)
         c[pw_nctr + e] += th.entry[e] - th.last[e];
         th.last[e] = now[e];
     }
+}
+
+/* From the sampler's signal handler: the thread's counters now (cumulative since its
+ * event set started), or 0 when they cannot be read safely (no event set in this thread,
+ * or the thread was itself inside a PAPI call). */
+int pw_counters_sample(int64_t *out, int max)
+{
+    if (th.state != 1 || th.busy)
+        return 0;
+    long long v[PW_MAX_CTR];
+    if (papi.read(th.es, v) != PAPI_OK_)
+        return 0;
+    for (int e = 0; e < pw_nctr && e < max; e++)
+        out[e] = v[e];
+    return 1;
 }

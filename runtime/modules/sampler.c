@@ -34,6 +34,7 @@
 #include "pw.h"
 
 #define PW_SAMPLE_FRAMES 32
+#define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */
 #define PW_SAMPLE_THREADS 256
 
 PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP */
@@ -45,7 +46,8 @@ static pid_t start_pid;
 typedef struct sample {
     int64_t t;
     int16_t state, depth;
-    int32_t pad;
+    int32_t have_ctr; /* counters[] read */
+    int64_t counters[PW_SAMPLE_COUNTERS];
     uintptr_t frames[PW_SAMPLE_FRAMES]; /* [0]: the interrupted pc + 1 (a "return" address) */
 } sample;
 
@@ -102,6 +104,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     sample *s = &t->buf[t->n];
     s->t = pw_now();
     s->state = (int16_t)pw_sample_state;
+    s->have_ctr = pw_nctr ? pw_counters_sample(s->counters, PW_SAMPLE_COUNTERS) : 0;
     int d = 0;
 #if defined(__x86_64__)
     ucontext_t *uc = ucv;
@@ -174,6 +177,7 @@ void pw_sampler_thread(void)
     t->interval_ns = (pw_opt.sample_interval_ms > 0 ? pw_opt.sample_interval_ms : 10) * 1000000LL;
     t->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)t->tid << 17) ^ (uint64_t)pw_now();
     self = t;
+    pw_counters_begin(); /* --counters: this thread's event set, read at each sample */
     __atomic_store_n(&t->ok, 1, __ATOMIC_RELEASE);
     set_interval(t);
 }
@@ -216,12 +220,15 @@ static void write_samples(void)
                 int16_t state, depth;
                 int32_t module[PW_SAMPLE_FRAMES];
                 int64_t offset[PW_SAMPLE_FRAMES];
+                int64_t counters[PW_SAMPLE_COUNTERS]; /* -1: not read at this sample */
             } r;
             memset(&r, 0, sizeof r);
             r.t = s->t;
             r.thread = i;
             r.state = s->state;
             r.depth = s->depth;
+            for (int c = 0; c < PW_SAMPLE_COUNTERS; c++)
+                r.counters[c] = s->have_ctr && c < pw_nctr ? s->counters[c] : -1;
             for (int f = 0; f < s->depth; f++) {
                 uint64_t off = 0;
                 r.module[f] = pw_object_of(s->frames[f], &off);
@@ -234,7 +241,7 @@ static void write_samples(void)
     }
     close(fd);
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\": \"perfweave-samples\", \"version\": 1, \"rank\": ");
+    pw_buf_puts(&b, "{\"format\": \"perfweave-samples\", \"version\": 2, \"rank\": ");
     pw_buf_int(&b, rank);
     pw_buf_puts(&b, ", \"pid\": ");
     pw_buf_int(&b, getpid());
@@ -242,6 +249,12 @@ static void write_samples(void)
     pw_buf_jstr(&b, pw_hostname);
     pw_buf_puts(&b, ", \"frames\": ");
     pw_buf_int(&b, PW_SAMPLE_FRAMES);
+    pw_buf_puts(&b, ", \"counters\": [");
+    for (int c = 0; c < pw_nctr && c < PW_SAMPLE_COUNTERS; c++) {
+        pw_buf_puts(&b, c ? ", " : "");
+        pw_buf_jstr(&b, pw_ctr_names[c]);
+    }
+    pw_buf_puts(&b, "]");
     pw_buf_puts(&b, ", \"samples\": ");
     pw_buf_int(&b, total);
     pw_buf_puts(&b, ", \"t_start\": ");

@@ -115,3 +115,20 @@ def test_a_thread_that_blocks_signals(build, run_pw):
     assert r.proc.returncode == 0 and r.proc.stdout == "done\n"
     inc = by_name(r.report()["sampling"]["inclusive"])
     assert inc["open_work"]["pct"] > 90 and "blocked_work" not in inc
+
+
+def test_counters_read_at_each_sample_go_to_the_sampled_function(build, run_pw):
+    prog = build(None, "touch_pages.c")
+    r = run_pw([prog], SAMPLE + ["--counters", "perf::PAGE-FAULTS,perf::TASK-CLOCK"])
+    sm = r.report()["sampling"]
+    assert sm["counters"] == ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
+    faults = sm["counters_total"]["perf::PAGE-FAULTS"]
+    assert faults > 50000                          # ~100k+ pages touched in 1 s
+    inc = by_name(sm["inclusive"])
+    # the faults happen in touch_pages; samples landing in libc's mmap/munmap (no frame
+    # pointer) lose touch_pages' frame, hence 75 % and not 100 %
+    assert inc["touch_pages"]["counters"]["perf::PAGE-FAULTS"] > 0.75 * faults
+    assert inc["compute"]["counters"]["perf::PAGE-FAULTS"] < 0.02 * faults
+    # CPU time: 1 s each, within 15 points of half
+    cpu = sm["counters_total"]["perf::TASK-CLOCK"]
+    assert abs(inc["compute"]["counters"]["perf::TASK-CLOCK"] / cpu - 0.5) < 0.15

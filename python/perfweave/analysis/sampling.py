@@ -58,7 +58,7 @@ def analyze(exp, top=20, symbolizer=None):
         for s in incl:
             for k in s:
                 wanted.setdefault(k[0], set()).add(k[1])
-        per_proc.append((p, keys, incl, rec["state"].astype(np.int64)))
+        per_proc.append((p, keys, incl, rec["state"].astype(np.int64), _deltas(p)))
     loc = {}
     for m, offs in wanted.items():
         offs = sorted(offs)
@@ -77,23 +77,35 @@ def analyze(exp, top=20, symbolizer=None):
             return f"{L.function or '?'} ({os.path.basename(L.file)}:{L.line})"
         return fn_of(k)
 
-    # per rank: samples by (function) exclusive/inclusive and by (line) exclusive
+    # per rank: samples by (function) exclusive/inclusive and by (line) exclusive; the
+    # counters' increase since the thread's previous sample goes where the sample is
     nst = max(len(states), 1)
+    events = list(procs[0].meta.get("counters") or [])
+    nev = len(events)
     tables = {"function": {}, "line": {}, "inclusive": {}}
+    counts = {name: {} for name in tables}
     totals = np.zeros((len(per_proc), nst))
-    for j, (p, keys, incl, st) in enumerate(per_proc):
+    ctr_total = np.zeros(max(nev, 1))
+    for j, (p, keys, incl, st, delta) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         np.add.at(totals[j], st, 1)
-        for k, s, inc in zip(keys, st.tolist(), incl):
+        if nev:
+            ctr_total += delta.sum(axis=0)
+        for i, (k, s, inc) in enumerate(zip(keys, st.tolist(), incl)):
             for name, key in (("function", fn_of(k)), ("line", line_of(k))):
                 row = tables[name].setdefault(key, np.zeros((len(per_proc), nst)))
                 row[j, s] += 1
+                if nev:
+                    counts[name][key] = counts[name].get(key, 0) + delta[i]
             for f in {fn_of(x) for x in inc}:
                 row = tables["inclusive"].setdefault(f, np.zeros((len(per_proc), nst)))
                 row[j, s] += 1
+                if nev:
+                    counts["inclusive"][f] = counts["inclusive"].get(f, 0) + delta[i]
     per_rank_total = totals.sum(axis=1)
 
-    def rows(table):
+    def rows(name):
+        table = tables[name]
         out = []
         for key, arr in table.items():
             share = 100 * arr.sum(axis=1) / np.maximum(per_rank_total, 1)   # % per rank
@@ -105,6 +117,9 @@ def analyze(exp, top=20, symbolizer=None):
                         "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
                         "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
                         "worst_rank": ranks[int(share.argmax())]})
+            if nev:
+                c = counts[name].get(key, np.zeros(nev))
+                out[-1]["counters"] = {ev: int(c[e]) for e, ev in enumerate(events)}
         out.sort(key=lambda r: -r["pct"])
         return out[:top]
 
@@ -113,8 +128,31 @@ def analyze(exp, top=20, symbolizer=None):
             "ranks": ranks, "states": states,
             "activity_pct": {states[s]: float(100 * totals[:, s].sum() / per_rank_total.sum())
                              for s in range(nst)},
-            "functions": rows(tables["function"]), "lines": rows(tables["line"]),
-            "inclusive": rows(tables["inclusive"]),
+            "functions": rows("function"), "lines": rows("line"),
+            "inclusive": rows("inclusive"),
+            "counters": events,
+            "counters_total": {ev: int(ctr_total[e]) for e, ev in enumerate(events)},
             "last_interval_ms": max((t["interval_ns"] for t in threads), default=0) / 1e6,
             "thinned": max((t["thinned"] for t in threads), default=0),
             "kept_per_thread_max": max((t["kept"] for t in threads), default=0)}
+
+
+def _deltas(p):
+    """(samples, events): each sample's counter increase since the previous sample of its
+    thread (since counting began for a thread's first), 0 where a reading is missing."""
+    events = p.meta.get("counters") or []
+    rec = p.records
+    if not events or "counters" not in (rec.dtype.names or ()):
+        return np.zeros((len(rec), 0))
+    c = rec["counters"][:, :len(events)].astype(np.int64)
+    order = np.lexsort((rec["t"], rec["thread"]))
+    out = np.zeros(c.shape, np.int64)
+    prev = {}
+    for i in order.tolist():
+        th = int(rec["thread"][i])
+        if (c[i] >= 0).all():
+            last = prev.get(th, np.zeros(len(events), np.int64))
+            out[i] = np.maximum(c[i] - last, 0)
+            prev[th] = c[i]
+    return out
+

@@ -193,13 +193,15 @@ def _sampling(data):
         rows = sm[key][:10]
         if not rows:
             continue
+        evs = sm.get("counters") or []
         out += _table([[f"{r['pct']:.1f}", r["name"],
                         ", ".join(f"{k.replace('_', ' ')} {v:.0f}" for k, v in
                                   r["by_state_pct"].items()),
                         f"{r['per_rank_pct']['min']:.1f}/{r['per_rank_pct']['mean']:.1f}/"
-                        f"{r['per_rank_pct']['max']:.1f}", f"{r['imbalance']:.2f}"]
+                        f"{r['per_rank_pct']['max']:.1f}", f"{r['imbalance']:.2f}"] +
+                       [r.get("counters", {}).get(ev, 0) for ev in evs]
                        for r in rows],
-                      ["%", title, "by activity (%)", "per rank min/mean/max %", "imbalance"],
-                      [">", "<", "<", ">", ">"])
+                      ["%", title, "by activity (%)", "per rank min/mean/max %", "imbalance"]
+                      + evs, [">", "<", "<", ">", ">"] + [">"] * len(evs))
     return out
 
