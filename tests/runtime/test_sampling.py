@@ -25,7 +25,19 @@ def test_seventy_thirty(build, run_pw):
     assert inc["main"]["pct"] > 98
     assert by_name(sm["functions"])["spin"]["pct"] > 90          # self time
     assert sm["activity_pct"]["compute"] > 99
+    # the call tree: main -> heavy -> spin and main -> light -> spin, time at the leaves
+    tree = sm["call_tree"]
+    path = {}
+    for n in tree:
+        path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
+    node = {path[n["id"]]: n for n in tree}
+    assert node[("main",)]["inclusive_pct"] > 98 and node[("main",)]["exclusive_pct"] < 2
+    for fn, share in (("heavy", 70), ("light", 30)):
+        assert abs(node[("main", fn)]["inclusive_pct"] - share) <= 5
+        assert node[("main", fn, "spin")]["exclusive_pct"] > share - 6
+    assert [n["depth"] for n in tree[:3]] == [0, 1, 2]             # depth first
     text = r.text_report()
+    assert "call tree" in text
     assert "Where the time goes" in text and "burn7030.c:" in text
 
 
@@ -43,6 +55,8 @@ def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
     assert 0.15 < work["imbalance"] < 0.5
     line = site_lines("imbalance.c")["work"]
     assert any(f"imbalance.c:{line}" in ln["name"] for ln in sm["lines"][:3])
+    [wnode] = [n for n in sm["call_tree"] if n["name"] == "work"]
+    assert wnode["worst_rank"] == 1 and wnode["per_rank_pct"]["max"] > 65
     # the others wait in MPI_Barrier (a collective) while rank 1 works: 2 x 0.8 s of
     # ~3 x 1.6 s sampled, a third
     assert 20 < sm["activity_pct"]["mpi_coll"] < 45

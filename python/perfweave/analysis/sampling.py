@@ -49,16 +49,18 @@ def analyze(exp, top=20, symbolizer=None):
         chosen_m = midx[np.arange(len(rec)), first_own]
         chosen_o = rec["offset"][np.arange(len(rec)), first_own]
         keys = [(modpath[m], int(o)) for m, o in zip(chosen_m.tolist(), chosen_o.tolist())]
-        incl = []
+        incl, stacks = [], []
         for i in range(len(rec)):
-            incl.append({(modpath[midx[i, k]], int(rec["offset"][i, k]))
-                         for k in range(int(d[i])) if own[i, k]})
+            frames = [(modpath[midx[i, k]], int(rec["offset"][i, k]))
+                      for k in range(int(d[i])) if own[i, k]]
+            incl.append(set(frames))
+            stacks.append(frames[::-1])            # outermost first
         for k in keys:
             wanted.setdefault(k[0], set()).add(k[1])
         for s in incl:
             for k in s:
                 wanted.setdefault(k[0], set()).add(k[1])
-        per_proc.append((p, keys, incl, rec["state"].astype(np.int64), _deltas(p)))
+        per_proc.append((p, keys, incl, rec["state"].astype(np.int64), _deltas(p), stacks))
     loc = {}
     for m, offs in wanted.items():
         offs = sorted(offs)
@@ -86,11 +88,18 @@ def analyze(exp, top=20, symbolizer=None):
     counts = {name: {} for name in tables}
     totals = np.zeros((len(per_proc), nst))
     ctr_total = np.zeros(max(nev, 1))
-    for j, (p, keys, incl, st, delta) in enumerate(per_proc):
+    tree = {}                                      # function path -> [incl, excl] (proc, state)
+    for j, (p, keys, incl, st, delta, stacks) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         np.add.at(totals[j], st, 1)
         if nev:
             ctr_total += delta.sum(axis=0)
+        for stack, s in zip(stacks, np.clip(st, 0, nst - 1).tolist()):
+            path = tuple(fn_of(k) for k in stack) or ("?",)
+            for n in range(1, len(path) + 1):
+                node = tree.setdefault(path[:n], np.zeros((2, len(per_proc), nst)))
+                node[0, j, s] += 1
+            tree[path][1, j, s] += 1
         for i, (k, s, inc) in enumerate(zip(keys, st.tolist(), incl)):
             for name, key in (("function", fn_of(k)), ("line", line_of(k))):
                 row = tables[name].setdefault(key, np.zeros((len(per_proc), nst)))
@@ -128,6 +137,7 @@ def analyze(exp, top=20, symbolizer=None):
             "ranks": ranks, "states": states,
             "activity_pct": {states[s]: float(100 * totals[:, s].sum() / per_rank_total.sum())
                              for s in range(nst)},
+            "call_tree": _tree(tree, per_rank_total, states, ranks),
             "functions": rows("function"), "lines": rows("line"),
             "inclusive": rows("inclusive"),
             "counters": events,
@@ -154,5 +164,43 @@ def _deltas(p):
             last = prev.get(th, np.zeros(len(events), np.int64))
             out[i] = np.maximum(c[i] - last, 0)
             prev[th] = c[i]
+    return out
+
+
+TREE_MIN_PCT = 0.5      # nodes below this inclusive share are left out
+TREE_MAX_NODES = 300
+
+
+def _tree(tree, per_rank_total, states, ranks):
+    """The call tree of the samples (function paths from the outermost own frame), depth
+    first, children by inclusive share: each node's inclusive and exclusive share of all
+    samples, by activity, and its inclusive share per rank (min/mean/max, imbalance)."""
+    total = per_rank_total.sum()
+    keep = {p: v for p, v in tree.items() if 100 * v[0].sum() / total >= TREE_MIN_PCT}
+    children = {}
+    for p in keep:
+        children.setdefault(p[:-1], []).append(p)
+    out = []
+
+    def visit(p, parent, depth):
+        if len(out) >= TREE_MAX_NODES:
+            return
+        v = keep[p]
+        share = 100 * v[0].sum(axis=1) / np.maximum(per_rank_total, 1)
+        mx, mean = float(share.max()), float(share.mean())
+        me = len(out)
+        out.append({"id": me, "parent": parent, "depth": depth, "name": p[-1],
+                    "inclusive_pct": float(100 * v[0].sum() / total),
+                    "exclusive_pct": float(100 * v[1].sum() / total),
+                    "by_state_pct": {states[s]: float(100 * v[0][:, s].sum() / total)
+                                     for s in range(v.shape[2]) if v[0][:, s].any()},
+                    "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
+                    "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
+                    "worst_rank": ranks[int(share.argmax())]})
+        for c in sorted(children.get(p, []), key=lambda c: -keep[c][0].sum()):
+            visit(c, me, depth + 1)
+
+    for root in sorted(children.get((), []), key=lambda c: -keep[c][0].sum()):
+        visit(root, None, 0)
     return out
 

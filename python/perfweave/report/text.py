@@ -188,6 +188,17 @@ def _sampling(data):
                     if v > 0)
     out = ["", f"Where the time goes ({sm['samples']} samples of {sm['processes']} processes; "
                f"{act})"]
+    tree = sm.get("call_tree") or []
+    if tree:
+        out.append("  call tree (inclusive % / self %" +
+                   (", [per rank min-max %]):" if len(sm["ranks"]) > 1 else "):"))
+        for n in tree[:30]:
+            out.append(f"  {n['inclusive_pct']:6.1f} {n['exclusive_pct']:6.1f}  "
+                       f"{'  ' * n['depth']}{n['name']}"
+                       + (f"   [{n['per_rank_pct']['min']:.0f}-{n['per_rank_pct']['max']:.0f}]"
+                          if len(sm["ranks"]) > 1 else ""))
+        if len(tree) > 30:
+            out.append(f"  ({len(tree) - 30} more nodes; see --json)")
     for title, key in (("functions (self)", "functions"), ("source lines (self)", "lines"),
                        ("functions (inclusive)", "inclusive")):
         rows = sm[key][:10]
