@@ -16,6 +16,9 @@ import numpy as np
 from perfweave.errors import FormatError
 from perfweave.readers.dtypes import SAMPLE_DTYPE, TIMELINE_VERSION
 
+# MPI families of the activity pages' series (PID.mpi_FAMILY_ns), in the runtime's order
+FAMILIES = ("p2p", "coll", "rma", "sync", "io", "other")
+
 
 @dataclass
 class NodeTimeline:
@@ -36,6 +39,11 @@ class NodeTimeline:
             if s["source"] == source and s["name"] == name:
                 return i
         raise KeyError(f"{self.host}: no series {source}:{name}")
+
+    def activity_columns(self):
+        """{family: indices of the processes' PID.mpi_FAMILY_ns series}."""
+        return {f: [i for i, s in enumerate(self.series) if s["source"] == "proc"
+                    and s["name"].endswith(f".mpi_{f}_ns")] for f in FAMILIES}
 
     def rates(self):
         """(ticks - 1, series): per second between consecutive ticks; counters as the

@@ -11,8 +11,8 @@ from importlib import resources
 
 import numpy as np
 
-from perfweave.readers.timeline import read_timelines
-from perfweave.report.timeline import FAMILIES
+from perfweave.errors import FormatError
+from perfweave.readers.timeline import FAMILIES, read_timelines
 
 MAX_POINTS = 2000      # per chart: ticks beyond are averaged in groups
 RATE_SERIES = 6        # node counters per rates chart
@@ -47,13 +47,13 @@ def _downsample(t, cols):
     return t2, cols2
 
 
-def timeline_charts(path, pids):
+def timeline_charts(path):
     """Per node: the activity chart (share of the ranks' wall time by MPI family, and
     outside MPI) and the rates chart (busiest node counters), as plain lists."""
     out = []
     try:
         nodes = read_timelines(path)
-    except Exception as e:            # a damaged timeline: the rest of the report stands
+    except FormatError as e:          # a damaged timeline: the rest of the report stands
         return [{"host": "?", "error": str(e)}]
     for tl in nodes:
         if len(tl.t) < 2:
@@ -63,11 +63,10 @@ def timeline_charts(path, pids):
         node = {"host": tl.host, "absent": tl.absent}
         # activity: mean over processes of each family's share of wall time
         fams, cols = [], []
-        procs = 0
+        fam_cols = tl.activity_columns()
+        procs = max(len(v) for v in fam_cols.values())
         for f in FAMILIES:
-            idx = [i for i, s in enumerate(tl.series) if s["source"] == "proc"
-                   and s["name"].endswith(f".mpi_{f}_ns")]
-            procs = max(procs, len(idx))
+            idx = fam_cols[f]
             if idx and np.nansum(rates[:, idx]) > 0:
                 with np.errstate(invalid="ignore"):
                     cols.append(100 * np.nanmean(rates[:, idx], axis=1) / 1e9)
@@ -163,11 +162,7 @@ def render(data, experiment):
         parts.append(_table([[p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
                              for p in ws["patterns"]],
                             ["pattern", "time", "%", "largest at"]))
-    pids = {}
-    for prof in (experiment.processes, experiment.profile):
-        if prof is not None and "pid" in prof.ranks.dtype.names:
-            pids.update({int(p): int(r) for p, r in zip(prof.ranks["pid"], prof.ranks["rank"])})
-    charts = timeline_charts(experiment.path, pids)
+    charts = timeline_charts(experiment.path)
     for k, node in enumerate(charts):
         parts.append(f"<h2>Node timeline: {_e(node['host'])}</h2>")
         if node.get("error"):

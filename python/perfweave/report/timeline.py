@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from perfweave.readers.timeline import read_timelines
+from perfweave.readers.timeline import FAMILIES, read_timelines
 
 SLICES = 8          # time slices of the "over time" table
 SHOWN = 24          # series per node in the table
@@ -64,9 +64,6 @@ def summarize(path, pids=None):
     return {"nodes": out}
 
 
-FAMILIES = ("p2p", "coll", "rma", "sync", "io", "other")
-
-
 def _slices(tl, rates, series):
     """The run in up to SLICES equal time slices: the ranks' activity (share of wall
     time in MPI by family, and outside MPI; mean over the node's measured processes,
@@ -78,8 +75,7 @@ def _slices(tl, rates, series):
     busy.sort(key=lambda i: -(series[i]["mean_rate"] or 0))
     busy = busy[:4]
     # activity columns: per family, the processes' MPI-time series
-    fam_cols = {f: [i for i, s in enumerate(series) if s["source"] == "proc"
-                    and s["name"].endswith(f".mpi_{f}_ns")] for f in FAMILIES}
+    fam_cols = tl.activity_columns()
     have = [f for f in FAMILIES if fam_cols[f] and any(series[i]["active"] for i in fam_cols[f])]
     nproc = max((len(v) for v in fam_cols.values()), default=0)
     if not busy and not nproc:
