@@ -4,9 +4,13 @@ Offsets are return addresses relative to the module's load base (as in the
 profile files); the call instruction is the byte before, so offset - 1 is looked
 up. addr2line (GNU binutils) reads DWARF for function, file:line and inlined
 frames, falls back to the symbol table for code without debug information, and
-demangles C++. Without it, or for a module that is gone, a location is shown as
-module+0xoffset.
+demangles C++. A stripped library without separate debug symbols (a system libc
+without its -dbg package) gives addr2line nothing: its exported functions are then
+named from the dynamic symbol table (nm -D), an offset counting only when it lies within
+a symbol's size (no guess for the internal functions between them). Without any of it,
+or for a module that is gone, a location is shown as module+0xoffset.
 """
+import bisect
 import os
 import shutil
 import subprocess
@@ -41,6 +45,8 @@ class Symbolizer:
     def __init__(self, addr2line=None):
         self.addr2line = addr2line or shutil.which("addr2line")
         self.cache = {}
+        self.nm = shutil.which("nm")
+        self._dynsyms = {}
 
     def resolve(self, module, offsets):
         """Locations for offsets in one module, in order."""
@@ -71,7 +77,7 @@ class Symbolizer:
             elif cur is not None:
                 cur.append(line)
         if len(blocks) != len(offsets):
-            return plain
+            return self._dynamic(module, plain)
         result = []
         for o, b in zip(offsets, blocks):
             frames = []
@@ -86,4 +92,44 @@ class Symbolizer:
                 continue
             fn, path, ln = frames[0]
             result.append(Location(module, o, fn, path, ln, tuple(frames[1:])))
-        return result
+        return self._dynamic(module, result)
+
+    def _dynamic(self, module, locations):
+        """Unnamed locations named from the module's dynamic symbols (nm -D -S)."""
+        if all(L.function for L in locations):
+            return locations
+        if module not in self._dynsyms:
+            self._dynsyms[module] = self._read_dynsyms(module)
+        starts, ends, names = self._dynsyms[module]
+        out = []
+        for L in locations:
+            i = bisect.bisect_right(starts, max(L.offset - 1, 0)) - 1
+            if not L.function and i >= 0 and L.offset - 1 < ends[i]:
+                L = Location(L.module, L.offset, names[i], L.file, L.line, L.inlined_into)
+            out.append(L)
+        return out
+
+    def _read_dynsyms(self, module):
+        syms = {}
+        if self.nm:
+            try:
+                out = subprocess.run([self.nm, "-D", "-S", "--defined-only", module],
+                                     capture_output=True, text=True, timeout=60,
+                                     check=False).stdout
+            except (OSError, subprocess.SubprocessError):
+                out = ""
+            for line in out.splitlines():
+                f = line.split()
+                if len(f) == 4 and f[2] in "TtWwi":
+                    try:
+                        start, size = int(f[0], 16), int(f[1], 16)
+                    except ValueError:
+                        continue
+                    name = f[3].split("@")[0]
+                    # of aliases (write, __write), the plain name
+                    old = syms.get(start)
+                    if size and (old is None or (name.startswith("_"), len(name)) <
+                                 (old[1].startswith("_"), len(old[1]))):
+                        syms[start] = (size, name)
+        starts = sorted(syms)
+        return starts, [s + syms[s][0] for s in starts], [syms[s][1] for s in starts]

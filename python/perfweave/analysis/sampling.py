@@ -6,7 +6,13 @@ across ranks with min/mean/max and imbalance (max - mean) / max.
 A sample's innermost frame is often in a library the program called (libc, libm, MPI);
 "exclusive" time is charged to the innermost frame whose module is the program or one
 of its own libraries (not a system or MPI library), so time in memcpy inside a solver
-loop counts for the solver, as in MAP's "self time of the source line"."""
+loop counts for the solver, as in MAP's "self time of the source line".
+
+Activities: the runtime records each sample's state (compute, mpi_FAMILY, sleep, and
+any it adds later); a compute sample is further told apart post-mortem (classify) from
+its innermost frames: the interrupted function, and the next frames while they are in
+a system library (libc, libpthread, libgomp, libstdc++), named by the symbolizer and
+matched against known I/O, memory-allocation and thread-synchronisation functions."""
 import os
 
 import numpy as np
@@ -23,6 +29,183 @@ def _is_system(path):
             or "libmpi" in base or "libpmpi" in base)
 
 
+# What a sample's thread was doing: the runtime's states (by name) and the activities
+# classify() tells apart within "compute". A state name not listed here (one the
+# runtime adds later) is appended when first seen, so indexes stay stable.
+ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "mpi_p2p", "mpi_coll", "mpi_rma",
+              "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+CLASSIFY_FRAMES = 3       # frame 0 and up to two callers, while in a system library
+
+# Known functions, by normalised name (_normalise: glibc's __GI_/__libc_ prefixes,
+# 64/_nocancel suffixes, symbol versions and C++ arguments dropped).
+_IO = {
+    "read", "write", "pread", "pwrite", "readv", "writev", "preadv", "pwritev", "preadv2",
+    "pwritev2", "open", "openat", "creat", "close", "fsync", "fdatasync", "sync",
+    "syncfs", "sync_file_range", "lseek", "llseek", "ftruncate", "truncate", "fallocate",
+    "posix_fallocate", "posix_fadvise", "sendfile", "copy_file_range", "splice",
+    "stat", "fstat", "lstat", "fstatat", "newfstatat", "statx", "fxstat", "xstat",
+    "lxstat", "fxstatat", "access", "faccessat", "unlink", "unlinkat", "rename",
+    "renameat", "mkdir", "rmdir", "getdents", "readdir", "opendir", "closedir",
+    "fopen", "fdopen", "fclose", "fread", "fwrite", "fflush", "fputs", "fgets", "fseek",
+    "fseeko", "ftell", "fsetpos", "fgetpos", "getline", "getdelim", "fscanf",
+    "fread_unlocked", "fwrite_unlocked", "fflush_unlocked", "fileno",
+    "IO_fopen", "IO_new_fopen", "IO_fclose", "IO_new_fclose", "IO_fread", "IO_fwrite",
+    "IO_fflush", "IO_fputs", "IO_getline", "IO_getdelim", "IO_file_write",
+    "IO_new_file_write", "IO_file_xsputn", "IO_new_file_xsputn", "IO_file_xsgetn",
+    "IO_file_read", "IO_file_underflow", "IO_new_file_underflow", "IO_file_overflow",
+    "IO_new_file_overflow", "IO_file_sync", "IO_new_file_sync", "IO_file_close",
+    "IO_file_close_it", "IO_new_file_close_it", "IO_file_open", "IO_file_fopen",
+    "IO_new_file_fopen", "IO_file_seek", "IO_file_seekoff", "IO_new_file_seekoff",
+    "IO_do_write", "IO_new_do_write", "new_do_write", "IO_switch_to_get_mode",
+    "underflow", "uflow", "IO_doallocbuf", "IO_file_doallocate",
+}
+_ALLOC = {
+    "malloc", "free", "calloc", "realloc", "reallocarray", "cfree", "posix_memalign",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
+    "int_malloc", "int_free", "int_realloc", "int_memalign", "mid_memalign",
+    "malloc_consolidate", "sysmalloc", "sysmalloc_mmap", "sysmalloc_mmap_fallback",
+    "systrim", "mtrim", "heap_trim", "shrink_heap", "grow_heap", "new_heap",
+    "alloc_new_heap", "arena_get2", "arena_get_retry", "get_free_list", "reused_arena",
+    "int_new_arena", "tcache_init", "tcache_get", "tcache_put", "tcache_get_n",
+    "tcache_put_n", "unlink_chunk", "munmap_chunk", "mremap_chunk", "madvise_thp",
+    "int_free_merge_chunk", "int_free_create_chunk", "int_free_maybe_consolidate",
+    "malloc_hook_ini", "ptmalloc_init",
+    # the kernel's side of it: malloc maps, unmaps and moves the break
+    "mmap", "munmap", "mremap", "brk", "sbrk", "madvise",
+    # C++ and Fortran
+    "operator new", "operator new[]", "operator delete", "operator delete[]",
+    "gfortran_os_error_at", "gfortran_internal_malloc", "gfortran_internal_free",
+    "je_malloc", "je_free", "je_calloc", "je_realloc", "tc_malloc", "tc_free",
+    "tc_calloc", "tc_realloc", "tc_new", "tc_delete",
+}
+_SYNC = {
+    "pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_clocklock",
+    "pthread_mutex_lock_full", "pthread_mutex_cond_lock", "pthread_mutex_unlock",
+    "pthread_mutex_trylock", "pthread_mutex_clocklock_common", "pthread_mutex_unlock_usercnt",
+    "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
+    "pthread_cond_wait_common", "pthread_cond_signal", "pthread_cond_broadcast",
+    "condvar_dec_grefs", "condvar_quiesce_and_switch_g1", "condvar_confirm_wakeup",
+    "pthread_barrier_wait", "pthread_join", "pthread_clockjoin", "pthread_clockjoin_ex",
+    "pthread_timedjoin", "pthread_timedjoin_np", "pthread_tryjoin_np",
+    "pthread_spin_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
+    "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock", "pthread_rwlock_clockrdlock",
+    "pthread_rwlock_clockwrlock", "pthread_rwlock_rdlock_full", "pthread_rwlock_wrlock_full",
+    "pthread_rwlock_unlock", "pthread_once", "pthread_once_slow",
+    "sem_wait", "sem_timedwait", "sem_clockwait", "new_sem_wait", "new_sem_wait_slow",
+    "do_futex_wait", "sem_wait_common",
+    "lll_lock_wait", "lll_lock_wait_private", "lll_lock_wake", "lll_lock_wake_private",
+    "futex_wait", "futex_wake", "futex_abstimed_wait", "futex_abstimed_wait_common",
+    "futex_abstimed_wait_cancelable", "futex_lock_pi", "futex_unlock_pi",
+    "futex_reltimed_wait", "futex_wait_cancelable", "futex_wait_simple",
+    # OpenMP (libgomp): barriers, critical sections, locks, the waits behind them
+    "gomp_barrier_wait", "gomp_barrier_wait_end", "gomp_barrier_wait_last",
+    "gomp_team_barrier_wait", "gomp_team_barrier_wait_end", "gomp_team_barrier_wait_final",
+    "gomp_team_barrier_wait_cancel", "gomp_team_barrier_wait_cancel_end",
+    "gomp_mutex_lock_slow", "gomp_sem_wait_slow", "gomp_ptrlock_get_slow",
+    "gomp_wait", "gomp_futex_wait", "GOMP_barrier", "GOMP_barrier_cancel",
+    "GOMP_critical_start", "GOMP_critical_name_start", "GOMP_atomic_start",
+    "GOMP_taskwait", "omp_set_lock", "omp_set_nest_lock",
+    # C++ (libstdc++)
+    "std::mutex::lock", "std::condition_variable::wait", "std::thread::join",
+    "std::condition_variable::wait_until", "std::condition_variable::wait_for",
+    "std::shared_mutex::lock", "std::shared_mutex::lock_shared", "std::__condvar::wait",
+}
+# static helpers whose names mean something only in libgomp
+_GOMP_SYNC = {"do_wait", "do_spin", "futex_wait", "gomp_futex_wait"}
+_KNOWN = {"io": _IO, "alloc": _ALLOC, "thread_sync": _SYNC}
+
+
+def _normalise(name):
+    """glibc's names for one function (__GI___libc_write, __libc_write, __write,
+    write@@GLIBC_2.2.5, __pread64_nocancel, __futex_abstimed_wait_common64) -> one
+    name (write, pread, futex_abstimed_wait_common); C++ arguments dropped."""
+    name = name.split("(")[0].split("@")[0].strip()
+    prev = None
+    while prev != name:
+        prev = name
+        name = name.lstrip("_")
+        for prefix in ("GI_", "libc_"):
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+    for suffix in ("_nocancel", "_time64", "64", "_np"):
+        if name.endswith(suffix) and len(name) > len(suffix) + 1 and name not in _SYNC:
+            name = name[:-len(suffix)]
+    return name
+
+
+def activity_of(function, module=""):
+    """The activity ("io", "alloc", "thread_sync") a function's name stands for, or None."""
+    n = _normalise(function)
+    for act, names in _KNOWN.items():
+        if n in names or function in names:
+            return act
+    if os.path.basename(module).startswith("libgomp") and n in _GOMP_SYNC:
+        return "thread_sync"
+    return None
+
+
+def _index(name):
+    if name not in ACTIVITIES:
+        ACTIVITIES.append(name)
+    return ACTIVITIES.index(name)
+
+
+def _classify(procs, sym):
+    """Per process: (activity index per sample, the library function that decided it
+    per sample: "" where none did)."""
+    out = []
+    for p in procs:
+        rec = p.records
+        states = p.meta.get("states") or ["compute"]
+        to_act = np.array([_index(s) for s in states] + [_index("compute")], np.int64)
+        st = rec["state"].astype(np.int64)
+        act = to_act[np.where((st >= 0) & (st < len(states)), st, len(states))]
+        why = [""] * len(rec)
+        cand = np.flatnonzero(act == ACTIVITIES.index("compute"))
+        depth = rec["depth"].astype(np.int64)
+        # the frames to look at, resolved once per module
+        wanted = {}
+        for i in cand.tolist():
+            for k in range(min(int(depth[i]), CLASSIFY_FRAMES)):
+                m = int(rec["module"][i, k])
+                if m >= 0:
+                    wanted.setdefault(m, set()).add(int(rec["offset"][i, k]))
+        names = {}
+        for m, offs in wanted.items():
+            path = p.modules[m] if m < len(p.modules) else ""
+            offs = sorted(offs)
+            if path and not path.startswith("["):
+                for o, L in zip(offs, sym.resolve(path, offs)):
+                    # the real function first, then the ones inlined into it, inwards
+                    chain = [f for f, _, _ in reversed(L.inlined_into)] + [L.function]
+                    names[(m, o)] = [f for f in chain if f]
+        for i in cand.tolist():
+            for k in range(min(int(depth[i]), CLASSIFY_FRAMES)):
+                m = int(rec["module"][i, k])
+                path = p.modules[m] if 0 <= m < len(p.modules) else ""
+                found = None
+                for f in names.get((m, int(rec["offset"][i, k])), ()):
+                    a = activity_of(f, path)
+                    if a:
+                        found = (a, _normalise(f))
+                        break
+                if found:
+                    act[i] = _index(found[0])
+                    why[i] = found[1]
+                    break
+                # callers are looked at only through system libraries
+                if not path or not _is_system(path) or "libmpi" in path:
+                    break
+        out.append((act, why))
+    return out
+
+
+def classify(procs, symbolizer=None):
+    """Per process (readers.samples.ProcessSamples), an int array: each sample's activity,
+    an index into ACTIVITIES."""
+    return [a for a, _ in _classify(procs, symbolizer or Symbolizer())]
+
+
 def analyze(exp, top=20, symbolizer=None):
     """JSON-ready summary, or None without samples."""
     procs = read_samples(exp)
@@ -30,12 +213,13 @@ def analyze(exp, top=20, symbolizer=None):
     if not procs:
         return None
     sym = symbolizer or Symbolizer()
-    states = procs[0].meta.get("states") or ["compute"]
+    classified = _classify(procs, sym)
+    states = list(ACTIVITIES)                     # the names of the activity indexes
     # every (module path, offset) of interest: the chosen frame of each sample and all
     # frames for inclusive time, resolved once per module
     per_proc = []
     wanted = {}
-    for p in procs:
+    for p, (act, why) in zip(procs, classified):
         rec = p.records
         d = rec["depth"].astype(np.int64)
         mods = rec["module"]
@@ -60,7 +244,7 @@ def analyze(exp, top=20, symbolizer=None):
         for s in incl:
             for k in s:
                 wanted.setdefault(k[0], set()).add(k[1])
-        per_proc.append((p, keys, incl, rec["state"].astype(np.int64), _deltas(p), stacks))
+        per_proc.append((p, keys, incl, act, _deltas(p), stacks, why))
     loc = {}
     for m, offs in wanted.items():
         offs = sorted(offs)
@@ -68,6 +252,7 @@ def analyze(exp, top=20, symbolizer=None):
             for o, L in zip(offs, sym.resolve(m, offs)):
                 loc[(m, o)] = L
     ranks = [p.rank for p, *_ in per_proc]
+    line_loc = {}                                  # line name -> (function, file, line)
 
     def fn_of(k):
         L = loc.get(k)
@@ -76,7 +261,9 @@ def analyze(exp, top=20, symbolizer=None):
     def line_of(k):
         L = loc.get(k)
         if L and L.file and L.line:
-            return f"{L.function or '?'} ({os.path.basename(L.file)}:{L.line})"
+            name = f"{L.function or '?'} ({os.path.basename(L.file)}:{L.line})"
+            line_loc[name] = (fn_of(k), L.file, L.line)
+            return name
         return fn_of(k)
 
     # per rank: samples by (function) exclusive/inclusive and by (line) exclusive; the
@@ -89,9 +276,13 @@ def analyze(exp, top=20, symbolizer=None):
     totals = np.zeros((len(per_proc), nst))
     ctr_total = np.zeros(max(nev, 1))
     tree = {}                                      # function path -> [incl, excl] (proc, state)
-    for j, (p, keys, incl, st, delta, stacks) in enumerate(per_proc):
+    callee = {}                    # (activity, library function) -> samples
+    for j, (p, keys, incl, st, delta, stacks, why) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         np.add.at(totals[j], st, 1)
+        for a, w in zip(st.tolist(), why):
+            if w:
+                callee[(states[a], w)] = callee.get((states[a], w), 0) + 1
         if nev:
             ctr_total += delta.sum(axis=0)
         for stack, s in zip(stacks, np.clip(st, 0, nst - 1).tolist()):
@@ -126,6 +317,8 @@ def analyze(exp, top=20, symbolizer=None):
                         "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
                         "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
                         "worst_rank": ranks[int(share.argmax())]})
+            if name == "line" and key in line_loc:
+                out[-1]["function"], out[-1]["file"], out[-1]["line"] = line_loc[key]
             if nev:
                 c = counts[name].get(key, np.zeros(nev))
                 out[-1]["counters"] = {ev: int(c[e]) for e, ev in enumerate(events)}
@@ -133,10 +326,21 @@ def analyze(exp, top=20, symbolizer=None):
         return out[:top]
 
     threads = [t for p in procs for t in p.meta.get("threads", [])]
-    return {"processes": len(procs), "samples": int(per_rank_total.sum()),
-            "ranks": ranks, "states": states,
-            "activity_pct": {states[s]: float(100 * totals[:, s].sum() / per_rank_total.sum())
+    all_samples = per_rank_total.sum()
+    return {"processes": len(procs), "samples": int(all_samples),
+            "ranks": ranks, "states": procs[0].meta.get("states") or ["compute"],
+            "activities": states,
+            "activity_pct": {states[s]: float(100 * totals[:, s].sum() / all_samples)
                              for s in range(nst)},
+            "activity_per_rank_pct": {states[s]: [float(x) for x in 100 * totals[:, s] /
+                                                  np.maximum(per_rank_total, 1)]
+                                      for s in range(nst) if totals[:, s].any()},
+            # the library functions that made samples I/O, allocation, synchronisation
+            "activity_functions": {
+                a: sorted(({"name": w, "pct": float(100 * n / all_samples)}
+                           for (a2, w), n in callee.items() if a2 == a),
+                          key=lambda r: -r["pct"])[:10]
+                for a in sorted({a for a, _ in callee})},
             "call_tree": _tree(tree, per_rank_total, states, ranks),
             "functions": rows("function"), "lines": rows("line"),
             "inclusive": rows("inclusive"),

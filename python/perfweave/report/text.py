@@ -178,13 +178,19 @@ def _wrap(text, width=88):
                          break_on_hyphens=False)
 
 
+def _activity(name):
+    """An activity's name as the report shows it (analysis/sampling.py ACTIVITIES)."""
+    return {"io": "I/O", "alloc": "allocation", "thread_sync": "thread sync"}.get(
+        name, name.replace("_", " "))
+
+
 def _sampling(data):
     sm = data.get("sampling")
     if not sm:
         return []
     if sm.get("error"):
         return ["", f"Sampled time: not shown ({sm['error']})"]
-    act = ", ".join(f"{k.replace('_', ' ')} {v:.1f} %" for k, v in sm["activity_pct"].items()
+    act = ", ".join(f"{_activity(k)} {v:.1f} %" for k, v in sm["activity_pct"].items()
                     if v > 0)
     out = ["", f"Where the time goes ({sm['samples']} samples of {sm['processes']} processes; "
                f"{act})"]
@@ -206,7 +212,7 @@ def _sampling(data):
             continue
         evs = sm.get("counters") or []
         out += _table([[f"{r['pct']:.1f}", r["name"],
-                        ", ".join(f"{k.replace('_', ' ')} {v:.0f}" for k, v in
+                        ", ".join(f"{_activity(k)} {v:.0f}" for k, v in
                                   r["by_state_pct"].items()),
                         f"{r['per_rank_pct']['min']:.1f}/{r['per_rank_pct']['mean']:.1f}/"
                         f"{r['per_rank_pct']['max']:.1f}", f"{r['imbalance']:.2f}"] +

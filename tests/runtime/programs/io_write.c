@@ -1,0 +1,45 @@
+/* Sampling activities, ground truth for I/O: for SECONDS (default 2), phases of 20 ms
+ * alternate between writing 64 KiB blocks to a temporary file with write() + fsync()
+ * (write_phase, lseek back to the start so that the file stays small) and computing
+ * (spin): about half of the time in I/O calls. Usage: io_write [SECONDS] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spin.h"
+
+static char block[64 << 10];
+
+__attribute__((noinline)) static void write_phase(int fd, double seconds)
+{
+    double t0 = now();
+    while (now() - t0 < seconds) {
+        if (lseek(fd, 0, SEEK_SET) < 0 || write(fd, block, sizeof block) < 0 || fsync(fd) < 0) {
+            perror("io_write");
+            exit(1);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    double seconds = argc > 1 ? atof(argv[1]) : 2.0;
+    const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pw_io_write.XXXXXX", dir);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("io_write: mkstemp");
+        return 1;
+    }
+    unlink(path);
+    memset(block, 'x', sizeof block);
+    double t0 = now();
+    while (now() - t0 < seconds) {
+        write_phase(fd, 0.02);
+        spin(0.02);
+    }
+    close(fd);
+    return 0;
+}
