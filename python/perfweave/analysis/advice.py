@@ -1,11 +1,13 @@
 """Plain-English advice from rules over the report's data (report/data.py collect):
-the MPI profile, the wait states (perfweave analyze) and the node timeline.
+the MPI profile, the wait states (perfweave analyze), the node timeline and the samples
+(perfweave run --sample: analysis/sampling.py).
 
 Each rule looks at one thing, fires only past a stated threshold, and says what it saw
 with the numbers and what usually helps. advise(data) -> [advice dicts], most important
 first: {"rule", "severity" (share of the run concerned, %), "text", "evidence"}.
 The thresholds are module constants, documented in docs/mpi-profile.md ("Advice").
 """
+import os
 
 FUNCTION_PCT = 20.0       # an MPI function taking this % of the run: communication-bound
 IMBALANCE_AVG_MAX = 0.85  # outside-MPI time mean/max below this: computation imbalanced
@@ -14,6 +16,14 @@ SMALL_MESSAGE_BYTES = 256
 SMALL_MESSAGE_CALLS = 10000
 SMALL_MESSAGE_PCT = 5.0
 MPI_LIGHT_PCT = 5.0       # below this, MPI is not where the time goes
+# from the samples
+SAMPLE_IMBALANCE = 1 - IMBALANCE_AVG_MAX   # a function's (max - mean) / max over ranks
+SAMPLE_IMBALANCE_POINTS = 5.0  # ... and the slowest rank this many points of its time above
+SAMPLE_IMBALANCE_MAX = 3       # at most this many functions named
+SAMPLE_WORK_SHARE = 0.5        # ... each computing (not in MPI, asleep, waiting) this much
+LINE_DOMINANT = 0.5            # one line with this share of its function's samples is named
+ACTIVITY_PCT = {"io": 10.0, "alloc": 10.0, "thread_sync": 10.0}   # % of the sampled time
+SAMPLED_MPI_PCT = FUNCTION_PCT # MPI in the samples, where no MPI profile exists
 
 _HELP = {
     "coll": "fewer or larger collectives (combine small ones), nonblocking collectives "
@@ -150,8 +160,158 @@ def rule_sites_dropped(data):
              "evidence": {"sites_dropped": n}}]
 
 
+def _sampling(data):
+    sm = data.get("sampling")
+    return sm if sm and not sm.get("error") and sm.get("samples") else None
+
+
+def _line_of(sm, function, activities=None):
+    """The source line of a function to name: its largest line (by the activities given,
+    else all of them) when it holds LINE_DOMINANT of the function's share, else None."""
+    def share(r):
+        return (sum(v for k, v in r["by_state_pct"].items() if k in activities)
+                if activities else r["pct"])
+    lines = [r for r in sm.get("lines", []) if r.get("function") == function and r.get("line")]
+    if not lines:
+        return None
+    top = max(lines, key=share)
+    total = sum(share(r) for r in lines)
+    return top if total and share(top) >= LINE_DOMINANT * total else None
+
+
+def _place(sm, activities):
+    """Where the samples of these activities are most (the function, with its line when
+    one line dominates): (text, function row) or ("?", None)."""
+    rows = [r for r in sm.get("functions", []) if any(a in r["by_state_pct"]
+                                                      for a in activities)]
+    if not rows:
+        return "?", None
+    f = max(rows, key=lambda r: sum(r["by_state_pct"].get(a, 0) for a in activities))
+    line = _line_of(sm, f["name"], activities)
+    where = f" at {os.path.basename(line['file'])}:{line['line']}" if line else ""
+    return f"{f['name']}(){where}", f
+
+
+def rule_sampled_imbalance(data):
+    """A function whose share of the ranks' samples differs most between ranks."""
+    sm = _sampling(data)
+    if not sm or len(sm.get("ranks", [])) < 2:
+        return []
+    out = []
+    for f in sm.get("functions", []):
+        pr = f["per_rank_pct"]
+        work = sum(f["by_state_pct"].get(a, 0) for a in ("compute", "io", "alloc"))
+        if f["imbalance"] < SAMPLE_IMBALANCE or pr["max"] - pr["mean"] < \
+                SAMPLE_IMBALANCE_POINTS or work < SAMPLE_WORK_SHARE * f["pct"]:
+            continue
+        line = _line_of(sm, f["name"])
+        where = (f" at {os.path.basename(line['file'])}:{line['line']}" if line else "")
+        above = 100 * (pr["max"] / pr["mean"] - 1) if pr["mean"] else 0.0
+        mpi = sum(v for k, v in sm["activity_pct"].items() if k.startswith("mpi_"))
+        waits = (f" Meanwhile the other ranks wait: MPI takes {mpi:.0f} % of the sampled "
+                 "time." if mpi >= 1 else "")
+        out.append({
+            "rule": "sampled_imbalance", "severity": pr["max"] - pr["mean"],
+            "text": f"Load imbalance: rank {f['worst_rank']} computes {above:.0f} % longer "
+                    f"than the mean in {f['name']}(){where} ({pr['max']:.0f} % of its time "
+                    f"there against a mean of {pr['mean']:.0f} % over "
+                    f"{len(sm['ranks'])} ranks, {pr['min']:.0f} % at the least).{waits} "
+                    "What usually helps: a better decomposition of the work (less of it "
+                    "for that rank), or dynamic load balancing (work handed out in smaller "
+                    "pieces to whichever rank is free).",
+            "evidence": {"rank": f["worst_rank"], "function": f["name"],
+                         "file": line["file"] if line else None,
+                         "line": line["line"] if line else None,
+                         "above_mean_pct": above, "per_rank_pct": pr}})
+        if len(out) == SAMPLE_IMBALANCE_MAX:
+            break
+    return out
+
+
+# how the library functions behind an activity are named in the advice
+_CALL_NAMES = {"lll_lock_wait": "mutex locks (pthread_mutex_lock)",
+               "lll_lock_wait_private": "libc's internal locks",
+               "futex_abstimed_wait_common": "futex waits (pthread_join, condition "
+                                             "variables, semaphores)",
+               "futex_wait": "futex waits", "int_malloc": "malloc", "int_free": "free",
+               "sysmalloc_mmap": "malloc's mmap", "unlink_chunk": "free"}
+_ACTIVITY_TEXT = {
+    "io": ("{pct:.0f} % of the time is I/O, in {calls}, most from {where}: I/O-bound "
+           "there. What to try: fewer, larger writes (buffer them), fsync/fdatasync only "
+           "where the data must be safe on disk, I/O overlapped with computation (a "
+           "separate thread or asynchronous I/O), or a faster file system (node-local "
+           "scratch for temporary files; collective MPI-IO from many ranks)."),
+    "alloc": ("{pct:.0f} % of the time is in memory allocation, in {calls}, most from "
+              "{where}: allocation-bound there. What to try: allocate once outside the "
+              "loop and reuse the buffers, a pool for many small objects{mmap}, or with many "
+              "threads a scalable allocator (jemalloc, tcmalloc)."),
+    "thread_sync": ("Threads wait {pct:.0f} % of the time on synchronisation, in {calls}, "
+                    "most from {where}: contention between threads. What to try: hold "
+                    "locks for less time (move work out of the critical section), "
+                    "finer-grained locks, per-thread copies merged at the end, or atomics "
+                    "instead of locks; for barriers and joins, balance the work between "
+                    "threads (e.g. OpenMP schedule(dynamic))."),
+}
+
+
+def rule_sampled_activities(data):
+    """I/O, memory allocation, thread synchronisation: past its share of the samples."""
+    sm = _sampling(data)
+    if not sm:
+        return []
+    out = []
+    for act, threshold in ACTIVITY_PCT.items():
+        pct = sm["activity_pct"].get(act, 0.0)
+        if pct < threshold:
+            continue
+        fns = sm.get("activity_functions", {}).get(act, [])
+        named = {}
+        for c in fns:
+            label = _CALL_NAMES.get(c["name"], c["name"])
+            named[label] = named.get(label, 0) + c["pct"]
+        calls = ", ".join(f"{n} ({v:.0f} %)" for n, v in
+                          sorted(named.items(), key=lambda kv: -kv[1])[:3]) or "?"
+        where, f = _place(sm, (act,))
+        mmap = (": large blocks that malloc maps and unmaps each time can be kept, or "
+                "M_MMAP_THRESHOLD raised (MALLOC_MMAP_THRESHOLD_)" if
+                any(c["name"] in ("mmap", "munmap", "sysmalloc_mmap") for c in fns) else "")
+        out.append({"rule": f"sampled_{act}", "severity": pct,
+                    "text": _ACTIVITY_TEXT[act].format(pct=pct, calls=calls, where=where,
+                                                       mmap=mmap),
+                    "evidence": {"activity": act, "pct": pct,
+                                 "function": f["name"] if f else None,
+                                 "calls": [c["name"] for c in fns[:3]]}})
+    return out
+
+
+_FAMILY = {"p2p": "point-to-point", "coll": "collectives", "rma": "one-sided",
+           "sync": "synchronisation", "io": "MPI-IO", "other": "other calls"}
+
+
+def rule_sampled_mpi(data):
+    """MPI time seen from the samples, where no MPI profile exists."""
+    sm = _sampling(data)
+    if not sm or data["mpi_profile"].get("mpi"):
+        return []
+    fam = {k: v for k, v in sm["activity_pct"].items() if k.startswith("mpi_") and v > 0}
+    pct = sum(fam.values())
+    if pct < SAMPLED_MPI_PCT:
+        return []
+    top = max(fam, key=fam.get)
+    where, _ = _place(sm, tuple(fam))
+    parts = ", ".join(f"{_FAMILY.get(k[4:], k[4:])} {v:.0f} %"
+                      for k, v in sorted(fam.items(), key=lambda kv: -kv[1]))
+    return [{"rule": "sampled_mpi", "severity": pct,
+             "text": f"MPI takes {pct:.0f} % of the sampled time ({parts}), most called from "
+                     f"{where}: communication-bound there (no MPI profile was written, so "
+                     "these are the samples' numbers). What usually helps: "
+                     f"{_HELP.get(top[4:], _HELP['other'])}.",
+             "evidence": {"pct": pct, "families": fam}}]
+
+
 RULES = (rule_communication_bound, rule_load_imbalance, rule_wait_states,
-         rule_small_messages, rule_mpi_light, rule_sites_dropped)
+         rule_small_messages, rule_mpi_light, rule_sites_dropped, rule_sampled_imbalance,
+         rule_sampled_activities, rule_sampled_mpi)
 
 
 def advise(data):

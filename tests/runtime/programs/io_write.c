@@ -1,7 +1,8 @@
 /* Sampling activities, ground truth for I/O: for SECONDS (default 2), phases of 20 ms
  * alternate between writing 64 KiB blocks to a temporary file with write() + fsync()
  * (write_phase, lseek back to the start so that the file stays small) and computing
- * (spin): about half of the time in I/O calls. Usage: io_write [SECONDS] */
+ * (spin): about half of the time in I/O calls. The file is made in DIR (default
+ * $TMPDIR, else /tmp) and removed at once. Usage: io_write [SECONDS] [DIR] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@ __attribute__((noinline)) static void write_phase(int fd, double seconds)
 int main(int argc, char **argv)
 {
     double seconds = argc > 1 ? atof(argv[1]) : 2.0;
-    const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    const char *dir = argc > 2 ? argv[2] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char path[4096];
     snprintf(path, sizeof path, "%s/pw_io_write.XXXXXX", dir);
     int fd = mkstemp(path);

@@ -1,0 +1,146 @@
+"""Advice from samples (analysis/advice.py, rules over analysis/sampling.py): sample
+records made by hand per rank go through the sampling analysis; each rule fires on the
+situation built, names the rank, function, line and share, and stays quiet below its
+threshold."""
+import numpy as np
+
+from perfweave.analysis import advice, sampling
+from perfweave.readers.samples import SAMPLE_REC, ProcessSamples
+from perfweave.symbols import Location
+
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+APP = "/home/u/solver"
+STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other",
+          "sleep"]
+# offset -> (function, line) of the program; offset -> function of libc
+CODE = {0x100: ("relax", 120), 0x108: ("relax", 121), 0x200: ("main", 30),
+        0x300: ("dump", 55), 0x400: ("build_list", 70), 0x500: ("accumulate", 90)}
+LIB = {0x10: "__GI___libc_write", 0x18: "__GI_fsync", 0x20: "_int_malloc",
+       0x28: "__GI_munmap", 0x30: "__GI___lll_lock_wait", 0x38: "__memmove_avx_unaligned"}
+
+
+class Sym:
+    def resolve(self, module, offsets):
+        if module == LIBC:
+            return [Location(module, o, LIB[o]) for o in offsets]
+        return [Location(module, o, CODE[o][0], "/src/solver.c", CODE[o][1]) for o in offsets]
+
+
+def rank_samples(rank, groups):
+    """groups: [(count, state, [offset, ...innermost first])]: libc offsets < 0x100."""
+    n = sum(g[0] for g in groups)
+    rec = np.zeros(n, SAMPLE_REC)
+    rec["module"] = -1
+    i = 0
+    for count, state, frames in groups:
+        for _ in range(count):
+            rec["state"][i], rec["depth"][i] = STATES.index(state), len(frames)
+            for k, o in enumerate(frames):
+                rec["module"][i, k] = 0 if o < 0x100 else 1
+                rec["offset"][i, k] = o
+            i += 1
+    return ProcessSamples(f"rank-{rank}", {"rank": rank, "states": STATES}, rec, [LIBC, APP])
+
+
+def report(monkeypatch, procs, mpi=False):
+    monkeypatch.setattr(sampling, "read_samples", lambda exp: procs)
+    # an MPI profile's rules (below their thresholds here) need only these keys
+    profile = {"mpi": mpi, "mpi_pct": {"min": 30.0, "mean": 30.0, "max": 30.0}}
+    return {"mpi_profile": profile, "sampling": sampling.analyze("x", symbolizer=Sym())}
+
+
+def by_rule(d):
+    out = {}
+    for a in advice.advise(d):
+        out.setdefault(a["rule"], []).append(a)
+    return out
+
+
+def imbalanced(monkeypatch, slow):
+    """4 ranks of 100 samples: relax (line 120; 10 % at 121) `slow` samples on rank 3,
+    40 on the others; the rest in MPI_Barrier from main."""
+    procs = []
+    for r in range(4):
+        n = slow if r == 3 else 40
+        procs.append(rank_samples(r, [(n * 9 // 10, "compute", [0x100, 0x200]),
+                                      (n - n * 9 // 10, "compute", [0x108, 0x200]),
+                                      (100 - n, "mpi_coll", [0x200])]))
+    return report(monkeypatch, procs, mpi=True)
+
+
+def test_sampled_imbalance_names_rank_function_and_line(monkeypatch):
+    # relax: 40, 40, 40, 80 % of each rank's samples: mean 50, rank 3 60 % above it
+    [a] = by_rule(imbalanced(monkeypatch, 80))["sampled_imbalance"]
+    assert a["evidence"]["rank"] == 3 and a["evidence"]["function"] == "relax"
+    assert a["evidence"]["line"] == 120 and abs(a["evidence"]["above_mean_pct"] - 60) < 1e-9
+    assert ("rank 3 computes 60 % longer than the mean in relax() at solver.c:120 "
+            "(80 % of its time there against a mean of 50 % over 4 ranks, 40 % at the "
+            "least)") in a["text"]
+    assert "MPI takes 50 % of the sampled time" in a["text"]
+    assert "dynamic load balancing" in a["text"]
+    # main is imbalanced too, but in MPI: not named
+    # 40, 40, 40, 46 %: mean 41.5, (max - mean) / max 0.10 < 0.15
+    assert "sampled_imbalance" not in by_rule(imbalanced(monkeypatch, 46))
+
+
+def test_sampled_io(monkeypatch):
+    # 30 % fsync + 10 % write from dump (line 55), 60 % computing in relax
+    p = rank_samples(0, [(60, "compute", [0x100, 0x200]),
+                         (30, "compute", [0x18, 0x300, 0x200]),
+                         (10, "compute", [0x10, 0x300, 0x200])])
+    [a] = by_rule(report(monkeypatch, [p]))["sampled_io"]
+    assert abs(a["severity"] - 40) < 1e-9 and a["evidence"]["function"] == "dump"
+    assert a["text"].startswith("40 % of the time is I/O, in fsync (30 %), write (10 %), "
+                                "most from dump() at solver.c:55: I/O-bound there.")
+    assert "fewer, larger writes" in a["text"]
+    # 8 %: below the threshold (10 %)
+    p = rank_samples(0, [(92, "compute", [0x100, 0x200]), (8, "compute", [0x18, 0x300])])
+    assert "sampled_io" not in by_rule(report(monkeypatch, [p]))
+
+
+def test_sampled_alloc(monkeypatch):
+    # 25 % _int_malloc + 15 % munmap from build_list, a memmove inside malloc counts too
+    p = rank_samples(0, [(55, "compute", [0x100, 0x200]),
+                         (25, "compute", [0x20, 0x400, 0x200]),
+                         (15, "compute", [0x28, 0x400, 0x200]),
+                         (5, "compute", [0x38, 0x20, 0x400])])
+    [a] = by_rule(report(monkeypatch, [p]))["sampled_alloc"]
+    assert abs(a["evidence"]["pct"] - 45) < 1e-9 and a["evidence"]["function"] == "build_list"
+    assert a["text"].startswith("45 % of the time is in memory allocation, in malloc (30 %), "
+                                "munmap (15 %), most from build_list() at solver.c:70")
+    assert "M_MMAP_THRESHOLD" in a["text"] and "reuse the buffers" in a["text"]
+    p = rank_samples(0, [(95, "compute", [0x100]), (5, "compute", [0x20, 0x400])])
+    assert "sampled_alloc" not in by_rule(report(monkeypatch, [p]))
+
+
+def test_sampled_thread_sync(monkeypatch):
+    # 2 threads of 100 samples: one computes in accumulate, the other waits on its lock
+    p = rank_samples(0, [(100, "compute", [0x500]), (100, "compute", [0x30, 0x500])])
+    [a] = by_rule(report(monkeypatch, [p]))["sampled_thread_sync"]
+    assert a["text"].startswith("Threads wait 50 % of the time on synchronisation, in mutex "
+                                "locks (pthread_mutex_lock) (50 %), most from accumulate() "
+                                "at solver.c:90: contention between threads.")
+    assert "critical section" in a["text"]
+    p = rank_samples(0, [(100, "compute", [0x500]), (5, "compute", [0x30, 0x500])])
+    assert "sampled_thread_sync" not in by_rule(report(monkeypatch, [p]))
+
+
+def test_sampled_mpi_only_without_mpi_profile(monkeypatch):
+    procs = [rank_samples(r, [(70, "compute", [0x100, 0x200]),
+                              (20, "mpi_coll", [0x200]), (10, "mpi_p2p", [0x200])])
+             for r in range(2)]
+    [a] = by_rule(report(monkeypatch, procs))["sampled_mpi"]
+    assert a["text"].startswith("MPI takes 30 % of the sampled time (collectives 20 %, "
+                                "point-to-point 10 %), most called from main() at solver.c:30")
+    assert "collectives" in a["text"] and "no MPI profile" in a["text"]
+    # with an MPI profile, its own rules speak
+    assert "sampled_mpi" not in by_rule(report(monkeypatch, procs, mpi=True))
+    # 15 %: below the threshold (20 %)
+    procs = [rank_samples(0, [(85, "compute", [0x100]), (15, "mpi_coll", [0x200])])]
+    assert "sampled_mpi" not in by_rule(report(monkeypatch, procs))
+
+
+def test_no_samples_no_sampled_advice():
+    for sm in (None, {"error": "unreadable"}):
+        d = {"mpi_profile": {"mpi": False}, "sampling": sm}
+        assert not [a for a in advice.advise(d) if a["rule"].startswith("sampled")]

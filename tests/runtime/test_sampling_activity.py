@@ -1,0 +1,84 @@
+"""Activities of sampled time against ground truth (analysis/sampling.py classify):
+programs that spend a known share of their time in write()+fsync(), in malloc/free
+(and the mmap/munmap behind them), or blocked on a contended mutex; each activity is
+found at its share, and the others near zero. And the advice from samples
+(analysis/advice.py) on these programs and on the imbalanced MPI program."""
+from harness import bare, site_lines
+
+SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
+OTHERS = ("io", "alloc", "thread_sync")
+
+
+def others_near_zero(act, but):
+    for a in OTHERS:
+        if a != but:
+            assert act[a] < 2, (a, act)
+
+
+def sm_advice(run):
+    return run.report()["advice"]
+
+
+def test_io_write_fsync(build, run_pw, tmp_path):
+    prog = build(None, "io_write.c")
+    r = run_pw([prog, 2, tmp_path], SAMPLE)
+    sm = r.report()["sampling"]
+    act = sm["activity_pct"]
+    # 20 ms of write+fsync, 20 ms of spin, alternately for 2 s: half the time in I/O
+    # (~1000 samples: binomial sd 1.6 points; the loops' clock reads count as compute)
+    assert 35 < act["io"] < 62 and 38 < act["compute"] < 65, act
+    others_near_zero(act, "io")
+    [adv] = [a for a in sm_advice(r) if a["rule"] == "sampled_io"]
+    assert "fsync" in adv["text"] and f"{act['io']:.0f} % of the time is I/O" in adv["text"]
+    io_fns = {f["name"] for f in sm["activity_functions"]["io"][:2]}
+    assert io_fns & {"fsync", "write"}, sm["activity_functions"]
+    [header] = [ln for ln in r.text_report().splitlines() if ln.startswith("Where the time")]
+    assert f"I/O {act['io']:.1f} %" in header, header
+
+
+def test_alloc_churn(build, run_pw):
+    prog = build(None, "alloc_churn.c")
+    r = run_pw([prog, 2], SAMPLE)
+    rep = r.report()
+    act = rep["sampling"]["activity_pct"]
+    # 2 s of malloc/free (the loop's own xorshift a few % of it), 1 s of spin: 2/3
+    assert 50 < act["alloc"] < 72 and 28 < act["compute"] < 48, act
+    others_near_zero(act, "alloc")
+    [adv] = [a for a in rep["advice"] if a["rule"] == "sampled_alloc"]
+    assert "munmap" in adv["text"] and "M_MMAP_THRESHOLD" in adv["text"]
+
+
+def test_mutex_contention(build, run_pw):
+    prog = build(None, "mutex_contend.c", ("-pthread",))
+    assert bare([prog, 0.2]).returncode == 0
+    r = run_pw([prog, 1.5], SAMPLE)
+    sm = r.report()["sampling"]
+    act = sm["activity_pct"]
+    # 0.5 s spin alone, then 3 threads x 1.5 s (one holds the lock, two block) while
+    # main joins: compute (0.5 + 1.5) / 6.5 = 31 %, thread sync 4.5 / 6.5 = 69 %
+    assert 58 < act["thread_sync"] < 78 and 22 < act["compute"] < 42, act
+    others_near_zero(act, "thread_sync")
+    fns = {f["name"] for f in sm["activity_functions"]["thread_sync"]}
+    assert "lll_lock_wait" in fns or "pthread_mutex_lock" in fns, fns
+    [adv] = [a for a in sm_advice(r) if a["rule"] == "sampled_thread_sync"]
+    assert "pthread_mutex_lock" in adv["text"]
+
+
+def test_pure_computation_has_no_other_activity(build, run_pw):
+    prog = build(None, "burn7030.c")
+    act = run_pw([prog, 1], SAMPLE).report()["sampling"]["activity_pct"]
+    assert act["compute"] > 98
+    others_near_zero(act, "compute")
+
+
+def test_imbalance_advice_names_rank_function_and_line(mpi, build, run_pw):
+    prog = build(mpi, "imbalance.c")
+    r = run_pw(mpi.launch(3) + [prog], SAMPLE)
+    advice = [a for a in sm_advice(r) if a["rule"] == "sampled_imbalance"]
+    # work(): rank 1 ~80 % of its samples, ranks 0 and 2 ~40 %: ~50 % above the mean
+    [work] = [a for a in advice if a["evidence"]["function"] == "work"]
+    ev = work["evidence"]
+    assert ev["rank"] == 1 and ev["line"] == site_lines("imbalance.c")["work"]
+    assert 25 < ev["above_mean_pct"] < 80
+    assert (f"rank 1 computes {ev['above_mean_pct']:.0f} % longer than the mean in work() "
+            f"at imbalance.c:{ev['line']}") in work["text"]
