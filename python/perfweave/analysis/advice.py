@@ -231,6 +231,7 @@ def rule_sampled_imbalance(data):
 # how the library functions behind an activity are named in the advice
 _CALL_NAMES = {"lll_lock_wait": "mutex locks (pthread_mutex_lock)",
                "lll_lock_wait_private": "libc's internal locks",
+               "lll_lock_wake": "mutex unlocks (waking a waiter)",
                "futex_abstimed_wait_common": "futex waits (pthread_join, condition "
                                              "variables, semaphores)",
                "futex_wait": "futex waits", "int_malloc": "malloc", "int_free": "free",
@@ -270,7 +271,7 @@ def rule_sampled_activities(data):
             label = _CALL_NAMES.get(c["name"], c["name"])
             named[label] = named.get(label, 0) + c["pct"]
         calls = ", ".join(f"{n} ({v:.0f} %)" for n, v in
-                          sorted(named.items(), key=lambda kv: -kv[1])[:3]) or "?"
+                          sorted(named.items(), key=lambda kv: -kv[1])[:3] if v >= 0.5) or "?"
         where, f = _place(sm, (act,))
         mmap = (": large blocks that malloc maps and unmaps each time can be kept, or "
                 "M_MMAP_THRESHOLD raised (MALLOC_MMAP_THRESHOLD_)" if
