@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from perfweave.analysis import timebins
 from perfweave.readers.samples import read_samples
 from perfweave.symbols import Symbolizer
 
@@ -138,6 +139,7 @@ def analyze(exp, top=20, symbolizer=None):
             "activity_pct": {states[s]: float(100 * totals[:, s].sum() / per_rank_total.sum())
                              for s in range(nst)},
             "call_tree": _tree(tree, per_rank_total, states, ranks),
+            "timeline": timebins.from_samples(procs, states),
             "functions": rows("function"), "lines": rows("line"),
             "inclusive": rows("inclusive"),
             "counters": events,
