@@ -1,7 +1,8 @@
 """`perfweave report --html FILE`: the report as one self-contained HTML file that works
-offline: the summary, the MPI call-site table, wait states, counters, and per node the
-timeline plotted (the ranks' activity over time and the node's rates), drawn with the
-vendored uPlot (report/vendor/). Every string that comes from the program or the
+offline: the summary, the samples' flame graph, call tree and activity over time per
+rank, the MPI call-site table, wait states, counters, and per node the timeline plotted
+(the ranks' activity over time and the node's rates), drawn with the vendored uPlot
+(report/vendor/) and inline script. Every string that comes from the program or the
 machine is escaped: HTML text with html.escape, embedded data as JSON whose "<" is
 written \\u003c, so no string can close the script element or open a tag.
 """
