@@ -28,17 +28,19 @@ def test_phases_per_rank(mpi, build, run_pw):
     expected = {"compute": "compute", "coll": "mpi_coll", "p2p": "mpi_p2p"}
     for name, (a, b) in phase.items():
         lo, hi = (a - base) / 1e9, (b - base) / 1e9
-        # bins wholly inside the phase, one bin of margin at each end
-        inside = [k for k in range(nbins) if tl["edges_s"][k] >= lo + tl["bin_s"]
-                  and tl["edges_s"][k + 1] <= hi - tl["bin_s"]]
-        assert len(inside) >= 0.7 * PHASE_MS / 1e3 / tl["bin_s"] - 3, (name, inside)
+        # bins wholly inside the phase, two bins of margin at each end (the ranks leave
+        # a phase's last call at slightly different times; a descheduled rank gets its
+        # pending sample late)
+        inside = [k for k in range(nbins) if tl["edges_s"][k] >= lo + 2 * tl["bin_s"]
+                  and tl["edges_s"][k + 1] <= hi - 2 * tl["bin_s"]]
+        assert len(inside) >= 0.7 * PHASE_MS / 1e3 / tl["bin_s"] - 5, (name, inside)
         s = tl["activities"].index(expected[name])
         for j, rank in enumerate(tl["ranks"]):
             frac = [tl["fractions"][j][s][k] for k in inside]
             assert None not in frac
             # in phase p2p an MPI_Allreduce follows every 20 MPI_Sendrecv: a few %
             assert sum(frac) / len(frac) > 0.8, (name, rank, frac)
-            assert sum(f > 0.5 for f in frac) >= 0.85 * len(frac), (name, rank, frac)
+            assert sum(f > 0.5 for f in frac) >= 0.8 * len(frac), (name, rank, frac)
     # the text report: the phases in order, each leading activity once at least
     text = r.text_report()
     assert "activity over time" in text

@@ -211,7 +211,7 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
     labels = re.findall(r'class="u-label">([^<]*)<', chart)
     assert sorted(labels[1:]) == sorted(a.replace("_", " ") for a in tl["activities"])
     assert f'data-series="{",".join(tl["activities"])}"' in dom.stdout
-    assert {"compute", "mpi_coll"} <= set(tl["activities"])
+    assert {"compute", "mpi_coll"} <= set(tl["activities"])     # rank 0 waits for rank 1
     # zoom by link: main's children at their share of main
     zoomed = flame_bars(chromium(out.as_uri() + f"#zoom={main['id']}", "--dump-dom")[0].stdout)
     kids = {i: w for i, _, _, w, anc in zoomed if not anc and int(i) != main["id"]

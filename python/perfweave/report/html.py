@@ -418,6 +418,7 @@ function flame(sm) {
     if (!d) return;
     var id = d.getAttribute("data-id");
     location.hash = id === "all" ? "" : "zoom=" + id;
+    render();                  // now, not at the hashchange event (a later task)
   });
   el.addEventListener("mousemove", function (e) {
     var d = e.target.closest(".fg"), n = d && byId[d.getAttribute("data-id")];
@@ -479,7 +480,7 @@ function activity(sm, plot) {
     var every = Math.ceil(12 / h);
     if (j % every === 0) {
       g.fillStyle = "#333";
-      g.fillText("rank " + rank, 2, j * h + Math.min(h, 12) - 1);
+      g.fillText(rank < 0 ? "process " + j : "rank " + rank, 2, j * h + Math.min(h, 12) - 1);
     }
     for (var k = 0; k < nb; k++) {
       var best = -1, v = -1;
@@ -503,7 +504,8 @@ function activity(sm, plot) {
     var r = cv.getBoundingClientRect(), j = Math.floor((e.clientY - r.top) / h),
         k = Math.floor((e.clientX - r.left - gutter) / bw);
     if (j < 0 || j >= nr || k < 0 || k >= nb) { hideTip(); return; }
-    showTip(e, ["rank " + tl.ranks[j] + ", " + tl.edges_s[k].toFixed(3) + "-" +
+    showTip(e, [(tl.ranks[j] < 0 ? "process " + j : "rank " + tl.ranks[j]) + ", " +
+                tl.edges_s[k].toFixed(3) + "-" +
                 tl.edges_s[k + 1].toFixed(3) + " s, " + tl.samples[j][k] + " samples"]
       .concat(tl.activities.map(function (a, s) {
         var f = tl.fractions[j][s][k];
