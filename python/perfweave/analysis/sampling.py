@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+from perfweave.analysis import timebins
 from perfweave.readers.samples import read_samples
 from perfweave.symbols import Symbolizer
 
@@ -342,6 +343,7 @@ def analyze(exp, top=20, symbolizer=None):
                           key=lambda r: -r["pct"])[:10]
                 for a in sorted({a for a, _ in callee})},
             "call_tree": _tree(tree, per_rank_total, states, ranks),
+            "timeline": timebins.from_samples(procs, states, [a for a, _ in classified]),
             "functions": rows("function"), "lines": rows("line"),
             "inclusive": rows("inclusive"),
             "counters": events,

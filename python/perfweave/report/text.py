@@ -220,5 +220,22 @@ def _sampling(data):
                        for r in rows],
                       ["%", title, "by activity (%)", "per rank min/mean/max %", "imbalance"]
                       + evs, [">", "<", "<", ">", ">"] + [">"] * len(evs))
+    return out + _activity_phases(sm.get("timeline"))
+
+
+def _activity_phases(tl, most=12):
+    """The phases of the activity over time (bins with the same leading activity, mean
+    over ranks, merged): the `most` longest, in time order."""
+    phases = (tl or {}).get("phases") or []
+    if not phases:
+        return []
+    shown = sorted(sorted(phases, key=lambda p: p["start_s"] - p["end_s"])[:most],
+                   key=lambda p: p["start_s"])
+    out = [f"  activity over time (leading activity, mean over ranks; "
+           f"{len(tl['edges_s']) - 1} bins of {_t(tl['bin_s'])}):"]
+    out += [f"  {p['start_s']:8.2f}-{p['end_s']:.2f} s  {p['activity'].replace('_', ' ')} "
+            f"{p['pct']:.0f} %" for p in shown]
+    if len(phases) > most:
+        out.append(f"  ({len(phases) - most} shorter phases not shown; see --json)")
     return out
 

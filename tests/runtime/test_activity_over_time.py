@@ -1,0 +1,50 @@
+"""Activity over time per rank from the samples (report's sampling.timeline) against
+phases.c, whose three phases (compute, MPI_Allreduce loop, MPI_Sendrecv ring) it times
+itself on the samples' clock (CLOCK_MONOTONIC, one node)."""
+import json
+
+SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
+PHASE_MS = 700
+
+
+def test_phases_per_rank(mpi, build, run_pw):
+    prog = build(mpi, "phases.c")
+    r = run_pw(mpi.launch(3) + [prog, PHASE_MS], SAMPLE)
+    phase = {}
+    for line in r.proc.stdout.splitlines():
+        if line.startswith("phase "):
+            _, name, a, b = line.split()
+            phase[name] = (int(a), int(b))
+    assert set(phase) == {"compute", "coll", "p2p"}
+    sm = r.report()["sampling"]
+    tl = sm["timeline"]
+    # the bins' clock: ns since the node's first process started
+    base = min(json.loads(p.read_text())["t_start"] for p in (r.exp / "samples").glob("*.json"))
+    assert tl["ranks"] == [0, 1, 2]
+    assert {"compute", "mpi_coll", "mpi_p2p"} <= set(tl["activities"])
+    nbins = len(tl["edges_s"]) - 1
+    # ~1000 samples per rank over ~2.5 s: 100 bins of ~25 ms, ~10 samples per rank each
+    assert nbins == 100 and abs(tl["edges_s"][-1] - 100 * tl["bin_s"]) < 1e-6
+    expected = {"compute": "compute", "coll": "mpi_coll", "p2p": "mpi_p2p"}
+    for name, (a, b) in phase.items():
+        lo, hi = (a - base) / 1e9, (b - base) / 1e9
+        # bins wholly inside the phase, two bins of margin at each end (the ranks leave
+        # a phase's last call at slightly different times; a descheduled rank gets its
+        # pending sample late)
+        inside = [k for k in range(nbins) if tl["edges_s"][k] >= lo + 2 * tl["bin_s"]
+                  and tl["edges_s"][k + 1] <= hi - 2 * tl["bin_s"]]
+        assert len(inside) >= 0.7 * PHASE_MS / 1e3 / tl["bin_s"] - 5, (name, inside)
+        s = tl["activities"].index(expected[name])
+        for j, rank in enumerate(tl["ranks"]):
+            frac = [tl["fractions"][j][s][k] for k in inside]
+            assert None not in frac
+            # in phase p2p an MPI_Allreduce follows every 20 MPI_Sendrecv: a few %
+            assert sum(frac) / len(frac) > 0.8, (name, rank, frac)
+            assert sum(f > 0.5 for f in frac) >= 0.8 * len(frac), (name, rank, frac)
+    # the text report: the phases in order, each leading activity once at least
+    text = r.text_report()
+    assert "activity over time" in text
+    lines = text[text.index("activity over time"):].splitlines()[1:]
+    order = [w for ln in lines for w in ("compute", "mpi coll", "mpi p2p") if f" {w} " in ln]
+    firsts = [order.index(w) for w in ("compute", "mpi coll", "mpi p2p")]
+    assert firsts == sorted(firsts), lines
