@@ -89,17 +89,22 @@ def analyze(exp, top=20, symbolizer=None):
     totals = np.zeros((len(per_proc), nst))
     ctr_total = np.zeros(max(nev, 1))
     tree = {}                                      # function path -> [incl, excl] (proc, state)
+    tree_ctr = {}                                  # function path -> [incl, excl] (event)
     for j, (p, keys, incl, st, delta, stacks) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         np.add.at(totals[j], st, 1)
         if nev:
             ctr_total += delta.sum(axis=0)
-        for stack, s in zip(stacks, np.clip(st, 0, nst - 1).tolist()):
+        for i, (stack, s) in enumerate(zip(stacks, np.clip(st, 0, nst - 1).tolist())):
             path = tuple(fn_of(k) for k in stack) or ("?",)
             for n in range(1, len(path) + 1):
                 node = tree.setdefault(path[:n], np.zeros((2, len(per_proc), nst)))
                 node[0, j, s] += 1
+                if nev:
+                    tree_ctr.setdefault(path[:n], np.zeros((2, nev), np.int64))[0] += delta[i]
             tree[path][1, j, s] += 1
+            if nev:
+                tree_ctr[path][1] += delta[i]
         for i, (k, s, inc) in enumerate(zip(keys, st.tolist(), incl)):
             for name, key in (("function", fn_of(k)), ("line", line_of(k))):
                 row = tables[name].setdefault(key, np.zeros((len(per_proc), nst)))
@@ -137,7 +142,7 @@ def analyze(exp, top=20, symbolizer=None):
             "ranks": ranks, "states": states,
             "activity_pct": {states[s]: float(100 * totals[:, s].sum() / per_rank_total.sum())
                              for s in range(nst)},
-            "call_tree": _tree(tree, per_rank_total, states, ranks),
+            "call_tree": _tree(tree, per_rank_total, states, ranks, tree_ctr, events),
             "functions": rows("function"), "lines": rows("line"),
             "inclusive": rows("inclusive"),
             "counters": events,
@@ -171,10 +176,11 @@ TREE_MIN_PCT = 0.5      # nodes below this inclusive share are left out
 TREE_MAX_NODES = 300
 
 
-def _tree(tree, per_rank_total, states, ranks):
+def _tree(tree, per_rank_total, states, ranks, tree_ctr=None, events=()):
     """The call tree of the samples (function paths from the outermost own frame), depth
     first, children by inclusive share: each node's inclusive and exclusive share of all
-    samples, by activity, and its inclusive share per rank (min/mean/max, imbalance)."""
+    samples, by activity, and its inclusive share per rank (min/mean/max, imbalance);
+    with --counters, the events counted at its samples (inclusive and exclusive)."""
     total = per_rank_total.sum()
     keep = {p: v for p, v in tree.items() if 100 * v[0].sum() / total >= TREE_MIN_PCT}
     children = {}
@@ -197,6 +203,10 @@ def _tree(tree, per_rank_total, states, ranks):
                     "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
                     "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
                     "worst_rank": ranks[int(share.argmax())]})
+        if events:
+            cn = tree_ctr.get(p, np.zeros((2, len(events)), np.int64))
+            out[-1]["counters_inclusive"] = {ev: int(cn[0][e]) for e, ev in enumerate(events)}
+            out[-1]["counters_exclusive"] = {ev: int(cn[1][e]) for e, ev in enumerate(events)}
         for c in sorted(children.get(p, []), key=lambda c: -keep[c][0].sum()):
             visit(c, me, depth + 1)
 
