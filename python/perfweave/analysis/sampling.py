@@ -23,8 +23,9 @@ def _is_system(path):
             or "libmpi" in base or "libpmpi" in base)
 
 
-def analyze(exp, top=20, symbolizer=None):
-    """JSON-ready summary, or None without samples."""
+def analyze(exp, top=20, symbolizer=None, raw=None):
+    """JSON-ready summary, or None without samples. raw: a dict that gets the tables
+    behind the summary (perfweave.api: per-rank values, each sample's place)."""
     procs = read_samples(exp)
     procs = [p for p in procs if len(p.records)]
     if not procs:
@@ -138,6 +139,14 @@ def analyze(exp, top=20, symbolizer=None):
         return out[:top]
 
     threads = [t for p in procs for t in p.meta.get("threads", [])]
+    if raw is not None:
+        raw.update(procs=[p for p, *_ in per_proc], tree=tree, tree_ctr=tree_ctr,
+                   per_rank_total=per_rank_total,
+                   leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
+                   line=[[line_of(k) for k in keys] for _, keys, *_ in per_proc],
+                   stack=[[[fn_of(k) for k in st] for st in stacks]
+                          for *_, stacks in per_proc],
+                   deltas=[d for _, _, _, _, d, _ in per_proc])
     return {"processes": len(procs), "samples": int(per_rank_total.sum()),
             "ranks": ranks, "states": states,
             "activity_pct": {states[s]: float(100 * totals[:, s].sum() / per_rank_total.sum())
