@@ -4,10 +4,11 @@ Offsets are return addresses relative to the module's load base (as in the
 profile files); the call instruction is the byte before, so offset - 1 is looked
 up. addr2line (GNU binutils) reads DWARF for function, file:line and inlined
 frames, falls back to the symbol table for code without debug information, and
-demangles C++. Without it, or for a module that is gone, a location is shown as
+demangles C++ (Fortran names: fortran_name). Without it, or for a module that is gone, a location is shown as
 module+0xoffset.
 """
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -80,10 +81,31 @@ class Symbolizer:
                 path, _, ln = b[i + 1].rpartition(":")
                 ln = ln.split(" ")[0]
                 line_no = int(ln) if ln.isdigit() else 0
-                frames.append((fn, path if path and path != "??" else "", line_no))
+                path = path if path and path != "??" else ""
+                frames.append((fortran_name(fn, path), path, line_no))
             if not frames:
                 result.append(Location(module, o))
                 continue
             fn, path, ln = frames[0]
             result.append(Location(module, o, fn, path, ln, tuple(frames[1:])))
         return result
+
+
+FORTRAN_SUFFIXES = (".f", ".for", ".ftn", ".f77", ".f90", ".f95", ".f03", ".f08")
+_GFORTRAN_MODULE = re.compile(r"^__(\w+?)_MOD_(\w+)$")
+_EXTERNAL = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]_$")
+
+
+def fortran_name(fn, path):
+    """A Fortran procedure's name as written in its source, for code of a Fortran source
+    file (path): gfortran's module procedures __mod_MOD_proc become mod::proc, external
+    procedures lose the trailing underscore gfortran appends (solve_ -> solve). The main
+    program stays MAIN__; names in other languages' files are returned as given."""
+    if not fn or not path.lower().endswith(FORTRAN_SUFFIXES):
+        return fn
+    m = _GFORTRAN_MODULE.match(fn)
+    if m:
+        return f"{m.group(1)}::{m.group(2)}"
+    if _EXTERNAL.match(fn):
+        return fn[:-1]
+    return fn
