@@ -17,14 +17,15 @@ def test_seventy_thirty_as_dataframes(build, run_pw):
     r = run_pw([prog, 2], SAMPLE)
     exp = perfweave.open(r.exp)
     inc = exp.functions(inclusive=True).set_index("name")
-    # >= 600 samples: binomial sd < 1.9 points; bound 5 points
+    # >= 300 samples (below): binomial sd < 2.7 points; bound 5 points
     assert abs(inc.loc["heavy", "pct"] - 70) <= 5 and abs(inc.loc["light", "pct"] - 30) <= 5
     tree = exp.call_tree().set_index("path")
     assert abs(tree.loc["main/heavy", "inclusive_pct"] - 70) <= 5
     assert tree.loc["main/heavy/spin", "exclusive_pct"] > 64
     assert tree.loc["main", "compute_pct"] > 99
     s = exp.samples()
-    assert len(s) >= 600 and (s["leaf"] == "spin").mean() > 0.9
+    # ~1000 at 2 ms; fewer when the shared cores are busy (signals delivered late)
+    assert len(s) >= 300 and (s["leaf"] == "spin").mean() > 0.9
     assert (s["stack"].str.startswith("main;heavy;spin")).mean() == \
         pytest.approx(inc.loc["heavy", "pct"] / 100, abs=0.02)
     # seconds per node: the root stands for the whole 2 s run, heavy for 70 % of it
@@ -37,6 +38,7 @@ def test_seventy_thirty_as_dataframes(build, run_pw):
     assert (lines["file"] == "burn7030.c").all() and (lines["line"] > 0).all()
     # the same numbers as the JSON report of the command line
     sm = r.report()["sampling"]
+    assert len(s) == sm["samples"]
     assert exp.call_tree()["inclusive_pct"].tolist() == \
         pytest.approx([n["inclusive_pct"] for n in sm["call_tree"]])
     assert exp.call_tree()["name"].tolist() == [n["name"] for n in sm["call_tree"]]
