@@ -7,3 +7,8 @@ class PerfweaveError(Exception):
 
 class FormatError(PerfweaveError):
     """A file of an experiment is missing, truncated or not what it claims to be."""
+
+
+class NoData(PerfweaveError):
+    """The experiment has no data of the kind asked for (no samples, no MPI, no trace
+    analysis): the message says which option of `perfweave run` records it."""

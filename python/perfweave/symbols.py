@@ -4,7 +4,7 @@ Offsets are return addresses relative to the module's load base (as in the
 profile files); the call instruction is the byte before, so offset - 1 is looked
 up. addr2line (GNU binutils) reads DWARF for function, file:line and inlined
 frames, falls back to the symbol table for code without debug information, and
-demangles C++. A stripped library without separate debug symbols (a system libc
+demangles C++ (Fortran names: fortran_name). A stripped library without separate debug symbols (a system libc
 without its -dbg package) gives addr2line nothing: its exported functions are then
 named from the dynamic symbol table (nm -D), an offset counting only when it lies within
 a symbol's size (no guess for the internal functions between them). Without any of it,
@@ -12,6 +12,7 @@ or for a module that is gone, a location is shown as module+0xoffset.
 """
 import bisect
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -86,7 +87,8 @@ class Symbolizer:
                 path, _, ln = b[i + 1].rpartition(":")
                 ln = ln.split(" ")[0]
                 line_no = int(ln) if ln.isdigit() else 0
-                frames.append((fn, path if path and path != "??" else "", line_no))
+                path = path if path and path != "??" else ""
+                frames.append((fortran_name(fn, path), path, line_no))
             if not frames:
                 result.append(Location(module, o))
                 continue
@@ -133,3 +135,23 @@ class Symbolizer:
                         syms[start] = (size, name)
         starts = sorted(syms)
         return starts, [s + syms[s][0] for s in starts], [syms[s][1] for s in starts]
+
+
+FORTRAN_SUFFIXES = (".f", ".for", ".ftn", ".f77", ".f90", ".f95", ".f03", ".f08")
+_GFORTRAN_MODULE = re.compile(r"^__(\w+?)_MOD_(\w+)$")
+_EXTERNAL = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]_$")
+
+
+def fortran_name(fn, path):
+    """A Fortran procedure's name as written in its source, for code of a Fortran source
+    file (path): gfortran's module procedures __mod_MOD_proc become mod::proc, external
+    procedures lose the trailing underscore gfortran appends (solve_ -> solve). The main
+    program stays MAIN__; names in other languages' files are returned as given."""
+    if not fn or not path.lower().endswith(FORTRAN_SUFFIXES):
+        return fn
+    m = _GFORTRAN_MODULE.match(fn)
+    if m:
+        return f"{m.group(1)}::{m.group(2)}"
+    if _EXTERNAL.match(fn):
+        return fn[:-1]
+    return fn

@@ -207,8 +207,9 @@ def classify(procs, symbolizer=None):
     return [a for a, _ in _classify(procs, symbolizer or Symbolizer())]
 
 
-def analyze(exp, top=20, symbolizer=None):
-    """JSON-ready summary, or None without samples."""
+def analyze(exp, top=20, symbolizer=None, raw=None):
+    """JSON-ready summary, or None without samples. raw: a dict that gets the tables
+    behind the summary (perfweave.api: per-rank values, each sample's place)."""
     procs = read_samples(exp)
     procs = [p for p in procs if len(p.records)]
     if not procs:
@@ -278,6 +279,7 @@ def analyze(exp, top=20, symbolizer=None):
     ctr_total = np.zeros(max(nev, 1))
     tree = {}                                      # function path -> [incl, excl] (proc, state)
     callee = {}                    # (activity, library function) -> samples
+    tree_ctr = {}                                  # function path -> [incl, excl] (event)
     for j, (p, keys, incl, st, delta, stacks, why) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         np.add.at(totals[j], st, 1)
@@ -286,12 +288,16 @@ def analyze(exp, top=20, symbolizer=None):
                 callee[(states[a], w)] = callee.get((states[a], w), 0) + 1
         if nev:
             ctr_total += delta.sum(axis=0)
-        for stack, s in zip(stacks, np.clip(st, 0, nst - 1).tolist()):
+        for i, (stack, s) in enumerate(zip(stacks, np.clip(st, 0, nst - 1).tolist())):
             path = tuple(fn_of(k) for k in stack) or ("?",)
             for n in range(1, len(path) + 1):
                 node = tree.setdefault(path[:n], np.zeros((2, len(per_proc), nst)))
                 node[0, j, s] += 1
+                if nev:
+                    tree_ctr.setdefault(path[:n], np.zeros((2, nev), np.int64))[0] += delta[i]
             tree[path][1, j, s] += 1
+            if nev:
+                tree_ctr[path][1] += delta[i]
         for i, (k, s, inc) in enumerate(zip(keys, st.tolist(), incl)):
             for name, key in (("function", fn_of(k)), ("line", line_of(k))):
                 row = tables[name].setdefault(key, np.zeros((len(per_proc), nst)))
@@ -327,6 +333,15 @@ def analyze(exp, top=20, symbolizer=None):
         return out[:top]
 
     threads = [t for p in procs for t in p.meta.get("threads", [])]
+    if raw is not None:
+        raw.update(procs=[p for p, *_ in per_proc], tree=tree, tree_ctr=tree_ctr,
+                   per_rank_total=per_rank_total,
+                   leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
+                   line=[[line_of(k) for k in keys] for _, keys, *_ in per_proc],
+                   stack=[[[fn_of(k) for k in st] for st in stacks]
+                          for _, _, _, _, _, stacks, _ in per_proc],
+                   deltas=[d for _, _, _, _, d, _, _ in per_proc],
+                   activity=[a for _, _, _, a, _, _, _ in per_proc])
     all_samples = per_rank_total.sum()
     return {"processes": len(procs), "samples": int(all_samples),
             "ranks": ranks, "states": procs[0].meta.get("states") or ["compute"],
@@ -342,7 +357,7 @@ def analyze(exp, top=20, symbolizer=None):
                            for (a2, w), n in callee.items() if a2 == a),
                           key=lambda r: -r["pct"])[:10]
                 for a in sorted({a for a, _ in callee})},
-            "call_tree": _tree(tree, per_rank_total, states, ranks),
+            "call_tree": _tree(tree, per_rank_total, states, ranks, tree_ctr, events),
             "timeline": timebins.from_samples(procs, states, [a for a, _ in classified]),
             "functions": rows("function"), "lines": rows("line"),
             "inclusive": rows("inclusive"),
@@ -377,10 +392,11 @@ TREE_MIN_PCT = 0.5      # nodes below this inclusive share are left out
 TREE_MAX_NODES = 300
 
 
-def _tree(tree, per_rank_total, states, ranks):
+def _tree(tree, per_rank_total, states, ranks, tree_ctr=None, events=()):
     """The call tree of the samples (function paths from the outermost own frame), depth
     first, children by inclusive share: each node's inclusive and exclusive share of all
-    samples, by activity, and its inclusive share per rank (min/mean/max, imbalance)."""
+    samples, by activity, and its inclusive share per rank (min/mean/max, imbalance);
+    with --counters, the events counted at its samples (inclusive and exclusive)."""
     total = per_rank_total.sum()
     keep = {p: v for p, v in tree.items() if 100 * v[0].sum() / total >= TREE_MIN_PCT}
     children = {}
@@ -403,6 +419,10 @@ def _tree(tree, per_rank_total, states, ranks):
                     "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
                     "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
                     "worst_rank": ranks[int(share.argmax())]})
+        if events:
+            cn = tree_ctr.get(p, np.zeros((2, len(events)), np.int64))
+            out[-1]["counters_inclusive"] = {ev: int(cn[0][e]) for e, ev in enumerate(events)}
+            out[-1]["counters_exclusive"] = {ev: int(cn[1][e]) for e, ev in enumerate(events)}
         for c in sorted(children.get(p, []), key=lambda c: -keep[c][0].sum()):
             visit(c, me, depth + 1)
 

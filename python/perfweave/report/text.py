@@ -196,13 +196,18 @@ def _sampling(data):
                f"{act})"]
     tree = sm.get("call_tree") or []
     if tree:
+        evs = sm.get("counters") or []
         out.append("  call tree (inclusive % / self %" +
-                   (", [per rank min-max %]):" if len(sm["ranks"]) > 1 else "):"))
+                   (", [per rank min-max %]" if len(sm["ranks"]) > 1 else "") +
+                   (f", {{{', '.join(evs)} inclusive}}" if evs else "") + "):")
         for n in tree[:30]:
             out.append(f"  {n['inclusive_pct']:6.1f} {n['exclusive_pct']:6.1f}  "
                        f"{'  ' * n['depth']}{n['name']}"
                        + (f"   [{n['per_rank_pct']['min']:.0f}-{n['per_rank_pct']['max']:.0f}]"
-                          if len(sm["ranks"]) > 1 else ""))
+                          if len(sm["ranks"]) > 1 else "")
+                       + (" {" + ", ".join(str(n["counters_inclusive"].get(ev, 0))
+                                           for ev in evs) + "}"
+                          if evs and "counters_inclusive" in n else ""))
         if len(tree) > 30:
             out.append(f"  ({len(tree) - 30} more nodes; see --json)")
     for title, key in (("functions (self)", "functions"), ("source lines (self)", "lines"),

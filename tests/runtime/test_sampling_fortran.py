@@ -1,0 +1,44 @@
+"""Call-stack sampling of a Fortran MPI program (use mpi), built as Fortran codes are
+(gfortran -g -O1 -fno-omit-frame-pointer): the report names its procedures as written in
+the source (module procedure burn::heavy, external subroutine light) with file:line in
+the .f90 file, and splits the time 70 % / 30 % between them as the program does."""
+from harness import site_lines
+
+FFLAGS = ("-O1", "-fno-omit-frame-pointer", "-fno-inline")
+SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
+
+
+def by_name(rows):
+    return {r["name"]: r for r in rows}
+
+
+def test_fortran_procedures_with_file_and_line(mpi, build, run_pw):
+    prog = build(mpi, "burn7030.f90", FFLAGS)
+    r = run_pw(mpi.launch(2) + [prog, 2], SAMPLE)
+    assert r.proc.stdout == "done\n"
+    sm = r.report()["sampling"]
+    inc = by_name(sm["inclusive"])
+    assert {"burn::heavy", "light", "burn::spin", "MAIN__"} <= set(inc)
+    assert not any("_MOD_" in name for name in inc)             # no gfortran symbols
+    # 70 / 30 of the program's own time (MAIN__): MPI start-up and shutdown are the rest;
+    # >= 600 samples under MAIN__: binomial sd < 1.9 points; bound 5 points
+    main = inc["MAIN__"]["pct"]
+    assert main * sm["samples"] / 100 >= 600
+    assert abs(100 * inc["burn::heavy"]["pct"] / main - 70) <= 5, inc["burn::heavy"]
+    assert abs(100 * inc["light"]["pct"] / main - 30) <= 5, inc["light"]
+    assert by_name(sm["functions"])["burn::spin"]["pct"] > 0.9 * main     # self time
+    # source lines in the .f90 file: the spin loop's line leads
+    line = site_lines("burn7030.f90")["spin"]
+    top = sm["lines"][0]["name"]
+    assert top.startswith("burn::spin (burn7030.f90:") and \
+        abs(int(top.rsplit(":", 1)[1].rstrip(")")) - line) <= 2, top
+    # the call tree: MAIN__ -> burn::heavy -> burn::spin, per rank
+    path = {}
+    for n in sm["call_tree"]:
+        path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
+    nodes = {path[n["id"]][-3:]: n for n in sm["call_tree"]}
+    heavy = nodes[("MAIN__", "burn::heavy", "burn::spin")]
+    assert abs(100 * heavy["inclusive_pct"] / main - 70) <= 5
+    assert heavy["per_rank_pct"]["min"] > 0 and heavy["imbalance"] < 0.2
+    text = r.text_report()
+    assert "burn::heavy" in text and "burn7030.f90:" in text
