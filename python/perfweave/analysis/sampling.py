@@ -260,6 +260,18 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
         L = loc.get(k)
         return L.function if L and L.function else f"{os.path.basename(k[0]) or '?'}+{k[1]:#x}"
 
+    chains = {}
+
+    def chain_of(k):
+        """The functions of one frame, outermost first: the function the code was
+        compiled into, then those inlined into it (DWARF), so inlining keeps a caller."""
+        c = chains.get(k)
+        if c is None:
+            L = loc.get(k)
+            c = ((f for f, _, _ in reversed(L.inlined_into) if f) if L and L.function else ())
+            c = chains[k] = tuple(c) + (fn_of(k),)
+        return c
+
     def line_of(k):
         L = loc.get(k)
         if L and L.file and L.line:
@@ -289,7 +301,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
         if nev:
             ctr_total += delta.sum(axis=0)
         for i, (stack, s) in enumerate(zip(stacks, np.clip(st, 0, nst - 1).tolist())):
-            path = tuple(fn_of(k) for k in stack) or ("?",)
+            path = tuple(f for k in stack for f in chain_of(k)) or ("?",)
             for n in range(1, len(path) + 1):
                 node = tree.setdefault(path[:n], np.zeros((2, len(per_proc), nst)))
                 node[0, j, s] += 1
@@ -304,7 +316,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                 row[j, s] += 1
                 if nev:
                     counts[name][key] = counts[name].get(key, 0) + delta[i]
-            for f in {fn_of(x) for x in inc}:
+            for f in {f for x in inc for f in chain_of(x)}:
                 row = tables["inclusive"].setdefault(f, np.zeros((len(per_proc), nst)))
                 row[j, s] += 1
                 if nev:
@@ -338,7 +350,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                    per_rank_total=per_rank_total,
                    leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
                    line=[[line_of(k) for k in keys] for _, keys, *_ in per_proc],
-                   stack=[[[fn_of(k) for k in st] for st in stacks]
+                   stack=[[[f for k in st for f in chain_of(k)] for st in stacks]
                           for _, _, _, _, _, stacks, _ in per_proc],
                    deltas=[d for _, _, _, _, d, _, _ in per_proc],
                    activity=[a for _, _, _, a, _, _, _ in per_proc])
