@@ -20,11 +20,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -37,9 +40,11 @@
 #define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */
 #define PW_SAMPLE_THREADS 256
 
-PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP */
+PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP, WAIT */
 #define STATE_SLEEP (1 + PW_ACT_FAMILIES)
-static PW_TLS int interrupted; /* our signal arrived (sleep wrappers resume after it) */
+#define STATE_WAIT (2 + PW_ACT_FAMILIES) /* blocked in poll, select, epoll, pause, ... */
+/* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then) */
+static PW_TLS int interrupted;
 int pw_rank = -1;
 static pid_t start_pid;
 
@@ -83,13 +88,39 @@ static void set_interval(thr *t)
     timer_settime(t->timer, 0, &its, NULL);
 }
 
+/* Whether our signal alone ended a blocking system call with EINTR (the wrappers then
+ * call it again). The kernel hands a handler the registers of the interrupted context
+ * with the call's result already set to -EINTR when it will not restart it; a program's
+ * handler that ours lands in has no such register. The program's own signals that
+ * arrived with ours are held by our handler's mask (all signals) and delivered right
+ * after it: pending and not blocked in the interrupted context, the call is theirs. */
+static int ended_a_call(void *ucv)
+{
+    ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+    if (uc->uc_mcontext.gregs[REG_RAX] != -EINTR)
+        return 0;
+#elif defined(__aarch64__)
+    if ((int64_t)uc->uc_mcontext.regs[0] != -EINTR)
+        return 0;
+#endif
+    sigset_t p;
+    if (sigpending(&p) != 0)
+        return 1;
+    for (int s = 1; s < NSIG; s++)
+        if (s != sig && sigismember(&p, s) == 1 && !sigismember(&uc->uc_sigmask, s))
+            return 0;
+    return 1;
+}
+
 static void on_sample(int signo, siginfo_t *si, void *ucv)
 {
     (void)signo;
     (void)si;
     int saved = errno;
     thr *t = self;
-    interrupted = 1;
+    if (ended_a_call(ucv))
+        interrupted = 1;
     if (!t || !t->ok) {
         errno = saved;
         return;
@@ -262,7 +293,7 @@ static void write_samples(void)
     pw_buf_puts(&b, ", \"t_end\": ");
     pw_buf_int(&b, pw_now());
     pw_buf_puts(&b, ", \"states\": [\"compute\", \"mpi_p2p\", \"mpi_coll\", \"mpi_rma\", "
-                    "\"mpi_sync\", \"mpi_io\", \"mpi_other\", \"sleep\"], \"threads\": [");
+                    "\"mpi_sync\", \"mpi_io\", \"mpi_other\", \"sleep\", \"wait\"], \"threads\": [");
     for (int i = 0; i < n; i++) {
         pw_buf_puts(&b, i ? ", {\"tid\": " : "{\"tid\": ");
         pw_buf_int(&b, threads[i].tid);
@@ -348,6 +379,72 @@ PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     return rc;
 }
 
+/* Helpers of the blocking-call wrappers below */
+#define REAL(fn)                                                                        \
+    static __typeof__(fn) *real_##fn;                                                   \
+    if (PW_UNLIKELY(!real_##fn))                                                        \
+    *(void **)&real_##fn = dlsym(RTLD_NEXT, #fn)
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The sample state while blocked: state, unless in an MPI call; returns the old one. */
+static int block_begin(int blocking, int state)
+{
+    int old = pw_sample_state;
+    if (blocking && old == 0)
+        pw_sample_state = state;
+    return old;
+}
+
+/* The call failed with EINTR because of our signal: call it again. */
+static int again(int rc)
+{
+    return rc < 0 && errno == EINTR && interrupted;
+}
+
+/* poll-style timeouts (ms; < 0: none): the deadline, and the ms left to it */
+static int64_t ms_deadline(int ms)
+{
+    return ms > 0 ? mono_ns() + ms * 1000000LL : 0;
+}
+
+static int ms_left(int ms, int64_t deadline)
+{
+    if (ms <= 0)
+        return ms;
+    int64_t d = deadline - mono_ns();
+    return d <= 0 ? 0 : (int)((d + 999999) / 1000000);
+}
+
+/* timespec timeouts (NULL: none): the deadline, and the time left to it in *left */
+static int64_t ts_deadline(const struct timespec *ts)
+{
+    return ts ? mono_ns() + ts->tv_sec * 1000000000LL + ts->tv_nsec : 0;
+}
+
+static const struct timespec *ts_left(const struct timespec *ts, int64_t deadline,
+                                      struct timespec *left)
+{
+    if (!ts)
+        return NULL;
+    int64_t d = deadline - mono_ns();
+    if (d < 0)
+        d = 0;
+    left->tv_sec = d / 1000000000LL;
+    left->tv_nsec = d % 1000000000LL;
+    return left;
+}
+
+static int ts_blocking(const struct timespec *ts)
+{
+    return !ts || ts->tv_sec || ts->tv_nsec;
+}
+
 /* Sleeping is sampled (state "sleep"), and a sleep that our signal interrupts goes on
  * for the time left: nanosleep is never restarted by SA_RESTART, and a program's
  * sleep() must not return early because it is being measured. An interruption by the
@@ -361,9 +458,8 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
         *(void **)&real_clock_nanosleep = dlsym(RTLD_NEXT, "clock_nanosleep");
     if (!started || !req)
         return real_clock_nanosleep(clock, flags, req, rem);
-    int state = pw_sample_state, rc;
+    int state = block_begin(1, STATE_SLEEP), rc;
     struct timespec left = *req, r;
-    pw_sample_state = STATE_SLEEP;
     for (;;) {
         interrupted = 0;
         rc = real_clock_nanosleep(clock, flags, &left, &r);
@@ -402,6 +498,203 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
     return (unsigned int)rem.tv_sec + (rem.tv_nsec > 0);
 }
 
+/* Blocking calls that the kernel never restarts after a handler, whatever SA_RESTART
+ * (signal(7)): fd multiplexing (poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
+ * epoll_pwait2) and waiting for signals (pause, sigsuspend, sigwaitinfo, sigtimedwait).
+ * When our signal ended one with EINTR, it is called again for the time left (from a
+ * CLOCK_MONOTONIC deadline), so the program sees what it would see without perfweave;
+ * its own signals still end them with EINTR. The fd sets, the events array and the
+ * revents are not written by the kernel when it returns EINTR. A thread blocked in them
+ * (with a timeout other than zero) is sampled in state "wait", unless it is inside an
+ * MPI call (the MPI family is kept: MPI libraries poll while waiting). */
+/* rc = CALL (a call with a timeout in ms, variable MS; < 0: none), called again for the
+ * time left while our signal ends it */
+#define BLOCK_MS(ms, call)                                                              \
+    do {                                                                                \
+        int64_t deadline_ = ms_deadline(ms);                                            \
+        int old_ = block_begin((ms) != 0, STATE_WAIT);                                  \
+        do {                                                                            \
+            interrupted = 0;                                                            \
+            rc = (call);                                                                \
+        } while (again(rc) && ((ms = ms_left(ms, deadline_)), 1));                      \
+        pw_sample_state = old_;                                                         \
+    } while (0)
+
+/* the same for a timeout TS (const struct timespec *, NULL: none); CALL uses tp_ */
+#define BLOCK_TS(ts, call)                                                              \
+    do {                                                                                \
+        int64_t deadline_ = ts_deadline(ts);                                            \
+        struct timespec left_;                                                          \
+        const struct timespec *tp_ = (ts);                                              \
+        int old_ = block_begin(ts_blocking(ts), STATE_WAIT);                            \
+        do {                                                                            \
+            interrupted = 0;                                                            \
+            rc = (call);                                                                \
+        } while (again(rc) && (tp_ = ts_left(ts, deadline_, &left_), 1));               \
+        pw_sample_state = old_;                                                         \
+    } while (0)
+
+PW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    REAL(poll);
+    if (!started)
+        return real_poll(fds, n, timeout);
+    int rc;
+    BLOCK_MS(timeout, real_poll(fds, n, timeout));
+    return rc;
+}
+
+/* poll with _FORTIFY_SOURCE: the same check as glibc's, then poll */
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+void __chk_fail(void) __attribute__((noreturn));
+PW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        __chk_fail();
+    return poll(fds, n, timeout);
+}
+
+PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+                    const sigset_t *mask)
+{
+    REAL(ppoll);
+    if (!started)
+        return real_ppoll(fds, n, ts, mask);
+    int rc;
+    BLOCK_TS(ts, real_ppoll(fds, n, tp_, mask));
+    return rc;
+}
+
+PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+    REAL(select);
+    if (!started)
+        return real_select(n, r, w, e, tv);
+    int64_t deadline = tv ? mono_ns() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
+    int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
+    for (;;) {
+        interrupted = 0;
+        rc = real_select(n, r, w, e, tv);
+        if (!again(rc))
+            break;
+        if (tv) { /* Linux writes the time left into *tv; the deadline tells it too */
+            int64_t d = deadline - mono_ns();
+            d = d < 0 ? 0 : (d + 999) / 1000;
+            tv->tv_sec = d / 1000000;
+            tv->tv_usec = d % 1000000;
+        }
+    }
+    pw_sample_state = old;
+    return rc;
+}
+
+PW_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+                      const sigset_t *mask)
+{
+    REAL(pselect);
+    if (!started)
+        return real_pselect(n, r, w, e, ts, mask);
+    int rc;
+    BLOCK_TS(ts, real_pselect(n, r, w, e, tp_, mask));
+    return rc;
+}
+
+PW_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
+                          const sigset_t *mask)
+{
+    REAL(epoll_pwait);
+    if (!started)
+        return real_epoll_pwait(ep, ev, max, timeout, mask);
+    int rc;
+    BLOCK_MS(timeout, real_epoll_pwait(ep, ev, max, timeout, mask));
+    return rc;
+}
+
+/* epoll_pwait with no mask is epoll_wait (epoll_wait(2)) */
+PW_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
+{
+    return epoll_pwait(ep, ev, max, timeout, NULL);
+}
+
+#if defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 35)
+PW_EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts,
+                           const sigset_t *mask)
+{
+    REAL(epoll_pwait2);
+    if (!started)
+        return real_epoll_pwait2(ep, ev, max, ts, mask);
+    int rc;
+    BLOCK_TS(ts, real_epoll_pwait2(ep, ev, max, tp_, mask));
+    return rc;
+}
+#endif
+
+/* pause and sigsuspend: wait for a handler; ours does not count */
+PW_EXPORT int sigsuspend(const sigset_t *mask)
+{
+    REAL(sigsuspend);
+    if (!started)
+        return real_sigsuspend(mask);
+    int old = block_begin(1, STATE_WAIT), rc;
+    do {
+        interrupted = 0;
+        rc = real_sigsuspend(mask);
+    } while (again(rc));
+    pw_sample_state = old;
+    return rc;
+}
+
+/* pause is sigsuspend with the thread's mask */
+PW_EXPORT int pause(void)
+{
+    REAL(pause);
+    sigset_t mask;
+    if (!started || pthread_sigmask(SIG_BLOCK, NULL, &mask) != 0)
+        return real_pause();
+    return sigsuspend(&mask);
+}
+
+/* Waiting for signals: our signal is taken out of the set, so that a program that
+ * blocks every signal and waits for all of them never receives one of ours. */
+static const sigset_t *without_ours(const sigset_t *set, sigset_t *copy)
+{
+    if (!set || !sig || !sigismember(set, sig))
+        return set;
+    *copy = *set;
+    sigdelset(copy, sig);
+    return copy;
+}
+
+PW_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+{
+    REAL(sigtimedwait);
+    if (!started)
+        return real_sigtimedwait(set, info, ts);
+    sigset_t copy;
+    set = without_ours(set, &copy);
+    int rc;
+    BLOCK_TS(ts, real_sigtimedwait(set, info, tp_));
+    return rc;
+}
+
+/* sigwaitinfo is sigtimedwait without a timeout */
+PW_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+    return sigtimedwait(set, info, NULL);
+}
+
+PW_EXPORT int sigwait(const sigset_t *set, int *signo)
+{
+    REAL(sigwait); /* glibc's retries EINTR itself */
+    if (!started)
+        return real_sigwait(set, signo);
+    sigset_t copy;
+    int old = block_begin(1, STATE_WAIT);
+    int rc = real_sigwait(without_ours(set, &copy), signo);
+    pw_sample_state = old;
+    return rc;
+}
+
 /* Called at the end of the core's constructor. */
 void pw_sampler_start(void)
 {
@@ -412,7 +705,7 @@ void pw_sampler_start(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sample;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    sigfillset(&sa.sa_mask); /* the program's signals wait until it returns: ended_a_call */
     if (sigaction(sig, &sa, NULL) != 0) {
         pw_log("--sample: cannot install the handler of signal %d; no samples", sig);
         return;
