@@ -36,6 +36,14 @@
 
 #include "pw.h"
 
+#if defined(PW_HAVE_LIBUNWIND) /* CMake: libunwind.h found; the library is dlopen'd */
+#define UNW_LOCAL_ONLY
+#include <link.h>
+#include <libunwind.h>
+#define PW_STR_(x) #x
+#define PW_STR(x) PW_STR_(x) /* the library's name of a libunwind.h macro */
+#endif
+
 #define PW_SAMPLE_FRAMES 32
 #define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */
 #define PW_SAMPLE_THREADS 256
@@ -63,12 +71,14 @@ typedef struct thr {
     int64_t interval_ns;
     uint64_t rng;     /* xorshift state: jitter of each interval */
     int n, cap, thinned;
-    int64_t taken, dropped;
+    int64_t taken;
+    int64_t unwound, fallbacks; /* samples by libunwind; by frame pointers instead */
     sample *buf;
 } thr;
 
 static thr threads[PW_SAMPLE_THREADS];
-static int nthreads;
+static int nthreads; /* slots claimed: beyond PW_SAMPLE_THREADS, threads not sampled */
+static int no_timer, no_memory; /* threads not sampled: timer_create or the buffer failed */
 static PW_TLS thr *self;
 static int sig;
 static int started;
@@ -86,6 +96,149 @@ static void set_interval(thr *t)
     its.it_value.tv_sec = ns / 1000000000LL;
     its.it_value.tv_nsec = ns % 1000000000LL;
     timer_settime(t->timer, 0, &its, NULL);
+}
+
+/* libunwind, when its header was there at build time and its library is here at run
+ * time (dlopen'd, so that a program using another unwinder is not disturbed and
+ * libperfweave needs nothing more): stacks through code without frame pointers (-O2's
+ * default on x86-64), from the DWARF call-frame information. Async-signal safety:
+ * libunwind's local unwinding takes its own locks with all signals blocked and allocates
+ * from its own mmap'd pools; its per-thread cache lives in dynamic TLS, which glibc
+ * allocates with malloc at a thread's first use, so each sampled thread unwinds once
+ * outside the handler first (warm_unwind). It finds unwind tables with
+ * dl_iterate_phdr, which takes the loader's (recursive) lock: a sample that lands in the
+ * dynamic loader (dlopen, dlclose, lazy binding: the link map may be changing) or in
+ * libunwind itself uses frame pointers instead, as do samples where libunwind fails
+ * (counted: fallbacks). */
+#if defined(PW_HAVE_LIBUNWIND)
+static struct {
+    int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
+    int (*step)(unw_cursor_t *);
+    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+    int (*getcontext)(unw_context_t *);
+    uintptr_t lo[3], hi[3]; /* text of the dynamic loader, of libunwind, of libc */
+} unw;
+
+static int text_ranges(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
+    int k = strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld64.so", 7) == 0 ? 0
+            : strncmp(base, "libunwind", 9) == 0                           ? 1
+            : strncmp(base, "libc.so", 7) == 0                             ? 2
+                                                                            : -1;
+    for (int i = 0; k >= 0 && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!unw.lo[k] || lo < unw.lo[k])
+            unw.lo[k] = lo;
+        if (hi > unw.hi[k])
+            unw.hi[k] = hi;
+    }
+    return 0;
+}
+
+static void unwinder_load(void)
+{
+    if (!pw_opt.sample_libunwind)
+        return;
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        pw_debug("--sample: no libunwind here; stacks by frame pointers");
+        return;
+    }
+    int (*policy)(unw_addr_space_t, unw_caching_policy_t);
+    unw_addr_space_t *as = dlsym(h, PW_STR(unw_local_addr_space));
+    *(void **)&policy = dlsym(h, PW_STR(unw_set_caching_policy));
+    *(void **)&unw.init_local2 = dlsym(h, PW_STR(unw_init_local2));
+    *(void **)&unw.get_reg = dlsym(h, PW_STR(unw_get_reg));
+    *(void **)&unw.getcontext = dlsym(h, PW_STR(unw_tdep_getcontext));
+    *(void **)&unw.step = dlsym(h, PW_STR(unw_step));
+    if (!as || !policy || !unw.init_local2 || !unw.get_reg || !unw.getcontext || !unw.step) {
+        pw_log("--sample: this libunwind lacks functions perfweave needs; frame pointers used");
+        unw.step = NULL;
+        return;
+    }
+    policy(*as, UNW_CACHE_PER_THREAD); /* no lock between threads */
+    dl_iterate_phdr(text_ranges, NULL);
+}
+
+/* A first unwind in this thread, outside any handler: libunwind's TLS and caches. */
+static void warm_unwind(void)
+{
+    unw_context_t ctx;
+    unw_cursor_t c;
+    if (unw.step && unw.getcontext(&ctx) == 0 && unw.init_local2(&c, &ctx, 0) == 0)
+        for (int i = 0; i < PW_SAMPLE_FRAMES && unw.step(&c) > 0; i++)
+            ;
+}
+
+/* The stack of the interrupted context by libunwind into frames[]; the depth, or -1 when
+ * libunwind is not to be used for it or failed before the outermost frame. */
+static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
+{
+    if (!unw.step)
+        return -1;
+    for (int k = 0; k < 2; k++)
+        if (pc >= unw.lo[k] && pc < unw.hi[k])
+            return -1;
+    unw_cursor_t c;
+    if (unw.init_local2(&c, ucv, UNW_INIT_SIGNAL_FRAME) < 0)
+        return -1;
+    int d = 0, rc = 0;
+    do {
+        unw_word_t ip = 0;
+        if (unw.get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
+            break;
+        frames[d] = d == 0 ? ip + 1 : ip; /* [0]: pc + 1, then return addresses */
+        d++;
+    } while (d < PW_SAMPLE_FRAMES && (rc = unw.step(&c)) > 0);
+    if (d < PW_SAMPLE_FRAMES && rc < 0)
+        return -1;
+    /* the program's _start below libc's __libc_start_main: start-up code, which the
+     * frame-pointer walk never reaches either (the stack starts at main) */
+    if (d >= 2 && frames[d - 2] > unw.lo[2] && frames[d - 2] <= unw.hi[2] &&
+        !(frames[d - 1] > unw.lo[2] && frames[d - 1] <= unw.hi[2]))
+        d--;
+    return d;
+}
+#define PW_UNWINDER (unw.step ? "libunwind" : "frame pointers")
+#else
+static void unwinder_load(void) {}
+static void warm_unwind(void) {}
+static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
+{
+    (void)ucv, (void)pc, (void)frames;
+    return -1;
+}
+#define PW_UNWINDER "frame pointers"
+#endif
+
+/* The stack by frame pointers into frames[] (frames[0] = pc + 1): [fp] = caller's fp,
+ * [fp + 8] = return address; every fp must lie in this thread's stack, above the stack
+ * pointer, and grow. */
+static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *frames)
+{
+    int d = 0;
+    if (pc)
+        frames[d++] = pc + 1;
+    while (d < PW_SAMPLE_FRAMES && fp >= sp && fp >= t->stack_lo &&
+           fp + 2 * sizeof(uintptr_t) <= t->stack_hi && (fp & (sizeof(uintptr_t) - 1)) == 0) {
+        uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
+        if (ret < 4096)
+            break;
+        frames[d++] = ret;
+        if (next <= fp)
+            break;
+        fp = next;
+    }
+    return d;
 }
 
 /* Whether our signal alone ended a blocking system call with EINTR (the wrappers then
@@ -136,7 +289,6 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     s->t = pw_now();
     s->state = (int16_t)pw_sample_state;
     s->have_ctr = pw_nctr ? pw_counters_sample(s->counters, PW_SAMPLE_COUNTERS) : 0;
-    int d = 0;
 #if defined(__x86_64__)
     ucontext_t *uc = ucv;
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -151,19 +303,12 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     uintptr_t pc = 0, fp = 0, sp = 0;
     (void)ucv;
 #endif
-    if (pc)
-        s->frames[d++] = pc + 1;
-    /* frame pointers: [fp] = caller's fp, [fp + 8] = return address; every fp must lie
-     * in this thread's stack, above the stack pointer, and grow */
-    while (d < PW_SAMPLE_FRAMES && fp >= sp && fp >= t->stack_lo &&
-           fp + 2 * sizeof(uintptr_t) <= t->stack_hi && (fp & (sizeof(uintptr_t) - 1)) == 0) {
-        uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
-        if (ret < 4096)
-            break;
-        s->frames[d++] = ret;
-        if (next <= fp)
-            break;
-        fp = next;
+    int d = unwind(ucv, pc, s->frames);
+    if (d >= 0) {
+        t->unwound++;
+    } else {
+        d = fp_walk(t, pc, fp, sp, s->frames);
+        t->fallbacks += PW_UNWINDER[0] == 'l';
     }
     s->depth = (int16_t)d;
     t->n++;
@@ -184,8 +329,10 @@ void pw_sampler_thread(void)
     t->cap = pw_opt.sample_capacity < 16 ? 16 : (int)pw_opt.sample_capacity;
     t->cap &= ~1;
     t->buf = pw_alloc((size_t)t->cap * sizeof(sample));
-    if (!t->buf)
+    if (!t->buf) {
+        __atomic_fetch_add(&no_memory, 1, __ATOMIC_RELAXED);
         return;
+    }
     pthread_attr_t a;
     void *lo = NULL;
     size_t size = 0;
@@ -203,10 +350,12 @@ void pw_sampler_thread(void)
     ev._sigev_un._tid = t->tid;
     if (timer_create(CLOCK_MONOTONIC, &ev, &t->timer) != 0) {
         pw_log("--sample: cannot create a timer for thread %d", t->tid);
+        __atomic_fetch_add(&no_timer, 1, __ATOMIC_RELAXED);
         return;
     }
     t->interval_ns = (pw_opt.sample_interval_ms > 0 ? pw_opt.sample_interval_ms : 10) * 1000000LL;
     t->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)t->tid << 17) ^ (uint64_t)pw_now();
+    warm_unwind();
     self = t;
     pw_counters_begin(); /* --counters: this thread's event set, read at each sample */
     __atomic_store_n(&t->ok, 1, __ATOMIC_RELEASE);
@@ -288,6 +437,20 @@ static void write_samples(void)
     pw_buf_puts(&b, "]");
     pw_buf_puts(&b, ", \"samples\": ");
     pw_buf_int(&b, total);
+    int64_t fallbacks = 0;
+    for (int i = 0; i < n; i++)
+        fallbacks += threads[i].fallbacks;
+    pw_buf_puts(&b, ", \"unwinder\": ");
+    pw_buf_jstr(&b, PW_UNWINDER);
+    pw_buf_puts(&b, ", \"unwind_fallbacks\": "); /* samples by frame pointers instead */
+    pw_buf_int(&b, fallbacks);
+    pw_buf_puts(&b, ", \"dropped\": {\"threads\": "); /* threads never sampled, and why */
+    pw_buf_int(&b, nthreads > PW_SAMPLE_THREADS ? nthreads - PW_SAMPLE_THREADS : 0);
+    pw_buf_puts(&b, ", \"timers\": ");
+    pw_buf_int(&b, no_timer);
+    pw_buf_puts(&b, ", \"memory\": ");
+    pw_buf_int(&b, no_memory);
+    pw_buf_puts(&b, "}");
     pw_buf_puts(&b, ", \"t_start\": ");
     pw_buf_int(&b, pw_t_start);
     pw_buf_puts(&b, ", \"t_end\": ");
@@ -710,6 +873,7 @@ void pw_sampler_start(void)
         pw_log("--sample: cannot install the handler of signal %d; no samples", sig);
         return;
     }
+    unwinder_load();
     started = 1;
     start_pid = getpid();
     atexit(write_samples);

@@ -63,3 +63,39 @@ def test_time_blocked_is_sampled_as_wait(build, run_pw):
     assert share > 0.85, share
     sm = r.report()["sampling"]
     assert sm["activity_pct"]["wait"] > 60         # the writer thread sleeps (state sleep)
+
+
+def test_threads_beyond_the_table_are_counted_as_dropped(build, run_pw):
+    """300 threads one after the other + main: 301 ask for the 256 slots, 45 are not
+    sampled; the samples' JSON and the report say so."""
+    prog = build(None, "many_threads.c", ("-pthread",))
+    r = run_pw([prog, 300], FAST)
+    assert r.proc.stdout == "300 threads\n"
+    [p] = read_samples(r.exp)
+    assert p.meta["dropped"] == {"threads": 45, "timers": 0, "memory": 0}
+    assert len(p.meta["threads"]) == 256
+    sm = r.report()["sampling"]
+    assert sm["dropped"] == {"threads": 45, "timers": 0, "memory": 0}
+    assert "threads not sampled: 45" in r.text_report()
+
+
+def test_libunwind_walks_code_without_frame_pointers(build, run_pw):
+    """-O2 -fomit-frame-pointer, main -> outer -> middle -> inner -> hot burning ~1 s:
+    libunwind (DWARF CFI) finds the whole chain in every sample; the frame-pointer walk
+    (--no-sample-libunwind) cannot get past hot."""
+    prog = build(None, "nofp_chain.c", ("-O2", "-fomit-frame-pointer"))
+    r = run_pw([prog, 1], ["--sample-interval-ms", "2"])
+    [p] = read_samples(r.exp)
+    assert p.meta["unwinder"] == "libunwind"
+    inc = {f["name"]: f["pct"] for f in r.report()["sampling"]["inclusive"]}
+    # ~1 s of ~1.0x s sampled is in hot; each caller holds it on its stack
+    for fn in ("hot", "inner", "middle", "outer", "main"):
+        assert inc.get(fn, 0) > 85, (fn, inc)
+    # fallbacks (a sample in the loader, or libunwind failing): a few at most
+    assert p.meta["unwind_fallbacks"] < 0.05 * len(p.records)
+
+    fp = run_pw([prog, 1], ["--sample-interval-ms", "2", "--no-sample-libunwind"])
+    [q] = read_samples(fp.exp)
+    assert q.meta["unwinder"] == "frame pointers"
+    inc = {f["name"]: f["pct"] for f in fp.report()["sampling"]["inclusive"]}
+    assert inc.get("hot", 0) > 85 and inc.get("middle", 0) < 50, inc
