@@ -201,9 +201,9 @@ static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
     } while (d < PW_SAMPLE_FRAMES && (rc = unw.step(&c)) > 0);
     if (d < PW_SAMPLE_FRAMES && rc < 0)
         return -1;
-    /* the program's _start below libc's __libc_start_main: start-up code, which the
-     * frame-pointer walk never reaches either (the stack starts at main) */
-    if (d >= 2 && frames[d - 2] > unw.lo[2] && frames[d - 2] <= unw.hi[2] &&
+    /* the outermost frame, the program's _start below libc's __libc_start_main: start-up
+     * code, which the frame-pointer walk never reaches either (the stack starts at main) */
+    if (rc == 0 && d >= 2 && frames[d - 2] > unw.lo[2] && frames[d - 2] <= unw.hi[2] &&
         !(frames[d - 1] > unw.lo[2] && frames[d - 1] <= unw.hi[2]))
         d--;
     return d;
