@@ -25,9 +25,9 @@ sys.path.insert(0, str(HERE))
 from mpi_overhead import FLAVORS, build, median_of, run  # noqa: E402
 
 COUNTERS = "perf::TASK-CLOCK,perf::PAGE-FAULTS"
-VARIANTS = {"bare": None, "profile": ["--node-interval", "0"],
-            "profile + node sampler": [],
-            "profile + counters": ["--node-interval", "0", "--counters", COUNTERS],
+VARIANTS = {"bare": None, "profile": ["--node-interval", "0", "--no-sample"],
+            "profile + node sampler": ["--no-sample"],
+            "profile + counters": ["--node-interval", "0", "--no-sample", "--counters", COUNTERS],
             "profile + sampling": ["--node-interval", "0", "--sample"]}
 
 

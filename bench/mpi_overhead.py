@@ -36,7 +36,8 @@ def build(cc, name, out):
     return exe
 
 
-def run(cmd, measured, tmp, options=()):
+def run(cmd, measured, tmp, options=("--no-sample",)):
+    """cmd, alone or under perfweave run OPTIONS (default: the MPI profile, no sampling)"""
     exp = None
     if measured:
         exp = tempfile.mkdtemp(dir=tmp, prefix="exp")
@@ -68,6 +69,17 @@ def footprint(exp):
     ranks = pf.arrays["ranks"]
     return size, int(ranks["table_resident"].max()), int(ranks["table_bytes"].max()), \
         len(pf.arrays["sites"])
+
+
+def alternate(launch, progs, variants, repeat, tmp):
+    """{(prog, variant): [run values]}: each program under each variant (None: bare, else
+    perfweave run options), the variants alternating within each of the repeats."""
+    runs = {(p, v): [] for p in progs for v in variants}
+    for _ in range(repeat):
+        for p, args in progs.items():
+            for v, opts in variants.items():
+                runs[(p, v)].append(run(launch + args, opts is not None, tmp, opts or ()))
+    return runs
 
 
 def median_of(runs, key):

@@ -44,7 +44,8 @@ def main():
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     print(f"perfweave trace overhead benchmark: {args.repeat} runs each, medians; "
           f"{os.cpu_count()} cores")
-    modes = {"bare": (False, ()), "profile": (True, ()), "trace": (True, ("--trace",))}
+    modes = {"bare": (False, ()), "profile": (True, ("--no-sample",)),
+             "trace": (True, ("--trace", "--no-sample"))}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for flavor in args.mpi.split(","):

@@ -2,6 +2,8 @@
 # Install the system packages perfweave needs, when missing (Debian/Ubuntu, as root),
 # and make sure the Performance Co-Pilot daemon pmcd is running.
 # Everything is installed without recommends: Debian's libpapi-dev recommends pcp.
+# libunwind8: the sampler dlopens libunwind.so.8 (stacks through code without frame
+# pointers); libunwind-dev: its header, for the build.
 #
 # pcp's postinst runs "systemctl daemon-reload" / "systemctl start pmcd.service"
 # whenever systemctl exists (or "invoke-rc.d pmcd start" otherwise), ignoring
@@ -12,7 +14,7 @@
 # then started below with its init script.
 set -e
 PKGS="gcc g++ make cmake python3 python3-venv python3-dev binutils gfortran
-openmpi-bin libopenmpi-dev mpich libmpich-dev libunwind-dev libpapi-dev papi-tools chromium"
+openmpi-bin libopenmpi-dev mpich libmpich-dev libunwind8 libunwind-dev libpapi-dev papi-tools chromium"
 PCP_PKGS="pcp libpcp3 libpcp3-dev"
 
 installed() {

@@ -171,8 +171,16 @@ static int thread_start(void)
 
 void pw_counters_begin(void)
 {
-    if (pw_nctr && th.state == 0)
+    if (pw_nctr && th.state == 0) {
         thread_start();
+    } else if (pw_nctr && th.state > 0) {
+        /* already counting (the sampler starts at the thread's start): the call sites'
+         * "before" counts start from now, as when counting starts here (MPI_Init) */
+        th.busy = 1;
+        if (papi.read(th.es, th.last) == PAPI_OK_)
+            th.last_ns = pw_now();
+        th.busy = 0;
+    }
 }
 
 void pw_counters_enter(void)

@@ -20,11 +20,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -33,13 +36,23 @@
 
 #include "pw.h"
 
+#if defined(PW_HAVE_LIBUNWIND) /* CMake: libunwind.h found; the library is dlopen'd */
+#define UNW_LOCAL_ONLY
+#include <link.h>
+#include <libunwind.h>
+#define PW_STR_(x) #x
+#define PW_STR(x) PW_STR_(x) /* the library's name of a libunwind.h macro */
+#endif
+
 #define PW_SAMPLE_FRAMES 32
 #define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */
 #define PW_SAMPLE_THREADS 256
 
-PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP */
+PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP, WAIT */
 #define STATE_SLEEP (1 + PW_ACT_FAMILIES)
-static PW_TLS int interrupted; /* our signal arrived (sleep wrappers resume after it) */
+#define STATE_WAIT (2 + PW_ACT_FAMILIES) /* blocked in poll, select, epoll, pause, ... */
+/* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then) */
+static PW_TLS int interrupted;
 int pw_rank = -1;
 static pid_t start_pid;
 
@@ -58,12 +71,14 @@ typedef struct thr {
     int64_t interval_ns;
     uint64_t rng;     /* xorshift state: jitter of each interval */
     int n, cap, thinned;
-    int64_t taken, dropped;
+    int64_t taken;
+    int64_t unwound, fallbacks; /* samples by libunwind; by frame pointers instead */
     sample *buf;
 } thr;
 
 static thr threads[PW_SAMPLE_THREADS];
-static int nthreads;
+static int nthreads; /* slots claimed: beyond PW_SAMPLE_THREADS, threads not sampled */
+static int no_timer, no_memory; /* threads not sampled: timer_create or the buffer failed */
 static PW_TLS thr *self;
 static int sig;
 static int started;
@@ -83,13 +98,182 @@ static void set_interval(thr *t)
     timer_settime(t->timer, 0, &its, NULL);
 }
 
+/* libunwind, when its header was there at build time and its library is here at run
+ * time (dlopen'd, so that a program using another unwinder is not disturbed and
+ * libperfweave needs nothing more): stacks through code without frame pointers (-O2's
+ * default on x86-64), from the DWARF call-frame information. Async-signal safety:
+ * libunwind's local unwinding takes its own locks with all signals blocked and allocates
+ * from its own mmap'd pools; its per-thread cache lives in dynamic TLS, which glibc
+ * allocates with malloc at a thread's first use, so each sampled thread unwinds once
+ * outside the handler first (warm_unwind). It finds unwind tables with
+ * dl_iterate_phdr, which takes the loader's (recursive) lock: a sample that lands in the
+ * dynamic loader (dlopen, dlclose, lazy binding: the link map may be changing) or in
+ * libunwind itself uses frame pointers instead, as do samples where libunwind fails
+ * (counted: fallbacks). */
+#if defined(PW_HAVE_LIBUNWIND)
+static struct {
+    int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
+    int (*step)(unw_cursor_t *);
+    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+    int (*getcontext)(unw_context_t *);
+    uintptr_t lo[3], hi[3]; /* text of the dynamic loader, of libunwind, of libc */
+} unw;
+
+static int text_ranges(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
+    int k = strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld64.so", 7) == 0 ? 0
+            : strncmp(base, "libunwind", 9) == 0                           ? 1
+            : strncmp(base, "libc.so", 7) == 0                             ? 2
+                                                                            : -1;
+    for (int i = 0; k >= 0 && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!unw.lo[k] || lo < unw.lo[k])
+            unw.lo[k] = lo;
+        if (hi > unw.hi[k])
+            unw.hi[k] = hi;
+    }
+    return 0;
+}
+
+static void unwinder_load(void)
+{
+    if (!pw_opt.sample_libunwind)
+        return;
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        pw_debug("--sample: no libunwind here; stacks by frame pointers");
+        return;
+    }
+    int (*policy)(unw_addr_space_t, unw_caching_policy_t);
+    unw_addr_space_t *as = dlsym(h, PW_STR(unw_local_addr_space));
+    *(void **)&policy = dlsym(h, PW_STR(unw_set_caching_policy));
+    *(void **)&unw.init_local2 = dlsym(h, PW_STR(unw_init_local2));
+    *(void **)&unw.get_reg = dlsym(h, PW_STR(unw_get_reg));
+    *(void **)&unw.getcontext = dlsym(h, PW_STR(unw_tdep_getcontext));
+    *(void **)&unw.step = dlsym(h, PW_STR(unw_step));
+    if (!as || !policy || !unw.init_local2 || !unw.get_reg || !unw.getcontext || !unw.step) {
+        pw_log("--sample: this libunwind lacks functions perfweave needs; frame pointers used");
+        unw.step = NULL;
+        return;
+    }
+    policy(*as, UNW_CACHE_PER_THREAD); /* no lock between threads */
+    dl_iterate_phdr(text_ranges, NULL);
+}
+
+/* A first unwind in this thread, outside any handler: libunwind's TLS and caches. */
+static void warm_unwind(void)
+{
+    unw_context_t ctx;
+    unw_cursor_t c;
+    if (unw.step && unw.getcontext(&ctx) == 0 && unw.init_local2(&c, &ctx, 0) == 0)
+        for (int i = 0; i < PW_SAMPLE_FRAMES && unw.step(&c) > 0; i++)
+            ;
+}
+
+/* The stack of the interrupted context by libunwind into frames[]; the depth, or -1 when
+ * libunwind is not to be used for it or failed before the outermost frame. */
+static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
+{
+    if (!unw.step)
+        return -1;
+    for (int k = 0; k < 2; k++)
+        if (pc >= unw.lo[k] && pc < unw.hi[k])
+            return -1;
+    unw_cursor_t c;
+    if (unw.init_local2(&c, ucv, UNW_INIT_SIGNAL_FRAME) < 0)
+        return -1;
+    int d = 0, rc = 0;
+    do {
+        unw_word_t ip = 0;
+        if (unw.get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
+            break;
+        frames[d] = d == 0 ? ip + 1 : ip; /* [0]: pc + 1, then return addresses */
+        d++;
+    } while (d < PW_SAMPLE_FRAMES && (rc = unw.step(&c)) > 0);
+    if (d < PW_SAMPLE_FRAMES && rc < 0)
+        return -1;
+    /* the outermost frame, the program's _start below libc's __libc_start_main: start-up
+     * code, which the frame-pointer walk never reaches either (the stack starts at main) */
+    if (rc == 0 && d >= 2 && frames[d - 2] > unw.lo[2] && frames[d - 2] <= unw.hi[2] &&
+        !(frames[d - 1] > unw.lo[2] && frames[d - 1] <= unw.hi[2]))
+        d--;
+    return d;
+}
+#define PW_UNWINDER (unw.step ? "libunwind" : "frame pointers")
+#else
+static void unwinder_load(void) {}
+static void warm_unwind(void) {}
+static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
+{
+    (void)ucv, (void)pc, (void)frames;
+    return -1;
+}
+#define PW_UNWINDER "frame pointers"
+#endif
+
+/* The stack by frame pointers into frames[] (frames[0] = pc + 1): [fp] = caller's fp,
+ * [fp + 8] = return address; every fp must lie in this thread's stack, above the stack
+ * pointer, and grow. */
+static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *frames)
+{
+    int d = 0;
+    if (pc)
+        frames[d++] = pc + 1;
+    while (d < PW_SAMPLE_FRAMES && fp >= sp && fp >= t->stack_lo &&
+           fp + 2 * sizeof(uintptr_t) <= t->stack_hi && (fp & (sizeof(uintptr_t) - 1)) == 0) {
+        uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
+        if (ret < 4096)
+            break;
+        frames[d++] = ret;
+        if (next <= fp)
+            break;
+        fp = next;
+    }
+    return d;
+}
+
+/* Whether our signal alone ended a blocking system call with EINTR (the wrappers then
+ * call it again). The kernel hands a handler the registers of the interrupted context
+ * with the call's result already set to -EINTR when it will not restart it; a program's
+ * handler that ours lands in has no such register. The program's own signals that
+ * arrived with ours are held by our handler's mask (all signals) and delivered right
+ * after it: pending and not blocked in the interrupted context, the call is theirs. */
+static int ended_a_call(void *ucv)
+{
+    ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+    if (uc->uc_mcontext.gregs[REG_RAX] != -EINTR)
+        return 0;
+#elif defined(__aarch64__)
+    if ((int64_t)uc->uc_mcontext.regs[0] != -EINTR)
+        return 0;
+#endif
+    sigset_t p;
+    if (sigpending(&p) != 0)
+        return 1;
+    for (int s = 1; s < NSIG; s++)
+        if (s != sig && sigismember(&p, s) == 1 && !sigismember(&uc->uc_sigmask, s))
+            return 0;
+    return 1;
+}
+
 static void on_sample(int signo, siginfo_t *si, void *ucv)
 {
     (void)signo;
     (void)si;
     int saved = errno;
     thr *t = self;
-    interrupted = 1;
+    if (ended_a_call(ucv))
+        interrupted = 1;
     if (!t || !t->ok) {
         errno = saved;
         return;
@@ -105,7 +289,6 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     s->t = pw_now();
     s->state = (int16_t)pw_sample_state;
     s->have_ctr = pw_nctr ? pw_counters_sample(s->counters, PW_SAMPLE_COUNTERS) : 0;
-    int d = 0;
 #if defined(__x86_64__)
     ucontext_t *uc = ucv;
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -120,19 +303,12 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     uintptr_t pc = 0, fp = 0, sp = 0;
     (void)ucv;
 #endif
-    if (pc)
-        s->frames[d++] = pc + 1;
-    /* frame pointers: [fp] = caller's fp, [fp + 8] = return address; every fp must lie
-     * in this thread's stack, above the stack pointer, and grow */
-    while (d < PW_SAMPLE_FRAMES && fp >= sp && fp >= t->stack_lo &&
-           fp + 2 * sizeof(uintptr_t) <= t->stack_hi && (fp & (sizeof(uintptr_t) - 1)) == 0) {
-        uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
-        if (ret < 4096)
-            break;
-        s->frames[d++] = ret;
-        if (next <= fp)
-            break;
-        fp = next;
+    int d = unwind(ucv, pc, s->frames);
+    if (d >= 0) {
+        t->unwound++;
+    } else {
+        d = fp_walk(t, pc, fp, sp, s->frames);
+        t->fallbacks += PW_UNWINDER[0] == 'l';
     }
     s->depth = (int16_t)d;
     t->n++;
@@ -153,8 +329,10 @@ void pw_sampler_thread(void)
     t->cap = pw_opt.sample_capacity < 16 ? 16 : (int)pw_opt.sample_capacity;
     t->cap &= ~1;
     t->buf = pw_alloc((size_t)t->cap * sizeof(sample));
-    if (!t->buf)
+    if (!t->buf) {
+        __atomic_fetch_add(&no_memory, 1, __ATOMIC_RELAXED);
         return;
+    }
     pthread_attr_t a;
     void *lo = NULL;
     size_t size = 0;
@@ -172,10 +350,12 @@ void pw_sampler_thread(void)
     ev._sigev_un._tid = t->tid;
     if (timer_create(CLOCK_MONOTONIC, &ev, &t->timer) != 0) {
         pw_log("--sample: cannot create a timer for thread %d", t->tid);
+        __atomic_fetch_add(&no_timer, 1, __ATOMIC_RELAXED);
         return;
     }
     t->interval_ns = (pw_opt.sample_interval_ms > 0 ? pw_opt.sample_interval_ms : 10) * 1000000LL;
     t->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)t->tid << 17) ^ (uint64_t)pw_now();
+    warm_unwind();
     self = t;
     pw_counters_begin(); /* --counters: this thread's event set, read at each sample */
     __atomic_store_n(&t->ok, 1, __ATOMIC_RELEASE);
@@ -257,12 +437,26 @@ static void write_samples(void)
     pw_buf_puts(&b, "]");
     pw_buf_puts(&b, ", \"samples\": ");
     pw_buf_int(&b, total);
+    int64_t fallbacks = 0;
+    for (int i = 0; i < n; i++)
+        fallbacks += threads[i].fallbacks;
+    pw_buf_puts(&b, ", \"unwinder\": ");
+    pw_buf_jstr(&b, PW_UNWINDER);
+    pw_buf_puts(&b, ", \"unwind_fallbacks\": "); /* samples by frame pointers instead */
+    pw_buf_int(&b, fallbacks);
+    pw_buf_puts(&b, ", \"dropped\": {\"threads\": "); /* threads never sampled, and why */
+    pw_buf_int(&b, nthreads > PW_SAMPLE_THREADS ? nthreads - PW_SAMPLE_THREADS : 0);
+    pw_buf_puts(&b, ", \"timers\": ");
+    pw_buf_int(&b, no_timer);
+    pw_buf_puts(&b, ", \"memory\": ");
+    pw_buf_int(&b, no_memory);
+    pw_buf_puts(&b, "}");
     pw_buf_puts(&b, ", \"t_start\": ");
     pw_buf_int(&b, pw_t_start);
     pw_buf_puts(&b, ", \"t_end\": ");
     pw_buf_int(&b, pw_now());
     pw_buf_puts(&b, ", \"states\": [\"compute\", \"mpi_p2p\", \"mpi_coll\", \"mpi_rma\", "
-                    "\"mpi_sync\", \"mpi_io\", \"mpi_other\", \"sleep\"], \"threads\": [");
+                    "\"mpi_sync\", \"mpi_io\", \"mpi_other\", \"sleep\", \"wait\"], \"threads\": [");
     for (int i = 0; i < n; i++) {
         pw_buf_puts(&b, i ? ", {\"tid\": " : "{\"tid\": ");
         pw_buf_int(&b, threads[i].tid);
@@ -348,6 +542,72 @@ PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     return rc;
 }
 
+/* Helpers of the blocking-call wrappers below */
+#define REAL(fn)                                                                        \
+    static __typeof__(fn) *real_##fn;                                                   \
+    if (PW_UNLIKELY(!real_##fn))                                                        \
+    *(void **)&real_##fn = dlsym(RTLD_NEXT, #fn)
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The sample state while blocked: state, unless in an MPI call; returns the old one. */
+static int block_begin(int blocking, int state)
+{
+    int old = pw_sample_state;
+    if (blocking && old == 0)
+        pw_sample_state = state;
+    return old;
+}
+
+/* The call failed with EINTR because of our signal: call it again. */
+static int again(int rc)
+{
+    return rc < 0 && errno == EINTR && interrupted;
+}
+
+/* poll-style timeouts (ms; < 0: none): the deadline, and the ms left to it */
+static int64_t ms_deadline(int ms)
+{
+    return ms > 0 ? mono_ns() + ms * 1000000LL : 0;
+}
+
+static int ms_left(int ms, int64_t deadline)
+{
+    if (ms <= 0)
+        return ms;
+    int64_t d = deadline - mono_ns();
+    return d <= 0 ? 0 : (int)((d + 999999) / 1000000);
+}
+
+/* timespec timeouts (NULL: none): the deadline, and the time left to it in *left */
+static int64_t ts_deadline(const struct timespec *ts)
+{
+    return ts ? mono_ns() + ts->tv_sec * 1000000000LL + ts->tv_nsec : 0;
+}
+
+static const struct timespec *ts_left(const struct timespec *ts, int64_t deadline,
+                                      struct timespec *left)
+{
+    if (!ts)
+        return NULL;
+    int64_t d = deadline - mono_ns();
+    if (d < 0)
+        d = 0;
+    left->tv_sec = d / 1000000000LL;
+    left->tv_nsec = d % 1000000000LL;
+    return left;
+}
+
+static int ts_blocking(const struct timespec *ts)
+{
+    return !ts || ts->tv_sec || ts->tv_nsec;
+}
+
 /* Sleeping is sampled (state "sleep"), and a sleep that our signal interrupts goes on
  * for the time left: nanosleep is never restarted by SA_RESTART, and a program's
  * sleep() must not return early because it is being measured. An interruption by the
@@ -361,9 +621,8 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
         *(void **)&real_clock_nanosleep = dlsym(RTLD_NEXT, "clock_nanosleep");
     if (!started || !req)
         return real_clock_nanosleep(clock, flags, req, rem);
-    int state = pw_sample_state, rc;
+    int state = block_begin(1, STATE_SLEEP), rc;
     struct timespec left = *req, r;
-    pw_sample_state = STATE_SLEEP;
     for (;;) {
         interrupted = 0;
         rc = real_clock_nanosleep(clock, flags, &left, &r);
@@ -402,6 +661,203 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
     return (unsigned int)rem.tv_sec + (rem.tv_nsec > 0);
 }
 
+/* Blocking calls that the kernel never restarts after a handler, whatever SA_RESTART
+ * (signal(7)): fd multiplexing (poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
+ * epoll_pwait2) and waiting for signals (pause, sigsuspend, sigwaitinfo, sigtimedwait).
+ * When our signal ended one with EINTR, it is called again for the time left (from a
+ * CLOCK_MONOTONIC deadline), so the program sees what it would see without perfweave;
+ * its own signals still end them with EINTR. The fd sets, the events array and the
+ * revents are not written by the kernel when it returns EINTR. A thread blocked in them
+ * (with a timeout other than zero) is sampled in state "wait", unless it is inside an
+ * MPI call (the MPI family is kept: MPI libraries poll while waiting). */
+/* rc = CALL (a call with a timeout in ms, variable MS; < 0: none), called again for the
+ * time left while our signal ends it */
+#define BLOCK_MS(ms, call)                                                              \
+    do {                                                                                \
+        int64_t deadline_ = ms_deadline(ms);                                            \
+        int old_ = block_begin((ms) != 0, STATE_WAIT);                                  \
+        do {                                                                            \
+            interrupted = 0;                                                            \
+            rc = (call);                                                                \
+        } while (again(rc) && ((ms = ms_left(ms, deadline_)), 1));                      \
+        pw_sample_state = old_;                                                         \
+    } while (0)
+
+/* the same for a timeout TS (const struct timespec *, NULL: none); CALL uses tp_ */
+#define BLOCK_TS(ts, call)                                                              \
+    do {                                                                                \
+        int64_t deadline_ = ts_deadline(ts);                                            \
+        struct timespec left_;                                                          \
+        const struct timespec *tp_ = (ts);                                              \
+        int old_ = block_begin(ts_blocking(ts), STATE_WAIT);                            \
+        do {                                                                            \
+            interrupted = 0;                                                            \
+            rc = (call);                                                                \
+        } while (again(rc) && (tp_ = ts_left(ts, deadline_, &left_), 1));               \
+        pw_sample_state = old_;                                                         \
+    } while (0)
+
+PW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    REAL(poll);
+    if (!started)
+        return real_poll(fds, n, timeout);
+    int rc;
+    BLOCK_MS(timeout, real_poll(fds, n, timeout));
+    return rc;
+}
+
+/* poll with _FORTIFY_SOURCE: the same check as glibc's, then poll */
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+void __chk_fail(void) __attribute__((noreturn));
+PW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        __chk_fail();
+    return poll(fds, n, timeout);
+}
+
+PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+                    const sigset_t *mask)
+{
+    REAL(ppoll);
+    if (!started)
+        return real_ppoll(fds, n, ts, mask);
+    int rc;
+    BLOCK_TS(ts, real_ppoll(fds, n, tp_, mask));
+    return rc;
+}
+
+PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+    REAL(select);
+    if (!started)
+        return real_select(n, r, w, e, tv);
+    int64_t deadline = tv ? mono_ns() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
+    int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
+    for (;;) {
+        interrupted = 0;
+        rc = real_select(n, r, w, e, tv);
+        if (!again(rc))
+            break;
+        if (tv) { /* Linux writes the time left into *tv; the deadline tells it too */
+            int64_t d = deadline - mono_ns();
+            d = d < 0 ? 0 : (d + 999) / 1000;
+            tv->tv_sec = d / 1000000;
+            tv->tv_usec = d % 1000000;
+        }
+    }
+    pw_sample_state = old;
+    return rc;
+}
+
+PW_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+                      const sigset_t *mask)
+{
+    REAL(pselect);
+    if (!started)
+        return real_pselect(n, r, w, e, ts, mask);
+    int rc;
+    BLOCK_TS(ts, real_pselect(n, r, w, e, tp_, mask));
+    return rc;
+}
+
+PW_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
+                          const sigset_t *mask)
+{
+    REAL(epoll_pwait);
+    if (!started)
+        return real_epoll_pwait(ep, ev, max, timeout, mask);
+    int rc;
+    BLOCK_MS(timeout, real_epoll_pwait(ep, ev, max, timeout, mask));
+    return rc;
+}
+
+/* epoll_pwait with no mask is epoll_wait (epoll_wait(2)) */
+PW_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
+{
+    return epoll_pwait(ep, ev, max, timeout, NULL);
+}
+
+#if defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 35)
+PW_EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts,
+                           const sigset_t *mask)
+{
+    REAL(epoll_pwait2);
+    if (!started)
+        return real_epoll_pwait2(ep, ev, max, ts, mask);
+    int rc;
+    BLOCK_TS(ts, real_epoll_pwait2(ep, ev, max, tp_, mask));
+    return rc;
+}
+#endif
+
+/* pause and sigsuspend: wait for a handler; ours does not count */
+PW_EXPORT int sigsuspend(const sigset_t *mask)
+{
+    REAL(sigsuspend);
+    if (!started)
+        return real_sigsuspend(mask);
+    int old = block_begin(1, STATE_WAIT), rc;
+    do {
+        interrupted = 0;
+        rc = real_sigsuspend(mask);
+    } while (again(rc));
+    pw_sample_state = old;
+    return rc;
+}
+
+/* pause is sigsuspend with the thread's mask */
+PW_EXPORT int pause(void)
+{
+    REAL(pause);
+    sigset_t mask;
+    if (!started || pthread_sigmask(SIG_BLOCK, NULL, &mask) != 0)
+        return real_pause();
+    return sigsuspend(&mask);
+}
+
+/* Waiting for signals: our signal is taken out of the set, so that a program that
+ * blocks every signal and waits for all of them never receives one of ours. */
+static const sigset_t *without_ours(const sigset_t *set, sigset_t *copy)
+{
+    if (!set || !sig || !sigismember(set, sig))
+        return set;
+    *copy = *set;
+    sigdelset(copy, sig);
+    return copy;
+}
+
+PW_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+{
+    REAL(sigtimedwait);
+    if (!started)
+        return real_sigtimedwait(set, info, ts);
+    sigset_t copy;
+    set = without_ours(set, &copy);
+    int rc;
+    BLOCK_TS(ts, real_sigtimedwait(set, info, tp_));
+    return rc;
+}
+
+/* sigwaitinfo is sigtimedwait without a timeout */
+PW_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+    return sigtimedwait(set, info, NULL);
+}
+
+PW_EXPORT int sigwait(const sigset_t *set, int *signo)
+{
+    REAL(sigwait); /* glibc's retries EINTR itself */
+    if (!started)
+        return real_sigwait(set, signo);
+    sigset_t copy;
+    int old = block_begin(1, STATE_WAIT);
+    int rc = real_sigwait(without_ours(set, &copy), signo);
+    pw_sample_state = old;
+    return rc;
+}
+
 /* Called at the end of the core's constructor. */
 void pw_sampler_start(void)
 {
@@ -412,11 +868,12 @@ void pw_sampler_start(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sample;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    sigfillset(&sa.sa_mask); /* the program's signals wait until it returns: ended_a_call */
     if (sigaction(sig, &sa, NULL) != 0) {
         pw_log("--sample: cannot install the handler of signal %d; no samples", sig);
         return;
     }
+    unwinder_load();
     started = 1;
     start_pid = getpid();
     atexit(write_samples);

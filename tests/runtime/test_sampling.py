@@ -34,7 +34,7 @@ def test_seventy_thirty(build, run_pw):
     assert node[("main",)]["inclusive_pct"] > 98 and node[("main",)]["exclusive_pct"] < 2
     for fn, share in (("heavy", 70), ("light", 30)):
         assert abs(node[("main", fn)]["inclusive_pct"] - share) <= 5
-        assert node[("main", fn, "spin")]["exclusive_pct"] > share - 6
+        assert node[("main", fn, "spin")]["inclusive_pct"] > share - 6  # libunwind: now() too
     assert [n["depth"] for n in tree[:3]] == [0, 1, 2]             # depth first
     text = r.text_report()
     assert "call tree" in text

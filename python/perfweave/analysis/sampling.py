@@ -377,6 +377,8 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
             "counters_total": {ev: int(ctr_total[e]) for e, ev in enumerate(events)},
             "last_interval_ms": max((t["interval_ns"] for t in threads), default=0) / 1e6,
             "thinned": max((t["thinned"] for t in threads), default=0),
+            "dropped": {k: sum(p.meta.get("dropped", {}).get(k, 0) for p in procs)
+                        for k in ("threads", "timers", "memory")},
             "kept_per_thread_max": max((t["kept"] for t in threads), default=0)}
 
 

@@ -194,6 +194,10 @@ def _sampling(data):
                     if v > 0)
     out = ["", f"Where the time goes ({sm['samples']} samples of {sm['processes']} processes; "
                f"{act})"]
+    drop = sm.get("dropped") or {}
+    if any(drop.values()):
+        out.append(f"  threads not sampled: {drop['threads']} (more than the runtime's table), "
+                   f"{drop['timers']} (no timer), {drop['memory']} (no memory)")
     tree = sm.get("call_tree") or []
     if tree:
         evs = sm.get("counters") or []

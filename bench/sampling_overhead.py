@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Benchmark: what call-stack sampling (on by default) costs (figures, not a test).
+
+On 2 ranks, alternating the variants in each repeat:
+  bare          the program alone
+  no-sample     perfweave run --no-sample (MPI profile, node timeline)
+  sampled       perfweave run (the defaults: 10 ms jittered, 1000 per thread, libunwind
+                when installed)
+for bench/programs/msg_heavy.c app-like (4 KiB halos, ~20 us compute per step) and
+worst case (64 B messages, almost no compute); time = the program's own
+MPI_Init..MPI_Finalize (rank 0's MPI_Wtime). Prints best and median of the repeats and the
+ratios sampled/bare and sampled/no-sample (of the medians, and of the bests).
+Then the cost of one sample, less noisy: bench/programs/compute_chain.c (-O2
+-fomit-frame-pointer) counts blocks of work for 2 s of wall time, sampled every 1 ms
+(libunwind, and --no-sample-libunwind) against --no-sample: the blocks lost per second
+give the microseconds each of the ~1000 samples took.
+    .venv/bin/python bench/sampling_overhead.py [--repeat 7] [--mpi openmpi]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from mpi_overhead import FLAVORS, alternate, build, median_of, run  # noqa: E402
+
+VARIANTS = {"bare": None, "no-sample": ["--no-sample"], "sampled": []}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=40000)
+    ap.add_argument("--tiny-steps", type=int, default=100000)
+    ap.add_argument("--mpi", default="openmpi")
+    a = ap.parse_args()
+    os.environ.update({k: "1" for k in ("OMPI_ALLOW_RUN_AS_ROOT",
+                                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")})
+    print(f"perfweave sampling overhead: {a.repeat} runs of each variant, alternating; "
+          f"{os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for flavor in a.mpi.split(","):
+            cc, launch = FLAVORS[flavor]
+            heavy = build(cc, "msg_heavy", tmp)
+            progs = {"message-heavy, app-like": [str(heavy), "app", str(a.steps)],
+                     "message-heavy, worst case": [str(heavy), "tiny", str(a.tiny_steps)]}
+            runs = alternate(launch, progs, VARIANTS, a.repeat, tmp)
+            print(f"\n[{flavor}]")
+            for p in progs:
+                best = {v: min(r["elapsed_s"] for r in runs[(p, v)]) for v in VARIANTS}
+                med = {v: median_of(runs[(p, v)], "elapsed_s") for v in VARIANTS}
+                print(f"  {p}: " + ", ".join(f"{v} {med[v]:.3f} s (best {best[v]:.3f})"
+                                             for v in VARIANTS))
+                for base in ("bare", "no-sample"):
+                    print(f"    sampled / {base:9s}: median {med['sampled'] / med[base]:.3f}"
+                          f", best {best['sampled'] / best[base]:.3f}")
+
+        per_sample(tmp, a.repeat)
+
+
+def per_sample(tmp, repeat):
+    exe = tmp / "compute_chain"
+    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-o", str(exe),
+                    str(HERE / "programs" / "compute_chain.c")], check=True)
+    fast = ["--node-interval", "0", "--sample-interval-ms", "1"]
+    variants = {"no-sample": ["--no-sample"], "libunwind": fast,
+                "frame pointers": fast + ["--no-sample-libunwind"]}
+    runs = alternate([], {"chain": [str(exe), "2"]}, variants, repeat, tmp)
+    base = median_of(runs[("chain", "no-sample")], "blocks")
+    print(f"\n[cost per sample, 1 ms sampling, 2 s of compute] no-sample {base:.0f} blocks")
+    for v in ("libunwind", "frame pointers"):
+        x = median_of(runs[("chain", v)], "blocks")
+        lost = 1 - x / base      # of each second; ~1000 samples per second
+        print(f"  {v:15s} {x:.0f} blocks: {100 * lost:+.2f} % = {1000 * lost:.1f} us per "
+              f"sample (at the default 10 ms: {10 * lost:+.3f} %)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Blocking calls that the kernel never restarts after a signal handler (poll, select,
+epoll, pause, sigsuspend, sigwaitinfo, ...), under 1 ms sampling: the sampler's signal
+lands in them hundreds of times, yet the program sees what it sees without perfweave
+(results, EINTR only from its own signals, timeouts of the right length), and the time
+blocked is sampled in state "wait"."""
+import pytest
+
+from harness import bare
+from perfweave.readers.samples import read_samples
+
+FAST = ["--sample", "--sample-interval-ms", "1"]
+MODES = ["poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait", "epoll_pwait2",
+         "pause", "sigsuspend", "sigtimedwait", "sigwaitinfo", "sigwaitall"]
+
+
+def cases(stdout):
+    """{case: (rc, errno, result, elapsed s)} from the program's lines."""
+    out = {}
+    for line in stdout.splitlines():
+        mode, case, rc, err, result, elapsed = line.split()
+        out[case] = ((rc, err, result), float(elapsed))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_blocking_call_sees_no_sampler_signal(mode, build, run_pw):
+    prog = build(None, "blocking.c", ("-pthread",))
+    ref = bare([prog, mode])
+    r = run_pw([prog, mode], FAST, check=False)
+    assert r.proc.returncode == ref.returncode == 0, r.proc.stderr
+    want, got = cases(ref.stdout), cases(r.proc.stdout)
+    assert set(got) == set(want) and want
+    for case, (result, elapsed) in got.items():
+        # same return value, errno and result (revents, fd set, event data, signal):
+        # EINTR only in case "own", from the program's SIGALRM
+        assert result == want[case][0], (case, result, want[case][0])
+        # each call ends at 300 ms by construction (its timeout, a thread's write or
+        # the program's SIGALRM); without the wrappers the first sample (0.5-1.5 ms)
+        # would end it with EINTR
+        assert 0.29 <= elapsed < 0.6, (case, elapsed)
+    if mode == "sigwaitall":
+        # every signal blocked and waited for: the program gets its SIGALRM (14), never
+        # the sampler's signal (which stays pending: that thread is not sampled)
+        assert got["own"][0][:2] == ("14", "0")
+        return
+    assert got["own"][0][1] == "EINTR"
+    [p] = read_samples(r.exp)
+    main = p.records[p.records["thread"] == 0]
+    # ~1 sample/ms over >= 0.3 s blocked: hundreds of interruptions were resumed
+    assert len(main) > 150
+
+
+def test_time_blocked_is_sampled_as_wait(build, run_pw):
+    prog = build(None, "blocking.c", ("-pthread",))
+    r = run_pw([prog, "poll"], FAST)
+    [p] = read_samples(r.exp)
+    states = p.meta["states"]
+    assert states[:8] == ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io",
+                          "mpi_other", "sleep"]       # older indexes kept; wait appended
+    main = p.records[p.records["thread"] == 0]
+    share = (main["state"] == states.index("wait")).mean()
+    # 0.9 s blocked in poll of ~0.9 s sampled (start-up and output are a few ms)
+    assert share > 0.85, share
+    sm = r.report()["sampling"]
+    assert sm["activity_pct"]["wait"] > 60         # the writer thread sleeps (state sleep)
+
+
+def test_threads_beyond_the_table_are_counted_as_dropped(build, run_pw):
+    """300 threads one after the other + main: 301 ask for the 256 slots, 45 are not
+    sampled; the samples' JSON and the report say so."""
+    prog = build(None, "many_threads.c", ("-pthread",))
+    r = run_pw([prog, 300], FAST)
+    assert r.proc.stdout == "300 threads\n"
+    [p] = read_samples(r.exp)
+    assert p.meta["dropped"] == {"threads": 45, "timers": 0, "memory": 0}
+    assert len(p.meta["threads"]) == 256
+    sm = r.report()["sampling"]
+    assert sm["dropped"] == {"threads": 45, "timers": 0, "memory": 0}
+    assert "threads not sampled: 45" in r.text_report()
+
+
+def test_libunwind_walks_code_without_frame_pointers(build, run_pw):
+    """-O2 -fomit-frame-pointer, main -> outer -> middle -> inner -> hot burning ~1 s:
+    libunwind (DWARF CFI) finds the whole chain in every sample; the frame-pointer walk
+    (--no-sample-libunwind) cannot get past hot."""
+    prog = build(None, "nofp_chain.c", ("-O2", "-fomit-frame-pointer"))
+    r = run_pw([prog, 1], ["--sample-interval-ms", "2"])
+    [p] = read_samples(r.exp)
+    assert p.meta["unwinder"] == "libunwind"
+    inc = {f["name"]: f["pct"] for f in r.report()["sampling"]["inclusive"]}
+    # ~1 s of ~1.0x s sampled is in hot; each caller holds it on its stack
+    for fn in ("hot", "inner", "middle", "outer", "main"):
+        assert inc.get(fn, 0) > 85, (fn, inc)
+    # fallbacks (a sample in the loader, or libunwind failing): a few at most
+    assert p.meta["unwind_fallbacks"] < 0.05 * len(p.records)
+
+    fp = run_pw([prog, 1], ["--sample-interval-ms", "2", "--no-sample-libunwind"])
+    [q] = read_samples(fp.exp)
+    assert q.meta["unwinder"] == "frame pointers"
+    inc = {f["name"]: f["pct"] for f in fp.report()["sampling"]["inclusive"]}
+    assert inc.get("hot", 0) > 85 and inc.get("middle", 0) < 50, inc
