@@ -88,6 +88,12 @@ void pw_dump_now(int state);
 
 /* ---- call-stack sampling (modules/sampler.c, --sample) ---- */
 extern PW_TLS int pw_sample_state; /* 0 computation, 1 + family: in an MPI call */
+#define PW_SAMPLE_MPI_OTHER PW_ACT_FAMILIES /* 1 + the family "other" (MPI_Init, ...) */
+/* In an MPI call, for the frame-pointer walk: the outermost wrapper's frame and an
+ * address inside it (libraries without frame pointers break the chain below it). */
+extern PW_TLS uintptr_t pw_sample_anchor, pw_sample_here;
+extern int pw_sampling; /* the sampler runs in this process */
+void *pw_code_here(void); /* an address in the function that calls it */
 extern int pw_rank;                /* MPI_COMM_WORLD rank once known, else -1 */
 void pw_sampler_start(void);       /* core constructor */
 void pw_sampler_thread(void);      /* sample the calling thread from now on */

@@ -594,6 +594,7 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
     if (PW_UNLIKELY(pw_trace_on))
         pw_trace_call(c, t1, kind, a, sent, recv);
     pw_sample_state = 0;
+    pw_sample_anchor = 0;
     pw_mpi_depth--;
 }
 

@@ -93,6 +93,15 @@ static inline int pw_mpi_nested(void) { return pw_mpi_depth > 0; }
 static inline void pw_mpi_nest(void) { pw_mpi_depth++; }
 static inline void pw_mpi_unnest(void) { pw_mpi_depth--; }
 
+/* For the sampler's frame-pointer walk: the frame of the wrapper this is inlined into. */
+static inline __attribute__((always_inline)) void pw_mpi_sample_anchor(void)
+{
+    if (pw_sampling) {
+        pw_sample_anchor = (uintptr_t)__builtin_frame_address(0);
+        pw_sample_here = (uintptr_t)pw_code_here();
+    }
+}
+
 static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn, void *ra)
 {
     if (PW_UNLIKELY(!pw_mpi_recording) || pw_mpi_depth)
@@ -101,6 +110,7 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     c->fn = fn;
     c->ra = ra;
     pw_sample_state = 1 + pw_mpi_family[fn];
+    pw_mpi_sample_anchor();
     if (PW_UNLIKELY(pw_nctr))
         pw_counters_enter(); /* before the clock: the read is not the call's time */
     c->t0 = pw_ticks();

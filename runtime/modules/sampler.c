@@ -53,7 +53,11 @@ PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP
 #define STATE_WAIT (2 + PW_ACT_FAMILIES) /* blocked in poll, select, epoll, pause, ... */
 /* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then) */
 static PW_TLS int interrupted;
+PW_TLS uintptr_t pw_sample_anchor, pw_sample_here;
+int pw_sampling;
 int pw_rank = -1;
+
+__attribute__((noinline)) void *pw_code_here(void) { return __builtin_return_address(0); }
 static pid_t start_pid;
 
 typedef struct sample {
@@ -223,13 +227,15 @@ static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
 /* The stack by frame pointers into frames[] (frames[0] = pc + 1): [fp] = caller's fp,
  * [fp + 8] = return address; every fp must lie in this thread's stack, above the stack
  * pointer, and grow. */
-static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *frames)
+/* The frame-pointer chain from fp (each fp in this thread's stack, above sp, growing)
+ * into frames[d..]; *reached: the chain passed through the frame `stop`. */
+static int fp_chain(const thr *t, uintptr_t fp, uintptr_t sp, uintptr_t *frames, int d,
+                    uintptr_t stop, int *reached)
 {
-    int d = 0;
-    if (pc)
-        frames[d++] = pc + 1;
     while (d < PW_SAMPLE_FRAMES && fp >= sp && fp >= t->stack_lo &&
            fp + 2 * sizeof(uintptr_t) <= t->stack_hi && (fp & (sizeof(uintptr_t) - 1)) == 0) {
+        if (fp == stop)
+            *reached = 1;
         uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
         if (ret < 4096)
             break;
@@ -239,6 +245,23 @@ static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintp
         fp = next;
     }
     return d;
+}
+
+/* Frame pointers: [fp] = caller's fp, [fp + 8] = return address. Inside an MPI call
+ * the chain usually breaks in the MPI library (built without frame pointers): then the
+ * stack goes on from the wrapper's own frame (pw_sample_anchor), so that the sample
+ * still has the MPI function and the program's frames above it. */
+static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *frames)
+{
+    int d = 0, reached = 0;
+    uintptr_t anchor = pw_sample_anchor;
+    if (pc)
+        frames[d++] = pc + 1;
+    int n = fp_chain(t, fp, sp, frames, d, anchor, &reached);
+    if (!anchor || reached || anchor < sp || d + 1 >= PW_SAMPLE_FRAMES)
+        return n;
+    frames[d++] = pw_sample_here; /* a return address in the wrapper */
+    return fp_chain(t, anchor, sp, frames, d, 0, &reached);
 }
 
 /* Whether our signal alone ended a blocking system call with EINTR (the wrappers then
@@ -875,6 +898,7 @@ void pw_sampler_start(void)
     }
     unwinder_load();
     started = 1;
+    pw_sampling = 1;
     start_pid = getpid();
     atexit(write_samples);
     pw_sampler_thread();

@@ -20,13 +20,14 @@ def test_fortran_procedures_with_file_and_line(mpi, build, run_pw):
     inc = by_name(sm["inclusive"])
     assert {"burn::heavy", "light", "burn::spin", "MAIN__"} <= set(inc)
     assert not any("_MOD_" in name for name in inc)             # no gfortran symbols
-    # 70 / 30 of the program's own time (MAIN__): MPI start-up and shutdown are the rest;
-    # >= 600 samples under MAIN__: binomial sd < 1.9 points; bound 5 points
-    main = inc["MAIN__"]["pct"]
-    assert main * sm["samples"] / 100 >= 600
-    assert abs(100 * inc["burn::heavy"]["pct"] / main - 70) <= 5, inc["burn::heavy"]
-    assert abs(100 * inc["light"]["pct"] / main - 30) <= 5, inc["light"]
-    assert by_name(sm["functions"])["burn::spin"]["pct"] > 0.9 * main     # self time
+    # 70 / 30 of the program's own time (heavy + light; MPI_Init and MPI_Finalize under
+    # MAIN__ are the rest); >= 600 samples: binomial sd < 1.9 points; bound 5 points
+    own = inc["burn::heavy"]["pct"] + inc["light"]["pct"]
+    assert own * sm["samples"] / 100 >= 600
+    assert inc["MAIN__"]["pct"] >= own
+    assert abs(100 * inc["burn::heavy"]["pct"] / own - 70) <= 5, inc["burn::heavy"]
+    assert abs(100 * inc["light"]["pct"] / own - 30) <= 5, inc["light"]
+    assert by_name(sm["functions"])["burn::spin"]["pct"] > 0.85 * own     # self time
     # source lines in the .f90 file: the spin loop's line leads
     line = site_lines("burn7030.f90")["spin"]
     top = sm["lines"][0]["name"]
@@ -38,7 +39,7 @@ def test_fortran_procedures_with_file_and_line(mpi, build, run_pw):
         path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
     nodes = {path[n["id"]][-3:]: n for n in sm["call_tree"]}
     heavy = nodes[("MAIN__", "burn::heavy", "burn::spin")]
-    assert abs(100 * heavy["inclusive_pct"] / main - 70) <= 5
+    assert abs(100 * heavy["inclusive_pct"] / own - 70) <= 5
     assert heavy["per_rank_pct"]["min"] > 0 and heavy["imbalance"] < 0.2
     text = r.text_report()
     assert "burn::heavy" in text and "burn7030.f90:" in text

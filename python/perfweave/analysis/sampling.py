@@ -14,6 +14,7 @@ its innermost frames: the interrupted function, and the next frames while they a
 a system library (libc, libpthread, libgomp, libstdc++), named by the symbolizer and
 matched against known I/O, memory-allocation and thread-synchronisation functions."""
 import os
+import re
 
 import numpy as np
 
@@ -28,6 +29,24 @@ def _is_system(path):
     base = os.path.basename(path)
     return (not path or path.startswith(SYSTEM_PREFIXES) or base.startswith("libperfweave")
             or "libmpi" in base or "libpmpi" in base)
+
+
+def _is_wrapper(path):
+    """perfweave's MPI wrappers: their MPI_* frames are the MPI calls of the call tree."""
+    return os.path.basename(path).startswith("libperfweave-mpi")
+
+
+_MPI_NAME = re.compile(r"^p?mpi_(\w+?)(_f08ts_|_f08_|__|_)?$", re.IGNORECASE)
+
+
+def mpi_call_name(function):
+    """MPI_Xxx_yyy for a C or Fortran MPI entry point (MPI_Send, PMPI_Send, mpi_send_,
+    mpi_send__, mpi_send_f08_), None for other names."""
+    m = _MPI_NAME.match(function or "")
+    if not m:
+        return None
+    rest = m.group(1)
+    return "MPI_" + rest[0].upper() + rest[1:].lower()
 
 
 # What a sample's thread was doing: the runtime's states (by name) and the activities
@@ -225,7 +244,8 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
         rec = p.records
         d = rec["depth"].astype(np.int64)
         mods = rec["module"]
-        system = np.array([_is_system(m) for m in p.modules] + [True], bool)
+        system = np.array([_is_system(m) and not _is_wrapper(m) for m in p.modules] + [True],
+                          bool)
         modpath = p.modules + [""]
         midx = np.where(mods >= 0, mods, len(p.modules))
         valid = np.arange(mods.shape[1])[None, :] < d[:, None]
@@ -253,6 +273,36 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
         if m and not m.startswith("["):
             for o, L in zip(offs, sym.resolve(m, offs)):
                 loc[(m, o)] = L
+    # frames in perfweave's MPI wrappers: an MPI_* function is the MPI call (named as in
+    # C, for Fortran bindings too, without file:line); its own helpers are left out
+    mpi_frame = {}
+    for k, L in list(loc.items()):
+        if _is_wrapper(k[0]):
+            name = mpi_call_name(L.function)
+            mpi_frame[k] = name
+            if name:
+                loc[k] = type(L)(k[0], k[1], name)
+
+    def clean(stack):                            # outermost first
+        out = []
+        for k in stack:
+            if k in mpi_frame:
+                name = mpi_frame[k]
+                if not name or (out and mpi_frame.get(out[-1]) == name):
+                    continue                     # a helper; a binding calling the C one
+            out.append(k)
+        return out
+
+    # per sample: its stack, self frame (an MPI call is the place of an MPI sample),
+    # and self line (the program's line: the MPI call's, for an MPI sample)
+    line_keys = []
+    for j, (p, keys, incl, act, delta, stacks, why) in enumerate(per_proc):
+        stacks = [clean(st) for st in stacks]
+        keys = [st[-1] if st else k for st, k in zip(stacks, keys)]
+        lkeys = [next((x for x in reversed(st) if x not in mpi_frame), k)
+                 for st, k in zip(stacks, keys)]
+        per_proc[j] = (p, keys, [set(st) for st in stacks], act, delta, stacks, why)
+        line_keys.append(lkeys)
     ranks = [p.rank for p, *_ in per_proc]
     line_loc = {}                                  # line name -> (function, file, line)
 
@@ -310,8 +360,8 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
             tree[path][1, j, s] += 1
             if nev:
                 tree_ctr[path][1] += delta[i]
-        for i, (k, s, inc) in enumerate(zip(keys, st.tolist(), incl)):
-            for name, key in (("function", fn_of(k)), ("line", line_of(k))):
+        for i, (k, lk, s, inc) in enumerate(zip(keys, line_keys[j], st.tolist(), incl)):
+            for name, key in (("function", fn_of(k)), ("line", line_of(lk))):
                 row = tables[name].setdefault(key, np.zeros((len(per_proc), nst)))
                 row[j, s] += 1
                 if nev:
@@ -349,7 +399,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
         raw.update(procs=[p for p, *_ in per_proc], tree=tree, tree_ctr=tree_ctr,
                    per_rank_total=per_rank_total,
                    leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
-                   line=[[line_of(k) for k in keys] for _, keys, *_ in per_proc],
+                   line=[[line_of(k) for k in lk] for lk in line_keys],
                    stack=[[[f for k in st for f in chain_of(k)] for st in stacks]
                           for _, _, _, _, _, stacks, _ in per_proc],
                    deltas=[d for _, _, _, _, d, _, _ in per_proc],

@@ -1,0 +1,45 @@
+"""MPI calls in the sample call tree: a sample taken inside an MPI call has the call
+(MPI_Barrier, MPI_Init, ...) as its innermost node under the program's frames, with
+libunwind and with the frame-pointer walk (which continues from the wrapper's frame
+where the MPI library has no frame pointers), and its time matches the MPI profile's."""
+import json
+
+import pytest
+
+SAMPLE = ["--sample-interval-ms", "2", "--sample-capacity", "4000"]
+
+
+@pytest.mark.parametrize("unwinder", ["libunwind", "frame pointers"])
+def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder):
+    prog = build(mpi, "imbalance.c")
+    extra = [] if unwinder == "libunwind" else ["--no-sample-libunwind"]
+    r = run_pw(mpi.launch(3) + [prog], SAMPLE + extra)
+    sm = r.report()["sampling"]
+    path = {}
+    for n in sm["call_tree"]:
+        path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
+    node = {path[n["id"]]: n for n in sm["call_tree"]}
+    unrooted = sum(n["inclusive_pct"] for p, n in node.items() if len(p) == 1 and p != ("main",))
+    assert unrooted < 3, node.keys()                  # before main: loader, constructors
+    barrier = node[("main", "MPI_Barrier")]
+    assert barrier["exclusive_pct"] == pytest.approx(barrier["inclusive_pct"])
+    assert barrier["by_state_pct"].get("mpi_coll", 0) > 0.95 * barrier["inclusive_pct"]
+    assert barrier["worst_rank"] != 1 and barrier["per_rank_pct"]["min"] < 2  # rank 1 never waits
+    # MPI_Init and MPI_Finalize are MPI time (state mpi_other), whatever the library does
+    # inside them (sleeps, reads, futex waits)
+    init = node[("main", "MPI_Init")]
+    assert init["by_state_pct"].get("mpi_other", 0) > 0.9 * init["inclusive_pct"]
+    # each rank's share of samples in MPI_Barrier vs its barrier time in the MPI profile
+    # over its sampled life: ~190 samples per rank, binomial sd < 3.6 points; bound 8
+    mpi_s = {p["rank"]: p["mpi_s"] for p in r.report()["mpi_profile"]["per_rank"]}
+    for j, rank in enumerate(sm["ranks"]):
+        meta = json.loads((r.exp / "samples" / f"rank-{rank}.json").read_text())
+        life = (meta["t_end"] - meta["t_start"]) / 1e9
+        expected = 100 * mpi_s[rank] / life
+        got = sm["activity_per_rank_pct"]["mpi_coll"][j]
+        assert abs(got - expected) <= 8, (rank, got, expected)
+    # self time: the MPI call; self line: the program's line that calls it
+    funcs = {f["name"]: f for f in sm["functions"]}
+    assert funcs["MPI_Barrier"]["pct"] == pytest.approx(barrier["inclusive_pct"], abs=0.01)
+    line = next(ln for ln in sm["lines"] if ln["name"].startswith("main (imbalance.c:31)"))
+    assert line["by_state_pct"]["mpi_coll"] == pytest.approx(barrier["inclusive_pct"], abs=0.5)
