@@ -86,3 +86,26 @@ def test_report_survives_a_corrupt_timeline(tmp_path):
     tl = data.node_timeline(Exp)
     assert tl["nodes"] == [] and "unreadable" in tl["error"]
     assert any("Node timeline: not shown" in line for line in _timeline({"node_timeline": tl}))
+
+
+def test_a_long_mpi_call_is_spread_back_over_the_ticks_it_lasted():
+    """A call's MPI time reaches the activity page when the call ends: 0.3 s of
+    MPI_Init seen in one 0.1 s tick is 100 % of that tick and the two before it, never
+    300 % of one; the families keep their proportions; other series are untouched."""
+    from perfweave.readers.timeline import NodeTimeline
+
+    series = [{"source": "proc", "name": "rank 0.mpi_other_ns", "unit": "ns", "kind": "counter"},
+              {"source": "proc", "name": "rank 0.mpi_coll_ns", "unit": "ns", "kind": "counter"},
+              {"source": "net", "name": "lo.rx_bytes", "unit": "bytes", "kind": "counter"}]
+    t = np.arange(6) * 100_000_000                          # ticks every 0.1 s
+    other = [0, 0, 0, 0, 0.24e9, 0.24e9]                    # 0.24 s + 0.06 s at tick 4
+    coll = [0, 0, 0, 0, 0.06e9, 0.11e9]                     # then 0.05 s in the last tick
+    rx = [0, 10, 20, 30, 40, 50]
+    tl = NodeTimeline("h", {}, series, t, np.array([other, coll, rx], float).T)
+    r = tl.rates()
+    busy = (r[:, 0] + r[:, 1]) / 1e9                        # share of wall time in MPI
+    assert busy == pytest.approx([0, 1, 1, 1, 0.5])
+    assert r[1:4, 0] / (r[1:4, 0] + r[1:4, 1]) == pytest.approx([0.8] * 3)   # 0.24 : 0.06
+    assert r[:, 0].sum() * 0.1 == pytest.approx(0.24e9)     # nothing lost
+    assert r[:, 1].sum() * 0.1 == pytest.approx(0.11e9)
+    assert r[:, 2] == pytest.approx([100] * 5)

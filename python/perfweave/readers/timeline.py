@@ -54,7 +54,31 @@ class NodeTimeline:
         v = self.values
         counter = np.array([s["kind"] == "counter" for s in self.series], bool)
         out = np.where(counter, np.diff(v, axis=0) / dt[:, None], (v[1:] + v[:-1]) / 2)
+        self._spread_mpi_time(out, dt)
         return out
+
+    def _spread_mpi_time(self, rates, dt):
+        """A process's MPI time is added to its page when a call ends, so a call longer
+        than a tick (MPI_Init, a long wait) lands in one interval, over 100 % of it. What
+        exceeds an interval's length moves back to the intervals before it, in the
+        families' proportions: where the call was."""
+        procs = {}
+        for f, cols in self.activity_columns().items():
+            for i in cols:
+                procs.setdefault(self.series[i]["name"].rsplit(".mpi_", 1)[0], []).append(i)
+        for cols in procs.values():
+            amount = np.nan_to_num(rates[:, cols]) * dt[:, None]   # ns of MPI per interval
+            carry = np.zeros(len(cols))
+            for k in range(len(dt) - 1, -1, -1):
+                a = amount[k] + carry
+                tot, cap = a.sum(), dt[k] * 1e9
+                if tot > cap:
+                    keep = a * (cap / tot)
+                    carry, amount[k] = a - keep, keep
+                else:
+                    carry, amount[k] = np.zeros(len(cols)), a
+            ok = ~np.isnan(rates[:, cols])
+            rates[:, cols] = np.where(ok, amount / dt[:, None], rates[:, cols])
 
     def total(self, i):
         """A counter's increase over the whole timeline (its unit), NaN if never read."""
