@@ -64,6 +64,21 @@ def test_mutex_contention(build, run_pw):
     assert "pthread_mutex_lock" in adv["text"]
 
 
+def test_openmp_barrier_wait_is_thread_sync(build, run_pw):
+    prog = build(None, "omp_imbalance.c", ("-fopenmp",))
+    r = run_pw([prog, 2], SAMPLE)
+    assert r.proc.stdout == "threads 2\n"
+    sm = r.report()["sampling"]
+    act = sm["activity_pct"]
+    # both threads sampled all along; thread 1 waits at the barrier 10 of every 20 ms:
+    # a quarter of the samples are in the OpenMP runtime, three quarters in task()
+    assert 15 < act["thread_sync"] < 35 and 65 < act["compute"] < 85, act
+    others_near_zero(act, "thread_sync")
+    inc = {f["name"]: f["pct"] for f in sm["inclusive"]}
+    assert 65 < inc["task"] < 85, inc
+    assert any(f["name"].startswith("main._omp_fn") for f in sm["inclusive"]), inc
+
+
 def test_pure_computation_has_no_other_activity(build, run_pw):
     prog = build(None, "burn7030.c")
     act = run_pw([prog, 1], SAMPLE).report()["sampling"]["activity_pct"]

@@ -43,3 +43,12 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
     assert funcs["MPI_Barrier"]["pct"] == pytest.approx(barrier["inclusive_pct"], abs=0.01)
     line = next(ln for ln in sm["lines"] if ln["name"].startswith("main (imbalance.c:31)"))
     assert line["by_state_pct"]["mpi_coll"] == pytest.approx(barrier["inclusive_pct"], abs=0.5)
+    # the report's split of the run (Performance Reports' summary line)
+    split = sm["time_split"]
+    assert split["MPI"] == pytest.approx(sum(v for k, v in sm["activity_pct"].items()
+                                             if k.startswith("mpi_")))
+    assert split["MPI"] == pytest.approx(barrier["inclusive_pct"] + init["inclusive_pct"] +
+                                         node[("main", "MPI_Finalize")]["inclusive_pct"], abs=2)
+    assert sum(split.values()) == pytest.approx(100, abs=0.01)
+    [line] = [ln for ln in r.text_report().splitlines() if ln.startswith("  time       compute")]
+    assert f"compute {split['compute']:.1f} %, MPI {split['MPI']:.1f} %" in line, line

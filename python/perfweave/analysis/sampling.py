@@ -153,6 +153,13 @@ def _normalise(name):
     return name
 
 
+OPENMP_RUNTIMES = ("libgomp", "libomp", "libiomp")
+
+
+def _is_openmp_runtime(path):
+    return os.path.basename(path).startswith(OPENMP_RUNTIMES)
+
+
 def activity_of(function, module=""):
     """The activity ("io", "alloc", "thread_sync") a function's name stands for, or None."""
     n = _normalise(function)
@@ -204,11 +211,18 @@ def _classify(procs, sym):
                 m = int(rec["module"][i, k])
                 path = p.modules[m] if 0 <= m < len(p.modules) else ""
                 found = None
-                for f in names.get((m, int(rec["offset"][i, k])), ()):
+                fns = names.get((m, int(rec["offset"][i, k])), ())
+                for f in fns:
                     a = activity_of(f, path)
                     if a:
                         found = (a, _normalise(f))
                         break
+                if not found and _is_openmp_runtime(path):
+                    # the program's parallel regions are its own code (outlined
+                    # functions): time inside the OpenMP runtime is waiting at barriers,
+                    # locks, for work, or handing it out
+                    found = ("thread_sync", _normalise(fns[-1]) if fns else
+                             os.path.basename(path).split(".so")[0])
                 if found:
                     act[i] = _index(found[0])
                     why[i] = found[1]
@@ -405,7 +419,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                    deltas=[d for _, _, _, _, d, _, _ in per_proc],
                    activity=[a for _, _, _, a, _, _, _ in per_proc])
     all_samples = per_rank_total.sum()
-    return {"processes": len(procs), "samples": int(all_samples),
+    result = {"processes": len(procs), "samples": int(all_samples),
             "ranks": ranks, "states": procs[0].meta.get("states") or ["compute"],
             "activities": states,
             "activity_pct": {states[s]: float(100 * totals[:, s].sum() / all_samples)
@@ -430,6 +444,24 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
             "dropped": {k: sum(p.meta.get("dropped", {}).get(k, 0) for p in procs)
                         for k in ("threads", "timers", "memory")},
             "kept_per_thread_max": max((t["kept"] for t in threads), default=0)}
+    result["time_split"] = time_split(result)
+    return result
+
+
+def time_split(sm):
+    """Performance Reports' split of the run from the samples: compute (memory
+    allocation included), MPI (every family), I/O, thread synchronisation, and time asleep
+    or blocked (only when there is some); None without samples."""
+    if not sm or sm.get("error") or not sm.get("activity_pct"):
+        return None
+    act = sm["activity_pct"]
+    split = {"compute": act.get("compute", 0) + act.get("alloc", 0),
+             "MPI": sum(v for k, v in act.items() if k.startswith("mpi_")),
+             "I/O": act.get("io", 0), "threads": act.get("thread_sync", 0)}
+    idle = act.get("sleep", 0) + act.get("wait", 0)
+    if idle:
+        split["sleep/wait"] = idle
+    return split
 
 
 def _deltas(p):

@@ -167,6 +167,10 @@ def render(data, experiment):
                   ("time in MPI", f"{m['mpi_pct']['mean']:.1f} % mean, "
                                   f"{m['mpi_pct']['min']:.1f} % min, "
                                   f"{m['mpi_pct']['max']:.1f} % max over ranks")]
+    split = (data.get("sampling") or {}).get("time_split")
+    if split:
+        facts.append(("time split", ", ".join(f"{k} {v:.1f} %" for k, v in split.items())
+                      + " (of the samples)"))
     parts.append(_table(facts, ["", ""], "facts"))
     for note in data.get("notes", []):
         parts.append(f"<p class=note>{_e(note)}</p>")

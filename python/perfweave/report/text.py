@@ -57,6 +57,10 @@ def render(data):
     else:
         out.append("  MPI        not used (one process without MPI)")
     out.append(f"  state      {data['state']}")
+    split = (data.get("sampling") or {}).get("time_split")
+    if split:
+        out.append("  time       " + ", ".join(f"{k} {v:.1f} %" for k, v in split.items())
+                   + " (of the samples)")
     for note in data["notes"]:
         out.append(f"  note       {note}")
     out += _sampling(data)
