@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#define PW_PROFILE_VERSION 1
+#define PW_PROFILE_VERSION 2 /* 2: counts' inside_ns, before_ns */
 #define PW_PROFILE_MAGIC "perfweave-profile"
 
 /* One row per rank (or per process for programs without MPI). Times are
@@ -90,7 +90,9 @@
     X(int32_t, "<i4", pad)    /* 0 */                                                      \
     X(int64_t, "<i8", inside) /* counted during the site's calls */                        \
     X(int64_t, "<i8", before) /* counted in the calling thread between its previous MPI   \
-                                 call (or the start of counting) and the site's calls */
+                                 call (or the start of counting) and the site's calls */  \
+    X(int64_t, "<i8", inside_ns) /* wall time "inside" covers (the calls read) */         \
+    X(int64_t, "<i8", before_ns) /* wall time "before" covers */
 
 /* Arrays of a profile file, in file order. */
 #define PW_ARRAYS(X)                                                                       \

@@ -156,7 +156,8 @@ typedef struct pw_sitetab {
     size_t nslots, used, entry_size, bytes;
     int64_t dropped;         /* calls folded into an overflow site */
     int64_t *hist;           /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ticks; NULL if off */
-    size_t ctr_offset;       /* of a site's counters ([2][pw_nctr]: inside, before) */
+    size_t ctr_offset;       /* of a site's counters ([2][pw_nctr]: inside, before; then
+                                the ns they cover: inside, before) */
     char *slots;
 } pw_sitetab;
 

@@ -45,7 +45,8 @@ pw_sitetab *pw_sitetab_create(void)
     size_t entry = sizeof(pw_site) + (size_t)(pw_opt.callsite_depth - 1) * sizeof(uintptr_t);
     entry = (entry + 7) & ~(size_t)7;
     size_t ctr_offset = entry;
-    entry += 2 * (size_t)pw_nctr * sizeof(int64_t);
+    if (pw_nctr) /* inside and before per event, then the wall time each covers */
+        entry += (2 * (size_t)pw_nctr + 2) * sizeof(int64_t);
     size_t nslots = pow2_at_least(2 * ((size_t)pw_opt.max_callsites + (size_t)pw_nfunctions));
     size_t hist = pw_opt.histograms && pw_nfunctions
                       ? (size_t)pw_nfunctions * PW_HIST_BUCKETS * 3 * sizeof(int64_t)

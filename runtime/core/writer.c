@@ -288,7 +288,9 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
                 const int64_t *c = pw_site_ctr(t, s);
                 if (c[e] || c[pw_nctr + e])
                     counts[ci++] = (pw_count_rec){.site = (int64_t)si, .event = e,
-                                                  .inside = c[e], .before = c[pw_nctr + e]};
+                                                  .inside = c[e], .before = c[pw_nctr + e],
+                                                  .inside_ns = c[2 * pw_nctr],
+                                                  .before_ns = c[2 * pw_nctr + 1]};
             }
             pw_site_rec *r = &sites[si++];
             r->rank = rank->rank;

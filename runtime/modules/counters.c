@@ -54,7 +54,8 @@ static PW_TLS struct {
     volatile int busy; /* in a PAPI call: the sampler's handler must not read then */
     int entered; /* entry[] holds the current call's entry reading */
     int es;
-    int64_t last_ns; /* time of the last read */
+    int64_t last_ns;  /* time of the last read */
+    int64_t entry_ns; /* time of the current call's entry reading */
     long long entry[PW_MAX_CTR], last[PW_MAX_CTR];
 } th;
 
@@ -193,6 +194,7 @@ void pw_counters_enter(void)
     th.busy = 1;
     th.entered = papi.read(th.es, th.entry) == PAPI_OK_;
     th.busy = 0;
+    th.entry_ns = now;
 }
 
 void pw_counters_leave(pw_sitetab *t, pw_site *s)
@@ -206,13 +208,17 @@ void pw_counters_leave(pw_sitetab *t, pw_site *s)
     th.busy = 0;
     if (rc != PAPI_OK_)
         return;
-    th.last_ns = pw_now();
+    int64_t now_ns = pw_now();
     int64_t *c = pw_site_ctr(t, s);
     for (int e = 0; e < pw_nctr; e++) {
         c[e] += now[e] - th.entry[e];
         c[pw_nctr + e] += th.entry[e] - th.last[e];
         th.last[e] = now[e];
     }
+    /* the wall time these counts cover, for rates: inside, before */
+    c[2 * pw_nctr] += now_ns - th.entry_ns;
+    c[2 * pw_nctr + 1] += th.entry_ns - th.last_ns;
+    th.last_ns = now_ns;
 }
 
 /* From the sampler's signal handler: the thread's counters now (cumulative since its

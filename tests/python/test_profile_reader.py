@@ -218,7 +218,7 @@ def test_wrong_format_value(tmp_path, pwprof):
         read_profile(p)
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None])
+@pytest.mark.parametrize("version", [3, 0, "1", None])
 def test_unsupported_version(tmp_path, pwprof, version):
     p = pwprof(tmp_path / "p.pwprof", {"version": version}, RANKS)
     with pytest.raises(FormatError, match=r"profile format version .* is not supported"):
@@ -226,9 +226,9 @@ def test_unsupported_version(tmp_path, pwprof, version):
 
 
 def test_unsupported_version_names_it(tmp_path, pwprof):
-    p = pwprof(tmp_path / "p.pwprof", {"version": 2}, RANKS)
-    with pytest.raises(FormatError, match=r"version 2 is not supported \(this perfweave "
-                                          r"reads \(1,\)\)"):
+    p = pwprof(tmp_path / "p.pwprof", {"version": 3}, RANKS)
+    with pytest.raises(FormatError, match=r"version 3 is not supported \(this perfweave "
+                                          r"reads \(1, 2\)\)"):
         read_profile(p)
 
 
@@ -292,7 +292,8 @@ def test_counts_are_checked_and_merged_per_site(tmp_path, pwprof):
 
     hdr = dict(HEADER, counters=["perf::PAGE-FAULTS"])
     a = pwprof(tmp_path / "a.pwprof", hdr, RANKS[:1], SITES[:1], hist=HIST[:1],
-               counts=[{"site": 0, "event": 0, "inside": 3, "before": 1000}])
+               counts=[{"site": 0, "event": 0, "inside": 3, "before": 1000,
+                        "inside_ns": 2_000_000_000, "before_ns": 500_000_000}])
     b = pwprof(tmp_path / "b.pwprof", hdr, RANKS[1:], SITES[1:], FRAMES, HIST[1:],
                counts=[{"site": 0, "event": 0, "inside": 5, "before": 7},
                        {"site": 1, "event": 0, "inside": 11, "before": 13}])
@@ -301,8 +302,10 @@ def test_counts_are_checked_and_merged_per_site(tmp_path, pwprof):
     assert prof.counts["site"].tolist() == [0, 1, 2]          # b's shifted past a's site
     res = analyze(prof)
     by_fn = {c["function"]: c["counters"]["perf::PAGE-FAULTS"] for c in res["callsites"]}
-    assert by_fn["MPI_Send"] == {"inside": 3, "before": 1000}
-    assert by_fn["MPI_Recv"] == {"inside": 5, "before": 7}
+    assert by_fn["MPI_Send"] == {"inside": 3, "before": 1000,      # rates: per second of
+                                 "inside_per_s": 1.5, "before_per_s": 2000.0}  # the time covered
+    assert by_fn["MPI_Recv"] == {"inside": 5, "before": 7,          # no time: no rate
+                                 "inside_per_s": None, "before_per_s": None}
     assert {p["rank"]: p["counters"]["perf::PAGE-FAULTS"] for p in res["per_rank"]} == \
         {0: 1003, 1: 36}
     bad = pwprof(tmp_path / "bad.pwprof", hdr, RANKS[:1], SITES[:1],

@@ -44,8 +44,19 @@ def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex, inter
     if interval == "0":             # every call read: each barrier has its own time inside
         quiet_t = by_line(rep, "pagefaults.c", "quiet")["counters"]["perf::TASK-CLOCK"]
         assert quiet_t["inside"] > 0
+    # rates: per second of the wall time the counts cover. Touching pages keeps each rank
+    # busy (3 ranks on 2 cores: ~2/3 of a CPU each), and a thread never counts more CPU
+    # time than wall time: TASK-CLOCK per second before "touched" in (0.2, 1.05] x 1e9
+    site = by_line(rep, "pagefaults.c", "touched")
+    cover = site["counters_time_s"]
+    assert cover["before"] > 0 and cover["inside"] >= 0
+    tc = site["counters"]["perf::TASK-CLOCK"]
+    assert 0.2e9 < tc["before_per_s"] <= 1.05e9, (tc, cover)
+    assert tc["before_per_s"] == pytest.approx(tc["before"] / cover["before"])
+    assert touched["before_per_s"] == pytest.approx(touched["before"] / cover["before"])
     text = r.text_report()
     assert "Counters per call site" in text and "perf::PAGE-FAULTS before" in text
+    assert "Counter rates per call site" in text and "perf::PAGE-FAULTS/s before" in text
 
 
 def test_unknown_event_stops_before_the_run(tmp_path):

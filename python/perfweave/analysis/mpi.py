@@ -134,7 +134,7 @@ def analyze(profile, top=20, symbolizer=None):
         for o, loc in zip(offs, symbolizer.resolve(path, offs)):
             locs[(m, o)] = loc
 
-    ctr = _site_counters(profile, in_app, site_of_row, nsites)
+    ctr, ctr_ns = _site_counters(profile, in_app, site_of_row, nsites)
     callsites = []
     for rank_in_order, i in enumerate(order):
         k = ukeys[i]
@@ -164,6 +164,13 @@ def analyze(profile, top=20, symbolizer=None):
         if ctr is not None:
             entry["counters"] = {ev: {"inside": int(ctr[i, e, 0]), "before": int(ctr[i, e, 1])}
                                  for e, ev in enumerate(profile.counters)}
+            if ctr_ns is not None:       # rates: per second of the time the counts cover
+                cover = {"inside": ctr_ns[i, 0] / 1e9, "before": ctr_ns[i, 1] / 1e9}
+                entry["counters_time_s"] = {k: float(v) for k, v in cover.items()}
+                for e, ev in enumerate(profile.counters):
+                    for k, j in (("inside", 0), ("before", 1)):
+                        entry["counters"][ev][f"{k}_per_s"] = (
+                            float(ctr[i, e, j] / cover[k]) if cover[k] > 0 else None)
         callsites.append(entry)
 
     # bytes per call, from the histograms (which count max(sent, received) per call)
@@ -251,9 +258,10 @@ def bucket_range(bucket, nbuckets=34):
 
 def _site_counters(profile, in_app, site_of_row, nsites):
     """(sites, events, 2) array of --counters counts per call site (inside its calls,
-    before them), summed over ranks and threads; None without counters."""
+    before them), summed over ranks and threads, and (sites, 2): the ns of wall time
+    those counts cover (None for profiles of format 1); (None, None) without counters."""
     if not profile.counters:
-        return None
+        return None, None
     group = np.full(len(profile.sites), -1, np.int64)
     group[np.flatnonzero(in_app)] = site_of_row
     c = profile.counts
@@ -262,5 +270,14 @@ def _site_counters(profile, in_app, site_of_row, nsites):
     out = np.zeros((nsites, len(profile.counters), 2), np.int64)
     np.add.at(out, (g[ok], c["event"][ok], 0), c["inside"][ok])
     np.add.at(out, (g[ok], c["event"][ok], 1), c["before"][ok])
-    return out
+    if "inside_ns" not in (c.dtype.names or ()):
+        return out, None
+    # every event's record of a site row carries the same times: once per row
+    row_ns = np.zeros((len(profile.sites), 2), np.int64)
+    np.maximum.at(row_ns, (c["site"], 0), c["inside_ns"])
+    np.maximum.at(row_ns, (c["site"], 1), c["before_ns"])
+    ns = np.zeros((nsites, 2), np.int64)
+    rows = np.flatnonzero(group >= 0)
+    np.add.at(ns, group[rows], row_ns[rows])
+    return out, ns
 

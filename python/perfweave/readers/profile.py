@@ -13,7 +13,7 @@ from perfweave.errors import FormatError
 from perfweave.readers.dtypes import PROFILE_VERSION
 
 MAGIC = "perfweave-profile"
-SUPPORTED_VERSIONS = (PROFILE_VERSION,)
+SUPPORTED_VERSIONS = (1, PROFILE_VERSION)   # 1: counts without inside_ns/before_ns
 END_MARKER = b"PWEND\n\n\n"
 
 
@@ -111,7 +111,7 @@ def _check(path, header, arrays):
         bad("sites.first_frame out of range")
     counts = arrays.get("counts")
     if counts is not None:             # --counters (files of older runs have none)
-        missing = set(dtypes.COUNT_DTYPE.names) - set(counts.dtype.names)
+        missing = {"site", "event", "inside", "before"} - set(counts.dtype.names)
         if missing:
             bad(f"counts lacks {', '.join(sorted(missing))}")
         ctrs = header.get("counters", [])

@@ -137,6 +137,19 @@ def render(data):
                                                   c["counters"][ev]["before"])]
                        for c in m["callsites"][:top] if "counters" in c],
                       header, [">", "<", "<"] + [">"] * (2 * len(evs)))
+        rated = [c for c in m["callsites"][:top] if "counters_time_s" in c]
+        if rated:
+            out += ["", "Counter rates per call site (per second of the time the counts cover: "
+                    "inside the calls / before them)"]
+            header = ["id", "function", "location", "s in", "s before"]
+            for ev in evs:
+                header += [f"{ev}/s in", f"{ev}/s before"]
+            out += _table([[c["id"], c["function"], c["where"],
+                            f"{c['counters_time_s']['inside']:.3g}",
+                            f"{c['counters_time_s']['before']:.3g}"] +
+                           [_rate(c["counters"][ev].get(f"{k}_per_s"))
+                            for ev in evs for k in ("inside", "before")] for c in rated],
+                          header, [">", "<", "<"] + [">"] * (2 + 2 * len(evs)))
         out += ["", "Counters per rank (inside and between MPI calls, MPI_Init to MPI_Finalize)"]
         out += _table([[r["rank"]] + [r["counters"][ev] for ev in evs] for r in m["per_rank"]
                        if "counters" in r], ["rank"] + evs, [">"] * (1 + len(evs)))
@@ -186,6 +199,16 @@ def _activity(name):
     """An activity's name as the report shows it (analysis/sampling.py ACTIVITIES)."""
     return {"io": "I/O", "alloc": "allocation", "thread_sync": "thread sync"}.get(
         name, name.replace("_", " "))
+
+
+def _rate(x):
+    """A counter rate per second, three digits and an SI prefix."""
+    if x is None:
+        return "-"
+    for div, p in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:.3g} {p}"
+    return f"{x:.3g}"
 
 
 def _sampling(data):
