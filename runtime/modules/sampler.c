@@ -53,6 +53,14 @@ PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP
 #define STATE_WAIT (2 + PW_ACT_FAMILIES) /* blocked in poll, select, epoll, pause, ... */
 /* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then) */
 static PW_TLS int interrupted;
+/* A wrapper that can call again with the signal mask set atomically by the call
+ * (ppoll, pselect, epoll_pwait, sigsuspend) is in its call: the handler then returns with
+ * every signal but the synchronous ones blocked (masked), keeping the thread's mask in
+ * saved_mask, so that a program's signal arriving before the wrapper calls again waits,
+ * pending, for that call, which unblocks it atomically and returns EINTR as without
+ * perfweave. The wrapper restores the thread's mask when it returns. */
+static PW_TLS int maskable, masked;
+static PW_TLS sigset_t saved_mask;
 PW_TLS uintptr_t pw_sample_anchor, pw_sample_here;
 int pw_sampling;
 int pw_rank = -1;
@@ -297,6 +305,16 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     thr *t = self;
     if (ended_a_call(ucv))
         interrupted = 1;
+    if (interrupted && maskable && !masked) {
+        ucontext_t *ucm = ucv;
+        saved_mask = ucm->uc_sigmask;
+        sigfillset(&ucm->uc_sigmask);
+        static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+        for (size_t i = 0; i < sizeof sync_signals / sizeof *sync_signals; i++)
+            sigdelset(&ucm->uc_sigmask, sync_signals[i]);
+        sigdelset(&ucm->uc_sigmask, sig);
+        masked = 1;
+    }
     if (!t || !t->ok) {
         errno = saved;
         return;
@@ -593,6 +611,24 @@ static int again(int rc)
     return rc < 0 && errno == EINTR && interrupted;
 }
 
+/* The mask to call again with: the call's own, else the thread's (saved by the handler
+ * when it blocked the program's signals; see maskable). */
+#define MASK_(m) (masked && !(m) ? (const sigset_t *)&saved_mask : (m))
+
+/* Around a maskable call: on its way out, the thread's mask again (signals that came
+ * meanwhile are delivered now, as they would have been). */
+static void mask_begin(void) { maskable = 1; }
+static void mask_end(void)
+{
+    maskable = 0;
+    if (masked) {
+        int e = errno;
+        masked = 0;
+        pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+        errno = e;
+    }
+}
+
 /* poll-style timeouts (ms; < 0: none): the deadline, and the ms left to it */
 static int64_t ms_deadline(int ms)
 {
@@ -720,14 +756,14 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
         pw_sample_state = old_;                                                         \
     } while (0)
 
+/* poll is ppoll with the timeout as a timespec (< 0: none) and no mask */
 PW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     REAL(poll);
     if (!started)
         return real_poll(fds, n, timeout);
-    int rc;
-    BLOCK_MS(timeout, real_poll(fds, n, timeout));
-    return rc;
+    struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000L};
+    return ppoll(fds, n, timeout < 0 ? NULL : &ts, NULL);
 }
 
 /* poll with _FORTIFY_SOURCE: the same check as glibc's, then poll */
@@ -747,7 +783,9 @@ PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
     if (!started)
         return real_ppoll(fds, n, ts, mask);
     int rc;
-    BLOCK_TS(ts, real_ppoll(fds, n, tp_, mask));
+    mask_begin();
+    BLOCK_TS(ts, real_ppoll(fds, n, tp_, MASK_(mask)));
+    mask_end();
     return rc;
 }
 
@@ -758,18 +796,30 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
         return real_select(n, r, w, e, tv);
     int64_t deadline = tv ? mono_ns() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
     int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
-    for (;;) {
+    REAL(pselect);
+    mask_begin();
+    interrupted = 0;
+    rc = real_select(n, r, w, e, tv);
+    /* again, as pselect (the mask set atomically), with the time left in *tv as Linux's
+     * select leaves it; pselect does not write *tv, so the deadline tells it after */
+    while (again(rc)) {
+        struct timespec left;
+        if (tv) {
+            int64_t d = deadline - mono_ns();
+            d = d < 0 ? 0 : d;
+            left.tv_sec = d / 1000000000LL;
+            left.tv_nsec = d % 1000000000LL;
+        }
         interrupted = 0;
-        rc = real_select(n, r, w, e, tv);
-        if (!again(rc))
-            break;
-        if (tv) { /* Linux writes the time left into *tv; the deadline tells it too */
+        rc = real_pselect(n, r, w, e, tv ? &left : NULL, MASK_(NULL));
+        if (tv) {
             int64_t d = deadline - mono_ns();
             d = d < 0 ? 0 : (d + 999) / 1000;
             tv->tv_sec = d / 1000000;
             tv->tv_usec = d % 1000000;
         }
     }
+    mask_end();
     pw_sample_state = old;
     return rc;
 }
@@ -781,7 +831,9 @@ PW_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
     if (!started)
         return real_pselect(n, r, w, e, ts, mask);
     int rc;
-    BLOCK_TS(ts, real_pselect(n, r, w, e, tp_, mask));
+    mask_begin();
+    BLOCK_TS(ts, real_pselect(n, r, w, e, tp_, MASK_(mask)));
+    mask_end();
     return rc;
 }
 
@@ -792,7 +844,9 @@ PW_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
     if (!started)
         return real_epoll_pwait(ep, ev, max, timeout, mask);
     int rc;
-    BLOCK_MS(timeout, real_epoll_pwait(ep, ev, max, timeout, mask));
+    mask_begin();
+    BLOCK_MS(timeout, real_epoll_pwait(ep, ev, max, timeout, MASK_(mask)));
+    mask_end();
     return rc;
 }
 
@@ -810,7 +864,9 @@ PW_EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct
     if (!started)
         return real_epoll_pwait2(ep, ev, max, ts, mask);
     int rc;
-    BLOCK_TS(ts, real_epoll_pwait2(ep, ev, max, tp_, mask));
+    mask_begin();
+    BLOCK_TS(ts, real_epoll_pwait2(ep, ev, max, tp_, MASK_(mask)));
+    mask_end();
     return rc;
 }
 #endif
@@ -822,10 +878,12 @@ PW_EXPORT int sigsuspend(const sigset_t *mask)
     if (!started)
         return real_sigsuspend(mask);
     int old = block_begin(1, STATE_WAIT), rc;
+    mask_begin();
     do {
         interrupted = 0;
         rc = real_sigsuspend(mask);
     } while (again(rc));
+    mask_end();
     pw_sample_state = old;
     return rc;
 }
