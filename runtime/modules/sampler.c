@@ -119,8 +119,9 @@ static void set_interval(thr *t)
  * allocates with malloc at a thread's first use, so each sampled thread unwinds once
  * outside the handler first (warm_unwind). It finds unwind tables with
  * dl_iterate_phdr, which takes the loader's (recursive) lock: a sample that lands in the
- * dynamic loader (dlopen, dlclose, lazy binding: the link map may be changing) or in
- * libunwind itself uses frame pointers instead, as do samples where libunwind fails
+ * dynamic loader (dlopen, dlclose, lazy binding: the link map may be changing), or
+ * anywhere while the loader says the list of modules is changing (_r_debug.r_state),
+ * or in libunwind itself uses frame pointers instead, as do samples where libunwind fails
  * (counted: fallbacks). */
 #if defined(PW_HAVE_LIBUNWIND)
 static struct {
@@ -200,6 +201,11 @@ static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
     for (int k = 0; k < 2; k++)
         if (pc >= unw.lo[k] && pc < unw.hi[k])
             return -1;
+    /* the loader is changing the list of modules (dlopen, dlclose: the state debuggers
+     * read, RT_ADD / RT_DELETE until consistent again), possibly from libc code it calls
+     * (malloc, mmap, memcpy): libunwind would read that list half-made */
+    if (__atomic_load_n(&_r_debug.r_state, __ATOMIC_RELAXED) != RT_CONSISTENT)
+        return -1;
     unw_cursor_t c;
     if (unw.init_local2(&c, ucv, UNW_INIT_SIGNAL_FRAME) < 0)
         return -1;
