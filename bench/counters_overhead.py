@@ -13,7 +13,6 @@ MPI_Init..MPI_Finalize time against bare) and cheap_calls.c (ns added per MPI_Co
 and the node sampler thread's CPU time as the timeline records it.
     .venv/bin/python bench/counters_overhead.py [--repeat 5] [--mpi openmpi]
 """
-import argparse
 import json
 import os
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from mpi_overhead import FLAVORS, build, median_of, run  # noqa: E402
+from mpi_overhead import FLAVORS, bench_args, build, median_of, run  # noqa: E402
 
 COUNTERS = "perf::TASK-CLOCK,perf::PAGE-FAULTS"
 VARIANTS = {"bare": None, "profile": ["--node-interval", "0", "--no-sample"],
@@ -41,15 +40,7 @@ def sampler_cpu(exp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--mpi", default="openmpi")
-    ap.add_argument("--calls", type=int, default=300000)
-    ap.add_argument("--steps", type=int, default=20000)
-    ap.add_argument("--tiny-steps", type=int, default=100000)
-    a = ap.parse_args()
-    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    a = bench_args(__doc__, mpi="openmpi", calls=300000)
     print(f"perfweave counters/node-sampler overhead: {a.repeat} runs each, medians; "
           f"{os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:

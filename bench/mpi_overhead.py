@@ -86,16 +86,23 @@ def median_of(runs, key):
     return statistics.median(r[key] for r in runs)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--mpi", default=",".join(FLAVORS))
-    ap.add_argument("--calls", type=int, default=1000000)
-    ap.add_argument("--steps", type=int, default=20000, help="steps of the app-like program")
+def bench_args(doc, repeat=5, mpi=",".join(FLAVORS), steps=20000, calls=None):
+    """The options the overhead benchmarks share (--repeat, --mpi, --steps, --tiny-steps,
+    and --calls where calls is given), parsed; Open MPI allowed to run as root."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--mpi", default=mpi)
+    if calls is not None:
+        ap.add_argument("--calls", type=int, default=calls)
+    ap.add_argument("--steps", type=int, default=steps, help="steps of the app-like program")
     ap.add_argument("--tiny-steps", type=int, default=100000)
-    args = ap.parse_args()
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return ap.parse_args()
+
+
+def main():
+    args = bench_args(__doc__, calls=1000000)
     print(f"perfweave MPI overhead benchmark: {args.repeat} runs each, medians; "
           f"{os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,7 +16,6 @@ Then the cost of one sample, less noisy: bench/programs/compute_chain.c (-O2
 give the microseconds each of the ~1000 samples took.
     .venv/bin/python bench/sampling_overhead.py [--repeat 7] [--mpi openmpi]
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -25,20 +24,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from mpi_overhead import FLAVORS, alternate, build, median_of, run  # noqa: E402
+from mpi_overhead import FLAVORS, alternate, bench_args, build, median_of  # noqa: E402
 
 VARIANTS = {"bare": None, "no-sample": ["--no-sample"], "sampled": []}
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--steps", type=int, default=40000)
-    ap.add_argument("--tiny-steps", type=int, default=100000)
-    ap.add_argument("--mpi", default="openmpi")
-    a = ap.parse_args()
-    os.environ.update({k: "1" for k in ("OMPI_ALLOW_RUN_AS_ROOT",
-                                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")})
+    a = bench_args(__doc__, repeat=7, mpi="openmpi", steps=40000)
     print(f"perfweave sampling overhead: {a.repeat} runs of each variant, alternating; "
           f"{os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:

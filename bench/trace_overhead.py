@@ -11,7 +11,6 @@ runs of the message-heavy programs of bench/programs/msg_heavy.c on 2 ranks:
 Medians over --repeat runs. Usage:
   .venv/bin/python bench/trace_overhead.py [--repeat 5] [--mpi openmpi,mpich]
 """
-import argparse
 import json
 import os
 import statistics
@@ -23,7 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from mpi_overhead import FLAVORS, PERFWEAVE, build, run  # noqa: E402
+from mpi_overhead import FLAVORS, PERFWEAVE, bench_args, build, run  # noqa: E402
 
 
 def trace_size(exp):
@@ -34,14 +33,7 @@ def trace_size(exp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--mpi", default=",".join(FLAVORS))
-    ap.add_argument("--steps", type=int, default=20000, help="steps of the app-like program")
-    ap.add_argument("--tiny-steps", type=int, default=100000)
-    args = ap.parse_args()
-    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    args = bench_args(__doc__)
     print(f"perfweave trace overhead benchmark: {args.repeat} runs each, medians; "
           f"{os.cpu_count()} cores")
     modes = {"bare": (False, ()), "profile": (True, ("--no-sample",)),
