@@ -66,17 +66,26 @@ class NodeTimeline:
         for f, cols in self.activity_columns().items():
             for i in cols:
                 procs.setdefault(self.series[i]["name"].rsplit(".mpi_", 1)[0], []).append(i)
+        cap = dt * 1e9                                            # ns in each interval
         for cols in procs.values():
             amount = np.nan_to_num(rates[:, cols]) * dt[:, None]   # ns of MPI per interval
-            carry = np.zeros(len(cols))
-            for k in range(len(dt) - 1, -1, -1):
-                a = amount[k] + carry
-                tot, cap = a.sum(), dt[k] * 1e9
-                if tot > cap:
-                    keep = a * (cap / tot)
-                    carry, amount[k] = a - keep, keep
-                else:
-                    carry, amount[k] = np.zeros(len(cols)), a
+            over = np.flatnonzero(amount.sum(axis=1) > cap)
+            if not len(over):
+                continue
+            # from the last interval over its length backwards, each excess goes on into
+            # the intervals before it until one has room (later ones first: an earlier
+            # one over its length then also takes what came from after it)
+            for k in over[::-1]:
+                carry = np.zeros(len(cols))
+                while k >= 0:
+                    a = amount[k] + carry
+                    tot = a.sum()
+                    if tot <= cap[k]:
+                        amount[k] = a
+                        break
+                    amount[k] = a * (cap[k] / tot)
+                    carry = a - amount[k]
+                    k -= 1
             ok = ~np.isnan(rates[:, cols])
             rates[:, cols] = np.where(ok, amount / dt[:, None], rates[:, cols])
 

@@ -73,12 +73,8 @@ def timeline_charts(path):
                     cols.append(100 * np.nanmean(rates[:, idx], axis=1) / 1e9)
                 fams.append(f)
         if procs:
+            # (a call longer than a tick is already spread over its ticks: tl.rates())
             inside = np.nansum(np.vstack(cols), axis=0) if cols else np.zeros(len(t))
-            # a call's time is counted when it ends: a call longer than a tick (MPI_Init)
-            # lands in one tick; show at most 100 %, in the families' proportions
-            scale = np.where(inside > 100, 100 / np.maximum(inside, 1e-9), 1.0)
-            cols = [c * scale for c in cols]
-            inside = np.minimum(inside, 100)
             tt, cc = _downsample(t, [np.clip(100 - inside, 0, 100)] + cols)
             node["activity"] = {"t": _finite_list(tt), "names": ["outside MPI"] +
                                 [f"MPI {f}" for f in fams],
