@@ -309,9 +309,10 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     (void)si;
     int saved = errno;
     thr *t = self;
-    if (ended_a_call(ucv))
+    int ended = ended_a_call(ucv);
+    if (ended)
         interrupted = 1;
-    if (interrupted && maskable && !masked) {
+    if (ended && maskable && !masked) { /* this very call, not an earlier one's flag */
         ucontext_t *ucm = ucv;
         saved_mask = ucm->uc_sigmask;
         sigfillset(&ucm->uc_sigmask);
