@@ -596,13 +596,6 @@ PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     if (PW_UNLIKELY(!real_##fn))                                                        \
     *(void **)&real_##fn = dlsym(RTLD_NEXT, #fn)
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* The sample state while blocked: state, unless in an MPI call; returns the old one. */
 static int block_begin(int blocking, int state)
 {
@@ -639,21 +632,21 @@ static void mask_end(void)
 /* poll-style timeouts (ms; < 0: none): the deadline, and the ms left to it */
 static int64_t ms_deadline(int ms)
 {
-    return ms > 0 ? mono_ns() + ms * 1000000LL : 0;
+    return ms > 0 ? pw_now() + ms * 1000000LL : 0;
 }
 
 static int ms_left(int ms, int64_t deadline)
 {
     if (ms <= 0)
         return ms;
-    int64_t d = deadline - mono_ns();
+    int64_t d = deadline - pw_now();
     return d <= 0 ? 0 : (int)((d + 999999) / 1000000);
 }
 
 /* timespec timeouts (NULL: none): the deadline, and the time left to it in *left */
 static int64_t ts_deadline(const struct timespec *ts)
 {
-    return ts ? mono_ns() + ts->tv_sec * 1000000000LL + ts->tv_nsec : 0;
+    return ts ? pw_now() + ts->tv_sec * 1000000000LL + ts->tv_nsec : 0;
 }
 
 static const struct timespec *ts_left(const struct timespec *ts, int64_t deadline,
@@ -661,7 +654,7 @@ static const struct timespec *ts_left(const struct timespec *ts, int64_t deadlin
 {
     if (!ts)
         return NULL;
-    int64_t d = deadline - mono_ns();
+    int64_t d = deadline - pw_now();
     if (d < 0)
         d = 0;
     left->tv_sec = d / 1000000000LL;
@@ -801,7 +794,7 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
     REAL(select);
     if (!started)
         return real_select(n, r, w, e, tv);
-    int64_t deadline = tv ? mono_ns() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
+    int64_t deadline = tv ? pw_now() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
     int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
     REAL(pselect);
     mask_begin();
@@ -812,7 +805,7 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
     while (again(rc)) {
         struct timespec left;
         if (tv) {
-            int64_t d = deadline - mono_ns();
+            int64_t d = deadline - pw_now();
             d = d < 0 ? 0 : d;
             left.tv_sec = d / 1000000000LL;
             left.tv_nsec = d % 1000000000LL;
@@ -820,7 +813,7 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
         interrupted = 0;
         rc = real_pselect(n, r, w, e, tv ? &left : NULL, MASK_(NULL));
         if (tv) {
-            int64_t d = deadline - mono_ns();
+            int64_t d = deadline - pw_now();
             d = d < 0 ? 0 : (d + 999) / 1000;
             tv->tv_sec = d / 1000000;
             tv->tv_usec = d % 1000000;
