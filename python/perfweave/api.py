@@ -67,8 +67,8 @@ class Experiment:
             self._cache["sampling"] = (sm, raw)
         sm, raw = self._cache["sampling"]
         if sm is None:
-            raise NoData(f"{self.path}: no call-stack samples (record them with "
-                         "`perfweave run --sample`)")
+            raise NoData(f"{self.path}: no call-stack samples (`perfweave run` records "
+                         "them by default, or with `--sample`; this run had `--no-sample`)")
         return sm, raw
 
     @staticmethod
