@@ -24,8 +24,9 @@ from perfweave.analysis.exchange import Local, _mix
 from perfweave.model.grouping import dense_ids
 from perfweave.model.trace import (COLL_COLS, COLL_FLAGS, RECV_COLS, SEND_COLS,
                                    WCALL_COLS, WEV_COLS, F, R, T, Cols, Trace, classify,
-                                   prepare, type_mask)
+                                   prepare)
 from perfweave.readers import trace as rt
+from perfweave.readers.dtypes import TypeSet
 from perfweave.readers.experiment import rank_ranges
 
 RESULT_FORMAT = "perfweave-waitstates"
@@ -35,7 +36,7 @@ WO_BUFFER = 100   # Late Sender instances a receiver remembers for Wrong Order (
 CATS = list(MT.CATEGORY_METRIC)
 C = {c: i for i, c in enumerate(CATS)}
 
-WINDOW_EVENTS = type_mask("WSYNC", "RMA")
+WINDOW_EVENTS = TypeSet("WSYNC", "RMA")
 MIN64 = np.iinfo(np.int64).min
 MAX64 = np.iinfo(np.int64).max
 

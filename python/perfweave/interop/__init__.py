@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import PerfweaveError
-from perfweave.model.trace import TIMED as TIMED_TYPES, T, F, _object_labels, _to_ns, _window, classify
+from perfweave.model.trace import T, F, _object_labels, _time_span, _to_ns, _window, classify
 
 FLUSH_REGION = "TRACE BUFFER FLUSH"      # Score-P's name for time spent writing buffers
 TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
@@ -104,7 +104,7 @@ def load(exp):
             t0[timed] = _to_ns(m, rec["t0"][timed])
             both = np.isin(typ, [T["CALL"], T["FLUSH"]])
             t1[both] = _to_ns(m, rec["t1"][both])
-        tb, te = _window(m, typ, t0, t1, TIMED_TYPES[typ])
+        tb, te = _window(m, _time_span(typ, t0, t1))
         out.append(RankTrace(rf.rank, m, rec, thread, t0, t1, tb, te,
                              list(m.get("functions") or []), rf.complete, list(rf.notes)))
         notes.extend(rf.notes)

@@ -34,26 +34,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfweave.model.grouping import dense_ids, rank_in_group
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES, TypeSet
 
 T = EVENT_TYPES
 F = EVENT_FLAGS
 
 
-def type_mask(*names):
-    """A lookup table: type_mask("SEND", "RECV")[types] is True for those types."""
-    lut = np.zeros(256, bool)
-    for n in names:
-        lut[T[n]] = True
-    return lut
-
-
-TIMED = type_mask("CALL", "FLUSH", "ENTER", "LEAVE")
-SPANS = type_mask("CALL", "FLUSH")
-SUB = type_mask("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
-REQUESTS = type_mask("SEND", "RECV", "IRECV", "SEND_DONE", "RMA")
-WINDOWED = type_mask("WIN", "RMA", "WSYNC")
-MOVES = type_mask("SEND", "RECV", "COLL", "RMA")
+TIMED = TypeSet("CALL", "FLUSH", "ENTER", "LEAVE")
+SPANS = TypeSet("CALL", "FLUSH")
+SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
+WINDOWED = TypeSet("WIN", "RMA", "WSYNC")
+MOVES = TypeSet("SEND", "RECV", "COLL", "RMA")
 
 
 class Cols(dict):
@@ -299,16 +290,13 @@ def prepare(rf):
     fn_names = list(meta.get("functions") or [])
     # records of each thread together, in their order
     thread = rf.thread
-    if len(thread) > 1 and (np.diff(thread) < 0).any():
+    typ = rf.types if rf.types is not None else np.ascontiguousarray(rec["type"])
+    one_thread = not len(thread) or thread.min() == thread.max()
+    if not one_thread and (np.diff(thread) < 0).any():
         order = np.argsort(thread, kind="stable")
-        rec, thread = rec[order], thread[order]
-    typ = np.ascontiguousarray(rec["type"])
+        rec, thread, typ = rec[order], thread[order], typ[order]
     n = len(rec)
-    # times of every record (meaningful for TIMED ones, t1 for SPANS ones only)
-    timed = TIMED[typ]
-    t0 = _to_ns(meta, rec["t0"])
-    t1 = _to_ns(meta, rec["t1"])
-    starts = _segments(thread)
+    starts = _segments(thread) if not one_thread else np.zeros(min(n, 1), np.int64)
     threads = len(starts) > 1
     labels = [(ROOT_LABEL,)]             # local node 0: the root; a node is its label tuple
     parents = [-1]
@@ -318,10 +306,21 @@ def prepare(rf):
         top = _regions(meta, rec, enter, leave, starts, labels, parents)
     else:
         top = None                       # innermost open region after each record: root
-
-    # ---- calls and their paths: (region node, function, call site) ----
     is_call = typ == T["CALL"]
     ci = np.flatnonzero(is_call)
+    # times (ns) of the calls, and of every record where time is attributed record by
+    # record (threads or user regions; meaningful for TIMED ones, t1 for SPANS ones)
+    if threads or regions:
+        t0, t1 = _to_ns(meta, rec["t0"]), _to_ns(meta, rec["t1"])
+        ct0, ct1 = t0[ci], t1[ci]
+        span = _time_span(typ, t0, t1)
+    else:
+        ct0, ct1 = _to_ns(meta, rec["t0"][ci]), _to_ns(meta, rec["t1"][ci])
+        fi = np.flatnonzero(typ == T["FLUSH"]) if (typ == T["FLUSH"]).any() else ci[:0]
+        ft0, ft1 = _to_ns(meta, rec["t0"][fi]), _to_ns(meta, rec["t1"][fi])
+        span = _time_span(None, np.r_[ct0, ft0], np.r_[ct1, ft1])
+
+    # ---- calls and their paths: (region node, function, call site) ----
     names = fn_names + ["?"]
     fn = np.minimum(rec["fn"][ci].astype(np.int64), len(fn_names))
     site_code, site_labels = _object_labels(meta, rec["bytes"][ci])
@@ -345,10 +344,10 @@ def prepare(rf):
     path_fn = np.full(npaths, -1, np.int64)
     path_fn[npaths - len(leaf_fn):] = leaf_fn
     role_of = np.array([R[classify(f)[1]] for f in names], np.int16)
-    calls = Cols(thread=thread[ci], path=call_path, t0=t0[ci], t1=t1[ci], role=role_of[fn])
+    calls = Cols(thread=thread[ci], path=call_path, t0=ct0, t1=ct1, role=role_of[fn])
 
     # ---- sub-events: what the calls did ----
-    si = np.flatnonzero(SUB[typ])
+    si = np.flatnonzero(SUB(typ))
     call_of = np.cumsum(is_call)[si] - 1
     sub = _take_records(rec, si)
     r = {k: sub[k] for k in ("t0", "t1", "flags", "peer", "tag", "comm", "bytes")}
@@ -368,10 +367,10 @@ def prepare(rf):
     wcalls, wevents = _window_events(ev, calls, rf.rank, r, wkeys)
 
     # ---- per path: time, overhead, calls, bytes ----
-    t_begin, t_end = _window(meta, typ, t0, t1, timed)
+    t_begin, t_end = _window(meta, span)
     if not threads and not regions:
-        time_ns, overhead_ns = _attribute_flat(typ, t0, t1, ci, call_path, npaths, t_begin,
-                                               t_end)
+        time_ns, overhead_ns = _attribute_flat(ct0, ct1, ft0, ft1, call_path, npaths,
+                                               t_begin, t_end)
     else:
         if top is None:
             top = np.zeros(n, np.int64)
@@ -384,11 +383,10 @@ def prepare(rf):
         time_ns, overhead_ns = _attribute_time(typ, t0, t1, top, top_before, leaf, starts,
                                                npaths, t_begin, t_end)
     visits = np.bincount(call_path, minlength=npaths).astype(np.int64)
-    mv = MOVES[rtyp]
-    b2 = np.where((rtyp == T["COLL"]) | (rtyp == T["RMA"]), r["t1"], 0)
-    moved = np.bincount(call_path[call_of[mv]],
-                        weights=(r["bytes"][mv] + b2[mv]).astype(np.float64),
-                        minlength=npaths)
+    # bytes moved: of SEND, RECV, COLL, RMA; + t1 (bytes received) of COLL and RMA
+    two = (rtyp == T["COLL"]) | (rtyp == T["RMA"])
+    w = (r["bytes"] + r["t1"] * two) * MOVES(rtyp)
+    moved = np.bincount(call_path[call_of], weights=w.astype(np.float64), minlength=npaths)
     return RankData(rank=rf.rank, host=meta.get("host", "?"), state=meta.get("state", "?"),
                     complete=rf.complete, notes=notes, t_begin=t_begin, t_end=t_end,
                     sends=sends, recvs=recvs, send_channels=send_ch,
@@ -500,10 +498,10 @@ def _collectives(ev, calls, rank, t1):
     """The rank's collective operations (COLL_COLS); key: its communicator number."""
     ci = np.flatnonzero(ev["type"] == T["COLL"])
     c = ev["call"][ci]
-    flags = np.where((ev["flags"][ci] & F["NONBLOCKING"]) != 0, COLL_FLAGS["nb"], 0) | \
-        np.where(ev["bytes"][ci] > 0, COLL_FLAGS["sent"], 0) | \
-        np.where(t1[ci] > 0, COLL_FLAGS["recv"], 0) | \
-        np.where(ev["peer"][ci] == rank, COLL_FLAGS["root"], 0)
+    flags = ((ev["flags"][ci] & F["NONBLOCKING"]) != 0) * np.uint8(COLL_FLAGS["nb"])
+    for on, bit in ((ev["bytes"][ci] > 0, "sent"), (t1[ci] > 0, "recv"),
+                    (ev["peer"][ci] == rank, "root")):
+        flags |= on * np.uint8(COLL_FLAGS[bit])
     return _typed(Cols(key=ev["comm"][ci], seq=ev["seq"][ci], path=calls["path"][c],
                        flags=flags, b=calls["t0"][c], e=calls["t1"][c]), COLL_COLS)
 
@@ -748,36 +746,45 @@ def _window_keys(meta, ckeys):
     return windows, np.array(keys, np.int64)
 
 
-def _window(meta, typ, t0, t1, timed):
+def _time_span(typ, t0, t1):
+    """(first, last) time of the TIMED records (t1 counts for SPANS ones only), None if
+    there are none; typ None: every record is timed and spans."""
+    if typ is None:
+        if not len(t0):
+            return None
+        return int(t0.min()), max(int(t0.max()), int(t1.max()))
+    ti = np.flatnonzero(TIMED(typ))
+    if not len(ti):
+        return None
+    a = t0[ti]
+    lo, hi = int(a.min()), int(a.max())
+    si = ti[SPANS(typ[ti])]
+    if len(si):
+        hi = max(hi, int(t1[si].max()))
+    return lo, hi
+
+
+def _window(meta, span):
     """The rank's application time: MPI_Init done to MPI_Finalize entered (rank 0's
-    clock); from its records when the JSON lacks them."""
+    clock); from its records' span (_time_span) when the JSON lacks them."""
     c = meta.get("clock") or {}
-    ti = np.flatnonzero(timed)
-    any_timed = len(ti) > 0
-    lo = hi = 0
-    if any_timed:
-        a = t0[ti]
-        lo, hi = int(a.min()), int(a.max())
-        si = ti[SPANS[typ[ti]]]
-        if len(si):
-            hi = max(hi, int(t1[si].max()))
+    lo, hi = span if span is not None else (0, 0)
     tb = _global_ns(meta, c["t_init_ns"]) if c.get("t_init_ns") else lo
     te = _global_ns(meta, c["t_fini_ns"]) if c.get("t_fini_ns") else hi
-    if any_timed:
+    if span is not None:
         te = max(te, hi) if meta.get("state") != "complete" else te
     return tb, max(te, tb)
 
 
-def _attribute_flat(typ, t0, t1, ci, call_path, npaths, tb, te):
-    """_attribute_time for one thread without user functions: each call's time is its
-    path's, flushes are overhead, the rest of [tb, te] is the root's."""
-    dur = np.clip(np.minimum(t1[ci], te) - np.maximum(t0[ci], tb), 0, None)
+def _attribute_flat(ct0, ct1, ft0, ft1, call_path, npaths, tb, te):
+    """_attribute_time for one thread without user functions, from the times of its
+    calls and flushes: each call's time is its path's, flushes are overhead, the rest of
+    [tb, te] is the root's."""
+    dur = np.maximum(np.minimum(ct1, te) - np.maximum(ct0, tb), 0)
     time_ns = np.bincount(call_path, weights=dur, minlength=npaths).astype(np.int64)
     over_ns = np.zeros(npaths, np.int64)
-    fl = np.flatnonzero(typ == T["FLUSH"])
-    if len(fl):
-        over_ns[0] = int(np.clip(np.minimum(t1[fl], te) - np.maximum(t0[fl], tb), 0,
-                                 None).sum())
+    if len(ft0):
+        over_ns[0] = int(np.maximum(np.minimum(ft1, te) - np.maximum(ft0, tb), 0).sum())
     time_ns[0] += max(te - tb, 0) - int(dur.sum()) - over_ns[0]
     return time_ns, over_ns
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, TypeSet
 
 TRACE_FORMAT = "perfweave-trace"
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
@@ -35,6 +35,7 @@ class RankFile:
     meta: dict
     complete: bool = True
     notes: list = field(default_factory=list)
+    types: np.ndarray = None           # records["type"], contiguous (None: not taken yet)
 
     @property
     def path_hint(self):
@@ -86,15 +87,11 @@ def read_meta(exp, rank):
     return meta, None
 
 
-# one lookup table by record type, of bits (the sub-event bit and the "a sub-event may
-# follow" bit are 1 apart so that one shift lines them up)
-_KNOWN_B, _SPANS_B, _CALL_B, _SUB_B, _SUBOK_B = 1, 2, 4, 8, 16
-_FLAGS = np.zeros(256, np.uint8)
-_FLAGS[list(T.values())] |= _KNOWN_B
-_FLAGS[[T["CALL"], T["FLUSH"]]] |= _SPANS_B
-_FLAGS[T["CALL"]] |= _CALL_B | _SUBOK_B
-_FLAGS[[T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA",
-                       "WSYNC")]] |= _SUB_B | _SUBOK_B
+KNOWN = TypeSet(*T)
+SPANS = TypeSet("CALL", "FLUSH")
+SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
+# records a sub-event may follow: its call, or the call's other sub-events
+SUB_OK = TypeSet("CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
 
 
 def read_rank(exp, rank, meta_note=None):
@@ -126,6 +123,7 @@ def read_rank(exp, rank, meta_note=None):
                      f"({len(raw) % EVENT_DTYPE.itemsize} bytes, ignored): truncated")
         complete = False
     rec = raw[:n * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    types = np.ascontiguousarray(rec["type"])
     if meta is not None and meta.get("records", n) != n:
         notes.append(f"rank {rank}: {path.name} holds {n} records, its JSON says "
                      f"{meta.get('records')}: truncated or overwritten")
@@ -135,11 +133,13 @@ def read_rank(exp, rank, meta_note=None):
                      "(trace file not writable or disk full)")
         complete = False
     thread = _threads(meta, n)
-    rec, thread, dropped = _check(rec, thread, meta)
-    if dropped:
-        notes.append(f"rank {rank}: {dropped} corrupt records dropped from {path.name}")
+    ok = _check(rec, types, thread, meta)
+    if ok is not None:
+        notes.append(f"rank {rank}: {int(len(ok) - ok.sum())} corrupt records dropped "
+                     f"from {path.name}")
         complete = False
-    return RankFile(rank, rec, thread, meta or {}, complete, notes)
+        rec, types, thread = rec[ok], types[ok], thread[ok]
+    return RankFile(rank, rec, thread, meta or {}, complete, notes, types)
 
 
 def map_file(path):
@@ -167,39 +167,36 @@ def _threads(meta, n):
     return thread
 
 
-def _check(rec, thread, meta):
-    """Drop records that cannot be right; returns (records, thread, dropped count).
-    Each rule is first tested on the whole trace at once; the mask of records to drop is
-    built only when one fails (damaged traces are rare, and this runs on every record)."""
+def _check(rec, types, thread, meta):
+    """The records that cannot be right: None if there are none (damaged traces are
+    rare, and this runs on every record: each rule is first tested on the whole trace
+    at once), else the mask of the records to keep."""
     n = len(rec)
     if not n:
-        return rec, thread, 0
+        return None
     nfn = len(meta.get("functions", [])) if meta else 1 << 16
-    fl = _FLAGS[rec["type"]]
     bad = np.zeros(n, bool)
-    if not (fl & _KNOWN_B).all():
-        bad |= (fl & _KNOWN_B) == 0
+    if types.min() < min(KNOWN.codes) or types.max() > max(KNOWN.codes):
+        bad |= ~KNOWN(types)
     neg = rec["t1"] < rec["t0"]
     if neg.any():
-        bad |= neg & ((fl & _SPANS_B) != 0)
+        bad |= neg & SPANS(types)
     big = rec["fn"] >= nfn
     if big.any():
-        bad |= big & ((fl & _CALL_B) != 0)
-    # a sub-event follows its call (or the call's other sub-events) in the same thread:
-    # its SUB bit is set where the record before has no SUBOK bit (one position up)
-    orphan = np.empty(n, np.uint8)
-    orphan[0] = fl[0]
-    np.bitwise_and(fl[1:], ~(fl[:-1] >> 1), out=orphan[1:])
+        bad |= big & (types == T["CALL"])
+    # a sub-event follows its call (or the call's other sub-events) in the same thread
+    sub = SUB(types)
+    orphan = np.empty(n, bool)
+    orphan[0] = sub[0]
+    np.greater(sub[1:], SUB_OK(types[:-1]), out=orphan[1:])     # sub and not ok before
     if (thread != thread[0]).any():              # several threads
         first = np.flatnonzero(thread[1:] != thread[:-1]) + 1
-        orphan[first] = fl[first]
-    orphan &= _SUB_B
+        orphan[first] = sub[first]
     if orphan.any():
-        bad |= orphan != 0
+        bad |= orphan
     if not bad.any():
-        return rec, thread, 0
+        return None
     ok = ~bad
-    sub = (fl & _SUB_B) != 0
     # a sub-event after a dropped record is dropped with it: repeat until stable
     while True:
         prev_good = np.zeros(n, bool)
@@ -208,7 +205,4 @@ def _check(rec, thread, meta):
         if not more.any():
             break
         ok &= ~more
-    dropped = int((~ok).sum())
-    if dropped:
-        rec, thread = rec[ok], thread[ok]
-    return rec, thread, dropped
+    return ok
