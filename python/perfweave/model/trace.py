@@ -349,8 +349,7 @@ def prepare(rf):
     # ---- sub-events: what the calls did ----
     si = np.flatnonzero(SUB(typ))
     call_of = np.cumsum(is_call)[si] - 1
-    sub = _take_records(rec, si)
-    r = {k: sub[k] for k in ("t0", "t1", "flags", "peer", "tag", "comm", "bytes")}
+    r = {k: rec[k][si] for k in ("t0", "t1", "flags", "peer", "tag", "comm", "bytes")}
     rtyp = typ[si]
     comms, ckeys = _comm_keys(meta)
     windows, wkeys = _window_keys(meta, ckeys)
@@ -396,14 +395,6 @@ def prepare(rf):
                     bytes=np.rint(moved).astype(np.int64), comms=comms,
                     comm_keys=np.r_[np.int64(0), ckeys].astype(np.int64), windows=windows,
                     groups=groups, fn_names=names, nrecords=n)
-
-
-def _take_records(rec, index):
-    """rec[index], copying whole records (numpy's fancy indexing of a structured array
-    goes field by field)."""
-    rec = np.ascontiguousarray(rec)
-    v = rec.view(np.dtype((np.void, rec.dtype.itemsize)))
-    return v[index].view(rec.dtype)
 
 
 def _before(top, index, starts):
