@@ -25,6 +25,8 @@ def dense_ids(keys):
     n = len(keys)
     if n and keys.dtype.kind in "iu":
         lo, hi = int(keys.min()), int(keys.max())
+        if lo == hi:                             # one key
+            return keys[:1].copy(), np.zeros(n, np.int64)
         if hi - lo < max(4 * n, 1 << 16):        # a small range: a table of it
             return _table_ids(keys, lo, hi - lo + 1)
     if n < 32768 or keys.dtype.kind not in "iu":
