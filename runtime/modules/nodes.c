@@ -18,6 +18,7 @@
  * when a series is added, and stops (with one last tick) when its process exits.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/select.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,8 +62,10 @@ static struct {
     int leader;
     pid_t pid;
     pthread_t thread;
-    int wake[2];             /* pipe: a byte stops the thread */
-    int fd;                  /* HOST.values */
+    pthread_mutex_t lock;    /* guards stopping: set by stop(), waited for by the thread */
+    pthread_cond_t wake;
+    int stopping;
+    int fd;                  /* HOST.values (in the thread's descriptor table) */
     char dir[4096], host[256];
     series *s;
     int n, described;        /* series, and how many HOST.json describes */
@@ -704,29 +706,95 @@ static void tick(void)
         write_json(0);
 }
 
+/* The thread's own descriptor table. The files it opens every tick (/proc, /sys), its
+ * output and those of PCP and NVML would otherwise take numbers in the program's table
+ * while the program runs: a program that closes a descriptor and opens or dup2()s onto
+ * its number (a shell redirecting output does) would then get another number, or EBUSY
+ * from dup2 while the thread's open is under way. The private copy keeps nothing of the
+ * program's (which must close when the program closes them) but stderr, for the
+ * thread's start-up messages; 0 and 1 (and 2 after start-up: quiet_stderr) are
+ * /dev/null there, so that the thread's own files never get the numbers its messages
+ * are written to. */
+static void private_files(void)
+{
+    if (unshare(CLONE_FILES) != 0) {
+        pw_debug("node timeline: no descriptor table of its own (%s)", strerror(errno));
+        return;
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        int fds[512], n;
+        do {                                   /* closing while listing: list again */
+            n = 0;
+            rewinddir(d);
+            struct dirent *e;
+            while ((e = readdir(d)) && n < 512) {
+                int fd = atoi(e->d_name);
+                if (e->d_name[0] != '.' && fd != dirfd(d) && fd != 2)
+                    fds[n++] = fd;
+            }
+            for (int i = 0; i < n; i++)
+                close(fds[i]);
+        } while (n == 512);
+        closedir(d);
+    }
+    int null = open("/dev/null", O_RDWR); /* 0: the lowest free */
+    if (null >= 0 && null != 1)
+        dup2(null, 1);
+}
+
+static void quiet_stderr(void)
+{
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0 && null != 2) {
+        dup2(null, 2);
+        close(null);
+    }
+}
+
 static void *sampler(void *arg)
 {
     (void)arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    private_files();
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
+    nd.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (nd.fd < 0) {
+        pw_log("node timeline disabled: cannot create %s", path);
+        return NULL;
+    }
     nvml_open();
     pcp_open();
     sample_ib(1);
     sample_rapl(1);
     tick();
     write_json(0);
+    quiet_stderr();
     struct timespec cpu;
-    for (;;) {
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (int stopping = 0; !stopping;) {
         /* sleep until the next tick or until asked to stop */
-        struct timeval tv = {pw_opt.node_interval / 1000, (pw_opt.node_interval % 1000) * 1000};
-        fd_set r;
-        FD_ZERO(&r);
-        FD_SET(nd.wake[0], &r);
-        int rc = select(nd.wake[0] + 1, &r, NULL, NULL, &tv);
+        next.tv_sec += pw_opt.node_interval / 1000;
+        next.tv_nsec += (long)(pw_opt.node_interval % 1000) * 1000000L;
+        if (next.tv_nsec >= 1000000000L) {
+            next.tv_sec++;
+            next.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&nd.lock);
+        while (!nd.stopping &&
+               pthread_cond_timedwait(&nd.wake, &nd.lock, &next) != ETIMEDOUT)
+            ;
+        stopping = nd.stopping;
+        pthread_mutex_unlock(&nd.lock);
         tick();
-        if (rc > 0)
-            break;
+        struct timespec now;     /* behind (a stalled machine): no burst to catch up */
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+            next = now;
     }
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
         nd.cpu_ns = (int64_t)cpu.tv_sec * 1000000000LL + cpu.tv_nsec;
@@ -741,9 +809,11 @@ static void stop(void)
     if (!nd.leader || nd.pid != getpid()) /* a forked child has no sampler */
         return;
     nd.leader = 0;
-    char c = 1;
-    if (write(nd.wake[1], &c, 1) == 1)
-        pthread_join(nd.thread, NULL);
+    pthread_mutex_lock(&nd.lock);
+    nd.stopping = 1;
+    pthread_cond_signal(&nd.wake);
+    pthread_mutex_unlock(&nd.lock);
+    pthread_join(nd.thread, NULL);
 }
 
 /* Called at the end of the core's constructor, once pw_active is known. */
@@ -773,10 +843,12 @@ void pw_nodes_start(void)
     nd.s = calloc(MAX_SERIES, sizeof *nd.s);
     nd.out = calloc(MAX_SERIES, sizeof *nd.out);
     nd.hash = calloc(HASH_SLOTS, sizeof *nd.hash);
-    snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
-    nd.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (!nd.s || !nd.out || !nd.hash || nd.fd < 0 || pipe2(nd.wake, O_CLOEXEC) != 0) {
-        pw_log("node timeline disabled: cannot create %s", path);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (!nd.s || !nd.out || !nd.hash || pthread_mutex_init(&nd.lock, NULL) != 0 ||
+        pthread_cond_init(&nd.wake, &ca) != 0) {
+        pw_log("node timeline disabled: out of memory");
         return;
     }
     nd.pid = getpid();
