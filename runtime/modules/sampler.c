@@ -30,6 +30,7 @@
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -122,7 +123,12 @@ static void set_interval(thr *t)
  * dynamic loader (dlopen, dlclose, lazy binding: the link map may be changing), or
  * anywhere while the loader says the list of modules is changing (_r_debug.r_state),
  * or in libunwind itself uses frame pointers instead, as do samples where libunwind fails
- * (counted: fallbacks). */
+ * (counted: fallbacks). So does a sample in the few instructions where a thread holds the
+ * loader's lock but the lock does not name it as owner yet (or any more): inside
+ * pthread_mutex_lock/unlock called from the loader or from dl_iterate_phdr. There
+ * libunwind's dl_iterate_phdr would wait for the thread itself, for ever (seen in a
+ * dlopen/dlclose loop); such a sample is known by its pc in those functions or by a
+ * return address into the loader or dl_iterate_phdr near the top of its stack. */
 #if defined(PW_HAVE_LIBUNWIND)
 static struct {
     int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
@@ -130,6 +136,8 @@ static struct {
     int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
     int (*getcontext)(unw_context_t *);
     uintptr_t lo[3], hi[3]; /* text of the dynamic loader, of libunwind, of libc */
+    uintptr_t glo[4], ghi[4]; /* libc functions that take or release the loader's lock */
+    int nguard;
 } unw;
 
 static int text_ranges(struct dl_phdr_info *info, size_t size, void *arg)
@@ -180,6 +188,50 @@ static void unwinder_load(void)
     }
     policy(*as, UNW_CACHE_PER_THREAD); /* no lock between threads */
     dl_iterate_phdr(text_ranges, NULL);
+    static const char *const guarded[] = {"pthread_mutex_lock", "pthread_mutex_unlock",
+                                          "dl_iterate_phdr", "pthread_mutex_trylock"};
+    for (size_t i = 0; i < sizeof guarded / sizeof *guarded; i++) {
+        void *f = dlsym(RTLD_DEFAULT, guarded[i]);
+        Dl_info info;
+        const ElfW(Sym) *sym = NULL;
+        if (f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+            unw.glo[unw.nguard] = (uintptr_t)f;
+            unw.ghi[unw.nguard++] = (uintptr_t)f + sym->st_size;
+        }
+    }
+}
+
+static int guarded(uintptr_t a)
+{
+    for (int k = 0; k < unw.nguard; k++)
+        if (a >= unw.glo[k] && a < unw.ghi[k])
+            return 1;
+    return 0;
+}
+
+/* Words near the top of the interrupted stack that point into the dynamic loader or a
+ * guarded function: return addresses of the frames the pc's function was called from
+ * (stale values only cost a sample libunwind's precision). */
+#define PW_GUARD_WORDS 32
+static int near_loader(uintptr_t sp)
+{
+    /* the 4 KiB block holding sp is mapped (the last push wrote there); words beyond it
+     * are read with process_vm_readv, which fails where a plain read would fault */
+    uintptr_t w[PW_GUARD_WORDS];
+    size_t n = PW_GUARD_WORDS, here = ((sp | 4095) + 1 - sp) / sizeof(uintptr_t);
+    if (here >= n) {
+        memcpy(w, (const void *)sp, sizeof w);
+    } else {
+        memcpy(w, (const void *)sp, here * sizeof *w);
+        struct iovec to = {w + here, (n - here) * sizeof *w};
+        struct iovec from = {(void *)(sp + here * sizeof *w), (n - here) * sizeof *w};
+        if (process_vm_readv(getpid(), &to, 1, &from, 1, 0) != (ssize_t)to.iov_len)
+            n = here;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((w[i] >= unw.lo[0] && w[i] < unw.hi[0]) || guarded(w[i]))
+            return 1;
+    return 0;
 }
 
 /* A first unwind in this thread, outside any handler: libunwind's TLS and caches. */
@@ -194,13 +246,15 @@ static void warm_unwind(void)
 
 /* The stack of the interrupted context by libunwind into frames[]; the depth, or -1 when
  * libunwind is not to be used for it or failed before the outermost frame. */
-static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
+static int unwind(void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t *frames)
 {
     if (!unw.step)
         return -1;
     for (int k = 0; k < 2; k++)
         if (pc >= unw.lo[k] && pc < unw.hi[k])
             return -1;
+    if (guarded(pc) || near_loader(sp))
+        return -1;
     /* the loader is changing the list of modules (dlopen, dlclose: the state debuggers
      * read, RT_ADD / RT_DELETE until consistent again), possibly from libc code it calls
      * (malloc, mmap, memcpy): libunwind would read that list half-made */
@@ -230,9 +284,9 @@ static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
 #else
 static void unwinder_load(void) {}
 static void warm_unwind(void) {}
-static int unwind(void *ucv, uintptr_t pc, uintptr_t *frames)
+static int unwind(void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t *frames)
 {
-    (void)ucv, (void)pc, (void)frames;
+    (void)ucv, (void)pc, (void)sp, (void)frames;
     return -1;
 }
 #define PW_UNWINDER "frame pointers"
@@ -351,7 +405,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     uintptr_t pc = 0, fp = 0, sp = 0;
     (void)ucv;
 #endif
-    int d = unwind(ucv, pc, s->frames);
+    int d = unwind(ucv, pc, sp, s->frames);
     if (d >= 0) {
         t->unwound++;
     } else {
