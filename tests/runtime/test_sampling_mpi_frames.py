@@ -24,20 +24,25 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
     barrier = node[("main", "MPI_Barrier")]
     assert barrier["exclusive_pct"] == pytest.approx(barrier["inclusive_pct"])
     assert barrier["by_state_pct"].get("mpi_coll", 0) > 0.95 * barrier["inclusive_pct"]
-    assert barrier["worst_rank"] != 1 and barrier["per_rank_pct"]["min"] < 2  # rank 1 never waits
+    # rank 1 never waits: its barrier share is the barrier's own latency, 1.3-1.6 % here
+    # (4 barriers with 3 ranks on 2 cores), against ~45 % for the others
+    assert barrier["worst_rank"] != 1 and barrier["per_rank_pct"]["min"] < 3
     # MPI_Init and MPI_Finalize are MPI time (state mpi_other), whatever the library does
     # inside them (sleeps, reads, futex waits)
     init = node[("main", "MPI_Init")]
     assert init["by_state_pct"].get("mpi_other", 0) > 0.9 * init["inclusive_pct"]
     # each rank's share of samples in MPI_Barrier vs its barrier time in the MPI profile
-    # over its sampled life: ~190 samples per rank, binomial sd < 3.6 points; bound 8
+    # over its sampled life: ~650 samples per rank, binomial sd ~2 points; and 3 ranks
+    # share 2 cores here: a rank waiting for a core loses its timer's expirations until it
+    # runs again (overruns: the sampler does not weight samples by them), a bias of a few
+    # points that varies from run to run (8.6 seen once in ~30 runs); bound 10
     mpi_s = {p["rank"]: p["mpi_s"] for p in r.report()["mpi_profile"]["per_rank"]}
     for j, rank in enumerate(sm["ranks"]):
         meta = json.loads((r.exp / "samples" / f"rank-{rank}.json").read_text())
         life = (meta["t_end"] - meta["t_start"]) / 1e9
         expected = 100 * mpi_s[rank] / life
         got = sm["activity_per_rank_pct"]["mpi_coll"][j]
-        assert abs(got - expected) <= 8, (rank, got, expected)
+        assert abs(got - expected) <= 10, (rank, got, expected)
     # self time: the MPI call; self line: the program's line that calls it
     funcs = {f["name"]: f for f in sm["functions"]}
     assert funcs["MPI_Barrier"]["pct"] == pytest.approx(barrier["inclusive_pct"], abs=0.01)

@@ -318,7 +318,7 @@ def prepare(rf):
         ct0, ct1 = _to_ns(meta, rec["t0"][ci]), _to_ns(meta, rec["t1"][ci])
         fi = np.flatnonzero(typ == T["FLUSH"]) if (typ == T["FLUSH"]).any() else ci[:0]
         ft0, ft1 = _to_ns(meta, rec["t0"][fi]), _to_ns(meta, rec["t1"][fi])
-        span = _time_span(None, np.r_[ct0, ft0], np.r_[ct1, ft1])
+        span = _span((ct0, ft0), (ct0, ft0, ct1, ft1))
 
     # ---- calls and their paths: (region node, function, call site) ----
     names = fn_names + ["?"]
@@ -739,20 +739,19 @@ def _window_keys(meta, ckeys):
 
 def _time_span(typ, t0, t1):
     """(first, last) time of the TIMED records (t1 counts for SPANS ones only), None if
-    there are none; typ None: every record is timed and spans."""
-    if typ is None:
-        if not len(t0):
-            return None
-        return int(t0.min()), max(int(t0.max()), int(t1.max()))
+    there are none."""
     ti = np.flatnonzero(TIMED(typ))
-    if not len(ti):
+    return _span((t0[ti],), (t0[ti], t1[ti[SPANS(typ[ti])]]))
+
+
+def _span(firsts, lasts):
+    """(earliest of the arrays firsts, latest of the arrays lasts), None if firsts are
+    all empty."""
+    firsts = [a for a in firsts if len(a)]
+    if not firsts:
         return None
-    a = t0[ti]
-    lo, hi = int(a.min()), int(a.max())
-    si = ti[SPANS(typ[ti])]
-    if len(si):
-        hi = max(hi, int(t1[si].max()))
-    return lo, hi
+    return (min(int(a.min()) for a in firsts),
+            max(int(a.max()) for a in lasts if len(a)))
 
 
 def _window(meta, span):
