@@ -714,12 +714,12 @@ static void tick(void)
  * program's (which must close when the program closes them) but stderr, for the
  * thread's start-up messages; 0 and 1 (and 2 after start-up: quiet_stderr) are
  * /dev/null there, so that the thread's own files never get the numbers its messages
- * are written to. */
-static void private_files(void)
+ * are written to. Returns whether the thread has a table of its own. */
+static int private_files(void)
 {
     if (unshare(CLONE_FILES) != 0) {
         pw_debug("node timeline: no descriptor table of its own (%s)", strerror(errno));
-        return;
+        return 0;
     }
     DIR *d = opendir("/proc/self/fd");
     if (d) {
@@ -741,16 +741,11 @@ static void private_files(void)
     int null = open("/dev/null", O_RDWR); /* 0: the lowest free */
     if (null >= 0 && null != 1)
         dup2(null, 1);
+    return 1;
 }
 
-static void quiet_stderr(void)
-{
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null >= 0 && null != 2) {
-        dup2(null, 2);
-        close(null);
-    }
-}
+/* stderr to /dev/null (0, in the thread's own table) once start-up is logged */
+static void quiet_stderr(void) { dup2(0, 2); }
 
 static void *sampler(void *arg)
 {
@@ -758,7 +753,7 @@ static void *sampler(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    private_files();
+    int own = private_files();
     char path[4400];
     snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
     nd.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -772,7 +767,8 @@ static void *sampler(void *arg)
     sample_rapl(1);
     tick();
     write_json(0);
-    quiet_stderr();
+    if (own) /* never the program's stderr */
+        quiet_stderr();
     struct timespec cpu;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);

@@ -969,20 +969,21 @@ static const sigset_t *without_ours(const sigset_t *set, sigset_t *copy)
  * meanwhile (or comes during the call) is queued again with its siginfo, to reach the
  * program's handler when the wrapper restores the thread's mask, and the call returns
  * EINTR as it would have without perfweave. An ignored signal does not end the call. */
-static int (*next_sigtimedwait)(const sigset_t *, siginfo_t *, const struct timespec *);
+typedef int sigtimedwait_fn(const sigset_t *, siginfo_t *, const struct timespec *);
 static int default_ignored(int s)
 {
     return s == SIGCHLD || s == SIGURG || s == SIGWINCH || s == SIGCONT;
 }
-static int wait_signals(const sigset_t *set, siginfo_t *info, const struct timespec *tp)
+static int wait_signals(sigtimedwait_fn *real, const sigset_t *set, siginfo_t *info,
+                        const struct timespec *tp)
 {
     if (!masked)
-        return next_sigtimedwait(set, info, tp);
+        return real(set, info, tp);
     sigset_t wide = *set;
     for (int s = 1; s < NSIG; s++)
         if (s != sig && s != SIGKILL && s != SIGSTOP && sigismember(&saved_mask, s) == 0)
             sigaddset(&wide, s);
-    int rc = next_sigtimedwait(&wide, info, tp);
+    int rc = real(&wide, info, tp);
     if (rc <= 0 || sigismember(set, rc) == 1)
         return rc;
     struct sigaction sa;
@@ -1000,13 +1001,12 @@ PW_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct ti
     REAL(sigtimedwait);
     if (!started)
         return real_sigtimedwait(set, info, ts);
-    next_sigtimedwait = real_sigtimedwait;
     sigset_t copy;
     siginfo_t own;
     set = without_ours(set, &copy);
     int rc;
     mask_begin();
-    BLOCK_TS(ts, wait_signals(set, info ? info : &own, tp_));
+    BLOCK_TS(ts, wait_signals(real_sigtimedwait, set, info ? info : &own, tp_));
     mask_end();
     return rc;
 }

@@ -316,7 +316,8 @@ def prepare(rf):
         span = _time_span(typ, t0, t1)
     else:
         ct0, ct1 = _to_ns(meta, rec["t0"][ci]), _to_ns(meta, rec["t1"][ci])
-        fi = np.flatnonzero(typ == T["FLUSH"]) if (typ == T["FLUSH"]).any() else ci[:0]
+        flush = typ == T["FLUSH"]
+        fi = np.flatnonzero(flush) if flush.any() else ci[:0]
         ft0, ft1 = _to_ns(meta, rec["t0"][fi]), _to_ns(meta, rec["t1"][fi])
         span = _span((ct0, ft0), (ct0, ft0, ct1, ft1))
 
