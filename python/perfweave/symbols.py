@@ -13,7 +13,8 @@ to the next symbol, where no sized one covers them. Otherwise, or for a module t
 gone, a location is shown as module+0xoffset.
 
 gfortran's main program is MAIN__ in the symbol tables; its DWARF has the name the
-source gives it (DW_AT_main_subprogram), which the locations use: "program stencil".
+source gives it (DW_AT_main_subprogram), which the locations use: "program stencil",
+and for its OpenMP regions "program stencil._omp_fn.0".
 """
 import os
 import re
@@ -96,8 +97,8 @@ class Symbolizer:
                 ln = ln.split(" ")[0]
                 line_no = int(ln) if ln.isdigit() else 0
                 path = path if path and path != "??" else ""
-                if fn == "MAIN__" and path:
-                    fn = self._program_name(module) or fn
+                if fn.split(".")[0] == "MAIN__" and path:   # its regions too
+                    fn = (self._program_name(module) or "MAIN__") + fn[len("MAIN__"):]
                 frames.append((fortran_name(fn, path), path, line_no))
             if not frames or not frames[0][1]:
                 # no DWARF here: addr2line named it from the nearest symbol below,
@@ -224,15 +225,21 @@ def symbol_at(table, addrs):
 FORTRAN_SUFFIXES = (".f", ".for", ".ftn", ".f77", ".f90", ".f95", ".f03", ".f08")
 _GFORTRAN_MODULE = re.compile(r"^__(\w+?)_MOD_(\w+)$")
 _EXTERNAL = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]_$")
+_OUTLINED_SUFFIX = re.compile(r"\._omp_fn\.\d+$")
 
 
 def fortran_name(fn, path):
     """A Fortran procedure's name as written in its source, for code of a Fortran source
     file (path): gfortran's module procedures __mod_MOD_proc become mod::proc, external
     procedures lose the trailing underscore gfortran appends (solve_ -> solve). The main
-    program stays MAIN__; names in other languages' files are returned as given."""
+    program stays MAIN__ (Symbolizer names it); an OpenMP region outlined from a
+    procedure keeps its suffix (__m_MOD_p._omp_fn.0 -> m::p._omp_fn.0); names in other
+    languages' files are returned as given."""
     if not fn or not path.lower().endswith(FORTRAN_SUFFIXES):
         return fn
+    m = _OUTLINED_SUFFIX.search(fn)
+    if m and m.start():
+        return fortran_name(fn[:m.start()], path) + m.group(0)
     m = _GFORTRAN_MODULE.match(fn)
     if m:
         return f"{m.group(1)}::{m.group(2)}"

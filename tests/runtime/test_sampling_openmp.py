@@ -27,7 +27,7 @@ RANKS, THREADS, SECONDS = 2, 3, 2
 LINE = re.compile(r"rank (\d+) threads (\d+) run_s ([\d.]+) region_s ([\d.]+) "
                   r"work_s ([\d.]+) from ([\d.]+) to ([\d.]+)")
 CASES = {"c": ("omp_mpi_imbalance.c", "main", "sweep._omp_fn.0", ("main", "sweep")),
-         "fortran": ("omp_mpi_stencil.f90", "program stencil", "MAIN__._omp_fn.0",
+         "fortran": ("omp_mpi_stencil.f90", "program stencil", "program stencil._omp_fn.0",
                      ("program stencil",))}
 
 
