@@ -401,7 +401,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                 row[j, s] += 1
                 if nev:
                     counts[name][key] = counts[name].get(key, 0) + delta[i]
-            for f in set(paths[j][i]) - {IDLE_WORKERS}:
+            for f in set(paths[j][i]) - {IDLE_WORKERS, STATIC_INIT}:
                 row = tables["inclusive"].setdefault(f, np.zeros((len(per_proc), nst)))
                 row[j, s] += 1
                 if nev:
@@ -481,8 +481,12 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
 # sample in time), or to the main thread's place at the region's fork or join (it is then
 # in the runtime itself); between regions, to IDLE_WORKERS under the main thread's root.
 # gfortran's main, which only calls the main program (MAIN__, named after the program),
-# is left out, so a Fortran program's root is "program NAME".
+# is left out, so a Fortran program's root is "program NAME"; C++ static constructors,
+# which run before main, are under the root as STATIC_INIT.
 IDLE_WORKERS = "[idle OpenMP threads]"
+STATIC_INIT = "[static initialisation]"
+# g++'s functions that run a translation unit's static constructors before main
+_STATIC_INIT = ("_GLOBAL__sub_I_", "__static_initialization_and_destruction")
 _OUTLINED = re.compile(r"^(.*?)\._omp_fn\.\d+$|^(.*?)\.omp_outlined\b|^\.?omp_outlined\.")
 _THREAD_START = ("libc.", "libpthread", "ld-linux", "libperfweave")
 
@@ -500,7 +504,8 @@ def _opener(name):
 def _program_root(paths):
     """Paths without the start-up frames that the frame-pointer walk can reach (_start)
     and without gfortran's main, which only sets up libgfortran before calling the main
-    program: its samples there go to the program."""
+    program: its samples there go to the program. C++ static initialisers, run before
+    main, are put under the program's root as STATIC_INIT."""
     out = []
     for x in paths:
         while len(x) >= 2 and x[0] == "_start":
@@ -508,11 +513,19 @@ def _program_root(paths):
         out.append(x)
     program = {x[1] for x in out if len(x) >= 2 and x[0] == "main" and
                (x[1] == "MAIN__" or x[1].startswith("program "))}
-    if len(program) != 1:
-        return out
-    root = (program.pop(),)
-    return [(x[1:] if x[1:2] == root else root + x[1:]) if x[:1] == ("main",) else x
-            for x in out]
+    if len(program) == 1:
+        root = (program.pop(),)
+        out = [(x[1:] if x[1:2] == root else root + x[1:]) if x[:1] == ("main",) else x
+               for x in out]
+    init = [bool(x) and x[0].startswith(_STATIC_INIT) for x in out]
+    if any(init):
+        roots = {}
+        for x, i in zip(out, init):
+            if x and not i:
+                roots[x[0]] = roots.get(x[0], 0) + 1
+        top = (max(roots, key=roots.get),) if roots else ()
+        out = [top + (STATIC_INIT,) + x if i else x for x, i in zip(out, init)]
+    return out
 
 
 def rooted_paths(p, paths, act, sym):
