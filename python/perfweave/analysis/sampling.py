@@ -479,7 +479,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
 # with no frame of the program's (waiting in the runtime for work or at the barrier that
 # ends a region) belongs to the region the main thread is in at that moment (its nearest
 # sample in time), or to the main thread's place at the region's fork or join (it is then
-# in the runtime itself); between regions, to IDLE_WORKERS under the main thread's root.
+# in the runtime itself); between regions, to IDLE_WORKERS under the program's root.
 # gfortran's main, which only calls the main program (MAIN__, named after the program),
 # is left out, so a Fortran program's root is "program NAME"; C++ static constructors,
 # which run before main, are under the root as STATIC_INIT.
@@ -551,11 +551,25 @@ def rooted_paths(p, paths, act, sym):
                 seen.setdefault(f, {}).setdefault(x[:k], 0)
                 seen[f][x[:k]] += 1
     into = {f: max(c, key=c.get) for f, c in seen.items()}
-    order = main_idx[np.argsort(rec["t"][main_idx], kind="stable")]
-    main_t = rec["t"][order]
+    roots = {}
+    for i in main_idx.tolist():
+        if paths[i]:
+            roots[paths[i][0]] = roots.get(paths[i][0], 0) + 1
+    top = (max(roots, key=roots.get),) if roots else ()
+    # each worker sample's nearest sample of the main thread in time
+    workers = np.flatnonzero(~is_main)
+    nearest = np.full(len(workers), -1, np.int64)
+    if len(main_idx):
+        order = main_idx[np.argsort(rec["t"][main_idx], kind="stable")]
+        main_t = rec["t"][order]
+        t = rec["t"][workers]
+        k = np.clip(np.searchsorted(main_t, t), 1, max(len(order) - 1, 1))
+        lo = np.maximum(k - 1, 0)
+        hi = np.minimum(k, len(order) - 1)
+        nearest = order[np.where(np.abs(t - main_t[lo]) <= np.abs(main_t[hi] - t), lo, hi)]
     omp = ACTIVITIES.index("omp_sync")
     out = list(paths)
-    for i in np.flatnonzero(~is_main).tolist():
+    for i, m in zip(workers.tolist(), nearest.tolist()):
         x = paths[i]
         if x and _outlined(x[0]):
             pre = into.get(x[0])
@@ -569,21 +583,14 @@ def rooted_paths(p, paths, act, sym):
             name = sym.resolve(p.modules[start[0]], [start[1]])[0] if start else None
             out[i] = (f"thread {name.function or name.short()}",) if name else ()
             continue
-        if not len(order):
-            out[i] = (IDLE_WORKERS,)
-            continue
-        k = int(np.searchsorted(main_t, rec["t"][i]))
-        near = [c for c in (k - 1, k) if 0 <= c < len(order)]
-        m = int(min(near, key=lambda c: abs(int(main_t[c]) - int(rec["t"][i]))))
-        m = int(order[m])
-        mp = paths[m]
+        mp = paths[m] if m >= 0 else ()
         regions = [n for n, f in enumerate(mp) if _outlined(f)]
         if regions:
             out[i] = mp[:regions[-1] + 1]
         elif mp and act[m] == omp:
             out[i] = mp
         else:
-            out[i] = mp[:1] + (IDLE_WORKERS,)
+            out[i] = top + (IDLE_WORKERS,)
     return out
 
 

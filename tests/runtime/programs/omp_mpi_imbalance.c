@@ -4,9 +4,9 @@
  * units. Work is spun for wall-clock time (omp_get_wtime), and the program measures
  * what the sampler should see: per rank, the wall time of the regions, the threads' work
  * in them, and the span from the first region's start to the last one's end, as
- *   rank R threads N run_s T region_s G work_s W from A to B
- * (A, B: that span's ends by omp_get_wtime, CLOCK_MONOTONIC). Then an MPI_Allreduce,
- * the workers idle.
+ *   rank R threads N run_s T region_s G work_s W from A to B serial_to C
+ * (A, B: that span's ends by omp_get_wtime, CLOCK_MONOTONIC). Then 0.3 s of serial work
+ * in the main thread, ending at C, and an MPI_Allreduce, the workers idle.
  * Usage: omp_mpi_imbalance [SECONDS [THREADS]] (defaults 2 and 3; unit 4 ms) */
 #include <mpi.h>
 #include <omp.h>
@@ -55,9 +55,12 @@ int main(int argc, char **argv)
         region += omp_get_wtime() - t0;
     }
     double run = omp_get_wtime() - t_first, total = 0;
+    relax(0.3);
+    double t_serial = omp_get_wtime();
     MPI_Allreduce(&work, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    printf("rank %d threads %d run_s %.4f region_s %.4f work_s %.4f from %.6f to %.6f\n", rank,
-           nthreads, run, region, work, t_first, t_first + run);
+    printf("rank %d threads %d run_s %.4f region_s %.4f work_s %.4f from %.6f to %.6f "
+           "serial_to %.6f\n", rank, nthreads, run, region, work, t_first, t_first + run,
+           t_serial);
     MPI_Finalize();
     return 0;
 }

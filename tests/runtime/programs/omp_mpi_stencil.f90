@@ -5,9 +5,9 @@
 ! spun for wall-clock time (omp_get_wtime), and the program measures what the sampler
 ! should see: per rank, the wall time of the regions, the threads' work in them, and the
 ! span from the first region's start to the last one's end, as
-!   rank R threads N run_s T region_s G work_s W from A to B
-! (A, B: that span's ends by omp_get_wtime, CLOCK_MONOTONIC). Then an MPI_Allreduce,
-! the workers idle.
+!   rank R threads N run_s T region_s G work_s W from A to B serial_to C
+! (A, B: that span's ends by omp_get_wtime, CLOCK_MONOTONIC). Then 0.3 s of serial work
+! in the main thread, ending at C, and an MPI_Allreduce, the workers idle.
 ! Usage: omp_mpi_stencil [SECONDS [THREADS]] (defaults 2 and 3; unit 4 ms)
 module relaxation
   use omp_lib
@@ -34,7 +34,7 @@ program stencil
   use relaxation
   implicit none
   integer :: ierr, rank, nthreads, threads, steps, s, i, n
-  double precision :: seconds, unit, work, region, total, t_first, t0, run
+  double precision :: seconds, unit, work, region, total, t_first, t0, run, t_serial
   character(len=32) :: arg
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -74,9 +74,11 @@ program stencil
     region = region + (omp_get_wtime() - t0)
   end do
   run = omp_get_wtime() - t_first
+  t0 = relax(0.3d0)
+  t_serial = omp_get_wtime()
   call MPI_Allreduce(work, total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
-  write (*, '(a, i0, a, i0, 3(a, f0.4), 2(a, f0.6))') 'rank ', rank, ' threads ', &
+  write (*, '(a, i0, a, i0, 3(a, f0.4), 3(a, f0.6))') 'rank ', rank, ' threads ', &
     nthreads, ' run_s ', run, ' region_s ', region, ' work_s ', work, ' from ', t_first, &
-    ' to ', t_first + run
+    ' to ', t_first + run, ' serial_to ', t_serial
   call MPI_Finalize(ierr)
 end program stencil
