@@ -144,3 +144,33 @@ def test_no_samples_no_sampled_advice():
     for sm in (None, {"error": "unreadable"}):
         d = {"mpi_profile": {"mpi": False}, "sampling": sm}
         assert not [a for a in advice.advise(d) if a["rule"].startswith("sampled")]
+
+
+def test_sampled_omp_sync_is_openmp_imbalance_not_contention(monkeypatch):
+    # 3 OpenMP threads of 100 samples in the region solve._omp_fn.0 of a stripped
+    # libgomp: 140 computing, 160 in the runtime (at the loop's barrier, unnamed code)
+    gomp = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
+
+    class OmpSym(Sym):
+        def resolve(self, module, offsets):
+            if module == gomp:
+                return [Location(module, o) for o in offsets]
+            return super().resolve(module, offsets)
+
+    p = rank_samples(0, [(140, "compute", [0x100, 0x200]), (160, "compute", [0x40, 0x100])])
+    p.modules = [gomp, APP]
+    monkeypatch.setattr(sampling, "read_samples", lambda exp: [p])
+    sm = sampling.analyze("x", symbolizer=OmpSym())
+    assert round(sm["activity_pct"]["omp_sync"]) == 53 and "thread_sync" not in \
+        {k for k, v in sm["activity_pct"].items() if v}
+    rules = by_rule({"mpi_profile": {"mpi": False, "mpi_pct": {"min": 0.0, "mean": 0.0,
+                                                                "max": 0.0}},
+                     "sampling": sm})
+    assert "sampled_thread_sync" not in rules
+    [a] = rules["sampled_omp_sync"]
+    assert a["text"].startswith("Threads wait 53 % of the time in the OpenMP runtime, most in "
+                                "relax() at solver.c:120: OpenMP barrier/wait: threads wait "
+                                "at the end of parallel regions and loops for the slowest, "
+                                "an imbalance among threads.")
+    assert "schedule(dynamic)" in a["text"] and "contention" not in a["text"]
+    assert "critical" not in a["text"]           # no OpenMP lock was seen

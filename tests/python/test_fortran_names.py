@@ -15,6 +15,9 @@ from perfweave.symbols import fortran_name
     ("__m_MOD_p", "/src/x.c", "__m_MOD_p"),
     ("", "/src/x.f90", ""),
     ("omp_fn.0", "/src/x.f90", "omp_fn.0"),                       # not a Fortran symbol
+    ("__burn_MOD_heavy._omp_fn.2", "/src/burn.f90", "burn::heavy._omp_fn.2"),  # OpenMP
+    ("light_._omp_fn.0", "/src/light.f90", "light._omp_fn.0"),     # regions outlined
+    ("MAIN__._omp_fn.1", "/src/prog.f90", "MAIN__._omp_fn.1"),
 ])
 def test_fortran_name(symbol, path, shown):
     assert fortran_name(symbol, path) == shown

@@ -62,7 +62,9 @@ def names(p, sym):
     ("__futex_abstimed_wait_common64", "thread_sync"), ("___pthread_cond_wait", "thread_sync"),
     ("pthread_barrier_wait", "thread_sync"), ("__pthread_clockjoin_ex", "thread_sync"),
     ("sem_wait@@GLIBC_2.34", "thread_sync"), ("pthread_spin_lock", "thread_sync"),
-    ("gomp_team_barrier_wait_end", "thread_sync"), ("gomp_mutex_lock_slow", "thread_sync"),
+    # OpenMP's own waits (libgomp): a kind of their own
+    ("gomp_team_barrier_wait_end", "omp_sync"), ("gomp_mutex_lock_slow", "omp_sync"),
+    ("GOMP_barrier", "omp_sync"), ("omp_set_lock", "omp_sync"),
     ("std::condition_variable::wait(std::unique_lock<std::mutex>&)", "thread_sync"),
     # computation
     ("__memmove_avx_unaligned_erms", None), ("spin", None), ("__libc_start_call_main", None),
@@ -73,8 +75,28 @@ def test_names(name, activity):
 
 
 def test_gomp_static_waits_only_in_libgomp():
-    assert activity_of("do_wait", GOMP) == "thread_sync"
+    assert activity_of("do_wait", GOMP) == "omp_sync"
     assert activity_of("do_wait", APP) is None
+
+
+def test_openmp_runtime_frames_are_openmp_sync():
+    """A stripped libgomp's internal functions have no name: a frame in the OpenMP
+    runtime is OpenMP synchronisation all the same (a worker at a barrier: libc's
+    syscall, then libgomp), except the OpenMP API's queries the program makes."""
+    sym = Sym({LIBC: {0x10: ("syscall",), 0x20: ("__GI___clock_gettime",),
+                      0x30: ("__GI___lll_lock_wait",)},
+               GOMP: {0x1000: ("",), 0x2000: ("GOMP_parallel",), 0x3000: ("omp_get_wtime",)},
+               APP: {0x100: ("solve._omp_fn.0",), 0x200: ("solve",)}})
+    p = proc([
+        (0, [(LIBC, 0x10), (GOMP, 0x1000), (GOMP, 0x1000)]),    # worker waiting for work
+        (0, [(GOMP, 0x1000), (APP, 0x100), (GOMP, 0x1000)]),    # spinning at the barrier
+        (0, [(GOMP, 0x1000), (GOMP, 0x2000), (APP, 0x200)]),    # master at the join
+        (0, [(LIBC, 0x20), (GOMP, 0x3000), (APP, 0x100)]),      # omp_get_wtime: the
+        (0, [(APP, 0x100), (GOMP, 0x1000)]),                    # program's; own work
+        (0, [(LIBC, 0x30), (APP, 0x100)]),                      # a pthread lock: not OpenMP
+    ])
+    assert names(p, sym) == ["omp_sync", "omp_sync", "omp_sync", "compute", "compute",
+                             "thread_sync"]
 
 
 def test_frames_and_states():

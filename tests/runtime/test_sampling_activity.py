@@ -6,7 +6,7 @@ found at its share, and the others near zero. And the advice from samples
 from harness import bare, site_lines
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
-OTHERS = ("io", "alloc", "thread_sync")
+OTHERS = ("io", "alloc", "thread_sync", "omp_sync")
 
 
 def others_near_zero(act, but):
@@ -64,7 +64,7 @@ def test_mutex_contention(build, run_pw):
     assert "pthread_mutex_lock" in adv["text"]
 
 
-def test_openmp_barrier_wait_is_thread_sync(build, run_pw):
+def test_openmp_barrier_wait_is_openmp_sync(build, run_pw):
     prog = build(None, "omp_imbalance.c", ("-fopenmp",))
     r = run_pw([prog, 2], SAMPLE)
     assert r.proc.stdout == "threads 2\n"
@@ -72,8 +72,8 @@ def test_openmp_barrier_wait_is_thread_sync(build, run_pw):
     act = sm["activity_pct"]
     # both threads sampled all along; thread 1 waits at the barrier 10 of every 20 ms:
     # a quarter of the samples are in the OpenMP runtime, three quarters in task()
-    assert 15 < act["thread_sync"] < 35 and 65 < act["compute"] < 85, act
-    others_near_zero(act, "thread_sync")
+    assert 15 < act["omp_sync"] < 35 and 65 < act["compute"] < 85, act
+    others_near_zero(act, "omp_sync")
     inc = {f["name"]: f["pct"] for f in sm["inclusive"]}
     assert 65 < inc["task"] < 85, inc
     assert any(f["name"].startswith("main._omp_fn") for f in sm["inclusive"]), inc

@@ -9,6 +9,8 @@ The thresholds are module constants, documented in docs/mpi-profile.md ("Advice"
 """
 import os
 
+from perfweave.analysis.sampling import OMP_LOCKS
+
 FUNCTION_PCT = 20.0       # an MPI function taking this % of the run: communication-bound
 IMBALANCE_AVG_MAX = 0.85  # outside-MPI time mean/max below this: computation imbalanced
 WAIT_PCT = 5.0            # a wait-state pattern taking this % of the time
@@ -22,7 +24,8 @@ SAMPLE_IMBALANCE_POINTS = 5.0  # ... and the slowest rank this many points of it
 SAMPLE_IMBALANCE_MAX = 3       # at most this many functions named
 SAMPLE_WORK_SHARE = 0.5        # ... each computing (not in MPI, asleep, waiting) this much
 LINE_DOMINANT = 0.5            # one line with this share of its function's samples is named
-ACTIVITY_PCT = {"io": 10.0, "alloc": 10.0, "thread_sync": 10.0}   # % of the sampled time
+ACTIVITY_PCT = {"io": 10.0, "alloc": 10.0, "thread_sync": 10.0,   # % of the sampled time
+                "omp_sync": 10.0}
 SAMPLED_MPI_PCT = FUNCTION_PCT # MPI in the samples, where no MPI profile exists
 
 _HELP = {
@@ -252,6 +255,12 @@ _ACTIVITY_TEXT = {
                     "finer-grained locks, per-thread copies merged at the end, or atomics "
                     "instead of locks; for barriers and joins, balance the work between "
                     "threads (e.g. OpenMP schedule(dynamic))."),
+    "omp_sync": ("Threads wait {pct:.0f} % of the time in the OpenMP runtime, most in "
+                 "{where}: OpenMP barrier/wait: threads wait at the end of parallel regions "
+                 "and loops for the slowest, an imbalance among threads. What to try: "
+                 "schedule(dynamic) or schedule(guided) for loops whose iterations differ, "
+                 "an even share of the work per thread, nowait where a loop's barrier is not "
+                 "needed, and fewer threads where the parallel part is short{locks}."),
 }
 
 
@@ -273,12 +282,15 @@ def rule_sampled_activities(data):
         calls = ", ".join(f"{n} ({v:.0f} %)" for n, v in
                           sorted(named.items(), key=lambda kv: -kv[1])[:3] if v >= 0.5) or "?"
         where, f = _place(sm, (act,))
+        locks = ("; for its critical sections and OpenMP locks (" + ", ".join(
+            sorted({c["name"] for c in fns if c["name"] in OMP_LOCKS})) + "), shorter critical "
+            "sections, reductions or atomics" if any(c["name"] in OMP_LOCKS for c in fns) else "")
         mmap = (": large blocks that malloc maps and unmaps each time can be kept, or "
                 "M_MMAP_THRESHOLD raised (MALLOC_MMAP_THRESHOLD_)" if
                 any(c["name"] in ("mmap", "munmap", "sysmalloc_mmap") for c in fns) else "")
         out.append({"rule": f"sampled_{act}", "severity": pct,
                     "text": _ACTIVITY_TEXT[act].format(pct=pct, calls=calls, where=where,
-                                                       mmap=mmap),
+                                                       mmap=mmap, locks=locks),
                     "evidence": {"activity": act, "pct": pct,
                                  "function": f["name"] if f else None,
                                  "calls": [c["name"] for c in fns[:3]]}})

@@ -52,8 +52,8 @@ def mpi_call_name(function):
 # What a sample's thread was doing: the runtime's states (by name) and the activities
 # classify() tells apart within "compute". A state name not listed here (one the
 # runtime adds later) is appended when first seen, so indexes stay stable.
-ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "mpi_p2p", "mpi_coll", "mpi_rma",
-              "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "omp_sync", "mpi_p2p", "mpi_coll",
+              "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
 CLASSIFY_FRAMES = 3       # frame 0 and up to two callers, while in a system library
 
 # Known functions, by normalised name (_normalise: glibc's __GI_/__libc_ prefixes,
@@ -117,7 +117,14 @@ _SYNC = {
     "futex_wait", "futex_wake", "futex_abstimed_wait", "futex_abstimed_wait_common",
     "futex_abstimed_wait_cancelable", "futex_lock_pi", "futex_unlock_pi",
     "futex_reltimed_wait", "futex_wait_cancelable", "futex_wait_simple",
-    # OpenMP (libgomp): barriers, critical sections, locks, the waits behind them
+    # C++ (libstdc++)
+    "std::mutex::lock", "std::condition_variable::wait", "std::thread::join",
+    "std::condition_variable::wait_until", "std::condition_variable::wait_for",
+    "std::shared_mutex::lock", "std::shared_mutex::lock_shared", "std::__condvar::wait",
+}
+# OpenMP's own synchronisation (libgomp): barriers, critical sections, locks, the waits
+# behind them; any other frame in an OpenMP runtime counts too (_classify)
+_OMP = {
     "gomp_barrier_wait", "gomp_barrier_wait_end", "gomp_barrier_wait_last",
     "gomp_team_barrier_wait", "gomp_team_barrier_wait_end", "gomp_team_barrier_wait_final",
     "gomp_team_barrier_wait_cancel", "gomp_team_barrier_wait_cancel_end",
@@ -125,14 +132,15 @@ _SYNC = {
     "gomp_wait", "gomp_futex_wait", "GOMP_barrier", "GOMP_barrier_cancel",
     "GOMP_critical_start", "GOMP_critical_name_start", "GOMP_atomic_start",
     "GOMP_taskwait", "omp_set_lock", "omp_set_nest_lock",
-    # C++ (libstdc++)
-    "std::mutex::lock", "std::condition_variable::wait", "std::thread::join",
-    "std::condition_variable::wait_until", "std::condition_variable::wait_for",
-    "std::shared_mutex::lock", "std::shared_mutex::lock_shared", "std::__condvar::wait",
 }
+# OpenMP's critical sections and locks, as against its barriers (advice.py)
+OMP_LOCKS = {"gomp_mutex_lock_slow", "GOMP_critical_start", "GOMP_critical_name_start",
+             "GOMP_atomic_start", "omp_set_lock", "omp_set_nest_lock"}
 # static helpers whose names mean something only in libgomp
 _GOMP_SYNC = {"do_wait", "do_spin", "futex_wait", "gomp_futex_wait"}
-_KNOWN = {"io": _IO, "alloc": _ALLOC, "thread_sync": _SYNC}
+# the OpenMP API's queries (omp_get_wtime, omp_get_thread_num): the program's own work
+_OMP_QUERY = re.compile(r"^omp_(get|in|is)_")
+_KNOWN = {"io": _IO, "alloc": _ALLOC, "omp_sync": _OMP, "thread_sync": _SYNC}
 
 
 def _normalise(name):
@@ -161,13 +169,14 @@ def _is_openmp_runtime(path):
 
 
 def activity_of(function, module=""):
-    """The activity ("io", "alloc", "thread_sync") a function's name stands for, or None."""
+    """The activity ("io", "alloc", "thread_sync", "omp_sync") a function's name stands
+    for, or None."""
     n = _normalise(function)
     for act, names in _KNOWN.items():
         if n in names or function in names:
             return act
     if os.path.basename(module).startswith("libgomp") and n in _GOMP_SYNC:
-        return "thread_sync"
+        return "omp_sync"
     return None
 
 
@@ -217,11 +226,13 @@ def _classify(procs, sym):
                     if a:
                         found = (a, _normalise(f))
                         break
+                if not found and fns and _OMP_QUERY.match(fns[-1]):
+                    break                       # the program asking the time, its rank
                 if not found and _is_openmp_runtime(path):
                     # the program's parallel regions are its own code (outlined
                     # functions): time inside the OpenMP runtime is waiting at barriers,
                     # locks, for work, or handing it out
-                    found = ("thread_sync", _normalise(fns[-1]) if fns else
+                    found = ("omp_sync", _normalise(fns[-1]) if fns else
                              os.path.basename(path).split(".so")[0])
                 if found:
                     act[i] = _index(found[0])
@@ -344,6 +355,15 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
             return name
         return fn_of(k)
 
+    # each sample's path of function names, outermost first, its thread rooted where the
+    # program started it (rooted_paths); self names of samples rooted there
+    paths, roots_self = [], []
+    for p, keys, incl, act, delta, stacks, why in per_proc:
+        named = [tuple(f for k in st for f in chain_of(k)) for st in stacks]
+        rooted = rooted_paths(p, named, act, sym)
+        paths.append(rooted)
+        roots_self.append([r[-1] if r and not n else None for r, n in zip(rooted, named)])
+
     # per rank: samples by (function) exclusive/inclusive and by (line) exclusive; the
     # counters' increase since the thread's previous sample goes where the sample is
     nst = max(len(states), 1)
@@ -364,8 +384,8 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                 callee[(states[a], w)] = callee.get((states[a], w), 0) + 1
         if nev:
             ctr_total += delta.sum(axis=0)
-        for i, (stack, s) in enumerate(zip(stacks, np.clip(st, 0, nst - 1).tolist())):
-            path = tuple(f for k in stack for f in chain_of(k)) or ("?",)
+        for i, s in enumerate(np.clip(st, 0, nst - 1).tolist()):
+            path = paths[j][i] or ("?",)
             for n in range(1, len(path) + 1):
                 node = tree.setdefault(path[:n], np.zeros((2, len(per_proc), nst)))
                 node[0, j, s] += 1
@@ -375,12 +395,13 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
             if nev:
                 tree_ctr[path][1] += delta[i]
         for i, (k, lk, s, inc) in enumerate(zip(keys, line_keys[j], st.tolist(), incl)):
-            for name, key in (("function", fn_of(k)), ("line", line_of(lk))):
+            rs = roots_self[j][i]
+            for name, key in (("function", rs or fn_of(k)), ("line", rs or line_of(lk))):
                 row = tables[name].setdefault(key, np.zeros((len(per_proc), nst)))
                 row[j, s] += 1
                 if nev:
                     counts[name][key] = counts[name].get(key, 0) + delta[i]
-            for f in {f for x in inc for f in chain_of(x)}:
+            for f in set(paths[j][i]) - {IDLE_WORKERS, STATIC_INIT}:
                 row = tables["inclusive"].setdefault(f, np.zeros((len(per_proc), nst)))
                 row[j, s] += 1
                 if nev:
@@ -414,8 +435,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                    per_rank_total=per_rank_total,
                    leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
                    line=[[line_of(k) for k in lk] for lk in line_keys],
-                   stack=[[[f for k in st for f in chain_of(k)] for st in stacks]
-                          for _, _, _, _, _, stacks, _ in per_proc],
+                   stack=[[list(x) for x in pp] for pp in paths],
                    deltas=[d for _, _, _, _, d, _, _ in per_proc],
                    activity=[a for _, _, _, a, _, _, _ in per_proc])
     all_samples = per_rank_total.sum()
@@ -448,6 +468,145 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
     return result
 
 
+# How a thread's samples are rooted in the call tree. The main thread's stack starts at
+# main (libc's start-up frames are no frames of the program's). A thread the program
+# creates starts in libc (clone, start_thread), then its start routine: a pthread routine
+# of the program is its root. An OpenMP worker's routine is the runtime's (libgomp's
+# gomp_thread_start), which calls the parallel region outlined by the compiler
+# (gcc: foo._omp_fn.0 for a region in foo; clang: .omp_outlined.): its samples are put
+# under the path by which the process's main thread enters the same region
+# (main -> foo -> foo._omp_fn.0), so master and workers share one tree. A worker sample
+# with no frame of the program's (waiting in the runtime for work or at the barrier that
+# ends a region) belongs to the region the main thread is in at that moment (its nearest
+# sample in time), or to the main thread's place at the region's fork or join (it is then
+# in the runtime itself); between regions, to IDLE_WORKERS under the program's root.
+# gfortran's main, which only calls the main program (MAIN__, named after the program),
+# is left out, so a Fortran program's root is "program NAME"; C++ static constructors,
+# which run before main, are under the root as STATIC_INIT.
+IDLE_WORKERS = "[idle OpenMP threads]"
+STATIC_INIT = "[static initialisation]"
+# g++'s functions that run a translation unit's static constructors before main
+_STATIC_INIT = ("_GLOBAL__sub_I_", "__static_initialization_and_destruction")
+_OUTLINED = re.compile(r"^(.*?)\._omp_fn\.\d+$|^(.*?)\.omp_outlined\b|^\.?omp_outlined\.")
+_THREAD_START = ("libc.", "libpthread", "ld-linux", "libperfweave")
+
+
+def _outlined(name):
+    return bool(_OUTLINED.match(name))
+
+
+def _opener(name):
+    """The function that opens an outlined parallel region (foo for foo._omp_fn.3)."""
+    m = _OUTLINED.match(name)
+    return (m.group(1) or m.group(2) or "") if m else ""
+
+
+def _program_root(paths):
+    """Paths without the start-up frames that the frame-pointer walk can reach (_start)
+    and without gfortran's main, which only sets up libgfortran before calling the main
+    program: its samples there go to the program. C++ static initialisers, run before
+    main, are put under the program's root as STATIC_INIT."""
+    out = []
+    for x in paths:
+        while len(x) >= 2 and x[0] == "_start":
+            x = x[1:]
+        out.append(x)
+    program = {x[1] for x in out if len(x) >= 2 and x[0] == "main" and
+               (x[1] == "MAIN__" or x[1].startswith("program "))}
+    if len(program) == 1:
+        root = (program.pop(),)
+        out = [(x[1:] if x[1:2] == root else root + x[1:]) if x[:1] == ("main",) else x
+               for x in out]
+    init = [bool(x) and x[0].startswith(_STATIC_INIT) for x in out]
+    if any(init):
+        roots = {}
+        for x, i in zip(out, init):
+            if x and not i:
+                roots[x[0]] = roots.get(x[0], 0) + 1
+        top = (max(roots, key=roots.get),) if roots else ()
+        out = [top + (STATIC_INIT,) + x if i else x for x, i in zip(out, init)]
+    return out
+
+
+def rooted_paths(p, paths, act, sym):
+    """Each sample's function path (outermost first) with worker threads rooted where
+    the program started them (see IDLE_WORKERS above). paths: per sample, the names of
+    its frames of the program's own code."""
+    paths = _program_root(paths)
+    rec = p.records
+    threads = p.meta.get("threads") or []
+    pid = p.meta.get("pid")
+    main = next((i for i, t in enumerate(threads) if t.get("tid") == pid), 0)
+    slot = rec["thread"].astype(np.int64)
+    is_main = slot == main
+    if is_main.all():
+        return paths
+    # the main thread's way into each region, its most frequent
+    seen = {}
+    main_idx = np.flatnonzero(is_main)
+    for i in main_idx.tolist():
+        x = paths[i]
+        for k, f in enumerate(x):
+            if _outlined(f):
+                seen.setdefault(f, {}).setdefault(x[:k], 0)
+                seen[f][x[:k]] += 1
+    into = {f: max(c, key=c.get) for f, c in seen.items()}
+    roots = {}
+    for i in main_idx.tolist():
+        if paths[i]:
+            roots[paths[i][0]] = roots.get(paths[i][0], 0) + 1
+    top = (max(roots, key=roots.get),) if roots else ()
+    # each worker sample's nearest sample of the main thread in time
+    workers = np.flatnonzero(~is_main)
+    nearest = np.full(len(workers), -1, np.int64)
+    if len(main_idx):
+        order = main_idx[np.argsort(rec["t"][main_idx], kind="stable")]
+        main_t = rec["t"][order]
+        t = rec["t"][workers]
+        k = np.clip(np.searchsorted(main_t, t), 1, max(len(order) - 1, 1))
+        lo = np.maximum(k - 1, 0)
+        hi = np.minimum(k, len(order) - 1)
+        nearest = order[np.where(np.abs(t - main_t[lo]) <= np.abs(main_t[hi] - t), lo, hi)]
+    omp = ACTIVITIES.index("omp_sync")
+    out = list(paths)
+    for i, m in zip(workers.tolist(), nearest.tolist()):
+        x = paths[i]
+        if x and _outlined(x[0]):
+            pre = into.get(x[0])
+            out[i] = (pre if pre is not None else (_opener(x[0]),) if _opener(x[0])
+                      else ()) + x
+            continue
+        if x:
+            continue                               # a routine of the program's
+        start = _start_routine(p, i)
+        if start is None or not _is_openmp_runtime(p.modules[start[0]]):
+            name = sym.resolve(p.modules[start[0]], [start[1]])[0] if start else None
+            out[i] = (f"thread {name.function or name.short()}",) if name else ()
+            continue
+        mp = paths[m] if m >= 0 else ()
+        regions = [n for n, f in enumerate(mp) if _outlined(f)]
+        if regions:
+            out[i] = mp[:regions[-1] + 1]
+        elif mp and act[m] == omp:
+            out[i] = mp
+        else:
+            out[i] = top + (IDLE_WORKERS,)
+    return out
+
+
+def _start_routine(p, i):
+    """(module index, offset) of a thread's start routine: its outermost frame past
+    libc's thread start (clone, start_thread) and perfweave's trampoline; None if the
+    stack has no such frame."""
+    rec = p.records
+    for k in range(int(rec["depth"][i]) - 1, -1, -1):
+        m = int(rec["module"][i, k])
+        if 0 <= m < len(p.modules):
+            if not os.path.basename(p.modules[m]).startswith(_THREAD_START):
+                return m, int(rec["offset"][i, k])
+    return None
+
+
 def time_split(sm):
     """Performance Reports' split of the run from the samples: compute (memory
     allocation included), MPI (every family), I/O, thread synchronisation, and time asleep
@@ -457,7 +616,8 @@ def time_split(sm):
     act = sm["activity_pct"]
     split = {"compute": act.get("compute", 0) + act.get("alloc", 0),
              "MPI": sum(v for k, v in act.items() if k.startswith("mpi_")),
-             "I/O": act.get("io", 0), "threads": act.get("thread_sync", 0)}
+             "I/O": act.get("io", 0),
+             "threads": act.get("thread_sync", 0) + act.get("omp_sync", 0)}
     idle = act.get("sleep", 0) + act.get("wait", 0)
     if idle:
         split["sleep/wait"] = idle

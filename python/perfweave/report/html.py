@@ -317,7 +317,7 @@ canvas.strip { display: block; margin-bottom: 1.5em; }
 SAMPLING_JS = """
 var ACT = {compute: "#5aa02c", mpi_p2p: "#1f77b4", mpi_coll: "#d62728", mpi_rma: "#9467bd",
            mpi_sync: "#e377c2", mpi_io: "#8c564b", mpi_other: "#17becf", sleep: "#b0b0b0",
-           io: "#ff7f0e", alloc: "#bcbd22", thread_sync: "#7f3f98"};
+           io: "#ff7f0e", alloc: "#bcbd22", thread_sync: "#7f3f98", omp_sync: "#ad494a"};
 var SPARE = ["#ffbb78", "#98df8a", "#aec7e8", "#c5b0d5", "#c49c94", "#dbdb8d"];
 function actColour(name) {
   if (!ACT[name]) ACT[name] = SPARE[Object.keys(ACT).length % SPARE.length];

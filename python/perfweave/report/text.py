@@ -197,8 +197,8 @@ def _wrap(text, width=88):
 
 def _activity(name):
     """An activity's name as the report shows it (analysis/sampling.py ACTIVITIES)."""
-    return {"io": "I/O", "alloc": "allocation", "thread_sync": "thread sync"}.get(
-        name, name.replace("_", " "))
+    return {"io": "I/O", "alloc": "allocation", "thread_sync": "thread sync",
+            "omp_sync": "OpenMP sync"}.get(name, name.replace("_", " "))
 
 
 def _rate(x):
