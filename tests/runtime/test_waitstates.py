@@ -14,9 +14,11 @@ import re
 import subprocess
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 from harness import FLAVORS, PERFWEAVE, site_lines
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS as F, EVENT_TYPES as T
 
 NONE = 0.010
 PLAN = 0.03
@@ -171,6 +173,18 @@ def test_nonblocking_collectives(traced):
     the trace is complete (tests/runtime/programs/ws_icoll.c)."""
     exp, r, mk = traced("ws_icoll.c", 3)
     assert r.data["complete"] and r.data["notes"] == [], r.data["notes"]
+    # the records: each MPI_I... collective's request (key, post number), and the
+    # COLL_DONE of the call that completed it naming both
+    for rank in range(3):
+        ev = np.fromfile(exp / "traces" / f"rank-{rank}.events", EVENT_DTYPE)
+        js = json.loads((exp / "traces" / f"rank-{rank}.json").read_text())
+        posts = ev[(ev["type"] == T["COLL"]) & ((ev["flags"] & F["NONBLOCKING"]) != 0)]
+        done = ev[ev["type"] == T["COLL_DONE"]]
+        assert len(posts) == len(done) == 9 and (posts["t0"] != 0).all()
+        assert sorted(zip(posts["t0"], posts["tag"])) == sorted(zip(done["t0"], done["t1"]))
+        assert (posts["tag"] > 0).all() and len(set(posts["tag"])) == 9
+        fn = np.array(js["functions"])[ev["fn"][_owner_calls(ev)[ev["type"] == T["COLL_DONE"]]]]
+        assert set(fn) <= {"MPI_Wait", "MPI_Waitall", "MPI_Test"}, set(fn)
     assert r.data["counts"]["collectives"] >= 10
     assert r.data["counts"]["incomplete_collectives"] == 0
 
@@ -206,6 +220,11 @@ def test_nonblocking_collectives(traced):
     assert r.total("mpi_barrier_wait") <= r.total("mpi_sync_collective")
     assert r.total("mpi_wait_nxn") + r.total("mpi_latebroadcast") <= \
         r.total("mpi_collective")
+
+
+def _owner_calls(ev):
+    """The index of the CALL record each record belongs to."""
+    return np.maximum.accumulate(np.where(ev["type"] == T["CALL"], np.arange(len(ev)), 0))
 
 
 def test_a_nonblocking_collective_never_completed_leaves_the_trace_incomplete(mpi, build,
