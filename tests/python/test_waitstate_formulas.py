@@ -230,16 +230,19 @@ def done(fn, b, e, *keys, numbers=None, subs=()):
                        for k in keys] + list(subs))
 
 
+def waited(fn, plan, key=1, **kw):
+    """{rank: (start, wait enter, wait leave[, {icoll arguments}])}: ranks that start fn
+    (for 10 ns) and complete it in an MPI_Wait."""
+    return {k: [icoll(fn, p[0], p[0] + 10, key, **dict(kw, **(p[3] if len(p) > 3 else {}))),
+                done("MPI_Wait", p[1], p[2], key)] for k, p in plan.items()}
+
+
 def test_ibarrier_waits_in_its_wait_for_the_latest_ibarrier():
     """The wait starts at the completion call's enter and lasts until the last rank
     started its MPI_Ibarrier (their completion calls do not matter): rank 1 waits 380 in
     MPI_Wait for rank 0's MPI_Ibarrier at 500; rank 2 computed until after it."""
-    r = analyze({0: [icoll("MPI_Ibarrier", 500, 510, 9, sent=0, received=0),
-                     done("MPI_Wait", 520, 530, 9)],
-                 1: [icoll("MPI_Ibarrier", 100, 110, 9, sent=0, received=0),
-                     done("MPI_Wait", 120, 600, 9)],
-                 2: [icoll("MPI_Ibarrier", 200, 210, 9, sent=0, received=0),
-                     done("MPI_Wait", 700, 710, 9)]})
+    r = analyze(waited("MPI_Ibarrier", {0: (500, 520, 530), 1: (100, 120, 600),
+                                        2: (200, 700, 710)}, sent=0, received=0))
     assert [r.ns("mpi_barrier_wait", k, "MPI_Wait") for k in range(3)] == [0, 380, 0]
     assert r.ns("mpi_barrier_wait") == 380             # nothing at MPI_Ibarrier
     # completion: after the earliest end (530), within the completion call
@@ -258,20 +261,15 @@ def test_iallreduce_ibcast_ireduce_iscan_follow_their_blocking_twins():
                      done("MPI_Waitall", 820, 905, 5, numbers={5: 3})]})
     assert [r.ns("mpi_wait_nxn", k, "MPI_Waitall") for k in range(2)] == [650, 0]
     # Ibcast with a late root: Late Broadcast on the others, in the Wait
-    r = analyze({0: [icoll("MPI_Ibcast", 600, 610, 1, root=0, received=0),
-                     done("MPI_Wait", 620, 630, 1)],
-                 1: [icoll("MPI_Ibcast", 100, 110, 1, root=0, sent=0),
-                     done("MPI_Wait", 300, 640, 1)],
-                 2: [icoll("MPI_Ibcast", 100, 110, 1, root=0, sent=0),
-                     done("MPI_Wait", 700, 710, 1)]})
+    r = analyze(waited("MPI_Ibcast", {0: (600, 620, 630, {"sent": 8, "received": 0}),
+                                      1: (100, 300, 640), 2: (100, 700, 710)},
+                       root=0, sent=0))
     assert [r.ns("mpi_latebroadcast", k, "MPI_Wait") for k in range(3)] == [0, 300, 0]
     # Ireduce with an early root: Early Reduce at the root's Wait
-    r = analyze({0: [icoll("MPI_Ireduce", 100, 110, 1, root=0), done("MPI_Wait", 200, 900, 1)],
-                 1: [icoll("MPI_Ireduce", 700, 710, 1, root=0), done("MPI_Wait", 720, 730, 1)]})
+    r = analyze(waited("MPI_Ireduce", {0: (100, 200, 900), 1: (700, 720, 730)}, root=0))
     assert [r.ns("mpi_earlyreduce", k, "MPI_Wait") for k in range(2)] == [500, 0]
     # Iscan: rank 1 waits in its Wait for rank 0's start
-    r = analyze({0: [icoll("MPI_Iscan", 600, 610, 1), done("MPI_Wait", 620, 630, 1)],
-                 1: [icoll("MPI_Iscan", 100, 110, 1), done("MPI_Wait", 400, 640, 1)]})
+    r = analyze(waited("MPI_Iscan", {0: (600, 620, 630), 1: (100, 400, 640)}))
     assert [r.ns("mpi_earlyscan", k, "MPI_Wait") for k in range(2)] == [0, 200]
 
 

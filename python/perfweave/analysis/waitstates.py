@@ -5,9 +5,9 @@ The patterns and their waiting-time formulas are Scalasca 2.6's (summarised in
 al., "Scalable detection of MPI-2 remote memory access inefficiency patterns" (IJHPCA
 2012, section 4). Every pattern is computed on whole columns of numpy records: messages
 are matched by (source, destination, communicator, tag, sequence number), collective
-operations by (communicator, sequence number), fences by (window, sequence number),
-access and exposure epochs by (origin, target, window, sequence number), all without a
-loop over events. Data another rank owns comes through `exchange.route` (the identity
+operations (blocking or not) by (communicator, sequence number), fences by (window,
+sequence number), access and exposure epochs by (origin, target, window, sequence
+number), all without a loop over events. Data another rank owns comes through `exchange.route` (the identity
 in one process), so `mpirun -n K perfweave analyze --parallel` runs this same code.
 
 Times are integer nanoseconds on rank 0's clock throughout; a value is charged to a
@@ -63,7 +63,8 @@ class Loaded:
     comm_keys: np.ndarray = None     # every communicator's key, sorted (all processes)
     path_role: np.ndarray = None     # role (R) of each path's leaf MPI function
     row_ranks: dict = None           # table name -> (rank, first row) of each owned rank
-    locations: np.ndarray = None     # first call of each location (rank, thread), in order
+    locations: np.ndarray = None     # first call of each location (rank, thread), in
+                                     # order; None when every owned rank has one thread
 
     def rank_at(self, name, rows):
         """The rank of the rows (indices) of table name."""
@@ -392,7 +393,8 @@ def _unify(trace, ex, ranks_present, store=None):
                ranks_present=sorted(present), notes=notes, comm_keys=comm_keys,
                path_role=np.array([_leaf_role(p) for p in labels], np.int16),
                row_ranks=store.row_ranks(trace),
-               locations=np.concatenate(locations) if locations else np.zeros(0, np.int64))
+               locations=np.concatenate(locations)
+               if any(len(x) > 1 for x in locations) else None)
     for name in ("sends", "recvs", "colls"):
         setattr(L, name, Rows(getattr(L, name), _deriver(L, name)))
     return L
@@ -728,10 +730,8 @@ def point_to_point(L, ex, acc, notes, deferred=None):
     sent = _Published(L, ex, S, S["e"], "src")       # the send's enter, at the receiver
     ls_call = np.zeros(L.ncalls, bool)      # multi-waits with a wait charged
     multi = _MultiWaits(L.ncalls, deferred)
-    # ranks with several threads: Wrong Order is a matter of each thread's receives
-    threads = L.locations if len(L.locations) > len(L.trace.ranks) else None
     for a, b in L.chunks("recvs"):
-        _late_sender(V[a:b], sent, ls_call, multi, acc, notes, threads)
+        _late_sender(V[a:b], sent, ls_call, multi, acc, notes, L.locations)
     del sent
     multi.charge(acc, ls_call)
     posted = _Published(L, ex, V, V["e"], "dst")     # the receive's post, at the sender

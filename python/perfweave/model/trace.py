@@ -10,7 +10,9 @@ events, what the wait-state patterns need of the rank and nothing more:
   enter (and exit) of the call that posted it and the call that completed it (enter,
   exit, call path, role);
 - `colls`: one row per participation in a collective operation: the communicator and
-  the operation's number on it, the call's times, path and role, root and bytes;
+  the operation's number on it (blocking and nonblocking ones counted together, in the
+  order they were started), the call's times, path and role, root and bytes, and the
+  call that completed it (a nonblocking one's MPI_Wait or MPI_Test);
 - `wcalls`, `wevents`: the calls and events on RMA windows (creation, fences, epochs,
   operations), with the window's key;
 - `paths`: the calling context tree of the rank: user functions (ENTER/LEAVE records of
