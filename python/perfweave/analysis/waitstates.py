@@ -1143,6 +1143,8 @@ def collectives(L, ex, acc, notes):
         scan = np.flatnonzero(role == R["scan"])
         if len(scan):
             scans.append(a + scan)
+    if not roles[R["scan"]]:           # no process has scans: nothing to route
+        return np.concatenate(deferred)
     scans = np.concatenate(scans) if scans else np.zeros(0, np.int64)
     rows = C.take(scans)
     rows["rank"] = L.rank_at("colls", scans)
