@@ -112,7 +112,7 @@
  * -finstrument-functions) are ENTER/LEAVE records. rank-R.json (written at the
  * end) holds the definitions: functions, communicators, windows, groups, clock
  * calibration, loaded objects. */
-#define PW_TRACE_VERSION 1
+#define PW_TRACE_VERSION 2 /* 2: COLL_DONE, request keys of nonblocking COLL */
 
 #define PW_EVENT_FIELDS(X)                                                                 \
     X(int64_t, "<i8", t0)     /* CALL, FLUSH, ENTER, LEAVE: time (ticks); request events:  \
@@ -143,7 +143,8 @@
                         tag = requested tag (-1 any), bytes = buffer size */              \
     X(SEND_DONE, 5)  /* nonblocking send completed in this call: t0 = request key */       \
     X(COLL, 6)       /* this call is a collective on comm: peer = root (world), -1 none;   \
-                        bytes = sent, t1 = received */                                    \
+                        bytes = sent, t1 = received; MPI_I...: PW_EVF_NONBLOCKING, t0 =    \
+                        request key, tag = post number (0 unknown) */                     \
     X(FLUSH, 7)      /* the runtime wrote a buffer: t0..t1 ticks, bytes = bytes written */ \
     X(LOST, 8)       /* events that could not be stored: bytes = how many */              \
     X(ENTER, 9)      /* user function entered at t0: bytes = its address, tag = depth */  \
@@ -156,7 +157,9 @@
     X(WSYNC, 13)     /* window synchronisation (fence, post, start, complete, wait, test, \
                         lock, unlock, flush, sync): tag = window id, comm = the window's   \
                         communicator, peer = target (world) or -1, t1 = group id of        \
-                        post/start or -1 */
+                        post/start or -1 */                                               \
+    X(COLL_DONE, 14) /* nonblocking collective completed in this call: t0 = request key,   \
+                        t1 = its COLL's post number (tag), comm */
 
 #define PW_EV_ENUM(name, value) PW_EV_##name = value,
 enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };

@@ -2,12 +2,13 @@
  * MPI event tracing (--trace; docs/format.md "Traces"): what each wrapped call
  * adds to the rank's trace. A call is one CALL record followed by its messages
  * (SEND, RECV), request posts and completions (IRECV, SEND_DONE, RECV with a
- * request key) and the collective it is (COLL). Peers are world ranks; each
+ * request key, COLL_DONE) and the collective it is (COLL). Peers are world ranks; each
  * communicator is defined once, with its members as world ranks, in the rank's
  * JSON file written at the end.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,7 +259,7 @@ static PW_TLS int freeing_window = -1;
 #define PW_TREQ_FREE UINT64_MAX
 typedef struct treq {
     uint64_t key;
-    int recv, persistent, comm, peer, tag, flags;
+    int recv, coll, persistent, comm, peer, tag, flags;
     int64_t bytes;
     int64_t post; /* the number of the request's latest post on this rank */
 } treq;
@@ -433,12 +434,23 @@ static void recv_event(pw_event_rec *e, int cid, const MPI_Status *st, int have_
     }
 }
 
+/* A nonblocking collective's post number as its COLL record holds it: in the 32-bit tag
+ * field, 0 (unknown: linked by request key) when it does not fit. */
+static int32_t coll_post_number(int64_t post) { return post <= INT32_MAX ? (int32_t)post : 0; }
+
 /* The completion of request i of this call. */
 static int completion(pw_event_rec *e, const pw_args *a, int i, int single)
 {
     treq r;
     if (i >= nsaved || !saved_keys[i] || !req_take(saved_keys[i], &r, 1, 0))
         return 0;
+    if (r.coll) {
+        ev(e, PW_EV_COLL_DONE);
+        e->t0 = (int64_t)saved_keys[i];
+        e->t1 = coll_post_number(r.post);
+        e->comm = r.comm;
+        return 1;
+    }
     if (!r.recv) {
         ev(e, PW_EV_SEND_DONE);
         e->t0 = (int64_t)saved_keys[i];
@@ -694,7 +706,13 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
             e->peer = rooted(kind) && a->root >= 0 ? to_world(cid, a->root) : -1;
             e->bytes = sent;
             e->t1 = recv;
-            e->flags = a->request ? PW_EVF_NONBLOCKING : 0;
+            if (a->request) { /* its completion names it (COLL_DONE) */
+                treq q = {.coll = 1, .comm = cid};
+                uint64_t key = key_of(a->request, a->fortran);
+                e->flags = PW_EVF_NONBLOCKING;
+                e->t0 = (int64_t)key;
+                e->tag = coll_post_number(req_post(key, &q));
+            }
         }
         break;
     }

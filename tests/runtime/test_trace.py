@@ -42,7 +42,7 @@ def test_trace_records(mpi, build, run_pw):
     assert (r.exp / "profile.pwprof").exists()   # the profile is still written
     per_rank = {k: load(r.exp, k) for k in range(4)}
     for rank, (ev, js) in per_rank.items():
-        assert js["format"] == "perfweave-trace" and js["version"] == 1
+        assert js["format"] == "perfweave-trace" and js["version"] == 2
         assert js["rank"] == rank and js["world_size"] == 4 and js["state"] == "complete"
         assert js["records"] == len(ev) and js["lost"] == 0
         assert js["comms"][0]["ranks"] == [0, 1, 2, 3]

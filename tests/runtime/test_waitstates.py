@@ -14,9 +14,11 @@ import re
 import subprocess
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 from harness import FLAVORS, PERFWEAVE, site_lines
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS as F, EVENT_TYPES as T
 
 NONE = 0.010
 PLAN = 0.03
@@ -165,6 +167,98 @@ def test_collectives(traced):
     assert r.total("mpi_latesender") == 0
 
 
+def test_nonblocking_collectives(traced):
+    """MPI_I... collectives: matched across ranks in the order they were started, the
+    wait charged at the call that completed the request by the blocking twin's rule;
+    the trace is complete (tests/runtime/programs/ws_icoll.c)."""
+    exp, r, mk = traced("ws_icoll.c", 3)
+    assert r.data["complete"] and r.data["notes"] == [], r.data["notes"]
+    # the records: each MPI_I... collective's request (key, post number), and the
+    # COLL_DONE of the call that completed it naming both
+    for rank in range(3):
+        ev = np.fromfile(exp / "traces" / f"rank-{rank}.events", EVENT_DTYPE)
+        js = json.loads((exp / "traces" / f"rank-{rank}.json").read_text())
+        posts = ev[(ev["type"] == T["COLL"]) & ((ev["flags"] & F["NONBLOCKING"]) != 0)]
+        done = ev[ev["type"] == T["COLL_DONE"]]
+        assert len(posts) == len(done) == 9 and (posts["t0"] != 0).all()
+        assert sorted(zip(posts["t0"], posts["tag"])) == sorted(zip(done["t0"], done["t1"]))
+        assert (posts["tag"] > 0).all() and len(set(posts["tag"])) == 9
+        fn = np.array(js["functions"])[ev["fn"][_owner_calls(ev)[ev["type"] == T["COLL_DONE"]]]]
+        assert set(fn) <= {"MPI_Wait", "MPI_Waitall", "MPI_Test"}, set(fn)
+    assert r.data["counts"]["collectives"] >= 10
+    assert r.data["counts"]["incomplete_collectives"] == 0
+
+    def waits(metric, site, start, late, ranks):
+        for k in ranks:
+            r.check(metric, site, k, mk[start][late] - mk[site][k], 0.2)
+    waits("mpi_barrier_wait", "ib_wait", "ibarrier", 0, (1, 2))
+    waits("mpi_wait_nxn", "iar_wait", "iallreduce", 2, (0, 1))
+    waits("mpi_latebroadcast", "ibc_wait", "ibcast", 1, (0, 2))
+    r.check("mpi_earlyreduce", "ird_wait", 0, mk["ireduce"][1] - mk["ird_wait"][0], 0.2)
+    waits("mpi_earlyscan", "isc_waitall", "iscan", 0, (1, 2))
+    # the late ranks themselves, and the MPI_I... calls, wait for nothing
+    for metric, site, k in (("mpi_barrier_wait", "ib_wait", 0),
+                            ("mpi_wait_nxn", "iar_wait", 2),
+                            ("mpi_latebroadcast", "ibc_wait", 1)):
+        assert r.at(metric, site, k) < NONE
+    for metric in ("mpi_barrier_wait", "mpi_wait_nxn", "mpi_latebroadcast",
+                   "mpi_earlyreduce", "mpi_earlyscan"):
+        assert all(r.paths[p]["function"] in ("MPI_Wait", "MPI_Waitall", "MPI_Bcast")
+                   for p, _, _ in r.metrics[metric]["values"]), metric
+    # completed by a loop of MPI_Test: no wait there; in MPI_Wait on the other rank
+    assert r.at("mpi_barrier_wait", "tl_test") == 0
+    r.check("mpi_barrier_wait", "tl_wait", 2, mk["tl_ibarrier"][0] - mk["tl_wait"][2], 0.2)
+    # a Waitall of an Irecv and an Ibarrier is one wait, for the later (the message)
+    ls = mk["wa_send"][0] - mk["wa_wait"][1]
+    r.check("mpi_latesender", "wa_waitall", 1, ls, 0.3)
+    assert r.at("mpi_barrier_wait", "wa_waitall") == 0
+    r.check("mpi_barrier_wait", "wa_wait", 2, mk["wa_ibarrier"][0] - mk["wa_wait"][2], 0.15)
+    # two outstanding operations on two communicators, each waited for in its own Wait
+    waits("mpi_wait_nxn", "ov_dup_wait", "ov_dup", 0, (1, 2))
+    assert r.at("mpi_wait_nxn", "ov_world_wait") < NONE
+    # the metric tree holds: the waits are in their categories' time
+    assert r.total("mpi_barrier_wait") <= r.total("mpi_sync_collective")
+    assert r.total("mpi_wait_nxn") + r.total("mpi_latebroadcast") <= \
+        r.total("mpi_collective")
+
+
+def _owner_calls(ev):
+    """The index of the CALL record each record belongs to."""
+    return np.maximum.accumulate(np.where(ev["type"] == T["CALL"], np.arange(len(ev)), 0))
+
+
+def test_a_nonblocking_collective_never_completed_leaves_the_trace_incomplete(mpi, build,
+                                                                             run_pw):
+    """An MPI_Ibarrier whose request is never completed (only MPI_Request_get_status):
+    the instance is not analysed and the result says so."""
+    run = run_pw(mpi.launch(3) + [build(mpi, "ws_icoll.c"), "leak"], options=["--trace"])
+    data = analyze(run.exp, "--no-save")
+    assert data["complete"] is False
+    assert data["counts"]["incomplete_collectives"] == 1
+    assert data["counts"]["collectives"] == 1                 # the MPI_Barrier after it
+    assert any("never completed" in n for n in data["notes"]), data["notes"]
+
+
+def test_wrong_order_is_per_thread(traced):
+    """MPI_THREAD_MULTIPLE: two threads of rank 0 receive side by side, each in its
+    peer's order: Late Senders, no Wrong Order; one thread's genuinely wrong order is
+    still found (tests/runtime/programs/ws_threads.c)."""
+    exp, r, mk = traced("ws_threads.c", 3)
+    assert r.data["complete"]
+    for k in (1, 2):                      # thread A's + thread B's k-th receive
+        expected = mk[f"sa_send{k}"][1] - mk[f"ta_recv{k}"][0] + \
+            mk[f"sb_send{k}"][2] - mk[f"tb_recv{k}"][0]
+        assert close(r.at("mpi_latesender", f"t_recv{k}", 0), expected), k
+        assert r.at("mpi_latesender_wo", f"t_recv{k}") == 0
+    # (the second receives start when the first ones end: only the first are planned)
+    assert abs(r.at("mpi_latesender", "t_recv1", 0) - (0.1 + 0.2)) < PLAN
+    assert r.total("mpi_latesender_count") == 5
+    wo = mk["wo_send2"][1] - mk["wo_recv"][0]
+    r.check("mpi_latesender_wo", "wo_recv", 0, wo, 0.3)
+    r.check("mpi_lswo_same", "wo_recv", 0, wo, 0.3)
+    assert r.total("mpi_latesender_wo") == r.at("mpi_latesender_wo", "wo_recv", 0)
+
+
 def test_rma_active_target(traced):
     exp, r, mk = traced("ws_rma.c", 4)
     assert r.data["complete"]
@@ -215,7 +309,7 @@ def test_parallel_analysis_is_identical(build, run_pw):
     nanosecond. The analysis runs under Open MPI (the MPI mpi4py loads); what MPI the
     traced program used does not matter to it."""
     ompi = FLAVORS["openmpi"]
-    for source, n in (("ws_p2p.c", 3), ("ws_rma.c", 4)):
+    for source, n in (("ws_p2p.c", 3), ("ws_rma.c", 4), ("ws_icoll.c", 3)):
         r = run_pw(ompi.launch(n) + [build(ompi, source)], options=["--trace"])
         serial = analyze(r.exp, "--no-save")
         for k in (2, 3):
@@ -326,7 +420,7 @@ def test_parallel_analysis_fails_fast_when_one_process_cannot_read(build, run_pw
     ompi = FLAVORS["openmpi"]
     r = run_pw(ompi.launch(3) + [build(ompi, "ws_p2p.c")], options=["--trace"])
     js = r.exp / "traces" / "rank-2.json"            # owned by the second of 2 processes
-    js.write_text(js.read_text().replace('"version":1', '"version":99'))
+    js.write_text(re.sub(r'"version":\d+', '"version":99', js.read_text(), count=1))
     res = subprocess.run(["mpirun.openmpi", "--oversubscribe", "-n", "2", PERFWEAVE, "analyze",
                           "--parallel", "--no-save", str(r.exp)], capture_output=True, text=True,
                          timeout=120)

@@ -23,6 +23,8 @@ from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, Ty
 
 TRACE_FORMAT = "perfweave-trace"
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
+# version 1 lacks COLL_DONE: its nonblocking collectives have no recorded completion
+TRACE_VERSIONS = (1, TRACE_VERSION)
 T = EVENT_TYPES
 
 
@@ -81,17 +83,20 @@ def read_meta(exp, rank):
         return None, f"rank {rank}: {path.name} is corrupt ({e}); its events are used alone"
     if not isinstance(meta, dict) or meta.get("format") != TRACE_FORMAT:
         return None, f"rank {rank}: {path.name} is not a perfweave trace description"
-    if meta.get("version") != TRACE_VERSION:
+    if meta.get("version") not in TRACE_VERSIONS:
         raise FormatError(f"{path}: trace format version {meta.get('version')} is not "
-                          f"supported (this perfweave reads {TRACE_VERSION})")
+                          f"supported (this perfweave reads "
+                          f"{', '.join(map(str, TRACE_VERSIONS))})")
     return meta, None
 
 
 KNOWN = TypeSet(*T)
 SPANS = TypeSet("CALL", "FLUSH")
-SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
+SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
+              "COLL_DONE")
 # records a sub-event may follow: its call, or the call's other sub-events
-SUB_OK = TypeSet("CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
+SUB_OK = TypeSet("CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
+                 "COLL_DONE")
 
 
 def read_rank(exp, rank, meta_note=None):
