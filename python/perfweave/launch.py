@@ -2,6 +2,7 @@
 environment, signal forwarding, and the program's exit status passed through.
 """
 import datetime as _dt
+import errno
 import json
 import os
 import re
@@ -143,15 +144,16 @@ def default_experiment_name(command, program, now=None):
 
 
 def _save_meta(exp, meta):
-    """Write experiment.json; a failure (full disk...) is marked, never raised: the
-    program's run and exit status do not depend on perfweave's files."""
+    """Write experiment.json; a failure (full disk...) is marked and returned as its
+    errno, never raised: the program's run and exit status do not depend on
+    perfweave's files."""
     try:
         writing.write_atomic(exp / "experiment.json", json.dumps(meta, indent=1) + "\n")
     except OSError as e:
         writing.mark_unwritten(exp, "experiment.json", e.errno)
-        return False
+        return e.errno or errno.EIO
     writing.unmark(exp, "experiment.json")
-    return True
+    return 0
 
 
 def say(line, stderr):
@@ -254,6 +256,9 @@ def run(command, values, stderr=sys.stderr):
     unwritten = writing.read_unwritten(exp)
     if unwritten:
         meta["unwritten"] = [{"file": u["file"], "error": u["error"]} for u in unwritten]
-    if not _save_meta(exp, meta):
-        unwritten = writing.read_unwritten(exp)
+    err = _save_meta(exp, meta)
+    if err:
+        # known here even when not even its mark could be made
+        unwritten = writing.read_unwritten(exp, {"unwritten": [
+            {"file": "experiment.json", "error": writing.error_name(err)}]})
     return exp, status, unwritten

@@ -136,21 +136,21 @@ static const struct {
     int err;
     const char *name, *text;
 } errnames[] = {
-    {ENOSPC, "ENOSPC", "no space left on device"},
-    {EDQUOT, "EDQUOT", "disk quota exceeded"},
-    {EIO, "EIO", "input/output error"},
-    {EFBIG, "EFBIG", "file too large"},
-    {EROFS, "EROFS", "read-only file system"},
-    {EACCES, "EACCES", "permission denied"},
-    {EPERM, "EPERM", "operation not permitted"},
-    {ENOENT, "ENOENT", "no such file or directory"},
-    {ENOTDIR, "ENOTDIR", "not a directory"},
-    {EISDIR, "EISDIR", "is a directory"},
-    {EMFILE, "EMFILE", "too many open files"},
-    {ENFILE, "ENFILE", "too many open files in system"},
-    {ENOMEM, "ENOMEM", "out of memory"},
-    {ENAMETOOLONG, "ENAMETOOLONG", "file name too long"},
-    {ESTALE, "ESTALE", "stale file handle"},
+    {ENOSPC, "ENOSPC", "No space left on device"},
+    {EDQUOT, "EDQUOT", "Disk quota exceeded"},
+    {EIO, "EIO", "Input/output error"},
+    {EFBIG, "EFBIG", "File too large"},
+    {EROFS, "EROFS", "Read-only file system"},
+    {EACCES, "EACCES", "Permission denied"},
+    {EPERM, "EPERM", "Operation not permitted"},
+    {ENOENT, "ENOENT", "No such file or directory"},
+    {ENOTDIR, "ENOTDIR", "Not a directory"},
+    {EISDIR, "EISDIR", "Is a directory"},
+    {EMFILE, "EMFILE", "Too many open files"},
+    {ENFILE, "ENFILE", "Too many open files in system"},
+    {ENOMEM, "ENOMEM", "Cannot allocate memory"},
+    {ENAMETOOLONG, "ENAMETOOLONG", "File name too long"},
+    {ESTALE, "ESTALE", "Stale file handle"},
 };
 
 /* The errno's name ("ENOSPC"), or E<number> for one not in the table. */
@@ -169,7 +169,7 @@ static const char *err_text(int err)
     for (size_t i = 0; i < sizeof errnames / sizeof *errnames; i++)
         if (errnames[i].err == err)
             return errnames[i].text;
-    return "write error";
+    return "Write error";
 }
 
 int pw_write_all(int fd, const void *p, size_t n)

@@ -3,9 +3,11 @@ perfweave says in one line what it could not write, no file of the experiment is
 half-written under its final name, what was written is readable and the rest is
 marked (docs/format.md, "Writing files").
 
-Each case runs on its own small tmpfs. The sizes that make the profile, or only the
-samples, not fit are taken from a reference run of the same program on a roomy one
-(tmpfs counts whole 4 KiB pages). The program (programs/disk_full.c) prints one line
+Each case runs on its own small tmpfs: full before the run; room for experiment.json
+but not the profile; for the profile but not the samples; 64 KiB with everything on;
+256 KiB that the program fills itself; no inode left. The sizes that make the profile,
+or only the samples, not fit are taken from a reference run of the same program on a
+roomy one (tmpfs counts whole 4 KiB pages). The program (programs/disk_full.c) prints one line
 per process and exits with the code it is given; in `fill` mode it writes into its
 working directory, on the same tmpfs, until a write fails.
 """
@@ -39,13 +41,14 @@ NRANKS = 2
 
 @pytest.fixture
 def tmpfs(tmp_path):
-    """tmpfs(kib, name) -> a new tmpfs of that size, unmounted after the test."""
+    """tmpfs(kib, name[, inodes]) -> a new tmpfs of that size, unmounted after the test."""
     mounted = []
 
-    def _mount(kib, name):
+    def _mount(kib, name, inodes=None):
         d = tmp_path / name
         d.mkdir()
-        res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(d)],
+        opts = f"size={kib}k" + (f",nr_inodes={inodes}" if inodes else "")
+        res = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)],
                              capture_output=True, text=True)
         assert res.returncode == 0, f"cannot mount a tmpfs (these tests run as root): " \
                                     f"{res.stderr}"
@@ -165,12 +168,12 @@ def check_failed_run(exp, proc, code, nprocs, fill=False):
                     f"{writing.describe(marks)} (perfweave report {exp})"], proc.stderr
     assert "(No space left on device)" in ours[1]
     check_files(exp, marks)
-    meta = json.loads((exp / "experiment.json").read_text())
     if not any(u["file"] == "experiment.json" for u in marks):
+        meta = json.loads((exp / "experiment.json").read_text())
         assert meta["state"] == "finished" and meta["exit_status"] == {"code": code}
         assert meta["unwritten"] == [{"file": u["file"], "error": "ENOSPC"} for u in marks]
-    else:
-        assert meta["state"] == "running"          # the first version, complete
+    elif (exp / "experiment.json").exists():      # the first version, complete
+        assert json.loads((exp / "experiment.json").read_text())["state"] == "running"
     check_report(exp, marks)
     if (exp / "traces").is_dir():
         ana = subprocess.run([PERFWEAVE, "analyze", "--no-save", str(exp)], capture_output=True,
@@ -221,6 +224,15 @@ def full_disk_cases(prog, tmpfs):
     json_pages, profile_pages, sample_pages = reference(prog, tmpfs)
     assert json_pages == 1
 
+    # 0. full before the run: not even experiment.json; the program runs all the same
+    disk = tmpfs(4, "full")
+    (disk / "filler").write_bytes(b"x" * PAGE)
+    exp, proc = prog.run(disk, "work", 0.1, 3, ("--no-sample",) + NO_TIMELINE)
+    marks, _ = check_failed_run(exp, proc, 3, prog.nprocs)
+    assert not (exp / "experiment.json").exists()
+    lost = {u["file"] for u in marks}
+    assert "experiment.json" in lost and any(f.endswith(".pwprof") for f in lost)
+
     # 1. experiment.json fits, the profile does not (nothing else is written): after the
     # first experiment.json, profile_pages - 1 pages are free, enough for the last one
     # when the profile takes 2 pages or more (MPI); else (serial) that fails too.
@@ -266,6 +278,25 @@ def full_disk_cases(prog, tmpfs):
     wrote = sum(int(m.group(2)) for m in found)
     ref_wrote = sum(int(m.group(2)) for m in ref_found)
     assert 0 < ref_wrote - wrote <= 16 * PAGE, (wrote, ref_wrote)
+
+    # 5. no inode left after experiment.json (tmpfs counts the root directory, the
+    # experiment's and experiment.json): the runtime cannot even mark what it could
+    # not write, so each process says it in one line, and perfweave run in its own
+    disk = tmpfs(256, "no-inodes", inodes=3)
+    exp, proc = prog.run(disk, "work", 0.1, 3, NO_TIMELINE)
+    assert proc.returncode == 3, proc.stderr
+    program_lines(proc.stdout, prog.nprocs)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfweave")]
+    runtime = ours[1:-1]
+    assert ours[0] == f"perfweave: experiment {exp}" and ours[-1] == (
+        f"perfweave: experiment {exp} is incomplete: could not write experiment.json (No "
+        f"space left on device) (perfweave report {exp})"), proc.stderr
+    assert 1 <= len(runtime) <= prog.nprocs, proc.stderr
+    assert all(re.fullmatch(rf"perfweave: cannot write {exp}/\S+ \(No space left on device\); "
+                            "the experiment is incomplete", ln) for ln in runtime), runtime
+    assert [p.name for p in exp.iterdir()] == ["experiment.json"]
+    check_files(exp, [])
 
 
 def test_full_disk_mpi(mpi, build, tmpfs):
