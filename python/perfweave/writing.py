@@ -10,24 +10,25 @@ can be made when the data could not.
 """
 import errno
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote
 
 MARK_PREFIX = "unwritten."
 
 
-def write_atomic(path, data):
-    """Write data (str or bytes) to path through path.tmp.PID. On OSError neither file
-    is left behind and the error is raised."""
+@contextmanager
+def atomic_open(path, mode="wb"):
+    """A file object writing path.tmp.PID, renamed to path when the block ends without
+    an exception; otherwise removed, and the exception (OSError for a full disk) goes
+    on. For outputs written piece by piece (exports)."""
     path = Path(path)
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    if isinstance(data, str):
-        data = data.encode()
     try:
         # the buffered writer loops over short writes; close() raises what the last
         # flush (or NFS, or a quota) reports
-        with open(tmp, "wb") as f:
-            f.write(data)
+        with open(tmp, mode) as f:
+            yield f
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -35,6 +36,13 @@ def write_atomic(path, data):
         except OSError:
             pass
         raise
+
+
+def write_atomic(path, data):
+    """Write data (str or bytes) to path through path.tmp.PID. On OSError neither file
+    is left behind and the error is raised."""
+    with atomic_open(path, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
 
 
 def error_name(err):

@@ -16,6 +16,7 @@ import math
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -307,9 +308,9 @@ def test_full_disk_serial(build, tmpfs):
     full_disk_cases(Program(None, build), tmpfs)
 
 
-def test_report_on_a_full_disk(build, tmpfs, tmp_path):
-    """perfweave report writing to a full disk: one line and status 2, nothing
-    half-written."""
+def test_outputs_on_a_full_disk(build, tmpfs, tmp_path):
+    """perfweave report and import writing to a full disk: one line and status 2,
+    nothing half-written."""
     prog = Program(None, build)
     exp, proc = prog.run(tmp_path, "work", 0.1, 0, NO_TIMELINE)
     assert proc.returncode == 0, proc.stderr
@@ -326,4 +327,10 @@ def test_report_on_a_full_disk(build, tmpfs, tmp_path):
     assert rep.returncode == 2
     assert rep.stderr.splitlines() == [f"perfweave: error: --html {html}: No space left on "
                                        "device"]
+    archive = Path(__file__).parents[1] / "data" / "otf2" / "pipit-ping-pong" / "traces.otf2"
+    imp = subprocess.run([PERFWEAVE, "import", str(archive), "-o", str(disk / "imported")],
+                         capture_output=True, text=True, timeout=120)
+    assert imp.returncode == 2
+    assert imp.stderr.splitlines() == [f"perfweave: error: {disk / 'imported'}: cannot write: "
+                                       "No space left on device"]
     assert sorted(p.name for p in disk.iterdir()) == ["filler", "report.json"]
