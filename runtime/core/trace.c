@@ -44,6 +44,8 @@ static struct {
     pw_tbuf *all;
     pw_trace_flush flushes[PW_MAX_FLUSHES];
     int nflushes;
+    int failed;       /* a write failed: marked in the experiment (pw_file_failed) */
+    char path[4200];
 } tr = {.fd = -1};
 
 int pw_trace_recording;
@@ -71,9 +73,14 @@ static void unlock(void) { __atomic_store_n(&tr.lock, 0, __ATOMIC_RELEASE); }
 
 int pw_trace_open(const char *path)
 {
+    size_t n = strlen(path) < sizeof tr.path ? strlen(path) : sizeof tr.path - 1;
+    memcpy(tr.path, path, n);
+    tr.path[n] = 0;
     tr.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (tr.fd < 0)
+    if (tr.fd < 0) {
+        pw_file_failed(path, errno);
         return -1;
+    }
     __atomic_store_n(&pw_trace_recording, 1, __ATOMIC_SEQ_CST);
     return 0;
 }
@@ -106,19 +113,17 @@ static void flush(pw_tbuf *b)
         return;
     lock();
     int64_t first = tr.written;
-    size_t bytes = b->n * sizeof(pw_event_rec);
-    const char *p = (const char *)b->rec;
-    int ok = tr.fd >= 0;
-    while (ok && bytes) {
-        ssize_t w = write(tr.fd, p, bytes);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            ok = 0;
-            break;
+    int err = tr.fd >= 0 ? pw_write_all(tr.fd, b->rec, b->n * sizeof(pw_event_rec)) : EBADF;
+    int ok = !err;
+    if (err && tr.fd >= 0) {
+        /* back to the last whole flush, so that later ones stay aligned and listed */
+        off_t good = (off_t)tr.written * (off_t)sizeof(pw_event_rec);
+        if (ftruncate(tr.fd, good) != 0 || lseek(tr.fd, good, SEEK_SET) != good) {
+            close(tr.fd);
+            tr.fd = -1;
         }
-        p += w;
-        bytes -= (size_t)w;
+        if (!tr.failed++)
+            pw_file_failed(tr.path, err);
     }
     if (ok) {
         tr.written += (int64_t)b->n;

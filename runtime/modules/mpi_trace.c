@@ -745,10 +745,12 @@ void pw_trace_start(int rank, int size, MPI_Comm world)
     mkdir(dir, 0777);
     pw_fmt_int(num, rank);
     snprintf(path, sizeof path, "%s/rank-%s.events", dir, num);
-    if (!reqs || pw_trace_open(path) != 0) {
-        pw_log("cannot write the trace %s; tracing off on this rank", path);
+    if (!reqs) {
+        pw_log("no memory for the trace; tracing off on this rank");
         return;
     }
+    if (pw_trace_open(path) != 0)
+        return; /* marked in the experiment; tracing off on this rank */
     lock();
     define_comm(world, -1); /* id 0 */
     unlock();
@@ -889,21 +891,12 @@ void pw_trace_end(int state, const pw_trace_clock *clock)
     pw_buf_puts(&b, ",\"lost\":");
     pw_buf_int(&b, pw_trace_lost());
     pw_buf_puts(&b, "}\n");
-    char path[4200], tmp[4300], num[24];
+    char path[4200], num[24];
     pw_fmt_int(num, my_rank);
     snprintf(path, sizeof path, "%s/traces/rank-%s.json", pw_experiment_dir(), num);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0 && !b.failed) {
-        ssize_t w = write(fd, b.data, b.len);
-        close(fd);
-        if (w == (ssize_t)b.len)
-            rename(tmp, path);
-        else
-            unlink(tmp);
-    } else if (fd >= 0) {
-        close(fd);
-        unlink(tmp);
-    }
+    if (b.failed)
+        pw_file_failed(path, ENOMEM);
+    else
+        pw_file_put(path, b.data, b.len);
     pw_buf_free(&b);
 }

@@ -488,9 +488,8 @@ static void write_samples(void)
     pw_objects_refresh();
     /* records: t, thread, state, depth, then PW_SAMPLE_FRAMES (module, offset) pairs */
     snprintf(path, sizeof path, "%s.samples", stem);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return;
+    pw_file out;
+    pw_file_open(&out, path);
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
         thr *t = &threads[i];
@@ -516,12 +515,13 @@ static void write_samples(void)
                 r.module[f] = pw_object_of(s->frames[f], &off);
                 r.offset[f] = r.module[f] < 0 ? (int64_t)s->frames[f] : (int64_t)off;
             }
-            if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
+            if (pw_file_write(&out, &r, sizeof r) != 0)
                 break;
             total++;
         }
     }
-    close(fd);
+    if (pw_file_close(&out) != 0)
+        return; /* marked; a JSON without its records would describe nothing */
     pw_buf b = {0};
     pw_buf_puts(&b, "{\"format\": \"perfweave-samples\", \"version\": 2, \"rank\": ");
     pw_buf_int(&b, rank);
@@ -582,13 +582,10 @@ static void write_samples(void)
     }
     pw_buf_puts(&b, "]}\n");
     snprintf(path, sizeof path, "%s.json", stem);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0 && !b.failed) {
-        if (write(fd, b.data, b.len) != (ssize_t)b.len)
-            pw_log("--sample: short write of %s", path);
-    }
-    if (fd >= 0)
-        close(fd);
+    if (b.failed)
+        pw_file_failed(path, ENOMEM);
+    else
+        pw_file_put(path, b.data, b.len);
     pw_buf_free(&b);
 }
 

@@ -33,9 +33,10 @@ def main(args):
         from perfweave.errors import PerfweaveError
         from perfweave.report import html
 
+        from perfweave import writing
+
         try:
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(html.render(data, exp))
+            writing.write_atomic(args.html, html.render(data, exp))
         except OSError as e:
             raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
         print(f"perfweave: wrote {args.html}", file=sys.stderr)

@@ -3,7 +3,7 @@ import os
 import signal
 import sys
 
-from perfweave import launch, options
+from perfweave import launch, options, writing
 
 
 def setup_parser(sub):
@@ -43,8 +43,13 @@ def _check_counters(args):
 
 def main(args):
     _check_counters(args)
-    exp, status = launch.run(args.command, options.values(args))
-    print(f"perfweave: experiment written to {exp} (perfweave report {exp})", file=sys.stderr)
+    exp, status, unwritten = launch.run(args.command, options.values(args))
+    if unwritten:
+        launch.say(f"perfweave: experiment {exp} is incomplete: could not write "
+                    f"{writing.describe(unwritten)} (perfweave report {exp})", sys.stderr)
+    else:
+        launch.say(f"perfweave: experiment written to {exp} (perfweave report {exp})",
+                    sys.stderr)
     if status < 0:
         # die of the same signal, as the program did
         sys.stdout.flush()

@@ -15,6 +15,7 @@ from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile
 from perfweave.readers.dtypes import COUNT_DTYPE
 from perfweave.readers.profile import read_profile
+from perfweave.writing import describe, read_unwritten
 
 EXPERIMENT_FORMAT = "perfweave-experiment"
 EXPERIMENT_VERSIONS = (1,)
@@ -27,6 +28,7 @@ class Experiment:
     profile: Profile
     processes: Profile = None     # processes without MPI (launch helpers, serial programs)
     warnings: list = field(default_factory=list)
+    unwritten: list = field(default_factory=list)  # files perfweave could not write
 
     @property
     def partial(self):
@@ -42,6 +44,9 @@ def read_meta(path):
     try:
         meta = json.loads(f.read_text())
     except FileNotFoundError:
+        if any(u["file"] == "experiment.json" for u in read_unwritten(path)):
+            # perfweave run could not write it (full disk): read what the runtime wrote
+            return {"format": EXPERIMENT_FORMAT, "version": 1, "state": "unknown"}
         raise PerfweaveError(f"{path}: not a perfweave experiment (no experiment.json)") from None
     except (OSError, ValueError) as e:
         raise FormatError(f"{f}: corrupt ({e})") from None
@@ -108,6 +113,7 @@ def open_experiment(path):
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
     meta = read_meta(path)
+    unwritten = read_unwritten(path, meta)
     warnings = []
     reduced = path / "profile.pwprof"
     partial_files = sorted((path / "partial").glob("rank-*.pwprof"))
@@ -144,7 +150,11 @@ def open_experiment(path):
         partial = bool(bad.any())
     else:
         state = meta.get("state")
-        if state == "running":
+        lost = [u for u in unwritten if u["file"].endswith(".pwprof")]
+        if lost:
+            raise PerfweaveError(f"{path}: no profile data: perfweave could not write "
+                                 f"{describe(lost)}")
+        if state == "running" and not any(u["file"] == "experiment.json" for u in unwritten):
             raise PerfweaveError(f"{path}: the run has not finished (or perfweave was killed); "
                                  "no rank has written data yet")
         if warnings:
@@ -153,6 +163,9 @@ def open_experiment(path):
                              "killed with SIGKILL, or did it exit before perfweave started?)")
     profile.partial = partial
     notes = profile.notes
+    if unwritten:
+        notes.insert(0, f"incomplete: perfweave could not write {describe(unwritten)}; this "
+                     "report shows the files that were written")
     if partial and profile.mpi:
         states = sorted({STATES[s] if 0 <= s < len(STATES) else str(s)
                          for s in profile.ranks["state"]})
@@ -169,7 +182,7 @@ def open_experiment(path):
                      "were folded into one overflow site per function; raise --max-callsites")
     notes.extend(warnings)
     return Experiment(path=path, meta=meta, profile=profile, processes=processes,
-                      warnings=warnings)
+                      warnings=warnings, unwritten=unwritten)
 
 
 def rank_ranges(values):

@@ -20,6 +20,7 @@ def collect(experiment, top=20):
         "wall_s": meta.get("wall_seconds"),
         "exit_status": status,
         "state": experiment.state,
+        "unwritten": experiment.unwritten,
         "notes": list(experiment.profile.notes),
         "options": meta.get("options", {}),
         "mpi_profile": mpi,

@@ -56,7 +56,8 @@ def render(data):
                    "(MPI_Init to MPI_Finalize)")
     else:
         out.append("  MPI        not used (one process without MPI)")
-    out.append(f"  state      {data['state']}")
+    out.append(f"  state      {data['state']}"
+               + (" (incomplete experiment: see the first note)" if data.get("unwritten") else ""))
     split = (data.get("sampling") or {}).get("time_split")
     if split:
         out.append("  time       " + ", ".join(f"{k} {v:.1f} %" for k, v in split.items())
