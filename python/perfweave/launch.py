@@ -148,9 +148,9 @@ def _write_json(path, data):
     tmp.replace(path)
 
 
-def run(command, values, stderr=sys.stderr):
+def run(command, values, stderr=sys.stderr, meta=None):
     """Run `command` under the runtime; returns the experiment path and the exit status
-    (as returned by subprocess: negative for a signal)."""
+    (as returned by subprocess: negative for a signal). meta: more for experiment.json."""
     if not command:
         raise PerfweaveError("no command to run (usage: perfweave run [options] -- COMMAND...)")
     if shutil.which(command[0]) is None and not (os.path.isfile(command[0]) and
@@ -193,6 +193,7 @@ def run(command, values, stderr=sys.stderr):
         argv = [argv[0]] + exported + argv[1:]
 
     started = time.time()
+    more = meta or {}
     meta = {
         "format": "perfweave-experiment", "version": 1, "perfweave_version": __version__,
         "command": list(command), "launched": argv, "cwd": os.getcwd(),
@@ -200,7 +201,7 @@ def run(command, values, stderr=sys.stderr):
         "mpi_flavor": flavor, "runtime_library": str(lib),
         "options": {k: v for k, v in values.items()},
         "start_time": _dt.datetime.fromtimestamp(started).astimezone().isoformat(),
-        "start_epoch": started, "state": "running",
+        "start_epoch": started, "state": "running", **more,
     }
     _write_json(exp / "experiment.json", meta)
     print(f"perfweave: experiment {exp}", file=stderr, flush=True)

@@ -73,3 +73,34 @@ def test_without_counters_the_profile_has_none(mpi, build, run_pw):
     r = run_pw(mpi.launch(2) + [prog, 100])
     rep = r.report()["mpi_profile"]
     assert rep["counters"] == [] and all("counters" not in c for c in rep["callsites"])
+
+
+def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
+    """PAPI_TOT_INS is a name PAPI knows but cannot count on this VM (no hardware
+    counters: PAPI_add_event fails), and an event set holding it cannot start: it used to
+    zero every counter. Now it alone is left out, named in one line for the whole run and
+    in the experiment, and the others count what the program measures itself."""
+    prog = build(mpi, "cpu_pages.c")
+    evs = "perf::TASK-CLOCK,PAPI_TOT_INS,perf::PAGE-FAULTS"
+    r = run_pw(mpi.launch(2) + [prog, "0.4", "5000"],
+               ["--counters", evs, "--counters-interval-us", "0"])
+    said = [l for l in r.proc.stderr.splitlines() if "PAPI_TOT_INS" in l]
+    assert len(said) == 1 and "not counted" in said[0], r.proc.stderr
+    mine = {}
+    for line in r.proc.stdout.splitlines():
+        _, rank, _, cpu, _, pages = line.split()
+        mine[int(rank)] = (int(cpu), int(pages))
+    assert sorted(mine) == [0, 1]
+    data = r.report()
+    assert [c["event"] for c in data["counters_not_counted"]] == ["PAPI_TOT_INS"]
+    rep = data["mpi_profile"]
+    assert rep["counters"] == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]
+    done = by_line(rep, "cpu_pages.c", "done")["counters"]
+    # the CPU time between the barriers, by the program's getrusage, summed over ranks
+    # (~0.8 s): TASK-CLOCK counts the same thread over the same stretch, plus the few
+    # instructions from the first barrier's exit to the program's reading
+    cpu = sum(c for c, _ in mine.values())
+    assert 0.97 * cpu <= done["perf::TASK-CLOCK"]["before"] <= 1.03 * cpu + 10e6, (done, cpu)
+    pages = sum(p for _, p in mine.values())
+    assert pages <= done["perf::PAGE-FAULTS"]["before"] <= 1.1 * pages + 200, done
+    assert "Counters not counted" in r.text_report() and "PAPI_TOT_INS" in r.text_report()

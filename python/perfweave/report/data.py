@@ -22,6 +22,7 @@ def collect(experiment, top=20):
         "state": experiment.state,
         "notes": list(experiment.profile.notes),
         "options": meta.get("options", {}),
+        "counters_not_counted": meta.get("counters_not_counted", []),
         "mpi_profile": mpi,
     }
     ws = wait_states(experiment.path)
