@@ -26,8 +26,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <semaphore.h>
 #include <sys/epoll.h>
+#include <sys/msg.h>
 #include <sys/select.h>
+#include <sys/sem.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -51,15 +55,18 @@
 PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP, WAIT */
 #define STATE_SLEEP (1 + PW_ACT_FAMILIES)
 #define STATE_WAIT (2 + PW_ACT_FAMILIES) /* blocked in poll, select, epoll, pause, ... */
-/* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then) */
-static PW_TLS int interrupted;
+/* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then).
+ * Volatile, as the flags below, because the handler writes them: glibc declares the
+ * functions the wrappers call (syscall, ...) as leaf functions, which lets the compiler
+ * keep a static variable in a register across them. */
+static PW_TLS volatile int interrupted;
 /* A wrapper that can call again with the signal mask set atomically by the call
  * (ppoll, pselect, epoll_pwait, sigsuspend) is in its call: the handler then returns with
  * every signal but the synchronous ones blocked (masked), keeping the thread's mask in
  * saved_mask, so that a program's signal arriving before the wrapper calls again waits,
  * pending, for that call, which unblocks it atomically and returns EINTR as without
  * perfweave. The wrapper restores the thread's mask when it returns. */
-static PW_TLS int maskable, masked;
+static PW_TLS volatile int maskable, masked;
 static PW_TLS sigset_t saved_mask;
 PW_TLS uintptr_t pw_sample_anchor, pw_sample_here;
 int pw_sampling;
@@ -844,7 +851,7 @@ static int block_begin(int blocking, int state)
 }
 
 /* The call failed with EINTR because of our signal: call it again. */
-static int again(int rc)
+static int again(long rc)
 {
     return rc < 0 && errno == EINTR && interrupted;
 }
@@ -1210,6 +1217,281 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
     int old = block_begin(1, STATE_WAIT);
     int rc = real_sigwait(without_ours(set, &copy), signo);
     pw_sample_state = old;
+    return rc;
+}
+
+/* Calls that end with EINTR after any handler and have no timeout to shorten, or an
+ * absolute one: called again, as they were, while our signal ends them. */
+#define BLOCK_AGAIN(call)                                                               \
+    do {                                                                                \
+        int old_ = block_begin(1, STATE_WAIT);                                          \
+        do {                                                                            \
+            interrupted = 0;                                                            \
+            rc = (call);                                                                \
+        } while (again(rc));                                                            \
+        pw_sample_state = old_;                                                         \
+    } while (0)
+
+/* POSIX semaphores with a deadline: glibc waits on a futex with a timeout, which a
+ * handler ends with EINTR whatever SA_RESTART (the kernel restarts only a wait without
+ * timeout: sem_wait, and pthread_cond_timedwait retries by itself). The deadline is
+ * absolute: the same call again. */
+PW_EXPORT int sem_timedwait(sem_t *restrict s, const struct timespec *restrict abs)
+{
+    REAL(sem_timedwait);
+    if (!started)
+        return real_sem_timedwait(s, abs);
+    int rc;
+    BLOCK_AGAIN(real_sem_timedwait(s, abs));
+    return rc;
+}
+
+#if defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 30)
+PW_EXPORT int sem_clockwait(sem_t *restrict s, clockid_t clock,
+                            const struct timespec *restrict abs)
+{
+    REAL(sem_clockwait);
+    if (!started)
+        return real_sem_clockwait(s, clock, abs);
+    int rc;
+    BLOCK_AGAIN(real_sem_clockwait(s, clock, abs));
+    return rc;
+}
+#endif
+
+/* System V IPC: never restarted (signal(7)). semtimedop's timeout is relative: what is
+ * left of it; semop is semtimedop without one. */
+PW_EXPORT int semtimedop(int id, struct sembuf *ops, size_t n, const struct timespec *ts)
+{
+    REAL(semtimedop);
+    if (!started)
+        return real_semtimedop(id, ops, n, ts);
+    int rc;
+    BLOCK_TS(ts, real_semtimedop(id, ops, n, tp_));
+    return rc;
+}
+
+PW_EXPORT int semop(int id, struct sembuf *ops, size_t n)
+{
+    return semtimedop(id, ops, n, NULL);
+}
+
+PW_EXPORT ssize_t msgrcv(int id, void *m, size_t size, long type, int flags)
+{
+    REAL(msgrcv);
+    if (!started)
+        return real_msgrcv(id, m, size, type, flags);
+    ssize_t rc;
+    BLOCK_AGAIN(real_msgrcv(id, m, size, type, flags));
+    return rc;
+}
+
+PW_EXPORT int msgsnd(int id, const void *m, size_t size, int flags)
+{
+    REAL(msgsnd);
+    if (!started)
+        return real_msgsnd(id, m, size, flags);
+    int rc;
+    BLOCK_AGAIN(real_msgsnd(id, m, size, flags));
+    return rc;
+}
+
+/* Sockets: accept, connect and the recv and send families are restarted (SA_RESTART)
+ * unless the socket has a timeout (SO_RCVTIMEO, SO_SNDTIMEO), which makes a handler end
+ * them with EINTR. After ours, the socket is waited for (our ppoll, itself resumed after
+ * our signals) for what is left of that timeout from the call's start, then the call is
+ * made again; the timeout passed: EAGAIN, as the kernel says then. The state of the
+ * sample is left as it is: most such calls on non-blocking sockets do not wait.
+ * 1: call again; 0: the timeout passed (errno EAGAIN); -1: the program's signal (EINTR)
+ * or an error of the wait. */
+static int sock_ready(int fd, short events, int opt, int64_t start)
+{
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    struct timespec left;
+    const struct timespec *tp = NULL;
+    if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec)) {
+        int64_t d = start + tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL - pw_now();
+        if (d <= 0) {
+            errno = EAGAIN;
+            return 0;
+        }
+        left.tv_sec = d / 1000000000LL;
+        left.tv_nsec = d % 1000000000LL;
+        tp = &left;
+    }
+    struct pollfd p = {fd, events, 0};
+    int rc = ppoll(&p, 1, tp, NULL);
+    if (rc == 0)
+        errno = EAGAIN;
+    return rc;
+}
+
+/* rc = CALL on socket FD (waiting for EVENTS, its timeout OPT), again after our signal */
+#define SOCK_CALL(fd, events, opt, call)                                                \
+    do {                                                                                \
+        int64_t start_ = pw_now();                                                      \
+        for (;;) {                                                                      \
+            interrupted = 0;                                                            \
+            rc = (call);                                                                \
+            if (!again(rc))                                                             \
+                break;                                                                  \
+            if (sock_ready(fd, events, opt, start_) <= 0) {                             \
+                rc = -1;                                                                \
+                break;                                                                  \
+            }                                                                           \
+        }                                                                               \
+    } while (0)
+
+PW_EXPORT int accept(int fd, __SOCKADDR_ARG a, socklen_t *restrict len)
+{
+    REAL(accept);
+    if (!started)
+        return real_accept(fd, a, len);
+    int rc;
+    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_accept(fd, a, len));
+    return rc;
+}
+
+PW_EXPORT int accept4(int fd, __SOCKADDR_ARG a, socklen_t *restrict len, int flags)
+{
+    REAL(accept4);
+    if (!started)
+        return real_accept4(fd, a, len, flags);
+    int rc;
+    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_accept4(fd, a, len, flags));
+    return rc;
+}
+
+PW_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    REAL(recv);
+    if (!started)
+        return real_recv(fd, buf, n, flags);
+    ssize_t rc;
+    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_recv(fd, buf, n, flags));
+    return rc;
+}
+
+PW_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags,
+                           __SOCKADDR_ARG a, socklen_t *restrict len)
+{
+    REAL(recvfrom);
+    if (!started)
+        return real_recvfrom(fd, buf, n, flags, a, len);
+    ssize_t rc;
+    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_recvfrom(fd, buf, n, flags, a, len));
+    return rc;
+}
+
+PW_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+    REAL(recvmsg);
+    if (!started)
+        return real_recvmsg(fd, m, flags);
+    ssize_t rc;
+    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_recvmsg(fd, m, flags));
+    return rc;
+}
+
+/* recvmmsg's own timeout is looked at only after a message came (recvmmsg(2)); waiting
+ * for the first one is the socket's */
+PW_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
+                       struct timespec *ts)
+{
+    REAL(recvmmsg);
+    if (!started)
+        return real_recvmmsg(fd, v, n, flags, ts);
+    int rc;
+    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_recvmmsg(fd, v, n, flags, ts));
+    return rc;
+}
+
+PW_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    REAL(send);
+    if (!started)
+        return real_send(fd, buf, n, flags);
+    ssize_t rc;
+    SOCK_CALL(fd, POLLOUT, SO_SNDTIMEO, real_send(fd, buf, n, flags));
+    return rc;
+}
+
+PW_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+                         __CONST_SOCKADDR_ARG a, socklen_t len)
+{
+    REAL(sendto);
+    if (!started)
+        return real_sendto(fd, buf, n, flags, a, len);
+    ssize_t rc;
+    SOCK_CALL(fd, POLLOUT, SO_SNDTIMEO, real_sendto(fd, buf, n, flags, a, len));
+    return rc;
+}
+
+PW_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    REAL(sendmsg);
+    if (!started)
+        return real_sendmsg(fd, m, flags);
+    ssize_t rc;
+    SOCK_CALL(fd, POLLOUT, SO_SNDTIMEO, real_sendmsg(fd, m, flags));
+    return rc;
+}
+
+/* connect: a TCP connection that our signal interrupted goes on being made, so it is
+ * waited for by connecting again (the kernel's own restart does so): "already
+ * connected" then means made. A socket timeout (SO_SNDTIMEO) that passed meanwhile ends
+ * it as the kernel would (EINPROGRESS; EAGAIN for a local socket): found at our next
+ * signal, so up to one sampling interval late. */
+PW_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t len)
+{
+    REAL(connect);
+    if (!started)
+        return real_connect(fd, a, len);
+    int64_t start = pw_now();
+    int rc, retried = 0;
+    for (;;) {
+        interrupted = 0;
+        rc = real_connect(fd, a, len);
+        if (retried && rc < 0 && errno == EISCONN)
+            return 0;
+        if (retried && rc < 0 && errno == EALREADY)
+            errno = EINPROGRESS; /* its timeout passed in the call again */
+        if (!again(rc))
+            return rc;
+        retried = 1;
+        struct timeval tv;
+        socklen_t tl = sizeof tv;
+        if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) == 0 && (tv.tv_sec || tv.tv_usec) &&
+            pw_now() - start >= tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL) {
+            errno = a.__sockaddr__ && a.__sockaddr__->sa_family == AF_UNIX ? EAGAIN : EINPROGRESS;
+            return -1;
+        }
+    }
+}
+
+/* io_getevents (libaio; glibc has none): never restarted. The time left of its relative
+ * timeout. Where libaio is not loaded, a program calling it has its own: the system call
+ * stands in. A program making the system call itself (syscall(SYS_io_getevents)) cannot
+ * be wrapped and sees the EINTR. */
+struct io_event;
+PW_EXPORT int io_getevents(void *ctx, long min, long nr, struct io_event *ev,
+                           struct timespec *ts)
+{
+    static int (*real)(void *, long, long, struct io_event *, struct timespec *);
+    static int looked;
+    if (PW_UNLIKELY(!looked)) {
+        *(void **)&real = dlsym(RTLD_NEXT, "io_getevents");
+        looked = 1;
+    }
+    int rc;
+#define PW_GETEVENTS(t)                                                                 \
+    (real ? real(ctx, min, nr, ev, (struct timespec *)(t))                              \
+          : (int)syscall(SYS_io_getevents, ctx, min, nr, ev, (t)))
+    if (!started)
+        return PW_GETEVENTS(ts);
+    BLOCK_TS(ts, PW_GETEVENTS(tp_));
+#undef PW_GETEVENTS
     return rc;
 }
 
