@@ -1232,30 +1232,29 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
         pw_sample_state = old_;                                                         \
     } while (0)
 
+/* The body of such a wrapper of FN, called with ARGS */
+#define AGAIN_WRAPPER(rtype, fn, args)                                                  \
+    REAL(fn);                                                                           \
+    if (!started)                                                                       \
+        return real_##fn args;                                                          \
+    rtype rc;                                                                           \
+    BLOCK_AGAIN(real_##fn args);                                                        \
+    return rc
+
 /* POSIX semaphores with a deadline: glibc waits on a futex with a timeout, which a
  * handler ends with EINTR whatever SA_RESTART (the kernel restarts only a wait without
  * timeout: sem_wait, and pthread_cond_timedwait retries by itself). The deadline is
  * absolute: the same call again. */
 PW_EXPORT int sem_timedwait(sem_t *restrict s, const struct timespec *restrict abs)
 {
-    REAL(sem_timedwait);
-    if (!started)
-        return real_sem_timedwait(s, abs);
-    int rc;
-    BLOCK_AGAIN(real_sem_timedwait(s, abs));
-    return rc;
+    AGAIN_WRAPPER(int, sem_timedwait, (s, abs));
 }
 
 #if defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 30)
 PW_EXPORT int sem_clockwait(sem_t *restrict s, clockid_t clock,
                             const struct timespec *restrict abs)
 {
-    REAL(sem_clockwait);
-    if (!started)
-        return real_sem_clockwait(s, clock, abs);
-    int rc;
-    BLOCK_AGAIN(real_sem_clockwait(s, clock, abs));
-    return rc;
+    AGAIN_WRAPPER(int, sem_clockwait, (s, clock, abs));
 }
 #endif
 
@@ -1278,22 +1277,12 @@ PW_EXPORT int semop(int id, struct sembuf *ops, size_t n)
 
 PW_EXPORT ssize_t msgrcv(int id, void *m, size_t size, long type, int flags)
 {
-    REAL(msgrcv);
-    if (!started)
-        return real_msgrcv(id, m, size, type, flags);
-    ssize_t rc;
-    BLOCK_AGAIN(real_msgrcv(id, m, size, type, flags));
-    return rc;
+    AGAIN_WRAPPER(ssize_t, msgrcv, (id, m, size, type, flags));
 }
 
 PW_EXPORT int msgsnd(int id, const void *m, size_t size, int flags)
 {
-    REAL(msgsnd);
-    if (!started)
-        return real_msgsnd(id, m, size, flags);
-    int rc;
-    BLOCK_AGAIN(real_msgsnd(id, m, size, flags));
-    return rc;
+    AGAIN_WRAPPER(int, msgsnd, (id, m, size, flags));
 }
 
 /* Sockets: accept, connect and the recv and send families are restarted (SA_RESTART)
@@ -1343,55 +1332,39 @@ static int sock_ready(int fd, short events, int opt, int64_t start)
         }                                                                               \
     } while (0)
 
+/* The body of the wrapper of socket call FN, called with ARGS */
+#define SOCK_WRAPPER(rtype, fn, fd, events, opt, args)                                  \
+    REAL(fn);                                                                           \
+    if (!started)                                                                       \
+        return real_##fn args;                                                          \
+    rtype rc;                                                                           \
+    SOCK_CALL(fd, events, opt, real_##fn args);                                         \
+    return rc
+
 PW_EXPORT int accept(int fd, __SOCKADDR_ARG a, socklen_t *restrict len)
 {
-    REAL(accept);
-    if (!started)
-        return real_accept(fd, a, len);
-    int rc;
-    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_accept(fd, a, len));
-    return rc;
+    SOCK_WRAPPER(int, accept, fd, POLLIN, SO_RCVTIMEO, (fd, a, len));
 }
 
 PW_EXPORT int accept4(int fd, __SOCKADDR_ARG a, socklen_t *restrict len, int flags)
 {
-    REAL(accept4);
-    if (!started)
-        return real_accept4(fd, a, len, flags);
-    int rc;
-    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_accept4(fd, a, len, flags));
-    return rc;
+    SOCK_WRAPPER(int, accept4, fd, POLLIN, SO_RCVTIMEO, (fd, a, len, flags));
 }
 
 PW_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-    REAL(recv);
-    if (!started)
-        return real_recv(fd, buf, n, flags);
-    ssize_t rc;
-    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_recv(fd, buf, n, flags));
-    return rc;
+    SOCK_WRAPPER(ssize_t, recv, fd, POLLIN, SO_RCVTIMEO, (fd, buf, n, flags));
 }
 
 PW_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags,
                            __SOCKADDR_ARG a, socklen_t *restrict len)
 {
-    REAL(recvfrom);
-    if (!started)
-        return real_recvfrom(fd, buf, n, flags, a, len);
-    ssize_t rc;
-    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_recvfrom(fd, buf, n, flags, a, len));
-    return rc;
+    SOCK_WRAPPER(ssize_t, recvfrom, fd, POLLIN, SO_RCVTIMEO, (fd, buf, n, flags, a, len));
 }
 
 PW_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
-    REAL(recvmsg);
-    if (!started)
-        return real_recvmsg(fd, m, flags);
-    ssize_t rc;
-    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_recvmsg(fd, m, flags));
-    return rc;
+    SOCK_WRAPPER(ssize_t, recvmsg, fd, POLLIN, SO_RCVTIMEO, (fd, m, flags));
 }
 
 /* recvmmsg's own timeout is looked at only after a message came (recvmmsg(2)); waiting
@@ -1399,43 +1372,23 @@ PW_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 PW_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
                        struct timespec *ts)
 {
-    REAL(recvmmsg);
-    if (!started)
-        return real_recvmmsg(fd, v, n, flags, ts);
-    int rc;
-    SOCK_CALL(fd, POLLIN, SO_RCVTIMEO, real_recvmmsg(fd, v, n, flags, ts));
-    return rc;
+    SOCK_WRAPPER(int, recvmmsg, fd, POLLIN, SO_RCVTIMEO, (fd, v, n, flags, ts));
 }
 
 PW_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
-    REAL(send);
-    if (!started)
-        return real_send(fd, buf, n, flags);
-    ssize_t rc;
-    SOCK_CALL(fd, POLLOUT, SO_SNDTIMEO, real_send(fd, buf, n, flags));
-    return rc;
+    SOCK_WRAPPER(ssize_t, send, fd, POLLOUT, SO_SNDTIMEO, (fd, buf, n, flags));
 }
 
 PW_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
                          __CONST_SOCKADDR_ARG a, socklen_t len)
 {
-    REAL(sendto);
-    if (!started)
-        return real_sendto(fd, buf, n, flags, a, len);
-    ssize_t rc;
-    SOCK_CALL(fd, POLLOUT, SO_SNDTIMEO, real_sendto(fd, buf, n, flags, a, len));
-    return rc;
+    SOCK_WRAPPER(ssize_t, sendto, fd, POLLOUT, SO_SNDTIMEO, (fd, buf, n, flags, a, len));
 }
 
 PW_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
-    REAL(sendmsg);
-    if (!started)
-        return real_sendmsg(fd, m, flags);
-    ssize_t rc;
-    SOCK_CALL(fd, POLLOUT, SO_SNDTIMEO, real_sendmsg(fd, m, flags));
-    return rc;
+    SOCK_WRAPPER(ssize_t, sendmsg, fd, POLLOUT, SO_SNDTIMEO, (fd, m, flags));
 }
 
 /* connect: a TCP connection that our signal interrupted goes on being made, so it is
