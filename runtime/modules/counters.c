@@ -217,7 +217,8 @@ static int thread_start(void)
         int arc = papi.add_named_event(th.es, pw_ctr_names[e]);
         th.slot[e] = arc == PAPI_OK_ ? th.nslots++ : -1;
         static int said;
-        if (arc != PAPI_OK_ && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        if (arc != PAPI_OK_ && first_process() &&
+            !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
             pw_log("--counters: cannot count %s in a thread (%s); counting the others%s",
                    pw_ctr_names[e], papi_err(arc),
                    pw_nctr > 1 ? " (or try fewer events, or --counters-multiplex)" : "");

@@ -1,6 +1,8 @@
 """PAPI counters at MPI call boundaries (perfweave run --counters) against ground
 truth: page faults a program causes between two barriers, at the right call site."""
+import json
 import subprocess
+import sys
 
 import pytest
 
@@ -76,25 +78,17 @@ def test_without_counters_the_profile_has_none(mpi, build, run_pw):
     assert rep["counters"] == [] and all("counters" not in c for c in rep["callsites"])
 
 
-def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
-    """PAPI_TOT_INS is a name PAPI knows but cannot count on this VM (no hardware
-    counters: PAPI_add_event fails), and an event set holding it cannot start: it used to
-    zero every counter. Now it alone is left out, named in one line for the whole run and
-    in the experiment, and the others count what the program measures itself."""
-    prog = build(mpi, "cpu_pages.c")
-    evs = "perf::TASK-CLOCK,PAPI_TOT_INS,perf::PAGE-FAULTS"
-    r = run_pw(mpi.launch(2) + [prog, "0.4", "5000"],
-               ["--counters", evs, "--counters-interval-us", "0"])
-    said = [l for l in r.proc.stderr.splitlines() if "PAPI_TOT_INS" in l]
-    assert len(said) == 1 and "not counted" in said[0], r.proc.stderr
+NOT_HERE = "perf::TASK-CLOCK,PAPI_TOT_INS,perf::PAGE-FAULTS"
+
+
+def check_counted_as_measured(stdout, rep):
+    """cpu_pages.c's own measures (getrusage, pages touched) against the counters of the
+    call site after them: TASK-CLOCK and PAGE-FAULTS counted, PAPI_TOT_INS not"""
     mine = {}
-    for line in r.proc.stdout.splitlines():
+    for line in stdout.splitlines():
         _, rank, _, cpu, _, pages = line.split()
         mine[int(rank)] = (int(cpu), int(pages))
     assert sorted(mine) == [0, 1]
-    data = r.report()
-    assert [c["event"] for c in data["counters_not_counted"]] == ["PAPI_TOT_INS"]
-    rep = data["mpi_profile"]
     assert rep["counters"] == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]
     done = by_line(rep, "cpu_pages.c", "done")["counters"]
     # the CPU time between the barriers, by the program's getrusage, summed over ranks
@@ -104,4 +98,49 @@ def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
     assert 0.97 * cpu <= done["perf::TASK-CLOCK"]["before"] <= 1.03 * cpu + 10e6, (done, cpu)
     pages = sum(p for _, p in mine.values())
     assert pages <= done["perf::PAGE-FAULTS"]["before"] <= 1.1 * pages + 200, done
+
+
+def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
+    """PAPI_TOT_INS is a name PAPI knows but cannot count on this VM (no hardware
+    counters: PAPI_add_event fails), and an event set holding it cannot start: it used to
+    zero every counter. Now it alone is left out, named in one line for the whole run and
+    in the experiment, and the others count what the program measures itself."""
+    prog = build(mpi, "cpu_pages.c")
+    r = run_pw(mpi.launch(2) + [prog, "0.4", "5000"],
+               ["--counters", NOT_HERE, "--counters-interval-us", "0"])
+    said = [l for l in r.proc.stderr.splitlines() if "PAPI_TOT_INS" in l]
+    assert len(said) == 1 and "not counted" in said[0], r.proc.stderr
+    data = r.report()
+    assert [c["event"] for c in data["counters_not_counted"]] == ["PAPI_TOT_INS"]
+    check_counted_as_measured(r.proc.stdout, data["mpi_profile"])
     assert "Counters not counted" in r.text_report() and "PAPI_TOT_INS" in r.text_report()
+
+
+# perfweave run without its check of the events before the run (cli/run.py): the runtime
+# alone, as on a node unlike the one the run was started from
+RUNTIME_ONLY = """
+import argparse, sys
+from perfweave import launch, options
+p = argparse.ArgumentParser()
+options.add_arguments(p)
+p.add_argument("command", nargs="+")
+ns = p.parse_args(sys.argv[1:])
+sys.exit(launch.run(ns.command, options.values(ns))[1])
+"""
+
+
+def test_the_runtime_leaves_out_an_event_it_cannot_count(mpi, build, tmp_path):
+    prog = build(mpi, "cpu_pages.c")
+    exp = tmp_path / "exp"
+    res = subprocess.run([sys.executable, "-c", RUNTIME_ONLY, "-o", str(exp), "--counters",
+                          NOT_HERE, "--counters-interval-us", "0", "--",
+                          *mpi.launch(2), prog, "0.4", "5000"],
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    # one line for the run (rank 0 speaks), not one per rank
+    said = [l for l in res.stderr.splitlines() if "PAPI_TOT_INS" in l]
+    assert len(said) == 1 and "cannot be counted here" in said[0], res.stderr
+    rep = subprocess.run([PERFWEAVE, "report", "--json", "--top", "100", str(exp)],
+                         capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    check_counted_as_measured(res.stdout, json.loads(rep.stdout)["mpi_profile"])
