@@ -6,7 +6,6 @@ where libunwind's local address space validates memory through a pipe of its own
 read() then blocked on the program's empty pipe, for ever, and its write() put bytes into
 the program's data). Under 1 ms sampling: no hang, every byte read back as written, the
 same descriptor numbers as without perfweave, and samples with whole stacks."""
-import pytest
 
 from harness import bare
 from perfweave.readers.samples import read_samples

@@ -203,8 +203,11 @@ static const char *ename(int e)
 {
     static char other[16];
     snprintf(other, sizeof other, "E%d", e);
-    return e == 0 ? "0" : e == EINTR ? "EINTR" : e == EAGAIN ? "EAGAIN" : e == ETIMEDOUT ? "ETIMEDOUT"
-                                                                                 : other;
+    return e == 0            ? "0"
+           : e == EINTR     ? "EINTR"
+           : e == EAGAIN    ? "EAGAIN"
+           : e == ETIMEDOUT ? "ETIMEDOUT"
+                            : other;
 }
 
 /* one call of MODE with a timeout of ms (-1: none); result: what it reported */
