@@ -163,10 +163,10 @@ def say(line, stderr):
         pass
 
 
-def run(command, values, stderr=sys.stderr):
+def run(command, values, stderr=sys.stderr, meta=None):
     """Run `command` under the runtime; returns the experiment path, the exit status
     (as returned by subprocess: negative for a signal) and the files of the experiment
-    that could not be written (writing.read_unwritten)."""
+    that could not be written (writing.read_unwritten). meta: more for experiment.json."""
     if not command:
         raise PerfweaveError("no command to run (usage: perfweave run [options] -- COMMAND...)")
     if shutil.which(command[0]) is None and not (os.path.isfile(command[0]) and
@@ -209,6 +209,7 @@ def run(command, values, stderr=sys.stderr):
         argv = [argv[0]] + exported + argv[1:]
 
     started = time.time()
+    more = meta or {}
     meta = {
         "format": "perfweave-experiment", "version": 1, "perfweave_version": __version__,
         "command": list(command), "launched": argv, "cwd": os.getcwd(),
@@ -216,7 +217,7 @@ def run(command, values, stderr=sys.stderr):
         "mpi_flavor": flavor, "runtime_library": str(lib),
         "options": {k: v for k, v in values.items()},
         "start_time": _dt.datetime.fromtimestamp(started).astimezone().isoformat(),
-        "start_epoch": started, "state": "running",
+        "start_epoch": started, "state": "running", **more,
     }
     _save_meta(exp, meta)
     say(f"perfweave: experiment {exp}", stderr)

@@ -23,6 +23,7 @@ def collect(experiment, top=20):
         "unwritten": experiment.unwritten,
         "notes": list(experiment.profile.notes),
         "options": meta.get("options", {}),
+        "counters_not_counted": meta.get("counters_not_counted", []),
         "mpi_profile": mpi,
     }
     ws = wait_states(experiment.path)

@@ -126,6 +126,10 @@ def render(data):
         out.append(f"  ({m['callsites_total'] - top} more call sites; --top N)")
 
     # ---- counters (--counters) ----
+    left_out = data.get("counters_not_counted") or []
+    if left_out:
+        out += ["", "Counters not counted (PAPI could not count them here): " +
+                ", ".join(f"{c['event']} ({c['why']})" for c in left_out)]
     if m.get("counters"):
         evs = m["counters"]
         out += ["", "Counters per call site (summed over ranks; inside the calls / before them, "
