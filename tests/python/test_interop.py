@@ -562,3 +562,187 @@ def test_pipit_ping_pong(shared, tmp_path):
     names = [meta["functions"][f] for f in rec["fn"][rec["type"] == T["CALL"]]]
     assert names.count("MPI_Send") == names.count("MPI_Recv") == 8
     assert meta["regions"] == [{"name": "int main(int, char**)"}]
+
+
+# ---------------------------------------------------------------- hybrid Score-P-like traces
+
+NS = 10 ** 9
+T_START = 10 * NS
+
+
+def write_hybrid(anchor, nthreads=3, nstreams=2, worker_mpi=False):
+    """An archive shaped like Score-P's trace of a 2-rank MPI+OpenMP+CUDA run: per rank a
+    process location group with a master and nthreads - 1 OpenMP threads (CPU_THREAD), a
+    metric location, and an accelerator location group (created by the rank's) holding
+    nstreams CUDA streams. The master threads fork and join thread teams, all threads
+    record PAPI metric events, the streams run kernels. Rank 1 enters MPI_Recv at
+    T_START + 2 s, rank 0 its MPI_Send 0.2 s later: a Late Sender of 0.2 s on rank 1.
+    With worker_mpi, thread 1 of each rank calls MPI_Barrier (MPI_THREAD_MULTIPLE).
+    Returns the counts the import must find."""
+    from otf2.enums import (Base, GroupType, LocationGroupType, LocationType, MetricMode,
+                            MetricOccurrence, MetricType, Paradigm, RecorderKind,
+                            RegionRole, Type)
+    E = otf2.events
+    with otf2.writer.open(str(anchor.parent), archive_name=anchor.stem,
+                          timer_resolution=NS) as w:
+        d = w.definitions
+        machine = d.system_tree_node("machine", class_name="machine")
+        node = d.system_tree_node("node0", class_name="node", parent=machine)
+        role = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT,
+                "MPI_Barrier": RegionRole.BARRIER}
+        reg = {n: d.region(n, paradigm=Paradigm.MPI,
+                           region_role=role.get(n, RegionRole.FUNCTION))
+               for n in ("MPI_Init_thread", "MPI_Send", "MPI_Recv", "MPI_Barrier",
+                         "MPI_Finalize")}
+        par = d.region("!$omp parallel @solver.c:10", paradigm=Paradigm.OPENMP,
+                       region_role=RegionRole.PARALLEL)
+        kern = d.region("saxpy_kernel", paradigm=Paradigm.CUDA,
+                        region_role=RegionRole.FUNCTION)
+        ins = d.metric_member("PAPI_TOT_INS", "", MetricType.PAPI,
+                              MetricMode.ACCUMULATED_START, Type.UINT64, Base.DECIMAL, 0, "#")
+        mc = d.metric_class([ins], MetricOccurrence.SYNCHRONOUS_STRICT, RecorderKind.CPU)
+        threads, streams, metric_locs = {}, {}, {}
+        for r in range(2):
+            lg = d.location_group(f"MPI Rank {r}",
+                                  location_group_type=LocationGroupType.PROCESS,
+                                  system_tree_parent=node)
+            threads[r] = [d.location("Master thread" if t == 0 else f"OMP thread {t}",
+                                     type=LocationType.CPU_THREAD, group=lg)
+                          for t in range(nthreads)]
+            ag = d.location_group(f"CUDA context {r}",
+                                  location_group_type=LocationGroupType.ACCELERATOR,
+                                  system_tree_parent=node, creating_location_group=lg)
+            streams[r] = [d.location(f"CUDA stream {s}", type=LocationType.GPU, group=ag)
+                          for s in range(nstreams)]
+            metric_locs[r] = d.location(f"PAPI metrics {r}", type=LocationType.METRIC,
+                                        group=lg)
+        d.group("MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                members=[threads[r][0] for r in range(2)])
+        world = d.comm("MPI_COMM_WORLD", d.group("world", group_type=GroupType.COMM_GROUP,
+                                                 paradigm=Paradigm.MPI, members=[0, 1]),
+                       None)
+        team = d.comm("OpenMP team", d.group("team", group_type=GroupType.COMM_LOCATIONS,
+                                             paradigm=Paradigm.OPENMP,
+                                             members=threads[0]), None)
+        for r in range(2):
+            m = w.event_writer_from_location(threads[r][0])
+            t = T_START
+            m(E.ProgramBegin(t, "solver", []))
+            m(E.Enter(t, reg["MPI_Init_thread"]))
+            m(E.Leave(t + 1000, reg["MPI_Init_thread"]))
+            t = T_START + NS
+            m(E.Metric(t, mc, [100 + r]))
+            m(E.ThreadFork(t + 10, Paradigm.OPENMP, nthreads))
+            m(E.ThreadTeamBegin(t + 20, team))
+            m(E.Enter(t + 30, par))
+            m(E.Leave(t + 40, par))
+            m(E.ThreadTeamEnd(t + 50, team))
+            m(E.ThreadJoin(t + 60, Paradigm.OPENMP))
+            t = T_START + 2 * NS
+            if r == 0:
+                m(E.Enter(t + NS // 5, reg["MPI_Send"]))
+                m(E.MpiSend(t + NS // 5 + 10, 1, world, 7, 64))
+                m(E.Leave(t + NS // 5 + 1000, reg["MPI_Send"]))
+            else:
+                m(E.Enter(t, reg["MPI_Recv"]))
+                m(E.MpiRecv(t + NS // 5 + 500, 0, world, 7, 64))
+                m(E.Leave(t + NS // 5 + 600, reg["MPI_Recv"]))
+            m(E.Metric(t + NS, mc, [200 + r]))
+            t = T_START + 4 * NS
+            m(E.Enter(t, reg["MPI_Finalize"]))
+            m(E.Leave(t + 100, reg["MPI_Finalize"]))
+            m(E.ProgramEnd(t + 200, 0))
+            for k, loc in enumerate(threads[r][1:], 1):
+                e = w.event_writer_from_location(loc)
+                t = T_START + NS
+                e(E.ThreadTeamBegin(t + 20, team))
+                e(E.Enter(t + 30, par))
+                e(E.Metric(t + 35, mc, [5]))
+                e(E.Leave(t + 40, par))
+                e(E.ThreadTeamEnd(t + 50, team))
+                if worker_mpi and k == 1:
+                    t = T_START + 3 * NS
+                    e(E.Enter(t, reg["MPI_Barrier"]))
+                    e(E.MpiCollectiveBegin(t + 10))
+                    e(E.MpiCollectiveEnd(t + 90 + 1000 * r, otf2.CollectiveOp.BARRIER,
+                                         world, 0xFFFFFFFF, 0, 0))
+                    e(E.Leave(t + 100 + 1000 * r, reg["MPI_Barrier"]))
+            for loc in streams[r]:
+                e = w.event_writer_from_location(loc)
+                for i in range(3):
+                    e(E.Enter(T_START + NS + i * 100, kern))
+                    e(E.Leave(T_START + NS + i * 100 + 50, kern))
+            e = w.event_writer_from_location(metric_locs[r])
+            for i in range(4):
+                e(E.Metric(T_START + i * NS, mc, [i]))
+    workers = nthreads - 1
+    return {
+        "streams": 2 * nstreams, "stream_events": 6, "metric_locations": 2,
+        "metric_location_events": 4,
+        # on the imported threads: 2 per master, 1 per worker and rank
+        "skipped_events": {"Metric": 2 * (2 + workers), "ThreadFork": 2, "ThreadJoin": 2,
+                           "ThreadTeamBegin": 2 * nthreads, "ThreadTeamEnd": 2 * nthreads},
+    }
+
+
+def test_import_of_threads_streams_and_metrics(tmp_path):
+    """The importer used to crash (SIGSEGV) on the first event of a kind it only counts
+    (Metric, ThreadFork, ...): the library called a callback that had been freed. The
+    import runs in a subprocess, so a crash fails this test."""
+    anchor = tmp_path / "hybrid" / "traces.otf2"
+    want = write_hybrid(anchor)
+    exp = tmp_path / "exp"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, (res.returncode, res.stderr)
+    # MPI and user-region records of the threads, per rank and thread
+    for r, p2p in ((0, "SEND"), (1, "RECV")):
+        rec, meta, thread = read(exp, r)
+        got = Counter((int(t), TNAME[int(x)]) for t, x in zip(thread, rec["type"]))
+        assert got == {(0, "CALL"): 3, (0, p2p): 1, (0, "ENTER"): 1, (0, "LEAVE"): 1,
+                       (1, "ENTER"): 1, (1, "LEAVE"): 1, (2, "ENTER"): 1, (2, "LEAVE"): 1}
+        calls = [meta["functions"][f] for f in rec["fn"][rec["type"] == T["CALL"]]]
+        assert calls == ["MPI_Init_thread", "MPI_Send" if r == 0 else "MPI_Recv",
+                         "MPI_Finalize"]
+        assert meta["regions"] == [{"name": "!$omp parallel @solver.c:10"}]
+    # what has no place: listed with its counts, in the experiment and in the output
+    imp = json.loads((exp / "experiment.json").read_text())["import"]
+    streams = [s for s in imp["skipped_locations"] if s["kind"] == "accelerator stream"]
+    metric_locs = [s for s in imp["skipped_locations"] if s["kind"] == "metric location"]
+    assert len(imp["skipped_locations"]) == len(streams) + len(metric_locs)
+    assert sorted((s["location"], s["rank"], s["events"]) for s in streams) == [
+        (f"CUDA context {r}/CUDA stream {k}", r, want["stream_events"])
+        for r in range(2) for k in range(2)]
+    assert sorted((s["location"], s["rank"], s["events"]) for s in metric_locs) == [
+        (f"MPI Rank {r}/PAPI metrics {r}", r, want["metric_location_events"])
+        for r in range(2)]
+    assert imp["skipped_events"] == want["skipped_events"]
+    skipped = 4 * 6 + 2 * 4 + sum(want["skipped_events"].values())
+    assert imp["events"] == 30 + skipped
+    assert f"imported 30 of {30 + skipped} events of 2 ranks" in res.stdout
+    assert f"skipped 6 locations and {skipped} events" in res.stdout
+    assert "4 accelerator streams with 24 events not imported" in res.stdout
+    assert "2 metric locations with 8 events not imported" in res.stdout
+    # the Late Sender built into the trace: 0.2 s on rank 1
+    result = analyze(exp)
+    assert result["complete"] and result["counts"]["messages"] == 1
+    assert metric(result, "mpi_latesender_count", 1) == 1
+    assert abs(metric(result, "mpi_latesender", 1) - 0.2) < 1e-6
+    assert metric(result, "mpi_latesender", 0) == 0
+
+
+def test_import_of_mpi_calls_on_worker_threads(tmp_path):
+    """MPI_THREAD_MULTIPLE: a worker thread's MPI calls are records of that thread."""
+    anchor = tmp_path / "hybrid" / "traces.otf2"
+    write_hybrid(anchor, nthreads=2, nstreams=1, worker_mpi=True)
+    exp = tmp_path / "exp"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, (res.returncode, res.stderr)
+    for r in range(2):
+        rec, meta, thread = read(exp, r)
+        got = Counter((int(t), TNAME[int(x)]) for t, x in zip(thread, rec["type"])
+                      if TNAME[int(x)] not in ("ENTER", "LEAVE"))
+        assert got == {(0, "CALL"): 3, (0, "SEND" if r == 0 else "RECV"): 1,
+                       (1, "CALL"): 1, (1, "COLL"): 1}
+        barrier = rec[(thread == 1) & (rec["type"] == T["CALL"])]
+        assert meta["functions"][int(barrier["fn"][0])] == "MPI_Barrier"
+        assert int(barrier["t1"][0] - barrier["t0"][0]) == 100 + 1000 * r

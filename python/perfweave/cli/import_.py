@@ -41,7 +41,12 @@ def main(args):
     for note in s["notes"]:
         print(f"perfweave: note: {note}")
     rate = s["events"] / s["read_seconds"] if s["read_seconds"] > 0 else 0
-    print(f"perfweave: imported {s['events']} events of {s['ranks']} ranks into "
-          f"{s['experiment']} ({s['records']} records) in {s['seconds']:.2f} s "
-          f"({rate:,.0f} events/s read); perfweave analyze {s['experiment']}")
+    locs = s["skipped_locations"]
+    lost = sum(x["events"] for x in locs) + sum(s["skipped_events"].values())
+    skipped = f"; skipped {len(locs)} locations and {lost} events (notes above)" \
+        if locs or lost else ""
+    print(f"perfweave: imported {s['events'] - lost} of {s['events']} events of "
+          f"{s['ranks']} ranks into {s['experiment']} ({s['records']} records) in "
+          f"{s['seconds']:.2f} s ({rate:,.0f} events/s read){skipped}; "
+          f"perfweave analyze {s['experiment']}")
     return 0

@@ -918,7 +918,7 @@ class _Collector:
         self.attrs = [None]          # index 0: no attributes
         self.attr_names = attr_names
         self.flush = flush_regions
-        self.other = {}
+        self.other = {}              # (kind, location) -> events of no record type
 
     def _attributes(self, al):
         if not self.attr_names:         # not written by perfweave: nothing to look for
@@ -1004,8 +1004,12 @@ class _Collector:
         return add
 
     def counter(self, name):
-        def count(*args):
-            self.other[name] = self.other.get(name, 0) + 1
+        """A callback that counts the events of kind name, per location."""
+        other = self.other
+
+        def count(loc, *args):
+            key = (name, loc)
+            other[key] = other.get(key, 0) + 1
         return count
 
 
@@ -1064,7 +1068,21 @@ def import_archive(archive, out):
     t_end = time.perf_counter()
     return {"experiment": str(out), "events": imp.nevents, "records": imp.nrecords,
             "ranks": imp.world, "seconds": t_end - t_start, "read_seconds": t_read - t_start,
-            "notes": imp.notes}
+            "notes": imp.notes, "skipped_locations": imp.skipped_locations,
+            "skipped_events": imp.skipped_events}
+
+
+def _location_kind(loc):
+    """What an OTF2 location is to perfweave: "thread" (a CPU thread of a process: its
+    events become the records of one thread of a rank), "accelerator stream" or
+    "metric location" (no record type holds their events: skipped and counted)."""
+    typ = _v(loc.type)
+    group_type = _v(loc.group.location_group_type)
+    if typ == 3:                                    # OTF2_LOCATION_TYPE_METRIC
+        return "metric location"
+    if typ == 2 or group_type == 2:                 # GPU / ACCELERATOR_STREAM, ACCELERATOR
+        return "accelerator stream"
+    return "thread"                                 # CPU_THREAD, or UNKNOWN in a process
 
 
 class _Importer:
@@ -1107,18 +1125,20 @@ class _Importer:
         masters = {loc._ref for loc in (mpi_locs or [])}
         locs = sorted(d.locations, key=lambda x: (x._ref not in masters, x._ref))
         self.hosts = {}
-        skipped = []
+        self.skipped_locs = {}      # ref -> (name, what, rank or None)
         for loc in locs:
             r = rank_of_group.get(loc.group._ref)
-            if r is None:
-                skipped.append(loc)
+            what = _location_kind(loc)
+            if r is None or what != "thread":
+                self.skipped_locs[loc._ref] = (f"{loc.group.name}/{loc.name}",
+                                               "thread of no MPI rank" if what == "thread"
+                                               else what, r)
                 continue
             self.loc_rank[loc._ref] = r
             self.loc_thread[loc._ref] = threads.setdefault(r, 0)
             threads[r] += 1
             node = loc.group.system_tree_parent
             self.hosts.setdefault(r, node.name if node is not None else "unknown")
-        self.skipped_locs = {loc._ref: f"{loc.group.name}/{loc.name}" for loc in skipped}
         self.threads = threads
         # world rank of a location (COMM_GROUP members are locations in the otf2 package)
         self.rank_of_member = {}
@@ -1186,6 +1206,11 @@ class _Importer:
         self._defs()
         col = _Collector(_otf2, self.attr_names, self.flush_regions)
         handle = self.reader._get_global_evt_reader_handle(None)
+        # The library keeps only C function pointers; the otf2 package ties each one's
+        # lifetime to the Python function it was made from. Every function handed over
+        # therefore stays referenced here until the reader is closed, or the library
+        # calls freed code at the first event of a kind (Metric, ThreadFork, ...).
+        self._callbacks = []
         cbs = _otf2.GlobalEvtReaderCallbacks_New()
         try:
             ours = col.callbacks()
@@ -1195,6 +1220,7 @@ class _Importer:
                     continue
                 kind = nm[len("GlobalEvtReaderCallbacks_Set"):-len("Callback")]
                 fn = ours.get(kind) or col.counter(kind)
+                self._callbacks.append(fn)
                 getattr(_otf2, nm)(cbs, fn)
             _otf2.GlobalEvtReader_SetCallbacks(handle, cbs, None)
         finally:
@@ -1214,23 +1240,16 @@ class _Importer:
         if self.announced and self.announced != self.nevents:
             notes.append(f"read {self.nevents} events, the archive's definitions announce "
                          f"{self.announced}")
-        for name, n in sorted(col.other.items()):
-            what = "records unknown to this OTF2 version" if name == "Unknown" else \
-                f"{name} events"
-            notes.append(f"{n} {what}: perfweave has no record for them (not imported)")
         self.ranks = {}
         if tab is None:
             tab = {k: np.zeros(0, np.int64) for k in ("loc", "time", "kind", "attr")}
             for k in "abcdef":
                 tab[k] = np.zeros(0, np.uint64)
+        self._skipped(tab)
         locs = tab["loc"]
         loc_ids = np.array(sorted(set(self.loc_rank)), np.int64)
         known = np.isin(locs, loc_ids)
         if (~known).any():
-            skipped = np.unique(locs[~known])
-            names = ", ".join(self.skipped_locs.get(int(x), str(int(x))) for x in skipped[:5])
-            notes.append(f"{int((~known).sum())} events of {len(skipped)} locations that "
-                         f"belong to no MPI rank ({names}) are not imported")
             tab = {k: v[known] for k, v in tab.items()}
         self.tab = tab
         self._functions()
@@ -1264,6 +1283,40 @@ class _Importer:
             notes.append(f"{c['nocomm']} events name a communicator or window the rank is not "
                          "a member of: imported without it")
         self.nrecords = sum(len(v[0]) for v in self.records.values())
+
+    def _skipped(self, tab):
+        """Count what is not imported: every location that is not a thread of a rank
+        (accelerator streams, metric locations, threads of no rank) with all its events,
+        and on the imported threads the events of kinds perfweave has no record for."""
+        per_loc = {}
+        if len(tab["loc"]):
+            ids, n = np.unique(tab["loc"], return_counts=True)
+            per_loc = dict(zip(ids.tolist(), n.tolist()))
+        kinds = {}
+        for (name, loc), n in self.col.other.items():
+            if loc in self.loc_rank:
+                kinds[name] = kinds.get(name, 0) + n
+            else:
+                per_loc[loc] = per_loc.get(loc, 0) + n
+        self.skipped_locations = [
+            {"location": name, "kind": what, "rank": r, "events": per_loc.get(ref, 0)}
+            for ref, (name, what, r) in sorted(self.skipped_locs.items())]
+        self.skipped_events = dict(sorted(kinds.items()))
+        by_kind = {}
+        for s in self.skipped_locations:
+            k = by_kind.setdefault(s["kind"], [0, 0, []])
+            k[0] += 1
+            k[1] += s["events"]
+            k[2].append(s["location"])
+        for what, (n, events, names) in by_kind.items():
+            more = f", {n - 5} more" if n > 5 else ""
+            self.notes.append(f"{n} {what}{'s' if n > 1 else ''} with {events} events not "
+                              f"imported ({', '.join(names[:5])}{more}): perfweave's traces "
+                              "have no place for them")
+        for name, n in self.skipped_events.items():
+            what = "records unknown to this OTF2 version" if name == "Unknown" else \
+                f"{name} events"
+            self.notes.append(f"{n} {what}: perfweave has no record for them (not imported)")
 
     def _functions(self):
         """The MPI functions and user regions the events enter, as perfweave numbers
@@ -1737,5 +1790,7 @@ class _Importer:
             "imported_from": str(Path(self.anchor).resolve()),
             "import_notes": list(self.notes),
             "import": {"events": int(self.nevents), "records": int(self.nrecords),
-                       "timer_resolution": self.res, "global_offset": self.offset},
+                       "timer_resolution": self.res, "global_offset": self.offset,
+                       "skipped_locations": self.skipped_locations,
+                       "skipped_events": self.skipped_events},
         }
