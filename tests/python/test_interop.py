@@ -746,3 +746,59 @@ def test_import_of_mpi_calls_on_worker_threads(tmp_path):
         barrier = rec[(thread == 1) & (rec["type"] == T["CALL"])]
         assert meta["functions"][int(barrier["fn"][0])] == "MPI_Barrier"
         assert int(barrier["t1"][0] - barrier["t0"][0]) == 100 + 1000 * r
+
+
+def mpi_calls_in_archive(anchor):
+    """Calls of each MPI function, per rank, and bytes sent by MpiSend/MpiIsend, counted
+    with the otf2 package alone (MPI_Init*, MPI_Finalize left out, as the profile does)."""
+    calls, per_rank, sent = Counter(), Counter(), Counter()
+    with otf2.reader.open(str(anchor)) as tr:
+        inside = {}
+        for loc, e in tr.events:
+            r = int(loc.group.name.split()[-1])
+            if isinstance(e, otf2.events.Enter) and e.region.name.startswith("MPI_"):
+                inside[loc] = e.region.name
+                if e.region.name not in ("MPI_Init", "MPI_Init_thread", "MPI_Finalize"):
+                    calls[e.region.name] += 1
+                    per_rank[r] += 1
+            elif isinstance(e, (otf2.events.MpiSend, otf2.events.MpiIsend)):
+                sent[inside[loc]] += e.msg_length
+    return calls, per_rank, sent
+
+
+@pytest.mark.parametrize("name", ["casita-10-ranks-tags", "pipit-ping-pong"])
+def test_report_of_an_imported_trace(shared, tmp_path, name):
+    """perfweave report on an imported Score-P trace: the MPI profile computed from the
+    trace, its wait states, and where it came from; not "no profile data (SIGKILL?)"."""
+    anchor = shared / name / "traces.otf2"
+    exp = tmp_path / "exp"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, res.stderr
+    assert "wait states analysed" in res.stdout
+    res = perfweave("report", "--json", exp)
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    calls, per_rank, sent = mpi_calls_in_archive(anchor)
+    prof = rep["mpi_profile"]
+    assert {f["name"]: f["calls"] for f in prof["functions"]} == dict(calls)
+    assert {p["rank"]: p["calls"] for p in prof["per_rank"]} == dict(per_rank)
+    assert {f["name"]: f["bytes_sent"] for f in prof["functions"] if f["bytes_sent"]} == \
+        {k: v for k, v in sent.items() if v}
+    assert all(p["state"] == "complete" and p["mpi_s"] > 0 for p in prof["per_rank"])
+    assert rep["imported"]["from"] == str(anchor.resolve())
+    assert rep["imported"]["creator"].startswith("Score-P")
+    assert rep["state"] == "complete"
+    text = perfweave("report", exp)
+    assert text.returncode == 0, text.stderr
+    assert "SIGKILL" not in text.stdout + text.stderr
+    assert f"imported   {anchor.resolve()} (OTF2 trace, written by Score-P" in text.stdout
+    ls = {p["id"]: p for p in rep["wait_states"]["patterns"]}.get("mpi_latesender")
+    if name == "casita-10-ranks-tags":
+        # rank 0's two Late Senders (0.199 s and 0.0327 s), computed from the file
+        expected = late_senders(anchor)
+        assert abs(expected[0] - 0.199) < 0.002
+        assert ls["ranks"][0][0] == 0 and len(ls["ranks"]) == 1
+        assert abs(ls["ranks"][0][1] - sum(expected)) < 0.002
+        assert "Late Sender" in text.stdout
+    else:
+        assert prof["functions"][0]["name"] in ("MPI_Send", "MPI_Recv")

@@ -196,7 +196,9 @@ def export(exp, out=None, force=False, symbolizer=None):
     try:
         try:
             with _library_messages(messages):
-                nevents, nloc, notes = _Exporter(otf2, _otf2, X, symbolizer).write(tmp, name)
+                ex = _Exporter(otf2, _otf2, X, symbolizer)
+                nevents, nloc, notes = ex.write(tmp, name)
+                nrecords = ex.nrecords
         except errors as e:
             raise PerfweaveError(f"{anchor}: cannot write the OTF2 archive "
                                  f"({_why(e, messages)})") from None
@@ -216,8 +218,8 @@ def export(exp, out=None, force=False, symbolizer=None):
                                  f"({e.strerror or e})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"anchor": str(anchor), "events": nevents, "records": sum(len(r.rec)
-            for r in X.ranks), "locations": nloc, "ranks": len(X.ranks),
+    return {"anchor": str(anchor), "events": nevents, "records": nrecords,
+            "locations": nloc, "ranks": len(X.ranks),
             "seconds": time.perf_counter() - t_start, "notes": X.notes + notes}
 
 
@@ -294,18 +296,17 @@ class _Exporter:
             self.attr[key] = (a._ref, getattr(otf2.Type, typ), typ)
         machine = d.system_tree_node(X.meta.get("host") or "machine", class_name="machine")
         nodes = {}
-        by_rank = {rt.rank: rt for rt in X.ranks}
+        metas = {r: (m or {}) for r, m in X.metas.items()}
         self.locations = {}
         masters = []
         for r in range(X.world_size):
-            rt = by_rank.get(r)
-            host = rt.host if rt else "unknown"
+            host = metas[r].get("host") or "unknown" if r in metas else "unknown"
             if host not in nodes:
                 nodes[host] = d.system_tree_node(host, class_name="node", parent=machine)
             lg = d.location_group(f"MPI Rank {r}",
                                   location_group_type=otf2.LocationGroupType.PROCESS,
                                   system_tree_parent=nodes[host])
-            threads = sorted(set(np.unique(rt.thread).tolist()) | {0}) if rt else [0]
+            threads = X.threads(r) if r in metas else [0]
             for t in threads:
                 loc = d.location("Master thread" if t == 0 else f"Thread {t}",
                                  type=otf2.LocationType.CPU_THREAD, group=lg)
@@ -318,14 +319,18 @@ class _Exporter:
         self._windows()
         # post/start groups
         self.rank_groups = {}
-        for rt in X.ranks:
-            self.rank_groups[rt.rank] = [self._group(g.get("ranks", []))._ref
-                                         for g in rt.meta.get("groups", [])]
-        # regions: MPI functions, the flush, user regions (made when first met)
+        for r, m in metas.items():
+            self.rank_groups[r] = [self._group(g.get("ranks", []))._ref
+                                   for g in m.get("groups", [])]
+        # regions: MPI functions, the flush, user regions (made when first met); the
+        # functions a rank calls are found with one pass over its records
         self.mpi_regions = {}
-        for rt in X.ranks:
+        for r in X.ranks:
+            rt = X.rank(r)
             used = np.unique(rt.rec["fn"][rt.rec["type"] == T["CALL"]]).tolist()
-            for nm in (rt.functions[f] for f in used if f < len(rt.functions)):
+            names = rt.functions
+            del rt
+            for nm in (names[f] for f in used if f < len(names)):
                 if nm not in self.mpi_regions:
                     self.mpi_regions[nm] = d.region(
                         nm, canonical_name=nm, region_role=region_role(otf2, nm),
@@ -363,9 +368,10 @@ class _Exporter:
         X = self.X
         found = {}          # key -> (seq, first appearance, name, parent key, members, remote)
         self.local_comm = {}
-        for rt in X.ranks:
+        for r, meta in X.metas.items():
+            meta = meta or {}
             keys = []
-            for c in rt.meta.get("comms", []):
+            for c in meta.get("comms", []):
                 m = tuple(int(x) for x in c.get("ranks", []))
                 rem = tuple(int(x) for x in c.get("remote", []) or [])
                 seq = int(c.get("seq", 0))
@@ -373,11 +379,11 @@ class _Exporter:
                 keys.append(key)
                 if key not in found:
                     found[key] = [seq, len(found), c.get("name"), None, m, rem]
-            for c, key in zip(rt.meta.get("comms", []), keys):
+            for c, key in zip(meta.get("comms", []), keys):
                 p = c.get("parent", -1)
                 if isinstance(p, int) and 0 <= p < len(keys) and found[key][3] is None:
                     found[key][3] = keys[p]
-            self.local_comm[rt.rank] = keys
+            self.local_comm[r] = keys
         world_key = (tuple(range(X.world_size)), (), 0)
         if world_key not in found:
             found[world_key] = [0, -1, "MPI_COMM_WORLD", None, world_key[0], ()]
@@ -400,9 +406,9 @@ class _Exporter:
         otf2, X = self.otf2, self.X
         found = {}
         order = {k: i for i, k in enumerate(self.comms)}
-        for rt in X.ranks:
-            ck = self.local_comm[rt.rank]
-            for wdef in rt.meta.get("windows", []):
+        for r, meta in X.metas.items():
+            ck = self.local_comm[r]
+            for wdef in (meta or {}).get("windows", []):
                 c = wdef.get("comm", -1)
                 if not (isinstance(c, int) and 0 <= c < len(ck)):
                     continue
@@ -433,8 +439,11 @@ class _Exporter:
             w.description = f"perfweave experiment {self.X.path}"
             self._definitions(w)
             total = 0
-            for rt in self.X.ranks:
+            self.nrecords = 0
+            for rt in self.X.each():       # one rank in memory at a time
+                self.nrecords += len(rt.rec)
                 total += self._rank(w, rt)
+                del rt
             if w._first_timestamp is not None and self.X.meta.get("start_epoch"):
                 # wall-clock time of the first event: the launch, at best
                 w._realtime_timestamp = float(self.X.meta["start_epoch"])
@@ -1054,6 +1063,7 @@ def import_archive(archive, out):
             reader = otf2.reader.Reader(str(anchor))
             try:
                 imp = _Importer(otf2, _otf2, reader, anchor)
+                imp.creator = _otf2.Reader_GetCreator(reader.handle) or ""
                 imp.read()
             finally:
                 reader.close()
@@ -1089,6 +1099,7 @@ class _Importer:
     def __init__(self, otf2, _otf2, reader, anchor):
         self.otf2, self._otf2, self.reader, self.anchor = otf2, _otf2, reader, anchor
         self.notes = []
+        self.creator = ""           # the archive's creator (Score-P x.y, perfweave ...)
 
     # ---- definitions ----
 
@@ -1789,7 +1800,8 @@ class _Importer:
             "exit_status": {"code": 0},
             "imported_from": str(Path(self.anchor).resolve()),
             "import_notes": list(self.notes),
-            "import": {"events": int(self.nevents), "records": int(self.nrecords),
+            "import": {"format": "OTF2", "creator": self.creator,
+                       "events": int(self.nevents), "records": int(self.nrecords),
                        "timer_resolution": self.res, "global_offset": self.offset,
                        "skipped_locations": self.skipped_locations,
                        "skipped_events": self.skipped_events},
