@@ -802,3 +802,45 @@ def test_report_of_an_imported_trace(shared, tmp_path, name):
         assert "Late Sender" in text.stdout
     else:
         assert prof["functions"][0]["name"] in ("MPI_Send", "MPI_Recv")
+
+
+# ---------------------------------------------------------------- exports in bounded memory
+
+def export_peak_mib(fmt, exp, out):
+    """Peak resident memory (MiB) of a child process that exports exp (VmHWM of its own
+    image: ru_maxrss would count the pages of this process at the fork), and the
+    export's summary."""
+    code = ("import json, re, sys\n"
+            f"from perfweave.interop.{fmt} import export\n"
+            "s = export(sys.argv[1], sys.argv[2], force=True)\n"
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
+            "print(json.dumps([int(hwm.group(1)) / 1024, s]))")
+    res = subprocess.run([sys.executable, "-c", code, str(exp), str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_chrome_export_memory_does_not_grow_with_the_trace(tmp_path):
+    """The Chrome export streams rank by rank: a trace 10 times larger (10 times the
+    ranks, 50,000 records each) needs at most a few MiB more (it used to hold every
+    event as a Python dict: about 1 KiB per record, here +900 MiB)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import tracegen
+    peaks = {}
+    for ranks in (2, 20):
+        exp = tmp_path / f"exp{ranks}"
+        n = tracegen.write(exp, ranks, ranks * 50_000)
+        peak, s = export_peak_mib("chrome", exp, tmp_path / f"t{ranks}.json")
+        assert s["records"] == n and s["ranks"] == ranks
+        # every call is one complete event; every message one arrow
+        doc = json.loads((tmp_path / f"t{ranks}.json").read_text())
+        ev = doc["traceEvents"]
+        ncalls = sum(1 for e in ev if e.get("cat") == "MPI")
+        assert ncalls == s["calls"] == n // tracegen.PER_ITER * 7
+        starts = {e["id"] for e in ev if e["ph"] == "s"}
+        assert starts == {e["id"] for e in ev if e["ph"] == "f"}
+        assert len(starts) == n // tracegen.PER_ITER * 2
+        del doc, ev
+        peaks[ranks] = peak
+    assert peaks[20] < peaks[2] + 16, peaks

@@ -107,20 +107,33 @@ class _Rows:
             f //= 10
         self.parts.append((frac, present))
 
-    def bytes(self):
-        """The rows back to back, each without its trailing blanks."""
-        if not self.n:
-            return b""
-        cols = []
+    def matrix(self):
+        """The rows as an (n, width) byte matrix; absent parts are blanks."""
+        width = sum(m.shape[1] for m, _ in self.parts)
+        mat = np.empty((self.n, width), np.uint8)
+        c = 0
         for m, present in self.parts:
-            if present is not None and not np.all(present):
-                m = np.where(np.asarray(present)[:, None], m, np.uint8(32))
-            cols.append(m)
-        mat = np.concatenate(cols, axis=1)
-        nonblank = mat != 32
-        last = mat.shape[1] - np.argmax(nonblank[:, ::-1], axis=1)
-        keep = np.arange(mat.shape[1])[None, :] < last[:, None]
-        return mat[keep].tobytes()
+            w = m.shape[1]
+            mat[:, c:c + w] = m
+            if present is not None:
+                mat[~np.asarray(present, bool), c:c + w] = 32
+            c += w
+        return mat
+
+    def bytes(self):
+        return self.matrix().tobytes() if self.n else b""
+
+
+def _interleave(mats, which):
+    """Rows of several matrices back to back in the order given by which (per output
+    row, the index of its matrix); narrower rows end in blanks."""
+    width = max(m.shape[1] for m in mats)
+    out = np.empty((len(which), width), np.uint8)
+    for k, m in enumerate(mats):
+        rows = which == k
+        out[rows, :m.shape[1]] = m
+        out[rows, m.shape[1]:] = 32
+    return out.tobytes()
 
 
 def _quoted(names):
@@ -288,48 +301,49 @@ def _rank(f, rt, origin, symbolizer, counts, first):
         if not len(idx):
             continue
         call = is_call[idx]
-        R = _Rows(len(idx))
-        # an MPI call: {"name":...,"cat":"MPI","ph":"X","pid":..,"tid":..,"ts":..,"dur":..
-        R.lit(',{"name":', call)
-        fn = np.minimum(rec["fn"][idx].astype(np.int64), len(fnames) - 1)
-        R.name(fnames, np.where(call, fn, 0), call)
-        R.lit(',"cat":"MPI","ph":"X","pid":', call)
-        R.int(np.full(len(idx), rt.rank), call)
-        R.lit(',"tid":', call)
-        R.int(thr[idx], call)
-        R.lit(',"ts":', call)
-        R.us(rt.t0[idx] - origin, call)
-        R.lit(',"dur":', call)
-        R.us(np.maximum(rt.t1[idx] - rt.t0[idx], 0), call)
-        hs = has_sub[idx]
+        c, u = idx[call], idx[~call]
+        # an MPI call: {"name":..,"cat":"MPI","ph":"X","pid":..,"tid":..,"ts":..,"dur":..
+        # then "args":{"events":[ if it did something, else }
+        R = _Rows(len(c))
+        R.lit(',{"name":')
+        R.name(fnames, np.minimum(rec["fn"][c].astype(np.int64), len(fnames) - 1))
+        R.lit(',"cat":"MPI","ph":"X","pid":')
+        R.int(np.full(len(c), rt.rank))
+        R.lit(',"tid":')
+        R.int(thr[c])
+        R.lit(',"ts":')
+        R.us(rt.t0[c] - origin)
+        R.lit(',"dur":')
+        R.us(np.maximum(rt.t1[c] - rt.t0[c], 0))
+        hs = has_sub[c]
         R.lit(',"args":{"events":[', hs)
-        R.lit('}', call & ~hs)
+        R.lit('}', ~hs)
         # what it did: {"type":..[,"peer":..][,"tag":..][,"bytes":..][,"bytes_received":..]
-        # [,"nonblocking":true]} then ',' or ']}}'
-        sub = ~call
-        st = typ[idx]
-        R.lit('{"type":', sub)
-        R.name(sub_names, st, sub)
-        peer = rec["peer"][idx]
-        R.lit(',"peer":', sub & (peer >= 0))
-        R.int(peer, sub & (peer >= 0))
-        tagged = sub & np.isin(st, TAGGED)
-        R.lit(',"tag":', tagged)
-        R.int(rec["tag"][idx], tagged)
-        nb = rec["bytes"][idx]
-        R.lit(',"bytes":', sub & (nb != 0))
-        R.int(nb, sub & (nb != 0))
-        got = np.where(np.isin(st, RECEIVED), rec["t1"][idx], 0)
-        R.lit(',"bytes_received":', sub & (got != 0))
-        R.int(got, sub & (got != 0))
-        R.lit(',"nonblocking":true', sub & ((rec["flags"][idx] & F["NONBLOCKING"]) != 0))
-        R.lit('}', sub)
-        ls = last_sub[idx]
-        R.lit(',', sub & ~ls)
-        R.lit(']}}', ls)
-        first = _write(f, R.bytes(), first)
-        counts["calls"] += int(call.sum())
-        counts["events"] += int(call.sum())
+        # [,"nonblocking":true]} then , or ]}}
+        st = typ[u]
+        Q = _Rows(len(u))
+        Q.lit('{"type":')
+        Q.name(sub_names, st)
+        peer = rec["peer"][u]
+        Q.lit(',"peer":', peer >= 0)
+        Q.int(peer, peer >= 0)
+        tagged = np.isin(st, TAGGED)
+        Q.lit(',"tag":', tagged)
+        Q.int(rec["tag"][u], tagged)
+        nb = rec["bytes"][u]
+        Q.lit(',"bytes":', nb != 0)
+        Q.int(nb, nb != 0)
+        got = np.where(np.isin(st, RECEIVED), rec["t1"][u], 0)
+        Q.lit(',"bytes_received":', got != 0)
+        Q.int(got, got != 0)
+        Q.lit(',"nonblocking":true', (rec["flags"][u] & F["NONBLOCKING"]) != 0)
+        ls = last_sub[u]
+        Q.lit('},', ~ls)
+        Q.lit('}]}}', ls)
+        first = _write(f, _interleave([R.matrix(), Q.matrix()], (~call).astype(np.int64)),
+                       first)
+        counts["calls"] += len(c)
+        counts["events"] += len(c)
     first = _spans(f, rt, origin, symbolizer, counts, first)
     return first
 

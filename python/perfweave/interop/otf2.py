@@ -277,6 +277,56 @@ class _Lookup:
         return out, need
 
 
+CHUNK = 256 * 1024              # OTF2's smallest chunk: buffers per location are small
+
+
+class _Chunks:
+    """Memory for the OTF2 library's buffers, so that it writes as it goes: without
+    these callbacks it keeps every event of every location in memory until the archive
+    is closed. An event buffer gets one chunk; when it asks for a second, the answer is
+    none, which makes the library flush the buffer to its file and give its chunks back
+    (free_all). Chunks are kept for reuse rather than returned to malloc. (The otf2
+    package's own prototypes for these callbacks lack the user data argument, hence
+    the ctypes types here; the callbacks stay referenced by this object, which lives as
+    long as the archive.)"""
+
+    EVENTS = 3                  # OTF2_FILETYPE_EVENTS
+
+    def __init__(self, handle):
+        import ctypes
+        from _otf2.Config import conf
+
+        self.ctypes = ctypes
+        alloc_t = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint8,
+                                   ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p),
+                                   ctypes.c_uint64)
+        free_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_uint64,
+                                  ctypes.POINTER(ctypes.c_void_p), ctypes.c_bool)
+
+        class Callbacks(ctypes.Structure):
+            _fields_ = [("allocate", alloc_t), ("free_all", free_t)]
+
+        self.used, self.free = {}, {}
+        self.callbacks = Callbacks(alloc_t(self.allocate), free_t(self.free_all))
+        fn = conf.lib.OTF2_Archive_SetMemoryCallbacks
+        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(Callbacks), ctypes.c_void_p]
+        if fn(ctypes.cast(handle, ctypes.c_void_p), ctypes.byref(self.callbacks), None):
+            raise PerfweaveError("the OTF2 library refused perfweave's memory callbacks")
+
+    def allocate(self, data, file_type, location, per_buffer, size):
+        held = self.used.setdefault((file_type, location), [])
+        if file_type == self.EVENTS and held:
+            return None                 # flush first
+        pool = self.free.setdefault(size, [])
+        chunk = pool.pop() if pool else self.ctypes.create_string_buffer(size)
+        held.append(chunk)
+        return self.ctypes.addressof(chunk)
+
+    def free_all(self, data, file_type, location, per_buffer, final):
+        for chunk in self.used.pop((file_type, location), []):
+            self.free.setdefault(len(chunk), []).append(chunk)
+
+
 class _Exporter:
     def __init__(self, otf2, _otf2, X, symbolizer=None):
         self.otf2, self._otf2, self.X = otf2, _otf2, X
@@ -433,7 +483,9 @@ class _Exporter:
 
     def write(self, directory, name):
         otf2 = self.otf2
-        w = otf2.writer.Writer(str(directory), archive_name=name, timer_resolution=NS)
+        w = otf2.writer.Writer(str(directory), archive_name=name, timer_resolution=NS,
+                               chunk_size_events=CHUNK, chunk_size_definitions=CHUNK)
+        self.chunks = _Chunks(w._handle)
         try:
             w.creator = f"perfweave {__version__}"
             w.description = f"perfweave experiment {self.X.path}"
@@ -452,6 +504,7 @@ class _Exporter:
         return total, len(self.locations), self.notes
 
     def _rank(self, w, rt):
+        self.attr_specs = []            # attribute lists of this rank's events
         cols = self._columns(rt)
         total = 0
         for t in sorted(set(cols["thread"].tolist()) | {0}):
@@ -464,6 +517,10 @@ class _Exporter:
         _otf2 = self._otf2
         n = len(c["time"])
         ew = w.event_writer_from_location(loc)
+        return self._events(w, ew, loc, c, n)
+
+    def _events(self, w, ew, loc, c, n):
+        _otf2 = self._otf2
         if not n:
             return 0
         order = np.lexsort((c["k"], c["grp"], c["sec"], c["cls"], c["time"]))
@@ -540,8 +597,6 @@ class _Exporter:
         rec, typ, thr = rt.rec, rt.rec["type"], rt.thread.astype(np.int64)
         n = len(rec)
         parts = []
-        if not hasattr(self, "attr_specs"):
-            self.attr_specs = []
         specs = self.attr_specs
 
         def part(idx, time, cls, sec, grp, k, kind, args=(), attr=None):
