@@ -25,7 +25,7 @@ import numpy as np
 from perfweave.errors import PerfweaveError
 from perfweave.interop import FLUSH_REGION, SUB, default_output, load, pair_regions, \
     region_names
-from perfweave.model.trace import F, T
+from perfweave.model.trace import F, T, _to_ns
 
 _SUBNAMES = {v: k for k, v in T.items()}
 CHUNK = 1 << 16                # records formatted at a time
@@ -193,12 +193,14 @@ def _first_pass(X):
     first = []
     sends, recvs = [], []
     for r in X.ranks:
-        rt = X.rank(r)
-        t = rt.t0[np.isin(rt.rec["type"], [T["CALL"], T["FLUSH"], T["ENTER"]])]
-        if len(t):
-            first.append(int(t.min()))
-        del rt, t
-        rd = prepare(X.rank_file(r))
+        rf = X.rank_file(r)
+        t = rf.records["t0"][np.isin(rf.types, [T["CALL"], T["FLUSH"], T["ENTER"]])]
+        if len(t) and rf.meta.get("clock"):
+            # ticks become ns by an increasing linear map: the first stays the first
+            first.append(int(_to_ns(rf.meta, np.array([t.min()]))[0]))
+        del t
+        rd = prepare(rf)
+        del rf
         sends.append(_channel_counts(rd, r, "sends"))
         recvs.append(_channel_counts(rd, r, "recvs"))
         del rd
