@@ -728,6 +728,9 @@ def test_import_of_threads_streams_and_metrics(tmp_path):
     assert metric(result, "mpi_latesender_count", 1) == 1
     assert abs(metric(result, "mpi_latesender", 1) - 0.2) < 1e-6
     assert metric(result, "mpi_latesender", 0) == 0
+    text = perfweave("report", exp)
+    assert text.returncode == 0, text.stderr
+    assert "; 6 locations not imported" in text.stdout and "SIGKILL" not in text.stdout
 
 
 def test_import_of_mpi_calls_on_worker_threads(tmp_path):

@@ -40,8 +40,10 @@ def render(data):
     if data.get("imported"):
         imp = data["imported"]
         by = f", written by {imp['creator']}" if imp.get("creator") else ""
+        skipped = f"; {imp['skipped_locations']} locations not imported" \
+            if imp.get("skipped_locations") else ""
         out.append(f"  imported   {imp['from']} ({imp['format']} trace{by}); profile "
-                   "computed from the trace")
+                   f"computed from the trace{skipped}")
     else:
         out.append(f"  command    {' '.join(data['command'])}")
     status = data.get("exit_status") or {}
