@@ -10,25 +10,22 @@ of max(sent, received) per call.
 """
 import numpy as np
 
+from perfweave.analysis.mpi import BRACKET
 from perfweave.interop import family, load
 from perfweave.model.profile import STATES, Profile
 from perfweave.model.trace import T
 from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
 
-NOT_MPI_TIME = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 BUCKETS = 34
 
 
 def bucket(size):
-    """Message-size bucket (docs/format.md, hist): 0 for 0, b for 2^(b-1)..2^b - 1,
-    33 from 2^32."""
-    size = np.asarray(size, np.int64)
+    """Message-size bucket (docs/format.md, hist; analysis/mpi.py bucket_range is its
+    inverse): 0 for 0, b for 2^(b-1)..2^b - 1, 33 from 2^32: the bit length."""
+    size = np.maximum(np.asarray(size, np.int64), 0)
     b = np.zeros(len(size), np.int64)
-    pos = size > 0
-    b[pos] = np.floor(np.log2(size[pos].astype(np.float64))).astype(np.int64) + 1
-    # log2 of doubles can round up just below a power of two
-    low = pos & (np.left_shift(1, np.clip(b - 1, 0, 62)) > size)
-    b[low] -= 1
+    for k in range(BUCKETS - 1):          # b = number of powers of two <= size
+        b += size >= (1 << k)
     return np.minimum(b, BUCKETS - 1)
 
 
@@ -72,7 +69,7 @@ def from_traces(path):
         host = host_index.setdefault(rt.host, len(host_index))
         if host == len(hosts):
             hosts.append(rt.host)
-        counted = ~np.isin(fn, [index[f] for f in NOT_MPI_TIME if f in index]) & (fn >= 0)
+        counted = ~np.isin(fn, [index[f] for f in BRACKET if f in index]) & (fn >= 0)
         row = np.zeros(1, RANK_DTYPE)
         row["rank"], row["host"] = rt.rank, host
         state = rt.meta.get("state", "no-finalize")
