@@ -633,10 +633,13 @@ def write_hybrid(anchor, nthreads=3, nstreams=2, worker_mpi=False):
             t = T_START + NS
             m(E.Metric(t, mc, [100 + r]))
             m(E.ThreadFork(t + 10, Paradigm.OPENMP, nthreads))
+            m(E.OmpFork(t + 12, nthreads))
+            m(E.MeasurementOnOff(t + 15, otf2.MeasurementMode.ON))
             m(E.ThreadTeamBegin(t + 20, team))
             m(E.Enter(t + 30, par))
             m(E.Leave(t + 40, par))
             m(E.ThreadTeamEnd(t + 50, team))
+            m(E.OmpJoin(t + 55))
             m(E.ThreadJoin(t + 60, Paradigm.OPENMP))
             t = T_START + 2 * NS
             if r == 0:
@@ -680,7 +683,8 @@ def write_hybrid(anchor, nthreads=3, nstreams=2, worker_mpi=False):
         "streams": 2 * nstreams, "stream_events": 6, "metric_locations": 2,
         "metric_location_events": 4,
         # on the imported threads: 2 per master, 1 per worker and rank
-        "skipped_events": {"Metric": 2 * (2 + workers), "ThreadFork": 2, "ThreadJoin": 2,
+        "skipped_events": {"MeasurementOnOff": 2, "Metric": 2 * (2 + workers),
+                           "OmpFork": 2, "OmpJoin": 2, "ThreadFork": 2, "ThreadJoin": 2,
                            "ThreadTeamBegin": 2 * nthreads, "ThreadTeamEnd": 2 * nthreads},
     }
 
