@@ -148,6 +148,11 @@ def open_experiment(path):
         profile, processes, partial = processes, None, False
         bad = profile.ranks["state"] != 0
         partial = bool(bad.any())
+    elif meta.get("imported_from") and (path / "traces").is_dir():
+        # perfweave import writes traces only: the profile comes from them
+        from perfweave.interop.profile import from_traces
+        profile = from_traces(path)
+        partial = bool((profile.ranks["state"] != 0).any())
     else:
         state = meta.get("state")
         lost = [u for u in unwritten if u["file"].endswith(".pwprof")]

@@ -29,6 +29,8 @@ def collect(experiment, top=20):
     ws = wait_states(experiment.path)
     if ws is not None:
         data["wait_states"] = ws
+    if meta.get("imported_from"):
+        imported(data, meta)
     if experiment.processes is not None:
         data["other_processes"] = int(len(experiment.processes.ranks))
     data["node_timeline"] = node_timeline(experiment)
@@ -44,6 +46,18 @@ def collect(experiment, top=20):
     from perfweave.analysis.advice import advise
     data["advice"] = advise(data)
     return data
+
+
+def imported(data, meta):
+    """An experiment of perfweave import: where its trace came from; its profile was
+    computed from the trace (interop/profile.py), without call sites."""
+    imp = meta.get("import") or {}
+    data["imported"] = {"from": meta["imported_from"], "format": imp.get("format", "OTF2"),
+                        "creator": imp.get("creator", ""),
+                        "skipped_locations": len(imp.get("skipped_locations") or []),
+                        "notes": list(meta.get("import_notes") or [])}
+    for site in data["mpi_profile"].get("callsites", []):
+        site["where"] = "(imported trace: no call sites)"
 
 
 def node_timeline(experiment):
@@ -82,9 +96,14 @@ def wait_states(path, top=8):
         for p, r, v in m["values"]:
             per_path[p] = per_path.get(p, 0) + v
         worst = max(per_path, key=per_path.get)
+        per_rank = {}
+        for p, r, v in m["values"]:
+            per_rank[r] = per_rank.get(r, 0) + v
         rows.append({"id": m["id"], "name": m["name"], "time_s": m["total"],
                      "pct": m["pct"], "callpath": names.get(worst, ""),
-                     "callpath_s": per_path[worst]})
+                     "callpath_s": per_path[worst],
+                     "ranks": sorted(([r, v] for r, v in per_rank.items() if v),
+                                     key=lambda x: -x[1])[:top]})
     rows.sort(key=lambda r: -r["time_s"])
     return {"file": str(f), "complete": res.get("complete", False),
             "patterns": rows[:top], "notes": res.get("notes", [])}

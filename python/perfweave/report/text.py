@@ -37,7 +37,15 @@ def render(data):
     m = data["mpi_profile"]
     top = m.get("top", 20)
     out = [f"perfweave report: {data['experiment']}"]
-    out.append(f"  command    {' '.join(data['command'])}")
+    if data.get("imported"):
+        imp = data["imported"]
+        by = f", written by {imp['creator']}" if imp.get("creator") else ""
+        skipped = f"; {imp['skipped_locations']} locations not imported" \
+            if imp.get("skipped_locations") else ""
+        out.append(f"  imported   {imp['from']} ({imp['format']} trace{by}); profile "
+                   f"computed from the trace{skipped}")
+    else:
+        out.append(f"  command    {' '.join(data['command'])}")
     status = data.get("exit_status") or {}
     exit_text = (f"killed by signal {status['signal']}" if "signal" in status
                  else f"exit code {status.get('code', '?')}")
@@ -50,7 +58,8 @@ def render(data):
                    + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
                    + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"))
         lib = m["mpi_library"].split(",")[0] if m["mpi_library"] else "?"
-        out.append(f"  MPI        {lib} (perfweave runtime: {m['mpi_flavor']})")
+        if not data.get("imported"):
+            out.append(f"  MPI        {lib} (perfweave runtime: {m['mpi_flavor']})")
         a = m["app_time_s"]
         out.append(f"  app time   {_t(a['mean'])} mean, {_t(a['min'])} min, {_t(a['max'])} max "
                    "(MPI_Init to MPI_Finalize)")
