@@ -6,15 +6,20 @@ import numpy as np
 import pytest
 
 from harness import site_lines
+from perfweave.readers import trace as rt
 
 EVENT = np.dtype([("t0", "<i8"), ("t1", "<i8"), ("type", "u1"), ("flags", "u1"),
                   ("fn", "<u2"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
                   ("bytes", "<i8")])
 CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST = range(1, 9)
+BLOCK = 14
 
 
 def load(exp, rank):
-    ev = np.fromfile(exp / "traces" / f"rank-{rank}.events", EVENT)
+    """The rank's committed records (the file's blocks without their BLOCK headers, as
+    perfweave's reader gives them) and its JSON."""
+    ev = rt.read_rank(exp, rank).records
+    assert ev.dtype == EVENT
     js = json.loads((exp / "traces" / f"rank-{rank}.json").read_text())
     return ev, js
 
@@ -42,7 +47,7 @@ def test_trace_records(mpi, build, run_pw):
     assert (r.exp / "profile.pwprof").exists()   # the profile is still written
     per_rank = {k: load(r.exp, k) for k in range(4)}
     for rank, (ev, js) in per_rank.items():
-        assert js["format"] == "perfweave-trace" and js["version"] == 1
+        assert js["format"] == "perfweave-trace" and js["version"] == 2
         assert js["rank"] == rank and js["world_size"] == 4 and js["state"] == "complete"
         assert js["records"] == len(ev) and js["lost"] == 0
         assert js["comms"][0]["ranks"] == [0, 1, 2, 3]
@@ -96,17 +101,29 @@ def test_trace_records(mpi, build, run_pw):
 
 
 def test_trace_buffer_flushes_are_recorded(mpi, build, run_pw):
+    """--trace-buffer 4096: blocks of 512 records (the smallest: whole pages of whole
+    records), so rank 0's 1501 MPI_Comm_rank calls and the rest (~1520 records) fill 2
+    blocks and most of a third; each switch to a new block is a FLUSH record, and no
+    record is lost."""
     prog = build(mpi, "trace_basic.c")
-    r = run_pw(mpi.launch(2) + [prog], options=["--trace", "--trace-buffer", "4096"])
+    r = run_pw(mpi.launch(2) + [prog, 1500], options=["--trace", "--trace-buffer", "4096"])
+    raw = np.fromfile(r.exp / "traces" / "rank-0.events", EVENT)
     ev, js = load(r.exp, 0)
-    cap = 4096 // EVENT.itemsize
+    slots = 511
+    assert len(raw) % 512 == 0
+    heads = raw[::512]
+    assert (heads["type"] == BLOCK).all() and (heads["t1"] == slots).all()
+    assert (heads["tag"] == 0).all() and list(heads["bytes"]) == list(range(len(heads)))
+    assert len(heads) == 3 and sum(heads["t0"]) == len(ev) == js["records"]
+    # a block is switched when the next call's records (and the FLUSH) do not fit
+    assert (heads["t0"][:-1] >= slots - 4).all()
     flushes = ev[ev["type"] == FLUSH]
-    assert len(js["flushes"]) >= 3 and len(flushes) == len(js["flushes"]) - 1
-    assert sum(f["count"] for f in js["flushes"]) == len(ev) == js["records"]
-    assert all(f["count"] <= cap for f in js["flushes"])
-    assert (flushes["t1"] >= flushes["t0"]).all() and (flushes["bytes"] > 0).all()
+    # one per block: mapping the first one, then switching from each full one
+    assert len(flushes) == len(heads)
+    assert (flushes["t1"] >= flushes["t0"]).all()
+    assert list(flushes["bytes"]) == [0] + list(heads["t0"][:-1] * EVENT.itemsize)
     names = [js["functions"][e["fn"]] for e in ev if e["type"] == CALL]
-    assert names.count("MPI_Comm_rank") == 301   # nothing lost across flushes
+    assert names.count("MPI_Comm_rank") == 1501   # nothing lost across blocks
     assert js["lost"] == 0
     # a flush is recorded after the call whose records did not fit: records stay in
     # time order

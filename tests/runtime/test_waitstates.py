@@ -326,7 +326,7 @@ def test_parallel_analysis_fails_fast_when_one_process_cannot_read(build, run_pw
     ompi = FLAVORS["openmpi"]
     r = run_pw(ompi.launch(3) + [build(ompi, "ws_p2p.c")], options=["--trace"])
     js = r.exp / "traces" / "rank-2.json"            # owned by the second of 2 processes
-    js.write_text(js.read_text().replace('"version":1', '"version":99'))
+    js.write_text(js.read_text().replace('"version":2', '"version":99'))
     res = subprocess.run(["mpirun.openmpi", "--oversubscribe", "-n", "2", PERFWEAVE, "analyze",
                           "--parallel", "--no-save", str(r.exp)], capture_output=True, text=True,
                          timeout=120)
