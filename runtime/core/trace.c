@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -85,11 +86,20 @@ static void unlock(void) { __atomic_store_n(&tr.lock, 0, __ATOMIC_RELEASE); }
  * a multiple of lcm(40, 4096) = 20480 bytes, 512 records. */
 #define PW_BLOCK_RECORDS 512
 
+/* A child forked while tracing (system(), a spawned helper) inherits the blocks as
+ * shared mappings of the parent's file: it must not write into them. */
+static void stop_in_child(void)
+{
+    __atomic_store_n(&pw_trace_recording, 0, __ATOMIC_SEQ_CST);
+    tr.fd = -1;
+}
+
 int pw_trace_open(const char *path)
 {
     tr.fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (tr.fd < 0)
         return -1;
+    pthread_atfork(NULL, NULL, stop_in_child);
     size_t want = (size_t)pw_opt.trace_buffer / sizeof(pw_event_rec) + 1;
     tr.slots = (want + PW_BLOCK_RECORDS - 1) / PW_BLOCK_RECORDS * PW_BLOCK_RECORDS - 1;
     __atomic_store_n(&pw_trace_recording, 1, __ATOMIC_SEQ_CST);

@@ -71,7 +71,7 @@ def test_killed_traced_run_keeps_its_trace(mpi, build, tmp_path, how):
                                 tmp_path / "traced", how)
     # perfweave run ends as the launcher did, and says so in experiment.json
     launcher = json.loads((exp / "experiment.json").read_text())["exit_status"]
-    assert status == -launcher["signal"] if "signal" in launcher else launcher["code"]
+    assert status == (-launcher["signal"] if "signal" in launcher else launcher["code"])
     if how == "SIGKILL" or mpi.name == "openmpi":
         # the status a run without perfweave ends with. (MPICH's launcher ORs its ranks'
         # statuses and kills the ranks still alive once one has died of the signal: a
@@ -103,3 +103,9 @@ def test_killed_traced_run_keeps_its_trace(mpi, build, tmp_path, how):
     assert {r["rank"]: r["state"] for r in out["ranks"]} == states
     assert sum("killed" in n or "without MPI_Finalize" in n for n in out["notes"]) == NRANKS
     assert out["counts"]["messages"] >= NRANKS * WARMUP
+    if how == "SIGKILL":   # no rank wrote a profile: report says where the data is
+        rep = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True,
+                             text=True, timeout=120)
+        assert rep.returncode == 2 and "Traceback" not in rep.stderr
+        assert f"its event trace was kept, up to the kill: perfweave analyze {exp}" in \
+            rep.stderr
