@@ -204,3 +204,28 @@ def test_trace_of_user_functions(mpi, build, run_pw):
     assert len(np.unique(reg["bytes"])) == 4
     first_call = np.flatnonzero(ev["type"] == CALL)[0]
     assert ev[0]["type"] == ENTER and first_call > 0          # main before any MPI call
+
+
+def test_trace_of_threads_in_their_own_blocks(mpi, build, run_pw):
+    """threads.c (MPI_THREAD_MULTIPLE): the main thread and a pthread each make 50
+    MPI_Comm_rank and 10 MPI_Allreduce calls on their own duplicate of MPI_COMM_WORLD.
+    With 512-record blocks each thread writes its own blocks (the BLOCK record names the
+    thread) and the reader gives each record its thread."""
+    prog = build(mpi, "threads.c", extra=("-pthread",))
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace", "--trace-buffer", "4096"])
+    for rank in range(2):
+        raw = np.fromfile(r.exp / "traces" / f"rank-{rank}.events", EVENT)
+        heads = raw[::512]
+        assert (heads["type"] == BLOCK).all() and sorted(heads["tag"].tolist()) == [0, 1]
+        rf = rt.read_rank(r.exp, rank)
+        assert rf.complete, rf.notes
+        names = rf.meta["functions"]
+        comm_of_thread = {}
+        for t in (0, 1):
+            mine = rf.records[rf.thread == t]
+            fns = [names[f] for f in mine["fn"][mine["type"] == CALL]]
+            assert fns.count("MPI_Comm_rank") == 50 and fns.count("MPI_Allreduce") == 10
+            colls = mine[mine["type"] == COLL]
+            assert len(colls) == 10 and len(set(colls["comm"].tolist())) == 1
+            comm_of_thread[t] = int(colls["comm"][0])
+        assert comm_of_thread[0] != comm_of_thread[1]
