@@ -86,26 +86,6 @@ static void unlock(void) { __atomic_store_n(&tr.lock, 0, __ATOMIC_RELEASE); }
  * a multiple of lcm(40, 4096) = 20480 bytes, 512 records. */
 #define PW_BLOCK_RECORDS 512
 
-/* A child forked while tracing (system(), a spawned helper) inherits the blocks as
- * shared mappings of the parent's file: it must not write into them. */
-static void stop_in_child(void)
-{
-    __atomic_store_n(&pw_trace_recording, 0, __ATOMIC_SEQ_CST);
-    tr.fd = -1;
-}
-
-int pw_trace_open(const char *path)
-{
-    tr.fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (tr.fd < 0)
-        return -1;
-    pthread_atfork(NULL, NULL, stop_in_child);
-    size_t want = (size_t)pw_opt.trace_buffer / sizeof(pw_event_rec) + 1;
-    tr.slots = (want + PW_BLOCK_RECORDS - 1) / PW_BLOCK_RECORDS * PW_BLOCK_RECORDS - 1;
-    __atomic_store_n(&pw_trace_recording, 1, __ATOMIC_SEQ_CST);
-    return 0;
-}
-
 /* Disk space for len bytes at off: fallocate, or zeros written where the file system
  * cannot (a mapped page without disk space would be a SIGBUS when the disk is full). */
 static int reserve_disk(off_t off, size_t len)
@@ -198,6 +178,31 @@ static pw_tbuf *buffer(void)
     unlock();
     self = b;
     return b;
+}
+
+/* A child forked while tracing (system(), a spawned helper) inherits the blocks as
+ * shared mappings of the parent's file: it must not write into them. */
+static void stop_in_child(void)
+{
+    __atomic_store_n(&pw_trace_recording, 0, __ATOMIC_SEQ_CST);
+    tr.fd = -1;
+}
+
+int pw_trace_open(const char *path)
+{
+    tr.fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (tr.fd < 0)
+        return -1;
+    pthread_atfork(NULL, NULL, stop_in_child);
+    size_t want = (size_t)pw_opt.trace_buffer / sizeof(pw_event_rec) + 1;
+    tr.slots = (want + PW_BLOCK_RECORDS - 1) / PW_BLOCK_RECORDS * PW_BLOCK_RECORDS - 1;
+    /* The opening thread (MPI_Init's) maps its first block now, in MPI_Init's time,
+     * not at its first event, in the program's. */
+    pw_tbuf *b = buffer();
+    if (b)
+        b->pending = 0;
+    __atomic_store_n(&pw_trace_recording, 1, __ATOMIC_SEQ_CST);
+    return 0;
 }
 
 static pw_event_rec *region_rec(pw_event_rec *r, int type, uintptr_t fn, int64_t t, int depth)
