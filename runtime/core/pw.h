@@ -226,11 +226,6 @@ static inline void pw_site_add(pw_site *s, int64_t ticks, int64_t sent, int64_t 
 }
 
 /* ---- event traces (trace.c) ---- */
-typedef struct pw_trace_flush {
-    int thread;
-    int64_t first, count; /* records of the events file */
-} pw_trace_flush;
-
 /* Events are recorded: between pw_trace_open and pw_trace_close. */
 extern int pw_trace_recording;
 /* -finstrument-functions hooks keep shadow stacks (--trace in an active process). */
@@ -238,15 +233,17 @@ extern int pw_trace_hooks;
 
 /* Open the events file and start recording. */
 int pw_trace_open(const char *path);
-/* Room for n consecutive records in the calling thread's buffer (flushing it
- * first if full; the flush is recorded); NULL if there is none or recording has
- * stopped. A non-NULL reservation must be followed by pw_trace_commit. */
+/* Room for n consecutive records in the calling thread's block of the events file
+ * (a new block first if it is full; the switch is recorded); NULL if there is none or
+ * recording has stopped. A non-NULL reservation must be followed by pw_trace_commit,
+ * which makes the records part of the file whatever ends the process afterwards. */
 pw_event_rec *pw_trace_reserve(int n);
 /* End the latest reservation, giving back its last `unused` records. */
 void pw_trace_commit(int unused);
-/* Stop recording, wait for writers, write every thread's buffer, close. */
+/* Stop recording, wait for writers (not for this thread's own, when a signal
+ * interrupted it), complete every thread's block, close. */
 void pw_trace_close(void);
-int pw_trace_flushes(const pw_trace_flush **out);
+/* Records committed (BLOCK headers not counted), and records that found no block. */
 int64_t pw_trace_written(void);
 int64_t pw_trace_lost(void);
 

@@ -663,8 +663,11 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
             *v = ' ';
     pw_objects_refresh();
     clock_offsets(&st.offset_init, &st.offset_init_err);
-    if (pw_opt.trace)
-        pw_trace_start(st.rank, st.size, pre.world);
+    if (pw_opt.trace) {
+        pw_trace_clock clock = {st.offset_init, st.offset_init_err, st.offset_init,
+                                st.offset_init_err, t1, pw_now()};
+        pw_trace_start(st.rank, st.size, pre.world, &clock);
+    }
     record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now */
     pw_counters_begin();        /* ... and its counts ("before" the first call) */

@@ -721,7 +721,9 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
 
 /* ---- start and end ---- */
 
-void pw_trace_start(int rank, int size, MPI_Comm world)
+static void write_meta(int state, const pw_trace_clock *clock);
+
+void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *clock)
 {
 #define PM(name) pm.name = pw_mpi_real("PMPI_" #name)
     PM(Comm_group);
@@ -755,6 +757,9 @@ void pw_trace_start(int rank, int size, MPI_Comm world)
     define_comm(world, -1); /* id 0 */
     unlock();
     pw_trace_on = 1;
+    /* what a rank killed outright leaves besides its records: its functions, clock
+     * and MPI_COMM_WORLD, in state "running" (replaced when the rank ends) */
+    write_meta(-1, clock);
 }
 
 static void jlist_int(pw_buf *b, const int *v, int n)
@@ -770,12 +775,19 @@ static void jlist_int(pw_buf *b, const int *v, int n)
 
 void pw_trace_end(int state, const pw_trace_clock *clock)
 {
-    static const char *states[] = {"complete", "no-finalize", "abort", "signal"};
     if (!pw_trace_on)
         return;
     pw_trace_on = 0;
-    int64_t ticks = pw_ticks(), now = pw_now();
     pw_trace_close();
+    write_meta(state, clock);
+}
+
+/* rank-R.json, written to a temporary name and renamed. state: a PW_STATES value, or -1
+ * while the rank runs. */
+static void write_meta(int state, const pw_trace_clock *clock)
+{
+    static const char *states[] = {"complete", "no-finalize", "abort", "signal"};
+    int64_t ticks = pw_ticks(), now = pw_now();
     pw_buf b = {0};
     pw_buf_puts(&b, "{\"format\":\"perfweave-trace\",\"version\":");
     pw_buf_int(&b, PW_TRACE_VERSION);
@@ -788,7 +800,7 @@ void pw_trace_end(int state, const pw_trace_clock *clock)
     pw_buf_puts(&b, ",\"pid\":");
     pw_buf_int(&b, getpid());
     pw_buf_puts(&b, ",\"state\":");
-    pw_buf_jstr(&b, state >= 0 && state < 4 ? states[state] : "?");
+    pw_buf_jstr(&b, state < 0 ? "running" : state < 4 ? states[state] : "?");
     pw_buf_puts(&b, ",\"functions\":[");
     for (int i = 0; i < PW_MPI_NFN; i++) {
         if (i)
@@ -872,18 +884,6 @@ void pw_trace_end(int state, const pw_trace_clock *clock)
         pw_buf_int(&b, (int64_t)e);
         pw_buf_puts(&b, ",\"base\":");
         pw_buf_int(&b, (int64_t)base);
-        pw_buf_puts(&b, "}");
-    }
-    pw_buf_puts(&b, "],\"flushes\":[");
-    const pw_trace_flush *f;
-    int nf = pw_trace_flushes(&f);
-    for (int i = 0; i < nf; i++) {
-        pw_buf_puts(&b, i ? ",{\"thread\":" : "{\"thread\":");
-        pw_buf_int(&b, f[i].thread);
-        pw_buf_puts(&b, ",\"first\":");
-        pw_buf_int(&b, f[i].first);
-        pw_buf_puts(&b, ",\"count\":");
-        pw_buf_int(&b, f[i].count);
         pw_buf_puts(&b, "}");
     }
     pw_buf_puts(&b, "],\"records\":");

@@ -164,8 +164,11 @@ def open_experiment(path):
                                  "no rank has written data yet")
         if warnings:
             raise PerfweaveError(f"{path}: no readable profile data ({'; '.join(warnings)})")
+        kept = (f"; its event trace was kept, up to the kill: perfweave analyze {path}"
+                if (Path(path) / "traces").is_dir() else "")
         raise PerfweaveError(f"{path}: no profile data (the program wrote none: was it "
-                             "killed with SIGKILL, or did it exit before perfweave started?)")
+                             f"killed with SIGKILL, or did it exit before perfweave "
+                             f"started?){kept}")
     profile.partial = partial
     notes = profile.notes
     if unwritten:

@@ -3,9 +3,12 @@
 
 `read_rank` returns one rank's records as written, checked: a trailing partial record,
 records of unknown type, calls whose end precedes their start and sub-events that do not
-follow a call are dropped, each with a note, and the rank is marked incomplete. A rank
-whose JSON is missing (killed outright) keeps its events; its clock calibration is then
-borrowed from another rank of the same host, with a note.
+follow a call are dropped, each with a note, and the rank is marked incomplete. In a
+version 2 file the records are those each block's BLOCK record counts as committed (the
+rest of a block is unused or was being written when the rank was killed). A rank killed
+outright (its JSON still says "running", or is missing) keeps its records up to the last
+committed one and is marked "killed"; without a JSON its clock calibration is borrowed
+from another rank of the same host, with a note.
 
 Turning records into the tables the analysis works on is model/trace.py's job.
 """
@@ -23,8 +26,8 @@ from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, Ty
 
 TRACE_FORMAT = "perfweave-trace"
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
-# version 1 lacks COLL_DONE: its nonblocking collectives have no recorded completion
-TRACE_VERSIONS = (1, TRACE_VERSION)
+# 1: records back to back, no BLOCK or COLL_DONE records
+READ_VERSIONS = (1, TRACE_VERSION)
 T = EVENT_TYPES
 
 
@@ -83,14 +86,18 @@ def read_meta(exp, rank):
         return None, f"rank {rank}: {path.name} is corrupt ({e}); its events are used alone"
     if not isinstance(meta, dict) or meta.get("format") != TRACE_FORMAT:
         return None, f"rank {rank}: {path.name} is not a perfweave trace description"
-    if meta.get("version") not in TRACE_VERSIONS:
+    if meta.get("version") not in READ_VERSIONS:
         raise FormatError(f"{path}: trace format version {meta.get('version')} is not "
-                          f"supported (this perfweave reads "
-                          f"{', '.join(map(str, TRACE_VERSIONS))})")
+                          f"supported (this perfweave reads {', '.join(map(str, READ_VERSIONS))})")
+    if meta.get("state") == "running":       # written at MPI_Init, never replaced
+        meta = dict(meta, state="killed")
+        return meta, (f"rank {rank}: killed while running (SIGKILL, or a signal perfweave "
+                      "could not catch): its trace holds the records committed before, "
+                      "and communicators or windows created after MPI_Init are unknown")
     return meta, None
 
 
-KNOWN = TypeSet(*T)
+KNOWN = TypeSet(*(t for t in T if t != "BLOCK"))
 SPANS = TypeSet("CALL", "FLUSH")
 SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
               "COLL_DONE")
@@ -128,8 +135,14 @@ def read_rank(exp, rank, meta_note=None):
                      f"({len(raw) % EVENT_DTYPE.itemsize} bytes, ignored): truncated")
         complete = False
     rec = raw[:n * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    thread = None
+    if n and rec["type"][0] == T["BLOCK"]:
+        rec, thread, block_notes = _blocks(rec, rank, path.name)
+        notes += block_notes
+        complete = complete and not block_notes
+        n = len(rec)
     types = np.ascontiguousarray(rec["type"])
-    if meta is not None and meta.get("records", n) != n:
+    if meta is not None and meta.get("state") != "killed" and meta.get("records", n) != n:
         notes.append(f"rank {rank}: {path.name} holds {n} records, its JSON says "
                      f"{meta.get('records')}: truncated or overwritten")
         complete = False
@@ -137,7 +150,8 @@ def read_rank(exp, rank, meta_note=None):
         notes.append(f"rank {rank}: {meta['lost']} events could not be written "
                      "(trace file not writable or disk full)")
         complete = False
-    thread = _threads(meta, n)
+    if thread is None:
+        thread = _threads(meta, n)
     ok = _check(rec, types, thread, meta)
     if ok is not None:
         notes.append(f"rank {rank}: {int(len(ok) - ok.sum())} corrupt records dropped "
@@ -160,6 +174,36 @@ def map_file(path):
         except (ValueError, OSError):          # a file system that cannot map
             return np.fromfile(f, dtype=np.uint8)
     return np.frombuffer(m, np.uint8)
+
+
+def _blocks(rec, rank, name):
+    """The committed records of a version 2 file (one copy, in file order) with their
+    threads, and notes on what was not right. A loop over blocks, not records: a block
+    holds --trace-buffer bytes."""
+    n, pos = len(rec), 0
+    spans, notes = [], []
+    head = rec[["t0", "t1", "type", "tag"]]
+    while pos < n:
+        committed, slots, typ, thread = (int(v) for v in head[pos].tolist())
+        if typ != T["BLOCK"] or slots <= 0:
+            if typ or committed or slots:       # zeros: a block the rank had not begun
+                notes.append(f"rank {rank}: {name}: no block header at record {pos} "
+                             f"of {n}; the records after it are ignored")
+            break
+        have = min(slots, n - pos - 1)
+        if not 0 <= committed <= have:
+            notes.append(f"rank {rank}: {name}: block at record {pos} counts {committed} "
+                         f"records of {have}; truncated or damaged")
+            committed = min(max(committed, 0), have)
+        spans.append((pos + 1, committed, thread))
+        pos += 1 + slots
+    if not spans:
+        return rec[:0], np.zeros(0, np.int32), notes
+    parts = [rec[a:a + c] for a, c, _ in spans]
+    out = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    thread = np.repeat(np.array([t for _, _, t in spans], np.int32),
+                       [c for _, c, _ in spans])
+    return out, thread, notes
 
 
 def _threads(meta, n):

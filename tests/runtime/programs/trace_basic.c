@@ -4,8 +4,10 @@
  *   a ring: MPI_Irecv from the left, MPI_Isend to the right (tag 1, 10 ints),
  *     MPI_Waitall(MPI_STATUSES_IGNORE);
  *   MPI_Comm_split into even and odd ranks; MPI_Barrier and MPI_Bcast (root 0 of
- *     the half, 10 ints) on the half; MPI_Comm_free. */
+ *     the half, 10 ints) on the half; MPI_Comm_free;
+ *   argv[1] (default 300) calls of MPI_Comm_rank, to fill small trace buffers. */
 #include <mpi.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -29,7 +31,8 @@ int main(int argc, char **argv)
     MPI_Barrier(half);
     MPI_Bcast(buf, 10, MPI_INT, 0, half);
     MPI_Comm_free(&half);
-    for (int i = 0; i < 300; i++) /* enough calls to fill a small trace buffer */
+    int calls = argc > 1 ? atoi(argv[1]) : 300;
+    for (int i = 0; i < calls; i++)
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Finalize();
     return 0;
