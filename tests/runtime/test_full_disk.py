@@ -147,6 +147,11 @@ def check_files(exp, marks):
     for u in marks:
         assert u["error"] == "ENOSPC", u
         if not STREAMED.match(u["file"]):
+            # a trace description rewritten at the end keeps its complete first version
+            # (written at MPI_Init, state "running"); any other marked file is absent
+            if u["file"].startswith("traces/") and (exp / u["file"]).exists():
+                assert json.loads((exp / u["file"]).read_text())["state"] == "running"
+                continue
             assert not (exp / u["file"]).exists(), f"{u['file']} is marked and present"
     # and the readers of a whole kind take what is there
     assert {p.name for p in read_samples(exp)} == \

@@ -12,7 +12,7 @@ EVENT = np.dtype([("t0", "<i8"), ("t1", "<i8"), ("type", "u1"), ("flags", "u1"),
                   ("fn", "<u2"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
                   ("bytes", "<i8")])
 CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST = range(1, 9)
-BLOCK = 14
+BLOCK = 15
 
 
 def load(exp, rank):

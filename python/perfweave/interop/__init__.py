@@ -70,10 +70,10 @@ class Experiment:
     _names: list = None
 
     def threads(self, r):
-        """The threads of rank r that wrote records (from its flush table), 0 first."""
-        m = self.metas.get(r) or {}
-        return sorted({int(f.get("thread", 0)) for f in m.get("flushes") or []
-                       if isinstance(f, dict)} | {0})
+        """The threads of rank r that wrote records, 0 first."""
+        from perfweave.readers import trace as rt
+
+        return rt.rank_threads(self.path, r, self.metas.get(r))
 
     def rank_file(self, r):
         """Rank r's records as readers/trace.py reads them (RankFile), with the clock

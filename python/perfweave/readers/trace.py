@@ -90,6 +90,15 @@ def read_meta(exp, rank):
         raise FormatError(f"{path}: trace format version {meta.get('version')} is not "
                           f"supported (this perfweave reads {', '.join(map(str, READ_VERSIONS))})")
     if meta.get("state") == "running":       # written at MPI_Init, never replaced
+        from perfweave import writing
+
+        rel = f"traces/{path.name}"
+        why = next((u["reason"] for u in writing.read_unwritten(exp) if u["file"] == rel), None)
+        if why:                              # the end's version could not be written
+            return dict(meta, state="unwritten"), (
+                f"rank {rank}: its final {path.name} could not be written ({why}): its "
+                "records are used with the definitions of MPI_Init (communicators or "
+                "windows created later are unknown)")
         meta = dict(meta, state="killed")
         return meta, (f"rank {rank}: killed while running (SIGKILL, or a signal perfweave "
                       "could not catch): its trace holds the records committed before, "
@@ -176,7 +185,23 @@ def map_file(path):
     return np.frombuffer(m, np.uint8)
 
 
-def _blocks(rec, rank, name):
+def rank_threads(exp, rank, meta):
+    """The threads that wrote records in rank's trace, without reading the records: the
+    BLOCK headers of a file with blocks, else the flush table of its JSON (meta)."""
+    threads = {int(f.get("thread", 0)) for f in (meta or {}).get("flushes") or []
+               if isinstance(f, dict)}
+    try:
+        raw = map_file(trace_dir(exp) / f"rank-{rank}.events")
+    except OSError:
+        raw = np.zeros(0, np.uint8)
+    rec = raw[:len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    if len(rec) and rec["type"][0] == T["BLOCK"]:
+        _, thread, _ = _blocks(rec[["t0", "t1", "type", "tag"]], rank, "", headers_only=True)
+        threads = set(thread.tolist())
+    return sorted(threads | {0})
+
+
+def _blocks(rec, rank, name, headers_only=False):
     """The committed records of a version 2 file (one copy, in file order) with their
     threads, and notes on what was not right. A loop over blocks, not records: a block
     holds --trace-buffer bytes."""
@@ -197,6 +222,8 @@ def _blocks(rec, rank, name):
             committed = min(max(committed, 0), have)
         spans.append((pos + 1, committed, thread))
         pos += 1 + slots
+    if headers_only:
+        return None, np.array([t for _, c, t in spans if c], np.int32), notes
     if not spans:
         return rec[:0], np.zeros(0, np.int32), notes
     parts = [rec[a:a + c] for a, c, _ in spans]
