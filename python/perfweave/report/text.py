@@ -156,7 +156,9 @@ def render(data):
 
     # ---- wait states (perfweave analyze) ----
     ws = data.get("wait_states")
-    if ws:
+    if ws and ws.get("error"):
+        out += ["", f"Wait states: not shown ({ws['error']})"]
+    elif ws:
         out += ["", "Wait states (perfweave analyze" +
                 ("" if ws["complete"] else "; incomplete, see its notes") + ")"]
         if ws["patterns"]:

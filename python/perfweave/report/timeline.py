@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from perfweave.readers.timeline import FAMILIES, read_timelines
+from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
 
 SLICES = 8          # time slices of the "over time" table
 SHOWN = 24          # series per node in the table
@@ -89,14 +89,14 @@ def _slices(tl, rates, series):
     for k in range(nsl):
         sel = which == k
         row = {"t0_s": float(edges[k]), "t1_s": float(edges[k + 1]),
-               "rates": [_finite(np.nanmean(rates[sel, i])) if sel.any() else None
+               "rates": [_finite(nanmean(rates[sel, i])) if sel.any() else None
                          for i in busy]}
         if nproc:
             act = {}
             for f in FAMILIES:
                 cols = fam_cols[f]
                 v = rates[np.ix_(sel, cols)] / 1e9 if sel.any() and cols else np.zeros(0)
-                act[f] = _finite(100 * np.nanmean(v)) if v.size else 0.0
+                act[f] = _finite(100 * nanmean(v)) if v.size else 0.0
             act["outside_mpi"] = _finite(100 - sum(x or 0 for x in act.values()))
             row["activity_pct"] = act
         rows.append(row)
