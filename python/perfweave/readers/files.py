@@ -83,7 +83,7 @@ def read_json(path, what="JSON", kind=dict):
     """The JSON document of the regular file path, which must be a `kind`."""
     doc = parse_json(read_bytes(path), path, what)
     if not isinstance(doc, kind):
-        raise FormatError(f"{path}: corrupt {what} (not a JSON "
+        raise FormatError(f"{path}: not a perfweave {what} (not a JSON "
                           f"{'object' if kind is dict else kind.__name__})")
     return doc
 
