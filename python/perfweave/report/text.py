@@ -110,8 +110,8 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
     full = max_rows is None
     m = data["mpi_profile"]
     top = rows if rows is not None else max_rows
-    out = [_fit(f"perfweave report: {data['experiment']}", width)]
-    out.append(_fit(f"  command    {' '.join(data['command'])}", width))
+    out = [_fit(f"perfweave report: {data['experiment']}", width, head=18)]
+    out.append(_fit(f"  command    {' '.join(data['command'])}", width, head=13))
     status = data.get("exit_status") or {}
     exit_text = (f"killed by signal {status['signal']}" if "signal" in status
                  else f"exit code {status.get('code', '?')}")
@@ -123,10 +123,10 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
                         + (f" of {m['world_size']}" if m["world_size"] != m["ranks"] else "")
                         + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
                         + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"),
-                        width))
+                        width, head=13))
         lib = m["mpi_library"].split(",")[0] if m["mpi_library"] else "?"
         out.append(_fit(f"  MPI        {lib} (perfweave runtime: {m['mpi_flavor']})", width,
-                        keep=len(f" (perfweave runtime: {m['mpi_flavor']})")))
+                        keep=len(f" (perfweave runtime: {m['mpi_flavor']})"), head=13))
         a = m["app_time_s"]
         out.append(f"  app time   {_t(a['mean'])} mean, {_t(a['min'])} min, {_t(a['max'])} max "
                    "(MPI_Init to MPI_Finalize)")
@@ -279,15 +279,15 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
     return _join(out + _timeline(data, max_rows, width), width)
 
 
-def _fit(line, width, keep=0):
-    """One line shortened in the middle to width; keep: characters at its end kept
-    whole (a suffix that says what the line is)."""
+def _fit(line, width, keep=0, head=None):
+    """One line shortened in the middle to width; head and keep: characters at its
+    start (default: its indent) and at its end (a suffix that says what the line is)
+    kept as they are."""
     if width is None or len(line) <= width:
         return line
-    if keep:
-        return shorten(line[:-keep], width - keep) + line[-keep:]
-    indent = len(line) - len(line.lstrip())
-    return " " * indent + shorten(line, width - indent)
+    head = len(line) - len(line.lstrip()) if head is None else head
+    end = len(line) - keep
+    return line[:head] + shorten(line[head:end], width - head - keep) + line[end:]
 
 
 def _join(lines, width):
