@@ -10,7 +10,6 @@ analysis/mpi.py, report/data.py) and agrees with `perfweave report --json`; this
 only lays the results out as rows and columns. A table the experiment has no data for
 raises perfweave.errors.NoData (one line saying what is missing and which option of
 `perfweave run` records it)."""
-import json
 import re
 
 import numpy as np

@@ -22,8 +22,6 @@ import time
 import warnings
 from pathlib import Path
 
-import pytest
-
 from perfweave.cli import main
 
 SEED = 1313
@@ -57,7 +55,7 @@ def real_experiment(root):
     exe = root / "trace_basic"
     subprocess.run(["mpicc.openmpi", "-g", "-O0", "-o", str(exe),
                     str(PROGRAMS / "trace_basic.c")], check=True, capture_output=True)
-    pw = str(Path(os.sys.executable).parent / "perfweave")
+    pw = str(Path(sys.executable).parent / "perfweave")
     exp = root / "real"
     cmd = [pw, "run", "-o", str(exp), "--trace", "--", "mpirun.openmpi", "--oversubscribe",
            "-n", "2", str(exe)]

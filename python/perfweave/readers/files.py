@@ -79,12 +79,11 @@ def parse_json(data, path, what="JSON"):
         raise FormatError(f"{path}: corrupt {what} ({e})") from None
 
 
-def read_json(path, what="JSON", kind=dict):
-    """The JSON document of the regular file path, which must be a `kind`."""
+def read_json(path, what="JSON"):
+    """The JSON object of the regular file path."""
     doc = parse_json(read_bytes(path), path, what)
-    if not isinstance(doc, kind):
-        raise FormatError(f"{path}: not a perfweave {what} (not a JSON "
-                          f"{'object' if kind is dict else kind.__name__})")
+    if not isinstance(doc, dict):
+        raise FormatError(f"{path}: not a perfweave {what} (not a JSON object)")
     return doc
 
 
