@@ -24,10 +24,12 @@ from pathlib import Path
 
 from perfweave.cli import main
 
-SEED = 1313
-CALL_LIMIT_S = float(os.environ.get("PERFWEAVE_FUZZ_CALL_LIMIT", 20))  # one verb on one small mutant: ~0.05 s
-# kinds of damage drawn per file (of about ten): the test's size, ~40 s on 2 loaded cores
-KINDS_PER_FILE = int(os.environ.get("PERFWEAVE_FUZZ_KINDS", 6))
+SEED = int(os.environ.get("PERFWEAVE_FUZZ_SEED", 1313))
+# one verb on one small mutant takes ~0.05 s: past this, it hangs
+CALL_LIMIT_S = float(os.environ.get("PERFWEAVE_FUZZ_CALL_LIMIT", 20))
+# kinds of damage drawn per file (of about ten; the test's size: ~30 s on 2 loaded cores);
+# PERFWEAVE_FUZZ_SEED and PERFWEAVE_FUZZ_KINDS=12 for a longer search by hand
+KINDS_PER_FILE = int(os.environ.get("PERFWEAVE_FUZZ_KINDS", 5))
 PROGRAMS = Path(__file__).parents[1] / "runtime" / "programs"
 S = 1_000_000_000
 
