@@ -319,3 +319,23 @@ def test_damaged_experiments(tmp_path, capsys, experiment_dir, pwprof):
               f"{took:.1f} s; {len(failures)} failures")
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40])
     assert took < 60
+
+
+def test_post_numbers_beyond_the_records():
+    """A flipped bit in a request's post number (t1 of SEND/IRECV records) made a lookup
+    table as large as the number (76.7 TiB, a MemoryError): numbers beyond the records
+    are matched by sorting. 3 posts numbered 1, 2**43 + 5, 3 and completions naming 3,
+    2**43 + 5, 7 (no such post): posts 0, 1, 2 at record indices 10, 11, 12."""
+    import numpy as np
+
+    from perfweave.model.trace import _request_posts
+
+    number = np.zeros(20, np.int64)
+    key = np.zeros(20, np.int64)
+    posts = np.array([10, 11, 12])
+    done = np.array([15, 16, 17])
+    number[posts] = [1, 2 ** 43 + 5, 3]
+    number[done] = [3, 2 ** 43 + 5, 7]
+    assert _request_posts(key, number, posts, done).tolist() == [12, 11, -1]
+    number[[11, 16]] = 2                         # the same, numbered as the runtime does
+    assert _request_posts(key, number, posts, done).tolist() == [12, 11, -1]

@@ -3,6 +3,7 @@
 A profile file is one line of JSON (the header, padded with spaces to a multiple
 of 64 bytes), the arrays it describes, and the end marker `PWEND\\n\\n\\n`.
 """
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,9 @@ class ProfileFile:
     arrays: dict  # name -> numpy structured array
 
 
+# the numpy codes of format.h's fields: little-endian integers and floats (no strings,
+# objects or byte orders numpy would warn about or the readers would misread)
+_FIELD_TYPE = re.compile(r"[<|]?[iuf][1248]")
 HEADER_SCHEMA = {"partial": bool, "world_size": int, "mpi_library": str, "mpi_flavor": str,
                  "hist_buckets": int, "data_bytes": int, "counters": [str], "states": [str],
                  "arrays": {}}
@@ -61,7 +65,13 @@ def read_profile(path):
             if not all(isinstance(desc.get(k), int) and desc[k] >= 0
                        for k in ("offset", "count", "itemsize")):
                 raise FormatError(f"{path}: array {name}: bad offset, count or itemsize")
-            dtype = np.dtype([tuple(field) for field in desc["dtype"]])
+            fields = desc["dtype"]
+            if not isinstance(fields, list) or not all(
+                    isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) and
+                    isinstance(f[1], str) and _FIELD_TYPE.fullmatch(f[1]) for f in fields):
+                raise FormatError(f"{path}: array {name}: bad dtype (fields of "
+                                  "[name, little-endian integer or float code])")
+            dtype = np.dtype([tuple(field) for field in fields])
             if dtype.itemsize != desc["itemsize"]:
                 raise FormatError(f"{path}: array {name}: itemsize mismatch")
             off = start + desc["offset"]
