@@ -89,7 +89,8 @@ def read_json(path, what="JSON"):
 
 def check(doc, schema, path, what="JSON"):
     """doc against schema, else FormatError naming path and the key. A schema is a type
-    (int: an integer, not a bool; float: any finite number; str, bool, dict, list), a
+    (int: an integer of int64's range, not a bool; float: any finite number; str, bool,
+    dict, list), a
     one-item list [item] (a list of items), or a dict {key: schema} (an object whose
     keys, where present, match; other keys are free). A null value of a key the schema
     names is removed, so that readers' .get(key, default) sees it as absent."""
@@ -102,8 +103,8 @@ def _check(v, schema, path, what, where):
         ok = isinstance(v, dict)
     elif isinstance(schema, list):
         ok = isinstance(v, list)
-    elif schema is int:
-        ok = isinstance(v, int) and not isinstance(v, bool)
+    elif schema is int:                 # every integer of the files is an int64
+        ok = isinstance(v, int) and not isinstance(v, bool) and -2 ** 63 <= v < 2 ** 63
     elif schema is float:
         ok = (isinstance(v, (int, float)) and not isinstance(v, bool)
               and abs(v) != float("inf") and v == v)
@@ -111,7 +112,7 @@ def _check(v, schema, path, what, where):
         ok = isinstance(v, schema)
     if not ok:
         want = ("an object" if isinstance(schema, dict) else "a list" if
-                isinstance(schema, list) else {int: "an integer", float: "a number",
+                isinstance(schema, list) else {int: "a 64-bit integer", float: "a number",
                                                str: "a string", bool: "true or false",
                                                dict: "an object", list: "a list"}[schema])
         raise FormatError(f"{path}: corrupt {what} ({where or 'document'}: expected {want}, "

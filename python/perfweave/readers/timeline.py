@@ -166,9 +166,11 @@ def read_node(meta_path):
         notes.append(f"{vpath.name}: {int((~ok).sum())} records name unknown series "
                      "(the run ended before the JSON was rewritten): ignored")
         rec = rec[ok]
-    ok = np.isfinite(rec["value"]) | np.isnan(rec["value"])      # NaN: not read
+    # NaN: not read; times are CLOCK_MONOTONIC ns, never negative
+    ok = (np.isfinite(rec["value"]) | np.isnan(rec["value"])) & (rec["t"] >= 0)
     if not ok.all():
-        notes.append(f"{vpath.name}: {int((~ok).sum())} infinite values (corrupt): ignored")
+        notes.append(f"{vpath.name}: {int((~ok).sum())} records with an infinite value or a "
+                     "negative time (corrupt): ignored")
         rec = rec[ok]
     if not meta.get("complete"):
         notes.append(f"{host}: the sampler did not stop normally (its process was killed?); "
