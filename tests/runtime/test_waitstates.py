@@ -124,7 +124,7 @@ def test_point_to_point(traced):
     ws = {p["id"]: p for p in json.loads(rep.stdout)["wait_states"]["patterns"]}
     assert ws["mpi_latesender"]["time_s"] == r.total("mpi_latesender")
     assert ws["mpi_latereceiver"]["callpath"] == f"MPI_Ssend @ ws_p2p.c:{r.lines['lr_send']}"
-    text = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True, text=True,
+    text = subprocess.run([PERFWEAVE, "report", "--full", str(exp)], capture_output=True, text=True,
                           timeout=120).stdout
     assert "Wait states (perfweave analyze)" in text and "Late Receiver" in text
     # the text of analyze: the tree, where, and per rank

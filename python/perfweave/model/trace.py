@@ -632,6 +632,22 @@ def _lookup(table, local):
     return np.where(ok, table[np.clip(local, 0, len(table) - 1)], 0).astype(np.int64)
 
 
+def _by_number(pn, posts, dn, nrec):
+    """For each number of dn, the post (of posts, numbered pn) with that number, the
+    last one if several, else -1. The runtime numbers posts 1, 2, ...: a table indexed
+    by number; numbers beyond the records (a damaged trace) are looked up by sorting,
+    not with a table that large."""
+    top = int(max(pn.max(), dn.max()))
+    if top <= 2 * nrec + 1:
+        table = np.full(top + 1, -1, np.int64)
+        table[pn] = posts
+        return table[dn]
+    o = np.argsort(pn, kind="stable")
+    sp = pn[o]
+    i = np.clip(np.searchsorted(sp, dn, "right") - 1, 0, len(sp) - 1)
+    return np.where(sp[i] == dn, posts[o][i], -1)
+
+
 def _request_posts(key, number, posts, done):
     """For each completion of done (indices of SEND_DONE, and RECV with a request key),
     the index of its post (one of posts: SEND posted nonblocking, IRECV), else -1. The
@@ -643,14 +659,10 @@ def _request_posts(key, number, posts, done):
         return out
     pn, dn = number[posts], number[done]
     if (pn > 0).all() and (dn > 0).all():
-        table = np.full(int(max(pn.max(), dn.max())) + 1, -1, np.int64)
-        table[pn] = posts
-        return table[dn]
+        return _by_number(pn, posts, dn, len(number))
     okp, okd = pn > 0, dn > 0
     if okp.any() and okd.any():
-        table = np.full(int(max(pn.max(), dn.max())) + 1, -1, np.int64)
-        table[pn[okp]] = posts[okp]
-        out[okd] = table[dn[okd]]
+        out[okd] = _by_number(pn[okp], posts[okp], dn[okd], len(number))
     # the rest by key: posts and completions in record order, grouped by key
     up, ud = posts[~okp], np.flatnonzero(~okd)
     idx = np.concatenate([up, done[ud]])

@@ -5,7 +5,7 @@ MPI_Finalize. When a run ended otherwise, each rank saved its own
 `partial/rank-R.pwprof`; processes that never initialised MPI saved
 `procs/HOST.PID.pwprof`. All of them are merged here into one Profile.
 """
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +14,7 @@ import numpy as np
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile
 from perfweave.readers.dtypes import COUNT_DTYPE
+from perfweave.readers.files import short, check, read_json
 from perfweave.readers.profile import read_profile
 from perfweave.writing import describe, read_unwritten
 
@@ -39,22 +40,29 @@ class Experiment:
         return "partial" if self.partial else "complete"
 
 
+# the keys readers use, with their types (docs/format.md "experiment.json")
+META_SCHEMA = {"command": [str], "launched": [str], "cwd": str, "host": str, "program": str,
+               "launcher": str, "mpi_flavor": str, "runtime_library": str, "options": dict,
+               "start_time": str, "end_time": str, "start_epoch": float, "end_epoch": float,
+               "wall_seconds": float, "state": str, "error": str, "perfweave_version": str,
+               "exit_status": {"code": int, "signal": int}}
+
+
 def read_meta(path):
     f = Path(path) / "experiment.json"
     try:
-        meta = json.loads(f.read_text())
+        meta = read_json(f, "experiment description")
     except FileNotFoundError:
         if any(u["file"] == "experiment.json" for u in read_unwritten(path)):
             # perfweave run could not write it (full disk): read what the runtime wrote
             return {"format": EXPERIMENT_FORMAT, "version": 1, "state": "unknown"}
         raise PerfweaveError(f"{path}: not a perfweave experiment (no experiment.json)") from None
-    except (OSError, ValueError) as e:
-        raise FormatError(f"{f}: corrupt ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != EXPERIMENT_FORMAT:
+    if meta.get("format") != EXPERIMENT_FORMAT:
         raise FormatError(f"{f}: not a perfweave experiment description")
     if meta.get("version") not in EXPERIMENT_VERSIONS:
-        raise FormatError(f"{f}: experiment format version {meta.get('version')} not supported")
-    return meta
+        raise FormatError(f"{f}: experiment format version {short(meta.get('version'))} "
+                          "not supported")
+    return check(meta, META_SCHEMA, f, "experiment description")
 
 
 def merge(files):
@@ -128,7 +136,7 @@ def open_experiment(path):
                 warnings.append(f"skipped {e}")
         return out
 
-    if reduced.exists():
+    if os.path.lexists(reduced):        # a damaged one (a dangling link...) is an error
         files = [read_profile(reduced)]
         partial = False
         if partial_files:

@@ -12,9 +12,6 @@ from another rank of the same host, with a note.
 
 Turning records into the tables the analysis works on is model/trace.py's job.
 """
-import json
-import mmap
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +20,7 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, TypeSet
+from perfweave.readers.files import check, read_array, read_json, short
 
 TRACE_FORMAT = "perfweave-trace"
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
@@ -75,20 +73,45 @@ def record_count(exp, rank):
         return 0
 
 
+_RANKS = [int]
+# the keys readers use, with their types (docs/format.md "rank-R.json")
+META_SCHEMA = {"rank": int, "world_size": int, "host": str, "pid": int, "state": str,
+               "functions": [str], "families": [str],
+               "clock": {"ticks": [int], "ns": [int], "offset_init_ns": int,
+                         "offset_init_err_ns": int, "offset_fini_ns": int,
+                         "offset_fini_err_ns": int, "t_init_ns": int, "t_fini_ns": int},
+               "comms": [{"id": int, "name": str, "ranks": _RANKS, "remote": _RANKS,
+                          "parent": int, "seq": int}],
+               "windows": [{"id": int, "comm": int, "seq": int}],
+               "groups": [{"id": int, "ranks": _RANKS}],
+               "regions": [{"name": str}],
+               "objects": [{"path": str, "buildid": str, "start": int, "end": int,
+                            "base": int}],
+               "flushes": [{"thread": int, "first": int, "count": int}],
+               "records": int, "lost": int}
+
+
 def read_meta(exp, rank):
     path = trace_dir(exp) / f"rank-{rank}.json"
-    if not path.exists():
+    try:
+        meta = read_json(path, "trace description")
+    except FileNotFoundError:
         return None, f"rank {rank}: {path.name} is missing (the rank was killed before it " \
                      "could write it); its events are used alone"
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        return None, f"rank {rank}: {path.name} is corrupt ({e}); its events are used alone"
-    if not isinstance(meta, dict) or meta.get("format") != TRACE_FORMAT:
+    except FormatError as e:
+        return None, f"rank {rank}: {path.name} is unreadable ({_reason(e)}); its events " \
+                     "are used alone"
+    if meta.get("format") != TRACE_FORMAT:
         return None, f"rank {rank}: {path.name} is not a perfweave trace description"
     if meta.get("version") not in READ_VERSIONS:
-        raise FormatError(f"{path}: trace format version {meta.get('version')} is not "
+        raise FormatError(f"{path}: trace format version {short(meta.get('version'))} is not "
                           f"supported (this perfweave reads {', '.join(map(str, READ_VERSIONS))})")
+    try:
+        check(meta, META_SCHEMA, path, "trace description")
+        _check_meta(meta)
+    except FormatError as e:
+        return None, f"rank {rank}: {path.name} is corrupt ({_reason(e)}); its events are " \
+                     "used alone"
     if meta.get("state") == "running":       # written at MPI_Init, never replaced
         from perfweave import writing
 
@@ -104,6 +127,41 @@ def read_meta(exp, rank):
                       "could not catch): its trace holds the records committed before, "
                       "and communicators or windows created after MPI_Init are unknown")
     return meta, None
+
+
+def _reason(e):
+    """A FormatError's message without the path it starts with."""
+    return str(e).split(": ", 1)[-1]
+
+
+def _check_meta(meta):
+    """What the schema cannot say: the clock's calibration points, world ranks in range,
+    the ids that records and other keys refer to."""
+    def bad(what):
+        raise FormatError(f"corrupt trace description ({what})")
+    c = meta.get("clock")
+    if c is not None and (len(c.get("ticks", [0, 1])) != 2 or len(c.get("ns", [0, 1])) != 2):
+        bad("clock: two calibration points")
+    world = meta.get("world_size")
+    if world is not None and not 0 < world <= 1 << 24:
+        bad("world_size")
+    hi = world if world else 1 << 24
+    for key in ("comms", "groups"):
+        for item in meta.get(key, []):
+            for r in item.get("ranks", []) + item.get("remote", []):
+                if not 0 <= r < hi:
+                    bad(f"{key}: rank {r}")
+    if not 0 <= meta.get("rank", 0) < hi:
+        bad("rank")
+    if len(meta.get("functions", [])) != len(meta.get("families", meta.get("functions", []))):
+        bad("functions and families differ in length")
+    for key, item_keys in (("objects", ("start", "end", "base")),
+                           ("flushes", ("first", "count")), ("comms", ("id",)),
+                           ("windows", ("id", "comm")), ("groups", ("id",))):
+        if not all(set(item_keys) <= x.keys() for x in meta.get(key, [])):
+            bad(f"{key}: {', '.join(item_keys)} missing")
+    if meta.get("records", 0) < 0 or meta.get("lost", 0) < 0:
+        bad("records or lost")
 
 
 KNOWN = TypeSet(*(t for t in T if t != "BLOCK"))
@@ -130,6 +188,10 @@ def read_rank(exp, rank, meta_note=None):
     path = trace_dir(exp) / f"rank-{rank}.events"
     try:
         raw = map_file(path)
+    except FormatError as e:
+        raw = np.zeros(0, np.uint8)
+        notes.append(f"rank {rank}: {path.name}: {_reason(e)}")
+        complete = False
     except FileNotFoundError:
         raw = np.zeros(0, np.uint8)
         notes.append(f"rank {rank}: {path.name} is missing")
@@ -171,18 +233,9 @@ def read_rank(exp, rank, meta_note=None):
 
 
 def map_file(path):
-    """The bytes of a file as a read-only numpy array over a mapping of it (unmapped when
-    the last array over it goes). Mapped, the records are read where the page cache
-    holds them: measured here, 0.45 s for 1.9 GB of records against 1.4 s to copy them
-    with read(2) (whose copy is also fresh memory to fault in)."""
-    with open(path, "rb", buffering=0) as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return np.zeros(0, np.uint8)
-        try:
-            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (ValueError, OSError):          # a file system that cannot map
-            return np.fromfile(f, dtype=np.uint8)
-    return np.frombuffer(m, np.uint8)
+    """The bytes of a file as a read-only numpy array over a mapping of it
+    (readers/files.py: only a regular file)."""
+    return read_array(path)
 
 
 def rank_threads(exp, rank, meta):
@@ -192,7 +245,7 @@ def rank_threads(exp, rank, meta):
                if isinstance(f, dict)}
     try:
         raw = map_file(trace_dir(exp) / f"rank-{rank}.events")
-    except OSError:
+    except (OSError, FormatError):
         raw = np.zeros(0, np.uint8)
     rec = raw[:len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
     if len(rec) and rec["type"][0] == T["BLOCK"]:

@@ -78,14 +78,17 @@ def node_timeline(experiment):
 def wait_states(path, top=8):
     """Summary of analysis/waitstates.json (perfweave analyze), or None: the wait-state
     patterns with time, largest first, each with its worst call path."""
-    import json
-    from pathlib import Path
+    from perfweave.errors import FormatError
+    from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
 
-    f = Path(path) / "analysis" / "waitstates.json"
     try:
-        res = json.loads(f.read_text())
-    except (OSError, ValueError):
+        res = read_waitstates(path)
+    except FileNotFoundError:
         return None
+    except FormatError as e:           # the rest of the report stands without it
+        return {"file": str(WAITSTATES_FILE), "error": str(e), "complete": False,
+                "patterns": [], "notes": []}
+    f = path / WAITSTATES_FILE
     from perfweave.analysis.metrics import PATTERNS
     names = {cp["id"]: cp.get("name", "") for cp in res.get("callpaths", [])}
     rows = []
@@ -95,6 +98,8 @@ def wait_states(path, top=8):
         per_path = {}
         for p, r, v in m["values"]:
             per_path[p] = per_path.get(p, 0) + v
+        if not per_path:
+            continue
         worst = max(per_path, key=per_path.get)
         per_rank = {}
         for p, r, v in m["values"]:
