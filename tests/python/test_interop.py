@@ -798,7 +798,9 @@ def test_report_of_an_imported_trace(shared, tmp_path, name):
     text = perfweave("report", exp)
     assert text.returncode == 0, text.stderr
     assert "SIGKILL" not in text.stdout + text.stderr
-    assert f"imported   {anchor.resolve()} (OTF2 trace, written by Score-P" in text.stdout
+    assert "\n  imported   " in text.stdout and "command" not in text.stdout
+    full = perfweave("report", "--full", exp)            # names whole, lines unwrapped
+    assert f"imported   {anchor.resolve()} (OTF2 trace, written by Score-P" in full.stdout
     ls = {p["id"]: p for p in rep["wait_states"]["patterns"]}.get("mpi_latesender")
     if name == "casita-10-ranks-tags":
         # rank 0's two Late Senders (0.199 s and 0.0327 s), computed from the file
