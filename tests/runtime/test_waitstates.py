@@ -356,9 +356,16 @@ def test_user_functions_form_the_call_paths(mpi, build, run_pw):
     assert set(ran) == set(entered) == {0, 1}, run.proc.stdout
     r = Result(analyze(run.exp), "regions.c")
     names = {cp["name"]: cp["id"] for cp in r.data["callpaths"]}
-    relax = names["main > solve > relax"]
+    # relax's time includes its calls of now(), a region of its own: a rank preempted
+    # while in now() (45 ms seen beside busy loops) spends that time there
+    relax = {i for n, i in names.items() if n == "main > solve > relax" or
+             n.startswith("main > solve > relax > ")}
+    assert names["main > solve > relax"] in relax and len(relax) == 2, names
     allreduce = names[f"main > solve > MPI_Allreduce @ regions.c:{r.lines['allreduce']}"]
-    comp = {k: v for p, k, v in r.metrics["computation"]["values"] if p == relax}
+    comp = defaultdict(float)
+    for p, k, v in r.metrics["computation"]["values"]:
+        if p in relax:
+            comp[k] += v
     for k in (0, 1):
         assert close(comp[k], ran[k]), (k, comp, ran)
     waits = {k: v for p, k, v in r.metrics["mpi_wait_nxn"]["values"] if p == allreduce}
