@@ -64,7 +64,8 @@ int main(int argc, char **argv)
     waitpid(p, NULL, 0);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("received %ld bytes\ncpu %.6f\n", total,
-           ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6);
+    double cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+    printf("received %ld bytes\ncpu %.6f\n", total, cpu);
     return total == mib * (long)sizeof buf ? 0 : 1;
 }
