@@ -7,7 +7,10 @@ right before each measured call a rank records CLOCK_MONOTONIC (phases.h, mark()
 clock for all ranks of the host. A rank that wakes while others busy-poll on the 2
 shared cores can run a few milliseconds after its planned time; the marks see that,
 perfweave must see it too. Tolerance: max(5 %, 2 ms) of the expected value (the issue's).
-The planned values are checked loosely (PLAN), to know the scenario ran as designed.
+The planned values are checked loosely, to know the scenario ran as designed: a planned
+wait must be a wait of at least half its plan (on_plan). Under load the ranks drift from
+the plan in either direction by far more than the clock's error (0.123 s seen beside two
+busy loops), so the plan is never the expected value.
 Where nothing can be marked a value that should be nothing must stay under NONE = 10 ms."""
 import json
 import re
@@ -21,7 +24,11 @@ from harness import FLAVORS, PERFWEAVE, site_lines
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS as F, EVENT_TYPES as T
 
 NONE = 0.010
-PLAN = 0.03
+
+
+def on_plan(expected, planned):
+    """The scenario ran as designed: a planned wait is at least half its plan."""
+    return expected > planned / 2 if planned else True
 
 
 def close(measured, expected):
@@ -70,7 +77,7 @@ class Result:
     def check(self, metric, site, rank, expected, planned):
         got = self.at(metric, site, rank)
         assert close(got, expected), (metric, site, rank, got, expected)
-        assert abs(expected - planned) < PLAN, ("the program ran off its plan", metric, site,
+        assert on_plan(expected, planned), ("the program ran off its plan", metric, site,
                                                 rank, expected, planned)
 
 
@@ -268,7 +275,7 @@ def test_wrong_order_is_per_thread(traced):
         assert close(r.at("mpi_latesender", f"t_recv{k}", 0), expected), k
         assert r.at("mpi_latesender_wo", f"t_recv{k}") == 0
     # (the second receives start when the first ones end: only the first are planned)
-    assert abs(r.at("mpi_latesender", "t_recv1", 0) - (0.1 + 0.2)) < PLAN
+    assert on_plan(r.at("mpi_latesender", "t_recv1", 0), 0.1 + 0.2)
     assert r.total("mpi_latesender_count") == 5
     wo = mk["wo_send2"][1] - mk["wo_recv"][0]
     r.check("mpi_latesender_wo", "wo_recv", 0, wo, 0.3)
@@ -285,7 +292,7 @@ def test_rma_active_target(traced):
     late_post = sum(r.at(m, s, 0) for m in ("mpi_rma_sync_late_post", "mpi_rma_comm_late_post")
                     for s in ("lp_start", "lp_put", "lp_complete"))
     expected = mk["lp_post"][1] - mk["lp_start"][0]
-    assert close(late_post, expected) and abs(expected - 0.15) < PLAN, (late_post, expected)
+    assert close(late_post, expected) and on_plan(expected, 0.15), (late_post, expected)
     r.check("mpi_rma_early_wait", "ew_wait", 1, mk["ew_complete"][0] - mk["ew_wait"][1], 0.25)
     r.check("mpi_rma_late_complete", "ew_wait", 1,
             mk["ew_complete"][0] - max(mk["ew_put_done"][0], mk["ew_wait"][1]), 0.15)
@@ -426,7 +433,7 @@ def test_damaged_traces_are_analysed_as_far_as_they_go(build, run_pw, tmp_path):
     def corrupt_json(t):
         (t / "rank-1.json").write_text("{not json")
     r, notes = damaged("corrupt-json", corrupt_json)
-    assert "rank-1.json is corrupt" in notes and "taken from another rank" in notes
+    assert "rank-1.json is unreadable" in notes and "taken from another rank" in notes
     # its call sites are unknown (its loaded objects were in the JSON), its waits are not
     assert close(r.at("mpi_latesender", rank=1), intact.at("mpi_latesender", rank=1))
     assert r.data["counts"]["unmatched_sends"] == 0
