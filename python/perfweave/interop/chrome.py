@@ -52,7 +52,10 @@ def _decimal(v):
     n = len(v)
     neg = v < 0
     a = np.abs(v)
-    nd = 1 + np.searchsorted(_POW10, a, side="right") if n else np.ones(0, np.int64)
+    nd = np.ones(n, np.int64)
+    top = int(a.max()) if n else 0
+    for p in _POW10[_POW10 <= top].tolist():
+        nd += a >= p
     sign = bool(neg.any())
     width = (int(nd.max()) if n else 1) + sign
     # two digits per step, zero-padded to an even width
@@ -60,8 +63,8 @@ def _decimal(v):
     m = np.empty((n, pairs), np.uint16)
     x = a.copy()
     for k in range(pairs - 1, -1, -1):
-        m[:, k] = _PAIRS[x % 100]
-        x //= 100
+        x, d = np.divmod(x, 100)
+        m[:, k] = _PAIRS[d]
     m = m.view(np.uint8)[:, 2 * pairs - width:]
     # leading zeros become blanks (and the sign), added modulo 256 from a table per
     # number of digits
@@ -369,9 +372,7 @@ def _rank(f, rt, origin, symbolizer, counts, first):
         R = _Rows(len(c))
         R.lit(',{"name":')
         R.name(fnames, np.minimum(rec["fn"][c].astype(np.int64), len(fnames) - 1))
-        R.lit(',"cat":"MPI","ph":"X","pid":')
-        R.int(np.full(len(c), rt.rank))
-        R.lit(',"tid":')
+        R.lit(f',"cat":"MPI","ph":"X","pid":{int(rt.rank)},"tid":')
         R.int(thr[c])
         R.lit(',"ts":')
         R.us(rt.t0[c] - origin)
@@ -414,9 +415,7 @@ def _complete(f, first, counts, name_table, names, cat, pid, tid, t0, t1, args=N
     R = _Rows(len(t0))
     R.lit(',{"name":')
     R.name(name_table, names)
-    R.lit(f',"cat":"{cat}","ph":"X","pid":')
-    R.int(np.full(len(t0), pid))
-    R.lit(',"tid":')
+    R.lit(f',"cat":"{cat}","ph":"X","pid":{int(pid)},"tid":')
     R.int(tid)
     R.lit(',"ts":')
     R.us(t0)
@@ -487,9 +486,7 @@ def _flows(f, ends, r, origin, channels, counts, first):
         R.lit(',{"name":"message","cat":"p2p","ph":"%s","id":"0x' %
               ("s" if which == "sends" else 'f","bp":"e'))
         R.hex(_hash(e["chan"], e["seq"]))
-        R.lit('","pid":')
-        R.int(np.full(len(e), r))
-        R.lit(',"tid":')
+        R.lit(f'","pid":{int(r)},"tid":')
         R.int(e["thread"])
         R.lit(',"ts":')
         R.us(e["ts"] - origin)
