@@ -422,6 +422,88 @@ def test_chrome_trace(literal):
     assert all(ends[s["id"]]["bp"] == "e" for s in starts)
 
 
+def chrome_reference(exp):
+    """The MPI calls (with what they did) and trace buffer flushes of a Chrome export of
+    exp, built one record at a time with plain Python from the records as the exporter
+    reads them: the oracle for the column-at-a-time formatting of interop/chrome.py."""
+    from perfweave.interop import load
+    X = load(exp)
+    ranks = [X.rank(r) for r in X.ranks]
+    origin = min(int(rt.t0[k]) for rt in ranks for k in range(len(rt.rec))
+                 if TNAME[int(rt.rec["type"][k])] in ("CALL", "FLUSH", "ENTER"))
+    sub_types = {"SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC"}
+    out = []
+    for rt in ranks:
+        call = None
+        for k, rec in enumerate(rt.rec.tolist()):
+            rec = dict(zip(rt.rec.dtype.names, rec))
+            kind, thread = TNAME[rec["type"]], int(rt.thread[k])
+            if kind in ("CALL", "FLUSH"):
+                t0, t1 = int(rt.t0[k]) - origin, int(rt.t1[k]) - origin
+                e = {"name": rt.functions[rec["fn"]] if kind == "CALL" else
+                     "TRACE BUFFER FLUSH", "cat": "MPI" if kind == "CALL" else "perfweave",
+                     "ph": "X", "pid": rt.rank, "tid": thread, "ts": t0 / 1000,
+                     "dur": max(t1 - t0, 0) / 1000}
+                if kind == "FLUSH":
+                    e["args"] = {"bytes": rec["bytes"]}
+                out.append(e)
+                call = (e, thread) if kind == "CALL" else None
+            elif kind in sub_types and call is not None and call[1] == thread:
+                d = {"type": kind}
+                if rec["peer"] >= 0:
+                    d["peer"] = rec["peer"]
+                if kind in ("SEND", "RECV", "IRECV"):
+                    d["tag"] = rec["tag"]
+                if rec["bytes"]:
+                    d["bytes"] = rec["bytes"]
+                if kind in ("COLL", "RMA") and rec["t1"]:
+                    d["bytes_received"] = rec["t1"]
+                if rec["flags"] & NB:
+                    d["nonblocking"] = True
+                call[0].setdefault("args", {"events": []})["events"].append(d)
+            elif kind not in ("ENTER", "LEAVE"):
+                call = None
+    return out
+
+
+def test_chrome_events_match_a_plain_reference(literal, tmp_path):
+    """Every MPI call, everything it did and every flush, as a plain record-by-record
+    reference writes them: numbers of every width and sign, absent fields, threads."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import tracegen
+    gen = tmp_path / "gen"
+    tracegen.write(gen, 3, 3 * 2000)
+    for exp in (literal, gen):
+        res = perfweave("export", exp, "--format", "chrome", "-o", tmp_path / "t.json",
+                        "--force")
+        assert res.returncode == 0, res.stderr
+        got = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+               if e.get("cat") in ("MPI", "perfweave")]
+        want = chrome_reference(exp)
+        key = lambda e: (e["pid"], e["tid"], e["ts"], e["name"])  # noqa: E731
+        assert len(got) == len(want) > 10
+        for g, w in zip(sorted(got, key=key), sorted(want, key=key)):
+            assert g == w
+
+
+def test_chrome_number_formatting():
+    """The digit tables give what str() gives, for every width and sign."""
+    from perfweave.interop.chrome import _decimal, _Rows
+    rng = np.random.default_rng(7)
+    v = np.r_[0, 9, 10, 99, 100, -1, -10, -99, 2 ** 62, -2 ** 62,
+              rng.integers(-10 ** 12, 10 ** 12, 500)]
+    text = [bytes(row).decode().strip() for row in _decimal(v)]
+    assert text == [str(int(x)) for x in v]
+    ns = np.r_[0, 1, 999, 1000, 123456789, rng.integers(0, 10 ** 15, 500)]
+    R = _Rows(len(ns))
+    R.us(ns)
+    R.lit(",")
+    R.hex(ns.astype(np.uint64))
+    for row, x in zip(R.matrix(), ns.tolist()):
+        us, h = bytes(row).decode().split(",")
+        assert us.strip() == f"{x // 1000}.{x % 1000:03d}" and h == f"{x:016x}"
+
+
 # ---------------------------------------------------------------- bad input
 
 def test_bad_input_is_one_line(literal, tmp_path):
