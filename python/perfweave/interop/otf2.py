@@ -11,6 +11,7 @@ own `EventWriter` and `BufferedEventReader` call) rather than building an event 
 per event, which halves the time per event.
 """
 import contextlib
+import ctypes
 import datetime as _dt
 import itertools
 import json
@@ -327,6 +328,32 @@ class _Chunks:
             self.free.setdefault(len(chunk), []).append(chunk)
 
 
+def _direct(wrapper):
+    """The OTF2 library function that an `_otf2` writer wrapper calls, with the same
+    prototype, as a ctypes function of its own that returns the error code. The
+    wrapper sets the prototype and an error-checking hook at every call, which is most
+    of the time of writing an event; this one is set up once, and the writer handle and
+    attribute lists go as plain addresses."""
+    import ctypes
+    import inspect
+    import re
+
+    from _otf2.Config import conf
+
+    src = inspect.getsource(wrapper)
+    name = re.search(r"conf\.lib\.(OTF2_\w+)", src).group(1)
+    types = eval(re.search(r"\.argtypes = (\[.*\])", src).group(1),       # noqa: S307
+                 sys.modules[wrapper.__module__].__dict__)
+
+    def simple(t):
+        # the package's enums are subclasses of ctypes' integers: the integer itself
+        return next((b for b in t.__mro__ if b.__module__ == "ctypes"), t)
+
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                             *[simple(t) for t in types[2:]])
+    return proto((name, conf.lib))
+
+
 class _Exporter:
     def __init__(self, otf2, _otf2, X, symbolizer=None):
         self.otf2, self._otf2, self.X = otf2, _otf2, X
@@ -528,9 +555,10 @@ class _Exporter:
         if (c["time"] < 0).any():
             raise PerfweaveError(f"rank {loc.group.name}: negative time stamps on rank 0's "
                                  "clock; the trace's clock calibration is broken")
-        h = ew.handle
-        E, L = _otf2.EvtWriter_Enter, _otf2.EvtWriter_Leave
+        import ctypes
+        h = ctypes.cast(ew.handle, ctypes.c_void_p).value
         table = self._writers()
+        E, L = table[K_ENTER][0], table[K_LEAVE][0]
         attrs = self.attr_specs
         times = c["time"].tolist()
         kinds = c["kind"].tolist()
@@ -539,14 +567,16 @@ class _Exporter:
         for t, kd, a1, a2, a3, a4, a5, a6, ai in zip(times, kinds, *A, at):
             al = self._attribute_list(attrs[ai]) if ai >= 0 else None
             if kd == K_ENTER:
-                E(h, al, t, a1)
+                rc = E(h, al, t, a1)
             elif kd == K_LEAVE:
-                L(h, al, t, a1)
+                rc = L(h, al, t, a1)
             else:
                 fn, nargs = table[kd]
-                fn(h, al, t, *(a1, a2, a3, a4, a5, a6)[:nargs])
+                rc = fn(h, al, t, *(a1, a2, a3, a4, a5, a6)[:nargs])
             if al is not None:
                 _otf2.AttributeList_Delete(al)
+            if rc:
+                raise _otf2.Error(_otf2.ErrorCode(rc))
         # the bookkeeping otf2's EventWriter.write does per event
         loc._number_of_events_written = n
         w._update_timestamps(times[0])
@@ -567,10 +597,22 @@ class _Exporter:
         return al
 
     def _writers(self):
+        """kind -> (writer function, number of arguments after the time): the OTF2
+        library's functions called through ctypes (_direct), but ProgramBegin."""
+        if getattr(self, "_table", None) is None:
+            table = self._wrapped()
+            for kind, (fn, nargs) in table.items():
+                if kind != K_PROGRAM_BEGIN:
+                    table[kind] = (_direct(fn), nargs)
+            self._table = table
+        return self._table
+
+    def _wrapped(self):
         """kind -> (writer function of _otf2, number of arguments after the time)."""
         o = self._otf2
         program, args = self.program, self.program_args
         return {
+            K_ENTER: (o.EvtWriter_Enter, 1), K_LEAVE: (o.EvtWriter_Leave, 1),
             K_SEND: (o.EvtWriter_MpiSend, 4), K_ISEND: (o.EvtWriter_MpiIsend, 5),
             K_RECV: (o.EvtWriter_MpiRecv, 4), K_IRECV: (o.EvtWriter_MpiIrecv, 5),
             K_IRECV_REQ: (o.EvtWriter_MpiIrecvRequest, 1),
@@ -586,8 +628,8 @@ class _Exporter:
             K_GROUP_SYNC: (o.EvtWriter_RmaGroupSync, 3),
             K_ACQUIRE: (o.EvtWriter_RmaAcquireLock, 4),
             K_RELEASE: (o.EvtWriter_RmaReleaseLock, 3), K_RMA_SYNC: (o.EvtWriter_RmaSync, 3),
-            K_PROGRAM_BEGIN: (lambda h, al, t: o.EvtWriter_ProgramBegin(h, al, t, program,
-                                                                         args), 0),
+            K_PROGRAM_BEGIN: (lambda h, al, t: o.EvtWriter_ProgramBegin(
+                ctypes.cast(h, ctypes.POINTER(o.EvtWriter)), al, t, program, args), 0),
             K_PROGRAM_END: (o.EvtWriter_ProgramEnd, 1),
             K_NBC_REQUEST: (o.EvtWriter_NonBlockingCollectiveRequest, 1),
             K_NBC_COMPLETE: (o.EvtWriter_NonBlockingCollectiveComplete, 6),
