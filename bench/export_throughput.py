@@ -3,9 +3,9 @@
 For each size, a synthetic experiment (bench/tracegen.py: ring halo exchange, 17
 records per rank and iteration) of SIZE records with --per-rank records per rank is
 exported by a child process; the figures are the child's wall time (records/s), its CPU
-time (records per CPU second: the rate of one core of a quiet machine, a fair figure
-on a loaded one) and its peak resident memory (VmHWM of the child). Exports stream rank by rank, so memory
-should follow the records of one rank, not the trace.
+time (records per CPU second: near the rate of one core of a quiet machine, the fairer
+figure on a loaded one) and its peak resident memory (VmHWM of the child). Exports
+stream rank by rank, so memory should follow the records of one rank, not the trace.
 
     python bench/export_throughput.py --sizes 1M,4M,16M --formats chrome,otf2
 """
@@ -57,8 +57,8 @@ def main():
     ap.add_argument("--per-rank", type=size, default=250_000, help="records per rank")
     ap.add_argument("--formats", default="chrome,otf2")
     ap.add_argument("--otf2-max", type=size, default=4_000_000,
-                    help="largest trace exported to OTF2 (the otf2 package takes one "
-                         "Python call per event)")
+                    help="largest trace exported to OTF2 (one Python call into the "
+                         "OTF2 library per event)")
     ap.add_argument("--dir", default=None, help="where to write (default: a temporary "
                                                 "directory, removed at the end)")
     a = ap.parse_args()
