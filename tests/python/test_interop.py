@@ -893,6 +893,84 @@ def test_report_of_an_imported_trace(shared, tmp_path, name):
         assert prof["functions"][0]["name"] in ("MPI_Send", "MPI_Recv")
 
 
+def test_import_of_scorep_nonblocking_collectives(tmp_path):
+    """Score-P 8 (OTF2 3) writes an MPI_I... collective as NonBlockingCollectiveRequest
+    in its call and NonBlockingCollectiveComplete (what the collective was) in the call
+    that completes it. The import makes them a COLL with the nonblocking flag and its
+    COLL_DONE, so perfweave analyze matches them instead of calling the trace
+    incomplete: 3 ranks start an MPI_Ibarrier at 0.1 s (rank 2 at 0.4 s) and wait for it
+    from 0.2 s; ranks 0 and 1 wait 0.2 s each for rank 2; then an MPI_Iallreduce that
+    rank 1 completes with MPI_Test, 100 bytes each way."""
+    from otf2.enums import GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+    E = otf2.events
+    anchor = tmp_path / "scorep" / "traces.otf2"
+    with otf2.writer.open(str(anchor.parent), archive_name="traces",
+                          timer_resolution=NS) as w:
+        d = w.definitions
+        node = d.system_tree_node("node0", class_name="node")
+        reg = {n: d.region(n, paradigm=Paradigm.MPI, region_role=role)
+               for n, role in (("MPI_Init", RegionRole.FUNCTION),
+                               ("MPI_Ibarrier", RegionRole.BARRIER),
+                               ("MPI_Iallreduce", RegionRole.COLL_ALL2ALL),
+                               ("MPI_Wait", RegionRole.FUNCTION),
+                               ("MPI_Test", RegionRole.FUNCTION),
+                               ("MPI_Finalize", RegionRole.FUNCTION))}
+        locs = [d.location("Master thread", type=LocationType.CPU_THREAD,
+                           group=d.location_group(f"MPI Rank {r}", system_tree_parent=node,
+                                                  location_group_type=LocationGroupType.PROCESS))
+                for r in range(3)]
+        d.group("MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                members=locs)
+        world = d.comm("MPI_COMM_WORLD", d.group("world", group_type=GroupType.COMM_GROUP,
+                                                 paradigm=Paradigm.MPI, members=[0, 1, 2]),
+                       None)
+        for r, loc in enumerate(locs):
+            m = w.event_writer_from_location(loc)
+            t = T_START
+            m(E.ProgramBegin(t, "app", []))
+            m(E.Enter(t, reg["MPI_Init"]))
+            m(E.Leave(t + 1000, reg["MPI_Init"]))
+            start = t + (4 if r == 2 else 1) * NS // 10
+            m(E.Enter(start, reg["MPI_Ibarrier"]))
+            m(E.NonBlockingCollectiveRequest(start + 100, 7))
+            m(E.Leave(start + 200, reg["MPI_Ibarrier"]))
+            wait = max(t + 2 * NS // 10, start + 300)
+            m(E.Enter(wait, reg["MPI_Wait"]))
+            m(E.NonBlockingCollectiveComplete(t + 4 * NS // 10 + 1000,
+                                              otf2.CollectiveOp.BARRIER, world,
+                                              0xFFFFFFFF, 0, 0, 7))
+            m(E.Leave(t + 4 * NS // 10 + 2000, reg["MPI_Wait"]))
+            t += NS
+            m(E.Enter(t, reg["MPI_Iallreduce"]))
+            m(E.NonBlockingCollectiveRequest(t + 100, 8))
+            m(E.Leave(t + 200, reg["MPI_Iallreduce"]))
+            done = "MPI_Test" if r == 1 else "MPI_Wait"
+            m(E.Enter(t + 1000, reg[done]))
+            m(E.NonBlockingCollectiveComplete(t + 1500, otf2.CollectiveOp.ALLREDUCE,
+                                              world, 0xFFFFFFFF, 100, 100, 8))
+            m(E.Leave(t + 2000, reg[done]))
+            m(E.Enter(t + NS, reg["MPI_Finalize"]))
+            m(E.Leave(t + NS + 100, reg["MPI_Finalize"]))
+            m(E.ProgramEnd(t + NS + 200, 0))
+    exp = tmp_path / "exp"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((exp / "experiment.json").read_text())["import_notes"] == []
+    for r in WORLD:
+        rec = read(exp, r)[0]
+        coll = rec[rec["type"] == T["COLL"]]
+        done = rec[rec["type"] == T["COLL_DONE"]]
+        assert len(coll) == len(done) == 2
+        assert (coll["flags"] & NB).all() and list(coll["t0"]) == [7, 8]
+        assert list(coll["bytes"]) == [0, 100] and list(coll["t1"]) == [0, 100]
+        assert list(done["t0"]) == [7, 8] and list(done["t1"]) == list(coll["tag"])
+        assert (coll["tag"] > 0).all() and (done["comm"] == coll["comm"]).all()
+    result = analyze(exp)
+    assert result["counts"]["incomplete_collectives"] == 0
+    for r, want in ((0, 0.2), (1, 0.2), (2, 0.0)):
+        assert metric(result, "mpi_barrier_wait", r) == pytest.approx(want, abs=1e-5)
+
+
 # ---------------------------------------------------------------- exports in bounded memory
 
 def export_peak_mib(fmt, exp, out):
