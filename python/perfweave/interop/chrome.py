@@ -185,15 +185,26 @@ def export(exp, out=None, force=False, symbolizer=None):
         path = path / "trace.json"
     if path.exists() and not force:
         raise PerfweaveError(f"{path}: already exists (--force replaces it)")
-    counts = {"events": 0, "calls": 0, "flows": 0, "records": 0}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp.", dir=path.parent)
         ends = tempfile.mkdtemp(prefix=f".{path.name}.flows.", dir=path.parent)
     except OSError as e:
         raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
     try:
-        origin, channels = _first_pass(X, ends)
+        origin, channels = _first_pass(X, ends, path)
+        return _second_pass(X, path, ends, origin, channels, symbolizer, t_start)
+    finally:
+        shutil.rmtree(ends, ignore_errors=True)
+
+
+def _second_pass(X, path, ends, origin, channels, symbolizer, t_start):
+    """Write the file: every rank's events, then what describes the trace."""
+    counts = {"events": 0, "calls": 0, "flows": 0, "records": 0}
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp.", dir=path.parent)
+    except OSError as e:
+        raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
+    try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             f.write(b'{"traceEvents":[\n')
             first = True
@@ -215,7 +226,6 @@ def export(exp, out=None, force=False, symbolizer=None):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        shutil.rmtree(ends, ignore_errors=True)
     return {"path": str(path), "events": counts["events"], "calls": counts["calls"],
             "flows": counts["flows"], "records": counts["records"], "ranks": len(X.ranks),
             "seconds": time.perf_counter() - t_start, "notes": X.notes}
@@ -226,7 +236,7 @@ _END = np.dtype([("chan", np.uint64), ("seq", np.int64), ("thread", np.int64),
                  ("ts", np.int64), ("bytes", np.int64)])
 
 
-def _first_pass(X, ends):
+def _first_pass(X, ends, path):
     """What the file needs before its first event, from a pass over the ranks that
     keeps little: the time (ns, rank 0's clock) of the trace's first timed record, and
     the channels of messages with their numbers of sends and receives (_Channels).
@@ -257,7 +267,11 @@ def _first_pass(X, ends):
                 # the arrow ends inside the receiving call, just before its end
                 ce, cb = cols["ce"], cols["cb"]
                 e["ts"], e["bytes"] = ce - np.minimum(1, ce - cb), cols["bytes"]
-            np.save(os.path.join(ends, f"{which}-{r}.npy"), e)
+            try:
+                np.save(os.path.join(ends, f"{which}-{r}.npy"), e)
+            except OSError as err:
+                raise PerfweaveError(f"{path}: cannot write ({err.strerror or err})") \
+                    from None
         del rd
     return (min(first) if first else 0), _Channels(sends, recvs)
 
