@@ -328,7 +328,7 @@ class _Chunks:
             self.free.setdefault(len(chunk), []).append(chunk)
 
 
-def _direct(wrapper):
+def _direct(wrapper, _otf2):
     """The OTF2 library function that an `_otf2` writer wrapper calls, with the same
     prototype, as a ctypes function of its own that returns the error code. The
     wrapper sets the prototype and an error-checking hook at every call, which is most
@@ -340,10 +340,19 @@ def _direct(wrapper):
 
     from _otf2.Config import conf
 
-    src = inspect.getsource(wrapper)
-    name = re.search(r"conf\.lib\.(OTF2_\w+)", src).group(1)
-    types = eval(re.search(r"\.argtypes = (\[.*\])", src).group(1),       # noqa: S307
-                 sys.modules[wrapper.__module__].__dict__)
+    try:
+        src = inspect.getsource(wrapper)
+        name = re.search(r"conf\.lib\.(OTF2_\w+)", src).group(1)
+        types = eval(re.search(r"\.argtypes = (\[.*\])", src).group(1),   # noqa: S307
+                     sys.modules[wrapper.__module__].__dict__)
+    except (OSError, TypeError, AttributeError, NameError, SyntaxError):
+        # an otf2 package whose wrappers read otherwise: call the wrapper (slower)
+        writer = ctypes.POINTER(_otf2.EvtWriter)
+
+        def call(h, al, *args):
+            wrapper(ctypes.cast(h, writer), al, *args)
+            return 0
+        return call
 
     def simple(t):
         # the package's enums are subclasses of ctypes' integers: the integer itself
@@ -603,7 +612,7 @@ class _Exporter:
             table = self._wrapped()
             for kind, (fn, nargs) in table.items():
                 if kind != K_PROGRAM_BEGIN:
-                    table[kind] = (_direct(fn), nargs)
+                    table[kind] = (_direct(fn, self._otf2), nargs)
             self._table = table
         return self._table
 
