@@ -2,9 +2,10 @@
 
 For each size, a synthetic experiment (bench/tracegen.py: ring halo exchange, 17
 records per rank and iteration) of SIZE records with --per-rank records per rank is
-exported by a child process; the figures are the child's wall time (records/s) and its
-peak resident memory (VmHWM of the child). Exports stream rank by rank, so memory
-should follow the records of one rank, not the trace.
+exported by a child process; the figures are the child's wall time (records/s), its CPU
+time (records per CPU second: near the rate of one core of a quiet machine, the fairer
+figure on a loaded one) and its peak resident memory (VmHWM of the child). Exports
+stream rank by rank, so memory should follow the records of one rank, not the trace.
 
     python bench/export_throughput.py --sizes 1M,4M,16M --formats chrome,otf2
 """
@@ -25,12 +26,12 @@ if fmt == "chrome":
     from perfweave.interop.chrome import export
 else:
     from perfweave.interop.otf2 import export
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 s = export(exp, out, force=True)
-dt = time.perf_counter() - t
+dt, cpu = time.perf_counter() - t, time.process_time() - c
 # VmHWM: the peak of this image (ru_maxrss would include the parent's pages at the fork)
 hwm = re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)
-print(s["records"], s["events"], dt, hwm)
+print(s["records"], s["events"], dt, cpu, hwm)
 """
 
 
@@ -40,13 +41,14 @@ def size(text):
 
 
 def run_export(fmt, exp, out):
-    """(records, events written, seconds, peak RSS in MiB) of one export in a child."""
+    """(records, events written, seconds, CPU seconds, peak RSS in MiB) of one export
+    in a child."""
     res = subprocess.run([sys.executable, "-c", CHILD, fmt, str(exp), str(out)],
                          capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(f"export {fmt} of {exp} failed: {res.stderr.strip()}")
-    records, events, seconds, hwm = res.stdout.split()
-    return int(records), int(events), float(seconds), int(hwm) / 1024
+    records, events, seconds, cpu, hwm = res.stdout.split()
+    return int(records), int(events), float(seconds), float(cpu), int(hwm) / 1024
 
 
 def main():
@@ -55,14 +57,14 @@ def main():
     ap.add_argument("--per-rank", type=size, default=250_000, help="records per rank")
     ap.add_argument("--formats", default="chrome,otf2")
     ap.add_argument("--otf2-max", type=size, default=4_000_000,
-                    help="largest trace exported to OTF2 (the otf2 package takes one "
-                         "Python call per event)")
+                    help="largest trace exported to OTF2 (one Python call into the "
+                         "OTF2 library per event)")
     ap.add_argument("--dir", default=None, help="where to write (default: a temporary "
                                                 "directory, removed at the end)")
     a = ap.parse_args()
     base = Path(a.dir or tempfile.mkdtemp(prefix="pw-export-bench."))
     print(f"{'format':7} {'records':>11} {'ranks':>5} {'seconds':>8} {'records/s':>11} "
-          f"{'peak MiB':>9}")
+          f"{'CPU s':>7} {'rec/CPU s':>11} {'peak MiB':>9}")
     try:
         for n in (size(x) for x in a.sizes.split(",")):
             ranks = max(1, n // a.per_rank)
@@ -74,9 +76,10 @@ def main():
                     continue
                 out = base / f"out-{n}" / ("trace.json" if fmt == "chrome" else "t.otf2")
                 out.parent.mkdir(parents=True, exist_ok=True)
-                records, events, seconds, peak = run_export(fmt, exp, out)
+                records, events, seconds, cpu, peak = run_export(fmt, exp, out)
                 print(f"{fmt:7} {records:>11,} {ranks:>5} {seconds:>8.2f} "
-                      f"{records / seconds:>11,.0f} {peak:>9.0f}", flush=True)
+                      f"{records / seconds:>11,.0f} {cpu:>7.2f} {records / cpu:>11,.0f} "
+                      f"{peak:>9.0f}", flush=True)
                 shutil.rmtree(out.parent, ignore_errors=True)
             shutil.rmtree(exp, ignore_errors=True)
     finally:

@@ -244,7 +244,21 @@ def definitions(exp, r):
 
 # ---------------------------------------------------------------- OTF2 round trip
 
-def test_export_import_keeps_every_record(literal, tmp_path):
+@pytest.fixture(params=["direct", "wrappers"])
+def writer_calls(request, monkeypatch):
+    """The export calls the OTF2 library's writer functions through prototypes of its
+    own, read from the otf2 package's wrappers; where they cannot be read it calls the
+    wrappers. Both must write the same archive."""
+    if request.param == "wrappers":
+        import inspect
+
+        def unreadable(obj):
+            raise OSError("no source")
+        monkeypatch.setattr(inspect, "getsource", unreadable)
+    return request.param
+
+
+def test_export_import_keeps_every_record(literal, tmp_path, writer_calls):
     s = pw_otf2.export(literal)
     assert Path(s["anchor"]) == literal / "export" / "traces.otf2"
     back = tmp_path / "back"
@@ -420,6 +434,89 @@ def test_chrome_trace(literal):
     pairs = sorted((s["pid"], ends[s["id"]]["pid"]) for s in starts)
     assert pairs == [(0, 1), (0, 1), (0, 2), (0, 2), (1, 0)]
     assert all(ends[s["id"]]["bp"] == "e" for s in starts)
+
+
+def chrome_reference(exp):
+    """The MPI calls (with what they did) and trace buffer flushes of a Chrome export of
+    exp, built one record at a time with plain Python from the records as the exporter
+    reads them: the oracle for the column-at-a-time formatting of interop/chrome.py."""
+    from perfweave.interop import load
+    X = load(exp)
+    ranks = [X.rank(r) for r in X.ranks]
+    origin = min(int(rt.t0[k]) for rt in ranks for k in range(len(rt.rec))
+                 if TNAME[int(rt.rec["type"][k])] in ("CALL", "FLUSH", "ENTER"))
+    sub_types = {"SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "COLL_DONE", "WIN", "RMA",
+                 "WSYNC"}
+    out = []
+    for rt in ranks:
+        call = None
+        for k, rec in enumerate(rt.rec.tolist()):
+            rec = dict(zip(rt.rec.dtype.names, rec))
+            kind, thread = TNAME[rec["type"]], int(rt.thread[k])
+            if kind in ("CALL", "FLUSH"):
+                t0, t1 = int(rt.t0[k]) - origin, int(rt.t1[k]) - origin
+                e = {"name": rt.functions[rec["fn"]] if kind == "CALL" else
+                     "TRACE BUFFER FLUSH", "cat": "MPI" if kind == "CALL" else "perfweave",
+                     "ph": "X", "pid": rt.rank, "tid": thread, "ts": t0 / 1000,
+                     "dur": max(t1 - t0, 0) / 1000}
+                if kind == "FLUSH":
+                    e["args"] = {"bytes": rec["bytes"]}
+                out.append(e)
+                call = (e, thread) if kind == "CALL" else None
+            elif kind in sub_types and call is not None and call[1] == thread:
+                d = {"type": kind}
+                if rec["peer"] >= 0:
+                    d["peer"] = rec["peer"]
+                if kind in ("SEND", "RECV", "IRECV"):
+                    d["tag"] = rec["tag"]
+                if rec["bytes"]:
+                    d["bytes"] = rec["bytes"]
+                if kind in ("COLL", "RMA") and rec["t1"]:
+                    d["bytes_received"] = rec["t1"]
+                if rec["flags"] & NB:
+                    d["nonblocking"] = True
+                call[0].setdefault("args", {"events": []})["events"].append(d)
+            elif kind not in ("ENTER", "LEAVE"):
+                call = None
+    return out
+
+
+def test_chrome_events_match_a_plain_reference(literal, tmp_path):
+    """Every MPI call, everything it did and every flush, as a plain record-by-record
+    reference writes them: numbers of every width and sign, absent fields, threads."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import tracegen
+    gen = tmp_path / "gen"
+    tracegen.write(gen, 3, 3 * 2000)
+    for exp in (literal, gen):
+        res = perfweave("export", exp, "--format", "chrome", "-o", tmp_path / "t.json",
+                        "--force")
+        assert res.returncode == 0, res.stderr
+        got = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+               if e.get("cat") in ("MPI", "perfweave")]
+        want = chrome_reference(exp)
+        key = lambda e: (e["pid"], e["tid"], e["ts"], e["name"])  # noqa: E731
+        assert len(got) == len(want) > 10
+        for g, w in zip(sorted(got, key=key), sorted(want, key=key)):
+            assert g == w
+
+
+def test_chrome_number_formatting():
+    """The digit tables give what str() gives, for every width and sign."""
+    from perfweave.interop.chrome import _decimal, _Rows
+    rng = np.random.default_rng(7)
+    v = np.r_[0, 9, 10, 99, 100, -1, -10, -99, 2 ** 62, -2 ** 62,
+              rng.integers(-10 ** 12, 10 ** 12, 500)]
+    text = [bytes(row).decode().strip() for row in _decimal(v)]
+    assert text == [str(int(x)) for x in v]
+    ns = np.r_[0, 1, 999, 1000, 123456789, rng.integers(0, 10 ** 15, 500)]
+    R = _Rows(len(ns))
+    R.us(ns)
+    R.lit(",")
+    R.hex(ns.astype(np.uint64))
+    for row, x in zip(R.matrix(), ns.tolist()):
+        us, h = bytes(row).decode().split(",")
+        assert us.strip() == f"{x // 1000}.{x % 1000:03d}" and h == f"{x:016x}"
 
 
 # ---------------------------------------------------------------- bad input
@@ -811,6 +908,84 @@ def test_report_of_an_imported_trace(shared, tmp_path, name):
         assert "Late Sender" in text.stdout
     else:
         assert prof["functions"][0]["name"] in ("MPI_Send", "MPI_Recv")
+
+
+def test_import_of_scorep_nonblocking_collectives(tmp_path):
+    """Score-P 8 (OTF2 3) writes an MPI_I... collective as NonBlockingCollectiveRequest
+    in its call and NonBlockingCollectiveComplete (what the collective was) in the call
+    that completes it. The import makes them a COLL with the nonblocking flag and its
+    COLL_DONE, so perfweave analyze matches them instead of calling the trace
+    incomplete: 3 ranks start an MPI_Ibarrier at 0.1 s (rank 2 at 0.4 s) and wait for it
+    from 0.2 s; ranks 0 and 1 wait 0.2 s each for rank 2; then an MPI_Iallreduce that
+    rank 1 completes with MPI_Test, 100 bytes each way."""
+    from otf2.enums import GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+    E = otf2.events
+    anchor = tmp_path / "scorep" / "traces.otf2"
+    with otf2.writer.open(str(anchor.parent), archive_name="traces",
+                          timer_resolution=NS) as w:
+        d = w.definitions
+        node = d.system_tree_node("node0", class_name="node")
+        reg = {n: d.region(n, paradigm=Paradigm.MPI, region_role=role)
+               for n, role in (("MPI_Init", RegionRole.FUNCTION),
+                               ("MPI_Ibarrier", RegionRole.BARRIER),
+                               ("MPI_Iallreduce", RegionRole.COLL_ALL2ALL),
+                               ("MPI_Wait", RegionRole.FUNCTION),
+                               ("MPI_Test", RegionRole.FUNCTION),
+                               ("MPI_Finalize", RegionRole.FUNCTION))}
+        locs = [d.location("Master thread", type=LocationType.CPU_THREAD,
+                           group=d.location_group(f"MPI Rank {r}", system_tree_parent=node,
+                                                  location_group_type=LocationGroupType.PROCESS))
+                for r in range(3)]
+        d.group("MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                members=locs)
+        world = d.comm("MPI_COMM_WORLD", d.group("world", group_type=GroupType.COMM_GROUP,
+                                                 paradigm=Paradigm.MPI, members=[0, 1, 2]),
+                       None)
+        for r, loc in enumerate(locs):
+            m = w.event_writer_from_location(loc)
+            t = T_START
+            m(E.ProgramBegin(t, "app", []))
+            m(E.Enter(t, reg["MPI_Init"]))
+            m(E.Leave(t + 1000, reg["MPI_Init"]))
+            start = t + (4 if r == 2 else 1) * NS // 10
+            m(E.Enter(start, reg["MPI_Ibarrier"]))
+            m(E.NonBlockingCollectiveRequest(start + 100, 7))
+            m(E.Leave(start + 200, reg["MPI_Ibarrier"]))
+            wait = max(t + 2 * NS // 10, start + 300)
+            m(E.Enter(wait, reg["MPI_Wait"]))
+            m(E.NonBlockingCollectiveComplete(t + 4 * NS // 10 + 1000,
+                                              otf2.CollectiveOp.BARRIER, world,
+                                              0xFFFFFFFF, 0, 0, 7))
+            m(E.Leave(t + 4 * NS // 10 + 2000, reg["MPI_Wait"]))
+            t += NS
+            m(E.Enter(t, reg["MPI_Iallreduce"]))
+            m(E.NonBlockingCollectiveRequest(t + 100, 8))
+            m(E.Leave(t + 200, reg["MPI_Iallreduce"]))
+            done = "MPI_Test" if r == 1 else "MPI_Wait"
+            m(E.Enter(t + 1000, reg[done]))
+            m(E.NonBlockingCollectiveComplete(t + 1500, otf2.CollectiveOp.ALLREDUCE,
+                                              world, 0xFFFFFFFF, 100, 100, 8))
+            m(E.Leave(t + 2000, reg[done]))
+            m(E.Enter(t + NS, reg["MPI_Finalize"]))
+            m(E.Leave(t + NS + 100, reg["MPI_Finalize"]))
+            m(E.ProgramEnd(t + NS + 200, 0))
+    exp = tmp_path / "exp"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((exp / "experiment.json").read_text())["import_notes"] == []
+    for r in WORLD:
+        rec = read(exp, r)[0]
+        coll = rec[rec["type"] == T["COLL"]]
+        done = rec[rec["type"] == T["COLL_DONE"]]
+        assert len(coll) == len(done) == 2
+        assert (coll["flags"] & NB).all() and list(coll["t0"]) == [7, 8]
+        assert list(coll["bytes"]) == [0, 100] and list(coll["t1"]) == [0, 100]
+        assert list(done["t0"]) == [7, 8] and list(done["t1"]) == list(coll["tag"])
+        assert (coll["tag"] > 0).all() and (done["comm"] == coll["comm"]).all()
+    result = analyze(exp)
+    assert result["counts"]["incomplete_collectives"] == 0
+    for r, want in ((0, 0.2), (1, 0.2), (2, 0.0)):
+        assert metric(result, "mpi_barrier_wait", r) == pytest.approx(want, abs=1e-5)
 
 
 # ---------------------------------------------------------------- exports in bounded memory

@@ -21,8 +21,8 @@ from perfweave.model.trace import T, F, _object_labels, _time_span, _to_ns, _win
 
 FLUSH_REGION = "TRACE BUFFER FLUSH"      # Score-P's name for time spent writing buffers
 TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
-SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN",
-                                       "RMA", "WSYNC")))
+SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL",
+                                       "COLL_DONE", "WIN", "RMA", "WSYNC")))
 
 
 def need_otf2(what):
@@ -307,9 +307,10 @@ def derived_flags(traits, fn, rtype, nonblocking_event, exclusive_lock=None):
     return out
 
 
-# model/trace.py classify() takes MPI_Send, MPI_Send_init and the nonblocking collectives
-# (MPI_Iallreduce, ...) for "other" functions; the region roles and families written here
-# do not rely on it for those
+# model/trace.py classify() gives a nonblocking collective its blocking twin's category
+# and role (MPI_Iallreduce: "coll", "n2n"; MPI_Ibarrier: "sync_coll"); what identifies
+# functions here (point-to-point by name, collectives through blocking_twin) is kept
+# by name so that export and import agree whatever classify() says of rarer functions
 _P2P = re.compile(r"MPI_(I?[BSR]?send|I?[BSR]?send_init|Recv|Irecv|Recv_init|Mrecv|Imrecv|"
                   r"Sendrecv|Sendrecv_replace|Start|Startall|Probe|Iprobe|Mprobe|Improbe|"
                   r"Request_free|Cancel)$", re.I)

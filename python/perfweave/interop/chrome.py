@@ -16,6 +16,7 @@ blanks, and no Python object is made per event.
 """
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -33,18 +34,62 @@ TAGGED = np.array([T["SEND"], T["RECV"], T["IRECV"]])
 RECEIVED = np.array([T["COLL"], T["RMA"]])
 
 
+# ASCII of two decimal digits, as the little-endian uint16 "dd"
+_PAIRS = np.array([(48 + i // 10) | (48 + i % 10) << 8 for i in range(100)], np.uint16)
+# ASCII of three decimal digits, zero-padded
+_TRIPLES = np.array([[48 + i // 100, 48 + i // 10 % 10, 48 + i % 10] for i in range(1000)],
+                    np.uint8)
+# lowercase hex of one byte, as the little-endian uint16 "xx"
+_HEX = np.array([ord("%x" % (i >> 4)) | ord("%x" % (i & 15)) << 8 for i in range(256)],
+                np.uint16)
+_POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
+
+
+def _decimal(v):
+    """Integers as an (n, width) byte matrix of ASCII, right-aligned: blanks, then a
+    '-' for negative values, then the digits; width fits the widest value."""
+    v = np.asarray(v, np.int64)
+    n = len(v)
+    neg = v < 0
+    a = np.abs(v)
+    nd = np.ones(n, np.int64)
+    top = int(a.max()) if n else 0
+    for p in _POW10[_POW10 <= top].tolist():
+        nd += a >= p
+    sign = bool(neg.any())
+    width = (int(nd.max()) if n else 1) + sign
+    # two digits per step, zero-padded to an even width
+    pairs = (width + 1) // 2
+    m = np.empty((n, pairs), np.uint16)
+    x = a.copy()
+    for k in range(pairs - 1, -1, -1):
+        x, d = np.divmod(x, 100)
+        m[:, k] = _PAIRS[d]
+    m = m.view(np.uint8)[:, 2 * pairs - width:]
+    # leading zeros become blanks (and the sign), added modulo 256 from a table per
+    # number of digits
+    pos = np.arange(width)
+    lead = pos[None, :] < (width - np.arange(width + 1))[:, None]
+    delta = np.where(lead, 256 - 16, 0).astype(np.uint8)        # '0' -> ' '
+    minus = delta.copy()
+    minus[np.arange(1, width), width - 1 - np.arange(1, width)] = 256 - 3   # '0' -> '-'
+    table = np.concatenate([delta, minus])
+    m += table[nd + neg * (width + 1)]
+    return m
+
+
 class _Rows:
-    """n JSON fragments of one layout, built column by column into an (n, width) byte
+    """n JSON fragments of one layout, built part by part into an (n, width) byte
     matrix: literals, numbers, names from a table, each optionally present (absent: the
-    same width of blanks)."""
+    same width of blanks). Each part is a matrix of n rows computed with whole-column
+    numpy operations, copied into its columns as one item per row."""
 
     def __init__(self, n):
         self.n = n
-        self.parts = []
+        self.parts = []         # (bytes of a literal, or an (n, w) matrix; present)
 
     def lit(self, text, present=None):
-        b = np.frombuffer(text.encode(), np.uint8)
-        self.parts.append((np.broadcast_to(b, (self.n, len(b))), present))
+        self.parts.append((text.encode(), present))
 
     def name(self, table, index, present=None):
         """table: JSON strings (quoted, escaped); index: which one, per row."""
@@ -53,87 +98,77 @@ class _Rows:
         t = np.full((len(enc), w), 32, np.uint8)
         for i, s in enumerate(enc):
             t[i, :len(s)] = np.frombuffer(s, np.uint8)
-        self.parts.append((t[np.asarray(index, np.int64)], present))
+        items = t.view(f"V{w}")[:, 0][np.asarray(index, np.int64)]
+        self.parts.append((items.view(np.uint8).reshape(self.n, w), present))
 
-    def int(self, values, present=None, base=10, width=None):
-        """Integers right-aligned (a '-' before negative ones); base 16: lowercase hex
-        of unsigned values, zero-padded to width."""
-        v = np.asarray(values)
-        if base == 16:
-            v = v.astype(np.uint64)
-            digits = np.empty((self.n, width), np.uint8)
-            x = v.copy()
-            for k in range(width - 1, -1, -1):
-                d = (x & np.uint64(15)).astype(np.uint8)
-                digits[:, k] = np.where(d < 10, 48 + d, 87 + d)
-                x >>= np.uint64(4)
-            self.parts.append((digits, present))
-            return
-        v = v.astype(np.int64)
+    def int(self, values, present=None):
+        """Integers right-aligned (a '-' before negative ones)."""
+        v = np.asarray(values).astype(np.int64)
         if present is not None:
             v = np.where(present, v, 0)
-        a = np.abs(v)
-        neg = v < 0
-        ndig = len(str(int(a.max()))) if self.n else 1
-        w = ndig + int(neg.any())
-        m = np.full((self.n, w), 32, np.uint8)
-        x = a.copy()
-        for k in range(w - 1, w - 1 - ndig, -1):
-            m[:, k] = 48 + (x % 10).astype(np.uint8)
-            x //= 10
-        # blanks for leading zeros; the sign just before the first digit
-        lead = np.zeros(self.n, np.int64)
-        p = np.ones(self.n, np.int64)
-        for k in range(1, ndig):
-            p = p * 10
-            lead += a < p
-        cols = np.arange(w)
-        first = w - ndig + lead            # column of the first digit
-        m[cols[None, :] < first[:, None]] = 32
-        if neg.any():
-            rows = np.flatnonzero(neg)
-            m[rows, first[rows] - 1] = 45
-        self.parts.append((m, present))
+        self.parts.append((_decimal(v), present))
+
+    def hex(self, values):
+        """Unsigned 64-bit values as 16 lowercase hex digits."""
+        b = np.asarray(values).astype(">u8").view(np.uint8).reshape(self.n, 8)
+        self.parts.append((_HEX[b].view(np.uint8), None))
 
     def us(self, ns, present=None):
         """Nanoseconds as microseconds with three decimals."""
         ns = np.asarray(ns, np.int64)
         self.int(ns // 1000, present)
         self.lit(".", present)
-        frac = np.empty((self.n, 3), np.uint8)
-        f = ns % 1000
-        for k in (2, 1, 0):
-            frac[:, k] = 48 + (f % 10).astype(np.uint8)
-            f //= 10
-        self.parts.append((frac, present))
+        self.parts.append((_TRIPLES[ns % 1000], present))
+
+    def width(self):
+        return sum(len(p) if isinstance(p, bytes) else p.shape[1] for p, _ in self.parts)
+
+    def fill(self, out):
+        """Write the rows into out, an (n, >= width) byte matrix; columns after the
+        layout's width become blanks."""
+        tmpl = np.full(out.shape[1], 32, np.uint8)
+        c = 0
+        for p, _ in self.parts:
+            w = len(p) if isinstance(p, bytes) else p.shape[1]
+            if isinstance(p, bytes):
+                tmpl[c:c + w] = np.frombuffer(p, np.uint8)
+            c += w
+        out[:] = tmpl
+        c = 0
+        for p, present in self.parts:
+            w = len(p) if isinstance(p, bytes) else p.shape[1]
+            # one w-byte item per row: much faster than w columns of bytes
+            col = out[:, c:c + w].view(f"V{w}")[:, 0]
+            if not isinstance(p, bytes):
+                col[...] = np.ascontiguousarray(p).view(f"V{w}")[:, 0]
+            if present is not None:
+                col[~np.asarray(present, bool)] = np.full(w, 32, np.uint8).view(f"V{w}")[0]
+            c += w
 
     def matrix(self):
-        """The rows as an (n, width) byte matrix; absent parts are blanks."""
-        width = sum(m.shape[1] for m, _ in self.parts)
-        mat = np.empty((self.n, width), np.uint8)
-        c = 0
-        for m, present in self.parts:
-            w = m.shape[1]
-            mat[:, c:c + w] = m
-            if present is not None:
-                mat[~np.asarray(present, bool), c:c + w] = 32
-            c += w
-        return mat
-
-    def bytes(self):
-        return self.matrix().tobytes() if self.n else b""
+        out = np.empty((self.n, self.width()), np.uint8)
+        if self.n:
+            self.fill(out)
+        return out
 
 
-def _interleave(mats, which):
-    """Rows of several matrices back to back in the order given by which (per output
-    row, the index of its matrix); narrower rows end in blanks."""
-    width = max(m.shape[1] for m in mats)
+def _interleave(rows, which):
+    """The rows of several layouts (_Rows) back to back in the order given by which
+    (per output row, the index of its layout) as one byte matrix; narrower rows end in
+    blanks."""
+    width = max(r.width() for r in rows)
     out = np.empty((len(which), width), np.uint8)
-    for k, m in enumerate(mats):
-        rows = which == k
-        out[rows, :m.shape[1]] = m
-        out[rows, m.shape[1]:] = 32
-    return out.tobytes()
+    for k, r in enumerate(rows):
+        sel = np.flatnonzero(which == k)
+        if not len(sel):
+            continue
+        if len(sel) == len(which):
+            r.fill(out)
+        else:
+            m = np.empty((len(sel), width), np.uint8)
+            r.fill(m)
+            out[sel] = m
+    return out
 
 
 def _quoted(names):
@@ -150,10 +185,22 @@ def export(exp, out=None, force=False, symbolizer=None):
         path = path / "trace.json"
     if path.exists() and not force:
         raise PerfweaveError(f"{path}: already exists (--force replaces it)")
-    origin, channels = _first_pass(X)
-    counts = {"events": 0, "calls": 0, "flows": 0, "records": 0}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        ends = tempfile.mkdtemp(prefix=f".{path.name}.flows.", dir=path.parent)
+    except OSError as e:
+        raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
+    try:
+        origin, channels = _first_pass(X, ends, path)
+        return _second_pass(X, path, ends, origin, channels, symbolizer, t_start)
+    finally:
+        shutil.rmtree(ends, ignore_errors=True)
+
+
+def _second_pass(X, path, ends, origin, channels, symbolizer, t_start):
+    """Write the file: every rank's events, then what describes the trace."""
+    counts = {"events": 0, "calls": 0, "flows": 0, "records": 0}
+    try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp.", dir=path.parent)
     except OSError as e:
         raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
@@ -166,7 +213,7 @@ def export(exp, out=None, force=False, symbolizer=None):
                 X.notes.extend(rt.notes)
                 first = _rank(f, rt, origin, symbolizer, counts, first)
                 del rt
-                first = _flows(f, X, r, origin, channels, counts, first)
+                first = _flows(f, ends, r, origin, channels, counts, first)
             other = {"generator": "perfweave export --format chrome",
                      "experiment": str(X.path), "origin_ns": origin,
                      "clock": "ns on rank 0's CLOCK_MONOTONIC; ts = (t - origin_ns) / 1000",
@@ -184,10 +231,17 @@ def export(exp, out=None, force=False, symbolizer=None):
             "seconds": time.perf_counter() - t_start, "notes": X.notes}
 
 
-def _first_pass(X):
+# what a flow event needs of one end of a message, kept on disk between the passes
+_END = np.dtype([("chan", np.uint64), ("seq", np.int64), ("thread", np.int64),
+                 ("ts", np.int64), ("bytes", np.int64)])
+
+
+def _first_pass(X, ends, path):
     """What the file needs before its first event, from a pass over the ranks that
     keeps little: the time (ns, rank 0's clock) of the trace's first timed record, and
-    the channels of messages with their numbers of sends and receives (_Channels)."""
+    the channels of messages with their numbers of sends and receives (_Channels).
+    Each rank's message ends are matched here (the costliest step after formatting)
+    and written to directory ends for _flows, rather than matched again there."""
     from perfweave.model.trace import prepare
 
     first = []
@@ -201,8 +255,23 @@ def _first_pass(X):
         del t
         rd = prepare(rf)
         del rf
-        sends.append(_channel_counts(rd, r, "sends"))
-        recvs.append(_channel_counts(rd, r, "recvs"))
+        for which, per_rank in (("sends", sends), ("recvs", recvs)):
+            chan, seq = _channel_ids(rd, r, which)
+            per_rank.append(_channel_counts(chan, seq))
+            cols = rd.sends if which == "sends" else rd.recvs
+            e = np.empty(len(chan), _END)
+            e["chan"], e["seq"], e["thread"] = chan, seq, cols["thread"]
+            if which == "sends":
+                e["ts"], e["bytes"] = cols["e"], 0
+            else:
+                # the arrow ends inside the receiving call, just before its end
+                ce, cb = cols["ce"], cols["cb"]
+                e["ts"], e["bytes"] = ce - np.minimum(1, ce - cb), cols["bytes"]
+            try:
+                np.save(os.path.join(ends, f"{which}-{r}.npy"), e)
+            except OSError as err:
+                raise PerfweaveError(f"{path}: cannot write ({err.strerror or err})") \
+                    from None
         del rd
     return (min(first) if first else 0), _Channels(sends, recvs)
 
@@ -218,8 +287,7 @@ def _channel_ids(rd, r, which):
     return _hash(src, dst, rd.comm_keys[ch[:, 1]], ch[:, 2]), cols["seq"].astype(np.int64)
 
 
-def _channel_counts(rd, r, which):
-    chan, seq = _channel_ids(rd, r, which)
+def _channel_counts(chan, seq):
     u, inv = np.unique(chan, return_inverse=True)
     n = np.zeros(len(u), np.int64)
     np.maximum.at(n, inv.reshape(-1), seq + 1)
@@ -256,8 +324,10 @@ class _Channels:
 
 
 def _write(f, data, first):
-    """Write a chunk of events (each starting with ',' unless it is the very first)."""
-    if not data:
+    """Write a chunk of events (each starting with ',' unless it is the very first);
+    data: bytes or a byte matrix (written as it is, without a copy)."""
+    data = memoryview(data).cast("B")
+    if not len(data):
         return first
     if first:
         data = data[1:]
@@ -265,11 +335,18 @@ def _write(f, data, first):
     return False
 
 
+def _threads(thread):
+    """The threads of a rank's records (grouped by thread, as RankTrace holds them),
+    with thread 0 always."""
+    starts = np.flatnonzero(np.r_[True, thread[1:] != thread[:-1]]) if len(thread) else []
+    return sorted(set(thread[starts].tolist()) | {0})
+
+
 def _meta_events(rt):
     r = rt.rank
     out = [{"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}},
            {"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}}]
-    for t in sorted(set(np.unique(rt.thread).tolist()) | {0}):
+    for t in _threads(rt.thread):
         out.append({"ph": "M", "name": "thread_name", "pid": r, "tid": int(t),
                     "args": {"name": "master thread" if t == 0 else f"thread {t}"}})
     return "".join("," + json.dumps(e, separators=(",", ":")) for e in out).encode()
@@ -280,7 +357,7 @@ def _rank(f, rt, origin, symbolizer, counts, first):
     n = len(rec)
     counts["records"] += n
     first = _write(f, _meta_events(rt), first)
-    counts["events"] += 2 + len(set(np.unique(thr).tolist()) | {0})
+    counts["events"] += 2 + len(_threads(thr))
     # each sub-record belongs to the CALL before it in its thread
     is_call = typ == T["CALL"]
     ci = np.flatnonzero(is_call)
@@ -309,9 +386,7 @@ def _rank(f, rt, origin, symbolizer, counts, first):
         R = _Rows(len(c))
         R.lit(',{"name":')
         R.name(fnames, np.minimum(rec["fn"][c].astype(np.int64), len(fnames) - 1))
-        R.lit(',"cat":"MPI","ph":"X","pid":')
-        R.int(np.full(len(c), rt.rank))
-        R.lit(',"tid":')
+        R.lit(f',"cat":"MPI","ph":"X","pid":{int(rt.rank)},"tid":')
         R.int(thr[c])
         R.lit(',"ts":')
         R.us(rt.t0[c] - origin)
@@ -342,8 +417,7 @@ def _rank(f, rt, origin, symbolizer, counts, first):
         ls = last_sub[u]
         Q.lit('},', ~ls)
         Q.lit('}]}}', ls)
-        first = _write(f, _interleave([R.matrix(), Q.matrix()], (~call).astype(np.int64)),
-                       first)
+        first = _write(f, _interleave([R, Q], (~call).astype(np.int64)), first)
         counts["calls"] += len(c)
         counts["events"] += len(c)
     first = _spans(f, rt, origin, symbolizer, counts, first)
@@ -355,9 +429,7 @@ def _complete(f, first, counts, name_table, names, cat, pid, tid, t0, t1, args=N
     R = _Rows(len(t0))
     R.lit(',{"name":')
     R.name(name_table, names)
-    R.lit(f',"cat":"{cat}","ph":"X","pid":')
-    R.int(np.full(len(t0), pid))
-    R.lit(',"tid":')
+    R.lit(f',"cat":"{cat}","ph":"X","pid":{int(pid)},"tid":')
     R.int(tid)
     R.lit(',"ts":')
     R.us(t0)
@@ -369,7 +441,7 @@ def _complete(f, first, counts, name_table, names, cat, pid, tid, t0, t1, args=N
         R.lit('}')
     R.lit('}')
     counts["events"] += len(t0)
-    return _write(f, R.bytes(), first)
+    return _write(f, R.matrix(), first)
 
 
 def _spans(f, rt, origin, symbolizer, counts, first):
@@ -415,40 +487,30 @@ def _hash(*cols):
     return h
 
 
-def _flows(f, X, r, origin, channels, counts, first):
+def _flows(f, ends, r, origin, channels, counts, first):
     """Flow events of rank r: "s" at each send's call, "f" just before the end of the
     call that completed each receive. Both ends compute the message's id alone from its
     channel and number, so ranks are written one at a time."""
-    from perfweave.model.trace import prepare
-
-    rd = prepare(X.rank_file(r))
     for which in ("sends", "recvs"):
-        chan, seq = _channel_ids(rd, r, which)
-        ok = channels.matched(chan, seq)
-        if not ok.any():
+        e = np.load(os.path.join(ends, f"{which}-{r}.npy"))
+        e = e[channels.matched(e["chan"], e["seq"])]
+        if not len(e):
             continue
-        cols = rd.sends if which == "sends" else rd.recvs
-        ids = _hash(chan[ok], seq[ok])
-        R = _Rows(len(ids))
+        R = _Rows(len(e))
         R.lit(',{"name":"message","cat":"p2p","ph":"%s","id":"0x' %
               ("s" if which == "sends" else 'f","bp":"e'))
-        R.int(ids, base=16, width=16)
-        R.lit('","pid":')
-        R.int(np.full(len(ids), r))
-        R.lit(',"tid":')
-        R.int(cols["thread"][ok])
+        R.hex(_hash(e["chan"], e["seq"]))
+        R.lit(f'","pid":{int(r)},"tid":')
+        R.int(e["thread"])
         R.lit(',"ts":')
+        R.us(e["ts"] - origin)
         if which == "sends":
-            R.us(cols["e"][ok] - origin)
             R.lit('}')
-            counts["flows"] += len(ids)
+            counts["flows"] += len(e)
         else:
-            # the arrow ends inside the receiving call, just before its end
-            ce, cb = cols["ce"][ok], cols["cb"][ok]
-            R.us(ce - np.minimum(1, ce - cb) - origin)
             R.lit(',"args":{"bytes":')
-            R.int(cols["bytes"][ok])
+            R.int(e["bytes"])
             R.lit('}}')
-        first = _write(f, R.bytes(), first)
-        counts["events"] += len(ids)
+        first = _write(f, R.matrix(), first)
+        counts["events"] += len(e)
     return first

@@ -11,6 +11,7 @@ own `EventWriter` and `BufferedEventReader` call) rather than building an event 
 per event, which halves the time per event.
 """
 import contextlib
+import ctypes
 import datetime as _dt
 import itertools
 import json
@@ -58,7 +59,7 @@ ATTRIBUTES = (
 (K_ENTER, K_LEAVE, K_SEND, K_ISEND, K_RECV, K_IRECV, K_IRECV_REQ, K_ISEND_DONE, K_COLL_BEGIN,
  K_COLL_END, K_WIN_CREATE, K_WIN_DESTROY, K_PUT, K_GET, K_ATOMIC, K_RMA_COLL_BEGIN,
  K_RMA_COLL_END, K_GROUP_SYNC, K_ACQUIRE, K_RELEASE, K_RMA_SYNC, K_PROGRAM_BEGIN,
- K_PROGRAM_END) = range(23)
+ K_PROGRAM_END, K_NBC_REQUEST, K_NBC_COMPLETE) = range(25)
 
 _COLL_OPS = {
     "MPI_Barrier": "BARRIER", "MPI_Bcast": "BCAST", "MPI_Gather": "GATHER",
@@ -327,6 +328,41 @@ class _Chunks:
             self.free.setdefault(len(chunk), []).append(chunk)
 
 
+def _direct(wrapper, _otf2):
+    """The OTF2 library function that an `_otf2` writer wrapper calls, with the same
+    prototype, as a ctypes function of its own that returns the error code. The
+    wrapper sets the prototype and an error-checking hook at every call, which is most
+    of the time of writing an event; this one is set up once, and the writer handle and
+    attribute lists go as plain addresses."""
+    import ctypes
+    import inspect
+    import re
+
+    from _otf2.Config import conf
+
+    try:
+        src = inspect.getsource(wrapper)
+        name = re.search(r"conf\.lib\.(OTF2_\w+)", src).group(1)
+        types = eval(re.search(r"\.argtypes = (\[.*\])", src).group(1),   # noqa: S307
+                     sys.modules[wrapper.__module__].__dict__)
+    except (OSError, TypeError, AttributeError, NameError, SyntaxError):
+        # an otf2 package whose wrappers read otherwise: call the wrapper (slower)
+        writer = ctypes.POINTER(_otf2.EvtWriter)
+
+        def call(h, al, *args):
+            wrapper(ctypes.cast(h, writer), al, *args)
+            return 0
+        return call
+
+    def simple(t):
+        # the package's enums are subclasses of ctypes' integers: the integer itself
+        return next((b for b in t.__mro__ if b.__module__ == "ctypes"), t)
+
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                             *[simple(t) for t in types[2:]])
+    return proto((name, conf.lib))
+
+
 class _Exporter:
     def __init__(self, otf2, _otf2, X, symbolizer=None):
         self.otf2, self._otf2, self.X = otf2, _otf2, X
@@ -528,9 +564,10 @@ class _Exporter:
         if (c["time"] < 0).any():
             raise PerfweaveError(f"rank {loc.group.name}: negative time stamps on rank 0's "
                                  "clock; the trace's clock calibration is broken")
-        h = ew.handle
-        E, L = _otf2.EvtWriter_Enter, _otf2.EvtWriter_Leave
+        import ctypes
+        h = ctypes.cast(ew.handle, ctypes.c_void_p).value
         table = self._writers()
+        E, L = table[K_ENTER][0], table[K_LEAVE][0]
         attrs = self.attr_specs
         times = c["time"].tolist()
         kinds = c["kind"].tolist()
@@ -539,14 +576,16 @@ class _Exporter:
         for t, kd, a1, a2, a3, a4, a5, a6, ai in zip(times, kinds, *A, at):
             al = self._attribute_list(attrs[ai]) if ai >= 0 else None
             if kd == K_ENTER:
-                E(h, al, t, a1)
+                rc = E(h, al, t, a1)
             elif kd == K_LEAVE:
-                L(h, al, t, a1)
+                rc = L(h, al, t, a1)
             else:
                 fn, nargs = table[kd]
-                fn(h, al, t, *(a1, a2, a3, a4, a5, a6)[:nargs])
+                rc = fn(h, al, t, *(a1, a2, a3, a4, a5, a6)[:nargs])
             if al is not None:
                 _otf2.AttributeList_Delete(al)
+            if rc:
+                raise _otf2.Error(_otf2.ErrorCode(rc))
         # the bookkeeping otf2's EventWriter.write does per event
         loc._number_of_events_written = n
         w._update_timestamps(times[0])
@@ -567,10 +606,22 @@ class _Exporter:
         return al
 
     def _writers(self):
+        """kind -> (writer function, number of arguments after the time): the OTF2
+        library's functions called through ctypes (_direct), but ProgramBegin."""
+        if getattr(self, "_table", None) is None:
+            table = self._wrapped()
+            for kind, (fn, nargs) in table.items():
+                if kind != K_PROGRAM_BEGIN:
+                    table[kind] = (_direct(fn, self._otf2), nargs)
+            self._table = table
+        return self._table
+
+    def _wrapped(self):
         """kind -> (writer function of _otf2, number of arguments after the time)."""
         o = self._otf2
         program, args = self.program, self.program_args
         return {
+            K_ENTER: (o.EvtWriter_Enter, 1), K_LEAVE: (o.EvtWriter_Leave, 1),
             K_SEND: (o.EvtWriter_MpiSend, 4), K_ISEND: (o.EvtWriter_MpiIsend, 5),
             K_RECV: (o.EvtWriter_MpiRecv, 4), K_IRECV: (o.EvtWriter_MpiIrecv, 5),
             K_IRECV_REQ: (o.EvtWriter_MpiIrecvRequest, 1),
@@ -586,9 +637,11 @@ class _Exporter:
             K_GROUP_SYNC: (o.EvtWriter_RmaGroupSync, 3),
             K_ACQUIRE: (o.EvtWriter_RmaAcquireLock, 4),
             K_RELEASE: (o.EvtWriter_RmaReleaseLock, 3), K_RMA_SYNC: (o.EvtWriter_RmaSync, 3),
-            K_PROGRAM_BEGIN: (lambda h, al, t: o.EvtWriter_ProgramBegin(h, al, t, program,
-                                                                         args), 0),
+            K_PROGRAM_BEGIN: (lambda h, al, t: o.EvtWriter_ProgramBegin(
+                ctypes.cast(h, ctypes.POINTER(o.EvtWriter)), al, t, program, args), 0),
             K_PROGRAM_END: (o.EvtWriter_ProgramEnd, 1),
+            K_NBC_REQUEST: (o.EvtWriter_NonBlockingCollectiveRequest, 1),
+            K_NBC_COMPLETE: (o.EvtWriter_NonBlockingCollectiveComplete, 6),
         }
 
     def _columns(self, rt):
@@ -789,11 +842,35 @@ class _Exporter:
         ops = np.array([getattr(otf2.CollectiveOp, _COLL_OPS.get(blocking_twin(nm),
                                                                   "ALLREDUCE"))
                         for nm in names] + [otf2.CollectiveOp.BARRIER], dtype=object)
+        op_col = np.array([_v(x) for x in ops], np.uint64)[np.minimum(fn, len(names))]
+        # a nonblocking one as Score-P writes it: NonBlockingCollectiveRequest when it is
+        # started, NonBlockingCollectiveComplete (with what the collective was) in the
+        # call that completes it (its COLL_DONE: same request key and post number)
+        nbc = co & ((flags & F["NONBLOCKING"]) != 0) & (r0 != 0)
+        co &= ~nbc
         kind[co] = K_COLL_END
         kind2[co] = K_COLL_BEGIN
         late |= co
-        op_col = np.array([_v(x) for x in ops], np.uint64)[np.minimum(fn, len(names))]
         setargs(co, op_col, cref, local, b64, recv64)
+        kind[nbc] = K_NBC_REQUEST
+        late |= nbc
+        setargs(nbc, key64)
+        cd = st == T["COLL_DONE"]
+        kind[cd] = K_NBC_COMPLETE
+        late |= cd
+        post = np.full(len(si), -1, np.int64)
+        if cd.any():
+            started = {(int(k), int(n)): j for j, k, n in zip(
+                np.flatnonzero(nbc).tolist(), r0[nbc].tolist(), tag[nbc].tolist())}
+            post[cd] = [started.get((int(k), int(n)), -1)
+                        for k, n in zip(r0[cd].tolist(), r1[cd].tolist())]
+        pj = np.maximum(post, 0)
+        found = cd & (post >= 0)
+        # a completion whose start is not in the trace: a barrier of unknown size
+        setargs(cd, np.where(found, op_col[pj], _v(otf2.CollectiveOp.BARRIER)), cref,
+                np.where(found, local[pj], U32), np.where(found, b64[pj], 0),
+                np.where(found, recv64[pj], 0), key64)
+        done_peer = found & need_peer[pj]
         # windows
         wi = st == T["WIN"]
         free = wi & ((flags & F["FREE"]) != 0)
@@ -879,10 +956,13 @@ class _Exporter:
                 (cr["tag"] == full["tag"]) & (cr["bytes"] == full["bytes"]) & \
                 (cr["comm"] == full["comm"])
             ir_attr[np.flatnonzero(ir)[same]] = False
-        for j in np.flatnonzero(bad_flags | peer_attr | comm_attr | ir_attr).tolist():
+        for j in np.flatnonzero(bad_flags | peer_attr | comm_attr | ir_attr |
+                                done_peer).tolist():
             spec = []
             if bad_flags[j]:
                 spec.append(("flags", int(flags[j])))
+            if done_peer[j]:
+                spec.append(("peer", int(peer[post[j]])))
             if ir_attr[j]:
                 spec += [("peer", int(peer[j])), ("tag", int(tag[j])),
                          ("bytes", int(nbytes[j]) & U64),
@@ -951,7 +1031,7 @@ def _resolve_archive(path):
 (R_ENTER, R_LEAVE, R_SEND, R_ISEND, R_ISEND_DONE, R_IRECV_REQ, R_RECV, R_IRECV, R_COLL_BEGIN,
  R_COLL_END, R_WIN_CREATE, R_WIN_DESTROY, R_RMA_COLL_BEGIN, R_RMA_COLL_END, R_GROUP_SYNC,
  R_ACQUIRE, R_RELEASE, R_RMA_SYNC, R_PUT, R_GET, R_ATOMIC, R_FLUSH, R_PROGRAM_BEGIN,
- R_PROGRAM_END) = range(24)
+ R_PROGRAM_END, R_NBC_REQUEST, R_NBC_COMPLETE) = range(26)
 _READ = {  # callback name -> (kind, number of fields, positions of enum fields)
     "Enter": (R_ENTER, 1, ()), "Leave": (R_LEAVE, 1, ()), "MpiSend": (R_SEND, 4, ()),
     "MpiIsend": (R_ISEND, 5, ()), "MpiIsendComplete": (R_ISEND_DONE, 1, ()),
@@ -963,11 +1043,13 @@ _READ = {  # callback name -> (kind, number of fields, positions of enum fields)
     "RmaAcquireLock": (R_ACQUIRE, 4, (3,)), "RmaReleaseLock": (R_RELEASE, 3, ()),
     "RmaSync": (R_RMA_SYNC, 3, (2,)), "RmaPut": (R_PUT, 4, ()), "RmaGet": (R_GET, 4, ()),
     "RmaAtomic": (R_ATOMIC, 6, (2,)), "BufferFlush": (R_FLUSH, 1, ()),
+    "NonBlockingCollectiveRequest": (R_NBC_REQUEST, 1, ()),
+    "NonBlockingCollectiveComplete": (R_NBC_COMPLETE, 6, (0,)),
 }
 _MPI_KINDS = np.array([R_SEND, R_ISEND, R_ISEND_DONE, R_IRECV_REQ, R_RECV, R_IRECV,
                        R_COLL_BEGIN, R_COLL_END, R_WIN_CREATE, R_WIN_DESTROY,
                        R_RMA_COLL_BEGIN, R_RMA_COLL_END, R_GROUP_SYNC, R_ACQUIRE, R_RELEASE,
-                       R_RMA_SYNC, R_PUT, R_GET, R_ATOMIC])
+                       R_RMA_SYNC, R_PUT, R_GET, R_ATOMIC, R_NBC_REQUEST, R_NBC_COMPLETE])
 
 
 class _Collector:
@@ -978,7 +1060,7 @@ class _Collector:
     def __init__(self, _otf2, attr_names, flush_regions):
         self._otf2 = _otf2
         self.seq = itertools.count()
-        self.lists = {k: [] for k in range(24)}
+        self.lists = {k: [] for k in range(26)}
         self.attrs = [None]          # index 0: no attributes
         self.attr_names = attr_names
         self.flush = flush_regions
@@ -1705,6 +1787,20 @@ class _Importer:
             rec["bytes"][co] = d[co].view(np.int64)
             rec["t1"][co] = e[co].view(np.int64)
         keep &= ~sel(R_COLL_BEGIN, R_RMA_COLL_BEGIN)
+        # nonblocking ones: the request starts the COLL, which takes what the collective
+        # was from its completion (_from_posts); the completion is a COLL_DONE
+        nq = sel(R_NBC_REQUEST)
+        rtype[nq] = T["COLL"]
+        rec["t0"][nq] = a[nq].view(np.int64)
+        nc = sel(R_NBC_COMPLETE)
+        rtype[nc] = T["COLL_DONE"]
+        if nc.any():
+            root = world(b[nc], c[nc])
+            rec["peer"][nc] = np.where(c[nc] == U32, -1, root)
+            rec["comm"][nc] = local_comm(b[nc])
+            rec["bytes"][nc] = d[nc].view(np.int64)
+            rec["t1"][nc] = e[nc].view(np.int64)
+            rec["t0"][nc] = f[nc].view(np.int64)
         # windows and one-sided operations
         wk = sel(R_WIN_CREATE, R_WIN_DESTROY, R_PUT, R_GET, R_ATOMIC, R_GROUP_SYNC,
                  R_ACQUIRE, R_RELEASE, R_RMA_SYNC, R_RMA_COLL_END)
@@ -1774,13 +1870,15 @@ class _Importer:
             if "comm" in at:
                 rec["comm"][j] = comm_local.get(at["comm"], -1) if at["comm"] != U32 else -1
         # requests: a completion names its post's communicator, peer and tag
-        self._from_posts(rec, ir, sd, attr)
+        self._from_posts(rec, ir, sd, attr, nq, nc)
         return rec, keep
 
-    def _from_posts(self, rec, ir, sd, attr):
+    def _from_posts(self, rec, ir, sd, attr, nq, nc):
         """OTF2's MpiIsendComplete carries only the request: take communicator, peer and
         tag from the latest MpiIsend of that request before it (the runtime does the
-        same). An MpiIrecvRequest without perfweave's attributes takes communicator,
+        same). A NonBlockingCollectiveRequest takes what the collective was (its
+        communicator, root, sizes) from the NonBlockingCollectiveComplete of its request
+        after it. An MpiIrecvRequest without perfweave's attributes takes communicator,
         source, tag and size of the receive that completes it (irecv_completions)."""
         key = rec["t0"]
         n = len(rec)
@@ -1798,6 +1896,11 @@ class _Importer:
         d, p = latest(sends, sd)
         for k in ("comm", "peer", "tag"):
             rec[k][d] = rec[k][p]
+        cd, cp = latest(nq, nc)
+        for k in ("comm", "peer", "bytes", "t1"):
+            rec[k][cp] = rec[k][cd]
+        for k, v in (("peer", -1), ("bytes", 0), ("t1", 0)):
+            rec[k][nc] = v
         comp = irecv_completions(rec["type"], key, np.zeros(n, np.int64))
         bare = np.flatnonzero(ir & (attr <= 0))
         if len(bare):
@@ -1806,9 +1909,14 @@ class _Importer:
             for k in ("comm", "peer", "tag", "bytes"):
                 rec[k][bare[ok]] = rec[k][cb[ok]]
         # posts numbered in order, as the runtime numbers them; completions name theirs
-        posts = np.flatnonzero(sends | (rec["type"] == T["IRECV"]))
-        rec["t1"][posts] = np.arange(1, len(posts) + 1)
+        posts = np.flatnonzero(sends | (rec["type"] == T["IRECV"]) | nq)
+        number = np.zeros(n, np.int64)
+        number[posts] = np.arange(1, len(posts) + 1)
+        rec["t1"][posts[~nq[posts]]] = number[posts[~nq[posts]]]
         rec["t1"][d] = rec["t1"][p]
+        # a nonblocking collective holds its number in its tag
+        rec["tag"][nq] = number[nq]
+        rec["t1"][cd] = number[cp]
         irecv = np.flatnonzero((rec["type"] == T["IRECV"]) & (comp >= 0))
         rec["t1"][comp[irecv]] = rec["t1"][irecv]
 
