@@ -168,13 +168,15 @@ def share_bound(share, samples, margin=2.0):
 
 
 def reported_by_rank(proc, name):
-    """{rank: value} of the `rank R NAME VALUE` lines an MPI test program printed on
-    stderr: what each rank measured of its own run."""
+    """{rank: value} of the `rank R NAME VALUE [NAME VALUE ...]` lines an MPI test
+    program printed on stderr: what each rank measured of its own run."""
     out = {}
     for line in proc.stderr.splitlines():
         w = line.split()
-        if len(w) >= 4 and w[0] == "rank" and w[2] == name:
-            out[int(w[1])] = float(w[3])
+        if len(w) >= 4 and w[0] == "rank":
+            for k in range(2, len(w) - 1, 2):
+                if w[k] == name:
+                    out[int(w[1])] = float(w[k + 1])
     return out
 
 
