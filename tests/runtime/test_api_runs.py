@@ -1,7 +1,8 @@
 """perfweave.open on experiments of real runs: the DataFrames against ground truth built
 into the programs (a split of wall time between two functions that the program
-measures itself, one rank working twice as long as the others before a barrier) and against `perfweave report --json` of the same
-experiment (the same numbers, since both come from the same analysis)."""
+measures itself, one rank working twice as long as the others before a barrier) and
+against `perfweave report --json` of the same experiment (the same numbers, since both
+come from the same analysis)."""
 import subprocess
 
 import pytest
