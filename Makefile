@@ -23,7 +23,7 @@ $(VENV)/bin/python:
 	$(VENV)/bin/pip install -q --upgrade pip
 
 $(VENV)/.installed: $(VENV)/bin/python $(SOURCES)
-	$(VENV)/bin/pip install -q ".[test]"
+	$(PY) -m pip install -q ".[test]"
 	touch $@
 
 install: deps $(VENV)/.installed

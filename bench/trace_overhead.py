@@ -5,8 +5,8 @@ For each MPI library, in one invocation and alternating bare, profiled and trace
 runs of the message-heavy programs of bench/programs/msg_heavy.c on 2 ranks:
   - run-time overhead of --trace against the bare run (the program's own
     MPI_Init..MPI_Finalize time) and against the profile alone;
-  - events written per rank and second, bytes per event (the records, and with the
-    rank's JSON definitions);
+  - events written per rank and second, bytes per event (the events files, whose
+    blocks' unused ends count, and with the rank's JSON definitions);
   - the time perfweave analyze takes on the trace, as a fraction of the traced run.
 Medians over --repeat runs. Usage:
   .venv/bin/python bench/trace_overhead.py [--repeat 5] [--mpi openmpi,mpich]
@@ -26,10 +26,15 @@ from mpi_overhead import FLAVORS, PERFWEAVE, bench_args, build, run  # noqa: E40
 
 
 def trace_size(exp):
+    """(events committed, bytes of the events files, bytes of the JSON files). The events
+    files hold whole blocks: the unused end of each thread's last block counts in their
+    size (it is allocated on disk)."""
+    from perfweave.readers import trace as rt
     tr = Path(exp) / "traces"
-    events = sum(p.stat().st_size for p in tr.glob("*.events"))
+    events = sum(len(rt.read_rank(exp, r).records) for r in rt.list_ranks(exp))
+    size = sum(p.stat().st_size for p in tr.glob("*.events"))
     js = sum(p.stat().st_size for p in tr.glob("*.json"))
-    return events // 40, events, js
+    return events, size, js
 
 
 def main():

@@ -104,7 +104,11 @@
 
 /* ---- traces (perfweave run --trace): traces/rank-R.events + traces/rank-R.json ----
  *
- * One fixed 40-byte record per event, appended to rank-R.events as buffers flush.
+ * One fixed 40-byte record per event. rank-R.events is a sequence of blocks, each one
+ * thread's: a BLOCK record (its count of committed records, updated at every commit)
+ * followed by its record slots; the writing thread maps its block of the file, so the
+ * committed records survive however the process ends. (Version 1: the records back to
+ * back, no BLOCK records; still read, and written by perfweave import.)
  * A wrapped MPI call is one CALL record (enter and leave times; MPI calls do not
  * nest) followed by the records of what the call did, in order: messages sent or
  * received, requests posted or completed, the collective it is, the window it
@@ -112,7 +116,9 @@
  * -finstrument-functions) are ENTER/LEAVE records. rank-R.json (written at the
  * end) holds the definitions: functions, communicators, windows, groups, clock
  * calibration, loaded objects. */
-#define PW_TRACE_VERSION 1
+/* 2: per-thread BLOCKs mapped from the file (killed ranks keep what they committed),
+ *    COLL_DONE and the request keys of nonblocking COLL */
+#define PW_TRACE_VERSION 2
 
 #define PW_EVENT_FIELDS(X)                                                                 \
     X(int64_t, "<i8", t0)     /* CALL, FLUSH, ENTER, LEAVE: time (ticks); request events:  \
@@ -143,8 +149,10 @@
                         tag = requested tag (-1 any), bytes = buffer size */              \
     X(SEND_DONE, 5)  /* nonblocking send completed in this call: t0 = request key */       \
     X(COLL, 6)       /* this call is a collective on comm: peer = root (world), -1 none;   \
-                        bytes = sent, t1 = received */                                    \
-    X(FLUSH, 7)      /* the runtime wrote a buffer: t0..t1 ticks, bytes = bytes written */ \
+                        bytes = sent, t1 = received; MPI_I...: PW_EVF_NONBLOCKING, t0 =    \
+                        request key, tag = post number (0 unknown) */                     \
+    X(FLUSH, 7)      /* the runtime switched blocks (v1: wrote a buffer): t0..t1 ticks,  \
+                        bytes = bytes of the finished block */                            \
     X(LOST, 8)       /* events that could not be stored: bytes = how many */              \
     X(ENTER, 9)      /* user function entered at t0: bytes = its address, tag = depth */  \
     X(LEAVE, 10)     /* user function left at t0 (same fields as its ENTER) */             \
@@ -156,7 +164,12 @@
     X(WSYNC, 13)     /* window synchronisation (fence, post, start, complete, wait, test, \
                         lock, unlock, flush, sync): tag = window id, comm = the window's   \
                         communicator, peer = target (world) or -1, t1 = group id of        \
-                        post/start or -1 */
+                        post/start or -1 */                                               \
+    X(COLL_DONE, 14) /* nonblocking collective completed in this call: t0 = request key,   \
+                        t1 = its COLL's post number (tag), comm */                        \
+    X(BLOCK, 15)     /* a block of one thread's records (version 2): t0 = records committed \
+                        in it, t1 = its record slots (after this record), tag = thread,    \
+                        bytes = the block's number among the thread's blocks */
 
 #define PW_EV_ENUM(name, value) PW_EV_##name = value,
 enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };

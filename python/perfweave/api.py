@@ -10,7 +10,6 @@ analysis/mpi.py, report/data.py) and agrees with `perfweave report --json`; this
 only lays the results out as rows and columns. A table the experiment has no data for
 raises perfweave.errors.NoData (one line saying what is missing and which option of
 `perfweave run` records it)."""
-import json
 import re
 
 import numpy as np
@@ -264,15 +263,12 @@ class Experiment:
         """The wait-state analysis (analysis/waitstates.json), long format: metric (id),
         metric_name, parent (metric id), unit, callpath (id), callpath_name, function,
         where, rank, value. Every non-zero value of every metric."""
-        f = self.path / "analysis" / "waitstates.json"
+        from perfweave.readers.results import read_waitstates
         try:
-            res = json.loads(f.read_text())
+            res = read_waitstates(self.path)
         except FileNotFoundError:
             raise NoData(f"{self.path}: no wait-state analysis (record with `perfweave run "
                          "--trace`, then run `perfweave analyze`)") from None
-        except (OSError, ValueError) as e:
-            from perfweave.errors import FormatError
-            raise FormatError(f"{f}: unreadable ({e})") from None
         paths = {cp["id"]: cp for cp in res.get("callpaths", [])}
         rows = []
         for m in res.get("metrics", []):

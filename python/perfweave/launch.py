@@ -2,6 +2,7 @@
 environment, signal forwarding, and the program's exit status passed through.
 """
 import datetime as _dt
+import errno
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from perfweave import __version__, options
+from perfweave import __version__, options, writing
 from perfweave.errors import PerfweaveError
 
 # Launchers whose first argument is not the program.
@@ -142,15 +143,30 @@ def default_experiment_name(command, program, now=None):
     return candidate
 
 
-def _write_json(path, data):
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
+def _save_meta(exp, meta):
+    """Write experiment.json; a failure (full disk...) is marked and returned as its
+    errno, never raised: the program's run and exit status do not depend on
+    perfweave's files."""
+    try:
+        writing.write_atomic(exp / "experiment.json", json.dumps(meta, indent=1) + "\n")
+    except OSError as e:
+        writing.mark_unwritten(exp, "experiment.json", e.errno)
+        return e.errno or errno.EIO
+    writing.unmark(exp, "experiment.json")
+    return 0
 
 
-def run(command, values, stderr=sys.stderr):
-    """Run `command` under the runtime; returns the experiment path and the exit status
-    (as returned by subprocess: negative for a signal)."""
+def say(line, stderr):
+    try:
+        print(line, file=stderr, flush=True)
+    except OSError:     # stderr on a full disk: the run goes on
+        pass
+
+
+def run(command, values, stderr=sys.stderr, meta=None):
+    """Run `command` under the runtime; returns the experiment path, the exit status
+    (as returned by subprocess: negative for a signal) and the files of the experiment
+    that could not be written (writing.read_unwritten). meta: more for experiment.json."""
     if not command:
         raise PerfweaveError("no command to run (usage: perfweave run [options] -- COMMAND...)")
     if shutil.which(command[0]) is None and not (os.path.isfile(command[0]) and
@@ -193,6 +209,7 @@ def run(command, values, stderr=sys.stderr):
         argv = [argv[0]] + exported + argv[1:]
 
     started = time.time()
+    more = meta or {}
     meta = {
         "format": "perfweave-experiment", "version": 1, "perfweave_version": __version__,
         "command": list(command), "launched": argv, "cwd": os.getcwd(),
@@ -200,16 +217,16 @@ def run(command, values, stderr=sys.stderr):
         "mpi_flavor": flavor, "runtime_library": str(lib),
         "options": {k: v for k, v in values.items()},
         "start_time": _dt.datetime.fromtimestamp(started).astimezone().isoformat(),
-        "start_epoch": started, "state": "running",
+        "start_epoch": started, "state": "running", **more,
     }
-    _write_json(exp / "experiment.json", meta)
-    print(f"perfweave: experiment {exp}", file=stderr, flush=True)
+    _save_meta(exp, meta)
+    say(f"perfweave: experiment {exp}", stderr)
 
     try:
         child = subprocess.Popen(argv, env=env)
     except OSError as e:
         meta.update(state="failed", error=str(e))
-        _write_json(exp / "experiment.json", meta)
+        _save_meta(exp, meta)
         raise PerfweaveError(f"{command[0]}: cannot run: {e.strerror}") from None
 
     # Forward termination requests to the launcher; the terminal's SIGINT already
@@ -236,5 +253,13 @@ def run(command, values, stderr=sys.stderr):
     meta.update(state="finished", end_epoch=ended, wall_seconds=ended - started,
                 end_time=_dt.datetime.fromtimestamp(ended).astimezone().isoformat(),
                 exit_status={"signal": -status} if status < 0 else {"code": status})
-    _write_json(exp / "experiment.json", meta)
-    return exp, status
+    # what the runtime could not write, marked by each process, recorded once here
+    unwritten = writing.read_unwritten(exp)
+    if unwritten:
+        meta["unwritten"] = [{"file": u["file"], "error": u["error"]} for u in unwritten]
+    err = _save_meta(exp, meta)
+    if err:
+        # known here even when not even its mark could be made
+        unwritten = writing.read_unwritten(exp, {"unwritten": [
+            {"file": "experiment.json", "error": writing.error_name(err)}]})
+    return exp, status, unwritten

@@ -44,3 +44,35 @@ def check_events(names):
             msg = lib.PAPI_strerror(rc)
             unknown.append((name, msg.decode() if msg else f"PAPI error {rc}"))
     return known, unknown, None
+
+
+def countable(names):
+    """(counted, not counted [(name, why)]) of events PAPI knows: PAPI knows names it cannot
+    count here (a preset such as PAPI_TOT_INS without hardware counters), and an event set
+    holding one of them cannot start at all. Each event is tried in a probe event set with
+    those kept before it (as the runtime does in each process), so one that cannot be
+    counted, or not together with the others, is left out and the others kept."""
+    lib, why = open_papi()
+    if lib is None:
+        return [], [(n, why) for n in names]
+    counted, not_counted = [], []
+    for name in names:
+        es = ctypes.c_int(-1)
+        rc = lib.PAPI_create_eventset(ctypes.byref(es))
+        for n in counted + [name]:
+            if rc == 0:
+                rc = lib.PAPI_add_named_event(es, n.encode())
+        if rc == 0:
+            rc = lib.PAPI_start(es)
+            if rc == 0:
+                values = (ctypes.c_longlong * (len(counted) + 1))()
+                lib.PAPI_stop(es, values)
+        if es.value != -1:
+            lib.PAPI_cleanup_eventset(es)
+            lib.PAPI_destroy_eventset(ctypes.byref(es))
+        if rc == 0:
+            counted.append(name)
+        else:
+            msg = lib.PAPI_strerror(rc)
+            not_counted.append((name, msg.decode() if msg else f"PAPI error {rc}"))
+    return counted, not_counted

@@ -226,11 +226,6 @@ static inline void pw_site_add(pw_site *s, int64_t ticks, int64_t sent, int64_t 
 }
 
 /* ---- event traces (trace.c) ---- */
-typedef struct pw_trace_flush {
-    int thread;
-    int64_t first, count; /* records of the events file */
-} pw_trace_flush;
-
 /* Events are recorded: between pw_trace_open and pw_trace_close. */
 extern int pw_trace_recording;
 /* -finstrument-functions hooks keep shadow stacks (--trace in an active process). */
@@ -238,15 +233,17 @@ extern int pw_trace_hooks;
 
 /* Open the events file and start recording. */
 int pw_trace_open(const char *path);
-/* Room for n consecutive records in the calling thread's buffer (flushing it
- * first if full; the flush is recorded); NULL if there is none or recording has
- * stopped. A non-NULL reservation must be followed by pw_trace_commit. */
+/* Room for n consecutive records in the calling thread's block of the events file
+ * (a new block first if it is full; the switch is recorded); NULL if there is none or
+ * recording has stopped. A non-NULL reservation must be followed by pw_trace_commit,
+ * which makes the records part of the file whatever ends the process afterwards. */
 pw_event_rec *pw_trace_reserve(int n);
 /* End the latest reservation, giving back its last `unused` records. */
 void pw_trace_commit(int unused);
-/* Stop recording, wait for writers, write every thread's buffer, close. */
+/* Stop recording, wait for writers (not for this thread's own, when a signal
+ * interrupted it), complete every thread's block, close. */
 void pw_trace_close(void);
-int pw_trace_flushes(const pw_trace_flush **out);
+/* Records committed (BLOCK headers not counted), and records that found no block. */
 int64_t pw_trace_written(void);
 int64_t pw_trace_lost(void);
 
@@ -264,6 +261,28 @@ void pw_buf_int(pw_buf *b, int64_t v);
 void pw_buf_jstr(pw_buf *b, const char *s); /* JSON string with quotes and escapes */
 /* Integer to decimal into out (>= 24 bytes); returns length. */
 int pw_fmt_int(char *out, int64_t v);
+
+/* Files of the experiment (docs/format.md, "Writing files"): written to PATH.tmp.PID, every
+ * write checked (short writes, ENOSPC, EDQUOT, EIO), renamed to PATH only when complete
+ * and closed without error; otherwise the temporary file is removed and the failure
+ * marked (pw_file_failed). Async-signal-safe. A failed open is remembered and makes
+ * the writes no-ops, so a caller writes, then checks pw_file_close only. */
+typedef struct pw_file {
+    int fd;
+    int err;                  /* first errno, 0 while every write succeeded */
+    char path[4200], tmp[4240];
+} pw_file;
+int pw_file_open(pw_file *f, const char *path);
+int pw_file_write(pw_file *f, const void *p, size_t n);
+int pw_file_close(pw_file *f);                      /* rename, or mark; 0 on success */
+int pw_file_put(const char *path, const void *p, size_t n); /* the three at once */
+/* Mark PATH (a file of the experiment) as not written because of errno err: an empty
+ * file unwritten.REL.ERRNAME in the experiment, which perfweave run and the readers
+ * collect; a line on stderr only when not even the mark can be made (once per
+ * process). For files appended during the run (trace events, timeline values) too. */
+void pw_file_failed(const char *path, int err);
+/* write(2) until done; 0, or the errno of the failure (ENOSPC for a zero-length write). */
+int pw_write_all(int fd, const void *p, size_t n);
 
 /* A profile in memory: arrays plus string tables (see docs/format.md). */
 typedef struct pw_profile {
@@ -283,8 +302,8 @@ typedef struct pw_profile {
     int partial;                            /* 1: one rank's own dump */
 } pw_profile;
 
-/* Write atomically (temporary file + rename). Async-signal-safe if the
- * profile's memory is already allocated. Returns 0 on success. */
+/* Write atomically (pw_file). Async-signal-safe if the profile's memory is already
+ * allocated. Returns 0 on success. */
 int pw_profile_write(const pw_profile *p, const char *path);
 
 /* Memory for the writer and dumps: mmap based, usable in a signal handler. */

@@ -1,13 +1,19 @@
 /*
- * Event trace buffers (docs/format.md, "Traces"): one buffer per thread of
- * --trace-buffer bytes; a full buffer is appended to the rank's events file
- * under a lock, and the flush itself is recorded (a FLUSH event, after the records
- * whose reservation caused it) so analyses can discount its time. Memory is bounded by
- * one buffer per thread.
+ * Event trace buffers (docs/format.md, "Traces"). Each thread writes its records
+ * straight into the rank's events file: its buffer is a block of the file (a BLOCK
+ * header record and --trace-buffer bytes of record slots, rounded to whole pages)
+ * mapped MAP_SHARED. A commit stores the block's count of committed records in its
+ * header, so whatever ends the process (MPI_Finalize, a signal we catch, SIGKILL), the
+ * file holds every record committed before it: the kernel's page cache owns the pages.
+ * A full block is unmapped and the thread maps a new one at the end of the file; the
+ * switch is recorded (a FLUSH event, after the records whose reservation caused it) so
+ * analyses can discount its time. Blocks are allocated on disk (fallocate) before they
+ * are mapped: a full file system costs records (counted as lost), never a SIGBUS in the
+ * program. Memory is bounded by one mapped block per thread.
  *
  * Writers reserve records, fill them and commit. A buffer's owner marks it busy
  * while it writes, so that pw_trace_close can stop recording and then wait for
- * every writer to leave before flushing buffers that belong to other threads.
+ * every writer to leave before it completes blocks that belong to other threads.
  *
  * User functions of programs built with -finstrument-functions enter the trace
  * through __cyg_profile_func_enter/exit (ENTER/LEAVE records). Each thread keeps
@@ -18,32 +24,41 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "pw.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 typedef struct pw_tbuf {
     struct pw_tbuf *next;
-    pw_event_rec *rec;
+    pw_event_rec *head; /* the mapped block's BLOCK record; NULL: no block */
+    pw_event_rec *rec;  /* its record slots */
     size_t n, cap;
+    int64_t done;       /* records of the thread's earlier blocks */
+    int64_t blocks;     /* blocks the thread has mapped */
     int thread;
     int busy;   /* the owner is between reserve and commit */
     int synced; /* the shadow stack was written */
-    int pending;                   /* a flush to record at the next commit: */
+    int pending;                   /* a block switch to record at the next commit: */
     int64_t flush_t0, flush_t1, flush_bytes;
 } pw_tbuf;
 
-#define PW_MAX_FLUSHES 65536
 static struct {
     int fd;
     int lock;
-    int64_t written;  /* records in the file */
-    int64_t lost;     /* records that could not be written */
+    off_t size;       /* bytes of the events file allocated to blocks */
+    size_t slots;     /* record slots per block */
+    int64_t lost;     /* records that found no block */
     int nthreads;
     pw_tbuf *all;
-    pw_trace_flush flushes[PW_MAX_FLUSHES];
-    int nflushes;
+    int failed;       /* a block found no disk space: marked once (pw_file_failed) */
+    char path[4200];
 } tr = {.fd = -1};
 
 int pw_trace_recording;
@@ -69,29 +84,105 @@ static void lock(void)
 
 static void unlock(void) { __atomic_store_n(&tr.lock, 0, __ATOMIC_RELEASE); }
 
-int pw_trace_open(const char *path)
+/* A block is a whole number of pages (mmap offsets are page aligned) and of records:
+ * a multiple of lcm(40, 4096) = 20480 bytes, 512 records. */
+#define PW_BLOCK_RECORDS 512
+
+/* Disk space for len bytes at off: fallocate, or zeros written where the file system
+ * cannot (a mapped page without disk space would be a SIGBUS when the disk is full). */
+static int reserve_disk(off_t off, size_t len)
 {
-    tr.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (tr.fd < 0)
+    if (fallocate(tr.fd, 0, off, (off_t)len) == 0)
+        return 0;
+    if (errno != EOPNOTSUPP && errno != ENOSYS)
         return -1;
-    __atomic_store_n(&pw_trace_recording, 1, __ATOMIC_SEQ_CST);
+    static const char zeros[4096];
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(tr.fd, zeros, len - done < sizeof zeros ? len - done : sizeof zeros,
+                           off + (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
     return 0;
+}
+
+/* Map a new block at the end of the events file for b (its owner, or nobody writing). */
+static int new_block(pw_tbuf *b)
+{
+    size_t len = (tr.slots + 1) * sizeof(pw_event_rec);
+    void *m = MAP_FAILED;
+    int saved_errno = errno;
+    lock();
+    off_t off = tr.size;
+    int err = 0;
+    if (tr.fd >= 0 && reserve_disk(off, len) == 0) {
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, tr.fd, off);
+        if (m != MAP_FAILED)
+            tr.size = off + (off_t)len;
+        else
+            err = errno;
+    } else if (tr.fd >= 0) {
+        err = errno ? errno : ENOSPC;
+    }
+    int mark = err && !tr.failed++;
+    unlock();
+    if (mark) /* the records that find no block are counted (LOST); the file is marked */
+        pw_file_failed(tr.path, err);
+    b->head = NULL;
+    if (m == MAP_FAILED) {
+        errno = saved_errno;
+        return -1;
+    }
+    /* Fault every page in now, inside the recorded switch, rather than one page per
+     * hundred records later, where the time would count as the program's; the kernel
+     * does it without a trap per page (Linux 5.14), 2-3 times faster here. */
+    if (madvise(m, len, MADV_POPULATE_WRITE) != 0)
+        for (size_t at = 0; at < len; at += 4096)
+            ((volatile char *)m)[at] = 0;
+    errno = saved_errno;
+    pw_event_rec *h = m;
+    h->t0 = 0;
+    h->t1 = (int64_t)tr.slots;
+    h->peer = h->comm = -1;
+    h->tag = b->thread;
+    h->bytes = b->blocks++;
+    __atomic_store_n(&h->type, (uint8_t)PW_EV_BLOCK, __ATOMIC_RELEASE);
+    b->head = h;
+    b->rec = h + 1;
+    b->cap = tr.slots;
+    b->n = 0;
+    return 0;
+}
+
+static void end_block(pw_tbuf *b)
+{
+    if (!b->head)
+        return;
+    b->done += (int64_t)b->n;
+    munmap(b->head, (b->cap + 1) * sizeof(pw_event_rec));
+    b->head = NULL;
+    b->n = b->cap = 0;
 }
 
 static pw_tbuf *buffer(void)
 {
     if (PW_LIKELY(self != NULL))
         return self;
-    size_t cap = (size_t)pw_opt.trace_buffer / sizeof(pw_event_rec);
-    if (cap < 64)
-        cap = 64;
-    pw_tbuf *b = pw_alloc(sizeof *b + cap * sizeof(pw_event_rec));
+    pw_tbuf *b = pw_alloc(sizeof *b);
     if (!b)
         return NULL;
-    b->rec = (pw_event_rec *)(b + 1);
-    b->cap = cap;
     lock();
     b->thread = tr.nthreads++;
+    unlock();
+    /* the first block is a switch like the others: its time is recorded */
+    b->pending = 1;
+    b->flush_t0 = pw_ticks();
+    new_block(b);
+    b->flush_t1 = pw_ticks();
+    lock();
     b->next = tr.all;
     tr.all = b;
     unlock();
@@ -99,36 +190,34 @@ static pw_tbuf *buffer(void)
     return b;
 }
 
-/* Append a buffer to the file (caller holds no lock). */
-static void flush(pw_tbuf *b)
+/* A child forked while tracing (system(), a spawned helper) inherits the blocks as
+ * shared mappings of the parent's file: it must not write into them. */
+static void stop_in_child(void)
 {
-    if (!b->n)
-        return;
-    lock();
-    int64_t first = tr.written;
-    size_t bytes = b->n * sizeof(pw_event_rec);
-    const char *p = (const char *)b->rec;
-    int ok = tr.fd >= 0;
-    while (ok && bytes) {
-        ssize_t w = write(tr.fd, p, bytes);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            ok = 0;
-            break;
-        }
-        p += w;
-        bytes -= (size_t)w;
+    __atomic_store_n(&pw_trace_recording, 0, __ATOMIC_SEQ_CST);
+    tr.fd = -1;
+}
+
+int pw_trace_open(const char *path)
+{
+    size_t n = strlen(path) < sizeof tr.path ? strlen(path) : sizeof tr.path - 1;
+    memcpy(tr.path, path, n);
+    tr.path[n] = 0;
+    tr.fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (tr.fd < 0) {
+        pw_file_failed(path, errno);
+        return -1;
     }
-    if (ok) {
-        tr.written += (int64_t)b->n;
-        if (tr.nflushes < PW_MAX_FLUSHES)
-            tr.flushes[tr.nflushes++] = (pw_trace_flush){b->thread, first, (int64_t)b->n};
-    } else {
-        tr.lost += (int64_t)b->n;
-    }
-    unlock();
-    b->n = 0;
+    pthread_atfork(NULL, NULL, stop_in_child);
+    size_t want = (size_t)pw_opt.trace_buffer / sizeof(pw_event_rec) + 1;
+    tr.slots = (want + PW_BLOCK_RECORDS - 1) / PW_BLOCK_RECORDS * PW_BLOCK_RECORDS - 1;
+    /* The opening thread (MPI_Init's) maps its first block now, in MPI_Init's time,
+     * not at its first event, in the program's. */
+    pw_tbuf *b = buffer();
+    if (b)
+        b->pending = 0;
+    __atomic_store_n(&pw_trace_recording, 1, __ATOMIC_SEQ_CST);
+    return 0;
 }
 
 static pw_event_rec *region_rec(pw_event_rec *r, int type, uintptr_t fn, int64_t t, int depth)
@@ -142,36 +231,38 @@ static pw_event_rec *region_rec(pw_event_rec *r, int type, uintptr_t fn, int64_t
     return r;
 }
 
-/* Room for n records in b (and one more), flushing it when full. The flush is recorded
- * at the next commit, after the records reserved now: they describe a call that ended
- * before the flush began, and records of a thread stay in time order. */
+/* Room for n records in b (and one more), in a new block when the current one is full.
+ * The switch is recorded at the next commit, after the records reserved now: they
+ * describe a call that ended before the switch began, and records of a thread stay in
+ * time order. */
 static pw_event_rec *room(pw_tbuf *b, size_t n)
 {
-    if (PW_UNLIKELY(b->n + n + 1 > b->cap)) {
+    if (PW_UNLIKELY(!b->head || b->n + n + 1 > b->cap)) {
         int64_t t0 = pw_ticks();
-        int saved_errno = errno;
-        size_t count = b->n;
-        flush(b);
-        errno = saved_errno;
+        int64_t bytes = (int64_t)(b->n * sizeof(pw_event_rec));
+        end_block(b);
+        new_block(b);
         if (!b->pending) {
             b->pending = 1;
             b->flush_t0 = t0;
             b->flush_bytes = 0;
         }
         b->flush_t1 = pw_ticks();
-        b->flush_bytes += (int64_t)(count * sizeof(pw_event_rec));
-        if (b->n + n + 1 > b->cap)
-            return NULL; /* a single call larger than the buffer */
+        b->flush_bytes += bytes;
+        if (!b->head || b->n + n + 1 > b->cap) {
+            __atomic_add_fetch(&tr.lost, (int64_t)n, __ATOMIC_RELAXED);
+            return NULL; /* no disk space, or a single call larger than a block */
+        }
     }
     pw_event_rec *r = &b->rec[b->n];
     b->n += n;
     return r;
 }
 
-/* The flush that made room, as a record (room() kept space for it). */
+/* The block switch that made room, as a record (room() kept space for it). */
 static void record_flush(pw_tbuf *b)
 {
-    if (!b->pending || b->n >= b->cap)
+    if (!b->pending || !b->head || b->n >= b->cap)
         return;
     pw_event_rec *f = &b->rec[b->n++];
     memset(f, 0, sizeof *f);
@@ -181,6 +272,14 @@ static void record_flush(pw_tbuf *b)
     f->bytes = b->flush_bytes;
     f->peer = f->comm = -1;
     b->pending = 0;
+}
+
+/* Publish b's records up to b->n: the count in the block's header is what a reader
+ * takes, whatever ends the process after this store. */
+static inline void publish(pw_tbuf *b)
+{
+    if (PW_LIKELY(b->head != NULL))
+        __atomic_store_n(&b->head->t0, (int64_t)b->n, __ATOMIC_RELEASE);
 }
 
 pw_event_rec *pw_trace_reserve(int n)
@@ -197,8 +296,8 @@ pw_event_rec *pw_trace_reserve(int n)
         /* the functions this thread is already in, outermost first */
         b->synced = 1;
         int d = stack ? (stack->depth < PW_STACK_MAX ? stack->depth : PW_STACK_MAX) : 0;
-        if ((size_t)d > b->cap / 2)
-            d = (int)(b->cap / 2); /* the outermost ones */
+        if ((size_t)d > tr.slots / 2)
+            d = (int)(tr.slots / 2); /* the outermost ones */
         pw_event_rec *r = room(b, (size_t)d);
         for (int i = 0; r && i < d; i++)
             region_rec(r + i, PW_EV_ENTER, stack->fn[i], stack->t[i], i);
@@ -217,6 +316,7 @@ void pw_trace_commit(int unused)
     if (unused > 0 && (size_t)unused <= b->n)
         b->n -= (size_t)unused;
     record_flush(b);
+    publish(b);
     __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -224,27 +324,35 @@ void pw_trace_close(void)
 {
     __atomic_store_n(&pw_trace_recording, 0, __ATOMIC_SEQ_CST);
     for (pw_tbuf *b = tr.all; b; b = b->next) {
-        /* a writer that saw recording on finishes its record; bounded wait, in
-         * case the owner was interrupted by a signal that ended up here */
-        for (long spins = 0; __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE) && spins < 100000000L;
-             spins++)
+        /* A writer that saw recording on finishes its records; bounded wait, since
+         * the owner may be this very thread, interrupted by the signal that ended up
+         * here (its reservation then stays uncommitted: the header does not count it). */
+        int own = b == self && b->busy;
+        int idle = !own && !__atomic_load_n(&b->busy, __ATOMIC_SEQ_CST);
+        for (long spins = 0; !own && !idle && spins < 1000000L; spins++) {
             pw_cpu_relax();
+            idle = !__atomic_load_n(&b->busy, __ATOMIC_SEQ_CST);
+        }
+        if (!idle)
+            continue; /* its committed records are in the file already */
         record_flush(b);
-        flush(b);
+        publish(b);
+        end_block(b); /* no writer can touch it again: recording is off */
     }
     if (tr.fd >= 0)
         close(tr.fd);
     tr.fd = -1;
 }
 
-int pw_trace_flushes(const pw_trace_flush **out)
+int64_t pw_trace_written(void)
 {
-    *out = tr.flushes;
-    return tr.nflushes;
+    int64_t n = 0;
+    for (pw_tbuf *b = tr.all; b; b = b->next)
+        n += b->done + (b->head ? __atomic_load_n(&b->head->t0, __ATOMIC_ACQUIRE) : 0);
+    return n;
 }
 
-int64_t pw_trace_written(void) { return tr.written; }
-int64_t pw_trace_lost(void) { return tr.lost; }
+int64_t pw_trace_lost(void) { return __atomic_load_n(&tr.lost, __ATOMIC_RELAXED); }
 
 /* ---- -finstrument-functions ---- */
 

@@ -4,8 +4,8 @@
  * header carries every string table and each array's numpy dtype, offset and
  * count, so numpy.frombuffer reads the arrays without knowing this code.
  *
- * Everything here uses mmap'ed memory and write(2) only, so that a rank can save
- * its data from a signal handler.
+ * Everything here uses mmap'ed memory and open/write/rename only, so that a rank can
+ * save its data from a signal handler.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pw.h"
@@ -111,19 +112,173 @@ static void array_desc(pw_buf *b, const char *name, const char *dtype, size_t it
     *offset += itemsize * count;
 }
 
-static int write_all(int fd, const void *p, size_t n)
+/* ---- experiment files ----
+ *
+ * Every file of the experiment goes through here. A file written at once is written
+ * to NAME.tmp.PID and renamed into place only when every byte was written and the
+ * close succeeded, so a name of the format is never a half-written file. A file that
+ * could not be written is marked instead: an empty file unwritten.REL.ERR at the top
+ * of the experiment (REL: its path in the experiment, '/' and '%' written %2F and
+ * %25; ERR: the errno's name), which costs an inode but no data block, so it can be
+ * made on a full disk. perfweave run collects the marks into one line and
+ * experiment.json; the readers report them. Only open/write/close/rename/unlink:
+ * usable in a signal handler. */
+
+/* Copy s to out[*n...] within cap - 1 bytes, keeping it terminated. */
+static void cat(char *out, size_t cap, size_t *n, const char *s)
+{
+    while (s && *s && *n + 1 < cap)
+        out[(*n)++] = *s++;
+    out[*n] = 0;
+}
+
+static const struct {
+    int err;
+    const char *name, *text;
+} errnames[] = {
+    {ENOSPC, "ENOSPC", "No space left on device"},
+    {EDQUOT, "EDQUOT", "Disk quota exceeded"},
+    {EIO, "EIO", "Input/output error"},
+    {EFBIG, "EFBIG", "File too large"},
+    {EROFS, "EROFS", "Read-only file system"},
+    {EACCES, "EACCES", "Permission denied"},
+    {EPERM, "EPERM", "Operation not permitted"},
+    {ENOENT, "ENOENT", "No such file or directory"},
+    {ENOTDIR, "ENOTDIR", "Not a directory"},
+    {EISDIR, "EISDIR", "Is a directory"},
+    {EMFILE, "EMFILE", "Too many open files"},
+    {ENFILE, "ENFILE", "Too many open files in system"},
+    {ENOMEM, "ENOMEM", "Cannot allocate memory"},
+    {ENAMETOOLONG, "ENAMETOOLONG", "File name too long"},
+    {ESTALE, "ESTALE", "Stale file handle"},
+};
+
+/* The errno's name ("ENOSPC"), or E<number> for one not in the table. */
+static const char *err_name(int err, char *buf)
+{
+    for (size_t i = 0; i < sizeof errnames / sizeof *errnames; i++)
+        if (errnames[i].err == err)
+            return errnames[i].name;
+    buf[0] = 'E';
+    pw_fmt_int(buf + 1, err);
+    return buf;
+}
+
+static const char *err_text(int err)
+{
+    for (size_t i = 0; i < sizeof errnames / sizeof *errnames; i++)
+        if (errnames[i].err == err)
+            return errnames[i].text;
+    return "Write error";
+}
+
+int pw_write_all(int fd, const void *p, size_t n)
 {
     const char *c = p;
     while (n) {
         ssize_t w = write(fd, c, n);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            return -1;
+        if (w < 0)
+            return errno ? errno : EIO;
+        if (w == 0) /* a regular file accepts nothing more: treat as full */
+            return ENOSPC;
         c += w;
         n -= (size_t)w;
     }
     return 0;
+}
+
+void pw_file_failed(const char *path, int err)
+{
+    static int logged;
+    const char *exp = pw_experiment_dir();
+    size_t elen = exp ? strlen(exp) : 0;
+    if (!elen || strncmp(path, exp, elen) != 0 || path[elen] != '/')
+        exp = NULL; /* not a file of the experiment: nowhere to mark it */
+    const char *rel = path + elen + 1;
+    char mark[4600], num[24];
+    size_t n = 0;
+    int made = -1;
+    if (exp) {
+        cat(mark, sizeof mark, &n, exp);
+        cat(mark, sizeof mark, &n, "/unwritten.");
+        for (const char *s = rel; *s; s++) {
+            char one[2] = {*s, 0};
+            cat(mark, sizeof mark - 40, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
+        }
+        cat(mark, sizeof mark, &n, ".");
+        cat(mark, sizeof mark, &n, err_name(err, num));
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            close(fd);
+            made = 0;
+        }
+    }
+    /* without a mark nobody else can tell: one line per process */
+    if (made != 0 && !__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+        pw_log("cannot write %s (%s); the experiment is incomplete", path, err_text(err));
+}
+
+int pw_file_open(pw_file *f, const char *path)
+{
+    size_t n = 0;
+    f->err = 0;
+    cat(f->path, sizeof f->path, &n, path);
+    n = 0;
+    cat(f->tmp, sizeof f->tmp, &n, path);
+    char num[24];
+    pw_fmt_int(num, getpid());
+    cat(f->tmp, sizeof f->tmp, &n, ".tmp.");
+    cat(f->tmp, sizeof f->tmp, &n, num);
+    /* read-write: a caller may map the file before it is renamed (activity pages) */
+    f->fd = open(f->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f->fd < 0 && errno == ENOENT) {
+        /* its directory is missing: make it, and report why that failed if it did */
+        char dir[sizeof f->path];
+        memcpy(dir, f->path, sizeof dir);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = 0;
+            if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+                f->fd = open(f->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        }
+    }
+    if (f->fd < 0)
+        f->err = errno ? errno : EIO;
+    return f->err ? -1 : 0;
+}
+
+int pw_file_write(pw_file *f, const void *p, size_t n)
+{
+    if (!f->err && n)
+        f->err = pw_write_all(f->fd, p, n);
+    return f->err ? -1 : 0;
+}
+
+int pw_file_close(pw_file *f)
+{
+    if (f->fd >= 0) {
+        /* NFS and quotas may report the failure of delayed writes only here */
+        if (close(f->fd) != 0 && !f->err)
+            f->err = errno ? errno : EIO;
+        f->fd = -1;
+        if (!f->err && rename(f->tmp, f->path) != 0)
+            f->err = errno ? errno : EIO;
+        if (f->err)
+            unlink(f->tmp);
+    }
+    if (f->err)
+        pw_file_failed(f->path, f->err);
+    return f->err ? -1 : 0;
+}
+
+int pw_file_put(const char *path, const void *p, size_t n)
+{
+    pw_file f;
+    if (pw_file_open(&f, path) == 0)
+        pw_file_write(&f, p, n);
+    return pw_file_close(&f);
 }
 
 int pw_profile_write(const pw_profile *p, const char *path)
@@ -168,37 +323,18 @@ int pw_profile_write(const pw_profile *p, const char *path)
     pw_buf_puts(&h, "\n");
     if (h.failed) {
         pw_buf_free(&h);
+        pw_file_failed(path, ENOMEM);
         return -1;
     }
 
-    char tmp[4200];
-    size_t n = strlen(path);
-    if (n + 30 > sizeof tmp) {
-        pw_buf_free(&h);
-        return -1;
-    }
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp.", 5);
-    pw_fmt_int(tmp + n + 5, getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        pw_buf_free(&h);
-        return -1;
-    }
-    int rc = write_all(fd, h.data, h.len);
-#define PW_WRITE(arr, FIELDS, type)                                                        \
-    if (rc == 0 && p->n##arr)                                                              \
-        rc = write_all(fd, p->arr, sizeof(type) * p->n##arr);
+    pw_file f;
+    pw_file_open(&f, path);
+    pw_file_write(&f, h.data, h.len);
+#define PW_WRITE(arr, FIELDS, type) pw_file_write(&f, p->arr, sizeof(type) * p->n##arr);
     PW_ARRAYS(PW_WRITE)
 #undef PW_WRITE
-    if (rc == 0)
-        rc = write_all(fd, PW_END_MARKER, 8);
-    if (close(fd) != 0)
-        rc = -1;
-    if (rc == 0)
-        rc = rename(tmp, path);
-    if (rc != 0)
-        unlink(tmp);
+    pw_file_write(&f, PW_END_MARKER, 8);
+    int rc = pw_file_close(&f);
     pw_buf_free(&h);
     return rc;
 }

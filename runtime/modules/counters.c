@@ -6,7 +6,13 @@
  * the computation that led to the call). Events are any PAPI names of any component
  * compiled into the PAPI found at run time (perf::PAGE-FAULTS, PAPI_TOT_INS,
  * pcp:::..., nvml:::...). PAPI is opened with dlopen: without it, or for an event it
- * does not know, the runtime says so in one line and counts what it can.
+ * does not know, the runtime says so in one line and counts what it can. PAPI knows
+ * names it cannot count here (a preset such as PAPI_TOT_INS on a machine without
+ * hardware counters), and an event set holding one of them cannot start at all: each
+ * event is tried first, alone with those already kept, and one that fails is left out
+ * (named in one line, by the first process of the run only) while the others are
+ * counted. perfweave run finds these before the run and records them in the experiment;
+ * the runtime's check covers nodes unlike the one the run was started from.
  *
  * A read costs a system call for perf_event software events (1.5 us on a VM): with
  * --counters-interval-us N a thread reads at a call's entry only when N us passed
@@ -21,6 +27,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pw.h"
@@ -45,6 +52,9 @@ static struct {
     int (*name_to_code)(const char *, int *);
     int (*event_component)(int);
     int (*start)(int);
+    int (*stop)(int, long long *);
+    int (*cleanup_eventset)(int);
+    int (*destroy_eventset)(int *);
     int (*read)(int, long long *);
     char *(*strerror)(int);
 } papi;
@@ -54,6 +64,8 @@ static PW_TLS struct {
     volatile int busy; /* in a PAPI call: the sampler's handler must not read then */
     int entered; /* entry[] holds the current call's entry reading */
     int es;
+    int nslots;            /* events in the set: those that could be added here */
+    int slot[PW_MAX_CTR];  /* event -> its place in the set's readings, -1: not counted */
     int64_t last_ns;  /* time of the last read */
     int64_t entry_ns; /* time of the current call's entry reading */
     long long entry[PW_MAX_CTR], last[PW_MAX_CTR];
@@ -75,6 +87,39 @@ static unsigned long self_id(void) { return (unsigned long)pthread_self(); }
             return;                                                                        \
         }                                                                                  \
     } while (0)
+
+/* Whether the event can be counted together with those kept so far: a probe event set
+ * with all of them is started, then dropped; PAPI's code of the failure otherwise. */
+static int countable(const char *ev)
+{
+    int es = PAPI_NULL_, rc = papi.create_eventset(&es);
+    for (int e = 0; rc == PAPI_OK_ && e < pw_nctr; e++)
+        rc = papi.add_named_event(es, pw_ctr_names[e]);
+    if (rc == PAPI_OK_)
+        rc = papi.add_named_event(es, ev);
+    if (rc == PAPI_OK_ && (rc = papi.start(es)) == PAPI_OK_) {
+        long long v[PW_MAX_CTR + 1];
+        papi.stop(es, v);
+    }
+    if (es != PAPI_NULL_) {
+        papi.cleanup_eventset(es);
+        papi.destroy_eventset(&es);
+    }
+    return rc;
+}
+
+/* Whether this process is the run's first (rank 0 by its launcher's environment, or not
+ * launched by MPI): it alone speaks for all, which start alike. */
+static int first_process(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v)
+            return strcmp(v, "0") == 0;
+    }
+    return 1;
+}
 
 void pw_counters_init(void)
 {
@@ -100,6 +145,9 @@ void pw_counters_init(void)
     SYM(name_to_code, "PAPI_event_name_to_code");
     SYM(event_component, "PAPI_get_event_component");
     SYM(start, "PAPI_start");
+    SYM(stop, "PAPI_stop");
+    SYM(cleanup_eventset, "PAPI_cleanup_eventset");
+    SYM(destroy_eventset, "PAPI_destroy_eventset");
     SYM(read, "PAPI_read");
     SYM(strerror, "PAPI_strerror");
     /* PAPI_VER_CURRENT is (major << 24 | minor << 16); PAPI_library_init answers it
@@ -134,6 +182,12 @@ void pw_counters_init(void)
                    papi_err(rc));
             continue;
         }
+        if ((rc = countable(ev)) != PAPI_OK_) {
+            if (first_process())
+                pw_log("--counters: %s cannot be counted here (PAPI: %s); counting the others",
+                       ev, papi_err(rc));
+            continue;
+        }
         snprintf(names_buf[pw_nctr], sizeof names_buf[0], "%s", ev);
         pw_ctr_names[pw_nctr] = names_buf[pw_nctr];
         pw_nctr++;
@@ -157,17 +211,38 @@ static int thread_start(void)
             pw_log("--counters-multiplex: PAPI cannot multiplex these events here (%s); "
                    "counting them without", papi_err(mrc));
     }
-    for (int e = 0; rc == PAPI_OK_ && e < pw_nctr; e++)
-        if ((rc = papi.add_named_event(th.es, pw_ctr_names[e])) != PAPI_OK_)
-            pw_log("--counters: cannot count %s in this thread (%s)%s", pw_ctr_names[e],
-                   papi_err(rc), pw_nctr > 1 ? "; try fewer events or --counters-multiplex"
-                                             : "");
+    /* an event this thread cannot add is left out (reads as 0), the others counted */
+    th.nslots = 0;
+    for (int e = 0; rc == PAPI_OK_ && e < pw_nctr; e++) {
+        int arc = papi.add_named_event(th.es, pw_ctr_names[e]);
+        th.slot[e] = arc == PAPI_OK_ ? th.nslots++ : -1;
+        static int said;
+        if (arc != PAPI_OK_ && first_process() &&
+            !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            pw_log("--counters: cannot count %s in a thread (%s); counting the others%s",
+                   pw_ctr_names[e], papi_err(arc),
+                   pw_nctr > 1 ? " (or try fewer events, or --counters-multiplex)" : "");
+    }
+    if (rc == PAPI_OK_ && !th.nslots)
+        rc = PAPI_NULL_;
     if (rc == PAPI_OK_ && (rc = papi.start(th.es)) != PAPI_OK_)
         pw_log("--counters: PAPI_start failed in this thread (%s)", papi_err(rc));
     th.state = rc == PAPI_OK_ ? 1 : -1;
     memset(th.last, 0, sizeof th.last);
     th.last_ns = pw_now();
     return th.state;
+}
+
+/* The thread's counts of every event, in --counters order (0: not counted here). */
+static int read_counters(long long *out)
+{
+    long long raw[PW_MAX_CTR];
+    int rc = papi.read(th.es, raw);
+    if (rc != PAPI_OK_)
+        return rc;
+    for (int e = 0; e < pw_nctr; e++)
+        out[e] = th.slot[e] >= 0 ? raw[th.slot[e]] : 0;
+    return PAPI_OK_;
 }
 
 void pw_counters_begin(void)
@@ -178,7 +253,7 @@ void pw_counters_begin(void)
         /* already counting (the sampler starts at the thread's start): the call sites'
          * "before" counts start from now, as when counting starts here (MPI_Init) */
         th.busy = 1;
-        if (papi.read(th.es, th.last) == PAPI_OK_)
+        if (read_counters(th.last) == PAPI_OK_)
             th.last_ns = pw_now();
         th.busy = 0;
     }
@@ -192,7 +267,7 @@ void pw_counters_enter(void)
     if (now - th.last_ns < pw_opt.counters_interval_us * 1000)
         return; /* too soon after the last read: this call's counts go to the next */
     th.busy = 1;
-    th.entered = papi.read(th.es, th.entry) == PAPI_OK_;
+    th.entered = read_counters(th.entry) == PAPI_OK_;
     th.busy = 0;
     th.entry_ns = now;
 }
@@ -204,7 +279,7 @@ void pw_counters_leave(pw_sitetab *t, pw_site *s)
     th.entered = 0;
     long long now[PW_MAX_CTR];
     th.busy = 1;
-    int rc = papi.read(th.es, now);
+    int rc = read_counters(now);
     th.busy = 0;
     if (rc != PAPI_OK_)
         return;
@@ -229,7 +304,7 @@ int pw_counters_sample(int64_t *out, int max)
     if (th.state != 1 || th.busy)
         return 0;
     long long v[PW_MAX_CTR];
-    if (papi.read(th.es, v) != PAPI_OK_)
+    if (read_counters(v) != PAPI_OK_)
         return 0;
     for (int e = 0; e < pw_nctr && e < max; e++)
         out[e] = v[e];

@@ -663,8 +663,11 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
             *v = ' ';
     pw_objects_refresh();
     clock_offsets(&st.offset_init, &st.offset_init_err);
-    if (pw_opt.trace)
-        pw_trace_start(st.rank, st.size, pre.world);
+    if (pw_opt.trace) {
+        pw_trace_clock clock = {st.offset_init, st.offset_init_err, st.offset_init,
+                                st.offset_init_err, t1, pw_now()};
+        pw_trace_start(st.rank, st.size, pre.world, &clock);
+    }
     record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now */
     pw_counters_begin();        /* ... and its counts ("before" the first call) */
@@ -754,8 +757,7 @@ static void write_partial(int state, int in_signal)
     path_join(path, sizeof path, dir, "/rank-", num);
     size_t n = strlen(path);
     memcpy(path + n, ".pwprof", 8);
-    if (pw_profile_write(&l.prof, path) != 0)
-        pw_log("cannot write %s", path);
+    pw_profile_write(&l.prof, path); /* a failure is marked in the experiment */
     pw_local_free(&l);
 }
 
@@ -956,8 +958,7 @@ static void write_reduced(char *all, const int *lens, int n)
     p.world_size = st.size;
     char path[4200];
     path_join(path, sizeof path, pw_experiment_dir(), "/profile.pwprof", "");
-    if (pw_profile_write(&p, path) != 0)
-        pw_log("cannot write %s", path);
+    pw_profile_write(&p, path); /* a failure is marked in the experiment */
 out:
     free(p.ranks);
     free(p.sites);

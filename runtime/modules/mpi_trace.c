@@ -2,12 +2,13 @@
  * MPI event tracing (--trace; docs/format.md "Traces"): what each wrapped call
  * adds to the rank's trace. A call is one CALL record followed by its messages
  * (SEND, RECV), request posts and completions (IRECV, SEND_DONE, RECV with a
- * request key) and the collective it is (COLL). Peers are world ranks; each
+ * request key, COLL_DONE) and the collective it is (COLL). Peers are world ranks; each
  * communicator is defined once, with its members as world ranks, in the rank's
  * JSON file written at the end.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,7 +259,7 @@ static PW_TLS int freeing_window = -1;
 #define PW_TREQ_FREE UINT64_MAX
 typedef struct treq {
     uint64_t key;
-    int recv, persistent, comm, peer, tag, flags;
+    int recv, coll, persistent, comm, peer, tag, flags;
     int64_t bytes;
     int64_t post; /* the number of the request's latest post on this rank */
 } treq;
@@ -433,12 +434,23 @@ static void recv_event(pw_event_rec *e, int cid, const MPI_Status *st, int have_
     }
 }
 
+/* A nonblocking collective's post number as its COLL record holds it: in the 32-bit tag
+ * field, 0 (unknown: linked by request key) when it does not fit. */
+static int32_t coll_post_number(int64_t post) { return post <= INT32_MAX ? (int32_t)post : 0; }
+
 /* The completion of request i of this call. */
 static int completion(pw_event_rec *e, const pw_args *a, int i, int single)
 {
     treq r;
     if (i >= nsaved || !saved_keys[i] || !req_take(saved_keys[i], &r, 1, 0))
         return 0;
+    if (r.coll) {
+        ev(e, PW_EV_COLL_DONE);
+        e->t0 = (int64_t)saved_keys[i];
+        e->t1 = coll_post_number(r.post);
+        e->comm = r.comm;
+        return 1;
+    }
     if (!r.recv) {
         ev(e, PW_EV_SEND_DONE);
         e->t0 = (int64_t)saved_keys[i];
@@ -694,7 +706,13 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
             e->peer = rooted(kind) && a->root >= 0 ? to_world(cid, a->root) : -1;
             e->bytes = sent;
             e->t1 = recv;
-            e->flags = a->request ? PW_EVF_NONBLOCKING : 0;
+            if (a->request) { /* its completion names it (COLL_DONE) */
+                treq q = {.coll = 1, .comm = cid};
+                uint64_t key = key_of(a->request, a->fortran);
+                e->flags = PW_EVF_NONBLOCKING;
+                e->t0 = (int64_t)key;
+                e->tag = coll_post_number(req_post(key, &q));
+            }
         }
         break;
     }
@@ -703,7 +721,9 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
 
 /* ---- start and end ---- */
 
-void pw_trace_start(int rank, int size, MPI_Comm world)
+static void write_meta(int state, const pw_trace_clock *clock);
+
+void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *clock)
 {
 #define PM(name) pm.name = pw_mpi_real("PMPI_" #name)
     PM(Comm_group);
@@ -727,14 +747,19 @@ void pw_trace_start(int rank, int size, MPI_Comm world)
     mkdir(dir, 0777);
     pw_fmt_int(num, rank);
     snprintf(path, sizeof path, "%s/rank-%s.events", dir, num);
-    if (!reqs || pw_trace_open(path) != 0) {
-        pw_log("cannot write the trace %s; tracing off on this rank", path);
+    if (!reqs) {
+        pw_log("no memory for the trace; tracing off on this rank");
         return;
     }
+    if (pw_trace_open(path) != 0)
+        return; /* marked in the experiment; tracing off on this rank */
     lock();
     define_comm(world, -1); /* id 0 */
     unlock();
     pw_trace_on = 1;
+    /* what a rank killed outright leaves besides its records: its functions, clock
+     * and MPI_COMM_WORLD, in state "running" (replaced when the rank ends) */
+    write_meta(-1, clock);
 }
 
 static void jlist_int(pw_buf *b, const int *v, int n)
@@ -750,12 +775,19 @@ static void jlist_int(pw_buf *b, const int *v, int n)
 
 void pw_trace_end(int state, const pw_trace_clock *clock)
 {
-    static const char *states[] = {"complete", "no-finalize", "abort", "signal"};
     if (!pw_trace_on)
         return;
     pw_trace_on = 0;
-    int64_t ticks = pw_ticks(), now = pw_now();
     pw_trace_close();
+    write_meta(state, clock);
+}
+
+/* rank-R.json, written to a temporary name and renamed. state: a PW_STATES value, or -1
+ * while the rank runs. */
+static void write_meta(int state, const pw_trace_clock *clock)
+{
+    static const char *states[] = {"complete", "no-finalize", "abort", "signal"};
+    int64_t ticks = pw_ticks(), now = pw_now();
     pw_buf b = {0};
     pw_buf_puts(&b, "{\"format\":\"perfweave-trace\",\"version\":");
     pw_buf_int(&b, PW_TRACE_VERSION);
@@ -768,7 +800,7 @@ void pw_trace_end(int state, const pw_trace_clock *clock)
     pw_buf_puts(&b, ",\"pid\":");
     pw_buf_int(&b, getpid());
     pw_buf_puts(&b, ",\"state\":");
-    pw_buf_jstr(&b, state >= 0 && state < 4 ? states[state] : "?");
+    pw_buf_jstr(&b, state < 0 ? "running" : state < 4 ? states[state] : "?");
     pw_buf_puts(&b, ",\"functions\":[");
     for (int i = 0; i < PW_MPI_NFN; i++) {
         if (i)
@@ -854,38 +886,17 @@ void pw_trace_end(int state, const pw_trace_clock *clock)
         pw_buf_int(&b, (int64_t)base);
         pw_buf_puts(&b, "}");
     }
-    pw_buf_puts(&b, "],\"flushes\":[");
-    const pw_trace_flush *f;
-    int nf = pw_trace_flushes(&f);
-    for (int i = 0; i < nf; i++) {
-        pw_buf_puts(&b, i ? ",{\"thread\":" : "{\"thread\":");
-        pw_buf_int(&b, f[i].thread);
-        pw_buf_puts(&b, ",\"first\":");
-        pw_buf_int(&b, f[i].first);
-        pw_buf_puts(&b, ",\"count\":");
-        pw_buf_int(&b, f[i].count);
-        pw_buf_puts(&b, "}");
-    }
     pw_buf_puts(&b, "],\"records\":");
     pw_buf_int(&b, pw_trace_written());
     pw_buf_puts(&b, ",\"lost\":");
     pw_buf_int(&b, pw_trace_lost());
     pw_buf_puts(&b, "}\n");
-    char path[4200], tmp[4300], num[24];
+    char path[4200], num[24];
     pw_fmt_int(num, my_rank);
     snprintf(path, sizeof path, "%s/traces/rank-%s.json", pw_experiment_dir(), num);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0 && !b.failed) {
-        ssize_t w = write(fd, b.data, b.len);
-        close(fd);
-        if (w == (ssize_t)b.len)
-            rename(tmp, path);
-        else
-            unlink(tmp);
-    } else if (fd >= 0) {
-        close(fd);
-        unlink(tmp);
-    }
+    if (b.failed)
+        pw_file_failed(path, ENOMEM);
+    else
+        pw_file_put(path, b.data, b.len);
     pw_buf_free(&b);
 }

@@ -331,26 +331,31 @@ static pw_activity *activity_of(long pid)
     return a;
 }
 
-/* This process's own page, written by its MPI wrappers (pw_act_add). */
+/* This process's own page, written by its MPI wrappers (pw_act_add). Its block is
+ * written (not a sparse ftruncate) before it is mapped: a store into a page the file
+ * system cannot back would raise SIGBUS in the program. */
 static void activity_create(void)
 {
+    static const char zero[4096];
     char path[4400];
     snprintf(path, sizeof path, "%s/%s.%d.act", nd.dir, nd.host, (int)getpid());
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
+    pw_file f;
+    pw_file_open(&f, path);
+    pw_file_write(&f, zero, sizeof zero);
+    void *m = f.err ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+    if (pw_file_close(&f) != 0) {
+        if (m != MAP_FAILED)
+            munmap(m, 4096);
         return;
-    if (ftruncate(fd, 4096) == 0) {
-        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m != MAP_FAILED) {
-            pw_activity *a = m;
-            a->pid = getpid();
-            a->rank = -1;
-            a->version = 1;
-            __atomic_store_n(&a->magic, PW_ACT_MAGIC, __ATOMIC_RELEASE);
-            pw_act = a;
-        }
     }
-    close(fd);
+    if (m != MAP_FAILED) {
+        pw_activity *a = m;
+        a->pid = getpid();
+        a->rank = -1;
+        a->version = 1;
+        __atomic_store_n(&a->magic, PW_ACT_MAGIC, __ATOMIC_RELEASE);
+        pw_act = a;
+    }
 }
 
 static void sample_procs(void)
@@ -663,18 +668,12 @@ static void write_json(int final)
         pw_buf_jstr(&b, tab + 1);
     }
     pw_buf_puts(&b, "}}\n");
-    if (!b.failed) {
-        char path[4400], tmp[4400];
-        snprintf(path, sizeof path, "%s/%s.json", nd.dir, nd.host);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            ssize_t w = write(fd, b.data, b.len);
-            close(fd);
-            if (w == (ssize_t)b.len)
-                rename(tmp, path);
-        }
-    }
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.json", nd.dir, nd.host);
+    if (b.failed)
+        pw_file_failed(path, ENOMEM);
+    else
+        pw_file_put(path, b.data, b.len);
     pw_buf_free(&b);
     nd.described = nd.n;
 }
@@ -693,10 +692,17 @@ static void tick(void)
     sample_procs();
     for (int i = 0; i < nd.nout; i++)
         nd.out[i].t = t;
-    if (nd.nout) {
-        ssize_t len = (ssize_t)(nd.nout * sizeof *nd.out);
-        if (write(nd.fd, nd.out, (size_t)len) != len)
-            pw_debug("timeline: short write");
+    int err = nd.nout && nd.fd >= 0 ? pw_write_all(nd.fd, nd.out, nd.nout * sizeof *nd.out) : 0;
+    if (err) {
+        /* keep whole records only, and append no more: the file stays readable */
+        off_t end = lseek(nd.fd, 0, SEEK_CUR);
+        if (end > 0 && ftruncate(nd.fd, end - end % (off_t)sizeof *nd.out) != 0)
+            err = errno;
+        close(nd.fd);
+        nd.fd = -1;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
+        pw_file_failed(path, err);
     }
     if (!nd.ticks)
         nd.t_first = t;
@@ -758,7 +764,7 @@ static void *sampler(void *arg)
     snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
     nd.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (nd.fd < 0) {
-        pw_log("node timeline disabled: cannot create %s", path);
+        pw_file_failed(path, errno);
         return NULL;
     }
     nvml_open();
@@ -825,16 +831,21 @@ void pw_nodes_start(void)
     char path[4400], line[32];
     snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int err = fd < 0 ? errno : 0;
     if (fd >= 0) {
         int n = snprintf(line, sizeof line, "%d\n", (int)getpid());
-        if (write(fd, line, (size_t)n) != n)
-            pw_debug("timeline: cannot register pid");
+        err = pw_write_all(fd, line, (size_t)n);
         close(fd);
     }
+    if (err)
+        pw_file_failed(path, err);
     snprintf(path, sizeof path, "%s/%s.lock", nd.dir, nd.host);
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return; /* another process samples this node */
+    if (fd < 0) {
+        if (errno != EEXIST) /* else another process samples this node */
+            pw_file_failed(path, errno);
+        return;
+    }
     close(fd);
     nd.s = calloc(MAX_SERIES, sizeof *nd.s);
     nd.out = calloc(MAX_SERIES, sizeof *nd.out);

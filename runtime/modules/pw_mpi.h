@@ -124,14 +124,14 @@ MPI_Datatype pw_mpi_byte(void);
 /* Tracing (--trace, runtime/modules/mpi_trace.c). */
 extern int pw_trace_on;
 MPI_Status *pw_trace_statuses(int n); /* room for statuses the program ignores */
-void pw_trace_start(int rank, int size, MPI_Comm world);
-void pw_trace_before(int kind, const pw_args *a);
-void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int64_t sent,
-                   int64_t recv);
 /* Clock offsets to rank 0 (and their errors) at MPI_Init and MPI_Finalize. */
 typedef struct pw_trace_clock {
     int64_t offset_init, offset_init_err, offset_fini, offset_fini_err, t_init, t_fini;
 } pw_trace_clock;
+void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *clock);
+void pw_trace_before(int kind, const pw_args *a);
+void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int64_t sent,
+                   int64_t recv);
 void pw_trace_end(int state, const pw_trace_clock *clock);
 
 /* Before the real call, for kinds whose arguments it changes (Request_free, Wait). */

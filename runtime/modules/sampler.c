@@ -26,8 +26,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <semaphore.h>
 #include <sys/epoll.h>
+#include <sys/msg.h>
 #include <sys/select.h>
+#include <sys/sem.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -38,7 +42,6 @@
 #include "pw.h"
 
 #if defined(PW_HAVE_LIBUNWIND) /* CMake: libunwind.h found; the library is dlopen'd */
-#define UNW_LOCAL_ONLY
 #include <link.h>
 #include <libunwind.h>
 #define PW_STR_(x) #x
@@ -52,15 +55,18 @@
 PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP, WAIT */
 #define STATE_SLEEP (1 + PW_ACT_FAMILIES)
 #define STATE_WAIT (2 + PW_ACT_FAMILIES) /* blocked in poll, select, epoll, pause, ... */
-/* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then) */
-static PW_TLS int interrupted;
+/* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then).
+ * Volatile, as the flags below, because the handler writes them: glibc declares the
+ * functions the wrappers call (syscall, ...) as leaf functions, which lets the compiler
+ * keep a static variable in a register across them. */
+static PW_TLS volatile int interrupted;
 /* A wrapper that can call again with the signal mask set atomically by the call
  * (ppoll, pselect, epoll_pwait, sigsuspend) is in its call: the handler then returns with
  * every signal but the synchronous ones blocked (masked), keeping the thread's mask in
  * saved_mask, so that a program's signal arriving before the wrapper calls again waits,
  * pending, for that call, which unblocks it atomically and returns EINTR as without
  * perfweave. The wrapper restores the thread's mask when it returns. */
-static PW_TLS int maskable, masked;
+static PW_TLS volatile int maskable, masked;
 static PW_TLS sigset_t saved_mask;
 PW_TLS uintptr_t pw_sample_anchor, pw_sample_here;
 int pw_sampling;
@@ -114,11 +120,25 @@ static void set_interval(thr *t)
 /* libunwind, when its header was there at build time and its library is here at run
  * time (dlopen'd, so that a program using another unwinder is not disturbed and
  * libperfweave needs nothing more): stacks through code without frame pointers (-O2's
- * default on x86-64), from the DWARF call-frame information. Async-signal safety:
- * libunwind's local unwinding takes its own locks with all signals blocked and allocates
- * from its own mmap'd pools; its per-thread cache lives in dynamic TLS, which glibc
- * allocates with malloc at a thread's first use, so each sampled thread unwinds once
- * outside the handler first (warm_unwind). It finds unwind tables with
+ * default on x86-64), from the DWARF call-frame information.
+ *
+ * Its memory and registers are ours to give: libunwind's generic library unwinds in an
+ * address space of our own (unw_create_addr_space), whose accessors read the registers
+ * from the signal's ucontext and memory directly inside the interrupted stack, else by
+ * process_vm_readv on our own process, which fails where a read would fault. libunwind's
+ * local address space validates such reads (when the call-frame information is missing
+ * and it follows the frame chain) by writing them to a pipe it opens at its
+ * initialisation; that descriptor is a number the program may close and reuse (daemons
+ * close every descriptor from 3), after which the handler would block in read() on the
+ * program's pipe or write into its files. So that pipe is never used, and it is closed
+ * once libunwind has made it (the program's first open() gets 3 again). Unwind tables
+ * are still found by the library's own find_proc_info, on its local address space (it
+ * reads the tables in place, as before, without validation).
+ *
+ * Async-signal safety: libunwind takes its own locks with all signals blocked and
+ * allocates from its own mmap'd pools; its per-thread cache lives in dynamic TLS, which
+ * glibc allocates with malloc at a thread's first use, so each sampled thread unwinds
+ * once outside the handler first (warm_unwind). It finds unwind tables with
  * dl_iterate_phdr, which takes the loader's (recursive) lock: a sample that lands in the
  * dynamic loader (dlopen, dlclose, lazy binding: the link map may be changing), or
  * anywhere while the loader says the list of modules is changing (_r_debug.r_state),
@@ -130,12 +150,29 @@ static void set_interval(thr *t)
  * dlopen/dlclose loop); such a sample is known by its pc in those functions or by a
  * return address into the loader or dl_iterate_phdr near the top of its stack. */
 #if defined(PW_HAVE_LIBUNWIND)
+/* What one unwind reads: the registers of a context, and memory. [lo, hi) is the part
+ * of the thread's stack known mapped (from below the stack pointer's red zone to the
+ * top); pages elsewhere that process_vm_readv could read in this unwind are read in place
+ * after that (mapped text and tables; the loader's list of modules is stable meanwhile:
+ * see unwind()). */
+#define PW_UNW_PAGES 8
+typedef struct unw_view {
+    const ucontext_t *uc;
+    uintptr_t lo, hi;
+    uintptr_t page[PW_UNW_PAGES];
+    int npages;
+    pid_t pid; /* 0 until process_vm_readv is first needed */
+} unw_view;
+
+enum { UNW_LOADER, UNW_LOCAL_LIB, UNW_LIBC, UNW_GENERIC_LIB, UNW_NTEXT };
 static struct {
-    int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
+    unw_addr_space_t as, local; /* ours; the library's local one (its table lookup) */
+    int (*find)(unw_addr_space_t, unw_word_t, unw_proc_info_t *, int, void *);
+    void (*put)(unw_addr_space_t, unw_proc_info_t *, void *);
+    int (*init_remote)(unw_cursor_t *, unw_addr_space_t, void *);
     int (*step)(unw_cursor_t *);
     int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
-    int (*getcontext)(unw_context_t *);
-    uintptr_t lo[3], hi[3]; /* text of the dynamic loader, of libunwind, of libc */
+    uintptr_t lo[UNW_NTEXT], hi[UNW_NTEXT]; /* text of the loader, libunwind(s), libc */
     uintptr_t glo[4], ghi[4]; /* libc functions that take or release the loader's lock */
     int nguard;
 } unw;
@@ -146,10 +183,11 @@ static int text_ranges(struct dl_phdr_info *info, size_t size, void *arg)
     (void)arg;
     const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
     base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
-    int k = strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld64.so", 7) == 0 ? 0
-            : strncmp(base, "libunwind", 9) == 0                           ? 1
-            : strncmp(base, "libc.so", 7) == 0                             ? 2
-                                                                            : -1;
+    int k = strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld64.so", 7) == 0 ? UNW_LOADER
+            : strncmp(base, "libunwind.", 10) == 0                           ? UNW_LOCAL_LIB
+            : strncmp(base, "libunwind-", 10) == 0                           ? UNW_GENERIC_LIB
+            : strncmp(base, "libc.so", 7) == 0                               ? UNW_LIBC
+                                                                              : -1;
     for (int i = 0; k >= 0 && i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -163,30 +201,161 @@ static int text_ranges(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+static int unw_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,
+                          void *arg)
+{
+    (void)as;
+    unw_view *v = arg;
+    if (write)
+        return -UNW_EINVAL;
+    if (addr >= v->lo && addr < v->hi && v->hi - addr >= sizeof *val) {
+        memcpy(val, (const void *)addr, sizeof *val);
+        return 0;
+    }
+    uintptr_t page = addr & ~(uintptr_t)4095;
+    int one_page = ((addr + sizeof *val - 1) & ~(uintptr_t)4095) == page;
+    for (int i = 0; one_page && i < v->npages && i < PW_UNW_PAGES; i++)
+        if (v->page[i] == page) {
+            memcpy(val, (const void *)addr, sizeof *val);
+            return 0;
+        }
+    if (!v->pid)
+        v->pid = getpid();
+    struct iovec to = {val, sizeof *val}, from = {(void *)addr, sizeof *val};
+    if (process_vm_readv(v->pid, &to, 1, &from, 1, 0) != (ssize_t)sizeof *val)
+        return -UNW_EINVAL;
+    if (one_page)
+        v->page[v->npages++ % PW_UNW_PAGES] = page;
+    return 0;
+}
+
+/* libunwind's register numbers to the ucontext's */
+static int unw_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
+                          void *arg)
+{
+    (void)as;
+    const unw_view *v = arg;
+    if (write)
+        return -UNW_EREADONLYREG;
+#if defined(__x86_64__)
+    static const int greg[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                 REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                 REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+    if (reg < 0 || reg > UNW_X86_64_RIP)
+        return -UNW_EBADREG;
+    *val = (unw_word_t)v->uc->uc_mcontext.gregs[greg[reg]];
+#elif defined(__aarch64__)
+    if (reg >= UNW_AARCH64_X0 && reg <= UNW_AARCH64_X30)
+        *val = v->uc->uc_mcontext.regs[reg - UNW_AARCH64_X0];
+    else if (reg == UNW_AARCH64_SP)
+        *val = v->uc->uc_mcontext.sp;
+    else if (reg == UNW_AARCH64_PC)
+        *val = v->uc->uc_mcontext.pc;
+    else
+        return -UNW_EBADREG;
+#else
+    (void)reg, (void)val, (void)v;
+    return -UNW_EBADREG;
+#endif
+    return 0;
+}
+
+static int unw_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
+                            void *arg)
+{
+    (void)as, (void)reg, (void)val, (void)write, (void)arg;
+    return -UNW_EBADREG;
+}
+
+/* The library's own table lookup, on its local address space (tables read in place);
+ * the null argument is its "no validation" */
+static int unw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+                              int need, void *arg)
+{
+    (void)as, (void)arg;
+    return unw.find(unw.local, ip, pi, need, NULL);
+}
+
+static void unw_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+    (void)as, (void)arg;
+    unw.put(unw.local, pi, NULL);
+}
+
+/* The two lowest free descriptors: where a pipe made next goes. */
+static void lowest_free(int fd[2])
+{
+    int n = 0;
+    for (int i = 0; n < 2 && i < 65536; i++)
+        if (fcntl(i, F_GETFD) < 0 && errno == EBADF)
+            fd[n++] = i;
+}
+
+/* Whether a and b are the two ends of one pipe that libunwind made: non-blocking,
+ * close-on-exec, read and write end (Ginit.c's open_pipe). */
+static int unw_pipe(int a, int b)
+{
+    struct stat sa, sb;
+    int fa = fcntl(a, F_GETFL), fb = fcntl(b, F_GETFL);
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISFIFO(sa.st_mode) &&
+           sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev && fa >= 0 && fb >= 0 &&
+           (fa & O_NONBLOCK) && (fb & O_NONBLOCK) && (fa & O_ACCMODE) == O_RDONLY &&
+           (fb & O_ACCMODE) == O_WRONLY && (fcntl(a, F_GETFD) & FD_CLOEXEC) &&
+           (fcntl(b, F_GETFD) & FD_CLOEXEC);
+}
+
 static void unwinder_load(void)
 {
     if (!pw_opt.sample_libunwind)
         return;
-    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    const char *name = "libunwind-" PW_STR(UNW_TARGET) ".so.8";
+    /* the pipe is closed only when libunwind was not the program's before */
+    int ours = !dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD), fd[2] = {-1, -1};
+    if (ours)
+        lowest_free(fd);
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        pw_debug("--sample: no libunwind here; stacks by frame pointers");
+        pw_debug("--sample: no %s here; stacks by frame pointers", name);
         return;
     }
+    unw_addr_space_t *local = dlsym(h, PW_STR(unw_local_addr_space));
+    unw_accessors_t *(*accessors)(unw_addr_space_t);
+    unw_addr_space_t (*create)(unw_accessors_t *, int);
     int (*policy)(unw_addr_space_t, unw_caching_policy_t);
-    unw_addr_space_t *as = dlsym(h, PW_STR(unw_local_addr_space));
+    *(void **)&accessors = dlsym(h, PW_STR(unw_get_accessors));
+    *(void **)&create = dlsym(h, PW_STR(unw_create_addr_space));
     *(void **)&policy = dlsym(h, PW_STR(unw_set_caching_policy));
-    *(void **)&unw.init_local2 = dlsym(h, PW_STR(unw_init_local2));
+    *(void **)&unw.init_remote = dlsym(h, PW_STR(unw_init_remote));
     *(void **)&unw.get_reg = dlsym(h, PW_STR(unw_get_reg));
-    *(void **)&unw.getcontext = dlsym(h, PW_STR(unw_tdep_getcontext));
     *(void **)&unw.step = dlsym(h, PW_STR(unw_step));
-    if (!as || !policy || !unw.init_local2 || !unw.get_reg || !unw.getcontext || !unw.step) {
+    unw_accessors_t *la = local && accessors ? accessors(*local) : NULL; /* its init */
+    if (ours && fd[0] >= 0 && fd[1] >= 0 && unw_pipe(fd[0], fd[1])) {
+        close(fd[0]);
+        close(fd[1]);
+    }
+    if (!la || !la->find_proc_info || !create || !policy || !unw.init_remote || !unw.get_reg ||
+        !unw.step) {
         pw_log("--sample: this libunwind lacks functions perfweave needs; frame pointers used");
         unw.step = NULL;
         return;
     }
-    policy(*as, UNW_CACHE_PER_THREAD); /* no lock between threads */
+    unw_accessors_t a;
+    memset(&a, 0, sizeof a);
+    unw.local = *local;
+    unw.find = la->find_proc_info;
+    unw.put = la->put_unwind_info;
+    a.find_proc_info = unw_find_proc_info;
+    a.put_unwind_info = unw.put ? unw_put_unwind_info : NULL;
+    a.get_dyn_info_list_addr = la->get_dyn_info_list_addr;
+    a.access_mem = unw_access_mem;
+    a.access_reg = unw_access_reg;
+    a.access_fpreg = unw_access_fpreg;
+    unw.as = create(&a, 0);
+    if (!unw.as) {
+        unw.step = NULL;
+        return;
+    }
+    policy(unw.as, UNW_CACHE_PER_THREAD); /* no lock between threads */
     dl_iterate_phdr(text_ranges, NULL);
     static const char *const guarded[] = {"pthread_mutex_lock", "pthread_mutex_unlock",
                                           "dl_iterate_phdr", "pthread_mutex_trylock"};
@@ -229,39 +398,24 @@ static int near_loader(uintptr_t sp)
             n = here;
     }
     for (size_t i = 0; i < n; i++)
-        if ((w[i] >= unw.lo[0] && w[i] < unw.hi[0]) || guarded(w[i]))
+        if ((w[i] >= unw.lo[UNW_LOADER] && w[i] < unw.hi[UNW_LOADER]) || guarded(w[i]))
             return 1;
     return 0;
 }
 
-/* A first unwind in this thread, outside any handler: libunwind's TLS and caches. */
-static void warm_unwind(void)
+/* The stack of context uc, whose stack pointer is sp, by libunwind into frames[]: the
+ * depth, or -1 when libunwind failed before the outermost frame. */
+static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uintptr_t *frames)
 {
-    unw_context_t ctx;
+    unw_view v;
+    v.uc = uc;
+    v.npages = 0;
+    v.pid = 0;
+    /* below sp: the red zone (128 bytes on x86-64), which libunwind does not read */
+    v.lo = sp >= t->stack_lo && sp < t->stack_hi ? sp : 0;
+    v.hi = v.lo ? t->stack_hi : 0;
     unw_cursor_t c;
-    if (unw.step && unw.getcontext(&ctx) == 0 && unw.init_local2(&c, &ctx, 0) == 0)
-        for (int i = 0; i < PW_SAMPLE_FRAMES && unw.step(&c) > 0; i++)
-            ;
-}
-
-/* The stack of the interrupted context by libunwind into frames[]; the depth, or -1 when
- * libunwind is not to be used for it or failed before the outermost frame. */
-static int unwind(void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t *frames)
-{
-    if (!unw.step)
-        return -1;
-    for (int k = 0; k < 2; k++)
-        if (pc >= unw.lo[k] && pc < unw.hi[k])
-            return -1;
-    if (guarded(pc) || near_loader(sp))
-        return -1;
-    /* the loader is changing the list of modules (dlopen, dlclose: the state debuggers
-     * read, RT_ADD / RT_DELETE until consistent again), possibly from libc code it calls
-     * (malloc, mmap, memcpy): libunwind would read that list half-made */
-    if (__atomic_load_n(&_r_debug.r_state, __ATOMIC_RELAXED) != RT_CONSISTENT)
-        return -1;
-    unw_cursor_t c;
-    if (unw.init_local2(&c, ucv, UNW_INIT_SIGNAL_FRAME) < 0)
+    if (unw.init_remote(&c, unw.as, &v) < 0)
         return -1;
     int d = 0, rc = 0;
     do {
@@ -273,20 +427,57 @@ static int unwind(void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t *frames)
     } while (d < PW_SAMPLE_FRAMES && (rc = unw.step(&c)) > 0);
     if (d < PW_SAMPLE_FRAMES && rc < 0)
         return -1;
+    return d;
+}
+
+/* A first unwind in this thread, outside any handler: libunwind's TLS and caches. */
+static void warm_unwind(const thr *t)
+{
+    ucontext_t uc;
+    uintptr_t frames[PW_SAMPLE_FRAMES];
+    if (unw.step && getcontext(&uc) == 0)
+#if defined(__x86_64__)
+        unwind_context(t, &uc, (uintptr_t)uc.uc_mcontext.gregs[REG_RSP], frames);
+#elif defined(__aarch64__)
+        unwind_context(t, &uc, (uintptr_t)uc.uc_mcontext.sp, frames);
+#else
+        (void)t, (void)frames;
+#endif
+}
+
+/* The stack of the interrupted context by libunwind into frames[]; the depth, or -1 when
+ * libunwind is not to be used for it or failed before the outermost frame. */
+static int unwind(const thr *t, void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t *frames)
+{
+    if (!unw.step)
+        return -1;
+    static const int own[] = {UNW_LOADER, UNW_LOCAL_LIB, UNW_GENERIC_LIB};
+    for (size_t k = 0; k < sizeof own / sizeof *own; k++)
+        if (pc >= unw.lo[own[k]] && pc < unw.hi[own[k]])
+            return -1;
+    if (guarded(pc) || near_loader(sp))
+        return -1;
+    /* the loader is changing the list of modules (dlopen, dlclose: the state debuggers
+     * read, RT_ADD / RT_DELETE until consistent again), possibly from libc code it calls
+     * (malloc, mmap, memcpy): libunwind would read that list half-made */
+    if (__atomic_load_n(&_r_debug.r_state, __ATOMIC_RELAXED) != RT_CONSISTENT)
+        return -1;
+    int d = unwind_context(t, ucv, sp, frames);
     /* the outermost frame, the program's _start below libc's __libc_start_main: start-up
      * code, which the frame-pointer walk never reaches either (the stack starts at main) */
-    if (rc == 0 && d >= 2 && frames[d - 2] > unw.lo[2] && frames[d - 2] <= unw.hi[2] &&
-        !(frames[d - 1] > unw.lo[2] && frames[d - 1] <= unw.hi[2]))
+    uintptr_t lo = unw.lo[UNW_LIBC], hi = unw.hi[UNW_LIBC];
+    if (d >= 2 && d < PW_SAMPLE_FRAMES && frames[d - 2] > lo && frames[d - 2] <= hi &&
+        !(frames[d - 1] > lo && frames[d - 1] <= hi))
         d--;
     return d;
 }
 #define PW_UNWINDER (unw.step ? "libunwind" : "frame pointers")
 #else
 static void unwinder_load(void) {}
-static void warm_unwind(void) {}
-static int unwind(void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t *frames)
+static void warm_unwind(const thr *t) { (void)t; }
+static int unwind(const thr *t, void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t *frames)
 {
-    (void)ucv, (void)pc, (void)sp, (void)frames;
+    (void)t, (void)ucv, (void)pc, (void)sp, (void)frames;
     return -1;
 }
 #define PW_UNWINDER "frame pointers"
@@ -405,7 +596,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     uintptr_t pc = 0, fp = 0, sp = 0;
     (void)ucv;
 #endif
-    int d = unwind(ucv, pc, sp, s->frames);
+    int d = unwind(t, ucv, pc, sp, s->frames);
     if (d >= 0) {
         t->unwound++;
     } else {
@@ -457,7 +648,7 @@ void pw_sampler_thread(void)
     }
     t->interval_ns = (pw_opt.sample_interval_ms > 0 ? pw_opt.sample_interval_ms : 10) * 1000000LL;
     t->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)t->tid << 17) ^ (uint64_t)pw_now();
-    warm_unwind();
+    warm_unwind(t);
     self = t;
     pw_counters_begin(); /* --counters: this thread's event set, read at each sample */
     __atomic_store_n(&t->ok, 1, __ATOMIC_RELEASE);
@@ -488,9 +679,8 @@ static void write_samples(void)
     pw_objects_refresh();
     /* records: t, thread, state, depth, then PW_SAMPLE_FRAMES (module, offset) pairs */
     snprintf(path, sizeof path, "%s.samples", stem);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return;
+    pw_file out;
+    pw_file_open(&out, path);
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
         thr *t = &threads[i];
@@ -516,12 +706,13 @@ static void write_samples(void)
                 r.module[f] = pw_object_of(s->frames[f], &off);
                 r.offset[f] = r.module[f] < 0 ? (int64_t)s->frames[f] : (int64_t)off;
             }
-            if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
+            if (pw_file_write(&out, &r, sizeof r) != 0)
                 break;
             total++;
         }
     }
-    close(fd);
+    if (pw_file_close(&out) != 0)
+        return; /* marked; a JSON without its records would describe nothing */
     pw_buf b = {0};
     pw_buf_puts(&b, "{\"format\": \"perfweave-samples\", \"version\": 2, \"rank\": ");
     pw_buf_int(&b, rank);
@@ -582,13 +773,10 @@ static void write_samples(void)
     }
     pw_buf_puts(&b, "]}\n");
     snprintf(path, sizeof path, "%s.json", stem);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0 && !b.failed) {
-        if (write(fd, b.data, b.len) != (ssize_t)b.len)
-            pw_log("--sample: short write of %s", path);
-    }
-    if (fd >= 0)
-        close(fd);
+    if (b.failed)
+        pw_file_failed(path, ENOMEM);
+    else
+        pw_file_put(path, b.data, b.len);
     pw_buf_free(&b);
 }
 
@@ -660,7 +848,7 @@ static int block_begin(int blocking, int state)
 }
 
 /* The call failed with EINTR because of our signal: call it again. */
-static int again(int rc)
+static int again(long rc)
 {
     return rc < 0 && errno == EINTR && interrupted;
 }
@@ -1026,6 +1214,234 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
     int old = block_begin(1, STATE_WAIT);
     int rc = real_sigwait(without_ours(set, &copy), signo);
     pw_sample_state = old;
+    return rc;
+}
+
+/* Calls that end with EINTR after any handler and have no timeout to shorten, or an
+ * absolute one: called again, as they were, while our signal ends them. */
+#define BLOCK_AGAIN(call)                                                               \
+    do {                                                                                \
+        int old_ = block_begin(1, STATE_WAIT);                                          \
+        do {                                                                            \
+            interrupted = 0;                                                            \
+            rc = (call);                                                                \
+        } while (again(rc));                                                            \
+        pw_sample_state = old_;                                                         \
+    } while (0)
+
+/* The body of such a wrapper of FN, called with ARGS */
+#define AGAIN_WRAPPER(rtype, fn, args)                                                  \
+    REAL(fn);                                                                           \
+    if (!started)                                                                       \
+        return real_##fn args;                                                          \
+    rtype rc;                                                                           \
+    BLOCK_AGAIN(real_##fn args);                                                        \
+    return rc
+
+/* POSIX semaphores with a deadline: glibc waits on a futex with a timeout, which a
+ * handler ends with EINTR whatever SA_RESTART (the kernel restarts only a wait without
+ * timeout: sem_wait, and pthread_cond_timedwait retries by itself). The deadline is
+ * absolute: the same call again. */
+PW_EXPORT int sem_timedwait(sem_t *restrict s, const struct timespec *restrict abs)
+{
+    AGAIN_WRAPPER(int, sem_timedwait, (s, abs));
+}
+
+#if defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 30)
+PW_EXPORT int sem_clockwait(sem_t *restrict s, clockid_t clock,
+                            const struct timespec *restrict abs)
+{
+    AGAIN_WRAPPER(int, sem_clockwait, (s, clock, abs));
+}
+#endif
+
+/* System V IPC: never restarted (signal(7)). semtimedop's timeout is relative: what is
+ * left of it; semop is semtimedop without one. */
+PW_EXPORT int semtimedop(int id, struct sembuf *ops, size_t n, const struct timespec *ts)
+{
+    REAL(semtimedop);
+    if (!started)
+        return real_semtimedop(id, ops, n, ts);
+    int rc;
+    BLOCK_TS(ts, real_semtimedop(id, ops, n, tp_));
+    return rc;
+}
+
+PW_EXPORT int semop(int id, struct sembuf *ops, size_t n)
+{
+    return semtimedop(id, ops, n, NULL);
+}
+
+PW_EXPORT ssize_t msgrcv(int id, void *m, size_t size, long type, int flags)
+{
+    AGAIN_WRAPPER(ssize_t, msgrcv, (id, m, size, type, flags));
+}
+
+PW_EXPORT int msgsnd(int id, const void *m, size_t size, int flags)
+{
+    AGAIN_WRAPPER(int, msgsnd, (id, m, size, flags));
+}
+
+/* Sockets: accept, connect and the recv and send families are restarted (SA_RESTART)
+ * unless the socket has a timeout (SO_RCVTIMEO, SO_SNDTIMEO), which makes a handler end
+ * them with EINTR. After ours, the socket is waited for (our ppoll, itself resumed after
+ * our signals) for what is left of that timeout from the call's start, then the call is
+ * made again; the timeout passed: EAGAIN, as the kernel says then. The state of the
+ * sample is left as it is: most such calls on non-blocking sockets do not wait.
+ * 1: call again; 0: the timeout passed (errno EAGAIN); -1: the program's signal (EINTR)
+ * or an error of the wait. */
+static int sock_ready(int fd, short events, int opt, int64_t start)
+{
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    struct timespec left;
+    const struct timespec *tp = NULL;
+    if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec)) {
+        int64_t d = start + tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL - pw_now();
+        if (d <= 0) {
+            errno = EAGAIN;
+            return 0;
+        }
+        left.tv_sec = d / 1000000000LL;
+        left.tv_nsec = d % 1000000000LL;
+        tp = &left;
+    }
+    struct pollfd p = {fd, events, 0};
+    int rc = ppoll(&p, 1, tp, NULL);
+    if (rc == 0)
+        errno = EAGAIN;
+    return rc;
+}
+
+/* rc = CALL on socket FD (waiting for EVENTS, its timeout OPT), again after our signal */
+#define SOCK_CALL(fd, events, opt, call)                                                \
+    do {                                                                                \
+        int64_t start_ = pw_now();                                                      \
+        for (;;) {                                                                      \
+            interrupted = 0;                                                            \
+            rc = (call);                                                                \
+            if (!again(rc))                                                             \
+                break;                                                                  \
+            if (sock_ready(fd, events, opt, start_) <= 0) {                             \
+                rc = -1;                                                                \
+                break;                                                                  \
+            }                                                                           \
+        }                                                                               \
+    } while (0)
+
+/* The body of the wrapper of socket call FN, called with ARGS */
+#define SOCK_WRAPPER(rtype, fn, fd, events, opt, args)                                  \
+    REAL(fn);                                                                           \
+    if (!started)                                                                       \
+        return real_##fn args;                                                          \
+    rtype rc;                                                                           \
+    SOCK_CALL(fd, events, opt, real_##fn args);                                         \
+    return rc
+
+PW_EXPORT int accept(int fd, __SOCKADDR_ARG a, socklen_t *restrict len)
+{
+    SOCK_WRAPPER(int, accept, fd, POLLIN, SO_RCVTIMEO, (fd, a, len));
+}
+
+PW_EXPORT int accept4(int fd, __SOCKADDR_ARG a, socklen_t *restrict len, int flags)
+{
+    SOCK_WRAPPER(int, accept4, fd, POLLIN, SO_RCVTIMEO, (fd, a, len, flags));
+}
+
+PW_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    SOCK_WRAPPER(ssize_t, recv, fd, POLLIN, SO_RCVTIMEO, (fd, buf, n, flags));
+}
+
+PW_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags,
+                           __SOCKADDR_ARG a, socklen_t *restrict len)
+{
+    SOCK_WRAPPER(ssize_t, recvfrom, fd, POLLIN, SO_RCVTIMEO, (fd, buf, n, flags, a, len));
+}
+
+PW_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+    SOCK_WRAPPER(ssize_t, recvmsg, fd, POLLIN, SO_RCVTIMEO, (fd, m, flags));
+}
+
+/* recvmmsg's own timeout is looked at only after a message came (recvmmsg(2)); waiting
+ * for the first one is the socket's */
+PW_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
+                       struct timespec *ts)
+{
+    SOCK_WRAPPER(int, recvmmsg, fd, POLLIN, SO_RCVTIMEO, (fd, v, n, flags, ts));
+}
+
+PW_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    SOCK_WRAPPER(ssize_t, send, fd, POLLOUT, SO_SNDTIMEO, (fd, buf, n, flags));
+}
+
+PW_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+                         __CONST_SOCKADDR_ARG a, socklen_t len)
+{
+    SOCK_WRAPPER(ssize_t, sendto, fd, POLLOUT, SO_SNDTIMEO, (fd, buf, n, flags, a, len));
+}
+
+PW_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    SOCK_WRAPPER(ssize_t, sendmsg, fd, POLLOUT, SO_SNDTIMEO, (fd, m, flags));
+}
+
+/* connect: a TCP connection that our signal interrupted goes on being made, so it is
+ * waited for by connecting again (the kernel's own restart does so): "already
+ * connected" then means made. A socket timeout (SO_SNDTIMEO) that passed meanwhile ends
+ * it as the kernel would (EINPROGRESS; EAGAIN for a local socket): found at our next
+ * signal, so up to one sampling interval late. */
+PW_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t len)
+{
+    REAL(connect);
+    if (!started)
+        return real_connect(fd, a, len);
+    int64_t start = pw_now();
+    int rc, retried = 0;
+    for (;;) {
+        interrupted = 0;
+        rc = real_connect(fd, a, len);
+        if (retried && rc < 0 && errno == EISCONN)
+            return 0;
+        if (retried && rc < 0 && errno == EALREADY)
+            errno = EINPROGRESS; /* its timeout passed in the call again */
+        if (!again(rc))
+            return rc;
+        retried = 1;
+        struct timeval tv;
+        socklen_t tl = sizeof tv;
+        if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) == 0 && (tv.tv_sec || tv.tv_usec) &&
+            pw_now() - start >= tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL) {
+            errno = a.__sockaddr__ && a.__sockaddr__->sa_family == AF_UNIX ? EAGAIN : EINPROGRESS;
+            return -1;
+        }
+    }
+}
+
+/* io_getevents (libaio; glibc has none): never restarted. The time left of its relative
+ * timeout. Where libaio is not loaded, a program calling it has its own: the system call
+ * stands in. A program making the system call itself (syscall(SYS_io_getevents)) cannot
+ * be wrapped and sees the EINTR. */
+struct io_event;
+PW_EXPORT int io_getevents(void *ctx, long min, long nr, struct io_event *ev,
+                           struct timespec *ts)
+{
+    static int (*real)(void *, long, long, struct io_event *, struct timespec *);
+    static int looked;
+    if (PW_UNLIKELY(!looked)) {
+        *(void **)&real = dlsym(RTLD_NEXT, "io_getevents");
+        looked = 1;
+    }
+    int rc;
+#define PW_GETEVENTS(t)                                                                 \
+    (real ? real(ctx, min, nr, ev, (struct timespec *)(t))                              \
+          : (int)syscall(SYS_io_getevents, ctx, min, nr, ev, (t)))
+    if (!started)
+        return PW_GETEVENTS(ts);
+    BLOCK_TS(ts, PW_GETEVENTS(tp_));
+#undef PW_GETEVENTS
     return rc;
 }
 

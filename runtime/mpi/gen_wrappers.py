@@ -36,46 +36,74 @@ ROLES = set("buf rbuf count type source scount stype rcount rtype scounts rcount
             "file offset level flag index outcount indices".split())
 # Kinds whose wrappers run a hook whatever the recording state.
 CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
-# The roles each kind reads (call_bytes in runtime/modules/mpi.c). Wrappers set only
-# the tagged roles, so a function of a kind must tag every role the kind reads.
+# The roles each kind's body reads: call_bytes and pw_mpi_before (runtime/modules/mpi.c),
+# pw_trace_before and pw_trace_call with their helpers (mpi_trace.c). Wrappers fill only
+# the roles their function tags, and the struct is not zeroed (the wrapper's hot path), so
+# this table is the contract: every function of a kind tags each plain role ("peer"), and
+# one without an optional role ("request?") sets it to the kind's value for none (_NONE).
+# parse() rejects a function that lacks a plain role; a body that starts reading a role
+# must declare it here first. Kinds of NO_ARGS_KINDS read nothing, init, finalize and
+# abort have hooks of their own.
 _SR = "scount stype rcount rtype comm"
-REQUIRED_ROLES = {k: set(v.split()) for k, v in {
-    "send": "peer count type", "isend": "peer count type", "recv": "peer count type",
-    "irecv": "peer count type", "mrecv": "count type",
-    "sendrecv": "peer source scount stype rcount rtype",
-    "sendrecv_replace": "peer source count type",
-    "send_init": "peer count type request", "recv_init": "peer count type request",
-    "start": "request", "startall": "nreq requests", "request_free": "request",
-    "bcast": "root comm count type", "reduce": "root comm count type",
-    "allreduce": "count type", "scan": "count type", "exscan": "count type",
-    "reduce_scatter_block": "count type comm", "reduce_scatter": "rcounts type comm",
-    "gather": "root buf " + _SR, "gatherv": "root buf scount stype rcounts rtype comm",
-    "scatter": "root rbuf " + _SR, "scatterv": "root rbuf scounts stype rcount rtype comm",
-    "allgather": "buf " + _SR, "allgatherv": "buf scount stype rcounts rtype comm",
-    "alltoall": "buf " + _SR, "alltoallv": "buf scounts stype rcounts rtype comm",
-    "alltoallw": "buf scounts stypes rcounts rtypes comm",
-    "neighbor_allgather": _SR, "neighbor_allgatherv": "scount stype rcounts rtype comm",
-    "neighbor_alltoall": _SR, "neighbor_alltoallv": "scounts stype rcounts rtype comm",
-    "neighbor_alltoallw": "scounts stypes rcounts rtypes comm",
-    "fread": "count type", "fwrite": "count type", "pcontrol": "level",
-    "wait": "request status", "waitmulti": "nreq requests", "comm_free": "newcomm",
-    "win": "comm newwin", "win_free": "newwin", "winsync": "win",
-    "put": "target count type win", "acc": "target count type win", "get": "target count type win",
-    "getacc": "target count type rcount rtype win", "fop": "target type win",
-    "cas": "target type win",
-}.items()}
-# Roles a kind reads when present: wrappers of functions without them set them to
-# the value given here (NULL pointers, or the MPI value meaning "none").
+_P2P = "peer count type comm tag"
+_COLL = "comm request?"         # request: a nonblocking collective
+_RMA = "target win request?"    # request: the R* forms
 _NONE = {"flag": "NULL", "index": "NULL", "outcount": "NULL", "indices": "NULL",
          "status": "NULL", "statuses": "NULL", "request": "NULL",
          "target": "MPI_PROC_NULL", "tag": "-1", "group": "MPI_GROUP_NULL"}
-OPTIONAL_ROLES = {k: {r: _NONE[r] for r in v.split()} for k, v in {
-    "wait": "flag", "winsync": "flag target tag group",
-    "waitmulti": "flag index outcount indices status statuses",
-    "put": "request", "get": "request", "acc": "request", "getacc": "request",
-}.items()}
-for _k in KINDS["coll"].split():
-    OPTIONAL_ROLES[_k] = {"request": "NULL"}  # set: a nonblocking collective
+READS = {
+    "send": _P2P, "isend": _P2P + " request", "recv": _P2P + " status",
+    "irecv": _P2P + " request", "mrecv": "count type status?",
+    "sendrecv": "peer source scount stype rcount rtype comm tag status",
+    "sendrecv_replace": "peer source count type comm tag status",
+    "send_init": _P2P + " request", "recv_init": _P2P + " request",
+    "start": "request", "startall": "nreq requests", "request_free": "request",
+    "barrier": _COLL,
+    "bcast": "root count type " + _COLL, "reduce": "root count type " + _COLL,
+    "allreduce": "count type " + _COLL, "scan": "count type " + _COLL,
+    "exscan": "count type " + _COLL, "reduce_scatter_block": "count type " + _COLL,
+    "reduce_scatter": "rcounts type " + _COLL,
+    "gather": f"root buf {_SR} {_COLL}", "gatherv": f"root buf scount stype rcounts rtype {_COLL}",
+    "scatter": f"root rbuf {_SR} {_COLL}",
+    "scatterv": f"root rbuf scounts stype rcount rtype {_COLL}",
+    "allgather": f"buf {_SR} {_COLL}", "allgatherv": f"buf scount stype rcounts rtype {_COLL}",
+    "alltoall": f"buf {_SR} {_COLL}", "alltoallv": f"buf scounts stype rcounts rtype {_COLL}",
+    "alltoallw": f"buf scounts stypes rcounts rtypes {_COLL}",
+    "neighbor_allgather": f"{_SR} {_COLL}",
+    "neighbor_allgatherv": f"scount stype rcounts rtype {_COLL}",
+    "neighbor_alltoall": f"{_SR} {_COLL}",
+    "neighbor_alltoallv": f"scounts stype rcounts rtype {_COLL}",
+    "neighbor_alltoallw": f"scounts stypes rcounts rtypes {_COLL}",
+    "win": "comm newwin", "win_free": "newwin",
+    "put": "count type " + _RMA, "get": "count type " + _RMA, "acc": "count type " + _RMA,
+    "getacc": "count type rcount rtype " + _RMA, "fop": "type " + _RMA, "cas": "type " + _RMA,
+    "wait": "request status flag?",
+    "waitmulti": "nreq requests flag? index? outcount? indices? status? statuses?",
+    "winsync": "win flag? target? tag? group?",
+    "fread": "count type", "fwrite": "count type", "pcontrol": "level",
+    "mgmt": "comm newcomm", "comm_free": "newcomm",
+}
+
+
+class SpecError(Exception):
+    pass
+
+
+def kind_reads(table):
+    """READS as {kind: {role: None (required) or the value for none}}, checked."""
+    out = {}
+    for kind, text in table.items():
+        roles = {}
+        for word in text.split():
+            role = word.rstrip("?")
+            if role not in ROLES:
+                raise SpecError(f"kind '{kind}' reads the unknown role '{role}'")
+            if word.endswith("?") and role not in _NONE:
+                raise SpecError(f"kind '{kind}': optional role '{role}' has no value for none")
+            roles[role] = _NONE[role] if word.endswith("?") else None
+        out[kind] = roles
+    return out
+
 
 # Kinds whose calls neither move bytes nor matter to a trace: their wrappers pass
 # no arguments to pw_mpi_leave (management calls do when they create a communicator).
@@ -83,11 +111,12 @@ NO_ARGS_KINDS = {"probe", "cancel", "fopen", "fclose", "fother", "mgmt"}
 # Kinds whose statuses a trace needs even when the program ignores them.
 STATUS_KINDS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti"}
 
+KIND_READS = kind_reads(READS)
+_undeclared = set(" ".join(KINDS.values()).split()) - set(READS) - NO_ARGS_KINDS - CONTROL_KINDS
+if _undeclared:   # a new kind says what its body reads before any wrapper is written
+    raise SpecError(f"kinds without their roles in READS: {', '.join(sorted(_undeclared))}")
+
 LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(int\s+(MPI_\w+)\s*\((.*)\))\s*(\[(.*)\])?\s*$")
-
-
-class SpecError(Exception):
-    pass
 
 
 @dataclass
@@ -188,11 +217,12 @@ def parse(text):
                 fn.fortran = False
             else:
                 raise SpecError(f"line {lineno}: unknown flag '{flag}'")
-        tagged = {a.role for a in args if a.role and (not a.indirect or a.role in POINTER_ROLES)}
-        missing = REQUIRED_ROLES.get(kind, set()) - tagged
-        if missing:
-            raise SpecError(f"line {lineno}: {name}: kind '{kind}' needs the roles "
-                            f"{', '.join(sorted(missing))}")
+        if has_args(fn, args):
+            reads = KIND_READS.get(kind, {})
+            missing = {r for r, none in reads.items() if none is None} - set_roles(args)
+            if missing:
+                raise SpecError(f"line {lineno}: {name}: kind '{kind}' reads the roles "
+                                f"{', '.join(sorted(missing))}, which {name} does not tag")
         if fn.fortran and fn.fortran_args is None:
             for a in args:
                 if fortran_type(a) is None:
@@ -218,14 +248,20 @@ POINTER_ROLES = {"buf", "rbuf", "scounts", "rcounts", "stypes", "rtypes", "reque
                  "newwin"}
 
 
+def carries_value(a):
+    """The argument fills its role in `pw_args` (a value role on an output handle only
+    documents it)."""
+    return bool(a.role) and (not a.indirect or a.role in POINTER_ROLES)
+
+
+def set_roles(args):
+    return {a.role for a in args if carries_value(a)}
+
+
 def role_assignments(args, fortran):
     """C statements filling `pw_args a` from the role-tagged arguments."""
-    out = []
-    for a in args:
-        if not a.role or (a.indirect and a.role not in POINTER_ROLES):
-            continue
-        out.append(f"a.{a.role} = {fortran_value(a) if fortran else a.name};")
-    return out
+    return [f"a.{a.role} = {fortran_value(a) if fortran else a.name};"
+            for a in args if carries_value(a)]
 
 
 # Kinds that look at their arguments before the real call changes them
@@ -256,9 +292,9 @@ def args_lines(fn, args, fortran):
                           f"        {a.name} = pw_trace_statuses({n});"]
     lines += ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
     lines += ["    " + s for s in role_assignments(args, fortran)]
-    tagged = {a.role for a in args}
-    lines += [f"    a.{r} = {v};" for r, v in OPTIONAL_ROLES.get(fn.kind, {}).items()
-              if r not in tagged]
+    tagged = set_roles(args)
+    lines += [f"    a.{r} = {none};" for r, none in KIND_READS.get(fn.kind, {}).items()
+              if none is not None and r not in tagged]
     if fn.kind in BEFORE_KINDS:
         lines.append(f"    pw_mpi_before(PW_KIND_{fn.kind}, &a);")
     return lines

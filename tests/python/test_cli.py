@@ -118,8 +118,8 @@ def test_report_text(mpi_exp, capsys):
 def test_report_top(mpi_exp, capsys):
     assert main(["report", "--top", "1", str(mpi_exp)]) == 0
     out = capsys.readouterr().out
-    assert "  (1 more; --top N)" in out
-    assert "  (1 more call sites; --top N)" in out
+    assert "  (1 more functions; --max-rows N or --full, or --top N)" in out
+    assert "  (1 more call sites; --max-rows N or --full, or --top N)" in out
 
 
 def test_report_partial_notes_in_json(experiment_dir, pwprof, capsys):
@@ -215,7 +215,7 @@ def test_report_corrupt_experiment_json(tmp_path):
     res = perfweave("report", exp)
     assert res.returncode == 2
     line = one_error_line(res.stderr)
-    assert line.startswith(f"perfweave: error: {exp / 'experiment.json'}: corrupt (")
+    assert line.startswith(f"perfweave: error: {exp / 'experiment.json'}: corrupt experiment description (")
     assert res.stdout == ""
 
 

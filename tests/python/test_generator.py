@@ -41,6 +41,7 @@ coll  bcast      int MPI_Bcast(void *buffer:buf, int count:count, MPI_Datatype d
 sync  waitmulti  int MPI_Waitall(int count:nreq, MPI_Request array_of_requests[]:requests, MPI_Status array_of_statuses[]:statuses)
 other init       int MPI_Init(int *argc, char ***argv)  [fortran=()]
 other pcontrol   int MPI_Pcontrol(const int level:level, ...)  [nofort]
+rma   fop        int MPI_Fetch_and_op(const void *origin_addr:buf, void *result_addr:rbuf, MPI_Datatype datatype:type, int target_rank:target, MPI_Aint target_disp, MPI_Op op, MPI_Win win:win)
 """
 
 
@@ -53,12 +54,12 @@ def mini():
 
 def test_mini_names_families_kinds_lines(mini):
     assert [f.name for f in mini] == ["MPI_Send", "MPI_Bcast", "MPI_Waitall", "MPI_Init",
-                                      "MPI_Pcontrol"]
-    assert [f.family for f in mini] == ["p2p", "coll", "sync", "other", "other"]
-    assert [f.kind for f in mini] == ["send", "bcast", "waitmulti", "init", "pcontrol"]
-    assert [f.line for f in mini] == [2, 3, 5, 6, 7]     # 1-based, comments and blanks count
+                                      "MPI_Pcontrol", "MPI_Fetch_and_op"]
+    assert [f.family for f in mini] == ["p2p", "coll", "sync", "other", "other", "rma"]
+    assert [f.kind for f in mini] == ["send", "bcast", "waitmulti", "init", "pcontrol", "fop"]
+    assert [f.line for f in mini] == [2, 3, 5, 6, 7, 8]  # 1-based, comments and blanks count
     assert [f.lower for f in mini] == ["mpi_send", "mpi_bcast", "mpi_waitall", "mpi_init",
-                                       "mpi_pcontrol"]
+                                       "mpi_pcontrol", "mpi_fetch_and_op"]
 
 
 def test_mini_send_args(mini):
@@ -159,7 +160,7 @@ def test_main_writes_the_golden_files(tmp_path):
 
 def test_header_lines(mini):
     lines = gen.header(mini).splitlines()
-    assert "#define PW_MPI_NFN 5" in lines
+    assert "#define PW_MPI_NFN 6" in lines
     assert "    PW_FN_MPI_Send = 0," in lines
     assert "    PW_FN_MPI_Pcontrol = 4," in lines
 
@@ -194,8 +195,65 @@ def test_source_specific_lines(mini):
 
 def test_kind_needs_its_roles():
     bad = "p2p send int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, int dest, int tag:tag, MPI_Comm comm:comm)"
-    with pytest.raises(gen.SpecError, match=r"line 1: MPI_Send: kind 'send' needs the roles peer"):
+    with pytest.raises(gen.SpecError, match=r"line 1: MPI_Send: kind 'send' reads the roles "
+                                            r"peer, which MPI_Send does not tag"):
         gen.parse(bad)
+
+
+def test_wrapper_reading_a_role_its_function_lacks_is_rejected():
+    """The window event of every one-sided operation reads its window and target: an
+    atomic without them cannot be wrapped (the build stops at the spec line)."""
+    bad = ("\nrma fop int MPI_Fetch_and_op(const void *origin_addr:buf, void *result_addr:rbuf, "
+           "MPI_Datatype datatype:type, int target_rank, MPI_Aint target_disp, MPI_Op op, "
+           "MPI_Win win)\n")
+    with pytest.raises(gen.SpecError, match=r"line 2: MPI_Fetch_and_op: kind 'fop' reads the "
+                                            r"roles target, win, which MPI_Fetch_and_op does "
+                                            r"not tag"):
+        gen.parse(bad)
+
+
+def test_optional_role_absent_is_set_to_none(mini):
+    """MPI_Fetch_and_op has no request (the R* operations of its kind family do): its C
+    and Fortran wrappers set it to NULL rather than leave stack contents for the window
+    event to read (the --trace crash of atomics)."""
+    text = gen.source(mini)
+    body = text[text.index("PW_EXPORT int MPI_Fetch_and_op("):]
+    c_body = body[:body.index("\n}\n")]
+    f_body = body[body.index("void pw_f_MPI_Fetch_and_op("):]
+    f_body = f_body[:f_body.index("\n}\n")]
+    for b in (c_body, f_body):
+        assert b.count("    a.request = NULL;") == 1
+        assert b.index("a.request = NULL;") < b.index("pw_mpi_leave(&c, PW_KIND_fop, &a);")
+
+
+def test_every_role_a_kind_reads_is_set_in_every_wrapper(real):
+    """The class: for each function of the real spec, in its C and Fortran wrappers,
+    every role its kind's body reads is assigned before pw_mpi_leave (from the argument
+    or the kind's value for none)."""
+    text = gen.source(real)
+    for f in real:
+        if not gen.has_args(f, f.args) or f.kind in gen.CONTROL_KINDS:
+            continue                              # (Pcontrol hands its level to a hook)
+        bodies = [text[text.index(f"PW_EXPORT int {f.name}("):]]
+        if f.fortran:
+            bodies.append(text[text.index(f"void pw_f_{f.name}("):])
+        for b in bodies:
+            b = b[:b.index("\n}\n")]
+            leave = b.index("pw_mpi_leave(")
+            for role in gen.KIND_READS[f.kind]:
+                assert re.search(rf"^    a\.{role} = ", b[:leave], re.M), (f.name, role)
+
+
+def test_kind_reads_declarations_are_checked():
+    assert gen.kind_reads({"fop": "type target? win"})["fop"] == {
+        "type": None, "target": "MPI_PROC_NULL", "win": None}
+    with pytest.raises(gen.SpecError, match="kind 'fop' reads the unknown role 'bogus'"):
+        gen.kind_reads({"fop": "type bogus"})
+    with pytest.raises(gen.SpecError, match="optional role 'win' has no value for none"):
+        gen.kind_reads({"fop": "type win?"})
+    kinds = set(" ".join(gen.KINDS.values()).split())
+    assert kinds - set(gen.KIND_READS) == gen.NO_ARGS_KINDS - {"mgmt"} | {"init", "finalize",
+                                                                         "abort"}
 
 
 def test_source_entry_point_sets(mini):
@@ -207,7 +265,9 @@ def test_source_entry_point_sets(mini):
         "MPI_Waitall", "mpi_waitall_", "mpi_waitall__", "mpi_waitall_f08_",
         "mpi_waitall_f08ts_",
         "MPI_Init", "mpi_init_", "mpi_init__", "mpi_init_f08_", "mpi_init_f08ts_",
-        "MPI_Pcontrol"]                       # nofort: C only
+        "MPI_Pcontrol",                       # nofort: C only
+        "MPI_Fetch_and_op", "mpi_fetch_and_op_", "mpi_fetch_and_op__", "mpi_fetch_and_op_f08_",
+        "mpi_fetch_and_op_f08ts_"]
     assert "PW_EXPORT void mpi_init_(MPI_Fint *ierr)" in text
     assert "PW_EXPORT int MPI_Pcontrol(const int level, ...)" in text
     assert "    pw_mpi_pcontrol(level);" in text

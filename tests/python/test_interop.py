@@ -562,3 +562,294 @@ def test_pipit_ping_pong(shared, tmp_path):
     names = [meta["functions"][f] for f in rec["fn"][rec["type"] == T["CALL"]]]
     assert names.count("MPI_Send") == names.count("MPI_Recv") == 8
     assert meta["regions"] == [{"name": "int main(int, char**)"}]
+
+
+# ---------------------------------------------------------------- hybrid Score-P-like traces
+
+NS = 10 ** 9
+T_START = 10 * NS
+
+
+def write_hybrid(anchor, nthreads=3, nstreams=2, worker_mpi=False):
+    """An archive shaped like Score-P's trace of a 2-rank MPI+OpenMP+CUDA run: per rank a
+    process location group with a master and nthreads - 1 OpenMP threads (CPU_THREAD), a
+    metric location, and an accelerator location group (created by the rank's) holding
+    nstreams CUDA streams. The master threads fork and join thread teams, all threads
+    record PAPI metric events, the streams run kernels. Rank 1 enters MPI_Recv at
+    T_START + 2 s, rank 0 its MPI_Send 0.2 s later: a Late Sender of 0.2 s on rank 1.
+    With worker_mpi, thread 1 of each rank calls MPI_Barrier (MPI_THREAD_MULTIPLE).
+    Returns the counts the import must find."""
+    from otf2.enums import (Base, GroupType, LocationGroupType, LocationType, MetricMode,
+                            MetricOccurrence, MetricType, Paradigm, RecorderKind,
+                            RegionRole, Type)
+    E = otf2.events
+    with otf2.writer.open(str(anchor.parent), archive_name=anchor.stem,
+                          timer_resolution=NS) as w:
+        d = w.definitions
+        machine = d.system_tree_node("machine", class_name="machine")
+        node = d.system_tree_node("node0", class_name="node", parent=machine)
+        role = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT,
+                "MPI_Barrier": RegionRole.BARRIER}
+        reg = {n: d.region(n, paradigm=Paradigm.MPI,
+                           region_role=role.get(n, RegionRole.FUNCTION))
+               for n in ("MPI_Init_thread", "MPI_Send", "MPI_Recv", "MPI_Barrier",
+                         "MPI_Finalize")}
+        par = d.region("!$omp parallel @solver.c:10", paradigm=Paradigm.OPENMP,
+                       region_role=RegionRole.PARALLEL)
+        kern = d.region("saxpy_kernel", paradigm=Paradigm.CUDA,
+                        region_role=RegionRole.FUNCTION)
+        ins = d.metric_member("PAPI_TOT_INS", "", MetricType.PAPI,
+                              MetricMode.ACCUMULATED_START, Type.UINT64, Base.DECIMAL, 0, "#")
+        mc = d.metric_class([ins], MetricOccurrence.SYNCHRONOUS_STRICT, RecorderKind.CPU)
+        threads, streams, metric_locs = {}, {}, {}
+        for r in range(2):
+            lg = d.location_group(f"MPI Rank {r}",
+                                  location_group_type=LocationGroupType.PROCESS,
+                                  system_tree_parent=node)
+            threads[r] = [d.location("Master thread" if t == 0 else f"OMP thread {t}",
+                                     type=LocationType.CPU_THREAD, group=lg)
+                          for t in range(nthreads)]
+            ag = d.location_group(f"CUDA context {r}",
+                                  location_group_type=LocationGroupType.ACCELERATOR,
+                                  system_tree_parent=node, creating_location_group=lg)
+            streams[r] = [d.location(f"CUDA stream {s}", type=LocationType.GPU, group=ag)
+                          for s in range(nstreams)]
+            metric_locs[r] = d.location(f"PAPI metrics {r}", type=LocationType.METRIC,
+                                        group=lg)
+        d.group("MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                members=[threads[r][0] for r in range(2)])
+        world = d.comm("MPI_COMM_WORLD", d.group("world", group_type=GroupType.COMM_GROUP,
+                                                 paradigm=Paradigm.MPI, members=[0, 1]),
+                       None)
+        team = d.comm("OpenMP team", d.group("team", group_type=GroupType.COMM_LOCATIONS,
+                                             paradigm=Paradigm.OPENMP,
+                                             members=threads[0]), None)
+        for r in range(2):
+            m = w.event_writer_from_location(threads[r][0])
+            t = T_START
+            m(E.ProgramBegin(t, "solver", []))
+            m(E.Enter(t, reg["MPI_Init_thread"]))
+            m(E.Leave(t + 1000, reg["MPI_Init_thread"]))
+            t = T_START + NS
+            m(E.Metric(t, mc, [100 + r]))
+            m(E.ThreadFork(t + 10, Paradigm.OPENMP, nthreads))
+            m(E.OmpFork(t + 12, nthreads))
+            m(E.MeasurementOnOff(t + 15, otf2.MeasurementMode.ON))
+            m(E.ThreadTeamBegin(t + 20, team))
+            m(E.Enter(t + 30, par))
+            m(E.Leave(t + 40, par))
+            m(E.ThreadTeamEnd(t + 50, team))
+            m(E.OmpJoin(t + 55))
+            m(E.ThreadJoin(t + 60, Paradigm.OPENMP))
+            t = T_START + 2 * NS
+            if r == 0:
+                m(E.Enter(t + NS // 5, reg["MPI_Send"]))
+                m(E.MpiSend(t + NS // 5 + 10, 1, world, 7, 64))
+                m(E.Leave(t + NS // 5 + 1000, reg["MPI_Send"]))
+            else:
+                m(E.Enter(t, reg["MPI_Recv"]))
+                m(E.MpiRecv(t + NS // 5 + 500, 0, world, 7, 64))
+                m(E.Leave(t + NS // 5 + 600, reg["MPI_Recv"]))
+            m(E.Metric(t + NS, mc, [200 + r]))
+            t = T_START + 4 * NS
+            m(E.Enter(t, reg["MPI_Finalize"]))
+            m(E.Leave(t + 100, reg["MPI_Finalize"]))
+            m(E.ProgramEnd(t + 200, 0))
+            for k, loc in enumerate(threads[r][1:], 1):
+                e = w.event_writer_from_location(loc)
+                t = T_START + NS
+                e(E.ThreadTeamBegin(t + 20, team))
+                e(E.Enter(t + 30, par))
+                e(E.Metric(t + 35, mc, [5]))
+                e(E.Leave(t + 40, par))
+                e(E.ThreadTeamEnd(t + 50, team))
+                if worker_mpi and k == 1:
+                    t = T_START + 3 * NS
+                    e(E.Enter(t, reg["MPI_Barrier"]))
+                    e(E.MpiCollectiveBegin(t + 10))
+                    e(E.MpiCollectiveEnd(t + 90 + 1000 * r, otf2.CollectiveOp.BARRIER,
+                                         world, 0xFFFFFFFF, 0, 0))
+                    e(E.Leave(t + 100 + 1000 * r, reg["MPI_Barrier"]))
+            for loc in streams[r]:
+                e = w.event_writer_from_location(loc)
+                for i in range(3):
+                    e(E.Enter(T_START + NS + i * 100, kern))
+                    e(E.Leave(T_START + NS + i * 100 + 50, kern))
+            e = w.event_writer_from_location(metric_locs[r])
+            for i in range(4):
+                e(E.Metric(T_START + i * NS, mc, [i]))
+    workers = nthreads - 1
+    return {
+        "streams": 2 * nstreams, "stream_events": 6, "metric_locations": 2,
+        "metric_location_events": 4,
+        # on the imported threads: 2 per master, 1 per worker and rank
+        "skipped_events": {"MeasurementOnOff": 2, "Metric": 2 * (2 + workers),
+                           "OmpFork": 2, "OmpJoin": 2, "ThreadFork": 2, "ThreadJoin": 2,
+                           "ThreadTeamBegin": 2 * nthreads, "ThreadTeamEnd": 2 * nthreads},
+    }
+
+
+def test_import_of_threads_streams_and_metrics(tmp_path):
+    """The importer used to crash (SIGSEGV) on the first event of a kind it only counts
+    (Metric, ThreadFork, ...): the library called a callback that had been freed. The
+    import runs in a subprocess, so a crash fails this test."""
+    anchor = tmp_path / "hybrid" / "traces.otf2"
+    want = write_hybrid(anchor)
+    exp = tmp_path / "exp"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, (res.returncode, res.stderr)
+    # MPI and user-region records of the threads, per rank and thread
+    for r, p2p in ((0, "SEND"), (1, "RECV")):
+        rec, meta, thread = read(exp, r)
+        got = Counter((int(t), TNAME[int(x)]) for t, x in zip(thread, rec["type"]))
+        assert got == {(0, "CALL"): 3, (0, p2p): 1, (0, "ENTER"): 1, (0, "LEAVE"): 1,
+                       (1, "ENTER"): 1, (1, "LEAVE"): 1, (2, "ENTER"): 1, (2, "LEAVE"): 1}
+        calls = [meta["functions"][f] for f in rec["fn"][rec["type"] == T["CALL"]]]
+        assert calls == ["MPI_Init_thread", "MPI_Send" if r == 0 else "MPI_Recv",
+                         "MPI_Finalize"]
+        assert meta["regions"] == [{"name": "!$omp parallel @solver.c:10"}]
+    # what has no place: listed with its counts, in the experiment and in the output
+    imp = json.loads((exp / "experiment.json").read_text())["import"]
+    streams = [s for s in imp["skipped_locations"] if s["kind"] == "accelerator stream"]
+    metric_locs = [s for s in imp["skipped_locations"] if s["kind"] == "metric location"]
+    assert len(imp["skipped_locations"]) == len(streams) + len(metric_locs)
+    assert sorted((s["location"], s["rank"], s["events"]) for s in streams) == [
+        (f"CUDA context {r}/CUDA stream {k}", r, want["stream_events"])
+        for r in range(2) for k in range(2)]
+    assert sorted((s["location"], s["rank"], s["events"]) for s in metric_locs) == [
+        (f"MPI Rank {r}/PAPI metrics {r}", r, want["metric_location_events"])
+        for r in range(2)]
+    assert imp["skipped_events"] == want["skipped_events"]
+    skipped = 4 * 6 + 2 * 4 + sum(want["skipped_events"].values())
+    assert imp["events"] == 30 + skipped
+    assert f"imported 30 of {30 + skipped} events of 2 ranks" in res.stdout
+    assert f"skipped 6 locations and {skipped} events" in res.stdout
+    assert "4 accelerator streams with 24 events not imported" in res.stdout
+    assert "2 metric locations with 8 events not imported" in res.stdout
+    # the Late Sender built into the trace: 0.2 s on rank 1
+    result = analyze(exp)
+    assert result["complete"] and result["counts"]["messages"] == 1
+    assert metric(result, "mpi_latesender_count", 1) == 1
+    assert abs(metric(result, "mpi_latesender", 1) - 0.2) < 1e-6
+    assert metric(result, "mpi_latesender", 0) == 0
+    text = perfweave("report", exp)
+    assert text.returncode == 0, text.stderr
+    assert "; 6 locations not imported" in text.stdout and "SIGKILL" not in text.stdout
+
+
+def test_import_of_mpi_calls_on_worker_threads(tmp_path):
+    """MPI_THREAD_MULTIPLE: a worker thread's MPI calls are records of that thread."""
+    anchor = tmp_path / "hybrid" / "traces.otf2"
+    write_hybrid(anchor, nthreads=2, nstreams=1, worker_mpi=True)
+    exp = tmp_path / "exp"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, (res.returncode, res.stderr)
+    for r in range(2):
+        rec, meta, thread = read(exp, r)
+        got = Counter((int(t), TNAME[int(x)]) for t, x in zip(thread, rec["type"])
+                      if TNAME[int(x)] not in ("ENTER", "LEAVE"))
+        assert got == {(0, "CALL"): 3, (0, "SEND" if r == 0 else "RECV"): 1,
+                       (1, "CALL"): 1, (1, "COLL"): 1}
+        barrier = rec[(thread == 1) & (rec["type"] == T["CALL"])]
+        assert meta["functions"][int(barrier["fn"][0])] == "MPI_Barrier"
+        assert int(barrier["t1"][0] - barrier["t0"][0]) == 100 + 1000 * r
+
+
+def mpi_calls_in_archive(anchor):
+    """Calls of each MPI function, per rank, and bytes sent by MpiSend/MpiIsend, counted
+    with the otf2 package alone (MPI_Init*, MPI_Finalize left out, as the profile does)."""
+    calls, per_rank, sent = Counter(), Counter(), Counter()
+    with otf2.reader.open(str(anchor)) as tr:
+        inside = {}
+        for loc, e in tr.events:
+            r = int(loc.group.name.split()[-1])
+            if isinstance(e, otf2.events.Enter) and e.region.name.startswith("MPI_"):
+                inside[loc] = e.region.name
+                if e.region.name not in ("MPI_Init", "MPI_Init_thread", "MPI_Finalize"):
+                    calls[e.region.name] += 1
+                    per_rank[r] += 1
+            elif isinstance(e, (otf2.events.MpiSend, otf2.events.MpiIsend)):
+                sent[inside[loc]] += e.msg_length
+    return calls, per_rank, sent
+
+
+@pytest.mark.parametrize("name", ["casita-10-ranks-tags", "pipit-ping-pong"])
+def test_report_of_an_imported_trace(shared, tmp_path, name):
+    """perfweave report on an imported Score-P trace: the MPI profile computed from the
+    trace, its wait states, and where it came from; not "no profile data (SIGKILL?)"."""
+    anchor = shared / name / "traces.otf2"
+    exp = tmp_path / "exp"
+    res = perfweave("import", anchor, "-o", exp)
+    assert res.returncode == 0, res.stderr
+    assert "wait states analysed" in res.stdout
+    res = perfweave("report", "--json", exp)
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    calls, per_rank, sent = mpi_calls_in_archive(anchor)
+    prof = rep["mpi_profile"]
+    assert {f["name"]: f["calls"] for f in prof["functions"]} == dict(calls)
+    assert {p["rank"]: p["calls"] for p in prof["per_rank"]} == dict(per_rank)
+    assert {f["name"]: f["bytes_sent"] for f in prof["functions"] if f["bytes_sent"]} == \
+        {k: v for k, v in sent.items() if v}
+    assert all(p["state"] == "complete" and p["mpi_s"] > 0 for p in prof["per_rank"])
+    assert rep["imported"]["from"] == str(anchor.resolve())
+    assert rep["imported"]["creator"].startswith("Score-P")
+    assert rep["state"] == "complete"
+    text = perfweave("report", exp)
+    assert text.returncode == 0, text.stderr
+    assert "SIGKILL" not in text.stdout + text.stderr
+    assert "\n  imported   " in text.stdout and "command" not in text.stdout
+    full = perfweave("report", "--full", exp)            # names whole, lines unwrapped
+    assert f"imported   {anchor.resolve()} (OTF2 trace, written by Score-P" in full.stdout
+    ls = {p["id"]: p for p in rep["wait_states"]["patterns"]}.get("mpi_latesender")
+    if name == "casita-10-ranks-tags":
+        # rank 0's two Late Senders (0.199 s and 0.0327 s), computed from the file
+        expected = late_senders(anchor)
+        assert abs(expected[0] - 0.199) < 0.002
+        assert ls["ranks"][0][0] == 0 and len(ls["ranks"]) == 1
+        assert abs(ls["ranks"][0][1] - sum(expected)) < 0.002
+        assert "Late Sender" in text.stdout
+    else:
+        assert prof["functions"][0]["name"] in ("MPI_Send", "MPI_Recv")
+
+
+# ---------------------------------------------------------------- exports in bounded memory
+
+def export_peak_mib(fmt, exp, out):
+    """Peak resident memory (MiB) of a child process that exports exp (VmHWM of its own
+    image: ru_maxrss would count the pages of this process at the fork), and the
+    export's summary."""
+    code = ("import json, re, sys\n"
+            f"from perfweave.interop.{fmt} import export\n"
+            "s = export(sys.argv[1], sys.argv[2], force=True)\n"
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
+            "print(json.dumps([int(hwm.group(1)) / 1024, s]))")
+    res = subprocess.run([sys.executable, "-c", code, str(exp), str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_chrome_export_memory_does_not_grow_with_the_trace(tmp_path):
+    """The Chrome export streams rank by rank: a trace 10 times larger (10 times the
+    ranks, 50,000 records each) needs at most a few MiB more (it used to hold every
+    event as a Python dict: about 1 KiB per record, here +900 MiB)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import tracegen
+    peaks = {}
+    for ranks in (2, 20):
+        exp = tmp_path / f"exp{ranks}"
+        n = tracegen.write(exp, ranks, ranks * 50_000)
+        peak, s = export_peak_mib("chrome", exp, tmp_path / f"t{ranks}.json")
+        assert s["records"] == n and s["ranks"] == ranks
+        # every call is one complete event; every message one arrow
+        doc = json.loads((tmp_path / f"t{ranks}.json").read_text())
+        ev = doc["traceEvents"]
+        ncalls = sum(1 for e in ev if e.get("cat") == "MPI")
+        assert ncalls == s["calls"] == n // tracegen.PER_ITER * 7
+        starts = {e["id"] for e in ev if e["ph"] == "s"}
+        assert starts == {e["id"] for e in ev if e["ph"] == "f"}
+        assert len(starts) == n // tracegen.PER_ITER * 2
+        del doc, ev
+        peaks[ranks] = peak
+    assert peaks[20] < peaks[2] + 16, peaks

@@ -273,7 +273,7 @@ def test_dtype_in_header_drives_reading(tmp_path, pwprof):
     for name, dt in (("sites", SITE_DTYPE), ("frames", FRAME_DTYPE), ("hist", HIST_DTYPE)):
         arrays[name] = {"offset": wide.itemsize, "count": 0, "itemsize": dt.itemsize,
                         "dtype": [list(f) for f in dt.descr]}
-    header = {"format": "perfweave-profile", "version": 1, "world_size": 1,
+    header = {"format": "perfweave-profile", "version": 1, "world_size": 8,
               "functions": [], "families": [], "modules": [], "buildids": [], "hosts": ["h"],
               "arrays": arrays, "data_bytes": wide.itemsize}
     line = json.dumps(header).encode()

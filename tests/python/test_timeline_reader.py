@@ -68,7 +68,7 @@ def test_wrong_version_or_format_is_an_error(tmp_path):
     with pytest.raises(FormatError, match="version 99"):
         read_timelines(tmp_path)
     p.write_text("{not json")
-    with pytest.raises(FormatError, match="unreadable"):
+    with pytest.raises(FormatError, match="corrupt node timeline"):
         read_timelines(tmp_path)
 
 
@@ -84,7 +84,7 @@ def test_report_survives_a_corrupt_timeline(tmp_path):
         path, processes, profile = write(tmp_path, []), None, None
     (tmp_path / "timeline" / "n1.json").write_text("{not json")
     tl = data.node_timeline(Exp)
-    assert tl["nodes"] == [] and "unreadable" in tl["error"]
+    assert tl["nodes"] == [] and "corrupt node timeline" in tl["error"]
     assert any("Node timeline: not shown" in line for line in _timeline({"node_timeline": tl}))
 
 

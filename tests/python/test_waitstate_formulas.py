@@ -90,6 +90,28 @@ def test_wrong_order_same_and_different_sources():
     assert r.ns("mpi_latesender") == 50 + 870 and r.ns("mpi_latesender_wo") == 0
 
 
+def test_wrong_order_is_a_matter_of_one_thread():
+    """Two threads of rank 0 each receive one message (MPI_THREAD_MULTIPLE): thread 0
+    from rank 1, sent at 1000; thread 1 from rank 2, sent at 500. In the rank's record
+    order thread 0's receive comes first, but each thread received in order: Late
+    Sender on both, no Wrong Order (order is a property of a location, as in Scalasca).
+    The same receives in one thread are in the wrong order."""
+    def rank0(threads):
+        return [recv(100, 1010, 1) + (threads[0],), recv(100, 510, 2) + (threads[1],)]
+    senders = {1: [send(1000, 1005, 0)], 2: [send(500, 505, 0)]}
+    r = analyze({0: rank0((0, 1)), **senders})
+    assert r.ns("mpi_latesender", 0) == 900 + 400 and r.ns("mpi_latesender_count") == 2
+    assert r.ns("mpi_latesender_wo") == 0
+    r = analyze({0: rank0((0, 0)), **senders})
+    assert r.ns("mpi_latesender_wo") == r.ns("mpi_lswo_different") == 900
+    # each thread's own receives in the wrong order: found per thread
+    r = analyze({0: [recv(100, 1010, 1, tag=2) + (1,), recv(1020, 1030, 1, tag=1) + (1,),
+                     recv(100, 110, 2) + (0,)],
+                 1: [send(50, 55, 0, tag=1), send(1000, 1005, 0, tag=2)],
+                 2: [send(60, 65, 0)]})
+    assert r.ns("mpi_latesender_wo", 0) == r.ns("mpi_lswo_same", 0) == 900
+
+
 @pytest.mark.parametrize("later, wrong_order", [(WO_BUFFER - 1, True), (WO_BUFFER, False)])
 def test_wrong_order_looks_back_over_the_last_100_late_senders(later, wrong_order):
     """The instance of message A (tag 1, sent at 100000, 50000 ns late) is wrong order when
@@ -176,14 +198,155 @@ def test_late_broadcast_early_reduce_early_scan():
     assert [r.ns("mpi_earlyscan", k) for k in range(4)] == [0, 400, 300, 0]
 
 
-def test_collectives_missing_a_rank_or_nonblocking_are_not_analysed():
+def test_collectives_missing_a_rank_or_never_completed_are_not_analysed():
     r = analyze({0: [coll("MPI_Barrier", 100, 450)], 1: [coll("MPI_Barrier", 400, 460)]},
                 world_size=3, comms=[[0, 1, 2]])
     assert r.ns("mpi_barrier_wait") == 0
     assert r.data["counts"]["incomplete_collectives"] == 1 and not r.data["complete"]
+    # nonblocking, without a completion (a request never waited for, or a version 1
+    # trace, which did not record completions)
     r = analyze({0: [coll("MPI_Iallreduce", 100, 110, flags=["NONBLOCKING"])],
                  1: [coll("MPI_Iallreduce", 400, 410, flags=["NONBLOCKING"])]})
     assert r.ns("mpi_wait_nxn") == 0
+    assert r.data["counts"]["incomplete_collectives"] == 1 and not r.data["complete"]
+    # one rank completed it, the other did not
+    r = analyze({0: [icoll("MPI_Iallreduce", 100, 110, 7), done("MPI_Wait", 120, 420, 7)],
+                 1: [icoll("MPI_Iallreduce", 400, 410, 7)]})
+    assert r.ns("mpi_wait_nxn") == 0 and r.data["counts"]["incomplete_collectives"] == 1
+    assert "never completed" in " ".join(r.data["notes"])
+
+
+# ---- nonblocking collectives: the blocking twin's rule, waited for in the completion ----
+
+def icoll(fn, b, e, key, root=-1, sent=8, received=8, comm=0, number=0):
+    """An MPI_I... collective posting request key (number: its post number, 0 unknown)."""
+    return (fn, b, e, [dict(type="COLL", comm=comm, peer=root, bytes=sent, bytes2=received,
+                            key=key, number=number, flags=["NONBLOCKING"])])
+
+
+def done(fn, b, e, *keys, numbers=None, subs=()):
+    """A Wait/Test call completing the nonblocking collectives of keys (and subs)."""
+    return (fn, b, e, [dict(type="COLL_DONE", key=k, number=(numbers or {}).get(k, 0))
+                       for k in keys] + list(subs))
+
+
+def waited(fn, plan, key=1, **kw):
+    """{rank: (start, wait enter, wait leave[, {icoll arguments}])}: ranks that start fn
+    (for 10 ns) and complete it in an MPI_Wait."""
+    return {k: [icoll(fn, p[0], p[0] + 10, key, **dict(kw, **(p[3] if len(p) > 3 else {}))),
+                done("MPI_Wait", p[1], p[2], key)] for k, p in plan.items()}
+
+
+def test_ibarrier_waits_in_its_wait_for_the_latest_ibarrier():
+    """The wait starts at the completion call's enter and lasts until the last rank
+    started its MPI_Ibarrier (their completion calls do not matter): rank 1 waits 380 in
+    MPI_Wait for rank 0's MPI_Ibarrier at 500; rank 2 computed until after it."""
+    r = analyze(waited("MPI_Ibarrier", {0: (500, 520, 530), 1: (100, 120, 600),
+                                        2: (200, 700, 710)}, sent=0, received=0))
+    assert [r.ns("mpi_barrier_wait", k, "MPI_Wait") for k in range(3)] == [0, 380, 0]
+    assert r.ns("mpi_barrier_wait") == 380             # nothing at MPI_Ibarrier
+    # completion: after the earliest end (530), within the completion call
+    assert [r.ns("mpi_barrier_completion", k) for k in range(3)] == [0, 70, 10]
+    assert r.data["complete"] and r.data["counts"]["collectives"] == 1
+    # a Wait that completes collectives is collective time, holding its waits
+    assert r.ns("mpi_sync_collective", 1) == 10 + 480
+    assert r.ns("mpi_point2point") == 0
+
+
+def test_iallreduce_ibcast_ireduce_iscan_follow_their_blocking_twins():
+    # Iallreduce, completed by Waitall; linked by post number
+    r = analyze({0: [icoll("MPI_Iallreduce", 100, 110, 5, number=1),
+                     done("MPI_Waitall", 150, 900, 5, numbers={5: 1})],
+                 1: [icoll("MPI_Iallreduce", 800, 810, 5, number=3),
+                     done("MPI_Waitall", 820, 905, 5, numbers={5: 3})]})
+    assert [r.ns("mpi_wait_nxn", k, "MPI_Waitall") for k in range(2)] == [650, 0]
+    # Ibcast with a late root: Late Broadcast on the others, in the Wait
+    r = analyze(waited("MPI_Ibcast", {0: (600, 620, 630, {"sent": 8, "received": 0}),
+                                      1: (100, 300, 640), 2: (100, 700, 710)},
+                       root=0, sent=0))
+    assert [r.ns("mpi_latebroadcast", k, "MPI_Wait") for k in range(3)] == [0, 300, 0]
+    # Ireduce with an early root: Early Reduce at the root's Wait
+    r = analyze(waited("MPI_Ireduce", {0: (100, 200, 900), 1: (700, 720, 730)}, root=0))
+    assert [r.ns("mpi_earlyreduce", k, "MPI_Wait") for k in range(2)] == [500, 0]
+    # Iscan: rank 1 waits in its Wait for rank 0's start
+    r = analyze(waited("MPI_Iscan", {0: (600, 620, 630), 1: (100, 400, 640)}))
+    assert [r.ns("mpi_earlyscan", k, "MPI_Wait") for k in range(2)] == [0, 200]
+
+
+def test_blocking_and_nonblocking_collectives_are_numbered_together():
+    """The n-th collective on a communicator, blocking or not, in the order started: the
+    barrier is the second on both ranks, whatever the order of completion."""
+    r = analyze({0: [icoll("MPI_Iallreduce", 100, 110, 4), coll("MPI_Barrier", 120, 600),
+                     done("MPI_Wait", 610, 620, 4)],
+                 1: [icoll("MPI_Iallreduce", 500, 510, 4), coll("MPI_Barrier", 520, 605),
+                     done("MPI_Wait", 606, 625, 4)]})
+    assert [r.ns("mpi_barrier_wait", k) for k in range(2)] == [400, 0]
+    assert r.ns("mpi_wait_nxn") == 0          # rank 0 entered its Wait after rank 1 started
+    assert r.data["complete"] and r.data["counts"]["collectives"] == 2
+    # a blocking and a nonblocking operation do not match (MPI): not analysed
+    r = analyze({0: [coll("MPI_Barrier", 100, 600, sent=0, received=0)],
+                 1: [icoll("MPI_Ibarrier", 500, 510, 4, sent=0, received=0),
+                     done("MPI_Wait", 520, 605, 4)]})
+    assert r.ns("mpi_barrier_wait") == 0 and r.data["counts"]["incomplete_collectives"] == 1
+
+
+def test_overlapping_nonblocking_collectives_on_two_communicators():
+    """Two outstanding operations, on COMM_WORLD and a duplicate, completed in the other
+    order: each is matched on its communicator and waited for in its own Wait."""
+    comms = [[0, 1], [0, 1]]
+
+    def rank(t_world, t_dup, wait_dup, wait_world):
+        return [icoll("MPI_Iallreduce", t_world, t_world + 10, 1, comm=0),
+                icoll("MPI_Iallreduce", t_dup, t_dup + 10, 2, comm=1),
+                done("MPI_Wait", *wait_dup, 2), done("MPI_Wait", *wait_world, 1)]
+    r = analyze({0: rank(100, 120, (130, 700), (710, 720)),
+                 1: rank(300, 600, (610, 620), (630, 640))}, comms=comms)
+    # rank 0 waits in its first Wait (the duplicate's) for rank 1's start at 600, and not
+    # in the second (rank 1 started on COMM_WORLD at 300)
+    assert r.ns("mpi_wait_nxn", 0) == 470 and r.ns("mpi_wait_nxn", 1) == 0
+    assert r.data["counts"]["collectives"] == 2 and r.data["complete"]
+
+
+def test_a_test_completion_is_no_wait():
+    """Completed in MPI_Test (after Tests that found it incomplete, which are not
+    recorded as completions): analysed, the rank did not wait there (as Late Sender)."""
+    r = analyze({0: [icoll("MPI_Ibarrier", 500, 510, 3, sent=0, received=0),
+                     done("MPI_Wait", 520, 530, 3)],
+                 1: [icoll("MPI_Ibarrier", 100, 110, 3, sent=0, received=0),
+                     ("MPI_Test", 200, 210, []), ("MPI_Test", 300, 310, []),
+                     done("MPI_Test", 515, 540, 3)]})
+    assert r.ns("mpi_barrier_wait") == 0 and r.ns("mpi_barrier_completion") == 0
+    assert r.data["complete"] and r.data["counts"]["collectives"] == 1
+
+
+def test_a_multiwait_is_one_wait_for_its_longest_request():
+    """MPI_Waitall completing an Irecv and an Ibarrier: charged once, to the request it
+    waited for longest, never more than the call lasted."""
+    def ranks(t_send, t_ibarrier):
+        irecv = ("MPI_Irecv", 10, 20, [dict(type="IRECV", peer=0, tag=0, comm=0, key=8,
+                                            flags=["NONBLOCKING"])])
+        waitall = done("MPI_Waitall", 100, 1000, 9,
+                       subs=[dict(type="RECV", peer=0, tag=0, comm=0, key=8, bytes=4)])
+        return {0: [icoll("MPI_Ibarrier", t_ibarrier, t_ibarrier + 5, 9, sent=0, received=0),
+                    send(t_send, t_send + 5, 1), done("MPI_Wait", 990, 995, 9)],
+                1: [irecv, icoll("MPI_Ibarrier", 30, 40, 9, sent=0, received=0), waitall]}
+    # the message came last: Late Sender 800, no barrier wait
+    r = analyze(ranks(900, 300))
+    assert r.ns("mpi_latesender", 1, "MPI_Waitall") == 800 and r.ns("mpi_barrier_wait") == 0
+    assert r.ns("mpi_latesender_count") == 1
+    # the Ibarrier came last: barrier wait 800, no Late Sender
+    r = analyze(ranks(300, 900))
+    assert r.ns("mpi_barrier_wait", 1, "MPI_Waitall") == 800
+    assert r.ns("mpi_latesender") == 0 and r.ns("mpi_latesender_count") == 0
+    assert r.data["complete"]
+    # it completes a message too: point-to-point time
+    assert r.ns("mpi_point2point", 1, "MPI_Waitall") == 900
+    # two collectives in one Waitall: the later one
+    r = analyze({0: [icoll("MPI_Ibarrier", 400, 405, 1, sent=0, received=0),
+                     icoll("MPI_Iallreduce", 600, 605, 2), done("MPI_Waitall", 610, 620, 1, 2)],
+                 1: [icoll("MPI_Ibarrier", 10, 15, 1, sent=0, received=0),
+                     icoll("MPI_Iallreduce", 20, 25, 2), done("MPI_Waitall", 100, 700, 1, 2)]})
+    assert r.ns("mpi_wait_nxn", 1) == 500 and r.ns("mpi_barrier_wait", 1) == 0
 
 
 def test_collectives_on_a_sub_communicator_use_its_ranks():
@@ -319,5 +482,7 @@ def test_every_wrapped_function_has_the_time_category_of_its_family():
     assert n > 150
     assert classify("MPI_Send") == ("p2p", "block_send")
     assert classify("MPI_Allreduce") == ("coll", "n2n")
-    assert classify("MPI_Iallreduce") == ("coll", "coll")
+    assert classify("MPI_Iallreduce") == ("coll", "n2n")
+    assert classify("MPI_Ibcast") == ("coll", "12n") and classify("MPI_Iscan") == ("coll", "scan")
+    assert classify("MPI_Ialltoallv") == ("coll", "coll")
     assert classify("MPI_Win_fence") == ("rma_active", "win_fence")

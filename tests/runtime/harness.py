@@ -110,9 +110,11 @@ class Run:
         assert res.returncode == 0, res.stderr
         return json.loads(res.stdout)
 
-    def text_report(self):
-        res = subprocess.run([PERFWEAVE, "report", str(self.exp)], capture_output=True,
-                             text=True, timeout=120)
+    def text_report(self, *extra):
+        """The text report; --full (every row, names whole) unless extra says otherwise:
+        tests look for content, test_report_terminal.py for the default's fit."""
+        res = subprocess.run([PERFWEAVE, "report", *(extra or ("--full",)), str(self.exp)],
+                             capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr
         return res.stdout
 

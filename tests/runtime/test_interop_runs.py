@@ -14,6 +14,7 @@ import numpy as np
 import otf2
 
 from harness import PERFWEAVE
+from perfweave.readers import trace as rt
 
 EVENT = np.dtype([("t0", "<i8"), ("t1", "<i8"), ("type", "u1"), ("flags", "u1"),
                   ("fn", "<u2"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
@@ -30,7 +31,9 @@ def perfweave(*args):
 
 
 def load(exp, rank):
-    ev = np.fromfile(exp / "traces" / f"rank-{rank}.events", EVENT)
+    """The rank's records as perfweave's reader gives them (the file's blocks without
+    their BLOCK headers) and its JSON."""
+    ev = rt.read_rank(exp, rank).records
     js = json.loads((exp / "traces" / f"rank-{rank}.json").read_text())
     return ev, js
 
@@ -70,7 +73,10 @@ def check_against_records(exp, anchor, nranks):
         got = ranks[r]
         calls = [js["functions"][f] for f in ev["fn"][ev["type"] == CALL]]
         assert sorted(got["mpi_enter"]) == sorted(calls)
-        assert got["kinds"]["Enter"] == len(calls) + int((ev["type"] == ENTER).sum())
+        # Enter: MPI calls, user functions and the runtime's block switches (a FLUSH
+        # each; the first block's mapping is one)
+        assert got["kinds"]["Enter"] == len(calls) + int((ev["type"] == ENTER).sum()) + \
+            int((ev["type"] == FLUSH).sum())
         sends = ev[ev["type"] == SEND]
         recvs = ev[ev["type"] == RECV]
         assert got["sent"] == list(zip(sends["peer"].tolist(), sends["tag"].tolist(),
@@ -158,3 +164,42 @@ def test_user_functions_become_regions(mpi, build, run_pw, tmp_path):
     _, js = load(back, 0)
     assert js["regions"] == [{"name": "main"}]
     assert (ev["type"] == ENTER).sum() >= 1
+
+
+def test_threads_have_their_own_locations(mpi, build, run_pw, tmp_path):
+    """MPI_THREAD_MULTIPLE (threads.c): the main thread and a pthread each make 50
+    MPI_Comm_rank and 10 MPI_Allreduce calls. The OTF2 export has one CPU_THREAD
+    location per thread in the rank's location group, the Chrome export one tid per
+    thread, each with exactly its own thread's calls."""
+    prog = build(mpi, "threads.c", extra=("-pthread",))
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace"])
+    perfweave("export", r.exp, "--format", "otf2")
+    per_loc = defaultdict(Counter)
+    with otf2.reader.open(str(r.exp / "export" / "traces.otf2")) as tr:
+        for lg in tr.definitions.location_groups:
+            locs = [loc for loc in tr.definitions.locations if loc.group == lg]
+            assert len(locs) == 2, lg.name
+            assert all(loc.type == otf2.LocationType.CPU_THREAD for loc in locs)
+        for loc, e in tr.events:
+            if isinstance(e, otf2.events.Enter):
+                per_loc[(rank_of(loc), loc.name)][e.region.name] += 1
+    for rank in range(2):
+        for name in ("Master thread", "Thread 1"):
+            got = per_loc[(rank, name)]
+            assert got["MPI_Comm_rank"] == 50 and got["MPI_Allreduce"] == 10, (rank, name)
+        # the calls only the main thread makes
+        assert per_loc[(rank, "Master thread")]["MPI_Comm_dup"] == 2
+        assert per_loc[(rank, "Thread 1")]["MPI_Comm_dup"] == 0
+    perfweave("export", r.exp, "--format", "chrome")
+    doc = json.loads((r.exp / "export" / "trace.json").read_text())
+    calls = Counter((e["pid"], e["tid"], e["name"]) for e in doc["traceEvents"]
+                    if e.get("cat") == "MPI")
+    for rank in range(2):
+        for tid in (0, 1):
+            assert calls[(rank, tid, "MPI_Comm_rank")] == 50
+            assert calls[(rank, tid, "MPI_Allreduce")] == 10
+        assert {t for (p, t, _) in calls if p == rank} == {0, 1}
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+             if e["name"] == "thread_name"}
+    assert names == {(p, t): ("master thread" if t == 0 else f"thread {t}")
+                     for p in range(2) for t in (0, 1)}

@@ -8,15 +8,17 @@ clock for all ranks of the host. A rank that wakes while others busy-poll on the
 shared cores can run a few milliseconds after its planned time; the marks see that,
 perfweave must see it too. Tolerance: max(5 %, 2 ms) of the expected value (the issue's).
 The planned values are checked loosely (PLAN), to know the scenario ran as designed.
-Where nothing can be marked (completion times) a value must stay under NONE = 10 ms."""
+Where nothing can be marked a value that should be nothing must stay under NONE = 10 ms."""
 import json
 import re
 import subprocess
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 from harness import FLAVORS, PERFWEAVE, site_lines
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS as F, EVENT_TYPES as T
 
 NONE = 0.010
 PLAN = 0.03
@@ -36,7 +38,7 @@ def analyze(exp, *extra):
 def marks(stdout):
     """{name: {rank: seconds}} from the programs' "mark RANK NAME SECONDS" lines."""
     out = defaultdict(dict)
-    for m in re.finditer(r"^mark (\d+) (\w+) ([\d.]+)$", stdout, re.M):
+    for m in re.finditer(r"^mark (\d+) (\w+) (-?[\d.]+)$", stdout, re.M):
         out[m.group(2)][int(m.group(1))] = float(m.group(3))
     return out
 
@@ -102,18 +104,25 @@ def test_point_to_point(traced):
     r.check("mpi_lswo_same", "wo_same", 1, same, 0.15)
     r.check("mpi_lswo_different", "wo_diff", 2, diff, 0.15)
     r.check("mpi_latereceiver", "lr_send", 0, lr, 0.15)
-    # nothing else: the totals are the constructed values
-    assert abs(r.total("mpi_latesender") - (ls + same + diff + waitall)) < NONE
-    assert r.at("mpi_latesender", rank=0) < NONE
+    # nothing else: the totals are those of the constructed sites (each checked against
+    # the marks above); rank 0 receives nothing
+    built = sum(r.at("mpi_latesender", s) for s in ("ls_recv", "wo_same", "wo_diff",
+                                                    "ls_waitall"))
+    assert r.total("mpi_latesender") == pytest.approx(built, abs=1e-9)
+    assert r.at("mpi_latesender", rank=0) == 0
     assert r.at("mpi_lswo_same", "wo_diff") == 0 and r.at("mpi_lswo_different", "wo_same") == 0
-    assert abs(r.total("mpi_latereceiver") - lr) < NONE
+    assert r.total("mpi_latereceiver") == pytest.approx(r.at("mpi_latereceiver", "lr_send"),
+                                                        abs=1e-9)
     assert r.total("mpi_latesender_count") == 4 and r.total("mpi_latereceiver_count") == 1
     # the tree: patterns inside their category, categories inside MPI, MPI inside Time
     assert r.total("mpi_latesender") <= r.total("mpi_point2point") <= r.total("mpi")
     assert r.total("mpi") + r.total("computation") + r.total("overhead") == \
         pytest.approx(r.total("time"))
-    # Time is the ranks' MPI_Init..MPI_Finalize time: 3 ranks of 6 phases of 0.6 s
-    assert 3 * 3.6 < r.total("time") < 3 * 4.5
+    # Time is the ranks' MPI_Init..MPI_Finalize time, marked by each rank (the ranks
+    # leave MPI_Init at different times under load): 3 ranks of 6 phases of 0.6 s
+    span = sum(mk["finalize"][k] - mk["init"][k] for k in range(3))
+    assert close(r.total("time"), span), (r.total("time"), span)
+    assert 3 * 3.6 < span < 3 * 4.5, span
     # saved in the experiment, and perfweave report shows it
     saved = json.loads((exp / "analysis" / "waitstates.json").read_text())
     assert saved["metrics"] == r.data["metrics"]
@@ -122,7 +131,7 @@ def test_point_to_point(traced):
     ws = {p["id"]: p for p in json.loads(rep.stdout)["wait_states"]["patterns"]}
     assert ws["mpi_latesender"]["time_s"] == r.total("mpi_latesender")
     assert ws["mpi_latereceiver"]["callpath"] == f"MPI_Ssend @ ws_p2p.c:{r.lines['lr_send']}"
-    text = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True, text=True,
+    text = subprocess.run([PERFWEAVE, "report", "--full", str(exp)], capture_output=True, text=True,
                           timeout=120).stdout
     assert "Wait states (perfweave analyze)" in text and "Late Receiver" in text
     # the text of analyze: the tree, where, and per rank
@@ -158,11 +167,113 @@ def test_collectives(traced):
     for k, plan in zip(ranks, [0, 0.15, 0.15, 0]):
         first_k = max(mk["scan"][j] for j in range(k + 1))
         r.check("mpi_earlyscan", "scan", k, first_k - mk["scan"][k], plan)
+    # Completion: the time a rank stays in the call after the first rank left it (and
+    # the last arrived). Near 0 on an idle machine; under load a rank that the kernel
+    # runs late leaves late (15 ms seen at load 10 on 2 cores), so the expected value
+    # is taken from the ranks' marks right after their calls, with the same tolerance
     for metric, site in (("mpi_barrier_completion", "barrier"),
                          ("mpi_nxn_completion", "allreduce")):
+        left = mk[f"{site}_done"]
+        done = max(min(left.values()), max(mk[site].values()))
         for k in ranks:
-            assert r.at(metric, site, k) < NONE
+            expected = max(0, left[k] - max(done, mk[site][k]))
+            assert close(r.at(metric, site, k), expected), (metric, k, expected)
     assert r.total("mpi_latesender") == 0
+
+
+def test_nonblocking_collectives(traced):
+    """MPI_I... collectives: matched across ranks in the order they were started, the
+    wait charged at the call that completed the request by the blocking twin's rule;
+    the trace is complete (tests/runtime/programs/ws_icoll.c)."""
+    exp, r, mk = traced("ws_icoll.c", 3)
+    assert r.data["complete"] and r.data["notes"] == [], r.data["notes"]
+    # the records: each MPI_I... collective's request (key, post number), and the
+    # COLL_DONE of the call that completed it naming both
+    for rank in range(3):
+        ev = np.fromfile(exp / "traces" / f"rank-{rank}.events", EVENT_DTYPE)
+        js = json.loads((exp / "traces" / f"rank-{rank}.json").read_text())
+        posts = ev[(ev["type"] == T["COLL"]) & ((ev["flags"] & F["NONBLOCKING"]) != 0)]
+        done = ev[ev["type"] == T["COLL_DONE"]]
+        assert len(posts) == len(done) == 9 and (posts["t0"] != 0).all()
+        assert sorted(zip(posts["t0"], posts["tag"])) == sorted(zip(done["t0"], done["t1"]))
+        assert (posts["tag"] > 0).all() and len(set(posts["tag"])) == 9
+        fn = np.array(js["functions"])[ev["fn"][_owner_calls(ev)[ev["type"] == T["COLL_DONE"]]]]
+        assert set(fn) <= {"MPI_Wait", "MPI_Waitall", "MPI_Test"}, set(fn)
+    assert r.data["counts"]["collectives"] >= 10
+    assert r.data["counts"]["incomplete_collectives"] == 0
+
+    def waits(metric, site, start, whose, plan):
+        """The blocking twin's wait at the completing call: from the start of rank
+        `whose` (None: the latest start) to this rank's entering the call, by the marks."""
+        for k, planned in enumerate(plan):
+            t = max(mk[start].values()) if whose is None else mk[start][whose]
+            r.check(metric, site, k, max(0, t - mk[site][k]), planned)
+    # the late ranks themselves wait for nothing (planned 0)
+    waits("mpi_barrier_wait", "ib_wait", "ibarrier", None, (0, 0.2, 0.2))
+    waits("mpi_wait_nxn", "iar_wait", "iallreduce", None, (0.2, 0.2, 0))
+    waits("mpi_latebroadcast", "ibc_wait", "ibcast", 1, (0.2, 0, 0.2))
+    r.check("mpi_earlyreduce", "ird_wait", 0, mk["ireduce"][1] - mk["ird_wait"][0], 0.2)
+    for k, plan in enumerate((0, 0.2, 0.2)):     # for the latest start of ranks 0..k
+        first_k = max(mk["iscan"][j] for j in range(k + 1))
+        r.check("mpi_earlyscan", "isc_waitall", k, max(0, first_k - mk["isc_waitall"][k]), plan)
+    # the MPI_I... calls wait for nothing
+    for metric in ("mpi_barrier_wait", "mpi_wait_nxn", "mpi_latebroadcast",
+                   "mpi_earlyreduce", "mpi_earlyscan"):
+        assert all(r.paths[p]["function"] in ("MPI_Wait", "MPI_Waitall", "MPI_Bcast")
+                   for p, _, _ in r.metrics[metric]["values"]), metric
+    # completed by a loop of MPI_Test: no wait there; in MPI_Wait on the other rank
+    assert r.at("mpi_barrier_wait", "tl_test") == 0
+    r.check("mpi_barrier_wait", "tl_wait", 2, mk["tl_ibarrier"][0] - mk["tl_wait"][2], 0.2)
+    # a Waitall of an Irecv and an Ibarrier is one wait, for the later (the message)
+    ls = mk["wa_send"][0] - mk["wa_wait"][1]
+    r.check("mpi_latesender", "wa_waitall", 1, ls, 0.3)
+    assert r.at("mpi_barrier_wait", "wa_waitall") == 0
+    r.check("mpi_barrier_wait", "wa_wait", 2, mk["wa_ibarrier"][0] - mk["wa_wait"][2], 0.15)
+    # two outstanding operations on two communicators, each waited for in its own Wait
+    waits("mpi_wait_nxn", "ov_dup_wait", "ov_dup", None, (0, 0.2, 0.2))
+    # the world's Iallreduce: all started (rank 0 at 0.1 s) before any entered its Wait
+    waits("mpi_wait_nxn", "ov_world_wait", "ov_world", None, (0, 0, 0))
+    # the metric tree holds: the waits are in their categories' time
+    assert r.total("mpi_barrier_wait") <= r.total("mpi_sync_collective")
+    assert r.total("mpi_wait_nxn") + r.total("mpi_latebroadcast") <= \
+        r.total("mpi_collective")
+
+
+def _owner_calls(ev):
+    """The index of the CALL record each record belongs to."""
+    return np.maximum.accumulate(np.where(ev["type"] == T["CALL"], np.arange(len(ev)), 0))
+
+
+def test_a_nonblocking_collective_never_completed_leaves_the_trace_incomplete(mpi, build,
+                                                                             run_pw):
+    """An MPI_Ibarrier whose request is never completed (only MPI_Request_get_status):
+    the instance is not analysed and the result says so."""
+    run = run_pw(mpi.launch(3) + [build(mpi, "ws_icoll.c"), "leak"], options=["--trace"])
+    data = analyze(run.exp, "--no-save")
+    assert data["complete"] is False
+    assert data["counts"]["incomplete_collectives"] == 1
+    assert data["counts"]["collectives"] == 1                 # the MPI_Barrier after it
+    assert any("never completed" in n for n in data["notes"]), data["notes"]
+
+
+def test_wrong_order_is_per_thread(traced):
+    """MPI_THREAD_MULTIPLE: two threads of rank 0 receive side by side, each in its
+    peer's order: Late Senders, no Wrong Order; one thread's genuinely wrong order is
+    still found (tests/runtime/programs/ws_threads.c)."""
+    exp, r, mk = traced("ws_threads.c", 3)
+    assert r.data["complete"]
+    for k in (1, 2):                      # thread A's + thread B's k-th receive
+        expected = mk[f"sa_send{k}"][1] - mk[f"ta_recv{k}"][0] + \
+            mk[f"sb_send{k}"][2] - mk[f"tb_recv{k}"][0]
+        assert close(r.at("mpi_latesender", f"t_recv{k}", 0), expected), k
+        assert r.at("mpi_latesender_wo", f"t_recv{k}") == 0
+    # (the second receives start when the first ones end: only the first are planned)
+    assert abs(r.at("mpi_latesender", "t_recv1", 0) - (0.1 + 0.2)) < PLAN
+    assert r.total("mpi_latesender_count") == 5
+    wo = mk["wo_send2"][1] - mk["wo_recv"][0]
+    r.check("mpi_latesender_wo", "wo_recv", 0, wo, 0.3)
+    r.check("mpi_lswo_same", "wo_recv", 0, wo, 0.3)
+    assert r.total("mpi_latesender_wo") == r.at("mpi_latesender_wo", "wo_recv", 0)
 
 
 def test_rma_active_target(traced):
@@ -215,7 +326,7 @@ def test_parallel_analysis_is_identical(build, run_pw):
     nanosecond. The analysis runs under Open MPI (the MPI mpi4py loads); what MPI the
     traced program used does not matter to it."""
     ompi = FLAVORS["openmpi"]
-    for source, n in (("ws_p2p.c", 3), ("ws_rma.c", 4)):
+    for source, n in (("ws_p2p.c", 3), ("ws_rma.c", 4), ("ws_icoll.c", 3)):
         r = run_pw(ompi.launch(n) + [build(ompi, source)], options=["--trace"])
         serial = analyze(r.exp, "--no-save")
         for k in (2, 3):
@@ -233,22 +344,39 @@ def test_parallel_analysis_is_identical(build, run_pw):
 def test_user_functions_form_the_call_paths(mpi, build, run_pw):
     """-finstrument-functions: the call tree holds main > solve > relax and the wait at
     MPI_Allreduce is charged to main > solve > MPI_Allreduce; relax's time is computation
-    there, as long as relax ran (the program prints that)."""
+    there, as long as relax ran (the program prints that, and when each rank entered
+    MPI_Allreduce: the ranks leave the barrier before relax at times 20 ms apart under
+    load, so the wait is the difference of the entries, not of the relax times)."""
     prog = build(mpi, "regions.c", extra=("-finstrument-functions",))
     run = run_pw(mpi.launch(2) + [prog], options=["--trace"])
-    ran = {int(m.group(1)): float(m.group(2))
-           for m in re.finditer(r"^relax (\d) ([\d.]+)$", run.proc.stdout, re.M)}
-    assert set(ran) == {0, 1}
+    printed = defaultdict(dict)
+    for m in re.finditer(r"^(relax|allreduce) (\d) ([\d.]+)$", run.proc.stdout, re.M):
+        printed[m.group(1)][int(m.group(2))] = float(m.group(3))
+    ran, entered = printed["relax"], printed["allreduce"]
+    assert set(ran) == set(entered) == {0, 1}, run.proc.stdout
     r = Result(analyze(run.exp), "regions.c")
     names = {cp["name"]: cp["id"] for cp in r.data["callpaths"]}
-    relax = names["main > solve > relax"]
+    # relax's time includes its calls of now(), a region of its own: a rank preempted
+    # while in now() (45 ms seen beside busy loops) spends that time there
+    relax = {i for n, i in names.items() if n == "main > solve > relax" or
+             n.startswith("main > solve > relax > ")}
+    assert names["main > solve > relax"] in relax and len(relax) == 2, names
     allreduce = names[f"main > solve > MPI_Allreduce @ regions.c:{r.lines['allreduce']}"]
-    comp = {k: v for p, k, v in r.metrics["computation"]["values"] if p == relax}
+    comp = defaultdict(float)
+    for p, k, v in r.metrics["computation"]["values"]:
+        if p in relax:
+            comp[k] += v
     for k in (0, 1):
         assert close(comp[k], ran[k]), (k, comp, ran)
     waits = {k: v for p, k, v in r.metrics["mpi_wait_nxn"]["values"] if p == allreduce}
-    assert close(waits[0], ran[1] - ran[0]) and waits.get(1, 0) < NONE
-    # main and solve themselves compute next to nothing
+    for k in (0, 1):
+        expected = max(0, max(entered.values()) - entered[k])
+        assert close(waits.get(k, 0), expected), (k, waits, entered)
+    # the plan, 0.2 s, less the skew of the barrier's exits (not timed by the program)
+    assert 0.1 < entered[1] - entered[0] < 0.3, entered
+    # main and solve themselves compute next to nothing: the few instructions between
+    # their calls, which no clock of the program can time apart from the calls; NONE
+    # holds unless the kernel preempts a rank inside those few instructions
     for name in ("main", "main > solve"):
         assert all(v < NONE for p, k, v in r.metrics["computation"]["values"]
                    if p == names[name])
@@ -326,7 +454,7 @@ def test_parallel_analysis_fails_fast_when_one_process_cannot_read(build, run_pw
     ompi = FLAVORS["openmpi"]
     r = run_pw(ompi.launch(3) + [build(ompi, "ws_p2p.c")], options=["--trace"])
     js = r.exp / "traces" / "rank-2.json"            # owned by the second of 2 processes
-    js.write_text(js.read_text().replace('"version":1', '"version":99'))
+    js.write_text(re.sub(r'"version":\d+', '"version":99', js.read_text(), count=1))
     res = subprocess.run(["mpirun.openmpi", "--oversubscribe", "-n", "2", PERFWEAVE, "analyze",
                           "--parallel", "--no-save", str(r.exp)], capture_output=True, text=True,
                          timeout=120)

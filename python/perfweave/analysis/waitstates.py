@@ -5,9 +5,9 @@ The patterns and their waiting-time formulas are Scalasca 2.6's (summarised in
 al., "Scalable detection of MPI-2 remote memory access inefficiency patterns" (IJHPCA
 2012, section 4). Every pattern is computed on whole columns of numpy records: messages
 are matched by (source, destination, communicator, tag, sequence number), collective
-operations by (communicator, sequence number), fences by (window, sequence number),
-access and exposure epochs by (origin, target, window, sequence number), all without a
-loop over events. Data another rank owns comes through `exchange.route` (the identity
+operations (blocking or not) by (communicator, sequence number), fences by (window,
+sequence number), access and exposure epochs by (origin, target, window, sequence
+number), all without a loop over events. Data another rank owns comes through `exchange.route` (the identity
 in one process), so `mpirun -n K perfweave analyze --parallel` runs this same code.
 
 Times are integer nanoseconds on rank 0's clock throughout; a value is charged to a
@@ -63,6 +63,8 @@ class Loaded:
     comm_keys: np.ndarray = None     # every communicator's key, sorted (all processes)
     path_role: np.ndarray = None     # role (R) of each path's leaf MPI function
     row_ranks: dict = None           # table name -> (rank, first row) of each owned rank
+    locations: np.ndarray = None     # first call of each location (rank, thread), in
+                                     # order; None when every owned rank has one thread
 
     def rank_at(self, name, rows):
         """The rank of the rows (indices) of table name."""
@@ -355,6 +357,7 @@ def _unify(trace, ex, ranks_present, store=None):
             store.take(rd)
     store.views(trace)
     cbase = wbase = 0
+    locations = []
     for rd in trace.ranks:              # the views are updated in place
         pmap = np.array([gid[sep.join(p)] for p in rd.paths], np.int32)
         cmap = np.searchsorted(comm_keys, rd.comm_keys).astype(np.int32)
@@ -365,9 +368,12 @@ def _unify(trace, ex, ranks_present, store=None):
             np.add(t["call"], cbase, out=t["call"], where=t["call"] >= 0)
         c = rd.colls
         c["path"][:] = pmap[c["path"]]
+        c["wpath"][:] = pmap[c["wpath"]]
         c["key"][:] = cmap[c["key"]]
+        c["wcall"] += cbase
         rd.wcalls["path"][:] = pmap[rd.wcalls["path"]]
         rd.wevents["call"] += wbase
+        locations.append(rd.thread_calls + cbase)
         cbase += rd.ncalls
         wbase += len(rd.wcalls)
         rd.gpaths = pmap.astype(np.int64)
@@ -386,7 +392,9 @@ def _unify(trace, ex, ranks_present, store=None):
                groups=groups, comms=comms, windows=windows,
                ranks_present=sorted(present), notes=notes, comm_keys=comm_keys,
                path_role=np.array([_leaf_role(p) for p in labels], np.int16),
-               row_ranks=store.row_ranks(trace))
+               row_ranks=store.row_ranks(trace),
+               locations=np.concatenate(locations)
+               if any(len(x) > 1 for x in locations) else None)
     for name in ("sends", "recvs", "colls"):
         setattr(L, name, Rows(getattr(L, name), _deriver(L, name)))
     return L
@@ -713,38 +721,79 @@ def message_pairs(L):
     return S, V
 
 
-def point_to_point(L, ex, acc, notes):
+def point_to_point(L, ex, acc, notes, deferred=None):
     """Late Sender (and Wrong Order) on the receivers' side, Late Receiver on the
-    senders', in batches of whole ranks."""
+    senders', in batches of whole ranks. deferred: the DEFER rows of collectives()
+    (nonblocking collectives completed in multi-waits), charged here: a multi-wait is
+    one wait, for the request it waited for longest, a message or a collective."""
     S, V = L.sends, L.recvs
     sent = _Published(L, ex, S, S["e"], "src")       # the send's enter, at the receiver
-    ls_call = np.zeros(L.ncalls, bool)      # multi-waits with a Late Sender
+    ls_call = np.zeros(L.ncalls, bool)      # multi-waits with a wait charged
+    multi = _MultiWaits(L.ncalls, deferred)
     for a, b in L.chunks("recvs"):
-        _late_sender(V[a:b], sent, ls_call, acc, notes)
+        _late_sender(V[a:b], sent, ls_call, multi, acc, notes, L.locations)
     del sent
+    multi.charge(acc, ls_call)
     posted = _Published(L, ex, V, V["e"], "dst")     # the receive's post, at the sender
     for a, b in L.chunks("sends"):
         _late_receiver(S[a:b], posted, ls_call, acc, notes)
 
 
-def _late_sender(V, sent, ls_call, acc, notes):
+class _MultiWaits:
+    """The waits of nonblocking collectives completed in multi-waits (DEFER rows) and of
+    the Late Senders in the same calls: each call is charged the largest, once."""
+
+    def __init__(self, ncalls, deferred):
+        self.rows = deferred if deferred is not None and len(deferred) else None
+        if self.rows is None:
+            return
+        d = self.rows
+        # per call: the collectives' largest wait, and the row that has it
+        o = np.lexsort((-d["value"], d["wcall"]))
+        first = np.r_[True, d["wcall"][o][1:] != d["wcall"][o][:-1]]
+        self.best = d[o[first]]
+        self.coll = np.full(ncalls, -1, np.int64)
+        self.coll[self.best["wcall"]] = self.best["value"]
+        self.ls = np.zeros(ncalls, np.int64)       # per call: its Late Sender's wait
+
+    def keep_late_senders(self, call, idle):
+        """Of Late Sender instances in multi-waits (calls, waits): those that win over
+        the collectives of their call; their waits are noted."""
+        if self.rows is None:
+            return np.ones(len(call), bool)
+        self.ls[call] = idle
+        return idle > self.coll[call]
+
+    def charge(self, acc, waited):
+        """Charge the collectives that won (waited: calls with a wait, updated)."""
+        if self.rows is None:
+            return
+        b = self.best[self.best["value"] >= self.ls[self.best["wcall"]]]
+        acc.add_many(b["metric"], b["path"], b["rank"], b["value"])
+        c = b[b["cmetric"] >= 0]
+        acc.add_many(c["cmetric"], c["path"], c["rank"], c["cvalue"])
+        waited[b["wcall"][b["value"] > 0]] = True
+
+
+def _late_sender(V, sent, ls_call, multi, acc, notes, threads=None):
     e_send, matched = sent.get(V)
     rc, role = V["call"], V["role"]
     idle = np.minimum(e_send, V["ce"]) - V["cb"]
     ls = matched & (role != R["test"]) & (idle > 0)
-    multi = role == R["waitmulti"]
+    is_multi = role == R["waitmulti"]
     # a multi-wait is one instance, of its latest sender (rc is sorted along the rows)
-    lm = np.flatnonzero(ls & multi)
-    inst = ls & ~multi
+    lm = np.flatnonzero(ls & is_multi)
+    inst = ls & ~is_multi
     if len(lm):
-        inst[lm[_run_max(rc[lm], idle[lm])]] = True
+        top = lm[_run_max(rc[lm], idle[lm])]
+        inst[top[multi.keep_late_senders(rc[top], idle[top])]] = True
     inst_rows = np.flatnonzero(inst)
     ls_call[rc[lm]] = True
     ip = V["path"][inst_rows]
     irank = V["dst"][inst_rows]
     acc.add("mpi_latesender", ip, irank, idle[inst_rows])
     acc.add("mpi_latesender_count", ip, irank, np.ones(len(inst_rows), np.int64))
-    _wrong_order(V, matched, e_send, inst_rows, idle, acc)
+    _wrong_order(V, matched, e_send, inst_rows, idle, acc, threads)
     nm = int(np.count_nonzero(matched))
     notes["unmatched_receives"] += len(matched) - nm
     notes["messages"] += nm
@@ -774,43 +823,50 @@ def _late_receiver(S, posted, ls_call, acc, notes):
     notes["unmatched_sends"] += len(matched) - int(np.count_nonzero(matched))
 
 
-def _wrong_order(V, matched, e_send, inst_rows, idle, acc):
+def _wrong_order(V, matched, e_send, inst_rows, idle, acc, threads=None):
     """Late Sender, Wrong Order: a Late Sender instance is re-charged as wrong order when
-    a later receive on the same rank (while the instance is among the rank's last
-    WO_BUFFER instances) gets a message that was sent before the instance's message.
+    a later receive of the same location (while the instance is among the location's
+    last WO_BUFFER instances) gets a message that was sent before the instance's
+    message. A location is a rank, or a thread of it (threads: the first call of each
+    (rank, thread), given when a rank has several): as in Scalasca, the order of
+    receives is that of one thread; threads that receive side by side have none.
     Same / different sources compare the two messages' senders."""
     if not len(inst_rows):
         return
     rc = V["call"]
+    # the location of each row: non-decreasing along the rows (calls are in location
+    # order), like the ranks
+    loc = V["dst"] if threads is None else np.searchsorted(threads, rc, "right") - 1
     seq = np.flatnonzero(matched)             # receives in processing order (rows of V)
     s_time = e_send[seq]
     s_call = rc[seq]
-    s_rank = V["dst"][seq]
+    s_loc = loc[seq]
     s_src = V["src"][seq]
     i_call = rc[inst_rows]
-    i_rank = V["dst"][inst_rows]
+    i_loc = loc[inst_rows]
     i_time = e_send[inst_rows]
     i_src = V["src"][inst_rows]
     # window: receives after the instance's call, up to the call of the instance
-    # WO_BUFFER later on the same rank (when it pushes this one out)
+    # WO_BUFFER later at the same location (when it pushes this one out)
     start = np.searchsorted(s_call, i_call, "right")
-    order = np.lexsort((i_call, i_rank))
-    ir, ic = i_rank[order], i_call[order]
+    order = np.lexsort((i_call, i_loc))
+    ir, ic = i_loc[order], i_call[order]
     later = np.arange(len(order)) + WO_BUFFER
     end_call = np.full(len(order), np.iinfo(np.int64).max)
     valid = later < len(order)
     valid[valid] &= ir[later[valid]] == ir[valid]
     end_call[valid] = ic[later[valid]]
-    rank_end = np.searchsorted(s_rank, ir, "right")
+    loc_end = np.searchsorted(s_loc, ir, "right")
     end = np.empty(len(order), np.int64)
-    end[order] = np.minimum(np.searchsorted(s_call, end_call, "right"), rank_end)
+    end[order] = np.minimum(np.searchsorted(s_call, end_call, "right"), loc_end)
     # the first receive in [start, end) whose message was sent before the instance's,
-    # one rank at a time with a sparse table of minima (small, cache-resident): is there
-    # one (the minimum of the window, from two overlapping blocks)? then where (descend)
+    # one location at a time with a sparse table of minima (small, cache-resident): is
+    # there one (the minimum of the window, from two overlapping blocks)? then where
+    # (descend)
     pos = end.copy()
-    ranks = np.unique(i_rank)          # instances come in rank order, like receives
-    ia, ib = np.searchsorted(i_rank, ranks), np.searchsorted(i_rank, ranks, "right")
-    ra, rb = np.searchsorted(s_rank, ranks), np.searchsorted(s_rank, ranks, "right")
+    locs = np.unique(i_loc)           # instances come in location order, like receives
+    ia, ib = np.searchsorted(i_loc, locs), np.searchsorted(i_loc, locs, "right")
+    ra, rb = np.searchsorted(s_loc, locs), np.searchsorted(s_loc, locs, "right")
     for qa, qb, a, b in zip(ia.tolist(), ib.tolist(), ra.tolist(), rb.tolist()):
         p, e, t = start[qa:qb] - a, end[qa:qb] - a, i_time[qa:qb]
         width = e - p
@@ -842,9 +898,10 @@ def _wrong_order(V, matched, e_send, inst_rows, idle, acc):
     f = np.flatnonzero(found)
     same = s_src[pos[f]] == i_src[f]
     path = V["path"][inst_rows[f]]
-    acc.add("mpi_latesender_wo", path, i_rank[f], idle[inst_rows[f]])
-    acc.add("mpi_lswo_same", path[same], i_rank[f][same], idle[inst_rows[f]][same])
-    acc.add("mpi_lswo_different", path[~same], i_rank[f][~same], idle[inst_rows[f]][~same])
+    rank = V["dst"][inst_rows[f]]
+    acc.add("mpi_latesender_wo", path, rank, idle[inst_rows[f]])
+    acc.add("mpi_lswo_same", path[same], rank[same], idle[inst_rows[f]][same])
+    acc.add("mpi_lswo_different", path[~same], rank[~same], idle[inst_rows[f]][~same])
 
 
 # ---------------------------------------------------------------- collectives
@@ -852,7 +909,8 @@ def _wrong_order(V, matched, e_send, inst_rows, idle, acc):
 COLLS = np.dtype([("key", "<i8"), ("seq", "<i8"), ("rank", "<i4"), ("path", "<i4"),
                   ("role", "<i2"), ("nb", "u1"), ("sent", "u1"), ("recv", "u1"),
                   ("root", "u1"), ("pad", "<u2"), ("csize", "<i4"), ("crank", "<i4"),
-                  ("b", "<i8"), ("e", "<i8")])
+                  ("b", "<i8"), ("e", "<i8"), ("w", "<i8"), ("wpath", "<i4"),
+                  ("wcall", "<i4")])
 
 
 def _take(rows, index):
@@ -922,13 +980,24 @@ def _instances(L, ex, rows):
     return _Instances(rows)
 
 
+def _kind(t):
+    """What the rows of one instance must agree on, as one number: the role, nonblocking
+    or not (MPI matches neither with the other), and whether a nonblocking one was left
+    open (never completed). Its minimum and maximum over an instance are equal when they
+    agree."""
+    f = t["flags"].astype(np.int64)
+    return t["role"].astype(np.int64) * 4 + (f & COLL_FLAGS["nb"]) * 2 + \
+        ((f & COLL_FLAGS["open"]) != 0)
+
+
 # what the collective patterns need of each instance: (reduction, value of a row,
-# roles that need it: None for all)
+# roles that need it: None for all). b is the enter of the call that started the
+# operation on a rank (MPI_Ibarrier or MPI_Barrier), e the exit of the call that
+# completed it.
 COLL_SUMMARY = {
     "count": ("sum", lambda t: np.ones(len(t), np.int64), None),
-    "nb": ("max", lambda t: t["nb"], None),
-    "rmin": ("min", lambda t: t["role"], None),
-    "rmax": ("max", lambda t: t["role"], None),
+    "kmin": ("min", _kind, None),
+    "kmax": ("max", _kind, None),
     "latest": ("max", lambda t: t["b"], None),
     "earliest_end": ("min", lambda t: t["e"], None),
     "latest_sender": ("max", lambda t: np.where(t["sent"] > 0, t["b"], MIN64),
@@ -938,6 +1007,40 @@ COLL_SUMMARY = {
 }
 _UFUNC = {"max": (np.maximum, MIN64), "min": (np.minimum, MAX64), "sum": (np.add, 0)}
 
+# (wait metric, completion metric or None) of each collective role
+COLL_METRICS = {"barrier": ("mpi_barrier_wait", "mpi_barrier_completion"),
+                "n2n": ("mpi_wait_nxn", "mpi_nxn_completion"),
+                "12n": ("mpi_latebroadcast", None), "n21": ("mpi_earlyreduce", None),
+                "scan": ("mpi_earlyscan", None)}
+
+# a nonblocking collective completed in a multi-wait, charged once the call's other
+# waits are known (_charge_multiwaits): the call, the rank, its path, the metrics
+# (MT.INDEX; -1 none) and values of the wait and of the completion
+DEFER = np.dtype([("wcall", "<i8"), ("rank", "<i4"), ("path", "<i4"), ("metric", "<i4"),
+                  ("cmetric", "<i4"), ("value", "<i8"), ("cvalue", "<i8")])
+
+
+def _deferred(wcall, rank, path, role, value, cvalue):
+    """DEFER rows for collectives of one role."""
+    m, cm = COLL_METRICS[role]
+    return _table(DEFER, wcall=wcall, rank=rank, path=path, metric=MT.INDEX[m],
+                  cmetric=MT.INDEX[cm] if cm else -1, value=value, cvalue=cvalue)
+
+
+def _waiting(L, nb, wpath):
+    """(rows charged now, rows of multi-waits deferred) among rows of collectives (nb:
+    nonblocking, wpath: the path of the call that completed it), or (None, None) when
+    all are charged now: a nonblocking operation's wait is in the call that completed
+    it; not charged when that is an MPI_Test* (the rank did not wait there, as for Late
+    Sender); deferred when it is a multi-wait, which may have waited for other requests
+    too."""
+    nb = nb != 0
+    if not nb.any():
+        return None, None
+    wrole = L.path_role[wpath]
+    return ~(nb & ((wrole == R["test"]) | (wrole == R["waitmulti"]))), \
+        nb & (wrole == R["waitmulti"])
+
 
 def collectives(L, ex, acc, notes):
     """Waits at collective operations (Scalasca's definitions). Each process sums up
@@ -945,7 +1048,13 @@ def collectives(L, ex, acc, notes):
     processes combine those summaries (one reduction per kind, as many values as there
     are instances: far less than the rows), and each process then charges its own
     rows, in batches. An instance is an offset per communicator plus the operation's
-    number on it, the same in every process."""
+    number on it, the same in every process.
+
+    A nonblocking operation is an instance like a blocking one (MPI orders both kinds
+    alike on a communicator); it starts at the enter of the MPI_I... call and the rank
+    waits for it in the call that completes it: the blocking twin's formula, with the
+    wait starting at that call's enter (w) instead of b. Returns the DEFER rows of those
+    completed in multi-waits, each at the process that owns its rank."""
     C = L.colls
     key, seq = C["key"], C["seq"]
     last = np.full(len(L.comm_keys), -1, np.int64)
@@ -961,8 +1070,9 @@ def collectives(L, ex, acc, notes):
     size = last + 1
     base = np.cumsum(size) - size
     ninst = int(size.sum())
+    deferred = [np.zeros(0, DEFER)]
     if not ninst:
-        return
+        return deferred[0]
     need = {k: v for k, v in COLL_SUMMARY.items()
             if v[2] is None or any(roles[R[r]] for r in v[2])}
     chunks = [(a, min(a + CHUNK, len(C))) for a in range(0, len(C), CHUNK)]
@@ -976,10 +1086,11 @@ def collectives(L, ex, acc, notes):
         names = [k for k, (o, _, _) in need.items() if o == op]
         if names:
             S.update(zip(names, ex.allreduce(np.stack([S[k] for k in names]), op)))
-    # an instance is whole when every member of its communicator took part
+    # an instance is whole when every member of its communicator took part, all alike,
+    # and none left it open
     present = S["count"] > 0
-    ok = present & (S["count"] == np.repeat(csize, size)) & (S["nb"] == 0) & \
-        (S["rmin"] == S["rmax"])
+    ok = present & (S["count"] == np.repeat(csize, size)) & (S["kmin"] == S["kmax"]) & \
+        ((S["kmax"] & 1) == 0)
     if ex.me == 0:
         notes["collectives"] += int(ok.sum())
         notes["incomplete_collectives"] += int((present & ~ok).sum())
@@ -987,39 +1098,53 @@ def collectives(L, ex, acc, notes):
     for a, z in chunks:
         here = C[a:z]
         gid = base[here["key"]] + here["seq"]
-        b, e, role = here["b"], here["e"], here["role"]
+        e, w, role = here["e"], here["w"], here["role"]
         latest, earliest_end = S["latest"][gid], S["earliest_end"][gid]
         okr = ok[gid]
-        wait_full = np.maximum(0, np.minimum(latest, e) - b)
-        completion = np.maximum(0, e - np.maximum(earliest_end, np.minimum(latest, e)))
-        batch = acc.rows(here["path"], here["rank"])
+        now, later = _waiting(L, here["flags"] & COLL_FLAGS["nb"], here["wpath"])
+        charge = okr if now is None else okr & now
+        wait_full = np.maximum(0, np.minimum(latest, e) - w)
+        completion = np.maximum(0, e - np.maximum(np.maximum(earliest_end,
+                                                             np.minimum(latest, e)), w))
+        batch = acc.rows(here["wpath"], here["rank"])
+        values = {}
         bar = role == R["barrier"]
         if bar.any():
-            batch.add("mpi_barrier_wait", wait_full, bar & okr)
-            batch.add("mpi_barrier_completion", completion, bar & okr)
+            values["barrier"] = (bar, wait_full, completion)
         n2n = role == R["n2n"]
         if n2n.any():
             latest_sender = S["latest_sender"][gid]
             overlap = earliest_end > latest
-            w_partial = np.where((here["recv"] > 0) & (b < latest_sender),
-                                 np.maximum(0, np.minimum(latest_sender, e) - b), 0)
-            batch.add("mpi_wait_nxn", np.where(overlap, wait_full, w_partial), n2n & okr)
-            batch.add("mpi_nxn_completion", completion, n2n & okr)
+            w_partial = np.where((here["recv"] > 0) & (w < latest_sender),
+                                 np.maximum(0, np.minimum(latest_sender, e) - w), 0)
+            values["n2n"] = (n2n, np.where(overlap, wait_full, w_partial), completion)
         o2n = role == R["12n"]
         if o2n.any():
             root_b = S["root_b"][gid]
             o2n &= (S["root_sent"][gid] > 0) & (here["root"] == 0) & (here["recv"] > 0)
-            batch.add("mpi_latebroadcast", np.maximum(0, np.minimum(root_b, e) - b),
-                      o2n & (b < root_b) & okr)
+            values["12n"] = (o2n & (w < root_b), np.maximum(0, np.minimum(root_b, e) - w),
+                             None)
         n21 = role == R["n21"]
         if n21.any():
             latest_sender = S["latest_sender"][gid]
-            n21 &= (here["root"] > 0) & (b < latest_sender)
-            batch.add("mpi_earlyreduce", np.maximum(0, np.minimum(latest_sender, e) - b),
-                      n21 & okr)
+            n21 &= (here["root"] > 0) & (w < latest_sender)
+            values["n21"] = (n21, np.maximum(0, np.minimum(latest_sender, e) - w), None)
+        for r, (mask, wait, comp) in values.items():
+            m, cm = COLL_METRICS[r]
+            batch.add(m, wait, mask & charge)
+            if cm:
+                batch.add(cm, comp, mask & charge)
+            if later is not None:
+                d = np.flatnonzero(mask & okr & later)
+                if len(d):
+                    deferred.append(_deferred(
+                        here["wcall"][d], here["rank"][d], here["wpath"][d], r, wait[d],
+                        comp[d] if comp is not None else 0))
         scan = np.flatnonzero(role == R["scan"])
         if len(scan):
             scans.append(a + scan)
+    if not roles[R["scan"]]:           # no process has scans: nothing to route
+        return np.concatenate(deferred)
     scans = np.concatenate(scans) if scans else np.zeros(0, np.int64)
     rows = C.take(scans)
     rows["rank"] = L.rank_at("colls", scans)
@@ -1027,26 +1152,36 @@ def collectives(L, ex, acc, notes):
     rows["csize"], rows["crank"] = _comm_place(L, rows["key"], rows["rank"])
     for k, bit in COLL_FLAGS.items():
         rows[k] = ((rows["flags"] & bit) != 0).view(np.uint8)
-    _early_scan(L, ex, rows, ok, base, acc)
+    deferred.append(_early_scan(L, ex, rows, ok, base, acc))
+    return np.concatenate(deferred)
 
 
 def _early_scan(L, ex, rows, ok, base, acc):
-    """Early Scan: at each rank, the wait for the latest enter among the ranks before it
+    """Early Scan: at each rank, the wait for the latest start among the ranks before it
     (in communicator order) and itself that send. The rows of an instance come together
-    at one process (rare operations: routed, not summarised)."""
+    at one process (rare operations: routed, not summarised). Returns the DEFER rows of
+    nonblocking scans completed in multi-waits, sent back to the process of their rank."""
     X = _instances(L, ex, rows)
     here = X.here
+    none = np.zeros(0, DEFER)
     if not len(here):
-        return
+        return _route(ex, none, dest_ranks=none["rank"]) if ex.parallel else none
     gid = X.gid()
-    crank, b, e = here["crank"], here["b"], here["e"]
-    o = np.lexsort((crank, gid))
-    here, gid, b, e = _take(here, o), gid[o], b[o], e[o]
+    o = np.lexsort((here["crank"], gid))
+    here, gid = _take(here, o), gid[o]
+    b, e, w = here["b"], here["e"], here["w"]
     pm = np.where(here["sent"] > 0, b, MIN64)
     run = _group_cummax(gid, pm)
     inst = base[here["key"]] + here["seq"]
-    acc.add("mpi_earlyscan", here["path"], here["rank"],
-            np.maximum(0, np.minimum(run, e) - b), ok[inst])
+    wait = np.maximum(0, np.minimum(run, e) - w)
+    okr = ok[inst]
+    now, later = _waiting(L, here["nb"], here["wpath"])
+    acc.add("mpi_earlyscan", here["wpath"], here["rank"], wait,
+            okr if now is None else okr & now)
+    d = np.flatnonzero(okr & later) if later is not None else []
+    out = _deferred(here["wcall"][d], here["rank"][d], here["wpath"][d], "scan", wait[d],
+                    0) if len(d) else none
+    return _route(ex, out, dest_ranks=out["rank"]) if ex.parallel else out
 
 
 def _group_cummax(group, values):
@@ -1364,6 +1499,10 @@ def basics(L, acc):
         leaf = rd.path_fn >= 0
         acc.add("computation", g[~leaf], rank[~leaf], rd.time_ns[~leaf])
         cat = cat_of[rd.gfn[rd.path_fn[leaf]]]
+        if rd.path_cat:                 # completions of nonblocking collectives
+            li = np.flatnonzero(leaf)
+            for p, c in rd.path_cat.items():
+                cat[np.searchsorted(li, p)] = C[c]
         acc.add_many(metric_by_cat[cat], g[leaf], rank[leaf], rd.time_ns[leaf])
 
 
@@ -1392,8 +1531,8 @@ def _patterns(L, ex, name, load_s):
                             "collectives", "incomplete_collectives", "fences",
                             "access_epochs", "exposure_epochs")}
     basics(L, acc)
-    point_to_point(L, ex, acc, notes)
-    collectives(L, ex, acc, notes)
+    deferred = collectives(L, ex, acc, notes)
+    point_to_point(L, ex, acc, notes, deferred)
     rma(L, ex, acc, notes)
     m, p, r, v = acc.reduced()
     nev = L.trace.nevents
@@ -1429,7 +1568,8 @@ def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, t
                      "missing or truncated, or messages were received with MPI_Mrecv)")
     if counts["incomplete_collectives"]:
         notes.append(f"{counts['incomplete_collectives']} collective operations lack a "
-                     "participant's record (or are nonblocking) and were not analysed")
+                     "participant's record, or a nonblocking one was never completed; "
+                     "they were not analysed")
     complete = not notes and all(x[2] for x in ranks_info.values())
     values = {}
     for mid in MT.IDS:

@@ -1,5 +1,6 @@
 """The perfweave command: one module per verb, each with setup_parser(sub) and main(args)."""
 import argparse
+import os
 import sys
 
 from perfweave import __version__
@@ -32,7 +33,9 @@ def main(argv=None):
         if not args.verb:
             parser.print_help()
             return 2
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()     # a full disk under a redirected stdout shows here
+        return status
     except PerfweaveError as e:
         print(f"perfweave: error: {e}", file=sys.stderr)
         return 2
@@ -40,3 +43,13 @@ def main(argv=None):
         return 0
     except KeyboardInterrupt:
         return 130
+    except OSError as e:
+        # ENOSPC, EDQUOT, EIO writing an output: one line, not a traceback
+        try:
+            # what stdout still buffers would fail again at exit, with a traceback
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            print(f"perfweave: error: {e.filename or 'the output'}: {e.strerror or e}",
+                  file=sys.stderr)
+        except OSError:
+            pass
+        return 2

@@ -1,9 +1,9 @@
 """perfweave analyze: automatic wait-state analysis of an experiment's event traces."""
 import json
-import os
 import sys
 from pathlib import Path
 
+from perfweave import writing
 from perfweave.cli.args import positive
 
 RESULT_FILE = Path("analysis") / "waitstates.json"
@@ -121,9 +121,7 @@ def save(exp, result):
     path = Path(exp) / RESULT_FILE
     try:
         path.parent.mkdir(exist_ok=True)
-        tmp = path.with_suffix(f".tmp.{os.getpid()}")
-        tmp.write_text(json.dumps(result))
-        tmp.replace(path)
+        writing.write_atomic(path, json.dumps(result))
     except OSError as e:
         print(f"perfweave: warning: cannot save {path} ({e.strerror}); the result is only "
               "printed", file=sys.stderr)

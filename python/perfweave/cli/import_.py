@@ -41,7 +41,33 @@ def main(args):
     for note in s["notes"]:
         print(f"perfweave: note: {note}")
     rate = s["events"] / s["read_seconds"] if s["read_seconds"] > 0 else 0
-    print(f"perfweave: imported {s['events']} events of {s['ranks']} ranks into "
-          f"{s['experiment']} ({s['records']} records) in {s['seconds']:.2f} s "
-          f"({rate:,.0f} events/s read); perfweave analyze {s['experiment']}")
+    locs = s["skipped_locations"]
+    lost = sum(x["events"] for x in locs) + sum(s["skipped_events"].values())
+    skipped = f"; skipped {len(locs)} locations and {lost} events (notes above)" \
+        if locs or lost else ""
+    analysed = analyse(out)
+    print(f"perfweave: imported {s['events'] - lost} of {s['events']} events of "
+          f"{s['ranks']} ranks into {s['experiment']} ({s['records']} records) in "
+          f"{s['seconds']:.2f} s ({rate:,.0f} events/s read){skipped}; "
+          f"{analysed} {s['experiment']}")
     return 0
+
+
+def analyse(exp):
+    """Find the wait states of the imported trace and save them as perfweave analyze
+    does, so that perfweave report shows them like a traced run's. Returns what to run
+    next."""
+    from perfweave.analysis import waitstates
+    from perfweave.analysis.exchange import Local
+    from perfweave.cli.analyze import save
+    from perfweave.errors import PerfweaveError
+    from perfweave.report import waitstates as render
+
+    try:
+        result = waitstates.analyze(exp, Local(0))
+    except PerfweaveError as e:
+        print(f"perfweave: note: wait states not analysed ({e})")
+        return "perfweave analyze"
+    render.name_paths(result)
+    save(exp, result)
+    return "wait states analysed; perfweave report (or analyze)"

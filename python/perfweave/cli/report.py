@@ -16,8 +16,16 @@ def setup_parser(sub):
     p.add_argument("--html", metavar="FILE",
                    help="also write the report as one self-contained HTML file (charts of "
                         "the node timeline; works offline)")
-    p.add_argument("--top", type=positive, default=20, metavar="N",
-                   help="functions and call sites to show (default 20)")
+    p.add_argument("--top", type=positive, default=None, metavar="N",
+                   help="functions and call sites to collect and show (default: 20 in "
+                        "--json, --max-rows in the text)")
+    p.add_argument("--max-rows", type=positive, default=None, metavar="N",
+                   help="rows per table of the text report; the others are counted in an "
+                        "'N more' line (default 4, and long names are shortened in the "
+                        "middle to fit 100 columns)")
+    p.add_argument("--full", action="store_true",
+                   help="text report with every row and every name whole (lines as wide "
+                        "as they need)")
     p.set_defaults(func=main)
 
 
@@ -28,19 +36,27 @@ def main(args):
     from perfweave.report import text
 
     exp = open_experiment(args.experiment)
-    data = report_data.collect(exp, top=args.top)
+    top = args.top or 20
+    if args.max_rows and args.top:
+        top = max(args.top, args.max_rows)
+    data = report_data.collect(exp, top=top)
     if args.html:
         from perfweave.errors import PerfweaveError
         from perfweave.report import html
 
+        from perfweave import writing
+
         try:
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(html.render(data, exp))
+            writing.write_atomic(args.html, html.render(data, exp))
         except OSError as e:
             raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
         print(f"perfweave: wrote {args.html}", file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(data, indent=1) + "\n")   # one write, not many
     else:
-        sys.stdout.write(text.render(data))
+        if args.full:
+            sys.stdout.write(text.render(data, max_rows=None, width=None, rows=args.top))
+        else:
+            sys.stdout.write(text.render(data, max_rows=args.max_rows or text.MAX_ROWS,
+                                         rows=args.top))
     return 0

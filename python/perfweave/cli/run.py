@@ -3,7 +3,7 @@ import os
 import signal
 import sys
 
-from perfweave import launch, options
+from perfweave import launch, options, writing
 
 
 def setup_parser(sub):
@@ -21,30 +21,46 @@ def setup_parser(sub):
 
 def _check_counters(args):
     """--counters: PAPI absent -> one line, and the run goes on without counters; an
-    event PAPI does not know -> an error before anything runs."""
+    event PAPI does not know -> an error before anything runs; an event it knows but
+    cannot count here -> one line, the others counted, and [{event, why}] of those left
+    out (for the experiment)."""
     names = [n.strip() for n in (args.counters or "").split(",") if n.strip()]
     if not names:
-        return
+        return []
     from perfweave.errors import PerfweaveError
-    from perfweave.papi import check_events
+    from perfweave.papi import check_events, countable
 
     known, unknown, why = check_events(names)
     if why:
         print(f"perfweave: --counters: {why}; running without counters", file=sys.stderr)
         args.counters = ""
-        return
+        return []
     if unknown:
         raise PerfweaveError("--counters: " + "; ".join(f"{n} is not an event here (PAPI: {w})"
                                                         for n, w in unknown) +
                              " (perfweave components lists PAPI's components; "
                              "papi_native_avail their events)")
-    args.counters = ",".join(known)
+    counted, left_out = countable(known)
+    if left_out:
+        print("perfweave: --counters: not counted here: " +
+              "; ".join(f"{n} (PAPI: {w})" for n, w in left_out) +
+              (f"; counting {','.join(counted)}" if counted else "; running without counters"),
+              file=sys.stderr)
+    args.counters = ",".join(counted)
+    return [{"event": n, "why": w} for n, w in left_out]
 
 
 def main(args):
-    _check_counters(args)
-    exp, status = launch.run(args.command, options.values(args))
-    print(f"perfweave: experiment written to {exp} (perfweave report {exp})", file=sys.stderr)
+    not_counted = _check_counters(args)
+    exp, status, unwritten = launch.run(
+        args.command, options.values(args),
+        meta={"counters_not_counted": not_counted} if not_counted else None)
+    if unwritten:
+        launch.say(f"perfweave: experiment {exp} is incomplete: could not write "
+                    f"{writing.describe(unwritten)} (perfweave report {exp})", sys.stderr)
+    else:
+        launch.say(f"perfweave: experiment written to {exp} (perfweave report {exp})",
+                    sys.stderr)
     if status < 0:
         # die of the same signal, as the program did
         sys.stdout.flush()

@@ -57,41 +57,41 @@ class RankTrace:
 
 @dataclass
 class Experiment:
+    """An experiment's traces for export, read one rank at a time (`rank(r)`, `each()`):
+    the metadata of every rank is at hand, the records of one rank at a time, so that
+    an export's memory follows the largest rank, not the trace."""
     path: Path
     meta: dict                     # experiment.json
     world_size: int
-    ranks: list                    # RankTrace, by rank
+    ranks: list                    # rank numbers with a trace, in order
+    metas: dict                    # rank -> rank-R.json as read (clock put on rank 0's)
     notes: list = field(default_factory=list)
+    _sibling: dict = None
+    _names: list = None
 
+    def threads(self, r):
+        """The threads of rank r that wrote records, 0 first."""
+        from perfweave.readers import trace as rt
 
-def load(exp):
-    """Read the traces of experiment directory exp for export. Damaged ranks are kept
-    with notes (as perfweave analyze does); an experiment without traces is an error."""
-    from perfweave.analysis.exchange import Local
-    from perfweave.analysis.waitstates import _host_clocks, _sibling_meta, world_size_of
-    from perfweave.readers import trace as rt
-    from perfweave.readers.experiment import read_meta
+        return rt.rank_threads(self.path, r, self.metas.get(r))
 
-    exp = Path(exp)
-    if not exp.is_dir():
-        raise PerfweaveError(f"{exp}: no such experiment directory")
-    meta = read_meta(exp)
-    ranks = rt.list_ranks(exp)
-    world = world_size_of(exp, ranks)
-    # the clock perfweave analyze uses: ranks on rank 0's host share its clock exactly
-    metas = {r: rt.read_meta(exp, r) for r in ranks}
-    _host_clocks(metas, Local(world))
-    files = [rt.read_rank(exp, r, metas[r]) for r in ranks]
-    sibling = None
-    out, notes = [], []
-    for rf in files:
+    def rank_file(self, r):
+        """Rank r's records as readers/trace.py reads them (RankFile), with the clock
+        perfweave analyze uses; a rank without its JSON borrows another's calibration."""
+        from perfweave.readers import trace as rt
+
+        rf = rt.read_rank(self.path, r, self._meta_notes[r])
+        if not rf.meta.get("clock") and self._sibling:
+            rf.meta = dict(self._sibling, rank=rf.rank)
+            rf.notes.append(f"rank {rf.rank}: clock calibration and function table "
+                            "borrowed from another rank; its times are approximate")
+        return rf
+
+    def rank(self, r):
+        """The RankTrace of rank r: its records read, checked and put on rank 0's clock
+        as perfweave analyze puts them; damaged data is kept with notes."""
+        rf = self.rank_file(r)
         m = rf.meta
-        if not m.get("clock"):
-            sibling = sibling or _sibling_meta(exp, ranks)
-            if sibling:
-                m = dict(sibling, rank=rf.rank)
-                rf.notes.append(f"rank {rf.rank}: clock calibration and function table "
-                                "borrowed from another rank; its times are approximate")
         rec, thread = rf.records, rf.thread
         if len(thread) > 1 and (np.diff(thread) < 0).any():
             order = np.argsort(thread, kind="stable")
@@ -105,16 +105,46 @@ def load(exp):
             both = np.isin(typ, [T["CALL"], T["FLUSH"]])
             t1[both] = _to_ns(m, rec["t1"][both])
         tb, te = _window(m, _time_span(typ, t0, t1))
-        out.append(RankTrace(rf.rank, m, rec, thread, t0, t1, tb, te,
-                             list(m.get("functions") or []), rf.complete, list(rf.notes)))
-        notes.extend(rf.notes)
-    # a rank killed before writing its JSON: every rank of a run has the same functions
-    names = next((r.functions for r in out if r.functions), [])
-    for r in out:
-        if not r.functions and (r.rec["type"] == T["CALL"]).any():
-            r.functions = list(names)
-            notes.append(f"rank {r.rank}: function names borrowed from another rank")
-    return Experiment(exp, meta, world, out, notes)
+        functions = list(m.get("functions") or [])
+        notes = list(rf.notes)
+        # a rank killed before writing its JSON: every rank of a run has the same functions
+        if not functions and (typ == T["CALL"]).any() and self._names:
+            functions = list(self._names)
+            notes.append(f"rank {r}: function names borrowed from another rank")
+        return RankTrace(r, m, rec, thread, t0, t1, tb, te, functions, rf.complete, notes)
+
+    def each(self):
+        """RankTrace of every rank in order, one at a time; their notes go to notes."""
+        for r in self.ranks:
+            rt = self.rank(r)
+            self.notes.extend(rt.notes)
+            yield rt
+
+
+def load(exp):
+    """The traces of experiment directory exp for export (Experiment; records are read
+    rank by rank when asked for). An experiment without traces is an error."""
+    from perfweave.analysis.exchange import Local
+    from perfweave.analysis.waitstates import _host_clocks, _sibling_meta, world_size_of
+    from perfweave.readers import trace as rt
+    from perfweave.readers.experiment import read_meta
+
+    exp = Path(exp)
+    if not exp.is_dir():
+        raise PerfweaveError(f"{exp}: no such experiment directory")
+    meta = read_meta(exp)
+    ranks = rt.list_ranks(exp)
+    world = world_size_of(exp, ranks)
+    # the clock perfweave analyze uses: ranks on rank 0's host share its clock exactly
+    pairs = {r: rt.read_meta(exp, r) for r in ranks}
+    _host_clocks(pairs, Local(world))
+    X = Experiment(exp, meta, world, list(ranks), {r: m for r, (m, _) in pairs.items()})
+    X._meta_notes = pairs
+    if any(not (m or {}).get("clock") for m in X.metas.values()):
+        X._sibling = _sibling_meta(exp, ranks)
+    X._names = next((list(m["functions"]) for m in X.metas.values()
+                     if m and m.get("functions")), [])
+    return X
 
 
 def region_names(rt, mask, symbolizer=None):

@@ -1,12 +1,18 @@
 """Chrome's Trace Event Format (chrome://tracing, ui.perfetto.dev) from an experiment's
 event traces: one process per rank, one thread per recording thread, a complete event
 ("ph": "X") per MPI call, user region and trace buffer flush, and a flow arrow from each
-matched send to the call that completed its receive. Messages are matched as `perfweave
+send to the call that completed its receive. Messages are identified as `perfweave
 analyze` matches them (source, destination, communicator, tag, sequence number).
 
 Times are microseconds since the first event of the trace (its time on rank 0's clock,
 in ns, is in "otherData"): CLOCK_MONOTONIC nanoseconds as microseconds would need more
 digits than a double holds.
+
+The file is written rank by rank, in chunks of records, as it is made: memory follows
+the largest rank, not the trace. Events are formatted with numpy as rows of bytes of a
+fixed layout per kind (_Rows): numbers are right-aligned in fields as wide as the
+largest value of the chunk, names padded after their closing quote; JSON allows the
+blanks, and no Python object is made per event.
 """
 import json
 import os
@@ -17,14 +23,121 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import PerfweaveError
-from perfweave.interop import FLUSH_REGION, default_output, load, pair_regions, region_names
-from perfweave.model.trace import F, T
+from perfweave.interop import FLUSH_REGION, SUB, default_output, load, pair_regions, \
+    region_names
+from perfweave.model.trace import F, T, _to_ns
 
 _SUBNAMES = {v: k for k, v in T.items()}
+CHUNK = 1 << 16                # records formatted at a time
+TAGGED = np.array([T["SEND"], T["RECV"], T["IRECV"]])
+RECEIVED = np.array([T["COLL"], T["RMA"]])
 
 
-def _us(ns):
-    return (np.asarray(ns, np.float64) / 1000.0).tolist()
+class _Rows:
+    """n JSON fragments of one layout, built column by column into an (n, width) byte
+    matrix: literals, numbers, names from a table, each optionally present (absent: the
+    same width of blanks)."""
+
+    def __init__(self, n):
+        self.n = n
+        self.parts = []
+
+    def lit(self, text, present=None):
+        b = np.frombuffer(text.encode(), np.uint8)
+        self.parts.append((np.broadcast_to(b, (self.n, len(b))), present))
+
+    def name(self, table, index, present=None):
+        """table: JSON strings (quoted, escaped); index: which one, per row."""
+        enc = [s.encode() for s in table] or [b'""']
+        w = max(len(s) for s in enc)
+        t = np.full((len(enc), w), 32, np.uint8)
+        for i, s in enumerate(enc):
+            t[i, :len(s)] = np.frombuffer(s, np.uint8)
+        self.parts.append((t[np.asarray(index, np.int64)], present))
+
+    def int(self, values, present=None, base=10, width=None):
+        """Integers right-aligned (a '-' before negative ones); base 16: lowercase hex
+        of unsigned values, zero-padded to width."""
+        v = np.asarray(values)
+        if base == 16:
+            v = v.astype(np.uint64)
+            digits = np.empty((self.n, width), np.uint8)
+            x = v.copy()
+            for k in range(width - 1, -1, -1):
+                d = (x & np.uint64(15)).astype(np.uint8)
+                digits[:, k] = np.where(d < 10, 48 + d, 87 + d)
+                x >>= np.uint64(4)
+            self.parts.append((digits, present))
+            return
+        v = v.astype(np.int64)
+        if present is not None:
+            v = np.where(present, v, 0)
+        a = np.abs(v)
+        neg = v < 0
+        ndig = len(str(int(a.max()))) if self.n else 1
+        w = ndig + int(neg.any())
+        m = np.full((self.n, w), 32, np.uint8)
+        x = a.copy()
+        for k in range(w - 1, w - 1 - ndig, -1):
+            m[:, k] = 48 + (x % 10).astype(np.uint8)
+            x //= 10
+        # blanks for leading zeros; the sign just before the first digit
+        lead = np.zeros(self.n, np.int64)
+        p = np.ones(self.n, np.int64)
+        for k in range(1, ndig):
+            p = p * 10
+            lead += a < p
+        cols = np.arange(w)
+        first = w - ndig + lead            # column of the first digit
+        m[cols[None, :] < first[:, None]] = 32
+        if neg.any():
+            rows = np.flatnonzero(neg)
+            m[rows, first[rows] - 1] = 45
+        self.parts.append((m, present))
+
+    def us(self, ns, present=None):
+        """Nanoseconds as microseconds with three decimals."""
+        ns = np.asarray(ns, np.int64)
+        self.int(ns // 1000, present)
+        self.lit(".", present)
+        frac = np.empty((self.n, 3), np.uint8)
+        f = ns % 1000
+        for k in (2, 1, 0):
+            frac[:, k] = 48 + (f % 10).astype(np.uint8)
+            f //= 10
+        self.parts.append((frac, present))
+
+    def matrix(self):
+        """The rows as an (n, width) byte matrix; absent parts are blanks."""
+        width = sum(m.shape[1] for m, _ in self.parts)
+        mat = np.empty((self.n, width), np.uint8)
+        c = 0
+        for m, present in self.parts:
+            w = m.shape[1]
+            mat[:, c:c + w] = m
+            if present is not None:
+                mat[~np.asarray(present, bool), c:c + w] = 32
+            c += w
+        return mat
+
+    def bytes(self):
+        return self.matrix().tobytes() if self.n else b""
+
+
+def _interleave(mats, which):
+    """Rows of several matrices back to back in the order given by which (per output
+    row, the index of its matrix); narrower rows end in blanks."""
+    width = max(m.shape[1] for m in mats)
+    out = np.empty((len(which), width), np.uint8)
+    for k, m in enumerate(mats):
+        rows = which == k
+        out[rows, :m.shape[1]] = m
+        out[rows, m.shape[1]:] = 32
+    return out.tobytes()
+
+
+def _quoted(names):
+    return [json.dumps(str(n)) for n in names]
 
 
 def export(exp, out=None, force=False, symbolizer=None):
@@ -37,131 +150,305 @@ def export(exp, out=None, force=False, symbolizer=None):
         path = path / "trace.json"
     if path.exists() and not force:
         raise PerfweaveError(f"{path}: already exists (--force replaces it)")
-    times = [rt.t0[np.isin(rt.rec["type"], [T["CALL"], T["FLUSH"], T["ENTER"]])]
-             for rt in X.ranks]
-    nonempty = [t for t in times if len(t)]
-    origin = int(min(t.min() for t in nonempty)) if nonempty else 0
-    events = []
-    for rt in X.ranks:
-        events += _rank_events(rt, origin, symbolizer)
-    ncalls = sum(e.get("cat") == "MPI" for e in events)
-    flows = _flows(X.path, origin)
-    events += flows
-    doc = {"traceEvents": events, "displayTimeUnit": "ns",
-           "otherData": {"generator": "perfweave export --format chrome",
-                         "experiment": str(X.path), "origin_ns": origin,
-                         "clock": "ns on rank 0's CLOCK_MONOTONIC; ts = (t - origin_ns) / "
-                                  "1000", "notes": X.notes}}
+    origin, channels = _first_pass(X)
+    counts = {"events": 0, "calls": 0, "flows": 0, "records": 0}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp.", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            # json.dumps encodes in C; json.dump streams through the Python encoder
-            f.write(json.dumps(doc, separators=(",", ":")))
+    except OSError as e:
+        raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+            f.write(b'{"traceEvents":[\n')
+            first = True
+            for r in X.ranks:
+                rt = X.rank(r)
+                X.notes.extend(rt.notes)
+                first = _rank(f, rt, origin, symbolizer, counts, first)
+                del rt
+                first = _flows(f, X, r, origin, channels, counts, first)
+            other = {"generator": "perfweave export --format chrome",
+                     "experiment": str(X.path), "origin_ns": origin,
+                     "clock": "ns on rank 0's CLOCK_MONOTONIC; ts = (t - origin_ns) / 1000",
+                     "notes": X.notes}
+            f.write(b'\n],"displayTimeUnit":"ns","otherData":' +
+                    json.dumps(other).encode() + b"}\n")
         os.replace(tmp, path)
     except OSError as e:
         raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
-    return {"path": str(path), "events": len(events), "calls": ncalls,
-            "flows": len(flows) // 2, "records": sum(len(rt.rec) for rt in X.ranks),
-            "ranks": len(X.ranks), "seconds": time.perf_counter() - t_start,
-            "notes": X.notes}
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return {"path": str(path), "events": counts["events"], "calls": counts["calls"],
+            "flows": counts["flows"], "records": counts["records"], "ranks": len(X.ranks),
+            "seconds": time.perf_counter() - t_start, "notes": X.notes}
 
 
-def _rank_events(rt, origin, symbolizer):
-    rec, typ, thr = rt.rec, rt.rec["type"], rt.thread
+def _first_pass(X):
+    """What the file needs before its first event, from a pass over the ranks that
+    keeps little: the time (ns, rank 0's clock) of the trace's first timed record, and
+    the channels of messages with their numbers of sends and receives (_Channels)."""
+    from perfweave.model.trace import prepare
+
+    first = []
+    sends, recvs = [], []
+    for r in X.ranks:
+        rf = X.rank_file(r)
+        t = rf.records["t0"][np.isin(rf.types, [T["CALL"], T["FLUSH"], T["ENTER"]])]
+        if len(t) and rf.meta.get("clock"):
+            # ticks become ns by an increasing linear map: the first stays the first
+            first.append(int(_to_ns(rf.meta, np.array([t.min()]))[0]))
+        del t
+        rd = prepare(rf)
+        del rf
+        sends.append(_channel_counts(rd, r, "sends"))
+        recvs.append(_channel_counts(rd, r, "recvs"))
+        del rd
+    return (min(first) if first else 0), _Channels(sends, recvs)
+
+
+def _channel_ids(rd, r, which):
+    """Per message of rank r as sender (which = "sends") or receiver: the hash of its
+    channel (source, destination, communicator key, tag) and its number on it."""
+    cols = rd.sends if which == "sends" else rd.recvs
+    table = rd.send_channels if which == "sends" else rd.recv_channels
+    ch = table[cols["chan"]] if len(cols["chan"]) else np.zeros((0, 3), np.int64)
+    me = np.full(len(ch), r)
+    src, dst = (me, ch[:, 0]) if which == "sends" else (ch[:, 0], me)
+    return _hash(src, dst, rd.comm_keys[ch[:, 1]], ch[:, 2]), cols["seq"].astype(np.int64)
+
+
+def _channel_counts(rd, r, which):
+    chan, seq = _channel_ids(rd, r, which)
+    u, inv = np.unique(chan, return_inverse=True)
+    n = np.zeros(len(u), np.int64)
+    np.maximum.at(n, inv.reshape(-1), seq + 1)
+    return u, n
+
+
+class _Channels:
+    """Messages per channel as sent and as received, over all ranks: message k of a
+    channel has both ends when k is below both counts (an arrow without its other end
+    is left out)."""
+
+    def __init__(self, sends, recvs):
+        def merge(parts):
+            if not parts:
+                return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+            u = np.concatenate([p[0] for p in parts])
+            n = np.concatenate([p[1] for p in parts])
+            uu, inv = np.unique(u, return_inverse=True)
+            out = np.zeros(len(uu), np.int64)
+            np.maximum.at(out, inv.reshape(-1), n)
+            return uu, out
+        self.sends, self.recvs = merge(sends), merge(recvs)
+
+    @staticmethod
+    def _count(table, chan):
+        keys, n = table
+        if not len(keys):
+            return np.zeros(len(chan), np.int64)
+        j = np.clip(np.searchsorted(keys, chan), 0, len(keys) - 1)
+        return np.where(keys[j] == chan, n[j], 0)
+
+    def matched(self, chan, seq):
+        return seq < np.minimum(self._count(self.sends, chan), self._count(self.recvs, chan))
+
+
+def _write(f, data, first):
+    """Write a chunk of events (each starting with ',' unless it is the very first)."""
+    if not data:
+        return first
+    if first:
+        data = data[1:]
+    f.write(data)
+    return False
+
+
+def _meta_events(rt):
     r = rt.rank
     out = [{"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}},
            {"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}}]
-    for t in sorted(set(thr.tolist()) | {0}):
+    for t in sorted(set(np.unique(rt.thread).tolist()) | {0}):
         out.append({"ph": "M", "name": "thread_name", "pid": r, "tid": int(t),
                     "args": {"name": "master thread" if t == 0 else f"thread {t}"}})
-    # MPI calls, with what they did
-    ci = np.flatnonzero(typ == T["CALL"])
-    names = np.array(list(rt.functions) + ["?"], dtype=object)
-    fn = names[np.minimum(rec["fn"][ci].astype(np.int64), len(names) - 1)]
-    args = [None] * len(ci)
-    sub = np.flatnonzero(np.isin(typ, [T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE",
-                                                        "COLL", "WIN", "RMA", "WSYNC")]))
-    if len(sub):
-        owner = np.searchsorted(ci, sub, "right") - 1
-        e = rec[sub]
-        st = e["type"]
-        cols = zip(owner.tolist(), [_SUBNAMES.get(int(x), "?") for x in st.tolist()],
-                   e["peer"].tolist(), e["tag"].tolist(), e["bytes"].tolist(),
-                   np.where(np.isin(st, [T["COLL"], T["RMA"]]), e["t1"], 0).tolist(),
-                   np.isin(st, [T["SEND"], T["RECV"], T["IRECV"]]).tolist(),
-                   ((e["flags"] & F["NONBLOCKING"]) != 0).tolist())
-        for o, name, peer, tag, nbytes, received, tagged, nb in cols:
-            if o < 0:
-                continue
-            d = {"type": name}
-            if peer >= 0:
-                d["peer"] = peer
-            if tagged:
-                d["tag"] = tag
-            if nbytes:
-                d["bytes"] = nbytes
-            if received:
-                d["bytes_received"] = received
-            if nb:
-                d["nonblocking"] = True
-            if args[o] is None:
-                args[o] = {"events": [d]}
-            else:
-                args[o]["events"].append(d)
-    ts = _us(rt.t0[ci] - origin)
-    dur = _us(rt.t1[ci] - rt.t0[ci])
-    tids = thr[ci].tolist()
-    for name, a, b, t, g in zip(fn.tolist(), ts, dur, tids, args):
-        e = {"name": name, "cat": "MPI", "ph": "X", "pid": r, "tid": t, "ts": a, "dur": b}
-        if g is not None:
-            e["args"] = g
-        out.append(e)
-    # trace buffer flushes: the tracer's own time
+    return "".join("," + json.dumps(e, separators=(",", ":")) for e in out).encode()
+
+
+def _rank(f, rt, origin, symbolizer, counts, first):
+    rec, typ, thr = rt.rec, rt.rec["type"], rt.thread
+    n = len(rec)
+    counts["records"] += n
+    first = _write(f, _meta_events(rt), first)
+    counts["events"] += 2 + len(set(np.unique(thr).tolist()) | {0})
+    # each sub-record belongs to the CALL before it in its thread
+    is_call = typ == T["CALL"]
+    ci = np.flatnonzero(is_call)
+    owner = np.cumsum(is_call) - 1
+    if len(ci):
+        owner[(owner >= 0) & (thr[ci[np.maximum(owner, 0)]] != thr)] = -1
+    else:
+        owner[:] = -1
+    is_sub = np.isin(typ, SUB) & (owner >= 0)
+    kept = is_call | is_sub
+    # a call's events list closes at its last sub-record
+    nxt_sub = np.r_[is_sub[1:], False]
+    has_sub = is_call & nxt_sub
+    last_sub = is_sub & ~nxt_sub
+    fnames = _quoted(list(rt.functions) + ["?"])
+    sub_names = _quoted([_SUBNAMES.get(k, "?") for k in range(256)])
+    for a in range(0, n, CHUNK):
+        b = min(n, a + CHUNK)
+        idx = a + np.flatnonzero(kept[a:b])
+        if not len(idx):
+            continue
+        call = is_call[idx]
+        c, u = idx[call], idx[~call]
+        # an MPI call: {"name":..,"cat":"MPI","ph":"X","pid":..,"tid":..,"ts":..,"dur":..
+        # then "args":{"events":[ if it did something, else }
+        R = _Rows(len(c))
+        R.lit(',{"name":')
+        R.name(fnames, np.minimum(rec["fn"][c].astype(np.int64), len(fnames) - 1))
+        R.lit(',"cat":"MPI","ph":"X","pid":')
+        R.int(np.full(len(c), rt.rank))
+        R.lit(',"tid":')
+        R.int(thr[c])
+        R.lit(',"ts":')
+        R.us(rt.t0[c] - origin)
+        R.lit(',"dur":')
+        R.us(np.maximum(rt.t1[c] - rt.t0[c], 0))
+        hs = has_sub[c]
+        R.lit(',"args":{"events":[', hs)
+        R.lit('}', ~hs)
+        # what it did: {"type":..[,"peer":..][,"tag":..][,"bytes":..][,"bytes_received":..]
+        # [,"nonblocking":true]} then , or ]}}
+        st = typ[u]
+        Q = _Rows(len(u))
+        Q.lit('{"type":')
+        Q.name(sub_names, st)
+        peer = rec["peer"][u]
+        Q.lit(',"peer":', peer >= 0)
+        Q.int(peer, peer >= 0)
+        tagged = np.isin(st, TAGGED)
+        Q.lit(',"tag":', tagged)
+        Q.int(rec["tag"][u], tagged)
+        nb = rec["bytes"][u]
+        Q.lit(',"bytes":', nb != 0)
+        Q.int(nb, nb != 0)
+        got = np.where(np.isin(st, RECEIVED), rec["t1"][u], 0)
+        Q.lit(',"bytes_received":', got != 0)
+        Q.int(got, got != 0)
+        Q.lit(',"nonblocking":true', (rec["flags"][u] & F["NONBLOCKING"]) != 0)
+        ls = last_sub[u]
+        Q.lit('},', ~ls)
+        Q.lit('}]}}', ls)
+        first = _write(f, _interleave([R.matrix(), Q.matrix()], (~call).astype(np.int64)),
+                       first)
+        counts["calls"] += len(c)
+        counts["events"] += len(c)
+    first = _spans(f, rt, origin, symbolizer, counts, first)
+    return first
+
+
+def _complete(f, first, counts, name_table, names, cat, pid, tid, t0, t1, args=None):
+    """Complete events ("ph": "X") of one category; args: {"bytes": ...} values."""
+    R = _Rows(len(t0))
+    R.lit(',{"name":')
+    R.name(name_table, names)
+    R.lit(f',"cat":"{cat}","ph":"X","pid":')
+    R.int(np.full(len(t0), pid))
+    R.lit(',"tid":')
+    R.int(tid)
+    R.lit(',"ts":')
+    R.us(t0)
+    R.lit(',"dur":')
+    R.us(np.maximum(t1 - t0, 0))
+    if args is not None:
+        R.lit(',"args":{"bytes":')
+        R.int(args)
+        R.lit('}')
+    R.lit('}')
+    counts["events"] += len(t0)
+    return _write(f, R.bytes(), first)
+
+
+def _spans(f, rt, origin, symbolizer, counts, first):
+    """Trace buffer flushes (the tracer's own time) and user regions of one rank."""
+    rec, typ, thr = rt.rec, rt.rec["type"], rt.thread
     fi = np.flatnonzero(typ == T["FLUSH"])
-    for a, b, t, n in zip(_us(rt.t0[fi] - origin), _us(rt.t1[fi] - rt.t0[fi]),
-                          thr[fi].tolist(), rec["bytes"][fi].tolist()):
-        out.append({"name": FLUSH_REGION, "cat": "perfweave", "ph": "X", "pid": r, "tid": t,
-                    "ts": a, "dur": b, "args": {"bytes": n}})
-    # user regions
+    for a in range(0, len(fi), CHUNK):
+        s = fi[a:a + CHUNK]
+        first = _complete(f, first, counts, _quoted([FLUSH_REGION]), np.zeros(len(s), int),
+                          "perfweave", rt.rank, thr[s], rt.t0[s] - origin,
+                          rt.t1[s] - origin, rec["bytes"][s])
     enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
-    if enter.any():
-        partner = np.full(len(rec), -1, np.int64)
-        for t in np.unique(thr):
-            s = np.flatnonzero(thr == t)
-            p, _, _ = pair_regions(enter[s], leave[s])
-            partner[s] = np.where(p >= 0, s[np.maximum(p, 0)], -1)
-        ei = np.flatnonzero(enter)
-        rnames, _, _ = region_names(rt, enter, symbolizer)
-        end = np.where(partner[ei] >= 0, rt.t0[np.maximum(partner[ei], 0)],
-                       max(rt.t_end, int(rt.t0[ei].max())))
-        for name, a, b, t in zip(rnames.tolist(), _us(rt.t0[ei] - origin),
-                                 _us(end - rt.t0[ei]), thr[ei].tolist()):
-            out.append({"name": name, "cat": "user", "ph": "X", "pid": r, "tid": t, "ts": a,
-                        "dur": b})
-    return out
+    if not enter.any():
+        return first
+    partner = np.full(len(rec), -1, np.int64)
+    bounds = np.flatnonzero(np.r_[True, thr[1:] != thr[:-1], True])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        p, _, _ = pair_regions(enter[a:b], leave[a:b])
+        partner[a:b] = np.where(p >= 0, p + a, -1)
+    ei = np.flatnonzero(enter)
+    rnames, _, _ = region_names(rt, enter, symbolizer)
+    table, which = np.unique(rnames.astype(str), return_inverse=True)
+    table = _quoted(table.tolist())
+    end_of_rank = max(rt.t_end, int(rt.t0[ei].max()))
+    for a in range(0, len(ei), CHUNK):
+        s = ei[a:a + CHUNK]
+        end = np.where(partner[s] >= 0, rt.t0[np.maximum(partner[s], 0)], end_of_rank)
+        first = _complete(f, first, counts, table, which.reshape(-1)[a:a + CHUNK], "user",
+                          rt.rank, thr[s], rt.t0[s] - origin, end - origin)
+    return first
 
 
-def _flows(exp, origin):
-    """Flow events ("s" at the send's call, "f" at the end of the call that completed the
-    receive) for every message matched as perfweave analyze matches them."""
-    from perfweave.analysis.exchange import Local
-    from perfweave.analysis import waitstates as ws
+def _hash(*cols):
+    """A 64-bit hash per row of integer columns (splitmix64 steps)."""
+    h = np.full(len(cols[0]), 0x9E3779B97F4A7C15, np.uint64)
+    with np.errstate(over="ignore"):
+        for v in cols:
+            h ^= np.asarray(v).astype(np.int64).view(np.uint64)
+            h ^= h >> np.uint64(31)
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(29)
+            h *= np.uint64(0x94D049BB133111EB)
+    return h
 
-    L = ws.load(exp, Local(0), detail=True)
-    S, V = ws.message_pairs(L)
-    if not len(S):
-        return []
-    t_s = S["e"] - origin
-    # the arrow ends inside the receiving call, just before its end
-    r0, r1 = V["cb"], V["ce"]
-    t_r = r1 - np.minimum(1, r1 - r0) - origin
-    out = []
-    for k, (sp, st, ts, rp, rt_, tr, b) in enumerate(zip(
-            S["src"].tolist(), S["thread"].tolist(), _us(t_s),
-            V["dst"].tolist(), V["thread"].tolist(), _us(t_r), V["bytes"].tolist())):
-        out.append({"name": "message", "cat": "p2p", "ph": "s", "id": k, "pid": sp,
-                    "tid": st, "ts": ts, "args": {"bytes": b}})
-        out.append({"name": "message", "cat": "p2p", "ph": "f", "bp": "e", "id": k,
-                    "pid": rp, "tid": rt_, "ts": tr})
-    return out
+
+def _flows(f, X, r, origin, channels, counts, first):
+    """Flow events of rank r: "s" at each send's call, "f" just before the end of the
+    call that completed each receive. Both ends compute the message's id alone from its
+    channel and number, so ranks are written one at a time."""
+    from perfweave.model.trace import prepare
+
+    rd = prepare(X.rank_file(r))
+    for which in ("sends", "recvs"):
+        chan, seq = _channel_ids(rd, r, which)
+        ok = channels.matched(chan, seq)
+        if not ok.any():
+            continue
+        cols = rd.sends if which == "sends" else rd.recvs
+        ids = _hash(chan[ok], seq[ok])
+        R = _Rows(len(ids))
+        R.lit(',{"name":"message","cat":"p2p","ph":"%s","id":"0x' %
+              ("s" if which == "sends" else 'f","bp":"e'))
+        R.int(ids, base=16, width=16)
+        R.lit('","pid":')
+        R.int(np.full(len(ids), r))
+        R.lit(',"tid":')
+        R.int(cols["thread"][ok])
+        R.lit(',"ts":')
+        if which == "sends":
+            R.us(cols["e"][ok] - origin)
+            R.lit('}')
+            counts["flows"] += len(ids)
+        else:
+            # the arrow ends inside the receiving call, just before its end
+            ce, cb = cols["ce"][ok], cols["cb"][ok]
+            R.us(ce - np.minimum(1, ce - cb) - origin)
+            R.lit(',"args":{"bytes":')
+            R.int(cols["bytes"][ok])
+            R.lit('}}')
+        first = _write(f, R.bytes(), first)
+        counts["events"] += len(ids)
+    return first

@@ -196,7 +196,9 @@ def export(exp, out=None, force=False, symbolizer=None):
     try:
         try:
             with _library_messages(messages):
-                nevents, nloc, notes = _Exporter(otf2, _otf2, X, symbolizer).write(tmp, name)
+                ex = _Exporter(otf2, _otf2, X, symbolizer)
+                nevents, nloc, notes = ex.write(tmp, name)
+                nrecords = ex.nrecords
         except errors as e:
             raise PerfweaveError(f"{anchor}: cannot write the OTF2 archive "
                                  f"({_why(e, messages)})") from None
@@ -216,8 +218,8 @@ def export(exp, out=None, force=False, symbolizer=None):
                                  f"({e.strerror or e})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"anchor": str(anchor), "events": nevents, "records": sum(len(r.rec)
-            for r in X.ranks), "locations": nloc, "ranks": len(X.ranks),
+    return {"anchor": str(anchor), "events": nevents, "records": nrecords,
+            "locations": nloc, "ranks": len(X.ranks),
             "seconds": time.perf_counter() - t_start, "notes": X.notes + notes}
 
 
@@ -275,6 +277,56 @@ class _Lookup:
         return out, need
 
 
+CHUNK = 256 * 1024              # OTF2's smallest chunk: buffers per location are small
+
+
+class _Chunks:
+    """Memory for the OTF2 library's buffers, so that it writes as it goes: without
+    these callbacks it keeps every event of every location in memory until the archive
+    is closed. An event buffer gets one chunk; when it asks for a second, the answer is
+    none, which makes the library flush the buffer to its file and give its chunks back
+    (free_all). Chunks are kept for reuse rather than returned to malloc. (The otf2
+    package's own prototypes for these callbacks lack the user data argument, hence
+    the ctypes types here; the callbacks stay referenced by this object, which lives as
+    long as the archive.)"""
+
+    EVENTS = 3                  # OTF2_FILETYPE_EVENTS
+
+    def __init__(self, handle):
+        import ctypes
+        from _otf2.Config import conf
+
+        self.ctypes = ctypes
+        alloc_t = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint8,
+                                   ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p),
+                                   ctypes.c_uint64)
+        free_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_uint64,
+                                  ctypes.POINTER(ctypes.c_void_p), ctypes.c_bool)
+
+        class Callbacks(ctypes.Structure):
+            _fields_ = [("allocate", alloc_t), ("free_all", free_t)]
+
+        self.used, self.free = {}, {}
+        self.callbacks = Callbacks(alloc_t(self.allocate), free_t(self.free_all))
+        fn = conf.lib.OTF2_Archive_SetMemoryCallbacks
+        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(Callbacks), ctypes.c_void_p]
+        if fn(ctypes.cast(handle, ctypes.c_void_p), ctypes.byref(self.callbacks), None):
+            raise PerfweaveError("the OTF2 library refused perfweave's memory callbacks")
+
+    def allocate(self, data, file_type, location, per_buffer, size):
+        held = self.used.setdefault((file_type, location), [])
+        if file_type == self.EVENTS and held:
+            return None                 # flush first
+        pool = self.free.setdefault(size, [])
+        chunk = pool.pop() if pool else self.ctypes.create_string_buffer(size)
+        held.append(chunk)
+        return self.ctypes.addressof(chunk)
+
+    def free_all(self, data, file_type, location, per_buffer, final):
+        for chunk in self.used.pop((file_type, location), []):
+            self.free.setdefault(len(chunk), []).append(chunk)
+
+
 class _Exporter:
     def __init__(self, otf2, _otf2, X, symbolizer=None):
         self.otf2, self._otf2, self.X = otf2, _otf2, X
@@ -294,18 +346,17 @@ class _Exporter:
             self.attr[key] = (a._ref, getattr(otf2.Type, typ), typ)
         machine = d.system_tree_node(X.meta.get("host") or "machine", class_name="machine")
         nodes = {}
-        by_rank = {rt.rank: rt for rt in X.ranks}
+        metas = {r: (m or {}) for r, m in X.metas.items()}
         self.locations = {}
         masters = []
         for r in range(X.world_size):
-            rt = by_rank.get(r)
-            host = rt.host if rt else "unknown"
+            host = metas[r].get("host") or "unknown" if r in metas else "unknown"
             if host not in nodes:
                 nodes[host] = d.system_tree_node(host, class_name="node", parent=machine)
             lg = d.location_group(f"MPI Rank {r}",
                                   location_group_type=otf2.LocationGroupType.PROCESS,
                                   system_tree_parent=nodes[host])
-            threads = sorted(set(np.unique(rt.thread).tolist()) | {0}) if rt else [0]
+            threads = X.threads(r) if r in metas else [0]
             for t in threads:
                 loc = d.location("Master thread" if t == 0 else f"Thread {t}",
                                  type=otf2.LocationType.CPU_THREAD, group=lg)
@@ -318,14 +369,18 @@ class _Exporter:
         self._windows()
         # post/start groups
         self.rank_groups = {}
-        for rt in X.ranks:
-            self.rank_groups[rt.rank] = [self._group(g.get("ranks", []))._ref
-                                         for g in rt.meta.get("groups", [])]
-        # regions: MPI functions, the flush, user regions (made when first met)
+        for r, m in metas.items():
+            self.rank_groups[r] = [self._group(g.get("ranks", []))._ref
+                                   for g in m.get("groups", [])]
+        # regions: MPI functions, the flush, user regions (made when first met); the
+        # functions a rank calls are found with one pass over its records
         self.mpi_regions = {}
-        for rt in X.ranks:
+        for r in X.ranks:
+            rt = X.rank(r)
             used = np.unique(rt.rec["fn"][rt.rec["type"] == T["CALL"]]).tolist()
-            for nm in (rt.functions[f] for f in used if f < len(rt.functions)):
+            names = rt.functions
+            del rt
+            for nm in (names[f] for f in used if f < len(names)):
                 if nm not in self.mpi_regions:
                     self.mpi_regions[nm] = d.region(
                         nm, canonical_name=nm, region_role=region_role(otf2, nm),
@@ -363,9 +418,10 @@ class _Exporter:
         X = self.X
         found = {}          # key -> (seq, first appearance, name, parent key, members, remote)
         self.local_comm = {}
-        for rt in X.ranks:
+        for r, meta in X.metas.items():
+            meta = meta or {}
             keys = []
-            for c in rt.meta.get("comms", []):
+            for c in meta.get("comms", []):
                 m = tuple(int(x) for x in c.get("ranks", []))
                 rem = tuple(int(x) for x in c.get("remote", []) or [])
                 seq = int(c.get("seq", 0))
@@ -373,11 +429,11 @@ class _Exporter:
                 keys.append(key)
                 if key not in found:
                     found[key] = [seq, len(found), c.get("name"), None, m, rem]
-            for c, key in zip(rt.meta.get("comms", []), keys):
+            for c, key in zip(meta.get("comms", []), keys):
                 p = c.get("parent", -1)
                 if isinstance(p, int) and 0 <= p < len(keys) and found[key][3] is None:
                     found[key][3] = keys[p]
-            self.local_comm[rt.rank] = keys
+            self.local_comm[r] = keys
         world_key = (tuple(range(X.world_size)), (), 0)
         if world_key not in found:
             found[world_key] = [0, -1, "MPI_COMM_WORLD", None, world_key[0], ()]
@@ -400,9 +456,9 @@ class _Exporter:
         otf2, X = self.otf2, self.X
         found = {}
         order = {k: i for i, k in enumerate(self.comms)}
-        for rt in X.ranks:
-            ck = self.local_comm[rt.rank]
-            for wdef in rt.meta.get("windows", []):
+        for r, meta in X.metas.items():
+            ck = self.local_comm[r]
+            for wdef in (meta or {}).get("windows", []):
                 c = wdef.get("comm", -1)
                 if not (isinstance(c, int) and 0 <= c < len(ck)):
                     continue
@@ -427,14 +483,19 @@ class _Exporter:
 
     def write(self, directory, name):
         otf2 = self.otf2
-        w = otf2.writer.Writer(str(directory), archive_name=name, timer_resolution=NS)
+        w = otf2.writer.Writer(str(directory), archive_name=name, timer_resolution=NS,
+                               chunk_size_events=CHUNK, chunk_size_definitions=CHUNK)
+        self.chunks = _Chunks(w._handle)
         try:
             w.creator = f"perfweave {__version__}"
             w.description = f"perfweave experiment {self.X.path}"
             self._definitions(w)
             total = 0
-            for rt in self.X.ranks:
+            self.nrecords = 0
+            for rt in self.X.each():       # one rank in memory at a time
+                self.nrecords += len(rt.rec)
                 total += self._rank(w, rt)
+                del rt
             if w._first_timestamp is not None and self.X.meta.get("start_epoch"):
                 # wall-clock time of the first event: the launch, at best
                 w._realtime_timestamp = float(self.X.meta["start_epoch"])
@@ -443,6 +504,7 @@ class _Exporter:
         return total, len(self.locations), self.notes
 
     def _rank(self, w, rt):
+        self.attr_specs = []            # attribute lists of this rank's events
         cols = self._columns(rt)
         total = 0
         for t in sorted(set(cols["thread"].tolist()) | {0}):
@@ -455,6 +517,10 @@ class _Exporter:
         _otf2 = self._otf2
         n = len(c["time"])
         ew = w.event_writer_from_location(loc)
+        return self._events(w, ew, loc, c, n)
+
+    def _events(self, w, ew, loc, c, n):
+        _otf2 = self._otf2
         if not n:
             return 0
         order = np.lexsort((c["k"], c["grp"], c["sec"], c["cls"], c["time"]))
@@ -531,8 +597,6 @@ class _Exporter:
         rec, typ, thr = rt.rec, rt.rec["type"], rt.thread.astype(np.int64)
         n = len(rec)
         parts = []
-        if not hasattr(self, "attr_specs"):
-            self.attr_specs = []
         specs = self.attr_specs
 
         def part(idx, time, cls, sec, grp, k, kind, args=(), attr=None):
@@ -918,7 +982,7 @@ class _Collector:
         self.attrs = [None]          # index 0: no attributes
         self.attr_names = attr_names
         self.flush = flush_regions
-        self.other = {}
+        self.other = {}              # (kind, location) -> events of no record type
 
     def _attributes(self, al):
         if not self.attr_names:         # not written by perfweave: nothing to look for
@@ -1004,8 +1068,12 @@ class _Collector:
         return add
 
     def counter(self, name):
-        def count(*args):
-            self.other[name] = self.other.get(name, 0) + 1
+        """A callback that counts the events of kind name, per location."""
+        other = self.other
+
+        def count(loc, *args):
+            key = (name, loc)
+            other[key] = other.get(key, 0) + 1
         return count
 
 
@@ -1050,6 +1118,7 @@ def import_archive(archive, out):
             reader = otf2.reader.Reader(str(anchor))
             try:
                 imp = _Importer(otf2, _otf2, reader, anchor)
+                imp.creator = _otf2.Reader_GetCreator(reader.handle) or ""
                 imp.read()
             finally:
                 reader.close()
@@ -1064,13 +1133,28 @@ def import_archive(archive, out):
     t_end = time.perf_counter()
     return {"experiment": str(out), "events": imp.nevents, "records": imp.nrecords,
             "ranks": imp.world, "seconds": t_end - t_start, "read_seconds": t_read - t_start,
-            "notes": imp.notes}
+            "notes": imp.notes, "skipped_locations": imp.skipped_locations,
+            "skipped_events": imp.skipped_events}
+
+
+def _location_kind(loc):
+    """What an OTF2 location is to perfweave: "thread" (a CPU thread of a process: its
+    events become the records of one thread of a rank), "accelerator stream" or
+    "metric location" (no record type holds their events: skipped and counted)."""
+    typ = _v(loc.type)
+    group_type = _v(loc.group.location_group_type)
+    if typ == 3:                                    # OTF2_LOCATION_TYPE_METRIC
+        return "metric location"
+    if typ == 2 or group_type == 2:                 # GPU / ACCELERATOR_STREAM, ACCELERATOR
+        return "accelerator stream"
+    return "thread"                                 # CPU_THREAD, or UNKNOWN in a process
 
 
 class _Importer:
     def __init__(self, otf2, _otf2, reader, anchor):
         self.otf2, self._otf2, self.reader, self.anchor = otf2, _otf2, reader, anchor
         self.notes = []
+        self.creator = ""           # the archive's creator (Score-P x.y, perfweave ...)
 
     # ---- definitions ----
 
@@ -1107,18 +1191,20 @@ class _Importer:
         masters = {loc._ref for loc in (mpi_locs or [])}
         locs = sorted(d.locations, key=lambda x: (x._ref not in masters, x._ref))
         self.hosts = {}
-        skipped = []
+        self.skipped_locs = {}      # ref -> (name, what, rank or None)
         for loc in locs:
             r = rank_of_group.get(loc.group._ref)
-            if r is None:
-                skipped.append(loc)
+            what = _location_kind(loc)
+            if r is None or what != "thread":
+                self.skipped_locs[loc._ref] = (f"{loc.group.name}/{loc.name}",
+                                               "thread of no MPI rank" if what == "thread"
+                                               else what, r)
                 continue
             self.loc_rank[loc._ref] = r
             self.loc_thread[loc._ref] = threads.setdefault(r, 0)
             threads[r] += 1
             node = loc.group.system_tree_parent
             self.hosts.setdefault(r, node.name if node is not None else "unknown")
-        self.skipped_locs = {loc._ref: f"{loc.group.name}/{loc.name}" for loc in skipped}
         self.threads = threads
         # world rank of a location (COMM_GROUP members are locations in the otf2 package)
         self.rank_of_member = {}
@@ -1186,6 +1272,11 @@ class _Importer:
         self._defs()
         col = _Collector(_otf2, self.attr_names, self.flush_regions)
         handle = self.reader._get_global_evt_reader_handle(None)
+        # The library keeps only C function pointers; the otf2 package ties each one's
+        # lifetime to the Python function it was made from. Every function handed over
+        # therefore stays referenced here until the reader is closed, or the library
+        # calls freed code at the first event of a kind (Metric, ThreadFork, ...).
+        self._callbacks = []
         cbs = _otf2.GlobalEvtReaderCallbacks_New()
         try:
             ours = col.callbacks()
@@ -1195,6 +1286,7 @@ class _Importer:
                     continue
                 kind = nm[len("GlobalEvtReaderCallbacks_Set"):-len("Callback")]
                 fn = ours.get(kind) or col.counter(kind)
+                self._callbacks.append(fn)
                 getattr(_otf2, nm)(cbs, fn)
             _otf2.GlobalEvtReader_SetCallbacks(handle, cbs, None)
         finally:
@@ -1214,23 +1306,16 @@ class _Importer:
         if self.announced and self.announced != self.nevents:
             notes.append(f"read {self.nevents} events, the archive's definitions announce "
                          f"{self.announced}")
-        for name, n in sorted(col.other.items()):
-            what = "records unknown to this OTF2 version" if name == "Unknown" else \
-                f"{name} events"
-            notes.append(f"{n} {what}: perfweave has no record for them (not imported)")
         self.ranks = {}
         if tab is None:
             tab = {k: np.zeros(0, np.int64) for k in ("loc", "time", "kind", "attr")}
             for k in "abcdef":
                 tab[k] = np.zeros(0, np.uint64)
+        self._skipped(tab)
         locs = tab["loc"]
         loc_ids = np.array(sorted(set(self.loc_rank)), np.int64)
         known = np.isin(locs, loc_ids)
         if (~known).any():
-            skipped = np.unique(locs[~known])
-            names = ", ".join(self.skipped_locs.get(int(x), str(int(x))) for x in skipped[:5])
-            notes.append(f"{int((~known).sum())} events of {len(skipped)} locations that "
-                         f"belong to no MPI rank ({names}) are not imported")
             tab = {k: v[known] for k, v in tab.items()}
         self.tab = tab
         self._functions()
@@ -1264,6 +1349,40 @@ class _Importer:
             notes.append(f"{c['nocomm']} events name a communicator or window the rank is not "
                          "a member of: imported without it")
         self.nrecords = sum(len(v[0]) for v in self.records.values())
+
+    def _skipped(self, tab):
+        """Count what is not imported: every location that is not a thread of a rank
+        (accelerator streams, metric locations, threads of no rank) with all its events,
+        and on the imported threads the events of kinds perfweave has no record for."""
+        per_loc = {}
+        if len(tab["loc"]):
+            ids, n = np.unique(tab["loc"], return_counts=True)
+            per_loc = dict(zip(ids.tolist(), n.tolist()))
+        kinds = {}
+        for (name, loc), n in self.col.other.items():
+            if loc in self.loc_rank:
+                kinds[name] = kinds.get(name, 0) + n
+            else:
+                per_loc[loc] = per_loc.get(loc, 0) + n
+        self.skipped_locations = [
+            {"location": name, "kind": what, "rank": r, "events": per_loc.get(ref, 0)}
+            for ref, (name, what, r) in sorted(self.skipped_locs.items())]
+        self.skipped_events = dict(sorted(kinds.items()))
+        by_kind = {}
+        for s in self.skipped_locations:
+            k = by_kind.setdefault(s["kind"], [0, 0, []])
+            k[0] += 1
+            k[1] += s["events"]
+            k[2].append(s["location"])
+        for what, (n, events, names) in by_kind.items():
+            more = f", {n - 5} more" if n > 5 else ""
+            self.notes.append(f"{n} {what}{'s' if n > 1 else ''} with {events} events not "
+                              f"imported ({', '.join(names[:5])}{more}): perfweave's traces "
+                              "have no place for them")
+        for name, n in self.skipped_events.items():
+            what = "records unknown to this OTF2 version" if name == "Unknown" else \
+                f"{name} events"
+            self.notes.append(f"{n} {what}: perfweave has no record for them (not imported)")
 
     def _functions(self):
         """The MPI functions and user regions the events enter, as perfweave numbers
@@ -1736,6 +1855,9 @@ class _Importer:
             "exit_status": {"code": 0},
             "imported_from": str(Path(self.anchor).resolve()),
             "import_notes": list(self.notes),
-            "import": {"events": int(self.nevents), "records": int(self.nrecords),
-                       "timer_resolution": self.res, "global_offset": self.offset},
+            "import": {"format": "OTF2", "creator": self.creator,
+                       "events": int(self.nevents), "records": int(self.nrecords),
+                       "timer_resolution": self.res, "global_offset": self.offset,
+                       "skipped_locations": self.skipped_locations,
+                       "skipped_events": self.skipped_events},
         }

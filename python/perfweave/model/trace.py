@@ -10,7 +10,9 @@ events, what the wait-state patterns need of the rank and nothing more:
   enter (and exit) of the call that posted it and the call that completed it (enter,
   exit, call path, role);
 - `colls`: one row per participation in a collective operation: the communicator and
-  the operation's number on it, the call's times, path and role, root and bytes;
+  the operation's number on it (blocking and nonblocking ones counted together, in the
+  order they were started), the call's times, path and role, root and bytes, and the
+  call that completed it (a nonblocking one's MPI_Wait or MPI_Test);
 - `wcalls`, `wevents`: the calls and events on RMA windows (creation, fences, epochs,
   operations), with the window's key;
 - `paths`: the calling context tree of the rank: user functions (ENTER/LEAVE records of
@@ -42,7 +44,8 @@ F = EVENT_FLAGS
 
 TIMED = TypeSet("CALL", "FLUSH", "ENTER", "LEAVE")
 SPANS = TypeSet("CALL", "FLUSH")
-SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
+SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
+              "COLL_DONE")
 WINDOWED = TypeSet("WIN", "RMA", "WSYNC")
 MOVES = TypeSet("SEND", "RECV", "COLL", "RMA")
 
@@ -76,7 +79,10 @@ class Cols(dict):
 # the tables of a rank (column -> dtype). "call": the index of a call among the rank's
 # calls (-1: none); "chan": a channel's index in the rank's table of the channels it
 # sends (receives) on; "key" of colls: a communicator's number in the rank (0: none);
-# "flags" of colls: COLL_FLAGS; times in ns. What can be derived is not stored: the
+# "flags" of colls: COLL_FLAGS; b: the enter of the call that started the collective, e:
+# the exit of the call that completed it, w, wpath, wcall: the enter, path and call of
+# the call that waits for it (the same call, unless nonblocking: the Wait or Test that
+# completed it); times in ns. What can be derived is not stored: the
 # rank (from the rows' position), a message's peer (from its channel), a call's role
 # (from its path), a communicator's size and the rank's position in it.
 SEND_COLS = {"chan": np.int32, "seq": np.int32, "e": np.int64, "cb": np.int64,
@@ -86,8 +92,10 @@ RECV_COLS = {"chan": np.int32, "seq": np.int32, "e": np.int64, "cb": np.int64,
              "ce": np.int64, "path": np.int32, "call": np.int32, "thread": np.int16,
              "bytes": np.int64}
 COLL_COLS = {"key": np.int32, "seq": np.int32, "path": np.int32, "flags": np.uint8,
-             "b": np.int64, "e": np.int64}
-COLL_FLAGS = {"nb": 1, "sent": 2, "recv": 4, "root": 8}   # nonblocking, sends, receives, root
+             "b": np.int64, "e": np.int64, "w": np.int64, "wpath": np.int32,
+             "wcall": np.int32}
+# nonblocking, sends, receives, root, nonblocking and never completed
+COLL_FLAGS = {"nb": 1, "sent": 2, "recv": 4, "root": 8, "open": 16}
 WCALL_COLS = {"t0": np.int64, "t1": np.int64, "path": np.int32, "role": np.int16,
               "thread": np.int32}
 WEV_COLS = {"call": np.int32, "type": np.uint8, "flags": np.uint8, "peer": np.int32,
@@ -132,7 +140,8 @@ def classify(name):
 
     Categories: init, mgmt_comm, mgmt_win, mgmt_file, sync_coll, rma_active, rma_passive,
     p2p, coll, rma_comm, io, other. Roles refine them for the patterns: barrier, n2n,
-    12n, n21, scan, coll (other collectives and nonblocking ones), win_fence, win_post,
+    12n, n21, scan (also of the nonblocking forms: MPI_Iallreduce is n2n), coll (other
+    collectives: v/w all-to-all, neighbourhood), win_fence, win_post,
     win_start, win_complete, win_wait, win_test, passive, op (RMA operations), create and
     free (windows), block_send (MPI_Send, MPI_Ssend), p2p (other sends, receives, ...),
     wait (MPI_Wait), waitmulti
@@ -153,14 +162,11 @@ def classify(name):
     blocking = n
     if n not in _N2N | _12N | _N21 | _SCAN and n.startswith("MPI_I") and len(n) > 5:
         blocking = "MPI_" + n[5].upper() + n[6:]        # MPI_Ibcast -> MPI_Bcast
-    if blocking in _N2N:
-        return "coll", "n2n" if blocking == n else "coll"
-    if blocking in _12N:
-        return "coll", "12n" if blocking == n else "coll"
-    if blocking in _N21:
-        return "coll", "n21" if blocking == n else "coll"
-    if blocking in _SCAN:
-        return "coll", "scan" if blocking == n else "coll"
+    # a nonblocking collective has the role of its blocking twin: its wait is charged
+    # by the same rule, at the call that completes it
+    for names, role in ((_N2N, "n2n"), (_12N, "12n"), (_N21, "n21"), (_SCAN, "scan")):
+        if blocking in names:
+            return "coll", role
     if blocking in ("MPI_Alltoallv", "MPI_Alltoallw") or "Neighbor" in n or \
             "neighbor" in n:
         return "coll", "coll"
@@ -234,6 +240,8 @@ class RankData:
     groups: list                  # group id -> members (np.int32 world ranks)
     fn_names: list                # function names of the rank's records (+ "?")
     nrecords: int = 0
+    thread_calls: np.ndarray = None   # first call of each thread (calls are by thread)
+    path_cat: dict = None         # local path -> its time category, where not its function's
 
 
 def _to_ns(meta, ticks):
@@ -363,7 +371,8 @@ def prepare(rf):
     sends, recvs, send_ch, recv_ch = _messages(ev, calls, rf.rank, len(ckeys) + 1, call_t0)
     _sequence(ev, meta, rf.rank, call_t0, len(ckeys) + 1)
     groups = [np.array(g.get("ranks", []), np.int32) for g in meta.get("groups", [])]
-    colls = _collectives(ev, calls, rf.rank, r["t1"])
+    colls = _collectives(ev, calls, rf.rank, r["t1"], r["tag"])
+    path_cat = _completion_categories(ev, calls, colls, names, fn, npaths)
     wcalls, wevents = _window_events(ev, calls, rf.rank, r, wkeys)
 
     # ---- per path: time, overhead, calls, bytes ----
@@ -395,7 +404,8 @@ def prepare(rf):
                     overhead_ns=overhead_ns, visits=visits,
                     bytes=np.rint(moved).astype(np.int64), comms=comms,
                     comm_keys=np.r_[np.int64(0), ckeys].astype(np.int64), windows=windows,
-                    groups=groups, fn_names=names, nrecords=n)
+                    groups=groups, fn_names=names, nrecords=n,
+                    thread_calls=_segments(calls["thread"]), path_cat=path_cat)
 
 
 def _before(top, index, starts):
@@ -486,16 +496,56 @@ def _messages(ev, calls, rank, ncomm, call_t0):
     return _typed(sends, SEND_COLS), _typed(recvs, RECV_COLS), tables[0], tables[1]
 
 
-def _collectives(ev, calls, rank, t1):
-    """The rank's collective operations (COLL_COLS); key: its communicator number."""
-    ci = np.flatnonzero(ev["type"] == T["COLL"])
+def _collectives(ev, calls, rank, t1, tag):
+    """The rank's collective operations (COLL_COLS); key: its communicator number. A
+    nonblocking one ends in the call of the COLL_DONE that names its post (its number
+    is in the COLL's tag); without one it stays open."""
+    typ = ev["type"]
+    ci = np.flatnonzero(typ == T["COLL"])
     c = ev["call"][ci]
-    flags = ((ev["flags"][ci] & F["NONBLOCKING"]) != 0) * np.uint8(COLL_FLAGS["nb"])
+    nb = (ev["flags"][ci] & F["NONBLOCKING"]) != 0
+    flags = nb * np.uint8(COLL_FLAGS["nb"])
     for on, bit in ((ev["bytes"][ci] > 0, "sent"), (t1[ci] > 0, "recv"),
                     (ev["peer"][ci] == rank, "root")):
         flags |= on * np.uint8(COLL_FLAGS[bit])
+    done_call = c.copy()                # the call that completes each: its own if blocking
+    if nb.any():
+        posts = ci[nb]
+        done = np.flatnonzero(typ == T["COLL_DONE"])
+        number = ev["number"].copy()
+        number[posts] = tag[posts]
+        post = _request_posts(ev["key"], number, posts, done)
+        at = np.full(len(typ), -1, np.int64)
+        ok = post >= 0
+        at[post[ok]] = ev["call"][done[ok]]
+        done_call[nb] = at[posts]
+        flags |= (done_call < 0) * np.uint8(COLL_FLAGS["open"])
+        done_call = np.where(done_call < 0, c, done_call)
     return _typed(Cols(key=ev["comm"][ci], seq=ev["seq"][ci], path=calls["path"][c],
-                       flags=flags, b=calls["t0"][c], e=calls["t1"][c]), COLL_COLS)
+                       flags=flags, b=calls["t0"][c], e=calls["t1"][done_call],
+                       w=calls["t0"][done_call], wpath=calls["path"][done_call],
+                       wcall=done_call), COLL_COLS)
+
+
+def _completion_categories(ev, calls, colls, names, fn, npaths):
+    """{path: category} for the paths of completion calls (MPI_Wait, MPI_Test, ...)
+    that completed nonblocking collectives and no message: their time is collective
+    time ("sync_coll" for MPI_Ibarrier, else "coll"), where their waits are charged.
+    A path that also completes messages stays point-to-point."""
+    nb = (colls["flags"] & (COLL_FLAGS["nb"] | COLL_FLAGS["open"])) == COLL_FLAGS["nb"]
+    if not nb.any():
+        return {}
+    typ = ev["type"]
+    wcall = colls["wcall"][nb]
+    start = np.flatnonzero(typ == T["COLL"])[nb]
+    barrier = np.array([classify(f)[0] == "sync_coll" for f in names])[fn[ev["call"][start]]]
+    msg = ev["call"][(typ == T["SEND_DONE"]) | ((typ == T["RECV"]) & (ev["key"] != 0))]
+    path = calls["path"]
+    n_msg = np.bincount(path[msg], minlength=npaths)
+    n_bar = np.bincount(path[wcall], weights=barrier, minlength=npaths)
+    n_coll = np.bincount(path[wcall], minlength=npaths)
+    return {int(p): "sync_coll" if n_bar[p] * 2 > n_coll[p] else "coll"
+            for p in np.flatnonzero((n_coll > 0) & (n_msg == 0))}
 
 
 def _window_events(ev, calls, rank, r, wkeys):
@@ -582,6 +632,22 @@ def _lookup(table, local):
     return np.where(ok, table[np.clip(local, 0, len(table) - 1)], 0).astype(np.int64)
 
 
+def _by_number(pn, posts, dn, nrec):
+    """For each number of dn, the post (of posts, numbered pn) with that number, the
+    last one if several, else -1. The runtime numbers posts 1, 2, ...: a table indexed
+    by number; numbers beyond the records (a damaged trace) are looked up by sorting,
+    not with a table that large."""
+    top = int(max(pn.max(), dn.max()))
+    if top <= 2 * nrec + 1:
+        table = np.full(top + 1, -1, np.int64)
+        table[pn] = posts
+        return table[dn]
+    o = np.argsort(pn, kind="stable")
+    sp = pn[o]
+    i = np.clip(np.searchsorted(sp, dn, "right") - 1, 0, len(sp) - 1)
+    return np.where(sp[i] == dn, posts[o][i], -1)
+
+
 def _request_posts(key, number, posts, done):
     """For each completion of done (indices of SEND_DONE, and RECV with a request key),
     the index of its post (one of posts: SEND posted nonblocking, IRECV), else -1. The
@@ -593,14 +659,10 @@ def _request_posts(key, number, posts, done):
         return out
     pn, dn = number[posts], number[done]
     if (pn > 0).all() and (dn > 0).all():
-        table = np.full(int(max(pn.max(), dn.max())) + 1, -1, np.int64)
-        table[pn] = posts
-        return table[dn]
+        return _by_number(pn, posts, dn, len(number))
     okp, okd = pn > 0, dn > 0
     if okp.any() and okd.any():
-        table = np.full(int(max(pn.max(), dn.max())) + 1, -1, np.int64)
-        table[pn[okp]] = posts[okp]
-        out[okd] = table[dn[okd]]
+        out[okd] = _by_number(pn[okp], posts[okp], dn[okd], len(number))
     # the rest by key: posts and completions in record order, grouped by key
     up, ud = posts[~okp], np.flatnonzero(~okd)
     idx = np.concatenate([up, done[ud]])
@@ -849,10 +911,11 @@ class Trace:
     def from_literal(cls, ranks, comms=None, windows=(), groups=(), world_size=None,
                      functions=None):
         """A trace from Python lists, for tests. ranks: {rank: [item, ...]} where an item
-        is (fn_name, t0_ns, t1_ns, [subevent dict, ...]) for an MPI call, or
+        is (fn_name, t0_ns, t1_ns, [subevent dict, ...], thread) for an MPI call (thread
+        optional: 0), or
         ("ENTER"|"LEAVE", region_name, t_ns). A subevent dict has type (name) and any of
         peer, tag, comm (index into comms), win (index into windows), group, bytes,
-        bytes2, key, flags (int or list of flag names). comms: list of member lists
+        bytes2, key, number, flags (int or list of flag names). comms: list of member lists
         (default: [all ranks]); windows: list of comm indices; groups: member lists."""
         from perfweave.readers.trace import RankFile
         n = world_size or (max(ranks) + 1 if ranks else 0)
@@ -876,17 +939,20 @@ class Trace:
             wseq[c] = s + 1
             wdefs.append({"id": i, "comm": c, "seq": s})
         for rank in sorted(ranks):
-            rows, regions = [], []
+            rows, regions, threads = [], [], []
             t_last = 0
             for it in ranks[rank]:
                 if it[0] in ("ENTER", "LEAVE"):
                     if it[1] not in regions:
                         regions.append(it[1])
                     rows.append(dict(type=T[it[0]], t0=it[2], comm=regions.index(it[1])))
+                    threads.append(0)
                     t_last = max(t_last, it[2])
                     continue
                 name, a, b = it[0], it[1], it[2]
                 rows.append(dict(type=T["CALL"], t0=a, t1=b, fn=fns.index(name)))
+                thread = it[4] if len(it) > 4 else 0
+                threads += [thread] * (1 + len(it[3] if len(it) > 3 else []))
                 t_last = max(t_last, b)
                 for e in (it[3] if len(it) > 3 else []):
                     e = dict(e)
@@ -905,6 +971,8 @@ class Trace:
                         row["t1"] = e.pop("bytes2")
                     if "key" in e:
                         row["t0"] = e.pop("key")
+                    if "number" in e:       # a request's post number
+                        row["tag" if row["type"] == T["COLL"] else "t1"] = e.pop("number")
                     if e:
                         raise ValueError(f"unknown subevent fields {sorted(e)}")
                     rows.append(row)
@@ -921,6 +989,6 @@ class Trace:
                     "comms": cdefs, "windows": wdefs,
                     "groups": [{"id": i, "ranks": list(g)} for i, g in enumerate(groups)],
                     "regions": [{"name": r} for r in regions], "objects": []}
-            files.append(RankFile(rank, rec, np.zeros(len(rec), np.int32), meta))
+            files.append(RankFile(rank, rec, np.array(threads, np.int32), meta))
         data = [prepare(f) for f in files]
         return cls(world_size=n, functions=fns, ranks=data, source="literal")

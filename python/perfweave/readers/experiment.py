@@ -5,7 +5,7 @@ MPI_Finalize. When a run ended otherwise, each rank saved its own
 `partial/rank-R.pwprof`; processes that never initialised MPI saved
 `procs/HOST.PID.pwprof`. All of them are merged here into one Profile.
 """
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +14,9 @@ import numpy as np
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile
 from perfweave.readers.dtypes import COUNT_DTYPE
+from perfweave.readers.files import short, check, read_json
 from perfweave.readers.profile import read_profile
+from perfweave.writing import describe, read_unwritten
 
 EXPERIMENT_FORMAT = "perfweave-experiment"
 EXPERIMENT_VERSIONS = (1,)
@@ -27,6 +29,7 @@ class Experiment:
     profile: Profile
     processes: Profile = None     # processes without MPI (launch helpers, serial programs)
     warnings: list = field(default_factory=list)
+    unwritten: list = field(default_factory=list)  # files perfweave could not write
 
     @property
     def partial(self):
@@ -37,19 +40,29 @@ class Experiment:
         return "partial" if self.partial else "complete"
 
 
+# the keys readers use, with their types (docs/format.md "experiment.json")
+META_SCHEMA = {"command": [str], "launched": [str], "cwd": str, "host": str, "program": str,
+               "launcher": str, "mpi_flavor": str, "runtime_library": str, "options": dict,
+               "start_time": str, "end_time": str, "start_epoch": float, "end_epoch": float,
+               "wall_seconds": float, "state": str, "error": str, "perfweave_version": str,
+               "exit_status": {"code": int, "signal": int}}
+
+
 def read_meta(path):
     f = Path(path) / "experiment.json"
     try:
-        meta = json.loads(f.read_text())
+        meta = read_json(f, "experiment description")
     except FileNotFoundError:
+        if any(u["file"] == "experiment.json" for u in read_unwritten(path)):
+            # perfweave run could not write it (full disk): read what the runtime wrote
+            return {"format": EXPERIMENT_FORMAT, "version": 1, "state": "unknown"}
         raise PerfweaveError(f"{path}: not a perfweave experiment (no experiment.json)") from None
-    except (OSError, ValueError) as e:
-        raise FormatError(f"{f}: corrupt ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != EXPERIMENT_FORMAT:
+    if meta.get("format") != EXPERIMENT_FORMAT:
         raise FormatError(f"{f}: not a perfweave experiment description")
     if meta.get("version") not in EXPERIMENT_VERSIONS:
-        raise FormatError(f"{f}: experiment format version {meta.get('version')} not supported")
-    return meta
+        raise FormatError(f"{f}: experiment format version {short(meta.get('version'))} "
+                          "not supported")
+    return check(meta, META_SCHEMA, f, "experiment description")
 
 
 def merge(files):
@@ -108,6 +121,7 @@ def open_experiment(path):
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
     meta = read_meta(path)
+    unwritten = read_unwritten(path, meta)
     warnings = []
     reduced = path / "profile.pwprof"
     partial_files = sorted((path / "partial").glob("rank-*.pwprof"))
@@ -122,7 +136,7 @@ def open_experiment(path):
                 warnings.append(f"skipped {e}")
         return out
 
-    if reduced.exists():
+    if os.path.lexists(reduced):        # a damaged one (a dangling link...) is an error
         files = [read_profile(reduced)]
         partial = False
         if partial_files:
@@ -142,17 +156,32 @@ def open_experiment(path):
         profile, processes, partial = processes, None, False
         bad = profile.ranks["state"] != 0
         partial = bool(bad.any())
+    elif meta.get("imported_from") and (path / "traces").is_dir():
+        # perfweave import writes traces only: the profile comes from them
+        from perfweave.interop.profile import from_traces
+        profile = from_traces(path)
+        partial = bool((profile.ranks["state"] != 0).any())
     else:
         state = meta.get("state")
-        if state == "running":
+        lost = [u for u in unwritten if u["file"].endswith(".pwprof")]
+        if lost:
+            raise PerfweaveError(f"{path}: no profile data: perfweave could not write "
+                                 f"{describe(lost)}")
+        if state == "running" and not any(u["file"] == "experiment.json" for u in unwritten):
             raise PerfweaveError(f"{path}: the run has not finished (or perfweave was killed); "
                                  "no rank has written data yet")
         if warnings:
             raise PerfweaveError(f"{path}: no readable profile data ({'; '.join(warnings)})")
+        kept = (f"; its event trace was kept, up to the kill: perfweave analyze {path}"
+                if (Path(path) / "traces").is_dir() else "")
         raise PerfweaveError(f"{path}: no profile data (the program wrote none: was it "
-                             "killed with SIGKILL, or did it exit before perfweave started?)")
+                             f"killed with SIGKILL, or did it exit before perfweave "
+                             f"started?){kept}")
     profile.partial = partial
     notes = profile.notes
+    if unwritten:
+        notes.insert(0, f"incomplete: perfweave could not write {describe(unwritten)}; this "
+                     "report shows the files that were written")
     if partial and profile.mpi:
         states = sorted({STATES[s] if 0 <= s < len(STATES) else str(s)
                          for s in profile.ranks["state"]})
@@ -169,7 +198,7 @@ def open_experiment(path):
                      "were folded into one overflow site per function; raise --max-callsites")
     notes.extend(warnings)
     return Experiment(path=path, meta=meta, profile=profile, processes=processes,
-                      warnings=warnings)
+                      warnings=warnings, unwritten=unwritten)
 
 
 def rank_ranges(values):

@@ -3,7 +3,7 @@
 A profile file is one line of JSON (the header, padded with spaces to a multiple
 of 64 bytes), the arrays it describes, and the end marker `PWEND\\n\\n\\n`.
 """
-import json
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,6 +11,7 @@ import numpy as np
 from perfweave.errors import FormatError
 
 from perfweave.readers.dtypes import PROFILE_VERSION
+from perfweave.readers.files import check, parse_json, read_bytes
 
 MAGIC = "perfweave-profile"
 SUPPORTED_VERSIONS = (1, PROFILE_VERSION)   # 1: counts without inside_ns/before_ns
@@ -24,24 +25,31 @@ class ProfileFile:
     arrays: dict  # name -> numpy structured array
 
 
+# the numpy codes of format.h's fields: little-endian integers and floats (no strings,
+# objects or byte orders numpy would warn about or the readers would misread)
+_FIELD_TYPE = re.compile(r"[<|]?[iuf][1248]")
+HEADER_SCHEMA = {"partial": bool, "world_size": int, "mpi_library": str, "mpi_flavor": str,
+                 "hist_buckets": int, "data_bytes": int, "counters": [str], "states": [str],
+                 "arrays": {}}
+
+
 def read_profile(path):
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
+        raw = read_bytes(path)
+    except FileNotFoundError:
+        raise FormatError(f"{path}: cannot read: no such file") from None
     nl = raw.find(b"\n")
     if nl < 0 or not raw.startswith(b"{"):
         raise FormatError(f"{path}: not a perfweave profile file")
-    try:
-        header = json.loads(raw[:nl])
-    except ValueError:
-        raise FormatError(f"{path}: corrupt header") from None
-    if header.get("format") != MAGIC:
+    header = parse_json(raw[:nl], path, "header")
+    if not isinstance(header, dict) or header.get("format") != MAGIC:
         raise FormatError(f"{path}: not a perfweave profile file")
     if header.get("version") not in SUPPORTED_VERSIONS:
         raise FormatError(f"{path}: profile format version {header.get('version')} is not "
                           f"supported (this perfweave reads {SUPPORTED_VERSIONS})")
+    check(header, HEADER_SCHEMA, path, "header")
+    if header.get("world_size", 0) < 0 or not 0 < header.get("hist_buckets", 34) <= 64:
+        raise FormatError(f"{path}: corrupt header (world_size or hist_buckets)")
     start = nl + 1
     data_bytes = header.get("data_bytes")
     if not isinstance(data_bytes, int) or data_bytes < 0:
@@ -57,7 +65,13 @@ def read_profile(path):
             if not all(isinstance(desc.get(k), int) and desc[k] >= 0
                        for k in ("offset", "count", "itemsize")):
                 raise FormatError(f"{path}: array {name}: bad offset, count or itemsize")
-            dtype = np.dtype([tuple(field) for field in desc["dtype"]])
+            fields = desc["dtype"]
+            if not isinstance(fields, list) or not all(
+                    isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) and
+                    isinstance(f[1], str) and _FIELD_TYPE.fullmatch(f[1]) for f in fields):
+                raise FormatError(f"{path}: array {name}: bad dtype (fields of "
+                                  "[name, little-endian integer or float code])")
+            dtype = np.dtype([tuple(field) for field in fields])
             if dtype.itemsize != desc["itemsize"]:
                 raise FormatError(f"{path}: array {name}: itemsize mismatch")
             off = start + desc["offset"]
@@ -89,9 +103,10 @@ def _check(path, header, arrays):
                       ("frames", dtypes.FRAME_DTYPE), ("hist", dtypes.HIST_DTYPE)):
         if name not in arrays:
             bad(f"no {name} array")
-        missing = set(ref.names) - set(arrays[name].dtype.names)
+        missing = set(ref.names) - set(arrays[name].dtype.names or ())
         if missing:
             bad(f"{name} lacks {', '.join(sorted(missing))}")
+        _same_types(arrays[name], ref, name, bad)
     nfn, nmod, nhost = len(lists["functions"]), len(lists["modules"]), len(lists["hosts"])
     sites, frames, hist, ranks = (arrays[k] for k in ("sites", "frames", "hist", "ranks"))
 
@@ -105,15 +120,20 @@ def _check(path, header, arrays):
     in_range(sites["module"], -1, nmod, "sites.module")
     in_range(frames["module"], -1, nmod, "frames.module")
     in_range(ranks["host"], 0, max(nhost, 1), "ranks.host")
+    # ranks index per-rank tables: -1 (no MPI) or below world_size
+    nrank = max(header.get("world_size", 0), 1)
+    for what, a in (("ranks", ranks), ("sites", sites), ("hist", hist)):
+        in_range(a["rank"], -1, nrank, f"{what}.rank")
     deep = sites[sites["nframes"] > 0]
     if len(deep) and ((deep["first_frame"] < 0).any() or
                       (deep["first_frame"] + deep["nframes"] > len(frames)).any()):
         bad("sites.first_frame out of range")
     counts = arrays.get("counts")
     if counts is not None:             # --counters (files of older runs have none)
-        missing = {"site", "event", "inside", "before"} - set(counts.dtype.names)
+        missing = {"site", "event", "inside", "before"} - set(counts.dtype.names or ())
         if missing:
             bad(f"counts lacks {', '.join(sorted(missing))}")
+        _same_types(counts, dtypes.COUNT_DTYPE, "counts", bad)
         ctrs = header.get("counters", [])
         if not isinstance(ctrs, list) or not all(isinstance(x, str) for x in ctrs):
             bad("header counters is not a list of strings")
@@ -121,3 +141,10 @@ def _check(path, header, arrays):
         in_range(counts["event"], 0, len(ctrs), "counts.event")
     if (sites["nframes"] < 0).any() or (sites["count"] < 0).any():
         bad("negative counts")
+
+
+def _same_types(array, ref, name, bad):
+    """The fields of this version's layout have its types (the file names its own)."""
+    for f in ref.names:
+        if f in array.dtype.names and array.dtype[f] != ref[f]:
+            bad(f"{name}.{f} has type {array.dtype[f].str}, not {ref[f].str}")

@@ -2,13 +2,13 @@
 (fixed 400-byte records, SAMPLE_REC below) + samples/NAME.json (rank, threads, modules,
 states), one pair per process (NAME: rank-R, or HOST.PID without MPI). Written by
 runtime/modules/sampler.c; docs/format.md "Samples"."""
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from perfweave.errors import FormatError
+from perfweave.readers.files import check, read_array, read_json
 
 FRAMES = 32
 SAMPLE_COUNTERS = 4
@@ -31,22 +31,51 @@ class ProcessSamples:
         return int(self.meta.get("rank", -1))
 
 
+# the keys readers use, with their types (docs/format.md "Samples")
+META_SCHEMA = {"rank": int, "pid": int, "host": str, "frames": int, "counters": [str],
+               "samples": int, "dropped": {"threads": int, "timers": int, "memory": int},
+               "t_start": int, "t_end": int, "states": [str],
+               "threads": [{"tid": int, "taken": int, "kept": int, "thinned": int,
+                            "interval_ns": int}],
+               "modules": [[str]], "unwinder": str, "unwind_fallbacks": int}
+
+
 def read_samples(exp):
     d = Path(exp) / "samples"
     out = []
     for meta_path in sorted(d.glob("*.json")) if d.is_dir() else []:
-        try:
-            meta = json.loads(meta_path.read_text())
-        except (OSError, ValueError) as e:
-            raise FormatError(f"{meta_path}: unreadable samples ({e})") from None
+        meta = read_json(meta_path, "samples description")
         if meta.get("format") != "perfweave-samples" or meta.get("version") not in (1, 2) \
                 or meta.get("frames") != FRAMES:
             raise FormatError(f"{meta_path}: not perfweave samples version 1 or 2")
+        check(meta, META_SCHEMA, meta_path, "samples description")
+        if not all(len(m) >= 1 for m in meta.get("modules", [])) or not all(
+                {"interval_ns", "thinned"} <= t.keys() for t in meta.get("threads", [])):
+            raise FormatError(f"{meta_path}: corrupt samples description (modules or threads)")
         dt = SAMPLE_REC if meta["version"] == 2 else SAMPLE_REC_V1
-        raw = np.fromfile(meta_path.with_suffix(".samples"), np.uint8)
+        spath = meta_path.with_suffix(".samples")
+        try:
+            raw = read_array(spath)
+        except FileNotFoundError:
+            raise FormatError(f"{spath}: missing (its description is there)") from None
         n = len(raw) // dt.itemsize
         rec = raw[:n * dt.itemsize].view(dt)
-        rec = rec[(rec["depth"] >= 0) & (rec["depth"] <= FRAMES)]
+        rec = rec[_valid(rec, meta)]                   # a copy, writable
+        # frames beyond a record's depth are not read; unknown (-1) for whole-array work
+        rec["module"][np.arange(FRAMES)[None, :] >= rec["depth"][:, None]] = -1
         out.append(ProcessSamples(meta_path.stem, meta, rec,
                                   [m[0] for m in meta.get("modules", [])]))
     return out
+
+
+def _valid(rec, meta):
+    """Records whose indexes (thread, frames' modules) and depth are in range (states
+    out of range are taken as compute by the analysis)."""
+    depth = rec["depth"].astype(np.int64)
+    ok = (depth >= 0) & (depth <= FRAMES)
+    if "threads" in meta:
+        ok &= (rec["thread"] >= 0) & (rec["thread"] < len(meta["threads"]))
+    used = np.arange(FRAMES)[None, :] < depth[:, None]
+    mod = rec["module"]
+    ok &= ~(used & ((mod < -1) | (mod >= len(meta.get("modules", []))))).any(axis=1)
+    return ok

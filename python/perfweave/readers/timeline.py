@@ -7,7 +7,6 @@ matrix of values (NaN where a series had no reading at a tick), with each series
 source, name, unit and kind. Counters hold cumulative values (already unwrapped);
 rates() turns them into per-second rates between ticks.
 """
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from perfweave.errors import FormatError
 from perfweave.readers.dtypes import SAMPLE_DTYPE, TIMELINE_VERSION
+from perfweave.readers.files import check, read_array, read_json, short
 
 # MPI families of the activity pages' series (PID.mpi_FAMILY_ns), in the runtime's order
 FAMILIES = ("p2p", "coll", "rma", "sync", "io", "other")
@@ -106,6 +106,15 @@ class NodeTimeline:
         return float(col[b] - col[a]), int(t[b] - t[a])
 
 
+def nanmean(a, axis=None):
+    """np.nanmean without its warning for an all-NaN slice (a series unread there, a
+    damaged file): NaN there."""
+    a = np.asarray(a, np.float64)
+    ok = ~np.isnan(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, a, 0).sum(axis=axis) / ok.sum(axis=axis)
+
+
 def timeline_dir(exp):
     return Path(exp) / "timeline"
 
@@ -121,22 +130,33 @@ def read_timelines(exp):
     return out
 
 
+# the keys readers use, with their types (docs/format.md "Node timeline")
+META_SCHEMA = {"host": str, "pid": int, "interval_ms": float, "complete": bool, "ticks": int,
+               "t_first": int, "t_last": int, "sampler_cpu_ns": float, "ns_per_tick": float,
+               "series": [{"source": str, "name": str, "unit": str, "kind": str}],
+               "absent": {}}
+
+
 def read_node(meta_path):
     meta_path = Path(meta_path)
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError) as e:
-        raise FormatError(f"{meta_path}: unreadable node timeline ({e})") from None
+    meta = read_json(meta_path, "node timeline")
     if meta.get("format") != "perfweave-timeline":
         raise FormatError(f"{meta_path}: not a perfweave node timeline")
     if meta.get("version") != TIMELINE_VERSION:
-        raise FormatError(f"{meta_path}: node timeline version {meta.get('version')}, this "
-                          f"perfweave reads version {TIMELINE_VERSION}")
+        raise FormatError(f"{meta_path}: node timeline version {short(meta.get('version'))}, "
+                          f"this perfweave reads version {TIMELINE_VERSION}")
+    check(meta, META_SCHEMA, meta_path, "node timeline")
+    if not all({"source", "name", "unit", "kind"} <= s.keys() for s in meta.get("series", [])) \
+            or not all(isinstance(v, str) for v in meta.get("absent", {}).values()):
+        raise FormatError(f"{meta_path}: corrupt node timeline (series or absent)")
     host = meta.get("host", meta_path.stem)
     series = list(meta.get("series") or [])
     notes = []
     vpath = meta_path.with_suffix(".values")
-    raw = np.fromfile(vpath, np.uint8) if vpath.exists() else np.zeros(0, np.uint8)
+    try:
+        raw = read_array(vpath)
+    except FileNotFoundError:
+        raw = np.zeros(0, np.uint8)
     n = len(raw) // SAMPLE_DTYPE.itemsize
     if len(raw) % SAMPLE_DTYPE.itemsize:
         notes.append(f"{vpath.name}: ends with a partial record (ignored)")
@@ -145,6 +165,12 @@ def read_node(meta_path):
     if not ok.all():
         notes.append(f"{vpath.name}: {int((~ok).sum())} records name unknown series "
                      "(the run ended before the JSON was rewritten): ignored")
+        rec = rec[ok]
+    # NaN: not read; times are CLOCK_MONOTONIC ns, never negative
+    ok = (np.isfinite(rec["value"]) | np.isnan(rec["value"])) & (rec["t"] >= 0)
+    if not ok.all():
+        notes.append(f"{vpath.name}: {int((~ok).sum())} records with an infinite value or a "
+                     "negative time (corrupt): ignored")
         rec = rec[ok]
     if not meta.get("complete"):
         notes.append(f"{host}: the sampler did not stop normally (its process was killed?); "

@@ -3,15 +3,15 @@
 
 `read_rank` returns one rank's records as written, checked: a trailing partial record,
 records of unknown type, calls whose end precedes their start and sub-events that do not
-follow a call are dropped, each with a note, and the rank is marked incomplete. A rank
-whose JSON is missing (killed outright) keeps its events; its clock calibration is then
-borrowed from another rank of the same host, with a note.
+follow a call are dropped, each with a note, and the rank is marked incomplete. In a
+version 2 file the records are those each block's BLOCK record counts as committed (the
+rest of a block is unused or was being written when the rank was killed). A rank killed
+outright (its JSON still says "running", or is missing) keeps its records up to the last
+committed one and is marked "killed"; without a JSON its clock calibration is borrowed
+from another rank of the same host, with a note.
 
 Turning records into the tables the analysis works on is model/trace.py's job.
 """
-import json
-import mmap
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +20,12 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, TypeSet
+from perfweave.readers.files import check, read_array, read_json, short
 
 TRACE_FORMAT = "perfweave-trace"
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
+# 1: records back to back, no BLOCK or COLL_DONE records
+READ_VERSIONS = (1, TRACE_VERSION)
 T = EVENT_TYPES
 
 
@@ -70,28 +73,104 @@ def record_count(exp, rank):
         return 0
 
 
+_RANKS = [int]
+# the keys readers use, with their types (docs/format.md "rank-R.json")
+META_SCHEMA = {"rank": int, "world_size": int, "host": str, "pid": int, "state": str,
+               "functions": [str], "families": [str],
+               "clock": {"ticks": [int], "ns": [int], "offset_init_ns": int,
+                         "offset_init_err_ns": int, "offset_fini_ns": int,
+                         "offset_fini_err_ns": int, "t_init_ns": int, "t_fini_ns": int},
+               "comms": [{"id": int, "name": str, "ranks": _RANKS, "remote": _RANKS,
+                          "parent": int, "seq": int}],
+               "windows": [{"id": int, "comm": int, "seq": int}],
+               "groups": [{"id": int, "ranks": _RANKS}],
+               "regions": [{"name": str}],
+               "objects": [{"path": str, "buildid": str, "start": int, "end": int,
+                            "base": int}],
+               "flushes": [{"thread": int, "first": int, "count": int}],
+               "records": int, "lost": int}
+
+
 def read_meta(exp, rank):
     path = trace_dir(exp) / f"rank-{rank}.json"
-    if not path.exists():
+    try:
+        meta = read_json(path, "trace description")
+    except FileNotFoundError:
         return None, f"rank {rank}: {path.name} is missing (the rank was killed before it " \
                      "could write it); its events are used alone"
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        return None, f"rank {rank}: {path.name} is corrupt ({e}); its events are used alone"
-    if not isinstance(meta, dict) or meta.get("format") != TRACE_FORMAT:
+    except FormatError as e:
+        return None, f"rank {rank}: {path.name} is unreadable ({_reason(e)}); its events " \
+                     "are used alone"
+    if meta.get("format") != TRACE_FORMAT:
         return None, f"rank {rank}: {path.name} is not a perfweave trace description"
-    if meta.get("version") != TRACE_VERSION:
-        raise FormatError(f"{path}: trace format version {meta.get('version')} is not "
-                          f"supported (this perfweave reads {TRACE_VERSION})")
+    if meta.get("version") not in READ_VERSIONS:
+        raise FormatError(f"{path}: trace format version {short(meta.get('version'))} is not "
+                          f"supported (this perfweave reads {', '.join(map(str, READ_VERSIONS))})")
+    try:
+        check(meta, META_SCHEMA, path, "trace description")
+        _check_meta(meta)
+    except FormatError as e:
+        return None, f"rank {rank}: {path.name} is corrupt ({_reason(e)}); its events are " \
+                     "used alone"
+    if meta.get("state") == "running":       # written at MPI_Init, never replaced
+        from perfweave import writing
+
+        rel = f"traces/{path.name}"
+        why = next((u["reason"] for u in writing.read_unwritten(exp) if u["file"] == rel), None)
+        if why:                              # the end's version could not be written
+            return dict(meta, state="unwritten"), (
+                f"rank {rank}: its final {path.name} could not be written ({why}): its "
+                "records are used with the definitions of MPI_Init (communicators or "
+                "windows created later are unknown)")
+        meta = dict(meta, state="killed")
+        return meta, (f"rank {rank}: killed while running (SIGKILL, or a signal perfweave "
+                      "could not catch): its trace holds the records committed before, "
+                      "and communicators or windows created after MPI_Init are unknown")
     return meta, None
 
 
-KNOWN = TypeSet(*T)
+def _reason(e):
+    """A FormatError's message without the path it starts with."""
+    return str(e).split(": ", 1)[-1]
+
+
+def _check_meta(meta):
+    """What the schema cannot say: the clock's calibration points, world ranks in range,
+    the ids that records and other keys refer to."""
+    def bad(what):
+        raise FormatError(f"corrupt trace description ({what})")
+    c = meta.get("clock")
+    if c is not None and (len(c.get("ticks", [0, 1])) != 2 or len(c.get("ns", [0, 1])) != 2):
+        bad("clock: two calibration points")
+    world = meta.get("world_size")
+    if world is not None and not 0 < world <= 1 << 24:
+        bad("world_size")
+    hi = world if world else 1 << 24
+    for key in ("comms", "groups"):
+        for item in meta.get(key, []):
+            for r in item.get("ranks", []) + item.get("remote", []):
+                if not 0 <= r < hi:
+                    bad(f"{key}: rank {r}")
+    if not 0 <= meta.get("rank", 0) < hi:
+        bad("rank")
+    if len(meta.get("functions", [])) != len(meta.get("families", meta.get("functions", []))):
+        bad("functions and families differ in length")
+    for key, item_keys in (("objects", ("start", "end", "base")),
+                           ("flushes", ("first", "count")), ("comms", ("id",)),
+                           ("windows", ("id", "comm")), ("groups", ("id",))):
+        if not all(set(item_keys) <= x.keys() for x in meta.get(key, [])):
+            bad(f"{key}: {', '.join(item_keys)} missing")
+    if meta.get("records", 0) < 0 or meta.get("lost", 0) < 0:
+        bad("records or lost")
+
+
+KNOWN = TypeSet(*(t for t in T if t != "BLOCK"))
 SPANS = TypeSet("CALL", "FLUSH")
-SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
+SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
+              "COLL_DONE")
 # records a sub-event may follow: its call, or the call's other sub-events
-SUB_OK = TypeSet("CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC")
+SUB_OK = TypeSet("CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
+                 "COLL_DONE")
 
 
 def read_rank(exp, rank, meta_note=None):
@@ -109,6 +188,10 @@ def read_rank(exp, rank, meta_note=None):
     path = trace_dir(exp) / f"rank-{rank}.events"
     try:
         raw = map_file(path)
+    except FormatError as e:
+        raw = np.zeros(0, np.uint8)
+        notes.append(f"rank {rank}: {path.name}: {_reason(e)}")
+        complete = False
     except FileNotFoundError:
         raw = np.zeros(0, np.uint8)
         notes.append(f"rank {rank}: {path.name} is missing")
@@ -123,8 +206,14 @@ def read_rank(exp, rank, meta_note=None):
                      f"({len(raw) % EVENT_DTYPE.itemsize} bytes, ignored): truncated")
         complete = False
     rec = raw[:n * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    thread = None
+    if n and rec["type"][0] == T["BLOCK"]:
+        rec, thread, block_notes = _blocks(rec, rank, path.name)
+        notes += block_notes
+        complete = complete and not block_notes
+        n = len(rec)
     types = np.ascontiguousarray(rec["type"])
-    if meta is not None and meta.get("records", n) != n:
+    if meta is not None and meta.get("state") != "killed" and meta.get("records", n) != n:
         notes.append(f"rank {rank}: {path.name} holds {n} records, its JSON says "
                      f"{meta.get('records')}: truncated or overwritten")
         complete = False
@@ -132,7 +221,8 @@ def read_rank(exp, rank, meta_note=None):
         notes.append(f"rank {rank}: {meta['lost']} events could not be written "
                      "(trace file not writable or disk full)")
         complete = False
-    thread = _threads(meta, n)
+    if thread is None:
+        thread = _threads(meta, n)
     ok = _check(rec, types, thread, meta)
     if ok is not None:
         notes.append(f"rank {rank}: {int(len(ok) - ok.sum())} corrupt records dropped "
@@ -143,18 +233,57 @@ def read_rank(exp, rank, meta_note=None):
 
 
 def map_file(path):
-    """The bytes of a file as a read-only numpy array over a mapping of it (unmapped when
-    the last array over it goes). Mapped, the records are read where the page cache
-    holds them: measured here, 0.45 s for 1.9 GB of records against 1.4 s to copy them
-    with read(2) (whose copy is also fresh memory to fault in)."""
-    with open(path, "rb", buffering=0) as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return np.zeros(0, np.uint8)
-        try:
-            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (ValueError, OSError):          # a file system that cannot map
-            return np.fromfile(f, dtype=np.uint8)
-    return np.frombuffer(m, np.uint8)
+    """The bytes of a file as a read-only numpy array over a mapping of it
+    (readers/files.py: only a regular file)."""
+    return read_array(path)
+
+
+def rank_threads(exp, rank, meta):
+    """The threads that wrote records in rank's trace, without reading the records: the
+    BLOCK headers of a file with blocks, else the flush table of its JSON (meta)."""
+    threads = {int(f.get("thread", 0)) for f in (meta or {}).get("flushes") or []
+               if isinstance(f, dict)}
+    try:
+        raw = map_file(trace_dir(exp) / f"rank-{rank}.events")
+    except (OSError, FormatError):
+        raw = np.zeros(0, np.uint8)
+    rec = raw[:len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    if len(rec) and rec["type"][0] == T["BLOCK"]:
+        _, thread, _ = _blocks(rec[["t0", "t1", "type", "tag"]], rank, "", headers_only=True)
+        threads = set(thread.tolist())
+    return sorted(threads | {0})
+
+
+def _blocks(rec, rank, name, headers_only=False):
+    """The committed records of a version 2 file (one copy, in file order) with their
+    threads, and notes on what was not right. A loop over blocks, not records: a block
+    holds --trace-buffer bytes."""
+    n, pos = len(rec), 0
+    spans, notes = [], []
+    head = rec[["t0", "t1", "type", "tag"]]
+    while pos < n:
+        committed, slots, typ, thread = (int(v) for v in head[pos].tolist())
+        if typ != T["BLOCK"] or slots <= 0:
+            if typ or committed or slots:       # zeros: a block the rank had not begun
+                notes.append(f"rank {rank}: {name}: no block header at record {pos} "
+                             f"of {n}; the records after it are ignored")
+            break
+        have = min(slots, n - pos - 1)
+        if not 0 <= committed <= have:
+            notes.append(f"rank {rank}: {name}: block at record {pos} counts {committed} "
+                         f"records of {have}; truncated or damaged")
+            committed = min(max(committed, 0), have)
+        spans.append((pos + 1, committed, thread))
+        pos += 1 + slots
+    if headers_only:
+        return None, np.array([t for _, c, t in spans if c], np.int32), notes
+    if not spans:
+        return rec[:0], np.zeros(0, np.int32), notes
+    parts = [rec[a:a + c] for a, c, _ in spans]
+    out = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    thread = np.repeat(np.array([t for _, _, t in spans], np.int32),
+                       [c for _, c, _ in spans])
+    return out, thread, notes
 
 
 def _threads(meta, n):

@@ -20,13 +20,17 @@ def collect(experiment, top=20):
         "wall_s": meta.get("wall_seconds"),
         "exit_status": status,
         "state": experiment.state,
+        "unwritten": experiment.unwritten,
         "notes": list(experiment.profile.notes),
         "options": meta.get("options", {}),
+        "counters_not_counted": meta.get("counters_not_counted", []),
         "mpi_profile": mpi,
     }
     ws = wait_states(experiment.path)
     if ws is not None:
         data["wait_states"] = ws
+    if meta.get("imported_from"):
+        imported(data, meta)
     if experiment.processes is not None:
         data["other_processes"] = int(len(experiment.processes.ranks))
     data["node_timeline"] = node_timeline(experiment)
@@ -42,6 +46,18 @@ def collect(experiment, top=20):
     from perfweave.analysis.advice import advise
     data["advice"] = advise(data)
     return data
+
+
+def imported(data, meta):
+    """An experiment of perfweave import: where its trace came from; its profile was
+    computed from the trace (interop/profile.py), without call sites."""
+    imp = meta.get("import") or {}
+    data["imported"] = {"from": meta["imported_from"], "format": imp.get("format", "OTF2"),
+                        "creator": imp.get("creator", ""),
+                        "skipped_locations": len(imp.get("skipped_locations") or []),
+                        "notes": list(meta.get("import_notes") or [])}
+    for site in data["mpi_profile"].get("callsites", []):
+        site["where"] = "(imported trace: no call sites)"
 
 
 def node_timeline(experiment):
@@ -62,14 +78,17 @@ def node_timeline(experiment):
 def wait_states(path, top=8):
     """Summary of analysis/waitstates.json (perfweave analyze), or None: the wait-state
     patterns with time, largest first, each with its worst call path."""
-    import json
-    from pathlib import Path
+    from perfweave.errors import FormatError
+    from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
 
-    f = Path(path) / "analysis" / "waitstates.json"
     try:
-        res = json.loads(f.read_text())
-    except (OSError, ValueError):
+        res = read_waitstates(path)
+    except FileNotFoundError:
         return None
+    except FormatError as e:           # the rest of the report stands without it
+        return {"file": str(WAITSTATES_FILE), "error": str(e), "complete": False,
+                "patterns": [], "notes": []}
+    f = path / WAITSTATES_FILE
     from perfweave.analysis.metrics import PATTERNS
     names = {cp["id"]: cp.get("name", "") for cp in res.get("callpaths", [])}
     rows = []
@@ -79,10 +98,17 @@ def wait_states(path, top=8):
         per_path = {}
         for p, r, v in m["values"]:
             per_path[p] = per_path.get(p, 0) + v
+        if not per_path:
+            continue
         worst = max(per_path, key=per_path.get)
+        per_rank = {}
+        for p, r, v in m["values"]:
+            per_rank[r] = per_rank.get(r, 0) + v
         rows.append({"id": m["id"], "name": m["name"], "time_s": m["total"],
                      "pct": m["pct"], "callpath": names.get(worst, ""),
-                     "callpath_s": per_path[worst]})
+                     "callpath_s": per_path[worst],
+                     "ranks": sorted(([r, v] for r, v in per_rank.items() if v),
+                                     key=lambda x: -x[1])[:top]})
     rows.sort(key=lambda r: -r["time_s"])
     return {"file": str(f), "complete": res.get("complete", False),
             "patterns": rows[:top], "notes": res.get("notes", [])}

@@ -13,7 +13,7 @@ from importlib import resources
 import numpy as np
 
 from perfweave.errors import FormatError
-from perfweave.readers.timeline import FAMILIES, read_timelines
+from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
 
 MAX_POINTS = 2000      # per chart: ticks beyond are averaged in groups
 RATE_SERIES = 6        # node counters per rates chart
@@ -44,7 +44,7 @@ def _downsample(t, cols):
     m = n // k * k
     t2 = t[:m].reshape(-1, k).mean(axis=1)
     with np.errstate(invalid="ignore"):
-        cols2 = [np.nanmean(c[:m].reshape(-1, k), axis=1) for c in cols]
+        cols2 = [nanmean(c[:m].reshape(-1, k), axis=1) for c in cols]
     return t2, cols2
 
 
@@ -70,7 +70,7 @@ def timeline_charts(path):
             idx = fam_cols[f]
             if idx and np.nansum(rates[:, idx]) > 0:
                 with np.errstate(invalid="ignore"):
-                    cols.append(100 * np.nanmean(rates[:, idx], axis=1) / 1e9)
+                    cols.append(100 * nanmean(rates[:, idx], axis=1) / 1e9)
                 fams.append(f)
         if procs:
             # (a call longer than a tick is already spread over its ticks: tl.rates())
@@ -82,7 +82,7 @@ def timeline_charts(path):
         # rates: the busiest node-level counters (not per process)
         busy = [i for i, s in enumerate(tl.series) if s["kind"] == "counter"
                 and s["source"] != "proc" and np.nansum(rates[:, i]) > 0]
-        busy.sort(key=lambda i: -np.nanmean(rates[:, i]))
+        busy.sort(key=lambda i: -nanmean(rates[:, i]))
         busy = busy[:RATE_SERIES]
         if busy:
             tt, cc = _downsample(t, [rates[:, i] for i in busy])

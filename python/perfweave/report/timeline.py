@@ -2,10 +2,11 @@
 mean and peak rates), how the busiest series moved over the run (a few time slices),
 which sources were absent and why, and what the sampler thread cost."""
 import math
+import textwrap
 
 import numpy as np
 
-from perfweave.readers.timeline import FAMILIES, read_timelines
+from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
 
 SLICES = 8          # time slices of the "over time" table
 SHOWN = 24          # series per node in the table
@@ -89,14 +90,14 @@ def _slices(tl, rates, series):
     for k in range(nsl):
         sel = which == k
         row = {"t0_s": float(edges[k]), "t1_s": float(edges[k + 1]),
-               "rates": [_finite(np.nanmean(rates[sel, i])) if sel.any() else None
+               "rates": [_finite(nanmean(rates[sel, i])) if sel.any() else None
                          for i in busy]}
         if nproc:
             act = {}
             for f in FAMILIES:
                 cols = fam_cols[f]
                 v = rates[np.ix_(sel, cols)] / 1e9 if sel.any() and cols else np.zeros(0)
-                act[f] = _finite(100 * np.nanmean(v)) if v.size else 0.0
+                act[f] = _finite(100 * nanmean(v)) if v.size else 0.0
             act["outside_mpi"] = _finite(100 - sum(x or 0 for x in act.values()))
             row["activity_pct"] = act
         rows.append(row)
@@ -136,18 +137,26 @@ def _amount(v, unit):
     return _fmt(v, unit, False)
 
 
-def render(tl, table):
-    """Text lines for a summarize() result; table: the report's table formatter."""
+def render(tl, table, max_rows=None, width=None):
+    """Text lines for a summarize() result; table: the report's table formatter.
+    max_rows: series shown per node (None: SHOWN), node-level series before the
+    per-process ones; width: the widest line (None: no limit)."""
+    from perfweave.report.text import MORE, _fit
     out = []
     if tl.get("error"):
         out += ["", f"Node timeline: not shown ({tl['error']})"]
     for n in tl["nodes"]:
-        out += ["", f"Node timeline: {n['host']} ({n['ticks']} samples every "
-                    f"{n['interval_ms']} ms over {n['duration_s']:.1f} s; sampler thread "
-                    f"{n['sampler_cpu_s']:.3f} s CPU = {n['sampler_cpu_pct']:.2f} % of one core)"]
+        out += [""] + textwrap.wrap(
+            f"Node timeline: {n['host']} ({n['ticks']} samples every {n['interval_ms']} ms "
+            f"over {n['duration_s']:.1f} s; sampler thread {n['sampler_cpu_s']:.3f} s CPU = "
+            f"{n['sampler_cpu_pct']:.2f} % of one core)", width or 10 ** 6,
+            subsequent_indent="  ")
         rows = []
         active = [s for s in n["series"] if s["active"]]
-        for s in active[:SHOWN]:
+        if max_rows is not None:       # the node's own series first, then the processes'
+            active.sort(key=lambda s: s["source"] == "proc")
+        limit = SHOWN if max_rows is None else max_rows
+        for s in active[:limit]:
             if s["kind"] == "counter":
                 rows.append([s["source"], s["label"], _amount(s["total"], s["unit"]),
                              _rate(s["mean_rate"], s["unit"]), _rate(s["peak_rate"], s["unit"])])
@@ -158,15 +167,17 @@ def render(tl, table):
             out += table(rows, ["source", "series", "total", "mean", "peak"],
                          ["<", "<", ">", ">", ">"])
         idle = len(n["series"]) - len(active)
-        if len(active) > SHOWN or idle:
-            out.append(f"  ({max(len(active) - SHOWN, 0)} more active, {idle} idle series; "
-                       "see --json)")
+        if len(active) > limit or idle:
+            out.append(f"  ({max(len(active) - limit, 0)} more active, {idle} idle series; "
+                       f"{'' if max_rows is None else MORE + ', or '}--json)")
         ot = n.get("over_time")
-        if ot:
+        if ot and max_rows is not None:
+            out.append(f"  (over time, per slice of the run: --full or --json)")
+        elif ot:
             acts = ["outside_mpi"] + ot["activity"] if ot.get("processes") else []
             out.append("  over time: share of the ranks' wall time (mean over "
-                       f"{ot.get('processes', 0)} processes) and node rates, per slice of the run:"
-                       if acts else "  over time (mean rate per slice of the run):")
+                       f"{ot.get('processes', 0)} processes) and node rates, per slice "
+                       "of the run:" if acts else "  over time (mean rate per slice of the run):")
             out += table([[f"{r['t0_s']:.1f}-{r['t1_s']:.1f} s"] +
                           [("-" if r["activity_pct"][a] is None else
                             f"{r['activity_pct'][a]:.0f} %") for a in acts] +
@@ -174,8 +185,12 @@ def render(tl, table):
                           for r in ot["slices"]],
                          ["time"] + [("outside MPI" if a == "outside_mpi" else f"MPI {a}")
                                      for a in acts] + ot["series"])
-        for src, why in sorted(n["absent"].items()):
-            out.append(f"  absent     {src}: {why}")
+        if max_rows is None:
+            for src, why in sorted(n["absent"].items()):
+                out.append(f"  absent     {src}: {why}")
+        elif n["absent"]:
+            out.append(_fit(f"  absent     {', '.join(sorted(n['absent']))} "
+                            "(why: --full or --json)", width))
         for note in n["notes"]:
             out.append(f"  note       {note}")
     return out

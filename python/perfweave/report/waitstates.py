@@ -127,7 +127,14 @@ def render_per_rank(result, limit=64):
     return "\n".join(out) + "\n"
 
 
-def render(result, top=5):
+def render(result, top=5, width=100):
+    """The analysis as text; call path names shortened in the middle and notes wrapped
+    so that no line is wider than width (None: names whole; --json has them whole)."""
+    from perfweave.report.text import _wrap, shorten
+
+    def name(p, indent):
+        return shorten(paths[p].get("name", p), None if width is None else width - indent)
+
     out = [f"perfweave analyze: {result['experiment']}"]
     a = result["analysis"]
     nranks = len(result["ranks"])
@@ -141,7 +148,7 @@ def render(result, top=5):
                f"{c['exposure_epochs']:,} exposure epochs")
     out.append(f"  state      {'complete' if result['complete'] else 'INCOMPLETE'}")
     for n in result["notes"]:
-        out.append(f"  note       {n}")
+        out += _wrap("note", n, width)
     byid = {m["id"]: m for m in result["metrics"]}
     rows = []
     for m in result["metrics"]:
@@ -169,7 +176,7 @@ def render(result, top=5):
             tot = sum(ranks.values())
             worst = max(ranks, key=ranks.get)
             mean = tot / max(nranks, 1)
-            out.append(f"    {_t('s', tot):>12}  {paths[p].get('name', p)}")
+            out.append(f"    {_t('s', tot):>12}  {name(p, 18)}")
             out.append(f"    {'':>12}  ranks {len(ranks)}; max {_t('s', ranks[worst])} on "
                        f"rank {worst}; mean over all ranks {_t('s', mean)}")
         if len(per_path) > top:
@@ -184,5 +191,5 @@ def render(result, top=5):
         for p, r, v in un["values"]:
             per_path[p] = per_path.get(p, 0) + v
         for p, v in sorted(per_path.items(), key=lambda kv: -kv[1])[:top]:
-            out.append(f"    {v:>12,}  {paths[p].get('name', p)}")
+            out.append(f"    {v:>12,}  {name(p, 18)}")
     return "\n".join(out) + "\n"

@@ -2,7 +2,7 @@
 #ifndef PW_MPI_FN_H
 #define PW_MPI_FN_H
 
-#define PW_MPI_NFN 5
+#define PW_MPI_NFN 6
 
 enum pw_mpi_fn {
     PW_FN_MPI_Send = 0,
@@ -10,6 +10,7 @@ enum pw_mpi_fn {
     PW_FN_MPI_Waitall = 2,
     PW_FN_MPI_Init = 3,
     PW_FN_MPI_Pcontrol = 4,
+    PW_FN_MPI_Fetch_and_op = 5,
 };
 
 extern const char *pw_mpi_fn_names[PW_MPI_NFN];

@@ -9,6 +9,7 @@ const char *pw_mpi_fn_names[PW_MPI_NFN] = {
     "MPI_Waitall",
     "MPI_Init",
     "MPI_Pcontrol",
+    "MPI_Fetch_and_op",
 };
 
 const char *pw_mpi_fn_families[PW_MPI_NFN] = {
@@ -17,6 +18,7 @@ const char *pw_mpi_fn_families[PW_MPI_NFN] = {
     "sync",
     "other",
     "other",
+    "rma",
 };
 
 const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {
@@ -25,6 +27,7 @@ const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {
     PW_KIND_waitmulti,
     PW_KIND_init,
     PW_KIND_pcontrol,
+    PW_KIND_fop,
 };
 
 /* p2p send: spec line 2 */
@@ -331,4 +334,76 @@ PW_EXPORT int MPI_Pcontrol(const int level, ...)
     (void)ra;
     pw_mpi_pcontrol(level);
     return real(level);
+}
+
+/* rma fop: spec line 8 */
+typedef int (*pw_creal_MPI_Fetch_and_op)(const void *, void *, MPI_Datatype, int, MPI_Aint, MPI_Op, MPI_Win);
+PW_EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    static pw_creal_MPI_Fetch_and_op real;
+    if (PW_UNLIKELY(!real))
+        real = (pw_creal_MPI_Fetch_and_op)pw_mpi_real("PMPI_Fetch_and_op");
+    void *ra = __builtin_return_address(0);
+    pw_call c;
+    if (!pw_mpi_enter(&c, PW_FN_MPI_Fetch_and_op, ra))
+        return real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
+    pw_args a;
+    a.fortran = 0;
+    a.buf = origin_addr;
+    a.rbuf = result_addr;
+    a.type = datatype;
+    a.target = target_rank;
+    a.win = win;
+    a.request = NULL;
+    int rc = real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
+    pw_mpi_leave(&c, PW_KIND_fop, &a);
+    return rc;
+}
+
+typedef void (*pw_freal_MPI_Fetch_and_op)(void *, void *, MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+static inline __attribute__((always_inline)) void pw_f_MPI_Fetch_and_op(pw_freal_MPI_Fetch_and_op real, void *ra, void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+{
+    pw_call c;
+    if (!pw_mpi_enter(&c, PW_FN_MPI_Fetch_and_op, ra)) {
+        real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
+        return;
+    }
+    pw_args a;
+    a.fortran = 1;
+    a.buf = (const void *)origin_addr;
+    a.rbuf = (const void *)result_addr;
+    a.type = pw_type_f2c(*datatype);
+    a.target = (int)*target_rank;
+    a.win = pw_win_f2c(*win);
+    a.request = NULL;
+    real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
+    pw_mpi_leave(&c, PW_KIND_fop, &a);
+}
+PW_EXPORT void mpi_fetch_and_op_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+{
+    static pw_freal_MPI_Fetch_and_op real;
+    if (PW_UNLIKELY(!real))
+        real = (pw_freal_MPI_Fetch_and_op)pw_mpi_fortran_real("mpi_fetch_and_op_", (void *)mpi_fetch_and_op_);
+    pw_f_MPI_Fetch_and_op(real, __builtin_return_address(0), origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
+}
+PW_EXPORT void mpi_fetch_and_op__(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+{
+    static pw_freal_MPI_Fetch_and_op real;
+    if (PW_UNLIKELY(!real))
+        real = (pw_freal_MPI_Fetch_and_op)pw_mpi_fortran_real("mpi_fetch_and_op__", (void *)mpi_fetch_and_op__);
+    pw_f_MPI_Fetch_and_op(real, __builtin_return_address(0), origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
+}
+PW_EXPORT void mpi_fetch_and_op_f08_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+{
+    static pw_freal_MPI_Fetch_and_op real;
+    if (PW_UNLIKELY(!real))
+        real = (pw_freal_MPI_Fetch_and_op)pw_mpi_fortran_real("mpi_fetch_and_op_f08_", (void *)mpi_fetch_and_op_f08_);
+    pw_f_MPI_Fetch_and_op(real, __builtin_return_address(0), origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
+}
+PW_EXPORT void mpi_fetch_and_op_f08ts_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+{
+    static pw_freal_MPI_Fetch_and_op real;
+    if (PW_UNLIKELY(!real))
+        real = (pw_freal_MPI_Fetch_and_op)pw_mpi_fortran_real("mpi_fetch_and_op_f08ts_", (void *)mpi_fetch_and_op_f08ts_);
+    pw_f_MPI_Fetch_and_op(real, __builtin_return_address(0), origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
 }

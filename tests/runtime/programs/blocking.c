@@ -7,16 +7,24 @@
  *   own:     the program's own SIGALRM (SA_RESTART) at 300 ms ends it with EINTR.
  * Everything but elapsed is the same with and without perfweave. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <linux/aio_abi.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <semaphore.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/msg.h>
 #include <sys/select.h>
+#include <sys/sem.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +32,31 @@
 
 static int pipefd[2];
 static volatile sig_atomic_t alarms;
+static const char *mode;
+static int ready_case; /* the writer thread makes the event happen */
+
+/* what the calls wait on */
+static sem_t psem;                        /* POSIX semaphore, 0 */
+static int svsem = -1, svq = -1;          /* System V semaphore (0) and message queue */
+static int sv[2] = {-1, -1};              /* socket pair: [0] waits, [1] the other end */
+static int listener = -1;                 /* a listening socket (accept, connect) */
+static struct sockaddr_un addr;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int cond_flag;
+static aio_context_t aio;
+static struct msgbuf1k {
+    long type;
+    char text[1024];
+} msg = {1, {0}};
+
+static int is(const char *m) { return !strcmp(mode, m); }
+static int sigwaits(void) { return !strncmp(mode, "sig", 3) && !is("sigsuspend"); }
+/* modes waiting for the pipe to be readable */
+static int piped(void)
+{
+    return strstr(mode, "poll") || strstr(mode, "select") || is("io_getevents");
+}
 
 static double now(void)
 {
@@ -40,20 +73,141 @@ static void alarm_in(int ms)
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
+static void set_timeout(int fd, int opt, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
+}
+
+/* the sending side full: a send would block */
+static void fill_socket(void)
+{
+    char buf[4096] = {0};
+    while (send(sv[0], buf, sizeof buf, MSG_DONTWAIT) > 0)
+        ;
+    while (send(sv[0], buf, 1, MSG_DONTWAIT) > 0)
+        ;
+}
+
+/* the message queue full: a msgsnd would block */
+static void fill_queue(void)
+{
+    while (msgsnd(svq, &msg, sizeof msg.text, IPC_NOWAIT) == 0)
+        ;
+}
+
+/* a unix socket connected to the listener, left unaccepted: with a backlog of 0, the
+ * next connect blocks */
+static int client(void)
+{
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&addr, sizeof addr) != 0)
+        abort();
+    return c;
+}
+
+static void setup(void)
+{
+    if (!strncmp(mode, "sem_", 4))
+        sem_init(&psem, 0, 0);
+    if (is("semop") || is("semtimedop"))
+        svsem = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600); /* value 0 */
+    if (is("msgrcv") || is("msgsnd"))
+        svq = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+    if (!strncmp(mode, "recv", 4) || !strncmp(mode, "send", 4)) {
+        socketpair(AF_UNIX, strncmp(mode, "send", 4) ? SOCK_DGRAM : SOCK_STREAM, 0, sv);
+        int small = 4096; /* a send blocks soon */
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+        setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    }
+    if (is("accept") || is("connect")) {
+        listener = socket(AF_UNIX, SOCK_STREAM, 0);
+        addr.sun_family = AF_UNIX;
+        snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "pw-blocking-%d", (int)getpid());
+        if (bind(listener, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+            listen(listener, is("connect") ? 0 : 8) != 0)
+            abort();
+        if (is("connect"))
+            client(); /* the backlog full */
+    }
+    if (is("io_getevents") && syscall(SYS_io_setup, 8, &aio) != 0)
+        abort();
+}
+
+static void teardown(void)
+{
+    if (svsem >= 0)
+        semctl(svsem, 0, IPC_RMID);
+    if (svq >= 0)
+        msgctl(svq, IPC_RMID, NULL);
+    if (aio)
+        syscall(SYS_io_destroy, aio);
+}
+
+/* The call's event, from another thread at 300 ms */
 static void *writer(void *arg)
 {
+    (void)arg;
     struct timespec ts = {0, MS * 1000000L};
     nanosleep(&ts, NULL);
-    if ((long)arg)
+    char buf[65536];
+    struct sembuf up = {0, 1, 0};
+    if (sigwaits()) {
         kill(getpid(), SIGUSR2);
-    else if (write(pipefd[1], "x", 1) != 1)
+    } else if (!strncmp(mode, "sem_", 4)) {
+        sem_post(&psem);
+    } else if (svsem >= 0) {
+        semop(svsem, &up, 1);
+    } else if (is("msgrcv")) {
+        msgsnd(svq, &msg, sizeof msg.text, 0);
+    } else if (is("msgsnd")) {
+        msgrcv(svq, &msg, sizeof msg.text, 0, 0);
+    } else if (!strncmp(mode, "recv", 4)) {
+        send(sv[1], "x", 1, 0);
+    } else if (!strncmp(mode, "send", 4)) {
+        while (recv(sv[1], buf, sizeof buf, MSG_DONTWAIT) > 0)
+            ;
+    } else if (is("accept")) {
+        client();
+    } else if (is("connect")) {
+        close(accept(listener, NULL, NULL));
+    } else if (is("pthread_cond_timedwait")) {
+        pthread_mutex_lock(&mu);
+        cond_flag = 1;
+        pthread_cond_signal(&cv);
+        pthread_mutex_unlock(&mu);
+    } else if (piped() && write(pipefd[1], "x", 1) != 1) {
         abort();
+    }
     return NULL;
+}
+
+/* libaio's io_getevents where the program has it (perfweave's wrapper stands for it),
+ * else the system call */
+typedef int getevents_fn(aio_context_t, long, long, struct io_event *, struct timespec *);
+static int raw_getevents(aio_context_t ctx, long min, long n, struct io_event *ev,
+                         struct timespec *ts)
+{
+    return (int)syscall(SYS_io_getevents, ctx, min, n, ev, ts);
+}
+static getevents_fn *getevents(void)
+{
+    getevents_fn *f = (getevents_fn *)dlsym(RTLD_DEFAULT, "io_getevents");
+    void *lib = f ? NULL : dlopen("libaio.so.1", RTLD_NOW);
+    if (lib)
+        f = (getevents_fn *)dlsym(lib, "io_getevents");
+    return f ? f : raw_getevents;
 }
 
 static const char *ename(int e)
 {
-    return e == 0 ? "0" : e == EINTR ? "EINTR" : e == EAGAIN ? "EAGAIN" : strerror(e);
+    static char other[16];
+    snprintf(other, sizeof other, "E%d", e);
+    return e == 0            ? "0"
+           : e == EINTR     ? "EINTR"
+           : e == EAGAIN    ? "EAGAIN"
+           : e == ETIMEDOUT ? "ETIMEDOUT"
+                            : other;
 }
 
 /* one call of MODE with a timeout of ms (-1: none); result: what it reported */
@@ -108,6 +262,95 @@ static int call(const char *mode, int ms, int *result)
         rc = sigtimedwait(&usr2, &si, tp);
     } else if (!strcmp(mode, "sigwaitinfo")) {
         rc = sigwaitinfo(&usr2, &si);
+    } else if (is("nanosleep")) {
+        rc = nanosleep(&ts, NULL);
+    } else if (is("clock_nanosleep")) {
+        int e = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+        rc = e ? -1 : 0;
+        errno = e;
+    } else if (is("usleep")) {
+        rc = usleep(ms * 1000);
+    } else if (!strncmp(mode, "sem_", 4)) {
+        struct timespec abs;
+        clock_gettime(is("sem_clockwait") ? CLOCK_MONOTONIC : CLOCK_REALTIME, &abs);
+        abs.tv_sec += ms / 1000;
+        abs.tv_nsec += (ms % 1000) * 1000000L;
+        if (abs.tv_nsec >= 1000000000L) {
+            abs.tv_sec++;
+            abs.tv_nsec -= 1000000000L;
+        }
+        rc = is("sem_wait")        ? sem_wait(&psem)
+             : is("sem_timedwait") ? sem_timedwait(&psem, &abs)
+                                   : sem_clockwait(&psem, CLOCK_MONOTONIC, &abs);
+    } else if (is("pthread_cond_timedwait")) {
+        struct timespec abs;
+        clock_gettime(CLOCK_REALTIME, &abs);
+        abs.tv_sec += ms / 1000 + (abs.tv_nsec + (ms % 1000) * 1000000L) / 1000000000L;
+        abs.tv_nsec = (abs.tv_nsec + (ms % 1000) * 1000000L) % 1000000000L;
+        pthread_mutex_lock(&mu);
+        int e = 0;
+        while (!cond_flag && e == 0)
+            e = pthread_cond_timedwait(&cv, &mu, &abs);
+        *result = cond_flag;
+        cond_flag = 0;
+        pthread_mutex_unlock(&mu);
+        rc = e ? -1 : 0;
+        errno = e;
+    } else if (is("semop") || is("semtimedop")) {
+        struct sembuf down = {0, -1, 0};
+        rc = is("semop") ? semop(svsem, &down, 1) : semtimedop(svsem, &down, 1, tp);
+    } else if (is("msgrcv")) {
+        rc = (int)msgrcv(svq, &msg, sizeof msg.text, 0, 0);
+    } else if (is("msgsnd")) {
+        fill_queue();
+        rc = msgsnd(svq, &msg, sizeof msg.text, 0);
+    } else if (!strncmp(mode, "recv", 4)) {
+        set_timeout(sv[0], SO_RCVTIMEO, ms);
+        char buf[16];
+        struct iovec iov = {buf, sizeof buf};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        struct mmsghdr mm = {.msg_hdr = mh};
+        rc = is("recv")       ? (int)recv(sv[0], buf, sizeof buf, 0)
+             : is("recvfrom") ? (int)recvfrom(sv[0], buf, sizeof buf, 0, NULL, NULL)
+             : is("recvmsg")  ? (int)recvmsg(sv[0], &mh, 0)
+                              : recvmmsg(sv[0], &mm, 1, 0, NULL);
+    } else if (!strncmp(mode, "send", 4)) {
+        set_timeout(sv[0], SO_SNDTIMEO, ms);
+        fill_socket();
+        struct iovec iov = {"y", 1};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        rc = is("send")     ? (int)send(sv[0], "y", 1, 0)
+             : is("sendto") ? (int)sendto(sv[0], "y", 1, 0, NULL, 0)
+                            : (int)sendmsg(sv[0], &mh, 0);
+    } else if (is("accept")) {
+        set_timeout(listener, SO_RCVTIMEO, ms);
+        int c = accept(listener, NULL, NULL);
+        int e = errno;
+        if (c >= 0)
+            close(c);
+        rc = c >= 0 ? 1 : -1; /* the descriptor: accepted */
+        errno = e;
+    } else if (is("connect")) {
+        int c = socket(AF_UNIX, SOCK_STREAM, 0);
+        set_timeout(c, SO_SNDTIMEO, ms);
+        rc = connect(c, (struct sockaddr *)&addr, sizeof addr);
+        int e = errno;
+        close(c); /* its connection, if made, fills the backlog again */
+        errno = e;
+    } else if (is("io_getevents")) {
+        struct iocb cb, *cbs[1] = {&cb};
+        memset(&cb, 0, sizeof cb);
+        cb.aio_lio_opcode = IOCB_CMD_POLL; /* the pipe readable (the "ready" case) */
+        cb.aio_fildes = (uint32_t)pipefd[0];
+        cb.aio_buf = POLLIN;
+        cb.aio_data = 42;
+        if (ready_case && syscall(SYS_io_submit, aio, 1, cbs) != 1)
+            abort();
+        struct io_event ev[1];
+        memset(ev, 0, sizeof ev);
+        struct timespec t = ts;
+        rc = getevents()(aio, 1, 1, ev, ms < 0 ? NULL : &t);
+        *result = (int)ev[0].data;
     } else if (!strcmp(mode, "sigwaitall")) {
         /* every signal blocked and waited for: must get the program's SIGALRM only */
         sigset_t all, old;
@@ -120,9 +363,24 @@ static int call(const char *mode, int ms, int *result)
     return rc;
 }
 
+/* the cases a mode has */
+static int has_case(int c)
+{
+    int signal_only = is("pause") || is("sigsuspend") || is("sigwaitall");
+    if (signal_only)
+        return c == 2;
+    if (c == 0) /* no timeout */
+        return !is("sigwaitinfo") && !is("sem_wait") && !is("semop") && !is("msgrcv") &&
+               !is("msgsnd");
+    if (c == 1) /* no event to wait for */
+        return strstr(mode, "sleep") == NULL;
+    /* a handler does not end them: restarted (SA_RESTART), or never EINTR (POSIX) */
+    return !is("sem_wait") && !is("pthread_cond_timedwait");
+}
+
 int main(int argc, char **argv)
 {
-    const char *mode = argc > 1 ? argv[1] : "poll";
+    mode = argc > 1 ? argv[1] : "poll";
     if (pipe(pipefd) != 0)
         return 2;
     struct sigaction sa;
@@ -130,39 +388,38 @@ int main(int argc, char **argv)
     sa.sa_handler = on_alarm;
     sa.sa_flags = SA_RESTART; /* these calls return EINTR all the same */
     sigaction(SIGALRM, &sa, NULL);
-    int sigwaits = !strncmp(mode, "sig", 3) && strcmp(mode, "sigsuspend");
-    if (sigwaits) { /* SIGUSR2 is waited for: blocked in every thread */
+    if (sigwaits()) { /* SIGUSR2 is waited for: blocked in every thread */
         sigset_t usr2;
         sigemptyset(&usr2);
         sigaddset(&usr2, SIGUSR2);
         pthread_sigmask(SIG_BLOCK, &usr2, NULL);
     }
-    int signal_only = !strcmp(mode, "pause") || !strcmp(mode, "sigsuspend") ||
-                      !strcmp(mode, "sigwaitall");
+    setup();
     const char *cases[] = {"timeout", "ready", "own"};
     for (int c = 0; c < 3; c++) {
-        if (signal_only && c < 2)
+        if (!has_case(c))
             continue;
-        if (!strcmp(mode, "sigwaitinfo") && c == 0)
-            continue; /* no timeout */
         pthread_t th;
+        ready_case = c == 1;
         if (c == 1)
-            pthread_create(&th, NULL, writer, (void *)(long)sigwaits);
-        if (c == 2 && strcmp(mode, "sigwaitall"))
+            pthread_create(&th, NULL, writer, NULL);
+        if (c == 2 && !is("sigwaitall"))
             alarm_in(MS);
         int result, rc;
         double t = now();
-        rc = call(mode, c == 0 ? MS : c == 1 ? 5000 : 5000, &result);
+        rc = call(mode, c == 0 ? MS : 5000, &result);
         int e = rc < 0 ? errno : 0;
         double dt = now() - t;
         if (c == 1) {
             pthread_join(th, NULL);
             char x;
-            if (!sigwaits && read(pipefd[0], &x, 1) != 1)
+            if (piped() && read(pipefd[0], &x, 1) != 1)
                 return 3;
         }
         printf("%s %s %d %s %d %.4f\n", mode, cases[c], rc, ename(e), result, dt);
         fflush(stdout);
     }
-    return alarms == 0 && signal_only && strcmp(mode, "sigwaitall") ? 4 : 0;
+    teardown();
+    int signal_only = is("pause") || is("sigsuspend");
+    return alarms == 0 && signal_only ? 4 : 0;
 }

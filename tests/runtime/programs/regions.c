@@ -1,8 +1,14 @@
 /* Call paths through user functions (built with -finstrument-functions), 2 ranks
  * (tests/runtime/test_waitstates.py). main -> solve -> relax computes (spins) for
  * 0.1 s on rank 0 and 0.3 s on rank 1, then solve calls MPI_Allreduce: rank 0 waits
- * there 0.2 s, at the call path main > solve > MPI_Allreduce (site allreduce). Each
- * rank prints "relax RANK SECONDS" with the time relax actually ran. */
+ * there about 0.2 s, at the call path main > solve > MPI_Allreduce (site allreduce).
+ * The ranks leave the first MPI_Barrier at times that differ when they share cores, so
+ * each rank prints what its own clock (CLOCK_MONOTONIC, the trace's) saw:
+ *   "relax RANK SECONDS"      the time relax ran,
+ *   "allreduce RANK SECONDS"  when it entered MPI_Allreduce (on a clock common to the
+ *                             ranks of a host).
+ * main and solve themselves only run the few instructions between their calls; the
+ * lines are printed after MPI_Finalize so that printing is no part of main's time. */
 #include <mpi.h>
 #include <stdio.h>
 #include <time.h>
@@ -26,12 +32,14 @@ static double relax(double seconds)
     return t - t0;
 }
 
-static double solve(int rank)
+static double ran, entered;
+
+static void solve(int rank)
 {
     int x = 1, y;
-    double ran = relax(rank == 0 ? 0.1 : 0.3);
+    ran = relax(rank == 0 ? 0.1 : 0.3);
+    entered = now();
     MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD); /* @site allreduce */
-    return ran;
 }
 
 int main(int argc, char **argv)
@@ -40,9 +48,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Barrier(MPI_COMM_WORLD);
-    double ran = solve(rank);
-    printf("relax %d %.9f\n", rank, ran);
-    fflush(stdout);
+    solve(rank);
     MPI_Finalize();
+    printf("relax %d %.9f\nallreduce %d %.9f\n", rank, ran, rank, entered);
     return 0;
 }

@@ -21,6 +21,7 @@ int main(int argc, char **argv)
 {
     int rank, a = 1, b = 2;
     MPI_Init(&argc, &argv);
+    mark("init"); /* the span of Time, with "finalize" */
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     phases_init();
 
@@ -82,6 +83,7 @@ int main(int argc, char **argv)
         MPI_Send(&a, 1, MPI_INT, 2, 4, MPI_COMM_WORLD);
     }
     at(6, 0);
+    mark("finalize");
     marks_print(rank);
     MPI_Finalize();
     return 0;

@@ -1,0 +1,88 @@
+"""Throughput and peak memory of `perfweave export` against trace size.
+
+For each size, a synthetic experiment (bench/tracegen.py: ring halo exchange, 17
+records per rank and iteration) of SIZE records with --per-rank records per rank is
+exported by a child process; the figures are the child's wall time (records/s) and its
+peak resident memory (VmHWM of the child). Exports stream rank by rank, so memory
+should follow the records of one rank, not the trace.
+
+    python bench/export_throughput.py --sizes 1M,4M,16M --formats chrome,otf2
+"""
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tracegen  # noqa: E402
+
+CHILD = """
+import re, sys, time
+fmt, exp, out = sys.argv[1:4]
+if fmt == "chrome":
+    from perfweave.interop.chrome import export
+else:
+    from perfweave.interop.otf2 import export
+t = time.perf_counter()
+s = export(exp, out, force=True)
+dt = time.perf_counter() - t
+# VmHWM: the peak of this image (ru_maxrss would include the parent's pages at the fork)
+hwm = re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)
+print(s["records"], s["events"], dt, hwm)
+"""
+
+
+def size(text):
+    mult = {"k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9}
+    return int(float(text[:-1]) * mult[text[-1]]) if text[-1] in mult else int(text)
+
+
+def run_export(fmt, exp, out):
+    """(records, events written, seconds, peak RSS in MiB) of one export in a child."""
+    res = subprocess.run([sys.executable, "-c", CHILD, fmt, str(exp), str(out)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"export {fmt} of {exp} failed: {res.stderr.strip()}")
+    records, events, seconds, hwm = res.stdout.split()
+    return int(records), int(events), float(seconds), int(hwm) / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1M,4M,16M", help="trace sizes in records")
+    ap.add_argument("--per-rank", type=size, default=250_000, help="records per rank")
+    ap.add_argument("--formats", default="chrome,otf2")
+    ap.add_argument("--otf2-max", type=size, default=4_000_000,
+                    help="largest trace exported to OTF2 (the otf2 package takes one "
+                         "Python call per event)")
+    ap.add_argument("--dir", default=None, help="where to write (default: a temporary "
+                                                "directory, removed at the end)")
+    a = ap.parse_args()
+    base = Path(a.dir or tempfile.mkdtemp(prefix="pw-export-bench."))
+    print(f"{'format':7} {'records':>11} {'ranks':>5} {'seconds':>8} {'records/s':>11} "
+          f"{'peak MiB':>9}")
+    try:
+        for n in (size(x) for x in a.sizes.split(",")):
+            ranks = max(1, n // a.per_rank)
+            exp = base / f"exp-{n}"
+            shutil.rmtree(exp, ignore_errors=True)
+            tracegen.write(exp, ranks, n)
+            for fmt in a.formats.split(","):
+                if fmt == "otf2" and n > a.otf2_max:
+                    continue
+                out = base / f"out-{n}" / ("trace.json" if fmt == "chrome" else "t.otf2")
+                out.parent.mkdir(parents=True, exist_ok=True)
+                records, events, seconds, peak = run_export(fmt, exp, out)
+                print(f"{fmt:7} {records:>11,} {ranks:>5} {seconds:>8.2f} "
+                      f"{records / seconds:>11,.0f} {peak:>9.0f}", flush=True)
+                shutil.rmtree(out.parent, ignore_errors=True)
+            shutil.rmtree(exp, ignore_errors=True)
+    finally:
+        if a.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Opening the files of an experiment, which may be damaged (docs/format.md, "Damaged
+experiments"): only regular files are read (a FIFO put in a file's place would block
+the reader forever, a directory or a symlink loop fails), JSON is parsed with its
+nesting bounded, and every failure is one FormatError naming the file.
+
+A file that does not exist raises FileNotFoundError, so that callers can tell an
+absent optional file from a damaged one."""
+import errno
+import json
+import mmap
+import os
+import stat
+
+import numpy as np
+
+from perfweave.errors import FormatError
+
+
+def _open_regular(path):
+    """A descriptor of path, known to be a regular file. O_NONBLOCK: opening a FIFO
+    does not wait for a writer, and fstat then tells what it is."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FormatError(f"{path}: symbolic link loop") from None
+        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
+                    "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+            raise FormatError(f"{path}: {kind}, not a file of an experiment")
+        os.set_blocking(fd, True)
+        return fd, st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path):
+    """The whole content of the regular file path."""
+    fd, size = _open_regular(path)
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            return f.read()
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
+
+
+def read_array(path):
+    """The bytes of the regular file path as a read-only uint8 array over a mapping of
+    it (unmapped when the last array over it goes). Mapped, records are read where the
+    page cache holds them, without the copy (and its fresh memory) of read(2)."""
+    fd, size = _open_regular(path)
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        if size == 0:
+            return np.zeros(0, np.uint8)
+        try:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):          # a file system that cannot map
+            try:
+                return np.frombuffer(f.read(), np.uint8)
+            except OSError as e:
+                raise FormatError(f"{path}: cannot read: {e.strerror}") from None
+    return np.frombuffer(m, np.uint8)
+
+
+def parse_json(data, path, what="JSON"):
+    """A JSON document from bytes or text; FormatError naming path when it is not
+    JSON, or nested deeper than the parser's recursion allows."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise FormatError(f"{path}: corrupt {what} (nested too deeply)") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise FormatError(f"{path}: corrupt {what} ({e})") from None
+
+
+def read_json(path, what="JSON"):
+    """The JSON object of the regular file path."""
+    doc = parse_json(read_bytes(path), path, what)
+    if not isinstance(doc, dict):
+        raise FormatError(f"{path}: not a perfweave {what} (not a JSON object)")
+    return doc
+
+
+def check(doc, schema, path, what="JSON"):
+    """doc against schema, else FormatError naming path and the key. A schema is a type
+    (int: an integer of int64's range, not a bool; float: any finite number; str, bool,
+    dict, list), a
+    one-item list [item] (a list of items), or a dict {key: schema} (an object whose
+    keys, where present, match; other keys are free). A null value of a key the schema
+    names is removed, so that readers' .get(key, default) sees it as absent."""
+    _check(doc, schema, path, what, "")
+    return doc
+
+
+def _check(v, schema, path, what, where):
+    if isinstance(schema, dict):
+        ok = isinstance(v, dict)
+    elif isinstance(schema, list):
+        ok = isinstance(v, list)
+    elif schema is int:                 # every integer of the files is an int64
+        ok = isinstance(v, int) and not isinstance(v, bool) and -2 ** 63 <= v < 2 ** 63
+    elif schema is float:
+        ok = (isinstance(v, (int, float)) and not isinstance(v, bool)
+              and abs(v) != float("inf") and v == v)
+    else:
+        ok = isinstance(v, schema)
+    if not ok:
+        want = ("an object" if isinstance(schema, dict) else "a list" if
+                isinstance(schema, list) else {int: "a 64-bit integer", float: "a number",
+                                               str: "a string", bool: "true or false",
+                                               dict: "an object", list: "a list"}[schema])
+        raise FormatError(f"{path}: corrupt {what} ({where or 'document'}: expected {want}, "
+                          f"got {short(v)})")
+    if isinstance(schema, dict):
+        for k, sub in schema.items():
+            if k in v and v[k] is None:
+                del v[k]
+            elif k in v:
+                _check(v[k], sub, path, what, f"{where}.{k}" if where else k)
+    elif isinstance(schema, list):
+        for i, x in enumerate(v):
+            _check(x, schema[0], path, what, f"{where}[{i}]")
+
+
+def short(v):
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
