@@ -108,16 +108,19 @@ class Experiment:
 
     def call_tree_per_rank(self):
         """The call tree's values per rank, long format: node (call_tree's id), rank,
-        activity, samples (inclusive), exclusive_samples, pct and exclusive_pct (of the
-        rank's samples), seconds and exclusive_seconds (estimated: samples x the
-        process's sampled wall time / its samples per thread). Rows with no samples
-        are left out."""
+        activity, samples (inclusive), exclusive_samples (samples weighted by the wall
+        time each stands for, see samples()), pct and exclusive_pct (of the rank's
+        samples), seconds and exclusive_seconds (the wall time of those samples). Rows
+        with no samples are left out."""
         sm, raw = self._sampling()
         tree = sm["call_tree"]
         paths = _tree_paths(tree)
         ranks, states = sm["ranks"], sm["activities"]
         total = raw["per_rank_total"]
-        per_sample_s = [_seconds_per_sample(p) for p in raw["procs"]]
+        # the weights sum to the samples: a weighted sample is the wall time sampled
+        # (all threads) / the samples
+        per_sample_s = (sum(float(x.sum()) for x in raw["seconds"]) /
+                        max(sum(map(len, raw["seconds"])), 1))
         cols = {k: [] for k in ("node", "rank", "activity", "samples", "exclusive_samples",
                                 "pct", "exclusive_pct", "seconds", "exclusive_seconds")}
         for n in tree:
@@ -125,11 +128,11 @@ class Experiment:
             for j, s in zip(*np.nonzero(v[0])):
                 inc, exc = float(v[0, j, s]), float(v[1, j, s])
                 for k, x in (("node", n["id"]), ("rank", ranks[j]), ("activity", states[s]),
-                             ("samples", int(inc)), ("exclusive_samples", int(exc)),
+                             ("samples", round(inc)), ("exclusive_samples", round(exc)),
                              ("pct", 100 * inc / max(total[j], 1)),
                              ("exclusive_pct", 100 * exc / max(total[j], 1)),
-                             ("seconds", inc * per_sample_s[j]),
-                             ("exclusive_seconds", exc * per_sample_s[j])):
+                             ("seconds", inc * per_sample_s),
+                             ("exclusive_seconds", exc * per_sample_s)):
                     cols[k].append(x)
         return pd.DataFrame(cols)
 
@@ -160,13 +163,16 @@ class Experiment:
         """Every kept sample: time_s (since the process's start), rank (-1 without MPI),
         process, thread, activity, leaf (the innermost function of the program's own
         code), line ('fn (file:line)'), stack (outermost first, ';'-separated: the
-        folded-stack format of flame graph tools), with --counters one column per
+        folded-stack format of flame graph tools), seconds (the wall time the sample
+        stands for: since its thread's previous sample; shares of time are shares of
+        these, not of samples, see docs/sampling.md), with --counters one column per
         event: its increase since the thread's previous sample."""
         sm, raw = self._sampling()
         states = sm["activities"]
         frames = []
-        for p, act, leaf, line, stack, delta in zip(raw["procs"], raw["activity"], raw["leaf"],
-                                                    raw["line"], raw["stack"], raw["deltas"]):
+        for p, act, leaf, line, stack, delta, secs in zip(
+                raw["procs"], raw["activity"], raw["leaf"], raw["line"], raw["stack"],
+                raw["deltas"], raw["seconds"]):
             rec = p.records
             st = np.clip(np.asarray(act, np.int64), 0, len(states) - 1)
             df = pd.DataFrame({"time_s": (rec["t"] - p.meta.get("t_start", 0)) / 1e9,
@@ -174,7 +180,7 @@ class Experiment:
                                "thread": rec["thread"].astype(np.int64),
                                "activity": pd.Categorical.from_codes(st, states),
                                "leaf": leaf, "line": line,
-                               "stack": [";".join(s) for s in stack]})
+                               "stack": [";".join(s) for s in stack], "seconds": secs})
             for e, ev in enumerate(sm["counters"]):
                 df[ev] = delta[:, e] if delta.shape[1] > e else 0
             frames.append(df)
@@ -310,14 +316,6 @@ def _tree_paths(tree):
     for n in tree:
         paths[n["id"]] = (paths[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
     return paths
-
-
-def _seconds_per_sample(p):
-    """Wall time one sample of process p stands for: its sampled time span / its
-    samples per thread (each thread is assumed sampled over the whole span)."""
-    span = (p.meta.get("t_end", 0) - p.meta.get("t_start", 0)) / 1e9
-    nthreads = max(len({int(t) for t in np.unique(p.records["thread"])}), 1)
-    return span * nthreads / max(len(p.records), 1)
 
 
 __all__ = ["open", "Experiment", "NoData"]

@@ -87,7 +87,7 @@ def test_call_tree(exp):
     assert t["depth"].tolist() == [0, 1, 1] and t["parent"].isna().tolist() == [True, False,
                                                                                    False]
     m, h, li = (node(t, p) for p in t["path"])
-    assert m["inclusive_pct"] == 100 and m["exclusive_pct"] == 0
+    assert m["inclusive_pct"] == pytest.approx(100) and m["exclusive_pct"] == 0
     assert h["inclusive_pct"] == pytest.approx(55) and h["exclusive_pct"] == pytest.approx(55)
     assert (h["rank_min_pct"], h["rank_mean_pct"], h["rank_max_pct"]) == \
         pytest.approx((40, 55, 70))

@@ -4,6 +4,7 @@ parallel region (solve -> GOMP_parallel -> solve._omp_fn.0), a worker thread tha
 started (clone -> start_thread -> gomp_thread_start -> solve._omp_fn.0), a thread whose
 start routine is a library's, and a Fortran program (gfortran's main -> MAIN__)."""
 import numpy as np
+import pytest
 
 from perfweave.analysis import sampling
 from perfweave.readers.samples import SAMPLE_REC, ProcessSamples
@@ -77,12 +78,16 @@ def test_workers_rooted_at_the_region_the_main_thread_opened(monkeypatch):
     assert acts == ["compute", "compute", "compute", "omp_sync", "omp_sync", "thread_sync"]
     roots = [n["name"] for n in sm["call_tree"] if n["parent"] is None]
     assert roots == ["main", "thread queue_worker"]
-    # the waiting worker's self time is the region's, where the advice will look
+    # the waiting worker's self time is the region's, where the advice will look. Shares
+    # are of time, each sample standing for the time since its thread's previous one
+    # (a thread's first: its median interval, or its interval setting, 2 ms): main 40 +
+    # 40 ms, the worker 20.5 + 2 + 39, the library's thread 2: 143.5 ms
     fn = {f["name"]: f for f in sm["functions"]}
-    assert fn["solve._omp_fn.0"]["by_state_pct"] == {"omp_sync": 100 / 6}
+    assert fn["solve._omp_fn.0"]["by_state_pct"] == {"omp_sync": pytest.approx(100 * 2 / 143.5)}
     # the idle node is no function of the inclusive table
     assert sampling.IDLE_WORKERS not in {f["name"] for f in sm["inclusive"]}
-    assert {f["name"]: f["pct"] for f in sm["inclusive"]}["main"] == 100 * 5 / 6
+    assert {f["name"]: f["pct"] for f in sm["inclusive"]}["main"] == \
+        pytest.approx(100 * 141.5 / 143.5)
 
 
 def test_worker_region_without_the_main_threads_way_into_it(monkeypatch):
@@ -103,3 +108,18 @@ def test_fortran_program_is_the_single_root(monkeypatch):
     sm, stacks, _ = analyze(monkeypatch, p)
     assert stacks == ["MAIN__;relax", "MAIN__", "MAIN__;relax"]
     assert [n["name"] for n in sm["call_tree"] if n["parent"] is None] == ["MAIN__"]
+
+
+def test_a_sample_after_a_wait_for_the_core_stands_for_the_wait(monkeypatch):
+    """The sampler's timer is wall-clock, but a thread that lost its core takes the
+    signal only when it runs again: one sample, where it was descheduled, for the whole
+    wait. Main samples every 2 ms in relax (0-18 ms), then once in solve after a 60 ms
+    wait (at 78 ms): solve stands for 60 of the 80 ms (75 %), not 1 of 11 samples."""
+    relax = [(APP, 0x300), (APP, 0x200), (APP, 0x400)] + START
+    solve = [(APP, 0x200), (APP, 0x400)] + START
+    p = proc([(0, ms, relax) for ms in range(0, 20, 2)] + [(0, 78, solve)], threads=1)
+    sm, _, _ = analyze(monkeypatch, p)
+    fn = {f["name"]: f["pct"] for f in sm["functions"]}
+    # relax: 10 samples x 2 ms (its first: the median interval); solve: 60 ms
+    assert fn["solve"] == pytest.approx(75) and fn["relax"] == pytest.approx(25)
+    assert sm["samples"] == 11                        # counts stay counts

@@ -146,3 +146,43 @@ def functions(report):
 
 def sites(report, function):
     return [c for c in report["mpi_profile"]["callsites"] if c["function"] == function]
+
+
+def reported(proc, *names):
+    """Values a test program measured of its own run and printed on stderr as
+    `NAME VALUE` pairs (its ground truth on a machine as busy as it is), by name."""
+    found = {}
+    for line in proc.stderr.splitlines():
+        words = line.split()
+        for k in range(len(words) - 1):
+            if words[k] in names:
+                found[words[k]] = float(words[k + 1])
+    assert set(found) == set(names), proc.stderr
+    return [found[n] for n in names]
+
+
+def share_bound(share, samples, margin=2.0):
+    """Points by which a sampled share (percent) may differ from a program's own measure
+    of it: 3 binomial standard deviations for that many samples, plus a margin (points)
+    for the interval before each sample, which goes to the function sampled at its end."""
+    p = share / 100
+    return 300 * (p * (1 - p) / max(samples, 1)) ** 0.5 + margin
+
+
+def reported_by_rank(proc, name):
+    """{rank: value} of the `rank R NAME VALUE [NAME VALUE ...]` lines an MPI test
+    program printed on stderr: what each rank measured of its own run."""
+    out = {}
+    for line in proc.stderr.splitlines():
+        w = line.split()
+        if len(w) >= 4 and w[0] == "rank":
+            for k in range(2, len(w) - 1, 2):
+                if w[k] == name:
+                    out[int(w[1])] = float(w[k + 1])
+    return out
+
+
+def sampled_life(exp, rank):
+    """(seconds from the sampler's start to its end, samples) of one rank's process."""
+    meta = json.loads((Path(exp) / "samples" / f"rank-{rank}.json").read_text())
+    return (meta["t_end"] - meta["t_start"]) / 1e9, meta["samples"]

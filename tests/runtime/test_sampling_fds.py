@@ -7,6 +7,7 @@ read() then blocked on the program's empty pipe, for ever, and its write() put b
 the program's data). Under 1 ms sampling: no hang, every byte read back as written, the
 same descriptor numbers as without perfweave, and samples with whole stacks."""
 
+import perfweave
 from harness import bare
 from perfweave.readers.samples import read_samples
 
@@ -33,7 +34,6 @@ def check_worker_stacks(exp, report, nprocs):
     procs = read_samples(exp)
     assert len(procs) == nprocs
     inc = {f["name"]: f["pct"] for f in report["sampling"]["inclusive"]}
-    share = 0.0
     for p in procs:
         assert p.meta["unwinder"] == "libunwind"
         worker = p.records[p.records["thread"] == 1]
@@ -41,7 +41,10 @@ def check_worker_stacks(exp, report, nprocs):
         # again only when the handler ran, so a loaded machine (2 cores, 3 processes
         # and more) gives fewer, >= 100 seen at load 11
         assert len(worker) > 50, len(worker)
-        share += 100 * len(worker) / len(p.records) / nprocs
+    # the worker's share of the sampled time (shares are of the time each sample stands
+    # for, docs/sampling.md)
+    s = perfweave.open(exp).samples()
+    share = 100 * s.loc[s["thread"] == 1, "seconds"].sum() / s["seconds"].sum()
     # the worker's every sample holds the chain worker -> io_loop (-> io_round -> ...):
     # a broken stack would lose io_loop below the function the sample landed in
     for fn in ("worker", "io_loop"):

@@ -2,9 +2,9 @@
 (gfortran -g -O1 -fno-omit-frame-pointer): the report names its procedures as written in
 the source (module procedure burn::heavy, external subroutine light, the main program
 as "program burn7030", gfortran's MAIN__, the call tree's only root: gfortran's main is
-left out) with file:line in the .f90 file, and splits the time 70 % / 30 % between them
-as the program does."""
-from harness import site_lines
+left out) with file:line in the .f90 file, and splits the time between them as the
+program measures it (70 % / 30 % of its CPU time; of the wall time on an idle machine)."""
+from harness import reported_by_rank, share_bound, site_lines
 
 FFLAGS = ("-O1", "-fno-omit-frame-pointer", "-fno-inline")
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
@@ -23,19 +23,29 @@ def test_fortran_procedures_with_file_and_line(mpi, build, run_pw):
     assert {"burn::heavy", "light", "burn::spin", "program burn7030"} <= set(inc)
     assert "MAIN__" not in inc and "main" not in inc
     assert not any("_MOD_" in name for name in inc)             # no gfortran symbols
-    # 70 / 30 of the program's own time (heavy + light; MPI_Init and MPI_Finalize under
-    # the program are the rest); >= 600 samples: binomial sd < 1.9 points; bound 5 points
+    # the split of the program's own time (heavy + light; MPI_Init and MPI_Finalize
+    # under the program are the rest) against the ranks' own measure of their wall time;
+    # 3 binomial sd of the samples there + 2 points (harness.share_bound)
+    heavy_s, light_s = (reported_by_rank(r.proc, fn) for fn in ("heavy", "light"))
+    truth = 100 * sum(heavy_s.values()) / (sum(heavy_s.values()) + sum(light_s.values()))
     own = inc["burn::heavy"]["pct"] + inc["light"]["pct"]
-    assert own * sm["samples"] / 100 >= 600
+    taken = own * sm["samples"] / 100
     assert inc["program burn7030"]["pct"] >= own
-    assert abs(100 * inc["burn::heavy"]["pct"] / own - 70) <= 5, inc["burn::heavy"]
-    assert abs(100 * inc["light"]["pct"] / own - 30) <= 5, inc["light"]
-    assert by_name(sm["functions"])["burn::spin"]["pct"] > 0.85 * own     # self time
-    # source lines in the .f90 file: the spin loop's line leads
-    line = site_lines("burn7030.f90")["spin"]
+    assert abs(100 * inc["burn::heavy"]["pct"] / own - truth) <= share_bound(truth, taken), \
+        (inc["burn::heavy"], own, truth)
+    assert abs(100 * inc["light"]["pct"] / own - (100 - truth)) <= \
+        share_bound(100 - truth, taken), (inc["light"], own, truth)
+    # self time: the spin loop and its clock reads (burn::now, a system call: on a busy
+    # machine the rank loses its core there more than anywhere, its wall time with it)
+    fns = by_name(sm["functions"])
+    assert fns["burn::spin"]["pct"] + fns.get("burn::now", {"pct": 0})["pct"] > 0.85 * own
+    # source lines in the .f90 file: the spin loop's line leads, or on a busy machine the
+    # clock read's (above)
+    sites = site_lines("burn7030.f90")
     top = sm["lines"][0]["name"]
-    assert top.startswith("burn::spin (burn7030.f90:") and \
-        abs(int(top.rsplit(":", 1)[1].rstrip(")")) - line) <= 2, top
+    at = int(top.rsplit(":", 1)[1].rstrip(")"))
+    assert (top.startswith("burn::spin (burn7030.f90:") and abs(at - sites["spin"]) <= 2) or \
+        top == f"burn::now (burn7030.f90:{sites['clock']})", top
     # the call tree: program burn7030 -> burn::heavy -> burn::spin, per rank, one root
     assert [n["name"] for n in sm["call_tree"] if n["parent"] is None] == ["program burn7030"]
     path = {}
@@ -43,7 +53,7 @@ def test_fortran_procedures_with_file_and_line(mpi, build, run_pw):
         path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
     nodes = {path[n["id"]][-3:]: n for n in sm["call_tree"]}
     heavy = nodes[("program burn7030", "burn::heavy", "burn::spin")]
-    assert abs(100 * heavy["inclusive_pct"] / own - 70) <= 5
+    assert abs(100 * heavy["inclusive_pct"] / own - truth) <= share_bound(truth, taken)
     assert heavy["per_rank_pct"]["min"] > 0 and heavy["imbalance"] < 0.2
     text = r.text_report()
     assert "burn::heavy" in text and "burn7030.f90:" in text

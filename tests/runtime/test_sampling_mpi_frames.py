@@ -2,9 +2,9 @@
 (MPI_Barrier, MPI_Init, ...) as its innermost node under the program's frames, with
 libunwind and with the frame-pointer walk (which continues from the wrapper's frame
 where the MPI library has no frame pointers), and its time matches the MPI profile's."""
-import json
-
 import pytest
+
+from harness import sampled_life, site_lines
 
 SAMPLE = ["--sample-interval-ms", "2", "--sample-capacity", "4000"]
 
@@ -24,29 +24,37 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
     barrier = node[("main", "MPI_Barrier")]
     assert barrier["exclusive_pct"] == pytest.approx(barrier["inclusive_pct"])
     assert barrier["by_state_pct"].get("mpi_coll", 0) > 0.95 * barrier["inclusive_pct"]
-    # rank 1 never waits: its barrier share is the barrier's own latency, 1.3-1.6 % here
-    # (4 barriers with 3 ranks on 2 cores), against ~45 % for the others
-    assert barrier["worst_rank"] != 1 and barrier["per_rank_pct"]["min"] < 3
+    # rank 1 never waits: its barrier share is the barrier's own latency, 1.3-1.6 % on an
+    # idle machine (4 barriers with 3 ranks on 2 cores), 2.4-4.9 % seen at load 11,
+    # against ~35-45 % for the others (its value against the MPI profile: below)
+    coll = sm["activity_per_rank_pct"]["mpi_coll"]
+    one = sm["ranks"].index(1)
+    assert barrier["worst_rank"] != 1 and barrier["per_rank_pct"]["min"] == \
+        pytest.approx(coll[one]), (coll, barrier)
+    assert all(3 * coll[one] < c for j, c in enumerate(coll) if j != one), coll
     # MPI_Init and MPI_Finalize are MPI time (state mpi_other), whatever the library does
     # inside them (sleeps, reads, futex waits)
     init = node[("main", "MPI_Init")]
     assert init["by_state_pct"].get("mpi_other", 0) > 0.9 * init["inclusive_pct"]
-    # each rank's share of samples in MPI_Barrier vs its barrier time in the MPI profile
-    # over its sampled life: ~650 samples per rank, binomial sd ~2 points; and 3 ranks
-    # share 2 cores here: a rank waiting for a core loses its timer's expirations until it
-    # runs again (overruns: the sampler does not weight samples by them), a bias of a few
-    # points that varies from run to run (8.6 seen once in ~30 runs); bound 10
+    # each rank's share of time in MPI_Barrier vs its barrier time in the MPI profile
+    # over its sampled life. Samples are weighted by the time since the previous one: a
+    # rank that waits for a core (3 ranks on 2 cores, and a busy machine) is sampled once
+    # when it runs again, for the whole wait (counted instead, 17 % against the
+    # profile's 30 % was seen at load 10). What remains: the state changes at each
+    # barrier's entry and exit, each putting up to one running interval (3 ms at most,
+    # 5 with the handler and the signal's delivery) on the wrong side: 8 x 5 ms over
+    # the life, plus 1 point (0.2 point seen at load 11)
     mpi_s = {p["rank"]: p["mpi_s"] for p in r.report()["mpi_profile"]["per_rank"]}
     for j, rank in enumerate(sm["ranks"]):
-        meta = json.loads((r.exp / "samples" / f"rank-{rank}.json").read_text())
-        life = (meta["t_end"] - meta["t_start"]) / 1e9
+        life, _ = sampled_life(r.exp, rank)
         expected = 100 * mpi_s[rank] / life
-        got = sm["activity_per_rank_pct"]["mpi_coll"][j]
-        assert abs(got - expected) <= 10, (rank, got, expected)
+        got = coll[j]
+        assert abs(got - expected) <= 100 * 8 * 0.005 / life + 1, (rank, got, expected)
     # self time: the MPI call; self line: the program's line that calls it
     funcs = {f["name"]: f for f in sm["functions"]}
     assert funcs["MPI_Barrier"]["pct"] == pytest.approx(barrier["inclusive_pct"], abs=0.01)
-    line = next(ln for ln in sm["lines"] if ln["name"].startswith("main (imbalance.c:31)"))
+    at = f"main (imbalance.c:{site_lines('imbalance.c')['barrier']})"
+    line = next(ln for ln in sm["lines"] if ln["name"].startswith(at))
     assert line["by_state_pct"]["mpi_coll"] == pytest.approx(barrier["inclusive_pct"], abs=0.5)
     # the report's split of the run (Performance Reports' summary line)
     split = sm["time_split"]

@@ -100,7 +100,11 @@ def test_openmp_barrier_is_openmp_sync_at_the_measured_share(omp_run):
         # is waiting in the OpenMP runtime (at the loops' barriers, and between regions)
         expected = 1 - t["work"] / (THREADS * t["run"])
         assert 0.25 < expected < 0.75, t              # the imbalance is there
-        share = window["activity"].eq("omp_sync").mean()
+        # of the time (samples weighted by the time each stands for): counted, the
+        # waiting threads, woken by every sample, outweighed the working ones that lost
+        # their core on a busy machine (0.55 against 0.42 seen at load 11)
+        sync = window["activity"].eq("omp_sync")
+        share = window.loc[sync, "seconds"].sum() / window["seconds"].sum()
         assert abs(share - expected) < 0.12, (rank, share, expected, t)
         assert window["activity"].eq("thread_sync").mean() < 0.02
     sm = r.report()["sampling"]

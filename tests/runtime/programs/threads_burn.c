@@ -1,10 +1,14 @@
 /* Sampling of threads the program creates: the main thread and NTHREADS (default 2)
  * pthreads each burn CPU in their own function for SECONDS (default 1): main_work,
  * worker_work. Also forks a child that burns 0.2 s and exits, and runs /bin/true, to
- * show that fork and exec are left alone. Usage: threads_burn [SECONDS] [NTHREADS] */
+ * show that fork and exec are left alone. Each thread prints on stderr, at its end, its
+ * CPU time, which a busy machine makes less than its SECONDS: tid TID cpu CPU_S
+ * Usage: threads_burn [SECONDS] [NTHREADS] */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +23,7 @@ static void *worker(void *arg)
 {
     (void)arg;
     worker_work();
+    fprintf(stderr, "tid %ld cpu %.6f\n", (long)syscall(SYS_gettid), thread_cpu_seconds());
     return NULL;
 }
 
@@ -42,5 +47,6 @@ int main(int argc, char **argv)
     waitpid(p, &status, 0);
     int rc = system("/bin/true");
     printf("child exit %d, system %d\n", WEXITSTATUS(status), rc);
+    fprintf(stderr, "tid %ld cpu %.6f\n", (long)syscall(SYS_gettid), thread_cpu_seconds());
     return 3;
 }

@@ -2,7 +2,10 @@
  * to each of PAGES fresh 4 KiB pages of one anonymous mapping (a page fault each) and
  * then spins 30 ms without faulting; main -> phase_compute burns 0.3 s without faulting.
  * main first spins 30 ms, so that the faults of the process's start-up (charged to the
- * first sample) do not land in toucher. Prints the pages touched.
+ * first sample) do not land in toucher. Every spin is of the thread's CPU time
+ * (spin_cpu): it runs, and is sampled, that long however busy the machine (30 ms of
+ * the clock could pass without the process running, and without a sample). Prints the
+ * pages touched.
  * Usage: touch_tree [PAGES] (default 100000) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +18,7 @@ __attribute__((noinline)) long toucher(char *m, long pages, long page)
 {
     for (long i = 0; i < pages; i++)
         m[i * page] = 1;
-    double t0 = now();
-    while (now() - t0 < 0.03) /* the faults' last sample lands here, not in the next phase */
-        sink += 1;
+    spin_cpu(0.03); /* the faults' last sample lands here, not in the next phase */
     return pages;
 }
 
@@ -34,12 +35,12 @@ __attribute__((noinline)) long phase_touch(long pages)
     return n;
 }
 
-__attribute__((noinline)) void phase_compute(double seconds) { spin(seconds); }
+__attribute__((noinline)) void phase_compute(double seconds) { spin_cpu(seconds); }
 
 int main(int argc, char **argv)
 {
     long pages = argc > 1 ? atol(argv[1]) : 100000;
-    spin(0.03);
+    spin_cpu(0.03);
     long n = phase_touch(pages);
     phase_compute(0.3);
     printf("touched %ld pages\n", n);
