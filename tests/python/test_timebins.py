@@ -71,3 +71,21 @@ def test_from_samples_aligns_each_node_at_its_first_start():
     assert res["edges_s"][-1] == pytest.approx(2.1)     # rank 1 ends 2.1 s after a's start
     assert [p["activity"] for p in res["phases"]] == ["compute", "sleep"]
     assert abs(res["phases"][0]["end_s"] - 1.0) <= res["bin_s"] + 0.1
+
+
+def test_a_late_sample_fills_the_bins_of_the_wait_it_stands_for():
+    """Rank 0 sampled at 10 ms (compute, 10 ms since its start), next at 180 ms after
+    waiting 170 ms for a core (MPI, where it was descheduled), then at 190 and 200 ms
+    (MPI): counted, the bins in between have no sample; with the samples' durations each
+    bin gets the time the spans cover in it. Bins of 50 ms: [0, 50) holds 10 ms compute
+    and 40 ms MPI, the others MPI only."""
+    ms = 1_000_000
+    args = ([np.array([10, 180, 190, 200]) * ms], [np.array([0, 1, 1, 1])], [0], 0,
+            200 * ms, ["compute", "mpi"])
+    counted = activity_over_time(*args, nbins=4, min_per_bin=1)
+    assert counted["fractions"][0][1] == [0.0, None, None, 1.0]
+    timed = activity_over_time(*args, nbins=4, min_per_bin=1,
+                               durations=[np.array([10, 170, 10, 10]) * ms])
+    assert timed["fractions"][0][0] == [0.2, 0.0, 0.0, 0.0]
+    assert timed["fractions"][0][1] == [0.8, 1.0, 1.0, 1.0]
+    assert timed["samples"] == counted["samples"] == [[1, 0, 0, 3]]

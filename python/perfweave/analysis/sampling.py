@@ -297,6 +297,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
     # weights scaled so that they sum to the samples: totals stay sample counts, and
     # shares are of wall time, within a rank and across ranks (thread-seconds)
     wall = sum(float(w.sum()) for w in weights)
+    seconds = weights                              # each sample's wall time (s)
     weights = [w * (sum(map(len, weights)) / wall) if wall > 0 else np.ones(len(w))
                for w in weights]
     loc = {}
@@ -445,7 +446,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                    line=[[line_of(k) for k in lk] for lk in line_keys],
                    stack=[[list(x) for x in pp] for pp in paths],
                    deltas=[d for _, _, _, _, d, _, _ in per_proc],
-                   seconds=[_seconds(p) for p, *_ in per_proc],
+                   seconds=seconds,
                    activity=[a for _, _, _, a, _, _, _ in per_proc])
     all_samples = per_rank_total.sum()
     result = {"processes": len(procs), "samples": int(round(all_samples)),
@@ -463,7 +464,8 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                           key=lambda r: -r["pct"])[:10]
                 for a in sorted({a for a, _ in callee})},
             "call_tree": _tree(tree, per_rank_total, states, ranks, tree_ctr, events),
-            "timeline": timebins.from_samples(procs, states, [a for a, _ in classified]),
+            "timeline": timebins.from_samples(procs, states, [a for a, _ in classified],
+                                              seconds),
             "functions": rows("function"), "lines": rows("line"),
             "inclusive": rows("inclusive"),
             "counters": events,

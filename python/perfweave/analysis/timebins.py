@@ -9,12 +9,16 @@ MIN_SAMPLES_PER_BIN = 5     # a rank's samples per bin, on average, below which 
 
 
 def activity_over_time(times, activities, ranks, t0, t1, states, nbins=MAX_BINS,
-                       min_per_bin=MIN_SAMPLES_PER_BIN):
+                       min_per_bin=MIN_SAMPLES_PER_BIN, durations=None):
     """times[j], activities[j]: sample times (ns, on one clock) and activity indexes into
     states of process j, whose rank is ranks[j]; the run is [t0, t1] (ns). Samples
     outside it are not counted. Processes of the same rank are counted together.
     At most nbins bins, fewer when the ranks have fewer than min_per_bin samples per bin
-    on average (a short run). Activities that no sample has are left out."""
+    on average (a short run). Activities that no sample has are left out.
+    durations[j] (ns per sample, optional): the wall time each sample stands for, the
+    span (t - duration, t] (analysis/sampling.py _seconds); a bin's shares are then of
+    the time these spans cover in it, so a thread that waited for a core, whose one late
+    sample stands for the whole wait, still fills the bins of that wait."""
     t0, t1 = int(t0), int(t1)
     order = sorted(set(ranks))
     row = {r: i for i, r in enumerate(order)}
@@ -35,8 +39,16 @@ def activity_over_time(times, activities, ranks, t0, t1, states, nbins=MAX_BINS,
     seen = [s for s in range(nst) if counts[:, s].any()]
     counts = counts[:, seen]
     in_bin = counts.sum(axis=1)                                    # (ranks, bins)
+    share = counts
+    if durations is not None:
+        share = np.zeros((len(order), nst, nbins))
+        edges_ns = t0 + np.arange(nbins + 1) * (span / nbins)
+        for t, a, r, d in zip(times, activities, ranks, durations):
+            _cover(share[row[r]], edges_ns, np.asarray(t, np.int64),
+                   np.clip(np.asarray(a, np.int64), 0, nst - 1), np.asarray(d, float))
+        share = share[:, seen]
     with np.errstate(invalid="ignore", divide="ignore"):
-        frac = counts / in_bin[:, None, :]                         # nan: no sample
+        frac = share / share.sum(axis=1)[:, None, :]               # nan: no sample
         present = in_bin > 0
         mean = np.nansum(frac, axis=0) / np.maximum(present.sum(axis=0), 1)
     mean[:, ~present.any(axis=0)] = np.nan
@@ -49,6 +61,19 @@ def activity_over_time(times, activities, ranks, t0, t1, states, nbins=MAX_BINS,
                           for i in range(len(order))],
             "mean": [_list(mean[s]) for s in range(len(seen))],
             "phases": _phases(mean, names, edges)}
+
+
+def _cover(out, edges, t, a, d, chunk=8192):
+    """Add to out[activity, bin] the ns of each sample's span (t - d, t] in each bin:
+    the span's coverage up to each edge, differenced (chunks bound the edges x samples
+    matrix)."""
+    start = t - d
+    for k in range(0, len(t), chunk):
+        s, ln, act = start[k:k + chunk], d[k:k + chunk], a[k:k + chunk]
+        upto = np.clip(edges[:, None] - s[None, :], 0, ln[None, :])    # (edges, samples)
+        per_bin = np.diff(upto, axis=0)                                 # (bins, samples)
+        for x in np.unique(act):
+            out[x] += per_bin[:, act == x].sum(axis=1)
 
 
 def _list(a):
@@ -76,9 +101,10 @@ def _phases(mean, names, edges):
     return out
 
 
-def from_samples(procs, states, activities=None):
+def from_samples(procs, states, activities=None, seconds=None):
     """activity_over_time of read_samples' processes; activities[j] (per sample) replaces
-    process j's recorded states where given. CLOCK_MONOTONIC is one clock per node only:
+    process j's recorded states where given; seconds[j]: the wall time each sample of
+    process j stands for (durations). CLOCK_MONOTONIC is one clock per node only:
     the processes of a node are aligned at the node's first start (t_start), so times
     are seconds since it and nodes line up at their starts."""
     base = {}
@@ -94,4 +120,5 @@ def from_samples(procs, states, activities=None):
         end = p.meta.get("t_end", 0) - base[p.meta.get("host", "")]
         t1 = max(t1, end, int(t.max()) if len(t) else 0)
     t0 = min([0] + [int(t.min()) for t in times if len(t)])
-    return activity_over_time(times, acts, ranks, t0, t1, states)
+    durations = None if seconds is None else [np.asarray(x, float) * 1e9 for x in seconds]
+    return activity_over_time(times, acts, ranks, t0, t1, states, durations=durations)
