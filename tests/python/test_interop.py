@@ -244,11 +244,47 @@ def definitions(exp, r):
 
 # ---------------------------------------------------------------- OTF2 round trip
 
-@pytest.fixture(params=["direct", "wrappers"])
+def canonical(value):
+    """An event field as the otf2 reader gives it, comparable between two archives:
+    definitions (regions, communicators, windows, attributes) by what they print."""
+    if isinstance(value, dict):
+        return tuple(sorted((canonical(k), canonical(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(canonical(v) for v in value)
+    if value is None or isinstance(value, (int, float, str)):
+        return value
+    if isinstance(getattr(value, "value", None), int):       # an enum (or bit set)
+        return (type(value).__name__, value.value)
+    return (type(value).__name__, str(value))
+
+
+def event_stream(anchor):
+    """Every event of an OTF2 archive in the reader's order: location, event type and
+    every field with its attributes."""
+    with otf2.reader.open(str(anchor)) as tr:
+        return [(loc.group.name, loc.name, type(e).__name__,
+                 canonical(dict(vars(e)))) for loc, e in tr.events]
+
+
+def streams_of_both_loops(exp, out):
+    """The event streams of exp exported by the C loop and by one ctypes call per event
+    (where libperfweave-otf2.so is not built), and the summaries."""
+    assert pw_otf2._bulk_writer() is not None, "libperfweave-otf2.so is not installed"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pw_otf2, "_bulk_writer", lambda: None)
+        each = pw_otf2.export(exp, Path(out) / "each" / "traces.otf2")
+    bulk = pw_otf2.export(exp, Path(out) / "bulk" / "traces.otf2")
+    return event_stream(each["anchor"]), event_stream(bulk["anchor"]), each, bulk
+
+
+@pytest.fixture(params=["bulk", "direct", "wrappers"])
 def writer_calls(request, monkeypatch):
-    """The export calls the OTF2 library's writer functions through prototypes of its
-    own, read from the otf2 package's wrappers; where they cannot be read it calls the
-    wrappers. Both must write the same archive."""
+    """The export writes each location's events through a loop in C (bulk); where that
+    library is not built, it calls the OTF2 library's writer functions per event through
+    prototypes of its own, read from the otf2 package's wrappers (direct); where they
+    cannot be read it calls the wrappers. All must write the same archive."""
+    if request.param != "bulk":
+        monkeypatch.setattr(pw_otf2, "_bulk_writer", lambda: None)
     if request.param == "wrappers":
         import inspect
 
@@ -277,6 +313,35 @@ def test_export_import_keeps_every_record(literal, tmp_path, writer_calls):
     _, m0, _ = read(back, 0)
     assert (m0["clock"]["t_init_ns"], m0["clock"]["t_fini_ns"]) == (500, 8000)
     assert m0["state"] == "complete"
+
+
+@pytest.mark.parametrize("block", [pw_otf2.BULK, 1, 2, 7])
+def test_c_loop_writes_the_events_of_one_call_per_event(literal, tmp_path, monkeypatch,
+                                                         block):
+    """The C loop (runtime/interop/otf2_bulk.c) writes exactly the events, in the same
+    order with the same fields and attribute lists, as one ctypes call per event, also
+    where its blocks end at any event: ProgramBegin (written from Python), attribute
+    lists, every event kind of the literal trace (23 of 25: the nonblocking collective
+    pair is in test_import_of_scorep_nonblocking_collectives)."""
+    monkeypatch.setattr(pw_otf2, "BULK", block)
+    each, bulk, s_each, s_bulk = streams_of_both_loops(literal, tmp_path)
+    assert len(each) == s_each["events"] == s_bulk["events"] > 100
+    assert bulk == each
+    kinds = Counter(e[2] for e in bulk)
+    assert len(kinds) == 23 and kinds["ProgramBegin"] == 3, kinds
+    assert sum(1 for e in bulk if dict(e[3]).get("attributes")) > 5
+
+
+def test_c_loop_on_a_generated_trace(tmp_path):
+    """The same on bench/tracegen.py's halo exchange (3 ranks), across several blocks of
+    the loop."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import tracegen
+    exp = tmp_path / "gen"
+    n = tracegen.write(exp, 3, 3 * 30_000)
+    each, bulk, s_each, s_bulk = streams_of_both_loops(exp, tmp_path)
+    assert s_bulk["records"] == n and len(bulk) == s_bulk["events"] > pw_otf2.BULK
+    assert bulk == each
 
 
 def test_otf2_reader_sees_events_and_definitions(literal):
@@ -986,6 +1051,11 @@ def test_import_of_scorep_nonblocking_collectives(tmp_path):
     assert result["counts"]["incomplete_collectives"] == 0
     for r, want in ((0, 0.2), (1, 0.2), (2, 0.0)):
         assert metric(result, "mpi_barrier_wait", r) == pytest.approx(want, abs=1e-5)
+    # exported again, by the C loop as by one call per event: 2 pairs on each rank
+    each, bulk, _, _ = streams_of_both_loops(exp, tmp_path / "again")
+    assert bulk == each
+    kinds = Counter(e[2] for e in bulk)
+    assert kinds["NonBlockingCollectiveRequest"] == kinds["NonBlockingCollectiveComplete"] == 6
 
 
 # ---------------------------------------------------------------- exports in bounded memory

@@ -13,6 +13,7 @@ per event, which halves the time per event.
 import contextlib
 import ctypes
 import datetime as _dt
+import functools
 import itertools
 import json
 import os
@@ -363,6 +364,30 @@ def _direct(wrapper, _otf2):
     return proto((name, conf.lib))
 
 
+BULK = 1 << 16                  # events per call of the C loop
+
+
+@functools.lru_cache(maxsize=None)
+def _bulk_writer():
+    """pw_otf2_write of libperfweave-otf2.so (runtime/interop/otf2_bulk.c): the export's
+    per-event loop in C, one call per block of a location's events instead of one ctypes
+    call per event. None where that library is not built or was built for other event
+    kinds; the export then calls the OTF2 library per event (_Exporter._write_each)."""
+    from perfweave.launch import library_dir
+
+    try:
+        lib = ctypes.CDLL(str(library_dir() / "libperfweave-otf2.so"))
+    except OSError:
+        return None
+    if lib.pw_otf2_kinds() != K_NBC_COMPLETE + 1:
+        return None
+    fn = lib.pw_otf2_write
+    fn.restype = ctypes.c_size_t
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t] + \
+        [ctypes.c_void_p] * 9 + [ctypes.POINTER(ctypes.c_int)]
+    return fn
+
+
 class _Exporter:
     def __init__(self, otf2, _otf2, X, symbolizer=None):
         self.otf2, self._otf2, self.X = otf2, _otf2, X
@@ -564,16 +589,34 @@ class _Exporter:
         if (c["time"] < 0).any():
             raise PerfweaveError(f"rank {loc.group.name}: negative time stamps on rank 0's "
                                  "clock; the trace's clock calibration is broken")
-        import ctypes
         h = ctypes.cast(ew.handle, ctypes.c_void_p).value
+        bulk = _bulk_writer()
+        fns = self._bulk_functions() if bulk is not None else None
+        if fns is not None:
+            self._write_bulk(bulk, fns, h, c, n)
+        else:
+            self._write_each(h, c)
+        # the bookkeeping otf2's EventWriter.write does per event
+        loc._number_of_events_written = n
+        w._update_timestamps(int(c["time"][0]))
+        w._update_timestamps(int(c["time"][-1]))
+        return n
+
+    def _write_one(self, h, al, kd, t, args):
+        fn, nargs = self._writers()[kd]
+        rc = fn(h, al, t, *args[:nargs])
+        if rc:
+            raise self._otf2.Error(self._otf2.ErrorCode(rc))
+
+    def _write_each(self, h, c):
+        """One ctypes call per event: where the C loop (_bulk_writer) is not built."""
+        _otf2 = self._otf2
         table = self._writers()
         E, L = table[K_ENTER][0], table[K_LEAVE][0]
         attrs = self.attr_specs
-        times = c["time"].tolist()
-        kinds = c["kind"].tolist()
         A = [c[f"a{i}"].tolist() for i in range(1, 7)]
-        at = c["attr"].tolist()
-        for t, kd, a1, a2, a3, a4, a5, a6, ai in zip(times, kinds, *A, at):
+        for t, kd, a1, a2, a3, a4, a5, a6, ai in zip(c["time"].tolist(), c["kind"].tolist(),
+                                                     *A, c["attr"].tolist()):
             al = self._attribute_list(attrs[ai]) if ai >= 0 else None
             if kd == K_ENTER:
                 rc = E(h, al, t, a1)
@@ -586,11 +629,58 @@ class _Exporter:
                 _otf2.AttributeList_Delete(al)
             if rc:
                 raise _otf2.Error(_otf2.ErrorCode(rc))
-        # the bookkeeping otf2's EventWriter.write does per event
-        loc._number_of_events_written = n
-        w._update_timestamps(times[0])
-        w._update_timestamps(times[-1])
-        return n
+
+    def _write_bulk(self, bulk, fns, h, c, n):
+        """The events in blocks of BULK through the C loop; its attribute lists are made
+        per block (so few are alive at once) and ProgramBegin, whose strings the loop
+        does not know, is written from here where the loop stops at it."""
+        _otf2 = self._otf2
+        attrs = self.attr_specs
+        kind = np.ascontiguousarray(c["kind"], np.uint8)
+        cols = [np.ascontiguousarray(c["time"], np.uint64)] + \
+            [np.ascontiguousarray(c[f"a{i}"], np.uint64) for i in range(1, 7)]
+        at = c["attr"]
+        err = ctypes.c_int(0)
+        for s in range(0, n, BULK):
+            e = min(n, s + BULK)
+            has = np.flatnonzero(at[s:e] >= 0)
+            lists = {}
+            ptrs = np.zeros(e - s, np.uint64)
+            try:
+                for j, ai in zip(has.tolist(), at[s:e][has].tolist()):
+                    lists[j] = self._attribute_list(attrs[ai])
+                    ptrs[j] = ctypes.cast(lists[j], ctypes.c_void_p).value
+                i = s
+                while i < e:
+                    i += bulk(h, fns, e - i, kind.ctypes.data + i,
+                              *[x.ctypes.data + 8 * i for x in cols],
+                              ptrs.ctypes.data + 8 * (i - s), ctypes.byref(err))
+                    if err.value:
+                        raise _otf2.Error(_otf2.ErrorCode(err.value))
+                    if i < e:
+                        self._write_one(h, lists.get(i - s), int(kind[i]), int(cols[0][i]),
+                                        tuple(int(x[i]) for x in cols[1:]))
+                        i += 1
+            finally:
+                for al in lists.values():
+                    _otf2.AttributeList_Delete(al)
+
+    def _bulk_functions(self):
+        """The addresses of the OTF2 library's writer functions, by kind, for the C loop
+        (NULL for ProgramBegin, written from Python); None where the library the otf2
+        package loaded lacks one of them."""
+        if getattr(self, "_fns", None) is None:
+            from _otf2.Config import conf
+            fns = (ctypes.c_void_p * len(self._wrapped()))()
+            try:
+                for kind, (fn, _) in self._wrapped().items():
+                    if kind != K_PROGRAM_BEGIN:
+                        fns[kind] = ctypes.cast(getattr(conf.lib, "OTF2_" + fn.__name__),
+                                                ctypes.c_void_p).value
+            except AttributeError:
+                fns = False
+            self._fns = fns
+        return self._fns or None
 
     def _attribute_list(self, spec):
         _otf2 = self._otf2
