@@ -568,9 +568,13 @@ class _Exporter:
         self.attr_specs = []            # attribute lists of this rank's events
         cols = self._columns(rt)
         total = 0
-        for t in sorted(set(cols["thread"].tolist()) | {0}):
-            sel = np.flatnonzero(cols["thread"] == t)
+        threads = np.unique(cols["thread"])
+        for t in sorted(set(threads.tolist()) | {0}):
             loc = self.locations[(rt.rank, t)]
+            if len(threads) == 1 and threads[0] == t:
+                total += self._write_location(w, loc, cols)
+                continue
+            sel = np.flatnonzero(cols["thread"] == t)
             total += self._write_location(w, loc, {k: v[sel] for k, v in cols.items()})
         return total
 
@@ -585,7 +589,9 @@ class _Exporter:
         if not n:
             return 0
         order = np.lexsort((c["k"], c["grp"], c["sec"], c["cls"], c["time"]))
-        c = {k: v[order] for k, v in c.items()}
+        # the sort keys but time are not written
+        c = {k: c[k][order] for k in ("time", "kind", "attr", "a1", "a2", "a3", "a4", "a5",
+                                      "a6")}
         if (c["time"] < 0).any():
             raise PerfweaveError(f"rank {loc.group.name}: negative time stamps on rank 0's "
                                  "clock; the trace's clock calibration is broken")
@@ -744,15 +750,17 @@ class _Exporter:
 
         def part(idx, time, cls, sec, grp, k, kind, args=(), attr=None):
             m = len(idx)
+            # broadcast views, copied once by the concatenation at the end
             p = {"thread": thr[idx], "time": np.asarray(time, np.int64),
-                 "cls": np.broadcast_to(np.asarray(cls, np.int64), (m,)).copy(),
+                 "cls": np.broadcast_to(np.asarray(cls, np.int64), (m,)),
                  "sec": np.asarray(sec, np.int64), "grp": np.asarray(grp, np.int64),
-                 "k": np.broadcast_to(np.asarray(k, np.int64), (m,)).copy(),
-                 "kind": np.broadcast_to(np.asarray(kind, np.int64), (m,)).copy(),
-                 "attr": np.full(m, -1, np.int64) if attr is None else attr}
+                 "k": np.broadcast_to(np.asarray(k, np.int64), (m,)),
+                 "kind": np.broadcast_to(np.asarray(kind, np.int64), (m,)),
+                 "attr": np.broadcast_to(np.int64(-1), (m,)) if attr is None else attr}
             for i in range(6):
                 a = args[i] if i < len(args) else 0
-                p[f"a{i + 1}"] = np.broadcast_to(np.asarray(a).astype(np.uint64), (m,)).copy()
+                p[f"a{i + 1}"] = np.broadcast_to(np.asarray(a).astype(np.uint64, copy=False),
+                                                 (m,))
             parts.append(p)
 
         t0, t1 = rt.t0, rt.t1
@@ -984,14 +992,15 @@ class _Exporter:
         setargs(atom, wref, wlocal, atype, b64, recv64, key64)
         # window synchronisation
         ws = st == T["WSYNC"]
-        role = np.array([classify(nm)[1] for nm in names] + ["other"], dtype=object)[
-            np.minimum(fn, len(names))]
-        fname = np.array(list(names) + [""], dtype=object)[np.minimum(fn, len(names))]
-        fence = ws & (role == "win_fence")
-        gsync = ws & np.isin(role, ["win_post", "win_start", "win_complete", "win_wait",
-                                    "win_test"])
-        lock = ws & np.isin(fname, ["MPI_Win_lock", "MPI_Win_lock_all"])
-        unlock = ws & np.isin(fname, ["MPI_Win_unlock", "MPI_Win_unlock_all"])
+        # per function, then per event: comparing strings per event is most of the time
+        roles = [classify(nm)[1] for nm in names]
+
+        def role_in(*wanted):
+            return per_fn(lambda nm, _r=dict(zip(names, roles)): _r[nm] in wanted)
+        fence = ws & role_in("win_fence")
+        gsync = ws & role_in("win_post", "win_start", "win_complete", "win_wait", "win_test")
+        lock = ws & per_fn(lambda nm: nm in ("MPI_Win_lock", "MPI_Win_lock_all"))
+        unlock = ws & per_fn(lambda nm: nm in ("MPI_Win_unlock", "MPI_Win_unlock_all"))
         other = ws & ~fence & ~gsync & ~lock & ~unlock
         kind[fence] = K_RMA_COLL_END
         kind2[fence] = K_RMA_COLL_BEGIN
@@ -999,15 +1008,15 @@ class _Exporter:
         setargs(fence, _v(otf2.CollectiveOp.BARRIER), level, wref, U32, 0, 0)
         kind[gsync] = K_GROUP_SYNC
         # the group of an epoch's closing call is that of the call that opened it
-        gid = np.where(gsync & np.isin(role, ["win_post", "win_start"]), r1, -1)
+        gid = np.where(gsync & role_in("win_post", "win_start"), r1, -1)
         for opener, closers in (("win_start", ["win_complete"]),
                                 ("win_post", ["win_wait", "win_test"])):
-            idx = np.flatnonzero(ws & (np.isin(role, [opener] + closers)))
+            idx = np.flatnonzero(ws & role_in(opener, *closers))
             if not len(idx):
                 continue
             o = np.lexsort((idx, winid[idx]))
             sidx = idx[o]
-            is_open = role[sidx] == opener
+            is_open = role_in(opener)[sidx]
             last = _ffill(is_open)
             same = (last >= 0) & (winid[sidx[np.maximum(last, 0)]] == winid[sidx])
             close = ~is_open & same
