@@ -283,13 +283,17 @@ def streams_of_both_loops(exp, out):
 
 
 @pytest.fixture(params=["bulk", "direct", "wrappers"])
-def writer_calls(request, monkeypatch):
+def writer_calls(request, monkeypatch, tmp_path):
     """The export writes each location's events through a loop in C (bulk); where that
     library is not built, it calls the OTF2 library's writer functions per event through
     prototypes of its own, read from the otf2 package's wrappers (direct); where they
     cannot be read it calls the wrappers. All must write the same archive."""
     if request.param != "bulk":
-        monkeypatch.setattr(pw_otf2, "_bulk_writer", lambda: None)
+        # a runtime library directory without libperfweave-otf2.so
+        monkeypatch.setenv("PERFWEAVE_LIBDIR", str(tmp_path / "no-lib"))
+        pw_otf2._bulk_writer.cache_clear()
+        assert pw_otf2._bulk_writer() is None
+        request.addfinalizer(pw_otf2._bulk_writer.cache_clear)
     if request.param == "wrappers":
         import inspect
 
