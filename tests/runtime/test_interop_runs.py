@@ -8,6 +8,7 @@ Not test_interop.py: pytest imports the test modules of these package-less direc
 their base name, and tests/python/test_interop.py has that one."""
 import json
 import subprocess
+import sys
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -109,11 +110,29 @@ def totals(exp):
     return {m["id"]: m["total"] for m in data["metrics"]}, data["counts"]
 
 
+def same_events_per_call(exp, anchor, tmp_path):
+    """The export's loop in C (libperfweave-otf2.so) wrote the event files, byte for byte,
+    that one call of the OTF2 library per event writes (where that library is absent)."""
+    each = tmp_path / f"{exp.name}-each" / "traces.otf2"
+    code = ("import sys\nfrom perfweave.interop import otf2\n"
+            "assert otf2._bulk_writer() is not None\notf2._bulk_writer = lambda: None\n"
+            "otf2.export(sys.argv[1], sys.argv[2])\n")
+    res = subprocess.run([sys.executable, "-c", code, str(exp), str(each)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    files = sorted(p.name for p in (anchor.parent / "traces").glob("*.evt"))
+    assert files and files == sorted(p.name for p in (each.parent / "traces").glob("*.evt"))
+    for f in files:
+        assert (anchor.parent / "traces" / f).read_bytes() == \
+            (each.parent / "traces" / f).read_bytes(), f
+
+
 def round_trip(exp, tmp_path, only=None):
     """Export exp to OTF2, import it again; the analyses agree: every metric (only those
     of only, if given), every count."""
     anchor = exp / "export" / "traces.otf2"
     perfweave("export", exp, "--format", "otf2")
+    same_events_per_call(exp, anchor, tmp_path)
     back = tmp_path / f"{exp.name}-back"
     res = perfweave("import", anchor, "-o", back)
     assert "imported" in res.stdout
