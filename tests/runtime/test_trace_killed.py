@@ -50,7 +50,10 @@ def run_and_kill(cmd, base, how):
         os.killpg(proc.pid, signal.SIGINT)
     else:                         # the ranks themselves, without warning
         for _, pid in progress(base):
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:    # the launcher killed it when a peer died
+                pass
     try:
         status = proc.wait(120)
     finally:
