@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -727,7 +728,19 @@ static int private_files(void)
         pw_debug("node timeline: no descriptor table of its own (%s)", strerror(errno));
         return 0;
     }
-    DIR *d = opendir("/proc/self/fd");
+    /* Every descriptor of the copied table goes: one the thread kept would hold a pipe's
+     * end open for ever (a program reading a pipe until EOF waits for good: seen as
+     * Open MPI's singleton MPI_Init hanging on its daemon's pipe). close_range acts on
+     * this thread's table; the fallback lists it through /proc/thread-self, never
+     * /proc/self, which is the process's (the program's) table, not this copy. Fd 2 is
+     * kept (its messages). */
+    int all = 0;
+#if defined(SYS_close_range)
+    all = syscall(SYS_close_range, 3u, ~0u, 0u) == 0;
+#endif
+    close(0);
+    close(1);
+    DIR *d = all ? NULL : opendir("/proc/thread-self/fd");
     if (d) {
         int fds[512], n;
         do {                                   /* closing while listing: list again */

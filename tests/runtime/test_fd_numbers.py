@@ -55,3 +55,18 @@ def test_descriptor_numbers_under_mpi(mpi, build, run_pw):
         got = counts(line)
         assert got["rounds"] > 1000 and got["moved"] == got["busy"] == got["failed"] == 0, line
     assert ticks(r.exp) > 200
+
+
+def test_no_thread_keeps_a_copy_of_the_programs_descriptors(build, run_pw):
+    """The node thread copies the descriptor table (unshare) and must close every copied
+    descriptor: one it kept would hold a pipe's write end open after the program closed
+    it, and the pipe's reader would never see EOF (a live Open MPI singleton hung so in
+    MPI_Init, its daemon's pipe held by that thread). fd_churn.c makes and closes pipes
+    from its first instruction while the thread starts, then looks for their write ends
+    in every thread's table."""
+    prog = build(None, "fd_churn.c")
+    for _ in range(3):
+        r = run_pw([prog, "0.3"], FAST_NODE)
+        words = r.proc.stdout.split()
+        assert words[:1] == ["pipes"] and int(words[1]) > 1000, r.proc.stdout
+        assert words[2:] == ["leaked", "0"], r.proc.stdout
