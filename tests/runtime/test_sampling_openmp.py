@@ -73,7 +73,11 @@ def test_workers_rooted_at_the_parallel_region(omp_run):
     assert len(workers) > 0.3 * len(df), (len(workers), len(df))
     in_region = workers["stack"].str.startswith(into) | workers["stack"].eq(fork)
     idle = workers["stack"].eq(f"{root};[idle OpenMP threads]")
-    assert (in_region | idle).all(), workers["stack"][~(in_region | idle)].value_counts()
+    # all but a stray sample or two: a sample in a function's first or last instructions,
+    # where the frame chain skips its caller, loses the region frame (1 of 4832 seen,
+    # `main;relax`, in a clean-clone run)
+    placed = (in_region | idle).mean()
+    assert placed > 0.998, workers["stack"][~(in_region | idle)].value_counts()
     t_start = {p.rank: p.meta["t_start"] / 1e9 for p in read_samples(r.exp)}
     for rank, t in truth.items():
         mine = workers["rank"] == rank
