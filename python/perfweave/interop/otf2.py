@@ -1879,14 +1879,18 @@ class _Importer:
         rtype[sd] = T["SEND_DONE"]
         rec["t0"][sd] = a[sd].view(np.int64)
         # collectives: the begin is part of the record of the end
+        def coll_fields(m):
+            """root (world rank, -1 none), communicator, bytes sent and received of the
+            collective events m (an end, or a nonblocking one's completion)"""
+            rec["peer"][m] = np.where(c[m] == U32, -1, world(b[m], c[m]))
+            rec["comm"][m] = local_comm(b[m])
+            rec["bytes"][m] = d[m].view(np.int64)
+            rec["t1"][m] = e[m].view(np.int64)
+
         co = sel(R_COLL_END)
         rtype[co] = T["COLL"]
         if co.any():
-            root = world(b[co], c[co])
-            rec["peer"][co] = np.where(c[co] == U32, -1, root)
-            rec["comm"][co] = local_comm(b[co])
-            rec["bytes"][co] = d[co].view(np.int64)
-            rec["t1"][co] = e[co].view(np.int64)
+            coll_fields(co)
         keep &= ~sel(R_COLL_BEGIN, R_RMA_COLL_BEGIN)
         # nonblocking ones: the request starts the COLL, which takes what the collective
         # was from its completion (_from_posts); the completion is a COLL_DONE
@@ -1896,11 +1900,7 @@ class _Importer:
         nc = sel(R_NBC_COMPLETE)
         rtype[nc] = T["COLL_DONE"]
         if nc.any():
-            root = world(b[nc], c[nc])
-            rec["peer"][nc] = np.where(c[nc] == U32, -1, root)
-            rec["comm"][nc] = local_comm(b[nc])
-            rec["bytes"][nc] = d[nc].view(np.int64)
-            rec["t1"][nc] = e[nc].view(np.int64)
+            coll_fields(nc)
             rec["t0"][nc] = f[nc].view(np.int64)
         # windows and one-sided operations
         wk = sel(R_WIN_CREATE, R_WIN_DESTROY, R_PUT, R_GET, R_ATOMIC, R_GROUP_SYNC,
