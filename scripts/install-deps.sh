@@ -14,7 +14,7 @@
 # then started below with its init script.
 set -e
 PKGS="gcc g++ make cmake python3 python3-venv python3-dev binutils gfortran
-openmpi-bin libopenmpi-dev mpich libmpich-dev libunwind8 libunwind-dev libpapi-dev papi-tools chromium"
+openmpi-bin libopenmpi-dev mpich libmpich-dev numactl python3-mpi4py libunwind8 libunwind-dev libpapi-dev papi-tools chromium"
 PCP_PKGS="pcp libpcp3 libpcp3-dev"
 
 installed() {

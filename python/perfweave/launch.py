@@ -83,19 +83,8 @@ def rank_count(command):
     return None
 
 
-def _ldd_flavor(path):
-    try:
-        out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if re.search(r"libmpi\.so\.4\d|/openmpi/", out):
-        return "openmpi"
-    if re.search(r"libmpich\.so|libmpi\.so\.12", out):
-        return "mpich"
-    return None
-
-
-def _launcher_flavor(path):
+def launcher_flavor(path):
+    """The MPI whose launcher `path` is (for the launcher's own options), or None."""
     try:
         res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
@@ -108,25 +97,15 @@ def _launcher_flavor(path):
     return None
 
 
-def detect_flavor(command, requested, available):
-    """Which runtime library to preload: an MPI flavour, or None (core only)."""
-    if requested == "none":
-        return None
-    if requested != "auto":
-        if requested not in available:
-            raise PerfweaveError(f"no perfweave runtime built for MPI '{requested}' "
-                                 f"(built: {', '.join(available) or 'none'})")
-        return requested
-    launcher, program = find_program(command)
-    flavor = _ldd_flavor(program) if program else None
-    if flavor is None and launcher:
-        flavor = _launcher_flavor(launcher)
-    if flavor is None and launcher and len(available) == 1:
-        flavor = available[0]
-    if flavor is not None and flavor not in available:
-        raise PerfweaveError(f"the program uses {flavor}, but perfweave's runtime was not built "
-                             f"for it (built: {', '.join(available) or 'none'}); see README")
-    return flavor
+def check_flavor(requested, available):
+    """--mpi: `auto` and `none` always; a build's name only when that build exists.
+    Which build records a process's MPI calls is chosen inside the process, at its
+    first MPI call, from the MPI library it really loaded (runtime/modules/mpi_loader.c):
+    the command line, a wrapper script or `ldd` of a program cannot tell."""
+    if requested not in ("auto", "none") and requested not in available:
+        raise PerfweaveError(f"no perfweave runtime built for MPI '{requested}' "
+                             f"(built: {', '.join(available) or 'none'})")
+    return None if requested in ("auto", "none") else requested
 
 
 def default_experiment_name(command, program, now=None):
@@ -180,9 +159,8 @@ def run(command, values, stderr=sys.stderr, meta=None):
     if not core.is_file():
         raise PerfweaveError(f"perfweave's runtime library is missing ({core}); reinstall "
                              "perfweave")
-    available = built_flavors(libdir)
-    flavor = detect_flavor(command, values.get("mpi", "auto"), available)
-    lib = libdir / f"libperfweave-mpi-{flavor}.so" if flavor else core
+    flavor = check_flavor(values.get("mpi", "auto"), built_flavors(libdir))
+    lib = core
     launcher, program = find_program(command)
 
     exp = Path(values.get("output") or default_experiment_name(command, program))
@@ -201,7 +179,8 @@ def run(command, values, stderr=sys.stderr, meta=None):
     runtime_env["LD_PRELOAD"] = preload
     env.update(runtime_env)
     argv = list(command)
-    if launcher and os.path.basename(command[0]) in OPENMPI_LAUNCHERS and flavor == "openmpi":
+    if (launcher and os.path.basename(command[0]) in OPENMPI_LAUNCHERS
+            and launcher_flavor(launcher) == "openmpi"):
         # Open MPI forwards only named variables to remote nodes
         exported = []
         for name in sorted(runtime_env):

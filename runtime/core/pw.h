@@ -17,6 +17,11 @@
 #include "perfweave/format.h"
 #include "pw_options.h"
 
+/* Everything declared here is the core's interface to modules, and a module may be
+ * a library of its own that the core loads (the MPI module, mpi_loader.c): these
+ * names are exported from libperfweave.so, all else in it stays hidden. */
+#pragma GCC visibility push(default)
+
 #define PW_EXPORT __attribute__((visibility("default")))
 #define PW_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PW_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -322,5 +327,12 @@ typedef struct pw_local {
 int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
                    const char **families, int nfunctions);
 void pw_local_free(pw_local *l);
+
+/* ---- the MPI module's loader (modules/mpi_loader.c) ---- */
+/* The next definition of a symbol after the preloaded core: the MPI library's,
+ * also where it was loaded with RTLD_LOCAL. NULL if none. */
+void *pw_mpi_next(const char *name);
+
+#pragma GCC visibility pop
 
 #endif

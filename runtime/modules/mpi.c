@@ -5,9 +5,10 @@
  * rank 0 (docs/format.md). The wrappers themselves are generated from
  * runtime/mpi/mpi.spec.
  *
- * The library is not linked against an MPI library: it is preloaded into every
- * process of a job, launchers included. PMPI functions are looked up with
- * dlsym, and Open MPI's predefined objects are weak references.
+ * The library is not linked against an MPI library: the core's MPI loader
+ * (mpi_loader.c) loads it into a process at its first MPI call when the process's
+ * MPI library is of this build's family. PMPI functions are looked up with dlsym,
+ * and Open MPI's predefined objects are weak references.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -41,35 +42,11 @@ static struct {
 
 /* ---- resolving the real functions ---- */
 
-static int find_mpi_library(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    const char *n = info->dlpi_name;
-    if (n && (strstr(n, "/libmpi.so") || strstr(n, "/libmpich.so") || strstr(n, "/libmpi_") ||
-              strstr(n, "/libmpichfort.so"))) {
-        void **handle = data;
-        void *h = dlopen(n, RTLD_LAZY | RTLD_NOLOAD);
-        if (h) {
-            *handle = h;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* A symbol of the MPI library, also when the library was loaded with RTLD_LOCAL
- * (by a plugin or a Python extension) and so is not in the global scope. */
-static void *mpi_lookup(const char *name)
-{
-    void *p = dlsym(RTLD_NEXT, name);
-    if (!p) {
-        void *h = NULL;
-        dl_iterate_phdr(find_mpi_library, &h);
-        if (h)
-            p = dlsym(h, name);
-    }
-    return p;
-}
+/* A symbol of the MPI library (pw_mpi_next, in the core's part of this module,
+ * mpi_loader.c: the next definition after the preloaded core, also when the library
+ * was loaded with RTLD_LOCAL). This library itself is loaded with RTLD_LOCAL and
+ * defines no symbol anybody else sees, so it can never find itself. */
+static void *mpi_lookup(const char *name) { return pw_mpi_next(name); }
 
 void *pw_mpi_real(const char *name)
 {
@@ -85,7 +62,7 @@ void *pw_mpi_real(const char *name)
 
 void *pw_mpi_fortran_real(const char *name, void *self)
 {
-    void *p = dlsym(RTLD_NEXT, name);
+    void *p = mpi_lookup(name);
     if (!p || p == self) {
         pw_log("no MPI library defines %s", name);
         abort();

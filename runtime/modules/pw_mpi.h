@@ -37,6 +37,11 @@
 #pragma weak MPI_F08_STATUSES_IGNORE
 #endif
 
+/* Marks a generated wrapper: the core's stub of the same name jumps to it once the
+ * core's MPI loader has chosen this library (mpi_loader.c); nobody else sees it
+ * (mpi.map exports only the wrapper table). */
+#define PW_WRAPPER
+
 /* Kinds of mpi.spec (one body each in pw_mpi_leave). Keep in the order of
  * gen_wrappers.KINDS. */
 #define PW_MPI_KINDS(X)                                                                    \

@@ -269,7 +269,8 @@ def test_runtime_env_from_options():
     assert env["PERFWEAVE_HISTOGRAMS"] == "0"
     assert env["PERFWEAVE_MAX_CALLSITES"] == "4096"     # default
     assert env["PERFWEAVE_CATCH_SIGNALS"] == "1"
-    assert "PERFWEAVE_OUTPUT" not in env and "PERFWEAVE_MPI" not in env
+    assert "PERFWEAVE_OUTPUT" not in env
+    assert env["PERFWEAVE_MPI"] == "auto"     # chosen in each process (mpi_loader.c)
 
 
 # ---- run a program without MPI ----

@@ -116,7 +116,7 @@ def test_fortran_args_parsed(tmp_path):
     text = gen.source(fns)
     # provided thread level is handed to the hook in both bindings
     assert "pw_mpi_init_done(PW_FN_MPI_Init_thread, ra, t0, *provided);" in text
-    assert "PW_EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, " \
+    assert "PW_WRAPPER void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, " \
            "MPI_Fint *ierr)" in text
 
 
@@ -145,12 +145,31 @@ def test_golden_source(mini):
     assert text == _golden("pw_mpi_wrappers.c", text)
 
 
+def test_golden_symbols(mini):
+    text = gen.symbols_header(mini)
+    assert text == _golden("pw_mpi_symbols.h", text)
+
+
+def test_stub_list_is_the_wrapper_table(mini):
+    """The core's stub i jumps to table entry i: both come from one list, in the order
+    the wrappers are defined."""
+    text = gen.source(mini)
+    wrappers = re.findall(r"^PW_WRAPPER \w+ (\w+)\(", text, re.M)
+    listed = re.findall(r"X\((\d+), (\w+)\)", gen.symbols_header(mini))
+    assert [int(i) for i, _ in listed] == list(range(len(wrappers)))
+    assert [n for _, n in listed] == wrappers == gen.symbols(mini)
+    assert f"#define PW_MPI_NSYMBOLS {len(wrappers)}" in gen.symbols_header(mini)
+    assert "PW_EXPORT void *const pw_mpi_wrapper_table[PW_MPI_NSYMBOLS]" in text
+
+
 def test_main_writes_the_golden_files(tmp_path):
     out = tmp_path / "gen"
     gen.main(["gen_wrappers.py", str(GOLDEN / "mini.spec"), str(out)])
-    assert sorted(p.name for p in out.iterdir()) == ["pw_mpi_fn.h", "pw_mpi_wrappers.c"]
+    assert sorted(p.name for p in out.iterdir()) == ["pw_mpi_fn.h", "pw_mpi_symbols.h",
+                                                     "pw_mpi_wrappers.c"]
     assert (out / "pw_mpi_fn.h").read_text() == (GOLDEN / "pw_mpi_fn.h").read_text()
     assert (out / "pw_mpi_wrappers.c").read_text() == (GOLDEN / "pw_mpi_wrappers.c").read_text()
+    assert (out / "pw_mpi_symbols.h").read_text() == (GOLDEN / "pw_mpi_symbols.h").read_text()
     # an unchanged output is not rewritten (keeps make/CMake from rebuilding)
     before = (out / "pw_mpi_fn.h").stat().st_mtime_ns
     os.utime(out / "pw_mpi_fn.h", ns=(before - 10**9, before - 10**9))
@@ -170,13 +189,13 @@ def test_source_specific_lines(mini):
     assert '        real = (pw_creal_MPI_Send)pw_mpi_real("PMPI_Send");' in lines
     assert "typedef int (*pw_creal_MPI_Send)(const void *, int, MPI_Datatype, int, int, " \
            "MPI_Comm);" in lines
-    assert "PW_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, " \
+    assert "PW_WRAPPER int MPI_Send(const void *buf, int count, MPI_Datatype datatype, " \
            "int dest, int tag, MPI_Comm comm)" in lines
     assert "    pw_mpi_leave(&c, PW_KIND_send, &a);" in lines
     assert "    a.peer = dest;" in lines
     # the four Fortran entry points of MPI_Send, each resolving its own name
     for sym in ("mpi_send_", "mpi_send__", "mpi_send_f08_", "mpi_send_f08ts_"):
-        assert (f"PW_EXPORT void {sym}(void *buf, MPI_Fint *count, MPI_Fint *datatype, "
+        assert (f"PW_WRAPPER void {sym}(void *buf, MPI_Fint *count, MPI_Fint *datatype, "
                 "MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)") in lines
         assert (f'        real = (pw_freal_MPI_Send)pw_mpi_fortran_real("{sym}", '
                 f"(void *){sym});") in lines
@@ -217,7 +236,7 @@ def test_optional_role_absent_is_set_to_none(mini):
     and Fortran wrappers set it to NULL rather than leave stack contents for the window
     event to read (the --trace crash of atomics)."""
     text = gen.source(mini)
-    body = text[text.index("PW_EXPORT int MPI_Fetch_and_op("):]
+    body = text[text.index("PW_WRAPPER int MPI_Fetch_and_op("):]
     c_body = body[:body.index("\n}\n")]
     f_body = body[body.index("void pw_f_MPI_Fetch_and_op("):]
     f_body = f_body[:f_body.index("\n}\n")]
@@ -234,7 +253,7 @@ def test_every_role_a_kind_reads_is_set_in_every_wrapper(real):
     for f in real:
         if not gen.has_args(f, f.args) or f.kind in gen.CONTROL_KINDS:
             continue                              # (Pcontrol hands its level to a hook)
-        bodies = [text[text.index(f"PW_EXPORT int {f.name}("):]]
+        bodies = [text[text.index(f"PW_WRAPPER int {f.name}("):]]
         if f.fortran:
             bodies.append(text[text.index(f"void pw_f_{f.name}("):])
         for b in bodies:
@@ -258,7 +277,7 @@ def test_kind_reads_declarations_are_checked():
 
 def test_source_entry_point_sets(mini):
     text = gen.source(mini)
-    exported = re.findall(r"^PW_EXPORT \w+ (\w+)\(", text, re.M)
+    exported = re.findall(r"^PW_WRAPPER \w+ (\w+)\(", text, re.M)
     assert exported == [
         "MPI_Send", "mpi_send_", "mpi_send__", "mpi_send_f08_", "mpi_send_f08ts_",
         "MPI_Bcast", "mpi_bcast_", "mpi_bcast__", "mpi_bcast_f08_", "mpi_bcast_f08ts_",
@@ -268,15 +287,15 @@ def test_source_entry_point_sets(mini):
         "MPI_Pcontrol",                       # nofort: C only
         "MPI_Fetch_and_op", "mpi_fetch_and_op_", "mpi_fetch_and_op__", "mpi_fetch_and_op_f08_",
         "mpi_fetch_and_op_f08ts_"]
-    assert "PW_EXPORT void mpi_init_(MPI_Fint *ierr)" in text
-    assert "PW_EXPORT int MPI_Pcontrol(const int level, ...)" in text
+    assert "PW_WRAPPER void mpi_init_(MPI_Fint *ierr)" in text
+    assert "PW_WRAPPER int MPI_Pcontrol(const int level, ...)" in text
     assert "    pw_mpi_pcontrol(level);" in text
     assert not re.search(r"\bmpi_pcontrol_", text)
 
 
 def test_control_kinds_call_real_outside_record_path(mini):
     text = gen.source(mini)
-    init = text[text.index("PW_EXPORT int MPI_Init("):text.index("typedef void "
+    init = text[text.index("PW_WRAPPER int MPI_Init("):text.index("typedef void "
                                                                   "(*pw_freal_MPI_Init)")]
     assert "pw_mpi_enter" not in init
     assert init.count("real(argc, argv)") == 2      # nested path and measured path
@@ -383,13 +402,13 @@ def test_real_spec_generates(real):
     text = gen.source(real)
     header = gen.header(real)
     assert f"#define PW_MPI_NFN {len(real)}" in header
-    exported = re.findall(r"^PW_EXPORT \w+ (\w+)\(", text, re.M)
+    exported = re.findall(r"^PW_WRAPPER \w+ (\w+)\(", text, re.M)
     nfort = sum(f.fortran for f in real)
     assert len(exported) == len(real) + 4 * nfort
     for f in real:
         assert f'pw_mpi_real("P{f.name}")' in text
     assert "mpi_file_open_" not in text
-    assert "PW_EXPORT void mpi_put_f08ts_(" in text
+    assert "PW_WRAPPER void mpi_put_f08ts_(" in text
 
 
 def test_nested_fortran_init_forwards_once():

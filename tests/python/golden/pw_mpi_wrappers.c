@@ -32,7 +32,7 @@ const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {
 
 /* p2p send: spec line 2 */
 typedef int (*pw_creal_MPI_Send)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
-PW_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+PW_WRAPPER int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     static pw_creal_MPI_Send real;
     if (PW_UNLIKELY(!real))
@@ -73,28 +73,28 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Send(pw_freal_MPI_Sen
     real(buf, count, datatype, dest, tag, comm, ierr);
     pw_mpi_leave(&c, PW_KIND_send, &a);
 }
-PW_EXPORT void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+PW_WRAPPER void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Send real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Send)pw_mpi_fortran_real("mpi_send_", (void *)mpi_send_);
     pw_f_MPI_Send(real, __builtin_return_address(0), buf, count, datatype, dest, tag, comm, ierr);
 }
-PW_EXPORT void mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+PW_WRAPPER void mpi_send__(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Send real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Send)pw_mpi_fortran_real("mpi_send__", (void *)mpi_send__);
     pw_f_MPI_Send(real, __builtin_return_address(0), buf, count, datatype, dest, tag, comm, ierr);
 }
-PW_EXPORT void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+PW_WRAPPER void mpi_send_f08_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Send real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Send)pw_mpi_fortran_real("mpi_send_f08_", (void *)mpi_send_f08_);
     pw_f_MPI_Send(real, __builtin_return_address(0), buf, count, datatype, dest, tag, comm, ierr);
 }
-PW_EXPORT void mpi_send_f08ts_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
+PW_WRAPPER void mpi_send_f08ts_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Send real;
     if (PW_UNLIKELY(!real))
@@ -104,7 +104,7 @@ PW_EXPORT void mpi_send_f08ts_(void *buf, MPI_Fint *count, MPI_Fint *datatype, M
 
 /* coll bcast: spec line 3 */
 typedef int (*pw_creal_MPI_Bcast)(void *, int, MPI_Datatype, int, MPI_Comm);
-PW_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+PW_WRAPPER int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     static pw_creal_MPI_Bcast real;
     if (PW_UNLIKELY(!real))
@@ -145,28 +145,28 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Bcast(pw_freal_MPI_Bc
     real(buffer, count, datatype, root, comm, ierr);
     pw_mpi_leave(&c, PW_KIND_bcast, &a);
 }
-PW_EXPORT void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+PW_WRAPPER void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Bcast real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Bcast)pw_mpi_fortran_real("mpi_bcast_", (void *)mpi_bcast_);
     pw_f_MPI_Bcast(real, __builtin_return_address(0), buffer, count, datatype, root, comm, ierr);
 }
-PW_EXPORT void mpi_bcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+PW_WRAPPER void mpi_bcast__(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Bcast real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Bcast)pw_mpi_fortran_real("mpi_bcast__", (void *)mpi_bcast__);
     pw_f_MPI_Bcast(real, __builtin_return_address(0), buffer, count, datatype, root, comm, ierr);
 }
-PW_EXPORT void mpi_bcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+PW_WRAPPER void mpi_bcast_f08_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Bcast real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Bcast)pw_mpi_fortran_real("mpi_bcast_f08_", (void *)mpi_bcast_f08_);
     pw_f_MPI_Bcast(real, __builtin_return_address(0), buffer, count, datatype, root, comm, ierr);
 }
-PW_EXPORT void mpi_bcast_f08ts_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+PW_WRAPPER void mpi_bcast_f08ts_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Bcast real;
     if (PW_UNLIKELY(!real))
@@ -176,7 +176,7 @@ PW_EXPORT void mpi_bcast_f08ts_(void *buffer, MPI_Fint *count, MPI_Fint *datatyp
 
 /* sync waitmulti: spec line 5 */
 typedef int (*pw_creal_MPI_Waitall)(int, MPI_Request *, MPI_Status *);
-PW_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
+PW_WRAPPER int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
     static pw_creal_MPI_Waitall real;
     if (PW_UNLIKELY(!real))
@@ -225,28 +225,28 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Waitall(pw_freal_MPI_
     real(count, array_of_requests, array_of_statuses, ierr);
     pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
 }
-PW_EXPORT void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+PW_WRAPPER void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Waitall real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Waitall)pw_mpi_fortran_real("mpi_waitall_", (void *)mpi_waitall_);
     pw_f_MPI_Waitall(real, __builtin_return_address(0), count, array_of_requests, array_of_statuses, ierr);
 }
-PW_EXPORT void mpi_waitall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+PW_WRAPPER void mpi_waitall__(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Waitall real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Waitall)pw_mpi_fortran_real("mpi_waitall__", (void *)mpi_waitall__);
     pw_f_MPI_Waitall(real, __builtin_return_address(0), count, array_of_requests, array_of_statuses, ierr);
 }
-PW_EXPORT void mpi_waitall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+PW_WRAPPER void mpi_waitall_f08_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Waitall real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Waitall)pw_mpi_fortran_real("mpi_waitall_f08_", (void *)mpi_waitall_f08_);
     pw_f_MPI_Waitall(real, __builtin_return_address(0), count, array_of_requests, array_of_statuses, ierr);
 }
-PW_EXPORT void mpi_waitall_f08ts_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
+PW_WRAPPER void mpi_waitall_f08ts_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Waitall real;
     if (PW_UNLIKELY(!real))
@@ -256,7 +256,7 @@ PW_EXPORT void mpi_waitall_f08ts_(MPI_Fint *count, MPI_Fint *array_of_requests, 
 
 /* other init: spec line 6 */
 typedef int (*pw_creal_MPI_Init)(int *, char ***);
-PW_EXPORT int MPI_Init(int *argc, char ***argv)
+PW_WRAPPER int MPI_Init(int *argc, char ***argv)
 {
     static pw_creal_MPI_Init real;
     if (PW_UNLIKELY(!real))
@@ -294,28 +294,28 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Init(pw_freal_MPI_Ini
     pw_mpi_unnest();
     return;
 }
-PW_EXPORT void mpi_init_(MPI_Fint *ierr)
+PW_WRAPPER void mpi_init_(MPI_Fint *ierr)
 {
     static pw_freal_MPI_Init real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Init)pw_mpi_fortran_real("mpi_init_", (void *)mpi_init_);
     pw_f_MPI_Init(real, __builtin_return_address(0), ierr);
 }
-PW_EXPORT void mpi_init__(MPI_Fint *ierr)
+PW_WRAPPER void mpi_init__(MPI_Fint *ierr)
 {
     static pw_freal_MPI_Init real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Init)pw_mpi_fortran_real("mpi_init__", (void *)mpi_init__);
     pw_f_MPI_Init(real, __builtin_return_address(0), ierr);
 }
-PW_EXPORT void mpi_init_f08_(MPI_Fint *ierr)
+PW_WRAPPER void mpi_init_f08_(MPI_Fint *ierr)
 {
     static pw_freal_MPI_Init real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Init)pw_mpi_fortran_real("mpi_init_f08_", (void *)mpi_init_f08_);
     pw_f_MPI_Init(real, __builtin_return_address(0), ierr);
 }
-PW_EXPORT void mpi_init_f08ts_(MPI_Fint *ierr)
+PW_WRAPPER void mpi_init_f08ts_(MPI_Fint *ierr)
 {
     static pw_freal_MPI_Init real;
     if (PW_UNLIKELY(!real))
@@ -325,7 +325,7 @@ PW_EXPORT void mpi_init_f08ts_(MPI_Fint *ierr)
 
 /* other pcontrol: spec line 7 */
 typedef int (*pw_creal_MPI_Pcontrol)(const int, ...);
-PW_EXPORT int MPI_Pcontrol(const int level, ...)
+PW_WRAPPER int MPI_Pcontrol(const int level, ...)
 {
     static pw_creal_MPI_Pcontrol real;
     if (PW_UNLIKELY(!real))
@@ -338,7 +338,7 @@ PW_EXPORT int MPI_Pcontrol(const int level, ...)
 
 /* rma fop: spec line 8 */
 typedef int (*pw_creal_MPI_Fetch_and_op)(const void *, void *, MPI_Datatype, int, MPI_Aint, MPI_Op, MPI_Win);
-PW_EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+PW_WRAPPER int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
     static pw_creal_MPI_Fetch_and_op real;
     if (PW_UNLIKELY(!real))
@@ -379,31 +379,39 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Fetch_and_op(pw_freal
     real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
     pw_mpi_leave(&c, PW_KIND_fop, &a);
 }
-PW_EXPORT void mpi_fetch_and_op_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+PW_WRAPPER void mpi_fetch_and_op_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Fetch_and_op real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Fetch_and_op)pw_mpi_fortran_real("mpi_fetch_and_op_", (void *)mpi_fetch_and_op_);
     pw_f_MPI_Fetch_and_op(real, __builtin_return_address(0), origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
 }
-PW_EXPORT void mpi_fetch_and_op__(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+PW_WRAPPER void mpi_fetch_and_op__(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Fetch_and_op real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Fetch_and_op)pw_mpi_fortran_real("mpi_fetch_and_op__", (void *)mpi_fetch_and_op__);
     pw_f_MPI_Fetch_and_op(real, __builtin_return_address(0), origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
 }
-PW_EXPORT void mpi_fetch_and_op_f08_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+PW_WRAPPER void mpi_fetch_and_op_f08_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Fetch_and_op real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Fetch_and_op)pw_mpi_fortran_real("mpi_fetch_and_op_f08_", (void *)mpi_fetch_and_op_f08_);
     pw_f_MPI_Fetch_and_op(real, __builtin_return_address(0), origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
 }
-PW_EXPORT void mpi_fetch_and_op_f08ts_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
+PW_WRAPPER void mpi_fetch_and_op_f08ts_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
 {
     static pw_freal_MPI_Fetch_and_op real;
     if (PW_UNLIKELY(!real))
         real = (pw_freal_MPI_Fetch_and_op)pw_mpi_fortran_real("mpi_fetch_and_op_f08ts_", (void *)mpi_fetch_and_op_f08ts_);
     pw_f_MPI_Fetch_and_op(real, __builtin_return_address(0), origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
 }
+
+/* The wrappers in the order of pw_mpi_symbols.h: the core's stub number i jumps
+ * to entry i once this library is loaded. */
+#include "pw_mpi_symbols.h"
+#define PW_TABLE_ENTRY(i, name) (void *)name,
+PW_EXPORT void *const pw_mpi_wrapper_table[PW_MPI_NSYMBOLS] = {
+    PW_MPI_SYMBOLS(PW_TABLE_ENTRY)
+};

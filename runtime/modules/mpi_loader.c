@@ -1,0 +1,243 @@
+/*
+ * The MPI module's loader: the part of the MPI module that is in every process
+ * (libperfweave.so), so that the wrappers that match the MPI library a process
+ * really uses are chosen inside that process, at its first MPI call.
+ *
+ * Why not choose them before the launch: the launcher cannot know. A task may be a
+ * wrapper script that execs the program, `env`, `numactl`, a Python interpreter that
+ * loads mpi4py, and `ldd` of the command line's program says nothing about any of
+ * them. So the preloaded core defines every symbol the MPI module wraps (the list
+ * gen_wrappers.py writes, pw_mpi_symbols.h) as a two-instruction stub that jumps
+ * through a slot. Every slot starts at a resolver; the first call of any stub binds
+ * them all, once:
+ *
+ *   - the MPI library is the one that defines MPI_Init after this object in the
+ *     global scope (the program's), or any loaded object named like an MPI library
+ *     (a Python extension loaded it with RTLD_LOCAL);
+ *   - its MPI_Get_library_version names the family (Open MPI, or the MPICH ABI of
+ *     MPICH, Intel MPI, MVAPICH and Cray MPICH); PERFWEAVE_MPI (perfweave run --mpi)
+ *     names a runtime build instead;
+ *   - libperfweave-mpi-FLAVOR.so next to this library is loaded (RTLD_LOCAL: it
+ *     interposes nothing by itself) and each slot takes its wrapper from its
+ *     pw_mpi_wrapper_table; where no build fits, or the runtime is inactive in this
+ *     process, each slot takes the real function and the program runs as without us.
+ *
+ * A stub is a jump, not a call: it leaves no frame, and the arguments, the vararg
+ * register count and the return address reach the wrapper or the real function
+ * untouched, whatever the signature.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pw.h"
+#include "pw_mpi_symbols.h"
+
+#define PW_HIDDEN __attribute__((visibility("hidden")))
+
+void pw_mpi_lazy(void) PW_HIDDEN; /* assembly below: save arguments, bind, jump */
+void *pw_mpi_bind(long i) PW_HIDDEN;
+void *pw_mpi_slots[PW_MPI_NSYMBOLS] PW_HIDDEN = {[0 ... PW_MPI_NSYMBOLS - 1] = (void *)pw_mpi_lazy};
+
+#define PW_NAME_ENTRY(i, name) #name,
+static const char *const symbol_names[PW_MPI_NSYMBOLS] = {PW_MPI_SYMBOLS(PW_NAME_ENTRY)};
+
+/* ---- the stubs ---- */
+#define PW_STR(x) #x
+#if defined(__x86_64__)
+/* r11: scratch, never an argument register; it carries the stub's number to the
+ * resolver. endbr64: a stub is reached through the PLT's indirect jump (a no-op
+ * where indirect-branch tracking is off). */
+#define PW_STUB(i, name)                                                                   \
+    __asm__(".text\n.globl " #name "\n.type " #name ",@function\n.p2align 4\n" #name ":\n"  \
+            "\tendbr64\n\tmovl $" #i ",%r11d\n\tjmp *pw_mpi_slots+8*" #i "(%rip)\n.size " #name        \
+            ",.-" #name "\n");
+PW_MPI_SYMBOLS(PW_STUB)
+/* Saves every register that may carry an argument (integer, vector, al for
+ * varargs, r10 for a static chain), binds, restores them and jumps on. */
+__asm__(".text\n.globl pw_mpi_lazy\n.hidden pw_mpi_lazy\n.type pw_mpi_lazy,@function\n"
+        "pw_mpi_lazy:\n"
+        "\tendbr64\n\tpushq %rbp\n\tmovq %rsp,%rbp\n\tsubq $192,%rsp\n"
+        "\tmovaps %xmm0,0(%rsp)\n\tmovaps %xmm1,16(%rsp)\n\tmovaps %xmm2,32(%rsp)\n"
+        "\tmovaps %xmm3,48(%rsp)\n\tmovaps %xmm4,64(%rsp)\n\tmovaps %xmm5,80(%rsp)\n"
+        "\tmovaps %xmm6,96(%rsp)\n\tmovaps %xmm7,112(%rsp)\n"
+        "\tmovq %rdi,128(%rsp)\n\tmovq %rsi,136(%rsp)\n\tmovq %rdx,144(%rsp)\n"
+        "\tmovq %rcx,152(%rsp)\n\tmovq %r8,160(%rsp)\n\tmovq %r9,168(%rsp)\n"
+        "\tmovq %rax,176(%rsp)\n\tmovq %r10,184(%rsp)\n"
+        "\tmovq %r11,%rdi\n\tcall pw_mpi_bind\n\tmovq %rax,%r11\n"
+        "\tmovaps 0(%rsp),%xmm0\n\tmovaps 16(%rsp),%xmm1\n\tmovaps 32(%rsp),%xmm2\n"
+        "\tmovaps 48(%rsp),%xmm3\n\tmovaps 64(%rsp),%xmm4\n\tmovaps 80(%rsp),%xmm5\n"
+        "\tmovaps 96(%rsp),%xmm6\n\tmovaps 112(%rsp),%xmm7\n"
+        "\tmovq 128(%rsp),%rdi\n\tmovq 136(%rsp),%rsi\n\tmovq 144(%rsp),%rdx\n"
+        "\tmovq 152(%rsp),%rcx\n\tmovq 160(%rsp),%r8\n\tmovq 168(%rsp),%r9\n"
+        "\tmovq 176(%rsp),%rax\n\tmovq 184(%rsp),%r10\n"
+        "\tleave\n\tjmp *%r11\n.size pw_mpi_lazy,.-pw_mpi_lazy\n");
+#elif defined(__aarch64__)
+/* x16/x17 (IP0/IP1): free at a function's entry; x17 carries the stub's number */
+#define PW_STUB(i, name)                                                                   \
+    __asm__(".text\n.globl " #name "\n.type " #name ",%function\n.p2align 4\n" #name ":\n"  \
+            "\tadrp x16, pw_mpi_slots+8*" #i "\n"                                          \
+            "\tldr x16, [x16, #:lo12:pw_mpi_slots+8*" #i "]\n"                             \
+            "\tmov x17, #" #i "\n\tbr x16\n.size " #name ",.-" #name "\n");
+PW_MPI_SYMBOLS(PW_STUB)
+/* x0-x7 and x8 (indirect result), q0-q7 */
+__asm__(".text\n.globl pw_mpi_lazy\n.hidden pw_mpi_lazy\n.type pw_mpi_lazy,%function\n"
+        "pw_mpi_lazy:\n"
+        "\tstp x29, x30, [sp, #-224]!\n\tmov x29, sp\n"
+        "\tstp x0, x1, [sp, #16]\n\tstp x2, x3, [sp, #32]\n\tstp x4, x5, [sp, #48]\n"
+        "\tstp x6, x7, [sp, #64]\n\tstr x8, [sp, #80]\n"
+        "\tstp q0, q1, [sp, #96]\n\tstp q2, q3, [sp, #128]\n\tstp q4, q5, [sp, #160]\n"
+        "\tstp q6, q7, [sp, #192]\n"
+        "\tmov x0, x17\n\tbl pw_mpi_bind\n\tmov x16, x0\n"
+        "\tldp x0, x1, [sp, #16]\n\tldp x2, x3, [sp, #32]\n\tldp x4, x5, [sp, #48]\n"
+        "\tldp x6, x7, [sp, #64]\n\tldr x8, [sp, #80]\n"
+        "\tldp q0, q1, [sp, #96]\n\tldp q2, q3, [sp, #128]\n\tldp q4, q5, [sp, #160]\n"
+        "\tldp q6, q7, [sp, #192]\n"
+        "\tldp x29, x30, [sp], #224\n\tbr x16\n.size pw_mpi_lazy,.-pw_mpi_lazy\n");
+#else
+#error "perfweave: the MPI dispatch stubs are written for x86_64 and aarch64"
+#endif
+
+/* ---- finding the MPI library ---- */
+
+static int mpi_library_name(const char *n)
+{
+    return n && (strstr(n, "/libmpi.so") || strstr(n, "/libmpich.so") || strstr(n, "/libmpi_") ||
+                 strstr(n, "/libmpichfort.so") || strstr(n, "/libmpi_mpifh.so") ||
+                 strstr(n, "/libmpifort.so"));
+}
+
+static int find_mpi_library(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (!mpi_library_name(info->dlpi_name))
+        return 0;
+    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    void *p = dlsym(h, *(const char **)data);
+    dlclose(h);
+    if (!p)
+        return 0;
+    *(void **)data = p;
+    return 1;
+}
+
+void *pw_mpi_next(const char *name)
+{
+    /* the next definition after this object: the MPI library's, or a tool's
+     * preloaded after perfweave */
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        const void *data = name;
+        if (dl_iterate_phdr(find_mpi_library, &data))
+            p = (void *)data;
+    }
+    return p;
+}
+
+/* The ABI family of the MPI library this process uses, from its own words. */
+static const char *mpi_family(void)
+{
+    int (*version)(char *, int *) = (int (*)(char *, int *))pw_mpi_next("MPI_Get_library_version");
+    static char text[16384];
+    int len = 0;
+    if (version && version(text, &len) == 0 && len > 0 && len < (int)sizeof text) {
+        text[len] = 0;
+        if (strstr(text, "Open MPI"))
+            return "openmpi";
+        if (strstr(text, "MPICH") || strstr(text, "MVAPICH") || strstr(text, "Intel(R) MPI"))
+            return "mpich";
+    }
+    /* an MPI-2 library: by the name of the object that defines MPI_Init */
+    Dl_info info;
+    void *init = pw_mpi_next("MPI_Init");
+    if (init && dladdr(init, &info) && info.dli_fname) {
+        if (strstr(info.dli_fname, "libmpi.so.4"))
+            return "openmpi";
+        if (strstr(info.dli_fname, "libmpich") || strstr(info.dli_fname, "libmpi.so.12"))
+            return "mpich";
+    }
+    return NULL;
+}
+
+/* libperfweave-mpi-FLAVOR.so in the directory of this library */
+static void *load_flavor(const char *flavor)
+{
+    Dl_info info;
+    char path[4096];
+    if (!dladdr((void *)pw_mpi_bind, &info) || !info.dli_fname)
+        return NULL;
+    const char *slash = strrchr(info.dli_fname, '/');
+    size_t dir = slash ? (size_t)(slash - info.dli_fname) + 1 : 0;
+    if (dir + strlen(flavor) + 32 >= sizeof path)
+        return NULL;
+    memcpy(path, info.dli_fname, dir);
+    strcpy(path + dir, "libperfweave-mpi-");
+    strcat(path, flavor);
+    strcat(path, ".so");
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        pw_log("cannot load the %s runtime (%s); MPI calls are not recorded in pid %d", flavor,
+               why ? why : path, (int)getpid());
+    }
+    return h;
+}
+
+/* ---- binding ---- */
+
+static pthread_once_t bound = PTHREAD_ONCE_INIT;
+static PW_TLS int binding; /* this thread is binding: calls go straight through */
+
+static void bind_all(void)
+{
+    binding = 1;
+    for (int i = 0; i < PW_MPI_NSYMBOLS; i++) {
+        void *p = pw_mpi_next(symbol_names[i]);
+        if (p)
+            __atomic_store_n(&pw_mpi_slots[i], p, __ATOMIC_RELEASE);
+    }
+    const char *flavor = pw_opt.mpi && *pw_opt.mpi && strcmp(pw_opt.mpi, "auto") ? pw_opt.mpi
+                                                                                : NULL;
+    if (!pw_active || (flavor && !strcmp(flavor, "none"))) {
+        binding = 0;
+        return;
+    }
+    if (!flavor)
+        flavor = mpi_family();
+    if (!flavor) {
+        pw_log("pid %d calls MPI, but its MPI library is not one perfweave knows "
+               "(Open MPI or MPICH ABI); MPI calls are not recorded (perfweave run --mpi "
+               "names a runtime build)",
+               (int)getpid());
+        binding = 0;
+        return;
+    }
+    void *h = load_flavor(flavor);
+    void *const *table = h ? (void *const *)dlsym(h, "pw_mpi_wrapper_table") : NULL;
+    if (table) {
+        for (int i = 0; i < PW_MPI_NSYMBOLS; i++)
+            __atomic_store_n(&pw_mpi_slots[i], table[i], __ATOMIC_RELEASE);
+        pw_debug("pid %d: MPI wrappers of the %s runtime", (int)getpid(), flavor);
+    }
+    binding = 0;
+}
+
+void *pw_mpi_bind(long i)
+{
+    if (binding) /* an MPI call made while binding (by the MPI library itself) */
+        return pw_mpi_next(symbol_names[i]);
+    pthread_once(&bound, bind_all);
+    void *p = __atomic_load_n(&pw_mpi_slots[i], __ATOMIC_ACQUIRE);
+    if (p == (void *)pw_mpi_lazy) {
+        pw_log("pid %d called %s, which no loaded MPI library defines", (int)getpid(),
+               symbol_names[i]);
+        abort();
+    }
+    return p;
+}
