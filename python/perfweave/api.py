@@ -60,9 +60,10 @@ class Experiment:
     # ---- sampling (perfweave run --sample) --------------------------------------------
     def _sampling(self):
         if "sampling" not in self._cache:
-            from perfweave.analysis import sampling
+            from perfweave.analysis import phases, sampling
             raw = {}
-            sm = sampling.analyze(self.path, top=None, symbolizer=self._sym, raw=raw)
+            sm = sampling.analyze(self.path, top=None, symbolizer=self._sym, raw=raw,
+                                  windows=phases.windows(self._exp.profile))
             self._cache["sampling"] = (sm, raw)
         sm, raw = self._cache["sampling"]
         if sm is None:

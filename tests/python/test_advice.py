@@ -35,13 +35,13 @@ def rules(d):
 
 
 def test_communication_bound_names_the_function_and_its_site():
-    # 4 ranks x 10 s; MPI_Alltoall 3 s per rank = 30 % of the run, mostly at 0x200
+    # 4 ranks x 10 s; MPI_Alltoall 3 s per rank = 30 % of the app time, mostly at 0x200
     d = data([(10, 3)] * 4, [(r, "MPI_Alltoall", 0x200, 10, 2.5, 0) for r in range(4)] +
              [(r, "MPI_Alltoall", 0x300, 10, 0.5, 0) for r in range(4)])
     a = rules(d)["communication_bound"]
     assert a["evidence"]["function"] == "MPI_Alltoall"
     assert abs(a["evidence"]["app_pct"] - 30.0) < 1e-9
-    assert "MPI_Alltoall takes 30.0 % of the run" in a["text"]
+    assert "MPI_Alltoall takes 30.0 % of the app time" in a["text"]
     assert "app.c:512" in a["text"] and "(83 % of it)" in a["text"]      # 0x200 = 512
     assert "collectives" in a["text"]
     # 15 %: below the threshold
@@ -73,7 +73,7 @@ def test_wait_states_above_five_percent():
     d = data([(10, 2)] * 2, [(r, "MPI_Recv", 0x100, 5, 2, 0) for r in range(2)], ws)
     found = [a for a in advice.advise(d) if a["rule"] == "wait_state"]
     assert len(found) == 1 and found[0]["evidence"]["pattern"] == "mpi_latesender"
-    assert "Late Sender: 12.5 % of the time" in found[0]["text"]
+    assert "Late Sender: 12.5 % of the app time" in found[0]["text"]
     assert "post the sends earlier" in found[0]["text"]
 
 
@@ -93,7 +93,7 @@ def test_mpi_light_and_order():
                                       for r in range(2)])
     out = advice.advise(d)
     assert [a["rule"] for a in out] == ["mpi_light"]
-    assert "MPI takes only 2.5 % of the run" in out[0]["text"]
+    assert "MPI takes only 2.5 % of the app time" in out[0]["text"]
     # most severe first
     d = data([(10, 1), (10, 4), (10, 4), (10, 4)],
              [(0, "MPI_Alltoall", 0x200, 5, 1, 0)] +

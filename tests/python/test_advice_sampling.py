@@ -74,9 +74,9 @@ def test_sampled_imbalance_names_rank_function_and_line(monkeypatch):
     assert a["evidence"]["rank"] == 3 and a["evidence"]["function"] == "relax"
     assert a["evidence"]["line"] == 120 and abs(a["evidence"]["above_mean_pct"] - 60) < 1e-9
     assert ("rank 3 computes 60 % longer than the mean in relax() at solver.c:120 "
-            "(80 % of its time there against a mean of 50 % over 4 ranks, 40 % at the "
+            "(80 % of its samples there against a mean of 50 % over 4 ranks, 40 % at the "
             "least)") in a["text"]
-    assert "MPI takes 50 % of the sampled time" in a["text"]
+    assert "MPI takes 50 % of the samples" in a["text"]
     assert "dynamic load balancing" in a["text"]
     # main is imbalanced too, but in MPI: not named
     # 40, 40, 40, 46 %: mean 41.5, (max - mean) / max 0.10 < 0.15
@@ -90,7 +90,7 @@ def test_sampled_io(monkeypatch):
                          (10, "compute", [0x10, 0x300, 0x200])])
     [a] = by_rule(report(monkeypatch, [p]))["sampled_io"]
     assert abs(a["severity"] - 40) < 1e-9 and a["evidence"]["function"] == "dump"
-    assert a["text"].startswith("40 % of the time is I/O, in fsync (30 %), write (10 %), "
+    assert a["text"].startswith("I/O takes 40 % of the samples, in fsync (30 %), write (10 %), "
                                 "most from dump() at solver.c:55: I/O-bound there.")
     assert "fewer, larger writes" in a["text"]
     # 8 %: below the threshold (10 %)
@@ -106,7 +106,7 @@ def test_sampled_alloc(monkeypatch):
                          (5, "compute", [0x38, 0x20, 0x400])])
     [a] = by_rule(report(monkeypatch, [p]))["sampled_alloc"]
     assert abs(a["evidence"]["pct"] - 45) < 1e-9 and a["evidence"]["function"] == "build_list"
-    assert a["text"].startswith("45 % of the time is in memory allocation, in malloc (30 %), "
+    assert a["text"].startswith("Memory allocation takes 45 % of the samples, in malloc (30 %), "
                                 "munmap (15 %), most from build_list() at solver.c:70")
     assert "M_MMAP_THRESHOLD" in a["text"] and "reuse the buffers" in a["text"]
     p = rank_samples(0, [(95, "compute", [0x100]), (5, "compute", [0x20, 0x400])])
@@ -117,7 +117,7 @@ def test_sampled_thread_sync(monkeypatch):
     # 2 threads of 100 samples: one computes in accumulate, the other waits on its lock
     p = rank_samples(0, [(100, "compute", [0x500]), (100, "compute", [0x30, 0x500])])
     [a] = by_rule(report(monkeypatch, [p]))["sampled_thread_sync"]
-    assert a["text"].startswith("Threads wait 50 % of the time on synchronisation, in mutex "
+    assert a["text"].startswith("Threads wait on synchronisation 50 % of the samples, in mutex "
                                 "locks (pthread_mutex_lock) (50 %), most from accumulate() "
                                 "at solver.c:90: contention between threads.")
     assert "critical section" in a["text"]
@@ -130,7 +130,7 @@ def test_sampled_mpi_only_without_mpi_profile(monkeypatch):
                               (20, "mpi_coll", [0x200]), (10, "mpi_p2p", [0x200])])
              for r in range(2)]
     [a] = by_rule(report(monkeypatch, procs))["sampled_mpi"]
-    assert a["text"].startswith("MPI takes 30 % of the sampled time (collectives 20 %, "
+    assert a["text"].startswith("MPI takes 30 % of the samples (collectives 20 %, "
                                 "point-to-point 10 %), most called from main() at solver.c:30")
     assert "collectives" in a["text"] and "no MPI profile" in a["text"]
     # with an MPI profile, its own rules speak
@@ -168,7 +168,7 @@ def test_sampled_omp_sync_is_openmp_imbalance_not_contention(monkeypatch):
                      "sampling": sm})
     assert "sampled_thread_sync" not in rules
     [a] = rules["sampled_omp_sync"]
-    assert a["text"].startswith("Threads wait 53 % of the time in the OpenMP runtime, most in "
+    assert a["text"].startswith("Threads wait in the OpenMP runtime 53 % of the samples, most in "
                                 "relax() at solver.c:120: OpenMP barrier/wait: threads wait "
                                 "at the end of parallel regions and loops for the slowest, "
                                 "an imbalance among threads.")

@@ -107,7 +107,8 @@ def test_report_text(mpi_exp, capsys):
     assert "  state      complete" in lines
     # outside MPI: 7 s and 9 s -> 8 / 9
     assert "  outside MPI: Avg/Max 0.89 (1.00 = perfectly balanced computation)" in lines
-    assert "MPI functions by time" in lines
+    assert "MPI functions by time (App%: of the app time summed over ranks; MPI%: of the MPI " \
+        "time)" in lines
     row = next(x for x in lines if x.startswith("  MPI_Allreduce ") and "solver" not in x)
     assert row.split() == ["MPI_Allreduce", "20", "3.000s", "15.00", "75.00", "160B", "160B",
                            "8B"]

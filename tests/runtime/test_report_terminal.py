@@ -1,15 +1,16 @@
 """The default text report of a small run fits a terminal: trace_basic.c on 4 ranks,
 traced, sampled and analysed (every section of the report present), under each MPI.
 MPICH's library version string is over 1,000 characters on one line; Open MPI's is
-short. Expected: no line over 100 characters, at most 100 lines (the report of such a
-run was 157 lines before), every table cut to --max-rows with the rows left out counted
-in an "N more" line, the full names in --json and in --full."""
+short. Expected: no line over 100 characters, at most 102 lines (the report of such a
+run was 157 lines before; 98-99 before the start-up line of issue 22, 2 lines, was
+added), every table cut to --max-rows with the rows left out counted in an "N more"
+line, the full names in --json and in --full."""
 import json
 import subprocess
 
 from harness import PERFWEAVE
 
-WIDTH, MAX_LINES = 100, 100
+WIDTH, MAX_LINES = 100, 102
 
 
 def report(exp, *args):

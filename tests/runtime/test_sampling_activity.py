@@ -29,7 +29,7 @@ def test_io_write_fsync(build, run_pw, tmp_path):
     assert 35 < act["io"] < 62 and 38 < act["compute"] < 65, act
     others_near_zero(act, "io")
     [adv] = [a for a in sm_advice(r) if a["rule"] == "sampled_io"]
-    assert "fsync" in adv["text"] and f"{act['io']:.0f} % of the time is I/O" in adv["text"]
+    assert "fsync" in adv["text"] and f"I/O takes {act['io']:.0f} % of the samples" in adv["text"]
     io_fns = {f["name"] for f in sm["activity_functions"]["io"][:2]}
     assert io_fns & {"fsync", "write"}, sm["activity_functions"]
     [header] = [ln for ln in r.text_report().splitlines() if ln.startswith("Where the time")]

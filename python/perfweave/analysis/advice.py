@@ -4,27 +4,33 @@ the MPI profile, the wait states (perfweave analyze), the node timeline and the 
 
 Each rule looks at one thing, fires only past a stated threshold, and says what it saw
 with the numbers and what usually helps. advise(data) -> [advice dicts], most important
-first: {"rule", "severity" (share of the run concerned, %), "text", "evidence"}.
-The thresholds are module constants, documented in docs/mpi-profile.md ("Advice").
+first: {"rule", "severity" (share of the time concerned, %), "text", "evidence"}.
+Every percentage in a text says what it is of: the MPI profile's and the wait states'
+are of the app time (MPI_Init's return to MPI_Finalize's entry), the samples' of the
+samples in the app time (the start-up in MPI_Init and the shutdown are left out: on a
+short run they can be most of the samples) or, for a function's share per rank, of the
+rank's samples. The thresholds are module constants, documented in docs/mpi-profile.md
+("Advice").
 """
 import os
 
 from perfweave.analysis.sampling import OMP_LOCKS
 
-FUNCTION_PCT = 20.0       # an MPI function taking this % of the run: communication-bound
+FUNCTION_PCT = 20.0       # an MPI function taking this % of the app time: communication-bound
 IMBALANCE_AVG_MAX = 0.85  # outside-MPI time mean/max below this: computation imbalanced
 WAIT_PCT = 5.0            # a wait-state pattern taking this % of the time
 SMALL_MESSAGE_BYTES = 256
 SMALL_MESSAGE_CALLS = 10000
 SMALL_MESSAGE_PCT = 5.0
 MPI_LIGHT_PCT = 5.0       # below this, MPI is not where the time goes
+STARTUP_OVER_APP = 1.0    # start-up in MPI_Init at least this many times the app time
 # from the samples
 SAMPLE_IMBALANCE = 1 - IMBALANCE_AVG_MAX   # a function's (max - mean) / max over ranks
 SAMPLE_IMBALANCE_POINTS = 5.0  # ... and the slowest rank this many points of its time above
 SAMPLE_IMBALANCE_MAX = 3       # at most this many functions named
 SAMPLE_WORK_SHARE = 0.5        # ... each computing (not in MPI, asleep, waiting) this much
 LINE_DOMINANT = 0.5            # one line with this share of its function's samples is named
-ACTIVITY_PCT = {"io": 10.0, "alloc": 10.0, "thread_sync": 10.0,   # % of the sampled time
+ACTIVITY_PCT = {"io": 10.0, "alloc": 10.0, "thread_sync": 10.0,   # % of the app's samples
                 "omp_sync": 10.0}
 SAMPLED_MPI_PCT = FUNCTION_PCT # MPI in the samples, where no MPI profile exists
 
@@ -57,7 +63,7 @@ def rule_communication_bound(data):
             else ""
         out.append({
             "rule": "communication_bound", "severity": f["app_pct"],
-            "text": f"{f['name']} takes {f['app_pct']:.1f} % of the run "
+            "text": f"{f['name']} takes {f['app_pct']:.1f} % of the app time "
                     f"({f['time_s']:.3g} s summed over {f['ranks']} ranks): "
                     f"communication-bound there. Its largest call site is "
                     f"{_where(top)}{share}. What usually helps: "
@@ -119,7 +125,8 @@ def rule_wait_states(data):
             continue
         help_ = _WAIT_HELP.get(p["id"], "see docs/wait-states.md for what it means")
         out.append({"rule": "wait_state", "severity": p["pct"],
-                    "text": f"{p['name']}: {p['pct']:.1f} % of the time ({p['time_s']:.3g} s), "
+                    "text": f"{p['name']}: {p['pct']:.1f} % of the app time "
+                            f"({p['time_s']:.3g} s), "
                             f"most at {p['callpath'] or '?'}: {help_}.",
                     "evidence": {"pattern": p["id"], "pct": p["pct"],
                                  "callpath": p["callpath"]}})
@@ -135,7 +142,7 @@ def rule_small_messages(data):
         out.append({"rule": "small_messages", "severity": f["app_pct"],
                     "text": f"{f['name']} moves many small messages: {f['calls']} calls of "
                             f"{f['mean_bytes']:.0f} bytes on average take {f['app_pct']:.1f} % "
-                            "of the run: latency-bound. What usually helps: aggregate the "
+                            "of the app time: latency-bound. What usually helps: aggregate the "
                             "messages (pack several into one), or exchange less often.",
                     "evidence": {"function": f["name"], "calls": f["calls"],
                                  "mean_bytes": f["mean_bytes"]}})
@@ -147,10 +154,28 @@ def rule_mpi_light(data):
     if not m.get("mpi") or m["mpi_pct"]["max"] >= MPI_LIGHT_PCT:
         return []
     return [{"rule": "mpi_light", "severity": 100 - m["mpi_pct"]["mean"],
-             "text": f"MPI takes only {m['mpi_pct']['mean']:.1f} % of the run on average "
+             "text": f"MPI takes only {m['mpi_pct']['mean']:.1f} % of the app time on average "
                      f"(at most {m['mpi_pct']['max']:.1f} % on a rank): the time is in the "
                      "computation, and communication is not what to optimise first.",
              "evidence": {"mpi_pct_mean": m["mpi_pct"]["mean"]}}]
+
+
+def rule_startup(data):
+    """The start-up in MPI_Init (analysis/phases.py) as long as the app time or longer:
+    the run's figures describe its start more than the program."""
+    su = data.get("startup")
+    if not su or not su["app_time_s"]["mean"] or \
+            su["init_s"]["mean"] < STARTUP_OVER_APP * su["app_time_s"]["mean"]:
+        return []
+    init, app = su["init_s"], su["app_time_s"]
+    return [{"rule": "startup", "severity": 100 * init["mean"] / (init["mean"] + app["mean"]),
+             "text": f"Start-up is longer than the program: {init['mean']:.3g} s per rank in "
+                     f"MPI_Init on average (at most {init['max']:.3g} s: launcher and MPI "
+                     f"wire-up) against {app['mean']:.3g} s of app time, which the "
+                     "percentages of the app time describe. What usually helps: a longer "
+                     "run (more steps, a larger problem).",
+             "evidence": {"init_s_mean": init["mean"], "init_s_max": init["max"],
+                          "app_s_mean": app["mean"]}}]
 
 
 def rule_sites_dropped(data):
@@ -166,6 +191,12 @@ def rule_sites_dropped(data):
 def _sampling(data):
     sm = data.get("sampling")
     return sm if sm and not sm.get("error") and sm.get("samples") else None
+
+
+def _app_share(sm):
+    """The activities' shares of the samples in the app time, and what they are of."""
+    return sm.get("app_activity_pct") or {}, ("of the app time's samples" if "phase_pct" in sm
+                                              else "of the samples")
 
 
 def _line_of(sm, function, activities=None):
@@ -210,13 +241,14 @@ def rule_sampled_imbalance(data):
         line = _line_of(sm, f["name"])
         where = (f" at {os.path.basename(line['file'])}:{line['line']}" if line else "")
         above = 100 * (pr["max"] / pr["mean"] - 1) if pr["mean"] else 0.0
-        mpi = sum(v for k, v in sm["activity_pct"].items() if k.startswith("mpi_"))
-        waits = (f" Meanwhile the other ranks wait: MPI takes {mpi:.0f} % of the sampled "
-                 "time." if mpi >= 1 else "")
+        act, of = _app_share(sm)
+        mpi = sum(v for k, v in act.items() if k.startswith("mpi_"))
+        waits = (f" Meanwhile the other ranks wait: MPI takes {mpi:.0f} % {of}."
+                 if mpi >= 1 else "")
         out.append({
             "rule": "sampled_imbalance", "severity": pr["max"] - pr["mean"],
             "text": f"Load imbalance: rank {f['worst_rank']} computes {above:.0f} % longer "
-                    f"than the mean in {f['name']}(){where} ({pr['max']:.0f} % of its time "
+                    f"than the mean in {f['name']}(){where} ({pr['max']:.0f} % of its samples "
                     f"there against a mean of {pr['mean']:.0f} % over "
                     f"{len(sm['ranks'])} ranks, {pr['min']:.0f} % at the least).{waits} "
                     "What usually helps: a better decomposition of the work (less of it "
@@ -240,22 +272,22 @@ _CALL_NAMES = {"lll_lock_wait": "mutex locks (pthread_mutex_lock)",
                "futex_wait": "futex waits", "int_malloc": "malloc", "int_free": "free",
                "sysmalloc_mmap": "malloc's mmap", "unlink_chunk": "free"}
 _ACTIVITY_TEXT = {
-    "io": ("{pct:.0f} % of the time is I/O, in {calls}, most from {where}: I/O-bound "
+    "io": ("I/O takes {pct:.0f} % {of}, in {calls}, most from {where}: I/O-bound "
            "there. What to try: fewer, larger writes (buffer them), fsync/fdatasync only "
            "where the data must be safe on disk, I/O overlapped with computation (a "
            "separate thread or asynchronous I/O), or a faster file system (node-local "
            "scratch for temporary files; collective MPI-IO from many ranks)."),
-    "alloc": ("{pct:.0f} % of the time is in memory allocation, in {calls}, most from "
+    "alloc": ("Memory allocation takes {pct:.0f} % {of}, in {calls}, most from "
               "{where}: allocation-bound there. What to try: allocate once outside the "
               "loop and reuse the buffers, a pool for many small objects{mmap}, or with many "
               "threads a scalable allocator (jemalloc, tcmalloc)."),
-    "thread_sync": ("Threads wait {pct:.0f} % of the time on synchronisation, in {calls}, "
+    "thread_sync": ("Threads wait on synchronisation {pct:.0f} % {of}, in {calls}, "
                     "most from {where}: contention between threads. What to try: hold "
                     "locks for less time (move work out of the critical section), "
                     "finer-grained locks, per-thread copies merged at the end, or atomics "
                     "instead of locks; for barriers and joins, balance the work between "
                     "threads (e.g. OpenMP schedule(dynamic))."),
-    "omp_sync": ("Threads wait {pct:.0f} % of the time in the OpenMP runtime, most in "
+    "omp_sync": ("Threads wait in the OpenMP runtime {pct:.0f} % {of}, most in "
                  "{where}: OpenMP barrier/wait: threads wait at the end of parallel regions "
                  "and loops for the slowest, an imbalance among threads. What to try: "
                  "schedule(dynamic) or schedule(guided) for loops whose iterations differ, "
@@ -270,8 +302,9 @@ def rule_sampled_activities(data):
     if not sm:
         return []
     out = []
+    shares, of = _app_share(sm)
     for act, threshold in ACTIVITY_PCT.items():
-        pct = sm["activity_pct"].get(act, 0.0)
+        pct = shares.get(act, 0.0)
         if pct < threshold:
             continue
         fns = sm.get("activity_functions", {}).get(act, [])
@@ -289,8 +322,8 @@ def rule_sampled_activities(data):
                 "M_MMAP_THRESHOLD raised (MALLOC_MMAP_THRESHOLD_)" if
                 any(c["name"] in ("mmap", "munmap", "sysmalloc_mmap") for c in fns) else "")
         out.append({"rule": f"sampled_{act}", "severity": pct,
-                    "text": _ACTIVITY_TEXT[act].format(pct=pct, calls=calls, where=where,
-                                                       mmap=mmap, locks=locks),
+                    "text": _ACTIVITY_TEXT[act].format(pct=pct, of=of, calls=calls,
+                                                       where=where, mmap=mmap, locks=locks),
                     "evidence": {"activity": act, "pct": pct,
                                  "function": f["name"] if f else None,
                                  "calls": [c["name"] for c in fns[:3]]}})
@@ -306,7 +339,8 @@ def rule_sampled_mpi(data):
     sm = _sampling(data)
     if not sm or data["mpi_profile"].get("mpi"):
         return []
-    fam = {k: v for k, v in sm["activity_pct"].items() if k.startswith("mpi_") and v > 0}
+    shares, of = _app_share(sm)
+    fam = {k: v for k, v in shares.items() if k.startswith("mpi_") and v > 0}
     pct = sum(fam.values())
     if pct < SAMPLED_MPI_PCT:
         return []
@@ -315,7 +349,7 @@ def rule_sampled_mpi(data):
     parts = ", ".join(f"{_FAMILY.get(k[4:], k[4:])} {v:.0f} %"
                       for k, v in sorted(fam.items(), key=lambda kv: -kv[1]))
     return [{"rule": "sampled_mpi", "severity": pct,
-             "text": f"MPI takes {pct:.0f} % of the sampled time ({parts}), most called from "
+             "text": f"MPI takes {pct:.0f} % {of} ({parts}), most called from "
                      f"{where}: communication-bound there (no MPI profile was written, so "
                      "these are the samples' numbers). What usually helps: "
                      f"{_HELP.get(top[4:], _HELP['other'])}.",
@@ -323,7 +357,7 @@ def rule_sampled_mpi(data):
 
 
 RULES = (rule_communication_bound, rule_load_imbalance, rule_wait_states,
-         rule_small_messages, rule_mpi_light, rule_sites_dropped, rule_sampled_imbalance,
+         rule_small_messages, rule_mpi_light, rule_startup, rule_sites_dropped, rule_sampled_imbalance,
          rule_sampled_activities, rule_sampled_mpi)
 
 

@@ -13,7 +13,8 @@ from perfweave.symbols import Symbolizer
 BRACKET = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 
 
-def _stats(values):
+def stats(values):
+    """min, mean, max, stdev (population) and avg_over_max (mean / max) of values."""
     v = np.asarray(values, dtype=float)
     if not len(v):
         return {"min": 0.0, "mean": 0.0, "max": 0.0, "stdev": 0.0, "avg_over_max": 0.0}
@@ -199,7 +200,7 @@ def analyze(profile, top=20, symbolizer=None):
             if hist_calls is not None and hist_calls[f] else
             (float(max(sent, recv) / calls) if calls else 0.0),
             "sites": int(rows.sum()), "ranks": int((calls_sr[rows].sum(axis=0) > 0).sum()),
-            "pct_of_app_per_rank": _stats(pct_r),
+            "pct_of_app_per_rank": stats(pct_r),
         })
     functions.sort(key=lambda d: -d["time_s"])
 
@@ -229,12 +230,12 @@ def analyze(profile, top=20, symbolizer=None):
         "mpi_library": profile.mpi_library,
         "mpi_flavor": profile.mpi_flavor,
         "hosts": sorted(set(p["host"] for p in per_rank)),
-        "app_time_s": _stats(app_s),
-        "mpi_time_s": _stats(mpi_s),
-        "mpi_pct": _stats(mpi_pct),
-        "outside_mpi_s": _stats(outside_s),
-        "outside_mpi_pct": _stats(np.where(app_s > 0, 100.0 - mpi_pct, 0.0) if nranks else []),
-        "init_s": _stats(init),
+        "app_time_s": stats(app_s),
+        "mpi_time_s": stats(mpi_s),
+        "mpi_pct": stats(mpi_pct),
+        "outside_mpi_s": stats(outside_s),
+        "outside_mpi_pct": stats(np.where(app_s > 0, 100.0 - mpi_pct, 0.0) if nranks else []),
+        "init_s": stats(init),
         "total_app_s": total_app,
         "total_mpi_s": total_mpi,
         "per_rank": per_rank,

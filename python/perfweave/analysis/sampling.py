@@ -18,7 +18,8 @@ import re
 
 import numpy as np
 
-from perfweave.analysis import timebins
+from perfweave.analysis import phases, timebins
+from perfweave.analysis.phases import APP, PHASES
 from perfweave.readers.samples import read_samples
 from perfweave.symbols import Symbolizer
 
@@ -251,9 +252,13 @@ def classify(procs, symbolizer=None):
     return [a for a, _ in _classify(procs, symbolizer or Symbolizer())]
 
 
-def analyze(exp, top=20, symbolizer=None, raw=None):
+def analyze(exp, top=20, symbolizer=None, raw=None, windows=None):
     """JSON-ready summary, or None without samples. raw: a dict that gets the tables
-    behind the summary (perfweave.api: per-rank values, each sample's place)."""
+    behind the summary (perfweave.api: per-rank values, each sample's place). windows:
+    per rank, its MPI_Init and MPI_Finalize times (analysis/phases.py windows): the
+    samples in MPI_Init (start-up) and from MPI_Finalize on (shutdown) stay in the call
+    tree and the tables (shares of the samples) but not in the app time's activities
+    (app_activity_pct, time_split, activity_functions), which the advice quotes."""
     procs = read_samples(exp)
     procs = [p for p in procs if len(p.records)]
     if not procs:
@@ -380,6 +385,9 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
     tables = {"function": {}, "line": {}, "inclusive": {}}
     counts = {name: {} for name in tables}
     totals = np.zeros((len(per_proc), nst))
+    app_totals = np.zeros((len(per_proc), nst))    # the samples of the app time only
+    phase_w = np.zeros(len(PHASES))
+    phase_n = np.zeros(len(PHASES), np.int64)
     ctr_total = np.zeros(max(nev, 1))
     tree = {}                                      # function path -> [incl, excl] (proc, state)
     callee = {}                    # (activity, library function) -> samples
@@ -388,8 +396,13 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
         st = np.clip(st, 0, nst - 1)
         w = weights[j]
         np.add.at(totals[j], st, w)
-        for a, fn, x in zip(st.tolist(), why, w.tolist()):
-            if fn:
+        phase = phases.of_samples(p.records["t"], (windows or {}).get(p.rank))
+        np.add.at(phase_w, phase, w)
+        phase_n += np.bincount(phase, minlength=len(PHASES))
+        app = phase == APP
+        np.add.at(app_totals[j], st[app], w[app])
+        for a, fn, x, in_app in zip(st.tolist(), why, w.tolist(), app.tolist()):
+            if fn and in_app:
                 callee[(states[a], fn)] = callee.get((states[a], fn), 0) + x
         if nev:
             ctr_total += delta.sum(axis=0)
@@ -449,6 +462,7 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
                    seconds=seconds,
                    activity=[a for _, _, _, a, _, _, _ in per_proc])
     all_samples = per_rank_total.sum()
+    app_samples = app_totals.sum()
     result = {"processes": len(procs), "samples": int(round(all_samples)),
             "ranks": ranks, "states": procs[0].meta.get("states") or ["compute"],
             "activities": states,
@@ -457,9 +471,14 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
             "activity_per_rank_pct": {states[s]: [float(x) for x in 100 * totals[:, s] /
                                                   np.maximum(per_rank_total, 1)]
                                       for s in range(nst) if totals[:, s].any()},
-            # the library functions that made samples I/O, allocation, synchronisation
+            # of the app time's samples (the start-up and the shutdown are the MPI
+            # library's and the launcher's): the report's time split and the advice
+            "app_samples": int(phase_n[APP]),
+            "app_activity_pct": {states[s]: float(100 * app_totals[:, s].sum() / app_samples)
+                                 for s in range(nst)} if app_samples > 0 else {},
+            # the library functions that made app samples I/O, allocation, synchronisation
             "activity_functions": {
-                a: sorted(({"name": w, "pct": float(100 * n / all_samples)}
+                a: sorted(({"name": w, "pct": float(100 * n / app_samples)}
                            for (a2, w), n in callee.items() if a2 == a),
                           key=lambda r: -r["pct"])[:10]
                 for a in sorted({a for a, _ in callee})},
@@ -475,6 +494,10 @@ def analyze(exp, top=20, symbolizer=None, raw=None):
             "dropped": {k: sum(p.meta.get("dropped", {}).get(k, 0) for p in procs)
                         for k in ("threads", "timers", "memory")},
             "kept_per_thread_max": max((t["kept"] for t in threads), default=0)}
+    if windows:
+        result["phase_pct"] = {ph: float(100 * phase_w[k] / all_samples)
+                               for k, ph in enumerate(PHASES)}
+        result["phase_samples"] = {ph: int(phase_n[k]) for k, ph in enumerate(PHASES)}
     result["time_split"] = time_split(result)
     return result
 
@@ -619,12 +642,13 @@ def _start_routine(p, i):
 
 
 def time_split(sm):
-    """Performance Reports' split of the run from the samples: compute (memory
-    allocation included), MPI (every family), I/O, thread synchronisation, and time asleep
-    or blocked (only when there is some); None without samples."""
-    if not sm or sm.get("error") or not sm.get("activity_pct"):
+    """Performance Reports' split of the app time from its samples (app_activity_pct:
+    without the start-up in MPI_Init and the shutdown): compute (memory allocation
+    included), MPI (every family), I/O, thread synchronisation, and time asleep or
+    blocked (only when there is some); None without samples in the app time."""
+    if not sm or sm.get("error") or not sm.get("app_activity_pct"):
         return None
-    act = sm["activity_pct"]
+    act = sm["app_activity_pct"]
     split = {"compute": act.get("compute", 0) + act.get("alloc", 0),
              "MPI": sum(v for k, v in act.items() if k.startswith("mpi_")),
              "I/O": act.get("io", 0),

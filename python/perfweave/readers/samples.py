@@ -40,7 +40,9 @@ META_SCHEMA = {"rank": int, "pid": int, "host": str, "frames": int, "counters": 
                "modules": [[str]], "unwinder": str, "unwind_fallbacks": int}
 
 
-def read_samples(exp):
+def read_sample_metas(exp):
+    """[(path of NAME.json, its description)] of every sampled process, checked, without
+    the records."""
     d = Path(exp) / "samples"
     out = []
     for meta_path in sorted(d.glob("*.json")) if d.is_dir() else []:
@@ -52,6 +54,13 @@ def read_samples(exp):
         if not all(len(m) >= 1 for m in meta.get("modules", [])) or not all(
                 {"interval_ns", "thinned"} <= t.keys() for t in meta.get("threads", [])):
             raise FormatError(f"{meta_path}: corrupt samples description (modules or threads)")
+        out.append((meta_path, meta))
+    return out
+
+
+def read_samples(exp):
+    out = []
+    for meta_path, meta in read_sample_metas(exp):
         dt = SAMPLE_REC if meta["version"] == 2 else SAMPLE_REC_V1
         spath = meta_path.with_suffix(".samples")
         try:

@@ -34,12 +34,18 @@ def collect(experiment, top=20):
     if experiment.processes is not None:
         data["other_processes"] = int(len(experiment.processes.ranks))
     data["node_timeline"] = node_timeline(experiment)
-    from perfweave.analysis import sampling
+    from perfweave.analysis import phases, sampling
     from perfweave.errors import FormatError
+    from perfweave.readers.samples import read_sample_metas
     try:
-        data["sampling"] = sampling.analyze(experiment.path, top=top)
+        data["sampling"] = sampling.analyze(experiment.path, top=top,
+                                            windows=phases.windows(experiment.profile))
+        metas = [m for _, m in read_sample_metas(experiment.path)]
     except FormatError as e:
         data["sampling"] = {"error": str(e)}
+        metas = []
+    data["startup"] = phases.summarize(experiment.profile, metas,
+                                       (data["sampling"] or {}).get("phase_pct"))
     if mpi["per_rank"]:
         for p in mpi["per_rank"]:
             p["state"] = STATES[p["state"]] if 0 <= p["state"] < len(STATES) else str(p["state"])

@@ -13,6 +13,8 @@ from importlib import resources
 import numpy as np
 
 from perfweave.errors import FormatError
+from perfweave.report import summary
+from perfweave.report.summary import duration as _t
 from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
 
 MAX_POINTS = 2000      # per chart: ticks beyond are averaged in groups
@@ -145,10 +147,6 @@ def _by_activity(by_state):
     return ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in by_state.items())
 
 
-def _t(s):
-    return f"{s:.3f} s" if s >= 1 else f"{s * 1e3:.3f} ms"
-
-
 def render(data, experiment):
     """The HTML text of report data (report/data.py collect) of experiment."""
     m = data["mpi_profile"]
@@ -160,13 +158,14 @@ def render(data, experiment):
         facts += [("ranks", f"{m['ranks']} on {len(m['hosts'])} host(s): "
                             f"{', '.join(m['hosts'][:8])}"),
                   ("MPI library", (m["mpi_library"] or "?").split(",")[0]),
-                  ("time in MPI", f"{m['mpi_pct']['mean']:.1f} % mean, "
-                                  f"{m['mpi_pct']['min']:.1f} % min, "
-                                  f"{m['mpi_pct']['max']:.1f} % max over ranks")]
-    split = (data.get("sampling") or {}).get("time_split")
-    if split:
-        facts.append(("time split", ", ".join(f"{k} {v:.1f} %" for k, v in split.items())
-                      + " (of the samples)"))
+                  ("app time", f"{_t(m['app_time_s']['mean'])} mean, "
+                               f"{_t(m['app_time_s']['min'])} min, "
+                               f"{_t(m['app_time_s']['max'])} max (MPI_Init to MPI_Finalize)"),
+                  ("time in MPI", summary.mpi_share(m))]
+    for label, text in (("start-up", summary.startup(data)),
+                        ("time split", summary.time_split(data))):
+        if text:
+            facts.append((label, text))
     parts.append(_table(facts, ["", ""], "facts"))
     for note in data.get("notes", []):
         parts.append(f"<p class=note>{_e(note)}</p>")
@@ -175,7 +174,9 @@ def render(data, experiment):
                      "".join(f"<li>{_e(a['text'])}</li>" for a in data["advice"]) + "</ul>")
     sm = data.get("sampling")
     if sm and not sm.get("error"):
-        parts.append(f"<h2>Where the time goes ({sm['samples']} samples)</h2>")
+        whole = ", start-up and shutdown included" if "phase_pct" in sm else ""
+        parts.append(f"<h2>Where the time goes ({sm['samples']} samples{whole}; every % "
+                     "here is of the samples)</h2>")
         parts += _sampling_views(sm)
         for title, key in (("functions (self)", "functions"), ("source lines (self)", "lines"),
                            ("functions (inclusive)", "inclusive")):
@@ -191,8 +192,9 @@ def render(data, experiment):
         parts.append(_table([[c["id"], c["function"], c["where"], c["calls"], _t(c["time_s"]),
                               f"{c['app_pct']:.2f}", f"{c['mpi_pct']:.2f}", f"{c['cov']:.2f}",
                               c["ranks"]] for c in m["callsites"][:50]],
-                            ["id", "function", "location", "calls", "time", "App %", "MPI %",
-                             "COV", "ranks"]))
+                            ["id", "function", "location", "calls", "time",
+                             "App % (of the app time)", "MPI % (of the MPI time)", "COV",
+                             "ranks"]))
         if m.get("counters"):
             evs = m["counters"]
             parts.append("<h2>Counters per call site</h2>")

@@ -5,6 +5,9 @@ wider than WIDTH (long names shortened in the middle, "…"; their full text is 
 import re
 import textwrap
 
+from perfweave.report import summary
+from perfweave.report.summary import duration as _t
+
 WIDTH = 100          # columns of the terminal the default report fits
 MAX_ROWS = 4         # rows per table by default (--max-rows)
 MAX_ADVICE = 2       # advice items by default
@@ -35,19 +38,6 @@ def _cut(rows, limit):
     if limit is None or len(rows) <= limit:
         return rows, 0
     return rows[:limit], len(rows) - limit
-
-
-def _t(seconds):
-    s = abs(seconds)
-    if s >= 100:
-        return f"{seconds:.1f}s"
-    if s >= 1:
-        return f"{seconds:.3f}s"
-    if s >= 1e-3:
-        return f"{seconds * 1e3:.3f}ms"
-    if s > 0:
-        return f"{seconds * 1e6:.1f}us"
-    return "0"
 
 
 def _b(n):
@@ -139,14 +129,14 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
         a = m["app_time_s"]
         out.append(f"  app time   {_t(a['mean'])} mean, {_t(a['min'])} min, {_t(a['max'])} max "
                    "(MPI_Init to MPI_Finalize)")
+        if summary.startup(data):
+            out += _wrap("start-up", summary.startup(data), width)
     else:
         out.append("  MPI        not used (one process without MPI)")
     out.append(f"  state      {data['state']}"
                + (" (incomplete experiment: see the first note)" if data.get("unwritten") else ""))
-    split = (data.get("sampling") or {}).get("time_split")
-    if split:
-        out += _wrap("time", ", ".join(f"{k} {v:.1f} %" for k, v in split.items())
-                     + " (of the samples)", width)
+    if summary.time_split(data):
+        out += _wrap("time", summary.time_split(data), width)
     for note in data["notes"]:
         out += _wrap("note", note, width)
     out += _sampling(data, max_rows, width)
@@ -162,7 +152,7 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
         return _join(out + _timeline(data, max_rows, width), width)
 
     # ---- time in MPI per rank ----
-    out += ["", "MPI time per rank"]
+    out += ["", "MPI time per rank (MPI% and outside%: of the rank's app time)"]
     ranks = m["per_rank"]
     limit = None if full else max(max_rows, 8)
     shown, more = _cut(sorted(ranks, key=lambda r: -r["mpi_pct"]) if limit is not None and
@@ -196,7 +186,8 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
         out += _more(len(fns) + 1 - len(cols), "functions", "--full, or a wider terminal")
 
     # ---- functions ----
-    out += ["", "MPI functions by time"]
+    out += ["", "MPI functions by time (App%: of the app time summed over ranks; MPI%: of "
+            "the MPI time)"]
     shown, more = _cut(m["functions"][:m.get("top", 20)], top)
     more += max(len(m["functions"]) - m.get("top", 20), 0)
     out += _table([[f["name"], f["calls"], _t(f["time_s"]), f"{f['app_pct']:.2f}",
@@ -207,7 +198,8 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
     out += _more(more, "functions", f"{MORE}, or --top N")
 
     # ---- call sites ----
-    out += ["", "MPI call sites by time (time summed over ranks; COV of per-rank time)"]
+    out += ["", "MPI call sites by time (time summed over ranks; App% and MPI% as above; "
+            "COV of per-rank time)"]
     sites, more = _cut(m["callsites"][:m.get("top", 20)], top)
     more = m["callsites_total"] - len(sites)
     out += _table([[c["id"], c["function"], c["where"], c["calls"], _t(c["time_s"]),
@@ -351,8 +343,10 @@ def _sampling(data, max_rows=MAX_ROWS, width=WIDTH):
         return ["", f"Sampled time: not shown ({sm['error']})"]
     act = ", ".join(f"{_activity(k)} {v:.1f} %" for k, v in sm["activity_pct"].items()
                     if v > 0)
+    whole = ", start-up and shutdown included" if "phase_pct" in sm else ""
     out = [""] + textwrap.wrap(f"Where the time goes ({sm['samples']} samples of "
-                               f"{sm['processes']} processes; {act})", width or 10 ** 6,
+                               f"{sm['processes']} processes{whole}; every % here is of "
+                               f"the samples: {act})", width or 10 ** 6,
                                subsequent_indent="  ")
     drop = sm.get("dropped") or {}
     if any(drop.values()):
