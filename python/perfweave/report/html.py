@@ -14,6 +14,7 @@ import numpy as np
 
 from perfweave.errors import FormatError
 from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
+from perfweave.report.data import mpi_library_line
 
 MAX_POINTS = 2000      # per chart: ticks beyond are averaged in groups
 RATE_SERIES = 6        # node counters per rates chart
@@ -159,7 +160,7 @@ def render(data, experiment):
     if m["mpi"]:
         facts += [("ranks", f"{m['ranks']} on {len(m['hosts'])} host(s): "
                             f"{', '.join(m['hosts'][:8])}"),
-                  ("MPI library", (m["mpi_library"] or "?").split(",")[0]),
+                  ("MPI library", mpi_library_line(m["mpi_library"])),
                   ("time in MPI", f"{m['mpi_pct']['mean']:.1f} % mean, "
                                   f"{m['mpi_pct']['min']:.1f} % min, "
                                   f"{m['mpi_pct']['max']:.1f} % max over ranks")]

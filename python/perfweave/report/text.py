@@ -5,6 +5,8 @@ wider than WIDTH (long names shortened in the middle, "…"; their full text is 
 import re
 import textwrap
 
+from perfweave.report.data import mpi_library_line
+
 WIDTH = 100          # columns of the terminal the default report fits
 MAX_ROWS = 4         # rows per table by default (--max-rows)
 MAX_ADVICE = 2       # advice items by default
@@ -132,7 +134,7 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
                         + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
                         + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"),
                         width, head=13))
-        lib = m["mpi_library"].split(",")[0] if m["mpi_library"] else "?"
+        lib = mpi_library_line(m["mpi_library"])
         if not data.get("imported"):
             out.append(_fit(f"  MPI        {lib} (perfweave runtime: {m['mpi_flavor']})", width,
                             keep=len(f" (perfweave runtime: {m['mpi_flavor']})"), head=13))
