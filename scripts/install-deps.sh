@@ -12,21 +12,28 @@
 # So, on such machines, pcp is installed (and any unfinished configuration is
 # completed) with no-op systemctl and invoke-rc.d stand-ins first in PATH; pmcd is
 # then started below with its init script.
+#
+# slurm-wlm and munge (the test suite's one-node Slurm) have the same kind of postinst
+# ("invoke-rc.d munge start || exit 1", the same for slurmd and slurmctld): they are
+# installed with the same stand-ins, so that no system-wide daemon is started; the tests
+# start their own munged, slurmctld and slurmd with a configuration in a temporary
+# directory (tests/runtime/slurm.py).
 set -e
 PKGS="gcc g++ make cmake python3 python3-venv python3-dev binutils gfortran
 openmpi-bin libopenmpi-dev mpich libmpich-dev numactl python3-mpi4py libunwind8 libunwind-dev libpapi-dev papi-tools chromium"
-PCP_PKGS="pcp libpcp3 libpcp3-dev"
+# installed with no-op systemctl / invoke-rc.d (see above)
+NOINIT_PKGS="pcp libpcp3 libpcp3-dev slurm-wlm munge"
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
 }
 missing=""
-missing_pcp=""
+missing_noinit=""
 for p in $PKGS; do
     installed "$p" || missing="$missing $p"
 done
-for p in $PCP_PKGS; do
-    installed "$p" || missing_pcp="$missing_pcp $p"
+for p in $NOINIT_PKGS; do
+    installed "$p" || missing_noinit="$missing_noinit $p"
 done
 root=false
 [ "$(id -u)" = 0 ] && root=true
@@ -59,33 +66,33 @@ if $root && { [ -n "$(dpkg --audit 2>/dev/null)" ] ||
               [ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ]; }; then
     echo "perfweave: completing interrupted package configuration (dpkg --configure -a)"
     dpkg_repair
-    missing_pcp=""
-    for p in $PCP_PKGS; do
-        installed "$p" || missing_pcp="$missing_pcp $p"
+    missing_noinit=""
+    for p in $NOINIT_PKGS; do
+        installed "$p" || missing_noinit="$missing_noinit $p"
     done
 fi
 
-if [ -n "$missing$missing_pcp" ]; then
+if [ -n "$missing$missing_noinit" ]; then
     if ! $root; then
-        echo "perfweave: missing system packages:$missing$missing_pcp" >&2
-        echo "perfweave: install them as root (apt-get install --no-install-recommends$missing$missing_pcp)" >&2
+        echo "perfweave: missing system packages:$missing$missing_noinit" >&2
+        echo "perfweave: install them as root (apt-get install --no-install-recommends$missing$missing_noinit)" >&2
         exit 1
     fi
-    echo "perfweave: installing system packages:$missing$missing_pcp"
+    echo "perfweave: installing system packages:$missing$missing_noinit"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     if [ -n "$missing" ]; then
         apt-get install -y -qq --no-install-recommends $missing >/dev/null
     fi
-    if [ -n "$missing_pcp" ]; then
+    if [ -n "$missing_noinit" ]; then
         maint_path
         if ! apt-get install -y -qq --no-install-recommends \
-                -o DPkg::Path="$maint_PATH" $missing_pcp >/dev/null; then
+                -o DPkg::Path="$maint_PATH" $missing_noinit >/dev/null; then
             # leave dpkg consistent even if the install failed half-way
             dpkg_repair || true
-            for p in $PCP_PKGS; do
+            for p in $NOINIT_PKGS; do
                 installed "$p" || {
-                    echo "perfweave: installing$missing_pcp failed" >&2
+                    echo "perfweave: installing$missing_noinit failed" >&2
                     exit 1
                 }
             done

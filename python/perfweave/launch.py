@@ -15,22 +15,26 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from perfweave import __version__, options, writing
+from perfweave import __version__, options, task_env, writing
 from perfweave.errors import PerfweaveError
 
 # Launchers whose first argument is not the program.
 LAUNCHERS = {"mpirun", "mpiexec", "orterun", "prterun", "srun", "aprun", "jsrun", "flux",
              "mpirun.openmpi", "mpiexec.openmpi", "mpirun.mpich", "mpiexec.mpich",
-             "mpiexec.hydra"}
-OPENMPI_LAUNCHERS = {"mpirun", "mpiexec", "orterun", "prterun", "mpirun.openmpi",
-                     "mpiexec.openmpi"}
+             "mpiexec.hydra", "sbatch", "salloc"}
 # Launcher options that take a value, to find the program after them.
 _RANK_OPTS = {"-n", "-np", "--np", "--n", "--ntasks", "-ntasks"}
 # Other launcher options that take a value (so the value is not the program).
 _VALUE_OPTS = {"-c", "-N", "--nodes", "--cpus-per-task", "-x", "-H", "--host", "-hosts",
                "--hostfile", "-hostfile", "-f", "--map-by", "--bind-to", "-genv", "-env",
                "--mca", "-mca", "-wdir", "-ppn", "--rankfile", "-p", "--partition", "-t",
-               "--time", "-A", "--account", "-npernode", "--npernode"}
+               "--time", "-A", "--account", "-npernode", "--npernode", "--mpi", "--export",
+               "-o", "--output", "-e", "--error", "-J", "--job-name", "-w", "--nodelist",
+               "--ntasks-per-node", "--mem", "-D", "--chdir", "--cpu-bind", "-m",
+               "--distribution", "-genvlist", "-envlist", "--exclusive"}
+# Options that give the number of nodes and of tasks per node (their product: the ranks).
+_NODES_OPTS = {"-N", "--nodes"}
+_PER_NODE_OPTS = {"--ntasks-per-node", "-npernode", "--npernode", "-ppn"}
 
 
 def library_dir():
@@ -53,14 +57,15 @@ def _which(word):
     return shutil.which(word)
 
 
-def find_program(command):
-    """(launcher or None, program path or None) of a command line."""
-    first = _which(command[0])
+def program_index(command):
+    """Index of the program in a command line: 0 when command[0] is not a launcher, the
+    first executable word after the launcher's options (for sbatch: the first file, the
+    batch script), None when there is none."""
     base = os.path.basename(command[0])
     if base not in LAUNCHERS:
-        return None, first
+        return 0
     skip_next = False
-    for word in command[1:]:
+    for i, word in enumerate(command[1:], 1):
         if skip_next:
             skip_next = False
             continue
@@ -68,19 +73,48 @@ def find_program(command):
             skip_next = word in _RANK_OPTS or word in _VALUE_OPTS
             continue
         path = _which(word)
-        if path and not os.path.isdir(path):
-            return first, path
-    return first, None
-
-
-def rank_count(command):
-    for i, word in enumerate(command[:-1]):
-        if word in _RANK_OPTS and command[i + 1].isdigit():
-            return int(command[i + 1])
-        m = re.match(r"--(?:np|ntasks)=(\d+)$", word)
-        if m:
-            return int(m.group(1))
+        if path and not os.path.isdir(path) or base == "sbatch" and os.path.isfile(word):
+            return i
     return None
+
+
+def find_program(command):
+    """(launcher or None, program path or None) of a command line."""
+    first = _which(command[0])
+    at = program_index(command)
+    if at == 0:
+        return None, first
+    return first, _which(command[at]) if at else None
+
+
+def _option_number(command, options):
+    """The number given to one of `options` (`-n 4`, `-n4`, `--ntasks=4`), or None."""
+    for i, word in enumerate(command):
+        if word in options and i + 1 < len(command) and command[i + 1].isdigit():
+            return int(command[i + 1])
+        m = re.match(r"(--?[\w-]+)=(\d+)$", word) or re.match(r"(-[nN])(\d+)$", word)
+        if m and m.group(1) in options:
+            return int(m.group(2))
+    return None
+
+
+def rank_count(command, environ=None):
+    """Ranks a launch command starts: from its options (-n, -np, --ntasks, or nodes
+    times tasks per node), else, for a launcher inside a Slurm allocation, the
+    allocation's SLURM_NTASKS; None when not known."""
+    if os.path.basename(command[0]) not in LAUNCHERS:
+        return None
+    at = program_index(command)
+    options = command[:at] if at else command
+    n = _option_number(options, _RANK_OPTS)
+    if n is None:
+        nodes, per_node = _option_number(options, _NODES_OPTS), \
+            _option_number(options, _PER_NODE_OPTS)
+        n = nodes * per_node if nodes and per_node else None
+    environ = os.environ if environ is None else environ
+    if n is None and environ.get("SLURM_NTASKS", "").isdigit():
+        n = int(environ["SLURM_NTASKS"])
+    return n or None
 
 
 def launcher_flavor(path):
@@ -120,6 +154,19 @@ def default_experiment_name(command, program, now=None):
         candidate = f"{base}-{k}"
         k += 1
     return candidate
+
+
+def launch_command(command, lib, values, exp, environ=None):
+    """(argv, environment) that run `command` with the runtime library `lib` preloaded
+    and perfweave's variables in every task, whatever the launcher's environment policy
+    (task_env.py)."""
+    environ = dict(os.environ if environ is None else environ)
+    runtime_env = options.runtime_env(values)
+    runtime_env["PERFWEAVE_EXPERIMENT"] = str(exp)
+    runtime_env["LD_PRELOAD"] = str(lib) + (":" + environ["LD_PRELOAD"]
+                                            if environ.get("LD_PRELOAD") else "")
+    helper = Path(lib).parent / task_env.EXEC_HELPER
+    return task_env.for_tasks(command, program_index(command), runtime_env, environ, helper)
 
 
 def _save_meta(exp, meta):
@@ -172,20 +219,7 @@ def run(command, values, stderr=sys.stderr, meta=None):
         raise PerfweaveError(f"{exp}: cannot create: {e.strerror}") from None
     exp = exp.resolve()
 
-    env = dict(os.environ)
-    runtime_env = options.runtime_env(values)
-    runtime_env["PERFWEAVE_EXPERIMENT"] = str(exp)
-    preload = str(lib) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-    runtime_env["LD_PRELOAD"] = preload
-    env.update(runtime_env)
-    argv = list(command)
-    if (launcher and os.path.basename(command[0]) in OPENMPI_LAUNCHERS
-            and launcher_flavor(launcher) == "openmpi"):
-        # Open MPI forwards only named variables to remote nodes
-        exported = []
-        for name in sorted(runtime_env):
-            exported += ["-x", name]
-        argv = [argv[0]] + exported + argv[1:]
+    argv, env = launch_command(command, lib, values, exp)
 
     started = time.time()
     more = meta or {}

@@ -1,9 +1,24 @@
 """Everything `perfweave report` shows, as one JSON-ready dict (docs/mpi-profile.md)."""
+import re
+
 from perfweave.analysis.mpi import analyze
 from perfweave.model.profile import STATES
 
 REPORT_FORMAT = "perfweave-report"
 REPORT_VERSION = 1
+
+
+def mpi_library_line(version):
+    """The MPI library's name and version on one line, from the full string the library
+    gives (MPI_Get_library_version; the runtime records its line breaks as spaces):
+    Open MPI's "Open MPI v4.1.4, package: ..., repo rev: ..." gives "Open MPI v4.1.4",
+    MPICH's "MPICH Version: 4.0.2 MPICH Release date: ... MPICH configure: ..." gives
+    "MPICH 4.0.2". The JSON report keeps the full string."""
+    text = " ".join((version or "").split())
+    labelled = re.match(r"(.+?) Version: ?(\S+)", text)
+    if labelled:
+        return f"{labelled.group(1)} {labelled.group(2)}"
+    return text.split(",")[0].strip() or "?"
 
 
 def collect(experiment, top=20):

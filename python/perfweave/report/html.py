@@ -16,6 +16,7 @@ from perfweave.errors import FormatError
 from perfweave.report import summary
 from perfweave.report.summary import duration as _t
 from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
+from perfweave.report.data import mpi_library_line
 
 MAX_POINTS = 2000      # per chart: ticks beyond are averaged in groups
 RATE_SERIES = 6        # node counters per rates chart
@@ -157,7 +158,7 @@ def render(data, experiment):
     if m["mpi"]:
         facts += [("ranks", f"{m['ranks']} on {len(m['hosts'])} host(s): "
                             f"{', '.join(m['hosts'][:8])}"),
-                  ("MPI library", (m["mpi_library"] or "?").split(",")[0]),
+                  ("MPI library", mpi_library_line(m["mpi_library"])),
                   ("app time", f"{_t(m['app_time_s']['mean'])} mean, "
                                f"{_t(m['app_time_s']['min'])} min, "
                                f"{_t(m['app_time_s']['max'])} max (MPI_Init to MPI_Finalize)"),

@@ -7,6 +7,7 @@ import textwrap
 
 from perfweave.report import summary
 from perfweave.report.summary import duration as _t
+from perfweave.report.data import mpi_library_line
 
 WIDTH = 100          # columns of the terminal the default report fits
 MAX_ROWS = 4         # rows per table by default (--max-rows)
@@ -122,7 +123,7 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
                         + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
                         + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"),
                         width, head=13))
-        lib = m["mpi_library"].split(",")[0] if m["mpi_library"] else "?"
+        lib = mpi_library_line(m["mpi_library"])
         if not data.get("imported"):
             out.append(_fit(f"  MPI        {lib} (perfweave runtime: {m['mpi_flavor']})", width,
                             keep=len(f" (perfweave runtime: {m['mpi_flavor']})"), head=13))

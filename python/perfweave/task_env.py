@@ -1,0 +1,196 @@
+"""Getting perfweave's variables (LD_PRELOAD, PERFWEAVE_*) to every task a launcher
+starts, whatever environment policy the launcher follows.
+
+`perfweave run` puts the variables in the launcher's own environment; most launchers
+hand that environment on, but not all, and not always: srun and sbatch pass only what
+`--export` (or SLURM_EXPORT_ENV, SRUN_EXPORT_ENV, SBATCH_EXPORT) allows, Open MPI's
+mpirun passes only named variables to other nodes, and MPICH's hydra mpiexec can be told
+to pass none (-envnone, -genvnone) or a list (-envlist, -genvlist). So the command is
+rewritten to name the variables in the launcher's own terms (docs/launching.md):
+
+- srun, sbatch: the `--export` list in force is extended with the variables' names, or
+  `--export=ALL,<names>` is added when none is in force. Names, not NAME=VALUE: Slurm
+  splits the list at every comma, and takes a named variable's value from its own
+  environment, so values need no quoting (an LD_PRELOAD of several libraries, a path with
+  a comma). A NAME=VALUE the user gave for LD_PRELOAD is kept behind perfweave's library.
+- SLURM_EXPORT_ENV, SRUN_EXPORT_ENV, SBATCH_EXPORT in the environment (set by a site, or
+  by sbatch inside a job): extended the same way, so that an srun started by the command
+  (inside salloc, a batch script, a shell script) passes the variables too.
+- Open MPI's mpirun: `-x NAME` for each variable.
+- MPICH's hydra mpiexec: `-genv NAME VALUE` for each variable (passed whatever the
+  -envnone / -envlist options say).
+- other known launchers (aprun, jsrun, flux, whose site policies perfweave cannot read),
+  and the word `perfweave-exec` placed by the user before the program in any command:
+  the program is started through perfweave-exec (installed beside the runtime library),
+  which sets the variables and then execs it.
+"""
+import os
+import re
+import shutil
+
+# The exec helper's name, also the marker a user may write before the program.
+EXEC_HELPER = "perfweave-exec"
+
+_SLURM_EXPORTING = {"srun": "SRUN_EXPORT_ENV", "sbatch": "SBATCH_EXPORT"}
+# Environment variables that hold an srun or sbatch export policy (in the order srun
+# honours them: SRUN_EXPORT_ENV wins over SLURM_EXPORT_ENV).
+POLICY_VARIABLES = ("SRUN_EXPORT_ENV", "SLURM_EXPORT_ENV", "SBATCH_EXPORT")
+_OPENMPI_NAMES = {"orterun", "prterun", "mpirun.openmpi", "mpiexec.openmpi"}
+_HYDRA_NAMES = {"mpiexec.hydra", "mpirun.mpich", "mpiexec.mpich"}
+# Launchers whose policy perfweave does not read: the program goes through the helper.
+_HELPER_LAUNCHERS = {"aprun", "jsrun", "flux"}
+
+
+def launcher_kind(command):
+    """How `command` starts its tasks: "srun", "sbatch", "salloc", "openmpi" (mpirun),
+    "hydra" (MPICH's mpiexec), "other" (another launcher) or None (not a launcher)."""
+    path = shutil.which(command[0]) or command[0]
+    names = [os.path.basename(command[0]), os.path.basename(os.path.realpath(path))]
+    for name in names:
+        if name in ("srun", "sbatch", "salloc"):
+            return name
+        if name in _OPENMPI_NAMES:
+            return "openmpi"
+        if name in _HYDRA_NAMES:
+            return "hydra"
+        if name in _HELPER_LAUNCHERS:
+            return "other"
+    if names[0] in ("mpirun", "mpiexec"):
+        # neither name tells whose: ask the launcher itself
+        return _ask_version(path)
+    return None
+
+
+def _ask_version(path):
+    # the launcher's --version, as the MPI flavour is guessed (launch imports this module)
+    from perfweave.launch import launcher_flavor
+    return {"openmpi": "openmpi", "mpich": "hydra"}.get(launcher_flavor(path), "other")
+
+
+def extend_policy(policy, names, preload_var="LD_PRELOAD"):
+    """An srun/sbatch export policy (ALL, NONE, NIL, or [ALL,]list) extended with
+    `names`; returns (policy, value the user set for LD_PRELOAD in it, or None).
+    A `LD_PRELOAD=VALUE` item is taken out (perfweave's LD_PRELOAD, which then carries
+    VALUE behind its own library, is passed by name instead)."""
+    items = [i for i in policy.split(",") if i]
+    user_preload = None
+    kept = []
+    for item in items:
+        if item.startswith(preload_var + "="):
+            user_preload = item[len(preload_var) + 1:]
+        elif item.upper() not in ("NONE", "NIL"):
+            kept.append(item)
+    # NONE (or NIL) with variables is not allowed: the list alone means "only these"
+    kept += [n for n in names if n not in kept]
+    return ",".join(kept), user_preload
+
+
+def _option_value(argv, i, option):
+    """(value, number of words) when argv[i] is `option VALUE` or `option=VALUE`."""
+    word = argv[i]
+    if word == option and i + 1 < len(argv):
+        return argv[i + 1], 2
+    if word.startswith(option + "="):
+        return word[len(option) + 1:], 1
+    return None, 0
+
+
+def _script_policy(path):
+    """The --export of a batch script's #SBATCH lines (read up to its first command, as
+    sbatch does), or None."""
+    policy = None
+    try:
+        with open(path, errors="replace") as f:
+            for n, line in enumerate(f):
+                line = line.strip()
+                if n == 0 and line.startswith("#!") or not line:
+                    continue
+                if not line.startswith("#"):
+                    break
+                m = re.match(r"#SBATCH\s+--export(?:=|\s+)(\S+)", line)
+                if m:
+                    policy = m.group(1)
+    except OSError:
+        pass
+    return policy
+
+
+def _rewrite_slurm(argv, end, kind, names, environ):
+    """srun / sbatch (its options before index `end`): the export policy in force
+    extended with `names`, as a --export option that overrides all others. In force: the
+    last --export given, else SRUN_EXPORT_ENV / SBATCH_EXPORT, else (srun)
+    SLURM_EXPORT_ENV or (sbatch) the script's #SBATCH --export, else ALL. Returns (argv,
+    LD_PRELOAD the user set in the policy or None)."""
+    last = None
+    i = 1
+    while i < end:
+        value, used = _option_value(argv, i, "--export")
+        if used:
+            last = (i, used, value)
+        i += used or 1
+    if last is not None:
+        i, used, policy = last
+    else:
+        i, used = 1, 0
+        policy = environ.get(_SLURM_EXPORTING[kind])
+        if not policy and kind == "srun":
+            policy = environ.get("SLURM_EXPORT_ENV")
+        if not policy and kind == "sbatch" and end < len(argv):
+            policy = _script_policy(argv[end])
+        policy = policy or "ALL"
+    extended, user_preload = extend_policy(policy, names)
+    return argv[:i] + [f"--export={extended}"] + argv[i + used:], user_preload
+
+
+def _with_helper(argv, at, runtime_env, helper):
+    """argv with the program at index `at` started through the exec helper."""
+    settings = [f"{k}={v}" for k, v in sorted(runtime_env.items())]
+    return argv[:at] + [str(helper), *settings, "--"] + argv[at:]
+
+
+def _marker_index(argv):
+    for i, word in enumerate(argv):
+        if os.path.basename(word) == EXEC_HELPER and "=" not in word:
+            return i
+    return None
+
+
+def for_tasks(command, program_at, runtime_env, environ, helper):
+    """(argv, environment) that start `command` with `runtime_env` in every task.
+    program_at: index of the program (or batch script) in command, None if not known;
+    environ: perfweave's environment (with runtime_env not yet in it); helper: the path
+    of the exec helper."""
+    env = dict(environ)
+    env.update(runtime_env)
+    names = sorted(runtime_env)
+    argv = list(command)
+    marker = _marker_index(argv)
+    if marker is not None:
+        return _with_helper(argv[:marker] + argv[marker + 1:], marker, runtime_env,
+                            helper), env
+    # a policy in the environment reaches every srun / sbatch the command starts
+    for var in POLICY_VARIABLES:
+        if environ.get(var) and not re.fullmatch(r"(?i)all", environ[var]):
+            env[var], preload = extend_policy(environ[var], names)
+            if preload:
+                env["LD_PRELOAD"] = _behind(runtime_env["LD_PRELOAD"], preload)
+    kind = launcher_kind(argv)
+    if kind in _SLURM_EXPORTING:
+        end = len(argv) if program_at is None else program_at
+        argv, preload = _rewrite_slurm(argv, end, kind, names, environ)
+        if preload:
+            env["LD_PRELOAD"] = _behind(runtime_env["LD_PRELOAD"], preload)
+    elif kind == "openmpi":
+        # Open MPI forwards only named variables to other nodes
+        argv = [argv[0]] + [w for n in names for w in ("-x", n)] + argv[1:]
+    elif kind == "hydra":
+        argv = [argv[0]] + [w for n in names for w in ("-genv", n, env[n])] + argv[1:]
+    elif kind == "other" and program_at is not None:
+        argv = _with_helper(argv, program_at, runtime_env, helper)
+    return argv, env
+
+
+def _behind(ours, theirs):
+    """LD_PRELOAD with perfweave's libraries first and the user's value kept after."""
+    first = ours.split(":")[0]
+    return first + ":" + theirs
