@@ -548,6 +548,18 @@ static int ended_a_call(void *ucv)
     return 1;
 }
 
+/* The signals our handler blocks for a maskable call that it ended: every one but ours
+ * and the synchronous ones (a fault must reach the program at once); the C library's
+ * own stay unblocked too (sigfillset leaves them out). */
+static void program_block(sigset_t *set)
+{
+    static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    sigfillset(set);
+    for (size_t i = 0; i < sizeof sync_signals / sizeof *sync_signals; i++)
+        sigdelset(set, sync_signals[i]);
+    sigdelset(set, sig);
+}
+
 static void on_sample(int signo, siginfo_t *si, void *ucv)
 {
     (void)signo;
@@ -560,11 +572,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     if (ended && maskable && !masked) { /* this very call, not an earlier one's flag */
         ucontext_t *ucm = ucv;
         saved_mask = ucm->uc_sigmask;
-        sigfillset(&ucm->uc_sigmask);
-        static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
-        for (size_t i = 0; i < sizeof sync_signals / sizeof *sync_signals; i++)
-            sigdelset(&ucm->uc_sigmask, sync_signals[i]);
-        sigdelset(&ucm->uc_sigmask, sig);
+        program_block(&ucm->uc_sigmask);
         masked = 1;
     }
     if (!t || !t->ok) {
@@ -909,11 +917,148 @@ static int ts_blocking(const struct timespec *ts)
     return !ts || ts->tv_sec || ts->tv_nsec;
 }
 
+/* The program's signals while they are blocked (masked): the signals to wait for, i.e.
+ * every one the thread's own mask lets through but ours, the two that cannot be waited
+ * for, and the C library's own (32 to SIGRTMIN - 1: thread cancellation, set*id in every
+ * thread), which no mask blocks: they are left to the C library (a thread cancelled
+ * during the wait is cancelled in it, as in the call it stands for). */
+static void program_signals(sigset_t *wide)
+{
+    sigemptyset(wide);
+    for (int s = 1; s < NSIG; s++)
+        if (s != sig && s != SIGKILL && s != SIGSTOP && (s < 32 || s >= SIGRTMIN) &&
+            sigismember(&saved_mask, s) == 0)
+            sigaddset(wide, s);
+}
+
+/* What a program's signal that a wait took while it was blocked would have done to a
+ * blocking call: nothing (ignored), stop the process (the call goes on after SIGCONT),
+ * or end it (a handler ran, or the process ends). */
+enum { SIG_NOTHING, SIG_STOPS, SIG_ENDS };
+static int effect(int s)
+{
+    struct sigaction sa;
+    if (sigaction(s, NULL, &sa) != 0)
+        return SIG_ENDS;
+    if (sa.sa_handler == SIG_IGN)
+        return SIG_NOTHING;
+    if (sa.sa_handler != SIG_DFL)
+        return SIG_ENDS;
+    if (s == SIGCHLD || s == SIGURG || s == SIGWINCH || s == SIGCONT)
+        return SIG_NOTHING;
+    return s == SIGTSTP || s == SIGTTIN || s == SIGTTOU ? SIG_STOPS : SIG_ENDS;
+}
+
+/* A program's signal that a wait took: queued again with its siginfo, to take its effect
+ * when the wrapper restores the thread's mask. */
+static void queue_again(int s, siginfo_t *info)
+{
+    syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), s, info);
+}
+
 /* Sleeping is sampled (state "sleep"), and a sleep that our signal interrupts goes on
  * for the time left: nanosleep is never restarted by SA_RESTART, and a program's
  * sleep() must not return early because it is being measured. An interruption by the
- * program's own signals still returns EINTR as it would without perfweave. */
+ * program's own signals still returns EINTR as it would without perfweave.
+ *
+ * Which signal ended a sleep is not known for sure from our handler (ended_a_call): a
+ * program's signal that came during it was handled right after it, and the sleep,
+ * resumed, went on (in about 1 % of the sleeps that a signal of the program ended, under
+ * 1 ms sampling); ours landing just after a program's handler had ended the sleep looked
+ * like it had ended it. So a sleep on CLOCK_MONOTONIC or CLOCK_REALTIME is waited for
+ * with the program's signals blocked (as our handler blocks them for a maskable call),
+ * by sigtimedwait for them: a program's signal is then taken by the wait, queued again
+ * with its siginfo and handled when the thread's mask is restored, and the sleep returns
+ * EINTR (unless the signal is ignored, or stops the process: a sleep goes on after
+ * SIGCONT); ours only ends the wait, which goes on for the time left. The wait has the
+ * timeout and the timer slack of a sleep, on CLOCK_MONOTONIC: the kernel's end of a
+ * relative sleep (also on CLOCK_REALTIME) and of an absolute one on CLOCK_MONOTONIC; for
+ * an absolute one on CLOCK_REALTIME the clock is read again whenever the wait ends, so a
+ * clock set forward is seen at our next signal at the latest. The C library's signals
+ * stay unblocked: a thread cancelled during the wait is cancelled there, as in the sleep
+ * (a cancellation point). Other clocks (CPU time, CLOCK_BOOTTIME, the alarm clocks that
+ * wake a suspended system) sleep in clock_nanosleep itself, called again for the time
+ * left after our signal; there, a program's signal that comes during our handler can
+ * still be handled without ending the sleep. */
 static int (*real_clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
+
+static int64_t clock_ns(clockid_t c)
+{
+    struct timespec t = {0, 0};
+    clock_gettime(c, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* a + the time ts, saturated (a sleep "forever" is {TIME_T_MAX, 0}) */
+static int64_t ns_after(int64_t a, const struct timespec *ts)
+{
+    if (ts->tv_sec >= INT64_MAX / 1000000000LL - 1)
+        return INT64_MAX;
+    int64_t d = ts->tv_sec * 1000000000LL + ts->tv_nsec;
+    return a > INT64_MAX - d ? INT64_MAX : a + d;
+}
+
+static struct timespec ts_of_ns(int64_t n)
+{
+    return (struct timespec){n / 1000000000LL, n % 1000000000LL};
+}
+
+/* The sleep with the program's signals blocked (masked): 0, or EINTR with the time left
+ * of a relative sleep in *r. */
+static int sleep_blocked(clockid_t clock, int abs_, const struct timespec *req,
+                         struct timespec *r)
+{
+    /* a relative sleep on CLOCK_REALTIME runs on CLOCK_MONOTONIC in the kernel too */
+    clockid_t c = abs_ ? clock : CLOCK_MONOTONIC;
+    int64_t end = ns_after(abs_ ? 0 : clock_ns(c), req);
+    sigset_t wide;
+    program_signals(&wide);
+    REAL(ppoll);
+    for (;;) {
+        int64_t left = end - clock_ns(c);
+        if (left <= 0)
+            return 0;
+        struct timespec wait = ts_of_ns(left);
+        siginfo_t info;
+        /* the system call: the C library's sigtimedwait folds the si_code of tgkill
+         * into that of kill, and the siginfo goes back to the program */
+        int s = (int)syscall(SYS_rt_sigtimedwait, &wide, &info, &wait, (size_t)(_NSIG / 8));
+        if (s <= 0) {
+            /* the time is up (read the clock), or ours, a stop or the C library's
+             * signal ended the wait: a cancellation acts here, as in the sleep */
+            if (errno == EINTR)
+                pthread_testcancel();
+            continue;
+        }
+        int e = effect(s);
+        if (e == SIG_NOTHING)
+            continue;
+        queue_again(s, &info);
+        if (e == SIG_STOPS) {
+            /* the thread's mask for an instant, atomically: the process stops there */
+            struct timespec zero = {0, 0};
+            interrupted = 0;
+            if (!(real_ppoll(NULL, 0, &zero, &saved_mask) < 0 && errno == EINTR &&
+                  !interrupted))
+                continue;
+            /* a handler of the program ran meanwhile */
+        }
+        left = end - clock_ns(c);
+        if (left <= 0) /* the sleep had ended: the kernel returns 0 then too */
+            return 0;
+        *r = ts_of_ns(left);
+        return EINTR;
+    }
+}
+
+/* A thread cancelled in sleep_blocked: its cleanup handlers run with its own mask and
+ * sample state, as when cancelled in the sleep. */
+static void sleep_cancelled(void *state)
+{
+    masked = 0;
+    pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+    pw_sample_state = *(int *)state;
+}
 
 PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
                               struct timespec *rem)
@@ -922,18 +1067,37 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
         *(void **)&real_clock_nanosleep = dlsym(RTLD_NEXT, "clock_nanosleep");
     if (!started || !req)
         return real_clock_nanosleep(clock, flags, req, rem);
-    int state = block_begin(1, STATE_SLEEP), rc;
-    struct timespec left = *req, r;
-    for (;;) {
-        interrupted = 0;
-        rc = real_clock_nanosleep(clock, flags, &left, &r);
-        if (rc != EINTR || !interrupted)
-            break;
-        if (!(flags & TIMER_ABSTIME))
-            left = r; /* relative: what is left; absolute: the same deadline */
+    int abs_ = flags & TIMER_ABSTIME, rc;
+    struct timespec r;
+    /* what the kernel refuses, or a sleep of nothing (a yield): the kernel's own */
+    int blocked = (clock == CLOCK_MONOTONIC || clock == CLOCK_REALTIME) &&
+                  req->tv_sec >= 0 && req->tv_nsec >= 0 && req->tv_nsec < 1000000000L &&
+                  (abs_ || req->tv_sec || req->tv_nsec);
+    if (blocked) /* a cancellation requested before acts at the call, as in the sleep */
+        pthread_testcancel();
+    int state = block_begin(1, STATE_SLEEP);
+    if (blocked) {
+        sigset_t block;
+        program_block(&block);
+        pthread_sigmask(SIG_BLOCK, &block, (sigset_t *)&saved_mask);
+        masked = 1; /* (set after saved_mask: mask_end restores it) */
+        pthread_cleanup_push(sleep_cancelled, &state);
+        rc = sleep_blocked(clock, abs_, req, &r);
+        pthread_cleanup_pop(0);
+        mask_end();
+    } else {
+        struct timespec left = *req;
+        for (;;) {
+            interrupted = 0;
+            rc = real_clock_nanosleep(clock, flags, &left, &r);
+            if (rc != EINTR || !interrupted)
+                break;
+            if (!abs_)
+                left = r; /* relative: what is left; absolute: the same deadline */
+        }
     }
     pw_sample_state = state;
-    if (rc == EINTR && rem && !(flags & TIMER_ABSTIME))
+    if (rc == EINTR && rem && !abs_)
         *rem = r;
     return rc;
 }
@@ -1158,28 +1322,21 @@ static const sigset_t *without_ours(const sigset_t *set, sigset_t *copy)
  * program's handler when the wrapper restores the thread's mask, and the call returns
  * EINTR as it would have without perfweave. An ignored signal does not end the call. */
 typedef int sigtimedwait_fn(const sigset_t *, siginfo_t *, const struct timespec *);
-static int default_ignored(int s)
-{
-    return s == SIGCHLD || s == SIGURG || s == SIGWINCH || s == SIGCONT;
-}
 static int wait_signals(sigtimedwait_fn *real, const sigset_t *set, siginfo_t *info,
                         const struct timespec *tp)
 {
     if (!masked)
         return real(set, info, tp);
-    sigset_t wide = *set;
-    for (int s = 1; s < NSIG; s++)
-        if (s != sig && s != SIGKILL && s != SIGSTOP && sigismember(&saved_mask, s) == 0)
-            sigaddset(&wide, s);
+    sigset_t wide;
+    program_signals(&wide);
+    sigorset(&wide, &wide, set);
     int rc = real(&wide, info, tp);
     if (rc <= 0 || sigismember(set, rc) == 1)
         return rc;
-    struct sigaction sa;
-    int ignored = sigaction(rc, NULL, &sa) == 0 &&
-                  (sa.sa_handler == SIG_IGN || (sa.sa_handler == SIG_DFL && default_ignored(rc)));
-    if (!ignored)
-        syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), rc, info);
-    interrupted = ignored; /* ignored: wait again for the time left */
+    int e = effect(rc);
+    if (e != SIG_NOTHING)
+        queue_again(rc, info);
+    interrupted = e == SIG_NOTHING; /* ignored: wait again for the time left */
     errno = EINTR;
     return -1;
 }

@@ -366,6 +366,10 @@ def _direct(wrapper, _otf2):
     return proto((name, conf.lib))
 
 
+def _closed():
+    """close() of an event writer already closed (_Exporter._write_location)."""
+
+
 BULK = 1 << 16                  # events per call of the C loop
 
 
@@ -581,10 +585,19 @@ class _Exporter:
         return total
 
     def _write_location(self, w, loc, c):
-        _otf2 = self._otf2
-        n = len(c["time"])
         ew = w.event_writer_from_location(loc)
-        return self._events(w, ew, loc, c, n)
+        n = self._events(w, ew, loc, c, len(c["time"]))
+        # Closed as soon as its events are written, not with the archive: the library
+        # keeps each open event file's bytes in a write buffer of its own (4 MiB, beside
+        # the chunks of _Chunks) until the file is closed, so memory grew by up to 4 MiB
+        # per location. Closing writes the rest and frees it, and the location's local
+        # definition writer with its chunk (the package's EventWriter.close). The
+        # writer stays in the package's table, closed: at the archive's close the
+        # package closes every writer of that table, and opens one for each location
+        # missing from it, which would truncate the location's event file.
+        ew.close()
+        ew.close = _closed
+        return n
 
     def _events(self, w, ew, loc, c, n):
         _otf2 = self._otf2
