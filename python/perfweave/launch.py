@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -169,6 +170,105 @@ def launch_command(command, lib, values, exp, environ=None):
     return task_env.for_tasks(command, program_index(command), runtime_env, environ, helper)
 
 
+def _static_program(path):
+    """True when path is an ELF executable without a program interpreter: statically
+    linked, so the dynamic loader, and LD_PRELOAD with it, never runs in it."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
+                return False
+            order = "little" if head[5] == 1 else "big"
+            wide = head[4] == 2     # ELFCLASS64
+            phoff = int.from_bytes(head[32:40] if wide else head[28:32], order)
+            entsize = int.from_bytes(head[54:56] if wide else head[42:44], order)
+            count = int.from_bytes(head[56:58] if wide else head[44:46], order)
+            f.seek(phoff)
+            table = f.read(entsize * count)
+    except OSError:
+        return False
+    types = {int.from_bytes(table[i:i + 4], order)
+             for i in range(0, len(table) - 3, entsize or 1)}
+    return count > 0 and 3 not in types     # 3: PT_INTERP
+
+
+@dataclass
+class Verdict:
+    """A run that recorded fewer ranks than it started (perfweave run's last line and
+    experiment.json's state, reason and ranks; docs/format.md)."""
+    state: str          # "empty": no data at all; "partial": some ranks' data missing
+    reason: str         # one line: the count and the likely causes
+    ranks: dict         # {"expected": N (absent when unknown), "recorded": k, "missing": "1,3-5"}
+
+
+# likely causes a Verdict names
+_KILLED = "killed before saving (SIGKILL, as launchers send when a rank fails)"
+_NO_ENV = ("its environment (LD_PRELOAD, PERFWEAVE_EXPERIMENT) did not reach the tasks "
+           "(a launcher's or batch system's policy such as srun --export=NONE)")
+_DROPPED = ("the runtime was taken out before the MPI program started (a wrapper or "
+            "launcher option resetting LD_PRELOAD)")
+_STATIC = "the program is statically linked"
+
+
+def verdict(exp, command, status, values, program):
+    """The Verdict on experiment exp once the launched command ended with status (as
+    subprocess gives it), or None when every rank it started recorded data, or the
+    program runs without MPI and its processes did."""
+    from perfweave.readers.experiment import rank_ranges, recorded
+
+    rec = recorded(exp)
+    if rec.complete:
+        return None
+    expected = max(rank_count(command) or 0, rec.world_size)
+    name = os.path.basename(command[0])
+    ended = (f"{name} was killed by signal {-status}" if status < 0 else
+             f"{name} exited with code {status}" if status else "")
+    if rec.ranks:
+        if len(rec.ranks) >= expected:
+            return None
+        missing = rank_ranges([r for r in range(expected) if r not in rec.ranks])
+        one = expected - len(rec.ranks) == 1
+        causes = [f"{'it was' if one else 'they were'} {_KILLED}",
+                  f"perfweave's runtime did not reach {'its task' if one else 'their tasks'} "
+                  f"(environment not passed to {'it' if one else 'them'})"]
+        return Verdict("partial", f"only {len(rec.ranks)} of {expected} ranks recorded data "
+                       f"(none from rank{'' if one else 's'} {missing}): " +
+                       ", or ".join(causes) + (f"; {ended}" if ended else ""),
+                       {"expected": expected, "recorded": len(rec.ranks), "missing": missing})
+    mpi_program = values.get("mpi", "auto") != "none" and program and _ldd_flavor(program)
+    if rec.processes and not mpi_program:
+        return None     # a program without MPI: its processes' profiles are its data
+    count = f"0 of {expected} ranks recorded data" if expected else "no process recorded data"
+    # processes that loaded the runtime: HOST.pids, kept by the node timeline only
+    started = rec.started if values.get("node_interval", 1) > 0 else None
+    # a dynamic program that links MPI is not static; another may be a wrapper of one
+    static = [] if mpi_program else [_STATIC]
+    if program and _static_program(program):
+        count += (f": {program} is statically linked, so perfweave's runtime (loaded "
+                  "through LD_PRELOAD) cannot enter it")
+        causes = []
+    elif started:
+        count += (f" though {started} process{'es' if started > 1 else ''} loaded "
+                  "perfweave's runtime")
+        causes = ([f"{'it was' if started == 1 else 'they were'} {_KILLED}"]
+                  if status else []) + [_DROPPED] + static
+    elif status:
+        if started == 0:
+            count += " and no process loaded perfweave's runtime"
+        causes = ["the launch failed before the program started"] + (
+            [f"the ranks were {_KILLED}"] if started is None else [])
+    else:
+        if started == 0:
+            count += " and no process loaded perfweave's runtime"
+        causes = [_NO_ENV] + static
+    reason = count + (": " + ", or ".join(causes) if causes else "") + \
+        (f" ({ended})" if ended else "")
+    ranks = {"recorded": 0}
+    if expected:
+        ranks.update(expected=expected, missing=rank_ranges(range(expected)))
+    return Verdict("empty", reason, ranks)
+
+
 def _save_meta(exp, meta):
     """Write experiment.json; a failure (full disk...) is marked and returned as its
     errno, never raised: the program's run and exit status do not depend on
@@ -191,8 +291,9 @@ def say(line, stderr):
 
 def run(command, values, stderr=sys.stderr, meta=None):
     """Run `command` under the runtime; returns the experiment path, the exit status
-    (as returned by subprocess: negative for a signal) and the files of the experiment
-    that could not be written (writing.read_unwritten). meta: more for experiment.json."""
+    (as returned by subprocess: negative for a signal), the files of the experiment
+    that could not be written (writing.read_unwritten) and the Verdict on a run that
+    recorded fewer ranks than it started (else None). meta: more for experiment.json."""
     if not command:
         raise PerfweaveError("no command to run (usage: perfweave run [options] -- COMMAND...)")
     if shutil.which(command[0]) is None and not (os.path.isfile(command[0]) and
@@ -270,9 +371,15 @@ def run(command, values, stderr=sys.stderr, meta=None):
     unwritten = writing.read_unwritten(exp)
     if unwritten:
         meta["unwritten"] = [{"file": u["file"], "error": u["error"]} for u in unwritten]
+    found = verdict(exp, command, status, values, program)
+    if found:
+        meta.update(state=found.state, reason=found.reason, ranks=found.ranks)
     err = _save_meta(exp, meta)
     if err:
+        # the disk is full: what the runtime could not write is not known, and the
+        # processes said it in their own lines (the runtime's) already
+        found = None
         # known here even when not even its mark could be made
         unwritten = writing.read_unwritten(exp, {"unwritten": [
             {"file": "experiment.json", "error": writing.error_name(err)}]})
-    return exp, status, unwritten
+    return exp, status, unwritten, found

@@ -52,12 +52,18 @@ def _check_counters(args):
 
 def main(args):
     not_counted = _check_counters(args)
-    exp, status, unwritten = launch.run(
+    exp, status, unwritten, found = launch.run(
         args.command, options.values(args),
         meta={"counters_not_counted": not_counted} if not_counted else None)
-    if unwritten:
+    if found and found.state == "empty":
+        # never "written": there is nothing to report, and the reason is said once here
+        launch.say(f"perfweave: experiment {exp} has no data: {found.reason}", sys.stderr)
+    elif unwritten:
         launch.say(f"perfweave: experiment {exp} is incomplete: could not write "
                     f"{writing.describe(unwritten)} (perfweave report {exp})", sys.stderr)
+    elif found:
+        launch.say(f"perfweave: experiment {exp} is partial: {found.reason} (perfweave "
+                    f"report {exp})", sys.stderr)
     else:
         launch.say(f"perfweave: experiment written to {exp} (perfweave report {exp})",
                     sys.stderr)

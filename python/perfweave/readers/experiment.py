@@ -6,6 +6,7 @@ MPI_Finalize. When a run ended otherwise, each rank saved its own
 `procs/HOST.PID.pwprof`. All of them are merged here into one Profile.
 """
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,8 +15,8 @@ import numpy as np
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile
 from perfweave.readers.dtypes import COUNT_DTYPE
-from perfweave.readers.files import short, check, read_json
-from perfweave.readers.profile import read_profile
+from perfweave.readers.files import short, check, read_bytes, read_json
+from perfweave.readers.profile import read_header, read_profile
 from perfweave.writing import describe, read_unwritten
 
 EXPERIMENT_FORMAT = "perfweave-experiment"
@@ -45,7 +46,10 @@ META_SCHEMA = {"command": [str], "launched": [str], "cwd": str, "host": str, "pr
                "launcher": str, "mpi_flavor": str, "runtime_library": str, "options": dict,
                "start_time": str, "end_time": str, "start_epoch": float, "end_epoch": float,
                "wall_seconds": float, "state": str, "error": str, "perfweave_version": str,
-               "exit_status": {"code": int, "signal": int}}
+               "exit_status": {"code": int, "signal": int}, "reason": str,
+               "ranks": {"expected": int, "recorded": int, "missing": str}}
+# experiment.json states of a run that ended with fewer ranks' data than it started
+NO_DATA_STATES = ("empty", "partial")
 
 
 def read_meta(path):
@@ -63,6 +67,64 @@ def read_meta(path):
         raise FormatError(f"{f}: experiment format version {short(meta.get('version'))} "
                           "not supported")
     return check(meta, META_SCHEMA, f, "experiment description")
+
+
+@dataclass
+class Recorded:
+    """What the processes of a run left in its experiment, told from file names and
+    headers alone (perfweave run's verdict at the end of a run)."""
+    complete: bool = False    # profile.pwprof: every rank reached MPI_Finalize
+    ranks: set = field(default_factory=set)  # ranks with data of their own
+    world_size: int = 0       # MPI_COMM_WORLD's size as those ranks recorded it
+    processes: int = 0        # processes without MPI that saved a profile (procs/)
+    started: int = 0          # processes that loaded the runtime (timeline/HOST.pids)
+
+
+# files of one rank: partial profile, trace, samples (docs/format.md "The directory")
+_RANK_FILE = re.compile(r"(?:partial|traces|samples)/rank-(\d+)\.")
+
+
+def recorded(path):
+    """Recorded of experiment path. A file that could not be written (its mark) counts as
+    data recorded: its process ran with the runtime."""
+    path = Path(path)
+    rec = Recorded()
+    names = [u["file"] for u in read_unwritten(path)]
+    for sub in ("partial", "traces", "samples", "procs"):
+        d = path / sub
+        if d.is_dir():
+            names += [f"{sub}/{p.name}" for p in d.iterdir()]
+    rec.complete = (path / "profile.pwprof").exists() or "profile.pwprof" in names
+    for name in names:
+        m = _RANK_FILE.match(name)
+        if m:
+            rec.ranks.add(int(m.group(1)))
+        elif name.startswith("procs/") and name.endswith(".pwprof"):
+            rec.processes += 1
+    sizes = [_world_size(path / n) for n in names
+             if n.startswith("partial/") and n.endswith(".pwprof") or
+             n.startswith("traces/") and n.endswith(".json")]
+    if rec.complete:
+        sizes.append(_world_size(path / "profile.pwprof"))
+    rec.world_size = max(sizes, default=0)
+    pids = set()
+    for p in (path / "timeline").glob("*.pids"):
+        try:
+            pids.update(w for w in read_bytes(p).split() if w.isdigit())
+        except (FormatError, OSError):
+            pass
+    rec.started = len(pids)
+    return rec
+
+
+def _world_size(f):
+    """MPI_COMM_WORLD's size in a profile header or trace JSON (0: unreadable)."""
+    try:
+        doc = read_header(f) if f.suffix == ".pwprof" else read_json(f, "trace description")
+    except (FormatError, FileNotFoundError):
+        return 0
+    size = doc.get("world_size")
+    return size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
 def merge(files):
@@ -151,8 +213,9 @@ def open_experiment(path):
         processes = merge(procs)
     if files:
         profile = merge(files)
-    elif processes is not None and not partial_files:
-        # a program without MPI: its process rows are the profile
+    elif processes is not None and not partial_files and meta.get("state") != "empty":
+        # a program without MPI: its process rows are the profile (in an MPI run that
+        # perfweave run found empty, they are the launch's helpers: no profile)
         profile, processes, partial = processes, None, False
         bad = profile.ranks["state"] != 0
         partial = bool(bad.any())
@@ -174,6 +237,9 @@ def open_experiment(path):
             raise PerfweaveError(f"{path}: no readable profile data ({'; '.join(warnings)})")
         kept = (f"; its event trace was kept, up to the kill: perfweave analyze {path}"
                 if (Path(path) / "traces").is_dir() else "")
+        if state_reason(meta):
+            # perfweave run's verdict when the run ended: no need to guess
+            raise PerfweaveError(f"{path}: no profile data: {state_reason(meta)}{kept}")
         raise PerfweaveError(f"{path}: no profile data (the program wrote none: was it "
                              f"killed with SIGKILL, or did it exit before perfweave "
                              f"started?){kept}")
@@ -188,7 +254,9 @@ def open_experiment(path):
         notes.append("partial: the run did not complete MPI_Finalize; each rank saved its own "
                      f"data (rank states: {', '.join(states)})")
         missing = profile.missing_ranks()
-        if missing:
+        if state_reason(meta):
+            notes.append(state_reason(meta))
+        elif missing:
             notes.append(f"no data from {len(missing)} of {profile.world_size} ranks: "
                          f"{rank_ranges(missing)}")
     dropped = int(profile.ranks["sites_dropped"].sum()) if len(profile.ranks) else 0
@@ -199,6 +267,14 @@ def open_experiment(path):
     notes.extend(warnings)
     return Experiment(path=path, meta=meta, profile=profile, processes=processes,
                       warnings=warnings, unwritten=unwritten)
+
+
+def state_reason(meta):
+    """perfweave run's verdict on a run that recorded fewer ranks than it started, as
+    recorded in experiment.json (None for any other run)."""
+    if meta.get("state") in NO_DATA_STATES and meta.get("reason"):
+        return meta["reason"]
+    return None
 
 
 def rank_ranges(values):

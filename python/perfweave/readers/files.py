@@ -50,6 +50,21 @@ def read_bytes(path):
         raise FormatError(f"{path}: cannot read: {e.strerror}") from None
 
 
+def read_line(path, limit=1 << 26):
+    """The first line of the regular file path, newline excluded (at most limit bytes:
+    FormatError beyond), without reading the rest of the file."""
+    fd, size = _open_regular(path)
+    line = b""
+    try:
+        with os.fdopen(fd, "rb") as f:
+            line = f.readline(limit + 1)
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
+    if not line.endswith(b"\n"):
+        raise FormatError(f"{path}: truncated or corrupt (no end of its first line)")
+    return line[:-1]
+
+
 def read_array(path):
     """The bytes of the regular file path as a read-only uint8 array over a mapping of
     it (unmapped when the last array over it goes). Mapped, records are read where the

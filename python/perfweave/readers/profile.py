@@ -11,7 +11,7 @@ import numpy as np
 from perfweave.errors import FormatError
 
 from perfweave.readers.dtypes import PROFILE_VERSION
-from perfweave.readers.files import check, parse_json, read_bytes
+from perfweave.readers.files import check, parse_json, read_bytes, read_line
 
 MAGIC = "perfweave-profile"
 SUPPORTED_VERSIONS = (1, PROFILE_VERSION)   # 1: counts without inside_ns/before_ns
@@ -33,15 +33,11 @@ HEADER_SCHEMA = {"partial": bool, "world_size": int, "mpi_library": str, "mpi_fl
                  "arrays": {}}
 
 
-def read_profile(path):
-    try:
-        raw = read_bytes(path)
-    except FileNotFoundError:
-        raise FormatError(f"{path}: cannot read: no such file") from None
-    nl = raw.find(b"\n")
-    if nl < 0 or not raw.startswith(b"{"):
+def _parse_header(line, path):
+    """The header of a profile file from its first line, checked."""
+    if not line.startswith(b"{"):
         raise FormatError(f"{path}: not a perfweave profile file")
-    header = parse_json(raw[:nl], path, "header")
+    header = parse_json(line, path, "header")
     if not isinstance(header, dict) or header.get("format") != MAGIC:
         raise FormatError(f"{path}: not a perfweave profile file")
     if header.get("version") not in SUPPORTED_VERSIONS:
@@ -50,6 +46,27 @@ def read_profile(path):
     check(header, HEADER_SCHEMA, path, "header")
     if header.get("world_size", 0) < 0 or not 0 < header.get("hist_buckets", 34) <= 64:
         raise FormatError(f"{path}: corrupt header (world_size or hist_buckets)")
+    return header
+
+
+def read_header(path):
+    """The header of a profile file alone (its first line), checked as read_profile
+    checks it, without reading the arrays."""
+    try:
+        return _parse_header(read_line(path), path)
+    except FileNotFoundError:
+        raise FormatError(f"{path}: cannot read: no such file") from None
+
+
+def read_profile(path):
+    try:
+        raw = read_bytes(path)
+    except FileNotFoundError:
+        raise FormatError(f"{path}: cannot read: no such file") from None
+    nl = raw.find(b"\n")
+    if nl < 0:
+        raise FormatError(f"{path}: not a perfweave profile file")
+    header = _parse_header(raw[:nl], path)
     start = nl + 1
     data_bytes = header.get("data_bytes")
     if not isinstance(data_bytes, int) or data_bytes < 0:

@@ -20,6 +20,7 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, TypeSet
+from perfweave.readers.experiment import read_meta as read_experiment_meta, state_reason
 from perfweave.readers.files import check, read_array, read_json, short
 
 TRACE_FORMAT = "perfweave-trace"
@@ -53,6 +54,12 @@ def list_ranks(exp):
     """Ranks with a trace file (events or JSON) in the experiment, sorted."""
     d = trace_dir(exp)
     if not d.is_dir():
+        try:
+            why = state_reason(read_experiment_meta(exp))
+        except PerfweaveError:      # FormatError too: no description to go by
+            why = None
+        if why:     # perfweave run's verdict: no rank recorded anything, traces included
+            raise PerfweaveError(f"{exp}: no traces: {why}")
         raise PerfweaveError(f"{exp}: no traces in this experiment (run with "
                              "perfweave run --trace)")
     ranks = set()

@@ -1,0 +1,185 @@
+"""Runs whose ranks recorded nothing, or only some of them, are said so at once: perfweave
+run's last line gives the count and the likely causes, experiment.json keeps them
+(state, reason, ranks), the program's exit status is kept, and report, analyze, export
+and the Python API repeat the recorded reason instead of guessing."""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness import PERFWEAVE, PROGRAMS, bare
+
+import perfweave
+from perfweave.errors import PerfweaveError
+
+KILLED = "killed before saving (SIGKILL, as launchers send when a rank fails)"
+
+
+def our_lines(proc):
+    return [ln for ln in proc.stderr.splitlines() if ln.startswith("perfweave")]
+
+
+def meta_of(run):
+    return json.loads((run.exp / "experiment.json").read_text())
+
+
+def tool(*args):
+    return subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def assert_empty(run, reason, ranks, status):
+    """perfweave run said `reason` in its last line and recorded it; every reader says it
+    again."""
+    exp = run.exp
+    assert run.proc.returncode == status, run.proc.stderr
+    assert our_lines(run.proc) == [f"perfweave: experiment {exp}",
+                                   f"perfweave: experiment {exp} has no data: {reason}"]
+    assert "experiment written" not in run.proc.stderr
+    meta = meta_of(run)
+    assert (meta["state"], meta["reason"], meta["ranks"]) == ("empty", reason, ranks)
+    assert meta["exit_status"] == {"code": status}
+    rep = tool("report", exp)
+    assert (rep.returncode, rep.stdout) == (2, "")
+    assert rep.stderr == f"perfweave: error: {exp}: no profile data: {reason}\n"
+    with pytest.raises(PerfweaveError) as err:
+        perfweave.open(exp)
+    assert str(err.value) == f"{exp}: no profile data: {reason}"
+
+
+def test_failed_launch(mpi, run_pw, tmp_path):
+    """The launcher cannot start the program: nothing ran, and its exit code is kept."""
+    cmd = mpi.launch(2) + [tmp_path / "no-such-program"]
+    ref = bare(cmd)
+    assert ref.returncode != 0
+    r = run_pw(cmd, options=("--trace",), check=False)
+    launcher = os.path.basename(mpi.run)
+    reason = ("0 of 2 ranks recorded data and no process loaded perfweave's runtime: the "
+              f"launch failed before the program started ({launcher} exited with code "
+              f"{ref.returncode})")
+    assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, ref.returncode)
+    assert sorted(p.name for p in r.exp.iterdir()) == ["experiment.json"]
+    # with --trace, the tools that read traces say why there are none
+    for args in (("analyze",), ("export", "--format", "chrome")):
+        res = tool(*args, r.exp)
+        assert (res.returncode, res.stdout) == (2, "")
+        assert res.stderr == f"perfweave: error: {r.exp}: no traces: {reason}\n"
+
+
+def without_preload(mpi):
+    """Launcher options that set LD_PRELOAD empty in every task (as a launcher or batch
+    policy that does not pass the environment leaves it): Open MPI's -x, Hydra's
+    -genv."""
+    if mpi.name == "openmpi":
+        return [mpi.launch(2)[0], "-x", "LD_PRELOAD="] + mpi.launch(2)[1:]
+    return [mpi.launch(2)[0], "-genv", "LD_PRELOAD", ""] + mpi.launch(2)[1:]
+
+
+def test_environment_not_passed(mpi, build, run_pw):
+    """The preload does not reach the tasks: the program runs as without perfweave."""
+    prog = build(mpi, "counts.c")
+    ref = bare(mpi.launch(2) + [prog])
+    assert ref.returncode == 0, ref.stderr
+    r = run_pw(without_preload(mpi) + [prog], check=False)
+    assert sorted(r.proc.stdout.splitlines()) == sorted(ref.stdout.splitlines()) == \
+        ["counts rank 0 done", "counts rank 1 done"]
+    reason = ("0 of 2 ranks recorded data and no process loaded perfweave's runtime: its "
+              "environment (LD_PRELOAD, PERFWEAVE_EXPERIMENT) did not reach the tasks (a "
+              "launcher's or batch system's policy such as srun --export=NONE)")
+    assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, 0)
+
+    # the preload reaches the tasks but a wrapper takes it out before the MPI program
+    r = run_pw(mpi.launch(2) + ["env", "-u", "LD_PRELOAD", prog], check=False)
+    reason = ("0 of 2 ranks recorded data though 2 processes loaded perfweave's runtime: "
+              "the runtime was taken out before the MPI program started (a wrapper or "
+              "launcher option resetting LD_PRELOAD), or the program is statically linked")
+    assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, 0)
+
+
+def test_static_program(mpi, build, run_pw):
+    """LD_PRELOAD cannot enter a statically linked program: said as the cause, with the
+    program's exit code."""
+    prog = build(None, "serial.c", ("-static",))
+    r = run_pw([prog, "3"], check=False)
+    assert r.proc.stdout == "serial says hello\n"
+    reason = (f"no process recorded data: {prog} is statically linked, so perfweave's "
+              f"runtime (loaded through LD_PRELOAD) cannot enter it ({prog.name} exited "
+              "with code 3)")
+    assert_empty(r, reason, {"recorded": 0}, 3)
+    r = run_pw(mpi.launch(2) + [prog, "0"], check=False)
+    reason = (f"0 of 2 ranks recorded data: {prog} is statically linked, so perfweave's "
+              "runtime (loaded through LD_PRELOAD) cannot enter it")
+    assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, 0)
+
+
+def test_program_without_mpi_is_data(mpi, build, run_pw):
+    """A program without MPI records its processes: that is its data, written as
+    always."""
+    prog = build(None, "serial.c")
+    for cmd, processes in (([prog, "0"], 1), (mpi.launch(2) + [prog, "0"], 2)):
+        r = run_pw(cmd)
+        assert our_lines(r.proc)[-1] == (f"perfweave: experiment written to {r.exp} "
+                                          f"(perfweave report {r.exp})")
+        meta = meta_of(r)
+        assert meta["state"] == "finished" and "reason" not in meta and "ranks" not in meta
+        assert r.report()["mpi_profile"]["ranks"] == processes
+
+
+def test_rank_without_preload(mpi, build, tmp_path):
+    """Rank 1 of 2 runs without the preload. (Rank 0 then waits in perfweave's MPI_Init
+    hook for a peer that never comes, as a run with such a rank does: it is ended from
+    outside, like a user's kill, with SIGTERM to rank 0, which saves its data; the
+    launcher then ends rank 1.) One of two ranks saved its data, said in one line."""
+    prog = build(mpi, "initialised.c")
+    exp = tmp_path / "exp"
+    cmd = [PERFWEAVE, "run", "-o", str(exp), "--", *mpi.launch(2),
+           str(PROGRAMS / "drop_preload.sh"), "1", str(prog)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            m = re.fullmatch(r"rank 1 initialised \(pid (\d+)\)\n", line)
+            if m:
+                break
+        assert m, seen
+        # rank 0's MPI_Init returned with rank 1's: give it the moment to enter the hook
+        time.sleep(2)
+        # the processes that loaded the runtime: rank 0, and rank 1's wrapper (same pid)
+        (pids,) = [set(map(int, p.read_text().split()))
+                   for p in (exp / "timeline").glob("*.pids")]
+        (rank0,) = pids - {int(m.group(1))}
+        os.kill(rank0, signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert [p.name for p in (exp / "partial").iterdir()] == ["rank-0.pwprof"], (seen, err)
+    meta = json.loads((exp / "experiment.json").read_text())
+    status = meta["exit_status"]
+    assert proc.returncode == (-status["signal"] if "signal" in status else status["code"])
+    launcher = os.path.basename(mpi.run)
+    ended = (f"; {launcher} was killed by signal {status['signal']}" if "signal" in status
+             else f"; {launcher} exited with code {status['code']}" if status["code"] else "")
+    reason = ("only 1 of 2 ranks recorded data (none from rank 1): it was " + KILLED +
+              ", or perfweave's runtime did not reach its task (environment not passed to "
+              f"it){ended}")
+    assert [ln for ln in err.splitlines() if ln.startswith("perfweave")] == [
+        f"perfweave: experiment {exp}",
+        f"perfweave: experiment {exp} is partial: {reason} (perfweave report {exp})"]
+    assert (meta["state"], meta["reason"], meta["ranks"]) == \
+        ("partial", reason, {"expected": 2, "recorded": 1, "missing": "1"})
+    rep = tool("report", "--json", exp)
+    assert rep.returncode == 0, rep.stderr
+    rep = json.loads(rep.stdout)
+    assert rep["state"] == "partial" and rep["mpi_profile"]["ranks"] == 1
+    assert reason in rep["notes"]
+    assert not any(n.startswith("no data from") for n in rep["notes"])
+    assert "note       only 1 of 2 ranks recorded data (none from rank 1)" in \
+        tool("report", exp).stdout
