@@ -118,6 +118,16 @@ def rank_count(command, environ=None):
     return n or None
 
 
+def _links_mpi(path):
+    """Whether the program links an MPI library (ldd): a hint for the verdict on a run
+    that recorded no rank, never the choice of wrappers (made in each process)."""
+    try:
+        out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(re.search(r"libmpi\.so|libmpich\.so|/openmpi/", out))
+
+
 def launcher_flavor(path):
     """The MPI whose launcher `path` is (for the launcher's own options), or None."""
     try:
@@ -208,6 +218,8 @@ _NO_ENV = ("its environment (LD_PRELOAD, PERFWEAVE_EXPERIMENT) did not reach the
 _DROPPED = ("the runtime was taken out before the MPI program started (a wrapper or "
             "launcher option resetting LD_PRELOAD)")
 _STATIC = "the program is statically linked"
+_INIT_FAILED = ("the MPI start-up failed (the launcher's PMI or PMIx wire-up, e.g. srun "
+                "--mpi=pmi2 for an MPI not built for it; see the launcher's messages above)")
 
 
 def verdict(exp, command, status, values, program):
@@ -235,9 +247,20 @@ def verdict(exp, command, status, values, program):
                        f"(none from rank{'' if one else 's'} {missing}): " +
                        ", or ".join(causes) + (f"; {ended}" if ended else ""),
                        {"expected": expected, "recorded": len(rec.ranks), "missing": missing})
-    mpi_program = values.get("mpi", "auto") != "none" and program and _ldd_flavor(program)
+    mpi_program = values.get("mpi", "auto") != "none" and program and _links_mpi(program)
     if rec.processes and not mpi_program:
         return None     # a program without MPI: its processes' profiles are its data
+    if rec.in_init and status:
+        # processes called MPI (the core loaded the MPI module in them) and none got
+        # through MPI_Init: the MPI start-up failed, nothing was killed or left out
+        n = rec.in_init
+        return Verdict("empty", (f"0 of {expected} ranks recorded data" if expected else
+                                 "no rank recorded data") +
+                       f": {n} process{'es' if n > 1 else ''} of the program called MPI_Init "
+                       f"and none got through it: {_INIT_FAILED} ({ended})",
+                       {"recorded": 0, **({"expected": expected,
+                                           "missing": rank_ranges(range(expected))}
+                                          if expected else {})})
     count = f"0 of {expected} ranks recorded data" if expected else "no process recorded data"
     # processes that loaded the runtime: HOST.pids, kept by the node timeline only
     started = rec.started if values.get("node_interval", 1) > 0 else None

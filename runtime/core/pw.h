@@ -112,9 +112,11 @@ void pw_nodes_start(void);
  * plain store per call (a thread may lose another's concurrent add: sampling
  * precision only). NULL when the node timeline is off. */
 #define PW_ACT_FAMILIES 6 /* p2p, coll, rma, sync, io, other (mpi.spec's order) */
+#define PW_ACT_NOT_MPI -1  /* rank of a process that has not called MPI */
+#define PW_ACT_IN_INIT -2  /* called MPI, not yet through MPI_Init */
 typedef struct pw_activity {
     int64_t magic, pid;
-    int32_t rank, version;
+    int32_t rank, version; /* rank: MPI_COMM_WORLD's once known, else PW_ACT_* */
     int64_t ticks[PW_ACT_FAMILIES]; /* pw_ticks() spent in MPI calls */
     int64_t calls;
 } pw_activity;

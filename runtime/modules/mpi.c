@@ -1018,4 +1018,9 @@ __attribute__((constructor)) static void pw_mpi_module_init(void)
                 family_of[i] = (signed char)k;
     }
     pw_register_dump(dump);
+    /* loaded by the core at this process's first MPI call: until MPI_Init returns, the
+     * process is one that called MPI and is no rank yet (what perfweave run says of a
+     * launch whose MPI start-up failed) */
+    if (pw_act && pw_act->rank == PW_ACT_NOT_MPI)
+        pw_act->rank = PW_ACT_IN_INIT;
 }

@@ -352,7 +352,7 @@ static void activity_create(void)
     if (m != MAP_FAILED) {
         pw_activity *a = m;
         a->pid = getpid();
-        a->rank = -1;
+        a->rank = PW_ACT_NOT_MPI;
         a->version = 1;
         __atomic_store_n(&a->magic, PW_ACT_MAGIC, __ATOMIC_RELEASE);
         pw_act = a;

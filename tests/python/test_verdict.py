@@ -179,3 +179,31 @@ def test_partial_reason_is_the_note(experiment_dir, pwprof):
     assert e.state == "partial"
     assert e.profile.notes[-1] == reason
     assert not any(n.startswith("no data from") for n in e.profile.notes)
+
+
+def activity_page(exp, pid, rank):
+    """timeline/HOST.PID.act as the runtime writes it (runtime/core/pw.h pw_activity)."""
+    (exp / "timeline").mkdir(exist_ok=True)
+    page = struct.pack("<qqii", 0x7077616374763100, pid, rank, 1) + bytes(4096 - 24)
+    (exp / "timeline" / f"node.{pid}.act").write_bytes(page)
+
+
+def test_processes_that_never_got_through_mpi_init(experiment_dir):
+    """Every task loaded the runtime and called MPI_Init, which failed (a PMI the MPI
+    was not built for): the MPI start-up failed, no rank was killed or left out."""
+    exp = experiment_dir()
+    for pid in (100, 101, 102, 103):
+        activity_page(exp, pid, -2)
+    activity_page(exp, 104, -1)         # a helper that never called MPI
+    pids(exp, 100, 101, 102, 103, 104)
+    rec = recorded(exp)
+    assert (rec.started, rec.in_init, rec.processes) == (5, 4, 0)
+    v = launch.verdict(exp, ["srun", "--mpi=pmi2", "-n", "4", "./app"], 1, VALUES, None)
+    assert (v.state, v.ranks) == ("empty", {"expected": 4, "recorded": 0, "missing": "0-3"})
+    assert v.reason.startswith("0 of 4 ranks recorded data: 4 processes of the program "
+                               "called MPI_Init and none got through it: the MPI start-up "
+                               "failed")
+    assert v.reason.endswith("(srun exited with code 1)") and "SIGKILL" not in v.reason
+    # the same processes with the launcher's status 0 are not a failed start-up
+    assert "MPI_Init" not in launch.verdict(exp, ["srun", "-n", "4", "./app"], 0, VALUES,
+                                            None).reason

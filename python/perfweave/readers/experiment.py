@@ -78,6 +78,7 @@ class Recorded:
     world_size: int = 0       # MPI_COMM_WORLD's size as those ranks recorded it
     processes: int = 0        # processes without MPI that saved a profile (procs/)
     started: int = 0          # processes that loaded the runtime (timeline/HOST.pids)
+    in_init: int = 0          # processes that called MPI and never got through MPI_Init
 
 
 # files of one rank: partial profile, trace, samples (docs/format.md "The directory")
@@ -114,7 +115,23 @@ def recorded(path):
         except (FormatError, OSError):
             pass
     rec.started = len(pids)
+    rec.in_init = sum(_activity_rank(p) == ACT_IN_INIT for p in (path / "timeline").glob("*.act"))
     return rec
+
+
+# timeline/HOST.PID.act: int64 magic, pid; int32 rank, version; ... (runtime/core/pw.h)
+ACT_MAGIC, ACT_IN_INIT = 0x7077616374763100, -2
+
+
+def _activity_rank(f):
+    """The rank field of a process's activity page (None: unreadable)."""
+    try:
+        head = read_bytes(f)[:24]
+    except (FormatError, OSError):
+        return None
+    if len(head) < 24 or int.from_bytes(head[:8], "little", signed=True) != ACT_MAGIC:
+        return None
+    return int.from_bytes(head[16:20], "little", signed=True)
 
 
 def _world_size(f):
