@@ -29,8 +29,11 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
     # against ~35-45 % for the others (its value against the MPI profile: below)
     coll = sm["activity_per_rank_pct"]["mpi_coll"]
     one = sm["ranks"].index(1)
+    # (within half a point: a sample taken in a wrapper's first instructions, before it
+    # sets the thread's state, is in MPI_Barrier's node but still computation; one such
+    # sample of rank 1, 0.07 %, was seen once in ~20 runs)
     assert barrier["worst_rank"] != 1 and barrier["per_rank_pct"]["min"] == \
-        pytest.approx(coll[one]), (coll, barrier)
+        pytest.approx(coll[one], abs=0.5), (coll, barrier)
     assert all(3 * coll[one] < c for j, c in enumerate(coll) if j != one), coll
     # MPI_Init and MPI_Finalize are MPI time (state mpi_other), whatever the library does
     # inside them (sleeps, reads, futex waits)
