@@ -8,6 +8,10 @@ lets jobs share CPUs, so a job is not held while the previous one completes.
 The `slurm` fixture starts the daemons once per session, waits until the node is idle,
 puts SLURM_CONF in the environment (every srun, sbatch, salloc the tests start, and
 perfweave, use this cluster) and stops the daemons by PID at the end.
+
+KillWait (SIGTERM to SIGKILL when a step is cancelled) is Slurm's default, 30 s: with 5 s,
+a rank still saving its data after srun's double Ctrl-C was killed on a loaded machine
+(two busy loops beside the suite), and srun ended with 137 instead of 130.
 """
 import getpass
 import os
@@ -68,7 +72,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 ReturnToService=2
-KillWait=5
+KillWait=30
 InactiveLimit=0
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
 PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
