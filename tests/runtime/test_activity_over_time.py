@@ -3,6 +3,8 @@ phases.c, whose three phases (compute, MPI_Allreduce loop, MPI_Sendrecv ring) it
 itself on the samples' clock (CLOCK_MONOTONIC, one node)."""
 import json
 
+from harness import reported_by_rank
+
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
 PHASE_MS = 700
 
@@ -16,6 +18,11 @@ def test_phases_per_rank(mpi, build, run_pw):
             _, name, a, b = line.split()
             phase[name] = (int(a), int(b))
     assert set(phase) == {"compute", "coll", "p2p"}
+    # each rank's own measure of its share of phase p2p in MPI_Sendrecv (the rest is the
+    # MPI_Allreduce that ends each loop: a few % on an idle machine, 23 % seen for one
+    # rank of MPICH beside other jobs)
+    p2p_share = reported_by_rank(r.proc, "p2p_share")
+    assert sorted(p2p_share) == [0, 1, 2], r.proc.stderr
     sm = r.report()["sampling"]
     tl = sm["timeline"]
     # the bins' clock: ns since the node's first process started
@@ -41,9 +48,11 @@ def test_phases_per_rank(mpi, build, run_pw):
             # on 2 shared cores that happens, rarely
             assert sum(f is None for f in frac) <= 0.1 * len(frac), (name, rank, frac)
             frac = [f for f in frac if f is not None]
-            # in phase p2p an MPI_Allreduce follows every 20 MPI_Sendrecv: a few %
-            assert sum(frac) / len(frac) > 0.8, (name, rank, frac)
-            assert sum(f > 0.5 for f in frac) >= 0.8 * len(frac), (name, rank, frac)
+            # a phase's activity holds the whole phase, but for phase p2p's Allreduces:
+            # its share there is the rank's own measure, within 0.15
+            share = p2p_share[rank] if name == "p2p" else 1.0
+            assert sum(frac) / len(frac) > min(0.8, share - 0.15), (name, rank, share, frac)
+            assert sum(f > share / 2 for f in frac) >= 0.8 * len(frac), (name, rank, frac)
     # the text report: the phases in order, each leading activity once at least
     text = r.text_report()
     assert "activity over time" in text
