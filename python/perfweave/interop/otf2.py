@@ -11,6 +11,13 @@ own `EventWriter` and `BufferedEventReader` call) rather than building an event 
 per event, which halves the time per event. The export's loop is in C where
 libperfweave-otf2.so is built (runtime/interop/otf2_bulk.c: one call per block of
 events, 3 times faster again); one ctypes call per event where it is not.
+
+The export holds one chunk of a rank's records at a time (interop.RankStream): a
+location's events are sorted a chunk at a time with those held back from the chunks
+before, and written as far as no later chunk can come before them (_Location); what
+the events of a chunk need from other chunks is carried (_Carry) or found by a first
+pass over the rank (_Exporter._first_pass). The archive is the same, byte for byte, as
+with the whole rank at once.
 """
 import collections
 import contextlib
@@ -411,22 +418,24 @@ def _irecv_attributes(rec, pending):
     if len(keyed) and pending:
         keys, first = np.unique(rec["t0"][keyed], return_index=True)
         for k, j in zip(keys.tolist(), keyed[first].tolist()):
+            got = tuple(int(rec[f][j]) for f in _REQUEST)
             for answers, pos, req in pending.pop(k, ()):
-                answers[pos] = not _same_request(rec[j], req)
+                answers[pos] = got != req
     ir = np.flatnonzero(typ == T["IRECV"])
     need = np.ones(len(ir), bool)
     if len(ir):
         comp = irecv_completions(typ, rec["t0"], np.zeros(len(rec), np.int8))[ir]
         found = comp >= 0
-        need[found] = ~_same_request(rec[comp[found]], rec[ir[found]])
+        a, b = comp[found], ir[found]
+        need[found] = ~np.logical_and.reduce([rec[f][a] == rec[f][b] for f in _REQUEST])
         for pos in np.flatnonzero(~found).tolist():
-            pending.setdefault(int(rec["t0"][ir[pos]]), []).append((need, pos, rec[ir[pos]]))
+            # the fields as numbers: a record would hold its whole chunk in memory
+            req = tuple(int(rec[f][ir[pos]]) for f in _REQUEST)
+            pending.setdefault(int(rec["t0"][ir[pos]]), []).append((need, pos, req))
     return need
 
 
-def _same_request(recv, irecv):
-    return (recv["peer"] == irecv["peer"]) & (recv["tag"] == irecv["tag"]) & \
-        (recv["bytes"] == irecv["bytes"]) & (recv["comm"] == irecv["comm"])
+_REQUEST = ("peer", "tag", "bytes", "comm")     # what a receive request asked for
 
 
 class _Specs:
