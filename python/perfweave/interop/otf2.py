@@ -1028,6 +1028,9 @@ class _Exporter:
             partner = np.where(p >= 0, gidx[np.maximum(p, 0)], -1)
             lost = u[m:]
             carry.lost += int(lost.sum())
+            if self.symbolizer is None:     # one for every chunk: it keeps what it found
+                from perfweave.symbols import Symbolizer
+                self.symbolizer = Symbolizer()
             names, files, lines = region_names(rt, enter | leave, self.symbolizer)
             el = np.flatnonzero(enter | leave)
             named = rec["comm"][el] >= 0
