@@ -4,8 +4,10 @@ For each size, a synthetic experiment (bench/tracegen.py: ring halo exchange, 17
 records per rank and iteration) of SIZE records with --per-rank records per rank is
 exported by a child process; the figures are the child's wall time (records/s), its CPU
 time (records per CPU second: near the rate of one core of a quiet machine, the fairer
-figure on a loaded one) and its peak resident memory (VmHWM of the child). Exports
-stream rank by rank, so memory should follow the records of one rank, not the trace.
+figure on a loaded one) and its peak resident memory (VmHWM of the child). Both
+exports go rank by rank, and the OTF2 export reads each rank in chunks: its memory
+should not follow the trace nor the records of a rank (--per-rank as large as --sizes
+gives one rank), the Chrome export's follows the largest rank.
 Format otf2-each is the OTF2 export with one ctypes call per event, as where
 libperfweave-otf2.so (its loop in C) is not built: the old figure, measured in the same
 invocation as the new one.

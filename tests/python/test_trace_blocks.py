@@ -94,3 +94,50 @@ def test_version_1_files_are_still_read(tmp_path):
     rf = rt.read_rank(exp, 0)
     assert rf.complete and rf.notes == []
     assert rf.records["t0"].tolist() == [10, 1, 30]
+
+
+def test_chunks_of_a_rank_are_the_rank(tmp_path, monkeypatch):
+    """RankStream (interop's exports read a rank chunk by chunk) gives the records,
+    threads, times and notes that Experiment.rank gives at once, for every chunk size:
+    the checks that look at the record before see the last one of the chunk before in
+    file order. Damage of each kind: a sub-event first in a block that follows another
+    thread's block (dropped, with the sub-event after it), one that follows its own
+    thread's block (kept), a call of an unknown function (dropped with its sub-event),
+    a span that ends before it starts, an unknown record type."""
+    from perfweave.interop import load
+
+    bad_fn = rec("CALL", 70, 80, 7)
+    bad_span = rec("FLUSH", 90, 85)
+    unknown = rec("CALL", 95, 99)
+    unknown["type"] = 200
+    a = [rec("CALL", 10, 20, 0), rec("SEND", 1, 0)]
+    b = [rec("CALL", 15, 25, 1), rec("RECV", 2, 0), rec("RECV", 3, 0)]
+    c = [rec("SEND", 4, 0), rec("CALL", 30, 40, 2), rec("ENTER", 41), bad_fn,
+         rec("SEND", 5, 0), rec("SEND", 6, 0), rec("CALL", 42, 44, 0)]
+    d = [rec("RECV", 7, 0), rec("CALL", 45, 50, 1), bad_span, unknown, rec("LEAVE", 100)]
+    e = [rec("SEND", 8, 0), rec("CALL", 101, 102, 0)]
+    data = np.concatenate([block(0, 0, 2, 3, a), block(1, 0, 3, 4, b),
+                           block(0, 1, 7, 7, c), block(0, 2, 5, 5, d),
+                           block(1, 1, 2, 2, e)])
+    exp = write(tmp_path, 0, data, dict(meta("complete", records=19), clock={
+        "ticks": [0, 10], "ns": [0, 30], "t_init_ns": 5, "t_fini_ns": 400}))
+    (tmp_path / "experiment.json").write_text(json.dumps({
+        "format": "perfweave-experiment", "version": 1, "state": "finished"}))
+    X = load(exp)
+    whole = X.rank(0)
+    assert len(whole.rec) == 12 and whole.notes == [
+        "rank 0: 7 corrupt records dropped from rank-0.events"]
+    for size in (1, 2, 3, 4, 5, 7, 100):
+        stream = X.stream(0)
+        chunks = list(stream.chunks(size))
+        for key in ("t0", "t1", "thread"):
+            assert np.concatenate([getattr(ch, key) for ch in chunks]).tolist() == \
+                getattr(whole, key).tolist(), (size, key)
+        assert np.concatenate([ch.rec for ch in chunks]).tobytes() == whole.rec.tobytes()
+        assert [ch.base for ch in chunks] == \
+            np.cumsum([0] + [len(ch.rec) for ch in chunks])[:-1].tolist()
+        # no chunk begins with a sub-event: they stay with their call
+        assert all(ch.rec["type"][0] in (T["CALL"], T["ENTER"], T["LEAVE"], T["FLUSH"])
+                   for ch in chunks)
+        assert (stream.t_begin, stream.t_end) == (whole.t_begin, whole.t_end)
+        assert stream.finish_notes() == whole.notes

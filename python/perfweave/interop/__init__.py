@@ -113,12 +113,138 @@ class Experiment:
             notes.append(f"rank {r}: function names borrowed from another rank")
         return RankTrace(r, m, rec, thread, t0, t1, tb, te, functions, rf.complete, notes)
 
+    def stream(self, r):
+        """Rank r's records chunk by chunk (RankStream): what rank(r) holds, in bounded
+        memory."""
+        return RankStream(self, r)
+
     def each(self):
         """RankTrace of every rank in order, one at a time; their notes go to notes."""
         for r in self.ranks:
             rt = self.rank(r)
             self.notes.extend(rt.notes)
             yield rt
+
+
+CHUNK_RECORDS = 1 << 16      # records of a RankStream chunk (tests make it tiny)
+
+
+class RankStream:
+    """One rank's records as Experiment.rank gives them (grouped by thread, checked, on
+    rank 0's clock), as a sequence of chunks (`chunks`): RankTrace objects of one
+    thread each, of about CHUNK_RECORDS records, whose field `base` is the index of
+    their first record in what rank(r) would hold. A chunk never ends inside a call:
+    the sub-events after a CALL come in the chunk of their call. Exports keep one chunk
+    (and what they carry from one to the next) in memory, not the rank.
+
+    t_begin and t_end need the span of the whole rank: they are known after one pass
+    over the chunks (`span`, then `window`); chunks of a later pass carry them."""
+
+    def __init__(self, X, r):
+        from perfweave.readers import trace as rt
+
+        self.X, self.rank = X, r
+        self.src = rt.open_rank(X.path, r, X._meta_notes[r])
+        self.meta = self.src.meta or {}
+        self.notes = list(self.src.notes)
+        self.complete = self.src.complete
+        self.sibling = not self.meta.get("clock") and bool(X._sibling)
+        if self.sibling:
+            self.meta = dict(X._sibling, rank=r)
+        self.functions = list(self.meta.get("functions") or [])
+        self.borrowed = not self.functions and bool(X._names)
+        if self.borrowed:
+            self.functions = list(X._names)
+        self.span = None            # (first, last) time of the timed records, ns
+        self.calls = False          # whether a pass met a CALL record
+        self.records = 0            # records of the last pass
+        self.t_begin = self.t_end = None
+        self._checker = None
+
+    def threads(self):
+        return sorted({t for _, c, t in self.src.spans if c})
+
+    def chunks(self, size=None):
+        """The chunks of every thread, thread after thread (a generator)."""
+        from perfweave.readers.trace import Checker
+
+        size = size or CHUNK_RECORDS
+        spans = [s for s in self.src.spans if s[1]]
+        # does each span come right after one of the same thread in file order?
+        follows = [i > 0 and spans[i - 1][2] == t for i, (_, _, t) in enumerate(spans)]
+        check = self._checker = Checker(self.src)
+        self.span, self.calls, self.records = None, False, 0
+        base = 0
+        for t in self.threads():
+            check.new_thread()
+            tail = None             # the last call and its sub-events, for the next chunk
+            parts, n = [], 0
+            mine = [(a, c, f) for (a, c, th), f in zip(spans, follows) if th == t]
+            for k, (a, c, f) in enumerate(mine):
+                pos = a
+                while pos < a + c:
+                    m = min(a + c - pos, size - n)
+                    parts.append((pos, m, f or pos > a))
+                    n += m
+                    pos += m
+                    last = k == len(mine) - 1 and pos == a + c
+                    if n >= size or last:
+                        kept = check(parts, self.src.records)
+                        parts, n = [], 0
+                        if tail is not None and len(tail):
+                            kept = np.concatenate([tail, kept])
+                        if not last:
+                            kept, tail = _cut(kept)
+                        if len(kept):
+                            yield self._chunk(kept, t, base)
+                            base += len(kept)
+        if self.borrowed and not self.calls:
+            self.functions = []
+        self.t_begin, self.t_end = _window(self.meta, self.span)
+
+    def _chunk(self, rec, t, base):
+        typ = rec["type"]
+        t0 = np.zeros(len(rec), np.int64)
+        t1 = np.zeros(len(rec), np.int64)
+        timed = np.isin(typ, TIMED)
+        if timed.any():
+            t0[timed] = _to_ns(self.meta, rec["t0"][timed])
+            both = np.isin(typ, [T["CALL"], T["FLUSH"]])
+            t1[both] = _to_ns(self.meta, rec["t1"][both])
+            span = _time_span(typ, t0, t1)
+            if span is not None:
+                self.span = span if self.span is None else \
+                    (min(self.span[0], span[0]), max(self.span[1], span[1]))
+        self.calls = self.calls or bool((typ == T["CALL"]).any())
+        self.records += len(rec)
+        c = RankTrace(self.rank, self.meta, rec, np.full(len(rec), t, np.int32), t0, t1,
+                      self.t_begin, self.t_end, self.functions, self.complete, [])
+        c.base = base
+        return c
+
+    def finish_notes(self):
+        """The rank's notes after a pass over all its chunks (as rank(r) makes them)."""
+        from perfweave.readers.trace import _dropped_note
+
+        notes = list(self.notes)
+        if self._checker is not None and self._checker.dropped:
+            notes.append(_dropped_note(self.rank, self._checker.dropped))
+            self.complete = False
+        if self.sibling:
+            notes.append(f"rank {self.rank}: clock calibration and function table "
+                         "borrowed from another rank; its times are approximate")
+        if self.borrowed and self.calls:
+            notes.append(f"rank {self.rank}: function names borrowed from another rank")
+        return notes
+
+
+def _cut(rec):
+    """(records up to the last one that is no sub-event, the rest): a chunk ends before
+    its last call (or other record) so that a call's sub-events stay with it."""
+    typ = rec["type"]
+    j = np.flatnonzero(~np.isin(typ, SUB))
+    j = int(j[-1]) if len(j) else 0
+    return rec[:j], rec[j:]
 
 
 def load(exp):

@@ -11,7 +11,15 @@ own `EventWriter` and `BufferedEventReader` call) rather than building an event 
 per event, which halves the time per event. The export's loop is in C where
 libperfweave-otf2.so is built (runtime/interop/otf2_bulk.c: one call per block of
 events, 3 times faster again); one ctypes call per event where it is not.
+
+The export holds one chunk of a rank's records at a time (interop.RankStream): a
+location's events are sorted a chunk at a time with those held back from the chunks
+before, and written as far as no later chunk can come before them (_Location); what
+the events of a chunk need from other chunks is carried (_Carry) or found by a first
+pass over the rank (_Exporter._first_pass). The archive is the same, byte for byte, as
+with the whole rank at once.
 """
+import collections
 import contextlib
 import ctypes
 import datetime as _dt
@@ -394,6 +402,191 @@ def _bulk_writer():
     return fn
 
 
+RECORDS = None                  # records per chunk of a rank (None: CHUNK_RECORDS)
+_FirstPass = collections.namedtuple("_FirstPass", "window mins irecv")
+_SORT = ("k", "grp", "sec", "cls", "time")      # np.lexsort's order: time first
+
+
+def _irecv_attributes(rec, pending):
+    """Which IRECV records of a chunk of one thread need attributes, in order: those
+    whose completing RECV (irecv_completions: the first RECV of the same request after
+    it) differs from the request, or that none completes. A request completed in a
+    later chunk waits in pending (request key -> [(answers, position, record)]) and is
+    decided there: what a thread carries is its requests still open."""
+    typ = rec["type"]
+    keyed = np.flatnonzero((typ == T["RECV"]) & (rec["t0"] != 0))
+    if len(keyed) and pending:
+        keys, first = np.unique(rec["t0"][keyed], return_index=True)
+        for k, j in zip(keys.tolist(), keyed[first].tolist()):
+            got = tuple(int(rec[f][j]) for f in _REQUEST)
+            for answers, pos, req in pending.pop(k, ()):
+                answers[pos] = got != req
+    ir = np.flatnonzero(typ == T["IRECV"])
+    need = np.ones(len(ir), bool)
+    if len(ir):
+        comp = irecv_completions(typ, rec["t0"], np.zeros(len(rec), np.int8))[ir]
+        found = comp >= 0
+        a, b = comp[found], ir[found]
+        need[found] = ~np.logical_and.reduce([rec[f][a] == rec[f][b] for f in _REQUEST])
+        for pos in np.flatnonzero(~found).tolist():
+            # the fields as numbers: a record would hold its whole chunk in memory
+            req = tuple(int(rec[f][ir[pos]]) for f in _REQUEST)
+            pending.setdefault(int(rec["t0"][ir[pos]]), []).append((need, pos, req))
+    return need
+
+
+_REQUEST = ("peer", "tag", "bytes", "comm")     # what a receive request asked for
+
+
+class _Specs:
+    """Attribute lists of the events not written yet, by key (an event's "attr")."""
+
+    def __init__(self):
+        self.items, self.next = {}, 0
+
+    def add(self, spec):
+        self.items[self.next] = spec
+        self.next += 1
+        return self.next - 1
+
+    def extend(self, specs):
+        keys = np.arange(self.next, self.next + len(specs))
+        self.items.update(zip(keys.tolist(), specs))
+        self.next += len(specs)
+        return keys
+
+    def __getitem__(self, key):
+        return self.items[key]
+
+    def drop(self, keys):
+        for k in keys[keys >= 0].tolist():
+            self.items.pop(k, None)
+
+
+class _Carry:
+    """What the events of a rank's chunk need from the chunks before it: per thread,
+    the user regions still open and the place in the first pass's answers on receive
+    requests; per rank, nonblocking collectives started and not completed yet, the
+    group of the access and exposure epochs open per window, and counts for notes."""
+
+    def __init__(self):
+        self.started = {}       # (request key, post number) -> what its completion needs
+        self.openers = {}       # "win_start"/"win_post" -> {window: group}
+        self.regions = {}       # user region definitions met (name, file, line, named)
+        self.lost = self.unpaired = self.lost_events = 0
+        self.lost_records = False
+        self.new_thread(None)
+
+    def new_thread(self, irecv):
+        self.stack = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64))
+        self.irecv, self.irecv_at = irecv, 0
+
+    def irecv_attributes(self, n):
+        """The first pass's answers for the next n IRECV records of the thread."""
+        a = self.irecv_at
+        bits = np.unpackbits(self.irecv[a // 8:(a + n + 7) // 8 + 1])[a % 8:a % 8 + n]
+        self.irecv_at += n
+        return bits.astype(bool)
+
+    def notes(self, r, notes):
+        if self.lost:
+            notes.append(f"rank {r}: {self.lost} LEAVE records without their ENTER (the "
+                         "trace started inside those functions) are not exported")
+        if self.unpaired:
+            notes.append(f"rank {r}: {self.unpaired} LEAVE records without their ENTER "
+                         "are not exported")
+        if self.lost_records:
+            notes.append(f"rank {r}: {self.lost_events} events were lost when recording "
+                         "(LOST records); OTF2 has no event for that and the archive does "
+                         "not mention them")
+
+
+class _Location:
+    """The event writer of one location, fed a chunk's events at a time (add): they are
+    sorted with those held back from earlier chunks, and the ones before the earliest
+    time a later chunk of the thread can have an event at (the first pass's watermark,
+    mins) are written. Events of one time stamp are written together, so the order is
+    that of sorting the location's events all at once."""
+
+    def __init__(self, ex, w, r, t, fp):
+        self.ex, self.w, self.key, self.thread = ex, w, (r, t), t
+        self.mins = fp.mins.get(t, np.zeros(0, np.int64))
+        self.seen = 0
+        self.held = None
+        self.ew = None
+        self.n = 0
+        self.first = self.last = None
+
+    def add(self, cols, resolved):
+        self.seen += 1
+        held = self.held
+        if held is not None and len(resolved[0]):
+            # Enters held whose Leave this chunk found: their keys as the rank at once
+            # gives them
+            wait = np.flatnonzero((held["kind"] == K_ENTER) & (held["sec"] == -I64_MAX))
+            if len(wait):
+                o = np.argsort(resolved[0])
+                ks, ends = resolved[0][o], resolved[1][o]
+                j = np.clip(np.searchsorted(ks, held["grp"][wait]), 0, len(ks) - 1)
+                hit = ks[j] == held["grp"][wait]
+                held["sec"][wait[hit]] = -ends[j[hit]]
+        if cols is None:
+            cols = held
+        elif held is not None:
+            cols = {k: np.concatenate([held[k], cols[k]]) for k in cols}
+        if cols is None or not len(cols["time"]):
+            self.held = None
+            return 0
+        order = np.lexsort([cols[k] for k in _SORT])
+        cols = {k: v[order] for k, v in cols.items()}
+        cut = len(order)
+        if self.seen < len(self.mins):
+            cut = int(np.searchsorted(cols["time"], self.mins[self.seen], "left"))
+        self.held = {k: v[cut:] for k, v in cols.items()} if cut < len(order) else None
+        return self._write({k: v[:cut] for k, v in cols.items()})
+
+    def _write(self, c):
+        n = len(c["time"])
+        if not n:
+            return 0
+        if c["time"][0] < 0:
+            raise PerfweaveError(f"rank {self.ex.locations[self.key].group.name}: negative "
+                                 "time stamps on rank 0's clock; the trace's clock "
+                                 "calibration is broken")
+        if self.ew is None:
+            self.ew = self.w.event_writer_from_location(self.ex.locations[self.key])
+        self.ex._write_batch(self.w, self.ew, c)
+        self.ex.attr_specs.drop(c["attr"])
+        self.n += n
+        self.first = int(c["time"][0]) if self.first is None else self.first
+        self.last = int(c["time"][-1])
+        return n
+
+    def close(self):
+        n = self._write(self.held) if self.held is not None else 0
+        self.held = None
+        if self.ew is None and self.thread == 0:        # the master thread's, even empty
+            self.ew = self.w.event_writer_from_location(self.ex.locations[self.key])
+        if self.ew is not None:
+            # Closed as soon as its events are written, not with the archive: the
+            # library keeps each open event file's bytes in a write buffer of its own
+            # (4 MiB, beside the chunks of _Chunks) until the file is closed, so memory
+            # grew by up to 4 MiB per location. Closing writes the rest and frees it,
+            # and the location's local definition writer with its chunk (the package's
+            # EventWriter.close). The writer stays in the package's table, closed: at
+            # the archive's close the package closes every writer of that table, and
+            # opens one for each location missing from it, which would truncate the
+            # location's event file.
+            self.ew.close()
+            self.ew.close = _closed
+        if self.n:
+            # the bookkeeping otf2's EventWriter.write does per event
+            self.ex.locations[self.key]._number_of_events_written = self.n
+            self.w._update_timestamps(self.first)
+            self.w._update_timestamps(self.last)
+        return n
+
+
 class _Exporter:
     def __init__(self, otf2, _otf2, X, symbolizer=None):
         self.otf2, self._otf2, self.X = otf2, _otf2, X
@@ -442,11 +635,9 @@ class _Exporter:
         # regions: MPI functions, the flush, user regions (made when first met); the
         # functions a rank calls are found with one pass over its records
         self.mpi_regions = {}
+        self.passes = {}
         for r in X.ranks:
-            rt = X.rank(r)
-            used = np.unique(rt.rec["fn"][rt.rec["type"] == T["CALL"]]).tolist()
-            names = rt.functions
-            del rt
+            used, names, self.passes[r] = self._first_pass(r)
             for nm in (names[f] for f in used if f < len(names)):
                 if nm not in self.mpi_regions:
                     self.mpi_regions[nm] = d.region(
@@ -548,6 +739,32 @@ class _Exporter:
 
     # ---- events ----
 
+    def _first_pass(self, r):
+        """What writing rank r's events needs to know ahead, from a pass over its chunks
+        (RankStream): the functions it calls, its application time, per thread the
+        earliest time of each chunk's events (_Location's watermark) and which receive
+        requests need attributes (_irecv_attributes). Returns (used function ids,
+        function names, _FirstPass)."""
+        stream = self.X.stream(r)
+        used = set()
+        mins, irecv = {}, {}
+        pending = {}
+        t = None
+        for c in stream.chunks(RECORDS):
+            typ = c.rec["type"]
+            if c.thread[0] != t:
+                t = int(c.thread[0])
+                mins[t], irecv[t], pending = [], [], {}
+            used.update(np.unique(c.rec["fn"][typ == T["CALL"]]).tolist())
+            timed = np.isin(typ, [T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
+            mins[t].append(int(c.t0[timed].min()) if timed.any() else I64_MAX)
+            irecv[t].append(_irecv_attributes(c.rec, pending))
+        fp = _FirstPass((stream.t_begin, stream.t_end),
+                        {t: np.minimum.accumulate(np.array(m[::-1], np.int64))[::-1]
+                         for t, m in mins.items()},
+                        {t: np.packbits(np.concatenate(b)) for t, b in irecv.items()})
+        return sorted(used), stream.functions, fp
+
     def write(self, directory, name):
         otf2 = self.otf2
         w = otf2.writer.Writer(str(directory), archive_name=name, timer_resolution=NS,
@@ -559,10 +776,8 @@ class _Exporter:
             self._definitions(w)
             total = 0
             self.nrecords = 0
-            for rt in self.X.each():       # one rank in memory at a time
-                self.nrecords += len(rt.rec)
-                total += self._rank(w, rt)
-                del rt
+            for r in self.X.ranks:         # one chunk of a rank in memory at a time
+                total += self._rank(w, r)
             if w._first_timestamp is not None and self.X.meta.get("start_epoch"):
                 # wall-clock time of the first event: the launch, at best
                 w._realtime_timestamp = float(self.X.meta["start_epoch"])
@@ -570,46 +785,43 @@ class _Exporter:
             w.close()
         return total, len(self.locations), self.notes
 
-    def _rank(self, w, rt):
-        self.attr_specs = []            # attribute lists of this rank's events
-        cols = self._columns(rt)
+    def _rank(self, w, r):
+        """Write rank r's events location by location, chunk by chunk (RankStream):
+        each chunk's events are sorted with those held back from earlier chunks, and
+        the ones earlier than any later chunk's can be are written (_Location)."""
+        fp = self.passes.pop(r)
+        stream = self.X.stream(r)
+        stream.t_begin, stream.t_end = fp.window
+        self.attr_specs = _Specs()      # attribute lists of the events held
+        carry = _Carry()
         total = 0
-        threads = np.unique(cols["thread"])
-        for t in sorted(set(threads.tolist()) | {0}):
-            loc = self.locations[(rt.rank, t)]
-            if len(threads) == 1 and threads[0] == t:
-                total += self._write_location(w, loc, cols)
-                continue
-            sel = np.flatnonzero(cols["thread"] == t)
-            total += self._write_location(w, loc, {k: v[sel] for k, v in cols.items()})
+        loc = None
+        for c in stream.chunks(RECORDS):
+            t = int(c.thread[0])
+            if loc is None or loc.thread != t:
+                if loc is not None:
+                    total += loc.close()
+                elif t != 0 and (r, 0) in self.locations:
+                    total += _Location(self, w, r, 0, fp).close()
+                loc = _Location(self, w, r, t, fp)
+                carry.new_thread(fp.irecv.get(t))
+            cols, resolved = self._columns(c, carry)
+            total += loc.add(cols, resolved)
+        if loc is not None:
+            total += loc.close()
+        elif (r, 0) in self.locations:
+            total += _Location(self, w, r, 0, fp).close()
+        self.X.notes.extend(stream.finish_notes())
+        self.nrecords += stream.records
+        carry.notes(r, self.notes)
         return total
 
-    def _write_location(self, w, loc, c):
-        ew = w.event_writer_from_location(loc)
-        n = self._events(w, ew, loc, c, len(c["time"]))
-        # Closed as soon as its events are written, not with the archive: the library
-        # keeps each open event file's bytes in a write buffer of its own (4 MiB, beside
-        # the chunks of _Chunks) until the file is closed, so memory grew by up to 4 MiB
-        # per location. Closing writes the rest and frees it, and the location's local
-        # definition writer with its chunk (the package's EventWriter.close). The
-        # writer stays in the package's table, closed: at the archive's close the
-        # package closes every writer of that table, and opens one for each location
-        # missing from it, which would truncate the location's event file.
-        ew.close()
-        ew.close = _closed
-        return n
-
-    def _events(self, w, ew, loc, c, n):
-        _otf2 = self._otf2
+    def _write_batch(self, w, ew, c):
+        """Write sorted event columns c to event writer ew (the C loop where it is
+        built)."""
+        n = len(c["time"])
         if not n:
-            return 0
-        order = np.lexsort((c["k"], c["grp"], c["sec"], c["cls"], c["time"]))
-        # the sort keys but time are not written
-        c = {k: c[k][order] for k in ("time", "kind", "attr", "a1", "a2", "a3", "a4", "a5",
-                                      "a6")}
-        if (c["time"] < 0).any():
-            raise PerfweaveError(f"rank {loc.group.name}: negative time stamps on rank 0's "
-                                 "clock; the trace's clock calibration is broken")
+            return
         h = ctypes.cast(ew.handle, ctypes.c_void_p).value
         bulk = _bulk_writer()
         fns = self._bulk_functions() if bulk is not None else None
@@ -617,11 +829,6 @@ class _Exporter:
             self._write_bulk(bulk, fns, h, c, n)
         else:
             self._write_each(h, c)
-        # the bookkeeping otf2's EventWriter.write does per event
-        loc._number_of_events_written = n
-        w._update_timestamps(int(c["time"][0]))
-        w._update_timestamps(int(c["time"][-1]))
-        return n
 
     def _write_one(self, h, al, kd, t, args):
         fn, nargs = self._writers()[kd]
@@ -755,18 +962,25 @@ class _Exporter:
             K_NBC_COMPLETE: (o.EvtWriter_NonBlockingCollectiveComplete, 6),
         }
 
-    def _columns(self, rt):
-        """Every OTF2 event of one rank as columns: thread, sort keys (time, cls, sec, grp,
-        k), kind, up to six arguments, attribute list (index into attr_specs)."""
-        rec, typ, thr = rt.rec, rt.rec["type"], rt.thread.astype(np.int64)
+    def _columns(self, rt, carry):
+        """The OTF2 events of one chunk of a thread (RankStream) as columns: sort keys
+        (time, cls, sec, grp, k), kind, up to six arguments, attribute list (key of
+        attr_specs). carry holds what a chunk leaves to the next (_Carry). Returns the
+        columns and (indices, ends) of regions entered in earlier chunks that end in
+        this one (_Location fixes the keys of their Enter events still held). Record
+        indices (grp) count in the whole rank (rt.base): the keys are those the whole
+        rank at once would give."""
+        rec, typ = rt.rec, rt.rec["type"]
         n = len(rec)
         parts = []
         specs = self.attr_specs
+        G = rt.base
+        resolved = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
         def part(idx, time, cls, sec, grp, k, kind, args=(), attr=None):
             m = len(idx)
             # broadcast views, copied once by the concatenation at the end
-            p = {"thread": thr[idx], "time": np.asarray(time, np.int64),
+            p = {"time": np.asarray(time, np.int64),
                  "cls": np.broadcast_to(np.asarray(cls, np.int64), (m,)),
                  "sec": np.asarray(sec, np.int64), "grp": np.asarray(grp, np.int64),
                  "k": np.broadcast_to(np.asarray(k, np.int64), (m,)),
@@ -791,36 +1005,37 @@ class _Exporter:
             raise PerfweaveError(f"rank {rt.rank}: calls of function ids beyond its function "
                                  "list; the trace is corrupt")
         reg = fn_ref[fnc]
-        part(ci, t0[ci], CLS_ENTER, -t1[ci], ci, 0, K_ENTER, (reg,))
-        part(ci, t1[ci], np.where(t1[ci] > t0[ci], CLS_LEAVE, CLS_LEAVE0), -t0[ci], -ci, 0,
-             K_LEAVE, (reg,))
+        part(ci, t0[ci], CLS_ENTER, -t1[ci], G + ci, 0, K_ENTER, (reg,))
+        part(ci, t1[ci], np.where(t1[ci] > t0[ci], CLS_LEAVE, CLS_LEAVE0), -t0[ci],
+             -(G + ci), 0, K_LEAVE, (reg,))
         fi = np.flatnonzero(typ == T["FLUSH"])
         if len(fi):
-            attr = np.arange(len(specs), len(specs) + len(fi))
-            specs.extend([(("bytes", int(b)),) for b in rec["bytes"][fi].tolist()])
-            part(fi, t0[fi], CLS_ENTER, -t1[fi], fi, 0, K_ENTER, (self.flush_region,), attr)
-            part(fi, t1[fi], np.where(t1[fi] > t0[fi], CLS_LEAVE, CLS_LEAVE0), -t0[fi], -fi,
-                 0, K_LEAVE, (self.flush_region,))
+            attr = specs.extend([(("bytes", int(b)),) for b in rec["bytes"][fi].tolist()])
+            part(fi, t0[fi], CLS_ENTER, -t1[fi], G + fi, 0, K_ENTER, (self.flush_region,),
+                 attr)
+            part(fi, t1[fi], np.where(t1[fi] > t0[fi], CLS_LEAVE, CLS_LEAVE0), -t0[fi],
+                 -(G + fi), 0, K_LEAVE, (self.flush_region,))
 
         # ---- user regions ----
         enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
         if enter.any() or leave.any():
-            partner = np.full(n, -1, np.int64)
-            lost = np.zeros(n, bool)
-            for t in np.unique(thr):
-                s = np.flatnonzero(thr == t)
-                p, _, u = pair_regions(enter[s], leave[s])
-                partner[s] = np.where(p >= 0, s[np.maximum(p, 0)], -1)
-                lost[s] = u
-            if lost.any():
-                self.notes.append(f"rank {rt.rank}: {int(lost.sum())} LEAVE records without "
-                                  "their ENTER (the trace started inside those functions) "
-                                  "are not exported")
+            # the regions still open before this chunk come first, as ENTERs
+            sidx, st0, sref = carry.stack
+            m = len(sidx)
+            ext = lambda open_, mine: np.r_[open_, mine]          # noqa: E731
+            p, _, u = pair_regions(ext(np.ones(m, bool), enter), ext(np.zeros(m, bool), leave))
+            gidx, et0 = ext(sidx, G + np.arange(n)), ext(st0, t0)
+            partner = np.where(p >= 0, gidx[np.maximum(p, 0)], -1)
+            lost = u[m:]
+            carry.lost += int(lost.sum())
+            if self.symbolizer is None:     # one for every chunk: it keeps what it found
+                from perfweave.symbols import Symbolizer
+                self.symbolizer = Symbolizer()
             names, files, lines = region_names(rt, enter | leave, self.symbolizer)
             el = np.flatnonzero(enter | leave)
             named = rec["comm"][el] >= 0
             refs = np.zeros(n, np.uint64)
-            cache = {}
+            cache = carry.regions
             for i, nm, fl, ln, nd in zip(el.tolist(), names.tolist(), files.tolist(),
                                          lines.tolist(), named.tolist()):
                 key = (nm, fl, ln, nd)
@@ -828,40 +1043,41 @@ class _Exporter:
                 if r is None:
                     r = cache[key] = self._user_region(nm, fl, ln, nd)
                 refs[i] = r
+            pe = np.where(p >= 0, et0[np.maximum(p, 0)], I64_MAX)
             ei = np.flatnonzero(enter)
-            end = np.where(partner[ei] >= 0, t0[np.maximum(partner[ei], 0)], I64_MAX)
-            part(ei, t0[ei], CLS_ENTER, -end, ei, 0, K_ENTER, (refs[ei],))
-            li = np.flatnonzero(leave & ~lost & (partner >= 0))
-            lo = np.flatnonzero(leave & ~lost & (partner < 0))
-            if len(lo):
-                self.notes.append(f"rank {rt.rank}: {len(lo)} LEAVE records without their "
-                                  "ENTER are not exported")
-            start = t0[partner[li]]
+            # an Enter whose Leave is in a later chunk: I64_MAX as for one that never
+            # ends, until _Location learns its end (resolved)
+            part(ei, t0[ei], CLS_ENTER, -pe[m + ei], G + ei, 0, K_ENTER, (refs[ei],))
+            done = np.flatnonzero(p[:m] >= 0)
+            resolved = (sidx[done], pe[done])
+            still = np.flatnonzero(p < 0)
+            still = still[(still < m) | enter[np.maximum(still - m, 0)]]
+            carry.stack = (gidx[still], et0[still], ext(sref, refs)[still])
+            li = np.flatnonzero(leave & ~lost & (p[m:] >= 0))
+            carry.unpaired += int((leave & ~lost & (p[m:] < 0)).sum())
+            start = et0[p[m + li]]
             part(li, t0[li], np.where(t0[li] > start, CLS_LEAVE, CLS_LEAVE0), -start,
-                 -partner[li], 0, K_LEAVE, (refs[li],))
+                 -partner[m + li], 0, K_LEAVE, (refs[li],))
 
         # ---- what the calls did ----
-        self._sub_events(rt, part, specs)
+        self._sub_events(rt, part, specs, carry)
 
         # ---- the application's time: ProgramBegin / ProgramEnd on the master thread ----
-        if n:
+        if n and G == 0 and rt.thread[0] == 0:      # the rank's first chunk is thread 0's
             z = np.zeros(1, np.int64)
-            thr0 = np.flatnonzero(thr == 0)
-            idx = thr0[:1] if len(thr0) else None
-            if idx is not None:
-                part(idx, [rt.t_begin], CLS_ENTER, [I64_MIN], z, 0, K_PROGRAM_BEGIN)
-                part(idx, [rt.t_end], CLS_ENTER, [I64_MIN], z, 1, K_PROGRAM_END,
-                     (self.exit_status if rt.meta.get("state") == "complete" else 1,))
+            idx = np.zeros(1, np.int64)
+            part(idx, [rt.t_begin], CLS_ENTER, [I64_MIN], z, 0, K_PROGRAM_BEGIN)
+            part(idx, [rt.t_end], CLS_ENTER, [I64_MIN], z, 1, K_PROGRAM_END,
+                 (self.exit_status if rt.meta.get("state") == "complete" else 1,))
         lostrec = np.flatnonzero(typ == T["LOST"])
         if len(lostrec):
-            self.notes.append(f"rank {rt.rank}: {int(rec['bytes'][lostrec].sum())} events "
-                              "were lost when recording (LOST records); OTF2 has no event "
-                              "for that and the archive does not mention them")
+            carry.lost_events += int(rec['bytes'][lostrec].sum())
+            carry.lost_records = True
         if not parts:
-            return {k: np.zeros(0, np.int64) for k in ("thread", "time")}
-        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+            return None, resolved
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, resolved
 
-    def _sub_events(self, rt, part, specs):
+    def _sub_events(self, rt, part, specs, carry):
         otf2 = self.otf2
         rec, typ = rt.rec, rt.rec["type"]
         call = _ffill(typ == T["CALL"])
@@ -979,11 +1195,26 @@ class _Exporter:
                         for k, n in zip(r0[cd].tolist(), r1[cd].tolist())]
         pj = np.maximum(post, 0)
         found = cd & (post >= 0)
+        # what a start needs to give its completion, from this chunk or an earlier one
+        s_op, s_local, s_b64, s_recv = op_col[pj], local[pj], b64[pj], recv64[pj]
+        s_need, s_peer = need_peer[pj], peer[pj]
+        if cd.any() or nbc.any():
+            for j in np.flatnonzero(cd & ~found).tolist():
+                got = carry.started.pop((int(r0[j]), int(r1[j])), None)
+                if got is not None:
+                    found[j] = True
+                    s_op[j], s_local[j], s_b64[j], s_recv[j], s_need[j], s_peer[j] = got
+            done = {(int(k), int(n)) for k, n in zip(r0[cd].tolist(), r1[cd].tolist())}
+            for j, k, n in zip(np.flatnonzero(nbc).tolist(), r0[nbc].tolist(),
+                               tag[nbc].tolist()):
+                if (int(k), int(n)) not in done:
+                    carry.started[(int(k), int(n))] = (op_col[j], local[j], b64[j],
+                                                       recv64[j], need_peer[j], peer[j])
         # a completion whose start is not in the trace: a barrier of unknown size
-        setargs(cd, np.where(found, op_col[pj], _v(otf2.CollectiveOp.BARRIER)), cref,
-                np.where(found, local[pj], U32), np.where(found, b64[pj], 0),
-                np.where(found, recv64[pj], 0), key64)
-        done_peer = found & need_peer[pj]
+        setargs(cd, np.where(found, s_op, _v(otf2.CollectiveOp.BARRIER)), cref,
+                np.where(found, s_local, U32), np.where(found, s_b64, 0),
+                np.where(found, s_recv, 0), key64)
+        done_peer = found & s_need
         # windows
         wi = st == T["WIN"]
         free = wi & ((flags & F["FREE"]) != 0)
@@ -1036,6 +1267,12 @@ class _Exporter:
             same = (last >= 0) & (winid[sidx[np.maximum(last, 0)]] == winid[sidx])
             close = ~is_open & same
             gid[sidx[close]] = r1[sidx[np.maximum(last, 0)][close]]
+            # an epoch opened in an earlier chunk
+            opened = carry.openers.setdefault(opener, {})
+            for j in sidx[~is_open & ~same].tolist():
+                gid[j] = opened.get(int(winid[j]), -1)
+            for j in sidx[is_open].tolist():
+                opened[int(winid[j])] = int(r1[j])
         ng = len(groups) - 1
         gref = groups[np.where((gid >= 0) & (gid < ng), gid, ng)]
         setargs(gsync, _v(otf2.RmaSyncLevel.PROCESS), wref, gref)
@@ -1060,23 +1297,17 @@ class _Exporter:
         peer_attr |= (fence | gsync | wi) & (peer >= 0)
         comm_attr = no_comm & (s | r)
         # a receive request says what it asked for only where its receive differs
-        comp = irecv_completions(typ, rec["t0"], rt.thread)[si]
-        cj = np.maximum(comp, 0)
-        full = rec[si[ir]]
+        # (_irecv_attributes, found by the first pass)
         ir_attr = ir.copy()
         if ir.any():
-            cr = rec[cj[ir]]
-            same = (comp[ir] >= 0) & (cr["peer"] == full["peer"]) & \
-                (cr["tag"] == full["tag"]) & (cr["bytes"] == full["bytes"]) & \
-                (cr["comm"] == full["comm"])
-            ir_attr[np.flatnonzero(ir)[same]] = False
+            ir_attr[ir] = carry.irecv_attributes(int(ir.sum()))
         for j in np.flatnonzero(bad_flags | peer_attr | comm_attr | ir_attr |
                                 done_peer).tolist():
             spec = []
             if bad_flags[j]:
                 spec.append(("flags", int(flags[j])))
             if done_peer[j]:
-                spec.append(("peer", int(peer[post[j]])))
+                spec.append(("peer", int(s_peer[j])))
             if ir_attr[j]:
                 spec += [("peer", int(peer[j])), ("tag", int(tag[j])),
                          ("bytes", int(nbytes[j]) & U64),
@@ -1088,8 +1319,7 @@ class _Exporter:
             want[j] = tuple(spec)
         attr = np.full(len(si), -1, np.int64)
         for j, spec in want.items():
-            attr[j] = len(specs)
-            specs.append(spec)
+            attr[j] = specs.add(spec)
 
         # order inside the call: record order; an event meant for the call's enter that
         # follows one written at its end is written at the end too
@@ -1115,7 +1345,7 @@ class _Exporter:
         time_ = np.where(elate, tb, ta)
         cls = np.where(elate, np.where(tb > ta, CLS_LEAVE, CLS_LEAVE0), CLS_ENTER)
         sec = np.where(elate, -ta, -tb)
-        grp = np.where(elate, -ec, ec)
+        grp = np.where(elate, -(rt.base + ec), rt.base + ec)
         k = np.where(elate, ordinal - LATE, ordinal + 1)
         args = [np.where(first, np.uint64(0), a[em]).astype(np.uint64) for a in A]
         at = np.where(first, -1, attr[em])

@@ -12,6 +12,7 @@ from another rank of the same host, with a note.
 
 Turning records into the tables the analysis works on is model/trace.py's job.
 """
+import mmap
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,10 +181,56 @@ SUB_OK = TypeSet("CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "R
                  "COLL_DONE")
 
 
-def read_rank(exp, rank, meta_note=None):
-    """Read and check one rank's records (RankFile), mapped read-only from the file.
-    Never raises for damaged data of a rank: it is reported in the notes and the rank
-    marked incomplete. meta_note: read_meta's answer, when the caller has it already."""
+@dataclass
+class RankSource:
+    """One rank's events file mapped, not yet read: the committed records as spans of
+    the mapping (first, count, thread) in file order, and what read_rank notes about the
+    file. read_rank gathers and checks them at once; `Checker` checks them chunk by
+    chunk, for readers that keep one chunk in memory (interop's exports)."""
+    rank: int
+    records: np.ndarray                # EVENT_DTYPE over the whole mapping
+    spans: list
+    meta: dict                         # as read (None: missing or unreadable)
+    complete: bool
+    notes: list
+    mapping: object = None             # the mmap the records are read from, if mapped
+
+    def release(self, first, count):
+        """Let the pages of records [first, first + count) go from this process's
+        memory (they stay in the page cache, and come back if read again): a reader
+        that has copied them keeps its resident memory to what it holds, not to the
+        part of the file it has read."""
+        if self.mapping is None or count <= 0:
+            return
+        page = mmap.PAGESIZE
+        a = first * EVENT_DTYPE.itemsize // page * page
+        b = min(-(-(first + count) * EVENT_DTYPE.itemsize // page) * page, len(self.mapping))
+        if b > a:
+            self.mapping.madvise(mmap.MADV_DONTNEED, a, b - a)
+
+    def gather(self):
+        """(records, thread of each record): the committed records in file order (one
+        copy where there are blocks, else a view of the mapping)."""
+        spans = [s for s in self.spans if s[1]]
+        if spans and spans[0][0] == 0 and all(a == b + c for (a, _, _), (b, c, _) in
+                                              zip(spans[1:], spans)):
+            # back to back from the start (version 1): a view of the mapping
+            n = spans[-1][0] + spans[-1][1]
+            thread = np.repeat(np.array([t for _, _, t in spans], np.int32),
+                               [c for _, c, _ in spans])
+            return self.records[:n], thread
+        if not spans:
+            return self.records[:0], np.zeros(0, np.int32)
+        parts = [self.records[a:a + c] for a, c, _ in spans]
+        out = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        thread = np.repeat(np.array([t for _, _, t in spans], np.int32),
+                           [c for _, c, _ in spans])
+        return out, thread
+
+
+def open_rank(exp, rank, meta_note=None):
+    """The RankSource of one rank: its events file mapped read-only, its committed
+    spans found, and the notes read_rank makes before checking records."""
     notes = []
     meta, note = meta_note if meta_note is not None else read_meta(exp, rank)
     complete = meta is not None and meta.get("state") == "complete"
@@ -213,13 +260,13 @@ def read_rank(exp, rank, meta_note=None):
                      f"({len(raw) % EVENT_DTYPE.itemsize} bytes, ignored): truncated")
         complete = False
     rec = raw[:n * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
-    thread = None
     if n and rec["type"][0] == T["BLOCK"]:
-        rec, thread, block_notes = _blocks(rec, rank, path.name)
+        spans, block_notes = _spans(rec, rank, path.name)
         notes += block_notes
         complete = complete and not block_notes
-        n = len(rec)
-    types = np.ascontiguousarray(rec["type"])
+        n = sum(c for _, c, _ in spans)
+    else:
+        spans = _flush_spans(meta, n)
     if meta is not None and meta.get("state") != "killed" and meta.get("records", n) != n:
         notes.append(f"rank {rank}: {path.name} holds {n} records, its JSON says "
                      f"{meta.get('records')}: truncated or overwritten")
@@ -228,15 +275,84 @@ def read_rank(exp, rank, meta_note=None):
         notes.append(f"rank {rank}: {meta['lost']} events could not be written "
                      "(trace file not writable or disk full)")
         complete = False
-    if thread is None:
-        thread = _threads(meta, n)
+    return RankSource(rank, rec, spans, meta, complete, notes, _mapping(raw))
+
+
+def _mapping(array):
+    """The mmap object under an array made by read_array, or None."""
+    base = array.base
+    while base is not None:
+        if isinstance(base, memoryview):
+            base = base.obj
+        if isinstance(base, mmap.mmap):
+            return base if hasattr(mmap, "MADV_DONTNEED") else None
+        base = getattr(base, "base", None)
+    return None
+
+
+def read_rank(exp, rank, meta_note=None):
+    """Read and check one rank's records (RankFile), mapped read-only from the file.
+    Never raises for damaged data of a rank: it is reported in the notes and the rank
+    marked incomplete. meta_note: read_meta's answer, when the caller has it already."""
+    src = open_rank(exp, rank, meta_note)
+    meta, notes, complete = src.meta, src.notes, src.complete
+    rec, thread = src.gather()
+    types = np.ascontiguousarray(rec["type"])
     ok = _check(rec, types, thread, meta)
     if ok is not None:
-        notes.append(f"rank {rank}: {int(len(ok) - ok.sum())} corrupt records dropped "
-                     f"from {path.name}")
+        notes.append(_dropped_note(rank, int(len(ok) - ok.sum())))
         complete = False
         rec, types, thread = rec[ok], types[ok], thread[ok]
     return RankFile(rank, rec, thread, meta or {}, complete, notes, types)
+
+
+def _dropped_note(rank, n):
+    return f"rank {rank}: {n} corrupt records dropped from rank-{rank}.events"
+
+
+class Checker:
+    """read_rank's checks (_check) on one thread's records chunk by chunk, with the same
+    result: a rule that looks at the record before (a sub-event must follow its call,
+    in file order and in the same thread) sees the last record of the chunk before
+    through a stand-in record put first. Chunks of one thread come in file order;
+    `dropped` counts the records dropped so far."""
+
+    def __init__(self, src):
+        self.src = src
+        self.meta = src.meta
+        self.dropped = 0
+        self.prev = None        # (type, kept) of the last record checked, per thread
+
+    def new_thread(self):
+        self.prev = None
+
+    def __call__(self, parts, records):
+        """The kept records of parts [(first, count, follows)] of records: follows
+        says the part comes right after the one before in file order (same thread)."""
+        n = sum(c for _, c, _ in parts)
+        full = np.empty(n + 1, EVENT_DTYPE)
+        pseudo = np.empty(n + 1, np.int32)          # a new number where file order breaks
+        pos, group = 1, 0
+        for a, c, follows in parts:
+            full[pos:pos + c] = records[a:a + c]
+            self.src.release(a, c)
+            group += not follows
+            pseudo[pos:pos + c] = group
+            pos += c
+        full[0] = np.zeros(1, EVENT_DTYPE)[0]
+        pseudo[0] = 0
+        typ, kept = self.prev if self.prev is not None else (T["ENTER"], True)
+        # a kept call or sub-event lets a sub-event follow; a dropped record drops the
+        # sub-events after it (an ENTER lets none follow, and is always kept)
+        full[0]["type"] = (T["CALL"] if typ in SUB_OK.codes else T["ENTER"]) if kept else 255
+        types = np.ascontiguousarray(full["type"])
+        ok = _check(full, types, pseudo, self.meta)
+        if n:
+            self.prev = (int(types[-1]), ok is None or bool(ok[-1]))
+        if ok is None:
+            return full[1:]
+        self.dropped += int(n - ok[1:].sum())
+        return full[1:][ok[1:]]
 
 
 def map_file(path):
@@ -256,15 +372,15 @@ def rank_threads(exp, rank, meta):
         raw = np.zeros(0, np.uint8)
     rec = raw[:len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
     if len(rec) and rec["type"][0] == T["BLOCK"]:
-        _, thread, _ = _blocks(rec[["t0", "t1", "type", "tag"]], rank, "", headers_only=True)
-        threads = set(thread.tolist())
+        spans, _ = _spans(rec, rank, "")
+        threads = {t for _, c, t in spans if c}
     return sorted(threads | {0})
 
 
-def _blocks(rec, rank, name, headers_only=False):
-    """The committed records of a version 2 file (one copy, in file order) with their
-    threads, and notes on what was not right. A loop over blocks, not records: a block
-    holds --trace-buffer bytes."""
+def _spans(rec, rank, name):
+    """The committed records of a version 2 file as spans (first, count, thread) in
+    file order, and notes on what was not right. A loop over blocks, not records: a
+    block holds --trace-buffer bytes."""
     n, pos = len(rec), 0
     spans, notes = [], []
     head = rec[["t0", "t1", "type", "tag"]]
@@ -282,15 +398,18 @@ def _blocks(rec, rank, name, headers_only=False):
             committed = min(max(committed, 0), have)
         spans.append((pos + 1, committed, thread))
         pos += 1 + slots
-    if headers_only:
-        return None, np.array([t for _, c, t in spans if c], np.int32), notes
-    if not spans:
-        return rec[:0], np.zeros(0, np.int32), notes
-    parts = [rec[a:a + c] for a, c, _ in spans]
-    out = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    thread = np.repeat(np.array([t for _, _, t in spans], np.int32),
-                       [c for _, c, _ in spans])
-    return out, thread, notes
+    return spans, notes
+
+
+def _flush_spans(meta, n):
+    """Spans (first, count, thread) of a version 1 file: the flush table's runs of
+    records, thread 0 between them (as _threads assigns them)."""
+    thread = _threads(meta, n)
+    if not n:
+        return []
+    starts = np.flatnonzero(np.r_[True, thread[1:] != thread[:-1]])
+    ends = np.r_[starts[1:], n]
+    return [(int(a), int(b - a), int(thread[a])) for a, b in zip(starts, ends)]
 
 
 def _threads(meta, n):
