@@ -49,7 +49,7 @@ def activity_over_time(times, activities, ranks, t0, t1, states, nbins=MAX_BINS,
         share = share[:, seen]
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = share / share.sum(axis=1)[:, None, :]               # nan: no sample
-        present = in_bin > 0
+        present = share.sum(axis=1) > 0                            # a rank covers the bin
         mean = np.nansum(frac, axis=0) / np.maximum(present.sum(axis=0), 1)
     mean[:, ~present.any(axis=0)] = np.nan
     edges = [span * k / nbins / 1e9 for k in range(nbins + 1)]             # s since t0
