@@ -89,3 +89,21 @@ def test_a_late_sample_fills_the_bins_of_the_wait_it_stands_for():
     assert timed["fractions"][0][0] == [0.2, 0.0, 0.0, 0.0]
     assert timed["fractions"][0][1] == [0.8, 1.0, 1.0, 1.0]
     assert timed["samples"] == counted["samples"] == [[1, 0, 0, 3]]
+
+
+def test_mean_over_the_ranks_whose_spans_cover_the_bin():
+    """Rank 1's one sample at 13.9 s stands for its wait since 10.1 s (durations): it
+    covers bins 0-3 with no sample in 1 and 2. The mean of a bin is over the ranks that
+    cover it, so each bin's activities sum to 1 (they reached 2 when rank 1 was
+    counted in the shares but not in the divisor)."""
+    t_r0 = (10.5 + 0.5 * np.arange(8)) * S         # every 0.5 s, all computing
+    t_r1 = np.array([10.05, 13.9]) * S
+    res = activity_over_time([t_r0, t_r1], [np.zeros(8, int), np.array([0, 1])], [0, 1],
+                             10 * S, 14 * S, STATES, nbins=4, min_per_bin=1,
+                             durations=[np.full(8, 0.5 * S), np.array([0.05, 3.8]) * S])
+    assert res["samples"][1] == [1, 0, 0, 1]
+    mean = np.array(res["mean"], float)
+    assert np.allclose(mean.sum(axis=0), 1.0)
+    # bins 1 and 2: rank 0 all compute, rank 1 all waiting in the collective
+    assert mean[:, 1].tolist() == pytest.approx([0.5, 0.5])
+    assert mean[:, 2].tolist() == pytest.approx([0.5, 0.5])
