@@ -128,20 +128,6 @@ def _links_mpi(path):
     return bool(re.search(r"libmpi\.so|libmpich\.so|/openmpi/", out))
 
 
-def launcher_flavor(path):
-    """The MPI whose launcher `path` is (for the launcher's own options), or None."""
-    try:
-        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = res.stdout + res.stderr
-    if "Open MPI" in text or "OpenRTE" in text:
-        return "openmpi"
-    if "HYDRA" in text or "MPICH" in text:
-        return "mpich"
-    return None
-
-
 def check_flavor(requested, available):
     """--mpi: `auto` and `none` always; a build's name only when that build exists.
     Which build records a process's MPI calls is chosen inside the process, at its

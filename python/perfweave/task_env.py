@@ -27,6 +27,7 @@ rewritten to name the variables in the launcher's own terms (docs/launching.md):
 import os
 import re
 import shutil
+import subprocess
 
 # The exec helper's name, also the marker a user may write before the program.
 EXEC_HELPER = "perfweave-exec"
@@ -61,9 +62,21 @@ def launcher_kind(command):
     return None
 
 
+def launcher_flavor(path):
+    """The MPI whose launcher `path` is (for the launcher's own options), or None."""
+    try:
+        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = res.stdout + res.stderr
+    if "Open MPI" in text or "OpenRTE" in text:
+        return "openmpi"
+    if "HYDRA" in text or "MPICH" in text:
+        return "mpich"
+    return None
+
+
 def _ask_version(path):
-    # the launcher's --version, as the MPI flavour is guessed (launch imports this module)
-    from perfweave.launch import launcher_flavor
     return {"openmpi": "openmpi", "mpich": "hydra"}.get(launcher_flavor(path), "other")
 
 

@@ -330,11 +330,6 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
                    const char **families, int nfunctions);
 void pw_local_free(pw_local *l);
 
-/* ---- the MPI module's loader (modules/mpi_loader.c) ---- */
-/* The next definition of a symbol after the preloaded core: the MPI library's,
- * also where it was loaded with RTLD_LOCAL. NULL if none. */
-void *pw_mpi_next(const char *name);
-
 #pragma GCC visibility pop
 
 #endif

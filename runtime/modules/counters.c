@@ -236,6 +236,8 @@ static int thread_start(void)
 /* The thread's counts of every event, in --counters order (0: not counted here). */
 static int read_counters(long long *out)
 {
+    if (th.nslots == pw_nctr) /* every event counted: PAPI's order is ours */
+        return papi.read(th.es, out);
     long long raw[PW_MAX_CTR];
     int rc = papi.read(th.es, raw);
     if (rc != PAPI_OK_)

@@ -20,7 +20,8 @@
  *   - libperfweave-mpi-FLAVOR.so next to this library is loaded (RTLD_LOCAL: it
  *     interposes nothing by itself) and each slot takes its wrapper from its
  *     pw_mpi_wrapper_table; where no build fits, or the runtime is inactive in this
- *     process, each slot takes the real function and the program runs as without us.
+ *     process, each slot takes the real function at its first call and the program
+ *     runs as without us.
  *
  * A stub is a jump, not a call: it leaves no frame, and the arguments, the vararg
  * register count and the return address reach the wrapper or the real function
@@ -34,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "modules/mpi_loader.h"
 #include "pw.h"
 #include "pw_mpi_symbols.h"
 
@@ -107,7 +109,7 @@ __asm__(".text\n.globl pw_mpi_lazy\n.hidden pw_mpi_lazy\n.type pw_mpi_lazy,%func
 static int mpi_library_name(const char *n)
 {
     return n && (strstr(n, "/libmpi.so") || strstr(n, "/libmpich.so") || strstr(n, "/libmpi_") ||
-                 strstr(n, "/libmpichfort.so") || strstr(n, "/libmpi_mpifh.so") ||
+                 strstr(n, "/libmpichfort.so") ||
                  strstr(n, "/libmpifort.so"));
 }
 
@@ -197,11 +199,6 @@ static PW_TLS int binding; /* this thread is binding: calls go straight through 
 static void bind_all(void)
 {
     binding = 1;
-    for (int i = 0; i < PW_MPI_NSYMBOLS; i++) {
-        void *p = pw_mpi_next(symbol_names[i]);
-        if (p)
-            __atomic_store_n(&pw_mpi_slots[i], p, __ATOMIC_RELEASE);
-    }
     const char *flavor = pw_opt.mpi && *pw_opt.mpi && strcmp(pw_opt.mpi, "auto") ? pw_opt.mpi
                                                                                 : NULL;
     if (!pw_active || (flavor && !strcmp(flavor, "none"))) {
@@ -234,10 +231,16 @@ void *pw_mpi_bind(long i)
         return pw_mpi_next(symbol_names[i]);
     pthread_once(&bound, bind_all);
     void *p = __atomic_load_n(&pw_mpi_slots[i], __ATOMIC_ACQUIRE);
-    if (p == (void *)pw_mpi_lazy) {
+    if (p != (void *)pw_mpi_lazy)
+        return p;
+    /* no wrapper for it here (no build fits, inactive, --mpi none): the real function,
+     * looked up at its own first call rather than all 842 at the first MPI call */
+    p = pw_mpi_next(symbol_names[i]);
+    if (!p) {
         pw_log("pid %d called %s, which no loaded MPI library defines", (int)getpid(),
                symbol_names[i]);
         abort();
     }
+    __atomic_store_n(&pw_mpi_slots[i], p, __ATOMIC_RELEASE);
     return p;
 }

@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include "core/pw.h"
+#include "modules/mpi_loader.h"
 
 #ifdef OPEN_MPI
 /* Open MPI's predefined handles (MPI_COMM_WORLD, MPI_BYTE, MPI_COMM_NULL, ...) are

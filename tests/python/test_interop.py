@@ -1078,7 +1078,13 @@ def export_peak_mib(fmt, exp, out, setup=""):
             "s = export(sys.argv[1], sys.argv[2], force=True)\n"
             "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
             "print(json.dumps([int(hwm.group(1)) / 1024, s]))")
-    res = subprocess.run([sys.executable, "-c", code, str(exp), str(out)],
+    return child_json(code, exp, out)
+
+
+def child_json(code, *args):
+    """What a child Python running code with args printed, as JSON (a process of its
+    own: its peak memory and CPU time are the export's alone)."""
+    res = subprocess.run([sys.executable, "-c", code, *map(str, args)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
@@ -1243,10 +1249,7 @@ def test_otf2_c_loop_is_faster_than_one_call_per_event(tmp_path):
             "    if way == 'each':\n"
             "        otf2._bulk_writer = bulk\n"
             "print(json.dumps(out))")
-    res = subprocess.run([sys.executable, "-c", code, str(exp), str(tmp_path)],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr
-    t = json.loads(res.stdout)
+    t = child_json(code, exp, tmp_path)
     assert t["bulk"][1] == t["each"][1] > 500_000
     bulk = min(t["bulk"][0], t["bulk2"][0])
     assert t["each"][0] > 1.8 * bulk, t

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from perfweave import writing
 from perfweave.cli.args import positive
+from perfweave.readers.results import WAITSTATES_FILE
 
-RESULT_FILE = Path("analysis") / "waitstates.json"
 
 
 def setup_parser(sub):
@@ -118,7 +118,7 @@ def main(args):
 
 
 def save(exp, result):
-    path = Path(exp) / RESULT_FILE
+    path = Path(exp) / WAITSTATES_FILE
     try:
         path.parent.mkdir(exist_ok=True)
         writing.write_atomic(path, json.dumps(result))

@@ -21,6 +21,20 @@ from perfweave.model.trace import T, F, _object_labels, _time_span, _to_ns, _win
 
 FLUSH_REGION = "TRACE BUFFER FLUSH"      # Score-P's name for time spent writing buffers
 TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
+
+
+def ns_times(meta, rec):
+    """(t0, t1) of records in ns on rank 0's clock: t0 of the timed records, t1 of those
+    with a duration (CALL, FLUSH); 0 elsewhere."""
+    typ = rec["type"]
+    t0 = np.zeros(len(rec), np.int64)
+    t1 = np.zeros(len(rec), np.int64)
+    timed = np.isin(typ, TIMED)
+    if timed.any():
+        t0[timed] = _to_ns(meta, rec["t0"][timed])
+        both = np.isin(typ, [T["CALL"], T["FLUSH"]])
+        t1[both] = _to_ns(meta, rec["t1"][both])
+    return t0, t1
 SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL",
                                        "COLL_DONE", "WIN", "RMA", "WSYNC")))
 
@@ -97,13 +111,7 @@ class Experiment:
             order = np.argsort(thread, kind="stable")
             rec, thread = rec[order], thread[order]
         typ = rec["type"]
-        t0 = np.zeros(len(rec), np.int64)
-        t1 = np.zeros(len(rec), np.int64)
-        timed = np.isin(typ, TIMED)
-        if timed.any():
-            t0[timed] = _to_ns(m, rec["t0"][timed])
-            both = np.isin(typ, [T["CALL"], T["FLUSH"]])
-            t1[both] = _to_ns(m, rec["t1"][both])
+        t0, t1 = ns_times(m, rec)
         tb, te = _window(m, _time_span(typ, t0, t1))
         functions = list(m.get("functions") or [])
         notes = list(rf.notes)
@@ -204,13 +212,8 @@ class RankStream:
 
     def _chunk(self, rec, t, base):
         typ = rec["type"]
-        t0 = np.zeros(len(rec), np.int64)
-        t1 = np.zeros(len(rec), np.int64)
-        timed = np.isin(typ, TIMED)
-        if timed.any():
-            t0[timed] = _to_ns(self.meta, rec["t0"][timed])
-            both = np.isin(typ, [T["CALL"], T["FLUSH"]])
-            t1[both] = _to_ns(self.meta, rec["t1"][both])
+        t0, t1 = ns_times(self.meta, rec)
+        if np.isin(typ, TIMED).any():
             span = _time_span(typ, t0, t1)
             if span is not None:
                 self.span = span if self.span is None else \

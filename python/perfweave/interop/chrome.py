@@ -27,6 +27,7 @@ from perfweave.errors import PerfweaveError
 from perfweave.interop import FLUSH_REGION, SUB, default_output, load, pair_regions, \
     region_names
 from perfweave.model.trace import F, T, _to_ns
+from perfweave.symbols import Symbolizer
 
 _SUBNAMES = {v: k for k, v in T.items()}
 CHUNK = 1 << 16                # records formatted at a time
@@ -190,6 +191,8 @@ def export(exp, out=None, force=False, symbolizer=None):
         ends = tempfile.mkdtemp(prefix=f".{path.name}.flows.", dir=path.parent)
     except OSError as e:
         raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
+    # one for every rank of the export: it keeps what it found (addr2line runs once)
+    symbolizer = symbolizer or Symbolizer()
     try:
         origin, channels = _first_pass(X, ends, path)
         return _second_pass(X, path, ends, origin, channels, symbolizer, t_start)

@@ -43,6 +43,7 @@ from perfweave.interop import (FLUSH_REGION, SUB, blocking_twin, default_output,
                                region_names)
 from perfweave.model.trace import F, T, _to_ns, classify
 from perfweave.readers.dtypes import EVENT_DTYPE, TRACE_VERSION
+from perfweave.symbols import Symbolizer
 
 NS = 10 ** 9
 U32 = 0xFFFFFFFF
@@ -305,10 +306,8 @@ class _Chunks:
     EVENTS = 3                  # OTF2_FILETYPE_EVENTS
 
     def __init__(self, handle):
-        import ctypes
         from _otf2.Config import conf
 
-        self.ctypes = ctypes
         alloc_t = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint8,
                                    ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p),
                                    ctypes.c_uint64)
@@ -330,9 +329,9 @@ class _Chunks:
         if file_type == self.EVENTS and held:
             return None                 # flush first
         pool = self.free.setdefault(size, [])
-        chunk = pool.pop() if pool else self.ctypes.create_string_buffer(size)
+        chunk = pool.pop() if pool else ctypes.create_string_buffer(size)
         held.append(chunk)
-        return self.ctypes.addressof(chunk)
+        return ctypes.addressof(chunk)
 
     def free_all(self, data, file_type, location, per_buffer, final):
         for chunk in self.used.pop((file_type, location), []):
@@ -345,7 +344,6 @@ def _direct(wrapper, _otf2):
     wrapper sets the prototype and an error-checking hook at every call, which is most
     of the time of writing an event; this one is set up once, and the writer handle and
     attribute lists go as plain addresses."""
-    import ctypes
     import inspect
     import re
 
@@ -402,7 +400,6 @@ def _bulk_writer():
     return fn
 
 
-RECORDS = None                  # records per chunk of a rank (None: CHUNK_RECORDS)
 _FirstPass = collections.namedtuple("_FirstPass", "window mins irecv")
 _SORT = ("k", "grp", "sec", "cls", "time")      # np.lexsort's order: time first
 
@@ -590,7 +587,8 @@ class _Location:
 class _Exporter:
     def __init__(self, otf2, _otf2, X, symbolizer=None):
         self.otf2, self._otf2, self.X = otf2, _otf2, X
-        self.symbolizer = symbolizer
+        # one for every rank and chunk of the export: it keeps what it found
+        self.symbolizer = symbolizer or Symbolizer()
         self.notes = []
 
     # ---- definitions ----
@@ -750,7 +748,7 @@ class _Exporter:
         mins, irecv = {}, {}
         pending = {}
         t = None
-        for c in stream.chunks(RECORDS):
+        for c in stream.chunks():
             typ = c.rec["type"]
             if c.thread[0] != t:
                 t = int(c.thread[0])
@@ -796,7 +794,7 @@ class _Exporter:
         carry = _Carry()
         total = 0
         loc = None
-        for c in stream.chunks(RECORDS):
+        for c in stream.chunks():
             t = int(c.thread[0])
             if loc is None or loc.thread != t:
                 if loc is not None:
@@ -1028,9 +1026,6 @@ class _Exporter:
             partner = np.where(p >= 0, gidx[np.maximum(p, 0)], -1)
             lost = u[m:]
             carry.lost += int(lost.sum())
-            if self.symbolizer is None:     # one for every chunk: it keeps what it found
-                from perfweave.symbols import Symbolizer
-                self.symbolizer = Symbolizer()
             names, files, lines = region_names(rt, enter | leave, self.symbolizer)
             el = np.flatnonzero(enter | leave)
             named = rec["comm"][el] >= 0

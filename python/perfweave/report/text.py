@@ -130,14 +130,14 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
         a = m["app_time_s"]
         out.append(f"  app time   {_t(a['mean'])} mean, {_t(a['min'])} min, {_t(a['max'])} max "
                    "(MPI_Init to MPI_Finalize)")
-        if summary.startup(data):
-            out += _wrap("start-up", summary.startup(data), width)
+        if startup := summary.startup(data):
+            out += _wrap("start-up", startup, width)
     else:
         out.append("  MPI        not used (one process without MPI)")
     out.append(f"  state      {data['state']}"
                + (" (incomplete experiment: see the first note)" if data.get("unwritten") else ""))
-    if summary.time_split(data):
-        out += _wrap("time", summary.time_split(data), width)
+    if split := summary.time_split(data):
+        out += _wrap("time", split, width)
     for note in data["notes"]:
         out += _wrap("note", note, width)
     out += _sampling(data, max_rows, width)
