@@ -448,7 +448,9 @@ def analyze(exp, top=20, symbolizer=None, raw=None, windows=None):
             if nev:
                 c = counts[name].get(key, np.zeros(nev))
                 out[-1]["counters"] = {ev: int(c[e]) for e, ev in enumerate(events)}
-        out.sort(key=lambda r: -r["pct"])
+        # ties by name: the order of equal shares must not follow set iteration (string
+        # hashes differ from run to run)
+        out.sort(key=lambda r: (-r["pct"], str(r["name"])))
         return out[:top]
 
     threads = [t for p in procs for t in p.meta.get("threads", [])]
