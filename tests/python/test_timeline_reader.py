@@ -77,15 +77,16 @@ def test_no_timeline(tmp_path):
 
 
 def test_report_survives_a_corrupt_timeline(tmp_path):
-    from perfweave.report.text import _timeline
-    from perfweave.report import data
+    from perfweave.report.section import View
+    from perfweave.report.sections.node_timeline import SECTION
 
     class Exp:
         path, processes, profile = write(tmp_path, []), None, None
     (tmp_path / "timeline" / "n1.json").write_text("{not json")
-    tl = data.node_timeline(Exp)
+    tl = SECTION.collect(Exp, {}, 20)["node_timeline"]
     assert tl["nodes"] == [] and "corrupt node timeline" in tl["error"]
-    assert any("Node timeline: not shown" in line for line in _timeline({"node_timeline": tl}))
+    assert any("Node timeline: not shown" in line
+               for line in SECTION.text({"node_timeline": tl}, View()))
 
 
 def test_a_long_mpi_call_is_spread_back_over_the_ticks_it_lasted():

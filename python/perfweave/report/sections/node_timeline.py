@@ -1,0 +1,124 @@
+"""The node timeline (--node-interval; readers/timeline.py): per node what each source
+counted, how the busiest series moved over the run, which sources were absent; in the
+HTML, per node the processes' activity and the busiest rates plotted over time."""
+import numpy as np
+
+from perfweave.errors import FormatError
+from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
+from perfweave.report import timeline
+from perfweave.report.html import _e
+from perfweave.report.section import Section
+from perfweave.report.text import _table
+
+MAX_POINTS = 2000      # per chart: ticks beyond are averaged in groups
+RATE_SERIES = 6        # node counters per rates chart
+
+
+class NodeTimeline(Section):
+    name = "node_timeline"
+
+    def collect(self, experiment, report, top):
+        pids = {}
+        for prof in (experiment.processes, experiment.profile):
+            if prof is not None and "pid" in prof.ranks.dtype.names:
+                pids.update({int(p): int(r) for p, r in zip(prof.ranks["pid"],
+                                                            prof.ranks["rank"])})
+        try:
+            tl = timeline.summarize(experiment.path, pids)
+        except FormatError as e:           # the rest of the report stands without it
+            tl = {"nodes": [], "error": str(e)}
+        return {"node_timeline": tl}
+
+    def text(self, data, view):
+        tl = data.get("node_timeline")
+        if not tl:
+            return []
+        return timeline.render(tl, lambda rows, header, align=None:
+                               _table(rows, header, align, view.width),
+                               max_rows=view.max_rows, width=view.width)
+
+    def html(self, data, page):
+        # the charts' series are too long for the report's JSON: read from the files
+        charts = page.data["charts"] = timeline_charts(page.experiment.path)
+        parts = []
+        for k, node in enumerate(charts):
+            parts.append(f"<h2>Node timeline: {_e(node['host'])}</h2>")
+            if node.get("error"):
+                parts.append(f"<p class=note>not shown: {_e(node['error'])}</p>")
+                continue
+            if node.get("activity"):
+                parts.append(f"<h3>Activity of the {node['activity']['processes']} processes "
+                             "(share of wall time, mean over processes)</h3>"
+                             f'<div class=chart id="act{k}"></div>')
+            if node.get("rates"):
+                parts.append(f'<h3>Node rates</h3><div class=chart id="rate{k}"></div>')
+            for src, why in sorted(node.get("absent", {}).items()):
+                parts.append(f"<p class=note>absent: {_e(src)}: {_e(why)}</p>")
+        return parts
+
+
+def _finite_list(a):
+    return [None if not np.isfinite(v) else float(v) for v in a]
+
+
+def _downsample(t, cols):
+    n = len(t)
+    if n <= MAX_POINTS:
+        return t, cols
+    k = -(-n // MAX_POINTS)
+    m = n // k * k
+    t2 = t[:m].reshape(-1, k).mean(axis=1)
+    with np.errstate(invalid="ignore"):
+        cols2 = [nanmean(c[:m].reshape(-1, k), axis=1) for c in cols]
+    return t2, cols2
+
+
+def timeline_charts(path):
+    """Per node: the activity chart (share of the ranks' wall time by MPI family, and
+    outside MPI) and the rates chart (busiest node counters), as plain lists."""
+    out = []
+    try:
+        nodes = read_timelines(path)
+    except FormatError as e:          # a damaged timeline: the rest of the report stands
+        return [{"host": "?", "error": str(e)}]
+    for tl in nodes:
+        if len(tl.t) < 2:
+            continue
+        rates = tl.rates()
+        t = ((tl.t[1:] + tl.t[:-1]) / 2 - tl.t[0]) / 1e9
+        node = {"host": tl.host, "absent": tl.absent}
+        # activity: mean over processes of each family's share of wall time
+        fams, cols = [], []
+        fam_cols = tl.activity_columns()
+        procs = max(len(v) for v in fam_cols.values())
+        for f in FAMILIES:
+            idx = fam_cols[f]
+            if idx and np.nansum(rates[:, idx]) > 0:
+                with np.errstate(invalid="ignore"):
+                    cols.append(100 * nanmean(rates[:, idx], axis=1) / 1e9)
+                fams.append(f)
+        if procs:
+            # (a call longer than a tick is already spread over its ticks: tl.rates())
+            inside = np.nansum(np.vstack(cols), axis=0) if cols else np.zeros(len(t))
+            tt, cc = _downsample(t, [np.clip(100 - inside, 0, 100)] + cols)
+            node["activity"] = {"t": _finite_list(tt), "names": ["outside MPI"] +
+                                [f"MPI {f}" for f in fams],
+                                "values": [_finite_list(c) for c in cc], "processes": procs}
+        # rates: the busiest node-level counters (not per process)
+        busy = [i for i, s in enumerate(tl.series) if s["kind"] == "counter"
+                and s["source"] != "proc" and np.nansum(rates[:, i]) > 0]
+        busy.sort(key=lambda i: -nanmean(rates[:, i]))
+        busy = busy[:RATE_SERIES]
+        if busy:
+            tt, cc = _downsample(t, [rates[:, i] for i in busy])
+            node["rates"] = {"t": _finite_list(tt),
+                             "names": [f"{tl.series[i]['source']}:{tl.series[i]['name']}"
+                                       for i in busy],
+                             "units": [tl.series[i]["unit"] + "/s" for i in busy],
+                             "values": [_finite_list(c) for c in cc]}
+        out.append(node)
+    return out
+
+
+
+SECTION = NodeTimeline()

@@ -1,0 +1,113 @@
+"""The run: what was run, for how long, how it ended, on how many ranks and hosts with
+which MPI, and the notes on the experiment (what is partial, missing or was skipped)."""
+from perfweave.report import summary
+from perfweave.report.data import REPORT_FORMAT, REPORT_VERSION, mpi_library_line
+from perfweave.report.html import _e, _table as _html_table
+from perfweave.report.section import Section
+from perfweave.report.summary import duration as _t
+from perfweave.report.text import _fit, _wrap
+
+
+class Run(Section):
+    name = "run"
+
+    def collect(self, experiment, report, top):
+        meta = experiment.meta
+        out = {
+            "format": REPORT_FORMAT,
+            "version": REPORT_VERSION,
+            "experiment": str(experiment.path),
+            "command": meta.get("command", []),
+            "start_time": meta.get("start_time"),
+            "end_time": meta.get("end_time"),
+            "wall_s": meta.get("wall_seconds"),
+            "exit_status": meta.get("exit_status") or {},
+            "state": experiment.state,
+            "unwritten": experiment.unwritten,
+            "notes": list(experiment.profile.notes),
+            "options": meta.get("options", {}),
+        }
+        if meta.get("imported_from"):
+            # perfweave import: where its trace came from (its profile was computed from
+            # the trace, interop/profile.py)
+            imp = meta.get("import") or {}
+            out["imported"] = {"from": meta["imported_from"],
+                               "format": imp.get("format", "OTF2"),
+                               "creator": imp.get("creator", ""),
+                               "skipped_locations": len(imp.get("skipped_locations") or []),
+                               "notes": list(meta.get("import_notes") or [])}
+        if experiment.processes is not None:
+            out["other_processes"] = int(len(experiment.processes.ranks))
+        return out
+
+    def text(self, data, view):
+        width = view.width
+        m = data["mpi_profile"]
+        out = [_fit(f"perfweave report: {data['experiment']}", width, head=18)]
+        if data.get("imported"):
+            imp = data["imported"]
+            by = f", written by {imp['creator']}" if imp.get("creator") else ""
+            skipped = f"; {imp['skipped_locations']} locations not imported" \
+                if imp.get("skipped_locations") else ""
+            out += _wrap("imported", f"{imp['from']} ({imp['format']} trace{by}); profile "
+                         f"computed from the trace{skipped}", width)
+        else:
+            out.append(_fit(f"  command    {' '.join(data['command'])}", width, head=13))
+        status = data.get("exit_status") or {}
+        exit_text = (f"killed by signal {status['signal']}" if "signal" in status
+                     else f"exit code {status.get('code', '?')}")
+        if data.get("wall_s") is not None:
+            out.append(f"  wall time  {_t(data['wall_s'])} (launch to exit, {exit_text})")
+        if m["mpi"]:
+            hosts = m["hosts"]
+            out.append(_fit(f"  ranks      {m['ranks']}"
+                            + (f" of {m['world_size']}" if m["world_size"] != m["ranks"]
+                               else "")
+                            + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+                            + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"),
+                            width, head=13))
+            lib = mpi_library_line(m["mpi_library"])
+            if not data.get("imported"):
+                runtime = f" (perfweave runtime: {m['mpi_flavor']})"
+                out.append(_fit(f"  MPI        {lib}{runtime}", width, keep=len(runtime),
+                                head=13))
+            a = m["app_time_s"]
+            out.append(f"  app time   {_t(a['mean'])} mean, {_t(a['min'])} min, "
+                       f"{_t(a['max'])} max (MPI_Init to MPI_Finalize)")
+            if startup := summary.startup(data):
+                out += _wrap("start-up", startup, width)
+        else:
+            out.append("  MPI        not used (one process without MPI)")
+        out.append(f"  state      {data['state']}"
+                   + (" (incomplete experiment: see the first note)"
+                      if data.get("unwritten") else ""))
+        if split := summary.time_split(data):
+            out += _wrap("time", split, width)
+        for note in data["notes"]:
+            out += _wrap("note", note, width)
+        return out
+
+    def html(self, data, page):
+        m = data["mpi_profile"]
+        parts = [f"<h1>perfweave report</h1><p class=sub>{_e(data['experiment'])}</p>"]
+        facts = [("command", " ".join(data.get("command") or [])),
+                 ("wall time", _t(data["wall_s"]) if data.get("wall_s") is not None else "?"),
+                 ("state", data.get("state", "?"))]
+        if m["mpi"]:
+            a = m["app_time_s"]
+            facts += [("ranks", f"{m['ranks']} on {len(m['hosts'])} host(s): "
+                                f"{', '.join(m['hosts'][:8])}"),
+                      ("MPI library", mpi_library_line(m["mpi_library"])),
+                      ("app time", f"{_t(a['mean'])} mean, {_t(a['min'])} min, "
+                                   f"{_t(a['max'])} max (MPI_Init to MPI_Finalize)"),
+                      ("time in MPI", summary.mpi_share(m))]
+        for label, text in (("start-up", summary.startup(data)),
+                            ("time split", summary.time_split(data))):
+            if text:
+                facts.append((label, text))
+        parts.append(_html_table(facts, ["", ""], "facts"))
+        parts += [f"<p class=note>{_e(note)}</p>" for note in data.get("notes", [])]
+        return parts
+
+
+SECTION = Run()

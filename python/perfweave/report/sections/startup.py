@@ -1,0 +1,22 @@
+"""Start-up and shutdown: time in MPI_Init, after MPI_Finalize and before MPI_Init per
+rank (analysis/phases.py), shown in the run's lines (report/summary.py startup)."""
+from perfweave.analysis import phases
+from perfweave.errors import FormatError
+from perfweave.readers.samples import read_sample_metas
+from perfweave.report.section import Section
+
+
+class Startup(Section):
+    name = "startup"
+    needs = ("sampling",)
+
+    def collect(self, experiment, report, top):
+        try:
+            metas = [m for _, m in read_sample_metas(experiment.path)]
+        except FormatError:            # the sampling section says why
+            metas = []
+        phase_pct = (report.get("sampling") or {}).get("phase_pct")
+        return {"startup": phases.summarize(experiment.profile, metas, phase_pct)}
+
+
+SECTION = Startup()

@@ -1,0 +1,79 @@
+"""Wait states (perfweave analyze's analysis/waitstates.json): the patterns with time,
+largest first, each with its worst call path and ranks."""
+from perfweave.analysis.metrics import PATTERNS
+from perfweave.errors import FormatError
+from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
+from perfweave.report.html import _table as _html_table
+from perfweave.report.section import Section
+from perfweave.report.summary import duration as _t
+from perfweave.report.text import MORE, _cut, _more, _table
+
+TOP = 8              # patterns, and ranks per pattern, in the report
+
+
+class WaitStates(Section):
+    name = "wait_states"
+
+    def collect(self, experiment, report, top):
+        ws = summarize(experiment.path)
+        return {} if ws is None else {"wait_states": ws}
+
+    def text(self, data, view):
+        ws = data.get("wait_states")
+        if not ws or not data["mpi_profile"]["mpi"]:
+            return []
+        if ws.get("error"):
+            return ["", f"Wait states: not shown ({ws['error']})"]
+        out = ["", "Wait states (perfweave analyze" +
+               ("" if ws["complete"] else "; incomplete, see its notes") + ")"]
+        if not ws["patterns"]:
+            return out + ["  none found"]
+        shown, more = _cut(ws["patterns"], view.max_rows)
+        out += _table([[p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
+                       for p in shown],
+                      ["pattern", "time", "%", "largest at"], ["<", ">", ">", "<"], view.width)
+        return out + _more(more, "wait states", f"{MORE}, or perfweave analyze")
+
+    def html(self, data, page):
+        ws = data.get("wait_states")
+        if not ws or not ws.get("patterns"):
+            return []
+        return ["<h2>Wait states</h2>",
+                _html_table([[p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
+                             for p in ws["patterns"]],
+                            ["pattern", "time", "%", "largest at"])]
+
+
+def summarize(path, top=TOP):
+    """Summary of analysis/waitstates.json (perfweave analyze), or None: the wait-state
+    patterns with time, largest first, each with its worst call path."""
+    try:
+        res = read_waitstates(path)
+    except FileNotFoundError:
+        return None
+    except FormatError as e:           # the rest of the report stands without it
+        return {"file": str(WAITSTATES_FILE), "error": str(e), "complete": False,
+                "patterns": [], "notes": []}
+    names = {cp["id"]: cp.get("name", "") for cp in res.get("callpaths", [])}
+    rows = []
+    for m in res.get("metrics", []):
+        if m["id"] not in PATTERNS or not m["total"]:
+            continue
+        per_path, per_rank = {}, {}
+        for p, r, v in m["values"]:
+            per_path[p] = per_path.get(p, 0) + v
+            per_rank[r] = per_rank.get(r, 0) + v
+        if not per_path:
+            continue
+        worst = max(per_path, key=per_path.get)
+        rows.append({"id": m["id"], "name": m["name"], "time_s": m["total"],
+                     "pct": m["pct"], "callpath": names.get(worst, ""),
+                     "callpath_s": per_path[worst],
+                     "ranks": sorted(([r, v] for r, v in per_rank.items() if v),
+                                     key=lambda x: -x[1])[:top]})
+    rows.sort(key=lambda r: -r["time_s"])
+    return {"file": str(path / WAITSTATES_FILE), "complete": res.get("complete", False),
+            "patterns": rows[:top], "notes": res.get("notes", [])}
+
+
+SECTION = WaitStates()
