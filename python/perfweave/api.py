@@ -62,7 +62,7 @@ class Experiment:
         if "sampling" not in self._cache:
             from perfweave.analysis import phases, sampling
             raw = {}
-            sm = sampling.analyze(self.path, top=None, symbolizer=self._sym, raw=raw,
+            sm = sampling.analyze(self._exp.samples, top=None, symbolizer=self._sym, raw=raw,
                                   windows=phases.windows(self._exp.profile))
             self._cache["sampling"] = (sm, raw)
         sm, raw = self._cache["sampling"]
@@ -290,8 +290,7 @@ class Experiment:
         source, series, unit, kind (counter or gauge), value (NaN where unread). Counters
         are cumulative; rates=True gives per-second rates between ticks instead (counters:
         increase / interval; gauges: mean of the interval's ends), at the interval's end."""
-        from perfweave.readers.timeline import read_timelines
-        nodes = read_timelines(self.path)
+        nodes = self._exp.timelines
         if not nodes:
             raise NoData(f"{self.path}: no node timeline (it is recorded unless "
                          "`perfweave run --node-interval 0`)")

@@ -42,11 +42,10 @@ def rank_samples(rank, groups):
     return ProcessSamples(f"rank-{rank}", {"rank": rank, "states": STATES}, rec, [LIBC, APP])
 
 
-def report(monkeypatch, procs, mpi=False):
-    monkeypatch.setattr(sampling, "read_samples", lambda exp: procs)
+def report(procs, mpi=False):
     # an MPI profile's rules (below their thresholds here) need only these keys
     profile = {"mpi": mpi, "mpi_pct": {"min": 30.0, "mean": 30.0, "max": 30.0}}
-    return {"mpi_profile": profile, "sampling": sampling.analyze("x", symbolizer=Sym())}
+    return {"mpi_profile": profile, "sampling": sampling.analyze(procs, symbolizer=Sym())}
 
 
 def by_rule(d):
@@ -56,7 +55,7 @@ def by_rule(d):
     return out
 
 
-def imbalanced(monkeypatch, slow):
+def imbalanced(slow):
     """4 ranks of 100 samples: relax (line 120; 10 % at 121) `slow` samples on rank 3,
     40 on the others; the rest in MPI_Barrier from main."""
     procs = []
@@ -65,12 +64,12 @@ def imbalanced(monkeypatch, slow):
         procs.append(rank_samples(r, [(n * 9 // 10, "compute", [0x100, 0x200]),
                                       (n - n * 9 // 10, "compute", [0x108, 0x200]),
                                       (100 - n, "mpi_coll", [0x200])]))
-    return report(monkeypatch, procs, mpi=True)
+    return report(procs, mpi=True)
 
 
-def test_sampled_imbalance_names_rank_function_and_line(monkeypatch):
+def test_sampled_imbalance_names_rank_function_and_line():
     # relax: 40, 40, 40, 80 % of each rank's samples: mean 50, rank 3 60 % above it
-    [a] = by_rule(imbalanced(monkeypatch, 80))["sampled_imbalance"]
+    [a] = by_rule(imbalanced(80))["sampled_imbalance"]
     assert a["evidence"]["rank"] == 3 and a["evidence"]["function"] == "relax"
     assert a["evidence"]["line"] == 120 and abs(a["evidence"]["above_mean_pct"] - 60) < 1e-9
     assert ("rank 3 computes 60 % longer than the mean in relax() at solver.c:120 "
@@ -80,64 +79,64 @@ def test_sampled_imbalance_names_rank_function_and_line(monkeypatch):
     assert "dynamic load balancing" in a["text"]
     # main is imbalanced too, but in MPI: not named
     # 40, 40, 40, 46 %: mean 41.5, (max - mean) / max 0.10 < 0.15
-    assert "sampled_imbalance" not in by_rule(imbalanced(monkeypatch, 46))
+    assert "sampled_imbalance" not in by_rule(imbalanced(46))
 
 
-def test_sampled_io(monkeypatch):
+def test_sampled_io():
     # 30 % fsync + 10 % write from dump (line 55), 60 % computing in relax
     p = rank_samples(0, [(60, "compute", [0x100, 0x200]),
                          (30, "compute", [0x18, 0x300, 0x200]),
                          (10, "compute", [0x10, 0x300, 0x200])])
-    [a] = by_rule(report(monkeypatch, [p]))["sampled_io"]
+    [a] = by_rule(report([p]))["sampled_io"]
     assert abs(a["severity"] - 40) < 1e-9 and a["evidence"]["function"] == "dump"
     assert a["text"].startswith("I/O takes 40 % of the samples, in fsync (30 %), write (10 %), "
                                 "most from dump() at solver.c:55: I/O-bound there.")
     assert "fewer, larger writes" in a["text"]
     # 8 %: below the threshold (10 %)
     p = rank_samples(0, [(92, "compute", [0x100, 0x200]), (8, "compute", [0x18, 0x300])])
-    assert "sampled_io" not in by_rule(report(monkeypatch, [p]))
+    assert "sampled_io" not in by_rule(report([p]))
 
 
-def test_sampled_alloc(monkeypatch):
+def test_sampled_alloc():
     # 25 % _int_malloc + 15 % munmap from build_list, a memmove inside malloc counts too
     p = rank_samples(0, [(55, "compute", [0x100, 0x200]),
                          (25, "compute", [0x20, 0x400, 0x200]),
                          (15, "compute", [0x28, 0x400, 0x200]),
                          (5, "compute", [0x38, 0x20, 0x400])])
-    [a] = by_rule(report(monkeypatch, [p]))["sampled_alloc"]
+    [a] = by_rule(report([p]))["sampled_alloc"]
     assert abs(a["evidence"]["pct"] - 45) < 1e-9 and a["evidence"]["function"] == "build_list"
     assert a["text"].startswith("Memory allocation takes 45 % of the samples, in malloc (30 %), "
                                 "munmap (15 %), most from build_list() at solver.c:70")
     assert "M_MMAP_THRESHOLD" in a["text"] and "reuse the buffers" in a["text"]
     p = rank_samples(0, [(95, "compute", [0x100]), (5, "compute", [0x20, 0x400])])
-    assert "sampled_alloc" not in by_rule(report(monkeypatch, [p]))
+    assert "sampled_alloc" not in by_rule(report([p]))
 
 
-def test_sampled_thread_sync(monkeypatch):
+def test_sampled_thread_sync():
     # 2 threads of 100 samples: one computes in accumulate, the other waits on its lock
     p = rank_samples(0, [(100, "compute", [0x500]), (100, "compute", [0x30, 0x500])])
-    [a] = by_rule(report(monkeypatch, [p]))["sampled_thread_sync"]
+    [a] = by_rule(report([p]))["sampled_thread_sync"]
     assert a["text"].startswith("Threads wait on synchronisation 50 % of the samples, in mutex "
                                 "locks (pthread_mutex_lock) (50 %), most from accumulate() "
                                 "at solver.c:90: contention between threads.")
     assert "critical section" in a["text"]
     p = rank_samples(0, [(100, "compute", [0x500]), (5, "compute", [0x30, 0x500])])
-    assert "sampled_thread_sync" not in by_rule(report(monkeypatch, [p]))
+    assert "sampled_thread_sync" not in by_rule(report([p]))
 
 
-def test_sampled_mpi_only_without_mpi_profile(monkeypatch):
+def test_sampled_mpi_only_without_mpi_profile():
     procs = [rank_samples(r, [(70, "compute", [0x100, 0x200]),
                               (20, "mpi_coll", [0x200]), (10, "mpi_p2p", [0x200])])
              for r in range(2)]
-    [a] = by_rule(report(monkeypatch, procs))["sampled_mpi"]
+    [a] = by_rule(report(procs))["sampled_mpi"]
     assert a["text"].startswith("MPI takes 30 % of the samples (collectives 20 %, "
                                 "point-to-point 10 %), most called from main() at solver.c:30")
     assert "collectives" in a["text"] and "no MPI profile" in a["text"]
     # with an MPI profile, its own rules speak
-    assert "sampled_mpi" not in by_rule(report(monkeypatch, procs, mpi=True))
+    assert "sampled_mpi" not in by_rule(report(procs, mpi=True))
     # 15 %: below the threshold (20 %)
     procs = [rank_samples(0, [(85, "compute", [0x100]), (15, "mpi_coll", [0x200])])]
-    assert "sampled_mpi" not in by_rule(report(monkeypatch, procs))
+    assert "sampled_mpi" not in by_rule(report(procs))
 
 
 def test_no_samples_no_sampled_advice():
@@ -146,7 +145,7 @@ def test_no_samples_no_sampled_advice():
         assert not [a for a in advice.advise(d) if a["rule"].startswith("sampled")]
 
 
-def test_sampled_omp_sync_is_openmp_imbalance_not_contention(monkeypatch):
+def test_sampled_omp_sync_is_openmp_imbalance_not_contention():
     # 3 OpenMP threads of 100 samples in the region solve._omp_fn.0 of a stripped
     # libgomp: 140 computing, 160 in the runtime (at the loop's barrier, unnamed code)
     gomp = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
@@ -159,8 +158,7 @@ def test_sampled_omp_sync_is_openmp_imbalance_not_contention(monkeypatch):
 
     p = rank_samples(0, [(140, "compute", [0x100, 0x200]), (160, "compute", [0x40, 0x100])])
     p.modules = [gomp, APP]
-    monkeypatch.setattr(sampling, "read_samples", lambda exp: [p])
-    sm = sampling.analyze("x", symbolizer=OmpSym())
+    sm = sampling.analyze([p], symbolizer=OmpSym())
     assert round(sm["activity_pct"]["omp_sync"]) == 53 and "thread_sync" not in \
         {k for k, v in sm["activity_pct"].items() if v}
     rules = by_rule({"mpi_profile": {"mpi": False, "mpi_pct": {"min": 0.0, "mean": 0.0,

@@ -279,3 +279,23 @@ def test_no_data_finished(experiment_dir):
     exp = experiment_dir()
     with pytest.raises(PerfweaveError, match="no profile data"):
         open_experiment(exp)
+
+
+# ---- the kinds of data beside the profile (readers/kinds.py) ----
+
+def test_data_kinds_are_read_on_first_use_and_kept(experiment_dir, pwprof, monkeypatch):
+    from perfweave.readers import kinds
+
+    exp = experiment_dir()
+    pwprof(exp / "profile.pwprof", header(1), ranks=[rank_row(0)])
+    e = open_experiment(exp)
+    reads = []
+    monkeypatch.setitem(kinds.KINDS, "samples", kinds.Kind(
+        "samples", "samples", lambda path: reads.append(path) or ["p0"], "test"))
+    assert e.samples == ["p0"] and e.samples is e.samples
+    assert reads == [exp]                              # read once
+    assert e.timelines == []                           # no timeline/: an empty model
+    with pytest.raises(PerfweaveError, match="no traces in this experiment"):
+        e.traces.ranks                                 # traces: read rank by rank, on demand
+    with pytest.raises(AttributeError, match="no attribute 'spectra'"):
+        e.spectra

@@ -129,7 +129,7 @@ def test_unknown_states_are_kept_by_name():
     assert ACTIVITIES.index("wait") > ACTIVITIES.index("sleep")      # appended, stable
 
 
-def test_analyze_reports_activities_everywhere(tmp_path, monkeypatch):
+def test_analyze_reports_activities_everywhere():
     sym = Sym({LIBC: {0x10: ("__GI_fsync",), 0x40: ("_int_malloc",),
                       0x30: ("futex_wait", "__GI___lll_lock_wait")},
                APP: {0x100: ("solve",), 0x110: ("main",)}})
@@ -138,8 +138,7 @@ def test_analyze_reports_activities_everywhere(tmp_path, monkeypatch):
              [(0, [(LIBC, 0x10), (APP, 0x100), (APP, 0x110)])] * 3 +
              [(0, [(LIBC, 0x40), (APP, 0x100), (APP, 0x110)])] * 2 +
              [(0, [(LIBC, 0x30), (APP, 0x100), (APP, 0x110)])])
-    monkeypatch.setattr(sampling, "read_samples", lambda exp: [p])
-    sm = sampling.analyze(tmp_path, symbolizer=sym)
+    sm = sampling.analyze([p], symbolizer=sym)
     a = sm["activity_pct"]
     assert (a["compute"], a["io"], a["alloc"], a["thread_sync"]) == (40, 30, 20, 10)
     assert a["mpi_coll"] == 0 and sm["activities"][:4] == ACTIVITIES[:4]

@@ -52,15 +52,14 @@ def proc(samples, threads=3):
     return ProcessSamples("rank-0", meta, rec, MODULES)
 
 
-def analyze(monkeypatch, p):
-    monkeypatch.setattr(sampling, "read_samples", lambda exp: [p])
+def analyze(p):
     raw = {}
-    sm = sampling.analyze("x", symbolizer=Sym(), raw=raw)
+    sm = sampling.analyze([p], symbolizer=Sym(), raw=raw)
     acts = [sm["activities"][a] for a in raw["activity"][0]]
     return sm, [";".join(s) for s in raw["stack"][0]], acts
 
 
-def test_workers_rooted_at_the_region_the_main_thread_opened(monkeypatch):
+def test_workers_rooted_at_the_region_the_main_thread_opened():
     p = proc([
         (0, 10, IN_REGION + START),                 # main: in the region's work
         (0, 50, [(APP, 0x400)] + START),            # main: between regions
@@ -69,7 +68,7 @@ def test_workers_rooted_at_the_region_the_main_thread_opened(monkeypatch):
         (1, 51, WAITING + WORKER),                  # worker: idle, main outside regions
         (2, 20, [(LIBC, 0x80), (LIBQ, 0x500), (LIBC, 0x60), (LIBC, 0x70)]),  # a library's
     ])
-    sm, stacks, acts = analyze(monkeypatch, p)
+    sm, stacks, acts = analyze(p)
     assert stacks == ["main;solve;solve._omp_fn.0;relax", "main",
                       "main;solve;solve._omp_fn.0;relax",
                       "main;solve;solve._omp_fn.0",
@@ -90,27 +89,27 @@ def test_workers_rooted_at_the_region_the_main_thread_opened(monkeypatch):
         pytest.approx(100 * 141.5 / 143.5)
 
 
-def test_worker_region_without_the_main_threads_way_into_it(monkeypatch):
+def test_worker_region_without_the_main_threads_way_into_it():
     # the main thread never sampled inside the region: the worker's region is put under
     # the function that opened it, named after it (solve._omp_fn.0 -> solve)
     p = proc([(0, 10, [(APP, 0x400)] + START),
               (1, 10, [(APP, 0x300), (APP, 0x100)] + WORKER)])
-    _, stacks, _ = analyze(monkeypatch, p)
+    _, stacks, _ = analyze(p)
     assert stacks == ["main", "solve;solve._omp_fn.0;relax"]
 
 
-def test_fortran_program_is_the_single_root(monkeypatch):
+def test_fortran_program_is_the_single_root():
     # gfortran's main calls MAIN__; samples in main alone (libgfortran's set-up) and a
     # frame-pointer walk that reached _start all go to the program
     p = proc([(0, 1, [(APP, 0x300), (APP, 0x600), (APP, 0x400)] + START),
               (0, 2, [(LIBC, 0x10), (APP, 0x400)] + START),
               (0, 3, [(APP, 0x300), (APP, 0x600), (APP, 0x400), (APP, 0x700)])], threads=1)
-    sm, stacks, _ = analyze(monkeypatch, p)
+    sm, stacks, _ = analyze(p)
     assert stacks == ["MAIN__;relax", "MAIN__", "MAIN__;relax"]
     assert [n["name"] for n in sm["call_tree"] if n["parent"] is None] == ["MAIN__"]
 
 
-def test_a_sample_after_a_wait_for_the_core_stands_for_the_wait(monkeypatch):
+def test_a_sample_after_a_wait_for_the_core_stands_for_the_wait():
     """The sampler's timer is wall-clock, but a thread that lost its core takes the
     signal only when it runs again: one sample, where it was descheduled, for the whole
     wait. Main samples every 2 ms in relax (0-18 ms), then once in solve after a 60 ms
@@ -118,7 +117,7 @@ def test_a_sample_after_a_wait_for_the_core_stands_for_the_wait(monkeypatch):
     relax = [(APP, 0x300), (APP, 0x200), (APP, 0x400)] + START
     solve = [(APP, 0x200), (APP, 0x400)] + START
     p = proc([(0, ms, relax) for ms in range(0, 20, 2)] + [(0, 78, solve)], threads=1)
-    sm, _, _ = analyze(monkeypatch, p)
+    sm, _, _ = analyze(p)
     fn = {f["name"]: f["pct"] for f in sm["functions"]}
     # relax: 10 samples x 2 ms (its first: the median interval); solve: 60 ms
     assert fn["solve"] == pytest.approx(75) and fn["relax"] == pytest.approx(25)

@@ -45,7 +45,7 @@ def test_values_rates_totals(tmp_path):
     assert tl.total(0) == 3000 and tl.total(2) == 5e8
     assert tl.window(0, S // 4, S // 2) == (1000, S // 2)   # ticks enclosing the window
     assert tl.absent == {"rapl": "no RAPL zone"} and tl.notes == []
-    s = summarize(tmp_path, {42: 3})["nodes"][0]
+    s = summarize(read_timelines(tmp_path), {42: 3})["nodes"][0]
     by = {x["name"]: x for x in s["series"]}
     assert by["lo.rx_bytes"]["mean_rate"] == 3000 and by["lo.rx_bytes"]["peak_rate"] == 4000
     assert by["gpu0.power_w"]["max"] == 200 and by["42.cpu_ns"]["label"] == "rank 3.cpu_ns"
@@ -73,7 +73,7 @@ def test_wrong_version_or_format_is_an_error(tmp_path):
 
 
 def test_no_timeline(tmp_path):
-    assert read_timelines(tmp_path) == [] and summarize(tmp_path) is None
+    assert read_timelines(tmp_path) == [] and summarize([]) is None
 
 
 def test_report_survives_a_corrupt_timeline(tmp_path):
@@ -82,8 +82,9 @@ def test_report_survives_a_corrupt_timeline(tmp_path):
 
     class Exp:
         path, processes, profile = write(tmp_path, []), None, None
+        timelines = property(lambda self: read_timelines(self.path))
     (tmp_path / "timeline" / "n1.json").write_text("{not json")
-    tl = SECTION.collect(Exp, {}, 20)["node_timeline"]
+    tl = SECTION.collect(Exp(), {}, 20)["node_timeline"]
     assert tl["nodes"] == [] and "corrupt node timeline" in tl["error"]
     assert any("Node timeline: not shown" in line
                for line in SECTION.text({"node_timeline": tl}, View()))

@@ -20,7 +20,6 @@ import numpy as np
 
 from perfweave.analysis import phases, timebins
 from perfweave.analysis.phases import APP, PHASES
-from perfweave.readers.samples import read_samples
 from perfweave.symbols import Symbolizer
 
 SYSTEM_PREFIXES = ("/lib/", "/usr/lib/", "/lib64/", "/usr/lib64/", "[vdso]", "linux-vdso")
@@ -252,14 +251,14 @@ def classify(procs, symbolizer=None):
     return [a for a, _ in _classify(procs, symbolizer or Symbolizer())]
 
 
-def analyze(exp, top=20, symbolizer=None, raw=None, windows=None):
-    """JSON-ready summary, or None without samples. raw: a dict that gets the tables
+def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
+    """JSON-ready summary of the samples procs (an experiment's samples: a list of
+    readers.samples.ProcessSamples), or None without samples. raw: a dict that gets the tables
     behind the summary (perfweave.api: per-rank values, each sample's place). windows:
     per rank, its MPI_Init and MPI_Finalize times (analysis/phases.py windows): the
     samples in MPI_Init (start-up) and from MPI_Finalize on (shutdown) stay in the call
     tree and the tables (shares of the samples) but not in the app time's activities
     (app_activity_pct, time_split, activity_functions), which the advice quotes."""
-    procs = read_samples(exp)
     procs = [p for p in procs if len(p.records)]
     if not procs:
         return None

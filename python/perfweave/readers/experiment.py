@@ -32,6 +32,19 @@ class Experiment:
     warnings: list = field(default_factory=list)
     unwritten: list = field(default_factory=list)  # files perfweave could not write
 
+    def __getattr__(self, name):
+        """The experiment's data of kind name (readers/kinds.py: samples, timelines,
+        traces), read on first use and kept."""
+        if name.startswith("_") or name in ("path", "meta", "profile"):
+            raise AttributeError(name)
+        from perfweave.readers.kinds import KINDS
+        kind = KINDS.get(name)
+        if kind is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = kind.read(self.path)
+        setattr(self, name, value)
+        return value
+
     @property
     def partial(self):
         return self.profile.partial

@@ -6,7 +6,7 @@ import textwrap
 
 import numpy as np
 
-from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
+from perfweave.readers.timeline import FAMILIES, nanmean
 
 SLICES = 8          # time slices of the "over time" table
 SHOWN = 24          # series per node in the table
@@ -16,10 +16,10 @@ def _finite(x):
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def summarize(path, pids=None):
-    """JSON-ready summary of experiment path's node timelines, or None if it has none.
-    pids: {pid: rank}, to name the per-process series by rank."""
-    nodes = read_timelines(path)
+def summarize(nodes, pids=None):
+    """JSON-ready summary of an experiment's node timelines (readers.timeline
+    NodeTimeline, one per node), or None if it has none. pids: {pid: rank}, to name the
+    per-process series by rank."""
     if not nodes:
         return None
     pids = pids or {}
@@ -172,7 +172,7 @@ def render(tl, table, max_rows=None, width=None):
                        f"{'' if max_rows is None else MORE + ', or '}--json)")
         ot = n.get("over_time")
         if ot and max_rows is not None:
-            out.append(f"  (over time, per slice of the run: --full or --json)")
+            out.append("  (over time, per slice of the run: --full or --json)")
         elif ot:
             acts = ["outside_mpi"] + ot["activity"] if ot.get("processes") else []
             out.append("  over time: share of the ranks' wall time (mean over "

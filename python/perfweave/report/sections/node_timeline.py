@@ -4,7 +4,7 @@ HTML, per node the processes' activity and the busiest rates plotted over time."
 import numpy as np
 
 from perfweave.errors import FormatError
-from perfweave.readers.timeline import FAMILIES, nanmean, read_timelines
+from perfweave.readers.timeline import FAMILIES, nanmean
 from perfweave.report import timeline
 from perfweave.report.html import _e
 from perfweave.report.section import Section
@@ -24,7 +24,7 @@ class NodeTimeline(Section):
                 pids.update({int(p): int(r) for p, r in zip(prof.ranks["pid"],
                                                             prof.ranks["rank"])})
         try:
-            tl = timeline.summarize(experiment.path, pids)
+            tl = timeline.summarize(experiment.timelines, pids)
         except FormatError as e:           # the rest of the report stands without it
             tl = {"nodes": [], "error": str(e)}
         return {"node_timeline": tl}
@@ -39,7 +39,7 @@ class NodeTimeline(Section):
 
     def html(self, data, page):
         # the charts' series are too long for the report's JSON: read from the files
-        charts = page.data["charts"] = timeline_charts(page.experiment.path)
+        charts = page.data["charts"] = timeline_charts(page.experiment)
         parts = []
         for k, node in enumerate(charts):
             parts.append(f"<h2>Node timeline: {_e(node['host'])}</h2>")
@@ -73,12 +73,12 @@ def _downsample(t, cols):
     return t2, cols2
 
 
-def timeline_charts(path):
+def timeline_charts(experiment):
     """Per node: the activity chart (share of the ranks' wall time by MPI family, and
     outside MPI) and the rates chart (busiest node counters), as plain lists."""
     out = []
     try:
-        nodes = read_timelines(path)
+        nodes = experiment.timelines
     except FormatError as e:          # a damaged timeline: the rest of the report stands
         return [{"host": "?", "error": str(e)}]
     for tl in nodes:

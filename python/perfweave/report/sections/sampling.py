@@ -18,7 +18,7 @@ class Sampling(Section):
 
     def collect(self, experiment, report, top):
         try:
-            sm = sampling.analyze(experiment.path, top=top,
+            sm = sampling.analyze(experiment.samples, top=top,
                                   windows=phases.windows(experiment.profile))
         except FormatError as e:
             sm = {"error": str(e)}

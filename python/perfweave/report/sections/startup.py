@@ -2,7 +2,6 @@
 rank (analysis/phases.py), shown in the run's lines (report/summary.py startup)."""
 from perfweave.analysis import phases
 from perfweave.errors import FormatError
-from perfweave.readers.samples import read_sample_metas
 from perfweave.report.section import Section
 
 
@@ -12,7 +11,7 @@ class Startup(Section):
 
     def collect(self, experiment, report, top):
         try:
-            metas = [m for _, m in read_sample_metas(experiment.path)]
+            metas = [p.meta for p in experiment.samples]
         except FormatError:            # the sampling section says why
             metas = []
         phase_pct = (report.get("sampling") or {}).get("phase_pct")

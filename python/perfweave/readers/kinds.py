@@ -1,0 +1,43 @@
+"""The kinds of data an experiment directory holds beside its profile, each with the one
+reader that reads it (docs/format.md has their files). `Experiment.NAME` (readers/
+experiment.py) reads the kind NAME on first use and keeps it, so that every analysis and
+report section works on the same models and no file is read twice. A new measurement
+module registers its kind here: one entry."""
+from dataclasses import dataclass
+from typing import Callable
+
+from perfweave.readers import samples, timeline, trace
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str           # the Experiment attribute, and the key in KINDS
+    directory: str      # its files' directory in the experiment
+    read: Callable      # experiment path -> the model (an empty one when absent)
+    what: str           # for messages and docs
+
+
+class Traces:
+    """The event traces of an experiment, rank by rank: each read only when asked for
+    (a trace can be far larger than memory; interop.RankStream reads one in chunks)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    @property
+    def ranks(self):
+        """The ranks with a trace, sorted; PerfweaveError (one line: why) without any."""
+        return trace.list_ranks(self.path)
+
+    def rank(self, r, meta_note=None):
+        """Rank r's records, checked (readers/trace.py read_rank)."""
+        return trace.read_rank(self.path, r, meta_note)
+
+
+KINDS = {k.name: k for k in (
+    Kind("samples", "samples", samples.read_samples,
+         "call-stack samples per process (perfweave run --sample)"),
+    Kind("timelines", "timeline", timeline.read_timelines,
+         "node timeline per node (perfweave run --node-interval)"),
+    Kind("traces", "traces", Traces, "event trace per rank (perfweave run --trace)"),
+)}
