@@ -11,7 +11,7 @@ SOURCES := $(shell find runtime include python -type f -not -name '*.pyc') \
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps install demo test bench clean
+.PHONY: all deps install demo lint test bench clean
 
 all: install
 
@@ -39,7 +39,11 @@ demo: install examples/build/stencil
 	$(PW) analyze examples/build/demo.pwx
 	$(PW) report examples/build/demo.pwx
 
-test: install
+# pyflakes' checks and the 100-column limit (pyproject.toml [tool.ruff])
+lint: install
+	$(PY) -m ruff check python tests bench scripts runtime
+
+test: install lint
 	$(PY) -m pytest -q tests
 
 bench: install

@@ -18,7 +18,7 @@ in one place, pw_mpi_leave(), from the values of the arguments tagged with roles
 """
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 FAMILIES = ("p2p", "coll", "rma", "sync", "io", "other")
@@ -34,9 +34,9 @@ KINDS = {
     "io": "fopen fclose fread fwrite fother",
     "other": "init finalize abort pcontrol mgmt comm_free",
 }
-ROLES = set("buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes peer "
-            "tag root comm newcomm win newwin target group request requests nreq status statuses "
-            "file offset level flag index outcount indices".split())
+ROLES = set("buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes "
+            "peer tag root comm newcomm win newwin target group request requests nreq status "
+            "statuses file offset level flag index outcount indices".split())
 # Kinds whose wrappers run a hook whatever the recording state.
 CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
 # The roles each kind's body reads: call_bytes and pw_mpi_before (runtime/modules/mpi.c),
@@ -449,7 +449,8 @@ def fortran_wrapper(fn):
         lines += [f"PW_WRAPPER void {sym}({params})", "{",
                   f"    static pw_freal_{fn.name} real;",
                   "    if (PW_UNLIKELY(!real))",
-                  f"        real = (pw_freal_{fn.name})pw_mpi_fortran_real(\"{sym}\", (void *){sym});",
+                  f"        real = (pw_freal_{fn.name})pw_mpi_fortran_real(\"{sym}\", "
+                  f"(void *){sym});",
                   f"    pw_f_{fn.name}(real, __builtin_return_address(0), {call});", "}"]
     return "\n".join(lines)
 

@@ -216,7 +216,8 @@ def test_report_corrupt_experiment_json(tmp_path):
     res = perfweave("report", exp)
     assert res.returncode == 2
     line = one_error_line(res.stderr)
-    assert line.startswith(f"perfweave: error: {exp / 'experiment.json'}: corrupt experiment description (")
+    assert line.startswith(f"perfweave: error: {exp / 'experiment.json'}: corrupt experiment "
+                           "description (")
     assert res.stdout == ""
 
 

@@ -189,7 +189,8 @@ def test_late_broadcast_early_reduce_early_scan():
     r = analyze({0: [coll("MPI_Bcast", 500, 600, root=0, sent=0, received=0)],
                  1: [coll("MPI_Bcast", 100, 610, root=0, sent=0, received=0)]})
     assert r.ns("mpi_latebroadcast") == 0
-    r = analyze({0: [coll("MPI_Reduce", 100, 900, root=0)], 1: [coll("MPI_Reduce", 600, 610, root=0)],
+    r = analyze({0: [coll("MPI_Reduce", 100, 900, root=0)],
+                 1: [coll("MPI_Reduce", 600, 610, root=0)],
                  2: [coll("MPI_Reduce", 800, 805, root=0)]})
     assert [r.ns("mpi_earlyreduce", k) for k in range(3)] == [700, 0, 0]
     # scan: rank k waits for the latest of ranks 0..k

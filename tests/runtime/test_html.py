@@ -51,7 +51,8 @@ def test_html_report_renders_offline(build, run_pw, tmp_path):
     assert dom.stdout.count("<canvas") == 4
     assert 'class="fg"' in dom.stdout and 'id="pw-tree"' in dom.stdout
     assert "<img" not in dom.stdout and "&lt;img src=x" in dom.stdout
-    for text in ("Where the time goes", "phases.c:", "Advice", "communication-bound", "MPI call sites", "MPI_Sendrecv",
+    for text in ("Where the time goes", "phases.c:", "Advice", "communication-bound",
+                 "MPI call sites", "MPI_Sendrecv",
                  "Counters per call site",
                  "Node timeline", "absent: nvml"):
         assert text in dom.stdout

@@ -3,7 +3,6 @@ call, from the MPI library it really loaded (runtime/modules/mpi_loader.c): so a
 started through a wrapper script, `env`, `taskset`, `numactl` or a Python interpreter is
 measured as a direct launch is, and processes that never call MPI (the wrapper's shell,
 what it runs before exec) are no ranks."""
-import os
 import shutil
 import stat
 

@@ -1,11 +1,9 @@
 """Runs that do not end well still leave a readable experiment, marked partial, and
 perfweave never changes the program's output, exit status or signal handling."""
-import json
-import subprocess
 
 import pytest
 
-from harness import PERFWEAVE, bare, functions, site_lines, sites
+from harness import bare, functions, site_lines, sites
 from perfweave.readers.profile import read_profile
 
 STATE = {"complete": 0, "no-finalize": 1, "abort": 2, "signal": 3}

@@ -357,8 +357,8 @@ def rule_sampled_mpi(data):
 
 
 RULES = (rule_communication_bound, rule_load_imbalance, rule_wait_states,
-         rule_small_messages, rule_mpi_light, rule_startup, rule_sites_dropped, rule_sampled_imbalance,
-         rule_sampled_activities, rule_sampled_mpi)
+         rule_small_messages, rule_mpi_light, rule_startup, rule_sites_dropped,
+         rule_sampled_imbalance, rule_sampled_activities, rule_sampled_mpi)
 
 
 def advise(data):

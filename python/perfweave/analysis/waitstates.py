@@ -7,8 +7,9 @@ al., "Scalable detection of MPI-2 remote memory access inefficiency patterns" (I
 are matched by (source, destination, communicator, tag, sequence number), collective
 operations (blocking or not) by (communicator, sequence number), fences by (window,
 sequence number), access and exposure epochs by (origin, target, window, sequence
-number), all without a loop over events. Data another rank owns comes through `exchange.route` (the identity
-in one process), so `mpirun -n K perfweave analyze --parallel` runs this same code.
+number), all without a loop over events. Data another rank owns comes through
+`exchange.route` (the identity in one process), so `mpirun -n K perfweave analyze
+--parallel` runs this same code.
 
 Times are integer nanoseconds on rank 0's clock throughout; a value is charged to a
 (metric, call path, rank) and summed exactly, so the serial and parallel results agree
