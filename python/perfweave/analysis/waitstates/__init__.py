@@ -1,0 +1,174 @@
+"""Automatic wait-state analysis of event traces (`perfweave analyze`).
+
+The patterns and their waiting-time formulas are Scalasca 2.6's (summarised in
+../shared/wait-states.md) and, for MPI-2 one-sided communication, those of Hermanns et
+al., "Scalable detection of MPI-2 remote memory access inefficiency patterns" (IJHPCA
+2012, section 4). Every pattern is computed on whole columns of numpy records: messages
+are matched by (source, destination, communicator, tag, sequence number), collective
+operations (blocking or not) by (communicator, sequence number), fences by (window,
+sequence number), access and exposure epochs by (origin, target, window, sequence
+number), all without a loop over events. Data another rank owns comes through
+`exchange.route` (the identity in one process), so `mpirun -n K perfweave analyze
+--parallel` runs this same code.
+
+Times are integer nanoseconds on rank 0's clock throughout; a value is charged to a
+(metric, call path, rank) and summed exactly, so the serial and parallel results agree
+to the nanosecond.
+"""
+import time as _time
+
+import numpy as np
+
+from perfweave.analysis import metrics as MT
+from perfweave.analysis.exchange import Local
+from perfweave.analysis.waitstates.collectives import collectives
+from perfweave.analysis.waitstates.common import (C, CATS, RESULT_FORMAT, RESULT_VERSION,
+                                                  WO_BUFFER, Acc, _reduce)
+from perfweave.analysis.waitstates.load import _unify, load
+from perfweave.analysis.waitstates.p2p import point_to_point
+from perfweave.analysis.waitstates.rma import rma
+from perfweave.model.trace import classify
+from perfweave.readers.experiment import rank_ranges
+
+# what other layers import: the results' format (readers/results.py), the Wrong Order
+# buffer (tests), and the loader's clock and rank helpers (interop/ reads traces as the
+# analysis does)
+from perfweave.analysis.waitstates.load import (_host_clocks, _sibling_meta,  # noqa: F401
+                                                world_size_of)
+__all__ = ["analyze", "analyze_trace", "build_result", "RESULT_FORMAT", "RESULT_VERSION",
+           "WO_BUFFER", "_host_clocks", "_sibling_meta", "world_size_of"]
+
+
+# ---------------------------------------------------------------- time, visits, bytes
+
+def basics(L, acc):
+    """Visits, bytes, and the time of every path: computation outside MPI, MPI calls by
+    category (their waiting-time patterns are computed below), trace overhead; each
+    rank summed them per path already."""
+    metric_by_cat = np.array([MT.INDEX[MT.CATEGORY_METRIC[k]] for k in CATS], np.int64)
+    cat_of = np.array([C[classify(f)[0]] for f in L.trace.functions], np.int64)
+    for rd in L.trace.ranks:
+        g = rd.gpaths
+        rank = np.full(len(g), rd.rank)
+        acc.add("visits", g, rank, rd.visits)
+        acc.add("bytes", g, rank, rd.bytes)
+        acc.add("overhead", g, rank, rd.overhead_ns)
+        leaf = rd.path_fn >= 0
+        acc.add("computation", g[~leaf], rank[~leaf], rd.time_ns[~leaf])
+        cat = cat_of[rd.gfn[rd.path_fn[leaf]]]
+        if rd.path_cat:                 # completions of nonblocking collectives
+            li = np.flatnonzero(leaf)
+            for p, c in rd.path_cat.items():
+                cat[np.searchsorted(li, p)] = C[c]
+        acc.add_many(metric_by_cat[cat], g[leaf], rank[leaf], rd.time_ns[leaf])
+
+
+# ---------------------------------------------------------------- driver
+
+def analyze(exp, ex=None):
+    """Analyse the traces of experiment directory exp. Returns the result dict on the
+    process of rank 0 (and in a serial run), None on the others."""
+    ex = ex or Local(0)
+    t_start = _time.perf_counter()
+    L = load(exp, ex)
+    return _patterns(L, ex, str(exp), _time.perf_counter() - t_start)
+
+
+def analyze_trace(trace, ex=None):
+    """Analyse a Trace built in memory (Trace.from_literal): the result dict."""
+    ex = ex or Local(trace.world_size)
+    L = _unify(trace, ex, [rd.rank for rd in trace.ranks])
+    return _patterns(L, ex, trace.source or "literal", 0.0)
+
+
+def _patterns(L, ex, name, load_s):
+    t_loaded = _time.perf_counter()
+    acc = Acc()
+    notes = {k: 0 for k in ("messages", "unmatched_sends", "unmatched_receives",
+                            "collectives", "incomplete_collectives", "fences",
+                            "access_epochs", "exposure_epochs")}
+    basics(L, acc)
+    deferred = collectives(L, ex, acc, notes)
+    point_to_point(L, ex, acc, notes, deferred)
+    rma(L, ex, acc, notes)
+    m, p, r, v = acc.reduced()
+    nev = L.trace.nevents
+    parts = ex.gather(((m, p, r, v), notes, L.notes, nev,
+                       {rd.rank: (rd.t_begin, rd.t_end, rd.complete, rd.host, rd.state)
+                        for rd in L.trace.ranks}))
+    if parts is None:
+        return None
+    t_done = _time.perf_counter()
+    cat = [np.concatenate(x) for x in zip(*[pt[0] for pt in parts])]
+    m, p, r, v = _reduce(*cat)
+    counts = {k: sum(pt[1][k] for pt in parts) for k in notes}
+    text_notes = [n for pt in parts for n in pt[2]]
+    ranks_info = {}
+    for pt in parts:
+        ranks_info.update(pt[4])
+    return build_result(name, L, (m, p, r, v), counts, text_notes, ranks_info,
+                        sum(pt[3] for pt in parts), ex.nproc,
+                        {"load_s": load_s, "patterns_s": t_done - t_loaded})
+
+
+def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, timing):
+    m, p, r, v = mprv
+    world = L.trace.world_size
+    notes = list(text_notes)
+    if L.trace.missing:
+        notes.append(f"no trace from {len(L.trace.missing)} of {world} ranks: "
+                     f"{rank_ranges(L.trace.missing)}; patterns that involve them are not "
+                     "computed")
+    if counts["unmatched_sends"] or counts["unmatched_receives"]:
+        notes.append(f"{counts['unmatched_sends']} sent and {counts['unmatched_receives']} "
+                     "received messages have no partner in the trace (a rank's trace is "
+                     "missing or truncated, or messages were received with MPI_Mrecv)")
+    if counts["incomplete_collectives"]:
+        notes.append(f"{counts['incomplete_collectives']} collective operations lack a "
+                     "participant's record, or a nonblocking one was never completed; "
+                     "they were not analysed")
+    complete = not notes and all(x[2] for x in ranks_info.values())
+    values = {}
+    for mid in MT.IDS:
+        sel = m == MT.INDEX[mid]
+        values[mid] = (p[sel], r[sel], v[sel])
+    # sums for "sum" metrics, bottom up
+    for mid in reversed(list(MT.walk())):
+        if MT.HOW[mid] == "sum":
+            kids = [values[c] for c in MT.CHILDREN[mid]]
+            pp = np.concatenate([k[0] for k in kids]) if kids else np.zeros(0, np.int64)
+            rr = np.concatenate([k[1] for k in kids]) if kids else np.zeros(0, np.int64)
+            vv = np.concatenate([k[2] for k in kids]) if kids else np.zeros(0, np.int64)
+            z = np.zeros(len(pp), np.int64)
+            _, pp, rr, vv = _reduce(z, pp, rr, vv)
+            values[mid] = (pp, rr, vv)
+    total_time = int(values["time"][2].sum())
+    metrics = []
+    for mid in MT.walk():
+        pp, rr, vv = values[mid]
+        tot = int(vv.sum())
+        unit = MT.UNIT[mid]
+        root = MT.root_of(mid)
+        denom = total_time if unit == "s" else int(values[root][2].sum())
+        metrics.append({
+            "id": mid, "name": MT.NAME[mid], "parent": MT.PARENT[mid], "unit": unit,
+            "depth": MT.depth(mid), "description": MT.DESCRIPTION[mid],
+            "total": tot / 1e9 if unit == "s" else tot,
+            "pct": 100.0 * tot / denom if denom else 0.0,
+            "values": [[int(a), int(b), (int(c) / 1e9 if unit == "s" else int(c))]
+                       for a, b, c in zip(pp, rr, vv)],
+        })
+    index = {lab: i for i, lab in enumerate(L.paths)}
+    paths = [{"id": i, "labels": list(lab), "parent": index.get(lab[:-1])}
+             for i, lab in enumerate(L.paths)]
+    ranks = sorted(ranks_info)
+    return {
+        "format": RESULT_FORMAT, "version": RESULT_VERSION, "experiment": str(exp),
+        "complete": complete, "notes": notes, "world_size": world,
+        "ranks": [{"rank": k, "host": ranks_info[k][3], "state": ranks_info[k][4],
+                   "complete": bool(ranks_info[k][2]),
+                   "time_s": (ranks_info[k][1] - ranks_info[k][0]) / 1e9} for k in ranks],
+        "events": int(nevents), "counts": counts,
+        "analysis": dict(timing, processes=nproc),
+        "metrics": metrics, "callpaths": paths,
+    }
