@@ -5,9 +5,9 @@ records per rank and iteration) of SIZE records with --per-rank records per rank
 exported by a child process; the figures are the child's wall time (records/s), its CPU
 time (records per CPU second: near the rate of one core of a quiet machine, the fairer
 figure on a loaded one) and its peak resident memory (VmHWM of the child). Both
-exports go rank by rank, and the OTF2 export reads each rank in chunks: its memory
-should not follow the trace nor the records of a rank (--per-rank as large as --sizes
-gives one rank), the Chrome export's follows the largest rank.
+exports go rank by rank and read each rank in chunks: their memory should follow
+neither the trace nor the records of a rank (--per-rank as large as --sizes gives one
+rank).
 Format otf2-each is the OTF2 export with one ctypes call per event, as where
 libperfweave-otf2.so (its loop in C) is not built: the old figure, measured in the same
 invocation as the new one.

@@ -71,9 +71,9 @@ class RankTrace:
 
 @dataclass
 class Experiment:
-    """An experiment's traces for export, read one rank at a time (`rank(r)`, `each()`):
-    the metadata of every rank is at hand, the records of one rank at a time, so that
-    an export's memory follows the largest rank, not the trace."""
+    """An experiment's traces for export: the metadata of every rank at hand, the
+    records of one rank at a time (`rank(r)`, `each()`) or of one rank in chunks
+    (`stream(r)`, what the exports read)."""
     path: Path
     meta: dict                     # experiment.json
     world_size: int
@@ -167,48 +167,66 @@ class RankStream:
         self.calls = False          # whether a pass met a CALL record
         self.records = 0            # records of the last pass
         self.t_begin = self.t_end = None
-        self._checker = None
+        self._checkers = []
 
     def threads(self):
         return sorted({t for _, c, t in self.src.spans if c})
 
     def chunks(self, size=None):
         """The chunks of every thread, thread after thread (a generator)."""
+        self.begin()
+        base = 0
+        for t in self.threads():
+            for c in self.thread_chunks(t, size, base):
+                yield c
+                base = c.base + len(c.rec)
+        self.end()
+
+    def begin(self):
+        """Start a pass over the chunks: what it gathers (span, calls, records, records
+        dropped) starts anew."""
+        self.span, self.calls, self.records = None, False, 0
+        self._checkers = []
+
+    def end(self):
+        """End a pass over all the chunks of every thread: the window is known."""
+        if self.borrowed and not self.calls:
+            self.functions = []
+        self.t_begin, self.t_end = _window(self.meta, self.span)
+
+    def thread_chunks(self, t, size=None, base=0):
+        """The chunks of thread t (a generator), the first with index base. Between
+        begin() and end(), the chunks of several threads may be read side by side (the
+        Chrome export merges threads in the order of time)."""
         from perfweave.readers.trace import Checker
 
         size = size or CHUNK_RECORDS
         spans = [s for s in self.src.spans if s[1]]
         # does each span come right after one of the same thread in file order?
-        follows = [i > 0 and spans[i - 1][2] == t for i, (_, _, t) in enumerate(spans)]
-        check = self._checker = Checker(self.src)
-        self.span, self.calls, self.records = None, False, 0
-        base = 0
-        for t in self.threads():
-            check.new_thread()
-            tail = None             # the last call and its sub-events, for the next chunk
-            parts, n = [], 0
-            mine = [(a, c, f) for (a, c, th), f in zip(spans, follows) if th == t]
-            for k, (a, c, f) in enumerate(mine):
-                pos = a
-                while pos < a + c:
-                    m = min(a + c - pos, size - n)
-                    parts.append((pos, m, f or pos > a))
-                    n += m
-                    pos += m
-                    last = k == len(mine) - 1 and pos == a + c
-                    if n >= size or last:
-                        kept = check(parts, self.src.records)
-                        parts, n = [], 0
-                        if tail is not None and len(tail):
-                            kept = np.concatenate([tail, kept])
-                        if not last:
-                            kept, tail = _cut(kept)
-                        if len(kept):
-                            yield self._chunk(kept, t, base)
-                            base += len(kept)
-        if self.borrowed and not self.calls:
-            self.functions = []
-        self.t_begin, self.t_end = _window(self.meta, self.span)
+        follows = [i > 0 and spans[i - 1][2] == th for i, (_, _, th) in enumerate(spans)]
+        check = Checker(self.src)
+        self._checkers.append(check)
+        tail = None             # the last call and its sub-events, for the next chunk
+        parts, n = [], 0
+        mine = [(a, c, f) for (a, c, th), f in zip(spans, follows) if th == t]
+        for k, (a, c, f) in enumerate(mine):
+            pos = a
+            while pos < a + c:
+                m = min(a + c - pos, size - n)
+                parts.append((pos, m, f or pos > a))
+                n += m
+                pos += m
+                last = k == len(mine) - 1 and pos == a + c
+                if n >= size or last:
+                    kept = check(parts, self.src.records)
+                    parts, n = [], 0
+                    if tail is not None and len(tail):
+                        kept = np.concatenate([tail, kept])
+                    if not last:
+                        kept, tail = _cut(kept)
+                    if len(kept):
+                        yield self._chunk(kept, t, base)
+                        base += len(kept)
 
     def _chunk(self, rec, t, base):
         typ = rec["type"]
@@ -230,8 +248,9 @@ class RankStream:
         from perfweave.readers.trace import _dropped_note
 
         notes = list(self.notes)
-        if self._checker is not None and self._checker.dropped:
-            notes.append(_dropped_note(self.rank, self._checker.dropped))
+        dropped = sum(c.dropped for c in self._checkers)
+        if dropped:
+            notes.append(_dropped_note(self.rank, dropped))
             self.complete = False
         if self.sibling:
             notes.append(f"rank {self.rank}: clock calibration and function table "

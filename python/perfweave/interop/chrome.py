@@ -8,8 +8,9 @@ Times are microseconds since the first event of the trace (its time on rank 0's 
 in ns, is in "otherData"): CLOCK_MONOTONIC nanoseconds as microseconds would need more
 digits than a double holds.
 
-The file is written rank by rank, in chunks of records, as it is made: memory follows
-the largest rank, not the trace. Events are formatted with numpy as rows of bytes of a
+The file is written rank by rank, each rank read in chunks of records (RankStream), as
+it is made: memory follows neither the trace nor the records of a rank, but what
+carries from one chunk to the next (open requests, channels, open user regions). Events are formatted with numpy as rows of bytes of a
 fixed layout per kind (_Rows): numbers are right-aligned in fields as wide as the
 largest value of the chunk, names padded after their closing quote; JSON allows the
 blanks, and no Python object is made per event.
@@ -26,11 +27,11 @@ import numpy as np
 from perfweave.errors import PerfweaveError
 from perfweave.interop import FLUSH_REGION, SUB, default_output, load, pair_regions, \
     region_names
-from perfweave.model.trace import F, T, _to_ns
+from perfweave.model.grouping import rank_in_group
+from perfweave.model.trace import F, T, _comm_keys, _to_ns
 from perfweave.symbols import Symbolizer
 
 _SUBNAMES = {v: k for k, v in T.items()}
-CHUNK = 1 << 16                # records formatted at a time
 TAGGED = np.array([T["SEND"], T["RECV"], T["IRECV"]])
 RECEIVED = np.array([T["COLL"], T["RMA"]])
 
@@ -194,29 +195,30 @@ def export(exp, out=None, force=False, symbolizer=None):
     # one for every rank of the export: it keeps what it found (addr2line runs once)
     symbolizer = symbolizer or Symbolizer()
     try:
-        origin, channels = _first_pass(X, ends, path)
-        return _second_pass(X, path, ends, origin, channels, symbolizer, t_start)
+        origin, channels, found = _first_pass(X, ends, path)
+        return _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start)
     finally:
         shutil.rmtree(ends, ignore_errors=True)
 
 
-def _second_pass(X, path, ends, origin, channels, symbolizer, t_start):
+def _cannot_write(path, e):
+    return PerfweaveError(f"{path}: cannot write ({e.strerror or e})")
+
+
+def _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start):
     """Write the file: every rank's events, then what describes the trace."""
     counts = {"events": 0, "calls": 0, "flows": 0, "records": 0}
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp.", dir=path.parent)
     except OSError as e:
-        raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
+        raise _cannot_write(path, e) from None
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             f.write(b'{"traceEvents":[\n')
             first = True
             for r in X.ranks:
-                rt = X.rank(r)
-                X.notes.extend(rt.notes)
-                first = _rank(f, rt, origin, symbolizer, counts, first)
-                del rt
-                first = _flows(f, ends, r, origin, channels, counts, first)
+                first = _rank(f, X, found[r], origin, symbolizer, counts, first)
+                first = _flows(f, found[r], origin, channels, counts, first)
             other = {"generator": "perfweave export --format chrome",
                      "experiment": str(X.path), "origin_ns": origin,
                      "clock": "ns on rank 0's CLOCK_MONOTONIC; ts = (t - origin_ns) / 1000",
@@ -225,7 +227,7 @@ def _second_pass(X, path, ends, origin, channels, symbolizer, t_start):
                     json.dumps(other).encode() + b"}\n")
         os.replace(tmp, path)
     except OSError as e:
-        raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
+        raise _cannot_write(path, e) from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -237,64 +239,341 @@ def _second_pass(X, path, ends, origin, channels, symbolizer, t_start):
 # what a flow event needs of one end of a message, kept on disk between the passes
 _END = np.dtype([("chan", np.uint64), ("seq", np.int64), ("thread", np.int64),
                  ("ts", np.int64), ("bytes", np.int64)])
+# a message end of the first pass until its number is known and it is written: its
+# place in the order of posting (k1, thread, idx), whether k1 is known (a receive
+# completed before the pass met its post: not yet), the post it waits for (kind: 0 a
+# post number, 1 a request key; value), its own k1 if that post never comes, and whether
+# it goes to the file (messages to and from real ranks)
+_PENDING = np.dtype(_END.descr + [("k1", np.int64), ("idx", np.int64), ("ready", bool),
+                                  ("kind", np.int8), ("value", np.int64),
+                                  ("own", np.int64), ("out", bool)])
+_NEVER = np.iinfo(np.int64).min     # a user region's end: not left in its thread
+_LAST = np.iinfo(np.int64).max
+FIRST_TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"]])
 
 
 def _first_pass(X, ends, path):
     """What the file needs before its first event, from a pass over the ranks that
     keeps little: the time (ns, rank 0's clock) of the trace's first timed record, and
     the channels of messages with their numbers of sends and receives (_Channels).
-    Each rank's message ends are matched here (the costliest step after formatting)
-    and written to directory ends for _flows, rather than matched again there."""
-    from perfweave.model.trace import prepare
-
-    first = []
+    Each rank's message ends are numbered here (_RankPass) and written to directory
+    ends for _flows, with the ends of its user regions, rather than found again there."""
+    first, found = [], {}
     sends, recvs = [], []
     for r in X.ranks:
-        rf = X.rank_file(r)
-        t = rf.records["t0"][np.isin(rf.types, [T["CALL"], T["FLUSH"], T["ENTER"]])]
-        if len(t) and rf.meta.get("clock"):
+        p = _RankPass(X.stream(r), ends, path)
+        p.run()
+        if p.t_min is not None and p.meta.get("clock"):
             # ticks become ns by an increasing linear map: the first stays the first
-            first.append(int(_to_ns(rf.meta, np.array([t.min()]))[0]))
-        del t
-        rd = prepare(rf)
-        del rf
-        for which, per_rank in (("sends", sends), ("recvs", recvs)):
-            chan, seq = _channel_ids(rd, r, which)
-            per_rank.append(_channel_counts(chan, seq))
-            cols = rd.sends if which == "sends" else rd.recvs
-            e = np.empty(len(chan), _END)
-            e["chan"], e["seq"], e["thread"] = chan, seq, cols["thread"]
-            if which == "sends":
-                e["ts"], e["bytes"] = cols["e"], 0
-            else:
-                # the arrow ends inside the receiving call, just before its end
-                ce, cb = cols["ce"], cols["cb"]
-                e["ts"], e["bytes"] = ce - np.minimum(1, ce - cb), cols["bytes"]
-            try:
-                np.save(os.path.join(ends, f"{which}-{r}.npy"), e)
-            except OSError as err:
-                raise PerfweaveError(f"{path}: cannot write ({err.strerror or err})") \
-                    from None
-        del rd
-    return (min(first) if first else 0), _Channels(sends, recvs)
+            first.append(int(_to_ns(p.meta, p.t_min)[0]))
+        sends.append(p.messages[0].counts.table())
+        recvs.append(p.messages[1].counts.table())
+        found[r] = p
+    return (min(first) if first else 0), _Channels(sends, recvs), found
 
 
-def _channel_ids(rd, r, which):
-    """Per message of rank r as sender (which = "sends") or receiver: the hash of its
-    channel (source, destination, communicator key, tag) and its number on it."""
-    cols = rd.sends if which == "sends" else rd.recvs
-    table = rd.send_channels if which == "sends" else rd.recv_channels
-    ch = table[cols["chan"]] if len(cols["chan"]) else np.zeros((0, 3), np.int64)
-    me = np.full(len(ch), r)
-    src, dst = (me, ch[:, 0]) if which == "sends" else (ch[:, 0], me)
-    return _hash(src, dst, rd.comm_keys[ch[:, 1]], ch[:, 2]), cols["seq"].astype(np.int64)
+class _RankPass:
+    """The first pass over one rank, chunk by chunk (RankStream), and what it leaves
+    for the second: the rank's threads, the end of its user regions (a file per
+    thread, the end of each ENTER in order), its message ends (a file per kind and
+    thread, in the order of the records).
+
+    A message's number on its channel counts the rank's earlier messages of the
+    channel in the order of posting, as perfweave analyze numbers them
+    (model/trace.py _messages): the order of the records with one thread (a receive
+    posted by an MPI_Irecv at the place of its post), of the calls' enter times with
+    several (then thread, then record). A receive's channel is known at its
+    completion (MPI_ANY_SOURCE), after later posts may have completed: messages wait
+    here until no message posted before them can still come (the watermark: the
+    position every thread has reached, and the oldest open receive request), then are
+    numbered in order and written. With several threads, the threads' chunks are read
+    side by side, the thread that is behind in time first. What is carried: open
+    requests, per channel its count, messages waiting for an earlier one, open user
+    regions; not the rank."""
+
+    def __init__(self, stream, ends, path):
+        self.stream, self.rank, self.meta = stream, stream.rank, stream.meta
+        self.ends, self.path = ends, path
+        self.timed = len(stream.threads()) > 1
+        _, ckeys = _comm_keys(self.meta)
+        self.comm_keys = np.r_[np.int64(0), ckeys].astype(np.int64)
+        self.t_min = None               # ticks: the first CALL, FLUSH or ENTER
+        self.seen = set()               # threads with records
+        self.enter_max = None           # ns: the last ENTER's time
+        self.stacks, self.nenter = {}, {}   # per thread: open ENTERs (their number), ENTERs
+        self.fds, self.sizes = {}, {}
+        self.messages = (_Messages(self, "sends"), _Messages(self, "recvs"))
+        self.posts = (_Posts(), _Posts())   # open receive requests by number, by key
+        self.threads = [0]
+        self.end_of_rank = 0
+
+    def file(self, name):
+        return os.path.join(self.ends, f"{name}-{self.rank}.bin")
+
+    def put(self, name, data, offset=None):
+        """Write bytes to file name (at its end, or at offset)."""
+        try:
+            if name not in self.fds:
+                self.fds[name] = os.open(self.file(name), os.O_WRONLY | os.O_CREAT, 0o600)
+                self.sizes[name] = 0
+            if offset is None:
+                offset = self.sizes[name]
+                self.sizes[name] += len(data)
+            os.pwrite(self.fds[name], data, offset)
+        except OSError as e:
+            raise _cannot_write(self.path, e) from None
+
+    def run(self):
+        stream = self.stream
+        stream.begin()
+        threads = stream.threads()
+        chunks = {t: stream.thread_chunks(t, base=0) for t in threads}
+        # per thread: no later message of it is posted before this (a record's index
+        # with one thread, a call's enter time with several)
+        reached = {t: _NEVER for t in threads}
+        try:
+            while chunks:
+                t = min(chunks, key=lambda u: (reached[u], u))
+                c = next(chunks[t], None)
+                if c is None:
+                    del chunks[t]
+                    reached[t] = _LAST
+                else:
+                    reached[t] = max(reached[t], self.chunk(c))
+                if not chunks:
+                    # the rank's end: requests never completed posted no message
+                    self.messages[1].give_up_waiting()
+                    self.posts = (_Posts(), _Posts())
+                below = min(reached.values(), default=_LAST)
+                self.messages[0].settle(below)
+                self.messages[1].settle(min([below] + [p.oldest() for p in self.posts]))
+        finally:
+            for fd in self.fds.values():
+                os.close(fd)
+        stream.end()
+        self.threads = sorted(self.seen | {0})
+        self.end_of_rank = stream.t_end if self.enter_max is None else \
+            max(stream.t_end, self.enter_max)
+
+    def chunk(self, c):
+        """Take one chunk (of one thread); returns how far its thread has come."""
+        rec, typ, n = c.rec, c.rec["type"], len(c.rec)
+        t = int(c.thread[0])
+        self.seen.add(t)
+        pos = c.base + np.arange(n)
+        firsts = rec["t0"][np.isin(typ, FIRST_TIMED)]
+        if len(firsts):
+            m = firsts.min(keepdims=True)
+            self.t_min = m if self.t_min is None else np.minimum(self.t_min, m)
+        is_call = typ == T["CALL"]
+        ci = np.flatnonzero(is_call)
+        # the call of each record (a sub-event follows its call in the chunk)
+        owner = ci[np.maximum(np.cumsum(is_call) - 1, 0)] if len(ci) else \
+            np.zeros(n, np.int64)
+        # where each record's message stands in the order of posting
+        k = c.t0[owner] if self.timed else pos
+        self._regions(c, t, typ)
+        self._sends(c, t, typ, pos, owner, k)
+        self._recvs(c, t, typ, pos, owner, k)
+        if self.timed:
+            return int(c.t0[ci].max()) if len(ci) else _NEVER
+        return c.base + n
+
+    def _local_comm(self, comm):
+        lc = comm.astype(np.int64) + 1
+        lc[(lc < 0) | (lc >= len(self.comm_keys))] = 0
+        return lc
+
+    def _rows(self, c, t, i, pos, k, peer, src, dst):
+        rec = c.rec
+        rows = np.zeros(len(i), _PENDING)
+        rows["chan"] = _hash(src, dst, self.comm_keys[self._local_comm(rec["comm"][i])],
+                             rec["tag"][i])
+        rows["seq"], rows["thread"], rows["idx"] = -1, t, pos[i]
+        rows["k1"], rows["own"], rows["ready"], rows["out"] = k[i], k[i], True, peer >= 0
+        return rows
+
+    def _sends(self, c, t, typ, pos, owner, k):
+        S = np.flatnonzero((typ == T["SEND"]) & (c.rec["peer"] >= 0))
+        peer = c.rec["peer"][S]
+        rows = self._rows(c, t, S, pos, k, peer, np.full(len(S), self.rank), peer)
+        rows["ts"] = c.t0[owner[S]]
+        self.messages[0].add(rows)
+
+    def _recvs(self, c, t, typ, pos, owner, k):
+        rec = c.rec
+        P = np.flatnonzero(typ == T["IRECV"])
+        V = np.flatnonzero(typ == T["RECV"])
+        peer = rec["peer"][V]
+        rows = self._rows(c, t, V, pos, k, peer, peer, np.full(len(V), self.rank))
+        # the arrow ends inside the receiving call, just before its end
+        cb, ce = c.t0[owner[V]], c.t1[owner[V]]
+        rows["ts"], rows["bytes"] = ce - np.minimum(1, ce - cb), rec["bytes"][V]
+        # a receive with a request was posted by the MPI_Irecv of its post: by number
+        # (the runtime's), else by request key (imported traces)
+        done = rec["t0"][V] != 0
+        rows["kind"] = np.where(rec["t1"][V] > 0, 0, 1)
+        rows["value"] = np.where(rows["kind"] == 0, rec["t1"][V], rec["t0"][V])
+        rows["ready"] = ~done
+        pending = self.messages[1]
+        waiting = np.flatnonzero(~pending.rows["ready"])
+        pnum = rec["t1"][P] > 0
+        for kind, posted in ((0, pnum), (1, ~pnum)):
+            here = np.flatnonzero(done & (rows["kind"] == kind))
+            old = waiting[pending.rows["kind"][waiting] == kind]
+            pi = P[posted]
+            found, ok = self.posts[kind].link(
+                rec["t1" if kind == 0 else "t0"][pi], k[pi], pi,
+                np.r_[rows["value"][here], pending.rows["value"][old]],
+                np.r_[V[here], np.full(len(old), _LAST)])
+            rows["k1"][here[ok[:len(here)]]] = found[:len(here)][ok[:len(here)]]
+            rows["ready"][here[ok[:len(here)]]] = True
+            if not self.timed:
+                # one thread: a completion meets its post after it; none: unlinked
+                rows["ready"][here] = True
+            got = old[ok[len(here):]]
+            pending.rows["k1"][got] = found[len(here):][ok[len(here):]]
+            pending.rows["ready"][got] = True
+        pending.add(rows)
+
+    def _regions(self, c, t, typ):
+        """The end of each ENTER of the chunk (the time of its LEAVE, or _NEVER) to the
+        thread's regions file; ENTERs left open wait on a stack for theirs."""
+        enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
+        ei = np.flatnonzero(enter)
+        if not len(ei) and not leave.any():
+            return
+        stack = self.stacks.get(t, np.zeros(0, np.int64))
+        s = len(stack)
+        partner, _, _ = pair_regions(np.r_[np.ones(s, bool), enter],
+                                     np.r_[np.zeros(s, bool), leave])
+        first = self.nenter.get(t, 0)
+        pc = partner[s + ei]
+        end = np.where(pc >= 0, c.t0[np.maximum(pc - s, 0)], _NEVER)
+        name = f"regions-{t}"
+        self.put(name, end.astype(np.int64).tobytes())
+        closed = partner[:s] >= 0
+        for o, e in zip(stack[closed].tolist(), c.t0[partner[:s][closed] - s].tolist()):
+            self.put(name, np.int64(e).tobytes(), offset=8 * o)
+        self.stacks[t] = np.r_[stack[~closed], first + np.flatnonzero(pc < 0)]
+        self.nenter[t] = first + len(ei)
+        if len(ei):
+            m = int(c.t0[ei].max())
+            self.enter_max = m if self.enter_max is None else max(self.enter_max, m)
 
 
-def _channel_counts(chan, seq):
-    u, inv = np.unique(chan, return_inverse=True)
-    n = np.zeros(len(u), np.int64)
-    np.maximum.at(n, inv.reshape(-1), seq + 1)
-    return u, n
+class _Posts:
+    """Open receive requests of one kind (by post number, or by request key): the
+    value that names each and its place in the order of posting."""
+
+    def __init__(self):
+        self.value = np.zeros(0, np.int64)
+        self.k1 = np.zeros(0, np.int64)
+
+    def oldest(self):
+        return int(self.k1.min()) if len(self.k1) else _LAST
+
+    def link(self, pv, pk, porder, dv, dorder):
+        """Post the requests (values pv, places pk, record order porder) and complete
+        those of values dv (record order dorder; _LAST for completions met before):
+        each completion takes the latest post of its value before it, which is no
+        longer open. Returns (place of each completion's post, found)."""
+        nold = len(self.value)
+        allv = np.r_[self.value, np.asarray(pv, np.int64)]
+        allk = np.r_[self.k1, np.asarray(pk, np.int64)]
+        npost = len(allv)
+        if not len(dv):
+            self.value, self.k1 = allv, allk
+            return np.zeros(0, np.int64), np.zeros(0, bool)
+        v = np.r_[allv, np.asarray(dv, np.int64)]
+        order = np.r_[np.full(nold, -1, np.int64), porder, dorder]
+        s = np.lexsort((order, v))
+        is_post = s < npost
+        last = np.maximum.accumulate(np.where(is_post, np.arange(len(s)), -1))
+        prev = s[np.maximum(last, 0)]
+        ok = ~is_post & (last >= 0) & (v[prev] == v[s])
+        post = np.full(len(dv), -1, np.int64)
+        post[s[ok] - npost] = prev[ok]
+        used = np.zeros(npost, bool)
+        used[post[post >= 0]] = True
+        self.value, self.k1 = allv[~used], allk[~used]
+        return np.where(post >= 0, allk[np.maximum(post, 0)], 0), post >= 0
+
+
+class _Messages:
+    """One rank's sends (or receives) between their record and their file: numbered on
+    their channel (_Counters) when no message can still come before them, and written
+    (per thread, in the order of its records) once every earlier one of the thread
+    has its number."""
+
+    def __init__(self, owner, which):
+        self.owner, self.which = owner, which
+        self.rows = np.zeros(0, _PENDING)
+        self.counts = _Counters()
+
+    def add(self, rows):
+        self.rows = np.concatenate([self.rows, rows]) if len(self.rows) else rows
+
+    def give_up_waiting(self):
+        """The rank's end: a completion whose post never came was posted by itself."""
+        w = ~self.rows["ready"]
+        self.rows["k1"][w] = self.rows["own"][w]
+        self.rows["ready"][w] = True
+
+    def settle(self, below):
+        """Number the messages posted before below (the watermark); write those that
+        can be."""
+        p = self.rows
+        todo = np.flatnonzero(p["ready"] & (p["seq"] < 0) & (p["k1"] < below))
+        if len(todo):
+            todo = todo[np.lexsort((p["idx"][todo], p["thread"][todo], p["k1"][todo]))]
+            out = p["out"][todo]
+            p["seq"][todo[~out]] = 0        # not to the file, on no real rank's channel
+            p["seq"][todo[out]] = self.counts.number(p["chan"][todo[out]])
+        if not len(p):
+            return
+        keep = np.ones(len(p), bool)
+        for t in np.unique(p["thread"]).tolist():
+            i = np.flatnonzero(p["thread"] == t)
+            waits = np.flatnonzero(p["seq"][i] < 0)
+            i = i[:waits[0]] if len(waits) else i
+            if len(i):
+                keep[i] = False
+                e = p[i][p["out"][i]]
+                ends = np.empty(len(e), _END)
+                for f in _END.names:
+                    ends[f] = e[f]
+                self.owner.put(f"{self.which}-{t}", ends.tobytes())
+        if not keep.all():
+            self.rows = p[keep]
+
+
+class _Counters:
+    """Messages so far per channel (64-bit channel hash -> count), as sorted arrays."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, np.uint64)
+        self.n = np.zeros(0, np.int64)
+
+    def number(self, chan):
+        """The numbers of messages of channels chan, given in the order of posting."""
+        u, inv = np.unique(chan, return_inverse=True)
+        inv = inv.reshape(-1)
+        j = np.clip(np.searchsorted(self.keys, u), 0, max(len(self.keys) - 1, 0))
+        known = (self.keys[j] == u) if len(self.keys) else np.zeros(len(u), bool)
+        base = np.where(known, self.n[j] if len(self.keys) else 0, 0)
+        seq = base[inv] + rank_in_group(inv, len(u))
+        cnt = np.bincount(inv, minlength=len(u))
+        self.n[j[known]] += cnt[known]
+        if not known.all():
+            keys = np.r_[self.keys, u[~known]]
+            n = np.r_[self.n, cnt[~known]]
+            o = np.argsort(keys, kind="stable")
+            self.keys, self.n = keys[o], n[o]
+        return seq
+
+    def table(self):
+        return self.keys, self.n
 
 
 class _Channels:
@@ -338,96 +617,105 @@ def _write(f, data, first):
     return False
 
 
-def _threads(thread):
-    """The threads of a rank's records (grouped by thread, as RankTrace holds them),
-    with thread 0 always."""
-    starts = np.flatnonzero(np.r_[True, thread[1:] != thread[:-1]]) if len(thread) else []
-    return sorted(set(thread[starts].tolist()) | {0})
-
-
-def _meta_events(rt):
-    r = rt.rank
+def _meta_events(r, threads):
     out = [{"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}},
            {"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}}]
-    for t in _threads(rt.thread):
+    for t in threads:
         out.append({"ph": "M", "name": "thread_name", "pid": r, "tid": int(t),
                     "args": {"name": "master thread" if t == 0 else f"thread {t}"}})
     return "".join("," + json.dumps(e, separators=(",", ":")) for e in out).encode()
 
 
-def _rank(f, rt, origin, symbolizer, counts, first):
-    rec, typ, thr = rt.rec, rt.rec["type"], rt.thread
-    n = len(rec)
-    counts["records"] += n
-    first = _write(f, _meta_events(rt), first)
-    counts["events"] += 2 + len(_threads(thr))
-    # each sub-record belongs to the CALL before it in its thread
+def _rank(f, X, p, origin, symbolizer, counts, first):
+    """Rank p.rank's events chunk by chunk (RankStream): its MPI calls as they come;
+    its flushes and user regions, which follow all its calls in the file, to temporary
+    files until then."""
+    r = p.rank
+    first = _write(f, _meta_events(r, p.threads), first)
+    counts["events"] += 2 + len(p.threads)
+    stream = X.stream(r)
+    fnames = _quoted(list(stream.functions) + ["?"])
+    regions = {}                    # thread -> its file of the ends of its ENTERs
+    try:
+        later = [tempfile.TemporaryFile(dir=p.ends) for _ in range(2)]
+    except OSError as e:
+        raise _cannot_write(p.path, e) from None
+    try:
+        for c in stream.chunks():
+            counts["records"] += len(c.rec)
+            first = _calls(f, c, fnames, origin, counts, first)
+            _spans(later, c, p, regions, origin, symbolizer, counts)
+        for t in later:
+            t.seek(0)
+            shutil.copyfileobj(t, f, 1 << 20)
+    finally:
+        for t in later + list(regions.values()):
+            t.close()
+    X.notes.extend(stream.finish_notes())
+    return first
+
+
+def _calls(f, c, fnames, origin, counts, first):
+    """The MPI calls of one chunk, with what they did."""
+    rec, typ, thr = c.rec, c.rec["type"], c.thread
+    # each sub-record belongs to the CALL before it (in the chunk: RankStream)
     is_call = typ == T["CALL"]
-    ci = np.flatnonzero(is_call)
     owner = np.cumsum(is_call) - 1
-    if len(ci):
-        owner[(owner >= 0) & (thr[ci[np.maximum(owner, 0)]] != thr)] = -1
-    else:
-        owner[:] = -1
     is_sub = np.isin(typ, SUB) & (owner >= 0)
     kept = is_call | is_sub
     # a call's events list closes at its last sub-record
     nxt_sub = np.r_[is_sub[1:], False]
     has_sub = is_call & nxt_sub
     last_sub = is_sub & ~nxt_sub
-    fnames = _quoted(list(rt.functions) + ["?"])
     sub_names = _quoted([_SUBNAMES.get(k, "?") for k in range(256)])
-    for a in range(0, n, CHUNK):
-        b = min(n, a + CHUNK)
-        idx = a + np.flatnonzero(kept[a:b])
-        if not len(idx):
-            continue
-        call = is_call[idx]
-        c, u = idx[call], idx[~call]
-        # an MPI call: {"name":..,"cat":"MPI","ph":"X","pid":..,"tid":..,"ts":..,"dur":..
-        # then "args":{"events":[ if it did something, else }
-        R = _Rows(len(c))
-        R.lit(',{"name":')
-        R.name(fnames, np.minimum(rec["fn"][c].astype(np.int64), len(fnames) - 1))
-        R.lit(f',"cat":"MPI","ph":"X","pid":{int(rt.rank)},"tid":')
-        R.int(thr[c])
-        R.lit(',"ts":')
-        R.us(rt.t0[c] - origin)
-        R.lit(',"dur":')
-        R.us(np.maximum(rt.t1[c] - rt.t0[c], 0))
-        hs = has_sub[c]
-        R.lit(',"args":{"events":[', hs)
-        R.lit('}', ~hs)
-        # what it did: {"type":..[,"peer":..][,"tag":..][,"bytes":..][,"bytes_received":..]
-        # [,"nonblocking":true]} then , or ]}}
-        st = typ[u]
-        Q = _Rows(len(u))
-        Q.lit('{"type":')
-        Q.name(sub_names, st)
-        peer = rec["peer"][u]
-        Q.lit(',"peer":', peer >= 0)
-        Q.int(peer, peer >= 0)
-        tagged = np.isin(st, TAGGED)
-        Q.lit(',"tag":', tagged)
-        Q.int(rec["tag"][u], tagged)
-        nb = rec["bytes"][u]
-        Q.lit(',"bytes":', nb != 0)
-        Q.int(nb, nb != 0)
-        got = np.where(np.isin(st, RECEIVED), rec["t1"][u], 0)
-        Q.lit(',"bytes_received":', got != 0)
-        Q.int(got, got != 0)
-        Q.lit(',"nonblocking":true', (rec["flags"][u] & F["NONBLOCKING"]) != 0)
-        ls = last_sub[u]
-        Q.lit('},', ~ls)
-        Q.lit('}]}}', ls)
-        first = _write(f, _interleave([R, Q], (~call).astype(np.int64)), first)
-        counts["calls"] += len(c)
-        counts["events"] += len(c)
-    first = _spans(f, rt, origin, symbolizer, counts, first)
+    idx = np.flatnonzero(kept)
+    if not len(idx):
+        return first
+    call = is_call[idx]
+    c_, u = idx[call], idx[~call]
+    # an MPI call: {"name":..,"cat":"MPI","ph":"X","pid":..,"tid":..,"ts":..,"dur":..
+    # then "args":{"events":[ if it did something, else }
+    R = _Rows(len(c_))
+    R.lit(',{"name":')
+    R.name(fnames, np.minimum(rec["fn"][c_].astype(np.int64), len(fnames) - 1))
+    R.lit(f',"cat":"MPI","ph":"X","pid":{int(c.rank)},"tid":')
+    R.int(thr[c_])
+    R.lit(',"ts":')
+    R.us(c.t0[c_] - origin)
+    R.lit(',"dur":')
+    R.us(np.maximum(c.t1[c_] - c.t0[c_], 0))
+    hs = has_sub[c_]
+    R.lit(',"args":{"events":[', hs)
+    R.lit('}', ~hs)
+    # what it did: {"type":..[,"peer":..][,"tag":..][,"bytes":..][,"bytes_received":..]
+    # [,"nonblocking":true]} then , or ]}}
+    st = typ[u]
+    Q = _Rows(len(u))
+    Q.lit('{"type":')
+    Q.name(sub_names, st)
+    peer = rec["peer"][u]
+    Q.lit(',"peer":', peer >= 0)
+    Q.int(peer, peer >= 0)
+    tagged = np.isin(st, TAGGED)
+    Q.lit(',"tag":', tagged)
+    Q.int(rec["tag"][u], tagged)
+    nb = rec["bytes"][u]
+    Q.lit(',"bytes":', nb != 0)
+    Q.int(nb, nb != 0)
+    got = np.where(np.isin(st, RECEIVED), rec["t1"][u], 0)
+    Q.lit(',"bytes_received":', got != 0)
+    Q.int(got, got != 0)
+    Q.lit(',"nonblocking":true', (rec["flags"][u] & F["NONBLOCKING"]) != 0)
+    ls = last_sub[u]
+    Q.lit('},', ~ls)
+    Q.lit('}]}}', ls)
+    first = _write(f, _interleave([R, Q], (~call).astype(np.int64)), first)
+    counts["calls"] += len(c_)
+    counts["events"] += len(c_)
     return first
 
 
-def _complete(f, first, counts, name_table, names, cat, pid, tid, t0, t1, args=None):
+def _complete(f, counts, name_table, names, cat, pid, tid, t0, t1, args=None):
     """Complete events ("ph": "X") of one category; args: {"bytes": ...} values."""
     R = _Rows(len(t0))
     R.lit(',{"name":')
@@ -444,37 +732,34 @@ def _complete(f, first, counts, name_table, names, cat, pid, tid, t0, t1, args=N
         R.lit('}')
     R.lit('}')
     counts["events"] += len(t0)
-    return _write(f, R.matrix(), first)
+    _write(f, R.matrix(), False)
 
 
-def _spans(f, rt, origin, symbolizer, counts, first):
-    """Trace buffer flushes (the tracer's own time) and user regions of one rank."""
-    rec, typ, thr = rt.rec, rt.rec["type"], rt.thread
-    fi = np.flatnonzero(typ == T["FLUSH"])
-    for a in range(0, len(fi), CHUNK):
-        s = fi[a:a + CHUNK]
-        first = _complete(f, first, counts, _quoted([FLUSH_REGION]), np.zeros(len(s), int),
-                          "perfweave", rt.rank, thr[s], rt.t0[s] - origin,
-                          rt.t1[s] - origin, rec["bytes"][s])
-    enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
-    if not enter.any():
-        return first
-    partner = np.full(len(rec), -1, np.int64)
-    bounds = np.flatnonzero(np.r_[True, thr[1:] != thr[:-1], True])
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        p, _, _ = pair_regions(enter[a:b], leave[a:b])
-        partner[a:b] = np.where(p >= 0, p + a, -1)
+def _spans(later, c, p, regions, origin, symbolizer, counts):
+    """Trace buffer flushes (the tracer's own time) to later[0] and user regions to
+    later[1], of one chunk; a region's end is in its thread's file of the first pass."""
+    rec, typ, thr = c.rec, c.rec["type"], c.thread
+    s = np.flatnonzero(typ == T["FLUSH"])
+    if len(s):
+        _complete(later[0], counts, _quoted([FLUSH_REGION]), np.zeros(len(s), int),
+                  "perfweave", c.rank, thr[s], c.t0[s] - origin, c.t1[s] - origin,
+                  rec["bytes"][s])
+    enter = typ == T["ENTER"]
     ei = np.flatnonzero(enter)
-    rnames, _, _ = region_names(rt, enter, symbolizer)
+    if not len(ei):
+        return
+    t = int(thr[0])
+    if t not in regions:
+        try:
+            regions[t] = open(p.file(f"regions-{t}"), "rb")
+        except OSError as e:
+            raise _cannot_write(p.path, e) from None
+    end = np.fromfile(regions[t], np.int64, count=len(ei))
+    end = np.where(end == _NEVER, p.end_of_rank, end)
+    rnames, _, _ = region_names(c, enter, symbolizer)
     table, which = np.unique(rnames.astype(str), return_inverse=True)
-    table = _quoted(table.tolist())
-    end_of_rank = max(rt.t_end, int(rt.t0[ei].max()))
-    for a in range(0, len(ei), CHUNK):
-        s = ei[a:a + CHUNK]
-        end = np.where(partner[s] >= 0, rt.t0[np.maximum(partner[s], 0)], end_of_rank)
-        first = _complete(f, first, counts, table, which.reshape(-1)[a:a + CHUNK], "user",
-                          rt.rank, thr[s], rt.t0[s] - origin, end - origin)
-    return first
+    _complete(later[1], counts, _quoted(table.tolist()), which.reshape(-1), "user",
+              c.rank, thr[ei], c.t0[ei] - origin, end - origin)
 
 
 def _hash(*cols):
@@ -490,30 +775,49 @@ def _hash(*cols):
     return h
 
 
-def _flows(f, ends, r, origin, channels, counts, first):
-    """Flow events of rank r: "s" at each send's call, "f" just before the end of the
-    call that completed each receive. Both ends compute the message's id alone from its
-    channel and number, so ranks are written one at a time."""
+def _flows(f, p, origin, channels, counts, first):
+    """Flow events of rank p.rank: "s" at each send's call, "f" just before the end of
+    the call that completed each receive, read from the first pass's files in chunks.
+    Both ends compute the message's id alone from its channel and number, so ranks are
+    written one at a time."""
+    from perfweave.interop import CHUNK_RECORDS
+
+    r = p.rank
     for which in ("sends", "recvs"):
-        e = np.load(os.path.join(ends, f"{which}-{r}.npy"))
-        e = e[channels.matched(e["chan"], e["seq"])]
-        if not len(e):
-            continue
-        R = _Rows(len(e))
-        R.lit(',{"name":"message","cat":"p2p","ph":"%s","id":"0x' %
-              ("s" if which == "sends" else 'f","bp":"e'))
-        R.hex(_hash(e["chan"], e["seq"]))
-        R.lit(f'","pid":{int(r)},"tid":')
-        R.int(e["thread"])
-        R.lit(',"ts":')
-        R.us(e["ts"] - origin)
-        if which == "sends":
-            R.lit('}')
-            counts["flows"] += len(e)
-        else:
-            R.lit(',"args":{"bytes":')
-            R.int(e["bytes"])
-            R.lit('}}')
-        first = _write(f, R.matrix(), first)
-        counts["events"] += len(e)
+        for t in p.threads:
+            name = p.file(f"{which}-{t}")
+            if not os.path.exists(name):
+                continue
+            left = os.path.getsize(name) // _END.itemsize
+            with open(name, "rb") as src:
+                while left:
+                    e = np.fromfile(src, _END, count=min(left, CHUNK_RECORDS))
+                    left -= len(e)
+                    if not len(e):
+                        break
+                    first = _flow_rows(f, r, which, e[channels.matched(e["chan"],
+                                                                       e["seq"])],
+                                       origin, counts, first)
     return first
+
+
+def _flow_rows(f, r, which, e, origin, counts, first):
+    if not len(e):
+        return first
+    R = _Rows(len(e))
+    R.lit(',{"name":"message","cat":"p2p","ph":"%s","id":"0x' %
+          ("s" if which == "sends" else 'f","bp":"e'))
+    R.hex(_hash(e["chan"], e["seq"]))
+    R.lit(f'","pid":{int(r)},"tid":')
+    R.int(e["thread"])
+    R.lit(',"ts":')
+    R.us(e["ts"] - origin)
+    if which == "sends":
+        R.lit('}')
+        counts["flows"] += len(e)
+    else:
+        R.lit(',"args":{"bytes":')
+        R.int(e["bytes"])
+        R.lit('}}')
+    counts["events"] += len(e)
+    return _write(f, R.matrix(), first)
