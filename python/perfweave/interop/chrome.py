@@ -10,10 +10,11 @@ digits than a double holds.
 
 The file is written rank by rank, each rank read in chunks of records (RankStream), as
 it is made: memory follows neither the trace nor the records of a rank, but what
-carries from one chunk to the next (open requests, channels, open user regions). Events are formatted with numpy as rows of bytes of a
-fixed layout per kind (_Rows): numbers are right-aligned in fields as wide as the
-largest value of the chunk, names padded after their closing quote; JSON allows the
-blanks, and no Python object is made per event.
+carries from one chunk to the next (open requests, channels, open user regions). Events
+are formatted with numpy as rows of bytes of a fixed layout per kind (_Rows): numbers
+are right-aligned in fields as wide as the largest value of the chunk, names padded
+after their closing quote; JSON allows the blanks, and no Python object is made per
+event.
 """
 import json
 import os
