@@ -1,4 +1,4 @@
-"""Presentation of a wait-state analysis (analysis/waitstates.py): call path names with
+"""Presentation of a wait-state analysis (analysis/waitstates/): call path names with
 source locations, and the text rendering of `perfweave analyze` — the metric tree with
 totals and % of the total like Tables 2-3 of Hermanns et al. (IJHPCA 2012), then where
 each wait state occurs (call path and ranks)."""
