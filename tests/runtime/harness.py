@@ -119,6 +119,21 @@ class Run:
         return res.stdout
 
 
+def run_with_stdin_open(cmd, **kwargs):
+    """subprocess.run, output captured, with stdin an empty pipe kept open until the command
+    ends. MPICH's mpiexec (hydra 4.0) forwards the end of its stdin to rank 0's proxy and,
+    not ignoring SIGPIPE, dies of it (exit status 141) when that proxy has already ended:
+    a race its program can win by ending within milliseconds of its start, on a busy
+    machine, with or without perfweave. A stdin at its end from the start (/dev/null, as
+    pytest gives) opens that race in every run; this one, never at its end, does not."""
+    r, w = os.pipe()
+    try:
+        return subprocess.run(cmd, stdin=r, capture_output=True, text=True, **kwargs)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 @pytest.fixture
 def run_pw(tmp_path):
     counter = [0]
@@ -127,7 +142,7 @@ def run_pw(tmp_path):
         counter[0] += 1
         exp = tmp_path / f"exp{counter[0]}"
         cmd = [PERFWEAVE, "run", "-o", str(exp), *options, "--", *map(str, command)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = run_with_stdin_open(cmd, timeout=timeout)
         if check:
             assert proc.returncode == 0, f"{cmd}:\n{proc.stdout}\n{proc.stderr}"
         return Run(exp, proc)
@@ -136,8 +151,7 @@ def run_pw(tmp_path):
 
 
 def bare(command, timeout=180):
-    return subprocess.run(list(map(str, command)), capture_output=True, text=True,
-                          timeout=timeout)
+    return run_with_stdin_open(list(map(str, command)), timeout=timeout)
 
 
 def functions(report):

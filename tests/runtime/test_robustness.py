@@ -1,5 +1,6 @@
 """Runs that do not end well still leave a readable experiment, marked partial, and
 perfweave never changes the program's output, exit status or signal handling."""
+import os
 
 import pytest
 
@@ -153,3 +154,26 @@ def test_callsite_bound_is_recorded(mpi, build, run_pw):
     assert any("overflow" in c["where"] for c in m["callsites"])
     pf = read_profile(r.exp / "profile.pwprof")
     assert (pf.arrays["ranks"]["table_capacity"] == 16).all()
+
+
+def test_launch_conditions_and_exit_status_unchanged(mpi, build, run_pw):
+    """What the program and its launcher inherit (signals ignored, blocked and caught,
+    stdin) is what they inherit without perfweave, in every process between the test and
+    the program, and the exit status is the program's, run after run (Python ignores
+    SIGPIPE in itself: a launcher that inherited that would live on where it dies
+    without perfweave). The program is static, so the runtime cannot enter it: what it
+    prints is only what it inherited."""
+    prog = build(None, "launch_state.c", ("-static",))
+    top = str(os.getpid())
+    for command in ([prog], mpi.launch(2) + [prog]):
+        bare_runs = {code: bare(command + [code, top]) for code in ("0", "3")}
+        for code in ("0", "3", "0", "0"):
+            want = bare_runs[code]
+            assert want.returncode == int(code), want.stderr
+            r = run_pw(command + [code, top], check=False)
+            assert r.proc.returncode == int(code), r.proc.stderr
+            # perfweave's own process, between the test and the launcher, aside
+            got = [ln for ln in r.proc.stdout.splitlines() if not ln.startswith("perfweave ")]
+            assert sorted(got) == sorted(want.stdout.splitlines()), (r.proc.stdout,
+                                                                     want.stdout)
+            assert len(got) == len(want.stdout.splitlines()) > 0
