@@ -64,11 +64,11 @@ void pw_thread_begin(void)
             modules[i]->thread_start();
 }
 
-void pw_modules_reduce(void)
+void pw_modules_reduce(const pw_job *job)
 {
     for (size_t i = 0; i < PW_NMODULES; i++)
         if (modules[i]->reduce)
-            modules[i]->reduce(modules[i]);
+            modules[i]->reduce(job);
 }
 
 /* Is the tick counter invariant (constant rate, runs in all power states)? */

@@ -90,6 +90,17 @@ const char *pw_experiment_dir(void);
  * wrote the process's profile (the core then writes no plain process record). */
 typedef int (*pw_dump_fn)(int state, int in_signal);
 
+/* The job a process is a rank of, for the modules' reduce: given by the module that
+ * knows it (the MPI module, in MPI_Finalize while MPI still works), alike on every rank. */
+typedef struct pw_job {
+    int rank, size;
+    /* Collective (every rank calls it, as often): each rank's n bytes to rank 0, where
+     * *all (malloc'ed, the caller frees) holds them one after the other in rank order and
+     * lens[r] (malloc'ed, freed by the caller) their sizes; both NULL on other ranks. A
+     * rank whose bytes are NULL contributes none. 0 on success. */
+    int (*gather)(const void *mine, size_t n, char **all, int **lens);
+} pw_job;
+
 /* What the core knows of a module: every entry but the name may be 0/NULL. The core
  * calls them in the order of modules/modules.def (dumps in the reverse order, as
  * atexit would), never a module by name. */
@@ -101,9 +112,9 @@ typedef struct pw_module {
                                  options, set the hooks it provides, start threads */
     void (*thread_start)(void); /* a thread begins to be measured (pw_thread_begin) */
     pw_dump_fn dump;          /* the process ends (exit, fatal signal, pw_dump_now) */
-    /* Combine all ranks' data into one file at the job's end; called by the module that
-     * knows the job (pw_modules_reduce), after the dumps. NULL: per-process files. */
-    int (*reduce)(const struct pw_module *self);
+    /* Combine all ranks' data into one file at the job's end (collective: it must make
+     * the same job->gather calls on every rank). NULL: per-process files only. */
+    int (*reduce)(const pw_job *job);
 } pw_module;
 
 /* A module in a library of its own, loaded later (the generated call wrappers per
@@ -115,8 +126,9 @@ void pw_dump_now(int state);
  * keeps its own per-thread flag). The core calls it at a thread's first recorded call;
  * a module that sees threads start (a pthread_create wrapper) calls it there. */
 void pw_thread_begin(void);
-/* Run the reduce of every module that has one, in list order. */
-void pw_modules_reduce(void);
+/* Run the reduce of every module that has one, in list order, on every rank of the job
+ * (the module that knows the job calls it at the job's end). */
+void pw_modules_reduce(const pw_job *job);
 
 /* ---- hooks: how one module's events reach another without naming it ---- */
 /* A module that observes an event sets the hook in its start (before any thread

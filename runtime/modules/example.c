@@ -3,13 +3,16 @@
  * It is built into libperfweave.so like every module and is off unless --example.
  *
  * What it measures: the program's sched_yield calls (a call no other module wraps),
- * counted and timed per thread. What it writes, at the process's end, into the
- * experiment (docs/format.md "Example module"): example/rank-R.json, or
+ * counted and timed per thread; not those an MPI library makes inside an MPI call
+ * (that time is the MPI call's). What it writes into the experiment (docs/format.md
+ * "Example module"): at the process's end, example/rank-R.json, or
  * example/HOST.PID.json for a process without a rank,
  *
  *   {"format": "perfweave-example", "version": 1, "rank": -1, "pid": 123, "host": "h",
  *    "state": "complete", "function": "sched_yield", "threads": 2, "calls": 1000,
  *    "total_ns": 81234, "max_ns": 912}
+ *
+ * and, in an MPI job, at MPI_Finalize, example/job.json: the ranks' totals so far.
  *
  * The pieces every module has, in this file's order:
  *   1. its options: declared in python/perfweave/options.json (here "example"), read
@@ -17,12 +20,15 @@
  *   2. its record: per thread, so the hot path takes no lock and no atomic;
  *   3. its wrappers, in the one shape of runtime/core/wrap.h;
  *   4. its dump: the process's data into the experiment, async-signal-safe;
- *   5. its pw_module, named once in runtime/modules/modules.def.
+ *   5. its reduce (optional): the job's data into one file, through the job's gather;
+ *   6. its pw_module, named once in runtime/modules/modules.def.
  * It talks to the core only (pw.h, wrap.h), never to another module: what it needs of
  * one goes through a hook of pw.h.
  */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,10 +86,17 @@ static void record(int64_t ticks)
  * recorded only when on, measured and not re-entered; return value and errno the real
  * call's ---- */
 
+/* Inside a measured call of another module (an MPI library yielding while it waits):
+ * the core's per-thread activity says so. */
+static int in_measured_call(void)
+{
+    return pw_thread_activity > 0 && pw_thread_activity <= PW_ACT_CLASSES;
+}
+
 PW_EXPORT int sched_yield(void)
 {
     PW_REAL(sched_yield);
-    if (PW_LIKELY(!enabled) || !pw_wrap_enter())
+    if (PW_LIKELY(!enabled) || in_measured_call() || !pw_wrap_enter())
         return real_sched_yield();
     int64_t t0 = pw_ticks();
     int rc = real_sched_yield();
@@ -94,6 +107,28 @@ PW_EXPORT int sched_yield(void)
 }
 
 /* ---- 4. the dump ---- */
+
+/* The process's totals: all its threads' records, durations in ns. */
+typedef struct totals {
+    int64_t threads, calls, total_ns, max_ns;
+} totals;
+
+static totals sum_records(void)
+{
+    totals t = {0, 0, 0, 0};
+    int64_t ticks = 0, max_ticks = 0;
+    for (example_rec *r = __atomic_load_n(&all_recs, __ATOMIC_ACQUIRE); r; r = r->next) {
+        t.threads++;
+        t.calls += r->calls;
+        ticks += r->ticks;
+        if (r->max_ticks > max_ticks)
+            max_ticks = r->max_ticks;
+    }
+    double ns_per_tick = pw_ns_per_tick();
+    t.total_ns = (int64_t)((double)ticks * ns_per_tick + 0.5);
+    t.max_ns = (int64_t)((double)max_ticks * ns_per_tick + 0.5);
+    return t;
+}
 
 /* A small text buffer on the stack: async-signal-safe, unlike pw_buf (malloc). */
 typedef struct out {
@@ -114,6 +149,28 @@ static void put_int(out *o, int64_t v)
     put(o, num);
 }
 
+/* "EXP/example/" into path (the directory made if need be) */
+static void example_dir(out *path, const char *exp)
+{
+    put(path, exp);
+    put(path, "/example");
+    mkdir(path->s, 0777); /* an existing one (another process's) is fine */
+    put(path, "/");
+}
+
+/* ", "key": value" pairs of the totals */
+static void put_totals(out *o, const totals *t)
+{
+    put(o, ", \"threads\": ");
+    put_int(o, t->threads);
+    put(o, ", \"calls\": ");
+    put_int(o, t->calls);
+    put(o, ", \"total_ns\": ");
+    put_int(o, t->total_ns);
+    put(o, ", \"max_ns\": ");
+    put_int(o, t->max_ns);
+}
+
 /* The process ends in `state`: this process's file, also from a fatal signal's handler
  * (then marked by its state). Returns 0: it writes no profile. */
 static int dump(int state, int in_signal)
@@ -122,27 +179,16 @@ static int dump(int state, int in_signal)
     const char *exp = pw_experiment_dir();
     if (!enabled || !exp)
         return 0;
-    int64_t calls = 0, ticks = 0, max_ticks = 0, threads = 0;
-    for (example_rec *r = __atomic_load_n(&all_recs, __ATOMIC_ACQUIRE); r; r = r->next) {
-        threads++;
-        calls += r->calls;
-        ticks += r->ticks;
-        if (r->max_ticks > max_ticks)
-            max_ticks = r->max_ticks;
-    }
-    double ns_per_tick = pw_ns_per_tick();
+    totals t = sum_records();
 #define PW_STATE_NAME(name, value, str) [value] = str,
     static const char *const states[] = {PW_STATES(PW_STATE_NAME)};
 #undef PW_STATE_NAME
     out path = {.n = 0}, o = {.n = 0};
-    put(&path, exp);
-    put(&path, "/example");
-    mkdir(path.s, 0777); /* an existing one (another process's) is fine */
+    example_dir(&path, exp);
     if (pw_rank >= 0) {
-        put(&path, "/rank-");
+        put(&path, "rank-");
         put_int(&path, pw_rank);
     } else {
-        put(&path, "/");
         put(&path, pw_hostname);
         put(&path, ".");
         put_int(&path, getpid());
@@ -158,20 +204,60 @@ static int dump(int state, int in_signal)
     put(&o, pw_hostname); /* a host name has no character JSON would escape */
     put(&o, "\", \"state\": \"");
     put(&o, states[state]);
-    put(&o, "\", \"function\": \"sched_yield\", \"threads\": ");
-    put_int(&o, threads);
-    put(&o, ", \"calls\": ");
-    put_int(&o, calls);
-    put(&o, ", \"total_ns\": ");
-    put_int(&o, (int64_t)((double)ticks * ns_per_tick + 0.5));
-    put(&o, ", \"max_ns\": ");
-    put_int(&o, (int64_t)((double)max_ticks * ns_per_tick + 0.5));
+    put(&o, "\", \"function\": \"sched_yield\"");
+    put_totals(&o, &t);
     put(&o, "}\n");
     pw_file_put(path.s, o.s, o.n); /* whole or not at all; a failure is marked */
     return 0;
 }
 
-/* ---- 5. the module ---- */
+/* ---- 5. the reduce ---- */
+
+/* At the job's end (MPI_Finalize), on every rank: each rank's totals to rank 0, which
+ * writes example/job.json. Collective: every rank takes the same path (the option is
+ * the job's). Not async-signal-safe, and need not be. */
+static int reduce(const pw_job *job)
+{
+    const char *exp = pw_experiment_dir();
+    if (!enabled || !exp)
+        return 0;
+    totals mine = sum_records(), all_ranks = {0, 0, 0, 0};
+    char *all = NULL;
+    int *lens = NULL, reported = 0;
+    if (job->gather(&mine, sizeof mine, &all, &lens) == 0 && job->rank == 0) {
+        size_t at = 0;
+        for (int r = 0; r < job->size; at += (size_t)lens[r], r++) {
+            totals t;
+            if (lens[r] != (int)sizeof t)
+                continue; /* a rank that could not take part */
+            memcpy(&t, all + at, sizeof t);
+            reported++;
+            all_ranks.threads += t.threads;
+            all_ranks.calls += t.calls;
+            all_ranks.total_ns += t.total_ns;
+            if (t.max_ns > all_ranks.max_ns)
+                all_ranks.max_ns = t.max_ns;
+        }
+        out path = {.n = 0}, o = {.n = 0};
+        example_dir(&path, exp);
+        put(&path, "job.json");
+        put(&o, "{\"format\": \"perfweave-example-job\", \"version\": ");
+        put_int(&o, PW_EXAMPLE_VERSION);
+        put(&o, ", \"ranks\": ");
+        put_int(&o, job->size);
+        put(&o, ", \"reported\": ");
+        put_int(&o, reported);
+        put(&o, ", \"function\": \"sched_yield\"");
+        put_totals(&o, &all_ranks);
+        put(&o, "}\n");
+        pw_file_put(path.s, o.s, o.n);
+    }
+    free(all);
+    free(lens);
+    return 0;
+}
+
+/* ---- 6. the module ---- */
 
 /* In the core's constructor, the process being measured. */
 static void start(void) { enabled = pw_opt.example; }
@@ -182,4 +268,5 @@ const pw_module pw_module_example = {
     .options = "example",
     .start = start,
     .dump = dump,
+    .reduce = reduce,
 };

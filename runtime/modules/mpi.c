@@ -948,6 +948,33 @@ out:
     free(modmap);
 }
 
+/* pw_job's gather: each rank's bytes to rank 0 on the runtime's duplicate of
+ * MPI_COMM_WORLD (no application message can match). A rank without memory for its part
+ * contributes nothing rather than leave the others waiting. */
+static int gather(const void *mine, size_t n, char **all, int **lens)
+{
+    int mylen = mine && n <= INT32_MAX ? (int)n : 0, *displs = NULL, ok = 1;
+    *all = NULL;
+    *lens = NULL;
+    if (st.rank == 0) {
+        *lens = calloc((size_t)st.size, sizeof **lens);
+        displs = calloc((size_t)st.size, sizeof *displs);
+    }
+    pmpi.Gather(&mylen, 1, pre.int_, *lens, 1, pre.int_, 0, st.comm);
+    if (st.rank == 0) {
+        size_t total = 0;
+        for (int r = 0; r < st.size; r++) {
+            displs[r] = (int)total;
+            total += (size_t)(*lens)[r];
+        }
+        *all = malloc(total ? total : 1);
+        ok = *all && *lens && displs;
+    }
+    pmpi.Gatherv(mine, mylen, pre.byte, *all, *lens, displs, pre.byte, 0, st.comm);
+    free(displs);
+    return ok ? 0 : -1;
+}
+
 void pw_mpi_finalize_begin(int fn, void *ra)
 {
     (void)fn;
@@ -962,6 +989,9 @@ void pw_mpi_finalize_begin(int fn, void *ra)
                             st.offset_fini_err, st.t_init_leave, st.t_fini_enter};
     pw_trace_end(PW_STATE_COMPLETE, &clock);
 
+    pw_job job = {st.rank, st.size, gather};
+    pw_modules_reduce(&job); /* the other modules' job-wide files, MPI still up */
+
     pw_local l;
     size_t len = 0;
     char *blob = NULL;
@@ -969,25 +999,10 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         blob = blob_pack(&l, &len);
         pw_local_free(&l);
     }
-    if (!blob)
-        len = 0; /* contribute nothing rather than leave the others waiting */
-    int mylen = (int)len, *lens = NULL, *displs = NULL;
+    int *lens = NULL;
     char *all = NULL;
-    if (st.rank == 0) {
-        lens = calloc((size_t)st.size, sizeof *lens);
-        displs = calloc((size_t)st.size, sizeof *displs);
-    }
-    pmpi.Gather(&mylen, 1, pre.int_, lens, 1, pre.int_, 0, st.comm);
-    if (st.rank == 0) {
-        size_t total = 0;
-        for (int r = 0; r < st.size; r++) {
-            displs[r] = (int)total;
-            total += (size_t)lens[r];
-        }
-        all = malloc(total ? total : 1);
-    }
-    pmpi.Gatherv(blob, mylen, pre.byte, all, lens, displs, pre.byte, 0, st.comm);
-    if (st.rank == 0) {
+    gather(blob, blob ? len : 0, &all, &lens);
+    if (st.rank == 0 && all && lens) {
         /* drop empty contributions (a rank out of memory) */
         int n = 0;
         for (int r = 0; r < st.size; r++)
@@ -997,7 +1012,6 @@ void pw_mpi_finalize_begin(int fn, void *ra)
     }
     free(all);
     free(lens);
-    free(displs);
     free(blob);
     st.finalized = 1;
 }
