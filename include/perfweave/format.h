@@ -17,6 +17,17 @@
 #define PW_PROFILE_VERSION 2 /* 2: counts' inside_ns, before_ns */
 #define PW_PROFILE_MAGIC "perfweave-profile"
 
+/* String fields of the profile header, in the order written (after world_size);
+ * "" where the writer of the profile has none. */
+#define PW_PROFILE_STRINGS(X)                                                              \
+    X(mpi_library) /* the MPI library's version string */                                 \
+    X(mpi_flavor)  /* which runtime build recorded the calls */
+#define PW_PROFILE_STRING_ENUM(name) PW_PSTR_##name,
+enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
+#undef PW_PROFILE_STRING_ENUM
+/* Header key of the names of the events that count records refer to. */
+#define PW_PROFILE_EVENTS_KEY "counters"
+
 /* One row per rank (or per process for programs without MPI). Times are
  * nanoseconds of the rank's CLOCK_MONOTONIC; offset_* convert them to rank 0's
  * clock: t_rank0 = t_local - offset. */

@@ -1,7 +1,8 @@
 /*
- * Process-level runtime: options, activation, logging, and saving data when the
- * process ends (normal exit, or a fatal signal) through the modules' dump
- * callbacks.
+ * Process-level runtime: options, activation, logging, the modules (started, told of
+ * new threads and dumped through the one list, modules/modules.def), the hooks and
+ * per-thread state they share, and saving data when the process ends (normal exit,
+ * or a fatal signal) through the modules' dump callbacks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "pw.h"
+#include "wrap.h"
 
 struct pw_options pw_opt;
 int pw_active;
@@ -21,6 +23,53 @@ int64_t pw_t_start;
 char pw_hostname[256];
 int pw_use_tsc;
 int64_t pw_tick_start;
+
+/* ---- the modules: the list is the one place that names them ---- */
+#define PW_MODULE(name) extern const pw_module pw_module_##name;
+#include "modules/modules.def"
+#undef PW_MODULE
+#define PW_MODULE(name) &pw_module_##name,
+static const pw_module *const modules[] = {
+#include "modules/modules.def"
+};
+#undef PW_MODULE
+#define PW_NMODULES (sizeof modules / sizeof *modules)
+
+pw_hooks_t pw_hooks;
+int pw_rank = -1;
+pw_activity *pw_act;
+PW_TLS int pw_thread_activity;
+PW_TLS uintptr_t pw_call_anchor, pw_call_here;
+int pw_want_anchor;
+
+__attribute__((noinline)) void *pw_code_here(void) { return __builtin_return_address(0); }
+
+void pw_rank_known(int rank)
+{
+    if (pw_act)
+        pw_act->rank = rank;
+    pw_rank = rank;
+}
+
+void pw_rank_joining(void)
+{
+    if (pw_act && pw_act->rank == PW_ACT_NO_JOB)
+        pw_act->rank = PW_ACT_JOINING;
+}
+
+void pw_thread_begin(void)
+{
+    for (size_t i = 0; i < PW_NMODULES; i++)
+        if (modules[i]->thread_start)
+            modules[i]->thread_start();
+}
+
+void pw_modules_reduce(const pw_job *job)
+{
+    for (size_t i = 0; i < PW_NMODULES; i++)
+        if (modules[i]->reduce)
+            modules[i]->reduce(job);
+}
 
 /* Is the tick counter invariant (constant rate, runs in all power states)? */
 static int invariant_counter(void)
@@ -180,7 +229,7 @@ static int skipped_executable(void)
     exe[n] = 0;
     const char *base = strrchr(exe, '/');
     base = base ? base + 1 : exe;
-    /* also match by argv[0]'s name: launchers are often symlinks (mpirun -> orterun) */
+    /* also match by argv[0]'s name: launchers are often symlinks to another name */
     char cmd[4096] = "";
     FILE *f = fopen("/proc/self/cmdline", "r");
     if (f) {
@@ -269,10 +318,17 @@ static void dump_all(int state, int in_signal)
     }
     int saved_errno = errno;
     int done = 0;
-    for (int i = 0; i < ndumps && !done; i++)
-        done = dumps[i](state, in_signal);
+    pw_wrap_depth++; /* what the dumps call is not the program's: not recorded */
+    /* every module's, the list's in reverse (last started, first ended), then the
+     * modules loaded later; one of them may write the process's profile */
+    for (size_t i = PW_NMODULES; i-- > 0;)
+        if (modules[i]->dump)
+            done |= modules[i]->dump(state, in_signal);
+    for (int i = 0; i < ndumps; i++)
+        done |= dumps[i](state, in_signal);
     if (!done)
         write_process_profile(state, in_signal);
+    pw_wrap_depth--;
     __atomic_store_n(&dump_state, 2, __ATOMIC_RELEASE);
     errno = saved_errno;
 }
@@ -326,12 +382,14 @@ __attribute__((constructor)) static void pw_init(void)
         strcpy(pw_hostname, "unknown");
     pw_active = 1;
     pw_trace_hooks = pw_opt.trace; /* shadow stacks of instrumented functions from now */
-    pw_counters_init();            /* before any call-site table exists */
+    /* in list order: a module that sizes the call-site tables (pw_nevents) comes before
+     * any that records; libraries they load are in the snapshot of loaded objects */
+    for (size_t i = 0; i < PW_NMODULES; i++)
+        if (modules[i]->start)
+            modules[i]->start();
     pw_objects_refresh();
     atexit(at_exit);
     if (pw_opt.catch_signals)
         install_signal_handlers();
-    pw_nodes_start();
-    pw_sampler_start();
     pw_debug("active in pid %d", (int)getpid());
 }

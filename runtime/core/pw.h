@@ -3,9 +3,9 @@
  *
  * core/ owns the process: configuration (pw_opt), clocks, the loaded-object
  * snapshot that turns addresses into (module, offset), per-thread call-site
- * tables, and the writer of profile files. A module (modules/mpi.c, ...) wraps
- * calls, records into call-site tables and registers a dump callback that the
- * core runs at exit or on a fatal signal.
+ * tables, and the writer of profile files. A module (modules/modules.def lists
+ * them) wraps calls, records into call-site tables, and has a dump callback that
+ * the core runs at exit or on a fatal signal.
  */
 #ifndef PW_CORE_H
 #define PW_CORE_H
@@ -18,7 +18,7 @@
 #include "pw_options.h"
 
 /* Everything declared here is the core's interface to modules, and a module may be
- * a library of its own that the core loads (the MPI module, mpi_loader.c): these
+ * a library of its own that the core loads (one per library flavour): these
  * names are exported from libperfweave.so, all else in it stays hidden. */
 #pragma GCC visibility push(default)
 
@@ -82,51 +82,122 @@ void pw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Experiment directory (PERFWEAVE_EXPERIMENT), NULL when unset. */
 const char *pw_experiment_dir(void);
 
+/* ---- modules (modules/modules.def lists them; docs/architecture.md) ---- */
+
 /* A module's dump callback: write this process's data because the process is
  * ending in state `state` (PW_STATE_*). `in_signal` is set when called from a
  * signal handler: only async-signal-safe work is allowed then. Returns 1 if it
- * wrote the process's data (the core then writes nothing for it). */
+ * wrote the process's profile (the core then writes no plain process record). */
 typedef int (*pw_dump_fn)(int state, int in_signal);
+
+/* The job a process is a rank of, for the modules' reduce: given by the module that
+ * knows it (the MPI module, in MPI_Finalize while MPI still works), alike on every rank. */
+typedef struct pw_job {
+    int rank, size;
+    /* Collective (every rank calls it, as often): each rank's n bytes to rank 0, where
+     * *all (malloc'ed, the caller frees) holds them one after the other in rank order and
+     * lens[r] (malloc'ed, freed by the caller) their sizes; both NULL on other ranks. A
+     * rank whose bytes are NULL contributes none. 0 on success. */
+    int (*gather)(const void *mine, size_t n, char **all, int **lens);
+} pw_job;
+
+/* What the core knows of a module: every entry but the name may be 0/NULL. The core
+ * calls them in the order of modules/modules.def (dumps in the reverse order, as
+ * atexit would), never a module by name. */
+typedef struct pw_module {
+    const char *name;         /* one word, as in its files and options */
+    int version;              /* of the files it writes (its own format, docs/format.md) */
+    const char *options;      /* the options.json entries it owns, comma-separated */
+    void (*start)(void);      /* core constructor, the process being measured: read its
+                                 options, set the hooks it provides, start threads */
+    void (*thread_start)(void); /* a thread begins to be measured (pw_thread_begin) */
+    pw_dump_fn dump;          /* the process ends (exit, fatal signal, pw_dump_now) */
+    /* Combine all ranks' data into one file at the job's end (collective: it must make
+     * the same job->gather calls on every rank). NULL: per-process files only. */
+    int (*reduce)(const pw_job *job);
+} pw_module;
+
+/* A module in a library of its own, loaded later (the generated call wrappers per
+ * library flavour): its dump, run after those of the list. */
 void pw_register_dump(pw_dump_fn fn);
-/* Save now (e.g. in MPI_Abort), once: later exit or signal paths write nothing. */
+/* Save now (e.g. in an abort call), once: later exit or signal paths write nothing. */
 void pw_dump_now(int state);
+/* Run every module's thread_start in the calling thread (once per thread: a module
+ * keeps its own per-thread flag). The core calls it at a thread's first recorded call;
+ * a module that sees threads start (a pthread_create wrapper) calls it there. */
+void pw_thread_begin(void);
+/* Run the reduce of every module that has one, in list order, on every rank of the job
+ * (the module that knows the job calls it at the job's end). */
+void pw_modules_reduce(const pw_job *job);
 
-/* ---- call-stack sampling (modules/sampler.c, --sample) ---- */
-extern PW_TLS int pw_sample_state; /* 0 computation, 1 + family: in an MPI call */
-#define PW_SAMPLE_MPI_OTHER PW_ACT_FAMILIES /* 1 + the family "other" (MPI_Init, ...) */
-/* In an MPI call, for the frame-pointer walk: the outermost wrapper's frame and an
- * address inside it (libraries without frame pointers break the chain below it). */
-extern PW_TLS uintptr_t pw_sample_anchor, pw_sample_here;
-extern int pw_sampling; /* the sampler runs in this process */
+/* ---- hooks: how one module's events reach another without naming it ---- */
+/* A module that observes an event sets the hook in its start (before any thread
+ * records); the module where the event happens calls it when it is set. An unset
+ * hook costs a load and a branch on the hot path, as a flag would. */
+struct pw_site;
+struct pw_sitetab;
+typedef struct pw_hooks {
+    /* a measured call begins in this thread, before its clock starts */
+    void (*call_enter)(void);
+    /* ... it ended and was recorded in site s of the thread's table t */
+    void (*call_leave)(struct pw_sitetab *t, struct pw_site *s);
+    /* the program's measured part begins in this thread (the job's start-up call, e.g.
+     * MPI_Init, returned): per-thread baselines restart from now */
+    void (*app_begin)(void);
+    /* from a signal handler: the thread's pw_event_names counts now, cumulative, into
+     * out[0..max-1]; 0 when they cannot be read safely */
+    int (*read_events)(int64_t *out, int max);
+} pw_hooks_t;
+extern pw_hooks_t pw_hooks;
+
+/* The events counted per call site and per thread (set by the module that counts
+ * them in its start, before any call-site table exists; 0: none). */
+#define PW_MAX_EVENTS 16
+extern int pw_nevents;
+extern const char *pw_event_names[PW_MAX_EVENTS + 1];
+
+/* The process's rank in its job once known, else -1 (set through pw_rank_known). */
+extern int pw_rank;
+/* Tell the core (and the activity page) the process's rank. */
+void pw_rank_known(int rank);
+/* The process joins a job (its start-up call began) and has no rank yet. */
+void pw_rank_joining(void);
+
+/* ---- what each thread is doing (set by wrappers, read by observers) ---- */
+/* Calls are in activity classes (the recording module's families: p2p, coll, rma, sync,
+ * io, other, its spec's order). 0: computation; 1 + class: in a measured call of that
+ * class; PW_ACTIVITY_SLEEP, PW_ACTIVITY_WAIT: blocked outside one. */
+#define PW_ACT_CLASSES 6
+#define PW_ACTIVITY_OTHER PW_ACT_CLASSES /* 1 + the class "other" (start-up, ...) */
+#define PW_ACTIVITY_SLEEP (1 + PW_ACT_CLASSES)
+#define PW_ACTIVITY_WAIT (2 + PW_ACT_CLASSES) /* blocked in poll, select, epoll, pause, ... */
+extern PW_TLS int pw_thread_activity;
+/* In a measured call, for a frame-pointer walk: the outermost wrapper's frame and an
+ * address inside it (libraries without frame pointers break the chain below it). Kept
+ * only while pw_want_anchor (set by a module that walks stacks). */
+extern PW_TLS uintptr_t pw_call_anchor, pw_call_here;
+extern int pw_want_anchor;
 void *pw_code_here(void); /* an address in the function that calls it */
-extern int pw_rank;                /* MPI_COMM_WORLD rank once known, else -1 */
-void pw_sampler_start(void);       /* core constructor */
-void pw_sampler_thread(void);      /* sample the calling thread from now on */
 
-/* ---- node-level sources (modules/nodes.c) ---- */
-/* Start this node's sampler thread if this is the node's first measured process. */
-void pw_nodes_start(void);
-
-/* This process's activity page: time in MPI calls by family, cumulative, in a small
- * shared file (timeline/HOST.PID.act) that the node's sampler reads every tick. One
- * plain store per call (a thread may lose another's concurrent add: sampling
- * precision only). NULL when the node timeline is off. */
-#define PW_ACT_FAMILIES 6 /* p2p, coll, rma, sync, io, other (mpi.spec's order) */
-#define PW_ACT_NOT_MPI -1  /* rank of a process that has not called MPI */
-#define PW_ACT_IN_INIT -2  /* called MPI, not yet through MPI_Init */
+/* This process's activity page: time in measured calls by class, cumulative, in a
+ * small shared file that a node-level reader maps (NULL: none). Created by the module
+ * that reads it; one plain store per call (a thread may lose another's concurrent add:
+ * sampling precision only). */
+#define PW_ACT_NO_JOB -1  /* rank of a process that has joined no job */
+#define PW_ACT_JOINING -2 /* joining one, no rank yet */
 typedef struct pw_activity {
     int64_t magic, pid;
-    int32_t rank, version; /* rank: MPI_COMM_WORLD's once known, else PW_ACT_* */
-    int64_t ticks[PW_ACT_FAMILIES]; /* pw_ticks() spent in MPI calls */
+    int32_t rank, version; /* rank: in the job once known, else PW_ACT_* */
+    int64_t ticks[PW_ACT_CLASSES]; /* pw_ticks() spent in measured calls */
     int64_t calls;
 } pw_activity;
 extern pw_activity *pw_act;
-static inline void pw_act_add(int family, int64_t ticks)
+static inline void pw_act_add(int cls, int64_t ticks)
 {
     pw_activity *a = pw_act;
-    if (PW_LIKELY(a == NULL) || family < 0)
+    if (PW_LIKELY(a == NULL) || cls < 0)
         return;
-    __atomic_store_n(&a->ticks[family], __atomic_load_n(&a->ticks[family], __ATOMIC_RELAXED) + ticks,
+    __atomic_store_n(&a->ticks[cls], __atomic_load_n(&a->ticks[cls], __ATOMIC_RELAXED) + ticks,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&a->calls, __atomic_load_n(&a->calls, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
@@ -163,8 +234,7 @@ typedef struct pw_sitetab {
     size_t nslots, used, entry_size, bytes;
     int64_t dropped;         /* calls folded into an overflow site */
     int64_t *hist;           /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ticks; NULL if off */
-    size_t ctr_offset;       /* of a site's counters ([2][pw_nctr]: inside, before; then
-                                the ns they cover: inside, before) */
+    size_t events_offset;    /* of a site's event counts (pw_site_events) */
     char *slots;
 } pw_sitetab;
 
@@ -199,17 +269,11 @@ int pw_sitetabs_count(void);
 /* Size of the function id space (set by modules before recording). */
 extern int pw_nfunctions;
 
-/* ---- PAPI counters per thread (modules/counters.c, --counters) ---- */
-extern int pw_nctr;                     /* events counted (0: off); set before tables */
-extern const char *pw_ctr_names[];
-void pw_counters_init(void);            /* core constructor: open PAPI, check events */
-void pw_counters_begin(void);           /* start counting in this thread (MPI_Init) */
-void pw_counters_enter(void);           /* a measured call begins in this thread */
-void pw_counters_leave(pw_sitetab *t, pw_site *s); /* ... ends: charge its site */
-int pw_counters_sample(int64_t *out, int max);     /* signal handler: read, or 0 */
-static inline int64_t *pw_site_ctr(const pw_sitetab *t, pw_site *s)
+/* A site's event counts (pw_nevents > 0): inside [pw_nevents], before [pw_nevents], then
+ * the ns each covers (inside, before); charged by the counting module's call_leave. */
+static inline int64_t *pw_site_events(const pw_sitetab *t, pw_site *s)
 {
-    return (int64_t *)((char *)s + t->ctr_offset);
+    return (int64_t *)((char *)s + t->events_offset);
 }
 
 static inline int pw_hist_bucket(int64_t bytes)
@@ -298,13 +362,12 @@ typedef struct pw_profile {
     pw_frame_rec *frames; size_t nframes;
     pw_hist_rec *hist;    size_t nhist;
     pw_count_rec *counts; size_t ncounts;
-    const char **counters; size_t ncounters; /* event names of counts */
+    const char **events; size_t nevents;    /* event names of counts */
     const char **hosts;   size_t nhosts;
     const char **modules; size_t nmodules;  /* paths */
     const char **buildids;                  /* parallel to modules */
     const char **functions; const char **families; size_t nfunctions;
-    const char *mpi_library;                /* MPI_Get_library_version, or "" */
-    const char *mpi_flavor;                 /* build flavour of the runtime */
+    const char *strings[PW_PROFILE_NSTRINGS]; /* header strings (format.h), "" unset */
     int world_size;
     int partial;                            /* 1: one rank's own dump */
 } pw_profile;

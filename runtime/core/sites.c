@@ -12,6 +12,8 @@
 #include "pw.h"
 
 int pw_nfunctions;
+int pw_nevents;
+const char *pw_event_names[PW_MAX_EVENTS + 1];
 
 static pw_sitetab *all_tables;
 static int ntables;
@@ -44,9 +46,9 @@ pw_sitetab *pw_sitetab_create(void)
 {
     size_t entry = sizeof(pw_site) + (size_t)(pw_opt.callsite_depth - 1) * sizeof(uintptr_t);
     entry = (entry + 7) & ~(size_t)7;
-    size_t ctr_offset = entry;
-    if (pw_nctr) /* inside and before per event, then the wall time each covers */
-        entry += (2 * (size_t)pw_nctr + 2) * sizeof(int64_t);
+    size_t events_offset = entry;
+    if (pw_nevents) /* inside and before per event, then the wall time each covers */
+        entry += (2 * (size_t)pw_nevents + 2) * sizeof(int64_t);
     size_t nslots = pow2_at_least(2 * ((size_t)pw_opt.max_callsites + (size_t)pw_nfunctions));
     size_t hist = pw_opt.histograms && pw_nfunctions
                       ? (size_t)pw_nfunctions * PW_HIST_BUCKETS * 3 * sizeof(int64_t)
@@ -58,7 +60,7 @@ pw_sitetab *pw_sitetab_create(void)
     pw_sitetab *t = (pw_sitetab *)mem;
     t->nslots = nslots;
     t->entry_size = entry;
-    t->ctr_offset = ctr_offset;
+    t->events_offset = events_offset;
     t->bytes = bytes;
     t->slots = mem + sizeof(pw_sitetab);
     t->hist = hist ? (int64_t *)(t->slots + nslots * entry) : NULL;
@@ -68,7 +70,7 @@ pw_sitetab *pw_sitetab_create(void)
         ;
     __atomic_fetch_add(&ntables, 1, __ATOMIC_RELAXED);
     pw_self_table = t;
-    pw_sampler_thread(); /* a thread's first recorded call: sample it too (if --sample) */
+    pw_thread_begin(); /* a thread's first recorded call: the modules' per-thread start */
     return t;
 }
 

@@ -290,10 +290,11 @@ int pw_profile_write(const pw_profile *p, const char *path)
     pw_buf_puts(&h, p->partial ? "true" : "false");
     pw_buf_puts(&h, ",\"world_size\":");
     pw_buf_int(&h, p->world_size);
-    pw_buf_puts(&h, ",\"mpi_library\":");
-    pw_buf_jstr(&h, p->mpi_library);
-    pw_buf_puts(&h, ",\"mpi_flavor\":");
-    pw_buf_jstr(&h, p->mpi_flavor);
+#define PW_PUT_STRING(name)                                                                \
+    pw_buf_puts(&h, ",\"" #name "\":");                                                    \
+    pw_buf_jstr(&h, p->strings[PW_PSTR_##name] ? p->strings[PW_PSTR_##name] : "");
+    PW_PROFILE_STRINGS(PW_PUT_STRING)
+#undef PW_PUT_STRING
     pw_buf_puts(&h, ",\"hist_buckets\":");
     pw_buf_int(&h, PW_HIST_BUCKETS);
     jstr_list(&h, "hosts", p->hosts, p->nhosts);
@@ -301,7 +302,7 @@ int pw_profile_write(const pw_profile *p, const char *path)
     jstr_list(&h, "buildids", p->buildids, p->nmodules);
     jstr_list(&h, "functions", p->functions, p->nfunctions);
     jstr_list(&h, "families", p->families, p->nfunctions);
-    jstr_list(&h, "counters", p->counters, p->ncounters);
+    jstr_list(&h, PW_PROFILE_EVENTS_KEY, p->events, p->nevents);
     pw_buf_puts(&h, ",\"states\":[");
 #define PW_STATE_NAME(name, value, str) "\"" str "\","
     static const char states[] = PW_STATES(PW_STATE_NAME);
@@ -375,7 +376,7 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     size_t nhist_cells = (size_t)nfunctions * PW_HIST_BUCKETS;
     size_t bytes = sizeof(pw_site_rec) * (nsites + 1) + sizeof(pw_frame_rec) * (nframes + 1) +
                    sizeof(pw_hist_rec) * (nhist_cells + 1) + sizeof(int64_t) * 3 * nhist_cells +
-                   sizeof(pw_count_rec) * (nsites * (size_t)pw_nctr + 1) +
+                   sizeof(pw_count_rec) * (nsites * (size_t)pw_nevents + 1) +
                    sizeof(int) * (size_t)(nobj + 1) + 2 * sizeof(char *) * (size_t)(nobj + 1);
     char *mem = pw_alloc(bytes);
     if (!mem)
@@ -387,7 +388,7 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     pw_hist_rec *hist = (pw_hist_rec *)(frames + nframes + 1);
     int64_t *cells = (int64_t *)(hist + nhist_cells + 1);
     pw_count_rec *counts = (pw_count_rec *)(cells + 3 * nhist_cells);
-    int *objmap = (int *)(counts + nsites * (size_t)pw_nctr + 1);
+    int *objmap = (int *)(counts + nsites * (size_t)pw_nevents + 1);
     const char **modules = (const char **)(objmap + nobj + 1);
     const char **buildids = modules + nobj + 1;
     int nmodules = 0;
@@ -420,13 +421,13 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
             pw_site *s = pw_site_at(t, i);
             if (!s->used || s->count <= 0)
                 continue;
-            for (int e = 0; e < pw_nctr; e++) {
-                const int64_t *c = pw_site_ctr(t, s);
-                if (c[e] || c[pw_nctr + e])
+            for (int e = 0; e < pw_nevents; e++) {
+                const int64_t *c = pw_site_events(t, s);
+                if (c[e] || c[pw_nevents + e])
                     counts[ci++] = (pw_count_rec){.site = (int64_t)si, .event = e,
-                                                  .inside = c[e], .before = c[pw_nctr + e],
-                                                  .inside_ns = c[2 * pw_nctr],
-                                                  .before_ns = c[2 * pw_nctr + 1]};
+                                                  .inside = c[e], .before = c[pw_nevents + e],
+                                                  .inside_ns = c[2 * pw_nevents],
+                                                  .before_ns = c[2 * pw_nevents + 1]};
             }
             pw_site_rec *r = &sites[si++];
             r->rank = rank->rank;
@@ -492,8 +493,8 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     p->nhist = hi;
     p->counts = counts;
     p->ncounts = ci;
-    p->counters = pw_ctr_names;
-    p->ncounters = (size_t)pw_nctr;
+    p->events = pw_event_names;
+    p->nevents = (size_t)pw_nevents;
     p->hosts = hosts;
     p->nhosts = 1;
     p->modules = modules;
@@ -502,8 +503,8 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     p->functions = functions;
     p->families = families;
     p->nfunctions = (size_t)nfunctions;
-    p->mpi_library = "";
-    p->mpi_flavor = "";
+    for (int i = 0; i < PW_PROFILE_NSTRINGS; i++)
+        p->strings[i] = "";
     p->world_size = 1;
     p->partial = 1;
     return 0;

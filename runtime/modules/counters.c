@@ -30,15 +30,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pw.h"
+#include "counters.h"
 
-#define PW_MAX_CTR 16
 #define PAPI_OK_ 0
 #define PAPI_NULL_ (-1)
 
-int pw_nctr;
-const char *pw_ctr_names[PW_MAX_CTR + 1];
-static char names_buf[PW_MAX_CTR][128];
+/* The events kept: the core's pw_event_names point here (the call-site tables make
+ * room for pw_nevents per site). */
+static char names_buf[PW_MAX_EVENTS][128];
 
 static struct {
     void *lib;
@@ -65,11 +64,16 @@ static PW_TLS struct {
     int entered; /* entry[] holds the current call's entry reading */
     int es;
     int nslots;            /* events in the set: those that could be added here */
-    int slot[PW_MAX_CTR];  /* event -> its place in the set's readings, -1: not counted */
+    int slot[PW_MAX_EVENTS];  /* event -> its place in the set's readings, -1: not counted */
     int64_t last_ns;  /* time of the last read */
     int64_t entry_ns; /* time of the current call's entry reading */
-    long long entry[PW_MAX_CTR], last[PW_MAX_CTR];
+    long long entry[PW_MAX_EVENTS], last[PW_MAX_EVENTS];
 } th;
+
+static void call_enter(void);
+static void call_leave(pw_sitetab *t, pw_site *s);
+static void app_begin(void);
+static int read_events(int64_t *out, int max);
 
 static const char *papi_err(int rc)
 {
@@ -93,12 +97,12 @@ static unsigned long self_id(void) { return (unsigned long)pthread_self(); }
 static int countable(const char *ev)
 {
     int es = PAPI_NULL_, rc = papi.create_eventset(&es);
-    for (int e = 0; rc == PAPI_OK_ && e < pw_nctr; e++)
-        rc = papi.add_named_event(es, pw_ctr_names[e]);
+    for (int e = 0; rc == PAPI_OK_ && e < pw_nevents; e++)
+        rc = papi.add_named_event(es, pw_event_names[e]);
     if (rc == PAPI_OK_)
         rc = papi.add_named_event(es, ev);
     if (rc == PAPI_OK_ && (rc = papi.start(es)) == PAPI_OK_) {
-        long long v[PW_MAX_CTR + 1];
+        long long v[PW_MAX_EVENTS + 1];
         papi.stop(es, v);
     }
     if (es != PAPI_NULL_) {
@@ -121,7 +125,7 @@ static int first_process(void)
     return 1;
 }
 
-void pw_counters_init(void)
+static void start(void)
 {
     if (!pw_opt.counters || !*pw_opt.counters)
         return;
@@ -173,8 +177,8 @@ void pw_counters_init(void)
     char *save = NULL;
     for (char *ev = strtok_r(list, ",", &save); ev; ev = strtok_r(NULL, ",", &save)) {
         int code, rc;
-        if (pw_nctr == PW_MAX_CTR) {
-            pw_log("--counters: at most %d events; %s and later ones ignored", PW_MAX_CTR, ev);
+        if (pw_nevents == PW_MAX_EVENTS) {
+            pw_log("--counters: at most %d events; %s and later ones ignored", PW_MAX_EVENTS, ev);
             break;
         }
         if ((rc = papi.name_to_code(ev, &code)) != PAPI_OK_) {
@@ -188,9 +192,15 @@ void pw_counters_init(void)
                        ev, papi_err(rc));
             continue;
         }
-        snprintf(names_buf[pw_nctr], sizeof names_buf[0], "%s", ev);
-        pw_ctr_names[pw_nctr] = names_buf[pw_nctr];
-        pw_nctr++;
+        snprintf(names_buf[pw_nevents], sizeof names_buf[0], "%s", ev);
+        pw_event_names[pw_nevents] = names_buf[pw_nevents];
+        pw_nevents++;
+    }
+    if (pw_nevents) {
+        pw_hooks.call_enter = call_enter;
+        pw_hooks.call_leave = call_leave;
+        pw_hooks.app_begin = app_begin;
+        pw_hooks.read_events = read_events;
     }
 }
 
@@ -202,7 +212,7 @@ static int thread_start(void)
     if (rc == PAPI_OK_ && pw_opt.counters_multiplex) {
         /* PAPI's order: bind the empty set to the events' component, then multiplex */
         int code = 0, mrc;
-        papi.name_to_code(pw_ctr_names[0], &code);
+        papi.name_to_code(pw_event_names[0], &code);
         mrc = papi.assign_component(th.es, papi.event_component(code));
         if (mrc == PAPI_OK_)
             mrc = papi.set_multiplex(th.es);
@@ -213,15 +223,15 @@ static int thread_start(void)
     }
     /* an event this thread cannot add is left out (reads as 0), the others counted */
     th.nslots = 0;
-    for (int e = 0; rc == PAPI_OK_ && e < pw_nctr; e++) {
-        int arc = papi.add_named_event(th.es, pw_ctr_names[e]);
+    for (int e = 0; rc == PAPI_OK_ && e < pw_nevents; e++) {
+        int arc = papi.add_named_event(th.es, pw_event_names[e]);
         th.slot[e] = arc == PAPI_OK_ ? th.nslots++ : -1;
         static int said;
         if (arc != PAPI_OK_ && first_process() &&
             !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
             pw_log("--counters: cannot count %s in a thread (%s); counting the others%s",
-                   pw_ctr_names[e], papi_err(arc),
-                   pw_nctr > 1 ? " (or try fewer events, or --counters-multiplex)" : "");
+                   pw_event_names[e], papi_err(arc),
+                   pw_nevents > 1 ? " (or try fewer events, or --counters-multiplex)" : "");
     }
     if (rc == PAPI_OK_ && !th.nslots)
         rc = PAPI_NULL_;
@@ -236,24 +246,33 @@ static int thread_start(void)
 /* The thread's counts of every event, in --counters order (0: not counted here). */
 static int read_counters(long long *out)
 {
-    if (th.nslots == pw_nctr) /* every event counted: PAPI's order is ours */
+    if (th.nslots == pw_nevents) /* every event counted: PAPI's order is ours */
         return papi.read(th.es, out);
-    long long raw[PW_MAX_CTR];
+    long long raw[PW_MAX_EVENTS];
     int rc = papi.read(th.es, raw);
     if (rc != PAPI_OK_)
         return rc;
-    for (int e = 0; e < pw_nctr; e++)
+    for (int e = 0; e < pw_nevents; e++)
         out[e] = th.slot[e] >= 0 ? raw[th.slot[e]] : 0;
     return PAPI_OK_;
 }
 
-void pw_counters_begin(void)
+/* A thread begins to be measured (its start, when a module sees threads start; its
+ * first recorded call): its event set, so that samples can read it too. */
+static void thread_begin(void)
 {
-    if (pw_nctr && th.state == 0) {
+    if (pw_nevents && th.state == 0)
         thread_start();
-    } else if (pw_nctr && th.state > 0) {
-        /* already counting (the sampler starts at the thread's start): the call sites'
-         * "before" counts start from now, as when counting starts here (MPI_Init) */
+}
+
+/* The program's measured part begins (MPI_Init returned) in this thread. */
+static void app_begin(void)
+{
+    if (pw_nevents && th.state == 0) {
+        thread_start();
+    } else if (pw_nevents && th.state > 0) {
+        /* already counting (since the thread's start): the call sites' "before" counts
+         * start from now, as when counting starts here */
         th.busy = 1;
         if (read_counters(th.last) == PAPI_OK_)
             th.last_ns = pw_now();
@@ -261,7 +280,7 @@ void pw_counters_begin(void)
     }
 }
 
-void pw_counters_enter(void)
+static void call_enter(void)
 {
     if (PW_UNLIKELY(th.state <= 0) && (th.state < 0 || thread_start() < 0))
         return;
@@ -274,41 +293,49 @@ void pw_counters_enter(void)
     th.entry_ns = now;
 }
 
-void pw_counters_leave(pw_sitetab *t, pw_site *s)
+static void call_leave(pw_sitetab *t, pw_site *s)
 {
     if (!th.entered)
         return;
     th.entered = 0;
-    long long now[PW_MAX_CTR];
+    long long now[PW_MAX_EVENTS];
     th.busy = 1;
     int rc = read_counters(now);
     th.busy = 0;
     if (rc != PAPI_OK_)
         return;
     int64_t now_ns = pw_now();
-    int64_t *c = pw_site_ctr(t, s);
-    for (int e = 0; e < pw_nctr; e++) {
+    int64_t *c = pw_site_events(t, s);
+    for (int e = 0; e < pw_nevents; e++) {
         c[e] += now[e] - th.entry[e];
-        c[pw_nctr + e] += th.entry[e] - th.last[e];
+        c[pw_nevents + e] += th.entry[e] - th.last[e];
         th.last[e] = now[e];
     }
     /* the wall time these counts cover, for rates: inside, before */
-    c[2 * pw_nctr] += now_ns - th.entry_ns;
-    c[2 * pw_nctr + 1] += th.entry_ns - th.last_ns;
+    c[2 * pw_nevents] += now_ns - th.entry_ns;
+    c[2 * pw_nevents + 1] += th.entry_ns - th.last_ns;
     th.last_ns = now_ns;
 }
 
-/* From the sampler's signal handler: the thread's counters now (cumulative since its
+/* From a signal handler (a sampler's): the thread's counters now (cumulative since its
  * event set started), or 0 when they cannot be read safely (no event set in this thread,
  * or the thread was itself inside a PAPI call). */
-int pw_counters_sample(int64_t *out, int max)
+static int read_events(int64_t *out, int max)
 {
     if (th.state != 1 || th.busy)
         return 0;
-    long long v[PW_MAX_CTR];
+    long long v[PW_MAX_EVENTS];
     if (read_counters(v) != PAPI_OK_)
         return 0;
-    for (int e = 0; e < pw_nctr && e < max; e++)
+    for (int e = 0; e < pw_nevents && e < max; e++)
         out[e] = v[e];
     return 1;
 }
+
+const pw_module pw_module_counters = {
+    .name = "counters",
+    .version = 0, /* writes no file of its own: counts go into the profile */
+    .options = "counters,counters_interval_us,counters_multiplex",
+    .start = start,
+    .thread_start = thread_begin,
+};

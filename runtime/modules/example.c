@@ -1,75 +1,272 @@
 /*
- * The shape of a perfweave module, annotated. This file is compiled by every
- * build (so it cannot rot) and linked into nothing. Copy it to start a module.
+ * The example module: a complete runtime module, annotated, to copy when writing one.
+ * It is built into libperfweave.so like every module and is off unless --example.
  *
- * A module wraps some functions of the measured program, records each call into
- * the calling thread's call-site table, and registers a dump callback that the
- * core runs when the process ends. It costs nothing when its option is off.
+ * What it measures: the program's sched_yield calls (a call no other module wraps),
+ * counted and timed per thread; not those an MPI library makes inside an MPI call
+ * (that time is the MPI call's). What it writes into the experiment (docs/format.md
+ * "Example module"): at the process's end, example/rank-R.json, or
+ * example/HOST.PID.json for a process without a rank,
+ *
+ *   {"format": "perfweave-example", "version": 1, "rank": -1, "pid": 123, "host": "h",
+ *    "state": "complete", "function": "sched_yield", "threads": 2, "calls": 1000,
+ *    "total_ns": 81234, "max_ns": 912}
+ *
+ * and, in an MPI job, at MPI_Finalize, example/job.json: the ranks' totals so far.
+ *
+ * The pieces every module has, in this file's order:
+ *   1. its options: declared in python/perfweave/options.json (here "example"), read
+ *      from pw_opt (the core loads them all from the environment);
+ *   2. its record: per thread, so the hot path takes no lock and no atomic;
+ *   3. its wrappers, in the one shape of runtime/core/wrap.h;
+ *   4. its dump: the process's data into the experiment, async-signal-safe;
+ *   5. its reduce (optional): the job's data into one file, through the job's gather;
+ *   6. its pw_module, named once in runtime/modules/modules.def.
+ * It talks to the core only (pw.h, wrap.h), never to another module: what it needs of
+ * one goes through a hook of pw.h.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "pw.h"
+#include "example.h"
+#include "wrap.h"
 
-/* Function ids of this module. Real modules generate them (mpi.spec) or declare
- * them in an X-macro table, so that names reach the profile file from one place. */
-enum { PW_EXAMPLE_FN_usleep, PW_EXAMPLE_NFN };
-static const char *example_names[PW_EXAMPLE_NFN] = {"usleep"};
-static const char *example_families[PW_EXAMPLE_NFN] = {"other"};
+#define PW_EXAMPLE_VERSION 1 /* of example/ files: bump when a field changes meaning */
 
-/* Re-entrancy guard: a wrapper called from inside another wrapper of this
- * thread (or from our own code) passes straight through. */
-static PW_TLS int example_depth;
+/* ---- 1. options ---- */
 
-/* The wrapper. Its shape never changes:
- *   1. resolve the real symbol once (the next definition after ours);
- *   2. call it exactly once, whatever the tool's state;
- *   3. time around it; record only when active and not re-entered;
- *   4. never change the return value or errno. */
-PW_EXPORT int usleep(useconds_t usec)
+/* Set once in start, from pw_opt.example: the wrapper's test when the module is off. */
+static int enabled;
+
+/* ---- 2. the record ---- */
+
+/* One per thread that made a wrapped call, all linked for the dump. */
+typedef struct example_rec {
+    struct example_rec *next;
+    int64_t calls, ticks, max_ticks; /* durations in ticks (pw_ticks), converted at the dump */
+} example_rec;
+
+static example_rec *all_recs;
+static PW_TLS example_rec *self_rec;
+
+/* The calling thread's record, made at its first call (NULL if out of memory: the call
+ * is then not recorded). pw_alloc is mmap: it never calls the program's allocator. */
+static example_rec *rec_self(void)
 {
-    static int (*real)(useconds_t);
-    if (PW_UNLIKELY(!real))
-        real = (int (*)(useconds_t))dlsym(RTLD_NEXT, "usleep");
-    if (!pw_active || example_depth)
-        return real(usec);
-    example_depth++;
-    int64_t t0 = pw_ticks(); /* durations in ticks; the writer converts to ns */
-    int rc = real(usec);
+    example_rec *r = self_rec;
+    if (PW_LIKELY(r != NULL))
+        return r;
+    r = pw_alloc(sizeof *r); /* zero-filled */
+    if (!r)
+        return NULL;
+    r->next = __atomic_load_n(&all_recs, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&all_recs, &r->next, r, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+        ;
+    self_rec = r;
+    return r;
+}
+
+static void record(int64_t ticks)
+{
+    example_rec *r = rec_self();
+    if (!r)
+        return;
+    r->calls++;
+    r->ticks += ticks;
+    if (ticks > r->max_ticks)
+        r->max_ticks = ticks;
+}
+
+/* ---- 3. the wrapper (wrap.h): real function cached, called exactly once, timed;
+ * recorded only when on, measured and not re-entered; return value and errno the real
+ * call's ---- */
+
+/* Inside a measured call of another module (an MPI library yielding while it waits):
+ * the core's per-thread activity says so. */
+static int in_measured_call(void)
+{
+    return pw_thread_activity > 0 && pw_thread_activity <= PW_ACT_CLASSES;
+}
+
+PW_EXPORT int sched_yield(void)
+{
+    PW_REAL(sched_yield);
+    if (PW_LIKELY(!enabled) || in_measured_call() || !pw_wrap_enter())
+        return real_sched_yield();
+    int64_t t0 = pw_ticks();
+    int rc = real_sched_yield();
     int64_t t1 = pw_ticks();
-    int saved_errno = errno; /* recording must not disturb what the caller sees */
-    pw_sitetab *t = pw_sitetab_self();
-    if (t) {
-        /* the caller's return address identifies the call site; the core turns it
-         * into (module, offset) when the data is written */
-        pw_site *s = pw_site_get(t, PW_EXAMPLE_FN_usleep,
-                                 (uintptr_t)__builtin_return_address(0), NULL, 0);
-        pw_site_add(s, t1 - t0, 0, 0);
-    }
-    errno = saved_errno;
-    example_depth--;
+    PW_KEEP_ERRNO(record(t1 - t0));
+    pw_wrap_leave();
     return rc;
 }
 
-/* The dump callback: write this process's data, or return 0 to let the core
- * write its plain process record. Keep it async-signal-safe when in_signal. */
-static int example_dump(int state, int in_signal)
+/* ---- 4. the dump ---- */
+
+/* The process's totals: all its threads' records, durations in ns. */
+typedef struct totals {
+    int64_t threads, calls, total_ns, max_ns;
+} totals;
+
+static totals sum_records(void)
 {
-    (void)in_signal;
-    pw_rank_rec r = {.rank = -1, .state = state, .t_start = pw_t_start};
-    r.pid = (int32_t)getpid();
-    r.t_fini_enter = r.t_end = pw_now();
-    pw_local l;
-    if (pw_local_build(&l, &r, example_names, example_families, PW_EXAMPLE_NFN) != 0)
+    totals t = {0, 0, 0, 0};
+    int64_t ticks = 0, max_ticks = 0;
+    for (example_rec *r = __atomic_load_n(&all_recs, __ATOMIC_ACQUIRE); r; r = r->next) {
+        t.threads++;
+        t.calls += r->calls;
+        ticks += r->ticks;
+        if (r->max_ticks > max_ticks)
+            max_ticks = r->max_ticks;
+    }
+    double ns_per_tick = pw_ns_per_tick();
+    t.total_ns = (int64_t)((double)ticks * ns_per_tick + 0.5);
+    t.max_ns = (int64_t)((double)max_ticks * ns_per_tick + 0.5);
+    return t;
+}
+
+/* A small text buffer on the stack: async-signal-safe, unlike pw_buf (malloc). */
+typedef struct out {
+    char s[1024];
+    size_t n;
+} out;
+
+static void put(out *o, const char *s)
+{
+    while (*s && o->n < sizeof o->s - 1)
+        o->s[o->n++] = *s++;
+}
+
+static void put_int(out *o, int64_t v)
+{
+    char num[24];
+    pw_fmt_int(num, v);
+    put(o, num);
+}
+
+/* "EXP/example/" into path (the directory made if need be) */
+static void example_dir(out *path, const char *exp)
+{
+    put(path, exp);
+    put(path, "/example");
+    mkdir(path->s, 0777); /* an existing one (another process's) is fine */
+    put(path, "/");
+}
+
+/* ", "key": value" pairs of the totals */
+static void put_totals(out *o, const totals *t)
+{
+    put(o, ", \"threads\": ");
+    put_int(o, t->threads);
+    put(o, ", \"calls\": ");
+    put_int(o, t->calls);
+    put(o, ", \"total_ns\": ");
+    put_int(o, t->total_ns);
+    put(o, ", \"max_ns\": ");
+    put_int(o, t->max_ns);
+}
+
+/* The process ends in `state`: this process's file, also from a fatal signal's handler
+ * (then marked by its state). Returns 0: it writes no profile. */
+static int dump(int state, int in_signal)
+{
+    (void)in_signal; /* all of it is async-signal-safe */
+    const char *exp = pw_experiment_dir();
+    if (!enabled || !exp)
         return 0;
-    /* ... pw_profile_write(&l.prof, path) into the experiment directory ... */
-    pw_local_free(&l);
+    totals t = sum_records();
+#define PW_STATE_NAME(name, value, str) [value] = str,
+    static const char *const states[] = {PW_STATES(PW_STATE_NAME)};
+#undef PW_STATE_NAME
+    out path = {.n = 0}, o = {.n = 0};
+    example_dir(&path, exp);
+    if (pw_rank >= 0) {
+        put(&path, "rank-");
+        put_int(&path, pw_rank);
+    } else {
+        put(&path, pw_hostname);
+        put(&path, ".");
+        put_int(&path, getpid());
+    }
+    put(&path, ".json");
+    put(&o, "{\"format\": \"perfweave-example\", \"version\": ");
+    put_int(&o, PW_EXAMPLE_VERSION);
+    put(&o, ", \"rank\": ");
+    put_int(&o, pw_rank);
+    put(&o, ", \"pid\": ");
+    put_int(&o, getpid());
+    put(&o, ", \"host\": \"");
+    put(&o, pw_hostname); /* a host name has no character JSON would escape */
+    put(&o, "\", \"state\": \"");
+    put(&o, states[state]);
+    put(&o, "\", \"function\": \"sched_yield\"");
+    put_totals(&o, &t);
+    put(&o, "}\n");
+    pw_file_put(path.s, o.s, o.n); /* whole or not at all; a failure is marked */
     return 0;
 }
 
-__attribute__((constructor)) static void example_init(void)
+/* ---- 5. the reduce ---- */
+
+/* At the job's end (MPI_Finalize), on every rank: each rank's totals to rank 0, which
+ * writes example/job.json. Collective: every rank takes the same path (the option is
+ * the job's). Not async-signal-safe, and need not be. */
+static int reduce(const pw_job *job)
 {
-    pw_register_dump(example_dump);
+    const char *exp = pw_experiment_dir();
+    if (!enabled || !exp)
+        return 0;
+    totals mine = sum_records(), all_ranks = {0, 0, 0, 0};
+    char *all = NULL;
+    int *lens = NULL, reported = 0;
+    if (job->gather(&mine, sizeof mine, &all, &lens) == 0 && job->rank == 0) {
+        size_t at = 0;
+        for (int r = 0; r < job->size; at += (size_t)lens[r], r++) {
+            totals t;
+            if (lens[r] != (int)sizeof t)
+                continue; /* a rank that could not take part */
+            memcpy(&t, all + at, sizeof t);
+            reported++;
+            all_ranks.threads += t.threads;
+            all_ranks.calls += t.calls;
+            all_ranks.total_ns += t.total_ns;
+            if (t.max_ns > all_ranks.max_ns)
+                all_ranks.max_ns = t.max_ns;
+        }
+        out path = {.n = 0}, o = {.n = 0};
+        example_dir(&path, exp);
+        put(&path, "job.json");
+        put(&o, "{\"format\": \"perfweave-example-job\", \"version\": ");
+        put_int(&o, PW_EXAMPLE_VERSION);
+        put(&o, ", \"ranks\": ");
+        put_int(&o, job->size);
+        put(&o, ", \"reported\": ");
+        put_int(&o, reported);
+        put(&o, ", \"function\": \"sched_yield\"");
+        put_totals(&o, &all_ranks);
+        put(&o, "}\n");
+        pw_file_put(path.s, o.s, o.n);
+    }
+    free(all);
+    free(lens);
+    return 0;
 }
+
+/* ---- 6. the module ---- */
+
+/* In the core's constructor, the process being measured. */
+static void start(void) { enabled = pw_opt.example; }
+
+const pw_module pw_module_example = {
+    .name = "example",
+    .version = PW_EXAMPLE_VERSION,
+    .options = "example",
+    .start = start,
+    .dump = dump,
+    .reduce = reduce,
+};

@@ -519,7 +519,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* Families whose calls go into the message-size histograms: p2p, coll, rma. */
 static unsigned char in_histogram[PW_MPI_NFN];
-signed char pw_mpi_family[PW_MPI_NFN]; /* index into PW_ACT_FAMILIES */
+signed char pw_mpi_family[PW_MPI_NFN]; /* activity class (pw.h: PW_ACT_CLASSES) */
 #define family_of pw_mpi_family
 
 /* --callsite-depth > 1: walk the stack and keep the frames above the wrapper's
@@ -547,8 +547,8 @@ static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
                                                         : deep_site(t, fn, ra);
     pw_site_add(s, ticks, sent, recv);
     pw_act_add(family_of[fn], ticks);
-    if (PW_UNLIKELY(pw_nctr))
-        pw_counters_leave(t, s);
+    if (PW_UNLIKELY(pw_hooks.call_leave != NULL))
+        pw_hooks.call_leave(t, s);
     if (t->hist && in_histogram[fn]) {
         int64_t bytes = sent > recv ? sent : recv;
         int64_t *cell = t->hist + ((size_t)fn * PW_HIST_BUCKETS + pw_hist_bucket(bytes)) * 3;
@@ -570,8 +570,8 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
     record(c->fn, c->ra, t1 - c->t0, sent, recv);
     if (PW_UNLIKELY(pw_trace_on))
         pw_trace_call(c, t1, kind, a, sent, recv);
-    pw_sample_state = 0;
-    pw_sample_anchor = 0;
+    pw_thread_activity = 0;
+    pw_call_anchor = 0;
     pw_mpi_depth--;
 }
 
@@ -646,11 +646,10 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
         pw_trace_start(st.rank, st.size, pre.world, &clock);
     }
     record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
-    st.t_init_leave = pw_now(); /* the application's time starts now */
-    pw_counters_begin();        /* ... and its counts ("before" the first call) */
-    if (pw_act)
-        pw_act->rank = st.rank;
-    pw_rank = st.rank;
+    st.t_init_leave = pw_now(); /* the application's time starts now, and so do the */
+    if (pw_hooks.app_begin)     /* modules' baselines (counts "before" the first call) */
+        pw_hooks.app_begin();
+    pw_rank_known(st.rank);
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);
 }
@@ -704,8 +703,8 @@ static int build_local(pw_local *l, int state, int64_t t_fini)
         return -1;
     sum_mpi_time(l);
     l->rank.t_end = pw_now();
-    l->prof.mpi_flavor = PW_MPI_FLAVOR;
-    l->prof.mpi_library = library_version;
+    l->prof.strings[PW_PSTR_mpi_flavor] = PW_MPI_FLAVOR;
+    l->prof.strings[PW_PSTR_mpi_library] = library_version;
     l->prof.world_size = st.size;
     return 0;
 }
@@ -928,10 +927,10 @@ static void write_reduced(char *all, const int *lens, int n)
     p.functions = pw_mpi_fn_names;
     p.families = pw_mpi_fn_families;
     p.nfunctions = PW_MPI_NFN;
-    p.counters = pw_ctr_names; /* the same events on every rank (one option) */
-    p.ncounters = (size_t)pw_nctr;
-    p.mpi_library = library_version;
-    p.mpi_flavor = PW_MPI_FLAVOR;
+    p.events = pw_event_names; /* the same events on every rank (one option) */
+    p.nevents = (size_t)pw_nevents;
+    p.strings[PW_PSTR_mpi_library] = library_version;
+    p.strings[PW_PSTR_mpi_flavor] = PW_MPI_FLAVOR;
     p.world_size = st.size;
     char path[4200];
     path_join(path, sizeof path, pw_experiment_dir(), "/profile.pwprof", "");
@@ -949,6 +948,33 @@ out:
     free(modmap);
 }
 
+/* pw_job's gather: each rank's bytes to rank 0 on the runtime's duplicate of
+ * MPI_COMM_WORLD (no application message can match). A rank without memory for its part
+ * contributes nothing rather than leave the others waiting. */
+static int gather(const void *mine, size_t n, char **all, int **lens)
+{
+    int mylen = mine && n <= INT32_MAX ? (int)n : 0, *displs = NULL, ok = 1;
+    *all = NULL;
+    *lens = NULL;
+    if (st.rank == 0) {
+        *lens = calloc((size_t)st.size, sizeof **lens);
+        displs = calloc((size_t)st.size, sizeof *displs);
+    }
+    pmpi.Gather(&mylen, 1, pre.int_, *lens, 1, pre.int_, 0, st.comm);
+    if (st.rank == 0) {
+        size_t total = 0;
+        for (int r = 0; r < st.size; r++) {
+            displs[r] = (int)total;
+            total += (size_t)(*lens)[r];
+        }
+        *all = malloc(total ? total : 1);
+        ok = *all && *lens && displs;
+    }
+    pmpi.Gatherv(mine, mylen, pre.byte, *all, *lens, displs, pre.byte, 0, st.comm);
+    free(displs);
+    return ok ? 0 : -1;
+}
+
 void pw_mpi_finalize_begin(int fn, void *ra)
 {
     (void)fn;
@@ -963,6 +989,9 @@ void pw_mpi_finalize_begin(int fn, void *ra)
                             st.offset_fini_err, st.t_init_leave, st.t_fini_enter};
     pw_trace_end(PW_STATE_COMPLETE, &clock);
 
+    pw_job job = {st.rank, st.size, gather};
+    pw_modules_reduce(&job); /* the other modules' job-wide files, MPI still up */
+
     pw_local l;
     size_t len = 0;
     char *blob = NULL;
@@ -970,25 +999,10 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         blob = blob_pack(&l, &len);
         pw_local_free(&l);
     }
-    if (!blob)
-        len = 0; /* contribute nothing rather than leave the others waiting */
-    int mylen = (int)len, *lens = NULL, *displs = NULL;
+    int *lens = NULL;
     char *all = NULL;
-    if (st.rank == 0) {
-        lens = calloc((size_t)st.size, sizeof *lens);
-        displs = calloc((size_t)st.size, sizeof *displs);
-    }
-    pmpi.Gather(&mylen, 1, pre.int_, lens, 1, pre.int_, 0, st.comm);
-    if (st.rank == 0) {
-        size_t total = 0;
-        for (int r = 0; r < st.size; r++) {
-            displs[r] = (int)total;
-            total += (size_t)lens[r];
-        }
-        all = malloc(total ? total : 1);
-    }
-    pmpi.Gatherv(blob, mylen, pre.byte, all, lens, displs, pre.byte, 0, st.comm);
-    if (st.rank == 0) {
+    gather(blob, blob ? len : 0, &all, &lens);
+    if (st.rank == 0 && all && lens) {
         /* drop empty contributions (a rank out of memory) */
         int n = 0;
         for (int r = 0; r < st.size; r++)
@@ -998,7 +1012,6 @@ void pw_mpi_finalize_begin(int fn, void *ra)
     }
     free(all);
     free(lens);
-    free(displs);
     free(blob);
     st.finalized = 1;
 }
@@ -1011,9 +1024,9 @@ __attribute__((constructor)) static void pw_mpi_module_init(void)
     for (int i = 0; i < PW_MPI_NFN; i++) {
         const char *f = pw_mpi_fn_families[i];
         in_histogram[i] = !strcmp(f, "p2p") || !strcmp(f, "coll") || !strcmp(f, "rma");
-        static const char *fams[PW_ACT_FAMILIES] = {"p2p", "coll", "rma", "sync", "io", "other"};
-        family_of[i] = PW_ACT_FAMILIES - 1;
-        for (int k = 0; k < PW_ACT_FAMILIES; k++)
+        static const char *fams[PW_ACT_CLASSES] = {"p2p", "coll", "rma", "sync", "io", "other"};
+        family_of[i] = PW_ACT_CLASSES - 1;
+        for (int k = 0; k < PW_ACT_CLASSES; k++)
             if (!strcmp(f, fams[k]))
                 family_of[i] = (signed char)k;
     }
@@ -1021,6 +1034,5 @@ __attribute__((constructor)) static void pw_mpi_module_init(void)
     /* loaded by the core at this process's first MPI call: until MPI_Init returns, the
      * process is one that called MPI and is no rank yet (what perfweave run says of a
      * launch whose MPI start-up failed) */
-    if (pw_act && pw_act->rank == PW_ACT_NOT_MPI)
-        pw_act->rank = PW_ACT_IN_INIT;
+    pw_rank_joining();
 }

@@ -244,3 +244,11 @@ void *pw_mpi_bind(long i)
     __atomic_store_n(&pw_mpi_slots[i], p, __ATOMIC_RELEASE);
     return p;
 }
+
+/* The MPI module in the list: nothing to start (the first MPI call binds, above), and
+ * its dump is the loaded flavour's own (pw_register_dump from its constructor). */
+const pw_module pw_module_mpi = {
+    .name = "mpi",
+    .version = PW_PROFILE_VERSION,
+    .options = "mpi,callsite_depth,max_callsites,histograms,clock_sync_rounds,trace,trace_buffer",
+};

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pw.h"
+#include "nodes.h"
 
 #if defined(__has_include)
 #if __has_include(<pcp/pmapi.h>)
@@ -79,8 +79,6 @@ static struct {
     struct { long pid; pw_activity *act; } pages[MAX_PIDS];
     int npages;
 } nd;
-
-pw_activity *pw_act;
 
 static uint64_t name_hash(const char *source, const char *name)
 {
@@ -250,7 +248,8 @@ static void sample_ib(int probe)
                 snprintf(path, sizeof path, "%s/%s/counters/%s", ports, pe->d_name, what[w][0]);
                 if (read_num(path, &v) != 0)
                     continue;
-                snprintf(name, sizeof name, "%s.%s.%s", e->d_name, pe->d_name, what[w][1]);
+                snprintf(name, sizeof name, "%.60s.%.40s.%s", e->d_name, pe->d_name,
+                         what[w][1]); /* parts bounded: the whole fits NAME_LEN */
                 /* the kernel reads the 64-bit extended counters where the port has them;
                  * a value that goes down wrapped at 32 bits */
                 put("infiniband", name, "bytes", KIND_COUNTER, 4294967296.0 * 4, v * 4);
@@ -295,7 +294,7 @@ static void sample_rapl(int probe)
         if (slurp(path, zone, sizeof zone) > 0)
             zone[strcspn(zone, "\n")] = 0;
         char name[NAME_LEN];
-        snprintf(name, sizeof name, "%s.%s", e->d_name, zone[0] ? zone : "zone");
+        snprintf(name, sizeof name, "%.60s.%s", e->d_name, zone[0] ? zone : "zone");
         put("rapl", name, "uJ", KIND_COUNTER, range > 0 ? range + 1 : 0, v);
         found = 1;
     }
@@ -332,9 +331,9 @@ static pw_activity *activity_of(long pid)
     return a;
 }
 
-/* This process's own page, written by its MPI wrappers (pw_act_add). Its block is
- * written (not a sparse ftruncate) before it is mapped: a store into a page the file
- * system cannot back would raise SIGBUS in the program. */
+/* This process's own page (the core's pw_act), written by its MPI wrappers
+ * (pw_act_add). Its block is written (not a sparse ftruncate) before it is mapped: a
+ * store into a page the file system cannot back would raise SIGBUS in the program. */
 static void activity_create(void)
 {
     static const char zero[4096];
@@ -352,7 +351,7 @@ static void activity_create(void)
     if (m != MAP_FAILED) {
         pw_activity *a = m;
         a->pid = getpid();
-        a->rank = PW_ACT_NOT_MPI;
+        a->rank = PW_ACT_NO_JOB;
         a->version = 1;
         __atomic_store_n(&a->magic, PW_ACT_MAGIC, __ATOMIC_RELEASE);
         pw_act = a;
@@ -362,7 +361,7 @@ static void activity_create(void)
 static void sample_procs(void)
 {
     static char buf[65536];
-    char path[4200];
+    char path[4400];
     snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
     if (slurp(path, buf, sizeof buf) <= 0)
         return;
@@ -395,10 +394,10 @@ static void sample_procs(void)
         }
         pw_activity *act = activity_of(pid);
         if (act && act->magic == PW_ACT_MAGIC) {
-            static const char *fams[PW_ACT_FAMILIES] = {"p2p", "coll", "rma", "sync", "io",
+            static const char *fams[PW_ACT_CLASSES] = {"p2p", "coll", "rma", "sync", "io",
                                                         "other"};
             /* in ticks (exact, monotonic); HOST.json's ns_per_tick converts them */
-            for (int k = 0; k < PW_ACT_FAMILIES; k++) {
+            for (int k = 0; k < PW_ACT_CLASSES; k++) {
                 snprintf(name, sizeof name, "%ld.mpi_%s_ns", pid, fams[k]);
                 put("proc", name, "ticks", KIND_COUNTER, 0,
                     (double)__atomic_load_n(&act->ticks[k], __ATOMIC_RELAXED));
@@ -819,20 +818,25 @@ static void *sampler(void *arg)
     return NULL;
 }
 
-static void stop(void)
+/* The process ends: the node's sampler thread, if it is this process's, writes its
+ * last tick and HOST.json (not from a signal handler: the thread is left to die). */
+static int stop(int state, int in_signal)
 {
-    if (!nd.leader || nd.pid != getpid()) /* a forked child has no sampler */
-        return;
+    (void)state;
+    if (in_signal || !nd.leader || nd.pid != getpid()) /* a forked child has no sampler */
+        return 0;
     nd.leader = 0;
     pthread_mutex_lock(&nd.lock);
     nd.stopping = 1;
     pthread_cond_signal(&nd.wake);
     pthread_mutex_unlock(&nd.lock);
     pthread_join(nd.thread, NULL);
+    return 0;
 }
 
-/* Called at the end of the core's constructor, once pw_active is known. */
-void pw_nodes_start(void)
+/* In the core's constructor (the process is measured): the activity page, and this
+ * node's sampler thread if this is the node's first measured process. */
+static void start(void)
 {
     const char *exp = pw_experiment_dir();
     if (!pw_active || !exp || pw_opt.node_interval <= 0)
@@ -877,5 +881,12 @@ void pw_nodes_start(void)
         return;
     }
     nd.leader = 1;
-    atexit(stop);
 }
+
+const pw_module pw_module_nodes = {
+    .name = "nodes",
+    .version = PW_TIMELINE_VERSION,
+    .options = "node_interval,pcp",
+    .start = start,
+    .dump = stop,
+};

@@ -93,18 +93,19 @@ typedef struct pw_call {
 
 extern int pw_mpi_recording;               /* between MPI_Init and MPI_Finalize, Pcontrol on */
 extern PW_TLS int pw_mpi_depth;            /* wrapper nesting of this thread */
-extern signed char pw_mpi_family[];         /* family of each function (PW_ACT_FAMILIES) */
+extern signed char pw_mpi_family[];         /* family of each function: its activity class */
 
 static inline int pw_mpi_nested(void) { return pw_mpi_depth > 0; }
 static inline void pw_mpi_nest(void) { pw_mpi_depth++; }
 static inline void pw_mpi_unnest(void) { pw_mpi_depth--; }
 
-/* For the sampler's frame-pointer walk: the frame of the wrapper this is inlined into. */
-static inline __attribute__((always_inline)) void pw_mpi_sample_anchor(void)
+/* For a stack walker's frame-pointer walk (pw_want_anchor): the frame of the wrapper
+ * this is inlined into. */
+static inline __attribute__((always_inline)) void pw_mpi_anchor(void)
 {
-    if (pw_sampling) {
-        pw_sample_anchor = (uintptr_t)__builtin_frame_address(0);
-        pw_sample_here = (uintptr_t)pw_code_here();
+    if (pw_want_anchor) {
+        pw_call_anchor = (uintptr_t)__builtin_frame_address(0);
+        pw_call_here = (uintptr_t)pw_code_here();
     }
 }
 
@@ -115,10 +116,10 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     pw_mpi_depth++;
     c->fn = fn;
     c->ra = ra;
-    pw_sample_state = 1 + pw_mpi_family[fn];
-    pw_mpi_sample_anchor();
-    if (PW_UNLIKELY(pw_nctr))
-        pw_counters_enter(); /* before the clock: the read is not the call's time */
+    pw_thread_activity = 1 + pw_mpi_family[fn];
+    pw_mpi_anchor();
+    if (PW_UNLIKELY(pw_hooks.call_enter != NULL))
+        pw_hooks.call_enter(); /* before the clock: e.g. a counter read is not the call's time */
     c->t0 = pw_ticks();
     return 1;
 }

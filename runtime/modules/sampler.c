@@ -3,7 +3,8 @@
  * (CLOCK_MONOTONIC, delivered to that thread with SIGEV_THREAD_ID) raises a real-time
  * signal of our own, never SIGPROF or SIGALRM, so programs with their own handlers for
  * those keep them. The handler records the time, what the thread was doing (computation,
- * or the family of the MPI call it is in: pw_sample_state, kept by the MPI wrappers) and
+ * or the family of the MPI call it is in: the core's pw_thread_activity, kept by the MPI
+ * wrappers) and
  * the stack by frame pointers, each frame checked to lie in the thread's own stack.
  *
  * Memory is bounded: each thread has a buffer of --sample-capacity samples; when it is
@@ -39,7 +40,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "pw.h"
+#include "sampler.h"
+#include "wrap.h"
 
 #if defined(PW_HAVE_LIBUNWIND) /* CMake: libunwind.h found; the library is dlopen'd */
 #include <link.h>
@@ -48,13 +50,15 @@
 #define PW_STR(x) PW_STR_(x) /* the library's name of a libunwind.h macro */
 #endif
 
+#define PW_SAMPLES_VERSION 2 /* of the files in samples/ (docs/format.md) */
 #define PW_SAMPLE_FRAMES 32
 #define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */
 #define PW_SAMPLE_THREADS 256
 
-PW_TLS int pw_sample_state; /* 0: computation; 1 + family: in an MPI call; SLEEP, WAIT */
-#define STATE_SLEEP (1 + PW_ACT_FAMILIES)
-#define STATE_WAIT (2 + PW_ACT_FAMILIES) /* blocked in poll, select, epoll, pause, ... */
+/* A sample's state is the thread's pw_thread_activity (pw.h): 0 computation, 1 + class in
+ * a measured call, PW_ACTIVITY_SLEEP and PW_ACTIVITY_WAIT set by the wrappers below. */
+#define STATE_SLEEP PW_ACTIVITY_SLEEP
+#define STATE_WAIT PW_ACTIVITY_WAIT
 /* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then).
  * Volatile, as the flags below, because the handler writes them: glibc declares the
  * functions the wrappers call (syscall, ...) as leaf functions, which lets the compiler
@@ -68,11 +72,6 @@ static PW_TLS volatile int interrupted;
  * perfweave. The wrapper restores the thread's mask when it returns. */
 static PW_TLS volatile int maskable, masked;
 static PW_TLS sigset_t saved_mask;
-PW_TLS uintptr_t pw_sample_anchor, pw_sample_here;
-int pw_sampling;
-int pw_rank = -1;
-
-__attribute__((noinline)) void *pw_code_here(void) { return __builtin_return_address(0); }
 static pid_t start_pid;
 
 typedef struct sample {
@@ -508,18 +507,18 @@ static int fp_chain(const thr *t, uintptr_t fp, uintptr_t sp, uintptr_t *frames,
 
 /* Frame pointers: [fp] = caller's fp, [fp + 8] = return address. Inside an MPI call
  * the chain usually breaks in the MPI library (built without frame pointers): then the
- * stack goes on from the wrapper's own frame (pw_sample_anchor), so that the sample
+ * stack goes on from the wrapper's own frame (pw_call_anchor), so that the sample
  * still has the MPI function and the program's frames above it. */
 static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *frames)
 {
     int d = 0, reached = 0;
-    uintptr_t anchor = pw_sample_anchor;
+    uintptr_t anchor = pw_call_anchor;
     if (pc)
         frames[d++] = pc + 1;
     int n = fp_chain(t, fp, sp, frames, d, anchor, &reached);
     if (!anchor || reached || anchor < sp || d + 1 >= PW_SAMPLE_FRAMES)
         return n;
-    frames[d++] = pw_sample_here; /* a return address in the wrapper */
+    frames[d++] = pw_call_here; /* a return address in the wrapper */
     return fp_chain(t, anchor, sp, frames, d, 0, &reached);
 }
 
@@ -588,8 +587,8 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     }
     sample *s = &t->buf[t->n];
     s->t = pw_now();
-    s->state = (int16_t)pw_sample_state;
-    s->have_ctr = pw_nctr ? pw_counters_sample(s->counters, PW_SAMPLE_COUNTERS) : 0;
+    s->state = (int16_t)pw_thread_activity;
+    s->have_ctr = pw_hooks.read_events ? pw_hooks.read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
 #if defined(__x86_64__)
     ucontext_t *uc = ucv;
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -618,8 +617,8 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     errno = saved;
 }
 
-/* Sample the calling thread from now on. */
-void pw_sampler_thread(void)
+/* Sample the calling thread from now on (the module's thread_start). */
+static void sample_thread(void)
 {
     if (!started || self)
         return;
@@ -658,15 +657,17 @@ void pw_sampler_thread(void)
     t->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)t->tid << 17) ^ (uint64_t)pw_now();
     warm_unwind(t);
     self = t;
-    pw_counters_begin(); /* --counters: this thread's event set, read at each sample */
     __atomic_store_n(&t->ok, 1, __ATOMIC_RELEASE);
     set_interval(t);
 }
 
-static void write_samples(void)
+/* The module's dump: the samples, at the process's end (not from a signal handler: the
+ * writing allocates; a process killed by a signal has no samples). */
+static int write_samples(int state, int in_signal)
 {
-    if (!started || getpid() != start_pid) /* a forked child has no timers of ours */
-        return;
+    (void)state;
+    if (in_signal || !started || getpid() != start_pid) /* a forked child has no timers */
+        return 0;
     started = 0;
     int n = nthreads < PW_SAMPLE_THREADS ? nthreads : PW_SAMPLE_THREADS;
     for (int i = 0; i < n; i++)
@@ -675,11 +676,11 @@ static void write_samples(void)
             timer_delete(threads[i].timer);
         }
     const char *exp = pw_experiment_dir();
-    char dir[4200], path[4400];
+    char dir[4200], path[4500];
     snprintf(dir, sizeof dir, "%s/samples", exp);
     mkdir(dir, 0777);
     int rank = pw_rank;
-    char stem[4400];
+    char stem[4480];
     if (rank >= 0)
         snprintf(stem, sizeof stem, "%s/rank-%d", dir, rank);
     else
@@ -708,7 +709,7 @@ static void write_samples(void)
             r.state = s->state;
             r.depth = s->depth;
             for (int c = 0; c < PW_SAMPLE_COUNTERS; c++)
-                r.counters[c] = s->have_ctr && c < pw_nctr ? s->counters[c] : -1;
+                r.counters[c] = s->have_ctr && c < pw_nevents ? s->counters[c] : -1;
             for (int f = 0; f < s->depth; f++) {
                 uint64_t off = 0;
                 r.module[f] = pw_object_of(s->frames[f], &off);
@@ -720,9 +721,11 @@ static void write_samples(void)
         }
     }
     if (pw_file_close(&out) != 0)
-        return; /* marked; a JSON without its records would describe nothing */
+        return 0; /* marked; a JSON without its records would describe nothing */
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\": \"perfweave-samples\", \"version\": 2, \"rank\": ");
+    pw_buf_puts(&b, "{\"format\": \"perfweave-samples\", \"version\": ");
+    pw_buf_int(&b, PW_SAMPLES_VERSION);
+    pw_buf_puts(&b, ", \"rank\": ");
     pw_buf_int(&b, rank);
     pw_buf_puts(&b, ", \"pid\": ");
     pw_buf_int(&b, getpid());
@@ -731,9 +734,9 @@ static void write_samples(void)
     pw_buf_puts(&b, ", \"frames\": ");
     pw_buf_int(&b, PW_SAMPLE_FRAMES);
     pw_buf_puts(&b, ", \"counters\": [");
-    for (int c = 0; c < pw_nctr && c < PW_SAMPLE_COUNTERS; c++) {
+    for (int c = 0; c < pw_nevents && c < PW_SAMPLE_COUNTERS; c++) {
         pw_buf_puts(&b, c ? ", " : "");
-        pw_buf_jstr(&b, pw_ctr_names[c]);
+        pw_buf_jstr(&b, pw_event_names[c]);
     }
     pw_buf_puts(&b, "]");
     pw_buf_puts(&b, ", \"samples\": ");
@@ -786,6 +789,7 @@ static void write_samples(void)
     else
         pw_file_put(path, b.data, b.len);
     pw_buf_free(&b);
+    return 0;
 }
 
 /* Threads the program creates are sampled from their first instruction: the new thread
@@ -799,7 +803,7 @@ static void *trampoline(void *p)
 {
     start_arg a = *(start_arg *)p;
     free(p);
-    pw_sampler_thread();
+    pw_thread_begin(); /* every module's start of a thread: ours samples it */
     return a.fn(a.arg);
 }
 
@@ -824,34 +828,28 @@ static int library_thread(const void *caller)
 PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                              void *(*fn)(void *), void *arg)
 {
-    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-    if (PW_UNLIKELY(!real))
-        *(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+    PW_REAL(pthread_create);
     if (!started || library_thread(__builtin_return_address(0)))
-        return real(thread, attr, fn, arg);
+        return real_pthread_create(thread, attr, fn, arg);
     start_arg *a = malloc(sizeof *a);
     if (!a)
-        return real(thread, attr, fn, arg);
+        return real_pthread_create(thread, attr, fn, arg);
     a->fn = fn;
     a->arg = arg;
-    int rc = real(thread, attr, trampoline, a);
+    int rc = real_pthread_create(thread, attr, trampoline, a);
     if (rc != 0)
         free(a);
     return rc;
 }
 
-/* Helpers of the blocking-call wrappers below */
-#define REAL(fn)                                                                        \
-    static __typeof__(fn) *real_##fn;                                                   \
-    if (PW_UNLIKELY(!real_##fn))                                                        \
-    *(void **)&real_##fn = dlsym(RTLD_NEXT, #fn)
+/* Helpers of the blocking-call wrappers below (real functions: PW_REAL, wrap.h) */
 
 /* The sample state while blocked: state, unless in an MPI call; returns the old one. */
 static int block_begin(int blocking, int state)
 {
-    int old = pw_sample_state;
+    int old = pw_thread_activity;
     if (blocking && old == 0)
-        pw_sample_state = state;
+        pw_thread_activity = state;
     return old;
 }
 
@@ -872,10 +870,8 @@ static void mask_end(void)
 {
     maskable = 0;
     if (masked) {
-        int e = errno;
         masked = 0;
-        pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
-        errno = e;
+        PW_KEEP_ERRNO(pthread_sigmask(SIG_SETMASK, &saved_mask, NULL));
     }
 }
 
@@ -980,7 +976,7 @@ static void queue_again(int s, siginfo_t *info)
  * wake a suspended system) sleep in clock_nanosleep itself, called again for the time
  * left after our signal; there, a program's signal that comes during our handler can
  * still be handled without ending the sleep. */
-static int (*real_clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
+PW_REAL_DECLARE(clock_nanosleep);
 
 static int64_t clock_ns(clockid_t c)
 {
@@ -1013,7 +1009,7 @@ static int sleep_blocked(clockid_t clock, int abs_, const struct timespec *req,
     int64_t end = ns_after(abs_ ? 0 : clock_ns(c), req);
     sigset_t wide;
     program_signals(&wide);
-    REAL(ppoll);
+    PW_REAL(ppoll);
     for (;;) {
         int64_t left = end - clock_ns(c);
         if (left <= 0)
@@ -1057,14 +1053,13 @@ static void sleep_cancelled(void *state)
 {
     masked = 0;
     pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
-    pw_sample_state = *(int *)state;
+    pw_thread_activity = *(int *)state;
 }
 
 PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
                               struct timespec *rem)
 {
-    if (PW_UNLIKELY(!real_clock_nanosleep))
-        *(void **)&real_clock_nanosleep = dlsym(RTLD_NEXT, "clock_nanosleep");
+    PW_REAL_RESOLVE(clock_nanosleep);
     if (!started || !req)
         return real_clock_nanosleep(clock, flags, req, rem);
     int abs_ = flags & TIMER_ABSTIME, rc;
@@ -1096,7 +1091,7 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
                 left = r; /* relative: what is left; absolute: the same deadline */
         }
     }
-    pw_sample_state = state;
+    pw_thread_activity = state;
     if (rc == EINTR && rem && !abs_)
         *rem = r;
     return rc;
@@ -1145,7 +1140,7 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
             interrupted = 0;                                                            \
             rc = (call);                                                                \
         } while (again(rc) && ((ms = ms_left(ms, deadline_)), 1));                      \
-        pw_sample_state = old_;                                                         \
+        pw_thread_activity = old_;                                                         \
     } while (0)
 
 /* the same for a timeout TS (const struct timespec *, NULL: none); CALL uses tp_ */
@@ -1159,13 +1154,13 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
             interrupted = 0;                                                            \
             rc = (call);                                                                \
         } while (again(rc) && (tp_ = ts_left(ts, deadline_, &left_), 1));               \
-        pw_sample_state = old_;                                                         \
+        pw_thread_activity = old_;                                                         \
     } while (0)
 
 /* poll is ppoll with the timeout as a timespec (< 0: none) and no mask */
 PW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    REAL(poll);
+    PW_REAL(poll);
     if (!started)
         return real_poll(fds, n, timeout);
     struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000L};
@@ -1185,7 +1180,7 @@ PW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsle
 PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
                     const sigset_t *mask)
 {
-    REAL(ppoll);
+    PW_REAL(ppoll);
     if (!started)
         return real_ppoll(fds, n, ts, mask);
     int rc;
@@ -1197,12 +1192,12 @@ PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 
 PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
-    REAL(select);
+    PW_REAL(select);
     if (!started)
         return real_select(n, r, w, e, tv);
     int64_t deadline = tv ? pw_now() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
     int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
-    REAL(pselect);
+    PW_REAL(pselect);
     mask_begin();
     interrupted = 0;
     rc = real_select(n, r, w, e, tv);
@@ -1226,14 +1221,14 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
         }
     }
     mask_end();
-    pw_sample_state = old;
+    pw_thread_activity = old;
     return rc;
 }
 
 PW_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
                       const sigset_t *mask)
 {
-    REAL(pselect);
+    PW_REAL(pselect);
     if (!started)
         return real_pselect(n, r, w, e, ts, mask);
     int rc;
@@ -1246,7 +1241,7 @@ PW_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
 PW_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
                           const sigset_t *mask)
 {
-    REAL(epoll_pwait);
+    PW_REAL(epoll_pwait);
     if (!started)
         return real_epoll_pwait(ep, ev, max, timeout, mask);
     int rc;
@@ -1266,7 +1261,7 @@ PW_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 PW_EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct timespec *ts,
                            const sigset_t *mask)
 {
-    REAL(epoll_pwait2);
+    PW_REAL(epoll_pwait2);
     if (!started)
         return real_epoll_pwait2(ep, ev, max, ts, mask);
     int rc;
@@ -1280,7 +1275,7 @@ PW_EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct
 /* pause and sigsuspend: wait for a handler; ours does not count */
 PW_EXPORT int sigsuspend(const sigset_t *mask)
 {
-    REAL(sigsuspend);
+    PW_REAL(sigsuspend);
     if (!started)
         return real_sigsuspend(mask);
     int old = block_begin(1, STATE_WAIT), rc;
@@ -1290,14 +1285,14 @@ PW_EXPORT int sigsuspend(const sigset_t *mask)
         rc = real_sigsuspend(mask);
     } while (again(rc));
     mask_end();
-    pw_sample_state = old;
+    pw_thread_activity = old;
     return rc;
 }
 
 /* pause is sigsuspend with the thread's mask */
 PW_EXPORT int pause(void)
 {
-    REAL(pause);
+    PW_REAL(pause);
     sigset_t mask;
     if (!started || pthread_sigmask(SIG_BLOCK, NULL, &mask) != 0)
         return real_pause();
@@ -1343,7 +1338,7 @@ static int wait_signals(sigtimedwait_fn *real, const sigset_t *set, siginfo_t *i
 
 PW_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
 {
-    REAL(sigtimedwait);
+    PW_REAL(sigtimedwait);
     if (!started)
         return real_sigtimedwait(set, info, ts);
     sigset_t copy;
@@ -1364,13 +1359,13 @@ PW_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 
 PW_EXPORT int sigwait(const sigset_t *set, int *signo)
 {
-    REAL(sigwait); /* glibc's retries EINTR itself */
+    PW_REAL(sigwait); /* glibc's retries EINTR itself */
     if (!started)
         return real_sigwait(set, signo);
     sigset_t copy;
     int old = block_begin(1, STATE_WAIT);
     int rc = real_sigwait(without_ours(set, &copy), signo);
-    pw_sample_state = old;
+    pw_thread_activity = old;
     return rc;
 }
 
@@ -1383,12 +1378,12 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
             interrupted = 0;                                                            \
             rc = (call);                                                                \
         } while (again(rc));                                                            \
-        pw_sample_state = old_;                                                         \
+        pw_thread_activity = old_;                                                         \
     } while (0)
 
 /* The body of such a wrapper of FN, called with ARGS */
 #define AGAIN_WRAPPER(rtype, fn, args)                                                  \
-    REAL(fn);                                                                           \
+    PW_REAL(fn);                                                                        \
     if (!started)                                                                       \
         return real_##fn args;                                                          \
     rtype rc;                                                                           \
@@ -1416,7 +1411,7 @@ PW_EXPORT int sem_clockwait(sem_t *restrict s, clockid_t clock,
  * left of it; semop is semtimedop without one. */
 PW_EXPORT int semtimedop(int id, struct sembuf *ops, size_t n, const struct timespec *ts)
 {
-    REAL(semtimedop);
+    PW_REAL(semtimedop);
     if (!started)
         return real_semtimedop(id, ops, n, ts);
     int rc;
@@ -1488,7 +1483,7 @@ static int sock_ready(int fd, short events, int opt, int64_t start)
 
 /* The body of the wrapper of socket call FN, called with ARGS */
 #define SOCK_WRAPPER(rtype, fn, fd, events, opt, args)                                  \
-    REAL(fn);                                                                           \
+    PW_REAL(fn);                                                                        \
     if (!started)                                                                       \
         return real_##fn args;                                                          \
     rtype rc;                                                                           \
@@ -1552,7 +1547,7 @@ PW_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
  * signal, so up to one sampling interval late. */
 PW_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t len)
 {
-    REAL(connect);
+    PW_REAL(connect);
     if (!started)
         return real_connect(fd, a, len);
     int64_t start = pw_now();
@@ -1585,15 +1580,10 @@ struct io_event;
 PW_EXPORT int io_getevents(void *ctx, long min, long nr, struct io_event *ev,
                            struct timespec *ts)
 {
-    static int (*real)(void *, long, long, struct io_event *, struct timespec *);
-    static int looked;
-    if (PW_UNLIKELY(!looked)) {
-        *(void **)&real = dlsym(RTLD_NEXT, "io_getevents");
-        looked = 1;
-    }
+    PW_REAL_OPTIONAL(io_getevents);
     int rc;
 #define PW_GETEVENTS(t)                                                                 \
-    (real ? real(ctx, min, nr, ev, (struct timespec *)(t))                              \
+    (real_io_getevents ? real_io_getevents(ctx, min, nr, ev, (struct timespec *)(t))    \
           : (int)syscall(SYS_io_getevents, ctx, min, nr, ev, (t)))
     if (!started)
         return PW_GETEVENTS(ts);
@@ -1602,10 +1592,10 @@ PW_EXPORT int io_getevents(void *ctx, long min, long nr, struct io_event *ev,
     return rc;
 }
 
-/* Called at the end of the core's constructor. */
-void pw_sampler_start(void)
+/* In the core's constructor (the process is measured). */
+static void start(void)
 {
-    if (!pw_active || !pw_opt.sample)
+    if (!pw_opt.sample)
         return;
     sig = SIGRTMAX - 3;
     struct sigaction sa;
@@ -1619,8 +1609,16 @@ void pw_sampler_start(void)
     }
     unwinder_load();
     started = 1;
-    pw_sampling = 1;
+    pw_want_anchor = 1; /* MPI wrappers keep their frame for fp_walk */
     start_pid = getpid();
-    atexit(write_samples);
-    pw_sampler_thread();
+    pw_thread_begin(); /* the main thread, from now (and the other modules' start in it) */
 }
+
+const pw_module pw_module_sampler = {
+    .name = "sampler",
+    .version = PW_SAMPLES_VERSION,
+    .options = "sample,sample_interval_ms,sample_capacity,sample_libunwind",
+    .start = start,
+    .thread_start = sample_thread,
+    .dump = write_samples,
+};

@@ -361,19 +361,19 @@ def control_body(fn, call, fid, fortran):
                 provided = "*provided"
         return nested_guard(call, fortran) + [
                 "    pw_mpi_nest();", "    int64_t t0 = pw_now();",
-                "    pw_sample_state = PW_SAMPLE_MPI_OTHER; /* MPI's start-up is MPI time */",
-                "    pw_mpi_sample_anchor();",
+                "    pw_thread_activity = PW_ACTIVITY_OTHER; /* MPI's start-up is MPI time */",
+                "    pw_mpi_anchor();",
                 f"    {rc_decl}{call};",
                 f"    pw_mpi_init_done({fid}, ra, t0, {provided});",
-                "    pw_sample_state = 0;",
-                "    pw_sample_anchor = 0;",
+                "    pw_thread_activity = 0;",
+                "    pw_call_anchor = 0;",
                 "    pw_mpi_unnest();", f"    {rc_ret}"]
     if fn.kind == "finalize":
         return nested_guard(call, fortran) + [
                 "    pw_mpi_nest();",
-                "    pw_sample_state = PW_SAMPLE_MPI_OTHER;", "    pw_mpi_sample_anchor();",
+                "    pw_thread_activity = PW_ACTIVITY_OTHER;", "    pw_mpi_anchor();",
                 f"    pw_mpi_finalize_begin({fid}, ra);",
-                f"    {rc_decl}{call};", "    pw_sample_state = 0;", "    pw_sample_anchor = 0;",
+                f"    {rc_decl}{call};", "    pw_thread_activity = 0;", "    pw_call_anchor = 0;",
                 "    pw_mpi_finalize_done();",
                 "    pw_mpi_unnest();", f"    {rc_ret}"]
     if fn.kind == "abort":

@@ -266,12 +266,12 @@ PW_WRAPPER int MPI_Init(int *argc, char ***argv)
         return real(argc, argv);
     pw_mpi_nest();
     int64_t t0 = pw_now();
-    pw_sample_state = PW_SAMPLE_MPI_OTHER; /* MPI's start-up is MPI time */
-    pw_mpi_sample_anchor();
+    pw_thread_activity = PW_ACTIVITY_OTHER; /* MPI's start-up is MPI time */
+    pw_mpi_anchor();
     int rc = real(argc, argv);
     pw_mpi_init_done(PW_FN_MPI_Init, ra, t0, -1);
-    pw_sample_state = 0;
-    pw_sample_anchor = 0;
+    pw_thread_activity = 0;
+    pw_call_anchor = 0;
     pw_mpi_unnest();
     return rc;
 }
@@ -285,12 +285,12 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Init(pw_freal_MPI_Ini
     }
     pw_mpi_nest();
     int64_t t0 = pw_now();
-    pw_sample_state = PW_SAMPLE_MPI_OTHER; /* MPI's start-up is MPI time */
-    pw_mpi_sample_anchor();
+    pw_thread_activity = PW_ACTIVITY_OTHER; /* MPI's start-up is MPI time */
+    pw_mpi_anchor();
     real(ierr);
     pw_mpi_init_done(PW_FN_MPI_Init, ra, t0, -1);
-    pw_sample_state = 0;
-    pw_sample_anchor = 0;
+    pw_thread_activity = 0;
+    pw_call_anchor = 0;
     pw_mpi_unnest();
     return;
 }

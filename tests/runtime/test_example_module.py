@@ -1,0 +1,71 @@
+"""The example module (runtime/modules/example.c, --example), the template of a runtime
+module: its wrapper counts and times the program's sched_yield calls, and its dump writes
+example/HOST.PID.json. The program counts its own calls and times its loops around them:
+the file must hold exactly that count, from exactly its threads, and no more time than
+the loops took. Off by default: no file, and the program sees the same results."""
+import json
+
+import pytest
+
+from harness import bare
+
+THREADS, CALLS = 3, 2000
+
+
+def program_values(stdout):
+    return {k: int(v) for k, v in (line.split() for line in stdout.splitlines())}
+
+
+def test_example_module_counts_the_programs_calls(build, run_pw):
+    prog = build(None, "yield_count.c", ("-pthread",))
+    r = run_pw([prog, THREADS, CALLS], ["--example"])
+    got = program_values(r.proc.stdout)
+    assert got["calls"] == THREADS * CALLS and got["rc"] == 0
+    files = list((r.exp / "example").iterdir())
+    assert len(files) == 1
+    data = json.loads(files[0].read_text())
+    assert files[0].name == f"{data['host']}.{got['pid']}.json"
+    assert data["format"] == "perfweave-example" and data["version"] == 1
+    assert data["function"] == "sched_yield" and data["state"] == "complete"
+    assert (data["rank"], data["pid"]) == (-1, got["pid"])
+    assert data["threads"] == THREADS  # the main thread made no call
+    assert data["calls"] == THREADS * CALLS
+    # each call is timed inside its thread's loop
+    assert 0 < data["max_ns"] <= data["total_ns"] <= got["loop_ns"]
+
+
+def test_example_module_off_by_default(build, run_pw):
+    prog = build(None, "yield_count.c", ("-pthread",))
+    ref = program_values(bare([prog, THREADS, CALLS]).stdout)
+    r = run_pw([prog, THREADS, CALLS])
+    got = program_values(r.proc.stdout)
+    assert (got["calls"], got["rc"]) == (ref["calls"], ref["rc"]) == (THREADS * CALLS, 0)
+    assert not (r.exp / "example").exists()
+
+
+def test_example_module_per_rank_and_job_files(mpi, build, run_pw):
+    """Under MPI: one file per rank with that rank's own calls (those its MPI library
+    makes inside MPI calls are not the program's), and the module's reduce at
+    MPI_Finalize writes the job's sum, gathered through the job the MPI module gives."""
+    prog = build(mpi, "yield_ranks.c")
+    r = run_pw(mpi.launch(2) + [prog, 1000], ["--example"])
+    mine = {}
+    for line in r.proc.stdout.splitlines():
+        _, rank, _, calls, _, rc = line.split()
+        assert rc == "0"
+        mine[int(rank)] = int(calls)
+    assert mine == {0: 1000, 1: 2000}
+    files = sorted(p.name for p in (r.exp / "example").iterdir())
+    assert files == ["job.json", "rank-0.json", "rank-1.json"]
+    for rank, calls in mine.items():
+        data = json.loads((r.exp / "example" / f"rank-{rank}.json").read_text())
+        assert (data["rank"], data["state"], data["calls"]) == (rank, "complete", calls)
+        assert data["threads"] == 1
+    job = json.loads((r.exp / "example" / "job.json").read_text())
+    assert job["format"] == "perfweave-example-job" and job["version"] == 1
+    assert (job["ranks"], job["reported"], job["calls"], job["threads"]) == (2, 2, 3000, 2)
+    # the same ticks, converted at MPI_Finalize (job) and at exit (ranks): the tick rate
+    # is calibrated over the run, so the ns may differ in the last digits
+    per_rank = [json.loads((r.exp / "example" / f"rank-{k}.json").read_text()) for k in mine]
+    assert job["total_ns"] == pytest.approx(sum(d["total_ns"] for d in per_rank), rel=1e-4)
+    assert job["max_ns"] == pytest.approx(max(d["max_ns"] for d in per_rank), rel=1e-4)
