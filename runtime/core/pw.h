@@ -167,10 +167,11 @@ void pw_rank_joining(void);
 /* Calls are in activity classes (the recording module's families: p2p, coll, rma, sync,
  * io, other, its spec's order). 0: computation; 1 + class: in a measured call of that
  * class; PW_ACTIVITY_SLEEP, PW_ACTIVITY_WAIT: blocked outside one. */
-#define PW_ACT_CLASSES 6
-#define PW_ACTIVITY_OTHER PW_ACT_CLASSES /* 1 + the class "other" (start-up, ...) */
-#define PW_ACTIVITY_SLEEP (1 + PW_ACT_CLASSES)
-#define PW_ACTIVITY_WAIT (2 + PW_ACT_CLASSES) /* blocked in poll, select, epoll, pause, ... */
+#define PW_ACTIVITY_CLASSES 6
+#define PW_ACTIVITY_OTHER PW_ACTIVITY_CLASSES /* 1 + the class "other" (start-up, ...) */
+#define PW_ACTIVITY_SLEEP (1 + PW_ACTIVITY_CLASSES)
+/* blocked in poll, select, epoll, pause, ... */
+#define PW_ACTIVITY_WAIT (2 + PW_ACTIVITY_CLASSES)
 extern PW_TLS int pw_thread_activity;
 /* In a measured call, for a frame-pointer walk: the outermost wrapper's frame and an
  * address inside it (libraries without frame pointers break the chain below it). Kept
@@ -188,7 +189,7 @@ void *pw_code_here(void); /* an address in the function that calls it */
 typedef struct pw_activity {
     int64_t magic, pid;
     int32_t rank, version; /* rank: in the job once known, else PW_ACT_* */
-    int64_t ticks[PW_ACT_CLASSES]; /* pw_ticks() spent in measured calls */
+    int64_t ticks[PW_ACTIVITY_CLASSES]; /* pw_ticks() spent in measured calls */
     int64_t calls;
 } pw_activity;
 extern pw_activity *pw_act;

@@ -90,7 +90,7 @@ static void record(int64_t ticks)
  * the core's per-thread activity says so. */
 static int in_measured_call(void)
 {
-    return pw_thread_activity > 0 && pw_thread_activity <= PW_ACT_CLASSES;
+    return pw_thread_activity > 0 && pw_thread_activity <= PW_ACTIVITY_CLASSES;
 }
 
 PW_EXPORT int sched_yield(void)

@@ -519,7 +519,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* Families whose calls go into the message-size histograms: p2p, coll, rma. */
 static unsigned char in_histogram[PW_MPI_NFN];
-signed char pw_mpi_family[PW_MPI_NFN]; /* activity class (pw.h: PW_ACT_CLASSES) */
+signed char pw_mpi_family[PW_MPI_NFN]; /* activity class (pw.h: PW_ACTIVITY_CLASSES) */
 #define family_of pw_mpi_family
 
 /* --callsite-depth > 1: walk the stack and keep the frames above the wrapper's
@@ -1024,9 +1024,10 @@ __attribute__((constructor)) static void pw_mpi_module_init(void)
     for (int i = 0; i < PW_MPI_NFN; i++) {
         const char *f = pw_mpi_fn_families[i];
         in_histogram[i] = !strcmp(f, "p2p") || !strcmp(f, "coll") || !strcmp(f, "rma");
-        static const char *fams[PW_ACT_CLASSES] = {"p2p", "coll", "rma", "sync", "io", "other"};
-        family_of[i] = PW_ACT_CLASSES - 1;
-        for (int k = 0; k < PW_ACT_CLASSES; k++)
+        static const char *fams[PW_ACTIVITY_CLASSES] = {"p2p", "coll", "rma",
+                                                        "sync", "io",  "other"};
+        family_of[i] = PW_ACTIVITY_CLASSES - 1;
+        for (int k = 0; k < PW_ACTIVITY_CLASSES; k++)
             if (!strcmp(f, fams[k]))
                 family_of[i] = (signed char)k;
     }

@@ -394,10 +394,10 @@ static void sample_procs(void)
         }
         pw_activity *act = activity_of(pid);
         if (act && act->magic == PW_ACT_MAGIC) {
-            static const char *fams[PW_ACT_CLASSES] = {"p2p", "coll", "rma", "sync", "io",
+            static const char *fams[PW_ACTIVITY_CLASSES] = {"p2p", "coll", "rma", "sync", "io",
                                                         "other"};
             /* in ticks (exact, monotonic); HOST.json's ns_per_tick converts them */
-            for (int k = 0; k < PW_ACT_CLASSES; k++) {
+            for (int k = 0; k < PW_ACTIVITY_CLASSES; k++) {
                 snprintf(name, sizeof name, "%ld.mpi_%s_ns", pid, fams[k]);
                 put("proc", name, "ticks", KIND_COUNTER, 0,
                     (double)__atomic_load_n(&act->ticks[k], __ATOMIC_RELAXED));

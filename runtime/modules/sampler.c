@@ -4,8 +4,8 @@
  * signal of our own, never SIGPROF or SIGALRM, so programs with their own handlers for
  * those keep them. The handler records the time, what the thread was doing (computation,
  * or the family of the MPI call it is in: the core's pw_thread_activity, kept by the MPI
- * wrappers) and
- * the stack by frame pointers, each frame checked to lie in the thread's own stack.
+ * wrappers) and the stack by frame pointers, each frame checked to lie in the thread's
+ * own stack.
  *
  * Memory is bounded: each thread has a buffer of --sample-capacity samples; when it is
  * full, every other sample is dropped (the oldest kept) and the thread's interval doubles,
@@ -588,7 +588,8 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     sample *s = &t->buf[t->n];
     s->t = pw_now();
     s->state = (int16_t)pw_thread_activity;
-    s->have_ctr = pw_hooks.read_events ? pw_hooks.read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
+    s->have_ctr =
+        pw_hooks.read_events ? pw_hooks.read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
 #if defined(__x86_64__)
     ucontext_t *uc = ucv;
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
