@@ -64,6 +64,11 @@
  * functions the wrappers call (syscall, ...) as leaf functions, which lets the compiler
  * keep a static variable in a register across them. */
 static PW_TLS volatile int interrupted;
+/* Handlers of the program that this thread entered or left (program_handler counts
+ * each twice), and that count when the wrapper's current call began: a call during which
+ * one ran was the program's to end, whatever our handler found (ended_a_call), as the
+ * program's handler may have ended it before ours ran. */
+static PW_TLS volatile unsigned handled, call_handled;
 /* A wrapper that can call again with the signal mask set atomically by the call
  * (ppoll, pselect, epoll_pwait, sigsuspend) is in its call: the handler then returns with
  * every signal but the synchronous ones blocked (masked), keeping the thread's mask in
@@ -527,7 +532,9 @@ static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintp
  * with the call's result already set to -EINTR when it will not restart it; a program's
  * handler that ours lands in has no such register. The program's own signals that
  * arrived with ours are held by our handler's mask (all signals) and delivered right
- * after it: pending and not blocked in the interrupted context, the call is theirs. */
+ * after it: pending and not blocked in the interrupted context, the call is theirs. One
+ * that was handled before ours landed left the same registers: the caller checks that
+ * no handler of the program ran during the call (handled). */
 static int ended_a_call(void *ucv)
 {
     ucontext_t *uc = ucv;
@@ -565,7 +572,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     (void)si;
     int saved = errno;
     thr *t = self;
-    int ended = ended_a_call(ucv);
+    int ended = handled == call_handled && ended_a_call(ucv);
     if (ended)
         interrupted = 1;
     if (ended && maskable && !masked) { /* this very call, not an earlier one's flag */
@@ -843,6 +850,90 @@ PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     return rc;
 }
 
+/* The program's handlers, run through program_handler once the sampler has started, so
+ * that a thread counts the handlers it runs (handled): a program's signal that ended a
+ * blocking call and was handled before ours landed (ours blocked by the program's
+ * sa_mask until its handler returned, or arriving as it returned) leaves the call's
+ * registers as ours would (-EINTR), and only the count tells the call was the
+ * program's. sigaction and signal report the program's own handler and flags; what the
+ * kernel holds otherwise (a handler set before the sampler started, or by the C library
+ * itself) is reported and left as it is. */
+PW_REAL_DECLARE(sigaction);
+PW_REAL_DECLARE(signal);
+static void *program_fn[NSIG];   /* the program's handler of each signal */
+static int program_info[NSIG];   /* it takes (int, siginfo_t *, void *): SA_SIGINFO */
+
+static void program_handler(int s, siginfo_t *si, void *uc)
+{
+    handled++;
+    void *fn = __atomic_load_n(&program_fn[s], __ATOMIC_ACQUIRE);
+    if (!fn) /* never: set before this handler is installed for s */
+        ;
+    else if (__atomic_load_n(&program_info[s], __ATOMIC_ACQUIRE))
+        ((void (*)(int, siginfo_t *, void *))fn)(s, si, uc);
+    else
+        ((void (*)(int))fn)(s);
+    handled++; /* after it too: a wrapper it called counted from inside it */
+}
+
+/* What the kernel holds for s, as the program set it */
+static void program_view(int s, struct sigaction *sa, void *fn, int info)
+{
+    if (sa->sa_sigaction != program_handler)
+        return;
+    sa->sa_handler = (void (*)(int))fn;
+    sa->sa_flags = (sa->sa_flags & ~SA_SIGINFO) | (info ? SA_SIGINFO : 0);
+}
+
+PW_EXPORT int sigaction(int s, const struct sigaction *act, struct sigaction *old)
+{
+    PW_REAL_RESOLVE(sigaction);
+    if (!started || s <= 0 || s >= NSIG || s == sig)
+        return real_sigaction(s, act, old);
+    void *fn = __atomic_load_n(&program_fn[s], __ATOMIC_ACQUIRE);
+    int info = program_info[s];
+    struct sigaction through, was;
+    if (act && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN) {
+        __atomic_store_n(&program_info[s], !!(act->sa_flags & SA_SIGINFO), __ATOMIC_RELEASE);
+        __atomic_store_n(&program_fn[s], (void *)act->sa_handler, __ATOMIC_RELEASE);
+        through = *act;
+        through.sa_sigaction = program_handler;
+        through.sa_flags |= SA_SIGINFO;
+        act = &through;
+    }
+    int rc = real_sigaction(s, act, &was);
+    if (rc != 0) {
+        __atomic_store_n(&program_fn[s], fn, __ATOMIC_RELEASE);
+        __atomic_store_n(&program_info[s], info, __ATOMIC_RELEASE);
+        return rc;
+    }
+    if (old) {
+        program_view(s, &was, fn, info);
+        *old = was;
+    }
+    return 0;
+}
+
+/* signal: the C library's (its flags and mask for the handler), then our handler in front */
+PW_EXPORT sighandler_t signal(int s, sighandler_t h)
+{
+    PW_REAL_RESOLVE(signal);
+    PW_REAL_RESOLVE(sigaction);
+    if (!started || s <= 0 || s >= NSIG || s == sig)
+        return real_signal(s, h);
+    void *fn = __atomic_load_n(&program_fn[s], __ATOMIC_ACQUIRE);
+    sighandler_t was = real_signal(s, h);
+    if (was == SIG_ERR)
+        return was;
+    if ((void *)was == (void *)program_handler)
+        was = (sighandler_t)fn;
+    struct sigaction now;
+    if (h != SIG_DFL && h != SIG_IGN && real_sigaction(s, NULL, &now) == 0 &&
+        now.sa_handler == h)
+        sigaction(s, &now, NULL);
+    return was;
+}
+
 /* Helpers of the blocking-call wrappers below (real functions: PW_REAL, wrap.h) */
 
 /* The sample state while blocked: state, unless in an MPI call; returns the old one. */
@@ -854,10 +945,19 @@ static int block_begin(int blocking, int state)
     return old;
 }
 
-/* The call failed with EINTR because of our signal: call it again. */
+/* A wrapper's call of the real function begins. */
+static inline void call_begins(void)
+{
+    interrupted = 0;
+    call_handled = handled;
+}
+
+/* The call failed with EINTR because of our signal, and no handler of the program ran
+ * since it began (its signal would have ended the call without perfweave): call it
+ * again. */
 static int again(long rc)
 {
-    return rc < 0 && errno == EINTR && interrupted;
+    return rc < 0 && errno == EINTR && interrupted && handled == call_handled;
 }
 
 /* The mask to call again with: the call's own, else the thread's (saved by the handler
@@ -1034,7 +1134,7 @@ static int sleep_blocked(clockid_t clock, int abs_, const struct timespec *req,
         if (e == SIG_STOPS) {
             /* the thread's mask for an instant, atomically: the process stops there */
             struct timespec zero = {0, 0};
-            interrupted = 0;
+            call_begins();
             if (!(real_ppoll(NULL, 0, &zero, &saved_mask) < 0 && errno == EINTR &&
                   !interrupted))
                 continue;
@@ -1084,9 +1184,9 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
     } else {
         struct timespec left = *req;
         for (;;) {
-            interrupted = 0;
+            call_begins();
             rc = real_clock_nanosleep(clock, flags, &left, &r);
-            if (rc != EINTR || !interrupted)
+            if (rc != EINTR || !interrupted || handled != call_handled)
                 break;
             if (!abs_)
                 left = r; /* relative: what is left; absolute: the same deadline */
@@ -1138,7 +1238,7 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
         int64_t deadline_ = ms_deadline(ms);                                            \
         int old_ = block_begin((ms) != 0, STATE_WAIT);                                  \
         do {                                                                            \
-            interrupted = 0;                                                            \
+            call_begins();                                                              \
             rc = (call);                                                                \
         } while (again(rc) && ((ms = ms_left(ms, deadline_)), 1));                      \
         pw_thread_activity = old_;                                                         \
@@ -1152,7 +1252,7 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
         const struct timespec *tp_ = (ts);                                              \
         int old_ = block_begin(ts_blocking(ts), STATE_WAIT);                            \
         do {                                                                            \
-            interrupted = 0;                                                            \
+            call_begins();                                                              \
             rc = (call);                                                                \
         } while (again(rc) && (tp_ = ts_left(ts, deadline_, &left_), 1));               \
         pw_thread_activity = old_;                                                         \
@@ -1200,7 +1300,7 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
     int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
     PW_REAL(pselect);
     mask_begin();
-    interrupted = 0;
+    call_begins();
     rc = real_select(n, r, w, e, tv);
     /* again, as pselect (the mask set atomically), with the time left in *tv as Linux's
      * select leaves it; pselect does not write *tv, so the deadline tells it after */
@@ -1212,7 +1312,7 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
             left.tv_sec = d / 1000000000LL;
             left.tv_nsec = d % 1000000000LL;
         }
-        interrupted = 0;
+        call_begins();
         rc = real_pselect(n, r, w, e, tv ? &left : NULL, MASK_(NULL));
         if (tv) {
             int64_t d = deadline - pw_now();
@@ -1282,7 +1382,7 @@ PW_EXPORT int sigsuspend(const sigset_t *mask)
     int old = block_begin(1, STATE_WAIT), rc;
     mask_begin();
     do {
-        interrupted = 0;
+        call_begins();
         rc = real_sigsuspend(mask);
     } while (again(rc));
     mask_end();
@@ -1376,7 +1476,7 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
     do {                                                                                \
         int old_ = block_begin(1, STATE_WAIT);                                          \
         do {                                                                            \
-            interrupted = 0;                                                            \
+            call_begins();                                                              \
             rc = (call);                                                                \
         } while (again(rc));                                                            \
         pw_thread_activity = old_;                                                         \
@@ -1471,7 +1571,7 @@ static int sock_ready(int fd, short events, int opt, int64_t start)
     do {                                                                                \
         int64_t start_ = pw_now();                                                      \
         for (;;) {                                                                      \
-            interrupted = 0;                                                            \
+            call_begins();                                                              \
             rc = (call);                                                                \
             if (!again(rc))                                                             \
                 break;                                                                  \
@@ -1554,7 +1654,7 @@ PW_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t len)
     int64_t start = pw_now();
     int rc, retried = 0;
     for (;;) {
-        interrupted = 0;
+        call_begins();
         rc = real_connect(fd, a, len);
         if (retried && rc < 0 && errno == EISCONN)
             return 0;
@@ -1609,6 +1709,9 @@ static void start(void)
         return;
     }
     unwinder_load();
+    /* looked up now (sigaction's was, by the call above): a handler may call them, and
+     * dlsym is no call for a handler */
+    PW_REAL_RESOLVE(signal);
     started = 1;
     pw_want_anchor = 1; /* MPI wrappers keep their frame for fp_walk */
     start_pid = getpid();

@@ -64,6 +64,30 @@ def test_blocking_call_sees_no_sampler_signal(mode, build, run_pw):
     assert len(main) > 150
 
 
+# one of each way a wrapper resumes a call: a timeout in ms, a timespec, the mask set
+# atomically, no timeout, a socket's timeout, connect, waiting for signals, a sleep
+MASKED_MODES = ["poll", "select", "epoll_pwait", "pause", "sigtimedwait", "semtimedop",
+                "msgrcv", "sendmsg", "connect", "io_getevents", "nanosleep"]
+
+
+@pytest.mark.parametrize("mode", MASKED_MODES)
+def test_program_handler_blocking_every_signal_still_ends_the_call(mode, build, run_pw):
+    """The program's SIGALRM handler blocks every signal while it runs (sigfillset, a
+    common sa_mask) and takes 3 ms: the sampler's signal, held until it returns, lands
+    on the call that the program's signal ended, with the registers it would see had it
+    ended the call itself. The call still ends with EINTR at 300 ms, as without perfweave
+    (it used to be resumed: up to its 5 s timeout, or for ever in pause; the same, rarely,
+    when the sampler's signal came just as any handler of the program returned)."""
+    prog = build(None, "blocking.c", ("-pthread",))
+    ref = bare([prog, mode, "masked"])
+    r = run_pw([prog, mode, "masked"], FAST, check=False, timeout=30)
+    assert r.proc.returncode == ref.returncode == 0, r.proc.stderr
+    want, got = cases(ref.stdout), cases(r.proc.stdout)
+    assert set(got) == set(want) == {"own"}
+    assert got["own"][0] == want["own"][0] and got["own"][0][1] == "EINTR", (got, want)
+    assert 0.29 <= got["own"][1] < 0.6, got
+
+
 def test_time_blocked_is_sampled_as_wait(build, run_pw):
     prog = build(None, "blocking.c", ("-pthread",))
     r = run_pw([prog, "poll"], FAST)

@@ -5,6 +5,8 @@
  *   timeout: nothing happens, the call's own timeout (300 ms) ends it;
  *   ready:   a thread makes the call's event happen at 300 ms (timeout 5 s);
  *   own:     the program's own SIGALRM (SA_RESTART) at 300 ms ends it with EINTR.
+ * blocking MODE masked: case "own" only, its handler run with every signal blocked (a
+ * common sa_mask) for 3 ms, so that a sampler's signal waits for it to return.
  * Everything but elapsed is the same with and without perfweave. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -65,7 +67,18 @@ static double now(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void on_alarm(int s) { (void)s; alarms++; }
+static int masked_handler; /* MODE masked: the handler blocks every signal for 3 ms */
+
+static void on_alarm(int s)
+{
+    (void)s;
+    alarms++;
+    if (masked_handler) {
+        double t = now();
+        while (now() - t < 0.003)
+            ;
+    }
+}
 
 static void alarm_in(int ms)
 {
@@ -381,12 +394,15 @@ static int has_case(int c)
 int main(int argc, char **argv)
 {
     mode = argc > 1 ? argv[1] : "poll";
+    masked_handler = argc > 2 && !strcmp(argv[2], "masked");
     if (pipe(pipefd) != 0)
         return 2;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
     sa.sa_flags = SA_RESTART; /* these calls return EINTR all the same */
+    if (masked_handler)
+        sigfillset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
     if (sigwaits()) { /* SIGUSR2 is waited for: blocked in every thread */
         sigset_t usr2;
@@ -397,7 +413,7 @@ int main(int argc, char **argv)
     setup();
     const char *cases[] = {"timeout", "ready", "own"};
     for (int c = 0; c < 3; c++) {
-        if (!has_case(c))
+        if (!has_case(c) || (masked_handler && c != 2))
             continue;
         pthread_t th;
         ready_case = c == 1;
