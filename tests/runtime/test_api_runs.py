@@ -43,8 +43,13 @@ def test_seventy_thirty_as_dataframes(build, run_pw):
     assert abs(root - (heavy_s + light_s)) < 0.05, (root, heavy_s + light_s)
     heavy = pr.loc[int(tree.loc["main/heavy", "id"])]
     assert abs(heavy - heavy_s) < share_bound(heavy_pct, len(s)) / 100 * root, (heavy, heavy_s)
+    # the program's lines, but for the dynamic linker binding fprintf and getrusage after
+    # the loop (ld.so's dl-lookup.c: a sample there, when the process lost its core
+    # during the binding on a busy machine, stands for the wait)
     lines = exp.lines()
-    assert (lines["file"] == "burn7030.c").all() and (lines["line"] > 0).all()
+    own = lines["file"] == "burn7030.c"
+    assert (lines["line"] > 0).all() and lines.loc[own, "pct"].sum() > 95, lines
+    assert set(lines.loc[~own, "file"]) <= {"dl-lookup.c", "dl-runtime.c"}, lines
     # the same numbers as the JSON report of the command line
     sm = r.report()["sampling"]
     assert len(s) == sm["samples"]
