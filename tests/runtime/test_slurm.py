@@ -199,14 +199,18 @@ def test_failed_launch(build, run_pw, slurm, tmp_path, how):
         rep.stderr
 
 
-def test_ctrl_c(mpi, build, slurm, tmp_path):
-    """Ctrl-C twice (srun's own way to abort a step) on a ring that runs until stopped:
-    every rank's profile is kept, marked partial, with at least the iterations the rank
-    reported done."""
+@pytest.mark.parametrize("how", ["scancel", "ctrl-c-twice"])
+def test_interrupted_step(mpi, build, slurm, tmp_path, how):
+    """A ring that runs until stopped, stopped by SIGINT to its tasks: `scancel --signal
+    INT` (the tasks get the signal and time to save), or Ctrl-C twice on srun (srun's own
+    way to abort a step: it forwards SIGINT and then, at once, forces the step's end with
+    SIGKILL). Every rank that saved holds at least the iterations it reported done,
+    marked partial; with scancel that is every rank, after Ctrl-C twice a rank still
+    saving when the SIGKILL came has no data, and perfweave run names it."""
     prog = build(mpi, "ring_forever.c")
-    exp, base = tmp_path / "exp", tmp_path / "ring"
+    exp, base, job = tmp_path / "exp", tmp_path / "ring", f"{how}-{mpi.name}"
     proc = subprocess.Popen([PERFWEAVE, "run", "-o", str(exp), "--",
-                             *srun(mpi, RING_RANKS, "-J", f"ctrl-c-{mpi.name}"), str(prog),
+                             *srun(mpi, RING_RANKS, "-J", job), str(prog),
                              str(base)], start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -215,14 +219,24 @@ def test_ctrl_c(mpi, build, slurm, tmp_path):
         assert time.monotonic() < deadline, f"no progress: {progress(base)}"
         time.sleep(0.05)
     before = [d for d, _ in progress(base)]
-    os.killpg(proc.pid, signal.SIGINT)
-    time.sleep(0.3)
-    os.killpg(proc.pid, signal.SIGINT)
+    if how == "scancel":
+        subprocess.run(["scancel", "--signal=INT", "-n", job], check=True, timeout=30)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
     status = proc.wait(60)
-    assert status == 130, proc.stderr.read()    # srun's status after a Ctrl-C abort
-    job_ended(f"ctrl-c-{mpi.name}")             # srun returns before its tasks end
+    stderr = proc.stderr.read()
+    job_ended(job)                              # srun returns before its tasks end
     after = [d for d, _ in progress(base)]
-    for rank in range(RING_RANKS):
+    saved = [r for r in range(RING_RANKS) if (exp / "partial" / f"rank-{r}.pwprof").exists()]
+    if how == "scancel" or status == 130:       # 130: every task ended by the SIGINT
+        assert status == 130 and saved == list(range(RING_RANKS)), stderr
+    else:                                       # 137: the SIGKILL ended some task
+        assert status == 137, stderr
+        lost = sorted(set(range(RING_RANKS)) - set(saved))
+        assert len(saved) < RING_RANKS and f"none from rank {lost[0]}" in stderr, stderr
+    for rank in saved:
         pf = read_profile(exp / "partial" / f"rank-{rank}.pwprof")
         assert int(pf.arrays["ranks"]["state"][0]) == SIGNAL_STATE
         s = pf.arrays["sites"]
@@ -230,7 +244,8 @@ def test_ctrl_c(mpi, build, slurm, tmp_path):
         # at least what the rank had done when the signal was sent, at most one more
         # than it did in all
         assert before[rank] <= calls <= after[rank] + 1, (rank, before, calls, after)
-    res = subprocess.run([PERFWEAVE, "report", "--json", str(exp)], capture_output=True,
-                         text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout)["state"] == "partial"
+    if saved:           # (after Ctrl-C twice, every rank may have been killed saving)
+        res = subprocess.run([PERFWEAVE, "report", "--json", str(exp)], capture_output=True,
+                             text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["state"] == "partial"
