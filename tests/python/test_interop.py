@@ -191,6 +191,15 @@ def write_experiment(exp, ranks, t_fini=8000, comms=COMMS, groups=GROUPS,
     return exp
 
 
+def bench_tracegen():
+    """bench/tracegen.py: synthetic experiments of a known number of records."""
+    bench = str(Path(__file__).resolve().parents[2] / "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import tracegen
+    return tracegen
+
+
 @pytest.fixture
 def literal(tmp_path):
     return write_experiment(tmp_path / "lit", {0: rank0(), 1: rank1(), 2: rank2()})
@@ -344,8 +353,7 @@ def test_c_loop_writes_the_events_of_one_call_per_event(literal, tmp_path, monke
 def test_c_loop_on_a_generated_trace(tmp_path):
     """The same on bench/tracegen.py's halo exchange (3 ranks), across several blocks of
     the loop."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import tracegen
+    tracegen = bench_tracegen()
     exp = tmp_path / "gen"
     n = tracegen.write(exp, 3, 3 * 30_000)
     each, bulk, s_each, s_bulk = streams_of_both_loops(exp, tmp_path)
@@ -558,8 +566,7 @@ def chrome_reference(exp):
 def test_chrome_events_match_a_plain_reference(literal, tmp_path):
     """Every MPI call, everything it did and every flush, as a plain record-by-record
     reference writes them: numbers of every width and sign, absent fields, threads."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import tracegen
+    tracegen = bench_tracegen()
     gen = tmp_path / "gen"
     tracegen.write(gen, 3, 3 * 2000)
     for exp in (literal, gen):
@@ -658,6 +665,7 @@ def threaded_ranks(seed=7, n=60):
     ranks[1] = r1 + th1
     return ranks
 
+
 def chrome_flow_ids(exp):
     """{(ph, pid, id): count} of the flow events perfweave analyze's numbering of
     messages gives (model/trace.py prepare on each whole rank): the oracle for the
@@ -698,8 +706,7 @@ def test_chrome_export_in_chunks_writes_the_same_events(literal, tmp_path, monke
         exp = write_experiment(tmp_path / "thr", threaded_ranks(), comms=comms,
                                groups={r: [] for r in WORLD}, t_fini=5000, windows=())
     else:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-        import tracegen
+        tracegen = bench_tracegen()
         exp = tmp_path / "gen"
         tracegen.write(exp, 2, 13_600)
     import perfweave.interop as interop
@@ -1237,8 +1244,7 @@ def test_chrome_export_memory_does_not_grow_with_the_trace(tmp_path):
     """The Chrome export streams rank by rank: a trace 10 times larger (10 times the
     ranks, 50,000 records each) needs at most a few MiB more (it used to hold every
     event as a Python dict: about 1 KiB per record, here +900 MiB)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import tracegen
+    tracegen = bench_tracegen()
     peaks = {}
     for ranks in (2, 20):
         exp = tmp_path / f"exp{ranks}"
@@ -1287,8 +1293,7 @@ def test_otf2_export_memory_does_not_grow_with_the_trace(tmp_path):
     Every event reaches its location's file (closing early once left empty files: the
     otf2 package opened a new writer at the archive's close for a location whose writer
     it no longer had)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import tracegen
+    tracegen = bench_tracegen()
     peaks = {}
     for ranks in (2, 20):
         exp = tmp_path / f"exp{ranks}"
@@ -1323,8 +1328,7 @@ def test_otf2_export_in_chunks_writes_the_same_archive(literal, tmp_path, monkey
     if which == "literal":
         exp = literal
     else:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-        import tracegen
+        tracegen = bench_tracegen()
         exp = tmp_path / "gen"
         tracegen.write(exp, 2, 13_600)
         # a fixed launch time: the definitions then hold no time of the export itself
@@ -1351,8 +1355,7 @@ def test_otf2_export_memory_does_not_grow_with_the_records_of_a_rank(tmp_path):
     are copied (RankSource.release): read through, they counted too. Chunks of 8,192
     records here, so that the smaller rank is many chunks too (with the default of
     65,536, 100,000 records are two chunks of which the second is half full)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import tracegen
+    tracegen = bench_tracegen()
     peaks = {}
     for n in (100_000, 1_000_000):
         exp = tmp_path / f"exp{n}"
@@ -1376,8 +1379,7 @@ def test_otf2_c_loop_is_faster_than_one_call_per_event(tmp_path):
     process, by the C loop and by one ctypes call per event: measured 3 times faster
     (2.2 against 0.73 M events per CPU second, docs/performance.md); at least 1.8 here,
     on a loaded machine. CPU time, not wall time: other processes do not count."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import tracegen
+    tracegen = bench_tracegen()
     exp = tmp_path / "exp"
     tracegen.write(exp, 4, 400_000)
     code = ("import json, sys, time\n"

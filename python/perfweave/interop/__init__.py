@@ -21,6 +21,8 @@ from perfweave.model.trace import T, F, _object_labels, _time_span, _to_ns, _win
 
 FLUSH_REGION = "TRACE BUFFER FLUSH"      # Score-P's name for time spent writing buffers
 TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
+SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL",
+                                       "COLL_DONE", "WIN", "RMA", "WSYNC")))
 
 
 def ns_times(meta, rec):
@@ -35,8 +37,13 @@ def ns_times(meta, rec):
         both = np.isin(typ, [T["CALL"], T["FLUSH"]])
         t1[both] = _to_ns(meta, rec["t1"][both])
     return t0, t1
-SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL",
-                                       "COLL_DONE", "WIN", "RMA", "WSYNC")))
+
+
+def last_index(mask):
+    """Per element, the index of the last True of mask up to it (-1 before the first):
+    of records, the call a sub-event belongs to, with mask the CALL records."""
+    idx = np.where(mask, np.arange(len(mask)), -1)
+    return np.maximum.accumulate(idx) if len(idx) else idx
 
 
 def need_otf2(what):
@@ -95,11 +102,17 @@ class Experiment:
         from perfweave.readers import trace as rt
 
         rf = rt.read_rank(self.path, r, self._meta_notes[r])
-        if not rf.meta.get("clock") and self._sibling:
-            rf.meta = dict(self._sibling, rank=rf.rank)
-            rf.notes.append(f"rank {rf.rank}: clock calibration and function table "
-                            "borrowed from another rank; its times are approximate")
+        rf.meta, sibling = self._clock_meta(r, rf.meta)
+        if sibling:
+            rf.notes.append(_sibling_note(r))
         return rf
+
+    def _clock_meta(self, r, meta):
+        """(metadata of rank r, whether borrowed): a rank without its clock calibration
+        (killed before writing its JSON) takes another rank's."""
+        if not (meta or {}).get("clock") and self._sibling:
+            return dict(self._sibling, rank=r), True
+        return meta, False
 
     def rank(self, r):
         """The RankTrace of rank r: its records read, checked and put on rank 0's clock
@@ -118,7 +131,7 @@ class Experiment:
         # a rank killed before writing its JSON: every rank of a run has the same functions
         if not functions and (typ == T["CALL"]).any() and self._names:
             functions = list(self._names)
-            notes.append(f"rank {r}: function names borrowed from another rank")
+            notes.append(_borrowed_note(r))
         return RankTrace(r, m, rec, thread, t0, t1, tb, te, functions, rf.complete, notes)
 
     def stream(self, r):
@@ -153,12 +166,9 @@ class RankStream:
 
         self.X, self.rank = X, r
         self.src = rt.open_rank(X.path, r, X._meta_notes[r])
-        self.meta = self.src.meta or {}
+        self.meta, self.sibling = X._clock_meta(r, self.src.meta or {})
         self.notes = list(self.src.notes)
         self.complete = self.src.complete
-        self.sibling = not self.meta.get("clock") and bool(X._sibling)
-        if self.sibling:
-            self.meta = dict(X._sibling, rank=r)
         self.functions = list(self.meta.get("functions") or [])
         self.borrowed = not self.functions and bool(X._names)
         if self.borrowed:
@@ -168,9 +178,14 @@ class RankStream:
         self.records = 0            # records of the last pass
         self.t_begin = self.t_end = None
         self._checkers = []
+        # the committed spans, and whether each comes right after one of its thread in
+        # file order (what Checker needs to know of a chunk's first record)
+        self._spans = [s for s in self.src.spans if s[1]]
+        self._follows = [i > 0 and self._spans[i - 1][2] == th
+                         for i, (_, _, th) in enumerate(self._spans)]
 
     def threads(self):
-        return sorted({t for _, c, t in self.src.spans if c})
+        return sorted({t for _, _, t in self._spans})
 
     def chunks(self, size=None):
         """The chunks of every thread, thread after thread (a generator)."""
@@ -201,14 +216,11 @@ class RankStream:
         from perfweave.readers.trace import Checker
 
         size = size or CHUNK_RECORDS
-        spans = [s for s in self.src.spans if s[1]]
-        # does each span come right after one of the same thread in file order?
-        follows = [i > 0 and spans[i - 1][2] == th for i, (_, _, th) in enumerate(spans)]
         check = Checker(self.src)
         self._checkers.append(check)
         tail = None             # the last call and its sub-events, for the next chunk
         parts, n = [], 0
-        mine = [(a, c, f) for (a, c, th), f in zip(spans, follows) if th == t]
+        mine = [(a, c, f) for (a, c, th), f in zip(self._spans, self._follows) if th == t]
         for k, (a, c, f) in enumerate(mine):
             pos = a
             while pos < a + c:
@@ -253,11 +265,19 @@ class RankStream:
             notes.append(_dropped_note(self.rank, dropped))
             self.complete = False
         if self.sibling:
-            notes.append(f"rank {self.rank}: clock calibration and function table "
-                         "borrowed from another rank; its times are approximate")
+            notes.append(_sibling_note(self.rank))
         if self.borrowed and self.calls:
-            notes.append(f"rank {self.rank}: function names borrowed from another rank")
+            notes.append(_borrowed_note(self.rank))
         return notes
+
+
+def _sibling_note(r):
+    return (f"rank {r}: clock calibration and function table borrowed from another rank; "
+            "its times are approximate")
+
+
+def _borrowed_note(r):
+    return f"rank {r}: function names borrowed from another rank"
 
 
 def _cut(rec):

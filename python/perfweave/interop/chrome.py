@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import PerfweaveError
-from perfweave.interop import FLUSH_REGION, SUB, default_output, load, pair_regions, \
-    region_names
+from perfweave.interop import FLUSH_REGION, SUB, default_output, last_index, load, \
+    pair_regions, region_names
 from perfweave.model.grouping import rank_in_group
 from perfweave.model.trace import F, T, _comm_keys, _to_ns
 from perfweave.symbols import Symbolizer
@@ -367,17 +367,15 @@ class _RankPass:
             m = firsts.min(keepdims=True)
             self.t_min = m if self.t_min is None else np.minimum(self.t_min, m)
         is_call = typ == T["CALL"]
-        ci = np.flatnonzero(is_call)
         # the call of each record (a sub-event follows its call in the chunk)
-        owner = ci[np.maximum(np.cumsum(is_call) - 1, 0)] if len(ci) else \
-            np.zeros(n, np.int64)
+        owner = np.maximum(last_index(is_call), 0)
         # where each record's message stands in the order of posting
         k = c.t0[owner] if self.timed else pos
         self._regions(c, t, typ)
         self._sends(c, t, typ, pos, owner, k)
         self._recvs(c, t, typ, pos, owner, k)
         if self.timed:
-            return int(c.t0[ci].max()) if len(ci) else _NEVER
+            return int(c.t0[is_call].max()) if is_call.any() else _NEVER
         return c.base + n
 
     def _local_comm(self, comm):
@@ -634,7 +632,8 @@ def _rank(f, X, p, origin, symbolizer, counts, first):
     r = p.rank
     first = _write(f, _meta_events(r, p.threads), first)
     counts["events"] += 2 + len(p.threads)
-    stream = X.stream(r)
+    # the first pass's stream: its file open, its spans found; a second pass anew
+    stream = p.stream
     fnames = _quoted(list(stream.functions) + ["?"])
     regions = {}                    # thread -> its file of the ends of its ENTERs
     try:
@@ -661,8 +660,7 @@ def _calls(f, c, fnames, origin, counts, first):
     rec, typ, thr = c.rec, c.rec["type"], c.thread
     # each sub-record belongs to the CALL before it (in the chunk: RankStream)
     is_call = typ == T["CALL"]
-    owner = np.cumsum(is_call) - 1
-    is_sub = np.isin(typ, SUB) & (owner >= 0)
+    is_sub = np.isin(typ, SUB) & (last_index(is_call) >= 0)
     kept = is_call | is_sub
     # a call's events list closes at its last sub-record
     nxt_sub = np.r_[is_sub[1:], False]

@@ -37,10 +37,10 @@ import numpy as np
 
 from perfweave import __version__
 from perfweave.errors import PerfweaveError
-from perfweave.interop import (FLUSH_REGION, SUB, blocking_twin, default_output,
+from perfweave.interop import (FLUSH_REGION, SUB, TIMED, blocking_twin, default_output,
                                derived_flags, family, function_traits, irecv_completions,
-                               is_collective, is_p2p, load, need_otf2, pair_regions,
-                               region_names)
+                               is_collective, is_p2p, last_index, load, need_otf2,
+                               pair_regions, region_names)
 from perfweave.model.trace import F, T, _to_ns, classify
 from perfweave.readers.dtypes import EVENT_DTYPE, TRACE_VERSION
 from perfweave.symbols import Symbolizer
@@ -247,11 +247,6 @@ def _lookup(mapping, keys, default=-1):
     return np.where(k[j] == keys, v[j], default)
 
 
-def _ffill(mask):
-    idx = np.where(mask, np.arange(len(mask)), -1)
-    return np.maximum.accumulate(idx) if len(idx) else idx
-
-
 class _Lookup:
     """A vectorised map from (local id, world rank) to the rank in that communicator (or
     its remote group for an intercommunicator)."""
@@ -401,6 +396,11 @@ def _bulk_writer():
 
 
 _FirstPass = collections.namedtuple("_FirstPass", "window mins irecv")
+# per function (names, then one entry for an unknown function), communicator, window
+# and group of one rank: what its chunks' events look up (_Exporter._rank_tables)
+_RankTables = collections.namedtuple(
+    "_RankTables", "names traits op atype put get lock unlock roles comm_ref look win_ref "
+    "win_comm groups")
 _SORT = ("k", "grp", "sec", "cls", "time")      # np.lexsort's order: time first
 
 
@@ -472,6 +472,7 @@ class _Carry:
         self.regions = {}       # user region definitions met (name, file, line, named)
         self.lost = self.unpaired = self.lost_events = 0
         self.lost_records = False
+        self.tables = None      # _RankTables, made at the rank's first sub-event
         self.new_thread(None)
 
     def new_thread(self, irecv):
@@ -754,7 +755,7 @@ class _Exporter:
                 t = int(c.thread[0])
                 mins[t], irecv[t], pending = [], [], {}
             used.update(np.unique(c.rec["fn"][typ == T["CALL"]]).tolist())
-            timed = np.isin(typ, [T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
+            timed = np.isin(typ, TIMED)
             mins[t].append(int(c.t0[timed].min()) if timed.any() else I64_MAX)
             irecv[t].append(_irecv_attributes(c.rec, pending))
         fp = _FirstPass((stream.t_begin, stream.t_end),
@@ -1072,17 +1073,51 @@ class _Exporter:
             return None, resolved
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, resolved
 
+    def _rank_tables(self, rt):
+        """What _sub_events looks up per function, communicator, window and group of
+        rank rt.rank (_RankTables): the same for every chunk of the rank."""
+        otf2, names = self.otf2, rt.functions
+
+        def per_name(value, last, dtype):
+            return np.array([value(nm) for nm in names] + [last], dtype)
+
+        keys = self.local_comm.get(rt.rank, [])
+        wdefs = rt.meta.get("windows", [])
+        return _RankTables(
+            names=names, traits=function_traits(names),
+            op=per_name(lambda nm: _v(getattr(otf2.CollectiveOp, _COLL_OPS.get(
+                blocking_twin(nm), "ALLREDUCE"))), _v(otf2.CollectiveOp.BARRIER), np.uint64),
+            atype=per_name(lambda nm: _v(getattr(otf2.RmaAtomicType, _ATOMIC_TYPE.get(
+                nm, "ACCUMULATE"))), _v(otf2.RmaAtomicType.ACCUMULATE), np.uint64),
+            put=per_name(lambda nm: nm in _PUTS, False, bool),
+            get=per_name(lambda nm: nm in _GETS, False, bool),
+            lock=per_name(lambda nm: nm in ("MPI_Win_lock", "MPI_Win_lock_all"), False, bool),
+            unlock=per_name(lambda nm: nm in ("MPI_Win_unlock", "MPI_Win_unlock_all"), False,
+                            bool),
+            roles=[classify(nm)[1] for nm in names],
+            comm_ref=np.array([self.comms[k]._ref for k in keys] + [self.world_comm._ref],
+                              np.uint64),
+            look=_Lookup([c.get("ranks", []) for c in rt.meta.get("comms", [])],
+                         self.X.world_size),
+            win_ref=np.array([self.wins.get((keys[wd["comm"]], int(wd.get("seq", 0))))._ref
+                              if 0 <= wd.get("comm", -1) < len(keys) else U32
+                              for wd in wdefs] + [U32], np.uint64),
+            win_comm=np.array([wd.get("comm", -1) for wd in wdefs] + [-1], np.int64),
+            groups=np.array(self.rank_groups.get(rt.rank, []) + [U32], np.uint64))
+
     def _sub_events(self, rt, part, specs, carry):
         otf2 = self.otf2
         rec, typ = rt.rec, rt.rec["type"]
-        call = _ffill(typ == T["CALL"])
+        call = last_index(typ == T["CALL"])
         si = np.flatnonzero(np.isin(typ, SUB) & (call >= 0))
         if not len(si):
             return
         c = call[si]
         fn = rec["fn"][c].astype(np.int64)
-        names = rt.functions
-        traits = function_traits(names)
+        if carry.tables is None:
+            carry.tables = self._rank_tables(rt)
+        tab = carry.tables
+        traits = tab.traits
         st = typ[si]
         flags = rec["flags"][si].astype(np.int64)
         peer = rec["peer"][si].astype(np.int64)
@@ -1092,25 +1127,13 @@ class _Exporter:
         r0 = rec["t0"][si].astype(np.int64)
         r1 = rec["t1"][si].astype(np.int64)
 
-        def per_fn(pred):
-            return np.array([bool(pred(nm)) for nm in names] + [False])[np.minimum(
-                fn, len(names))]
+        def per_fn(table):
+            """A per-function table of _RankTables, per event."""
+            return table[np.minimum(fn, len(tab.names))]
 
-        # communicators and windows of this rank
-        keys = self.local_comm.get(rt.rank, [])
-        comm_defs = rt.meta.get("comms", [])
-        comm_ref = np.array([self.comms[k]._ref for k in keys] + [self.world_comm._ref],
-                            np.uint64)
-        lists = [c.get("ranks", []) for c in comm_defs]
-        look = _Lookup(lists, self.X.world_size)
-        wdefs = rt.meta.get("windows", [])
-        win_ref = np.array([self.wins.get((keys[wd["comm"]], int(wd.get("seq", 0))))._ref
-                            if 0 <= wd.get("comm", -1) < len(keys) else U32
-                            for wd in wdefs] + [U32], np.uint64)
-        win_comm = np.array([wd.get("comm", -1) for wd in wdefs] + [-1], np.int64)
-        groups = np.array(self.rank_groups.get(rt.rank, []) + [U32], np.uint64)
-
-        ncomm = len(keys)
+        comm_ref, look, win_ref, win_comm = tab.comm_ref, tab.look, tab.win_ref, tab.win_comm
+        groups = tab.groups
+        ncomm = len(comm_ref) - 1
         has_comm = (comm >= 0) & (comm < ncomm)
         cref = comm_ref[np.where(has_comm, comm, ncomm)]
         # a record without a communicator is written on MPI_COMM_WORLD, peer as world rank
@@ -1119,7 +1142,7 @@ class _Exporter:
         local = np.where(no_comm, (peer & U32).astype(np.uint64), local)
         need_peer &= ~no_comm
         winid = np.where(np.isin(st, [T["WIN"], T["RMA"], T["WSYNC"]]), tag, -1)
-        nwin = len(wdefs)
+        nwin = len(win_ref) - 1
         okwin = (winid >= 0) & (winid < nwin)
         wref = win_ref[np.where(okwin, winid, nwin)]
         wlocal, wneed = look(win_comm[np.where(okwin, winid, nwin)], peer)
@@ -1163,10 +1186,7 @@ class _Exporter:
         setargs(sd, key64)
         # collectives: begin at the call's enter, end at its leave
         co = st == T["COLL"]
-        ops = np.array([getattr(otf2.CollectiveOp, _COLL_OPS.get(blocking_twin(nm),
-                                                                  "ALLREDUCE"))
-                        for nm in names] + [otf2.CollectiveOp.BARRIER], dtype=object)
-        op_col = np.array([_v(x) for x in ops], np.uint64)[np.minimum(fn, len(names))]
+        op_col = per_fn(tab.op)
         # a nonblocking one as Score-P writes it: NonBlockingCollectiveRequest when it is
         # started, NonBlockingCollectiveComplete (with what the collective was) in the
         # call that completes it (its COLL_DONE: same request key and post number)
@@ -1219,29 +1239,25 @@ class _Exporter:
         setargs(wi, wref)
         # one-sided operations
         rm = st == T["RMA"]
-        put = rm & per_fn(lambda x: x in _PUTS) & (r1 == 0)
-        get = rm & per_fn(lambda x: x in _GETS) & (nbytes == 0)
+        put = rm & per_fn(tab.put) & (r1 == 0)
+        get = rm & per_fn(tab.get) & (nbytes == 0)
         atom = rm & ~put & ~get
         kind[put] = K_PUT
         kind[get] = K_GET
         kind[atom] = K_ATOMIC
         setargs(put, wref, wlocal, b64, key64)
         setargs(get, wref, wlocal, recv64, key64)
-        atype = np.array([_v(getattr(otf2.RmaAtomicType, _ATOMIC_TYPE.get(nm, "ACCUMULATE")))
-                          for nm in names] + [_v(otf2.RmaAtomicType.ACCUMULATE)],
-                         np.uint64)[np.minimum(fn, len(names))]
-        setargs(atom, wref, wlocal, atype, b64, recv64, key64)
+        setargs(atom, wref, wlocal, per_fn(tab.atype), b64, recv64, key64)
         # window synchronisation
         ws = st == T["WSYNC"]
-        # per function, then per event: comparing strings per event is most of the time
-        roles = [classify(nm)[1] for nm in names]
-
         def role_in(*wanted):
-            return per_fn(lambda nm, _r=dict(zip(names, roles)): _r[nm] in wanted)
+            # per function, then per event: comparing strings per event is most of the
+            # time
+            return per_fn(np.array([r in wanted for r in tab.roles] + [False]))
         fence = ws & role_in("win_fence")
         gsync = ws & role_in("win_post", "win_start", "win_complete", "win_wait", "win_test")
-        lock = ws & per_fn(lambda nm: nm in ("MPI_Win_lock", "MPI_Win_lock_all"))
-        unlock = ws & per_fn(lambda nm: nm in ("MPI_Win_unlock", "MPI_Win_unlock_all"))
+        lock = ws & per_fn(tab.lock)
+        unlock = ws & per_fn(tab.unlock)
         other = ws & ~fence & ~gsync & ~lock & ~unlock
         kind[fence] = K_RMA_COLL_END
         kind2[fence] = K_RMA_COLL_BEGIN
@@ -1258,7 +1274,7 @@ class _Exporter:
             o = np.lexsort((idx, winid[idx]))
             sidx = idx[o]
             is_open = role_in(opener)[sidx]
-            last = _ffill(is_open)
+            last = last_index(is_open)
             same = (last >= 0) & (winid[sidx[np.maximum(last, 0)]] == winid[sidx])
             close = ~is_open & same
             gid[sidx[close]] = r1[sidx[np.maximum(last, 0)][close]]
@@ -2226,7 +2242,7 @@ class _Importer:
             cand = np.flatnonzero(post | done)
             o = np.lexsort((cand, key[cand]))
             s = cand[o]
-            last = _ffill(post[s])
+            last = last_index(post[s])
             prev = np.where(last >= 0, s[np.maximum(last, 0)], -1)
             ok = (last >= 0) & (key[np.maximum(prev, 0)] == key[s]) & done[s]
             return s[ok], prev[ok]
