@@ -684,19 +684,10 @@ static int write_samples(int state, int in_signal)
             threads[i].ok = 0;
             timer_delete(threads[i].timer);
         }
-    const char *exp = pw_experiment_dir();
-    char dir[4200], path[4500];
-    snprintf(dir, sizeof dir, "%s/samples", exp);
-    mkdir(dir, 0777);
-    int rank = pw_rank;
-    char stem[4480];
-    if (rank >= 0)
-        snprintf(stem, sizeof stem, "%s/rank-%d", dir, rank);
-    else
-        snprintf(stem, sizeof stem, "%s/%s.%d", dir, pw_hostname, (int)getpid());
+    char path[4300];
     pw_objects_refresh();
     /* records: t, thread, state, depth, then PW_SAMPLE_FRAMES (module, offset) pairs */
-    snprintf(path, sizeof path, "%s.samples", stem);
+    pw_process_path(path, sizeof path, "samples", ".samples");
     pw_file out;
     pw_file_open(&out, path);
     int64_t total = 0;
@@ -732,14 +723,7 @@ static int write_samples(int state, int in_signal)
     if (pw_file_close(&out) != 0)
         return 0; /* marked; a JSON without its records would describe nothing */
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\": \"perfweave-samples\", \"version\": ");
-    pw_buf_int(&b, PW_SAMPLES_VERSION);
-    pw_buf_puts(&b, ", \"rank\": ");
-    pw_buf_int(&b, rank);
-    pw_buf_puts(&b, ", \"pid\": ");
-    pw_buf_int(&b, getpid());
-    pw_buf_puts(&b, ", \"host\": ");
-    pw_buf_jstr(&b, pw_hostname);
+    pw_buf_json_head(&b, "perfweave-samples", PW_SAMPLES_VERSION);
     pw_buf_puts(&b, ", \"frames\": ");
     pw_buf_int(&b, PW_SAMPLE_FRAMES);
     pw_buf_puts(&b, ", \"counters\": [");
@@ -792,12 +776,8 @@ static int write_samples(int state, int in_signal)
         pw_buf_puts(&b, "]");
     }
     pw_buf_puts(&b, "]}\n");
-    snprintf(path, sizeof path, "%s.json", stem);
-    if (b.failed)
-        pw_file_failed(path, ENOMEM);
-    else
-        pw_file_put(path, b.data, b.len);
-    pw_buf_free(&b);
+    pw_process_path(path, sizeof path, "samples", ".json");
+    pw_buf_to_file(&b, path);
     return 0;
 }
 
