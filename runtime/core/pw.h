@@ -348,6 +348,19 @@ int pw_file_open(pw_file *f, const char *path);
 int pw_file_write(pw_file *f, const void *p, size_t n);
 int pw_file_close(pw_file *f);                      /* rename, or mark; 0 on success */
 int pw_file_put(const char *path, const void *p, size_t n); /* the three at once */
+/* A module's file of the process's own (docs/format.md): B written to PATH as
+ * pw_file_put does, or PATH marked (ENOMEM) when B ran out of memory; B freed either
+ * way. 0 when written. Async-signal-safe. */
+int pw_buf_to_file(pw_buf *b, const char *path);
+/* The path of this process's file in the experiment's folder DIR: EXP/DIR/rank-R SUFFIX
+ * once it has a rank in its job (pw_rank), else EXP/DIR/HOST.PID SUFFIX; -1 when it does
+ * not fit in cap bytes. The folder is made when the file is (pw_file_open).
+ * Async-signal-safe. */
+int pw_process_path(char *out, size_t cap, const char *dir, const char *suffix);
+/* The start of a module's JSON file about this process: {"format": FORMAT, "version":
+ * VERSION, "rank": pw_rank, "pid": ..., "host": ...; the caller adds its own fields and
+ * the closing brace. */
+void pw_buf_json_head(pw_buf *b, const char *format, int version);
 /* Mark PATH (a file of the experiment) as not written because of errno err: an empty
  * file unwritten.REL.ERRNAME in the experiment, which perfweave run and the readers
  * collect; a line on stderr only when not even the mark can be made (once per

@@ -281,6 +281,53 @@ int pw_file_put(const char *path, const void *p, size_t n)
     return pw_file_close(&f);
 }
 
+int pw_buf_to_file(pw_buf *b, const char *path)
+{
+    int rc = -1;
+    if (b->failed)
+        pw_file_failed(path, ENOMEM);
+    else
+        rc = pw_file_put(path, b->data, b->len);
+    pw_buf_free(b);
+    return rc;
+}
+
+int pw_process_path(char *out, size_t cap, const char *dir, const char *suffix)
+{
+    char num[24];
+    size_t n = 0;
+    out[0] = 0;
+    cat(out, cap, &n, pw_experiment_dir());
+    cat(out, cap, &n, "/");
+    cat(out, cap, &n, dir);
+    if (pw_rank >= 0) {
+        cat(out, cap, &n, "/rank-");
+        pw_fmt_int(num, pw_rank);
+    } else {
+        cat(out, cap, &n, "/");
+        cat(out, cap, &n, pw_hostname);
+        cat(out, cap, &n, ".");
+        pw_fmt_int(num, getpid());
+    }
+    cat(out, cap, &n, num);
+    cat(out, cap, &n, suffix);
+    return n + 1 < cap ? 0 : -1;
+}
+
+void pw_buf_json_head(pw_buf *b, const char *format, int version)
+{
+    pw_buf_puts(b, "{\"format\": ");
+    pw_buf_jstr(b, format);
+    pw_buf_puts(b, ", \"version\": ");
+    pw_buf_int(b, version);
+    pw_buf_puts(b, ", \"rank\": ");
+    pw_buf_int(b, pw_rank);
+    pw_buf_puts(b, ", \"pid\": ");
+    pw_buf_int(b, getpid());
+    pw_buf_puts(b, ", \"host\": ");
+    pw_buf_jstr(b, pw_hostname);
+}
+
 int pw_profile_write(const pw_profile *p, const char *path)
 {
     pw_buf h = {0};

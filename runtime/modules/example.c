@@ -27,9 +27,9 @@
  */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "example.h"
@@ -130,84 +130,42 @@ static totals sum_records(void)
     return t;
 }
 
-/* A small text buffer on the stack: async-signal-safe, unlike pw_buf (malloc). */
-typedef struct out {
-    char s[1024];
-    size_t n;
-} out;
-
-static void put(out *o, const char *s)
-{
-    while (*s && o->n < sizeof o->s - 1)
-        o->s[o->n++] = *s++;
-}
-
-static void put_int(out *o, int64_t v)
-{
-    char num[24];
-    pw_fmt_int(num, v);
-    put(o, num);
-}
-
-/* "EXP/example/" into path (the directory made if need be) */
-static void example_dir(out *path, const char *exp)
-{
-    put(path, exp);
-    put(path, "/example");
-    mkdir(path->s, 0777); /* an existing one (another process's) is fine */
-    put(path, "/");
-}
-
 /* ", "key": value" pairs of the totals */
-static void put_totals(out *o, const totals *t)
+static void put_totals(pw_buf *b, const totals *t)
 {
-    put(o, ", \"threads\": ");
-    put_int(o, t->threads);
-    put(o, ", \"calls\": ");
-    put_int(o, t->calls);
-    put(o, ", \"total_ns\": ");
-    put_int(o, t->total_ns);
-    put(o, ", \"max_ns\": ");
-    put_int(o, t->max_ns);
+    pw_buf_puts(b, ", \"threads\": ");
+    pw_buf_int(b, t->threads);
+    pw_buf_puts(b, ", \"calls\": ");
+    pw_buf_int(b, t->calls);
+    pw_buf_puts(b, ", \"total_ns\": ");
+    pw_buf_int(b, t->total_ns);
+    pw_buf_puts(b, ", \"max_ns\": ");
+    pw_buf_int(b, t->max_ns);
 }
 
 /* The process ends in `state`: this process's file, also from a fatal signal's handler
- * (then marked by its state). Returns 0: it writes no profile. */
+ * (then marked by its state). Returns 0: it writes no profile. The core's helpers make
+ * the path (example/rank-R.json, or example/HOST.PID.json), the JSON's common head and
+ * the file (temporary name, renamed when whole; pw_buf is mmap'ed memory): all of it
+ * async-signal-safe. */
 static int dump(int state, int in_signal)
 {
-    (void)in_signal; /* all of it is async-signal-safe */
-    const char *exp = pw_experiment_dir();
-    if (!enabled || !exp)
+    (void)in_signal;
+    char path[4300];
+    if (!enabled || !pw_experiment_dir() || pw_process_path(path, sizeof path, "example", ".json"))
         return 0;
     totals t = sum_records();
 #define PW_STATE_NAME(name, value, str) [value] = str,
     static const char *const states[] = {PW_STATES(PW_STATE_NAME)};
 #undef PW_STATE_NAME
-    out path = {.n = 0}, o = {.n = 0};
-    example_dir(&path, exp);
-    if (pw_rank >= 0) {
-        put(&path, "rank-");
-        put_int(&path, pw_rank);
-    } else {
-        put(&path, pw_hostname);
-        put(&path, ".");
-        put_int(&path, getpid());
-    }
-    put(&path, ".json");
-    put(&o, "{\"format\": \"perfweave-example\", \"version\": ");
-    put_int(&o, PW_EXAMPLE_VERSION);
-    put(&o, ", \"rank\": ");
-    put_int(&o, pw_rank);
-    put(&o, ", \"pid\": ");
-    put_int(&o, getpid());
-    put(&o, ", \"host\": \"");
-    put(&o, pw_hostname); /* a host name has no character JSON would escape */
-    put(&o, "\", \"state\": \"");
-    put(&o, states[state]);
-    put(&o, "\", \"function\": \"sched_yield\"");
-    put_totals(&o, &t);
-    put(&o, "}\n");
-    pw_file_put(path.s, o.s, o.n); /* whole or not at all; a failure is marked */
+    pw_buf b = {0};
+    pw_buf_json_head(&b, "perfweave-example", PW_EXAMPLE_VERSION);
+    pw_buf_puts(&b, ", \"state\": ");
+    pw_buf_jstr(&b, states[state]);
+    pw_buf_puts(&b, ", \"function\": \"sched_yield\"");
+    put_totals(&b, &t);
+    pw_buf_puts(&b, "}\n");
+    pw_buf_to_file(&b, path); /* whole or not at all; a failure is marked */
     return 0;
 }
 
@@ -238,19 +196,19 @@ static int reduce(const pw_job *job)
             if (t.max_ns > all_ranks.max_ns)
                 all_ranks.max_ns = t.max_ns;
         }
-        out path = {.n = 0}, o = {.n = 0};
-        example_dir(&path, exp);
-        put(&path, "job.json");
-        put(&o, "{\"format\": \"perfweave-example-job\", \"version\": ");
-        put_int(&o, PW_EXAMPLE_VERSION);
-        put(&o, ", \"ranks\": ");
-        put_int(&o, job->size);
-        put(&o, ", \"reported\": ");
-        put_int(&o, reported);
-        put(&o, ", \"function\": \"sched_yield\"");
+        char path[4300];
+        pw_buf o = {0};
+        snprintf(path, sizeof path, "%s/example/job.json", exp);
+        pw_buf_puts(&o, "{\"format\": \"perfweave-example-job\", \"version\": ");
+        pw_buf_int(&o, PW_EXAMPLE_VERSION);
+        pw_buf_puts(&o, ", \"ranks\": ");
+        pw_buf_int(&o, job->size);
+        pw_buf_puts(&o, ", \"reported\": ");
+        pw_buf_int(&o, reported);
+        pw_buf_puts(&o, ", \"function\": \"sched_yield\"");
         put_totals(&o, &all_ranks);
-        put(&o, "}\n");
-        pw_file_put(path.s, o.s, o.n);
+        pw_buf_puts(&o, "}\n");
+        pw_buf_to_file(&o, path);
     }
     free(all);
     free(lens);

@@ -42,15 +42,14 @@ static struct {
 
 /* ---- resolving the real functions ---- */
 
-/* A symbol of the MPI library (pw_mpi_next, in the core's part of this module,
+/* Symbols of the MPI library come from pw_mpi_next (the core's part of this module,
  * mpi_loader.c: the next definition after the preloaded core, also when the library
  * was loaded with RTLD_LOCAL). This library itself is loaded with RTLD_LOCAL and
  * defines no symbol anybody else sees, so it can never find itself. */
-static void *mpi_lookup(const char *name) { return pw_mpi_next(name); }
 
 void *pw_mpi_real(const char *name)
 {
-    void *p = mpi_lookup(name);
+    void *p = pw_mpi_next(name);
     if (!p) {
         pw_log("the MPI library has no %s; was the runtime built for another MPI? "
                "(see perfweave run --mpi)",
@@ -62,7 +61,7 @@ void *pw_mpi_real(const char *name)
 
 void *pw_mpi_fortran_real(const char *name, void *self)
 {
-    void *p = mpi_lookup(name);
+    void *p = pw_mpi_next(name);
     if (!p || p == self) {
         pw_log("no MPI library defines %s", name);
         abort();
@@ -101,7 +100,7 @@ static struct {
 
 #ifdef OPEN_MPI
 #define PW_PREDEFINED(field, type, object, constant)                                      \
-    pre.field = &object ? constant : (type)mpi_lookup(#object)
+    pre.field = &object ? constant : (type)pw_mpi_next(#object)
 #else
 #define PW_PREDEFINED(field, type, object, constant) pre.field = constant
 #endif

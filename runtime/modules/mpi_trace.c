@@ -894,9 +894,5 @@ static void write_meta(int state, const pw_trace_clock *clock)
     char path[4200], num[24];
     pw_fmt_int(num, my_rank);
     snprintf(path, sizeof path, "%s/traces/rank-%s.json", pw_experiment_dir(), num);
-    if (b.failed)
-        pw_file_failed(path, ENOMEM);
-    else
-        pw_file_put(path, b.data, b.len);
-    pw_buf_free(&b);
+    pw_buf_to_file(&b, path);
 }

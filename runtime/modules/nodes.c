@@ -670,11 +670,7 @@ static void write_json(int final)
     pw_buf_puts(&b, "}}\n");
     char path[4400];
     snprintf(path, sizeof path, "%s/%s.json", nd.dir, nd.host);
-    if (b.failed)
-        pw_file_failed(path, ENOMEM);
-    else
-        pw_file_put(path, b.data, b.len);
-    pw_buf_free(&b);
+    pw_buf_to_file(&b, path);
     nd.described = nd.n;
 }
 

@@ -90,6 +90,7 @@ typedef struct sample {
 typedef struct thr {
     timer_t timer;
     int ok, tid;
+    pid_t pid; /* the process it runs in (process_vm_readv), read once at its start */
     uintptr_t stack_lo, stack_hi;
     int64_t interval_ns;
     uint64_t rng;     /* xorshift state: jitter of each interval */
@@ -119,6 +120,23 @@ static void set_interval(thr *t)
     its.it_value.tv_sec = ns / 1000000000LL;
     its.it_value.tv_nsec = ns % 1000000000LL;
     timer_settime(t->timer, 0, &its, NULL);
+}
+
+/* A context's program counter, frame pointer and stack pointer (0 where unknown). */
+static void context_regs(const ucontext_t *uc, uintptr_t *pc, uintptr_t *fp, uintptr_t *sp)
+{
+#if defined(__x86_64__)
+    *pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    *fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    *sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    *pc = (uintptr_t)uc->uc_mcontext.pc;
+    *fp = (uintptr_t)uc->uc_mcontext.regs[29];
+    *sp = (uintptr_t)uc->uc_mcontext.sp;
+#else
+    (void)uc;
+    *pc = *fp = *sp = 0;
+#endif
 }
 
 /* libunwind, when its header was there at build time and its library is here at run
@@ -165,7 +183,7 @@ typedef struct unw_view {
     uintptr_t lo, hi;
     uintptr_t page[PW_UNW_PAGES];
     int npages;
-    pid_t pid; /* 0 until process_vm_readv is first needed */
+    pid_t pid; /* the sampled thread's process (process_vm_readv) */
 } unw_view;
 
 enum { UNW_LOADER, UNW_LOCAL_LIB, UNW_LIBC, UNW_GENERIC_LIB, UNW_NTEXT };
@@ -223,8 +241,6 @@ static int unw_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
             memcpy(val, (const void *)addr, sizeof *val);
             return 0;
         }
-    if (!v->pid)
-        v->pid = getpid();
     struct iovec to = {val, sizeof *val}, from = {(void *)addr, sizeof *val};
     if (process_vm_readv(v->pid, &to, 1, &from, 1, 0) != (ssize_t)sizeof *val)
         return -UNW_EINVAL;
@@ -386,7 +402,7 @@ static int guarded(uintptr_t a)
  * guarded function: return addresses of the frames the pc's function was called from
  * (stale values only cost a sample libunwind's precision). */
 #define PW_GUARD_WORDS 32
-static int near_loader(uintptr_t sp)
+static int near_loader(const thr *t, uintptr_t sp)
 {
     /* the 4 KiB block holding sp is mapped (the last push wrote there); words beyond it
      * are read with process_vm_readv, which fails where a plain read would fault */
@@ -398,7 +414,7 @@ static int near_loader(uintptr_t sp)
         memcpy(w, (const void *)sp, here * sizeof *w);
         struct iovec to = {w + here, (n - here) * sizeof *w};
         struct iovec from = {(void *)(sp + here * sizeof *w), (n - here) * sizeof *w};
-        if (process_vm_readv(getpid(), &to, 1, &from, 1, 0) != (ssize_t)to.iov_len)
+        if (process_vm_readv(t->pid, &to, 1, &from, 1, 0) != (ssize_t)to.iov_len)
             n = here;
     }
     for (size_t i = 0; i < n; i++)
@@ -414,7 +430,7 @@ static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uint
     unw_view v;
     v.uc = uc;
     v.npages = 0;
-    v.pid = 0;
+    v.pid = t->pid;
     /* below sp: the red zone (128 bytes on x86-64), which libunwind does not read */
     v.lo = sp >= t->stack_lo && sp < t->stack_hi ? sp : 0;
     v.hi = v.lo ? t->stack_hi : 0;
@@ -438,15 +454,11 @@ static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uint
 static void warm_unwind(const thr *t)
 {
     ucontext_t uc;
-    uintptr_t frames[PW_SAMPLE_FRAMES];
-    if (unw.step && getcontext(&uc) == 0)
-#if defined(__x86_64__)
-        unwind_context(t, &uc, (uintptr_t)uc.uc_mcontext.gregs[REG_RSP], frames);
-#elif defined(__aarch64__)
-        unwind_context(t, &uc, (uintptr_t)uc.uc_mcontext.sp, frames);
-#else
-        (void)t, (void)frames;
-#endif
+    uintptr_t frames[PW_SAMPLE_FRAMES], pc, fp, sp;
+    if (unw.step && getcontext(&uc) == 0) {
+        context_regs(&uc, &pc, &fp, &sp);
+        unwind_context(t, &uc, sp, frames);
+    }
 }
 
 /* The stack of the interrupted context by libunwind into frames[]; the depth, or -1 when
@@ -459,7 +471,7 @@ static int unwind(const thr *t, void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t
     for (size_t k = 0; k < sizeof own / sizeof *own; k++)
         if (pc >= unw.lo[own[k]] && pc < unw.hi[own[k]])
             return -1;
-    if (guarded(pc) || near_loader(sp))
+    if (guarded(pc) || near_loader(t, sp))
         return -1;
     /* the loader is changing the list of modules (dlopen, dlclose: the state debuggers
      * read, RT_ADD / RT_DELETE until consistent again), possibly from libc code it calls
@@ -597,20 +609,8 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     s->state = (int16_t)pw_thread_activity;
     s->have_ctr =
         pw_hooks.read_events ? pw_hooks.read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
-#if defined(__x86_64__)
-    ucontext_t *uc = ucv;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-#elif defined(__aarch64__)
-    ucontext_t *uc = ucv;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.regs[29];
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.sp;
-#else
-    uintptr_t pc = 0, fp = 0, sp = 0;
-    (void)ucv;
-#endif
+    uintptr_t pc, fp, sp;
+    context_regs(ucv, &pc, &fp, &sp);
     int d = unwind(t, ucv, pc, sp, s->frames);
     if (d >= 0) {
         t->unwound++;
@@ -651,6 +651,7 @@ static void sample_thread(void)
     t->stack_lo = (uintptr_t)lo;
     t->stack_hi = (uintptr_t)lo + size;
     t->tid = (int)syscall(SYS_gettid);
+    t->pid = getpid();
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
     ev.sigev_notify = SIGEV_THREAD_ID;
@@ -683,19 +684,10 @@ static int write_samples(int state, int in_signal)
             threads[i].ok = 0;
             timer_delete(threads[i].timer);
         }
-    const char *exp = pw_experiment_dir();
-    char dir[4200], path[4500];
-    snprintf(dir, sizeof dir, "%s/samples", exp);
-    mkdir(dir, 0777);
-    int rank = pw_rank;
-    char stem[4480];
-    if (rank >= 0)
-        snprintf(stem, sizeof stem, "%s/rank-%d", dir, rank);
-    else
-        snprintf(stem, sizeof stem, "%s/%s.%d", dir, pw_hostname, (int)getpid());
+    char path[4300];
     pw_objects_refresh();
     /* records: t, thread, state, depth, then PW_SAMPLE_FRAMES (module, offset) pairs */
-    snprintf(path, sizeof path, "%s.samples", stem);
+    pw_process_path(path, sizeof path, "samples", ".samples");
     pw_file out;
     pw_file_open(&out, path);
     int64_t total = 0;
@@ -731,14 +723,7 @@ static int write_samples(int state, int in_signal)
     if (pw_file_close(&out) != 0)
         return 0; /* marked; a JSON without its records would describe nothing */
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\": \"perfweave-samples\", \"version\": ");
-    pw_buf_int(&b, PW_SAMPLES_VERSION);
-    pw_buf_puts(&b, ", \"rank\": ");
-    pw_buf_int(&b, rank);
-    pw_buf_puts(&b, ", \"pid\": ");
-    pw_buf_int(&b, getpid());
-    pw_buf_puts(&b, ", \"host\": ");
-    pw_buf_jstr(&b, pw_hostname);
+    pw_buf_json_head(&b, "perfweave-samples", PW_SAMPLES_VERSION);
     pw_buf_puts(&b, ", \"frames\": ");
     pw_buf_int(&b, PW_SAMPLE_FRAMES);
     pw_buf_puts(&b, ", \"counters\": [");
@@ -791,12 +776,8 @@ static int write_samples(int state, int in_signal)
         pw_buf_puts(&b, "]");
     }
     pw_buf_puts(&b, "]}\n");
-    snprintf(path, sizeof path, "%s.json", stem);
-    if (b.failed)
-        pw_file_failed(path, ENOMEM);
-    else
-        pw_file_put(path, b.data, b.len);
-    pw_buf_free(&b);
+    pw_process_path(path, sizeof path, "samples", ".json");
+    pw_buf_to_file(&b, path);
     return 0;
 }
 
@@ -990,6 +971,11 @@ static int ms_left(int ms, int64_t deadline)
     return d <= 0 ? 0 : (int)((d + 999999) / 1000000);
 }
 
+static struct timespec ts_of_ns(int64_t n)
+{
+    return (struct timespec){n / 1000000000LL, n % 1000000000LL};
+}
+
 /* timespec timeouts (NULL: none): the deadline, and the time left to it in *left */
 static int64_t ts_deadline(const struct timespec *ts)
 {
@@ -1002,10 +988,7 @@ static const struct timespec *ts_left(const struct timespec *ts, int64_t deadlin
     if (!ts)
         return NULL;
     int64_t d = deadline - pw_now();
-    if (d < 0)
-        d = 0;
-    left->tv_sec = d / 1000000000LL;
-    left->tv_nsec = d % 1000000000LL;
+    *left = ts_of_ns(d < 0 ? 0 : d);
     return left;
 }
 
@@ -1093,11 +1076,6 @@ static int64_t ns_after(int64_t a, const struct timespec *ts)
         return INT64_MAX;
     int64_t d = ts->tv_sec * 1000000000LL + ts->tv_nsec;
     return a > INT64_MAX - d ? INT64_MAX : a + d;
-}
-
-static struct timespec ts_of_ns(int64_t n)
-{
-    return (struct timespec){n / 1000000000LL, n % 1000000000LL};
 }
 
 /* The sleep with the program's signals blocked (masked): 0, or EINTR with the time left
@@ -1241,7 +1219,7 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
             call_begins();                                                              \
             rc = (call);                                                                \
         } while (again(rc) && ((ms = ms_left(ms, deadline_)), 1));                      \
-        pw_thread_activity = old_;                                                         \
+        pw_thread_activity = old_;                                                      \
     } while (0)
 
 /* the same for a timeout TS (const struct timespec *, NULL: none); CALL uses tp_ */
@@ -1255,7 +1233,8 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
             call_begins();                                                              \
             rc = (call);                                                                \
         } while (again(rc) && (tp_ = ts_left(ts, deadline_, &left_), 1));               \
-        pw_thread_activity = old_;                                                         \
+        (void)tp_; /* a CALL without a timeout (BLOCK_AGAIN) */                         \
+        pw_thread_activity = old_;                                                      \
     } while (0)
 
 /* poll is ppoll with the timeout as a timespec (< 0: none) and no mask */
@@ -1308,9 +1287,7 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
         struct timespec left;
         if (tv) {
             int64_t d = deadline - pw_now();
-            d = d < 0 ? 0 : d;
-            left.tv_sec = d / 1000000000LL;
-            left.tv_nsec = d % 1000000000LL;
+            left = ts_of_ns(d < 0 ? 0 : d);
         }
         call_begins();
         rc = real_pselect(n, r, w, e, tv ? &left : NULL, MASK_(NULL));
@@ -1472,15 +1449,7 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
 
 /* Calls that end with EINTR after any handler and have no timeout to shorten, or an
  * absolute one: called again, as they were, while our signal ends them. */
-#define BLOCK_AGAIN(call)                                                               \
-    do {                                                                                \
-        int old_ = block_begin(1, STATE_WAIT);                                          \
-        do {                                                                            \
-            call_begins();                                                              \
-            rc = (call);                                                                \
-        } while (again(rc));                                                            \
-        pw_thread_activity = old_;                                                         \
-    } while (0)
+#define BLOCK_AGAIN(call) BLOCK_TS((const struct timespec *)NULL, call)
 
 /* The body of such a wrapper of FN, called with ARGS */
 #define AGAIN_WRAPPER(rtype, fn, args)                                                  \
@@ -1543,20 +1512,28 @@ PW_EXPORT int msgsnd(int id, const void *m, size_t size, int flags)
  * sample is left as it is: most such calls on non-blocking sockets do not wait.
  * 1: call again; 0: the timeout passed (errno EAGAIN); -1: the program's signal (EINTR)
  * or an error of the wait. */
-static int sock_ready(int fd, short events, int opt, int64_t start)
+/* The socket's timeout OPT (SO_RCVTIMEO, SO_SNDTIMEO) in ns; 0: none. */
+static int64_t sock_timeout(int fd, int opt)
 {
     struct timeval tv;
     socklen_t len = sizeof tv;
+    if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) != 0)
+        return 0;
+    return tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
+}
+
+static int sock_ready(int fd, short events, int opt, int64_t start)
+{
     struct timespec left;
     const struct timespec *tp = NULL;
-    if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec)) {
-        int64_t d = start + tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL - pw_now();
+    int64_t timeout = sock_timeout(fd, opt);
+    if (timeout) {
+        int64_t d = start + timeout - pw_now();
         if (d <= 0) {
             errno = EAGAIN;
             return 0;
         }
-        left.tv_sec = d / 1000000000LL;
-        left.tv_nsec = d % 1000000000LL;
+        left = ts_of_ns(d);
         tp = &left;
     }
     struct pollfd p = {fd, events, 0};
@@ -1663,10 +1640,8 @@ PW_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t len)
         if (!again(rc))
             return rc;
         retried = 1;
-        struct timeval tv;
-        socklen_t tl = sizeof tv;
-        if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) == 0 && (tv.tv_sec || tv.tv_usec) &&
-            pw_now() - start >= tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL) {
+        int64_t timeout = sock_timeout(fd, SO_SNDTIMEO);
+        if (timeout && pw_now() - start >= timeout) {
             errno = a.__sockaddr__ && a.__sockaddr__->sa_family == AF_UNIX ? EAGAIN : EINPROGRESS;
             return -1;
         }
