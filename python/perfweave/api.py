@@ -208,11 +208,7 @@ class Experiment:
             row = {k: v for k, v in r.items() if k != "counters"}
             row.update(r.get("counters", {}))
             rows.append(row)
-        df = pd.DataFrame(rows)
-        if len(df) and pd.api.types.is_integer_dtype(df["state"]):
-            from perfweave.model.profile import STATES
-            df["state"] = [STATES[s] if 0 <= s < len(STATES) else str(s) for s in df["state"]]
-        return df
+        return pd.DataFrame(rows)
 
     def mpi_functions(self):
         """Per MPI function: name, family, calls, time_s, app_pct, mpi_pct, bytes_sent,

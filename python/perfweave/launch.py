@@ -19,10 +19,9 @@ from pathlib import Path
 from perfweave import __version__, options, task_env, writing
 from perfweave.errors import PerfweaveError
 
-# Launchers whose first argument is not the program.
-LAUNCHERS = {"mpirun", "mpiexec", "orterun", "prterun", "srun", "aprun", "jsrun", "flux",
-             "mpirun.openmpi", "mpiexec.openmpi", "mpirun.mpich", "mpiexec.mpich",
-             "mpiexec.hydra", "sbatch", "salloc"}
+# Launchers whose first argument is not the program (the names task_env.py knows how
+# to pass perfweave's variables through).
+LAUNCHERS = task_env.LAUNCHERS
 # Launcher options that take a value, to find the program after them.
 _RANK_OPTS = {"-n", "-np", "--np", "--n", "--ntasks", "-ntasks"}
 # Other launcher options that take a value (so the value is not the program).
@@ -79,10 +78,15 @@ def program_index(command):
     return None
 
 
-def find_program(command):
-    """(launcher or None, program path or None) of a command line."""
+# the default of an argument that run() finds once and passes on: found from the command
+# line itself when left out
+FROM_COMMAND = object()
+
+
+def find_program(command, at):
+    """(launcher or None, program path or None) of a command line; at: its
+    program_index."""
     first = _which(command[0])
-    at = program_index(command)
     if at == 0:
         return None, first
     return first, _which(command[at]) if at else None
@@ -99,13 +103,14 @@ def _option_number(command, options):
     return None
 
 
-def rank_count(command, environ=None):
+def rank_count(command, environ=None, at=FROM_COMMAND):
     """Ranks a launch command starts: from its options (-n, -np, --ntasks, or nodes
     times tasks per node), else, for a launcher inside a Slurm allocation, the
-    allocation's SLURM_NTASKS; None when not known."""
+    allocation's SLURM_NTASKS; None when not known. at: the command's program_index."""
     if os.path.basename(command[0]) not in LAUNCHERS:
         return None
-    at = program_index(command)
+    if at is FROM_COMMAND:
+        at = program_index(command)
     options = command[:at] if at else command
     n = _option_number(options, _RANK_OPTS)
     if n is None:
@@ -139,11 +144,12 @@ def check_flavor(requested, available):
     return None if requested in ("auto", "none") else requested
 
 
-def default_experiment_name(command, program, now=None):
+def default_experiment_name(command, program, now=None, ranks=FROM_COMMAND):
+    """perfweave-<program>-<ranks>p-<date>-<time>[-N]; ranks: the command's rank_count."""
     now = now or _dt.datetime.now()
     name = os.path.basename(program or command[0]) or "run"
     name = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
-    n = rank_count(command)
+    n = rank_count(command) if ranks is FROM_COMMAND else ranks
     parts = ["perfweave", name] + ([f"{n}p"] if n else []) + [now.strftime("%Y%m%d-%H%M%S")]
     base = "-".join(parts)
     candidate, k = base, 1
@@ -153,17 +159,17 @@ def default_experiment_name(command, program, now=None):
     return candidate
 
 
-def launch_command(command, lib, values, exp, environ=None):
-    """(argv, environment) that run `command` with the runtime library `lib` preloaded
-    and perfweave's variables in every task, whatever the launcher's environment policy
-    (task_env.py)."""
+def launch_command(command, at, lib, values, exp, environ=None):
+    """(argv, environment) that run `command` (its program at index `at`:
+    program_index) with the runtime library `lib` preloaded and perfweave's variables in
+    every task, whatever the launcher's environment policy (task_env.py)."""
     environ = dict(os.environ if environ is None else environ)
     runtime_env = options.runtime_env(values)
     runtime_env["PERFWEAVE_EXPERIMENT"] = str(exp)
     runtime_env["LD_PRELOAD"] = str(lib) + (":" + environ["LD_PRELOAD"]
                                             if environ.get("LD_PRELOAD") else "")
     helper = Path(lib).parent / task_env.EXEC_HELPER
-    return task_env.for_tasks(command, program_index(command), runtime_env, environ, helper)
+    return task_env.for_tasks(command, at, runtime_env, environ, helper)
 
 
 def _static_program(path):
@@ -208,16 +214,18 @@ _INIT_FAILED = ("the MPI start-up failed (the launcher's PMI or PMIx wire-up, e.
                 "--mpi=pmi2 for an MPI not built for it; see the launcher's messages above)")
 
 
-def verdict(exp, command, status, values, program):
+def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
     """The Verdict on experiment exp once the launched command ended with status (as
     subprocess gives it), or None when every rank it started recorded data, or the
-    program runs without MPI and its processes did."""
+    program runs without MPI and its processes did. ranks: the command's rank_count."""
     from perfweave.readers.experiment import rank_ranges, recorded
 
     rec = recorded(exp)
     if rec.complete:
         return None
-    expected = max(rank_count(command) or 0, rec.world_size)
+    if ranks is FROM_COMMAND:
+        ranks = rank_count(command)
+    expected = max(ranks or 0, rec.world_size)
     name = os.path.basename(command[0])
     ended = (f"{name} was killed by signal {-status}" if status < 0 else
              f"{name} exited with code {status}" if status else "")
@@ -318,9 +326,11 @@ def run(command, values, stderr=sys.stderr, meta=None):
                              "perfweave")
     flavor = check_flavor(values.get("mpi", "auto"), built_flavors(libdir))
     lib = core
-    launcher, program = find_program(command)
+    at = program_index(command)
+    launcher, program = find_program(command, at)
+    ranks = rank_count(command, at=at)
 
-    exp = Path(values.get("output") or default_experiment_name(command, program))
+    exp = Path(values.get("output") or default_experiment_name(command, program, ranks=ranks))
     if exp.exists() and any(exp.iterdir()) if exp.is_dir() else exp.exists():
         raise PerfweaveError(f"{exp}: already exists; choose another -o")
     try:
@@ -329,7 +339,7 @@ def run(command, values, stderr=sys.stderr, meta=None):
         raise PerfweaveError(f"{exp}: cannot create: {e.strerror}") from None
     exp = exp.resolve()
 
-    argv, env = launch_command(command, lib, values, exp)
+    argv, env = launch_command(command, at, lib, values, exp)
 
     started = time.time()
     more = meta or {}
@@ -380,7 +390,7 @@ def run(command, values, stderr=sys.stderr, meta=None):
     unwritten = writing.read_unwritten(exp)
     if unwritten:
         meta["unwritten"] = [{"file": u["file"], "error": u["error"]} for u in unwritten]
-    found = verdict(exp, command, status, values, program)
+    found = verdict(exp, command, status, values, program, ranks)
     if found:
         meta.update(state=found.state, reason=found.reason, ranks=found.ranks)
     err = _save_meta(exp, meta)

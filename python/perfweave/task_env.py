@@ -36,10 +36,17 @@ _SLURM_EXPORTING = {"srun": "SRUN_EXPORT_ENV", "sbatch": "SBATCH_EXPORT"}
 # Environment variables that hold an srun or sbatch export policy (in the order srun
 # honours them: SRUN_EXPORT_ENV wins over SLURM_EXPORT_ENV).
 POLICY_VARIABLES = ("SRUN_EXPORT_ENV", "SLURM_EXPORT_ENV", "SBATCH_EXPORT")
+_SLURM_NAMES = ("srun", "sbatch", "salloc")
 _OPENMPI_NAMES = {"orterun", "prterun", "mpirun.openmpi", "mpiexec.openmpi"}
 _HYDRA_NAMES = {"mpiexec.hydra", "mpirun.mpich", "mpiexec.mpich"}
 # Launchers whose policy perfweave does not read: the program goes through the helper.
 _HELPER_LAUNCHERS = {"aprun", "jsrun", "flux"}
+# Names that are either Open MPI's or MPICH's launcher (launcher_kind asks it which).
+_EITHER_NAMES = {"mpirun", "mpiexec"}
+# Every launcher named here: a command starting with one has the program after its
+# options (launch.py program_index).
+LAUNCHERS = {*_SLURM_NAMES, *_OPENMPI_NAMES, *_HYDRA_NAMES, *_HELPER_LAUNCHERS,
+             *_EITHER_NAMES}
 
 
 def launcher_kind(command):
@@ -48,7 +55,7 @@ def launcher_kind(command):
     path = shutil.which(command[0]) or command[0]
     names = [os.path.basename(command[0]), os.path.basename(os.path.realpath(path))]
     for name in names:
-        if name in ("srun", "sbatch", "salloc"):
+        if name in _SLURM_NAMES:
             return name
         if name in _OPENMPI_NAMES:
             return "openmpi"
@@ -56,7 +63,7 @@ def launcher_kind(command):
             return "hydra"
         if name in _HELPER_LAUNCHERS:
             return "other"
-    if names[0] in ("mpirun", "mpiexec"):
+    if names[0] in _EITHER_NAMES:
         # neither name tells whose: ask the launcher itself
         return _ask_version(path)
     return None

@@ -7,6 +7,7 @@ docs/mpi-profile.md).
 """
 import numpy as np
 
+from perfweave.model.profile import state_name
 from perfweave.symbols import Symbolizer
 
 # Calls that bracket the application's time rather than belong to it.
@@ -62,7 +63,7 @@ def analyze(profile, top=20, symbolizer=None):
 
     per_rank = [{"rank": int(r["rank"]), "host": profile.hosts[r["host"]]
                  if 0 <= r["host"] < len(profile.hosts) else "?",
-                 "pid": int(r["pid"]), "state": int(r["state"]),
+                 "pid": int(r["pid"]), "state": state_name(int(r["state"])),
                  "app_s": float(a), "mpi_s": float(m), "mpi_pct": float(p),
                  "outside_pct": float(100.0 - p) if a > 0 else 0.0,
                  "calls": int(r["mpi_calls"]), "threads": int(r["nthreads"]),

@@ -44,28 +44,30 @@ def of_samples(t, window):
                            side="right")
 
 
-def summarize(profile, sample_metas=(), samples_pct=None):
+def summarize(profile, mpi_ranks, sample_metas=(), samples_pct=None):
     """The report's "startup" block, or None without MPI start-up times: per rank and over
     ranks (min/mean/max/stdev), before_init_s, init_s (the start-up), app_time_s and
-    shutdown_s (None without samples: its end is their write at exit); samples_pct: each
-    phase's share of the samples (analysis/sampling.py phase_pct), when sampled."""
+    shutdown_s (None without samples: its end is their write at exit). mpi_ranks: the MPI
+    analysis' per_rank (analysis/mpi.py), whose init_s and app_s these are; samples_pct:
+    each phase's share of the samples (analysis/sampling.py phase_pct), when sampled."""
     win = windows(profile)
     if not win:
         return None
-    ranks = np.sort(profile.ranks[np.isin(profile.ranks["rank"], list(win))], order="rank")
+    starts = dict(zip(profile.ranks["rank"].tolist(), profile.ranks["t_start"].tolist()))
     ends = {int(m.get("rank", -1)): int(m["t_end"]) for m in sample_metas
             if m.get("rank", -1) in win and m.get("t_end")}
     per_rank = []
-    for r in ranks:
-        rank = int(r["rank"])
+    for r in mpi_ranks:
+        rank = r["rank"]
+        if rank not in win:
+            continue
+        enter, _, fini = win[rank]
         end = ends.get(rank)
         per_rank.append({
             "rank": rank,
-            "before_init_s": max(int(r["t_init_enter"] - r["t_start"]), 0) / 1e9
-            if r["t_start"] else None,
-            "init_s": int(r["t_init_leave"] - r["t_init_enter"]) / 1e9,
-            "app_s": int(r["app_ns"]) / 1e9,
-            "shutdown_s": max(end - int(r["t_fini_enter"]), 0) / 1e9 if end else None})
+            "before_init_s": max(enter - starts[rank], 0) / 1e9 if starts[rank] else None,
+            "init_s": r["init_s"], "app_s": r["app_s"],
+            "shutdown_s": max(end - fini, 0) / 1e9 if end else None})
 
     def over(key):
         v = [p[key] for p in per_rank if p[key] is not None]

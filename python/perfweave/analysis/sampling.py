@@ -285,18 +285,14 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
         chosen_m = midx[np.arange(len(rec)), first_own]
         chosen_o = rec["offset"][np.arange(len(rec)), first_own]
         keys = [(modpath[m], int(o)) for m, o in zip(chosen_m.tolist(), chosen_o.tolist())]
-        incl, stacks = [], []
+        stacks = []
         for i in range(len(rec)):
             frames = [(modpath[midx[i, k]], int(rec["offset"][i, k]))
                       for k in range(int(d[i])) if own[i, k]]
-            incl.append(set(frames))
             stacks.append(frames[::-1])            # outermost first
-        for k in keys:
+        for k in keys + [k for st in stacks for k in st]:
             wanted.setdefault(k[0], set()).add(k[1])
-        for s in incl:
-            for k in s:
-                wanted.setdefault(k[0], set()).add(k[1])
-        per_proc.append((p, keys, incl, act, _deltas(p), stacks, why))
+        per_proc.append((p, keys, act, _deltas(p), stacks, why))
         weights.append(_seconds(p))
     # weights scaled so that they sum to the samples: totals stay sample counts, and
     # shares are of wall time, within a rank and across ranks (thread-seconds)
@@ -333,12 +329,12 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
     # per sample: its stack, self frame (an MPI call is the place of an MPI sample),
     # and self line (the program's line: the MPI call's, for an MPI sample)
     line_keys = []
-    for j, (p, keys, incl, act, delta, stacks, why) in enumerate(per_proc):
+    for j, (p, keys, act, delta, stacks, why) in enumerate(per_proc):
         stacks = [clean(st) for st in stacks]
         keys = [st[-1] if st else k for st, k in zip(stacks, keys)]
         lkeys = [next((x for x in reversed(st) if x not in mpi_frame), k)
                  for st, k in zip(stacks, keys)]
-        per_proc[j] = (p, keys, [set(st) for st in stacks], act, delta, stacks, why)
+        per_proc[j] = (p, keys, act, delta, stacks, why)
         line_keys.append(lkeys)
     ranks = [p.rank for p, *_ in per_proc]
     line_loc = {}                                  # line name -> (function, file, line)
@@ -370,7 +366,7 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
     # each sample's path of function names, outermost first, its thread rooted where the
     # program started it (rooted_paths); self names of samples rooted there
     paths, roots_self = [], []
-    for p, keys, incl, act, delta, stacks, why in per_proc:
+    for p, keys, act, delta, stacks, why in per_proc:
         named = [tuple(f for k in st for f in chain_of(k)) for st in stacks]
         rooted = rooted_paths(p, named, act, sym)
         paths.append(rooted)
@@ -391,7 +387,7 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
     tree = {}                                      # function path -> [incl, excl] (proc, state)
     callee = {}                    # (activity, library function) -> samples
     tree_ctr = {}                                  # function path -> [incl, excl] (event)
-    for j, (p, keys, incl, st, delta, stacks, why) in enumerate(per_proc):
+    for j, (p, keys, st, delta, stacks, why) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         w = weights[j]
         np.add.at(totals[j], st, w)
@@ -415,7 +411,7 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
             tree[path][1, j, s] += w[i]
             if nev:
                 tree_ctr[path][1] += delta[i]
-        for i, (k, lk, s, inc) in enumerate(zip(keys, line_keys[j], st.tolist(), incl)):
+        for i, (k, lk, s) in enumerate(zip(keys, line_keys[j], st.tolist())):
             rs = roots_self[j][i]
             for name, key in (("function", rs or fn_of(k)), ("line", rs or line_of(lk))):
                 row = tables[name].setdefault(key, np.zeros((len(per_proc), nst)))
@@ -459,9 +455,9 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
                    leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
                    line=[[line_of(k) for k in lk] for lk in line_keys],
                    stack=[[list(x) for x in pp] for pp in paths],
-                   deltas=[d for _, _, _, _, d, _, _ in per_proc],
+                   deltas=[d for _, _, _, d, _, _ in per_proc],
                    seconds=seconds,
-                   activity=[a for _, _, _, a, _, _, _ in per_proc])
+                   activity=[a for _, _, a, _, _, _ in per_proc])
     all_samples = per_rank_total.sum()
     app_samples = app_totals.sum()
     result = {"processes": len(procs), "samples": int(round(all_samples)),

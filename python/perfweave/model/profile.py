@@ -11,6 +11,11 @@ import numpy as np
 STATES = ["complete", "no-finalize", "abort", "signal"]
 
 
+def state_name(state):
+    """A rank's state (its record's number) as the reports name it."""
+    return STATES[state] if 0 <= state < len(STATES) else str(state)
+
+
 @dataclass
 class Profile:
     ranks: np.ndarray

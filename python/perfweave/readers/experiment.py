@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
-from perfweave.model.profile import STATES, Profile
+from perfweave.model.profile import Profile, state_name
 from perfweave.readers.dtypes import COUNT_DTYPE
 from perfweave.readers.files import short, check, read_bytes, read_json
 from perfweave.readers.profile import read_header, read_profile
@@ -279,8 +279,7 @@ def open_experiment(path):
         notes.insert(0, f"incomplete: perfweave could not write {describe(unwritten)}; this "
                      "report shows the files that were written")
     if partial and profile.mpi:
-        states = sorted({STATES[s] if 0 <= s < len(STATES) else str(s)
-                         for s in profile.ranks["state"]})
+        states = sorted({state_name(s) for s in profile.ranks["state"]})
         notes.append("partial: the run did not complete MPI_Finalize; each rank saved its own "
                      f"data (rank states: {', '.join(states)})")
         missing = profile.missing_ranks()

@@ -61,6 +61,13 @@ def time_split(data):
                      if k in ("compute", "MPI") or round(v, 1)) + f" ({of})"
 
 
+def app_time(m):
+    """The app time over ranks (the MPI profile m)."""
+    a = m["app_time_s"]
+    return (f"{duration(a['mean'])} mean, {duration(a['min'])} min, "
+            f"{duration(a['max'])} max (MPI_Init to MPI_Finalize)")
+
+
 def mpi_share(m):
     """MPI's share of each rank's app time, over ranks (the MPI profile)."""
     p = m["mpi_pct"]

@@ -3,7 +3,6 @@ and call sites by time, and the PAPI counters per call site and rank (--counters
 import textwrap
 
 from perfweave.analysis.mpi import analyze
-from perfweave.model.profile import STATES
 from perfweave.report.html import _table as _html_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
@@ -17,8 +16,6 @@ class MpiProfile(Section):
 
     def collect(self, experiment, report, top):
         m = analyze(experiment.profile, top=top)
-        for p in m["per_rank"]:
-            p["state"] = STATES[p["state"]] if 0 <= p["state"] < len(STATES) else str(p["state"])
         if experiment.meta.get("imported_from"):
             for site in m.get("callsites", []):
                 site["where"] = "(imported trace: no call sites)"

@@ -71,9 +71,7 @@ class Run(Section):
                 runtime = f" (perfweave runtime: {m['mpi_flavor']})"
                 out.append(_fit(f"  MPI        {lib}{runtime}", width, keep=len(runtime),
                                 head=13))
-            a = m["app_time_s"]
-            out.append(f"  app time   {_t(a['mean'])} mean, {_t(a['min'])} min, "
-                       f"{_t(a['max'])} max (MPI_Init to MPI_Finalize)")
+            out.append(f"  app time   {summary.app_time(m)}")
             if startup := summary.startup(data):
                 out += _wrap("start-up", startup, width)
         else:
@@ -94,12 +92,10 @@ class Run(Section):
                  ("wall time", _t(data["wall_s"]) if data.get("wall_s") is not None else "?"),
                  ("state", data.get("state", "?"))]
         if m["mpi"]:
-            a = m["app_time_s"]
             facts += [("ranks", f"{m['ranks']} on {len(m['hosts'])} host(s): "
                                 f"{', '.join(m['hosts'][:8])}"),
                       ("MPI library", mpi_library_line(m["mpi_library"])),
-                      ("app time", f"{_t(a['mean'])} mean, {_t(a['min'])} min, "
-                                   f"{_t(a['max'])} max (MPI_Init to MPI_Finalize)"),
+                      ("app time", summary.app_time(m)),
                       ("time in MPI", summary.mpi_share(m))]
         for label, text in (("start-up", summary.startup(data)),
                             ("time split", summary.time_split(data))):
