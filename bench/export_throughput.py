@@ -8,11 +8,17 @@ figure on a loaded one) and its peak resident memory (VmHWM of the child). Both
 exports go rank by rank and read each rank in chunks: their memory should follow
 neither the trace nor the records of a rank (--per-rank as large as --sizes gives one
 rank).
-Format otf2-each is the OTF2 export with one ctypes call per event, as where
-libperfweave-otf2.so (its loop in C) is not built: the old figure, measured in the same
-invocation as the new one.
+Events are what the export writes: OTF2 events (more than records: a receive request
+and its completion, a collective's begin and end), Chrome JSON events (fewer: a call's
+sends and receives go in its "args", one arrow per message). Records are the trace's
+events, the measure of its size.
 
-    python bench/export_throughput.py --sizes 1M,4M,16M --formats chrome,otf2,otf2-each
+Format otf2-each is the OTF2 export with one ctypes call per event, as where
+libperfweave-otf2.so (its loop in C) is not built, and chrome-numpy the Chrome export
+with its numpy formatter, as where libperfweave-json.so is not built: the baselines,
+measured in the same invocation as the exports.
+
+    python bench/export_throughput.py --sizes 1M,4M,16M --formats chrome,chrome-numpy,otf2
 """
 import argparse
 import shutil
@@ -27,8 +33,13 @@ import tracegen  # noqa: E402
 CHILD = """
 import re, sys, time
 fmt, exp, out = sys.argv[1:4]
-if fmt == "chrome":
-    from perfweave.interop.chrome import export
+if fmt.startswith("chrome"):
+    from perfweave.interop import chrome
+    export = chrome.export
+    if fmt == "chrome-numpy":
+        chrome._json_rows = lambda: None
+    else:
+        assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
 else:
     from perfweave.interop import otf2
     export = otf2.export
@@ -73,7 +84,7 @@ def main():
                                                 "directory, removed at the end)")
     a = ap.parse_args()
     base = Path(a.dir or tempfile.mkdtemp(prefix="pw-export-bench."))
-    print(f"{'format':9} {'records':>11} {'ranks':>5} {'seconds':>8} {'records/s':>11} "
+    print(f"{'format':12} {'records':>11} {'ranks':>5} {'seconds':>8} {'records/s':>11} "
           f"{'events/s':>11} {'CPU s':>7} {'rec/CPU s':>11} {'ev/CPU s':>11} "
           f"{'peak MiB':>9}")
     try:
@@ -85,10 +96,10 @@ def main():
             for fmt in a.formats.split(","):
                 if fmt == "otf2-each" and n > a.otf2_max:
                     continue
-                out = base / f"out-{n}" / ("trace.json" if fmt == "chrome" else "t.otf2")
+                out = base / f"out-{n}" / ("trace.json" if fmt.startswith("chrome") else "t.otf2")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 records, events, seconds, cpu, peak = run_export(fmt, exp, out)
-                print(f"{fmt:9} {records:>11,} {ranks:>5} {seconds:>8.2f} "
+                print(f"{fmt:12} {records:>11,} {ranks:>5} {seconds:>8.2f} "
                       f"{records / seconds:>11,.0f} {events / seconds:>11,.0f} "
                       f"{cpu:>7.2f} {records / cpu:>11,.0f} {events / cpu:>11,.0f} "
                       f"{peak:>9.0f}", flush=True)

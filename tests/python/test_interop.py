@@ -725,22 +725,76 @@ def test_chrome_export_in_chunks_writes_the_same_events(literal, tmp_path, monke
             {k: one[k] for k in ("events", "calls", "flows", "records", "notes")}
 
 
-def test_chrome_number_formatting():
-    """The digit tables give what str() gives, for every width and sign."""
-    from perfweave.interop.chrome import _decimal, _Rows
+@pytest.fixture(params=["loop", "numpy"])
+def chrome_formatter(request, monkeypatch):
+    """The Chrome export's formatter: the loop of libperfweave-json.so, or the numpy
+    rows that run where that library is not built."""
+    from perfweave.interop import chrome
+    if request.param == "loop":
+        assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
+    else:
+        monkeypatch.setattr(chrome, "_json_rows", lambda: None)
+    return request.param
+
+
+def test_chrome_number_formatting(chrome_formatter):
+    """Numbers of every width and sign, times, hex ids, names and absent parts, as
+    str() and json.dumps write them, in rows of two layouts interleaved."""
+    from perfweave.interop.chrome import _decimal, _format, _Rows
     rng = np.random.default_rng(7)
-    v = np.r_[0, 9, 10, 99, 100, -1, -10, -99, 2 ** 62, -2 ** 62,
+    v = np.r_[0, 9, 10, 99, 100, -1, -10, -99, 2 ** 62, -2 ** 62, 2 ** 63 - 1, -2 ** 63 + 1,
               rng.integers(-10 ** 12, 10 ** 12, 500)]
     text = [bytes(row).decode().strip() for row in _decimal(v)]
     assert text == [str(int(x)) for x in v]
-    ns = np.r_[0, 1, 999, 1000, 123456789, rng.integers(0, 10 ** 15, 500)]
+    ns = np.r_[0, 1, 999, 1000, 123456789, -1, -1000, -1001,
+               rng.integers(-10 ** 15, 10 ** 15, 500)]
+    names = ['"a"', '"MPI_Allreduce"', json.dumps('q"\\uote\u00e9')]
+    which = rng.integers(0, len(names), len(ns))
+    present = rng.random(len(ns)) < 0.5
     R = _Rows(len(ns))
     R.us(ns)
     R.lit(",")
     R.hex(ns.astype(np.uint64))
-    for row, x in zip(R.matrix(), ns.tolist()):
-        us, h = bytes(row).decode().split(",")
-        assert us.strip() == f"{x // 1000}.{x % 1000:03d}" and h == f"{x:016x}"
+    R.lit(",")
+    R.name(names, which)
+    R.lit(",x", present)
+    R.int(v[:len(ns)] if len(v) >= len(ns) else np.resize(v, len(ns)), present)
+    R.lit("\n")
+    Q = _Rows(3)
+    Q.lit("q\n")
+    layout = np.zeros(len(ns) + 3, np.int8)
+    layout[[0, 7, len(layout) - 1]] = 1
+    out = bytes(memoryview(_format([R, Q], layout)).cast("B")).decode().split("\n")[:-1]
+    assert [x.strip() for x in out if x.strip() == "q"] == ["q"] * 3
+    rows = [x for x in out if x.strip() != "q"]
+    ints = np.resize(v, len(ns))
+    for row, x, k, p, i in zip(rows, ns.tolist(), which.tolist(), present.tolist(),
+                               ints.tolist()):
+        us, h, name, *rest = [f.replace(" ", "") for f in row.split(",")]
+        assert us == ("-" if x < 0 else "") + f"{abs(x) // 1000}.{abs(x) % 1000:03d}"
+        assert h == f"{x % 2 ** 64:016x}"
+        assert json.loads(name) == json.loads(names[k])
+        assert rest == ([f"x{i}"] if p else [])
+
+
+def test_chrome_formatters_write_the_same_events(literal, tmp_path, monkeypatch):
+    """The C loop and the numpy rows write the same JSON values (the loop without the
+    numpy rows' padding blanks), for a trace with every kind of event."""
+    from perfweave.interop import chrome
+    assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
+    exp = write_experiment(tmp_path / "thr", threaded_ranks(),
+                           comms={r: [COMMS[r][0]] for r in WORLD},
+                           groups={r: [] for r in WORLD}, t_fini=5000, windows=())
+    for e in (literal, exp):
+        chrome.export(e, tmp_path / "loop.json", force=True)
+        with monkeypatch.context() as m:
+            m.setattr(chrome, "_json_rows", lambda: None)
+            chrome.export(e, tmp_path / "numpy.json", force=True)
+        loop = (tmp_path / "loop.json").read_bytes()
+        padded = (tmp_path / "numpy.json").read_bytes()
+        assert json.loads(loop) == json.loads(padded)
+        assert len(json.loads(loop)["traceEvents"]) > 50
+        assert b"  " not in loop and len(loop) < len(padded)
 
 
 # ---------------------------------------------------------------- bad input

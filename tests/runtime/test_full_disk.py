@@ -340,3 +340,30 @@ def test_outputs_on_a_full_disk(build, tmpfs, tmp_path):
     assert imp.stderr.splitlines() == [f"perfweave: error: {disk / 'imported'}: cannot write: "
                                        "No space left on device"]
     assert sorted(p.name for p in disk.iterdir()) == ["filler", "report.json"]
+
+
+@pytest.mark.parametrize("fmt", ["chrome", "otf2"])
+def test_export_to_a_full_disk(tmpfs, tmp_path, fmt):
+    """An export that fills the disk half-way (the Chrome file is written by a thread of
+    its own while the next chunk is made): one line, status 2, nothing left behind."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import tracegen
+    exp = tmp_path / "exp"
+    tracegen.write(exp, 2, 40_000)
+    disk = tmpfs(256, "small")
+    out = disk / ("t.json" if fmt == "chrome" else "t.otf2")
+    res = subprocess.run([PERFWEAVE, "export", str(exp), "--format", fmt, "-o", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.splitlines()) == 1, res.stderr
+    assert "No space left on device" in res.stderr and "Traceback" not in res.stderr
+    assert list(disk.iterdir()) == []
+    # the same export where there is room writes far more than the disk holds
+    big = tmp_path / ("t.json" if fmt == "chrome" else "t.otf2")
+    res = subprocess.run([PERFWEAVE, "export", str(exp), "--format", fmt, "-o", str(big)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    size = big.stat().st_size if fmt == "chrome" else \
+        sum(p.stat().st_size for p in big.parent.rglob("*") if p.is_file() and p != exp)
+    assert size > 4 * 256 * 1024

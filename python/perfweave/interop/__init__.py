@@ -18,24 +18,21 @@ import numpy as np
 
 from perfweave.errors import PerfweaveError
 from perfweave.model.trace import T, F, _object_labels, _time_span, _to_ns, _window, classify
+from perfweave.readers.dtypes import TypeSet
+from perfweave.readers.trace import SPANS, SUB
 
 FLUSH_REGION = "TRACE BUFFER FLUSH"      # Score-P's name for time spent writing buffers
-TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"], T["LEAVE"]])
-SUB = np.array(sorted(T[k] for k in ("SEND", "RECV", "IRECV", "SEND_DONE", "COLL",
-                                       "COLL_DONE", "WIN", "RMA", "WSYNC")))
+TIMED = TypeSet("CALL", "FLUSH", "ENTER", "LEAVE")
 
 
 def ns_times(meta, rec):
     """(t0, t1) of records in ns on rank 0's clock: t0 of the timed records, t1 of those
     with a duration (CALL, FLUSH); 0 elsewhere."""
     typ = rec["type"]
-    t0 = np.zeros(len(rec), np.int64)
-    t1 = np.zeros(len(rec), np.int64)
-    timed = np.isin(typ, TIMED)
-    if timed.any():
-        t0[timed] = _to_ns(meta, rec["t0"][timed])
-        both = np.isin(typ, [T["CALL"], T["FLUSH"]])
-        t1[both] = _to_ns(meta, rec["t1"][both])
+    # every record converted, then the fields that hold no time set to 0: cheaper than
+    # gathering and scattering the timed ones (_to_ns is silent about the others)
+    t0 = np.where(TIMED(typ), _to_ns(meta, rec["t0"]), 0)
+    t1 = np.where(SPANS(typ), _to_ns(meta, rec["t1"]), 0)
     return t0, t1
 
 
@@ -230,10 +227,8 @@ class RankStream:
                 pos += m
                 last = k == len(mine) - 1 and pos == a + c
                 if n >= size or last:
-                    kept = check(parts, self.src.records)
+                    kept = check(parts, self.src.records, tail)
                     parts, n = [], 0
-                    if tail is not None and len(tail):
-                        kept = np.concatenate([tail, kept])
                     if not last:
                         kept, tail = _cut(kept)
                     if len(kept):
@@ -243,7 +238,7 @@ class RankStream:
     def _chunk(self, rec, t, base):
         typ = rec["type"]
         t0, t1 = ns_times(self.meta, rec)
-        if np.isin(typ, TIMED).any():
+        if TIMED(typ).any():
             span = _time_span(typ, t0, t1)
             if span is not None:
                 self.span = span if self.span is None else \
@@ -284,7 +279,7 @@ def _cut(rec):
     """(records up to the last one that is no sub-event, the rest): a chunk ends before
     its last call (or other record) so that a call's sub-events stay with it."""
     typ = rec["type"]
-    j = np.flatnonzero(~np.isin(typ, SUB))
+    j = np.flatnonzero(~SUB(typ))
     j = int(j[-1]) if len(j) else 0
     return rec[:j], rec[j:]
 

@@ -16,10 +16,14 @@ are right-aligned in fields as wide as the largest value of the chunk, names pad
 after their closing quote; JSON allows the blanks, and no Python object is made per
 event.
 """
+import ctypes
+import functools
 import json
 import os
+import queue
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,11 +34,12 @@ from perfweave.interop import FLUSH_REGION, SUB, default_output, last_index, loa
     pair_regions, region_names
 from perfweave.model.grouping import rank_in_group
 from perfweave.model.trace import F, T, _comm_keys, _to_ns
+from perfweave.readers.dtypes import TypeSet
 from perfweave.symbols import Symbolizer
 
 _SUBNAMES = {v: k for k, v in T.items()}
-TAGGED = np.array([T["SEND"], T["RECV"], T["IRECV"]])
-RECEIVED = np.array([T["COLL"], T["RMA"]])
+TAGGED = TypeSet("SEND", "RECV", "IRECV")
+RECEIVED = TypeSet("COLL", "RMA")
 
 
 # ASCII of two decimal digits, as the little-endian uint16 "dd"
@@ -43,17 +48,18 @@ _PAIRS = np.array([(48 + i // 10) | (48 + i % 10) << 8 for i in range(100)], np.
 _TRIPLES = np.array([[48 + i // 100, 48 + i // 10 % 10, 48 + i % 10] for i in range(1000)],
                     np.uint8)
 # lowercase hex of one byte, as the little-endian uint16 "xx"
-_HEX = np.array([ord("%x" % (i >> 4)) | ord("%x" % (i & 15)) << 8 for i in range(256)],
+_HEX_DIGITS = np.array([ord("%x" % (i >> 4)) | ord("%x" % (i & 15)) << 8 for i in range(256)],
                 np.uint16)
 _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
 
 
-def _decimal(v):
+def _decimal(v, neg=None):
     """Integers as an (n, width) byte matrix of ASCII, right-aligned: blanks, then a
-    '-' for negative values, then the digits; width fits the widest value."""
+    '-' for negative values (or where neg is set: "-0"), then the digits; width fits
+    the widest value."""
     v = np.asarray(v, np.int64)
     n = len(v)
-    neg = v < 0
+    neg = v < 0 if neg is None else neg
     a = np.abs(v)
     nd = np.ones(n, np.int64)
     top = int(a.max()) if n else 0
@@ -81,47 +87,168 @@ def _decimal(v):
     return m
 
 
+# part kinds of a layout: the order of runtime/interop/json_rows.c's enum
+_LIT, _NAME, _INT, _HEX, _US = range(5)
+# the widest text of a number part: an int64 with its sign; 16 hex digits; an int64 of
+# microseconds, '.' and three decimals
+_WIDEST = {_INT: 20, _HEX: 16, _US: 24}
+
+
 class _Rows:
-    """n JSON fragments of one layout, built part by part into an (n, width) byte
-    matrix: literals, numbers, names from a table, each optionally present (absent: the
-    same width of blanks). Each part is a matrix of n rows computed with whole-column
-    numpy operations, copied into its columns as one item per row."""
+    """n JSON events of one layout: its parts in order (literal text, a name from a
+    table of JSON strings, an integer, 16 hex digits, nanoseconds as microseconds), each
+    in every row or where its column of flags (present) says, with the column of each
+    part's values. _format writes rows of one or several layouts: by the loop of
+    libperfweave-json.so (runtime/interop/json_rows.c) where it is built, else as
+    fixed-width rows of bytes built with whole-column numpy operations (_Matrix)."""
 
     def __init__(self, n):
         self.n = n
-        self.parts = []         # (bytes of a literal, or an (n, w) matrix; present)
+        self.parts = []         # (kind, literal bytes or column, table, present)
+
+    def _add(self, kind, data, table=None, present=None):
+        if present is not None:
+            present = np.ascontiguousarray(present, bool)
+        self.parts.append((kind, data, table, present))
 
     def lit(self, text, present=None):
-        self.parts.append((text.encode(), present))
+        self._add(_LIT, text.encode(), present=present)
 
     def name(self, table, index, present=None):
         """table: JSON strings (quoted, escaped); index: which one, per row."""
-        enc = [s.encode() for s in table] or [b'""']
-        w = max(len(s) for s in enc)
-        t = np.full((len(enc), w), 32, np.uint8)
-        for i, s in enumerate(enc):
-            t[i, :len(s)] = np.frombuffer(s, np.uint8)
-        items = t.view(f"V{w}")[:, 0][np.asarray(index, np.int64)]
-        self.parts.append((items.view(np.uint8).reshape(self.n, w), present))
+        self._add(_NAME, np.ascontiguousarray(index, np.int64),
+                  [s.encode() for s in table] or [b'""'], present)
 
     def int(self, values, present=None):
-        """Integers right-aligned (a '-' before negative ones)."""
+        """Integers (a '-' before negative ones)."""
         v = np.asarray(values).astype(np.int64)
         if present is not None:
             v = np.where(present, v, 0)
-        self.parts.append((_decimal(v), present))
+        self._add(_INT, np.ascontiguousarray(v), present=present)
 
     def hex(self, values):
         """Unsigned 64-bit values as 16 lowercase hex digits."""
-        b = np.asarray(values).astype(">u8").view(np.uint8).reshape(self.n, 8)
-        self.parts.append((_HEX[b].view(np.uint8), None))
+        self._add(_HEX, np.ascontiguousarray(np.asarray(values).astype(np.uint64)))
 
     def us(self, ns, present=None):
         """Nanoseconds as microseconds with three decimals."""
-        ns = np.asarray(ns, np.int64)
-        self.int(ns // 1000, present)
-        self.lit(".", present)
-        self.parts.append((_TRIPLES[ns % 1000], present))
+        self._add(_US, np.ascontiguousarray(ns, np.int64), present=present)
+
+    def widest(self):
+        """The most bytes a row can take."""
+        return sum(len(d) if k == _LIT else
+                   max(len(s) for s in t) if k == _NAME else _WIDEST[k]
+                   for k, d, t, _ in self.parts)
+
+
+def _format(rows, which=None, buffer=None):
+    """The events of several layouts (_Rows) back to back, in the order given by which
+    (per event, the index of its layout; None: all of rows[0]), as bytes-like; buffer(n)
+    gives the bytes to write them in (default: new ones)."""
+    lib = _json_rows()
+    if lib is None:
+        return _Matrix.interleave(rows, which)
+    n = rows[0].n if which is None else len(which)
+    if not n:
+        return b""
+    parts, keep = [], []
+    for r in rows:
+        for kind, data, table, present in r.parts:
+            p = _Part(kind=kind, len=len(data) if kind == _LIT else 0)
+            if kind == _LIT:
+                p.data = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p)
+                keep.append(data)
+            elif kind == _NAME:
+                blob = b"".join(table)
+                offsets = np.r_[0, np.cumsum([len(s) for s in table])].astype(np.int64)
+                p.data = ctypes.cast(ctypes.c_char_p(blob), ctypes.c_void_p)
+                p.offsets, p.index, p.ntable = offsets.ctypes.data, data.ctypes.data, \
+                    len(table)
+                keep += [blob, offsets]
+            else:
+                p.data = data.ctypes.data
+            if present is not None:
+                p.present = present.ctypes.data
+            parts.append(p)
+    nparts = np.array([len(r.parts) for r in rows], np.int64)
+    if which is None:
+        cap = n * rows[0].widest()
+    else:
+        counts = np.bincount(which, minlength=len(rows))
+        cap = sum(int(c) * r.widest() for c, r in zip(counts.tolist(), rows))
+    out = (buffer or _new_buffer)(cap)
+    w = None if which is None else np.ascontiguousarray(which, np.int8)
+    got = lib(out.ctypes.data, cap, (_Part * len(parts))(*parts), nparts.ctypes.data,
+              len(rows), None if w is None else w.ctypes.data, n)
+    if got == ctypes.c_size_t(-1).value:
+        raise RuntimeError("pw_json_rows: a row did not fit")      # a bug, not the user's
+    return out[:got]
+
+
+def _new_buffer(n):
+    return np.empty(n, np.uint8)
+
+
+class _Part(ctypes.Structure):
+    """struct pw_part of runtime/interop/json_rows.c."""
+    _fields_ = [("kind", ctypes.c_int64), ("data", ctypes.c_void_p),
+                ("offsets", ctypes.c_void_p), ("index", ctypes.c_void_p),
+                ("present", ctypes.c_void_p), ("len", ctypes.c_int64),
+                ("ntable", ctypes.c_int64)]
+
+
+@functools.lru_cache(maxsize=None)
+def _json_rows():
+    """pw_json_rows of libperfweave-json.so, or None where that library is not built (or
+    was built for other part kinds); _format then builds rows with numpy."""
+    from perfweave.launch import library_dir
+
+    try:
+        lib = ctypes.CDLL(str(library_dir() / "libperfweave-json.so"))
+    except OSError:
+        return None
+    if lib.pw_json_kinds() != _US + 1 or lib.pw_json_part_size() != ctypes.sizeof(_Part):
+        return None
+    fn = lib.pw_json_rows
+    fn.restype = ctypes.c_size_t
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(_Part),
+                   ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t]
+    return fn
+
+
+class _Matrix:
+    """The numpy formatter of layouts (_Rows), where libperfweave-json.so is not built:
+    each part becomes an (n, w) byte matrix of whole-column operations, numbers
+    right-aligned in fields as wide as the largest value of the block, names padded
+    after their closing quote, absent parts blanks (JSON allows the blanks); no Python
+    object is made per event."""
+
+    def __init__(self, rows):
+        self.n = rows.n
+        self.parts = []         # (bytes of a literal, or an (n, w) matrix; present)
+        for kind, data, table, present in rows.parts:
+            if kind == _LIT:
+                self.parts.append((data, present))
+            elif kind == _NAME:
+                w = max(len(s) for s in table)
+                t = np.full((len(table), w), 32, np.uint8)
+                for i, s in enumerate(table):
+                    t[i, :len(s)] = np.frombuffer(s, np.uint8)
+                items = t.view(f"V{w}")[:, 0][data]
+                self.parts.append((items.view(np.uint8).reshape(self.n, w), present))
+            elif kind == _INT:
+                self.parts.append((_decimal(data), present))
+            elif kind == _HEX:
+                b = data.astype(">u8").view(np.uint8).reshape(self.n, 8)
+                self.parts.append((_HEX_DIGITS[b].view(np.uint8), None))
+            else:
+                a = np.abs(data)
+                neg = data < 0
+                if present is not None:
+                    a, neg = np.where(present, a, 0), neg & present
+                self.parts.append((_decimal(a // 1000, neg), present))
+                self.parts.append((b".", present))
+                self.parts.append((_TRIPLES[a % 1000], present))
 
     def width(self):
         return sum(len(p) if isinstance(p, bytes) else p.shape[1] for p, _ in self.parts)
@@ -148,30 +275,26 @@ class _Rows:
                 col[~np.asarray(present, bool)] = np.full(w, 32, np.uint8).view(f"V{w}")[0]
             c += w
 
-    def matrix(self):
-        out = np.empty((self.n, self.width()), np.uint8)
-        if self.n:
-            self.fill(out)
+    @staticmethod
+    def interleave(rows, which):
+        """The rows of several layouts back to back in the order given by which (None:
+        all of rows[0]) as one byte matrix; narrower rows end in blanks."""
+        mats = [_Matrix(r) for r in rows]
+        if which is None:
+            which = np.zeros(rows[0].n, np.int64)
+        width = max(m.width() for m in mats)
+        out = np.empty((len(which), width), np.uint8)
+        for k, m in enumerate(mats):
+            sel = np.flatnonzero(which == k)
+            if not len(sel):
+                continue
+            if len(sel) == len(which):
+                m.fill(out)
+            else:
+                part = np.empty((len(sel), width), np.uint8)
+                m.fill(part)
+                out[sel] = part
         return out
-
-
-def _interleave(rows, which):
-    """The rows of several layouts (_Rows) back to back in the order given by which
-    (per output row, the index of its layout) as one byte matrix; narrower rows end in
-    blanks."""
-    width = max(r.width() for r in rows)
-    out = np.empty((len(which), width), np.uint8)
-    for k, r in enumerate(rows):
-        sel = np.flatnonzero(which == k)
-        if not len(sel):
-            continue
-        if len(sel) == len(which):
-            r.fill(out)
-        else:
-            m = np.empty((len(sel), width), np.uint8)
-            r.fill(m)
-            out[sel] = m
-    return out
 
 
 def _quoted(names):
@@ -214,18 +337,23 @@ def _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start):
     except OSError as e:
         raise _cannot_write(path, e) from None
     try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
-            f.write(b'{"traceEvents":[\n')
-            first = True
-            for r in X.ranks:
-                first = _rank(f, X, found[r], origin, symbolizer, counts, first)
-                first = _flows(f, found[r], origin, channels, counts, first)
-            other = {"generator": "perfweave export --format chrome",
-                     "experiment": str(X.path), "origin_ns": origin,
-                     "clock": "ns on rank 0's CLOCK_MONOTONIC; ts = (t - origin_ns) / 1000",
-                     "notes": X.notes}
-            f.write(b'\n],"displayTimeUnit":"ns","otherData":' +
-                    json.dumps(other).encode() + b"}\n")
+        with os.fdopen(fd, "wb", buffering=1 << 20) as raw:
+            f = _Sink(raw)
+            try:
+                f.write(b'{"traceEvents":[\n')
+                first = True
+                for r in X.ranks:
+                    first = _rank(f, X, found[r], origin, symbolizer, counts, first)
+                    first = _flows(f, found[r], origin, channels, counts, first)
+                other = {"generator": "perfweave export --format chrome",
+                         "experiment": str(X.path), "origin_ns": origin,
+                         "clock": "ns on rank 0's CLOCK_MONOTONIC; "
+                                  "ts = (t - origin_ns) / 1000",
+                         "notes": X.notes}
+                f.write(b'\n],"displayTimeUnit":"ns","otherData":' +
+                        json.dumps(other).encode() + b"}\n")
+            finally:
+                f.close()
         os.replace(tmp, path)
     except OSError as e:
         raise _cannot_write(path, e) from None
@@ -248,9 +376,11 @@ _END = np.dtype([("chan", np.uint64), ("seq", np.int64), ("thread", np.int64),
 _PENDING = np.dtype(_END.descr + [("k1", np.int64), ("idx", np.int64), ("ready", bool),
                                   ("kind", np.int8), ("value", np.int64),
                                   ("own", np.int64), ("out", bool)])
+_PENDING_ITEM = np.dtype((np.void, _PENDING.itemsize))
+assert _PENDING.descr[:len(_END.descr)] == _END.descr
 _NEVER = np.iinfo(np.int64).min     # a user region's end: not left in its thread
 _LAST = np.iinfo(np.int64).max
-FIRST_TIMED = np.array([T["CALL"], T["FLUSH"], T["ENTER"]])
+FIRST_TIMED = TypeSet("CALL", "FLUSH", "ENTER")
 
 
 def _first_pass(X, ends, path):
@@ -362,7 +492,7 @@ class _RankPass:
         t = int(c.thread[0])
         self.seen.add(t)
         pos = c.base + np.arange(n)
-        firsts = rec["t0"][np.isin(typ, FIRST_TIMED)]
+        firsts = rec["t0"][FIRST_TIMED(typ)]
         if len(firsts):
             m = firsts.min(keepdims=True)
             self.t_min = m if self.t_min is None else np.minimum(self.t_min, m)
@@ -511,7 +641,10 @@ class _Messages:
         self.counts = _Counters()
 
     def add(self, rows):
-        self.rows = np.concatenate([self.rows, rows]) if len(self.rows) else rows
+        if len(self.rows):
+            rows = np.concatenate([self.rows.view(_PENDING_ITEM), rows.view(_PENDING_ITEM)]
+                                  ).view(_PENDING)
+        self.rows = rows
 
     def give_up_waiting(self):
         """The rank's end: a completion whose post never came was posted by itself."""
@@ -538,13 +671,12 @@ class _Messages:
             i = i[:waits[0]] if len(waits) else i
             if len(i):
                 keep[i] = False
-                e = p[i][p["out"][i]]
-                ends = np.empty(len(e), _END)
-                for f in _END.names:
-                    ends[f] = e[f]
+                # the _END fields lead each _PENDING row: its first bytes
+                e = p.view(_PENDING_ITEM)[i[p["out"][i]]]
+                ends = e.view(np.uint8).reshape(len(e), _PENDING.itemsize)[:, :_END.itemsize]
                 self.owner.put(f"{self.which}-{t}", ends.tobytes())
         if not keep.all():
-            self.rows = p[keep]
+            self.rows = p.view(_PENDING_ITEM)[keep].view(_PENDING)
 
 
 class _Counters:
@@ -604,6 +736,65 @@ class _Channels:
         return seq < np.minimum(self._count(self.sends, chan), self._count(self.recvs, chan))
 
 
+class _Sink:
+    """The output file, written by a thread of its own: the bytes of one chunk go to
+    the file (the kernel, the disk) while the next chunk is read and formatted. Holds
+    at most QUEUED blocks; `buffer` hands out the buffers _format fills for it in turn
+    (QUEUED + 2: one being filled, one being written, the queued ones), kept from one
+    block to the next so their pages stay mapped, none reused while in use. A failed
+    write is raised by the next call."""
+    QUEUED = 2
+
+    def __init__(self, f):
+        self.f, self.error = f, None
+        self.q = queue.Queue(self.QUEUED)
+        self.buffers = [np.zeros(0, np.uint8) for _ in range(self.QUEUED + 2)]
+        self.turn = 0
+        self.thread = threading.Thread(target=self._run, name="chrome-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            data = self.q.get()
+            try:
+                if data is None:
+                    return
+                if self.error is None:
+                    self.f.write(data)
+            except OSError as e:
+                self.error = e
+            finally:
+                self.q.task_done()
+
+    def _check(self):
+        if self.error is not None:
+            raise self.error
+
+    def buffer(self, n):
+        """n bytes or more for a block that will be written by write() before the next
+        call of buffer() (or not at all)."""
+        k = self.turn = (self.turn + 1) % len(self.buffers)
+        if len(self.buffers[k]) < n:
+            self.buffers[k] = np.empty(max(n, 2 * len(self.buffers[k])), np.uint8)
+        return self.buffers[k]
+
+    def write(self, data):
+        self._check()
+        self.q.put(data)
+
+    def copy(self, src):
+        """Append file object src (after what is queued)."""
+        self.q.join()
+        self._check()
+        shutil.copyfileobj(src, self.f, 1 << 20)
+
+    def close(self):
+        """Wait for the queued writes; raise the first that failed."""
+        self.q.put(None)
+        self.thread.join()
+        self._check()
+
+
 def _write(f, data, first):
     """Write a chunk of events (each starting with ',' unless it is the very first);
     data: bytes or a byte matrix (written as it is, without a copy)."""
@@ -647,7 +838,7 @@ def _rank(f, X, p, origin, symbolizer, counts, first):
             _spans(later, c, p, regions, origin, symbolizer, counts)
         for t in later:
             t.seek(0)
-            shutil.copyfileobj(t, f, 1 << 20)
+            f.copy(t)
     finally:
         for t in later + list(regions.values()):
             t.close()
@@ -660,7 +851,7 @@ def _calls(f, c, fnames, origin, counts, first):
     rec, typ, thr = c.rec, c.rec["type"], c.thread
     # each sub-record belongs to the CALL before it (in the chunk: RankStream)
     is_call = typ == T["CALL"]
-    is_sub = np.isin(typ, SUB) & (last_index(is_call) >= 0)
+    is_sub = SUB(typ) & (last_index(is_call) >= 0)
     kept = is_call | is_sub
     # a call's events list closes at its last sub-record
     nxt_sub = np.r_[is_sub[1:], False]
@@ -695,20 +886,20 @@ def _calls(f, c, fnames, origin, counts, first):
     peer = rec["peer"][u]
     Q.lit(',"peer":', peer >= 0)
     Q.int(peer, peer >= 0)
-    tagged = np.isin(st, TAGGED)
+    tagged = TAGGED(st)
     Q.lit(',"tag":', tagged)
     Q.int(rec["tag"][u], tagged)
     nb = rec["bytes"][u]
     Q.lit(',"bytes":', nb != 0)
     Q.int(nb, nb != 0)
-    got = np.where(np.isin(st, RECEIVED), rec["t1"][u], 0)
+    got = np.where(RECEIVED(st), rec["t1"][u], 0)
     Q.lit(',"bytes_received":', got != 0)
     Q.int(got, got != 0)
     Q.lit(',"nonblocking":true', (rec["flags"][u] & F["NONBLOCKING"]) != 0)
     ls = last_sub[u]
     Q.lit('},', ~ls)
     Q.lit('}]}}', ls)
-    first = _write(f, _interleave([R, Q], (~call).astype(np.int64)), first)
+    first = _write(f, _format([R, Q], (~call).astype(np.int8), f.buffer), first)
     counts["calls"] += len(c_)
     counts["events"] += len(c_)
     return first
@@ -731,7 +922,7 @@ def _complete(f, counts, name_table, names, cat, pid, tid, t0, t1, args=None):
         R.lit('}')
     R.lit('}')
     counts["events"] += len(t0)
-    _write(f, R.matrix(), False)
+    _write(f, _format([R]), False)
 
 
 def _spans(later, c, p, regions, origin, symbolizer, counts):
@@ -819,4 +1010,4 @@ def _flow_rows(f, r, which, e, origin, counts, first):
         R.int(e["bytes"])
         R.lit('}}')
     counts["events"] += len(e)
-    return _write(f, R.matrix(), first)
+    return _write(f, _format([R], buffer=f.buffer), first)

@@ -371,6 +371,24 @@ def _closed():
     """close() of an event writer already closed (_Exporter._write_location)."""
 
 
+def _abandon(w):
+    """Close writer w of an export that failed (a full disk: an event file that could
+    not be written) as far as the library lets it, and never again: the otf2 package
+    would close it, and each event writer, once more when it is collected, and print
+    the library's refusal as an ignored exception. The caller removes the files."""
+    for ew in list(getattr(w, "_event_writers", {}).values()):
+        try:
+            ew.close()
+        except Exception:       # the library's error types, whatever the failure
+            pass
+        ew.close = _closed
+    try:
+        w.close()
+    except Exception:
+        pass
+    w.close = _closed
+
+
 BULK = 1 << 16                  # events per call of the C loop
 
 
@@ -755,7 +773,7 @@ class _Exporter:
                 t = int(c.thread[0])
                 mins[t], irecv[t], pending = [], [], {}
             used.update(np.unique(c.rec["fn"][typ == T["CALL"]]).tolist())
-            timed = np.isin(typ, TIMED)
+            timed = TIMED(typ)
             mins[t].append(int(c.t0[timed].min()) if timed.any() else I64_MAX)
             irecv[t].append(_irecv_attributes(c.rec, pending))
         fp = _FirstPass((stream.t_begin, stream.t_end),
@@ -769,6 +787,7 @@ class _Exporter:
         w = otf2.writer.Writer(str(directory), archive_name=name, timer_resolution=NS,
                                chunk_size_events=CHUNK, chunk_size_definitions=CHUNK)
         self.chunks = _Chunks(w._handle)
+        done = False
         try:
             w.creator = f"perfweave {__version__}"
             w.description = f"perfweave experiment {self.X.path}"
@@ -780,8 +799,12 @@ class _Exporter:
             if w._first_timestamp is not None and self.X.meta.get("start_epoch"):
                 # wall-clock time of the first event: the launch, at best
                 w._realtime_timestamp = float(self.X.meta["start_epoch"])
+            done = True
         finally:
-            w.close()
+            if done:
+                w.close()
+            else:
+                _abandon(w)
         return total, len(self.locations), self.notes
 
     def _rank(self, w, r):
@@ -1109,7 +1132,7 @@ class _Exporter:
         otf2 = self.otf2
         rec, typ = rt.rec, rt.rec["type"]
         call = last_index(typ == T["CALL"])
-        si = np.flatnonzero(np.isin(typ, SUB) & (call >= 0))
+        si = np.flatnonzero(SUB(typ) & (call >= 0))
         if not len(si):
             return
         c = call[si]
