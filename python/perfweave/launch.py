@@ -194,6 +194,72 @@ def _static_program(path):
     return count > 0 and 3 not in types     # 3: PT_INTERP
 
 
+def mpmd_programs(command, at=FROM_COMMAND):
+    """The programs of every part of a launch command: the program after the
+    launcher's options, then that of each part after a ':' (mpirun, mpiexec: several
+    programs in one job), or each line of srun's --multi-prog file; paths as found,
+    absent where a part names none."""
+    if os.path.basename(command[0]) not in LAUNCHERS:
+        return []
+    if "--multi-prog" in command:
+        # the first word after the options: the file (not executable, so not found as
+        # the program)
+        words = iter(enumerate(command[1:], 1))
+        for i, word in words:
+            if word == "--multi-prog":
+                continue
+            if word.startswith("-"):
+                if word in _RANK_OPTS or word in _VALUE_OPTS:
+                    next(words, None)
+                continue
+            return _multi_prog(word)
+        return []
+    if at is FROM_COMMAND:
+        at = program_index(command)
+    if not at:
+        return []
+    first = _which(command[at])
+    found = [first] if first else []
+    rest = command[at + 1:]
+    while ":" in rest:
+        rest = rest[rest.index(":") + 1:]
+        i = program_index([command[0]] + rest)
+        if i:
+            path = _which(rest[i - 1])
+            if path:
+                found.append(path)
+    return found
+
+
+def _multi_prog(conf):
+    """The programs of an srun --multi-prog file (lines 'RANKS PROGRAM ARGS...')."""
+    out = []
+    try:
+        lines = Path(conf).read_text(errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        words = line.split("#", 1)[0].split()
+        if len(words) >= 2:
+            path = _which(words[1])
+            if path and path not in out:
+                out.append(path)
+    return out
+
+
+def check_mpmd(command, at=FROM_COMMAND):
+    """Refuse a launch of several programs of which some are statically linked: their
+    ranks cannot load the runtime, and the others would wait for them for ever in
+    perfweave's start-up (a collective of every rank)."""
+    programs = mpmd_programs(command, at)
+    static = [p for p in programs if _static_program(p)]
+    if static and len(static) < len(set(programs)):
+        raise PerfweaveError(
+            f"{static[0]} is statically linked: its ranks cannot load perfweave's runtime "
+            "(LD_PRELOAD), and the ranks of the other programs would wait for them at "
+            "start-up; link it dynamically, or measure the programs in separate jobs")
+
+
 @dataclass
 class Verdict:
     """A run that recorded fewer ranks than it started (perfweave run's last line and
@@ -237,6 +303,13 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
         causes = [f"{'it was' if one else 'they were'} {_KILLED}",
                   f"perfweave's runtime did not reach {'its task' if one else 'their tasks'} "
                   f"(environment not passed to {'it' if one else 'them'})"]
+        if rec.starting:
+            # the others waited for them where every rank with the runtime comes
+            waited = rec.starting
+            causes = [f"perfweave's runtime did not reach {'its task' if one else 'their tasks'}"
+                      f", for which {waited} rank{'' if waited == 1 else 's'} waited in "
+                      "perfweave's start-up (statically linked, or LD_PRELOAD reset by a "
+                      "wrapper)"]
         return Verdict("partial", f"only {len(rec.ranks)} of {expected} ranks recorded data "
                        f"(none from rank{'' if one else 's'} {missing}): " +
                        ", or ".join(causes) + (f"; {ended}" if ended else ""),
@@ -256,6 +329,15 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
                                            "missing": rank_ranges(range(expected))}
                                           if expected else {})})
     count = f"0 of {expected} ranks recorded data" if expected else "no process recorded data"
+    if rec.starting:
+        n = rec.starting
+        return Verdict("empty", count + f": {n} process{'es' if n > 1 else ''} got through "
+                       "MPI_Init and waited in perfweave's start-up for ranks without its "
+                       "runtime (statically linked, or LD_PRELOAD reset by a wrapper)" +
+                       (f" ({ended})" if ended else ""),
+                       {"recorded": 0, **({"expected": expected,
+                                           "missing": rank_ranges(range(expected))}
+                                          if expected else {})})
     # processes that loaded the runtime: HOST.pids, kept by the node timeline only
     started = rec.started if values.get("node_interval", 1) > 0 else None
     # a dynamic program that links MPI is not static; another may be a wrapper of one
@@ -284,6 +366,53 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
     if expected:
         ranks.update(expected=expected, missing=rank_ranges(range(expected)))
     return Verdict("empty", reason, ranks)
+
+
+class StartupWatch:
+    """Ranks that wait in perfweave's start-up, which every rank must reach (the MPI
+    module's MPI_Comm_dup of MPI_COMM_WORLD and clock exchange, right after MPI_Init):
+    a rank without the runtime never comes, and the others wait for ever. Told from the
+    processes' activity pages (readers/experiment.py activity_ranks) while the run goes
+    on: one line once a process has been there PERFWEAVE_STARTUP_WAIT seconds (default
+    60). Looks at the pages more and more rarely (1 s, doubling, up to 30 s), for the
+    first STOP_AFTER seconds of the run only (the start-up is at the start)."""
+    STOP_AFTER = 900.0
+
+    def __init__(self, exp, stderr, wait=None, now=time.monotonic):
+        self.exp, self.stderr, self.now = exp, stderr, now
+        if wait is None:
+            try:
+                wait = float(os.environ.get("PERFWEAVE_STARTUP_WAIT", "60"))
+            except ValueError:
+                wait = 60.0
+        self.wait = max(wait, 0.1)
+        self.begun = now()
+        self.step = min(1.0, self.wait / 4)
+        self.seen = {}          # activity page -> when it was first seen at -3
+        self.told = False
+
+    def interval(self):
+        """Seconds until the next look, or None: no more looks."""
+        if self.told or self.now() - self.begun > self.STOP_AFTER:
+            return None
+        return self.step
+
+    def poll(self):
+        from perfweave.readers.experiment import ACT_STARTING, activity_ranks
+
+        self.step = min(self.step * 2, 30.0, max(self.wait / 4, 0.25))
+        t = self.now()
+        pages = activity_ranks(self.exp)
+        self.seen = {p: self.seen.get(p, t) for p, r in pages.items() if r == ACT_STARTING}
+        waiting = sum(t - since >= self.wait for since in self.seen.values())
+        if waiting:
+            self.told = True
+            one = waiting == 1
+            say(f"perfweave: {waiting} rank{'' if one else 's'} {'has' if one else 'have'} "
+                f"waited {self.wait:g} s in perfweave's start-up for ranks without its "
+                "runtime (statically linked, or LD_PRELOAD reset by a wrapper); the run "
+                "cannot go on: stop it, and launch every rank under perfweave "
+                "(docs/launching.md)", self.stderr)
 
 
 def _save_meta(exp, meta):
@@ -329,6 +458,7 @@ def run(command, values, stderr=sys.stderr, meta=None):
     at = program_index(command)
     launcher, program = find_program(command, at)
     ranks = rank_count(command, at=at)
+    check_mpmd(command, at)
 
     exp = Path(values.get("output") or default_experiment_name(command, program, ranks=ranks))
     if exp.exists() and any(exp.iterdir()) if exp.is_dir() else exp.exists():
@@ -372,11 +502,14 @@ def run(command, values, stderr=sys.stderr, meta=None):
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: None)
+    watch = StartupWatch(exp, stderr) if values.get("node_interval", 1) > 0 else None
     try:
         while True:
             try:
-                status = child.wait()
+                status = child.wait(watch.interval() if watch else None)
                 break
+            except subprocess.TimeoutExpired:
+                watch.poll()
             except InterruptedError:
                 continue
     finally:

@@ -57,6 +57,14 @@ void pw_rank_joining(void)
         pw_act->rank = PW_ACT_JOINING;
 }
 
+/* Between the job's start and the rank known: the module's own start-up, which waits
+ * for every rank (perfweave run tells of ranks that wait there for long) */
+void pw_rank_starting(void)
+{
+    if (pw_act)
+        pw_act->rank = PW_ACT_STARTING;
+}
+
 void pw_thread_begin(void)
 {
     for (size_t i = 0; i < PW_NMODULES; i++)

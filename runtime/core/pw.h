@@ -162,6 +162,7 @@ extern int pw_rank;
 void pw_rank_known(int rank);
 /* The process joins a job (its start-up call began) and has no rank yet. */
 void pw_rank_joining(void);
+void pw_rank_starting(void);
 
 /* ---- what each thread is doing (set by wrappers, read by observers) ---- */
 /* Calls are in activity classes (the recording module's families: p2p, coll, rma, sync,
@@ -186,6 +187,7 @@ void *pw_code_here(void); /* an address in the function that calls it */
  * sampling precision only). */
 #define PW_ACT_NO_JOB -1  /* rank of a process that has joined no job */
 #define PW_ACT_JOINING -2 /* joining one, no rank yet */
+#define PW_ACT_STARTING -3 /* its job started (MPI_Init returned), its rank being set up */
 typedef struct pw_activity {
     int64_t magic, pid;
     int32_t rank, version; /* rank: in the job once known, else PW_ACT_* */

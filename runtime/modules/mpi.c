@@ -631,6 +631,8 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     st.thread_level = provided;
     pmpi.Comm_rank(pre.world, &st.rank);
     pmpi.Comm_size(pre.world, &st.size);
+    /* a collective of every rank: one without perfweave's runtime never comes to it */
+    pw_rank_starting();
     pmpi.Comm_dup(pre.world, &st.comm);
     int vlen = 0;
     pmpi.Get_library_version(library_version, &vlen);

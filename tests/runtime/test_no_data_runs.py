@@ -130,16 +130,20 @@ def test_program_without_mpi_is_data(mpi, build, run_pw):
 
 
 def test_rank_without_preload(mpi, build, tmp_path):
-    """Rank 1 of 2 runs without the preload. (Rank 0 then waits in perfweave's MPI_Init
-    hook for a peer that never comes, as a run with such a rank does: it is ended from
-    outside, like a user's kill, with SIGTERM to rank 0, which saves its data; the
-    launcher then ends rank 1.) One of two ranks saved its data, said in one line."""
+    """Rank 1 of 2 runs without the preload. Rank 0 then waits in perfweave's start-up
+    (MPI_Comm_dup of MPI_COMM_WORLD, right after MPI_Init) for a peer that never comes:
+    perfweave run says so while the run goes on, once rank 0 has waited
+    PERFWEAVE_STARTUP_WAIT seconds (1 here). The run is ended from outside, like a
+    user's kill, with SIGTERM to rank 0, which saves its data; the launcher then ends
+    rank 1. One of two ranks saved its data, said in one line with the cause."""
+    from perfweave.readers.experiment import ACT_STARTING, activity_ranks
     prog = build(mpi, "initialised.c")
     exp = tmp_path / "exp"
     cmd = [PERFWEAVE, "run", "-o", str(exp), "--", *mpi.launch(2),
            str(PROGRAMS / "drop_preload.sh"), "1", str(prog)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            env=dict(os.environ, PERFWEAVE_STARTUP_WAIT="1"))
     seen = []
     try:
         for line in proc.stdout:
@@ -148,8 +152,13 @@ def test_rank_without_preload(mpi, build, tmp_path):
             if m:
                 break
         assert m, seen
-        # rank 0's MPI_Init returned with rank 1's: give it the moment to enter the hook
-        time.sleep(2)
+        # rank 0's MPI_Init returned with rank 1's: it comes to perfweave's start-up
+        deadline = time.monotonic() + 60
+        while ACT_STARTING not in activity_ranks(exp).values():
+            assert time.monotonic() < deadline, activity_ranks(exp)
+            time.sleep(0.1)
+        # perfweave run looks every 0.25 s and tells after 1 s
+        time.sleep(3)
         # the processes that loaded the runtime: rank 0, and rank 1's wrapper (same pid)
         (pids,) = [set(map(int, p.read_text().split()))
                    for p in (exp / "timeline").glob("*.pids")]
@@ -167,11 +176,14 @@ def test_rank_without_preload(mpi, build, tmp_path):
     launcher = os.path.basename(mpi.run)
     ended = (f"; {launcher} was killed by signal {status['signal']}" if "signal" in status
              else f"; {launcher} exited with code {status['code']}" if status["code"] else "")
-    reason = ("only 1 of 2 ranks recorded data (none from rank 1): it was " + KILLED +
-              ", or perfweave's runtime did not reach its task (environment not passed to "
-              f"it){ended}")
+    reason = ("only 1 of 2 ranks recorded data (none from rank 1): perfweave's runtime "
+              "did not reach its task, for which 1 rank waited in perfweave's start-up "
+              f"(statically linked, or LD_PRELOAD reset by a wrapper){ended}")
     assert [ln for ln in err.splitlines() if ln.startswith("perfweave")] == [
         f"perfweave: experiment {exp}",
+        "perfweave: 1 rank has waited 1 s in perfweave's start-up for ranks without its "
+        "runtime (statically linked, or LD_PRELOAD reset by a wrapper); the run cannot go "
+        "on: stop it, and launch every rank under perfweave (docs/launching.md)",
         f"perfweave: experiment {exp} is partial: {reason} (perfweave report {exp})"]
     assert (meta["state"], meta["reason"], meta["ranks"]) == \
         ("partial", reason, {"expected": 2, "recorded": 1, "missing": "1"})
@@ -183,3 +195,33 @@ def test_rank_without_preload(mpi, build, tmp_path):
     assert not any(n.startswith("no data from") for n in rep["notes"])
     assert "note       only 1 of 2 ranks recorded data (none from rank 1)" in \
         tool("report", exp).stdout
+
+
+def test_mpmd_launch_with_a_static_program_is_refused(mpi, build, tmp_path):
+    """A launch of several programs (mpirun's ':', srun's --multi-prog) of which one is
+    statically linked would hang: the ranks of the others wait for its ranks in
+    perfweave's start-up. perfweave run refuses it in one line before launching; a
+    launch whose programs are all static, or all dynamic, goes on."""
+    from perfweave import launch
+    static = str(build(None, "serial.c", ("-static",)))
+    dynamic = str(build(mpi, "initialised.c"))
+    cmd = mpi.launch(1) + [dynamic, ":", "-n", "1", static, "0"]
+    assert launch.mpmd_programs(cmd) == [dynamic, static]
+    conf = tmp_path / "multi.conf"
+    conf.write_text(f"# ranks program\n0 {dynamic}\n1-3 {static} 0\n")
+    srun = ["srun", "-n", "4", "--multi-prog", str(conf)]
+    assert launch.mpmd_programs(srun) == [dynamic, static]
+    message = (f"perfweave: error: {static} is statically linked: its ranks cannot load "
+               "perfweave's runtime (LD_PRELOAD), and the ranks of the other programs "
+               "would wait for them at start-up; link it dynamically, or measure the "
+               "programs in separate jobs\n")
+    for command in (cmd, srun):
+        exp = tmp_path / f"exp-{len(command)}"
+        res = subprocess.run([PERFWEAVE, "run", "-o", str(exp), "--", *map(str, command)],
+                             capture_output=True, text=True, timeout=60)
+        assert (res.returncode, res.stdout, res.stderr) == (2, "", message)
+        assert not exp.exists()
+    # every program static, or every one dynamic: nothing to refuse
+    launch.check_mpmd(mpi.launch(1) + [static, ":", "-n", "1", static])
+    launch.check_mpmd(mpi.launch(1) + [dynamic, ":", "-n", "1", dynamic])
+    assert launch.mpmd_programs(mpi.launch(2) + [dynamic, "a", "b"]) == [dynamic]

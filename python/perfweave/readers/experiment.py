@@ -92,6 +92,7 @@ class Recorded:
     processes: int = 0        # processes without MPI that saved a profile (procs/)
     started: int = 0          # processes that loaded the runtime (timeline/HOST.pids)
     in_init: int = 0          # processes that called MPI and never got through MPI_Init
+    starting: int = 0         # processes past MPI_Init, never through perfweave's start-up
 
 
 # files of one rank: partial profile, trace, samples (docs/format.md "The directory")
@@ -128,12 +129,27 @@ def recorded(path):
         except (FormatError, OSError):
             pass
     rec.started = len(pids)
-    rec.in_init = sum(_activity_rank(p) == ACT_IN_INIT for p in (path / "timeline").glob("*.act"))
+    states = list(activity_ranks(path).values())
+    rec.in_init = states.count(ACT_IN_INIT)
+    rec.starting = states.count(ACT_STARTING)
     return rec
 
 
-# timeline/HOST.PID.act: int64 magic, pid; int32 rank, version; ... (runtime/core/pw.h)
-ACT_MAGIC, ACT_IN_INIT = 0x7077616374763100, -2
+# timeline/HOST.PID.act: int64 magic, pid; int32 rank, version; ... (runtime/core/pw.h).
+# rank: the process's rank, or: in MPI_Init (-2); past it, in perfweave's start-up (-3)
+ACT_MAGIC, ACT_IN_INIT, ACT_STARTING = 0x7077616374763100, -2, -3
+
+
+def activity_ranks(path):
+    """{activity page (timeline/HOST.PID.act): its rank field} of experiment path's
+    processes, as they are now (the pages are written while the run goes on); pages
+    that cannot be read are left out."""
+    out = {}
+    for p in (Path(path) / "timeline").glob("*.act"):
+        r = _activity_rank(p)
+        if r is not None:
+            out[p.name] = r
+    return out
 
 
 def _activity_rank(f):
