@@ -348,8 +348,21 @@ static void at_exit(void) { dump_all(PW_STATE_COMPLETE, 0); }
 static const int caught[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS};
 static struct sigaction previous[sizeof caught / sizeof *caught];
 
+int pw_dying;
+
+void pw_hold(void)
+{
+    /* the process ends with the signal as soon as the handler is done; should it not
+     * (a handler that returned), the thread goes on after a while */
+    for (int i = 0; i < 30000 && __atomic_load_n(&pw_dying, __ATOMIC_ACQUIRE); i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
 static void on_signal(int sig)
 {
+    __atomic_store_n(&pw_dying, 1, __ATOMIC_SEQ_CST);
     dump_all(PW_STATE_SIGNAL, 1);
     /* Hand the signal back to what was there before us (the default action):
      * it is blocked while we run, so it is delivered as soon as we return. */

@@ -37,6 +37,20 @@
 /* ---- configuration and process state (core.c) ---- */
 extern struct pw_options pw_opt;
 extern int pw_active;          /* runtime measures in this process */
+/* Set when a fatal signal's handler starts saving this process's data (core.c
+ * on_signal), which may run on any thread: the MPI library's own, say. A thread of the
+ * program that ends a measured call afterwards waits there (pw_hold_if_dying) until the
+ * signal ends the process, so the program does nothing the saved data does not show. */
+extern int pw_dying;
+void pw_hold(void);
+static inline void pw_hold_if_dying(void)
+{
+    /* No fence: a record committed before this load is published in the trace file
+     * whatever the save does; one the save stopped (recording seen off, stored after
+     * on_signal set pw_dying) makes this acquire load see the flag. */
+    if (__builtin_expect(__atomic_load_n(&pw_dying, __ATOMIC_ACQUIRE), 0))
+        pw_hold();
+}
 extern int64_t pw_t_start;     /* constructor time */
 extern char pw_hostname[256];
 

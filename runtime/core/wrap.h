@@ -87,7 +87,11 @@ static inline int pw_wrap_enter(void)
     pw_wrap_depth++;
     return 1;
 }
-static inline void pw_wrap_leave(void) { pw_wrap_depth--; }
+static inline void pw_wrap_leave(void)
+{
+    pw_wrap_depth--;
+    pw_hold_if_dying();
+}
 
 /* Run STATEMENT (the recording) with errno as the caller will see it kept: what the
  * real call set, whatever the recording's own calls do to it. */

@@ -572,6 +572,7 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
     pw_thread_activity = 0;
     pw_call_anchor = 0;
     pw_mpi_depth--;
+    pw_hold_if_dying();
 }
 
 /* ---- clock offsets to rank 0 ---- */
@@ -744,7 +745,7 @@ static int dump(int state, int in_signal)
         return 0; /* not an MPI process: the core writes its process data */
     if (st.finalized)
         return 1; /* already in the reduced profile */
-    pw_mpi_recording = 0;
+    __atomic_store_n(&pw_mpi_recording, 0, __ATOMIC_RELEASE);
     int partial_state = state == PW_STATE_COMPLETE ? PW_STATE_NO_FINALIZE : state;
     write_partial(partial_state, in_signal);
     pw_trace_clock clock = {st.offset_init, st.offset_init_err, st.offset_init,

@@ -111,8 +111,13 @@ static inline __attribute__((always_inline)) void pw_mpi_anchor(void)
 
 static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn, void *ra)
 {
-    if (PW_UNLIKELY(!pw_mpi_recording) || pw_mpi_depth)
+    if (PW_UNLIKELY(!__atomic_load_n(&pw_mpi_recording, __ATOMIC_ACQUIRE)) || pw_mpi_depth) {
+        /* recording stopped by a fatal signal's save (pw_dying set before it): the
+         * program goes no further than what was saved */
+        if (PW_UNLIKELY(__atomic_load_n(&pw_dying, __ATOMIC_ACQUIRE)))
+            pw_hold();
         return 0;
+    }
     pw_mpi_depth++;
     c->fn = fn;
     c->ra = ra;

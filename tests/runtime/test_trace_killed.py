@@ -4,6 +4,8 @@ themselves. Every rank's trace must hold at least the iterations the program its
 reported done (ring_forever.c writes its count after each one), readable and marked as
 partial, and the caller must see the launcher's own exit status (the same run without
 perfweave, killed the same way, is the reference)."""
+import ctypes
+import errno
 import json
 import os
 import signal
@@ -22,16 +24,26 @@ NRANKS = 3
 WARMUP = 300          # iterations every rank completes before the signal
 
 
-def progress(base):
-    """(iterations done, pid) of each rank, from the files the program writes."""
+def progress(base, tids=False):
+    """(iterations done, pid) of each rank, from the files the program writes; with
+    tids, (done, pid, thread id of its sleeping thread)."""
     out = []
     for r in range(NRANKS):
         try:
-            done, pid = struct.unpack("<qq", (base.parent / f"{base.name}.{r}").read_bytes()[:16])
+            done, pid, tid = struct.unpack(
+                "<qqq", (base.parent / f"{base.name}.{r}").read_bytes()[:24])
         except (OSError, struct.error):
-            done, pid = -1, 0
-        out.append((done, pid))
+            done, pid, tid = -1, 0, 0
+        out.append((done, pid, tid) if tids else (done, pid))
     return out
+
+
+def tgkill(pid, tid, sig):
+    """Send sig to thread tid of process pid."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    SYS_tgkill = 234            # x86-64
+    if libc.syscall(SYS_tgkill, pid, tid, sig) != 0 and ctypes.get_errno() != errno.ESRCH:
+        raise OSError(ctypes.get_errno(), "tgkill")
 
 
 def run_and_kill(cmd, base, how):
@@ -46,6 +58,9 @@ def run_and_kill(cmd, base, how):
         time.sleep(0.05)
     if how == "SIGTERM":          # a batch system's time limit: to the launcher
         os.kill(proc.pid, signal.SIGTERM)
+    elif how == "SIGINT-thread":  # to each rank, handled on a thread other than main's
+        for _, pid, tid in progress(base, tids=True):
+            tgkill(pid, tid, signal.SIGINT)
     elif how == "SIGINT":         # Ctrl-C: to the terminal's whole process group
         os.killpg(proc.pid, signal.SIGINT)
     else:                         # the ranks themselves, without warning
@@ -63,15 +78,20 @@ def run_and_kill(cmd, base, how):
     return status, [d for d, _ in progress(base)]
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL", "SIGINT-thread"])
 def test_killed_traced_run_keeps_its_trace(mpi, build, tmp_path, how):
+    """SIGINT-thread: each rank's SIGINT handled on a thread of its own that is not the
+    main thread (MPICH's progress thread, in a real run), while the main thread goes on
+    calling MPI: the main thread must not get further than what is saved (it waits at
+    the end of its call until the signal ends the process)."""
     prog = build(mpi, "ring_forever.c")
-    bare_status, _ = run_and_kill(mpi.launch(NRANKS) + [str(prog), str(tmp_path / "bare")],
-                                  tmp_path / "bare", how)
+    extra = ["thread"] if how == "SIGINT-thread" else []
+    bare_status, _ = run_and_kill(mpi.launch(NRANKS) + [str(prog), str(tmp_path / "bare"),
+                                                         *extra], tmp_path / "bare", how)
     exp = tmp_path / "exp"
     status, done = run_and_kill([PERFWEAVE, "run", "-o", str(exp), "--trace", "--",
-                                 *mpi.launch(NRANKS), str(prog), str(tmp_path / "traced")],
-                                tmp_path / "traced", how)
+                                 *mpi.launch(NRANKS), str(prog), str(tmp_path / "traced"),
+                                 *extra], tmp_path / "traced", how)
     # perfweave run ends as the launcher did, and says so in experiment.json
     launcher = json.loads((exp / "experiment.json").read_text())["exit_status"]
     assert status == (-launcher["signal"] if "signal" in launcher else launcher["code"])
