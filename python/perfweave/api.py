@@ -57,6 +57,15 @@ class Experiment:
     def __repr__(self):
         return f"perfweave.open({str(self.path)!r})"
 
+    def __getattr__(self, name):
+        """The model of each kind of data beside the profile (readers/kinds.py:
+        samples, timelines, traces, and each module's, such as example), read on first
+        use and kept."""
+        from perfweave.readers.kinds import KINDS
+        if not name.startswith("_") and name in KINDS:
+            return getattr(self._exp, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # ---- sampling (perfweave run --sample) --------------------------------------------
     def _sampling(self):
         if "sampling" not in self._cache:

@@ -68,3 +68,61 @@ def test_the_report_is_its_list_of_sections(monkeypatch, tmp_path):
     page = html.render(report, SimpleNamespace(path=tmp_path))
     assert "<h1>run</h1>\n<h2>extra</h2>" in page
     assert '<script type="application/json" id="pw-extra">["run"]</script>' in page
+
+
+def test_example_section_from_its_model():
+    """The example module's section (the template of a module's section) from a model
+    built in memory: totals, per process most time first, notes; no key at all when the
+    run recorded none of the module's data."""
+    from perfweave.model.example import Example
+    from perfweave.report.sections.example import SECTION
+
+    ex = Example.from_literal(
+        [{"rank": 1, "threads": 1, "calls": 2000, "total_ns": 6_000_000, "max_ns": 9_000},
+         {"rank": 0, "threads": 2, "calls": 1000, "total_ns": 2_000_000, "max_ns": 40_000}],
+        job={"ranks": 2, "reported": 2, "function": "sched_yield", "threads": 3,
+             "calls": 3000, "total_ns": 8_000_000, "max_ns": 40_000})
+    assert [p.rank for p in ex.processes] == [0, 1]
+    got = SECTION.collect(SimpleNamespace(example=ex), {}, 10)["example"]
+    assert (got["processes"], got["ranks"], got["threads"], got["calls"]) == (2, 2, 3, 3000)
+    assert got["time_s"] == pytest.approx(8e-3)
+    assert got["mean_call_s"] == pytest.approx(8e-3 / 3000)
+    assert got["longest_call_s"] == pytest.approx(40e-6)
+    assert [p["rank"] for p in got["per_process"]] == [1, 0]        # most time first
+    assert got["job"]["calls"] == 3000
+    lines = SECTION.text({"example": got}, View(max_rows=1))
+    assert lines[1] == "Example module (sched_yield calls, --example)"
+    assert lines[2] == ("  3,000 calls in 3 threads of 2 ranks: 8.000ms (2.7us per call, "
+                        "longest 40.0us)")
+    assert "rank 1" in lines[-2] and "2,000" in lines[-2]
+    assert lines[-1] == "  (1 more processes; --max-rows N or --full)"
+    html = "".join(SECTION.html({"example": got}, Page(experiment=None)))
+    assert "<h2>Example module: sched_yield calls</h2>" in html and "rank 0" in html
+    # nothing recorded: nothing in the report
+    assert SECTION.collect(SimpleNamespace(example=Example()), {}, 10) == {}
+    assert SECTION.text({}, View()) == [] and SECTION.html({}, Page(None)) == []
+
+
+def test_example_reader_keeps_what_it_can_read(tmp_path):
+    """readers/example.py: the files as the module writes them, a damaged one left out
+    with a note, a file of another version named."""
+    import json
+
+    from perfweave.readers.example import read_example
+
+    d = tmp_path / "example"
+    d.mkdir()
+    base = {"format": "perfweave-example", "version": 1, "host": "n1", "state": "complete",
+            "function": "sched_yield", "threads": 1, "total_ns": 10, "max_ns": 5}
+    (d / "rank-0.json").write_text(json.dumps({**base, "rank": 0, "pid": 11, "calls": 3}))
+    (d / "n1.12.json").write_text(json.dumps({**base, "rank": -1, "pid": 12, "calls": 4}))
+    (d / "rank-1.json").write_text('{"format": "perfweave-example", "vers')
+    (d / "rank-2.json").write_text(json.dumps({**base, "rank": 2, "pid": 13, "calls": 1,
+                                               "version": 2}))
+    ex = read_example(tmp_path)
+    assert [(p.rank, p.pid, p.calls) for p in ex.processes] == [(0, 11, 3), (-1, 12, 4)]
+    assert ex.job is None and len(ex.notes) == 2
+    assert all(n.startswith("example module: ") and n.endswith("; left out")
+               for n in ex.notes)
+    assert "version 2" in ex.notes[1]
+    assert not read_example(tmp_path / "none") and not read_example(tmp_path / "none").notes

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import perfweave
 from harness import bare
 
 THREADS, CALLS = 3, 2000
@@ -32,6 +33,16 @@ def test_example_module_counts_the_programs_calls(build, run_pw):
     assert data["calls"] == THREADS * CALLS
     # each call is timed inside its thread's loop
     assert 0 < data["max_ns"] <= data["total_ns"] <= got["loop_ns"]
+    # the same through the module's reader, and in the report's section
+    ex = perfweave.open(r.exp).example
+    (p,) = ex.processes
+    assert (p.rank, p.pid, p.threads, p.calls) == (-1, got["pid"], THREADS, THREADS * CALLS)
+    assert ex.function == "sched_yield" and ex.job is None and not ex.notes
+    rep = r.report()["example"]
+    assert (rep["calls"], rep["threads"], rep["processes"]) == (THREADS * CALLS, THREADS, 1)
+    assert rep["time_s"] == pytest.approx(data["total_ns"] / 1e9)
+    assert f"  {THREADS * CALLS:,} calls in {THREADS} threads of 1 process: " in \
+        r.text_report()
 
 
 def test_example_module_off_by_default(build, run_pw):
@@ -41,6 +52,8 @@ def test_example_module_off_by_default(build, run_pw):
     got = program_values(r.proc.stdout)
     assert (got["calls"], got["rc"]) == (ref["calls"], ref["rc"]) == (THREADS * CALLS, 0)
     assert not (r.exp / "example").exists()
+    assert not perfweave.open(r.exp).example and "example" not in r.report()
+    assert "Example module" not in r.text_report()
 
 
 def test_example_module_per_rank_and_job_files(mpi, build, run_pw):
@@ -69,3 +82,11 @@ def test_example_module_per_rank_and_job_files(mpi, build, run_pw):
     per_rank = [json.loads((r.exp / "example" / f"rank-{k}.json").read_text()) for k in mine]
     assert job["total_ns"] == pytest.approx(sum(d["total_ns"] for d in per_rank), rel=1e-4)
     assert job["max_ns"] == pytest.approx(max(d["max_ns"] for d in per_rank), rel=1e-4)
+    ex = perfweave.open(r.exp).example
+    assert [(p.rank, p.calls) for p in ex.processes] == [(0, 1000), (1, 2000)]
+    assert ex.job["calls"] == 3000 and ex.job["reported"] == 2
+    rep = r.report()["example"]
+    assert (rep["ranks"], rep["calls"]) == (2, 3000)
+    assert [p["rank"] for p in rep["per_process"]][0] in (0, 1)
+    text = r.text_report()
+    assert "  3,000 calls in 2 threads of 2 ranks: " in text and "rank 1" in text

@@ -6,7 +6,7 @@ module registers its kind here: one entry."""
 from dataclasses import dataclass
 from typing import Callable
 
-from perfweave.readers import samples, timeline, trace
+from perfweave.readers import example, samples, timeline, trace
 
 
 @dataclass(frozen=True)
@@ -40,4 +40,6 @@ KINDS = {k.name: k for k in (
     Kind("timelines", "timeline", timeline.read_timelines,
          "node timeline per node (perfweave run --node-interval)"),
     Kind("traces", "traces", Traces, "event trace per rank (perfweave run --trace)"),
+    Kind("example", "example", example.read_example,
+         "the example module's calls per process (perfweave run --example)"),
 )}

@@ -1,7 +1,7 @@
 """The sections of the report, in the order they are shown (report/section.py). A new
 measurement module adds its section here: one line."""
-from perfweave.report.sections import (advice, message_sizes, mpi_profile, node_timeline,
-                                       run, sampling, startup, wait_states)
+from perfweave.report.sections import (advice, example, message_sizes, mpi_profile,
+                                       node_timeline, run, sampling, startup, wait_states)
 
 SECTIONS = [
     run.SECTION,            # the run: command, times, ranks, state, notes
@@ -12,4 +12,5 @@ SECTIONS = [
     wait_states.SECTION,    # perfweave analyze's wait states
     message_sizes.SECTION,  # the MPI profile's message sizes
     node_timeline.SECTION,  # per node: processes' activity and node rates over time
+    example.SECTION,        # the example module's calls (--example)
 ]
