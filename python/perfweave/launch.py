@@ -64,18 +64,24 @@ def program_index(command):
     base = os.path.basename(command[0])
     if base not in LAUNCHERS:
         return 0
-    skip_next = False
-    for i, word in enumerate(command[1:], 1):
-        if skip_next:
-            skip_next = False
-            continue
-        if word.startswith("-"):
-            skip_next = word in _RANK_OPTS or word in _VALUE_OPTS
-            continue
+    for i, word in _operands(command):
         path = _which(word)
         if path and not os.path.isdir(path) or base == "sbatch" and os.path.isfile(word):
             return i
     return None
+
+
+def _operands(command):
+    """(index, word) of the words of a launch command that are neither the launcher's
+    options nor their values."""
+    skip_next = False
+    for i, word in enumerate(command[1:], 1):
+        if skip_next:
+            skip_next = False
+        elif word.startswith("-"):
+            skip_next = word in _RANK_OPTS or word in _VALUE_OPTS
+        else:
+            yield i, word
 
 
 # the default of an argument that run() finds once and passes on: found from the command
@@ -204,16 +210,8 @@ def mpmd_programs(command, at=FROM_COMMAND):
     if "--multi-prog" in command:
         # the first word after the options: the file (not executable, so not found as
         # the program)
-        words = iter(enumerate(command[1:], 1))
-        for i, word in words:
-            if word == "--multi-prog":
-                continue
-            if word.startswith("-"):
-                if word in _RANK_OPTS or word in _VALUE_OPTS:
-                    next(words, None)
-                continue
-            return _multi_prog(word)
-        return []
+        conf = next((word for _, word in _operands(command)), None)
+        return _multi_prog(conf) if conf else []
     if at is FROM_COMMAND:
         at = program_index(command)
     if not at:
@@ -325,19 +323,14 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
                                  "no rank recorded data") +
                        f": {n} process{'es' if n > 1 else ''} of the program called MPI_Init "
                        f"and none got through it: {_INIT_FAILED} ({ended})",
-                       {"recorded": 0, **({"expected": expected,
-                                           "missing": rank_ranges(range(expected))}
-                                          if expected else {})})
+                       _none_recorded(expected))
     count = f"0 of {expected} ranks recorded data" if expected else "no process recorded data"
     if rec.starting:
         n = rec.starting
         return Verdict("empty", count + f": {n} process{'es' if n > 1 else ''} got through "
                        "MPI_Init and waited in perfweave's start-up for ranks without its "
                        "runtime (statically linked, or LD_PRELOAD reset by a wrapper)" +
-                       (f" ({ended})" if ended else ""),
-                       {"recorded": 0, **({"expected": expected,
-                                           "missing": rank_ranges(range(expected))}
-                                          if expected else {})})
+                       (f" ({ended})" if ended else ""), _none_recorded(expected))
     # processes that loaded the runtime: HOST.pids, kept by the node timeline only
     started = rec.started if values.get("node_interval", 1) > 0 else None
     # a dynamic program that links MPI is not static; another may be a wrapper of one
@@ -362,10 +355,16 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
         causes = [_NO_ENV] + static
     reason = count + (": " + ", or ".join(causes) if causes else "") + \
         (f" ({ended})" if ended else "")
-    ranks = {"recorded": 0}
-    if expected:
-        ranks.update(expected=expected, missing=rank_ranges(range(expected)))
-    return Verdict("empty", reason, ranks)
+    return Verdict("empty", reason, _none_recorded(expected))
+
+
+def _none_recorded(expected):
+    """Verdict.ranks of a run whose ranks recorded nothing (expected: 0 when unknown)."""
+    from perfweave.readers.experiment import rank_ranges
+
+    if not expected:
+        return {"recorded": 0}
+    return {"recorded": 0, "expected": expected, "missing": rank_ranges(range(expected))}
 
 
 class StartupWatch:

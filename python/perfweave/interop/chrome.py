@@ -10,11 +10,11 @@ digits than a double holds.
 
 The file is written rank by rank, each rank read in chunks of records (RankStream), as
 it is made: memory follows neither the trace nor the records of a rank, but what
-carries from one chunk to the next (open requests, channels, open user regions). Events
-are formatted with numpy as rows of bytes of a fixed layout per kind (_Rows): numbers
-are right-aligned in fields as wide as the largest value of the chunk, names padded
-after their closing quote; JSON allows the blanks, and no Python object is made per
-event.
+carries from one chunk to the next (open requests, channels, open user regions). Each
+kind of event is a layout (_Rows) filled with a chunk's columns; _format writes the
+events by the C loop of libperfweave-json.so, or with numpy where that library is not
+built (_Matrix), and a thread of its own writes them to the file (_Sink). No Python
+object is made per event.
 """
 import ctypes
 import functools
@@ -48,8 +48,8 @@ _PAIRS = np.array([(48 + i // 10) | (48 + i % 10) << 8 for i in range(100)], np.
 _TRIPLES = np.array([[48 + i // 100, 48 + i // 10 % 10, 48 + i % 10] for i in range(1000)],
                     np.uint8)
 # lowercase hex of one byte, as the little-endian uint16 "xx"
-_HEX_DIGITS = np.array([ord("%x" % (i >> 4)) | ord("%x" % (i & 15)) << 8 for i in range(256)],
-                np.uint16)
+_HEX_DIGITS = np.array([ord("%x" % (i >> 4)) | ord("%x" % (i & 15)) << 8
+                        for i in range(256)], np.uint16)
 _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
 
 
@@ -761,7 +761,7 @@ class _Sink:
                     return
                 if self.error is None:
                     self.f.write(data)
-            except OSError as e:
+            except Exception as e:      # kept for the main thread, which waits on q
                 self.error = e
             finally:
                 self.q.task_done()

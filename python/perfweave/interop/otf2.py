@@ -787,7 +787,6 @@ class _Exporter:
         w = otf2.writer.Writer(str(directory), archive_name=name, timer_resolution=NS,
                                chunk_size_events=CHUNK, chunk_size_definitions=CHUNK)
         self.chunks = _Chunks(w._handle)
-        done = False
         try:
             w.creator = f"perfweave {__version__}"
             w.description = f"perfweave experiment {self.X.path}"
@@ -799,12 +798,10 @@ class _Exporter:
             if w._first_timestamp is not None and self.X.meta.get("start_epoch"):
                 # wall-clock time of the first event: the launch, at best
                 w._realtime_timestamp = float(self.X.meta["start_epoch"])
-            done = True
-        finally:
-            if done:
-                w.close()
-            else:
-                _abandon(w)
+        except BaseException:
+            _abandon(w)
+            raise
+        w.close()
         return total, len(self.locations), self.notes
 
     def _rank(self, w, r):
