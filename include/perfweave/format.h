@@ -1,18 +1,84 @@
 /*
- * perfweave experiment format: record layouts shared by the runtime (writer) and
- * documented in docs/format.md (reader: python/perfweave/readers/profile.py).
+ * perfweave experiment format: the names every layer shares, declared once.
  *
- * Every fixed-size record is declared once here as an X-macro list of
- * (C type, numpy type code, name). The runtime derives both the C struct and the
- * numpy dtype descriptor written into each file's JSON header from the same list,
- * so the Python side never hard-codes a column.
+ * This header and the modules' format headers (include/perfweave/format/MODULE.h, one
+ * per module of runtime/modules/modules.def that writes files) declare, as X-macro
+ * lists, every file kind, record layout and list of names of the experiment directory.
+ * The runtime's writers use them; at build time runtime/core/gen_format.c expands the
+ * same lists into perfweave/_format.py (numpy dtypes, lists, codes, versions), which
+ * every Python reader and writer imports (docs/architecture.md "Names declared once").
+ * Nothing else holds a copy.
  *
- * Bump PW_PROFILE_VERSION whenever a list below changes.
+ * A part (this header's PW_FORMAT_core, a module's PW_FORMAT_<module>) is a list of:
+ *   FILE(kind, directory, magic, version)  a kind of file: its directory in the
+ *                                          experiment ("." for the top), the "format"
+ *                                          string in its header and its version
+ *   RECORD(name, FIELDS, type)             a fixed-size binary record: FIELDS(X, A) lists
+ *                                          X(C type, numpy code, field) and, for arrays,
+ *                                          A(C type, numpy code, field, length); type is
+ *                                          the C struct the part declares from it
+ *   NAMES(name, LIST)                      a list of names: LIST(X) holds
+ *                                          X(NAME, index, "string")
+ *   CODES(name, LIST)                      named codes: LIST(X) holds X(NAME, value)
+ *   CONST(name, value)                     an integer or string constant
+ * Bump a file kind's version whenever a record or a meaning of its files changes, and
+ * keep a reader of the old version (docs/format.md has the changelog).
  */
 #ifndef PERFWEAVE_FORMAT_H
 #define PERFWEAVE_FORMAT_H
 
 #include <stdint.h>
+
+/* Declarations made from the lists below (and from the modules' ones). */
+#define PW_FIELD_DECL(ctype, np, name) ctype name;
+#define PW_ARRAY_DECL(ctype, np, name, n) ctype name[n];
+#define PW_RECORD_STRUCT(FIELDS, type)                                                     \
+    typedef struct type { FIELDS(PW_FIELD_DECL, PW_ARRAY_DECL) } type;
+
+/* ---- names shared by the runtime's modules, the files and the analyses ---- */
+
+/* Families of measured calls: the MPI module's function families, in which another module
+ * puts each of its calls too. A thread's activity is 0 in computation, 1 + family in a
+ * measured call, then sleep and wait (PW_ACTIVITIES). The profile's and traces'
+ * "families" name each function's. */
+#define PW_FAMILIES(X)                                                                      \
+    X(P2P, 0, "p2p")     /* point-to-point */                                              \
+    X(COLL, 1, "coll")   /* collectives */                                                 \
+    X(RMA, 2, "rma")     /* one-sided communication and windows */                         \
+    X(SYNC, 3, "sync")   /* completion (wait, test) and window synchronisation */          \
+    X(IO, 4, "io")       /* MPI-IO */                                                      \
+    X(OTHER, 5, "other") /* start-up, communicators, the rest */
+#define PW_FAMILY_ENUM(name, value, str) PW_FAMILY_##name = value,
+enum pw_family { PW_FAMILIES(PW_FAMILY_ENUM) PW_NFAMILIES };
+#undef PW_FAMILY_ENUM
+
+/* The families whose calls the profile's message-size histograms count (hist), as bits
+ * 1 << family. */
+#define PW_HIST_FAMILY_MASK                                                                \
+    ((1 << PW_FAMILY_P2P) | (1 << PW_FAMILY_COLL) | (1 << PW_FAMILY_RMA))
+
+/* Activities: what a thread is doing, by index (a sample's "state", docs/format.md
+ * "Samples"): X(NAME, index, "string") and, for each family, C(NAME, index, "family"),
+ * whose activity is "mpi_" family at index 1 + family. Written as the samples' "states";
+ * the node timeline's series PID.mpi_FAMILY_ns hold each family's time. */
+#define PW_ACTIVITIES(X, C)                                                                \
+    X(COMPUTE, 0, "compute") /* outside any measured or blocking call */                   \
+    PW_FAMILIES(C)                                                                          \
+    X(SLEEP, 1 + PW_NFAMILIES, "sleep") /* in sleep, nanosleep, ... */                      \
+    X(WAIT, 2 + PW_NFAMILIES, "wait")   /* blocked in poll, select, epoll, pause, ... */
+
+/* How a rank's data ended (the profile's ranks.state, the other files' "state"). */
+#define PW_STATES(X)                                                                       \
+    X(COMPLETE, 0, "complete")       /* MPI_Finalize (or normal exit without MPI) */       \
+    X(NO_FINALIZE, 1, "no-finalize") /* exit after MPI_Init without MPI_Finalize */        \
+    X(ABORT, 2, "abort")             /* MPI_Abort called on this rank */                   \
+    X(SIGNAL, 3, "signal")           /* killed by a fatal signal we caught */
+
+#define PW_STATE_ENUM(name, value, str) PW_STATE_##name = value,
+enum pw_state { PW_STATES(PW_STATE_ENUM) };
+#undef PW_STATE_ENUM
+
+/* ---- profiles: profile.pwprof, partial/rank-R.pwprof, procs/HOST.PID.pwprof (docs/format.md "Profile") ---- */
 
 #define PW_PROFILE_VERSION 2 /* 2: counts' inside_ns, before_ns */
 #define PW_PROFILE_MAGIC "perfweave-profile"
@@ -31,7 +97,7 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
 /* One row per rank (or per process for programs without MPI). Times are
  * nanoseconds of the rank's CLOCK_MONOTONIC; offset_* convert them to rank 0's
  * clock: t_rank0 = t_local - offset. */
-#define PW_RANK_FIELDS(X)                                                                  \
+#define PW_RANK_FIELDS(X, A)                                                               \
     X(int32_t, "<i4", rank)            /* MPI_COMM_WORLD rank, -1 without MPI */           \
     X(int32_t, "<i4", host)            /* index into header "hosts" */                     \
     X(int32_t, "<i4", pid)                                                                 \
@@ -59,7 +125,7 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
  * threads. A call site is the caller's
  * return address stored as (module, offset) so that ranks agree under ASLR;
  * deeper stacks (--callsite-depth > 1) live in the frames array. */
-#define PW_SITE_FIELDS(X)                                                                  \
+#define PW_SITE_FIELDS(X, A)                                                               \
     X(int32_t, "<i4", rank)                                                                \
     X(int32_t, "<i4", fn)              /* index into header "functions" */                 \
     X(int32_t, "<i4", module)          /* index into header "modules", -1 unknown */       \
@@ -74,7 +140,7 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
     X(int64_t, "<i8", bytes_recv)      /* I/O: bytes read */
 
 /* Caller frames of deep call sites, outermost last. */
-#define PW_FRAME_FIELDS(X)                                                                 \
+#define PW_FRAME_FIELDS(X, A)                                                              \
     X(int32_t, "<i4", module)                                                              \
     X(int32_t, "<i4", pad)                                                                 \
     X(int64_t, "<i8", offset)
@@ -82,7 +148,7 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
 /* Message-size histogram: one row per (rank, function, size bucket) with calls.
  * Bucket b holds sizes s with floor(log2(s)) == b - 1, bucket 0 holds s == 0;
  * the last bucket also holds every larger size. */
-#define PW_HIST_FIELDS(X)                                                                  \
+#define PW_HIST_FIELDS(X, A)                                                               \
     X(int32_t, "<i4", rank)                                                                \
     X(int32_t, "<i4", fn)                                                                  \
     X(int32_t, "<i4", bucket)                                                              \
@@ -95,7 +161,7 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
 
 /* counts: PAPI events (--counters) per call site, one record per (site, event) with
  * counts; the header's "counters" names the events. */
-#define PW_COUNT_FIELDS(X)                                                                 \
+#define PW_COUNT_FIELDS(X, A)                                                              \
     X(int64_t, "<i8", site)   /* index of the site in the "sites" array */                 \
     X(int32_t, "<i4", event)  /* index into the header's "counters" */                     \
     X(int32_t, "<i4", pad)    /* 0 */                                                      \
@@ -130,8 +196,9 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
 /* 2: per-thread BLOCKs mapped from the file (killed ranks keep what they committed),
  *    COLL_DONE and the request keys of nonblocking COLL */
 #define PW_TRACE_VERSION 2
+#define PW_TRACE_MAGIC "perfweave-trace"
 
-#define PW_EVENT_FIELDS(X)                                                                 \
+#define PW_EVENT_FIELDS(X, A)                                                              \
     X(int64_t, "<i8", t0)     /* CALL, FLUSH, ENTER, LEAVE: time (ticks); request events:  \
                                  request key */                                            \
     X(int64_t, "<i8", t1)     /* CALL, FLUSH: end (ticks); COLL, RMA: bytes received;      \
@@ -186,50 +253,39 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
 enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };
 #undef PW_EV_ENUM
 
-#define PW_EVF_NONBLOCKING 1 /* SEND/IRECV/COLL/RMA posted by a nonblocking call */
-#define PW_EVF_SYNCHRONOUS 2 /* SEND of MPI_Ssend / MPI_Issend */
-#define PW_EVF_PERSISTENT 4  /* SEND/IRECV of MPI_Start(all) */
-#define PW_EVF_FREE 8        /* WIN: the window is freed */
-#define PW_EVF_EXCLUSIVE 16  /* WSYNC of MPI_Win_lock: exclusive lock */
-#define PW_EVF_DONE 32       /* WSYNC of MPI_Win_test: the exposure epoch completed */
+#define PW_EVENT_FLAGS(X)                                                                  \
+    X(NONBLOCKING, 1) /* SEND/IRECV/COLL/RMA posted by a nonblocking call */               \
+    X(SYNCHRONOUS, 2) /* SEND of MPI_Ssend / MPI_Issend */                                 \
+    X(PERSISTENT, 4)  /* SEND/IRECV of MPI_Start(all) */                                   \
+    X(FREE, 8)        /* WIN: the window is freed */                                       \
+    X(EXCLUSIVE, 16)  /* WSYNC of MPI_Win_lock: exclusive lock */                          \
+    X(DONE, 32)       /* WSYNC of MPI_Win_test: the exposure epoch completed */
+#define PW_EVF_ENUM(name, value) PW_EVF_##name = value,
+enum pw_event_flag { PW_EVENT_FLAGS(PW_EVF_ENUM) };
+#undef PW_EVF_ENUM
 
-#define PW_FIELD_DECL_E(ctype, np, name) ctype name;
-typedef struct pw_event_rec { PW_EVENT_FIELDS(PW_FIELD_DECL_E) } pw_event_rec;
-#undef PW_FIELD_DECL_E
+PW_RECORD_STRUCT(PW_EVENT_FIELDS, pw_event_rec)
 
-/* ---- node timeline (node-level sources): timeline/HOST.values + timeline/HOST.json ----
- *
- * One sampler thread per node (in the first measured process that starts there) reads
- * the node's sources every --node-interval ms and appends one 24-byte record per series
- * and tick to HOST.values. HOST.json names the series (source, name, unit, kind) and says
- * which sources were absent and why. Counters are stored as cumulative values, already
- * unwrapped; readers derive rates. */
-#define PW_TIMELINE_VERSION 1
-
-#define PW_SAMPLE_FIELDS(X)                                                                \
-    X(int64_t, "<i8", t)      /* CLOCK_MONOTONIC ns of the tick */                         \
-    X(int32_t, "<i4", series) /* index into HOST.json "series" */                          \
-    X(int32_t, "<i4", pad)    /* 0 */                                                      \
-    X(double, "<f8", value)   /* counter: cumulative since the first tick; gauge: value */
-
-#define PW_FIELD_DECL_S(ctype, np, name) ctype name;
-typedef struct pw_sample_rec { PW_SAMPLE_FIELDS(PW_FIELD_DECL_S) } pw_sample_rec;
-#undef PW_FIELD_DECL_S
-
-/* State of a rank's data. */
-#define PW_STATES(X)                                                                       \
-    X(COMPLETE, 0, "complete")    /* MPI_Finalize (or normal exit without MPI) */         \
-    X(NO_FINALIZE, 1, "no-finalize") /* exit after MPI_Init without MPI_Finalize */       \
-    X(ABORT, 2, "abort")          /* MPI_Abort called on this rank */                     \
-    X(SIGNAL, 3, "signal")        /* killed by a fatal signal we caught */
-
-#define PW_STATE_ENUM(name, value, str) PW_STATE_##name = value,
-enum pw_state { PW_STATES(PW_STATE_ENUM) };
-#undef PW_STATE_ENUM
-
-#define PW_FIELD_DECL(ctype, np, name) ctype name;
-#define PW_STRUCT(arr, FIELDS, type) typedef struct type { FIELDS(PW_FIELD_DECL) } type;
+#define PW_STRUCT(arr, FIELDS, type) PW_RECORD_STRUCT(FIELDS, type)
 PW_ARRAYS(PW_STRUCT)
 #undef PW_STRUCT
+
+/* ---- the core's part (the modules' parts: include/perfweave/format/) ---- */
+#define PW_FORMAT_core(FILE, RECORD, NAMES, CODES, CONST)                                  \
+    FILE(profile, ".", PW_PROFILE_MAGIC, PW_PROFILE_VERSION)                               \
+    FILE(trace, "traces", PW_TRACE_MAGIC, PW_TRACE_VERSION)                                \
+    RECORD(rank, PW_RANK_FIELDS, pw_rank_rec)                                              \
+    RECORD(site, PW_SITE_FIELDS, pw_site_rec)                                              \
+    RECORD(frame, PW_FRAME_FIELDS, pw_frame_rec)                                           \
+    RECORD(hist, PW_HIST_FIELDS, pw_hist_rec)                                              \
+    RECORD(count, PW_COUNT_FIELDS, pw_count_rec)                                           \
+    RECORD(event, PW_EVENT_FIELDS, pw_event_rec)                                           \
+    NAMES(families, PW_FAMILIES)                                                             \
+    NAMES(states, PW_STATES)                                                               \
+    CODES(event_types, PW_EVENT_TYPES)                                                     \
+    CODES(event_flags, PW_EVENT_FLAGS)                                                     \
+    CONST(hist_buckets, PW_HIST_BUCKETS)                                                   \
+    CONST(hist_family_mask, PW_HIST_FAMILY_MASK)                                           \
+    CONST(profile_events_key, PW_PROFILE_EVENTS_KEY)
 
 #endif

@@ -179,14 +179,15 @@ void pw_rank_joining(void);
 void pw_rank_starting(void);
 
 /* ---- what each thread is doing (set by wrappers, read by observers) ---- */
-/* Calls are in activity classes (the recording module's families: p2p, coll, rma, sync,
- * io, other, its spec's order). 0: computation; 1 + class: in a measured call of that
- * class; PW_ACTIVITY_SLEEP, PW_ACTIVITY_WAIT: blocked outside one. */
-#define PW_ACTIVITY_CLASSES 6
-#define PW_ACTIVITY_OTHER PW_ACTIVITY_CLASSES /* 1 + the class "other" (start-up, ...) */
-#define PW_ACTIVITY_SLEEP (1 + PW_ACTIVITY_CLASSES)
-/* blocked in poll, select, epoll, pause, ... */
-#define PW_ACTIVITY_WAIT (2 + PW_ACTIVITY_CLASSES)
+/* pw_thread_activity is an index of PW_ACTIVITIES (format.h): PW_ACTIVITY_COMPUTE,
+ * 1 + family (PW_ACTIVITY_P2P, ...) in a measured call of that family (PW_FAMILIES),
+ * PW_ACTIVITY_SLEEP and PW_ACTIVITY_WAIT when blocked outside one. */
+#define PW_ACTIVITY_ENUM(name, value, str) PW_ACTIVITY_##name = value,
+#define PW_ACTIVITY_CLASS(name, value, str) PW_ACTIVITY_##name = 1 + value,
+enum pw_activity_index { PW_ACTIVITIES(PW_ACTIVITY_ENUM, PW_ACTIVITY_CLASS) };
+#undef PW_ACTIVITY_ENUM
+#undef PW_ACTIVITY_CLASS
+#define PW_NFAMILIES PW_NFAMILIES
 extern PW_TLS int pw_thread_activity;
 /* In a measured call, for a frame-pointer walk: the outermost wrapper's frame and an
  * address inside it (libraries without frame pointers break the chain below it). Kept
@@ -195,7 +196,7 @@ extern PW_TLS uintptr_t pw_call_anchor, pw_call_here;
 extern int pw_want_anchor;
 void *pw_code_here(void); /* an address in the function that calls it */
 
-/* This process's activity page: time in measured calls by class, cumulative, in a
+/* This process's activity page: time in measured calls by family, cumulative, in a
  * small shared file that a node-level reader maps (NULL: none). Created by the module
  * that reads it; one plain store per call (a thread may lose another's concurrent add:
  * sampling precision only). */
@@ -205,7 +206,7 @@ void *pw_code_here(void); /* an address in the function that calls it */
 typedef struct pw_activity {
     int64_t magic, pid;
     int32_t rank, version; /* rank: in the job once known, else PW_ACT_* */
-    int64_t ticks[PW_ACTIVITY_CLASSES]; /* pw_ticks() spent in measured calls */
+    int64_t ticks[PW_NFAMILIES]; /* pw_ticks() spent in measured calls */
     int64_t calls;
 } pw_activity;
 extern pw_activity *pw_act;
@@ -377,6 +378,10 @@ int pw_process_path(char *out, size_t cap, const char *dir, const char *suffix);
  * VERSION, "rank": pw_rank, "pid": ..., "host": ...; the caller adds its own fields and
  * the closing brace. */
 void pw_buf_json_head(pw_buf *b, const char *format, int version);
+/* The name of a rank end state (PW_STATES), "?" for a value outside them; of a
+ * family (PW_FAMILIES), "other" for a value outside them. */
+const char *pw_state_name(int state);
+const char *pw_family_name(int family);
 /* Mark PATH (a file of the experiment) as not written because of errno err: an empty
  * file unwritten.REL.ERRNAME in the experiment, which perfweave run and the readers
  * collect; a line on stderr only when not even the mark can be made (once per

@@ -94,6 +94,9 @@ static void jstr_list(pw_buf *b, const char *key, const char **v, size_t n)
 }
 
 #define PW_DTYPE_FIELD(ctype, np, name) "[\"" #name "\",\"" np "\"],"
+#define PW_DTYPE_ARRAY(ctype, np, name, n) "[\"" #name "\",\"" np "\",[" PW_STR(n) "]],"
+#define PW_STR_(x) #x
+#define PW_STR(x) PW_STR_(x)
 
 static void array_desc(pw_buf *b, const char *name, const char *dtype, size_t itemsize,
                        size_t count, size_t *offset)
@@ -328,6 +331,20 @@ void pw_buf_json_head(pw_buf *b, const char *format, int version)
     pw_buf_jstr(b, pw_hostname);
 }
 
+const char *pw_state_name(int state)
+{
+#define PW_NAME(name, value, str) [value] = str,
+    static const char *const names[] = {PW_STATES(PW_NAME)};
+    return state >= 0 && state < (int)(sizeof names / sizeof *names) ? names[state] : "?";
+}
+
+const char *pw_family_name(int family)
+{
+    static const char *const names[] = {PW_FAMILIES(PW_NAME)};
+#undef PW_NAME
+    return family >= 0 && family < PW_NFAMILIES ? names[family] : names[PW_FAMILY_OTHER];
+}
+
 int pw_profile_write(const pw_profile *p, const char *path)
 {
     pw_buf h = {0};
@@ -359,7 +376,7 @@ int pw_profile_write(const pw_profile *p, const char *path)
 #define PW_DESC(arr, FIELDS, type)                                                         \
     if (off)                                                                               \
         pw_buf_puts(&h, ",");                                                              \
-    array_desc(&h, #arr, FIELDS(PW_DTYPE_FIELD), sizeof(type), p->n##arr, &off);
+    array_desc(&h, #arr, FIELDS(PW_DTYPE_FIELD, PW_DTYPE_ARRAY), sizeof(type), p->n##arr, &off);
     PW_ARRAYS(PW_DESC)
 #undef PW_DESC
     pw_buf_puts(&h, "},\"data_bytes\":");

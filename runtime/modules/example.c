@@ -33,9 +33,8 @@
 #include <unistd.h>
 
 #include "example.h"
+#include "perfweave/format/example.h" /* its files: kinds, versions */
 #include "wrap.h"
-
-#define PW_EXAMPLE_VERSION 1 /* of example/ files: bump when a field changes meaning */
 
 /* ---- 1. options ---- */
 
@@ -90,7 +89,7 @@ static void record(int64_t ticks)
  * the core's per-thread activity says so. */
 static int in_measured_call(void)
 {
-    return pw_thread_activity > 0 && pw_thread_activity <= PW_ACTIVITY_CLASSES;
+    return pw_thread_activity > 0 && pw_thread_activity <= PW_NFAMILIES;
 }
 
 PW_EXPORT int sched_yield(void)
@@ -155,13 +154,10 @@ static int dump(int state, int in_signal)
     if (!enabled || !pw_experiment_dir() || pw_process_path(path, sizeof path, "example", ".json"))
         return 0;
     totals t = sum_records();
-#define PW_STATE_NAME(name, value, str) [value] = str,
-    static const char *const states[] = {PW_STATES(PW_STATE_NAME)};
-#undef PW_STATE_NAME
     pw_buf b = {0};
-    pw_buf_json_head(&b, "perfweave-example", PW_EXAMPLE_VERSION);
+    pw_buf_json_head(&b, PW_EXAMPLE_MAGIC, PW_EXAMPLE_VERSION);
     pw_buf_puts(&b, ", \"state\": ");
-    pw_buf_jstr(&b, states[state]);
+    pw_buf_jstr(&b, pw_state_name(state));
     pw_buf_puts(&b, ", \"function\": \"sched_yield\"");
     put_totals(&b, &t);
     pw_buf_puts(&b, "}\n");
@@ -199,7 +195,7 @@ static int reduce(const pw_job *job)
         char path[4300];
         pw_buf o = {0};
         snprintf(path, sizeof path, "%s/example/job.json", exp);
-        pw_buf_puts(&o, "{\"format\": \"perfweave-example-job\", \"version\": ");
+        pw_buf_puts(&o, "{\"format\": \"" PW_EXAMPLE_JOB_MAGIC "\", \"version\": ");
         pw_buf_int(&o, PW_EXAMPLE_VERSION);
         pw_buf_puts(&o, ", \"ranks\": ");
         pw_buf_int(&o, job->size);

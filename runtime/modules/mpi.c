@@ -516,10 +516,11 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* ---- recording ---- */
 
-/* Families whose calls go into the message-size histograms: p2p, coll, rma. */
+/* Functions whose calls go into the message-size histograms (PW_HIST_FAMILY_MASK). */
 static unsigned char in_histogram[PW_MPI_NFN];
-signed char pw_mpi_family[PW_MPI_NFN]; /* activity class (pw.h: PW_ACTIVITY_CLASSES) */
-#define family_of pw_mpi_family
+#define family_of pw_mpi_fn_family
+/* Each function's family by name (the profile's "families"; format.h PW_FAMILIES). */
+const char *pw_mpi_fn_families[PW_MPI_NFN];
 
 /* --callsite-depth > 1: walk the stack and keep the frames above the wrapper's
  * caller. Out of line, so that the common path needs no stack arrays. */
@@ -1024,14 +1025,9 @@ __attribute__((constructor)) static void pw_mpi_module_init(void)
 {
     pw_nfunctions = PW_MPI_NFN;
     for (int i = 0; i < PW_MPI_NFN; i++) {
-        const char *f = pw_mpi_fn_families[i];
-        in_histogram[i] = !strcmp(f, "p2p") || !strcmp(f, "coll") || !strcmp(f, "rma");
-        static const char *fams[PW_ACTIVITY_CLASSES] = {"p2p", "coll", "rma",
-                                                        "sync", "io",  "other"};
-        family_of[i] = PW_ACTIVITY_CLASSES - 1;
-        for (int k = 0; k < PW_ACTIVITY_CLASSES; k++)
-            if (!strcmp(f, fams[k]))
-                family_of[i] = (signed char)k;
+        int c = pw_mpi_fn_family[i];
+        in_histogram[i] = (PW_HIST_FAMILY_MASK >> c) & 1;
+        pw_mpi_fn_families[i] = pw_family_name(c);
     }
     pw_register_dump(dump);
     /* loaded by the core at this process's first MPI call: until MPI_Init returns, the

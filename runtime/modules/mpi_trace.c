@@ -786,10 +786,9 @@ void pw_trace_end(int state, const pw_trace_clock *clock)
  * while the rank runs. */
 static void write_meta(int state, const pw_trace_clock *clock)
 {
-    static const char *states[] = {"complete", "no-finalize", "abort", "signal"};
     int64_t ticks = pw_ticks(), now = pw_now();
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\":\"perfweave-trace\",\"version\":");
+    pw_buf_puts(&b, "{\"format\":\"" PW_TRACE_MAGIC "\",\"version\":");
     pw_buf_int(&b, PW_TRACE_VERSION);
     pw_buf_puts(&b, ",\"rank\":");
     pw_buf_int(&b, my_rank);
@@ -800,7 +799,7 @@ static void write_meta(int state, const pw_trace_clock *clock)
     pw_buf_puts(&b, ",\"pid\":");
     pw_buf_int(&b, getpid());
     pw_buf_puts(&b, ",\"state\":");
-    pw_buf_jstr(&b, state < 0 ? "running" : state < 4 ? states[state] : "?");
+    pw_buf_jstr(&b, state < 0 ? "running" : pw_state_name(state));
     pw_buf_puts(&b, ",\"functions\":[");
     for (int i = 0; i < PW_MPI_NFN; i++) {
         if (i)

@@ -1,7 +1,7 @@
 /*
  * Node-level sources: one sampler thread per node reads, every --node-interval ms,
  * what the node's kernel, devices and daemons count, into timeline/HOST.values
- * (pw_sample_rec, include/perfweave/format.h) with the series named in
+ * (pw_timeline_rec, include/perfweave/format/nodes.h) with the series named in
  * timeline/HOST.json (docs/format.md "Node timeline").
  *
  * Sources: network interfaces (/proc/net/dev), InfiniBand ports
@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "nodes.h"
+#include "perfweave/format/nodes.h" /* its files: kinds, records, versions */
 
 #if defined(__has_include)
 #if __has_include(<pcp/pmapi.h>)
@@ -73,7 +74,7 @@ static struct {
     char absent[24][160];     /* "source: reason" */
     int nabsent;
     int64_t ticks, t_first, t_last, cpu_ns;
-    pw_sample_rec *out;      /* one tick's records */
+    pw_timeline_rec *out;      /* one tick's records */
     int nout;
     int *hash;               /* HASH_SLOTS */
     struct { long pid; pw_activity *act; } pages[MAX_PIDS];
@@ -394,11 +395,9 @@ static void sample_procs(void)
         }
         pw_activity *act = activity_of(pid);
         if (act && act->magic == PW_ACT_MAGIC) {
-            static const char *fams[PW_ACTIVITY_CLASSES] = {"p2p", "coll", "rma", "sync", "io",
-                                                        "other"};
             /* in ticks (exact, monotonic); HOST.json's ns_per_tick converts them */
-            for (int k = 0; k < PW_ACTIVITY_CLASSES; k++) {
-                snprintf(name, sizeof name, "%ld.mpi_%s_ns", pid, fams[k]);
+            for (int k = 0; k < PW_NFAMILIES; k++) {
+                snprintf(name, sizeof name, "%ld.mpi_%s_ns", pid, pw_family_name(k));
                 put("proc", name, "ticks", KIND_COUNTER, 0,
                     (double)__atomic_load_n(&act->ticks[k], __ATOMIC_RELAXED));
             }
@@ -621,7 +620,7 @@ static void sample_pcp(void) {}
 static void write_json(int final)
 {
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\": \"perfweave-timeline\", \"version\": ");
+    pw_buf_puts(&b, "{\"format\": \"" PW_TIMELINE_MAGIC "\", \"version\": ");
     pw_buf_int(&b, PW_TIMELINE_VERSION);
     pw_buf_puts(&b, ", \"host\": ");
     pw_buf_jstr(&b, nd.host);

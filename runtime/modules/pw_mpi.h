@@ -93,7 +93,8 @@ typedef struct pw_call {
 
 extern int pw_mpi_recording;               /* between MPI_Init and MPI_Finalize, Pcontrol on */
 extern PW_TLS int pw_mpi_depth;            /* wrapper nesting of this thread */
-extern signed char pw_mpi_family[];         /* family of each function: its activity class */
+extern const signed char pw_mpi_fn_family[]; /* each function's family (PW_FAMILY_*) */
+extern const char *pw_mpi_fn_families[];      /* the same by name */
 
 static inline int pw_mpi_nested(void) { return pw_mpi_depth > 0; }
 static inline void pw_mpi_nest(void) { pw_mpi_depth++; }
@@ -121,7 +122,7 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     pw_mpi_depth++;
     c->fn = fn;
     c->ra = ra;
-    pw_thread_activity = 1 + pw_mpi_family[fn];
+    pw_thread_activity = 1 + pw_mpi_fn_family[fn];
     pw_mpi_anchor();
     if (PW_UNLIKELY(pw_hooks.call_enter != NULL))
         pw_hooks.call_enter(); /* before the clock: e.g. a counter read is not the call's time */

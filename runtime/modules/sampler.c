@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "sampler.h"
+#include "perfweave/format/sampler.h" /* its files: kinds, records, versions */
 #include "wrap.h"
 
 #if defined(PW_HAVE_LIBUNWIND) /* CMake: libunwind.h found; the library is dlopen'd */
@@ -50,12 +51,9 @@
 #define PW_STR(x) PW_STR_(x) /* the library's name of a libunwind.h macro */
 #endif
 
-#define PW_SAMPLES_VERSION 2 /* of the files in samples/ (docs/format.md) */
-#define PW_SAMPLE_FRAMES 32
-#define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */
 #define PW_SAMPLE_THREADS 256
 
-/* A sample's state is the thread's pw_thread_activity (pw.h): 0 computation, 1 + class in
+/* A sample's state is the thread's pw_thread_activity (pw.h): 0 computation, 1 + family in
  * a measured call, PW_ACTIVITY_SLEEP and PW_ACTIVITY_WAIT set by the wrappers below. */
 #define STATE_SLEEP PW_ACTIVITY_SLEEP
 #define STATE_WAIT PW_ACTIVITY_WAIT
@@ -686,7 +684,6 @@ static int write_samples(int state, int in_signal)
         }
     char path[4300];
     pw_objects_refresh();
-    /* records: t, thread, state, depth, then PW_SAMPLE_FRAMES (module, offset) pairs */
     pw_process_path(path, sizeof path, "samples", ".samples");
     pw_file out;
     pw_file_open(&out, path);
@@ -695,14 +692,7 @@ static int write_samples(int state, int in_signal)
         thr *t = &threads[i];
         for (int k = 0; k < t->n; k++) {
             const sample *s = &t->buf[k];
-            struct {
-                int64_t t;
-                int32_t thread;
-                int16_t state, depth;
-                int32_t module[PW_SAMPLE_FRAMES];
-                int64_t offset[PW_SAMPLE_FRAMES];
-                int64_t counters[PW_SAMPLE_COUNTERS]; /* -1: not read at this sample */
-            } r;
+            pw_sample_rec r;
             memset(&r, 0, sizeof r);
             r.t = s->t;
             r.thread = i;
@@ -723,7 +713,7 @@ static int write_samples(int state, int in_signal)
     if (pw_file_close(&out) != 0)
         return 0; /* marked; a JSON without its records would describe nothing */
     pw_buf b = {0};
-    pw_buf_json_head(&b, "perfweave-samples", PW_SAMPLES_VERSION);
+    pw_buf_json_head(&b, PW_SAMPLES_MAGIC, PW_SAMPLES_VERSION);
     pw_buf_puts(&b, ", \"frames\": ");
     pw_buf_int(&b, PW_SAMPLE_FRAMES);
     pw_buf_puts(&b, ", \"counters\": [");
@@ -752,8 +742,14 @@ static int write_samples(int state, int in_signal)
     pw_buf_int(&b, pw_t_start);
     pw_buf_puts(&b, ", \"t_end\": ");
     pw_buf_int(&b, pw_now());
-    pw_buf_puts(&b, ", \"states\": [\"compute\", \"mpi_p2p\", \"mpi_coll\", \"mpi_rma\", "
-                    "\"mpi_sync\", \"mpi_io\", \"mpi_other\", \"sleep\", \"wait\"], \"threads\": [");
+#define PW_NAME(name, value, str) "\"" str "\", "
+#define PW_MPI_NAME(name, value, str) "\"mpi_" str "\", "
+    static const char activities[] = PW_ACTIVITIES(PW_NAME, PW_MPI_NAME);
+#undef PW_NAME
+#undef PW_MPI_NAME
+    pw_buf_puts(&b, ", \"states\": ["); /* the activities, by index */
+    pw_buf_put(&b, activities, sizeof activities - 3);
+    pw_buf_puts(&b, "], \"threads\": [");
     for (int i = 0; i < n; i++) {
         pw_buf_puts(&b, i ? ", {\"tid\": " : "{\"tid\": ");
         pw_buf_int(&b, threads[i].tid);

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from perfweave.errors import FormatError
-from perfweave.readers.dtypes import SAMPLE_DTYPE, TIMELINE_VERSION
+from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
 from perfweave.readers.timeline import read_timelines
 from perfweave.report.timeline import summarize
 
@@ -22,7 +22,7 @@ def write(tmp_path, rows, series=SERIES, complete=True, tail=b""):
             "interval_ms": 100, "complete": complete, "sampler_cpu_ns": 5_000_000,
             "series": series, "absent": {"rapl": "no RAPL zone"}}
     (d / "n1.json").write_text(json.dumps(meta))
-    rec = np.zeros(len(rows), SAMPLE_DTYPE)
+    rec = np.zeros(len(rows), TIMELINE_DTYPE)
     for i, (t, s, v) in enumerate(rows):
         rec[i]["t"], rec[i]["series"], rec[i]["value"] = t, s, v
     (d / "n1.values").write_bytes(rec.tobytes() + tail)

@@ -7,6 +7,7 @@ docs/mpi-profile.md).
 """
 import numpy as np
 
+from perfweave._format import HIST_BUCKETS
 from perfweave.model.profile import state_name
 from perfweave.symbols import Symbolizer
 
@@ -250,7 +251,7 @@ def analyze(profile, top=20, symbolizer=None):
     }
 
 
-def bucket_range(bucket, nbuckets=34):
+def bucket_range(bucket, nbuckets=HIST_BUCKETS):
     """Sizes in a histogram bucket: 0 holds 0; b holds [2^(b-1), 2^b - 1]; the last
     bucket is open-ended (max None)."""
     if bucket <= 0:

@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 
+from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import phases, timebins
 from perfweave.analysis.phases import APP, PHASES
 from perfweave.symbols import Symbolizer
@@ -49,11 +50,12 @@ def mpi_call_name(function):
     return "MPI_" + rest[0].upper() + rest[1:].lower()
 
 
-# What a sample's thread was doing: the runtime's states (by name) and the activities
-# classify() tells apart within "compute". A state name not listed here (one the
-# runtime adds later) is appended when first seen, so indexes stay stable.
-ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "omp_sync", "mpi_p2p", "mpi_coll",
-              "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+# What a sample's thread was doing: the runtime's activities (format.h PW_ACTIVITIES, by
+# name), with the ones classify() tells apart within "compute" after "compute". A name
+# not listed here (in files of a later runtime) is appended when first seen, so indexes
+# stay stable.
+ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "omp_sync"] + [
+    a for a in RUNTIME_ACTIVITIES if a != "compute"]
 CLASSIFY_FRAMES = 3       # frame 0 and up to two callers, while in a system library
 
 # Known functions, by normalised name (_normalise: glibc's __GI_/__libc_ prefixes,

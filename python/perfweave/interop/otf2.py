@@ -43,6 +43,7 @@ from perfweave.interop import (FLUSH_REGION, SUB, TIMED, blocking_twin, default_
                                pair_regions, region_names)
 from perfweave.model.trace import F, T, _to_ns, classify
 from perfweave.readers.dtypes import EVENT_DTYPE, TRACE_VERSION
+from perfweave.readers.trace import TRACE_FORMAT
 from perfweave.symbols import Symbolizer
 
 NS = 10 ** 9
@@ -1978,7 +1979,7 @@ class _Importer:
         comms = self.rank_comms[r][0]
         self.records[r] = (rec, flushes)
         self.meta[r] = {
-            "format": "perfweave-trace", "version": TRACE_VERSION, "rank": r,
+            "format": TRACE_FORMAT, "version": TRACE_VERSION, "rank": r,
             "world_size": self.world, "host": self.hosts.get(r, "unknown"), "pid": 0,
             "state": "complete" if complete else "no-finalize",
             "functions": self.functions, "families": [family(f) for f in self.functions],

@@ -10,13 +10,12 @@ of max(sent, received) per call.
 """
 import numpy as np
 
+from perfweave._format import FAMILIES, HIST_BUCKETS as BUCKETS, HIST_FAMILY_MASK
 from perfweave.analysis.mpi import BRACKET
 from perfweave.interop import family, load
 from perfweave.model.profile import STATES, Profile
 from perfweave.model.trace import T
 from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
-
-BUCKETS = 34
 
 
 def bucket(size):
@@ -108,7 +107,8 @@ def from_traces(path):
         hist.append(h)
     functions = list(index)
     fam = [family(f) for f in functions]
-    keep = np.array([f in ("p2p", "coll", "rma") for f in fam] + [False])
+    counted = {f for i, f in enumerate(FAMILIES) if HIST_FAMILY_MASK >> i & 1}
+    keep = np.array([f in counted for f in fam] + [False])
     h = np.concatenate(hist) if hist else np.zeros(0, HIST_DTYPE)
     h = h[keep[np.minimum(h["fn"], len(functions))]] if len(h) else h
     p = Profile(ranks=np.concatenate(ranks) if ranks else np.zeros(0, RANK_DTYPE),

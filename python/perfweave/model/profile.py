@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-STATES = ["complete", "no-finalize", "abort", "signal"]
+from perfweave._format import HIST_BUCKETS, STATES  # STATES: how ranks ended, by number
 
 
 def state_name(state):
@@ -30,7 +30,7 @@ class Profile:
     world_size: int = 0
     mpi_library: str = ""
     mpi_flavor: str = ""
-    hist_buckets: int = 34
+    hist_buckets: int = HIST_BUCKETS
     partial: bool = False
     notes: list = field(default_factory=list)
     counts: np.ndarray = None        # --counters: per (site row, event); see format.md

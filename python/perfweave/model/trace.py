@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfweave.model.grouping import dense_ids, rank_in_group
+from perfweave._format import FILES
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES, TypeSet
 
 T = EVENT_TYPES
@@ -982,7 +983,7 @@ class Trace:
             for i, row in enumerate(rows):
                 for k, v in row.items():
                     rec[i][k] = v
-            meta = {"format": "perfweave-trace", "version": 1, "rank": rank,
+            meta = {"format": FILES["trace"].magic, "version": 1, "rank": rank,
                     "world_size": n, "host": "host", "state": "complete",
                     "functions": fns, "clock": {"ticks": [0, 1], "ns": [0, 1],
                                                 "t_init_ns": 0, "t_fini_ns": t_last},

@@ -1,52 +1,40 @@
-"""numpy dtypes of the profile records, read from include/perfweave/format.h.
+"""The record dtypes and codes of the experiment format, under the names the readers use.
 
-The records are declared once, as X-macro lists in format.h; files carry their
-own dtype in their header, so readers never need these. They exist for building
-profiles from literals (tests) and for checking that a file matches this
-version's layout.
+Everything here comes from perfweave._format, which the build generates from the format
+headers (include/perfweave/format.h and include/perfweave/format/; runtime/core/
+gen_format.c): the format is declared once, in C, and Python holds no copy. Files also
+carry their own dtype in their header; these exist for checking that a file matches this
+version's layout, for building experiments from literals (tests) and for the writers of
+perfweave import.
 """
-import re
-from importlib import resources
-from pathlib import Path
-
 import numpy as np
 
-_FIELD = re.compile(r'X\(\s*\w+\s*,\s*"([<>|]?\w+)"\s*,\s*(\w+)\s*\)')
-_EVTYPE = re.compile(r'X\(\s*(\w+)\s*,\s*(\d+)\s*\)')
+from perfweave._format import (EVENT_FLAGS, EVENT_TYPES, FILES, HIST_BUCKETS, RECORDS,
+                               SAMPLE_COUNTERS, SAMPLE_FRAMES)
 
-
-def _format_h():
-    packaged = resources.files("perfweave").joinpath("include/format.h")
-    if packaged.is_file():
-        return packaged.read_text()
-    source = Path(__file__).resolve().parents[3] / "include" / "perfweave" / "format.h"
-    return source.read_text()
-
-
-def _dtype(text, macro):
-    m = re.search(r"#define %s\(X\)(.*?)(?:\n\s*\n|\n#)" % macro, text, re.S)
-    if not m:
-        raise RuntimeError(f"format.h has no {macro}")
-    return np.dtype([(name, code) for code, name in _FIELD.findall(m.group(1))])
-
-
-_TEXT = _format_h()
-RANK_DTYPE = _dtype(_TEXT, "PW_RANK_FIELDS")
-SITE_DTYPE = _dtype(_TEXT, "PW_SITE_FIELDS")
-FRAME_DTYPE = _dtype(_TEXT, "PW_FRAME_FIELDS")
-HIST_DTYPE = _dtype(_TEXT, "PW_HIST_FIELDS")
-COUNT_DTYPE = _dtype(_TEXT, "PW_COUNT_FIELDS")
-SAMPLE_DTYPE = _dtype(_TEXT, "PW_SAMPLE_FIELDS")
-TIMELINE_VERSION = int(re.search(r"#define PW_TIMELINE_VERSION (\d+)", _TEXT).group(1))
-PROFILE_VERSION = int(re.search(r"#define PW_PROFILE_VERSION (\d+)", _TEXT).group(1))
+RANK_DTYPE = RECORDS["rank"]
+SITE_DTYPE = RECORDS["site"]
+FRAME_DTYPE = RECORDS["frame"]
+HIST_DTYPE = RECORDS["hist"]
+COUNT_DTYPE = RECORDS["count"]
+PROFILE_VERSION = FILES["profile"].version
 
 # traces: the 40-byte event record, its type codes (PW_EVENT_TYPES) and flags (PW_EVF_*)
-EVENT_DTYPE = _dtype(_TEXT, "PW_EVENT_FIELDS")
-TRACE_VERSION = int(re.search(r"#define PW_TRACE_VERSION (\d+)", _TEXT).group(1))
-_m = re.search(r"#define PW_EVENT_TYPES\(X\)(.*?)(?:\n\s*\n|\n#)", _TEXT, re.S)
-EVENT_TYPES = {name: int(v) for name, v in _EVTYPE.findall(_m.group(1))}
-EVENT_FLAGS = {name: int(v) for name, v in
-               re.findall(r"#define PW_EVF_(\w+) (\d+)", _TEXT)}
+EVENT_DTYPE = RECORDS["event"]
+TRACE_VERSION = FILES["trace"].version
+
+# the node timeline's record (one value of one series at one tick)
+TIMELINE_DTYPE = RECORDS["timeline"]
+TIMELINE_VERSION = FILES["timeline"].version
+
+# the sampler's record (one sample of one thread)
+SAMPLE_DTYPE = RECORDS["sample"]
+SAMPLES_VERSION = FILES["samples"].version
+
+__all__ = ["COUNT_DTYPE", "EVENT_DTYPE", "EVENT_FLAGS", "EVENT_TYPES", "FRAME_DTYPE",
+           "HIST_BUCKETS", "HIST_DTYPE", "PROFILE_VERSION", "RANK_DTYPE", "SAMPLE_COUNTERS",
+           "SAMPLE_DTYPE", "SAMPLE_FRAMES", "SAMPLES_VERSION", "SITE_DTYPE", "TIMELINE_DTYPE",
+           "TIMELINE_VERSION", "TRACE_VERSION", "TypeSet"]
 
 
 class TypeSet:

@@ -2,11 +2,13 @@
 "Example module"): the model of model/example.py. A file that cannot be read (a process
 killed while writing it, a damaged disk) is left out with a note; the others stand. The
 template of a module's reader: its kind is registered in readers/kinds.py."""
+from perfweave._format import FILES
 from perfweave.errors import FormatError
 from perfweave.model.example import Example, ExampleProcess, process_key
 from perfweave.readers.files import check, read_json
 
-FORMAT, JOB_FORMAT, VERSION = "perfweave-example", "perfweave-example-job", 1
+FORMAT, JOB_FORMAT = FILES["example"].magic, FILES["example_job"].magic
+VERSION = FILES["example"].version
 
 _PROCESS = {"format": str, "version": int, "rank": int, "pid": int, "host": str,
             "state": str, "function": str, "threads": int, "calls": int,

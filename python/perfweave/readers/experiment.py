@@ -14,7 +14,7 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import Profile, state_name
-from perfweave.readers.dtypes import COUNT_DTYPE
+from perfweave.readers.dtypes import COUNT_DTYPE, HIST_BUCKETS
 from perfweave.readers.files import short, check, read_bytes, read_json
 from perfweave.readers.profile import read_header, read_profile
 from perfweave.writing import describe, read_unwritten
@@ -221,7 +221,7 @@ def merge(files):
                                      if pf.header.get("mpi_library")), ""),
                    mpi_flavor=next((pf.header["mpi_flavor"] for pf in files
                                     if pf.header.get("mpi_flavor")), ""),
-                   hist_buckets=first.get("hist_buckets", 34))
+                   hist_buckets=first.get("hist_buckets", HIST_BUCKETS))
 
 
 def open_experiment(path):

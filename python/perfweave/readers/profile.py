@@ -10,10 +10,11 @@ import numpy as np
 
 from perfweave.errors import FormatError
 
+from perfweave._format import FILES, HIST_BUCKETS
 from perfweave.readers.dtypes import PROFILE_VERSION
 from perfweave.readers.files import check, parse_json, read_bytes, read_line
 
-MAGIC = "perfweave-profile"
+MAGIC = FILES["profile"].magic
 SUPPORTED_VERSIONS = (1, PROFILE_VERSION)   # 1: counts without inside_ns/before_ns
 END_MARKER = b"PWEND\n\n\n"
 
@@ -44,7 +45,7 @@ def _parse_header(line, path):
         raise FormatError(f"{path}: profile format version {header.get('version')} is not "
                           f"supported (this perfweave reads {SUPPORTED_VERSIONS})")
     check(header, HEADER_SCHEMA, path, "header")
-    if header.get("world_size", 0) < 0 or not 0 < header.get("hist_buckets", 34) <= 64:
+    if header.get("world_size", 0) < 0 or not 0 < header.get("hist_buckets", HIST_BUCKETS) <= 64:
         raise FormatError(f"{path}: corrupt header (world_size or hist_buckets)")
     return header
 
@@ -133,7 +134,7 @@ def _check(path, header, arrays):
 
     in_range(sites["fn"], 0, nfn, "sites.fn")
     in_range(hist["fn"], 0, nfn, "hist.fn")
-    in_range(hist["bucket"], 0, int(header.get("hist_buckets", 34)), "hist.bucket")
+    in_range(hist["bucket"], 0, int(header.get("hist_buckets", HIST_BUCKETS)), "hist.bucket")
     in_range(sites["module"], -1, nmod, "sites.module")
     in_range(frames["module"], -1, nmod, "frames.module")
     in_range(ranks["host"], 0, max(nhost, 1), "ranks.host")

@@ -1,5 +1,5 @@
 """Call-stack samples of an experiment (perfweave run --sample): samples/NAME.samples
-(fixed 400-byte records, SAMPLE_REC below) + samples/NAME.json (rank, threads, modules,
+(fixed-size records, SAMPLE_REC: format/sampler.h) + samples/NAME.json (rank, threads, modules,
 states), one pair per process (NAME: rank-R, or HOST.PID without MPI). Written by
 runtime/modules/sampler.c; docs/format.md "Samples"."""
 from dataclasses import dataclass
@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError
+from perfweave.readers.dtypes import SAMPLE_DTYPE as SAMPLE_REC, SAMPLE_FRAMES as FRAMES
+from perfweave.readers.dtypes import SAMPLES_VERSION
 from perfweave.readers.files import check, read_array, read_json
+from perfweave._format import FILES
 
-FRAMES = 32
-SAMPLE_COUNTERS = 4
-SAMPLE_REC_V1 = np.dtype([("t", "<i8"), ("thread", "<i4"), ("state", "<i2"), ("depth", "<i2"),
-                          ("module", "<i4", (FRAMES,)), ("offset", "<i8", (FRAMES,))])
-# version 2: + the first --counters events at each sample (-1: not read)
-SAMPLE_REC = np.dtype(SAMPLE_REC_V1.descr + [("counters", "<i8", (SAMPLE_COUNTERS,))])
-assert SAMPLE_REC_V1.itemsize == 400 and SAMPLE_REC.itemsize == 432
+MAGIC = FILES["samples"].magic
+# version 1: the record without its counters (the first --counters events at each sample)
+SAMPLE_REC_V1 = np.dtype([f for f in SAMPLE_REC.descr if f[0] != "counters"])
+RECORDS_BY_VERSION = {1: SAMPLE_REC_V1, SAMPLES_VERSION: SAMPLE_REC}
 
 
 @dataclass
@@ -47,9 +47,10 @@ def read_sample_metas(exp):
     out = []
     for meta_path in sorted(d.glob("*.json")) if d.is_dir() else []:
         meta = read_json(meta_path, "samples description")
-        if meta.get("format") != "perfweave-samples" or meta.get("version") not in (1, 2) \
+        if meta.get("format") != MAGIC or meta.get("version") not in RECORDS_BY_VERSION \
                 or meta.get("frames") != FRAMES:
-            raise FormatError(f"{meta_path}: not perfweave samples version 1 or 2")
+            raise FormatError(f"{meta_path}: not perfweave samples of version "
+                              + " or ".join(map(str, RECORDS_BY_VERSION)))
         check(meta, META_SCHEMA, meta_path, "samples description")
         if not all(len(m) >= 1 for m in meta.get("modules", [])) or not all(
                 {"interval_ns", "thinned"} <= t.keys() for t in meta.get("threads", [])):
@@ -61,7 +62,7 @@ def read_sample_metas(exp):
 def read_samples(exp):
     out = []
     for meta_path, meta in read_sample_metas(exp):
-        dt = SAMPLE_REC if meta["version"] == 2 else SAMPLE_REC_V1
+        dt = RECORDS_BY_VERSION[meta["version"]]
         spath = meta_path.with_suffix(".samples")
         try:
             raw = read_array(spath)

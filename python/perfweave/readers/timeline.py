@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError
-from perfweave.readers.dtypes import SAMPLE_DTYPE, TIMELINE_VERSION
+from perfweave._format import FAMILIES, FILES
+from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
 from perfweave.readers.files import check, read_array, read_json, short
 
-# MPI families of the activity pages' series (PID.mpi_FAMILY_ns), in the runtime's order
-FAMILIES = ("p2p", "coll", "rma", "sync", "io", "other")
+# FAMILIES: the families of the activity pages' series (PID.mpi_FAMILY_ns)
 
 
 @dataclass
@@ -140,7 +140,7 @@ META_SCHEMA = {"host": str, "pid": int, "interval_ms": float, "complete": bool, 
 def read_node(meta_path):
     meta_path = Path(meta_path)
     meta = read_json(meta_path, "node timeline")
-    if meta.get("format") != "perfweave-timeline":
+    if meta.get("format") != FILES["timeline"].magic:
         raise FormatError(f"{meta_path}: not a perfweave node timeline")
     if meta.get("version") != TIMELINE_VERSION:
         raise FormatError(f"{meta_path}: node timeline version {short(meta.get('version'))}, "
@@ -157,10 +157,10 @@ def read_node(meta_path):
         raw = read_array(vpath)
     except FileNotFoundError:
         raw = np.zeros(0, np.uint8)
-    n = len(raw) // SAMPLE_DTYPE.itemsize
-    if len(raw) % SAMPLE_DTYPE.itemsize:
+    n = len(raw) // TIMELINE_DTYPE.itemsize
+    if len(raw) % TIMELINE_DTYPE.itemsize:
         notes.append(f"{vpath.name}: ends with a partial record (ignored)")
-    rec = raw[:n * SAMPLE_DTYPE.itemsize].view(SAMPLE_DTYPE)
+    rec = raw[:n * TIMELINE_DTYPE.itemsize].view(TIMELINE_DTYPE)
     ok = (rec["series"] >= 0) & (rec["series"] < len(series))
     if not ok.all():
         notes.append(f"{vpath.name}: {int((~ok).sum())} records name unknown series "

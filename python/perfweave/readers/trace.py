@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
+from perfweave._format import FILES
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, TypeSet
 from perfweave.readers.experiment import read_meta as read_experiment_meta, state_reason
 from perfweave.readers.files import check, read_array, read_json, short
 
-TRACE_FORMAT = "perfweave-trace"
+TRACE_FORMAT = FILES["trace"].magic
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
 # 1: records back to back, no BLOCK or COLL_DONE records
 READ_VERSIONS = (1, TRACE_VERSION)

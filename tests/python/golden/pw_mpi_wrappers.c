@@ -12,13 +12,13 @@ const char *pw_mpi_fn_names[PW_MPI_NFN] = {
     "MPI_Fetch_and_op",
 };
 
-const char *pw_mpi_fn_families[PW_MPI_NFN] = {
-    "p2p",
-    "coll",
-    "sync",
-    "other",
-    "other",
-    "rma",
+const signed char pw_mpi_fn_family[PW_MPI_NFN] = {
+    PW_FAMILY_P2P,
+    PW_FAMILY_COLL,
+    PW_FAMILY_SYNC,
+    PW_FAMILY_OTHER,
+    PW_FAMILY_OTHER,
+    PW_FAMILY_RMA,
 };
 
 const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {

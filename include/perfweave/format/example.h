@@ -1,0 +1,23 @@
+/*
+ * The example module's part of the experiment format (runtime/modules/example.c; the
+ * vocabulary: include/perfweave/format.h). A module's format header declares the kinds
+ * of file it writes (and the records of its binary files, if it has any: see
+ * format/sampler.h); the build turns them into perfweave/_format.py for its reader.
+ *
+ * example/NAME.json per process (NAME: rank-R, or HOST.PID without a rank) and
+ * example/job.json, the job's totals (docs/format.md "Example module").
+ */
+#ifndef PERFWEAVE_FORMAT_EXAMPLE_H
+#define PERFWEAVE_FORMAT_EXAMPLE_H
+
+#include "perfweave/format.h"
+
+#define PW_EXAMPLE_VERSION 1 /* of example/ files: bump when a field changes meaning */
+#define PW_EXAMPLE_MAGIC "perfweave-example"
+#define PW_EXAMPLE_JOB_MAGIC "perfweave-example-job"
+
+#define PW_FORMAT_example(FILE, RECORD, NAMES, CODES, CONST)                               \
+    FILE(example, "example", PW_EXAMPLE_MAGIC, PW_EXAMPLE_VERSION)                         \
+    FILE(example_job, "example", PW_EXAMPLE_JOB_MAGIC, PW_EXAMPLE_VERSION)
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * The nodes module's part of the experiment format (runtime/modules/nodes.c; the
+ * vocabulary: include/perfweave/format.h).
+ *
+ * Node timeline: timeline/HOST.values + timeline/HOST.json. One reading thread per node
+ * (in the first measured process that starts there) reads the node's sources every
+ * --node-interval ms and appends one 24-byte record per series and tick to HOST.values.
+ * HOST.json names the series (source, name, unit, kind) and says which sources were
+ * absent and why. Counters are stored as cumulative values, already unwrapped; readers
+ * derive rates (docs/format.md "Node timeline").
+ */
+#ifndef PERFWEAVE_FORMAT_NODES_H
+#define PERFWEAVE_FORMAT_NODES_H
+
+#include "perfweave/format.h"
+
+#define PW_TIMELINE_VERSION 1
+#define PW_TIMELINE_MAGIC "perfweave-timeline"
+
+#define PW_TIMELINE_FIELDS(X, A)                                                           \
+    X(int64_t, "<i8", t)      /* CLOCK_MONOTONIC ns of the tick */                         \
+    X(int32_t, "<i4", series) /* index into HOST.json "series" */                          \
+    X(int32_t, "<i4", pad)    /* 0 */                                                      \
+    X(double, "<f8", value)   /* counter: cumulative since the first tick; gauge: value */
+PW_RECORD_STRUCT(PW_TIMELINE_FIELDS, pw_timeline_rec)
+
+#define PW_FORMAT_nodes(FILE, RECORD, NAMES, CODES, CONST)                                 \
+    FILE(timeline, "timeline", PW_TIMELINE_MAGIC, PW_TIMELINE_VERSION)                     \
+    RECORD(timeline, PW_TIMELINE_FIELDS, pw_timeline_rec)
+
+#endif

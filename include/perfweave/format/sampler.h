@@ -1,0 +1,40 @@
+/*
+ * The sampler module's part of the experiment format (runtime/modules/sampler.c; the
+ * vocabulary: include/perfweave/format.h).
+ *
+ * Call-stack samples: samples/NAME.samples + samples/NAME.json, one pair per process
+ * (NAME: rank-R, or HOST.PID without MPI). NAME.samples holds one record per sample;
+ * NAME.json the process's threads, loaded objects and the names of the activities
+ * (docs/format.md "Samples").
+ */
+#ifndef PERFWEAVE_FORMAT_SAMPLER_H
+#define PERFWEAVE_FORMAT_SAMPLER_H
+
+#include "perfweave/format.h"
+
+/* 2: + counters */
+#define PW_SAMPLES_VERSION 2
+#define PW_SAMPLES_MAGIC "perfweave-samples"
+#define PW_SAMPLE_FRAMES 32  /* frames of a stack, innermost first */
+#define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */
+
+#define PW_SAMPLE_FIELDS(X, A)                                                             \
+    X(int64_t, "<i8", t)                             /* CLOCK_MONOTONIC ns */              \
+    X(int32_t, "<i4", thread)                        /* index into NAME.json "threads" */  \
+    X(int16_t, "<i2", state)                         /* the thread's activity (index of    \
+                                                        NAME.json "states", PW_ACTIVITIES) */ \
+    X(int16_t, "<i2", depth)                         /* frames kept */                     \
+    A(int32_t, "<i4", module, PW_SAMPLE_FRAMES)      /* loaded object of each frame (index \
+                                                        of NAME.json "modules"), -1 none */ \
+    A(int64_t, "<i8", offset, PW_SAMPLE_FRAMES)      /* address - the object's load base;  \
+                                                        the address where module is -1 */  \
+    A(int64_t, "<i8", counters, PW_SAMPLE_COUNTERS) /* -1: not read at this sample */
+PW_RECORD_STRUCT(PW_SAMPLE_FIELDS, pw_sample_rec)
+
+#define PW_FORMAT_sampler(FILE, RECORD, NAMES, CODES, CONST)                               \
+    FILE(samples, "samples", PW_SAMPLES_MAGIC, PW_SAMPLES_VERSION)                         \
+    RECORD(sample, PW_SAMPLE_FIELDS, pw_sample_rec)                                        \
+    CONST(sample_frames, PW_SAMPLE_FRAMES)                                                 \
+    CONST(sample_counters, PW_SAMPLE_COUNTERS)
+
+#endif

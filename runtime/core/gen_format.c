@@ -1,0 +1,210 @@
+/*
+ * gen_format: writes perfweave/_format.py, the Python side of the experiment format,
+ * from the X-macro lists of include/perfweave/format.h and of the modules' format
+ * headers (include/perfweave/format/MODULE.h). Built and run at build time (CMake); the
+ * C compiler reads the lists, so Python never parses C. pw_format_parts.h (made by CMake
+ * from runtime/modules/modules.def) includes the modules' headers and lists their parts
+ * as PW_FORMAT_PARTS(P), P(core) first.
+ *
+ * It also checks what numpy will assume: each field's numpy code has the size of its C
+ * type, and each record's fields lie back to back in their struct (no padding), so that
+ * the dtype reads the bytes the runtime writes. A failed check fails the build.
+ *
+ *   gen_format OUT.py
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfweave/format.h"
+#include "pw_format_parts.h"
+
+static FILE *out;
+static int failed;
+static const char *part; /* the part being written, for messages */
+
+/* The size in bytes a numpy code such as "<i8", "u1" or "<f8" stands for. */
+static size_t code_size(const char *code)
+{
+    size_t n = strlen(code);
+    return n ? (size_t)atoi(code + n - 1 - (n > 2 && code[n - 2] >= '0' && code[n - 2] <= '9'))
+             : 0;
+}
+
+static void check(int ok, const char *what, const char *record, const char *field)
+{
+    if (!ok) {
+        fprintf(stderr, "gen_format: %s: record %s%s%s: %s\n", part, record,
+                field ? ", field " : "", field ? field : "", what);
+        failed = 1;
+    }
+}
+
+/* ---- the lists of every part, by kind of entry ---- */
+
+/* Each function below writes some kinds of entry of every part: PW_FORMAT_PARTS(P) with
+ * a P that passes the ON_ macro of each kind it writes and NONE for the others. */
+#define NONE2(a, b)
+#define NONE3(a, b, c)
+#define NONE4(a, b, c, d)
+
+static void files(void)
+{
+    fputs("# kind: directory in the experiment, \"format\" of its files' headers, version\n"
+          "FILES = {\n",
+          out);
+#define ON_FILE(kind, dir, magic, version)                                                 \
+    fprintf(out, "    \"%s\": FileKind(\"%s\", \"%s\", \"%s\", %d),\n", #kind, #kind, dir,     \
+            magic, version);
+#define FILES_PART(name) part = #name; PW_FORMAT_##name(ON_FILE, NONE3, NONE2, NONE2, NONE2)
+    PW_FORMAT_PARTS(FILES_PART)
+    fputs("}\n\n", out);
+}
+
+static void records(void)
+{
+    fputs("# record: numpy dtype (every field little-endian, back to back)\n"
+          "RECORDS = {\n",
+          out);
+    size_t at;
+#define CHECK_FIELD(ctype, code, field)                                                    \
+    check(code_size(code) == sizeof(ctype), "numpy code and C type differ in size", rec,   \
+          #field);                                                                         \
+    check(offsetof(struct_t, field) == at, "padding before it", rec, #field);
+#define FIELD(ctype, code, field)                                                          \
+    CHECK_FIELD(ctype, code, field)                                                        \
+    fprintf(out, "        (\"%s\", \"%s\"),\n", #field, code);                             \
+    at += sizeof(ctype);
+#define ARRAY(ctype, code, field, n)                                                       \
+    CHECK_FIELD(ctype, code, field)                                                        \
+    fprintf(out, "        (\"%s\", \"%s\", (%d,)),\n", #field, code, (int)(n));            \
+    at += sizeof(ctype) * (n);
+#define ON_RECORD(name, FIELDS, type)                                                      \
+    {                                                                                      \
+        typedef type struct_t;                                                             \
+        const char *rec = #name;                                                           \
+        at = 0;                                                                            \
+        fprintf(out, "    \"%s\": np.dtype([\n", rec);                                     \
+        FIELDS(FIELD, ARRAY)                                                               \
+        fputs("    ]),\n", out);                                                           \
+        check(at == sizeof(struct_t), "padding after the last field", rec, NULL);          \
+    }
+#define RECORDS_PART(name) part = #name; PW_FORMAT_##name(NONE4, ON_RECORD, NONE2, NONE2, NONE2)
+    PW_FORMAT_PARTS(RECORDS_PART)
+    fputs("}\n\n", out);
+}
+
+/* A NAMES list: the names by index (the indexes need not come in order). */
+static void names_list(const char *name, const int *index, const char *const *str, int n)
+{
+    int top = -1;
+    for (int i = 0; i < n; i++)
+        top = index[i] > top ? index[i] : top;
+    fprintf(out, "%s = [", name);
+    for (int k = 0; k <= top; k++) {
+        const char *s = NULL;
+        for (int i = 0; i < n; i++)
+            s = index[i] == k ? str[i] : s;
+        if (!s) {
+            fprintf(stderr, "gen_format: %s: %s has no name at index %d\n", part, name, k);
+            failed = 1;
+            s = "";
+        }
+        fprintf(out, "%s\"%s\"", k ? ", " : "", s);
+    }
+    fputs("]\n", out);
+}
+
+static void upper(char *dst, const char *src, size_t cap)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < cap; i++)
+        dst[i] = src[i] >= 'a' && src[i] <= 'z' ? (char)(src[i] - 'a' + 'A') : src[i];
+    dst[i] = 0;
+}
+
+static void put_const_int(const char *name, long long v)
+{
+    char u[128];
+    upper(u, name, sizeof u);
+    fprintf(out, "%s = %lld\n", u, v);
+}
+
+static void put_const_str(const char *name, const char *v)
+{
+    char u[128];
+    upper(u, name, sizeof u);
+    fprintf(out, "%s = \"%s\"\n", u, v);
+}
+
+#define put_const(name, v)                                                                 \
+    _Generic((v), char *: put_const_str, const char *: put_const_str,                      \
+             default: put_const_int)(name, v)
+
+static void lists(void)
+{
+    char u[128];
+#define NAME_INDEX(n, value, str) value,
+#define NAME_STR(n, value, str) str,
+#define ON_NAMES(name, LIST)                                                            \
+    {                                                                                      \
+        static const int index[] = {LIST(NAME_INDEX)};                                     \
+        static const char *const str[] = {LIST(NAME_STR)};                                 \
+        upper(u, #name, sizeof u);                                                         \
+        names_list(u, index, str, (int)(sizeof index / sizeof *index));                    \
+    }
+#define CODE_ENTRY(n, value) fprintf(out, "    \"%s\": %d,\n", #n, (int)(value));
+#define ON_CODES(name, LIST)                                                            \
+    upper(u, #name, sizeof u);                                                             \
+    fprintf(out, "%s = {\n", u);                                                           \
+    LIST(CODE_ENTRY)                                                                       \
+    fputs("}\n", out);
+#define ON_CONST(name, value) put_const(#name, value);
+#define LISTS_PART(name) part = #name; PW_FORMAT_##name(NONE4, NONE3, ON_NAMES, ON_CODES, ON_CONST)
+    PW_FORMAT_PARTS(LISTS_PART)
+    /* the activities: PW_ACTIVITIES's own names, and "mpi_" + each family */
+    part = "core";
+#define MPI_INDEX(n, value, str) 1 + value,
+#define MPI_STR(n, value, str) "mpi_" str,
+    static const int index[] = {PW_ACTIVITIES(NAME_INDEX, MPI_INDEX)};
+    static const char *const str[] = {PW_ACTIVITIES(NAME_STR, MPI_STR)};
+    names_list("ACTIVITIES", index, str, (int)(sizeof index / sizeof *index));
+    /* the modules, in the order of modules.def */
+#define PW_MODULE(name) "\"" #name "\", "
+    static const char modules[] =
+#include "modules.def"
+        ;
+#undef PW_MODULE
+    fprintf(out, "MODULES = [%.*s]\n", (int)(sizeof modules - 3), modules);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || !(out = fopen(argv[1], "w"))) {
+        fprintf(stderr, "usage: gen_format OUT.py (a file that can be written)\n");
+        return 2;
+    }
+    fputs("\"\"\"The experiment format's names, for every Python reader and writer: file kinds,\n"
+          "record dtypes, lists of names, codes and constants.\n\n"
+          "Generated at build time by runtime/core/gen_format.c from include/perfweave/format.h,\n"
+          "the modules' include/perfweave/format/MODULE.h and runtime/modules/modules.def:\n"
+          "do not edit; edit those (docs/architecture.md \"Names declared once\").\n"
+          "\"\"\"\n"
+          "from typing import NamedTuple\n\n"
+          "import numpy as np\n\n\n"
+          "class FileKind(NamedTuple):\n"
+          "    kind: str\n"
+          "    directory: str\n"
+          "    magic: str\n"
+          "    version: int\n\n\n",
+          out);
+    files();
+    records();
+    lists();
+    if (fclose(out) != 0 || failed) {
+        remove(argv[1]);
+        return 1;
+    }
+    return 0;
+}
