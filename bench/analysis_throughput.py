@@ -13,6 +13,7 @@ best run is the one least disturbed.
     .venv/bin/python bench/analysis_throughput.py [--events 50000000] [--ranks 256]
         [--dir /tmp/perfweave-bench-trace] [--procs 2] [--repeat 5]
 """
+
 import argparse
 import json
 import os
@@ -61,39 +62,50 @@ def main():
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     os.environ.update(env)
     serial = [PERFWEAVE, "analyze", "--json", "--no-save", str(exp)]
-    parallel = [a.mpirun, "--oversubscribe", "-n", str(a.procs)] + serial[:2] + \
-        ["--parallel"] + serial[2:]
+    parallel = (
+        [a.mpirun, "--oversubscribe", "-n", str(a.procs)] + serial[:2] + ["--parallel"] + serial[2:]
+    )
     print(f"trace: {size / 2**20:.0f} MiB on disk")
-    print(f"{'run':24} {'wall s':>8} {'load s':>8} {'patterns s':>10} "
-          f"{'M events/s':>11} {'per core':>9}")
+    print(
+        f"{'run':24} {'wall s':>8} {'load s':>8} {'patterns s':>10} "
+        f"{'M events/s':>11} {'per core':>9}"
+    )
     results = {}
-    for label, cmd, cores in (("1 process", serial, 1),
-                              (f"{a.procs} processes (--parallel)", parallel, a.procs)):
+    for label, cmd, cores in (
+        ("1 process", serial, 1),
+        (f"{a.procs} processes (--parallel)", parallel, a.procs),
+    ):
         walls = []
         for k in range(a.repeat):
             wall, out = run(cmd)
             ev = out["events"]
             rate = ev / wall / 1e6
             an = out["analysis"]
-            print(f"{label + (' (first)' if k == 0 else ''):24} {wall:8.2f} "
-                  f"{an['load_s']:8.2f} {an['patterns_s']:10.2f} {rate:11.2f} "
-                  f"{rate / cores:9.2f}")
+            print(
+                f"{label + (' (first)' if k == 0 else ''):24} {wall:8.2f} "
+                f"{an['load_s']:8.2f} {an['patterns_s']:10.2f} {rate:11.2f} "
+                f"{rate / cores:9.2f}"
+            )
             walls.append(wall)
             results[label] = (ev, sorted(walls), cores, out)
     ev, w1, _, o1 = results["1 process"]
     evp, wp, cores, op = results[f"{a.procs} processes (--parallel)"]
     same = o1["metrics"] == op["metrics"]
     for what, pick in (("best", lambda w: w[0]), ("median", lambda w: w[len(w) // 2])):
-        print(f"{'' if what == 'median' else chr(10)}{what}: 1 process "
-              f"{ev / pick(w1) / 1e6:.2f} M events/s; {a.procs} processes "
-              f"{evp / pick(wp) / 1e6:.2f} M events/s "
-              f"({evp / pick(wp) / cores / 1e6:.2f} per core); "
-              f"speed-up {pick(w1) / pick(wp):.2f}")
+        print(
+            f"{'' if what == 'median' else chr(10)}{what}: 1 process "
+            f"{ev / pick(w1) / 1e6:.2f} M events/s; {a.procs} processes "
+            f"{evp / pick(wp) / 1e6:.2f} M events/s "
+            f"({evp / pick(wp) / cores / 1e6:.2f} per core); "
+            f"speed-up {pick(w1) / pick(wp):.2f}"
+        )
     print(f"results identical: {same}")
     lateness = {m["id"]: m["total"] for m in o1["metrics"]}
-    print(f"found: Late Sender {lateness['mpi_latesender']:.1f} s, Wait at N x N "
-          f"{lateness['mpi_wait_nxn']:.1f} s, Wait at Barrier {lateness['mpi_barrier_wait']:.1f} s "
-          f"of {lateness['time']:.1f} s")
+    print(
+        f"found: Late Sender {lateness['mpi_latesender']:.1f} s, Wait at N x N "
+        f"{lateness['mpi_wait_nxn']:.1f} s, Wait at Barrier {lateness['mpi_barrier_wait']:.1f} s "
+        f"of {lateness['time']:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ measured in the same invocation as the exports.
 
     python bench/export_throughput.py --sizes 1M,4M,16M --formats chrome,chrome-numpy,otf2
 """
+
 import argparse
 import shutil
 import subprocess
@@ -57,15 +58,16 @@ print(s["records"], s["events"], dt, cpu, hwm)
 
 
 def size(text):
-    mult = {"k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9}
+    mult = {"k": 10**3, "M": 10**6, "G": 10**9}
     return int(float(text[:-1]) * mult[text[-1]]) if text[-1] in mult else int(text)
 
 
 def run_export(fmt, exp, out):
     """(records, events written, seconds, CPU seconds, peak RSS in MiB) of one export
     in a child."""
-    res = subprocess.run([sys.executable, "-c", CHILD, fmt, str(exp), str(out)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-c", CHILD, fmt, str(exp), str(out)], capture_output=True, text=True
+    )
     if res.returncode != 0:
         raise SystemExit(f"export {fmt} of {exp} failed: {res.stderr.strip()}")
     records, events, seconds, cpu, hwm = res.stdout.split()
@@ -77,16 +79,25 @@ def main():
     ap.add_argument("--sizes", default="1M,4M,16M", help="trace sizes in records")
     ap.add_argument("--per-rank", type=size, default=250_000, help="records per rank")
     ap.add_argument("--formats", default="chrome,otf2,otf2-each")
-    ap.add_argument("--otf2-max", type=size, default=4_000_000,
-                    help="largest trace exported as otf2-each (one Python call into the "
-                         "OTF2 library per event)")
-    ap.add_argument("--dir", default=None, help="where to write (default: a temporary "
-                                                "directory, removed at the end)")
+    ap.add_argument(
+        "--otf2-max",
+        type=size,
+        default=4_000_000,
+        help="largest trace exported as otf2-each (one Python call into the "
+        "OTF2 library per event)",
+    )
+    ap.add_argument(
+        "--dir",
+        default=None,
+        help="where to write (default: a temporary directory, removed at the end)",
+    )
     a = ap.parse_args()
     base = Path(a.dir or tempfile.mkdtemp(prefix="pw-export-bench."))
-    print(f"{'format':12} {'records':>11} {'ranks':>5} {'seconds':>8} {'records/s':>11} "
-          f"{'events/s':>11} {'CPU s':>7} {'rec/CPU s':>11} {'ev/CPU s':>11} "
-          f"{'peak MiB':>9}")
+    print(
+        f"{'format':12} {'records':>11} {'ranks':>5} {'seconds':>8} {'records/s':>11} "
+        f"{'events/s':>11} {'CPU s':>7} {'rec/CPU s':>11} {'ev/CPU s':>11} "
+        f"{'peak MiB':>9}"
+    )
     try:
         for n in (size(x) for x in a.sizes.split(",")):
             ranks = max(1, n // a.per_rank)
@@ -99,10 +110,13 @@ def main():
                 out = base / f"out-{n}" / ("trace.json" if fmt.startswith("chrome") else "t.otf2")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 records, events, seconds, cpu, peak = run_export(fmt, exp, out)
-                print(f"{fmt:12} {records:>11,} {ranks:>5} {seconds:>8.2f} "
-                      f"{records / seconds:>11,.0f} {events / seconds:>11,.0f} "
-                      f"{cpu:>7.2f} {records / cpu:>11,.0f} {events / cpu:>11,.0f} "
-                      f"{peak:>9.0f}", flush=True)
+                print(
+                    f"{fmt:12} {records:>11,} {ranks:>5} {seconds:>8.2f} "
+                    f"{records / seconds:>11,.0f} {events / seconds:>11,.0f} "
+                    f"{cpu:>7.2f} {records / cpu:>11,.0f} {events / cpu:>11,.0f} "
+                    f"{peak:>9.0f}",
+                    flush=True,
+                )
                 shutil.rmtree(out.parent, ignore_errors=True)
             shutil.rmtree(exp, ignore_errors=True)
     finally:

@@ -13,6 +13,7 @@ For each MPI library, in one invocation and alternating bare and measured runs:
 Medians over --repeat runs. Usage:
   .venv/bin/python bench/mpi_overhead.py [--repeat 5] [--mpi openmpi,mpich]
 """
+
 import argparse
 import os
 import shutil
@@ -25,14 +26,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
-FLAVORS = {"openmpi": ("mpicc.openmpi", ["mpirun.openmpi", "--oversubscribe", "-n", "2"]),
-           "mpich": ("mpicc.mpich", ["mpirun.mpich", "-n", "2"])}
+FLAVORS = {
+    "openmpi": ("mpicc.openmpi", ["mpirun.openmpi", "--oversubscribe", "-n", "2"]),
+    "mpich": ("mpicc.mpich", ["mpirun.mpich", "-n", "2"]),
+}
 
 
 def build(cc, name, out):
     exe = out / f"{name}-{cc}"
-    subprocess.run([cc, "-O2", "-o", str(exe), str(HERE / "programs" / f"{name}.c")],
-                   check=True)
+    subprocess.run([cc, "-O2", "-o", str(exe), str(HERE / "programs" / f"{name}.c")], check=True)
     return exe
 
 
@@ -67,8 +69,12 @@ def footprint(exp):
     pf = read_profile(Path(exp) / "profile.pwprof")
     size = sum(p.stat().st_size for p in Path(exp).rglob("*") if p.is_file())
     ranks = pf.arrays["ranks"]
-    return size, int(ranks["table_resident"].max()), int(ranks["table_bytes"].max()), \
-        len(pf.arrays["sites"])
+    return (
+        size,
+        int(ranks["table_resident"].max()),
+        int(ranks["table_bytes"].max()),
+        len(pf.arrays["sites"]),
+    )
 
 
 def alternate(launch, progs, variants, repeat, tmp):
@@ -103,8 +109,10 @@ def bench_args(doc, repeat=5, mpi=",".join(FLAVORS), steps=20000, calls=None):
 
 def main():
     args = bench_args(__doc__, calls=1000000)
-    print(f"perfweave MPI overhead benchmark: {args.repeat} runs each, medians; "
-          f"{os.cpu_count()} cores")
+    print(
+        f"perfweave MPI overhead benchmark: {args.repeat} runs each, medians; "
+        f"{os.cpu_count()} cores"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for flavor in args.mpi.split(","):
@@ -115,34 +123,47 @@ def main():
             for _ in range(args.repeat):
                 for m in (False, True):
                     runs[("cheap", m)].append(run(launch + [str(cheap), str(args.calls)], m, tmp))
-                    runs[("app", m)].append(run(launch + [str(heavy), "app", str(args.steps)],
-                                                m, tmp))
-                    runs[("tiny", m)].append(run(launch + [str(heavy), "tiny",
-                                                           str(args.tiny_steps)], m, tmp))
+                    runs[("app", m)].append(
+                        run(launch + [str(heavy), "app", str(args.steps)], m, tmp)
+                    )
+                    runs[("tiny", m)].append(
+                        run(launch + [str(heavy), "tiny", str(args.tiny_steps)], m, tmp)
+                    )
             print(f"\n[{flavor}]")
-            for key, label in (("comm_rank_ns", "MPI_Comm_rank"),
-                               ("allreduce0_ns", "MPI_Allreduce 0 B, 2 ranks")):
+            for key, label in (
+                ("comm_rank_ns", "MPI_Comm_rank"),
+                ("allreduce0_ns", "MPI_Allreduce 0 B, 2 ranks"),
+            ):
                 b = median_of(runs[("cheap", False)], key)
                 p = median_of(runs[("cheap", True)], key)
-                print(f"  {label:28s} bare {b:9.1f} ns/call   perfweave {p:9.1f} ns/call   "
-                      f"added {p - b:7.1f} ns/call   ratio {p / b:5.2f}")
+                print(
+                    f"  {label:28s} bare {b:9.1f} ns/call   perfweave {p:9.1f} ns/call   "
+                    f"added {p - b:7.1f} ns/call   ratio {p / b:5.2f}"
+                )
             for prog, steps, every, label in (
-                    ("app", args.steps, 10, "message-heavy, app-like"),
-                    ("tiny", args.tiny_steps, 50, "message-heavy, worst case")):
+                ("app", args.steps, 10, "message-heavy, app-like"),
+                ("tiny", args.tiny_steps, 50, "message-heavy, worst case"),
+            ):
                 b = median_of(runs[(prog, False)], "elapsed_s")
                 p = median_of(runs[(prog, True)], "elapsed_s")
                 calls = steps * 2 + steps // every
                 rate = calls / b
-                print(f"  {label} ({calls} calls/rank, {rate / 1e3:.0f}k calls/s): "
-                      f"bare {b:.3f} s  perfweave {p:.3f} s  overhead {100 * (p / b - 1):+.2f} %")
+                print(
+                    f"  {label} ({calls} calls/rank, {rate / 1e3:.0f}k calls/s): "
+                    f"bare {b:.3f} s  perfweave {p:.3f} s  overhead {100 * (p / b - 1):+.2f} %"
+                )
                 b = median_of(runs[(prog, False)], "wall_s")
                 p = median_of(runs[(prog, True)], "wall_s")
-                print(f"    whole launch (mpirun to exit): bare {b:.3f} s  perfweave {p:.3f} s  "
-                      f"overhead {100 * (p / b - 1):+.2f} %")
+                print(
+                    f"    whole launch (mpirun to exit): bare {b:.3f} s  perfweave {p:.3f} s  "
+                    f"overhead {100 * (p / b - 1):+.2f} %"
+                )
                 size, resident, reserved, nsites = footprint(runs[(prog, True)][-1]["exp"])
-                print(f"    experiment {size} bytes ({nsites} site rows); call-site tables "
-                      f"{resident / 1024:.0f} KiB resident per rank ({reserved / 1024:.0f} KiB "
-                      "reserved)")
+                print(
+                    f"    experiment {size} bytes ({nsites} site rows); call-site tables "
+                    f"{resident / 1024:.0f} KiB resident per rank ({reserved / 1024:.0f} KiB "
+                    "reserved)"
+                )
 
 
 if __name__ == "__main__":

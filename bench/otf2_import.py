@@ -13,6 +13,7 @@ The otf2 package reads and writes one event per Python call, so these rates are 
 by it (docs/interop.md). Each figure is the best of --repeat runs. Usage:
   .venv/bin/python bench/otf2_import.py [--iterations 4000] [--ranks 16] [--repeat 1]
 """
+
 import argparse
 import shutil
 import sys
@@ -30,7 +31,7 @@ from perfweave.interop import otf2 as pw_otf2
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 
 T, F = EVENT_TYPES, EVENT_FLAGS
-SHARED = HERE.parent / "tests" / "data" / "otf2"       # public Score-P traces
+SHARED = HERE.parent / "tests" / "data" / "otf2"  # public Score-P traces
 
 
 def best(fn, repeat):
@@ -73,51 +74,66 @@ def main():
             def imp():
                 k[0] += 1
                 return pw_otf2.import_archive(anchor, tmp / f"{name}-{k[0]}")
-            sec, s = best(imp, max(args.repeat, 3))
-            print(f"  {name:22} {s['events']:>9,} events  {sec * 1e3:8.1f} ms  "
-                  f"{s['events'] / sec:>10,.0f} events/s (reading alone "
-                  f"{s['events'] / s['read_seconds']:,.0f} events/s)")
 
-        print(f"\nGenerated experiment: {args.ranks} ranks x {args.iterations} steps "
-              "(ring exchange + MPI_Allreduce + MPI_Barrier)")
+            sec, s = best(imp, max(args.repeat, 3))
+            print(
+                f"  {name:22} {s['events']:>9,} events  {sec * 1e3:8.1f} ms  "
+                f"{s['events'] / sec:>10,.0f} events/s (reading alone "
+                f"{s['events'] / s['read_seconds']:,.0f} events/s)"
+            )
+
+        print(
+            f"\nGenerated experiment: {args.ranks} ranks x {args.iterations} steps "
+            "(ring exchange + MPI_Allreduce + MPI_Barrier)"
+        )
         exp = tmp / "ring"
         t0 = time.perf_counter()
         nrec = tracegen.write(exp, args.ranks, args.ranks * args.iterations * tracegen.PER_ITER)
-        print(f"  written with numpy       {nrec:>10,} records  "
-              f"{time.perf_counter() - t0:7.2f} s")
+        print(f"  written with numpy       {nrec:>10,} records  {time.perf_counter() - t0:7.2f} s")
         k = [0]
 
         def exp_otf2():
             k[0] += 1
             return pw_otf2.export(exp, tmp / f"out{k[0]}" / "traces.otf2")
+
         sec, s = best(exp_otf2, args.repeat)
-        print(f"  export to OTF2           {s['events']:>10,} events   {sec:7.2f} s  "
-              f"{nrec / sec:>10,.0f} records/s  {s['events'] / sec:>10,.0f} OTF2 events/s")
+        print(
+            f"  export to OTF2           {s['events']:>10,} events   {sec:7.2f} s  "
+            f"{nrec / sec:>10,.0f} records/s  {s['events'] / sec:>10,.0f} OTF2 events/s"
+        )
         anchor = Path(s["anchor"])
         size = sum(p.stat().st_size for p in anchor.parent.rglob("*") if p.is_file())
-        print(f"  archive size             {size / 2 ** 20:10.1f} MiB  "
-              f"({size / s['events']:.1f} bytes/event; the records take "
-              f"{nrec * EVENT_DTYPE.itemsize / 2 ** 20:.1f} MiB)")
+        print(
+            f"  archive size             {size / 2**20:10.1f} MiB  "
+            f"({size / s['events']:.1f} bytes/event; the records take "
+            f"{nrec * EVENT_DTYPE.itemsize / 2**20:.1f} MiB)"
+        )
         j = [0]
 
         def imp_back():
             j[0] += 1
             return pw_otf2.import_archive(anchor, tmp / f"back{j[0]}")
+
         sec, t = best(imp_back, args.repeat)
         ok = survived(exp, Path(t["experiment"]), args.ranks)
-        print(f"  import of that archive   {t['events']:>10,} events   {sec:7.2f} s  "
-              f"{t['events'] / sec:>10,.0f} events/s (reading alone "
-              f"{t['events'] / t['read_seconds']:,.0f} events/s)")
+        print(
+            f"  import of that archive   {t['events']:>10,} events   {sec:7.2f} s  "
+            f"{t['events'] / sec:>10,.0f} events/s (reading alone "
+            f"{t['events'] / t['read_seconds']:,.0f} events/s)"
+        )
         print(f"  every record survived    {'yes' if ok else 'NO'}")
         c = [0]
 
         def exp_chrome():
             c[0] += 1
             return chrome.export(exp, tmp / f"chrome{c[0]}.json")
+
         sec, s = best(exp_chrome, args.repeat)
-        print(f"  export to Chrome JSON    {s['events']:>10,} events   {sec:7.2f} s  "
-              f"{nrec / sec:>10,.0f} records/s  "
-              f"({Path(s['path']).stat().st_size / 2 ** 20:.1f} MiB)")
+        print(
+            f"  export to Chrome JSON    {s['events']:>10,} events   {sec:7.2f} s  "
+            f"{nrec / sec:>10,.0f} records/s  "
+            f"({Path(s['path']).stat().st_size / 2**20:.1f} MiB)"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

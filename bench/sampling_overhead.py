@@ -16,6 +16,7 @@ Then the cost of one sample, less noisy: bench/programs/compute_chain.c (-O2
 give the microseconds each of the ~1000 samples took.
     .venv/bin/python bench/sampling_overhead.py [--repeat 7] [--mpi openmpi]
 """
+
 import os
 import subprocess
 import sys
@@ -31,44 +32,66 @@ VARIANTS = {"bare": None, "no-sample": ["--no-sample"], "sampled": []}
 
 def main():
     a = bench_args(__doc__, repeat=7, mpi="openmpi", steps=40000)
-    print(f"perfweave sampling overhead: {a.repeat} runs of each variant, alternating; "
-          f"{os.cpu_count()} cores")
+    print(
+        f"perfweave sampling overhead: {a.repeat} runs of each variant, alternating; "
+        f"{os.cpu_count()} cores"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for flavor in a.mpi.split(","):
             cc, launch = FLAVORS[flavor]
             heavy = build(cc, "msg_heavy", tmp)
-            progs = {"message-heavy, app-like": [str(heavy), "app", str(a.steps)],
-                     "message-heavy, worst case": [str(heavy), "tiny", str(a.tiny_steps)]}
+            progs = {
+                "message-heavy, app-like": [str(heavy), "app", str(a.steps)],
+                "message-heavy, worst case": [str(heavy), "tiny", str(a.tiny_steps)],
+            }
             runs = alternate(launch, progs, VARIANTS, a.repeat, tmp)
             print(f"\n[{flavor}]")
             for p in progs:
                 best = {v: min(r["elapsed_s"] for r in runs[(p, v)]) for v in VARIANTS}
                 med = {v: median_of(runs[(p, v)], "elapsed_s") for v in VARIANTS}
-                print(f"  {p}: " + ", ".join(f"{v} {med[v]:.3f} s (best {best[v]:.3f})"
-                                             for v in VARIANTS))
+                print(
+                    f"  {p}: "
+                    + ", ".join(f"{v} {med[v]:.3f} s (best {best[v]:.3f})" for v in VARIANTS)
+                )
                 for base in ("bare", "no-sample"):
-                    print(f"    sampled / {base:9s}: median {med['sampled'] / med[base]:.3f}"
-                          f", best {best['sampled'] / best[base]:.3f}")
+                    print(
+                        f"    sampled / {base:9s}: median {med['sampled'] / med[base]:.3f}"
+                        f", best {best['sampled'] / best[base]:.3f}"
+                    )
 
         per_sample(tmp, a.repeat)
 
 
 def per_sample(tmp, repeat):
     exe = tmp / "compute_chain"
-    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-o", str(exe),
-                    str(HERE / "programs" / "compute_chain.c")], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-O2",
+            "-fomit-frame-pointer",
+            "-o",
+            str(exe),
+            str(HERE / "programs" / "compute_chain.c"),
+        ],
+        check=True,
+    )
     fast = ["--node-interval", "0", "--sample-interval-ms", "1"]
-    variants = {"no-sample": ["--no-sample"], "libunwind": fast,
-                "frame pointers": fast + ["--no-sample-libunwind"]}
+    variants = {
+        "no-sample": ["--no-sample"],
+        "libunwind": fast,
+        "frame pointers": fast + ["--no-sample-libunwind"],
+    }
     runs = alternate([], {"chain": [str(exe), "2"]}, variants, repeat, tmp)
     base = median_of(runs[("chain", "no-sample")], "blocks")
     print(f"\n[cost per sample, 1 ms sampling, 2 s of compute] no-sample {base:.0f} blocks")
     for v in ("libunwind", "frame pointers"):
         x = median_of(runs[("chain", v)], "blocks")
-        lost = 1 - x / base      # of each second; ~1000 samples per second
-        print(f"  {v:15s} {x:.0f} blocks: {100 * lost:+.2f} % = {1000 * lost:.1f} us per "
-              f"sample (at the default 10 ms: {10 * lost:+.3f} %)")
+        lost = 1 - x / base  # of each second; ~1000 samples per second
+        print(
+            f"  {v:15s} {x:.0f} blocks: {100 * lost:+.2f} % = {1000 * lost:.1f} us per "
+            f"sample (at the default 10 ms: {10 * lost:+.3f} %)"
+        )
 
 
 if __name__ == "__main__":

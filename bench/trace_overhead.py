@@ -11,6 +11,7 @@ runs of the message-heavy programs of bench/programs/msg_heavy.c on 2 ranks:
 Medians over --repeat runs. Usage:
   .venv/bin/python bench/trace_overhead.py [--repeat 5] [--mpi openmpi,mpich]
 """
+
 import json
 import os
 import statistics
@@ -30,6 +31,7 @@ def trace_size(exp):
     files hold whole blocks: the unused end of each thread's last block counts in their
     size (it is allocated on disk)."""
     from perfweave.readers import trace as rt
+
     tr = Path(exp) / "traces"
     events = sum(len(rt.read_rank(exp, r).records) for r in rt.list_ranks(exp))
     size = sum(p.stat().st_size for p in tr.glob("*.events"))
@@ -39,44 +41,62 @@ def trace_size(exp):
 
 def main():
     args = bench_args(__doc__)
-    print(f"perfweave trace overhead benchmark: {args.repeat} runs each, medians; "
-          f"{os.cpu_count()} cores")
-    modes = {"bare": (False, ()), "profile": (True, ("--no-sample",)),
-             "trace": (True, ("--trace", "--no-sample"))}
+    print(
+        f"perfweave trace overhead benchmark: {args.repeat} runs each, medians; "
+        f"{os.cpu_count()} cores"
+    )
+    modes = {
+        "bare": (False, ()),
+        "profile": (True, ("--no-sample",)),
+        "trace": (True, ("--trace", "--no-sample")),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for flavor in args.mpi.split(","):
             cc, launch = FLAVORS[flavor]
             heavy = build(cc, "msg_heavy", tmp)
             print(f"\n[{flavor}]")
-            for prog, steps, label in (("app", args.steps, "message-heavy, app-like"),
-                                       ("tiny", args.tiny_steps, "message-heavy, worst case")):
+            for prog, steps, label in (
+                ("app", args.steps, "message-heavy, app-like"),
+                ("tiny", args.tiny_steps, "message-heavy, worst case"),
+            ):
                 runs = {m: [] for m in modes}
                 for _ in range(args.repeat):
                     for mode, (measured, opts) in modes.items():
-                        runs[mode].append(run(launch + [str(heavy), prog, str(steps)],
-                                              measured, tmp, opts))
+                        runs[mode].append(
+                            run(launch + [str(heavy), prog, str(steps)], measured, tmp, opts)
+                        )
                 t = {m: statistics.median(r["elapsed_s"] for r in runs[m]) for m in modes}
                 exp = runs["trace"][-1]["exp"]
                 records, ev_bytes, js_bytes = trace_size(exp)
                 per_rank = records / 2
                 t0 = time.perf_counter()
-                res = subprocess.run([PERFWEAVE, "analyze", "--json", "--no-save", exp],
-                                     capture_output=True, text=True, check=True)
+                res = subprocess.run(
+                    [PERFWEAVE, "analyze", "--json", "--no-save", exp],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 analyse_s = time.perf_counter() - t0
                 found = {m["id"]: m["total"] for m in json.loads(res.stdout)["metrics"]}
-                print(f"  {label}: bare {t['bare']:.3f} s, profile {t['profile']:.3f} s "
-                      f"({100 * (t['profile'] / t['bare'] - 1):+.2f} %), trace "
-                      f"{t['trace']:.3f} s ({100 * (t['trace'] / t['bare'] - 1):+.2f} % vs bare, "
-                      f"{100 * (t['trace'] / t['profile'] - 1):+.2f} % vs profile)")
-                print(f"    {records:,} events ({per_rank / t['trace'] / 1e6:.2f} M events/s per "
-                      f"rank); {ev_bytes / records:.1f} bytes/event in the events files, "
-                      f"{(ev_bytes + js_bytes) / records:.1f} with the JSON definitions")
-                print(f"    perfweave analyze: {analyse_s:.2f} s "
-                      f"({100 * analyse_s / t['trace']:.0f} % of the traced run; "
-                      f"{records / analyse_s / 1e6:.2f} M events/s incl. start-up); "
-                      f"Late Sender {found['mpi_latesender']:.3f} s, "
-                      f"Wait at N x N {found['mpi_wait_nxn']:.3f} s")
+                print(
+                    f"  {label}: bare {t['bare']:.3f} s, profile {t['profile']:.3f} s "
+                    f"({100 * (t['profile'] / t['bare'] - 1):+.2f} %), trace "
+                    f"{t['trace']:.3f} s ({100 * (t['trace'] / t['bare'] - 1):+.2f} % vs bare, "
+                    f"{100 * (t['trace'] / t['profile'] - 1):+.2f} % vs profile)"
+                )
+                print(
+                    f"    {records:,} events ({per_rank / t['trace'] / 1e6:.2f} M events/s per "
+                    f"rank); {ev_bytes / records:.1f} bytes/event in the events files, "
+                    f"{(ev_bytes + js_bytes) / records:.1f} with the JSON definitions"
+                )
+                print(
+                    f"    perfweave analyze: {analyse_s:.2f} s "
+                    f"({100 * analyse_s / t['trace']:.0f} % of the traced run; "
+                    f"{records / analyse_s / 1e6:.2f} M events/s incl. start-up); "
+                    f"Late Sender {found['mpi_latesender']:.3f} s, "
+                    f"Wait at N x N {found['mpi_wait_nxn']:.3f} s"
+                )
 
 
 if __name__ == "__main__":

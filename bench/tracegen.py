@@ -10,6 +10,7 @@ Wait at N x N), so the analysis has real work to do.
 
     python bench/tracegen.py OUT --ranks 256 --events 50000000
 """
+
 import argparse
 import json
 import os
@@ -28,13 +29,13 @@ PER_ITER = 17
 
 def rank_records(rank, nranks, iters, seed=1):
     """The records of one rank: a template of 17 records per iteration, tiled."""
-    rng = np.random.default_rng(seed)            # same draws on every rank: ranks agree
+    rng = np.random.default_rng(seed)  # same draws on every rank: ranks agree
     left, right = (rank - 1) % nranks, (rank + 1) % nranks
     # per-iteration compute time of every rank (ns); this rank's and its neighbours'
     work = rng.integers(20_000, 60_000, size=(iters, nranks), dtype=np.int64)
-    period = 100_000 + work.max(axis=1)          # the iteration ends after the slowest
+    period = 100_000 + work.max(axis=1)  # the iteration ends after the slowest
     start = np.cumsum(np.r_[0, period[:-1]]) + 1_000_000
-    mine = start + work[:, rank]                 # this rank starts exchanging here
+    mine = start + work[:, rank]  # this rank starts exchanging here
     arrival = start + np.maximum(work[:, left], work[:, right])  # neighbours' sends
     rec = np.zeros((iters, PER_ITER), EVENT_DTYPE)
     rec["peer"] = -1
@@ -57,7 +58,7 @@ def rank_records(rank, nranks, iters, seed=1):
             r[name] = v
         k += 1
 
-    post = 4 * np.arange(iters, dtype=np.int64)   # posts numbered as the runtime does
+    post = 4 * np.arange(iters, dtype=np.int64)  # posts numbered as the runtime does
     call("MPI_Irecv", t, 300)
     sub("IRECV", t0=1, t1=post + 1, peer=left, tag=7, bytes=4096, flags=1)
     call("MPI_Irecv", t + 400, 300)
@@ -88,11 +89,21 @@ def write(out, nranks, events, seed=1):
     out = Path(out)
     iters = max(1, events // (nranks * PER_ITER))
     (out / "traces").mkdir(parents=True, exist_ok=True)
-    meta = {"format": "perfweave-experiment", "version": 1, "perfweave_version": "bench",
-            "command": ["tracegen", str(nranks), str(events)], "launched": [],
-            "cwd": str(out), "host": "bench", "program": None, "launcher": None,
-            "mpi_flavor": None, "runtime_library": "", "options": {"trace": True},
-            "state": "finished"}
+    meta = {
+        "format": "perfweave-experiment",
+        "version": 1,
+        "perfweave_version": "bench",
+        "command": ["tracegen", str(nranks), str(events)],
+        "launched": [],
+        "cwd": str(out),
+        "host": "bench",
+        "program": None,
+        "launcher": None,
+        "mpi_flavor": None,
+        "runtime_library": "",
+        "options": {"trace": True},
+        "state": "finished",
+    }
     (out / "experiment.json").write_text(json.dumps(meta))
     total = 0
     for r in range(nranks):
@@ -100,17 +111,42 @@ def write(out, nranks, events, seed=1):
         rec.tofile(out / "traces" / f"rank-{r}.events")
         total += len(rec)
         t_end = int(max(rec["t1"].max(), rec["t0"].max())) + 1000
-        js = {"format": "perfweave-trace", "version": 1, "rank": r, "world_size": nranks,
-              "host": "bench", "pid": 1000 + r, "state": "complete",
-              "functions": FUNCTIONS, "families": ["p2p", "p2p", "sync", "coll", "coll"],
-              "clock": {"ticks": [0, 1], "ns": [0, 1], "offset_init_ns": 0,
-                        "offset_init_err_ns": 0, "offset_fini_ns": 0,
-                        "offset_fini_err_ns": 0, "t_init_ns": 500_000, "t_fini_ns": t_end},
-              "comms": [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": list(range(nranks)),
-                         "parent": -1, "seq": 0}],
-              "windows": [], "groups": [], "objects": [],
-              "flushes": [{"thread": 0, "first": 0, "count": len(rec)}],
-              "records": len(rec), "lost": 0}
+        js = {
+            "format": "perfweave-trace",
+            "version": 1,
+            "rank": r,
+            "world_size": nranks,
+            "host": "bench",
+            "pid": 1000 + r,
+            "state": "complete",
+            "functions": FUNCTIONS,
+            "families": ["p2p", "p2p", "sync", "coll", "coll"],
+            "clock": {
+                "ticks": [0, 1],
+                "ns": [0, 1],
+                "offset_init_ns": 0,
+                "offset_init_err_ns": 0,
+                "offset_fini_ns": 0,
+                "offset_fini_err_ns": 0,
+                "t_init_ns": 500_000,
+                "t_fini_ns": t_end,
+            },
+            "comms": [
+                {
+                    "id": 0,
+                    "name": "MPI_COMM_WORLD",
+                    "ranks": list(range(nranks)),
+                    "parent": -1,
+                    "seq": 0,
+                }
+            ],
+            "windows": [],
+            "groups": [],
+            "objects": [],
+            "flushes": [{"thread": 0, "first": 0, "count": len(rec)}],
+            "records": len(rec),
+            "lost": 0,
+        }
         (out / "traces" / f"rank-{r}.json").write_text(json.dumps(js))
     return total
 

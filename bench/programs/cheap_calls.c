@@ -22,8 +22,7 @@ int main(int argc, char **argv)
         MPI_Allreduce(MPI_IN_PLACE, &r, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     double t3 = MPI_Wtime();
     if (rank == 0)
-        printf("comm_rank_ns %.2f\nallreduce0_ns %.2f\n", 1e9 * (t1 - t0) / n,
-               1e9 * (t3 - t2) / m);
+        printf("comm_rank_ns %.2f\nallreduce0_ns %.2f\n", 1e9 * (t1 - t0) / n, 1e9 * (t3 - t2) / m);
     MPI_Finalize();
     return 0;
 }

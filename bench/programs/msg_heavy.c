@@ -25,10 +25,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     for (int s = 0; s < steps; s++) {
-        MPI_Sendrecv(out, halo, MPI_DOUBLE, right, 0, in, halo, MPI_DOUBLE, left, 0,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Sendrecv(out, halo, MPI_DOUBLE, left, 1, in, halo, MPI_DOUBLE, right, 1,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(out, halo, MPI_DOUBLE, right, 0, in, halo, MPI_DOUBLE, left, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        MPI_Sendrecv(out, halo, MPI_DOUBLE, left, 1, in, halo, MPI_DOUBLE, right, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
         for (int k = 0; k < work; k++)
             acc += in[k % halo] * 1e-9 + k * 1e-12;
         out[s % halo] = acc;

@@ -29,6 +29,9 @@
 
 #include <stdint.h>
 
+/* X-macro tables, aligned by hand: their comments span lines. */
+/* clang-format off */
+
 /* Declarations made from the lists below (and from the modules' ones). */
 #define PW_FIELD_DECL(ctype, np, name) ctype name;
 #define PW_ARRAY_DECL(ctype, np, name, n) ctype name[n];
@@ -78,7 +81,8 @@ enum pw_family { PW_FAMILIES(PW_FAMILY_ENUM) PW_NFAMILIES };
 enum pw_state { PW_STATES(PW_STATE_ENUM) };
 #undef PW_STATE_ENUM
 
-/* ---- profiles: profile.pwprof, partial/rank-R.pwprof, procs/HOST.PID.pwprof (docs/format.md "Profile") ---- */
+/* ---- profiles: profile.pwprof, partial/rank-R.pwprof, procs/HOST.PID.pwprof ----
+ * (docs/format.md "Profile files") */
 
 #define PW_PROFILE_VERSION 2 /* 2: counts' inside_ns, before_ns */
 #define PW_PROFILE_MAGIC "perfweave-profile"
@@ -287,5 +291,6 @@ PW_ARRAYS(PW_STRUCT)
     CONST(hist_buckets, PW_HIST_BUCKETS)                                                   \
     CONST(hist_family_mask, PW_HIST_FAMILY_MASK)                                           \
     CONST(profile_events_key, PW_PROFILE_EVENTS_KEY)
+/* clang-format on */
 
 #endif

@@ -1,6 +1,7 @@
 """Launching a program under the runtime: experiment directory, MPI flavour,
 environment, signal forwarding, and the program's exit status passed through.
 """
+
 import datetime as _dt
 import errno
 import json
@@ -25,13 +26,56 @@ LAUNCHERS = task_env.LAUNCHERS
 # Launcher options that take a value, to find the program after them.
 _RANK_OPTS = {"-n", "-np", "--np", "--n", "--ntasks", "-ntasks"}
 # Other launcher options that take a value (so the value is not the program).
-_VALUE_OPTS = {"-c", "-N", "--nodes", "--cpus-per-task", "-x", "-H", "--host", "-hosts",
-               "--hostfile", "-hostfile", "-f", "--map-by", "--bind-to", "-genv", "-env",
-               "--mca", "-mca", "-wdir", "-ppn", "--rankfile", "-p", "--partition", "-t",
-               "--time", "-A", "--account", "-npernode", "--npernode", "--mpi", "--export",
-               "-o", "--output", "-e", "--error", "-J", "--job-name", "-w", "--nodelist",
-               "--ntasks-per-node", "--mem", "-D", "--chdir", "--cpu-bind", "-m",
-               "--distribution", "-genvlist", "-envlist", "--exclusive"}
+_VALUE_OPTS = {
+    "-c",
+    "-N",
+    "--nodes",
+    "--cpus-per-task",
+    "-x",
+    "-H",
+    "--host",
+    "-hosts",
+    "--hostfile",
+    "-hostfile",
+    "-f",
+    "--map-by",
+    "--bind-to",
+    "-genv",
+    "-env",
+    "--mca",
+    "-mca",
+    "-wdir",
+    "-ppn",
+    "--rankfile",
+    "-p",
+    "--partition",
+    "-t",
+    "--time",
+    "-A",
+    "--account",
+    "-npernode",
+    "--npernode",
+    "--mpi",
+    "--export",
+    "-o",
+    "--output",
+    "-e",
+    "--error",
+    "-J",
+    "--job-name",
+    "-w",
+    "--nodelist",
+    "--ntasks-per-node",
+    "--mem",
+    "-D",
+    "--chdir",
+    "--cpu-bind",
+    "-m",
+    "--distribution",
+    "-genvlist",
+    "-envlist",
+    "--exclusive",
+}
 # Options that give the number of nodes and of tasks per node (their product: the ranks).
 _NODES_OPTS = {"-N", "--nodes"}
 _PER_NODE_OPTS = {"--ntasks-per-node", "-npernode", "--npernode", "-ppn"}
@@ -46,8 +90,9 @@ def library_dir():
 
 def built_flavors(libdir=None):
     libdir = Path(libdir or library_dir())
-    return sorted(p.name[len("libperfweave-mpi-"):-3]
-                  for p in libdir.glob("libperfweave-mpi-*.so"))
+    return sorted(
+        p.name[len("libperfweave-mpi-") : -3] for p in libdir.glob("libperfweave-mpi-*.so")
+    )
 
 
 def _which(word):
@@ -120,8 +165,10 @@ def rank_count(command, environ=None, at=FROM_COMMAND):
     options = command[:at] if at else command
     n = _option_number(options, _RANK_OPTS)
     if n is None:
-        nodes, per_node = _option_number(options, _NODES_OPTS), \
-            _option_number(options, _PER_NODE_OPTS)
+        nodes, per_node = (
+            _option_number(options, _NODES_OPTS),
+            _option_number(options, _PER_NODE_OPTS),
+        )
         n = nodes * per_node if nodes and per_node else None
     environ = os.environ if environ is None else environ
     if n is None and environ.get("SLURM_NTASKS", "").isdigit():
@@ -145,8 +192,10 @@ def check_flavor(requested, available):
     first MPI call, from the MPI library it really loaded (runtime/modules/mpi_loader.c):
     the command line, a wrapper script or `ldd` of a program cannot tell."""
     if requested not in ("auto", "none") and requested not in available:
-        raise PerfweaveError(f"no perfweave runtime built for MPI '{requested}' "
-                             f"(built: {', '.join(available) or 'none'})")
+        raise PerfweaveError(
+            f"no perfweave runtime built for MPI '{requested}' "
+            f"(built: {', '.join(available) or 'none'})"
+        )
     return None if requested in ("auto", "none") else requested
 
 
@@ -172,8 +221,9 @@ def launch_command(command, at, lib, values, exp, environ=None):
     environ = dict(os.environ if environ is None else environ)
     runtime_env = options.runtime_env(values)
     runtime_env["PERFWEAVE_EXPERIMENT"] = str(exp)
-    runtime_env["LD_PRELOAD"] = str(lib) + (":" + environ["LD_PRELOAD"]
-                                            if environ.get("LD_PRELOAD") else "")
+    runtime_env["LD_PRELOAD"] = str(lib) + (
+        ":" + environ["LD_PRELOAD"] if environ.get("LD_PRELOAD") else ""
+    )
     helper = Path(lib).parent / task_env.EXEC_HELPER
     return task_env.for_tasks(command, at, runtime_env, environ, helper)
 
@@ -187,7 +237,7 @@ def _static_program(path):
             if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
                 return False
             order = "little" if head[5] == 1 else "big"
-            wide = head[4] == 2     # ELFCLASS64
+            wide = head[4] == 2  # ELFCLASS64
             phoff = int.from_bytes(head[32:40] if wide else head[28:32], order)
             entsize = int.from_bytes(head[54:56] if wide else head[42:44], order)
             count = int.from_bytes(head[56:58] if wide else head[44:46], order)
@@ -195,9 +245,10 @@ def _static_program(path):
             table = f.read(entsize * count)
     except OSError:
         return False
-    types = {int.from_bytes(table[i:i + 4], order)
-             for i in range(0, len(table) - 3, entsize or 1)}
-    return count > 0 and 3 not in types     # 3: PT_INTERP
+    types = {
+        int.from_bytes(table[i : i + 4], order) for i in range(0, len(table) - 3, entsize or 1)
+    }
+    return count > 0 and 3 not in types  # 3: PT_INTERP
 
 
 def mpmd_programs(command, at=FROM_COMMAND):
@@ -218,9 +269,9 @@ def mpmd_programs(command, at=FROM_COMMAND):
         return []
     first = _which(command[at])
     found = [first] if first else []
-    rest = command[at + 1:]
+    rest = command[at + 1 :]
     while ":" in rest:
-        rest = rest[rest.index(":") + 1:]
+        rest = rest[rest.index(":") + 1 :]
         i = program_index([command[0]] + rest)
         if i:
             path = _which(rest[i - 1])
@@ -255,27 +306,35 @@ def check_mpmd(command, at=FROM_COMMAND):
         raise PerfweaveError(
             f"{static[0]} is statically linked: its ranks cannot load perfweave's runtime "
             "(LD_PRELOAD), and the ranks of the other programs would wait for them at "
-            "start-up; link it dynamically, or measure the programs in separate jobs")
+            "start-up; link it dynamically, or measure the programs in separate jobs"
+        )
 
 
 @dataclass
 class Verdict:
     """A run that recorded fewer ranks than it started (perfweave run's last line and
     experiment.json's state, reason and ranks; docs/format.md)."""
-    state: str          # "empty": no data at all; "partial": some ranks' data missing
-    reason: str         # one line: the count and the likely causes
-    ranks: dict         # {"expected": N (absent when unknown), "recorded": k, "missing": "1,3-5"}
+
+    state: str  # "empty": no data at all; "partial": some ranks' data missing
+    reason: str  # one line: the count and the likely causes
+    ranks: dict  # {"expected": N (absent when unknown), "recorded": k, "missing": "1,3-5"}
 
 
 # likely causes a Verdict names
 _KILLED = "killed before saving (SIGKILL, as launchers send when a rank fails)"
-_NO_ENV = ("its environment (LD_PRELOAD, PERFWEAVE_EXPERIMENT) did not reach the tasks "
-           "(a launcher's or batch system's policy such as srun --export=NONE)")
-_DROPPED = ("the runtime was taken out before the MPI program started (a wrapper or "
-            "launcher option resetting LD_PRELOAD)")
+_NO_ENV = (
+    "its environment (LD_PRELOAD, PERFWEAVE_EXPERIMENT) did not reach the tasks "
+    "(a launcher's or batch system's policy such as srun --export=NONE)"
+)
+_DROPPED = (
+    "the runtime was taken out before the MPI program started (a wrapper or "
+    "launcher option resetting LD_PRELOAD)"
+)
 _STATIC = "the program is statically linked"
-_INIT_FAILED = ("the MPI start-up failed (the launcher's PMI or PMIx wire-up, e.g. srun "
-                "--mpi=pmi2 for an MPI not built for it; see the launcher's messages above)")
+_INIT_FAILED = (
+    "the MPI start-up failed (the launcher's PMI or PMIx wire-up, e.g. srun "
+    "--mpi=pmi2 for an MPI not built for it; see the launcher's messages above)"
+)
 
 
 def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
@@ -291,70 +350,97 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
         ranks = rank_count(command)
     expected = max(ranks or 0, rec.world_size)
     name = os.path.basename(command[0])
-    ended = (f"{name} was killed by signal {-status}" if status < 0 else
-             f"{name} exited with code {status}" if status else "")
+    ended = (
+        f"{name} was killed by signal {-status}"
+        if status < 0
+        else f"{name} exited with code {status}"
+        if status
+        else ""
+    )
     if rec.ranks:
         if len(rec.ranks) >= expected:
             return None
         missing = rank_ranges([r for r in range(expected) if r not in rec.ranks])
         one = expected - len(rec.ranks) == 1
-        causes = [f"{'it was' if one else 'they were'} {_KILLED}",
-                  f"perfweave's runtime did not reach {'its task' if one else 'their tasks'} "
-                  f"(environment not passed to {'it' if one else 'them'})"]
+        causes = [
+            f"{'it was' if one else 'they were'} {_KILLED}",
+            f"perfweave's runtime did not reach {'its task' if one else 'their tasks'} "
+            f"(environment not passed to {'it' if one else 'them'})",
+        ]
         if rec.starting:
             # the others waited for them where every rank with the runtime comes
             waited = rec.starting
-            causes = [f"perfweave's runtime did not reach {'its task' if one else 'their tasks'}"
-                      f", for which {waited} rank{'' if waited == 1 else 's'} waited in "
-                      "perfweave's start-up (statically linked, or LD_PRELOAD reset by a "
-                      "wrapper)"]
-        return Verdict("partial", f"only {len(rec.ranks)} of {expected} ranks recorded data "
-                       f"(none from rank{'' if one else 's'} {missing}): " +
-                       ", or ".join(causes) + (f"; {ended}" if ended else ""),
-                       {"expected": expected, "recorded": len(rec.ranks), "missing": missing})
+            causes = [
+                f"perfweave's runtime did not reach {'its task' if one else 'their tasks'}"
+                f", for which {waited} rank{'' if waited == 1 else 's'} waited in "
+                "perfweave's start-up (statically linked, or LD_PRELOAD reset by a "
+                "wrapper)"
+            ]
+        return Verdict(
+            "partial",
+            f"only {len(rec.ranks)} of {expected} ranks recorded data "
+            f"(none from rank{'' if one else 's'} {missing}): "
+            + ", or ".join(causes)
+            + (f"; {ended}" if ended else ""),
+            {"expected": expected, "recorded": len(rec.ranks), "missing": missing},
+        )
     mpi_program = values.get("mpi", "auto") != "none" and program and _links_mpi(program)
     if rec.processes and not mpi_program:
-        return None     # a program without MPI: its processes' profiles are its data
+        return None  # a program without MPI: its processes' profiles are its data
     if rec.in_init and status:
         # processes called MPI (the core loaded the MPI module in them) and none got
         # through MPI_Init: the MPI start-up failed, nothing was killed or left out
         n = rec.in_init
-        return Verdict("empty", (f"0 of {expected} ranks recorded data" if expected else
-                                 "no rank recorded data") +
-                       f": {n} process{'es' if n > 1 else ''} of the program called MPI_Init "
-                       f"and none got through it: {_INIT_FAILED} ({ended})",
-                       _none_recorded(expected))
+        return Verdict(
+            "empty",
+            (f"0 of {expected} ranks recorded data" if expected else "no rank recorded data")
+            + f": {n} process{'es' if n > 1 else ''} of the program called MPI_Init "
+            f"and none got through it: {_INIT_FAILED} ({ended})",
+            _none_recorded(expected),
+        )
     count = f"0 of {expected} ranks recorded data" if expected else "no process recorded data"
     if rec.starting:
         n = rec.starting
-        return Verdict("empty", count + f": {n} process{'es' if n > 1 else ''} got through "
-                       "MPI_Init and waited in perfweave's start-up for ranks without its "
-                       "runtime (statically linked, or LD_PRELOAD reset by a wrapper)" +
-                       (f" ({ended})" if ended else ""), _none_recorded(expected))
+        return Verdict(
+            "empty",
+            count + f": {n} process{'es' if n > 1 else ''} got through "
+            "MPI_Init and waited in perfweave's start-up for ranks without its "
+            "runtime (statically linked, or LD_PRELOAD reset by a wrapper)"
+            + (f" ({ended})" if ended else ""),
+            _none_recorded(expected),
+        )
     # processes that loaded the runtime: HOST.pids, kept by the node timeline only
     started = rec.started if values.get("node_interval", 1) > 0 else None
     # a dynamic program that links MPI is not static; another may be a wrapper of one
     static = [] if mpi_program else [_STATIC]
     if program and _static_program(program):
-        count += (f": {program} is statically linked, so perfweave's runtime (loaded "
-                  "through LD_PRELOAD) cannot enter it")
+        count += (
+            f": {program} is statically linked, so perfweave's runtime (loaded "
+            "through LD_PRELOAD) cannot enter it"
+        )
         causes = []
     elif started:
-        count += (f" though {started} process{'es' if started > 1 else ''} loaded "
-                  "perfweave's runtime")
-        causes = ([f"{'it was' if started == 1 else 'they were'} {_KILLED}"]
-                  if status else []) + [_DROPPED] + static
+        count += (
+            f" though {started} process{'es' if started > 1 else ''} loaded perfweave's runtime"
+        )
+        causes = (
+            ([f"{'it was' if started == 1 else 'they were'} {_KILLED}"] if status else [])
+            + [_DROPPED]
+            + static
+        )
     elif status:
         if started == 0:
             count += " and no process loaded perfweave's runtime"
         causes = ["the launch failed before the program started"] + (
-            [f"the ranks were {_KILLED}"] if started is None else [])
+            [f"the ranks were {_KILLED}"] if started is None else []
+        )
     else:
         if started == 0:
             count += " and no process loaded perfweave's runtime"
         causes = [_NO_ENV] + static
-    reason = count + (": " + ", or ".join(causes) if causes else "") + \
-        (f" ({ended})" if ended else "")
+    reason = (
+        count + (": " + ", or ".join(causes) if causes else "") + (f" ({ended})" if ended else "")
+    )
     return Verdict("empty", reason, _none_recorded(expected))
 
 
@@ -375,6 +461,7 @@ class StartupWatch:
     on: one line once a process has been there PERFWEAVE_STARTUP_WAIT seconds (default
     60). Looks at the pages more and more rarely (1 s, doubling, up to 30 s), for the
     first STOP_AFTER seconds of the run only (the start-up is at the start)."""
+
     STOP_AFTER = 900.0
 
     def __init__(self, exp, stderr, wait=None, now=time.monotonic):
@@ -387,7 +474,7 @@ class StartupWatch:
         self.wait = max(wait, 0.1)
         self.begun = now()
         self.step = min(1.0, self.wait / 4)
-        self.seen = {}          # activity page -> when it was first seen at -3
+        self.seen = {}  # activity page -> when it was first seen at -3
         self.told = False
 
     def interval(self):
@@ -407,11 +494,14 @@ class StartupWatch:
         if waiting:
             self.told = True
             one = waiting == 1
-            say(f"perfweave: {waiting} rank{'' if one else 's'} {'has' if one else 'have'} "
+            say(
+                f"perfweave: {waiting} rank{'' if one else 's'} {'has' if one else 'have'} "
                 f"waited {self.wait:g} s in perfweave's start-up for ranks without its "
                 "runtime (statically linked, or LD_PRELOAD reset by a wrapper); the run "
                 "cannot go on: stop it, and launch every rank under perfweave "
-                "(docs/launching.md)", self.stderr)
+                "(docs/launching.md)",
+                self.stderr,
+            )
 
 
 def _save_meta(exp, meta):
@@ -430,7 +520,7 @@ def _save_meta(exp, meta):
 def say(line, stderr):
     try:
         print(line, file=stderr, flush=True)
-    except OSError:     # stderr on a full disk: the run goes on
+    except OSError:  # stderr on a full disk: the run goes on
         pass
 
 
@@ -441,8 +531,9 @@ def run(command, values, stderr=sys.stderr, meta=None):
     recorded fewer ranks than it started (else None). meta: more for experiment.json."""
     if not command:
         raise PerfweaveError("no command to run (usage: perfweave run [options] -- COMMAND...)")
-    if shutil.which(command[0]) is None and not (os.path.isfile(command[0]) and
-                                                   os.access(command[0], os.X_OK)):
+    if shutil.which(command[0]) is None and not (
+        os.path.isfile(command[0]) and os.access(command[0], os.X_OK)
+    ):
         raise PerfweaveError(f"{command[0]}: program not found")
     problem = options.validate(values)
     if problem:
@@ -450,8 +541,9 @@ def run(command, values, stderr=sys.stderr, meta=None):
     libdir = library_dir()
     core = libdir / "libperfweave.so"
     if not core.is_file():
-        raise PerfweaveError(f"perfweave's runtime library is missing ({core}); reinstall "
-                             "perfweave")
+        raise PerfweaveError(
+            f"perfweave's runtime library is missing ({core}); reinstall perfweave"
+        )
     flavor = check_flavor(values.get("mpi", "auto"), built_flavors(libdir))
     lib = core
     at = program_index(command)
@@ -473,13 +565,22 @@ def run(command, values, stderr=sys.stderr, meta=None):
     started = time.time()
     more = meta or {}
     meta = {
-        "format": "perfweave-experiment", "version": 1, "perfweave_version": __version__,
-        "command": list(command), "launched": argv, "cwd": os.getcwd(),
-        "host": socket.gethostname(), "program": program, "launcher": launcher,
-        "mpi_flavor": flavor, "runtime_library": str(lib),
+        "format": "perfweave-experiment",
+        "version": 1,
+        "perfweave_version": __version__,
+        "command": list(command),
+        "launched": argv,
+        "cwd": os.getcwd(),
+        "host": socket.gethostname(),
+        "program": program,
+        "launcher": launcher,
+        "mpi_flavor": flavor,
+        "runtime_library": str(lib),
         "options": {k: v for k, v in values.items()},
         "start_time": _dt.datetime.fromtimestamp(started).astimezone().isoformat(),
-        "start_epoch": started, "state": "running", **more,
+        "start_epoch": started,
+        "state": "running",
+        **more,
     }
     _save_meta(exp, meta)
     say(f"perfweave: experiment {exp}", stderr)
@@ -515,9 +616,13 @@ def run(command, values, stderr=sys.stderr, meta=None):
         for s, h in previous.items():
             signal.signal(s, h)
     ended = time.time()
-    meta.update(state="finished", end_epoch=ended, wall_seconds=ended - started,
-                end_time=_dt.datetime.fromtimestamp(ended).astimezone().isoformat(),
-                exit_status={"signal": -status} if status < 0 else {"code": status})
+    meta.update(
+        state="finished",
+        end_epoch=ended,
+        wall_seconds=ended - started,
+        end_time=_dt.datetime.fromtimestamp(ended).astimezone().isoformat(),
+        exit_status={"signal": -status} if status < 0 else {"code": status},
+    )
     # what the runtime could not write, marked by each process, recorded once here
     unwritten = writing.read_unwritten(exp)
     if unwritten:
@@ -531,6 +636,7 @@ def run(command, values, stderr=sys.stderr, meta=None):
         # processes said it in their own lines (the runtime's) already
         found = None
         # known here even when not even its mark could be made
-        unwritten = writing.read_unwritten(exp, {"unwritten": [
-            {"file": "experiment.json", "error": writing.error_name(err)}]})
+        unwritten = writing.read_unwritten(
+            exp, {"unwritten": [{"file": "experiment.json", "error": writing.error_name(err)}]}
+        )
     return exp, status, unwritten, found

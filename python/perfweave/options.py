@@ -4,6 +4,7 @@ The same list gives the argparse options (and so `--help`) and the environment
 variables the C runtime reads (runtime/core/gen_options.py writes its header
 from the same file).
 """
+
 import argparse
 import json
 import os
@@ -52,12 +53,23 @@ def add_arguments(parser):
             help_text += f" [env {env_name(opt)}]"
         help_text = help_text.replace("%", "%%")
         if opt["type"] == "bool":
-            parser.add_argument(*names, dest=opt["name"], default=default,
-                                action=argparse.BooleanOptionalAction, help=help_text)
+            parser.add_argument(
+                *names,
+                dest=opt["name"],
+                default=default,
+                action=argparse.BooleanOptionalAction,
+                help=help_text,
+            )
         else:
             kind = int if opt["type"] == "int" else str
-            parser.add_argument(*names, dest=opt["name"], default=default, type=kind,
-                                metavar=opt.get("metavar"), help=help_text)
+            parser.add_argument(
+                *names,
+                dest=opt["name"],
+                default=default,
+                type=kind,
+                metavar=opt.get("metavar"),
+                help=help_text,
+            )
 
 
 def values(args):

@@ -1,10 +1,17 @@
 """PAPI from Python (ctypes), for checking --counters before a run: is PAPI there, and
 does it know each event? The runtime opens the same library with dlopen
 (runtime/modules/counters.c) and checks again in every process."""
+
 import ctypes
 
-LIBS = ("libpapi.so.7.1", "libpapi.so.7.0", "libpapi.so.7", "libpapi.so", "libpapi.so.6.0",
-        "libpapi.so.5")
+LIBS = (
+    "libpapi.so.7.1",
+    "libpapi.so.7.0",
+    "libpapi.so.7",
+    "libpapi.so",
+    "libpapi.so.6.0",
+    "libpapi.so.5",
+)
 
 
 def open_papi():

@@ -2,6 +2,7 @@
 is available, what it offers, and if not, why (library absent, daemon not running,
 no device, no permission). The probes mirror what the runtime does at run time
 (runtime/modules/nodes.c): the same files, the same libraries by dlopen."""
+
 import ctypes
 import os
 import re
@@ -11,19 +12,34 @@ from pathlib import Path
 
 
 def _source(name, what, available, detail="", why="", items=()):
-    return {"source": name, "what": what, "available": bool(available),
-            "detail": detail, "why": "" if available else why, "items": list(items)}
+    return {
+        "source": name,
+        "what": what,
+        "available": bool(available),
+        "detail": detail,
+        "why": "" if available else why,
+        "items": list(items),
+    }
 
 
 def probe_net():
     try:
         lines = Path("/proc/net/dev").read_text().splitlines()[2:]
     except OSError as e:
-        return _source("net", "network interface bytes (/proc/net/dev)", False,
-                       why=f"/proc/net/dev not readable ({e.strerror})")
+        return _source(
+            "net",
+            "network interface bytes (/proc/net/dev)",
+            False,
+            why=f"/proc/net/dev not readable ({e.strerror})",
+        )
     names = [ln.split(":", 1)[0].strip() for ln in lines if ":" in ln]
-    return _source("net", "network interface bytes (/proc/net/dev)", True,
-                   f"{len(names)} interfaces", items=names)
+    return _source(
+        "net",
+        "network interface bytes (/proc/net/dev)",
+        True,
+        f"{len(names)} interfaces",
+        items=names,
+    )
 
 
 def probe_infiniband(root="/sys/class/infiniband"):
@@ -46,12 +62,17 @@ def probe_rapl(root="/sys/class/powercap"):
     d = Path(root)
     zones = sorted(z for z in d.glob("*-rapl:*")) if d.is_dir() else []
     if not zones:
-        return _source("rapl", what, False,
-                       why="no RAPL zone (no powercap driver; typical of virtual machines)")
+        return _source(
+            "rapl",
+            what,
+            False,
+            why="no RAPL zone (no powercap driver; typical of virtual machines)",
+        )
     readable = [z for z in zones if os.access(z / "energy_uj", os.R_OK)]
     if not readable:
-        return _source("rapl", what, False,
-                       why="energy_uj not readable (root only on recent kernels)")
+        return _source(
+            "rapl", what, False, why="energy_uj not readable (root only on recent kernels)"
+        )
     names = []
     for z in readable:
         try:
@@ -84,8 +105,10 @@ def probe_nvml():
         for i in range(n.value):
             h = ctypes.c_void_p()
             buf = ctypes.create_string_buffer(96)
-            if lib.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h)) == 0 and \
-                    lib.nvmlDeviceGetName(h, buf, 96) == 0:
+            if (
+                lib.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h)) == 0
+                and lib.nvmlDeviceGetName(h, buf, 96) == 0
+            ):
                 names.append(f"gpu{i}: {buf.value.decode(errors='replace')}")
         lib.nvmlShutdown()
     except AttributeError:
@@ -95,8 +118,12 @@ def probe_nvml():
     return _source("nvml", what, True, f"{n.value} GPUs", items=names)
 
 
-PCP_EXAMPLES = ("kernel.all.cpu.user", "network.interface.in.bytes",
-                "mem.util.used", "perfevent.hwcounters")
+PCP_EXAMPLES = (
+    "kernel.all.cpu.user",
+    "network.interface.in.bytes",
+    "mem.util.used",
+    "perfevent.hwcounters",
+)
 
 
 def probe_pcp():
@@ -106,11 +133,15 @@ def probe_pcp():
     except OSError:
         return _source("pcp", what, False, why="libpcp.so.3 not found (install PCP)")
     lib.pmErrStr.restype = ctypes.c_char_p
-    ctx = lib.pmNewContext(1, b"local:")      # PM_CONTEXT_HOST
+    ctx = lib.pmNewContext(1, b"local:")  # PM_CONTEXT_HOST
     if ctx < 0:
-        return _source("pcp", what, False,
-                       why=f"pmcd not reachable ({lib.pmErrStr(ctx).decode()}): start it "
-                           "(/etc/init.d/pmcd start)")
+        return _source(
+            "pcp",
+            what,
+            False,
+            why=f"pmcd not reachable ({lib.pmErrStr(ctx).decode()}): start it "
+            "(/etc/init.d/pmcd start)",
+        )
     have = []
     for m in PCP_EXAMPLES:
         names = (ctypes.c_char_p * 1)(m.encode())
@@ -123,8 +154,13 @@ def probe_pcp():
             if lib.pmGetChildren(m.encode(), ctypes.byref(kids)) > 0:
                 have.append(m + ".*")
     lib.pmDestroyContext(ctx)
-    return _source("pcp", what, True, "pmcd reachable; of the common metrics: " +
-                   (", ".join(have) or "none"), items=have)
+    return _source(
+        "pcp",
+        what,
+        True,
+        "pmcd reachable; of the common metrics: " + (", ".join(have) or "none"),
+        items=have,
+    )
 
 
 def probe_papi():
@@ -136,22 +172,25 @@ def probe_papi():
     if lib is None:
         return _source("papi", what, False, why=why)
     if not tool:
-        return _source("papi", what, True, "library found (install papi-tools to list its "
-                       "components)")
+        return _source(
+            "papi", what, True, "library found (install papi-tools to list its components)"
+        )
     try:
         out = subprocess.run([tool], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
         return _source("papi", what, True, f"library found; {tool} failed ({e})")
     comps = []
     compiled = out.split("Compiled-in components:", 1)[-1].split("Active components:", 1)[0]
-    for m in re.finditer(r"Name:\s+(\S+)\s+([^\n]*)(?:\n\s*\\->\s*Disabled:\s*([^\n]*))?",
-                         compiled):
+    for m in re.finditer(
+        r"Name:\s+(\S+)\s+([^\n]*)(?:\n\s*\\->\s*Disabled:\s*([^\n]*))?", compiled
+    ):
         name, desc, dis = m.group(1), m.group(2).strip(), m.group(3)
         comps.append(f"{name}: disabled ({dis.strip()})" if dis else f"{name}: {desc}")
     active = sum(1 for c in comps if ": disabled" not in c)
     hw = _hardware_counters()
-    return _source("papi", what, True,
-                   f"{active} of {len(comps)} components active; {hw}", items=comps)
+    return _source(
+        "papi", what, True, f"{active} of {len(comps)} components active; {hw}", items=comps
+    )
 
 
 def _hardware_counters():
@@ -163,20 +202,23 @@ def _hardware_counters():
     tool = shutil.which("papi_avail")
     if tool:
         try:
-            out = subprocess.run([tool, "-e", "PAPI_TOT_INS"], capture_output=True, text=True,
-                                 timeout=30).stdout
+            out = subprocess.run(
+                [tool, "-e", "PAPI_TOT_INS"], capture_output=True, text=True, timeout=30
+            ).stdout
             if "not available" in out.lower() or "error" in out.lower():
-                return "hardware counters not available (PAPI_TOT_INS; software events " \
-                       "such as perf::TASK-CLOCK and perf::PAGE-FAULTS are)"
-            return "hardware counters available (PAPI_TOT_INS)" + \
-                (f"; perf_event_paranoid {par}" if par is not None else "")
+                return (
+                    "hardware counters not available (PAPI_TOT_INS; software events "
+                    "such as perf::TASK-CLOCK and perf::PAGE-FAULTS are)"
+                )
+            return "hardware counters available (PAPI_TOT_INS)" + (
+                f"; perf_event_paranoid {par}" if par is not None else ""
+            )
         except (OSError, subprocess.TimeoutExpired):
             pass
     return f"perf_event_paranoid {par}" if par is not None else "hardware counters unknown"
 
 
-PROBES = (probe_papi, probe_pcp, probe_nvml, probe_infiniband, probe_rapl, probe_net,
-          probe_proc)
+PROBES = (probe_papi, probe_pcp, probe_nvml, probe_infiniband, probe_rapl, probe_net, probe_proc)
 
 
 def probe_all():

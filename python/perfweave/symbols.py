@@ -16,6 +16,7 @@ gfortran's main program is MAIN__ in the symbol tables; its DWARF has the name t
 source gives it (DW_AT_main_subprogram), which the locations use: "program stencil",
 and for its OpenMP regions "program stencil._omp_fn.0".
 """
+
 import os
 import re
 import shutil
@@ -43,10 +44,16 @@ class Location:
         return f"{os.path.basename(self.module) or '?'}+{self.offset:#x}"
 
     def to_json(self):
-        return {"module": self.module, "offset": self.offset, "function": self.function,
-                "file": self.file, "line": self.line,
-                "inlined_into": [{"function": f, "file": fl, "line": ln}
-                                 for f, fl, ln in self.inlined_into]}
+        return {
+            "module": self.module,
+            "offset": self.offset,
+            "function": self.function,
+            "file": self.file,
+            "line": self.line,
+            "inlined_into": [
+                {"function": f, "file": fl, "line": ln} for f, fl, ln in self.inlined_into
+            ],
+        }
 
 
 class Symbolizer:
@@ -74,8 +81,9 @@ class Symbolizer:
         args = [self.addr2line, "-e", module, "-f", "-C", "-i", "-a"]
         args += [f"{max(o - 1, 0):#x}" for o in offsets]
         try:
-            out = subprocess.run(args, capture_output=True, text=True, timeout=120,
-                                 check=False).stdout
+            out = subprocess.run(
+                args, capture_output=True, text=True, timeout=120, check=False
+            ).stdout
         except (OSError, subprocess.SubprocessError):
             return plain
         # output: per address, "0x..." then (function, file:line) pairs, innermost first
@@ -97,8 +105,8 @@ class Symbolizer:
                 ln = ln.split(" ")[0]
                 line_no = int(ln) if ln.isdigit() else 0
                 path = path if path and path != "??" else ""
-                if fn.split(".")[0] == "MAIN__" and path:   # its regions too
-                    fn = (self._program_name(module) or "MAIN__") + fn[len("MAIN__"):]
+                if fn.split(".")[0] == "MAIN__" and path:  # its regions too
+                    fn = (self._program_name(module) or "MAIN__") + fn[len("MAIN__") :]
                 frames.append((fortran_name(fn, path), path, line_no))
             if not frames or not frames[0][1]:
                 # no DWARF here: addr2line named it from the nearest symbol below,
@@ -116,8 +124,9 @@ class Symbolizer:
             return locations
         if module not in self._symtabs:
             self._symtabs[module] = self._read_symbols(module)
-        names = symbol_at(self._symtabs[module],
-                          np.array([max(locations[i].offset - 1, 0) for i in todo]))
+        names = symbol_at(
+            self._symtabs[module], np.array([max(locations[i].offset - 1, 0) for i in todo])
+        )
         out = list(locations)
         for i, name in zip(todo, names):
             if name:
@@ -134,9 +143,13 @@ class Symbolizer:
             if not self.nm or not os.path.isfile(module):
                 break
             try:
-                out = subprocess.run([self.nm, *table, "-S", "-C", "--defined-only", module],
-                                     capture_output=True, text=True, timeout=60,
-                                     check=False).stdout
+                out = subprocess.run(
+                    [self.nm, *table, "-S", "-C", "--defined-only", module],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
+                ).stdout
             except (OSError, subprocess.SubprocessError):
                 out = ""
             for line in out.splitlines():
@@ -157,8 +170,11 @@ class Symbolizer:
                 if old is None or key < old[2]:
                     syms[start] = (size, name, key)
         starts = np.array(sorted(syms), np.int64)
-        return (starts, np.array([syms[s][0] for s in starts.tolist()], np.int64),
-                [syms[s][1] for s in starts.tolist()])
+        return (
+            starts,
+            np.array([syms[s][0] for s in starts.tolist()], np.int64),
+            [syms[s][1] for s in starts.tolist()],
+        )
 
     def _program_name(self, module):
         """gfortran's main program's name in the source ("program NAME"), from the
@@ -168,16 +184,19 @@ class Symbolizer:
         name = None
         if self.readelf:
             try:
-                proc = subprocess.Popen([self.readelf, "--debug-dump=info", "--dwarf-depth=2",
-                                         module], stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, text=True)
+                proc = subprocess.Popen(
+                    [self.readelf, "--debug-dump=info", "--dwarf-depth=2", module],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
             except OSError:
                 proc = None
             if proc:
                 last = None
                 for line in proc.stdout:
                     if "Abbrev Number" in line:
-                        last = None                 # a new DIE
+                        last = None  # a new DIE
                     elif "DW_AT_name" in line:
                         last = line.rsplit(":", 1)[-1].strip()
                     elif "DW_AT_main_subprogram" in line and last:
@@ -239,7 +258,7 @@ def fortran_name(fn, path):
         return fn
     m = _OUTLINED_SUFFIX.search(fn)
     if m and m.start():
-        return fortran_name(fn[:m.start()], path) + m.group(0)
+        return fortran_name(fn[: m.start()], path) + m.group(0)
     m = _GFORTRAN_MODULE.match(fn)
     if m:
         return f"{m.group(1)}::{m.group(2)}"

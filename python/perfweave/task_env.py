@@ -24,6 +24,7 @@ rewritten to name the variables in the launcher's own terms (docs/launching.md):
   the program is started through perfweave-exec (installed beside the runtime library),
   which sets the variables and then execs it.
 """
+
 import os
 import re
 import shutil
@@ -45,8 +46,7 @@ _HELPER_LAUNCHERS = {"aprun", "jsrun", "flux"}
 _EITHER_NAMES = {"mpirun", "mpiexec"}
 # Every launcher named here: a command starting with one has the program after its
 # options (launch.py program_index).
-LAUNCHERS = {*_SLURM_NAMES, *_OPENMPI_NAMES, *_HYDRA_NAMES, *_HELPER_LAUNCHERS,
-             *_EITHER_NAMES}
+LAUNCHERS = {*_SLURM_NAMES, *_OPENMPI_NAMES, *_HYDRA_NAMES, *_HELPER_LAUNCHERS, *_EITHER_NAMES}
 
 
 def launcher_kind(command):
@@ -97,7 +97,7 @@ def extend_policy(policy, names, preload_var="LD_PRELOAD"):
     kept = []
     for item in items:
         if item.startswith(preload_var + "="):
-            user_preload = item[len(preload_var) + 1:]
+            user_preload = item[len(preload_var) + 1 :]
         elif item.upper() not in ("NONE", "NIL"):
             kept.append(item)
     # NONE (or NIL) with variables is not allowed: the list alone means "only these"
@@ -111,7 +111,7 @@ def _option_value(argv, i, option):
     if word == option and i + 1 < len(argv):
         return argv[i + 1], 2
     if word.startswith(option + "="):
-        return word[len(option) + 1:], 1
+        return word[len(option) + 1 :], 1
     return None, 0
 
 
@@ -159,7 +159,7 @@ def _rewrite_slurm(argv, end, kind, names, environ):
             policy = _script_policy(argv[end])
         policy = policy or "ALL"
     extended, user_preload = extend_policy(policy, names)
-    return argv[:i] + [f"--export={extended}"] + argv[i + used:], user_preload
+    return argv[:i] + [f"--export={extended}"] + argv[i + used :], user_preload
 
 
 def _with_helper(argv, at, runtime_env, helper):
@@ -186,8 +186,7 @@ def for_tasks(command, program_at, runtime_env, environ, helper):
     argv = list(command)
     marker = _marker_index(argv)
     if marker is not None:
-        return _with_helper(argv[:marker] + argv[marker + 1:], marker, runtime_env,
-                            helper), env
+        return _with_helper(argv[:marker] + argv[marker + 1 :], marker, runtime_env, helper), env
     # a policy in the environment reaches every srun / sbatch the command starts
     for var in POLICY_VARIABLES:
         if environ.get(var) and not re.fullmatch(r"(?i)all", environ[var]):

@@ -8,6 +8,7 @@ quota, I/O error) leaves instead an empty mark at the top of the experiment,
 `%25` and `%2F`, ERR the errno's name. An empty file needs no data block, so the mark
 can be made when the data could not.
 """
+
 import errno
 import os
 from contextlib import contextmanager
@@ -81,7 +82,7 @@ def _reason(name):
 
 
 def _parse(mark):
-    rel, _, err = mark[len(MARK_PREFIX):].rpartition(".")
+    rel, _, err = mark[len(MARK_PREFIX) :].rpartition(".")
     return {"file": unquote(rel), "error": err}
 
 

@@ -190,31 +190,31 @@ void pw_log(const char *fmt, ...)
 
 static void load_options(void)
 {
-#define PW_LOAD_int(name, env, def)                                                        \
-    do {                                                                                   \
-        const char *v = getenv(env);                                                       \
-        char *end;                                                                         \
-        pw_opt.name = def;                                                                 \
-        if (v && *v) {                                                                     \
-            long x = strtol(v, &end, 10);                                                  \
-            if (*end == 0)                                                                 \
-                pw_opt.name = x;                                                           \
-            else                                                                           \
-                pw_log("ignoring %s=%s: not an integer", env, v);                          \
-        }                                                                                  \
+#define PW_LOAD_int(name, env, def)                                                                \
+    do {                                                                                           \
+        const char *v = getenv(env);                                                               \
+        char *end;                                                                                 \
+        pw_opt.name = def;                                                                         \
+        if (v && *v) {                                                                             \
+            long x = strtol(v, &end, 10);                                                          \
+            if (*end == 0)                                                                         \
+                pw_opt.name = x;                                                                   \
+            else                                                                                   \
+                pw_log("ignoring %s=%s: not an integer", env, v);                                  \
+        }                                                                                          \
     } while (0);
-#define PW_LOAD_bool(name, env, def)                                                       \
-    do {                                                                                   \
-        const char *v = getenv(env);                                                       \
-        pw_opt.name = def;                                                                 \
-        if (v && *v)                                                                       \
-            pw_opt.name = !(strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 ||          \
-                            strcasecmp(v, "no") == 0 || strcasecmp(v, "off") == 0);        \
+#define PW_LOAD_bool(name, env, def)                                                               \
+    do {                                                                                           \
+        const char *v = getenv(env);                                                               \
+        pw_opt.name = def;                                                                         \
+        if (v && *v)                                                                               \
+            pw_opt.name = !(strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 ||                  \
+                            strcasecmp(v, "no") == 0 || strcasecmp(v, "off") == 0);                \
     } while (0);
-#define PW_LOAD_str(name, env, def)                                                        \
-    do {                                                                                   \
-        const char *v = getenv(env);                                                       \
-        pw_opt.name = v ? v : def;                                                         \
+#define PW_LOAD_str(name, env, def)                                                                \
+    do {                                                                                           \
+        const char *v = getenv(env);                                                               \
+        pw_opt.name = v ? v : def;                                                                 \
     } while (0);
 #define PW_LOAD(name, type, env, def) PW_LOAD_##type(name, env, def)
     PW_OPTION_LIST(PW_LOAD)

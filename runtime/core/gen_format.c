@@ -28,8 +28,7 @@ static const char *part; /* the part being written, for messages */
 static size_t code_size(const char *code)
 {
     size_t n = strlen(code);
-    return n ? (size_t)atoi(code + n - 1 - (n > 2 && code[n - 2] >= '0' && code[n - 2] <= '9'))
-             : 0;
+    return n ? (size_t)atoi(code + n - 1 - (n > 2 && code[n - 2] >= '0' && code[n - 2] <= '9')) : 0;
 }
 
 static void check(int ok, const char *what, const char *record, const char *field)
@@ -54,10 +53,12 @@ static void files(void)
     fputs("# kind: directory in the experiment, \"format\" of its files' headers, version\n"
           "FILES = {\n",
           out);
-#define ON_FILE(kind, dir, magic, version)                                                 \
-    fprintf(out, "    \"%s\": FileKind(\"%s\", \"%s\", \"%s\", %d),\n", #kind, #kind, dir,     \
-            magic, version);
-#define FILES_PART(name) part = #name; PW_FORMAT_##name(ON_FILE, NONE3, NONE2, NONE2, NONE2)
+#define ON_FILE(kind, dir, magic, version)                                                         \
+    fprintf(out, "    \"%s\": FileKind(\"%s\", \"%s\", \"%s\", %d),\n", #kind, #kind, dir, magic,  \
+            version);
+#define FILES_PART(name)                                                                           \
+    part = #name;                                                                                  \
+    PW_FORMAT_##name(ON_FILE, NONE3, NONE2, NONE2, NONE2)
     PW_FORMAT_PARTS(FILES_PART)
     fputs("}\n\n", out);
 }
@@ -68,29 +69,30 @@ static void records(void)
           "RECORDS = {\n",
           out);
     size_t at;
-#define CHECK_FIELD(ctype, code, field)                                                    \
-    check(code_size(code) == sizeof(ctype), "numpy code and C type differ in size", rec,   \
-          #field);                                                                         \
+#define CHECK_FIELD(ctype, code, field)                                                            \
+    check(code_size(code) == sizeof(ctype), "numpy code and C type differ in size", rec, #field);  \
     check(offsetof(struct_t, field) == at, "padding before it", rec, #field);
-#define FIELD(ctype, code, field)                                                          \
-    CHECK_FIELD(ctype, code, field)                                                        \
-    fprintf(out, "        (\"%s\", \"%s\"),\n", #field, code);                             \
+#define FIELD(ctype, code, field)                                                                  \
+    CHECK_FIELD(ctype, code, field)                                                                \
+    fprintf(out, "        (\"%s\", \"%s\"),\n", #field, code);                                     \
     at += sizeof(ctype);
-#define ARRAY(ctype, code, field, n)                                                       \
-    CHECK_FIELD(ctype, code, field)                                                        \
-    fprintf(out, "        (\"%s\", \"%s\", (%d,)),\n", #field, code, (int)(n));            \
+#define ARRAY(ctype, code, field, n)                                                               \
+    CHECK_FIELD(ctype, code, field)                                                                \
+    fprintf(out, "        (\"%s\", \"%s\", (%d,)),\n", #field, code, (int)(n));                    \
     at += sizeof(ctype) * (n);
-#define ON_RECORD(name, FIELDS, type)                                                      \
-    {                                                                                      \
-        typedef type struct_t;                                                             \
-        const char *rec = #name;                                                           \
-        at = 0;                                                                            \
-        fprintf(out, "    \"%s\": np.dtype([\n", rec);                                     \
-        FIELDS(FIELD, ARRAY)                                                               \
-        fputs("    ]),\n", out);                                                           \
-        check(at == sizeof(struct_t), "padding after the last field", rec, NULL);          \
+#define ON_RECORD(name, FIELDS, type)                                                              \
+    {                                                                                              \
+        typedef type struct_t;                                                                     \
+        const char *rec = #name;                                                                   \
+        at = 0;                                                                                    \
+        fprintf(out, "    \"%s\": np.dtype([\n", rec);                                             \
+        FIELDS(FIELD, ARRAY)                                                                       \
+        fputs("    ]),\n", out);                                                                   \
+        check(at == sizeof(struct_t), "padding after the last field", rec, NULL);                  \
     }
-#define RECORDS_PART(name) part = #name; PW_FORMAT_##name(NONE4, ON_RECORD, NONE2, NONE2, NONE2)
+#define RECORDS_PART(name)                                                                         \
+    part = #name;                                                                                  \
+    PW_FORMAT_##name(NONE4, ON_RECORD, NONE2, NONE2, NONE2)
     PW_FORMAT_PARTS(RECORDS_PART)
     fputs("}\n\n", out);
 }
@@ -138,30 +140,32 @@ static void put_const_str(const char *name, const char *v)
     fprintf(out, "%s = \"%s\"\n", u, v);
 }
 
-#define put_const(name, v)                                                                 \
-    _Generic((v), char *: put_const_str, const char *: put_const_str,                      \
-             default: put_const_int)(name, v)
+#define put_const(name, v)                                                                         \
+    _Generic((v), char *: put_const_str, const char *: put_const_str, default: put_const_int)(     \
+        name, v)
 
 static void lists(void)
 {
     char u[128];
 #define NAME_INDEX(n, value, str) value,
 #define NAME_STR(n, value, str) str,
-#define ON_NAMES(name, LIST)                                                            \
-    {                                                                                      \
-        static const int index[] = {LIST(NAME_INDEX)};                                     \
-        static const char *const str[] = {LIST(NAME_STR)};                                 \
-        upper(u, #name, sizeof u);                                                         \
-        names_list(u, index, str, (int)(sizeof index / sizeof *index));                    \
+#define ON_NAMES(name, LIST)                                                                       \
+    {                                                                                              \
+        static const int index[] = {LIST(NAME_INDEX)};                                             \
+        static const char *const str[] = {LIST(NAME_STR)};                                         \
+        upper(u, #name, sizeof u);                                                                 \
+        names_list(u, index, str, (int)(sizeof index / sizeof *index));                            \
     }
 #define CODE_ENTRY(n, value) fprintf(out, "    \"%s\": %d,\n", #n, (int)(value));
-#define ON_CODES(name, LIST)                                                            \
-    upper(u, #name, sizeof u);                                                             \
-    fprintf(out, "%s = {\n", u);                                                           \
-    LIST(CODE_ENTRY)                                                                       \
+#define ON_CODES(name, LIST)                                                                       \
+    upper(u, #name, sizeof u);                                                                     \
+    fprintf(out, "%s = {\n", u);                                                                   \
+    LIST(CODE_ENTRY)                                                                               \
     fputs("}\n", out);
 #define ON_CONST(name, value) put_const(#name, value);
-#define LISTS_PART(name) part = #name; PW_FORMAT_##name(NONE4, NONE3, ON_NAMES, ON_CODES, ON_CONST)
+#define LISTS_PART(name)                                                                           \
+    part = #name;                                                                                  \
+    PW_FORMAT_##name(NONE4, NONE3, ON_NAMES, ON_CODES, ON_CONST)
     PW_FORMAT_PARTS(LISTS_PART)
     /* the activities: PW_ACTIVITIES's own names, and "mpi_" + each family */
     part = "core";

@@ -64,10 +64,9 @@ static void find_buildid(struct dl_phdr_info *info, char *out, size_t outsz)
         while (p + sizeof(ElfW(Nhdr)) <= end) {
             const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
             const char *name = p + sizeof *nh;
-            const unsigned char *desc =
-                (const unsigned char *)(name + ((nh->n_namesz + 3) & ~3u));
-            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-                memcmp(name, "GNU", 4) == 0 && 2 * nh->n_descsz + 1 <= outsz) {
+            const unsigned char *desc = (const unsigned char *)(name + ((nh->n_namesz + 3) & ~3u));
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+                2 * nh->n_descsz + 1 <= outsz) {
                 hex(out, desc, nh->n_descsz);
                 return;
             }

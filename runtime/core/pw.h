@@ -36,7 +36,7 @@
 
 /* ---- configuration and process state (core.c) ---- */
 extern struct pw_options pw_opt;
-extern int pw_active;          /* runtime measures in this process */
+extern int pw_active; /* runtime measures in this process */
 /* Set when a fatal signal's handler starts saving this process's data (core.c
  * on_signal), which may run on any thread: the MPI library's own, say. A thread of the
  * program that ends a measured call afterwards waits there (pw_hold_if_dying) until the
@@ -51,7 +51,7 @@ static inline void pw_hold_if_dying(void)
     if (__builtin_expect(__atomic_load_n(&pw_dying, __ATOMIC_ACQUIRE), 0))
         pw_hold();
 }
-extern int64_t pw_t_start;     /* constructor time */
+extern int64_t pw_t_start; /* constructor time */
 extern char pw_hostname[256];
 
 static inline int64_t pw_now(void)
@@ -91,7 +91,11 @@ double pw_ns_per_tick(void);
 /* "perfweave: ..." on stderr; pw_debug only with --verbose. Async-signal-safe
  * for plain %s/%d/%ld formats (own formatter, one write()). */
 void pw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define pw_debug(...) do { if (pw_opt.verbose) pw_log(__VA_ARGS__); } while (0)
+#define pw_debug(...)                                                                              \
+    do {                                                                                           \
+        if (pw_opt.verbose)                                                                        \
+            pw_log(__VA_ARGS__);                                                                   \
+    } while (0)
 
 /* Experiment directory (PERFWEAVE_EXPERIMENT), NULL when unset. */
 const char *pw_experiment_dir(void);
@@ -119,13 +123,13 @@ typedef struct pw_job {
  * calls them in the order of modules/modules.def (dumps in the reverse order, as
  * atexit would), never a module by name. */
 typedef struct pw_module {
-    const char *name;         /* one word, as in its files and options */
-    int version;              /* of the files it writes (its own format, docs/format.md) */
-    const char *options;      /* the options.json entries it owns, comma-separated */
-    void (*start)(void);      /* core constructor, the process being measured: read its
+    const char *name;           /* one word, as in its files and options */
+    int version;                /* of the files it writes (its own format, docs/format.md) */
+    const char *options;        /* the options.json entries it owns, comma-separated */
+    void (*start)(void);        /* core constructor, the process being measured: read its
                                  options, set the hooks it provides, start threads */
     void (*thread_start)(void); /* a thread begins to be measured (pw_thread_begin) */
-    pw_dump_fn dump;          /* the process ends (exit, fatal signal, pw_dump_now) */
+    pw_dump_fn dump;            /* the process ends (exit, fatal signal, pw_dump_now) */
     /* Combine all ranks' data into one file at the job's end (collective: it must make
      * the same job->gather calls on every rank). NULL: per-process files only. */
     int (*reduce)(const pw_job *job);
@@ -200,12 +204,12 @@ void *pw_code_here(void); /* an address in the function that calls it */
  * small shared file that a node-level reader maps (NULL: none). Created by the module
  * that reads it; one plain store per call (a thread may lose another's concurrent add:
  * sampling precision only). */
-#define PW_ACT_NO_JOB -1  /* rank of a process that has joined no job */
-#define PW_ACT_JOINING -2 /* joining one, no rank yet */
+#define PW_ACT_NO_JOB -1   /* rank of a process that has joined no job */
+#define PW_ACT_JOINING -2  /* joining one, no rank yet */
 #define PW_ACT_STARTING -3 /* its job started (MPI_Init returned), its rank being set up */
 typedef struct pw_activity {
     int64_t magic, pid;
-    int32_t rank, version; /* rank: in the job once known, else PW_ACT_* */
+    int32_t rank, version;       /* rank: in the job once known, else PW_ACT_* */
     int64_t ticks[PW_NFAMILIES]; /* pw_ticks() spent in measured calls */
     int64_t calls;
 } pw_activity;
@@ -217,8 +221,7 @@ static inline void pw_act_add(int cls, int64_t ticks)
         return;
     __atomic_store_n(&a->ticks[cls], __atomic_load_n(&a->ticks[cls], __ATOMIC_RELAXED) + ticks,
                      __ATOMIC_RELAXED);
-    __atomic_store_n(&a->calls, __atomic_load_n(&a->calls, __ATOMIC_RELAXED) + 1,
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(&a->calls, __atomic_load_n(&a->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
 /* ---- loaded objects (objects.c) ---- */
@@ -236,28 +239,27 @@ void pw_object_range(int i, uintptr_t *start, uintptr_t *end, uintptr_t *base);
 #define PW_MAX_DEPTH 16
 
 typedef struct pw_site {
-    uintptr_t ra;          /* return address into the caller; 0 = overflow site */
-    uint64_t stack_hash;   /* hash of deeper frames, 0 for depth 1 */
-    int32_t fn;            /* function id */
-    int16_t nframes;       /* deeper frames stored in frames[] */
-    int16_t used;          /* slot holds a site */
+    uintptr_t ra;                   /* return address into the caller; 0 = overflow site */
+    uint64_t stack_hash;            /* hash of deeper frames, 0 for depth 1 */
+    int32_t fn;                     /* function id */
+    int16_t nframes;                /* deeper frames stored in frames[] */
+    int16_t used;                   /* slot holds a site */
     int64_t count, total, min, max; /* durations in ticks (pw_ticks) */
     int64_t bytes_sent, bytes_recv;
-    uintptr_t frames[];    /* pw_opt.callsite_depth - 1 entries */
+    uintptr_t frames[]; /* pw_opt.callsite_depth - 1 entries */
 } pw_site;
 
 typedef struct pw_sitetab {
     struct pw_sitetab *next; /* all tables, for the dump */
     pw_site *last;           /* the site of the previous call: loops hit it */
     size_t nslots, used, entry_size, bytes;
-    int64_t dropped;         /* calls folded into an overflow site */
-    int64_t *hist;           /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ticks; NULL if off */
-    size_t events_offset;    /* of a site's event counts (pw_site_events) */
+    int64_t dropped;      /* calls folded into an overflow site */
+    int64_t *hist;        /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ticks; NULL if off */
+    size_t events_offset; /* of a site's event counts (pw_site_events) */
     char *slots;
 } pw_sitetab;
 
-pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames,
-                     int nframes);
+pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames, int nframes);
 /* The calling thread's table, created on first use (NULL if out of memory). */
 extern PW_TLS pw_sitetab *pw_self_table;
 pw_sitetab *pw_sitetab_create(void);
@@ -358,12 +360,12 @@ int pw_fmt_int(char *out, int64_t v);
  * the writes no-ops, so a caller writes, then checks pw_file_close only. */
 typedef struct pw_file {
     int fd;
-    int err;                  /* first errno, 0 while every write succeeded */
+    int err; /* first errno, 0 while every write succeeded */
     char path[4200], tmp[4240];
 } pw_file;
 int pw_file_open(pw_file *f, const char *path);
 int pw_file_write(pw_file *f, const void *p, size_t n);
-int pw_file_close(pw_file *f);                      /* rename, or mark; 0 on success */
+int pw_file_close(pw_file *f);                              /* rename, or mark; 0 on success */
 int pw_file_put(const char *path, const void *p, size_t n); /* the three at once */
 /* A module's file of the process's own (docs/format.md): B written to PATH as
  * pw_file_put does, or PATH marked (ENOMEM) when B ran out of memory; B freed either
@@ -392,19 +394,29 @@ int pw_write_all(int fd, const void *p, size_t n);
 
 /* A profile in memory: arrays plus string tables (see docs/format.md). */
 typedef struct pw_profile {
-    pw_rank_rec *ranks;   size_t nranks;
-    pw_site_rec *sites;   size_t nsites;
-    pw_frame_rec *frames; size_t nframes;
-    pw_hist_rec *hist;    size_t nhist;
-    pw_count_rec *counts; size_t ncounts;
-    const char **events; size_t nevents;    /* event names of counts */
-    const char **hosts;   size_t nhosts;
-    const char **modules; size_t nmodules;  /* paths */
-    const char **buildids;                  /* parallel to modules */
-    const char **functions; const char **families; size_t nfunctions;
+    pw_rank_rec *ranks;
+    size_t nranks;
+    pw_site_rec *sites;
+    size_t nsites;
+    pw_frame_rec *frames;
+    size_t nframes;
+    pw_hist_rec *hist;
+    size_t nhist;
+    pw_count_rec *counts;
+    size_t ncounts;
+    const char **events;
+    size_t nevents; /* event names of counts */
+    const char **hosts;
+    size_t nhosts;
+    const char **modules;
+    size_t nmodules;       /* paths */
+    const char **buildids; /* parallel to modules */
+    const char **functions;
+    const char **families;
+    size_t nfunctions;
     const char *strings[PW_PROFILE_NSTRINGS]; /* header strings (format.h), "" unset */
     int world_size;
-    int partial;                            /* 1: one rank's own dump */
+    int partial; /* 1: one rank's own dump */
 } pw_profile;
 
 /* Write atomically (pw_file). Async-signal-safe if the profile's memory is already

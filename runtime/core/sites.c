@@ -113,8 +113,7 @@ static pw_site *lookup(pw_sitetab *t, int32_t fn, uintptr_t ra, uint64_t sh, int
     }
 }
 
-pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames,
-                     int nframes)
+pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames, int nframes)
 {
     uint64_t sh = nframes > 0 ? frames_hash(frames, nframes) : 0;
     pw_site *s = lookup(t, fn, ra, sh, 0);

@@ -40,24 +40,24 @@ typedef struct pw_tbuf {
     pw_event_rec *head; /* the mapped block's BLOCK record; NULL: no block */
     pw_event_rec *rec;  /* its record slots */
     size_t n, cap;
-    int64_t done;       /* records of the thread's earlier blocks */
-    int64_t blocks;     /* blocks the thread has mapped */
+    int64_t done;   /* records of the thread's earlier blocks */
+    int64_t blocks; /* blocks the thread has mapped */
     int thread;
-    int busy;   /* the owner is between reserve and commit */
-    int synced; /* the shadow stack was written */
-    int pending;                   /* a block switch to record at the next commit: */
+    int busy;    /* the owner is between reserve and commit */
+    int synced;  /* the shadow stack was written */
+    int pending; /* a block switch to record at the next commit: */
     int64_t flush_t0, flush_t1, flush_bytes;
 } pw_tbuf;
 
 static struct {
     int fd;
     int lock;
-    off_t size;       /* bytes of the events file allocated to blocks */
-    size_t slots;     /* record slots per block */
-    int64_t lost;     /* records that found no block */
+    off_t size;   /* bytes of the events file allocated to blocks */
+    size_t slots; /* record slots per block */
+    int64_t lost; /* records that found no block */
     int nthreads;
     pw_tbuf *all;
-    int failed;       /* a block found no disk space: marked once (pw_file_failed) */
+    int failed; /* a block found no disk space: marked once (pw_file_failed) */
     char path[4200];
 } tr = {.fd = -1};
 

@@ -58,23 +58,23 @@ static inline void *pw_wrap_next(const char *name)
 /* real_FN, a cached pointer to the real FN, declared at file scope for wrappers and
  * helpers that share it; PW_REAL_RESOLVE(FN) looks it up on first use. */
 #define PW_REAL_DECLARE(fn) static __typeof__(fn) *real_##fn
-#define PW_REAL_RESOLVE(fn)                                                                \
-    do {                                                                                   \
-        if (PW_UNLIKELY(!real_##fn))                                                       \
-            *(void **)&real_##fn = pw_wrap_next(#fn);                                      \
+#define PW_REAL_RESOLVE(fn)                                                                        \
+    do {                                                                                           \
+        if (PW_UNLIKELY(!real_##fn))                                                               \
+            *(void **)&real_##fn = pw_wrap_next(#fn);                                              \
     } while (0)
 /* Both at once, in the one function that calls it. */
-#define PW_REAL(fn)                                                                        \
-    PW_REAL_DECLARE(fn);                                                                   \
+#define PW_REAL(fn)                                                                                \
+    PW_REAL_DECLARE(fn);                                                                           \
     PW_REAL_RESOLVE(fn)
 /* For a function that may be absent (a library the program may not load): real_FN is
  * NULL then, looked up once all the same. */
-#define PW_REAL_OPTIONAL(fn)                                                               \
-    PW_REAL_DECLARE(fn);                                                                   \
-    static int looked_##fn;                                                                \
-    if (PW_UNLIKELY(!looked_##fn)) {                                                       \
-        *(void **)&real_##fn = pw_wrap_next(#fn);                                          \
-        looked_##fn = 1;                                                                   \
+#define PW_REAL_OPTIONAL(fn)                                                                       \
+    PW_REAL_DECLARE(fn);                                                                           \
+    static int looked_##fn;                                                                        \
+    if (PW_UNLIKELY(!looked_##fn)) {                                                               \
+        *(void **)&real_##fn = pw_wrap_next(#fn);                                                  \
+        looked_##fn = 1;                                                                           \
     }
 
 /* A wrapper may record this call: the process is measured and this thread is not
@@ -95,11 +95,11 @@ static inline void pw_wrap_leave(void)
 
 /* Run STATEMENT (the recording) with errno as the caller will see it kept: what the
  * real call set, whatever the recording's own calls do to it. */
-#define PW_KEEP_ERRNO(statement)                                                           \
-    do {                                                                                   \
-        int pw_errno_ = errno;                                                             \
-        statement;                                                                         \
-        errno = pw_errno_;                                                                 \
+#define PW_KEEP_ERRNO(statement)                                                                   \
+    do {                                                                                           \
+        int pw_errno_ = errno;                                                                     \
+        statement;                                                                                 \
+        errno = pw_errno_;                                                                         \
     } while (0)
 
 #endif

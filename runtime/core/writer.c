@@ -354,8 +354,8 @@ int pw_profile_write(const pw_profile *p, const char *path)
     pw_buf_puts(&h, p->partial ? "true" : "false");
     pw_buf_puts(&h, ",\"world_size\":");
     pw_buf_int(&h, p->world_size);
-#define PW_PUT_STRING(name)                                                                \
-    pw_buf_puts(&h, ",\"" #name "\":");                                                    \
+#define PW_PUT_STRING(name)                                                                        \
+    pw_buf_puts(&h, ",\"" #name "\":");                                                            \
     pw_buf_jstr(&h, p->strings[PW_PSTR_##name] ? p->strings[PW_PSTR_##name] : "");
     PW_PROFILE_STRINGS(PW_PUT_STRING)
 #undef PW_PUT_STRING
@@ -373,9 +373,9 @@ int pw_profile_write(const pw_profile *p, const char *path)
     pw_buf_put(&h, states, sizeof states - 2);
     pw_buf_puts(&h, "],\"arrays\":{");
     size_t off = 0;
-#define PW_DESC(arr, FIELDS, type)                                                         \
-    if (off)                                                                               \
-        pw_buf_puts(&h, ",");                                                              \
+#define PW_DESC(arr, FIELDS, type)                                                                 \
+    if (off)                                                                                       \
+        pw_buf_puts(&h, ",");                                                                      \
     array_desc(&h, #arr, FIELDS(PW_DTYPE_FIELD, PW_DTYPE_ARRAY), sizeof(type), p->n##arr, &off);
     PW_ARRAYS(PW_DESC)
 #undef PW_DESC
@@ -459,22 +459,22 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     for (int i = 0; i < nobj; i++)
         objmap[i] = -1;
 
-#define PW_MODULE_OF(addr, off_out, mod_out)                                               \
-    do {                                                                                   \
-        uint64_t off_;                                                                     \
-        int o_ = pw_object_of((addr), &off_);                                              \
-        if (o_ < 0) {                                                                      \
-            mod_out = -1;                                                                  \
-            off_out = (int64_t)(addr);                                                     \
-        } else {                                                                           \
-            if (objmap[o_] < 0) {                                                          \
-                objmap[o_] = nmodules;                                                     \
-                modules[nmodules] = pw_object_path(o_);                                    \
-                buildids[nmodules++] = pw_object_buildid(o_);                              \
-            }                                                                              \
-            mod_out = objmap[o_];                                                          \
-            off_out = (int64_t)off_;                                                       \
-        }                                                                                  \
+#define PW_MODULE_OF(addr, off_out, mod_out)                                                       \
+    do {                                                                                           \
+        uint64_t off_;                                                                             \
+        int o_ = pw_object_of((addr), &off_);                                                      \
+        if (o_ < 0) {                                                                              \
+            mod_out = -1;                                                                          \
+            off_out = (int64_t)(addr);                                                             \
+        } else {                                                                                   \
+            if (objmap[o_] < 0) {                                                                  \
+                objmap[o_] = nmodules;                                                             \
+                modules[nmodules] = pw_object_path(o_);                                            \
+                buildids[nmodules++] = pw_object_buildid(o_);                                      \
+            }                                                                                      \
+            mod_out = objmap[o_];                                                                  \
+            off_out = (int64_t)off_;                                                               \
+        }                                                                                          \
     } while (0)
 
     double ns_per_tick = pw_ns_per_tick();
@@ -488,8 +488,10 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
             for (int e = 0; e < pw_nevents; e++) {
                 const int64_t *c = pw_site_events(t, s);
                 if (c[e] || c[pw_nevents + e])
-                    counts[ci++] = (pw_count_rec){.site = (int64_t)si, .event = e,
-                                                  .inside = c[e], .before = c[pw_nevents + e],
+                    counts[ci++] = (pw_count_rec){.site = (int64_t)si,
+                                                  .event = e,
+                                                  .inside = c[e],
+                                                  .before = c[pw_nevents + e],
                                                   .inside_ns = c[2 * pw_nevents],
                                                   .before_ns = c[2 * pw_nevents + 1]};
             }

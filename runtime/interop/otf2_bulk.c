@@ -15,27 +15,47 @@
 
 /* Event kinds: the order of the K_* constants in otf2.py, which checks pw_otf2_kinds(). */
 enum {
-    K_ENTER, K_LEAVE, K_SEND, K_ISEND, K_RECV, K_IRECV, K_IRECV_REQ, K_ISEND_DONE,
-    K_COLL_BEGIN, K_COLL_END, K_WIN_CREATE, K_WIN_DESTROY, K_PUT, K_GET, K_ATOMIC,
-    K_RMA_COLL_BEGIN, K_RMA_COLL_END, K_GROUP_SYNC, K_ACQUIRE, K_RELEASE, K_RMA_SYNC,
-    K_PROGRAM_BEGIN, K_PROGRAM_END, K_NBC_REQUEST, K_NBC_COMPLETE, K_COUNT
+    K_ENTER,
+    K_LEAVE,
+    K_SEND,
+    K_ISEND,
+    K_RECV,
+    K_IRECV,
+    K_IRECV_REQ,
+    K_ISEND_DONE,
+    K_COLL_BEGIN,
+    K_COLL_END,
+    K_WIN_CREATE,
+    K_WIN_DESTROY,
+    K_PUT,
+    K_GET,
+    K_ATOMIC,
+    K_RMA_COLL_BEGIN,
+    K_RMA_COLL_END,
+    K_GROUP_SYNC,
+    K_ACQUIRE,
+    K_RELEASE,
+    K_RMA_SYNC,
+    K_PROGRAM_BEGIN,
+    K_PROGRAM_END,
+    K_NBC_REQUEST,
+    K_NBC_COMPLETE,
+    K_COUNT
 };
 
 typedef void W;     /* OTF2_EvtWriter */
 typedef void AL;    /* OTF2_AttributeList */
 typedef uint64_t T; /* OTF2_TimeStamp */
 
-typedef int (*f_ref)(W *, AL *, T, uint32_t);           /* Enter, Leave, RmaWin* */
-typedef int (*f_u64)(W *, AL *, T, uint64_t);           /* requests */
-typedef int (*f_none)(W *, AL *, T);                    /* *CollectiveBegin */
+typedef int (*f_ref)(W *, AL *, T, uint32_t); /* Enter, Leave, RmaWin* */
+typedef int (*f_u64)(W *, AL *, T, uint64_t); /* requests */
+typedef int (*f_none)(W *, AL *, T);          /* *CollectiveBegin */
 typedef int (*f_p2p)(W *, AL *, T, uint32_t, uint32_t, uint32_t, uint64_t);
 typedef int (*f_p2p_req)(W *, AL *, T, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t);
 typedef int (*f_coll_end)(W *, AL *, T, uint8_t, uint32_t, uint32_t, uint64_t, uint64_t);
-typedef int (*f_nbc_done)(W *, AL *, T, uint8_t, uint32_t, uint32_t, uint64_t, uint64_t,
-                          uint64_t);
+typedef int (*f_nbc_done)(W *, AL *, T, uint8_t, uint32_t, uint32_t, uint64_t, uint64_t, uint64_t);
 typedef int (*f_rma)(W *, AL *, T, uint32_t, uint32_t, uint64_t, uint64_t);
-typedef int (*f_atomic)(W *, AL *, T, uint32_t, uint32_t, uint8_t, uint64_t, uint64_t,
-                        uint64_t);
+typedef int (*f_atomic)(W *, AL *, T, uint32_t, uint32_t, uint8_t, uint64_t, uint64_t, uint64_t);
 typedef int (*f_rma_coll_end)(W *, AL *, T, uint8_t, uint32_t, uint32_t, uint32_t, uint64_t,
                               uint64_t);
 typedef int (*f_group_sync)(W *, AL *, T, uint32_t, uint32_t, uint32_t);
@@ -65,49 +85,55 @@ PW_EXPORT size_t pw_otf2_write(W *w, void *const *fns, size_t n, const uint8_t *
         T t = time[i];
         int rc;
         switch (k) {
-        case K_ENTER: case K_LEAVE: case K_WIN_CREATE: case K_WIN_DESTROY:
+        case K_ENTER:
+        case K_LEAVE:
+        case K_WIN_CREATE:
+        case K_WIN_DESTROY:
             rc = ((f_ref)fn)(w, al, t, (uint32_t)a1[i]);
             break;
-        case K_IRECV_REQ: case K_ISEND_DONE: case K_NBC_REQUEST:
+        case K_IRECV_REQ:
+        case K_ISEND_DONE:
+        case K_NBC_REQUEST:
             rc = ((f_u64)fn)(w, al, t, a1[i]);
             break;
-        case K_COLL_BEGIN: case K_RMA_COLL_BEGIN:
+        case K_COLL_BEGIN:
+        case K_RMA_COLL_BEGIN:
             rc = ((f_none)fn)(w, al, t);
             break;
-        case K_SEND: case K_RECV:
-            rc = ((f_p2p)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i],
-                             a4[i]);
+        case K_SEND:
+        case K_RECV:
+            rc = ((f_p2p)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i], a4[i]);
             break;
-        case K_ISEND: case K_IRECV:
-            rc = ((f_p2p_req)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i],
-                                 a4[i], a5[i]);
+        case K_ISEND:
+        case K_IRECV:
+            rc = ((f_p2p_req)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i], a4[i],
+                                 a5[i]);
             break;
         case K_COLL_END:
-            rc = ((f_coll_end)fn)(w, al, t, (uint8_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i],
-                                  a4[i], a5[i]);
+            rc = ((f_coll_end)fn)(w, al, t, (uint8_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i], a4[i],
+                                  a5[i]);
             break;
         case K_NBC_COMPLETE:
-            rc = ((f_nbc_done)fn)(w, al, t, (uint8_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i],
-                                  a4[i], a5[i], a6[i]);
+            rc = ((f_nbc_done)fn)(w, al, t, (uint8_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i], a4[i],
+                                  a5[i], a6[i]);
             break;
-        case K_PUT: case K_GET:
+        case K_PUT:
+        case K_GET:
             rc = ((f_rma)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], a3[i], a4[i]);
             break;
         case K_ATOMIC:
-            rc = ((f_atomic)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], (uint8_t)a3[i],
-                                a4[i], a5[i], a6[i]);
+            rc = ((f_atomic)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], (uint8_t)a3[i], a4[i],
+                                a5[i], a6[i]);
             break;
         case K_RMA_COLL_END:
-            rc = ((f_rma_coll_end)fn)(w, al, t, (uint8_t)a1[i], (uint32_t)a2[i],
-                                      (uint32_t)a3[i], (uint32_t)a4[i], a5[i], a6[i]);
+            rc = ((f_rma_coll_end)fn)(w, al, t, (uint8_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i],
+                                      (uint32_t)a4[i], a5[i], a6[i]);
             break;
         case K_GROUP_SYNC:
-            rc = ((f_group_sync)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i],
-                                    (uint32_t)a3[i]);
+            rc = ((f_group_sync)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], (uint32_t)a3[i]);
             break;
         case K_ACQUIRE:
-            rc = ((f_acquire)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], a3[i],
-                                 (uint8_t)a4[i]);
+            rc = ((f_acquire)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], a3[i], (uint8_t)a4[i]);
             break;
         case K_RELEASE:
             rc = ((f_release)fn)(w, al, t, (uint32_t)a1[i], (uint32_t)a2[i], a3[i]);

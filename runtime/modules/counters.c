@@ -59,14 +59,14 @@ static struct {
 } papi;
 
 static PW_TLS struct {
-    int state;   /* 0: not started, 1: counting, -1: failed */
+    int state;         /* 0: not started, 1: counting, -1: failed */
     volatile int busy; /* in a PAPI call: the sampler's handler must not read then */
-    int entered; /* entry[] holds the current call's entry reading */
+    int entered;       /* entry[] holds the current call's entry reading */
     int es;
-    int nslots;            /* events in the set: those that could be added here */
-    int slot[PW_MAX_EVENTS];  /* event -> its place in the set's readings, -1: not counted */
-    int64_t last_ns;  /* time of the last read */
-    int64_t entry_ns; /* time of the current call's entry reading */
+    int nslots;              /* events in the set: those that could be added here */
+    int slot[PW_MAX_EVENTS]; /* event -> its place in the set's readings, -1: not counted */
+    int64_t last_ns;         /* time of the last read */
+    int64_t entry_ns;        /* time of the current call's entry reading */
     long long entry[PW_MAX_EVENTS], last[PW_MAX_EVENTS];
 } th;
 
@@ -83,13 +83,13 @@ static const char *papi_err(int rc)
 
 static unsigned long self_id(void) { return (unsigned long)pthread_self(); }
 
-#define SYM(field, name)                                                                   \
-    do {                                                                                   \
-        *(void **)&papi.field = dlsym(papi.lib, name);                                     \
-        if (!papi.field) {                                                                 \
-            pw_log("--counters: %s lacks %s; no counters", lib, name);                     \
-            return;                                                                        \
-        }                                                                                  \
+#define SYM(field, name)                                                                           \
+    do {                                                                                           \
+        *(void **)&papi.field = dlsym(papi.lib, name);                                             \
+        if (!papi.field) {                                                                         \
+            pw_log("--counters: %s lacks %s; no counters", lib, name);                             \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 /* Whether the event can be counted together with those kept so far: a probe event set
@@ -130,7 +130,7 @@ static void start(void)
     if (!pw_opt.counters || !*pw_opt.counters)
         return;
     static const char *libs[] = {"libpapi.so.7.1", "libpapi.so.7.0", "libpapi.so.7",
-                                 "libpapi.so", "libpapi.so.6.0", "libpapi.so.5"};
+                                 "libpapi.so",     "libpapi.so.6.0", "libpapi.so.5"};
     const char *lib = NULL;
     for (size_t i = 0; i < sizeof libs / sizeof *libs && !papi.lib; i++)
         if ((papi.lib = dlopen(libs[i], RTLD_NOW | RTLD_GLOBAL)))
@@ -188,8 +188,8 @@ static void start(void)
         }
         if ((rc = countable(ev)) != PAPI_OK_) {
             if (first_process())
-                pw_log("--counters: %s cannot be counted here (PAPI: %s); counting the others",
-                       ev, papi_err(rc));
+                pw_log("--counters: %s cannot be counted here (PAPI: %s); counting the others", ev,
+                       papi_err(rc));
             continue;
         }
         snprintf(names_buf[pw_nevents], sizeof names_buf[0], "%s", ev);
@@ -219,7 +219,8 @@ static int thread_start(void)
         static int said;
         if (mrc != PAPI_OK_ && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
             pw_log("--counters-multiplex: PAPI cannot multiplex these events here (%s); "
-                   "counting them without", papi_err(mrc));
+                   "counting them without",
+                   papi_err(mrc));
     }
     /* an event this thread cannot add is left out (reads as 0), the others counted */
     th.nslots = 0;
@@ -227,8 +228,7 @@ static int thread_start(void)
         int arc = papi.add_named_event(th.es, pw_event_names[e]);
         th.slot[e] = arc == PAPI_OK_ ? th.nslots++ : -1;
         static int said;
-        if (arc != PAPI_OK_ && first_process() &&
-            !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        if (arc != PAPI_OK_ && first_process() && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
             pw_log("--counters: cannot count %s in a thread (%s); counting the others%s",
                    pw_event_names[e], papi_err(arc),
                    pw_nevents > 1 ? " (or try fewer events, or --counters-multiplex)" : "");

@@ -63,8 +63,8 @@ static example_rec *rec_self(void)
     if (!r)
         return NULL;
     r->next = __atomic_load_n(&all_recs, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&all_recs, &r->next, r, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED))
+    while (
+        !__atomic_compare_exchange_n(&all_recs, &r->next, r, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         ;
     self_rec = r;
     return r;

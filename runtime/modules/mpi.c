@@ -70,19 +70,19 @@ void *pw_mpi_fortran_real(const char *name, void *self)
 }
 
 /* PMPI functions the runtime itself calls. */
-#define PW_INTERNAL(X)                                                                     \
-    X(int, Comm_rank, (MPI_Comm, int *))                                                   \
-    X(int, Comm_size, (MPI_Comm, int *))                                                   \
-    X(int, Comm_test_inter, (MPI_Comm, int *))                                             \
-    X(int, Comm_remote_size, (MPI_Comm, int *))                                            \
-    X(int, Comm_dup, (MPI_Comm, MPI_Comm *))                                               \
-    X(int, Type_size, (MPI_Datatype, int *))                                               \
-    X(int, Send, (const void *, int, MPI_Datatype, int, int, MPI_Comm))                    \
-    X(int, Recv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *))            \
-    X(int, Gather, (const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int,       \
-                    MPI_Comm))                                                             \
-    X(int, Gatherv, (const void *, int, MPI_Datatype, void *, const int *, const int *,    \
-                     MPI_Datatype, int, MPI_Comm))                                         \
+#define PW_INTERNAL(X)                                                                             \
+    X(int, Comm_rank, (MPI_Comm, int *))                                                           \
+    X(int, Comm_size, (MPI_Comm, int *))                                                           \
+    X(int, Comm_test_inter, (MPI_Comm, int *))                                                     \
+    X(int, Comm_remote_size, (MPI_Comm, int *))                                                    \
+    X(int, Comm_dup, (MPI_Comm, MPI_Comm *))                                                       \
+    X(int, Type_size, (MPI_Datatype, int *))                                                       \
+    X(int, Send, (const void *, int, MPI_Datatype, int, int, MPI_Comm))                            \
+    X(int, Recv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *))                    \
+    X(int, Gather, (const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm))    \
+    X(int, Gatherv,                                                                                \
+      (const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, int,       \
+       MPI_Comm))                                                                                  \
     X(int, Get_library_version, (char *, int *))
 
 #define PW_INTERNAL_PTR(ret, name, args) ret(*name) args;
@@ -99,7 +99,7 @@ static struct {
 } pre;
 
 #ifdef OPEN_MPI
-#define PW_PREDEFINED(field, type, object, constant)                                      \
+#define PW_PREDEFINED(field, type, object, constant)                                               \
     pre.field = &object ? constant : (type)pw_mpi_next(#object)
 #else
 #define PW_PREDEFINED(field, type, object, constant) pre.field = constant
@@ -115,19 +115,19 @@ static void resolve_predefined(void)
 static void resolve_internal(void)
 {
     resolve_predefined();
-#define PW_INTERNAL_RESOLVE(ret, name, args)                                               \
-    if (!pmpi.name)                                                                        \
+#define PW_INTERNAL_RESOLVE(ret, name, args)                                                       \
+    if (!pmpi.name)                                                                                \
         pmpi.name = (ret(*) args)pw_mpi_real("PMPI_" #name);
     PW_INTERNAL(PW_INTERNAL_RESOLVE)
 }
 
-#define PW_F2C(fn, type, cname)                                                            \
-    type fn(MPI_Fint h)                                                                    \
-    {                                                                                      \
-        static type (*real)(MPI_Fint);                                                     \
-        if (PW_UNLIKELY(!real))                                                            \
-            real = (type(*)(MPI_Fint))pw_mpi_real("PMPI_" cname);                          \
-        return real(h);                                                                    \
+#define PW_F2C(fn, type, cname)                                                                    \
+    type fn(MPI_Fint h)                                                                            \
+    {                                                                                              \
+        static type (*real)(MPI_Fint);                                                             \
+        if (PW_UNLIKELY(!real))                                                                    \
+            real = (type(*)(MPI_Fint))pw_mpi_real("PMPI_" cname);                                  \
+        return real(h);                                                                            \
     }
 #ifdef MPI_Comm_f2c /* MPICH: handles are integers in both bindings */
 MPI_Comm pw_comm_f2c(MPI_Fint h) { return MPI_Comm_f2c(h); }
@@ -198,8 +198,8 @@ static int64_t sum_w(const int *counts, const void *types, int fortran, int n)
 {
     int64_t s = 0;
     for (int i = 0; counts && types && i < n; i++) {
-        MPI_Datatype t = fortran ? pw_type_f2c(((const MPI_Fint *)types)[i])
-                                 : ((const MPI_Datatype *)types)[i];
+        MPI_Datatype t =
+            fortran ? pw_type_f2c(((const MPI_Fint *)types)[i]) : ((const MPI_Datatype *)types)[i];
         s += type_bytes(counts[i], t);
     }
     return s;
@@ -220,8 +220,8 @@ static void neighbours(MPI_Comm comm, int *in, int *out)
         topo = (int (*)(MPI_Comm, int *))pw_mpi_real("PMPI_Topo_test");
         cartdim = (int (*)(MPI_Comm, int *))pw_mpi_real("PMPI_Cartdim_get");
         graphn = (int (*)(MPI_Comm, int, int *))pw_mpi_real("PMPI_Graph_neighbors_count");
-        distn = (int (*)(MPI_Comm, int *, int *, int *))pw_mpi_real(
-            "PMPI_Dist_graph_neighbors_count");
+        distn =
+            (int (*)(MPI_Comm, int *, int *, int *))pw_mpi_real("PMPI_Dist_graph_neighbors_count");
     }
     topo(comm, &status);
     if (status == MPI_CART) {
@@ -544,7 +544,7 @@ static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
     if (PW_UNLIKELY(!t))
         return;
     pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, fn, (uintptr_t)ra)
-                                                        : deep_site(t, fn, ra);
+                                                       : deep_site(t, fn, ra);
     pw_site_add(s, ticks, sent, recv);
     pw_act_add(family_of[fn], ticks);
     if (PW_UNLIKELY(pw_hooks.call_leave != NULL))
@@ -644,8 +644,8 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     pw_objects_refresh();
     clock_offsets(&st.offset_init, &st.offset_init_err);
     if (pw_opt.trace) {
-        pw_trace_clock clock = {st.offset_init, st.offset_init_err, st.offset_init,
-                                st.offset_init_err, t1, pw_now()};
+        pw_trace_clock clock = {
+            st.offset_init, st.offset_init_err, st.offset_init, st.offset_init_err, t1, pw_now()};
         pw_trace_start(st.rank, st.size, pre.world, &clock);
     }
     record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
@@ -749,8 +749,8 @@ static int dump(int state, int in_signal)
     __atomic_store_n(&pw_mpi_recording, 0, __ATOMIC_RELEASE);
     int partial_state = state == PW_STATE_COMPLETE ? PW_STATE_NO_FINALIZE : state;
     write_partial(partial_state, in_signal);
-    pw_trace_clock clock = {st.offset_init, st.offset_init_err, st.offset_init,
-                            st.offset_init_err, st.t_init_leave, pw_now()};
+    pw_trace_clock clock = {st.offset_init,     st.offset_init_err, st.offset_init,
+                            st.offset_init_err, st.t_init_leave,    pw_now()};
     pw_trace_end(partial_state, &clock);
     return 1;
 }
@@ -787,12 +787,12 @@ static char *blob_pack(const pw_local *l, size_t *len)
     char *b = malloc(*len), *q = b;
     if (!b)
         return NULL;
-    blob_head h = {(int64_t)p->nsites, (int64_t)p->nframes, (int64_t)p->nhist,
+    blob_head h = {(int64_t)p->nsites,  (int64_t)p->nframes,  (int64_t)p->nhist,
                    (int64_t)p->ncounts, (int64_t)p->nmodules, (int64_t)strings};
-#define PUT(ptr, n)                                                                        \
-    do {                                                                                   \
-        memcpy(q, (ptr), (n));                                                             \
-        q += (n);                                                                          \
+#define PUT(ptr, n)                                                                                \
+    do {                                                                                           \
+        memcpy(q, (ptr), (n));                                                                     \
+        q += (n);                                                                                  \
     } while (0)
     PUT(&h, sizeof h);
     PUT(&l->rank, sizeof l->rank);
@@ -988,8 +988,8 @@ void pw_mpi_finalize_begin(int fn, void *ra)
     pw_mpi_recording = 0;
     clock_offsets(&st.offset_fini, &st.offset_fini_err);
     pw_objects_refresh(); /* objects dlopen'ed since MPI_Init */
-    pw_trace_clock clock = {st.offset_init, st.offset_init_err, st.offset_fini,
-                            st.offset_fini_err, st.t_init_leave, st.t_fini_enter};
+    pw_trace_clock clock = {st.offset_init,     st.offset_init_err, st.offset_fini,
+                            st.offset_fini_err, st.t_init_leave,    st.t_fini_enter};
     pw_trace_end(PW_STATE_COMPLETE, &clock);
 
     pw_job job = {st.rank, st.size, gather};

@@ -54,9 +54,9 @@ static const char *const symbol_names[PW_MPI_NSYMBOLS] = {PW_MPI_SYMBOLS(PW_NAME
 /* r11: scratch, never an argument register; it carries the stub's number to the
  * resolver. endbr64: a stub is reached through the PLT's indirect jump (a no-op
  * where indirect-branch tracking is off). */
-#define PW_STUB(i, name)                                                                   \
-    __asm__(".text\n.globl " #name "\n.type " #name ",@function\n.p2align 4\n" #name ":\n"  \
-            "\tendbr64\n\tmovl $" #i ",%r11d\n\tjmp *pw_mpi_slots+8*" #i "(%rip)\n.size " #name        \
+#define PW_STUB(i, name)                                                                           \
+    __asm__(".text\n.globl " #name "\n.type " #name ",@function\n.p2align 4\n" #name ":\n"         \
+            "\tendbr64\n\tmovl $" #i ",%r11d\n\tjmp *pw_mpi_slots+8*" #i "(%rip)\n.size " #name    \
             ",.-" #name "\n");
 PW_MPI_SYMBOLS(PW_STUB)
 /* Saves every register that may carry an argument (integer, vector, al for
@@ -80,10 +80,10 @@ __asm__(".text\n.globl pw_mpi_lazy\n.hidden pw_mpi_lazy\n.type pw_mpi_lazy,@func
         "\tleave\n\tjmp *%r11\n.size pw_mpi_lazy,.-pw_mpi_lazy\n");
 #elif defined(__aarch64__)
 /* x16/x17 (IP0/IP1): free at a function's entry; x17 carries the stub's number */
-#define PW_STUB(i, name)                                                                   \
-    __asm__(".text\n.globl " #name "\n.type " #name ",%function\n.p2align 4\n" #name ":\n"  \
-            "\tadrp x16, pw_mpi_slots+8*" #i "\n"                                          \
-            "\tldr x16, [x16, #:lo12:pw_mpi_slots+8*" #i "]\n"                             \
+#define PW_STUB(i, name)                                                                           \
+    __asm__(".text\n.globl " #name "\n.type " #name ",%function\n.p2align 4\n" #name ":\n"         \
+            "\tadrp x16, pw_mpi_slots+8*" #i "\n"                                                  \
+            "\tldr x16, [x16, #:lo12:pw_mpi_slots+8*" #i "]\n"                                     \
             "\tmov x17, #" #i "\n\tbr x16\n.size " #name ",.-" #name "\n");
 PW_MPI_SYMBOLS(PW_STUB)
 /* x0-x7 and x8 (indirect result), q0-q7 */
@@ -109,8 +109,7 @@ __asm__(".text\n.globl pw_mpi_lazy\n.hidden pw_mpi_lazy\n.type pw_mpi_lazy,%func
 static int mpi_library_name(const char *n)
 {
     return n && (strstr(n, "/libmpi.so") || strstr(n, "/libmpich.so") || strstr(n, "/libmpi_") ||
-                 strstr(n, "/libmpichfort.so") ||
-                 strstr(n, "/libmpifort.so"));
+                 strstr(n, "/libmpichfort.so") || strstr(n, "/libmpifort.so"));
 }
 
 static int find_mpi_library(struct dl_phdr_info *info, size_t size, void *data)
@@ -199,8 +198,8 @@ static PW_TLS int binding; /* this thread is binding: calls go straight through 
 static void bind_all(void)
 {
     binding = 1;
-    const char *flavor = pw_opt.mpi && *pw_opt.mpi && strcmp(pw_opt.mpi, "auto") ? pw_opt.mpi
-                                                                                : NULL;
+    const char *flavor =
+        pw_opt.mpi && *pw_opt.mpi && strcmp(pw_opt.mpi, "auto") ? pw_opt.mpi : NULL;
     if (!pw_active || (flavor && !strcmp(flavor, "none"))) {
         binding = 0;
         return;

@@ -55,9 +55,9 @@ static void unlock(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE); }
 typedef struct tcomm {
     MPI_Comm handle;
     int live;
-    int n;         /* local group size */
-    int *members;  /* local group as world ranks */
-    int nremote;   /* intercommunicators: remote group */
+    int n;        /* local group size */
+    int *members; /* local group as world ranks */
+    int nremote;  /* intercommunicators: remote group */
     int *remote;
     int parent, seq;
 } tcomm;
@@ -369,15 +369,15 @@ void pw_trace_before(int kind, const pw_args *a)
             saved_cap = a->nreq;
         }
         for (int i = 0; i < a->nreq; i++)
-            saved_keys[nsaved++] = key_of(
-                a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
-                           : (const void *)((const MPI_Request *)a->requests + i),
-                a->fortran);
+            saved_keys[nsaved++] =
+                key_of(a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
+                                  : (const void *)((const MPI_Request *)a->requests + i),
+                       a->fortran);
     } else if (kind == PW_KIND_win_free) {
         freeing_window = window_id(win_handle(a->newwin, a->fortran));
     } else if (kind == PW_KIND_comm_free) {
-        MPI_Comm c = a->fortran ? pw_comm_f2c(*(const MPI_Fint *)a->newcomm)
-                                : *(const MPI_Comm *)a->newcomm;
+        MPI_Comm c =
+            a->fortran ? pw_comm_f2c(*(const MPI_Fint *)a->newcomm) : *(const MPI_Comm *)a->newcomm;
         int id = comm_id(c);
         if (id >= 0)
             comms[id].live = 0;
@@ -473,8 +473,13 @@ static int nonblocking_post(const pw_args *a, int recv, int cid, int peer_world,
                             int64_t bytes, int flags, pw_event_rec *e, int persistent)
 {
     uint64_t key = key_of(a->request, a->fortran);
-    treq r = {.recv = recv, .persistent = persistent, .comm = cid, .peer = peer_world,
-              .tag = tag, .flags = flags, .bytes = bytes};
+    treq r = {.recv = recv,
+              .persistent = persistent,
+              .comm = cid,
+              .peer = peer_world,
+              .tag = tag,
+              .flags = flags,
+              .bytes = bytes};
     int64_t id = req_post(key, &r);
     if (persistent)
         return 0; /* the events come with each MPI_Start */
@@ -507,7 +512,10 @@ static int start_event(pw_event_rec *e, const void *req, int fortran)
     return 1;
 }
 
-static int is_coll(int kind) { return kind >= PW_KIND_barrier && kind <= PW_KIND_neighbor_alltoallw; }
+static int is_coll(int kind)
+{
+    return kind >= PW_KIND_barrier && kind <= PW_KIND_neighbor_alltoallw;
+}
 
 static int rooted(int kind)
 {
@@ -518,8 +526,7 @@ static int rooted(int kind)
 static int is_rma_op(int kind) { return kind >= PW_KIND_put && kind <= PW_KIND_cas; }
 
 /* One-sided operation or window synchronisation on a->win. */
-static void window_event(pw_event_rec *e, int type, const pw_args *a, int64_t sent,
-                         int64_t recv)
+static void window_event(pw_event_rec *e, int type, const pw_args *a, int64_t sent, int64_t recv)
 {
     int w = window_id(a->win);
     ev(e, type);
@@ -582,7 +589,8 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         break;
     case PW_KIND_isend:
         cid = comm_id(a->comm);
-        used += nonblocking_post(a, 0, cid, to_world(cid, a->peer), a->tag, sent, sync, r + used, 0);
+        used +=
+            nonblocking_post(a, 0, cid, to_world(cid, a->peer), a->tag, sent, sync, r + used, 0);
         break;
     case PW_KIND_irecv:
         cid = comm_id(a->comm);
@@ -591,14 +599,14 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
     case PW_KIND_send_init:
         cid = comm_id(a->comm);
         nonblocking_post(a, 0, cid, to_world(cid, a->peer), a->tag,
-                         a->peer == MPI_PROC_NULL ? 0 : pw_mpi_type_bytes(a->count, a->type),
-                         sync, NULL, 1);
+                         a->peer == MPI_PROC_NULL ? 0 : pw_mpi_type_bytes(a->count, a->type), sync,
+                         NULL, 1);
         break;
     case PW_KIND_recv_init:
         cid = comm_id(a->comm);
         nonblocking_post(a, 1, cid, to_world(cid, a->peer), a->tag,
-                         a->peer == MPI_PROC_NULL ? 0 : pw_mpi_type_bytes(a->count, a->type),
-                         0, NULL, 1);
+                         a->peer == MPI_PROC_NULL ? 0 : pw_mpi_type_bytes(a->count, a->type), 0,
+                         NULL, 1);
         break;
     case PW_KIND_recv: {
         MPI_Status st;
@@ -741,7 +749,8 @@ void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *cl
     pm.Comm_group(world, &world_group);
     reqs = calloc(PW_TREQ_SLOTS, sizeof *reqs);
     for (int i = 0; i < PW_MPI_NFN; i++)
-        synchronous[i] = strstr(pw_mpi_fn_names[i], "Ssend") || strstr(pw_mpi_fn_names[i], "Issend");
+        synchronous[i] =
+            strstr(pw_mpi_fn_names[i], "Ssend") || strstr(pw_mpi_fn_names[i], "Issend");
     char dir[4096], path[4200], num[24];
     snprintf(dir, sizeof dir, "%s/traces", pw_experiment_dir());
     mkdir(dir, 0777);

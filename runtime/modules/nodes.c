@@ -54,30 +54,33 @@ enum { KIND_COUNTER, KIND_GAUGE };
 typedef struct series {
     char source[16], name[NAME_LEN], unit[24];
     int kind;
-    double wrap;      /* counter: raw values wrap at this (0: 64-bit, never) */
-    double last_raw;  /* counter: last raw reading */
-    double total;     /* counter: cumulative since the first reading */
-    int seen;         /* has a reading */
+    double wrap;     /* counter: raw values wrap at this (0: 64-bit, never) */
+    double last_raw; /* counter: last raw reading */
+    double total;    /* counter: cumulative since the first reading */
+    int seen;        /* has a reading */
 } series;
 
 static struct {
     int leader;
     pid_t pid;
     pthread_t thread;
-    pthread_mutex_t lock;    /* guards stopping: set by stop(), waited for by the thread */
+    pthread_mutex_t lock; /* guards stopping: set by stop(), waited for by the thread */
     pthread_cond_t wake;
     int stopping;
-    int fd;                  /* HOST.values (in the thread's descriptor table) */
+    int fd; /* HOST.values (in the thread's descriptor table) */
     char dir[4096], host[256];
     series *s;
-    int n, described;        /* series, and how many HOST.json describes */
-    char absent[24][160];     /* "source: reason" */
+    int n, described;     /* series, and how many HOST.json describes */
+    char absent[24][160]; /* "source: reason" */
     int nabsent;
     int64_t ticks, t_first, t_last, cpu_ns;
-    pw_timeline_rec *out;      /* one tick's records */
+    pw_timeline_rec *out; /* one tick's records */
     int nout;
-    int *hash;               /* HASH_SLOTS */
-    struct { long pid; pw_activity *act; } pages[MAX_PIDS];
+    int *hash; /* HASH_SLOTS */
+    struct {
+        long pid;
+        pw_activity *act;
+    } pages[MAX_PIDS];
     int npages;
 } nd;
 
@@ -118,8 +121,8 @@ static int series_find(const char *source, const char *name, const char *unit, i
 
 /* Record one reading: counters are unwrapped (a raw value below the last one wrapped
  * at `wrap`, or was reset where wrap is 0) and stored cumulatively. */
-static void put(const char *source, const char *name, const char *unit, int kind,
-                double wrap, double raw)
+static void put(const char *source, const char *name, const char *unit, int kind, double wrap,
+                double raw)
 {
     int i = series_find(source, name, unit, kind, wrap);
     if (i < 0 || nd.nout >= MAX_SERIES)
@@ -191,8 +194,8 @@ static void sample_net(void)
         char *p = line;
         while (*p == ' ')
             p++;
-        size_t len = (size_t)(colon - p) < sizeof ifname - 1 ? (size_t)(colon - p)
-                                                              : sizeof ifname - 1;
+        size_t len =
+            (size_t)(colon - p) < sizeof ifname - 1 ? (size_t)(colon - p) : sizeof ifname - 1;
         memcpy(ifname, p, len);
         ifname[len] = 0;
         double f[16];
@@ -407,9 +410,10 @@ static void sample_procs(void)
         }
         snprintf(f, sizeof f, "/proc/%ld/io", pid);
         if (slurp(f, b, sizeof b) > 0) {
-            static const char *keys[4][2] = {{"rchar: ", "read_chars"}, {"wchar: ", "write_chars"},
-                                            {"read_bytes: ", "read_bytes"},
-                                            {"write_bytes: ", "write_bytes"}};
+            static const char *keys[4][2] = {{"rchar: ", "read_chars"},
+                                             {"wchar: ", "write_chars"},
+                                             {"read_bytes: ", "read_bytes"},
+                                             {"write_bytes: ", "write_bytes"}};
             for (int k = 0; k < 4; k++) {
                 char *at = strstr(b, keys[k][0]);
                 if (!at)
@@ -423,8 +427,12 @@ static void sample_procs(void)
 
 /* ---- GPUs through NVML (dlopen) ---- */
 
-typedef struct { unsigned int gpu, memory; } nvml_util;
-typedef struct { unsigned long long total, free, used; } nvml_mem;
+typedef struct {
+    unsigned int gpu, memory;
+} nvml_util;
+typedef struct {
+    unsigned long long total, free, used;
+} nvml_mem;
 static struct {
     void *lib;
     int n;
@@ -450,8 +458,8 @@ static void nvml_open(void)
     nv.power = (int (*)(void *, unsigned int *))dlsym(nv.lib, "nvmlDeviceGetPowerUsage");
     nv.util = (int (*)(void *, nvml_util *))dlsym(nv.lib, "nvmlDeviceGetUtilizationRates");
     nv.mem = (int (*)(void *, nvml_mem *))dlsym(nv.lib, "nvmlDeviceGetMemoryInfo");
-    nv.energy = (int (*)(void *, unsigned long long *))dlsym(nv.lib,
-                                                             "nvmlDeviceGetTotalEnergyConsumption");
+    nv.energy =
+        (int (*)(void *, unsigned long long *))dlsym(nv.lib, "nvmlDeviceGetTotalEnergyConsumption");
     nv.shutdown = (int (*)(void))dlsym(nv.lib, "nvmlShutdown");
     unsigned int n = 0;
     int rc;
@@ -533,11 +541,10 @@ static void pcp_open(void)
         (int (*)(int, const char **, pmID *))dlsym(pc.lib, "pmLookupName");
     int (*lookup_desc)(pmID, pmDesc *) = (int (*)(pmID, pmDesc *))dlsym(pc.lib, "pmLookupDesc");
     char *(*err_str)(int) = (char *(*)(int))dlsym(pc.lib, "pmErrStr");
-    char *(*units_str)(const pmUnits *) =
-        (char *(*)(const pmUnits *))dlsym(pc.lib, "pmUnitsStr");
+    char *(*units_str)(const pmUnits *) = (char *(*)(const pmUnits *))dlsym(pc.lib, "pmUnitsStr");
     pc.fetch = (int (*)(int, pmID *, pmResult **))dlsym(pc.lib, "pmFetch");
-    pc.extract = (int (*)(int, const pmValue *, int, pmAtomValue *, int))dlsym(pc.lib,
-                                                                                "pmExtractValue");
+    pc.extract =
+        (int (*)(int, const pmValue *, int, pmAtomValue *, int))dlsym(pc.lib, "pmExtractValue");
     pc.free_result = (void (*)(pmResult *))dlsym(pc.lib, "pmFreeResult");
     pc.name_in_dom = (int (*)(pmInDom, int, char **))dlsym(pc.lib, "pmNameInDom");
     if (!new_context || !lookup || !lookup_desc || !pc.fetch || !pc.extract || !pc.free_result) {
@@ -555,7 +562,8 @@ static void pcp_open(void)
     char list[4096];
     snprintf(list, sizeof list, "%s", pw_opt.pcp);
     char *save = NULL;
-    for (char *m = strtok_r(list, ",", &save); m && pc.n < PCP_MAX; m = strtok_r(NULL, ",", &save)) {
+    for (char *m = strtok_r(list, ",", &save); m && pc.n < PCP_MAX;
+         m = strtok_r(NULL, ",", &save)) {
         const char *one[1] = {m};
         pmID id;
         int rc = lookup(1, one, &id);
@@ -599,8 +607,8 @@ static void sample_pcp(void)
                 snprintf(name, sizeof name, "%s", pc.names[i]);
             }
             /* 32-bit counters wrap at 2^32 (pmcd reports them as they are) */
-            double wrap = pc.desc[i].type == PM_TYPE_32 || pc.desc[i].type == PM_TYPE_U32
-                              ? 4294967296.0 : 0;
+            double wrap =
+                pc.desc[i].type == PM_TYPE_32 || pc.desc[i].type == PM_TYPE_U32 ? 4294967296.0 : 0;
             put("pcp", name, pc.units[i], kind, wrap, a.d);
         }
     }
@@ -737,7 +745,7 @@ static int private_files(void)
     DIR *d = all ? NULL : opendir("/proc/thread-self/fd");
     if (d) {
         int fds[512], n;
-        do {                                   /* closing while listing: list again */
+        do { /* closing while listing: list again */
             n = 0;
             rewinddir(d);
             struct dirent *e;
@@ -794,13 +802,12 @@ static void *sampler(void *arg)
             next.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&nd.lock);
-        while (!nd.stopping &&
-               pthread_cond_timedwait(&nd.wake, &nd.lock, &next) != ETIMEDOUT)
+        while (!nd.stopping && pthread_cond_timedwait(&nd.wake, &nd.lock, &next) != ETIMEDOUT)
             ;
         stopping = nd.stopping;
         pthread_mutex_unlock(&nd.lock);
         tick();
-        struct timespec now;     /* behind (a stalled machine): no burst to catch up */
+        struct timespec now; /* behind (a stalled machine): no burst to catch up */
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
             next = now;

@@ -45,18 +45,19 @@
 
 /* Kinds of mpi.spec (one body each in pw_mpi_leave). Keep in the order of
  * gen_wrappers.KINDS. */
-#define PW_MPI_KINDS(X)                                                                    \
-    X(send) X(isend) X(recv) X(irecv) X(mrecv) X(sendrecv) X(sendrecv_replace) X(send_init)         \
-    X(recv_init) X(start) X(startall) X(probe) X(request_free) X(cancel)                   \
-    X(barrier) X(bcast) X(gather) X(gatherv) X(scatter) X(scatterv) X(allgather)           \
-    X(allgatherv) X(alltoall) X(alltoallv) X(alltoallw) X(reduce) X(allreduce)             \
-    X(reduce_scatter) X(reduce_scatter_block) X(scan) X(exscan) X(neighbor_allgather)      \
-    X(neighbor_allgatherv) X(neighbor_alltoall) X(neighbor_alltoallv)                      \
-    X(neighbor_alltoallw)                                                                  \
-    X(win) X(win_free) X(put) X(get) X(acc) X(getacc) X(fop) X(cas)                                    \
-    X(wait) X(waitmulti) X(winsync)                                                        \
-    X(fopen) X(fclose) X(fread) X(fwrite) X(fother)                                        \
+/* clang-format off */
+#define PW_MPI_KINDS(X)                                                                            \
+    X(send) X(isend) X(recv) X(irecv) X(mrecv) X(sendrecv) X(sendrecv_replace) X(send_init)        \
+    X(recv_init) X(start) X(startall) X(probe) X(request_free) X(cancel)                           \
+    X(barrier) X(bcast) X(gather) X(gatherv) X(scatter) X(scatterv) X(allgather)                   \
+    X(allgatherv) X(alltoall) X(alltoallv) X(alltoallw) X(reduce) X(allreduce)                     \
+    X(reduce_scatter) X(reduce_scatter_block) X(scan) X(exscan) X(neighbor_allgather)              \
+    X(neighbor_allgatherv) X(neighbor_alltoall) X(neighbor_alltoallv) X(neighbor_alltoallw)        \
+    X(win) X(win_free) X(put) X(get) X(acc) X(getacc) X(fop) X(cas)                                \
+    X(wait) X(waitmulti) X(winsync)                                                                \
+    X(fopen) X(fclose) X(fread) X(fwrite) X(fother)                                                \
     X(init) X(finalize) X(abort) X(pcontrol) X(mgmt) X(comm_free)
+/* clang-format on */
 
 #define PW_KIND_ENUM(k) PW_KIND_##k,
 enum pw_mpi_kind { PW_MPI_KINDS(PW_KIND_ENUM) PW_MPI_NKINDS };
@@ -91,10 +92,10 @@ typedef struct pw_call {
     int64_t t0; /* ticks */
 } pw_call;
 
-extern int pw_mpi_recording;               /* between MPI_Init and MPI_Finalize, Pcontrol on */
-extern PW_TLS int pw_mpi_depth;            /* wrapper nesting of this thread */
+extern int pw_mpi_recording;                 /* between MPI_Init and MPI_Finalize, Pcontrol on */
+extern PW_TLS int pw_mpi_depth;              /* wrapper nesting of this thread */
 extern const signed char pw_mpi_fn_family[]; /* each function's family (PW_FAMILY_*) */
-extern const char *pw_mpi_fn_families[];      /* the same by name */
+extern const char *pw_mpi_fn_families[];     /* the same by name */
 
 static inline int pw_mpi_nested(void) { return pw_mpi_depth > 0; }
 static inline void pw_mpi_nest(void) { pw_mpi_depth++; }

@@ -91,7 +91,7 @@ typedef struct thr {
     pid_t pid; /* the process it runs in (process_vm_readv), read once at its start */
     uintptr_t stack_lo, stack_hi;
     int64_t interval_ns;
-    uint64_t rng;     /* xorshift state: jitter of each interval */
+    uint64_t rng; /* xorshift state: jitter of each interval */
     int n, cap, thinned;
     int64_t taken;
     int64_t unwound, fallbacks; /* samples by libunwind; by frame pointers instead */
@@ -99,7 +99,7 @@ typedef struct thr {
 } thr;
 
 static thr threads[PW_SAMPLE_THREADS];
-static int nthreads; /* slots claimed: beyond PW_SAMPLE_THREADS, threads not sampled */
+static int nthreads;            /* slots claimed: beyond PW_SAMPLE_THREADS, threads not sampled */
 static int no_timer, no_memory; /* threads not sampled: timer_create or the buffer failed */
 static PW_TLS thr *self;
 static int sig;
@@ -204,10 +204,10 @@ static int text_ranges(struct dl_phdr_info *info, size_t size, void *arg)
     const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
     base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
     int k = strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld64.so", 7) == 0 ? UNW_LOADER
-            : strncmp(base, "libunwind.", 10) == 0                           ? UNW_LOCAL_LIB
-            : strncmp(base, "libunwind-", 10) == 0                           ? UNW_GENERIC_LIB
-            : strncmp(base, "libc.so", 7) == 0                               ? UNW_LIBC
-                                                                              : -1;
+            : strncmp(base, "libunwind.", 10) == 0                                ? UNW_LOCAL_LIB
+            : strncmp(base, "libunwind-", 10) == 0                                ? UNW_GENERIC_LIB
+            : strncmp(base, "libc.so", 7) == 0                                    ? UNW_LIBC
+                                                                                  : -1;
     for (int i = 0; k >= 0 && i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -287,8 +287,8 @@ static int unw_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *
 
 /* The library's own table lookup, on its local address space (tables read in place);
  * the null argument is its "no validation" */
-static int unw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
-                              int need, void *arg)
+static int unw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need,
+                              void *arg)
 {
     (void)as, (void)arg;
     return unw.find(unw.local, ip, pi, need, NULL);
@@ -605,8 +605,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     sample *s = &t->buf[t->n];
     s->t = pw_now();
     s->state = (int16_t)pw_thread_activity;
-    s->have_ctr =
-        pw_hooks.read_events ? pw_hooks.read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
+    s->have_ctr = pw_hooks.read_events ? pw_hooks.read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
     uintptr_t pc, fp, sp;
     context_regs(ucv, &pc, &fp, &sp);
     int d = unwind(t, ucv, pc, sp, s->frames);
@@ -796,9 +795,9 @@ static void *trampoline(void *p)
  * the program's work, and interrupting their poll loops would only change them. */
 static int library_thread(const void *caller)
 {
-    static const char *skip[] = {"libmpi", "libopen-", "libpmix", "libucs", "libucp",
-                                 "libuct", "libfabric", "libevent", "libhwloc", "libpsm",
-                                 "libperfweave", "libpapi", "libpcp", "libnvidia"};
+    static const char *skip[] = {"libmpi",       "libopen-",  "libpmix",  "libucs",   "libucp",
+                                 "libuct",       "libfabric", "libevent", "libhwloc", "libpsm",
+                                 "libperfweave", "libpapi",   "libpcp",   "libnvidia"};
     Dl_info info;
     if (!dladdr(caller, &info) || !info.dli_fname)
         return 0;
@@ -810,8 +809,8 @@ static int library_thread(const void *caller)
     return 0;
 }
 
-PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                             void *(*fn)(void *), void *arg)
+PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+                             void *arg)
 {
     PW_REAL(pthread_create);
     if (!started || library_thread(__builtin_return_address(0)))
@@ -837,8 +836,8 @@ PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
  * itself) is reported and left as it is. */
 PW_REAL_DECLARE(sigaction);
 PW_REAL_DECLARE(signal);
-static void *program_fn[NSIG];   /* the program's handler of each signal */
-static int program_info[NSIG];   /* it takes (int, siginfo_t *, void *): SA_SIGINFO */
+static void *program_fn[NSIG]; /* the program's handler of each signal */
+static int program_info[NSIG]; /* it takes (int, siginfo_t *, void *): SA_SIGINFO */
 
 static void program_handler(int s, siginfo_t *si, void *uc)
 {
@@ -905,8 +904,7 @@ PW_EXPORT sighandler_t signal(int s, sighandler_t h)
     if ((void *)was == (void *)program_handler)
         was = (sighandler_t)fn;
     struct sigaction now;
-    if (h != SIG_DFL && h != SIG_IGN && real_sigaction(s, NULL, &now) == 0 &&
-        now.sa_handler == h)
+    if (h != SIG_DFL && h != SIG_IGN && real_sigaction(s, NULL, &now) == 0 && now.sa_handler == h)
         sigaction(s, &now, NULL);
     return was;
 }
@@ -954,10 +952,7 @@ static void mask_end(void)
 }
 
 /* poll-style timeouts (ms; < 0: none): the deadline, and the ms left to it */
-static int64_t ms_deadline(int ms)
-{
-    return ms > 0 ? pw_now() + ms * 1000000LL : 0;
-}
+static int64_t ms_deadline(int ms) { return ms > 0 ? pw_now() + ms * 1000000LL : 0; }
 
 static int ms_left(int ms, int64_t deadline)
 {
@@ -988,10 +983,7 @@ static const struct timespec *ts_left(const struct timespec *ts, int64_t deadlin
     return left;
 }
 
-static int ts_blocking(const struct timespec *ts)
-{
-    return !ts || ts->tv_sec || ts->tv_nsec;
-}
+static int ts_blocking(const struct timespec *ts) { return !ts || ts->tv_sec || ts->tv_nsec; }
 
 /* The program's signals while they are blocked (masked): the signals to wait for, i.e.
  * every one the thread's own mask lets through but ours, the two that cannot be waited
@@ -1076,8 +1068,7 @@ static int64_t ns_after(int64_t a, const struct timespec *ts)
 
 /* The sleep with the program's signals blocked (masked): 0, or EINTR with the time left
  * of a relative sleep in *r. */
-static int sleep_blocked(clockid_t clock, int abs_, const struct timespec *req,
-                         struct timespec *r)
+static int sleep_blocked(clockid_t clock, int abs_, const struct timespec *req, struct timespec *r)
 {
     /* a relative sleep on CLOCK_REALTIME runs on CLOCK_MONOTONIC in the kernel too */
     clockid_t c = abs_ ? clock : CLOCK_MONOTONIC;
@@ -1109,8 +1100,7 @@ static int sleep_blocked(clockid_t clock, int abs_, const struct timespec *req,
             /* the thread's mask for an instant, atomically: the process stops there */
             struct timespec zero = {0, 0};
             call_begins();
-            if (!(real_ppoll(NULL, 0, &zero, &saved_mask) < 0 && errno == EINTR &&
-                  !interrupted))
+            if (!(real_ppoll(NULL, 0, &zero, &saved_mask) < 0 && errno == EINTR && !interrupted))
                 continue;
             /* a handler of the program ran meanwhile */
         }
@@ -1140,8 +1130,8 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
     int abs_ = flags & TIMER_ABSTIME, rc;
     struct timespec r;
     /* what the kernel refuses, or a sleep of nothing (a yield): the kernel's own */
-    int blocked = (clock == CLOCK_MONOTONIC || clock == CLOCK_REALTIME) &&
-                  req->tv_sec >= 0 && req->tv_nsec >= 0 && req->tv_nsec < 1000000000L &&
+    int blocked = (clock == CLOCK_MONOTONIC || clock == CLOCK_REALTIME) && req->tv_sec >= 0 &&
+                  req->tv_nsec >= 0 && req->tv_nsec < 1000000000L &&
                   (abs_ || req->tv_sec || req->tv_nsec);
     if (blocked) /* a cancellation requested before acts at the call, as in the sleep */
         pthread_testcancel();
@@ -1207,30 +1197,30 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
  * MPI call (the MPI family is kept: MPI libraries poll while waiting). */
 /* rc = CALL (a call with a timeout in ms, variable MS; < 0: none), called again for the
  * time left while our signal ends it */
-#define BLOCK_MS(ms, call)                                                              \
-    do {                                                                                \
-        int64_t deadline_ = ms_deadline(ms);                                            \
-        int old_ = block_begin((ms) != 0, STATE_WAIT);                                  \
-        do {                                                                            \
-            call_begins();                                                              \
-            rc = (call);                                                                \
-        } while (again(rc) && ((ms = ms_left(ms, deadline_)), 1));                      \
-        pw_thread_activity = old_;                                                      \
+#define BLOCK_MS(ms, call)                                                                         \
+    do {                                                                                           \
+        int64_t deadline_ = ms_deadline(ms);                                                       \
+        int old_ = block_begin((ms) != 0, STATE_WAIT);                                             \
+        do {                                                                                       \
+            call_begins();                                                                         \
+            rc = (call);                                                                           \
+        } while (again(rc) && ((ms = ms_left(ms, deadline_)), 1));                                 \
+        pw_thread_activity = old_;                                                                 \
     } while (0)
 
 /* the same for a timeout TS (const struct timespec *, NULL: none); CALL uses tp_ */
-#define BLOCK_TS(ts, call)                                                              \
-    do {                                                                                \
-        int64_t deadline_ = ts_deadline(ts);                                            \
-        struct timespec left_;                                                          \
-        const struct timespec *tp_ = (ts);                                              \
-        int old_ = block_begin(ts_blocking(ts), STATE_WAIT);                            \
-        do {                                                                            \
-            call_begins();                                                              \
-            rc = (call);                                                                \
-        } while (again(rc) && (tp_ = ts_left(ts, deadline_, &left_), 1));               \
-        (void)tp_; /* a CALL without a timeout (BLOCK_AGAIN) */                         \
-        pw_thread_activity = old_;                                                      \
+#define BLOCK_TS(ts, call)                                                                         \
+    do {                                                                                           \
+        int64_t deadline_ = ts_deadline(ts);                                                       \
+        struct timespec left_;                                                                     \
+        const struct timespec *tp_ = (ts);                                                         \
+        int old_ = block_begin(ts_blocking(ts), STATE_WAIT);                                       \
+        do {                                                                                       \
+            call_begins();                                                                         \
+            rc = (call);                                                                           \
+        } while (again(rc) && (tp_ = ts_left(ts, deadline_, &left_), 1));                          \
+        (void)tp_; /* a CALL without a timeout (BLOCK_AGAIN) */                                    \
+        pw_thread_activity = old_;                                                                 \
     } while (0)
 
 /* poll is ppoll with the timeout as a timespec (< 0: none) and no mask */
@@ -1253,8 +1243,7 @@ PW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsle
     return poll(fds, n, timeout);
 }
 
-PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
-                    const sigset_t *mask)
+PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     PW_REAL(ppoll);
     if (!started)
@@ -1448,12 +1437,12 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
 #define BLOCK_AGAIN(call) BLOCK_TS((const struct timespec *)NULL, call)
 
 /* The body of such a wrapper of FN, called with ARGS */
-#define AGAIN_WRAPPER(rtype, fn, args)                                                  \
-    PW_REAL(fn);                                                                        \
-    if (!started)                                                                       \
-        return real_##fn args;                                                          \
-    rtype rc;                                                                           \
-    BLOCK_AGAIN(real_##fn args);                                                        \
+#define AGAIN_WRAPPER(rtype, fn, args)                                                             \
+    PW_REAL(fn);                                                                                   \
+    if (!started)                                                                                  \
+        return real_##fn args;                                                                     \
+    rtype rc;                                                                                      \
+    BLOCK_AGAIN(real_##fn args);                                                                   \
     return rc
 
 /* POSIX semaphores with a deadline: glibc waits on a futex with a timeout, which a
@@ -1466,8 +1455,7 @@ PW_EXPORT int sem_timedwait(sem_t *restrict s, const struct timespec *restrict a
 }
 
 #if defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 30)
-PW_EXPORT int sem_clockwait(sem_t *restrict s, clockid_t clock,
-                            const struct timespec *restrict abs)
+PW_EXPORT int sem_clockwait(sem_t *restrict s, clockid_t clock, const struct timespec *restrict abs)
 {
     AGAIN_WRAPPER(int, sem_clockwait, (s, clock, abs));
 }
@@ -1485,10 +1473,7 @@ PW_EXPORT int semtimedop(int id, struct sembuf *ops, size_t n, const struct time
     return rc;
 }
 
-PW_EXPORT int semop(int id, struct sembuf *ops, size_t n)
-{
-    return semtimedop(id, ops, n, NULL);
-}
+PW_EXPORT int semop(int id, struct sembuf *ops, size_t n) { return semtimedop(id, ops, n, NULL); }
 
 PW_EXPORT ssize_t msgrcv(int id, void *m, size_t size, long type, int flags)
 {
@@ -1540,28 +1525,28 @@ static int sock_ready(int fd, short events, int opt, int64_t start)
 }
 
 /* rc = CALL on socket FD (waiting for EVENTS, its timeout OPT), again after our signal */
-#define SOCK_CALL(fd, events, opt, call)                                                \
-    do {                                                                                \
-        int64_t start_ = pw_now();                                                      \
-        for (;;) {                                                                      \
-            call_begins();                                                              \
-            rc = (call);                                                                \
-            if (!again(rc))                                                             \
-                break;                                                                  \
-            if (sock_ready(fd, events, opt, start_) <= 0) {                             \
-                rc = -1;                                                                \
-                break;                                                                  \
-            }                                                                           \
-        }                                                                               \
+#define SOCK_CALL(fd, events, opt, call)                                                           \
+    do {                                                                                           \
+        int64_t start_ = pw_now();                                                                 \
+        for (;;) {                                                                                 \
+            call_begins();                                                                         \
+            rc = (call);                                                                           \
+            if (!again(rc))                                                                        \
+                break;                                                                             \
+            if (sock_ready(fd, events, opt, start_) <= 0) {                                        \
+                rc = -1;                                                                           \
+                break;                                                                             \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 /* The body of the wrapper of socket call FN, called with ARGS */
-#define SOCK_WRAPPER(rtype, fn, fd, events, opt, args)                                  \
-    PW_REAL(fn);                                                                        \
-    if (!started)                                                                       \
-        return real_##fn args;                                                          \
-    rtype rc;                                                                           \
-    SOCK_CALL(fd, events, opt, real_##fn args);                                         \
+#define SOCK_WRAPPER(rtype, fn, fd, events, opt, args)                                             \
+    PW_REAL(fn);                                                                                   \
+    if (!started)                                                                                  \
+        return real_##fn args;                                                                     \
+    rtype rc;                                                                                      \
+    SOCK_CALL(fd, events, opt, real_##fn args);                                                    \
     return rc
 
 PW_EXPORT int accept(int fd, __SOCKADDR_ARG a, socklen_t *restrict len)
@@ -1579,8 +1564,8 @@ PW_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
     SOCK_WRAPPER(ssize_t, recv, fd, POLLIN, SO_RCVTIMEO, (fd, buf, n, flags));
 }
 
-PW_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags,
-                           __SOCKADDR_ARG a, socklen_t *restrict len)
+PW_EXPORT ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags, __SOCKADDR_ARG a,
+                           socklen_t *restrict len)
 {
     SOCK_WRAPPER(ssize_t, recvfrom, fd, POLLIN, SO_RCVTIMEO, (fd, buf, n, flags, a, len));
 }
@@ -1592,8 +1577,7 @@ PW_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 
 /* recvmmsg's own timeout is looked at only after a message came (recvmmsg(2)); waiting
  * for the first one is the socket's */
-PW_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
-                       struct timespec *ts)
+PW_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *ts)
 {
     SOCK_WRAPPER(int, recvmmsg, fd, POLLIN, SO_RCVTIMEO, (fd, v, n, flags, ts));
 }
@@ -1603,8 +1587,8 @@ PW_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
     SOCK_WRAPPER(ssize_t, send, fd, POLLOUT, SO_SNDTIMEO, (fd, buf, n, flags));
 }
 
-PW_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
-                         __CONST_SOCKADDR_ARG a, socklen_t len)
+PW_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG a,
+                         socklen_t len)
 {
     SOCK_WRAPPER(ssize_t, sendto, fd, POLLOUT, SO_SNDTIMEO, (fd, buf, n, flags, a, len));
 }
@@ -1649,14 +1633,13 @@ PW_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t len)
  * stands in. A program making the system call itself (syscall(SYS_io_getevents)) cannot
  * be wrapped and sees the EINTR. */
 struct io_event;
-PW_EXPORT int io_getevents(void *ctx, long min, long nr, struct io_event *ev,
-                           struct timespec *ts)
+PW_EXPORT int io_getevents(void *ctx, long min, long nr, struct io_event *ev, struct timespec *ts)
 {
     PW_REAL_OPTIONAL(io_getevents);
     int rc;
-#define PW_GETEVENTS(t)                                                                 \
-    (real_io_getevents ? real_io_getevents(ctx, min, nr, ev, (struct timespec *)(t))    \
-          : (int)syscall(SYS_io_getevents, ctx, min, nr, ev, (t)))
+#define PW_GETEVENTS(t)                                                                            \
+    (real_io_getevents ? real_io_getevents(ctx, min, nr, ev, (struct timespec *)(t))               \
+                       : (int)syscall(SYS_io_getevents, ctx, min, nr, ev, (t)))
     if (!started)
         return PW_GETEVENTS(ts);
     BLOCK_TS(ts, PW_GETEVENTS(tp_));

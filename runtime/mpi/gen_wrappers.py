@@ -16,6 +16,7 @@ and record only when recording and not re-entered. What a call means (bytes
 sent/received, persistent requests, Init/Finalize hooks) is decided by its KIND
 in one place, pw_mpi_leave(), from the values of the arguments tagged with roles.
 """
+
 import re
 import sys
 from dataclasses import dataclass
@@ -25,19 +26,21 @@ from pathlib import Path
 # each as PW_FAMILY_<FAMILY>, so that a family the format does not know fails to build.
 KINDS = {
     "p2p": "send isend recv irecv mrecv sendrecv sendrecv_replace send_init recv_init start "
-           "startall probe request_free cancel",
+    "startall probe request_free cancel",
     "coll": "barrier bcast gather gatherv scatter scatterv allgather allgatherv alltoall alltoallv "
-            "alltoallw reduce allreduce reduce_scatter reduce_scatter_block scan exscan "
-            "neighbor_allgather neighbor_allgatherv neighbor_alltoall neighbor_alltoallv "
-            "neighbor_alltoallw",
+    "alltoallw reduce allreduce reduce_scatter reduce_scatter_block scan exscan "
+    "neighbor_allgather neighbor_allgatherv neighbor_alltoall neighbor_alltoallv "
+    "neighbor_alltoallw",
     "rma": "win win_free put get acc getacc fop cas",
     "sync": "wait waitmulti winsync",
     "io": "fopen fclose fread fwrite fother",
     "other": "init finalize abort pcontrol mgmt comm_free",
 }
-ROLES = set("buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes "
-            "peer tag root comm newcomm win newwin target group request requests nreq status "
-            "statuses file offset level flag index outcount indices".split())
+ROLES = set(
+    "buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes "
+    "peer tag root comm newcomm win newwin target group request requests nreq status "
+    "statuses file offset level flag index outcount indices".split()
+)
 # Kinds whose wrappers run a hook whatever the recording state.
 CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
 # The roles each kind's body reads: call_bytes and pw_mpi_before (runtime/modules/mpi.c),
@@ -50,42 +53,71 @@ CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
 # abort have hooks of their own.
 _SR = "scount stype rcount rtype comm"
 _P2P = "peer count type comm tag"
-_COLL = "comm request?"         # request: a nonblocking collective
-_RMA = "target win request?"    # request: the R* forms
-_NONE = {"flag": "NULL", "index": "NULL", "outcount": "NULL", "indices": "NULL",
-         "status": "NULL", "statuses": "NULL", "request": "NULL",
-         "target": "MPI_PROC_NULL", "tag": "-1", "group": "MPI_GROUP_NULL"}
+_COLL = "comm request?"  # request: a nonblocking collective
+_RMA = "target win request?"  # request: the R* forms
+_NONE = {
+    "flag": "NULL",
+    "index": "NULL",
+    "outcount": "NULL",
+    "indices": "NULL",
+    "status": "NULL",
+    "statuses": "NULL",
+    "request": "NULL",
+    "target": "MPI_PROC_NULL",
+    "tag": "-1",
+    "group": "MPI_GROUP_NULL",
+}
 READS = {
-    "send": _P2P, "isend": _P2P + " request", "recv": _P2P + " status",
-    "irecv": _P2P + " request", "mrecv": "count type status?",
+    "send": _P2P,
+    "isend": _P2P + " request",
+    "recv": _P2P + " status",
+    "irecv": _P2P + " request",
+    "mrecv": "count type status?",
     "sendrecv": "peer source scount stype rcount rtype comm tag status",
     "sendrecv_replace": "peer source count type comm tag status",
-    "send_init": _P2P + " request", "recv_init": _P2P + " request",
-    "start": "request", "startall": "nreq requests", "request_free": "request",
+    "send_init": _P2P + " request",
+    "recv_init": _P2P + " request",
+    "start": "request",
+    "startall": "nreq requests",
+    "request_free": "request",
     "barrier": _COLL,
-    "bcast": "root count type " + _COLL, "reduce": "root count type " + _COLL,
-    "allreduce": "count type " + _COLL, "scan": "count type " + _COLL,
-    "exscan": "count type " + _COLL, "reduce_scatter_block": "count type " + _COLL,
+    "bcast": "root count type " + _COLL,
+    "reduce": "root count type " + _COLL,
+    "allreduce": "count type " + _COLL,
+    "scan": "count type " + _COLL,
+    "exscan": "count type " + _COLL,
+    "reduce_scatter_block": "count type " + _COLL,
     "reduce_scatter": "rcounts type " + _COLL,
-    "gather": f"root buf {_SR} {_COLL}", "gatherv": f"root buf scount stype rcounts rtype {_COLL}",
+    "gather": f"root buf {_SR} {_COLL}",
+    "gatherv": f"root buf scount stype rcounts rtype {_COLL}",
     "scatter": f"root rbuf {_SR} {_COLL}",
     "scatterv": f"root rbuf scounts stype rcount rtype {_COLL}",
-    "allgather": f"buf {_SR} {_COLL}", "allgatherv": f"buf scount stype rcounts rtype {_COLL}",
-    "alltoall": f"buf {_SR} {_COLL}", "alltoallv": f"buf scounts stype rcounts rtype {_COLL}",
+    "allgather": f"buf {_SR} {_COLL}",
+    "allgatherv": f"buf scount stype rcounts rtype {_COLL}",
+    "alltoall": f"buf {_SR} {_COLL}",
+    "alltoallv": f"buf scounts stype rcounts rtype {_COLL}",
     "alltoallw": f"buf scounts stypes rcounts rtypes {_COLL}",
     "neighbor_allgather": f"{_SR} {_COLL}",
     "neighbor_allgatherv": f"scount stype rcounts rtype {_COLL}",
     "neighbor_alltoall": f"{_SR} {_COLL}",
     "neighbor_alltoallv": f"scounts stype rcounts rtype {_COLL}",
     "neighbor_alltoallw": f"scounts stypes rcounts rtypes {_COLL}",
-    "win": "comm newwin", "win_free": "newwin",
-    "put": "count type " + _RMA, "get": "count type " + _RMA, "acc": "count type " + _RMA,
-    "getacc": "count type rcount rtype " + _RMA, "fop": "type " + _RMA, "cas": "type " + _RMA,
+    "win": "comm newwin",
+    "win_free": "newwin",
+    "put": "count type " + _RMA,
+    "get": "count type " + _RMA,
+    "acc": "count type " + _RMA,
+    "getacc": "count type rcount rtype " + _RMA,
+    "fop": "type " + _RMA,
+    "cas": "type " + _RMA,
     "wait": "request status flag?",
     "waitmulti": "nreq requests flag? index? outcount? indices? status? statuses?",
     "winsync": "win flag? target? tag? group?",
-    "fread": "count type", "fwrite": "count type", "pcontrol": "level",
-    "mgmt": "comm newcomm", "comm_free": "newcomm",
+    "fread": "count type",
+    "fwrite": "count type",
+    "pcontrol": "level",
+    "mgmt": "comm newcomm",
+    "comm_free": "newcomm",
 }
 
 
@@ -117,7 +149,7 @@ STATUS_KINDS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmu
 
 KIND_READS = kind_reads(READS)
 _undeclared = set(" ".join(KINDS.values()).split()) - set(READS) - NO_ARGS_KINDS - CONTROL_KINDS
-if _undeclared:   # a new kind says what its body reads before any wrapper is written
+if _undeclared:  # a new kind says what its body reads before any wrapper is written
     raise SpecError(f"kinds without their roles in READS: {', '.join(sorted(_undeclared))}")
 
 LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(int\s+(MPI_\w+)\s*\((.*)\))\s*(\[(.*)\])?\s*$")
@@ -125,7 +157,7 @@ LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(int\s+(MPI_\w+)\s*\((.*)\))\s*(\[(.*)\]
 
 @dataclass
 class Arg:
-    ctype: str          # C type without the name, e.g. "const int *" or "MPI_Datatype"
+    ctype: str  # C type without the name, e.g. "const int *" or "MPI_Datatype"
     name: str
     role: str = ""
     array: bool = False
@@ -225,13 +257,17 @@ def parse(text):
             reads = KIND_READS.get(kind, {})
             missing = {r for r, none in reads.items() if none is None} - set_roles(args)
             if missing:
-                raise SpecError(f"line {lineno}: {name}: kind '{kind}' reads the roles "
-                                f"{', '.join(sorted(missing))}, which {name} does not tag")
+                raise SpecError(
+                    f"line {lineno}: {name}: kind '{kind}' reads the roles "
+                    f"{', '.join(sorted(missing))}, which {name} does not tag"
+                )
         if fn.fortran and fn.fortran_args is None:
             for a in args:
                 if fortran_type(a) is None:
-                    raise SpecError(f"line {lineno}: {name}: argument '{a.decl}' has no "
-                                    "Fortran mapping; add [nofort] or fortran=(...)")
+                    raise SpecError(
+                        f"line {lineno}: {name}: argument '{a.decl}' has no "
+                        "Fortran mapping; add [nofort] or fortran=(...)"
+                    )
         functions.append(fn)
     if not functions:
         raise SpecError("the spec declares no function")
@@ -240,6 +276,7 @@ def parse(text):
 
 # ---- C wrappers ----
 
+
 def c_param_type(a):
     return f"{a.ctype} *" if a.array else a.ctype
 
@@ -247,9 +284,24 @@ def c_param_type(a):
 # Roles whose value is a pointer (arrays, requests, statuses) are passed as
 # pointers; the others are values, and an output handle (MPI_Comm *newcomm,
 # MPI_Win *win of Win_create) carries no value a kind needs.
-POINTER_ROLES = {"buf", "rbuf", "scounts", "rcounts", "stypes", "rtypes", "request", "requests",
-                 "status", "statuses", "newcomm", "flag", "index", "outcount", "indices",
-                 "newwin"}
+POINTER_ROLES = {
+    "buf",
+    "rbuf",
+    "scounts",
+    "rcounts",
+    "stypes",
+    "rtypes",
+    "request",
+    "requests",
+    "status",
+    "statuses",
+    "newcomm",
+    "flag",
+    "index",
+    "outcount",
+    "indices",
+    "newwin",
+}
 
 
 def carries_value(a):
@@ -264,8 +316,9 @@ def set_roles(args):
 
 def role_assignments(args, fortran):
     """C statements filling `pw_args a` from the role-tagged arguments."""
-    return [f"a.{a.role} = {fortran_value(a) if fortran else a.name};"
-            for a in args if carries_value(a)]
+    return [
+        f"a.{a.role} = {fortran_value(a) if fortran else a.name};" for a in args if carries_value(a)
+    ]
 
 
 # Kinds that look at their arguments before the real call changes them
@@ -287,18 +340,25 @@ def args_lines(fn, args, fortran):
     if not fortran and fn.kind in STATUS_KINDS:
         for a in args:
             if a.role == "status":
-                lines += ["    MPI_Status pw_status;",
-                          f"    if (PW_UNLIKELY(pw_trace_on) && {a.name} == MPI_STATUS_IGNORE)",
-                          f"        {a.name} = &pw_status;"]
+                lines += [
+                    "    MPI_Status pw_status;",
+                    f"    if (PW_UNLIKELY(pw_trace_on) && {a.name} == MPI_STATUS_IGNORE)",
+                    f"        {a.name} = &pw_status;",
+                ]
             if a.role == "statuses":
                 n = next(x.name for x in args if x.role == "nreq")
-                lines += [f"    if (PW_UNLIKELY(pw_trace_on) && {a.name} == MPI_STATUSES_IGNORE)",
-                          f"        {a.name} = pw_trace_statuses({n});"]
+                lines += [
+                    f"    if (PW_UNLIKELY(pw_trace_on) && {a.name} == MPI_STATUSES_IGNORE)",
+                    f"        {a.name} = pw_trace_statuses({n});",
+                ]
     lines += ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
     lines += ["    " + s for s in role_assignments(args, fortran)]
     tagged = set_roles(args)
-    lines += [f"    a.{r} = {none};" for r, none in KIND_READS.get(fn.kind, {}).items()
-              if none is not None and r not in tagged]
+    lines += [
+        f"    a.{r} = {none};"
+        for r, none in KIND_READS.get(fn.kind, {}).items()
+        if none is not None and r not in tagged
+    ]
     if fn.kind in BEFORE_KINDS:
         lines.append(f"    pw_mpi_before(PW_KIND_{fn.kind}, &a);")
     return lines
@@ -321,12 +381,15 @@ def c_wrapper(fn):
     ptypes = ", ".join(c_param_type(a) for a in fn.args) or "void"
     if fn.variadic:
         ptypes += ", ..."
-    lines = [f"typedef int (*pw_creal_{fn.name})({ptypes});",
-             f"PW_WRAPPER int {fn.name}({params})", "{",
-             f"    static pw_creal_{fn.name} real;",
-             "    if (PW_UNLIKELY(!real))",
-             f"        real = (pw_creal_{fn.name})pw_mpi_real(\"P{fn.name}\");",
-             "    void *ra = __builtin_return_address(0);"]
+    lines = [
+        f"typedef int (*pw_creal_{fn.name})({ptypes});",
+        f"PW_WRAPPER int {fn.name}({params})",
+        "{",
+        f"    static pw_creal_{fn.name} real;",
+        "    if (PW_UNLIKELY(!real))",
+        f'        real = (pw_creal_{fn.name})pw_mpi_real("P{fn.name}");',
+        "    void *ra = __builtin_return_address(0);",
+    ]
     if fn.kind in CONTROL_KINDS:
         lines += control_body(fn, f"real({call})", fid, fortran=False)
     else:
@@ -357,26 +420,34 @@ def control_body(fn, call, fid, fortran):
     level = "*level" if fortran else "level"
     if fn.kind == "init":
         provided = "-1"
-        for a in (fn.fortran_args if fortran else fn.args):
+        for a in fn.fortran_args if fortran else fn.args:
             if a.name == "provided":
                 provided = "*provided"
         return nested_guard(call, fortran) + [
-                "    pw_mpi_nest();", "    int64_t t0 = pw_now();",
-                "    pw_thread_activity = PW_ACTIVITY_OTHER; /* MPI's start-up is MPI time */",
-                "    pw_mpi_anchor();",
-                f"    {rc_decl}{call};",
-                f"    pw_mpi_init_done({fid}, ra, t0, {provided});",
-                "    pw_thread_activity = 0;",
-                "    pw_call_anchor = 0;",
-                "    pw_mpi_unnest();", f"    {rc_ret}"]
+            "    pw_mpi_nest();",
+            "    int64_t t0 = pw_now();",
+            "    pw_thread_activity = PW_ACTIVITY_OTHER; /* MPI's start-up is MPI time */",
+            "    pw_mpi_anchor();",
+            f"    {rc_decl}{call};",
+            f"    pw_mpi_init_done({fid}, ra, t0, {provided});",
+            "    pw_thread_activity = 0;",
+            "    pw_call_anchor = 0;",
+            "    pw_mpi_unnest();",
+            f"    {rc_ret}",
+        ]
     if fn.kind == "finalize":
         return nested_guard(call, fortran) + [
-                "    pw_mpi_nest();",
-                "    pw_thread_activity = PW_ACTIVITY_OTHER;", "    pw_mpi_anchor();",
-                f"    pw_mpi_finalize_begin({fid}, ra);",
-                f"    {rc_decl}{call};", "    pw_thread_activity = 0;", "    pw_call_anchor = 0;",
-                "    pw_mpi_finalize_done();",
-                "    pw_mpi_unnest();", f"    {rc_ret}"]
+            "    pw_mpi_nest();",
+            "    pw_thread_activity = PW_ACTIVITY_OTHER;",
+            "    pw_mpi_anchor();",
+            f"    pw_mpi_finalize_begin({fid}, ra);",
+            f"    {rc_decl}{call};",
+            "    pw_thread_activity = 0;",
+            "    pw_call_anchor = 0;",
+            "    pw_mpi_finalize_done();",
+            "    pw_mpi_unnest();",
+            f"    {rc_ret}",
+        ]
     if fn.kind == "abort":
         return ["    pw_mpi_abort(ra);", f"    {ret}{call};"]
     if fn.kind == "pcontrol":
@@ -386,12 +457,28 @@ def control_body(fn, call, fid, fortran):
 
 # ---- Fortran wrappers ----
 
-HANDLE_F2C = {"MPI_Comm": "pw_comm_f2c", "MPI_Datatype": "pw_type_f2c", "MPI_Win": "pw_win_f2c",
-              "MPI_File": "pw_file_f2c", "MPI_Request": "pw_request_f2c",
-              "MPI_Group": "pw_group_f2c"}
-FORTRAN_HANDLES = {"MPI_Comm", "MPI_Datatype", "MPI_Win", "MPI_File", "MPI_Request",
-                   "MPI_Group", "MPI_Op", "MPI_Info", "MPI_Message", "MPI_Errhandler",
-                   "MPI_Status", "int"}
+HANDLE_F2C = {
+    "MPI_Comm": "pw_comm_f2c",
+    "MPI_Datatype": "pw_type_f2c",
+    "MPI_Win": "pw_win_f2c",
+    "MPI_File": "pw_file_f2c",
+    "MPI_Request": "pw_request_f2c",
+    "MPI_Group": "pw_group_f2c",
+}
+FORTRAN_HANDLES = {
+    "MPI_Comm",
+    "MPI_Datatype",
+    "MPI_Win",
+    "MPI_File",
+    "MPI_Request",
+    "MPI_Group",
+    "MPI_Op",
+    "MPI_Info",
+    "MPI_Message",
+    "MPI_Errhandler",
+    "MPI_Status",
+    "int",
+}
 
 
 def fortran_type(a):
@@ -432,48 +519,75 @@ def fortran_wrapper(fn):
     body_params = ", ".join([f"pw_freal_{fn.name} real", "void *ra"] + fparams)
     call = ", ".join([a.name for a in args] + ["ierr"])
     fid = f"PW_FN_{fn.name}"
-    lines = [f"typedef void (*pw_freal_{fn.name})({ftypes});",
-             f"static inline __attribute__((always_inline)) void pw_f_{fn.name}({body_params})",
-             "{"]
+    lines = [
+        f"typedef void (*pw_freal_{fn.name})({ftypes});",
+        f"static inline __attribute__((always_inline)) void pw_f_{fn.name}({body_params})",
+        "{",
+    ]
     if fn.kind in CONTROL_KINDS:
         lines += control_body(fn, f"real({call})", fid, fortran=True)
     else:
-        lines += ["    pw_call c;",
-                  f"    if (!pw_mpi_enter(&c, {fid}, ra)) {{",
-                  f"        real({call});", "        return;", "    }"]
+        lines += [
+            "    pw_call c;",
+            f"    if (!pw_mpi_enter(&c, {fid}, ra)) {{",
+            f"        real({call});",
+            "        return;",
+            "    }",
+        ]
         lines += args_lines(fn, args, fortran=True)
         lines += [f"    real({call});", leave_line(fn, args)]
     lines.append("}")
     params = ", ".join(fparams)
     for suffix in FORTRAN_SUFFIXES:
         sym = fn.lower + suffix
-        lines += [f"PW_WRAPPER void {sym}({params})", "{",
-                  f"    static pw_freal_{fn.name} real;",
-                  "    if (PW_UNLIKELY(!real))",
-                  f"        real = (pw_freal_{fn.name})pw_mpi_fortran_real(\"{sym}\", "
-                  f"(void *){sym});",
-                  f"    pw_f_{fn.name}(real, __builtin_return_address(0), {call});", "}"]
+        lines += [
+            f"PW_WRAPPER void {sym}({params})",
+            "{",
+            f"    static pw_freal_{fn.name} real;",
+            "    if (PW_UNLIKELY(!real))",
+            f'        real = (pw_freal_{fn.name})pw_mpi_fortran_real("{sym}", (void *){sym});',
+            f"    pw_f_{fn.name}(real, __builtin_return_address(0), {call});",
+            "}",
+        ]
     return "\n".join(lines)
 
 
 # ---- output files ----
 
+
 def header(functions):
-    out = ["/* Generated by runtime/mpi/gen_wrappers.py from mpi.spec: do not edit. */",
-           "#ifndef PW_MPI_FN_H", "#define PW_MPI_FN_H", "",
-           f"#define PW_MPI_NFN {len(functions)}", "", "enum pw_mpi_fn {"]
+    out = [
+        "/* Generated by runtime/mpi/gen_wrappers.py from mpi.spec: do not edit. */",
+        "#ifndef PW_MPI_FN_H",
+        "#define PW_MPI_FN_H",
+        "",
+        f"#define PW_MPI_NFN {len(functions)}",
+        "",
+        "enum pw_mpi_fn {",
+    ]
     out += [f"    PW_FN_{f.name} = {i}," for i, f in enumerate(functions)]
-    out += ["};", "",
-            "extern const char *pw_mpi_fn_names[PW_MPI_NFN];",
-            "extern const signed char pw_mpi_fn_family[PW_MPI_NFN]; /* PW_FAMILY_* */",
-            "extern const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN];", "", "#endif", ""]
+    out += [
+        "};",
+        "",
+        "extern const char *pw_mpi_fn_names[PW_MPI_NFN];",
+        "extern const signed char pw_mpi_fn_family[PW_MPI_NFN]; /* PW_FAMILY_* */",
+        "extern const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN];",
+        "",
+        "#endif",
+        "",
+    ]
     return "\n".join(out)
 
 
 def source(functions):
-    out = ["/* Generated by runtime/mpi/gen_wrappers.py from mpi.spec: do not edit. */",
-           '#include <mpi.h>', '#include "pw_mpi_fn.h"', '#include "modules/pw_mpi.h"', "",
-           "const char *pw_mpi_fn_names[PW_MPI_NFN] = {"]
+    out = [
+        "/* Generated by runtime/mpi/gen_wrappers.py from mpi.spec: do not edit. */",
+        "#include <mpi.h>",
+        '#include "pw_mpi_fn.h"',
+        '#include "modules/pw_mpi.h"',
+        "",
+        "const char *pw_mpi_fn_names[PW_MPI_NFN] = {",
+    ]
     out += [f'    "{f.name}",' for f in functions]
     out += ["};", "", "const signed char pw_mpi_fn_family[PW_MPI_NFN] = {"]
     out += [f"    PW_FAMILY_{f.family.upper()}," for f in functions]
@@ -484,12 +598,16 @@ def source(functions):
         out += [f"/* {f.family} {f.kind}: spec line {f.line} */", c_wrapper(f), ""]
         if f.fortran:
             out += [fortran_wrapper(f), ""]
-    out += ["/* The wrappers in the order of pw_mpi_symbols.h: the core's stub number i jumps",
-            " * to entry i once this library is loaded. */",
-            '#include "pw_mpi_symbols.h"',
-            "#define PW_TABLE_ENTRY(i, name) (void *)name,",
-            "PW_EXPORT void *const pw_mpi_wrapper_table[PW_MPI_NSYMBOLS] = {",
-            "    PW_MPI_SYMBOLS(PW_TABLE_ENTRY)", "};", ""]
+    out += [
+        "/* The wrappers in the order of pw_mpi_symbols.h: the core's stub number i jumps",
+        " * to entry i once this library is loaded. */",
+        '#include "pw_mpi_symbols.h"',
+        "#define PW_TABLE_ENTRY(i, name) (void *)name,",
+        "PW_EXPORT void *const pw_mpi_wrapper_table[PW_MPI_NSYMBOLS] = {",
+        "    PW_MPI_SYMBOLS(PW_TABLE_ENTRY)",
+        "};",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -505,11 +623,16 @@ def symbols(functions):
 
 def symbols_header(functions):
     names = symbols(functions)
-    out = ["/* Generated by runtime/mpi/gen_wrappers.py from mpi.spec: do not edit. */",
-           "#ifndef PW_MPI_SYMBOLS_H", "#define PW_MPI_SYMBOLS_H", "",
-           f"#define PW_MPI_NSYMBOLS {len(names)}", "",
-           "/* X(index, symbol) for every symbol the MPI module wraps */",
-           "#define PW_MPI_SYMBOLS(X) \\"]
+    out = [
+        "/* Generated by runtime/mpi/gen_wrappers.py from mpi.spec: do not edit. */",
+        "#ifndef PW_MPI_SYMBOLS_H",
+        "#define PW_MPI_SYMBOLS_H",
+        "",
+        f"#define PW_MPI_NSYMBOLS {len(names)}",
+        "",
+        "/* X(index, symbol) for every symbol the MPI module wraps */",
+        "#define PW_MPI_SYMBOLS(X) \\",
+    ]
     out += [f"    X({i}, {n}) \\" for i, n in enumerate(names)]
     out += ["", "#endif", ""]
     return "\n".join(out)
@@ -524,9 +647,11 @@ def main(argv):
     except SpecError as e:
         sys.exit(f"{spec}: {e}")
     outdir.mkdir(parents=True, exist_ok=True)
-    for name, text in (("pw_mpi_fn.h", header(functions)),
-                       ("pw_mpi_wrappers.c", source(functions)),
-                       ("pw_mpi_symbols.h", symbols_header(functions))):
+    for name, text in (
+        ("pw_mpi_fn.h", header(functions)),
+        ("pw_mpi_wrappers.c", source(functions)),
+        ("pw_mpi_symbols.h", symbols_header(functions)),
+    ):
         path = outdir / name
         if not path.exists() or path.read_text() != text:
             path.write_text(text)

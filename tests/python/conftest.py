@@ -12,6 +12,7 @@ The helpers are plain functions (`write_pwprof`, `write_experiment`) and are als
 handed to tests as fixtures of the same purpose (`pwprof`, `experiment_dir`), so
 that test modules never need to import this file by name.
 """
+
 import json
 from pathlib import Path
 
@@ -22,8 +23,13 @@ from perfweave.readers.dtypes import COUNT_DTYPE, FRAME_DTYPE, HIST_DTYPE, RANK_
 
 END_MARKER = b"PWEND\n\n\n"
 STATES = ["complete", "no-finalize", "abort", "signal"]
-ARRAYS = (("ranks", RANK_DTYPE), ("sites", SITE_DTYPE), ("frames", FRAME_DTYPE),
-          ("hist", HIST_DTYPE), ("counts", COUNT_DTYPE))
+ARRAYS = (
+    ("ranks", RANK_DTYPE),
+    ("sites", SITE_DTYPE),
+    ("frames", FRAME_DTYPE),
+    ("hist", HIST_DTYPE),
+    ("counts", COUNT_DTYPE),
+)
 
 
 def records(rows, dtype):
@@ -42,22 +48,41 @@ def pwprof_bytes(header_extra=None, ranks=(), sites=(), frames=(), hist=(), coun
     (functions, families, modules, buildids, hosts, world_size, format, version, ...);
     buildids default to "" per module."""
     header_extra = dict(header_extra or {})
-    if not isinstance(sites, np.ndarray):   # as the writer: first_frame -1 without frames
+    if not isinstance(sites, np.ndarray):  # as the writer: first_frame -1 without frames
         sites = [dict({"first_frame": -1}, **row) for row in sites]
-    arrays = {"ranks": records(ranks, RANK_DTYPE), "sites": records(sites, SITE_DTYPE),
-              "frames": records(frames, FRAME_DTYPE), "hist": records(hist, HIST_DTYPE),
-              "counts": records(counts, COUNT_DTYPE)}
+    arrays = {
+        "ranks": records(ranks, RANK_DTYPE),
+        "sites": records(sites, SITE_DTYPE),
+        "frames": records(frames, FRAME_DTYPE),
+        "hist": records(hist, HIST_DTYPE),
+        "counts": records(counts, COUNT_DTYPE),
+    }
     modules = header_extra.get("modules", [])
-    header = {"format": "perfweave-profile", "version": 1, "partial": False,
-              "world_size": len(arrays["ranks"]), "mpi_library": "", "mpi_flavor": "",
-              "hist_buckets": 34, "hosts": ["host0"], "modules": modules,
-              "buildids": [""] * len(modules), "functions": [], "families": [],
-              "counters": [], "states": STATES}
+    header = {
+        "format": "perfweave-profile",
+        "version": 1,
+        "partial": False,
+        "world_size": len(arrays["ranks"]),
+        "mpi_library": "",
+        "mpi_flavor": "",
+        "hist_buckets": 34,
+        "hosts": ["host0"],
+        "modules": modules,
+        "buildids": [""] * len(modules),
+        "functions": [],
+        "families": [],
+        "counters": [],
+        "states": STATES,
+    }
     desc, offset = {}, 0
     for name, dtype in ARRAYS:
         a = arrays[name]
-        desc[name] = {"offset": offset, "count": len(a), "itemsize": dtype.itemsize,
-                      "dtype": [list(field) for field in dtype.descr]}
+        desc[name] = {
+            "offset": offset,
+            "count": len(a),
+            "itemsize": dtype.itemsize,
+            "dtype": [list(field) for field in dtype.descr],
+        }
         offset += dtype.itemsize * len(a)
     header["arrays"] = desc
     header["data_bytes"] = offset
@@ -81,8 +106,14 @@ def write_pwprof(path, header_extra=None, ranks=(), sites=(), frames=(), hist=()
 
 
 def experiment_meta(**extra):
-    meta = {"format": "perfweave-experiment", "version": 1, "command": ["./app", "-x"],
-            "state": "finished", "wall_seconds": 1.0, "exit_status": {"code": 0}}
+    meta = {
+        "format": "perfweave-experiment",
+        "version": 1,
+        "command": ["./app", "-x"],
+        "state": "finished",
+        "wall_seconds": 1.0,
+        "exit_status": {"code": 0},
+    }
     meta.update(extra)
     return meta
 
@@ -105,6 +136,8 @@ def pwprof():
 @pytest.fixture
 def experiment_dir(tmp_path):
     """experiment_dir(name="exp", **meta) -> a fresh experiment directory under tmp_path."""
+
     def _make(name="exp", meta=None, **extra):
         return write_experiment(tmp_path / name, meta, **extra)
+
     return _make

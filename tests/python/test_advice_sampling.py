@@ -2,6 +2,7 @@
 records made by hand per rank go through the sampling analysis; each rule fires on the
 situation built, names the rank, function, line and share, and stays quiet below its
 threshold."""
+
 import numpy as np
 
 from perfweave.analysis import advice, sampling
@@ -10,13 +11,24 @@ from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 APP = "/home/u/solver"
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other",
-          "sleep"]
+STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
 # offset -> (function, line) of the program; offset -> function of libc
-CODE = {0x100: ("relax", 120), 0x108: ("relax", 121), 0x200: ("main", 30),
-        0x300: ("dump", 55), 0x400: ("build_list", 70), 0x500: ("accumulate", 90)}
-LIB = {0x10: "__GI___libc_write", 0x18: "__GI_fsync", 0x20: "_int_malloc",
-       0x28: "__GI_munmap", 0x30: "__GI___lll_lock_wait", 0x38: "__memmove_avx_unaligned"}
+CODE = {
+    0x100: ("relax", 120),
+    0x108: ("relax", 121),
+    0x200: ("main", 30),
+    0x300: ("dump", 55),
+    0x400: ("build_list", 70),
+    0x500: ("accumulate", 90),
+}
+LIB = {
+    0x10: "__GI___libc_write",
+    0x18: "__GI_fsync",
+    0x20: "_int_malloc",
+    0x28: "__GI_munmap",
+    0x30: "__GI___lll_lock_wait",
+    0x38: "__memmove_avx_unaligned",
+}
 
 
 class Sym:
@@ -61,9 +73,16 @@ def imbalanced(slow):
     procs = []
     for r in range(4):
         n = slow if r == 3 else 40
-        procs.append(rank_samples(r, [(n * 9 // 10, "compute", [0x100, 0x200]),
-                                      (n - n * 9 // 10, "compute", [0x108, 0x200]),
-                                      (100 - n, "mpi_coll", [0x200])]))
+        procs.append(
+            rank_samples(
+                r,
+                [
+                    (n * 9 // 10, "compute", [0x100, 0x200]),
+                    (n - n * 9 // 10, "compute", [0x108, 0x200]),
+                    (100 - n, "mpi_coll", [0x200]),
+                ],
+            )
+        )
     return report(procs, mpi=True)
 
 
@@ -72,9 +91,11 @@ def test_sampled_imbalance_names_rank_function_and_line():
     [a] = by_rule(imbalanced(80))["sampled_imbalance"]
     assert a["evidence"]["rank"] == 3 and a["evidence"]["function"] == "relax"
     assert a["evidence"]["line"] == 120 and abs(a["evidence"]["above_mean_pct"] - 60) < 1e-9
-    assert ("rank 3 computes 60 % longer than the mean in relax() at solver.c:120 "
-            "(80 % of its samples there against a mean of 50 % over 4 ranks, 40 % at the "
-            "least)") in a["text"]
+    assert (
+        "rank 3 computes 60 % longer than the mean in relax() at solver.c:120 "
+        "(80 % of its samples there against a mean of 50 % over 4 ranks, 40 % at the "
+        "least)"
+    ) in a["text"]
     assert "MPI takes 50 % of the samples" in a["text"]
     assert "dynamic load balancing" in a["text"]
     # main is imbalanced too, but in MPI: not named
@@ -84,13 +105,20 @@ def test_sampled_imbalance_names_rank_function_and_line():
 
 def test_sampled_io():
     # 30 % fsync + 10 % write from dump (line 55), 60 % computing in relax
-    p = rank_samples(0, [(60, "compute", [0x100, 0x200]),
-                         (30, "compute", [0x18, 0x300, 0x200]),
-                         (10, "compute", [0x10, 0x300, 0x200])])
+    p = rank_samples(
+        0,
+        [
+            (60, "compute", [0x100, 0x200]),
+            (30, "compute", [0x18, 0x300, 0x200]),
+            (10, "compute", [0x10, 0x300, 0x200]),
+        ],
+    )
     [a] = by_rule(report([p]))["sampled_io"]
     assert abs(a["severity"] - 40) < 1e-9 and a["evidence"]["function"] == "dump"
-    assert a["text"].startswith("I/O takes 40 % of the samples, in fsync (30 %), write (10 %), "
-                                "most from dump() at solver.c:55: I/O-bound there.")
+    assert a["text"].startswith(
+        "I/O takes 40 % of the samples, in fsync (30 %), write (10 %), "
+        "most from dump() at solver.c:55: I/O-bound there."
+    )
     assert "fewer, larger writes" in a["text"]
     # 8 %: below the threshold (10 %)
     p = rank_samples(0, [(92, "compute", [0x100, 0x200]), (8, "compute", [0x18, 0x300])])
@@ -99,14 +127,21 @@ def test_sampled_io():
 
 def test_sampled_alloc():
     # 25 % _int_malloc + 15 % munmap from build_list, a memmove inside malloc counts too
-    p = rank_samples(0, [(55, "compute", [0x100, 0x200]),
-                         (25, "compute", [0x20, 0x400, 0x200]),
-                         (15, "compute", [0x28, 0x400, 0x200]),
-                         (5, "compute", [0x38, 0x20, 0x400])])
+    p = rank_samples(
+        0,
+        [
+            (55, "compute", [0x100, 0x200]),
+            (25, "compute", [0x20, 0x400, 0x200]),
+            (15, "compute", [0x28, 0x400, 0x200]),
+            (5, "compute", [0x38, 0x20, 0x400]),
+        ],
+    )
     [a] = by_rule(report([p]))["sampled_alloc"]
     assert abs(a["evidence"]["pct"] - 45) < 1e-9 and a["evidence"]["function"] == "build_list"
-    assert a["text"].startswith("Memory allocation takes 45 % of the samples, in malloc (30 %), "
-                                "munmap (15 %), most from build_list() at solver.c:70")
+    assert a["text"].startswith(
+        "Memory allocation takes 45 % of the samples, in malloc (30 %), "
+        "munmap (15 %), most from build_list() at solver.c:70"
+    )
     assert "M_MMAP_THRESHOLD" in a["text"] and "reuse the buffers" in a["text"]
     p = rank_samples(0, [(95, "compute", [0x100]), (5, "compute", [0x20, 0x400])])
     assert "sampled_alloc" not in by_rule(report([p]))
@@ -116,21 +151,29 @@ def test_sampled_thread_sync():
     # 2 threads of 100 samples: one computes in accumulate, the other waits on its lock
     p = rank_samples(0, [(100, "compute", [0x500]), (100, "compute", [0x30, 0x500])])
     [a] = by_rule(report([p]))["sampled_thread_sync"]
-    assert a["text"].startswith("Threads wait on synchronisation 50 % of the samples, in mutex "
-                                "locks (pthread_mutex_lock) (50 %), most from accumulate() "
-                                "at solver.c:90: contention between threads.")
+    assert a["text"].startswith(
+        "Threads wait on synchronisation 50 % of the samples, in mutex "
+        "locks (pthread_mutex_lock) (50 %), most from accumulate() "
+        "at solver.c:90: contention between threads."
+    )
     assert "critical section" in a["text"]
     p = rank_samples(0, [(100, "compute", [0x500]), (5, "compute", [0x30, 0x500])])
     assert "sampled_thread_sync" not in by_rule(report([p]))
 
 
 def test_sampled_mpi_only_without_mpi_profile():
-    procs = [rank_samples(r, [(70, "compute", [0x100, 0x200]),
-                              (20, "mpi_coll", [0x200]), (10, "mpi_p2p", [0x200])])
-             for r in range(2)]
+    procs = [
+        rank_samples(
+            r,
+            [(70, "compute", [0x100, 0x200]), (20, "mpi_coll", [0x200]), (10, "mpi_p2p", [0x200])],
+        )
+        for r in range(2)
+    ]
     [a] = by_rule(report(procs))["sampled_mpi"]
-    assert a["text"].startswith("MPI takes 30 % of the samples (collectives 20 %, "
-                                "point-to-point 10 %), most called from main() at solver.c:30")
+    assert a["text"].startswith(
+        "MPI takes 30 % of the samples (collectives 20 %, "
+        "point-to-point 10 %), most called from main() at solver.c:30"
+    )
     assert "collectives" in a["text"] and "no MPI profile" in a["text"]
     # with an MPI profile, its own rules speak
     assert "sampled_mpi" not in by_rule(report(procs, mpi=True))
@@ -159,16 +202,22 @@ def test_sampled_omp_sync_is_openmp_imbalance_not_contention():
     p = rank_samples(0, [(140, "compute", [0x100, 0x200]), (160, "compute", [0x40, 0x100])])
     p.modules = [gomp, APP]
     sm = sampling.analyze([p], symbolizer=OmpSym())
-    assert round(sm["activity_pct"]["omp_sync"]) == 53 and "thread_sync" not in \
-        {k for k, v in sm["activity_pct"].items() if v}
-    rules = by_rule({"mpi_profile": {"mpi": False, "mpi_pct": {"min": 0.0, "mean": 0.0,
-                                                                "max": 0.0}},
-                     "sampling": sm})
+    assert round(sm["activity_pct"]["omp_sync"]) == 53 and "thread_sync" not in {
+        k for k, v in sm["activity_pct"].items() if v
+    }
+    rules = by_rule(
+        {
+            "mpi_profile": {"mpi": False, "mpi_pct": {"min": 0.0, "mean": 0.0, "max": 0.0}},
+            "sampling": sm,
+        }
+    )
     assert "sampled_thread_sync" not in rules
     [a] = rules["sampled_omp_sync"]
-    assert a["text"].startswith("Threads wait in the OpenMP runtime 53 % of the samples, most in "
-                                "relax() at solver.c:120: OpenMP barrier/wait: threads wait "
-                                "at the end of parallel regions and loops for the slowest, "
-                                "an imbalance among threads.")
+    assert a["text"].startswith(
+        "Threads wait in the OpenMP runtime 53 % of the samples, most in "
+        "relax() at solver.c:120: OpenMP barrier/wait: threads wait "
+        "at the end of parallel regions and loops for the slowest, "
+        "an imbalance among threads."
+    )
     assert "schedule(dynamic)" in a["text"] and "contention" not in a["text"]
-    assert "critical" not in a["text"]           # no OpenMP lock was seen
+    assert "critical" not in a["text"]  # no OpenMP lock was seen

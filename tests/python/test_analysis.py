@@ -1,6 +1,7 @@
 """perfweave.analysis.mpi.analyze on profiles built with Profile.from_literal,
 whose answers are worked out by hand below. Symbolisation uses a fake symbolizer
 (no addr2line, no binaries)."""
+
 import math
 
 import numpy as np
@@ -32,8 +33,9 @@ class FakeSymbolizer:
 
 
 def site(rank, fn, offset, count, total_ns, module=0, **kw):
-    return dict(rank=rank, fn=fn, module=module, offset=offset, count=count,
-                total_ns=total_ns, **kw)
+    return dict(
+        rank=rank, fn=fn, module=module, offset=offset, count=count, total_ns=total_ns, **kw
+    )
 
 
 # Four ranks, 10 s of app time each.
@@ -43,36 +45,68 @@ def site(rank, fn, offset, count, total_ns, module=0, **kw):
 #   Recv      @solver+0x300: rank 1 1 s, rank 3 1 s (5 calls each, 1000 bytes per call)
 #   Send      @libhalo+0x200 (same offset, other module): rank 2 0.5 s (2 calls, 50 bytes)
 #   MPI_Init / MPI_Finalize on every rank: bracket calls, not MPI time of the app.
-RANKS = [dict(rank=r, host=r // 2, pid=100 + r, app_ns=10 * S, mpi_ns=m, mpi_calls=c,
-              t_init_enter=1000, t_init_leave=1000 + (r + 1) * S // 4, nthreads=1,
-              offset_init_ns=r * 1000, offset_init_err_ns=10 * r, offset_fini_err_ns=20,
-              sites_dropped=r)
-         for r, m, c in ((0, 2 * S, 15), (1, 2 * S, 15), (2, 2 * S, 17), (3, 4 * S, 15))]
+RANKS = [
+    dict(
+        rank=r,
+        host=r // 2,
+        pid=100 + r,
+        app_ns=10 * S,
+        mpi_ns=m,
+        mpi_calls=c,
+        t_init_enter=1000,
+        t_init_leave=1000 + (r + 1) * S // 4,
+        nthreads=1,
+        offset_init_ns=r * 1000,
+        offset_init_err_ns=10 * r,
+        offset_fini_err_ns=20,
+        sites_dropped=r,
+    )
+    for r, m, c in ((0, 2 * S, 15), (1, 2 * S, 15), (2, 2 * S, 17), (3, 4 * S, 15))
+]
 SITES = (
-    [site(r, "MPI_Allreduce", 0x100, 10, t, bytes_sent=80, bytes_recv=80)
-     for r, t in ((0, S), (1, S), (2, S), (3, 3 * S))]
-    + [site(0, "MPI_Send", 0x200, 5, S, bytes_sent=5000),
-       site(2, "MPI_Send", 0x200, 5, S // 2, bytes_sent=5000),
-       site(1, "MPI_Recv", 0x300, 5, S, bytes_recv=5000),
-       site(3, "MPI_Recv", 0x300, 5, S, bytes_recv=5000),
-       site(2, "MPI_Send", 0x200, 2, S // 2, module=1, bytes_sent=100)]
+    [
+        site(r, "MPI_Allreduce", 0x100, 10, t, bytes_sent=80, bytes_recv=80)
+        for r, t in ((0, S), (1, S), (2, S), (3, 3 * S))
+    ]
+    + [
+        site(0, "MPI_Send", 0x200, 5, S, bytes_sent=5000),
+        site(2, "MPI_Send", 0x200, 5, S // 2, bytes_sent=5000),
+        site(1, "MPI_Recv", 0x300, 5, S, bytes_recv=5000),
+        site(3, "MPI_Recv", 0x300, 5, S, bytes_recv=5000),
+        site(2, "MPI_Send", 0x200, 2, S // 2, module=1, bytes_sent=100),
+    ]
     + [site(r, "MPI_Init", 0x50, 1, S // 4) for r in range(4)]
-    + [site(r, "MPI_Finalize", 0x60, 1, S // 10) for r in range(4)])
+    + [site(r, "MPI_Finalize", 0x60, 1, S // 10) for r in range(4)]
+)
 HIST = (
     # 8-byte Allreduces: floor(log2 8) = 3 -> bucket 4 = [8, 15]
-    [dict(rank=r, fn="MPI_Allreduce", bucket=4, count=10, bytes=80, total_ns=t)
-     for r, t in ((0, S), (1, S), (2, S), (3, 3 * S))]
+    [
+        dict(rank=r, fn="MPI_Allreduce", bucket=4, count=10, bytes=80, total_ns=t)
+        for r, t in ((0, S), (1, S), (2, S), (3, 3 * S))
+    ]
     # 1000-byte Sends: floor(log2 1000) = 9 -> bucket 10 = [512, 1023]
-    + [dict(rank=0, fn="MPI_Send", bucket=10, count=5, bytes=5000, total_ns=S),
-       dict(rank=2, fn="MPI_Send", bucket=10, count=5, bytes=5000, total_ns=S // 2),
-       # 50-byte Sends: floor(log2 50) = 5 -> bucket 6 = [32, 63]
-       dict(rank=2, fn="MPI_Send", bucket=6, count=2, bytes=100, total_ns=S // 2)])
+    + [
+        dict(rank=0, fn="MPI_Send", bucket=10, count=5, bytes=5000, total_ns=S),
+        dict(rank=2, fn="MPI_Send", bucket=10, count=5, bytes=5000, total_ns=S // 2),
+        # 50-byte Sends: floor(log2 50) = 5 -> bucket 6 = [32, 63]
+        dict(rank=2, fn="MPI_Send", bucket=6, count=2, bytes=100, total_ns=S // 2),
+    ]
+)
 
 
 def profile(**kw):
-    return Profile.from_literal(FUNCTIONS, FAMILIES, RANKS, SITES, modules=MODULES, hist=HIST,
-                                hosts=("node01", "node02"), mpi_library="Open MPI v4.1",
-                                mpi_flavor="openmpi", **kw)
+    return Profile.from_literal(
+        FUNCTIONS,
+        FAMILIES,
+        RANKS,
+        SITES,
+        modules=MODULES,
+        hist=HIST,
+        hosts=("node01", "node02"),
+        mpi_library="Open MPI v4.1",
+        mpi_flavor="openmpi",
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +122,7 @@ def by_name(items, key="name"):
 
 
 # ---- ranks ----
+
 
 def test_header_values(result):
     assert result["ranks"] == 4
@@ -118,8 +153,9 @@ def test_per_rank(result):
 
 
 def test_rank_order_does_not_depend_on_row_order():
-    p = Profile.from_literal(FUNCTIONS, FAMILIES, RANKS[::-1], SITES, modules=MODULES,
-                             hosts=("node01", "node02"))
+    p = Profile.from_literal(
+        FUNCTIONS, FAMILIES, RANKS[::-1], SITES, modules=MODULES, hosts=("node01", "node02")
+    )
     r = analyze(p, symbolizer=FakeSymbolizer())
     assert [x["rank"] for x in r["per_rank"]] == [0, 1, 2, 3]
     assert [x["mpi_pct"] for x in r["per_rank"]] == pytest.approx([20, 20, 20, 40])
@@ -145,6 +181,7 @@ def test_mpi_pct_and_balance(result):
 
 
 # ---- functions ----
+
 
 def test_function_aggregates(result):
     fns = by_name(result["functions"])
@@ -185,13 +222,13 @@ def test_bracket_calls_excluded(result):
     assert set(BRACKET) == {"MPI_Init", "MPI_Init_thread", "MPI_Finalize"}
     names = {f["name"] for f in result["functions"]}
     assert "MPI_Init" not in names and "MPI_Finalize" not in names
-    assert {c["function"] for c in result["callsites"]} == {"MPI_Allreduce", "MPI_Send",
-                                                            "MPI_Recv"}
+    assert {c["function"] for c in result["callsites"]} == {"MPI_Allreduce", "MPI_Send", "MPI_Recv"}
     # and their time is no part of App% / MPI% denominators (those come from the ranks)
     assert sum(f["mpi_pct"] for f in result["functions"]) == pytest.approx(100.0)
 
 
 # ---- call sites ----
+
 
 def test_callsites_grouped_across_ranks(result):
     cs = result["callsites"]
@@ -199,8 +236,11 @@ def test_callsites_grouped_across_ranks(result):
     assert [c["id"] for c in cs] == [1, 2, 3, 4]
     assert [c["time_s"] for c in cs] == pytest.approx([6.0, 2.0, 1.5, 0.5])
     assert [(c["function"], c["location"]["module"], c["location"]["offset"]) for c in cs] == [
-        ("MPI_Allreduce", MODULES[0], 0x100), ("MPI_Recv", MODULES[0], 0x300),
-        ("MPI_Send", MODULES[0], 0x200), ("MPI_Send", MODULES[1], 0x200)]
+        ("MPI_Allreduce", MODULES[0], 0x100),
+        ("MPI_Recv", MODULES[0], 0x300),
+        ("MPI_Send", MODULES[0], 0x200),
+        ("MPI_Send", MODULES[1], 0x200),
+    ]
     assert [c["ranks"] for c in cs] == [4, 2, 2, 1]
     assert [c["calls"] for c in cs] == [40, 10, 10, 2]
 
@@ -218,14 +258,20 @@ def test_callsite_values(result):
     assert (ar["app_pct"], ar["mpi_pct"]) == pytest.approx((15.0, 60.0))
     assert (ar["bytes_sent"], ar["bytes_recv"]) == (320, 320)
     assert ar["where"] == "f100 (solver.c:256)"
-    assert ar["location"] == {"module": MODULES[0], "offset": 0x100, "function": "f100",
-                              "file": "/src/solver.c", "line": 256, "inlined_into": []}
+    assert ar["location"] == {
+        "module": MODULES[0],
+        "offset": 0x100,
+        "function": "f100",
+        "file": "/src/solver.c",
+        "line": 256,
+        "inlined_into": [],
+    }
     assert ar["stack"] == [] and ar["stack_where"] == []
 
 
 def test_callsite_cov_of_ranks_having_the_site(result):
     recv, send0, send1 = result["callsites"][1:]
-    assert recv["cov"] == pytest.approx(0.0)                  # 1 s and 1 s
+    assert recv["cov"] == pytest.approx(0.0)  # 1 s and 1 s
     # Send @solver: 1 s and 0.5 s on ranks 0 and 2 (ranks 1 and 3 do not count):
     # mean 0.75, stdev 0.25
     assert send0["cov"] == pytest.approx(1 / 3)
@@ -251,14 +297,17 @@ def test_symbolizer_called_per_module_with_sorted_offsets(result):
 def test_top_is_passed_through():
     r = analyze(profile(), top=2, symbolizer=FakeSymbolizer())
     assert r["top"] == 2
-    assert len(r["callsites"]) == 4     # the analysis keeps all; reports cut at top
+    assert len(r["callsites"]) == 4  # the analysis keeps all; reports cut at top
 
 
 def test_overflow_and_unknown_module_sites():
-    sites = [site(0, "MPI_Send", 0, 7, 7 * S, module=-1),         # overflow site
-             site(0, "MPI_Recv", 0x4000, 1, S, module=-1)]         # outside any module
-    p = Profile.from_literal(FUNCTIONS, FAMILIES, [dict(rank=0, app_ns=20 * S, mpi_ns=8 * S)],
-                             sites, modules=MODULES)
+    sites = [
+        site(0, "MPI_Send", 0, 7, 7 * S, module=-1),  # overflow site
+        site(0, "MPI_Recv", 0x4000, 1, S, module=-1),
+    ]  # outside any module
+    p = Profile.from_literal(
+        FUNCTIONS, FAMILIES, [dict(rank=0, app_ns=20 * S, mpi_ns=8 * S)], sites, modules=MODULES
+    )
     r = analyze(p, symbolizer=FakeSymbolizer())
     ov, unk = r["callsites"]
     assert ov["where"] == "(overflow: sites beyond --max-callsites)"
@@ -271,12 +320,18 @@ def test_overflow_and_unknown_module_sites():
 def test_deeper_stacks_make_distinct_sites():
     """Same caller (fn, module, offset) reached through two different stacks: two sites
     (the per-rank rows with equal stacks still group)."""
-    sites = [site(0, "MPI_Send", 0x200, 1, S, nframes=1, first_frame=0),
-             site(1, "MPI_Send", 0x200, 1, 2 * S, nframes=1, first_frame=1),
-             site(1, "MPI_Send", 0x200, 1, 3 * S, nframes=1, first_frame=2)]
-    p = Profile.from_literal(FUNCTIONS, FAMILIES, [dict(rank=0, app_ns=10 * S, mpi_ns=S),
-                                                   dict(rank=1, app_ns=10 * S, mpi_ns=5 * S)],
-                             sites, modules=MODULES)
+    sites = [
+        site(0, "MPI_Send", 0x200, 1, S, nframes=1, first_frame=0),
+        site(1, "MPI_Send", 0x200, 1, 2 * S, nframes=1, first_frame=1),
+        site(1, "MPI_Send", 0x200, 1, 3 * S, nframes=1, first_frame=2),
+    ]
+    p = Profile.from_literal(
+        FUNCTIONS,
+        FAMILIES,
+        [dict(rank=0, app_ns=10 * S, mpi_ns=S), dict(rank=1, app_ns=10 * S, mpi_ns=5 * S)],
+        sites,
+        modules=MODULES,
+    )
     p.frames = np.zeros(3, FRAME_DTYPE)
     p.frames["module"] = [0, 0, 1]
     p.frames["offset"] = [0x700, 0x700, 0x800]
@@ -286,8 +341,7 @@ def test_deeper_stacks_make_distinct_sites():
     assert [c["time_s"] for c in cs] == pytest.approx([3.0, 3.0])
     by_stack = {tuple(c["stack_where"]): c for c in cs}
     assert set(by_stack) == {("f700 (solver.c:1792)",), ("f800 (libhalo.so.c:2048)",)}
-    assert by_stack[("f700 (solver.c:1792)",)]["per_rank_time_s"] == pytest.approx(
-        {0: 1.0, 1: 2.0})
+    assert by_stack[("f700 (solver.c:1792)",)]["per_rank_time_s"] == pytest.approx({0: 1.0, 1: 2.0})
     assert by_stack[("f700 (solver.c:1792)",)]["stack"][0]["offset"] == 0x700
     fn = by_name(r["functions"])["MPI_Send"]
     assert (fn["sites"], fn["calls"]) == (2, 3)
@@ -295,14 +349,25 @@ def test_deeper_stacks_make_distinct_sites():
 
 # ---- message sizes ----
 
-@pytest.mark.parametrize("bucket,lo,hi", [(0, 0, 0), (1, 1, 1), (2, 2, 3), (3, 4, 7),
-                                          (4, 8, 15), (10, 512, 1023), (11, 1024, 2047),
-                                          (32, 2 ** 31, 2 ** 32 - 1)])
+
+@pytest.mark.parametrize(
+    "bucket,lo,hi",
+    [
+        (0, 0, 0),
+        (1, 1, 1),
+        (2, 2, 3),
+        (3, 4, 7),
+        (4, 8, 15),
+        (10, 512, 1023),
+        (11, 1024, 2047),
+        (32, 2**31, 2**32 - 1),
+    ],
+)
 def test_bucket_range(bucket, lo, hi):
     assert bucket_range(bucket) == (lo, hi)
 
 
-@pytest.mark.parametrize("size", [1, 2, 3, 8, 50, 1000, 1024, 65535, 2 ** 31])
+@pytest.mark.parametrize("size", [1, 2, 3, 8, 50, 1000, 1024, 65535, 2**31])
 def test_bucket_holds_its_sizes(size):
     # format.h: bucket b holds sizes s with floor(log2(s)) == b - 1
     lo, hi = bucket_range(size.bit_length())
@@ -316,30 +381,49 @@ def test_message_sizes(result):
     assert (ar["min_bytes"], ar["max_bytes"], ar["calls"], ar["bytes"]) == (8, 15, 40, 320)
     assert ar["time_s"] == pytest.approx(6.0)
     s10 = sizes[("MPI_Send", 10)]
-    assert (s10["min_bytes"], s10["max_bytes"], s10["calls"], s10["bytes"]) == (512, 1023, 10,
-                                                                               10000)
+    assert (s10["min_bytes"], s10["max_bytes"], s10["calls"], s10["bytes"]) == (
+        512,
+        1023,
+        10,
+        10000,
+    )
     assert s10["time_s"] == pytest.approx(1.5)
     s6 = sizes[("MPI_Send", 6)]
     assert (s6["min_bytes"], s6["max_bytes"], s6["calls"], s6["bytes"]) == (32, 63, 2, 100)
 
 
 def test_zero_byte_bucket():
-    p = Profile.from_literal(["MPI_Send"], ["p2p"], [dict(rank=0, app_ns=S, mpi_ns=S // 2)],
-                             [site(0, "MPI_Send", 0x10, 3, S // 2)],
-                             hist=[dict(rank=0, fn="MPI_Send", bucket=0, count=3, bytes=0,
-                                        total_ns=S // 2)])
+    p = Profile.from_literal(
+        ["MPI_Send"],
+        ["p2p"],
+        [dict(rank=0, app_ns=S, mpi_ns=S // 2)],
+        [site(0, "MPI_Send", 0x10, 3, S // 2)],
+        hist=[dict(rank=0, fn="MPI_Send", bucket=0, count=3, bytes=0, total_ns=S // 2)],
+    )
     r = analyze(p, symbolizer=FakeSymbolizer())
-    assert r["message_sizes"] == [{"function": "MPI_Send", "bucket": 0, "min_bytes": 0,
-                                   "max_bytes": 0, "calls": 3, "bytes": 0, "time_s": 0.5}]
+    assert r["message_sizes"] == [
+        {
+            "function": "MPI_Send",
+            "bucket": 0,
+            "min_bytes": 0,
+            "max_bytes": 0,
+            "calls": 3,
+            "bytes": 0,
+            "time_s": 0.5,
+        }
+    ]
     assert r["functions"][0]["mean_bytes"] == 0.0
 
 
 # ---- edge cases ----
 
+
 def test_rank_without_app_time():
-    p = Profile.from_literal(["MPI_Send"], ["p2p"],
-                             [dict(rank=0, app_ns=0, mpi_ns=0), dict(rank=1, app_ns=4 * S,
-                                                                     mpi_ns=S)])
+    p = Profile.from_literal(
+        ["MPI_Send"],
+        ["p2p"],
+        [dict(rank=0, app_ns=0, mpi_ns=0), dict(rank=1, app_ns=4 * S, mpi_ns=S)],
+    )
     r = analyze(p, symbolizer=FakeSymbolizer())
     assert [x["mpi_pct"] for x in r["per_rank"]] == pytest.approx([0.0, 25.0])
     assert [x["outside_pct"] for x in r["per_rank"]] == pytest.approx([0.0, 75.0])

@@ -2,6 +2,7 @@
 worked out below: samples of two ranks with known stacks and activities, and an MPI
 profile with one call site. Modules are paths that do not exist, so places are named
 module+offset (app+0x101), as the symbolizer names code it cannot read."""
+
 import json
 
 import numpy as np
@@ -14,9 +15,8 @@ from perfweave.readers.samples import FRAMES, SAMPLE_REC
 
 S = 1_000_000_000
 APP = "/nonexistent/app"
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other",
-          "sleep"]
-MAIN, HEAVY, LIGHT = 0x301, 0x101, 0x201        # return addresses in app
+STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+MAIN, HEAVY, LIGHT = 0x301, 0x101, 0x201  # return addresses in app
 # rank 0: 70 samples main -> heavy computing, 30 main -> light in a collective;
 # rank 1: 40 main -> heavy, 60 main -> light, all computing. 1 s sampled per rank.
 #   heavy: inclusive 110 of 200 samples = 55 %; per rank 70 / 40 %: mean 55, max 70,
@@ -24,8 +24,10 @@ MAIN, HEAVY, LIGHT = 0x301, 0x101, 0x201        # return addresses in app
 #   light: 90 of 200 = 45 %, of which mpi_coll 30 / 200 = 15 %
 #   main: 100 % inclusive, 0 % exclusive
 PLAN = {0: [(HEAVY, 0, 70), (LIGHT, 2, 30)], 1: [(HEAVY, 0, 40), (LIGHT, 0, 60)]}
-FUNCS = {"functions": ["MPI_Init", "MPI_Barrier", "MPI_Finalize"],
-         "families": ["other", "coll", "other"]}
+FUNCS = {
+    "functions": ["MPI_Init", "MPI_Barrier", "MPI_Finalize"],
+    "families": ["other", "coll", "other"],
+}
 
 
 def write_samples(exp, rank, plan, counters=()):
@@ -40,30 +42,65 @@ def write_samples(exp, rank, plan, counters=()):
             rec[i]["module"][2:] = -1
             rec[i]["offset"][:2] = (leaf, MAIN)
             rec[i]["counters"] = -1
-            if counters:                      # cumulative: 10 per heavy sample, 1 per light
-                rec[i]["counters"][0] = (rec[i - 1]["counters"][0] if i else 0) + \
-                    (10 if leaf == HEAVY else 1)
+            if counters:  # cumulative: 10 per heavy sample, 1 per light
+                rec[i]["counters"][0] = (rec[i - 1]["counters"][0] if i else 0) + (
+                    10 if leaf == HEAVY else 1
+                )
             i += 1
     d = exp / "samples"
     d.mkdir(exist_ok=True)
     rec.tofile(d / f"rank-{rank}.samples")
-    meta = {"format": "perfweave-samples", "version": 2, "rank": rank, "pid": 100 + rank,
-            "host": "node01", "frames": FRAMES, "counters": list(counters),
-            "samples": len(rec), "t_start": S - S // 100, "t_end": 2 * S - S // 100,
-            "states": STATES, "modules": [[APP, ""]],
-            "threads": [{"tid": 100 + rank, "taken": len(rec), "kept": len(rec),
-                         "thinned": 0, "interval_ns": S // 100}]}
+    meta = {
+        "format": "perfweave-samples",
+        "version": 2,
+        "rank": rank,
+        "pid": 100 + rank,
+        "host": "node01",
+        "frames": FRAMES,
+        "counters": list(counters),
+        "samples": len(rec),
+        "t_start": S - S // 100,
+        "t_end": 2 * S - S // 100,
+        "states": STATES,
+        "modules": [[APP, ""]],
+        "threads": [
+            {
+                "tid": 100 + rank,
+                "taken": len(rec),
+                "kept": len(rec),
+                "thinned": 0,
+                "interval_ns": S // 100,
+            }
+        ],
+    }
     (d / f"rank-{rank}.json").write_text(json.dumps(meta))
 
 
 def write_profile(exp, pwprof):
-    ranks = [dict(rank=r, pid=100 + r, app_ns=10 * S, mpi_ns=m, mpi_calls=4, nthreads=1,
-                  table_capacity=4096) for r, m in ((0, S), (1, 3 * S))]
-    sites = [dict(rank=r, fn=1, module=0, offset=0x401, count=4, total_ns=t,
-                  min_ns=t // 8, max_ns=t // 2) for r, t in ((0, S), (1, 3 * S))]
-    pwprof(exp / "profile.pwprof", dict(FUNCS, world_size=2, hosts=["node01"],
-                                        modules=[APP], buildids=[""]),
-           ranks=ranks, sites=sites)
+    ranks = [
+        dict(
+            rank=r,
+            pid=100 + r,
+            app_ns=10 * S,
+            mpi_ns=m,
+            mpi_calls=4,
+            nthreads=1,
+            table_capacity=4096,
+        )
+        for r, m in ((0, S), (1, 3 * S))
+    ]
+    sites = [
+        dict(
+            rank=r, fn=1, module=0, offset=0x401, count=4, total_ns=t, min_ns=t // 8, max_ns=t // 2
+        )
+        for r, t in ((0, S), (1, 3 * S))
+    ]
+    pwprof(
+        exp / "profile.pwprof",
+        dict(FUNCS, world_size=2, hosts=["node01"], modules=[APP], buildids=[""]),
+        ranks=ranks,
+        sites=sites,
+    )
 
 
 @pytest.fixture
@@ -83,14 +120,12 @@ def node(df, path):
 def test_call_tree(exp):
     t = exp.call_tree()
     heavy, light, main = (f"app+{HEAVY:#x}", f"app+{LIGHT:#x}", f"app+{MAIN:#x}")
-    assert t["path"].tolist() == [main, f"{main}/{heavy}", f"{main}/{light}"]   # depth first
-    assert t["depth"].tolist() == [0, 1, 1] and t["parent"].isna().tolist() == [True, False,
-                                                                                   False]
+    assert t["path"].tolist() == [main, f"{main}/{heavy}", f"{main}/{light}"]  # depth first
+    assert t["depth"].tolist() == [0, 1, 1] and t["parent"].isna().tolist() == [True, False, False]
     m, h, li = (node(t, p) for p in t["path"])
     assert m["inclusive_pct"] == pytest.approx(100) and m["exclusive_pct"] == 0
     assert h["inclusive_pct"] == pytest.approx(55) and h["exclusive_pct"] == pytest.approx(55)
-    assert (h["rank_min_pct"], h["rank_mean_pct"], h["rank_max_pct"]) == \
-        pytest.approx((40, 55, 70))
+    assert (h["rank_min_pct"], h["rank_mean_pct"], h["rank_max_pct"]) == pytest.approx((40, 55, 70))
     assert h["imbalance"] == pytest.approx(15 / 70) and h["worst_rank"] == 0
     assert li["mpi_coll_pct"] == pytest.approx(15) and li["compute_pct"] == pytest.approx(30)
     assert li["worst_rank"] == 1
@@ -108,7 +143,7 @@ def test_call_tree_per_rank(exp):
     assert rows[(heavy_id, 0, "compute")]["samples"] == 70
     assert rows[(heavy_id, 1, "compute")]["pct"] == pytest.approx(40)
     assert rows[(light_id, 0, "mpi_coll")]["exclusive_samples"] == 30
-    assert (light_id, 0, "compute") not in rows                # no samples: no row
+    assert (light_id, 0, "compute") not in rows  # no samples: no row
     # seconds: 100 samples over the process's 1 s sampled span
     assert rows[(heavy_id, 0, "compute")]["seconds"] == pytest.approx(0.7)
     # summing the long table gives back the tree's shares
@@ -122,7 +157,7 @@ def test_functions_lines_and_samples(exp):
     inc = exp.functions(inclusive=True).set_index("name")
     assert inc.loc[f"app+{MAIN:#x}", "pct"] == pytest.approx(100)
     lines = exp.lines()
-    assert set(lines["line"]) == {0}                     # no debug information: no lines
+    assert set(lines["line"]) == {0}  # no debug information: no lines
     s = exp.samples()
     assert len(s) == 200 and s["rank"].value_counts().to_dict() == {0: 100, 1: 100}
     assert (s["leaf"] == f"app+{HEAVY:#x}").sum() == 110
@@ -161,22 +196,30 @@ def test_mpi_tables(exp):
 def test_tables_agree_with_the_json_report(exp):
     rep = exp.report()
     sm = rep["sampling"]
-    assert exp.call_tree()["inclusive_pct"].tolist() == \
-        [n["inclusive_pct"] for n in sm["call_tree"]]
+    assert exp.call_tree()["inclusive_pct"].tolist() == [
+        n["inclusive_pct"] for n in sm["call_tree"]
+    ]
     assert exp.functions()["pct"].tolist() == [r["pct"] for r in sm["functions"]]
-    assert exp.mpi_callsites()["time_s"].tolist() == \
-        [c["time_s"] for c in rep["mpi_profile"]["callsites"]]
+    assert exp.mpi_callsites()["time_s"].tolist() == [
+        c["time_s"] for c in rep["mpi_profile"]["callsites"]
+    ]
 
 
 def test_missing_data_is_one_clear_error(experiment_dir, pwprof, tmp_path):
     path = experiment_dir()
-    pwprof(path / "procs" / "node01.4242.pwprof", {"functions": [], "families": [],
-                                                    "world_size": 1},
-           ranks=[{"rank": -1, "pid": 4242, "state": 0}])
+    pwprof(
+        path / "procs" / "node01.4242.pwprof",
+        {"functions": [], "families": [], "world_size": 1},
+        ranks=[{"rank": -1, "pid": 4242, "state": 0}],
+    )
     e = perfweave.open(path)
-    for table, option in ((e.call_tree, "--sample"), (e.samples, "--sample"),
-                          (e.mpi_callsites, "MPI"), (e.wait_states, "perfweave analyze"),
-                          (e.timeline, "--node-interval")):
+    for table, option in (
+        (e.call_tree, "--sample"),
+        (e.samples, "--sample"),
+        (e.mpi_callsites, "MPI"),
+        (e.wait_states, "perfweave analyze"),
+        (e.timeline, "--node-interval"),
+    ):
         with pytest.raises(NoData) as err:
             table()
         assert option in str(err.value) and "\n" not in str(err.value)
@@ -187,12 +230,31 @@ def test_missing_data_is_one_clear_error(experiment_dir, pwprof, tmp_path):
 def test_wait_states_long_format(exp):
     d = exp.path / "analysis"
     d.mkdir()
-    (d / "waitstates.json").write_text(json.dumps({
-        "metrics": [{"id": "mpi_latesender", "name": "Late Sender", "parent": "mpi_p2p",
-                     "unit": "s", "total": 1.5, "pct": 3.0,
-                     "values": [[1, 0, 0.5], [1, 1, 1.0]]}],
-        "callpaths": [{"id": 1, "name": "main > MPI_Recv @ a.c:3", "function": "MPI_Recv",
-                       "where": "a.c:3"}]}))
+    (d / "waitstates.json").write_text(
+        json.dumps(
+            {
+                "metrics": [
+                    {
+                        "id": "mpi_latesender",
+                        "name": "Late Sender",
+                        "parent": "mpi_p2p",
+                        "unit": "s",
+                        "total": 1.5,
+                        "pct": 3.0,
+                        "values": [[1, 0, 0.5], [1, 1, 1.0]],
+                    }
+                ],
+                "callpaths": [
+                    {
+                        "id": 1,
+                        "name": "main > MPI_Recv @ a.c:3",
+                        "function": "MPI_Recv",
+                        "where": "a.c:3",
+                    }
+                ],
+            }
+        )
+    )
     w = exp.wait_states()
     assert w["value"].sum() == pytest.approx(1.5)
     assert set(w["callpath_name"]) == {"main > MPI_Recv @ a.c:3"}

@@ -1,6 +1,7 @@
 """perfweave.readers.experiment.open_experiment on experiment directories built by
 hand: experiment.json plus profile.pwprof, partial/rank-R.pwprof or
 procs/HOST.PID.pwprof (conftest.write_pwprof)."""
+
 import json
 
 import numpy as np
@@ -11,18 +12,28 @@ from perfweave.errors import FormatError, PerfweaveError
 from perfweave.readers.experiment import rank_ranges as _ranges, open_experiment
 from perfweave.symbols import Location
 
-FUNCS = {"functions": ["MPI_Init", "MPI_Send", "MPI_Finalize"],
-         "families": ["other", "p2p", "other"]}
+FUNCS = {
+    "functions": ["MPI_Init", "MPI_Send", "MPI_Finalize"],
+    "families": ["other", "p2p", "other"],
+}
 
 
 def rank_row(rank, state=0, app_ns=1000, mpi_ns=100, host=0, **kw):
-    return dict(rank=rank, host=host, pid=1000 + rank, state=state, app_ns=app_ns,
-                mpi_ns=mpi_ns, mpi_calls=3, table_capacity=4096, **kw)
+    return dict(
+        rank=rank,
+        host=host,
+        pid=1000 + rank,
+        state=state,
+        app_ns=app_ns,
+        mpi_ns=mpi_ns,
+        mpi_calls=3,
+        table_capacity=4096,
+        **kw,
+    )
 
 
 def header(world_size, **kw):
-    h = dict(FUNCS, world_size=world_size, hosts=["node01"], modules=["/bin/app"],
-             buildids=["b0"])
+    h = dict(FUNCS, world_size=world_size, hosts=["node01"], modules=["/bin/app"], buildids=["b0"])
     h.update(kw)
     return h
 
@@ -34,13 +45,15 @@ class FakeSymbolizer:
 
 # ---- complete and partial experiments ----
 
+
 def test_reduced_profile_is_complete(experiment_dir, pwprof):
     exp = experiment_dir()
-    pwprof(exp / "profile.pwprof", header(2, mpi_library="MPICH 4.0", mpi_flavor="mpich"),
-           ranks=[rank_row(0), rank_row(1)],
-           sites=[{"rank": 0, "fn": 1, "module": 0, "offset": 0x10, "count": 1,
-                   "total_ns": 5}],
-           )
+    pwprof(
+        exp / "profile.pwprof",
+        header(2, mpi_library="MPICH 4.0", mpi_flavor="mpich"),
+        ranks=[rank_row(0), rank_row(1)],
+        sites=[{"rank": 0, "fn": 1, "module": 0, "offset": 0x10, "count": 1, "total_ns": 5}],
+    )
     e = open_experiment(exp)
     assert e.state == "complete"
     assert e.partial is False
@@ -61,10 +74,8 @@ def test_reduced_profile_is_complete(experiment_dir, pwprof):
 
 def test_partial_ranks_missing_one(experiment_dir, pwprof):
     exp = experiment_dir()
-    pwprof(exp / "partial" / "rank-0.pwprof", header(3, partial=True),
-           ranks=[rank_row(0, state=1)])
-    pwprof(exp / "partial" / "rank-1.pwprof", header(3, partial=True),
-           ranks=[rank_row(1, state=3)])
+    pwprof(exp / "partial" / "rank-0.pwprof", header(3, partial=True), ranks=[rank_row(0, state=1)])
+    pwprof(exp / "partial" / "rank-1.pwprof", header(3, partial=True), ranks=[rank_row(1, state=3)])
     e = open_experiment(exp)
     assert e.state == "partial"
     assert e.partial is True
@@ -72,8 +83,10 @@ def test_partial_ranks_missing_one(experiment_dir, pwprof):
     assert sorted(p.ranks["rank"].tolist()) == [0, 1]
     assert p.world_size == 3
     assert p.missing_ranks() == [2]
-    assert p.notes[0] == ("partial: the run did not complete MPI_Finalize; each rank saved its "
-                          "own data (rank states: no-finalize, signal)")
+    assert p.notes[0] == (
+        "partial: the run did not complete MPI_Finalize; each rank saved its "
+        "own data (rank states: no-finalize, signal)"
+    )
     assert p.notes[1] == "no data from 1 of 3 ranks: 2"
     assert len(p.notes) == 2
 
@@ -87,8 +100,9 @@ def test_missing_rank_ranges(experiment_dir, pwprof):
     assert "no data from 5 of 10 ranks: 2-4,7,9" in e.profile.notes
 
 
-@pytest.mark.parametrize("values,text", [([], ""), ([3], "3"), ([0, 1, 2], "0-2"),
-                                         ([1, 3, 4, 5, 9, 10], "1,3-5,9-10")])
+@pytest.mark.parametrize(
+    "values,text", [([], ""), ([3], "3"), ([0, 1, 2], "0-2"), ([1, 3, 4, 5, 9, 10], "1,3-5,9-10")]
+)
 def test_ranges(values, text):
     assert _ranges(values) == text
 
@@ -97,39 +111,77 @@ def test_modules_merged_by_path_and_buildid(experiment_dir, pwprof):
     exp = experiment_dir()
     # the same two modules, listed in different orders by the two ranks, plus a module
     # with the same path as the app but another build id (a rebuilt binary)
-    pwprof(exp / "partial" / "rank-0.pwprof",
-           header(2, modules=["/bin/app", "/lib/libmpi.so"], buildids=["aa", "bb"],
-                  hosts=["node01"]),
-           ranks=[rank_row(0, host=0)],
-           sites=[{"rank": 0, "fn": 1, "module": 0, "offset": 0x10, "count": 2,
-                   "total_ns": 2_000_000_000, "nframes": 1, "first_frame": 0},
-                  {"rank": 0, "fn": 1, "module": 1, "offset": 0x20, "count": 1,
-                   "total_ns": 1_000_000_000},
-                  {"rank": 0, "fn": 1, "module": -1, "offset": 0, "count": 1,
-                   "total_ns": 1}],
-           frames=[{"module": 1, "offset": 0x99}])
-    pwprof(exp / "partial" / "rank-1.pwprof",
-           header(2, modules=["/lib/libmpi.so", "/bin/app", "/bin/app"],
-                  buildids=["bb", "aa", "cc"], hosts=["node02", "node01"]),
-           ranks=[rank_row(1, host=1)],
-           sites=[{"rank": 1, "fn": 1, "module": 1, "offset": 0x10, "count": 3,
-                   "total_ns": 4_000_000_000, "nframes": 1, "first_frame": 0},
-                  {"rank": 1, "fn": 1, "module": 2, "offset": 0x10, "count": 1,
-                   "total_ns": 1_000_000_000}],
-           frames=[{"module": 0, "offset": 0x99}])
+    pwprof(
+        exp / "partial" / "rank-0.pwprof",
+        header(2, modules=["/bin/app", "/lib/libmpi.so"], buildids=["aa", "bb"], hosts=["node01"]),
+        ranks=[rank_row(0, host=0)],
+        sites=[
+            {
+                "rank": 0,
+                "fn": 1,
+                "module": 0,
+                "offset": 0x10,
+                "count": 2,
+                "total_ns": 2_000_000_000,
+                "nframes": 1,
+                "first_frame": 0,
+            },
+            {
+                "rank": 0,
+                "fn": 1,
+                "module": 1,
+                "offset": 0x20,
+                "count": 1,
+                "total_ns": 1_000_000_000,
+            },
+            {"rank": 0, "fn": 1, "module": -1, "offset": 0, "count": 1, "total_ns": 1},
+        ],
+        frames=[{"module": 1, "offset": 0x99}],
+    )
+    pwprof(
+        exp / "partial" / "rank-1.pwprof",
+        header(
+            2,
+            modules=["/lib/libmpi.so", "/bin/app", "/bin/app"],
+            buildids=["bb", "aa", "cc"],
+            hosts=["node02", "node01"],
+        ),
+        ranks=[rank_row(1, host=1)],
+        sites=[
+            {
+                "rank": 1,
+                "fn": 1,
+                "module": 1,
+                "offset": 0x10,
+                "count": 3,
+                "total_ns": 4_000_000_000,
+                "nframes": 1,
+                "first_frame": 0,
+            },
+            {
+                "rank": 1,
+                "fn": 1,
+                "module": 2,
+                "offset": 0x10,
+                "count": 1,
+                "total_ns": 1_000_000_000,
+            },
+        ],
+        frames=[{"module": 0, "offset": 0x99}],
+    )
     p = open_experiment(exp).profile
     assert p.modules == ["/bin/app", "/lib/libmpi.so", "/bin/app"]
     assert p.buildids == ["aa", "bb", "cc"]
     assert p.hosts == ["node01", "node02"]
     order = np.argsort(p.ranks["rank"])
-    assert p.ranks["host"][order].tolist() == [0, 0]          # both ran on node01
+    assert p.ranks["host"][order].tolist() == [0, 0]  # both ran on node01
     s = p.sites
     assert s["rank"].tolist() == [0, 0, 0, 1, 1]
-    assert s["module"].tolist() == [0, 1, -1, 0, 2]            # -1 (unknown) stays -1
+    assert s["module"].tolist() == [0, 1, -1, 0, 2]  # -1 (unknown) stays -1
     assert s["offset"].tolist() == [0x10, 0x20, 0, 0x10, 0x10]
     # frame indices are rebased onto the concatenated frames array
     assert s["first_frame"].tolist() == [0, -1, -1, 1, -1]
-    assert p.frames["module"].tolist() == [1, 1]               # libmpi.so in both files
+    assert p.frames["module"].tolist() == [1, 1]  # libmpi.so in both files
     assert p.frames["offset"].tolist() == [0x99, 0x99]
 
     # so the analysis sees one call site on both ranks for (app, 0x10, same stack)
@@ -147,10 +199,15 @@ def test_modules_merged_by_path_and_buildid(experiment_dir, pwprof):
 def test_function_tables_must_agree(experiment_dir, pwprof):
     exp = experiment_dir()
     pwprof(exp / "partial" / "rank-0.pwprof", header(2), ranks=[rank_row(0)])
-    pwprof(exp / "partial" / "rank-1.pwprof",
-           {"functions": ["MPI_Init", "MPI_Recv", "MPI_Finalize"],
-            "families": ["other", "p2p", "other"], "world_size": 2},
-           ranks=[rank_row(1)])
+    pwprof(
+        exp / "partial" / "rank-1.pwprof",
+        {
+            "functions": ["MPI_Init", "MPI_Recv", "MPI_Finalize"],
+            "families": ["other", "p2p", "other"],
+            "world_size": 2,
+        },
+        ranks=[rank_row(1)],
+    )
     with pytest.raises(FormatError, match="another MPI function table"):
         open_experiment(exp)
 
@@ -160,7 +217,7 @@ def test_corrupt_partial_file_is_skipped_with_a_note(experiment_dir, pwprof):
     pwprof(exp / "partial" / "rank-0.pwprof", header(2), ranks=[rank_row(0, state=1)])
     bad = exp / "partial" / "rank-1.pwprof"
     good = pwprof(exp / "x.pwprof", header(2), ranks=[rank_row(1)]).read_bytes()
-    bad.write_bytes(good[:good.index(b"\n") + 1 + 50])     # cut inside the ranks array
+    bad.write_bytes(good[: good.index(b"\n") + 1 + 50])  # cut inside the ranks array
     (exp / "x.pwprof").unlink()
     e = open_experiment(exp)
     assert e.state == "partial"
@@ -181,24 +238,30 @@ def test_reduced_profile_wins_over_partial_files(experiment_dir, pwprof):
     e = open_experiment(exp)
     assert e.state == "complete"
     assert e.profile.ranks["state"].tolist() == [0, 0]
-    assert e.profile.notes == ["2 rank files in partial/ ignored: the reduced profile is "
-                               "complete"]
+    assert e.profile.notes == ["2 rank files in partial/ ignored: the reduced profile is complete"]
 
 
 def test_dropped_calls_note(experiment_dir, pwprof):
     exp = experiment_dir()
-    pwprof(exp / "profile.pwprof", header(2),
-           ranks=[rank_row(0, sites_dropped=5), rank_row(1, sites_dropped=7)])
+    pwprof(
+        exp / "profile.pwprof",
+        header(2),
+        ranks=[rank_row(0, sites_dropped=5), rank_row(1, sites_dropped=7)],
+    )
     notes = open_experiment(exp).profile.notes
-    assert notes == ["12 calls exceeded the call-site bound (4096 sites per thread) and were "
-                     "folded into one overflow site per function; raise --max-callsites"]
+    assert notes == [
+        "12 calls exceeded the call-site bound (4096 sites per thread) and were "
+        "folded into one overflow site per function; raise --max-callsites"
+    ]
 
 
 def test_program_without_mpi(experiment_dir, pwprof):
     exp = experiment_dir()
-    pwprof(exp / "procs" / "node01.4242.pwprof", {"functions": [], "families": [],
-                                                   "partial": True, "world_size": 1},
-           ranks=[{"rank": -1, "pid": 4242, "state": 0}])
+    pwprof(
+        exp / "procs" / "node01.4242.pwprof",
+        {"functions": [], "families": [], "partial": True, "world_size": 1},
+        ranks=[{"rank": -1, "pid": 4242, "state": 0}],
+    )
     e = open_experiment(exp)
     assert e.state == "complete"
     assert e.profile.mpi is False
@@ -208,8 +271,11 @@ def test_program_without_mpi(experiment_dir, pwprof):
 
 def test_program_without_mpi_killed(experiment_dir, pwprof):
     exp = experiment_dir()
-    pwprof(exp / "procs" / "node01.4242.pwprof", {"world_size": 1},
-           ranks=[{"rank": -1, "pid": 4242, "state": 3}])
+    pwprof(
+        exp / "procs" / "node01.4242.pwprof",
+        {"world_size": 1},
+        ranks=[{"rank": -1, "pid": 4242, "state": 3}],
+    )
     assert open_experiment(exp).state == "partial"
 
 
@@ -225,6 +291,7 @@ def test_helper_processes_kept_apart(experiment_dir, pwprof):
 
 # ---- errors ----
 
+
 def test_no_directory(tmp_path):
     with pytest.raises(PerfweaveError, match="no such experiment directory"):
         open_experiment(tmp_path / "absent")
@@ -238,8 +305,9 @@ def test_no_experiment_json(tmp_path, pwprof):
     assert not isinstance(e.value, FormatError)
 
 
-@pytest.mark.parametrize("content", ['{"format": "perfweave-experiment", "vers',
-                                     "", "\x00\xff garbage"])
+@pytest.mark.parametrize(
+    "content", ['{"format": "perfweave-experiment", "vers', "", "\x00\xff garbage"]
+)
 def test_corrupt_experiment_json(tmp_path, content):
     exp = tmp_path / "exp"
     exp.mkdir()
@@ -248,12 +316,17 @@ def test_corrupt_experiment_json(tmp_path, content):
         open_experiment(exp)
 
 
-@pytest.mark.parametrize("meta,message", [
-    ([1, 2], "not a perfweave experiment description"),
-    ({"format": "something", "version": 1}, "not a perfweave experiment description"),
-    ({"format": "perfweave-experiment", "version": 7}, "experiment format version 7 not "
-                                                       "supported"),
-])
+@pytest.mark.parametrize(
+    "meta,message",
+    [
+        ([1, 2], "not a perfweave experiment description"),
+        ({"format": "something", "version": 1}, "not a perfweave experiment description"),
+        (
+            {"format": "perfweave-experiment", "version": 7},
+            "experiment format version 7 not supported",
+        ),
+    ],
+)
 def test_wrong_experiment_json(tmp_path, meta, message):
     exp = tmp_path / "exp"
     exp.mkdir()
@@ -283,6 +356,7 @@ def test_no_data_finished(experiment_dir):
 
 # ---- the kinds of data beside the profile (readers/kinds.py) ----
 
+
 def test_data_kinds_are_read_on_first_use_and_kept(experiment_dir, pwprof, monkeypatch):
     from perfweave.readers import kinds
 
@@ -290,12 +364,15 @@ def test_data_kinds_are_read_on_first_use_and_kept(experiment_dir, pwprof, monke
     pwprof(exp / "profile.pwprof", header(1), ranks=[rank_row(0)])
     e = open_experiment(exp)
     reads = []
-    monkeypatch.setitem(kinds.KINDS, "samples", kinds.Kind(
-        "samples", "samples", lambda path: reads.append(path) or ["p0"], "test"))
+    monkeypatch.setitem(
+        kinds.KINDS,
+        "samples",
+        kinds.Kind("samples", "samples", lambda path: reads.append(path) or ["p0"], "test"),
+    )
     assert e.samples == ["p0"] and e.samples is e.samples
-    assert reads == [exp]                              # read once
-    assert e.timelines == []                           # no timeline/: an empty model
+    assert reads == [exp]  # read once
+    assert e.timelines == []  # no timeline/: an empty model
     with pytest.raises(PerfweaveError, match="no traces in this experiment"):
-        e.traces.ranks                                 # traces: read rank by rank, on demand
+        e.traces.ranks  # traces: read rank by rank, on demand
     with pytest.raises(AttributeError, match="no attribute 'spectra'"):
         e.spectra

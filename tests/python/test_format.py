@@ -2,6 +2,7 @@
 is generated from them at build time by runtime/core/gen_format.c: what the generated
 module holds, the generator's checks of the C layouts (a record numpy would misread fails
 the build), and that the Python sources hold no copy of the format's names."""
+
 import re
 import subprocess
 from pathlib import Path
@@ -32,10 +33,11 @@ def test_generated_module_holds_the_declared_format():
     assert f.ACTIVITIES == (["compute"] + ["mpi_" + x for x in f.FAMILIES] + ["sleep", "wait"])
     assert f.EVENT_TYPES["CALL"] == 1 and f.EVENT_TYPES["BLOCK"] == 15
     assert len(set(f.EVENT_TYPES.values())) == len(f.EVENT_TYPES)
-    assert all(v & (v - 1) == 0 for v in f.EVENT_FLAGS.values())      # one bit each
+    assert all(v & (v - 1) == 0 for v in f.EVENT_FLAGS.values())  # one bit each
     # the modules, in modules.def's order
-    listed = re.findall(r"^PW_MODULE\((\w+)\)", (ROOT / "runtime/modules/modules.def")
-                        .read_text(), re.M)
+    listed = re.findall(
+        r"^PW_MODULE\((\w+)\)", (ROOT / "runtime/modules/modules.def").read_text(), re.M
+    )
     assert f.MODULES == listed and "example" in listed
 
 
@@ -44,9 +46,23 @@ def _generate(tmp_path, parts_h):
     and run it: (exit status, stderr, the Python it wrote or None)."""
     (tmp_path / "pw_format_parts.h").write_text(parts_h)
     exe = tmp_path / "gen_format"
-    subprocess.run(["cc", "-std=c11", "-I", str(ROOT / "include"), "-I",
-                    str(ROOT / "runtime" / "modules"), "-I", str(tmp_path), "-o", str(exe),
-                    str(GEN)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "cc",
+            "-std=c11",
+            "-I",
+            str(ROOT / "include"),
+            "-I",
+            str(ROOT / "runtime" / "modules"),
+            "-I",
+            str(tmp_path),
+            "-o",
+            str(exe),
+            str(GEN),
+        ],
+        check=True,
+        capture_output=True,
+    )
     out = tmp_path / "_format.py"
     r = subprocess.run([str(exe), str(out)], capture_output=True, text=True)
     return r.returncode, r.stderr, out.read_text() if out.exists() else None
@@ -68,15 +84,18 @@ def test_a_module_part_is_generated(tmp_path):
     exec(compile(text, "_format.py", "exec"), ns)
     assert ns["FILES"]["bad"] == ("bad", "bad", "perfweave-bad", 3)
     assert ns["RECORDS"]["bad"] == np.dtype([("t", "<i8"), ("n", "<i4"), ("v", "<i2", (2,))])
-    assert ns["RECORDS"]["rank"] == _format.RECORDS["rank"]      # the core's part as well
+    assert ns["RECORDS"]["rank"] == _format.RECORDS["rank"]  # the core's part as well
 
 
-@pytest.mark.parametrize("fields, message", [
-    ('X(int32_t, "<i4", n) X(int64_t, "<i8", t)', ", field t: padding before it"),
-    ('X(int64_t, "<i8", t) X(int32_t, "<i4", n)', ": padding after the last field"),
-    ('X(int64_t, "<i4", t)', ", field t: numpy code and C type differ in size"),
-    ('X(int64_t, "<i8", t) A(int32_t, "<i8", v, 2)', ", field v: numpy code and C type"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ('X(int32_t, "<i4", n) X(int64_t, "<i8", t)', ", field t: padding before it"),
+        ('X(int64_t, "<i8", t) X(int32_t, "<i4", n)', ": padding after the last field"),
+        ('X(int64_t, "<i4", t)', ", field t: numpy code and C type differ in size"),
+        ('X(int64_t, "<i8", t) A(int32_t, "<i8", v, 2)', ", field v: numpy code and C type"),
+    ],
+)
 def test_a_record_numpy_would_misread_fails_the_build(tmp_path, fields, message):
     rc, err, text = _generate(tmp_path, PART.format(fields=fields))
     assert rc == 1 and text is None

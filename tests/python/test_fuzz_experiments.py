@@ -8,6 +8,7 @@ under Open MPI (with a PAPI software counter when PAPI has one), analysed once s
 analysis/waitstates.json exists; and literal ones (conftest.py) with partial/ and procs/
 profiles. Every file of each gets every kind of damage once, with parameters drawn
 from one seeded generator; a damaged file is restored before the next mutant."""
+
 import contextlib
 import io
 import json
@@ -48,6 +49,7 @@ def _print_warning(message, category, filename, lineno, file=None, line=None):
 
 # ---- the valid experiments ----
 
+
 def real_experiment(root):
     """A 2-rank traced and sampled run under Open MPI, then `perfweave analyze`."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -55,53 +57,104 @@ def real_experiment(root):
     for tool in ("mpicc.openmpi", "mpirun.openmpi"):
         assert shutil.which(tool), f"{tool} is not installed (make test installs it)"
     exe = root / "trace_basic"
-    subprocess.run(["mpicc.openmpi", "-g", "-O0", "-o", str(exe),
-                    str(PROGRAMS / "trace_basic.c")], check=True, capture_output=True)
+    subprocess.run(
+        ["mpicc.openmpi", "-g", "-O0", "-o", str(exe), str(PROGRAMS / "trace_basic.c")],
+        check=True,
+        capture_output=True,
+    )
     pw = str(Path(sys.executable).parent / "perfweave")
     exp = root / "real"
-    cmd = [pw, "run", "-o", str(exp), "--trace", "--", "mpirun.openmpi", "--oversubscribe",
-           "-n", "2", str(exe)]
+    cmd = [
+        pw,
+        "run",
+        "-o",
+        str(exp),
+        "--trace",
+        "--",
+        "mpirun.openmpi",
+        "--oversubscribe",
+        "-n",
+        "2",
+        str(exe),
+    ]
     counters = ["--counters", "perf::TASK-CLOCK"]
-    res = subprocess.run(cmd[:2] + counters + cmd[2:], capture_output=True, text=True,
-                         timeout=120)
-    if res.returncode != 0:                      # no PAPI software event here: without
+    res = subprocess.run(cmd[:2] + counters + cmd[2:], capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:  # no PAPI software event here: without
         shutil.rmtree(exp, ignore_errors=True)
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    res = subprocess.run([pw, "analyze", str(exp)], capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run([pw, "analyze", str(exp)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    for required in ("experiment.json", "profile.pwprof", "traces/rank-0.events",
-                     "traces/rank-1.json", "samples/rank-0.samples",
-                     "analysis/waitstates.json"):
+    for required in (
+        "experiment.json",
+        "profile.pwprof",
+        "traces/rank-0.events",
+        "traces/rank-1.json",
+        "samples/rank-0.samples",
+        "analysis/waitstates.json",
+    ):
         assert (exp / required).is_file(), required
     return exp
 
 
 def literal_experiments(experiment_dir, write_pwprof):
     """A partial run (two rank files, one helper process) and a program without MPI."""
-    funcs = {"functions": ["MPI_Init", "MPI_Send", "MPI_Allreduce"],
-             "families": ["other", "p2p", "coll"], "modules": ["/nonexistent/solver"],
-             "hosts": ["n0"], "world_size": 3, "mpi_flavor": "openmpi"}
+    funcs = {
+        "functions": ["MPI_Init", "MPI_Send", "MPI_Allreduce"],
+        "families": ["other", "p2p", "coll"],
+        "modules": ["/nonexistent/solver"],
+        "hosts": ["n0"],
+        "world_size": 3,
+        "mpi_flavor": "openmpi",
+    }
     part = experiment_dir("partial", command=["mpirun", "-n", "3", "./solver"])
     for r in (0, 1):
-        write_pwprof(part / "partial" / f"rank-{r}.pwprof", dict(funcs, partial=True),
-                     ranks=[dict(rank=r, pid=100 + r, state=3, app_ns=2 * S, mpi_ns=S,
-                                 mpi_calls=3, table_capacity=64)],
-                     sites=[dict(rank=r, fn=2, module=0, offset=0x40, count=2,
-                                 total_ns=S, min_ns=S // 4, max_ns=S // 2, bytes_sent=16)],
-                     hist=[dict(rank=r, fn=2, bucket=4, count=2, bytes=16, total_ns=S)])
-    write_pwprof(part / "procs" / "n0.99.pwprof", {"hosts": ["n0"], "world_size": 1},
-                 ranks=[dict(rank=-1, pid=99, app_ns=S)])
+        write_pwprof(
+            part / "partial" / f"rank-{r}.pwprof",
+            dict(funcs, partial=True),
+            ranks=[
+                dict(
+                    rank=r,
+                    pid=100 + r,
+                    state=3,
+                    app_ns=2 * S,
+                    mpi_ns=S,
+                    mpi_calls=3,
+                    table_capacity=64,
+                )
+            ],
+            sites=[
+                dict(
+                    rank=r,
+                    fn=2,
+                    module=0,
+                    offset=0x40,
+                    count=2,
+                    total_ns=S,
+                    min_ns=S // 4,
+                    max_ns=S // 2,
+                    bytes_sent=16,
+                )
+            ],
+            hist=[dict(rank=r, fn=2, bucket=4, count=2, bytes=16, total_ns=S)],
+        )
+    write_pwprof(
+        part / "procs" / "n0.99.pwprof",
+        {"hosts": ["n0"], "world_size": 1},
+        ranks=[dict(rank=-1, pid=99, app_ns=S)],
+    )
     serial = experiment_dir("serial", command=["./serial"])
-    write_pwprof(serial / "procs" / "n0.7.pwprof", {"hosts": ["n0"], "world_size": 1},
-                 ranks=[dict(rank=-1, pid=7, app_ns=3 * S)])
+    write_pwprof(
+        serial / "procs" / "n0.7.pwprof",
+        {"hosts": ["n0"], "world_size": 1},
+        ranks=[dict(rank=-1, pid=7, app_ns=3 * S)],
+    )
     return [part, serial]
 
 
 # ---- damage ----
 
-OTHER_TYPES = [None, True, -1, 2 ** 70, 1e308, "x", [], {}, [1, "a"], {"k": None}]
+OTHER_TYPES = [None, True, -1, 2**70, 1e308, "x", [], {}, [1, "a"], {"k": None}]
 
 
 def _json_paths(value, path=()):
@@ -110,7 +163,7 @@ def _json_paths(value, path=()):
         for k, v in value.items():
             yield from _json_paths(v, path + (k,))
     elif isinstance(value, list):
-        for i, v in enumerate(value[:8]):       # a few items of long lists
+        for i, v in enumerate(value[:8]):  # a few items of long lists
             yield from _json_paths(v, path + (i,))
 
 
@@ -141,8 +194,9 @@ def _damage_json(rng, data, deep):
 def mutants(rng, exp):
     """(description, apply) for every file of exp and kind of damage; apply(path)
     damages the experiment and returns a function that restores it."""
-    files = sorted(p for p in exp.rglob("*") if p.is_file() and p.stat().st_size
-                   and "export" not in p.parts)
+    files = sorted(
+        p for p in exp.rglob("*") if p.is_file() and p.stat().st_size and "export" not in p.parts
+    )
     out = []
 
     def put_bytes(f, data):
@@ -150,6 +204,7 @@ def mutants(rng, exp):
             old = f.read_bytes()
             f.write_bytes(data(old))
             return lambda: f.write_bytes(old)
+
         return apply
 
     def replace_by(f, make):
@@ -157,20 +212,25 @@ def mutants(rng, exp):
             old = f.read_bytes()
             f.unlink()
             make(f)
+
             def restore():
                 if f.is_dir() and not f.is_symlink():
                     shutil.rmtree(f)
                 elif os.path.lexists(f):
                     f.unlink()
                 f.write_bytes(old)
+
             return restore
+
         return apply
 
     def extra(f, name, data):
         new = f.parent / name
+
         def apply():
             new.write_bytes(data)
             return new.unlink
+
         return apply
 
     for f in files:
@@ -178,8 +238,9 @@ def mutants(rng, exp):
         size = f.stat().st_size
         cut = rng.randrange(size)
         bits = [(rng.randrange(size), rng.randrange(8)) for _ in range(rng.randint(1, 8))]
-        spans = [(rng.randrange(size), bytes(rng.randrange(256) for _ in range(8)))
-                 for _ in range(3)]
+        spans = [
+            (rng.randrange(size), bytes(rng.randrange(256) for _ in range(8))) for _ in range(3)
+        ]
 
         def flip(old, bits=bits):
             b = bytearray(old)
@@ -191,40 +252,48 @@ def mutants(rng, exp):
         def scribble(old, spans=spans):
             b = bytearray(old)
             for i, junk in spans:
-                b[i:i + len(junk)] = junk[:max(len(b) - i, 0)]
+                b[i : i + len(junk)] = junk[: max(len(b) - i, 0)]
             return bytes(b)
 
-        kinds = [(f"truncated at {cut}", put_bytes(f, lambda old, cut=cut: old[:cut])),
-                 (f"bits flipped {bits}", put_bytes(f, flip)),
-                 ("bytes overwritten", put_bytes(f, scribble)),
-                 ("deleted", replace_by(f, lambda p: None)),
-                 ("replaced by a FIFO", replace_by(f, os.mkfifo)),
-                 ("replaced by a directory", replace_by(f, os.mkdir)),
-                 ("replaced by a symlink loop", replace_by(f, lambda p: os.symlink(p.name, p)))]
+        kinds = [
+            (f"truncated at {cut}", put_bytes(f, lambda old, cut=cut: old[:cut])),
+            (f"bits flipped {bits}", put_bytes(f, flip)),
+            ("bytes overwritten", put_bytes(f, scribble)),
+            ("deleted", replace_by(f, lambda p: None)),
+            ("replaced by a FIFO", replace_by(f, os.mkfifo)),
+            ("replaced by a directory", replace_by(f, os.mkdir)),
+            ("replaced by a symlink loop", replace_by(f, lambda p: os.symlink(p.name, p))),
+        ]
         if f.suffix in (".json", ".pwprof"):
             # a profile's header is its first line: damaged, padded again, data kept
             data = f.read_bytes()
-            head, sep, rest = data.partition(b"\n") if f.suffix == ".pwprof" else \
-                (data, b"", b"")
-            for what, deep in (("a JSON value of another type", False),
-                               ("JSON nested 100000 deep", True)):
+            head, sep, rest = data.partition(b"\n") if f.suffix == ".pwprof" else (data, b"", b"")
+            for what, deep in (
+                ("a JSON value of another type", False),
+                ("JSON nested 100000 deep", True),
+            ):
                 new = _damage_json(rng, head, deep)
                 if new is not None:
                     if sep:
                         new += b" " * (-(len(new) + 1) % 64)
                     kinds.append((what, put_bytes(f, lambda o, d=new + sep + rest: d)))
         m = re.match(r"(rank-)(\d+)(\..*)", f.name)
-        if m:   # a file of a rank the others do not know, with this file's content
+        if m:  # a file of a rank the others do not know, with this file's content
             name = f"{m.group(1)}{int(m.group(2)) + 7}{m.group(3)}"
             kinds.append((f"extra {name}", extra(f, name, f.read_bytes())))
         junk = bytes(rng.randrange(256) for _ in range(64))
         kinds.append(("extra unknown file", extra(f, "zz-unknown.bin", junk)))
-        out += [(f"{exp.name}/{rel}: {what}", apply)
-                for what, apply in rng.sample(kinds, min(KINDS_PER_FILE, len(kinds)))]
+        out += [
+            (f"{exp.name}/{rel}: {what}", apply)
+            for what, apply in rng.sample(kinds, min(KINDS_PER_FILE, len(kinds)))
+        ]
     for d in sorted(p for p in exp.rglob("*") if p.is_dir()):
         rel = d.relative_to(exp)
-        for what, make in (("deleted", lambda p: None), ("replaced by a FIFO", os.mkfifo),
-                           ("replaced by a symlink loop", lambda p: os.symlink(p.name, p))):
+        for what, make in (
+            ("deleted", lambda p: None),
+            ("replaced by a FIFO", os.mkfifo),
+            ("replaced by a symlink loop", lambda p: os.symlink(p.name, p)),
+        ):
             out.append((f"{exp.name}/{rel}/: {what}", replace_dir(d, make)))
     return out
 
@@ -234,20 +303,25 @@ def replace_dir(d, make):
         keep = d.with_name(d.name + ".kept")
         d.rename(keep)
         make(d)
+
         def restore():
             if os.path.lexists(d):
                 d.unlink()
             keep.rename(d)
+
         return restore
+
     return apply
 
 
 def verbs(exp, out):
-    return [["report", "--html", str(out / "r.html"), str(exp)],
-            ["report", "--json", str(exp)],
-            ["analyze", "--no-save", str(exp)],
-            ["export", str(exp), "--format", "chrome", "-o", str(out / "t.json"), "--force"],
-            ["export", str(exp), "--format", "otf2", "-o", str(out / "otf2"), "--force"]]
+    return [
+        ["report", "--html", str(out / "r.html"), str(exp)],
+        ["report", "--json", str(exp)],
+        ["analyze", "--no-save", str(exp)],
+        ["export", str(exp), "--format", "chrome", "-o", str(out / "t.json"), "--force"],
+        ["export", str(exp), "--format", "otf2", "-o", str(out / "otf2"), "--force"],
+    ]
 
 
 def run_verb(argv):
@@ -256,8 +330,11 @@ def run_verb(argv):
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CALL_LIMIT_S)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err), \
-                warnings.catch_warnings():
+        with (
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(err),
+            warnings.catch_warnings(),
+        ):
             # as without pytest: a warning is printed (a stray line), never hidden
             warnings.simplefilter("always")
             warnings.showwarning = _print_warning
@@ -269,8 +346,11 @@ def run_verb(argv):
         rc, failure = None, f"no answer within {CALL_LIMIT_S} s"
     except Exception as e:  # noqa: BLE001 - what the test is looking for
         import traceback
-        rc, failure = None, "".join(traceback.format_exception(type(e), e, e.__traceback__)
-                                    [-3:]).strip()
+
+        rc, failure = (
+            None,
+            "".join(traceback.format_exception(type(e), e, e.__traceback__)[-3:]).strip(),
+        )
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -315,8 +395,10 @@ def test_damaged_experiments(tmp_path, capsys, experiment_dir, pwprof):
             restore()
     took = time.monotonic() - t0
     with capsys.disabled():
-        print(f"\n{len(cases)} mutants, {calls} calls ({errors} one-line errors) in "
-              f"{took:.1f} s; {len(failures)} failures")
+        print(
+            f"\n{len(cases)} mutants, {calls} calls ({errors} one-line errors) in "
+            f"{took:.1f} s; {len(failures)} failures"
+        )
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40])
     assert took < 60
 
@@ -334,8 +416,8 @@ def test_post_numbers_beyond_the_records():
     key = np.zeros(20, np.int64)
     posts = np.array([10, 11, 12])
     done = np.array([15, 16, 17])
-    number[posts] = [1, 2 ** 43 + 5, 3]
-    number[done] = [3, 2 ** 43 + 5, 7]
+    number[posts] = [1, 2**43 + 5, 3]
+    number[done] = [3, 2**43 + 5, 7]
     assert _request_posts(key, number, posts, done).tolist() == [12, 11, -1]
-    number[[11, 16]] = 2                         # the same, numbered as the runtime does
+    number[[11, 16]] = 2  # the same, numbered as the runtime does
     assert _request_posts(key, number, posts, done).tolist() == [12, 11, -1]

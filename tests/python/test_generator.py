@@ -8,6 +8,7 @@ the golden files and review the diff:
     PERFWEAVE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/python/test_generator.py
     git diff tests/python/golden/
 """
+
 import importlib.util
 import os
 import re
@@ -52,22 +53,41 @@ def mini():
 
 # ---- (a) parsing ----
 
+
 def test_mini_names_families_kinds_lines(mini):
-    assert [f.name for f in mini] == ["MPI_Send", "MPI_Bcast", "MPI_Waitall", "MPI_Init",
-                                      "MPI_Pcontrol", "MPI_Fetch_and_op"]
+    assert [f.name for f in mini] == [
+        "MPI_Send",
+        "MPI_Bcast",
+        "MPI_Waitall",
+        "MPI_Init",
+        "MPI_Pcontrol",
+        "MPI_Fetch_and_op",
+    ]
     assert [f.family for f in mini] == ["p2p", "coll", "sync", "other", "other", "rma"]
     assert [f.kind for f in mini] == ["send", "bcast", "waitmulti", "init", "pcontrol", "fop"]
     assert [f.line for f in mini] == [2, 3, 5, 6, 7, 8]  # 1-based, comments and blanks count
-    assert [f.lower for f in mini] == ["mpi_send", "mpi_bcast", "mpi_waitall", "mpi_init",
-                                       "mpi_pcontrol", "mpi_fetch_and_op"]
+    assert [f.lower for f in mini] == [
+        "mpi_send",
+        "mpi_bcast",
+        "mpi_waitall",
+        "mpi_init",
+        "mpi_pcontrol",
+        "mpi_fetch_and_op",
+    ]
 
 
 def test_mini_send_args(mini):
     send = mini[0]
     assert [a.name for a in send.args] == ["buf", "count", "datatype", "dest", "tag", "comm"]
     assert [a.role for a in send.args] == ["buf", "count", "type", "peer", "tag", "comm"]
-    assert [a.ctype for a in send.args] == ["const void *", "int", "MPI_Datatype", "int", "int",
-                                            "MPI_Comm"]
+    assert [a.ctype for a in send.args] == [
+        "const void *",
+        "int",
+        "MPI_Datatype",
+        "int",
+        "int",
+        "MPI_Comm",
+    ]
     assert [a.array for a in send.args] == [False] * 6
     assert send.args[0].decl == "const void *buf"
     assert send.args[0].base == "void"
@@ -78,12 +98,20 @@ def test_mini_send_args(mini):
 def test_mini_bcast_and_waitall_args(mini):
     bcast, waitall = mini[1], mini[2]
     assert [(a.name, a.role) for a in bcast.args] == [
-        ("buffer", "buf"), ("count", "count"), ("datatype", "type"), ("root", "root"),
-        ("comm", "comm")]
+        ("buffer", "buf"),
+        ("count", "count"),
+        ("datatype", "type"),
+        ("root", "root"),
+        ("comm", "comm"),
+    ]
     assert bcast.args[0].ctype == "void *"
     reqs = waitall.args[1]
     assert (reqs.ctype, reqs.name, reqs.role, reqs.array) == (
-        "MPI_Request", "array_of_requests", "requests", True)
+        "MPI_Request",
+        "array_of_requests",
+        "requests",
+        True,
+    )
     assert reqs.decl == "MPI_Request array_of_requests[]"
     assert reqs.indirect
     assert [a.role for a in waitall.args] == ["nreq", "requests", "statuses"]
@@ -92,10 +120,12 @@ def test_mini_bcast_and_waitall_args(mini):
 
 def test_mini_init_fortran_empty(mini):
     init = mini[3]
-    assert [(a.ctype, a.name, a.role) for a in init.args] == [("int *", "argc", ""),
-                                                              ("char ***", "argv", "")]
+    assert [(a.ctype, a.name, a.role) for a in init.args] == [
+        ("int *", "argc", ""),
+        ("char ***", "argv", ""),
+    ]
     assert init.fortran is True
-    assert init.fortran_args == []       # fortran=() : MPI_INIT(IERROR) only
+    assert init.fortran_args == []  # fortran=() : MPI_INIT(IERROR) only
     assert not init.variadic
 
 
@@ -108,19 +138,26 @@ def test_mini_pcontrol_nofort_variadic(mini):
 
 
 def test_fortran_args_parsed(tmp_path):
-    fns = gen.parse("other init int MPI_Init_thread(int *argc, char ***argv, int required, "
-                    "int *provided)  [fortran=(int required, int *provided)]\n")
+    fns = gen.parse(
+        "other init int MPI_Init_thread(int *argc, char ***argv, int required, "
+        "int *provided)  [fortran=(int required, int *provided)]\n"
+    )
     f = fns[0]
     assert f.fortran and [(a.ctype, a.name) for a in f.fortran_args] == [
-        ("int", "required"), ("int *", "provided")]
+        ("int", "required"),
+        ("int *", "provided"),
+    ]
     text = gen.source(fns)
     # provided thread level is handed to the hook in both bindings
     assert "pw_mpi_init_done(PW_FN_MPI_Init_thread, ra, t0, *provided);" in text
-    assert "PW_WRAPPER void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, " \
-           "MPI_Fint *ierr)" in text
+    assert (
+        "PW_WRAPPER void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, "
+        "MPI_Fint *ierr)" in text
+    )
 
 
 # ---- (b) golden output ----
+
 
 def _golden(name, text):
     path = GOLDEN / name
@@ -165,8 +202,11 @@ def test_stub_list_is_the_wrapper_table(mini):
 def test_main_writes_the_golden_files(tmp_path):
     out = tmp_path / "gen"
     gen.main(["gen_wrappers.py", str(GOLDEN / "mini.spec"), str(out)])
-    assert sorted(p.name for p in out.iterdir()) == ["pw_mpi_fn.h", "pw_mpi_symbols.h",
-                                                     "pw_mpi_wrappers.c"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "pw_mpi_fn.h",
+        "pw_mpi_symbols.h",
+        "pw_mpi_wrappers.c",
+    ]
     assert (out / "pw_mpi_fn.h").read_text() == (GOLDEN / "pw_mpi_fn.h").read_text()
     assert (out / "pw_mpi_wrappers.c").read_text() == (GOLDEN / "pw_mpi_wrappers.c").read_text()
     assert (out / "pw_mpi_symbols.h").read_text() == (GOLDEN / "pw_mpi_symbols.h").read_text()
@@ -187,18 +227,25 @@ def test_header_lines(mini):
 def test_source_specific_lines(mini):
     lines = gen.source(mini).splitlines()
     assert '        real = (pw_creal_MPI_Send)pw_mpi_real("PMPI_Send");' in lines
-    assert "typedef int (*pw_creal_MPI_Send)(const void *, int, MPI_Datatype, int, int, " \
-           "MPI_Comm);" in lines
-    assert "PW_WRAPPER int MPI_Send(const void *buf, int count, MPI_Datatype datatype, " \
-           "int dest, int tag, MPI_Comm comm)" in lines
+    assert (
+        "typedef int (*pw_creal_MPI_Send)(const void *, int, MPI_Datatype, int, int, "
+        "MPI_Comm);" in lines
+    )
+    assert (
+        "PW_WRAPPER int MPI_Send(const void *buf, int count, MPI_Datatype datatype, "
+        "int dest, int tag, MPI_Comm comm)" in lines
+    )
     assert "    pw_mpi_leave(&c, PW_KIND_send, &a);" in lines
     assert "    a.peer = dest;" in lines
     # the four Fortran entry points of MPI_Send, each resolving its own name
     for sym in ("mpi_send_", "mpi_send__", "mpi_send_f08_", "mpi_send_f08ts_"):
-        assert (f"PW_WRAPPER void {sym}(void *buf, MPI_Fint *count, MPI_Fint *datatype, "
-                "MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)") in lines
-        assert (f'        real = (pw_freal_MPI_Send)pw_mpi_fortran_real("{sym}", '
-                f"(void *){sym});") in lines
+        assert (
+            f"PW_WRAPPER void {sym}(void *buf, MPI_Fint *count, MPI_Fint *datatype, "
+            "MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)"
+        ) in lines
+        assert (
+            f'        real = (pw_freal_MPI_Send)pw_mpi_fortran_real("{sym}", (void *){sym});'
+        ) in lines
     # Fortran handles are converted, counts dereferenced
     assert "    a.type = pw_type_f2c(*datatype);" in lines
     assert "    a.count = (int)*count;" in lines
@@ -214,20 +261,28 @@ def test_source_specific_lines(mini):
 
 def test_kind_needs_its_roles():
     bad = "p2p send int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, int dest, int tag:tag, MPI_Comm comm:comm)"
-    with pytest.raises(gen.SpecError, match=r"line 1: MPI_Send: kind 'send' reads the roles "
-                                            r"peer, which MPI_Send does not tag"):
+    with pytest.raises(
+        gen.SpecError,
+        match=r"line 1: MPI_Send: kind 'send' reads the roles "
+        r"peer, which MPI_Send does not tag",
+    ):
         gen.parse(bad)
 
 
 def test_wrapper_reading_a_role_its_function_lacks_is_rejected():
     """The window event of every one-sided operation reads its window and target: an
     atomic without them cannot be wrapped (the build stops at the spec line)."""
-    bad = ("\nrma fop int MPI_Fetch_and_op(const void *origin_addr:buf, void *result_addr:rbuf, "
-           "MPI_Datatype datatype:type, int target_rank, MPI_Aint target_disp, MPI_Op op, "
-           "MPI_Win win)\n")
-    with pytest.raises(gen.SpecError, match=r"line 2: MPI_Fetch_and_op: kind 'fop' reads the "
-                                            r"roles target, win, which MPI_Fetch_and_op does "
-                                            r"not tag"):
+    bad = (
+        "\nrma fop int MPI_Fetch_and_op(const void *origin_addr:buf, void *result_addr:rbuf, "
+        "MPI_Datatype datatype:type, int target_rank, MPI_Aint target_disp, MPI_Op op, "
+        "MPI_Win win)\n"
+    )
+    with pytest.raises(
+        gen.SpecError,
+        match=r"line 2: MPI_Fetch_and_op: kind 'fop' reads the "
+        r"roles target, win, which MPI_Fetch_and_op does "
+        r"not tag",
+    ):
         gen.parse(bad)
 
 
@@ -236,10 +291,10 @@ def test_optional_role_absent_is_set_to_none(mini):
     and Fortran wrappers set it to NULL rather than leave stack contents for the window
     event to read (the --trace crash of atomics)."""
     text = gen.source(mini)
-    body = text[text.index("PW_WRAPPER int MPI_Fetch_and_op("):]
-    c_body = body[:body.index("\n}\n")]
-    f_body = body[body.index("void pw_f_MPI_Fetch_and_op("):]
-    f_body = f_body[:f_body.index("\n}\n")]
+    body = text[text.index("PW_WRAPPER int MPI_Fetch_and_op(") :]
+    c_body = body[: body.index("\n}\n")]
+    f_body = body[body.index("void pw_f_MPI_Fetch_and_op(") :]
+    f_body = f_body[: f_body.index("\n}\n")]
     for b in (c_body, f_body):
         assert b.count("    a.request = NULL;") == 1
         assert b.index("a.request = NULL;") < b.index("pw_mpi_leave(&c, PW_KIND_fop, &a);")
@@ -252,12 +307,12 @@ def test_every_role_a_kind_reads_is_set_in_every_wrapper(real):
     text = gen.source(real)
     for f in real:
         if not gen.has_args(f, f.args) or f.kind in gen.CONTROL_KINDS:
-            continue                              # (Pcontrol hands its level to a hook)
-        bodies = [text[text.index(f"PW_WRAPPER int {f.name}("):]]
+            continue  # (Pcontrol hands its level to a hook)
+        bodies = [text[text.index(f"PW_WRAPPER int {f.name}(") :]]
         if f.fortran:
-            bodies.append(text[text.index(f"void pw_f_{f.name}("):])
+            bodies.append(text[text.index(f"void pw_f_{f.name}(") :])
         for b in bodies:
-            b = b[:b.index("\n}\n")]
+            b = b[: b.index("\n}\n")]
             leave = b.index("pw_mpi_leave(")
             for role in gen.KIND_READS[f.kind]:
                 assert re.search(rf"^    a\.{role} = ", b[:leave], re.M), (f.name, role)
@@ -265,28 +320,53 @@ def test_every_role_a_kind_reads_is_set_in_every_wrapper(real):
 
 def test_kind_reads_declarations_are_checked():
     assert gen.kind_reads({"fop": "type target? win"})["fop"] == {
-        "type": None, "target": "MPI_PROC_NULL", "win": None}
+        "type": None,
+        "target": "MPI_PROC_NULL",
+        "win": None,
+    }
     with pytest.raises(gen.SpecError, match="kind 'fop' reads the unknown role 'bogus'"):
         gen.kind_reads({"fop": "type bogus"})
     with pytest.raises(gen.SpecError, match="optional role 'win' has no value for none"):
         gen.kind_reads({"fop": "type win?"})
     kinds = set(" ".join(gen.KINDS.values()).split())
-    assert kinds - set(gen.KIND_READS) == gen.NO_ARGS_KINDS - {"mgmt"} | {"init", "finalize",
-                                                                         "abort"}
+    assert kinds - set(gen.KIND_READS) == gen.NO_ARGS_KINDS - {"mgmt"} | {
+        "init",
+        "finalize",
+        "abort",
+    }
 
 
 def test_source_entry_point_sets(mini):
     text = gen.source(mini)
     exported = re.findall(r"^PW_WRAPPER \w+ (\w+)\(", text, re.M)
     assert exported == [
-        "MPI_Send", "mpi_send_", "mpi_send__", "mpi_send_f08_", "mpi_send_f08ts_",
-        "MPI_Bcast", "mpi_bcast_", "mpi_bcast__", "mpi_bcast_f08_", "mpi_bcast_f08ts_",
-        "MPI_Waitall", "mpi_waitall_", "mpi_waitall__", "mpi_waitall_f08_",
+        "MPI_Send",
+        "mpi_send_",
+        "mpi_send__",
+        "mpi_send_f08_",
+        "mpi_send_f08ts_",
+        "MPI_Bcast",
+        "mpi_bcast_",
+        "mpi_bcast__",
+        "mpi_bcast_f08_",
+        "mpi_bcast_f08ts_",
+        "MPI_Waitall",
+        "mpi_waitall_",
+        "mpi_waitall__",
+        "mpi_waitall_f08_",
         "mpi_waitall_f08ts_",
-        "MPI_Init", "mpi_init_", "mpi_init__", "mpi_init_f08_", "mpi_init_f08ts_",
-        "MPI_Pcontrol",                       # nofort: C only
-        "MPI_Fetch_and_op", "mpi_fetch_and_op_", "mpi_fetch_and_op__", "mpi_fetch_and_op_f08_",
-        "mpi_fetch_and_op_f08ts_"]
+        "MPI_Init",
+        "mpi_init_",
+        "mpi_init__",
+        "mpi_init_f08_",
+        "mpi_init_f08ts_",
+        "MPI_Pcontrol",  # nofort: C only
+        "MPI_Fetch_and_op",
+        "mpi_fetch_and_op_",
+        "mpi_fetch_and_op__",
+        "mpi_fetch_and_op_f08_",
+        "mpi_fetch_and_op_f08ts_",
+    ]
     assert "PW_WRAPPER void mpi_init_(MPI_Fint *ierr)" in text
     assert "PW_WRAPPER int MPI_Pcontrol(const int level, ...)" in text
     assert "    pw_mpi_pcontrol(level);" in text
@@ -295,33 +375,45 @@ def test_source_entry_point_sets(mini):
 
 def test_control_kinds_call_real_outside_record_path(mini):
     text = gen.source(mini)
-    init = text[text.index("PW_WRAPPER int MPI_Init("):text.index("typedef void "
-                                                                  "(*pw_freal_MPI_Init)")]
+    init = text[
+        text.index("PW_WRAPPER int MPI_Init(") : text.index("typedef void (*pw_freal_MPI_Init)")
+    ]
     assert "pw_mpi_enter" not in init
-    assert init.count("real(argc, argv)") == 2      # nested path and measured path
+    assert init.count("real(argc, argv)") == 2  # nested path and measured path
     assert "pw_mpi_init_done(PW_FN_MPI_Init, ra, t0, -1);" in init
 
 
 # ---- (c) errors ----
 
-SEND = ("int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, "
-        "int dest:peer, int tag:tag, MPI_Comm comm:comm)")
+SEND = (
+    "int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, "
+    "int dest:peer, int tag:tag, MPI_Comm comm:comm)"
+)
 
 
-@pytest.mark.parametrize("text,message", [
-    ("# comment\n\np3p send " + SEND + "\n", "line 3: unknown family 'p3p'"),
-    ("p2p bcast " + SEND + "\n", "line 1: kind 'bcast' is not a p2p kind"),
-    ("p2p send " + SEND + "\np2p send int MPI_Isend(int count:cnt)\n",
-     "line 2: unknown role 'cnt'"),
-    ("p2p send " + SEND + "\n# again\np2p send " + SEND + "\n",
-     "line 3: MPI_Send declared twice"),
-    ("io fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
-     "MPI_Info info, MPI_File *fh:file)\n",
-     "line 1: MPI_File_open: argument 'const char *filename' has no Fortran mapping"),
-    ("p2p send " + SEND + "  [nofort fast]\n", "line 1: unknown flag 'fast'"),
-    ("\n\np2p send MPI_Send(void)\n", "line 3: expected 'FAMILY KIND int MPI_Name(args)"),
-    ("# only comments\n\n", "the spec declares no function"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("# comment\n\np3p send " + SEND + "\n", "line 3: unknown family 'p3p'"),
+        ("p2p bcast " + SEND + "\n", "line 1: kind 'bcast' is not a p2p kind"),
+        (
+            "p2p send " + SEND + "\np2p send int MPI_Isend(int count:cnt)\n",
+            "line 2: unknown role 'cnt'",
+        ),
+        (
+            "p2p send " + SEND + "\n# again\np2p send " + SEND + "\n",
+            "line 3: MPI_Send declared twice",
+        ),
+        (
+            "io fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
+            "MPI_Info info, MPI_File *fh:file)\n",
+            "line 1: MPI_File_open: argument 'const char *filename' has no Fortran mapping",
+        ),
+        ("p2p send " + SEND + "  [nofort fast]\n", "line 1: unknown flag 'fast'"),
+        ("\n\np2p send MPI_Send(void)\n", "line 3: expected 'FAMILY KIND int MPI_Name(args)"),
+        ("# only comments\n\n", "the spec declares no function"),
+    ],
+)
 def test_spec_errors(text, message):
     with pytest.raises(gen.SpecError) as e:
         gen.parse(text)
@@ -333,7 +425,8 @@ def test_char_argument_accepted_with_nofort_or_fortran_args():
         "io fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
         "MPI_Info info, MPI_File *fh:file)  [nofort]\n"
         "io fother int MPI_File_set_view(MPI_File fh:file, const char *datarep)  "
-        "[fortran=(MPI_File fh)]\n")
+        "[fortran=(MPI_File fh)]\n"
+    )
     assert [f.fortran for f in fns] == [False, True]
     assert [a.name for a in fns[1].fortran_args] == ["fh"]
 
@@ -349,6 +442,7 @@ def test_main_reports_spec_errors_with_path_and_line(tmp_path):
 
 # ---- (d) the real spec ----
 
+
 @pytest.fixture(scope="module")
 def real():
     return gen.parse(SPEC_PATH.read_text())
@@ -358,27 +452,51 @@ def test_real_spec_size_and_names(real):
     names = [f.name for f in real]
     assert len(names) >= 150
     assert len(set(names)) == len(names)
-    for name in ("MPI_Send", "MPI_Isend", "MPI_Send_init", "MPI_Start", "MPI_Startall",
-                 "MPI_Alltoallw", "MPI_Ialltoallv", "MPI_Win_fence", "MPI_Put",
-                 "MPI_Get_accumulate", "MPI_Compare_and_swap", "MPI_Win_lock_all",
-                 "MPI_File_write_at_all", "MPI_Comm_split", "MPI_Init_thread"):
+    for name in (
+        "MPI_Send",
+        "MPI_Isend",
+        "MPI_Send_init",
+        "MPI_Start",
+        "MPI_Startall",
+        "MPI_Alltoallw",
+        "MPI_Ialltoallv",
+        "MPI_Win_fence",
+        "MPI_Put",
+        "MPI_Get_accumulate",
+        "MPI_Compare_and_swap",
+        "MPI_Win_lock_all",
+        "MPI_File_write_at_all",
+        "MPI_Comm_split",
+        "MPI_Init_thread",
+    ):
         assert name in names, name
 
 
 def test_real_spec_families_and_kinds(real):
     from perfweave._format import FAMILIES
+
     # the spec's families are the format's (format.h PW_FAMILIES), every one used
     assert {f.family for f in real} == set(gen.KINDS) == set(FAMILIES)
     by = {f.name: f for f in real}
-    expect = {"MPI_Send": ("p2p", "send"), "MPI_Isend": ("p2p", "isend"),
-              "MPI_Send_init": ("p2p", "send_init"), "MPI_Start": ("p2p", "start"),
-              "MPI_Startall": ("p2p", "startall"), "MPI_Alltoallw": ("coll", "alltoallw"),
-              "MPI_Ialltoallv": ("coll", "alltoallv"), "MPI_Win_fence": ("sync", "winsync"),
-              "MPI_Put": ("rma", "put"), "MPI_Get_accumulate": ("rma", "getacc"),
-              "MPI_Compare_and_swap": ("rma", "cas"), "MPI_Win_lock_all": ("sync", "winsync"),
-              "MPI_File_write_at_all": ("io", "fwrite"), "MPI_Comm_split": ("other", "mgmt"),
-              "MPI_Init_thread": ("other", "init"), "MPI_Finalize": ("other", "finalize"),
-              "MPI_Waitall": ("sync", "waitmulti")}
+    expect = {
+        "MPI_Send": ("p2p", "send"),
+        "MPI_Isend": ("p2p", "isend"),
+        "MPI_Send_init": ("p2p", "send_init"),
+        "MPI_Start": ("p2p", "start"),
+        "MPI_Startall": ("p2p", "startall"),
+        "MPI_Alltoallw": ("coll", "alltoallw"),
+        "MPI_Ialltoallv": ("coll", "alltoallv"),
+        "MPI_Win_fence": ("sync", "winsync"),
+        "MPI_Put": ("rma", "put"),
+        "MPI_Get_accumulate": ("rma", "getacc"),
+        "MPI_Compare_and_swap": ("rma", "cas"),
+        "MPI_Win_lock_all": ("sync", "winsync"),
+        "MPI_File_write_at_all": ("io", "fwrite"),
+        "MPI_Comm_split": ("other", "mgmt"),
+        "MPI_Init_thread": ("other", "init"),
+        "MPI_Finalize": ("other", "finalize"),
+        "MPI_Waitall": ("sync", "waitmulti"),
+    }
     for name, fk in expect.items():
         assert (by[name].family, by[name].kind) == fk, name
     for f in real:
@@ -388,10 +506,31 @@ def test_real_spec_families_and_kinds(real):
 def test_real_spec_roles(real):
     by = {f.name: f for f in real}
     roles = lambda n: [a.role for a in by[n].args]  # noqa: E731
-    assert roles("MPI_Alltoallw") == ["buf", "scounts", "", "stypes", "rbuf", "rcounts", "",
-                                      "rtypes", "comm"]
-    assert roles("MPI_Get_accumulate") == ["buf", "count", "type", "rbuf", "rcount", "rtype",
-                                           "target", "", "", "", "", "win"]
+    assert roles("MPI_Alltoallw") == [
+        "buf",
+        "scounts",
+        "",
+        "stypes",
+        "rbuf",
+        "rcounts",
+        "",
+        "rtypes",
+        "comm",
+    ]
+    assert roles("MPI_Get_accumulate") == [
+        "buf",
+        "count",
+        "type",
+        "rbuf",
+        "rcount",
+        "rtype",
+        "target",
+        "",
+        "",
+        "",
+        "",
+        "win",
+    ]
     assert roles("MPI_Startall") == ["nreq", "requests"]
     assert [a.name for a in by["MPI_Init_thread"].fortran_args] == ["required", "provided"]
     assert by["MPI_Init"].fortran_args == []
@@ -417,8 +556,8 @@ def test_nested_fortran_init_forwards_once():
     """A nested Fortran Init (MPICH's binding calling the C one) must call the real
     function exactly once and return, not fall through into the hooks."""
     src = gen.source(gen.parse(MINI_SPEC))
-    body = src[src.index("static inline __attribute__((always_inline)) void pw_f_MPI_Init("):]
-    body = body[:body.index("\n}\n")]
+    body = src[src.index("static inline __attribute__((always_inline)) void pw_f_MPI_Init(") :]
+    body = body[: body.index("\n}\n")]
     guard = body.index("if (pw_mpi_nested()) {")
     assert body[guard:].split("\n")[1:3] == ["        real(ierr);", "        return;"]
     assert body.count("real(ierr);") == 2  # the nested path and the measured path

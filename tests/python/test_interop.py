@@ -3,6 +3,7 @@ experiment that uses every record type goes to OTF2 and back with every record i
 OTF2's own reader sees what was written, Chrome trace JSON has one slice per call, bad
 input is one line and exit status 2, and the public Score-P traces of tests/data are
 imported and analysed with their known results."""
+
 import json
 import subprocess
 import sys
@@ -19,13 +20,14 @@ from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 T, F = EVENT_TYPES, EVENT_FLAGS
 TNAME = {v: k for k, v in T.items()}
 PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
-SHARED = Path(__file__).resolve().parents[1] / "data"      # tests/data (README.md there)
+SHARED = Path(__file__).resolve().parents[1] / "data"  # tests/data (README.md there)
 NB, SYNC, PERS = F["NONBLOCKING"], F["SYNCHRONOUS"], F["PERSISTENT"]
 
 
 def perfweave(*args, timeout=120):
-    return subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [PERFWEAVE, *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def one_error_line(res):
@@ -38,22 +40,27 @@ def one_error_line(res):
 # ---------------------------------------------------------------- a literal experiment
 
 WORLD = [0, 1, 2]
-COMMS = {   # per rank: the communicators it uses, as the runtime lists them
-    0: [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
-        {"id": 1, "ranks": WORLD, "parent": 0, "seq": 1},              # a dup of world
-        {"id": 2, "ranks": [0, 2], "parent": 0, "seq": 0}],
-    1: [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
-        {"id": 1, "ranks": WORLD, "parent": 0, "seq": 1}],
-    2: [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
+COMMS = {  # per rank: the communicators it uses, as the runtime lists them
+    0: [
+        {"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
+        {"id": 1, "ranks": WORLD, "parent": 0, "seq": 1},  # a dup of world
+        {"id": 2, "ranks": [0, 2], "parent": 0, "seq": 0},
+    ],
+    1: [
+        {"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
         {"id": 1, "ranks": WORLD, "parent": 0, "seq": 1},
-        {"id": 2, "ranks": [0, 2], "parent": 0, "seq": 0}],
+    ],
+    2: [
+        {"id": 0, "name": "MPI_COMM_WORLD", "ranks": WORLD, "parent": -1, "seq": 0},
+        {"id": 1, "ranks": WORLD, "parent": 0, "seq": 1},
+        {"id": 2, "ranks": [0, 2], "parent": 0, "seq": 0},
+    ],
 }
 GROUPS = {0: [[1]], 1: [[0]], 2: []}
 
 
 def call(fn, t0, t1, *subs, thread=0):
-    return [(thread, dict(type="CALL", fn=fn, t0=t0, t1=t1))] + \
-        [(thread, dict(s)) for s in subs]
+    return [(thread, dict(type="CALL", fn=fn, t0=t0, t1=t1))] + [(thread, dict(s)) for s in subs]
 
 
 def ev(type, **kw):
@@ -67,16 +74,27 @@ def ev(type, **kw):
 def rank0():
     r = [(0, ev("ENTER", region="main", t0=100, tag=0))]
     r += call("MPI_Send", 1000, 1100, ev("SEND", peer=1, tag=5, comm=0, bytes=40))
-    r += call("MPI_Ssend", 1200, 1300, ev("SEND", flags=SYNC, peer=2, tag=6, comm=2,
-                                          bytes=8))
+    r += call("MPI_Ssend", 1200, 1300, ev("SEND", flags=SYNC, peer=2, tag=6, comm=2, bytes=8))
     r += [(0, ev("ENTER", region="solve", t0=1400, tag=1))]
-    r += call("MPI_Irecv", 1500, 1600,     # MPI_ANY_SOURCE, MPI_ANY_TAG, bigger buffer
-              ev("IRECV", t0=0x55, t1=1, flags=NB, peer=-2, tag=-1, comm=1, bytes=64))
-    r += call("MPI_Isend", 1700, 1800, ev("SEND", t0=0x66, t1=2, flags=NB, peer=1, tag=3,
-                                          comm=1, bytes=16))
-    r += call("MPI_Waitall", 1900, 2500, ev("RECV", t0=0x55, t1=1, peer=1, tag=4, comm=1,
-                                                bytes=32),
-              ev("SEND_DONE", t0=0x66, t1=2, peer=1, tag=3, comm=1))
+    r += call(
+        "MPI_Irecv",
+        1500,
+        1600,  # MPI_ANY_SOURCE, MPI_ANY_TAG, bigger buffer
+        ev("IRECV", t0=0x55, t1=1, flags=NB, peer=-2, tag=-1, comm=1, bytes=64),
+    )
+    r += call(
+        "MPI_Isend",
+        1700,
+        1800,
+        ev("SEND", t0=0x66, t1=2, flags=NB, peer=1, tag=3, comm=1, bytes=16),
+    )
+    r += call(
+        "MPI_Waitall",
+        1900,
+        2500,
+        ev("RECV", t0=0x55, t1=1, peer=1, tag=4, comm=1, bytes=32),
+        ev("SEND_DONE", t0=0x66, t1=2, peer=1, tag=3, comm=1),
+    )
     r += [(0, ev("LEAVE", region="solve", t0=2600, tag=1))]
     r += [(0, ev("FLUSH", t0=2700, t1=2800, bytes=4096))]
     r += call("MPI_Bcast", 3000, 3500, ev("COLL", comm=0, peer=0, bytes=40))
@@ -84,22 +102,26 @@ def rank0():
     r += call("MPI_Win_create", 4000, 4500, ev("WIN", tag=0, comm=0))
     r += call("MPI_Win_fence", 4600, 4700, ev("WSYNC", tag=0, comm=0, t1=-1))
     r += call("MPI_Put", 4800, 4900, ev("RMA", tag=0, comm=0, peer=1, bytes=4))
-    r += call("MPI_Rget", 4950, 4990, ev("RMA", t0=0x77, flags=NB, tag=0, comm=0, peer=2,
-                                         t1=8))
-    r += call("MPI_Accumulate", 5000, 5050, ev("RMA", tag=0, comm=0))   # MPI_PROC_NULL
+    r += call("MPI_Rget", 4950, 4990, ev("RMA", t0=0x77, flags=NB, tag=0, comm=0, peer=2, t1=8))
+    r += call("MPI_Accumulate", 5000, 5050, ev("RMA", tag=0, comm=0))  # MPI_PROC_NULL
     r += call("MPI_Win_fence", 5100, 5200, ev("WSYNC", tag=0, comm=0, t1=-1))
     r += call("MPI_Win_start", 5300, 5400, ev("WSYNC", tag=0, comm=0, t1=0))
     r += call("MPI_Put", 5500, 5600, ev("RMA", tag=0, comm=0, peer=1, bytes=4))
     r += call("MPI_Win_complete", 5700, 5800, ev("WSYNC", tag=0, comm=0, t1=-1))
-    r += call("MPI_Win_lock", 5900, 6000, ev("WSYNC", flags=F["EXCLUSIVE"], tag=0, comm=0,
-                                             peer=2, t1=-1))
+    r += call(
+        "MPI_Win_lock", 5900, 6000, ev("WSYNC", flags=F["EXCLUSIVE"], tag=0, comm=0, peer=2, t1=-1)
+    )
     r += call("MPI_Win_flush", 6050, 6060, ev("WSYNC", tag=0, comm=0, peer=2, t1=-1))
     r += call("MPI_Win_unlock", 6100, 6200, ev("WSYNC", tag=0, comm=0, peer=2, t1=-1))
     r += call("MPI_Win_free", 6300, 6400, ev("WIN", flags=F["FREE"], tag=0, comm=0))
     r += call("MPI_Comm_rank", 6500, 6510)
-    r += call("MPI_Mrecv", 6600, 6700, ev("RECV", peer=2, tag=9, bytes=12))   # no comm
-    r += call("MPI_Start", 6800, 6850,     # a persistent MPI_Ssend_init request
-              ev("SEND", t0=0x88, t1=3, flags=NB | PERS | SYNC, peer=1, tag=11, comm=0, bytes=8))
+    r += call("MPI_Mrecv", 6600, 6700, ev("RECV", peer=2, tag=9, bytes=12))  # no comm
+    r += call(
+        "MPI_Start",
+        6800,
+        6850,  # a persistent MPI_Ssend_init request
+        ev("SEND", t0=0x88, t1=3, flags=NB | PERS | SYNC, peer=1, tag=11, comm=0, bytes=8),
+    )
     r += call("MPI_Wait", 6900, 7000, ev("SEND_DONE", t0=0x88, t1=3, peer=1, tag=11, comm=0))
     # a second thread; "main" stays open to the end
     r += call("MPI_Comm_size", 2000, 2100, thread=1)
@@ -109,12 +131,25 @@ def rank0():
 
 def rank1():
     r = call("MPI_Recv", 900, 1150, ev("RECV", peer=0, tag=5, comm=0, bytes=40))
-    r += call("MPI_Isend", 1650, 1700, ev("SEND", t0=0x11, t1=1, flags=NB, peer=0, tag=4,
-                                          comm=1, bytes=32))
-    r += call("MPI_Irecv", 1710, 1720, ev("IRECV", t0=0x12, t1=2, flags=NB, peer=0, tag=3,
-                                          comm=1, bytes=16))
-    r += call("MPI_Waitall", 1730, 2000, ev("SEND_DONE", t0=0x11, t1=1, peer=0, tag=4, comm=1),
-              ev("RECV", t0=0x12, t1=2, peer=0, tag=3, comm=1, bytes=16))
+    r += call(
+        "MPI_Isend",
+        1650,
+        1700,
+        ev("SEND", t0=0x11, t1=1, flags=NB, peer=0, tag=4, comm=1, bytes=32),
+    )
+    r += call(
+        "MPI_Irecv",
+        1710,
+        1720,
+        ev("IRECV", t0=0x12, t1=2, flags=NB, peer=0, tag=3, comm=1, bytes=16),
+    )
+    r += call(
+        "MPI_Waitall",
+        1730,
+        2000,
+        ev("SEND_DONE", t0=0x11, t1=1, peer=0, tag=4, comm=1),
+        ev("RECV", t0=0x12, t1=2, peer=0, tag=3, comm=1, bytes=16),
+    )
     r += call("MPI_Bcast", 3100, 3600, ev("COLL", comm=0, peer=0, t1=40))
     r += call("MPI_Iallreduce", 3650, 3700, ev("COLL", flags=NB, comm=0, bytes=8, t1=8))
     r += call("MPI_Win_create", 4100, 4500, ev("WIN", tag=0, comm=0))
@@ -122,8 +157,7 @@ def rank1():
     r += call("MPI_Win_fence", 5100, 5200, ev("WSYNC", tag=0, comm=0, t1=-1))
     r += call("MPI_Win_post", 5250, 5260, ev("WSYNC", tag=0, comm=0, t1=0))
     r += call("MPI_Win_test", 5300, 5310, ev("WSYNC", tag=0, comm=0, t1=-1))
-    r += call("MPI_Win_test", 5900, 5910, ev("WSYNC", flags=F["DONE"], tag=0, comm=0,
-                                             t1=-1))
+    r += call("MPI_Win_test", 5900, 5910, ev("WSYNC", flags=F["DONE"], tag=0, comm=0, t1=-1))
     r += call("MPI_Win_free", 6300, 6400, ev("WIN", flags=F["FREE"], tag=0, comm=0))
     return r
 
@@ -140,13 +174,14 @@ def rank2():
     return r
 
 
-def write_experiment(exp, ranks, t_fini=8000, comms=COMMS, groups=GROUPS,
-                     windows=({"id": 0, "comm": 0, "seq": 0},)):
+def write_experiment(
+    exp, ranks, t_fini=8000, comms=COMMS, groups=GROUPS, windows=({"id": 0, "comm": 0, "seq": 0},)
+):
     """An experiment directory written as perfweave run --trace writes it: per rank the
     records of each thread together, ticks = ns."""
     (exp / "traces").mkdir(parents=True)
     for r, items in ranks.items():
-        items = sorted(items, key=lambda x: x[0])           # thread by thread, stable
+        items = sorted(items, key=lambda x: x[0])  # thread by thread, stable
         functions, regions = [], []
         rec = np.zeros(len(items), EVENT_DTYPE)
         rec["peer"], rec["comm"] = -1, -1
@@ -171,23 +206,49 @@ def write_experiment(exp, ranks, t_fini=8000, comms=COMMS, groups=GROUPS,
             first = threads.index(t)
             flushes.append({"thread": t, "first": first, "count": threads.count(t)})
         rec.tofile(exp / "traces" / f"rank-{r}.events")
-        meta = {"format": "perfweave-trace", "version": 1, "rank": r,
-                "world_size": len(comms[r][0]["ranks"]),
-                "host": "node01", "pid": 100 + r, "state": "complete",
-                "functions": functions, "families": ["p2p"] * len(functions),
-                "clock": {"ticks": [0, 10 ** 9], "ns": [0, 10 ** 9], "offset_init_ns": 0,
-                          "offset_init_err_ns": 0, "offset_fini_ns": 0,
-                          "offset_fini_err_ns": 0, "t_init_ns": 500, "t_fini_ns": t_fini},
-                "comms": comms[r], "windows": list(windows),
-                "groups": [{"id": i, "ranks": g} for i, g in enumerate(groups[r])],
-                "regions": [{"name": n} for n in regions], "objects": [],
-                "flushes": flushes, "records": len(rec), "lost": 0}
+        meta = {
+            "format": "perfweave-trace",
+            "version": 1,
+            "rank": r,
+            "world_size": len(comms[r][0]["ranks"]),
+            "host": "node01",
+            "pid": 100 + r,
+            "state": "complete",
+            "functions": functions,
+            "families": ["p2p"] * len(functions),
+            "clock": {
+                "ticks": [0, 10**9],
+                "ns": [0, 10**9],
+                "offset_init_ns": 0,
+                "offset_init_err_ns": 0,
+                "offset_fini_ns": 0,
+                "offset_fini_err_ns": 0,
+                "t_init_ns": 500,
+                "t_fini_ns": t_fini,
+            },
+            "comms": comms[r],
+            "windows": list(windows),
+            "groups": [{"id": i, "ranks": g} for i, g in enumerate(groups[r])],
+            "regions": [{"name": n} for n in regions],
+            "objects": [],
+            "flushes": flushes,
+            "records": len(rec),
+            "lost": 0,
+        }
         (exp / "traces" / f"rank-{r}.json").write_text(json.dumps(meta))
-    (exp / "experiment.json").write_text(json.dumps({
-        "format": "perfweave-experiment", "version": 1, "command": ["mpirun", "-n", "3",
-                                                                    "./app", "-v"],
-        "program": "/home/u/app", "state": "finished", "start_epoch": 1.7e9,
-        "exit_status": {"code": 0}}))
+    (exp / "experiment.json").write_text(
+        json.dumps(
+            {
+                "format": "perfweave-experiment",
+                "version": 1,
+                "command": ["mpirun", "-n", "3", "./app", "-v"],
+                "program": "/home/u/app",
+                "state": "finished",
+                "start_epoch": 1.7e9,
+                "exit_status": {"code": 0},
+            }
+        )
+    )
     return exp
 
 
@@ -197,6 +258,7 @@ def bench_tracegen():
     if bench not in sys.path:
         sys.path.insert(0, bench)
     import tracegen
+
     return tracegen
 
 
@@ -210,7 +272,7 @@ def read(exp, r):
     meta = json.loads((exp / "traces" / f"rank-{r}.json").read_text())
     thread = np.zeros(len(rec), np.int64)
     for f in meta["flushes"]:
-        thread[f["first"]:f["first"] + f["count"]] = f["thread"]
+        thread[f["first"] : f["first"] + f["count"]] = f["thread"]
     return rec, meta, thread
 
 
@@ -233,25 +295,30 @@ def described(exp, r):
             row = (t, int(e["t0"]), int(e["t1"]), int(e["bytes"]))
         else:
             winish = typ in ("WIN", "RMA", "WSYNC")
-            row = (t, int(e["flags"]), int(e["peer"]),
-                   wins.get(int(e["tag"])) if winish else int(e["tag"]),
-                   comms.get(int(e["comm"])), int(e["bytes"]),
-                   groups.get(int(e["t1"]), -1) if typ == "WSYNC" else int(e["t1"]),
-                   int(e["t0"]))
+            row = (
+                t,
+                int(e["flags"]),
+                int(e["peer"]),
+                wins.get(int(e["tag"])) if winish else int(e["tag"]),
+                comms.get(int(e["comm"])),
+                int(e["bytes"]),
+                groups.get(int(e["t1"]), -1) if typ == "WSYNC" else int(e["t1"]),
+                int(e["t0"]),
+            )
         out.setdefault(typ, []).append(row)
     return out
 
 
 def definitions(exp, r):
     _, meta, _ = read(exp, r)
-    comms = sorted((tuple(c["ranks"]), tuple(c.get("remote", [])), c["seq"])
-                   for c in meta["comms"])
+    comms = sorted((tuple(c["ranks"]), tuple(c.get("remote", [])), c["seq"]) for c in meta["comms"])
     cid = {c["id"]: (tuple(c["ranks"]), c["seq"]) for c in meta["comms"]}
     wins = sorted((cid[w["comm"]], w["seq"]) for w in meta["windows"])
     return comms, wins, [tuple(g["ranks"]) for g in meta["groups"]]
 
 
 # ---------------------------------------------------------------- OTF2 round trip
+
 
 def canonical(value):
     """An event field as the otf2 reader gives it, comparable between two archives:
@@ -262,7 +329,7 @@ def canonical(value):
         return tuple(canonical(v) for v in value)
     if value is None or isinstance(value, (int, float, str)):
         return value
-    if isinstance(getattr(value, "value", None), int):       # an enum (or bit set)
+    if isinstance(getattr(value, "value", None), int):  # an enum (or bit set)
         return (type(value).__name__, value.value)
     return (type(value).__name__, str(value))
 
@@ -271,8 +338,10 @@ def event_stream(anchor):
     """Every event of an OTF2 archive in the reader's order: location, event type and
     every field with its attributes."""
     with otf2.reader.open(str(anchor)) as tr:
-        return [(loc.group.name, loc.name, type(e).__name__,
-                 canonical(dict(vars(e)))) for loc, e in tr.events]
+        return [
+            (loc.group.name, loc.name, type(e).__name__, canonical(dict(vars(e))))
+            for loc, e in tr.events
+        ]
 
 
 def streams_of_both_loops(exp, out):
@@ -286,8 +355,9 @@ def streams_of_both_loops(exp, out):
     # the event files are the same bytes too (the anchor and global definitions are
     # not: they differ in a few bytes between any two exports, by the same loop too)
     evt = sorted((Path(out) / "bulk" / "traces").glob("*.evt"))
-    assert evt and [p.read_bytes() for p in evt] == \
-        [(Path(out) / "each" / "traces" / p.name).read_bytes() for p in evt]
+    assert evt and [p.read_bytes() for p in evt] == [
+        (Path(out) / "each" / "traces" / p.name).read_bytes() for p in evt
+    ]
     return event_stream(each["anchor"]), event_stream(bulk["anchor"]), each, bulk
 
 
@@ -308,6 +378,7 @@ def writer_calls(request, monkeypatch, tmp_path):
 
         def unreadable(obj):
             raise OSError("no source")
+
         monkeypatch.setattr(inspect, "getsource", unreadable)
     return request.param
 
@@ -325,8 +396,9 @@ def test_export_import_keeps_every_record(literal, tmp_path, writer_calls):
             assert a[typ] == b[typ], (r, typ)
         assert definitions(literal, r) == definitions(back, r)
     meta = json.loads((back / "experiment.json").read_text())
-    assert meta["state"] == "finished" and meta["imported_from"] == \
-        str((literal / "export" / "traces.otf2").resolve())
+    assert meta["state"] == "finished" and meta["imported_from"] == str(
+        (literal / "export" / "traces.otf2").resolve()
+    )
     # application time: MPI_Init done .. MPI_Finalize entered, through ProgramBegin/End
     _, m0, _ = read(back, 0)
     assert (m0["clock"]["t_init_ns"], m0["clock"]["t_fini_ns"]) == (500, 8000)
@@ -334,8 +406,7 @@ def test_export_import_keeps_every_record(literal, tmp_path, writer_calls):
 
 
 @pytest.mark.parametrize("block", [pw_otf2.BULK, 1, 2, 7])
-def test_c_loop_writes_the_events_of_one_call_per_event(literal, tmp_path, monkeypatch,
-                                                         block):
+def test_c_loop_writes_the_events_of_one_call_per_event(literal, tmp_path, monkeypatch, block):
     """The C loop (runtime/interop/otf2_bulk.c) writes exactly the events, in the same
     order with the same fields and attribute lists, as one ctypes call per event, also
     where its blocks end at any event: ProgramBegin (written from Python), attribute
@@ -367,12 +438,13 @@ def test_otf2_reader_sees_events_and_definitions(literal):
     per_rank = Counter()
     with otf2.reader.open(anchor) as tr:
         d = tr.definitions
-        assert d.clock_properties.timer_resolution == 10 ** 9
+        assert d.clock_properties.timer_resolution == 10**9
         groups = sorted(lg.name for lg in d.location_groups)
         assert groups == ["MPI Rank 0", "MPI Rank 1", "MPI Rank 2"]
-        assert sorted((lg.name, loc.name) for loc in d.locations
-                      for lg in [loc.group])[:2] == [("MPI Rank 0", "Master thread"),
-                                                     ("MPI Rank 0", "Thread 1")]
+        assert sorted((lg.name, loc.name) for loc in d.locations for lg in [loc.group])[:2] == [
+            ("MPI Rank 0", "Master thread"),
+            ("MPI Rank 0", "Thread 1"),
+        ]
         comms = {c.name: [m.group.name for m in c.group.members] for c in d.comms}
         assert comms["MPI_COMM_WORLD"] == ["MPI Rank 0", "MPI Rank 1", "MPI Rank 2"]
         assert sorted(len(m) for m in comms.values()) == [2, 3, 3]
@@ -396,8 +468,7 @@ def test_otf2_reader_sees_events_and_definitions(literal):
                 # what MPI_ANY_SOURCE and MPI_ANY_TAG asked for, on the dup of world
                 at = {a.name: v for a, v in e.attributes.items()}
                 dup = at.pop("perfweave:comm")
-                assert at == {"perfweave:peer": -2, "perfweave:tag": -1,
-                              "perfweave:bytes": 64}
+                assert at == {"perfweave:peer": -2, "perfweave:tag": -1, "perfweave:bytes": 64}
                 assert dup.name != "MPI_COMM_WORLD" and len(dup.group.members) == 3
     for r in "012":
         rec, _, _ = read(literal, int(r))
@@ -414,8 +485,8 @@ def test_otf2_reader_sees_events_and_definitions(literal):
     assert per_rank[("0", "RmaPut")] == 2 and per_rank[("0", "RmaGet")] == 1
     assert per_rank[("0", "RmaAtomic")] == 1 and per_rank[("0", "RmaWinCreate")] == 1
     assert per_rank[("0", "RmaWinDestroy")] == 1
-    assert per_rank[("0", "RmaCollectiveEnd")] == 2        # two fences
-    assert per_rank[("0", "RmaGroupSync")] == 2            # start, complete
+    assert per_rank[("0", "RmaCollectiveEnd")] == 2  # two fences
+    assert per_rank[("0", "RmaGroupSync")] == 2  # start, complete
     assert per_rank[("0", "RmaAcquireLock")] == per_rank[("0", "RmaReleaseLock")] == 1
     assert per_rank[("0", "RmaSync")] == 1
 
@@ -431,6 +502,7 @@ def test_round_trip_of_an_archive_written_twice(literal, tmp_path):
     def kinds(anchor):
         with otf2.reader.open(anchor) as tr:
             return Counter((loc.group.name, type(e).__name__) for loc, e in tr.events)
+
     assert kinds(a["anchor"]) == kinds(b["anchor"])
 
 
@@ -440,15 +512,24 @@ def test_intercommunicator(tmp_path):
     world = [0, 1, 2, 3]
 
     def comms(local, remote):
-        return [{"id": 0, "name": "MPI_COMM_WORLD", "ranks": world, "parent": -1, "seq": 0},
-                {"id": 1, "ranks": local, "parent": 0, "seq": 0},
-                {"id": 2, "ranks": local, "remote": remote, "parent": 1, "seq": 0}]
-    cl = {0: comms([0, 1], [2, 3]), 1: comms([0, 1], [2, 3]), 2: comms([2, 3], [0, 1]),
-          3: comms([2, 3], [0, 1])}
-    ranks = {0: call("MPI_Send", 10, 20, ev("SEND", peer=2, tag=1, comm=2, bytes=4)),
-             1: call("MPI_Comm_rank", 10, 20),
-             2: call("MPI_Recv", 5, 25, ev("RECV", peer=0, tag=1, comm=2, bytes=4)),
-             3: call("MPI_Comm_rank", 10, 20)}
+        return [
+            {"id": 0, "name": "MPI_COMM_WORLD", "ranks": world, "parent": -1, "seq": 0},
+            {"id": 1, "ranks": local, "parent": 0, "seq": 0},
+            {"id": 2, "ranks": local, "remote": remote, "parent": 1, "seq": 0},
+        ]
+
+    cl = {
+        0: comms([0, 1], [2, 3]),
+        1: comms([0, 1], [2, 3]),
+        2: comms([2, 3], [0, 1]),
+        3: comms([2, 3], [0, 1]),
+    }
+    ranks = {
+        0: call("MPI_Send", 10, 20, ev("SEND", peer=2, tag=1, comm=2, bytes=4)),
+        1: call("MPI_Comm_rank", 10, 20),
+        2: call("MPI_Recv", 5, 25, ev("RECV", peer=0, tag=1, comm=2, bytes=4)),
+        3: call("MPI_Comm_rank", 10, 20),
+    }
     exp = write_experiment(tmp_path / "ic", ranks, 100, cl, {r: [] for r in world}, ())
     anchor = pw_otf2.export(exp)["anchor"]
     back = tmp_path / "back"
@@ -456,7 +537,7 @@ def test_intercommunicator(tmp_path):
     (send,) = described(back, 0)["SEND"]
     (recv,) = described(back, 2)["RECV"]
     assert send[2] == 2 and recv[2] == 0 and send[3] == recv[3] == 1
-    assert send[4] == ((0, 1), 1) and recv[4] == ((2, 3), 1)      # local group, 2nd
+    assert send[4] == ((0, 1), 1) and recv[4] == ((2, 3), 1)  # local group, 2nd
     with otf2.reader.open(anchor) as tr:
         for loc, e in tr.events:
             if isinstance(e, otf2.events.MpiSend):
@@ -489,6 +570,7 @@ def test_existing_output_needs_force(literal):
 
 # ---------------------------------------------------------------- Chrome trace JSON
 
+
 def test_chrome_trace(literal):
     res = perfweave("export", literal, "--format", "chrome")
     assert res.returncode == 0, res.stderr
@@ -505,8 +587,7 @@ def test_chrome_trace(literal):
     assert send["args"]["events"] == [{"type": "SEND", "peer": 1, "tag": 5, "bytes": 40}]
     user = sorted((e["name"], e["dur"]) for e in events if e.get("cat") == "user")
     assert user == [("main", pytest.approx(7.9)), ("solve", pytest.approx(1.2))]
-    assert [e["name"] for e in events if e.get("cat") == "perfweave"] == \
-        ["TRACE BUFFER FLUSH"]
+    assert [e["name"] for e in events if e.get("cat") == "perfweave"] == ["TRACE BUFFER FLUSH"]
     assert {(e["pid"], e["tid"]) for e in calls} == {(0, 0), (0, 1), (1, 0), (2, 0)}
     # matched messages: 0->1 (tag 5), 0->2 (tag 6, on {0, 2}), 0->2 (tag 1, thread 1),
     # 1->0 (tag 4) and 0->1 (tag 3) on the dup of world
@@ -523,12 +604,16 @@ def chrome_reference(exp):
     exp, built one record at a time with plain Python from the records as the exporter
     reads them: the oracle for the column-at-a-time formatting of interop/chrome.py."""
     from perfweave.interop import load
+
     X = load(exp)
     ranks = [X.rank(r) for r in X.ranks]
-    origin = min(int(rt.t0[k]) for rt in ranks for k in range(len(rt.rec))
-                 if TNAME[int(rt.rec["type"][k])] in ("CALL", "FLUSH", "ENTER"))
-    sub_types = {"SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "COLL_DONE", "WIN", "RMA",
-                 "WSYNC"}
+    origin = min(
+        int(rt.t0[k])
+        for rt in ranks
+        for k in range(len(rt.rec))
+        if TNAME[int(rt.rec["type"][k])] in ("CALL", "FLUSH", "ENTER")
+    )
+    sub_types = {"SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "COLL_DONE", "WIN", "RMA", "WSYNC"}
     out = []
     for rt in ranks:
         call = None
@@ -537,10 +622,15 @@ def chrome_reference(exp):
             kind, thread = TNAME[rec["type"]], int(rt.thread[k])
             if kind in ("CALL", "FLUSH"):
                 t0, t1 = int(rt.t0[k]) - origin, int(rt.t1[k]) - origin
-                e = {"name": rt.functions[rec["fn"]] if kind == "CALL" else
-                     "TRACE BUFFER FLUSH", "cat": "MPI" if kind == "CALL" else "perfweave",
-                     "ph": "X", "pid": rt.rank, "tid": thread, "ts": t0 / 1000,
-                     "dur": max(t1 - t0, 0) / 1000}
+                e = {
+                    "name": rt.functions[rec["fn"]] if kind == "CALL" else "TRACE BUFFER FLUSH",
+                    "cat": "MPI" if kind == "CALL" else "perfweave",
+                    "ph": "X",
+                    "pid": rt.rank,
+                    "tid": thread,
+                    "ts": t0 / 1000,
+                    "dur": max(t1 - t0, 0) / 1000,
+                }
                 if kind == "FLUSH":
                     e["args"] = {"bytes": rec["bytes"]}
                 out.append(e)
@@ -570,11 +660,13 @@ def test_chrome_events_match_a_plain_reference(literal, tmp_path):
     gen = tmp_path / "gen"
     tracegen.write(gen, 3, 3 * 2000)
     for exp in (literal, gen):
-        res = perfweave("export", exp, "--format", "chrome", "-o", tmp_path / "t.json",
-                        "--force")
+        res = perfweave("export", exp, "--format", "chrome", "-o", tmp_path / "t.json", "--force")
         assert res.returncode == 0, res.stderr
-        got = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]
-               if e.get("cat") in ("MPI", "perfweave")]
+        got = [
+            e
+            for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+            if e.get("cat") in ("MPI", "perfweave")
+        ]
         want = chrome_reference(exp)
         key = lambda e: (e["pid"], e["tid"], e["ts"], e["name"])  # noqa: E731
         assert len(got) == len(want) > 10
@@ -605,17 +697,30 @@ def threaded_ranks(seed=7, n=60):
                 t += int(rng.integers(5, 40))
                 tag = int(rng.integers(1, 3))
                 if rng.random() < 0.5:
-                    ranks[r] += call("MPI_Send", t, t + 3,
-                                     ev("SEND", peer=1, tag=tag, comm=0, bytes=8), thread=th)
+                    ranks[r] += call(
+                        "MPI_Send",
+                        t,
+                        t + 3,
+                        ev("SEND", peer=1, tag=tag, comm=0, bytes=8),
+                        thread=th,
+                    )
                 else:
                     k = post(r)
-                    ranks[r] += call("MPI_Isend", t, t + 2,
-                                     ev("SEND", t0=0x100 + k, t1=k, flags=NB, peer=1,
-                                        tag=tag, comm=0, bytes=8), thread=th)
+                    ranks[r] += call(
+                        "MPI_Isend",
+                        t,
+                        t + 2,
+                        ev("SEND", t0=0x100 + k, t1=k, flags=NB, peer=1, tag=tag, comm=0, bytes=8),
+                        thread=th,
+                    )
                     t += 5
-                    ranks[r] += call("MPI_Wait", t, t + 2,
-                                     ev("SEND_DONE", t0=0x100 + k, t1=k, peer=1, tag=tag,
-                                        comm=0), thread=th)
+                    ranks[r] += call(
+                        "MPI_Wait",
+                        t,
+                        t + 2,
+                        ev("SEND_DONE", t0=0x100 + k, t1=k, peer=1, tag=tag, comm=0),
+                        thread=th,
+                    )
                 if i % 17 == 0:
                     ranks[r] += [(th, ev("FLUSH", t0=t + 4, t1=t + 5, bytes=64))]
                     t += 6
@@ -633,12 +738,21 @@ def threaded_ranks(seed=7, n=60):
             t += 3
             k = post(1)
             reqs.append(k)
-            r1 += call("MPI_Irecv", t, t + 1, ev("IRECV", t0=0x500 + k, t1=k, flags=NB,
-                                                  peer=-2, tag=-1, comm=0, bytes=8))
+            r1 += call(
+                "MPI_Irecv",
+                t,
+                t + 1,
+                ev("IRECV", t0=0x500 + k, t1=k, flags=NB, peer=-2, tag=-1, comm=0, bytes=8),
+            )
         t1 += int(rng.integers(3, 30))
         k = post(1)
-        th1 += call("MPI_Irecv", t1, t1 + 1, ev("IRECV", t0=0x500 + k, t1=k, flags=NB,
-                                                 peer=2, tag=2, comm=0, bytes=8), thread=1)
+        th1 += call(
+            "MPI_Irecv",
+            t1,
+            t1 + 1,
+            ev("IRECV", t0=0x500 + k, t1=k, flags=NB, peer=2, tag=2, comm=0, bytes=8),
+            thread=1,
+        )
         open_from_1.append(k)
         t1 += 4
         th1 += call("MPI_Recv", t1, t1 + 5, ev("RECV", peer=2, tag=1, comm=0, bytes=8), thread=1)
@@ -652,14 +766,26 @@ def threaded_ranks(seed=7, n=60):
         rng.shuffle(reqs)
         for k in reqs:
             t += 4
-            r1 += call("MPI_Waitany", t, t + 3,
-                       ev("RECV", t0=0x500 + k, t1=k, peer=int(rng.choice([0, 2])),
-                          tag=int(rng.integers(1, 3)), comm=0, bytes=8))
+            r1 += call(
+                "MPI_Waitany",
+                t,
+                t + 3,
+                ev(
+                    "RECV",
+                    t0=0x500 + k,
+                    t1=k,
+                    peer=int(rng.choice([0, 2])),
+                    tag=int(rng.integers(1, 3)),
+                    comm=0,
+                    bytes=8,
+                ),
+            )
         if len(open_from_1) > 2:
             k = open_from_1.pop(0)
             t += 4
-            r1 += call("MPI_Wait", t, t + 3, ev("RECV", t0=0x500 + k, t1=k, peer=2, tag=2,
-                                                comm=0, bytes=8))
+            r1 += call(
+                "MPI_Wait", t, t + 3, ev("RECV", t0=0x500 + k, t1=k, peer=2, tag=2, comm=0, bytes=8)
+            )
         t += 2
         r1 += [(0, ev("LEAVE", region="loop", t0=t, tag=1))]
     ranks[1] = r1 + th1
@@ -673,12 +799,15 @@ def chrome_flow_ids(exp):
     from perfweave.interop import load
     from perfweave.interop.chrome import _hash
     from perfweave.model.trace import prepare
+
     X = load(exp)
     ids = {"s": Counter(), "f": Counter()}
     for r in X.ranks:
         rd = prepare(X.rank_file(r))
-        for ph, cols, table in (("s", rd.sends, rd.send_channels),
-                                ("f", rd.recvs, rd.recv_channels)):
+        for ph, cols, table in (
+            ("s", rd.sends, rd.send_channels),
+            ("f", rd.recvs, rd.recv_channels),
+        ):
             ch = table[cols["chan"]] if len(cols["chan"]) else np.zeros((0, 3), np.int64)
             me = np.full(len(ch), r)
             src, dst = (me, ch[:, 0]) if ph == "s" else (ch[:, 0], me)
@@ -690,8 +819,7 @@ def chrome_flow_ids(exp):
 
 
 @pytest.mark.parametrize("which", ["literal", "threads", "generated"])
-def test_chrome_export_in_chunks_writes_the_same_events(literal, tmp_path, monkeypatch,
-                                                        which):
+def test_chrome_export_in_chunks_writes_the_same_events(literal, tmp_path, monkeypatch, which):
     """A rank is exported chunk by chunk (RankStream, _RankPass): with chunks of 7 or 64
     records the file holds the same events, in the same order, as with a whole rank in
     one chunk, and its flow arrows have the ids of perfweave analyze's numbering of
@@ -703,26 +831,33 @@ def test_chrome_export_in_chunks_writes_the_same_events(literal, tmp_path, monke
         exp = literal
     elif which == "threads":
         comms = {r: [COMMS[r][0]] for r in WORLD}
-        exp = write_experiment(tmp_path / "thr", threaded_ranks(), comms=comms,
-                               groups={r: [] for r in WORLD}, t_fini=5000, windows=())
+        exp = write_experiment(
+            tmp_path / "thr",
+            threaded_ranks(),
+            comms=comms,
+            groups={r: [] for r in WORLD},
+            t_fini=5000,
+            windows=(),
+        )
     else:
         tracegen = bench_tracegen()
         exp = tmp_path / "gen"
         tracegen.write(exp, 2, 13_600)
     import perfweave.interop as interop
     from perfweave.interop import chrome
+
     monkeypatch.setattr(interop, "CHUNK_RECORDS", 1 << 30)
     one = chrome.export(exp, tmp_path / "one.json")
     whole = json.loads((tmp_path / "one.json").read_text())
-    flows = Counter((e["ph"], e["pid"], e["id"]) for e in whole["traceEvents"]
-                    if e["ph"] in "sf")
+    flows = Counter((e["ph"], e["pid"], e["id"]) for e in whole["traceEvents"] if e["ph"] in "sf")
     assert flows == chrome_flow_ids(exp) and len(flows) > 8
     for size in (7, 64):
         monkeypatch.setattr(interop, "CHUNK_RECORDS", size)
         s = chrome.export(exp, tmp_path / f"c{size}.json")
         assert json.loads((tmp_path / f"c{size}.json").read_text()) == whole, size
-        assert {k: s[k] for k in ("events", "calls", "flows", "records", "notes")} == \
-            {k: one[k] for k in ("events", "calls", "flows", "records", "notes")}
+        assert {k: s[k] for k in ("events", "calls", "flows", "records", "notes")} == {
+            k: one[k] for k in ("events", "calls", "flows", "records", "notes")
+        }
 
 
 @pytest.fixture(params=["loop", "numpy"])
@@ -730,6 +865,7 @@ def chrome_formatter(request, monkeypatch):
     """The Chrome export's formatter: the loop of libperfweave-json.so, or the numpy
     rows that run where that library is not built."""
     from perfweave.interop import chrome
+
     if request.param == "loop":
         assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
     else:
@@ -741,13 +877,26 @@ def test_chrome_number_formatting(chrome_formatter):
     """Numbers of every width and sign, times, hex ids, names and absent parts, as
     str() and json.dumps write them, in rows of two layouts interleaved."""
     from perfweave.interop.chrome import _decimal, _format, _Rows
+
     rng = np.random.default_rng(7)
-    v = np.r_[0, 9, 10, 99, 100, -1, -10, -99, 2 ** 62, -2 ** 62, 2 ** 63 - 1, -2 ** 63 + 1,
-              rng.integers(-10 ** 12, 10 ** 12, 500)]
+    v = np.r_[
+        0,
+        9,
+        10,
+        99,
+        100,
+        -1,
+        -10,
+        -99,
+        2**62,
+        -(2**62),
+        2**63 - 1,
+        -(2**63) + 1,
+        rng.integers(-(10**12), 10**12, 500),
+    ]
     text = [bytes(row).decode().strip() for row in _decimal(v)]
     assert text == [str(int(x)) for x in v]
-    ns = np.r_[0, 1, 999, 1000, 123456789, -1, -1000, -1001,
-               rng.integers(-10 ** 15, 10 ** 15, 500)]
+    ns = np.r_[0, 1, 999, 1000, 123456789, -1, -1000, -1001, rng.integers(-(10**15), 10**15, 500)]
     names = ['"a"', '"MPI_Allreduce"', json.dumps('q"\\uote\u00e9')]
     which = rng.integers(0, len(names), len(ns))
     present = rng.random(len(ns)) < 0.5
@@ -758,7 +907,7 @@ def test_chrome_number_formatting(chrome_formatter):
     R.lit(",")
     R.name(names, which)
     R.lit(",x", present)
-    R.int(v[:len(ns)] if len(v) >= len(ns) else np.resize(v, len(ns)), present)
+    R.int(v[: len(ns)] if len(v) >= len(ns) else np.resize(v, len(ns)), present)
     R.lit("\n")
     Q = _Rows(3)
     Q.lit("q\n")
@@ -768,11 +917,10 @@ def test_chrome_number_formatting(chrome_formatter):
     assert [x.strip() for x in out if x.strip() == "q"] == ["q"] * 3
     rows = [x for x in out if x.strip() != "q"]
     ints = np.resize(v, len(ns))
-    for row, x, k, p, i in zip(rows, ns.tolist(), which.tolist(), present.tolist(),
-                               ints.tolist()):
+    for row, x, k, p, i in zip(rows, ns.tolist(), which.tolist(), present.tolist(), ints.tolist()):
         us, h, name, *rest = [f.replace(" ", "") for f in row.split(",")]
         assert us == ("-" if x < 0 else "") + f"{abs(x) // 1000}.{abs(x) % 1000:03d}"
-        assert h == f"{x % 2 ** 64:016x}"
+        assert h == f"{x % 2**64:016x}"
         assert json.loads(name) == json.loads(names[k])
         assert rest == ([f"x{i}"] if p else [])
 
@@ -781,10 +929,16 @@ def test_chrome_formatters_write_the_same_events(literal, tmp_path, monkeypatch)
     """The C loop and the numpy rows write the same JSON values (the loop without the
     numpy rows' padding blanks), for a trace with every kind of event."""
     from perfweave.interop import chrome
+
     assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
-    exp = write_experiment(tmp_path / "thr", threaded_ranks(),
-                           comms={r: [COMMS[r][0]] for r in WORLD},
-                           groups={r: [] for r in WORLD}, t_fini=5000, windows=())
+    exp = write_experiment(
+        tmp_path / "thr",
+        threaded_ranks(),
+        comms={r: [COMMS[r][0]] for r in WORLD},
+        groups={r: [] for r in WORLD},
+        t_fini=5000,
+        windows=(),
+    )
     for e in (literal, exp):
         chrome.export(e, tmp_path / "loop.json", force=True)
         with monkeypatch.context() as m:
@@ -799,23 +953,28 @@ def test_chrome_formatters_write_the_same_events(literal, tmp_path, monkeypatch)
 
 # ---------------------------------------------------------------- bad input
 
+
 def test_bad_input_is_one_line(literal, tmp_path):
     assert "no such OTF2 archive" in one_error_line(
-        perfweave("import", tmp_path / "none" / "traces.otf2", "-o", tmp_path / "e1"))
+        perfweave("import", tmp_path / "none" / "traces.otf2", "-o", tmp_path / "e1")
+    )
     text = tmp_path / "notes.txt"
     text.write_text("not a trace\n")
     assert "not an OTF2 anchor file" in one_error_line(
-        perfweave("import", text, "-o", tmp_path / "e2"))
+        perfweave("import", text, "-o", tmp_path / "e2")
+    )
     fake = tmp_path / "fake.otf2"
     fake.write_text("not a trace either\n")
     assert "not a readable OTF2 archive" in one_error_line(
-        perfweave("import", fake, "-o", tmp_path / "e3"))
+        perfweave("import", fake, "-o", tmp_path / "e3")
+    )
     assert not (tmp_path / "e3").exists()
     # an archive that lost one of its event files
     anchor = Path(pw_otf2.export(literal)["anchor"])
     (anchor.parent / "traces" / "1.evt").unlink()
     assert "not a readable OTF2 archive" in one_error_line(
-        perfweave("import", anchor, "-o", tmp_path / "e4"))
+        perfweave("import", anchor, "-o", tmp_path / "e4")
+    )
     # the output exists
     assert "already exists" in one_error_line(perfweave("import", anchor, "-o", literal))
     # corrupt and missing experiments
@@ -825,35 +984,50 @@ def test_bad_input_is_one_line(literal, tmp_path):
     for fmt in ("otf2", "chrome"):
         assert "corrupt" in one_error_line(perfweave("export", bad, "--format", fmt))
         assert "no such experiment" in one_error_line(
-            perfweave("export", tmp_path / "nothing", "--format", fmt))
+            perfweave("export", tmp_path / "nothing", "--format", fmt)
+        )
     notrace = tmp_path / "notrace"
     notrace.mkdir()
-    (notrace / "experiment.json").write_text(json.dumps(
-        {"format": "perfweave-experiment", "version": 1, "state": "finished"}))
+    (notrace / "experiment.json").write_text(
+        json.dumps({"format": "perfweave-experiment", "version": 1, "state": "finished"})
+    )
     assert "no traces" in one_error_line(perfweave("export", notrace, "--format", "otf2"))
     assert "invalid choice" in one_error_line(perfweave("export", literal, "--format", "x"))
     # unwritable output
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert "cannot write" in one_error_line(
-        perfweave("export", literal, "--format", "otf2", "-o", blocker / "t.otf2"))
+        perfweave("export", literal, "--format", "otf2", "-o", blocker / "t.otf2")
+    )
     assert "cannot write" in one_error_line(
-        perfweave("export", literal, "--format", "chrome", "-o", blocker / "t.json"))
+        perfweave("export", literal, "--format", "chrome", "-o", blocker / "t.json")
+    )
 
 
 def test_without_the_otf2_package(literal):
-    code = ("import sys; sys.modules['otf2'] = None; sys.modules['_otf2'] = None; "
-            "from perfweave.cli import main; sys.exit(main(sys.argv[1:]))")
+    code = (
+        "import sys; sys.modules['otf2'] = None; sys.modules['_otf2'] = None; "
+        "from perfweave.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     for args in (["export", literal, "--format", "otf2"], ["import", literal, "-o", "x"]):
-        res = subprocess.run([sys.executable, "-c", code, *map(str, args)],
-                             capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            [sys.executable, "-c", code, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert "pip install otf2" in one_error_line(res)
-    res = subprocess.run([sys.executable, "-c", code, "export", str(literal), "--format",
-                          "chrome"], capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", code, "export", str(literal), "--format", "chrome"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
 
 
 # ---------------------------------------------------------------- public Score-P traces
+
 
 @pytest.fixture(scope="module")
 def shared():
@@ -887,8 +1061,13 @@ def late_senders(anchor):
                 sends.setdefault((r, e.receiver, e.msg_tag), []).append(stack[r][1])
             elif isinstance(e, otf2.events.MpiRecv):
                 recvs.append([r, e.sender, e.msg_tag, stack[r][1], None])
-            elif isinstance(e, otf2.events.Leave) and recvs and recvs[-1][0] == r and \
-                    recvs[-1][4] is None and e.region.name == "MPI_Recv":
+            elif (
+                isinstance(e, otf2.events.Leave)
+                and recvs
+                and recvs[-1][0] == r
+                and recvs[-1][4] is None
+                and e.region.name == "MPI_Recv"
+            ):
                 recvs[-1][4] = e.time
     out = []
     for r, src, tag, enter, leave in recvs:
@@ -921,12 +1100,12 @@ def test_casita_late_sender(shared, tmp_path):
     assert meta["imported_from"] == str(anchor.resolve()) and meta["import_notes"] == []
     # Score-P's time stamps: MPI_Init left .. MPI_Finalize entered
     _, m0, _ = read(exp, 0)
-    assert m0["state"] == "complete" and len(m0["comms"]) == 2      # world and self
+    assert m0["state"] == "complete" and len(m0["comms"]) == 2  # world and self
 
 
 def test_pipit_ping_pong(shared, tmp_path):
     exp = tmp_path / "pingpong"
-    res = perfweave("import", shared / "pipit-ping-pong", "-o", exp)   # the directory
+    res = perfweave("import", shared / "pipit-ping-pong", "-o", exp)  # the directory
     assert res.returncode == 0, res.stderr
     result = analyze(exp)
     assert result["complete"] and result["notes"] == []
@@ -941,7 +1120,7 @@ def test_pipit_ping_pong(shared, tmp_path):
 
 # ---------------------------------------------------------------- hybrid Score-P-like traces
 
-NS = 10 ** 9
+NS = 10**9
 T_START = 10 * NS
 
 
@@ -954,51 +1133,98 @@ def write_hybrid(anchor, nthreads=3, nstreams=2, worker_mpi=False):
     T_START + 2 s, rank 0 its MPI_Send 0.2 s later: a Late Sender of 0.2 s on rank 1.
     With worker_mpi, thread 1 of each rank calls MPI_Barrier (MPI_THREAD_MULTIPLE).
     Returns the counts the import must find."""
-    from otf2.enums import (Base, GroupType, LocationGroupType, LocationType, MetricMode,
-                            MetricOccurrence, MetricType, Paradigm, RecorderKind,
-                            RegionRole, Type)
+    from otf2.enums import (
+        Base,
+        GroupType,
+        LocationGroupType,
+        LocationType,
+        MetricMode,
+        MetricOccurrence,
+        MetricType,
+        Paradigm,
+        RecorderKind,
+        RegionRole,
+        Type,
+    )
+
     E = otf2.events
-    with otf2.writer.open(str(anchor.parent), archive_name=anchor.stem,
-                          timer_resolution=NS) as w:
+    with otf2.writer.open(str(anchor.parent), archive_name=anchor.stem, timer_resolution=NS) as w:
         d = w.definitions
         machine = d.system_tree_node("machine", class_name="machine")
         node = d.system_tree_node("node0", class_name="node", parent=machine)
-        role = {"MPI_Send": RegionRole.POINT2POINT, "MPI_Recv": RegionRole.POINT2POINT,
-                "MPI_Barrier": RegionRole.BARRIER}
-        reg = {n: d.region(n, paradigm=Paradigm.MPI,
-                           region_role=role.get(n, RegionRole.FUNCTION))
-               for n in ("MPI_Init_thread", "MPI_Send", "MPI_Recv", "MPI_Barrier",
-                         "MPI_Finalize")}
-        par = d.region("!$omp parallel @solver.c:10", paradigm=Paradigm.OPENMP,
-                       region_role=RegionRole.PARALLEL)
-        kern = d.region("saxpy_kernel", paradigm=Paradigm.CUDA,
-                        region_role=RegionRole.FUNCTION)
-        ins = d.metric_member("PAPI_TOT_INS", "", MetricType.PAPI,
-                              MetricMode.ACCUMULATED_START, Type.UINT64, Base.DECIMAL, 0, "#")
+        role = {
+            "MPI_Send": RegionRole.POINT2POINT,
+            "MPI_Recv": RegionRole.POINT2POINT,
+            "MPI_Barrier": RegionRole.BARRIER,
+        }
+        reg = {
+            n: d.region(n, paradigm=Paradigm.MPI, region_role=role.get(n, RegionRole.FUNCTION))
+            for n in ("MPI_Init_thread", "MPI_Send", "MPI_Recv", "MPI_Barrier", "MPI_Finalize")
+        }
+        par = d.region(
+            "!$omp parallel @solver.c:10", paradigm=Paradigm.OPENMP, region_role=RegionRole.PARALLEL
+        )
+        kern = d.region("saxpy_kernel", paradigm=Paradigm.CUDA, region_role=RegionRole.FUNCTION)
+        ins = d.metric_member(
+            "PAPI_TOT_INS",
+            "",
+            MetricType.PAPI,
+            MetricMode.ACCUMULATED_START,
+            Type.UINT64,
+            Base.DECIMAL,
+            0,
+            "#",
+        )
         mc = d.metric_class([ins], MetricOccurrence.SYNCHRONOUS_STRICT, RecorderKind.CPU)
         threads, streams, metric_locs = {}, {}, {}
         for r in range(2):
-            lg = d.location_group(f"MPI Rank {r}",
-                                  location_group_type=LocationGroupType.PROCESS,
-                                  system_tree_parent=node)
-            threads[r] = [d.location("Master thread" if t == 0 else f"OMP thread {t}",
-                                     type=LocationType.CPU_THREAD, group=lg)
-                          for t in range(nthreads)]
-            ag = d.location_group(f"CUDA context {r}",
-                                  location_group_type=LocationGroupType.ACCELERATOR,
-                                  system_tree_parent=node, creating_location_group=lg)
-            streams[r] = [d.location(f"CUDA stream {s}", type=LocationType.GPU, group=ag)
-                          for s in range(nstreams)]
-            metric_locs[r] = d.location(f"PAPI metrics {r}", type=LocationType.METRIC,
-                                        group=lg)
-        d.group("MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
-                members=[threads[r][0] for r in range(2)])
-        world = d.comm("MPI_COMM_WORLD", d.group("world", group_type=GroupType.COMM_GROUP,
-                                                 paradigm=Paradigm.MPI, members=[0, 1]),
-                       None)
-        team = d.comm("OpenMP team", d.group("team", group_type=GroupType.COMM_LOCATIONS,
-                                             paradigm=Paradigm.OPENMP,
-                                             members=threads[0]), None)
+            lg = d.location_group(
+                f"MPI Rank {r}",
+                location_group_type=LocationGroupType.PROCESS,
+                system_tree_parent=node,
+            )
+            threads[r] = [
+                d.location(
+                    "Master thread" if t == 0 else f"OMP thread {t}",
+                    type=LocationType.CPU_THREAD,
+                    group=lg,
+                )
+                for t in range(nthreads)
+            ]
+            ag = d.location_group(
+                f"CUDA context {r}",
+                location_group_type=LocationGroupType.ACCELERATOR,
+                system_tree_parent=node,
+                creating_location_group=lg,
+            )
+            streams[r] = [
+                d.location(f"CUDA stream {s}", type=LocationType.GPU, group=ag)
+                for s in range(nstreams)
+            ]
+            metric_locs[r] = d.location(f"PAPI metrics {r}", type=LocationType.METRIC, group=lg)
+        d.group(
+            "MPI ranks",
+            group_type=GroupType.COMM_LOCATIONS,
+            paradigm=Paradigm.MPI,
+            members=[threads[r][0] for r in range(2)],
+        )
+        world = d.comm(
+            "MPI_COMM_WORLD",
+            d.group(
+                "world", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI, members=[0, 1]
+            ),
+            None,
+        )
+        team = d.comm(
+            "OpenMP team",
+            d.group(
+                "team",
+                group_type=GroupType.COMM_LOCATIONS,
+                paradigm=Paradigm.OPENMP,
+                members=threads[0],
+            ),
+            None,
+        )
         for r in range(2):
             m = w.event_writer_from_location(threads[r][0])
             t = T_START
@@ -1042,8 +1268,11 @@ def write_hybrid(anchor, nthreads=3, nstreams=2, worker_mpi=False):
                     t = T_START + 3 * NS
                     e(E.Enter(t, reg["MPI_Barrier"]))
                     e(E.MpiCollectiveBegin(t + 10))
-                    e(E.MpiCollectiveEnd(t + 90 + 1000 * r, otf2.CollectiveOp.BARRIER,
-                                         world, 0xFFFFFFFF, 0, 0))
+                    e(
+                        E.MpiCollectiveEnd(
+                            t + 90 + 1000 * r, otf2.CollectiveOp.BARRIER, world, 0xFFFFFFFF, 0, 0
+                        )
+                    )
                     e(E.Leave(t + 100 + 1000 * r, reg["MPI_Barrier"]))
             for loc in streams[r]:
                 e = w.event_writer_from_location(loc)
@@ -1055,12 +1284,21 @@ def write_hybrid(anchor, nthreads=3, nstreams=2, worker_mpi=False):
                 e(E.Metric(T_START + i * NS, mc, [i]))
     workers = nthreads - 1
     return {
-        "streams": 2 * nstreams, "stream_events": 6, "metric_locations": 2,
+        "streams": 2 * nstreams,
+        "stream_events": 6,
+        "metric_locations": 2,
         "metric_location_events": 4,
         # on the imported threads: 2 per master, 1 per worker and rank
-        "skipped_events": {"MeasurementOnOff": 2, "Metric": 2 * (2 + workers),
-                           "OmpFork": 2, "OmpJoin": 2, "ThreadFork": 2, "ThreadJoin": 2,
-                           "ThreadTeamBegin": 2 * nthreads, "ThreadTeamEnd": 2 * nthreads},
+        "skipped_events": {
+            "MeasurementOnOff": 2,
+            "Metric": 2 * (2 + workers),
+            "OmpFork": 2,
+            "OmpJoin": 2,
+            "ThreadFork": 2,
+            "ThreadJoin": 2,
+            "ThreadTeamBegin": 2 * nthreads,
+            "ThreadTeamEnd": 2 * nthreads,
+        },
     }
 
 
@@ -1077,11 +1315,18 @@ def test_import_of_threads_streams_and_metrics(tmp_path):
     for r, p2p in ((0, "SEND"), (1, "RECV")):
         rec, meta, thread = read(exp, r)
         got = Counter((int(t), TNAME[int(x)]) for t, x in zip(thread, rec["type"]))
-        assert got == {(0, "CALL"): 3, (0, p2p): 1, (0, "ENTER"): 1, (0, "LEAVE"): 1,
-                       (1, "ENTER"): 1, (1, "LEAVE"): 1, (2, "ENTER"): 1, (2, "LEAVE"): 1}
+        assert got == {
+            (0, "CALL"): 3,
+            (0, p2p): 1,
+            (0, "ENTER"): 1,
+            (0, "LEAVE"): 1,
+            (1, "ENTER"): 1,
+            (1, "LEAVE"): 1,
+            (2, "ENTER"): 1,
+            (2, "LEAVE"): 1,
+        }
         calls = [meta["functions"][f] for f in rec["fn"][rec["type"] == T["CALL"]]]
-        assert calls == ["MPI_Init_thread", "MPI_Send" if r == 0 else "MPI_Recv",
-                         "MPI_Finalize"]
+        assert calls == ["MPI_Init_thread", "MPI_Send" if r == 0 else "MPI_Recv", "MPI_Finalize"]
         assert meta["regions"] == [{"name": "!$omp parallel @solver.c:10"}]
     # what has no place: listed with its counts, in the experiment and in the output
     imp = json.loads((exp / "experiment.json").read_text())["import"]
@@ -1090,10 +1335,12 @@ def test_import_of_threads_streams_and_metrics(tmp_path):
     assert len(imp["skipped_locations"]) == len(streams) + len(metric_locs)
     assert sorted((s["location"], s["rank"], s["events"]) for s in streams) == [
         (f"CUDA context {r}/CUDA stream {k}", r, want["stream_events"])
-        for r in range(2) for k in range(2)]
+        for r in range(2)
+        for k in range(2)
+    ]
     assert sorted((s["location"], s["rank"], s["events"]) for s in metric_locs) == [
-        (f"MPI Rank {r}/PAPI metrics {r}", r, want["metric_location_events"])
-        for r in range(2)]
+        (f"MPI Rank {r}/PAPI metrics {r}", r, want["metric_location_events"]) for r in range(2)
+    ]
     assert imp["skipped_events"] == want["skipped_events"]
     skipped = 4 * 6 + 2 * 4 + sum(want["skipped_events"].values())
     assert imp["events"] == 30 + skipped
@@ -1121,10 +1368,17 @@ def test_import_of_mpi_calls_on_worker_threads(tmp_path):
     assert res.returncode == 0, (res.returncode, res.stderr)
     for r in range(2):
         rec, meta, thread = read(exp, r)
-        got = Counter((int(t), TNAME[int(x)]) for t, x in zip(thread, rec["type"])
-                      if TNAME[int(x)] not in ("ENTER", "LEAVE"))
-        assert got == {(0, "CALL"): 3, (0, "SEND" if r == 0 else "RECV"): 1,
-                       (1, "CALL"): 1, (1, "COLL"): 1}
+        got = Counter(
+            (int(t), TNAME[int(x)])
+            for t, x in zip(thread, rec["type"])
+            if TNAME[int(x)] not in ("ENTER", "LEAVE")
+        )
+        assert got == {
+            (0, "CALL"): 3,
+            (0, "SEND" if r == 0 else "RECV"): 1,
+            (1, "CALL"): 1,
+            (1, "COLL"): 1,
+        }
         barrier = rec[(thread == 1) & (rec["type"] == T["CALL"])]
         assert meta["functions"][int(barrier["fn"][0])] == "MPI_Barrier"
         assert int(barrier["t1"][0] - barrier["t0"][0]) == 100 + 1000 * r
@@ -1164,8 +1418,9 @@ def test_report_of_an_imported_trace(shared, tmp_path, name):
     prof = rep["mpi_profile"]
     assert {f["name"]: f["calls"] for f in prof["functions"]} == dict(calls)
     assert {p["rank"]: p["calls"] for p in prof["per_rank"]} == dict(per_rank)
-    assert {f["name"]: f["bytes_sent"] for f in prof["functions"] if f["bytes_sent"]} == \
-        {k: v for k, v in sent.items() if v}
+    assert {f["name"]: f["bytes_sent"] for f in prof["functions"] if f["bytes_sent"]} == {
+        k: v for k, v in sent.items() if v
+    }
     assert all(p["state"] == "complete" and p["mpi_s"] > 0 for p in prof["per_rank"])
     assert rep["imported"]["from"] == str(anchor.resolve())
     assert rep["imported"]["creator"].startswith("Score-P")
@@ -1174,7 +1429,7 @@ def test_report_of_an_imported_trace(shared, tmp_path, name):
     assert text.returncode == 0, text.stderr
     assert "SIGKILL" not in text.stdout + text.stderr
     assert "\n  imported   " in text.stdout and "command" not in text.stdout
-    full = perfweave("report", "--full", exp)            # names whole, lines unwrapped
+    full = perfweave("report", "--full", exp)  # names whole, lines unwrapped
     assert f"imported   {anchor.resolve()} (OTF2 trace, written by Score-P" in full.stdout
     ls = {p["id"]: p for p in rep["wait_states"]["patterns"]}.get("mpi_latesender")
     if name == "casita-10-ranks-tags":
@@ -1197,28 +1452,45 @@ def test_import_of_scorep_nonblocking_collectives(tmp_path):
     from 0.2 s; ranks 0 and 1 wait 0.2 s each for rank 2; then an MPI_Iallreduce that
     rank 1 completes with MPI_Test, 100 bytes each way."""
     from otf2.enums import GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+
     E = otf2.events
     anchor = tmp_path / "scorep" / "traces.otf2"
-    with otf2.writer.open(str(anchor.parent), archive_name="traces",
-                          timer_resolution=NS) as w:
+    with otf2.writer.open(str(anchor.parent), archive_name="traces", timer_resolution=NS) as w:
         d = w.definitions
         node = d.system_tree_node("node0", class_name="node")
-        reg = {n: d.region(n, paradigm=Paradigm.MPI, region_role=role)
-               for n, role in (("MPI_Init", RegionRole.FUNCTION),
-                               ("MPI_Ibarrier", RegionRole.BARRIER),
-                               ("MPI_Iallreduce", RegionRole.COLL_ALL2ALL),
-                               ("MPI_Wait", RegionRole.FUNCTION),
-                               ("MPI_Test", RegionRole.FUNCTION),
-                               ("MPI_Finalize", RegionRole.FUNCTION))}
-        locs = [d.location("Master thread", type=LocationType.CPU_THREAD,
-                           group=d.location_group(f"MPI Rank {r}", system_tree_parent=node,
-                                                  location_group_type=LocationGroupType.PROCESS))
-                for r in range(3)]
-        d.group("MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
-                members=locs)
-        world = d.comm("MPI_COMM_WORLD", d.group("world", group_type=GroupType.COMM_GROUP,
-                                                 paradigm=Paradigm.MPI, members=[0, 1, 2]),
-                       None)
+        reg = {
+            n: d.region(n, paradigm=Paradigm.MPI, region_role=role)
+            for n, role in (
+                ("MPI_Init", RegionRole.FUNCTION),
+                ("MPI_Ibarrier", RegionRole.BARRIER),
+                ("MPI_Iallreduce", RegionRole.COLL_ALL2ALL),
+                ("MPI_Wait", RegionRole.FUNCTION),
+                ("MPI_Test", RegionRole.FUNCTION),
+                ("MPI_Finalize", RegionRole.FUNCTION),
+            )
+        }
+        locs = [
+            d.location(
+                "Master thread",
+                type=LocationType.CPU_THREAD,
+                group=d.location_group(
+                    f"MPI Rank {r}",
+                    system_tree_parent=node,
+                    location_group_type=LocationGroupType.PROCESS,
+                ),
+            )
+            for r in range(3)
+        ]
+        d.group(
+            "MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs
+        )
+        world = d.comm(
+            "MPI_COMM_WORLD",
+            d.group(
+                "world", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI, members=[0, 1, 2]
+            ),
+            None,
+        )
         for r, loc in enumerate(locs):
             m = w.event_writer_from_location(loc)
             t = T_START
@@ -1231,9 +1503,11 @@ def test_import_of_scorep_nonblocking_collectives(tmp_path):
             m(E.Leave(start + 200, reg["MPI_Ibarrier"]))
             wait = max(t + 2 * NS // 10, start + 300)
             m(E.Enter(wait, reg["MPI_Wait"]))
-            m(E.NonBlockingCollectiveComplete(t + 4 * NS // 10 + 1000,
-                                              otf2.CollectiveOp.BARRIER, world,
-                                              0xFFFFFFFF, 0, 0, 7))
+            m(
+                E.NonBlockingCollectiveComplete(
+                    t + 4 * NS // 10 + 1000, otf2.CollectiveOp.BARRIER, world, 0xFFFFFFFF, 0, 0, 7
+                )
+            )
             m(E.Leave(t + 4 * NS // 10 + 2000, reg["MPI_Wait"]))
             t += NS
             m(E.Enter(t, reg["MPI_Iallreduce"]))
@@ -1241,8 +1515,11 @@ def test_import_of_scorep_nonblocking_collectives(tmp_path):
             m(E.Leave(t + 200, reg["MPI_Iallreduce"]))
             done = "MPI_Test" if r == 1 else "MPI_Wait"
             m(E.Enter(t + 1000, reg[done]))
-            m(E.NonBlockingCollectiveComplete(t + 1500, otf2.CollectiveOp.ALLREDUCE,
-                                              world, 0xFFFFFFFF, 100, 100, 8))
+            m(
+                E.NonBlockingCollectiveComplete(
+                    t + 1500, otf2.CollectiveOp.ALLREDUCE, world, 0xFFFFFFFF, 100, 100, 8
+                )
+            )
             m(E.Leave(t + 2000, reg[done]))
             m(E.Enter(t + NS, reg["MPI_Finalize"]))
             m(E.Leave(t + NS + 100, reg["MPI_Finalize"]))
@@ -1273,23 +1550,27 @@ def test_import_of_scorep_nonblocking_collectives(tmp_path):
 
 # ---------------------------------------------------------------- exports in bounded memory
 
+
 def export_peak_mib(fmt, exp, out, setup=""):
     """Peak resident memory (MiB) of a child process that exports exp (VmHWM of its own
     image: ru_maxrss would count the pages of this process at the fork), and the
     export's summary. setup: Python lines run first."""
-    code = (setup + "import json, re, sys\n"
-            f"from perfweave.interop.{fmt} import export\n"
-            "s = export(sys.argv[1], sys.argv[2], force=True)\n"
-            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
-            "print(json.dumps([int(hwm.group(1)) / 1024, s]))")
+    code = (
+        setup + "import json, re, sys\n"
+        f"from perfweave.interop.{fmt} import export\n"
+        "s = export(sys.argv[1], sys.argv[2], force=True)\n"
+        "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
+        "print(json.dumps([int(hwm.group(1)) / 1024, s]))"
+    )
     return child_json(code, exp, out)
 
 
 def child_json(code, *args):
     """What a child Python running code with args printed, as JSON (a process of its
     own: its peak memory and CPU time are the export's alone)."""
-    res = subprocess.run([sys.executable, "-c", code, *map(str, args)],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
@@ -1322,6 +1603,7 @@ def events_in_files(anchor):
     """{location: events its definition declares}, {location: events the OTF2 library
     reads from its event file}: read without callbacks, at the library's speed."""
     import _otf2
+
     with otf2.reader.open(str(anchor)) as tr:
         declared = {loc._ref: loc.number_of_events for loc in tr.definitions.locations}
     r = _otf2.Reader_Open(str(anchor))
@@ -1330,8 +1612,10 @@ def events_in_files(anchor):
         for loc in declared:
             _otf2.Reader_SelectLocation(r, loc)
         _otf2.Reader_OpenEvtFiles(r)
-        found = {loc: _otf2.Reader_ReadAllLocalEvents(r, _otf2.Reader_GetEvtReader(r, loc))
-                 for loc in declared}
+        found = {
+            loc: _otf2.Reader_ReadAllLocalEvents(r, _otf2.Reader_GetEvtReader(r, loc))
+            for loc in declared
+        }
         _otf2.Reader_CloseEvtFiles(r)
     finally:
         _otf2.Reader_Close(r)
@@ -1366,13 +1650,15 @@ def archive_files(anchor):
     """{path: bytes} of an archive's files but its anchor file (which holds a random
     trace id)."""
     root = Path(anchor).parent
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p != Path(anchor)}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p != Path(anchor)
+    }
 
 
 @pytest.mark.parametrize("which", ["literal", "generated"])
-def test_otf2_export_in_chunks_writes_the_same_archive(literal, tmp_path, monkeypatch,
-                                                       which):
+def test_otf2_export_in_chunks_writes_the_same_archive(literal, tmp_path, monkeypatch, which):
     """A rank is exported chunk by chunk (RankStream, _Location): with chunks of 1, 2, 3,
     5 or 8 records the archive is byte for byte the one written with a whole rank in one
     chunk. The literal experiment has what chunks must carry across: user regions open
@@ -1389,6 +1675,7 @@ def test_otf2_export_in_chunks_writes_the_same_archive(literal, tmp_path, monkey
         meta = json.loads((exp / "experiment.json").read_text())
         (exp / "experiment.json").write_text(json.dumps(dict(meta, start_epoch=1.7e9)))
     import perfweave.interop as interop
+
     monkeypatch.setattr(interop, "CHUNK_RECORDS", 1 << 30)
     one = pw_otf2.export(exp, tmp_path / "one" / "traces.otf2")
     whole = archive_files(one["anchor"])
@@ -1397,8 +1684,11 @@ def test_otf2_export_in_chunks_writes_the_same_archive(literal, tmp_path, monkey
         monkeypatch.setattr(interop, "CHUNK_RECORDS", size)
         s = pw_otf2.export(exp, tmp_path / f"c{size}" / "traces.otf2")
         assert archive_files(s["anchor"]) == whole, size
-        assert (s["events"], s["records"], s["notes"]) == \
-            (one["events"], one["records"], one["notes"])
+        assert (s["events"], s["records"], s["notes"]) == (
+            one["events"],
+            one["records"],
+            one["notes"],
+        )
 
 
 def test_otf2_export_memory_does_not_grow_with_the_records_of_a_rank(tmp_path):
@@ -1415,8 +1705,12 @@ def test_otf2_export_memory_does_not_grow_with_the_records_of_a_rank(tmp_path):
         exp = tmp_path / f"exp{n}"
         n = tracegen.write(exp, 1, n)
         anchor = tmp_path / f"t{n}" / "traces.otf2"
-        peak, s = export_peak_mib("otf2", exp, anchor, setup=(
-            "import perfweave.interop\nperfweave.interop.CHUNK_RECORDS = 8192\n"))
+        peak, s = export_peak_mib(
+            "otf2",
+            exp,
+            anchor,
+            setup=("import perfweave.interop\nperfweave.interop.CHUNK_RECORDS = 8192\n"),
+        )
         assert s["records"] == n and s["ranks"] == 1
         declared, found = events_in_files(anchor)
         assert found == declared and sum(found.values()) == s["events"]
@@ -1436,18 +1730,20 @@ def test_otf2_c_loop_is_faster_than_one_call_per_event(tmp_path):
     tracegen = bench_tracegen()
     exp = tmp_path / "exp"
     tracegen.write(exp, 4, 400_000)
-    code = ("import json, sys, time\n"
-            "from perfweave.interop import otf2\n"
-            "out = {}\n"
-            "for way in ('warm', 'bulk', 'each', 'bulk2'):\n"
-            "    if way == 'each':\n"
-            "        bulk, otf2._bulk_writer = otf2._bulk_writer, lambda: None\n"
-            "    c = time.process_time()\n"
-            "    s = otf2.export(sys.argv[1], f'{sys.argv[2]}/{way}/t.otf2')\n"
-            "    out[way] = (time.process_time() - c, s['events'])\n"
-            "    if way == 'each':\n"
-            "        otf2._bulk_writer = bulk\n"
-            "print(json.dumps(out))")
+    code = (
+        "import json, sys, time\n"
+        "from perfweave.interop import otf2\n"
+        "out = {}\n"
+        "for way in ('warm', 'bulk', 'each', 'bulk2'):\n"
+        "    if way == 'each':\n"
+        "        bulk, otf2._bulk_writer = otf2._bulk_writer, lambda: None\n"
+        "    c = time.process_time()\n"
+        "    s = otf2.export(sys.argv[1], f'{sys.argv[2]}/{way}/t.otf2')\n"
+        "    out[way] = (time.process_time() - c, s['events'])\n"
+        "    if way == 'each':\n"
+        "        otf2._bulk_writer = bulk\n"
+        "print(json.dumps(out))"
+    )
     t = child_json(code, exp, tmp_path)
     assert t["bulk"][1] == t["each"][1] > 500_000
     bulk = min(t["bulk"][0], t["bulk2"][0])

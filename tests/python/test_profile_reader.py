@@ -1,5 +1,6 @@
 """perfweave.readers.profile.read_profile on profile files written by hand
 (conftest.write_pwprof follows runtime/core/writer.c byte for byte)."""
+
 import json
 
 import numpy as np
@@ -9,37 +10,108 @@ from perfweave.errors import FormatError, PerfweaveError
 from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
 from perfweave.readers.profile import read_profile
 
-HEADER = {"functions": ["MPI_Send", "MPI_Recv", "MPI_Allreduce"],
-          "families": ["p2p", "p2p", "coll"],
-          "modules": ["/opt/app/bin/solver", "/usr/lib/libmpi.so.40"],
-          "buildids": ["0123abcd", "feedbeef"],
-          "hosts": ["node01", "node02"], "world_size": 2,
-          "mpi_library": "Open MPI v4.1.4", "mpi_flavor": "openmpi"}
+HEADER = {
+    "functions": ["MPI_Send", "MPI_Recv", "MPI_Allreduce"],
+    "families": ["p2p", "p2p", "coll"],
+    "modules": ["/opt/app/bin/solver", "/usr/lib/libmpi.so.40"],
+    "buildids": ["0123abcd", "feedbeef"],
+    "hosts": ["node01", "node02"],
+    "world_size": 2,
+    "mpi_library": "Open MPI v4.1.4",
+    "mpi_flavor": "openmpi",
+}
 RANKS = [
-    {"rank": 0, "host": 0, "pid": 4100, "state": 0, "nthreads": 1, "thread_level": -1,
-     "t_start": 10, "t_init_enter": 20, "t_init_leave": 30, "t_fini_enter": 1030,
-     "t_end": 1040, "app_ns": 1000, "mpi_ns": 250, "mpi_calls": 7,
-     "offset_init_ns": 0, "offset_fini_ns": 0, "table_bytes": 65536,
-     "table_capacity": 4096},
-    {"rank": 1, "host": 1, "pid": 4200, "state": 3, "nthreads": 2, "thread_level": 3,
-     "t_start": 11, "t_init_enter": 21, "t_init_leave": 31, "t_fini_enter": 1531,
-     "t_end": 1541, "app_ns": 1500, "mpi_ns": 400, "mpi_calls": 9,
-     "offset_init_ns": -123456789, "offset_init_err_ns": 17, "offset_fini_ns": -123456700,
-     "offset_fini_err_ns": 19, "sites_dropped": 3, "table_bytes": 131072,
-     "table_capacity": 4096},
+    {
+        "rank": 0,
+        "host": 0,
+        "pid": 4100,
+        "state": 0,
+        "nthreads": 1,
+        "thread_level": -1,
+        "t_start": 10,
+        "t_init_enter": 20,
+        "t_init_leave": 30,
+        "t_fini_enter": 1030,
+        "t_end": 1040,
+        "app_ns": 1000,
+        "mpi_ns": 250,
+        "mpi_calls": 7,
+        "offset_init_ns": 0,
+        "offset_fini_ns": 0,
+        "table_bytes": 65536,
+        "table_capacity": 4096,
+    },
+    {
+        "rank": 1,
+        "host": 1,
+        "pid": 4200,
+        "state": 3,
+        "nthreads": 2,
+        "thread_level": 3,
+        "t_start": 11,
+        "t_init_enter": 21,
+        "t_init_leave": 31,
+        "t_fini_enter": 1531,
+        "t_end": 1541,
+        "app_ns": 1500,
+        "mpi_ns": 400,
+        "mpi_calls": 9,
+        "offset_init_ns": -123456789,
+        "offset_init_err_ns": 17,
+        "offset_fini_ns": -123456700,
+        "offset_fini_err_ns": 19,
+        "sites_dropped": 3,
+        "table_bytes": 131072,
+        "table_capacity": 4096,
+    },
 ]
 SITES = [
-    {"rank": 0, "fn": 0, "module": 0, "nframes": 0, "offset": 0x1234, "first_frame": -1,
-     "count": 5, "total_ns": 200, "min_ns": 10, "max_ns": 90, "bytes_sent": 320},
-    {"rank": 1, "fn": 1, "module": 0, "nframes": 0, "offset": 0x1240, "first_frame": -1,
-     "count": 4, "total_ns": 300, "min_ns": 50, "max_ns": 100, "bytes_recv": 256},
-    {"rank": 1, "fn": 2, "module": 1, "nframes": 2, "offset": 0x7fff_ffff_fff0,
-     "first_frame": 0, "count": 5, "total_ns": 100, "min_ns": 20, "max_ns": 20,
-     "bytes_sent": 40, "bytes_recv": 40},
+    {
+        "rank": 0,
+        "fn": 0,
+        "module": 0,
+        "nframes": 0,
+        "offset": 0x1234,
+        "first_frame": -1,
+        "count": 5,
+        "total_ns": 200,
+        "min_ns": 10,
+        "max_ns": 90,
+        "bytes_sent": 320,
+    },
+    {
+        "rank": 1,
+        "fn": 1,
+        "module": 0,
+        "nframes": 0,
+        "offset": 0x1240,
+        "first_frame": -1,
+        "count": 4,
+        "total_ns": 300,
+        "min_ns": 50,
+        "max_ns": 100,
+        "bytes_recv": 256,
+    },
+    {
+        "rank": 1,
+        "fn": 2,
+        "module": 1,
+        "nframes": 2,
+        "offset": 0x7FFF_FFFF_FFF0,
+        "first_frame": 0,
+        "count": 5,
+        "total_ns": 100,
+        "min_ns": 20,
+        "max_ns": 20,
+        "bytes_sent": 40,
+        "bytes_recv": 40,
+    },
 ]
 FRAMES = [{"module": 0, "offset": 0x500}, {"module": -1, "offset": 0x600}]
-HIST = [{"rank": 0, "fn": 0, "bucket": 7, "count": 5, "bytes": 320, "total_ns": 200},
-        {"rank": 1, "fn": 2, "bucket": 4, "count": 5, "bytes": 40, "total_ns": 100}]
+HIST = [
+    {"rank": 0, "fn": 0, "bucket": 7, "count": 5, "bytes": 320, "total_ns": 200},
+    {"rank": 1, "fn": 2, "bucket": 4, "count": 5, "bytes": 40, "total_ns": 100},
+]
 # 2 ranks * 144 + 3 sites * 80 + 2 frames * 16 + 2 hist * 40
 DATA_BYTES = 2 * 152 + 3 * 80 + 2 * 16 + 2 * 40
 
@@ -66,8 +138,12 @@ def rewrite_header(path, change):
 
 
 def test_record_sizes_match_format_h():
-    assert (RANK_DTYPE.itemsize, SITE_DTYPE.itemsize, FRAME_DTYPE.itemsize,
-            HIST_DTYPE.itemsize) == (152, 80, 16, 40)
+    assert (
+        RANK_DTYPE.itemsize,
+        SITE_DTYPE.itemsize,
+        FRAME_DTYPE.itemsize,
+        HIST_DTYPE.itemsize,
+    ) == (152, 80, 16, 40)
     assert SITE_DTYPE.names[:4] == ("rank", "fn", "module", "nframes")
 
 
@@ -75,7 +151,7 @@ def test_layout_of_the_written_file(good):
     raw = good.read_bytes()
     n = header_len(good)
     assert n % 64 == 0
-    assert raw[n - 1:n] == b"\n"
+    assert raw[n - 1 : n] == b"\n"
     assert len(raw) == n + DATA_BYTES + 8
     assert raw.endswith(b"PWEND\n\n\n")
 
@@ -123,7 +199,7 @@ def test_site_frame_hist_rows(good):
     assert s["rank"].tolist() == [0, 1, 1]
     assert s["fn"].tolist() == [0, 1, 2]
     assert s["module"].tolist() == [0, 0, 1]
-    assert s["offset"].tolist() == [0x1234, 0x1240, 0x7fff_ffff_fff0]
+    assert s["offset"].tolist() == [0x1234, 0x1240, 0x7FFF_FFFF_FFF0]
     assert s["nframes"].tolist() == [0, 0, 2]
     assert s["first_frame"].tolist() == [-1, -1, 0]
     assert s["count"].tolist() == [5, 4, 5]
@@ -146,7 +222,7 @@ def test_site_frame_hist_rows(good):
 
 def test_arrays_are_writable_copies(good):
     s = read_profile(good).arrays["sites"]
-    s["module"][0] = 9          # the experiment reader remaps module indices in place
+    s["module"][0] = 9  # the experiment reader remaps module indices in place
     assert s["module"][0] == 9
 
 
@@ -171,7 +247,7 @@ def test_truncated(good, keep):
 def test_truncated_inside_the_arrays_names_the_sizes(good):
     raw = good.read_bytes()
     n = header_len(good)
-    good.write_bytes(raw[:n + 300])
+    good.write_bytes(raw[: n + 300])
     with pytest.raises(FormatError) as e:
         read_profile(good)
     assert f"({n + 300} bytes, header announces {n + DATA_BYTES + 8})" in str(e.value)
@@ -192,10 +268,13 @@ def test_end_marker_not_where_announced(good):
         read_profile(good)
 
 
-@pytest.mark.parametrize("content", [
-    b"{this is not json\n" + b"\0" * 64 + b"PWEND\n\n\n",
-    b'{"format": "perfweave-profile", "version": 1\n' + b"PWEND\n\n\n",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{this is not json\n" + b"\0" * 64 + b"PWEND\n\n\n",
+        b'{"format": "perfweave-profile", "version": 1\n' + b"PWEND\n\n\n",
+    ],
+)
 def test_garbage_header(tmp_path, content):
     p = tmp_path / "g.pwprof"
     p.write_bytes(content)
@@ -203,8 +282,9 @@ def test_garbage_header(tmp_path, content):
         read_profile(p)
 
 
-@pytest.mark.parametrize("content", [b"", b"hello world\n", b"{no newline at all",
-                                     b"\x7fELF\x02\x01\x01\n\0\0\0"])
+@pytest.mark.parametrize(
+    "content", [b"", b"hello world\n", b"{no newline at all", b"\x7fELF\x02\x01\x01\n\0\0\0"]
+)
 def test_not_a_profile_file(tmp_path, content):
     p = tmp_path / "g.pwprof"
     p.write_bytes(content)
@@ -227,8 +307,11 @@ def test_unsupported_version(tmp_path, pwprof, version):
 
 def test_unsupported_version_names_it(tmp_path, pwprof):
     p = pwprof(tmp_path / "p.pwprof", {"version": 3}, RANKS)
-    with pytest.raises(FormatError, match=r"version 3 is not supported \(this perfweave "
-                                          r"reads \(1, 2\)\)"):
+    with pytest.raises(
+        FormatError,
+        match=r"version 3 is not supported \(this perfweave "
+        r"reads \(1, 2\)\)",
+    ):
         read_profile(p)
 
 
@@ -268,14 +351,33 @@ def test_dtype_in_header_drives_reading(tmp_path, pwprof):
     ranks["rank"], ranks["future"] = 5, 99
     p = tmp_path / "w.pwprof"
     raw = bytearray()
-    arrays = {"ranks": {"offset": 0, "count": 1, "itemsize": wide.itemsize,
-                        "dtype": [list(f) for f in wide.descr]}}
+    arrays = {
+        "ranks": {
+            "offset": 0,
+            "count": 1,
+            "itemsize": wide.itemsize,
+            "dtype": [list(f) for f in wide.descr],
+        }
+    }
     for name, dt in (("sites", SITE_DTYPE), ("frames", FRAME_DTYPE), ("hist", HIST_DTYPE)):
-        arrays[name] = {"offset": wide.itemsize, "count": 0, "itemsize": dt.itemsize,
-                        "dtype": [list(f) for f in dt.descr]}
-    header = {"format": "perfweave-profile", "version": 1, "world_size": 8,
-              "functions": [], "families": [], "modules": [], "buildids": [], "hosts": ["h"],
-              "arrays": arrays, "data_bytes": wide.itemsize}
+        arrays[name] = {
+            "offset": wide.itemsize,
+            "count": 0,
+            "itemsize": dt.itemsize,
+            "dtype": [list(f) for f in dt.descr],
+        }
+    header = {
+        "format": "perfweave-profile",
+        "version": 1,
+        "world_size": 8,
+        "functions": [],
+        "families": [],
+        "modules": [],
+        "buildids": [],
+        "hosts": ["h"],
+        "arrays": arrays,
+        "data_bytes": wide.itemsize,
+    }
     line = json.dumps(header).encode()
     line += b" " * (-(len(line) + 1) % 64)
     raw += line + b"\n" + ranks.tobytes() + b"PWEND\n\n\n"
@@ -291,28 +393,71 @@ def test_counts_are_checked_and_merged_per_site(tmp_path, pwprof):
     from perfweave.readers.experiment import merge
 
     hdr = dict(HEADER, counters=["perf::PAGE-FAULTS"])
-    a = pwprof(tmp_path / "a.pwprof", hdr, RANKS[:1], SITES[:1], hist=HIST[:1],
-               counts=[{"site": 0, "event": 0, "inside": 3, "before": 1000,
-                        "inside_ns": 2_000_000_000, "before_ns": 500_000_000}])
-    b = pwprof(tmp_path / "b.pwprof", hdr, RANKS[1:], SITES[1:], FRAMES, HIST[1:],
-               counts=[{"site": 0, "event": 0, "inside": 5, "before": 7},
-                       {"site": 1, "event": 0, "inside": 11, "before": 13}])
+    a = pwprof(
+        tmp_path / "a.pwprof",
+        hdr,
+        RANKS[:1],
+        SITES[:1],
+        hist=HIST[:1],
+        counts=[
+            {
+                "site": 0,
+                "event": 0,
+                "inside": 3,
+                "before": 1000,
+                "inside_ns": 2_000_000_000,
+                "before_ns": 500_000_000,
+            }
+        ],
+    )
+    b = pwprof(
+        tmp_path / "b.pwprof",
+        hdr,
+        RANKS[1:],
+        SITES[1:],
+        FRAMES,
+        HIST[1:],
+        counts=[
+            {"site": 0, "event": 0, "inside": 5, "before": 7},
+            {"site": 1, "event": 0, "inside": 11, "before": 13},
+        ],
+    )
     prof = merge([read_profile(a), read_profile(b)])
     assert prof.counters == ["perf::PAGE-FAULTS"]
-    assert prof.counts["site"].tolist() == [0, 1, 2]          # b's shifted past a's site
+    assert prof.counts["site"].tolist() == [0, 1, 2]  # b's shifted past a's site
     res = analyze(prof)
     by_fn = {c["function"]: c["counters"]["perf::PAGE-FAULTS"] for c in res["callsites"]}
-    assert by_fn["MPI_Send"] == {"inside": 3, "before": 1000,      # rates: per second of
-                                 "inside_per_s": 1.5, "before_per_s": 2000.0}  # the time covered
-    assert by_fn["MPI_Recv"] == {"inside": 5, "before": 7,          # no time: no rate
-                                 "inside_per_s": None, "before_per_s": None}
-    assert {p["rank"]: p["counters"]["perf::PAGE-FAULTS"] for p in res["per_rank"]} == \
-        {0: 1003, 1: 36}
-    bad = pwprof(tmp_path / "bad.pwprof", hdr, RANKS[:1], SITES[:1],
-                 counts=[{"site": 5, "event": 0, "inside": 1}])
+    assert by_fn["MPI_Send"] == {
+        "inside": 3,
+        "before": 1000,  # rates: per second of
+        "inside_per_s": 1.5,
+        "before_per_s": 2000.0,
+    }  # the time covered
+    assert by_fn["MPI_Recv"] == {
+        "inside": 5,
+        "before": 7,  # no time: no rate
+        "inside_per_s": None,
+        "before_per_s": None,
+    }
+    assert {p["rank"]: p["counters"]["perf::PAGE-FAULTS"] for p in res["per_rank"]} == {
+        0: 1003,
+        1: 36,
+    }
+    bad = pwprof(
+        tmp_path / "bad.pwprof",
+        hdr,
+        RANKS[:1],
+        SITES[:1],
+        counts=[{"site": 5, "event": 0, "inside": 1}],
+    )
     with pytest.raises(FormatError, match="counts.site out of range"):
         read_profile(bad)
-    bad = pwprof(tmp_path / "bad2.pwprof", HEADER, RANKS[:1], SITES[:1],
-                 counts=[{"site": 0, "event": 0, "inside": 1}])     # no event names
+    bad = pwprof(
+        tmp_path / "bad2.pwprof",
+        HEADER,
+        RANKS[:1],
+        SITES[:1],
+        counts=[{"site": 0, "event": 0, "inside": 1}],
+    )  # no event names
     with pytest.raises(FormatError, match="counts.event out of range"):
         read_profile(bad)

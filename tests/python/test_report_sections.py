@@ -1,6 +1,7 @@
 """The report as a list of sections (report/section.py): each section's collect runs
 after the sections it needs, the report dict follows the list's order, and a new
 section shows in the JSON, the text and the HTML page by being in the list."""
+
 from types import SimpleNamespace
 
 import pytest
@@ -32,10 +33,10 @@ def test_collect_follows_needs_and_lays_out_in_list_order():
     a, b = Probe("a", needs=("c",), log=log), Probe("b", needs=ALL, log=log)
     c, d = Probe("c", log=log), Probe("d", log=log)
     report = section.collect([a, b, c, d], SimpleNamespace(), 7)
-    assert log == ["c", "a", "d", "b"]                 # c before a; b (ALL) last
-    assert list(report) == ["a", "b", "c", "d"]        # the list's order
+    assert log == ["c", "a", "d", "b"]  # c before a; b (ALL) last
+    assert list(report) == ["a", "b", "c", "d"]  # the list's order
     assert report["a"]["saw"] == ["c"]
-    assert report["b"]["saw"] == ["a", "c", "d"]       # every other section's data
+    assert report["b"]["saw"] == ["a", "c", "d"]  # every other section's data
     assert report["d"] == {"saw": ["a", "c"], "top": 7}
 
 
@@ -59,8 +60,13 @@ def test_the_report_is_its_list_of_sections(monkeypatch, tmp_path):
 
     log = []
     extra = Probe("extra", needs=("run",), log=log)
-    run = SimpleNamespace(name="run", needs=(), collect=lambda e, r, t: {"run": 1},
-                          text=lambda r, v: ["run"], html=lambda r, p: ["<h1>run</h1>"])
+    run = SimpleNamespace(
+        name="run",
+        needs=(),
+        collect=lambda e, r, t: {"run": 1},
+        text=lambda r, v: ["run"],
+        html=lambda r, p: ["<h1>run</h1>"],
+    )
     monkeypatch.setattr(sections, "SECTIONS", [run, extra])
     report = data.collect(SimpleNamespace(path=tmp_path), top=3)
     assert report == {"run": 1, "extra": {"saw": ["run"], "top": 3}}
@@ -78,22 +84,33 @@ def test_example_section_from_its_model():
     from perfweave.report.sections.example import SECTION
 
     ex = Example.from_literal(
-        [{"rank": 1, "threads": 1, "calls": 2000, "total_ns": 6_000_000, "max_ns": 9_000},
-         {"rank": 0, "threads": 2, "calls": 1000, "total_ns": 2_000_000, "max_ns": 40_000}],
-        job={"ranks": 2, "reported": 2, "function": "sched_yield", "threads": 3,
-             "calls": 3000, "total_ns": 8_000_000, "max_ns": 40_000})
+        [
+            {"rank": 1, "threads": 1, "calls": 2000, "total_ns": 6_000_000, "max_ns": 9_000},
+            {"rank": 0, "threads": 2, "calls": 1000, "total_ns": 2_000_000, "max_ns": 40_000},
+        ],
+        job={
+            "ranks": 2,
+            "reported": 2,
+            "function": "sched_yield",
+            "threads": 3,
+            "calls": 3000,
+            "total_ns": 8_000_000,
+            "max_ns": 40_000,
+        },
+    )
     assert [p.rank for p in ex.processes] == [0, 1]
     got = SECTION.collect(SimpleNamespace(example=ex), {}, 10)["example"]
     assert (got["processes"], got["ranks"], got["threads"], got["calls"]) == (2, 2, 3, 3000)
     assert got["time_s"] == pytest.approx(8e-3)
     assert got["mean_call_s"] == pytest.approx(8e-3 / 3000)
     assert got["longest_call_s"] == pytest.approx(40e-6)
-    assert [p["rank"] for p in got["per_process"]] == [1, 0]        # most time first
+    assert [p["rank"] for p in got["per_process"]] == [1, 0]  # most time first
     assert got["job"]["calls"] == 3000
     lines = SECTION.text({"example": got}, View(max_rows=1))
     assert lines[1] == "Example module (sched_yield calls, --example)"
-    assert lines[2] == ("  3,000 calls in 3 threads of 2 ranks: 8.000ms (2.7us per call, "
-                        "longest 40.0us)")
+    assert lines[2] == (
+        "  3,000 calls in 3 threads of 2 ranks: 8.000ms (2.7us per call, longest 40.0us)"
+    )
     assert "rank 1" in lines[-2] and "2,000" in lines[-2]
     assert lines[-1] == "  (1 more processes; --max-rows N or --full)"
     html = "".join(SECTION.html({"example": got}, Page(experiment=None)))
@@ -112,17 +129,25 @@ def test_example_reader_keeps_what_it_can_read(tmp_path):
 
     d = tmp_path / "example"
     d.mkdir()
-    base = {"format": "perfweave-example", "version": 1, "host": "n1", "state": "complete",
-            "function": "sched_yield", "threads": 1, "total_ns": 10, "max_ns": 5}
+    base = {
+        "format": "perfweave-example",
+        "version": 1,
+        "host": "n1",
+        "state": "complete",
+        "function": "sched_yield",
+        "threads": 1,
+        "total_ns": 10,
+        "max_ns": 5,
+    }
     (d / "rank-0.json").write_text(json.dumps({**base, "rank": 0, "pid": 11, "calls": 3}))
     (d / "n1.12.json").write_text(json.dumps({**base, "rank": -1, "pid": 12, "calls": 4}))
     (d / "rank-1.json").write_text('{"format": "perfweave-example", "vers')
-    (d / "rank-2.json").write_text(json.dumps({**base, "rank": 2, "pid": 13, "calls": 1,
-                                               "version": 2}))
+    (d / "rank-2.json").write_text(
+        json.dumps({**base, "rank": 2, "pid": 13, "calls": 1, "version": 2})
+    )
     ex = read_example(tmp_path)
     assert [(p.rank, p.pid, p.calls) for p in ex.processes] == [(0, 11, 3), (-1, 12, 4)]
     assert ex.job is None and len(ex.notes) == 2
-    assert all(n.startswith("example module: ") and n.endswith("; left out")
-               for n in ex.notes)
+    assert all(n.startswith("example module: ") and n.endswith("; left out") for n in ex.notes)
     assert "version 2" in ex.notes[1]
     assert not read_example(tmp_path / "none") and not read_example(tmp_path / "none").notes

@@ -2,6 +2,7 @@
 middle, tables that shrink their name columns, a report with very long names (an MPI
 library version of 2,000 characters, a C++ module path) that stays within 100 columns
 while --json and --full keep every name whole."""
+
 import json
 
 import pytest
@@ -12,15 +13,18 @@ from perfweave.report.text import _table, shorten
 S = 1_000_000_000
 
 
-@pytest.mark.parametrize("text, width, expected", [
-    ("abcdefghij", 10, "abcdefghij"),          # fits: as is
-    ("abcdefghij", 5, "ab…ij"),                # both ends kept, 5 characters
-    ("abcdefghij", 6, "abc…ij"),               # the odd one goes to the head
-    ("abcdefghij", 2, "a…"),
-    ("abcdefghij", 1, "a"),
-    ("a\tb\n  c", 20, "a b c"),                # whitespace runs are one space
-    ("abcdefghij", None, "abcdefghij"),        # no limit
-])
+@pytest.mark.parametrize(
+    "text, width, expected",
+    [
+        ("abcdefghij", 10, "abcdefghij"),  # fits: as is
+        ("abcdefghij", 5, "ab…ij"),  # both ends kept, 5 characters
+        ("abcdefghij", 6, "abc…ij"),  # the odd one goes to the head
+        ("abcdefghij", 2, "a…"),
+        ("abcdefghij", 1, "a"),
+        ("a\tb\n  c", 20, "a b c"),  # whitespace runs are one space
+        ("abcdefghij", None, "abcdefghij"),  # no limit
+    ],
+)
 def test_shorten(text, width, expected):
     assert shorten(text, width) == expected
 
@@ -38,15 +42,14 @@ def test_table_shrinks_name_columns_to_the_width():
     lines = _table(rows, ["id", "function", "time"], [">", "<", ">"], width=60)
     assert max(map(len, lines)) <= 60
     assert "…" in lines[1] and lines[1].rstrip().endswith("1.000s")
-    assert lines[2].split() == ["2", "main", "0.500s"]          # short rows as they were
+    assert lines[2].split() == ["2", "main", "0.500s"]  # short rows as they were
     wide = _table(rows, ["id", "function", "time"], [">", "<", ">"], width=None)
     assert long in wide[1]
 
 
 def test_table_drops_optional_columns_first():
     rows = [["site-" + "a" * 30, "1", "2", "3"]]
-    lines = _table(rows, ["where", "n", "mean", "max"], ["<", ">", ">", ">"], width=45,
-                   drop=(2,))
+    lines = _table(rows, ["where", "n", "mean", "max"], ["<", ">", ">", ">"], width=45, drop=(2,))
     assert lines[0].split() == ["where", "n", "max"] and "…" not in lines[1]
 
 
@@ -56,18 +59,57 @@ def long_names_exp(experiment_dir, pwprof):
     and an MPI library version of 2,000 characters (MPICH's is over 1,000)."""
     lib = "MPICH Version:\t4.0.2 MPICH configure:\t" + "--with-option=value " * 100
     module = "/very/long/install/prefix/" + "deep/" * 40 + "libsolver.so"
-    fns = ["MPI_Init", "MPI_Send", "MPI_Recv", "MPI_Allreduce", "MPI_Bcast", "MPI_Barrier",
-           "MPI_Reduce"]
+    fns = [
+        "MPI_Init",
+        "MPI_Send",
+        "MPI_Recv",
+        "MPI_Allreduce",
+        "MPI_Bcast",
+        "MPI_Barrier",
+        "MPI_Reduce",
+    ]
     exp = experiment_dir("long", command=["mpiexec", "-n", "2", "/path/" + "x" * 300])
-    ranks = [dict(rank=r, host=0, pid=10 + r, app_ns=10 * S, mpi_ns=3 * S, mpi_calls=7,
-                  t_init_leave=S // 10, table_capacity=64) for r in (0, 1)]
-    sites = [dict(rank=r, fn=f, module=0, offset=0x100 * f, count=1, total_ns=(f + 1) * S // 10,
-                  min_ns=1, max_ns=(f + 1) * S // 10) for r in (0, 1) for f in range(7)]
-    pwprof(exp / "profile.pwprof",
-           {"functions": fns, "families": ["other", "p2p", "p2p", "coll", "coll", "sync",
-                                           "coll"],
-            "modules": [module], "hosts": ["node-" + "n" * 150], "world_size": 2,
-            "mpi_library": lib, "mpi_flavor": "mpich"}, ranks, sites)
+    ranks = [
+        dict(
+            rank=r,
+            host=0,
+            pid=10 + r,
+            app_ns=10 * S,
+            mpi_ns=3 * S,
+            mpi_calls=7,
+            t_init_leave=S // 10,
+            table_capacity=64,
+        )
+        for r in (0, 1)
+    ]
+    sites = [
+        dict(
+            rank=r,
+            fn=f,
+            module=0,
+            offset=0x100 * f,
+            count=1,
+            total_ns=(f + 1) * S // 10,
+            min_ns=1,
+            max_ns=(f + 1) * S // 10,
+        )
+        for r in (0, 1)
+        for f in range(7)
+    ]
+    pwprof(
+        exp / "profile.pwprof",
+        {
+            "functions": fns,
+            "families": ["other", "p2p", "p2p", "coll", "coll", "sync", "coll"],
+            "modules": [module],
+            "hosts": ["node-" + "n" * 150],
+            "world_size": 2,
+            "mpi_library": lib,
+            "mpi_flavor": "mpich",
+        },
+        ranks,
+        sites,
+    )
     return exp, lib, module
 
 
@@ -87,8 +129,10 @@ def test_long_names_fit_and_stay_whole_in_json(long_names_exp, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["mpi_profile"]["mpi_library"] == lib
     assert len(data["mpi_profile"]["functions"]) == 6
-    assert any(module in c.get("module", "") or module in json.dumps(c)
-               for c in data["mpi_profile"]["callsites"])
+    assert any(
+        module in c.get("module", "") or module in json.dumps(c)
+        for c in data["mpi_profile"]["callsites"]
+    )
 
     assert main(["report", "--full", str(exp)]) == 0
     full = capsys.readouterr().out

@@ -1,6 +1,7 @@
 """Activities of samples (analysis/sampling.py classify): hand-made sample records whose
 innermost frames name known I/O, allocation and synchronisation functions, with the
 names glibc gives them with and without its debug symbols."""
+
 import numpy as np
 import pytest
 
@@ -12,12 +13,12 @@ from perfweave.symbols import Location
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 GOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 APP = "/home/u/app"
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other",
-          "sleep"]
+STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
 
 
 class Sym:
     """Offsets name functions: NAMES[module][offset] = (function, inlined into, ...)."""
+
     def __init__(self, names):
         self.names = names
 
@@ -48,28 +49,57 @@ def names(p, sym):
     return [ACTIVITIES[a] for a in act]
 
 
-@pytest.mark.parametrize("name,activity", [
-    # with debug symbols (libc6-dbg) and without (dynamic symbols), C++ demangled
-    ("__GI___libc_write", "io"), ("__libc_write", "io"), ("write", "io"), ("__write", "io"),
-    ("__GI_fsync", "io"), ("fdatasync", "io"), ("__pread64_nocancel", "io"),
-    ("__lseek64", "io"), ("_IO_new_file_xsputn", "io"), ("_IO_file_write", "io"),
-    ("__fstatat64_time64", "io"), ("openat64", "io"), ("write@@GLIBC_2.2.5", "io"),
-    ("_int_malloc", "alloc"), ("_int_free", "alloc"), ("malloc_consolidate", "alloc"),
-    ("__GI___libc_free", "alloc"), ("__libc_calloc", "alloc"), ("posix_memalign", "alloc"),
-    ("__GI___mmap64", "alloc"), ("__GI_munmap", "alloc"), ("__brk", "alloc"),
-    ("operator new(unsigned long)", "alloc"), ("operator delete[](void*)", "alloc"),
-    ("__GI___lll_lock_wait", "thread_sync"), ("pthread_mutex_lock", "thread_sync"),
-    ("__futex_abstimed_wait_common64", "thread_sync"), ("___pthread_cond_wait", "thread_sync"),
-    ("pthread_barrier_wait", "thread_sync"), ("__pthread_clockjoin_ex", "thread_sync"),
-    ("sem_wait@@GLIBC_2.34", "thread_sync"), ("pthread_spin_lock", "thread_sync"),
-    # OpenMP's own waits (libgomp): a kind of their own
-    ("gomp_team_barrier_wait_end", "omp_sync"), ("gomp_mutex_lock_slow", "omp_sync"),
-    ("GOMP_barrier", "omp_sync"), ("omp_set_lock", "omp_sync"),
-    ("std::condition_variable::wait(std::unique_lock<std::mutex>&)", "thread_sync"),
-    # computation
-    ("__memmove_avx_unaligned_erms", None), ("spin", None), ("__libc_start_call_main", None),
-    ("writer_loop", None), ("free_energy", None), ("", None),
-])
+@pytest.mark.parametrize(
+    "name,activity",
+    [
+        # with debug symbols (libc6-dbg) and without (dynamic symbols), C++ demangled
+        ("__GI___libc_write", "io"),
+        ("__libc_write", "io"),
+        ("write", "io"),
+        ("__write", "io"),
+        ("__GI_fsync", "io"),
+        ("fdatasync", "io"),
+        ("__pread64_nocancel", "io"),
+        ("__lseek64", "io"),
+        ("_IO_new_file_xsputn", "io"),
+        ("_IO_file_write", "io"),
+        ("__fstatat64_time64", "io"),
+        ("openat64", "io"),
+        ("write@@GLIBC_2.2.5", "io"),
+        ("_int_malloc", "alloc"),
+        ("_int_free", "alloc"),
+        ("malloc_consolidate", "alloc"),
+        ("__GI___libc_free", "alloc"),
+        ("__libc_calloc", "alloc"),
+        ("posix_memalign", "alloc"),
+        ("__GI___mmap64", "alloc"),
+        ("__GI_munmap", "alloc"),
+        ("__brk", "alloc"),
+        ("operator new(unsigned long)", "alloc"),
+        ("operator delete[](void*)", "alloc"),
+        ("__GI___lll_lock_wait", "thread_sync"),
+        ("pthread_mutex_lock", "thread_sync"),
+        ("__futex_abstimed_wait_common64", "thread_sync"),
+        ("___pthread_cond_wait", "thread_sync"),
+        ("pthread_barrier_wait", "thread_sync"),
+        ("__pthread_clockjoin_ex", "thread_sync"),
+        ("sem_wait@@GLIBC_2.34", "thread_sync"),
+        ("pthread_spin_lock", "thread_sync"),
+        # OpenMP's own waits (libgomp): a kind of their own
+        ("gomp_team_barrier_wait_end", "omp_sync"),
+        ("gomp_mutex_lock_slow", "omp_sync"),
+        ("GOMP_barrier", "omp_sync"),
+        ("omp_set_lock", "omp_sync"),
+        ("std::condition_variable::wait(std::unique_lock<std::mutex>&)", "thread_sync"),
+        # computation
+        ("__memmove_avx_unaligned_erms", None),
+        ("spin", None),
+        ("__libc_start_call_main", None),
+        ("writer_loop", None),
+        ("free_energy", None),
+        ("", None),
+    ],
+)
 def test_names(name, activity):
     assert activity_of(name) == activity
 
@@ -83,61 +113,109 @@ def test_openmp_runtime_frames_are_openmp_sync():
     """A stripped libgomp's internal functions have no name: a frame in the OpenMP
     runtime is OpenMP synchronisation all the same (a worker at a barrier: libc's
     syscall, then libgomp), except the OpenMP API's queries the program makes."""
-    sym = Sym({LIBC: {0x10: ("syscall",), 0x20: ("__GI___clock_gettime",),
-                      0x30: ("__GI___lll_lock_wait",)},
-               GOMP: {0x1000: ("",), 0x2000: ("GOMP_parallel",), 0x3000: ("omp_get_wtime",)},
-               APP: {0x100: ("solve._omp_fn.0",), 0x200: ("solve",)}})
-    p = proc([
-        (0, [(LIBC, 0x10), (GOMP, 0x1000), (GOMP, 0x1000)]),    # worker waiting for work
-        (0, [(GOMP, 0x1000), (APP, 0x100), (GOMP, 0x1000)]),    # spinning at the barrier
-        (0, [(GOMP, 0x1000), (GOMP, 0x2000), (APP, 0x200)]),    # master at the join
-        (0, [(LIBC, 0x20), (GOMP, 0x3000), (APP, 0x100)]),      # omp_get_wtime: the
-        (0, [(APP, 0x100), (GOMP, 0x1000)]),                    # program's; own work
-        (0, [(LIBC, 0x30), (APP, 0x100)]),                      # a pthread lock: not OpenMP
-    ])
-    assert names(p, sym) == ["omp_sync", "omp_sync", "omp_sync", "compute", "compute",
-                             "thread_sync"]
+    sym = Sym(
+        {
+            LIBC: {
+                0x10: ("syscall",),
+                0x20: ("__GI___clock_gettime",),
+                0x30: ("__GI___lll_lock_wait",),
+            },
+            GOMP: {0x1000: ("",), 0x2000: ("GOMP_parallel",), 0x3000: ("omp_get_wtime",)},
+            APP: {0x100: ("solve._omp_fn.0",), 0x200: ("solve",)},
+        }
+    )
+    p = proc(
+        [
+            (0, [(LIBC, 0x10), (GOMP, 0x1000), (GOMP, 0x1000)]),  # worker waiting for work
+            (0, [(GOMP, 0x1000), (APP, 0x100), (GOMP, 0x1000)]),  # spinning at the barrier
+            (0, [(GOMP, 0x1000), (GOMP, 0x2000), (APP, 0x200)]),  # master at the join
+            (0, [(LIBC, 0x20), (GOMP, 0x3000), (APP, 0x100)]),  # omp_get_wtime: the
+            (0, [(APP, 0x100), (GOMP, 0x1000)]),  # program's; own work
+            (0, [(LIBC, 0x30), (APP, 0x100)]),  # a pthread lock: not OpenMP
+        ]
+    )
+    assert names(p, sym) == [
+        "omp_sync",
+        "omp_sync",
+        "omp_sync",
+        "compute",
+        "compute",
+        "thread_sync",
+    ]
 
 
 def test_frames_and_states():
-    sym = Sym({LIBC: {0x10: ("__GI___libc_write",), 0x20: ("memcpy",),
-                      0x30: ("futex_wait", "__GI___lll_lock_wait"), 0x40: ("_int_malloc",),
-                      0x50: ("__GI___libc_malloc",), 0x60: ("",)},
-               APP: {0x100: ("solve",), 0x200: ("malloc",)}})
-    p = proc([
-        (0, [(LIBC, 0x10), (APP, 0x100)]),                  # write, called by the program
-        (0, [(APP, 0x100), (LIBC, 0x10)]),                  # own frame first: computing
-        (0, [(LIBC, 0x20), (LIBC, 0x40), (APP, 0x100)]),    # memcpy inside malloc: alloc
-        (0, [(LIBC, 0x30), (APP, 0x100)]),                  # inlined futex wait in a lock
-        (0, [(LIBC, 0x20), (APP, 0x100), (LIBC, 0x40)]),    # memcpy from the program
-        (0, [(LIBC, 0x60), (LIBC, 0x50)]),                  # unnamed, then malloc
-        (0, [(LIBC, 0x20), (LIBC, 0x20), (LIBC, 0x20), (LIBC, 0x40)]),  # beyond 3 frames
-        (0, [(APP, 0x200)]),                                # a static program's malloc
-        (1, [(LIBC, 0x10), (APP, 0x100)]),                  # inside MPI: stays MPI
-        (7, [(LIBC, 0x30)]),                                # sleeping stays sleep
-        (0, []),                                            # no frames: compute
-    ])
-    assert names(p, sym) == ["io", "compute", "alloc", "thread_sync", "compute", "alloc",
-                             "compute", "alloc", "mpi_p2p", "sleep", "compute"]
+    sym = Sym(
+        {
+            LIBC: {
+                0x10: ("__GI___libc_write",),
+                0x20: ("memcpy",),
+                0x30: ("futex_wait", "__GI___lll_lock_wait"),
+                0x40: ("_int_malloc",),
+                0x50: ("__GI___libc_malloc",),
+                0x60: ("",),
+            },
+            APP: {0x100: ("solve",), 0x200: ("malloc",)},
+        }
+    )
+    p = proc(
+        [
+            (0, [(LIBC, 0x10), (APP, 0x100)]),  # write, called by the program
+            (0, [(APP, 0x100), (LIBC, 0x10)]),  # own frame first: computing
+            (0, [(LIBC, 0x20), (LIBC, 0x40), (APP, 0x100)]),  # memcpy inside malloc: alloc
+            (0, [(LIBC, 0x30), (APP, 0x100)]),  # inlined futex wait in a lock
+            (0, [(LIBC, 0x20), (APP, 0x100), (LIBC, 0x40)]),  # memcpy from the program
+            (0, [(LIBC, 0x60), (LIBC, 0x50)]),  # unnamed, then malloc
+            (0, [(LIBC, 0x20), (LIBC, 0x20), (LIBC, 0x20), (LIBC, 0x40)]),  # beyond 3 frames
+            (0, [(APP, 0x200)]),  # a static program's malloc
+            (1, [(LIBC, 0x10), (APP, 0x100)]),  # inside MPI: stays MPI
+            (7, [(LIBC, 0x30)]),  # sleeping stays sleep
+            (0, []),  # no frames: compute
+        ]
+    )
+    assert names(p, sym) == [
+        "io",
+        "compute",
+        "alloc",
+        "thread_sync",
+        "compute",
+        "alloc",
+        "compute",
+        "alloc",
+        "mpi_p2p",
+        "sleep",
+        "compute",
+    ]
 
 
 def test_unknown_states_are_kept_by_name():
-    p = proc([(0, [(APP, 0x100)]), (8, [(LIBC, 0x10)]), (9, [(APP, 0x100)]),
-              (-1, [(APP, 0x100)])], STATES + ["wait", "gpu"])
+    p = proc(
+        [(0, [(APP, 0x100)]), (8, [(LIBC, 0x10)]), (9, [(APP, 0x100)]), (-1, [(APP, 0x100)])],
+        STATES + ["wait", "gpu"],
+    )
     sym = Sym({LIBC: {0x10: ("write",)}, APP: {0x100: ("solve",)}})
-    assert names(p, sym) == ["compute", "wait", "gpu", "compute"]   # out of range: compute
-    assert ACTIVITIES.index("wait") > ACTIVITIES.index("sleep")      # appended, stable
+    assert names(p, sym) == ["compute", "wait", "gpu", "compute"]  # out of range: compute
+    assert ACTIVITIES.index("wait") > ACTIVITIES.index("sleep")  # appended, stable
 
 
 def test_analyze_reports_activities_everywhere():
-    sym = Sym({LIBC: {0x10: ("__GI_fsync",), 0x40: ("_int_malloc",),
-                      0x30: ("futex_wait", "__GI___lll_lock_wait")},
-               APP: {0x100: ("solve",), 0x110: ("main",)}})
+    sym = Sym(
+        {
+            LIBC: {
+                0x10: ("__GI_fsync",),
+                0x40: ("_int_malloc",),
+                0x30: ("futex_wait", "__GI___lll_lock_wait"),
+            },
+            APP: {0x100: ("solve",), 0x110: ("main",)},
+        }
+    )
     # 10 samples: 4 computing in solve, 3 in fsync, 2 in malloc, 1 on a lock, all from solve
-    p = proc([(0, [(APP, 0x100), (APP, 0x110)])] * 4 +
-             [(0, [(LIBC, 0x10), (APP, 0x100), (APP, 0x110)])] * 3 +
-             [(0, [(LIBC, 0x40), (APP, 0x100), (APP, 0x110)])] * 2 +
-             [(0, [(LIBC, 0x30), (APP, 0x100), (APP, 0x110)])])
+    p = proc(
+        [(0, [(APP, 0x100), (APP, 0x110)])] * 4
+        + [(0, [(LIBC, 0x10), (APP, 0x100), (APP, 0x110)])] * 3
+        + [(0, [(LIBC, 0x40), (APP, 0x100), (APP, 0x110)])] * 2
+        + [(0, [(LIBC, 0x30), (APP, 0x100), (APP, 0x110)])]
+    )
     sm = sampling.analyze([p], symbolizer=sym)
     a = sm["activity_pct"]
     assert (a["compute"], a["io"], a["alloc"], a["thread_sync"]) == (40, 30, 20, 10)

@@ -3,6 +3,7 @@ rooted_paths): hand-made samples of a process whose main thread opens an OpenMP
 parallel region (solve -> GOMP_parallel -> solve._omp_fn.0), a worker thread that libgomp
 started (clone -> start_thread -> gomp_thread_start -> solve._omp_fn.0), a thread whose
 start routine is a library's, and a Fortran program (gfortran's main -> MAIN__)."""
+
 import numpy as np
 import pytest
 
@@ -15,26 +16,46 @@ GOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 LIBQ = "/usr/lib/x86_64-linux-gnu/libqueue.so.2"
 APP = "/home/u/solver"
 MODULES = [LIBC, GOMP, LIBQ, APP]
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other",
-          "sleep"]
-NAMES = {LIBC: {0x10: "syscall", 0x50: "__libc_start_call_main", 0x60: "start_thread",
-                0x70: "clone3", 0x80: "__GI___lll_lock_wait"},
-         GOMP: {0x2000: "GOMP_parallel"},                  # the rest: stripped, unnamed
-         LIBQ: {0x500: "queue_worker"},
-         APP: {0x100: "solve._omp_fn.0", 0x200: "solve", 0x300: "relax", 0x400: "main",
-               0x600: "MAIN__", 0x700: "_start"}}
+STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+NAMES = {
+    LIBC: {
+        0x10: "syscall",
+        0x50: "__libc_start_call_main",
+        0x60: "start_thread",
+        0x70: "clone3",
+        0x80: "__GI___lll_lock_wait",
+    },
+    GOMP: {0x2000: "GOMP_parallel"},  # the rest: stripped, unnamed
+    LIBQ: {0x500: "queue_worker"},
+    APP: {
+        0x100: "solve._omp_fn.0",
+        0x200: "solve",
+        0x300: "relax",
+        0x400: "main",
+        0x600: "MAIN__",
+        0x700: "_start",
+    },
+}
 FILES = {0x600: "/src/stencil.f90"}
 
-START = [(LIBC, 0x50)]                                      # below main
-WORKER = [(GOMP, 0x1000), (LIBC, 0x60), (LIBC, 0x70)]       # a libgomp thread's bottom
+START = [(LIBC, 0x50)]  # below main
+WORKER = [(GOMP, 0x1000), (LIBC, 0x60), (LIBC, 0x70)]  # a libgomp thread's bottom
 IN_REGION = [(APP, 0x300), (APP, 0x100), (GOMP, 0x2000), (APP, 0x200), (APP, 0x400)]
-WAITING = [(LIBC, 0x10), (GOMP, 0x1100)]                    # futex wait in libgomp
+WAITING = [(LIBC, 0x10), (GOMP, 0x1100)]  # futex wait in libgomp
 
 
 class Sym:
     def resolve(self, module, offsets):
-        return [Location(module, o, NAMES.get(module, {}).get(o, ""), FILES.get(o, ""),
-                         1 if o in FILES else 0) for o in offsets]
+        return [
+            Location(
+                module,
+                o,
+                NAMES.get(module, {}).get(o, ""),
+                FILES.get(o, ""),
+                1 if o in FILES else 0,
+            )
+            for o in offsets
+        ]
 
 
 def proc(samples, threads=3):
@@ -46,9 +67,15 @@ def proc(samples, threads=3):
         rec["thread"][i], rec["t"][i], rec["depth"][i] = th, ms * 1_000_000, len(frames)
         for k, (m, o) in enumerate(frames):
             rec["module"][i, k], rec["offset"][i, k] = MODULES.index(m), o
-    meta = {"rank": 0, "pid": 100, "states": STATES,
-            "threads": [{"tid": 100 + t, "taken": 1, "kept": 1, "thinned": 0,
-                         "interval_ns": 2_000_000} for t in range(threads)]}
+    meta = {
+        "rank": 0,
+        "pid": 100,
+        "states": STATES,
+        "threads": [
+            {"tid": 100 + t, "taken": 1, "kept": 1, "thinned": 0, "interval_ns": 2_000_000}
+            for t in range(threads)
+        ],
+    }
     return ProcessSamples("rank-0", meta, rec, MODULES)
 
 
@@ -60,20 +87,25 @@ def analyze(p):
 
 
 def test_workers_rooted_at_the_region_the_main_thread_opened():
-    p = proc([
-        (0, 10, IN_REGION + START),                 # main: in the region's work
-        (0, 50, [(APP, 0x400)] + START),            # main: between regions
-        (1, 10, [(APP, 0x300), (APP, 0x100)] + WORKER),   # worker: the region's work
-        (1, 12, WAITING + WORKER),                  # worker: at the barrier, main in region
-        (1, 51, WAITING + WORKER),                  # worker: idle, main outside regions
-        (2, 20, [(LIBC, 0x80), (LIBQ, 0x500), (LIBC, 0x60), (LIBC, 0x70)]),  # a library's
-    ])
+    p = proc(
+        [
+            (0, 10, IN_REGION + START),  # main: in the region's work
+            (0, 50, [(APP, 0x400)] + START),  # main: between regions
+            (1, 10, [(APP, 0x300), (APP, 0x100)] + WORKER),  # worker: the region's work
+            (1, 12, WAITING + WORKER),  # worker: at the barrier, main in region
+            (1, 51, WAITING + WORKER),  # worker: idle, main outside regions
+            (2, 20, [(LIBC, 0x80), (LIBQ, 0x500), (LIBC, 0x60), (LIBC, 0x70)]),  # a library's
+        ]
+    )
     sm, stacks, acts = analyze(p)
-    assert stacks == ["main;solve;solve._omp_fn.0;relax", "main",
-                      "main;solve;solve._omp_fn.0;relax",
-                      "main;solve;solve._omp_fn.0",
-                      "main;" + sampling.IDLE_WORKERS,
-                      "thread queue_worker"]
+    assert stacks == [
+        "main;solve;solve._omp_fn.0;relax",
+        "main",
+        "main;solve;solve._omp_fn.0;relax",
+        "main;solve;solve._omp_fn.0",
+        "main;" + sampling.IDLE_WORKERS,
+        "thread queue_worker",
+    ]
     assert acts == ["compute", "compute", "compute", "omp_sync", "omp_sync", "thread_sync"]
     roots = [n["name"] for n in sm["call_tree"] if n["parent"] is None]
     assert roots == ["main", "thread queue_worker"]
@@ -85,15 +117,15 @@ def test_workers_rooted_at_the_region_the_main_thread_opened():
     assert fn["solve._omp_fn.0"]["by_state_pct"] == {"omp_sync": pytest.approx(100 * 2 / 143.5)}
     # the idle node is no function of the inclusive table
     assert sampling.IDLE_WORKERS not in {f["name"] for f in sm["inclusive"]}
-    assert {f["name"]: f["pct"] for f in sm["inclusive"]}["main"] == \
-        pytest.approx(100 * 141.5 / 143.5)
+    assert {f["name"]: f["pct"] for f in sm["inclusive"]}["main"] == pytest.approx(
+        100 * 141.5 / 143.5
+    )
 
 
 def test_worker_region_without_the_main_threads_way_into_it():
     # the main thread never sampled inside the region: the worker's region is put under
     # the function that opened it, named after it (solve._omp_fn.0 -> solve)
-    p = proc([(0, 10, [(APP, 0x400)] + START),
-              (1, 10, [(APP, 0x300), (APP, 0x100)] + WORKER)])
+    p = proc([(0, 10, [(APP, 0x400)] + START), (1, 10, [(APP, 0x300), (APP, 0x100)] + WORKER)])
     _, stacks, _ = analyze(p)
     assert stacks == ["main", "solve;solve._omp_fn.0;relax"]
 
@@ -101,9 +133,14 @@ def test_worker_region_without_the_main_threads_way_into_it():
 def test_fortran_program_is_the_single_root():
     # gfortran's main calls MAIN__; samples in main alone (libgfortran's set-up) and a
     # frame-pointer walk that reached _start all go to the program
-    p = proc([(0, 1, [(APP, 0x300), (APP, 0x600), (APP, 0x400)] + START),
-              (0, 2, [(LIBC, 0x10), (APP, 0x400)] + START),
-              (0, 3, [(APP, 0x300), (APP, 0x600), (APP, 0x400), (APP, 0x700)])], threads=1)
+    p = proc(
+        [
+            (0, 1, [(APP, 0x300), (APP, 0x600), (APP, 0x400)] + START),
+            (0, 2, [(LIBC, 0x10), (APP, 0x400)] + START),
+            (0, 3, [(APP, 0x300), (APP, 0x600), (APP, 0x400), (APP, 0x700)]),
+        ],
+        threads=1,
+    )
     sm, stacks, _ = analyze(p)
     assert stacks == ["MAIN__;relax", "MAIN__", "MAIN__;relax"]
     assert [n["name"] for n in sm["call_tree"] if n["parent"] is None] == ["MAIN__"]
@@ -121,4 +158,4 @@ def test_a_sample_after_a_wait_for_the_core_stands_for_the_wait():
     fn = {f["name"]: f["pct"] for f in sm["functions"]}
     # relax: 10 samples x 2 ms (its first: the median interval); solve: 60 ms
     assert fn["solve"] == pytest.approx(75) and fn["relax"] == pytest.approx(25)
-    assert sm["samples"] == 11                        # counts stay counts
+    assert sm["samples"] == 11  # counts stay counts

@@ -5,6 +5,7 @@ exit) after 150 ms of the program's own before MPI_Init, with one sample per ms 
 rank's life. Its numbers
 are known by construction; the text, JSON and HTML reports must say the same ones, each
 percentage with what it is of."""
+
 import html
 import json
 import re
@@ -18,14 +19,15 @@ from perfweave.readers.samples import FRAMES, SAMPLE_REC
 
 S, MS = 1_000_000_000, 1_000_000
 APP = "/nonexistent/app"
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other",
-          "sleep"]
-FUNCS = {"functions": ["MPI_Init", "MPI_Recv", "MPI_Finalize"],
-         "families": ["other", "p2p", "other"]}
-T0 = 5 * S                                   # the runtime's start on each rank
-BEFORE, APP_MS, SHUTDOWN = 150, 5, 20        # ms: before MPI_Init, app time, shutdown
-INIT = {0: 230, 1: 220}                      # ms in MPI_Init
-RECV_NS = 4_775_000                          # per rank: 95.5 % of 5 ms
+STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+FUNCS = {
+    "functions": ["MPI_Init", "MPI_Recv", "MPI_Finalize"],
+    "families": ["other", "p2p", "other"],
+}
+T0 = 5 * S  # the runtime's start on each rank
+BEFORE, APP_MS, SHUTDOWN = 150, 5, 20  # ms: before MPI_Init, app time, shutdown
+INIT = {0: 230, 1: 220}  # ms in MPI_Init
+RECV_NS = 4_775_000  # per rank: 95.5 % of 5 ms
 
 
 def times(rank):
@@ -58,11 +60,29 @@ def write_samples(exp, rank):
     d = exp / "samples"
     d.mkdir(exist_ok=True)
     rec.tofile(d / f"rank-{rank}.samples")
-    meta = {"format": "perfweave-samples", "version": 2, "rank": rank, "pid": 100 + rank,
-            "host": "node01", "frames": FRAMES, "counters": [], "samples": len(rec),
-            "t_start": T0, "t_end": end, "states": STATES, "modules": [[APP, ""]],
-            "threads": [{"tid": 100 + rank, "taken": len(rec), "kept": len(rec),
-                         "thinned": 0, "interval_ns": MS}]}
+    meta = {
+        "format": "perfweave-samples",
+        "version": 2,
+        "rank": rank,
+        "pid": 100 + rank,
+        "host": "node01",
+        "frames": FRAMES,
+        "counters": [],
+        "samples": len(rec),
+        "t_start": T0,
+        "t_end": end,
+        "states": STATES,
+        "modules": [[APP, ""]],
+        "threads": [
+            {
+                "tid": 100 + rank,
+                "taken": len(rec),
+                "kept": len(rec),
+                "thinned": 0,
+                "interval_ns": MS,
+            }
+        ],
+    }
     (d / f"rank-{rank}.json").write_text(json.dumps(meta))
     return len(rec)
 
@@ -73,17 +93,32 @@ def short_run(experiment_dir, pwprof):
     ranks, sites = [], []
     for r in (0, 1):
         enter, leave, fini, _ = times(r)
-        ranks.append(dict(rank=r, pid=100 + r, t_start=T0, t_init_enter=enter,
-                          t_init_leave=leave, t_fini_enter=fini, t_end=fini,
-                          app_ns=fini - leave, mpi_ns=RECV_NS, mpi_calls=2, nthreads=1,
-                          table_capacity=64))
-        sites += [dict(rank=r, fn=0, module=0, offset=0x201, count=1,
-                       total_ns=leave - enter),
-                  dict(rank=r, fn=1, module=0, offset=0x301, count=1, total_ns=RECV_NS,
-                       bytes_recv=8)]
-    pwprof(exp / "profile.pwprof", dict(FUNCS, world_size=2, hosts=["node01"],
-                                        modules=[APP], mpi_flavor="openmpi"),
-           ranks=ranks, sites=sites)
+        ranks.append(
+            dict(
+                rank=r,
+                pid=100 + r,
+                t_start=T0,
+                t_init_enter=enter,
+                t_init_leave=leave,
+                t_fini_enter=fini,
+                t_end=fini,
+                app_ns=fini - leave,
+                mpi_ns=RECV_NS,
+                mpi_calls=2,
+                nthreads=1,
+                table_capacity=64,
+            )
+        )
+        sites += [
+            dict(rank=r, fn=0, module=0, offset=0x201, count=1, total_ns=leave - enter),
+            dict(rank=r, fn=1, module=0, offset=0x301, count=1, total_ns=RECV_NS, bytes_recv=8),
+        ]
+    pwprof(
+        exp / "profile.pwprof",
+        dict(FUNCS, world_size=2, hosts=["node01"], modules=[APP], mpi_flavor="openmpi"),
+        ranks=ranks,
+        sites=sites,
+    )
     samples = sum(write_samples(exp, r) for r in (0, 1))
     return exp, samples
 
@@ -95,6 +130,7 @@ def report(exp, capsys, *args):
 
 def test_windows_and_phases_of_samples(short_run):
     from perfweave.readers.experiment import open_experiment
+
     exp, _ = short_run
     win = phases.windows(open_experiment(exp).profile)
     assert win == {r: times(r)[:3] for r in (0, 1)}
@@ -109,8 +145,9 @@ def test_start_up_is_apart_from_the_app_time(short_run, capsys):
     data = json.loads(report(exp, capsys, "--json"))
     su = data["startup"]
     assert su["ranks"] == 2 and su["shutdown_ranks"] == 2
-    assert su["init_s"]["max"] == pytest.approx(0.230) and \
-        su["init_s"]["mean"] == pytest.approx(0.225)
+    assert su["init_s"]["max"] == pytest.approx(0.230) and su["init_s"]["mean"] == pytest.approx(
+        0.225
+    )
     assert su["app_time_s"]["mean"] == pytest.approx(0.005)
     assert su["shutdown_s"]["max"] == pytest.approx(0.020)
     assert su["before_init_s"]["max"] == pytest.approx(0.150)
@@ -127,8 +164,9 @@ def test_start_up_is_apart_from_the_app_time(short_run, capsys):
     assert sm["app_samples"] == 10
     # the split is of the app time's 10 samples: 8 in MPI_Recv, 2 computing; of all the
     # samples MPI (MPI_Init and MPI_Finalize included) would be 498 of 800
-    assert sm["time_split"] == pytest.approx({"compute": 20.0, "MPI": 80.0, "I/O": 0.0,
-                                              "threads": 0.0})
+    assert sm["time_split"] == pytest.approx(
+        {"compute": 20.0, "MPI": 80.0, "I/O": 0.0, "threads": 0.0}
+    )
     assert sm["activity_pct"]["mpi_other"] == pytest.approx(100 * 490 / total)
     # the advice: MPI_Recv's share is of the app time, and the start-up is said
     rules = {a["rule"]: a for a in data["advice"]}
@@ -144,14 +182,23 @@ def _numbers(text):
     """The app time's, the start-up line's and the time split's figures in a report's
     text."""
     text = " ".join(text.split())
-    a = re.search(r"app time ([\d.]+)ms mean, [\d.]+ms min, [\d.]+ms max \(MPI_Init to "
-                  r"MPI_Finalize\)", text)
-    m = re.search(r"MPI_Init ([\d.]+)ms max, ([\d.]+)ms mean per rank \(([\d.]+) % of the "
-                  r"samples\); shutdown \(after MPI_Finalize\) ([\d.]+)ms max, ([\d.]+)ms mean "
-                  r"\(([\d.]+) % of the samples\); before MPI_Init ([\d.]+)ms max \(([\d.]+) % "
-                  r"of the samples\)", text)
-    s = re.search(r"compute ([\d.]+) %, MPI ([\d.]+) % \(of the (\d+) samples in the app "
-                  r"time\)", text)
+    a = re.search(
+        r"app time ([\d.]+)ms mean, [\d.]+ms min, [\d.]+ms max \(MPI_Init to "
+        r"MPI_Finalize\)",
+        text,
+    )
+    m = re.search(
+        r"MPI_Init ([\d.]+)ms max, ([\d.]+)ms mean per rank \(([\d.]+) % of the "
+        r"samples\); shutdown \(after MPI_Finalize\) ([\d.]+)ms max, ([\d.]+)ms mean "
+        r"\(([\d.]+) % of the samples\); before MPI_Init ([\d.]+)ms max \(([\d.]+) % "
+        r"of the samples\)",
+        text,
+    )
+    s = re.search(
+        r"compute ([\d.]+) %, MPI ([\d.]+) % \(of the (\d+) samples in the app "
+        r"time\)",
+        text,
+    )
     assert a and m and s, text
     return [float(x) for x in a.groups() + m.groups() + s.groups()]
 
@@ -164,16 +211,26 @@ def test_text_json_and_html_agree(short_run, capsys, tmp_path):
     report(exp, capsys, "--html", str(page))
     body = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text()))
     su, sm = data["startup"], data["sampling"]
-    expected = [1e3 * su["app_time_s"]["mean"], 1e3 * su["init_s"]["max"],
-                1e3 * su["init_s"]["mean"], su["samples_pct"]["init"],
-                1e3 * su["shutdown_s"]["max"], 1e3 * su["shutdown_s"]["mean"],
-                su["samples_pct"]["shutdown"], 1e3 * su["before_init_s"]["max"],
-                su["samples_pct"]["before_init"], sm["time_split"]["compute"],
-                sm["time_split"]["MPI"], sm["app_samples"]]
+    expected = [
+        1e3 * su["app_time_s"]["mean"],
+        1e3 * su["init_s"]["max"],
+        1e3 * su["init_s"]["mean"],
+        su["samples_pct"]["init"],
+        1e3 * su["shutdown_s"]["max"],
+        1e3 * su["shutdown_s"]["mean"],
+        su["samples_pct"]["shutdown"],
+        1e3 * su["before_init_s"]["max"],
+        su["samples_pct"]["before_init"],
+        sm["time_split"]["compute"],
+        sm["time_split"]["MPI"],
+        sm["app_samples"],
+    ]
     assert 1e3 * data["mpi_profile"]["app_time_s"]["mean"] == pytest.approx(expected[0])
     # the values by construction; the reports round them (3 decimals of ms, 1 of %)
-    assert expected == pytest.approx([5, 230, 225, 100 * 450 / 800, 20, 20, 100 * 40 / 800,
-                                      150, 100 * 300 / 800, 20, 80, 10], abs=1e-9)
+    assert expected == pytest.approx(
+        [5, 230, 225, 100 * 450 / 800, 20, 20, 100 * 40 / 800, 150, 100 * 300 / 800, 20, 80, 10],
+        abs=1e-9,
+    )
     for shown in (_numbers(text), _numbers(body)):
         assert shown == pytest.approx(expected, abs=0.05 + 1e-9)
     # the start-up line in the text's header, and the same advice in all three
@@ -184,8 +241,10 @@ def test_text_json_and_html_agree(short_run, capsys, tmp_path):
         assert " ".join(a["text"].split()) in flat_body, a["rule"]
     # every table title of percentages names what they are of
     assert "MPI time per rank (MPI% and outside%: of the rank's app time)" in text
-    assert "every % here is of the samples" in flat_text and \
-        "every % here is of the samples" in flat_body
+    assert (
+        "every % here is of the samples" in flat_text
+        and "every % here is of the samples" in flat_body
+    )
 
 
 def test_without_samples_the_shutdown_is_not_measured(short_run, capsys):
@@ -202,8 +261,11 @@ def test_without_samples_the_shutdown_is_not_measured(short_run, capsys):
 def test_no_start_up_line_without_mpi_times(experiment_dir, pwprof, capsys):
     # an imported trace's profile (or one of before these times): no line, no rule
     exp = experiment_dir("old")
-    pwprof(exp / "profile.pwprof", dict(FUNCS, world_size=1, modules=[APP]),
-           ranks=[dict(rank=0, app_ns=S, mpi_ns=S // 2, mpi_calls=1)])
+    pwprof(
+        exp / "profile.pwprof",
+        dict(FUNCS, world_size=1, modules=[APP]),
+        ranks=[dict(rank=0, app_ns=S, mpi_ns=S // 2, mpi_calls=1)],
+    )
     data = json.loads(report(exp, capsys, "--json"))
     assert data["startup"] is None
     assert "start-up" not in report(exp, capsys)

@@ -4,6 +4,7 @@ only its dynamic symbols are left) with an exported function and, after it, a st
 function that no table names: addr2line names the static one after the exported one
 (its nearest symbol below); perfweave must show libx.so+0xOFFSET there, and the
 exported function's own addresses by its name."""
+
 import shutil
 import subprocess
 
@@ -38,8 +39,12 @@ double libx_other(int n) { return hidden(n) + 1; }
 
 def _symbols(path, dynamic):
     """{name: (start, size)} of a module's function symbols (nm -S)."""
-    out = subprocess.run(["nm", *(["-D"] if dynamic else []), "-S", "--defined-only",
-                          str(path)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["nm", *(["-D"] if dynamic else []), "-S", "--defined-only", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     syms = {}
     for ln in out.splitlines():
         f = ln.split()
@@ -52,9 +57,8 @@ def test_stripped_library_names_only_within_symbol_size(tmp_path):
     src = tmp_path / "libx.c"
     src.write_text(LIB)
     lib = tmp_path / "libx.so"
-    subprocess.run(["gcc", "-O1", "-g", "-fPIC", "-shared", "-o", str(lib), str(src)],
-                   check=True)
-    full = _symbols(lib, dynamic=False)            # before stripping: where each lies
+    subprocess.run(["gcc", "-O1", "-g", "-fPIC", "-shared", "-o", str(lib), str(src)], check=True)
+    full = _symbols(lib, dynamic=False)  # before stripping: where each lies
     start, size = full["hidden"]
     vis_start, vis_size = full["libx_visible"]
     subprocess.run(["strip", "--strip-all", str(lib)], check=True)
@@ -62,8 +66,11 @@ def test_stripped_library_names_only_within_symbol_size(tmp_path):
     assert "hidden" not in dyn and dyn["libx_visible"] == (vis_start, vis_size)
     # addr2line itself names the static function after an exported one below it
     below = max((s, n) for n, (s, _) in dyn.items() if s <= start)[1]
-    a2l = subprocess.run([shutil.which("addr2line"), "-f", "-e", str(lib), hex(start + 4)],
-                         capture_output=True, text=True).stdout.split()[0]
+    a2l = subprocess.run(
+        [shutil.which("addr2line"), "-f", "-e", str(lib), hex(start + 4)],
+        capture_output=True,
+        text=True,
+    ).stdout.split()[0]
     assert a2l == below, (a2l, below)
     # offsets are return addresses: the symboliser looks up offset - 1
     inside_hidden = [start + 1, start + size // 2, start + size]
@@ -80,12 +87,17 @@ def test_symbol_sizes_and_size_zero_symbols():
     # size 0 inside c at 0x304
     starts = np.array([0x100, 0x200, 0x300, 0x304])
     table = (starts, np.array([0x40, 0, 0x10, 0]), ["a", "b", "c", "d"])
-    addrs = np.array([0x0ff, 0x100, 0x13f, 0x140, 0x1ff, 0x200, 0x2ff, 0x305, 0x30f,
-                      0x310, 0x400])
+    addrs = np.array([0x0FF, 0x100, 0x13F, 0x140, 0x1FF, 0x200, 0x2FF, 0x305, 0x30F, 0x310, 0x400])
     assert symbol_at(table, addrs) == [
-        "",          # below every symbol
-        "a", "a",    # within a's size
-        "", "",      # the gap after a: never a
-        "b", "b",    # size 0: up to the next symbol
-        "c", "c",    # within c, past the label d: c (sized) is the better name
-        "", ""]      # past c's end: not the label d, which lies inside c
+        "",  # below every symbol
+        "a",
+        "a",  # within a's size
+        "",
+        "",  # the gap after a: never a
+        "b",
+        "b",  # size 0: up to the next symbol
+        "c",
+        "c",  # within c, past the label d: c (sized) is the better name
+        "",
+        "",
+    ]  # past c's end: not the label d, which lies inside c

@@ -2,6 +2,7 @@
 every task (python/perfweave/task_env.py, docs/launching.md): every launcher form, and
 the rank count a launch command gives the experiment's default name. The real forms run
 under Slurm in tests/runtime/test_slurm.py."""
+
 import datetime
 import os
 import subprocess
@@ -11,8 +12,11 @@ import pytest
 from perfweave import launch, task_env
 from perfweave.report.data import mpi_library_line
 
-RUNTIME = {"LD_PRELOAD": "/pw/libperfweave.so", "PERFWEAVE_EXPERIMENT": "/exp/a,b",
-           "PERFWEAVE_TRACE": "0"}
+RUNTIME = {
+    "LD_PRELOAD": "/pw/libperfweave.so",
+    "PERFWEAVE_EXPERIMENT": "/exp/a,b",
+    "PERFWEAVE_TRACE": "0",
+}
 NAMES = "LD_PRELOAD,PERFWEAVE_EXPERIMENT,PERFWEAVE_TRACE"
 HELPER = "/pw/perfweave-exec"
 
@@ -26,21 +30,27 @@ def prog(tmp_path):
 
 
 def rewrite(command, environ=None, runtime=RUNTIME):
-    return task_env.for_tasks(command, launch.program_index(command), dict(runtime),
-                              dict(environ or {}), HELPER)
+    return task_env.for_tasks(
+        command, launch.program_index(command), dict(runtime), dict(environ or {}), HELPER
+    )
 
 
-@pytest.mark.parametrize("options, expected", [
-    ([], [f"--export=ALL,{NAMES}"]),                          # srun's default, made explicit
-    (["--export=NONE"], [f"--export={NAMES}"]),               # NONE: only the names
-    (["--export", "NONE"], [f"--export={NAMES}"]),            # option and value apart
-    (["--export=nil"], [f"--export={NAMES}"]),
-    (["--export=PATH,HOME"], [f"--export=PATH,HOME,{NAMES}"]),
-    (["--export=ALL"], [f"--export=ALL,{NAMES}"]),
-    # the last --export is the one in force: that one is extended
-    (["--export=ALL", "-n", "2", "--export=PATH"],
-     ["--export=ALL", "-n", "2", f"--export=PATH,{NAMES}"]),
-])
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        ([], [f"--export=ALL,{NAMES}"]),  # srun's default, made explicit
+        (["--export=NONE"], [f"--export={NAMES}"]),  # NONE: only the names
+        (["--export", "NONE"], [f"--export={NAMES}"]),  # option and value apart
+        (["--export=nil"], [f"--export={NAMES}"]),
+        (["--export=PATH,HOME"], [f"--export=PATH,HOME,{NAMES}"]),
+        (["--export=ALL"], [f"--export=ALL,{NAMES}"]),
+        # the last --export is the one in force: that one is extended
+        (
+            ["--export=ALL", "-n", "2", "--export=PATH"],
+            ["--export=ALL", "-n", "2", f"--export=PATH,{NAMES}"],
+        ),
+    ],
+)
 def test_srun_export(prog, options, expected):
     argv, env = rewrite(["srun", *options, prog, "--export=NONE"])
     # the program's own arguments are never touched
@@ -55,12 +65,15 @@ def test_srun_export_user_preload(prog):
     assert env["LD_PRELOAD"] == "/pw/libperfweave.so:/x/a.so"
 
 
-@pytest.mark.parametrize("environ, expected", [
-    ({"SLURM_EXPORT_ENV": "NONE"}, NAMES),                    # inside sbatch --export=NONE
-    ({"SLURM_EXPORT_ENV": "PATH"}, f"PATH,{NAMES}"),
-    ({"SRUN_EXPORT_ENV": "HOME", "SLURM_EXPORT_ENV": "NONE"}, f"HOME,{NAMES}"),
-    ({"SLURM_EXPORT_ENV": "ALL"}, f"ALL,{NAMES}"),
-])
+@pytest.mark.parametrize(
+    "environ, expected",
+    [
+        ({"SLURM_EXPORT_ENV": "NONE"}, NAMES),  # inside sbatch --export=NONE
+        ({"SLURM_EXPORT_ENV": "PATH"}, f"PATH,{NAMES}"),
+        ({"SRUN_EXPORT_ENV": "HOME", "SLURM_EXPORT_ENV": "NONE"}, f"HOME,{NAMES}"),
+        ({"SLURM_EXPORT_ENV": "ALL"}, f"ALL,{NAMES}"),
+    ],
+)
 def test_srun_policy_from_environment(prog, environ, expected):
     argv, env = rewrite(["srun", "-n", "2", prog], environ)
     assert argv == ["srun", f"--export={expected}", "-n", "2", prog]
@@ -81,9 +94,10 @@ def test_salloc_and_scripts_get_the_policy_through_the_environment(prog):
 
 
 def test_sbatch(tmp_path):
-    script = tmp_path / "job.sh"         # sbatch reads scripts that are not executable
-    script.write_text("#!/bin/sh\n#SBATCH -n 4\n#SBATCH --export=NONE\nsrun prog\n"
-                      "#SBATCH --export=ALL\n")
+    script = tmp_path / "job.sh"  # sbatch reads scripts that are not executable
+    script.write_text(
+        "#!/bin/sh\n#SBATCH -n 4\n#SBATCH --export=NONE\nsrun prog\n#SBATCH --export=ALL\n"
+    )
     # the script's #SBATCH --export (before its first command) is the policy in force
     argv, _ = rewrite(["sbatch", "--wait", str(script), "--export=x"])
     assert argv == ["sbatch", f"--export={NAMES}", "--wait", str(script), "--export=x"]
@@ -99,17 +113,40 @@ def test_sbatch(tmp_path):
 @pytest.mark.parametrize("launcher", ["mpirun.openmpi", "orterun"])
 def test_openmpi_names_each_variable(prog, launcher):
     argv, _ = rewrite([launcher, "-n", "2", prog])
-    assert argv == [launcher, "-x", "LD_PRELOAD", "-x", "PERFWEAVE_EXPERIMENT", "-x",
-                    "PERFWEAVE_TRACE", "-n", "2", prog]
+    assert argv == [
+        launcher,
+        "-x",
+        "LD_PRELOAD",
+        "-x",
+        "PERFWEAVE_EXPERIMENT",
+        "-x",
+        "PERFWEAVE_TRACE",
+        "-n",
+        "2",
+        prog,
+    ]
 
 
 @pytest.mark.parametrize("launcher", ["mpiexec.hydra", "mpirun.mpich", "mpiexec.mpich"])
 def test_hydra_sets_each_variable(prog, launcher):
     """-genv NAME VALUE: passed whatever -envnone / -envlist say, values as they are."""
     argv, _ = rewrite([launcher, "-envnone", "-n", "2", prog])
-    assert argv == [launcher, "-genv", "LD_PRELOAD", "/pw/libperfweave.so", "-genv",
-                    "PERFWEAVE_EXPERIMENT", "/exp/a,b", "-genv", "PERFWEAVE_TRACE", "0",
-                    "-envnone", "-n", "2", prog]
+    assert argv == [
+        launcher,
+        "-genv",
+        "LD_PRELOAD",
+        "/pw/libperfweave.so",
+        "-genv",
+        "PERFWEAVE_EXPERIMENT",
+        "/exp/a,b",
+        "-genv",
+        "PERFWEAVE_TRACE",
+        "0",
+        "-envnone",
+        "-n",
+        "2",
+        prog,
+    ]
 
 
 def test_mpirun_by_its_version(prog, tmp_path):
@@ -125,16 +162,35 @@ def test_mpirun_by_its_version(prog, tmp_path):
 @pytest.mark.parametrize("launcher", ["aprun", "jsrun", "flux"])
 def test_other_launchers_use_the_exec_helper(prog, launcher):
     argv, _ = rewrite([launcher, "-n", "2", prog, "x"])
-    assert argv == [launcher, "-n", "2", HELPER, "LD_PRELOAD=/pw/libperfweave.so",
-                    "PERFWEAVE_EXPERIMENT=/exp/a,b", "PERFWEAVE_TRACE=0", "--", prog, "x"]
+    assert argv == [
+        launcher,
+        "-n",
+        "2",
+        HELPER,
+        "LD_PRELOAD=/pw/libperfweave.so",
+        "PERFWEAVE_EXPERIMENT=/exp/a,b",
+        "PERFWEAVE_TRACE=0",
+        "--",
+        prog,
+        "x",
+    ]
 
 
 def test_exec_helper_marker(prog):
     """`perfweave-exec` written before the program, for a launcher perfweave does not
     know: the helper with the variables goes there."""
     argv, _ = rewrite(["mylauncher", "--np", "2", "perfweave-exec", prog])
-    assert argv == ["mylauncher", "--np", "2", HELPER, "LD_PRELOAD=/pw/libperfweave.so",
-                    "PERFWEAVE_EXPERIMENT=/exp/a,b", "PERFWEAVE_TRACE=0", "--", prog]
+    assert argv == [
+        "mylauncher",
+        "--np",
+        "2",
+        HELPER,
+        "LD_PRELOAD=/pw/libperfweave.so",
+        "PERFWEAVE_EXPERIMENT=/exp/a,b",
+        "PERFWEAVE_TRACE=0",
+        "--",
+        prog,
+    ]
 
 
 def test_plain_program_unchanged(prog):
@@ -145,56 +201,86 @@ def test_plain_program_unchanged(prog):
 def test_exec_helper_runs_the_program(tmp_path):
     helper = launch.library_dir() / task_env.EXEC_HELPER
     env = {"PATH": os.environ["PATH"], "LD_PRELOAD": "/task/own.so"}
-    res = subprocess.run([str(helper), "LD_PRELOAD=/pw/x.so", "PW_A=a b,c", "--", "sh", "-c",
-                          'echo "$LD_PRELOAD|$PW_A|$0|$1" ; exit 7', "zero", "one"],
-                         capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [
+            str(helper),
+            "LD_PRELOAD=/pw/x.so",
+            "PW_A=a b,c",
+            "--",
+            "sh",
+            "-c",
+            'echo "$LD_PRELOAD|$PW_A|$0|$1" ; exit 7',
+            "zero",
+            "one",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert res.returncode == 7
     assert res.stdout == "/pw/x.so:/task/own.so|a b,c|zero|one\n"
     # already preloaded (the environment came through too): not twice
     env["LD_PRELOAD"] = "/pw/x.so:/task/own.so"
-    res = subprocess.run([str(helper), "LD_PRELOAD=/pw/x.so", "--", "sh", "-c",
-                          'echo "$LD_PRELOAD"'], capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [str(helper), "LD_PRELOAD=/pw/x.so", "--", "sh", "-c", 'echo "$LD_PRELOAD"'],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert res.stdout == "/pw/x.so:/task/own.so\n"
     res = subprocess.run([str(helper), "oops"], capture_output=True, text=True)
     assert res.returncode == 127 and len(res.stderr.splitlines()) == 1
 
 
-@pytest.mark.parametrize("command, environ, n", [
-    (["srun", "-n", "4"], {}, 4),
-    (["srun", "-n4"], {}, 4),
-    (["srun", "--ntasks=6"], {}, 6),
-    (["srun", "--ntasks", "6"], {}, 6),
-    (["mpirun", "-np", "3"], {}, 3),
-    (["mpiexec", "--np=5"], {}, 5),
-    (["srun", "-N", "2", "--ntasks-per-node=3"], {}, 6),
-    (["srun", "--nodes=2", "--ntasks-per-node", "2"], {}, 4),
-    (["mpiexec.hydra", "-N", "2", "-ppn", "4"], {}, 8),
-    (["srun"], {"SLURM_NTASKS": "8"}, 8),                   # inside an allocation
-    (["srun", "-n", "2"], {"SLURM_NTASKS": "8"}, 2),        # the option wins
-    (["salloc", "-n", "4", "srun"], {}, 4),
-    (["srun", "-N", "2"], {}, None),
-    (["sh", "-n", "4"], {"SLURM_NTASKS": "8"}, None),       # not a launcher
-])
+@pytest.mark.parametrize(
+    "command, environ, n",
+    [
+        (["srun", "-n", "4"], {}, 4),
+        (["srun", "-n4"], {}, 4),
+        (["srun", "--ntasks=6"], {}, 6),
+        (["srun", "--ntasks", "6"], {}, 6),
+        (["mpirun", "-np", "3"], {}, 3),
+        (["mpiexec", "--np=5"], {}, 5),
+        (["srun", "-N", "2", "--ntasks-per-node=3"], {}, 6),
+        (["srun", "--nodes=2", "--ntasks-per-node", "2"], {}, 4),
+        (["mpiexec.hydra", "-N", "2", "-ppn", "4"], {}, 8),
+        (["srun"], {"SLURM_NTASKS": "8"}, 8),  # inside an allocation
+        (["srun", "-n", "2"], {"SLURM_NTASKS": "8"}, 2),  # the option wins
+        (["salloc", "-n", "4", "srun"], {}, 4),
+        (["srun", "-N", "2"], {}, None),
+        (["sh", "-n", "4"], {"SLURM_NTASKS": "8"}, None),  # not a launcher
+    ],
+)
 def test_rank_count(prog, command, environ, n):
-    cmd = command + [prog, "-n", "99"]                       # the program's -n is not counted
+    cmd = command + [prog, "-n", "99"]  # the program's -n is not counted
     assert launch.rank_count(cmd, environ) == n
 
 
 def test_default_name_from_allocation(prog, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SLURM_NTASKS", "16")
-    name = launch.default_experiment_name(["srun", prog], prog,
-                                           datetime.datetime(2024, 5, 6, 7, 8, 9))
+    name = launch.default_experiment_name(
+        ["srun", prog], prog, datetime.datetime(2024, 5, 6, 7, 8, 9)
+    )
     assert name == "perfweave-prog-16p-20240506-070809"
 
 
-@pytest.mark.parametrize("full, line", [
-    ("Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022",
-     "Open MPI v4.1.4"),
-    ("MPICH Version:\t4.0.2 MPICH Release date:\tThu Apr  7 12:34:45 CDT 2022 MPICH ABI:\t"
-     "14:2:2 MPICH Device:\tch4:ucx MPICH configure:\t--prefix=/usr, --with-x", "MPICH 4.0.2"),
-    ("MPICH Version:      4.0.2\nMPICH Release date: Thu Apr  7\n", "MPICH 4.0.2"),
-    ("", "?"),
-])
+@pytest.mark.parametrize(
+    "full, line",
+    [
+        (
+            "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, "
+            "May 26, 2022",
+            "Open MPI v4.1.4",
+        ),
+        (
+            "MPICH Version:\t4.0.2 MPICH Release date:\tThu Apr  7 12:34:45 CDT 2022 MPICH ABI:\t"
+            "14:2:2 MPICH Device:\tch4:ucx MPICH configure:\t--prefix=/usr, --with-x",
+            "MPICH 4.0.2",
+        ),
+        ("MPICH Version:      4.0.2\nMPICH Release date: Thu Apr  7\n", "MPICH 4.0.2"),
+        ("", "?"),
+    ],
+)
 def test_mpi_library_line(full, line):
     assert mpi_library_line(full) == line

@@ -3,6 +3,7 @@ behind a BLOCK record counting the committed ones. The reader takes exactly the 
 records, whatever the rest of a block holds (never written: zeros; being written when the
 rank was killed: anything), marks a rank whose JSON still says "running" as killed, and
 still reads version 1 files (records back to back)."""
+
 import json
 
 import numpy as np
@@ -27,7 +28,7 @@ def block(thread, number, committed, slots, records, garbage=()):
     body = np.zeros(slots, EVENT_DTYPE)
     rows = list(records) + list(garbage)
     if rows:
-        body[:len(rows)] = np.concatenate(rows)
+        body[: len(rows)] = np.concatenate(rows)
     return np.concatenate([head, body])
 
 
@@ -41,16 +42,23 @@ def write(tmp_path, rank, data, meta):
 
 
 def meta(state, records=0, version=2):
-    return {"format": "perfweave-trace", "version": version, "rank": 0, "world_size": 1,
-            "state": state, "functions": FUNCTIONS, "records": records, "lost": 0}
+    return {
+        "format": "perfweave-trace",
+        "version": version,
+        "rank": 0,
+        "world_size": 1,
+        "state": state,
+        "functions": FUNCTIONS,
+        "records": records,
+        "lost": 0,
+    }
 
 
 def test_committed_records_of_each_block_in_file_order(tmp_path):
     t0 = [rec("CALL", 10, 20, 0), rec("SEND", 1, 0), rec("CALL", 30, 40, 2)]
     t1 = [rec("CALL", 15, 25, 1), rec("RECV", 2, 0)]
     more = [rec("CALL", 50, 60, 2)]
-    data = np.concatenate([block(0, 0, 3, 7, t0), block(1, 0, 2, 7, t1),
-                           block(0, 1, 1, 7, more)])
+    data = np.concatenate([block(0, 0, 3, 7, t0), block(1, 0, 2, 7, t1), block(0, 1, 1, 7, more)])
     exp = write(tmp_path, 0, data, meta("complete", records=6))
     rf = rt.read_rank(exp, 0)
     assert rf.complete and rf.notes == []
@@ -88,8 +96,9 @@ def test_truncated_block_and_missing_json(tmp_path):
 
 def test_version_1_files_are_still_read(tmp_path):
     flat = np.concatenate([rec("CALL", 10, 20, 0), rec("SEND", 1, 0), rec("CALL", 30, 40, 2)])
-    m = dict(meta("complete", records=3, version=1),
-             flushes=[{"thread": 0, "first": 0, "count": 3}])
+    m = dict(
+        meta("complete", records=3, version=1), flushes=[{"thread": 0, "first": 0, "count": 3}]
+    )
     exp = write(tmp_path, 0, flat, m)
     rf = rt.read_rank(exp, 0)
     assert rf.complete and rf.notes == []
@@ -112,32 +121,58 @@ def test_chunks_of_a_rank_are_the_rank(tmp_path, monkeypatch):
     unknown["type"] = 200
     a = [rec("CALL", 10, 20, 0), rec("SEND", 1, 0)]
     b = [rec("CALL", 15, 25, 1), rec("RECV", 2, 0), rec("RECV", 3, 0)]
-    c = [rec("SEND", 4, 0), rec("CALL", 30, 40, 2), rec("ENTER", 41), bad_fn,
-         rec("SEND", 5, 0), rec("SEND", 6, 0), rec("CALL", 42, 44, 0)]
+    c = [
+        rec("SEND", 4, 0),
+        rec("CALL", 30, 40, 2),
+        rec("ENTER", 41),
+        bad_fn,
+        rec("SEND", 5, 0),
+        rec("SEND", 6, 0),
+        rec("CALL", 42, 44, 0),
+    ]
     d = [rec("RECV", 7, 0), rec("CALL", 45, 50, 1), bad_span, unknown, rec("LEAVE", 100)]
     e = [rec("SEND", 8, 0), rec("CALL", 101, 102, 0)]
-    data = np.concatenate([block(0, 0, 2, 3, a), block(1, 0, 3, 4, b),
-                           block(0, 1, 7, 7, c), block(0, 2, 5, 5, d),
-                           block(1, 1, 2, 2, e)])
-    exp = write(tmp_path, 0, data, dict(meta("complete", records=19), clock={
-        "ticks": [0, 10], "ns": [0, 30], "t_init_ns": 5, "t_fini_ns": 400}))
-    (tmp_path / "experiment.json").write_text(json.dumps({
-        "format": "perfweave-experiment", "version": 1, "state": "finished"}))
+    data = np.concatenate(
+        [
+            block(0, 0, 2, 3, a),
+            block(1, 0, 3, 4, b),
+            block(0, 1, 7, 7, c),
+            block(0, 2, 5, 5, d),
+            block(1, 1, 2, 2, e),
+        ]
+    )
+    exp = write(
+        tmp_path,
+        0,
+        data,
+        dict(
+            meta("complete", records=19),
+            clock={"ticks": [0, 10], "ns": [0, 30], "t_init_ns": 5, "t_fini_ns": 400},
+        ),
+    )
+    (tmp_path / "experiment.json").write_text(
+        json.dumps({"format": "perfweave-experiment", "version": 1, "state": "finished"})
+    )
     X = load(exp)
     whole = X.rank(0)
     assert len(whole.rec) == 12 and whole.notes == [
-        "rank 0: 7 corrupt records dropped from rank-0.events"]
+        "rank 0: 7 corrupt records dropped from rank-0.events"
+    ]
     for size in (1, 2, 3, 4, 5, 7, 100):
         stream = X.stream(0)
         chunks = list(stream.chunks(size))
         for key in ("t0", "t1", "thread"):
-            assert np.concatenate([getattr(ch, key) for ch in chunks]).tolist() == \
-                getattr(whole, key).tolist(), (size, key)
+            assert (
+                np.concatenate([getattr(ch, key) for ch in chunks]).tolist()
+                == getattr(whole, key).tolist()
+            ), (size, key)
         assert np.concatenate([ch.rec for ch in chunks]).tobytes() == whole.rec.tobytes()
-        assert [ch.base for ch in chunks] == \
-            np.cumsum([0] + [len(ch.rec) for ch in chunks])[:-1].tolist()
+        assert [ch.base for ch in chunks] == np.cumsum([0] + [len(ch.rec) for ch in chunks])[
+            :-1
+        ].tolist()
         # no chunk begins with a sub-event: they stay with their call
-        assert all(ch.rec["type"][0] in (T["CALL"], T["ENTER"], T["LEAVE"], T["FLUSH"])
-                   for ch in chunks)
+        assert all(
+            ch.rec["type"][0] in (T["CALL"], T["ENTER"], T["LEAVE"], T["FLUSH"]) for ch in chunks
+        )
         assert (stream.t_begin, stream.t_end) == (whole.t_begin, whole.t_end)
         assert stream.finish_notes() == whole.notes

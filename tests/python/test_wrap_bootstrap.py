@@ -3,6 +3,7 @@ while dlsym looks up its real function. Blocks are 16-byte aligned, zeroed, neve
 overlap, are recognised as the arena's (and nothing else is), and a request the arena
 cannot hold gets NULL, as from a full heap. Run in a child process: libperfweave.so is
 loaded there with ctypes (inactive: no experiment), never into pytest itself."""
+
 import subprocess
 import sys
 from importlib import resources
@@ -33,6 +34,7 @@ print("ok")
 
 
 def test_bootstrap_arena_blocks():
-    res = subprocess.run([sys.executable, "-c", CHILD, str(CORE)], capture_output=True,
-                         text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", CHILD, str(CORE)], capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 0 and res.stdout == "ok\n", res.stderr

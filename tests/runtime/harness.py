@@ -6,6 +6,7 @@ test takes the `mpi` fixture and so runs once per MPI library (Open MPI and
 MPICH). Both are installed by `make test` (scripts/install-deps.sh); a missing
 one is a failure, not a skip.
 """
+
 import json
 import os
 import re
@@ -40,8 +41,9 @@ class Mpi:
 
 
 FLAVORS = {
-    "openmpi": Mpi("openmpi", "mpicc.openmpi", "mpicxx.openmpi", "mpifort.openmpi",
-                   "mpirun.openmpi"),
+    "openmpi": Mpi(
+        "openmpi", "mpicc.openmpi", "mpicxx.openmpi", "mpifort.openmpi", "mpirun.openmpi"
+    ),
     "mpich": Mpi("mpich", "mpicc.mpich", "mpicxx.mpich", "mpifort.mpich", "mpirun.mpich"),
 }
 
@@ -73,8 +75,7 @@ def build(build_dir):
         if m is None:
             compiler = "gcc"
         else:
-            compiler = {".f90": m.fc, ".f": m.fc, ".F90": m.fc, ".cpp": m.cxx}.get(src.suffix,
-                                                                                m.cc)
+            compiler = {".f90": m.fc, ".f": m.fc, ".F90": m.fc, ".cpp": m.cxx}.get(src.suffix, m.cc)
         # Fortran modules are written to the current directory: one per MPI
         workdir = build_dir / f"mod-{key[0]}"
         workdir.mkdir(exist_ok=True)
@@ -105,16 +106,24 @@ class Run:
     proc: subprocess.CompletedProcess
 
     def report(self, *extra):
-        res = subprocess.run([PERFWEAVE, "report", "--json", "--top", "1000", *extra,
-                              str(self.exp)], capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [PERFWEAVE, "report", "--json", "--top", "1000", *extra, str(self.exp)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 0, res.stderr
         return json.loads(res.stdout)
 
     def text_report(self, *extra):
         """The text report; --full (every row, names whole) unless extra says otherwise:
         tests look for content, test_report_terminal.py for the default's fit."""
-        res = subprocess.run([PERFWEAVE, "report", *(extra or ("--full",)), str(self.exp)],
-                             capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [PERFWEAVE, "report", *(extra or ("--full",)), str(self.exp)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 0, res.stderr
         return res.stdout
 

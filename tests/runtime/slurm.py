@@ -13,6 +13,7 @@ KillWait (SIGTERM to SIGKILL when a step is cancelled) is Slurm's default, 30 s:
 a rank still saving its data after srun's double Ctrl-C was killed on a loaded machine
 (two busy loops beside the suite), and srun ended with 137 instead of 130.
 """
+
 import getpass
 import os
 import shutil
@@ -87,13 +88,16 @@ class Slurm:
 
     def logs(self):
         """The daemons' logs, for a failed assertion's message."""
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
-                         for p in sorted((self.dir / "log").glob("*")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+            for p in sorted((self.dir / "log").glob("*"))
+        )
 
 
 def _node_state(env):
-    res = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
-                         env=env, timeout=30)
+    res = subprocess.run(
+        ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=env, timeout=30
+    )
     return res.stdout.strip() if res.returncode == 0 else None
 
 
@@ -116,15 +120,25 @@ def slurm(tmp_path_factory):
 
     def start(name, *args):
         log = open(d / "log" / f"{name}.out", "w")
-        started.append(subprocess.Popen([name, *args], stdout=log, stderr=subprocess.STDOUT,
-                                        env=env, start_new_session=True))
+        started.append(
+            subprocess.Popen(
+                [name, *args], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        )
         log.close()
 
     try:
         # -F / -D: in the foreground, so that the PID the test holds is the daemon's
-        start("munged", "-F", "-f", f"--socket={d}/munge/socket", f"--key-file={d}/munge/key",
-              f"--pid-file={d}/munge/pid", f"--seed-file={d}/munge/seed",
-              f"--log-file={d}/log/munged.log")
+        start(
+            "munged",
+            "-F",
+            "-f",
+            f"--socket={d}/munge/socket",
+            f"--key-file={d}/munge/key",
+            f"--pid-file={d}/munge/pid",
+            f"--seed-file={d}/munge/seed",
+            f"--log-file={d}/log/munged.log",
+        )
         deadline = time.monotonic() + STARTUP_S
         while not (d / "munge" / "socket").exists():
             assert time.monotonic() < deadline, "munged did not start:\n" + Slurm(conf, d).logs()
@@ -134,8 +148,9 @@ def slurm(tmp_path_factory):
         while _node_state(env) != "idle":
             for p in started:
                 assert p.poll() is None, f"{p.args[0]} exited:\n" + Slurm(conf, d).logs()
-            assert time.monotonic() < deadline, "the Slurm node is not idle:\n" + \
-                Slurm(conf, d).logs()
+            assert time.monotonic() < deadline, (
+                "the Slurm node is not idle:\n" + Slurm(conf, d).logs()
+            )
             time.sleep(0.2)
         for k in outer:
             del os.environ[k]

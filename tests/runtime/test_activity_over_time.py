@@ -1,6 +1,7 @@
 """Activity over time per rank from the samples (report's sampling.timeline) against
 phases.c, whose three phases (compute, MPI_Allreduce loop, MPI_Sendrecv ring) it times
 itself on the samples' clock (CLOCK_MONOTONIC, one node)."""
+
 import json
 
 from harness import reported_by_rank
@@ -38,8 +39,12 @@ def test_phases_per_rank(mpi, build, run_pw):
         # bins wholly inside the phase, two bins of margin at each end (the ranks leave
         # a phase's last call at slightly different times; a descheduled rank gets its
         # pending sample late)
-        inside = [k for k in range(nbins) if tl["edges_s"][k] >= lo + 2 * tl["bin_s"]
-                  and tl["edges_s"][k + 1] <= hi - 2 * tl["bin_s"]]
+        inside = [
+            k
+            for k in range(nbins)
+            if tl["edges_s"][k] >= lo + 2 * tl["bin_s"]
+            and tl["edges_s"][k + 1] <= hi - 2 * tl["bin_s"]
+        ]
         assert len(inside) >= 0.7 * PHASE_MS / 1e3 / tl["bin_s"] - 5, (name, inside)
         s = tl["activities"].index(expected[name])
         for j, rank in enumerate(tl["ranks"]):
@@ -56,7 +61,7 @@ def test_phases_per_rank(mpi, build, run_pw):
     # the text report: the phases in order, each leading activity once at least
     text = r.text_report()
     assert "activity over time" in text
-    lines = text[text.index("activity over time"):].splitlines()[1:]
+    lines = text[text.index("activity over time") :].splitlines()[1:]
     # (the phases are lines "a-b s  ACTIVITY N %"; a short blip, such as the barrier
     # that lines the ranks up before the phases, may come first: the longest line of each
     # activity is its phase)

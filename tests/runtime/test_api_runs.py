@@ -3,6 +3,7 @@ into the programs (a split of wall time between two functions that the program
 measures itself, one rank working twice as long as the others before a barrier) and
 against `perfweave report --json` of the same experiment (the same numbers, since both
 come from the same analysis)."""
+
 import subprocess
 
 import pytest
@@ -27,18 +28,22 @@ def test_seventy_thirty_as_dataframes(build, run_pw):
     assert abs(inc.loc["heavy", "pct"] - heavy_pct) <= share_bound(heavy_pct, len(s))
     assert abs(inc.loc["light", "pct"] - light_pct) <= share_bound(light_pct, len(s))
     tree = exp.call_tree().set_index("path")
-    assert abs(tree.loc["main/heavy", "inclusive_pct"] - heavy_pct) <= \
-        share_bound(heavy_pct, len(s))
-    assert tree.loc["main/heavy/spin", "exclusive_pct"] > \
-        heavy_pct - share_bound(heavy_pct, len(s)) - 6
+    assert abs(tree.loc["main/heavy", "inclusive_pct"] - heavy_pct) <= share_bound(
+        heavy_pct, len(s)
+    )
+    assert (
+        tree.loc["main/heavy/spin", "exclusive_pct"]
+        > heavy_pct - share_bound(heavy_pct, len(s)) - 6
+    )
     assert tree.loc["main", "compute_pct"] > 99
     # a share is of the samples' seconds (the time each stands for), not of their count
     in_heavy = s["stack"].str.startswith("main;heavy;spin")
-    assert s.loc[in_heavy, "seconds"].sum() / s["seconds"].sum() == \
-        pytest.approx(tree.loc["main/heavy/spin", "inclusive_pct"] / 100, abs=1e-9)
+    assert s.loc[in_heavy, "seconds"].sum() / s["seconds"].sum() == pytest.approx(
+        tree.loc["main/heavy/spin", "inclusive_pct"] / 100, abs=1e-9
+    )
     # seconds per node: the root stands for the whole run (2 s and the last call's end,
     # less one interval or so before the first sample), heavy for its measured time
-    pr = exp.call_tree_per_rank().groupby("node")["seconds"].sum()     # all activities
+    pr = exp.call_tree_per_rank().groupby("node")["seconds"].sum()  # all activities
     root = pr.loc[int(tree.loc["main", "id"])]
     assert abs(root - (heavy_s + light_s)) < 0.05, (root, heavy_s + light_s)
     heavy = pr.loc[int(tree.loc["main/heavy", "id"])]
@@ -53,8 +58,9 @@ def test_seventy_thirty_as_dataframes(build, run_pw):
     # the same numbers as the JSON report of the command line
     sm = r.report()["sampling"]
     assert len(s) == sm["samples"]
-    assert exp.call_tree()["inclusive_pct"].tolist() == \
-        pytest.approx([n["inclusive_pct"] for n in sm["call_tree"]])
+    assert exp.call_tree()["inclusive_pct"].tolist() == pytest.approx(
+        [n["inclusive_pct"] for n in sm["call_tree"]]
+    )
     assert exp.call_tree()["name"].tolist() == [n["name"] for n in sm["call_tree"]]
     assert exp.functions()["pct"].tolist() == pytest.approx([f["pct"] for f in sm["functions"]])
     assert exp.lines()["name"].tolist() == [f["name"] for f in sm["lines"]]
@@ -63,8 +69,9 @@ def test_seventy_thirty_as_dataframes(build, run_pw):
 def test_mpi_run_as_dataframes(mpi, build, run_pw):
     prog = build(mpi, "imbalance.c")
     r = run_pw(mpi.launch(3) + [prog], SAMPLE + ["--trace"])
-    res = subprocess.run([PERFWEAVE, "analyze", str(r.exp)], capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        [PERFWEAVE, "analyze", str(r.exp)], capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr
     rep = r.report()
     exp = perfweave.open(r.exp)
@@ -79,8 +86,8 @@ def test_mpi_run_as_dataframes(mpi, build, run_pw):
     # the per-rank table is what the tree's min/mean/max summarise
     [jwork] = [n for n in rep["sampling"]["call_tree"] if n["id"] == work_id]
     assert (work.min(), work.mean(), work.max()) == pytest.approx(
-        (jwork["per_rank_pct"]["min"], jwork["per_rank_pct"]["mean"],
-         jwork["per_rank_pct"]["max"]))
+        (jwork["per_rank_pct"]["min"], jwork["per_rank_pct"]["mean"], jwork["per_rank_pct"]["max"])
+    )
     # seconds: estimated from each process's samples (samples taken late on a busy
     # machine make them rough: the ratio is checked, not the values)
     w = pr[pr["node"] == work_id].groupby("rank")["seconds"].sum()
@@ -96,8 +103,9 @@ def test_mpi_run_as_dataframes(mpi, build, run_pw):
     [barrier] = sites[sites["function"] == "MPI_Barrier"].to_dict("records")
     assert barrier["calls"] == 3 * 4 and barrier["file"].endswith("imbalance.c")
     ranks = exp.mpi_ranks().set_index("rank")
-    assert ranks["mpi_s"].tolist() == pytest.approx([p["mpi_s"] for p in
-                                                     rep["mpi_profile"]["per_rank"]])
+    assert ranks["mpi_s"].tolist() == pytest.approx(
+        [p["mpi_s"] for p in rep["mpi_profile"]["per_rank"]]
+    )
     # wait states: ranks 0 and 2 wait 4 x 0.2 s for rank 1 at the barrier (less when a
     # rank busy-polling on the shared cores leaves a barrier late: the tests of
     # tests/runtime/test_waitstates.py checks the values themselves; here: who waits)

@@ -1,5 +1,6 @@
 """PAPI counters at MPI call boundaries (perfweave run --counters) against ground
 truth: page faults a program causes between two barriers, at the right call site."""
+
 import json
 import re
 import subprocess
@@ -14,25 +15,30 @@ PAGES = 20000
 
 def by_line(report, source, marker, function="MPI_Barrier"):
     line = site_lines(source)[marker]
-    [site] = [s for s in sites({"mpi_profile": report}, function)
-              if s["location"]["line"] == line]
+    [site] = [s for s in sites({"mpi_profile": report}, function) if s["location"]["line"] == line]
     return site
 
 
-@pytest.mark.parametrize("multiplex,interval", [(False, None), (True, None), (False, "0")],
-                         ids=["plain", "multiplexed", "every-call"])
+@pytest.mark.parametrize(
+    "multiplex,interval",
+    [(False, None), (True, None), (False, "0")],
+    ids=["plain", "multiplexed", "every-call"],
+)
 def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex, interval):
     prog = build(mpi, "pagefaults.c")
     opts = ["--counters", "perf::PAGE-FAULTS,perf::TASK-CLOCK"]
     if multiplex:
         opts.append("--counters-multiplex")
-    if interval is not None:        # default: reads at least 100 us apart
+    if interval is not None:  # default: reads at least 100 us apart
         opts += ["--counters-interval-us", interval]
     r = run_pw(mpi.launch(3) + [prog, PAGES], opts)
     assert f"touched {PAGES} pages" in r.proc.stdout
     # where PAPI cannot multiplex (software events of this VM) it says so and counts anyway
-    assert not multiplex or "multiplex" not in r.proc.stderr or \
-        "counting them without" in r.proc.stderr
+    assert (
+        not multiplex
+        or "multiplex" not in r.proc.stderr
+        or "counting them without" in r.proc.stderr
+    )
     rep = r.report()["mpi_profile"]
     assert rep["counters"] == ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
     touched = by_line(rep, "pagefaults.c", "touched")["counters"]["perf::PAGE-FAULTS"]
@@ -44,7 +50,7 @@ def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex, inter
     for p in rep["per_rank"]:
         assert PAGES <= p["counters"]["perf::PAGE-FAULTS"] <= 1.1 * PAGES + 500
         assert p["counters"]["perf::TASK-CLOCK"] > 0
-    if interval == "0":             # every call read: each barrier has its own time inside
+    if interval == "0":  # every call read: each barrier has its own time inside
         quiet_t = by_line(rep, "pagefaults.c", "quiet")["counters"]["perf::TASK-CLOCK"]
         assert quiet_t["inside"] > 0
     # rates: per second of the wall time the counts cover. The ranks timed the stretch
@@ -54,8 +60,10 @@ def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex, inter
     # rank. Reads at least 100 us apart may skip the first barrier's (MPICH's is shorter
     # than that): then they cover more, never less. A thread never counts more CPU time
     # than wall time: TASK-CLOCK per second at most 1e9, and 5 % for multiplexing
-    stretch = {int(k): (float(w), float(c)) for k, w, c in
-               re.findall(r"^stretch (\d) ([\d.]+) ([\d.]+)$", r.proc.stdout, re.M)}
+    stretch = {
+        int(k): (float(w), float(c))
+        for k, w, c in re.findall(r"^stretch (\d) ([\d.]+) ([\d.]+)$", r.proc.stdout, re.M)
+    }
     assert set(stretch) == {0, 1, 2}, r.proc.stdout
     wall, cpu = (sum(v[i] for v in stretch.values()) for i in (0, 1))
     site = by_line(rep, "pagefaults.c", "touched")
@@ -78,9 +86,21 @@ def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex, inter
 
 def test_unknown_event_stops_before_the_run(tmp_path):
     exp = tmp_path / "never"
-    res = subprocess.run([PERFWEAVE, "run", "-o", str(exp), "--counters",
-                          "perf::PAGE-FAULTS,NO_SUCH_EVENT", "--", "true"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            PERFWEAVE,
+            "run",
+            "-o",
+            str(exp),
+            "--counters",
+            "perf::PAGE-FAULTS,NO_SUCH_EVENT",
+            "--",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and not exp.exists()
     assert res.stderr.count("\n") == 1 and "NO_SUCH_EVENT is not an event here" in res.stderr
 
@@ -120,8 +140,10 @@ def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
     zero every counter. Now it alone is left out, named in one line for the whole run and
     in the experiment, and the others count what the program measures itself."""
     prog = build(mpi, "cpu_pages.c")
-    r = run_pw(mpi.launch(2) + [prog, "0.4", "5000"],
-               ["--counters", NOT_HERE, "--counters-interval-us", "0"])
+    r = run_pw(
+        mpi.launch(2) + [prog, "0.4", "5000"],
+        ["--counters", NOT_HERE, "--counters-interval-us", "0"],
+    )
     said = [l for l in r.proc.stderr.splitlines() if "PAPI_TOT_INS" in l]
     assert len(said) == 1 and "not counted" in said[0], r.proc.stderr
     data = r.report()
@@ -146,15 +168,36 @@ sys.exit(launch.run(ns.command, options.values(ns))[1])
 def test_the_runtime_leaves_out_an_event_it_cannot_count(mpi, build, tmp_path):
     prog = build(mpi, "cpu_pages.c")
     exp = tmp_path / "exp"
-    res = subprocess.run([sys.executable, "-c", RUNTIME_ONLY, "-o", str(exp), "--counters",
-                          NOT_HERE, "--counters-interval-us", "0", "--",
-                          *mpi.launch(2), prog, "0.4", "5000"],
-                         capture_output=True, text=True, timeout=180)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RUNTIME_ONLY,
+            "-o",
+            str(exp),
+            "--counters",
+            NOT_HERE,
+            "--counters-interval-us",
+            "0",
+            "--",
+            *mpi.launch(2),
+            prog,
+            "0.4",
+            "5000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert res.returncode == 0, res.stderr
     # one line for the run (rank 0 speaks), not one per rank
     said = [l for l in res.stderr.splitlines() if "PAPI_TOT_INS" in l]
     assert len(said) == 1 and "cannot be counted here" in said[0], res.stderr
-    rep = subprocess.run([PERFWEAVE, "report", "--json", "--top", "100", str(exp)],
-                         capture_output=True, text=True, timeout=120)
+    rep = subprocess.run(
+        [PERFWEAVE, "report", "--json", "--top", "100", str(exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rep.returncode == 0, rep.stderr
     check_counted_as_measured(res.stdout, json.loads(rep.stdout)["mpi_profile"])

@@ -3,6 +3,7 @@ module: its wrapper counts and times the program's sched_yield calls, and its du
 example/HOST.PID.json. The program counts its own calls and times its loops around them:
 the file must hold exactly that count, from exactly its threads, and no more time than
 the loops took. Off by default: no file, and the program sees the same results."""
+
 import json
 
 import pytest
@@ -41,8 +42,7 @@ def test_example_module_counts_the_programs_calls(build, run_pw):
     rep = r.report()["example"]
     assert (rep["calls"], rep["threads"], rep["processes"]) == (THREADS * CALLS, THREADS, 1)
     assert rep["time_s"] == pytest.approx(data["total_ns"] / 1e9)
-    assert f"  {THREADS * CALLS:,} calls in {THREADS} threads of 1 process: " in \
-        r.text_report()
+    assert f"  {THREADS * CALLS:,} calls in {THREADS} threads of 1 process: " in r.text_report()
 
 
 def test_example_module_off_by_default(build, run_pw):

@@ -5,6 +5,7 @@ every tick; in the program's descriptor table those would take the number the pr
 just freed (or make its dup2 fail with EBUSY while the open is under way): caught with
 a shell redirect, `sh: 1: 2: Device or resource busy`. fd_numbers.c frees and retakes
 one number ~10^5 times while that thread ticks every millisecond."""
+
 import json
 
 from harness import bare

@@ -11,6 +11,7 @@ roomy one (tmpfs counts whole 4 KiB pages). The program (programs/disk_full.c) p
 per process and exits with the code it is given; in `fill` mode it writes into its
 working directory, on the same tmpfs, until a write fails.
 """
+
 import json
 import math
 import os
@@ -28,15 +29,17 @@ from perfweave.readers.timeline import read_node
 from perfweave.readers.trace import list_ranks, read_rank
 
 PAGE = 4096
-EVENT_BYTES = 40         # format.h PW_EVENT_FIELDS
-VALUE_BYTES = 24         # format.h PW_SAMPLE_FIELDS
+EVENT_BYTES = 40  # format.h PW_EVENT_FIELDS
+VALUE_BYTES = 24  # format.h PW_SAMPLE_FIELDS
 # files appended (whole records) or rewritten (an earlier, whole version) during the run:
 # present under their name even when a later write failed and was marked
-STREAMED = re.compile(r"^(experiment\.json|traces/rank-\d+\.events|"
-                      r"timeline/[^/]+\.(values|pids|json))$")
+STREAMED = re.compile(
+    r"^(experiment\.json|traces/rank-\d+\.events|"
+    r"timeline/[^/]+\.(values|pids|json))$"
+)
 NO_TIMELINE = ("--node-interval", "0")
-BIG_SAMPLES = ("--sample-interval-ms", "2")     # about 130 KB of samples per process in 0.6 s
-HUGE_SAMPLES = ("--sample-interval-ms", "1")    # about 340 KB per process in 0.8 s
+BIG_SAMPLES = ("--sample-interval-ms", "2")  # about 130 KB of samples per process in 0.6 s
+HUGE_SAMPLES = ("--sample-interval-ms", "1")  # about 340 KB per process in 0.8 s
 NRANKS = 2
 
 
@@ -49,10 +52,10 @@ def tmpfs(tmp_path):
         d = tmp_path / name
         d.mkdir()
         opts = f"size={kib}k" + (f",nr_inodes={inodes}" if inodes else "")
-        res = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)],
-                             capture_output=True, text=True)
-        assert res.returncode == 0, f"cannot mount a tmpfs (these tests run as root): " \
-                                    f"{res.stderr}"
+        res = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)], capture_output=True, text=True
+        )
+        assert res.returncode == 0, f"cannot mount a tmpfs (these tests run as root): {res.stderr}"
         mounted.append(d)
         return d
 
@@ -83,14 +86,19 @@ class Program:
 
     def run(self, disk, mode, seconds, code, options=()):
         exp = disk / "exp"
-        proc = subprocess.run([PERFWEAVE, "run", "-o", str(exp), *options, "--",
-                               *self.command(mode, seconds, code)],
-                              capture_output=True, text=True, timeout=120, cwd=disk)
+        proc = subprocess.run(
+            [PERFWEAVE, "run", "-o", str(exp), *options, "--", *self.command(mode, seconds, code)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=disk,
+        )
         return exp, proc
 
     def bare(self, disk, mode, seconds, code):
-        return subprocess.run(self.command(mode, seconds, code), capture_output=True,
-                              text=True, timeout=120, cwd=disk)
+        return subprocess.run(
+            self.command(mode, seconds, code), capture_output=True, text=True, timeout=120, cwd=disk
+        )
 
 
 def pages(path):
@@ -121,7 +129,7 @@ def check_files(exp, marks):
         elif rel == "experiment.json":
             assert json.loads(p.read_text())["format"] == "perfweave-experiment"
         elif rel.endswith(".pwprof"):
-            read_profile(p)                                      # size, end marker, arrays
+            read_profile(p)  # size, end marker, arrays
         elif rel.startswith("samples/") and rel.endswith(".json"):
             meta = json.loads(p.read_text())
             assert p.with_suffix(".samples").stat().st_size == meta["samples"] * SAMPLE_REC.itemsize
@@ -154,8 +162,7 @@ def check_files(exp, marks):
                 continue
             assert not (exp / u["file"]).exists(), f"{u['file']} is marked and present"
     # and the readers of a whole kind take what is there
-    assert {p.name for p in read_samples(exp)} == \
-        {p.stem for p in (exp / "samples").glob("*.json")}
+    assert {p.name for p in read_samples(exp)} == {p.stem for p in (exp / "samples").glob("*.json")}
     if (exp / "traces").is_dir() and any((exp / "traces").iterdir()):
         for r in list_ranks(exp):
             read_rank(exp, r)
@@ -169,21 +176,27 @@ def check_failed_run(exp, proc, code, nprocs, fill=False):
     marks = writing.read_unwritten(exp)
     assert marks, "nothing was marked"
     ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfweave")]
-    assert ours == [f"perfweave: experiment {exp}",
-                    f"perfweave: experiment {exp} is incomplete: could not write "
-                    f"{writing.describe(marks)} (perfweave report {exp})"], proc.stderr
+    assert ours == [
+        f"perfweave: experiment {exp}",
+        f"perfweave: experiment {exp} is incomplete: could not write "
+        f"{writing.describe(marks)} (perfweave report {exp})",
+    ], proc.stderr
     assert "(No space left on device)" in ours[1]
     check_files(exp, marks)
     if not any(u["file"] == "experiment.json" for u in marks):
         meta = json.loads((exp / "experiment.json").read_text())
         assert meta["state"] == "finished" and meta["exit_status"] == {"code": code}
         assert meta["unwritten"] == [{"file": u["file"], "error": "ENOSPC"} for u in marks]
-    elif (exp / "experiment.json").exists():      # the first version, complete
+    elif (exp / "experiment.json").exists():  # the first version, complete
         assert json.loads((exp / "experiment.json").read_text())["state"] == "running"
     check_report(exp, marks)
     if (exp / "traces").is_dir():
-        ana = subprocess.run([PERFWEAVE, "analyze", "--no-save", str(exp)], capture_output=True,
-                             text=True, timeout=120)
+        ana = subprocess.run(
+            [PERFWEAVE, "analyze", "--no-save", str(exp)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert "Traceback" not in ana.stderr, ana.stderr
         assert ana.returncode == 0 or len(ana.stderr.splitlines()) == 1, ana.stderr
     return marks, found
@@ -191,23 +204,29 @@ def check_failed_run(exp, proc, code, nprocs, fill=False):
 
 def check_report(exp, marks):
     """With profile data: a report with the mark. Without: one line, exit status 2."""
-    rep = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True, text=True,
-                         timeout=120)
+    rep = subprocess.run(
+        [PERFWEAVE, "report", str(exp)], capture_output=True, text=True, timeout=120
+    )
     assert "Traceback" not in rep.stderr, rep.stderr
     if not list(exp.rglob("*.pwprof")):
         lost = [u for u in marks if u["file"].endswith(".pwprof")]
         assert lost
         assert rep.returncode == 2
-        assert rep.stderr.splitlines() == [f"perfweave: error: {exp}: no profile data: perfweave "
-                                           f"could not write {writing.describe(lost)}"]
+        assert rep.stderr.splitlines() == [
+            f"perfweave: error: {exp}: no profile data: perfweave "
+            f"could not write {writing.describe(lost)}"
+        ]
         return
     assert rep.returncode == 0, rep.stderr
     assert "(incomplete experiment: see the first note)" in rep.stdout
-    flat = " ".join(rep.stdout.split())            # the note is wrapped at 100 columns
-    assert f"note incomplete: perfweave could not write {writing.describe(marks)}; " \
-           "this report shows the files that were written" in flat
-    js = subprocess.run([PERFWEAVE, "report", "--json", str(exp)], capture_output=True,
-                        text=True, timeout=120)
+    flat = " ".join(rep.stdout.split())  # the note is wrapped at 100 columns
+    assert (
+        f"note incomplete: perfweave could not write {writing.describe(marks)}; "
+        "this report shows the files that were written" in flat
+    )
+    js = subprocess.run(
+        [PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True, timeout=120
+    )
     assert js.returncode == 0, js.stderr
     assert json.loads(js.stdout)["unwritten"] == marks
 
@@ -217,8 +236,10 @@ def reference(prog, tmpfs):
     disk = tmpfs(4096, "roomy")
     exp, proc = prog.run(disk, "work", 0.6, 0, NO_TIMELINE + BIG_SAMPLES)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.splitlines()[-1] == \
-        f"perfweave: experiment written to {exp} (perfweave report {exp})"
+    assert (
+        proc.stderr.splitlines()[-1]
+        == f"perfweave: experiment written to {exp} (perfweave report {exp})"
+    )
     assert writing.read_unwritten(exp) == []
     check_files(exp, [])
     profile = next(exp.rglob("*.pwprof"))
@@ -298,10 +319,17 @@ def full_disk_cases(prog, tmpfs):
     runtime = ours[1:-1]
     assert ours[0] == f"perfweave: experiment {exp}" and ours[-1] == (
         f"perfweave: experiment {exp} is incomplete: could not write experiment.json (No "
-        f"space left on device) (perfweave report {exp})"), proc.stderr
+        f"space left on device) (perfweave report {exp})"
+    ), proc.stderr
     assert 1 <= len(runtime) <= prog.nprocs, proc.stderr
-    assert all(re.fullmatch(rf"perfweave: cannot write {exp}/\S+ \(No space left on device\); "
-                            "the experiment is incomplete", ln) for ln in runtime), runtime
+    assert all(
+        re.fullmatch(
+            rf"perfweave: cannot write {exp}/\S+ \(No space left on device\); "
+            "the experiment is incomplete",
+            ln,
+        )
+        for ln in runtime
+    ), runtime
     assert [p.name for p in exp.iterdir()] == ["experiment.json"]
     check_files(exp, [])
 
@@ -323,22 +351,35 @@ def test_outputs_on_a_full_disk(build, tmpfs, tmp_path):
     disk = tmpfs(4, "full")
     (disk / "filler").write_bytes(b"x" * PAGE)
     with open(disk / "report.json", "w") as out:
-        rep = subprocess.run([PERFWEAVE, "report", "--json", str(exp)], stdout=out,
-                             stderr=subprocess.PIPE, text=True, timeout=120)
+        rep = subprocess.run(
+            [PERFWEAVE, "report", "--json", str(exp)],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     assert rep.returncode == 2
     assert rep.stderr.splitlines() == ["perfweave: error: the output: No space left on device"]
     html = disk / "report.html"
-    rep = subprocess.run([PERFWEAVE, "report", "--html", str(html), str(exp)],
-                         capture_output=True, text=True, timeout=120)
+    rep = subprocess.run(
+        [PERFWEAVE, "report", "--html", str(html), str(exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rep.returncode == 2
-    assert rep.stderr.splitlines() == [f"perfweave: error: --html {html}: No space left on "
-                                       "device"]
+    assert rep.stderr.splitlines() == [f"perfweave: error: --html {html}: No space left on device"]
     archive = Path(__file__).parents[1] / "data" / "otf2" / "pipit-ping-pong" / "traces.otf2"
-    imp = subprocess.run([PERFWEAVE, "import", str(archive), "-o", str(disk / "imported")],
-                         capture_output=True, text=True, timeout=120)
+    imp = subprocess.run(
+        [PERFWEAVE, "import", str(archive), "-o", str(disk / "imported")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert imp.returncode == 2
-    assert imp.stderr.splitlines() == [f"perfweave: error: {disk / 'imported'}: cannot write: "
-                                       "No space left on device"]
+    assert imp.stderr.splitlines() == [
+        f"perfweave: error: {disk / 'imported'}: cannot write: No space left on device"
+    ]
     assert sorted(p.name for p in disk.iterdir()) == ["filler", "report.json"]
 
 
@@ -347,23 +388,36 @@ def test_export_to_a_full_disk(tmpfs, tmp_path, fmt):
     """An export that fills the disk half-way (the Chrome file is written by a thread of
     its own while the next chunk is made): one line, status 2, nothing left behind."""
     import sys
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import tracegen
+
     exp = tmp_path / "exp"
     tracegen.write(exp, 2, 40_000)
     disk = tmpfs(256, "small")
     out = disk / ("t.json" if fmt == "chrome" else "t.otf2")
-    res = subprocess.run([PERFWEAVE, "export", str(exp), "--format", fmt, "-o", str(out)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [PERFWEAVE, "export", str(exp), "--format", fmt, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 2, res.stderr
     assert len(res.stderr.splitlines()) == 1, res.stderr
     assert "No space left on device" in res.stderr and "Traceback" not in res.stderr
     assert list(disk.iterdir()) == []
     # the same export where there is room writes far more than the disk holds
     big = tmp_path / ("t.json" if fmt == "chrome" else "t.otf2")
-    res = subprocess.run([PERFWEAVE, "export", str(exp), "--format", fmt, "-o", str(big)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [PERFWEAVE, "export", str(exp), "--format", fmt, "-o", str(big)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
-    size = big.stat().st_size if fmt == "chrome" else \
-        sum(p.stat().st_size for p in big.parent.rglob("*") if p.is_file() and p != exp)
+    size = (
+        big.stat().st_size
+        if fmt == "chrome"
+        else sum(p.stat().st_size for p in big.parent.rglob("*") if p.is_file() and p != exp)
+    )
     assert size > 4 * 256 * 1024

@@ -2,6 +2,7 @@
 Chromium (Debian's chromium) without console errors, with the node timeline's charts
 drawn, the samples' flame graph (widths, click to zoom) and activity over time, and
 with every string from the program escaped."""
+
 import fcntl
 import html
 import json
@@ -22,9 +23,22 @@ def chromium(url, *extra):
     exe = shutil.which("chromium")
     if not exe:
         pytest.fail("chromium is not installed (make test installs it)")
-    res = subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu",
-                          "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-                          *extra, url], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            exe,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            *extra,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     console = [ln for ln in res.stderr.splitlines() if ":CONSOLE" in ln]
     return res, console
 
@@ -32,29 +46,42 @@ def chromium(url, *extra):
 def test_html_report_renders_offline(build, run_pw, tmp_path):
     mpi = FLAVORS["openmpi"]
     prog = build(mpi, "phases.c")
-    r = run_pw(mpi.launch(3) + [prog, 300, HOSTILE],
-               ["--node-interval", "50", "--counters", "perf::PAGE-FAULTS", "--sample"])
+    r = run_pw(
+        mpi.launch(3) + [prog, 300, HOSTILE],
+        ["--node-interval", "50", "--counters", "perf::PAGE-FAULTS", "--sample"],
+    )
     out = tmp_path / "report.html"
-    res = subprocess.run([PERFWEAVE, "report", "--html", str(out), str(r.exp)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [PERFWEAVE, "report", "--html", str(out), str(r.exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     page = out.read_text()
     # self-contained: no resource fetched from anywhere
-    assert not re.search(r'<(script|link|img)[^>]+(src|href)=', page)
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
     assert "uPlot" in page and HOSTILE not in page
     dom, console = chromium(out.as_uri(), "--dump-dom")
     assert dom.returncode == 0
-    assert console == [], console                     # no errors, no messages at all
+    assert console == [], console  # no errors, no messages at all
     # node activity + node rates + the samples' activity over time (uPlot), and the
     # per-rank activity strip
     assert re.search(r'<body[^>]*data-rendered="3"', dom.stdout)
     assert dom.stdout.count("<canvas") == 4
     assert 'class="fg"' in dom.stdout and 'id="pw-tree"' in dom.stdout
     assert "<img" not in dom.stdout and "&lt;img src=x" in dom.stdout
-    for text in ("Where the time goes", "phases.c:", "Advice", "communication-bound",
-                 "MPI call sites", "MPI_Sendrecv",
-                 "Counters per call site",
-                 "Node timeline", "absent: nvml"):
+    for text in (
+        "Where the time goes",
+        "phases.c:",
+        "Advice",
+        "communication-bound",
+        "MPI call sites",
+        "MPI_Sendrecv",
+        "Counters per call site",
+        "Node timeline",
+        "absent: nvml",
+    ):
         assert text in dom.stdout
     shot = tmp_path / "report.png"
     chromium(out.as_uri(), f"--screenshot={shot}", "--window-size=1200,1400")
@@ -64,12 +91,16 @@ def test_html_report_renders_offline(build, run_pw, tmp_path):
 def test_html_of_a_corrupt_timeline_still_renders(build, run_pw, tmp_path):
     mpi = FLAVORS["openmpi"]
     prog = build(mpi, "phases.c")
-    r = run_pw(mpi.launch(2) + [prog, 100], ["--no-sample"])    # the timeline's charts only
+    r = run_pw(mpi.launch(2) + [prog, 100], ["--no-sample"])  # the timeline's charts only
     for p in (r.exp / "timeline").glob("*.json"):
         p.write_text("{broken")
     out = tmp_path / "r.html"
-    res = subprocess.run([PERFWEAVE, "report", "--html", str(out), str(r.exp)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [PERFWEAVE, "report", "--html", str(out), str(r.exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     dom, console = chromium(out.as_uri(), "--dump-dom")
     assert console == [] and 'data-rendered="0"' in dom.stdout and "not shown" in dom.stdout
@@ -84,20 +115,33 @@ class Browser:
         if not exe:
             pytest.fail("chromium is not installed (make test installs it)")
 
-        def high(fd):          # out of the way of fds 3 and 4 in the child
+        def high(fd):  # out of the way of fds 3 and 4 in the child
             h = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
             os.close(fd)
             return h
+
         to_r, self.to_w = map(high, os.pipe())
         self.from_r, from_w = map(high, os.pipe())
 
         def child():
             os.dup2(to_r, 3)
             os.dup2(from_w, 4)
-        self.proc = subprocess.Popen([exe, "--headless=new", "--no-sandbox", "--disable-gpu",
-                                      "--remote-debugging-pipe", "--window-size=1200,1400",
-                                      "about:blank"], preexec_fn=child, close_fds=False,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--remote-debugging-pipe",
+                "--window-size=1200,1400",
+                "about:blank",
+            ],
+            preexec_fn=child,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_r)
         os.close(from_w)
         self.buf, self.n, self.events, self.session = b"", 0, [], None
@@ -127,8 +171,9 @@ class Browser:
 
     def open(self, url):
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target,
-                                 flatten=True)["sessionId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
+            "sessionId"
+        ]
         self.call("Runtime.enable")
         self.call("Page.enable")
         self.call("Page.navigate", url=url)
@@ -141,8 +186,11 @@ class Browser:
         return res["result"].get("value")
 
     def console(self):
-        return [e for e in self.events if e.get("method") in
-                ("Runtime.consoleAPICalled", "Runtime.exceptionThrown")]
+        return [
+            e
+            for e in self.events
+            if e.get("method") in ("Runtime.consoleAPICalled", "Runtime.exceptionThrown")
+        ]
 
     def close(self):
         self.session = None
@@ -156,16 +204,23 @@ class Browser:
         os.close(self.from_r)
 
 
-FLAME = ('[...document.querySelectorAll("#pw-flame .fg")].map(d => [d.getAttribute("data-id"), '
-         'd.textContent, parseFloat(d.style.left), parseFloat(d.style.width), '
-         'd.classList.contains("anc")])')
+FLAME = (
+    '[...document.querySelectorAll("#pw-flame .fg")].map(d => [d.getAttribute("data-id"), '
+    "d.textContent, parseFloat(d.style.left), parseFloat(d.style.width), "
+    'd.classList.contains("anc")])'
+)
 
 
 def flame_bars(dom):
     """(id, name, left %, width %, ancestor) of the flame graph's bars in a dumped DOM."""
-    return [(m[2], html.unescape(m[5]), float(m[3]), float(m[4]), m[1] == " anc")
-            for m in re.finditer(r'<div class="fg( anc)?" data-id="(\w+)" style="top: \d+px; '
-                                 r'left: ([\d.]+)%; width: ([\d.]+)%;[^"]*">([^<]*)</div>', dom)]
+    return [
+        (m[2], html.unescape(m[5]), float(m[3]), float(m[4]), m[1] == " anc")
+        for m in re.finditer(
+            r'<div class="fg( anc)?" data-id="(\w+)" style="top: \d+px; '
+            r'left: ([\d.]+)%; width: ([\d.]+)%;[^"]*">([^<]*)</div>',
+            dom,
+        )
+    ]
 
 
 def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp_path):
@@ -183,12 +238,16 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
     main = by_name["main"]
     assert "operator&(Box<script>, Box<script>)" in by_name
     out = tmp_path / "r.html"
-    res = subprocess.run([PERFWEAVE, "report", "--html", str(out), str(r.exp)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [PERFWEAVE, "report", "--html", str(out), str(r.exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     page = out.read_text()
     assert "burn<script>" not in page and "burn\\u003cscript\\u003e" in page
-    assert page.count("<script") == 4               # uPlot, two data blocks, the page's
+    assert page.count("<script") == 4  # uPlot, two data blocks, the page's
     dom, console = chromium(out.as_uri(), "--dump-dom")
     assert console == [], console
     assert dom.stdout.count("<script") == 4 and "burn&lt;script&gt;(double)" in dom.stdout
@@ -200,41 +259,50 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
         assert name == tree[int(i)]["name"] and not anc
         assert abs(width - tree[int(i)]["inclusive_pct"]) < 0.01
     # the call-tree table: every node, escaped, with its per-rank min/mean/max
-    rows = re.findall(r'<tr data-depth="(\d+)"><td[^>]*>.*?</(?:button|span)>([^<]*)</td>'
-                      r'<td>([\d.]+)</td>.*?<td>([\d.]+) / ([\d.]+) / ([\d.]+)</td>',
-                      dom.stdout)
-    assert [(int(d), html.unescape(n)) for d, n, *_ in rows] == \
-        [(n["depth"], n["name"]) for n in sm["call_tree"]]
+    rows = re.findall(
+        r'<tr data-depth="(\d+)"><td[^>]*>.*?</(?:button|span)>([^<]*)</td>'
+        r"<td>([\d.]+)</td>.*?<td>([\d.]+) / ([\d.]+) / ([\d.]+)</td>",
+        dom.stdout,
+    )
+    assert [(int(d), html.unescape(n)) for d, n, *_ in rows] == [
+        (n["depth"], n["name"]) for n in sm["call_tree"]
+    ]
     # activity over time: one series per activity in the chart, the strip's as well
     tl = sm["timeline"]
-    chart = dom.stdout[dom.stdout.index('id="pw-act-mean"'):]
-    chart = chart[:chart.index("</table>")]
+    chart = dom.stdout[dom.stdout.index('id="pw-act-mean"') :]
+    chart = chart[: chart.index("</table>")]
     labels = re.findall(r'class="u-label">([^<]*)<', chart)
     assert sorted(labels[1:]) == sorted(a.replace("_", " ") for a in tl["activities"])
     assert f'data-series="{",".join(tl["activities"])}"' in dom.stdout
-    assert {"compute", "mpi_coll"} <= set(tl["activities"])     # rank 0 waits for rank 1
+    assert {"compute", "mpi_coll"} <= set(tl["activities"])  # rank 0 waits for rank 1
     # zoom by link: main's children at their share of main
     zoomed = flame_bars(chromium(out.as_uri() + f"#zoom={main['id']}", "--dump-dom")[0].stdout)
-    kids = {i: w for i, _, _, w, anc in zoomed if not anc and int(i) != main["id"]
-            and tree[int(i)]["parent"] == main["id"]}
-    assert abs(kids[str(burn["id"])] - 100 * burn["inclusive_pct"] / main["inclusive_pct"]) \
-        < 0.01
+    kids = {
+        i: w
+        for i, _, _, w, anc in zoomed
+        if not anc and int(i) != main["id"] and tree[int(i)]["parent"] == main["id"]
+    }
+    assert abs(kids[str(burn["id"])] - 100 * burn["inclusive_pct"] / main["inclusive_pct"]) < 0.01
     # zoom by clicking, in a browser driven over the DevTools protocol
     b = Browser()
     try:
         b.open(out.as_uri())
-        b.js(f'document.querySelector(\'#pw-flame .fg[data-id="{burn["id"]}"]\').click()')
+        b.js(f"document.querySelector('#pw-flame .fg[data-id=\"{burn['id']}\"]').click()")
         bars = b.js(FLAME)
-        assert b.js('document.getElementById("pw-flame").getAttribute("data-zoom")') == \
-            str(burn["id"])
+        assert b.js('document.getElementById("pw-flame").getAttribute("data-zoom")') == str(
+            burn["id"]
+        )
         # the top bar and main above, faded; burn<script> full width; its spin below
-        assert [(x[1], x[4]) for x in bars[:3]] == [("all samples", True), ("main", True),
-                                                    (burn["name"], False)]
+        assert [(x[1], x[4]) for x in bars[:3]] == [
+            ("all samples", True),
+            ("main", True),
+            (burn["name"], False),
+        ]
         assert bars[2][3] == 100
         [spin] = [n for n in sm["call_tree"] if n["parent"] == burn["id"]]
         assert bars[3][1] == "spin(double)"
         assert abs(bars[3][3] - 100 * spin["inclusive_pct"] / burn["inclusive_pct"]) < 0.01
-        b.js('document.querySelector(\'#pw-flame .fg[data-id="all"]\').click()')
+        b.js("document.querySelector('#pw-flame .fg[data-id=\"all\"]').click()")
         again = b.js(FLAME)
         assert len(again) == len(tree) + 1 and not any(x[4] for x in again)
         assert abs(again[1][3] - tree[int(again[1][0])]["inclusive_pct"]) < 0.01
@@ -249,8 +317,9 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
                 under.add(n["id"])
         assert hidden == [i in under for i in [first["id"]] + sub] and any(hidden)
         b.js('document.querySelector("#pw-tree tbody tr button.tog").click()')
-        assert not any(b.js('[...document.querySelectorAll("#pw-tree tbody tr")]'
-                            '.map(r => r.hidden)'))
+        assert not any(
+            b.js('[...document.querySelectorAll("#pw-tree tbody tr")].map(r => r.hidden)')
+        )
         assert b.console() == []
     finally:
         b.close()

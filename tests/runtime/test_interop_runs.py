@@ -6,6 +6,7 @@ traces are small enough that no trace buffer is flushed before the end).
 
 Not test_interop.py: pytest imports the test modules of these package-less directories by
 their base name, and tests/python/test_interop.py has that one."""
+
 import json
 import subprocess
 import sys
@@ -17,18 +18,26 @@ import otf2
 from harness import PERFWEAVE
 from perfweave.readers import trace as rt
 
-EVENT = np.dtype([("t0", "<i8"), ("t1", "<i8"), ("type", "u1"), ("flags", "u1"),
-                  ("fn", "<u2"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
-                  ("bytes", "<i8")])
-CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST, ENTER, LEAVE, WIN, RMA, WSYNC = \
-    range(1, 14)
+EVENT = np.dtype(
+    [
+        ("t0", "<i8"),
+        ("t1", "<i8"),
+        ("type", "u1"),
+        ("flags", "u1"),
+        ("fn", "<u2"),
+        ("peer", "<i4"),
+        ("tag", "<i4"),
+        ("comm", "<i4"),
+        ("bytes", "<i8"),
+    ]
+)
+CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST, ENTER, LEAVE, WIN, RMA, WSYNC = range(1, 14)
 COLL_DONE = 14
-NONBLOCKING = 1             # PW_EVF_NONBLOCKING
+NONBLOCKING = 1  # PW_EVF_NONBLOCKING
 
 
 def perfweave(*args):
-    res = subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"{args}:\n{res.stdout}\n{res.stderr}"
     return res
 
@@ -48,8 +57,9 @@ def rank_of(location):
 def read_archive(anchor):
     """Per world rank: Enter events of MPI regions, messages sent and received as (world
     peer, tag, bytes), and a count of every event type."""
-    out = defaultdict(lambda: {"mpi_enter": [], "sent": [], "received": [],
-                               "kinds": Counter(), "regions": set()})
+    out = defaultdict(
+        lambda: {"mpi_enter": [], "sent": [], "received": [], "kinds": Counter(), "regions": set()}
+    )
     with otf2.reader.open(str(anchor)) as tr:
         names = sorted(lg.name for lg in tr.definitions.location_groups)
         for loc, e in tr.events:
@@ -70,7 +80,7 @@ def read_archive(anchor):
 
 def check_against_records(exp, anchor, nranks):
     names, ranks = read_archive(anchor)
-    assert names == [f"MPI Rank {r}" for r in range(nranks)]      # every rank a group
+    assert names == [f"MPI Rank {r}" for r in range(nranks)]  # every rank a group
     for r in range(nranks):
         ev, js = load(exp, r)
         got = ranks[r]
@@ -78,14 +88,17 @@ def check_against_records(exp, anchor, nranks):
         assert sorted(got["mpi_enter"]) == sorted(calls)
         # Enter: MPI calls, user functions and the runtime's block switches (a FLUSH
         # each; the first block's mapping is one)
-        assert got["kinds"]["Enter"] == len(calls) + int((ev["type"] == ENTER).sum()) + \
-            int((ev["type"] == FLUSH).sum())
+        assert got["kinds"]["Enter"] == len(calls) + int((ev["type"] == ENTER).sum()) + int(
+            (ev["type"] == FLUSH).sum()
+        )
         sends = ev[ev["type"] == SEND]
         recvs = ev[ev["type"] == RECV]
-        assert got["sent"] == list(zip(sends["peer"].tolist(), sends["tag"].tolist(),
-                                       sends["bytes"].tolist()))
-        assert got["received"] == list(zip(recvs["peer"].tolist(), recvs["tag"].tolist(),
-                                           recvs["bytes"].tolist()))
+        assert got["sent"] == list(
+            zip(sends["peer"].tolist(), sends["tag"].tolist(), sends["bytes"].tolist())
+        )
+        assert got["received"] == list(
+            zip(recvs["peer"].tolist(), recvs["tag"].tolist(), recvs["bytes"].tolist())
+        )
         k = got["kinds"]
         coll = ev["type"] == COLL
         nbc = coll & ((ev["flags"] & NONBLOCKING) != 0) & (ev["t0"] != 0)
@@ -97,8 +110,13 @@ def check_against_records(exp, anchor, nranks):
         assert k["MpiIsendComplete"] == int((ev["type"] == SEND_DONE).sum())
         assert k["RmaPut"] + k["RmaGet"] + k["RmaAtomic"] == int((ev["type"] == RMA).sum())
         assert k["RmaWinCreate"] + k["RmaWinDestroy"] == int((ev["type"] == WIN).sum())
-        syncs = k["RmaCollectiveEnd"] + k["RmaGroupSync"] + k["RmaAcquireLock"] + \
-            k["RmaReleaseLock"] + k["RmaSync"]
+        syncs = (
+            k["RmaCollectiveEnd"]
+            + k["RmaGroupSync"]
+            + k["RmaAcquireLock"]
+            + k["RmaReleaseLock"]
+            + k["RmaSync"]
+        )
         assert syncs == int((ev["type"] == WSYNC).sum())
         assert k["ProgramBegin"] == k["ProgramEnd"] == 1
     return ranks
@@ -114,17 +132,24 @@ def same_events_per_call(exp, anchor, tmp_path):
     """The export's loop in C (libperfweave-otf2.so) wrote the event files, byte for byte,
     that one call of the OTF2 library per event writes (where that library is absent)."""
     each = tmp_path / f"{exp.name}-each" / "traces.otf2"
-    code = ("import sys\nfrom perfweave.interop import otf2\n"
-            "assert otf2._bulk_writer() is not None\notf2._bulk_writer = lambda: None\n"
-            "otf2.export(sys.argv[1], sys.argv[2])\n")
-    res = subprocess.run([sys.executable, "-c", code, str(exp), str(each)],
-                         capture_output=True, text=True, timeout=300)
+    code = (
+        "import sys\nfrom perfweave.interop import otf2\n"
+        "assert otf2._bulk_writer() is not None\notf2._bulk_writer = lambda: None\n"
+        "otf2.export(sys.argv[1], sys.argv[2])\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(exp), str(each)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     files = sorted(p.name for p in (anchor.parent / "traces").glob("*.evt"))
     assert files and files == sorted(p.name for p in (each.parent / "traces").glob("*.evt"))
     for f in files:
-        assert (anchor.parent / "traces" / f).read_bytes() == \
-            (each.parent / "traces" / f).read_bytes(), f
+        assert (anchor.parent / "traces" / f).read_bytes() == (
+            each.parent / "traces" / f
+        ).read_bytes(), f
 
 
 def round_trip(exp, tmp_path, only=None):
@@ -150,7 +175,7 @@ def test_trace_basic_to_otf2_and_back(mpi, build, run_pw, tmp_path):
     r = run_pw(mpi.launch(4) + [prog], options=["--trace"])
     anchor, back = round_trip(r.exp, tmp_path)
     ranks = check_against_records(r.exp, anchor, 4)
-    assert ranks[0]["sent"][0] == (1, 5, 40)          # the MPI_Send of rank 0 to rank 1
+    assert ranks[0]["sent"][0] == (1, 5, 40)  # the MPI_Send of rank 0 to rank 1
     assert ranks[1]["received"][0] == (0, 5, 40)
     assert all(ranks[k]["kinds"]["MpiCollectiveEnd"] == 2 for k in range(4))
     # the imported records are the original ones (ticks became ns on rank 0's clock)
@@ -170,9 +195,9 @@ def test_ws_rma_to_otf2_and_back(mpi, build, run_pw, tmp_path):
     ranks = check_against_records(r.exp, anchor, 4)
     k0 = ranks[0]["kinds"]
     assert k0["RmaWinCreate"] == k0["RmaWinDestroy"] == 1
-    assert k0["RmaCollectiveEnd"] == 4                 # fences
-    assert k0["RmaPut"] >= 3 and k0["RmaGroupSync"] == 6     # 3 starts, 3 completes
-    assert ranks[1]["kinds"]["RmaGroupSync"] == 6      # 3 posts, 3 waits
+    assert k0["RmaCollectiveEnd"] == 4  # fences
+    assert k0["RmaPut"] >= 3 and k0["RmaGroupSync"] == 6  # 3 starts, 3 completes
+    assert ranks[1]["kinds"]["RmaGroupSync"] == 6  # 3 posts, 3 waits
     # post/start groups and windows survive
     for k in range(4):
         _, js = load(r.exp, k)
@@ -191,14 +216,20 @@ def test_ws_icoll_to_otf2_and_back(mpi, build, run_pw, tmp_path):
     which complete barriers, reductions and messages, become one path."""
     prog = build(mpi, "ws_icoll.c")
     r = run_pw(mpi.launch(3) + [prog], options=["--trace"])
-    waits = ("mpi_barrier_wait", "mpi_wait_nxn", "mpi_latebroadcast", "mpi_earlyreduce",
-             "mpi_earlyscan", "mpi_latesender")
+    waits = (
+        "mpi_barrier_wait",
+        "mpi_wait_nxn",
+        "mpi_latebroadcast",
+        "mpi_earlyreduce",
+        "mpi_earlyscan",
+        "mpi_latesender",
+    )
     anchor, back = round_trip(r.exp, tmp_path, only=waits)
     ranks = check_against_records(r.exp, anchor, 3)
     assert all(ranks[k]["kinds"]["NonBlockingCollectiveComplete"] == 9 for k in range(3))
     a, ca = totals(r.exp)
     assert ca["incomplete_collectives"] == 0
-    assert all(a[m] > 0.05 for m in waits), a         # each was built into the program
+    assert all(a[m] > 0.05 for m in waits), a  # each was built into the program
     for k in range(3):
         ev, _ = load(r.exp, k)
         ev2, _ = load(back, k)
@@ -220,7 +251,7 @@ def test_user_functions_become_regions(mpi, build, run_pw, tmp_path):
     r = run_pw(mpi.launch(2) + [prog], options=["--trace"])
     anchor, back = round_trip(r.exp, tmp_path)
     ranks = check_against_records(r.exp, anchor, 2)
-    assert "main" in ranks[0]["regions"]               # symbolised from its address
+    assert "main" in ranks[0]["regions"]  # symbolised from its address
     ev, _ = load(back, 0)
     _, js = load(back, 0)
     assert js["regions"] == [{"name": "main"}]
@@ -253,14 +284,19 @@ def test_threads_have_their_own_locations(mpi, build, run_pw, tmp_path):
         assert per_loc[(rank, "Thread 1")]["MPI_Comm_dup"] == 0
     perfweave("export", r.exp, "--format", "chrome")
     doc = json.loads((r.exp / "export" / "trace.json").read_text())
-    calls = Counter((e["pid"], e["tid"], e["name"]) for e in doc["traceEvents"]
-                    if e.get("cat") == "MPI")
+    calls = Counter(
+        (e["pid"], e["tid"], e["name"]) for e in doc["traceEvents"] if e.get("cat") == "MPI"
+    )
     for rank in range(2):
         for tid in (0, 1):
             assert calls[(rank, tid, "MPI_Comm_rank")] == 50
             assert calls[(rank, tid, "MPI_Allreduce")] == 10
         assert {t for (p, t, _) in calls if p == rank} == {0, 1}
-    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
-             if e["name"] == "thread_name"}
-    assert names == {(p, t): ("master thread" if t == 0 else f"thread {t}")
-                     for p in range(2) for t in (0, 1)}
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in doc["traceEvents"]
+        if e["name"] == "thread_name"
+    }
+    assert names == {
+        (p, t): ("master thread" if t == 0 else f"thread {t}") for p in range(2) for t in (0, 1)
+    }

@@ -3,6 +3,7 @@ call, from the MPI library it really loaded (runtime/modules/mpi_loader.c): so a
 started through a wrapper script, `env`, `taskset`, `numactl` or a Python interpreter is
 measured as a direct launch is, and processes that never call MPI (the wrapper's shell,
 what it runs before exec) are no ranks."""
+
 import shutil
 import stat
 
@@ -11,8 +12,17 @@ import pytest
 from harness import FLAVORS, PROGRAMS, functions
 
 # counts.c on 4 ranks (see its header)
-COUNTS = {"MPI_Send": 5, "MPI_Recv": 5, "MPI_Bcast": 12, "MPI_Allreduce": 8, "MPI_Barrier": 16,
-          "MPI_Gather": 4, "MPI_Alltoall": 4, "MPI_Comm_rank": 4, "MPI_Comm_size": 4}
+COUNTS = {
+    "MPI_Send": 5,
+    "MPI_Recv": 5,
+    "MPI_Bcast": 12,
+    "MPI_Allreduce": 8,
+    "MPI_Barrier": 16,
+    "MPI_Gather": 4,
+    "MPI_Alltoall": 4,
+    "MPI_Comm_rank": 4,
+    "MPI_Comm_size": 4,
+}
 
 
 def check_counts(rep, mpi):
@@ -36,19 +46,21 @@ def test_wrapper_script_that_execs(mpi, build, run_pw, tmp_path):
     """The usual per-task set-up script: the shell (and what it runs before exec) never
     calls MPI and leaves no rank; the program it execs is measured with its own MPI."""
     prog = build(mpi, "counts.c")
-    wrap = script(tmp_path, "wrap.sh", 'export PW_TEST_SETUP=1\nhostname >/dev/null\n'
-                                       'exec "$@"\n')
+    wrap = script(tmp_path, "wrap.sh", 'export PW_TEST_SETUP=1\nhostname >/dev/null\nexec "$@"\n')
     r = run_pw(mpi.launch(4) + [wrap, prog])
     check_counts(r.report(), mpi)
     # the helpers the script ran are processes of the run, not ranks
     assert len(list((r.exp / "procs").glob("*.pwprof"))) >= 4
     assert sorted(p.name for p in (r.exp / "samples").glob("rank-*.json")) == [
-        f"rank-{k}.json" for k in range(4)]
+        f"rank-{k}.json" for k in range(4)
+    ]
 
 
-@pytest.mark.parametrize("prefix", [["env", "PW_TEST_VAR=1"], ["taskset", "-c", "0"],
-                                    ["numactl", "--localalloc"]],
-                         ids=["env", "taskset", "numactl"])
+@pytest.mark.parametrize(
+    "prefix",
+    [["env", "PW_TEST_VAR=1"], ["taskset", "-c", "0"], ["numactl", "--localalloc"]],
+    ids=["env", "taskset", "numactl"],
+)
 def test_program_started_by_another(mpi, build, run_pw, prefix):
     assert shutil.which(prefix[0]), f"{prefix[0]} is not installed (make test installs it)"
     prog = build(mpi, "counts.c")

@@ -1,4 +1,5 @@
 """The MPI call-site profile against programs whose numbers are known by construction."""
+
 import re
 import subprocess
 
@@ -45,10 +46,15 @@ def test_exact_counts_bytes_and_sites(mpi, build, run_pw):
 
     # one call site per marked line, same (module, offset) on every rank (ASLR)
     lines = site_lines("counts.c")
-    for fn, mark, nranks in (("MPI_Send", "send", 1), ("MPI_Recv", "recv", 1),
-                             ("MPI_Bcast", "bcast", 4), ("MPI_Allreduce", "allreduce", 4),
-                             ("MPI_Barrier", "barrier", 4), ("MPI_Gather", "gather", 4),
-                             ("MPI_Alltoall", "alltoall", 4)):
+    for fn, mark, nranks in (
+        ("MPI_Send", "send", 1),
+        ("MPI_Recv", "recv", 1),
+        ("MPI_Bcast", "bcast", 4),
+        ("MPI_Allreduce", "allreduce", 4),
+        ("MPI_Barrier", "barrier", 4),
+        ("MPI_Gather", "gather", 4),
+        ("MPI_Alltoall", "alltoall", 4),
+    ):
         s = sites(rep, fn)
         assert len(s) == 1, (fn, s)
         loc = s[0]["location"]
@@ -61,13 +67,14 @@ def test_exact_counts_bytes_and_sites(mpi, build, run_pw):
     sizes = {(s["function"], s["bucket"]): s for s in m["message_sizes"]}
     assert sizes[("MPI_Send", 13)]["calls"] == 5
     assert sizes[("MPI_Send", 13)]["min_bytes"] == 4096
-    assert sizes[("MPI_Bcast", 7)]["calls"] == 12          # 64 bytes
-    assert sizes[("MPI_Barrier", 0)]["calls"] == 16        # 0 bytes
+    assert sizes[("MPI_Bcast", 7)]["calls"] == 12  # 64 bytes
+    assert sizes[("MPI_Barrier", 0)]["calls"] == 16  # 0 bytes
     assert f["MPI_Send"]["mean_bytes"] == 8000
 
     # the program's own output is untouched
-    assert sorted(l for l in r.proc.stdout.splitlines() if l.startswith("counts")) == \
-        [f"counts rank {i} done" for i in range(4)]
+    assert sorted(l for l in r.proc.stdout.splitlines() if l.startswith("counts")) == [
+        f"counts rank {i} done" for i in range(4)
+    ]
 
 
 def test_callsites_agree_across_ranks_under_aslr(mpi, build, run_pw):
@@ -78,6 +85,7 @@ def test_callsites_agree_across_ranks_under_aslr(mpi, build, run_pw):
     # raw file: every rank's Bcast row has the same (module, offset), whatever the load
     # addresses were
     from perfweave.readers.profile import read_profile
+
     pf = read_profile(r.exp / "profile.pwprof")
     fns = pf.header["functions"]
     s = pf.arrays["sites"]
@@ -95,8 +103,10 @@ def test_late_barrier(mpi, build, run_pw):
     prog = build(mpi, "barrier_late.c")
     run = run_pw(mpi.launch(4) + [prog])
     rep = run.report()
-    t = {int(m[0]): [float(x) for x in m[1:]]
-         for m in re.findall(r"^barrier (\d) (\S+) (\S+) (\S+) (\S+)$", run.proc.stdout, re.M)}
+    t = {
+        int(m[0]): [float(x) for x in m[1:]]
+        for m in re.findall(r"^barrier (\d) (\S+) (\S+) (\S+) (\S+)$", run.proc.stdout, re.M)
+    }
     assert set(t) == {0, 1, 2, 3}, run.proc.stdout
     first_in = {k: v[1] - v[0] for k, v in t.items()}
     late_in = {k: v[3] - v[2] for k, v in t.items()}
@@ -106,8 +116,11 @@ def test_late_barrier(mpi, build, run_pw):
     late = late[0]
     per_rank = {int(k): v for k, v in late["per_rank_time_s"].items()}
     for rank in range(4):
-        assert per_rank[rank] == pytest.approx(late_in[rank], rel=0.05, abs=0.002), \
-            (rank, per_rank, late_in)
+        assert per_rank[rank] == pytest.approx(late_in[rank], rel=0.05, abs=0.002), (
+            rank,
+            per_rank,
+            late_in,
+        )
     # as planned: ranks 0-2 waited for the sleeper (at least until it entered), which
     # itself did not wait
     for rank in (0, 1, 2):
@@ -180,8 +193,12 @@ def test_fortran(mpi, build, run_pw, source):
     assert f["MPI_Barrier"]["calls"] == 2
     assert f["MPI_Comm_rank"]["calls"] == 2 and f["MPI_Comm_size"]["calls"] == 2
     lines = site_lines(source)
-    for fn, mark in (("MPI_Send", "send"), ("MPI_Recv", "recv"),
-                     ("MPI_Allreduce", "allreduce"), ("MPI_Barrier", "barrier")):
+    for fn, mark in (
+        ("MPI_Send", "send"),
+        ("MPI_Recv", "recv"),
+        ("MPI_Allreduce", "allreduce"),
+        ("MPI_Barrier", "barrier"),
+    ):
         s = sites(rep, fn)
         assert len(s) == 1, (fn, s)
         assert s[0]["location"]["file"].endswith(source), s[0]["location"]
@@ -191,9 +208,15 @@ def test_fortran(mpi, build, run_pw, source):
 def test_text_report_sections(mpi, build, run_pw):
     prog = build(mpi, "counts.c")
     text = run_pw(mpi.launch(4) + [prog]).text_report()
-    for needle in ("MPI time per rank", "Balance: % of each rank's app time", "Avg/Max",
-                   "MPI functions by time", "MPI call sites by time", "Message sizes",
-                   "counts.c:"):
+    for needle in (
+        "MPI time per rank",
+        "Balance: % of each rank's app time",
+        "Avg/Max",
+        "MPI functions by time",
+        "MPI call sites by time",
+        "Message sizes",
+        "counts.c:",
+    ):
         assert needle in text, needle
 
 
@@ -208,8 +231,8 @@ def test_threads_calling_mpi(mpi, build, run_pw):
     s = sites(rep, "MPI_Allreduce")
     assert len(s) == 1 and s[0]["location"]["line"] == lines["allreduce"]
     for p in rep["mpi_profile"]["per_rank"]:
-        assert p["threads"] == 2          # one call-site table per thread
-        assert p["calls"] == 2 * 60 + 4   # + Comm_dup x2, Comm_free x2
+        assert p["threads"] == 2  # one call-site table per thread
+        assert p["calls"] == 2 * 60 + 4  # + Comm_dup x2, Comm_free x2
 
 
 def test_clock_offsets_on_one_host(mpi, build, run_pw):
@@ -240,12 +263,22 @@ def test_mpi_loaded_with_rtld_local(mpi, build_dir, run_pw):
     """MPI outside the global symbol scope (a plug-in or Python extension that links
     it, loaded with RTLD_LOCAL): the program still runs, and is measured."""
     from harness import PROGRAMS
+
     lib = build_dir / f"librtld-{mpi.name}.so"
     main = build_dir / f"rtld_local_main-{mpi.name}"
-    for cmd in ([mpi.cc, "-g", "-O0", "-shared", "-fPIC", "-o", str(lib),
-                 str(PROGRAMS / "rtld_local_lib.c")],
-                ["gcc", "-g", "-O0", "-o", str(main), str(PROGRAMS / "rtld_local_main.c"),
-                 "-ldl"]):
+    for cmd in (
+        [
+            mpi.cc,
+            "-g",
+            "-O0",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(lib),
+            str(PROGRAMS / "rtld_local_lib.c"),
+        ],
+        ["gcc", "-g", "-O0", "-o", str(main), str(PROGRAMS / "rtld_local_main.c"), "-ldl"],
+    ):
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
     r = run_pw(mpi.launch(2) + [main, lib], options=["--mpi", mpi.name])
@@ -265,14 +298,14 @@ def test_bytes_of_v_w_nonblocking_collectives_rma_and_io(mpi, build, run_pw):
         return f[name]["bytes_sent"], f[name]["bytes_recv"]
 
     I, D = 4, 8
-    assert sent_recv("MPI_Gatherv") == (10 * I, 10 * I)            # ranks send r+1; root gets 10
+    assert sent_recv("MPI_Gatherv") == (10 * I, 10 * I)  # ranks send r+1; root gets 10
     assert sent_recv("MPI_Scatterv") == (10 * I, 10 * I)
     assert sent_recv("MPI_Allgatherv") == (10 * I, 4 * 10 * I)
     assert sent_recv("MPI_Alltoallv") == (4 * 8 * I, 4 * 8 * I)
     assert sent_recv("MPI_Alltoallw") == (4 * 4 * D, 4 * 4 * D)
     assert sent_recv("MPI_Reduce_scatter") == (4 * 10 * I, 10 * I)
     assert sent_recv("MPI_Reduce_scatter_block") == (4 * 12 * I, 4 * 3 * I)
-    assert sent_recv("MPI_Ibcast") == (5 * D, 3 * 5 * D)          # root 1 sends, 3 receive
+    assert sent_recv("MPI_Ibcast") == (5 * D, 3 * 5 * D)  # root 1 sends, 3 receive
     assert sent_recv("MPI_Iallreduce") == (4 * 6 * I, 4 * 6 * I)
     assert f["MPI_Wait"]["calls"] == 8 and f["MPI_Wait"]["family"] == "sync"
     assert sent_recv("MPI_Exscan") == sent_recv("MPI_Scan") == (4 * 2 * I, 4 * 2 * I)

@@ -2,6 +2,7 @@
 run's last line gives the count and the likely causes, experiment.json keeps them
 (state, reason, ranks), the program's exit status is kept, and report, analyze, export
 and the Python API repeat the recorded reason instead of guessing."""
+
 import json
 import os
 import re
@@ -28,8 +29,7 @@ def meta_of(run):
 
 
 def tool(*args):
-    return subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
 def assert_empty(run, reason, ranks, status):
@@ -37,8 +37,10 @@ def assert_empty(run, reason, ranks, status):
     again."""
     exp = run.exp
     assert run.proc.returncode == status, run.proc.stderr
-    assert our_lines(run.proc) == [f"perfweave: experiment {exp}",
-                                   f"perfweave: experiment {exp} has no data: {reason}"]
+    assert our_lines(run.proc) == [
+        f"perfweave: experiment {exp}",
+        f"perfweave: experiment {exp} has no data: {reason}",
+    ]
     assert "experiment written" not in run.proc.stderr
     meta = meta_of(run)
     assert (meta["state"], meta["reason"], meta["ranks"]) == ("empty", reason, ranks)
@@ -58,9 +60,11 @@ def test_failed_launch(mpi, run_pw, tmp_path):
     assert ref.returncode != 0
     r = run_pw(cmd, options=("--trace",), check=False)
     launcher = os.path.basename(mpi.run)
-    reason = ("0 of 2 ranks recorded data and no process loaded perfweave's runtime: the "
-              f"launch failed before the program started ({launcher} exited with code "
-              f"{ref.returncode})")
+    reason = (
+        "0 of 2 ranks recorded data and no process loaded perfweave's runtime: the "
+        f"launch failed before the program started ({launcher} exited with code "
+        f"{ref.returncode})"
+    )
     assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, ref.returncode)
     assert sorted(p.name for p in r.exp.iterdir()) == ["experiment.json"]
     # with --trace, the tools that read traces say why there are none
@@ -85,18 +89,25 @@ def test_environment_not_passed(mpi, build, run_pw):
     ref = bare(mpi.launch(2) + [prog])
     assert ref.returncode == 0, ref.stderr
     r = run_pw(without_preload(mpi) + [prog], check=False)
-    assert sorted(r.proc.stdout.splitlines()) == sorted(ref.stdout.splitlines()) == \
-        ["counts rank 0 done", "counts rank 1 done"]
-    reason = ("0 of 2 ranks recorded data and no process loaded perfweave's runtime: its "
-              "environment (LD_PRELOAD, PERFWEAVE_EXPERIMENT) did not reach the tasks (a "
-              "launcher's or batch system's policy such as srun --export=NONE)")
+    assert (
+        sorted(r.proc.stdout.splitlines())
+        == sorted(ref.stdout.splitlines())
+        == ["counts rank 0 done", "counts rank 1 done"]
+    )
+    reason = (
+        "0 of 2 ranks recorded data and no process loaded perfweave's runtime: its "
+        "environment (LD_PRELOAD, PERFWEAVE_EXPERIMENT) did not reach the tasks (a "
+        "launcher's or batch system's policy such as srun --export=NONE)"
+    )
     assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, 0)
 
     # the preload reaches the tasks but a wrapper takes it out before the MPI program
     r = run_pw(mpi.launch(2) + ["env", "-u", "LD_PRELOAD", prog], check=False)
-    reason = ("0 of 2 ranks recorded data though 2 processes loaded perfweave's runtime: "
-              "the runtime was taken out before the MPI program started (a wrapper or "
-              "launcher option resetting LD_PRELOAD), or the program is statically linked")
+    reason = (
+        "0 of 2 ranks recorded data though 2 processes loaded perfweave's runtime: "
+        "the runtime was taken out before the MPI program started (a wrapper or "
+        "launcher option resetting LD_PRELOAD), or the program is statically linked"
+    )
     assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, 0)
 
 
@@ -106,13 +117,17 @@ def test_static_program(mpi, build, run_pw):
     prog = build(None, "serial.c", ("-static",))
     r = run_pw([prog, "3"], check=False)
     assert r.proc.stdout == "serial says hello\n"
-    reason = (f"no process recorded data: {prog} is statically linked, so perfweave's "
-              f"runtime (loaded through LD_PRELOAD) cannot enter it ({prog.name} exited "
-              "with code 3)")
+    reason = (
+        f"no process recorded data: {prog} is statically linked, so perfweave's "
+        f"runtime (loaded through LD_PRELOAD) cannot enter it ({prog.name} exited "
+        "with code 3)"
+    )
     assert_empty(r, reason, {"recorded": 0}, 3)
     r = run_pw(mpi.launch(2) + [prog, "0"], check=False)
-    reason = (f"0 of 2 ranks recorded data: {prog} is statically linked, so perfweave's "
-              "runtime (loaded through LD_PRELOAD) cannot enter it")
+    reason = (
+        f"0 of 2 ranks recorded data: {prog} is statically linked, so perfweave's "
+        "runtime (loaded through LD_PRELOAD) cannot enter it"
+    )
     assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, 0)
 
 
@@ -122,8 +137,9 @@ def test_program_without_mpi_is_data(mpi, build, run_pw):
     prog = build(None, "serial.c")
     for cmd, processes in (([prog, "0"], 1), (mpi.launch(2) + [prog, "0"], 2)):
         r = run_pw(cmd)
-        assert our_lines(r.proc)[-1] == (f"perfweave: experiment written to {r.exp} "
-                                          f"(perfweave report {r.exp})")
+        assert our_lines(r.proc)[-1] == (
+            f"perfweave: experiment written to {r.exp} (perfweave report {r.exp})"
+        )
         meta = meta_of(r)
         assert meta["state"] == "finished" and "reason" not in meta and "ranks" not in meta
         assert r.report()["mpi_profile"]["ranks"] == processes
@@ -137,13 +153,28 @@ def test_rank_without_preload(mpi, build, tmp_path):
     user's kill, with SIGTERM to rank 0, which saves its data; the launcher then ends
     rank 1. One of two ranks saved its data, said in one line with the cause."""
     from perfweave.readers.experiment import ACT_STARTING, activity_ranks
+
     prog = build(mpi, "initialised.c")
     exp = tmp_path / "exp"
-    cmd = [PERFWEAVE, "run", "-o", str(exp), "--", *mpi.launch(2),
-           str(PROGRAMS / "drop_preload.sh"), "1", str(prog)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True,
-                            env=dict(os.environ, PERFWEAVE_STARTUP_WAIT="1"))
+    cmd = [
+        PERFWEAVE,
+        "run",
+        "-o",
+        str(exp),
+        "--",
+        *mpi.launch(2),
+        str(PROGRAMS / "drop_preload.sh"),
+        "1",
+        str(prog),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=dict(os.environ, PERFWEAVE_STARTUP_WAIT="1"),
+    )
     seen = []
     try:
         for line in proc.stdout:
@@ -160,8 +191,7 @@ def test_rank_without_preload(mpi, build, tmp_path):
         # perfweave run looks every 0.25 s and tells after 1 s
         time.sleep(3)
         # the processes that loaded the runtime: rank 0, and rank 1's wrapper (same pid)
-        (pids,) = [set(map(int, p.read_text().split()))
-                   for p in (exp / "timeline").glob("*.pids")]
+        (pids,) = [set(map(int, p.read_text().split())) for p in (exp / "timeline").glob("*.pids")]
         (rank0,) = pids - {int(m.group(1))}
         os.kill(rank0, signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
@@ -174,27 +204,40 @@ def test_rank_without_preload(mpi, build, tmp_path):
     status = meta["exit_status"]
     assert proc.returncode == (-status["signal"] if "signal" in status else status["code"])
     launcher = os.path.basename(mpi.run)
-    ended = (f"; {launcher} was killed by signal {status['signal']}" if "signal" in status
-             else f"; {launcher} exited with code {status['code']}" if status["code"] else "")
-    reason = ("only 1 of 2 ranks recorded data (none from rank 1): perfweave's runtime "
-              "did not reach its task, for which 1 rank waited in perfweave's start-up "
-              f"(statically linked, or LD_PRELOAD reset by a wrapper){ended}")
+    ended = (
+        f"; {launcher} was killed by signal {status['signal']}"
+        if "signal" in status
+        else f"; {launcher} exited with code {status['code']}"
+        if status["code"]
+        else ""
+    )
+    reason = (
+        "only 1 of 2 ranks recorded data (none from rank 1): perfweave's runtime "
+        "did not reach its task, for which 1 rank waited in perfweave's start-up "
+        f"(statically linked, or LD_PRELOAD reset by a wrapper){ended}"
+    )
     assert [ln for ln in err.splitlines() if ln.startswith("perfweave")] == [
         f"perfweave: experiment {exp}",
         "perfweave: 1 rank has waited 1 s in perfweave's start-up for ranks without its "
         "runtime (statically linked, or LD_PRELOAD reset by a wrapper); the run cannot go "
         "on: stop it, and launch every rank under perfweave (docs/launching.md)",
-        f"perfweave: experiment {exp} is partial: {reason} (perfweave report {exp})"]
-    assert (meta["state"], meta["reason"], meta["ranks"]) == \
-        ("partial", reason, {"expected": 2, "recorded": 1, "missing": "1"})
+        f"perfweave: experiment {exp} is partial: {reason} (perfweave report {exp})",
+    ]
+    assert (meta["state"], meta["reason"], meta["ranks"]) == (
+        "partial",
+        reason,
+        {"expected": 2, "recorded": 1, "missing": "1"},
+    )
     rep = tool("report", "--json", exp)
     assert rep.returncode == 0, rep.stderr
     rep = json.loads(rep.stdout)
     assert rep["state"] == "partial" and rep["mpi_profile"]["ranks"] == 1
     assert reason in rep["notes"]
     assert not any(n.startswith("no data from") for n in rep["notes"])
-    assert "note       only 1 of 2 ranks recorded data (none from rank 1)" in \
-        tool("report", exp).stdout
+    assert (
+        "note       only 1 of 2 ranks recorded data (none from rank 1)"
+        in tool("report", exp).stdout
+    )
 
 
 def test_mpmd_launch_with_a_static_program_is_refused(mpi, build, tmp_path):
@@ -203,6 +246,7 @@ def test_mpmd_launch_with_a_static_program_is_refused(mpi, build, tmp_path):
     perfweave's start-up. perfweave run refuses it in one line before launching; a
     launch whose programs are all static, or all dynamic, goes on."""
     from perfweave import launch
+
     static = str(build(None, "serial.c", ("-static",)))
     dynamic = str(build(mpi, "initialised.c"))
     cmd = mpi.launch(1) + [dynamic, ":", "-n", "1", static, "0"]
@@ -211,14 +255,20 @@ def test_mpmd_launch_with_a_static_program_is_refused(mpi, build, tmp_path):
     conf.write_text(f"# ranks program\n0 {dynamic}\n1-3 {static} 0\n")
     srun = ["srun", "-n", "4", "--multi-prog", str(conf)]
     assert launch.mpmd_programs(srun) == [dynamic, static]
-    message = (f"perfweave: error: {static} is statically linked: its ranks cannot load "
-               "perfweave's runtime (LD_PRELOAD), and the ranks of the other programs "
-               "would wait for them at start-up; link it dynamically, or measure the "
-               "programs in separate jobs\n")
+    message = (
+        f"perfweave: error: {static} is statically linked: its ranks cannot load "
+        "perfweave's runtime (LD_PRELOAD), and the ranks of the other programs "
+        "would wait for them at start-up; link it dynamically, or measure the "
+        "programs in separate jobs\n"
+    )
     for command in (cmd, srun):
         exp = tmp_path / f"exp-{len(command)}"
-        res = subprocess.run([PERFWEAVE, "run", "-o", str(exp), "--", *map(str, command)],
-                             capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            [PERFWEAVE, "run", "-o", str(exp), "--", *map(str, command)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert (res.returncode, res.stdout, res.stderr) == (2, "", message)
         assert not exp.exists()
     # every program static, or every one dynamic: nothing to refuse

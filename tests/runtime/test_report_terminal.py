@@ -5,6 +5,7 @@ short. Expected: no line over 100 characters, at most 102 lines (the report of s
 run was 157 lines before; 98-99 before the start-up line of issue 22, 2 lines, was
 added), every table cut to --max-rows with the rows left out counted in an "N more"
 line, the full names in --json and in --full."""
+
 import json
 import re
 import subprocess
@@ -15,8 +16,9 @@ WIDTH, MAX_LINES = 100, 102
 
 
 def report(exp, *args):
-    res = subprocess.run([PERFWEAVE, "report", *args, str(exp)], capture_output=True,
-                         text=True, timeout=120)
+    res = subprocess.run(
+        [PERFWEAVE, "report", *args, str(exp)], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     return res.stdout
 
@@ -25,23 +27,32 @@ def section(lines, title):
     """The lines of the section whose title starts with title, up to the next blank."""
     i = next(k for k, ln in enumerate(lines) if ln.startswith(title))
     end = next((k for k in range(i + 1, len(lines)) if not lines[k]), len(lines))
-    return lines[i + 1:end]
+    return lines[i + 1 : end]
 
 
 def test_default_report_fits_a_terminal(mpi, build, run_pw):
     prog = build(mpi, "trace_basic.c")
     r = run_pw(mpi.launch(4) + [prog], options=["--trace"])
-    res = subprocess.run([PERFWEAVE, "analyze", str(r.exp)], capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [PERFWEAVE, "analyze", str(r.exp)], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     data = json.loads(report(r.exp, "--json"))
     text = report(r.exp)
     lines = text.splitlines()
     assert max(map(len, lines)) <= WIDTH, max(lines, key=len)
     assert len(lines) <= MAX_LINES, text
-    for title in ("Where the time goes", "Advice", "MPI time per rank", "Balance",
-                  "MPI functions by time", "MPI call sites", "Wait states", "Message sizes",
-                  "Node timeline"):
+    for title in (
+        "Where the time goes",
+        "Advice",
+        "MPI time per rank",
+        "Balance",
+        "MPI functions by time",
+        "MPI call sites",
+        "Wait states",
+        "Message sizes",
+        "Node timeline",
+    ):
         assert any(ln.startswith(title) for ln in lines), (title, text)
 
     # 11 MPI functions (Send, Recv, Irecv, Isend, Waitall, Comm_split, Barrier, Bcast,
@@ -49,7 +60,7 @@ def test_default_report_fits_a_terminal(mpi, build, run_pw):
     fns = data["mpi_profile"]["functions"]
     assert len(fns) == 11, [f["name"] for f in fns]
     rows = section(lines, "MPI functions by time")
-    assert len(rows) == 1 + 4 + 1, rows                       # header, 4 rows, the hint
+    assert len(rows) == 1 + 4 + 1, rows  # header, 4 rows, the hint
     assert rows[-1].startswith("  (7 more functions; --max-rows N or --full"), rows
     sites = data["mpi_profile"]["callsites_total"]
     rows = section(lines, "MPI call sites")
@@ -60,10 +71,12 @@ def test_default_report_fits_a_terminal(mpi, build, run_pw):
     lib = data["mpi_profile"]["mpi_library"]
     [mpi_line] = [ln for ln in lines if ln.startswith("  MPI        ")]
     name = {"mpich": "MPICH", "openmpi": "Open MPI"}[mpi.name]
-    assert re.fullmatch(rf"  MPI        {name} v?[0-9.]+ \(perfweave runtime: {mpi.name}\)",
-                        mpi_line), mpi_line
+    assert re.fullmatch(
+        rf"  MPI        {name} v?[0-9.]+ \(perfweave runtime: {mpi.name}\)", mpi_line
+    ), mpi_line
     assert lib.startswith(name) and len(lib) > len(mpi_line) - 13 - len(
-        f" (perfweave runtime: {mpi.name})")
+        f" (perfweave runtime: {mpi.name})"
+    )
 
     # --max-rows and --full show more
     more = report(r.exp, "--max-rows", "20").splitlines()

@@ -1,5 +1,6 @@
 """Runs that do not end well still leave a readable experiment, marked partial, and
 perfweave never changes the program's output, exit status or signal handling."""
+
 import os
 
 import pytest
@@ -98,8 +99,10 @@ def test_program_keeps_its_own_signal_handler(mpi, build, run_pw):
     prog = build(mpi, "own_handler.c")
     cmd = mpi.launch(2) + [prog]
     r = run_pw(cmd)
-    assert sorted(l for l in r.proc.stdout.splitlines() if "handled" in l) == \
-        ["rank 0 handled signal 15", "rank 1 handled signal 15"]
+    assert sorted(l for l in r.proc.stdout.splitlines() if "handled" in l) == [
+        "rank 0 handled signal 15",
+        "rank 1 handled signal 15",
+    ]
     assert r.report()["state"] == "complete"
 
 
@@ -148,8 +151,8 @@ def test_callsite_bound_is_recorded(mpi, build, run_pw):
     r = run_pw(mpi.launch(2) + [prog], options=["--max-callsites", "16"])
     rep = r.report()
     m = rep["mpi_profile"]
-    assert functions(rep)["MPI_Barrier"]["calls"] == 2 * 40   # nothing lost...
-    assert m["sites_dropped"] > 0                               # ...but folded, and said
+    assert functions(rep)["MPI_Barrier"]["calls"] == 2 * 40  # nothing lost...
+    assert m["sites_dropped"] > 0  # ...but folded, and said
     assert any("--max-callsites" in n for n in rep["notes"])
     assert any("overflow" in c["where"] for c in m["callsites"])
     pf = read_profile(r.exp / "profile.pwprof")
@@ -174,6 +177,5 @@ def test_launch_conditions_and_exit_status_unchanged(mpi, build, run_pw):
             assert r.proc.returncode == int(code), r.proc.stderr
             # perfweave's own process, between the test and the launcher, aside
             got = [ln for ln in r.proc.stdout.splitlines() if not ln.startswith("perfweave ")]
-            assert sorted(got) == sorted(want.stdout.splitlines()), (r.proc.stdout,
-                                                                     want.stdout)
+            assert sorted(got) == sorted(want.stdout.splitlines()), (r.proc.stdout, want.stdout)
             assert len(got) == len(want.stdout.splitlines()) > 0

@@ -5,19 +5,48 @@ sampling: the sampler's signal lands in them hundreds of times, yet the program 
 it sees without perfweave (results, EINTR only from its own signals, timeouts of the
 right length), and the time blocked is sampled in state "wait". sem_wait and
 pthread_cond_timedwait, which no handler ends, are checked as well."""
+
 import pytest
 
 from harness import bare
 from perfweave.readers.samples import read_samples
 
 FAST = ["--sample", "--sample-interval-ms", "1"]
-MODES = ["poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait", "epoll_pwait2",
-         "pause", "sigsuspend", "sigtimedwait", "sigwaitinfo", "sigwaitall",
-         "nanosleep", "clock_nanosleep", "usleep",
-         "sem_wait", "sem_timedwait", "sem_clockwait", "pthread_cond_timedwait",
-         "semop", "semtimedop", "msgrcv", "msgsnd",
-         "accept", "recv", "recvfrom", "recvmsg", "recvmmsg", "connect", "send", "sendto",
-         "sendmsg", "io_getevents"]
+MODES = [
+    "poll",
+    "ppoll",
+    "select",
+    "pselect",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "pause",
+    "sigsuspend",
+    "sigtimedwait",
+    "sigwaitinfo",
+    "sigwaitall",
+    "nanosleep",
+    "clock_nanosleep",
+    "usleep",
+    "sem_wait",
+    "sem_timedwait",
+    "sem_clockwait",
+    "pthread_cond_timedwait",
+    "semop",
+    "semtimedop",
+    "msgrcv",
+    "msgsnd",
+    "accept",
+    "recv",
+    "recvfrom",
+    "recvmsg",
+    "recvmmsg",
+    "connect",
+    "send",
+    "sendto",
+    "sendmsg",
+    "io_getevents",
+]
 # no handler ends these (restarted after SA_RESTART, or never EINTR by POSIX): no "own"
 NOT_ENDED = ("sem_wait", "pthread_cond_timedwait")
 
@@ -66,8 +95,19 @@ def test_blocking_call_sees_no_sampler_signal(mode, build, run_pw):
 
 # one of each way a wrapper resumes a call: a timeout in ms, a timespec, the mask set
 # atomically, no timeout, a socket's timeout, connect, waiting for signals, a sleep
-MASKED_MODES = ["poll", "select", "epoll_pwait", "pause", "sigtimedwait", "semtimedop",
-                "msgrcv", "sendmsg", "connect", "io_getevents", "nanosleep"]
+MASKED_MODES = [
+    "poll",
+    "select",
+    "epoll_pwait",
+    "pause",
+    "sigtimedwait",
+    "semtimedop",
+    "msgrcv",
+    "sendmsg",
+    "connect",
+    "io_getevents",
+    "nanosleep",
+]
 
 
 @pytest.mark.parametrize("mode", MASKED_MODES)
@@ -93,14 +133,22 @@ def test_time_blocked_is_sampled_as_wait(build, run_pw):
     r = run_pw([prog, "poll"], FAST)
     [p] = read_samples(r.exp)
     states = p.meta["states"]
-    assert states[:8] == ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io",
-                          "mpi_other", "sleep"]       # older indexes kept; wait appended
+    assert states[:8] == [
+        "compute",
+        "mpi_p2p",
+        "mpi_coll",
+        "mpi_rma",
+        "mpi_sync",
+        "mpi_io",
+        "mpi_other",
+        "sleep",
+    ]  # older indexes kept; wait appended
     main = p.records[p.records["thread"] == 0]
     share = (main["state"] == states.index("wait")).mean()
     # 0.9 s blocked in poll of ~0.9 s sampled (start-up and output are a few ms)
     assert share > 0.85, share
     sm = r.report()["sampling"]
-    assert sm["activity_pct"]["wait"] > 60         # the writer thread sleeps (state sleep)
+    assert sm["activity_pct"]["wait"] > 60  # the writer thread sleeps (state sleep)
 
 
 def test_threads_beyond_the_table_are_counted_as_dropped(build, run_pw):
@@ -162,10 +210,10 @@ def test_program_signal_right_after_the_sampler_ends_the_sleep(build, run_pw):
     ref = bare([prog, n])
     assert ref.returncode == 0, ref.stderr
     syscall, held = counts(ref.stdout)
-    assert syscall > 0.9 * n            # without perfweave: each in its system call
+    assert syscall > 0.9 * n  # without perfweave: each in its system call
     r = run_pw([prog, n], FAST)
     syscall, held = counts(r.proc.stdout)
-    assert held > 0.9 * n               # under perfweave: handed over by the wrapper
+    assert held > 0.9 * n  # under perfweave: handed over by the wrapper
     [p] = read_samples(r.exp)
     # ~1 sample/ms over 1,500 sleeps of 0.2-2.2 ms: the sampler's signal ended many
     assert len(p.records) > 600

@@ -2,12 +2,12 @@
 time between two functions (70 % / 30 % on an idle core; what the program measures of
 itself on a busy one), the imbalanced rank at the right function and line, bounded
 memory whatever the run length, and a program's own SIGPROF left alone."""
+
 import json
 
 import pytest
 
-from harness import (bare, reported, reported_by_rank, sampled_life, share_bound,
-                     site_lines)
+from harness import bare, reported, reported_by_rank, sampled_life, share_bound, site_lines
 from perfweave.readers.samples import read_samples
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
@@ -51,7 +51,7 @@ def test_seventy_thirty(build, run_pw):
         assert abs(node[("main", fn)]["inclusive_pct"] - share) <= share_bound(share, taken)
         # libunwind: now() too
         assert node[("main", fn, "spin")]["inclusive_pct"] > share - share_bound(share, taken) - 1
-    assert [n["depth"] for n in tree[:3]] == [0, 1, 2]             # depth first
+    assert [n["depth"] for n in tree[:3]] == [0, 1, 2]  # depth first
     text = r.text_report()
     assert "call tree" in text
     assert "Where the time goes" in text and "burn7030.c:" in text
@@ -63,7 +63,7 @@ def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
     rep = r.report()
     sm = rep["sampling"]
     assert sm["processes"] == 3 and sorted(sm["ranks"]) == [0, 1, 2]
-    work = by_name(sm["inclusive"])["work"]      # work() and its clock reads
+    work = by_name(sm["inclusive"])["work"]  # work() and its clock reads
     # rank 1 works 1.6 s, ranks 0 and 2 0.8 s, of each process's ~2 s sampled life
     # (MPI start-up included; longer on a busy machine): shares ~80 / 40 / 40 % on an
     # idle one; the truth is each rank's own measure of its time in work() over the
@@ -74,25 +74,32 @@ def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
         life, taken[rank] = sampled_life(r.exp, rank)
         truth[rank] = 100 * work_s[rank] / life
     assert work["worst_rank"] == 1
-    assert abs(work["per_rank_pct"]["max"] - truth[1]) <= share_bound(truth[1], taken[1]), \
-        (work, truth)
+    assert abs(work["per_rank_pct"]["max"] - truth[1]) <= share_bound(truth[1], taken[1]), (
+        work,
+        truth,
+    )
     low = min((0, 2), key=truth.get)
-    assert abs(work["per_rank_pct"]["min"] - truth[low]) <= \
-        share_bound(truth[low], taken[low]), (work, truth)
+    assert abs(work["per_rank_pct"]["min"] - truth[low]) <= share_bound(truth[low], taken[low]), (
+        work,
+        truth,
+    )
     # rank 1 works twice as long as the others, whatever the load: (2 - 4/3) / 2 = 1/3
     assert 0.15 < work["imbalance"] < 0.5
     line = site_lines("imbalance.c")["work"]
     assert any(f"imbalance.c:{line}" in ln["name"] for ln in sm["lines"][:3])
     [wnode] = [n for n in sm["call_tree"] if n["name"] == "work"]
-    assert wnode["worst_rank"] == 1 and wnode["per_rank_pct"]["max"] == \
-        pytest.approx(work["per_rank_pct"]["max"])
+    assert wnode["worst_rank"] == 1 and wnode["per_rank_pct"]["max"] == pytest.approx(
+        work["per_rank_pct"]["max"]
+    )
     # the others wait in MPI_Barrier (a collective) while rank 1 works (2 x 0.8 s of
     # ~3 x 2 s on an idle machine): against the MPI profile's barrier time (mpi_s: the
     # calls, MPI_Init and MPI_Finalize excluded) over the ranks' sampled lives
     mpi_s = sum(p["mpi_s"] for p in rep["mpi_profile"]["per_rank"])
     expected = 100 * mpi_s / sum(sampled_life(r.exp, rank)[0] for rank in (0, 1, 2))
-    assert abs(sm["activity_pct"]["mpi_coll"] - expected) <= \
-        share_bound(expected, sm["samples"]), (sm["activity_pct"], expected)
+    assert abs(sm["activity_pct"]["mpi_coll"] - expected) <= share_bound(expected, sm["samples"]), (
+        sm["activity_pct"],
+        expected,
+    )
 
 
 def test_memory_is_bounded_whatever_the_run_length(build, run_pw):
@@ -108,11 +115,11 @@ def test_memory_is_bounded_whatever_the_run_length(build, run_pw):
         [t] = p.meta["threads"]
         kept[seconds] = (t["kept"], t["thinned"], t["taken"])
         assert t["taken"] > cap, (seconds, t)
-        assert cap // 2 <= t["kept"] <= cap              # the buffer, never more
+        assert cap // 2 <= t["kept"] <= cap  # the buffer, never more
         # the kept samples still cover the whole run, evenly
         ts = (p.records["t"] - p.meta["t_start"]) / 1e9
         assert ts.min() < 0.15 * seconds + 0.05 and ts.max() > 0.85 * seconds, (ts, t)
-    assert kept[4][1] > kept[0.5][1] >= 1, kept         # more thinning for the long run
+    assert kept[4][1] > kept[0.5][1] >= 1, kept  # more thinning for the long run
 
 
 def test_own_sigprof_handler_keeps_its_signals(build, run_pw):
@@ -122,6 +129,7 @@ def test_own_sigprof_handler_keeps_its_signals(build, run_pw):
 
     def ticks(out):
         return int(out.split()[1])
+
     # ITIMER_PROF at 1 ms (rounded up to the kernel's tick, 1-10 ms) over 0.5 s of the
     # program's CPU time (it spins on its CPU clock, so whatever the load): the program
     # gets as many SIGPROF under perfweave as alone
@@ -188,7 +196,7 @@ def test_counters_read_at_each_sample_go_to_the_sampled_function(build, run_pw):
     sm = r.report()["sampling"]
     assert sm["counters"] == ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
     faults = sm["counters_total"]["perf::PAGE-FAULTS"]
-    assert faults > 50000                          # ~100k+ pages touched in 1 s
+    assert faults > 50000  # ~100k+ pages touched in 1 s
     inc = by_name(sm["inclusive"])
     # the faults happen in touch_pages; samples landing in libc's mmap/munmap (no frame
     # pointer) lose touch_pages' frame, hence 75 % and not 100 %

@@ -3,6 +3,7 @@ programs that spend a known share of their time in write()+fsync(), in malloc/fr
 (and the mmap/munmap behind them), or blocked on a contended mutex; each activity is
 found at its share, and the others near zero. And the advice from samples
 (analysis/advice.py) on these programs and on the imbalanced MPI program."""
+
 from harness import bare, reported_by_rank, sampled_life, site_lines
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
@@ -101,5 +102,7 @@ def test_imbalance_advice_names_rank_function_and_line(mpi, build, run_pw):
     ev = work["evidence"]
     assert ev["rank"] == 1 and ev["line"] == site_lines("imbalance.c")["work"]
     assert abs(ev["above_mean_pct"] - expected) < 15, (ev, expected)
-    assert (f"rank 1 computes {ev['above_mean_pct']:.0f} % longer than the mean in work() "
-            f"at imbalance.c:{ev['line']}") in work["text"]
+    assert (
+        f"rank 1 computes {ev['above_mean_pct']:.0f} % longer than the mean in work() "
+        f"at imbalance.c:{ev['line']}"
+    ) in work["text"]

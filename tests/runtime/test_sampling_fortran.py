@@ -4,6 +4,7 @@ the source (module procedure burn::heavy, external subroutine light, the main pr
 as "program burn7030", gfortran's MAIN__, the call tree's only root: gfortran's main is
 left out) with file:line in the .f90 file, and splits the time between them as the
 program measures it (70 % / 30 % of its CPU time; of the wall time on an idle machine)."""
+
 from harness import reported_by_rank, share_bound, site_lines
 
 FFLAGS = ("-O1", "-fno-omit-frame-pointer", "-fno-inline")
@@ -22,7 +23,7 @@ def test_fortran_procedures_with_file_and_line(mpi, build, run_pw):
     inc = by_name(sm["inclusive"])
     assert {"burn::heavy", "light", "burn::spin", "program burn7030"} <= set(inc)
     assert "MAIN__" not in inc and "main" not in inc
-    assert not any("_MOD_" in name for name in inc)             # no gfortran symbols
+    assert not any("_MOD_" in name for name in inc)  # no gfortran symbols
     # the split of the program's own time (heavy + light; MPI_Init and MPI_Finalize
     # under the program are the rest) against the ranks' own measure of their wall time;
     # 3 binomial sd of the samples there + 2 points (harness.share_bound)
@@ -31,10 +32,14 @@ def test_fortran_procedures_with_file_and_line(mpi, build, run_pw):
     own = inc["burn::heavy"]["pct"] + inc["light"]["pct"]
     taken = own * sm["samples"] / 100
     assert inc["program burn7030"]["pct"] >= own
-    assert abs(100 * inc["burn::heavy"]["pct"] / own - truth) <= share_bound(truth, taken), \
-        (inc["burn::heavy"], own, truth)
-    assert abs(100 * inc["light"]["pct"] / own - (100 - truth)) <= \
-        share_bound(100 - truth, taken), (inc["light"], own, truth)
+    assert abs(100 * inc["burn::heavy"]["pct"] / own - truth) <= share_bound(truth, taken), (
+        inc["burn::heavy"],
+        own,
+        truth,
+    )
+    assert abs(100 * inc["light"]["pct"] / own - (100 - truth)) <= share_bound(
+        100 - truth, taken
+    ), (inc["light"], own, truth)
     # self time: the spin loop and its clock reads (burn::now, a system call: on a busy
     # machine the rank loses its core there more than anywhere, its wall time with it)
     fns = by_name(sm["functions"])
@@ -44,8 +49,9 @@ def test_fortran_procedures_with_file_and_line(mpi, build, run_pw):
     sites = site_lines("burn7030.f90")
     top = sm["lines"][0]["name"]
     at = int(top.rsplit(":", 1)[1].rstrip(")"))
-    assert (top.startswith("burn::spin (burn7030.f90:") and abs(at - sites["spin"]) <= 2) or \
-        top == f"burn::now (burn7030.f90:{sites['clock']})", top
+    assert (
+        top.startswith("burn::spin (burn7030.f90:") and abs(at - sites["spin"]) <= 2
+    ) or top == f"burn::now (burn7030.f90:{sites['clock']})", top
     # the call tree: program burn7030 -> burn::heavy -> burn::spin, per rank, one root
     assert [n["name"] for n in sm["call_tree"] if n["parent"] is None] == ["program burn7030"]
     path = {}

@@ -1,5 +1,6 @@
 """Inlined functions in the sample call tree: a frame whose code was inlined from other
 functions stands for all of them (DWARF inline records, addr2line -i), outermost first."""
+
 from harness import reported, share_bound
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
@@ -23,8 +24,10 @@ def test_inlined_functions_are_nodes_of_the_call_tree(build, run_pw):
     assert node[("main", "solver")]["inclusive_pct"] > 97
     for fn, share in truth.items():
         bound = share_bound(share, taken)
-        assert abs(node[("main", "solver", fn)]["inclusive_pct"] - share) <= bound, \
-            (node.keys(), truth)
+        assert abs(node[("main", "solver", fn)]["inclusive_pct"] - share) <= bound, (
+            node.keys(),
+            truth,
+        )
         assert node[("main", "solver", fn, "spin")]["exclusive_pct"] > share - bound - 1
     inc = {r["name"]: r["pct"] for r in sm["inclusive"]}
     assert abs(inc["hot"] - truth["hot"]) <= share_bound(truth["hot"], taken)

@@ -7,14 +7,22 @@ whole run evenly.
 The interval and capacity are set (2 ms, 200 samples) so that both runs fill the buffer:
 with the defaults (10 ms, 2000) a 1 s run takes ~100 samples and even 20 s only reach
 the capacity; the thinning under test is the same code whatever the numbers."""
+
 import numpy as np
 
 from perfweave.readers.samples import SAMPLE_REC, read_samples
 
 CAP = 200
-OPTS = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", str(CAP),
-        "--node-interval", "0"]        # the node sampler's memory is not under test here
-SAMPLE_BYTES = 304                      # the runtime's in-memory sample (sampler.c)
+OPTS = [
+    "--sample",
+    "--sample-interval-ms",
+    "2",
+    "--sample-capacity",
+    str(CAP),
+    "--node-interval",
+    "0",
+]  # the node sampler's memory is not under test here
+SAMPLE_BYTES = 304  # the runtime's in-memory sample (sampler.c)
 
 
 def test_twenty_seconds_keep_what_one_second_keeps(build, run_pw):
@@ -30,7 +38,7 @@ def test_twenty_seconds_keep_what_one_second_keeps(build, run_pw):
         assert CAP // 2 <= t["kept"] <= CAP, t
         assert CAP // 2 * SAMPLE_REC.itemsize <= f.stat().st_size <= CAP * SAMPLE_REC.itemsize
         assert f.stat().st_size == t["kept"] * SAMPLE_REC.itemsize
-        assert t["taken"] > CAP and t["thinned"] >= 1          # the buffer did fill
+        assert t["taken"] > CAP and t["thinned"] >= 1  # the buffer did fill
         # sampled asleep (usleep is wrapped: state sleep), and the sleeps kept their length
         states = p.meta["states"]
         asleep = np.mean(p.records["state"] == states.index("sleep"))
@@ -43,7 +51,7 @@ def test_twenty_seconds_keep_what_one_second_keeps(build, run_pw):
     ts = np.sort(p20.records["t"] - p20.meta["t_start"]) / 1e9
     end = (p20.meta["t_end"] - p20.meta["t_start"]) / 1e9
     assert 19.5 < end < 22
-    assert ts[0] < 0.05                       # the first sample is always kept
+    assert ts[0] < 0.05  # the first sample is always kept
     assert end - ts[-1] < 2 * iv + 0.1, (end, ts[-1], iv)
     assert np.diff(ts).max() < 2 * iv, (np.diff(ts).max(), iv)
     quarters = np.histogram(ts, bins=4, range=(0, end))[0] / len(ts)

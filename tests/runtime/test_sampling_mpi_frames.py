@@ -2,6 +2,7 @@
 (MPI_Barrier, MPI_Init, ...) as its innermost node under the program's frames, with
 libunwind and with the frame-pointer walk (which continues from the wrapper's frame
 where the MPI library has no frame pointers), and its time matches the MPI profile's."""
+
 import pytest
 
 from harness import sampled_life, site_lines
@@ -20,7 +21,7 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
         path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
     node = {path[n["id"]]: n for n in sm["call_tree"]}
     unrooted = sum(n["inclusive_pct"] for p, n in node.items() if len(p) == 1 and p != ("main",))
-    assert unrooted < 3, node.keys()                  # before main: loader, constructors
+    assert unrooted < 3, node.keys()  # before main: loader, constructors
     barrier = node[("main", "MPI_Barrier")]
     assert barrier["exclusive_pct"] == pytest.approx(barrier["inclusive_pct"])
     assert barrier["by_state_pct"].get("mpi_coll", 0) > 0.95 * barrier["inclusive_pct"]
@@ -32,8 +33,9 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
     # (within half a point: a sample taken in a wrapper's first instructions, before it
     # sets the thread's state, is in MPI_Barrier's node but still computation; one such
     # sample of rank 1, 0.07 %, was seen once in ~20 runs)
-    assert barrier["worst_rank"] != 1 and barrier["per_rank_pct"]["min"] == \
-        pytest.approx(coll[one], abs=0.5), (coll, barrier)
+    assert barrier["worst_rank"] != 1 and barrier["per_rank_pct"]["min"] == pytest.approx(
+        coll[one], abs=0.5
+    ), (coll, barrier)
     assert all(3 * coll[one] < c for j, c in enumerate(coll) if j != one), coll
     # MPI_Init and MPI_Finalize are MPI time (state mpi_other), whatever the library does
     # inside them (sleeps, reads, futex waits)
@@ -63,10 +65,12 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
     # samples between MPI_Init and MPI_Finalize, so its MPI is the barrier's share of them
     # (MPI_Init and MPI_Finalize, start-up and shutdown, are on the start-up line)
     split = sm["time_split"]
-    assert split["MPI"] == pytest.approx(sum(v for k, v in sm["app_activity_pct"].items()
-                                             if k.startswith("mpi_")))
-    assert split["MPI"] == pytest.approx(100 * barrier["inclusive_pct"] /
-                                         sm["phase_pct"]["app"], abs=2)
+    assert split["MPI"] == pytest.approx(
+        sum(v for k, v in sm["app_activity_pct"].items() if k.startswith("mpi_"))
+    )
+    assert split["MPI"] == pytest.approx(
+        100 * barrier["inclusive_pct"] / sm["phase_pct"]["app"], abs=2
+    )
     assert sm["phase_pct"]["init"] == pytest.approx(init["inclusive_pct"], abs=2)
     assert sum(split.values()) == pytest.approx(100, abs=0.01)
     [line] = [ln for ln in r.text_report().splitlines() if ln.startswith("  time       compute")]

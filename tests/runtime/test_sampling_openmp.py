@@ -11,6 +11,7 @@ to the last one's end (omp_get_wtime, CLOCK_MONOTONIC, the samples' clock); from
     the advice says OpenMP imbalance;
   - frames in the stripped libgomp are named only by a dynamic symbol whose size
     contains them (nm -D -S), else libgomp.so.1+0xOFFSET."""
+
 import os
 import re
 import subprocess
@@ -24,11 +25,19 @@ from perfweave.symbols import Symbolizer
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
 RANKS, THREADS, SECONDS = 2, 3, 2
-LINE = re.compile(r"rank (\d+) threads (\d+) run_s ([\d.]+) region_s ([\d.]+) "
-                  r"work_s ([\d.]+) from ([\d.]+) to ([\d.]+) serial_to ([\d.]+)")
-CASES = {"c": ("omp_mpi_imbalance.c", "main", "sweep._omp_fn.0", ("main", "sweep")),
-         "fortran": ("omp_mpi_stencil.f90", "program stencil", "program stencil._omp_fn.0",
-                     ("program stencil",))}
+LINE = re.compile(
+    r"rank (\d+) threads (\d+) run_s ([\d.]+) region_s ([\d.]+) "
+    r"work_s ([\d.]+) from ([\d.]+) to ([\d.]+) serial_to ([\d.]+)"
+)
+CASES = {
+    "c": ("omp_mpi_imbalance.c", "main", "sweep._omp_fn.0", ("main", "sweep")),
+    "fortran": (
+        "omp_mpi_stencil.f90",
+        "program stencil",
+        "program stencil._omp_fn.0",
+        ("program stencil",),
+    ),
+}
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
@@ -37,8 +46,18 @@ def omp_run(request, mpi, build, tmp_path_factory):
     source, root, region, opener = CASES[request.param]
     prog = build(mpi, source, ("-fopenmp",))
     exp = tmp_path_factory.mktemp("omp") / "exp"
-    cmd = [PERFWEAVE, "run", "-o", str(exp), *SAMPLE, "--",
-           *mpi.launch(RANKS), str(prog), str(SECONDS), str(THREADS)]
+    cmd = [
+        PERFWEAVE,
+        "run",
+        "-o",
+        str(exp),
+        *SAMPLE,
+        "--",
+        *mpi.launch(RANKS),
+        str(prog),
+        str(SECONDS),
+        str(THREADS),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{cmd}:\n{proc.stdout}\n{proc.stderr}"
     r = Run(exp, proc)
@@ -48,8 +67,9 @@ def omp_run(request, mpi, build, tmp_path_factory):
         assert m, r.proc.stdout
         rank, n = int(m[1]), int(m[2])
         assert n == THREADS
-        truth[rank] = dict(zip(("run", "region", "work", "t0", "t1", "t2"),
-                               map(float, m.groups()[2:])))
+        truth[rank] = dict(
+            zip(("run", "region", "work", "t0", "t1", "t2"), map(float, m.groups()[2:]))
+        )
     assert sorted(truth) == list(range(RANKS)), r.proc.stdout
     return r, truth, root, region, opener
 
@@ -58,10 +78,10 @@ def test_workers_rooted_at_the_parallel_region(omp_run):
     r, truth, root, region, opener = omp_run
     sm = r.report()["sampling"]
     roots = [n["name"] for n in sm["call_tree"] if n["parent"] is None]
-    assert roots == [root], roots                       # one root per program
+    assert roots == [root], roots  # one root per program
     df = perfweave.open(r.exp).samples()
     no_frame = (df["stack"] == "").mean()
-    assert no_frame < 0.05, no_frame                    # was 8-10 % (49 % seen)
+    assert no_frame < 0.05, no_frame  # was 8-10 % (49 % seen)
     stacks = df["stack"][df["stack"] != ""]
     assert stacks.str.split(";").str[0].eq(root).all(), stacks.value_counts().head()
     # the workers' samples (threads other than each process's first, its main thread):
@@ -103,7 +123,7 @@ def test_openmp_barrier_is_openmp_sync_at_the_measured_share(omp_run):
         # every thread lives through the span; the unworked part of the threads' time
         # is waiting in the OpenMP runtime (at the loops' barriers, and between regions)
         expected = 1 - t["work"] / (THREADS * t["run"])
-        assert 0.25 < expected < 0.75, t              # the imbalance is there
+        assert 0.25 < expected < 0.75, t  # the imbalance is there
         # of the time (samples weighted by the time each stands for): counted, the
         # waiting threads, woken by every sample, outweighed the working ones that lost
         # their core on a busy machine (0.55 against 0.42 seen at load 11)
@@ -116,8 +136,7 @@ def test_openmp_barrier_is_openmp_sync_at_the_measured_share(omp_run):
     assert sm["activity_pct"].get("thread_sync", 0) < 2, sm["activity_pct"]
     # the split is of the app time's samples (MPI_Init and MPI_Finalize left out)
     app = sm["app_activity_pct"]
-    assert sm["time_split"]["threads"] == \
-        pytest.approx(app["omp_sync"] + app.get("thread_sync", 0))
+    assert sm["time_split"]["threads"] == pytest.approx(app["omp_sync"] + app.get("thread_sync", 0))
     advice = r.report()["advice"]
     [omp] = [a for a in advice if a["rule"] == "sampled_omp_sync"]
     assert "OpenMP barrier" in omp["text"] and "imbalance among threads" in omp["text"]
@@ -129,8 +148,9 @@ def test_openmp_barrier_is_openmp_sync_at_the_measured_share(omp_run):
 
 def _dynsyms(lib):
     """{name: [(start, size)]} of a library's dynamic function symbols (nm -D -S)."""
-    out = subprocess.run(["nm", "-D", "-S", "--defined-only", lib], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["nm", "-D", "-S", "--defined-only", lib], capture_output=True, text=True, check=True
+    ).stdout
     syms = {}
     for ln in out.splitlines():
         f = ln.split()
@@ -144,8 +164,7 @@ def test_libgomp_frames_named_only_within_symbol_size(omp_run):
     sym = Symbolizer()
     named = unnamed = 0
     for p in read_samples(r.exp):
-        gomp = [i for i, m in enumerate(p.modules)
-                if os.path.basename(m).startswith("libgomp")]
+        gomp = [i for i, m in enumerate(p.modules) if os.path.basename(m).startswith("libgomp")]
         assert gomp, p.modules
         syms = _dynsyms(p.modules[gomp[0]])
         rec = p.records
@@ -157,8 +176,11 @@ def test_libgomp_frames_named_only_within_symbol_size(omp_run):
                 assert L.short() == f"{os.path.basename(L.module)}+{L.offset:#x}"
                 continue
             named += 1
-            assert any(s <= L.offset - 1 < s + n for s, n in syms.get(L.function, ())), \
-                (L.function, hex(L.offset), syms.get(L.function))
+            assert any(s <= L.offset - 1 < s + n for s, n in syms.get(L.function, ())), (
+                L.function,
+                hex(L.offset),
+                syms.get(L.function),
+            )
     # the stripped runtime's internal functions (barrier waits) have no name; its entry
     # points the program calls (GOMP_parallel) keep theirs
     assert named and unnamed, (named, unnamed)

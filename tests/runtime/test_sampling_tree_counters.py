@@ -1,9 +1,17 @@
 """--sample --counters: each node of the sampled call tree gets the events counted at
 its samples, inclusive and exclusive, against ground truth: the page faults of a
 function that touches a known number of fresh pages land on its node of the tree."""
+
 PAGES = 100000
-OPTS = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000",
-        "--counters", "perf::PAGE-FAULTS,perf::TASK-CLOCK"]
+OPTS = [
+    "--sample",
+    "--sample-interval-ms",
+    "2",
+    "--sample-capacity",
+    "4000",
+    "--counters",
+    "perf::PAGE-FAULTS,perf::TASK-CLOCK",
+]
 
 
 def tree_paths(tree):
@@ -37,14 +45,16 @@ def test_page_faults_on_the_call_tree_node(build, run_pw):
     assert comp["counters_inclusive"][pf] < 0.01 * PAGES, comp
     # a node's inclusive count holds its children's; main's at most the run's total
     main = node[("main",)]
-    assert touch["counters_inclusive"][pf] + comp["counters_inclusive"][pf] <= \
-        main["counters_inclusive"][pf] <= sm["counters_total"][pf]
+    assert (
+        touch["counters_inclusive"][pf] + comp["counters_inclusive"][pf]
+        <= main["counters_inclusive"][pf]
+        <= sm["counters_total"][pf]
+    )
     # CPU time (TASK-CLOCK, ns) goes with the samples: phase_compute burns 0.3 s of its
     # thread's CPU time (spin_cpu), whatever the load
     cpu = comp["counters_inclusive"]["perf::TASK-CLOCK"] / 1e9
     assert 0.2 < cpu < 0.4, comp
     text = r.text_report()
     assert f"{{{pf}, perf::TASK-CLOCK inclusive}}" in text
-    line = next(ln for ln in text.splitlines() if ln.strip().endswith("}")
-                and " toucher {" in ln)
+    line = next(ln for ln in text.splitlines() if ln.strip().endswith("}") and " toucher {" in ln)
     assert int(line.rsplit("{", 1)[1].split(",")[0]) == touch["counters_inclusive"][pf]

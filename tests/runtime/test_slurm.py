@@ -3,6 +3,7 @@
 sites set (--export=NONE, a list, sbatch --export=NONE), through a wrapper script, a
 launch that fails, and a Ctrl-C. Each run is the ring of programs/ring.c on 4 ranks, so
 the counts of every rank are known; the one-node cluster is tests/runtime/slurm.py."""
+
 import json
 import os
 import re
@@ -22,7 +23,7 @@ PMI = {"openmpi": "pmix", "mpich": "pmi2"}
 LIBRARY = {"openmpi": "Open MPI", "mpich": "MPICH"}
 RANKS = 4
 SENDS = 50
-SIGNAL_STATE = 3        # a rank's state in its profile after perfweave's signal handler
+SIGNAL_STATE = 3  # a rank's state in its profile after perfweave's signal handler
 
 
 def srun(mpi, ranks=RANKS, *options):
@@ -42,21 +43,24 @@ def check_ring(run, mpi, ranks=RANKS, sends=SENDS, code=0):
     assert f["MPI_Send"]["calls"] == ranks * sends == f["MPI_Recv"]["calls"]
     assert f["MPI_Send"]["bytes_sent"] == ranks * sends * 4 == f["MPI_Recv"]["bytes_recv"]
     # per rank: MPI_Comm_rank, MPI_Comm_size, and its sends and receives
-    assert {p["rank"]: p["calls"] for p in m["per_rank"]} == \
-        {r: 2 + 2 * sends for r in range(ranks)}
+    assert {p["rank"]: p["calls"] for p in m["per_rank"]} == {
+        r: 2 + 2 * sends for r in range(ranks)
+    }
     meta = json.loads((run.exp / "experiment.json").read_text())
     assert meta["exit_status"] == {"code": code}
     # the text report's MPI line: library and version only (the JSON has it all)
     line = [w for w in run.text_report().splitlines() if w.startswith("  MPI ")]
     assert len(line) == 1 and re.fullmatch(
-        rf"  MPI +{LIBRARY[mpi.name]} v?[0-9.]+ \(perfweave runtime: {mpi.name}\)", line[0])
+        rf"  MPI +{LIBRARY[mpi.name]} v?[0-9.]+ \(perfweave runtime: {mpi.name}\)", line[0]
+    )
 
 
 def job_ended(job_name, timeout=60):
     """Wait until no job of that name is in the queue (its tasks have ended)."""
     deadline = time.monotonic() + timeout
-    while subprocess.run(["squeue", "-h", "-n", job_name], capture_output=True, text=True,
-                         timeout=30).stdout.strip():
+    while subprocess.run(
+        ["squeue", "-h", "-n", job_name], capture_output=True, text=True, timeout=30
+    ).stdout.strip():
         assert time.monotonic() < deadline, f"job {job_name} did not end"
         time.sleep(0.2)
 
@@ -80,8 +84,7 @@ def test_srun_export_policy_environment(run_pw, slurm, policy):
     """What a task's environment holds under each policy: perfweave's variables, and
     besides them only what the policy says (a LD_PRELOAD the user gave kept, behind
     perfweave's library)."""
-    r = run_pw(["srun", "-n", "1", f"--export={policy}", "/usr/bin/env"],
-               options=("--mpi", "none"))
+    r = run_pw(["srun", "-n", "1", f"--export={policy}", "/usr/bin/env"], options=("--mpi", "none"))
     env = dict(line.split("=", 1) for line in r.proc.stdout.splitlines() if "=" in line)
     assert env["PERFWEAVE_EXPERIMENT"] == str(r.exp)
     assert env["LD_PRELOAD"].split(":")[0].endswith("/libperfweave.so")
@@ -95,13 +98,29 @@ def test_salloc(mpi, build, slurm, tmp_path):
     """perfweave inside an allocation: srun with no count starts SLURM_NTASKS ranks,
     and the experiment's default name says so."""
     prog = build(mpi, "ring.c")
-    res = subprocess.run(["salloc", "-n", str(RANKS), "-O", PERFWEAVE, "run", "--",
-                          *srun(mpi)[:2], prog, str(SENDS)], capture_output=True, text=True,
-                         timeout=120, cwd=tmp_path)
+    res = subprocess.run(
+        [
+            "salloc",
+            "-n",
+            str(RANKS),
+            "-O",
+            PERFWEAVE,
+            "run",
+            "--",
+            *srun(mpi)[:2],
+            prog,
+            str(SENDS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     made = [p for p in tmp_path.iterdir() if p.name.startswith("perfweave-")]
-    assert [p.name[:len(f"perfweave-ring-{mpi.name}-4p-")] for p in made] == \
-        [f"perfweave-ring-{mpi.name}-4p-"]
+    assert [p.name[: len(f"perfweave-ring-{mpi.name}-4p-")] for p in made] == [
+        f"perfweave-ring-{mpi.name}-4p-"
+    ]
     check_ring(Run(made[0], res), mpi)
 
 
@@ -116,8 +135,9 @@ def job_exit_code(job_id, timeout=120):
     with sbatch --wait, which polls every few seconds)."""
     deadline = time.monotonic() + timeout
     while True:
-        out = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True,
-                             text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=30
+        ).stdout
         fields = dict(w.split("=", 1) for w in out.split() if "=" in w)
         if fields.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"):
             return int(fields["ExitCode"].split(":")[0])
@@ -131,10 +151,17 @@ def test_sbatch_script_runs_perfweave(mpi, build, slurm, tmp_path):
     (SLURM_EXPORT_ENV=NONE in the job). The job's exit code is the program's."""
     prog = build(mpi, "ring.c")
     exp = tmp_path / "exp"
-    script = batch_script(tmp_path / "job.sh", f"#SBATCH -n {RANKS} -O",
-                          f"{PERFWEAVE} run -o {exp} -- {' '.join(srun(mpi))} {prog} {SENDS} 3")
-    res = subprocess.run(["sbatch", "--parsable", "--export=NONE", "-o", str(tmp_path / "out"),
-                          str(script)], capture_output=True, text=True, timeout=60)
+    script = batch_script(
+        tmp_path / "job.sh",
+        f"#SBATCH -n {RANKS} -O",
+        f"{PERFWEAVE} run -o {exp} -- {' '.join(srun(mpi))} {prog} {SENDS} 3",
+    )
+    res = subprocess.run(
+        ["sbatch", "--parsable", "--export=NONE", "-o", str(tmp_path / "out"), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     assert job_exit_code(res.stdout.strip().split(";")[0]) == 3, (tmp_path / "out").read_text()
     check_ring(Run(exp, res), mpi, code=3)
@@ -147,10 +174,12 @@ def test_perfweave_runs_sbatch(mpi, build, run_pw, slurm, tmp_path, export):
     The MPI is found in the ranks (issue 22 point 1: fails before that is merged, as the
     command line shows no MPI program)."""
     prog = build(mpi, "ring.c")
-    script = batch_script(tmp_path / "job.sh", f"#SBATCH -n {RANKS} -O",
-                          f"{' '.join(srun(mpi))} {prog} {SENDS} 3")
-    r = run_pw(["sbatch", "--wait", "-o", tmp_path / "out", *filter(None, [export]), script],
-               check=False)
+    script = batch_script(
+        tmp_path / "job.sh", f"#SBATCH -n {RANKS} -O", f"{' '.join(srun(mpi))} {prog} {SENDS} 3"
+    )
+    r = run_pw(
+        ["sbatch", "--wait", "-o", tmp_path / "out", *filter(None, [export]), script], check=False
+    )
     assert r.proc.returncode == 3, r.proc.stderr
     check_ring(r, mpi, code=3)
 
@@ -178,25 +207,31 @@ def test_failed_launch(build, run_pw, slurm, tmp_path, how):
     else:
         cmd = ["srun", "-N", "4", "-n", str(RANKS), prog, SENDS]
         ref = subprocess.Popen(list(map(str, cmd)), stderr=subprocess.DEVNULL)
-        pw = subprocess.Popen([PERFWEAVE, "run", "-o", str(tmp_path / "exp"), "--",
-                               *map(str, cmd)], stderr=subprocess.PIPE, text=True)
+        pw = subprocess.Popen(
+            [PERFWEAVE, "run", "-o", str(tmp_path / "exp"), "--", *map(str, cmd)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(3)
         ref.send_signal(signal.SIGTERM)
         pw.send_signal(signal.SIGTERM)
-        r = Run(tmp_path / "exp", subprocess.CompletedProcess(pw.args, pw.wait(60), "",
-                                                              pw.stderr.read()))
+        r = Run(
+            tmp_path / "exp",
+            subprocess.CompletedProcess(pw.args, pw.wait(60), "", pw.stderr.read()),
+        )
         ref = subprocess.CompletedProcess(ref.args, ref.wait(60))
     assert r.proc.returncode == ref.returncode != 0, r.proc.stderr
     meta = json.loads((r.exp / "experiment.json").read_text())
-    assert meta["exit_status"] == ({"code": ref.returncode} if ref.returncode > 0 else
-                                   {"signal": -ref.returncode})
+    assert meta["exit_status"] == (
+        {"code": ref.returncode} if ref.returncode > 0 else {"signal": -ref.returncode}
+    )
     # point 3: no "experiment written" for an experiment without data, and the report
     # repeats the recorded reason instead of guessing at a SIGKILL
     assert "experiment written" not in r.proc.stderr
-    rep = subprocess.run([PERFWEAVE, "report", str(r.exp)], capture_output=True, text=True,
-                         timeout=60)
-    assert rep.returncode != 0 and "SIGKILL" not in rep.stderr and "Traceback" not in \
-        rep.stderr
+    rep = subprocess.run(
+        [PERFWEAVE, "report", str(r.exp)], capture_output=True, text=True, timeout=60
+    )
+    assert rep.returncode != 0 and "SIGKILL" not in rep.stderr and "Traceback" not in rep.stderr
 
 
 @pytest.mark.parametrize("how", ["scancel", "ctrl-c-twice"])
@@ -209,10 +244,22 @@ def test_interrupted_step(mpi, build, slurm, tmp_path, how):
     saving when the SIGKILL came has no data, and perfweave run names it."""
     prog = build(mpi, "ring_forever.c")
     exp, base, job = tmp_path / "exp", tmp_path / "ring", f"{how}-{mpi.name}"
-    proc = subprocess.Popen([PERFWEAVE, "run", "-o", str(exp), "--",
-                             *srun(mpi, RING_RANKS, "-J", job), str(prog),
-                             str(base)], start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            PERFWEAVE,
+            "run",
+            "-o",
+            str(exp),
+            "--",
+            *srun(mpi, RING_RANKS, "-J", job),
+            str(prog),
+            str(base),
+        ],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while min(d for d, _ in progress(base)) < 100:
         assert proc.poll() is None, proc.stderr.read()
@@ -227,12 +274,12 @@ def test_interrupted_step(mpi, build, slurm, tmp_path, how):
         os.killpg(proc.pid, signal.SIGINT)
     status = proc.wait(60)
     stderr = proc.stderr.read()
-    job_ended(job)                              # srun returns before its tasks end
+    job_ended(job)  # srun returns before its tasks end
     after = [d for d, _ in progress(base)]
     saved = [r for r in range(RING_RANKS) if (exp / "partial" / f"rank-{r}.pwprof").exists()]
-    if how == "scancel" or status == 130:       # 130: every task ended by the SIGINT
+    if how == "scancel" or status == 130:  # 130: every task ended by the SIGINT
         assert status == 130 and saved == list(range(RING_RANKS)), stderr
-    else:                                       # 137: the SIGKILL ended some task
+    else:  # 137: the SIGKILL ended some task
         assert status == 137, stderr
         lost = sorted(set(range(RING_RANKS)) - set(saved))
         assert len(saved) < RING_RANKS and f"none from rank {lost[0]}" in stderr, stderr
@@ -244,8 +291,9 @@ def test_interrupted_step(mpi, build, slurm, tmp_path, how):
         # at least what the rank had done when the signal was sent, at most one more
         # than it did in all
         assert before[rank] <= calls <= after[rank] + 1, (rank, before, calls, after)
-    if saved:           # (after Ctrl-C twice, every rank may have been killed saving)
-        res = subprocess.run([PERFWEAVE, "report", "--json", str(exp)], capture_output=True,
-                             text=True, timeout=60)
+    if saved:  # (after Ctrl-C twice, every rank may have been killed saving)
+        res = subprocess.run(
+            [PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True, timeout=60
+        )
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout)["state"] == "partial"

@@ -3,6 +3,7 @@ startup.c sleeps 0.3 s before MPI_Init (its own time: not start-up), computes 0.
 between MPI_Init and MPI_Finalize, sleeps 0.2 s after MPI_Finalize (shutdown), and
 prints what it measured per rank with CLOCK_MONOTONIC, the clock of the runtime's
 timestamps."""
+
 from harness import reported_by_rank
 
 from perfweave.report.summary import duration
@@ -51,6 +52,8 @@ def test_start_up_line_matches_the_programs_clock(mpi, build, run_pw):
     # the text says the same, with what each share is of
     text = " ".join(r.text_report().split())
     init = su["init_s"]
-    assert f"start-up MPI_Init {duration(init['max'])} max, {duration(init['mean'])} mean " \
-        f"per rank ({pct['init']:.1f} % of the samples)" in text, text[:1500]
+    assert (
+        f"start-up MPI_Init {duration(init['max'])} max, {duration(init['mean'])} mean "
+        f"per rank ({pct['init']:.1f} % of the samples)" in text
+    ), text[:1500]
     assert f"(of the {sm['app_samples']} samples in the app time)" in text

@@ -1,6 +1,7 @@
 """The node timeline (perfweave run, node-level sources) against ground truth: bytes a
 program sends over the loopback interface, the same bytes as pmcd counts them (PCP),
 CPU time a program burns, one sampler per node, sources that are absent said so."""
+
 import json
 import re
 import shutil
@@ -16,8 +17,12 @@ MIB = 1 << 20
 
 def pcp_raw(metric, instance):
     """pmcd's current raw value of a counter instance (pmval -r), or None."""
-    res = subprocess.run(["pmval", "-r", "-s", "1", "-i", instance, metric],
-                         capture_output=True, text=True, timeout=30)
+    res = subprocess.run(
+        ["pmval", "-r", "-s", "1", "-i", instance, metric],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if res.returncode:
         return None
     vals = [ln.split()[-1] for ln in res.stdout.splitlines() if ln.strip()[:1].isdigit()]
@@ -25,8 +30,13 @@ def pcp_raw(metric, instance):
 
 
 def pcp_up():
-    return shutil.which("pminfo") and subprocess.run(
-        ["pminfo", "-f", "kernel.all.cpu.user"], capture_output=True, timeout=30).returncode == 0
+    return (
+        shutil.which("pminfo")
+        and subprocess.run(
+            ["pminfo", "-f", "kernel.all.cpu.user"], capture_output=True, timeout=30
+        ).returncode
+        == 0
+    )
 
 
 def test_loopback_bytes_and_cpu_time(build, run_pw):
@@ -76,8 +86,15 @@ def test_absent_sources_are_named_and_the_run_succeeds(build, run_pw):
     assert "no.such.metric" in " ".join(absent) or "pcp" in absent
     text = r.text_report()
     assert "absent     nvml: " in text and "absent     infiniband: " in text
-    comps = json.loads(subprocess.run([PERFWEAVE, "components", "--json"], capture_output=True,
-                                      text=True, timeout=120, check=True).stdout)
+    comps = json.loads(
+        subprocess.run(
+            [PERFWEAVE, "components", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+    )
     by = {s["source"]: s for s in comps["sources"]}
     assert set(by) >= {"papi", "pcp", "nvml", "infiniband", "rapl", "net", "proc"}
     assert not by["nvml"]["available"] and by["nvml"]["why"]
@@ -92,8 +109,9 @@ def test_pcp_metric_matches_pmval(build, run_pw):
     prog = build(None, "loopback.c")
     metric = "network.interface.in.bytes"
     before = pcp_raw(metric, "lo")
-    r = run_pw([prog, 80, 300], ["--pcp", f"kernel.all.cpu.user,{metric}",
-                                  "--node-interval", "100"])
+    r = run_pw(
+        [prog, 80, 300], ["--pcp", f"kernel.all.cpu.user,{metric}", "--node-interval", "100"]
+    )
     after = pcp_raw(metric, "lo")
     [tl] = read_timelines(r.exp)
     ours = tl.total(tl.index("pcp", f"{metric}[lo]"))
@@ -134,8 +152,11 @@ def test_activity_over_time_tells_the_phases_apart(mpi, build, run_pw):
     phase, a collective phase and a point-to-point phase of 0.6 s each."""
     prog = build(mpi, "phases.c")
     r = run_pw(mpi.launch(3) + [prog, 600], ["--node-interval", "50"])
-    phases = {ln.split()[1]: (int(ln.split()[2]), int(ln.split()[3]))
-              for ln in r.proc.stdout.splitlines() if ln.startswith("phase ")}
+    phases = {
+        ln.split()[1]: (int(ln.split()[2]), int(ln.split()[3]))
+        for ln in r.proc.stdout.splitlines()
+        if ln.startswith("phase ")
+    }
     assert set(phases) == {"compute", "coll", "p2p"}
     [tl] = read_timelines(r.exp)
     pids = (r.exp / "timeline" / f"{tl.host}.pids").read_text().split()
@@ -143,8 +164,7 @@ def test_activity_over_time_tells_the_phases_apart(mpi, build, run_pw):
 
     def share(pid, fam, a, b):
         # a window inside the phase, one tick and more away from its ends
-        d, dt = tl.window(tl.index("proc", f"{pid}.mpi_{fam}_ns"), a + 100_000_000,
-                          b - 100_000_000)
+        d, dt = tl.window(tl.index("proc", f"{pid}.mpi_{fam}_ns"), a + 100_000_000, b - 100_000_000)
         return d / dt
 
     for pid in pids:

@@ -1,5 +1,6 @@
 """perfweave run --trace: the records each rank writes (docs/format.md, "Traces"),
 read with numpy and json alone, for programs whose events are known."""
+
 import json
 import re
 
@@ -8,9 +9,19 @@ import pytest
 
 from perfweave.readers import trace as rt
 
-EVENT = np.dtype([("t0", "<i8"), ("t1", "<i8"), ("type", "u1"), ("flags", "u1"),
-                  ("fn", "<u2"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
-                  ("bytes", "<i8")])
+EVENT = np.dtype(
+    [
+        ("t0", "<i8"),
+        ("t1", "<i8"),
+        ("type", "u1"),
+        ("flags", "u1"),
+        ("fn", "<u2"),
+        ("peer", "<i4"),
+        ("tag", "<i4"),
+        ("comm", "<i4"),
+        ("bytes", "<i8"),
+    ]
+)
 CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST = range(1, 9)
 BLOCK = 15
 # s: a trace's ticks -> CLOCK_MONOTONIC conversion is linear between two readings of
@@ -41,14 +52,16 @@ def calls(ev, js):
 
 def seconds(js, ticks):
     c = js["clock"]
-    return (c["ns"][0] + (ticks - c["ticks"][0]) * (c["ns"][1] - c["ns"][0])
-            / (c["ticks"][1] - c["ticks"][0])) / 1e9
+    return (
+        c["ns"][0]
+        + (ticks - c["ticks"][0]) * (c["ns"][1] - c["ns"][0]) / (c["ticks"][1] - c["ticks"][0])
+    ) / 1e9
 
 
 def test_trace_records(mpi, build, run_pw):
     prog = build(mpi, "trace_basic.c")
     r = run_pw(mpi.launch(4) + [prog], options=["--trace"])
-    assert (r.exp / "profile.pwprof").exists()   # the profile is still written
+    assert (r.exp / "profile.pwprof").exists()  # the profile is still written
     per_rank = {k: load(r.exp, k) for k in range(4)}
     for rank, (ev, js) in per_rank.items():
         assert js["format"] == "perfweave-trace" and js["version"] == 2
@@ -62,8 +75,15 @@ def test_trace_records(mpi, build, run_pw):
         assert names[:2] == ["MPI_Comm_rank", "MPI_Comm_size"]
         core = [n for n in names[2:] if n != "MPI_Comm_rank"]
         p2p = {0: ["MPI_Send"], 1: ["MPI_Recv"]}.get(rank, [])
-        assert core == p2p + ["MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Comm_split",
-                              "MPI_Barrier", "MPI_Bcast", "MPI_Comm_free"]
+        assert core == p2p + [
+            "MPI_Irecv",
+            "MPI_Isend",
+            "MPI_Waitall",
+            "MPI_Comm_split",
+            "MPI_Barrier",
+            "MPI_Bcast",
+            "MPI_Comm_free",
+        ]
         by = {n: (e, sub) for n, e, sub in seq}
         # ring: Irecv from the left, Isend to the right, both completed by Waitall
         (irecv,) = by["MPI_Irecv"][1]
@@ -98,8 +118,10 @@ def test_trace_records(mpi, build, run_pw):
     # receiver's wait is what the readings say, not the planned 0.2 s). The ticks
     # convert to CLOCK_MONOTONIC by the rank's two-point calibration; CLOCK_ERR bounds
     # that conversion and the clock reads' own granularity.
-    clock = {int(k): (int(a) / 1e9, int(b) / 1e9)
-             for k, a, b in re.findall(r"^clock (\d) (\d+) (\d+)$", r.proc.stdout, re.M)}
+    clock = {
+        int(k): (int(a) / 1e9, int(b) / 1e9)
+        for k, a, b in re.findall(r"^clock (\d) (\d+) (\d+)$", r.proc.stdout, re.M)
+    }
     assert set(clock) == {0, 1}, r.proc.stdout
     for (before, after), js, call in ((clock[0], js0, send[0]), (clock[1], js1, recv[0])):
         t0, t1 = seconds(js, call["t0"]), seconds(js, call["t1"])
@@ -112,8 +134,11 @@ def test_trace_records(mpi, build, run_pw):
     t_send = seconds(js0, send[0]["t0"]) - js0["clock"]["offset_init_ns"] / 1e9
     t_recv = seconds(js1, recv[0]["t0"]) - js1["clock"]["offset_init_ns"] / 1e9
     err = (js0["clock"]["offset_init_err_ns"] + js1["clock"]["offset_init_err_ns"]) / 1e9
-    assert clock[0][0] - clock[1][1] - err - CLOCK_ERR <= t_send - t_recv <= \
-        clock[0][1] - clock[1][0] + err + CLOCK_ERR, (t_send - t_recv, clock, err)
+    assert (
+        clock[0][0] - clock[1][1] - err - CLOCK_ERR
+        <= t_send - t_recv
+        <= clock[0][1] - clock[1][0] + err + CLOCK_ERR
+    ), (t_send - t_recv, clock, err)
     # call sites: the CALL's return address lies in the program, at the marked line
     obj = next(o for o in js0["objects"] if o["path"] == str(prog))
     assert obj["start"] <= send[0]["bytes"] < obj["end"]
@@ -142,7 +167,7 @@ def test_trace_buffer_flushes_are_recorded(mpi, build, run_pw):
     assert (flushes["t1"] >= flushes["t0"]).all()
     assert list(flushes["bytes"]) == list(heads["t0"][:-1] * EVENT.itemsize)
     names = [js["functions"][e["fn"]] for e in ev if e["type"] == CALL]
-    assert names.count("MPI_Comm_rank") == 1501   # nothing lost across blocks
+    assert names.count("MPI_Comm_rank") == 1501  # nothing lost across blocks
     assert js["lost"] == 0
     # a flush is recorded after the call whose records did not fit: records stay in
     # time order
@@ -172,7 +197,7 @@ def test_trace_of_fortran(mpi, build, run_pw, source):
     sends = ev0[ev0["type"] == SEND]
     assert len(sends) == 3 and (sends["peer"] == 1).all() and (sends["bytes"] == 200).all()
     colls = ev0[ev0["type"] == COLL]
-    assert len(colls) == 3   # 2 Allreduce + 1 Barrier (the Pcontrol(0) ones are not traced)
+    assert len(colls) == 3  # 2 Allreduce + 1 Barrier (the Pcontrol(0) ones are not traced)
 
 
 WIN, RMA, WSYNC, ENTER, LEAVE = 11, 12, 13, 9, 10
@@ -188,21 +213,36 @@ def test_trace_of_one_sided_communication(mpi, build, run_pw):
     groups = {g["id"]: g["ranks"] for g in js0["groups"]}
     seq = calls(ev0, js0)
     wins = [(n, e) for n, _, sub in seq for e in sub if e["type"] == WIN]
-    assert [(n, e["tag"], e["comm"], e["flags"] & 8) for n, e in wins] == \
-        [("MPI_Win_create", 0, 0, 0), ("MPI_Win_free", 0, 0, 8)]
+    assert [(n, e["tag"], e["comm"], e["flags"] & 8) for n, e in wins] == [
+        ("MPI_Win_create", 0, 0, 0),
+        ("MPI_Win_free", 0, 0, 8),
+    ]
     puts = [e for n, _, sub in seq for e in sub if e["type"] == RMA]
     # phases 1, 2: to rank 1; 3: to rank 1 (the next); 5: to rank 1
     assert [(e["peer"], e["bytes"], e["tag"]) for e in puts] == [(1, 4, 0)] * 4
     syncs = [(n, e) for n, _, sub in seq for e in sub if e["type"] == WSYNC]
     names = [n for n, _ in syncs]
-    assert names == ["MPI_Win_start", "MPI_Win_complete", "MPI_Win_start", "MPI_Win_complete",
-                     "MPI_Win_fence", "MPI_Win_fence", "MPI_Win_fence", "MPI_Win_fence",
-                     "MPI_Win_start", "MPI_Win_complete"]
+    assert names == [
+        "MPI_Win_start",
+        "MPI_Win_complete",
+        "MPI_Win_start",
+        "MPI_Win_complete",
+        "MPI_Win_fence",
+        "MPI_Win_fence",
+        "MPI_Win_fence",
+        "MPI_Win_fence",
+        "MPI_Win_start",
+        "MPI_Win_complete",
+    ]
     starts = [e for n, e in syncs if n == "MPI_Win_start"]
     assert [groups[e["t1"]] for e in starts] == [[1], [1], [1, 2, 3]]
     ev1, js1 = load(r.exp, 1)
-    posts = [e for n, _, sub in calls(ev1, js1) for e in sub
-             if n == "MPI_Win_post" and e["type"] == WSYNC]
+    posts = [
+        e
+        for n, _, sub in calls(ev1, js1)
+        for e in sub
+        if n == "MPI_Win_post" and e["type"] == WSYNC
+    ]
     g1 = {g["id"]: g["ranks"] for g in js1["groups"]}
     assert [g1[e["t1"]] for e in posts] == [[0], [0], [0]]
 
@@ -223,7 +263,7 @@ def test_trace_of_user_functions(mpi, build, run_pw):
     # main, solve, relax (and now(), called while spinning) are the regions entered
     assert len(np.unique(reg["bytes"])) == 4
     first_call = np.flatnonzero(ev["type"] == CALL)[0]
-    assert ev[0]["type"] == ENTER and first_call > 0          # main before any MPI call
+    assert ev[0]["type"] == ENTER and first_call > 0  # main before any MPI call
 
 
 def test_trace_of_threads_in_their_own_blocks(mpi, build, run_pw):

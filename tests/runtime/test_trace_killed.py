@@ -4,6 +4,7 @@ themselves. Every rank's trace must hold at least the iterations the program its
 reported done (ring_forever.c writes its count after each one), readable and marked as
 partial, and the caller must see the launcher's own exit status (the same run without
 perfweave, killed the same way, is the reference)."""
+
 import ctypes
 import errno
 import json
@@ -21,7 +22,7 @@ from perfweave.readers import trace as rt
 from perfweave.readers.dtypes import EVENT_TYPES as T
 
 NRANKS = 3
-WARMUP = 300          # iterations every rank completes before the signal
+WARMUP = 300  # iterations every rank completes before the signal
 
 
 def progress(base, tids=False):
@@ -31,7 +32,8 @@ def progress(base, tids=False):
     for r in range(NRANKS):
         try:
             done, pid, tid = struct.unpack(
-                "<qqq", (base.parent / f"{base.name}.{r}").read_bytes()[:24])
+                "<qqq", (base.parent / f"{base.name}.{r}").read_bytes()[:24]
+            )
         except (OSError, struct.error):
             done, pid, tid = -1, 0, 0
         out.append((done, pid, tid) if tids else (done, pid))
@@ -41,7 +43,7 @@ def progress(base, tids=False):
 def tgkill(pid, tid, sig):
     """Send sig to thread tid of process pid."""
     libc = ctypes.CDLL(None, use_errno=True)
-    SYS_tgkill = 234            # x86-64
+    SYS_tgkill = 234  # x86-64
     if libc.syscall(SYS_tgkill, pid, tid, sig) != 0 and ctypes.get_errno() != errno.ESRCH:
         raise OSError(ctypes.get_errno(), "tgkill")
 
@@ -49,25 +51,26 @@ def tgkill(pid, tid, sig):
 def run_and_kill(cmd, base, how):
     """Start cmd in its own session, wait until every rank has done WARMUP iterations,
     signal it as `how` says; (exit status, iterations done per rank when it ended)."""
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 120
     while min(d for d, _ in progress(base)) < WARMUP:
         assert proc.poll() is None, proc.stderr.read()
         assert time.monotonic() < deadline, f"no progress: {progress(base)}"
         time.sleep(0.05)
-    if how == "SIGTERM":          # a batch system's time limit: to the launcher
+    if how == "SIGTERM":  # a batch system's time limit: to the launcher
         os.kill(proc.pid, signal.SIGTERM)
     elif how == "SIGINT-thread":  # to each rank, handled on a thread other than main's
         for _, pid, tid in progress(base, tids=True):
             tgkill(pid, tid, signal.SIGINT)
-    elif how == "SIGINT":         # Ctrl-C: to the terminal's whole process group
+    elif how == "SIGINT":  # Ctrl-C: to the terminal's whole process group
         os.killpg(proc.pid, signal.SIGINT)
-    else:                         # the ranks themselves, without warning
+    else:  # the ranks themselves, without warning
         for _, pid in progress(base):
             try:
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:    # the launcher killed it when a peer died
+            except ProcessLookupError:  # the launcher killed it when a peer died
                 pass
     try:
         status = proc.wait(120)
@@ -86,12 +89,26 @@ def test_killed_traced_run_keeps_its_trace(mpi, build, tmp_path, how):
     the end of its call until the signal ends the process)."""
     prog = build(mpi, "ring_forever.c")
     extra = ["thread"] if how == "SIGINT-thread" else []
-    bare_status, _ = run_and_kill(mpi.launch(NRANKS) + [str(prog), str(tmp_path / "bare"),
-                                                         *extra], tmp_path / "bare", how)
+    bare_status, _ = run_and_kill(
+        mpi.launch(NRANKS) + [str(prog), str(tmp_path / "bare"), *extra], tmp_path / "bare", how
+    )
     exp = tmp_path / "exp"
-    status, done = run_and_kill([PERFWEAVE, "run", "-o", str(exp), "--trace", "--",
-                                 *mpi.launch(NRANKS), str(prog), str(tmp_path / "traced"),
-                                 *extra], tmp_path / "traced", how)
+    status, done = run_and_kill(
+        [
+            PERFWEAVE,
+            "run",
+            "-o",
+            str(exp),
+            "--trace",
+            "--",
+            *mpi.launch(NRANKS),
+            str(prog),
+            str(tmp_path / "traced"),
+            *extra,
+        ],
+        tmp_path / "traced",
+        how,
+    )
     # perfweave run ends as the launcher did, and says so in experiment.json
     launcher = json.loads((exp / "experiment.json").read_text())["exit_status"]
     assert status == (-launcher["signal"] if "signal" in launcher else launcher["code"])
@@ -116,19 +133,20 @@ def test_killed_traced_run_keeps_its_trace(mpi, build, tmp_path, how):
         states[r] = rf.meta["state"]
     if how == "SIGKILL":
         assert set(states.values()) == {"killed"}
-    else:   # the handler ran, unless the launcher killed the rank while it wrote
+    else:  # the handler ran, unless the launcher killed the rank while it wrote
         assert set(states.values()) <= {"signal", "killed"}
-    res = subprocess.run([PERFWEAVE, "analyze", "--json", str(exp)], capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [PERFWEAVE, "analyze", "--json", str(exp)], capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["complete"] is False
     assert {r["rank"]: r["state"] for r in out["ranks"]} == states
     assert sum("killed" in n or "without MPI_Finalize" in n for n in out["notes"]) == NRANKS
     assert out["counts"]["messages"] >= NRANKS * WARMUP
-    if how == "SIGKILL":   # no rank wrote a profile: report says where the data is
-        rep = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True,
-                             text=True, timeout=120)
+    if how == "SIGKILL":  # no rank wrote a profile: report says where the data is
+        rep = subprocess.run(
+            [PERFWEAVE, "report", str(exp)], capture_output=True, text=True, timeout=120
+        )
         assert rep.returncode == 2 and "Traceback" not in rep.stderr
-        assert f"its event trace was kept, up to the kill: perfweave analyze {exp}" in \
-            rep.stderr
+        assert f"its event trace was kept, up to the kill: perfweave analyze {exp}" in rep.stderr

@@ -12,6 +12,7 @@ wait must be a wait of at least half its plan (on_plan). Under load the ranks dr
 the plan in either direction by far more than the clock's error (0.123 s seen beside two
 busy loops), so the plan is never the expected value.
 Where nothing can be marked a value that should be nothing must stay under NONE = 10 ms."""
+
 import json
 import re
 import subprocess
@@ -36,8 +37,12 @@ def close(measured, expected):
 
 
 def analyze(exp, *extra):
-    res = subprocess.run([PERFWEAVE, "analyze", "--json", *extra, str(exp)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [PERFWEAVE, "analyze", "--json", *extra, str(exp)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
@@ -77,8 +82,14 @@ class Result:
     def check(self, metric, site, rank, expected, planned):
         got = self.at(metric, site, rank)
         assert close(got, expected), (metric, site, rank, got, expected)
-        assert on_plan(expected, planned), ("the program ran off its plan", metric, site,
-                                                rank, expected, planned)
+        assert on_plan(expected, planned), (
+            "the program ran off its plan",
+            metric,
+            site,
+            rank,
+            expected,
+            planned,
+        )
 
 
 @pytest.fixture
@@ -89,6 +100,7 @@ def traced(mpi, build, run_pw):
         mk = marks(r.proc.stdout)
         assert mk, r.proc.stdout
         return r.exp, Result(analyze(r.exp), source), mk
+
     return _traced
 
 
@@ -113,18 +125,19 @@ def test_point_to_point(traced):
     r.check("mpi_latereceiver", "lr_send", 0, lr, 0.15)
     # nothing else: the totals are those of the constructed sites (each checked against
     # the marks above); rank 0 receives nothing
-    built = sum(r.at("mpi_latesender", s) for s in ("ls_recv", "wo_same", "wo_diff",
-                                                    "ls_waitall"))
+    built = sum(r.at("mpi_latesender", s) for s in ("ls_recv", "wo_same", "wo_diff", "ls_waitall"))
     assert r.total("mpi_latesender") == pytest.approx(built, abs=1e-9)
     assert r.at("mpi_latesender", rank=0) == 0
     assert r.at("mpi_lswo_same", "wo_diff") == 0 and r.at("mpi_lswo_different", "wo_same") == 0
-    assert r.total("mpi_latereceiver") == pytest.approx(r.at("mpi_latereceiver", "lr_send"),
-                                                        abs=1e-9)
+    assert r.total("mpi_latereceiver") == pytest.approx(
+        r.at("mpi_latereceiver", "lr_send"), abs=1e-9
+    )
     assert r.total("mpi_latesender_count") == 4 and r.total("mpi_latereceiver_count") == 1
     # the tree: patterns inside their category, categories inside MPI, MPI inside Time
     assert r.total("mpi_latesender") <= r.total("mpi_point2point") <= r.total("mpi")
-    assert r.total("mpi") + r.total("computation") + r.total("overhead") == \
-        pytest.approx(r.total("time"))
+    assert r.total("mpi") + r.total("computation") + r.total("overhead") == pytest.approx(
+        r.total("time")
+    )
     # Time is the ranks' MPI_Init..MPI_Finalize time, marked by each rank (the ranks
     # leave MPI_Init at different times under load): 3 ranks of 6 phases of 0.6 s
     span = sum(mk["finalize"][k] - mk["init"][k] for k in range(3))
@@ -133,23 +146,30 @@ def test_point_to_point(traced):
     # saved in the experiment, and perfweave report shows it
     saved = json.loads((exp / "analysis" / "waitstates.json").read_text())
     assert saved["metrics"] == r.data["metrics"]
-    rep = subprocess.run([PERFWEAVE, "report", "--json", str(exp)], capture_output=True,
-                         text=True, timeout=120)
+    rep = subprocess.run(
+        [PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True, timeout=120
+    )
     ws = {p["id"]: p for p in json.loads(rep.stdout)["wait_states"]["patterns"]}
     assert ws["mpi_latesender"]["time_s"] == r.total("mpi_latesender")
     assert ws["mpi_latereceiver"]["callpath"] == f"MPI_Ssend @ ws_p2p.c:{r.lines['lr_send']}"
-    text = subprocess.run([PERFWEAVE, "report", "--full", str(exp)], capture_output=True, text=True,
-                          timeout=120).stdout
+    text = subprocess.run(
+        [PERFWEAVE, "report", "--full", str(exp)], capture_output=True, text=True, timeout=120
+    ).stdout
     assert "Wait states (perfweave analyze)" in text and "Late Receiver" in text
     # the text of analyze: the tree, where, and per rank
-    text = subprocess.run([PERFWEAVE, "analyze", "--per-rank", "--no-save", str(exp)],
-                          capture_output=True, text=True, timeout=120).stdout
+    text = subprocess.run(
+        [PERFWEAVE, "analyze", "--per-rank", "--no-save", str(exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert f"MPI_Ssend @ ws_p2p.c:{r.lines['lr_send']}" in text
     lines = text.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("Wait states per rank"))
     head = re.split(r" {2,}", lines[at + 1].strip())
-    rows = {int(c[0]): c for c in (re.split(r" {2,}", line.strip())
-                                   for line in lines[at + 2:at + 5])}
+    rows = {
+        int(c[0]): c for c in (re.split(r" {2,}", line.strip()) for line in lines[at + 2 : at + 5])
+    }
     assert set(rows) == {0, 1, 2}
     col = head.index("Late Sender")
     for rank in (0, 1, 2):
@@ -160,9 +180,11 @@ def test_collectives(traced):
     exp, r, mk = traced("ws_coll.c", 4)
     assert r.data["complete"] and r.data["counts"]["incomplete_collectives"] == 0
     ranks = range(4)
-    for site, metric, plan in (("barrier", "mpi_barrier_wait", [0.45, 0.3, 0.15, 0]),
-                               ("allreduce", "mpi_wait_nxn", [0.15, 0, 0.15, 0]),
-                               ("balanced", "mpi_wait_nxn", [0, 0, 0, 0])):
+    for site, metric, plan in (
+        ("barrier", "mpi_barrier_wait", [0.45, 0.3, 0.15, 0]),
+        ("allreduce", "mpi_wait_nxn", [0.15, 0, 0.15, 0]),
+        ("balanced", "mpi_wait_nxn", [0, 0, 0, 0]),
+    ):
         latest = max(mk[site].values())
         for k in ranks:
             r.check(metric, site, k, latest - mk[site][k], plan[k])
@@ -178,8 +200,10 @@ def test_collectives(traced):
     # the last arrived). Near 0 on an idle machine; under load a rank that the kernel
     # runs late leaves late (15 ms seen at load 10 on 2 cores), so the expected value
     # is taken from the ranks' marks right after their calls, with the same tolerance
-    for metric, site in (("mpi_barrier_completion", "barrier"),
-                         ("mpi_nxn_completion", "allreduce")):
+    for metric, site in (
+        ("mpi_barrier_completion", "barrier"),
+        ("mpi_nxn_completion", "allreduce"),
+    ):
         left = mk[f"{site}_done"]
         done = max(min(left.values()), max(mk[site].values()))
         for k in ranks:
@@ -215,19 +239,27 @@ def test_nonblocking_collectives(traced):
         for k, planned in enumerate(plan):
             t = max(mk[start].values()) if whose is None else mk[start][whose]
             r.check(metric, site, k, max(0, t - mk[site][k]), planned)
+
     # the late ranks themselves wait for nothing (planned 0)
     waits("mpi_barrier_wait", "ib_wait", "ibarrier", None, (0, 0.2, 0.2))
     waits("mpi_wait_nxn", "iar_wait", "iallreduce", None, (0.2, 0.2, 0))
     waits("mpi_latebroadcast", "ibc_wait", "ibcast", 1, (0.2, 0, 0.2))
     r.check("mpi_earlyreduce", "ird_wait", 0, mk["ireduce"][1] - mk["ird_wait"][0], 0.2)
-    for k, plan in enumerate((0, 0.2, 0.2)):     # for the latest start of ranks 0..k
+    for k, plan in enumerate((0, 0.2, 0.2)):  # for the latest start of ranks 0..k
         first_k = max(mk["iscan"][j] for j in range(k + 1))
         r.check("mpi_earlyscan", "isc_waitall", k, max(0, first_k - mk["isc_waitall"][k]), plan)
     # the MPI_I... calls wait for nothing
-    for metric in ("mpi_barrier_wait", "mpi_wait_nxn", "mpi_latebroadcast",
-                   "mpi_earlyreduce", "mpi_earlyscan"):
-        assert all(r.paths[p]["function"] in ("MPI_Wait", "MPI_Waitall", "MPI_Bcast")
-                   for p, _, _ in r.metrics[metric]["values"]), metric
+    for metric in (
+        "mpi_barrier_wait",
+        "mpi_wait_nxn",
+        "mpi_latebroadcast",
+        "mpi_earlyreduce",
+        "mpi_earlyscan",
+    ):
+        assert all(
+            r.paths[p]["function"] in ("MPI_Wait", "MPI_Waitall", "MPI_Bcast")
+            for p, _, _ in r.metrics[metric]["values"]
+        ), metric
     # completed by a loop of MPI_Test: no wait there; in MPI_Wait on the other rank
     assert r.at("mpi_barrier_wait", "tl_test") == 0
     r.check("mpi_barrier_wait", "tl_wait", 2, mk["tl_ibarrier"][0] - mk["tl_wait"][2], 0.2)
@@ -242,8 +274,7 @@ def test_nonblocking_collectives(traced):
     waits("mpi_wait_nxn", "ov_world_wait", "ov_world", None, (0, 0, 0))
     # the metric tree holds: the waits are in their categories' time
     assert r.total("mpi_barrier_wait") <= r.total("mpi_sync_collective")
-    assert r.total("mpi_wait_nxn") + r.total("mpi_latebroadcast") <= \
-        r.total("mpi_collective")
+    assert r.total("mpi_wait_nxn") + r.total("mpi_latebroadcast") <= r.total("mpi_collective")
 
 
 def _owner_calls(ev):
@@ -251,15 +282,14 @@ def _owner_calls(ev):
     return np.maximum.accumulate(np.where(ev["type"] == T["CALL"], np.arange(len(ev)), 0))
 
 
-def test_a_nonblocking_collective_never_completed_leaves_the_trace_incomplete(mpi, build,
-                                                                             run_pw):
+def test_a_nonblocking_collective_never_completed_leaves_the_trace_incomplete(mpi, build, run_pw):
     """An MPI_Ibarrier whose request is never completed (only MPI_Request_get_status):
     the instance is not analysed and the result says so."""
     run = run_pw(mpi.launch(3) + [build(mpi, "ws_icoll.c"), "leak"], options=["--trace"])
     data = analyze(run.exp, "--no-save")
     assert data["complete"] is False
     assert data["counts"]["incomplete_collectives"] == 1
-    assert data["counts"]["collectives"] == 1                 # the MPI_Barrier after it
+    assert data["counts"]["collectives"] == 1  # the MPI_Barrier after it
     assert any("never completed" in n for n in data["notes"]), data["notes"]
 
 
@@ -269,9 +299,13 @@ def test_wrong_order_is_per_thread(traced):
     still found (tests/runtime/programs/ws_threads.c)."""
     exp, r, mk = traced("ws_threads.c", 3)
     assert r.data["complete"]
-    for k in (1, 2):                      # thread A's + thread B's k-th receive
-        expected = mk[f"sa_send{k}"][1] - mk[f"ta_recv{k}"][0] + \
-            mk[f"sb_send{k}"][2] - mk[f"tb_recv{k}"][0]
+    for k in (1, 2):  # thread A's + thread B's k-th receive
+        expected = (
+            mk[f"sa_send{k}"][1]
+            - mk[f"ta_recv{k}"][0]
+            + mk[f"sb_send{k}"][2]
+            - mk[f"tb_recv{k}"][0]
+        )
         assert close(r.at("mpi_latesender", f"t_recv{k}", 0), expected), k
         assert r.at("mpi_latesender_wo", f"t_recv{k}") == 0
     # (the second receives start when the first ones end: only the first are planned)
@@ -289,27 +323,39 @@ def test_rma_active_target(traced):
     c = r.data["counts"]
     assert c["fences"] == 4 and c["access_epochs"] == 3 and c["exposure_epochs"] == 5
     # Late Post: in MPI_Win_start, MPI_Put or MPI_Win_complete, as this MPI blocks
-    late_post = sum(r.at(m, s, 0) for m in ("mpi_rma_sync_late_post", "mpi_rma_comm_late_post")
-                    for s in ("lp_start", "lp_put", "lp_complete"))
+    late_post = sum(
+        r.at(m, s, 0)
+        for m in ("mpi_rma_sync_late_post", "mpi_rma_comm_late_post")
+        for s in ("lp_start", "lp_put", "lp_complete")
+    )
     expected = mk["lp_post"][1] - mk["lp_start"][0]
     assert close(late_post, expected) and on_plan(expected, 0.15), (late_post, expected)
     r.check("mpi_rma_early_wait", "ew_wait", 1, mk["ew_complete"][0] - mk["ew_wait"][1], 0.25)
-    r.check("mpi_rma_late_complete", "ew_wait", 1,
-            mk["ew_complete"][0] - max(mk["ew_put_done"][0], mk["ew_wait"][1]), 0.15)
+    r.check(
+        "mpi_rma_late_complete",
+        "ew_wait",
+        1,
+        mk["ew_complete"][0] - max(mk["ew_put_done"][0], mk["ew_wait"][1]),
+        0.15,
+    )
     latest = max(mk["waf_fence"].values())
     for k, plan in enumerate([0.45, 0.3, 0.15, 0]):
         r.check("mpi_rma_wait_at_fence", "waf_fence", k, latest - mk["waf_fence"][k], plan)
     for k, plan in enumerate([0.15, 0, 0.15, 0.15]):
-        r.check("mpi_rma_wait_at_fence", "ef_fence", k,
-                max(0, mk["ef_fence"][1] - mk["ef_fence"][k]), plan)
+        r.check(
+            "mpi_rma_wait_at_fence",
+            "ef_fence",
+            k,
+            max(0, mk["ef_fence"][1] - mk["ef_fence"][k]),
+            plan,
+        )
     r.check("mpi_rma_early_fence", "ef_fence", 0, mk["ef_put_done"][1] - mk["ef_fence"][0], 0.15)
     assert r.total("mpi_rma_early_fence") == r.at("mpi_rma_early_fence", "ef_fence", 0)
     # pair-wise synchronisations of the access epoch to ranks 1-3 with one put
     assert r.at("mpi_rma_pairsync_count", "pws_complete", 0) == 3
     assert r.at("mpi_rma_pairsync_unneeded_count", "pws_complete", 0) == 2
     assert [r.at("mpi_rma_pairsync_count", "pws_wait", k) for k in (1, 2, 3)] == [1, 1, 1]
-    assert [r.at("mpi_rma_pairsync_unneeded_count", "pws_wait", k)
-            for k in (1, 2, 3)] == [0, 1, 1]
+    assert [r.at("mpi_rma_pairsync_unneeded_count", "pws_wait", k) for k in (1, 2, 3)] == [0, 1, 1]
     assert r.total("mpi_rma_early_wait") <= r.total("mpi_rma_sync_active")
 
 
@@ -324,8 +370,7 @@ def test_fences_on_a_mesh_count_unneeded_synchronisations(mpi, build, run_pw):
     for rank, k in neighbours.items():
         assert r.at("mpi_rma_pairsync_unneeded_count", rank=rank) == n + iters * (n - k)
         assert r.at("mpi_rma_pairsync_unneeded_count", "open", rank) == n
-    assert r.metrics["mpi_rma_pairsync_unneeded_count"]["pct"] == pytest.approx(
-        100 * 146 / 216)
+    assert r.metrics["mpi_rma_pairsync_unneeded_count"]["pct"] == pytest.approx(100 * 146 / 216)
 
 
 def test_parallel_analysis_is_identical(build, run_pw):
@@ -337,9 +382,23 @@ def test_parallel_analysis_is_identical(build, run_pw):
         r = run_pw(ompi.launch(n) + [build(ompi, source)], options=["--trace"])
         serial = analyze(r.exp, "--no-save")
         for k in (2, 3):
-            res = subprocess.run(["mpirun.openmpi", "--oversubscribe", "-n", str(k), PERFWEAVE,
-                                  "analyze", "--parallel", "--json", "--no-save", str(r.exp)],
-                                 capture_output=True, text=True, timeout=300)
+            res = subprocess.run(
+                [
+                    "mpirun.openmpi",
+                    "--oversubscribe",
+                    "-n",
+                    str(k),
+                    PERFWEAVE,
+                    "analyze",
+                    "--parallel",
+                    "--json",
+                    "--no-save",
+                    str(r.exp),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert res.returncode == 0, res.stderr
             par = json.loads(res.stdout)
             assert par["analysis"]["processes"] == k
@@ -365,8 +424,11 @@ def test_user_functions_form_the_call_paths(mpi, build, run_pw):
     names = {cp["name"]: cp["id"] for cp in r.data["callpaths"]}
     # relax's time includes its calls of now(), a region of its own: a rank preempted
     # while in now() (45 ms seen beside busy loops) spends that time there
-    relax = {i for n, i in names.items() if n == "main > solve > relax" or
-             n.startswith("main > solve > relax > ")}
+    relax = {
+        i
+        for n, i in names.items()
+        if n == "main > solve > relax" or n.startswith("main > solve > relax > ")
+    }
     assert names["main > solve > relax"] in relax and len(relax) == 2, names
     allreduce = names[f"main > solve > MPI_Allreduce @ regions.c:{r.lines['allreduce']}"]
     comp = defaultdict(float)
@@ -385,13 +447,16 @@ def test_user_functions_form_the_call_paths(mpi, build, run_pw):
     # their calls, which no clock of the program can time apart from the calls; NONE
     # holds unless the kernel preempts a rank inside those few instructions
     for name in ("main", "main > solve"):
-        assert all(v < NONE for p, k, v in r.metrics["computation"]["values"]
-                   if p == names[name])
+        assert all(v < NONE for p, k, v in r.metrics["computation"]["values"] if p == names[name])
 
 
 def _analyze_rc(exp):
-    res = subprocess.run([PERFWEAVE, "analyze", "--json", "--no-save", str(exp)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [PERFWEAVE, "analyze", "--json", "--no-save", str(exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return res.returncode, (json.loads(res.stdout) if res.returncode == 0 else None), res.stderr
 
 
@@ -418,20 +483,23 @@ def test_damaged_traces_are_analysed_as_far_as_they_go(build, run_pw, tmp_path):
     def rm_rank2(t):
         for f in t.glob("rank-2.*"):
             f.unlink()
+
     r, notes = damaged("missing", rm_rank2)
     assert "no trace from 1 of 3 ranks: 2" in notes and "no partner" in notes
     assert [x["rank"] for x in r.data["ranks"]] == [0, 1]
-    assert r.at("mpi_latesender", "ls_recv", 1) == ls        # rank 0 -> 1 still analysed
+    assert r.at("mpi_latesender", "ls_recv", 1) == ls  # rank 0 -> 1 still analysed
 
     def truncate(t):
         p = t / "rank-1.events"
         p.write_bytes(p.read_bytes()[:-60])
+
     r, notes = damaged("truncated", truncate)
     assert "rank 1: rank-1.events ends with a partial record" in notes
     assert r.at("mpi_latesender", "ls_recv", 1) == ls
 
     def corrupt_json(t):
         (t / "rank-1.json").write_text("{not json")
+
     r, notes = damaged("corrupt-json", corrupt_json)
     assert "rank-1.json is unreadable" in notes and "taken from another rank" in notes
     # its call sites are unknown (its loaded objects were in the JSON), its waits are not
@@ -443,6 +511,7 @@ def test_damaged_traces_are_analysed_as_far_as_they_go(build, run_pw, tmp_path):
         b = bytearray(p.read_bytes())
         b[40:440] = bytes((i * 37 + 11) % 256 for i in range(400))
         p.write_bytes(bytes(b))
+
     r, notes = damaged("garbage", garbage)
     assert "corrupt records dropped from rank-0.events" in notes
 
@@ -460,11 +529,24 @@ def test_parallel_analysis_fails_fast_when_one_process_cannot_read(build, run_pw
     and aborts the job, instead of leaving the others waiting in a collective."""
     ompi = FLAVORS["openmpi"]
     r = run_pw(ompi.launch(3) + [build(ompi, "ws_p2p.c")], options=["--trace"])
-    js = r.exp / "traces" / "rank-2.json"            # owned by the second of 2 processes
+    js = r.exp / "traces" / "rank-2.json"  # owned by the second of 2 processes
     js.write_text(re.sub(r'"version":\d+', '"version":99', js.read_text(), count=1))
-    res = subprocess.run(["mpirun.openmpi", "--oversubscribe", "-n", "2", PERFWEAVE, "analyze",
-                          "--parallel", "--no-save", str(r.exp)], capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [
+            "mpirun.openmpi",
+            "--oversubscribe",
+            "-n",
+            "2",
+            PERFWEAVE,
+            "analyze",
+            "--parallel",
+            "--no-save",
+            str(r.exp),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode != 0
     assert "perfweave: error: analysis process 1:" in res.stderr and "version 99" in res.stderr
     assert "Traceback" not in res.stderr

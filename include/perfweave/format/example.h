@@ -16,8 +16,8 @@
 #define PW_EXAMPLE_MAGIC "perfweave-example"
 #define PW_EXAMPLE_JOB_MAGIC "perfweave-example-job"
 
-#define PW_FORMAT_example(FILE, RECORD, NAMES, CODES, CONST)                               \
-    FILE(example, "example", PW_EXAMPLE_MAGIC, PW_EXAMPLE_VERSION)                         \
+#define PW_FORMAT_example(FILE, RECORD, NAMES, CODES, CONST)                                       \
+    FILE(example, "example", PW_EXAMPLE_MAGIC, PW_EXAMPLE_VERSION)                                 \
     FILE(example_job, "example", PW_EXAMPLE_JOB_MAGIC, PW_EXAMPLE_VERSION)
 
 #endif

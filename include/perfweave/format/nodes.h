@@ -17,15 +17,15 @@
 #define PW_TIMELINE_VERSION 1
 #define PW_TIMELINE_MAGIC "perfweave-timeline"
 
-#define PW_TIMELINE_FIELDS(X, A)                                                           \
-    X(int64_t, "<i8", t)      /* CLOCK_MONOTONIC ns of the tick */                         \
-    X(int32_t, "<i4", series) /* index into HOST.json "series" */                          \
-    X(int32_t, "<i4", pad)    /* 0 */                                                      \
+#define PW_TIMELINE_FIELDS(X, A)                                                                   \
+    X(int64_t, "<i8", t)      /* CLOCK_MONOTONIC ns of the tick */                                 \
+    X(int32_t, "<i4", series) /* index into HOST.json "series" */                                  \
+    X(int32_t, "<i4", pad)    /* 0 */                                                              \
     X(double, "<f8", value)   /* counter: cumulative since the first tick; gauge: value */
 PW_RECORD_STRUCT(PW_TIMELINE_FIELDS, pw_timeline_rec)
 
-#define PW_FORMAT_nodes(FILE, RECORD, NAMES, CODES, CONST)                                 \
-    FILE(timeline, "timeline", PW_TIMELINE_MAGIC, PW_TIMELINE_VERSION)                     \
+#define PW_FORMAT_nodes(FILE, RECORD, NAMES, CODES, CONST)                                         \
+    FILE(timeline, "timeline", PW_TIMELINE_MAGIC, PW_TIMELINE_VERSION)                             \
     RECORD(timeline, PW_TIMELINE_FIELDS, pw_timeline_rec)
 
 #endif

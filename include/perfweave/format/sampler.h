@@ -12,6 +12,9 @@
 
 #include "perfweave/format.h"
 
+/* X-macro tables, aligned by hand: their comments span lines. */
+/* clang-format off */
+
 /* 2: + counters */
 #define PW_SAMPLES_VERSION 2
 #define PW_SAMPLES_MAGIC "perfweave-samples"
@@ -22,7 +25,7 @@
     X(int64_t, "<i8", t)                             /* CLOCK_MONOTONIC ns */              \
     X(int32_t, "<i4", thread)                        /* index into NAME.json "threads" */  \
     X(int16_t, "<i2", state)                         /* the thread's activity (index of    \
-                                                        NAME.json "states", PW_ACTIVITIES) */ \
+                                                        NAME.json "states": PW_ACTIVITIES) */\
     X(int16_t, "<i2", depth)                         /* frames kept */                     \
     A(int32_t, "<i4", module, PW_SAMPLE_FRAMES)      /* loaded object of each frame (index \
                                                         of NAME.json "modules"), -1 none */ \
@@ -36,5 +39,6 @@ PW_RECORD_STRUCT(PW_SAMPLE_FIELDS, pw_sample_rec)
     RECORD(sample, PW_SAMPLE_FIELDS, pw_sample_rec)                                        \
     CONST(sample_frames, PW_SAMPLE_FRAMES)                                                 \
     CONST(sample_counters, PW_SAMPLE_COUNTERS)
+/* clang-format on */
 
 #endif

@@ -9,6 +9,7 @@ that needs them: `route(rows, dest)` delivers each row to the process owning ran
 and the parallel analysis run the same code and, since every time is an integer
 number of nanoseconds, give identical results.
 """
+
 import numpy as np
 
 
@@ -24,6 +25,7 @@ def _mix(keys):
 
 class Local:
     """One process owns every rank."""
+
     nproc = 1
     me = 0
     parallel = False
@@ -70,10 +72,12 @@ class Local:
 class MPI(Local):
     """Ranks split in contiguous blocks over the processes of an mpi4py communicator;
     instances (collectives, fences) spread by a hash of their key."""
+
     parallel = True
 
     def __init__(self, world_size, comm=None):
         from mpi4py import MPI as _mpi
+
         self._mpi = _mpi
         self.comm = comm or _mpi.COMM_WORLD
         self.nproc = self.comm.Get_size()
@@ -94,11 +98,11 @@ class MPI(Local):
         """Send rows[i] to process dest_proc[i]; returns the rows this process receives,
         in the order of the sending processes (and of the rows within each)."""
         rows = np.ascontiguousarray(rows)
-        if self.nproc <= 1 << 16:             # a radix sort of few distinct values
+        if self.nproc <= 1 << 16:  # a radix sort of few distinct values
             order = np.argsort(np.asarray(dest_proc).astype(np.uint16), kind="stable")
         else:
             order = np.argsort(dest_proc, kind="stable")
-        whole = np.dtype((np.void, rows.dtype.itemsize))   # copy rows, not fields
+        whole = np.dtype((np.void, rows.dtype.itemsize))  # copy rows, not fields
         rows = rows.view(whole)[order].view(rows.dtype)
         counts = np.bincount(dest_proc, minlength=self.nproc).astype(np.int64)
         item = rows.dtype.itemsize
@@ -120,10 +124,12 @@ class MPI(Local):
         recv_counts = np.zeros(self.nproc, np.int64)
         self.comm.Alltoall(counts, recv_counts)
         out = np.empty(int(recv_counts.sum()), values.dtype)
-        self._bytes(values.view(np.uint8) if len(values) else np.zeros(0, np.uint8),
-                    counts * item,
-                    out.view(np.uint8) if len(out) else np.zeros(0, np.uint8),
-                    recv_counts * item)
+        self._bytes(
+            values.view(np.uint8) if len(values) else np.zeros(0, np.uint8),
+            counts * item,
+            out.view(np.uint8) if len(out) else np.zeros(0, np.uint8),
+            recv_counts * item,
+        )
         return out
 
     def _bytes(self, sb, sc, rb, rc):
@@ -132,15 +138,21 @@ class MPI(Local):
         mpi = self._mpi
         sd = np.r_[0, np.cumsum(sc)[:-1]]
         rd = np.r_[0, np.cumsum(rc)[:-1]]
-        if max(int(sc.sum()), int(rc.sum())) >= 2 ** 31:
+        if max(int(sc.sum()), int(rc.sum())) >= 2**31:
             for shift in range(self.nproc):
                 to = (self.me + shift) % self.nproc
                 frm = (self.me - shift) % self.nproc
-                self.comm.Sendrecv(sb[sd[to]:sd[to] + sc[to]], dest=to,
-                                   recvbuf=rb[rd[frm]:rd[frm] + rc[frm]], source=frm)
+                self.comm.Sendrecv(
+                    sb[sd[to] : sd[to] + sc[to]],
+                    dest=to,
+                    recvbuf=rb[rd[frm] : rd[frm] + rc[frm]],
+                    source=frm,
+                )
         else:
-            self.comm.Alltoallv([sb, (sc.astype(np.int32), sd.astype(np.int32)), mpi.BYTE],
-                                [rb, (rc.astype(np.int32), rd.astype(np.int32)), mpi.BYTE])
+            self.comm.Alltoallv(
+                [sb, (sc.astype(np.int32), sd.astype(np.int32)), mpi.BYTE],
+                [rb, (rc.astype(np.int32), rd.astype(np.int32)), mpi.BYTE],
+            )
 
     def allreduce(self, array, op):
         mpi = self._mpi

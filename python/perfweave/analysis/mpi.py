@@ -5,6 +5,7 @@ Everything is computed on the profile's arrays with numpy grouping; the result
 is a dict of plain values (the `perfweave report --json` document, see
 docs/mpi-profile.md).
 """
+
 import numpy as np
 
 from perfweave._format import HIST_BUCKETS
@@ -21,8 +22,13 @@ def stats(values):
     if not len(v):
         return {"min": 0.0, "mean": 0.0, "max": 0.0, "stdev": 0.0, "avg_over_max": 0.0}
     mx = float(v.max())
-    return {"min": float(v.min()), "mean": float(v.mean()), "max": mx,
-            "stdev": float(v.std()), "avg_over_max": float(v.mean() / mx) if mx > 0 else 1.0}
+    return {
+        "min": float(v.min()),
+        "mean": float(v.mean()),
+        "max": mx,
+        "stdev": float(v.std()),
+        "avg_over_max": float(v.mean() / mx) if mx > 0 else 1.0,
+    }
 
 
 def _group(keys):
@@ -40,7 +46,7 @@ def _stack_ids(profile):
     stacks = [()]
     for i in np.nonzero(profile.sites["nframes"] > 0)[0]:
         s = profile.sites[i]
-        f = profile.frames[s["first_frame"]:s["first_frame"] + s["nframes"]]
+        f = profile.frames[s["first_frame"] : s["first_frame"] + s["nframes"]]
         key = tuple(zip(f["module"].tolist(), f["offset"].tolist()))
         if key not in table:
             table[key] = len(stacks)
@@ -62,28 +68,41 @@ def analyze(profile, top=20, symbolizer=None):
     total_mpi = float(mpi_s.sum())
     rank_pos = {int(r): i for i, r in enumerate(ranks["rank"])}
 
-    per_rank = [{"rank": int(r["rank"]), "host": profile.hosts[r["host"]]
-                 if 0 <= r["host"] < len(profile.hosts) else "?",
-                 "pid": int(r["pid"]), "state": state_name(int(r["state"])),
-                 "app_s": float(a), "mpi_s": float(m), "mpi_pct": float(p),
-                 "outside_pct": float(100.0 - p) if a > 0 else 0.0,
-                 "calls": int(r["mpi_calls"]), "threads": int(r["nthreads"]),
-                 "table_resident_bytes": int(r["table_resident"]),
-                 "init_s": float((r["t_init_leave"] - r["t_init_enter"]) / 1e9),
-                 "clock_offset_init_s": float(r["offset_init_ns"] / 1e9),
-                 "clock_offset_fini_s": float(r["offset_fini_ns"] / 1e9),
-                 "clock_offset_error_s": float(max(r["offset_init_err_ns"],
-                                                   r["offset_fini_err_ns"]) / 1e9)}
-                for r, a, m, p in zip(ranks, app_s, mpi_s, mpi_pct)]
+    per_rank = [
+        {
+            "rank": int(r["rank"]),
+            "host": profile.hosts[r["host"]] if 0 <= r["host"] < len(profile.hosts) else "?",
+            "pid": int(r["pid"]),
+            "state": state_name(int(r["state"])),
+            "app_s": float(a),
+            "mpi_s": float(m),
+            "mpi_pct": float(p),
+            "outside_pct": float(100.0 - p) if a > 0 else 0.0,
+            "calls": int(r["mpi_calls"]),
+            "threads": int(r["nthreads"]),
+            "table_resident_bytes": int(r["table_resident"]),
+            "init_s": float((r["t_init_leave"] - r["t_init_enter"]) / 1e9),
+            "clock_offset_init_s": float(r["offset_init_ns"] / 1e9),
+            "clock_offset_fini_s": float(r["offset_fini_ns"] / 1e9),
+            "clock_offset_error_s": float(
+                max(r["offset_init_err_ns"], r["offset_fini_err_ns"]) / 1e9
+            ),
+        }
+        for r, a, m, p in zip(ranks, app_s, mpi_s, mpi_pct)
+    ]
 
-    if profile.counters:                # per rank: counted inside and between MPI calls
+    if profile.counters:  # per rank: counted inside and between MPI calls
         c = profile.counts
         crank = profile.sites["rank"][c["site"]] if len(c) else np.zeros(0, np.int64)
         for p in per_rank:
             mine = crank == p["rank"]
-            p["counters"] = {ev: int(c["inside"][mine & (c["event"] == e)].sum() +
-                                     c["before"][mine & (c["event"] == e)].sum())
-                             for e, ev in enumerate(profile.counters)}
+            p["counters"] = {
+                ev: int(
+                    c["inside"][mine & (c["event"] == e)].sum()
+                    + c["before"][mine & (c["event"] == e)].sum()
+                )
+                for e, ev in enumerate(profile.counters)
+            }
 
     # ---- sites: one id per (function, caller module, caller offset, deeper stack) ----
     sites = profile.sites
@@ -93,10 +112,15 @@ def analyze(profile, top=20, symbolizer=None):
     stack_ids, stacks = _stack_ids(profile)
     s = sites[in_app]
     sid_stack = stack_ids[in_app]
-    key = np.zeros(len(s), dtype=[("fn", "<i4"), ("module", "<i4"), ("offset", "<i8"),
-                                  ("stack", "<i8")])
-    key["fn"], key["module"], key["offset"], key["stack"] = (s["fn"], s["module"], s["offset"],
-                                                             sid_stack)
+    key = np.zeros(
+        len(s), dtype=[("fn", "<i4"), ("module", "<i4"), ("offset", "<i8"), ("stack", "<i8")]
+    )
+    key["fn"], key["module"], key["offset"], key["stack"] = (
+        s["fn"],
+        s["module"],
+        s["offset"],
+        sid_stack,
+    )
     ukeys, site_of_row = _group(key)
     nsites = len(ukeys)
     rpos = np.array([rank_pos[int(r)] for r in s["rank"]], dtype=np.int64)
@@ -118,8 +142,9 @@ def analyze(profile, top=20, symbolizer=None):
     nrank_site = present.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_r = np.where(nrank_site > 0, site_time / np.maximum(nrank_site, 1), 0.0)
-        var_r = np.where(present, (time_sr - mean_r[:, None]) ** 2, 0.0).sum(axis=1) \
-            / np.maximum(nrank_site, 1)
+        var_r = np.where(present, (time_sr - mean_r[:, None]) ** 2, 0.0).sum(axis=1) / np.maximum(
+            nrank_site, 1
+        )
         cov = np.where(mean_r > 0, np.sqrt(var_r) / mean_r, 0.0)
 
     order = np.argsort(-site_time, kind="stable")
@@ -149,38 +174,52 @@ def analyze(profile, top=20, symbolizer=None):
             "function": profile.functions[k["fn"]],
             "family": profile.families[k["fn"]],
             "location": loc.to_json() if loc and not overflow else None,
-            "where": "(overflow: sites beyond --max-callsites)" if overflow
-                     else (loc.short() if loc else "?"),
+            "where": "(overflow: sites beyond --max-callsites)"
+            if overflow
+            else (loc.short() if loc else "?"),
             "stack": [locs[f].to_json() for f in stacks[int(k["stack"])]],
             "stack_where": [locs[f].short() for f in stacks[int(k["stack"])]],
-            "calls": int(site_calls[i]), "time_s": float(site_time[i]),
+            "calls": int(site_calls[i]),
+            "time_s": float(site_time[i]),
             "mean_s": float(site_time[i] / site_calls[i]) if site_calls[i] else 0.0,
             "min_s": float(site_min[i]) if np.isfinite(site_min[i]) else 0.0,
             "max_s": float(site_max[i]),
             "app_pct": 100.0 * float(site_time[i]) / total_app if total_app else 0.0,
             "mpi_pct": 100.0 * float(site_time[i]) / total_mpi if total_mpi else 0.0,
-            "cov": float(cov[i]), "ranks": int(nrank_site[i]),
-            "bytes_sent": int(site_sent[i]), "bytes_recv": int(site_recv[i]),
-            "per_rank_time_s": {int(ranks["rank"][j]): float(time_sr[i, j])
-                                for j in np.nonzero(present[i])[0]},
+            "cov": float(cov[i]),
+            "ranks": int(nrank_site[i]),
+            "bytes_sent": int(site_sent[i]),
+            "bytes_recv": int(site_recv[i]),
+            "per_rank_time_s": {
+                int(ranks["rank"][j]): float(time_sr[i, j]) for j in np.nonzero(present[i])[0]
+            },
         }
         if ctr is not None:
-            entry["counters"] = {ev: {"inside": int(ctr[i, e, 0]), "before": int(ctr[i, e, 1])}
-                                 for e, ev in enumerate(profile.counters)}
-            if ctr_ns is not None:       # rates: per second of the time the counts cover
+            entry["counters"] = {
+                ev: {"inside": int(ctr[i, e, 0]), "before": int(ctr[i, e, 1])}
+                for e, ev in enumerate(profile.counters)
+            }
+            if ctr_ns is not None:  # rates: per second of the time the counts cover
                 cover = {"inside": ctr_ns[i, 0] / 1e9, "before": ctr_ns[i, 1] / 1e9}
                 entry["counters_time_s"] = {k: float(v) for k, v in cover.items()}
                 for e, ev in enumerate(profile.counters):
                     for k, j in (("inside", 0), ("before", 1)):
                         entry["counters"][ev][f"{k}_per_s"] = (
-                            float(ctr[i, e, j] / cover[k]) if cover[k] > 0 else None)
+                            float(ctr[i, e, j] / cover[k]) if cover[k] > 0 else None
+                        )
         callsites.append(entry)
 
     # bytes per call, from the histograms (which count max(sent, received) per call)
-    hist_calls = np.bincount(profile.hist["fn"], profile.hist["count"],
-                             minlength=len(profile.functions)) if len(profile.hist) else None
-    hist_bytes = np.bincount(profile.hist["fn"], profile.hist["bytes"],
-                             minlength=len(profile.functions)) if len(profile.hist) else None
+    hist_calls = (
+        np.bincount(profile.hist["fn"], profile.hist["count"], minlength=len(profile.functions))
+        if len(profile.hist)
+        else None
+    )
+    hist_bytes = (
+        np.bincount(profile.hist["fn"], profile.hist["bytes"], minlength=len(profile.functions))
+        if len(profile.hist)
+        else None
+    )
 
     # ---- functions ----
     fn_ids = ukeys["fn"] if nsites else np.zeros(0, dtype=np.int32)
@@ -193,22 +232,32 @@ def analyze(profile, top=20, symbolizer=None):
         calls = int(site_calls[rows].sum())
         t = float(site_time[rows].sum())
         sent, recv = int(site_sent[rows].sum()), int(site_recv[rows].sum())
-        functions.append({
-            "name": profile.functions[f], "family": profile.families[f], "calls": calls,
-            "time_s": t, "app_pct": 100.0 * t / total_app if total_app else 0.0,
-            "mpi_pct": 100.0 * t / total_mpi if total_mpi else 0.0,
-            "bytes_sent": sent, "bytes_recv": recv,
-            "mean_bytes": float(hist_bytes[f] / hist_calls[f])
-            if hist_calls is not None and hist_calls[f] else
-            (float(max(sent, recv) / calls) if calls else 0.0),
-            "sites": int(rows.sum()), "ranks": int((calls_sr[rows].sum(axis=0) > 0).sum()),
-            "pct_of_app_per_rank": stats(pct_r),
-        })
+        functions.append(
+            {
+                "name": profile.functions[f],
+                "family": profile.families[f],
+                "calls": calls,
+                "time_s": t,
+                "app_pct": 100.0 * t / total_app if total_app else 0.0,
+                "mpi_pct": 100.0 * t / total_mpi if total_mpi else 0.0,
+                "bytes_sent": sent,
+                "bytes_recv": recv,
+                "mean_bytes": float(hist_bytes[f] / hist_calls[f])
+                if hist_calls is not None and hist_calls[f]
+                else (float(max(sent, recv) / calls) if calls else 0.0),
+                "sites": int(rows.sum()),
+                "ranks": int((calls_sr[rows].sum(axis=0) > 0).sum()),
+                "pct_of_app_per_rank": stats(pct_r),
+            }
+        )
     functions.sort(key=lambda d: -d["time_s"])
 
     # ---- message sizes ----
-    h = profile.hist[np.isin(profile.hist["rank"], ranks["rank"])] if len(profile.hist) else \
-        profile.hist
+    h = (
+        profile.hist[np.isin(profile.hist["rank"], ranks["rank"])]
+        if len(profile.hist)
+        else profile.hist
+    )
     sizes = []
     if len(h):
         hk = np.zeros(len(h), dtype=[("fn", "<i4"), ("bucket", "<i4")])
@@ -219,9 +268,17 @@ def analyze(profile, top=20, symbolizer=None):
         tim = np.bincount(inv, h["total_ns"], minlength=len(uk)) / 1e9
         for k, c, b, t in zip(uk, cnt, byt, tim):
             lo, hi = bucket_range(int(k["bucket"]), profile.hist_buckets)
-            sizes.append({"function": profile.functions[k["fn"]], "bucket": int(k["bucket"]),
-                          "min_bytes": lo, "max_bytes": hi, "calls": int(c), "bytes": int(b),
-                          "time_s": float(t)})
+            sizes.append(
+                {
+                    "function": profile.functions[k["fn"]],
+                    "bucket": int(k["bucket"]),
+                    "min_bytes": lo,
+                    "max_bytes": hi,
+                    "calls": int(c),
+                    "bytes": int(b),
+                    "time_s": float(t),
+                }
+            )
 
     init = [p["init_s"] for p in per_rank] if profile.mpi else []
     outside_s = app_s - mpi_s
@@ -283,4 +340,3 @@ def _site_counters(profile, in_app, site_of_row, nsites):
     rows = np.flatnonzero(group >= 0)
     np.add.at(ns, group[rows], row_ns[rows])
     return out, ns
-

@@ -14,6 +14,7 @@ exit); without samples it is not measured. On a short run the start-up can be mo
 wall time (a PMIx wire-up of 0.2 s against 5 ms of app time): the report shows it on its
 own line so that no percentage of the app time hides it.
 """
+
 import numpy as np
 
 from perfweave.analysis.mpi import stats
@@ -30,8 +31,10 @@ def windows(profile):
         return {}
     r = profile.ranks
     ok = (r["rank"] >= 0) & (r["t_init_enter"] > 0) & (r["t_init_leave"] >= r["t_init_enter"])
-    return {int(x["rank"]): (int(x["t_init_enter"]), int(x["t_init_leave"]),
-                             int(x["t_fini_enter"])) for x in r[ok]}
+    return {
+        int(x["rank"]): (int(x["t_init_enter"]), int(x["t_init_leave"]), int(x["t_fini_enter"]))
+        for x in r[ok]
+    }
 
 
 def of_samples(t, window):
@@ -40,8 +43,9 @@ def of_samples(t, window):
     if window is None:
         return np.full(len(t), APP, np.int64)
     enter, leave, fini = window
-    return np.searchsorted(np.array([enter, leave, fini], np.int64), np.asarray(t, np.int64),
-                           side="right")
+    return np.searchsorted(
+        np.array([enter, leave, fini], np.int64), np.asarray(t, np.int64), side="right"
+    )
 
 
 def summarize(profile, mpi_ranks, sample_metas=(), samples_pct=None):
@@ -54,8 +58,11 @@ def summarize(profile, mpi_ranks, sample_metas=(), samples_pct=None):
     if not win:
         return None
     starts = dict(zip(profile.ranks["rank"].tolist(), profile.ranks["t_start"].tolist()))
-    ends = {int(m.get("rank", -1)): int(m["t_end"]) for m in sample_metas
-            if m.get("rank", -1) in win and m.get("t_end")}
+    ends = {
+        int(m.get("rank", -1)): int(m["t_end"])
+        for m in sample_metas
+        if m.get("rank", -1) in win and m.get("t_end")
+    }
     per_rank = []
     for r in mpi_ranks:
         rank = r["rank"]
@@ -63,18 +70,27 @@ def summarize(profile, mpi_ranks, sample_metas=(), samples_pct=None):
             continue
         enter, _, fini = win[rank]
         end = ends.get(rank)
-        per_rank.append({
-            "rank": rank,
-            "before_init_s": max(enter - starts[rank], 0) / 1e9 if starts[rank] else None,
-            "init_s": r["init_s"], "app_s": r["app_s"],
-            "shutdown_s": max(end - fini, 0) / 1e9 if end else None})
+        per_rank.append(
+            {
+                "rank": rank,
+                "before_init_s": max(enter - starts[rank], 0) / 1e9 if starts[rank] else None,
+                "init_s": r["init_s"],
+                "app_s": r["app_s"],
+                "shutdown_s": max(end - fini, 0) / 1e9 if end else None,
+            }
+        )
 
     def over(key):
         v = [p[key] for p in per_rank if p[key] is not None]
         return stats(v) if v else None
 
-    return {"ranks": len(per_rank),
-            "before_init_s": over("before_init_s"), "init_s": over("init_s"),
-            "app_time_s": over("app_s"), "shutdown_s": over("shutdown_s"),
-            "shutdown_ranks": sum(p["shutdown_s"] is not None for p in per_rank),
-            "samples_pct": samples_pct, "per_rank": per_rank}
+    return {
+        "ranks": len(per_rank),
+        "before_init_s": over("before_init_s"),
+        "init_s": over("init_s"),
+        "app_time_s": over("app_s"),
+        "shutdown_s": over("shutdown_s"),
+        "shutdown_ranks": sum(p["shutdown_s"] is not None for p in per_rank),
+        "samples_pct": samples_pct,
+        "per_rank": per_rank,
+    }

@@ -13,6 +13,7 @@ any it adds later); a compute sample is further told apart post-mortem (classify
 its innermost frames: the interrupted function, and the next frames while they are in
 a system library (libc, libpthread, libgomp, libstdc++), named by the symbolizer and
 matched against known I/O, memory-allocation and thread-synchronisation functions."""
+
 import os
 import re
 
@@ -28,8 +29,13 @@ SYSTEM_PREFIXES = ("/lib/", "/usr/lib/", "/lib64/", "/usr/lib64/", "[vdso]", "li
 
 def _is_system(path):
     base = os.path.basename(path)
-    return (not path or path.startswith(SYSTEM_PREFIXES) or base.startswith("libperfweave")
-            or "libmpi" in base or "libpmpi" in base)
+    return (
+        not path
+        or path.startswith(SYSTEM_PREFIXES)
+        or base.startswith("libperfweave")
+        or "libmpi" in base
+        or "libpmpi" in base
+    )
 
 
 def _is_wrapper(path):
@@ -55,89 +61,301 @@ def mpi_call_name(function):
 # not listed here (in files of a later runtime) is appended when first seen, so indexes
 # stay stable.
 ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "omp_sync"] + [
-    a for a in RUNTIME_ACTIVITIES if a != "compute"]
-CLASSIFY_FRAMES = 3       # frame 0 and up to two callers, while in a system library
+    a for a in RUNTIME_ACTIVITIES if a != "compute"
+]
+CLASSIFY_FRAMES = 3  # frame 0 and up to two callers, while in a system library
 
 # Known functions, by normalised name (_normalise: glibc's __GI_/__libc_ prefixes,
 # 64/_nocancel suffixes, symbol versions and C++ arguments dropped).
 _IO = {
-    "read", "write", "pread", "pwrite", "readv", "writev", "preadv", "pwritev", "preadv2",
-    "pwritev2", "open", "openat", "creat", "close", "fsync", "fdatasync", "sync",
-    "syncfs", "sync_file_range", "lseek", "llseek", "ftruncate", "truncate", "fallocate",
-    "posix_fallocate", "posix_fadvise", "sendfile", "copy_file_range", "splice",
-    "stat", "fstat", "lstat", "fstatat", "newfstatat", "statx", "fxstat", "xstat",
-    "lxstat", "fxstatat", "access", "faccessat", "unlink", "unlinkat", "rename",
-    "renameat", "mkdir", "rmdir", "getdents", "readdir", "opendir", "closedir",
-    "fopen", "fdopen", "fclose", "fread", "fwrite", "fflush", "fputs", "fgets", "fseek",
-    "fseeko", "ftell", "fsetpos", "fgetpos", "getline", "getdelim", "fscanf",
-    "fread_unlocked", "fwrite_unlocked", "fflush_unlocked", "fileno",
-    "IO_fopen", "IO_new_fopen", "IO_fclose", "IO_new_fclose", "IO_fread", "IO_fwrite",
-    "IO_fflush", "IO_fputs", "IO_getline", "IO_getdelim", "IO_file_write",
-    "IO_new_file_write", "IO_file_xsputn", "IO_new_file_xsputn", "IO_file_xsgetn",
-    "IO_file_read", "IO_file_underflow", "IO_new_file_underflow", "IO_file_overflow",
-    "IO_new_file_overflow", "IO_file_sync", "IO_new_file_sync", "IO_file_close",
-    "IO_file_close_it", "IO_new_file_close_it", "IO_file_open", "IO_file_fopen",
-    "IO_new_file_fopen", "IO_file_seek", "IO_file_seekoff", "IO_new_file_seekoff",
-    "IO_do_write", "IO_new_do_write", "new_do_write", "IO_switch_to_get_mode",
-    "underflow", "uflow", "IO_doallocbuf", "IO_file_doallocate",
+    "read",
+    "write",
+    "pread",
+    "pwrite",
+    "readv",
+    "writev",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "open",
+    "openat",
+    "creat",
+    "close",
+    "fsync",
+    "fdatasync",
+    "sync",
+    "syncfs",
+    "sync_file_range",
+    "lseek",
+    "llseek",
+    "ftruncate",
+    "truncate",
+    "fallocate",
+    "posix_fallocate",
+    "posix_fadvise",
+    "sendfile",
+    "copy_file_range",
+    "splice",
+    "stat",
+    "fstat",
+    "lstat",
+    "fstatat",
+    "newfstatat",
+    "statx",
+    "fxstat",
+    "xstat",
+    "lxstat",
+    "fxstatat",
+    "access",
+    "faccessat",
+    "unlink",
+    "unlinkat",
+    "rename",
+    "renameat",
+    "mkdir",
+    "rmdir",
+    "getdents",
+    "readdir",
+    "opendir",
+    "closedir",
+    "fopen",
+    "fdopen",
+    "fclose",
+    "fread",
+    "fwrite",
+    "fflush",
+    "fputs",
+    "fgets",
+    "fseek",
+    "fseeko",
+    "ftell",
+    "fsetpos",
+    "fgetpos",
+    "getline",
+    "getdelim",
+    "fscanf",
+    "fread_unlocked",
+    "fwrite_unlocked",
+    "fflush_unlocked",
+    "fileno",
+    "IO_fopen",
+    "IO_new_fopen",
+    "IO_fclose",
+    "IO_new_fclose",
+    "IO_fread",
+    "IO_fwrite",
+    "IO_fflush",
+    "IO_fputs",
+    "IO_getline",
+    "IO_getdelim",
+    "IO_file_write",
+    "IO_new_file_write",
+    "IO_file_xsputn",
+    "IO_new_file_xsputn",
+    "IO_file_xsgetn",
+    "IO_file_read",
+    "IO_file_underflow",
+    "IO_new_file_underflow",
+    "IO_file_overflow",
+    "IO_new_file_overflow",
+    "IO_file_sync",
+    "IO_new_file_sync",
+    "IO_file_close",
+    "IO_file_close_it",
+    "IO_new_file_close_it",
+    "IO_file_open",
+    "IO_file_fopen",
+    "IO_new_file_fopen",
+    "IO_file_seek",
+    "IO_file_seekoff",
+    "IO_new_file_seekoff",
+    "IO_do_write",
+    "IO_new_do_write",
+    "new_do_write",
+    "IO_switch_to_get_mode",
+    "underflow",
+    "uflow",
+    "IO_doallocbuf",
+    "IO_file_doallocate",
 }
 _ALLOC = {
-    "malloc", "free", "calloc", "realloc", "reallocarray", "cfree", "posix_memalign",
-    "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
-    "int_malloc", "int_free", "int_realloc", "int_memalign", "mid_memalign",
-    "malloc_consolidate", "sysmalloc", "sysmalloc_mmap", "sysmalloc_mmap_fallback",
-    "systrim", "mtrim", "heap_trim", "shrink_heap", "grow_heap", "new_heap",
-    "alloc_new_heap", "arena_get2", "arena_get_retry", "get_free_list", "reused_arena",
-    "int_new_arena", "tcache_init", "tcache_get", "tcache_put", "tcache_get_n",
-    "tcache_put_n", "unlink_chunk", "munmap_chunk", "mremap_chunk", "madvise_thp",
-    "int_free_merge_chunk", "int_free_create_chunk", "int_free_maybe_consolidate",
-    "malloc_hook_ini", "ptmalloc_init",
+    "malloc",
+    "free",
+    "calloc",
+    "realloc",
+    "reallocarray",
+    "cfree",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "malloc_usable_size",
+    "int_malloc",
+    "int_free",
+    "int_realloc",
+    "int_memalign",
+    "mid_memalign",
+    "malloc_consolidate",
+    "sysmalloc",
+    "sysmalloc_mmap",
+    "sysmalloc_mmap_fallback",
+    "systrim",
+    "mtrim",
+    "heap_trim",
+    "shrink_heap",
+    "grow_heap",
+    "new_heap",
+    "alloc_new_heap",
+    "arena_get2",
+    "arena_get_retry",
+    "get_free_list",
+    "reused_arena",
+    "int_new_arena",
+    "tcache_init",
+    "tcache_get",
+    "tcache_put",
+    "tcache_get_n",
+    "tcache_put_n",
+    "unlink_chunk",
+    "munmap_chunk",
+    "mremap_chunk",
+    "madvise_thp",
+    "int_free_merge_chunk",
+    "int_free_create_chunk",
+    "int_free_maybe_consolidate",
+    "malloc_hook_ini",
+    "ptmalloc_init",
     # the kernel's side of it: malloc maps, unmaps and moves the break
-    "mmap", "munmap", "mremap", "brk", "sbrk", "madvise",
+    "mmap",
+    "munmap",
+    "mremap",
+    "brk",
+    "sbrk",
+    "madvise",
     # C++ and Fortran
-    "operator new", "operator new[]", "operator delete", "operator delete[]",
-    "gfortran_os_error_at", "gfortran_internal_malloc", "gfortran_internal_free",
-    "je_malloc", "je_free", "je_calloc", "je_realloc", "tc_malloc", "tc_free",
-    "tc_calloc", "tc_realloc", "tc_new", "tc_delete",
+    "operator new",
+    "operator new[]",
+    "operator delete",
+    "operator delete[]",
+    "gfortran_os_error_at",
+    "gfortran_internal_malloc",
+    "gfortran_internal_free",
+    "je_malloc",
+    "je_free",
+    "je_calloc",
+    "je_realloc",
+    "tc_malloc",
+    "tc_free",
+    "tc_calloc",
+    "tc_realloc",
+    "tc_new",
+    "tc_delete",
 }
 _SYNC = {
-    "pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_clocklock",
-    "pthread_mutex_lock_full", "pthread_mutex_cond_lock", "pthread_mutex_unlock",
-    "pthread_mutex_trylock", "pthread_mutex_clocklock_common", "pthread_mutex_unlock_usercnt",
-    "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
-    "pthread_cond_wait_common", "pthread_cond_signal", "pthread_cond_broadcast",
-    "condvar_dec_grefs", "condvar_quiesce_and_switch_g1", "condvar_confirm_wakeup",
-    "pthread_barrier_wait", "pthread_join", "pthread_clockjoin", "pthread_clockjoin_ex",
-    "pthread_timedjoin", "pthread_timedjoin_np", "pthread_tryjoin_np",
-    "pthread_spin_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
-    "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock", "pthread_rwlock_clockrdlock",
-    "pthread_rwlock_clockwrlock", "pthread_rwlock_rdlock_full", "pthread_rwlock_wrlock_full",
-    "pthread_rwlock_unlock", "pthread_once", "pthread_once_slow",
-    "sem_wait", "sem_timedwait", "sem_clockwait", "new_sem_wait", "new_sem_wait_slow",
-    "do_futex_wait", "sem_wait_common",
-    "lll_lock_wait", "lll_lock_wait_private", "lll_lock_wake", "lll_lock_wake_private",
-    "futex_wait", "futex_wake", "futex_abstimed_wait", "futex_abstimed_wait_common",
-    "futex_abstimed_wait_cancelable", "futex_lock_pi", "futex_unlock_pi",
-    "futex_reltimed_wait", "futex_wait_cancelable", "futex_wait_simple",
+    "pthread_mutex_lock",
+    "pthread_mutex_timedlock",
+    "pthread_mutex_clocklock",
+    "pthread_mutex_lock_full",
+    "pthread_mutex_cond_lock",
+    "pthread_mutex_unlock",
+    "pthread_mutex_trylock",
+    "pthread_mutex_clocklock_common",
+    "pthread_mutex_unlock_usercnt",
+    "pthread_cond_wait",
+    "pthread_cond_timedwait",
+    "pthread_cond_clockwait",
+    "pthread_cond_wait_common",
+    "pthread_cond_signal",
+    "pthread_cond_broadcast",
+    "condvar_dec_grefs",
+    "condvar_quiesce_and_switch_g1",
+    "condvar_confirm_wakeup",
+    "pthread_barrier_wait",
+    "pthread_join",
+    "pthread_clockjoin",
+    "pthread_clockjoin_ex",
+    "pthread_timedjoin",
+    "pthread_timedjoin_np",
+    "pthread_tryjoin_np",
+    "pthread_spin_lock",
+    "pthread_rwlock_rdlock",
+    "pthread_rwlock_wrlock",
+    "pthread_rwlock_timedrdlock",
+    "pthread_rwlock_timedwrlock",
+    "pthread_rwlock_clockrdlock",
+    "pthread_rwlock_clockwrlock",
+    "pthread_rwlock_rdlock_full",
+    "pthread_rwlock_wrlock_full",
+    "pthread_rwlock_unlock",
+    "pthread_once",
+    "pthread_once_slow",
+    "sem_wait",
+    "sem_timedwait",
+    "sem_clockwait",
+    "new_sem_wait",
+    "new_sem_wait_slow",
+    "do_futex_wait",
+    "sem_wait_common",
+    "lll_lock_wait",
+    "lll_lock_wait_private",
+    "lll_lock_wake",
+    "lll_lock_wake_private",
+    "futex_wait",
+    "futex_wake",
+    "futex_abstimed_wait",
+    "futex_abstimed_wait_common",
+    "futex_abstimed_wait_cancelable",
+    "futex_lock_pi",
+    "futex_unlock_pi",
+    "futex_reltimed_wait",
+    "futex_wait_cancelable",
+    "futex_wait_simple",
     # C++ (libstdc++)
-    "std::mutex::lock", "std::condition_variable::wait", "std::thread::join",
-    "std::condition_variable::wait_until", "std::condition_variable::wait_for",
-    "std::shared_mutex::lock", "std::shared_mutex::lock_shared", "std::__condvar::wait",
+    "std::mutex::lock",
+    "std::condition_variable::wait",
+    "std::thread::join",
+    "std::condition_variable::wait_until",
+    "std::condition_variable::wait_for",
+    "std::shared_mutex::lock",
+    "std::shared_mutex::lock_shared",
+    "std::__condvar::wait",
 }
 # OpenMP's own synchronisation (libgomp): barriers, critical sections, locks, the waits
 # behind them; any other frame in an OpenMP runtime counts too (_classify)
 _OMP = {
-    "gomp_barrier_wait", "gomp_barrier_wait_end", "gomp_barrier_wait_last",
-    "gomp_team_barrier_wait", "gomp_team_barrier_wait_end", "gomp_team_barrier_wait_final",
-    "gomp_team_barrier_wait_cancel", "gomp_team_barrier_wait_cancel_end",
-    "gomp_mutex_lock_slow", "gomp_sem_wait_slow", "gomp_ptrlock_get_slow",
-    "gomp_wait", "gomp_futex_wait", "GOMP_barrier", "GOMP_barrier_cancel",
-    "GOMP_critical_start", "GOMP_critical_name_start", "GOMP_atomic_start",
-    "GOMP_taskwait", "omp_set_lock", "omp_set_nest_lock",
+    "gomp_barrier_wait",
+    "gomp_barrier_wait_end",
+    "gomp_barrier_wait_last",
+    "gomp_team_barrier_wait",
+    "gomp_team_barrier_wait_end",
+    "gomp_team_barrier_wait_final",
+    "gomp_team_barrier_wait_cancel",
+    "gomp_team_barrier_wait_cancel_end",
+    "gomp_mutex_lock_slow",
+    "gomp_sem_wait_slow",
+    "gomp_ptrlock_get_slow",
+    "gomp_wait",
+    "gomp_futex_wait",
+    "GOMP_barrier",
+    "GOMP_barrier_cancel",
+    "GOMP_critical_start",
+    "GOMP_critical_name_start",
+    "GOMP_atomic_start",
+    "GOMP_taskwait",
+    "omp_set_lock",
+    "omp_set_nest_lock",
 }
 # OpenMP's critical sections and locks, as against its barriers (advice.py)
-OMP_LOCKS = {"gomp_mutex_lock_slow", "GOMP_critical_start", "GOMP_critical_name_start",
-             "GOMP_atomic_start", "omp_set_lock", "omp_set_nest_lock"}
+OMP_LOCKS = {
+    "gomp_mutex_lock_slow",
+    "GOMP_critical_start",
+    "GOMP_critical_name_start",
+    "GOMP_atomic_start",
+    "omp_set_lock",
+    "omp_set_nest_lock",
+}
 # static helpers whose names mean something only in libgomp
 _GOMP_SYNC = {"do_wait", "do_spin", "futex_wait", "gomp_futex_wait"}
 # the OpenMP API's queries (omp_get_wtime, omp_get_thread_num): the program's own work
@@ -156,10 +374,10 @@ def _normalise(name):
         name = name.lstrip("_")
         for prefix in ("GI_", "libc_"):
             if name.startswith(prefix):
-                name = name[len(prefix):]
+                name = name[len(prefix) :]
     for suffix in ("_nocancel", "_time64", "64", "_np"):
         if name.endswith(suffix) and len(name) > len(suffix) + 1 and name not in _SYNC:
-            name = name[:-len(suffix)]
+            name = name[: -len(suffix)]
     return name
 
 
@@ -229,13 +447,15 @@ def _classify(procs, sym):
                         found = (a, _normalise(f))
                         break
                 if not found and fns and _OMP_QUERY.match(fns[-1]):
-                    break                       # the program asking the time, its rank
+                    break  # the program asking the time, its rank
                 if not found and _is_openmp_runtime(path):
                     # the program's parallel regions are its own code (outlined
                     # functions): time inside the OpenMP runtime is waiting at barriers,
                     # locks, for work, or handing it out
-                    found = ("omp_sync", _normalise(fns[-1]) if fns else
-                             os.path.basename(path).split(".so")[0])
+                    found = (
+                        "omp_sync",
+                        _normalise(fns[-1]) if fns else os.path.basename(path).split(".so")[0],
+                    )
                 if found:
                     act[i] = _index(found[0])
                     why[i] = found[1]
@@ -266,18 +486,17 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
         return None
     sym = symbolizer or Symbolizer()
     classified = _classify(procs, sym)
-    states = list(ACTIVITIES)                     # the names of the activity indexes
+    states = list(ACTIVITIES)  # the names of the activity indexes
     # every (module path, offset) of interest: the chosen frame of each sample and all
     # frames for inclusive time, resolved once per module
     per_proc = []
-    weights = []                   # per process: each sample's wall time (_seconds)
+    weights = []  # per process: each sample's wall time (_seconds)
     wanted = {}
     for p, (act, why) in zip(procs, classified):
         rec = p.records
         d = rec["depth"].astype(np.int64)
         mods = rec["module"]
-        system = np.array([_is_system(m) and not _is_wrapper(m) for m in p.modules] + [True],
-                          bool)
+        system = np.array([_is_system(m) and not _is_wrapper(m) for m in p.modules] + [True], bool)
         modpath = p.modules + [""]
         midx = np.where(mods >= 0, mods, len(p.modules))
         valid = np.arange(mods.shape[1])[None, :] < d[:, None]
@@ -289,9 +508,12 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
         keys = [(modpath[m], int(o)) for m, o in zip(chosen_m.tolist(), chosen_o.tolist())]
         stacks = []
         for i in range(len(rec)):
-            frames = [(modpath[midx[i, k]], int(rec["offset"][i, k]))
-                      for k in range(int(d[i])) if own[i, k]]
-            stacks.append(frames[::-1])            # outermost first
+            frames = [
+                (modpath[midx[i, k]], int(rec["offset"][i, k]))
+                for k in range(int(d[i]))
+                if own[i, k]
+            ]
+            stacks.append(frames[::-1])  # outermost first
         for k in keys + [k for st in stacks for k in st]:
             wanted.setdefault(k[0], set()).add(k[1])
         per_proc.append((p, keys, act, _deltas(p), stacks, why))
@@ -299,9 +521,10 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
     # weights scaled so that they sum to the samples: totals stay sample counts, and
     # shares are of wall time, within a rank and across ranks (thread-seconds)
     wall = sum(float(w.sum()) for w in weights)
-    seconds = weights                              # each sample's wall time (s)
-    weights = [w * (sum(map(len, weights)) / wall) if wall > 0 else np.ones(len(w))
-               for w in weights]
+    seconds = weights  # each sample's wall time (s)
+    weights = [
+        w * (sum(map(len, weights)) / wall) if wall > 0 else np.ones(len(w)) for w in weights
+    ]
     loc = {}
     for m, offs in wanted.items():
         offs = sorted(offs)
@@ -318,13 +541,13 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
             if name:
                 loc[k] = type(L)(k[0], k[1], name)
 
-    def clean(stack):                            # outermost first
+    def clean(stack):  # outermost first
         out = []
         for k in stack:
             if k in mpi_frame:
                 name = mpi_frame[k]
                 if not name or (out and mpi_frame.get(out[-1]) == name):
-                    continue                     # a helper; a binding calling the C one
+                    continue  # a helper; a binding calling the C one
             out.append(k)
         return out
 
@@ -334,12 +557,13 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
     for j, (p, keys, act, delta, stacks, why) in enumerate(per_proc):
         stacks = [clean(st) for st in stacks]
         keys = [st[-1] if st else k for st, k in zip(stacks, keys)]
-        lkeys = [next((x for x in reversed(st) if x not in mpi_frame), k)
-                 for st, k in zip(stacks, keys)]
+        lkeys = [
+            next((x for x in reversed(st) if x not in mpi_frame), k) for st, k in zip(stacks, keys)
+        ]
         per_proc[j] = (p, keys, act, delta, stacks, why)
         line_keys.append(lkeys)
     ranks = [p.rank for p, *_ in per_proc]
-    line_loc = {}                                  # line name -> (function, file, line)
+    line_loc = {}  # line name -> (function, file, line)
 
     def fn_of(k):
         L = loc.get(k)
@@ -353,7 +577,7 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
         c = chains.get(k)
         if c is None:
             L = loc.get(k)
-            c = ((f for f, _, _ in reversed(L.inlined_into) if f) if L and L.function else ())
+            c = (f for f, _, _ in reversed(L.inlined_into) if f) if L and L.function else ()
             c = chains[k] = tuple(c) + (fn_of(k),)
         return c
 
@@ -382,13 +606,13 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
     tables = {"function": {}, "line": {}, "inclusive": {}}
     counts = {name: {} for name in tables}
     totals = np.zeros((len(per_proc), nst))
-    app_totals = np.zeros((len(per_proc), nst))    # the samples of the app time only
+    app_totals = np.zeros((len(per_proc), nst))  # the samples of the app time only
     phase_w = np.zeros(len(PHASES))
     phase_n = np.zeros(len(PHASES), np.int64)
     ctr_total = np.zeros(max(nev, 1))
-    tree = {}                                      # function path -> [incl, excl] (proc, state)
-    callee = {}                    # (activity, library function) -> samples
-    tree_ctr = {}                                  # function path -> [incl, excl] (event)
+    tree = {}  # function path -> [incl, excl] (proc, state)
+    callee = {}  # (activity, library function) -> samples
+    tree_ctr = {}  # function path -> [incl, excl] (event)
     for j, (p, keys, st, delta, stacks, why) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         w = weights[j]
@@ -425,21 +649,28 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
                 row[j, s] += w[i]
                 if nev:
                     counts["inclusive"][f] = counts["inclusive"].get(f, 0) + delta[i]
-    per_rank_total = totals.sum(axis=1)     # samples' worth of each rank's wall time
+    per_rank_total = totals.sum(axis=1)  # samples' worth of each rank's wall time
 
     def rows(name):
         table = tables[name]
         out = []
         for key, arr in table.items():
-            share = 100 * arr.sum(axis=1) / np.maximum(per_rank_total, 1)   # % per rank
+            share = 100 * arr.sum(axis=1) / np.maximum(per_rank_total, 1)  # % per rank
             mean, mx = float(share.mean()), float(share.max())
-            out.append({"name": key, "pct": float(100 * arr.sum() / per_rank_total.sum()),
-                        "by_state_pct": {states[s]: float(100 * arr[:, s].sum() /
-                                                          per_rank_total.sum())
-                                         for s in range(nst) if arr[:, s].any()},
-                        "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
-                        "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
-                        "worst_rank": ranks[int(share.argmax())]})
+            out.append(
+                {
+                    "name": key,
+                    "pct": float(100 * arr.sum() / per_rank_total.sum()),
+                    "by_state_pct": {
+                        states[s]: float(100 * arr[:, s].sum() / per_rank_total.sum())
+                        for s in range(nst)
+                        if arr[:, s].any()
+                    },
+                    "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
+                    "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
+                    "worst_rank": ranks[int(share.argmax())],
+                }
+            )
             if name == "line" and key in line_loc:
                 out[-1]["function"], out[-1]["file"], out[-1]["line"] = line_loc[key]
             if nev:
@@ -452,50 +683,73 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
 
     threads = [t for p in procs for t in p.meta.get("threads", [])]
     if raw is not None:
-        raw.update(procs=[p for p, *_ in per_proc], tree=tree, tree_ctr=tree_ctr,
-                   per_rank_total=per_rank_total,
-                   leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
-                   line=[[line_of(k) for k in lk] for lk in line_keys],
-                   stack=[[list(x) for x in pp] for pp in paths],
-                   deltas=[d for _, _, _, d, _, _ in per_proc],
-                   seconds=seconds,
-                   activity=[a for _, _, a, _, _, _ in per_proc])
+        raw.update(
+            procs=[p for p, *_ in per_proc],
+            tree=tree,
+            tree_ctr=tree_ctr,
+            per_rank_total=per_rank_total,
+            leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
+            line=[[line_of(k) for k in lk] for lk in line_keys],
+            stack=[[list(x) for x in pp] for pp in paths],
+            deltas=[d for _, _, _, d, _, _ in per_proc],
+            seconds=seconds,
+            activity=[a for _, _, a, _, _, _ in per_proc],
+        )
     all_samples = per_rank_total.sum()
     app_samples = app_totals.sum()
-    result = {"processes": len(procs), "samples": int(round(all_samples)),
-            "ranks": ranks, "states": procs[0].meta.get("states") or ["compute"],
-            "activities": states,
-            "activity_pct": {states[s]: float(100 * totals[:, s].sum() / all_samples)
-                             for s in range(nst)},
-            "activity_per_rank_pct": {states[s]: [float(x) for x in 100 * totals[:, s] /
-                                                  np.maximum(per_rank_total, 1)]
-                                      for s in range(nst) if totals[:, s].any()},
-            # of the app time's samples (the start-up and the shutdown are the MPI
-            # library's and the launcher's): the report's time split and the advice
-            "app_samples": int(phase_n[APP]),
-            "app_activity_pct": {states[s]: float(100 * app_totals[:, s].sum() / app_samples)
-                                 for s in range(nst)} if app_samples > 0 else {},
-            # the library functions that made app samples I/O, allocation, synchronisation
-            "activity_functions": {
-                a: sorted(({"name": w, "pct": float(100 * n / app_samples)}
-                           for (a2, w), n in callee.items() if a2 == a),
-                          key=lambda r: -r["pct"])[:10]
-                for a in sorted({a for a, _ in callee})},
-            "call_tree": _tree(tree, per_rank_total, states, ranks, tree_ctr, events),
-            "timeline": timebins.from_samples(procs, states, [a for a, _ in classified],
-                                              seconds),
-            "functions": rows("function"), "lines": rows("line"),
-            "inclusive": rows("inclusive"),
-            "counters": events,
-            "counters_total": {ev: int(ctr_total[e]) for e, ev in enumerate(events)},
-            "last_interval_ms": max((t["interval_ns"] for t in threads), default=0) / 1e6,
-            "thinned": max((t["thinned"] for t in threads), default=0),
-            "dropped": {k: sum(p.meta.get("dropped", {}).get(k, 0) for p in procs)
-                        for k in ("threads", "timers", "memory")},
-            "kept_per_thread_max": max((t["kept"] for t in threads), default=0)}
+    result = {
+        "processes": len(procs),
+        "samples": int(round(all_samples)),
+        "ranks": ranks,
+        "states": procs[0].meta.get("states") or ["compute"],
+        "activities": states,
+        "activity_pct": {
+            states[s]: float(100 * totals[:, s].sum() / all_samples) for s in range(nst)
+        },
+        "activity_per_rank_pct": {
+            states[s]: [float(x) for x in 100 * totals[:, s] / np.maximum(per_rank_total, 1)]
+            for s in range(nst)
+            if totals[:, s].any()
+        },
+        # of the app time's samples (the start-up and the shutdown are the MPI
+        # library's and the launcher's): the report's time split and the advice
+        "app_samples": int(phase_n[APP]),
+        "app_activity_pct": {
+            states[s]: float(100 * app_totals[:, s].sum() / app_samples) for s in range(nst)
+        }
+        if app_samples > 0
+        else {},
+        # the library functions that made app samples I/O, allocation, synchronisation
+        "activity_functions": {
+            a: sorted(
+                (
+                    {"name": w, "pct": float(100 * n / app_samples)}
+                    for (a2, w), n in callee.items()
+                    if a2 == a
+                ),
+                key=lambda r: -r["pct"],
+            )[:10]
+            for a in sorted({a for a, _ in callee})
+        },
+        "call_tree": _tree(tree, per_rank_total, states, ranks, tree_ctr, events),
+        "timeline": timebins.from_samples(procs, states, [a for a, _ in classified], seconds),
+        "functions": rows("function"),
+        "lines": rows("line"),
+        "inclusive": rows("inclusive"),
+        "counters": events,
+        "counters_total": {ev: int(ctr_total[e]) for e, ev in enumerate(events)},
+        "last_interval_ms": max((t["interval_ns"] for t in threads), default=0) / 1e6,
+        "thinned": max((t["thinned"] for t in threads), default=0),
+        "dropped": {
+            k: sum(p.meta.get("dropped", {}).get(k, 0) for p in procs)
+            for k in ("threads", "timers", "memory")
+        },
+        "kept_per_thread_max": max((t["kept"] for t in threads), default=0),
+    }
     if windows:
-        result["phase_pct"] = {ph: float(100 * phase_w[k] / all_samples)
-                               for k, ph in enumerate(PHASES)}
+        result["phase_pct"] = {
+            ph: float(100 * phase_w[k] / all_samples) for k, ph in enumerate(PHASES)
+        }
         result["phase_samples"] = {ph: int(phase_n[k]) for k, ph in enumerate(PHASES)}
     result["time_split"] = time_split(result)
     return result
@@ -544,12 +798,16 @@ def _program_root(paths):
         while len(x) >= 2 and x[0] == "_start":
             x = x[1:]
         out.append(x)
-    program = {x[1] for x in out if len(x) >= 2 and x[0] == "main" and
-               (x[1] == "MAIN__" or x[1].startswith("program "))}
+    program = {
+        x[1]
+        for x in out
+        if len(x) >= 2 and x[0] == "main" and (x[1] == "MAIN__" or x[1].startswith("program "))
+    }
     if len(program) == 1:
         root = (program.pop(),)
-        out = [(x[1:] if x[1:2] == root else root + x[1:]) if x[:1] == ("main",) else x
-               for x in out]
+        out = [
+            (x[1:] if x[1:2] == root else root + x[1:]) if x[:1] == ("main",) else x for x in out
+        ]
     init = [bool(x) and x[0].startswith(_STATIC_INIT) for x in out]
     if any(init):
         roots = {}
@@ -606,11 +864,10 @@ def rooted_paths(p, paths, act, sym):
         x = paths[i]
         if x and _outlined(x[0]):
             pre = into.get(x[0])
-            out[i] = (pre if pre is not None else (_opener(x[0]),) if _opener(x[0])
-                      else ()) + x
+            out[i] = (pre if pre is not None else (_opener(x[0]),) if _opener(x[0]) else ()) + x
             continue
         if x:
-            continue                               # a routine of the program's
+            continue  # a routine of the program's
         start = _start_routine(p, i)
         if start is None or not _is_openmp_runtime(p.modules[start[0]]):
             name = sym.resolve(p.modules[start[0]], [start[1]])[0] if start else None
@@ -619,7 +876,7 @@ def rooted_paths(p, paths, act, sym):
         mp = paths[m] if m >= 0 else ()
         regions = [n for n, f in enumerate(mp) if _outlined(f)]
         if regions:
-            out[i] = mp[:regions[-1] + 1]
+            out[i] = mp[: regions[-1] + 1]
         elif mp and act[m] == omp:
             out[i] = mp
         else:
@@ -648,10 +905,12 @@ def time_split(sm):
     if not sm or sm.get("error") or not sm.get("app_activity_pct"):
         return None
     act = sm["app_activity_pct"]
-    split = {"compute": act.get("compute", 0) + act.get("alloc", 0),
-             "MPI": sum(v for k, v in act.items() if k.startswith("mpi_")),
-             "I/O": act.get("io", 0),
-             "threads": act.get("thread_sync", 0) + act.get("omp_sync", 0)}
+    split = {
+        "compute": act.get("compute", 0) + act.get("alloc", 0),
+        "MPI": sum(v for k, v in act.items() if k.startswith("mpi_")),
+        "I/O": act.get("io", 0),
+        "threads": act.get("thread_sync", 0) + act.get("omp_sync", 0),
+    }
     idle = act.get("sleep", 0) + act.get("wait", 0)
     if idle:
         split["sleep/wait"] = idle
@@ -696,7 +955,7 @@ def _deltas(p):
     rec = p.records
     if not events or "counters" not in (rec.dtype.names or ()):
         return np.zeros((len(rec), 0))
-    c = rec["counters"][:, :len(events)].astype(np.int64)
+    c = rec["counters"][:, : len(events)].astype(np.int64)
     order = np.lexsort((rec["t"], rec["thread"]))
     out = np.zeros(c.shape, np.int64)
     prev = {}
@@ -709,7 +968,7 @@ def _deltas(p):
     return out
 
 
-TREE_MIN_PCT = 0.5      # nodes below this inclusive share are left out
+TREE_MIN_PCT = 0.5  # nodes below this inclusive share are left out
 TREE_MAX_NODES = 300
 
 
@@ -732,14 +991,24 @@ def _tree(tree, per_rank_total, states, ranks, tree_ctr=None, events=()):
         share = 100 * v[0].sum(axis=1) / np.maximum(per_rank_total, 1)
         mx, mean = float(share.max()), float(share.mean())
         me = len(out)
-        out.append({"id": me, "parent": parent, "depth": depth, "name": p[-1],
-                    "inclusive_pct": float(100 * v[0].sum() / total),
-                    "exclusive_pct": float(100 * v[1].sum() / total),
-                    "by_state_pct": {states[s]: float(100 * v[0][:, s].sum() / total)
-                                     for s in range(v.shape[2]) if v[0][:, s].any()},
-                    "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
-                    "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
-                    "worst_rank": ranks[int(share.argmax())]})
+        out.append(
+            {
+                "id": me,
+                "parent": parent,
+                "depth": depth,
+                "name": p[-1],
+                "inclusive_pct": float(100 * v[0].sum() / total),
+                "exclusive_pct": float(100 * v[1].sum() / total),
+                "by_state_pct": {
+                    states[s]: float(100 * v[0][:, s].sum() / total)
+                    for s in range(v.shape[2])
+                    if v[0][:, s].any()
+                },
+                "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
+                "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
+                "worst_rank": ranks[int(share.argmax())],
+            }
+        )
         if events:
             cn = tree_ctr.get(p, np.zeros((2, len(events)), np.int64))
             out[-1]["counters_inclusive"] = {ev: int(cn[0][e]) for e, ev in enumerate(events)}
@@ -750,4 +1019,3 @@ def _tree(tree, per_rank_total, states, ranks, tree_ctr=None, events=()):
     for root in sorted(children.get((), []), key=lambda c: -keep[c][0].sum()):
         visit(root, None, 0)
     return out
-

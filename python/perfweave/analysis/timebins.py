@@ -2,14 +2,24 @@
 for each rank and bin, the share of the rank's samples (all its threads) in each
 activity (compute, an MPI family, sleep, ...: whatever names the caller gives), as in
 MAP's activity strip. JSON-ready; schema in docs/sampling.md ("Activity over time")."""
+
 import numpy as np
 
 MAX_BINS = 100
-MIN_SAMPLES_PER_BIN = 5     # a rank's samples per bin, on average, below which bins merge
+MIN_SAMPLES_PER_BIN = 5  # a rank's samples per bin, on average, below which bins merge
 
 
-def activity_over_time(times, activities, ranks, t0, t1, states, nbins=MAX_BINS,
-                       min_per_bin=MIN_SAMPLES_PER_BIN, durations=None):
+def activity_over_time(
+    times,
+    activities,
+    ranks,
+    t0,
+    t1,
+    states,
+    nbins=MAX_BINS,
+    min_per_bin=MIN_SAMPLES_PER_BIN,
+    durations=None,
+):
     """times[j], activities[j]: sample times (ns, on one clock) and activity indexes into
     states of process j, whose rank is ranks[j]; the run is [t0, t1] (ns). Samples
     outside it are not counted. Processes of the same rank are counted together.
@@ -38,29 +48,37 @@ def activity_over_time(times, activities, ranks, t0, t1, states, nbins=MAX_BINS,
         np.add.at(counts[row[r]], (a[inside], b), 1)
     seen = [s for s in range(nst) if counts[:, s].any()]
     counts = counts[:, seen]
-    in_bin = counts.sum(axis=1)                                    # (ranks, bins)
+    in_bin = counts.sum(axis=1)  # (ranks, bins)
     share = counts
     if durations is not None:
         share = np.zeros((len(order), nst, nbins))
         edges_ns = t0 + np.arange(nbins + 1) * (span / nbins)
         for t, a, r, d in zip(times, activities, ranks, durations):
-            _cover(share[row[r]], edges_ns, np.asarray(t, np.int64),
-                   np.clip(np.asarray(a, np.int64), 0, nst - 1), np.asarray(d, float))
+            _cover(
+                share[row[r]],
+                edges_ns,
+                np.asarray(t, np.int64),
+                np.clip(np.asarray(a, np.int64), 0, nst - 1),
+                np.asarray(d, float),
+            )
         share = share[:, seen]
     with np.errstate(invalid="ignore", divide="ignore"):
-        frac = share / share.sum(axis=1)[:, None, :]               # nan: no sample
-        present = share.sum(axis=1) > 0                            # a rank covers the bin
+        frac = share / share.sum(axis=1)[:, None, :]  # nan: no sample
+        present = share.sum(axis=1) > 0  # a rank covers the bin
         mean = np.nansum(frac, axis=0) / np.maximum(present.sum(axis=0), 1)
     mean[:, ~present.any(axis=0)] = np.nan
-    edges = [span * k / nbins / 1e9 for k in range(nbins + 1)]             # s since t0
+    edges = [span * k / nbins / 1e9 for k in range(nbins + 1)]  # s since t0
     names = [states[s] for s in seen]
-    return {"bin_s": span / nbins / 1e9, "edges_s": edges,
-            "activities": names, "ranks": order,
-            "samples": in_bin.tolist(),
-            "fractions": [[_list(frac[i, s]) for s in range(len(seen))]
-                          for i in range(len(order))],
-            "mean": [_list(mean[s]) for s in range(len(seen))],
-            "phases": _phases(mean, names, edges)}
+    return {
+        "bin_s": span / nbins / 1e9,
+        "edges_s": edges,
+        "activities": names,
+        "ranks": order,
+        "samples": in_bin.tolist(),
+        "fractions": [[_list(frac[i, s]) for s in range(len(seen))] for i in range(len(order))],
+        "mean": [_list(mean[s]) for s in range(len(seen))],
+        "phases": _phases(mean, names, edges),
+    }
 
 
 def _cover(out, edges, t, a, d, chunk=8192):
@@ -69,9 +87,9 @@ def _cover(out, edges, t, a, d, chunk=8192):
     matrix)."""
     start = t - d
     for k in range(0, len(t), chunk):
-        s, ln, act = start[k:k + chunk], d[k:k + chunk], a[k:k + chunk]
-        upto = np.clip(edges[:, None] - s[None, :], 0, ln[None, :])    # (edges, samples)
-        per_bin = np.diff(upto, axis=0)                                 # (bins, samples)
+        s, ln, act = start[k : k + chunk], d[k : k + chunk], a[k : k + chunk]
+        upto = np.clip(edges[:, None] - s[None, :], 0, ln[None, :])  # (edges, samples)
+        per_bin = np.diff(upto, axis=0)  # (bins, samples)
         for x in np.unique(act):
             out[x] += per_bin[:, act == x].sum(axis=1)
 
@@ -94,8 +112,15 @@ def _phases(mean, names, edges):
             out[-1]["_sum"] += col[a]
             out[-1]["_n"] += 1
         else:
-            out.append({"start_s": edges[b], "end_s": edges[b + 1], "activity": names[a],
-                        "_sum": col[a], "_n": 1})
+            out.append(
+                {
+                    "start_s": edges[b],
+                    "end_s": edges[b + 1],
+                    "activity": names[a],
+                    "_sum": col[a],
+                    "_n": 1,
+                }
+            )
     for p in out:
         p["pct"] = round(100 * float(p.pop("_sum")) / p.pop("_n"), 2)
     return out

@@ -1,4 +1,5 @@
 """The perfweave command: one module per verb, each with setup_parser(sub) and main(args)."""
+
 import argparse
 import os
 import sys
@@ -16,8 +17,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
-    parser = _Parser(prog="perfweave",
-                     description="Measure and explain the performance of parallel programs.")
+    parser = _Parser(
+        prog="perfweave", description="Measure and explain the performance of parallel programs."
+    )
     parser.add_argument("--version", action="version", version=f"perfweave {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for verb in VERBS:
@@ -34,7 +36,7 @@ def main(argv=None):
             parser.print_help()
             return 2
         status = args.func(args)
-        sys.stdout.flush()     # a full disk under a redirected stdout shows here
+        sys.stdout.flush()  # a full disk under a redirected stdout shows here
         return status
     except PerfweaveError as e:
         print(f"perfweave: error: {e}", file=sys.stderr)
@@ -48,8 +50,10 @@ def main(argv=None):
         try:
             # what stdout still buffers would fail again at exit, with a traceback
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            print(f"perfweave: error: {e.filename or 'the output'}: {e.strerror or e}",
-                  file=sys.stderr)
+            print(
+                f"perfweave: error: {e.filename or 'the output'}: {e.strerror or e}",
+                file=sys.stderr,
+            )
         except OSError:
             pass
         return 2

@@ -1,4 +1,5 @@
 """perfweave analyze: automatic wait-state analysis of an experiment's event traces."""
+
 import json
 import sys
 from pathlib import Path
@@ -8,30 +9,45 @@ from perfweave.cli.args import positive
 from perfweave.readers.results import WAITSTATES_FILE
 
 
-
 def setup_parser(sub):
     p = sub.add_parser(
-        "analyze", help="find wait states in an experiment's event traces",
+        "analyze",
+        help="find wait states in an experiment's event traces",
         description="Search the event traces of an experiment (perfweave run --trace) for "
-                    "wait states: Late Sender and Receiver, waits at barriers and "
-                    "collectives, MPI-2 one-sided (RMA) active-target patterns. Prints the "
-                    "metric tree with the time of each pattern and where it occurs, and "
-                    "saves the result in the experiment (analysis/waitstates.json) for "
-                    "perfweave report. Run under mpirun with --parallel to spread the "
-                    "ranks over several processes (mpi4py).",
-        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--no-save] EXP")
+        "wait states: Late Sender and Receiver, waits at barriers and "
+        "collectives, MPI-2 one-sided (RMA) active-target patterns. Prints the "
+        "metric tree with the time of each pattern and where it occurs, and "
+        "saves the result in the experiment (analysis/waitstates.json) for "
+        "perfweave report. Run under mpirun with --parallel to spread the "
+        "ranks over several processes (mpi4py).",
+        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--no-save] EXP",
+    )
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
-    p.add_argument("--json", action="store_true",
-                   help="print the result as JSON (docs/wait-states.md)")
-    p.add_argument("--parallel", action="store_true",
-                   help="analyse with every process of this MPI job (mpirun -n K perfweave "
-                        "analyze --parallel EXP), each owning a block of ranks")
-    p.add_argument("--top", type=positive, default=5, metavar="N",
-                   help="call paths to show per wait state (default 5)")
-    p.add_argument("--per-rank", action="store_true",
-                   help="also print each rank's time in each wait state")
-    p.add_argument("--no-save", dest="save", action="store_false",
-                   help="do not write analysis/waitstates.json into the experiment")
+    p.add_argument(
+        "--json", action="store_true", help="print the result as JSON (docs/wait-states.md)"
+    )
+    p.add_argument(
+        "--parallel",
+        action="store_true",
+        help="analyse with every process of this MPI job (mpirun -n K perfweave "
+        "analyze --parallel EXP), each owning a block of ranks",
+    )
+    p.add_argument(
+        "--top",
+        type=positive,
+        default=5,
+        metavar="N",
+        help="call paths to show per wait state (default 5)",
+    )
+    p.add_argument(
+        "--per-rank", action="store_true", help="also print each rank's time in each wait state"
+    )
+    p.add_argument(
+        "--no-save",
+        dest="save",
+        action="store_false",
+        help="do not write analysis/waitstates.json into the experiment",
+    )
     p.set_defaults(func=main)
 
 
@@ -65,13 +81,13 @@ def keep_freed_memory():
 
     try:
         libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-4, 0)             # M_MMAP_MAX
-        libc.mallopt(-1, 2 ** 31 - 1)   # M_TRIM_THRESHOLD
+        libc.mallopt(-4, 0)  # M_MMAP_MAX
+        libc.mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD
     except (OSError, AttributeError):
-        pass                            # not glibc: its defaults
+        pass  # not glibc: its defaults
     import numpy as np
 
-    for mod in ("_core", "core"):       # numpy >= 2, older
+    for mod in ("_core", "core"):  # numpy >= 2, older
         setter = getattr(getattr(np, mod, None), "multiarray", None)
         setter = getattr(setter, "_set_madvise_hugepage", None)
         if setter is not None:
@@ -97,11 +113,10 @@ def main(args):
         if ex.parallel and ex.nproc > 1:
             # the other processes would wait for this one in a collective forever
             msg = str(e) if isinstance(e, PerfweaveError) else f"{type(e).__name__}: {e}"
-            print(f"perfweave: error: analysis process {ex.me}: {msg}", file=sys.stderr,
-                  flush=True)
+            print(f"perfweave: error: analysis process {ex.me}: {msg}", file=sys.stderr, flush=True)
             ex.comm.Abort(2)
         raise
-    if result is None:            # not the first process of a parallel analysis
+    if result is None:  # not the first process of a parallel analysis
         return 0
     render.name_paths(result)
     if args.save:
@@ -123,5 +138,7 @@ def save(exp, result):
         path.parent.mkdir(exist_ok=True)
         writing.write_atomic(path, json.dumps(result))
     except OSError as e:
-        print(f"perfweave: warning: cannot save {path} ({e.strerror}); the result is only "
-              "printed", file=sys.stderr)
+        print(
+            f"perfweave: warning: cannot save {path} ({e.strerror}); the result is only printed",
+            file=sys.stderr,
+        )

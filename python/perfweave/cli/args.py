@@ -1,4 +1,5 @@
 """Argument types shared by the verbs."""
+
 import argparse
 
 

@@ -1,17 +1,20 @@
 """perfweave components: which measurement sources this machine has, and why not."""
+
 import json
 import sys
 
 
 def setup_parser(sub):
     p = sub.add_parser(
-        "components", help="list the measurement sources available on this machine",
+        "components",
+        help="list the measurement sources available on this machine",
         description="List each source perfweave can read on this machine (PAPI components, "
-                    "PCP through pmcd, GPUs through NVML, InfiniBand ports, RAPL energy, "
-                    "network interfaces, per-process /proc) with what it offers, and for "
-                    "each missing one why (library absent, daemon not running, no device, "
-                    "no permission).",
-        usage="perfweave components [--json]")
+        "PCP through pmcd, GPUs through NVML, InfiniBand ports, RAPL energy, "
+        "network interfaces, per-process /proc) with what it offers, and for "
+        "each missing one why (library absent, daemon not running, no device, "
+        "no permission).",
+        usage="perfweave components [--json]",
+    )
     p.add_argument("--json", action="store_true", help="print the list as JSON")
     p.set_defaults(func=main)
 

@@ -5,19 +5,28 @@ FORMATS = ("otf2", "chrome")
 
 def setup_parser(sub):
     p = sub.add_parser(
-        "export", help="write an experiment's event traces as OTF2 or Chrome trace JSON",
+        "export",
+        help="write an experiment's event traces as OTF2 or Chrome trace JSON",
         description="Write the event traces of an experiment (perfweave run --trace) as an "
-                    "OTF2 archive (Vampir, Scalasca, otf2 readers; needs the otf2 package) "
-                    "or as Chrome trace JSON (chrome://tracing, ui.perfetto.dev). See "
-                    "docs/interop.md for what maps to what.",
-        usage="perfweave export EXP --format otf2|chrome [-o OUT] [--force]")
+        "OTF2 archive (Vampir, Scalasca, otf2 readers; needs the otf2 package) "
+        "or as Chrome trace JSON (chrome://tracing, ui.perfetto.dev). See "
+        "docs/interop.md for what maps to what.",
+        usage="perfweave export EXP --format otf2|chrome [-o OUT] [--force]",
+    )
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
-    p.add_argument("--format", required=True, choices=FORMATS,
-                   help="otf2: an archive (OUT is its anchor file NAME.otf2, or a "
-                        "directory for DIR/traces.otf2); chrome: one JSON file")
-    p.add_argument("-o", "--output", metavar="OUT",
-                   help="where to write (default EXP/export/traces.otf2 or "
-                        "EXP/export/trace.json)")
+    p.add_argument(
+        "--format",
+        required=True,
+        choices=FORMATS,
+        help="otf2: an archive (OUT is its anchor file NAME.otf2, or a "
+        "directory for DIR/traces.otf2); chrome: one JSON file",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="where to write (default EXP/export/traces.otf2 or EXP/export/trace.json)",
+    )
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.set_defaults(func=main)
 
@@ -25,15 +34,19 @@ def setup_parser(sub):
 def main(args):
     if args.format == "otf2":
         from perfweave.interop.otf2 import export
+
         s = export(args.experiment, args.output, force=args.force)
         what = f"OTF2 archive {s['anchor']}"
     else:
         from perfweave.interop.chrome import export
+
         s = export(args.experiment, args.output, force=args.force)
         what = f"Chrome trace {s['path']}"
     for note in s["notes"]:
         print(f"perfweave: note: {note}")
     rate = s["records"] / s["seconds"] if s["seconds"] > 0 else 0
-    print(f"perfweave: wrote {what}: {s['events']} events from {s['records']} records of "
-          f"{s['ranks']} ranks in {s['seconds']:.2f} s ({rate:,.0f} records/s)")
+    print(
+        f"perfweave: wrote {what}: {s['events']} events from {s['records']} records of "
+        f"{s['ranks']} ranks in {s['seconds']:.2f} s ({rate:,.0f} records/s)"
+    )
     return 0

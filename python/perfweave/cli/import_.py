@@ -1,4 +1,5 @@
 """perfweave import: an OTF2 trace (Score-P's, or perfweave export's) as an experiment."""
+
 import datetime as _dt
 import os
 import re
@@ -7,17 +8,23 @@ from pathlib import Path
 
 def setup_parser(sub):
     p = sub.add_parser(
-        "import", help="turn an OTF2 trace into an experiment for perfweave analyze",
+        "import",
+        help="turn an OTF2 trace into an experiment for perfweave analyze",
         description="Convert an OTF2 archive (Score-P, or perfweave export) into an "
-                    "experiment directory whose event traces perfweave analyze reads. "
-                    "Events perfweave has no record for are counted and reported, never "
-                    "dropped silently. Needs the otf2 package. See docs/interop.md.",
-        usage="perfweave import ARCHIVE [-o EXP]")
-    p.add_argument("archive", metavar="ARCHIVE",
-                   help="the archive's anchor file (NAME.otf2) or its directory")
-    p.add_argument("-o", "--output", metavar="EXP",
-                   help="experiment directory to create (default "
-                        "perfweave-import-NAME-DATE)")
+        "experiment directory whose event traces perfweave analyze reads. "
+        "Events perfweave has no record for are counted and reported, never "
+        "dropped silently. Needs the otf2 package. See docs/interop.md.",
+        usage="perfweave import ARCHIVE [-o EXP]",
+    )
+    p.add_argument(
+        "archive", metavar="ARCHIVE", help="the archive's anchor file (NAME.otf2) or its directory"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="EXP",
+        help="experiment directory to create (default perfweave-import-NAME-DATE)",
+    )
     p.set_defaults(func=main)
 
 
@@ -43,13 +50,16 @@ def main(args):
     rate = s["events"] / s["read_seconds"] if s["read_seconds"] > 0 else 0
     locs = s["skipped_locations"]
     lost = sum(x["events"] for x in locs) + sum(s["skipped_events"].values())
-    skipped = f"; skipped {len(locs)} locations and {lost} events (notes above)" \
-        if locs or lost else ""
+    skipped = (
+        f"; skipped {len(locs)} locations and {lost} events (notes above)" if locs or lost else ""
+    )
     analysed = analyse(out)
-    print(f"perfweave: imported {s['events'] - lost} of {s['events']} events of "
-          f"{s['ranks']} ranks into {s['experiment']} ({s['records']} records) in "
-          f"{s['seconds']:.2f} s ({rate:,.0f} events/s read){skipped}; "
-          f"{analysed} {s['experiment']}")
+    print(
+        f"perfweave: imported {s['events'] - lost} of {s['events']} events of "
+        f"{s['ranks']} ranks into {s['experiment']} ({s['records']} records) in "
+        f"{s['seconds']:.2f} s ({rate:,.0f} events/s read){skipped}; "
+        f"{analysed} {s['experiment']}"
+    )
     return 0
 
 

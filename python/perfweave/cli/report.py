@@ -1,4 +1,5 @@
 """perfweave report: print what an experiment measured."""
+
 import json
 import sys
 
@@ -6,26 +7,45 @@ from perfweave.cli.args import positive
 
 
 def setup_parser(sub):
-    p = sub.add_parser("report", help="print the report of an experiment",
-                       description="Print the MPI profile of an experiment: time in MPI per "
-                                   "rank and its balance, MPI functions and call sites, message "
-                                   "sizes.")
+    p = sub.add_parser(
+        "report",
+        help="print the report of an experiment",
+        description="Print the MPI profile of an experiment: time in MPI per "
+        "rank and its balance, MPI functions and call sites, message "
+        "sizes.",
+    )
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
-    p.add_argument("--json", action="store_true", help="print the report as JSON "
-                   "(docs/mpi-profile.md)")
-    p.add_argument("--html", metavar="FILE",
-                   help="also write the report as one self-contained HTML file (charts of "
-                        "the node timeline; works offline)")
-    p.add_argument("--top", type=positive, default=None, metavar="N",
-                   help="functions and call sites to collect and show (default: 20 in "
-                        "--json, --max-rows in the text)")
-    p.add_argument("--max-rows", type=positive, default=None, metavar="N",
-                   help="rows per table of the text report; the others are counted in an "
-                        "'N more' line (default 4, and long names are shortened in the "
-                        "middle to fit 100 columns)")
-    p.add_argument("--full", action="store_true",
-                   help="text report with every row and every name whole (lines as wide "
-                        "as they need)")
+    p.add_argument(
+        "--json", action="store_true", help="print the report as JSON (docs/mpi-profile.md)"
+    )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the report as one self-contained HTML file (charts of "
+        "the node timeline; works offline)",
+    )
+    p.add_argument(
+        "--top",
+        type=positive,
+        default=None,
+        metavar="N",
+        help="functions and call sites to collect and show (default: 20 in "
+        "--json, --max-rows in the text)",
+    )
+    p.add_argument(
+        "--max-rows",
+        type=positive,
+        default=None,
+        metavar="N",
+        help="rows per table of the text report; the others are counted in an "
+        "'N more' line (default 4, and long names are shortened in the "
+        "middle to fit 100 columns)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="text report with every row and every name whole (lines as wide as they need)",
+    )
     p.set_defaults(func=main)
 
 
@@ -52,11 +72,12 @@ def main(args):
             raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
         print(f"perfweave: wrote {args.html}", file=sys.stderr)
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=1) + "\n")   # one write, not many
+        sys.stdout.write(json.dumps(data, indent=1) + "\n")  # one write, not many
     else:
         if args.full:
             sys.stdout.write(text.render(data, max_rows=None, width=None, rows=args.top))
         else:
-            sys.stdout.write(text.render(data, max_rows=args.max_rows or text.MAX_ROWS,
-                                         rows=args.top))
+            sys.stdout.write(
+                text.render(data, max_rows=args.max_rows or text.MAX_ROWS, rows=args.top)
+            )
     return 0

@@ -1,4 +1,5 @@
 """perfweave run: run a program (or its MPI launcher) with the runtime preloaded."""
+
 import os
 import signal
 import sys
@@ -7,15 +8,19 @@ from perfweave import launch, options, writing
 
 
 def setup_parser(sub):
-    p = sub.add_parser("run", help="run a program under perfweave",
-                       description="Run COMMAND (a program, or mpirun/mpiexec/srun ... program) "
-                                   "with perfweave's runtime in every process, and write an "
-                                   "experiment directory. The program's output and exit status "
-                                   "are its own.",
-                       usage="perfweave run [options] -- COMMAND...")
+    p = sub.add_parser(
+        "run",
+        help="run a program under perfweave",
+        description="Run COMMAND (a program, or mpirun/mpiexec/srun ... program) "
+        "with perfweave's runtime in every process, and write an "
+        "experiment directory. The program's output and exit status "
+        "are its own.",
+        usage="perfweave run [options] -- COMMAND...",
+    )
     options.add_arguments(p)
-    p.add_argument("command", nargs="+", metavar="COMMAND",
-                   help="the program and its arguments, after --")
+    p.add_argument(
+        "command", nargs="+", metavar="COMMAND", help="the program and its arguments, after --"
+    )
     p.set_defaults(func=main)
 
 
@@ -36,16 +41,20 @@ def _check_counters(args):
         args.counters = ""
         return []
     if unknown:
-        raise PerfweaveError("--counters: " + "; ".join(f"{n} is not an event here (PAPI: {w})"
-                                                        for n, w in unknown) +
-                             " (perfweave components lists PAPI's components; "
-                             "papi_native_avail their events)")
+        raise PerfweaveError(
+            "--counters: "
+            + "; ".join(f"{n} is not an event here (PAPI: {w})" for n, w in unknown)
+            + " (perfweave components lists PAPI's components; "
+            "papi_native_avail their events)"
+        )
     counted, left_out = countable(known)
     if left_out:
-        print("perfweave: --counters: not counted here: " +
-              "; ".join(f"{n} (PAPI: {w})" for n, w in left_out) +
-              (f"; counting {','.join(counted)}" if counted else "; running without counters"),
-              file=sys.stderr)
+        print(
+            "perfweave: --counters: not counted here: "
+            + "; ".join(f"{n} (PAPI: {w})" for n, w in left_out)
+            + (f"; counting {','.join(counted)}" if counted else "; running without counters"),
+            file=sys.stderr,
+        )
     args.counters = ",".join(counted)
     return [{"event": n, "why": w} for n, w in left_out]
 
@@ -53,20 +62,26 @@ def _check_counters(args):
 def main(args):
     not_counted = _check_counters(args)
     exp, status, unwritten, found = launch.run(
-        args.command, options.values(args),
-        meta={"counters_not_counted": not_counted} if not_counted else None)
+        args.command,
+        options.values(args),
+        meta={"counters_not_counted": not_counted} if not_counted else None,
+    )
     if found and found.state == "empty":
         # never "written": there is nothing to report, and the reason is said once here
         launch.say(f"perfweave: experiment {exp} has no data: {found.reason}", sys.stderr)
     elif unwritten:
-        launch.say(f"perfweave: experiment {exp} is incomplete: could not write "
-                    f"{writing.describe(unwritten)} (perfweave report {exp})", sys.stderr)
+        launch.say(
+            f"perfweave: experiment {exp} is incomplete: could not write "
+            f"{writing.describe(unwritten)} (perfweave report {exp})",
+            sys.stderr,
+        )
     elif found:
-        launch.say(f"perfweave: experiment {exp} is partial: {found.reason} (perfweave "
-                    f"report {exp})", sys.stderr)
+        launch.say(
+            f"perfweave: experiment {exp} is partial: {found.reason} (perfweave report {exp})",
+            sys.stderr,
+        )
     else:
-        launch.say(f"perfweave: experiment written to {exp} (perfweave report {exp})",
-                    sys.stderr)
+        launch.say(f"perfweave: experiment written to {exp} (perfweave report {exp})", sys.stderr)
     if status < 0:
         # die of the same signal, as the program did
         sys.stdout.flush()

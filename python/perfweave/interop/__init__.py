@@ -9,6 +9,7 @@ on one clock the way `perfweave analyze` puts them (so that an export and an ana
 see the same times), names of user regions, and the meaning of flags that OTF2 events
 carry implicitly.
 """
+
 import os
 import re
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from perfweave.model.trace import T, F, _object_labels, _time_span, _to_ns, _win
 from perfweave.readers.dtypes import TypeSet
 from perfweave.readers.trace import SPANS, SUB
 
-FLUSH_REGION = "TRACE BUFFER FLUSH"      # Score-P's name for time spent writing buffers
+FLUSH_REGION = "TRACE BUFFER FLUSH"  # Score-P's name for time spent writing buffers
 TIMED = TypeSet("CALL", "FLUSH", "ENTER", "LEAVE")
 
 
@@ -56,14 +57,15 @@ def need_otf2(what):
 @dataclass
 class RankTrace:
     """One rank's records as exported: grouped by thread, times in ns on rank 0's clock."""
+
     rank: int
     meta: dict
-    rec: np.ndarray                # EVENT_DTYPE, records of each thread together, in order
-    thread: np.ndarray             # thread of each record
-    t0: np.ndarray                 # ns: CALL/FLUSH start, ENTER/LEAVE time; 0 otherwise
-    t1: np.ndarray                 # ns: CALL/FLUSH end; 0 otherwise
-    t_begin: int                   # ns: MPI_Init done (application time starts)
-    t_end: int                     # ns: MPI_Finalize entered (or the last record)
+    rec: np.ndarray  # EVENT_DTYPE, records of each thread together, in order
+    thread: np.ndarray  # thread of each record
+    t0: np.ndarray  # ns: CALL/FLUSH start, ENTER/LEAVE time; 0 otherwise
+    t1: np.ndarray  # ns: CALL/FLUSH end; 0 otherwise
+    t_begin: int  # ns: MPI_Init done (application time starts)
+    t_end: int  # ns: MPI_Finalize entered (or the last record)
     functions: list
     complete: bool = True
     notes: list = field(default_factory=list)
@@ -78,11 +80,12 @@ class Experiment:
     """An experiment's traces for export: the metadata of every rank at hand, the
     records of one rank at a time (`rank(r)`, `each()`) or of one rank in chunks
     (`stream(r)`, what the exports read)."""
+
     path: Path
-    meta: dict                     # experiment.json
+    meta: dict  # experiment.json
     world_size: int
-    ranks: list                    # rank numbers with a trace, in order
-    metas: dict                    # rank -> rank-R.json as read (clock put on rank 0's)
+    ranks: list  # rank numbers with a trace, in order
+    metas: dict  # rank -> rank-R.json as read (clock put on rank 0's)
     notes: list = field(default_factory=list)
     _sibling: dict = None
     _names: list = None
@@ -144,7 +147,7 @@ class Experiment:
             yield rt
 
 
-CHUNK_RECORDS = 1 << 16      # records of a RankStream chunk (tests make it tiny)
+CHUNK_RECORDS = 1 << 16  # records of a RankStream chunk (tests make it tiny)
 
 
 class RankStream:
@@ -170,16 +173,17 @@ class RankStream:
         self.borrowed = not self.functions and bool(X._names)
         if self.borrowed:
             self.functions = list(X._names)
-        self.span = None            # (first, last) time of the timed records, ns
-        self.calls = False          # whether a pass met a CALL record
-        self.records = 0            # records of the last pass
+        self.span = None  # (first, last) time of the timed records, ns
+        self.calls = False  # whether a pass met a CALL record
+        self.records = 0  # records of the last pass
         self.t_begin = self.t_end = None
         self._checkers = []
         # the committed spans, and whether each comes right after one of its thread in
         # file order (what Checker needs to know of a chunk's first record)
         self._spans = [s for s in self.src.spans if s[1]]
-        self._follows = [i > 0 and self._spans[i - 1][2] == th
-                         for i, (_, _, th) in enumerate(self._spans)]
+        self._follows = [
+            i > 0 and self._spans[i - 1][2] == th for i, (_, _, th) in enumerate(self._spans)
+        ]
 
     def threads(self):
         return sorted({t for _, _, t in self._spans})
@@ -215,7 +219,7 @@ class RankStream:
         size = size or CHUNK_RECORDS
         check = Checker(self.src)
         self._checkers.append(check)
-        tail = None             # the last call and its sub-events, for the next chunk
+        tail = None  # the last call and its sub-events, for the next chunk
         parts, n = [], 0
         mine = [(a, c, f) for (a, c, th), f in zip(self._spans, self._follows) if th == t]
         for k, (a, c, f) in enumerate(mine):
@@ -241,12 +245,26 @@ class RankStream:
         if TIMED(typ).any():
             span = _time_span(typ, t0, t1)
             if span is not None:
-                self.span = span if self.span is None else \
-                    (min(self.span[0], span[0]), max(self.span[1], span[1]))
+                self.span = (
+                    span
+                    if self.span is None
+                    else (min(self.span[0], span[0]), max(self.span[1], span[1]))
+                )
         self.calls = self.calls or bool((typ == T["CALL"]).any())
         self.records += len(rec)
-        c = RankTrace(self.rank, self.meta, rec, np.full(len(rec), t, np.int32), t0, t1,
-                      self.t_begin, self.t_end, self.functions, self.complete, [])
+        c = RankTrace(
+            self.rank,
+            self.meta,
+            rec,
+            np.full(len(rec), t, np.int32),
+            t0,
+            t1,
+            self.t_begin,
+            self.t_end,
+            self.functions,
+            self.complete,
+            [],
+        )
         c.base = base
         return c
 
@@ -267,8 +285,10 @@ class RankStream:
 
 
 def _sibling_note(r):
-    return (f"rank {r}: clock calibration and function table borrowed from another rank; "
-            "its times are approximate")
+    return (
+        f"rank {r}: clock calibration and function table borrowed from another rank; "
+        "its times are approximate"
+    )
 
 
 def _borrowed_note(r):
@@ -305,8 +325,9 @@ def load(exp):
     X._meta_notes = pairs
     if any(not (m or {}).get("clock") for m in X.metas.values()):
         X._sibling = _sibling_meta(exp, ranks)
-    X._names = next((list(m["functions"]) for m in X.metas.values()
-                     if m and m.get("functions")), [])
+    X._names = next(
+        (list(m["functions"]) for m in X.metas.values() if m and m.get("functions")), []
+    )
     return X
 
 
@@ -327,8 +348,10 @@ def region_names(rt, mask, symbolizer=None):
     named = rid >= 0
     regions = rt.meta.get("regions") or []
     if named.any():
-        table = np.array([r.get("name", "?") if isinstance(r, dict) else str(r)
-                          for r in regions] + ["?"], dtype=object)
+        table = np.array(
+            [r.get("name", "?") if isinstance(r, dict) else str(r) for r in regions] + ["?"],
+            dtype=object,
+        )
         names[named] = table[np.clip(rid[named], 0, len(table) - 1)]
     if (~named).any():
         codes, labs = _object_labels(rt.meta, rt.rec["bytes"][idx[~named]])
@@ -376,13 +399,13 @@ def pair_regions(enter, leave):
     level = np.cumsum(step)
     low = np.minimum.accumulate(np.minimum(level, 0))
     low_prev = np.r_[0, low[:-1]]
-    bad = ~enter[pos] & (low < low_prev)       # goes below every level seen: no ENTER
+    bad = ~enter[pos] & (low < low_prev)  # goes below every level seen: no ENTER
     unmatched = np.zeros(n, bool)
     unmatched[pos[bad]] = True
     pos = pos[~bad]
     step = np.where(enter[pos], 1, -1)
     level = np.cumsum(step)
-    d = np.where(enter[pos], level - 1, level)   # an ENTER's depth; a LEAVE's after leaving
+    d = np.where(enter[pos], level - 1, level)  # an ENTER's depth; a LEAVE's after leaving
     depth[pos] = d
     is_e = enter[pos]
     for k in np.unique(d):
@@ -390,7 +413,7 @@ def pair_regions(enter, leave):
         lv = pos[~is_e & (d == k)]
         if not len(e) or not len(lv):
             continue
-        j = np.searchsorted(lv, e)            # the first LEAVE at this depth after the ENTER
+        j = np.searchsorted(lv, e)  # the first LEAVE at this depth after the ENTER
         ok = j < len(lv)
         # the next ENTER at this depth must come after that LEAVE
         nxt = np.r_[e[1:], np.iinfo(np.int64).max]
@@ -414,10 +437,14 @@ def irecv_completions(typ, key, group):
     s = cand[o]
     is_recv = typ[s] == T["RECV"]
     idx = np.where(is_recv, np.arange(len(s)), -1)
-    nearest = np.maximum.accumulate(idx)          # in reverse order: the next RECV after
+    nearest = np.maximum.accumulate(idx)  # in reverse order: the next RECV after
     j = np.where(nearest >= 0, s[np.maximum(nearest, 0)], -1)
-    ok = (typ[s] == T["IRECV"]) & (nearest >= 0) & (key[np.maximum(j, 0)] == key[s]) & \
-        (group[np.maximum(j, 0)] == group[s])
+    ok = (
+        (typ[s] == T["IRECV"])
+        & (nearest >= 0)
+        & (key[np.maximum(j, 0)] == key[s])
+        & (group[np.maximum(j, 0)] == group[s])
+    )
     out[s[ok]] = j[ok]
     return out
 
@@ -465,8 +492,7 @@ def derived_flags(traits, fn, rtype, nonblocking_event, exclusive_lock=None):
     out |= np.where((rtype == T["COLL"]) & traits["nbcoll"][fn], F["NONBLOCKING"], 0)
     out |= np.where((rtype == T["RMA"]) & traits["rreq"][fn], F["NONBLOCKING"], 0)
     if exclusive_lock is not None:
-        out |= np.where((rtype == T["WSYNC"]) & np.asarray(exclusive_lock, bool),
-                        F["EXCLUSIVE"], 0)
+        out |= np.where((rtype == T["WSYNC"]) & np.asarray(exclusive_lock, bool), F["EXCLUSIVE"], 0)
     return out
 
 
@@ -474,17 +500,38 @@ def derived_flags(traits, fn, rtype, nonblocking_event, exclusive_lock=None):
 # and role (MPI_Iallreduce: "coll", "n2n"; MPI_Ibarrier: "sync_coll"); what identifies
 # functions here (point-to-point by name, collectives through blocking_twin) is kept
 # by name so that export and import agree whatever classify() says of rarer functions
-_P2P = re.compile(r"MPI_(I?[BSR]?send|I?[BSR]?send_init|Recv|Irecv|Recv_init|Mrecv|Imrecv|"
-                  r"Sendrecv|Sendrecv_replace|Start|Startall|Probe|Iprobe|Mprobe|Improbe|"
-                  r"Request_free|Cancel)$", re.I)
+_P2P = re.compile(
+    r"MPI_(I?[BSR]?send|I?[BSR]?send_init|Recv|Irecv|Recv_init|Mrecv|Imrecv|"
+    r"Sendrecv|Sendrecv_replace|Start|Startall|Probe|Iprobe|Mprobe|Improbe|"
+    r"Request_free|Cancel)$",
+    re.I,
+)
 
 
 _COLLECTIVES = {
-    "MPI_Barrier", "MPI_Bcast", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv",
-    "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw",
-    "MPI_Allreduce", "MPI_Reduce", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block",
-    "MPI_Scan", "MPI_Exscan", "MPI_Neighbor_allgather", "MPI_Neighbor_allgatherv",
-    "MPI_Neighbor_alltoall", "MPI_Neighbor_alltoallv", "MPI_Neighbor_alltoallw"}
+    "MPI_Barrier",
+    "MPI_Bcast",
+    "MPI_Gather",
+    "MPI_Gatherv",
+    "MPI_Scatter",
+    "MPI_Scatterv",
+    "MPI_Allgather",
+    "MPI_Allgatherv",
+    "MPI_Alltoall",
+    "MPI_Alltoallv",
+    "MPI_Alltoallw",
+    "MPI_Allreduce",
+    "MPI_Reduce",
+    "MPI_Reduce_scatter",
+    "MPI_Reduce_scatter_block",
+    "MPI_Scan",
+    "MPI_Exscan",
+    "MPI_Neighbor_allgather",
+    "MPI_Neighbor_allgatherv",
+    "MPI_Neighbor_alltoall",
+    "MPI_Neighbor_alltoallv",
+    "MPI_Neighbor_alltoallw",
+}
 
 
 def blocking_twin(name):
@@ -514,8 +561,15 @@ def family(name):
     cat, role = classify(name)
     if role in ("wait", "waitmulti", "test") or cat in ("rma_active", "rma_passive"):
         return "sync"
-    return {"p2p": "p2p", "coll": "coll", "sync_coll": "coll", "rma_comm": "rma",
-            "mgmt_win": "rma", "io": "io", "mgmt_file": "io"}.get(cat, "other")
+    return {
+        "p2p": "p2p",
+        "coll": "coll",
+        "sync_coll": "coll",
+        "rma_comm": "rma",
+        "mgmt_win": "rma",
+        "io": "io",
+        "mgmt_file": "io",
+    }.get(cat, "other")
 
 
 def default_output(exp, name):

@@ -16,6 +16,7 @@ events by the C loop of libperfweave-json.so, or with numpy where that library i
 built (_Matrix), and a thread of its own writes them to the file (_Sink). No Python
 object is made per event.
 """
+
 import ctypes
 import functools
 import json
@@ -30,8 +31,15 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import PerfweaveError
-from perfweave.interop import FLUSH_REGION, SUB, default_output, last_index, load, \
-    pair_regions, region_names
+from perfweave.interop import (
+    FLUSH_REGION,
+    SUB,
+    default_output,
+    last_index,
+    load,
+    pair_regions,
+    region_names,
+)
 from perfweave.model.grouping import rank_in_group
 from perfweave.model.trace import F, T, _comm_keys, _to_ns
 from perfweave.readers.dtypes import TypeSet
@@ -45,11 +53,13 @@ RECEIVED = TypeSet("COLL", "RMA")
 # ASCII of two decimal digits, as the little-endian uint16 "dd"
 _PAIRS = np.array([(48 + i // 10) | (48 + i % 10) << 8 for i in range(100)], np.uint16)
 # ASCII of three decimal digits, zero-padded
-_TRIPLES = np.array([[48 + i // 100, 48 + i // 10 % 10, 48 + i % 10] for i in range(1000)],
-                    np.uint8)
+_TRIPLES = np.array(
+    [[48 + i // 100, 48 + i // 10 % 10, 48 + i % 10] for i in range(1000)], np.uint8
+)
 # lowercase hex of one byte, as the little-endian uint16 "xx"
-_HEX_DIGITS = np.array([ord("%x" % (i >> 4)) | ord("%x" % (i & 15)) << 8
-                        for i in range(256)], np.uint16)
+_HEX_DIGITS = np.array(
+    [ord("%x" % (i >> 4)) | ord("%x" % (i & 15)) << 8 for i in range(256)], np.uint16
+)
 _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
 
 
@@ -74,14 +84,14 @@ def _decimal(v, neg=None):
     for k in range(pairs - 1, -1, -1):
         x, d = np.divmod(x, 100)
         m[:, k] = _PAIRS[d]
-    m = m.view(np.uint8)[:, 2 * pairs - width:]
+    m = m.view(np.uint8)[:, 2 * pairs - width :]
     # leading zeros become blanks (and the sign), added modulo 256 from a table per
     # number of digits
     pos = np.arange(width)
     lead = pos[None, :] < (width - np.arange(width + 1))[:, None]
-    delta = np.where(lead, 256 - 16, 0).astype(np.uint8)        # '0' -> ' '
+    delta = np.where(lead, 256 - 16, 0).astype(np.uint8)  # '0' -> ' '
     minus = delta.copy()
-    minus[np.arange(1, width), width - 1 - np.arange(1, width)] = 256 - 3   # '0' -> '-'
+    minus[np.arange(1, width), width - 1 - np.arange(1, width)] = 256 - 3  # '0' -> '-'
     table = np.concatenate([delta, minus])
     m += table[nd + neg * (width + 1)]
     return m
@@ -104,7 +114,7 @@ class _Rows:
 
     def __init__(self, n):
         self.n = n
-        self.parts = []         # (kind, literal bytes or column, table, present)
+        self.parts = []  # (kind, literal bytes or column, table, present)
 
     def _add(self, kind, data, table=None, present=None):
         if present is not None:
@@ -116,8 +126,12 @@ class _Rows:
 
     def name(self, table, index, present=None):
         """table: JSON strings (quoted, escaped); index: which one, per row."""
-        self._add(_NAME, np.ascontiguousarray(index, np.int64),
-                  [s.encode() for s in table] or [b'""'], present)
+        self._add(
+            _NAME,
+            np.ascontiguousarray(index, np.int64),
+            [s.encode() for s in table] or [b'""'],
+            present,
+        )
 
     def int(self, values, present=None):
         """Integers (a '-' before negative ones)."""
@@ -136,9 +150,10 @@ class _Rows:
 
     def widest(self):
         """The most bytes a row can take."""
-        return sum(len(d) if k == _LIT else
-                   max(len(s) for s in t) if k == _NAME else _WIDEST[k]
-                   for k, d, t, _ in self.parts)
+        return sum(
+            len(d) if k == _LIT else max(len(s) for s in t) if k == _NAME else _WIDEST[k]
+            for k, d, t, _ in self.parts
+        )
 
 
 def _format(rows, which=None, buffer=None):
@@ -162,8 +177,7 @@ def _format(rows, which=None, buffer=None):
                 blob = b"".join(table)
                 offsets = np.r_[0, np.cumsum([len(s) for s in table])].astype(np.int64)
                 p.data = ctypes.cast(ctypes.c_char_p(blob), ctypes.c_void_p)
-                p.offsets, p.index, p.ntable = offsets.ctypes.data, data.ctypes.data, \
-                    len(table)
+                p.offsets, p.index, p.ntable = offsets.ctypes.data, data.ctypes.data, len(table)
                 keep += [blob, offsets]
             else:
                 p.data = data.ctypes.data
@@ -178,10 +192,17 @@ def _format(rows, which=None, buffer=None):
         cap = sum(int(c) * r.widest() for c, r in zip(counts.tolist(), rows))
     out = (buffer or _new_buffer)(cap)
     w = None if which is None else np.ascontiguousarray(which, np.int8)
-    got = lib(out.ctypes.data, cap, (_Part * len(parts))(*parts), nparts.ctypes.data,
-              len(rows), None if w is None else w.ctypes.data, n)
+    got = lib(
+        out.ctypes.data,
+        cap,
+        (_Part * len(parts))(*parts),
+        nparts.ctypes.data,
+        len(rows),
+        None if w is None else w.ctypes.data,
+        n,
+    )
     if got == ctypes.c_size_t(-1).value:
-        raise RuntimeError("pw_json_rows: a row did not fit")      # a bug, not the user's
+        raise RuntimeError("pw_json_rows: a row did not fit")  # a bug, not the user's
     return out[:got]
 
 
@@ -191,10 +212,16 @@ def _new_buffer(n):
 
 class _Part(ctypes.Structure):
     """struct pw_part of runtime/interop/json_rows.c."""
-    _fields_ = [("kind", ctypes.c_int64), ("data", ctypes.c_void_p),
-                ("offsets", ctypes.c_void_p), ("index", ctypes.c_void_p),
-                ("present", ctypes.c_void_p), ("len", ctypes.c_int64),
-                ("ntable", ctypes.c_int64)]
+
+    _fields_ = [
+        ("kind", ctypes.c_int64),
+        ("data", ctypes.c_void_p),
+        ("offsets", ctypes.c_void_p),
+        ("index", ctypes.c_void_p),
+        ("present", ctypes.c_void_p),
+        ("len", ctypes.c_int64),
+        ("ntable", ctypes.c_int64),
+    ]
 
 
 @functools.lru_cache(maxsize=None)
@@ -211,8 +238,15 @@ def _json_rows():
         return None
     fn = lib.pw_json_rows
     fn.restype = ctypes.c_size_t
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(_Part),
-                   ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t]
+    fn.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.POINTER(_Part),
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+    ]
     return fn
 
 
@@ -225,7 +259,7 @@ class _Matrix:
 
     def __init__(self, rows):
         self.n = rows.n
-        self.parts = []         # (bytes of a literal, or an (n, w) matrix; present)
+        self.parts = []  # (bytes of a literal, or an (n, w) matrix; present)
         for kind, data, table, present in rows.parts:
             if kind == _LIT:
                 self.parts.append((data, present))
@@ -233,7 +267,7 @@ class _Matrix:
                 w = max(len(s) for s in table)
                 t = np.full((len(table), w), 32, np.uint8)
                 for i, s in enumerate(table):
-                    t[i, :len(s)] = np.frombuffer(s, np.uint8)
+                    t[i, : len(s)] = np.frombuffer(s, np.uint8)
                 items = t.view(f"V{w}")[:, 0][data]
                 self.parts.append((items.view(np.uint8).reshape(self.n, w), present))
             elif kind == _INT:
@@ -261,14 +295,14 @@ class _Matrix:
         for p, _ in self.parts:
             w = len(p) if isinstance(p, bytes) else p.shape[1]
             if isinstance(p, bytes):
-                tmpl[c:c + w] = np.frombuffer(p, np.uint8)
+                tmpl[c : c + w] = np.frombuffer(p, np.uint8)
             c += w
         out[:] = tmpl
         c = 0
         for p, present in self.parts:
             w = len(p) if isinstance(p, bytes) else p.shape[1]
             # one w-byte item per row: much faster than w columns of bytes
-            col = out[:, c:c + w].view(f"V{w}")[:, 0]
+            col = out[:, c : c + w].view(f"V{w}")[:, 0]
             if not isinstance(p, bytes):
                 col[...] = np.ascontiguousarray(p).view(f"V{w}")[:, 0]
             if present is not None:
@@ -345,13 +379,16 @@ def _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start):
                 for r in X.ranks:
                     first = _rank(f, X, found[r], origin, symbolizer, counts, first)
                     first = _flows(f, found[r], origin, channels, counts, first)
-                other = {"generator": "perfweave export --format chrome",
-                         "experiment": str(X.path), "origin_ns": origin,
-                         "clock": "ns on rank 0's CLOCK_MONOTONIC; "
-                                  "ts = (t - origin_ns) / 1000",
-                         "notes": X.notes}
-                f.write(b'\n],"displayTimeUnit":"ns","otherData":' +
-                        json.dumps(other).encode() + b"}\n")
+                other = {
+                    "generator": "perfweave export --format chrome",
+                    "experiment": str(X.path),
+                    "origin_ns": origin,
+                    "clock": "ns on rank 0's CLOCK_MONOTONIC; ts = (t - origin_ns) / 1000",
+                    "notes": X.notes,
+                }
+                f.write(
+                    b'\n],"displayTimeUnit":"ns","otherData":' + json.dumps(other).encode() + b"}\n"
+                )
             finally:
                 f.close()
         os.replace(tmp, path)
@@ -360,25 +397,48 @@ def _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return {"path": str(path), "events": counts["events"], "calls": counts["calls"],
-            "flows": counts["flows"], "records": counts["records"], "ranks": len(X.ranks),
-            "seconds": time.perf_counter() - t_start, "notes": X.notes}
+    return {
+        "path": str(path),
+        "events": counts["events"],
+        "calls": counts["calls"],
+        "flows": counts["flows"],
+        "records": counts["records"],
+        "ranks": len(X.ranks),
+        "seconds": time.perf_counter() - t_start,
+        "notes": X.notes,
+    }
 
 
 # what a flow event needs of one end of a message, kept on disk between the passes
-_END = np.dtype([("chan", np.uint64), ("seq", np.int64), ("thread", np.int64),
-                 ("ts", np.int64), ("bytes", np.int64)])
+_END = np.dtype(
+    [
+        ("chan", np.uint64),
+        ("seq", np.int64),
+        ("thread", np.int64),
+        ("ts", np.int64),
+        ("bytes", np.int64),
+    ]
+)
 # a message end of the first pass until its number is known and it is written: its
 # place in the order of posting (k1, thread, idx), whether k1 is known (a receive
 # completed before the pass met its post: not yet), the post it waits for (kind: 0 a
 # post number, 1 a request key; value), its own k1 if that post never comes, and whether
 # it goes to the file (messages to and from real ranks)
-_PENDING = np.dtype(_END.descr + [("k1", np.int64), ("idx", np.int64), ("ready", bool),
-                                  ("kind", np.int8), ("value", np.int64),
-                                  ("own", np.int64), ("out", bool)])
+_PENDING = np.dtype(
+    _END.descr
+    + [
+        ("k1", np.int64),
+        ("idx", np.int64),
+        ("ready", bool),
+        ("kind", np.int8),
+        ("value", np.int64),
+        ("own", np.int64),
+        ("out", bool),
+    ]
+)
 _PENDING_ITEM = np.dtype((np.void, _PENDING.itemsize))
-assert _PENDING.descr[:len(_END.descr)] == _END.descr
-_NEVER = np.iinfo(np.int64).min     # a user region's end: not left in its thread
+assert _PENDING.descr[: len(_END.descr)] == _END.descr
+_NEVER = np.iinfo(np.int64).min  # a user region's end: not left in its thread
 _LAST = np.iinfo(np.int64).max
 FIRST_TIMED = TypeSet("CALL", "FLUSH", "ENTER")
 
@@ -428,13 +488,13 @@ class _RankPass:
         self.timed = len(stream.threads()) > 1
         _, ckeys = _comm_keys(self.meta)
         self.comm_keys = np.r_[np.int64(0), ckeys].astype(np.int64)
-        self.t_min = None               # ticks: the first CALL, FLUSH or ENTER
-        self.seen = set()               # threads with records
-        self.enter_max = None           # ns: the last ENTER's time
-        self.stacks, self.nenter = {}, {}   # per thread: open ENTERs (their number), ENTERs
+        self.t_min = None  # ticks: the first CALL, FLUSH or ENTER
+        self.seen = set()  # threads with records
+        self.enter_max = None  # ns: the last ENTER's time
+        self.stacks, self.nenter = {}, {}  # per thread: open ENTERs (their number), ENTERs
         self.fds, self.sizes = {}, {}
         self.messages = (_Messages(self, "sends"), _Messages(self, "recvs"))
-        self.posts = (_Posts(), _Posts())   # open receive requests by number, by key
+        self.posts = (_Posts(), _Posts())  # open receive requests by number, by key
         self.threads = [0]
         self.end_of_rank = 0
 
@@ -483,8 +543,9 @@ class _RankPass:
                 os.close(fd)
         stream.end()
         self.threads = sorted(self.seen | {0})
-        self.end_of_rank = stream.t_end if self.enter_max is None else \
-            max(stream.t_end, self.enter_max)
+        self.end_of_rank = (
+            stream.t_end if self.enter_max is None else max(stream.t_end, self.enter_max)
+        )
 
     def chunk(self, c):
         """Take one chunk (of one thread); returns how far its thread has come."""
@@ -516,8 +577,9 @@ class _RankPass:
     def _rows(self, c, t, i, pos, k, peer, src, dst):
         rec = c.rec
         rows = np.zeros(len(i), _PENDING)
-        rows["chan"] = _hash(src, dst, self.comm_keys[self._local_comm(rec["comm"][i])],
-                             rec["tag"][i])
+        rows["chan"] = _hash(
+            src, dst, self.comm_keys[self._local_comm(rec["comm"][i])], rec["tag"][i]
+        )
         rows["seq"], rows["thread"], rows["idx"] = -1, t, pos[i]
         rows["k1"], rows["own"], rows["ready"], rows["out"] = k[i], k[i], True, peer >= 0
         return rows
@@ -552,16 +614,19 @@ class _RankPass:
             old = waiting[pending.rows["kind"][waiting] == kind]
             pi = P[posted]
             found, ok = self.posts[kind].link(
-                rec["t1" if kind == 0 else "t0"][pi], k[pi], pi,
+                rec["t1" if kind == 0 else "t0"][pi],
+                k[pi],
+                pi,
                 np.r_[rows["value"][here], pending.rows["value"][old]],
-                np.r_[V[here], np.full(len(old), _LAST)])
-            rows["k1"][here[ok[:len(here)]]] = found[:len(here)][ok[:len(here)]]
-            rows["ready"][here[ok[:len(here)]]] = True
+                np.r_[V[here], np.full(len(old), _LAST)],
+            )
+            rows["k1"][here[ok[: len(here)]]] = found[: len(here)][ok[: len(here)]]
+            rows["ready"][here[ok[: len(here)]]] = True
             if not self.timed:
                 # one thread: a completion meets its post after it; none: unlinked
                 rows["ready"][here] = True
-            got = old[ok[len(here):]]
-            pending.rows["k1"][got] = found[len(here):][ok[len(here):]]
+            got = old[ok[len(here) :]]
+            pending.rows["k1"][got] = found[len(here) :][ok[len(here) :]]
             pending.rows["ready"][got] = True
         pending.add(rows)
 
@@ -574,8 +639,9 @@ class _RankPass:
             return
         stack = self.stacks.get(t, np.zeros(0, np.int64))
         s = len(stack)
-        partner, _, _ = pair_regions(np.r_[np.ones(s, bool), enter],
-                                     np.r_[np.zeros(s, bool), leave])
+        partner, _, _ = pair_regions(
+            np.r_[np.ones(s, bool), enter], np.r_[np.zeros(s, bool), leave]
+        )
         first = self.nenter.get(t, 0)
         pc = partner[s + ei]
         end = np.where(pc >= 0, c.t0[np.maximum(pc - s, 0)], _NEVER)
@@ -642,8 +708,9 @@ class _Messages:
 
     def add(self, rows):
         if len(self.rows):
-            rows = np.concatenate([self.rows.view(_PENDING_ITEM), rows.view(_PENDING_ITEM)]
-                                  ).view(_PENDING)
+            rows = np.concatenate([self.rows.view(_PENDING_ITEM), rows.view(_PENDING_ITEM)]).view(
+                _PENDING
+            )
         self.rows = rows
 
     def give_up_waiting(self):
@@ -660,7 +727,7 @@ class _Messages:
         if len(todo):
             todo = todo[np.lexsort((p["idx"][todo], p["thread"][todo], p["k1"][todo]))]
             out = p["out"][todo]
-            p["seq"][todo[~out]] = 0        # not to the file, on no real rank's channel
+            p["seq"][todo[~out]] = 0  # not to the file, on no real rank's channel
             p["seq"][todo[out]] = self.counts.number(p["chan"][todo[out]])
         if not len(p):
             return
@@ -668,12 +735,12 @@ class _Messages:
         for t in np.unique(p["thread"]).tolist():
             i = np.flatnonzero(p["thread"] == t)
             waits = np.flatnonzero(p["seq"][i] < 0)
-            i = i[:waits[0]] if len(waits) else i
+            i = i[: waits[0]] if len(waits) else i
             if len(i):
                 keep[i] = False
                 # the _END fields lead each _PENDING row: its first bytes
                 e = p.view(_PENDING_ITEM)[i[p["out"][i]]]
-                ends = e.view(np.uint8).reshape(len(e), _PENDING.itemsize)[:, :_END.itemsize]
+                ends = e.view(np.uint8).reshape(len(e), _PENDING.itemsize)[:, : _END.itemsize]
                 self.owner.put(f"{self.which}-{t}", ends.tobytes())
         if not keep.all():
             self.rows = p.view(_PENDING_ITEM)[keep].view(_PENDING)
@@ -722,6 +789,7 @@ class _Channels:
             out = np.zeros(len(uu), np.int64)
             np.maximum.at(out, inv.reshape(-1), n)
             return uu, out
+
         self.sends, self.recvs = merge(sends), merge(recvs)
 
     @staticmethod
@@ -743,6 +811,7 @@ class _Sink:
     (QUEUED + 2: one being filled, one being written, the queued ones), kept from one
     block to the next so their pages stay mapped, none reused while in use. A failed
     write is raised by the next call."""
+
     QUEUED = 2
 
     def __init__(self, f):
@@ -761,7 +830,7 @@ class _Sink:
                     return
                 if self.error is None:
                     self.f.write(data)
-            except Exception as e:      # kept for the main thread, which waits on q
+            except Exception as e:  # kept for the main thread, which waits on q
                 self.error = e
             finally:
                 self.q.task_done()
@@ -808,11 +877,20 @@ def _write(f, data, first):
 
 
 def _meta_events(r, threads):
-    out = [{"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}},
-           {"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}}]
+    out = [
+        {"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}},
+        {"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}},
+    ]
     for t in threads:
-        out.append({"ph": "M", "name": "thread_name", "pid": r, "tid": int(t),
-                    "args": {"name": "master thread" if t == 0 else f"thread {t}"}})
+        out.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": r,
+                "tid": int(t),
+                "args": {"name": "master thread" if t == 0 else f"thread {t}"},
+            }
+        )
     return "".join("," + json.dumps(e, separators=(",", ":")) for e in out).encode()
 
 
@@ -826,7 +904,7 @@ def _rank(f, X, p, origin, symbolizer, counts, first):
     # the first pass's stream: its file open, its spans found; a second pass anew
     stream = p.stream
     fnames = _quoted(list(stream.functions) + ["?"])
-    regions = {}                    # thread -> its file of the ends of its ENTERs
+    regions = {}  # thread -> its file of the ends of its ENTERs
     try:
         later = [tempfile.TemporaryFile(dir=p.ends) for _ in range(2)]
     except OSError as e:
@@ -876,7 +954,7 @@ def _calls(f, c, fnames, origin, counts, first):
     R.us(np.maximum(c.t1[c_] - c.t0[c_], 0))
     hs = has_sub[c_]
     R.lit(',"args":{"events":[', hs)
-    R.lit('}', ~hs)
+    R.lit("}", ~hs)
     # what it did: {"type":..[,"peer":..][,"tag":..][,"bytes":..][,"bytes_received":..]
     # [,"nonblocking":true]} then , or ]}}
     st = typ[u]
@@ -897,8 +975,8 @@ def _calls(f, c, fnames, origin, counts, first):
     Q.int(got, got != 0)
     Q.lit(',"nonblocking":true', (rec["flags"][u] & F["NONBLOCKING"]) != 0)
     ls = last_sub[u]
-    Q.lit('},', ~ls)
-    Q.lit('}]}}', ls)
+    Q.lit("},", ~ls)
+    Q.lit("}]}}", ls)
     first = _write(f, _format([R, Q], (~call).astype(np.int8), f.buffer), first)
     counts["calls"] += len(c_)
     counts["events"] += len(c_)
@@ -919,8 +997,8 @@ def _complete(f, counts, name_table, names, cat, pid, tid, t0, t1, args=None):
     if args is not None:
         R.lit(',"args":{"bytes":')
         R.int(args)
-        R.lit('}')
-    R.lit('}')
+        R.lit("}")
+    R.lit("}")
     counts["events"] += len(t0)
     _write(f, _format([R]), False)
 
@@ -931,9 +1009,18 @@ def _spans(later, c, p, regions, origin, symbolizer, counts):
     rec, typ, thr = c.rec, c.rec["type"], c.thread
     s = np.flatnonzero(typ == T["FLUSH"])
     if len(s):
-        _complete(later[0], counts, _quoted([FLUSH_REGION]), np.zeros(len(s), int),
-                  "perfweave", c.rank, thr[s], c.t0[s] - origin, c.t1[s] - origin,
-                  rec["bytes"][s])
+        _complete(
+            later[0],
+            counts,
+            _quoted([FLUSH_REGION]),
+            np.zeros(len(s), int),
+            "perfweave",
+            c.rank,
+            thr[s],
+            c.t0[s] - origin,
+            c.t1[s] - origin,
+            rec["bytes"][s],
+        )
     enter = typ == T["ENTER"]
     ei = np.flatnonzero(enter)
     if not len(ei):
@@ -948,8 +1035,17 @@ def _spans(later, c, p, regions, origin, symbolizer, counts):
     end = np.where(end == _NEVER, p.end_of_rank, end)
     rnames, _, _ = region_names(c, enter, symbolizer)
     table, which = np.unique(rnames.astype(str), return_inverse=True)
-    _complete(later[1], counts, _quoted(table.tolist()), which.reshape(-1), "user",
-              c.rank, thr[ei], c.t0[ei] - origin, end - origin)
+    _complete(
+        later[1],
+        counts,
+        _quoted(table.tolist()),
+        which.reshape(-1),
+        "user",
+        c.rank,
+        thr[ei],
+        c.t0[ei] - origin,
+        end - origin,
+    )
 
 
 def _hash(*cols):
@@ -985,9 +1081,9 @@ def _flows(f, p, origin, channels, counts, first):
                     left -= len(e)
                     if not len(e):
                         break
-                    first = _flow_rows(f, r, which, e[channels.matched(e["chan"],
-                                                                       e["seq"])],
-                                       origin, counts, first)
+                    first = _flow_rows(
+                        f, r, which, e[channels.matched(e["chan"], e["seq"])], origin, counts, first
+                    )
     return first
 
 
@@ -995,19 +1091,21 @@ def _flow_rows(f, r, which, e, origin, counts, first):
     if not len(e):
         return first
     R = _Rows(len(e))
-    R.lit(',{"name":"message","cat":"p2p","ph":"%s","id":"0x' %
-          ("s" if which == "sends" else 'f","bp":"e'))
+    R.lit(
+        ',{"name":"message","cat":"p2p","ph":"%s","id":"0x'
+        % ("s" if which == "sends" else 'f","bp":"e')
+    )
     R.hex(_hash(e["chan"], e["seq"]))
     R.lit(f'","pid":{int(r)},"tid":')
     R.int(e["thread"])
     R.lit(',"ts":')
     R.us(e["ts"] - origin)
     if which == "sends":
-        R.lit('}')
+        R.lit("}")
         counts["flows"] += len(e)
     else:
         R.lit(',"args":{"bytes":')
         R.int(e["bytes"])
-        R.lit('}}')
+        R.lit("}}")
     counts["events"] += len(e)
     return _write(f, _format([R], buffer=f.buffer), first)

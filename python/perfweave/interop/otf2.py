@@ -19,6 +19,7 @@ the events of a chunk need from other chunks is carried (_Carry) or found by a f
 pass over the rank (_Exporter._first_pass). The archive is the same, byte for byte, as
 with the whole rank at once.
 """
+
 import collections
 import contextlib
 import ctypes
@@ -37,16 +38,30 @@ import numpy as np
 
 from perfweave import __version__
 from perfweave.errors import PerfweaveError
-from perfweave.interop import (FLUSH_REGION, SUB, TIMED, blocking_twin, default_output,
-                               derived_flags, family, function_traits, irecv_completions,
-                               is_collective, is_p2p, last_index, load, need_otf2,
-                               pair_regions, region_names)
+from perfweave.interop import (
+    FLUSH_REGION,
+    SUB,
+    TIMED,
+    blocking_twin,
+    default_output,
+    derived_flags,
+    family,
+    function_traits,
+    irecv_completions,
+    is_collective,
+    is_p2p,
+    last_index,
+    load,
+    need_otf2,
+    pair_regions,
+    region_names,
+)
 from perfweave.model.trace import F, T, _to_ns, classify
 from perfweave.readers.dtypes import EVENT_DTYPE, TRACE_VERSION
 from perfweave.readers.trace import TRACE_FORMAT
 from perfweave.symbols import Symbolizer
 
-NS = 10 ** 9
+NS = 10**9
 U32 = 0xFFFFFFFF
 U64 = 0xFFFFFFFFFFFFFFFF
 I64_MIN = np.iinfo(np.int64).min
@@ -54,46 +69,97 @@ I64_MAX = np.iinfo(np.int64).max
 # Events sort at one time stamp by (class, ...): leaves of regions with a duration, then
 # enters (the longest first, so that they nest), then leaves of zero-length regions.
 CLS_LEAVE, CLS_ENTER, CLS_LEAVE0 = 0, 1, 2
-LATE = 1 << 40            # order key of sub-events written just before their call's Leave
+LATE = 1 << 40  # order key of sub-events written just before their call's Leave
 
 # attributes that carry what an OTF2 event has no field for (docs/interop.md)
 ATTRIBUTES = (
-    ("flags", "UINT8", "perfweave record flags (PW_EVF_*) where they differ from the ones "
-                       "the event and its MPI function imply"),
-    ("peer", "INT32", "world rank: requested source of a receive request, or a peer that "
-                      "is not a member of the event's communicator"),
+    (
+        "flags",
+        "UINT8",
+        "perfweave record flags (PW_EVF_*) where they differ from the ones "
+        "the event and its MPI function imply",
+    ),
+    (
+        "peer",
+        "INT32",
+        "world rank: requested source of a receive request, or a peer that "
+        "is not a member of the event's communicator",
+    ),
     ("tag", "INT32", "requested tag of a receive request (-1: MPI_ANY_TAG)"),
-    ("bytes", "UINT64", "buffer size of a receive request; bytes written by a trace "
-                        "buffer flush"),
+    ("bytes", "UINT64", "buffer size of a receive request; bytes written by a trace buffer flush"),
     ("comm", "COMM", "communicator of a receive request; undefined: the record has none"),
 )
 
 # OTF2 event kinds written by export
-(K_ENTER, K_LEAVE, K_SEND, K_ISEND, K_RECV, K_IRECV, K_IRECV_REQ, K_ISEND_DONE, K_COLL_BEGIN,
- K_COLL_END, K_WIN_CREATE, K_WIN_DESTROY, K_PUT, K_GET, K_ATOMIC, K_RMA_COLL_BEGIN,
- K_RMA_COLL_END, K_GROUP_SYNC, K_ACQUIRE, K_RELEASE, K_RMA_SYNC, K_PROGRAM_BEGIN,
- K_PROGRAM_END, K_NBC_REQUEST, K_NBC_COMPLETE) = range(25)
+(
+    K_ENTER,
+    K_LEAVE,
+    K_SEND,
+    K_ISEND,
+    K_RECV,
+    K_IRECV,
+    K_IRECV_REQ,
+    K_ISEND_DONE,
+    K_COLL_BEGIN,
+    K_COLL_END,
+    K_WIN_CREATE,
+    K_WIN_DESTROY,
+    K_PUT,
+    K_GET,
+    K_ATOMIC,
+    K_RMA_COLL_BEGIN,
+    K_RMA_COLL_END,
+    K_GROUP_SYNC,
+    K_ACQUIRE,
+    K_RELEASE,
+    K_RMA_SYNC,
+    K_PROGRAM_BEGIN,
+    K_PROGRAM_END,
+    K_NBC_REQUEST,
+    K_NBC_COMPLETE,
+) = range(25)
 
 _COLL_OPS = {
-    "MPI_Barrier": "BARRIER", "MPI_Bcast": "BCAST", "MPI_Gather": "GATHER",
-    "MPI_Gatherv": "GATHERV", "MPI_Scatter": "SCATTER", "MPI_Scatterv": "SCATTERV",
-    "MPI_Allgather": "ALLGATHER", "MPI_Allgatherv": "ALLGATHERV", "MPI_Alltoall": "ALLTOALL",
-    "MPI_Alltoallv": "ALLTOALLV", "MPI_Alltoallw": "ALLTOALLW", "MPI_Allreduce": "ALLREDUCE",
-    "MPI_Reduce": "REDUCE", "MPI_Reduce_scatter": "REDUCE_SCATTER", "MPI_Scan": "SCAN",
-    "MPI_Exscan": "EXSCAN", "MPI_Reduce_scatter_block": "REDUCE_SCATTER_BLOCK",
+    "MPI_Barrier": "BARRIER",
+    "MPI_Bcast": "BCAST",
+    "MPI_Gather": "GATHER",
+    "MPI_Gatherv": "GATHERV",
+    "MPI_Scatter": "SCATTER",
+    "MPI_Scatterv": "SCATTERV",
+    "MPI_Allgather": "ALLGATHER",
+    "MPI_Allgatherv": "ALLGATHERV",
+    "MPI_Alltoall": "ALLTOALL",
+    "MPI_Alltoallv": "ALLTOALLV",
+    "MPI_Alltoallw": "ALLTOALLW",
+    "MPI_Allreduce": "ALLREDUCE",
+    "MPI_Reduce": "REDUCE",
+    "MPI_Reduce_scatter": "REDUCE_SCATTER",
+    "MPI_Scan": "SCAN",
+    "MPI_Exscan": "EXSCAN",
+    "MPI_Reduce_scatter_block": "REDUCE_SCATTER_BLOCK",
     # OTF2 has no neighbourhood operations: the nearest all-to-all kind
-    "MPI_Neighbor_allgather": "ALLGATHER", "MPI_Neighbor_allgatherv": "ALLGATHERV",
-    "MPI_Neighbor_alltoall": "ALLTOALL", "MPI_Neighbor_alltoallv": "ALLTOALLV",
+    "MPI_Neighbor_allgather": "ALLGATHER",
+    "MPI_Neighbor_allgatherv": "ALLGATHERV",
+    "MPI_Neighbor_alltoall": "ALLTOALL",
+    "MPI_Neighbor_alltoallv": "ALLTOALLV",
     "MPI_Neighbor_alltoallw": "ALLTOALLW",
 }
-_WIN_OPS = ("CREATE_HANDLE", "DESTROY_HANDLE", "ALLOCATE", "DEALLOCATE",
-            "CREATE_HANDLE_AND_ALLOCATE", "DESTROY_HANDLE_AND_DEALLOCATE")
+_WIN_OPS = (
+    "CREATE_HANDLE",
+    "DESTROY_HANDLE",
+    "ALLOCATE",
+    "DEALLOCATE",
+    "CREATE_HANDLE_AND_ALLOCATE",
+    "DESTROY_HANDLE_AND_DEALLOCATE",
+)
 _PUTS = {"MPI_Put", "MPI_Rput"}
 _GETS = {"MPI_Get", "MPI_Rget"}
-_ATOMIC_TYPE = {"MPI_Compare_and_swap": "COMPARE_AND_SWAP",
-                "MPI_Fetch_and_op": "FETCH_AND_ACCUMULATE",
-                "MPI_Get_accumulate": "FETCH_AND_ACCUMULATE",
-                "MPI_Rget_accumulate": "FETCH_AND_ACCUMULATE"}
+_ATOMIC_TYPE = {
+    "MPI_Compare_and_swap": "COMPARE_AND_SWAP",
+    "MPI_Fetch_and_op": "FETCH_AND_ACCUMULATE",
+    "MPI_Get_accumulate": "FETCH_AND_ACCUMULATE",
+    "MPI_Rget_accumulate": "FETCH_AND_ACCUMULATE",
+}
 
 
 def _v(enum):
@@ -110,11 +176,13 @@ def region_role(otf2, name):
         return R.BARRIER
     if is_collective(name):
         c2, r2 = classify(twin)
-        return {"n2n": R.COLL_ALL2ALL, "12n": R.COLL_ONE2ALL, "n21": R.COLL_ALL2ONE,
-                "scan": R.COLL_OTHER}.get(r2, R.COLL_ALL2ALL if "all" in twin.lower()
-                                          or "Neighbor" in twin else R.COLL_OTHER)
-    if is_p2p(name) and name not in ("MPI_Start", "MPI_Startall", "MPI_Request_free",
-                                      "MPI_Cancel"):
+        return {
+            "n2n": R.COLL_ALL2ALL,
+            "12n": R.COLL_ONE2ALL,
+            "n21": R.COLL_ALL2ONE,
+            "scan": R.COLL_OTHER,
+        }.get(r2, R.COLL_ALL2ALL if "all" in twin.lower() or "Neighbor" in twin else R.COLL_OTHER)
+    if is_p2p(name) and name not in ("MPI_Start", "MPI_Startall", "MPI_Request_free", "MPI_Cancel"):
         return R.POINT2POINT
     if cat == "rma_comm":
         return R.RMA if name in _PUTS | _GETS else R.ATOMIC
@@ -129,10 +197,20 @@ def region_role(otf2, name):
 
 # ---------------------------------------------------------------- errors
 
+
 def _errors(otf2, _otf2):
     from otf2.error import TraceReaderError, TraceWriterError
-    return (_otf2.Error, TraceReaderError, TraceWriterError, KeyError, IndexError,
-            TypeError, ValueError, AttributeError)
+
+    return (
+        _otf2.Error,
+        TraceReaderError,
+        TraceWriterError,
+        KeyError,
+        IndexError,
+        TypeError,
+        ValueError,
+        AttributeError,
+    )
 
 
 @contextlib.contextmanager
@@ -177,6 +255,7 @@ def _why(exc, messages):
 
 # ---------------------------------------------------------------- export
 
+
 def _anchor(out):
     out = Path(out)
     if out.suffix != ".otf2":
@@ -192,7 +271,7 @@ def export(exp, out=None, force=False, symbolizer=None):
     errors = _errors(otf2, _otf2)
     X = load(exp)
     anchor = _anchor(out or default_output(exp, "traces.otf2"))
-    name = anchor.name[:-len(".otf2")]
+    name = anchor.name[: -len(".otf2")]
     if not name:
         raise PerfweaveError(f"{anchor}: the anchor file needs a name (NAME.otf2)")
     parent = anchor.parent
@@ -214,11 +293,13 @@ def export(exp, out=None, force=False, symbolizer=None):
                 nevents, nloc, notes = ex.write(tmp, name)
                 nrecords = ex.nrecords
         except errors as e:
-            raise PerfweaveError(f"{anchor}: cannot write the OTF2 archive "
-                                 f"({_why(e, messages)})") from None
+            raise PerfweaveError(
+                f"{anchor}: cannot write the OTF2 archive ({_why(e, messages)})"
+            ) from None
         except OSError as e:
-            raise PerfweaveError(f"{anchor}: cannot write the OTF2 archive "
-                                 f"({e.strerror or e})") from None
+            raise PerfweaveError(
+                f"{anchor}: cannot write the OTF2 archive ({e.strerror or e})"
+            ) from None
         try:
             for p in existing:
                 if p.is_dir() and not p.is_symlink():
@@ -228,13 +309,20 @@ def export(exp, out=None, force=False, symbolizer=None):
             for p in targets:
                 os.replace(tmp / p.name, p)
         except OSError as e:
-            raise PerfweaveError(f"{anchor}: cannot write the OTF2 archive "
-                                 f"({e.strerror or e})") from None
+            raise PerfweaveError(
+                f"{anchor}: cannot write the OTF2 archive ({e.strerror or e})"
+            ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"anchor": str(anchor), "events": nevents, "records": nrecords,
-            "locations": nloc, "ranks": len(X.ranks),
-            "seconds": time.perf_counter() - t_start, "notes": X.notes + notes}
+    return {
+        "anchor": str(anchor),
+        "events": nevents,
+        "records": nrecords,
+        "locations": nloc,
+        "ranks": len(X.ranks),
+        "seconds": time.perf_counter() - t_start,
+        "notes": X.notes + notes,
+    }
 
 
 def _lookup(mapping, keys, default=-1):
@@ -286,7 +374,7 @@ class _Lookup:
         return out, need
 
 
-CHUNK = 256 * 1024              # OTF2's smallest chunk: buffers per location are small
+CHUNK = 256 * 1024  # OTF2's smallest chunk: buffers per location are small
 
 
 class _Chunks:
@@ -299,16 +387,27 @@ class _Chunks:
     the ctypes types here; the callbacks stay referenced by this object, which lives as
     long as the archive.)"""
 
-    EVENTS = 3                  # OTF2_FILETYPE_EVENTS
+    EVENTS = 3  # OTF2_FILETYPE_EVENTS
 
     def __init__(self, handle):
         from _otf2.Config import conf
 
-        alloc_t = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint8,
-                                   ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p),
-                                   ctypes.c_uint64)
-        free_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint8, ctypes.c_uint64,
-                                  ctypes.POINTER(ctypes.c_void_p), ctypes.c_bool)
+        alloc_t = ctypes.CFUNCTYPE(
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_uint8,
+            ctypes.c_uint64,
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_uint64,
+        )
+        free_t = ctypes.CFUNCTYPE(
+            None,
+            ctypes.c_void_p,
+            ctypes.c_uint8,
+            ctypes.c_uint64,
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_bool,
+        )
 
         class Callbacks(ctypes.Structure):
             _fields_ = [("allocate", alloc_t), ("free_all", free_t)]
@@ -323,7 +422,7 @@ class _Chunks:
     def allocate(self, data, file_type, location, per_buffer, size):
         held = self.used.setdefault((file_type, location), [])
         if file_type == self.EVENTS and held:
-            return None                 # flush first
+            return None  # flush first
         pool = self.free.setdefault(size, [])
         chunk = pool.pop() if pool else ctypes.create_string_buffer(size)
         held.append(chunk)
@@ -348,8 +447,10 @@ def _direct(wrapper, _otf2):
     try:
         src = inspect.getsource(wrapper)
         name = re.search(r"conf\.lib\.(OTF2_\w+)", src).group(1)
-        types = eval(re.search(r"\.argtypes = (\[.*\])", src).group(1),   # noqa: S307
-                     sys.modules[wrapper.__module__].__dict__)
+        types = eval(
+            re.search(r"\.argtypes = (\[.*\])", src).group(1),  # noqa: S307
+            sys.modules[wrapper.__module__].__dict__,
+        )
     except (OSError, TypeError, AttributeError, NameError, SyntaxError):
         # an otf2 package whose wrappers read otherwise: call the wrapper (slower)
         writer = ctypes.POINTER(_otf2.EvtWriter)
@@ -357,14 +458,16 @@ def _direct(wrapper, _otf2):
         def call(h, al, *args):
             wrapper(ctypes.cast(h, writer), al, *args)
             return 0
+
         return call
 
     def simple(t):
         # the package's enums are subclasses of ctypes' integers: the integer itself
         return next((b for b in t.__mro__ if b.__module__ == "ctypes"), t)
 
-    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                             *[simple(t) for t in types[2:]])
+    proto = ctypes.CFUNCTYPE(
+        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, *[simple(t) for t in types[2:]]
+    )
     return proto((name, conf.lib))
 
 
@@ -380,7 +483,7 @@ def _abandon(w):
     for ew in list(getattr(w, "_event_writers", {}).values()):
         try:
             ew.close()
-        except Exception:       # the library's error types, whatever the failure
+        except Exception:  # the library's error types, whatever the failure
             pass
         ew.close = _closed
     try:
@@ -390,7 +493,7 @@ def _abandon(w):
     w.close = _closed
 
 
-BULK = 1 << 16                  # events per call of the C loop
+BULK = 1 << 16  # events per call of the C loop
 
 
 @functools.lru_cache(maxsize=None)
@@ -409,8 +512,11 @@ def _bulk_writer():
         return None
     fn = lib.pw_otf2_write
     fn.restype = ctypes.c_size_t
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t] + \
-        [ctypes.c_void_p] * 9 + [ctypes.POINTER(ctypes.c_int)]
+    fn.argtypes = (
+        [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        + [ctypes.c_void_p] * 9
+        + [ctypes.POINTER(ctypes.c_int)]
+    )
     return fn
 
 
@@ -418,9 +524,10 @@ _FirstPass = collections.namedtuple("_FirstPass", "window mins irecv")
 # per function (names, then one entry for an unknown function), communicator, window
 # and group of one rank: what its chunks' events look up (_Exporter._rank_tables)
 _RankTables = collections.namedtuple(
-    "_RankTables", "names traits op atype put get lock unlock roles comm_ref look win_ref "
-    "win_comm groups")
-_SORT = ("k", "grp", "sec", "cls", "time")      # np.lexsort's order: time first
+    "_RankTables",
+    "names traits op atype put get lock unlock roles comm_ref look win_ref win_comm groups",
+)
+_SORT = ("k", "grp", "sec", "cls", "time")  # np.lexsort's order: time first
 
 
 def _irecv_attributes(rec, pending):
@@ -451,7 +558,7 @@ def _irecv_attributes(rec, pending):
     return need
 
 
-_REQUEST = ("peer", "tag", "bytes", "comm")     # what a receive request asked for
+_REQUEST = ("peer", "tag", "bytes", "comm")  # what a receive request asked for
 
 
 class _Specs:
@@ -486,12 +593,12 @@ class _Carry:
     group of the access and exposure epochs open per window, and counts for notes."""
 
     def __init__(self):
-        self.started = {}       # (request key, post number) -> what its completion needs
-        self.openers = {}       # "win_start"/"win_post" -> {window: group}
-        self.regions = {}       # user region definitions met (name, file, line, named)
+        self.started = {}  # (request key, post number) -> what its completion needs
+        self.openers = {}  # "win_start"/"win_post" -> {window: group}
+        self.regions = {}  # user region definitions met (name, file, line, named)
         self.lost = self.unpaired = self.lost_events = 0
         self.lost_records = False
-        self.tables = None      # _RankTables, made at the rank's first sub-event
+        self.tables = None  # _RankTables, made at the rank's first sub-event
         self.new_thread(None)
 
     def new_thread(self, irecv):
@@ -501,21 +608,26 @@ class _Carry:
     def irecv_attributes(self, n):
         """The first pass's answers for the next n IRECV records of the thread."""
         a = self.irecv_at
-        bits = np.unpackbits(self.irecv[a // 8:(a + n + 7) // 8 + 1])[a % 8:a % 8 + n]
+        bits = np.unpackbits(self.irecv[a // 8 : (a + n + 7) // 8 + 1])[a % 8 : a % 8 + n]
         self.irecv_at += n
         return bits.astype(bool)
 
     def notes(self, r, notes):
         if self.lost:
-            notes.append(f"rank {r}: {self.lost} LEAVE records without their ENTER (the "
-                         "trace started inside those functions) are not exported")
+            notes.append(
+                f"rank {r}: {self.lost} LEAVE records without their ENTER (the "
+                "trace started inside those functions) are not exported"
+            )
         if self.unpaired:
-            notes.append(f"rank {r}: {self.unpaired} LEAVE records without their ENTER "
-                         "are not exported")
+            notes.append(
+                f"rank {r}: {self.unpaired} LEAVE records without their ENTER are not exported"
+            )
         if self.lost_records:
-            notes.append(f"rank {r}: {self.lost_events} events were lost when recording "
-                         "(LOST records); OTF2 has no event for that and the archive does "
-                         "not mention them")
+            notes.append(
+                f"rank {r}: {self.lost_events} events were lost when recording "
+                "(LOST records); OTF2 has no event for that and the archive does "
+                "not mention them"
+            )
 
 
 class _Location:
@@ -567,9 +679,11 @@ class _Location:
         if not n:
             return 0
         if c["time"][0] < 0:
-            raise PerfweaveError(f"rank {self.ex.locations[self.key].group.name}: negative "
-                                 "time stamps on rank 0's clock; the trace's clock "
-                                 "calibration is broken")
+            raise PerfweaveError(
+                f"rank {self.ex.locations[self.key].group.name}: negative "
+                "time stamps on rank 0's clock; the trace's clock "
+                "calibration is broken"
+            )
         if self.ew is None:
             self.ew = self.w.event_writer_from_location(self.ex.locations[self.key])
         self.ex._write_batch(self.w, self.ew, c)
@@ -582,7 +696,7 @@ class _Location:
     def close(self):
         n = self._write(self.held) if self.held is not None else 0
         self.held = None
-        if self.ew is None and self.thread == 0:        # the master thread's, even empty
+        if self.ew is None and self.thread == 0:  # the master thread's, even empty
             self.ew = self.w.event_writer_from_location(self.ex.locations[self.key])
         if self.ew is not None:
             # Closed as soon as its events are written, not with the archive: the
@@ -631,25 +745,35 @@ class _Exporter:
             host = metas[r].get("host") or "unknown" if r in metas else "unknown"
             if host not in nodes:
                 nodes[host] = d.system_tree_node(host, class_name="node", parent=machine)
-            lg = d.location_group(f"MPI Rank {r}",
-                                  location_group_type=otf2.LocationGroupType.PROCESS,
-                                  system_tree_parent=nodes[host])
+            lg = d.location_group(
+                f"MPI Rank {r}",
+                location_group_type=otf2.LocationGroupType.PROCESS,
+                system_tree_parent=nodes[host],
+            )
             threads = X.threads(r) if r in metas else [0]
             for t in threads:
-                loc = d.location("Master thread" if t == 0 else f"Thread {t}",
-                                 type=otf2.LocationType.CPU_THREAD, group=lg)
+                loc = d.location(
+                    "Master thread" if t == 0 else f"Thread {t}",
+                    type=otf2.LocationType.CPU_THREAD,
+                    group=lg,
+                )
                 self.locations[(r, t)] = loc
             masters.append(self.locations[(r, 0)])
-        d.group("MPI ranks", group_type=otf2.GroupType.COMM_LOCATIONS,
-                paradigm=otf2.Paradigm.MPI, members=masters)
+        d.group(
+            "MPI ranks",
+            group_type=otf2.GroupType.COMM_LOCATIONS,
+            paradigm=otf2.Paradigm.MPI,
+            members=masters,
+        )
         self.groups = {}
         self._communicators()
         self._windows()
         # post/start groups
         self.rank_groups = {}
         for r, m in metas.items():
-            self.rank_groups[r] = [self._group(g.get("ranks", []))._ref
-                                   for g in m.get("groups", [])]
+            self.rank_groups[r] = [
+                self._group(g.get("ranks", []))._ref for g in m.get("groups", [])
+            ]
         # regions: MPI functions, the flush, user regions (made when first met); the
         # functions a rank calls are found with one pass over its records
         self.mpi_regions = {}
@@ -659,30 +783,39 @@ class _Exporter:
             for nm in (names[f] for f in used if f < len(names)):
                 if nm not in self.mpi_regions:
                     self.mpi_regions[nm] = d.region(
-                        nm, canonical_name=nm, region_role=region_role(otf2, nm),
-                        paradigm=otf2.Paradigm.MPI)._ref
-        self.flush_region = d.region(FLUSH_REGION, region_role=otf2.RegionRole.ARTIFICIAL,
-                                     paradigm=otf2.Paradigm.MEASUREMENT_SYSTEM)._ref
+                        nm,
+                        canonical_name=nm,
+                        region_role=region_role(otf2, nm),
+                        paradigm=otf2.Paradigm.MPI,
+                    )._ref
+        self.flush_region = d.region(
+            FLUSH_REGION,
+            region_role=otf2.RegionRole.ARTIFICIAL,
+            paradigm=otf2.Paradigm.MEASUREMENT_SYSTEM,
+        )._ref
         self.user_regions = {}
         cmd = [str(a) for a in X.meta.get("command") or []]
         program = X.meta.get("program") or (cmd[0] if cmd else "?")
         # under a launcher the program's arguments are the words after the program
         base = os.path.basename(program)
-        at = next((i for i, a in enumerate(cmd) if a == program or
-                   os.path.basename(a) == base), 0)
+        at = next((i for i, a in enumerate(cmd) if a == program or os.path.basename(a) == base), 0)
         self.program = d.strings.get_ref(program)
-        self.program_args = [d.strings.get_ref(a) for a in cmd[at + 1:]]
+        self.program_args = [d.strings.get_ref(a) for a in cmd[at + 1 :]]
         status = X.meta.get("exit_status") or {}
-        self.exit_status = int(status.get("code", 128 + status.get("signal", 0)
-                                          if "signal" in status else 0))
+        self.exit_status = int(
+            status.get("code", 128 + status.get("signal", 0) if "signal" in status else 0)
+        )
 
     def _group(self, members):
         key = tuple(int(m) for m in members)
         g = self.groups.get(key)
         if g is None:
-            g = self.d.group(f"group {len(self.groups)}",
-                             group_type=self.otf2.GroupType.COMM_GROUP,
-                             paradigm=self.otf2.Paradigm.MPI, members=list(key))
+            g = self.d.group(
+                f"group {len(self.groups)}",
+                group_type=self.otf2.GroupType.COMM_GROUP,
+                paradigm=self.otf2.Paradigm.MPI,
+                members=list(key),
+            )
             self.groups[key] = g
         return g
 
@@ -692,7 +825,7 @@ class _Exporter:
         that creation number, so that an importer that numbers communicators with equal
         members in definition order gets the same numbers back."""
         X = self.X
-        found = {}          # key -> (seq, first appearance, name, parent key, members, remote)
+        found = {}  # key -> (seq, first appearance, name, parent key, members, remote)
         self.local_comm = {}
         for r, meta in X.metas.items():
             meta = meta or {}
@@ -741,17 +874,25 @@ class _Exporter:
                 found.setdefault((ck[c], int(wdef.get("seq", 0))), None)
         self.wins = {}
         for key in sorted(found, key=lambda k: (order[k[0]], k[1])):
-            self.wins[key] = self.d.rma_win(f"window {len(self.wins)}", self.comms[key[0]],
-                                            otf2.RmaWinFlag.CREATE_DESTROY_EVENTS)
+            self.wins[key] = self.d.rma_win(
+                f"window {len(self.wins)}",
+                self.comms[key[0]],
+                otf2.RmaWinFlag.CREATE_DESTROY_EVENTS,
+            )
 
     def _user_region(self, name, file, line, named):
         key = (name, file, int(line))
         ref = self.user_regions.get(key)
         if ref is None:
             otf2 = self.otf2
-            ref = self.d.region(name, canonical_name=name, region_role=otf2.RegionRole.FUNCTION,
-                                paradigm=otf2.Paradigm.USER if named else otf2.Paradigm.COMPILER,
-                                source_file=file or None, begin_line_number=int(line))._ref
+            ref = self.d.region(
+                name,
+                canonical_name=name,
+                region_role=otf2.RegionRole.FUNCTION,
+                paradigm=otf2.Paradigm.USER if named else otf2.Paradigm.COMPILER,
+                source_file=file or None,
+                begin_line_number=int(line),
+            )._ref
             self.user_regions[key] = ref
         return ref
 
@@ -777,16 +918,22 @@ class _Exporter:
             timed = TIMED(typ)
             mins[t].append(int(c.t0[timed].min()) if timed.any() else I64_MAX)
             irecv[t].append(_irecv_attributes(c.rec, pending))
-        fp = _FirstPass((stream.t_begin, stream.t_end),
-                        {t: np.minimum.accumulate(np.array(m[::-1], np.int64))[::-1]
-                         for t, m in mins.items()},
-                        {t: np.packbits(np.concatenate(b)) for t, b in irecv.items()})
+        fp = _FirstPass(
+            (stream.t_begin, stream.t_end),
+            {t: np.minimum.accumulate(np.array(m[::-1], np.int64))[::-1] for t, m in mins.items()},
+            {t: np.packbits(np.concatenate(b)) for t, b in irecv.items()},
+        )
         return sorted(used), stream.functions, fp
 
     def write(self, directory, name):
         otf2 = self.otf2
-        w = otf2.writer.Writer(str(directory), archive_name=name, timer_resolution=NS,
-                               chunk_size_events=CHUNK, chunk_size_definitions=CHUNK)
+        w = otf2.writer.Writer(
+            str(directory),
+            archive_name=name,
+            timer_resolution=NS,
+            chunk_size_events=CHUNK,
+            chunk_size_definitions=CHUNK,
+        )
         self.chunks = _Chunks(w._handle)
         try:
             w.creator = f"perfweave {__version__}"
@@ -794,7 +941,7 @@ class _Exporter:
             self._definitions(w)
             total = 0
             self.nrecords = 0
-            for r in self.X.ranks:         # one chunk of a rank in memory at a time
+            for r in self.X.ranks:  # one chunk of a rank in memory at a time
                 total += self._rank(w, r)
             if w._first_timestamp is not None and self.X.meta.get("start_epoch"):
                 # wall-clock time of the first event: the launch, at best
@@ -812,7 +959,7 @@ class _Exporter:
         fp = self.passes.pop(r)
         stream = self.X.stream(r)
         stream.t_begin, stream.t_end = fp.window
-        self.attr_specs = _Specs()      # attribute lists of the events held
+        self.attr_specs = _Specs()  # attribute lists of the events held
         carry = _Carry()
         total = 0
         loc = None
@@ -863,8 +1010,9 @@ class _Exporter:
         E, L = table[K_ENTER][0], table[K_LEAVE][0]
         attrs = self.attr_specs
         A = [c[f"a{i}"].tolist() for i in range(1, 7)]
-        for t, kd, a1, a2, a3, a4, a5, a6, ai in zip(c["time"].tolist(), c["kind"].tolist(),
-                                                     *A, c["attr"].tolist()):
+        for t, kd, a1, a2, a3, a4, a5, a6, ai in zip(
+            c["time"].tolist(), c["kind"].tolist(), *A, c["attr"].tolist()
+        ):
             al = self._attribute_list(attrs[ai]) if ai >= 0 else None
             if kd == K_ENTER:
                 rc = E(h, al, t, a1)
@@ -885,8 +1033,9 @@ class _Exporter:
         _otf2 = self._otf2
         attrs = self.attr_specs
         kind = np.ascontiguousarray(c["kind"], np.uint8)
-        cols = [np.ascontiguousarray(c["time"], np.uint64)] + \
-            [np.ascontiguousarray(c[f"a{i}"], np.uint64) for i in range(1, 7)]
+        cols = [np.ascontiguousarray(c["time"], np.uint64)] + [
+            np.ascontiguousarray(c[f"a{i}"], np.uint64) for i in range(1, 7)
+        ]
         at = c["attr"]
         err = ctypes.c_int(0)
         for s in range(0, n, BULK):
@@ -900,14 +1049,25 @@ class _Exporter:
                     ptrs[j] = ctypes.cast(lists[j], ctypes.c_void_p).value
                 i = s
                 while i < e:
-                    i += bulk(h, fns, e - i, kind.ctypes.data + i,
-                              *[x.ctypes.data + 8 * i for x in cols],
-                              ptrs.ctypes.data + 8 * (i - s), ctypes.byref(err))
+                    i += bulk(
+                        h,
+                        fns,
+                        e - i,
+                        kind.ctypes.data + i,
+                        *[x.ctypes.data + 8 * i for x in cols],
+                        ptrs.ctypes.data + 8 * (i - s),
+                        ctypes.byref(err),
+                    )
                     if err.value:
                         raise _otf2.Error(_otf2.ErrorCode(err.value))
                     if i < e:
-                        self._write_one(h, lists.get(i - s), int(kind[i]), int(cols[0][i]),
-                                        tuple(int(x[i]) for x in cols[1:]))
+                        self._write_one(
+                            h,
+                            lists.get(i - s),
+                            int(kind[i]),
+                            int(cols[0][i]),
+                            tuple(int(x[i]) for x in cols[1:]),
+                        )
                         i += 1
             finally:
                 for al in lists.values():
@@ -919,12 +1079,14 @@ class _Exporter:
         package loaded lacks one of them."""
         if getattr(self, "_fns", None) is None:
             from _otf2.Config import conf
+
             fns = (ctypes.c_void_p * len(self._wrapped()))()
             try:
                 for kind, (fn, _) in self._wrapped().items():
                     if kind != K_PROGRAM_BEGIN:
-                        fns[kind] = ctypes.cast(getattr(conf.lib, "OTF2_" + fn.__name__),
-                                                ctypes.c_void_p).value
+                        fns[kind] = ctypes.cast(
+                            getattr(conf.lib, "OTF2_" + fn.__name__), ctypes.c_void_p
+                        ).value
             except AttributeError:
                 fns = False
             self._fns = fns
@@ -959,24 +1121,33 @@ class _Exporter:
         o = self._otf2
         program, args = self.program, self.program_args
         return {
-            K_ENTER: (o.EvtWriter_Enter, 1), K_LEAVE: (o.EvtWriter_Leave, 1),
-            K_SEND: (o.EvtWriter_MpiSend, 4), K_ISEND: (o.EvtWriter_MpiIsend, 5),
-            K_RECV: (o.EvtWriter_MpiRecv, 4), K_IRECV: (o.EvtWriter_MpiIrecv, 5),
+            K_ENTER: (o.EvtWriter_Enter, 1),
+            K_LEAVE: (o.EvtWriter_Leave, 1),
+            K_SEND: (o.EvtWriter_MpiSend, 4),
+            K_ISEND: (o.EvtWriter_MpiIsend, 5),
+            K_RECV: (o.EvtWriter_MpiRecv, 4),
+            K_IRECV: (o.EvtWriter_MpiIrecv, 5),
             K_IRECV_REQ: (o.EvtWriter_MpiIrecvRequest, 1),
             K_ISEND_DONE: (o.EvtWriter_MpiIsendComplete, 1),
             K_COLL_BEGIN: (o.EvtWriter_MpiCollectiveBegin, 0),
             K_COLL_END: (o.EvtWriter_MpiCollectiveEnd, 5),
             K_WIN_CREATE: (o.EvtWriter_RmaWinCreate, 1),
             K_WIN_DESTROY: (o.EvtWriter_RmaWinDestroy, 1),
-            K_PUT: (o.EvtWriter_RmaPut, 4), K_GET: (o.EvtWriter_RmaGet, 4),
+            K_PUT: (o.EvtWriter_RmaPut, 4),
+            K_GET: (o.EvtWriter_RmaGet, 4),
             K_ATOMIC: (o.EvtWriter_RmaAtomic, 6),
             K_RMA_COLL_BEGIN: (o.EvtWriter_RmaCollectiveBegin, 0),
             K_RMA_COLL_END: (o.EvtWriter_RmaCollectiveEnd, 6),
             K_GROUP_SYNC: (o.EvtWriter_RmaGroupSync, 3),
             K_ACQUIRE: (o.EvtWriter_RmaAcquireLock, 4),
-            K_RELEASE: (o.EvtWriter_RmaReleaseLock, 3), K_RMA_SYNC: (o.EvtWriter_RmaSync, 3),
-            K_PROGRAM_BEGIN: (lambda h, al, t: o.EvtWriter_ProgramBegin(
-                ctypes.cast(h, ctypes.POINTER(o.EvtWriter)), al, t, program, args), 0),
+            K_RELEASE: (o.EvtWriter_RmaReleaseLock, 3),
+            K_RMA_SYNC: (o.EvtWriter_RmaSync, 3),
+            K_PROGRAM_BEGIN: (
+                lambda h, al, t: o.EvtWriter_ProgramBegin(
+                    ctypes.cast(h, ctypes.POINTER(o.EvtWriter)), al, t, program, args
+                ),
+                0,
+            ),
             K_PROGRAM_END: (o.EvtWriter_ProgramEnd, 1),
             K_NBC_REQUEST: (o.EvtWriter_NonBlockingCollectiveRequest, 1),
             K_NBC_COMPLETE: (o.EvtWriter_NonBlockingCollectiveComplete, 6),
@@ -1000,41 +1171,59 @@ class _Exporter:
         def part(idx, time, cls, sec, grp, k, kind, args=(), attr=None):
             m = len(idx)
             # broadcast views, copied once by the concatenation at the end
-            p = {"time": np.asarray(time, np.int64),
-                 "cls": np.broadcast_to(np.asarray(cls, np.int64), (m,)),
-                 "sec": np.asarray(sec, np.int64), "grp": np.asarray(grp, np.int64),
-                 "k": np.broadcast_to(np.asarray(k, np.int64), (m,)),
-                 "kind": np.broadcast_to(np.asarray(kind, np.int64), (m,)),
-                 "attr": np.broadcast_to(np.int64(-1), (m,)) if attr is None else attr}
+            p = {
+                "time": np.asarray(time, np.int64),
+                "cls": np.broadcast_to(np.asarray(cls, np.int64), (m,)),
+                "sec": np.asarray(sec, np.int64),
+                "grp": np.asarray(grp, np.int64),
+                "k": np.broadcast_to(np.asarray(k, np.int64), (m,)),
+                "kind": np.broadcast_to(np.asarray(kind, np.int64), (m,)),
+                "attr": np.broadcast_to(np.int64(-1), (m,)) if attr is None else attr,
+            }
             for i in range(6):
                 a = args[i] if i < len(args) else 0
-                p[f"a{i + 1}"] = np.broadcast_to(np.asarray(a).astype(np.uint64, copy=False),
-                                                 (m,))
+                p[f"a{i + 1}"] = np.broadcast_to(np.asarray(a).astype(np.uint64, copy=False), (m,))
             parts.append(p)
 
         t0, t1 = rt.t0, rt.t1
         fn_names = rt.functions
-        fn_ref = np.array([self.mpi_regions.get(nm, U32) for nm in fn_names] + [U32],
-                          np.uint64)
+        fn_ref = np.array([self.mpi_regions.get(nm, U32) for nm in fn_names] + [U32], np.uint64)
 
         # ---- MPI calls and trace buffer flushes: Enter and Leave ----
         ci = np.flatnonzero(typ == T["CALL"])
         fnc = rec["fn"][ci].astype(np.int64)
         unknown = fnc >= len(fn_names)
         if unknown.any():
-            raise PerfweaveError(f"rank {rt.rank}: calls of function ids beyond its function "
-                                 "list; the trace is corrupt")
+            raise PerfweaveError(
+                f"rank {rt.rank}: calls of function ids beyond its function "
+                "list; the trace is corrupt"
+            )
         reg = fn_ref[fnc]
         part(ci, t0[ci], CLS_ENTER, -t1[ci], G + ci, 0, K_ENTER, (reg,))
-        part(ci, t1[ci], np.where(t1[ci] > t0[ci], CLS_LEAVE, CLS_LEAVE0), -t0[ci],
-             -(G + ci), 0, K_LEAVE, (reg,))
+        part(
+            ci,
+            t1[ci],
+            np.where(t1[ci] > t0[ci], CLS_LEAVE, CLS_LEAVE0),
+            -t0[ci],
+            -(G + ci),
+            0,
+            K_LEAVE,
+            (reg,),
+        )
         fi = np.flatnonzero(typ == T["FLUSH"])
         if len(fi):
             attr = specs.extend([(("bytes", int(b)),) for b in rec["bytes"][fi].tolist()])
-            part(fi, t0[fi], CLS_ENTER, -t1[fi], G + fi, 0, K_ENTER, (self.flush_region,),
-                 attr)
-            part(fi, t1[fi], np.where(t1[fi] > t0[fi], CLS_LEAVE, CLS_LEAVE0), -t0[fi],
-                 -(G + fi), 0, K_LEAVE, (self.flush_region,))
+            part(fi, t0[fi], CLS_ENTER, -t1[fi], G + fi, 0, K_ENTER, (self.flush_region,), attr)
+            part(
+                fi,
+                t1[fi],
+                np.where(t1[fi] > t0[fi], CLS_LEAVE, CLS_LEAVE0),
+                -t0[fi],
+                -(G + fi),
+                0,
+                K_LEAVE,
+                (self.flush_region,),
+            )
 
         # ---- user regions ----
         enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
@@ -1042,7 +1231,7 @@ class _Exporter:
             # the regions still open before this chunk come first, as ENTERs
             sidx, st0, sref = carry.stack
             m = len(sidx)
-            ext = lambda open_, mine: np.r_[open_, mine]          # noqa: E731
+            ext = lambda open_, mine: np.r_[open_, mine]  # noqa: E731
             p, _, u = pair_regions(ext(np.ones(m, bool), enter), ext(np.zeros(m, bool), leave))
             gidx, et0 = ext(sidx, G + np.arange(n)), ext(st0, t0)
             partner = np.where(p >= 0, gidx[np.maximum(p, 0)], -1)
@@ -1053,8 +1242,9 @@ class _Exporter:
             named = rec["comm"][el] >= 0
             refs = np.zeros(n, np.uint64)
             cache = carry.regions
-            for i, nm, fl, ln, nd in zip(el.tolist(), names.tolist(), files.tolist(),
-                                         lines.tolist(), named.tolist()):
+            for i, nm, fl, ln, nd in zip(
+                el.tolist(), names.tolist(), files.tolist(), lines.tolist(), named.tolist()
+            ):
                 key = (nm, fl, ln, nd)
                 r = cache.get(key)
                 if r is None:
@@ -1073,22 +1263,38 @@ class _Exporter:
             li = np.flatnonzero(leave & ~lost & (p[m:] >= 0))
             carry.unpaired += int((leave & ~lost & (p[m:] < 0)).sum())
             start = et0[p[m + li]]
-            part(li, t0[li], np.where(t0[li] > start, CLS_LEAVE, CLS_LEAVE0), -start,
-                 -partner[m + li], 0, K_LEAVE, (refs[li],))
+            part(
+                li,
+                t0[li],
+                np.where(t0[li] > start, CLS_LEAVE, CLS_LEAVE0),
+                -start,
+                -partner[m + li],
+                0,
+                K_LEAVE,
+                (refs[li],),
+            )
 
         # ---- what the calls did ----
         self._sub_events(rt, part, specs, carry)
 
         # ---- the application's time: ProgramBegin / ProgramEnd on the master thread ----
-        if n and G == 0 and rt.thread[0] == 0:      # the rank's first chunk is thread 0's
+        if n and G == 0 and rt.thread[0] == 0:  # the rank's first chunk is thread 0's
             z = np.zeros(1, np.int64)
             idx = np.zeros(1, np.int64)
             part(idx, [rt.t_begin], CLS_ENTER, [I64_MIN], z, 0, K_PROGRAM_BEGIN)
-            part(idx, [rt.t_end], CLS_ENTER, [I64_MIN], z, 1, K_PROGRAM_END,
-                 (self.exit_status if rt.meta.get("state") == "complete" else 1,))
+            part(
+                idx,
+                [rt.t_end],
+                CLS_ENTER,
+                [I64_MIN],
+                z,
+                1,
+                K_PROGRAM_END,
+                (self.exit_status if rt.meta.get("state") == "complete" else 1,),
+            )
         lostrec = np.flatnonzero(typ == T["LOST"])
         if len(lostrec):
-            carry.lost_events += int(rec['bytes'][lostrec].sum())
+            carry.lost_events += int(rec["bytes"][lostrec].sum())
             carry.lost_records = True
         if not parts:
             return None, resolved
@@ -1105,26 +1311,42 @@ class _Exporter:
         keys = self.local_comm.get(rt.rank, [])
         wdefs = rt.meta.get("windows", [])
         return _RankTables(
-            names=names, traits=function_traits(names),
-            op=per_name(lambda nm: _v(getattr(otf2.CollectiveOp, _COLL_OPS.get(
-                blocking_twin(nm), "ALLREDUCE"))), _v(otf2.CollectiveOp.BARRIER), np.uint64),
-            atype=per_name(lambda nm: _v(getattr(otf2.RmaAtomicType, _ATOMIC_TYPE.get(
-                nm, "ACCUMULATE"))), _v(otf2.RmaAtomicType.ACCUMULATE), np.uint64),
+            names=names,
+            traits=function_traits(names),
+            op=per_name(
+                lambda nm: _v(
+                    getattr(otf2.CollectiveOp, _COLL_OPS.get(blocking_twin(nm), "ALLREDUCE"))
+                ),
+                _v(otf2.CollectiveOp.BARRIER),
+                np.uint64,
+            ),
+            atype=per_name(
+                lambda nm: _v(getattr(otf2.RmaAtomicType, _ATOMIC_TYPE.get(nm, "ACCUMULATE"))),
+                _v(otf2.RmaAtomicType.ACCUMULATE),
+                np.uint64,
+            ),
             put=per_name(lambda nm: nm in _PUTS, False, bool),
             get=per_name(lambda nm: nm in _GETS, False, bool),
             lock=per_name(lambda nm: nm in ("MPI_Win_lock", "MPI_Win_lock_all"), False, bool),
-            unlock=per_name(lambda nm: nm in ("MPI_Win_unlock", "MPI_Win_unlock_all"), False,
-                            bool),
+            unlock=per_name(lambda nm: nm in ("MPI_Win_unlock", "MPI_Win_unlock_all"), False, bool),
             roles=[classify(nm)[1] for nm in names],
-            comm_ref=np.array([self.comms[k]._ref for k in keys] + [self.world_comm._ref],
-                              np.uint64),
-            look=_Lookup([c.get("ranks", []) for c in rt.meta.get("comms", [])],
-                         self.X.world_size),
-            win_ref=np.array([self.wins.get((keys[wd["comm"]], int(wd.get("seq", 0))))._ref
-                              if 0 <= wd.get("comm", -1) < len(keys) else U32
-                              for wd in wdefs] + [U32], np.uint64),
+            comm_ref=np.array(
+                [self.comms[k]._ref for k in keys] + [self.world_comm._ref], np.uint64
+            ),
+            look=_Lookup([c.get("ranks", []) for c in rt.meta.get("comms", [])], self.X.world_size),
+            win_ref=np.array(
+                [
+                    self.wins.get((keys[wd["comm"]], int(wd.get("seq", 0))))._ref
+                    if 0 <= wd.get("comm", -1) < len(keys)
+                    else U32
+                    for wd in wdefs
+                ]
+                + [U32],
+                np.uint64,
+            ),
             win_comm=np.array([wd.get("comm", -1) for wd in wdefs] + [-1], np.int64),
-            groups=np.array(self.rank_groups.get(rt.rank, []) + [U32], np.uint64))
+            groups=np.array(self.rank_groups.get(rt.rank, []) + [U32], np.uint64),
+        )
 
     def _sub_events(self, rt, part, specs, carry):
         otf2 = self.otf2
@@ -1173,16 +1395,15 @@ class _Exporter:
         recv64 = r1.astype(np.uint64)
 
         kind = np.full(len(si), -1, np.int64)
-        kind2 = np.full(len(si), -1, np.int64)      # a second event (the begin of a pair)
-        late = np.zeros(len(si), bool)              # written at the call's end
+        kind2 = np.full(len(si), -1, np.int64)  # a second event (the begin of a pair)
+        late = np.zeros(len(si), bool)  # written at the call's end
         A = [np.zeros(len(si), np.uint64) for _ in range(6)]
         nb_event = np.zeros(len(si), bool)
         excl = np.zeros(len(si), bool)
 
         def setargs(mask, *cols):
             for i, col in enumerate(cols):
-                A[i][mask] = np.broadcast_to(np.asarray(col).astype(np.uint64),
-                                             (len(si),))[mask]
+                A[i][mask] = np.broadcast_to(np.asarray(col).astype(np.uint64), (len(si),))[mask]
 
         # point-to-point
         s = st == T["SEND"]
@@ -1225,10 +1446,15 @@ class _Exporter:
         late |= cd
         post = np.full(len(si), -1, np.int64)
         if cd.any():
-            started = {(int(k), int(n)): j for j, k, n in zip(
-                np.flatnonzero(nbc).tolist(), r0[nbc].tolist(), tag[nbc].tolist())}
-            post[cd] = [started.get((int(k), int(n)), -1)
-                        for k, n in zip(r0[cd].tolist(), r1[cd].tolist())]
+            started = {
+                (int(k), int(n)): j
+                for j, k, n in zip(
+                    np.flatnonzero(nbc).tolist(), r0[nbc].tolist(), tag[nbc].tolist()
+                )
+            }
+            post[cd] = [
+                started.get((int(k), int(n)), -1) for k, n in zip(r0[cd].tolist(), r1[cd].tolist())
+            ]
         pj = np.maximum(post, 0)
         found = cd & (post >= 0)
         # what a start needs to give its completion, from this chunk or an earlier one
@@ -1241,15 +1467,26 @@ class _Exporter:
                     found[j] = True
                     s_op[j], s_local[j], s_b64[j], s_recv[j], s_need[j], s_peer[j] = got
             done = {(int(k), int(n)) for k, n in zip(r0[cd].tolist(), r1[cd].tolist())}
-            for j, k, n in zip(np.flatnonzero(nbc).tolist(), r0[nbc].tolist(),
-                               tag[nbc].tolist()):
+            for j, k, n in zip(np.flatnonzero(nbc).tolist(), r0[nbc].tolist(), tag[nbc].tolist()):
                 if (int(k), int(n)) not in done:
-                    carry.started[(int(k), int(n))] = (op_col[j], local[j], b64[j],
-                                                       recv64[j], need_peer[j], peer[j])
+                    carry.started[(int(k), int(n))] = (
+                        op_col[j],
+                        local[j],
+                        b64[j],
+                        recv64[j],
+                        need_peer[j],
+                        peer[j],
+                    )
         # a completion whose start is not in the trace: a barrier of unknown size
-        setargs(cd, np.where(found, s_op, _v(otf2.CollectiveOp.BARRIER)), cref,
-                np.where(found, s_local, U32), np.where(found, s_b64, 0),
-                np.where(found, s_recv, 0), key64)
+        setargs(
+            cd,
+            np.where(found, s_op, _v(otf2.CollectiveOp.BARRIER)),
+            cref,
+            np.where(found, s_local, U32),
+            np.where(found, s_b64, 0),
+            np.where(found, s_recv, 0),
+            key64,
+        )
         done_peer = found & s_need
         # windows
         wi = st == T["WIN"]
@@ -1271,10 +1508,12 @@ class _Exporter:
         setargs(atom, wref, wlocal, per_fn(tab.atype), b64, recv64, key64)
         # window synchronisation
         ws = st == T["WSYNC"]
+
         def role_in(*wanted):
             # per function, then per event: comparing strings per event is most of the
             # time
             return per_fn(np.array([r in wanted for r in tab.roles] + [False]))
+
         fence = ws & role_in("win_fence")
         gsync = ws & role_in("win_post", "win_start", "win_complete", "win_wait", "win_test")
         lock = ws & per_fn(tab.lock)
@@ -1287,8 +1526,10 @@ class _Exporter:
         kind[gsync] = K_GROUP_SYNC
         # the group of an epoch's closing call is that of the call that opened it
         gid = np.where(gsync & role_in("win_post", "win_start"), r1, -1)
-        for opener, closers in (("win_start", ["win_complete"]),
-                                ("win_post", ["win_wait", "win_test"])):
+        for opener, closers in (
+            ("win_start", ["win_complete"]),
+            ("win_post", ["win_wait", "win_test"]),
+        ):
             idx = np.flatnonzero(ws & role_in(opener, *closers))
             if not len(idx):
                 continue
@@ -1311,8 +1552,13 @@ class _Exporter:
         kind[lock] = K_ACQUIRE
         ex = lock & ((flags & F["EXCLUSIVE"]) != 0)
         excl |= ex & (peer >= 0)
-        setargs(lock, wref, wlocal, 0, np.where(ex, _v(otf2.LockType.EXCLUSIVE),
-                                                _v(otf2.LockType.SHARED)))
+        setargs(
+            lock,
+            wref,
+            wlocal,
+            0,
+            np.where(ex, _v(otf2.LockType.EXCLUSIVE), _v(otf2.LockType.SHARED)),
+        )
         kind[unlock] = K_RELEASE
         setargs(unlock, wref, wlocal, 0)
         kind[other] = K_RMA_SYNC
@@ -1333,17 +1579,19 @@ class _Exporter:
         ir_attr = ir.copy()
         if ir.any():
             ir_attr[ir] = carry.irecv_attributes(int(ir.sum()))
-        for j in np.flatnonzero(bad_flags | peer_attr | comm_attr | ir_attr |
-                                done_peer).tolist():
+        for j in np.flatnonzero(bad_flags | peer_attr | comm_attr | ir_attr | done_peer).tolist():
             spec = []
             if bad_flags[j]:
                 spec.append(("flags", int(flags[j])))
             if done_peer[j]:
                 spec.append(("peer", int(s_peer[j])))
             if ir_attr[j]:
-                spec += [("peer", int(peer[j])), ("tag", int(tag[j])),
-                         ("bytes", int(nbytes[j]) & U64),
-                         ("comm", int(cref[j]) if has_comm[j] else U32)]
+                spec += [
+                    ("peer", int(peer[j])),
+                    ("tag", int(tag[j])),
+                    ("bytes", int(nbytes[j]) & U64),
+                    ("comm", int(cref[j]) if has_comm[j] else U32),
+                ]
             elif peer_attr[j]:
                 spec.append(("peer", int(peer[j])))
             if comm_attr[j]:
@@ -1364,15 +1612,17 @@ class _Exporter:
         ec = c[em]
         grp_start = np.r_[True, ec[1:] != ec[:-1]] if len(ec) else np.zeros(0, bool)
         cs = np.cumsum(elate)
-        base = np.repeat(cs[grp_start] - elate[grp_start],
-                         np.diff(np.r_[np.flatnonzero(grp_start), len(ec)]))
+        base = np.repeat(
+            cs[grp_start] - elate[grp_start], np.diff(np.r_[np.flatnonzero(grp_start), len(ec)])
+        )
         elate = (cs - base) > 0
-        ordinal = np.arange(len(em)) - np.repeat(np.flatnonzero(grp_start),
-                                                 np.diff(np.r_[np.flatnonzero(grp_start),
-                                                               len(ec)]))
+        ordinal = np.arange(len(em)) - np.repeat(
+            np.flatnonzero(grp_start), np.diff(np.r_[np.flatnonzero(grp_start), len(ec)])
+        )
         ok = ekind >= 0
-        em, ec, ekind, elate, ordinal, first = (x[ok] for x in (em, ec, ekind, elate,
-                                                                ordinal, first))
+        em, ec, ekind, elate, ordinal, first = (
+            x[ok] for x in (em, ec, ekind, elate, ordinal, first)
+        )
         ta, tb = rt.t0[ec], rt.t1[ec]
         time_ = np.where(elate, tb, ta)
         cls = np.where(elate, np.where(tb > ta, CLS_LEAVE, CLS_LEAVE0), CLS_ENTER)
@@ -1385,6 +1635,7 @@ class _Exporter:
 
 
 # ---------------------------------------------------------------- import
+
 
 def _resolve_archive(path):
     p = Path(path)
@@ -1404,28 +1655,85 @@ def _resolve_archive(path):
 
 
 # event kinds read (columns a..e hold their fields in OTF2's order)
-(R_ENTER, R_LEAVE, R_SEND, R_ISEND, R_ISEND_DONE, R_IRECV_REQ, R_RECV, R_IRECV, R_COLL_BEGIN,
- R_COLL_END, R_WIN_CREATE, R_WIN_DESTROY, R_RMA_COLL_BEGIN, R_RMA_COLL_END, R_GROUP_SYNC,
- R_ACQUIRE, R_RELEASE, R_RMA_SYNC, R_PUT, R_GET, R_ATOMIC, R_FLUSH, R_PROGRAM_BEGIN,
- R_PROGRAM_END, R_NBC_REQUEST, R_NBC_COMPLETE) = range(26)
+(
+    R_ENTER,
+    R_LEAVE,
+    R_SEND,
+    R_ISEND,
+    R_ISEND_DONE,
+    R_IRECV_REQ,
+    R_RECV,
+    R_IRECV,
+    R_COLL_BEGIN,
+    R_COLL_END,
+    R_WIN_CREATE,
+    R_WIN_DESTROY,
+    R_RMA_COLL_BEGIN,
+    R_RMA_COLL_END,
+    R_GROUP_SYNC,
+    R_ACQUIRE,
+    R_RELEASE,
+    R_RMA_SYNC,
+    R_PUT,
+    R_GET,
+    R_ATOMIC,
+    R_FLUSH,
+    R_PROGRAM_BEGIN,
+    R_PROGRAM_END,
+    R_NBC_REQUEST,
+    R_NBC_COMPLETE,
+) = range(26)
 _READ = {  # callback name -> (kind, number of fields, positions of enum fields)
-    "Enter": (R_ENTER, 1, ()), "Leave": (R_LEAVE, 1, ()), "MpiSend": (R_SEND, 4, ()),
-    "MpiIsend": (R_ISEND, 5, ()), "MpiIsendComplete": (R_ISEND_DONE, 1, ()),
-    "MpiIrecvRequest": (R_IRECV_REQ, 1, ()), "MpiRecv": (R_RECV, 4, ()),
-    "MpiIrecv": (R_IRECV, 5, ()), "MpiCollectiveBegin": (R_COLL_BEGIN, 0, ()),
-    "MpiCollectiveEnd": (R_COLL_END, 5, (0,)), "RmaWinCreate": (R_WIN_CREATE, 1, ()),
-    "RmaWinDestroy": (R_WIN_DESTROY, 1, ()), "RmaCollectiveBegin": (R_RMA_COLL_BEGIN, 0, ()),
-    "RmaCollectiveEnd": (R_RMA_COLL_END, 6, (0, 1)), "RmaGroupSync": (R_GROUP_SYNC, 3, (0,)),
-    "RmaAcquireLock": (R_ACQUIRE, 4, (3,)), "RmaReleaseLock": (R_RELEASE, 3, ()),
-    "RmaSync": (R_RMA_SYNC, 3, (2,)), "RmaPut": (R_PUT, 4, ()), "RmaGet": (R_GET, 4, ()),
-    "RmaAtomic": (R_ATOMIC, 6, (2,)), "BufferFlush": (R_FLUSH, 1, ()),
+    "Enter": (R_ENTER, 1, ()),
+    "Leave": (R_LEAVE, 1, ()),
+    "MpiSend": (R_SEND, 4, ()),
+    "MpiIsend": (R_ISEND, 5, ()),
+    "MpiIsendComplete": (R_ISEND_DONE, 1, ()),
+    "MpiIrecvRequest": (R_IRECV_REQ, 1, ()),
+    "MpiRecv": (R_RECV, 4, ()),
+    "MpiIrecv": (R_IRECV, 5, ()),
+    "MpiCollectiveBegin": (R_COLL_BEGIN, 0, ()),
+    "MpiCollectiveEnd": (R_COLL_END, 5, (0,)),
+    "RmaWinCreate": (R_WIN_CREATE, 1, ()),
+    "RmaWinDestroy": (R_WIN_DESTROY, 1, ()),
+    "RmaCollectiveBegin": (R_RMA_COLL_BEGIN, 0, ()),
+    "RmaCollectiveEnd": (R_RMA_COLL_END, 6, (0, 1)),
+    "RmaGroupSync": (R_GROUP_SYNC, 3, (0,)),
+    "RmaAcquireLock": (R_ACQUIRE, 4, (3,)),
+    "RmaReleaseLock": (R_RELEASE, 3, ()),
+    "RmaSync": (R_RMA_SYNC, 3, (2,)),
+    "RmaPut": (R_PUT, 4, ()),
+    "RmaGet": (R_GET, 4, ()),
+    "RmaAtomic": (R_ATOMIC, 6, (2,)),
+    "BufferFlush": (R_FLUSH, 1, ()),
     "NonBlockingCollectiveRequest": (R_NBC_REQUEST, 1, ()),
     "NonBlockingCollectiveComplete": (R_NBC_COMPLETE, 6, (0,)),
 }
-_MPI_KINDS = np.array([R_SEND, R_ISEND, R_ISEND_DONE, R_IRECV_REQ, R_RECV, R_IRECV,
-                       R_COLL_BEGIN, R_COLL_END, R_WIN_CREATE, R_WIN_DESTROY,
-                       R_RMA_COLL_BEGIN, R_RMA_COLL_END, R_GROUP_SYNC, R_ACQUIRE, R_RELEASE,
-                       R_RMA_SYNC, R_PUT, R_GET, R_ATOMIC, R_NBC_REQUEST, R_NBC_COMPLETE])
+_MPI_KINDS = np.array(
+    [
+        R_SEND,
+        R_ISEND,
+        R_ISEND_DONE,
+        R_IRECV_REQ,
+        R_RECV,
+        R_IRECV,
+        R_COLL_BEGIN,
+        R_COLL_END,
+        R_WIN_CREATE,
+        R_WIN_DESTROY,
+        R_RMA_COLL_BEGIN,
+        R_RMA_COLL_END,
+        R_GROUP_SYNC,
+        R_ACQUIRE,
+        R_RELEASE,
+        R_RMA_SYNC,
+        R_PUT,
+        R_GET,
+        R_ATOMIC,
+        R_NBC_REQUEST,
+        R_NBC_COMPLETE,
+    ]
+)
 
 
 class _Collector:
@@ -1437,13 +1745,13 @@ class _Collector:
         self._otf2 = _otf2
         self.seq = itertools.count()
         self.lists = {k: [] for k in range(26)}
-        self.attrs = [None]          # index 0: no attributes
+        self.attrs = [None]  # index 0: no attributes
         self.attr_names = attr_names
         self.flush = flush_regions
-        self.other = {}              # (kind, location) -> events of no record type
+        self.other = {}  # (kind, location) -> events of no record type
 
     def _attributes(self, al):
-        if not self.attr_names:         # not written by perfweave: nothing to look for
+        if not self.attr_names:  # not written by perfweave: nothing to look for
             return 0
         o = self._otf2
         n = o.AttributeList_GetNumberOfElements(al)
@@ -1493,8 +1801,10 @@ class _Collector:
 
         def program_begin(loc, t, ud, al, name, args, _a=L[R_PROGRAM_BEGIN].append):
             _a((nxt(), loc, t, 0))
+
         def program_end(loc, t, ud, al, status, _a=L[R_PROGRAM_END].append):
             _a((nxt(), loc, t, 0))
+
         cb["ProgramBegin"], cb["ProgramEnd"] = program_begin, program_end
         return cb
 
@@ -1507,13 +1817,14 @@ class _Collector:
         if nf == 3:
             return lambda loc, t, ud, al, a, b, c: append((nxt(), loc, t, a, b, c, attrs(al)))
         if nf == 4:
-            return lambda loc, t, ud, al, a, b, c, d: append(
-                (nxt(), loc, t, a, b, c, d, attrs(al)))
+            return lambda loc, t, ud, al, a, b, c, d: append((nxt(), loc, t, a, b, c, d, attrs(al)))
         if nf == 5:
             return lambda loc, t, ud, al, a, b, c, d, e: append(
-                (nxt(), loc, t, a, b, c, d, e, attrs(al)))
+                (nxt(), loc, t, a, b, c, d, e, attrs(al))
+            )
         return lambda loc, t, ud, al, a, b, c, d, e, f: append(
-            (nxt(), loc, t, a, b, c, d, e, f, attrs(al)))
+            (nxt(), loc, t, a, b, c, d, e, f, attrs(al))
+        )
 
     @staticmethod
     def _with_enums(positions, nxt, append, attrs):
@@ -1523,6 +1834,7 @@ class _Collector:
             for i in positions:
                 f[i] = f[i].value
             append((nxt(), loc, t, *f, attrs(al)))
+
         return add
 
     def counter(self, name):
@@ -1532,6 +1844,7 @@ class _Collector:
         def count(loc, *args):
             key = (name, loc)
             other[key] = other.get(key, 0) + 1
+
         return count
 
 
@@ -1542,8 +1855,10 @@ def _table(lists):
     if not n:
         return None
     signed = ("loc", "time", "kind", "attr")
-    tab = {k: np.zeros(n, np.int64 if k in signed else np.uint64)
-           for k in ("loc", "time", "kind", "a", "b", "c", "d", "e", "f", "attr")}
+    tab = {
+        k: np.zeros(n, np.int64 if k in signed else np.uint64)
+        for k in ("loc", "time", "kind", "a", "b", "c", "d", "e", "f", "attr")
+    }
     for kind, rows in lists.items():
         if not rows:
             continue
@@ -1552,7 +1867,7 @@ def _table(lists):
         tab["loc"][at] = arr[:, 1].view(np.int64)
         tab["time"][at] = arr[:, 2].view(np.int64)
         tab["kind"][at] = kind
-        for i, key in enumerate("abcdef"[:arr.shape[1] - 4]):
+        for i, key in enumerate("abcdef"[: arr.shape[1] - 4]):
             tab[key][at] = arr[:, 3 + i]
         tab["attr"][at] = arr[:, -1].view(np.int64)
     o = np.argsort(tab["loc"], kind="stable")
@@ -1581,18 +1896,26 @@ def import_archive(archive, out):
             finally:
                 reader.close()
     except errors as e:
-        raise PerfweaveError(f"{anchor}: not a readable OTF2 archive "
-                             f"({_why(e, messages)})") from None
+        raise PerfweaveError(
+            f"{anchor}: not a readable OTF2 archive ({_why(e, messages)})"
+        ) from None
     except OSError as e:
         raise PerfweaveError(f"{anchor}: cannot read ({e.strerror or e})") from None
     t_read = time.perf_counter()
     imp.build()
     imp.write(out)
     t_end = time.perf_counter()
-    return {"experiment": str(out), "events": imp.nevents, "records": imp.nrecords,
-            "ranks": imp.world, "seconds": t_end - t_start, "read_seconds": t_read - t_start,
-            "notes": imp.notes, "skipped_locations": imp.skipped_locations,
-            "skipped_events": imp.skipped_events}
+    return {
+        "experiment": str(out),
+        "events": imp.nevents,
+        "records": imp.nrecords,
+        "ranks": imp.world,
+        "seconds": t_end - t_start,
+        "read_seconds": t_read - t_start,
+        "notes": imp.notes,
+        "skipped_locations": imp.skipped_locations,
+        "skipped_events": imp.skipped_events,
+    }
 
 
 def _location_kind(loc):
@@ -1601,18 +1924,18 @@ def _location_kind(loc):
     "metric location" (no record type holds their events: skipped and counted)."""
     typ = _v(loc.type)
     group_type = _v(loc.group.location_group_type)
-    if typ == 3:                                    # OTF2_LOCATION_TYPE_METRIC
+    if typ == 3:  # OTF2_LOCATION_TYPE_METRIC
         return "metric location"
-    if typ == 2 or group_type == 2:                 # GPU / ACCELERATOR_STREAM, ACCELERATOR
+    if typ == 2 or group_type == 2:  # GPU / ACCELERATOR_STREAM, ACCELERATOR
         return "accelerator stream"
-    return "thread"                                 # CPU_THREAD, or UNKNOWN in a process
+    return "thread"  # CPU_THREAD, or UNKNOWN in a process
 
 
 class _Importer:
     def __init__(self, otf2, _otf2, reader, anchor):
         self.otf2, self._otf2, self.reader, self.anchor = otf2, _otf2, reader, anchor
         self.notes = []
-        self.creator = ""           # the archive's creator (Score-P x.y, perfweave ...)
+        self.creator = ""  # the archive's creator (Score-P x.y, perfweave ...)
 
     # ---- definitions ----
 
@@ -1634,14 +1957,16 @@ class _Importer:
             for r, loc in enumerate(mpi_locs):
                 rank_of_group[loc.group._ref] = r
         else:
-            procs = [lg for lg in d.location_groups
-                     if lg.location_group_type == otf2.LocationGroupType.PROCESS]
+            procs = [
+                lg
+                for lg in d.location_groups
+                if lg.location_group_type == otf2.LocationGroupType.PROCESS
+            ]
             for r, lg in enumerate(procs):
                 rank_of_group[lg._ref] = r
         for lg in d.location_groups:
             parent = getattr(lg, "creating_location_group", None)
-            if lg._ref not in rank_of_group and parent is not None and \
-                    parent._ref in rank_of_group:
+            if lg._ref not in rank_of_group and parent is not None and parent._ref in rank_of_group:
                 rank_of_group[lg._ref] = rank_of_group[parent._ref]
         self.world = (max(rank_of_group.values()) + 1) if rank_of_group else 0
         self.loc_rank, self.loc_thread = {}, {}
@@ -1649,14 +1974,16 @@ class _Importer:
         masters = {loc._ref for loc in (mpi_locs or [])}
         locs = sorted(d.locations, key=lambda x: (x._ref not in masters, x._ref))
         self.hosts = {}
-        self.skipped_locs = {}      # ref -> (name, what, rank or None)
+        self.skipped_locs = {}  # ref -> (name, what, rank or None)
         for loc in locs:
             r = rank_of_group.get(loc.group._ref)
             what = _location_kind(loc)
             if r is None or what != "thread":
-                self.skipped_locs[loc._ref] = (f"{loc.group.name}/{loc.name}",
-                                               "thread of no MPI rank" if what == "thread"
-                                               else what, r)
+                self.skipped_locs[loc._ref] = (
+                    f"{loc.group.name}/{loc.name}",
+                    "thread of no MPI rank" if what == "thread" else what,
+                    r,
+                )
                 continue
             self.loc_rank[loc._ref] = r
             self.loc_thread[loc._ref] = threads.setdefault(r, 0)
@@ -1674,7 +2001,7 @@ class _Importer:
             if not isinstance(g, otf2.definitions.Group):
                 return None
             if g.group_type == otf2.GroupType.COMM_SELF:
-                return None          # the rank itself
+                return None  # the rank itself
             out = []
             for m in g.members:
                 ref = getattr(m, "_ref", m)
@@ -1683,43 +2010,53 @@ class _Importer:
 
         # regions
         self.region_name = {}
-        self.region_kind = {}       # 0 user, 1 MPI call, 2 buffer flush
+        self.region_kind = {}  # 0 user, 1 MPI call, 2 buffer flush
         for r in d.regions:
             name = r.name or f"region {r._ref}"
             self.region_name[r._ref] = name
             if name == FLUSH_REGION:
                 k = 2
-            elif name.startswith("MPI_") or (r.paradigm == otf2.Paradigm.MPI and
-                                             r.region_role != otf2.RegionRole.ARTIFICIAL):
+            elif name.startswith("MPI_") or (
+                r.paradigm == otf2.Paradigm.MPI and r.region_role != otf2.RegionRole.ARTIFICIAL
+            ):
                 k = 1
             else:
                 k = 0
             self.region_kind[r._ref] = k
         # communicators, windows, groups
-        self.comm_def = {}          # ref -> ("comm", members|None) / ("inter", A, B)
+        self.comm_def = {}  # ref -> ("comm", members|None) / ("inter", A, B)
         self.comm_name = {}
         self.comm_order = []
         for c in d.comms:
             groups = [getattr(c, k, None) for k in ("group", "groupA", "groupB")]
-            if not any(isinstance(g, otf2.definitions.Group) and
-                       g.paradigm == otf2.Paradigm.MPI for g in groups):
-                continue        # the measurement system's own communicators
+            if not any(
+                isinstance(g, otf2.definitions.Group) and g.paradigm == otf2.Paradigm.MPI
+                for g in groups
+            ):
+                continue  # the measurement system's own communicators
             if isinstance(c, otf2.definitions.InterComm):
-                self.comm_def[c._ref] = ("inter", members(c.groupA) or [],
-                                         members(c.groupB) or [])
+                self.comm_def[c._ref] = ("inter", members(c.groupA) or [], members(c.groupB) or [])
             else:
                 self.comm_def[c._ref] = ("comm", members(c.group))
             self.comm_name[c._ref] = c.name
             self.comm_order.append(c._ref)
-        self.comm_parent = {c._ref: (c.parent._ref if getattr(c, "parent", None) is not None
-                                     else None) for c in d.comms if c._ref in self.comm_def}
+        self.comm_parent = {
+            c._ref: (c.parent._ref if getattr(c, "parent", None) is not None else None)
+            for c in d.comms
+            if c._ref in self.comm_def
+        }
         self.win_comm = {w._ref: w.comm._ref for w in d.rma_wins if w.comm is not None}
         self.win_order = [w._ref for w in d.rma_wins]
-        self.group_members = {g._ref: members(g) for g in d.groups
-                              if g.group_type in (otf2.GroupType.COMM_GROUP,
-                                                  otf2.GroupType.COMM_SELF)}
-        self.attr_names = {a._ref: a.name[len("perfweave:"):] for a in d.attributes
-                           if a.name.startswith("perfweave:")}
+        self.group_members = {
+            g._ref: members(g)
+            for g in d.groups
+            if g.group_type in (otf2.GroupType.COMM_GROUP, otf2.GroupType.COMM_SELF)
+        }
+        self.attr_names = {
+            a._ref: a.name[len("perfweave:") :]
+            for a in d.attributes
+            if a.name.startswith("perfweave:")
+        }
         self.flush_regions = {ref for ref, k in self.region_kind.items() if k == 2}
         self.announced = sum(int(loc.number_of_events or 0) for loc in d.locations)
 
@@ -1739,10 +2076,9 @@ class _Importer:
         try:
             ours = col.callbacks()
             for nm in dir(_otf2):
-                if not (nm.startswith("GlobalEvtReaderCallbacks_Set") and
-                        nm.endswith("Callback")):
+                if not (nm.startswith("GlobalEvtReaderCallbacks_Set") and nm.endswith("Callback")):
                     continue
-                kind = nm[len("GlobalEvtReaderCallbacks_Set"):-len("Callback")]
+                kind = nm[len("GlobalEvtReaderCallbacks_Set") : -len("Callback")]
                 fn = ours.get(kind) or col.counter(kind)
                 self._callbacks.append(fn)
                 getattr(_otf2, nm)(cbs, fn)
@@ -1762,8 +2098,9 @@ class _Importer:
         self.attrs = col.attrs
         notes = self.notes
         if self.announced and self.announced != self.nevents:
-            notes.append(f"read {self.nevents} events, the archive's definitions announce "
-                         f"{self.announced}")
+            notes.append(
+                f"read {self.nevents} events, the archive's definitions announce {self.announced}"
+            )
         self.ranks = {}
         if tab is None:
             tab = {k: np.zeros(0, np.int64) for k in ("loc", "time", "kind", "attr")}
@@ -1781,8 +2118,11 @@ class _Importer:
         self._windows()
         self.records = {}
         self.meta = {}
-        bounds = np.flatnonzero(np.r_[True, tab["loc"][1:] != tab["loc"][:-1]]) \
-            if len(tab["loc"]) else np.zeros(0, np.int64)
+        bounds = (
+            np.flatnonzero(np.r_[True, tab["loc"][1:] != tab["loc"][:-1]])
+            if len(tab["loc"])
+            else np.zeros(0, np.int64)
+        )
         per_rank = {}
         for a, b in zip(bounds.tolist(), np.r_[bounds[1:], len(tab["loc"])].tolist()):
             loc = int(tab["loc"][a])
@@ -1793,19 +2133,27 @@ class _Importer:
             self._rank(r, parts)
         c = self.counts
         if c["outside"]:
-            notes.append(f"{c['outside']} MPI events outside any MPI call: a perfweave record "
-                         "of what a call did needs its call (not imported)")
+            notes.append(
+                f"{c['outside']} MPI events outside any MPI call: a perfweave record "
+                "of what a call did needs its call (not imported)"
+            )
         if c["nested"]:
-            notes.append(f"{c['nested']} Enter/Leave events of MPI functions called inside "
-                         "another MPI function: folded into the outer call")
+            notes.append(
+                f"{c['nested']} Enter/Leave events of MPI functions called inside "
+                "another MPI function: folded into the outer call"
+            )
         if c["open"]:
-            notes.append(f"{c['open']} MPI calls never left before the trace ends: they end "
-                         "at the rank's last event")
+            notes.append(
+                f"{c['open']} MPI calls never left before the trace ends: they end "
+                "at the rank's last event"
+            )
         if c["unmatched"]:
             notes.append(f"{c['unmatched']} Leave events without an Enter: not imported")
         if c["nocomm"]:
-            notes.append(f"{c['nocomm']} events name a communicator or window the rank is not "
-                         "a member of: imported without it")
+            notes.append(
+                f"{c['nocomm']} events name a communicator or window the rank is not "
+                "a member of: imported without it"
+            )
         self.nrecords = sum(len(v[0]) for v in self.records.values())
 
     def _skipped(self, tab):
@@ -1824,7 +2172,8 @@ class _Importer:
                 per_loc[loc] = per_loc.get(loc, 0) + n
         self.skipped_locations = [
             {"location": name, "kind": what, "rank": r, "events": per_loc.get(ref, 0)}
-            for ref, (name, what, r) in sorted(self.skipped_locs.items())]
+            for ref, (name, what, r) in sorted(self.skipped_locs.items())
+        ]
         self.skipped_events = dict(sorted(kinds.items()))
         by_kind = {}
         for s in self.skipped_locations:
@@ -1834,12 +2183,13 @@ class _Importer:
             k[2].append(s["location"])
         for what, (n, events, names) in by_kind.items():
             more = f", {n - 5} more" if n > 5 else ""
-            self.notes.append(f"{n} {what}{'s' if n > 1 else ''} with {events} events not "
-                              f"imported ({', '.join(names[:5])}{more}): perfweave's traces "
-                              "have no place for them")
+            self.notes.append(
+                f"{n} {what}{'s' if n > 1 else ''} with {events} events not "
+                f"imported ({', '.join(names[:5])}{more}): perfweave's traces "
+                "have no place for them"
+            )
         for name, n in self.skipped_events.items():
-            what = "records unknown to this OTF2 version" if name == "Unknown" else \
-                f"{name} events"
+            what = "records unknown to this OTF2 version" if name == "Unknown" else f"{name} events"
             self.notes.append(f"{n} {what}: perfweave has no record for them (not imported)")
 
     def _functions(self):
@@ -1863,8 +2213,7 @@ class _Importer:
         self.reg_user = {r: ridx[name(r)] for r in regs if kind[r] == 0}
         init = [fidx[f] for f in ("MPI_Init", "MPI_Init_thread") if f in fidx]
         self.init_fns = np.array(init, np.int64)
-        self.fini_fns = np.array([fidx["MPI_Finalize"]] if "MPI_Finalize" in fidx else [],
-                                 np.int64)
+        self.fini_fns = np.array([fidx["MPI_Finalize"]] if "MPI_Finalize" in fidx else [], np.int64)
 
     def _comms(self):
         """Each rank's communicators: those it is a member of, numbered as perfweave
@@ -1934,8 +2283,9 @@ class _Importer:
                 continue
             if d[0] == "inter":
                 a, b = d[1], d[2]
-                m = np.asarray((b if rank in a else a) if remote else
-                               (a if rank in a else b), np.int64)
+                m = np.asarray(
+                    (b if rank in a else a) if remote else (a if rank in a else b), np.int64
+                )
             elif d[1] is None:
                 m = np.array([rank], np.int64)
             else:
@@ -1961,9 +2311,8 @@ class _Importer:
             first = sum(len(x) for x in recs)
             if len(out):
                 recs.append(out)
-                flushes.append({"thread": int(thread), "first": int(first),
-                                "count": int(len(out))})
-            for k, v in info.items():           # the first thread that has it
+                flushes.append({"thread": int(thread), "first": int(first), "count": int(len(out))})
+            for k, v in info.items():  # the first thread that has it
                 (tb_cand if k in ("init", "begin") else te_cand).setdefault(k, v)
             if len(ev["time"]):
                 all_t += [int(ev["time"].min()), int(ev["time"].max())]
@@ -1974,28 +2323,44 @@ class _Importer:
         last = max(all_t) if all_t else self.offset
         complete = "fini" in te_cand or "end" in te_cand
         ns = lambda t: int(_to_ns({"clock": self._clock(0, 0)}, np.array([t], np.int64))[0])
-        clock = self._clock(ns(tb if tb is not None else first),
-                            ns(te if te is not None else last))
+        clock = self._clock(ns(tb if tb is not None else first), ns(te if te is not None else last))
         comms = self.rank_comms[r][0]
         self.records[r] = (rec, flushes)
         self.meta[r] = {
-            "format": TRACE_FORMAT, "version": TRACE_VERSION, "rank": r,
-            "world_size": self.world, "host": self.hosts.get(r, "unknown"), "pid": 0,
+            "format": TRACE_FORMAT,
+            "version": TRACE_VERSION,
+            "rank": r,
+            "world_size": self.world,
+            "host": self.hosts.get(r, "unknown"),
+            "pid": 0,
             "state": "complete" if complete else "no-finalize",
-            "functions": self.functions, "families": [family(f) for f in self.functions],
-            "clock": clock, "comms": comms, "windows": self.rank_wins[r][0],
+            "functions": self.functions,
+            "families": [family(f) for f in self.functions],
+            "clock": clock,
+            "comms": comms,
+            "windows": self.rank_wins[r][0],
             "groups": [{"id": i, "ranks": g} for i, g in enumerate(groups)],
-            "regions": [{"name": n} for n in self.regions], "objects": [],
-            "flushes": flushes, "records": int(len(rec)), "lost": 0,
+            "regions": [{"name": n} for n in self.regions],
+            "objects": [],
+            "flushes": flushes,
+            "records": int(len(rec)),
+            "lost": 0,
         }
 
     def _clock(self, t_init_ns, t_fini_ns):
         # ticks are OTF2's time stamps; ns = (t - offset) * 1e9 / resolution + offset in ns,
         # exact for a resolution of 1 ns
         ns0 = self.offset * NS // self.res
-        return {"ticks": [self.offset, self.offset + self.res], "ns": [ns0, ns0 + NS],
-                "offset_init_ns": 0, "offset_init_err_ns": 0, "offset_fini_ns": 0,
-                "offset_fini_err_ns": 0, "t_init_ns": t_init_ns, "t_fini_ns": t_fini_ns}
+        return {
+            "ticks": [self.offset, self.offset + self.res],
+            "ns": [ns0, ns0 + NS],
+            "offset_init_ns": 0,
+            "offset_init_err_ns": 0,
+            "offset_fini_ns": 0,
+            "offset_fini_err_ns": 0,
+            "t_init_ns": t_init_ns,
+            "t_fini_ns": t_fini_ns,
+        }
 
     def _thread(self, r, thread, ev, comm_local, win_local, groups, group_ids):
         """The records of one location, from its events in file order."""
@@ -2024,7 +2389,7 @@ class _Importer:
         end = ml & (level == 0)
         counts["nested"] += int(((me | ml) & ~start & ~end).sum())
         call_no = np.cumsum(start) - 1
-        inside = (before > 0) | start                # at or after a call's Enter, before Leave
+        inside = (before > 0) | start  # at or after a call's Enter, before Leave
         si = np.flatnonzero(start)
         ei = np.flatnonzero(end)
         open_calls = len(si) - len(ei)
@@ -2048,7 +2413,7 @@ class _Importer:
         if len(pe):
             info["end"] = int(t[pe[-1]])
 
-        out = []      # (anchor, order, records)
+        out = []  # (anchor, order, records)
         # CALL records, written where the call ends (as the runtime writes them)
         crec = np.zeros(len(si), EVENT_DTYPE)
         crec["type"] = T["CALL"]
@@ -2062,8 +2427,9 @@ class _Importer:
         counts["outside"] += int(outside.sum())
         sub = np.flatnonzero(mpi_ev & inside)
         if len(sub):
-            recs, keep = self._subs(r, ev, sub, call_no[sub], fn, comm_local, win_local,
-                                    groups, group_ids)
+            recs, keep = self._subs(
+                r, ev, sub, call_no[sub], fn, comm_local, win_local, groups, group_ids
+            )
             sub, recs = sub[keep], recs[keep]
             out.append((ei[call_no[sub]], 1 + sub, recs))
 
@@ -2088,8 +2454,7 @@ class _Importer:
         frec["type"] = T["FLUSH"]
         frec["t0"] = t[fi]
         frec["t1"] = np.where(fp[fi] >= 0, t[np.maximum(fp[fi], 0)], t_end[-1])
-        frec["bytes"] = [self.attrs[x].get("bytes", 0) if x else 0
-                         for x in ev["attr"][fi].tolist()]
+        frec["bytes"] = [self.attrs[x].get("bytes", 0) if x else 0 for x in ev["attr"][fi].tolist()]
         frec["peer"], frec["comm"] = -1, -1
         out.append((fi, np.zeros(len(fi), np.int64), frec))
         bf = np.flatnonzero(kind == R_FLUSH)
@@ -2153,6 +2518,7 @@ class _Importer:
         sd = sel(R_ISEND_DONE)
         rtype[sd] = T["SEND_DONE"]
         rec["t0"][sd] = a[sd].view(np.int64)
+
         # collectives: the begin is part of the record of the end
         def coll_fields(m):
             """root (world rank, -1 none), communicator, bytes sent and received of the
@@ -2178,10 +2544,19 @@ class _Importer:
             coll_fields(nc)
             rec["t0"][nc] = f[nc].view(np.int64)
         # windows and one-sided operations
-        wk = sel(R_WIN_CREATE, R_WIN_DESTROY, R_PUT, R_GET, R_ATOMIC, R_GROUP_SYNC,
-                 R_ACQUIRE, R_RELEASE, R_RMA_SYNC, R_RMA_COLL_END)
-        win = np.where(sel(R_GROUP_SYNC), b, np.where(sel(R_RMA_COLL_END), c,
-                                                      np.where(wk, a, U32)))
+        wk = sel(
+            R_WIN_CREATE,
+            R_WIN_DESTROY,
+            R_PUT,
+            R_GET,
+            R_ATOMIC,
+            R_GROUP_SYNC,
+            R_ACQUIRE,
+            R_RELEASE,
+            R_RMA_SYNC,
+            R_RMA_COLL_END,
+        )
+        win = np.where(sel(R_GROUP_SYNC), b, np.where(sel(R_RMA_COLL_END), c, np.where(wk, a, U32)))
         win = win.astype(np.int64)
         if wk.any():
             wl = _lookup(win_local, win, -1)
@@ -2215,8 +2590,9 @@ class _Importer:
         rtype[gs | sel(R_ACQUIRE, R_RELEASE, R_RMA_SYNC)] = T["WSYNC"]
         rec["t1"][rtype == T["WSYNC"]] = -1
         if gs.any():
-            opener = np.array([classify(x)[1] in ("win_post", "win_start")
-                               for x in self.functions] + [False])[cfn]
+            opener = np.array(
+                [classify(x)[1] in ("win_post", "win_start") for x in self.functions] + [False]
+            )[cfn]
             for j in np.flatnonzero(gs & opener).tolist():
                 if int(c[j]) == U32 or int(c[j]) not in self.group_members:
                     continue
@@ -2228,8 +2604,7 @@ class _Importer:
                     groups.append(list(key))
                 rec["t1"][j] = gid
         acq = sel(R_ACQUIRE)
-        excl = acq & (d.astype(np.int64) == _v(self.otf2.LockType.EXCLUSIVE)) & \
-            (rec["peer"] >= 0)
+        excl = acq & (d.astype(np.int64) == _v(self.otf2.LockType.EXCLUSIVE)) & (rec["peer"] >= 0)
         rec["type"] = rtype
         # flags the events imply, and what perfweave's attributes add
         rec["flags"] |= derived_flags(traits, cfn, rtype, nb_event, excl).astype(np.uint8)
@@ -2312,8 +2687,7 @@ class _Importer:
                 rec, _ = self.records[r]
                 rec.tofile(traces / f"rank-{r}.events")
                 (traces / f"rank-{r}.json").write_text(json.dumps(self.meta[r]))
-            (tmp / "experiment.json").write_text(json.dumps(self._experiment(), indent=1)
-                                                 + "\n")
+            (tmp / "experiment.json").write_text(json.dumps(self._experiment(), indent=1) + "\n")
             if out.is_dir():
                 out.rmdir()
             os.replace(tmp, out)
@@ -2330,18 +2704,35 @@ class _Importer:
         wall = self.length / self.res
         iso = lambda s: _dt.datetime.fromtimestamp(s).astimezone().isoformat()
         return {
-            "format": "perfweave-experiment", "version": 1, "perfweave_version": __version__,
-            "command": [], "launched": [], "cwd": os.getcwd(),
-            "host": next(iter(self.hosts.values()), "unknown"), "program": None,
-            "launcher": None, "mpi_flavor": None, "runtime_library": None, "options": {},
-            "start_time": iso(start), "start_epoch": start, "state": "finished",
-            "end_epoch": start + wall, "end_time": iso(start + wall), "wall_seconds": wall,
+            "format": "perfweave-experiment",
+            "version": 1,
+            "perfweave_version": __version__,
+            "command": [],
+            "launched": [],
+            "cwd": os.getcwd(),
+            "host": next(iter(self.hosts.values()), "unknown"),
+            "program": None,
+            "launcher": None,
+            "mpi_flavor": None,
+            "runtime_library": None,
+            "options": {},
+            "start_time": iso(start),
+            "start_epoch": start,
+            "state": "finished",
+            "end_epoch": start + wall,
+            "end_time": iso(start + wall),
+            "wall_seconds": wall,
             "exit_status": {"code": 0},
             "imported_from": str(Path(self.anchor).resolve()),
             "import_notes": list(self.notes),
-            "import": {"format": "OTF2", "creator": self.creator,
-                       "events": int(self.nevents), "records": int(self.nrecords),
-                       "timer_resolution": self.res, "global_offset": self.offset,
-                       "skipped_locations": self.skipped_locations,
-                       "skipped_events": self.skipped_events},
+            "import": {
+                "format": "OTF2",
+                "creator": self.creator,
+                "events": int(self.nevents),
+                "records": int(self.nrecords),
+                "timer_resolution": self.res,
+                "global_offset": self.offset,
+                "skipped_locations": self.skipped_locations,
+                "skipped_events": self.skipped_events,
+            },
         }

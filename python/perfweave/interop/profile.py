@@ -8,6 +8,7 @@ them (a send or receive request's size at MPI_Isend/MPI_Irecv, as the runtime's
 call_bytes does), `MPI_Init`/`MPI_Finalize` outside the MPI time, message-size buckets
 of max(sent, received) per call.
 """
+
 import numpy as np
 
 from perfweave._format import FAMILIES, HIST_BUCKETS as BUCKETS, HIST_FAMILY_MASK
@@ -23,7 +24,7 @@ def bucket(size):
     inverse): 0 for 0, b for 2^(b-1)..2^b - 1, 33 from 2^32: the bit length."""
     size = np.maximum(np.asarray(size, np.int64), 0)
     b = np.zeros(len(size), np.int64)
-    for k in range(BUCKETS - 1):          # b = number of powers of two <= size
+    for k in range(BUCKETS - 1):  # b = number of powers of two <= size
         b += size >= (1 << k)
     return np.minimum(b, BUCKETS - 1)
 
@@ -49,7 +50,7 @@ def from_traces(path):
     """A Profile of experiment path's traces (perfweave import's experiments)."""
     X = load(path)
     ranks, sites, hist = [], [], []
-    index = {}                       # function name -> index, over all ranks
+    index = {}  # function name -> index, over all ranks
     hosts, host_index = [], {}
     for rt in X.each():
         rec, typ = rt.rec, rt.rec["type"]
@@ -60,8 +61,7 @@ def from_traces(path):
         if len(ci):
             other = (call >= 0) & (rt.thread[ci[np.maximum(call, 0)]] != rt.thread)
             call[other] = -1
-        local = np.array([index.setdefault(f, len(index)) for f in rt.functions] + [-1],
-                         np.int64)
+        local = np.array([index.setdefault(f, len(index)) for f in rt.functions] + [-1], np.int64)
         fn = local[np.minimum(rec["fn"][ci].astype(np.int64), len(local) - 1)]
         dur = np.maximum(rt.t1[ci] - rt.t0[ci], 0)
         sent, recv = call_bytes(rec, typ, len(ci), call)
@@ -111,10 +111,17 @@ def from_traces(path):
     keep = np.array([f in counted for f in fam] + [False])
     h = np.concatenate(hist) if hist else np.zeros(0, HIST_DTYPE)
     h = h[keep[np.minimum(h["fn"], len(functions))]] if len(h) else h
-    p = Profile(ranks=np.concatenate(ranks) if ranks else np.zeros(0, RANK_DTYPE),
-                sites=np.concatenate(sites) if sites else np.zeros(0, SITE_DTYPE),
-                frames=np.zeros(0, FRAME_DTYPE), hist=h, functions=functions,
-                families=fam, modules=[], buildids=[], hosts=hosts,
-                world_size=X.world_size)
+    p = Profile(
+        ranks=np.concatenate(ranks) if ranks else np.zeros(0, RANK_DTYPE),
+        sites=np.concatenate(sites) if sites else np.zeros(0, SITE_DTYPE),
+        frames=np.zeros(0, FRAME_DTYPE),
+        hist=h,
+        functions=functions,
+        families=fam,
+        modules=[],
+        buildids=[],
+        hosts=hosts,
+        world_size=X.world_size,
+    )
     p.notes.extend(X.notes)
     return p

@@ -11,10 +11,17 @@ table staying in cache). Keys within a small range skip the hashing: a table of 
 range marks them. Keys with many distinct values (more than an eighth of the
 rows) fall back to np.unique.
 """
+
 import numpy as np
 
-_MULT = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93,
-         0xA0761D6478BD642F, 0xE7037ED1A0B428DB)
+_MULT = (
+    0x9E3779B97F4A7C15,
+    0xBF58476D1CE4E5B9,
+    0x94D049BB133111EB,
+    0xD6E8FEB86659FD93,
+    0xA0761D6478BD642F,
+    0xE7037ED1A0B428DB,
+)
 
 
 def dense_ids(keys):
@@ -25,27 +32,27 @@ def dense_ids(keys):
     n = len(keys)
     if n and keys.dtype.kind in "iu":
         lo, hi = int(keys.min()), int(keys.max())
-        if lo == hi:                             # one key
+        if lo == hi:  # one key
             return keys[:1].copy(), np.zeros(n, np.int64)
-        if hi - lo < max(4 * n, 1 << 16):        # a small range: a table of it
+        if hi - lo < max(4 * n, 1 << 16):  # a small range: a table of it
             return _table_ids(keys, lo, hi - lo + 1)
     if n < 32768 or keys.dtype.kind not in "iu":
         u, inv = np.unique(keys, return_inverse=True)
         return u, inv.reshape(-1).astype(np.int64)
     k = keys.astype(np.int64, copy=False).view(np.uint64)
     inv = np.empty(n, np.int64)
-    rows = None                         # rows still without an id (None: all)
+    rows = None  # rows still without an id (None: all)
     parts, base = [], 0
     # a table of ~8 slots per distinct key seen in a sample: small, so that it stays in
     # cache; keys the sample missed collide and get their ids in the next rounds
-    sample = np.unique(k[::max(1, n // 4096)])
+    sample = np.unique(k[:: max(1, n // 4096)])
     bits = min(22, max(10, (8 * len(sample)).bit_length()))
     for mult in _MULT:
         sub = k if rows is None else k[rows]
         with np.errstate(over="ignore"):
             h = ((sub * np.uint64(mult)) >> np.uint64(64 - bits)).astype(np.intp)
         table = np.empty(1 << bits, np.uint64)
-        table[h] = sub                    # one key per slot survives
+        table[h] = sub  # one key per slot survives
         won = table[h] == sub
         used = np.zeros(1 << bits, bool)
         used[h[won]] = True
@@ -62,7 +69,7 @@ def dense_ids(keys):
         base += len(u)
         if not len(rows):
             break
-        if base > n // 8:                 # many distinct keys: sorting is the better way
+        if base > n // 8:  # many distinct keys: sorting is the better way
             break
         bits += 2
     if len(rows):

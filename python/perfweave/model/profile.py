@@ -4,6 +4,7 @@ Arrays keep the record layouts of the files (numpy structured arrays); module
 and host indices are global to the profile. `from_literal` builds one from
 plain Python lists, for tests.
 """
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,12 +34,13 @@ class Profile:
     hist_buckets: int = HIST_BUCKETS
     partial: bool = False
     notes: list = field(default_factory=list)
-    counts: np.ndarray = None        # --counters: per (site row, event); see format.md
-    counters: list = field(default_factory=list)   # their event names
+    counts: np.ndarray = None  # --counters: per (site row, event); see format.md
+    counters: list = field(default_factory=list)  # their event names
 
     def __post_init__(self):
         if self.counts is None:
             from perfweave.readers.dtypes import COUNT_DTYPE
+
             self.counts = np.zeros(0, COUNT_DTYPE)
 
     @property
@@ -53,12 +55,23 @@ class Profile:
         return [r for r in range(self.world_size) if r not in present]
 
     @classmethod
-    def from_literal(cls, functions, families, ranks, sites=(), modules=("app",), hist=(),
-                     hosts=("host",), world_size=None, **kw):
+    def from_literal(
+        cls,
+        functions,
+        families,
+        ranks,
+        sites=(),
+        modules=("app",),
+        hist=(),
+        hosts=("host",),
+        world_size=None,
+        **kw,
+    ):
         """ranks: list of dicts (rank, app_ns, mpi_ns, ...); sites: dicts with rank, fn
         (name), module (index), offset, count, total_ns, min_ns, max_ns, bytes_sent,
         bytes_recv; hist: dicts with rank, fn (name), bucket, count, bytes, total_ns."""
         from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
+
         r = np.zeros(len(ranks), RANK_DTYPE)
         for i, d in enumerate(ranks):
             for k, v in d.items():
@@ -78,7 +91,16 @@ class Profile:
             d["fn"] = functions.index(d["fn"])
             for k, v in d.items():
                 h[i][k] = v
-        return cls(ranks=r, sites=s, frames=np.zeros(0, FRAME_DTYPE), hist=h,
-                   functions=list(functions), families=list(families), modules=list(modules),
-                   buildids=[""] * len(modules), hosts=list(hosts),
-                   world_size=world_size if world_size is not None else len(ranks), **kw)
+        return cls(
+            ranks=r,
+            sites=s,
+            frames=np.zeros(0, FRAME_DTYPE),
+            hist=h,
+            functions=list(functions),
+            families=list(families),
+            modules=list(modules),
+            buildids=[""] * len(modules),
+            hosts=list(hosts),
+            world_size=world_size if world_size is not None else len(ranks),
+            **kw,
+        )

@@ -29,6 +29,7 @@ A path is named by its labels from the root, so paths of different ranks (or of 
 read by different analysis processes) are merged by name. `Trace.from_literal` builds a
 trace from Python lists for tests; it goes through the same code as a recorded one.
 """
+
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -45,8 +46,7 @@ F = EVENT_FLAGS
 
 TIMED = TypeSet("CALL", "FLUSH", "ENTER", "LEAVE")
 SPANS = TypeSet("CALL", "FLUSH")
-SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
-              "COLL_DONE")
+SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC", "COLL_DONE")
 WINDOWED = TypeSet("WIN", "RMA", "WSYNC")
 MOVES = TypeSet("SEND", "RECV", "COLL", "RMA")
 
@@ -86,54 +86,158 @@ class Cols(dict):
 # completed it); times in ns. What can be derived is not stored: the
 # rank (from the rows' position), a message's peer (from its channel), a call's role
 # (from its path), a communicator's size and the rank's position in it.
-SEND_COLS = {"chan": np.int32, "seq": np.int32, "e": np.int64, "cb": np.int64,
-             "ce": np.int64, "path": np.int32, "call": np.int32, "nb": np.uint8,
-             "thread": np.int16}
-RECV_COLS = {"chan": np.int32, "seq": np.int32, "e": np.int64, "cb": np.int64,
-             "ce": np.int64, "path": np.int32, "call": np.int32, "thread": np.int16,
-             "bytes": np.int64}
-COLL_COLS = {"key": np.int32, "seq": np.int32, "path": np.int32, "flags": np.uint8,
-             "b": np.int64, "e": np.int64, "w": np.int64, "wpath": np.int32,
-             "wcall": np.int32}
+SEND_COLS = {
+    "chan": np.int32,
+    "seq": np.int32,
+    "e": np.int64,
+    "cb": np.int64,
+    "ce": np.int64,
+    "path": np.int32,
+    "call": np.int32,
+    "nb": np.uint8,
+    "thread": np.int16,
+}
+RECV_COLS = {
+    "chan": np.int32,
+    "seq": np.int32,
+    "e": np.int64,
+    "cb": np.int64,
+    "ce": np.int64,
+    "path": np.int32,
+    "call": np.int32,
+    "thread": np.int16,
+    "bytes": np.int64,
+}
+COLL_COLS = {
+    "key": np.int32,
+    "seq": np.int32,
+    "path": np.int32,
+    "flags": np.uint8,
+    "b": np.int64,
+    "e": np.int64,
+    "w": np.int64,
+    "wpath": np.int32,
+    "wcall": np.int32,
+}
 # nonblocking, sends, receives, root, nonblocking and never completed
 COLL_FLAGS = {"nb": 1, "sent": 2, "recv": 4, "root": 8, "open": 16}
-WCALL_COLS = {"t0": np.int64, "t1": np.int64, "path": np.int32, "role": np.int16,
-              "thread": np.int32}
-WEV_COLS = {"call": np.int32, "type": np.uint8, "flags": np.uint8, "peer": np.int32,
-            "group": np.int32, "win": np.int64, "bytes": np.int64, "bytes2": np.int64,
-            "seq": np.int32, "crank": np.int32, "csize": np.int32, "rank": np.int32}
+WCALL_COLS = {
+    "t0": np.int64,
+    "t1": np.int64,
+    "path": np.int32,
+    "role": np.int16,
+    "thread": np.int32,
+}
+WEV_COLS = {
+    "call": np.int32,
+    "type": np.uint8,
+    "flags": np.uint8,
+    "peer": np.int32,
+    "group": np.int32,
+    "win": np.int64,
+    "bytes": np.int64,
+    "bytes2": np.int64,
+    "seq": np.int32,
+    "crank": np.int32,
+    "csize": np.int32,
+    "rank": np.int32,
+}
 
 ROOT_LABEL = "program"
 
 
 # ---- what an MPI function is, by name ----
 
-ROLES = ["other", "p2p", "block_send", "wait", "waitmulti", "test", "barrier", "n2n", "12n",
-         "n21", "scan", "coll", "win_fence", "win_post", "win_start", "win_complete",
-         "win_wait", "win_test", "passive", "op", "create", "free", "io", "file", "comm",
-         "init", "finalize", "init_thread"]
+ROLES = [
+    "other",
+    "p2p",
+    "block_send",
+    "wait",
+    "waitmulti",
+    "test",
+    "barrier",
+    "n2n",
+    "12n",
+    "n21",
+    "scan",
+    "coll",
+    "win_fence",
+    "win_post",
+    "win_start",
+    "win_complete",
+    "win_wait",
+    "win_test",
+    "passive",
+    "op",
+    "create",
+    "free",
+    "io",
+    "file",
+    "comm",
+    "init",
+    "finalize",
+    "init_thread",
+]
 R = {r: i for i, r in enumerate(ROLES)}
 
-_N2N = {"MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Allreduce",
-        "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
+_N2N = {
+    "MPI_Allgather",
+    "MPI_Allgatherv",
+    "MPI_Alltoall",
+    "MPI_Allreduce",
+    "MPI_Reduce_scatter",
+    "MPI_Reduce_scatter_block",
+}
 _12N = {"MPI_Bcast", "MPI_Scatter", "MPI_Scatterv"}
 _N21 = {"MPI_Reduce", "MPI_Gather", "MPI_Gatherv"}
 _SCAN = {"MPI_Scan", "MPI_Exscan"}
-_WIN_MGMT = {"MPI_Win_create", "MPI_Win_allocate", "MPI_Win_allocate_shared",
-             "MPI_Win_create_dynamic", "MPI_Win_free"}
-_ACTIVE = {"MPI_Win_fence": "win_fence", "MPI_Win_post": "win_post",
-           "MPI_Win_start": "win_start", "MPI_Win_complete": "win_complete",
-           "MPI_Win_wait": "win_wait", "MPI_Win_test": "win_test"}
-_RMA_OPS = {"MPI_Put", "MPI_Rput", "MPI_Get", "MPI_Rget", "MPI_Accumulate",
-            "MPI_Raccumulate", "MPI_Get_accumulate", "MPI_Rget_accumulate",
-            "MPI_Fetch_and_op", "MPI_Compare_and_swap"}
-_P2P = {"MPI_" + f for f in (
-    "Send Bsend Ssend Rsend Isend Ibsend Issend Irsend Recv Irecv Mrecv Imrecv Sendrecv "
-    "Sendrecv_replace Send_init Bsend_init Ssend_init Rsend_init Recv_init Start Startall "
-    "Probe Iprobe Mprobe Improbe Request_free Cancel").split()}
-_FILE_MGMT = {"MPI_File_open", "MPI_File_close", "MPI_File_seek", "MPI_File_sync",
-              "MPI_File_set_view", "MPI_File_set_size", "MPI_File_get_size",
-              "MPI_File_delete", "MPI_File_preallocate", "MPI_File_seek_shared"}
+_WIN_MGMT = {
+    "MPI_Win_create",
+    "MPI_Win_allocate",
+    "MPI_Win_allocate_shared",
+    "MPI_Win_create_dynamic",
+    "MPI_Win_free",
+}
+_ACTIVE = {
+    "MPI_Win_fence": "win_fence",
+    "MPI_Win_post": "win_post",
+    "MPI_Win_start": "win_start",
+    "MPI_Win_complete": "win_complete",
+    "MPI_Win_wait": "win_wait",
+    "MPI_Win_test": "win_test",
+}
+_RMA_OPS = {
+    "MPI_Put",
+    "MPI_Rput",
+    "MPI_Get",
+    "MPI_Rget",
+    "MPI_Accumulate",
+    "MPI_Raccumulate",
+    "MPI_Get_accumulate",
+    "MPI_Rget_accumulate",
+    "MPI_Fetch_and_op",
+    "MPI_Compare_and_swap",
+}
+_P2P = {
+    "MPI_" + f
+    for f in (
+        "Send Bsend Ssend Rsend Isend Ibsend Issend Irsend Recv Irecv Mrecv Imrecv Sendrecv "
+        "Sendrecv_replace Send_init Bsend_init Ssend_init Rsend_init Recv_init Start Startall "
+        "Probe Iprobe Mprobe Improbe Request_free Cancel"
+    ).split()
+}
+_FILE_MGMT = {
+    "MPI_File_open",
+    "MPI_File_close",
+    "MPI_File_seek",
+    "MPI_File_sync",
+    "MPI_File_set_view",
+    "MPI_File_set_size",
+    "MPI_File_get_size",
+    "MPI_File_delete",
+    "MPI_File_preallocate",
+    "MPI_File_seek_shared",
+}
 
 
 def classify(name):
@@ -162,14 +266,13 @@ def classify(name):
         return "rma_comm", "op"
     blocking = n
     if n not in _N2N | _12N | _N21 | _SCAN and n.startswith("MPI_I") and len(n) > 5:
-        blocking = "MPI_" + n[5].upper() + n[6:]        # MPI_Ibcast -> MPI_Bcast
+        blocking = "MPI_" + n[5].upper() + n[6:]  # MPI_Ibcast -> MPI_Bcast
     # a nonblocking collective has the role of its blocking twin: its wait is charged
     # by the same rule, at the call that completes it
     for names, role in ((_N2N, "n2n"), (_12N, "12n"), (_N21, "n21"), (_SCAN, "scan")):
         if blocking in names:
             return "coll", role
-    if blocking in ("MPI_Alltoallv", "MPI_Alltoallw") or "Neighbor" in n or \
-            "neighbor" in n:
+    if blocking in ("MPI_Alltoallv", "MPI_Alltoallw") or "Neighbor" in n or "neighbor" in n:
         return "coll", "coll"
     if n == "MPI_Wait":
         return "p2p", "wait"
@@ -179,10 +282,13 @@ def classify(name):
         return "p2p", "test"
     if n.startswith("MPI_File_"):
         return ("mgmt_file", "file") if n in _FILE_MGMT else ("io", "io")
-    if re.match(r"MPI_(Comm_(dup|idup|split|split_type|create|create_group|free)|"
-                r"Intercomm_|Cart_create|Cart_sub|Graph_create|Dist_graph_create)", n):
+    if re.match(
+        r"MPI_(Comm_(dup|idup|split|split_type|create|create_group|free)|"
+        r"Intercomm_|Cart_create|Cart_sub|Graph_create|Dist_graph_create)",
+        n,
+    ):
         return "mgmt_comm", "comm"
-    if n in ("MPI_Send", "MPI_Ssend"):      # standard and synchronous mode: may block
+    if n in ("MPI_Send", "MPI_Ssend"):  # standard and synchronous mode: may block
         return "p2p", "block_send"
     if n in _P2P:
         return "p2p", "p2p"
@@ -190,6 +296,7 @@ def classify(name):
 
 
 # ---- keys of communicators and windows ----
+
 
 def _key(*parts):
     h = hashlib.blake2b(digest_size=8)
@@ -212,6 +319,7 @@ def window_key(ckey, seq):
 
 # ---- one rank ----
 
+
 @dataclass
 class RankData:
     rank: int
@@ -219,30 +327,30 @@ class RankData:
     state: str
     complete: bool
     notes: list
-    t_begin: int                  # ns, rank 0's clock: MPI_Init done
-    t_end: int                    # ns: MPI_Finalize entered (or the last record)
-    sends: Cols                   # SEND_COLS: messages this rank sent
-    recvs: Cols                   # RECV_COLS: messages this rank received
-    send_channels: np.ndarray     # (peer, comm number, tag) of sends' "chan"
-    recv_channels: np.ndarray     # ... of receives' "chan"
-    colls: Cols                   # COLL_COLS: collective operations it took part in
-    wcalls: Cols                  # WCALL_COLS: its calls with window events
-    wevents: Cols                 # WEV_COLS: its window events ("call" indexes wcalls)
-    ncalls: int                   # MPI calls ("call" of sends and recvs indexes them)
-    paths: list                   # path label tuples, index = local path id
-    path_fn: np.ndarray           # function (index into fn_names) of MPI leaves, else -1
-    time_ns: np.ndarray           # exclusive time per local path (ns)
-    overhead_ns: np.ndarray       # trace flush time per local path (ns)
-    visits: np.ndarray            # MPI calls per local path
-    bytes: np.ndarray             # bytes moved per local path
-    comms: dict                   # comm key -> members (np.int32 world ranks)
-    comm_keys: np.ndarray         # key of the rank's communicator numbers (0: none)
-    windows: dict                 # window key -> comm key
-    groups: list                  # group id -> members (np.int32 world ranks)
-    fn_names: list                # function names of the rank's records (+ "?")
+    t_begin: int  # ns, rank 0's clock: MPI_Init done
+    t_end: int  # ns: MPI_Finalize entered (or the last record)
+    sends: Cols  # SEND_COLS: messages this rank sent
+    recvs: Cols  # RECV_COLS: messages this rank received
+    send_channels: np.ndarray  # (peer, comm number, tag) of sends' "chan"
+    recv_channels: np.ndarray  # ... of receives' "chan"
+    colls: Cols  # COLL_COLS: collective operations it took part in
+    wcalls: Cols  # WCALL_COLS: its calls with window events
+    wevents: Cols  # WEV_COLS: its window events ("call" indexes wcalls)
+    ncalls: int  # MPI calls ("call" of sends and recvs indexes them)
+    paths: list  # path label tuples, index = local path id
+    path_fn: np.ndarray  # function (index into fn_names) of MPI leaves, else -1
+    time_ns: np.ndarray  # exclusive time per local path (ns)
+    overhead_ns: np.ndarray  # trace flush time per local path (ns)
+    visits: np.ndarray  # MPI calls per local path
+    bytes: np.ndarray  # bytes moved per local path
+    comms: dict  # comm key -> members (np.int32 world ranks)
+    comm_keys: np.ndarray  # key of the rank's communicator numbers (0: none)
+    windows: dict  # window key -> comm key
+    groups: list  # group id -> members (np.int32 world ranks)
+    fn_names: list  # function names of the rank's records (+ "?")
     nrecords: int = 0
-    thread_calls: np.ndarray = None   # first call of each thread (calls are by thread)
-    path_cat: dict = None         # local path -> its time category, where not its function's
+    thread_calls: np.ndarray = None  # first call of each thread (calls are by thread)
+    path_cat: dict = None  # local path -> its time category, where not its function's
 
 
 def _to_ns(meta, ticks):
@@ -254,8 +362,8 @@ def _to_ns(meta, ticks):
     oi, of = c.get("offset_init_ns", 0), c.get("offset_fini_ns", 0)
     ti, tf = c.get("t_init_ns", 0), c.get("t_fini_ns", 0)
     if rate == 1.0 and (of == oi or tf <= ti) and isinstance(oi, int):
-        return ticks + (ns[0] - tk[0] - oi)           # a ns counter: exact, in integers
-    with np.errstate(over="ignore", invalid="ignore"):   # (fields that hold no time)
+        return ticks + (ns[0] - tk[0] - oi)  # a ns counter: exact, in integers
+    with np.errstate(over="ignore", invalid="ignore"):  # (fields that hold no time)
         local = ns[0] + (ticks - tk[0]).astype(np.float64) * rate
         if of != oi and tf > ti:
             off = oi + (of - oi) * (local - ti) / (tf - ti)
@@ -307,14 +415,14 @@ def prepare(rf):
     n = len(rec)
     starts = _segments(thread) if not one_thread else np.zeros(min(n, 1), np.int64)
     threads = len(starts) > 1
-    labels = [(ROOT_LABEL,)]             # local node 0: the root; a node is its label tuple
+    labels = [(ROOT_LABEL,)]  # local node 0: the root; a node is its label tuple
     parents = [-1]
     enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
     regions = bool(enter.any() or leave.any())
     if regions:
         top = _regions(meta, rec, enter, leave, starts, labels, parents)
     else:
-        top = None                       # innermost open region after each record: root
+        top = None  # innermost open region after each record: root
     is_call = typ == T["CALL"]
     ci = np.flatnonzero(is_call)
     # times (ns) of the calls, and of every record where time is attributed record by
@@ -352,7 +460,7 @@ def prepare(rf):
         call_path = first + inv
     npaths = len(labels)
     path_fn = np.full(npaths, -1, np.int64)
-    path_fn[npaths - len(leaf_fn):] = leaf_fn
+    path_fn[npaths - len(leaf_fn) :] = leaf_fn
     role_of = np.array([R[classify(f)[1]] for f in names], np.int16)
     calls = Cols(thread=thread[ci], path=call_path, t0=ct0, t1=ct1, role=role_of[fn])
 
@@ -366,8 +474,17 @@ def prepare(rf):
     # communicator number: 1 + index in the JSON, 0 for none (or an unknown index)
     lc = r["comm"].astype(np.int64) + 1
     lc[(lc < 0) | (lc > len(ckeys))] = 0
-    ev = Cols(call=call_of, type=rtyp, flags=r["flags"], peer=r["peer"], tag=r["tag"],
-              comm=lc, bytes=r["bytes"], key=r["t0"], number=r["t1"])
+    ev = Cols(
+        call=call_of,
+        type=rtyp,
+        flags=r["flags"],
+        peer=r["peer"],
+        tag=r["tag"],
+        comm=lc,
+        bytes=r["bytes"],
+        key=r["t0"],
+        number=r["t1"],
+    )
     call_t0 = calls["t0"] if threads else None
     sends, recvs, send_ch, recv_ch = _messages(ev, calls, rf.rank, len(ckeys) + 1, call_t0)
     _sequence(ev, meta, rf.rank, call_t0, len(ckeys) + 1)
@@ -379,8 +496,9 @@ def prepare(rf):
     # ---- per path: time, overhead, calls, bytes ----
     t_begin, t_end = _window(meta, span)
     if not threads and not regions:
-        time_ns, overhead_ns = _attribute_flat(ct0, ct1, ft0, ft1, call_path, npaths,
-                                               t_begin, t_end)
+        time_ns, overhead_ns = _attribute_flat(
+            ct0, ct1, ft0, ft1, call_path, npaths, t_begin, t_end
+        )
     else:
         if top is None:
             top = np.zeros(n, np.int64)
@@ -390,23 +508,45 @@ def prepare(rf):
             top_before[starts] = 0
         leaf = np.full(n, -1, np.int64)
         leaf[ci] = call_path
-        time_ns, overhead_ns = _attribute_time(typ, t0, t1, top, top_before, leaf, starts,
-                                               npaths, t_begin, t_end)
+        time_ns, overhead_ns = _attribute_time(
+            typ, t0, t1, top, top_before, leaf, starts, npaths, t_begin, t_end
+        )
     visits = np.bincount(call_path, minlength=npaths).astype(np.int64)
     # bytes moved: of SEND, RECV, COLL, RMA; + t1 (bytes received) of COLL and RMA
     two = (rtyp == T["COLL"]) | (rtyp == T["RMA"])
     w = (r["bytes"] + r["t1"] * two) * MOVES(rtyp)
     moved = np.bincount(call_path[call_of], weights=w.astype(np.float64), minlength=npaths)
-    return RankData(rank=rf.rank, host=meta.get("host", "?"), state=meta.get("state", "?"),
-                    complete=rf.complete, notes=notes, t_begin=t_begin, t_end=t_end,
-                    sends=sends, recvs=recvs, send_channels=send_ch,
-                    recv_channels=recv_ch, colls=colls, wcalls=wcalls, wevents=wevents,
-                    ncalls=len(ci), paths=labels, path_fn=path_fn, time_ns=time_ns,
-                    overhead_ns=overhead_ns, visits=visits,
-                    bytes=np.rint(moved).astype(np.int64), comms=comms,
-                    comm_keys=np.r_[np.int64(0), ckeys].astype(np.int64), windows=windows,
-                    groups=groups, fn_names=names, nrecords=n,
-                    thread_calls=_segments(calls["thread"]), path_cat=path_cat)
+    return RankData(
+        rank=rf.rank,
+        host=meta.get("host", "?"),
+        state=meta.get("state", "?"),
+        complete=rf.complete,
+        notes=notes,
+        t_begin=t_begin,
+        t_end=t_end,
+        sends=sends,
+        recvs=recvs,
+        send_channels=send_ch,
+        recv_channels=recv_ch,
+        colls=colls,
+        wcalls=wcalls,
+        wevents=wevents,
+        ncalls=len(ci),
+        paths=labels,
+        path_fn=path_fn,
+        time_ns=time_ns,
+        overhead_ns=overhead_ns,
+        visits=visits,
+        bytes=np.rint(moved).astype(np.int64),
+        comms=comms,
+        comm_keys=np.r_[np.int64(0), ckeys].astype(np.int64),
+        windows=windows,
+        groups=groups,
+        fn_names=names,
+        nrecords=n,
+        thread_calls=_segments(calls["thread"]),
+        path_cat=path_cat,
+    )
 
 
 def _before(top, index, starts):
@@ -445,8 +585,9 @@ def _messages(ev, calls, rank, ncomm, call_t0):
     p64 = peer.astype(np.int64)
     npeer = int(p64.max(initial=0)) + 3
     ntag = int(tag.max(initial=0)) + 2
-    fits = n == 0 or (p64.min(initial=0) >= -2 and tag.min(initial=0) >= -1 and
-                      npeer * ntag * ncomm < 2 ** 62)
+    fits = n == 0 or (
+        p64.min(initial=0) >= -2 and tag.min(initial=0) >= -1 and npeer * ntag * ncomm < 2**62
+    )
     seqs, chans, tables = [], [], []
     for i, pv in ((S, None), (V, post[V])):
         if call_t0 is not None:
@@ -455,15 +596,16 @@ def _messages(ev, calls, rank, ncomm, call_t0):
         elif pv is not None and (pv >= 0).any():
             order = _order_of_distinct(np.where(pv >= 0, pv, i), n)
         else:
-            order = None                  # posted in the order of the records
+            order = None  # posted in the order of the records
         if fits:
             uniq, ids = dense_ids(((p64[i] + 2) * ncomm + lc[i]) * ntag + tag[i] + 1)
             rest, tg = np.divmod(uniq, ntag)
             pk, c = np.divmod(rest, ncomm)
             table = np.stack([pk - 2, c, tg - 1], axis=1)
         else:
-            table, ids = np.unique(np.stack([p64[i], lc[i], tag[i]], axis=1), axis=0,
-                                   return_inverse=True)
+            table, ids = np.unique(
+                np.stack([p64[i], lc[i], tag[i]], axis=1), axis=0, return_inverse=True
+            )
             ids = ids.reshape(-1)
         seqs.append(rank_in_group(ids, len(table), order))
         chans.append(ids)
@@ -481,19 +623,33 @@ def _messages(ev, calls, rank, ncomm, call_t0):
         ccall[j[ok]] = call[D[pd >= 0][ok]]
     sc, cc = call[si], np.maximum(ccall, 0)
     # (cb, ce, path: of call 0 where no call completed the send: call -1)
-    sends = Cols(chan=chans[0][ks].astype(np.int32), seq=seqs[0][ks].astype(np.int32),
-                 e=calls["t0"][sc], cb=calls["t0"][cc], ce=calls["t1"][cc],
-                 path=calls["path"][cc], call=ccall.astype(np.int32),
-                 nb=nbS[ks].view(np.uint8), thread=calls["thread"][sc].astype(np.int16))
+    sends = Cols(
+        chan=chans[0][ks].astype(np.int32),
+        seq=seqs[0][ks].astype(np.int32),
+        e=calls["t0"][sc],
+        cb=calls["t0"][cc],
+        ce=calls["t1"][cc],
+        path=calls["path"][cc],
+        call=ccall.astype(np.int32),
+        nb=nbS[ks].view(np.uint8),
+        thread=calls["thread"][sc].astype(np.int16),
+    )
     kv = np.flatnonzero(p64[V] >= 0)
     ri = V[kv]
     rc = call[ri]
     pr = post[ri]
     req = np.where(pr >= 0, call[np.maximum(pr, 0)], rc)
-    recvs = Cols(chan=chans[1][kv].astype(np.int32), seq=seqs[1][kv].astype(np.int32),
-                 e=calls["t0"][req], cb=calls["t0"][rc], ce=calls["t1"][rc],
-                 path=calls["path"][rc], call=rc.astype(np.int32),
-                 thread=calls["thread"][rc].astype(np.int16), bytes=ev["bytes"][ri])
+    recvs = Cols(
+        chan=chans[1][kv].astype(np.int32),
+        seq=seqs[1][kv].astype(np.int32),
+        e=calls["t0"][req],
+        cb=calls["t0"][rc],
+        ce=calls["t1"][rc],
+        path=calls["path"][rc],
+        call=rc.astype(np.int32),
+        thread=calls["thread"][rc].astype(np.int16),
+        bytes=ev["bytes"][ri],
+    )
     return _typed(sends, SEND_COLS), _typed(recvs, RECV_COLS), tables[0], tables[1]
 
 
@@ -506,10 +662,13 @@ def _collectives(ev, calls, rank, t1, tag):
     c = ev["call"][ci]
     nb = (ev["flags"][ci] & F["NONBLOCKING"]) != 0
     flags = nb * np.uint8(COLL_FLAGS["nb"])
-    for on, bit in ((ev["bytes"][ci] > 0, "sent"), (t1[ci] > 0, "recv"),
-                    (ev["peer"][ci] == rank, "root")):
+    for on, bit in (
+        (ev["bytes"][ci] > 0, "sent"),
+        (t1[ci] > 0, "recv"),
+        (ev["peer"][ci] == rank, "root"),
+    ):
         flags |= on * np.uint8(COLL_FLAGS[bit])
-    done_call = c.copy()                # the call that completes each: its own if blocking
+    done_call = c.copy()  # the call that completes each: its own if blocking
     if nb.any():
         posts = ci[nb]
         done = np.flatnonzero(typ == T["COLL_DONE"])
@@ -522,10 +681,20 @@ def _collectives(ev, calls, rank, t1, tag):
         done_call[nb] = at[posts]
         flags |= (done_call < 0) * np.uint8(COLL_FLAGS["open"])
         done_call = np.where(done_call < 0, c, done_call)
-    return _typed(Cols(key=ev["comm"][ci], seq=ev["seq"][ci], path=calls["path"][c],
-                       flags=flags, b=calls["t0"][c], e=calls["t1"][done_call],
-                       w=calls["t0"][done_call], wpath=calls["path"][done_call],
-                       wcall=done_call), COLL_COLS)
+    return _typed(
+        Cols(
+            key=ev["comm"][ci],
+            seq=ev["seq"][ci],
+            path=calls["path"][c],
+            flags=flags,
+            b=calls["t0"][c],
+            e=calls["t1"][done_call],
+            w=calls["t0"][done_call],
+            wpath=calls["path"][done_call],
+            wcall=done_call,
+        ),
+        COLL_COLS,
+    )
 
 
 def _completion_categories(ev, calls, colls, names, fn, npaths):
@@ -545,8 +714,10 @@ def _completion_categories(ev, calls, colls, names, fn, npaths):
     n_msg = np.bincount(path[msg], minlength=npaths)
     n_bar = np.bincount(path[wcall], weights=barrier, minlength=npaths)
     n_coll = np.bincount(path[wcall], minlength=npaths)
-    return {int(p): "sync_coll" if n_bar[p] * 2 > n_coll[p] else "coll"
-            for p in np.flatnonzero((n_coll > 0) & (n_msg == 0))}
+    return {
+        int(p): "sync_coll" if n_bar[p] * 2 > n_coll[p] else "coll"
+        for p in np.flatnonzero((n_coll > 0) & (n_msg == 0))
+    }
 
 
 def _window_events(ev, calls, rank, r, wkeys):
@@ -556,14 +727,27 @@ def _window_events(ev, calls, rank, r, wkeys):
     c = ev["call"][wi]
     kc, cidx = np.unique(c, return_inverse=True)
     t = typ[wi]
-    wcalls = Cols(t0=calls["t0"][kc], t1=calls["t1"][kc], path=calls["path"][kc],
-                  role=calls["role"][kc], thread=calls["thread"][kc])
-    wevents = Cols(call=cidx.reshape(-1), type=t, flags=ev["flags"][wi], peer=ev["peer"][wi],
-                   group=np.where(t == T["WSYNC"], r["t1"][wi], -1),
-                   win=_lookup(wkeys, r["tag"][wi]), bytes=ev["bytes"][wi],
-                   bytes2=np.where(t == T["RMA"], r["t1"][wi], 0), seq=ev["seq"][wi],
-                   crank=ev["crank"][wi], csize=ev["csize"][wi],
-                   rank=np.full(len(wi), rank, np.int32))
+    wcalls = Cols(
+        t0=calls["t0"][kc],
+        t1=calls["t1"][kc],
+        path=calls["path"][kc],
+        role=calls["role"][kc],
+        thread=calls["thread"][kc],
+    )
+    wevents = Cols(
+        call=cidx.reshape(-1),
+        type=t,
+        flags=ev["flags"][wi],
+        peer=ev["peer"][wi],
+        group=np.where(t == T["WSYNC"], r["t1"][wi], -1),
+        win=_lookup(wkeys, r["tag"][wi]),
+        bytes=ev["bytes"][wi],
+        bytes2=np.where(t == T["RMA"], r["t1"][wi], 0),
+        seq=ev["seq"][wi],
+        crank=ev["crank"][wi],
+        csize=ev["csize"][wi],
+        rank=np.full(len(wi), rank, np.int32),
+    )
     return _typed(wcalls, WCALL_COLS), _typed(wevents, WEV_COLS)
 
 
@@ -588,8 +772,7 @@ def _sequence(ev, meta, rank, call_t0, ncomm):
         i = np.flatnonzero(typ == t)
         if not len(i):
             continue
-        order = None if call_t0 is None else \
-            np.argsort(call_t0[ev["call"][i]], kind="stable")
+        order = None if call_t0 is None else np.argsort(call_t0[ev["call"][i]], kind="stable")
         if t == T["COLL"]:
             seq[i] = rank_in_group(lc[i], ncomm, order)
         else:
@@ -690,7 +873,7 @@ def _regions(meta, rec, enter, leave, starts, labels, parents):
     low_prev[starts] = 0
     leave = leave & ~(low < low_prev)
     level = level - low
-    depth = np.where(enter, level - 1, level)     # LEAVE: depth of the region it closes
+    depth = np.where(enter, level - 1, level)  # LEAVE: depth of the region it closes
     rid = rec["comm"].astype(np.int64)
     rkey = np.where(rid >= 0, -(rid + 1), rec["bytes"])
     pos_e, pos_l = np.flatnonzero(enter), np.flatnonzero(leave)
@@ -814,8 +997,7 @@ def _span(firsts, lasts):
     firsts = [a for a in firsts if len(a)]
     if not firsts:
         return None
-    return (min(int(a.min()) for a in firsts),
-            max(int(a.max()) for a in lasts if len(a)))
+    return (min(int(a.min()) for a in firsts), max(int(a.max()) for a in lasts if len(a)))
 
 
 def _window(meta, span):
@@ -884,20 +1066,20 @@ def _attribute_time(typ, t0, t1, top, top_before, leaf, starts, npaths, tb, te):
         w = ~over
         time_ns += np.bincount(node[w], weights=dur[w], minlength=npaths).astype(np.int64)
         if over.any():
-            over_ns += np.bincount(node[over], weights=dur[over],
-                                   minlength=npaths).astype(np.int64)
+            over_ns += np.bincount(node[over], weights=dur[over], minlength=npaths).astype(np.int64)
     return time_ns, over_ns
 
 
 # ---- the whole trace (or the ranks one analysis process owns) ----
 
+
 @dataclass
 class Trace:
     world_size: int
     functions: list
-    ranks: list                       # RankData, by rank
+    ranks: list  # RankData, by rank
     notes: list = field(default_factory=list)
-    missing: list = field(default_factory=list)   # ranks without any trace file
+    missing: list = field(default_factory=list)  # ranks without any trace file
     source: str = ""
 
     @property
@@ -909,8 +1091,9 @@ class Trace:
         return sum(r.nrecords for r in self.ranks)
 
     @classmethod
-    def from_literal(cls, ranks, comms=None, windows=(), groups=(), world_size=None,
-                     functions=None):
+    def from_literal(
+        cls, ranks, comms=None, windows=(), groups=(), world_size=None, functions=None
+    ):
         """A trace from Python lists, for tests. ranks: {rank: [item, ...]} where an item
         is (fn_name, t0_ns, t1_ns, [subevent dict, ...], thread) for an MPI call (thread
         optional: 0), or
@@ -919,6 +1102,7 @@ class Trace:
         bytes2, key, number, flags (int or list of flag names). comms: list of member lists
         (default: [all ranks]); windows: list of comm indices; groups: member lists."""
         from perfweave.readers.trace import RankFile
+
         n = world_size or (max(ranks) + 1 if ranks else 0)
         comms = comms or [list(range(n))]
         fns = list(functions or [])
@@ -955,11 +1139,15 @@ class Trace:
                 thread = it[4] if len(it) > 4 else 0
                 threads += [thread] * (1 + len(it[3] if len(it) > 3 else []))
                 t_last = max(t_last, b)
-                for e in (it[3] if len(it) > 3 else []):
+                for e in it[3] if len(it) > 3 else []:
                     e = dict(e)
-                    row = dict(type=T[e.pop("type")], peer=e.pop("peer", -1),
-                               comm=e.pop("comm", -1), tag=e.pop("tag", 0),
-                               bytes=e.pop("bytes", 0))
+                    row = dict(
+                        type=T[e.pop("type")],
+                        peer=e.pop("peer", -1),
+                        comm=e.pop("comm", -1),
+                        tag=e.pop("tag", 0),
+                        bytes=e.pop("bytes", 0),
+                    )
                     flags = e.pop("flags", 0)
                     if isinstance(flags, (list, tuple)):
                         flags = sum(F[f] for f in flags)
@@ -972,7 +1160,7 @@ class Trace:
                         row["t1"] = e.pop("bytes2")
                     if "key" in e:
                         row["t0"] = e.pop("key")
-                    if "number" in e:       # a request's post number
+                    if "number" in e:  # a request's post number
                         row["tag" if row["type"] == T["COLL"] else "t1"] = e.pop("number")
                     if e:
                         raise ValueError(f"unknown subevent fields {sorted(e)}")
@@ -983,13 +1171,21 @@ class Trace:
             for i, row in enumerate(rows):
                 for k, v in row.items():
                     rec[i][k] = v
-            meta = {"format": FILES["trace"].magic, "version": 1, "rank": rank,
-                    "world_size": n, "host": "host", "state": "complete",
-                    "functions": fns, "clock": {"ticks": [0, 1], "ns": [0, 1],
-                                                "t_init_ns": 0, "t_fini_ns": t_last},
-                    "comms": cdefs, "windows": wdefs,
-                    "groups": [{"id": i, "ranks": list(g)} for i, g in enumerate(groups)],
-                    "regions": [{"name": r} for r in regions], "objects": []}
+            meta = {
+                "format": FILES["trace"].magic,
+                "version": 1,
+                "rank": rank,
+                "world_size": n,
+                "host": "host",
+                "state": "complete",
+                "functions": fns,
+                "clock": {"ticks": [0, 1], "ns": [0, 1], "t_init_ns": 0, "t_fini_ns": t_last},
+                "comms": cdefs,
+                "windows": wdefs,
+                "groups": [{"id": i, "ranks": list(g)} for i, g in enumerate(groups)],
+                "regions": [{"name": r} for r in regions],
+                "objects": [],
+            }
             files.append(RankFile(rank, rec, np.array(threads, np.int32), meta))
         data = [prepare(f) for f in files]
         return cls(world_size=n, functions=fns, ranks=data, source="literal")

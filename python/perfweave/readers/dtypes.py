@@ -7,10 +7,18 @@ carry their own dtype in their header; these exist for checking that a file matc
 version's layout, for building experiments from literals (tests) and for the writers of
 perfweave import.
 """
+
 import numpy as np
 
-from perfweave._format import (EVENT_FLAGS, EVENT_TYPES, FILES, HIST_BUCKETS, RECORDS,
-                               SAMPLE_COUNTERS, SAMPLE_FRAMES)
+from perfweave._format import (
+    EVENT_FLAGS,
+    EVENT_TYPES,
+    FILES,
+    HIST_BUCKETS,
+    RECORDS,
+    SAMPLE_COUNTERS,
+    SAMPLE_FRAMES,
+)
 
 RANK_DTYPE = RECORDS["rank"]
 SITE_DTYPE = RECORDS["site"]
@@ -31,10 +39,26 @@ TIMELINE_VERSION = FILES["timeline"].version
 SAMPLE_DTYPE = RECORDS["sample"]
 SAMPLES_VERSION = FILES["samples"].version
 
-__all__ = ["COUNT_DTYPE", "EVENT_DTYPE", "EVENT_FLAGS", "EVENT_TYPES", "FRAME_DTYPE",
-           "HIST_BUCKETS", "HIST_DTYPE", "PROFILE_VERSION", "RANK_DTYPE", "SAMPLE_COUNTERS",
-           "SAMPLE_DTYPE", "SAMPLE_FRAMES", "SAMPLES_VERSION", "SITE_DTYPE", "TIMELINE_DTYPE",
-           "TIMELINE_VERSION", "TRACE_VERSION", "TypeSet"]
+__all__ = [
+    "COUNT_DTYPE",
+    "EVENT_DTYPE",
+    "EVENT_FLAGS",
+    "EVENT_TYPES",
+    "FRAME_DTYPE",
+    "HIST_BUCKETS",
+    "HIST_DTYPE",
+    "PROFILE_VERSION",
+    "RANK_DTYPE",
+    "SAMPLE_COUNTERS",
+    "SAMPLE_DTYPE",
+    "SAMPLE_FRAMES",
+    "SAMPLES_VERSION",
+    "SITE_DTYPE",
+    "TIMELINE_DTYPE",
+    "TIMELINE_VERSION",
+    "TRACE_VERSION",
+    "TypeSet",
+]
 
 
 class TypeSet:
@@ -49,7 +73,7 @@ class TypeSet:
         self.codes = codes
         self.lut = np.zeros(256, bool)
         self.lut[codes] = True
-        self.runs = []                  # (first, last) of runs of consecutive codes
+        self.runs = []  # (first, last) of runs of consecutive codes
         for c in codes:
             if self.runs and self.runs[-1][1] == c - 1:
                 self.runs[-1] = (self.runs[-1][0], c)
@@ -64,7 +88,7 @@ class TypeSet:
         for a, b in self.runs:
             if a == b:
                 hit = types == np.uint8(a)
-            else:                       # a <= t <= b as one unsigned comparison
+            else:  # a <= t <= b as one unsigned comparison
                 hit = np.subtract(types, np.uint8(a), dtype=np.uint8) <= np.uint8(b - a)
             out = hit if out is None else np.logical_or(out, hit, out=out)
         return out if out is not None else np.zeros(types.shape, bool)

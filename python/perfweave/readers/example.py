@@ -2,6 +2,7 @@
 "Example module"): the model of model/example.py. A file that cannot be read (a process
 killed while writing it, a damaged disk) is left out with a note; the others stand. The
 template of a module's reader: its kind is registered in readers/kinds.py."""
+
 from perfweave._format import FILES
 from perfweave.errors import FormatError
 from perfweave.model.example import Example, ExampleProcess, process_key
@@ -10,11 +11,30 @@ from perfweave.readers.files import check, read_json
 FORMAT, JOB_FORMAT = FILES["example"].magic, FILES["example_job"].magic
 VERSION = FILES["example"].version
 
-_PROCESS = {"format": str, "version": int, "rank": int, "pid": int, "host": str,
-            "state": str, "function": str, "threads": int, "calls": int,
-            "total_ns": int, "max_ns": int}
-_JOB = {"format": str, "version": int, "ranks": int, "reported": int, "function": str,
-        "threads": int, "calls": int, "total_ns": int, "max_ns": int}
+_PROCESS = {
+    "format": str,
+    "version": int,
+    "rank": int,
+    "pid": int,
+    "host": str,
+    "state": str,
+    "function": str,
+    "threads": int,
+    "calls": int,
+    "total_ns": int,
+    "max_ns": int,
+}
+_JOB = {
+    "format": str,
+    "version": int,
+    "ranks": int,
+    "reported": int,
+    "function": str,
+    "threads": int,
+    "calls": int,
+    "total_ns": int,
+    "max_ns": int,
+}
 
 
 def read_example(path):
@@ -32,8 +52,10 @@ def read_example(path):
             if doc.get("format") != want:
                 raise FormatError(f"{f}: not a {want} file")
             if doc.get("version") != VERSION:
-                raise FormatError(f"{f}: version {doc.get('version')} of {want} (this "
-                                  f"perfweave reads version {VERSION})")
+                raise FormatError(
+                    f"{f}: version {doc.get('version')} of {want} (this "
+                    f"perfweave reads version {VERSION})"
+                )
             missing = [k for k in (_JOB if job else _PROCESS) if k not in doc]
             if missing:
                 raise FormatError(f"{f}: no {missing[0]!r}")
@@ -44,8 +66,10 @@ def read_example(path):
         if job:
             out.job = {k: doc[k] for k in _JOB if k not in ("format", "version")}
         else:
-            out.processes.append(ExampleProcess(**{k: doc[k] for k in _PROCESS
-                                                   if k not in ("format", "version",
-                                                                "function")}))
+            out.processes.append(
+                ExampleProcess(
+                    **{k: doc[k] for k in _PROCESS if k not in ("format", "version", "function")}
+                )
+            )
     out.processes.sort(key=process_key)
     return out

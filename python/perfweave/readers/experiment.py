@@ -5,6 +5,7 @@ MPI_Finalize. When a run ended otherwise, each rank saved its own
 `partial/rank-R.pwprof`; processes that never initialised MPI saved
 `procs/HOST.PID.pwprof`. All of them are merged here into one Profile.
 """
+
 import os
 import re
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ class Experiment:
     path: Path
     meta: dict
     profile: Profile
-    processes: Profile = None     # processes without MPI (launch helpers, serial programs)
+    processes: Profile = None  # processes without MPI (launch helpers, serial programs)
     warnings: list = field(default_factory=list)
     unwritten: list = field(default_factory=list)  # files perfweave could not write
 
@@ -38,6 +39,7 @@ class Experiment:
         if name.startswith("_") or name in ("path", "meta", "profile"):
             raise AttributeError(name)
         from perfweave.readers.kinds import KINDS
+
         kind = KINDS.get(name)
         if kind is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -55,12 +57,28 @@ class Experiment:
 
 
 # the keys readers use, with their types (docs/format.md "experiment.json")
-META_SCHEMA = {"command": [str], "launched": [str], "cwd": str, "host": str, "program": str,
-               "launcher": str, "mpi_flavor": str, "runtime_library": str, "options": dict,
-               "start_time": str, "end_time": str, "start_epoch": float, "end_epoch": float,
-               "wall_seconds": float, "state": str, "error": str, "perfweave_version": str,
-               "exit_status": {"code": int, "signal": int}, "reason": str,
-               "ranks": {"expected": int, "recorded": int, "missing": str}}
+META_SCHEMA = {
+    "command": [str],
+    "launched": [str],
+    "cwd": str,
+    "host": str,
+    "program": str,
+    "launcher": str,
+    "mpi_flavor": str,
+    "runtime_library": str,
+    "options": dict,
+    "start_time": str,
+    "end_time": str,
+    "start_epoch": float,
+    "end_epoch": float,
+    "wall_seconds": float,
+    "state": str,
+    "error": str,
+    "perfweave_version": str,
+    "exit_status": {"code": int, "signal": int},
+    "reason": str,
+    "ranks": {"expected": int, "recorded": int, "missing": str},
+}
 # experiment.json states of a run that ended with fewer ranks' data than it started
 NO_DATA_STATES = ("empty", "partial")
 
@@ -77,8 +95,9 @@ def read_meta(path):
     if meta.get("format") != EXPERIMENT_FORMAT:
         raise FormatError(f"{f}: not a perfweave experiment description")
     if meta.get("version") not in EXPERIMENT_VERSIONS:
-        raise FormatError(f"{f}: experiment format version {short(meta.get('version'))} "
-                          "not supported")
+        raise FormatError(
+            f"{f}: experiment format version {short(meta.get('version'))} not supported"
+        )
     return check(meta, META_SCHEMA, f, "experiment description")
 
 
@@ -86,13 +105,14 @@ def read_meta(path):
 class Recorded:
     """What the processes of a run left in its experiment, told from file names and
     headers alone (perfweave run's verdict at the end of a run)."""
-    complete: bool = False    # profile.pwprof: every rank reached MPI_Finalize
+
+    complete: bool = False  # profile.pwprof: every rank reached MPI_Finalize
     ranks: set = field(default_factory=set)  # ranks with data of their own
-    world_size: int = 0       # MPI_COMM_WORLD's size as those ranks recorded it
-    processes: int = 0        # processes without MPI that saved a profile (procs/)
-    started: int = 0          # processes that loaded the runtime (timeline/HOST.pids)
-    in_init: int = 0          # processes that called MPI and never got through MPI_Init
-    starting: int = 0         # processes past MPI_Init, never through perfweave's start-up
+    world_size: int = 0  # MPI_COMM_WORLD's size as those ranks recorded it
+    processes: int = 0  # processes without MPI that saved a profile (procs/)
+    started: int = 0  # processes that loaded the runtime (timeline/HOST.pids)
+    in_init: int = 0  # processes that called MPI and never got through MPI_Init
+    starting: int = 0  # processes past MPI_Init, never through perfweave's start-up
 
 
 # files of one rank: partial profile, trace, samples (docs/format.md "The directory")
@@ -116,9 +136,14 @@ def recorded(path):
             rec.ranks.add(int(m.group(1)))
         elif name.startswith("procs/") and name.endswith(".pwprof"):
             rec.processes += 1
-    sizes = [_world_size(path / n) for n in names
-             if n.startswith("partial/") and n.endswith(".pwprof") or
-             n.startswith("traces/") and n.endswith(".json")]
+    sizes = [
+        _world_size(path / n)
+        for n in names
+        if n.startswith("partial/")
+        and n.endswith(".pwprof")
+        or n.startswith("traces/")
+        and n.endswith(".json")
+    ]
     if rec.complete:
         sizes.append(_world_size(path / "profile.pwprof"))
     rec.world_size = max(sizes, default=0)
@@ -184,24 +209,34 @@ def merge(files):
     for pf in files:
         h = pf.header
         if h["functions"] != functions:
-            raise FormatError(f"{pf.path}: written by a runtime with another MPI function "
-                              "table than the other files of this experiment")
-        mmap = np.array([mod_index.setdefault((p, b), len(mod_index))
-                         for p, b in zip(h["modules"], h["buildids"])] + [-1], dtype=np.int32)
+            raise FormatError(
+                f"{pf.path}: written by a runtime with another MPI function "
+                "table than the other files of this experiment"
+            )
+        mmap = np.array(
+            [
+                mod_index.setdefault((p, b), len(mod_index))
+                for p, b in zip(h["modules"], h["buildids"])
+            ]
+            + [-1],
+            dtype=np.int32,
+        )
         for (p, b), i in mod_index.items():
             if i == len(modules):
                 modules.append(p)
                 buildids.append(b)
-        hmap = np.array([host_index.setdefault(x, len(host_index)) for x in h["hosts"]] + [-1],
-                        dtype=np.int32)
+        hmap = np.array(
+            [host_index.setdefault(x, len(host_index)) for x in h["hosts"]] + [-1], dtype=np.int32
+        )
         for x, i in host_index.items():
             if i == len(hosts):
                 hosts.append(x)
         a = {k: v.copy() for k, v in pf.arrays.items()}
         a.setdefault("counts", np.zeros(0, COUNT_DTYPE))
         if a["counts"].size and pf.header.get("counters") != counters:
-            raise FormatError(f"{pf.path}: counts other events than the other files of this "
-                              "experiment")
+            raise FormatError(
+                f"{pf.path}: counts other events than the other files of this experiment"
+            )
         a["counts"]["site"] += sum(len(x) for x in parts["sites"])
         a["ranks"]["host"] = hmap[a["ranks"]["host"]]
         for name in ("sites", "frames"):
@@ -212,16 +247,27 @@ def merge(files):
         for k in parts:
             parts[k].append(a[k])
     cat = {k: np.concatenate(v) for k, v in parts.items()}
-    return Profile(ranks=cat["ranks"], sites=cat["sites"], frames=cat["frames"],
-                   hist=cat["hist"], counts=cat["counts"], counters=list(counters),
-                   functions=functions, families=families, modules=modules,
-                   buildids=buildids, hosts=hosts,
-                   world_size=max(pf.header.get("world_size", 0) for pf in files),
-                   mpi_library=next((pf.header["mpi_library"] for pf in files
-                                     if pf.header.get("mpi_library")), ""),
-                   mpi_flavor=next((pf.header["mpi_flavor"] for pf in files
-                                    if pf.header.get("mpi_flavor")), ""),
-                   hist_buckets=first.get("hist_buckets", HIST_BUCKETS))
+    return Profile(
+        ranks=cat["ranks"],
+        sites=cat["sites"],
+        frames=cat["frames"],
+        hist=cat["hist"],
+        counts=cat["counts"],
+        counters=list(counters),
+        functions=functions,
+        families=families,
+        modules=modules,
+        buildids=buildids,
+        hosts=hosts,
+        world_size=max(pf.header.get("world_size", 0) for pf in files),
+        mpi_library=next(
+            (pf.header["mpi_library"] for pf in files if pf.header.get("mpi_library")), ""
+        ),
+        mpi_flavor=next(
+            (pf.header["mpi_flavor"] for pf in files if pf.header.get("mpi_flavor")), ""
+        ),
+        hist_buckets=first.get("hist_buckets", HIST_BUCKETS),
+    )
 
 
 def open_experiment(path):
@@ -244,12 +290,14 @@ def open_experiment(path):
                 warnings.append(f"skipped {e}")
         return out
 
-    if os.path.lexists(reduced):        # a damaged one (a dangling link...) is an error
+    if os.path.lexists(reduced):  # a damaged one (a dangling link...) is an error
         files = [read_profile(reduced)]
         partial = False
         if partial_files:
-            warnings.append(f"{len(partial_files)} rank files in partial/ ignored: the reduced "
-                            "profile is complete")
+            warnings.append(
+                f"{len(partial_files)} rank files in partial/ ignored: the reduced "
+                "profile is complete"
+            )
     else:
         files = read_all(partial_files)
         partial = True
@@ -268,50 +316,73 @@ def open_experiment(path):
     elif meta.get("imported_from") and (path / "traces").is_dir():
         # perfweave import writes traces only: the profile comes from them
         from perfweave.interop.profile import from_traces
+
         profile = from_traces(path)
         partial = bool((profile.ranks["state"] != 0).any())
     else:
         state = meta.get("state")
         lost = [u for u in unwritten if u["file"].endswith(".pwprof")]
         if lost:
-            raise PerfweaveError(f"{path}: no profile data: perfweave could not write "
-                                 f"{describe(lost)}")
+            raise PerfweaveError(
+                f"{path}: no profile data: perfweave could not write {describe(lost)}"
+            )
         if state == "running" and not any(u["file"] == "experiment.json" for u in unwritten):
-            raise PerfweaveError(f"{path}: the run has not finished (or perfweave was killed); "
-                                 "no rank has written data yet")
+            raise PerfweaveError(
+                f"{path}: the run has not finished (or perfweave was killed); "
+                "no rank has written data yet"
+            )
         if warnings:
             raise PerfweaveError(f"{path}: no readable profile data ({'; '.join(warnings)})")
-        kept = (f"; its event trace was kept, up to the kill: perfweave analyze {path}"
-                if (Path(path) / "traces").is_dir() else "")
+        kept = (
+            f"; its event trace was kept, up to the kill: perfweave analyze {path}"
+            if (Path(path) / "traces").is_dir()
+            else ""
+        )
         if state_reason(meta):
             # perfweave run's verdict when the run ended: no need to guess
             raise PerfweaveError(f"{path}: no profile data: {state_reason(meta)}{kept}")
-        raise PerfweaveError(f"{path}: no profile data (the program wrote none: was it "
-                             f"killed with SIGKILL, or did it exit before perfweave "
-                             f"started?){kept}")
+        raise PerfweaveError(
+            f"{path}: no profile data (the program wrote none: was it "
+            f"killed with SIGKILL, or did it exit before perfweave "
+            f"started?){kept}"
+        )
     profile.partial = partial
     notes = profile.notes
     if unwritten:
-        notes.insert(0, f"incomplete: perfweave could not write {describe(unwritten)}; this "
-                     "report shows the files that were written")
+        notes.insert(
+            0,
+            f"incomplete: perfweave could not write {describe(unwritten)}; this "
+            "report shows the files that were written",
+        )
     if partial and profile.mpi:
         states = sorted({state_name(s) for s in profile.ranks["state"]})
-        notes.append("partial: the run did not complete MPI_Finalize; each rank saved its own "
-                     f"data (rank states: {', '.join(states)})")
+        notes.append(
+            "partial: the run did not complete MPI_Finalize; each rank saved its own "
+            f"data (rank states: {', '.join(states)})"
+        )
         missing = profile.missing_ranks()
         if state_reason(meta):
             notes.append(state_reason(meta))
         elif missing:
-            notes.append(f"no data from {len(missing)} of {profile.world_size} ranks: "
-                         f"{rank_ranges(missing)}")
+            notes.append(
+                f"no data from {len(missing)} of {profile.world_size} ranks: {rank_ranges(missing)}"
+            )
     dropped = int(profile.ranks["sites_dropped"].sum()) if len(profile.ranks) else 0
     if dropped:
         cap = int(profile.ranks["table_capacity"].max())
-        notes.append(f"{dropped} calls exceeded the call-site bound ({cap} sites per thread) and "
-                     "were folded into one overflow site per function; raise --max-callsites")
+        notes.append(
+            f"{dropped} calls exceeded the call-site bound ({cap} sites per thread) and "
+            "were folded into one overflow site per function; raise --max-callsites"
+        )
     notes.extend(warnings)
-    return Experiment(path=path, meta=meta, profile=profile, processes=processes,
-                      warnings=warnings, unwritten=unwritten)
+    return Experiment(
+        path=path,
+        meta=meta,
+        profile=profile,
+        processes=processes,
+        warnings=warnings,
+        unwritten=unwritten,
+    )
 
 
 def state_reason(meta):

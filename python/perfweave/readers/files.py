@@ -5,6 +5,7 @@ nesting bounded, and every failure is one FormatError naming the file.
 
 A file that does not exist raises FileNotFoundError, so that callers can tell an
 absent optional file from a damaged one."""
+
 import errno
 import json
 import mmap
@@ -30,8 +31,13 @@ def _open_regular(path):
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
-                    "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+            kind = (
+                "a directory"
+                if stat.S_ISDIR(st.st_mode)
+                else "a FIFO"
+                if stat.S_ISFIFO(st.st_mode)
+                else "not a regular file"
+            )
             raise FormatError(f"{path}: {kind}, not a file of an experiment")
         os.set_blocking(fd, True)
         return fd, st.st_size
@@ -75,7 +81,7 @@ def read_array(path):
             return np.zeros(0, np.uint8)
         try:
             m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (ValueError, OSError):          # a file system that cannot map
+        except (ValueError, OSError):  # a file system that cannot map
             try:
                 return np.frombuffer(f.read(), np.uint8)
             except OSError as e:
@@ -118,20 +124,35 @@ def _check(v, schema, path, what, where):
         ok = isinstance(v, dict)
     elif isinstance(schema, list):
         ok = isinstance(v, list)
-    elif schema is int:                 # every integer of the files is an int64
-        ok = isinstance(v, int) and not isinstance(v, bool) and -2 ** 63 <= v < 2 ** 63
+    elif schema is int:  # every integer of the files is an int64
+        ok = isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63
     elif schema is float:
-        ok = (isinstance(v, (int, float)) and not isinstance(v, bool)
-              and abs(v) != float("inf") and v == v)
+        ok = (
+            isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and abs(v) != float("inf")
+            and v == v
+        )
     else:
         ok = isinstance(v, schema)
     if not ok:
-        want = ("an object" if isinstance(schema, dict) else "a list" if
-                isinstance(schema, list) else {int: "a 64-bit integer", float: "a number",
-                                               str: "a string", bool: "true or false",
-                                               dict: "an object", list: "a list"}[schema])
-        raise FormatError(f"{path}: corrupt {what} ({where or 'document'}: expected {want}, "
-                          f"got {short(v)})")
+        want = (
+            "an object"
+            if isinstance(schema, dict)
+            else "a list"
+            if isinstance(schema, list)
+            else {
+                int: "a 64-bit integer",
+                float: "a number",
+                str: "a string",
+                bool: "true or false",
+                dict: "an object",
+                list: "a list",
+            }[schema]
+        )
+        raise FormatError(
+            f"{path}: corrupt {what} ({where or 'document'}: expected {want}, got {short(v)})"
+        )
     if isinstance(schema, dict):
         for k, sub in schema.items():
             if k in v and v[k] is None:

@@ -3,6 +3,7 @@ reader that reads it (docs/format.md has their files). `Experiment.NAME` (reader
 experiment.py) reads the kind NAME on first use and keeps it, so that every analysis and
 report section works on the same models and no file is read twice. A new measurement
 module registers its kind here: one entry."""
+
 from dataclasses import dataclass
 from typing import Callable
 
@@ -11,10 +12,10 @@ from perfweave.readers import example, samples, timeline, trace
 
 @dataclass(frozen=True)
 class Kind:
-    name: str           # the Experiment attribute, and the key in KINDS
-    directory: str      # its files' directory in the experiment
-    read: Callable      # experiment path -> the model (an empty one when absent)
-    what: str           # for messages and docs
+    name: str  # the Experiment attribute, and the key in KINDS
+    directory: str  # its files' directory in the experiment
+    read: Callable  # experiment path -> the model (an empty one when absent)
+    what: str  # for messages and docs
 
 
 class Traces:
@@ -34,12 +35,27 @@ class Traces:
         return trace.read_rank(self.path, r, meta_note)
 
 
-KINDS = {k.name: k for k in (
-    Kind("samples", "samples", samples.read_samples,
-         "call-stack samples per process (perfweave run --sample)"),
-    Kind("timelines", "timeline", timeline.read_timelines,
-         "node timeline per node (perfweave run --node-interval)"),
-    Kind("traces", "traces", Traces, "event trace per rank (perfweave run --trace)"),
-    Kind("example", "example", example.read_example,
-         "the example module's calls per process (perfweave run --example)"),
-)}
+KINDS = {
+    k.name: k
+    for k in (
+        Kind(
+            "samples",
+            "samples",
+            samples.read_samples,
+            "call-stack samples per process (perfweave run --sample)",
+        ),
+        Kind(
+            "timelines",
+            "timeline",
+            timeline.read_timelines,
+            "node timeline per node (perfweave run --node-interval)",
+        ),
+        Kind("traces", "traces", Traces, "event trace per rank (perfweave run --trace)"),
+        Kind(
+            "example",
+            "example",
+            example.read_example,
+            "the example module's calls per process (perfweave run --example)",
+        ),
+    )
+}

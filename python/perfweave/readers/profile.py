@@ -3,6 +3,7 @@
 A profile file is one line of JSON (the header, padded with spaces to a multiple
 of 64 bytes), the arrays it describes, and the end marker `PWEND\\n\\n\\n`.
 """
+
 import re
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from perfweave.readers.dtypes import PROFILE_VERSION
 from perfweave.readers.files import check, parse_json, read_bytes, read_line
 
 MAGIC = FILES["profile"].magic
-SUPPORTED_VERSIONS = (1, PROFILE_VERSION)   # 1: counts without inside_ns/before_ns
+SUPPORTED_VERSIONS = (1, PROFILE_VERSION)  # 1: counts without inside_ns/before_ns
 END_MARKER = b"PWEND\n\n\n"
 
 
@@ -29,9 +30,17 @@ class ProfileFile:
 # the numpy codes of format.h's fields: little-endian integers and floats (no strings,
 # objects or byte orders numpy would warn about or the readers would misread)
 _FIELD_TYPE = re.compile(r"[<|]?[iuf][1248]")
-HEADER_SCHEMA = {"partial": bool, "world_size": int, "mpi_library": str, "mpi_flavor": str,
-                 "hist_buckets": int, "data_bytes": int, "counters": [str], "states": [str],
-                 "arrays": {}}
+HEADER_SCHEMA = {
+    "partial": bool,
+    "world_size": int,
+    "mpi_library": str,
+    "mpi_flavor": str,
+    "hist_buckets": int,
+    "data_bytes": int,
+    "counters": [str],
+    "states": [str],
+    "arrays": {},
+}
 
 
 def _parse_header(line, path):
@@ -42,8 +51,10 @@ def _parse_header(line, path):
     if not isinstance(header, dict) or header.get("format") != MAGIC:
         raise FormatError(f"{path}: not a perfweave profile file")
     if header.get("version") not in SUPPORTED_VERSIONS:
-        raise FormatError(f"{path}: profile format version {header.get('version')} is not "
-                          f"supported (this perfweave reads {SUPPORTED_VERSIONS})")
+        raise FormatError(
+            f"{path}: profile format version {header.get('version')} is not "
+            f"supported (this perfweave reads {SUPPORTED_VERSIONS})"
+        )
     check(header, HEADER_SCHEMA, path, "header")
     if header.get("world_size", 0) < 0 or not 0 < header.get("hist_buckets", HIST_BUCKETS) <= 64:
         raise FormatError(f"{path}: corrupt header (world_size or hist_buckets)")
@@ -73,22 +84,33 @@ def read_profile(path):
     if not isinstance(data_bytes, int) or data_bytes < 0:
         raise FormatError(f"{path}: corrupt header (data_bytes)")
     if len(raw) < start + data_bytes + len(END_MARKER):
-        raise FormatError(f"{path}: truncated ({len(raw)} bytes, header announces "
-                          f"{start + data_bytes + len(END_MARKER)})")
-    if raw[start + data_bytes:start + data_bytes + len(END_MARKER)] != END_MARKER:
+        raise FormatError(
+            f"{path}: truncated ({len(raw)} bytes, header announces "
+            f"{start + data_bytes + len(END_MARKER)})"
+        )
+    if raw[start + data_bytes : start + data_bytes + len(END_MARKER)] != END_MARKER:
         raise FormatError(f"{path}: corrupt (no end marker after the arrays)")
     arrays = {}
     try:
         for name, desc in header["arrays"].items():
-            if not all(isinstance(desc.get(k), int) and desc[k] >= 0
-                       for k in ("offset", "count", "itemsize")):
+            if not all(
+                isinstance(desc.get(k), int) and desc[k] >= 0
+                for k in ("offset", "count", "itemsize")
+            ):
                 raise FormatError(f"{path}: array {name}: bad offset, count or itemsize")
             fields = desc["dtype"]
             if not isinstance(fields, list) or not all(
-                    isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) and
-                    isinstance(f[1], str) and _FIELD_TYPE.fullmatch(f[1]) for f in fields):
-                raise FormatError(f"{path}: array {name}: bad dtype (fields of "
-                                  "[name, little-endian integer or float code])")
+                isinstance(f, list)
+                and len(f) == 2
+                and isinstance(f[0], str)
+                and isinstance(f[1], str)
+                and _FIELD_TYPE.fullmatch(f[1])
+                for f in fields
+            ):
+                raise FormatError(
+                    f"{path}: array {name}: bad dtype (fields of "
+                    "[name, little-endian integer or float code])"
+                )
             dtype = np.dtype([tuple(field) for field in fields])
             if dtype.itemsize != desc["itemsize"]:
                 raise FormatError(f"{path}: array {name}: itemsize mismatch")
@@ -117,8 +139,12 @@ def _check(path, header, arrays):
         bad("functions and families differ in length")
     if len(lists["modules"]) != len(lists["buildids"]):
         bad("modules and buildids differ in length")
-    for name, ref in (("ranks", dtypes.RANK_DTYPE), ("sites", dtypes.SITE_DTYPE),
-                      ("frames", dtypes.FRAME_DTYPE), ("hist", dtypes.HIST_DTYPE)):
+    for name, ref in (
+        ("ranks", dtypes.RANK_DTYPE),
+        ("sites", dtypes.SITE_DTYPE),
+        ("frames", dtypes.FRAME_DTYPE),
+        ("hist", dtypes.HIST_DTYPE),
+    ):
         if name not in arrays:
             bad(f"no {name} array")
         missing = set(ref.names) - set(arrays[name].dtype.names or ())
@@ -143,11 +169,13 @@ def _check(path, header, arrays):
     for what, a in (("ranks", ranks), ("sites", sites), ("hist", hist)):
         in_range(a["rank"], -1, nrank, f"{what}.rank")
     deep = sites[sites["nframes"] > 0]
-    if len(deep) and ((deep["first_frame"] < 0).any() or
-                      (deep["first_frame"] + deep["nframes"] > len(frames)).any()):
+    if len(deep) and (
+        (deep["first_frame"] < 0).any()
+        or (deep["first_frame"] + deep["nframes"] > len(frames)).any()
+    ):
         bad("sites.first_frame out of range")
     counts = arrays.get("counts")
-    if counts is not None:             # --counters (files of older runs have none)
+    if counts is not None:  # --counters (files of older runs have none)
         missing = {"site", "event", "inside", "before"} - set(counts.dtype.names or ())
         if missing:
             bad(f"counts lacks {', '.join(sorted(missing))}")

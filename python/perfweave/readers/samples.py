@@ -2,6 +2,7 @@
 (fixed-size records, SAMPLE_REC: format/sampler.h) + samples/NAME.json (rank, threads, modules,
 states), one pair per process (NAME: rank-R, or HOST.PID without MPI). Written by
 runtime/modules/sampler.c; docs/format.md "Samples"."""
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,8 +24,8 @@ RECORDS_BY_VERSION = {1: SAMPLE_REC_V1, SAMPLES_VERSION: SAMPLE_REC}
 class ProcessSamples:
     name: str
     meta: dict
-    records: np.ndarray           # SAMPLE_REC
-    modules: list                 # paths; records' module indexes them (-1: unknown)
+    records: np.ndarray  # SAMPLE_REC
+    modules: list  # paths; records' module indexes them (-1: unknown)
 
     @property
     def rank(self):
@@ -32,12 +33,22 @@ class ProcessSamples:
 
 
 # the keys readers use, with their types (docs/format.md "Samples")
-META_SCHEMA = {"rank": int, "pid": int, "host": str, "frames": int, "counters": [str],
-               "samples": int, "dropped": {"threads": int, "timers": int, "memory": int},
-               "t_start": int, "t_end": int, "states": [str],
-               "threads": [{"tid": int, "taken": int, "kept": int, "thinned": int,
-                            "interval_ns": int}],
-               "modules": [[str]], "unwinder": str, "unwind_fallbacks": int}
+META_SCHEMA = {
+    "rank": int,
+    "pid": int,
+    "host": str,
+    "frames": int,
+    "counters": [str],
+    "samples": int,
+    "dropped": {"threads": int, "timers": int, "memory": int},
+    "t_start": int,
+    "t_end": int,
+    "states": [str],
+    "threads": [{"tid": int, "taken": int, "kept": int, "thinned": int, "interval_ns": int}],
+    "modules": [[str]],
+    "unwinder": str,
+    "unwind_fallbacks": int,
+}
 
 
 def read_sample_metas(exp):
@@ -47,13 +58,19 @@ def read_sample_metas(exp):
     out = []
     for meta_path in sorted(d.glob("*.json")) if d.is_dir() else []:
         meta = read_json(meta_path, "samples description")
-        if meta.get("format") != MAGIC or meta.get("version") not in RECORDS_BY_VERSION \
-                or meta.get("frames") != FRAMES:
-            raise FormatError(f"{meta_path}: not perfweave samples of version "
-                              + " or ".join(map(str, RECORDS_BY_VERSION)))
+        if (
+            meta.get("format") != MAGIC
+            or meta.get("version") not in RECORDS_BY_VERSION
+            or meta.get("frames") != FRAMES
+        ):
+            raise FormatError(
+                f"{meta_path}: not perfweave samples of version "
+                + " or ".join(map(str, RECORDS_BY_VERSION))
+            )
         check(meta, META_SCHEMA, meta_path, "samples description")
         if not all(len(m) >= 1 for m in meta.get("modules", [])) or not all(
-                {"interval_ns", "thinned"} <= t.keys() for t in meta.get("threads", [])):
+            {"interval_ns", "thinned"} <= t.keys() for t in meta.get("threads", [])
+        ):
             raise FormatError(f"{meta_path}: corrupt samples description (modules or threads)")
         out.append((meta_path, meta))
     return out
@@ -69,12 +86,13 @@ def read_samples(exp):
         except FileNotFoundError:
             raise FormatError(f"{spath}: missing (its description is there)") from None
         n = len(raw) // dt.itemsize
-        rec = raw[:n * dt.itemsize].view(dt)
-        rec = rec[_valid(rec, meta)]                   # a copy, writable
+        rec = raw[: n * dt.itemsize].view(dt)
+        rec = rec[_valid(rec, meta)]  # a copy, writable
         # frames beyond a record's depth are not read; unknown (-1) for whole-array work
         rec["module"][np.arange(FRAMES)[None, :] >= rec["depth"][:, None]] = -1
-        out.append(ProcessSamples(meta_path.stem, meta, rec,
-                                  [m[0] for m in meta.get("modules", [])]))
+        out.append(
+            ProcessSamples(meta_path.stem, meta, rec, [m[0] for m in meta.get("modules", [])])
+        )
     return out
 
 

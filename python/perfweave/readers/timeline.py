@@ -7,6 +7,7 @@ matrix of values (NaN where a series had no reading at a tick), with each series
 source, name, unit and kind. Counters hold cumulative values (already unwrapped);
 rates() turns them into per-second rates between ticks.
 """
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,9 +25,9 @@ from perfweave.readers.files import check, read_array, read_json, short
 class NodeTimeline:
     host: str
     meta: dict
-    series: list                 # dicts: source, name, unit, kind
-    t: np.ndarray                # ns (CLOCK_MONOTONIC of the node), one per tick
-    values: np.ndarray           # (ticks, series) float64, NaN where unread
+    series: list  # dicts: source, name, unit, kind
+    t: np.ndarray  # ns (CLOCK_MONOTONIC of the node), one per tick
+    values: np.ndarray  # (ticks, series) float64, NaN where unread
     notes: list = field(default_factory=list)
 
     @property
@@ -42,8 +43,14 @@ class NodeTimeline:
 
     def activity_columns(self):
         """{family: indices of the processes' PID.mpi_FAMILY_ns series}."""
-        return {f: [i for i, s in enumerate(self.series) if s["source"] == "proc"
-                    and s["name"].endswith(f".mpi_{f}_ns")] for f in FAMILIES}
+        return {
+            f: [
+                i
+                for i, s in enumerate(self.series)
+                if s["source"] == "proc" and s["name"].endswith(f".mpi_{f}_ns")
+            ]
+            for f in FAMILIES
+        }
 
     def rates(self):
         """(ticks - 1, series): per second between consecutive ticks; counters as the
@@ -66,9 +73,9 @@ class NodeTimeline:
         for f, cols in self.activity_columns().items():
             for i in cols:
                 procs.setdefault(self.series[i]["name"].rsplit(".mpi_", 1)[0], []).append(i)
-        cap = dt * 1e9                                            # ns in each interval
+        cap = dt * 1e9  # ns in each interval
         for cols in procs.values():
-            amount = np.nan_to_num(rates[:, cols]) * dt[:, None]   # ns of MPI per interval
+            amount = np.nan_to_num(rates[:, cols]) * dt[:, None]  # ns of MPI per interval
             over = np.flatnonzero(amount.sum(axis=1) > cap)
             if not len(over):
                 continue
@@ -131,10 +138,19 @@ def read_timelines(exp):
 
 
 # the keys readers use, with their types (docs/format.md "Node timeline")
-META_SCHEMA = {"host": str, "pid": int, "interval_ms": float, "complete": bool, "ticks": int,
-               "t_first": int, "t_last": int, "sampler_cpu_ns": float, "ns_per_tick": float,
-               "series": [{"source": str, "name": str, "unit": str, "kind": str}],
-               "absent": {}}
+META_SCHEMA = {
+    "host": str,
+    "pid": int,
+    "interval_ms": float,
+    "complete": bool,
+    "ticks": int,
+    "t_first": int,
+    "t_last": int,
+    "sampler_cpu_ns": float,
+    "ns_per_tick": float,
+    "series": [{"source": str, "name": str, "unit": str, "kind": str}],
+    "absent": {},
+}
 
 
 def read_node(meta_path):
@@ -143,11 +159,14 @@ def read_node(meta_path):
     if meta.get("format") != FILES["timeline"].magic:
         raise FormatError(f"{meta_path}: not a perfweave node timeline")
     if meta.get("version") != TIMELINE_VERSION:
-        raise FormatError(f"{meta_path}: node timeline version {short(meta.get('version'))}, "
-                          f"this perfweave reads version {TIMELINE_VERSION}")
+        raise FormatError(
+            f"{meta_path}: node timeline version {short(meta.get('version'))}, "
+            f"this perfweave reads version {TIMELINE_VERSION}"
+        )
     check(meta, META_SCHEMA, meta_path, "node timeline")
-    if not all({"source", "name", "unit", "kind"} <= s.keys() for s in meta.get("series", [])) \
-            or not all(isinstance(v, str) for v in meta.get("absent", {}).values()):
+    if not all(
+        {"source", "name", "unit", "kind"} <= s.keys() for s in meta.get("series", [])
+    ) or not all(isinstance(v, str) for v in meta.get("absent", {}).values()):
         raise FormatError(f"{meta_path}: corrupt node timeline (series or absent)")
     host = meta.get("host", meta_path.stem)
     series = list(meta.get("series") or [])
@@ -160,21 +179,27 @@ def read_node(meta_path):
     n = len(raw) // TIMELINE_DTYPE.itemsize
     if len(raw) % TIMELINE_DTYPE.itemsize:
         notes.append(f"{vpath.name}: ends with a partial record (ignored)")
-    rec = raw[:n * TIMELINE_DTYPE.itemsize].view(TIMELINE_DTYPE)
+    rec = raw[: n * TIMELINE_DTYPE.itemsize].view(TIMELINE_DTYPE)
     ok = (rec["series"] >= 0) & (rec["series"] < len(series))
     if not ok.all():
-        notes.append(f"{vpath.name}: {int((~ok).sum())} records name unknown series "
-                     "(the run ended before the JSON was rewritten): ignored")
+        notes.append(
+            f"{vpath.name}: {int((~ok).sum())} records name unknown series "
+            "(the run ended before the JSON was rewritten): ignored"
+        )
         rec = rec[ok]
     # NaN: not read; times are CLOCK_MONOTONIC ns, never negative
     ok = (np.isfinite(rec["value"]) | np.isnan(rec["value"])) & (rec["t"] >= 0)
     if not ok.all():
-        notes.append(f"{vpath.name}: {int((~ok).sum())} records with an infinite value or a "
-                     "negative time (corrupt): ignored")
+        notes.append(
+            f"{vpath.name}: {int((~ok).sum())} records with an infinite value or a "
+            "negative time (corrupt): ignored"
+        )
         rec = rec[ok]
     if not meta.get("complete"):
-        notes.append(f"{host}: the sampler did not stop normally (its process was killed?); "
-                     "the timeline ends at its last tick")
+        notes.append(
+            f"{host}: the sampler did not stop normally (its process was killed?); "
+            "the timeline ends at its last tick"
+        )
     t, tick = np.unique(rec["t"], return_inverse=True)
     values = np.full((len(t), len(series)), np.nan)
     values[tick.reshape(-1), rec["series"]] = rec["value"]

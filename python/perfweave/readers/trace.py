@@ -12,6 +12,7 @@ from another rank of the same host, with a note.
 
 Turning records into the tables the analysis works on is model/trace.py's job.
 """
+
 import mmap
 import re
 from dataclasses import dataclass, field
@@ -35,13 +36,14 @@ T = EVENT_TYPES
 @dataclass
 class RankFile:
     """One rank's trace as recorded: records in file order and the rank's JSON."""
+
     rank: int
     records: np.ndarray
-    thread: np.ndarray                 # thread of each record (from the flush table)
+    thread: np.ndarray  # thread of each record (from the flush table)
     meta: dict
     complete: bool = True
     notes: list = field(default_factory=list)
-    types: np.ndarray = None           # records["type"], contiguous (None: not taken yet)
+    types: np.ndarray = None  # records["type"], contiguous (None: not taken yet)
 
     @property
     def path_hint(self):
@@ -58,12 +60,13 @@ def list_ranks(exp):
     if not d.is_dir():
         try:
             why = state_reason(read_experiment_meta(exp))
-        except PerfweaveError:      # FormatError too: no description to go by
+        except PerfweaveError:  # FormatError too: no description to go by
             why = None
-        if why:     # perfweave run's verdict: no rank recorded anything, traces included
+        if why:  # perfweave run's verdict: no rank recorded anything, traces included
             raise PerfweaveError(f"{exp}: no traces: {why}")
-        raise PerfweaveError(f"{exp}: no traces in this experiment (run with "
-                             "perfweave run --trace)")
+        raise PerfweaveError(
+            f"{exp}: no traces in this experiment (run with perfweave run --trace)"
+        )
     ranks = set()
     for p in d.iterdir():
         m = _NAME.match(p.name)
@@ -84,20 +87,35 @@ def record_count(exp, rank):
 
 _RANKS = [int]
 # the keys readers use, with their types (docs/format.md "rank-R.json")
-META_SCHEMA = {"rank": int, "world_size": int, "host": str, "pid": int, "state": str,
-               "functions": [str], "families": [str],
-               "clock": {"ticks": [int], "ns": [int], "offset_init_ns": int,
-                         "offset_init_err_ns": int, "offset_fini_ns": int,
-                         "offset_fini_err_ns": int, "t_init_ns": int, "t_fini_ns": int},
-               "comms": [{"id": int, "name": str, "ranks": _RANKS, "remote": _RANKS,
-                          "parent": int, "seq": int}],
-               "windows": [{"id": int, "comm": int, "seq": int}],
-               "groups": [{"id": int, "ranks": _RANKS}],
-               "regions": [{"name": str}],
-               "objects": [{"path": str, "buildid": str, "start": int, "end": int,
-                            "base": int}],
-               "flushes": [{"thread": int, "first": int, "count": int}],
-               "records": int, "lost": int}
+META_SCHEMA = {
+    "rank": int,
+    "world_size": int,
+    "host": str,
+    "pid": int,
+    "state": str,
+    "functions": [str],
+    "families": [str],
+    "clock": {
+        "ticks": [int],
+        "ns": [int],
+        "offset_init_ns": int,
+        "offset_init_err_ns": int,
+        "offset_fini_ns": int,
+        "offset_fini_err_ns": int,
+        "t_init_ns": int,
+        "t_fini_ns": int,
+    },
+    "comms": [
+        {"id": int, "name": str, "ranks": _RANKS, "remote": _RANKS, "parent": int, "seq": int}
+    ],
+    "windows": [{"id": int, "comm": int, "seq": int}],
+    "groups": [{"id": int, "ranks": _RANKS}],
+    "regions": [{"name": str}],
+    "objects": [{"path": str, "buildid": str, "start": int, "end": int, "base": int}],
+    "flushes": [{"thread": int, "first": int, "count": int}],
+    "records": int,
+    "lost": int,
+}
 
 
 def read_meta(exp, rank):
@@ -105,36 +123,48 @@ def read_meta(exp, rank):
     try:
         meta = read_json(path, "trace description")
     except FileNotFoundError:
-        return None, f"rank {rank}: {path.name} is missing (the rank was killed before it " \
-                     "could write it); its events are used alone"
+        return (
+            None,
+            f"rank {rank}: {path.name} is missing (the rank was killed before it "
+            "could write it); its events are used alone",
+        )
     except FormatError as e:
-        return None, f"rank {rank}: {path.name} is unreadable ({_reason(e)}); its events " \
-                     "are used alone"
+        return (
+            None,
+            f"rank {rank}: {path.name} is unreadable ({_reason(e)}); its events are used alone",
+        )
     if meta.get("format") != TRACE_FORMAT:
         return None, f"rank {rank}: {path.name} is not a perfweave trace description"
     if meta.get("version") not in READ_VERSIONS:
-        raise FormatError(f"{path}: trace format version {short(meta.get('version'))} is not "
-                          f"supported (this perfweave reads {', '.join(map(str, READ_VERSIONS))})")
+        raise FormatError(
+            f"{path}: trace format version {short(meta.get('version'))} is not "
+            f"supported (this perfweave reads {', '.join(map(str, READ_VERSIONS))})"
+        )
     try:
         check(meta, META_SCHEMA, path, "trace description")
         _check_meta(meta)
     except FormatError as e:
-        return None, f"rank {rank}: {path.name} is corrupt ({_reason(e)}); its events are " \
-                     "used alone"
-    if meta.get("state") == "running":       # written at MPI_Init, never replaced
+        return (
+            None,
+            f"rank {rank}: {path.name} is corrupt ({_reason(e)}); its events are used alone",
+        )
+    if meta.get("state") == "running":  # written at MPI_Init, never replaced
         from perfweave import writing
 
         rel = f"traces/{path.name}"
         why = next((u["reason"] for u in writing.read_unwritten(exp) if u["file"] == rel), None)
-        if why:                              # the end's version could not be written
+        if why:  # the end's version could not be written
             return dict(meta, state="unwritten"), (
                 f"rank {rank}: its final {path.name} could not be written ({why}): its "
                 "records are used with the definitions of MPI_Init (communicators or "
-                "windows created later are unknown)")
+                "windows created later are unknown)"
+            )
         meta = dict(meta, state="killed")
-        return meta, (f"rank {rank}: killed while running (SIGKILL, or a signal perfweave "
-                      "could not catch): its trace holds the records committed before, "
-                      "and communicators or windows created after MPI_Init are unknown")
+        return meta, (
+            f"rank {rank}: killed while running (SIGKILL, or a signal perfweave "
+            "could not catch): its trace holds the records committed before, "
+            "and communicators or windows created after MPI_Init are unknown"
+        )
     return meta, None
 
 
@@ -146,8 +176,10 @@ def _reason(e):
 def _check_meta(meta):
     """What the schema cannot say: the clock's calibration points, world ranks in range,
     the ids that records and other keys refer to."""
+
     def bad(what):
         raise FormatError(f"corrupt trace description ({what})")
+
     c = meta.get("clock")
     if c is not None and (len(c.get("ticks", [0, 1])) != 2 or len(c.get("ns", [0, 1])) != 2):
         bad("clock: two calibration points")
@@ -164,9 +196,13 @@ def _check_meta(meta):
         bad("rank")
     if len(meta.get("functions", [])) != len(meta.get("families", meta.get("functions", []))):
         bad("functions and families differ in length")
-    for key, item_keys in (("objects", ("start", "end", "base")),
-                           ("flushes", ("first", "count")), ("comms", ("id",)),
-                           ("windows", ("id", "comm")), ("groups", ("id",))):
+    for key, item_keys in (
+        ("objects", ("start", "end", "base")),
+        ("flushes", ("first", "count")),
+        ("comms", ("id",)),
+        ("windows", ("id", "comm")),
+        ("groups", ("id",)),
+    ):
         if not all(set(item_keys) <= x.keys() for x in meta.get(key, [])):
             bad(f"{key}: {', '.join(item_keys)} missing")
     if meta.get("records", 0) < 0 or meta.get("lost", 0) < 0:
@@ -175,11 +211,11 @@ def _check_meta(meta):
 
 KNOWN = TypeSet(*(t for t in T if t != "BLOCK"))
 SPANS = TypeSet("CALL", "FLUSH")
-SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
-              "COLL_DONE")
+SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC", "COLL_DONE")
 # records a sub-event may follow: its call, or the call's other sub-events
-SUB_OK = TypeSet("CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC",
-                 "COLL_DONE")
+SUB_OK = TypeSet(
+    "CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC", "COLL_DONE"
+)
 
 
 @dataclass
@@ -188,13 +224,14 @@ class RankSource:
     the mapping (first, count, thread) in file order, and what read_rank notes about the
     file. read_rank gathers and checks them at once; `Checker` checks them chunk by
     chunk, for readers that keep one chunk in memory (interop's exports)."""
+
     rank: int
-    records: np.ndarray                # EVENT_DTYPE over the whole mapping
+    records: np.ndarray  # EVENT_DTYPE over the whole mapping
     spans: list
-    meta: dict                         # as read (None: missing or unreadable)
+    meta: dict  # as read (None: missing or unreadable)
     complete: bool
     notes: list
-    mapping: object = None             # the mmap the records are read from, if mapped
+    mapping: object = None  # the mmap the records are read from, if mapped
 
     def release(self, first, count):
         """Let the pages of records [first, first + count) go from this process's
@@ -213,19 +250,22 @@ class RankSource:
         """(records, thread of each record): the committed records in file order (one
         copy where there are blocks, else a view of the mapping)."""
         spans = [s for s in self.spans if s[1]]
-        if spans and spans[0][0] == 0 and all(a == b + c for (a, _, _), (b, c, _) in
-                                              zip(spans[1:], spans)):
+        if (
+            spans
+            and spans[0][0] == 0
+            and all(a == b + c for (a, _, _), (b, c, _) in zip(spans[1:], spans))
+        ):
             # back to back from the start (version 1): a view of the mapping
             n = spans[-1][0] + spans[-1][1]
-            thread = np.repeat(np.array([t for _, _, t in spans], np.int32),
-                               [c for _, c, _ in spans])
+            thread = np.repeat(
+                np.array([t for _, _, t in spans], np.int32), [c for _, c, _ in spans]
+            )
             return self.records[:n], thread
         if not spans:
             return self.records[:0], np.zeros(0, np.int32)
-        parts = [self.records[a:a + c] for a, c, _ in spans]
+        parts = [self.records[a : a + c] for a, c, _ in spans]
         out = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        thread = np.repeat(np.array([t for _, _, t in spans], np.int32),
-                           [c for _, c, _ in spans])
+        thread = np.repeat(np.array([t for _, _, t in spans], np.int32), [c for _, c, _ in spans])
         return out, thread
 
 
@@ -238,8 +278,10 @@ def open_rank(exp, rank, meta_note=None):
     if note:
         notes.append(note)
     elif meta.get("state") != "complete":
-        notes.append(f"rank {rank}: the run ended without MPI_Finalize on this rank "
-                     f"(state {meta.get('state')}); its trace stops there")
+        notes.append(
+            f"rank {rank}: the run ended without MPI_Finalize on this rank "
+            f"(state {meta.get('state')}); its trace stops there"
+        )
     path = trace_dir(exp) / f"rank-{rank}.events"
     try:
         raw = map_file(path)
@@ -257,10 +299,12 @@ def open_rank(exp, rank, meta_note=None):
         complete = False
     n = len(raw) // EVENT_DTYPE.itemsize
     if len(raw) % EVENT_DTYPE.itemsize:
-        notes.append(f"rank {rank}: {path.name} ends with a partial record "
-                     f"({len(raw) % EVENT_DTYPE.itemsize} bytes, ignored): truncated")
+        notes.append(
+            f"rank {rank}: {path.name} ends with a partial record "
+            f"({len(raw) % EVENT_DTYPE.itemsize} bytes, ignored): truncated"
+        )
         complete = False
-    rec = raw[:n * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    rec = raw[: n * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
     if n and rec["type"][0] == T["BLOCK"]:
         spans, block_notes = _spans(rec, rank, path.name)
         notes += block_notes
@@ -269,12 +313,16 @@ def open_rank(exp, rank, meta_note=None):
     else:
         spans = _flush_spans(meta, n)
     if meta is not None and meta.get("state") != "killed" and meta.get("records", n) != n:
-        notes.append(f"rank {rank}: {path.name} holds {n} records, its JSON says "
-                     f"{meta.get('records')}: truncated or overwritten")
+        notes.append(
+            f"rank {rank}: {path.name} holds {n} records, its JSON says "
+            f"{meta.get('records')}: truncated or overwritten"
+        )
         complete = False
     if meta is not None and meta.get("lost"):
-        notes.append(f"rank {rank}: {meta['lost']} events could not be written "
-                     "(trace file not writable or disk full)")
+        notes.append(
+            f"rank {rank}: {meta['lost']} events could not be written "
+            "(trace file not writable or disk full)"
+        )
         complete = False
     return RankSource(rank, rec, spans, meta, complete, notes, _mapping(raw))
 
@@ -311,7 +359,7 @@ def _dropped_note(rank, n):
     return f"rank {rank}: {n} corrupt records dropped from rank-{rank}.events"
 
 
-_ITEM = np.dtype((np.void, EVENT_DTYPE.itemsize))      # a record as opaque bytes
+_ITEM = np.dtype((np.void, EVENT_DTYPE.itemsize))  # a record as opaque bytes
 
 
 class Checker:
@@ -325,7 +373,7 @@ class Checker:
         self.src = src
         self.meta = src.meta
         self.dropped = 0
-        self.prev = None        # (type, kept) of the last record checked, per thread
+        self.prev = None  # (type, kept) of the last record checked, per thread
 
     def new_thread(self):
         self.prev = None
@@ -342,16 +390,16 @@ class Checker:
         if b:
             full[:b] = before
         body = full[b:]
-        pseudo = np.empty(n + 1, np.int32)          # a new number where file order breaks
+        pseudo = np.empty(n + 1, np.int32)  # a new number where file order breaks
         pos, group = 1, 0
         # copied as opaque items: a memcpy, ten times what numpy's copy of a structured
         # array field by field takes
         items, into = records.view(_ITEM), body.view(_ITEM)
         for a, c, follows in parts:
-            into[pos:pos + c] = items[a:a + c]
+            into[pos : pos + c] = items[a : a + c]
             self.src.release(a, c)
             group += not follows
-            pseudo[pos:pos + c] = group
+            pseudo[pos : pos + c] = group
             pos += c
         body[0] = np.zeros(1, EVENT_DTYPE)[0]
         pseudo[0] = 0
@@ -369,7 +417,7 @@ class Checker:
             return np.concatenate([before, kept]) if b else kept
         if b:
             # the records before move over the stand-in (they are few: a call's tail)
-            full[1:b + 1] = full[:b].copy()
+            full[1 : b + 1] = full[:b].copy()
         return full[1:]
 
 
@@ -382,13 +430,14 @@ def map_file(path):
 def rank_threads(exp, rank, meta):
     """The threads that wrote records in rank's trace, without reading the records: the
     BLOCK headers of a file with blocks, else the flush table of its JSON (meta)."""
-    threads = {int(f.get("thread", 0)) for f in (meta or {}).get("flushes") or []
-               if isinstance(f, dict)}
+    threads = {
+        int(f.get("thread", 0)) for f in (meta or {}).get("flushes") or [] if isinstance(f, dict)
+    }
     try:
         raw = map_file(trace_dir(exp) / f"rank-{rank}.events")
     except (OSError, FormatError):
         raw = np.zeros(0, np.uint8)
-    rec = raw[:len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    rec = raw[: len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
     if len(rec) and rec["type"][0] == T["BLOCK"]:
         spans, _ = _spans(rec, rank, "")
         threads = {t for _, c, t in spans if c}
@@ -405,14 +454,18 @@ def _spans(rec, rank, name):
     while pos < n:
         committed, slots, typ, thread = (int(v) for v in head[pos].tolist())
         if typ != T["BLOCK"] or slots <= 0:
-            if typ or committed or slots:       # zeros: a block the rank had not begun
-                notes.append(f"rank {rank}: {name}: no block header at record {pos} "
-                             f"of {n}; the records after it are ignored")
+            if typ or committed or slots:  # zeros: a block the rank had not begun
+                notes.append(
+                    f"rank {rank}: {name}: no block header at record {pos} "
+                    f"of {n}; the records after it are ignored"
+                )
             break
         have = min(slots, n - pos - 1)
         if not 0 <= committed <= have:
-            notes.append(f"rank {rank}: {name}: block at record {pos} counts {committed} "
-                         f"records of {have}; truncated or damaged")
+            notes.append(
+                f"rank {rank}: {name}: block at record {pos} counts {committed} "
+                f"records of {have}; truncated or damaged"
+            )
             committed = min(max(committed, 0), have)
         spans.append((pos + 1, committed, thread))
         pos += 1 + slots
@@ -436,7 +489,7 @@ def _threads(meta, n):
         for f in meta.get("flushes", []):
             a, c = int(f.get("first", 0)), int(f.get("count", 0))
             if 0 <= a <= n:
-                thread[a:min(a + c, n)] = int(f.get("thread", 0))
+                thread[a : min(a + c, n)] = int(f.get("thread", 0))
     return thread
 
 
@@ -461,8 +514,8 @@ def _check(rec, types, thread, meta):
     sub = SUB(types)
     orphan = np.empty(n, bool)
     orphan[0] = sub[0]
-    np.greater(sub[1:], SUB_OK(types[:-1]), out=orphan[1:])     # sub and not ok before
-    if (thread != thread[0]).any():              # several threads
+    np.greater(sub[1:], SUB_OK(types[:-1]), out=orphan[1:])  # sub and not ok before
+    if (thread != thread[0]).any():  # several threads
         first = np.flatnonzero(thread[1:] != thread[:-1]) + 1
         orphan[first] = sub[first]
     if orphan.any():

@@ -1,5 +1,6 @@
 """Everything `perfweave report` shows, as one JSON-ready dict (docs/mpi-profile.md):
 the data of the report's sections (report/sections/)."""
+
 import re
 
 REPORT_FORMAT = "perfweave-report"
@@ -25,4 +26,5 @@ def collect(experiment, top=20):
     and sampling tables (None: all)."""
     from perfweave.report import section
     from perfweave.report.sections import SECTIONS
+
     return section.collect(SECTIONS, experiment, top)

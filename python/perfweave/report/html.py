@@ -6,6 +6,7 @@ vendored uPlot (report/vendor/) and inline script (templates/*.js). Every string
 from the program or the machine is escaped: HTML text with html.escape, embedded data as
 JSON whose "<" is written \\u003c, so no string can close the script element or open a tag.
 """
+
 import html
 import json
 from importlib import resources
@@ -23,8 +24,12 @@ def _e(x):
 
 
 def _json_for_script(obj):
-    return json.dumps(obj, allow_nan=False).replace("<", "\\u003c").replace(">", "\\u003e") \
+    return (
+        json.dumps(obj, allow_nan=False)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
         .replace("&", "\\u0026")
+    )
 
 
 def _table(rows, header, cls=""):
@@ -36,16 +41,21 @@ def _table(rows, header, cls=""):
 def render(data, experiment):
     """The HTML text of report data (report/data.py collect) of experiment."""
     from perfweave.report.sections import SECTIONS
+
     page = Page(experiment)
     body = []
     for section in SECTIONS:
         body += section.html(data, page)
-    scripts = "\n".join(f'<script type="application/json" id="pw-{name}">'
-                        f"{_json_for_script(page.data[name])}</script>"
-                        for name in sorted(page.data))
+    scripts = "\n".join(
+        f'<script type="application/json" id="pw-{name}">'
+        f"{_json_for_script(page.data[name])}</script>"
+        for name in sorted(page.data)
+    )
     return Template(_resource("templates", "page.html")).substitute(
         uplot_css=_resource("vendor", "uPlot.min.css"),
         sampling_css=_resource("templates", "sampling.css"),
         uplot_js=_resource("vendor", "uPlot.iife.min.js"),
         sampling_js=_resource("templates", "sampling.js"),
-        body="\n".join(body), data=scripts)
+        body="\n".join(body),
+        data=scripts,
+    )

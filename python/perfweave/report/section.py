@@ -7,15 +7,17 @@ measures something new adds its section there, and nothing else in report/ chang
 in the report dict it is given), and lays the report dict out in the order of the list:
 `perfweave report --json` is that dict. The text and the HTML are drawn from the dict
 alone, so that the JSON holds everything either shows."""
+
 from dataclasses import dataclass, field
 
-ALL = "*"   # Section.needs: every other section (the advice reads the whole report)
+ALL = "*"  # Section.needs: every other section (the advice reads the whole report)
 
 
 class Section:
     """One section. name: its key in the report dict (None for a section that only shows
     data collected by others); needs: the names of the sections whose data its collect
     reads, or ALL."""
+
     name = None
     needs = ()
 
@@ -38,6 +40,7 @@ class View:
     """How the text report is drawn. max_rows: rows per table (None: every row, the
     --full report); width: the widest line (None: no limit, names whole); rows: rows of
     the function and call-site tables (`--top N`, else max_rows)."""
+
     max_rows: int = 4
     width: int = 100
     rows: int = None
@@ -55,6 +58,7 @@ class View:
 class Page:
     """The HTML page being drawn: its experiment, and the JSON data of its scripts by
     element id (each becomes <script type="application/json" id="pw-ID">)."""
+
     experiment: object
     data: dict = field(default_factory=dict)
 
@@ -71,10 +75,11 @@ def collect(sections, experiment, top):
             return
         if s.name in chain:
             raise ValueError(f"report sections need each other: {' -> '.join(chain)}")
-        needs = ([o for o in sections if o is not s] if s.needs == ALL
-                 else [by_name[n] for n in s.needs])
+        needs = (
+            [o for o in sections if o is not s] if s.needs == ALL else [by_name[n] for n in s.needs]
+        )
         for o in needs:
-            if o.needs != ALL:          # the ALL sections come last, after the others
+            if o.needs != ALL:  # the ALL sections come last, after the others
                 run(o, chain + (s.name,))
         part = s.collect(experiment, report, top)
         report.update(part)

@@ -37,13 +37,17 @@ def startup(data):
     if not su:
         return None
     init, fini, before = su["init_s"], su["shutdown_s"], su["before_init_s"]
-    out = (f"MPI_Init {duration(init['max'])} max, {duration(init['mean'])} mean per rank"
-           f"{_of_samples(su, 'init')}; shutdown (after MPI_Finalize) ")
-    out += (f"{duration(fini['max'])} max, {duration(fini['mean'])} mean"
-            f"{_of_samples(su, 'shutdown')}" if fini else "not measured (no samples)")
+    out = (
+        f"MPI_Init {duration(init['max'])} max, {duration(init['mean'])} mean per rank"
+        f"{_of_samples(su, 'init')}; shutdown (after MPI_Finalize) "
+    )
+    out += (
+        f"{duration(fini['max'])} max, {duration(fini['mean'])} mean{_of_samples(su, 'shutdown')}"
+        if fini
+        else "not measured (no samples)"
+    )
     if before and before["max"] >= BEFORE_INIT_SHOWN_S:
-        out += (f"; before MPI_Init {duration(before['max'])} max"
-                f"{_of_samples(su, 'before_init')}")
+        out += f"; before MPI_Init {duration(before['max'])} max{_of_samples(su, 'before_init')}"
     return out
 
 
@@ -53,23 +57,37 @@ def time_split(data):
     sm = data.get("sampling") or {}
     split = sm.get("time_split")
     if not split:
-        return (f"not split: none of the {sm['samples']} samples is in the app time"
-                if sm.get("samples") and "phase_pct" in sm else None)
-    of = (f"of the {sm['app_samples']} samples in the app time" if "phase_pct" in sm
-          else "of the samples")
-    return ", ".join(f"{k} {v:.1f} %" for k, v in split.items()
-                     if k in ("compute", "MPI") or round(v, 1)) + f" ({of})"
+        return (
+            f"not split: none of the {sm['samples']} samples is in the app time"
+            if sm.get("samples") and "phase_pct" in sm
+            else None
+        )
+    of = (
+        f"of the {sm['app_samples']} samples in the app time"
+        if "phase_pct" in sm
+        else "of the samples"
+    )
+    return (
+        ", ".join(
+            f"{k} {v:.1f} %" for k, v in split.items() if k in ("compute", "MPI") or round(v, 1)
+        )
+        + f" ({of})"
+    )
 
 
 def app_time(m):
     """The app time over ranks (the MPI profile m)."""
     a = m["app_time_s"]
-    return (f"{duration(a['mean'])} mean, {duration(a['min'])} min, "
-            f"{duration(a['max'])} max (MPI_Init to MPI_Finalize)")
+    return (
+        f"{duration(a['mean'])} mean, {duration(a['min'])} min, "
+        f"{duration(a['max'])} max (MPI_Init to MPI_Finalize)"
+    )
 
 
 def mpi_share(m):
     """MPI's share of each rank's app time, over ranks (the MPI profile)."""
     p = m["mpi_pct"]
-    return (f"{p['mean']:.1f} % mean, {p['min']:.1f} % min, {p['max']:.1f} % max "
-            "of each rank's app time")
+    return (
+        f"{p['mean']:.1f} % mean, {p['min']:.1f} % min, {p['max']:.1f} % max "
+        "of each rank's app time"
+    )

@@ -2,12 +2,13 @@
 wider than WIDTH (long names shortened in the middle, "…"; their full text is in
 --json), at most max_rows rows per table, with "N more" where rows were cut.
 `perfweave report --full` shows every row and every name whole."""
+
 import re
 import textwrap
 
 
-WIDTH = 100          # columns of the terminal the default report fits
-MAX_ROWS = 4         # rows per table by default (--max-rows)
+WIDTH = 100  # columns of the terminal the default report fits
+MAX_ROWS = 4  # rows per table by default (--max-rows)
 ELLIPSIS = "…"
 MORE = "--max-rows N or --full"
 
@@ -20,7 +21,7 @@ def shorten(text, width):
     if width is None or len(text) <= width:
         return text
     if width < 2:
-        return text[:max(width, 0)]
+        return text[: max(width, 0)]
     head = (width - 1 + 1) // 2
     tail = width - 1 - head
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
@@ -66,7 +67,7 @@ def _table(rows, header, align=None, width=WIDTH, drop=()):
         for i in sorted(drop, key=list(drop).index):
             if over() <= 0:
                 break
-            k = i - sum(1 for j in drop[:list(drop).index(i)] if j < i)
+            k = i - sum(1 for j in drop[: list(drop).index(i)] if j < i)
             for r in [header] + rows:
                 del r[k]
             del align[k]
@@ -96,6 +97,7 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
     the function and call-site tables (default max_rows: `--top N` given explicitly)."""
     from perfweave.report.section import View
     from perfweave.report.sections import SECTIONS
+
     view = View(max_rows=max_rows, width=width, rows=rows)
     out = []
     for section in SECTIONS:
@@ -122,5 +124,10 @@ def _join(lines, width):
 
 def _wrap(label, text, width, indent=13):
     """A header line ("  note       text"), wrapped under its text."""
-    return textwrap.wrap(text, (width or 10 ** 6), initial_indent=f"  {label:<{indent - 3}} ",
-                         subsequent_indent=" " * indent, break_on_hyphens=False) or [""]
+    return textwrap.wrap(
+        text,
+        (width or 10**6),
+        initial_indent=f"  {label:<{indent - 3}} ",
+        subsequent_indent=" " * indent,
+        break_on_hyphens=False,
+    ) or [""]

@@ -2,6 +2,7 @@
 source locations, and the text rendering of `perfweave analyze` — the metric tree with
 totals and % of the total like Tables 2-3 of Hermanns et al. (IJHPCA 2012), then where
 each wait state occurs (call path and ranks)."""
+
 import os
 
 from perfweave.analysis.metrics import PATTERNS
@@ -28,8 +29,13 @@ def name_paths(result, symbolizer=None):
     for cp in result["callpaths"]:
         for lab in cp["labels"]:
             kind, _, rest = lab.partition(":")
-            site = rest.split("@", 1)[1] if kind == "M" and "@" in rest else \
-                rest if kind == "F" else ""
+            site = (
+                rest.split("@", 1)[1]
+                if kind == "M" and "@" in rest
+                else rest
+                if kind == "F"
+                else ""
+            )
             s = _split_site(site) if site else None
             if s and s[0] not in ("?", ""):
                 # a function address is looked up as itself; a call site's return
@@ -114,12 +120,16 @@ def render_per_rank(result, limit=64):
     rows = []
     for r in ranks[:limit]:
         w = waited.get(r, 0.0)
-        rows.append([str(r), _t("s", own[r]), _t("s", w),
-                     f"{100 * w / own[r]:.2f}" if own[r] else "0.00"] +
-                    [_t("s", table.get(r, {}).get(m["id"], 0.0)) for m in pats])
+        rows.append(
+            [str(r), _t("s", own[r]), _t("s", w), f"{100 * w / own[r]:.2f}" if own[r] else "0.00"]
+            + [_t("s", table.get(r, {}).get(m["id"], 0.0)) for m in pats]
+        )
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
-    out = ["", "Wait states per rank (waiting: the patterns that are not part of another; "
-           "most waiting first)"]
+    out = [
+        "",
+        "Wait states per rank (waiting: the patterns that are not part of another; "
+        "most waiting first)",
+    ]
     out.append("  " + "  ".join(h.rjust(w) for h, w in zip(head, widths)))
     out += ["  " + "  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
     if len(ranks) > limit:
@@ -138,14 +148,18 @@ def render(result, top=5, width=100):
     out = [f"perfweave analyze: {result['experiment']}"]
     a = result["analysis"]
     nranks = len(result["ranks"])
-    out.append(f"  traces     {nranks} of {result['world_size']} ranks, "
-               f"{result['events']:,} events; analysed in "
-               f"{a.get('load_s', 0) + a.get('patterns_s', 0):.2f} s "
-               f"({a.get('processes', 1)} process{'es' if a.get('processes', 1) != 1 else ''})")
+    out.append(
+        f"  traces     {nranks} of {result['world_size']} ranks, "
+        f"{result['events']:,} events; analysed in "
+        f"{a.get('load_s', 0) + a.get('patterns_s', 0):.2f} s "
+        f"({a.get('processes', 1)} process{'es' if a.get('processes', 1) != 1 else ''})"
+    )
     c = result["counts"]
-    out.append(f"  matched    {c['messages']:,} messages, {c['collectives']:,} collective "
-               f"operations, {c['fences']:,} fences, {c['access_epochs']:,} access and "
-               f"{c['exposure_epochs']:,} exposure epochs")
+    out.append(
+        f"  matched    {c['messages']:,} messages, {c['collectives']:,} collective "
+        f"operations, {c['fences']:,} fences, {c['access_epochs']:,} access and "
+        f"{c['exposure_epochs']:,} exposure epochs"
+    )
     out.append(f"  state      {'complete' if result['complete'] else 'INCOMPLETE'}")
     for n in result["notes"]:
         out += _wrap("note", n, width)
@@ -155,8 +169,7 @@ def render(result, top=5, width=100):
         parent = byid.get(m["parent"]) if m["parent"] else None
         if m["total"] == 0 and parent is not None and parent["total"] == 0:
             continue
-        rows.append(("  " * m["depth"] + m["name"], _t(m["unit"], m["total"]),
-                     f"{m['pct']:.2f}"))
+        rows.append(("  " * m["depth"] + m["name"], _t(m["unit"], m["total"]), f"{m['pct']:.2f}"))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     out += ["", f"  {'Metric':{w0}}  {'value':>{w1}}  {'%':>6}"]
@@ -177,16 +190,20 @@ def render(result, top=5, width=100):
             worst = max(ranks, key=ranks.get)
             mean = tot / max(nranks, 1)
             out.append(f"    {_t('s', tot):>12}  {name(p, 18)}")
-            out.append(f"    {'':>12}  ranks {len(ranks)}; max {_t('s', ranks[worst])} on "
-                       f"rank {worst}; mean over all ranks {_t('s', mean)}")
+            out.append(
+                f"    {'':>12}  ranks {len(ranks)}; max {_t('s', ranks[worst])} on "
+                f"rank {worst}; mean over all ranks {_t('s', mean)}"
+            )
         if len(per_path) > top:
             out.append(f"    ({len(per_path) - top} more call paths; --top N)")
-    counts = [m for m in result["metrics"] if m["id"] == "mpi_rma_pairsync_count" and
-              m["total"]]
+    counts = [m for m in result["metrics"] if m["id"] == "mpi_rma_pairsync_count" and m["total"]]
     for m in counts:
         un = byid["mpi_rma_pairsync_unneeded_count"]
-        out += ["", f"Pair-wise one-sided synchronizations: {m['total']:,}, of which "
-                f"unneeded {un['total']:,} ({un['pct']:.1f}%)"]
+        out += [
+            "",
+            f"Pair-wise one-sided synchronizations: {m['total']:,}, of which "
+            f"unneeded {un['total']:,} ({un['pct']:.1f}%)",
+        ]
         per_path = {}
         for p, r, v in un["values"]:
             per_path[p] = per_path.get(p, 0) + v

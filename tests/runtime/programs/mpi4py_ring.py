@@ -1,5 +1,6 @@
 """mpi4py: every rank sends 7 messages of 100 bytes to the next rank and receives 7 from
 the previous one, then 3 barriers (counts known by construction)."""
+
 from mpi4py import MPI
 
 comm = MPI.COMM_WORLD

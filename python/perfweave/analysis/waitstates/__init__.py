@@ -15,6 +15,7 @@ Times are integer nanoseconds on rank 0's clock throughout; a value is charged t
 (metric, call path, rank) and summed exactly, so the serial and parallel results agree
 to the nanosecond.
 """
+
 import time as _time
 
 import numpy as np
@@ -22,8 +23,15 @@ import numpy as np
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local
 from perfweave.analysis.waitstates.collectives import collectives
-from perfweave.analysis.waitstates.common import (C, CATS, RESULT_FORMAT, RESULT_VERSION,
-                                                  WO_BUFFER, Acc, _reduce)
+from perfweave.analysis.waitstates.common import (
+    C,
+    CATS,
+    RESULT_FORMAT,
+    RESULT_VERSION,
+    WO_BUFFER,
+    Acc,
+    _reduce,
+)
 from perfweave.analysis.waitstates.load import _unify, load
 from perfweave.analysis.waitstates.p2p import point_to_point
 from perfweave.analysis.waitstates.rma import rma
@@ -33,13 +41,27 @@ from perfweave.readers.experiment import rank_ranges
 # what other layers import: the results' format (readers/results.py), the Wrong Order
 # buffer (tests), and the loader's clock and rank helpers (interop/ reads traces as the
 # analysis does)
-from perfweave.analysis.waitstates.load import (_host_clocks, _sibling_meta,  # noqa: F401
-                                                world_size_of)
-__all__ = ["analyze", "analyze_trace", "build_result", "RESULT_FORMAT", "RESULT_VERSION",
-           "WO_BUFFER", "_host_clocks", "_sibling_meta", "world_size_of"]
+from perfweave.analysis.waitstates.load import (
+    _host_clocks,
+    _sibling_meta,  # noqa: F401
+    world_size_of,
+)
+
+__all__ = [
+    "analyze",
+    "analyze_trace",
+    "build_result",
+    "RESULT_FORMAT",
+    "RESULT_VERSION",
+    "WO_BUFFER",
+    "_host_clocks",
+    "_sibling_meta",
+    "world_size_of",
+]
 
 
 # ---------------------------------------------------------------- time, visits, bytes
+
 
 def basics(L, acc):
     """Visits, bytes, and the time of every path: computation outside MPI, MPI calls by
@@ -56,7 +78,7 @@ def basics(L, acc):
         leaf = rd.path_fn >= 0
         acc.add("computation", g[~leaf], rank[~leaf], rd.time_ns[~leaf])
         cat = cat_of[rd.gfn[rd.path_fn[leaf]]]
-        if rd.path_cat:                 # completions of nonblocking collectives
+        if rd.path_cat:  # completions of nonblocking collectives
             li = np.flatnonzero(leaf)
             for p, c in rd.path_cat.items():
                 cat[np.searchsorted(li, p)] = C[c]
@@ -64,6 +86,7 @@ def basics(L, acc):
 
 
 # ---------------------------------------------------------------- driver
+
 
 def analyze(exp, ex=None):
     """Analyse the traces of experiment directory exp. Returns the result dict on the
@@ -84,18 +107,37 @@ def analyze_trace(trace, ex=None):
 def _patterns(L, ex, name, load_s):
     t_loaded = _time.perf_counter()
     acc = Acc()
-    notes = {k: 0 for k in ("messages", "unmatched_sends", "unmatched_receives",
-                            "collectives", "incomplete_collectives", "fences",
-                            "access_epochs", "exposure_epochs")}
+    notes = {
+        k: 0
+        for k in (
+            "messages",
+            "unmatched_sends",
+            "unmatched_receives",
+            "collectives",
+            "incomplete_collectives",
+            "fences",
+            "access_epochs",
+            "exposure_epochs",
+        )
+    }
     basics(L, acc)
     deferred = collectives(L, ex, acc, notes)
     point_to_point(L, ex, acc, notes, deferred)
     rma(L, ex, acc, notes)
     m, p, r, v = acc.reduced()
     nev = L.trace.nevents
-    parts = ex.gather(((m, p, r, v), notes, L.notes, nev,
-                       {rd.rank: (rd.t_begin, rd.t_end, rd.complete, rd.host, rd.state)
-                        for rd in L.trace.ranks}))
+    parts = ex.gather(
+        (
+            (m, p, r, v),
+            notes,
+            L.notes,
+            nev,
+            {
+                rd.rank: (rd.t_begin, rd.t_end, rd.complete, rd.host, rd.state)
+                for rd in L.trace.ranks
+            },
+        )
+    )
     if parts is None:
         return None
     t_done = _time.perf_counter()
@@ -106,9 +148,17 @@ def _patterns(L, ex, name, load_s):
     ranks_info = {}
     for pt in parts:
         ranks_info.update(pt[4])
-    return build_result(name, L, (m, p, r, v), counts, text_notes, ranks_info,
-                        sum(pt[3] for pt in parts), ex.nproc,
-                        {"load_s": load_s, "patterns_s": t_done - t_loaded})
+    return build_result(
+        name,
+        L,
+        (m, p, r, v),
+        counts,
+        text_notes,
+        ranks_info,
+        sum(pt[3] for pt in parts),
+        ex.nproc,
+        {"load_s": load_s, "patterns_s": t_done - t_loaded},
+    )
 
 
 def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, timing):
@@ -116,17 +166,23 @@ def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, t
     world = L.trace.world_size
     notes = list(text_notes)
     if L.trace.missing:
-        notes.append(f"no trace from {len(L.trace.missing)} of {world} ranks: "
-                     f"{rank_ranges(L.trace.missing)}; patterns that involve them are not "
-                     "computed")
+        notes.append(
+            f"no trace from {len(L.trace.missing)} of {world} ranks: "
+            f"{rank_ranges(L.trace.missing)}; patterns that involve them are not "
+            "computed"
+        )
     if counts["unmatched_sends"] or counts["unmatched_receives"]:
-        notes.append(f"{counts['unmatched_sends']} sent and {counts['unmatched_receives']} "
-                     "received messages have no partner in the trace (a rank's trace is "
-                     "missing or truncated, or messages were received with MPI_Mrecv)")
+        notes.append(
+            f"{counts['unmatched_sends']} sent and {counts['unmatched_receives']} "
+            "received messages have no partner in the trace (a rank's trace is "
+            "missing or truncated, or messages were received with MPI_Mrecv)"
+        )
     if counts["incomplete_collectives"]:
-        notes.append(f"{counts['incomplete_collectives']} collective operations lack a "
-                     "participant's record, or a nonblocking one was never completed; "
-                     "they were not analysed")
+        notes.append(
+            f"{counts['incomplete_collectives']} collective operations lack a "
+            "participant's record, or a nonblocking one was never completed; "
+            "they were not analysed"
+        )
     complete = not notes and all(x[2] for x in ranks_info.values())
     values = {}
     for mid in MT.IDS:
@@ -150,25 +206,48 @@ def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, t
         unit = MT.UNIT[mid]
         root = MT.root_of(mid)
         denom = total_time if unit == "s" else int(values[root][2].sum())
-        metrics.append({
-            "id": mid, "name": MT.NAME[mid], "parent": MT.PARENT[mid], "unit": unit,
-            "depth": MT.depth(mid), "description": MT.DESCRIPTION[mid],
-            "total": tot / 1e9 if unit == "s" else tot,
-            "pct": 100.0 * tot / denom if denom else 0.0,
-            "values": [[int(a), int(b), (int(c) / 1e9 if unit == "s" else int(c))]
-                       for a, b, c in zip(pp, rr, vv)],
-        })
+        metrics.append(
+            {
+                "id": mid,
+                "name": MT.NAME[mid],
+                "parent": MT.PARENT[mid],
+                "unit": unit,
+                "depth": MT.depth(mid),
+                "description": MT.DESCRIPTION[mid],
+                "total": tot / 1e9 if unit == "s" else tot,
+                "pct": 100.0 * tot / denom if denom else 0.0,
+                "values": [
+                    [int(a), int(b), (int(c) / 1e9 if unit == "s" else int(c))]
+                    for a, b, c in zip(pp, rr, vv)
+                ],
+            }
+        )
     index = {lab: i for i, lab in enumerate(L.paths)}
-    paths = [{"id": i, "labels": list(lab), "parent": index.get(lab[:-1])}
-             for i, lab in enumerate(L.paths)]
+    paths = [
+        {"id": i, "labels": list(lab), "parent": index.get(lab[:-1])}
+        for i, lab in enumerate(L.paths)
+    ]
     ranks = sorted(ranks_info)
     return {
-        "format": RESULT_FORMAT, "version": RESULT_VERSION, "experiment": str(exp),
-        "complete": complete, "notes": notes, "world_size": world,
-        "ranks": [{"rank": k, "host": ranks_info[k][3], "state": ranks_info[k][4],
-                   "complete": bool(ranks_info[k][2]),
-                   "time_s": (ranks_info[k][1] - ranks_info[k][0]) / 1e9} for k in ranks],
-        "events": int(nevents), "counts": counts,
+        "format": RESULT_FORMAT,
+        "version": RESULT_VERSION,
+        "experiment": str(exp),
+        "complete": complete,
+        "notes": notes,
+        "world_size": world,
+        "ranks": [
+            {
+                "rank": k,
+                "host": ranks_info[k][3],
+                "state": ranks_info[k][4],
+                "complete": bool(ranks_info[k][2]),
+                "time_s": (ranks_info[k][1] - ranks_info[k][0]) / 1e9,
+            }
+            for k in ranks
+        ],
+        "events": int(nevents),
+        "counts": counts,
         "analysis": dict(timing, processes=nproc),
-        "metrics": metrics, "callpaths": paths,
+        "metrics": metrics,
+        "callpaths": paths,
     }

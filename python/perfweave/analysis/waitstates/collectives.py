@@ -6,16 +6,32 @@ import numpy as np
 
 from perfweave.analysis import metrics as MT
 from perfweave.model.grouping import dense_ids
-from perfweave.model.trace import (COLL_FLAGS, R, Cols)
-from perfweave.analysis.waitstates.common import (CHUNK, MAX64, MIN64, _hash_cols, _route,
-                                                  _table)
+from perfweave.model.trace import COLL_FLAGS, R, Cols
+from perfweave.analysis.waitstates.common import CHUNK, MAX64, MIN64, _hash_cols, _route, _table
 from perfweave.analysis.waitstates.load import _comm_place
 
-COLLS = np.dtype([("key", "<i8"), ("seq", "<i8"), ("rank", "<i4"), ("path", "<i4"),
-                  ("role", "<i2"), ("nb", "u1"), ("sent", "u1"), ("recv", "u1"),
-                  ("root", "u1"), ("pad", "<u2"), ("csize", "<i4"), ("crank", "<i4"),
-                  ("b", "<i8"), ("e", "<i8"), ("w", "<i8"), ("wpath", "<i4"),
-                  ("wcall", "<i4")])
+COLLS = np.dtype(
+    [
+        ("key", "<i8"),
+        ("seq", "<i8"),
+        ("rank", "<i4"),
+        ("path", "<i4"),
+        ("role", "<i2"),
+        ("nb", "u1"),
+        ("sent", "u1"),
+        ("recv", "u1"),
+        ("root", "u1"),
+        ("pad", "<u2"),
+        ("csize", "<i4"),
+        ("crank", "<i4"),
+        ("b", "<i8"),
+        ("e", "<i8"),
+        ("w", "<i8"),
+        ("wpath", "<i4"),
+        ("wcall", "<i4"),
+    ]
+)
+
 
 def _take(rows, index):
     """rows[index] for a table: Cols column by column; a record array by whole records
@@ -24,6 +40,7 @@ def _take(rows, index):
         return rows.take(index)
     v = rows.view(np.dtype((np.void, rows.dtype.itemsize)))
     return v[index].view(rows.dtype)
+
 
 class _Instances:
     """Rows of collective-like operations grouped by instance (key, seq), without
@@ -42,7 +59,7 @@ class _Instances:
             return
         key, seq = here["key"], here["seq"]
         ukey, kid = dense_ids(key)
-        if int(seq.min()) >= 0 and int(seq.max()) < 2 ** 40 and len(ukey) < 2 ** 23:
+        if int(seq.min()) >= 0 and int(seq.max()) < 2**40 and len(ukey) < 2**23:
             uinst, self._gid = dense_ids((kid << 40) | seq)
             self.n = len(uinst)
         else:
@@ -55,8 +72,12 @@ class _Instances:
         count = np.bincount(self._gid, minlength=self.n)
         csize = here["csize"]
         role = here["role"]
-        self.ok = (count == self.max(csize)) & (self.min(csize) == self.max(csize)) & \
-            (self.max(here["nb"]) == 0) & (self.min(role) == self.max(role))
+        self.ok = (
+            (count == self.max(csize))
+            & (self.min(csize) == self.max(csize))
+            & (self.max(here["nb"]) == 0)
+            & (self.min(role) == self.max(role))
+        )
 
     def gid(self):
         return self._gid
@@ -72,6 +93,7 @@ class _Instances:
         np.minimum.at(out, self._gid, values)
         return out
 
+
 def _instances(L, ex, rows):
     """Route collective-like rows (COLL_COLS, as Cols or COLLS records) to the owner of
     their instance (key, seq) and group them there (_Instances)."""
@@ -81,14 +103,19 @@ def _instances(L, ex, rows):
         rows = _route(ex, rows, keys=_hash_cols(rows["key"], rows["seq"]))
     return _Instances(rows)
 
+
 def _kind(t):
     """What the rows of one instance must agree on, as one number: the role, nonblocking
     or not (MPI matches neither with the other), and whether a nonblocking one was left
     open (never completed). Its minimum and maximum over an instance are equal when they
     agree."""
     f = t["flags"].astype(np.int64)
-    return t["role"].astype(np.int64) * 4 + (f & COLL_FLAGS["nb"]) * 2 + \
-        ((f & COLL_FLAGS["open"]) != 0)
+    return (
+        t["role"].astype(np.int64) * 4
+        + (f & COLL_FLAGS["nb"]) * 2
+        + ((f & COLL_FLAGS["open"]) != 0)
+    )
+
 
 # what the collective patterns need of each instance: (reduction, value of a row,
 # roles that need it: None for all). b is the enter of the call that started the
@@ -100,30 +127,51 @@ COLL_SUMMARY = {
     "kmax": ("max", _kind, None),
     "latest": ("max", lambda t: t["b"], None),
     "earliest_end": ("min", lambda t: t["e"], None),
-    "latest_sender": ("max", lambda t: np.where(t["sent"] > 0, t["b"], MIN64),
-                      ("n2n", "n21")),
+    "latest_sender": ("max", lambda t: np.where(t["sent"] > 0, t["b"], MIN64), ("n2n", "n21")),
     "root_b": ("max", lambda t: np.where(t["root"] > 0, t["b"], MIN64), ("12n",)),
     "root_sent": ("max", lambda t: (t["sent"] > 0) & (t["root"] > 0), ("12n",)),
 }
 _UFUNC = {"max": (np.maximum, MIN64), "min": (np.minimum, MAX64), "sum": (np.add, 0)}
 
 # (wait metric, completion metric or None) of each collective role
-COLL_METRICS = {"barrier": ("mpi_barrier_wait", "mpi_barrier_completion"),
-                "n2n": ("mpi_wait_nxn", "mpi_nxn_completion"),
-                "12n": ("mpi_latebroadcast", None), "n21": ("mpi_earlyreduce", None),
-                "scan": ("mpi_earlyscan", None)}
+COLL_METRICS = {
+    "barrier": ("mpi_barrier_wait", "mpi_barrier_completion"),
+    "n2n": ("mpi_wait_nxn", "mpi_nxn_completion"),
+    "12n": ("mpi_latebroadcast", None),
+    "n21": ("mpi_earlyreduce", None),
+    "scan": ("mpi_earlyscan", None),
+}
 
 # a nonblocking collective completed in a multi-wait, charged once the call's other
 # waits are known (_charge_multiwaits): the call, the rank, its path, the metrics
 # (MT.INDEX; -1 none) and values of the wait and of the completion
-DEFER = np.dtype([("wcall", "<i8"), ("rank", "<i4"), ("path", "<i4"), ("metric", "<i4"),
-                  ("cmetric", "<i4"), ("value", "<i8"), ("cvalue", "<i8")])
+DEFER = np.dtype(
+    [
+        ("wcall", "<i8"),
+        ("rank", "<i4"),
+        ("path", "<i4"),
+        ("metric", "<i4"),
+        ("cmetric", "<i4"),
+        ("value", "<i8"),
+        ("cvalue", "<i8"),
+    ]
+)
+
 
 def _deferred(wcall, rank, path, role, value, cvalue):
     """DEFER rows for collectives of one role."""
     m, cm = COLL_METRICS[role]
-    return _table(DEFER, wcall=wcall, rank=rank, path=path, metric=MT.INDEX[m],
-                  cmetric=MT.INDEX[cm] if cm else -1, value=value, cvalue=cvalue)
+    return _table(
+        DEFER,
+        wcall=wcall,
+        rank=rank,
+        path=path,
+        metric=MT.INDEX[m],
+        cmetric=MT.INDEX[cm] if cm else -1,
+        value=value,
+        cvalue=cvalue,
+    )
+
 
 def _waiting(L, nb, wpath):
     """(rows charged now, rows of multi-waits deferred) among rows of collectives (nb:
@@ -136,8 +184,10 @@ def _waiting(L, nb, wpath):
     if not nb.any():
         return None, None
     wrole = L.path_role[wpath]
-    return ~(nb & ((wrole == R["test"]) | (wrole == R["waitmulti"]))), \
-        nb & (wrole == R["waitmulti"])
+    return ~(nb & ((wrole == R["test"]) | (wrole == R["waitmulti"]))), nb & (
+        wrole == R["waitmulti"]
+    )
+
 
 def collectives(L, ex, acc, notes):
     """Waits at collective operations (Scalasca's definitions). Each process sums up
@@ -163,15 +213,14 @@ def collectives(L, ex, acc, notes):
     csize = np.array([len(L.comms.get(int(k), ())) for k in L.comm_keys], np.int64)
     nk = len(last)
     every = ex.allreduce(np.r_[last, csize, roles > 0].astype(np.int64), "max")
-    last, csize, roles = every[:nk], every[nk:2 * nk], every[2 * nk:]
+    last, csize, roles = every[:nk], every[nk : 2 * nk], every[2 * nk :]
     size = last + 1
     base = np.cumsum(size) - size
     ninst = int(size.sum())
     deferred = [np.zeros(0, DEFER)]
     if not ninst:
         return deferred[0]
-    need = {k: v for k, v in COLL_SUMMARY.items()
-            if v[2] is None or any(roles[R[r]] for r in v[2])}
+    need = {k: v for k, v in COLL_SUMMARY.items() if v[2] is None or any(roles[R[r]] for r in v[2])}
     chunks = [(a, min(a + CHUNK, len(C))) for a in range(0, len(C), CHUNK)]
     S = {k: np.full(ninst, _UFUNC[op][1], np.int64) for k, (op, _, _) in need.items()}
     for a, z in chunks:
@@ -179,15 +228,19 @@ def collectives(L, ex, acc, notes):
         g = base[rows["key"]] + rows["seq"]
         for k, (op, f, _) in need.items():
             _UFUNC[op][0].at(S[k], g, np.asarray(f(rows)).astype(np.int64, copy=False))
-    for op in ("max", "min", "sum"):        # one reduction per kind over the processes
+    for op in ("max", "min", "sum"):  # one reduction per kind over the processes
         names = [k for k, (o, _, _) in need.items() if o == op]
         if names:
             S.update(zip(names, ex.allreduce(np.stack([S[k] for k in names]), op)))
     # an instance is whole when every member of its communicator took part, all alike,
     # and none left it open
     present = S["count"] > 0
-    ok = present & (S["count"] == np.repeat(csize, size)) & (S["kmin"] == S["kmax"]) & \
-        ((S["kmax"] & 1) == 0)
+    ok = (
+        present
+        & (S["count"] == np.repeat(csize, size))
+        & (S["kmin"] == S["kmax"])
+        & ((S["kmax"] & 1) == 0)
+    )
     if ex.me == 0:
         notes["collectives"] += int(ok.sum())
         notes["incomplete_collectives"] += int((present & ~ok).sum())
@@ -201,8 +254,9 @@ def collectives(L, ex, acc, notes):
         now, later = _waiting(L, here["flags"] & COLL_FLAGS["nb"], here["wpath"])
         charge = okr if now is None else okr & now
         wait_full = np.maximum(0, np.minimum(latest, e) - w)
-        completion = np.maximum(0, e - np.maximum(np.maximum(earliest_end,
-                                                             np.minimum(latest, e)), w))
+        completion = np.maximum(
+            0, e - np.maximum(np.maximum(earliest_end, np.minimum(latest, e)), w)
+        )
         batch = acc.rows(here["wpath"], here["rank"])
         values = {}
         bar = role == R["barrier"]
@@ -212,15 +266,17 @@ def collectives(L, ex, acc, notes):
         if n2n.any():
             latest_sender = S["latest_sender"][gid]
             overlap = earliest_end > latest
-            w_partial = np.where((here["recv"] > 0) & (w < latest_sender),
-                                 np.maximum(0, np.minimum(latest_sender, e) - w), 0)
+            w_partial = np.where(
+                (here["recv"] > 0) & (w < latest_sender),
+                np.maximum(0, np.minimum(latest_sender, e) - w),
+                0,
+            )
             values["n2n"] = (n2n, np.where(overlap, wait_full, w_partial), completion)
         o2n = role == R["12n"]
         if o2n.any():
             root_b = S["root_b"][gid]
             o2n &= (S["root_sent"][gid] > 0) & (here["root"] == 0) & (here["recv"] > 0)
-            values["12n"] = (o2n & (w < root_b), np.maximum(0, np.minimum(root_b, e) - w),
-                             None)
+            values["12n"] = (o2n & (w < root_b), np.maximum(0, np.minimum(root_b, e) - w), None)
         n21 = role == R["n21"]
         if n21.any():
             latest_sender = S["latest_sender"][gid]
@@ -234,13 +290,20 @@ def collectives(L, ex, acc, notes):
             if later is not None:
                 d = np.flatnonzero(mask & okr & later)
                 if len(d):
-                    deferred.append(_deferred(
-                        here["wcall"][d], here["rank"][d], here["wpath"][d], r, wait[d],
-                        comp[d] if comp is not None else 0))
+                    deferred.append(
+                        _deferred(
+                            here["wcall"][d],
+                            here["rank"][d],
+                            here["wpath"][d],
+                            r,
+                            wait[d],
+                            comp[d] if comp is not None else 0,
+                        )
+                    )
         scan = np.flatnonzero(role == R["scan"])
         if len(scan):
             scans.append(a + scan)
-    if not roles[R["scan"]]:           # no process has scans: nothing to route
+    if not roles[R["scan"]]:  # no process has scans: nothing to route
         return np.concatenate(deferred)
     scans = np.concatenate(scans) if scans else np.zeros(0, np.int64)
     rows = C.take(scans)
@@ -251,6 +314,7 @@ def collectives(L, ex, acc, notes):
         rows[k] = ((rows["flags"] & bit) != 0).view(np.uint8)
     deferred.append(_early_scan(L, ex, rows, ok, base, acc))
     return np.concatenate(deferred)
+
 
 def _early_scan(L, ex, rows, ok, base, acc):
     """Early Scan: at each rank, the wait for the latest start among the ranks before it
@@ -272,12 +336,15 @@ def _early_scan(L, ex, rows, ok, base, acc):
     wait = np.maximum(0, np.minimum(run, e) - w)
     okr = ok[inst]
     now, later = _waiting(L, here["nb"], here["wpath"])
-    acc.add("mpi_earlyscan", here["wpath"], here["rank"], wait,
-            okr if now is None else okr & now)
+    acc.add("mpi_earlyscan", here["wpath"], here["rank"], wait, okr if now is None else okr & now)
     d = np.flatnonzero(okr & later) if later is not None else []
-    out = _deferred(here["wcall"][d], here["rank"][d], here["wpath"][d], "scan", wait[d],
-                    0) if len(d) else none
+    out = (
+        _deferred(here["wcall"][d], here["rank"][d], here["wpath"][d], "scan", wait[d], 0)
+        if len(d)
+        else none
+    )
     return _route(ex, out, dest_ranks=out["rank"]) if ex.parallel else out
+
 
 def _group_cummax(group, values):
     """Running maximum of values restarted at each group (rows sorted by group): one
@@ -290,6 +357,7 @@ def _group_cummax(group, values):
     g = np.cumsum(np.r_[False, group[1:] != group[:-1]])
     run = np.maximum.accumulate(g * len(values) + rank) - g * len(values)
     return values[order[run]]
+
 
 def _comm_geometry(L, rows, ckeys, ranks):
     """Fill csize and crank (the rank's position in the communicator) of rows; csize -1
@@ -305,4 +373,3 @@ def _comm_geometry(L, rows, ckeys, ranks):
         pos = np.searchsorted(m[srt], ranks[sel])
         pos = np.minimum(pos, len(m) - 1)
         rows["crank"][sel] = np.where(m[srt][pos] == ranks[sel], srt[pos], -1)
-

@@ -11,7 +11,7 @@ from perfweave.readers.dtypes import TypeSet
 
 RESULT_FORMAT = "perfweave-waitstates"
 RESULT_VERSION = 1
-WO_BUFFER = 100   # Late Sender instances a receiver remembers for Wrong Order (Scalasca)
+WO_BUFFER = 100  # Late Sender instances a receiver remembers for Wrong Order (Scalasca)
 
 CATS = list(MT.CATEGORY_METRIC)
 C = {c: i for i, c in enumerate(CATS)}
@@ -19,10 +19,11 @@ C = {c: i for i, c in enumerate(CATS)}
 WINDOW_EVENTS = TypeSet("WSYNC", "RMA")
 MIN64 = np.iinfo(np.int64).min
 MAX64 = np.iinfo(np.int64).max
-CHUNK = 1 << 18     # rows of a batch: the temporaries of a batch stay in cache
+CHUNK = 1 << 18  # rows of a batch: the temporaries of a batch stay in cache
 
 
 # ---------------------------------------------------------------- helpers
+
 
 class Acc:
     """Contributions (metric, path, rank, value), summed at the end. Large batches are
@@ -45,8 +46,12 @@ class Acc:
         r = np.asarray(rank)[idx].astype(np.int64)
         v = value[idx].astype(np.int64)
         w = int(r.max()) + 1 if len(r) else 1
-        if len(idx) > 4096 and int(r.min()) >= 0 and int(p.min()) >= 0 and \
-                (int(p.max()) + 1) * w < 2 ** 62:
+        if (
+            len(idx) > 4096
+            and int(r.min()) >= 0
+            and int(p.min()) >= 0
+            and (int(p.max()) + 1) * w < 2**62
+        ):
             uniq, inv = dense_ids(p * w + r)
             v = _sum_at(inv, v, len(uniq))
             p, r = np.divmod(uniq, w)
@@ -60,9 +65,14 @@ class Acc:
         value = np.asarray(value)
         keep = value != 0
         if keep.any():
-            self.parts.append((np.asarray(metric_idx, np.int64)[keep],
-                               np.asarray(path, np.int64)[keep],
-                               np.asarray(rank, np.int64)[keep], value[keep].astype(np.int64)))
+            self.parts.append(
+                (
+                    np.asarray(metric_idx, np.int64)[keep],
+                    np.asarray(path, np.int64)[keep],
+                    np.asarray(rank, np.int64)[keep],
+                    value[keep].astype(np.int64),
+                )
+            )
 
     def reduced(self):
         if not self.parts:
@@ -79,8 +89,9 @@ class _Batch:
         self.acc = acc
         p, r = np.asarray(path).astype(np.int64), np.asarray(rank).astype(np.int64)
         self.width = int(r.max()) + 1 if len(r) else 1
-        if len(r) and (int(r.min()) < 0 or int(p.min()) < 0 or
-                       (int(p.max()) + 1) * self.width >= 2 ** 62):
+        if len(r) and (
+            int(r.min()) < 0 or int(p.min()) < 0 or (int(p.max()) + 1) * self.width >= 2**62
+        ):
             self.uniq = None
             self.path, self.rank = p, r
             return
@@ -111,7 +122,7 @@ def _reduce(m, p, r, v):
     if not len(m):
         return m, p, r, v
     pmax, rmax = int(p.max()) + 1, int(r.max()) + 1
-    if len(MT.IDS) * pmax * rmax < 2 ** 62:
+    if len(MT.IDS) * pmax * rmax < 2**62:
         key = (m * pmax + p) * rmax + r
         order = np.argsort(key, kind="stable")
         ks = key[order]
@@ -119,8 +130,9 @@ def _reduce(m, p, r, v):
     else:
         order = np.lexsort((r, p, m))
         ms, ps, rs = m[order], p[order], r[order]
-        start = np.flatnonzero(np.r_[True, (ms[1:] != ms[:-1]) | (ps[1:] != ps[:-1]) |
-                                     (rs[1:] != rs[:-1])])
+        start = np.flatnonzero(
+            np.r_[True, (ms[1:] != ms[:-1]) | (ps[1:] != ps[:-1]) | (rs[1:] != rs[:-1])]
+        )
     o = order[start]
     return m[o], p[o], r[o], np.add.reduceat(v[order], start)
 
@@ -200,5 +212,3 @@ def _route(ex, rows, dest_ranks=None, keys=None):
     if dest_ranks is not None:
         return ex.route(rows, ex.owner(dest_ranks))
     return ex.route(rows, ex.owner_of_keys(keys))
-
-

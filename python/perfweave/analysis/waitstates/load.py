@@ -1,38 +1,50 @@
 """Loading traces for the wait-state analysis: each rank's records prepared
 (model/trace.py), clocks unified across hosts, communicators, channels and call paths
 made global, and the per-kind tables (sends, receives, collectives, windows) stored."""
+
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfweave.model.trace import (COLL_COLS, COLL_FLAGS, RECV_COLS, SEND_COLS,
-                                   WCALL_COLS, WEV_COLS, R, Cols, Trace, classify,
-                                   prepare)
+from perfweave.model.trace import (
+    COLL_COLS,
+    COLL_FLAGS,
+    RECV_COLS,
+    SEND_COLS,
+    WCALL_COLS,
+    WEV_COLS,
+    R,
+    Cols,
+    Trace,
+    classify,
+    prepare,
+)
 from perfweave.readers import trace as rt
 from perfweave.analysis.waitstates.common import CHUNK
 
+
 @dataclass
 class Loaded:
-    trace: Trace                     # the ranks this process owns
-    paths: list                      # global call paths: label tuples, sorted
-    sends: Cols                      # SEND_COLS of every owned rank; path, call, chan global
-    recvs: Cols                      # RECV_COLS, likewise
-    colls: Cols                      # COLL_COLS; key: dense communicator id
-    wcalls: Cols                     # WCALL_COLS
-    wevents: Cols                    # WEV_COLS; "call" indexes wcalls
-    ncalls: int                      # MPI calls of the owned ranks ("call" of sends, recvs)
-    nchan: int                       # channels of messages ("chan"), all processes
-    channels: np.ndarray             # (nchan, 4): source, destination, comm id, tag
-    groups: dict                     # rank -> list of member arrays
-    comms: dict                      # comm key -> members
-    windows: dict                    # window key -> comm key
-    ranks_present: list              # every rank with a trace (all processes)
+    trace: Trace  # the ranks this process owns
+    paths: list  # global call paths: label tuples, sorted
+    sends: Cols  # SEND_COLS of every owned rank; path, call, chan global
+    recvs: Cols  # RECV_COLS, likewise
+    colls: Cols  # COLL_COLS; key: dense communicator id
+    wcalls: Cols  # WCALL_COLS
+    wevents: Cols  # WEV_COLS; "call" indexes wcalls
+    ncalls: int  # MPI calls of the owned ranks ("call" of sends, recvs)
+    nchan: int  # channels of messages ("chan"), all processes
+    channels: np.ndarray  # (nchan, 4): source, destination, comm id, tag
+    groups: dict  # rank -> list of member arrays
+    comms: dict  # comm key -> members
+    windows: dict  # window key -> comm key
+    ranks_present: list  # every rank with a trace (all processes)
     notes: list = field(default_factory=list)
-    comm_keys: np.ndarray = None     # every communicator's key, sorted (all processes)
-    path_role: np.ndarray = None     # role (R) of each path's leaf MPI function
-    row_ranks: dict = None           # table name -> (rank, first row) of each owned rank
-    locations: np.ndarray = None     # first call of each location (rank, thread), in
-                                     # order; None when every owned rank has one thread
+    comm_keys: np.ndarray = None  # every communicator's key, sorted (all processes)
+    path_role: np.ndarray = None  # role (R) of each path's leaf MPI function
+    row_ranks: dict = None  # table name -> (rank, first row) of each owned rank
+    locations: np.ndarray = None  # first call of each location (rank, thread), in
+    # order; None when every owned rank has one thread
 
     def rank_at(self, name, rows):
         """The rank of the rows (indices) of table name."""
@@ -62,6 +74,7 @@ class Loaded:
         edges[0] = a
         return np.repeat(ranks[i0:i1].astype(np.int32), np.diff(edges))
 
+
 class Rows(Cols):
     """A table of the store: its stored columns, and columns derived when first asked
     for (derive(table, name)), also of row ranges t[a:b] (which know where they start)."""
@@ -81,6 +94,7 @@ class Rows(Cols):
         dict.__setitem__(self, k, v)
         return v
 
+
 def _deriver(L, name):
     """What the rows of table name can tell without storing it: the rank (from where
     the rows are), a message's source or destination (from its channel), a call's role
@@ -92,8 +106,11 @@ def _deriver(L, name):
         if k == own:
             return L.ranks_of(name, t.start, t.start + len(t))
         if other and k == other[0]:
-            return L.channels[t["chan"], other[1]].astype(np.int32) if L.nchan else \
-                np.zeros(len(t), np.int32)
+            return (
+                L.channels[t["chan"], other[1]].astype(np.int32)
+                if L.nchan
+                else np.zeros(len(t), np.int32)
+            )
         if k == "role":
             return L.path_role[t["path"]]
         if name == "colls" and k in COLL_FLAGS:
@@ -101,7 +118,9 @@ def _deriver(L, name):
         if name == "colls" and k in ("csize", "crank"):
             return _comm_place(L, t["key"], t["rank"])[k == "crank"]
         raise KeyError(k)
+
     return derive
+
 
 def _comm_place(L, key, rank):
     """(size of each row's communicator (dense id key), the row's rank's position in it;
@@ -119,6 +138,7 @@ def _comm_place(L, key, rank):
         place[sel] = np.where(m[srt][pos] == rank[sel], srt[pos], -1)
     return size, place
 
+
 def world_size_of(exp, ranks):
     """The run's MPI_COMM_WORLD size: from any rank's JSON, else the largest rank + 1."""
     for r in ranks:
@@ -126,6 +146,7 @@ def world_size_of(exp, ranks):
         if meta and meta.get("world_size"):
             return int(meta["world_size"])
     return max(ranks) + 1
+
 
 def _sibling_meta(exp, ranks):
     """What a rank without its JSON can borrow from another rank of the run: the clock
@@ -135,14 +156,26 @@ def _sibling_meta(exp, ranks):
         meta, _ = rt.read_meta(exp, r)
         if meta and meta.get("clock"):
             comms = [c for c in meta.get("comms", []) if c.get("id") == 0]
-            return {"clock": meta["clock"], "functions": meta.get("functions", []),
-                    "families": meta.get("families", []), "comms": comms,
-                    "world_size": meta.get("world_size"), "state": "unknown"}
+            return {
+                "clock": meta["clock"],
+                "functions": meta.get("functions", []),
+                "families": meta.get("families", []),
+                "comms": comms,
+                "world_size": meta.get("world_size"),
+                "state": "unknown",
+            }
     return None
 
-TABLES = {"sends": SEND_COLS, "recvs": RECV_COLS, "colls": COLL_COLS,
-          "wcalls": WCALL_COLS, "wevents": WEV_COLS}
-DETAIL = {"thread", "bytes"}    # columns of messages only load(detail=True) keeps
+
+TABLES = {
+    "sends": SEND_COLS,
+    "recvs": RECV_COLS,
+    "colls": COLL_COLS,
+    "wcalls": WCALL_COLS,
+    "wevents": WEV_COLS,
+}
+DETAIL = {"thread", "bytes"}  # columns of messages only load(detail=True) keeps
+
 
 class Store:
     """The process's tables (TABLES), filled rank by rank: each prepared rank's tables
@@ -151,10 +184,12 @@ class Store:
     estimated from the first ranks (rows per trace record) and grow when exceeded."""
 
     def __init__(self, records, detail=False):
-        self.records = max(int(records), 1)   # trace records of all ranks to come
-        self.seen = 0                         # ... of the ranks taken so far
-        self.cols = {name: {k: t for k, t in cols.items() if detail or k not in DETAIL}
-                     for name, cols in TABLES.items()}
+        self.records = max(int(records), 1)  # trace records of all ranks to come
+        self.seen = 0  # ... of the ranks taken so far
+        self.cols = {
+            name: {k: t for k, t in cols.items() if detail or k not in DETAIL}
+            for name, cols in TABLES.items()
+        }
         self.tables = {name: None for name in TABLES}
         self.used = dict.fromkeys(TABLES, 0)
 
@@ -184,7 +219,7 @@ class Store:
             self._room(name, n)
             table, n0 = self.tables[name], self.used[name]
             for k in table:
-                table[k][n0:n0 + n] = mine[k]
+                table[k][n0 : n0 + n] = mine[k]
             self.used[name] = n0 + n
             rd.rows[name] = n
             setattr(rd, name, None)
@@ -194,8 +229,7 @@ class Store:
         out = {}
         for name in TABLES:
             n = np.array([rd.rows[name] for rd in trace.ranks], np.int64)
-            out[name] = (np.array([rd.rank for rd in trace.ranks], np.int64),
-                         np.cumsum(n) - n)
+            out[name] = (np.array([rd.rank for rd in trace.ranks], np.int64), np.cumsum(n) - n)
         return out
 
     def views(self, trace):
@@ -205,14 +239,15 @@ class Store:
             for name in TABLES:
                 n0, n = pos[name], rd.rows[name]
                 table = self.table(name)
-                setattr(rd, name, Cols({k: v[n0:n0 + n] for k, v in table.items()}))
+                setattr(rd, name, Cols({k: v[n0 : n0 + n] for k, v in table.items()}))
                 pos[name] = n0 + n
 
     def table(self, name):
         t = self.tables[name]
         if t is None:
             return Cols({k: np.zeros(0, ty) for k, ty in self.cols[name].items()})
-        return Cols({k: v[:self.used[name]] for k, v in t.items()})
+        return Cols({k: v[: self.used[name]] for k, v in t.items()})
+
 
 def load(exp, ex, detail=False):
     """Read and prepare the ranks ex owns (Loaded). detail: keep the columns of
@@ -225,21 +260,24 @@ def load(exp, ex, detail=False):
     _host_clocks(metas, ex)
     store = Store(sum(rt.record_count(exp, r) for r in mine), detail)
     data, sibling = [], None
-    for r in mine:                      # one rank at a time: its raw records are dropped
+    for r in mine:  # one rank at a time: its raw records are dropped
         rf = rt.read_rank(exp, r, metas[r])
         if not rf.meta.get("clock"):
             sibling = sibling or _sibling_meta(exp, ranks)
             if sibling:
                 rf.meta = dict(sibling, rank=rf.rank)
-                rf.notes.append(f"rank {rf.rank}: clock calibration, function table and "
-                                "MPI_COMM_WORLD taken from another rank; its times are "
-                                "approximate and messages on other communicators cannot "
-                                "be matched")
+                rf.notes.append(
+                    f"rank {rf.rank}: clock calibration, function table and "
+                    "MPI_COMM_WORLD taken from another rank; its times are "
+                    "approximate and messages on other communicators cannot "
+                    "be matched"
+                )
         rd = prepare(rf)
         del rf
         store.take(rd)
         data.append(rd)
     return _unify(Trace(world, [], data, source=str(exp)), ex, ranks, store)
+
 
 def _host_clocks(metas, ex):
     """Ranks on one host read one CLOCK_MONOTONIC, so their offsets to rank 0 are one
@@ -247,12 +285,22 @@ def _host_clocks(metas, ex):
     smallest round trip). Measured per rank, the offsets carry the error of each
     ping-pong (tens of microseconds on busy cores), enough to reorder a post and the
     start it releases. metas: {rank: (meta, note)}, updated in place."""
+
     def clock(m):
         return m.get("clock") if m and m.get("host") else None
-    mine = [(r, m["host"], m["clock"].get("offset_init_ns", 0),
-             m["clock"].get("offset_init_err_ns", 0), m["clock"].get("offset_fini_ns", 0),
-             m["clock"].get("offset_fini_err_ns", 0))
-            for r, (m, _) in metas.items() if clock(m)]
+
+    mine = [
+        (
+            r,
+            m["host"],
+            m["clock"].get("offset_init_ns", 0),
+            m["clock"].get("offset_init_err_ns", 0),
+            m["clock"].get("offset_fini_ns", 0),
+            m["clock"].get("offset_fini_err_ns", 0),
+        )
+        for r, (m, _) in metas.items()
+        if clock(m)
+    ]
     allc = [c for part in ex.allgather(mine) for c in part]
     host0 = next((c[1] for c in allc if c[0] == 0), None)
     best = {}
@@ -271,6 +319,7 @@ def _host_clocks(metas, ex):
         else:
             c["offset_init_ns"], c["offset_fini_ns"] = best[m["host"]][0][0], best[m["host"]][1][0]
         metas[r] = (dict(m, clock=c), note)
+
 
 def _unify(trace, ex, ranks_present, store=None):
     """Merge function tables and call paths of every analysis process (by name), and
@@ -304,19 +353,19 @@ def _unify(trace, ex, ranks_present, store=None):
         comms.update(rd.comms)
         windows.update(rd.windows)
         groups[rd.rank] = rd.groups
-    ckeys = {0}                         # events without a communicator
+    ckeys = {0}  # events without a communicator
     for part in ex.allgather(sorted(comms)):
         ckeys.update(part)
     comm_keys = np.array(sorted(ckeys), np.int64)
     chan_ids, channels = _channels(trace, ex, comm_keys)
-    if store is None:                   # a trace built in memory: store it now
+    if store is None:  # a trace built in memory: store it now
         store = Store(sum(rd.nrecords for rd in trace.ranks))
         for rd in trace.ranks:
             store.take(rd)
     store.views(trace)
     cbase = wbase = 0
     locations = []
-    for rd in trace.ranks:              # the views are updated in place
+    for rd in trace.ranks:  # the views are updated in place
         pmap = np.array([gid[sep.join(p)] for p in rd.paths], np.int32)
         cmap = np.searchsorted(comm_keys, rd.comm_keys).astype(np.int32)
         for name, ids in zip(("sends", "recvs"), chan_ids[rd.rank]):
@@ -340,22 +389,31 @@ def _unify(trace, ex, ranks_present, store=None):
     notes = [n for rd in trace.ranks for n in rd.notes]
     present = set(ranks_present)
     trace.missing = [r for r in range(trace.world_size) if r not in present]
-    for rd in trace.ranks:              # the store's tables replace them
+    for rd in trace.ranks:  # the store's tables replace them
         for name in TABLES:
             setattr(rd, name, None)
     labels = [tuple(p.split(sep)) for p in paths]
-    L = Loaded(trace=trace, paths=labels,
-               **{name: store.table(name) for name in TABLES}, ncalls=cbase,
-               nchan=len(channels), channels=channels,
-               groups=groups, comms=comms, windows=windows,
-               ranks_present=sorted(present), notes=notes, comm_keys=comm_keys,
-               path_role=np.array([_leaf_role(p) for p in labels], np.int16),
-               row_ranks=store.row_ranks(trace),
-               locations=np.concatenate(locations)
-               if any(len(x) > 1 for x in locations) else None)
+    L = Loaded(
+        trace=trace,
+        paths=labels,
+        **{name: store.table(name) for name in TABLES},
+        ncalls=cbase,
+        nchan=len(channels),
+        channels=channels,
+        groups=groups,
+        comms=comms,
+        windows=windows,
+        ranks_present=sorted(present),
+        notes=notes,
+        comm_keys=comm_keys,
+        path_role=np.array([_leaf_role(p) for p in labels], np.int16),
+        row_ranks=store.row_ranks(trace),
+        locations=np.concatenate(locations) if any(len(x) > 1 for x in locations) else None,
+    )
     for name in ("sends", "recvs", "colls"):
         setattr(L, name, Rows(getattr(L, name), _deriver(L, name)))
     return L
+
 
 def _leaf_role(labels):
     """The role (R) of the MPI function a path ends in ('M:name@site'), else other."""
@@ -363,6 +421,7 @@ def _leaf_role(labels):
     if leaf.startswith("M:"):
         return R[classify(leaf[2:].split("@", 1)[0])[1]]
     return R["other"]
+
 
 def _channels(trace, ex, comm_keys):
     """Number the channels of messages, (source, destination, communicator, tag), alike
@@ -374,23 +433,25 @@ def _channels(trace, ex, comm_keys):
     for rd in trace.ranks:
         cmap = np.searchsorted(comm_keys, rd.comm_keys)
         sc, rc = rd.send_channels, rd.recv_channels
-        parts.append(np.stack([np.full(len(sc), rd.rank), sc[:, 0], cmap[sc[:, 1]],
-                               sc[:, 2]], axis=1))
-        parts.append(np.stack([rc[:, 0], np.full(len(rc), rd.rank), cmap[rc[:, 1]],
-                               rc[:, 2]], axis=1))
+        parts.append(
+            np.stack([np.full(len(sc), rd.rank), sc[:, 0], cmap[sc[:, 1]], sc[:, 2]], axis=1)
+        )
+        parts.append(
+            np.stack([rc[:, 0], np.full(len(rc), rd.rank), cmap[rc[:, 1]], rc[:, 2]], axis=1)
+        )
         sizes.append((len(sc), len(rc)))
     mine = np.concatenate(parts).astype(np.int64) if parts else np.zeros((0, 4), np.int64)
     every = ex.allgather(mine)
-    offset = sum(len(p) for p in every[:ex.me])
+    offset = sum(len(p) for p in every[: ex.me])
     allch = np.concatenate(every)
     if not len(allch):
-        return {rd.rank: (np.zeros(0, np.int32),) * 2 for rd in trace.ranks}, \
-            np.zeros((0, 4), np.int64)
+        return {rd.rank: (np.zeros(0, np.int32),) * 2 for rd in trace.ranks}, np.zeros(
+            (0, 4), np.int64
+        )
     uniq, inv = np.unique(allch, axis=0, return_inverse=True)
-    ids = inv.reshape(-1)[offset:offset + len(mine)].astype(np.int32)
+    ids = inv.reshape(-1)[offset : offset + len(mine)].astype(np.int32)
     out, pos = {}, 0
     for rd, (ns, nr) in zip(trace.ranks, sizes):
-        out[rd.rank] = (ids[pos:pos + ns], ids[pos + ns:pos + ns + nr])
+        out[rd.rank] = (ids[pos : pos + ns], ids[pos + ns : pos + ns + nr])
         pos += ns + nr
     return out, uniq
-

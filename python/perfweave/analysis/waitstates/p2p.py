@@ -3,8 +3,9 @@ Sender (with its Wrong Order sub-pattern) and Late Receiver."""
 
 import numpy as np
 
-from perfweave.model.trace import (R)
+from perfweave.model.trace import R
 from perfweave.analysis.waitstates.common import MAX64, WO_BUFFER
+
 
 class _Published:
     """One value per message (the enter of the call that posted it), from the processes
@@ -28,12 +29,12 @@ class _Published:
         chan, seq = rows["chan"], rows["seq"]
         self.count = ex.allreduce(np.bincount(chan, minlength=nch).astype(np.int64), "sum")
         pair = pp * P + qp
-        order = np.argsort(pair, kind="stable")              # (pp, qp), then channel
+        order = np.argsort(pair, kind="stable")  # (pp, qp), then channel
         first = np.empty(nch, np.int64)
         first[order] = np.cumsum(self.count[order]) - self.count[order]
         block = np.bincount(pair, weights=self.count, minlength=P * P).astype(np.int64)
         block_first = np.cumsum(block) - block
-        mine = block[me * P:(me + 1) * P]                       # what this process sends
+        mine = block[me * P : (me + 1) * P]  # what this process sends
         buf = np.empty(int(mine.sum()), np.int64)
         buf[first[chan] + seq - block_first[me * P]] = values
         self.values = ex.alltoallv(buf, mine)
@@ -51,6 +52,7 @@ class _Published:
         out[ok] = self.values[self.first[chan[ok]] + seq[ok]]
         return out, ok
 
+
 def _run_max(group, values):
     """For rows sorted by group: the row of each group's largest value (first if tied)."""
     start = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
@@ -58,6 +60,7 @@ def _run_max(group, values):
     mx = np.maximum.reduceat(values, start)
     cand = np.where(values == mx[gid], np.arange(len(values)), len(values))
     return np.minimum.reduceat(cand, start)
+
 
 class _Slots:
     """Messages of a table `other` (chan, seq) by slot: the messages of a channel get
@@ -83,10 +86,12 @@ class _Slots:
         out[ok] = self.row[self.first[ch[ok]] + seq[ok]]
         return out
 
+
 def _match(rows, other, nchan):
     """For each row of `rows`, the index of the row of `other` for the same message, or
     -1 (_Slots)."""
     return _Slots(other, nchan).find(rows)
+
 
 def message_pairs(L):
     """Every message of a trace loaded in one process, matched as the analysis matches
@@ -98,22 +103,24 @@ def message_pairs(L):
     S["src"], V["dst"] = L.rank_at("sends", m[ok]), L.rank_at("recvs", ok)
     return S, V
 
+
 def point_to_point(L, ex, acc, notes, deferred=None):
     """Late Sender (and Wrong Order) on the receivers' side, Late Receiver on the
     senders', in batches of whole ranks. deferred: the DEFER rows of collectives()
     (nonblocking collectives completed in multi-waits), charged here: a multi-wait is
     one wait, for the request it waited for longest, a message or a collective."""
     S, V = L.sends, L.recvs
-    sent = _Published(L, ex, S, S["e"], "src")       # the send's enter, at the receiver
-    ls_call = np.zeros(L.ncalls, bool)      # multi-waits with a wait charged
+    sent = _Published(L, ex, S, S["e"], "src")  # the send's enter, at the receiver
+    ls_call = np.zeros(L.ncalls, bool)  # multi-waits with a wait charged
     multi = _MultiWaits(L.ncalls, deferred)
     for a, b in L.chunks("recvs"):
         _late_sender(V[a:b], sent, ls_call, multi, acc, notes, L.locations)
     del sent
     multi.charge(acc, ls_call)
-    posted = _Published(L, ex, V, V["e"], "dst")     # the receive's post, at the sender
+    posted = _Published(L, ex, V, V["e"], "dst")  # the receive's post, at the sender
     for a, b in L.chunks("sends"):
         _late_receiver(S[a:b], posted, ls_call, acc, notes)
+
 
 class _MultiWaits:
     """The waits of nonblocking collectives completed in multi-waits (DEFER rows) and of
@@ -130,7 +137,7 @@ class _MultiWaits:
         self.best = d[o[first]]
         self.coll = np.full(ncalls, -1, np.int64)
         self.coll[self.best["wcall"]] = self.best["value"]
-        self.ls = np.zeros(ncalls, np.int64)       # per call: its Late Sender's wait
+        self.ls = np.zeros(ncalls, np.int64)  # per call: its Late Sender's wait
 
     def keep_late_senders(self, call, idle):
         """Of Late Sender instances in multi-waits (calls, waits): those that win over
@@ -149,6 +156,7 @@ class _MultiWaits:
         c = b[b["cmetric"] >= 0]
         acc.add_many(c["cmetric"], c["path"], c["rank"], c["cvalue"])
         waited[b["wcall"][b["value"] > 0]] = True
+
 
 def _late_sender(V, sent, ls_call, multi, acc, notes, threads=None):
     e_send, matched = sent.get(V)
@@ -173,6 +181,7 @@ def _late_sender(V, sent, ls_call, multi, acc, notes, threads=None):
     notes["unmatched_receives"] += len(matched) - nm
     notes["messages"] += nm
 
+
 def _late_receiver(S, posted, ls_call, acc, notes):
     e_rq, matched = posted.get(S)
     cc = S["call"]
@@ -196,6 +205,7 @@ def _late_receiver(S, posted, ls_call, acc, notes):
     acc.add("mpi_latereceiver_count", lp, lrank, np.ones(len(lr_rows), np.int64))
     notes["unmatched_sends"] += len(matched) - int(np.count_nonzero(matched))
 
+
 def _wrong_order(V, matched, e_send, inst_rows, idle, acc, threads=None):
     """Late Sender, Wrong Order: a Late Sender instance is re-charged as wrong order when
     a later receive of the same location (while the instance is among the location's
@@ -210,7 +220,7 @@ def _wrong_order(V, matched, e_send, inst_rows, idle, acc, threads=None):
     # the location of each row: non-decreasing along the rows (calls are in location
     # order), like the ranks
     loc = V["dst"] if threads is None else np.searchsorted(threads, rc, "right") - 1
-    seq = np.flatnonzero(matched)             # receives in processing order (rows of V)
+    seq = np.flatnonzero(matched)  # receives in processing order (rows of V)
     s_time = e_send[seq]
     s_call = rc[seq]
     s_loc = loc[seq]
@@ -237,7 +247,7 @@ def _wrong_order(V, matched, e_send, inst_rows, idle, acc, threads=None):
     # there one (the minimum of the window, from two overlapping blocks)? then where
     # (descend)
     pos = end.copy()
-    locs = np.unique(i_loc)           # instances come in location order, like receives
+    locs = np.unique(i_loc)  # instances come in location order, like receives
     ia, ib = np.searchsorted(i_loc, locs), np.searchsorted(i_loc, locs, "right")
     ra, rb = np.searchsorted(s_loc, locs), np.searchsorted(s_loc, locs, "right")
     for qa, qb, a, b in zip(ia.tolist(), ib.tolist(), ra.tolist(), rb.tolist()):
@@ -250,7 +260,7 @@ def _wrong_order(V, matched, e_send, inst_rows, idle, acc, threads=None):
         table[0] = s_time[a:b]
         for lv in range(1, len(table)):
             k = 1 << (lv - 1)
-            np.minimum(table[lv - 1, :b - a - k], table[lv - 1, k:], out=table[lv, :b - a - k])
+            np.minimum(table[lv - 1, : b - a - k], table[lv - 1, k:], out=table[lv, : b - a - k])
         ok = width > 0
         lv = np.zeros(len(p), np.int64)
         lv[ok] = np.log2(width[ok]).astype(np.int64)
@@ -275,4 +285,3 @@ def _wrong_order(V, matched, e_send, inst_rows, idle, acc, threads=None):
     acc.add("mpi_latesender_wo", path, rank, idle[inst_rows[f]])
     acc.add("mpi_lswo_same", path[same], rank[same], idle[inst_rows[f]][same])
     acc.add("mpi_lswo_different", path[~same], rank[~same], idle[inst_rows[f]][~same])
-

@@ -4,16 +4,33 @@ target, window, sequence number); window creation and free."""
 
 import numpy as np
 
-from perfweave.model.trace import (F, R, T)
-from perfweave.analysis.waitstates.collectives import (COLLS, _comm_geometry, _instances,
-                                                       _take)
-from perfweave.analysis.waitstates.common import (WINDOW_EVENTS, _ffill_index, _groups,
-                                                  _hash_cols, _join, _route, _seq, _table)
+from perfweave.model.trace import F, R, T
+from perfweave.analysis.waitstates.collectives import COLLS, _comm_geometry, _instances, _take
+from perfweave.analysis.waitstates.common import (
+    WINDOW_EVENTS,
+    _ffill_index,
+    _groups,
+    _hash_cols,
+    _join,
+    _route,
+    _seq,
+    _table,
+)
 
-OPS = np.dtype([("key", "<i8"), ("seq", "<i8"), ("target", "<i4"), ("origin", "<i4"),
-                ("l", "<i8")])
-PAIRS = np.dtype([("o", "<i4"), ("t", "<i4"), ("win", "<i8"), ("pseq", "<i8"),
-                  ("epoch", "<i8"), ("x", "<i8"), ("y", "<i8"), ("acc", "<i8")])
+OPS = np.dtype([("key", "<i8"), ("seq", "<i8"), ("target", "<i4"), ("origin", "<i4"), ("l", "<i8")])
+PAIRS = np.dtype(
+    [
+        ("o", "<i4"),
+        ("t", "<i4"),
+        ("win", "<i8"),
+        ("pseq", "<i8"),
+        ("epoch", "<i8"),
+        ("x", "<i8"),
+        ("y", "<i8"),
+        ("acc", "<i8"),
+    ]
+)
+
 
 def _window_timeline(L):
     """Window events (WSYNC, RMA) of every rank in call order, with per (rank, window)
@@ -31,14 +48,15 @@ def _window_timeline(L):
     def count_before(mask):
         c = np.cumsum(mask)
         base = np.r_[0, c[gstart[1:] - 1]] if len(gstart) else np.zeros(0, np.int64)
-        return c - mask - base[gidx]   # strictly before, within the group
+        return c - mask - base[gidx]  # strictly before, within the group
 
     is_sync = ev["type"][wi] == T["WSYNC"]
     last = _ffill_index(is_sync)
-    same = (last >= 0)
+    same = last >= 0
     same[same] &= gidx[np.maximum(last[same], 0)] == gidx[same]
     last_role = np.where(same, role[np.maximum(last, 0)], -1)
     return wi, role, count_before, last_role, gidx
+
 
 def rma(L, ex, acc, notes):
     ev, calls = L.wevents, L.wcalls
@@ -58,14 +76,28 @@ def rma(L, ex, acc, notes):
 
     # ---- fences: instances (window, k); the ops of epoch k to each target ----
     fi = np.flatnonzero(fence)
-    frows = _table(COLLS, key=win[fi], seq=fences_before[fi], rank=rank[fi], path=path[fi],
-                   role=np.full(len(fi), R["win_fence"]), b=b[fi], e=e[fi])
+    frows = _table(
+        COLLS,
+        key=win[fi],
+        seq=fences_before[fi],
+        rank=rank[fi],
+        path=path[fi],
+        role=np.full(len(fi), R["win_fence"]),
+        b=b[fi],
+        e=e[fi],
+    )
     uw, wix = np.unique(win[fi], return_inverse=True)
     ckeys = np.array([L.windows.get(int(w), 0) for w in uw.tolist()], np.int64)[wix.reshape(-1)]
     _comm_geometry(L, frows, ckeys, rank[fi])
     fop = np.flatnonzero(is_op & (last_role == R["win_fence"]))
-    orows = _table(OPS, key=win[fop], seq=fences_before[fop], target=ev["peer"][wi[fop]],
-                   origin=rank[fop], l=e[fop])
+    orows = _table(
+        OPS,
+        key=win[fop],
+        seq=fences_before[fop],
+        target=ev["peer"][wi[fop]],
+        origin=rank[fop],
+        l=e[fop],
+    )
     ops_there = _route(ex, orows, keys=_hash_cols(orows["key"], orows["seq"]))
     X = _instances(L, ex, frows)
     here, gid, ok = X.here, X.gid(), X.ok
@@ -75,8 +107,9 @@ def rma(L, ex, acc, notes):
         hb, he = here["b"], here["e"]
         waf = np.where((earliest_end > latest) & (hb < latest), latest - hb, 0)
         # ops to each (window, epoch, target): latest end, number of distinct origins
-        o2, s2, _ = _groups(ops_there["key"], ops_there["seq"], ops_there["target"],
-                            ops_there["origin"])
+        o2, s2, _ = _groups(
+            ops_there["key"], ops_there["seq"], ops_there["target"], ops_there["origin"]
+        )
         ot = _take(ops_there, o2)
         if len(ot):
             last_l = np.maximum.reduceat(ot["l"], s2)
@@ -86,14 +119,16 @@ def rma(L, ex, acc, notes):
             norig = np.diff(np.r_[s3, len(f3)])
             lastl_t = np.maximum.reduceat(last_l[o3], s3)
             tk = f3[s3]
-            j = _join([here["key"], here["seq"], here["rank"]],
-                      [tk["key"], tk["seq"], tk["target"]])
+            j = _join(
+                [here["key"], here["seq"], here["rank"]], [tk["key"], tk["seq"], tk["target"]]
+            )
         else:
             j = np.full(len(here), -1)
             norig = lastl_t = np.zeros(0, np.int64)
         has = j >= 0
-        lastop = np.where(has, lastl_t[np.maximum(j, 0)] if len(lastl_t) else 0,
-                          np.iinfo(np.int64).min)
+        lastop = np.where(
+            has, lastl_t[np.maximum(j, 0)] if len(lastl_t) else 0, np.iinfo(np.int64).min
+        )
         norigins = np.where(has, norig[np.maximum(j, 0)] if len(norig) else 0, 0)
         okr = ok[gid]
         ef = np.where((waf > 0) & (lastop > hb) & (lastop <= he), lastop - hb, 0)
@@ -101,13 +136,36 @@ def rma(L, ex, acc, notes):
         acc.add("mpi_rma_early_fence", here["path"][okr], here["rank"][okr], ef[okr])
         csz = np.maximum(here["csize"], 0)
         acc.add("mpi_rma_pairsync_count", here["path"], here["rank"], csz)
-        acc.add("mpi_rma_pairsync_unneeded_count", here["path"], here["rank"],
-                np.maximum(csz - norigins, 0))
+        acc.add(
+            "mpi_rma_pairsync_unneeded_count",
+            here["path"],
+            here["rank"],
+            np.maximum(csz - norigins, 0),
+        )
         notes["fences"] += int(ok.sum())
 
-    _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, start,
-          starts_before, last_role, count_before)
+    _gats(
+        L,
+        ex,
+        acc,
+        notes,
+        wi,
+        role,
+        typ,
+        rank,
+        win,
+        call,
+        b,
+        e,
+        path,
+        is_op,
+        start,
+        starts_before,
+        last_role,
+        count_before,
+    )
     _window_create_free(L, ex, acc, notes)
+
 
 def _explode(groups_of_rank, ranks, gids):
     """Rows (epoch index, member) for epochs with group ids gids on ranks: one row per
@@ -118,10 +176,9 @@ def _explode(groups_of_rank, ranks, gids):
     uniq, inv = np.unique(pairs, axis=1, return_inverse=True)
     inv = inv.reshape(-1)
     members = []
-    for r, g in uniq.T.tolist():          # distinct (rank, group): few
+    for r, g in uniq.T.tolist():  # distinct (rank, group): few
         gl = groups_of_rank.get(r, [])
-        members.append(gl[g].astype(np.int64) if 0 <= g < len(gl) else
-                       np.zeros(0, np.int64))
+        members.append(gl[g].astype(np.int64) if 0 <= g < len(gl) else np.zeros(0, np.int64))
     size = np.array([len(m) for m in members], np.int64)
     offs = np.cumsum(size) - size
     flat = np.concatenate(members) if members else np.zeros(0, np.int64)
@@ -130,16 +187,38 @@ def _explode(groups_of_rank, ranks, gids):
     within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
     return ep, flat[offs[inv][ep] + within]
 
+
 def _pair_epochs(opens, closes, rank, win):
     """Pair the i-th opening with the i-th closing event of each (rank, window)."""
+
     def nth(ix):
         return _seq([rank[ix], win[ix]], [ix])
+
     no, nc = nth(opens), nth(closes)
     j = _join([rank[opens], win[opens], no], [rank[closes], win[closes], nc])
     return np.where(j >= 0, closes[np.maximum(j, 0)], -1)
 
-def _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, start,
-          starts_before, last_role, count_before):
+
+def _gats(
+    L,
+    ex,
+    acc,
+    notes,
+    wi,
+    role,
+    typ,
+    rank,
+    win,
+    call,
+    b,
+    e,
+    path,
+    is_op,
+    start,
+    starts_before,
+    last_role,
+    count_before,
+):
     ev = L.wevents
     sync = typ == T["WSYNC"]
     group = ev["group"][wi]
@@ -150,10 +229,11 @@ def _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, 
     good = cl >= 0
     st, cl = st[good], cl[good]
     ops = np.flatnonzero(is_op & (last_role == R["win_start"]))
-    op_epoch = np.searchsorted(st, ops, "right") - 1   # the start before the op (same group)
+    op_epoch = np.searchsorted(st, ops, "right") - 1  # the start before the op (same group)
     okop = op_epoch >= 0
-    okop[okop] &= (rank[st[op_epoch[okop]]] == rank[ops[okop]]) & \
-        (win[st[op_epoch[okop]]] == win[ops[okop]])
+    okop[okop] &= (rank[st[op_epoch[okop]]] == rank[ops[okop]]) & (
+        win[st[op_epoch[okop]]] == win[ops[okop]]
+    )
     ops, op_epoch = ops[okop], op_epoch[okop]
     op_target = ev["peer"][wi[ops]]
     # per (epoch, target): last op end, or the start's end when there is none
@@ -168,9 +248,10 @@ def _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, 
     j = _join([a_rows["epoch"], a_rows["t"]], keys_u)
     accessed = j >= 0
     a_rows["acc"] = accessed
-    a_rows["x"] = b[cl][ep]                                          # complete enter
-    a_rows["y"] = np.where(accessed, lastop_u[np.maximum(j, 0)] if len(lastop_u) else 0,
-                           e[st][ep])                                # last op end
+    a_rows["x"] = b[cl][ep]  # complete enter
+    a_rows["y"] = np.where(
+        accessed, lastop_u[np.maximum(j, 0)] if len(lastop_u) else 0, e[st][ep]
+    )  # last op end
     # pair-wise synchronisations at the complete: group members, unneeded: not accessed
     gsize = np.bincount(ep, minlength=len(st))
     nacc = np.bincount(ep, weights=accessed, minlength=len(st)).astype(np.int64)
@@ -179,8 +260,9 @@ def _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, 
 
     # ---- exposure epochs: Win_post .. Win_wait (or a Win_test that completed) ----
     po = np.flatnonzero(sync & (role == R["win_post"]))
-    closer = sync & ((role == R["win_wait"]) |
-                     ((role == R["win_test"]) & ((ev["flags"][wi] & F["DONE"]) != 0)))
+    closer = sync & (
+        (role == R["win_wait"]) | ((role == R["win_test"]) & ((ev["flags"][wi] & F["DONE"]) != 0))
+    )
     wt = _pair_epochs(po, np.flatnonzero(closer), rank, win)
     good = wt >= 0
     po, wt = po[good], wt[good]
@@ -191,7 +273,7 @@ def _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, 
     t_rows["win"] = win[po][ep2]
     t_rows["epoch"] = ep2
     t_rows["pseq"] = _seq([t_rows["o"], t_rows["t"], t_rows["win"]], [ep2])
-    t_rows["x"] = b[po][ep2]                                         # post enter
+    t_rows["x"] = b[po][ep2]  # post enter
     key = ("o", "t", "win", "pseq")
 
     # origin side: the targets' post enters come to the origin's process
@@ -238,6 +320,7 @@ def _gats(L, ex, acc, notes, wi, role, typ, rank, win, call, b, e, path, is_op, 
     notes["access_epochs"] += len(st)
     notes["exposure_epochs"] += len(po)
 
+
 def _uniq_max(epoch, target, values):
     """Unique (epoch, target) pairs and the max of values per pair."""
     if not len(epoch):
@@ -246,6 +329,7 @@ def _uniq_max(epoch, target, values):
     o, st, _ = _groups(epoch, target)
     return [epoch[o][st], target[o][st]], np.maximum.reduceat(values[o], st)
 
+
 def _window_create_free(L, ex, acc, notes):
     ev, calls = L.wevents, L.wcalls
     wi = np.flatnonzero(ev["type"] == T["WIN"])
@@ -253,9 +337,18 @@ def _window_create_free(L, ex, acc, notes):
         return
     c = ev["call"][wi]
     free = (ev["flags"][wi] & F["FREE"]) != 0
-    rows = _table(COLLS, key=ev["win"][wi], seq=free, rank=ev["rank"][wi],
-                  path=calls["path"][c], role=free, b=calls["t0"][c], e=calls["t1"][c],
-                  crank=ev["crank"][wi], csize=ev["csize"][wi])
+    rows = _table(
+        COLLS,
+        key=ev["win"][wi],
+        seq=free,
+        rank=ev["rank"][wi],
+        path=calls["path"][c],
+        role=free,
+        b=calls["t0"][c],
+        e=calls["t1"][c],
+        crank=ev["crank"][wi],
+        csize=ev["csize"][wi],
+    )
     X = _instances(L, ex, rows)
     here, gid, ok = X.here, X.gid(), X.ok
     if not len(here):
@@ -265,7 +358,8 @@ def _window_create_free(L, ex, acc, notes):
     idle = np.where((earliest_end > latest) & (here["b"] < latest), latest - here["b"], 0)
     okr = ok[gid]
     free = here["seq"] > 0
-    for metric, sel in (("mpi_rma_wait_at_create", okr & ~free),
-                        ("mpi_rma_wait_at_free", okr & free)):
+    for metric, sel in (
+        ("mpi_rma_wait_at_create", okr & ~free),
+        ("mpi_rma_wait_at_free", okr & free),
+    ):
         acc.add(metric, here["path"][sel], here["rank"][sel], idle[sel])
-

@@ -1,16 +1,26 @@
 """The sections of the report, in the order they are shown (report/section.py). A new
 measurement module adds its section here: one line."""
-from perfweave.report.sections import (advice, example, message_sizes, mpi_profile,
-                                       node_timeline, run, sampling, startup, wait_states)
+
+from perfweave.report.sections import (
+    advice,
+    example,
+    message_sizes,
+    mpi_profile,
+    node_timeline,
+    run,
+    sampling,
+    startup,
+    wait_states,
+)
 
 SECTIONS = [
-    run.SECTION,            # the run: command, times, ranks, state, notes
-    startup.SECTION,        # MPI_Init and shutdown times (shown in the run's lines)
-    advice.SECTION,         # what to change, from all the sections' data
-    sampling.SECTION,       # where the time goes: call tree, lines, activity over time
-    mpi_profile.SECTION,    # MPI time per rank, balance, functions, call sites, counters
-    wait_states.SECTION,    # perfweave analyze's wait states
+    run.SECTION,  # the run: command, times, ranks, state, notes
+    startup.SECTION,  # MPI_Init and shutdown times (shown in the run's lines)
+    advice.SECTION,  # what to change, from all the sections' data
+    sampling.SECTION,  # where the time goes: call tree, lines, activity over time
+    mpi_profile.SECTION,  # MPI time per rank, balance, functions, call sites, counters
+    wait_states.SECTION,  # perfweave analyze's wait states
     message_sizes.SECTION,  # the MPI profile's message sizes
     node_timeline.SECTION,  # per node: processes' activity and node rates over time
-    example.SECTION,        # the example module's calls (--example)
+    example.SECTION,  # the example module's calls (--example)
 ]

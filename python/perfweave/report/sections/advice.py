@@ -1,4 +1,5 @@
 """Advice: what to change, from every other section's data (analysis/advice.py)."""
+
 import textwrap
 
 from perfweave.analysis.advice import advise
@@ -6,7 +7,7 @@ from perfweave.report.html import _e
 from perfweave.report.section import ALL, Section
 from perfweave.report.text import _cut, _more
 
-MAX_ADVICE = 2       # advice items in the default text report
+MAX_ADVICE = 2  # advice items in the default text report
 
 
 class Advice(Section):
@@ -23,15 +24,23 @@ class Advice(Section):
         out = ["", "Advice"]
         shown, more = _cut(advice, None if view.full else MAX_ADVICE)
         for a in shown:
-            out += textwrap.wrap(a["text"], view.width or 88, initial_indent="  - ",
-                                 subsequent_indent="    ", break_on_hyphens=False)
+            out += textwrap.wrap(
+                a["text"],
+                view.width or 88,
+                initial_indent="  - ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+            )
         return out + _more(more, "advice items", "--full")
 
     def html(self, data, page):
         if not data.get("advice"):
             return []
-        return ["<h2>Advice</h2><ul class=advice>" +
-                "".join(f"<li>{_e(a['text'])}</li>" for a in data["advice"]) + "</ul>"]
+        return [
+            "<h2>Advice</h2><ul class=advice>"
+            + "".join(f"<li>{_e(a['text'])}</li>" for a in data["advice"])
+            + "</ul>"
+        ]
 
 
 SECTION = Advice()

@@ -3,6 +3,7 @@ its wrapped function's calls and time, in all and per process. The template of a
 module's report section: collect reads the module's model (Experiment.example, from its
 reader) into the report dict, text and html draw from that dict alone. Absent from the
 report (no key, no lines) when the run recorded none of the module's data."""
+
 from perfweave.report.html import _e, _table as _html_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
@@ -19,24 +20,34 @@ class ExampleSection(Section):
         procs = ex.processes
         calls = sum(p.calls for p in procs)
         total = sum(p.total_ns for p in procs)
-        return {"example": {
-            "function": ex.function,
-            "processes": len(procs),
-            "ranks": sum(p.rank >= 0 for p in procs),
-            "threads": sum(p.threads for p in procs),
-            "calls": calls,
-            "time_s": total / 1e9,
-            "mean_call_s": total / calls / 1e9 if calls else None,
-            "longest_call_s": max((p.max_ns for p in procs), default=0) / 1e9,
-            # most time first: where the calls cost
-            "per_process": [
-                {"rank": p.rank, "host": p.host, "pid": p.pid, "state": p.state,
-                 "threads": p.threads, "calls": p.calls, "time_s": p.total_ns / 1e9,
-                 "longest_call_s": p.max_ns / 1e9}
-                for p in sorted(procs, key=lambda p: -p.total_ns)],
-            "job": ex.job,
-            "notes": list(ex.notes),
-        }}
+        return {
+            "example": {
+                "function": ex.function,
+                "processes": len(procs),
+                "ranks": sum(p.rank >= 0 for p in procs),
+                "threads": sum(p.threads for p in procs),
+                "calls": calls,
+                "time_s": total / 1e9,
+                "mean_call_s": total / calls / 1e9 if calls else None,
+                "longest_call_s": max((p.max_ns for p in procs), default=0) / 1e9,
+                # most time first: where the calls cost
+                "per_process": [
+                    {
+                        "rank": p.rank,
+                        "host": p.host,
+                        "pid": p.pid,
+                        "state": p.state,
+                        "threads": p.threads,
+                        "calls": p.calls,
+                        "time_s": p.total_ns / 1e9,
+                        "longest_call_s": p.max_ns / 1e9,
+                    }
+                    for p in sorted(procs, key=lambda p: -p.total_ns)
+                ],
+                "job": ex.job,
+                "notes": list(ex.notes),
+            }
+        }
 
     def text(self, data, view):
         ex = data.get("example")
@@ -44,21 +55,37 @@ class ExampleSection(Section):
             return []
         out = ["", f"Example module ({ex['function']} calls, --example)"]
         if ex["calls"]:
-            who = (f"{ex['ranks']} rank{'s' * (ex['ranks'] != 1)}" if ex["ranks"] else
-                   f"{ex['processes']} process{'es' * (ex['processes'] != 1)}")
-            out.append(f"  {ex['calls']:,} calls in {ex['threads']} thread"
-                       f"{'s' * (ex['threads'] != 1)} of {who}: {_t(ex['time_s'])} "
-                       f"({_t(ex['mean_call_s'])} per call, longest "
-                       f"{_t(ex['longest_call_s'])})")
+            who = (
+                f"{ex['ranks']} rank{'s' * (ex['ranks'] != 1)}"
+                if ex["ranks"]
+                else f"{ex['processes']} process{'es' * (ex['processes'] != 1)}"
+            )
+            out.append(
+                f"  {ex['calls']:,} calls in {ex['threads']} thread"
+                f"{'s' * (ex['threads'] != 1)} of {who}: {_t(ex['time_s'])} "
+                f"({_t(ex['mean_call_s'])} per call, longest "
+                f"{_t(ex['longest_call_s'])})"
+            )
         elif ex["processes"]:
             out.append(f"  no {ex['function']} call in {ex['processes']} processes")
         else:
             out.append("  no readable data")
         shown, more = _cut(ex["per_process"], view.max_rows)
-        out += _table([[_who(p), p["threads"], f"{p['calls']:,}", _t(p["time_s"]),
-                        _t(p["longest_call_s"]), p["state"]] for p in shown],
-                      ["process", "threads", "calls", "time", "longest", "end"],
-                      width=view.width)
+        out += _table(
+            [
+                [
+                    _who(p),
+                    p["threads"],
+                    f"{p['calls']:,}",
+                    _t(p["time_s"]),
+                    _t(p["longest_call_s"]),
+                    p["state"],
+                ]
+                for p in shown
+            ],
+            ["process", "threads", "calls", "time", "longest", "end"],
+            width=view.width,
+        )
         out += _more(more, "processes")
         out += [f"  note: {n}" for n in ex["notes"]]
         return out
@@ -67,12 +94,21 @@ class ExampleSection(Section):
         ex = data.get("example")
         if not ex:
             return []
-        rows = [[_who(p), p["threads"], f"{p['calls']:,}", _t(p["time_s"]),
-                 _t(p["longest_call_s"]), p["state"]] for p in ex["per_process"]]
-        return ([f"<h2>Example module: {_e(ex['function'])} calls</h2>",
-                 _html_table(rows, ["process", "threads", "calls", "time", "longest",
-                                    "end"])] +
-                [f"<p class=note>{_e(n)}</p>" for n in ex["notes"]])
+        rows = [
+            [
+                _who(p),
+                p["threads"],
+                f"{p['calls']:,}",
+                _t(p["time_s"]),
+                _t(p["longest_call_s"]),
+                p["state"],
+            ]
+            for p in ex["per_process"]
+        ]
+        return [
+            f"<h2>Example module: {_e(ex['function'])} calls</h2>",
+            _html_table(rows, ["process", "threads", "calls", "time", "longest", "end"]),
+        ] + [f"<p class=note>{_e(n)}</p>" for n in ex["notes"]]
 
 
 def _who(p):

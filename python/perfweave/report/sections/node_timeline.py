@@ -1,6 +1,7 @@
 """The node timeline (--node-interval; readers/timeline.py): per node what each source
 counted, how the busiest series moved over the run, which sources were absent; in the
 HTML, per node the processes' activity and the busiest rates plotted over time."""
+
 import numpy as np
 
 from perfweave.errors import FormatError
@@ -10,8 +11,8 @@ from perfweave.report.html import _e
 from perfweave.report.section import Section
 from perfweave.report.text import _table
 
-MAX_POINTS = 2000      # per chart: ticks beyond are averaged in groups
-RATE_SERIES = 6        # node counters per rates chart
+MAX_POINTS = 2000  # per chart: ticks beyond are averaged in groups
+RATE_SERIES = 6  # node counters per rates chart
 
 
 class NodeTimeline(Section):
@@ -21,11 +22,10 @@ class NodeTimeline(Section):
         pids = {}
         for prof in (experiment.processes, experiment.profile):
             if prof is not None and "pid" in prof.ranks.dtype.names:
-                pids.update({int(p): int(r) for p, r in zip(prof.ranks["pid"],
-                                                            prof.ranks["rank"])})
+                pids.update({int(p): int(r) for p, r in zip(prof.ranks["pid"], prof.ranks["rank"])})
         try:
             tl = timeline.summarize(experiment.timelines, pids)
-        except FormatError as e:           # the rest of the report stands without it
+        except FormatError as e:  # the rest of the report stands without it
             tl = {"nodes": [], "error": str(e)}
         return {"node_timeline": tl}
 
@@ -33,9 +33,12 @@ class NodeTimeline(Section):
         tl = data.get("node_timeline")
         if not tl:
             return []
-        return timeline.render(tl, lambda rows, header, align=None:
-                               _table(rows, header, align, view.width),
-                               max_rows=view.max_rows, width=view.width)
+        return timeline.render(
+            tl,
+            lambda rows, header, align=None: _table(rows, header, align, view.width),
+            max_rows=view.max_rows,
+            width=view.width,
+        )
 
     def html(self, data, page):
         # the charts' series are too long for the report's JSON: read from the files
@@ -47,9 +50,11 @@ class NodeTimeline(Section):
                 parts.append(f"<p class=note>not shown: {_e(node['error'])}</p>")
                 continue
             if node.get("activity"):
-                parts.append(f"<h3>Activity of the {node['activity']['processes']} processes "
-                             "(share of wall time, mean over processes)</h3>"
-                             f'<div class=chart id="act{k}"></div>')
+                parts.append(
+                    f"<h3>Activity of the {node['activity']['processes']} processes "
+                    "(share of wall time, mean over processes)</h3>"
+                    f'<div class=chart id="act{k}"></div>'
+                )
             if node.get("rates"):
                 parts.append(f'<h3>Node rates</h3><div class=chart id="rate{k}"></div>')
             for src, why in sorted(node.get("absent", {}).items()):
@@ -79,7 +84,7 @@ def timeline_charts(experiment):
     out = []
     try:
         nodes = experiment.timelines
-    except FormatError as e:          # a damaged timeline: the rest of the report stands
+    except FormatError as e:  # a damaged timeline: the rest of the report stands
         return [{"host": "?", "error": str(e)}]
     for tl in nodes:
         if len(tl.t) < 2:
@@ -101,24 +106,30 @@ def timeline_charts(experiment):
             # (a call longer than a tick is already spread over its ticks: tl.rates())
             inside = np.nansum(np.vstack(cols), axis=0) if cols else np.zeros(len(t))
             tt, cc = _downsample(t, [np.clip(100 - inside, 0, 100)] + cols)
-            node["activity"] = {"t": _finite_list(tt), "names": ["outside MPI"] +
-                                [f"MPI {f}" for f in fams],
-                                "values": [_finite_list(c) for c in cc], "processes": procs}
+            node["activity"] = {
+                "t": _finite_list(tt),
+                "names": ["outside MPI"] + [f"MPI {f}" for f in fams],
+                "values": [_finite_list(c) for c in cc],
+                "processes": procs,
+            }
         # rates: the busiest node-level counters (not per process)
-        busy = [i for i, s in enumerate(tl.series) if s["kind"] == "counter"
-                and s["source"] != "proc" and np.nansum(rates[:, i]) > 0]
+        busy = [
+            i
+            for i, s in enumerate(tl.series)
+            if s["kind"] == "counter" and s["source"] != "proc" and np.nansum(rates[:, i]) > 0
+        ]
         busy.sort(key=lambda i: -nanmean(rates[:, i]))
         busy = busy[:RATE_SERIES]
         if busy:
             tt, cc = _downsample(t, [rates[:, i] for i in busy])
-            node["rates"] = {"t": _finite_list(tt),
-                             "names": [f"{tl.series[i]['source']}:{tl.series[i]['name']}"
-                                       for i in busy],
-                             "units": [tl.series[i]["unit"] + "/s" for i in busy],
-                             "values": [_finite_list(c) for c in cc]}
+            node["rates"] = {
+                "t": _finite_list(tt),
+                "names": [f"{tl.series[i]['source']}:{tl.series[i]['name']}" for i in busy],
+                "units": [tl.series[i]["unit"] + "/s" for i in busy],
+                "values": [_finite_list(c) for c in cc],
+            }
         out.append(node)
     return out
-
 
 
 SECTION = NodeTimeline()

@@ -1,5 +1,6 @@
 """The run: what was run, for how long, how it ended, on how many ranks and hosts with
 which MPI, and the notes on the experiment (what is partial, missing or was skipped)."""
+
 from perfweave.report import summary
 from perfweave.report.data import REPORT_FORMAT, REPORT_VERSION, mpi_library_line
 from perfweave.report.html import _e, _table as _html_table
@@ -31,11 +32,13 @@ class Run(Section):
             # perfweave import: where its trace came from (its profile was computed from
             # the trace, interop/profile.py)
             imp = meta.get("import") or {}
-            out["imported"] = {"from": meta["imported_from"],
-                               "format": imp.get("format", "OTF2"),
-                               "creator": imp.get("creator", ""),
-                               "skipped_locations": len(imp.get("skipped_locations") or []),
-                               "notes": list(meta.get("import_notes") or [])}
+            out["imported"] = {
+                "from": meta["imported_from"],
+                "format": imp.get("format", "OTF2"),
+                "creator": imp.get("creator", ""),
+                "skipped_locations": len(imp.get("skipped_locations") or []),
+                "notes": list(meta.get("import_notes") or []),
+            }
         if experiment.processes is not None:
             out["other_processes"] = int(len(experiment.processes.ranks))
         return out
@@ -47,38 +50,52 @@ class Run(Section):
         if data.get("imported"):
             imp = data["imported"]
             by = f", written by {imp['creator']}" if imp.get("creator") else ""
-            skipped = f"; {imp['skipped_locations']} locations not imported" \
-                if imp.get("skipped_locations") else ""
-            out += _wrap("imported", f"{imp['from']} ({imp['format']} trace{by}); profile "
-                         f"computed from the trace{skipped}", width)
+            skipped = (
+                f"; {imp['skipped_locations']} locations not imported"
+                if imp.get("skipped_locations")
+                else ""
+            )
+            out += _wrap(
+                "imported",
+                f"{imp['from']} ({imp['format']} trace{by}); profile "
+                f"computed from the trace{skipped}",
+                width,
+            )
         else:
             out.append(_fit(f"  command    {' '.join(data['command'])}", width, head=13))
         status = data.get("exit_status") or {}
-        exit_text = (f"killed by signal {status['signal']}" if "signal" in status
-                     else f"exit code {status.get('code', '?')}")
+        exit_text = (
+            f"killed by signal {status['signal']}"
+            if "signal" in status
+            else f"exit code {status.get('code', '?')}"
+        )
         if data.get("wall_s") is not None:
             out.append(f"  wall time  {_t(data['wall_s'])} (launch to exit, {exit_text})")
         if m["mpi"]:
             hosts = m["hosts"]
-            out.append(_fit(f"  ranks      {m['ranks']}"
-                            + (f" of {m['world_size']}" if m["world_size"] != m["ranks"]
-                               else "")
-                            + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
-                            + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"),
-                            width, head=13))
+            out.append(
+                _fit(
+                    f"  ranks      {m['ranks']}"
+                    + (f" of {m['world_size']}" if m["world_size"] != m["ranks"] else "")
+                    + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+                    + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"),
+                    width,
+                    head=13,
+                )
+            )
             lib = mpi_library_line(m["mpi_library"])
             if not data.get("imported"):
                 runtime = f" (perfweave runtime: {m['mpi_flavor']})"
-                out.append(_fit(f"  MPI        {lib}{runtime}", width, keep=len(runtime),
-                                head=13))
+                out.append(_fit(f"  MPI        {lib}{runtime}", width, keep=len(runtime), head=13))
             out.append(f"  app time   {summary.app_time(m)}")
             if startup := summary.startup(data):
                 out += _wrap("start-up", startup, width)
         else:
             out.append("  MPI        not used (one process without MPI)")
-        out.append(f"  state      {data['state']}"
-                   + (" (incomplete experiment: see the first note)"
-                      if data.get("unwritten") else ""))
+        out.append(
+            f"  state      {data['state']}"
+            + (" (incomplete experiment: see the first note)" if data.get("unwritten") else "")
+        )
         if split := summary.time_split(data):
             out += _wrap("time", split, width)
         for note in data["notes"]:
@@ -88,17 +105,25 @@ class Run(Section):
     def html(self, data, page):
         m = data["mpi_profile"]
         parts = [f"<h1>perfweave report</h1><p class=sub>{_e(data['experiment'])}</p>"]
-        facts = [("command", " ".join(data.get("command") or [])),
-                 ("wall time", _t(data["wall_s"]) if data.get("wall_s") is not None else "?"),
-                 ("state", data.get("state", "?"))]
+        facts = [
+            ("command", " ".join(data.get("command") or [])),
+            ("wall time", _t(data["wall_s"]) if data.get("wall_s") is not None else "?"),
+            ("state", data.get("state", "?")),
+        ]
         if m["mpi"]:
-            facts += [("ranks", f"{m['ranks']} on {len(m['hosts'])} host(s): "
-                                f"{', '.join(m['hosts'][:8])}"),
-                      ("MPI library", mpi_library_line(m["mpi_library"])),
-                      ("app time", summary.app_time(m)),
-                      ("time in MPI", summary.mpi_share(m))]
-        for label, text in (("start-up", summary.startup(data)),
-                            ("time split", summary.time_split(data))):
+            facts += [
+                (
+                    "ranks",
+                    f"{m['ranks']} on {len(m['hosts'])} host(s): {', '.join(m['hosts'][:8])}",
+                ),
+                ("MPI library", mpi_library_line(m["mpi_library"])),
+                ("app time", summary.app_time(m)),
+                ("time in MPI", summary.mpi_share(m)),
+            ]
+        for label, text in (
+            ("start-up", summary.startup(data)),
+            ("time split", summary.time_split(data)),
+        ):
             if text:
                 facts.append((label, text))
         parts.append(_html_table(facts, ["", ""], "facts"))

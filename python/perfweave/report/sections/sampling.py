@@ -1,6 +1,7 @@
 """Where the time goes, from the call-stack samples (analysis/sampling.py): the call tree,
 source lines and functions with their activity split and balance across ranks, and the
 phases of the activity over time; in the HTML a flame graph and activity strips."""
+
 import textwrap
 
 from perfweave.analysis import phases, sampling
@@ -10,7 +11,7 @@ from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
 from perfweave.report.text import MORE, _cut, _more, _table, shorten
 
-HTML_ROWS = 15       # rows of each table of the HTML page
+HTML_ROWS = 15  # rows of each table of the HTML page
 
 
 class Sampling(Section):
@@ -18,8 +19,9 @@ class Sampling(Section):
 
     def collect(self, experiment, report, top):
         try:
-            sm = sampling.analyze(experiment.samples, top=top,
-                                  windows=phases.windows(experiment.profile))
+            sm = sampling.analyze(
+                experiment.samples, top=top, windows=phases.windows(experiment.profile)
+            )
         except FormatError as e:
             sm = {"error": str(e)}
         return {"sampling": sm}
@@ -31,33 +33,45 @@ class Sampling(Section):
         if sm.get("error"):
             return ["", f"Sampled time: not shown ({sm['error']})"]
         max_rows, width = view.max_rows, view.width
-        act = ", ".join(f"{activity_name(k)} {v:.1f} %" for k, v in sm["activity_pct"].items()
-                        if v > 0)
+        act = ", ".join(
+            f"{activity_name(k)} {v:.1f} %" for k, v in sm["activity_pct"].items() if v > 0
+        )
         whole = ", start-up and shutdown included" if "phase_pct" in sm else ""
-        out = [""] + textwrap.wrap(f"Where the time goes ({sm['samples']} samples of "
-                                   f"{sm['processes']} processes{whole}; every % here is of "
-                                   f"the samples: {act})", width or 10 ** 6,
-                                   subsequent_indent="  ")
+        out = [""] + textwrap.wrap(
+            f"Where the time goes ({sm['samples']} samples of "
+            f"{sm['processes']} processes{whole}; every % here is of "
+            f"the samples: {act})",
+            width or 10**6,
+            subsequent_indent="  ",
+        )
         drop = sm.get("dropped") or {}
         if any(drop.values()):
-            out.append(f"  threads not sampled: {drop['threads']} (more than the runtime's "
-                       f"table), {drop['timers']} (no timer), {drop['memory']} (no memory)")
+            out.append(
+                f"  threads not sampled: {drop['threads']} (more than the runtime's "
+                f"table), {drop['timers']} (no timer), {drop['memory']} (no memory)"
+            )
         tree = sm.get("call_tree") or []
         evs = sm.get("counters") or []
         many = len(sm["ranks"]) > 1
         if tree:
-            out.append("  call tree (inclusive % / self %" +
-                       (", [per rank min-max %]" if many else "") +
-                       (f", {{{', '.join(evs)} inclusive}}" if evs else "") + "):")
+            out.append(
+                "  call tree (inclusive % / self %"
+                + (", [per rank min-max %]" if many else "")
+                + (f", {{{', '.join(evs)} inclusive}}" if evs else "")
+                + "):"
+            )
             shown, more = _cut(tree, None if max_rows is None else max_rows + 1)
             for n in shown:
-                tail = ((f"   [{n['per_rank_pct']['min']:.0f}-{n['per_rank_pct']['max']:.0f}]"
-                         if many else "")
-                        + (" {" + ", ".join(str(n["counters_inclusive"].get(ev, 0))
-                                            for ev in evs) + "}"
-                           if evs and "counters_inclusive" in n else ""))
-                head = (f"  {n['inclusive_pct']:6.1f} {n['exclusive_pct']:6.1f}  "
-                        f"{'  ' * n['depth']}")
+                tail = (
+                    f"   [{n['per_rank_pct']['min']:.0f}-{n['per_rank_pct']['max']:.0f}]"
+                    if many
+                    else ""
+                ) + (
+                    " {" + ", ".join(str(n["counters_inclusive"].get(ev, 0)) for ev in evs) + "}"
+                    if evs and "counters_inclusive" in n
+                    else ""
+                )
+                head = f"  {n['inclusive_pct']:6.1f} {n['exclusive_pct']:6.1f}  {'  ' * n['depth']}"
                 room = None if width is None else max(width - len(head) - len(tail), 12)
                 out.append(head + shorten(n["name"], room) + tail)
             out += _more(more, "nodes", f"{MORE}, or --json")
@@ -68,19 +82,31 @@ class Sampling(Section):
             rows, more = _cut(sm[key], 10 if max_rows is None else max_rows)
             if not rows:
                 continue
-            out += _table([[f"{r['pct']:.1f}", r["name"],
-                            ", ".join(f"{activity_name(k)} {v:.0f}" for k, v in
-                                      r["by_state_pct"].items()),
-                            f"{r['per_rank_pct']['min']:.1f}/{r['per_rank_pct']['mean']:.1f}/"
-                            f"{r['per_rank_pct']['max']:.1f}", f"{r['imbalance']:.2f}"] +
-                           [r.get("counters", {}).get(ev, 0) for ev in evs]
-                           for r in rows],
-                          ["%", title, "by activity (%)", "per rank min/mean/max %",
-                           "imbalance"] + evs, [">", "<", "<", ">", ">"] + [">"] * len(evs),
-                          width)
-            out += _more(more, key.replace("lines", "source lines") +
-                         ("" if max_rows is None else "; functions by self and inclusive time"),
-                         f"{MORE}, or --json")
+            out += _table(
+                [
+                    [
+                        f"{r['pct']:.1f}",
+                        r["name"],
+                        ", ".join(
+                            f"{activity_name(k)} {v:.0f}" for k, v in r["by_state_pct"].items()
+                        ),
+                        f"{r['per_rank_pct']['min']:.1f}/{r['per_rank_pct']['mean']:.1f}/"
+                        f"{r['per_rank_pct']['max']:.1f}",
+                        f"{r['imbalance']:.2f}",
+                    ]
+                    + [r.get("counters", {}).get(ev, 0) for ev in evs]
+                    for r in rows
+                ],
+                ["%", title, "by activity (%)", "per rank min/mean/max %", "imbalance"] + evs,
+                [">", "<", "<", ">", ">"] + [">"] * len(evs),
+                width,
+            )
+            out += _more(
+                more,
+                key.replace("lines", "source lines")
+                + ("" if max_rows is None else "; functions by self and inclusive time"),
+                f"{MORE}, or --json",
+            )
         return out + _activity_phases(sm.get("timeline"), 12 if max_rows is None else max_rows)
 
     def html(self, data, page):
@@ -89,28 +115,46 @@ class Sampling(Section):
         if not sm or sm.get("error"):
             return []
         whole = ", start-up and shutdown included" if "phase_pct" in sm else ""
-        parts = [f"<h2>Where the time goes ({sm['samples']} samples{whole}; every % "
-                 "here is of the samples)</h2>"]
+        parts = [
+            f"<h2>Where the time goes ({sm['samples']} samples{whole}; every % "
+            "here is of the samples)</h2>"
+        ]
         parts += _views(sm)
         for title, key in TABLES:
-            parts.append(_html_table(
-                [[f"{r['pct']:.1f}", r["name"],
-                  ", ".join(f"{k} {v:.0f}" for k, v in r["by_state_pct"].items()),
-                  f"{r['per_rank_pct']['min']:.1f} / {r['per_rank_pct']['mean']:.1f}"
-                  f" / {r['per_rank_pct']['max']:.1f}", f"{r['imbalance']:.2f}"]
-                 for r in sm[key][:HTML_ROWS]],
-                ["%", title, "by activity (%)", "per rank min / mean / max %", "imbalance"]))
+            parts.append(
+                _html_table(
+                    [
+                        [
+                            f"{r['pct']:.1f}",
+                            r["name"],
+                            ", ".join(f"{k} {v:.0f}" for k, v in r["by_state_pct"].items()),
+                            f"{r['per_rank_pct']['min']:.1f} / {r['per_rank_pct']['mean']:.1f}"
+                            f" / {r['per_rank_pct']['max']:.1f}",
+                            f"{r['imbalance']:.2f}",
+                        ]
+                        for r in sm[key][:HTML_ROWS]
+                    ],
+                    ["%", title, "by activity (%)", "per rank min / mean / max %", "imbalance"],
+                )
+            )
         return parts
 
 
-TABLES = (("functions (self)", "functions"), ("source lines (self)", "lines"),
-          ("functions (inclusive)", "inclusive"))
+TABLES = (
+    ("functions (self)", "functions"),
+    ("source lines (self)", "lines"),
+    ("functions (inclusive)", "inclusive"),
+)
 
 
 def activity_name(name):
     """An activity's name as the report shows it (analysis/sampling.py ACTIVITIES)."""
-    return {"io": "I/O", "alloc": "allocation", "thread_sync": "thread sync",
-            "omp_sync": "OpenMP sync"}.get(name, name.replace("_", " "))
+    return {
+        "io": "I/O",
+        "alloc": "allocation",
+        "thread_sync": "thread sync",
+        "omp_sync": "OpenMP sync",
+    }.get(name, name.replace("_", " "))
 
 
 def _activity_phases(tl, most=12):
@@ -119,12 +163,18 @@ def _activity_phases(tl, most=12):
     phases_ = (tl or {}).get("phases") or []
     if not phases_:
         return []
-    shown = sorted(sorted(phases_, key=lambda p: p["start_s"] - p["end_s"])[:most],
-                   key=lambda p: p["start_s"])
-    out = [f"  activity over time (leading activity, mean over ranks; "
-           f"{len(tl['edges_s']) - 1} bins of {_t(tl['bin_s'])}):"]
-    out += [f"  {p['start_s']:8.2f}-{p['end_s']:.2f} s  {p['activity'].replace('_', ' ')} "
-            f"{p['pct']:.0f} %" for p in shown]
+    shown = sorted(
+        sorted(phases_, key=lambda p: p["start_s"] - p["end_s"])[:most], key=lambda p: p["start_s"]
+    )
+    out = [
+        f"  activity over time (leading activity, mean over ranks; "
+        f"{len(tl['edges_s']) - 1} bins of {_t(tl['bin_s'])}):"
+    ]
+    out += [
+        f"  {p['start_s']:8.2f}-{p['end_s']:.2f} s  {p['activity'].replace('_', ' ')} "
+        f"{p['pct']:.0f} %"
+        for p in shown
+    ]
     out += _more(len(phases_) - len(shown), "shorter phases", f"{MORE}, or --json")
     return out
 
@@ -135,38 +185,58 @@ def _views(sm):
     out = []
     tree = sm.get("call_tree") or []
     if tree:
-        out.append("<h3>Flame graph (width: inclusive share of the samples; click a frame "
-                   "to zoom, the top bar to zoom out)</h3><p class=ctl>colour by "
-                   "<select id=pw-flame-mode><option value=activity>leading activity</option>"
-                   "<option value=imbalance>imbalance across ranks</option></select> "
-                   "<span id=pw-flame-legend class=legend></span></p>"
-                   "<div id=pw-flame class=flame></div>")
+        out.append(
+            "<h3>Flame graph (width: inclusive share of the samples; click a frame "
+            "to zoom, the top bar to zoom out)</h3><p class=ctl>colour by "
+            "<select id=pw-flame-mode><option value=activity>leading activity</option>"
+            "<option value=imbalance>imbalance across ranks</option></select> "
+            "<span id=pw-flame-legend class=legend></span></p>"
+            "<div id=pw-flame class=flame></div>"
+        )
         kids = {n["parent"] for n in tree}
         rows = []
         for n in tree:
             pr = n["per_rank_pct"]
-            tog = ('<button class=tog aria-expanded=true>&#9662;</button>' if n["id"] in kids
-                   else '<span class=tog></span>')
+            tog = (
+                "<button class=tog aria-expanded=true>&#9662;</button>"
+                if n["id"] in kids
+                else "<span class=tog></span>"
+            )
             by = ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in n["by_state_pct"].items())
-            rows.append(f'<tr data-depth="{n["depth"]}"><td style="padding-left:'
-                        f'{0.3 + 1.2 * n["depth"]:.1f}em">{tog}{_e(n["name"])}</td>'
-                        f'<td>{n["inclusive_pct"]:.1f}</td><td>{n["exclusive_pct"]:.1f}</td>'
-                        f'<td>{_e(by)}</td>'
-                        f'<td>{pr["min"]:.1f} / {pr["mean"]:.1f} / {pr["max"]:.1f}</td>'
-                        f'<td>{n["imbalance"]:.2f}</td><td>{_e(n["worst_rank"])}</td></tr>')
-        head = "".join(f"<th>{x}</th>" for x in (
-            "call tree", "inclusive %", "self %", "by activity (%)",
-            "per rank min / mean / max %", "imbalance", "worst rank"))
-        out.append(f'<h3>Call tree</h3><table class=tree id=pw-tree><thead><tr>{head}</tr>'
-                   f'</thead><tbody>{"".join(rows)}</tbody></table>')
+            rows.append(
+                f'<tr data-depth="{n["depth"]}"><td style="padding-left:'
+                f'{0.3 + 1.2 * n["depth"]:.1f}em">{tog}{_e(n["name"])}</td>'
+                f"<td>{n['inclusive_pct']:.1f}</td><td>{n['exclusive_pct']:.1f}</td>"
+                f"<td>{_e(by)}</td>"
+                f"<td>{pr['min']:.1f} / {pr['mean']:.1f} / {pr['max']:.1f}</td>"
+                f"<td>{n['imbalance']:.2f}</td><td>{_e(n['worst_rank'])}</td></tr>"
+            )
+        head = "".join(
+            f"<th>{x}</th>"
+            for x in (
+                "call tree",
+                "inclusive %",
+                "self %",
+                "by activity (%)",
+                "per rank min / mean / max %",
+                "imbalance",
+                "worst rank",
+            )
+        )
+        out.append(
+            f"<h3>Call tree</h3><table class=tree id=pw-tree><thead><tr>{head}</tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>"
+        )
     tl = sm.get("timeline")
     if tl and tl.get("activities"):
-        out.append(f"<h3>Activity over time ({len(tl['ranks'])} ranks, "
-                   f"{len(tl['edges_s']) - 1} bins of {_t(tl['bin_s'])})</h3>"
-                   '<div class=chart id="pw-act-mean"></div>'
-                   "<p class=ctl>per rank: the leading activity of each bin, darker the larger "
-                   "its share <span id=pw-strip-legend class=legend></span></p>"
-                   '<canvas id="pw-act-ranks" class=strip></canvas>')
+        out.append(
+            f"<h3>Activity over time ({len(tl['ranks'])} ranks, "
+            f"{len(tl['edges_s']) - 1} bins of {_t(tl['bin_s'])})</h3>"
+            '<div class=chart id="pw-act-mean"></div>'
+            "<p class=ctl>per rank: the leading activity of each bin, darker the larger "
+            "its share <span id=pw-strip-legend class=legend></span></p>"
+            '<canvas id="pw-act-ranks" class=strip></canvas>'
+        )
     return out
 
 
@@ -175,8 +245,11 @@ def _script_data(sm):
     None."""
     if not sm or sm.get("error"):
         return None
-    return {"call_tree": sm.get("call_tree") or [], "timeline": sm.get("timeline"),
-            "activity_pct": sm.get("activity_pct") or {}}
+    return {
+        "call_tree": sm.get("call_tree") or [],
+        "timeline": sm.get("timeline"),
+        "activity_pct": sm.get("activity_pct") or {},
+    }
 
 
 SECTION = Sampling()

@@ -1,5 +1,6 @@
 """Wait states (perfweave analyze's analysis/waitstates.json): the patterns with time,
 largest first, each with its worst call path and ranks."""
+
 from perfweave.analysis.metrics import PATTERNS
 from perfweave.errors import FormatError
 from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
@@ -8,7 +9,7 @@ from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
 from perfweave.report.text import MORE, _cut, _more, _table
 
-TOP = 8              # patterns, and ranks per pattern, in the report
+TOP = 8  # patterns, and ranks per pattern, in the report
 
 
 class WaitStates(Section):
@@ -24,24 +25,37 @@ class WaitStates(Section):
             return []
         if ws.get("error"):
             return ["", f"Wait states: not shown ({ws['error']})"]
-        out = ["", "Wait states (perfweave analyze" +
-               ("" if ws["complete"] else "; incomplete, see its notes") + ")"]
+        out = [
+            "",
+            "Wait states (perfweave analyze"
+            + ("" if ws["complete"] else "; incomplete, see its notes")
+            + ")",
+        ]
         if not ws["patterns"]:
             return out + ["  none found"]
         shown, more = _cut(ws["patterns"], view.max_rows)
-        out += _table([[p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
-                       for p in shown],
-                      ["pattern", "time", "%", "largest at"], ["<", ">", ">", "<"], view.width)
+        out += _table(
+            [[p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]] for p in shown],
+            ["pattern", "time", "%", "largest at"],
+            ["<", ">", ">", "<"],
+            view.width,
+        )
         return out + _more(more, "wait states", f"{MORE}, or perfweave analyze")
 
     def html(self, data, page):
         ws = data.get("wait_states")
         if not ws or not ws.get("patterns"):
             return []
-        return ["<h2>Wait states</h2>",
-                _html_table([[p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
-                             for p in ws["patterns"]],
-                            ["pattern", "time", "%", "largest at"])]
+        return [
+            "<h2>Wait states</h2>",
+            _html_table(
+                [
+                    [p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
+                    for p in ws["patterns"]
+                ],
+                ["pattern", "time", "%", "largest at"],
+            ),
+        ]
 
 
 def summarize(path, top=TOP):
@@ -51,9 +65,14 @@ def summarize(path, top=TOP):
         res = read_waitstates(path)
     except FileNotFoundError:
         return None
-    except FormatError as e:           # the rest of the report stands without it
-        return {"file": str(WAITSTATES_FILE), "error": str(e), "complete": False,
-                "patterns": [], "notes": []}
+    except FormatError as e:  # the rest of the report stands without it
+        return {
+            "file": str(WAITSTATES_FILE),
+            "error": str(e),
+            "complete": False,
+            "patterns": [],
+            "notes": [],
+        }
     names = {cp["id"]: cp.get("name", "") for cp in res.get("callpaths", [])}
     rows = []
     for m in res.get("metrics", []):
@@ -66,14 +85,26 @@ def summarize(path, top=TOP):
         if not per_path:
             continue
         worst = max(per_path, key=per_path.get)
-        rows.append({"id": m["id"], "name": m["name"], "time_s": m["total"],
-                     "pct": m["pct"], "callpath": names.get(worst, ""),
-                     "callpath_s": per_path[worst],
-                     "ranks": sorted(([r, v] for r, v in per_rank.items() if v),
-                                     key=lambda x: -x[1])[:top]})
+        rows.append(
+            {
+                "id": m["id"],
+                "name": m["name"],
+                "time_s": m["total"],
+                "pct": m["pct"],
+                "callpath": names.get(worst, ""),
+                "callpath_s": per_path[worst],
+                "ranks": sorted(([r, v] for r, v in per_rank.items() if v), key=lambda x: -x[1])[
+                    :top
+                ],
+            }
+        )
     rows.sort(key=lambda r: -r["time_s"])
-    return {"file": str(path / WAITSTATES_FILE), "complete": res.get("complete", False),
-            "patterns": rows[:top], "notes": res.get("notes", [])}
+    return {
+        "file": str(path / WAITSTATES_FILE),
+        "complete": res.get("complete", False),
+        "patterns": rows[:top],
+        "notes": res.get("notes", []),
+    }
 
 
 SECTION = WaitStates()
