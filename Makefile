@@ -11,7 +11,7 @@ SOURCES := $(shell find runtime include python -type f -not -name '*.pyc') \
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps install demo lint test bench clean
+.PHONY: all deps install demo lint format test bench clean
 
 all: install
 
@@ -39,9 +39,20 @@ demo: install examples/build/stencil
 	$(PW) analyze examples/build/demo.pwx
 	$(PW) report examples/build/demo.pwx
 
-# pyflakes' checks and the 100-column limit (pyproject.toml [tool.ruff])
+# The style, checked by `make test`: ruff's lint (pyflakes' checks, the 100-column limit)
+# and format (pyproject.toml [tool.ruff]) over the Python, clang-format (.clang-format)
+# over the C. `make format` applies both. The test programs (tests/runtime/programs) keep
+# their layout: tests find their call lines by markers.
+PY_STYLED := python tests bench scripts runtime
+C_STYLED := $(shell find runtime include bench/programs examples -name '*.[ch]' -not -path '*/build/*')
 lint: install
-	$(PY) -m ruff check python tests bench scripts runtime
+	$(PY) -m ruff check $(PY_STYLED)
+	$(PY) -m ruff format --check $(PY_STYLED)
+	$(VENV)/bin/clang-format --dry-run --Werror $(C_STYLED)
+
+format: install
+	$(PY) -m ruff format $(PY_STYLED)
+	$(VENV)/bin/clang-format -i $(C_STYLED)
 
 test: install lint
 	$(PY) -m pytest -q tests
