@@ -518,7 +518,6 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* Functions whose calls go into the message-size histograms (PW_HIST_FAMILY_MASK). */
 static unsigned char in_histogram[PW_MPI_NFN];
-#define family_of pw_mpi_fn_family
 /* Each function's family by name (the profile's "families"; format.h PW_FAMILIES). */
 const char *pw_mpi_fn_families[PW_MPI_NFN];
 
@@ -546,7 +545,7 @@ static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
     pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, fn, (uintptr_t)ra)
                                                        : deep_site(t, fn, ra);
     pw_site_add(s, ticks, sent, recv);
-    pw_act_add(family_of[fn], ticks);
+    pw_act_add(pw_mpi_fn_family[fn], ticks);
     if (PW_UNLIKELY(pw_hooks.call_leave != NULL))
         pw_hooks.call_leave(t, s);
     if (t->hist && in_histogram[fn]) {

@@ -6,7 +6,7 @@ threshold."""
 import numpy as np
 
 from perfweave.analysis import advice, sampling
-from perfweave.readers.samples import SAMPLE_REC, ProcessSamples
+from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -41,7 +41,7 @@ class Sym:
 def rank_samples(rank, groups):
     """groups: [(count, state, [offset, ...innermost first])]: libc offsets < 0x100."""
     n = sum(g[0] for g in groups)
-    rec = np.zeros(n, SAMPLE_REC)
+    rec = np.zeros(n, SAMPLE_DTYPE)
     rec["module"] = -1
     i = 0
     for count, state, frames in groups:

@@ -11,7 +11,7 @@ import pytest
 
 import perfweave
 from perfweave.errors import NoData, PerfweaveError
-from perfweave.readers.samples import FRAMES, SAMPLE_REC
+from perfweave.readers.samples import SAMPLE_FRAMES, SAMPLE_DTYPE
 
 S = 1_000_000_000
 APP = "/nonexistent/app"
@@ -31,7 +31,7 @@ FUNCS = {
 
 
 def write_samples(exp, rank, plan, counters=()):
-    rec = np.zeros(sum(n for *_, n in plan), SAMPLE_REC)
+    rec = np.zeros(sum(n for *_, n in plan), SAMPLE_DTYPE)
     i = 0
     for leaf, state, n in plan:
         for _ in range(n):
@@ -56,7 +56,7 @@ def write_samples(exp, rank, plan, counters=()):
         "rank": rank,
         "pid": 100 + rank,
         "host": "node01",
-        "frames": FRAMES,
+        "frames": SAMPLE_FRAMES,
         "counters": list(counters),
         "samples": len(rec),
         "t_start": S - S // 100,

@@ -7,7 +7,7 @@ import pytest
 
 from perfweave.analysis import sampling
 from perfweave.analysis.sampling import ACTIVITIES, activity_of, classify
-from perfweave.readers.samples import SAMPLE_REC, ProcessSamples
+from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -33,7 +33,7 @@ class Sym:
 def proc(samples, states=STATES):
     """samples: [(state, [(module, offset), ...innermost first])]."""
     modules = [LIBC, GOMP, APP]
-    rec = np.zeros(len(samples), SAMPLE_REC)
+    rec = np.zeros(len(samples), SAMPLE_DTYPE)
     rec["module"] = -1
     for i, (state, frames) in enumerate(samples):
         rec["state"][i] = state

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from perfweave.analysis import sampling
-from perfweave.readers.samples import SAMPLE_REC, ProcessSamples
+from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -61,7 +61,7 @@ class Sym:
 def proc(samples, threads=3):
     """samples: [(thread slot, time in ms, [(module, offset), ...innermost first])];
     slot 0 is the main thread (tid = pid)."""
-    rec = np.zeros(len(samples), SAMPLE_REC)
+    rec = np.zeros(len(samples), SAMPLE_DTYPE)
     rec["module"] = -1
     for i, (th, ms, frames) in enumerate(samples):
         rec["thread"][i], rec["t"][i], rec["depth"][i] = th, ms * 1_000_000, len(frames)

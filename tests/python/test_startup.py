@@ -15,7 +15,7 @@ import pytest
 
 from perfweave.analysis import phases
 from perfweave.cli import main
-from perfweave.readers.samples import FRAMES, SAMPLE_REC
+from perfweave.readers.samples import SAMPLE_FRAMES, SAMPLE_DTYPE
 
 S, MS = 1_000_000_000, 1_000_000
 APP = "/nonexistent/app"
@@ -44,7 +44,7 @@ def write_samples(exp, rank):
     (mpi_p2p) and 1 computing."""
     enter, leave, fini, end = times(rank)
     t = np.arange(T0 + MS // 2, end, MS)
-    rec = np.zeros(len(t), SAMPLE_REC)
+    rec = np.zeros(len(t), SAMPLE_DTYPE)
     rec["t"] = t
     rec["state"] = STATES.index("mpi_other")
     rec["state"][t < enter] = 0
@@ -66,7 +66,7 @@ def write_samples(exp, rank):
         "rank": rank,
         "pid": 100 + rank,
         "host": "node01",
-        "frames": FRAMES,
+        "frames": SAMPLE_FRAMES,
         "counters": [],
         "samples": len(rec),
         "t_start": T0,

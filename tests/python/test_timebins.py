@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from perfweave.analysis.timebins import activity_over_time, from_samples
-from perfweave.readers.samples import SAMPLE_REC, ProcessSamples
+from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
 
 S = 1_000_000_000
 STATES = ["compute", "mpi_coll", "sleep", "io"]
@@ -76,7 +76,7 @@ def test_activities_without_samples_are_left_out_and_short_runs_get_fewer_bins()
 
 
 def _proc(rank, host, t_start, t_end, times, states):
-    rec = np.zeros(len(times), SAMPLE_REC)
+    rec = np.zeros(len(times), SAMPLE_DTYPE)
     rec["t"] = times
     rec["state"] = states
     return ProcessSamples(

@@ -24,7 +24,7 @@ import pytest
 from harness import PERFWEAVE
 from perfweave import writing
 from perfweave.readers.profile import read_profile
-from perfweave.readers.samples import SAMPLE_REC, read_samples
+from perfweave.readers.samples import SAMPLE_DTYPE, read_samples
 from perfweave.readers.timeline import read_node
 from perfweave.readers.trace import list_ranks, read_rank
 
@@ -132,9 +132,11 @@ def check_files(exp, marks):
             read_profile(p)  # size, end marker, arrays
         elif rel.startswith("samples/") and rel.endswith(".json"):
             meta = json.loads(p.read_text())
-            assert p.with_suffix(".samples").stat().st_size == meta["samples"] * SAMPLE_REC.itemsize
+            assert (
+                p.with_suffix(".samples").stat().st_size == meta["samples"] * SAMPLE_DTYPE.itemsize
+            )
         elif rel.startswith("samples/") and rel.endswith(".samples"):
-            assert size % SAMPLE_REC.itemsize == 0, rel
+            assert size % SAMPLE_DTYPE.itemsize == 0, rel
         elif rel.startswith("timeline/") and rel.endswith(".json"):
             read_node(p)
         elif rel.endswith(".values"):

@@ -10,7 +10,7 @@ the capacity; the thinning under test is the same code whatever the numbers."""
 
 import numpy as np
 
-from perfweave.readers.samples import SAMPLE_REC, read_samples
+from perfweave.readers.samples import SAMPLE_DTYPE, read_samples
 
 CAP = 200
 OPTS = [
@@ -36,8 +36,8 @@ def test_twenty_seconds_keep_what_one_second_keeps(build, run_pw):
         runs[seconds] = (r, p, t, f.stat().st_size)
         # the buffer, never more: between half of it and all of it, in memory and on disk
         assert CAP // 2 <= t["kept"] <= CAP, t
-        assert CAP // 2 * SAMPLE_REC.itemsize <= f.stat().st_size <= CAP * SAMPLE_REC.itemsize
-        assert f.stat().st_size == t["kept"] * SAMPLE_REC.itemsize
+        assert CAP // 2 * SAMPLE_DTYPE.itemsize <= f.stat().st_size <= CAP * SAMPLE_DTYPE.itemsize
+        assert f.stat().st_size == t["kept"] * SAMPLE_DTYPE.itemsize
         assert t["taken"] > CAP and t["thinned"] >= 1  # the buffer did fill
         # sampled asleep (usleep is wrapped: state sleep), and the sleeps kept their length
         states = p.meta["states"]

@@ -1709,30 +1709,10 @@ _READ = {  # callback name -> (kind, number of fields, positions of enum fields)
     "NonBlockingCollectiveRequest": (R_NBC_REQUEST, 1, ()),
     "NonBlockingCollectiveComplete": (R_NBC_COMPLETE, 6, (0,)),
 }
-_MPI_KINDS = np.array(
-    [
-        R_SEND,
-        R_ISEND,
-        R_ISEND_DONE,
-        R_IRECV_REQ,
-        R_RECV,
-        R_IRECV,
-        R_COLL_BEGIN,
-        R_COLL_END,
-        R_WIN_CREATE,
-        R_WIN_DESTROY,
-        R_RMA_COLL_BEGIN,
-        R_RMA_COLL_END,
-        R_GROUP_SYNC,
-        R_ACQUIRE,
-        R_RELEASE,
-        R_RMA_SYNC,
-        R_PUT,
-        R_GET,
-        R_ATOMIC,
-        R_NBC_REQUEST,
-        R_NBC_COMPLETE,
-    ]
+# the kinds of MPI events: every kind read but regions, buffer flushes and the program's
+# begin and end
+_MPI_KINDS = np.setdiff1d(
+    np.arange(R_NBC_COMPLETE + 1), [R_ENTER, R_LEAVE, R_FLUSH, R_PROGRAM_BEGIN, R_PROGRAM_END]
 )
 
 

@@ -1,5 +1,5 @@
 """Call-stack samples of an experiment (perfweave run --sample): samples/NAME.samples
-(fixed-size records, SAMPLE_REC: format/sampler.h) + samples/NAME.json (rank, threads, modules,
+(fixed-size records, SAMPLE_DTYPE: format/sampler.h) + samples/NAME.json (rank, threads, modules,
 states), one pair per process (NAME: rank-R, or HOST.PID without MPI). Written by
 runtime/modules/sampler.c; docs/format.md "Samples"."""
 
@@ -9,22 +9,21 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError
-from perfweave.readers.dtypes import SAMPLE_DTYPE as SAMPLE_REC, SAMPLE_FRAMES as FRAMES
-from perfweave.readers.dtypes import SAMPLES_VERSION
+from perfweave.readers.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION
 from perfweave.readers.files import check, read_array, read_json
 from perfweave._format import FILES
 
 MAGIC = FILES["samples"].magic
 # version 1: the record without its counters (the first --counters events at each sample)
-SAMPLE_REC_V1 = np.dtype([f for f in SAMPLE_REC.descr if f[0] != "counters"])
-RECORDS_BY_VERSION = {1: SAMPLE_REC_V1, SAMPLES_VERSION: SAMPLE_REC}
+SAMPLE_DTYPE_V1 = np.dtype([f for f in SAMPLE_DTYPE.descr if f[0] != "counters"])
+RECORDS_BY_VERSION = {1: SAMPLE_DTYPE_V1, SAMPLES_VERSION: SAMPLE_DTYPE}
 
 
 @dataclass
 class ProcessSamples:
     name: str
     meta: dict
-    records: np.ndarray  # SAMPLE_REC
+    records: np.ndarray  # SAMPLE_DTYPE
     modules: list  # paths; records' module indexes them (-1: unknown)
 
     @property
@@ -61,7 +60,7 @@ def read_sample_metas(exp):
         if (
             meta.get("format") != MAGIC
             or meta.get("version") not in RECORDS_BY_VERSION
-            or meta.get("frames") != FRAMES
+            or meta.get("frames") != SAMPLE_FRAMES
         ):
             raise FormatError(
                 f"{meta_path}: not perfweave samples of version "
@@ -89,7 +88,7 @@ def read_samples(exp):
         rec = raw[: n * dt.itemsize].view(dt)
         rec = rec[_valid(rec, meta)]  # a copy, writable
         # frames beyond a record's depth are not read; unknown (-1) for whole-array work
-        rec["module"][np.arange(FRAMES)[None, :] >= rec["depth"][:, None]] = -1
+        rec["module"][np.arange(SAMPLE_FRAMES)[None, :] >= rec["depth"][:, None]] = -1
         out.append(
             ProcessSamples(meta_path.stem, meta, rec, [m[0] for m in meta.get("modules", [])])
         )
@@ -100,10 +99,10 @@ def _valid(rec, meta):
     """Records whose indexes (thread, frames' modules) and depth are in range (states
     out of range are taken as compute by the analysis)."""
     depth = rec["depth"].astype(np.int64)
-    ok = (depth >= 0) & (depth <= FRAMES)
+    ok = (depth >= 0) & (depth <= SAMPLE_FRAMES)
     if "threads" in meta:
         ok &= (rec["thread"] >= 0) & (rec["thread"] < len(meta["threads"]))
-    used = np.arange(FRAMES)[None, :] < depth[:, None]
+    used = np.arange(SAMPLE_FRAMES)[None, :] < depth[:, None]
     mod = rec["module"]
     ok &= ~(used & ((mod < -1) | (mod >= len(meta.get("modules", []))))).any(axis=1)
     return ok

@@ -18,8 +18,6 @@ from perfweave._format import FAMILIES, FILES
 from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
 from perfweave.readers.files import check, read_array, read_json, short
 
-# FAMILIES: the families of the activity pages' series (PID.mpi_FAMILY_ns)
-
 
 @dataclass
 class NodeTimeline:

@@ -5,7 +5,8 @@ HTML, per node the processes' activity and the busiest rates plotted over time."
 import numpy as np
 
 from perfweave.errors import FormatError
-from perfweave.readers.timeline import FAMILIES, nanmean
+from perfweave._format import FAMILIES
+from perfweave.readers.timeline import nanmean
 from perfweave.report import timeline
 from perfweave.report.html import _e
 from perfweave.report.section import Section
