@@ -16,17 +16,21 @@ FAST = ["--sample-interval-ms", "1"]
 
 
 def counts(stdout):
-    """{"first": n, "fds": [...], "bytes": n, "bad": n} per process, rank order unknown"""
-    out, cur = [], None
+    """{"first": n, "fds": [...], "bytes": n, "bad": n} per process (its one line "first N
+    fds ... bytes N bad M"), rank order unknown"""
+    out = []
     for line in stdout.splitlines():
         w = line.split()
-        if w[0] == "first":
-            cur = {"first": int(w[1])}
-            out.append(cur)
-        elif w[0] == "fds":
-            cur["fds"] = [int(x) for x in w[1:]]
-        elif w[0] == "bytes":
-            cur.update(bytes=int(w[1]), bad=int(w[3]))
+        if w and w[0] == "first":
+            fds = w.index("fds")
+            out.append(
+                {
+                    "first": int(w[1]),
+                    "fds": [int(x) for x in w[fds + 1 : fds + 6]],
+                    "bytes": int(w[fds + 7]),
+                    "bad": int(w[fds + 9]),
+                }
+            )
     return out
 
 

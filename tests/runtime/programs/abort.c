@@ -1,7 +1,10 @@
 /* Rank 1 makes 2 barriers, then calls MPI_Abort(..., 5); the others wait in a
- * receive that never completes. */
+ * receive that never completes. Rank 1 prints "aborting" first and gives the launcher
+ * 0.2 s to forward it: MPICH's launcher, once told of the abort, kills the ranks and may
+ * exit before it has read what is still in its pipes (with or without perfweave). */
 #include <mpi.h>
 #include <stdio.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
@@ -13,6 +16,7 @@ int main(int argc, char **argv)
     if (rank == 1) {
         printf("aborting\n");
         fflush(stdout);
+        usleep(200000);
         MPI_Abort(MPI_COMM_WORLD, 5);
     }
     MPI_Recv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

@@ -3,10 +3,11 @@
  * does I/O on them for SECONDS (default 1) in a thread it starts then (a thread's first
  * unwinds are where an unwinder validates memory), checking every byte it reads back. Built
  * with -fno-asynchronous-unwind-tables -fno-unwind-tables, its functions have no
- * call-frame information, so an unwinder follows their frame chain. Prints
- *   first N            the number its first open() got after closing (3)
- *   fds P0 P1 S0 S1 F  the numbers of its pipe, socket pair and file
- *   bytes N bad M      bytes read back and how many differed from what was written
+ * call-frame information, so an unwinder follows their frame chain. Prints one line (a
+ * launcher interleaves the lines of its ranks, never their parts):
+ *   first N fds P0 P1 S0 S1 F bytes N bad M
+ * the number its first open() got after closing (3), the numbers of its pipe, socket pair
+ * and file, the bytes read back and how many differed from what was written.
  * With -DWITH_MPI: the descriptors are closed before MPI_Init, except the launcher's
  * (MPICH's PMI_FD), and the ranks sum their counts at the end (rank 0 prints "total").
  * Usage: fd_reuse [SECONDS] */
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
     if (pthread_create(&th, NULL, worker, &w) != 0 || pthread_join(th, NULL) != 0)
         return 3;
     long bytes = w.bytes, bad = w.bad;
-    printf("first %d\nfds %d %d %d %d %d\nbytes %ld bad %ld\n", first, fd[0], fd[1], fd[2],
+    printf("first %d fds %d %d %d %d %d bytes %ld bad %ld\n", first, fd[0], fd[1], fd[2],
            fd[3], fd[4], bytes, bad);
 #ifdef WITH_MPI
     long mine[2] = {bytes, bad}, sum[2];
