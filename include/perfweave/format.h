@@ -84,17 +84,13 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
 /* ---- profiles: profile.pwprof, partial/rank-R.pwprof, procs/HOST.PID.pwprof ----
  * (docs/format.md "Profile files") */
 
-#define PW_PROFILE_VERSION 2 /* 2: counts' inside_ns, before_ns */
+/* 3: the header's "modules" (each measured module: its function ids, strings) and
+ *    "objects" (the loaded objects, "modules" before); sites' and frames' "object";
+ *    the MPI library strings moved into the mpi module's entry
+ * 2: counts' inside_ns, before_ns */
+#define PW_PROFILE_VERSION 3
 #define PW_PROFILE_MAGIC "perfweave-profile"
 
-/* String fields of the profile header, in the order written (after world_size);
- * "" where the writer of the profile has none. */
-#define PW_PROFILE_STRINGS(X)                                                              \
-    X(mpi_library) /* the MPI library's version string */                                 \
-    X(mpi_flavor)  /* which runtime build recorded the calls */
-#define PW_PROFILE_STRING_ENUM(name) PW_PSTR_##name,
-enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
-#undef PW_PROFILE_STRING_ENUM
 /* Header key of the names of the events that count records refer to. */
 #define PW_PROFILE_EVENTS_KEY "counters"
 
@@ -125,14 +121,15 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
     X(int64_t, "<i8", table_capacity)  /* call-site slots per thread (the bound) */       \
     X(int64_t, "<i8", table_resident)  /* of which resident in memory (mincore) */
 
-/* One row per (rank, thread, call site, MPI function): readers sum a rank's
- * threads. A call site is the caller's
- * return address stored as (module, offset) so that ranks agree under ASLR;
+/* One row per (rank, thread, call site, measured function): readers sum a rank's
+ * threads. fn is the function's id (header "functions"; its module: header "modules").
+ * A call site is the caller's return address stored as (object, offset) so that ranks
+ * agree under ASLR;
  * deeper stacks (--callsite-depth > 1) live in the frames array. */
 #define PW_SITE_FIELDS(X, A)                                                               \
     X(int32_t, "<i4", rank)                                                                \
     X(int32_t, "<i4", fn)              /* index into header "functions" */                 \
-    X(int32_t, "<i4", module)          /* index into header "modules", -1 unknown */       \
+    X(int32_t, "<i4", object)          /* index into header "objects", -1 unknown */       \
     X(int32_t, "<i4", nframes)         /* frames of this site in the frames array */       \
     X(int64_t, "<i8", offset)          /* return address - module load base */             \
     X(int64_t, "<i8", first_frame)     /* index of the first frame, -1 if nframes == 0 */  \
@@ -145,7 +142,7 @@ enum { PW_PROFILE_STRINGS(PW_PROFILE_STRING_ENUM) PW_PROFILE_NSTRINGS };
 
 /* Caller frames of deep call sites, outermost last. */
 #define PW_FRAME_FIELDS(X, A)                                                              \
-    X(int32_t, "<i4", module)                                                              \
+    X(int32_t, "<i4", object)                                                              \
     X(int32_t, "<i4", pad)                                                                 \
     X(int64_t, "<i8", offset)
 

@@ -44,25 +44,13 @@ int pw_want_anchor;
 
 __attribute__((noinline)) void *pw_code_here(void) { return __builtin_return_address(0); }
 
-void pw_rank_known(int rank)
+void pw_rank_set(int rank)
 {
-    if (pw_act)
+    if (rank >= 0)
+        pw_rank = rank;
+    /* joining: only a process in no job yet (a second start-up call changes nothing) */
+    if (pw_act && (rank != PW_ACT_JOINING || pw_act->rank == PW_ACT_NO_JOB))
         pw_act->rank = rank;
-    pw_rank = rank;
-}
-
-void pw_rank_joining(void)
-{
-    if (pw_act && pw_act->rank == PW_ACT_NO_JOB)
-        pw_act->rank = PW_ACT_JOINING;
-}
-
-/* Between the job's start and the rank known: the module's own start-up, which waits
- * for every rank (perfweave run tells of ranks that wait there for long) */
-void pw_rank_starting(void)
-{
-    if (pw_act)
-        pw_act->rank = PW_ACT_STARTING;
 }
 
 void pw_thread_begin(void)
@@ -275,7 +263,6 @@ void pw_register_dump(pw_dump_fn fn)
 /* Data of a process that never initialised MPI: one row with rank -1. */
 static void write_process_profile(int state, int in_signal)
 {
-    static const char *no_functions[1];
     pw_local l;
     pw_rank_rec r;
     memset(&r, 0, sizeof r);
@@ -287,7 +274,7 @@ static void write_process_profile(int state, int in_signal)
     r.t_end = r.t_fini_enter = pw_now();
     r.app_ns = r.t_end - r.t_start;
     (void)in_signal;
-    if (pw_local_build(&l, &r, no_functions, no_functions, 0) != 0)
+    if (pw_local_build(&l, &r) != 0)
         return;
     char path[4096], num[24];
     size_t n = 0;

@@ -174,13 +174,12 @@ extern pw_hooks_t pw_hooks;
 extern int pw_nevents;
 extern const char *pw_event_names[PW_MAX_EVENTS + 1];
 
-/* The process's rank in its job once known, else -1 (set through pw_rank_known). */
+/* The process's rank in its job once known, else -1 (set through pw_rank_set). */
 extern int pw_rank;
-/* Tell the core (and the activity page) the process's rank. */
-void pw_rank_known(int rank);
-/* The process joins a job (its start-up call began) and has no rank yet. */
-void pw_rank_joining(void);
-void pw_rank_starting(void);
+/* Tell the core (and the activity page) where the process is in joining a job: its
+ * rank once known (>= 0), else PW_ACT_JOINING (its start-up call began) or
+ * PW_ACT_STARTING (the job started, the rank's own start-up goes on). */
+void pw_rank_set(int rank);
 
 /* ---- what each thread is doing (set by wrappers, read by observers) ---- */
 /* pw_thread_activity is an index of PW_ACTIVITIES (format.h): PW_ACTIVITY_COMPUTE,
@@ -235,6 +234,31 @@ const char *pw_object_path(int i);
 const char *pw_object_buildid(int i); /* hex, "" when the object has none */
 void pw_object_range(int i, uintptr_t *start, uintptr_t *end, uintptr_t *base);
 
+/* ---- measured functions: ids by (module, function) (functions.c) ---- */
+/* A module that records calls into the call-site tables registers its functions once,
+ * before it records any (in its start, or its library's constructor). The core gives
+ * them consecutive ids, base + the function's index in the module's list: the sites'
+ * and histograms' fn, and the profile's "functions" (docs/format.md, "modules"). */
+#define PW_MAX_FUNCTIONS 4096 /* every module's functions together */
+#define PW_MAX_FUNCTION_SETS 16
+typedef struct pw_functions {
+    const char *module;          /* its pw_module's name */
+    int version;                 /* its version (pw_module.version) */
+    int n;                       /* functions */
+    const char *const *names;    /* [n] */
+    const signed char *families; /* [n] PW_FAMILY_*: the activity each call is */
+    int hist;                    /* its calls go into size histograms (pw_hist_add) */
+    /* "key", "value", ..., NULL: strings of the module's entry in the profile header
+     * (e.g. the library it wraps), read when a profile is written; NULL: none */
+    const char *const *strings;
+    int base, index; /* set by pw_functions_register: id of names[0], slot in the list */
+} pw_functions;
+/* Give f's functions their ids (f->base); f stays the module's and must live as long
+ * as the process. -1 (logged, nothing recorded for them) when PW_MAX_* is reached. */
+int pw_functions_register(pw_functions *f);
+/* The registered sets, in the order registered (ids ascending); *n of them. */
+pw_functions *const *pw_functions_list(int *n);
+
 /* ---- call-site tables (sites.c) ---- */
 #define PW_MAX_DEPTH 16
 
@@ -252,9 +276,12 @@ typedef struct pw_site {
 typedef struct pw_sitetab {
     struct pw_sitetab *next; /* all tables, for the dump */
     pw_site *last;           /* the site of the previous call: loops hit it */
-    size_t nslots, used, entry_size, bytes;
-    int64_t dropped;      /* calls folded into an overflow site */
-    int64_t *hist;        /* [nfn][PW_HIST_BUCKETS][3]: count, bytes, ticks; NULL if off */
+    size_t nslots, used, entry_size;
+    size_t bytes, hist_bytes; /* mapped: the table (from its start), its histograms */
+    int64_t dropped;          /* calls folded into an overflow site */
+    /* per function set (pw_functions.index) with hist, made at its first histogram
+     * call: [n][PW_HIST_BUCKETS][3]: count, bytes, ticks */
+    int64_t *hist[PW_MAX_FUNCTION_SETS];
     size_t events_offset; /* of a site's event counts (pw_site_events) */
     char *slots;
 } pw_sitetab;
@@ -286,8 +313,6 @@ static inline pw_site *pw_site_at(const pw_sitetab *t, size_t i)
 /* Head of the list of all threads' tables. */
 pw_sitetab *pw_sitetabs(void);
 int pw_sitetabs_count(void);
-/* Size of the function id space (set by modules before recording). */
-extern int pw_nfunctions;
 
 /* A site's event counts (pw_nevents > 0): inside [pw_nevents], before [pw_nevents], then
  * the ns each covers (inside, before); charged by the counting module's call_leave. */
@@ -302,6 +327,23 @@ static inline int pw_hist_bucket(int64_t bytes)
         return 0;
     int b = 64 - __builtin_clzll((unsigned long long)bytes); /* floor(log2)+1 */
     return b < PW_HIST_BUCKETS ? b : PW_HIST_BUCKETS - 1;
+}
+
+/* The histogram of set f in table t, made on first use (NULL: --no-histograms, or no
+ * memory). */
+int64_t *pw_sitetab_hist(pw_sitetab *t, const pw_functions *f);
+/* A call of f's function `local` (its index in f->names), of `bytes` and `ticks`, into
+ * the calling thread's size histogram (pw_hist_rec). */
+static inline void pw_hist_add(pw_sitetab *t, const pw_functions *f, int local, int64_t bytes,
+                               int64_t ticks)
+{
+    int64_t *h = t->hist[f->index];
+    if (PW_UNLIKELY(h == NULL) && (h = pw_sitetab_hist(t, f)) == NULL)
+        return;
+    int64_t *cell = h + ((size_t)local * PW_HIST_BUCKETS + (size_t)pw_hist_bucket(bytes)) * 3;
+    cell[0]++;
+    cell[1] += bytes;
+    cell[2] += ticks;
 }
 
 static inline void pw_site_add(pw_site *s, int64_t ticks, int64_t sent, int64_t recv)
@@ -408,19 +450,16 @@ typedef struct pw_profile {
     size_t nevents; /* event names of counts */
     const char **hosts;
     size_t nhosts;
-    const char **modules;
-    size_t nmodules;       /* paths */
-    const char **buildids; /* parallel to modules */
-    const char **functions;
-    const char **families;
-    size_t nfunctions;
-    const char *strings[PW_PROFILE_NSTRINGS]; /* header strings (format.h), "" unset */
+    const char **objects;  /* paths of the loaded objects that sites and frames name */
+    const char **buildids; /* parallel to objects */
+    size_t nobjects;
     int world_size;
     int partial; /* 1: one rank's own dump */
 } pw_profile;
 
-/* Write atomically (pw_file). Async-signal-safe if the profile's memory is already
- * allocated. Returns 0 on success. */
+/* Write atomically (pw_file), with the header's modules and functions from the
+ * registry (pw_functions_list: alike on every rank of a job). Async-signal-safe if the
+ * profile's memory is already allocated. Returns 0 on success. */
 int pw_profile_write(const pw_profile *p, const char *path);
 
 /* Memory for the writer and dumps: mmap based, usable in a signal handler. */
@@ -436,8 +475,7 @@ typedef struct pw_local {
     size_t bytes; /* memory to release */
     void *mem;
 } pw_local;
-int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
-                   const char **families, int nfunctions);
+int pw_local_build(pw_local *l, const pw_rank_rec *rank);
 void pw_local_free(pw_local *l);
 
 #pragma GCC visibility pop

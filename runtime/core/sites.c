@@ -11,7 +11,6 @@
 
 #include "pw.h"
 
-int pw_nfunctions;
 int pw_nevents;
 const char *pw_event_names[PW_MAX_EVENTS + 1];
 
@@ -49,11 +48,10 @@ pw_sitetab *pw_sitetab_create(void)
     size_t events_offset = entry;
     if (pw_nevents) /* inside and before per event, then the wall time each covers */
         entry += (2 * (size_t)pw_nevents + 2) * sizeof(int64_t);
-    size_t nslots = pow2_at_least(2 * ((size_t)pw_opt.max_callsites + (size_t)pw_nfunctions));
-    size_t hist = pw_opt.histograms && pw_nfunctions
-                      ? (size_t)pw_nfunctions * PW_HIST_BUCKETS * 3 * sizeof(int64_t)
-                      : 0;
-    size_t bytes = sizeof(pw_sitetab) + nslots * entry + hist;
+    /* room for every distinct site up to the bound, plus one overflow site per function
+     * (a module may register its functions after this table is made), at most half full */
+    size_t nslots = pow2_at_least(2 * ((size_t)pw_opt.max_callsites + PW_MAX_FUNCTIONS));
+    size_t bytes = sizeof(pw_sitetab) + nslots * entry;
     char *mem = pw_alloc(bytes); /* zero-filled; untouched pages cost nothing */
     if (!mem)
         return NULL;
@@ -63,7 +61,6 @@ pw_sitetab *pw_sitetab_create(void)
     t->events_offset = events_offset;
     t->bytes = bytes;
     t->slots = mem + sizeof(pw_sitetab);
-    t->hist = hist ? (int64_t *)(t->slots + nslots * entry) : NULL;
     t->next = __atomic_load_n(&all_tables, __ATOMIC_RELAXED);
     while (!__atomic_compare_exchange_n(&all_tables, &t->next, t, 1, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED))
@@ -72,6 +69,22 @@ pw_sitetab *pw_sitetab_create(void)
     pw_self_table = t;
     pw_thread_begin(); /* a thread's first recorded call: the modules' per-thread start */
     return t;
+}
+
+int64_t *pw_sitetab_hist(pw_sitetab *t, const pw_functions *f)
+{
+    static int failed; /* once out of memory, not tried on every call */
+    if (!pw_opt.histograms || !f->hist || f->n <= 0 || failed)
+        return NULL;
+    size_t bytes = (size_t)f->n * PW_HIST_BUCKETS * 3 * sizeof(int64_t);
+    int64_t *h = pw_alloc(bytes);
+    if (!h) {
+        failed = 1;
+        return NULL;
+    }
+    t->hist_bytes += bytes;
+    __atomic_store_n(&t->hist[f->index], h, __ATOMIC_RELEASE); /* read by the dump */
+    return h;
 }
 
 static inline uint64_t mix(uint64_t x)

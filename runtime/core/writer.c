@@ -345,6 +345,44 @@ const char *pw_family_name(int family)
     return family >= 0 && family < PW_NFAMILIES ? names[family] : names[PW_FAMILY_OTHER];
 }
 
+/* The registry (pw_functions_list) as the header's "modules": one entry per module
+ * with its id range and strings, and "functions", "families": the name and family of
+ * each id. */
+static void put_functions(pw_buf *h)
+{
+    int nsets = 0;
+    pw_functions *const *sets = pw_functions_list(&nsets);
+    pw_buf_puts(h, ",\"modules\":[");
+    for (int i = 0; i < nsets; i++) {
+        const pw_functions *f = sets[i];
+        pw_buf_puts(h, i ? ",{\"name\":" : "{\"name\":");
+        pw_buf_jstr(h, f->module);
+        pw_buf_puts(h, ",\"version\":");
+        pw_buf_int(h, f->version);
+        pw_buf_puts(h, ",\"first\":");
+        pw_buf_int(h, f->base);
+        pw_buf_puts(h, ",\"count\":");
+        pw_buf_int(h, f->n);
+        for (const char *const *kv = f->strings; kv && kv[0] && kv[1]; kv += 2) {
+            pw_buf_puts(h, ",");
+            pw_buf_jstr(h, kv[0]);
+            pw_buf_puts(h, ":");
+            pw_buf_jstr(h, kv[1]);
+        }
+        pw_buf_puts(h, "}");
+    }
+    for (int list = 0; list < 2; list++) {
+        pw_buf_puts(h, list ? "],\"families\":[" : "],\"functions\":[");
+        for (int i = 0, first = 1; i < nsets; i++)
+            for (int k = 0; k < sets[i]->n; k++, first = 0) {
+                if (!first)
+                    pw_buf_puts(h, ",");
+                pw_buf_jstr(h, list ? pw_family_name(sets[i]->families[k]) : sets[i]->names[k]);
+            }
+    }
+    pw_buf_puts(h, "]");
+}
+
 int pw_profile_write(const pw_profile *p, const char *path)
 {
     pw_buf h = {0};
@@ -354,18 +392,12 @@ int pw_profile_write(const pw_profile *p, const char *path)
     pw_buf_puts(&h, p->partial ? "true" : "false");
     pw_buf_puts(&h, ",\"world_size\":");
     pw_buf_int(&h, p->world_size);
-#define PW_PUT_STRING(name)                                                                        \
-    pw_buf_puts(&h, ",\"" #name "\":");                                                            \
-    pw_buf_jstr(&h, p->strings[PW_PSTR_##name] ? p->strings[PW_PSTR_##name] : "");
-    PW_PROFILE_STRINGS(PW_PUT_STRING)
-#undef PW_PUT_STRING
     pw_buf_puts(&h, ",\"hist_buckets\":");
     pw_buf_int(&h, PW_HIST_BUCKETS);
     jstr_list(&h, "hosts", p->hosts, p->nhosts);
-    jstr_list(&h, "modules", p->modules, p->nmodules);
-    jstr_list(&h, "buildids", p->buildids, p->nmodules);
-    jstr_list(&h, "functions", p->functions, p->nfunctions);
-    jstr_list(&h, "families", p->families, p->nfunctions);
+    jstr_list(&h, "objects", p->objects, p->nobjects);
+    jstr_list(&h, "buildids", p->buildids, p->nobjects);
+    put_functions(&h);
     jstr_list(&h, PW_PROFILE_EVENTS_KEY, p->events, p->nevents);
     pw_buf_puts(&h, ",\"states\":[");
 #define PW_STATE_NAME(name, value, str) "\"" str "\","
@@ -406,26 +438,40 @@ int pw_profile_write(const pw_profile *p, const char *path)
 
 /* ---- this process's rows, from the thread tables ---- */
 
-int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
-                   const char **families, int nfunctions)
+/* Bytes of [p, p + bytes) resident in memory (mincore): the tables are reserved
+ * zero-filled, and only the slots that hashing touched cost anything. */
+static size_t resident_bytes(const void *p, size_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t resident = 0, npages = page > 0 ? (bytes + (size_t)page - 1) / (size_t)page : 0;
+    unsigned char vec[4096];
+    for (size_t first = 0; first < npages; first += sizeof vec) {
+        size_t n = npages - first < sizeof vec ? npages - first : sizeof vec;
+        if (mincore((char *)p + first * (size_t)page, n * (size_t)page, vec) != 0)
+            break;
+        for (size_t k = 0; k < n; k++)
+            resident += (vec[k] & 1) ? (size_t)page : 0;
+    }
+    return resident;
+}
+
+int pw_local_build(pw_local *l, const pw_rank_rec *rank)
 {
     memset(l, 0, sizeof *l);
     size_t nsites = 0, nframes = 0, nthreads = 0, table_bytes = 0, resident = 0;
     int64_t dropped = 0;
-    long page = sysconf(_SC_PAGESIZE);
+    int nsets = 0, nfunctions = 0;
+    pw_functions *const *sets = pw_functions_list(&nsets);
+    for (int k = 0; k < nsets; k++)
+        nfunctions += sets[k]->n;
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
         nthreads++;
-        table_bytes += t->bytes;
-        /* pages of the table actually in memory: the table is reserved zero-filled
-         * and only the slots that hashing touched cost anything */
-        size_t npages = (t->bytes + (size_t)page - 1) / (size_t)page;
-        unsigned char vec[4096];
-        for (size_t first = 0; page > 0 && first < npages; first += sizeof vec) {
-            size_t n = npages - first < sizeof vec ? npages - first : sizeof vec;
-            if (mincore((char *)t + first * (size_t)page, n * (size_t)page, vec) != 0)
-                break;
-            for (size_t k = 0; k < n; k++)
-                resident += (vec[k] & 1) ? (size_t)page : 0;
+        table_bytes += t->bytes + t->hist_bytes;
+        resident += resident_bytes(t, t->bytes);
+        for (int k = 0; k < nsets; k++) {
+            const int64_t *h = __atomic_load_n(&t->hist[k], __ATOMIC_ACQUIRE);
+            if (h)
+                resident += resident_bytes(h, (size_t)sets[k]->n * PW_HIST_BUCKETS * 3 * 8);
         }
         dropped += t->dropped;
         for (size_t i = 0; i < t->nslots; i++) {
@@ -453,26 +499,26 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     int64_t *cells = (int64_t *)(hist + nhist_cells + 1);
     pw_count_rec *counts = (pw_count_rec *)(cells + 3 * nhist_cells);
     int *objmap = (int *)(counts + nsites * (size_t)pw_nevents + 1);
-    const char **modules = (const char **)(objmap + nobj + 1);
-    const char **buildids = modules + nobj + 1;
-    int nmodules = 0;
+    const char **objects = (const char **)(objmap + nobj + 1);
+    const char **buildids = objects + nobj + 1;
+    int nobjects = 0;
     for (int i = 0; i < nobj; i++)
         objmap[i] = -1;
 
-#define PW_MODULE_OF(addr, off_out, mod_out)                                                       \
+#define PW_OBJECT_OF(addr, off_out, obj_out)                                                       \
     do {                                                                                           \
         uint64_t off_;                                                                             \
         int o_ = pw_object_of((addr), &off_);                                                      \
         if (o_ < 0) {                                                                              \
-            mod_out = -1;                                                                          \
+            obj_out = -1;                                                                          \
             off_out = (int64_t)(addr);                                                             \
         } else {                                                                                   \
             if (objmap[o_] < 0) {                                                                  \
-                objmap[o_] = nmodules;                                                             \
-                modules[nmodules] = pw_object_path(o_);                                            \
-                buildids[nmodules++] = pw_object_buildid(o_);                                      \
+                objmap[o_] = nobjects;                                                             \
+                objects[nobjects] = pw_object_path(o_);                                            \
+                buildids[nobjects++] = pw_object_buildid(o_);                                      \
             }                                                                                      \
-            mod_out = objmap[o_];                                                                  \
+            obj_out = objmap[o_];                                                                  \
             off_out = (int64_t)off_;                                                               \
         }                                                                                          \
     } while (0)
@@ -506,25 +552,29 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
             r->bytes_recv = s->bytes_recv;
             r->first_frame = -1;
             if (s->ra == 0) { /* overflow site */
-                r->module = -1;
+                r->object = -1;
                 r->offset = 0;
             } else {
-                PW_MODULE_OF(s->ra, r->offset, r->module);
+                PW_OBJECT_OF(s->ra, r->offset, r->object);
             }
             r->nframes = s->nframes;
             if (s->nframes > 0 && fi + (size_t)s->nframes <= nframes) {
                 r->first_frame = (int64_t)fi;
                 for (int k = 0; k < s->nframes; k++) {
                     pw_frame_rec *f = &frames[fi++];
-                    PW_MODULE_OF(s->frames[k], f->offset, f->module);
+                    PW_OBJECT_OF(s->frames[k], f->offset, f->object);
                 }
             } else {
                 r->nframes = 0;
             }
         }
-        if (t->hist)
-            for (size_t c = 0; c < 3 * nhist_cells; c++)
-                cells[c] += t->hist[c];
+        for (int k = 0; k < nsets; k++) { /* cells of function base + j: [base + j][b][3] */
+            const int64_t *h = __atomic_load_n(&t->hist[k], __ATOMIC_ACQUIRE);
+            size_t n = (size_t)sets[k]->n * PW_HIST_BUCKETS * 3;
+            int64_t *into = cells + (size_t)sets[k]->base * PW_HIST_BUCKETS * 3;
+            for (size_t c = 0; h && c < n; c++)
+                into[c] += h[c];
+        }
     }
     size_t hi = 0;
     for (size_t c = 0; c < nhist_cells; c++) {
@@ -563,14 +613,9 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank, const char **functions,
     p->nevents = (size_t)pw_nevents;
     p->hosts = hosts;
     p->nhosts = 1;
-    p->modules = modules;
+    p->objects = objects;
     p->buildids = buildids;
-    p->nmodules = (size_t)nmodules;
-    p->functions = functions;
-    p->families = families;
-    p->nfunctions = (size_t)nfunctions;
-    for (int i = 0; i < PW_PROFILE_NSTRINGS; i++)
-        p->strings[i] = "";
+    p->nobjects = (size_t)nobjects;
     p->world_size = 1;
     p->partial = 1;
     return 0;

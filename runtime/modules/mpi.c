@@ -518,8 +518,21 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* Functions whose calls go into the message-size histograms (PW_HIST_FAMILY_MASK). */
 static unsigned char in_histogram[PW_MPI_NFN];
-/* Each function's family by name (the profile's "families"; format.h PW_FAMILIES). */
+/* Each function's family by name (the traces' "families"; format.h PW_FAMILIES). */
 const char *pw_mpi_fn_families[PW_MPI_NFN];
+
+/* The MPI functions in the core's registry (ids base + PW_FN_*), with the library's
+ * strings for the profile header's "mpi" entry. */
+static const char *const mpi_strings[] = {"library", library_version, "flavor", PW_MPI_FLAVOR,
+                                          NULL};
+static pw_functions mpi_functions = {.module = "mpi",
+                                     .version = PW_PROFILE_VERSION,
+                                     .n = PW_MPI_NFN,
+                                     .names = pw_mpi_fn_names,
+                                     .families = pw_mpi_fn_family,
+                                     .hist = 1,
+                                     .strings = mpi_strings,
+                                     .base = -1};
 
 /* --callsite-depth > 1: walk the stack and keep the frames above the wrapper's
  * caller. Out of line, so that the common path needs no stack arrays. */
@@ -542,19 +555,15 @@ static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
     pw_sitetab *t = pw_sitetab_self();
     if (PW_UNLIKELY(!t))
         return;
-    pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, fn, (uintptr_t)ra)
-                                                       : deep_site(t, fn, ra);
+    int id = mpi_functions.base + fn;
+    pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, id, (uintptr_t)ra)
+                                                       : deep_site(t, id, ra);
     pw_site_add(s, ticks, sent, recv);
     pw_act_add(pw_mpi_fn_family[fn], ticks);
     if (PW_UNLIKELY(pw_hooks.call_leave != NULL))
         pw_hooks.call_leave(t, s);
-    if (t->hist && in_histogram[fn]) {
-        int64_t bytes = sent > recv ? sent : recv;
-        int64_t *cell = t->hist + ((size_t)fn * PW_HIST_BUCKETS + pw_hist_bucket(bytes)) * 3;
-        cell[0]++;
-        cell[1] += bytes;
-        cell[2] += ticks;
-    }
+    if (in_histogram[fn])
+        pw_hist_add(t, &mpi_functions, fn, sent > recv ? sent : recv, ticks);
 }
 
 void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
@@ -633,7 +642,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     pmpi.Comm_rank(pre.world, &st.rank);
     pmpi.Comm_size(pre.world, &st.size);
     /* a collective of every rank: one without perfweave's runtime never comes to it */
-    pw_rank_starting();
+    pw_rank_set(PW_ACT_STARTING);
     pmpi.Comm_dup(pre.world, &st.comm);
     int vlen = 0;
     pmpi.Get_library_version(library_version, &vlen);
@@ -651,7 +660,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     st.t_init_leave = pw_now(); /* the application's time starts now, and so do the */
     if (pw_hooks.app_begin)     /* modules' baselines (counts "before" the first call) */
         pw_hooks.app_begin();
-    pw_rank_known(st.rank);
+    pw_rank_set(st.rank);
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);
 }
@@ -687,8 +696,9 @@ static void sum_mpi_time(pw_local *l)
     int64_t ns = 0, calls = 0;
     for (size_t i = 0; i < l->prof.nsites; i++) {
         const pw_site_rec *s = &l->prof.sites[i];
-        int kind = s->fn >= 0 && s->fn < PW_MPI_NFN ? pw_mpi_fn_kinds[s->fn] : -1;
-        if (kind == PW_KIND_init || kind == PW_KIND_finalize)
+        int fn = s->fn - mpi_functions.base; /* other modules' functions are not MPI */
+        if (fn < 0 || fn >= PW_MPI_NFN || pw_mpi_fn_kinds[fn] == PW_KIND_init ||
+            pw_mpi_fn_kinds[fn] == PW_KIND_finalize)
             continue;
         ns += s->total_ns;
         calls += s->count;
@@ -701,12 +711,10 @@ static int build_local(pw_local *l, int state, int64_t t_fini)
 {
     pw_rank_rec r;
     fill_rank(&r, state, t_fini);
-    if (pw_local_build(l, &r, pw_mpi_fn_names, pw_mpi_fn_families, PW_MPI_NFN) != 0)
+    if (pw_local_build(l, &r) != 0)
         return -1;
     sum_mpi_time(l);
     l->rank.t_end = pw_now();
-    l->prof.strings[PW_PSTR_mpi_flavor] = PW_MPI_FLAVOR;
-    l->prof.strings[PW_PSTR_mpi_library] = library_version;
     l->prof.world_size = st.size;
     return 0;
 }
@@ -765,7 +773,7 @@ void pw_mpi_abort(void *ra)
 
 /* A rank's contribution: counts, then its rows, then its strings. */
 typedef struct blob_head {
-    int64_t nsites, nframes, nhist, ncounts, nmodules, strings;
+    int64_t nsites, nframes, nhist, ncounts, nobjects, strings;
 } blob_head;
 
 static size_t blob_size(const pw_local *l, size_t strings)
@@ -780,14 +788,14 @@ static char *blob_pack(const pw_local *l, size_t *len)
 {
     const pw_profile *p = &l->prof;
     size_t strings = strlen(pw_hostname) + 1;
-    for (size_t i = 0; i < p->nmodules; i++)
-        strings += strlen(p->modules[i]) + strlen(p->buildids[i]) + 2;
+    for (size_t i = 0; i < p->nobjects; i++)
+        strings += strlen(p->objects[i]) + strlen(p->buildids[i]) + 2;
     *len = blob_size(l, strings);
     char *b = malloc(*len), *q = b;
     if (!b)
         return NULL;
     blob_head h = {(int64_t)p->nsites,  (int64_t)p->nframes,  (int64_t)p->nhist,
-                   (int64_t)p->ncounts, (int64_t)p->nmodules, (int64_t)strings};
+                   (int64_t)p->ncounts, (int64_t)p->nobjects, (int64_t)strings};
 #define PUT(ptr, n)                                                                                \
     do {                                                                                           \
         memcpy(q, (ptr), (n));                                                                     \
@@ -800,8 +808,8 @@ static char *blob_pack(const pw_local *l, size_t *len)
     PUT(p->hist, p->nhist * sizeof(pw_hist_rec));
     PUT(p->counts, p->ncounts * sizeof(pw_count_rec));
     PUT(pw_hostname, strlen(pw_hostname) + 1);
-    for (size_t i = 0; i < p->nmodules; i++) {
-        PUT(p->modules[i], strlen(p->modules[i]) + 1);
+    for (size_t i = 0; i < p->nobjects; i++) {
+        PUT(p->objects[i], strlen(p->objects[i]) + 1);
         PUT(p->buildids[i], strlen(p->buildids[i]) + 1);
     }
 #undef PUT
@@ -854,9 +862,9 @@ static void write_reduced(char *all, const int *lens, int n)
     p.frames = calloc(nframes + 1, sizeof *p.frames);
     p.hist = calloc(nhist + 1, sizeof *p.hist);
     p.counts = calloc(ncounts + 1, sizeof *p.counts);
-    strtab hosts = {0}, mods = {0};
-    int *modmap = NULL;
-    size_t modmap_cap = 0;
+    strtab hosts = {0}, objs = {0};
+    int *objmap = NULL;
+    size_t objmap_cap = 0;
     if (!p.ranks || !p.sites || !p.frames || !p.hist || !p.counts) {
         pw_log("out of memory while reducing the profile");
         goto out;
@@ -880,34 +888,34 @@ static void write_reduced(char *all, const int *lens, int n)
         c += (size_t)h.ncounts * sizeof(pw_count_rec);
         rr->host = strtab_index(&hosts, c, NULL);
         c += strlen(c) + 1;
-        if ((size_t)h.nmodules > modmap_cap) {
-            int *m2 = realloc(modmap, (size_t)h.nmodules * sizeof *modmap);
+        if ((size_t)h.nobjects > objmap_cap) {
+            int *m2 = realloc(objmap, (size_t)h.nobjects * sizeof *objmap);
             if (!m2) {
                 pw_log("out of memory while reducing the profile");
                 goto out;
             }
-            modmap = m2;
-            modmap_cap = (size_t)h.nmodules;
+            objmap = m2;
+            objmap_cap = (size_t)h.nobjects;
         }
-        for (int64_t m = 0; m < h.nmodules; m++) {
+        for (int64_t m = 0; m < h.nobjects; m++) {
             const char *path = c;
             c += strlen(c) + 1;
-            modmap[m] = strtab_index(&mods, path, c);
+            objmap[m] = strtab_index(&objs, path, c);
             c += strlen(c) + 1;
         }
         size_t frame_base = p.nframes, site_base = p.nsites;
         for (int64_t i = 0; i < h.nframes; i++) {
             pw_frame_rec f;
             memcpy(&f, &frames[i], sizeof f);
-            if (f.module >= 0)
-                f.module = modmap[f.module];
+            if (f.object >= 0)
+                f.object = objmap[f.object];
             p.frames[p.nframes++] = f;
         }
         for (int64_t i = 0; i < h.nsites; i++) {
             pw_site_rec s;
             memcpy(&s, &sites[i], sizeof s);
-            if (s.module >= 0)
-                s.module = modmap[s.module];
+            if (s.object >= 0)
+                s.object = objmap[s.object];
             if (s.first_frame >= 0)
                 s.first_frame += (int64_t)frame_base;
             p.sites[p.nsites++] = s;
@@ -923,16 +931,11 @@ static void write_reduced(char *all, const int *lens, int n)
     }
     p.hosts = hosts.s;
     p.nhosts = hosts.n;
-    p.modules = mods.s;
-    p.buildids = mods.t;
-    p.nmodules = mods.n;
-    p.functions = pw_mpi_fn_names;
-    p.families = pw_mpi_fn_families;
-    p.nfunctions = PW_MPI_NFN;
+    p.objects = objs.s;
+    p.buildids = objs.t;
+    p.nobjects = objs.n;
     p.events = pw_event_names; /* the same events on every rank (one option) */
     p.nevents = (size_t)pw_nevents;
-    p.strings[PW_PSTR_mpi_library] = library_version;
-    p.strings[PW_PSTR_mpi_flavor] = PW_MPI_FLAVOR;
     p.world_size = st.size;
     char path[4200];
     path_join(path, sizeof path, pw_experiment_dir(), "/profile.pwprof", "");
@@ -945,9 +948,9 @@ out:
     free(p.counts);
     free(hosts.s);
     free(hosts.t);
-    free(mods.s);
-    free(mods.t);
-    free(modmap);
+    free(objs.s);
+    free(objs.t);
+    free(objmap);
 }
 
 /* pw_job's gather: each rank's bytes to rank 0 on the runtime's duplicate of
@@ -1022,7 +1025,7 @@ void pw_mpi_finalize_done(void) {}
 
 __attribute__((constructor)) static void pw_mpi_module_init(void)
 {
-    pw_nfunctions = PW_MPI_NFN;
+    pw_functions_register(&mpi_functions);
     for (int i = 0; i < PW_MPI_NFN; i++) {
         int c = pw_mpi_fn_family[i];
         in_histogram[i] = (PW_HIST_FAMILY_MASK >> c) & 1;
@@ -1032,5 +1035,5 @@ __attribute__((constructor)) static void pw_mpi_module_init(void)
     /* loaded by the core at this process's first MPI call: until MPI_Init returns, the
      * process is one that called MPI and is no rank yet (what perfweave run says of a
      * launch whose MPI start-up failed) */
-    pw_rank_joining();
+    pw_rank_set(PW_ACT_JOINING);
 }

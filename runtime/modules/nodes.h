@@ -6,7 +6,7 @@
  * What it gives the core and other modules, only through pw.h: the process's
  * activity page (pw_act, timeline/HOST.PID.act), which it creates in its start and
  * its node thread reads; the module that records calls adds to it (pw_act_add) and
- * the core sets its rank (pw_rank_known, pw_rank_joining).
+ * the core sets its rank (pw_rank_set).
  */
 #ifndef PW_MODULES_NODES_H
 #define PW_MODULES_NODES_H

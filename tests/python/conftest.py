@@ -44,9 +44,10 @@ def records(rows, dtype):
 
 
 def pwprof_bytes(header_extra=None, ranks=(), sites=(), frames=(), hist=(), counts=()):
-    """The bytes of a profile file. header_extra adds to or replaces header keys
-    (functions, families, modules, buildids, hosts, world_size, format, version, ...);
-    buildids default to "" per module."""
+    """The bytes of a profile file (version 3). header_extra adds to or replaces header
+    keys (functions, families, objects, buildids, hosts, world_size, modules, format,
+    version, ...); buildids default to "" per object, modules to one "mpi" module owning
+    every function (with mpi_library and mpi_flavor, if given, as its strings)."""
     header_extra = dict(header_extra or {})
     if not isinstance(sites, np.ndarray):  # as the writer: first_frame -1 without frames
         sites = [dict({"first_frame": -1}, **row) for row in sites]
@@ -57,18 +58,21 @@ def pwprof_bytes(header_extra=None, ranks=(), sites=(), frames=(), hist=(), coun
         "hist": records(hist, HIST_DTYPE),
         "counts": records(counts, COUNT_DTYPE),
     }
-    modules = header_extra.get("modules", [])
+    objects = header_extra.get("objects", [])
+    functions = header_extra.get("functions", [])
+    mpi = {"name": "mpi", "version": 3, "first": 0, "count": len(functions)}
+    mpi["library"] = header_extra.pop("mpi_library", "")
+    mpi["flavor"] = header_extra.pop("mpi_flavor", "")
     header = {
         "format": "perfweave-profile",
-        "version": 1,
+        "version": 3,
         "partial": False,
         "world_size": len(arrays["ranks"]),
-        "mpi_library": "",
-        "mpi_flavor": "",
         "hist_buckets": 34,
         "hosts": ["host0"],
-        "modules": modules,
-        "buildids": [""] * len(modules),
+        "objects": objects,
+        "buildids": [""] * len(objects),
+        "modules": [mpi] if functions else [],
         "functions": [],
         "families": [],
         "counters": [],

@@ -35,7 +35,7 @@ def data(ranks, sites, wait_states=None):
             for r, (a, m) in enumerate(ranks)
         ],
         [
-            dict(rank=r, fn=fn, module=0, offset=o, count=c, total_ns=int(t * S), bytes_sent=b)
+            dict(rank=r, fn=fn, object=0, offset=o, count=c, total_ns=int(t * S), bytes_sent=b)
             for r, fn, o, c, t, b in sites
         ],
     )

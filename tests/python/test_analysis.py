@@ -32,10 +32,8 @@ class FakeSymbolizer:
         return [Location(module, o, f"f{o:x}", f"/src/{base}.c", o) for o in offsets]
 
 
-def site(rank, fn, offset, count, total_ns, module=0, **kw):
-    return dict(
-        rank=rank, fn=fn, module=module, offset=offset, count=count, total_ns=total_ns, **kw
-    )
+def site(rank, fn, offset, count, total_ns, obj=0, **kw):
+    return dict(rank=rank, fn=fn, object=obj, offset=offset, count=count, total_ns=total_ns, **kw)
 
 
 # Four ranks, 10 s of app time each.
@@ -73,7 +71,7 @@ SITES = (
         site(2, "MPI_Send", 0x200, 5, S // 2, bytes_sent=5000),
         site(1, "MPI_Recv", 0x300, 5, S, bytes_recv=5000),
         site(3, "MPI_Recv", 0x300, 5, S, bytes_recv=5000),
-        site(2, "MPI_Send", 0x200, 2, S // 2, module=1, bytes_sent=100),
+        site(2, "MPI_Send", 0x200, 2, S // 2, obj=1, bytes_sent=100),
     ]
     + [site(r, "MPI_Init", 0x50, 1, S // 4) for r in range(4)]
     + [site(r, "MPI_Finalize", 0x60, 1, S // 10) for r in range(4)]
@@ -100,7 +98,7 @@ def profile(**kw):
         FAMILIES,
         RANKS,
         SITES,
-        modules=MODULES,
+        objects=MODULES,
         hist=HIST,
         hosts=("node01", "node02"),
         mpi_library="Open MPI v4.1",
@@ -154,7 +152,7 @@ def test_per_rank(result):
 
 def test_rank_order_does_not_depend_on_row_order():
     p = Profile.from_literal(
-        FUNCTIONS, FAMILIES, RANKS[::-1], SITES, modules=MODULES, hosts=("node01", "node02")
+        FUNCTIONS, FAMILIES, RANKS[::-1], SITES, objects=MODULES, hosts=("node01", "node02")
     )
     r = analyze(p, symbolizer=FakeSymbolizer())
     assert [x["rank"] for x in r["per_rank"]] == [0, 1, 2, 3]
@@ -302,11 +300,11 @@ def test_top_is_passed_through():
 
 def test_overflow_and_unknown_module_sites():
     sites = [
-        site(0, "MPI_Send", 0, 7, 7 * S, module=-1),  # overflow site
-        site(0, "MPI_Recv", 0x4000, 1, S, module=-1),
+        site(0, "MPI_Send", 0, 7, 7 * S, obj=-1),  # overflow site
+        site(0, "MPI_Recv", 0x4000, 1, S, obj=-1),
     ]  # outside any module
     p = Profile.from_literal(
-        FUNCTIONS, FAMILIES, [dict(rank=0, app_ns=20 * S, mpi_ns=8 * S)], sites, modules=MODULES
+        FUNCTIONS, FAMILIES, [dict(rank=0, app_ns=20 * S, mpi_ns=8 * S)], sites, objects=MODULES
     )
     r = analyze(p, symbolizer=FakeSymbolizer())
     ov, unk = r["callsites"]
@@ -330,10 +328,10 @@ def test_deeper_stacks_make_distinct_sites():
         FAMILIES,
         [dict(rank=0, app_ns=10 * S, mpi_ns=S), dict(rank=1, app_ns=10 * S, mpi_ns=5 * S)],
         sites,
-        modules=MODULES,
+        objects=MODULES,
     )
     p.frames = np.zeros(3, FRAME_DTYPE)
-    p.frames["module"] = [0, 0, 1]
+    p.frames["object"] = [0, 0, 1]
     p.frames["offset"] = [0x700, 0x700, 0x800]
     r = analyze(p, symbolizer=FakeSymbolizer())
     cs = r["callsites"]

@@ -91,13 +91,13 @@ def write_profile(exp, pwprof):
     ]
     sites = [
         dict(
-            rank=r, fn=1, module=0, offset=0x401, count=4, total_ns=t, min_ns=t // 8, max_ns=t // 2
+            rank=r, fn=1, object=0, offset=0x401, count=4, total_ns=t, min_ns=t // 8, max_ns=t // 2
         )
         for r, t in ((0, S), (1, 3 * S))
     ]
     pwprof(
         exp / "profile.pwprof",
-        dict(FUNCS, world_size=2, hosts=["node01"], modules=[APP], buildids=[""]),
+        dict(FUNCS, world_size=2, hosts=["node01"], objects=[APP], buildids=[""]),
         ranks=ranks,
         sites=sites,
     )

@@ -19,7 +19,7 @@ S = 1_000_000_000
 FUNCS = {
     "functions": ["MPI_Init", "MPI_Send", "MPI_Allreduce", "MPI_Finalize"],
     "families": ["other", "p2p", "coll", "other"],
-    "modules": ["/nonexistent/bin/solver"],
+    "objects": ["/nonexistent/bin/solver"],
     "hosts": ["node01", "node02"],
     "world_size": 2,
     "mpi_library": "Open MPI v4.1.4, package: Debian",
@@ -64,7 +64,7 @@ def mpi_exp(experiment_dir, pwprof):
         dict(
             rank=0,
             fn=2,
-            module=0,
+            object=0,
             offset=0x100,
             count=10,
             total_ns=2 * S,
@@ -76,7 +76,7 @@ def mpi_exp(experiment_dir, pwprof):
         dict(
             rank=1,
             fn=2,
-            module=0,
+            object=0,
             offset=0x100,
             count=10,
             total_ns=S,
@@ -88,7 +88,7 @@ def mpi_exp(experiment_dir, pwprof):
         dict(
             rank=0,
             fn=1,
-            module=0,
+            object=0,
             offset=0x200,
             count=1,
             total_ns=S,
@@ -96,8 +96,8 @@ def mpi_exp(experiment_dir, pwprof):
             max_ns=S,
             bytes_sent=4096,
         ),
-        dict(rank=0, fn=0, module=0, offset=0x50, count=1, total_ns=S // 10),
-        dict(rank=1, fn=0, module=0, offset=0x50, count=1, total_ns=S // 10),
+        dict(rank=0, fn=0, object=0, offset=0x50, count=1, total_ns=S // 10),
+        dict(rank=1, fn=0, object=0, offset=0x50, count=1, total_ns=S // 10),
     ]
     hist = [dict(rank=0, fn=1, bucket=13, count=1, bytes=4096, total_ns=S)]
     pwprof(exp / "profile.pwprof", FUNCS, ranks, sites, hist=hist)

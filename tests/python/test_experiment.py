@@ -33,7 +33,7 @@ def rank_row(rank, state=0, app_ns=1000, mpi_ns=100, host=0, **kw):
 
 
 def header(world_size, **kw):
-    h = dict(FUNCS, world_size=world_size, hosts=["node01"], modules=["/bin/app"], buildids=["b0"])
+    h = dict(FUNCS, world_size=world_size, hosts=["node01"], objects=["/bin/app"], buildids=["b0"])
     h.update(kw)
     return h
 
@@ -52,7 +52,7 @@ def test_reduced_profile_is_complete(experiment_dir, pwprof):
         exp / "profile.pwprof",
         header(2, mpi_library="MPICH 4.0", mpi_flavor="mpich"),
         ranks=[rank_row(0), rank_row(1)],
-        sites=[{"rank": 0, "fn": 1, "module": 0, "offset": 0x10, "count": 1, "total_ns": 5}],
+        sites=[{"rank": 0, "fn": 1, "object": 0, "offset": 0x10, "count": 1, "total_ns": 5}],
     )
     e = open_experiment(exp)
     assert e.state == "complete"
@@ -67,7 +67,9 @@ def test_reduced_profile_is_complete(experiment_dir, pwprof):
     assert p.mpi is True
     assert p.functions == ["MPI_Init", "MPI_Send", "MPI_Finalize"]
     assert p.families == ["other", "p2p", "other"]
-    assert (p.mpi_library, p.mpi_flavor) == ("MPICH 4.0", "mpich")
+    assert p.module("mpi")["library"] == "MPICH 4.0"
+    assert p.module("mpi")["flavor"] == "mpich"
+    assert p.function_ids("mpi").tolist() == [0, 1, 2]
     assert p.notes == []
     assert e.processes is None
 
@@ -107,19 +109,19 @@ def test_ranges(values, text):
     assert _ranges(values) == text
 
 
-def test_modules_merged_by_path_and_buildid(experiment_dir, pwprof):
+def test_objects_merged_by_path_and_buildid(experiment_dir, pwprof):
     exp = experiment_dir()
-    # the same two modules, listed in different orders by the two ranks, plus a module
+    # the same two objects, listed in different orders by the two ranks, plus an object
     # with the same path as the app but another build id (a rebuilt binary)
     pwprof(
         exp / "partial" / "rank-0.pwprof",
-        header(2, modules=["/bin/app", "/lib/libmpi.so"], buildids=["aa", "bb"], hosts=["node01"]),
+        header(2, objects=["/bin/app", "/lib/libmpi.so"], buildids=["aa", "bb"], hosts=["node01"]),
         ranks=[rank_row(0, host=0)],
         sites=[
             {
                 "rank": 0,
                 "fn": 1,
-                "module": 0,
+                "object": 0,
                 "offset": 0x10,
                 "count": 2,
                 "total_ns": 2_000_000_000,
@@ -129,20 +131,20 @@ def test_modules_merged_by_path_and_buildid(experiment_dir, pwprof):
             {
                 "rank": 0,
                 "fn": 1,
-                "module": 1,
+                "object": 1,
                 "offset": 0x20,
                 "count": 1,
                 "total_ns": 1_000_000_000,
             },
-            {"rank": 0, "fn": 1, "module": -1, "offset": 0, "count": 1, "total_ns": 1},
+            {"rank": 0, "fn": 1, "object": -1, "offset": 0, "count": 1, "total_ns": 1},
         ],
-        frames=[{"module": 1, "offset": 0x99}],
+        frames=[{"object": 1, "offset": 0x99}],
     )
     pwprof(
         exp / "partial" / "rank-1.pwprof",
         header(
             2,
-            modules=["/lib/libmpi.so", "/bin/app", "/bin/app"],
+            objects=["/lib/libmpi.so", "/bin/app", "/bin/app"],
             buildids=["bb", "aa", "cc"],
             hosts=["node02", "node01"],
         ),
@@ -151,7 +153,7 @@ def test_modules_merged_by_path_and_buildid(experiment_dir, pwprof):
             {
                 "rank": 1,
                 "fn": 1,
-                "module": 1,
+                "object": 1,
                 "offset": 0x10,
                 "count": 3,
                 "total_ns": 4_000_000_000,
@@ -161,27 +163,27 @@ def test_modules_merged_by_path_and_buildid(experiment_dir, pwprof):
             {
                 "rank": 1,
                 "fn": 1,
-                "module": 2,
+                "object": 2,
                 "offset": 0x10,
                 "count": 1,
                 "total_ns": 1_000_000_000,
             },
         ],
-        frames=[{"module": 0, "offset": 0x99}],
+        frames=[{"object": 0, "offset": 0x99}],
     )
     p = open_experiment(exp).profile
-    assert p.modules == ["/bin/app", "/lib/libmpi.so", "/bin/app"]
+    assert p.objects == ["/bin/app", "/lib/libmpi.so", "/bin/app"]
     assert p.buildids == ["aa", "bb", "cc"]
     assert p.hosts == ["node01", "node02"]
     order = np.argsort(p.ranks["rank"])
     assert p.ranks["host"][order].tolist() == [0, 0]  # both ran on node01
     s = p.sites
     assert s["rank"].tolist() == [0, 0, 0, 1, 1]
-    assert s["module"].tolist() == [0, 1, -1, 0, 2]  # -1 (unknown) stays -1
+    assert s["object"].tolist() == [0, 1, -1, 0, 2]  # -1 (unknown) stays -1
     assert s["offset"].tolist() == [0x10, 0x20, 0, 0x10, 0x10]
     # frame indices are rebased onto the concatenated frames array
     assert s["first_frame"].tolist() == [0, -1, -1, 1, -1]
-    assert p.frames["module"].tolist() == [1, 1]  # libmpi.so in both files
+    assert p.frames["object"].tolist() == [1, 1]  # libmpi.so in both files
     assert p.frames["offset"].tolist() == [0x99, 0x99]
 
     # so the analysis sees one call site on both ranks for (app, 0x10, same stack)
@@ -196,20 +198,48 @@ def test_modules_merged_by_path_and_buildid(experiment_dir, pwprof):
     assert sorted(c["calls"] for c in m["callsites"]) == [1, 1, 1, 5]
 
 
-def test_function_tables_must_agree(experiment_dir, pwprof):
+def test_function_tables_merged_by_module_and_name(experiment_dir, pwprof):
+    """Files whose function tables differ (another build of the runtime, or a process
+    that never loaded a module) merge by (module, function name): each file's ids are
+    mapped into the experiment's table."""
     exp = experiment_dir()
-    pwprof(exp / "partial" / "rank-0.pwprof", header(2), ranks=[rank_row(0)])
+    site = {"object": 0, "offset": 0x10, "count": 2, "total_ns": 7}
+    pwprof(
+        exp / "partial" / "rank-0.pwprof",
+        header(2),
+        ranks=[rank_row(0)],
+        sites=[dict(site, rank=0, fn=1)],
+        hist=[{"rank": 0, "fn": 1, "bucket": 3, "count": 2, "bytes": 10}],
+    )
     pwprof(
         exp / "partial" / "rank-1.pwprof",
-        {
-            "functions": ["MPI_Init", "MPI_Recv", "MPI_Finalize"],
-            "families": ["other", "p2p", "other"],
-            "world_size": 2,
-        },
+        header(
+            2,
+            functions=["sched_yield", "MPI_Init", "MPI_Recv", "MPI_Finalize"],
+            families=["other", "other", "p2p", "other"],
+            modules=[
+                {"name": "example", "version": 1, "first": 0, "count": 1},
+                {"name": "mpi", "version": 3, "first": 1, "count": 3, "flavor": "mpich"},
+            ],
+        ),
         ranks=[rank_row(1)],
+        sites=[dict(site, rank=1, fn=2), dict(site, rank=1, fn=0)],
+        hist=[{"rank": 1, "fn": 2, "bucket": 4, "count": 2, "bytes": 20}],
     )
-    with pytest.raises(FormatError, match="another MPI function table"):
-        open_experiment(exp)
+    p = open_experiment(exp).profile
+    assert p.functions == ["MPI_Init", "MPI_Send", "MPI_Finalize", "MPI_Recv", "sched_yield"]
+    assert p.families == ["other", "p2p", "other", "p2p", "other"]
+    assert [(m["name"], m["first"], m["count"]) for m in p.modules] == [
+        ("mpi", 0, 4),
+        ("example", 4, 1),
+    ]
+    assert p.module("mpi")["flavor"] == "mpich"
+    named = [(int(r), p.functions[f]) for r, f in zip(p.sites["rank"], p.sites["fn"])]
+    assert named == [(0, "MPI_Send"), (1, "MPI_Recv"), (1, "sched_yield")]
+    assert [p.functions[f] for f in p.hist["fn"]] == ["MPI_Send", "MPI_Recv"]
+    # the MPI analysis sees the MPI module's calls only
+    m = analyze(p, symbolizer=FakeSymbolizer())
+    assert sorted(f["name"] for f in m["functions"]) == ["MPI_Recv", "MPI_Send"]
 
 
 def test_corrupt_partial_file_is_skipped_with_a_note(experiment_dir, pwprof):

@@ -102,7 +102,7 @@ def literal_experiments(experiment_dir, write_pwprof):
     funcs = {
         "functions": ["MPI_Init", "MPI_Send", "MPI_Allreduce"],
         "families": ["other", "p2p", "coll"],
-        "modules": ["/nonexistent/solver"],
+        "objects": ["/nonexistent/solver"],
         "hosts": ["n0"],
         "world_size": 3,
         "mpi_flavor": "openmpi",
@@ -127,7 +127,7 @@ def literal_experiments(experiment_dir, write_pwprof):
                 dict(
                     rank=r,
                     fn=2,
-                    module=0,
+                    object=0,
                     offset=0x40,
                     count=2,
                     total_ns=S,

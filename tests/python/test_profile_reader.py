@@ -13,7 +13,7 @@ from perfweave.readers.profile import read_profile
 HEADER = {
     "functions": ["MPI_Send", "MPI_Recv", "MPI_Allreduce"],
     "families": ["p2p", "p2p", "coll"],
-    "modules": ["/opt/app/bin/solver", "/usr/lib/libmpi.so.40"],
+    "objects": ["/opt/app/bin/solver", "/usr/lib/libmpi.so.40"],
     "buildids": ["0123abcd", "feedbeef"],
     "hosts": ["node01", "node02"],
     "world_size": 2,
@@ -69,7 +69,7 @@ SITES = [
     {
         "rank": 0,
         "fn": 0,
-        "module": 0,
+        "object": 0,
         "nframes": 0,
         "offset": 0x1234,
         "first_frame": -1,
@@ -82,7 +82,7 @@ SITES = [
     {
         "rank": 1,
         "fn": 1,
-        "module": 0,
+        "object": 0,
         "nframes": 0,
         "offset": 0x1240,
         "first_frame": -1,
@@ -95,7 +95,7 @@ SITES = [
     {
         "rank": 1,
         "fn": 2,
-        "module": 1,
+        "object": 1,
         "nframes": 2,
         "offset": 0x7FFF_FFFF_FFF0,
         "first_frame": 0,
@@ -107,7 +107,7 @@ SITES = [
         "bytes_recv": 40,
     },
 ]
-FRAMES = [{"module": 0, "offset": 0x500}, {"module": -1, "offset": 0x600}]
+FRAMES = [{"object": 0, "offset": 0x500}, {"object": -1, "offset": 0x600}]
 HIST = [
     {"rank": 0, "fn": 0, "bucket": 7, "count": 5, "bytes": 320, "total_ns": 200},
     {"rank": 1, "fn": 2, "bucket": 4, "count": 5, "bytes": 40, "total_ns": 100},
@@ -144,7 +144,7 @@ def test_record_sizes_match_format_h():
         FRAME_DTYPE.itemsize,
         HIST_DTYPE.itemsize,
     ) == (152, 80, 16, 40)
-    assert SITE_DTYPE.names[:4] == ("rank", "fn", "module", "nframes")
+    assert SITE_DTYPE.names[:4] == ("rank", "fn", "object", "nframes")
 
 
 def test_layout_of_the_written_file(good):
@@ -160,14 +160,23 @@ def test_header_values(good):
     pf = read_profile(good)
     h = pf.header
     assert pf.path == str(good)
-    assert h["format"] == "perfweave-profile" and h["version"] == 1
+    assert h["format"] == "perfweave-profile" and h["version"] == 3
     assert h["functions"] == ["MPI_Send", "MPI_Recv", "MPI_Allreduce"]
     assert h["families"] == ["p2p", "p2p", "coll"]
-    assert h["modules"] == ["/opt/app/bin/solver", "/usr/lib/libmpi.so.40"]
+    assert h["objects"] == ["/opt/app/bin/solver", "/usr/lib/libmpi.so.40"]
     assert h["buildids"] == ["0123abcd", "feedbeef"]
     assert h["hosts"] == ["node01", "node02"]
     assert h["world_size"] == 2
-    assert h["mpi_flavor"] == "openmpi"
+    assert h["modules"] == [
+        {
+            "name": "mpi",
+            "version": 3,
+            "first": 0,
+            "count": 3,
+            "library": "Open MPI v4.1.4",
+            "flavor": "openmpi",
+        }
+    ]
     assert h["data_bytes"] == DATA_BYTES
     assert sorted(pf.arrays) == ["counts", "frames", "hist", "ranks", "sites"]
 
@@ -198,7 +207,7 @@ def test_site_frame_hist_rows(good):
     assert len(s) == 3
     assert s["rank"].tolist() == [0, 1, 1]
     assert s["fn"].tolist() == [0, 1, 2]
-    assert s["module"].tolist() == [0, 0, 1]
+    assert s["object"].tolist() == [0, 0, 1]
     assert s["offset"].tolist() == [0x1234, 0x1240, 0x7FFF_FFFF_FFF0]
     assert s["nframes"].tolist() == [0, 0, 2]
     assert s["first_frame"].tolist() == [-1, -1, 0]
@@ -209,7 +218,7 @@ def test_site_frame_hist_rows(good):
     assert s["bytes_sent"].tolist() == [320, 0, 40]
     assert s["bytes_recv"].tolist() == [0, 256, 40]
     f = a["frames"]
-    assert f["module"].tolist() == [0, -1]
+    assert f["object"].tolist() == [0, -1]
     assert f["offset"].tolist() == [0x500, 0x600]
     h = a["hist"]
     assert h["rank"].tolist() == [0, 1]
@@ -222,8 +231,54 @@ def test_site_frame_hist_rows(good):
 
 def test_arrays_are_writable_copies(good):
     s = read_profile(good).arrays["sites"]
-    s["module"][0] = 9  # the experiment reader remaps module indices in place
-    assert s["module"][0] == 9
+    s["object"][0] = 9  # the experiment reader remaps object indices in place
+    assert s["object"][0] == 9
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_versions_1_and_2_read_as_version_3(good, version):
+    """A file of version 1 or 2 names the loaded objects "modules" (and the sites' and
+    frames' field "module") and holds the MPI library in mpi_library and mpi_flavor:
+    the reader gives it as version 3 says the same."""
+
+    def to_old(h):
+        h["version"] = version
+        h["modules"] = h.pop("objects")
+        h["mpi_library"], h["mpi_flavor"] = "Open MPI v4.1.4", "openmpi"
+        for name in ("sites", "frames"):
+            for field in h["arrays"][name]["dtype"]:
+                field[0] = "module" if field[0] == "object" else field[0]
+
+    rewrite_header(good, to_old)
+    pf = read_profile(good)
+    assert pf.header["objects"] == HEADER["objects"]
+    assert pf.header["modules"] == [
+        {
+            "name": "mpi",
+            "version": version,
+            "first": 0,
+            "count": 3,
+            "library": "Open MPI v4.1.4",
+            "flavor": "openmpi",
+        }
+    ]
+    assert pf.arrays["sites"]["object"].tolist() == [0, 0, 1]
+    assert pf.arrays["frames"]["object"].tolist() == [0, -1]
+
+
+@pytest.mark.parametrize(
+    "change, what",
+    [
+        (lambda h: h["modules"][0].update(count=2), "do not own every function"),
+        (lambda h: h["modules"][0].update(first=1), "do not follow"),
+        (lambda h: h["modules"][0].pop("name"), "without name"),
+        (lambda h: h.update(modules={}), "modules is not a list"),
+    ],
+)
+def test_modules_are_checked(good, change, what):
+    rewrite_header(good, change)
+    with pytest.raises(FormatError, match=what):
+        read_profile(good)
 
 
 def test_empty_arrays(tmp_path, pwprof):
@@ -298,7 +353,7 @@ def test_wrong_format_value(tmp_path, pwprof):
         read_profile(p)
 
 
-@pytest.mark.parametrize("version", [3, 0, "1", None])
+@pytest.mark.parametrize("version", [4, 0, "1", None])
 def test_unsupported_version(tmp_path, pwprof, version):
     p = pwprof(tmp_path / "p.pwprof", {"version": version}, RANKS)
     with pytest.raises(FormatError, match=r"profile format version .* is not supported"):
@@ -306,11 +361,11 @@ def test_unsupported_version(tmp_path, pwprof, version):
 
 
 def test_unsupported_version_names_it(tmp_path, pwprof):
-    p = pwprof(tmp_path / "p.pwprof", {"version": 3}, RANKS)
+    p = pwprof(tmp_path / "p.pwprof", {"version": 4}, RANKS)
     with pytest.raises(
         FormatError,
-        match=r"version 3 is not supported \(this perfweave "
-        r"reads \(1, 2\)\)",
+        match=r"version 4 is not supported \(this perfweave "
+        r"reads \(1, 2, 3\)\)",
     ):
         read_profile(p)
 

@@ -86,7 +86,7 @@ def long_names_exp(experiment_dir, pwprof):
         dict(
             rank=r,
             fn=f,
-            module=0,
+            object=0,
             offset=0x100 * f,
             count=1,
             total_ns=(f + 1) * S // 10,
@@ -101,7 +101,7 @@ def long_names_exp(experiment_dir, pwprof):
         {
             "functions": fns,
             "families": ["other", "p2p", "p2p", "coll", "coll", "sync", "coll"],
-            "modules": [module],
+            "objects": [module],
             "hosts": ["node-" + "n" * 150],
             "world_size": 2,
             "mpi_library": lib,

@@ -110,12 +110,12 @@ def short_run(experiment_dir, pwprof):
             )
         )
         sites += [
-            dict(rank=r, fn=0, module=0, offset=0x201, count=1, total_ns=leave - enter),
-            dict(rank=r, fn=1, module=0, offset=0x301, count=1, total_ns=RECV_NS, bytes_recv=8),
+            dict(rank=r, fn=0, object=0, offset=0x201, count=1, total_ns=leave - enter),
+            dict(rank=r, fn=1, object=0, offset=0x301, count=1, total_ns=RECV_NS, bytes_recv=8),
         ]
     pwprof(
         exp / "profile.pwprof",
-        dict(FUNCS, world_size=2, hosts=["node01"], modules=[APP], mpi_flavor="openmpi"),
+        dict(FUNCS, world_size=2, hosts=["node01"], objects=[APP], mpi_flavor="openmpi"),
         ranks=ranks,
         sites=sites,
     )
@@ -263,7 +263,7 @@ def test_no_start_up_line_without_mpi_times(experiment_dir, pwprof, capsys):
     exp = experiment_dir("old")
     pwprof(
         exp / "profile.pwprof",
-        dict(FUNCS, world_size=1, modules=[APP]),
+        dict(FUNCS, world_size=1, objects=[APP]),
         ranks=[dict(rank=0, app_ns=S, mpi_ns=S // 2, mpi_calls=1)],
     )
     data = json.loads(report(exp, capsys, "--json"))

@@ -82,8 +82,8 @@ def test_callsites_agree_across_ranks_under_aslr(mpi, build, run_pw):
         assert fh.read().strip() != "0", "ASLR is off on this machine; the test needs it"
     prog = build(mpi, "counts.c")
     r = run_pw(mpi.launch(4) + [prog])
-    # raw file: every rank's Bcast row has the same (module, offset), whatever the load
-    # addresses were
+    # raw file: every rank's Bcast row has the same (object, offset), whatever the load
+    # addresses were; the MPI module owns the ids of the MPI functions
     from perfweave.readers.profile import read_profile
 
     pf = read_profile(r.exp / "profile.pwprof")
@@ -91,8 +91,11 @@ def test_callsites_agree_across_ranks_under_aslr(mpi, build, run_pw):
     s = pf.arrays["sites"]
     bc = s[s["fn"] == fns.index("MPI_Bcast")]
     assert len(bc) == 4 and len(set(bc["rank"])) == 4
-    assert len(set(zip(bc["module"], bc["offset"]))) == 1
-    assert pf.header["modules"][bc["module"][0]] == str(prog)
+    assert len(set(zip(bc["object"], bc["offset"]))) == 1
+    assert pf.header["objects"][bc["object"][0]] == str(prog)
+    (mod,) = [m for m in pf.header["modules"] if m["name"] == "mpi"]
+    assert mod["flavor"] == mpi.name and mod["library"]
+    assert fns.index("MPI_Bcast") in range(mod["first"], mod["first"] + mod["count"])
 
 
 def test_late_barrier(mpi, build, run_pw):

@@ -47,7 +47,7 @@ def _stack_ids(profile):
     for i in np.nonzero(profile.sites["nframes"] > 0)[0]:
         s = profile.sites[i]
         f = profile.frames[s["first_frame"] : s["first_frame"] + s["nframes"]]
-        key = tuple(zip(f["module"].tolist(), f["offset"].tolist()))
+        key = tuple(zip(f["object"].tolist(), f["offset"].tolist()))
         if key not in table:
             table[key] = len(stacks)
             stacks.append(key)
@@ -104,20 +104,21 @@ def analyze(profile, top=20, symbolizer=None):
                 for e, ev in enumerate(profile.counters)
             }
 
-    # ---- sites: one id per (function, caller module, caller offset, deeper stack) ----
+    # ---- sites: one id per (function, caller object, caller offset, deeper stack) ----
     sites = profile.sites
-    keep = np.isin(sites["rank"], ranks["rank"]) if len(sites) else np.zeros(0, bool)
-    bracket_fns = [i for i, f in enumerate(profile.functions) if f in BRACKET]
+    mpi_fns = profile.function_ids("mpi")  # other modules' calls are theirs to analyse
+    keep = np.isin(sites["rank"], ranks["rank"]) & np.isin(sites["fn"], mpi_fns)
+    bracket_fns = [i for i in mpi_fns if profile.functions[i] in BRACKET]
     in_app = keep & ~np.isin(sites["fn"], bracket_fns)
     stack_ids, stacks = _stack_ids(profile)
     s = sites[in_app]
     sid_stack = stack_ids[in_app]
     key = np.zeros(
-        len(s), dtype=[("fn", "<i4"), ("module", "<i4"), ("offset", "<i8"), ("stack", "<i8")]
+        len(s), dtype=[("fn", "<i4"), ("object", "<i4"), ("offset", "<i8"), ("stack", "<i8")]
     )
-    key["fn"], key["module"], key["offset"], key["stack"] = (
+    key["fn"], key["object"], key["offset"], key["stack"] = (
         s["fn"],
-        s["module"],
+        s["object"],
         s["offset"],
         sid_stack,
     )
@@ -148,16 +149,16 @@ def analyze(profile, top=20, symbolizer=None):
         cov = np.where(mean_r > 0, np.sqrt(var_r) / mean_r, 0.0)
 
     order = np.argsort(-site_time, kind="stable")
-    # symbolise every site's caller (grouped per module), and deeper frames
-    by_module = {}
+    # symbolise every site's caller (grouped per object), and deeper frames
+    by_object = {}
     for k in ukeys:
-        by_module.setdefault(int(k["module"]), set()).add(int(k["offset"]))
+        by_object.setdefault(int(k["object"]), set()).add(int(k["offset"]))
     for st in stacks[1:]:
         for m, o in st:
-            by_module.setdefault(m, set()).add(o)
+            by_object.setdefault(m, set()).add(o)
     locs = {}
-    for m, offs in by_module.items():
-        path = profile.modules[m] if 0 <= m < len(profile.modules) else ""
+    for m, offs in by_object.items():
+        path = profile.objects[m] if 0 <= m < len(profile.objects) else ""
         offs = sorted(offs)
         for o, loc in zip(offs, symbolizer.resolve(path, offs)):
             locs[(m, o)] = loc
@@ -166,7 +167,7 @@ def analyze(profile, top=20, symbolizer=None):
     callsites = []
     for rank_in_order, i in enumerate(order):
         k = ukeys[i]
-        m, o = int(k["module"]), int(k["offset"])
+        m, o = int(k["object"]), int(k["offset"])
         loc = locs.get((m, o))
         overflow = m < 0 and o == 0
         entry = {
@@ -253,11 +254,9 @@ def analyze(profile, top=20, symbolizer=None):
     functions.sort(key=lambda d: -d["time_s"])
 
     # ---- message sizes ----
-    h = (
-        profile.hist[np.isin(profile.hist["rank"], ranks["rank"])]
-        if len(profile.hist)
-        else profile.hist
-    )
+    h = profile.hist[
+        np.isin(profile.hist["rank"], ranks["rank"]) & np.isin(profile.hist["fn"], mpi_fns)
+    ]
     sizes = []
     if len(h):
         hk = np.zeros(len(h), dtype=[("fn", "<i4"), ("bucket", "<i4")])
@@ -286,8 +285,8 @@ def analyze(profile, top=20, symbolizer=None):
         "ranks": nranks,
         "world_size": int(profile.world_size),
         "mpi": profile.mpi,
-        "mpi_library": profile.mpi_library,
-        "mpi_flavor": profile.mpi_flavor,
+        "mpi_library": profile.module("mpi").get("library", ""),
+        "mpi_flavor": profile.module("mpi").get("flavor", ""),
         "hosts": sorted(set(p["host"] for p in per_rank)),
         "app_time_s": stats(app_s),
         "mpi_time_s": stats(mpi_s),

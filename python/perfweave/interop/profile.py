@@ -16,7 +16,13 @@ from perfweave.analysis.mpi import BRACKET
 from perfweave.interop import family, load
 from perfweave.model.profile import STATES, Profile
 from perfweave.model.trace import T
-from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
+from perfweave.readers.dtypes import (
+    FRAME_DTYPE,
+    HIST_DTYPE,
+    PROFILE_VERSION,
+    RANK_DTYPE,
+    SITE_DTYPE,
+)
 
 
 def bucket(size):
@@ -87,7 +93,7 @@ def from_traces(path):
         ok = fn >= 0
         u, inv = np.unique(fn[ok], return_inverse=True)
         s = np.zeros(len(u), SITE_DTYPE)
-        s["rank"], s["fn"], s["module"], s["first_frame"] = rt.rank, u, -1, -1
+        s["rank"], s["fn"], s["object"], s["first_frame"] = rt.rank, u, -1, -1
         s["count"] = np.bincount(inv, minlength=len(u))
         s["total_ns"] = np.bincount(inv, dur[ok], minlength=len(u))
         s["min_ns"] = np.full(len(u), np.iinfo(np.int64).max)
@@ -118,9 +124,10 @@ def from_traces(path):
         hist=h,
         functions=functions,
         families=fam,
-        modules=[],
+        objects=[],
         buildids=[],
         hosts=hosts,
+        modules=[{"name": "mpi", "version": PROFILE_VERSION, "first": 0, "count": len(functions)}],
         world_size=X.world_size,
     )
     p.notes.extend(X.notes)

@@ -1,8 +1,10 @@
-"""The MPI profile of a run, merged from the files of an experiment.
+"""The profile of a run, merged from the files of an experiment: every measured
+module's calls by call site (the MPI module's, and any other that records calls).
 
-Arrays keep the record layouts of the files (numpy structured arrays); module
-and host indices are global to the profile. `from_literal` builds one from
-plain Python lists, for tests.
+Arrays keep the record layouts of the files (numpy structured arrays); function, object
+and host indices are global to the profile. A function's id (sites' and hist's fn)
+indexes `functions` and `families`; `modules` say which module owns which ids (docs/
+format.md, "modules"). `from_literal` builds one from plain Python lists, for tests.
 """
 
 from dataclasses import dataclass, field
@@ -25,12 +27,13 @@ class Profile:
     hist: np.ndarray
     functions: list
     families: list
-    modules: list
-    buildids: list
+    objects: list  # paths of the loaded objects that sites and frames name
+    buildids: list  # parallel to objects
     hosts: list
+    # the measured modules: dicts of name, version, first, count (their functions' ids
+    # first..first+count-1) and the module's strings (mpi: library, flavor)
+    modules: list = field(default_factory=list)
     world_size: int = 0
-    mpi_library: str = ""
-    mpi_flavor: str = ""
     hist_buckets: int = HIST_BUCKETS
     partial: bool = False
     notes: list = field(default_factory=list)
@@ -42,6 +45,15 @@ class Profile:
             from perfweave.readers.dtypes import COUNT_DTYPE
 
             self.counts = np.zeros(0, COUNT_DTYPE)
+
+    def module(self, name):
+        """The entry of module `name` in `modules`, {} when it recorded nothing."""
+        return next((m for m in self.modules if m.get("name") == name), {})
+
+    def function_ids(self, name):
+        """The ids of module `name`'s functions (an empty range when it has none)."""
+        m = self.module(name)
+        return np.arange(m.get("first", 0), m.get("first", 0) + m.get("count", 0))
 
     @property
     def mpi(self):
@@ -61,15 +73,17 @@ class Profile:
         families,
         ranks,
         sites=(),
-        modules=("app",),
+        objects=("app",),
         hist=(),
         hosts=("host",),
         world_size=None,
         **kw,
     ):
         """ranks: list of dicts (rank, app_ns, mpi_ns, ...); sites: dicts with rank, fn
-        (name), module (index), offset, count, total_ns, min_ns, max_ns, bytes_sent,
-        bytes_recv; hist: dicts with rank, fn (name), bucket, count, bytes, total_ns."""
+        (name), object (index), offset, count, total_ns, min_ns, max_ns, bytes_sent,
+        bytes_recv; hist: dicts with rank, fn (name), bucket, count, bytes, total_ns.
+        modules (keyword): the measured modules; default one, "mpi", owning every
+        function (with mpi_library and mpi_flavor keywords as its strings)."""
         from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
 
         r = np.zeros(len(ranks), RANK_DTYPE)
@@ -91,6 +105,11 @@ class Profile:
             d["fn"] = functions.index(d["fn"])
             for k, v in d.items():
                 h[i][k] = v
+        if "modules" not in kw:
+            mpi = {"name": "mpi", "version": 3, "first": 0, "count": len(functions)}
+            mpi["library"] = kw.pop("mpi_library", "")
+            mpi["flavor"] = kw.pop("mpi_flavor", "")
+            kw["modules"] = [mpi]
         return cls(
             ranks=r,
             sites=s,
@@ -98,8 +117,8 @@ class Profile:
             hist=h,
             functions=list(functions),
             families=list(families),
-            modules=list(modules),
-            buildids=[""] * len(modules),
+            objects=list(objects),
+            buildids=[""] * len(objects),
             hosts=list(hosts),
             world_size=world_size if world_size is not None else len(ranks),
             **kw,

@@ -198,32 +198,68 @@ def _world_size(f):
     return size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
-def merge(files):
-    """Merge profile files into one Profile with global module and host indices."""
-    first = files[0].header
-    functions, families = first["functions"], first["families"]
-    modules, buildids, hosts = [], [], []
-    mod_index, host_index = {}, {}
-    parts = {k: [] for k in ("ranks", "sites", "frames", "hist", "counts")}
-    counters = next((pf.header["counters"] for pf in files if pf.header.get("counters")), [])
+def _function_table(files):
+    """The experiment's functions: every file's, keyed by (module, name), in the order
+    the files list them, module by module; and for each file the map of its function
+    ids into that table. Files of one run list the same modules' functions, but a
+    process that never loaded a module (a non-MPI helper) lists fewer."""
+    modules, order, index, names = {}, [], {}, {}
+    for pf in files:
+        for m in pf.header["modules"]:
+            entry = modules.setdefault(m["name"], {"name": m["name"], "version": m.get("version")})
+            for k, v in m.items():  # strings: the first file that has one gives it
+                if k not in ("first", "count") and v not in ("", None) and k not in entry:
+                    entry[k] = v
+            if m["name"] not in order:
+                order.append(m["name"])
+    for name in order:
+        first = len(index)
+        for pf in files:
+            h = pf.header
+            for m in h["modules"]:
+                if m["name"] == name:
+                    for i in range(m["first"], m["first"] + m["count"]):
+                        key = (name, h["functions"][i])
+                        if key not in index:
+                            index[key] = len(index)
+                            names[key] = h["families"][i]
+        modules[name].update(first=first, count=len(index) - first)
+    maps = []
     for pf in files:
         h = pf.header
-        if h["functions"] != functions:
-            raise FormatError(
-                f"{pf.path}: written by a runtime with another MPI function "
-                "table than the other files of this experiment"
-            )
-        mmap = np.array(
+        fmap = np.full(len(h["functions"]) + 1, -1, np.int32)
+        for m in h["modules"]:
+            for i in range(m["first"], m["first"] + m["count"]):
+                fmap[i] = index[(m["name"], h["functions"][i])]
+        maps.append(fmap)
+    keys = sorted(index, key=index.get)
+    functions = [f for _, f in keys]
+    families = [names[k] for k in keys]
+    return functions, families, [modules[n] for n in order], maps
+
+
+def merge(files):
+    """Merge profile files into one Profile with global function, object and host
+    indices."""
+    first = files[0].header
+    functions, families, modules, fmaps = _function_table(files)
+    objects, buildids, hosts = [], [], []
+    obj_index, host_index = {}, {}
+    parts = {k: [] for k in ("ranks", "sites", "frames", "hist", "counts")}
+    counters = next((pf.header["counters"] for pf in files if pf.header.get("counters")), [])
+    for pf, fmap in zip(files, fmaps):
+        h = pf.header
+        omap = np.array(
             [
-                mod_index.setdefault((p, b), len(mod_index))
-                for p, b in zip(h["modules"], h["buildids"])
+                obj_index.setdefault((p, b), len(obj_index))
+                for p, b in zip(h["objects"], h["buildids"])
             ]
             + [-1],
             dtype=np.int32,
         )
-        for (p, b), i in mod_index.items():
-            if i == len(modules):
-                modules.append(p)
+        for (p, b), i in obj_index.items():
+            if i == len(objects):
+                objects.append(p)
                 buildids.append(b)
         hmap = np.array(
             [host_index.setdefault(x, len(host_index)) for x in h["hosts"]] + [-1], dtype=np.int32
@@ -240,7 +276,9 @@ def merge(files):
         a["counts"]["site"] += sum(len(x) for x in parts["sites"])
         a["ranks"]["host"] = hmap[a["ranks"]["host"]]
         for name in ("sites", "frames"):
-            a[name]["module"] = mmap[a[name]["module"]]  # -1 maps to the last entry: -1
+            a[name]["object"] = omap[a[name]["object"]]  # -1 maps to the last entry: -1
+        for name in ("sites", "hist"):
+            a[name]["fn"] = fmap[a[name]["fn"]]
         frame_base = sum(len(x) for x in parts["frames"])
         has = a["sites"]["first_frame"] >= 0
         a["sites"]["first_frame"][has] += frame_base
@@ -256,16 +294,11 @@ def merge(files):
         counters=list(counters),
         functions=functions,
         families=families,
-        modules=modules,
+        objects=objects,
         buildids=buildids,
         hosts=hosts,
+        modules=modules,
         world_size=max(pf.header.get("world_size", 0) for pf in files),
-        mpi_library=next(
-            (pf.header["mpi_library"] for pf in files if pf.header.get("mpi_library")), ""
-        ),
-        mpi_flavor=next(
-            (pf.header["mpi_flavor"] for pf in files if pf.header.get("mpi_flavor")), ""
-        ),
         hist_buckets=first.get("hist_buckets", HIST_BUCKETS),
     )
 

@@ -16,7 +16,9 @@ from perfweave.readers.dtypes import PROFILE_VERSION
 from perfweave.readers.files import check, parse_json, read_bytes, read_line
 
 MAGIC = FILES["profile"].magic
-SUPPORTED_VERSIONS = (1, PROFILE_VERSION)  # 1: counts without inside_ns/before_ns
+# 1: counts without inside_ns/before_ns; 1 and 2: loaded objects named "modules", the
+# MPI library in mpi_library and mpi_flavor (read as version 3 says them: _upgrade)
+SUPPORTED_VERSIONS = (1, 2, PROFILE_VERSION)
 END_MARKER = b"PWEND\n\n\n"
 
 
@@ -33,8 +35,6 @@ _FIELD_TYPE = re.compile(r"[<|]?[iuf][1248]")
 HEADER_SCHEMA = {
     "partial": bool,
     "world_size": int,
-    "mpi_library": str,
-    "mpi_flavor": str,
     "hist_buckets": int,
     "data_bytes": int,
     "counters": [str],
@@ -56,9 +56,37 @@ def _parse_header(line, path):
             f"supported (this perfweave reads {SUPPORTED_VERSIONS})"
         )
     check(header, HEADER_SCHEMA, path, "header")
+    _upgrade(header, path)
     if header.get("world_size", 0) < 0 or not 0 < header.get("hist_buckets", HIST_BUCKETS) <= 64:
         raise FormatError(f"{path}: corrupt header (world_size or hist_buckets)")
     return header
+
+
+def _upgrade(header, path):
+    """A header of version 1 or 2 as version 3 says the same: the loaded objects under
+    "objects", and one measured module, "mpi", that owns every function and holds the
+    MPI library's strings. The arrays' "module" fields are renamed by _upgrade_arrays."""
+    if header["version"] >= 3:
+        return
+    if "objects" in header:
+        raise FormatError(f"{path}: corrupt header (objects in a version {header['version']} file)")
+    header["objects"] = header.pop("modules", None)
+    functions = header.get("functions")
+    mpi = {"name": "mpi", "version": header["version"], "first": 0}
+    mpi["count"] = len(functions) if isinstance(functions, list) else 0
+    mpi["library"] = header.pop("mpi_library", "")
+    mpi["flavor"] = header.pop("mpi_flavor", "")
+    header["modules"] = [mpi] if mpi["count"] else []
+
+
+def _upgrade_arrays(header, arrays):
+    """Sites' and frames' loaded object, "module" before version 3, as "object"."""
+    if header["version"] >= 3:
+        return
+    for name in ("sites", "frames"):
+        a = arrays.get(name)
+        if a is not None and "module" in a.dtype.names and "object" not in a.dtype.names:
+            a.dtype.names = ["object" if n == "module" else n for n in a.dtype.names]
 
 
 def read_header(path):
@@ -120,6 +148,7 @@ def read_profile(path):
             arrays[name] = np.frombuffer(raw, dtype, desc["count"], off).copy()
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise FormatError(f"{path}: corrupt header ({e})") from None
+    _upgrade_arrays(header, arrays)
     _check(path, header, arrays)
     return ProfileFile(path=str(path), header=header, arrays=arrays)
 
@@ -131,14 +160,15 @@ def _check(path, header, arrays):
     def bad(what):
         raise FormatError(f"{path}: corrupt ({what})")
 
-    lists = {k: header.get(k) for k in ("functions", "families", "modules", "buildids", "hosts")}
+    lists = {k: header.get(k) for k in ("functions", "families", "objects", "buildids", "hosts")}
     for k, v in lists.items():
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
             bad(f"header {k} is not a list of strings")
     if len(lists["functions"]) != len(lists["families"]):
         bad("functions and families differ in length")
-    if len(lists["modules"]) != len(lists["buildids"]):
-        bad("modules and buildids differ in length")
+    if len(lists["objects"]) != len(lists["buildids"]):
+        bad("objects and buildids differ in length")
+    _check_modules(header.get("modules"), len(lists["functions"]), bad)
     for name, ref in (
         ("ranks", dtypes.RANK_DTYPE),
         ("sites", dtypes.SITE_DTYPE),
@@ -151,7 +181,7 @@ def _check(path, header, arrays):
         if missing:
             bad(f"{name} lacks {', '.join(sorted(missing))}")
         _same_types(arrays[name], ref, name, bad)
-    nfn, nmod, nhost = len(lists["functions"]), len(lists["modules"]), len(lists["hosts"])
+    nfn, nobj, nhost = len(lists["functions"]), len(lists["objects"]), len(lists["hosts"])
     sites, frames, hist, ranks = (arrays[k] for k in ("sites", "frames", "hist", "ranks"))
 
     def in_range(values, lo, hi, what):
@@ -161,8 +191,8 @@ def _check(path, header, arrays):
     in_range(sites["fn"], 0, nfn, "sites.fn")
     in_range(hist["fn"], 0, nfn, "hist.fn")
     in_range(hist["bucket"], 0, int(header.get("hist_buckets", HIST_BUCKETS)), "hist.bucket")
-    in_range(sites["module"], -1, nmod, "sites.module")
-    in_range(frames["module"], -1, nmod, "frames.module")
+    in_range(sites["object"], -1, nobj, "sites.object")
+    in_range(frames["object"], -1, nobj, "frames.object")
     in_range(ranks["host"], 0, max(nhost, 1), "ranks.host")
     # ranks index per-rank tables: -1 (no MPI) or below world_size
     nrank = max(header.get("world_size", 0), 1)
@@ -187,6 +217,27 @@ def _check(path, header, arrays):
         in_range(counts["event"], 0, len(ctrs), "counts.event")
     if (sites["nframes"] < 0).any() or (sites["count"] < 0).any():
         bad("negative counts")
+
+
+def _check_modules(modules, nfunctions, bad):
+    """The header's modules: each a name, its functions' ids first..first+count-1, and
+    strings; together they own every function, once, in order."""
+    if not isinstance(modules, list):
+        bad("header modules is not a list")
+    at = 0
+    for m in modules:
+        if not (
+            isinstance(m, dict)
+            and isinstance(m.get("name"), str)
+            and all(isinstance(m.get(k), int) and m[k] >= 0 for k in ("first", "count"))
+            and all(isinstance(v, (str, int)) for v in m.values())
+        ):
+            bad("header modules: an entry without name, first and count")
+        if m["first"] != at:
+            bad(f"header modules: {m['name']}'s functions do not follow the previous module's")
+        at += m["count"]
+    if at != nfunctions:
+        bad("header modules do not own every function")
 
 
 def _same_types(array, ref, name, bad):
