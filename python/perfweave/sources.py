@@ -1,7 +1,7 @@
 """What this machine can measure: each source of `perfweave components`, whether it
 is available, what it offers, and if not, why (library absent, daemon not running,
 no device, no permission). The probes mirror what the runtime does at run time
-(runtime/modules/nodes.c): the same files, the same libraries by dlopen."""
+(runtime/modules/timeline.c): the same files, the same libraries by dlopen."""
 
 import ctypes
 import os

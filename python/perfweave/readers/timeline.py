@@ -1,6 +1,6 @@
 """The node timeline of an experiment: timeline/HOST.values + timeline/HOST.json
 (docs/format.md "Node timeline"), written by the runtime's node sampler
-(runtime/modules/nodes.c), one pair per node.
+(runtime/modules/timeline.c), one pair per node.
 
 read_timelines(exp) -> [NodeTimeline]: per node, the tick times and a (ticks x series)
 matrix of values (NaN where a series had no reading at a tick), with each series'

@@ -1,5 +1,5 @@
 /*
- * The nodes module (nodes.c, --node-interval, --pcp): one thread per node samples the
+ * The timeline module (timeline.c, --node-interval, --pcp): one thread per node samples the
  * node's sources into timeline/HOST.values and HOST.json (docs/format.md "Node
  * timeline").
  *
@@ -8,11 +8,11 @@
  * its node thread reads; the module that records calls adds to it (pw_act_add) and
  * the core sets its rank (pw_rank_set).
  */
-#ifndef PW_MODULES_NODES_H
-#define PW_MODULES_NODES_H
+#ifndef PW_MODULES_TIMELINE_H
+#define PW_MODULES_TIMELINE_H
 
 #include "pw.h"
 
-extern const pw_module pw_module_nodes;
+extern const pw_module pw_module_timeline;
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * Node-level sources: one sampler thread per node reads, every --node-interval ms,
  * what the node's kernel, devices and daemons count, into timeline/HOST.values
- * (pw_timeline_rec, include/perfweave/format/nodes.h) with the series named in
+ * (pw_timeline_rec, include/perfweave/format/timeline.h) with the series named in
  * timeline/HOST.json (docs/format.md "Node timeline").
  *
  * Sources: network interfaces (/proc/net/dev), InfiniBand ports
@@ -34,8 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nodes.h"
-#include "perfweave/format/nodes.h" /* its files: kinds, records, versions */
+#include "timeline.h"
+#include "perfweave/format/timeline.h" /* its files: kinds, records, versions */
 
 #if defined(__has_include)
 #if __has_include(<pcp/pmapi.h>)
@@ -885,8 +885,8 @@ static void start(void)
     nd.leader = 1;
 }
 
-const pw_module pw_module_nodes = {
-    .name = "nodes",
+const pw_module pw_module_timeline = {
+    .name = "timeline",
     .version = PW_TIMELINE_VERSION,
     .options = "node_interval,pcp",
     .start = start,

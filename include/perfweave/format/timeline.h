@@ -1,5 +1,5 @@
 /*
- * The nodes module's part of the experiment format (runtime/modules/nodes.c; the
+ * The timeline module's part of the experiment format (runtime/modules/timeline.c; the
  * vocabulary: include/perfweave/format.h).
  *
  * Node timeline: timeline/HOST.values + timeline/HOST.json. One reading thread per node
@@ -9,8 +9,8 @@
  * absent and why. Counters are stored as cumulative values, already unwrapped; readers
  * derive rates (docs/format.md "Node timeline").
  */
-#ifndef PERFWEAVE_FORMAT_NODES_H
-#define PERFWEAVE_FORMAT_NODES_H
+#ifndef PERFWEAVE_FORMAT_TIMELINE_H
+#define PERFWEAVE_FORMAT_TIMELINE_H
 
 #include "perfweave/format.h"
 
@@ -24,7 +24,7 @@
     X(double, "<f8", value)   /* counter: cumulative since the first tick; gauge: value */
 PW_RECORD_STRUCT(PW_TIMELINE_FIELDS, pw_timeline_rec)
 
-#define PW_FORMAT_nodes(FILE, RECORD, NAMES, CODES, CONST)                                         \
+#define PW_FORMAT_timeline(FILE, RECORD, NAMES, CODES, CONST)                                         \
     FILE(timeline, "timeline", PW_TIMELINE_MAGIC, PW_TIMELINE_VERSION)                             \
     RECORD(timeline, PW_TIMELINE_FIELDS, pw_timeline_rec)
 
