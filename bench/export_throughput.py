@@ -43,11 +43,12 @@ if fmt.startswith("chrome"):
         assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
 else:
     from perfweave.interop import otf2
+    from perfweave.interop.otf2 import calls
     export = otf2.export
     if fmt == "otf2-each":
-        otf2._bulk_writer = lambda: None
+        calls.bulk_writer = lambda: None
     else:
-        assert otf2._bulk_writer() is not None, "libperfweave-otf2.so is not installed"
+        assert calls.bulk_writer() is not None, "libperfweave-otf2.so is not installed"
 t, c = time.perf_counter(), time.process_time()
 s = export(exp, out, force=True)
 dt, cpu = time.perf_counter() - t, time.process_time() - c

@@ -1,4 +1,4 @@
-/* The per-event loop of perfweave's OTF2 export (python/perfweave/interop/otf2.py).
+/* The per-event loop of perfweave's OTF2 export (python/perfweave/interop/otf2/calls.py).
  *
  * Python builds each location's events as columns (kind, time, six arguments, attribute
  * list) and calls pw_otf2_write once per block of them; this loop calls the OTF2 event
@@ -13,7 +13,7 @@
 
 #define PW_EXPORT __attribute__((visibility("default")))
 
-/* Event kinds: the order of the K_* constants in otf2.py, which checks pw_otf2_kinds(). */
+/* Event kinds: the order of the K_* constants in otf2/calls.py, which checks pw_otf2_kinds(). */
 enum {
     K_ENTER,
     K_LEAVE,

@@ -15,6 +15,7 @@ import otf2
 import pytest
 
 from perfweave.interop import otf2 as pw_otf2
+from perfweave.interop.otf2 import calls as otf2_calls
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 
 T, F = EVENT_TYPES, EVENT_FLAGS
@@ -347,9 +348,9 @@ def event_stream(anchor):
 def streams_of_both_loops(exp, out):
     """The event streams of exp exported by the C loop and by one ctypes call per event
     (where libperfweave-otf2.so is not built), and the summaries."""
-    assert pw_otf2._bulk_writer() is not None, "libperfweave-otf2.so is not installed"
+    assert otf2_calls.bulk_writer() is not None, "libperfweave-otf2.so is not installed"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pw_otf2, "_bulk_writer", lambda: None)
+        mp.setattr(otf2_calls, "bulk_writer", lambda: None)
         each = pw_otf2.export(exp, Path(out) / "each" / "traces.otf2")
     bulk = pw_otf2.export(exp, Path(out) / "bulk" / "traces.otf2")
     # the event files are the same bytes too (the anchor and global definitions are
@@ -370,9 +371,9 @@ def writer_calls(request, monkeypatch, tmp_path):
     if request.param != "bulk":
         # a runtime library directory without libperfweave-otf2.so
         monkeypatch.setenv("PERFWEAVE_LIBDIR", str(tmp_path / "no-lib"))
-        pw_otf2._bulk_writer.cache_clear()
-        assert pw_otf2._bulk_writer() is None
-        request.addfinalizer(pw_otf2._bulk_writer.cache_clear)
+        otf2_calls.bulk_writer.cache_clear()
+        assert otf2_calls.bulk_writer() is None
+        request.addfinalizer(otf2_calls.bulk_writer.cache_clear)
     if request.param == "wrappers":
         import inspect
 
@@ -405,14 +406,14 @@ def test_export_import_keeps_every_record(literal, tmp_path, writer_calls):
     assert m0["state"] == "complete"
 
 
-@pytest.mark.parametrize("block", [pw_otf2.BULK, 1, 2, 7])
+@pytest.mark.parametrize("block", [otf2_calls.BULK, 1, 2, 7])
 def test_c_loop_writes_the_events_of_one_call_per_event(literal, tmp_path, monkeypatch, block):
     """The C loop (runtime/interop/otf2_bulk.c) writes exactly the events, in the same
     order with the same fields and attribute lists, as one ctypes call per event, also
     where its blocks end at any event: ProgramBegin (written from Python), attribute
     lists, every event kind of the literal trace (23 of 25: the nonblocking collective
     pair is in test_import_of_scorep_nonblocking_collectives)."""
-    monkeypatch.setattr(pw_otf2, "BULK", block)
+    monkeypatch.setattr(otf2_calls, "BULK", block)
     each, bulk, s_each, s_bulk = streams_of_both_loops(literal, tmp_path)
     assert len(each) == s_each["events"] == s_bulk["events"] > 100
     assert bulk == each
@@ -428,7 +429,7 @@ def test_c_loop_on_a_generated_trace(tmp_path):
     exp = tmp_path / "gen"
     n = tracegen.write(exp, 3, 3 * 30_000)
     each, bulk, s_each, s_bulk = streams_of_both_loops(exp, tmp_path)
-    assert s_bulk["records"] == n and len(bulk) == s_bulk["events"] > pw_otf2.BULK
+    assert s_bulk["records"] == n and len(bulk) == s_bulk["events"] > otf2_calls.BULK
     assert bulk == each
 
 
@@ -1625,7 +1626,7 @@ def events_in_files(anchor):
 def test_otf2_export_memory_does_not_grow_with_the_trace(tmp_path):
     """The OTF2 export streams rank by rank too: 10 times the ranks (50,000 records
     each, 75,000 events) need at most a few MiB more. The library's chunks are flushed
-    as they fill (_Chunks), and each location's event writer is closed as soon as its
+    as they fill (library.Chunks), and each location's event writer is closed as soon as its
     events are written: an open event file keeps a write buffer of up to 4 MiB in the
     library (+1 MiB per rank measured before, +3.5 MiB per rank with 250,000 records).
     Every event reaches its location's file (closing early once left empty files: the
@@ -1659,7 +1660,7 @@ def archive_files(anchor):
 
 @pytest.mark.parametrize("which", ["literal", "generated"])
 def test_otf2_export_in_chunks_writes_the_same_archive(literal, tmp_path, monkeypatch, which):
-    """A rank is exported chunk by chunk (RankStream, _Location): with chunks of 1, 2, 3,
+    """A rank is exported chunk by chunk (RankStream, stream.Location): with chunks of 1, 2, 3,
     5 or 8 records the archive is byte for byte the one written with a whole rank in one
     chunk. The literal experiment has what chunks must carry across: user regions open
     over many chunks (main stays open to the end), a second thread, nonblocking
@@ -1733,15 +1734,16 @@ def test_otf2_c_loop_is_faster_than_one_call_per_event(tmp_path):
     code = (
         "import json, sys, time\n"
         "from perfweave.interop import otf2\n"
+        "from perfweave.interop.otf2 import calls\n"
         "out = {}\n"
         "for way in ('warm', 'bulk', 'each', 'bulk2'):\n"
         "    if way == 'each':\n"
-        "        bulk, otf2._bulk_writer = otf2._bulk_writer, lambda: None\n"
+        "        bulk, calls.bulk_writer = calls.bulk_writer, lambda: None\n"
         "    c = time.process_time()\n"
         "    s = otf2.export(sys.argv[1], f'{sys.argv[2]}/{way}/t.otf2')\n"
         "    out[way] = (time.process_time() - c, s['events'])\n"
         "    if way == 'each':\n"
-        "        otf2._bulk_writer = bulk\n"
+        "        calls.bulk_writer = bulk\n"
         "print(json.dumps(out))"
     )
     t = child_json(code, exp, tmp_path)

@@ -133,8 +133,8 @@ def same_events_per_call(exp, anchor, tmp_path):
     that one call of the OTF2 library per event writes (where that library is absent)."""
     each = tmp_path / f"{exp.name}-each" / "traces.otf2"
     code = (
-        "import sys\nfrom perfweave.interop import otf2\n"
-        "assert otf2._bulk_writer() is not None\notf2._bulk_writer = lambda: None\n"
+        "import sys\nfrom perfweave.interop import otf2\nfrom perfweave.interop.otf2 import calls\n"
+        "assert calls.bulk_writer() is not None\ncalls.bulk_writer = lambda: None\n"
         "otf2.export(sys.argv[1], sys.argv[2])\n"
     )
     res = subprocess.run(

@@ -2,6 +2,8 @@
 fences matched by (window, sequence number), access and exposure epochs by (origin,
 target, window, sequence number); window creation and free."""
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from perfweave.model.trace import F, R, T
@@ -30,6 +32,25 @@ PAIRS = np.dtype(
         ("acc", "<i8"),
     ]
 )
+
+
+@dataclass(frozen=True)
+class _WindowEvents:
+    """The window events (WSYNC, RMA) of every rank in call order (_window_timeline) and,
+    per event, what the analysis of access and exposure epochs reads (_gats): one array
+    each, all of the same length."""
+
+    wi: np.ndarray  # rows of L.wevents
+    typ: np.ndarray  # record type
+    role: np.ndarray  # synchronisation role of the event's call
+    last_role: np.ndarray  # of the latest WSYNC of its (rank, window) up to it; -1: none
+    rank: np.ndarray
+    win: np.ndarray
+    b: np.ndarray  # the call's enter
+    e: np.ndarray  # and leave
+    path: np.ndarray  # the call's call path
+    is_op: np.ndarray  # an RMA operation
+    start: np.ndarray  # an MPI_Win_start
 
 
 def _window_timeline(L):
@@ -68,7 +89,6 @@ def rma(L, ex, acc, notes):
     fence = (typ == T["WSYNC"]) & (role == R["win_fence"])
     start = (typ == T["WSYNC"]) & (role == R["win_start"])
     fences_before = count_before(fence)
-    starts_before = count_before(start)
     rank, win = ev["rank"][wi], ev["win"][wi]
     call = ev["call"][wi]
     b, e = calls["t0"][call], calls["t1"][call]
@@ -144,26 +164,20 @@ def rma(L, ex, acc, notes):
         )
         notes["fences"] += int(ok.sum())
 
-    _gats(
-        L,
-        ex,
-        acc,
-        notes,
-        wi,
-        role,
-        typ,
-        rank,
-        win,
-        call,
-        b,
-        e,
-        path,
-        is_op,
-        start,
-        starts_before,
-        last_role,
-        count_before,
+    w = _WindowEvents(
+        wi=wi,
+        typ=typ,
+        role=role,
+        last_role=last_role,
+        rank=rank,
+        win=win,
+        b=b,
+        e=e,
+        path=path,
+        is_op=is_op,
+        start=start,
     )
+    _gats(L, ex, acc, notes, w)
     _window_create_free(L, ex, acc, notes)
 
 
@@ -199,26 +213,12 @@ def _pair_epochs(opens, closes, rank, win):
     return np.where(j >= 0, closes[np.maximum(j, 0)], -1)
 
 
-def _gats(
-    L,
-    ex,
-    acc,
-    notes,
-    wi,
-    role,
-    typ,
-    rank,
-    win,
-    call,
-    b,
-    e,
-    path,
-    is_op,
-    start,
-    starts_before,
-    last_role,
-    count_before,
-):
+def _gats(L, ex, acc, notes, w):
+    """General active target synchronisation (MPI_Win_start/complete on the origin,
+    MPI_Win_post/wait/test on the target), over the window events w (_WindowEvents)."""
+    wi, typ, role, last_role = w.wi, w.typ, w.role, w.last_role
+    rank, win, b, e, path = w.rank, w.win, w.b, w.e, w.path
+    is_op, start = w.is_op, w.start
     ev = L.wevents
     sync = typ == T["WSYNC"]
     group = ev["group"][wi]

@@ -1,0 +1,38 @@
+"""OTF2 archives through the `otf2` package (PyPI): `export` writes an experiment's traces
+as an OTF2 archive, `import_archive` turns an OTF2 archive (Score-P's, or one written by
+`export`) into an experiment that `perfweave analyze` reads. What maps to what, and what
+is lost either way, is in docs/interop.md.
+
+The otf2 package hands events over one Python call at a time. Both directions therefore
+prepare everything they can as numpy columns first (which record becomes which OTF2
+event, its arguments, the order of a location's events) and leave only the calls into
+the library to the loop. The loops use the package's `_otf2` layer (the functions its
+own `EventWriter` and `BufferedEventReader` call) rather than building an event object
+per event, which halves the time per event. The export's loop is in C where
+libperfweave-otf2.so is built (runtime/interop/otf2_bulk.c: one call per block of
+events, 3 times faster again); one ctypes call per event where it is not.
+
+The export holds one chunk of a rank's records at a time (interop.RankStream): a
+location's events are sorted a chunk at a time with those held back from the chunks
+before, and written as far as no later chunk can come before them; what the events of
+a chunk need from other chunks is carried, or found by a first pass over the rank. The
+archive is the same, byte for byte, as with the whole rank at once.
+
+The modules:
+
+- `exporter`: `export`, the archive's definitions, the ranks written chunk by chunk;
+- `columns`: the OTF2 events of a chunk of records, as numpy columns;
+- `stream`: what a chunk carries to the next, the first pass, a location's writer;
+- `calls`: the event kinds written and the calls of the OTF2 library that write them
+  (the C loop of libperfweave-otf2.so, or one ctypes call per event);
+- `importer`: `import_archive`, the archive's definitions, the experiment written;
+- `collector`: the events read, by kind, into one table;
+- `records`: a location's events as perfweave's records;
+- `mapping`: perfweave's terms in OTF2's, for both directions;
+- `library`: errors, messages and memory of the otf2 package and the OTF2 library.
+"""
+
+from perfweave.interop.otf2.exporter import export
+from perfweave.interop.otf2.importer import import_archive
+
+__all__ = ["export", "import_archive"]

@@ -1,0 +1,601 @@
+"""OTF2 import: import_archive turns an OTF2 archive (Score-P's, or one written by
+export) into an experiment that `perfweave analyze` reads. _Importer reads the
+archive's definitions (ranks and threads of its locations, regions, communicators,
+windows, groups, perfweave's attributes) and all its events (collector.Collector), makes
+each location's records (records.thread_records) and each rank's description, and writes
+the experiment directory."""
+
+import datetime as _dt
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from perfweave import __version__
+from perfweave.errors import PerfweaveError
+from perfweave.interop import FLUSH_REGION, family, need_otf2
+from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_table
+from perfweave.interop.otf2.library import enum_value, library_errors, library_messages, why
+from perfweave.interop.otf2.mapping import NS
+from perfweave.interop.otf2.records import thread_records
+from perfweave.model.trace import _to_ns
+from perfweave.readers.dtypes import EVENT_DTYPE, TRACE_VERSION
+from perfweave.readers.trace import TRACE_FORMAT
+
+
+def _resolve_archive(path):
+    p = Path(path)
+    if p.is_dir():
+        cand = p / "traces.otf2"
+        if cand.is_file():
+            return cand
+        found = sorted(p.glob("*.otf2"))
+        if len(found) == 1:
+            return found[0]
+        raise PerfweaveError(f"{p}: no OTF2 anchor file (NAME.otf2) in this directory")
+    if not p.exists():
+        raise PerfweaveError(f"{p}: no such OTF2 archive")
+    if p.suffix != ".otf2":
+        raise PerfweaveError(f"{p}: not an OTF2 anchor file (expected NAME.otf2)")
+    return p
+
+
+def import_archive(archive, out):
+    """Convert the OTF2 archive archive (its anchor file, or a directory holding one) into
+    the experiment directory out. Returns a summary dict (experiment, events, ranks,
+    seconds, notes)."""
+    otf2, _otf2 = need_otf2("OTF2 import")
+    errors = library_errors(otf2, _otf2)
+    anchor = _resolve_archive(archive)
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise PerfweaveError(f"{out}: already exists; choose another -o")
+    t_start = time.perf_counter()
+    messages = []
+    try:
+        with library_messages(messages):
+            reader = otf2.reader.Reader(str(anchor))
+            try:
+                imp = _Importer(otf2, _otf2, reader, anchor)
+                imp.creator = _otf2.Reader_GetCreator(reader.handle) or ""
+                imp.read()
+            finally:
+                reader.close()
+    except errors as e:
+        raise PerfweaveError(
+            f"{anchor}: not a readable OTF2 archive ({why(e, messages)})"
+        ) from None
+    except OSError as e:
+        raise PerfweaveError(f"{anchor}: cannot read ({e.strerror or e})") from None
+    t_read = time.perf_counter()
+    imp.build()
+    imp.write(out)
+    t_end = time.perf_counter()
+    return {
+        "experiment": str(out),
+        "events": imp.nevents,
+        "records": imp.nrecords,
+        "ranks": imp.world,
+        "seconds": t_end - t_start,
+        "read_seconds": t_read - t_start,
+        "notes": imp.notes,
+        "skipped_locations": imp.skipped_locations,
+        "skipped_events": imp.skipped_events,
+    }
+
+
+def _location_kind(loc):
+    """What an OTF2 location is to perfweave: "thread" (a CPU thread of a process: its
+    events become the records of one thread of a rank), "accelerator stream" or
+    "metric location" (no record type holds their events: skipped and counted)."""
+    typ = enum_value(loc.type)
+    group_type = enum_value(loc.group.location_group_type)
+    if typ == 3:  # OTF2_LOCATION_TYPE_METRIC
+        return "metric location"
+    if typ == 2 or group_type == 2:  # GPU / ACCELERATOR_STREAM, ACCELERATOR
+        return "accelerator stream"
+    return "thread"  # CPU_THREAD, or UNKNOWN in a process
+
+
+class _Importer:
+    def __init__(self, otf2, _otf2, reader, anchor):
+        self.otf2, self._otf2, self.reader, self.anchor = otf2, _otf2, reader, anchor
+        self.notes = []
+        self.creator = ""  # the archive's creator (Score-P x.y, perfweave ...)
+
+    # ---- definitions ----
+
+    def _defs(self):
+        otf2, d = self.otf2, self.reader.definitions
+        cp = d.clock_properties
+        self.res = int(cp.timer_resolution) or 1
+        self.offset = int(cp.global_offset)
+        self.length = int(cp.trace_length)
+        self.realtime = int(cp.realtime_timestamp)
+        # ranks: the MPI locations group lists each rank's master location, by rank
+        rank_of_group = {}
+        mpi_locs = None
+        for g in d.groups:
+            if g.group_type == otf2.GroupType.COMM_LOCATIONS and g.paradigm == otf2.Paradigm.MPI:
+                mpi_locs = list(g.members)
+        self.world_locs = mpi_locs
+        if mpi_locs:
+            for r, loc in enumerate(mpi_locs):
+                rank_of_group[loc.group._ref] = r
+        else:
+            procs = [
+                lg
+                for lg in d.location_groups
+                if lg.location_group_type == otf2.LocationGroupType.PROCESS
+            ]
+            for r, lg in enumerate(procs):
+                rank_of_group[lg._ref] = r
+        for lg in d.location_groups:
+            parent = getattr(lg, "creating_location_group", None)
+            if lg._ref not in rank_of_group and parent is not None and parent._ref in rank_of_group:
+                rank_of_group[lg._ref] = rank_of_group[parent._ref]
+        self.world = (max(rank_of_group.values()) + 1) if rank_of_group else 0
+        self.loc_rank, self.loc_thread = {}, {}
+        threads = {}
+        masters = {loc._ref for loc in (mpi_locs or [])}
+        locs = sorted(d.locations, key=lambda x: (x._ref not in masters, x._ref))
+        self.hosts = {}
+        self.skipped_locs = {}  # ref -> (name, what, rank or None)
+        for loc in locs:
+            r = rank_of_group.get(loc.group._ref)
+            what = _location_kind(loc)
+            if r is None or what != "thread":
+                self.skipped_locs[loc._ref] = (
+                    f"{loc.group.name}/{loc.name}",
+                    "thread of no MPI rank" if what == "thread" else what,
+                    r,
+                )
+                continue
+            self.loc_rank[loc._ref] = r
+            self.loc_thread[loc._ref] = threads.setdefault(r, 0)
+            threads[r] += 1
+            node = loc.group.system_tree_parent
+            self.hosts.setdefault(r, node.name if node is not None else "unknown")
+        self.threads = threads
+        # world rank of a location (COMM_GROUP members are locations in the otf2 package)
+        self.rank_of_member = {}
+        for loc in d.locations:
+            if loc._ref in self.loc_rank:
+                self.rank_of_member[loc._ref] = self.loc_rank[loc._ref]
+
+        def members(g):
+            if not isinstance(g, otf2.definitions.Group):
+                return None
+            if g.group_type == otf2.GroupType.COMM_SELF:
+                return None  # the rank itself
+            out = []
+            for m in g.members:
+                ref = getattr(m, "_ref", m)
+                out.append(self.rank_of_member.get(ref, -1) if hasattr(m, "_ref") else int(m))
+            return out
+
+        # regions
+        self.region_name = {}
+        self.region_kind = {}  # 0 user, 1 MPI call, 2 buffer flush
+        for r in d.regions:
+            name = r.name or f"region {r._ref}"
+            self.region_name[r._ref] = name
+            if name == FLUSH_REGION:
+                k = 2
+            elif name.startswith("MPI_") or (
+                r.paradigm == otf2.Paradigm.MPI and r.region_role != otf2.RegionRole.ARTIFICIAL
+            ):
+                k = 1
+            else:
+                k = 0
+            self.region_kind[r._ref] = k
+        # communicators, windows, groups
+        self.comm_def = {}  # ref -> ("comm", members|None) / ("inter", A, B)
+        self.comm_name = {}
+        self.comm_order = []
+        for c in d.comms:
+            groups = [getattr(c, k, None) for k in ("group", "groupA", "groupB")]
+            if not any(
+                isinstance(g, otf2.definitions.Group) and g.paradigm == otf2.Paradigm.MPI
+                for g in groups
+            ):
+                continue  # the measurement system's own communicators
+            if isinstance(c, otf2.definitions.InterComm):
+                self.comm_def[c._ref] = ("inter", members(c.groupA) or [], members(c.groupB) or [])
+            else:
+                self.comm_def[c._ref] = ("comm", members(c.group))
+            self.comm_name[c._ref] = c.name
+            self.comm_order.append(c._ref)
+        self.comm_parent = {
+            c._ref: (c.parent._ref if getattr(c, "parent", None) is not None else None)
+            for c in d.comms
+            if c._ref in self.comm_def
+        }
+        self.win_comm = {w._ref: w.comm._ref for w in d.rma_wins if w.comm is not None}
+        self.win_order = [w._ref for w in d.rma_wins]
+        self.group_members = {
+            g._ref: members(g)
+            for g in d.groups
+            if g.group_type in (otf2.GroupType.COMM_GROUP, otf2.GroupType.COMM_SELF)
+        }
+        self.attr_names = {
+            a._ref: a.name[len("perfweave:") :]
+            for a in d.attributes
+            if a.name.startswith("perfweave:")
+        }
+        self.flush_regions = {ref for ref, k in self.region_kind.items() if k == 2}
+        self.announced = sum(int(loc.number_of_events or 0) for loc in d.locations)
+
+    # ---- events ----
+
+    def read(self):
+        _otf2 = self._otf2
+        self._defs()
+        col = Collector(_otf2, self.attr_names, self.flush_regions)
+        handle = self.reader._get_global_evt_reader_handle(None)
+        # The library keeps only C function pointers; the otf2 package ties each one's
+        # lifetime to the Python function it was made from. Every function handed over
+        # therefore stays referenced here until the reader is closed, or the library
+        # calls freed code at the first event of a kind (Metric, ThreadFork, ...).
+        self._callbacks = []
+        cbs = _otf2.GlobalEvtReaderCallbacks_New()
+        try:
+            ours = col.callbacks()
+            for nm in dir(_otf2):
+                if not (nm.startswith("GlobalEvtReaderCallbacks_Set") and nm.endswith("Callback")):
+                    continue
+                kind = nm[len("GlobalEvtReaderCallbacks_Set") : -len("Callback")]
+                fn = ours.get(kind) or col.counter(kind)
+                self._callbacks.append(fn)
+                getattr(_otf2, nm)(cbs, fn)
+            _otf2.GlobalEvtReader_SetCallbacks(handle, cbs, None)
+        finally:
+            _otf2.GlobalEvtReaderCallbacks_Delete(cbs)
+        while _otf2.GlobalEvtReader_ReadEvents(handle, 1 << 20) == 1 << 20:
+            pass
+        self.col = col
+        self.nevents = sum(len(v) for v in col.lists.values()) + sum(col.other.values())
+
+    # ---- records ----
+
+    def build(self):
+        col = self.col
+        tab = event_table(col.lists)
+        self.attrs = col.attrs
+        notes = self.notes
+        if self.announced and self.announced != self.nevents:
+            notes.append(
+                f"read {self.nevents} events, the archive's definitions announce {self.announced}"
+            )
+        self.ranks = {}
+        if tab is None:
+            tab = {k: np.zeros(0, np.int64) for k in ("loc", "time", "kind", "attr")}
+            for k in "abcdef":
+                tab[k] = np.zeros(0, np.uint64)
+        self._skipped(tab)
+        locs = tab["loc"]
+        loc_ids = np.array(sorted(set(self.loc_rank)), np.int64)
+        known = np.isin(locs, loc_ids)
+        if (~known).any():
+            tab = {k: v[known] for k, v in tab.items()}
+        self.tab = tab
+        self._functions()
+        self._comms()
+        self._windows()
+        self.records = {}
+        self.meta = {}
+        bounds = (
+            np.flatnonzero(np.r_[True, tab["loc"][1:] != tab["loc"][:-1]])
+            if len(tab["loc"])
+            else np.zeros(0, np.int64)
+        )
+        per_rank = {}
+        for a, b in zip(bounds.tolist(), np.r_[bounds[1:], len(tab["loc"])].tolist()):
+            loc = int(tab["loc"][a])
+            per_rank.setdefault(self.loc_rank[loc], []).append((self.loc_thread[loc], a, b))
+        self.counts = {"outside": 0, "nested": 0, "open": 0, "unmatched": 0, "nocomm": 0}
+        for r in range(self.world):
+            parts = sorted(per_rank.get(r, []))
+            self._rank(r, parts)
+        c = self.counts
+        if c["outside"]:
+            notes.append(
+                f"{c['outside']} MPI events outside any MPI call: a perfweave record "
+                "of what a call did needs its call (not imported)"
+            )
+        if c["nested"]:
+            notes.append(
+                f"{c['nested']} Enter/Leave events of MPI functions called inside "
+                "another MPI function: folded into the outer call"
+            )
+        if c["open"]:
+            notes.append(
+                f"{c['open']} MPI calls never left before the trace ends: they end "
+                "at the rank's last event"
+            )
+        if c["unmatched"]:
+            notes.append(f"{c['unmatched']} Leave events without an Enter: not imported")
+        if c["nocomm"]:
+            notes.append(
+                f"{c['nocomm']} events name a communicator or window the rank is not "
+                "a member of: imported without it"
+            )
+        self.nrecords = sum(len(v[0]) for v in self.records.values())
+
+    def _skipped(self, tab):
+        """Count what is not imported: every location that is not a thread of a rank
+        (accelerator streams, metric locations, threads of no rank) with all its events,
+        and on the imported threads the events of kinds perfweave has no record for."""
+        per_loc = {}
+        if len(tab["loc"]):
+            ids, n = np.unique(tab["loc"], return_counts=True)
+            per_loc = dict(zip(ids.tolist(), n.tolist()))
+        kinds = {}
+        for (name, loc), n in self.col.other.items():
+            if loc in self.loc_rank:
+                kinds[name] = kinds.get(name, 0) + n
+            else:
+                per_loc[loc] = per_loc.get(loc, 0) + n
+        self.skipped_locations = [
+            {"location": name, "kind": what, "rank": r, "events": per_loc.get(ref, 0)}
+            for ref, (name, what, r) in sorted(self.skipped_locs.items())
+        ]
+        self.skipped_events = dict(sorted(kinds.items()))
+        by_kind = {}
+        for s in self.skipped_locations:
+            k = by_kind.setdefault(s["kind"], [0, 0, []])
+            k[0] += 1
+            k[1] += s["events"]
+            k[2].append(s["location"])
+        for what, (n, events, names) in by_kind.items():
+            more = f", {n - 5} more" if n > 5 else ""
+            self.notes.append(
+                f"{n} {what}{'s' if n > 1 else ''} with {events} events not "
+                f"imported ({', '.join(names[:5])}{more}): perfweave's traces "
+                "have no place for them"
+            )
+        for name, n in self.skipped_events.items():
+            what = "records unknown to this OTF2 version" if name == "Unknown" else f"{name} events"
+            self.notes.append(f"{n} {what}: perfweave has no record for them (not imported)")
+
+    def _functions(self):
+        """The MPI functions and user regions the events enter, as perfweave numbers
+        them (functions: names of MPI regions in the JSON; regions: user region names)."""
+        tab = self.tab
+        regs = np.unique(tab["a"][np.isin(tab["kind"], [R_ENTER, R_LEAVE])]).tolist()
+        name = lambda r: self.region_name.get(r, f"region {r}")
+        kind = {r: self.region_kind.get(r, 0) for r in regs}
+        self.functions = []
+        for r in regs:
+            if kind[r] == 1 and name(r) not in self.functions:
+                self.functions.append(name(r))
+        self.regions = sorted({name(r) for r in regs if kind[r] == 0})
+        if len(self.functions) > 65535:
+            raise PerfweaveError(f"{self.anchor}: more than 65535 MPI functions")
+        fidx = {f: i for i, f in enumerate(self.functions)}
+        ridx = {f: i for i, f in enumerate(self.regions)}
+        self.reg_kind = {r: kind[r] for r in regs}
+        self.reg_fn = {r: fidx[name(r)] for r in regs if kind[r] == 1}
+        self.reg_user = {r: ridx[name(r)] for r in regs if kind[r] == 0}
+        init = [fidx[f] for f in ("MPI_Init", "MPI_Init_thread") if f in fidx]
+        self.init_fns = np.array(init, np.int64)
+        self.fini_fns = np.array([fidx["MPI_Finalize"]] if "MPI_Finalize" in fidx else [], np.int64)
+
+    def _comms(self):
+        """Each rank's communicators: those it is a member of, numbered as perfweave
+        numbers them (seq: earlier ones with the same members, in definition order)."""
+        self.rank_comms = {}
+        for r in range(self.world):
+            lst, local = [], {}
+            seen = {}
+            for ref in self.comm_order:
+                d = self.comm_def[ref]
+                if d[0] == "inter":
+                    a, b = d[1], d[2]
+                    if r in a:
+                        ranks, remote = a, b
+                    elif r in b:
+                        ranks, remote = b, a
+                    else:
+                        continue
+                else:
+                    ranks = [r] if d[1] is None else d[1]
+                    remote = []
+                    if r not in ranks:
+                        continue
+                key = (tuple(ranks), tuple(remote))
+                seq = seen.get(key, 0)
+                seen[key] = seq + 1
+                entry = {"id": len(lst), "ranks": list(ranks), "parent": -1, "seq": seq}
+                if remote:
+                    entry["remote"] = list(remote)
+                if self.comm_name.get(ref):
+                    entry["name"] = self.comm_name[ref]
+                local[ref] = len(lst)
+                lst.append(entry)
+            for ref, i in local.items():
+                p = self.comm_parent.get(ref)
+                if p is not None and p in local:
+                    lst[i]["parent"] = local[p]
+            self.rank_comms[r] = (lst, local)
+
+    def _windows(self):
+        self.rank_wins = {}
+        for r in range(self.world):
+            lst, local = [], {}
+            seq = {}
+            comms = self.rank_comms[r][1]
+            for ref in self.win_order:
+                c = self.win_comm.get(ref)
+                if c not in comms:
+                    continue
+                s = seq.get(c, 0)
+                seq[c] = s + 1
+                local[ref] = len(lst)
+                lst.append({"id": len(lst), "comm": comms[c], "seq": s})
+            self.rank_wins[r] = (lst, local)
+
+    def to_world(self, comm, value, rank, remote=True):
+        """Ranks in communicator comm (refs) -> world ranks; values >= 2**31 are negative
+        int32 values kept as they are (perfweave writes -1 and -2 that way)."""
+        v = value.astype(np.int64)
+        out = np.where(v >= 1 << 31, v - (1 << 32), -1)
+        for ref in np.unique(comm).tolist():
+            sel = (comm == ref) & (v < 1 << 31)
+            if not sel.any():
+                continue
+            d = self.comm_def.get(ref)
+            if d is None:
+                continue
+            if d[0] == "inter":
+                a, b = d[1], d[2]
+                m = np.asarray(
+                    (b if rank in a else a) if remote else (a if rank in a else b), np.int64
+                )
+            elif d[1] is None:
+                m = np.array([rank], np.int64)
+            else:
+                m = np.asarray(d[1], np.int64)
+            ok = sel & (v < len(m))
+            out[ok] = m[v[ok]]
+        return out
+
+    def _rank(self, r, parts):
+        """The records of rank r from its locations' events (parts: (thread, a, b) slices
+        of the table)."""
+        tab = self.tab
+        recs, flushes = [], []
+        tb_cand = {}
+        te_cand = {}
+        all_t = []
+        comm_local = self.rank_comms[r][1]
+        win_local = self.rank_wins[r][1]
+        groups, group_ids = [], {}
+        for thread, a, b in parts:
+            ev = {k: v[a:b] for k, v in tab.items()}
+            out, info = thread_records(
+                self, r, thread, ev, comm_local, win_local, groups, group_ids
+            )
+            first = sum(len(x) for x in recs)
+            if len(out):
+                recs.append(out)
+                flushes.append({"thread": int(thread), "first": int(first), "count": int(len(out))})
+            for k, v in info.items():  # the first thread that has it
+                (tb_cand if k in ("init", "begin") else te_cand).setdefault(k, v)
+            if len(ev["time"]):
+                all_t += [int(ev["time"].min()), int(ev["time"].max())]
+        rec = np.concatenate(recs) if recs else np.zeros(0, EVENT_DTYPE)
+        tb = tb_cand.get("init", tb_cand.get("begin"))
+        te = te_cand.get("fini", te_cand.get("end"))
+        first = min(all_t) if all_t else self.offset
+        last = max(all_t) if all_t else self.offset
+        complete = "fini" in te_cand or "end" in te_cand
+        ns = lambda t: int(_to_ns({"clock": self._clock(0, 0)}, np.array([t], np.int64))[0])
+        clock = self._clock(ns(tb if tb is not None else first), ns(te if te is not None else last))
+        comms = self.rank_comms[r][0]
+        self.records[r] = (rec, flushes)
+        self.meta[r] = {
+            "format": TRACE_FORMAT,
+            "version": TRACE_VERSION,
+            "rank": r,
+            "world_size": self.world,
+            "host": self.hosts.get(r, "unknown"),
+            "pid": 0,
+            "state": "complete" if complete else "no-finalize",
+            "functions": self.functions,
+            "families": [family(f) for f in self.functions],
+            "clock": clock,
+            "comms": comms,
+            "windows": self.rank_wins[r][0],
+            "groups": [{"id": i, "ranks": g} for i, g in enumerate(groups)],
+            "regions": [{"name": n} for n in self.regions],
+            "objects": [],
+            "flushes": flushes,
+            "records": int(len(rec)),
+            "lost": 0,
+        }
+
+    def _clock(self, t_init_ns, t_fini_ns):
+        # ticks are OTF2's time stamps; ns = (t - offset) * 1e9 / resolution + offset in ns,
+        # exact for a resolution of 1 ns
+        ns0 = self.offset * NS // self.res
+        return {
+            "ticks": [self.offset, self.offset + self.res],
+            "ns": [ns0, ns0 + NS],
+            "offset_init_ns": 0,
+            "offset_init_err_ns": 0,
+            "offset_fini_ns": 0,
+            "offset_fini_err_ns": 0,
+            "t_init_ns": t_init_ns,
+            "t_fini_ns": t_fini_ns,
+        }
+
+    # ---- output ----
+
+    def write(self, out):
+        out = Path(out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp.", dir=out.parent))
+        except OSError as e:
+            raise PerfweaveError(f"{out}: cannot create: {e.strerror}") from None
+        try:
+            traces = tmp / "traces"
+            traces.mkdir()
+            for r in range(self.world):
+                rec, _ = self.records[r]
+                rec.tofile(traces / f"rank-{r}.events")
+                (traces / f"rank-{r}.json").write_text(json.dumps(self.meta[r]))
+            (tmp / "experiment.json").write_text(json.dumps(self._experiment(), indent=1) + "\n")
+            if out.is_dir():
+                out.rmdir()
+            os.replace(tmp, out)
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise PerfweaveError(f"{out}: cannot write: {e.strerror or e}") from None
+
+    def _experiment(self):
+        now = time.time()
+        if self.realtime != int(self.otf2.Undefined.TIMESTAMP.value) and self.realtime > 0:
+            start = self.realtime / NS
+        else:
+            start = now
+        wall = self.length / self.res
+        iso = lambda s: _dt.datetime.fromtimestamp(s).astimezone().isoformat()
+        return {
+            "format": "perfweave-experiment",
+            "version": 1,
+            "perfweave_version": __version__,
+            "command": [],
+            "launched": [],
+            "cwd": os.getcwd(),
+            "host": next(iter(self.hosts.values()), "unknown"),
+            "program": None,
+            "launcher": None,
+            "mpi_flavor": None,
+            "runtime_library": None,
+            "options": {},
+            "start_time": iso(start),
+            "start_epoch": start,
+            "state": "finished",
+            "end_epoch": start + wall,
+            "end_time": iso(start + wall),
+            "wall_seconds": wall,
+            "exit_status": {"code": 0},
+            "imported_from": str(Path(self.anchor).resolve()),
+            "import_notes": list(self.notes),
+            "import": {
+                "format": "OTF2",
+                "creator": self.creator,
+                "events": int(self.nevents),
+                "records": int(self.nrecords),
+                "timer_resolution": self.res,
+                "global_offset": self.offset,
+                "skipped_locations": self.skipped_locations,
+                "skipped_events": self.skipped_events,
+            },
+        }
