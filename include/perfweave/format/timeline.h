@@ -24,7 +24,7 @@
     X(double, "<f8", value)   /* counter: cumulative since the first tick; gauge: value */
 PW_RECORD_STRUCT(PW_TIMELINE_FIELDS, pw_timeline_rec)
 
-#define PW_FORMAT_timeline(FILE, RECORD, NAMES, CODES, CONST)                                         \
+#define PW_FORMAT_timeline(FILE, RECORD, NAMES, CODES, CONST)                                      \
     FILE(timeline, "timeline", PW_TIMELINE_MAGIC, PW_TIMELINE_VERSION)                             \
     RECORD(timeline, PW_TIMELINE_FIELDS, pw_timeline_rec)
 
