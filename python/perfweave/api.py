@@ -49,6 +49,12 @@ class Experiment:
         """experiment.json: command, times, options, exit status."""
         return self._exp.meta
 
+    @property
+    def profile(self):
+        """The profile (model/profile.py Profile): every measured module's calls by call
+        site, merged over the experiment's files."""
+        return self._exp.profile
+
     def report(self):
         """The `perfweave report --json` document (every row, not the top 20)."""
         if "report" not in self._cache:

@@ -14,10 +14,16 @@
  *
  * and, in an MPI job, at MPI_Finalize, example/job.json: the ranks' totals so far.
  *
+ * Its calls are also in the profile's call sites, under its own function ids (the
+ * header's module "example", function "sched_yield"), beside the MPI module's.
+ *
  * The pieces every module has, in this file's order:
  *   1. its options: declared in python/perfweave/options.json (here "example"), read
  *      from pw_opt (the core loads them all from the environment);
- *   2. its record: per thread, so the hot path takes no lock and no atomic;
+ *   2. its record: here the core's per-thread call-site tables, under function ids
+ *      the core's registry gives it (pw_functions_register): no lock and no atomic on
+ *      the hot path, and every call site goes into the profile; a module with data of
+ *      another shape keeps a per-thread record of its own the same way;
  *   3. its wrappers, in the one shape of runtime/core/wrap.h;
  *   4. its dump: the process's data into the experiment, async-signal-safe;
  *   5. its reduce (optional): the job's data into one file, through the job's gather;
@@ -43,42 +49,25 @@ static int enabled;
 
 /* ---- 2. the record ---- */
 
-/* One per thread that made a wrapped call, all linked for the dump. */
-typedef struct example_rec {
-    struct example_rec *next;
-    int64_t calls, ticks, max_ticks; /* durations in ticks (pw_ticks), converted at the dump */
-} example_rec;
+/* The module's functions in the core's registry: registered in start, when on; their
+ * ids are base + index (here one function, id base). The profile header lists them as
+ * the module "example" (docs/format.md "modules"). */
+static const char *const function_names[] = {"sched_yield"};
+static const signed char function_families[] = {PW_FAMILY_OTHER};
+static pw_functions functions = {.module = "example",
+                                 .version = PW_EXAMPLE_VERSION,
+                                 .n = 1,
+                                 .names = function_names,
+                                 .families = function_families,
+                                 .base = -1};
 
-static example_rec *all_recs;
-static PW_TLS example_rec *self_rec;
-
-/* The calling thread's record, made at its first call (NULL if out of memory: the call
- * is then not recorded). pw_alloc is mmap: it never calls the program's allocator. */
-static example_rec *rec_self(void)
+/* One call of `ticks` from return address `ra` into the calling thread's table (made at
+ * its first call; NULL if out of memory: the call is then not recorded). */
+static void record(void *ra, int64_t ticks)
 {
-    example_rec *r = self_rec;
-    if (PW_LIKELY(r != NULL))
-        return r;
-    r = pw_alloc(sizeof *r); /* zero-filled */
-    if (!r)
-        return NULL;
-    r->next = __atomic_load_n(&all_recs, __ATOMIC_RELAXED);
-    while (
-        !__atomic_compare_exchange_n(&all_recs, &r->next, r, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-        ;
-    self_rec = r;
-    return r;
-}
-
-static void record(int64_t ticks)
-{
-    example_rec *r = rec_self();
-    if (!r)
-        return;
-    r->calls++;
-    r->ticks += ticks;
-    if (ticks > r->max_ticks)
-        r->max_ticks = ticks;
+    pw_sitetab *t = pw_sitetab_self();
+    if (PW_LIKELY(t != NULL))
+        pw_site_add(pw_site_find(t, functions.base, (uintptr_t)ra), ticks, 0, 0);
 }
 
 /* ---- 3. the wrapper (wrap.h): real function cached, called exactly once, timed;
@@ -100,14 +89,15 @@ PW_EXPORT int sched_yield(void)
     int64_t t0 = pw_ticks();
     int rc = real_sched_yield();
     int64_t t1 = pw_ticks();
-    PW_KEEP_ERRNO(record(t1 - t0));
+    PW_KEEP_ERRNO(record(__builtin_return_address(0), t1 - t0));
     pw_wrap_leave();
     return rc;
 }
 
 /* ---- 4. the dump ---- */
 
-/* The process's totals: all its threads' records, durations in ns. */
+/* The process's totals: its function's sites in all its threads' tables (a thread: a
+ * table with one of them), durations in ns. */
 typedef struct totals {
     int64_t threads, calls, total_ns, max_ns;
 } totals;
@@ -116,12 +106,19 @@ static totals sum_records(void)
 {
     totals t = {0, 0, 0, 0};
     int64_t ticks = 0, max_ticks = 0;
-    for (example_rec *r = __atomic_load_n(&all_recs, __ATOMIC_ACQUIRE); r; r = r->next) {
-        t.threads++;
-        t.calls += r->calls;
-        ticks += r->ticks;
-        if (r->max_ticks > max_ticks)
-            max_ticks = r->max_ticks;
+    for (pw_sitetab *tab = pw_sitetabs(); tab; tab = tab->next) {
+        int64_t calls = 0;
+        for (size_t i = 0; i < tab->nslots; i++) {
+            const pw_site *s = pw_site_at(tab, i);
+            if (!s->used || s->fn != functions.base || s->count <= 0)
+                continue;
+            calls += s->count;
+            ticks += s->total;
+            if (s->max > max_ticks)
+                max_ticks = s->max;
+        }
+        t.threads += calls > 0;
+        t.calls += calls;
     }
     double ns_per_tick = pw_ns_per_tick();
     t.total_ns = (int64_t)((double)ticks * ns_per_tick + 0.5);
@@ -214,7 +211,7 @@ static int reduce(const pw_job *job)
 /* ---- 6. the module ---- */
 
 /* In the core's constructor, the process being measured. */
-static void start(void) { enabled = pw_opt.example; }
+static void start(void) { enabled = pw_opt.example && pw_functions_register(&functions) == 0; }
 
 const pw_module pw_module_example = {
     .name = "example",

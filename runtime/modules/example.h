@@ -1,8 +1,9 @@
 /*
  * The example module (example.c, --example): the template of a runtime module. A
  * module's header declares its pw_module for the list (modules.def) and says what it
- * uses of the core and of other modules: here pw_opt.example, wrap.h, pw_rank, the
- * experiment directory; no hook.
+ * uses of the core and of other modules: here pw_opt.example, wrap.h, the registry of
+ * measured functions and the call-site tables, pw_rank, the experiment directory; no
+ * hook.
  */
 #ifndef PW_MODULES_EXAMPLE_H
 #define PW_MODULES_EXAMPLE_H

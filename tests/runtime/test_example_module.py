@@ -6,6 +6,7 @@ the loops took. Off by default: no file, and the program sees the same results."
 
 import json
 
+import numpy as np
 import pytest
 
 import perfweave
@@ -43,6 +44,15 @@ def test_example_module_counts_the_programs_calls(build, run_pw):
     assert (rep["calls"], rep["threads"], rep["processes"]) == (THREADS * CALLS, THREADS, 1)
     assert rep["time_s"] == pytest.approx(data["total_ns"] / 1e9)
     assert f"  {THREADS * CALLS:,} calls in {THREADS} threads of 1 process: " in r.text_report()
+    # its record is the core's call-site tables: the profile lists the module's function
+    # under its own id, and its call sites (one line of the program) with every call
+    prof = perfweave.open(r.exp).profile
+    ids = prof.function_ids("example")
+    assert [prof.functions[i] for i in ids] == ["sched_yield"]
+    s = prof.sites[np.isin(prof.sites["fn"], ids)]
+    assert int(s["count"].sum()) == THREADS * CALLS and len(s) == THREADS
+    assert {prof.objects[o] for o in s["object"]} == {str(prog)}
+    assert len(set(s["offset"])) == 1
 
 
 def test_example_module_off_by_default(build, run_pw):
@@ -82,6 +92,17 @@ def test_example_module_per_rank_and_job_files(mpi, build, run_pw):
     per_rank = [json.loads((r.exp / "example" / f"rank-{k}.json").read_text()) for k in mine]
     assert job["total_ns"] == pytest.approx(sum(d["total_ns"] for d in per_rank), rel=1e-4)
     assert job["max_ns"] == pytest.approx(max(d["max_ns"] for d in per_rank), rel=1e-4)
+    # the profile: the example module registered first (its library is the core's), the
+    # MPI module's functions follow it, and each analysis takes its own module's ids
+    prof = perfweave.open(r.exp).profile
+    assert [m["name"] for m in prof.modules] == ["example", "mpi"]
+    assert prof.module("mpi")["first"] == 1 and prof.module("mpi")["flavor"] == mpi.name
+    s = prof.sites[np.isin(prof.sites["fn"], prof.function_ids("example"))]
+    assert {int(k): int(s["count"][s["rank"] == k].sum()) for k in (0, 1)} == mine
+    mpi_fns = {prof.functions[f] for f in prof.sites["fn"]} - {"sched_yield"}
+    assert mpi_fns and all(f.startswith("MPI_") for f in mpi_fns)
+    funcs = {f["name"] for f in r.report()["mpi_profile"]["functions"]}
+    assert "sched_yield" not in funcs and funcs <= mpi_fns
     ex = perfweave.open(r.exp).example
     assert [(p.rank, p.calls) for p in ex.processes] == [(0, 1000), (1, 2000)]
     assert ex.job["calls"] == 3000 and ex.job["reported"] == 2
