@@ -10,8 +10,13 @@ For each MPI library, in one invocation and alternating bare and measured runs:
      computation, an Allreduce every 10 steps) and the worst case (64-byte
      exchanges with next to no computation), as the ratio of the program's own
      MPI_Init..MPI_Finalize time, measured / bare, and of the whole launch.
-Medians over --repeat runs. Usage:
+Medians over --repeat runs. With --baseline OTHER_PERFWEAVE (the perfweave command of
+another build, e.g. a second venv of an older commit), instead: the cheap calls and the
+app-like program bare, under the baseline build and under this one, alternating in each
+repeat, so a change's cost is measured against the build before it in one invocation.
+Usage:
   .venv/bin/python bench/mpi_overhead.py [--repeat 5] [--mpi openmpi,mpich]
+  .venv/bin/python bench/mpi_overhead.py --baseline /path/to/old/.venv/bin/perfweave
 """
 
 import argparse
@@ -38,13 +43,14 @@ def build(cc, name, out):
     return exe
 
 
-def run(cmd, measured, tmp, options=("--no-sample",)):
-    """cmd, alone or under perfweave run OPTIONS (default: the MPI profile, no sampling)"""
+def run(cmd, measured, tmp, options=("--no-sample",), perfweave=PERFWEAVE):
+    """cmd, alone or under `perfweave run OPTIONS` (default: the MPI profile, no
+    sampling) of the perfweave command given"""
     exp = None
     if measured:
         exp = tempfile.mkdtemp(dir=tmp, prefix="exp")
         shutil.rmtree(exp)
-        cmd = [PERFWEAVE, "run", "-o", exp, *options, "--"] + cmd
+        cmd = [perfweave, "run", "-o", exp, *options, "--"] + cmd
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
@@ -92,7 +98,7 @@ def median_of(runs, key):
     return statistics.median(r[key] for r in runs)
 
 
-def bench_args(doc, repeat=5, mpi=",".join(FLAVORS), steps=20000, calls=None):
+def bench_args(doc, repeat=5, mpi=",".join(FLAVORS), steps=20000, calls=None, baseline=False):
     """The options the overhead benchmarks share (--repeat, --mpi, --steps, --tiny-steps,
     and --calls where calls is given), parsed; Open MPI allowed to run as root."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
@@ -102,13 +108,53 @@ def bench_args(doc, repeat=5, mpi=",".join(FLAVORS), steps=20000, calls=None):
         ap.add_argument("--calls", type=int, default=calls)
     ap.add_argument("--steps", type=int, default=steps, help="steps of the app-like program")
     ap.add_argument("--tiny-steps", type=int, default=100000)
+    if baseline:
+        ap.add_argument("--baseline", metavar="PERFWEAVE", help="compare with this build")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     return ap.parse_args()
 
 
+def compare(args, tmp):
+    """This build against args.baseline: bare, baseline and this build alternating."""
+    builds = {"bare": None, "baseline": args.baseline, "this": PERFWEAVE}
+    for flavor in args.mpi.split(","):
+        cc, launch = FLAVORS[flavor]
+        cheap = build(cc, "cheap_calls", tmp)
+        heavy = build(cc, "msg_heavy", tmp)
+        progs = {
+            "cheap": [str(cheap), str(args.calls)],
+            "app": [str(heavy), "app", str(args.steps)],
+        }
+        runs = {(p, b): [] for p in progs for b in builds}
+        for _ in range(args.repeat):
+            for p, argv in progs.items():
+                for b, pw in builds.items():
+                    runs[(p, b)].append(run(launch + argv, pw is not None, tmp, perfweave=pw))
+        print(f"\n[{flavor}] ns added per call (median), baseline -> this build")
+        for key, label in (
+            ("comm_rank_ns", "MPI_Comm_rank"),
+            ("allreduce0_ns", "MPI_Allreduce 0 B, 2 ranks"),
+        ):
+            bare, old, new = (median_of(runs[("cheap", b)], key) for b in builds)
+            print(
+                f"  {label:28s} bare {bare:7.1f} ns   added: baseline {old - bare:7.1f} ns   "
+                f"this {new - bare:7.1f} ns"
+            )
+        bare, old, new = (median_of(runs[("app", b)], "elapsed_s") for b in builds)
+        print(
+            f"  message-heavy, app-like: bare {bare:.3f} s   overhead: baseline "
+            f"{100 * (old / bare - 1):+.2f} %   this {100 * (new / bare - 1):+.2f} %"
+        )
+
+
 def main():
-    args = bench_args(__doc__, calls=1000000)
+    args = bench_args(__doc__, calls=1000000, baseline=True)
+    if args.baseline:
+        print(f"perfweave MPI overhead, this build against {args.baseline}: {args.repeat} runs")
+        with tempfile.TemporaryDirectory() as tmp:
+            compare(args, Path(tmp))
+        return
     print(
         f"perfweave MPI overhead benchmark: {args.repeat} runs each, medians; "
         f"{os.cpu_count()} cores"
