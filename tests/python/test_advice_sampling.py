@@ -6,7 +6,8 @@ threshold."""
 import numpy as np
 
 from perfweave.analysis import advice, sampling
-from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
+from perfweave.model.samples import ProcessSamples
+from perfweave.readers.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from perfweave.analysis import sampling
-from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
+from perfweave.model.samples import ProcessSamples
+from perfweave.readers.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"

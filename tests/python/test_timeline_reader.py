@@ -113,7 +113,7 @@ def test_a_long_mpi_call_is_spread_back_over_the_ticks_it_lasted():
     """A call's MPI time reaches the activity page when the call ends: 0.3 s of
     MPI_Init seen in one 0.1 s tick is 100 % of that tick and the two before it, never
     300 % of one; the families keep their proportions; other series are untouched."""
-    from perfweave.readers.timeline import NodeTimeline
+    from perfweave.model.timeline import NodeTimeline
 
     series = [
         {"source": "proc", "name": "rank 0.mpi_other_ns", "unit": "ns", "kind": "counter"},

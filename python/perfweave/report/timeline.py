@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 
 from perfweave._format import FAMILIES
-from perfweave.readers.timeline import nanmean
+from perfweave.model.timeline import nanmean
 
 SLICES = 8  # time slices of the "over time" table
 SHOWN = 24  # series per node in the table

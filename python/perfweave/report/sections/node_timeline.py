@@ -6,7 +6,7 @@ import numpy as np
 
 from perfweave.errors import FormatError
 from perfweave._format import FAMILIES
-from perfweave.readers.timeline import nanmean
+from perfweave.model.timeline import nanmean
 from perfweave.report import timeline
 from perfweave.report.html import _e
 from perfweave.report.section import Section
