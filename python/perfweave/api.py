@@ -11,7 +11,7 @@ only lays the results out as rows and columns. A table the experiment has no dat
 raises perfweave.errors.NoData (one line saying what is missing and which option of
 `perfweave run` records it)."""
 
-import re
+import os
 
 import numpy as np
 import pandas as pd
@@ -26,9 +26,6 @@ def open(path):  # noqa: A001 (perfweave.open)
     from perfweave.readers.experiment import open_experiment
 
     return Experiment(open_experiment(path))
-
-
-_LINE = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*):(?P<line>\d+)\)$")
 
 
 class Experiment:
@@ -72,72 +69,28 @@ class Experiment:
 
     # ---- sampling (perfweave run --sample) --------------------------------------------
     def _sampling(self):
+        """The SamplingResult (analysis/sampling.py) of every sample."""
         if "sampling" not in self._cache:
             from perfweave.analysis import phases, sampling
 
-            raw = {}
-            sm = sampling.analyze(
-                self._exp.samples,
-                top=None,
-                symbolizer=self._sym,
-                raw=raw,
-                windows=phases.windows(self._exp.profile),
+            self._cache["sampling"] = sampling.analyze(
+                self._exp.samples, symbolizer=self._sym, windows=phases.windows(self._exp.profile)
             )
-            self._cache["sampling"] = (sm, raw)
-        sm, raw = self._cache["sampling"]
+        sm = self._cache["sampling"]
         if sm is None:
             raise NoData(
                 f"{self.path}: no call-stack samples (`perfweave run` records "
                 "them by default, or with `--sample`; this run had `--no-sample`)"
             )
-        return sm, raw
-
-    @staticmethod
-    def _places(rows, states, events):
-        """Rows of the sampling tables (functions, lines, tree nodes) -> columns."""
-        out = []
-        for r in rows:
-            row = {"pct": r["pct"]} if "pct" in r else {}
-            row.update({f"{s}_pct": r["by_state_pct"].get(s, 0.0) for s in states})
-            pr = r["per_rank_pct"]
-            row.update(
-                rank_min_pct=pr["min"],
-                rank_mean_pct=pr["mean"],
-                rank_max_pct=pr["max"],
-                imbalance=r["imbalance"],
-                worst_rank=r["worst_rank"],
-            )
-            for key in ("counters", "counters_inclusive", "counters_exclusive"):
-                for ev in events if key in r else ():
-                    row[ev + key[len("counters") :]] = r[key].get(ev, 0)  # EV, EV_inclusive
-            out.append(row)
-        return out
+        return sm
 
     def call_tree(self):
         """The sampled call tree, depth first (children by inclusive share): id, parent
         (<NA> for a root), depth, name, path ('main/solve/kernel'), inclusive_pct,
         exclusive_pct, ACTIVITY_pct per activity (inclusive), rank_min/mean/max_pct,
         imbalance, worst_rank; with --counters EVENT_inclusive and EVENT_exclusive."""
-        sm, _ = self._sampling()
-        tree = sm["call_tree"]
-        paths = _tree_paths(tree)
-        rows = []
-        for n, extra in zip(tree, self._places(tree, sm["activities"], sm["counters"])):
-            rows.append(
-                {
-                    "id": n["id"],
-                    "parent": n["parent"],
-                    "depth": n["depth"],
-                    "name": n["name"],
-                    "path": "/".join(paths[n["id"]]),
-                    "inclusive_pct": n["inclusive_pct"],
-                    "exclusive_pct": n["exclusive_pct"],
-                    **extra,
-                }
-            )
-        df = pd.DataFrame(rows)
-        if len(df):
-            df["parent"] = df["parent"].astype("Int64")
+        df = pd.DataFrame(self._sampling().call_tree)
+        df["parent"] = df["parent"].astype("Int64").mask(df["parent"] < 0)
         return df
 
     def call_tree_per_rank(self):
@@ -146,80 +99,23 @@ class Experiment:
         time each stands for, see samples()), pct and exclusive_pct (of the rank's
         samples), seconds and exclusive_seconds (the wall time of those samples). Rows
         with no samples are left out."""
-        sm, raw = self._sampling()
-        tree = sm["call_tree"]
-        paths = _tree_paths(tree)
-        ranks, states = sm["ranks"], sm["activities"]
-        total = raw["per_rank_total"]
-        # the weights sum to the samples: a weighted sample is the wall time sampled
-        # (all threads) / the samples
-        per_sample_s = sum(float(x.sum()) for x in raw["seconds"]) / max(
-            sum(map(len, raw["seconds"])), 1
-        )
-        cols = {
-            k: []
-            for k in (
-                "node",
-                "rank",
-                "activity",
-                "samples",
-                "exclusive_samples",
-                "pct",
-                "exclusive_pct",
-                "seconds",
-                "exclusive_seconds",
-            )
-        }
-        for n in tree:
-            v = raw["tree"][paths[n["id"]]]  # (incl/excl, proc, state)
-            for j, s in zip(*np.nonzero(v[0])):
-                inc, exc = float(v[0, j, s]), float(v[1, j, s])
-                for k, x in (
-                    ("node", n["id"]),
-                    ("rank", ranks[j]),
-                    ("activity", states[s]),
-                    ("samples", round(inc)),
-                    ("exclusive_samples", round(exc)),
-                    ("pct", 100 * inc / max(total[j], 1)),
-                    ("exclusive_pct", 100 * exc / max(total[j], 1)),
-                    ("seconds", inc * per_sample_s),
-                    ("exclusive_seconds", exc * per_sample_s),
-                ):
-                    cols[k].append(x)
-        return pd.DataFrame(cols)
+        return pd.DataFrame(self._sampling().call_tree_per_rank)
 
     def functions(self, inclusive=False):
         """Sampled time per function: name, pct (of all samples), ACTIVITY_pct,
         rank_min/mean/max_pct, imbalance, worst_rank, with --counters one column per
         event. Self time (the innermost frame of the program's own code) by default;
         inclusive=True: the function anywhere on the stack."""
-        sm, _ = self._sampling()
-        rows = sm["inclusive" if inclusive else "functions"]
-        return pd.DataFrame(
-            [
-                {"name": r["name"], **x}
-                for r, x in zip(rows, self._places(rows, sm["activities"], sm["counters"]))
-            ]
-        )
+        sm = self._sampling()
+        return pd.DataFrame(sm.inclusive if inclusive else sm.functions)
 
     def lines(self):
-        """Sampled self time per source line: name ('fn (file.c:12)'), function, file,
-        line (0 where unknown), then the columns of functions()."""
-        sm, _ = self._sampling()
-        rows = sm["lines"]
-        out = []
-        for r, x in zip(rows, self._places(rows, sm["activities"], sm["counters"])):
-            m = _LINE.match(r["name"])
-            out.append(
-                {
-                    "name": r["name"],
-                    "function": m["function"] if m else r["name"],
-                    "file": m["file"] if m else "",
-                    "line": int(m["line"]) if m else 0,
-                    **x,
-                }
-            )
-        return pd.DataFrame(out)
+        """Sampled self time per source line: name ('fn (file.c:12)'), function, file
+        (its name, without directories), line (0 where unknown), then the columns of
+        functions()."""
+        df = pd.DataFrame(self._sampling().lines)
+        df["file"] = [os.path.basename(f) for f in df["file"]]
+        return df
 
     def samples(self):
         """Every kept sample: time_s (since the process's start), rank (-1 without MPI),
@@ -229,40 +125,10 @@ class Experiment:
         stands for: since its thread's previous sample; shares of time are shares of
         these, not of samples, see docs/sampling.md), with --counters one column per
         event: its increase since the thread's previous sample."""
-        sm, raw = self._sampling()
-        states = sm["activities"]
-        frames = []
-        for p, act, leaf, line, stack, delta, secs in zip(
-            raw["procs"],
-            raw["activity"],
-            raw["leaf"],
-            raw["line"],
-            raw["stack"],
-            raw["deltas"],
-            raw["seconds"],
-        ):
-            rec = p.records
-            st = np.clip(np.asarray(act, np.int64), 0, len(states) - 1)
-            df = pd.DataFrame(
-                {
-                    "time_s": (rec["t"] - p.meta.get("t_start", 0)) / 1e9,
-                    "rank": p.rank,
-                    "process": p.name,
-                    "thread": rec["thread"].astype(np.int64),
-                    "activity": pd.Categorical.from_codes(st, states),
-                    "leaf": leaf,
-                    "line": line,
-                    "stack": [";".join(s) for s in stack],
-                    "seconds": secs,
-                }
-            )
-            for e, ev in enumerate(sm["counters"]):
-                df[ev] = delta[:, e] if delta.shape[1] > e else 0
-            frames.append(df)
-        df = pd.concat(frames, ignore_index=True)
-        return df.sort_values(
-            ["rank", "process", "thread", "time_s"], kind="stable", ignore_index=True
-        )
+        sm = self._sampling()
+        df = pd.DataFrame(sm.samples)
+        df["activity"] = pd.Categorical(df["activity"], categories=sm.activities)
+        return df
 
     # ---- the MPI profile ----------------------------------------------------------------
     def _mpi(self):
@@ -439,14 +305,6 @@ class Experiment:
                 )
             )
         return pd.concat(frames, ignore_index=True)
-
-
-def _tree_paths(tree):
-    """{node id: (name, ...) from the root}: the key of the analysis' tree tables."""
-    paths = {}
-    for n in tree:
-        paths[n["id"]] = (paths[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
-    return paths
 
 
 __all__ = ["open", "Experiment", "NoData"]

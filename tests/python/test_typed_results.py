@@ -1,20 +1,32 @@
-"""The models built from plain values (`from_literal`): records in the files' layouts,
-descriptions the readers accept, and a timeline's rates known by construction."""
+"""The models built from plain values (`from_literal`) and the analyses' typed results
+on them, with numbers known by construction; each result's tables and its to_json (the
+report's JSON) agree."""
 
 import numpy as np
+import pytest
 
+from perfweave.analysis import sampling
 from perfweave.model.samples import ProcessSamples
+from perfweave.model.table import records
 from perfweave.model.timeline import NodeTimeline
 from perfweave.readers.dtypes import SAMPLE_DTYPE, TIMELINE_DTYPE
 from perfweave.readers.files import check
 from perfweave.readers.samples import META_SCHEMA as SAMPLES_SCHEMA
 from perfweave.readers.timeline import META_SCHEMA as TIMELINE_SCHEMA
+from perfweave.symbols import Location
 
 APP = "/nonexistent/app"
 MAIN, SOLVE, HALO = 0x10, 0x20, 0x30
 NAMES = {MAIN: "main", SOLVE: "solve", HALO: "halo"}
 MS = 1_000_000
 EVENT = "perf::PAGE-FAULTS"
+
+
+class Sym:
+    """Offsets of APP name functions (NAMES); no source lines."""
+
+    def resolve(self, module, offsets):
+        return [Location(module, o, NAMES.get(o, "")) for o in offsets]
 
 
 def rank_samples(rank, solve, halo, counters=False):
@@ -45,6 +57,83 @@ def test_samples_from_literal_are_records_of_the_file_layout():
     # the description is one the reader accepts
     check(p.meta, SAMPLES_SCHEMA, "rank-1.json", "samples description")
     assert p.meta["threads"][0]["tid"] == p.meta["pid"] and p.meta["t_end"] == 3 * MS
+
+
+def test_sampling_shares_by_construction():
+    # rank 0: 6 samples in solve, 2 in halo; rank 1: 4 and 4; every sample 1 ms
+    res = sampling.analyze([rank_samples(0, 6, 2), rank_samples(1, 4, 4)], symbolizer=Sym())
+    assert res.sample_count == 16 and res.ranks == [0, 1]
+    assert res.activity_pct["compute"] == pytest.approx(62.5)
+    assert res.activity_pct["mpi_p2p"] == pytest.approx(37.5)
+    assert res.time_split == pytest.approx({"compute": 62.5, "MPI": 37.5, "I/O": 0, "threads": 0})
+    f = {r["name"]: r for r in records(res.functions)}
+    solve, halo = f["solve"], f["halo"]
+    assert solve["pct"] == pytest.approx(62.5) and solve["compute_pct"] == pytest.approx(62.5)
+    # per rank 75 % and 50 %: min 50, mean 62.5, max 75, imbalance (75 - 62.5) / 75
+    assert (solve["rank_min_pct"], solve["rank_mean_pct"], solve["rank_max_pct"]) == (
+        pytest.approx((50, 62.5, 75))
+    )
+    assert solve["imbalance"] == pytest.approx(1 / 6) and solve["worst_rank"] == 0
+    assert halo["mpi_p2p_pct"] == pytest.approx(37.5) and halo["compute_pct"] == 0
+    assert halo["worst_rank"] == 1
+    assert res.functions["name"].tolist() == ["solve", "halo"]  # by share
+    inc = dict(zip(res.inclusive["name"].tolist(), res.inclusive["pct"].tolist()))
+    assert inc["main"] == pytest.approx(100)
+    # the call tree, depth first, children by share
+    t = res.call_tree
+    assert t["path"].tolist() == ["main", "main/solve", "main/halo"]
+    assert t["parent"].tolist() == [-1, 0, 0] and t["depth"].tolist() == [0, 1, 1]
+    assert t["inclusive_pct"].tolist() == pytest.approx([100, 62.5, 37.5])
+    assert t["exclusive_pct"].tolist() == pytest.approx([0, 62.5, 37.5])
+    # per rank: samples, shares of the rank's samples, seconds (1 ms each)
+    pr = {(r["node"], r["rank"], r["activity"]): r for r in records(res.call_tree_per_rank)}
+    assert pr[(1, 0, "compute")]["samples"] == 6 and pr[(1, 0, "compute")]["pct"] == 75
+    assert pr[(1, 0, "compute")]["seconds"] == pytest.approx(0.006)
+    assert pr[(2, 1, "mpi_p2p")]["exclusive_samples"] == 4
+    assert (2, 0, "compute") not in pr  # no samples: no row
+    # every sample, by rank and time
+    s = res.samples
+    assert len(s) == 16 and s["rank"].tolist() == [0] * 8 + [1] * 8
+    assert s["stack"].tolist()[:8] == ["main;solve"] * 6 + ["main;halo"] * 2
+    assert s["leaf"].tolist()[6] == "halo" and s["activity"].tolist()[6] == "mpi_p2p"
+    assert s["seconds"].tolist() == pytest.approx([0.001] * 16)
+    assert s["time_s"].tolist()[:2] == pytest.approx([0.001, 0.002])
+
+
+def test_sampling_json_is_drawn_from_the_tables():
+    res = sampling.analyze([rank_samples(0, 6, 2), rank_samples(1, 4, 4)], symbolizer=Sym())
+    js = res.to_json()
+    assert js["samples"] == 16 and js["activities"] == res.activities
+    assert [r["pct"] for r in js["functions"]] == res.functions["pct"].tolist()
+    [halo] = [r for r in js["functions"] if r["name"] == "halo"]
+    # activities without samples are left out of the JSON's split (0 in the table)
+    assert halo["by_state_pct"] == {"mpi_p2p": res.functions["mpi_p2p_pct"][1]}
+    assert halo["per_rank_pct"] == {
+        "min": pytest.approx(25),
+        "mean": pytest.approx(37.5),
+        "max": pytest.approx(50),
+    }
+    assert [n["parent"] for n in js["call_tree"]] == [None, 0, 0]
+    assert "path" not in js["call_tree"][0] and "counters" not in js["functions"][0]
+    assert len(res.to_json(top=1)["functions"]) == 1 and js["time_split"] == res.time_split
+
+
+def test_sampling_counters_by_construction():
+    res = sampling.analyze(
+        [rank_samples(0, 6, 2, counters=True), rank_samples(1, 4, 4, counters=True)],
+        symbolizer=Sym(),
+    )
+    # each sample's increase since its thread's previous one: 10 per solve sample, 1 per
+    # halo sample
+    f = dict(zip(res.functions["name"].tolist(), res.functions[EVENT].tolist()))
+    assert f == {"solve": 100, "halo": 6}
+    t = res.call_tree
+    assert t[f"{EVENT}_inclusive"].tolist() == [106, 100, 6]
+    assert t[f"{EVENT}_exclusive"].tolist() == [0, 100, 6]
+    assert res.samples[EVENT].sum() == 106 and res.counters_total == {EVENT: 106}
+    js = res.to_json()
+    assert js["call_tree"][0]["counters_inclusive"] == {EVENT: 106}
+    assert {r["name"]: r["counters"] for r in js["functions"]}["halo"] == {EVENT: 6}
 
 
 SERIES = [
