@@ -132,96 +132,65 @@ class Experiment:
 
     # ---- the MPI profile ----------------------------------------------------------------
     def _mpi(self):
+        """The MpiProfileResult (analysis/mpi.py) of the profile."""
         if "mpi" not in self._cache:
             from perfweave.analysis.mpi import analyze
 
             self._cache["mpi"] = analyze(self._exp.profile, top=None, symbolizer=self._sym)
         m = self._cache["mpi"]
-        if not m["mpi"]:
+        if not m.mpi:
             raise NoData(f"{self.path}: no MPI profile (the program did not use MPI)")
         return m
 
     def mpi_ranks(self):
         """Per rank: rank, host, pid, state, app_s, mpi_s, mpi_pct, outside_pct, calls,
         threads, init_s, clock offsets; with --counters one column per event."""
-        m = self._mpi()
-        rows = []
-        for r in m["per_rank"]:
-            row = {k: v for k, v in r.items() if k != "counters"}
-            row.update(r.get("counters", {}))
-            rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame(self._mpi().per_rank)
 
     def mpi_functions(self):
         """Per MPI function: name, family, calls, time_s, app_pct, mpi_pct, bytes_sent,
         bytes_recv, mean_bytes, sites, ranks, rank_min/mean/max_pct (% of app time)."""
-        rows = []
-        for f in self._mpi()["functions"]:
-            row = {k: v for k, v in f.items() if k != "pct_of_app_per_rank"}
-            st = f["pct_of_app_per_rank"]
-            row.update(
-                rank_min_pct=st["min"],
-                rank_mean_pct=st["mean"],
-                rank_max_pct=st["max"],
-                rank_stdev_pct=st["stdev"],
-            )
-            rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame(self._mpi().functions).drop(columns="rank_avg_over_max")
 
     def mpi_callsites(self, per_rank=False):
         """Per MPI call site (by time): id, function, family, where, file, line, stack
         (' <- '-joined callers), calls, time_s, mean_s, min_s, max_s, app_pct, mpi_pct,
         cov, ranks, bytes_sent, bytes_recv; with --counters EVENT_inside and
         EVENT_before. per_rank=True: long format id, function, where, rank, time_s."""
-        sites = self._mpi()["callsites"]
+        m = self._mpi()
+        sites = m.callsites
         if per_rank:
+            pr = m.callsite_ranks
+            row = pr["id"] - 1  # ids number the call sites from 1, in order
             return pd.DataFrame(
-                [
-                    {
-                        "id": c["id"],
-                        "function": c["function"],
-                        "where": c["where"],
-                        "rank": r,
-                        "time_s": t,
-                    }
-                    for c in sites
-                    for r, t in c["per_rank_time_s"].items()
-                ],
+                {
+                    "id": pr["id"],
+                    "function": sites["function"][row],
+                    "where": sites["where"][row],
+                    "rank": pr["rank"],
+                    "time_s": pr["time_s"],
+                },
                 columns=["id", "function", "where", "rank", "time_s"],
             )
-        rows = []
-        for c in sites:
-            loc = c["location"] or {}
-            row = {
-                "id": c["id"],
-                "function": c["function"],
-                "family": c["family"],
-                "where": c["where"],
-                "file": loc.get("file", ""),
-                "line": loc.get("line", 0),
-                "stack": " <- ".join(c["stack_where"]),
-            }
-            row.update(
-                {
-                    k: v
-                    for k, v in c.items()
-                    if k not in row
-                    and k not in ("location", "stack_where", "per_rank_time_s", "counters")
-                }
-            )
-            for ev, v in c.get("counters", {}).items():
-                row[f"{ev}_inside"], row[f"{ev}_before"] = v["inside"], v["before"]
-            rows.append(row)
-        return pd.DataFrame(rows)
+        head = ["id", "function", "family", "where", "file", "line"]
+        counts = [f"{ev}_{p}" for ev in m.counters for p in ("inside", "before")]
+        other = set(head + counts) | {"location", "stack", "stack_where", "file", "line"}
+        other |= {f"{ev}_{p}_per_s" for ev in m.counters for p in ("inside", "before")}
+        other |= {"counters_inside_s", "counters_before_s"}
+        df = pd.DataFrame({k: sites[k] for k in head})
+        df["stack"] = [" <- ".join(s) for s in sites["stack_where"]]
+        for k in sites.dtype.names:
+            if k not in other:
+                df[k] = sites[k]
+        for k in counts:
+            df[k] = sites[k]
+        return df
 
     def message_sizes(self):
         """Message-size histogram: function, bucket, min_bytes, max_bytes (<NA>: open
         ended), calls, bytes, time_s."""
-        df = pd.DataFrame(
-            self._mpi()["message_sizes"],
-            columns=["function", "bucket", "min_bytes", "max_bytes", "calls", "bytes", "time_s"],
-        )
-        df["max_bytes"] = df["max_bytes"].astype("Int64")
+        df = pd.DataFrame(self._mpi().message_sizes)
+        df["max_bytes"] = df["max_bytes"].astype("Int64").mask(df["max_bytes"] < 0)
         return df
 
     # ---- wait states (perfweave analyze) -------------------------------------------------

@@ -5,11 +5,12 @@ report's JSON) agree."""
 import numpy as np
 import pytest
 
-from perfweave.analysis import sampling
+from perfweave.analysis import mpi, sampling
+from perfweave.model.profile import Profile
 from perfweave.model.samples import ProcessSamples
 from perfweave.model.table import records
 from perfweave.model.timeline import NodeTimeline
-from perfweave.readers.dtypes import SAMPLE_DTYPE, TIMELINE_DTYPE
+from perfweave.readers.dtypes import COUNT_DTYPE, SAMPLE_DTYPE, TIMELINE_DTYPE
 from perfweave.readers.files import check
 from perfweave.readers.samples import META_SCHEMA as SAMPLES_SCHEMA
 from perfweave.readers.timeline import META_SCHEMA as TIMELINE_SCHEMA
@@ -180,3 +181,70 @@ def test_timeline_from_literal_and_its_rates():
     rec["t"], rec["series"], rec["value"] = (5, 5), (0, 1), (7.0, 8.0)
     one = NodeTimeline.from_records("h", {}, SERIES[:2], rec)
     assert one.values.tolist() == [[7.0, 8.0]]
+
+
+def profile(counters=False):
+    """Two ranks of 10 s; MPI_Send from one site (1 s on rank 0, 3 s on rank 1, 4 calls
+    each, 1 kB per call in bucket 11), MPI_Barrier from another (2 s on rank 1)."""
+    sites = [
+        dict(rank=0, fn="MPI_Send", module=0, offset=0x100, count=4, total_ns=S),
+        dict(rank=1, fn="MPI_Send", module=0, offset=0x100, count=4, total_ns=3 * S),
+        dict(rank=1, fn="MPI_Barrier", module=0, offset=0x200, count=1, total_ns=2 * S),
+    ]
+    for s in sites[:2]:
+        s["bytes_sent"] = 4 * 1024
+    kw = {}
+    if counters:
+        counts = np.zeros(3, COUNT_DTYPE)
+        counts["site"], counts["inside"], counts["before"] = [0, 1, 2], [5, 7, 11], [1, 2, 3]
+        counts["inside_ns"] = [S, 3 * S, 0]
+        kw = dict(counts=counts, counters=[EVENT])
+    return Profile.from_literal(
+        ["MPI_Send", "MPI_Barrier", "MPI_Init"],
+        ["p2p", "coll", "other"],
+        [dict(rank=r, pid=100 + r, app_ns=10 * S, mpi_ns=m) for r, m in ((0, S), (1, 5 * S))],
+        sites=sites,
+        hist=[dict(rank=r, fn="MPI_Send", bucket=11, count=4, bytes=4096) for r in (0, 1)]
+        + [dict(rank=1, fn="MPI_Barrier", bucket=33, count=1, bytes=2**40)],
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("counters", [False, True])
+def test_mpi_profile_tables_by_construction(counters):
+    res = mpi.analyze(profile(counters), symbolizer=Sym())
+    assert res.mpi and res.ranks == 2 and res.total_app_s == 20 and res.total_mpi_s == 6
+    r = records(res.per_rank)
+    assert [x["mpi_pct"] for x in r] == pytest.approx([10, 50])
+    f = {x["name"]: x for x in records(res.functions)}
+    assert f["MPI_Send"]["time_s"] == 4 and f["MPI_Send"]["app_pct"] == pytest.approx(20)
+    # of each rank's app time: 10 % and 30 %
+    assert (f["MPI_Send"]["rank_min_pct"], f["MPI_Send"]["rank_max_pct"]) == pytest.approx((10, 30))
+    assert f["MPI_Send"]["rank_avg_over_max"] == pytest.approx(20 / 30)
+    c = res.callsites
+    assert c["id"].tolist() == [1, 2] and c["function"].tolist() == ["MPI_Send", "MPI_Barrier"]
+    assert c["time_s"].tolist() == [4, 2] and c["file"].tolist() == ["", ""]
+    # the per-rank long table sums to the call sites
+    pr = res.callsite_ranks
+    assert list(zip(pr["id"].tolist(), pr["rank"].tolist(), pr["time_s"].tolist())) == [
+        (1, 0, 1.0),
+        (1, 1, 3.0),
+        (2, 1, 2.0),
+    ]
+    m = res.message_sizes
+    assert m["max_bytes"].tolist() == [2047, -1]  # bucket 11; the last, open-ended
+    js = res.to_json()
+    assert js["message_sizes"][1]["max_bytes"] is None
+    assert js["callsites"][0]["per_rank_time_s"] == {0: 1.0, 1: 3.0}
+    assert js["functions"][0]["pct_of_app_per_rank"]["max"] == pytest.approx(30)
+    assert mpi.MpiProfileResult.from_json(js).to_json() == js
+    if counters:
+        assert c[f"{EVENT}_inside"].tolist() == [12, 11]
+        assert c[f"{EVENT}_inside_per_s"][0] == 3 and np.isnan(c[f"{EVENT}_inside_per_s"][1])
+        assert js["callsites"][1]["counters"][EVENT] == {
+            "inside": 11,
+            "before": 3,
+            "inside_per_s": None,
+            "before_per_s": None,
+        }
+        assert [x[EVENT] for x in r] == [6, 23] and js["per_rank"][1]["counters"] == {EVENT: 23}
