@@ -5,9 +5,11 @@
     exp.call_tree()            # the sampled call tree, one row per node
     exp.mpi_callsites()        # the MPI call-site profile, one row per call site
 
-Every table is computed by the same analysis as `perfweave report` (analysis/sampling.py,
-analysis/mpi.py, report/data.py) and agrees with `perfweave report --json`; this module
-only lays the results out as rows and columns. A table the experiment has no data for
+Every table is computed by the same analysis as `perfweave report` and agrees with
+`perfweave report --json`: it is a table of an analysis' typed result (analysis/sampling.py
+SamplingResult, analysis/mpi.py MpiProfileResult, model/waitstates.py WaitStatesResult) or
+of a model (model/timeline.py NodeTimeline) made a DataFrame, never read from the report's
+dict (`report()` is the JSON document only). A table the experiment has no data for
 raises perfweave.errors.NoData (one line saying what is missing and which option of
 `perfweave run` records it)."""
 
@@ -207,27 +209,28 @@ class Experiment:
                 f"{self.path}: no wait-state analysis (record with `perfweave run "
                 "--trace`, then run `perfweave analyze`)"
             ) from None
-        paths = {cp["id"]: cp for cp in res.get("callpaths", [])}
-        rows = []
-        for m in res.get("metrics", []):
-            for p, r, v in m["values"]:
-                cp = paths.get(p, {})
-                rows.append(
-                    {
-                        "metric": m["id"],
-                        "metric_name": m["name"],
-                        "parent": m.get("parent"),
-                        "unit": m.get("unit", ""),
-                        "callpath": p,
-                        "callpath_name": cp.get("name", ""),
-                        "function": cp.get("function", ""),
-                        "where": cp.get("where", ""),
-                        "rank": r,
-                        "value": v,
-                    }
-                )
+        m, cp, v = res.metrics, res.callpaths, res.values
+        metric = {k: i for i, k in enumerate(m["id"].tolist())}
+        path = {k: i for i, k in enumerate(cp["id"].tolist())}
+        mi = np.array([metric[k] for k in v["metric"].tolist()], np.int64)
+        pi = [path.get(k) for k in v["callpath"].tolist()]
+
+        def of_path(col):  # "" for a call path the result does not describe
+            return [cp[col][i] if i is not None else "" for i in pi]
+
         return pd.DataFrame(
-            rows,
+            {
+                "metric": v["metric"],
+                "metric_name": m["name"][mi],
+                "parent": m["parent"][mi],
+                "unit": m["unit"][mi],
+                "callpath": v["callpath"],
+                "callpath_name": of_path("name"),
+                "function": of_path("function"),
+                "where": of_path("where"),
+                "rank": v["rank"],
+                "value": v["value"],
+            },
             columns=[
                 "metric",
                 "metric_name",

@@ -10,6 +10,7 @@ from perfweave.model.profile import Profile
 from perfweave.model.samples import ProcessSamples
 from perfweave.model.table import records
 from perfweave.model.timeline import NodeTimeline
+from perfweave.model.waitstates import WaitStatesResult
 from perfweave.readers.dtypes import COUNT_DTYPE, SAMPLE_DTYPE, TIMELINE_DTYPE
 from perfweave.readers.files import check
 from perfweave.readers.samples import META_SCHEMA as SAMPLES_SCHEMA
@@ -248,3 +249,21 @@ def test_mpi_profile_tables_by_construction(counters):
             "before_per_s": None,
         }
         assert [x[EVENT] for x in r] == [6, 23] and js["per_rank"][1]["counters"] == {EVENT: 23}
+
+
+def test_saved_wait_states_as_tables():
+    doc = {
+        "complete": True,
+        "metrics": [
+            {"id": "time", "name": "Time", "unit": "s", "total": 2.0, "pct": 100.0,
+             "values": [[1, 0, 1.0], [1, 1, 1.0]]},
+            {"id": "mpi_latesender", "name": "Late Sender", "parent": "time", "unit": "s",
+             "total": 0.5, "pct": 25.0, "values": [[1, 1, 0.5]]},
+        ],
+        "callpaths": [{"id": 1, "name": "main > MPI_Recv @ a.c:3", "function": "MPI_Recv"}],
+    }  # fmt: skip
+    res = WaitStatesResult.from_json(doc)
+    assert res.complete and res.metrics["parent"].tolist() == [None, "time"]
+    assert res.values["metric"].tolist() == ["time", "time", "mpi_latesender"]
+    assert res.values["value"].tolist() == [1.0, 1.0, 0.5]
+    assert res.callpaths["where"].tolist() == [""]
