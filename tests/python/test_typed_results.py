@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from perfweave.analysis import mpi, sampling
+from perfweave.analysis.timeline import summarize
 from perfweave.model.profile import Profile
 from perfweave.model.samples import ProcessSamples
 from perfweave.model.table import records
@@ -182,6 +183,32 @@ def test_timeline_from_literal_and_its_rates():
     rec["t"], rec["series"], rec["value"] = (5, 5), (0, 1), (7.0, 8.0)
     one = NodeTimeline.from_records("h", {}, SERIES[:2], rec)
     assert one.values.tolist() == [[7.0, 8.0]]
+
+
+def test_timeline_summary_by_construction():
+    res = summarize([timeline()], {42: 3})
+    [node] = res.nodes
+    assert node.duration_s == 1 and node.sampler_cpu_pct == pytest.approx(0.5)
+    s = {r: i for i, r in enumerate(node.series["name"].tolist())}
+    series = node.series
+    eth0, gpu, coll, eth1 = (s[x["name"]] for x in SERIES)
+    assert series["total"][eth0] == 3000 and series["mean_rate"][eth0] == 3000
+    assert series["peak_rate"][eth0] == 4000 and series["active"][eth0]
+    assert series["mean"][gpu] == pytest.approx(400 / 3) and series["max"][gpu] == 200
+    assert np.isnan(series["total"][gpu])  # not a counter
+    assert series["label"][coll] == "rank 3.mpi_coll_ns"
+    assert np.isnan(series["total"][eth1]) and not series["active"][eth1]
+    ot = node.over_time
+    assert ot["series"] == ["eth0.rx_bytes"] and ot["activity"] == ["coll"]
+    assert [x["rates"] for x in ot["slices"]] == [[2000], [4000]]
+    assert ot["slices"][0]["activity_pct"]["coll"] == pytest.approx(50)
+    assert ot["slices"][0]["activity_pct"]["outside_mpi"] == pytest.approx(50)
+    # the JSON: a counter's total and rates, a gauge's mean and max, None where unread
+    js = {x["name"]: x for x in res.to_json()["nodes"][0]["series"]}
+    assert js["eth0.rx_bytes"]["mean_rate"] == 3000 and "mean" not in js["eth0.rx_bytes"]
+    assert js["gpu0.power_w"]["max"] == 200 and "total" not in js["gpu0.power_w"]
+    assert js["eth1.rx_bytes"]["total"] is None and js["eth1.rx_bytes"]["active"] is False
+    assert summarize([]) is None
 
 
 def profile(counters=False):
