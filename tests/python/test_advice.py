@@ -39,7 +39,7 @@ def data(ranks, sites, wait_states=None):
             for r, fn, o, c, t, b in sites
         ],
     )
-    d = {"mpi_profile": analyze(p, symbolizer=Sym())}
+    d = {"mpi_profile": analyze(p, symbolizer=Sym()).to_json()}
     if wait_states:
         d["wait_states"] = wait_states
     return d

@@ -6,7 +6,8 @@ threshold."""
 import numpy as np
 
 from perfweave.analysis import advice, sampling
-from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
+from perfweave.model.samples import ProcessSamples
+from perfweave.readers.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -57,7 +58,7 @@ def rank_samples(rank, groups):
 def report(procs, mpi=False):
     # an MPI profile's rules (below their thresholds here) need only these keys
     profile = {"mpi": mpi, "mpi_pct": {"min": 30.0, "mean": 30.0, "max": 30.0}}
-    return {"mpi_profile": profile, "sampling": sampling.analyze(procs, symbolizer=Sym())}
+    return {"mpi_profile": profile, "sampling": sampling.analyze(procs, symbolizer=Sym()).to_json()}
 
 
 def by_rule(d):
@@ -201,7 +202,7 @@ def test_sampled_omp_sync_is_openmp_imbalance_not_contention():
 
     p = rank_samples(0, [(140, "compute", [0x100, 0x200]), (160, "compute", [0x40, 0x100])])
     p.modules = [gomp, APP]
-    sm = sampling.analyze([p], symbolizer=OmpSym())
+    sm = sampling.analyze([p], symbolizer=OmpSym()).to_json()
     assert round(sm["activity_pct"]["omp_sync"]) == 53 and "thread_sync" not in {
         k for k, v in sm["activity_pct"].items() if v
     }

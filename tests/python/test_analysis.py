@@ -110,7 +110,7 @@ def profile(**kw):
 @pytest.fixture(scope="module")
 def result():
     sym = FakeSymbolizer()
-    out = analyze(profile(), symbolizer=sym)
+    out = analyze(profile(), symbolizer=sym).to_json()
     out["_sym"] = sym
     return out
 
@@ -154,7 +154,7 @@ def test_rank_order_does_not_depend_on_row_order():
     p = Profile.from_literal(
         FUNCTIONS, FAMILIES, RANKS[::-1], SITES, objects=MODULES, hosts=("node01", "node02")
     )
-    r = analyze(p, symbolizer=FakeSymbolizer())
+    r = analyze(p, symbolizer=FakeSymbolizer()).to_json()
     assert [x["rank"] for x in r["per_rank"]] == [0, 1, 2, 3]
     assert [x["mpi_pct"] for x in r["per_rank"]] == pytest.approx([20, 20, 20, 40])
 
@@ -293,7 +293,7 @@ def test_symbolizer_called_per_module_with_sorted_offsets(result):
 
 
 def test_top_is_passed_through():
-    r = analyze(profile(), top=2, symbolizer=FakeSymbolizer())
+    r = analyze(profile(), top=2, symbolizer=FakeSymbolizer()).to_json()
     assert r["top"] == 2
     assert len(r["callsites"]) == 4  # the analysis keeps all; reports cut at top
 
@@ -306,7 +306,7 @@ def test_overflow_and_unknown_module_sites():
     p = Profile.from_literal(
         FUNCTIONS, FAMILIES, [dict(rank=0, app_ns=20 * S, mpi_ns=8 * S)], sites, objects=MODULES
     )
-    r = analyze(p, symbolizer=FakeSymbolizer())
+    r = analyze(p, symbolizer=FakeSymbolizer()).to_json()
     ov, unk = r["callsites"]
     assert ov["where"] == "(overflow: sites beyond --max-callsites)"
     assert ov["location"] is None
@@ -333,7 +333,7 @@ def test_deeper_stacks_make_distinct_sites():
     p.frames = np.zeros(3, FRAME_DTYPE)
     p.frames["object"] = [0, 0, 1]
     p.frames["offset"] = [0x700, 0x700, 0x800]
-    r = analyze(p, symbolizer=FakeSymbolizer())
+    r = analyze(p, symbolizer=FakeSymbolizer()).to_json()
     cs = r["callsites"]
     assert len(cs) == 2
     assert [c["time_s"] for c in cs] == pytest.approx([3.0, 3.0])
@@ -398,7 +398,7 @@ def test_zero_byte_bucket():
         [site(0, "MPI_Send", 0x10, 3, S // 2)],
         hist=[dict(rank=0, fn="MPI_Send", bucket=0, count=3, bytes=0, total_ns=S // 2)],
     )
-    r = analyze(p, symbolizer=FakeSymbolizer())
+    r = analyze(p, symbolizer=FakeSymbolizer()).to_json()
     assert r["message_sizes"] == [
         {
             "function": "MPI_Send",
@@ -422,7 +422,7 @@ def test_rank_without_app_time():
         ["p2p"],
         [dict(rank=0, app_ns=0, mpi_ns=0), dict(rank=1, app_ns=4 * S, mpi_ns=S)],
     )
-    r = analyze(p, symbolizer=FakeSymbolizer())
+    r = analyze(p, symbolizer=FakeSymbolizer()).to_json()
     assert [x["mpi_pct"] for x in r["per_rank"]] == pytest.approx([0.0, 25.0])
     assert [x["outside_pct"] for x in r["per_rank"]] == pytest.approx([0.0, 75.0])
     assert r["functions"] == [] and r["callsites"] == [] and r["message_sizes"] == []
@@ -431,7 +431,7 @@ def test_rank_without_app_time():
 def test_program_without_mpi():
     p = Profile.from_literal([], [], [dict(rank=-1, pid=77, app_ns=0)], world_size=1)
     assert p.mpi is False
-    r = analyze(p, symbolizer=FakeSymbolizer())
+    r = analyze(p, symbolizer=FakeSymbolizer()).to_json()
     assert r["mpi"] is False
     assert r["ranks"] == 1
     assert r["per_rank"][0]["pid"] == 77

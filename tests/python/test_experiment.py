@@ -187,7 +187,7 @@ def test_objects_merged_by_path_and_buildid(experiment_dir, pwprof):
     assert p.frames["offset"].tolist() == [0x99, 0x99]
 
     # so the analysis sees one call site on both ranks for (app, 0x10, same stack)
-    m = analyze(p, symbolizer=FakeSymbolizer())
+    m = analyze(p, symbolizer=FakeSymbolizer()).to_json()
     site = [c for c in m["callsites"] if c["calls"] == 5]
     assert len(site) == 1
     assert site[0]["ranks"] == 2

@@ -480,7 +480,7 @@ def test_counts_are_checked_and_merged_per_site(tmp_path, pwprof):
     prof = merge([read_profile(a), read_profile(b)])
     assert prof.counters == ["perf::PAGE-FAULTS"]
     assert prof.counts["site"].tolist() == [0, 1, 2]  # b's shifted past a's site
-    res = analyze(prof)
+    res = analyze(prof).to_json()
     by_fn = {c["function"]: c["counters"]["perf::PAGE-FAULTS"] for c in res["callsites"]}
     assert by_fn["MPI_Send"] == {
         "inside": 3,

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from perfweave.analysis import sampling
-from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
+from perfweave.model.samples import ProcessSamples
+from perfweave.readers.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -80,10 +81,10 @@ def proc(samples, threads=3):
 
 
 def analyze(p):
-    raw = {}
-    sm = sampling.analyze([p], symbolizer=Sym(), raw=raw)
-    acts = [sm["activities"][a] for a in raw["activity"][0]]
-    return sm, [";".join(s) for s in raw["stack"][0]], acts
+    """The report's sampling dict, and each sample's stack and activity (the samples
+    below are in time order per thread, threads in order: the table's order)."""
+    res = sampling.analyze([p], symbolizer=Sym())
+    return res.to_json(), res.samples["stack"].tolist(), res.samples["activity"].tolist()
 
 
 def test_workers_rooted_at_the_region_the_main_thread_opened():

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from perfweave.analysis.timebins import activity_over_time, from_samples
-from perfweave.readers.samples import SAMPLE_DTYPE, ProcessSamples
+from perfweave.model.samples import ProcessSamples
+from perfweave.readers.dtypes import SAMPLE_DTYPE
 
 S = 1_000_000_000
 STATES = ["compute", "mpi_coll", "sleep", "io"]

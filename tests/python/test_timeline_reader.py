@@ -9,7 +9,7 @@ import pytest
 from perfweave.errors import FormatError
 from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
 from perfweave.readers.timeline import read_timelines
-from perfweave.report.timeline import summarize
+from perfweave.analysis.timeline import summarize
 
 SERIES = [
     {"source": "net", "name": "lo.rx_bytes", "unit": "bytes", "kind": "counter"},
@@ -62,7 +62,7 @@ def test_values_rates_totals(tmp_path):
     assert tl.total(0) == 3000 and tl.total(2) == 5e8
     assert tl.window(0, S // 4, S // 2) == (1000, S // 2)  # ticks enclosing the window
     assert tl.absent == {"rapl": "no RAPL zone"} and tl.notes == []
-    s = summarize(read_timelines(tmp_path), {42: 3})["nodes"][0]
+    s = summarize(read_timelines(tmp_path), {42: 3}).to_json()["nodes"][0]
     by = {x["name"]: x for x in s["series"]}
     assert by["lo.rx_bytes"]["mean_rate"] == 3000 and by["lo.rx_bytes"]["peak_rate"] == 4000
     assert by["gpu0.power_w"]["max"] == 200 and by["42.cpu_ns"]["label"] == "rank 3.cpu_ns"
@@ -113,7 +113,7 @@ def test_a_long_mpi_call_is_spread_back_over_the_ticks_it_lasted():
     """A call's MPI time reaches the activity page when the call ends: 0.3 s of
     MPI_Init seen in one 0.1 s tick is 100 % of that tick and the two before it, never
     300 % of one; the families keep their proportions; other series are untouched."""
-    from perfweave.readers.timeline import NodeTimeline
+    from perfweave.model.timeline import NodeTimeline
 
     series = [
         {"source": "proc", "name": "rank 0.mpi_other_ns", "unit": "ns", "kind": "counter"},

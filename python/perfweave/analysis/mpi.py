@@ -1,14 +1,17 @@
 """MPI profile analysis: per-rank MPI time and balance, per-function aggregates,
 call sites across ranks, message sizes.
 
-Everything is computed on the profile's arrays with numpy grouping; the result
-is a dict of plain values (the `perfweave report --json` document, see
-docs/mpi-profile.md).
+Everything is computed on the profile's arrays with numpy grouping; the result is an
+MpiProfileResult, whose tables are numpy structured arrays (model/table.py) and whose
+to_json() is the report's "mpi_profile" (docs/mpi-profile.md).
 """
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from perfweave._format import HIST_BUCKETS
+from perfweave.model.table import column, records, table
 from perfweave.model.profile import state_name
 from perfweave.symbols import Symbolizer
 
@@ -281,7 +284,7 @@ def analyze(profile, top=20, symbolizer=None):
 
     init = [p["init_s"] for p in per_rank] if profile.mpi else []
     outside_s = app_s - mpi_s
-    return {
+    result = {
         "ranks": nranks,
         "world_size": int(profile.world_size),
         "mpi": profile.mpi,
@@ -305,6 +308,7 @@ def analyze(profile, top=20, symbolizer=None):
         "sites_dropped": int(ranks["sites_dropped"].sum()) if nranks else 0,
         "top": top,
     }
+    return MpiProfileResult.from_json(result)
 
 
 def bucket_range(bucket, nbuckets=HIST_BUCKETS):
@@ -339,3 +343,225 @@ def _site_counters(profile, in_app, site_of_row, nsites):
     rows = np.flatnonzero(group >= 0)
     np.add.at(ns, group[rows], row_ns[rows])
     return out, ns
+
+
+# functions' pct_of_app_per_rank: the columns of its statistics
+_STATS = {
+    "min": "rank_min_pct",
+    "mean": "rank_mean_pct",
+    "max": "rank_max_pct",
+    "stdev": "rank_stdev_pct",
+    "avg_over_max": "rank_avg_over_max",
+}
+_PARTS = ("inside", "before")  # of a call site's counts
+# each table's keys in the JSON, when it has no rows to take them from (counters are
+# there only with --counters)
+_LAYOUT = {
+    "per_rank": (
+        "rank",
+        "host",
+        "pid",
+        "state",
+        "app_s",
+        "mpi_s",
+        "mpi_pct",
+        "outside_pct",
+        "calls",
+        "threads",
+        "table_resident_bytes",
+        "init_s",
+        "clock_offset_init_s",
+        "clock_offset_fini_s",
+        "clock_offset_error_s",
+    ),
+    "functions": (
+        "name",
+        "family",
+        "calls",
+        "time_s",
+        "app_pct",
+        "mpi_pct",
+        "bytes_sent",
+        "bytes_recv",
+        "mean_bytes",
+        "sites",
+        "ranks",
+        "pct_of_app_per_rank",
+    ),
+    "callsites": (
+        "id",
+        "function",
+        "family",
+        "location",
+        "where",
+        "stack",
+        "stack_where",
+        "calls",
+        "time_s",
+        "mean_s",
+        "min_s",
+        "max_s",
+        "app_pct",
+        "mpi_pct",
+        "cov",
+        "ranks",
+        "bytes_sent",
+        "bytes_recv",
+        "per_rank_time_s",
+    ),
+    "message_sizes": ("function", "bucket", "min_bytes", "max_bytes", "calls", "bytes", "time_s"),
+}
+
+
+@dataclass
+class MpiProfileResult:
+    """The MPI profile's analysis (analyze): the job's numbers, and its tables (numpy
+    structured arrays, model/table.py). Times in seconds; app_pct: % of the app time
+    summed over ranks, mpi_pct: % of the MPI time.
+
+    per_rank: one row per rank, by rank: rank, host, pid, state, app_s, mpi_s, mpi_pct
+      and outside_pct (of the rank's app time), calls, threads, table_resident_bytes,
+      init_s, clock_offset_init_s, clock_offset_fini_s, clock_offset_error_s; with
+      counters one column per event (counted inside and between MPI calls).
+    functions: one row per MPI function, by time: name, family, calls, time_s, app_pct,
+      mpi_pct, bytes_sent, bytes_recv, mean_bytes, sites, ranks, and the function's share
+      of each rank's app time across ranks: rank_min_pct, rank_mean_pct, rank_max_pct,
+      rank_stdev_pct, rank_avg_over_max (mean / max).
+    callsites: one row per call site, by time: id (1, 2, ... in that order), function,
+      family, location (the caller's symbols.Location.to_json; None for the overflow
+      site), where ('file.c:12'), stack and stack_where (the deeper callers, innermost
+      first: their locations and names), calls, time_s, mean_s, min_s, max_s, app_pct,
+      mpi_pct, cov (of the per-rank times), ranks, bytes_sent, bytes_recv, file and line
+      (of location; "" and 0 without); with counters EVENT_inside and EVENT_before (the
+      counts inside the site's calls and before them) and, where the profile has the
+      time they cover, EVENT_inside_per_s, EVENT_before_per_s (NaN where that time is 0),
+      counters_inside_s and counters_before_s.
+    callsite_ranks: one row per (call site, rank) with calls, by id then rank: id, rank,
+      time_s.
+    message_sizes: one row per (function, size bucket): function, bucket, min_bytes,
+      max_bytes (-1: the open-ended last bucket), calls, bytes, time_s.
+
+    from_json/to_json: the report's "mpi_profile" (docs/mpi-profile.md), the layout in
+    which the analysis computes its rows; to_json(from_json(d)) == d."""
+
+    ranks: int
+    world_size: int
+    mpi: bool
+    mpi_library: str
+    mpi_flavor: str
+    hosts: list
+    app_time_s: dict  # across ranks (stats): min, mean, max, stdev, avg_over_max
+    mpi_time_s: dict
+    mpi_pct: dict
+    outside_mpi_s: dict
+    outside_mpi_pct: dict
+    init_s: dict
+    total_app_s: float
+    total_mpi_s: float
+    per_rank: np.ndarray
+    functions: np.ndarray
+    callsites: np.ndarray
+    callsite_ranks: np.ndarray
+    counters: list
+    message_sizes: np.ndarray
+    sites_dropped: int
+    top: int
+    layout: dict = field(default_factory=dict, repr=False)  # each table's keys in the JSON
+
+    @classmethod
+    def from_json(cls, doc):
+        """The result of the report's "mpi_profile" dict doc."""
+        layout = {k: list(doc[k][0]) if doc[k] else list(_LAYOUT[k]) for k in _LAYOUT}
+        sites = doc["callsites"]
+        pairs = [(c["id"], r, t) for c in sites for r, t in c["per_rank_time_s"].items()]
+        return cls(
+            **{k: v for k, v in doc.items() if k not in _LAYOUT and k != "callsites_total"},
+            per_rank=_flat("per_rank", doc["per_rank"], layout),
+            functions=_flat("functions", doc["functions"], layout),
+            callsites=_flat("callsites", sites, layout),
+            callsite_ranks=table(
+                {
+                    k: np.array([x[j] for x in pairs], dt)
+                    for j, (k, dt) in enumerate((("id", int), ("rank", int), ("time_s", float)))
+                },
+                len(pairs),
+            ),
+            message_sizes=_flat("message_sizes", doc["message_sizes"], layout),
+            layout=layout,
+        )
+
+    def to_json(self):
+        """The report's "mpi_profile" dict."""
+        per_site = {}
+        for i, r, t in self.callsite_ranks.tolist():
+            per_site.setdefault(i, {})[r] = t
+        rates = "counters_time_s" in self.layout["callsites"]
+        out = {}
+        for k in self.__dataclass_fields__:
+            if k == "callsite_ranks":
+                out["callsites_total"] = len(self.callsites)
+            elif k in _LAYOUT:
+                out[k] = [
+                    _nest(k, r, self.layout[k], self.counters, rates, per_site)
+                    for r in records(getattr(self, k))
+                ]
+            elif k != "layout":
+                out[k] = getattr(self, k)
+        return out
+
+
+def _flat(name, rows, layout):
+    """The table `name` of rows (dicts of the JSON's layout): a column per plain key,
+    the others spread over columns (MpiProfileResult)."""
+    cols = {}
+    for key in layout[name]:
+        values = [r[key] for r in rows]
+        if key == "pct_of_app_per_rank":
+            cols.update({c: [v[s] for v in values] for s, c in _STATS.items()})
+        elif key == "counters" and name == "per_rank":
+            cols.update({ev: [v[ev] for v in values] for ev in values[0]})
+        elif key == "counters":  # per call site: inside, before, and their rates
+            cols.update(
+                {
+                    f"{ev}_{part}": [np.nan if v[ev][part] is None else v[ev][part] for v in values]
+                    for ev in values[0]
+                    for part in values[0][ev]
+                }
+            )
+        elif key == "counters_time_s":
+            cols.update({f"counters_{p}_s": [v[p] for v in values] for p in _PARTS})
+        elif key == "max_bytes":  # None: the open-ended bucket
+            cols[key] = [-1 if v is None else v for v in values]
+        elif key != "per_rank_time_s":  # callsite_ranks
+            cols[key] = values
+    if name == "callsites":
+        locs = [r["location"] or {} for r in rows]
+        cols.update(file=[x.get("file", "") for x in locs], line=[x.get("line", 0) for x in locs])
+    return table({k: column(v) for k, v in cols.items()}, len(rows))
+
+
+def _nest(name, row, layout, events, rates, per_site):
+    """A row of the table `name` in the JSON's layout (the inverse of _flat)."""
+    out = {}
+    for key in layout:
+        if key == "pct_of_app_per_rank":
+            out[key] = {s: row[c] for s, c in _STATS.items()}
+        elif key == "counters" and name == "per_rank":
+            out[key] = {ev: row[ev] for ev in events}
+        elif key == "counters":
+            parts = _PARTS + tuple(f"{p}_per_s" for p in _PARTS if rates)
+            out[key] = {ev: {p: _none(row[f"{ev}_{p}"]) for p in parts} for ev in events}
+        elif key == "counters_time_s":
+            out[key] = {p: row[f"counters_{p}_s"] for p in _PARTS}
+        elif key == "max_bytes":
+            out[key] = None if row[key] < 0 else row[key]
+        elif key == "per_rank_time_s":
+            out[key] = per_site.get(row["id"], {})
+        else:
+            out[key] = row[key]
+    return out
+
+
+def _none(x):
+    """None for NaN (a rate over no time), else x."""
+    return None if x != x else x

@@ -16,12 +16,15 @@ matched against known I/O, memory-allocation and thread-synchronisation function
 
 import os
 import re
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import phases, timebins
 from perfweave.analysis.phases import APP, PHASES
+from perfweave.model.table import column, records, table
 from perfweave.symbols import Symbolizer
 
 SYSTEM_PREFIXES = ("/lib/", "/usr/lib/", "/lib64/", "/usr/lib64/", "[vdso]", "linux-vdso")
@@ -468,19 +471,18 @@ def _classify(procs, sym):
 
 
 def classify(procs, symbolizer=None):
-    """Per process (readers.samples.ProcessSamples), an int array: each sample's activity,
+    """Per process (model.samples.ProcessSamples), an int array: each sample's activity,
     an index into ACTIVITIES."""
     return [a for a, _ in _classify(procs, symbolizer or Symbolizer())]
 
 
-def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
-    """JSON-ready summary of the samples procs (an experiment's samples: a list of
-    readers.samples.ProcessSamples), or None without samples. raw: a dict that gets the tables
-    behind the summary (perfweave.api: per-rank values, each sample's place). windows:
-    per rank, its MPI_Init and MPI_Finalize times (analysis/phases.py windows): the
-    samples in MPI_Init (start-up) and from MPI_Finalize on (shutdown) stay in the call
-    tree and the tables (shares of the samples) but not in the app time's activities
-    (app_activity_pct, time_split, activity_functions), which the advice quotes."""
+def analyze(procs, symbolizer=None, windows=None):
+    """The SamplingResult of the samples procs (an experiment's samples: a list of
+    model.samples.ProcessSamples), or None without samples. windows: per rank, its MPI_Init
+    and MPI_Finalize times (analysis/phases.py windows): the samples in MPI_Init
+    (start-up) and from MPI_Finalize on (shutdown) stay in the call tree and the tables
+    (shares of the samples) but not in the app time's activities (app_activity_pct,
+    time_split, activity_functions), which the advice quotes."""
     procs = [p for p in procs if len(p.records)]
     if not procs:
         return None
@@ -650,77 +652,63 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
                 if nev:
                     counts["inclusive"][f] = counts["inclusive"].get(f, 0) + delta[i]
     per_rank_total = totals.sum(axis=1)  # samples' worth of each rank's wall time
+    cols = _PlaceColumns(per_rank_total, states, ranks, events)
 
-    def rows(name):
-        table = tables[name]
-        out = []
-        for key, arr in table.items():
-            share = 100 * arr.sum(axis=1) / np.maximum(per_rank_total, 1)  # % per rank
-            mean, mx = float(share.mean()), float(share.max())
-            out.append(
-                {
-                    "name": key,
-                    "pct": float(100 * arr.sum() / per_rank_total.sum()),
-                    "by_state_pct": {
-                        states[s]: float(100 * arr[:, s].sum() / per_rank_total.sum())
-                        for s in range(nst)
-                        if arr[:, s].any()
-                    },
-                    "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
-                    "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
-                    "worst_rank": ranks[int(share.argmax())],
-                }
-            )
-            if name == "line" and key in line_loc:
-                out[-1]["function"], out[-1]["file"], out[-1]["line"] = line_loc[key]
-            if nev:
-                c = counts[name].get(key, np.zeros(nev))
-                out[-1]["counters"] = {ev: int(c[e]) for e, ev in enumerate(events)}
-        # ties by name: the order of equal shares must not follow set iteration (string
-        # hashes differ from run to run)
-        out.sort(key=lambda r: (-r["pct"], str(r["name"])))
-        return out[:top]
+    def places(name):
+        extra = {}
+        if name == "line":
+            for key in tables[name]:
+                # the function, source file and line of a line's name; a place without
+                # one (no debug information) is named by its function, file "", line 0
+                f, file, line = line_loc.get(key, (key, "", 0))
+                extra[key] = {"function": f, "file": file, "line": line}
+        return cols.table(tables[name], counts[name], extra)
 
     threads = [t for p in procs for t in p.meta.get("threads", [])]
-    if raw is not None:
-        raw.update(
-            procs=[p for p, *_ in per_proc],
-            tree=tree,
-            tree_ctr=tree_ctr,
-            per_rank_total=per_rank_total,
-            leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
-            line=[[line_of(k) for k in lk] for lk in line_keys],
-            stack=[[list(x) for x in pp] for pp in paths],
-            deltas=[d for _, _, _, d, _, _ in per_proc],
-            seconds=seconds,
-            activity=[a for _, _, a, _, _, _ in per_proc],
-        )
     all_samples = per_rank_total.sum()
     app_samples = app_totals.sum()
-    result = {
-        "processes": len(procs),
-        "samples": int(round(all_samples)),
-        "ranks": ranks,
-        "states": procs[0].meta.get("states") or ["compute"],
-        "activities": states,
-        "activity_pct": {
-            states[s]: float(100 * totals[:, s].sum() / all_samples) for s in range(nst)
-        },
-        "activity_per_rank_pct": {
+    tree_table, tree_paths = _tree(tree, per_rank_total, states, ranks, tree_ctr, events)
+    app_activity_pct = (
+        {states[s]: float(100 * app_totals[:, s].sum() / app_samples) for s in range(nst)}
+        if app_samples > 0
+        else {}
+    )
+    procs_ = [p for p, *_ in per_proc]
+
+    def sample_table():
+        return _sample_table(
+            procs_,
+            states,
+            events,
+            activity=[a for _, _, a, _, _, _ in per_proc],
+            leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
+            line=[[line_of(k) for k in lk] for lk in line_keys],
+            stack=paths,
+            deltas=[d for _, _, _, d, _, _ in per_proc],
+            seconds=seconds,
+        )
+
+    def tree_per_rank_table():
+        return _tree_per_rank(tree, tree_table, tree_paths, per_rank_total, states, ranks, seconds)
+
+    return SamplingResult(
+        processes=len(procs),
+        sample_count=int(round(all_samples)),
+        ranks=ranks,
+        states=procs[0].meta.get("states") or ["compute"],
+        activities=states,
+        activity_pct={states[s]: float(100 * totals[:, s].sum() / all_samples) for s in range(nst)},
+        activity_per_rank_pct={
             states[s]: [float(x) for x in 100 * totals[:, s] / np.maximum(per_rank_total, 1)]
             for s in range(nst)
             if totals[:, s].any()
         },
         # of the app time's samples (the start-up and the shutdown are the MPI
         # library's and the launcher's): the report's time split and the advice
-        "app_samples": int(phase_n[APP]),
-        "app_activity_pct": {
-            states[s]: float(100 * app_totals[:, s].sum() / app_samples) for s in range(nst)
-        }
-        if app_samples > 0
-        else {},
+        app_samples=int(phase_n[APP]),
+        app_activity_pct=app_activity_pct,
         # the library functions that made app samples I/O, allocation, synchronisation
-        "activity_functions": {
+        activity_functions={
             a: sorted(
                 (
                     {"name": w, "pct": float(100 * n / app_samples)}
@@ -731,28 +719,27 @@ def analyze(procs, top=20, symbolizer=None, raw=None, windows=None):
             )[:10]
             for a in sorted({a for a, _ in callee})
         },
-        "call_tree": _tree(tree, per_rank_total, states, ranks, tree_ctr, events),
-        "timeline": timebins.from_samples(procs, states, [a for a, _ in classified], seconds),
-        "functions": rows("function"),
-        "lines": rows("line"),
-        "inclusive": rows("inclusive"),
-        "counters": events,
-        "counters_total": {ev: int(ctr_total[e]) for e, ev in enumerate(events)},
-        "last_interval_ms": max((t["interval_ns"] for t in threads), default=0) / 1e6,
-        "thinned": max((t["thinned"] for t in threads), default=0),
-        "dropped": {
+        call_tree=tree_table,
+        timeline=timebins.from_samples(procs, states, [a for a, _ in classified], seconds),
+        functions=places("function"),
+        lines=places("line"),
+        inclusive=places("inclusive"),
+        counters=events,
+        counters_total={ev: int(ctr_total[e]) for e, ev in enumerate(events)},
+        last_interval_ms=max((t["interval_ns"] for t in threads), default=0) / 1e6,
+        thinned=max((t["thinned"] for t in threads), default=0),
+        dropped={
             k: sum(p.meta.get("dropped", {}).get(k, 0) for p in procs)
             for k in ("threads", "timers", "memory")
         },
-        "kept_per_thread_max": max((t["kept"] for t in threads), default=0),
-    }
-    if windows:
-        result["phase_pct"] = {
-            ph: float(100 * phase_w[k] / all_samples) for k, ph in enumerate(PHASES)
-        }
-        result["phase_samples"] = {ph: int(phase_n[k]) for k, ph in enumerate(PHASES)}
-    result["time_split"] = time_split(result)
-    return result
+        kept_per_thread_max=max((t["kept"] for t in threads), default=0),
+        phase_pct={ph: float(100 * phase_w[k] / all_samples) for k, ph in enumerate(PHASES)}
+        if windows
+        else None,
+        phase_samples={ph: int(phase_n[k]) for k, ph in enumerate(PHASES)} if windows else None,
+        time_split=time_split(app_activity_pct),
+        _build={"samples": sample_table, "call_tree_per_rank": tree_per_rank_table},
+    )
 
 
 # How a thread's samples are rooted in the call tree. The main thread's stack starts at
@@ -897,14 +884,14 @@ def _start_routine(p, i):
     return None
 
 
-def time_split(sm):
+def time_split(app_activity_pct):
     """Performance Reports' split of the app time from its samples (app_activity_pct:
     without the start-up in MPI_Init and the shutdown): compute (memory allocation
     included), MPI (every family), I/O, thread synchronisation, and time asleep or
     blocked (only when there is some); None without samples in the app time."""
-    if not sm or sm.get("error") or not sm.get("app_activity_pct"):
+    if not app_activity_pct:
         return None
-    act = sm["app_activity_pct"]
+    act = app_activity_pct
     split = {
         "compute": act.get("compute", 0) + act.get("alloc", 0),
         "MPI": sum(v for k, v in act.items() if k.startswith("mpi_")),
@@ -972,50 +959,317 @@ TREE_MIN_PCT = 0.5  # nodes below this inclusive share are left out
 TREE_MAX_NODES = 300
 
 
+class _PlaceColumns:
+    """The columns that the tables of places (functions, lines, call tree nodes) share:
+    a place's share of all samples by activity, and its share of each rank's samples
+    (min, mean, max, imbalance, worst rank)."""
+
+    def __init__(self, per_rank_total, states, ranks, events):
+        self.per_rank_total, self.states, self.ranks = per_rank_total, states, ranks
+        self.events = events
+
+    def of(self, arr):
+        """{column: value} of a place's samples arr (proc, state), from `pct` on."""
+        total = self.per_rank_total.sum()
+        share = 100 * arr.sum(axis=1) / np.maximum(self.per_rank_total, 1)  # % per rank
+        mean, mx = float(share.mean()), float(share.max())
+        row = {
+            f"{a}_pct": float(100 * arr[:, s].sum() / total) if arr[:, s].any() else 0.0
+            for s, a in enumerate(self.states[: arr.shape[1]])
+        }
+        row.update(
+            rank_min_pct=float(share.min()),
+            rank_mean_pct=mean,
+            rank_max_pct=mx,
+            imbalance=(mx - mean) / mx if mx > 0 else 0.0,
+            worst_rank=self.ranks[int(share.argmax())],
+        )
+        return row
+
+    def table(self, places, counts, extra):
+        """The table of places ({name: (proc, state) samples}), by share, then name:
+        name, the `extra` columns of each name, pct, then `of`'s columns and the
+        events' counts."""
+        total = self.per_rank_total.sum()
+        rows = [
+            {
+                "name": key,
+                **extra.get(key, {}),
+                "pct": float(100 * arr.sum() / total),
+                **self.of(arr),
+            }
+            for key, arr in places.items()
+        ]
+        for r in rows:
+            c = counts.get(r["name"], np.zeros(len(self.events)))
+            r.update({ev: int(c[e]) for e, ev in enumerate(self.events)})
+        # ties by name: the order of equal shares must not follow set iteration (string
+        # hashes differ from run to run)
+        rows.sort(key=lambda r: (-r["pct"], str(r["name"])))
+        return _rows_table(rows, self.columns(["name", *_first(extra), "pct"], self.events))
+
+    def columns(self, head, tail):
+        """The names of a table's columns: head, the shares' columns, tail."""
+        return (
+            head
+            + [f"{a}_pct" for a in self.states]
+            + ["rank_min_pct", "rank_mean_pct", "rank_max_pct", "imbalance", "worst_rank"]
+            + list(tail)
+        )
+
+
+def _first(extra):
+    """The names of the extra columns (the same for every place)."""
+    return list(next(iter(extra.values()), {}))
+
+
+def _rows_table(rows, names):
+    """A table of rows (dicts) with the columns names, in that order."""
+    return table({k: [r[k] for r in rows] for k in names}, len(rows))
+
+
 def _tree(tree, per_rank_total, states, ranks, tree_ctr=None, events=()):
     """The call tree of the samples (function paths from the outermost own frame), depth
     first, children by inclusive share: each node's inclusive and exclusive share of all
     samples, by activity, and its inclusive share per rank (min/mean/max, imbalance);
-    with --counters, the events counted at its samples (inclusive and exclusive)."""
+    with --counters, the events counted at its samples (inclusive and exclusive). Returns
+    the table (SamplingResult.call_tree) and each node's path (a tuple of names)."""
     total = per_rank_total.sum()
     keep = {p: v for p, v in tree.items() if 100 * v[0].sum() / total >= TREE_MIN_PCT}
     children = {}
     for p in keep:
         children.setdefault(p[:-1], []).append(p)
-    out = []
+    cols = _PlaceColumns(per_rank_total, states, ranks, events)
+    out, paths = [], []
 
     def visit(p, parent, depth):
         if len(out) >= TREE_MAX_NODES:
             return
         v = keep[p]
-        share = 100 * v[0].sum(axis=1) / np.maximum(per_rank_total, 1)
-        mx, mean = float(share.max()), float(share.mean())
         me = len(out)
-        out.append(
-            {
-                "id": me,
-                "parent": parent,
-                "depth": depth,
-                "name": p[-1],
-                "inclusive_pct": float(100 * v[0].sum() / total),
-                "exclusive_pct": float(100 * v[1].sum() / total),
-                "by_state_pct": {
-                    states[s]: float(100 * v[0][:, s].sum() / total)
-                    for s in range(v.shape[2])
-                    if v[0][:, s].any()
-                },
-                "per_rank_pct": {"min": float(share.min()), "mean": mean, "max": mx},
-                "imbalance": (mx - mean) / mx if mx > 0 else 0.0,
-                "worst_rank": ranks[int(share.argmax())],
-            }
-        )
-        if events:
-            cn = tree_ctr.get(p, np.zeros((2, len(events)), np.int64))
-            out[-1]["counters_inclusive"] = {ev: int(cn[0][e]) for e, ev in enumerate(events)}
-            out[-1]["counters_exclusive"] = {ev: int(cn[1][e]) for e, ev in enumerate(events)}
+        row = {
+            "id": me,
+            "parent": -1 if parent is None else parent,
+            "depth": depth,
+            "name": p[-1],
+            "path": "/".join(p),
+            "inclusive_pct": float(100 * v[0].sum() / total),
+            "exclusive_pct": float(100 * v[1].sum() / total),
+            **cols.of(v[0]),
+        }
+        cn = (tree_ctr or {}).get(p, np.zeros((2, len(events)), np.int64))
+        for e, ev in enumerate(events):
+            row[f"{ev}_inclusive"], row[f"{ev}_exclusive"] = int(cn[0][e]), int(cn[1][e])
+        out.append(row)
+        paths.append(p)
         for c in sorted(children.get(p, []), key=lambda c: -keep[c][0].sum()):
             visit(c, me, depth + 1)
 
     for root in sorted(children.get((), []), key=lambda c: -keep[c][0].sum()):
         visit(root, None, 0)
-    return out
+    head = ["id", "parent", "depth", "name", "path", "inclusive_pct", "exclusive_pct"]
+    tail = [f"{ev}_{k}" for k in ("inclusive", "exclusive") for ev in events]
+    return _rows_table(out, cols.columns(head, tail)), paths
+
+
+def _tree_per_rank(tree, tree_table, paths, per_rank_total, states, ranks, seconds):
+    """SamplingResult.call_tree_per_rank: per node of the tree, rank and activity with
+    samples, the node's samples' worth (inclusive and exclusive), shares of the rank's
+    samples and their wall time."""
+    # the weights sum to the samples: a weighted sample is the wall time sampled (all
+    # threads) / the samples
+    per_sample_s = sum(float(x.sum()) for x in seconds) / max(sum(map(len, seconds)), 1)
+    names = (
+        "node",
+        "rank",
+        "activity",
+        "samples",
+        "exclusive_samples",
+        "pct",
+        "exclusive_pct",
+        "seconds",
+        "exclusive_seconds",
+    )
+    cols = {k: [] for k in names}
+    for node, path in zip(tree_table["id"].tolist(), paths):
+        v = tree[path]  # (incl/excl, proc, state)
+        for j, s in zip(*np.nonzero(v[0])):
+            inc, exc = float(v[0, j, s]), float(v[1, j, s])
+            total = max(per_rank_total[j], 1)
+            for k, x in zip(
+                names,
+                (
+                    node,
+                    ranks[j],
+                    states[s],
+                    round(inc),
+                    round(exc),
+                    100 * inc / total,
+                    100 * exc / total,
+                    inc * per_sample_s,
+                    exc * per_sample_s,
+                ),
+            ):
+                cols[k].append(x)
+    return table(
+        {
+            k: column(v) if v else np.zeros(0, object if k == "activity" else float)
+            for k, v in cols.items()
+        }
+    )
+
+
+def _sample_table(procs, states, events, activity, leaf, line, stack, deltas, seconds):
+    """SamplingResult.samples: every sample, by rank, process, thread and time."""
+    names = np.array(states, object)
+    parts = []
+    for p, act, lf, ln, st, delta, secs in zip(procs, activity, leaf, line, stack, deltas, seconds):
+        rec = p.records
+        n = len(rec)
+        cols = {
+            "time_s": (rec["t"] - p.meta.get("t_start", 0)) / 1e9,
+            "rank": np.full(n, p.rank, np.int64),
+            "process": column([p.name] * n),
+            "thread": rec["thread"].astype(np.int64),
+            "activity": names[np.clip(np.asarray(act, np.int64), 0, len(states) - 1)],
+            "leaf": column(lf),
+            "line": column(ln),
+            "stack": column([";".join(s) for s in st]),
+            "seconds": np.asarray(secs, np.float64),
+        }
+        for e, ev in enumerate(events):
+            cols[ev] = delta[:, e].astype(np.int64) if delta.shape[1] > e else np.zeros(n, np.int64)
+        parts.append(table(cols, n))
+    out = np.concatenate(parts)
+    _, process = np.unique(out["process"], return_inverse=True)
+    order = np.lexsort((out["time_s"], out["thread"], process.reshape(-1), out["rank"]))
+    return out[order]
+
+
+@dataclass
+class SamplingResult:
+    """Where the sampled time goes (analyze): the summary of the samples, and its tables
+    (structured arrays, model/table.py). Shares (`pct`) are of all samples, each
+    weighted by the wall time it stands for (_seconds), unless said otherwise.
+
+    Tables of places, sorted by `pct` (then name):
+      functions (self time), inclusive (anywhere on the stack): name, pct, ACTIVITY_pct
+        (per activity of `activities`, 0 where none), rank_min_pct / rank_mean_pct /
+        rank_max_pct (the place's share of each rank's samples), imbalance ((max - mean)
+        / max), worst_rank; with counters one column per event (its increase at the
+        place's samples);
+      lines (self time of a source line): name ('fn (file.c:12)'), function, file (the
+        source's path, "" without debug information), line (0 without), then as
+        functions.
+    call_tree: one row per node, depth first, children by inclusive share (nodes under
+      TREE_MIN_PCT % left out, TREE_MAX_NODES at most): id, parent (-1 for a root),
+      depth, name, path ('main/solve/kernel'), inclusive_pct, exclusive_pct, then the
+      columns of the places from ACTIVITY_pct (inclusive) to worst_rank; with counters
+      EVENT_inclusive, EVENT_exclusive.
+    call_tree_per_rank (built on first use): one row per (node, rank, activity) with
+      samples: node (call_tree's id), rank, activity, samples, exclusive_samples (the
+      samples' weights, rounded), pct, exclusive_pct (of the rank's samples), seconds,
+      exclusive_seconds.
+    samples (built on first use): one row per sample, by rank, process, thread and time:
+      time_s (since the process's start), rank, process, thread, activity (its name),
+      leaf (the self function), line (the self line's name), stack (the path of
+      functions, outermost first, ';'-joined), seconds (the wall time it stands for),
+      with counters one column per event (its increase since the thread's previous
+      sample).
+
+    to_json(top) is the report's "sampling" (docs/mpi-profile.md)."""
+
+    processes: int
+    sample_count: int  # the samples' worth of wall time (weights), rounded: JSON "samples"
+    ranks: list  # per process, in the order of the per-rank values
+    states: list  # the runtime's states of the first process
+    activities: list  # the names of the activities (ACTIVITIES)
+    activity_pct: dict  # {activity: % of all samples}
+    activity_per_rank_pct: dict  # {activity: [% of each rank's samples]}, with samples
+    app_samples: int  # samples of the app time (without start-up and shutdown)
+    app_activity_pct: dict  # {activity: % of the app time's samples}, {} without
+    activity_functions: dict  # {activity: [{name, pct}]}: library functions that decided
+    call_tree: np.ndarray
+    timeline: dict  # analysis/timebins.py: the activity over time
+    functions: np.ndarray
+    lines: np.ndarray
+    inclusive: np.ndarray
+    counters: list  # the --counters events
+    counters_total: dict
+    last_interval_ms: float
+    thinned: int
+    dropped: dict
+    kept_per_thread_max: int
+    phase_pct: dict = None  # {phase: % of samples}, with MPI_Init/Finalize windows
+    phase_samples: dict = None
+    time_split: dict = None  # sampling.time_split of app_activity_pct
+    _build: dict = field(default_factory=dict, repr=False)  # the tables built on first use
+
+    @cached_property
+    def samples(self):
+        return self._build["samples"]()
+
+    @cached_property
+    def call_tree_per_rank(self):
+        return self._build["call_tree_per_rank"]()
+
+    def to_json(self, top=None):
+        """The report's "sampling" dict; top: rows of the tables of places (None: all)."""
+        out = {
+            "processes": self.processes,
+            "samples": self.sample_count,
+            "ranks": self.ranks,
+            "states": self.states,
+            "activities": self.activities,
+            "activity_pct": self.activity_pct,
+            "activity_per_rank_pct": self.activity_per_rank_pct,
+            "app_samples": self.app_samples,
+            "app_activity_pct": self.app_activity_pct,
+            "activity_functions": self.activity_functions,
+            "call_tree": [self._node_json(r) for r in records(self.call_tree)],
+            "timeline": self.timeline,
+            "functions": [self._place_json(r) for r in records(self.functions[:top])],
+            "lines": [self._place_json(r) for r in records(self.lines[:top])],
+            "inclusive": [self._place_json(r) for r in records(self.inclusive[:top])],
+            "counters": self.counters,
+            "counters_total": self.counters_total,
+            "last_interval_ms": self.last_interval_ms,
+            "thinned": self.thinned,
+            "dropped": self.dropped,
+            "kept_per_thread_max": self.kept_per_thread_max,
+        }
+        if self.phase_pct is not None:
+            out["phase_pct"] = self.phase_pct
+            out["phase_samples"] = self.phase_samples
+        out["time_split"] = self.time_split
+        return out
+
+    def _shares_json(self, r):
+        return {
+            "by_state_pct": {a: r[f"{a}_pct"] for a in self.activities if r[f"{a}_pct"] != 0},
+            "per_rank_pct": {
+                "min": r["rank_min_pct"],
+                "mean": r["rank_mean_pct"],
+                "max": r["rank_max_pct"],
+            },
+            "imbalance": r["imbalance"],
+            "worst_rank": r["worst_rank"],
+        }
+
+    def _place_json(self, r):
+        out = {"name": r["name"], "pct": r["pct"], **self._shares_json(r)}
+        if r.get("file"):
+            out.update(function=r["function"], file=r["file"], line=r["line"])
+        if self.counters:
+            out["counters"] = {ev: r[ev] for ev in self.counters}
+        return out
+
+    def _node_json(self, r):
+        out = {k: r[k] for k in ("id", "parent", "depth", "name", "inclusive_pct", "exclusive_pct")}
+        if out["parent"] < 0:
+            out["parent"] = None
+        out.update(self._shares_json(r))
+        if self.counters:
+            for k in ("inclusive", "exclusive"):
+                out[f"counters_{k}"] = {ev: r[f"{ev}_{k}"] for ev in self.counters}
+        return out

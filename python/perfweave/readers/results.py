@@ -1,10 +1,11 @@
 """Reader of the results perfweave saves into an experiment: analysis/waitstates.json
 (`perfweave analyze`, docs/wait-states.md), checked so that report and the Python API
-can trust its structure."""
+can trust its structure, as the model of model/waitstates.py."""
 
 from pathlib import Path
 
 from perfweave.errors import FormatError
+from perfweave.model.waitstates import WaitStatesResult
 from perfweave.readers.files import check, read_json
 
 WAITSTATES_FILE = Path("analysis") / "waitstates.json"
@@ -32,8 +33,8 @@ WAITSTATES_SCHEMA = {
 
 
 def read_waitstates(exp):
-    """The saved wait-state analysis of experiment exp; FileNotFoundError when there is
-    none, FormatError when it is damaged."""
+    """The saved wait-state analysis of experiment exp (a WaitStatesResult);
+    FileNotFoundError when there is none, FormatError when it is damaged."""
     path = Path(exp) / WAITSTATES_FILE
     res = check(
         read_json(path, "wait-state analysis"), WAITSTATES_SCHEMA, path, "wait-state analysis"
@@ -45,4 +46,4 @@ def read_waitstates(exp):
             raise FormatError(f"{path}: corrupt wait-state analysis (metric {m.get('id')})")
     if not all("id" in cp for cp in res.get("callpaths", [])):
         raise FormatError(f"{path}: corrupt wait-state analysis (call path without id)")
-    return res
+    return WaitStatesResult.from_json(res)

@@ -1,14 +1,15 @@
 """Call-stack samples of an experiment (perfweave run --sample): samples/NAME.samples
 (fixed-size records, SAMPLE_DTYPE: format/sampler.h) + samples/NAME.json (rank, threads, modules,
 states), one pair per process (NAME: rank-R, or HOST.PID without MPI). Written by
-runtime/modules/sampler.c; docs/format.md "Samples"."""
+runtime/modules/sampler.c; docs/format.md "Samples". read_samples gives the model of
+model/samples.py, one ProcessSamples per process."""
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from perfweave.errors import FormatError
+from perfweave.model.samples import ProcessSamples
 from perfweave.readers.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION
 from perfweave.readers.files import check, read_array, read_json
 from perfweave._format import FILES
@@ -17,18 +18,6 @@ MAGIC = FILES["samples"].magic
 # version 1: the record without its counters (the first --counters events at each sample)
 SAMPLE_DTYPE_V1 = np.dtype([f for f in SAMPLE_DTYPE.descr if f[0] != "counters"])
 RECORDS_BY_VERSION = {1: SAMPLE_DTYPE_V1, SAMPLES_VERSION: SAMPLE_DTYPE}
-
-
-@dataclass
-class ProcessSamples:
-    name: str
-    meta: dict
-    records: np.ndarray  # SAMPLE_DTYPE
-    modules: list  # paths; records' module indexes them (-1: unknown)
-
-    @property
-    def rank(self):
-        return int(self.meta.get("rank", -1))
 
 
 # the keys readers use, with their types (docs/format.md "Samples")

@@ -16,7 +16,7 @@ class MpiProfile(Section):
     name = "mpi_profile"
 
     def collect(self, experiment, report, top):
-        m = analyze(experiment.profile, top=top)
+        m = analyze(experiment.profile, top=top).to_json()
         if experiment.meta.get("imported_from"):
             for site in m.get("callsites", []):
                 site["where"] = "(imported trace: no call sites)"

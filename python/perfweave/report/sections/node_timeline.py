@@ -1,12 +1,14 @@
-"""The node timeline (--node-interval; readers/timeline.py): per node what each source
-counted, how the busiest series moved over the run, which sources were absent; in the
-HTML, per node the processes' activity and the busiest rates plotted over time."""
+"""The node timeline (--node-interval; model/timeline.py, summed up by
+analysis/timeline.py): per node what each source counted, how the busiest series moved
+over the run, which sources were absent; in the HTML, per node the processes' activity
+and the busiest rates plotted over time."""
 
 import numpy as np
 
 from perfweave.errors import FormatError
 from perfweave._format import FAMILIES
-from perfweave.readers.timeline import nanmean
+from perfweave.analysis.timeline import summarize
+from perfweave.model.timeline import nanmean
 from perfweave.report import timeline
 from perfweave.report.html import _e
 from perfweave.report.section import Section
@@ -25,7 +27,8 @@ class NodeTimeline(Section):
             if prof is not None and "pid" in prof.ranks.dtype.names:
                 pids.update({int(p): int(r) for p, r in zip(prof.ranks["pid"], prof.ranks["rank"])})
         try:
-            tl = timeline.summarize(experiment.timelines, pids)
+            res = summarize(experiment.timelines, pids)
+            tl = None if res is None else res.to_json()
         except FormatError as e:  # the rest of the report stands without it
             tl = {"nodes": [], "error": str(e)}
         return {"node_timeline": tl}

@@ -19,9 +19,8 @@ class Sampling(Section):
 
     def collect(self, experiment, report, top):
         try:
-            sm = sampling.analyze(
-                experiment.samples, top=top, windows=phases.windows(experiment.profile)
-            )
+            res = sampling.analyze(experiment.samples, windows=phases.windows(experiment.profile))
+            sm = None if res is None else res.to_json(top)
         except FormatError as e:
             sm = {"error": str(e)}
         return {"sampling": sm}

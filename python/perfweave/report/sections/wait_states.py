@@ -3,6 +3,7 @@ largest first, each with its worst call path and ranks."""
 
 from perfweave.analysis.metrics import PATTERNS
 from perfweave.errors import FormatError
+from perfweave.model.table import records
 from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
 from perfweave.report.html import _table as _html_table
 from perfweave.report.section import Section
@@ -59,8 +60,9 @@ class WaitStates(Section):
 
 
 def summarize(path, top=TOP):
-    """Summary of analysis/waitstates.json (perfweave analyze), or None: the wait-state
-    patterns with time, largest first, each with its worst call path."""
+    """Summary of analysis/waitstates.json (perfweave analyze; read as a
+    model.waitstates.WaitStatesResult), or None: the wait-state patterns with time,
+    largest first, each with its worst call path."""
     try:
         res = read_waitstates(path)
     except FileNotFoundError:
@@ -73,13 +75,14 @@ def summarize(path, top=TOP):
             "patterns": [],
             "notes": [],
         }
-    names = {cp["id"]: cp.get("name", "") for cp in res.get("callpaths", [])}
+    names = dict(zip(res.callpaths["id"].tolist(), res.callpaths["name"].tolist()))
     rows = []
-    for m in res.get("metrics", []):
+    for m in records(res.metrics):
         if m["id"] not in PATTERNS or not m["total"]:
             continue
         per_path, per_rank = {}, {}
-        for p, r, v in m["values"]:
+        mine = res.values[res.values["metric"] == m["id"]]
+        for p, r, v in zip(*(mine[k].tolist() for k in ("callpath", "rank", "value"))):
             per_path[p] = per_path.get(p, 0) + v
             per_rank[r] = per_rank.get(r, 0) + v
         if not per_path:
@@ -101,9 +104,9 @@ def summarize(path, top=TOP):
     rows.sort(key=lambda r: -r["time_s"])
     return {
         "file": str(path / WAITSTATES_FILE),
-        "complete": res.get("complete", False),
+        "complete": res.complete,
         "patterns": rows[:top],
-        "notes": res.get("notes", []),
+        "notes": res.notes,
     }
 
 
