@@ -49,6 +49,13 @@ class Experiment:
         """experiment.json: command, times, options, exit status."""
         return self._exp.meta
 
+    @property
+    def profile(self):
+        """The MPI profile model (model/profile.py Profile: numpy arrays of the ranks, call
+        sites, frames and message-size histograms, and the names they index), the tables'
+        source."""
+        return self._exp.profile
+
     def report(self):
         """The `perfweave report --json` document (every row, not the top 20)."""
         if "report" not in self._cache:
