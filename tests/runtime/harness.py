@@ -3,10 +3,10 @@ under `perfweave run`, and read the experiment back.
 
 Tests of measurements read the experiment through the Python API (`Run.open()`:
 perfweave.open, docs/python-api.md), its tables and models, with the look-ups below
-(`by_name`, `callsites`, `place`, `site_modules`, `tree_nodes`, `activity_pct`,
-`activity_per_rank_pct`). `Run.report()` (`perfweave report --json`) is for tests whose
-subject is the report itself, and for what only the report holds (advice, the time split,
-the activity timeline): each such test says why it reads the report.
+(`by_name`, `inclusive_pct`, `callsites`, `place`, `site_modules`, `tree_nodes`,
+`activity_pct`, `activity_per_rank_pct`). `Run.report()` (`perfweave report --json`) is
+for tests whose subject is the report itself, and for what only the report holds (advice,
+the time split, the activity timeline): each such test says why it reads the report.
 
 What a test checks is kept apart from how a program is built and launched: every
 test takes the `mpi` fixture and so runs once per MPI library (Open MPI and
@@ -182,6 +182,12 @@ def by_name(table):
     exp.mpi_functions() (an MPI function's calls, time_s, bytes_sent, bytes_recv, ...
     summed over ranks), exp.functions(), exp.functions(inclusive=True), exp.lines()."""
     return {r["name"]: r for r in table.to_dict("records")}
+
+
+def inclusive_pct(exp):
+    """{function: % of the sampled time with it on the stack} (exp.functions(inclusive=True))."""
+    table = exp.functions(inclusive=True)
+    return dict(zip(table["name"].tolist(), table["pct"].tolist()))
 
 
 def callsites(exp, function):
