@@ -215,9 +215,9 @@ def profile(counters=False):
     """Two ranks of 10 s; MPI_Send from one site (1 s on rank 0, 3 s on rank 1, 4 calls
     each, 1 kB per call in bucket 11), MPI_Barrier from another (2 s on rank 1)."""
     sites = [
-        dict(rank=0, fn="MPI_Send", module=0, offset=0x100, count=4, total_ns=S),
-        dict(rank=1, fn="MPI_Send", module=0, offset=0x100, count=4, total_ns=3 * S),
-        dict(rank=1, fn="MPI_Barrier", module=0, offset=0x200, count=1, total_ns=2 * S),
+        dict(rank=0, fn="MPI_Send", object=0, offset=0x100, count=4, total_ns=S),
+        dict(rank=1, fn="MPI_Send", object=0, offset=0x100, count=4, total_ns=3 * S),
+        dict(rank=1, fn="MPI_Barrier", object=0, offset=0x200, count=1, total_ns=2 * S),
     ]
     for s in sites[:2]:
         s["bytes_sent"] = 4 * 1024

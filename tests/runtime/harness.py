@@ -1,6 +1,13 @@
 """Helpers and fixtures of the runtime tests: build small MPI programs with each MPI, run them
 under `perfweave run`, and read the experiment back.
 
+Tests of measurements read the experiment through the Python API (`Run.open()`:
+perfweave.open, docs/python-api.md), its tables and models, with the look-ups below
+(`by_name`, `inclusive_pct`, `callsites`, `place`, `site_objects`, `tree_nodes`,
+`activity_pct`, `activity_per_rank_pct`). `Run.report()` (`perfweave report --json`) is
+for tests whose subject is the report itself, and for what only the report holds (advice,
+the time split, the activity timeline): each such test says why it reads the report.
+
 What a test checks is kept apart from how a program is built and launched: every
 test takes the `mpi` fixture and so runs once per MPI library (Open MPI and
 MPICH). Both are installed by `make test` (scripts/install-deps.sh); a missing
@@ -16,7 +23,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import pytest
+
+import perfweave
 
 PROGRAMS = Path(__file__).parent / "programs"
 BIN = Path(sys.executable).parent
@@ -105,6 +115,10 @@ class Run:
     exp: Path
     proc: subprocess.CompletedProcess
 
+    def open(self):
+        """The experiment through the Python API (perfweave.open): its tables and models."""
+        return perfweave.open(self.exp)
+
     def report(self, *extra):
         res = subprocess.run(
             [PERFWEAVE, "report", "--json", "--top", "1000", *extra, str(self.exp)],
@@ -163,12 +177,68 @@ def bare(command, timeout=180):
     return run_with_stdin_open(list(map(str, command)), timeout=timeout)
 
 
-def functions(report):
-    return {f["name"]: f for f in report["mpi_profile"]["functions"]}
+def by_name(table):
+    """{name: row (a dict)} of a table of the Python API with a `name` column:
+    exp.mpi_functions() (an MPI function's calls, time_s, bytes_sent, bytes_recv, ...
+    summed over ranks), exp.functions(), exp.functions(inclusive=True), exp.lines()."""
+    return {r["name"]: r for r in table.to_dict("records")}
 
 
-def sites(report, function):
-    return [c for c in report["mpi_profile"]["callsites"] if c["function"] == function]
+def inclusive_pct(exp):
+    """{function: % of the sampled time with it on the stack} (exp.functions(inclusive=True))."""
+    table = exp.functions(inclusive=True)
+    return dict(zip(table["name"].tolist(), table["pct"].tolist()))
+
+
+def callsites(exp, function):
+    """The rows (dicts, by time) of exp.mpi_callsites() of one MPI function."""
+    table = exp.mpi_callsites()
+    return table[table["function"] == function].to_dict("records")
+
+
+_WHERE = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*):(?P<line>\d+)\)$")
+
+
+def place(where):
+    """(function, file name, line) of a place as the API's tables name it (`where` of
+    mpi_callsites(), each frame of its `stack`: 'solve (solver.c:120)')."""
+    m = _WHERE.match(where)
+    assert m, f"no source line in {where!r}"
+    return m["function"], m["file"], int(m["line"])
+
+
+def site_objects(exp, function):
+    """The paths of the loaded objects that called one MPI function, from the profile's
+    rows (exp.profile: one row per call site, rank and thread)."""
+    p = exp.profile
+    rows = p.sites[p.sites["fn"] == p.functions.index(function)]
+    return {p.objects[o] for o in rows["object"].tolist()}
+
+
+def tree_nodes(exp):
+    """{path of function names from the root (a tuple): row} of exp.call_tree()."""
+    rows = exp.call_tree().to_dict("records")
+    path = {}
+    for n in rows:
+        up = () if pd.isna(n["parent"]) else path[n["parent"]]
+        path[n["id"]] = up + (n["name"],)
+    return {path[n["id"]]: n for n in rows}
+
+
+def activity_pct(exp):
+    """{activity: % of the sampled wall time}, every activity of the experiment's list:
+    the samples' seconds (exp.samples(), each the wall time it stands for) by activity."""
+    s = exp.samples()
+    by = s.groupby("activity", observed=False)["seconds"].sum()
+    return {str(a): float(100 * v / s["seconds"].sum()) for a, v in by.items()}
+
+
+def activity_per_rank_pct(exp, activity):
+    """{rank: % of that rank's sampled wall time in activity}, from exp.samples()."""
+    s = exp.samples()
+    mine = s["seconds"].where(s["activity"] == activity, 0.0)
+    by = mine.groupby(s["rank"]).sum() / s.groupby("rank")["seconds"].sum()
+    return {int(r): float(100 * v) for r, v in by.items()}
 
 
 def reported(proc, *names):

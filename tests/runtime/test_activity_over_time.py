@@ -1,6 +1,8 @@
 """Activity over time per rank from the samples (report's sampling.timeline) against
 phases.c, whose three phases (compute, MPI_Allreduce loop, MPI_Sendrecv ring) it times
-itself on the samples' clock (CLOCK_MONOTONIC, one node)."""
+itself on the samples' clock (CLOCK_MONOTONIC, one node). The activity timeline's bins
+are the report's alone (its sampling section, and its text lines): read from
+`perfweave report --json`."""
 
 import json
 

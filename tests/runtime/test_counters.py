@@ -1,21 +1,37 @@
 """PAPI counters at MPI call boundaries (perfweave run --counters) against ground
-truth: page faults a program causes between two barriers, at the right call site."""
+truth: page faults a program causes between two barriers, at the right call site. The
+counts are read through the Python API (perfweave.open: mpi_callsites()' EVENT_inside and
+EVENT_before, mpi_ranks()' EVENT); the wall time the counts cover and the rates per
+second are the report's (its counter-rate table), read from `perfweave report --json`."""
 
-import json
 import re
 import subprocess
 import sys
 
 import pytest
 
-from harness import PERFWEAVE, site_lines, sites
+import perfweave
+from harness import PERFWEAVE, callsites, site_lines
 
 PAGES = 20000
+FAULTS, CLOCK = "perf::PAGE-FAULTS", "perf::TASK-CLOCK"
 
 
-def by_line(report, source, marker, function="MPI_Barrier"):
+def by_line(exp, source, marker, function="MPI_Barrier"):
+    """The row of exp.mpi_callsites() of function at the marked line of source."""
     line = site_lines(source)[marker]
-    [site] = [s for s in sites({"mpi_profile": report}, function) if s["location"]["line"] == line]
+    [site] = [s for s in callsites(exp, function) if s["line"] == line]
+    return site
+
+
+def report_site(mpi_profile, source, marker, function="MPI_Barrier"):
+    """The call site of function at the marked line in the report's mpi_profile."""
+    line = site_lines(source)[marker]
+    [site] = [
+        c
+        for c in mpi_profile["callsites"]
+        if c["function"] == function and c["location"]["line"] == line
+    ]
     return site
 
 
@@ -39,20 +55,19 @@ def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex, inter
         or "multiplex" not in r.proc.stderr
         or "counting them without" in r.proc.stderr
     )
-    rep = r.report()["mpi_profile"]
-    assert rep["counters"] == ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
-    touched = by_line(rep, "pagefaults.c", "touched")["counters"]["perf::PAGE-FAULTS"]
-    quiet = by_line(rep, "pagefaults.c", "quiet")["counters"]["perf::PAGE-FAULTS"]
+    exp = r.open()
+    assert exp.profile.counters == [FAULTS, CLOCK]
+    touched = by_line(exp, "pagefaults.c", "touched")
+    quiet = by_line(exp, "pagefaults.c", "quiet")
     # one fault per page on each of the 3 ranks, counted before the second barrier
-    assert 3 * PAGES <= touched["before"] <= 1.1 * 3 * PAGES, touched
-    assert touched["inside"] < 0.05 * 3 * PAGES
-    assert quiet["before"] + quiet["inside"] < 0.05 * 3 * PAGES, quiet
-    for p in rep["per_rank"]:
-        assert PAGES <= p["counters"]["perf::PAGE-FAULTS"] <= 1.1 * PAGES + 500
-        assert p["counters"]["perf::TASK-CLOCK"] > 0
+    assert 3 * PAGES <= touched[f"{FAULTS}_before"] <= 1.1 * 3 * PAGES, touched
+    assert touched[f"{FAULTS}_inside"] < 0.05 * 3 * PAGES
+    assert quiet[f"{FAULTS}_before"] + quiet[f"{FAULTS}_inside"] < 0.05 * 3 * PAGES, quiet
+    for p in exp.mpi_ranks().to_dict("records"):
+        assert PAGES <= p[FAULTS] <= 1.1 * PAGES + 500
+        assert p[CLOCK] > 0
     if interval == "0":  # every call read: each barrier has its own time inside
-        quiet_t = by_line(rep, "pagefaults.c", "quiet")["counters"]["perf::TASK-CLOCK"]
-        assert quiet_t["inside"] > 0
+        assert quiet[f"{CLOCK}_inside"] > 0
     # rates: per second of the wall time the counts cover. The ranks timed the stretch
     # between the barriers themselves (wall and CPU: 3 ranks on 2 cores get ~2/3 of a
     # CPU each, far less beside other work). Reading at every call, the counts cover
@@ -66,19 +81,20 @@ def test_page_faults_at_the_right_call_site(mpi, build, run_pw, multiplex, inter
     }
     assert set(stretch) == {0, 1, 2}, r.proc.stdout
     wall, cpu = (sum(v[i] for v in stretch.values()) for i in (0, 1))
-    site = by_line(rep, "pagefaults.c", "touched")
+    site = report_site(r.report()["mpi_profile"], "pagefaults.c", "touched")
     cover = site["counters_time_s"]
-    tc = site["counters"]["perf::TASK-CLOCK"]
+    rate = {ev: site["counters"][ev]["before_per_s"] for ev in (FAULTS, CLOCK)}
+    cpu_ns = touched[f"{CLOCK}_before"]
     assert cover["inside"] >= 0
     if interval == "0":
         assert cover["before"] == pytest.approx(wall, rel=0.05, abs=0.006), (cover, stretch)
-        assert tc["before"] / 1e9 == pytest.approx(cpu, rel=0.05, abs=0.006), (tc, stretch)
+        assert cpu_ns / 1e9 == pytest.approx(cpu, rel=0.05, abs=0.006), (cpu_ns, stretch)
     else:
         assert cover["before"] >= 0.95 * wall - 0.006, (cover, stretch)
-        assert tc["before"] / 1e9 >= 0.95 * cpu - 0.006, (tc, stretch)
-    assert tc["before_per_s"] <= 1.05e9, (tc, cover)
-    assert tc["before_per_s"] == pytest.approx(tc["before"] / cover["before"])
-    assert touched["before_per_s"] == pytest.approx(touched["before"] / cover["before"])
+        assert cpu_ns / 1e9 >= 0.95 * cpu - 0.006, (cpu_ns, stretch)
+    assert rate[CLOCK] <= 1.05e9, (rate, cover)
+    assert rate[CLOCK] == pytest.approx(cpu_ns / cover["before"])
+    assert rate[FAULTS] == pytest.approx(touched[f"{FAULTS}_before"] / cover["before"])
     text = r.text_report()
     assert "Counters per call site" in text and "perf::PAGE-FAULTS before" in text
     assert "Counter rates per call site" in text and "perf::PAGE-FAULTS/s before" in text
@@ -108,14 +124,15 @@ def test_unknown_event_stops_before_the_run(tmp_path):
 def test_without_counters_the_profile_has_none(mpi, build, run_pw):
     prog = build(mpi, "pagefaults.c")
     r = run_pw(mpi.launch(2) + [prog, 100])
-    rep = r.report()["mpi_profile"]
-    assert rep["counters"] == [] and all("counters" not in c for c in rep["callsites"])
+    exp = r.open()
+    counted = [c for c in exp.mpi_callsites().columns if c.endswith(("_inside", "_before"))]
+    assert exp.profile.counters == [] and counted == []
 
 
 NOT_HERE = "perf::TASK-CLOCK,PAPI_TOT_INS,perf::PAGE-FAULTS"
 
 
-def check_counted_as_measured(stdout, rep):
+def check_counted_as_measured(stdout, exp):
     """cpu_pages.c's own measures (getrusage, pages touched) against the counters of the
     call site after them: TASK-CLOCK and PAGE-FAULTS counted, PAPI_TOT_INS not"""
     mine = {}
@@ -123,15 +140,15 @@ def check_counted_as_measured(stdout, rep):
         _, rank, _, cpu, _, pages = line.split()
         mine[int(rank)] = (int(cpu), int(pages))
     assert sorted(mine) == [0, 1]
-    assert rep["counters"] == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]
-    done = by_line(rep, "cpu_pages.c", "done")["counters"]
+    assert exp.profile.counters == [CLOCK, FAULTS]
+    done = by_line(exp, "cpu_pages.c", "done")
     # the CPU time between the barriers, by the program's getrusage, summed over ranks
     # (~0.8 s): TASK-CLOCK counts the same thread over the same stretch, plus the few
     # instructions from the first barrier's exit to the program's reading
     cpu = sum(c for c, _ in mine.values())
-    assert 0.97 * cpu <= done["perf::TASK-CLOCK"]["before"] <= 1.03 * cpu + 10e6, (done, cpu)
+    assert 0.97 * cpu <= done[f"{CLOCK}_before"] <= 1.03 * cpu + 10e6, (done, cpu)
     pages = sum(p for _, p in mine.values())
-    assert pages <= done["perf::PAGE-FAULTS"]["before"] <= 1.1 * pages + 200, done
+    assert pages <= done[f"{FAULTS}_before"] <= 1.1 * pages + 200, done
 
 
 def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
@@ -146,9 +163,9 @@ def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
     )
     said = [l for l in r.proc.stderr.splitlines() if "PAPI_TOT_INS" in l]
     assert len(said) == 1 and "not counted" in said[0], r.proc.stderr
-    data = r.report()
-    assert [c["event"] for c in data["counters_not_counted"]] == ["PAPI_TOT_INS"]
-    check_counted_as_measured(r.proc.stdout, data["mpi_profile"])
+    exp = r.open()
+    assert [c["event"] for c in exp.meta["counters_not_counted"]] == ["PAPI_TOT_INS"]
+    check_counted_as_measured(r.proc.stdout, exp)
     assert "Counters not counted" in r.text_report() and "PAPI_TOT_INS" in r.text_report()
 
 
@@ -193,11 +210,4 @@ def test_the_runtime_leaves_out_an_event_it_cannot_count(mpi, build, tmp_path):
     # one line for the run (rank 0 speaks), not one per rank
     said = [l for l in res.stderr.splitlines() if "PAPI_TOT_INS" in l]
     assert len(said) == 1 and "cannot be counted here" in said[0], res.stderr
-    rep = subprocess.run(
-        [PERFWEAVE, "report", "--json", "--top", "100", str(exp)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert rep.returncode == 0, rep.stderr
-    check_counted_as_measured(res.stdout, json.loads(rep.stdout)["mpi_profile"])
+    check_counted_as_measured(res.stdout, perfweave.open(exp))

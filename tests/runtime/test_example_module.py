@@ -2,7 +2,10 @@
 module: its wrapper counts and times the program's sched_yield calls, and its dump writes
 example/HOST.PID.json. The program counts its own calls and times its loops around them:
 the file must hold exactly that count, from exactly its threads, and no more time than
-the loops took. Off by default: no file, and the program sees the same results."""
+the loops took. Off by default: no file, and the program sees the same results. The
+module's data is read from its files and through the Python API (perfweave.open(...)
+.example, the model); the report's example section is read from `perfweave report
+--json` and the text: the section is part of the module's template, a subject here."""
 
 import json
 

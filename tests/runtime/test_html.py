@@ -1,7 +1,9 @@
 """perfweave report --html: one self-contained file that renders offline in headless
 Chromium (Debian's chromium) without console errors, with the node timeline's charts
 drawn, the samples' flame graph (widths, click to zoom) and activity over time, and
-with every string from the program escaped."""
+with every string from the program escaped. The page is drawn from the report's data,
+so it is checked against `perfweave report --json` of the same experiment (the call tree,
+the activity timeline): the report is the subject."""
 
 import fcntl
 import html

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from harness import FLAVORS, PROGRAMS, functions
+from harness import FLAVORS, PROGRAMS, by_name
 
 # counts.c on 4 ranks (see its header)
 COUNTS = {
@@ -25,12 +25,11 @@ COUNTS = {
 }
 
 
-def check_counts(rep, mpi):
-    m = rep["mpi_profile"]
-    assert rep["state"] == "complete"
-    assert m["ranks"] == 4 and m["world_size"] == 4
-    assert m["mpi_flavor"] == mpi.name
-    f = functions(rep)
+def check_counts(exp, mpi):
+    assert not exp.profile.partial  # the experiment's state: complete
+    assert len(exp.mpi_ranks()) == 4 and exp.profile.world_size == 4
+    assert exp.profile.module("mpi")["flavor"] == mpi.name
+    f = by_name(exp.mpi_functions())
     assert {n: f[n]["calls"] for n in COUNTS} == COUNTS
     assert f["MPI_Send"]["bytes_sent"] == 5 * 8000
 
@@ -48,7 +47,7 @@ def test_wrapper_script_that_execs(mpi, build, run_pw, tmp_path):
     prog = build(mpi, "counts.c")
     wrap = script(tmp_path, "wrap.sh", 'export PW_TEST_SETUP=1\nhostname >/dev/null\nexec "$@"\n')
     r = run_pw(mpi.launch(4) + [wrap, prog])
-    check_counts(r.report(), mpi)
+    check_counts(r.open(), mpi)
     # the helpers the script ran are processes of the run, not ranks
     assert len(list((r.exp / "procs").glob("*.pwprof"))) >= 4
     assert sorted(p.name for p in (r.exp / "samples").glob("rank-*.json")) == [
@@ -65,7 +64,7 @@ def test_program_started_by_another(mpi, build, run_pw, prefix):
     assert shutil.which(prefix[0]), f"{prefix[0]} is not installed (make test installs it)"
     prog = build(mpi, "counts.c")
     r = run_pw(mpi.launch(4) + prefix + [prog])
-    check_counts(r.report(), mpi)
+    check_counts(r.open(), mpi)
 
 
 def test_mpi4py(run_pw):
@@ -74,15 +73,15 @@ def test_mpi4py(run_pw):
     mpi = FLAVORS["openmpi"]
     python = "/usr/bin/python3"
     r = run_pw(mpi.launch(4) + [python, PROGRAMS / "mpi4py_ring.py"])
-    rep = r.report()
-    m = rep["mpi_profile"]
-    assert rep["state"] == "complete"
-    assert m["ranks"] == 4 and m["mpi_flavor"] == "openmpi"
-    f = functions(rep)
+    exp = r.open()
+    assert not exp.profile.partial  # the experiment's state: complete
+    per_rank = exp.mpi_ranks().to_dict("records")
+    assert len(per_rank) == 4 and exp.profile.module("mpi")["flavor"] == "openmpi"
+    f = by_name(exp.mpi_functions())
     assert f["MPI_Send"]["calls"] == 28 and f["MPI_Recv"]["calls"] == 28
     assert f["MPI_Send"]["bytes_sent"] == 28 * 100 == f["MPI_Recv"]["bytes_recv"]
     assert f["MPI_Barrier"]["calls"] >= 12
-    for p in m["per_rank"]:
+    for p in per_rank:
         assert p["calls"] >= 7 + 7 + 3
 
 
@@ -91,4 +90,5 @@ def test_mpi_none_records_no_call(mpi, build, run_pw):
     r = run_pw(mpi.launch(4) + [prog], options=["--mpi", "none"])
     assert not (r.exp / "profile.pwprof").exists()
     assert len(list((r.exp / "procs").glob("*.pwprof"))) == 4
-    assert functions(r.report()) == {}
+    # no MPI function called: the profile (the processes') has no call site
+    assert len(r.open().profile.sites) == 0

@@ -1,4 +1,6 @@
-"""The MPI call-site profile against programs whose numbers are known by construction."""
+"""The MPI call-site profile against programs whose numbers are known by construction,
+read through the Python API (perfweave.open: its MPI tables and the profile model); the
+text report's sections are test_text_report_sections'."""
 
 import re
 import subprocess
@@ -6,18 +8,18 @@ import subprocess
 import numpy as np
 import pytest
 
-from harness import functions, site_lines, sites
+from harness import by_name, callsites, place, site_lines, site_objects
 
 
 def test_exact_counts_bytes_and_sites(mpi, build, run_pw):
     prog = build(mpi, "counts.c")
     r = run_pw(mpi.launch(4) + [prog])
-    rep = r.report()
-    m = rep["mpi_profile"]
-    assert rep["state"] == "complete"
-    assert m["ranks"] == 4 and m["world_size"] == 4
-    assert m["mpi_flavor"] == mpi.name
-    f = functions(rep)
+    exp = r.open()
+    assert not exp.profile.partial  # the experiment's state: complete
+    per_rank = exp.mpi_ranks().to_dict("records")
+    assert len(per_rank) == 4 and exp.profile.world_size == 4
+    assert exp.profile.module("mpi")["flavor"] == mpi.name
+    f = by_name(exp.mpi_functions())
     assert f["MPI_Send"]["calls"] == 5 and f["MPI_Send"]["bytes_sent"] == 5 * 8000
     assert f["MPI_Recv"]["calls"] == 5 and f["MPI_Recv"]["bytes_recv"] == 5 * 8000
     # Bcast: the root sends 3 x 64 bytes, the 3 others receive 3 x 64 bytes each
@@ -35,7 +37,6 @@ def test_exact_counts_bytes_and_sites(mpi, build, run_pw):
     assert f["MPI_Comm_rank"]["calls"] == 4 and f["MPI_Comm_size"]["calls"] == 4
     assert "MPI_Init" not in f
     # per-rank rows
-    per_rank = m["per_rank"]
     assert [p["rank"] for p in per_rank] == [0, 1, 2, 3]
     calls = {p["rank"]: p["calls"] for p in per_rank}
     # Comm_rank, Comm_size, 3 Bcast, 2 Allreduce, 4 Barrier, Gather, Alltoall = 13
@@ -55,16 +56,15 @@ def test_exact_counts_bytes_and_sites(mpi, build, run_pw):
         ("MPI_Gather", "gather", 4),
         ("MPI_Alltoall", "alltoall", 4),
     ):
-        s = sites(rep, fn)
+        s = callsites(exp, fn)
         assert len(s) == 1, (fn, s)
-        loc = s[0]["location"]
-        assert loc["file"].endswith("counts.c") and loc["line"] == lines[mark], (fn, loc)
-        assert loc["function"] == "main"
+        assert s[0]["file"].endswith("counts.c") and s[0]["line"] == lines[mark], (fn, s)
+        assert place(s[0]["where"])[0] == "main"
         assert s[0]["ranks"] == nranks
-        assert str(prog) == loc["module"]
+        assert site_objects(exp, fn) == {str(prog)}
 
     # message-size histograms: 8000-byte sends are in bucket 13 (4096..8191)
-    sizes = {(s["function"], s["bucket"]): s for s in m["message_sizes"]}
+    sizes = {(s["function"], s["bucket"]): s for s in exp.message_sizes().to_dict("records")}
     assert sizes[("MPI_Send", 13)]["calls"] == 5
     assert sizes[("MPI_Send", 13)]["min_bytes"] == 4096
     assert sizes[("MPI_Bcast", 7)]["calls"] == 12  # 64 bytes
@@ -105,7 +105,7 @@ def test_late_barrier(mpi, build, run_pw):
     times lie inside those brackets: 5 % or 2 ms a rank for the instructions between."""
     prog = build(mpi, "barrier_late.c")
     run = run_pw(mpi.launch(4) + [prog])
-    rep = run.report()
+    exp = run.open()
     t = {
         int(m[0]): [float(x) for x in m[1:]]
         for m in re.findall(r"^barrier (\d) (\S+) (\S+) (\S+) (\S+)$", run.proc.stdout, re.M)
@@ -114,10 +114,12 @@ def test_late_barrier(mpi, build, run_pw):
     first_in = {k: v[1] - v[0] for k, v in t.items()}
     late_in = {k: v[3] - v[2] for k, v in t.items()}
     lines = site_lines("barrier_late.c")
-    late = [s for s in sites(rep, "MPI_Barrier") if s["location"]["line"] == lines["late"]]
+    late = [s for s in callsites(exp, "MPI_Barrier") if s["line"] == lines["late"]]
     assert len(late) == 1
     late = late[0]
-    per_rank = {int(k): v for k, v in late["per_rank_time_s"].items()}
+    by_rank = exp.mpi_callsites(per_rank=True)
+    mine = by_rank[by_rank["id"] == late["id"]]
+    per_rank = dict(zip(mine["rank"].tolist(), mine["time_s"].tolist()))
     for rank in range(4):
         assert per_rank[rank] == pytest.approx(late_in[rank], rel=0.05, abs=0.002), (
             rank,
@@ -134,7 +136,7 @@ def test_late_barrier(mpi, build, run_pw):
     assert late["cov"] == pytest.approx(times.std() / times.mean(), rel=1e-6), (late, times)
     planned = np.array([late_in[k] for k in range(4)])
     assert 0.45 < planned.std() / planned.mean() < 0.65, planned
-    first = [s for s in sites(rep, "MPI_Barrier") if s["location"]["line"] == lines["first"]]
+    first = [s for s in callsites(exp, "MPI_Barrier") if s["line"] == lines["first"]]
     assert first[0]["time_s"] == pytest.approx(sum(first_in.values()), rel=0.05, abs=0.008)
     assert late["max_s"] == pytest.approx(max(late_in.values()), rel=0.05, abs=0.002)
 
@@ -143,26 +145,26 @@ def test_any_source_receives(mpi, build, run_pw):
     prog = build(mpi, "anysource.c")
     r = run_pw(mpi.launch(4) + [prog])
     assert "anysource: 3 of 3 matched" in r.proc.stdout
-    f = functions(r.report())
+    f = by_name(r.open().mpi_functions())
     assert f["MPI_Recv"]["calls"] == 3 and f["MPI_Recv"]["bytes_recv"] == 3 * 256
     assert f["MPI_Send"]["calls"] == 3 and f["MPI_Send"]["bytes_sent"] == 3 * 256
 
 
 def test_isend_irecv_waitall(mpi, build, run_pw):
     prog = build(mpi, "nonblocking.c")
-    rep = run_pw(mpi.launch(4) + [prog]).report()
-    f = functions(rep)
+    exp = run_pw(mpi.launch(4) + [prog]).open()
+    f = by_name(exp.mpi_functions())
     assert f["MPI_Isend"]["calls"] == 40 and f["MPI_Isend"]["bytes_sent"] == 40 * 400
     assert f["MPI_Irecv"]["calls"] == 40 and f["MPI_Irecv"]["bytes_recv"] == 40 * 400
     assert f["MPI_Waitall"]["calls"] == 40
     assert f["MPI_Waitall"]["family"] == "sync"
     lines = site_lines("nonblocking.c")
-    assert sites(rep, "MPI_Waitall")[0]["location"]["line"] == lines["waitall"]
+    assert callsites(exp, "MPI_Waitall")[0]["line"] == lines["waitall"]
 
 
 def test_comm_split(mpi, build, run_pw):
     prog = build(mpi, "commsplit.c")
-    f = functions(run_pw(mpi.launch(4) + [prog]).report())
+    f = by_name(run_pw(mpi.launch(4) + [prog]).open().mpi_functions())
     assert f["MPI_Comm_split"]["calls"] == 4
     assert f["MPI_Comm_free"]["calls"] == 4
     assert f["MPI_Allreduce"]["calls"] == 4
@@ -171,8 +173,7 @@ def test_comm_split(mpi, build, run_pw):
 
 def test_persistent_requests(mpi, build, run_pw):
     prog = build(mpi, "persistent.c")
-    rep = run_pw(mpi.launch(3) + [prog]).report()
-    f = functions(rep)
+    f = by_name(run_pw(mpi.launch(3) + [prog]).open().mpi_functions())
     assert f["MPI_Send_init"]["calls"] == 3 and f["MPI_Recv_init"]["calls"] == 3
     # bytes move at each start, not at init
     assert f["MPI_Send_init"]["bytes_sent"] == 0
@@ -187,9 +188,9 @@ def test_persistent_requests(mpi, build, run_pw):
 @pytest.mark.parametrize("source", ["fortran_mpif.f90", "fortran_usempi.f90", "fortran_f08.f90"])
 def test_fortran(mpi, build, run_pw, source):
     prog = build(mpi, source)
-    rep = run_pw(mpi.launch(2) + [prog]).report()
-    assert rep["state"] == "complete" and rep["mpi_profile"]["ranks"] == 2
-    f = functions(rep)
+    exp = run_pw(mpi.launch(2) + [prog]).open()
+    assert not exp.profile.partial and len(exp.mpi_ranks()) == 2  # complete, 2 ranks
+    f = by_name(exp.mpi_functions())
     assert f["MPI_Send"]["calls"] == 3 and f["MPI_Send"]["bytes_sent"] == 3 * 200
     assert f["MPI_Recv"]["calls"] == 3 and f["MPI_Recv"]["bytes_recv"] == 3 * 200
     assert f["MPI_Allreduce"]["calls"] == 4 and f["MPI_Allreduce"]["bytes_sent"] == 4 * 32
@@ -202,10 +203,10 @@ def test_fortran(mpi, build, run_pw, source):
         ("MPI_Allreduce", "allreduce"),
         ("MPI_Barrier", "barrier"),
     ):
-        s = sites(rep, fn)
+        s = callsites(exp, fn)
         assert len(s) == 1, (fn, s)
-        assert s[0]["location"]["file"].endswith(source), s[0]["location"]
-        assert s[0]["location"]["line"] == lines[mark], (fn, s[0]["location"])
+        assert s[0]["file"].endswith(source), s[0]
+        assert s[0]["line"] == lines[mark], (fn, s[0])
 
 
 def test_text_report_sections(mpi, build, run_pw):
@@ -225,15 +226,15 @@ def test_text_report_sections(mpi, build, run_pw):
 
 def test_threads_calling_mpi(mpi, build, run_pw):
     prog = build(mpi, "threads.c", extra=("-pthread",))
-    rep = run_pw(mpi.launch(2) + [prog]).report()
-    f = functions(rep)
+    exp = run_pw(mpi.launch(2) + [prog]).open()
+    f = by_name(exp.mpi_functions())
     assert f["MPI_Comm_rank"]["calls"] == 2 * 2 * 50
     assert f["MPI_Allreduce"]["calls"] == 2 * 2 * 10
     assert f["MPI_Allreduce"]["bytes_sent"] == 2 * 2 * 10 * 8
     lines = site_lines("threads.c")
-    s = sites(rep, "MPI_Allreduce")
-    assert len(s) == 1 and s[0]["location"]["line"] == lines["allreduce"]
-    for p in rep["mpi_profile"]["per_rank"]:
+    s = callsites(exp, "MPI_Allreduce")
+    assert len(s) == 1 and s[0]["line"] == lines["allreduce"]
+    for p in exp.mpi_ranks().to_dict("records"):
         assert p["threads"] == 2  # one call-site table per thread
         assert p["calls"] == 2 * 60 + 4  # + Comm_dup x2, Comm_free x2
 
@@ -242,8 +243,8 @@ def test_clock_offsets_on_one_host(mpi, build, run_pw):
     """All ranks share one clock here: the measured offsets must be ~0, within the
     error bound each measurement reports (half its best round trip) plus 50 us."""
     prog = build(mpi, "counts.c")
-    rep = run_pw(mpi.launch(4) + [prog]).report()
-    for p in rep["mpi_profile"]["per_rank"]:
+    exp = run_pw(mpi.launch(4) + [prog]).open()
+    for p in exp.mpi_ranks().to_dict("records"):
         bound = p["clock_offset_error_s"] + 50e-6
         assert abs(p["clock_offset_init_s"]) <= bound, p
         assert abs(p["clock_offset_fini_s"]) <= bound, p
@@ -253,13 +254,11 @@ def test_clock_offsets_on_one_host(mpi, build, run_pw):
 
 def test_cxx_call_site_is_demangled(mpi, build, run_pw):
     prog = build(mpi, "cxx_solver.cpp")
-    rep = run_pw(mpi.launch(2) + [prog]).report()
-    s = sites(rep, "MPI_Allreduce")
+    s = callsites(run_pw(mpi.launch(2) + [prog]).open(), "MPI_Allreduce")
     assert len(s) == 1 and s[0]["calls"] == 14
-    loc = s[0]["location"]
-    assert loc["function"] == "physics::Solver::step(int)"
-    assert loc["file"].endswith("cxx_solver.cpp")
-    assert loc["line"] == site_lines("cxx_solver.cpp")["allreduce"]
+    assert place(s[0]["where"])[0] == "physics::Solver::step(int)"
+    assert s[0]["file"].endswith("cxx_solver.cpp")
+    assert s[0]["line"] == site_lines("cxx_solver.cpp")["allreduce"]
 
 
 def test_mpi_loaded_with_rtld_local(mpi, build_dir, run_pw):
@@ -285,17 +284,17 @@ def test_mpi_loaded_with_rtld_local(mpi, build_dir, run_pw):
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
     r = run_pw(mpi.launch(2) + [main, lib], options=["--mpi", mpi.name])
-    rep = r.report()
-    f = functions(rep)
+    exp = r.open()
+    f = by_name(exp.mpi_functions())
     assert f["MPI_Allreduce"]["calls"] == 8 and f["MPI_Allreduce"]["bytes_sent"] == 8 * 16
-    s = sites(rep, "MPI_Allreduce")
-    assert s[0]["location"]["line"] == site_lines("rtld_local_lib.c")["allreduce"]
-    assert s[0]["location"]["module"] == str(lib)
+    s = callsites(exp, "MPI_Allreduce")
+    assert s[0]["line"] == site_lines("rtld_local_lib.c")["allreduce"]
+    assert site_objects(exp, "MPI_Allreduce") == {str(lib)}
 
 
 def test_bytes_of_v_w_nonblocking_collectives_rma_and_io(mpi, build, run_pw):
     prog = build(mpi, "coverage.c")
-    f = functions(run_pw(mpi.launch(4) + [prog]).report())
+    f = by_name(run_pw(mpi.launch(4) + [prog]).open().mpi_functions())
 
     def sent_recv(name):
         return f[name]["bytes_sent"], f[name]["bytes_recv"]

@@ -1,7 +1,9 @@
 """Runs whose ranks recorded nothing, or only some of them, are said so at once: perfweave
 run's last line gives the count and the likely causes, experiment.json keeps them
 (state, reason, ranks), the program's exit status is kept, and report, analyze, export
-and the Python API repeat the recorded reason instead of guessing."""
+and the Python API repeat the recorded reason instead of guessing. What the report says
+(its state and notes, its lines) is read from the report: that is the subject; what a run
+recorded is read through the Python API (perfweave.open)."""
 
 import json
 import os
@@ -142,7 +144,7 @@ def test_program_without_mpi_is_data(mpi, build, run_pw):
         )
         meta = meta_of(r)
         assert meta["state"] == "finished" and "reason" not in meta and "ranks" not in meta
-        assert r.report()["mpi_profile"]["ranks"] == processes
+        assert len(r.open().profile.ranks) == processes  # a row per process
 
 
 def test_rank_without_preload(mpi, build, tmp_path):

@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 
-from harness import PERFWEAVE, functions
+from harness import PERFWEAVE, by_name
 from perfweave.readers import trace as rt
 from perfweave.readers.dtypes import EVENT_TYPES as T
 
@@ -122,7 +122,7 @@ def test_every_rma_operation_traced(mpi, build, run_pw):
             [(target, True)] * 4 + [(rank, False)] * 4
         )
 
-    prof = functions(r.report())
+    prof = by_name(r.open().mpi_functions())
     for f, n in expect.items():  # every rank made n calls: n x ranks, on all ranks
         assert (prof[f]["calls"], prof[f]["ranks"]) == (n * nranks, nranks), f
     for f, (s, rv) in BYTES.items():
@@ -157,7 +157,7 @@ def test_fortran_atomics_traced(mpi, build, run_pw):
                 0,
                 0,
             )
-    prof = functions(r.report())
+    prof = by_name(r.open().mpi_functions())
     assert (prof["MPI_Fetch_and_op"]["calls"], prof["MPI_Fetch_and_op"]["ranks"]) == (
         5 * nranks,
         nranks,

@@ -1,11 +1,13 @@
 """Runs that do not end well still leave a readable experiment, marked partial, and
-perfweave never changes the program's output, exit status or signal handling."""
+perfweave never changes the program's output, exit status or signal handling. The
+experiment is read through the Python API (perfweave.open); the experiment's state is
+its profile's (`partial`), its notes the profile's notes."""
 
 import os
 
 import pytest
 
-from harness import bare, functions, site_lines, sites
+from harness import bare, by_name, callsites, place, site_lines
 from perfweave.readers.profile import read_profile
 
 STATE = {"complete": 0, "no-finalize": 1, "abort": 2, "signal": 3}
@@ -32,10 +34,10 @@ def test_mpi_abort(mpi, build, run_pw):
     assert pf.header["partial"] is True
     assert int(pf.arrays["ranks"]["state"][0]) == STATE["abort"]
     assert calls_of(pf, "MPI_Barrier") == 2
-    rep = r.report()
-    assert rep["state"] == "partial"
-    assert any("partial" in n for n in rep["notes"])
-    f = functions(rep)
+    exp = r.open()
+    assert exp.profile.partial
+    assert any("partial" in n for n in exp.profile.notes)
+    f = by_name(exp.mpi_functions())
     assert f["MPI_Barrier"]["calls"] >= 2
 
 
@@ -65,11 +67,12 @@ def test_return_without_finalize(mpi, build, run_pw):
         pf = rank_file(r, rank)
         assert int(pf.arrays["ranks"]["state"][0]) == STATE["no-finalize"]
         assert calls_of(pf, "MPI_Allreduce") == 3
-    rep = r.report()
-    assert rep["state"] == "partial" and rep["mpi_profile"]["ranks"] == len(saved)
-    assert functions(rep)["MPI_Allreduce"]["calls"] == 3 * len(saved)
+    exp = r.open()
+    assert exp.profile.partial and len(exp.mpi_ranks()) == len(saved)
+    assert by_name(exp.mpi_functions())["MPI_Allreduce"]["calls"] == 3 * len(saved)
     if len(saved) < 2:
-        assert any("no data from 1 of 2 ranks" in n for n in rep["notes"]), rep["notes"]
+        notes = exp.profile.notes
+        assert any("no data from 1 of 2 ranks" in n for n in notes), notes
 
 
 @pytest.mark.parametrize("sig", ["TERM", "INT"])
@@ -90,9 +93,9 @@ def test_rank_killed_by_signal(mpi, build, run_pw, sig):
     pf = rank_file(r, 1)
     assert int(pf.arrays["ranks"]["state"][0]) == STATE["signal"]
     assert calls_of(pf, "MPI_Barrier") == 4
-    rep = r.report()
-    assert rep["state"] == "partial"
-    assert functions(rep)["MPI_Barrier"]["calls"] >= 4
+    exp = r.open()
+    assert exp.profile.partial
+    assert by_name(exp.mpi_functions())["MPI_Barrier"]["calls"] >= 4
 
 
 def test_program_keeps_its_own_signal_handler(mpi, build, run_pw):
@@ -103,7 +106,7 @@ def test_program_keeps_its_own_signal_handler(mpi, build, run_pw):
         "rank 0 handled signal 15",
         "rank 1 handled signal 15",
     ]
-    assert r.report()["state"] == "complete"
+    assert not r.open().profile.partial  # the experiment's state: complete
 
 
 def test_program_without_mpi(build, run_pw):
@@ -111,11 +114,11 @@ def test_program_without_mpi(build, run_pw):
     r = run_pw([prog, "3"], check=False)
     assert r.proc.returncode == 3
     assert r.proc.stdout == "serial says hello\n"
-    rep = r.report()
-    assert rep["mpi_profile"]["mpi"] is False
-    assert rep["exit_status"] == {"code": 3}
-    assert rep["mpi_profile"]["ranks"] == 1
-    assert rep["mpi_profile"]["app_time_s"]["max"] > 0
+    exp = r.open()
+    assert exp.profile.mpi is False
+    assert exp.meta["exit_status"] == {"code": 3}
+    assert len(exp.profile.ranks) == 1  # the process's row
+    assert exp.profile.ranks["app_ns"].max() > 0
     assert "not used" in r.text_report()
 
 
@@ -130,31 +133,31 @@ def test_program_without_mpi_under_launcher(mpi, build, run_pw):
 def test_callsite_depth_and_pcontrol(mpi, build, run_pw):
     prog = build(mpi, "callers.c")
     lines = site_lines("callers.c")
-    one = run_pw(mpi.launch(2) + [prog]).report()
-    s = sites(one, "MPI_Allreduce")
+    one = run_pw(mpi.launch(2) + [prog]).open()
+    s = callsites(one, "MPI_Allreduce")
     assert len(s) == 1 and s[0]["calls"] == 16
-    assert s[0]["location"]["function"] == "exchange"
-    assert s[0]["location"]["line"] == lines["allreduce"]
+    assert place(s[0]["where"])[0] == "exchange"
+    assert s[0]["line"] == lines["allreduce"]
     # Pcontrol(0) hid 10 of the 50 barriers on each rank
-    assert functions(one)["MPI_Barrier"]["calls"] == 2 * 40
-    assert len(sites(one, "MPI_Barrier")) == 40
+    assert by_name(one.mpi_functions())["MPI_Barrier"]["calls"] == 2 * 40
+    assert len(callsites(one, "MPI_Barrier")) == 40
 
-    two = run_pw(mpi.launch(2) + [prog], options=["--callsite-depth", "2"]).report()
-    s = sorted(sites(two, "MPI_Allreduce"), key=lambda c: c["calls"])
+    two = run_pw(mpi.launch(2) + [prog], options=["--callsite-depth", "2"]).open()
+    s = sorted(callsites(two, "MPI_Allreduce"), key=lambda c: c["calls"])
     assert [c["calls"] for c in s] == [6, 10]
-    assert [c["stack"][0]["line"] for c in s] == [lines["from_a"], lines["from_b"]]
-    assert [c["stack"][0]["function"] for c in s] == ["phase_a", "phase_b"]
+    callers = [place(c["stack"].split(" <- ")[0]) for c in s]  # the first deeper frame
+    assert [line for _, _, line in callers] == [lines["from_a"], lines["from_b"]]
+    assert [fn for fn, _, _ in callers] == ["phase_a", "phase_b"]
 
 
 def test_callsite_bound_is_recorded(mpi, build, run_pw):
     prog = build(mpi, "callers.c")
     r = run_pw(mpi.launch(2) + [prog], options=["--max-callsites", "16"])
-    rep = r.report()
-    m = rep["mpi_profile"]
-    assert functions(rep)["MPI_Barrier"]["calls"] == 2 * 40  # nothing lost...
-    assert m["sites_dropped"] > 0  # ...but folded, and said
-    assert any("--max-callsites" in n for n in rep["notes"])
-    assert any("overflow" in c["where"] for c in m["callsites"])
+    exp = r.open()
+    assert by_name(exp.mpi_functions())["MPI_Barrier"]["calls"] == 2 * 40  # nothing lost...
+    assert exp.profile.ranks["sites_dropped"].sum() > 0  # ...but folded, and said
+    assert any("--max-callsites" in n for n in exp.profile.notes)
+    assert any("overflow" in w for w in exp.mpi_callsites()["where"])
     pf = read_profile(r.exp / "profile.pwprof")
     assert (pf.arrays["ranks"]["table_capacity"] == 16).all()
 

@@ -8,7 +8,7 @@ pthread_cond_timedwait, which no handler ends, are checked as well."""
 
 import pytest
 
-from harness import bare
+from harness import activity_pct, bare, inclusive_pct
 from perfweave.readers.samples import read_samples
 
 FAST = ["--sample", "--sample-interval-ms", "1"]
@@ -147,13 +147,13 @@ def test_time_blocked_is_sampled_as_wait(build, run_pw):
     share = (main["state"] == states.index("wait")).mean()
     # 0.9 s blocked in poll of ~0.9 s sampled (start-up and output are a few ms)
     assert share > 0.85, share
-    sm = r.report()["sampling"]
-    assert sm["activity_pct"]["wait"] > 60  # the writer thread sleeps (state sleep)
+    assert activity_pct(r.open())["wait"] > 60  # the writer thread sleeps (state sleep)
 
 
 def test_threads_beyond_the_table_are_counted_as_dropped(build, run_pw):
     """300 threads one after the other + main: 301 ask for the 256 slots, 45 are not
-    sampled; the samples' JSON and the report say so."""
+    sampled; the samples' JSON and the report say so (the run's dropped samples are a
+    figure of the report's sampling section alone)."""
     prog = build(None, "many_threads.c", ("-pthread",))
     r = run_pw([prog, 300], FAST)
     assert r.proc.stdout == "300 threads\n"
@@ -173,7 +173,7 @@ def test_libunwind_walks_code_without_frame_pointers(build, run_pw):
     r = run_pw([prog, 1], ["--sample-interval-ms", "2"])
     [p] = read_samples(r.exp)
     assert p.meta["unwinder"] == "libunwind"
-    inc = {f["name"]: f["pct"] for f in r.report()["sampling"]["inclusive"]}
+    inc = inclusive_pct(r.open())
     # ~1 s of ~1.0x s sampled is in hot; each caller holds it on its stack
     for fn in ("hot", "inner", "middle", "outer", "main"):
         assert inc.get(fn, 0) > 85, (fn, inc)
@@ -183,7 +183,7 @@ def test_libunwind_walks_code_without_frame_pointers(build, run_pw):
     fp = run_pw([prog, 1], ["--sample-interval-ms", "2", "--no-sample-libunwind"])
     [q] = read_samples(fp.exp)
     assert q.meta["unwinder"] == "frame pointers"
-    inc = {f["name"]: f["pct"] for f in fp.report()["sampling"]["inclusive"]}
+    inc = inclusive_pct(fp.open())
     assert inc.get("hot", 0) > 85 and inc.get("middle", 0) < 50, inc
 
 

@@ -1,20 +1,34 @@
 """Call-stack sampling (perfweave run --sample) against ground truth: the split of wall
 time between two functions (70 % / 30 % on an idle core; what the program measures of
 itself on a busy one), the imbalanced rank at the right function and line, bounded
-memory whatever the run length, and a program's own SIGPROF left alone."""
+memory whatever the run length, and a program's own SIGPROF left alone. The samples'
+analysis is read through the Python API (perfweave.open: samples(), functions(),
+call_tree(), lines()), the files' own counts through the samples' reader."""
 
 import json
 
 import pytest
 
-from harness import bare, reported, reported_by_rank, sampled_life, share_bound, site_lines
+from harness import (
+    activity_pct,
+    bare,
+    by_name,
+    reported,
+    reported_by_rank,
+    sampled_life,
+    share_bound,
+    site_lines,
+    tree_nodes,
+)
 from perfweave.readers.samples import read_samples
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
 
 
-def by_name(rows):
-    return {r["name"]: r for r in rows}
+def counter_columns(samples):
+    """The events of a run with --counters: exp.samples()' columns after `seconds`."""
+    cols = list(samples.columns)
+    return cols[cols.index("seconds") + 1 :]
 
 
 def test_seventy_thirty(build, run_pw):
@@ -23,13 +37,13 @@ def test_seventy_thirty(build, run_pw):
     heavy_s, light_s, cpu_s = reported(r.proc, "heavy", "light", "cpu")
     truth = {"heavy": 100 * heavy_s / (heavy_s + light_s)}
     truth["light"] = 100 - truth["heavy"]
-    sm = r.report()["sampling"]
+    exp = r.open()
     # a sample every 1-3 ms (2 on average) while the program runs, and one when it
     # runs again after losing its core: at least one per 2 ms of its CPU time, less
     # the handler's own (30 % margin)
-    taken = sm["samples"]
+    taken = len(exp.samples())
     assert taken >= 0.7 * cpu_s / 0.002, (taken, cpu_s)
-    inc = by_name(sm["inclusive"])
+    inc = by_name(exp.functions(inclusive=True))
     # shares of wall time against the program's own measure; 70/30 on an idle core, up
     # to 90/10 seen at load 12 on 2 cores (a call that loses its core lasts until the
     # process runs again); a sample's weight is the time since the previous one, so a
@@ -38,20 +52,16 @@ def test_seventy_thirty(build, run_pw):
         assert abs(inc[fn]["pct"] - truth[fn]) <= share_bound(truth[fn], taken), (inc[fn], truth)
     assert inc["main"]["pct"] > 98
     # self time: spin ~93 %, the rest in now()'s own code and main (measured at load 11)
-    assert by_name(sm["functions"])["spin"]["pct"] > 93 - share_bound(93, taken)
-    assert sm["activity_pct"]["compute"] > 99
+    assert by_name(exp.functions())["spin"]["pct"] > 93 - share_bound(93, taken)
+    assert activity_pct(exp)["compute"] > 99
     # the call tree: main -> heavy -> spin and main -> light -> spin, time at the leaves
-    tree = sm["call_tree"]
-    path = {}
-    for n in tree:
-        path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
-    node = {path[n["id"]]: n for n in tree}
+    node = tree_nodes(exp)
     assert node[("main",)]["inclusive_pct"] > 98 and node[("main",)]["exclusive_pct"] < 2
     for fn, share in truth.items():
         assert abs(node[("main", fn)]["inclusive_pct"] - share) <= share_bound(share, taken)
         # libunwind: now() too
         assert node[("main", fn, "spin")]["inclusive_pct"] > share - share_bound(share, taken) - 1
-    assert [n["depth"] for n in tree[:3]] == [0, 1, 2]  # depth first
+    assert exp.call_tree()["depth"].tolist()[:3] == [0, 1, 2]  # depth first
     text = r.text_report()
     assert "call tree" in text
     assert "Where the time goes" in text and "burn7030.c:" in text
@@ -60,10 +70,11 @@ def test_seventy_thirty(build, run_pw):
 def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
     prog = build(mpi, "imbalance.c")
     r = run_pw(mpi.launch(3) + [prog], SAMPLE)
-    rep = r.report()
-    sm = rep["sampling"]
-    assert sm["processes"] == 3 and sorted(sm["ranks"]) == [0, 1, 2]
-    work = by_name(sm["inclusive"])["work"]  # work() and its clock reads
+    exp = r.open()
+    samples = exp.samples()
+    process_rank = samples.groupby("process")["rank"].first()
+    assert len(process_rank) == 3 and sorted(process_rank) == [0, 1, 2]
+    work = by_name(exp.functions(inclusive=True))["work"]  # work() and its clock reads
     # rank 1 works 1.6 s, ranks 0 and 2 0.8 s, of each process's ~2 s sampled life
     # (MPI start-up included; longer on a busy machine): shares ~80 / 40 / 40 % on an
     # idle one; the truth is each rank's own measure of its time in work() over the
@@ -74,32 +85,25 @@ def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
         life, taken[rank] = sampled_life(r.exp, rank)
         truth[rank] = 100 * work_s[rank] / life
     assert work["worst_rank"] == 1
-    assert abs(work["per_rank_pct"]["max"] - truth[1]) <= share_bound(truth[1], taken[1]), (
-        work,
-        truth,
-    )
+    assert abs(work["rank_max_pct"] - truth[1]) <= share_bound(truth[1], taken[1]), (work, truth)
     low = min((0, 2), key=truth.get)
-    assert abs(work["per_rank_pct"]["min"] - truth[low]) <= share_bound(truth[low], taken[low]), (
+    assert abs(work["rank_min_pct"] - truth[low]) <= share_bound(truth[low], taken[low]), (
         work,
         truth,
     )
     # rank 1 works twice as long as the others, whatever the load: (2 - 4/3) / 2 = 1/3
     assert 0.15 < work["imbalance"] < 0.5
     line = site_lines("imbalance.c")["work"]
-    assert any(f"imbalance.c:{line}" in ln["name"] for ln in sm["lines"][:3])
-    [wnode] = [n for n in sm["call_tree"] if n["name"] == "work"]
-    assert wnode["worst_rank"] == 1 and wnode["per_rank_pct"]["max"] == pytest.approx(
-        work["per_rank_pct"]["max"]
-    )
+    assert any(f"imbalance.c:{line}" in name for name in exp.lines()["name"].tolist()[:3])
+    [wnode] = [n for n in tree_nodes(exp).values() if n["name"] == "work"]
+    assert wnode["worst_rank"] == 1 and wnode["rank_max_pct"] == pytest.approx(work["rank_max_pct"])
     # the others wait in MPI_Barrier (a collective) while rank 1 works (2 x 0.8 s of
     # ~3 x 2 s on an idle machine): against the MPI profile's barrier time (mpi_s: the
     # calls, MPI_Init and MPI_Finalize excluded) over the ranks' sampled lives
-    mpi_s = sum(p["mpi_s"] for p in rep["mpi_profile"]["per_rank"])
+    mpi_s = exp.mpi_ranks()["mpi_s"].sum()
     expected = 100 * mpi_s / sum(sampled_life(r.exp, rank)[0] for rank in (0, 1, 2))
-    assert abs(sm["activity_pct"]["mpi_coll"] - expected) <= share_bound(expected, sm["samples"]), (
-        sm["activity_pct"],
-        expected,
-    )
+    act = activity_pct(exp)
+    assert abs(act["mpi_coll"] - expected) <= share_bound(expected, len(samples)), (act, expected)
 
 
 def test_memory_is_bounded_whatever_the_run_length(build, run_pw):
@@ -159,8 +163,7 @@ def test_threads_the_program_creates_fork_and_exec(build, run_pw):
     assert len(threads) == 3 and {t["tid"] for t in threads} == set(cpu), r.proc.stderr
     for t in threads:
         assert t["kept"] >= 0.7 * cpu[t["tid"]] / 0.002, (t, cpu)
-    sm = r.report()["sampling"]
-    inc = by_name(sm["inclusive"])
+    inc = by_name(r.open().functions(inclusive=True))
     # three threads burning 1 s of the clock each: the two workers twice main_work's
     # time (the main thread also waits for the child and /bin/true after it: ~0.2 s more
     # of its own); ~500 samples each, binomial sd of the ratio ~0.1; bounds +-25 %
@@ -177,8 +180,7 @@ def test_sleeps_last_their_time_and_are_sampled_as_sleep(build, run_pw):
     # would end at the first sample, 1-3 ms in
     assert 1.0 <= float(a) < 1.15 and left == "0" and rc == "0"
     assert 0.3 <= float(b) < 0.36 and 0.2 <= float(c) < 0.25
-    sm = r.report()["sampling"]
-    assert sm["activity_pct"]["sleep"] > 95
+    assert activity_pct(r.open())["sleep"] > 95
 
 
 def test_a_thread_that_blocks_signals(build, run_pw):
@@ -186,22 +188,23 @@ def test_a_thread_that_blocks_signals(build, run_pw):
     prog = build(None, "blocked_signals.c", ("-pthread",))
     r = run_pw([prog], SAMPLE)
     assert r.proc.returncode == 0 and r.proc.stdout == "done\n"
-    inc = by_name(r.report()["sampling"]["inclusive"])
+    inc = by_name(r.open().functions(inclusive=True))
     assert inc["open_work"]["pct"] > 90 and "blocked_work" not in inc
 
 
 def test_counters_read_at_each_sample_go_to_the_sampled_function(build, run_pw):
     prog = build(None, "touch_pages.c")
     r = run_pw([prog], SAMPLE + ["--counters", "perf::PAGE-FAULTS,perf::TASK-CLOCK"])
-    sm = r.report()["sampling"]
-    assert sm["counters"] == ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
-    faults = sm["counters_total"]["perf::PAGE-FAULTS"]
+    exp = r.open()
+    samples = exp.samples()
+    assert counter_columns(samples) == ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
+    faults = samples["perf::PAGE-FAULTS"].sum()  # over all samples
     assert faults > 50000  # ~100k+ pages touched in 1 s
-    inc = by_name(sm["inclusive"])
+    inc = by_name(exp.functions(inclusive=True))
     # the faults happen in touch_pages; samples landing in libc's mmap/munmap (no frame
     # pointer) lose touch_pages' frame, hence 75 % and not 100 %
-    assert inc["touch_pages"]["counters"]["perf::PAGE-FAULTS"] > 0.75 * faults
-    assert inc["compute"]["counters"]["perf::PAGE-FAULTS"] < 0.02 * faults
+    assert inc["touch_pages"]["perf::PAGE-FAULTS"] > 0.75 * faults
+    assert inc["compute"]["perf::PAGE-FAULTS"] < 0.02 * faults
     # CPU time: 1 s each, within 15 points of half
-    cpu = sm["counters_total"]["perf::TASK-CLOCK"]
-    assert abs(inc["compute"]["counters"]["perf::TASK-CLOCK"] / cpu - 0.5) < 0.15
+    cpu = samples["perf::TASK-CLOCK"].sum()
+    assert abs(inc["compute"]["perf::TASK-CLOCK"] / cpu - 0.5) < 0.15

@@ -2,9 +2,15 @@
 programs that spend a known share of their time in write()+fsync(), in malloc/free
 (and the mmap/munmap behind them), or blocked on a contended mutex; each activity is
 found at its share, and the others near zero. And the advice from samples
-(analysis/advice.py) on these programs and on the imbalanced MPI program."""
+(analysis/advice.py) on these programs and on the imbalanced MPI program.
 
-from harness import bare, reported_by_rank, sampled_life, site_lines
+The activities' shares and the functions' are read through the Python API (perfweave.open:
+the samples' seconds by activity, functions(inclusive=True)); the advice, and the library
+functions that made the app time's samples I/O, allocation or synchronisation
+(`activity_functions`, which the advice quotes), are the report's alone: read from
+`perfweave report --json`."""
+
+from harness import activity_pct, bare, inclusive_pct, reported_by_rank, sampled_life, site_lines
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
 OTHERS = ("io", "alloc", "thread_sync", "omp_sync")
@@ -23,16 +29,16 @@ def sm_advice(run):
 def test_io_write_fsync(build, run_pw, tmp_path):
     prog = build(None, "io_write.c")
     r = run_pw([prog, 2, tmp_path], SAMPLE)
-    sm = r.report()["sampling"]
-    act = sm["activity_pct"]
+    act = activity_pct(r.open())
     # 20 ms of write+fsync, 20 ms of spin, alternately for 2 s: half the time in I/O
     # (~1000 samples: binomial sd 1.6 points; the loops' clock reads count as compute)
     assert 35 < act["io"] < 62 and 38 < act["compute"] < 65, act
     others_near_zero(act, "io")
     [adv] = [a for a in sm_advice(r) if a["rule"] == "sampled_io"]
     assert "fsync" in adv["text"] and f"I/O takes {act['io']:.0f} % of the samples" in adv["text"]
-    io_fns = {f["name"] for f in sm["activity_functions"]["io"][:2]}
-    assert io_fns & {"fsync", "write"}, sm["activity_functions"]
+    by_activity = r.report()["sampling"]["activity_functions"]
+    io_fns = {f["name"] for f in by_activity["io"][:2]}
+    assert io_fns & {"fsync", "write"}, by_activity
     [header] = [ln for ln in r.text_report().splitlines() if ln.startswith("Where the time")]
     assert f"I/O {act['io']:.1f} %" in header, header
 
@@ -40,12 +46,11 @@ def test_io_write_fsync(build, run_pw, tmp_path):
 def test_alloc_churn(build, run_pw):
     prog = build(None, "alloc_churn.c")
     r = run_pw([prog, 2], SAMPLE)
-    rep = r.report()
-    act = rep["sampling"]["activity_pct"]
+    act = activity_pct(r.open())
     # 2 s of malloc/free (the loop's own xorshift a few % of it), 1 s of spin: 2/3
     assert 50 < act["alloc"] < 72 and 28 < act["compute"] < 48, act
     others_near_zero(act, "alloc")
-    [adv] = [a for a in rep["advice"] if a["rule"] == "sampled_alloc"]
+    [adv] = [a for a in sm_advice(r) if a["rule"] == "sampled_alloc"]
     assert "munmap" in adv["text"] and "M_MMAP_THRESHOLD" in adv["text"]
 
 
@@ -53,13 +58,12 @@ def test_mutex_contention(build, run_pw):
     prog = build(None, "mutex_contend.c", ("-pthread",))
     assert bare([prog, 0.2]).returncode == 0
     r = run_pw([prog, 1.5], SAMPLE)
-    sm = r.report()["sampling"]
-    act = sm["activity_pct"]
+    act = activity_pct(r.open())
     # 0.5 s spin alone, then 3 threads x 1.5 s (one holds the lock, two block) while
     # main joins: compute (0.5 + 1.5) / 6.5 = 31 %, thread sync 4.5 / 6.5 = 69 %
     assert 58 < act["thread_sync"] < 78 and 22 < act["compute"] < 42, act
     others_near_zero(act, "thread_sync")
-    fns = {f["name"] for f in sm["activity_functions"]["thread_sync"]}
+    fns = {f["name"] for f in r.report()["sampling"]["activity_functions"]["thread_sync"]}
     assert "lll_lock_wait" in fns or "pthread_mutex_lock" in fns, fns
     [adv] = [a for a in sm_advice(r) if a["rule"] == "sampled_thread_sync"]
     assert "pthread_mutex_lock" in adv["text"]
@@ -69,20 +73,20 @@ def test_openmp_barrier_wait_is_openmp_sync(build, run_pw):
     prog = build(None, "omp_imbalance.c", ("-fopenmp",))
     r = run_pw([prog, 2], SAMPLE)
     assert r.proc.stdout == "threads 2\n"
-    sm = r.report()["sampling"]
-    act = sm["activity_pct"]
+    exp = r.open()
+    act = activity_pct(exp)
     # both threads sampled all along; thread 1 waits at the barrier 10 of every 20 ms:
     # a quarter of the samples are in the OpenMP runtime, three quarters in task()
     assert 15 < act["omp_sync"] < 35 and 65 < act["compute"] < 85, act
     others_near_zero(act, "omp_sync")
-    inc = {f["name"]: f["pct"] for f in sm["inclusive"]}
+    inc = inclusive_pct(exp)
     assert 65 < inc["task"] < 85, inc
-    assert any(f["name"].startswith("main._omp_fn") for f in sm["inclusive"]), inc
+    assert any(name.startswith("main._omp_fn") for name in inc), inc
 
 
 def test_pure_computation_has_no_other_activity(build, run_pw):
     prog = build(None, "burn7030.c")
-    act = run_pw([prog, 1], SAMPLE).report()["sampling"]["activity_pct"]
+    act = activity_pct(run_pw([prog, 1], SAMPLE).open())
     assert act["compute"] > 98
     others_near_zero(act, "compute")
 

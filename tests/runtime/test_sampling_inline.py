@@ -1,7 +1,8 @@
 """Inlined functions in the sample call tree: a frame whose code was inlined from other
-functions stands for all of them (DWARF inline records, addr2line -i), outermost first."""
+functions stands for all of them (DWARF inline records, addr2line -i), outermost first.
+Read through the Python API (perfweave.open: call_tree(), functions(inclusive=True))."""
 
-from harness import reported, share_bound
+from harness import inclusive_pct, reported, share_bound, tree_nodes
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
 
@@ -11,14 +12,11 @@ def test_inlined_functions_are_nodes_of_the_call_tree(build, run_pw):
     r = run_pw([prog, 2], SAMPLE)
     hot_s, cold_s, cpu_s = reported(r.proc, "hot", "cold", "cpu")
     truth = {"hot": 100 * hot_s / (hot_s + cold_s), "cold": 100 * cold_s / (hot_s + cold_s)}
-    sm = r.report()["sampling"]
+    exp = r.open()
     # a sample per 2 ms of the program's CPU time at least (test_sampling.py)
-    taken = sm["samples"]
+    taken = len(exp.samples())
     assert taken >= 0.7 * cpu_s / 0.002, (taken, cpu_s)
-    path = {}
-    for n in sm["call_tree"]:
-        path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
-    node = {path[n["id"]]: n for n in sm["call_tree"]}
+    node = tree_nodes(exp)
     # shares of wall time against the program's own measure (70/30 on an idle core):
     # 3 binomial sd + 2 points (harness.share_bound)
     assert node[("main", "solver")]["inclusive_pct"] > 97
@@ -29,7 +27,7 @@ def test_inlined_functions_are_nodes_of_the_call_tree(build, run_pw):
             truth,
         )
         assert node[("main", "solver", fn, "spin")]["exclusive_pct"] > share - bound - 1
-    inc = {r["name"]: r["pct"] for r in sm["inclusive"]}
+    inc = inclusive_pct(exp)
     assert abs(inc["hot"] - truth["hot"]) <= share_bound(truth["hot"], taken)
     assert abs(inc["cold"] - truth["cold"]) <= share_bound(truth["cold"], taken)
     assert inc["solver"] > 97 and inc["main"] > 97

@@ -3,7 +3,9 @@ rooted_paths): a C++ MPI program whose global object's constructor works before 
 has its static initialisation under main's root as "[static initialisation]", not as a
 root of its own (g++'s _GLOBAL__sub_I_...), at the share of its time the program
 measures. (Fortran's main program and OpenMP workers: test_sampling_fortran.py,
-test_sampling_openmp.py.)"""
+test_sampling_openmp.py.) Read through the Python API (perfweave.open)."""
+
+from harness import inclusive_pct, tree_nodes
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
 SECONDS = 1.5
@@ -14,13 +16,9 @@ def test_cxx_static_initialisation_under_the_programs_root(mpi, build, run_pw):
     r = run_pw(mpi.launch(2) + [prog, SECONDS], SAMPLE)
     _, init_s, _, main_s = r.proc.stdout.split()
     init_s, main_s = float(init_s), float(main_s)
-    sm = r.report()["sampling"]
-    tree = sm["call_tree"]
-    assert [n["name"] for n in tree if n["parent"] is None] == ["main"]
-    path = {}
-    for n in tree:
-        path[n["id"]] = (path[n["parent"]] if n["parent"] is not None else ()) + (n["name"],)
-    node = {path[n["id"]]: n for n in tree}
+    exp = r.open()
+    node = tree_nodes(exp)
+    assert [p[0] for p in node if len(p) == 1] == ["main"]
     init = node[("main", "[static initialisation]")]
     assert ("main", "[static initialisation]", "_GLOBAL__sub_I_main") in node
     work = node[("main", "spin(double)")]
@@ -28,4 +26,4 @@ def test_cxx_static_initialisation_under_the_programs_root(mpi, build, run_pw):
     # (~1:2; > 150 samples each: bounds +-30 %)
     ratio = init["inclusive_pct"] / work["inclusive_pct"]
     assert abs(ratio / (init_s / main_s) - 1) < 0.3, (ratio, init_s, main_s)
-    assert "[static initialisation]" not in {f["name"] for f in sm["inclusive"]}
+    assert "[static initialisation]" not in inclusive_pct(exp)

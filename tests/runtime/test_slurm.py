@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from harness import FLAVORS, PERFWEAVE, Run, bare, functions
+from harness import FLAVORS, PERFWEAVE, Run, bare, by_name
 from perfweave.readers.profile import read_profile
 from slurm import slurm  # noqa: F401  (pytest fixture)
 from test_trace_killed import NRANKS as RING_RANKS, progress
@@ -33,19 +33,17 @@ def srun(mpi, ranks=RANKS, *options):
 
 def check_ring(run, mpi, ranks=RANKS, sends=SENDS, code=0):
     """The experiment holds every rank's exact counts and the MPI the ranks used."""
-    rep = run.report()
-    m = rep["mpi_profile"]
-    assert rep["state"] == "complete", rep["notes"]
-    assert m["ranks"] == ranks and m["world_size"] == ranks
-    assert m["mpi_flavor"] == mpi.name
-    assert m["mpi_library"].startswith(LIBRARY[mpi.name])
-    f = functions(rep)
+    exp = run.open()
+    assert not exp.profile.partial, exp.profile.notes  # the experiment's state: complete
+    per_rank = exp.mpi_ranks().to_dict("records")
+    assert len(per_rank) == ranks and exp.profile.world_size == ranks
+    assert exp.profile.module("mpi")["flavor"] == mpi.name
+    assert exp.profile.module("mpi")["library"].startswith(LIBRARY[mpi.name])
+    f = by_name(exp.mpi_functions())
     assert f["MPI_Send"]["calls"] == ranks * sends == f["MPI_Recv"]["calls"]
     assert f["MPI_Send"]["bytes_sent"] == ranks * sends * 4 == f["MPI_Recv"]["bytes_recv"]
     # per rank: MPI_Comm_rank, MPI_Comm_size, and its sends and receives
-    assert {p["rank"]: p["calls"] for p in m["per_rank"]} == {
-        r: 2 + 2 * sends for r in range(ranks)
-    }
+    assert {p["rank"]: p["calls"] for p in per_rank} == {r: 2 + 2 * sends for r in range(ranks)}
     meta = json.loads((run.exp / "experiment.json").read_text())
     assert meta["exit_status"] == {"code": code}
     # the text report's MPI line: library and version only (the JSON has it all)
@@ -292,6 +290,7 @@ def test_interrupted_step(mpi, build, slurm, tmp_path, how):
         # than it did in all
         assert before[rank] <= calls <= after[rank] + 1, (rank, before, calls, after)
     if saved:  # (after Ctrl-C twice, every rank may have been killed saving)
+        # the report of what the ranks saved: `perfweave report` reads it and says partial
         res = subprocess.run(
             [PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True, timeout=60
         )

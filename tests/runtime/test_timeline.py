@@ -1,6 +1,9 @@
 """The node timeline (perfweave run, node-level sources) against ground truth: bytes a
 program sends over the loopback interface, the same bytes as pmcd counts them (PCP),
-CPU time a program burns, one sampler per node, sources that are absent said so."""
+CPU time a program burns, one sampler per node, sources that are absent said so. The
+timeline is read through the Python API (perfweave.open(...).timelines, the model); the
+report's node-timeline section (its per-series totals and rates, its labels of the ranks'
+series, its activity over time) is read from `perfweave report --json`: its own figures."""
 
 import json
 import re
@@ -10,7 +13,6 @@ import subprocess
 import pytest
 
 from harness import PERFWEAVE
-from perfweave.readers.timeline import read_timelines
 
 MIB = 1 << 20
 
@@ -43,7 +45,7 @@ def test_loopback_bytes_and_cpu_time(build, run_pw):
     prog = build(None, "loopback.c")
     r = run_pw([prog, 120, 800], ["--node-interval", "50"])
     assert "received 125829120 bytes" in r.proc.stdout
-    [tl] = read_timelines(r.exp)
+    [tl] = r.open().timelines
     sent = 120 * MIB
     # every byte crosses lo once: received (rx) and sent (tx) count it; TCP/IP headers
     # and ACKs add well under 1 %, other loopback traffic during the run little
@@ -78,7 +80,7 @@ def test_loopback_bytes_and_cpu_time(build, run_pw):
 def test_absent_sources_are_named_and_the_run_succeeds(build, run_pw):
     prog = build(None, "loopback.c")
     r = run_pw([prog, 1], ["--pcp", "no.such.metric"])
-    [tl] = read_timelines(r.exp)
+    [tl] = r.open().timelines
     absent = tl.absent
     # this machine has no GPU and no InfiniBand (the test suite's premise)
     assert "nvml" in absent and "libnvidia-ml" in absent["nvml"]
@@ -113,7 +115,7 @@ def test_pcp_metric_matches_pmval(build, run_pw):
         [prog, 80, 300], ["--pcp", f"kernel.all.cpu.user,{metric}", "--node-interval", "100"]
     )
     after = pcp_raw(metric, "lo")
-    [tl] = read_timelines(r.exp)
+    [tl] = r.open().timelines
     ours = tl.total(tl.index("pcp", f"{metric}[lo]"))
     # pmval's two readings enclose the sampler's interval, which holds the 80 MiB
     assert before is not None and after is not None
@@ -131,7 +133,7 @@ def test_one_sampler_per_node_with_every_rank(mpi, build, run_pw):
     prog = build(mpi, "barrier_late.c")
     r = run_pw(mpi.launch(4) + [prog])
     files = sorted(p.name for p in (r.exp / "timeline").iterdir())
-    [tl] = read_timelines(r.exp)
+    [tl] = r.open().timelines
     assert sum(f.endswith(".values") for f in files) == 1
     pids = (r.exp / "timeline" / f"{tl.host}.pids").read_text().split()
     assert len(pids) == 4
@@ -144,7 +146,7 @@ def test_node_interval_zero_disables(build, run_pw):
     prog = build(None, "loopback.c")
     r = run_pw([prog, 1], ["--node-interval", "0"])
     assert not (r.exp / "timeline").exists()
-    assert r.report().get("node_timeline") is None
+    assert not r.open().timelines
 
 
 def test_activity_over_time_tells_the_phases_apart(mpi, build, run_pw):
@@ -158,7 +160,7 @@ def test_activity_over_time_tells_the_phases_apart(mpi, build, run_pw):
         if ln.startswith("phase ")
     }
     assert set(phases) == {"compute", "coll", "p2p"}
-    [tl] = read_timelines(r.exp)
+    [tl] = r.open().timelines
     pids = (r.exp / "timeline" / f"{tl.host}.pids").read_text().split()
     assert len(pids) == 3
 
