@@ -413,10 +413,18 @@ int pw_file_put(const char *path, const void *p, size_t n); /* the three at once
  * pw_file_put does, or PATH marked (ENOMEM) when B ran out of memory; B freed either
  * way. 0 when written. Async-signal-safe. */
 int pw_buf_to_file(pw_buf *b, const char *path);
+/* The one way to name a file of the experiment: EXP/PART..., the parts (strings, as many
+ * as needed) joined as they are, e.g.
+ *   pw_experiment_path(path, sizeof path, "traces/rank-", num, ".json");
+ * -1 (out "") when there is no experiment or the path does not fit in cap bytes (never a
+ * truncated path). Async-signal-safe. */
+int pw_path_in_experiment(char *out, size_t cap, ... /* const char *, NULL */);
+#define pw_experiment_path(out, cap, ...)                                                          \
+    pw_path_in_experiment((out), (cap), __VA_ARGS__, (const char *)NULL)
 /* The path of this process's file in the experiment's folder DIR: EXP/DIR/rank-R SUFFIX
- * once it has a rank in its job (pw_rank), else EXP/DIR/HOST.PID SUFFIX; -1 when it does
- * not fit in cap bytes. The folder is made when the file is (pw_file_open).
- * Async-signal-safe. */
+ * once it has a rank in its job (pw_rank), else EXP/DIR/HOST.PID SUFFIX
+ * (pw_experiment_path); -1 when it does not fit in cap bytes or there is no experiment.
+ * The folder is made when the file is (pw_file_open). Async-signal-safe. */
 int pw_process_path(char *out, size_t cap, const char *dir, const char *suffix);
 /* The start of a module's JSON file about this process: {"format": FORMAT, "version":
  * VERSION, "rank": pw_rank, "pid": ..., "host": ...; the caller adds its own fields and

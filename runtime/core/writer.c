@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -127,12 +128,14 @@ static void array_desc(pw_buf *b, const char *name, const char *dtype, size_t it
  * experiment.json; the readers report them. Only open/write/close/rename/unlink:
  * usable in a signal handler. */
 
-/* Copy s to out[*n...] within cap - 1 bytes, keeping it terminated. */
-static void cat(char *out, size_t cap, size_t *n, const char *s)
+/* Copy s to out[*n...] within cap - 1 bytes (cap > 0), keeping it terminated; -1 when
+ * not all of it fit. */
+static int cat(char *out, size_t cap, size_t *n, const char *s)
 {
     while (s && *s && *n + 1 < cap)
         out[(*n)++] = *s++;
     out[*n] = 0;
+    return s && *s ? -1 : 0;
 }
 
 static const struct {
@@ -200,19 +203,18 @@ void pw_file_failed(const char *path, int err)
     if (!elen || strncmp(path, exp, elen) != 0 || path[elen] != '/')
         exp = NULL; /* not a file of the experiment: nowhere to mark it */
     const char *rel = path + elen + 1;
-    char mark[4600], num[24];
+    char name[4600], mark[4700], num[24];
     size_t n = 0;
+    name[0] = 0;
     int made = -1;
     if (exp) {
-        cat(mark, sizeof mark, &n, exp);
-        cat(mark, sizeof mark, &n, "/unwritten.");
-        for (const char *s = rel; *s; s++) {
+        for (const char *s = rel; *s; s++) { /* REL, '/' and '%' escaped */
             char one[2] = {*s, 0};
-            cat(mark, sizeof mark - 40, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
+            cat(name, sizeof name, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
         }
-        cat(mark, sizeof mark, &n, ".");
-        cat(mark, sizeof mark, &n, err_name(err, num));
-        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        int fd = pw_experiment_path(mark, sizeof mark, "unwritten.", name, ".", err_name(err, num))
+                     ? -1
+                     : open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd >= 0) {
             close(fd);
             made = 0;
@@ -295,26 +297,32 @@ int pw_buf_to_file(pw_buf *b, const char *path)
     return rc;
 }
 
+int pw_path_in_experiment(char *out, size_t cap, ...)
+{
+    const char *exp = pw_experiment_dir();
+    size_t n = 0;
+    int rc = exp && *exp && cap > 0 ? cat(out, cap, &n, exp) : -1;
+    if (rc == 0)
+        rc = cat(out, cap, &n, "/");
+    va_list ap;
+    va_start(ap, cap);
+    for (const char *s; rc == 0 && (s = va_arg(ap, const char *)) != NULL;)
+        rc = cat(out, cap, &n, s);
+    va_end(ap);
+    if (rc != 0 && cap > 0)
+        out[0] = 0; /* never a truncated path */
+    return rc;
+}
+
 int pw_process_path(char *out, size_t cap, const char *dir, const char *suffix)
 {
     char num[24];
-    size_t n = 0;
-    out[0] = 0;
-    cat(out, cap, &n, pw_experiment_dir());
-    cat(out, cap, &n, "/");
-    cat(out, cap, &n, dir);
     if (pw_rank >= 0) {
-        cat(out, cap, &n, "/rank-");
         pw_fmt_int(num, pw_rank);
-    } else {
-        cat(out, cap, &n, "/");
-        cat(out, cap, &n, pw_hostname);
-        cat(out, cap, &n, ".");
-        pw_fmt_int(num, getpid());
+        return pw_experiment_path(out, cap, dir, "/rank-", num, suffix);
     }
-    cat(out, cap, &n, num);
-    cat(out, cap, &n, suffix);
-    return n + 1 < cap ? 0 : -1;
+    pw_fmt_int(num, getpid());
+    return pw_experiment_path(out, cap, dir, "/", pw_hostname, ".", num, suffix);
 }
 
 void pw_buf_json_head(pw_buf *b, const char *format, int version)

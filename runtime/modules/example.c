@@ -27,7 +27,6 @@
  */
 #define _GNU_SOURCE
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -151,7 +150,7 @@ static int dump(int state, int in_signal)
 {
     (void)in_signal;
     char path[4300];
-    if (!enabled || !pw_experiment_dir() || pw_process_path(path, sizeof path, "example", ".json"))
+    if (!enabled || pw_process_path(path, sizeof path, "example", ".json") != 0)
         return 0;
     totals t = sum_records();
     pw_buf b = {0};
@@ -172,8 +171,7 @@ static int dump(int state, int in_signal)
  * the job's). Not async-signal-safe, and need not be. */
 static int reduce(const pw_job *job)
 {
-    const char *exp = pw_experiment_dir();
-    if (!enabled || !exp)
+    if (!enabled || !pw_experiment_dir())
         return 0;
     totals mine = sum_records(), all_ranks = {0, 0, 0, 0};
     char *all = NULL;
@@ -194,7 +192,6 @@ static int reduce(const pw_job *job)
         }
         char path[4300];
         pw_buf o = {0};
-        snprintf(path, sizeof path, "%s/example/job.json", exp);
         pw_buf_puts(&o, "{\"format\": \"" PW_EXAMPLE_JOB_MAGIC "\", \"version\": ");
         pw_buf_int(&o, PW_EXAMPLE_VERSION);
         pw_buf_puts(&o, ", \"ranks\": ");
@@ -204,7 +201,10 @@ static int reduce(const pw_job *job)
         pw_buf_puts(&o, ", \"function\": \"sched_yield\"");
         put_totals(&o, &all_ranks);
         pw_buf_puts(&o, "}\n");
-        pw_buf_to_file(&o, path);
+        if (pw_experiment_path(path, sizeof path, "example/job.json") == 0)
+            pw_buf_to_file(&o, path);
+        else
+            pw_buf_free(&o);
     }
     free(all);
     free(lens);

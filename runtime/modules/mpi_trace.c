@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -751,11 +750,11 @@ void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *cl
     for (int i = 0; i < PW_MPI_NFN; i++)
         synchronous[i] =
             strstr(pw_mpi_fn_names[i], "Ssend") || strstr(pw_mpi_fn_names[i], "Issend");
-    char dir[4096], path[4200], num[24];
-    snprintf(dir, sizeof dir, "%s/traces", pw_experiment_dir());
+    char dir[4200], path[4200], num[24];
+    pw_experiment_path(dir, sizeof dir, "traces");
     mkdir(dir, 0777);
     pw_fmt_int(num, rank);
-    snprintf(path, sizeof path, "%s/rank-%s.events", dir, num);
+    pw_experiment_path(path, sizeof path, "traces/rank-", num, ".events");
     if (!reqs) {
         pw_log("no memory for the trace; tracing off on this rank");
         return;
@@ -901,6 +900,8 @@ static void write_meta(int state, const pw_trace_clock *clock)
     pw_buf_puts(&b, "}\n");
     char path[4200], num[24];
     pw_fmt_int(num, my_rank);
-    snprintf(path, sizeof path, "%s/traces/rank-%s.json", pw_experiment_dir(), num);
-    pw_buf_to_file(&b, path);
+    if (pw_experiment_path(path, sizeof path, "traces/rank-", num, ".json") == 0)
+        pw_buf_to_file(&b, path);
+    else
+        pw_buf_free(&b);
 }

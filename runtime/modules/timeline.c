@@ -68,7 +68,7 @@ static struct {
     pthread_cond_t wake;
     int stopping;
     int fd; /* HOST.values (in the thread's descriptor table) */
-    char dir[4096], host[256];
+    char host[256];
     series *s;
     int n, described;     /* series, and how many HOST.json describes */
     char absent[24][160]; /* "source: reason" */
@@ -321,8 +321,9 @@ static pw_activity *activity_of(long pid)
             return nd.pages[i].act;
     if (nd.npages >= MAX_PIDS)
         return NULL;
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s.%ld.act", nd.dir, nd.host, pid);
+    char path[4400], num[24];
+    pw_fmt_int(num, pid);
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".", num, ".act");
     pw_activity *a = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -341,8 +342,9 @@ static pw_activity *activity_of(long pid)
 static void activity_create(void)
 {
     static const char zero[4096];
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s.%d.act", nd.dir, nd.host, (int)getpid());
+    char path[4400], num[24];
+    pw_fmt_int(num, getpid());
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".", num, ".act");
     pw_file f;
     pw_file_open(&f, path);
     pw_file_write(&f, zero, sizeof zero);
@@ -366,7 +368,7 @@ static void sample_procs(void)
 {
     static char buf[65536];
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".pids");
     if (slurp(path, buf, sizeof buf) <= 0)
         return;
     long page = sysconf(_SC_PAGESIZE), hz = sysconf(_SC_CLK_TCK);
@@ -676,8 +678,10 @@ static void write_json(int final)
     }
     pw_buf_puts(&b, "}}\n");
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s.json", nd.dir, nd.host);
-    pw_buf_to_file(&b, path);
+    if (pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".json") == 0)
+        pw_buf_to_file(&b, path);
+    else
+        pw_buf_free(&b);
     nd.described = nd.n;
 }
 
@@ -704,7 +708,7 @@ static void tick(void)
         close(nd.fd);
         nd.fd = -1;
         char path[4400];
-        snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
+        pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".values");
         pw_file_failed(path, err);
     }
     if (!nd.ticks)
@@ -776,7 +780,7 @@ static void *sampler(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     int own = private_files();
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".values");
     nd.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (nd.fd < 0) {
         pw_file_failed(path, errno);
@@ -843,12 +847,13 @@ static void start(void)
     const char *exp = pw_experiment_dir();
     if (!pw_active || !exp || pw_opt.node_interval <= 0)
         return;
-    snprintf(nd.dir, sizeof nd.dir, "%s/timeline", exp);
     snprintf(nd.host, sizeof nd.host, "%s", pw_hostname);
-    mkdir(nd.dir, 0777);
-    activity_create();
     char path[4400], line[32];
-    snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
+    if (pw_experiment_path(path, sizeof path, "timeline") != 0)
+        return;
+    mkdir(path, 0777);
+    activity_create();
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".pids");
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int err = fd < 0 ? errno : 0;
     if (fd >= 0) {
@@ -858,7 +863,7 @@ static void start(void)
     }
     if (err)
         pw_file_failed(path, err);
-    snprintf(path, sizeof path, "%s/%s.lock", nd.dir, nd.host);
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".lock");
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         if (errno != EEXIST) /* else another process samples this node */
