@@ -630,40 +630,30 @@ static void sample_pcp(void) {}
 static void write_json(int final)
 {
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\": \"" PW_TIMELINE_MAGIC "\", \"version\": ");
-    pw_buf_int(&b, PW_TIMELINE_VERSION);
-    pw_buf_puts(&b, ", \"host\": ");
-    pw_buf_jstr(&b, nd.host);
-    pw_buf_puts(&b, ", \"pid\": ");
-    pw_buf_int(&b, nd.pid);
-    pw_buf_puts(&b, ", \"interval_ms\": ");
-    pw_buf_int(&b, pw_opt.node_interval);
-    pw_buf_puts(&b, ", \"complete\": ");
-    pw_buf_puts(&b, final ? "true" : "false");
-    pw_buf_puts(&b, ", \"ticks\": ");
-    pw_buf_int(&b, nd.ticks);
-    pw_buf_puts(&b, ", \"t_first\": ");
-    pw_buf_int(&b, nd.t_first);
-    pw_buf_puts(&b, ", \"t_last\": ");
-    pw_buf_int(&b, nd.t_last);
-    pw_buf_puts(&b, ", \"sampler_cpu_ns\": ");
-    pw_buf_int(&b, nd.cpu_ns);
-    char npt[40];
-    snprintf(npt, sizeof npt, "%.9f", pw_ns_per_tick());
-    pw_buf_puts(&b, ", \"ns_per_tick\": ");
-    pw_buf_puts(&b, npt);
-    pw_buf_puts(&b, ",\n \"series\": [");
+    pw_json j;
+    pw_json_begin(&j, &b);
+    pw_json_str(&j, "format", PW_TIMELINE_MAGIC);
+    pw_json_int(&j, "version", PW_TIMELINE_VERSION);
+    pw_json_str(&j, "host", nd.host);
+    pw_json_int(&j, "pid", nd.pid);
+    pw_json_int(&j, "interval_ms", pw_opt.node_interval);
+    pw_json_bool(&j, "complete", final);
+    pw_json_int(&j, "ticks", nd.ticks);
+    pw_json_int(&j, "t_first", nd.t_first);
+    pw_json_int(&j, "t_last", nd.t_last);
+    pw_json_int(&j, "sampler_cpu_ns", nd.cpu_ns);
+    pw_json_double(&j, "ns_per_tick", pw_ns_per_tick(), 9);
+    pw_json_open(&j, "series", '[');
     for (int i = 0; i < nd.n; i++) {
-        pw_buf_puts(&b, i ? ",\n  {\"source\": " : "\n  {\"source\": ");
-        pw_buf_jstr(&b, nd.s[i].source);
-        pw_buf_puts(&b, ", \"name\": ");
-        pw_buf_jstr(&b, nd.s[i].name);
-        pw_buf_puts(&b, ", \"unit\": ");
-        pw_buf_jstr(&b, nd.s[i].unit);
-        pw_buf_puts(&b, nd.s[i].kind == KIND_COUNTER ? ", \"kind\": \"counter\"}"
-                                                     : ", \"kind\": \"gauge\"}");
+        pw_json_open(&j, NULL, '{');
+        pw_json_str(&j, "source", nd.s[i].source);
+        pw_json_str(&j, "name", nd.s[i].name);
+        pw_json_str(&j, "unit", nd.s[i].unit);
+        pw_json_str(&j, "kind", nd.s[i].kind == KIND_COUNTER ? "counter" : "gauge");
+        pw_json_close(&j);
     }
-    pw_buf_puts(&b, "],\n \"absent\": {");
+    pw_json_close(&j);
+    pw_json_open(&j, "absent", '{');
     for (int i = 0; i < nd.nabsent; i++) {
         char src[64];
         const char *tab = strchr(nd.absent[i], '\t');
@@ -671,12 +661,9 @@ static void write_json(int final)
                                                                    : sizeof src - 1;
         memcpy(src, nd.absent[i], len);
         src[len] = 0;
-        pw_buf_puts(&b, i ? ", " : "");
-        pw_buf_jstr(&b, src);
-        pw_buf_puts(&b, ": ");
-        pw_buf_jstr(&b, tab + 1);
+        pw_json_str(&j, src, tab + 1);
     }
-    pw_buf_puts(&b, "}}\n");
+    pw_json_end(&j);
     char path[4400];
     if (pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".json") == 0)
         pw_buf_to_file(&b, path);
