@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pw.h"
@@ -276,23 +275,11 @@ static void write_process_profile(int state, int in_signal)
     (void)in_signal;
     if (pw_local_build(&l, &r) != 0)
         return;
-    char path[4096], num[24];
-    size_t n = 0;
-    const char *parts[] = {experiment_dir, "/procs/", pw_hostname, "."};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        for (const char *s = parts[i]; *s && n < sizeof path - 40; s++)
-            path[n++] = *s;
+    char path[4200], num[24];
     pw_fmt_int(num, r.pid);
-    for (const char *s = num; *s; s++)
-        path[n++] = *s;
-    memcpy(path + n, ".pwprof", 8);
-    char dir[4096];
-    size_t dn = 0;
-    for (const char *s = experiment_dir; *s && dn < sizeof dir - 8; s++)
-        dir[dn++] = *s;
-    memcpy(dir + dn, "/procs", 7);
-    mkdir(dir, 0777);
-    pw_profile_write(&l.prof, path); /* a failure is marked in the experiment */
+    /* procs/HOST.PID.pwprof (its folder made by the writer); a failure is marked */
+    if (pw_experiment_path(path, sizeof path, "procs/", pw_hostname, ".", num, ".pwprof") == 0)
+        pw_profile_write(&l.prof, path);
     pw_local_free(&l);
 }
 

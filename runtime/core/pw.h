@@ -389,11 +389,46 @@ typedef struct pw_buf {
 
 void pw_buf_free(pw_buf *b);
 void pw_buf_put(pw_buf *b, const void *p, size_t n);
-void pw_buf_puts(pw_buf *b, const char *s);
-void pw_buf_int(pw_buf *b, int64_t v);
-void pw_buf_jstr(pw_buf *b, const char *s); /* JSON string with quotes and escapes */
 /* Integer to decimal into out (>= 24 bytes); returns length. */
 int pw_fmt_int(char *out, int64_t v);
+
+/* ---- JSON files (json.c) ----
+ * The one writer of the runtime's JSON: a file says keys and values, the writer places
+ * the commas, quotes, escapes and closing brackets (compact: no spaces). Into a
+ * pw_buf, numbers by pw_fmt_int: async-signal-safe, no allocator, no locale.
+ *
+ *   pw_buf b = {0};
+ *   pw_json j;
+ *   pw_json_begin(&j, &b);                 {
+ *   pw_json_int(&j, "calls", n);             "calls":12,
+ *   pw_json_open(&j, "threads", '[');        "threads":[
+ *   pw_json_open(&j, NULL, '{');               {
+ *   pw_json_str(&j, "name", s);                  "name":"main"
+ *   pw_json_end(&j);                       }]}\n  (closes what is open)
+ *   pw_buf_to_file(&b, path);
+ *
+ * key: the member's name inside an object; inside a list it is not written (pass
+ * NULL). Nesting deeper than PW_JSON_DEPTH marks the buffer failed (b->failed), so the
+ * file is not written. */
+#define PW_JSON_DEPTH 16
+typedef struct pw_json {
+    pw_buf *b;
+    int depth;                  /* containers open */
+    char closer[PW_JSON_DEPTH]; /* '}' or ']' of each */
+    char items[PW_JSON_DEPTH];  /* it has a value already: the next one takes a comma */
+} pw_json;
+void pw_json_begin(pw_json *j, pw_buf *b);                 /* the file's object: '{' */
+void pw_json_open(pw_json *j, const char *key, char kind); /* kind '{' or '[' */
+void pw_json_close(pw_json *j);                            /* the innermost open one */
+void pw_json_end(pw_json *j); /* closes every open one, then a newline */
+void pw_json_int(pw_json *j, const char *key, int64_t v);
+void pw_json_str(pw_json *j, const char *key, const char *s); /* NULL: "" */
+void pw_json_bool(pw_json *j, const char *key, int v);
+/* v with `decimals` digits after the point (0 to 18), as printf's %.Nf; null for NaN,
+ * infinities and |v| > 9e18 */
+void pw_json_double(pw_json *j, const char *key, double v, int decimals);
+void pw_json_strs(pw_json *j, const char *key, const char *const *v, size_t n); /* list */
+void pw_json_ints(pw_json *j, const char *key, const int *v, size_t n);         /* list */
 
 /* Files of the experiment (docs/format.md, "Writing files"): written to PATH.tmp.PID, every
  * write checked (short writes, ENOSPC, EDQUOT, EIO), renamed to PATH only when complete
@@ -413,15 +448,23 @@ int pw_file_put(const char *path, const void *p, size_t n); /* the three at once
  * pw_file_put does, or PATH marked (ENOMEM) when B ran out of memory; B freed either
  * way. 0 when written. Async-signal-safe. */
 int pw_buf_to_file(pw_buf *b, const char *path);
+/* The one way to name a file of the experiment: EXP/PART..., the parts (strings, as many
+ * as needed) joined as they are, e.g.
+ *   pw_experiment_path(path, sizeof path, "traces/rank-", num, ".json");
+ * -1 (out "") when there is no experiment or the path does not fit in cap bytes (never a
+ * truncated path). Async-signal-safe. */
+int pw_path_in_experiment(char *out, size_t cap, ... /* const char *, NULL */);
+#define pw_experiment_path(out, cap, ...)                                                          \
+    pw_path_in_experiment((out), (cap), __VA_ARGS__, (const char *)NULL)
 /* The path of this process's file in the experiment's folder DIR: EXP/DIR/rank-R SUFFIX
- * once it has a rank in its job (pw_rank), else EXP/DIR/HOST.PID SUFFIX; -1 when it does
- * not fit in cap bytes. The folder is made when the file is (pw_file_open).
- * Async-signal-safe. */
+ * once it has a rank in its job (pw_rank), else EXP/DIR/HOST.PID SUFFIX
+ * (pw_experiment_path); -1 when it does not fit in cap bytes or there is no experiment.
+ * The folder is made when the file is (pw_file_open). Async-signal-safe. */
 int pw_process_path(char *out, size_t cap, const char *dir, const char *suffix);
-/* The start of a module's JSON file about this process: {"format": FORMAT, "version":
- * VERSION, "rank": pw_rank, "pid": ..., "host": ...; the caller adds its own fields and
- * the closing brace. */
-void pw_buf_json_head(pw_buf *b, const char *format, int version);
+/* The start of a module's JSON file about this process, into b through j (begun here):
+ * {"format": FORMAT, "version": VERSION, "rank": pw_rank, "pid": ..., "host": ...; the
+ * caller adds its own members and ends j (pw_json_end). */
+void pw_buf_json_head(pw_json *j, pw_buf *b, const char *format, int version);
 /* The name of a rank end state (PW_STATES), "?" for a value outside them; of a
  * family (PW_FAMILIES), "other" for a value outside them. */
 const char *pw_state_name(int state);

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -54,65 +55,40 @@ void pw_buf_put(pw_buf *b, const void *p, size_t n)
     }
 }
 
-void pw_buf_puts(pw_buf *b, const char *s) { pw_buf_put(b, s, strlen(s)); }
+/* A field of a record as its numpy dtype entry: [name, code] or [name, code, [length]] */
+#define PW_DTYPE_FIELD(ctype, np, name)                                                            \
+    pw_json_open(j, NULL, '[');                                                                    \
+    pw_json_str(j, NULL, #name);                                                                   \
+    pw_json_str(j, NULL, np);                                                                      \
+    pw_json_close(j);
+#define PW_DTYPE_ARRAY(ctype, np, name, n)                                                         \
+    pw_json_open(j, NULL, '[');                                                                    \
+    pw_json_str(j, NULL, #name);                                                                   \
+    pw_json_str(j, NULL, np);                                                                      \
+    pw_json_open(j, NULL, '[');                                                                    \
+    pw_json_int(j, NULL, n);                                                                       \
+    pw_json_close(j);                                                                              \
+    pw_json_close(j);
 
-void pw_buf_int(pw_buf *b, int64_t v)
+/* The header's "arrays": each array's offset in the data, count, itemsize and dtype. */
+static size_t put_arrays(pw_json *j, const pw_profile *p)
 {
-    char tmp[24];
-    pw_buf_put(b, tmp, (size_t)pw_fmt_int(tmp, v));
-}
-
-void pw_buf_jstr(pw_buf *b, const char *s)
-{
-    static const char hexd[] = "0123456789abcdef";
-    pw_buf_put(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            char e[2] = {'\\', (char)*p};
-            pw_buf_put(b, e, 2);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            char e[6] = {'\\', 'u', '0', '0', hexd[*p >> 4], hexd[*p & 15]};
-            pw_buf_put(b, e, 6);
-        } else {
-            pw_buf_put(b, p, 1);
-        }
-    }
-    pw_buf_put(b, "\"", 1);
-}
-
-static void jstr_list(pw_buf *b, const char *key, const char **v, size_t n)
-{
-    pw_buf_puts(b, ",");
-    pw_buf_jstr(b, key);
-    pw_buf_puts(b, ":[");
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            pw_buf_puts(b, ",");
-        pw_buf_jstr(b, v[i]);
-    }
-    pw_buf_puts(b, "]");
-}
-
-#define PW_DTYPE_FIELD(ctype, np, name) "[\"" #name "\",\"" np "\"],"
-#define PW_DTYPE_ARRAY(ctype, np, name, n) "[\"" #name "\",\"" np "\",[" PW_STR(n) "]],"
-#define PW_STR_(x) #x
-#define PW_STR(x) PW_STR_(x)
-
-static void array_desc(pw_buf *b, const char *name, const char *dtype, size_t itemsize,
-                       size_t count, size_t *offset)
-{
-    pw_buf_puts(b, "\"");
-    pw_buf_puts(b, name);
-    pw_buf_puts(b, "\":{\"offset\":");
-    pw_buf_int(b, (int64_t)*offset);
-    pw_buf_puts(b, ",\"count\":");
-    pw_buf_int(b, (int64_t)count);
-    pw_buf_puts(b, ",\"itemsize\":");
-    pw_buf_int(b, (int64_t)itemsize);
-    pw_buf_puts(b, ",\"dtype\":[");
-    pw_buf_put(b, dtype, strlen(dtype) - 1); /* drop the trailing comma */
-    pw_buf_puts(b, "]}");
-    *offset += itemsize * count;
+    size_t off = 0;
+    pw_json_open(j, "arrays", '{');
+#define PW_DESC(arr, FIELDS, type)                                                                 \
+    pw_json_open(j, #arr, '{');                                                                    \
+    pw_json_int(j, "offset", (int64_t)off);                                                        \
+    pw_json_int(j, "count", (int64_t)p->n##arr);                                                   \
+    pw_json_int(j, "itemsize", (int64_t)sizeof(type));                                             \
+    pw_json_open(j, "dtype", '[');                                                                 \
+    FIELDS(PW_DTYPE_FIELD, PW_DTYPE_ARRAY)                                                         \
+    pw_json_close(j);                                                                              \
+    pw_json_close(j);                                                                              \
+    off += sizeof(type) * p->n##arr;
+    PW_ARRAYS(PW_DESC)
+#undef PW_DESC
+    pw_json_close(j);
+    return off;
 }
 
 /* ---- experiment files ----
@@ -127,12 +103,14 @@ static void array_desc(pw_buf *b, const char *name, const char *dtype, size_t it
  * experiment.json; the readers report them. Only open/write/close/rename/unlink:
  * usable in a signal handler. */
 
-/* Copy s to out[*n...] within cap - 1 bytes, keeping it terminated. */
-static void cat(char *out, size_t cap, size_t *n, const char *s)
+/* Copy s to out[*n...] within cap - 1 bytes (cap > 0), keeping it terminated; -1 when
+ * not all of it fit. */
+static int cat(char *out, size_t cap, size_t *n, const char *s)
 {
     while (s && *s && *n + 1 < cap)
         out[(*n)++] = *s++;
     out[*n] = 0;
+    return s && *s ? -1 : 0;
 }
 
 static const struct {
@@ -200,19 +178,18 @@ void pw_file_failed(const char *path, int err)
     if (!elen || strncmp(path, exp, elen) != 0 || path[elen] != '/')
         exp = NULL; /* not a file of the experiment: nowhere to mark it */
     const char *rel = path + elen + 1;
-    char mark[4600], num[24];
+    char name[4600], mark[4700], num[24];
     size_t n = 0;
+    name[0] = 0;
     int made = -1;
     if (exp) {
-        cat(mark, sizeof mark, &n, exp);
-        cat(mark, sizeof mark, &n, "/unwritten.");
-        for (const char *s = rel; *s; s++) {
+        for (const char *s = rel; *s; s++) { /* REL, '/' and '%' escaped */
             char one[2] = {*s, 0};
-            cat(mark, sizeof mark - 40, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
+            cat(name, sizeof name, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
         }
-        cat(mark, sizeof mark, &n, ".");
-        cat(mark, sizeof mark, &n, err_name(err, num));
-        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        int fd = pw_experiment_path(mark, sizeof mark, "unwritten.", name, ".", err_name(err, num))
+                     ? -1
+                     : open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd >= 0) {
             close(fd);
             made = 0;
@@ -295,40 +272,42 @@ int pw_buf_to_file(pw_buf *b, const char *path)
     return rc;
 }
 
+int pw_path_in_experiment(char *out, size_t cap, ...)
+{
+    const char *exp = pw_experiment_dir();
+    size_t n = 0;
+    int rc = exp && *exp && cap > 0 ? cat(out, cap, &n, exp) : -1;
+    if (rc == 0)
+        rc = cat(out, cap, &n, "/");
+    va_list ap;
+    va_start(ap, cap);
+    for (const char *s; rc == 0 && (s = va_arg(ap, const char *)) != NULL;)
+        rc = cat(out, cap, &n, s);
+    va_end(ap);
+    if (rc != 0 && cap > 0)
+        out[0] = 0; /* never a truncated path */
+    return rc;
+}
+
 int pw_process_path(char *out, size_t cap, const char *dir, const char *suffix)
 {
     char num[24];
-    size_t n = 0;
-    out[0] = 0;
-    cat(out, cap, &n, pw_experiment_dir());
-    cat(out, cap, &n, "/");
-    cat(out, cap, &n, dir);
     if (pw_rank >= 0) {
-        cat(out, cap, &n, "/rank-");
         pw_fmt_int(num, pw_rank);
-    } else {
-        cat(out, cap, &n, "/");
-        cat(out, cap, &n, pw_hostname);
-        cat(out, cap, &n, ".");
-        pw_fmt_int(num, getpid());
+        return pw_experiment_path(out, cap, dir, "/rank-", num, suffix);
     }
-    cat(out, cap, &n, num);
-    cat(out, cap, &n, suffix);
-    return n + 1 < cap ? 0 : -1;
+    pw_fmt_int(num, getpid());
+    return pw_experiment_path(out, cap, dir, "/", pw_hostname, ".", num, suffix);
 }
 
-void pw_buf_json_head(pw_buf *b, const char *format, int version)
+void pw_buf_json_head(pw_json *j, pw_buf *b, const char *format, int version)
 {
-    pw_buf_puts(b, "{\"format\": ");
-    pw_buf_jstr(b, format);
-    pw_buf_puts(b, ", \"version\": ");
-    pw_buf_int(b, version);
-    pw_buf_puts(b, ", \"rank\": ");
-    pw_buf_int(b, pw_rank);
-    pw_buf_puts(b, ", \"pid\": ");
-    pw_buf_int(b, getpid());
-    pw_buf_puts(b, ", \"host\": ");
-    pw_buf_jstr(b, pw_hostname);
+    pw_json_begin(j, b);
+    pw_json_str(j, "format", format);
+    pw_json_int(j, "version", version);
+    pw_json_int(j, "rank", pw_rank);
+    pw_json_int(j, "pid", getpid());
+    pw_json_str(j, "host", pw_hostname);
 }
 
 const char *pw_state_name(int state)
@@ -348,76 +327,60 @@ const char *pw_family_name(int family)
 /* The registry (pw_functions_list) as the header's "modules": one entry per module
  * with its id range and strings, and "functions", "families": the name and family of
  * each id. */
-static void put_functions(pw_buf *h)
+static void put_functions(pw_json *j)
 {
     int nsets = 0;
     pw_functions *const *sets = pw_functions_list(&nsets);
-    pw_buf_puts(h, ",\"modules\":[");
+    pw_json_open(j, "modules", '[');
     for (int i = 0; i < nsets; i++) {
         const pw_functions *f = sets[i];
-        pw_buf_puts(h, i ? ",{\"name\":" : "{\"name\":");
-        pw_buf_jstr(h, f->module);
-        pw_buf_puts(h, ",\"version\":");
-        pw_buf_int(h, f->version);
-        pw_buf_puts(h, ",\"first\":");
-        pw_buf_int(h, f->base);
-        pw_buf_puts(h, ",\"count\":");
-        pw_buf_int(h, f->n);
-        for (const char *const *kv = f->strings; kv && kv[0] && kv[1]; kv += 2) {
-            pw_buf_puts(h, ",");
-            pw_buf_jstr(h, kv[0]);
-            pw_buf_puts(h, ":");
-            pw_buf_jstr(h, kv[1]);
-        }
-        pw_buf_puts(h, "}");
+        pw_json_open(j, NULL, '{');
+        pw_json_str(j, "name", f->module);
+        pw_json_int(j, "version", f->version);
+        pw_json_int(j, "first", f->base);
+        pw_json_int(j, "count", f->n);
+        for (const char *const *kv = f->strings; kv && kv[0] && kv[1]; kv += 2)
+            pw_json_str(j, kv[0], kv[1]);
+        pw_json_close(j);
     }
+    pw_json_close(j);
     for (int list = 0; list < 2; list++) {
-        pw_buf_puts(h, list ? "],\"families\":[" : "],\"functions\":[");
-        for (int i = 0, first = 1; i < nsets; i++)
-            for (int k = 0; k < sets[i]->n; k++, first = 0) {
-                if (!first)
-                    pw_buf_puts(h, ",");
-                pw_buf_jstr(h, list ? pw_family_name(sets[i]->families[k]) : sets[i]->names[k]);
-            }
+        pw_json_open(j, list ? "families" : "functions", '[');
+        for (int i = 0; i < nsets; i++)
+            for (int k = 0; k < sets[i]->n; k++)
+                pw_json_str(j, NULL,
+                            list ? pw_family_name(sets[i]->families[k]) : sets[i]->names[k]);
+        pw_json_close(j);
     }
-    pw_buf_puts(h, "]");
 }
 
 int pw_profile_write(const pw_profile *p, const char *path)
 {
     pw_buf h = {0};
-    pw_buf_puts(&h, "{\"format\":\"" PW_PROFILE_MAGIC "\",\"version\":");
-    pw_buf_int(&h, PW_PROFILE_VERSION);
-    pw_buf_puts(&h, ",\"partial\":");
-    pw_buf_puts(&h, p->partial ? "true" : "false");
-    pw_buf_puts(&h, ",\"world_size\":");
-    pw_buf_int(&h, p->world_size);
-    pw_buf_puts(&h, ",\"hist_buckets\":");
-    pw_buf_int(&h, PW_HIST_BUCKETS);
-    jstr_list(&h, "hosts", p->hosts, p->nhosts);
-    jstr_list(&h, "objects", p->objects, p->nobjects);
-    jstr_list(&h, "buildids", p->buildids, p->nobjects);
-    put_functions(&h);
-    jstr_list(&h, PW_PROFILE_EVENTS_KEY, p->events, p->nevents);
-    pw_buf_puts(&h, ",\"states\":[");
-#define PW_STATE_NAME(name, value, str) "\"" str "\","
-    static const char states[] = PW_STATES(PW_STATE_NAME);
-    pw_buf_put(&h, states, sizeof states - 2);
-    pw_buf_puts(&h, "],\"arrays\":{");
-    size_t off = 0;
-#define PW_DESC(arr, FIELDS, type)                                                                 \
-    if (off)                                                                                       \
-        pw_buf_puts(&h, ",");                                                                      \
-    array_desc(&h, #arr, FIELDS(PW_DTYPE_FIELD, PW_DTYPE_ARRAY), sizeof(type), p->n##arr, &off);
-    PW_ARRAYS(PW_DESC)
-#undef PW_DESC
-    pw_buf_puts(&h, "},\"data_bytes\":");
-    pw_buf_int(&h, (int64_t)off);
-    pw_buf_puts(&h, "}");
-    /* pad with spaces so the arrays start 64-byte aligned */
+    pw_json j;
+    pw_json_begin(&j, &h);
+    pw_json_str(&j, "format", PW_PROFILE_MAGIC);
+    pw_json_int(&j, "version", PW_PROFILE_VERSION);
+    pw_json_bool(&j, "partial", p->partial);
+    pw_json_int(&j, "world_size", p->world_size);
+    pw_json_int(&j, "hist_buckets", PW_HIST_BUCKETS);
+    pw_json_strs(&j, "hosts", p->hosts, p->nhosts);
+    pw_json_strs(&j, "objects", p->objects, p->nobjects);
+    pw_json_strs(&j, "buildids", p->buildids, p->nobjects);
+    put_functions(&j);
+    pw_json_strs(&j, PW_PROFILE_EVENTS_KEY, p->events, p->nevents);
+    pw_json_open(&j, "states", '[');
+#define PW_STATE_NAME(name, value, str) pw_json_str(&j, NULL, str);
+    PW_STATES(PW_STATE_NAME)
+#undef PW_STATE_NAME
+    pw_json_close(&j);
+    size_t data_bytes = put_arrays(&j, p);
+    pw_json_int(&j, "data_bytes", (int64_t)data_bytes);
+    pw_json_close(&j);
+    /* one line, padded with spaces so the arrays start 64-byte aligned */
     while ((h.len + 1) % 64)
-        pw_buf_puts(&h, " ");
-    pw_buf_puts(&h, "\n");
+        pw_buf_put(&h, " ", 1);
+    pw_buf_put(&h, "\n", 1);
     if (h.failed) {
         pw_buf_free(&h);
         pw_file_failed(path, ENOMEM);

@@ -8,9 +8,9 @@
  * "Example module"): at the process's end, example/rank-R.json, or
  * example/HOST.PID.json for a process without a rank,
  *
- *   {"format": "perfweave-example", "version": 1, "rank": -1, "pid": 123, "host": "h",
- *    "state": "complete", "function": "sched_yield", "threads": 2, "calls": 1000,
- *    "total_ns": 81234, "max_ns": 912}
+ *   {"format":"perfweave-example","version":1,"rank":-1,"pid":123,"host":"h",
+ *    "state":"complete","function":"sched_yield","threads":2,"calls":1000,
+ *    "total_ns":81234,"max_ns":912}     (one line)
  *
  * and, in an MPI job, at MPI_Finalize, example/job.json: the ranks' totals so far.
  *
@@ -33,7 +33,6 @@
  */
 #define _GNU_SOURCE
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -126,38 +125,37 @@ static totals sum_records(void)
     return t;
 }
 
-/* ", "key": value" pairs of the totals */
-static void put_totals(pw_buf *b, const totals *t)
+/* The totals' members of a JSON object: the core's JSON writer (pw_json) places the
+ * commas, quotes and brackets; a module says keys and values. */
+static void put_totals(pw_json *j, const totals *t)
 {
-    pw_buf_puts(b, ", \"threads\": ");
-    pw_buf_int(b, t->threads);
-    pw_buf_puts(b, ", \"calls\": ");
-    pw_buf_int(b, t->calls);
-    pw_buf_puts(b, ", \"total_ns\": ");
-    pw_buf_int(b, t->total_ns);
-    pw_buf_puts(b, ", \"max_ns\": ");
-    pw_buf_int(b, t->max_ns);
+    pw_json_int(j, "threads", t->threads);
+    pw_json_int(j, "calls", t->calls);
+    pw_json_int(j, "total_ns", t->total_ns);
+    pw_json_int(j, "max_ns", t->max_ns);
 }
 
 /* The process ends in `state`: this process's file, also from a fatal signal's handler
  * (then marked by its state). Returns 0: it writes no profile. The core's helpers make
- * the path (example/rank-R.json, or example/HOST.PID.json), the JSON's common head and
- * the file (temporary name, renamed when whole; pw_buf is mmap'ed memory): all of it
+ * the path (pw_process_path: example/rank-R.json, or example/HOST.PID.json; other paths
+ * into the experiment: pw_experiment_path), the JSON (pw_buf_json_head: its common head;
+ * pw_json_*: keys and values, the writer places commas, quotes and brackets) and the file
+ * (temporary name, renamed when whole; pw_buf is mmap'ed memory): all of it
  * async-signal-safe. */
 static int dump(int state, int in_signal)
 {
     (void)in_signal;
     char path[4300];
-    if (!enabled || !pw_experiment_dir() || pw_process_path(path, sizeof path, "example", ".json"))
+    if (!enabled || pw_process_path(path, sizeof path, "example", ".json") != 0)
         return 0;
     totals t = sum_records();
     pw_buf b = {0};
-    pw_buf_json_head(&b, PW_EXAMPLE_MAGIC, PW_EXAMPLE_VERSION);
-    pw_buf_puts(&b, ", \"state\": ");
-    pw_buf_jstr(&b, pw_state_name(state));
-    pw_buf_puts(&b, ", \"function\": \"sched_yield\"");
-    put_totals(&b, &t);
-    pw_buf_puts(&b, "}\n");
+    pw_json j;
+    pw_buf_json_head(&j, &b, PW_EXAMPLE_MAGIC, PW_EXAMPLE_VERSION);
+    pw_json_str(&j, "state", pw_state_name(state));
+    pw_json_str(&j, "function", "sched_yield");
+    put_totals(&j, &t);
+    pw_json_end(&j);          /* the closing brace, a newline */
     pw_buf_to_file(&b, path); /* whole or not at all; a failure is marked */
     return 0;
 }
@@ -169,8 +167,7 @@ static int dump(int state, int in_signal)
  * the job's). Not async-signal-safe, and need not be. */
 static int reduce(const pw_job *job)
 {
-    const char *exp = pw_experiment_dir();
-    if (!enabled || !exp)
+    if (!enabled || !pw_experiment_dir())
         return 0;
     totals mine = sum_records(), all_ranks = {0, 0, 0, 0};
     char *all = NULL;
@@ -191,17 +188,19 @@ static int reduce(const pw_job *job)
         }
         char path[4300];
         pw_buf o = {0};
-        snprintf(path, sizeof path, "%s/example/job.json", exp);
-        pw_buf_puts(&o, "{\"format\": \"" PW_EXAMPLE_JOB_MAGIC "\", \"version\": ");
-        pw_buf_int(&o, PW_EXAMPLE_VERSION);
-        pw_buf_puts(&o, ", \"ranks\": ");
-        pw_buf_int(&o, job->size);
-        pw_buf_puts(&o, ", \"reported\": ");
-        pw_buf_int(&o, reported);
-        pw_buf_puts(&o, ", \"function\": \"sched_yield\"");
-        put_totals(&o, &all_ranks);
-        pw_buf_puts(&o, "}\n");
-        pw_buf_to_file(&o, path);
+        pw_json j;
+        pw_json_begin(&j, &o);
+        pw_json_str(&j, "format", PW_EXAMPLE_JOB_MAGIC);
+        pw_json_int(&j, "version", PW_EXAMPLE_VERSION);
+        pw_json_int(&j, "ranks", job->size);
+        pw_json_int(&j, "reported", reported);
+        pw_json_str(&j, "function", "sched_yield");
+        put_totals(&j, &all_ranks);
+        pw_json_end(&j);
+        if (pw_experiment_path(path, sizeof path, "example/job.json") == 0)
+            pw_buf_to_file(&o, path);
+        else
+            pw_buf_free(&o);
     }
     free(all);
     free(lens);

@@ -16,7 +16,6 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -719,15 +718,6 @@ static int build_local(pw_local *l, int state, int64_t t_fini)
     return 0;
 }
 
-static void path_join(char *out, size_t cap, const char *a, const char *b, const char *c)
-{
-    size_t n = 0;
-    for (const char *parts[] = {a, b, c}, **p = parts; p < parts + 3; p++)
-        for (const char *s = *p; s && *s && n + 1 < cap; s++)
-            out[n++] = *s;
-    out[n] = 0;
-}
-
 /* This rank's own file, when the job ends without a full MPI_Finalize. */
 static void write_partial(int state, int in_signal)
 {
@@ -736,14 +726,11 @@ static void write_partial(int state, int in_signal)
     int64_t now = pw_now();
     if (build_local(&l, state, st.t_fini_enter ? st.t_fini_enter : now) != 0)
         return;
-    char dir[4096], path[4200], num[24];
-    path_join(dir, sizeof dir, pw_experiment_dir(), "/partial", "");
-    mkdir(dir, 0777);
+    char path[4200], num[24];
     pw_fmt_int(num, st.rank);
-    path_join(path, sizeof path, dir, "/rank-", num);
-    size_t n = strlen(path);
-    memcpy(path + n, ".pwprof", 8);
-    pw_profile_write(&l.prof, path); /* a failure is marked in the experiment */
+    /* partial/rank-R.pwprof (its folder made by the writer); a failure is marked */
+    if (pw_experiment_path(path, sizeof path, "partial/rank-", num, ".pwprof") == 0)
+        pw_profile_write(&l.prof, path);
     pw_local_free(&l);
 }
 
@@ -938,8 +925,8 @@ static void write_reduced(char *all, const int *lens, int n)
     p.nevents = (size_t)pw_nevents;
     p.world_size = st.size;
     char path[4200];
-    path_join(path, sizeof path, pw_experiment_dir(), "/profile.pwprof", "");
-    pw_profile_write(&p, path); /* a failure is marked in the experiment */
+    if (pw_experiment_path(path, sizeof path, "profile.pwprof") == 0)
+        pw_profile_write(&p, path); /* a failure is marked in the experiment */
 out:
     free(p.ranks);
     free(p.sites);

@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -751,11 +750,11 @@ void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *cl
     for (int i = 0; i < PW_MPI_NFN; i++)
         synchronous[i] =
             strstr(pw_mpi_fn_names[i], "Ssend") || strstr(pw_mpi_fn_names[i], "Issend");
-    char dir[4096], path[4200], num[24];
-    snprintf(dir, sizeof dir, "%s/traces", pw_experiment_dir());
+    char dir[4200], path[4200], num[24];
+    pw_experiment_path(dir, sizeof dir, "traces");
     mkdir(dir, 0777);
     pw_fmt_int(num, rank);
-    snprintf(path, sizeof path, "%s/rank-%s.events", dir, num);
+    pw_experiment_path(path, sizeof path, "traces/rank-", num, ".events");
     if (!reqs) {
         pw_log("no memory for the trace; tracing off on this rank");
         return;
@@ -769,17 +768,6 @@ void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *cl
     /* what a rank killed outright leaves besides its records: its functions, clock
      * and MPI_COMM_WORLD, in state "running" (replaced when the rank ends) */
     write_meta(-1, clock);
-}
-
-static void jlist_int(pw_buf *b, const int *v, int n)
-{
-    pw_buf_puts(b, "[");
-    for (int i = 0; i < n; i++) {
-        if (i)
-            pw_buf_puts(b, ",");
-        pw_buf_int(b, v[i]);
-    }
-    pw_buf_puts(b, "]");
 }
 
 void pw_trace_end(int state, const pw_trace_clock *clock)
@@ -797,110 +785,85 @@ static void write_meta(int state, const pw_trace_clock *clock)
 {
     int64_t ticks = pw_ticks(), now = pw_now();
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\":\"" PW_TRACE_MAGIC "\",\"version\":");
-    pw_buf_int(&b, PW_TRACE_VERSION);
-    pw_buf_puts(&b, ",\"rank\":");
-    pw_buf_int(&b, my_rank);
-    pw_buf_puts(&b, ",\"world_size\":");
-    pw_buf_int(&b, world_size);
-    pw_buf_puts(&b, ",\"host\":");
-    pw_buf_jstr(&b, pw_hostname);
-    pw_buf_puts(&b, ",\"pid\":");
-    pw_buf_int(&b, getpid());
-    pw_buf_puts(&b, ",\"state\":");
-    pw_buf_jstr(&b, state < 0 ? "running" : pw_state_name(state));
-    pw_buf_puts(&b, ",\"functions\":[");
-    for (int i = 0; i < PW_MPI_NFN; i++) {
-        if (i)
-            pw_buf_puts(&b, ",");
-        pw_buf_jstr(&b, pw_mpi_fn_names[i]);
-    }
-    pw_buf_puts(&b, "],\"families\":[");
-    for (int i = 0; i < PW_MPI_NFN; i++) {
-        if (i)
-            pw_buf_puts(&b, ",");
-        pw_buf_jstr(&b, pw_mpi_fn_families[i]);
-    }
-    pw_buf_puts(&b, "],\"clock\":{\"ticks\":[");
-    pw_buf_int(&b, pw_tick_start);
-    pw_buf_puts(&b, ",");
-    pw_buf_int(&b, ticks);
-    pw_buf_puts(&b, "],\"ns\":[");
-    pw_buf_int(&b, pw_t_start);
-    pw_buf_puts(&b, ",");
-    pw_buf_int(&b, now);
-    pw_buf_puts(&b, "],\"offset_init_ns\":");
-    pw_buf_int(&b, clock->offset_init);
-    pw_buf_puts(&b, ",\"offset_init_err_ns\":");
-    pw_buf_int(&b, clock->offset_init_err);
-    pw_buf_puts(&b, ",\"offset_fini_ns\":");
-    pw_buf_int(&b, clock->offset_fini);
-    pw_buf_puts(&b, ",\"offset_fini_err_ns\":");
-    pw_buf_int(&b, clock->offset_fini_err);
-    pw_buf_puts(&b, ",\"t_init_ns\":");
-    pw_buf_int(&b, clock->t_init);
-    pw_buf_puts(&b, ",\"t_fini_ns\":");
-    pw_buf_int(&b, clock->t_fini);
-    pw_buf_puts(&b, "},\"comms\":[");
+    pw_json j;
+    pw_json_begin(&j, &b);
+    pw_json_str(&j, "format", PW_TRACE_MAGIC);
+    pw_json_int(&j, "version", PW_TRACE_VERSION);
+    pw_json_int(&j, "rank", my_rank);
+    pw_json_int(&j, "world_size", world_size);
+    pw_json_str(&j, "host", pw_hostname);
+    pw_json_int(&j, "pid", getpid());
+    pw_json_str(&j, "state", state < 0 ? "running" : pw_state_name(state));
+    pw_json_strs(&j, "functions", pw_mpi_fn_names, PW_MPI_NFN);
+    pw_json_strs(&j, "families", pw_mpi_fn_families, PW_MPI_NFN);
+    pw_json_open(&j, "clock", '{');
+    pw_json_open(&j, "ticks", '[');
+    pw_json_int(&j, NULL, pw_tick_start);
+    pw_json_int(&j, NULL, ticks);
+    pw_json_close(&j);
+    pw_json_open(&j, "ns", '[');
+    pw_json_int(&j, NULL, pw_t_start);
+    pw_json_int(&j, NULL, now);
+    pw_json_close(&j);
+    pw_json_int(&j, "offset_init_ns", clock->offset_init);
+    pw_json_int(&j, "offset_init_err_ns", clock->offset_init_err);
+    pw_json_int(&j, "offset_fini_ns", clock->offset_fini);
+    pw_json_int(&j, "offset_fini_err_ns", clock->offset_fini_err);
+    pw_json_int(&j, "t_init_ns", clock->t_init);
+    pw_json_int(&j, "t_fini_ns", clock->t_fini);
+    pw_json_close(&j);
+    pw_json_open(&j, "comms", '[');
     for (int i = 0; i < ncomms; i++) {
         const tcomm *t = &comms[i];
-        pw_buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
-        pw_buf_int(&b, i);
+        pw_json_open(&j, NULL, '{');
+        pw_json_int(&j, "id", i);
         if (i == 0)
-            pw_buf_puts(&b, ",\"name\":\"MPI_COMM_WORLD\"");
-        pw_buf_puts(&b, ",\"ranks\":");
-        jlist_int(&b, t->members, t->n);
-        if (t->nremote) {
-            pw_buf_puts(&b, ",\"remote\":");
-            jlist_int(&b, t->remote, t->nremote);
-        }
-        pw_buf_puts(&b, ",\"parent\":");
-        pw_buf_int(&b, t->parent);
-        pw_buf_puts(&b, ",\"seq\":");
-        pw_buf_int(&b, t->seq);
-        pw_buf_puts(&b, "}");
+            pw_json_str(&j, "name", "MPI_COMM_WORLD");
+        pw_json_ints(&j, "ranks", t->members, (size_t)t->n);
+        if (t->nremote)
+            pw_json_ints(&j, "remote", t->remote, (size_t)t->nremote);
+        pw_json_int(&j, "parent", t->parent);
+        pw_json_int(&j, "seq", t->seq);
+        pw_json_close(&j);
     }
-    pw_buf_puts(&b, "],\"windows\":[");
+    pw_json_close(&j);
+    pw_json_open(&j, "windows", '[');
     for (int i = 0; i < nwins; i++) {
-        pw_buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
-        pw_buf_int(&b, i);
-        pw_buf_puts(&b, ",\"comm\":");
-        pw_buf_int(&b, wins[i].comm);
-        pw_buf_puts(&b, ",\"seq\":");
-        pw_buf_int(&b, wins[i].seq);
-        pw_buf_puts(&b, "}");
+        pw_json_open(&j, NULL, '{');
+        pw_json_int(&j, "id", i);
+        pw_json_int(&j, "comm", wins[i].comm);
+        pw_json_int(&j, "seq", wins[i].seq);
+        pw_json_close(&j);
     }
-    pw_buf_puts(&b, "],\"groups\":[");
+    pw_json_close(&j);
+    pw_json_open(&j, "groups", '[');
     for (int i = 0; i < ngroups; i++) {
-        pw_buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
-        pw_buf_int(&b, i);
-        pw_buf_puts(&b, ",\"ranks\":");
-        jlist_int(&b, groups[i].members, groups[i].n);
-        pw_buf_puts(&b, "}");
+        pw_json_open(&j, NULL, '{');
+        pw_json_int(&j, "id", i);
+        pw_json_ints(&j, "ranks", groups[i].members, (size_t)groups[i].n);
+        pw_json_close(&j);
     }
-    pw_buf_puts(&b, "],\"objects\":[");
+    pw_json_close(&j);
+    pw_json_open(&j, "objects", '[');
     for (int i = 0; i < pw_objects_count(); i++) {
         uintptr_t s, e, base;
         pw_object_range(i, &s, &e, &base);
-        pw_buf_puts(&b, i ? ",{\"path\":" : "{\"path\":");
-        pw_buf_jstr(&b, pw_object_path(i));
-        pw_buf_puts(&b, ",\"buildid\":");
-        pw_buf_jstr(&b, pw_object_buildid(i));
-        pw_buf_puts(&b, ",\"start\":");
-        pw_buf_int(&b, (int64_t)s);
-        pw_buf_puts(&b, ",\"end\":");
-        pw_buf_int(&b, (int64_t)e);
-        pw_buf_puts(&b, ",\"base\":");
-        pw_buf_int(&b, (int64_t)base);
-        pw_buf_puts(&b, "}");
+        pw_json_open(&j, NULL, '{');
+        pw_json_str(&j, "path", pw_object_path(i));
+        pw_json_str(&j, "buildid", pw_object_buildid(i));
+        pw_json_int(&j, "start", (int64_t)s);
+        pw_json_int(&j, "end", (int64_t)e);
+        pw_json_int(&j, "base", (int64_t)base);
+        pw_json_close(&j);
     }
-    pw_buf_puts(&b, "],\"records\":");
-    pw_buf_int(&b, pw_trace_written());
-    pw_buf_puts(&b, ",\"lost\":");
-    pw_buf_int(&b, pw_trace_lost());
-    pw_buf_puts(&b, "}\n");
+    pw_json_close(&j);
+    pw_json_int(&j, "records", pw_trace_written());
+    pw_json_int(&j, "lost", pw_trace_lost());
+    pw_json_end(&j);
     char path[4200], num[24];
     pw_fmt_int(num, my_rank);
-    snprintf(path, sizeof path, "%s/traces/rank-%s.json", pw_experiment_dir(), num);
-    pw_buf_to_file(&b, path);
+    if (pw_experiment_path(path, sizeof path, "traces/rank-", num, ".json") == 0)
+        pw_buf_to_file(&b, path);
+    else
+        pw_buf_free(&b);
 }

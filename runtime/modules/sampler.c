@@ -712,65 +712,50 @@ static int write_samples(int state, int in_signal)
     if (pw_file_close(&out) != 0)
         return 0; /* marked; a JSON without its records would describe nothing */
     pw_buf b = {0};
-    pw_buf_json_head(&b, PW_SAMPLES_MAGIC, PW_SAMPLES_VERSION);
-    pw_buf_puts(&b, ", \"frames\": ");
-    pw_buf_int(&b, PW_SAMPLE_FRAMES);
-    pw_buf_puts(&b, ", \"counters\": [");
-    for (int c = 0; c < pw_nevents && c < PW_SAMPLE_COUNTERS; c++) {
-        pw_buf_puts(&b, c ? ", " : "");
-        pw_buf_jstr(&b, pw_event_names[c]);
-    }
-    pw_buf_puts(&b, "]");
-    pw_buf_puts(&b, ", \"samples\": ");
-    pw_buf_int(&b, total);
+    pw_json j;
+    pw_buf_json_head(&j, &b, PW_SAMPLES_MAGIC, PW_SAMPLES_VERSION);
+    pw_json_int(&j, "frames", PW_SAMPLE_FRAMES);
+    pw_json_strs(&j, "counters", pw_event_names,
+                 (size_t)(pw_nevents < PW_SAMPLE_COUNTERS ? pw_nevents : PW_SAMPLE_COUNTERS));
+    pw_json_int(&j, "samples", total);
     int64_t fallbacks = 0;
     for (int i = 0; i < n; i++)
         fallbacks += threads[i].fallbacks;
-    pw_buf_puts(&b, ", \"unwinder\": ");
-    pw_buf_jstr(&b, PW_UNWINDER);
-    pw_buf_puts(&b, ", \"unwind_fallbacks\": "); /* samples by frame pointers instead */
-    pw_buf_int(&b, fallbacks);
-    pw_buf_puts(&b, ", \"dropped\": {\"threads\": "); /* threads never sampled, and why */
-    pw_buf_int(&b, nthreads > PW_SAMPLE_THREADS ? nthreads - PW_SAMPLE_THREADS : 0);
-    pw_buf_puts(&b, ", \"timers\": ");
-    pw_buf_int(&b, no_timer);
-    pw_buf_puts(&b, ", \"memory\": ");
-    pw_buf_int(&b, no_memory);
-    pw_buf_puts(&b, "}");
-    pw_buf_puts(&b, ", \"t_start\": ");
-    pw_buf_int(&b, pw_t_start);
-    pw_buf_puts(&b, ", \"t_end\": ");
-    pw_buf_int(&b, pw_now());
-#define PW_NAME(name, value, str) "\"" str "\", "
-#define PW_MPI_NAME(name, value, str) "\"mpi_" str "\", "
-    static const char activities[] = PW_ACTIVITIES(PW_NAME, PW_MPI_NAME);
+    pw_json_str(&j, "unwinder", PW_UNWINDER);
+    pw_json_int(&j, "unwind_fallbacks", fallbacks); /* samples by frame pointers instead */
+    pw_json_open(&j, "dropped", '{');               /* threads never sampled, and why */
+    pw_json_int(&j, "threads", nthreads > PW_SAMPLE_THREADS ? nthreads - PW_SAMPLE_THREADS : 0);
+    pw_json_int(&j, "timers", no_timer);
+    pw_json_int(&j, "memory", no_memory);
+    pw_json_close(&j);
+    pw_json_int(&j, "t_start", pw_t_start);
+    pw_json_int(&j, "t_end", pw_now());
+    pw_json_open(&j, "states", '['); /* the activities, by index */
+#define PW_NAME(name, value, str) pw_json_str(&j, NULL, str);
+#define PW_MPI_NAME(name, value, str) pw_json_str(&j, NULL, "mpi_" str);
+    PW_ACTIVITIES(PW_NAME, PW_MPI_NAME)
 #undef PW_NAME
 #undef PW_MPI_NAME
-    pw_buf_puts(&b, ", \"states\": ["); /* the activities, by index */
-    pw_buf_put(&b, activities, sizeof activities - 3);
-    pw_buf_puts(&b, "], \"threads\": [");
+    pw_json_close(&j);
+    pw_json_open(&j, "threads", '[');
     for (int i = 0; i < n; i++) {
-        pw_buf_puts(&b, i ? ", {\"tid\": " : "{\"tid\": ");
-        pw_buf_int(&b, threads[i].tid);
-        pw_buf_puts(&b, ", \"taken\": ");
-        pw_buf_int(&b, threads[i].taken);
-        pw_buf_puts(&b, ", \"kept\": ");
-        pw_buf_int(&b, threads[i].n);
-        pw_buf_puts(&b, ", \"thinned\": ");
-        pw_buf_int(&b, threads[i].thinned);
-        pw_buf_puts(&b, ", \"interval_ns\": ");
-        pw_buf_int(&b, threads[i].interval_ns);
-        pw_buf_puts(&b, "}");
+        pw_json_open(&j, NULL, '{');
+        pw_json_int(&j, "tid", threads[i].tid);
+        pw_json_int(&j, "taken", threads[i].taken);
+        pw_json_int(&j, "kept", threads[i].n);
+        pw_json_int(&j, "thinned", threads[i].thinned);
+        pw_json_int(&j, "interval_ns", threads[i].interval_ns);
+        pw_json_close(&j);
     }
-    pw_buf_puts(&b, "], \"modules\": [");
+    pw_json_close(&j);
+    pw_json_open(&j, "modules", '[');
     for (int i = 0; i < pw_objects_count(); i++) {
-        pw_buf_puts(&b, i ? ", [" : "[");
-        pw_buf_jstr(&b, pw_object_path(i));
-        pw_buf_puts(&b, ", ");
-        pw_buf_jstr(&b, pw_object_buildid(i));
-        pw_buf_puts(&b, "]");
+        pw_json_open(&j, NULL, '[');
+        pw_json_str(&j, NULL, pw_object_path(i));
+        pw_json_str(&j, NULL, pw_object_buildid(i));
+        pw_json_close(&j);
     }
-    pw_buf_puts(&b, "]}\n");
+    pw_json_end(&j);
     pw_process_path(path, sizeof path, "samples", ".json");
     pw_buf_to_file(&b, path);
     return 0;

@@ -68,7 +68,7 @@ static struct {
     pthread_cond_t wake;
     int stopping;
     int fd; /* HOST.values (in the thread's descriptor table) */
-    char dir[4096], host[256];
+    char host[256];
     series *s;
     int n, described;     /* series, and how many HOST.json describes */
     char absent[24][160]; /* "source: reason" */
@@ -321,8 +321,9 @@ static pw_activity *activity_of(long pid)
             return nd.pages[i].act;
     if (nd.npages >= MAX_PIDS)
         return NULL;
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s.%ld.act", nd.dir, nd.host, pid);
+    char path[4400], num[24];
+    pw_fmt_int(num, pid);
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".", num, ".act");
     pw_activity *a = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -341,8 +342,9 @@ static pw_activity *activity_of(long pid)
 static void activity_create(void)
 {
     static const char zero[4096];
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s.%d.act", nd.dir, nd.host, (int)getpid());
+    char path[4400], num[24];
+    pw_fmt_int(num, getpid());
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".", num, ".act");
     pw_file f;
     pw_file_open(&f, path);
     pw_file_write(&f, zero, sizeof zero);
@@ -366,7 +368,7 @@ static void sample_procs(void)
 {
     static char buf[65536];
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".pids");
     if (slurp(path, buf, sizeof buf) <= 0)
         return;
     long page = sysconf(_SC_PAGESIZE), hz = sysconf(_SC_CLK_TCK);
@@ -628,40 +630,30 @@ static void sample_pcp(void) {}
 static void write_json(int final)
 {
     pw_buf b = {0};
-    pw_buf_puts(&b, "{\"format\": \"" PW_TIMELINE_MAGIC "\", \"version\": ");
-    pw_buf_int(&b, PW_TIMELINE_VERSION);
-    pw_buf_puts(&b, ", \"host\": ");
-    pw_buf_jstr(&b, nd.host);
-    pw_buf_puts(&b, ", \"pid\": ");
-    pw_buf_int(&b, nd.pid);
-    pw_buf_puts(&b, ", \"interval_ms\": ");
-    pw_buf_int(&b, pw_opt.node_interval);
-    pw_buf_puts(&b, ", \"complete\": ");
-    pw_buf_puts(&b, final ? "true" : "false");
-    pw_buf_puts(&b, ", \"ticks\": ");
-    pw_buf_int(&b, nd.ticks);
-    pw_buf_puts(&b, ", \"t_first\": ");
-    pw_buf_int(&b, nd.t_first);
-    pw_buf_puts(&b, ", \"t_last\": ");
-    pw_buf_int(&b, nd.t_last);
-    pw_buf_puts(&b, ", \"sampler_cpu_ns\": ");
-    pw_buf_int(&b, nd.cpu_ns);
-    char npt[40];
-    snprintf(npt, sizeof npt, "%.9f", pw_ns_per_tick());
-    pw_buf_puts(&b, ", \"ns_per_tick\": ");
-    pw_buf_puts(&b, npt);
-    pw_buf_puts(&b, ",\n \"series\": [");
+    pw_json j;
+    pw_json_begin(&j, &b);
+    pw_json_str(&j, "format", PW_TIMELINE_MAGIC);
+    pw_json_int(&j, "version", PW_TIMELINE_VERSION);
+    pw_json_str(&j, "host", nd.host);
+    pw_json_int(&j, "pid", nd.pid);
+    pw_json_int(&j, "interval_ms", pw_opt.node_interval);
+    pw_json_bool(&j, "complete", final);
+    pw_json_int(&j, "ticks", nd.ticks);
+    pw_json_int(&j, "t_first", nd.t_first);
+    pw_json_int(&j, "t_last", nd.t_last);
+    pw_json_int(&j, "sampler_cpu_ns", nd.cpu_ns);
+    pw_json_double(&j, "ns_per_tick", pw_ns_per_tick(), 9);
+    pw_json_open(&j, "series", '[');
     for (int i = 0; i < nd.n; i++) {
-        pw_buf_puts(&b, i ? ",\n  {\"source\": " : "\n  {\"source\": ");
-        pw_buf_jstr(&b, nd.s[i].source);
-        pw_buf_puts(&b, ", \"name\": ");
-        pw_buf_jstr(&b, nd.s[i].name);
-        pw_buf_puts(&b, ", \"unit\": ");
-        pw_buf_jstr(&b, nd.s[i].unit);
-        pw_buf_puts(&b, nd.s[i].kind == KIND_COUNTER ? ", \"kind\": \"counter\"}"
-                                                     : ", \"kind\": \"gauge\"}");
+        pw_json_open(&j, NULL, '{');
+        pw_json_str(&j, "source", nd.s[i].source);
+        pw_json_str(&j, "name", nd.s[i].name);
+        pw_json_str(&j, "unit", nd.s[i].unit);
+        pw_json_str(&j, "kind", nd.s[i].kind == KIND_COUNTER ? "counter" : "gauge");
+        pw_json_close(&j);
     }
-    pw_buf_puts(&b, "],\n \"absent\": {");
+    pw_json_close(&j);
+    pw_json_open(&j, "absent", '{');
     for (int i = 0; i < nd.nabsent; i++) {
         char src[64];
         const char *tab = strchr(nd.absent[i], '\t');
@@ -669,15 +661,14 @@ static void write_json(int final)
                                                                    : sizeof src - 1;
         memcpy(src, nd.absent[i], len);
         src[len] = 0;
-        pw_buf_puts(&b, i ? ", " : "");
-        pw_buf_jstr(&b, src);
-        pw_buf_puts(&b, ": ");
-        pw_buf_jstr(&b, tab + 1);
+        pw_json_str(&j, src, tab + 1);
     }
-    pw_buf_puts(&b, "}}\n");
+    pw_json_end(&j);
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s.json", nd.dir, nd.host);
-    pw_buf_to_file(&b, path);
+    if (pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".json") == 0)
+        pw_buf_to_file(&b, path);
+    else
+        pw_buf_free(&b);
     nd.described = nd.n;
 }
 
@@ -704,7 +695,7 @@ static void tick(void)
         close(nd.fd);
         nd.fd = -1;
         char path[4400];
-        snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
+        pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".values");
         pw_file_failed(path, err);
     }
     if (!nd.ticks)
@@ -776,7 +767,7 @@ static void *sampler(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     int own = private_files();
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s.values", nd.dir, nd.host);
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".values");
     nd.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (nd.fd < 0) {
         pw_file_failed(path, errno);
@@ -843,12 +834,13 @@ static void start(void)
     const char *exp = pw_experiment_dir();
     if (!pw_active || !exp || pw_opt.node_interval <= 0)
         return;
-    snprintf(nd.dir, sizeof nd.dir, "%s/timeline", exp);
     snprintf(nd.host, sizeof nd.host, "%s", pw_hostname);
-    mkdir(nd.dir, 0777);
-    activity_create();
     char path[4400], line[32];
-    snprintf(path, sizeof path, "%s/%s.pids", nd.dir, nd.host);
+    if (pw_experiment_path(path, sizeof path, "timeline") != 0)
+        return;
+    mkdir(path, 0777);
+    activity_create();
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".pids");
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int err = fd < 0 ? errno : 0;
     if (fd >= 0) {
@@ -858,7 +850,7 @@ static void start(void)
     }
     if (err)
         pw_file_failed(path, err);
-    snprintf(path, sizeof path, "%s/%s.lock", nd.dir, nd.host);
+    pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".lock");
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         if (errno != EEXIST) /* else another process samples this node */
