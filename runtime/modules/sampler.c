@@ -695,14 +695,14 @@ static int write_samples(int state, int in_signal)
             memset(&r, 0, sizeof r);
             r.t = s->t;
             r.thread = i;
-            r.state = s->state;
+            r.activity = s->state;
             r.depth = s->depth;
             for (int c = 0; c < PW_SAMPLE_COUNTERS; c++)
                 r.counters[c] = s->have_ctr && c < pw_nevents ? s->counters[c] : -1;
             for (int f = 0; f < s->depth; f++) {
                 uint64_t off = 0;
-                r.module[f] = pw_object_of(s->frames[f], &off);
-                r.offset[f] = r.module[f] < 0 ? (int64_t)s->frames[f] : (int64_t)off;
+                r.object[f] = pw_object_of(s->frames[f], &off);
+                r.offset[f] = r.object[f] < 0 ? (int64_t)s->frames[f] : (int64_t)off;
             }
             if (pw_file_write(&out, &r, sizeof r) != 0)
                 break;
@@ -746,7 +746,7 @@ static int write_samples(int state, int in_signal)
     static const char activities[] = PW_ACTIVITIES(PW_NAME, PW_MPI_NAME);
 #undef PW_NAME
 #undef PW_MPI_NAME
-    pw_buf_puts(&b, ", \"states\": ["); /* the activities, by index */
+    pw_buf_puts(&b, ", \"activities\": ["); /* the activities, by index */
     pw_buf_put(&b, activities, sizeof activities - 3);
     pw_buf_puts(&b, "], \"threads\": [");
     for (int i = 0; i < n; i++) {
@@ -762,7 +762,7 @@ static int write_samples(int state, int in_signal)
         pw_buf_int(&b, threads[i].interval_ns);
         pw_buf_puts(&b, "}");
     }
-    pw_buf_puts(&b, "], \"modules\": [");
+    pw_buf_puts(&b, "], \"objects\": [");
     for (int i = 0; i < pw_objects_count(); i++) {
         pw_buf_puts(&b, i ? ", [" : "[");
         pw_buf_jstr(&b, pw_object_path(i));
