@@ -695,14 +695,14 @@ static int write_samples(int state, int in_signal)
             memset(&r, 0, sizeof r);
             r.t = s->t;
             r.thread = i;
-            r.state = s->state;
+            r.activity = s->state;
             r.depth = s->depth;
             for (int c = 0; c < PW_SAMPLE_COUNTERS; c++)
                 r.counters[c] = s->have_ctr && c < pw_nevents ? s->counters[c] : -1;
             for (int f = 0; f < s->depth; f++) {
                 uint64_t off = 0;
-                r.module[f] = pw_object_of(s->frames[f], &off);
-                r.offset[f] = r.module[f] < 0 ? (int64_t)s->frames[f] : (int64_t)off;
+                r.object[f] = pw_object_of(s->frames[f], &off);
+                r.offset[f] = r.object[f] < 0 ? (int64_t)s->frames[f] : (int64_t)off;
             }
             if (pw_file_write(&out, &r, sizeof r) != 0)
                 break;
@@ -730,7 +730,7 @@ static int write_samples(int state, int in_signal)
     pw_json_close(&j);
     pw_json_int(&j, "t_start", pw_t_start);
     pw_json_int(&j, "t_end", pw_now());
-    pw_json_open(&j, "states", '['); /* the activities, by index */
+    pw_json_open(&j, "activities", '['); /* the activities, by index */
 #define PW_NAME(name, value, str) pw_json_str(&j, NULL, str);
 #define PW_MPI_NAME(name, value, str) pw_json_str(&j, NULL, "mpi_" str);
     PW_ACTIVITIES(PW_NAME, PW_MPI_NAME)
@@ -748,7 +748,7 @@ static int write_samples(int state, int in_signal)
         pw_json_close(&j);
     }
     pw_json_close(&j);
-    pw_json_open(&j, "modules", '[');
+    pw_json_open(&j, "objects", '['); /* the loaded objects: path, build-id */
     for (int i = 0; i < pw_objects_count(); i++) {
         pw_json_open(&j, NULL, '[');
         pw_json_str(&j, NULL, pw_object_path(i));

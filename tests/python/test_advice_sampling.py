@@ -12,7 +12,7 @@ from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 APP = "/home/u/solver"
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
 # offset -> (function, line) of the program; offset -> function of libc
 CODE = {
     0x100: ("relax", 120),
@@ -40,19 +40,19 @@ class Sym:
 
 
 def rank_samples(rank, groups):
-    """groups: [(count, state, [offset, ...innermost first])]: libc offsets < 0x100."""
+    """groups: [(count, activity, [offset, ...innermost first])]: libc offsets < 0x100."""
     n = sum(g[0] for g in groups)
     rec = np.zeros(n, SAMPLE_DTYPE)
-    rec["module"] = -1
+    rec["object"] = -1
     i = 0
-    for count, state, frames in groups:
+    for count, activity, frames in groups:
         for _ in range(count):
-            rec["state"][i], rec["depth"][i] = STATES.index(state), len(frames)
+            rec["activity"][i], rec["depth"][i] = RECORDED.index(activity), len(frames)
             for k, o in enumerate(frames):
-                rec["module"][i, k] = 0 if o < 0x100 else 1
+                rec["object"][i, k] = 0 if o < 0x100 else 1
                 rec["offset"][i, k] = o
             i += 1
-    return ProcessSamples(f"rank-{rank}", {"rank": rank, "states": STATES}, rec, [LIBC, APP])
+    return ProcessSamples(f"rank-{rank}", {"rank": rank, "activities": RECORDED}, rec, [LIBC, APP])
 
 
 def report(procs, mpi=False):
@@ -201,7 +201,7 @@ def test_sampled_omp_sync_is_openmp_imbalance_not_contention():
             return super().resolve(module, offsets)
 
     p = rank_samples(0, [(140, "compute", [0x100, 0x200]), (160, "compute", [0x40, 0x100])])
-    p.modules = [gomp, APP]
+    p.objects = [gomp, APP]
     sm = sampling.analyze([p], symbolizer=OmpSym()).to_json()
     assert round(sm["activity_pct"]["omp_sync"]) == 53 and "thread_sync" not in {
         k for k, v in sm["activity_pct"].items() if v

@@ -11,11 +11,11 @@ import pytest
 
 import perfweave
 from perfweave.errors import NoData, PerfweaveError
-from perfweave.readers.samples import SAMPLE_FRAMES, SAMPLE_DTYPE
+from perfweave.readers.samples import SAMPLE_FRAMES, SAMPLE_DTYPE, SAMPLES_VERSION
 
 S = 1_000_000_000
 APP = "/nonexistent/app"
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
 MAIN, HEAVY, LIGHT = 0x301, 0x101, 0x201  # return addresses in app
 # rank 0: 70 samples main -> heavy computing, 30 main -> light in a collective;
 # rank 1: 40 main -> heavy, 60 main -> light, all computing. 1 s sampled per rank.
@@ -33,13 +33,13 @@ FUNCS = {
 def write_samples(exp, rank, plan, counters=()):
     rec = np.zeros(sum(n for *_, n in plan), SAMPLE_DTYPE)
     i = 0
-    for leaf, state, n in plan:
+    for leaf, activity, n in plan:
         for _ in range(n):
             rec[i]["t"] = S + i * S // len(rec)
-            rec[i]["state"] = state
+            rec[i]["activity"] = activity
             rec[i]["depth"] = 2
-            rec[i]["module"][:2] = 0
-            rec[i]["module"][2:] = -1
+            rec[i]["object"][:2] = 0
+            rec[i]["object"][2:] = -1
             rec[i]["offset"][:2] = (leaf, MAIN)
             rec[i]["counters"] = -1
             if counters:  # cumulative: 10 per heavy sample, 1 per light
@@ -52,7 +52,7 @@ def write_samples(exp, rank, plan, counters=()):
     rec.tofile(d / f"rank-{rank}.samples")
     meta = {
         "format": "perfweave-samples",
-        "version": 2,
+        "version": SAMPLES_VERSION,
         "rank": rank,
         "pid": 100 + rank,
         "host": "node01",
@@ -61,8 +61,8 @@ def write_samples(exp, rank, plan, counters=()):
         "samples": len(rec),
         "t_start": S - S // 100,
         "t_end": 2 * S - S // 100,
-        "states": STATES,
-        "modules": [[APP, ""]],
+        "activities": RECORDED,
+        "objects": [[APP, ""]],
         "threads": [
             {
                 "tid": 100 + rank,
@@ -130,7 +130,7 @@ def test_call_tree(exp):
     assert li["mpi_coll_pct"] == pytest.approx(15) and li["compute_pct"] == pytest.approx(30)
     assert li["worst_rank"] == 1
     # one column per activity the analysis names, present or not
-    assert {f"{s}_pct" for s in STATES} <= set(t.columns)
+    assert {f"{s}_pct" for s in RECORDED} <= set(t.columns)
     assert h["sleep_pct"] == 0
 
 

@@ -26,7 +26,7 @@ def test_generated_module_holds_the_declared_format():
     sizes = {k: v.itemsize for k, v in f.RECORDS.items()}
     assert sizes["event"] == 40 and sizes["timeline"] == 24
     assert sizes["sample"] == 16 + f.SAMPLE_FRAMES * 12 + f.SAMPLE_COUNTERS * 8 == 432
-    assert f.RECORDS["sample"]["module"].shape == (f.SAMPLE_FRAMES,)
+    assert f.RECORDS["sample"]["object"].shape == (f.SAMPLE_FRAMES,)
     # names by index, codes by name
     assert f.STATES == ["complete", "no-finalize", "abort", "signal"]
     assert f.FAMILIES == ["p2p", "coll", "rma", "sync", "io", "other"]

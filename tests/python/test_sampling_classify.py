@@ -14,7 +14,7 @@ from perfweave.symbols import Location
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 GOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 APP = "/home/u/app"
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
 
 
 class Sym:
@@ -31,18 +31,18 @@ class Sym:
         return out
 
 
-def proc(samples, states=STATES):
-    """samples: [(state, [(module, offset), ...innermost first])]."""
-    modules = [LIBC, GOMP, APP]
+def proc(samples, activities=RECORDED):
+    """samples: [(activity, [(object, offset), ...innermost first])]."""
+    objects = [LIBC, GOMP, APP]
     rec = np.zeros(len(samples), SAMPLE_DTYPE)
-    rec["module"] = -1
-    for i, (state, frames) in enumerate(samples):
-        rec["state"][i] = state
+    rec["object"] = -1
+    for i, (activity, frames) in enumerate(samples):
+        rec["activity"][i] = activity
         rec["depth"][i] = len(frames)
         for k, (m, o) in enumerate(frames):
-            rec["module"][i, k] = modules.index(m)
+            rec["object"][i, k] = objects.index(m)
             rec["offset"][i, k] = o
-    return ProcessSamples("rank-0", {"rank": 0, "states": states}, rec, modules)
+    return ProcessSamples("rank-0", {"rank": 0, "activities": activities}, rec, objects)
 
 
 def names(p, sym):
@@ -145,7 +145,7 @@ def test_openmp_runtime_frames_are_openmp_sync():
     ]
 
 
-def test_frames_and_states():
+def test_frames_and_activities():
     sym = Sym(
         {
             LIBC: {
@@ -189,10 +189,10 @@ def test_frames_and_states():
     ]
 
 
-def test_unknown_states_are_kept_by_name():
+def test_unknown_activities_are_kept_by_name():
     p = proc(
         [(0, [(APP, 0x100)]), (8, [(LIBC, 0x10)]), (9, [(APP, 0x100)]), (-1, [(APP, 0x100)])],
-        STATES + ["wait", "gpu"],
+        RECORDED + ["wait", "gpu"],
     )
     sym = Sym({LIBC: {0x10: ("write",)}, APP: {0x100: ("solve",)}})
     assert names(p, sym) == ["compute", "wait", "gpu", "compute"]  # out of range: compute
@@ -221,7 +221,7 @@ def test_analyze_reports_activities_everywhere():
     a = sm["activity_pct"]
     assert (a["compute"], a["io"], a["alloc"], a["thread_sync"]) == (40, 30, 20, 10)
     assert a["mpi_coll"] == 0 and sm["activities"][:4] == ACTIVITIES[:4]
-    assert sm["states"] == STATES
+    assert sm["states"] == RECORDED
     [solve] = [r for r in sm["functions"] if r["name"] == "solve"]
     assert solve["by_state_pct"] == {"compute": 40, "io": 30, "alloc": 20, "thread_sync": 10}
     [main] = [r for r in sm["inclusive"] if r["name"] == "main"]

@@ -16,8 +16,8 @@ LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 GOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 LIBQ = "/usr/lib/x86_64-linux-gnu/libqueue.so.2"
 APP = "/home/u/solver"
-MODULES = [LIBC, GOMP, LIBQ, APP]
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+OBJECTS = [LIBC, GOMP, LIBQ, APP]
+RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
 NAMES = {
     LIBC: {
         0x10: "syscall",
@@ -60,24 +60,24 @@ class Sym:
 
 
 def proc(samples, threads=3):
-    """samples: [(thread slot, time in ms, [(module, offset), ...innermost first])];
+    """samples: [(thread slot, time in ms, [(object, offset), ...innermost first])];
     slot 0 is the main thread (tid = pid)."""
     rec = np.zeros(len(samples), SAMPLE_DTYPE)
-    rec["module"] = -1
+    rec["object"] = -1
     for i, (th, ms, frames) in enumerate(samples):
         rec["thread"][i], rec["t"][i], rec["depth"][i] = th, ms * 1_000_000, len(frames)
         for k, (m, o) in enumerate(frames):
-            rec["module"][i, k], rec["offset"][i, k] = MODULES.index(m), o
+            rec["object"][i, k], rec["offset"][i, k] = OBJECTS.index(m), o
     meta = {
         "rank": 0,
         "pid": 100,
-        "states": STATES,
+        "activities": RECORDED,
         "threads": [
             {"tid": 100 + t, "taken": 1, "kept": 1, "thinned": 0, "interval_ns": 2_000_000}
             for t in range(threads)
         ],
     }
-    return ProcessSamples("rank-0", meta, rec, MODULES)
+    return ProcessSamples("rank-0", meta, rec, OBJECTS)
 
 
 def analyze(p):

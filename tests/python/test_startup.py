@@ -15,11 +15,11 @@ import pytest
 
 from perfweave.analysis import phases
 from perfweave.cli import main
-from perfweave.readers.samples import SAMPLE_FRAMES, SAMPLE_DTYPE
+from perfweave.readers.samples import SAMPLE_FRAMES, SAMPLE_DTYPE, SAMPLES_VERSION
 
 S, MS = 1_000_000_000, 1_000_000
 APP = "/nonexistent/app"
-STATES = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
 FUNCS = {
     "functions": ["MPI_Init", "MPI_Recv", "MPI_Finalize"],
     "families": ["other", "p2p", "other"],
@@ -46,15 +46,15 @@ def write_samples(exp, rank):
     t = np.arange(T0 + MS // 2, end, MS)
     rec = np.zeros(len(t), SAMPLE_DTYPE)
     rec["t"] = t
-    rec["state"] = STATES.index("mpi_other")
-    rec["state"][t < enter] = 0
+    rec["activity"] = RECORDED.index("mpi_other")
+    rec["activity"][t < enter] = 0
     in_app = np.flatnonzero((t >= leave) & (t < fini))
     assert len(in_app) == APP_MS
-    rec["state"][in_app[:4]] = STATES.index("mpi_p2p")
-    rec["state"][in_app[4:]] = 0
+    rec["activity"][in_app[:4]] = RECORDED.index("mpi_p2p")
+    rec["activity"][in_app[4:]] = 0
     rec["depth"] = 1
-    rec["module"][:, 0] = 0
-    rec["module"][:, 1:] = -1
+    rec["object"][:, 0] = 0
+    rec["object"][:, 1:] = -1
     rec["offset"][:, 0] = 0x101
     rec["counters"] = -1
     d = exp / "samples"
@@ -62,7 +62,7 @@ def write_samples(exp, rank):
     rec.tofile(d / f"rank-{rank}.samples")
     meta = {
         "format": "perfweave-samples",
-        "version": 2,
+        "version": SAMPLES_VERSION,
         "rank": rank,
         "pid": 100 + rank,
         "host": "node01",
@@ -71,8 +71,8 @@ def write_samples(exp, rank):
         "samples": len(rec),
         "t_start": T0,
         "t_end": end,
-        "states": STATES,
-        "modules": [[APP, ""]],
+        "activities": RECORDED,
+        "objects": [[APP, ""]],
         "threads": [
             {
                 "tid": 100 + rank,

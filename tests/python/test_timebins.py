@@ -9,7 +9,7 @@ from perfweave.model.samples import ProcessSamples
 from perfweave.readers.dtypes import SAMPLE_DTYPE
 
 S = 1_000_000_000
-STATES = ["compute", "mpi_coll", "sleep", "io"]
+NAMES = ["compute", "mpi_coll", "sleep", "io"]
 
 
 def test_exact_fractions_per_rank_and_bin():
@@ -26,7 +26,7 @@ def test_exact_fractions_per_rank_and_bin():
         [0, 0, 3],
         10 * S,
         14 * S,
-        STATES,
+        NAMES,
         nbins=4,
         min_per_bin=1,
     )
@@ -67,19 +67,19 @@ def test_exact_fractions_per_rank_and_bin():
 def test_activities_without_samples_are_left_out_and_short_runs_get_fewer_bins():
     t = np.arange(40) * S // 10  # 40 samples over 4 s
     a = np.where(np.arange(40) < 20, 0, 2)  # compute then sleep
-    res = activity_over_time([t, t], [a, a], [0, 1], 0, 4 * S, STATES)
+    res = activity_over_time([t, t], [a, a], [0, 1], 0, 4 * S, NAMES)
     assert res["activities"] == ["compute", "sleep"]
     assert len(res["edges_s"]) == 40 // 5 + 1  # 5 samples per bin at least
     assert [p["activity"] for p in res["phases"]] == ["compute", "sleep"]
     assert res["phases"][0]["end_s"] == pytest.approx(2.0)
-    one = activity_over_time([t[:3]], [a[:3]], [0], 0, 4 * S, STATES)
+    one = activity_over_time([t[:3]], [a[:3]], [0], 0, 4 * S, NAMES)
     assert len(one["edges_s"]) == 2  # never fewer than one bin
 
 
-def _proc(rank, host, t_start, t_end, times, states):
+def _proc(rank, host, t_start, t_end, times, activities):
     rec = np.zeros(len(times), SAMPLE_DTYPE)
     rec["t"] = times
-    rec["state"] = states
+    rec["activity"] = activities
     return ProcessSamples(
         f"rank-{rank}", {"rank": rank, "host": host, "t_start": t_start, "t_end": t_end}, rec, []
     )
@@ -92,7 +92,7 @@ def test_from_samples_aligns_each_node_at_its_first_start():
     for rank, host, base in ((0, "a", 100 * S), (1, "a", 100 * S + S // 10), (2, "b", 5000 * S)):
         t = base + np.arange(1, 200) * S // 100
         procs.append(_proc(rank, host, base, base + 2 * S, t, np.where(t - base < S, 0, 2)))
-    res = from_samples(procs, STATES)
+    res = from_samples(procs, NAMES)
     assert res["edges_s"][-1] == pytest.approx(2.1)  # rank 1 ends 2.1 s after a's start
     assert [p["activity"] for p in res["phases"]] == ["compute", "sleep"]
     assert abs(res["phases"][0]["end_s"] - 1.0) <= res["bin_s"] + 0.1
@@ -136,7 +136,7 @@ def test_mean_over_the_ranks_whose_spans_cover_the_bin():
         [0, 1],
         10 * S,
         14 * S,
-        STATES,
+        NAMES,
         nbins=4,
         min_per_bin=1,
         durations=[np.full(8, 0.5 * S), np.array([0.05, 3.8]) * S],

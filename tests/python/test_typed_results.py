@@ -38,14 +38,14 @@ def rank_samples(rank, solve, halo, counters=False):
     and 1 per halo sample (cumulative)."""
     plan = [(SOLVE, "compute", 10)] * solve + [(HALO, "mpi_p2p", 1)] * halo
     total, samples = 0, []
-    for leaf, state, faults in plan:
+    for leaf, activity, faults in plan:
         total += faults
-        s = {"frames": [(APP, leaf), (APP, MAIN)], "state": state}
+        s = {"frames": [(APP, leaf), (APP, MAIN)], "activity": activity}
         if counters:
             s["counters"] = [total]
         samples.append(s)
     return ProcessSamples.from_literal(
-        samples, modules=[APP], rank=rank, interval_ns=MS, counters=[EVENT] if counters else []
+        samples, objects=[APP], rank=rank, interval_ns=MS, counters=[EVENT] if counters else []
     )
 
 
@@ -54,9 +54,9 @@ def test_samples_from_literal_are_records_of_the_file_layout():
     assert p.records.dtype == SAMPLE_DTYPE and p.rank == 1 and p.name == "rank-1"
     assert p.records["t"].tolist() == [MS, 2 * MS, 3 * MS]
     assert p.records["depth"].tolist() == [2, 2, 2]
-    assert p.records["module"][:, :3].tolist() == [[0, 0, -1]] * 3
+    assert p.records["object"][:, :3].tolist() == [[0, 0, -1]] * 3
     assert p.records["offset"][:, :2].tolist() == [[SOLVE, MAIN]] * 2 + [[HALO, MAIN]]
-    assert p.records["state"].tolist() == [0, 0, p.meta["states"].index("mpi_p2p")]
+    assert p.records["activity"].tolist() == [0, 0, p.meta["activities"].index("mpi_p2p")]
     # the description is one the reader accepts
     check(p.meta, SAMPLES_SCHEMA, "rank-1.json", "samples description")
     assert p.meta["threads"][0]["tid"] == p.meta["pid"] and p.meta["t_end"] == 3 * MS

@@ -132,8 +132,8 @@ def test_time_blocked_is_sampled_as_wait(build, run_pw):
     prog = build(None, "blocking.c", ("-pthread",))
     r = run_pw([prog, "poll"], FAST)
     [p] = read_samples(r.exp)
-    states = p.meta["states"]
-    assert states[:8] == [
+    activities = p.meta["activities"]
+    assert activities[:8] == [
         "compute",
         "mpi_p2p",
         "mpi_coll",
@@ -144,7 +144,7 @@ def test_time_blocked_is_sampled_as_wait(build, run_pw):
         "sleep",
     ]  # older indexes kept; wait appended
     main = p.records[p.records["thread"] == 0]
-    share = (main["state"] == states.index("wait")).mean()
+    share = (main["activity"] == activities.index("wait")).mean()
     # 0.9 s blocked in poll of ~0.9 s sampled (start-up and output are a few ms)
     assert share > 0.85, share
     assert activity_pct(r.open())["wait"] > 60  # the writer thread sleeps (state sleep)

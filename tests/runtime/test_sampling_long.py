@@ -40,8 +40,8 @@ def test_twenty_seconds_keep_what_one_second_keeps(build, run_pw):
         assert f.stat().st_size == t["kept"] * SAMPLE_DTYPE.itemsize
         assert t["taken"] > CAP and t["thinned"] >= 1  # the buffer did fill
         # sampled asleep (usleep is wrapped: state sleep), and the sleeps kept their length
-        states = p.meta["states"]
-        asleep = np.mean(p.records["state"] == states.index("sleep"))
+        activities = p.meta["activities"]
+        asleep = np.mean(p.records["activity"] == activities.index("sleep"))
         assert asleep > 0.9, asleep
     (_, _, t1, _), (_, p20, t20, _) = runs[1], runs[20]
     assert t20["taken"] > 2 * t1["taken"] and t20["thinned"] > t1["thinned"]

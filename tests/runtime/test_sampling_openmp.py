@@ -166,13 +166,13 @@ def test_libgomp_frames_named_only_within_symbol_size(omp_run):
     sym = Symbolizer()
     named = unnamed = 0
     for p in read_samples(r.exp):
-        gomp = [i for i, m in enumerate(p.modules) if os.path.basename(m).startswith("libgomp")]
-        assert gomp, p.modules
-        syms = _dynsyms(p.modules[gomp[0]])
+        gomp = [i for i, m in enumerate(p.objects) if os.path.basename(m).startswith("libgomp")]
+        assert gomp, p.objects
+        syms = _dynsyms(p.objects[gomp[0]])
         rec = p.records
-        valid = np.arange(rec["module"].shape[1])[None, :] < rec["depth"][:, None]
-        offs = np.unique(rec["offset"][valid & (rec["module"] == gomp[0])])
-        for L in sym.resolve(p.modules[gomp[0]], offs.tolist()):
+        valid = np.arange(rec["object"].shape[1])[None, :] < rec["depth"][:, None]
+        offs = np.unique(rec["offset"][valid & (rec["object"] == gomp[0])])
+        for L in sym.resolve(p.objects[gomp[0]], offs.tolist()):
             if not L.function:
                 unnamed += 1
                 assert L.short() == f"{os.path.basename(L.module)}+{L.offset:#x}"

@@ -15,8 +15,9 @@
 /* X-macro tables, aligned by hand: their comments span lines. */
 /* clang-format off */
 
-/* 2: + counters */
-#define PW_SAMPLES_VERSION 2
+/* 2: + counters; 3: the fields state and module, the description's "states" and "modules"
+ * renamed activity, object, "activities" and "objects" (the layout is unchanged) */
+#define PW_SAMPLES_VERSION 3
 #define PW_SAMPLES_MAGIC "perfweave-samples"
 #define PW_SAMPLE_FRAMES 32  /* frames of a stack, innermost first */
 #define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */
@@ -24,13 +25,14 @@
 #define PW_SAMPLE_FIELDS(X, A)                                                             \
     X(int64_t, "<i8", t)                             /* CLOCK_MONOTONIC ns */              \
     X(int32_t, "<i4", thread)                        /* index into NAME.json "threads" */  \
-    X(int16_t, "<i2", state)                         /* the thread's activity (index of    \
-                                                        NAME.json "states": PW_ACTIVITIES) */\
+    X(int16_t, "<i2", activity)                      /* the thread's activity (index of    \
+                                                        NAME.json "activities":            \
+                                                        PW_ACTIVITIES) */                  \
     X(int16_t, "<i2", depth)                         /* frames kept */                     \
-    A(int32_t, "<i4", module, PW_SAMPLE_FRAMES)      /* loaded object of each frame (index \
-                                                        of NAME.json "modules"), -1 none */ \
+    A(int32_t, "<i4", object, PW_SAMPLE_FRAMES)      /* loaded object of each frame (index \
+                                                        of NAME.json "objects"), -1 none */ \
     A(int64_t, "<i8", offset, PW_SAMPLE_FRAMES)      /* address - the object's load base;  \
-                                                        the address where module is -1 */  \
+                                                        the address where object is -1 */  \
     A(int64_t, "<i8", counters, PW_SAMPLE_COUNTERS) /* -1: not read at this sample */
 PW_RECORD_STRUCT(PW_SAMPLE_FIELDS, pw_sample_rec)
 

@@ -4,11 +4,11 @@ anywhere on the stack), split by what the thread was doing (computation, MPI fam
 across ranks with min/mean/max and imbalance (max - mean) / max.
 
 A sample's innermost frame is often in a library the program called (libc, libm, MPI);
-"exclusive" time is charged to the innermost frame whose module is the program or one
+"exclusive" time is charged to the innermost frame whose object is the program or one
 of its own libraries (not a system or MPI library), so time in memcpy inside a solver
 loop counts for the solver, as in MAP's "self time of the source line".
 
-Activities: the runtime records each sample's state (compute, mpi_FAMILY, sleep, and
+Activities: the runtime records each sample's activity (compute, mpi_FAMILY, sleep, and
 any it adds later); a compute sample is further told apart post-mortem (classify) from
 its innermost frames: the interrupted function, and the next frames while they are in
 a system library (libc, libpthread, libgomp, libstdc++), named by the symbolizer and
@@ -391,14 +391,14 @@ def _is_openmp_runtime(path):
     return os.path.basename(path).startswith(OPENMP_RUNTIMES)
 
 
-def activity_of(function, module=""):
+def activity_of(function, obj=""):
     """The activity ("io", "alloc", "thread_sync", "omp_sync") a function's name stands
     for, or None."""
     n = _normalise(function)
     for act, names in _KNOWN.items():
         if n in names or function in names:
             return act
-    if os.path.basename(module).startswith("libgomp") and n in _GOMP_SYNC:
+    if os.path.basename(obj).startswith("libgomp") and n in _GOMP_SYNC:
         return "omp_sync"
     return None
 
@@ -415,23 +415,23 @@ def _classify(procs, sym):
     out = []
     for p in procs:
         rec = p.records
-        states = p.meta.get("states") or ["compute"]
-        to_act = np.array([_index(s) for s in states] + [_index("compute")], np.int64)
-        st = rec["state"].astype(np.int64)
-        act = to_act[np.where((st >= 0) & (st < len(states)), st, len(states))]
+        recorded = p.meta.get("activities") or ["compute"]
+        to_act = np.array([_index(s) for s in recorded] + [_index("compute")], np.int64)
+        st = rec["activity"].astype(np.int64)
+        act = to_act[np.where((st >= 0) & (st < len(recorded)), st, len(recorded))]
         why = [""] * len(rec)
         cand = np.flatnonzero(act == ACTIVITIES.index("compute"))
         depth = rec["depth"].astype(np.int64)
-        # the frames to look at, resolved once per module
+        # the frames to look at, resolved once per object
         wanted = {}
         for i in cand.tolist():
             for k in range(min(int(depth[i]), CLASSIFY_FRAMES)):
-                m = int(rec["module"][i, k])
+                m = int(rec["object"][i, k])
                 if m >= 0:
                     wanted.setdefault(m, set()).add(int(rec["offset"][i, k]))
         names = {}
         for m, offs in wanted.items():
-            path = p.modules[m] if m < len(p.modules) else ""
+            path = p.objects[m] if m < len(p.objects) else ""
             offs = sorted(offs)
             if path and not path.startswith("["):
                 for o, L in zip(offs, sym.resolve(path, offs)):
@@ -440,8 +440,8 @@ def _classify(procs, sym):
                     names[(m, o)] = [f for f in chain if f]
         for i in cand.tolist():
             for k in range(min(int(depth[i]), CLASSIFY_FRAMES)):
-                m = int(rec["module"][i, k])
-                path = p.modules[m] if 0 <= m < len(p.modules) else ""
+                m = int(rec["object"][i, k])
+                path = p.objects[m] if 0 <= m < len(p.objects) else ""
                 found = None
                 fns = names.get((m, int(rec["offset"][i, k])), ())
                 for f in fns:
@@ -488,30 +488,30 @@ def analyze(procs, symbolizer=None, windows=None):
         return None
     sym = symbolizer or Symbolizer()
     classified = _classify(procs, sym)
-    states = list(ACTIVITIES)  # the names of the activity indexes
-    # every (module path, offset) of interest: the chosen frame of each sample and all
-    # frames for inclusive time, resolved once per module
+    activities = list(ACTIVITIES)  # the names of the activity indexes
+    # every (object path, offset) of interest: the chosen frame of each sample and all
+    # frames for inclusive time, resolved once per object
     per_proc = []
     weights = []  # per process: each sample's wall time (_seconds)
     wanted = {}
     for p, (act, why) in zip(procs, classified):
         rec = p.records
         d = rec["depth"].astype(np.int64)
-        mods = rec["module"]
-        system = np.array([_is_system(m) and not _is_wrapper(m) for m in p.modules] + [True], bool)
-        modpath = p.modules + [""]
-        midx = np.where(mods >= 0, mods, len(p.modules))
-        valid = np.arange(mods.shape[1])[None, :] < d[:, None]
-        own = valid & ~system[midx]
+        objs = rec["object"]
+        system = np.array([_is_system(m) and not _is_wrapper(m) for m in p.objects] + [True], bool)
+        objpath = p.objects + [""]
+        oidx = np.where(objs >= 0, objs, len(p.objects))
+        valid = np.arange(objs.shape[1])[None, :] < d[:, None]
+        own = valid & ~system[oidx]
         # the innermost own frame, else the innermost frame
         first_own = np.where(own.any(axis=1), own.argmax(axis=1), 0)
-        chosen_m = midx[np.arange(len(rec)), first_own]
+        chosen_m = oidx[np.arange(len(rec)), first_own]
         chosen_o = rec["offset"][np.arange(len(rec)), first_own]
-        keys = [(modpath[m], int(o)) for m, o in zip(chosen_m.tolist(), chosen_o.tolist())]
+        keys = [(objpath[m], int(o)) for m, o in zip(chosen_m.tolist(), chosen_o.tolist())]
         stacks = []
         for i in range(len(rec)):
             frames = [
-                (modpath[midx[i, k]], int(rec["offset"][i, k]))
+                (objpath[oidx[i, k]], int(rec["offset"][i, k]))
                 for k in range(int(d[i]))
                 if own[i, k]
             ]
@@ -602,7 +602,7 @@ def analyze(procs, symbolizer=None, windows=None):
 
     # per rank: samples by (function) exclusive/inclusive and by (line) exclusive; the
     # counters' increase since the thread's previous sample goes where the sample is
-    nst = max(len(states), 1)
+    nst = max(len(activities), 1)
     events = list(procs[0].meta.get("counters") or [])
     nev = len(events)
     tables = {"function": {}, "line": {}, "inclusive": {}}
@@ -626,7 +626,7 @@ def analyze(procs, symbolizer=None, windows=None):
         np.add.at(app_totals[j], st[app], w[app])
         for a, fn, x, in_app in zip(st.tolist(), why, w.tolist(), app.tolist()):
             if fn and in_app:
-                callee[(states[a], fn)] = callee.get((states[a], fn), 0) + x
+                callee[(activities[a], fn)] = callee.get((activities[a], fn), 0) + x
         if nev:
             ctr_total += delta.sum(axis=0)
         for i, s in enumerate(np.clip(st, 0, nst - 1).tolist()):
@@ -652,7 +652,7 @@ def analyze(procs, symbolizer=None, windows=None):
                 if nev:
                     counts["inclusive"][f] = counts["inclusive"].get(f, 0) + delta[i]
     per_rank_total = totals.sum(axis=1)  # samples' worth of each rank's wall time
-    cols = _PlaceColumns(per_rank_total, states, ranks, events)
+    cols = _PlaceColumns(per_rank_total, activities, ranks, events)
 
     def places(name):
         extra = {}
@@ -667,9 +667,9 @@ def analyze(procs, symbolizer=None, windows=None):
     threads = [t for p in procs for t in p.meta.get("threads", [])]
     all_samples = per_rank_total.sum()
     app_samples = app_totals.sum()
-    tree_table, tree_paths = _tree(tree, per_rank_total, states, ranks, tree_ctr, events)
+    tree_table, tree_paths = _tree(tree, per_rank_total, activities, ranks, tree_ctr, events)
     app_activity_pct = (
-        {states[s]: float(100 * app_totals[:, s].sum() / app_samples) for s in range(nst)}
+        {activities[s]: float(100 * app_totals[:, s].sum() / app_samples) for s in range(nst)}
         if app_samples > 0
         else {}
     )
@@ -678,7 +678,7 @@ def analyze(procs, symbolizer=None, windows=None):
     def sample_table():
         return _sample_table(
             procs_,
-            states,
+            activities,
             events,
             activity=[a for _, _, a, _, _, _ in per_proc],
             leaf=[[fn_of(k) for k in keys] for _, keys, *_ in per_proc],
@@ -689,17 +689,21 @@ def analyze(procs, symbolizer=None, windows=None):
         )
 
     def tree_per_rank_table():
-        return _tree_per_rank(tree, tree_table, tree_paths, per_rank_total, states, ranks, seconds)
+        return _tree_per_rank(
+            tree, tree_table, tree_paths, per_rank_total, activities, ranks, seconds
+        )
 
     return SamplingResult(
         processes=len(procs),
         sample_count=int(round(all_samples)),
         ranks=ranks,
-        states=procs[0].meta.get("states") or ["compute"],
-        activities=states,
-        activity_pct={states[s]: float(100 * totals[:, s].sum() / all_samples) for s in range(nst)},
+        states=procs[0].meta.get("activities") or ["compute"],
+        activities=activities,
+        activity_pct={
+            activities[s]: float(100 * totals[:, s].sum() / all_samples) for s in range(nst)
+        },
         activity_per_rank_pct={
-            states[s]: [float(x) for x in 100 * totals[:, s] / np.maximum(per_rank_total, 1)]
+            activities[s]: [float(x) for x in 100 * totals[:, s] / np.maximum(per_rank_total, 1)]
             for s in range(nst)
             if totals[:, s].any()
         },
@@ -720,7 +724,7 @@ def analyze(procs, symbolizer=None, windows=None):
             for a in sorted({a for a, _ in callee})
         },
         call_tree=tree_table,
-        timeline=timebins.from_samples(procs, states, [a for a, _ in classified], seconds),
+        timeline=timebins.from_samples(procs, activities, [a for a, _ in classified], seconds),
         functions=places("function"),
         lines=places("line"),
         inclusive=places("inclusive"),
@@ -856,8 +860,8 @@ def rooted_paths(p, paths, act, sym):
         if x:
             continue  # a routine of the program's
         start = _start_routine(p, i)
-        if start is None or not _is_openmp_runtime(p.modules[start[0]]):
-            name = sym.resolve(p.modules[start[0]], [start[1]])[0] if start else None
+        if start is None or not _is_openmp_runtime(p.objects[start[0]]):
+            name = sym.resolve(p.objects[start[0]], [start[1]])[0] if start else None
             out[i] = (f"thread {name.function or name.short()}",) if name else ()
             continue
         mp = paths[m] if m >= 0 else ()
@@ -872,14 +876,14 @@ def rooted_paths(p, paths, act, sym):
 
 
 def _start_routine(p, i):
-    """(module index, offset) of a thread's start routine: its outermost frame past
+    """(object index, offset) of a thread's start routine: its outermost frame past
     libc's thread start (clone, start_thread) and perfweave's trampoline; None if the
     stack has no such frame."""
     rec = p.records
     for k in range(int(rec["depth"][i]) - 1, -1, -1):
-        m = int(rec["module"][i, k])
-        if 0 <= m < len(p.modules):
-            if not os.path.basename(p.modules[m]).startswith(_THREAD_START):
+        m = int(rec["object"][i, k])
+        if 0 <= m < len(p.objects):
+            if not os.path.basename(p.objects[m]).startswith(_THREAD_START):
                 return m, int(rec["offset"][i, k])
     return None
 
@@ -964,8 +968,8 @@ class _PlaceColumns:
     a place's share of all samples by activity, and its share of each rank's samples
     (min, mean, max, imbalance, worst rank)."""
 
-    def __init__(self, per_rank_total, states, ranks, events):
-        self.per_rank_total, self.states, self.ranks = per_rank_total, states, ranks
+    def __init__(self, per_rank_total, activities, ranks, events):
+        self.per_rank_total, self.activities, self.ranks = per_rank_total, activities, ranks
         self.events = events
 
     def of(self, arr):
@@ -975,7 +979,7 @@ class _PlaceColumns:
         mean, mx = float(share.mean()), float(share.max())
         row = {
             f"{a}_pct": float(100 * arr[:, s].sum() / total) if arr[:, s].any() else 0.0
-            for s, a in enumerate(self.states[: arr.shape[1]])
+            for s, a in enumerate(self.activities[: arr.shape[1]])
         }
         row.update(
             rank_min_pct=float(share.min()),
@@ -1012,7 +1016,7 @@ class _PlaceColumns:
         """The names of a table's columns: head, the shares' columns, tail."""
         return (
             head
-            + [f"{a}_pct" for a in self.states]
+            + [f"{a}_pct" for a in self.activities]
             + ["rank_min_pct", "rank_mean_pct", "rank_max_pct", "imbalance", "worst_rank"]
             + list(tail)
         )
@@ -1028,7 +1032,7 @@ def _rows_table(rows, names):
     return table({k: [r[k] for r in rows] for k in names}, len(rows))
 
 
-def _tree(tree, per_rank_total, states, ranks, tree_ctr=None, events=()):
+def _tree(tree, per_rank_total, activities, ranks, tree_ctr=None, events=()):
     """The call tree of the samples (function paths from the outermost own frame), depth
     first, children by inclusive share: each node's inclusive and exclusive share of all
     samples, by activity, and its inclusive share per rank (min/mean/max, imbalance);
@@ -1039,7 +1043,7 @@ def _tree(tree, per_rank_total, states, ranks, tree_ctr=None, events=()):
     children = {}
     for p in keep:
         children.setdefault(p[:-1], []).append(p)
-    cols = _PlaceColumns(per_rank_total, states, ranks, events)
+    cols = _PlaceColumns(per_rank_total, activities, ranks, events)
     out, paths = [], []
 
     def visit(p, parent, depth):
@@ -1072,7 +1076,7 @@ def _tree(tree, per_rank_total, states, ranks, tree_ctr=None, events=()):
     return _rows_table(out, cols.columns(head, tail)), paths
 
 
-def _tree_per_rank(tree, tree_table, paths, per_rank_total, states, ranks, seconds):
+def _tree_per_rank(tree, tree_table, paths, per_rank_total, activities, ranks, seconds):
     """SamplingResult.call_tree_per_rank: per node of the tree, rank and activity with
     samples, the node's samples' worth (inclusive and exclusive), shares of the rank's
     samples and their wall time."""
@@ -1101,7 +1105,7 @@ def _tree_per_rank(tree, tree_table, paths, per_rank_total, states, ranks, secon
                 (
                     node,
                     ranks[j],
-                    states[s],
+                    activities[s],
                     round(inc),
                     round(exc),
                     100 * inc / total,
@@ -1119,9 +1123,9 @@ def _tree_per_rank(tree, tree_table, paths, per_rank_total, states, ranks, secon
     )
 
 
-def _sample_table(procs, states, events, activity, leaf, line, stack, deltas, seconds):
+def _sample_table(procs, activities, events, activity, leaf, line, stack, deltas, seconds):
     """SamplingResult.samples: every sample, by rank, process, thread and time."""
-    names = np.array(states, object)
+    names = np.array(activities, object)
     parts = []
     for p, act, lf, ln, st, delta, secs in zip(procs, activity, leaf, line, stack, deltas, seconds):
         rec = p.records
@@ -1131,7 +1135,7 @@ def _sample_table(procs, states, events, activity, leaf, line, stack, deltas, se
             "rank": np.full(n, p.rank, np.int64),
             "process": column([p.name] * n),
             "thread": rec["thread"].astype(np.int64),
-            "activity": names[np.clip(np.asarray(act, np.int64), 0, len(states) - 1)],
+            "activity": names[np.clip(np.asarray(act, np.int64), 0, len(activities) - 1)],
             "leaf": column(lf),
             "line": column(ln),
             "stack": column([";".join(s) for s in st]),

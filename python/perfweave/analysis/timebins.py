@@ -15,14 +15,15 @@ def activity_over_time(
     ranks,
     t0,
     t1,
-    states,
+    names,
     nbins=MAX_BINS,
     min_per_bin=MIN_SAMPLES_PER_BIN,
     durations=None,
 ):
     """times[j], activities[j]: sample times (ns, on one clock) and activity indexes into
-    states of process j, whose rank is ranks[j]; the run is [t0, t1] (ns). Samples
-    outside it are not counted. Processes of the same rank are counted together.
+    names (the activities' names) of process j, whose rank is ranks[j]; the run is
+    [t0, t1] (ns). Samples outside it are not counted. Processes of the same rank are
+    counted together.
     At most nbins bins, fewer when the ranks have fewer than min_per_bin samples per bin
     on average (a short run). Activities that no sample has are left out.
     durations[j] (ns per sample, optional): the wall time each sample stands for, the
@@ -32,7 +33,7 @@ def activity_over_time(
     t0, t1 = int(t0), int(t1)
     order = sorted(set(ranks))
     row = {r: i for i, r in enumerate(order)}
-    nst = len(states)
+    nst = len(names)
     per_rank = np.zeros(len(order))
     for t, r in zip(times, ranks):
         per_rank[row[r]] += np.count_nonzero((np.asarray(t) >= t0) & (np.asarray(t) <= t1))
@@ -68,7 +69,7 @@ def activity_over_time(
         mean = np.nansum(frac, axis=0) / np.maximum(present.sum(axis=0), 1)
     mean[:, ~present.any(axis=0)] = np.nan
     edges = [span * k / nbins / 1e9 for k in range(nbins + 1)]  # s since t0
-    names = [states[s] for s in seen]
+    names = [names[s] for s in seen]
     return {
         "bin_s": span / nbins / 1e9,
         "edges_s": edges,
@@ -126,12 +127,13 @@ def _phases(mean, names, edges):
     return out
 
 
-def from_samples(procs, states, activities=None, seconds=None):
-    """activity_over_time of read_samples' processes; activities[j] (per sample) replaces
-    process j's recorded states where given; seconds[j]: the wall time each sample of
-    process j stands for (durations). CLOCK_MONOTONIC is one clock per node only:
-    the processes of a node are aligned at the node's first start (t_start), so times
-    are seconds since it and nodes line up at their starts."""
+def from_samples(procs, names, activities=None, seconds=None):
+    """activity_over_time of read_samples' processes (names: the activities' names);
+    activities[j] (per sample) replaces process j's recorded activities where given;
+    seconds[j]: the wall time each sample of process j stands for (durations).
+    CLOCK_MONOTONIC is one clock per node only: the processes of a node are aligned at
+    the node's first start (t_start), so times are seconds since it and nodes line up at
+    their starts."""
     base = {}
     for p in procs:
         host = p.meta.get("host", "")
@@ -140,10 +142,10 @@ def from_samples(procs, states, activities=None, seconds=None):
     for j, p in enumerate(procs):
         t = p.records["t"].astype(np.int64) - base[p.meta.get("host", "")]
         times.append(t)
-        acts.append(p.records["state"] if activities is None else activities[j])
+        acts.append(p.records["activity"] if activities is None else activities[j])
         ranks.append(p.rank)
         end = p.meta.get("t_end", 0) - base[p.meta.get("host", "")]
         t1 = max(t1, end, int(t.max()) if len(t) else 0)
     t0 = min([0] + [int(t.min()) for t in times if len(t)])
     durations = None if seconds is None else [np.asarray(x, float) * 1e9 for x in seconds]
-    return activity_over_time(times, acts, ranks, t0, t1, states, durations=durations)
+    return activity_over_time(times, acts, ranks, t0, t1, names, durations=durations)

@@ -1,7 +1,7 @@
 """The call-stack samples of one process (runtime/modules/sampler.c, `perfweave run
 --sample`; docs/format.md "Samples"): its records in the file's layout (SAMPLE_DTYPE: time,
-thread slot, state, depth, frames as (module index, offset), counters) and its description
-(samples/NAME.json: rank, pid, host, states, threads, modules, ...). readers/samples.py
+thread slot, activity, depth, frames as (object index, offset), counters) and its description
+(samples/NAME.json: rank, pid, host, activities, threads, objects, ...). readers/samples.py
 builds one per process from the files (`Experiment.samples`, a list of them),
 `from_literal` from plain values (tests); analysis/sampling.py and analysis/timebins.py
 take the list."""
@@ -19,7 +19,7 @@ class ProcessSamples:
     name: str  # the files' name: rank-R, or HOST.PID without MPI
     meta: dict  # the description (samples/NAME.json)
     records: np.ndarray  # SAMPLE_DTYPE
-    modules: list  # paths; records' module indexes them (-1: unknown)
+    objects: list  # paths of the loaded objects; records' object indexes them (-1: unknown)
 
     @property
     def rank(self):
@@ -29,38 +29,40 @@ class ProcessSamples:
     def from_literal(
         cls,
         samples,
-        modules=(),
+        objects=(),
         rank=0,
-        states=tuple(ACTIVITIES),
+        activities=tuple(ACTIVITIES),
         threads=1,
         interval_ns=1_000_000,
         counters=(),
         **meta,
     ):
         """One process's samples of plain values. samples: dicts with `frames`
-        ([(module, offset), ...], innermost first; module a path of `modules` or its
+        ([(object, offset), ...], innermost first; object a path of `objects` or its
         index) and optionally `t` (ns; default sample i at (i + 1) * interval_ns),
-        `thread` (slot, 0: the main thread), `state` (a name of `states` or its index;
-        default compute) and `counters` (the events' cumulative values at the sample,
-        -1: not read). The description: rank, pid (1000 + rank), host "h", states,
+        `thread` (slot, 0: the main thread), `activity` (a name of `activities` or its
+        index; default compute) and `counters` (the events' cumulative values at the
+        sample, -1: not read). The description: rank, pid (1000 + rank), host "h", activities,
         `threads` slots (slot k: tid pid + k, every sample kept, `interval_ns`),
         `counters` (the events' names), t_start 0 and t_end the last sample's time;
         `meta` adds or replaces keys."""
-        modules = list(modules)
+        objects = list(objects)
         rec = np.zeros(len(samples), SAMPLE_DTYPE)
-        rec["module"] = -1
+        rec["object"] = -1
         rec["counters"] = -1
         for i, s in enumerate(samples):
             frames = list(s.get("frames", ()))
             if len(frames) > SAMPLE_FRAMES:
                 raise ValueError(f"sample {i}: more than {SAMPLE_FRAMES} frames")
-            state = s.get("state", "compute")
+            activity = s.get("activity", "compute")
             rec["t"][i] = s.get("t", (i + 1) * interval_ns)
             rec["thread"][i] = s.get("thread", 0)
-            rec["state"][i] = states.index(state) if isinstance(state, str) else state
+            rec["activity"][i] = (
+                activities.index(activity) if isinstance(activity, str) else activity
+            )
             rec["depth"][i] = len(frames)
             for k, (m, o) in enumerate(frames):
-                rec["module"][i, k] = modules.index(m) if isinstance(m, str) else m
+                rec["object"][i, k] = objects.index(m) if isinstance(m, str) else m
                 rec["offset"][i, k] = o
             values = list(s.get("counters", ()))[:SAMPLE_COUNTERS]
             rec["counters"][i, : len(values)] = values
@@ -77,7 +79,7 @@ class ProcessSamples:
             "dropped": {"threads": 0, "timers": 0, "memory": 0},
             "t_start": 0,
             "t_end": int(rec["t"].max()) if len(rec) else 0,
-            "states": list(states),
+            "activities": list(activities),
             "threads": [
                 {
                     "tid": pid + k,
@@ -88,8 +90,8 @@ class ProcessSamples:
                 }
                 for k in range(slots)
             ],
-            "modules": [[m, ""] for m in modules],
+            "objects": [[m, ""] for m in objects],
             **meta,
         }
         name = f"rank-{rank}" if rank >= 0 else f"{desc['host']}.{pid}"
-        return cls(name, desc, rec, modules)
+        return cls(name, desc, rec, objects)

@@ -1,6 +1,6 @@
 """Call-stack samples of an experiment (perfweave run --sample): samples/NAME.samples
-(fixed-size records, SAMPLE_DTYPE: format/sampler.h) + samples/NAME.json (rank, threads, modules,
-states), one pair per process (NAME: rank-R, or HOST.PID without MPI). Written by
+(fixed-size records, SAMPLE_DTYPE: format/sampler.h) + samples/NAME.json (rank, threads,
+objects, activities), one pair per process (NAME: rank-R, or HOST.PID without MPI). Written by
 runtime/modules/sampler.c; docs/format.md "Samples". read_samples gives the model of
 model/samples.py, one ProcessSamples per process."""
 
@@ -15,9 +15,13 @@ from perfweave.readers.files import check, read_array, read_json
 from perfweave._format import FILES
 
 MAGIC = FILES["samples"].magic
+# versions 1 and 2 named the activity "state" and the loaded object "module" (the records'
+# fields; the description's "states" and "modules"): read as version 3 says them, _upgrade
+OLD_NAMES = {"activity": "state", "object": "module", "activities": "states", "objects": "modules"}
+SAMPLE_DTYPE_V2 = np.dtype([(OLD_NAMES.get(f[0], f[0]), *f[1:]) for f in SAMPLE_DTYPE.descr])
 # version 1: the record without its counters (the first --counters events at each sample)
-SAMPLE_DTYPE_V1 = np.dtype([f for f in SAMPLE_DTYPE.descr if f[0] != "counters"])
-RECORDS_BY_VERSION = {1: SAMPLE_DTYPE_V1, SAMPLES_VERSION: SAMPLE_DTYPE}
+SAMPLE_DTYPE_V1 = np.dtype([f for f in SAMPLE_DTYPE_V2.descr if f[0] != "counters"])
+RECORDS_BY_VERSION = {1: SAMPLE_DTYPE_V1, 2: SAMPLE_DTYPE_V2, SAMPLES_VERSION: SAMPLE_DTYPE}
 
 
 # the keys readers use, with their types (docs/format.md "Samples")
@@ -31,9 +35,9 @@ META_SCHEMA = {
     "dropped": {"threads": int, "timers": int, "memory": int},
     "t_start": int,
     "t_end": int,
-    "states": [str],
+    "activities": [str],
     "threads": [{"tid": int, "taken": int, "kept": int, "thinned": int, "interval_ns": int}],
-    "modules": [[str]],
+    "objects": [[str]],
     "unwinder": str,
     "unwind_fallbacks": int,
 }
@@ -55,13 +59,40 @@ def read_sample_metas(exp):
                 f"{meta_path}: not perfweave samples of version "
                 + " or ".join(map(str, RECORDS_BY_VERSION))
             )
-        check(meta, META_SCHEMA, meta_path, "samples description")
-        if not all(len(m) >= 1 for m in meta.get("modules", [])) or not all(
+        old = meta["version"] < 3
+        schema = {OLD_NAMES.get(k, k): v for k, v in META_SCHEMA.items()} if old else META_SCHEMA
+        check(meta, schema, meta_path, "samples description")
+        _upgrade(meta, meta_path)
+        if not all(len(m) >= 1 for m in meta.get("objects", [])) or not all(
             {"interval_ns", "thinned"} <= t.keys() for t in meta.get("threads", [])
         ):
-            raise FormatError(f"{meta_path}: corrupt samples description (modules or threads)")
+            raise FormatError(f"{meta_path}: corrupt samples description (objects or threads)")
         out.append((meta_path, meta))
     return out
+
+
+def _upgrade(meta, path):
+    """A description of version 1 or 2 as version 3 says the same: the activities' names
+    under "activities" and the loaded objects under "objects" (before: "states",
+    "modules"). The records' fields are renamed by _upgrade_records."""
+    if meta["version"] >= 3:
+        return
+    for new in ("activities", "objects"):
+        if new in meta:
+            raise FormatError(
+                f"{path}: corrupt samples description ({new} in a version {meta['version']} file)"
+            )
+        if OLD_NAMES[new] in meta:
+            meta[new] = meta.pop(OLD_NAMES[new])
+
+
+def _upgrade_records(rec, version):
+    """Records of version 1 or 2 with the field names of version 3 (activity, object): a
+    view of the same bytes (the dtypes of RECORDS_BY_VERSION stay as they are)."""
+    if version >= 3:
+        return rec
+    new = {old: name for name, old in OLD_NAMES.items()}
+    return rec.view(np.dtype([(new.get(f[0], f[0]), *f[1:]) for f in rec.dtype.descr]))
 
 
 def read_samples(exp):
@@ -75,23 +106,24 @@ def read_samples(exp):
             raise FormatError(f"{spath}: missing (its description is there)") from None
         n = len(raw) // dt.itemsize
         rec = raw[: n * dt.itemsize].view(dt)
+        rec = _upgrade_records(rec, meta["version"])
         rec = rec[_valid(rec, meta)]  # a copy, writable
         # frames beyond a record's depth are not read; unknown (-1) for whole-array work
-        rec["module"][np.arange(SAMPLE_FRAMES)[None, :] >= rec["depth"][:, None]] = -1
+        rec["object"][np.arange(SAMPLE_FRAMES)[None, :] >= rec["depth"][:, None]] = -1
         out.append(
-            ProcessSamples(meta_path.stem, meta, rec, [m[0] for m in meta.get("modules", [])])
+            ProcessSamples(meta_path.stem, meta, rec, [m[0] for m in meta.get("objects", [])])
         )
     return out
 
 
 def _valid(rec, meta):
-    """Records whose indexes (thread, frames' modules) and depth are in range (states
+    """Records whose indexes (thread, frames' objects) and depth are in range (activities
     out of range are taken as compute by the analysis)."""
     depth = rec["depth"].astype(np.int64)
     ok = (depth >= 0) & (depth <= SAMPLE_FRAMES)
     if "threads" in meta:
         ok &= (rec["thread"] >= 0) & (rec["thread"] < len(meta["threads"]))
     used = np.arange(SAMPLE_FRAMES)[None, :] < depth[:, None]
-    mod = rec["module"]
-    ok &= ~(used & ((mod < -1) | (mod >= len(meta.get("modules", []))))).any(axis=1)
+    obj = rec["object"]
+    ok &= ~(used & ((obj < -1) | (obj >= len(meta.get("objects", []))))).any(axis=1)
     return ok
