@@ -8,20 +8,21 @@ iteration. Computation between the exchanges is imbalanced at random (a
 rank's neighbours then wait for it: Late Sender; everyone waits at the Allreduce:
 Wait at N x N), so the analysis has real work to do.
 
-    python bench/tracegen.py OUT --ranks 256 --events 50000000
+    .venv/bin/python bench/tracegen.py OUT --ranks 256 --events 50000000
+
+It imports the installed perfweave (`make install`): the record layouts come from its
+generated perfweave._format, which the source tree does not hold.
 """
 
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES as T  # noqa: E402
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES as T
 
 FUNCTIONS = ["MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Allreduce", "MPI_Barrier"]
 PER_ITER = 17
