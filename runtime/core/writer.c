@@ -344,14 +344,16 @@ static void put_functions(pw_json *j)
         pw_json_close(j);
     }
     pw_json_close(j);
-    for (int list = 0; list < 2; list++) {
-        pw_json_open(j, list ? "families" : "functions", '[');
-        for (int i = 0; i < nsets; i++)
-            for (int k = 0; k < sets[i]->n; k++)
-                pw_json_str(j, NULL,
-                            list ? pw_family_name(sets[i]->families[k]) : sets[i]->names[k]);
-        pw_json_close(j);
-    }
+    pw_json_open(j, "functions", '[');
+    for (int i = 0; i < nsets; i++)
+        for (int k = 0; k < sets[i]->n; k++)
+            pw_json_str(j, NULL, sets[i]->names[k]);
+    pw_json_close(j);
+    pw_json_open(j, "families", '[');
+    for (int i = 0; i < nsets; i++)
+        for (int k = 0; k < sets[i]->n; k++)
+            pw_json_str(j, NULL, pw_family_name(sets[i]->families[k]));
+    pw_json_close(j);
 }
 
 int pw_profile_write(const pw_profile *p, const char *path)

@@ -517,8 +517,6 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* Functions whose calls go into the message-size histograms (PW_HIST_FAMILY_MASK). */
 static unsigned char in_histogram[PW_MPI_NFN];
-/* Each function's family by name (the traces' "families"; format.h PW_FAMILIES). */
-const char *pw_mpi_fn_families[PW_MPI_NFN];
 
 /* The MPI functions in the core's registry (ids base + PW_FN_*), with the library's
  * strings for the profile header's "mpi" entry. */
@@ -1013,11 +1011,8 @@ void pw_mpi_finalize_done(void) {}
 __attribute__((constructor)) static void pw_mpi_module_init(void)
 {
     pw_functions_register(&mpi_functions);
-    for (int i = 0; i < PW_MPI_NFN; i++) {
-        int c = pw_mpi_fn_family[i];
-        in_histogram[i] = (PW_HIST_FAMILY_MASK >> c) & 1;
-        pw_mpi_fn_families[i] = pw_family_name(c);
-    }
+    for (int i = 0; i < PW_MPI_NFN; i++)
+        in_histogram[i] = (PW_HIST_FAMILY_MASK >> pw_mpi_fn_family[i]) & 1;
     pw_register_dump(dump);
     /* loaded by the core at this process's first MPI call: until MPI_Init returns, the
      * process is one that called MPI and is no rank yet (what perfweave run says of a

@@ -795,7 +795,10 @@ static void write_meta(int state, const pw_trace_clock *clock)
     pw_json_int(&j, "pid", getpid());
     pw_json_str(&j, "state", state < 0 ? "running" : pw_state_name(state));
     pw_json_strs(&j, "functions", pw_mpi_fn_names, PW_MPI_NFN);
-    pw_json_strs(&j, "families", pw_mpi_fn_families, PW_MPI_NFN);
+    pw_json_open(&j, "families", '[');
+    for (int i = 0; i < PW_MPI_NFN; i++)
+        pw_json_str(&j, NULL, pw_family_name(pw_mpi_fn_family[i]));
+    pw_json_close(&j);
     pw_json_open(&j, "clock", '{');
     pw_json_open(&j, "ticks", '[');
     pw_json_int(&j, NULL, pw_tick_start);

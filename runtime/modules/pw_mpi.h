@@ -95,7 +95,6 @@ typedef struct pw_call {
 extern int pw_mpi_recording;                 /* between MPI_Init and MPI_Finalize, Pcontrol on */
 extern PW_TLS int pw_mpi_depth;              /* wrapper nesting of this thread */
 extern const signed char pw_mpi_fn_family[]; /* each function's family (PW_FAMILY_*) */
-extern const char *pw_mpi_fn_families[];     /* the same by name */
 
 static inline int pw_mpi_nested(void) { return pw_mpi_depth > 0; }
 static inline void pw_mpi_nest(void) { pw_mpi_depth++; }

@@ -12,28 +12,18 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 
-import numpy as np
 import otf2
 
 from harness import PERFWEAVE
 from perfweave.readers import trace as rt
+from perfweave.readers.dtypes import EVENT_FLAGS, EVENT_TYPES
 
-EVENT = np.dtype(
-    [
-        ("t0", "<i8"),
-        ("t1", "<i8"),
-        ("type", "u1"),
-        ("flags", "u1"),
-        ("fn", "<u2"),
-        ("peer", "<i4"),
-        ("tag", "<i4"),
-        ("comm", "<i4"),
-        ("bytes", "<i8"),
-    ]
+# the trace's record types and flags, as the format declares them
+T, NONBLOCKING = EVENT_TYPES, EVENT_FLAGS["NONBLOCKING"]
+CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH = (
+    T[k] for k in ("CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "FLUSH")
 )
-CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST, ENTER, LEAVE, WIN, RMA, WSYNC = range(1, 14)
-COLL_DONE = 14
-NONBLOCKING = 1  # PW_EVF_NONBLOCKING
+ENTER, WIN, RMA, WSYNC, COLL_DONE = (T[k] for k in ("ENTER", "WIN", "RMA", "WSYNC", "COLL_DONE"))
 
 
 def perfweave(*args):

@@ -198,44 +198,42 @@ def _world_size(f):
     return size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
+def _module_functions(header):
+    """(module, function id, function name, family) of every function of a file's
+    header, module by module."""
+    for m in header["modules"]:
+        for i in range(m["first"], m["first"] + m["count"]):
+            yield m["name"], i, header["functions"][i], header["families"][i]
+
+
 def _function_table(files):
     """The experiment's functions: every file's, keyed by (module, name), in the order
     the files list them, module by module; and for each file the map of its function
     ids into that table. Files of one run list the same modules' functions, but a
     process that never loaded a module (a non-MPI helper) lists fewer."""
-    modules, order, index, names = {}, [], {}, {}
+    modules = {}  # name -> its entry: version and strings from the first file that has them
     for pf in files:
         for m in pf.header["modules"]:
             entry = modules.setdefault(m["name"], {"name": m["name"], "version": m.get("version")})
-            for k, v in m.items():  # strings: the first file that has one gives it
-                if k not in ("first", "count") and v not in ("", None) and k not in entry:
-                    entry[k] = v
-            if m["name"] not in order:
-                order.append(m["name"])
-    for name in order:
-        first = len(index)
+            for k, v in m.items():
+                if k not in ("first", "count") and v not in ("", None):
+                    entry.setdefault(k, v)
+    family = {}  # (module, function) -> its family, in the table's order
+    for name, entry in modules.items():
+        entry["first"] = len(family)
         for pf in files:
-            h = pf.header
-            for m in h["modules"]:
-                if m["name"] == name:
-                    for i in range(m["first"], m["first"] + m["count"]):
-                        key = (name, h["functions"][i])
-                        if key not in index:
-                            index[key] = len(index)
-                            names[key] = h["families"][i]
-        modules[name].update(first=first, count=len(index) - first)
+            for module, _, fn, fam in _module_functions(pf.header):
+                if module == name:
+                    family.setdefault((module, fn), fam)
+        entry["count"] = len(family) - entry["first"]
+    index = {key: i for i, key in enumerate(family)}
     maps = []
     for pf in files:
-        h = pf.header
-        fmap = np.full(len(h["functions"]) + 1, -1, np.int32)
-        for m in h["modules"]:
-            for i in range(m["first"], m["first"] + m["count"]):
-                fmap[i] = index[(m["name"], h["functions"][i])]
+        fmap = np.full(len(pf.header["functions"]) + 1, -1, np.int32)
+        for module, i, fn, _ in _module_functions(pf.header):
+            fmap[i] = index[(module, fn)]
         maps.append(fmap)
-    keys = sorted(index, key=index.get)
-    functions = [f for _, f in keys]
-    families = [names[k] for k in keys]
-    return functions, families, [modules[n] for n in order], maps
+    return [fn for _, fn in family], list(family.values()), list(modules.values()), maps
 
 
 def merge(files):

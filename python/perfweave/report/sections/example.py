@@ -71,21 +71,7 @@ class ExampleSection(Section):
         else:
             out.append("  no readable data")
         shown, more = _cut(ex["per_process"], view.max_rows)
-        out += _table(
-            [
-                [
-                    _who(p),
-                    p["threads"],
-                    f"{p['calls']:,}",
-                    _t(p["time_s"]),
-                    _t(p["longest_call_s"]),
-                    p["state"],
-                ]
-                for p in shown
-            ],
-            ["process", "threads", "calls", "time", "longest", "end"],
-            width=view.width,
-        )
+        out += _table([_row(p) for p in shown], COLUMNS, width=view.width)
         out += _more(more, "processes")
         out += [f"  note: {n}" for n in ex["notes"]]
         return out
@@ -94,21 +80,26 @@ class ExampleSection(Section):
         ex = data.get("example")
         if not ex:
             return []
-        rows = [
-            [
-                _who(p),
-                p["threads"],
-                f"{p['calls']:,}",
-                _t(p["time_s"]),
-                _t(p["longest_call_s"]),
-                p["state"],
-            ]
-            for p in ex["per_process"]
-        ]
+        rows = [_row(p) for p in ex["per_process"]]
         return [
             f"<h2>Example module: {_e(ex['function'])} calls</h2>",
-            _html_table(rows, ["process", "threads", "calls", "time", "longest", "end"]),
+            _html_table(rows, COLUMNS),
         ] + [f"<p class=note>{_e(n)}</p>" for n in ex["notes"]]
+
+
+# a process's row of the text and HTML tables
+COLUMNS = ["process", "threads", "calls", "time", "longest", "end"]
+
+
+def _row(p):
+    return [
+        _who(p),
+        p["threads"],
+        f"{p['calls']:,}",
+        _t(p["time_s"]),
+        _t(p["longest_call_s"]),
+        p["state"],
+    ]
 
 
 def _who(p):
