@@ -301,13 +301,15 @@ static void dump_all(int state, int in_signal)
     int saved_errno = errno;
     int done = 0;
     pw_wrap_depth++; /* what the dumps call is not the program's: not recorded */
-    /* every module's, the list's in reverse (last started, first ended), then the
-     * modules loaded later; one of them may write the process's profile */
+    /* first the modules loaded later (one of them may write the process's profile:
+     * the file that says this rank took part, so it goes first where a second signal
+     * may kill the process mid-way), then the list's in reverse (last started, first
+     * ended) */
+    for (int i = 0; i < ndumps; i++)
+        done |= dumps[i](state, in_signal);
     for (size_t i = PW_NMODULES; i-- > 0;)
         if (modules[i]->dump)
             done |= modules[i]->dump(state, in_signal);
-    for (int i = 0; i < ndumps; i++)
-        done |= dumps[i](state, in_signal);
     if (!done)
         write_process_profile(state, in_signal);
     pw_wrap_depth--;

@@ -121,7 +121,7 @@ typedef struct pw_job {
 
 /* What the core knows of a module: every entry but the name may be 0/NULL. The core
  * calls them in the order of modules/modules.def (dumps in the reverse order, as
- * atexit would), never a module by name. */
+ * atexit would, after those of pw_register_dump), never a module by name. */
 typedef struct pw_module {
     const char *name;           /* one word, as in its files and options */
     int version;                /* of the files it writes (its own format, docs/format.md) */
@@ -136,7 +136,7 @@ typedef struct pw_module {
 } pw_module;
 
 /* A module in a library of its own, loaded later (the generated call wrappers per
- * library flavour): its dump, run after those of the list. */
+ * library flavour): its dump, run before those of the list (it writes the profile). */
 void pw_register_dump(pw_dump_fn fn);
 /* Save now (e.g. in an abort call), once: later exit or signal paths write nothing. */
 void pw_dump_now(int state);
