@@ -49,7 +49,7 @@
     X(COLL, 1, "coll")   /* collectives */                                                 \
     X(RMA, 2, "rma")     /* one-sided communication and windows */                         \
     X(SYNC, 3, "sync")   /* completion (wait, test) and window synchronisation */          \
-    X(IO, 4, "io")       /* MPI-IO */                                                      \
+    X(FILE, 4, "file")   /* MPI-IO, MPI_File_* (older files: "io") */                       \
     X(OTHER, 5, "other") /* start-up, communicators, the rest */
 #define PW_FAMILY_ENUM(name, value, str) PW_FAMILY_##name = value,
 enum pw_family { PW_FAMILIES(PW_FAMILY_ENUM) PW_NFAMILIES };
@@ -60,10 +60,10 @@ enum pw_family { PW_FAMILIES(PW_FAMILY_ENUM) PW_NFAMILIES };
 #define PW_HIST_FAMILY_MASK                                                                \
     ((1 << PW_FAMILY_P2P) | (1 << PW_FAMILY_COLL) | (1 << PW_FAMILY_RMA))
 
-/* Activities: what a thread is doing, by index (a sample's "state", docs/format.md
+/* Activities: what a thread is doing, by index (a sample's "activity", docs/format.md
  * "Samples"): X(NAME, index, "string") and, for each family, C(NAME, index, "family"),
- * whose activity is "mpi_" family at index 1 + family. Written as the samples' "states";
- * the node timeline's series PID.mpi_FAMILY_ns hold each family's time. */
+ * whose activity is "mpi_" family at index 1 + family. Written as the samples'
+ * "activities"; the node timeline's series PID.mpi_FAMILY_ns hold each family's time. */
 #define PW_ACTIVITIES(X, C)                                                                \
     X(COMPUTE, 0, "compute") /* outside any measured or blocking call */                   \
     PW_FAMILIES(C)                                                                          \
@@ -84,11 +84,12 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
 /* ---- profiles: profile.pwprof, partial/rank-R.pwprof, procs/HOST.PID.pwprof ----
  * (docs/format.md "Profile files") */
 
-/* 3: the header's "modules" (each measured module: its function ids, strings) and
+/* 4: the MPI family "io" (MPI-IO) renamed "file" in "families"
+ * 3: the header's "modules" (each measured module: its function ids, strings) and
  *    "objects" (the loaded objects, "modules" before); sites' and frames' "object";
  *    the MPI library strings moved into the mpi module's entry
  * 2: counts' inside_ns, before_ns */
-#define PW_PROFILE_VERSION 3
+#define PW_PROFILE_VERSION 4
 #define PW_PROFILE_MAGIC "perfweave-profile"
 
 /* Header key of the names of the events that count records refer to. */
@@ -194,9 +195,10 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
  * -finstrument-functions) are ENTER/LEAVE records. rank-R.json (written at the
  * end) holds the definitions: functions, communicators, windows, groups, clock
  * calibration, loaded objects. */
-/* 2: per-thread BLOCKs mapped from the file (killed ranks keep what they committed),
+/* 3: the MPI family "io" (MPI-IO) renamed "file" in "families"
+ * 2: per-thread BLOCKs mapped from the file (killed ranks keep what they committed),
  *    COLL_DONE and the request keys of nonblocking COLL */
-#define PW_TRACE_VERSION 2
+#define PW_TRACE_VERSION 3
 #define PW_TRACE_MAGIC "perfweave-trace"
 
 #define PW_EVENT_FIELDS(X, A)                                                              \

@@ -1,16 +1,16 @@
-"""Post-mortem symbolisation of (module, offset) code addresses.
+"""Post-mortem symbolisation of (object, offset) code addresses.
 
-Offsets are return addresses relative to the module's load base (as in the
+Offsets are return addresses relative to the object's load base (as in the
 profile files); the call instruction is the byte before, so offset - 1 is looked
 up. addr2line (GNU binutils) reads DWARF for function, file:line and inlined
 frames, and demangles C++ (Fortran names: fortran_name). Code without debug
-information is named from the module's symbol tables (nm: .symtab, else the dynamic
+information is named from the object's symbol tables (nm: .symtab, else the dynamic
 symbols of a stripped library, as a system libc or libgomp without their -dbg packages)
 only when the address lies within a symbol's size: addr2line's own guess, the nearest
 symbol below, can be an exported function far away, with the library's internal
 functions in between. A symbol of size 0 (hand-written assembly) covers the addresses up
-to the next symbol, where no sized one covers them. Otherwise, or for a module that is
-gone, a location is shown as module+0xoffset.
+to the next symbol, where no sized one covers them. Otherwise, or for an object that is
+gone, a location is shown as object+0xoffset.
 
 gfortran's main program is MAIN__ in the symbol tables; its DWARF has the name the
 source gives it (DW_AT_main_subprogram), which the locations use: "program stencil",
@@ -28,7 +28,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Location:
-    module: str
+    object: str  # the loaded object (path)
     offset: int
     function: str = ""
     file: str = ""
@@ -40,12 +40,12 @@ class Location:
         if self.function and where:
             return f"{self.function} ({where})"
         if self.function:
-            return f"{self.function} ({os.path.basename(self.module)}+{self.offset:#x})"
-        return f"{os.path.basename(self.module) or '?'}+{self.offset:#x}"
+            return f"{self.function} ({os.path.basename(self.object)}+{self.offset:#x})"
+        return f"{os.path.basename(self.object) or '?'}+{self.offset:#x}"
 
     def to_json(self):
         return {
-            "module": self.module,
+            "object": self.object,
             "offset": self.offset,
             "function": self.function,
             "file": self.file,
@@ -65,20 +65,20 @@ class Symbolizer:
         self._symtabs = {}
         self._programs = {}
 
-    def resolve(self, module, offsets):
-        """Locations for offsets in one module, in order."""
+    def resolve(self, obj, offsets):
+        """Locations for offsets in one loaded object, in order."""
         offsets = [int(o) for o in offsets]
-        todo = sorted({o for o in offsets if (module, o) not in self.cache})
+        todo = sorted({o for o in offsets if (obj, o) not in self.cache})
         if todo:
-            for o, loc in zip(todo, self._run(module, todo)):
-                self.cache[(module, o)] = loc
-        return [self.cache[(module, o)] for o in offsets]
+            for o, loc in zip(todo, self._run(obj, todo)):
+                self.cache[(obj, o)] = loc
+        return [self.cache[(obj, o)] for o in offsets]
 
-    def _run(self, module, offsets):
-        plain = [Location(module, o) for o in offsets]
-        if not self.addr2line or not module or not os.path.isfile(module):
+    def _run(self, obj, offsets):
+        plain = [Location(obj, o) for o in offsets]
+        if not self.addr2line or not obj or not os.path.isfile(obj):
             return plain
-        args = [self.addr2line, "-e", module, "-f", "-C", "-i", "-a"]
+        args = [self.addr2line, "-e", obj, "-f", "-C", "-i", "-a"]
         args += [f"{max(o - 1, 0):#x}" for o in offsets]
         try:
             out = subprocess.run(
@@ -95,7 +95,7 @@ class Symbolizer:
             elif cur is not None:
                 cur.append(line)
         if len(blocks) != len(offsets):
-            return self._from_symbols(module, plain)
+            return self._from_symbols(obj, plain)
         result = []
         for o, b in zip(offsets, blocks):
             frames = []
@@ -106,45 +106,45 @@ class Symbolizer:
                 line_no = int(ln) if ln.isdigit() else 0
                 path = path if path and path != "??" else ""
                 if fn.split(".")[0] == "MAIN__" and path:  # its regions too
-                    fn = (self._program_name(module) or "MAIN__") + fn[len("MAIN__") :]
+                    fn = (self._program_name(obj) or "MAIN__") + fn[len("MAIN__") :]
                 frames.append((fortran_name(fn, path), path, line_no))
             if not frames or not frames[0][1]:
                 # no DWARF here: addr2line named it from the nearest symbol below,
                 # whatever its size; the symbol tables decide (_from_symbols)
-                result.append(Location(module, o))
+                result.append(Location(obj, o))
                 continue
             fn, path, ln = frames[0]
-            result.append(Location(module, o, fn, path, ln, tuple(frames[1:])))
-        return self._from_symbols(module, result)
+            result.append(Location(obj, o, fn, path, ln, tuple(frames[1:])))
+        return self._from_symbols(obj, result)
 
-    def _from_symbols(self, module, locations):
+    def _from_symbols(self, obj, locations):
         """Unnamed locations named by the symbol that contains them (symbol_at)."""
         todo = [i for i, L in enumerate(locations) if not L.function]
         if not todo:
             return locations
-        if module not in self._symtabs:
-            self._symtabs[module] = self._read_symbols(module)
+        if obj not in self._symtabs:
+            self._symtabs[obj] = self._read_symbols(obj)
         names = symbol_at(
-            self._symtabs[module], np.array([max(locations[i].offset - 1, 0) for i in todo])
+            self._symtabs[obj], np.array([max(locations[i].offset - 1, 0) for i in todo])
         )
         out = list(locations)
         for i, name in zip(todo, names):
             if name:
                 L = out[i]
-                out[i] = Location(L.module, L.offset, name, L.file, L.line, L.inlined_into)
+                out[i] = Location(L.object, L.offset, name, L.file, L.line, L.inlined_into)
         return out
 
-    def _read_symbols(self, module):
-        """(starts, sizes, names) of the module's functions, by start: .symtab and
+    def _read_symbols(self, obj):
+        """(starts, sizes, names) of the object's functions, by start: .symtab and
         .dynsym together (nm -S, nm -D -S), one name per start: of aliases (write,
         __write), the plain one, a sized one before one of size 0."""
         syms = {}
         for table in ([], ["-D"]):
-            if not self.nm or not os.path.isfile(module):
+            if not self.nm or not os.path.isfile(obj):
                 break
             try:
                 out = subprocess.run(
-                    [self.nm, *table, "-S", "-C", "--defined-only", module],
+                    [self.nm, *table, "-S", "-C", "--defined-only", obj],
                     capture_output=True,
                     text=True,
                     timeout=60,
@@ -176,16 +176,16 @@ class Symbolizer:
             [syms[s][1] for s in starts.tolist()],
         )
 
-    def _program_name(self, module):
+    def _program_name(self, obj):
         """gfortran's main program's name in the source ("program NAME"), from the
         first DIE with DW_AT_main_subprogram (only top-level DIEs are read)."""
-        if module in self._programs:
-            return self._programs[module]
+        if obj in self._programs:
+            return self._programs[obj]
         name = None
         if self.readelf:
             try:
                 proc = subprocess.Popen(
-                    [self.readelf, "--debug-dump=info", "--dwarf-depth=2", module],
+                    [self.readelf, "--debug-dump=info", "--dwarf-depth=2", obj],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
                     text=True,
@@ -204,7 +204,7 @@ class Symbolizer:
                         break
                 proc.kill()
                 proc.wait()
-        self._programs[module] = name
+        self._programs[obj] = name
         return name
 
 

@@ -33,7 +33,7 @@ KINDS = {
     "neighbor_alltoallw",
     "rma": "win win_free put get acc getacc fop cas",
     "sync": "wait waitmulti winsync",
-    "io": "fopen fclose fread fwrite fother",
+    "file": "fopen fclose fread fwrite fother",
     "other": "init finalize abort pcontrol mgmt comm_free",
 }
 ROLES = set(

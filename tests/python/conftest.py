@@ -19,7 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfweave.readers.dtypes import COUNT_DTYPE, FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
+from perfweave.readers.dtypes import (
+    COUNT_DTYPE,
+    FRAME_DTYPE,
+    HIST_DTYPE,
+    PROFILE_VERSION,
+    RANK_DTYPE,
+    SITE_DTYPE,
+)
 
 END_MARKER = b"PWEND\n\n\n"
 STATES = ["complete", "no-finalize", "abort", "signal"]
@@ -60,12 +67,12 @@ def pwprof_bytes(header_extra=None, ranks=(), sites=(), frames=(), hist=(), coun
     }
     objects = header_extra.get("objects", [])
     functions = header_extra.get("functions", [])
-    mpi = {"name": "mpi", "version": 3, "first": 0, "count": len(functions)}
+    mpi = {"name": "mpi", "version": PROFILE_VERSION, "first": 0, "count": len(functions)}
     mpi["library"] = header_extra.pop("mpi_library", "")
     mpi["flavor"] = header_extra.pop("mpi_flavor", "")
     header = {
         "format": "perfweave-profile",
-        "version": 3,
+        "version": PROFILE_VERSION,
         "partial": False,
         "world_size": len(arrays["ranks"]),
         "hist_buckets": 34,

@@ -233,7 +233,7 @@ def test_callsites_grouped_across_ranks(result):
     assert result["callsites_total"] == 4
     assert [c["id"] for c in cs] == [1, 2, 3, 4]
     assert [c["time_s"] for c in cs] == pytest.approx([6.0, 2.0, 1.5, 0.5])
-    assert [(c["function"], c["location"]["module"], c["location"]["offset"]) for c in cs] == [
+    assert [(c["function"], c["location"]["object"], c["location"]["offset"]) for c in cs] == [
         ("MPI_Allreduce", MODULES[0], 0x100),
         ("MPI_Recv", MODULES[0], 0x300),
         ("MPI_Send", MODULES[0], 0x200),
@@ -257,7 +257,7 @@ def test_callsite_values(result):
     assert (ar["bytes_sent"], ar["bytes_recv"]) == (320, 320)
     assert ar["where"] == "f100 (solver.c:256)"
     assert ar["location"] == {
-        "module": MODULES[0],
+        "object": MODULES[0],
         "offset": 0x100,
         "function": "f100",
         "file": "/src/solver.c",
@@ -284,7 +284,7 @@ def test_callsite_cov_of_ranks_having_the_site(result):
 def test_same_offset_other_module_is_another_site(result):
     sends = [c for c in result["callsites"] if c["function"] == "MPI_Send"]
     assert [c["where"] for c in sends] == ["f200 (solver.c:512)", "f200 (libhalo.so.c:512)"]
-    assert len({(c["location"]["module"], c["location"]["offset"]) for c in sends}) == 2
+    assert len({(c["location"]["object"], c["location"]["offset"]) for c in sends}) == 2
 
 
 def test_symbolizer_called_per_module_with_sorted_offsets(result):
@@ -312,7 +312,7 @@ def test_overflow_and_unknown_module_sites():
     assert ov["location"] is None
     assert (ov["calls"], ov["time_s"]) == (7, pytest.approx(7.0))
     assert unk["where"] == "f4000 (.c:16384)"  # the fake symbolizer gets module path ""
-    assert unk["location"]["module"] == ""
+    assert unk["location"]["object"] == ""
 
 
 def test_deeper_stacks_make_distinct_sites():

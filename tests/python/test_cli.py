@@ -113,7 +113,7 @@ def test_report_json(mpi_exp, capsys):
     assert err == ""
     data = json.loads(out)
     assert data["format"] == "perfweave-report"
-    assert data["version"] == 1
+    assert data["version"] == 2
     assert data["experiment"] == str(mpi_exp)
     assert data["command"] == ["mpirun", "-n", "2", "./solver"]
     assert data["wall_s"] == 12.5

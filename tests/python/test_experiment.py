@@ -192,7 +192,7 @@ def test_objects_merged_by_path_and_buildid(experiment_dir, pwprof):
     assert len(site) == 1
     assert site[0]["ranks"] == 2
     assert site[0]["per_rank_time_s"] == {0: 2.0, 1: 4.0}
-    assert site[0]["location"]["module"] == "/bin/app"
+    assert site[0]["location"]["object"] == "/bin/app"
     assert site[0]["stack_where"] == ["f99 (libmpi.so+0x99)"]
     # the rebuilt binary's site at the same offset is a site of its own
     assert sorted(c["calls"] for c in m["callsites"]) == [1, 1, 1, 5]

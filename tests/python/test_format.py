@@ -29,7 +29,7 @@ def test_generated_module_holds_the_declared_format():
     assert f.RECORDS["sample"]["object"].shape == (f.SAMPLE_FRAMES,)
     # names by index, codes by name
     assert f.STATES == ["complete", "no-finalize", "abort", "signal"]
-    assert f.FAMILIES == ["p2p", "coll", "rma", "sync", "io", "other"]
+    assert f.FAMILIES == ["p2p", "coll", "rma", "sync", "file", "other"]
     assert f.ACTIVITIES == (["compute"] + ["mpi_" + x for x in f.FAMILIES] + ["sleep", "wait"])
     assert f.EVENT_TYPES["CALL"] == 1 and f.EVENT_TYPES["BLOCK"] == 15
     assert len(set(f.EVENT_TYPES.values())) == len(f.EVENT_TYPES)

@@ -405,7 +405,7 @@ SEND = (
             "line 3: MPI_Send declared twice",
         ),
         (
-            "io fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
+            "file fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
             "MPI_Info info, MPI_File *fh:file)\n",
             "line 1: MPI_File_open: argument 'const char *filename' has no Fortran mapping",
         ),
@@ -422,9 +422,9 @@ def test_spec_errors(text, message):
 
 def test_char_argument_accepted_with_nofort_or_fortran_args():
     fns = gen.parse(
-        "io fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
+        "file fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
         "MPI_Info info, MPI_File *fh:file)  [nofort]\n"
-        "io fother int MPI_File_set_view(MPI_File fh:file, const char *datarep)  "
+        "file fother int MPI_File_set_view(MPI_File fh:file, const char *datarep)  "
         "[fortran=(MPI_File fh)]\n"
     )
     assert [f.fortran for f in fns] == [False, True]
@@ -491,7 +491,7 @@ def test_real_spec_families_and_kinds(real):
         "MPI_Get_accumulate": ("rma", "getacc"),
         "MPI_Compare_and_swap": ("rma", "cas"),
         "MPI_Win_lock_all": ("sync", "winsync"),
-        "MPI_File_write_at_all": ("io", "fwrite"),
+        "MPI_File_write_at_all": ("file", "fwrite"),
         "MPI_Comm_split": ("other", "mgmt"),
         "MPI_Init_thread": ("other", "init"),
         "MPI_Finalize": ("other", "finalize"),

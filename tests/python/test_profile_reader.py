@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from perfweave.errors import FormatError, PerfweaveError
-from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
+from perfweave.readers.dtypes import (
+    FRAME_DTYPE,
+    HIST_DTYPE,
+    PROFILE_VERSION,
+    RANK_DTYPE,
+    SITE_DTYPE,
+)
 from perfweave.readers.profile import read_profile
 
 HEADER = {
@@ -160,7 +166,7 @@ def test_header_values(good):
     pf = read_profile(good)
     h = pf.header
     assert pf.path == str(good)
-    assert h["format"] == "perfweave-profile" and h["version"] == 3
+    assert h["format"] == "perfweave-profile" and h["version"] == PROFILE_VERSION
     assert h["functions"] == ["MPI_Send", "MPI_Recv", "MPI_Allreduce"]
     assert h["families"] == ["p2p", "p2p", "coll"]
     assert h["objects"] == ["/opt/app/bin/solver", "/usr/lib/libmpi.so.40"]
@@ -170,7 +176,7 @@ def test_header_values(good):
     assert h["modules"] == [
         {
             "name": "mpi",
-            "version": 3,
+            "version": PROFILE_VERSION,
             "first": 0,
             "count": 3,
             "library": "Open MPI v4.1.4",
@@ -266,6 +272,27 @@ def test_versions_1_and_2_read_as_version_3(good, version):
     assert pf.arrays["frames"]["object"].tolist() == [0, -1]
 
 
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_versions_1_to_3_name_the_mpi_io_family_io(good, version):
+    """Before version 4 the MPI family of MPI_File_* calls was "io": read as "file"."""
+
+    def to_old(h):
+        h["version"] = version
+        h["functions"].append("MPI_File_write")
+        h["families"].append("io")
+        if version < 3:
+            h["modules"] = h.pop("objects")
+            for name in ("sites", "frames"):
+                for field in h["arrays"][name]["dtype"]:
+                    field[0] = "module" if field[0] == "object" else field[0]
+        else:
+            h["modules"][0]["count"] += 1
+
+    rewrite_header(good, to_old)
+    h = read_profile(good).header
+    assert h["families"] == ["p2p", "p2p", "coll", "file"]
+
+
 @pytest.mark.parametrize(
     "change, what",
     [
@@ -353,7 +380,7 @@ def test_wrong_format_value(tmp_path, pwprof):
         read_profile(p)
 
 
-@pytest.mark.parametrize("version", [4, 0, "1", None])
+@pytest.mark.parametrize("version", [PROFILE_VERSION + 1, 0, "1", None])
 def test_unsupported_version(tmp_path, pwprof, version):
     p = pwprof(tmp_path / "p.pwprof", {"version": version}, RANKS)
     with pytest.raises(FormatError, match=r"profile format version .* is not supported"):
@@ -361,11 +388,11 @@ def test_unsupported_version(tmp_path, pwprof, version):
 
 
 def test_unsupported_version_names_it(tmp_path, pwprof):
-    p = pwprof(tmp_path / "p.pwprof", {"version": 4}, RANKS)
+    p = pwprof(tmp_path / "p.pwprof", {"version": 5}, RANKS)
     with pytest.raises(
         FormatError,
-        match=r"version 4 is not supported \(this perfweave "
-        r"reads \(1, 2, 3\)\)",
+        match=r"version 5 is not supported \(this perfweave "
+        r"reads \(1, 2, 3, 4\)\)",
     ):
         read_profile(p)
 

@@ -63,6 +63,23 @@ def test_versions_1_and_2_read_as_version_3(tmp_path, version):
         assert got.records["counters"][:, 0].tolist() == [5, 7]
 
 
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_versions_1_to_3_name_the_mpi_io_activity_mpi_io(tmp_path, version):
+    """Before version 4 the activity of MPI_File_* calls was "mpi_io": read as "mpi_file"."""
+    p = ProcessSamples.from_literal(
+        [{"frames": [(APP, 0x101)], "activity": "mpi_file", "counters": [1]}],
+        objects=[APP],
+        counters=["perf::PAGE-FAULTS"],
+    )
+    p.meta["activities"] = ["mpi_io" if a == "mpi_file" else a for a in p.meta["activities"]]
+    assert "mpi_io" in p.meta["activities"]
+    old = {"activities": "states", "objects": "modules"} if version < 3 else None
+    write(tmp_path, p, version, old)
+    [got] = read_samples(tmp_path)
+    assert got.meta["activities"][got.records["activity"][0]] == "mpi_file"
+    assert "mpi_io" not in got.meta["activities"]
+
+
 def test_version_3_as_written(tmp_path):
     write(tmp_path, literal(), SAMPLES_VERSION)
     [got] = read_samples(tmp_path)

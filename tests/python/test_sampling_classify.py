@@ -221,12 +221,12 @@ def test_analyze_reports_activities_everywhere():
     a = sm["activity_pct"]
     assert (a["compute"], a["io"], a["alloc"], a["thread_sync"]) == (40, 30, 20, 10)
     assert a["mpi_coll"] == 0 and sm["activities"][:4] == ACTIVITIES[:4]
-    assert sm["states"] == RECORDED
+    assert sm["recorded_activities"] == RECORDED
     [solve] = [r for r in sm["functions"] if r["name"] == "solve"]
-    assert solve["by_state_pct"] == {"compute": 40, "io": 30, "alloc": 20, "thread_sync": 10}
+    assert solve["by_activity_pct"] == {"compute": 40, "io": 30, "alloc": 20, "thread_sync": 10}
     [main] = [r for r in sm["inclusive"] if r["name"] == "main"]
-    assert main["by_state_pct"]["io"] == 30
+    assert main["by_activity_pct"]["io"] == 30
     [node] = [n for n in sm["call_tree"] if n["name"] == "solve"]
-    assert node["by_state_pct"]["alloc"] == 20
+    assert node["by_activity_pct"]["alloc"] == 20
     assert sm["activity_functions"]["io"] == [{"name": "fsync", "pct": 30}]
     assert sm["activity_functions"]["thread_sync"] == [{"name": "lll_lock_wait", "pct": 10}]

@@ -115,7 +115,7 @@ def test_workers_rooted_at_the_region_the_main_thread_opened():
     # (a thread's first: its median interval, or its interval setting, 2 ms): main 40 +
     # 40 ms, the worker 20.5 + 2 + 39, the library's thread 2: 143.5 ms
     fn = {f["name"]: f for f in sm["functions"]}
-    assert fn["solve._omp_fn.0"]["by_state_pct"] == {"omp_sync": pytest.approx(100 * 2 / 143.5)}
+    assert fn["solve._omp_fn.0"]["by_activity_pct"] == {"omp_sync": pytest.approx(100 * 2 / 143.5)}
     # the idle node is no function of the inclusive table
     assert sampling.IDLE_WORKERS not in {f["name"] for f in sm["inclusive"]}
     assert {f["name"]: f["pct"] for f in sm["inclusive"]}["main"] == pytest.approx(

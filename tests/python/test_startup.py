@@ -19,7 +19,16 @@ from perfweave.readers.samples import SAMPLE_FRAMES, SAMPLE_DTYPE, SAMPLES_VERSI
 
 S, MS = 1_000_000_000, 1_000_000
 APP = "/nonexistent/app"
-RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_io", "mpi_other", "sleep"]
+RECORDED = [
+    "compute",
+    "mpi_p2p",
+    "mpi_coll",
+    "mpi_rma",
+    "mpi_sync",
+    "mpi_file",
+    "mpi_other",
+    "sleep",
+]
 FUNCS = {
     "functions": ["MPI_Init", "MPI_Recv", "MPI_Finalize"],
     "families": ["other", "p2p", "other"],

@@ -89,6 +89,23 @@ def test_wrong_version_or_format_is_an_error(tmp_path):
         read_timelines(tmp_path)
 
 
+def test_version_1_names_the_mpi_io_series_mpi_io(tmp_path):
+    """Before version 2 a process's MPI-IO time was the series PID.mpi_io_ns: read as
+    PID.mpi_file_ns (other series keep their names)."""
+    io = {"source": "proc", "name": "42.mpi_io_ns", "unit": "ns", "kind": "counter"}
+    write(tmp_path, [(0, 3, 0.0), (S, 3, 5e8)], series=SERIES + [io])
+    p = tmp_path / "timeline" / "n1.json"
+    p.write_text(json.dumps(dict(json.loads(p.read_text()), version=1)))
+    [tl] = read_timelines(tmp_path)
+    assert [s["name"] for s in tl.series] == [
+        "lo.rx_bytes",
+        "gpu0.power_w",
+        "42.cpu_ns",
+        "42.mpi_file_ns",
+    ]
+    assert tl.activity_columns()["file"] == [3]
+
+
 def test_no_timeline(tmp_path):
     assert read_timelines(tmp_path) == [] and summarize([]) is None
 

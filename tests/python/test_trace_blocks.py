@@ -1,4 +1,4 @@
-"""Version 2 trace files (docs/format.md, "Traces"): blocks of one thread's records, each
+"""Version 2 and later trace files (docs/format.md, "Traces"): blocks of one thread's records, each
 behind a BLOCK record counting the committed ones. The reader takes exactly the committed
 records, whatever the rest of a block holds (never written: zeros; being written when the
 rank was killed: anything), marks a rank whose JSON still says "running" as killed, and
@@ -103,6 +103,18 @@ def test_version_1_files_are_still_read(tmp_path):
     rf = rt.read_rank(exp, 0)
     assert rf.complete and rf.notes == []
     assert rf.records["t0"].tolist() == [10, 1, 30]
+
+
+def test_versions_1_and_2_name_the_mpi_io_family_io(tmp_path):
+    """Before version 3 the MPI family of MPI_File_* calls was "io": read as "file"."""
+    data = block(0, 0, 1, 7, [rec("CALL", 10, 20, 3)])
+    m = dict(
+        meta("complete", records=1),
+        functions=FUNCTIONS + ["MPI_File_write"],
+        families=["p2p", "p2p", "coll", "io"],
+    )
+    rf = rt.read_rank(write(tmp_path, 0, data, m), 0)
+    assert rf.meta["families"] == ["p2p", "p2p", "coll", "file"]
 
 
 def test_chunks_of_a_rank_are_the_rank(tmp_path, monkeypatch):

@@ -110,7 +110,7 @@ def test_sampling_json_is_drawn_from_the_tables():
     assert [r["pct"] for r in js["functions"]] == res.functions["pct"].tolist()
     [halo] = [r for r in js["functions"] if r["name"] == "halo"]
     # activities without samples are left out of the JSON's split (0 in the table)
-    assert halo["by_state_pct"] == {"mpi_p2p": res.functions["mpi_p2p_pct"][1]}
+    assert halo["by_activity_pct"] == {"mpi_p2p": res.functions["mpi_p2p_pct"][1]}
     assert halo["per_rank_pct"] == {
         "min": pytest.approx(25),
         "mean": pytest.approx(37.5),

@@ -733,7 +733,7 @@ def test_every_wrapped_function_has_the_time_category_of_its_family():
         "coll": {"coll", "sync_coll"},
         "rma": {"rma_comm", "mgmt_win"},
         "sync": {"p2p", "rma_active", "rma_passive"},
-        "io": {"io", "mgmt_file"},
+        "file": {"file_data", "mgmt_file"},
         "other": {"init", "mgmt_comm", "other"},
     }
     n = 0

@@ -324,4 +324,4 @@ def test_bytes_of_v_w_nonblocking_collectives_rma_and_io(mpi, build, run_pw):
     assert sent_recv("MPI_File_read_at") == (0, 4 * 1000)
     assert sent_recv("MPI_File_write_at_all") == (4 * 64 * I, 0)
     assert f["MPI_File_open"]["calls"] == 4 and f["MPI_File_close"]["calls"] == 4
-    assert f["MPI_File_write_at"]["family"] == "io"
+    assert f["MPI_File_write_at"]["family"] == "file"

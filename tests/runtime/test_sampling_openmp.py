@@ -175,7 +175,7 @@ def test_libgomp_frames_named_only_within_symbol_size(omp_run):
         for L in sym.resolve(p.objects[gomp[0]], offs.tolist()):
             if not L.function:
                 unnamed += 1
-                assert L.short() == f"{os.path.basename(L.module)}+{L.offset:#x}"
+                assert L.short() == f"{os.path.basename(L.object)}+{L.offset:#x}"
                 continue
             named += 1
             assert any(s <= L.offset - 1 < s + n for s, n in syms.get(L.function, ())), (

@@ -14,7 +14,8 @@
 
 #include "perfweave/format.h"
 
-#define PW_TIMELINE_VERSION 1
+/* 2: the series PID.mpi_io_ns (MPI-IO calls) renamed PID.mpi_file_ns */
+#define PW_TIMELINE_VERSION 2
 #define PW_TIMELINE_MAGIC "perfweave-timeline"
 
 #define PW_TIMELINE_FIELDS(X, A)                                                                   \

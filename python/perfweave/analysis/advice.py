@@ -46,7 +46,7 @@ _HELP = {
     "rank placement that keeps neighbours on one node",
     "rma": "fewer synchronisations (larger epochs) or passive-target locks instead of fences",
     "sync": "fewer synchronisations: most waits at a barrier are imbalance before it",
-    "io": "collective or larger I/O calls, or fewer ranks writing",
+    "file": "collective or larger I/O calls, or fewer ranks writing",
     "other": "fewer calls of it",
 }
 
@@ -266,7 +266,7 @@ def _line_of(sm, function, activities=None):
 
     def share(r):
         return (
-            sum(v for k, v in r["by_state_pct"].items() if k in activities)
+            sum(v for k, v in r["by_activity_pct"].items() if k in activities)
             if activities
             else r["pct"]
         )
@@ -282,10 +282,12 @@ def _line_of(sm, function, activities=None):
 def _place(sm, activities):
     """Where the samples of these activities are most (the function, with its line when
     one line dominates): (text, function row) or ("?", None)."""
-    rows = [r for r in sm.get("functions", []) if any(a in r["by_state_pct"] for a in activities)]
+    rows = [
+        r for r in sm.get("functions", []) if any(a in r["by_activity_pct"] for a in activities)
+    ]
     if not rows:
         return "?", None
-    f = max(rows, key=lambda r: sum(r["by_state_pct"].get(a, 0) for a in activities))
+    f = max(rows, key=lambda r: sum(r["by_activity_pct"].get(a, 0) for a in activities))
     line = _line_of(sm, f["name"], activities)
     where = f" at {os.path.basename(line['file'])}:{line['line']}" if line else ""
     return f"{f['name']}(){where}", f
@@ -299,7 +301,7 @@ def rule_sampled_imbalance(data):
     out = []
     for f in sm.get("functions", []):
         pr = f["per_rank_pct"]
-        work = sum(f["by_state_pct"].get(a, 0) for a in ("compute", "io", "alloc"))
+        work = sum(f["by_activity_pct"].get(a, 0) for a in ("compute", "io", "alloc"))
         if (
             f["imbalance"] < SAMPLE_IMBALANCE
             or pr["max"] - pr["mean"] < SAMPLE_IMBALANCE_POINTS
@@ -445,7 +447,7 @@ _FAMILY = {
     "coll": "collectives",
     "rma": "one-sided",
     "sync": "synchronisation",
-    "io": "MPI-IO",
+    "file": "MPI-IO",
     "other": "other calls",
 }
 

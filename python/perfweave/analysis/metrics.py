@@ -367,7 +367,7 @@ CATEGORY_METRIC = {
     "p2p": "mpi_point2point",
     "coll": "mpi_collective",
     "rma_comm": "mpi_rma_communication",
-    "io": "mpi_io",
+    "file_data": "mpi_io",
     "other": "mpi_other",
 }
 

@@ -697,7 +697,7 @@ def analyze(procs, symbolizer=None, windows=None):
         processes=len(procs),
         sample_count=int(round(all_samples)),
         ranks=ranks,
-        states=procs[0].meta.get("activities") or ["compute"],
+        recorded_activities=procs[0].meta.get("activities") or ["compute"],
         activities=activities,
         activity_pct={
             activities[s]: float(100 * totals[:, s].sum() / all_samples) for s in range(nst)
@@ -1186,7 +1186,7 @@ class SamplingResult:
     processes: int
     sample_count: int  # the samples' worth of wall time (weights), rounded: JSON "samples"
     ranks: list  # per process, in the order of the per-rank values
-    states: list  # the runtime's states of the first process
+    recorded_activities: list  # the activities the runtime recorded (the first process's)
     activities: list  # the names of the activities (ACTIVITIES)
     activity_pct: dict  # {activity: % of all samples}
     activity_per_rank_pct: dict  # {activity: [% of each rank's samples]}, with samples
@@ -1223,7 +1223,7 @@ class SamplingResult:
             "processes": self.processes,
             "samples": self.sample_count,
             "ranks": self.ranks,
-            "states": self.states,
+            "recorded_activities": self.recorded_activities,
             "activities": self.activities,
             "activity_pct": self.activity_pct,
             "activity_per_rank_pct": self.activity_per_rank_pct,
@@ -1250,7 +1250,7 @@ class SamplingResult:
 
     def _shares_json(self, r):
         return {
-            "by_state_pct": {a: r[f"{a}_pct"] for a in self.activities if r[f"{a}_pct"] != 0},
+            "by_activity_pct": {a: r[f"{a}_pct"] for a in self.activities if r[f"{a}_pct"] != 0},
             "per_rank_pct": {
                 "min": r["rank_min_pct"],
                 "mean": r["rank_mean_pct"],

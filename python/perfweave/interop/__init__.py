@@ -567,8 +567,8 @@ def family(name):
         "sync_coll": "coll",
         "rma_comm": "rma",
         "mgmt_win": "rma",
-        "io": "io",
-        "mgmt_file": "io",
+        "file_data": "file",
+        "mgmt_file": "file",
     }.get(cat, "other")
 
 

@@ -171,7 +171,7 @@ ROLES = [
     "op",
     "create",
     "free",
-    "io",
+    "file_data",
     "file",
     "comm",
     "init",
@@ -281,7 +281,7 @@ def classify(name):
     if n.startswith("MPI_Test") and n != "MPI_Test_cancelled":
         return "p2p", "test"
     if n.startswith("MPI_File_"):
-        return ("mgmt_file", "file") if n in _FILE_MGMT else ("io", "io")
+        return ("mgmt_file", "file") if n in _FILE_MGMT else ("file_data", "file_data")
     if re.match(
         r"MPI_(Comm_(dup|idup|split|split_type|create|create_group|free)|"
         r"Intercomm_|Cart_create|Cart_sub|Graph_create|Dist_graph_create)",

@@ -12,13 +12,14 @@ import numpy as np
 from perfweave.errors import FormatError
 
 from perfweave._format import FILES, HIST_BUCKETS
-from perfweave.readers.dtypes import PROFILE_VERSION
+from perfweave.readers.dtypes import PROFILE_VERSION, renamed_families
 from perfweave.readers.files import check, parse_json, read_bytes, read_line
 
 MAGIC = FILES["profile"].magic
 # 1: counts without inside_ns/before_ns; 1 and 2: loaded objects named "modules", the
-# MPI library in mpi_library and mpi_flavor (read as version 3 says them: _upgrade)
-SUPPORTED_VERSIONS = (1, 2, PROFILE_VERSION)
+# MPI library in mpi_library and mpi_flavor; 1 to 3: the MPI family "file" named "io"
+# (read as version 4 says them: _upgrade)
+SUPPORTED_VERSIONS = (1, 2, 3, PROFILE_VERSION)
 END_MARKER = b"PWEND\n\n\n"
 
 
@@ -63,9 +64,12 @@ def _parse_header(line, path):
 
 
 def _upgrade(header, path):
-    """A header of version 1 or 2 as version 3 says the same: the loaded objects under
-    "objects", and one measured module, "mpi", that owns every function and holds the
-    MPI library's strings. The arrays' "module" fields are renamed by _upgrade_arrays."""
+    """A header of an older version as version 4 says the same. Before 4: the MPI family
+    "file" was "io". Before 3: the loaded objects under "objects", and one measured
+    module, "mpi", that owns every function and holds the MPI library's strings. The
+    arrays' "module" fields are renamed by _upgrade_arrays."""
+    if header["version"] < 4 and isinstance(header.get("families"), list):
+        header["families"] = renamed_families(header["families"])
     if header["version"] >= 3:
         return
     if "objects" in header:

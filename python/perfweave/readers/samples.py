@@ -10,7 +10,7 @@ import numpy as np
 
 from perfweave.errors import FormatError
 from perfweave.model.samples import ProcessSamples
-from perfweave.readers.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION
+from perfweave.readers.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION, renamed_activity
 from perfweave.readers.files import check, read_array, read_json
 from perfweave._format import FILES
 
@@ -19,9 +19,11 @@ MAGIC = FILES["samples"].magic
 # fields; the description's "states" and "modules"): read as version 3 says them, _upgrade
 OLD_NAMES = {"activity": "state", "object": "module", "activities": "states", "objects": "modules"}
 SAMPLE_DTYPE_V2 = np.dtype([(OLD_NAMES.get(f[0], f[0]), *f[1:]) for f in SAMPLE_DTYPE.descr])
+# versions 1 to 3: the activity "mpi_file" named "mpi_io" (_upgrade)
 # version 1: the record without its counters (the first --counters events at each sample)
 SAMPLE_DTYPE_V1 = np.dtype([f for f in SAMPLE_DTYPE_V2.descr if f[0] != "counters"])
-RECORDS_BY_VERSION = {1: SAMPLE_DTYPE_V1, 2: SAMPLE_DTYPE_V2, SAMPLES_VERSION: SAMPLE_DTYPE}
+RECORDS_BY_VERSION = {1: SAMPLE_DTYPE_V1, 2: SAMPLE_DTYPE_V2, 3: SAMPLE_DTYPE, 4: SAMPLE_DTYPE}
+assert max(RECORDS_BY_VERSION) == SAMPLES_VERSION
 
 
 # the keys readers use, with their types (docs/format.md "Samples")
@@ -72,18 +74,21 @@ def read_sample_metas(exp):
 
 
 def _upgrade(meta, path):
-    """A description of version 1 or 2 as version 3 says the same: the activities' names
-    under "activities" and the loaded objects under "objects" (before: "states",
-    "modules"). The records' fields are renamed by _upgrade_records."""
-    if meta["version"] >= 3:
-        return
-    for new in ("activities", "objects"):
-        if new in meta:
-            raise FormatError(
-                f"{path}: corrupt samples description ({new} in a version {meta['version']} file)"
-            )
-        if OLD_NAMES[new] in meta:
-            meta[new] = meta.pop(OLD_NAMES[new])
+    """A description of an older version as version 4 says the same. Before 3: the
+    activities' names under "activities" and the loaded objects under "objects" (were
+    "states", "modules"; the records' fields are renamed by _upgrade_records). Before 4:
+    the activity "mpi_file" was "mpi_io"."""
+    if meta["version"] < 3:
+        for new in ("activities", "objects"):
+            if new in meta:
+                raise FormatError(
+                    f"{path}: corrupt samples description ({new} in a version "
+                    f"{meta['version']} file)"
+                )
+            if OLD_NAMES[new] in meta:
+                meta[new] = meta.pop(OLD_NAMES[new])
+    if meta["version"] < 4 and "activities" in meta:
+        meta["activities"] = [renamed_activity(a) for a in meta["activities"]]
 
 
 def _upgrade_records(rec, version):

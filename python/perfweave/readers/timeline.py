@@ -13,8 +13,11 @@ import numpy as np
 from perfweave.errors import FormatError
 from perfweave._format import FILES
 from perfweave.model.timeline import NodeTimeline
-from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
+from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION, renamed_activity
 from perfweave.readers.files import check, read_array, read_json, short
+
+# 1: the series PID.mpi_file_ns named PID.mpi_io_ns (renamed as read)
+READ_VERSIONS = (1, TIMELINE_VERSION)
 
 
 def timeline_dir(exp):
@@ -53,16 +56,21 @@ def read_node(meta_path):
     meta = read_json(meta_path, "node timeline")
     if meta.get("format") != FILES["timeline"].magic:
         raise FormatError(f"{meta_path}: not a perfweave node timeline")
-    if meta.get("version") != TIMELINE_VERSION:
+    if meta.get("version") not in READ_VERSIONS:
         raise FormatError(
             f"{meta_path}: node timeline version {short(meta.get('version'))}, "
-            f"this perfweave reads version {TIMELINE_VERSION}"
+            f"this perfweave reads versions {', '.join(map(str, READ_VERSIONS))}"
         )
     check(meta, META_SCHEMA, meta_path, "node timeline")
     if not all(
         {"source", "name", "unit", "kind"} <= s.keys() for s in meta.get("series", [])
     ) or not all(isinstance(v, str) for v in meta.get("absent", {}).values()):
         raise FormatError(f"{meta_path}: corrupt node timeline (series or absent)")
+    if meta["version"] < 2:
+        for s in meta.get("series", []):
+            pid, dot, name = s["name"].partition(".")
+            if dot and name.endswith("_ns"):
+                s["name"] = f"{pid}.{renamed_activity(name[:-3])}_ns"
     host = meta.get("host", meta_path.stem)
     series = list(meta.get("series") or [])
     notes = []

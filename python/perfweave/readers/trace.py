@@ -22,14 +22,21 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave._format import FILES
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, TypeSet
+from perfweave.readers.dtypes import (
+    EVENT_DTYPE,
+    EVENT_TYPES,
+    TRACE_VERSION,
+    TypeSet,
+    renamed_families,
+)
 from perfweave.readers.experiment import read_meta as read_experiment_meta, state_reason
 from perfweave.readers.files import check, read_array, read_json, short
 
 TRACE_FORMAT = FILES["trace"].magic
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
-# 1: records back to back, no BLOCK or COLL_DONE records
-READ_VERSIONS = (1, TRACE_VERSION)
+# 1: records back to back, no BLOCK or COLL_DONE records; 1 and 2: the MPI family "file"
+# named "io" (renamed as read: read_meta)
+READ_VERSIONS = (1, 2, TRACE_VERSION)
 T = EVENT_TYPES
 
 
@@ -143,6 +150,8 @@ def read_meta(exp, rank):
     try:
         check(meta, META_SCHEMA, path, "trace description")
         _check_meta(meta)
+        if meta["version"] < 3 and "families" in meta:
+            meta["families"] = renamed_families(meta["families"])
     except FormatError as e:
         return (
             None,

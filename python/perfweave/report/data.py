@@ -4,7 +4,7 @@ the data of the report's sections (report/sections/)."""
 import re
 
 REPORT_FORMAT = "perfweave-report"
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 
 
 def mpi_library_line(version):

@@ -98,7 +98,7 @@ def region_role(otf2, name):
         return R.POINT2POINT
     if cat == "rma_comm":
         return R.RMA if name in PUTS | GETS else R.ATOMIC
-    if cat == "io":
+    if cat == "file_data":
         return R.FILE_IO
     if cat == "mgmt_file":
         return R.FILE_IO_METADATA

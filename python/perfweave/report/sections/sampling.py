@@ -87,7 +87,7 @@ class Sampling(Section):
                         f"{r['pct']:.1f}",
                         r["name"],
                         ", ".join(
-                            f"{activity_name(k)} {v:.0f}" for k, v in r["by_state_pct"].items()
+                            f"{activity_name(k)} {v:.0f}" for k, v in r["by_activity_pct"].items()
                         ),
                         f"{r['per_rank_pct']['min']:.1f}/{r['per_rank_pct']['mean']:.1f}/"
                         f"{r['per_rank_pct']['max']:.1f}",
@@ -126,7 +126,7 @@ class Sampling(Section):
                         [
                             f"{r['pct']:.1f}",
                             r["name"],
-                            ", ".join(f"{k} {v:.0f}" for k, v in r["by_state_pct"].items()),
+                            ", ".join(f"{k} {v:.0f}" for k, v in r["by_activity_pct"].items()),
                             f"{r['per_rank_pct']['min']:.1f} / {r['per_rank_pct']['mean']:.1f}"
                             f" / {r['per_rank_pct']['max']:.1f}",
                             f"{r['imbalance']:.2f}",
@@ -201,7 +201,9 @@ def _views(sm):
                 if n["id"] in kids
                 else "<span class=tog></span>"
             )
-            by = ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in n["by_state_pct"].items())
+            by = ", ".join(
+                f"{k.replace('_', ' ')} {v:.1f}" for k, v in n["by_activity_pct"].items()
+            )
             rows.append(
                 f'<tr data-depth="{n["depth"]}"><td style="padding-left:'
                 f'{0.3 + 1.2 * n["depth"]:.1f}em">{tog}{_e(n["name"])}</td>'

@@ -1,5 +1,5 @@
 var ACT = {compute: "#5aa02c", mpi_p2p: "#1f77b4", mpi_coll: "#d62728", mpi_rma: "#9467bd",
-           mpi_sync: "#e377c2", mpi_io: "#8c564b", mpi_other: "#17becf", sleep: "#b0b0b0",
+           mpi_sync: "#e377c2", mpi_file: "#8c564b", mpi_other: "#17becf", sleep: "#b0b0b0",
            io: "#ff7f0e", alloc: "#bcbd22", thread_sync: "#7f3f98", omp_sync: "#ad494a"};
 var SPARE = ["#ffbb78", "#98df8a", "#aec7e8", "#c5b0d5", "#c49c94", "#dbdb8d"];
 function actColour(name) {
@@ -40,8 +40,8 @@ function flame(sm) {
   });
   function leading(n) {
     var best = null, v = -1;
-    Object.keys(n.by_state_pct).forEach(function (k) {
-      if (n.by_state_pct[k] > v) { v = n.by_state_pct[k]; best = k; }
+    Object.keys(n.by_activity_pct).forEach(function (k) {
+      if (n.by_activity_pct[k] > v) { v = n.by_activity_pct[k]; best = k; }
     });
     return best;
   }
@@ -109,8 +109,8 @@ function flame(sm) {
     var pr = n.per_rank_pct;
     showTip(e, [n.name,
       "inclusive " + pct(n.inclusive_pct) + ", self " + pct(n.exclusive_pct),
-      "by activity: " + Object.keys(n.by_state_pct).map(function (k) {
-        return label(k) + " " + pct(n.by_state_pct[k]); }).join(", "),
+      "by activity: " + Object.keys(n.by_activity_pct).map(function (k) {
+        return label(k) + " " + pct(n.by_activity_pct[k]); }).join(", "),
       "per rank: min " + pct(pr.min) + ", mean " + pct(pr.mean) + ", max " + pct(pr.max),
       "imbalance " + n.imbalance.toFixed(2) + " (worst rank " + n.worst_rank + ")"]);
   });
