@@ -11,20 +11,12 @@ import pytest
 
 import perfweave
 from perfweave.errors import NoData, PerfweaveError
+from perfweave._format import ACTIVITIES
 from perfweave.readers.samples import SAMPLE_FRAMES, SAMPLE_DTYPE, SAMPLES_VERSION
 
 S = 1_000_000_000
 APP = "/nonexistent/app"
-RECORDED = [
-    "compute",
-    "mpi_p2p",
-    "mpi_coll",
-    "mpi_rma",
-    "mpi_sync",
-    "mpi_file",
-    "mpi_other",
-    "sleep",
-]
+RECORDED = ACTIVITIES  # the activities the runtime records (format.h)
 MAIN, HEAVY, LIGHT = 0x301, 0x101, 0x201  # return addresses in app
 # rank 0: 70 samples main -> heavy computing, 30 main -> light in a collective;
 # rank 1: 40 main -> heavy, 60 main -> light, all computing. 1 s sampled per rank.
