@@ -206,15 +206,12 @@ class Experiment:
         """The wait-state analysis (analysis/waitstates.json), long format: metric (id),
         metric_name, parent (metric id), unit, callpath (id), callpath_name, function,
         where, rank, value. Every non-zero value of every metric."""
-        from perfweave.readers.results import read_waitstates
-
-        try:
-            res = read_waitstates(self.path)
-        except FileNotFoundError:
+        res = self._exp.waitstates
+        if res is None:
             raise NoData(
                 f"{self.path}: no wait-state analysis (record with `perfweave run "
                 "--trace`, then run `perfweave analyze`)"
-            ) from None
+            )
         m, cp, v = res.metrics, res.callpaths, res.values
         metric = {k: i for i, k in enumerate(m["id"].tolist())}
         path = {k: i for i, k in enumerate(cp["id"].tolist())}

@@ -2,6 +2,8 @@
 on them, with numbers known by construction; each result's tables and its to_json (the
 report's JSON) agree."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -294,3 +296,66 @@ def test_saved_wait_states_as_tables():
     assert res.values["metric"].tolist() == ["time", "time", "mpi_latesender"]
     assert res.values["value"].tolist() == [1.0, 1.0, 0.5]
     assert res.callpaths["where"].tolist() == [""]
+
+
+def test_wait_states_result_literal_and_json_round_trip():
+    """WaitStatesResult.from_literal builds the tables from plain rows; to_json gives the
+    saved document (counts as integers, call paths named only once named) and from_json
+    reads it back to the same tables."""
+    from perfweave.model.waitstates import WaitStatesResult
+
+    res = WaitStatesResult.from_literal(
+        [
+            {"id": "time", "name": "Time", "total": 3.0, "pct": 100.0},
+            {
+                "id": "mpi_latesender",
+                "name": "Late Sender",
+                "parent": "time",
+                "depth": 1,
+                "total": 0.75,
+                "pct": 25.0,
+            },
+            {
+                "id": "mpi_latesender_count",
+                "name": "Late Senders",
+                "unit": "count",
+                "total": 3,
+                "pct": 100.0,
+            },
+        ],
+        [
+            {"id": 0, "labels": ["program"]},
+            {
+                "id": 1,
+                "labels": ["program", "M:MPI_Recv@"],
+                "parent": 0,
+                "name": "MPI_Recv",
+                "function": "MPI_Recv",
+            },
+        ],
+        [
+            ("time", 0, 0, 1.5),
+            ("time", 0, 1, 1.5),
+            ("mpi_latesender", 1, 1, 0.5),
+            ("mpi_latesender", 1, 0, 0.25),
+            ("mpi_latesender_count", 1, 1, 3),
+        ],
+        ranks=[{"rank": 0, "time_s": 1.5}, {"rank": 1, "time_s": 1.5, "complete": True}],
+        complete=True,
+        world_size=2,
+    )
+    assert res.per_rank("mpi_latesender") == {0: 0.25, 1: 0.5}
+    assert res.metric("mpi_latesender")["parent"] == "time"
+    assert res.values_of("mpi_latesender_count")["value"].tolist() == [3.0]
+    doc = res.to_json()
+    assert doc["format"] == "perfweave-waitstates" and doc["version"] == 1
+    assert [m["id"] for m in doc["metrics"]] == ["time", "mpi_latesender", "mpi_latesender_count"]
+    assert doc["metrics"][2]["values"] == [[1, 1, 3]] and doc["metrics"][2]["total"] == 3
+    assert doc["metrics"][1]["values"] == [[1, 1, 0.5], [1, 0, 0.25]]
+    assert "name" not in doc["callpaths"][0] and doc["callpaths"][1]["name"] == "MPI_Recv"
+    assert doc["ranks"][1] == {"rank": 1, "host": "", "state": "", "complete": True, "time_s": 1.5}
+    assert doc["counts"]["messages"] == 0
+    back = WaitStatesResult.from_json(json.loads(json.dumps(doc)))
+    assert back.to_json() == doc
+    for name in ("metrics", "callpaths", "values", "ranks"):
+        assert getattr(back, name).tolist() == getattr(res, name).tolist(), name

@@ -13,22 +13,29 @@ def analyze(ranks, **kw):
 
 
 class Result:
-    def __init__(self, data):
-        self.data = data
-        self.m = {m["id"]: m for m in data["metrics"]}
-        self.leaf = {cp["id"]: cp["labels"][-1] for cp in data["callpaths"]}
+    """A WaitStatesResult (res) with the look-ups these tests make."""
+
+    def __init__(self, res):
+        self.res = res
+        self.leaf = dict(
+            zip(res.callpaths["id"].tolist(), (lab[-1] for lab in res.callpaths["labels"]))
+        )
+
+    def values(self, metric):
+        """[(callpath, rank, value)] of a metric."""
+        v = self.res.values_of(metric)
+        return list(zip(*(v[k].tolist() for k in ("callpath", "rank", "value"))))
 
     def ns(self, metric, rank=None, fn=None):
         """A metric summed (in ns, or its count) over ranks / the calls of function fn."""
-        m = self.m[metric]
         total = 0
-        for p, r, v in m["values"]:
+        for p, r, v in self.values(metric):
             if rank is not None and r != rank:
                 continue
             if fn is not None and not self.leaf[p].startswith(f"M:{fn}@"):
                 continue
             total += v
-        return round(total * 1e9) if m["unit"] == "s" else total
+        return round(total * 1e9) if self.res.metric(metric)["unit"] == "s" else round(total)
 
 
 def send(t0, t1, to, tag=0, nbytes=4, fn="MPI_Send", flags=()):
@@ -51,7 +58,7 @@ def test_late_sender_is_the_receivers_wait_for_the_send_to_start():
     r = analyze({0: [send(1000, 1010, 1)], 1: [recv(200, 1020, 0)]})
     assert r.ns("mpi_latesender", 1, "MPI_Recv") == 800
     assert r.ns("mpi_latesender_count") == 1
-    assert r.data["counts"]["messages"] == 1
+    assert r.res.counts["messages"] == 1
     # the send started first: nothing
     r = analyze({0: [send(100, 110, 1)], 1: [recv(200, 300, 0)]})
     assert r.ns("mpi_latesender") == 0
@@ -72,7 +79,7 @@ def test_late_sender_in_the_wait_of_an_irecv_not_in_a_test():
     r = analyze({0: [send(900, 910, 1)], 1: rank1("MPI_Wait")})
     assert r.ns("mpi_latesender", 1, "MPI_Wait") == 600
     r = analyze({0: [send(900, 910, 1)], 1: rank1("MPI_Test")})
-    assert r.ns("mpi_latesender") == 0 and r.data["counts"]["messages"] == 1
+    assert r.ns("mpi_latesender") == 0 and r.res.counts["messages"] == 1
 
 
 def test_a_waitall_counts_its_latest_sender_once():
@@ -200,9 +207,9 @@ def test_late_receiver_only_when_the_send_waits_for_the_receive():
 
 def test_unmatched_messages_are_counted():
     r = analyze({0: [send(100, 110, 1), send(200, 210, 1, tag=5)], 1: [recv(50, 120, 0)]})
-    c = r.data["counts"]
+    c = r.res.counts
     assert (c["messages"], c["unmatched_sends"], c["unmatched_receives"]) == (1, 1, 0)
-    assert not r.data["complete"] and "no partner" in " ".join(r.data["notes"])
+    assert not r.res.complete and "no partner" in " ".join(r.res.notes)
 
 
 # ---- collectives ----
@@ -239,7 +246,7 @@ def test_wait_at_nxn_overlapping_and_not():
     assert [r.ns("mpi_wait_nxn", k) for k in range(2)] == [100, 0]
     # Alltoallv: not analysed (as Scalasca)
     r = analyze({0: [coll("MPI_Alltoallv", 100, 500)], 1: [coll("MPI_Alltoallv", 300, 510)]})
-    assert r.ns("mpi_wait_nxn") == 0 and r.data["counts"]["collectives"] == 1
+    assert r.ns("mpi_wait_nxn") == 0 and r.res.counts["collectives"] == 1
 
 
 def test_late_broadcast_early_reduce_early_scan():
@@ -286,7 +293,7 @@ def test_collectives_missing_a_rank_or_never_completed_are_not_analysed():
         comms=[[0, 1, 2]],
     )
     assert r.ns("mpi_barrier_wait") == 0
-    assert r.data["counts"]["incomplete_collectives"] == 1 and not r.data["complete"]
+    assert r.res.counts["incomplete_collectives"] == 1 and not r.res.complete
     # nonblocking, without a completion (a request never waited for, or a version 1
     # trace, which did not record completions)
     r = analyze(
@@ -296,7 +303,7 @@ def test_collectives_missing_a_rank_or_never_completed_are_not_analysed():
         }
     )
     assert r.ns("mpi_wait_nxn") == 0
-    assert r.data["counts"]["incomplete_collectives"] == 1 and not r.data["complete"]
+    assert r.res.counts["incomplete_collectives"] == 1 and not r.res.complete
     # one rank completed it, the other did not
     r = analyze(
         {
@@ -304,8 +311,8 @@ def test_collectives_missing_a_rank_or_never_completed_are_not_analysed():
             1: [icoll("MPI_Iallreduce", 400, 410, 7)],
         }
     )
-    assert r.ns("mpi_wait_nxn") == 0 and r.data["counts"]["incomplete_collectives"] == 1
-    assert "never completed" in " ".join(r.data["notes"])
+    assert r.ns("mpi_wait_nxn") == 0 and r.res.counts["incomplete_collectives"] == 1
+    assert "never completed" in " ".join(r.res.notes)
 
 
 # ---- nonblocking collectives: the blocking twin's rule, waited for in the completion ----
@@ -371,7 +378,7 @@ def test_ibarrier_waits_in_its_wait_for_the_latest_ibarrier():
     assert r.ns("mpi_barrier_wait") == 380  # nothing at MPI_Ibarrier
     # completion: after the earliest end (530), within the completion call
     assert [r.ns("mpi_barrier_completion", k) for k in range(3)] == [0, 70, 10]
-    assert r.data["complete"] and r.data["counts"]["collectives"] == 1
+    assert r.res.complete and r.res.counts["collectives"] == 1
     # a Wait that completes collectives is collective time, holding its waits
     assert r.ns("mpi_sync_collective", 1) == 10 + 480
     assert r.ns("mpi_point2point") == 0
@@ -433,7 +440,7 @@ def test_blocking_and_nonblocking_collectives_are_numbered_together():
     )
     assert [r.ns("mpi_barrier_wait", k) for k in range(2)] == [400, 0]
     assert r.ns("mpi_wait_nxn") == 0  # rank 0 entered its Wait after rank 1 started
-    assert r.data["complete"] and r.data["counts"]["collectives"] == 2
+    assert r.res.complete and r.res.counts["collectives"] == 2
     # a blocking and a nonblocking operation do not match (MPI): not analysed
     r = analyze(
         {
@@ -444,7 +451,7 @@ def test_blocking_and_nonblocking_collectives_are_numbered_together():
             ],
         }
     )
-    assert r.ns("mpi_barrier_wait") == 0 and r.data["counts"]["incomplete_collectives"] == 1
+    assert r.ns("mpi_barrier_wait") == 0 and r.res.counts["incomplete_collectives"] == 1
 
 
 def test_overlapping_nonblocking_collectives_on_two_communicators():
@@ -467,7 +474,7 @@ def test_overlapping_nonblocking_collectives_on_two_communicators():
     # rank 0 waits in its first Wait (the duplicate's) for rank 1's start at 600, and not
     # in the second (rank 1 started on COMM_WORLD at 300)
     assert r.ns("mpi_wait_nxn", 0) == 470 and r.ns("mpi_wait_nxn", 1) == 0
-    assert r.data["counts"]["collectives"] == 2 and r.data["complete"]
+    assert r.res.counts["collectives"] == 2 and r.res.complete
 
 
 def test_a_test_completion_is_no_wait():
@@ -488,7 +495,7 @@ def test_a_test_completion_is_no_wait():
         }
     )
     assert r.ns("mpi_barrier_wait") == 0 and r.ns("mpi_barrier_completion") == 0
-    assert r.data["complete"] and r.data["counts"]["collectives"] == 1
+    assert r.res.complete and r.res.counts["collectives"] == 1
 
 
 def test_a_multiwait_is_one_wait_for_its_longest_request():
@@ -526,7 +533,7 @@ def test_a_multiwait_is_one_wait_for_its_longest_request():
     r = analyze(ranks(300, 900))
     assert r.ns("mpi_barrier_wait", 1, "MPI_Waitall") == 800
     assert r.ns("mpi_latesender") == 0 and r.ns("mpi_latesender_count") == 0
-    assert r.data["complete"]
+    assert r.res.complete
     # it completes a message too: point-to-point time
     assert r.ns("mpi_point2point", 1, "MPI_Waitall") == 900
     # two collectives in one Waitall: the later one
@@ -558,7 +565,7 @@ def test_collectives_on_a_sub_communicator_use_its_ranks():
         },
         comms=half,
     )
-    assert r.ns("mpi_barrier_wait", 1) == 300 and r.data["counts"]["collectives"] == 1
+    assert r.ns("mpi_barrier_wait", 1) == 300 and r.res.counts["collectives"] == 1
 
 
 # ---- one-sided ----
@@ -706,10 +713,10 @@ def test_time_is_split_over_user_functions_and_mpi_calls():
             1: [recv(0, 360, 0), ("MPI_Barrier", 900, 1000, [])],
         }
     )
-    paths = {tuple(cp["labels"]): cp["id"] for cp in r.data["callpaths"]}
+    paths = dict(zip(r.res.callpaths["labels"], r.res.callpaths["id"].tolist()))
     solve = paths[("program", "N:main", "N:solve")]
     main = paths[("program", "N:main")]
-    comp = {(p, k): v for p, k, v in r.m["computation"]["values"]}
+    comp = {(p, k): v for p, k, v in r.values("computation")}
     assert round(comp[(solve, 0)] * 1e9) == 200 + 250
     assert round(comp[(main, 0)] * 1e9) == 100 + 400
     assert ("program", "N:main", "N:solve", "M:MPI_Send@") in paths

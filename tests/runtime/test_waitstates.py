@@ -21,7 +21,10 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
+import perfweave
 from harness import FLAVORS, PERFWEAVE, site_lines
+from perfweave.model.table import records
+from perfweave.model.waitstates import WaitStatesResult
 from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS as F, EVENT_TYPES as T
 
 NONE = 0.010
@@ -36,7 +39,20 @@ def close(measured, expected):
     return abs(measured - expected) <= max(0.05 * expected, 0.002)
 
 
-def analyze(exp, *extra):
+def analyze(exp):
+    """perfweave analyze EXP (which saves its result), then the result as the Python API
+    reads it back (perfweave.open(EXP).waitstates, a WaitStatesResult)."""
+    res = subprocess.run(
+        [PERFWEAVE, "analyze", str(exp)], capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 0, res.stderr
+    ws = perfweave.open(exp).waitstates
+    assert ws is not None
+    return ws
+
+
+def analyze_json(exp, *extra):
+    """The document `perfweave analyze --json` prints."""
     res = subprocess.run(
         [PERFWEAVE, "analyze", "--json", *extra, str(exp)],
         capture_output=True,
@@ -56,19 +72,26 @@ def marks(stdout):
 
 
 class Result:
-    def __init__(self, data, source):
-        self.data = data
+    """A WaitStatesResult (res; from a saved or printed document: from_json) with the
+    look-ups of these tests, call sites by the marked lines of source."""
+
+    def __init__(self, res, source):
+        self.res = res if isinstance(res, WaitStatesResult) else WaitStatesResult.from_json(res)
         self.lines = site_lines(source)
         self.src = source
-        self.metrics = {m["id"]: m for m in data["metrics"]}
-        self.paths = {cp["id"]: cp for cp in data["callpaths"]}
+        self.paths = {cp["id"]: cp for cp in records(self.res.callpaths)}
+
+    def values(self, metric):
+        """[(callpath, rank, value)] of a metric."""
+        v = self.res.values_of(metric)
+        return list(zip(*(v[k].tolist() for k in ("callpath", "rank", "value"))))
 
     def at(self, metric, site=None, rank=None):
         """Sum of a metric over the call paths whose leaf is the MPI call at the marked
         line `site` (all paths if None) and over rank (all if None)."""
         where = f"{self.src}:{self.lines[site]}" if site else None
         total = 0
-        for p, r, v in self.metrics[metric]["values"]:
+        for p, r, v in self.values(metric):
             if where and self.paths[p]["where"] != where:
                 continue
             if rank is not None and r != rank:
@@ -77,7 +100,7 @@ class Result:
         return total
 
     def total(self, metric):
-        return self.metrics[metric]["total"]
+        return self.res.metric(metric)["total"]
 
     def check(self, metric, site, rank, expected, planned):
         got = self.at(metric, site, rank)
@@ -106,9 +129,9 @@ def traced(mpi, build, run_pw):
 
 def test_point_to_point(traced):
     exp, r, mk = traced("ws_p2p.c", 3)
-    assert r.data["complete"] and r.data["notes"] == []
-    assert r.data["counts"]["messages"] == 8
-    assert r.data["counts"]["unmatched_sends"] == r.data["counts"]["unmatched_receives"] == 0
+    assert r.res.complete and r.res.notes == []
+    assert r.res.counts["messages"] == 8
+    assert r.res.counts["unmatched_sends"] == r.res.counts["unmatched_receives"] == 0
     ls = mk["ls_send"][0] - mk["ls_recv"][1]
     same = mk["wo_send2"][0] - mk["wo_same"][1]
     diff = mk["wd_send"][1] - mk["wo_diff"][2]
@@ -144,8 +167,9 @@ def test_point_to_point(traced):
     assert close(r.total("time"), span), (r.total("time"), span)
     assert 3 * 3.6 < span < 3 * 4.5, span
     # saved in the experiment, and perfweave report shows it
-    saved = json.loads((exp / "analysis" / "waitstates.json").read_text())
-    assert saved["metrics"] == r.data["metrics"]
+    printed = analyze_json(exp, "--no-save")
+    assert printed["metrics"] == r.res.to_json()["metrics"]
+    assert printed["callpaths"] == r.res.to_json()["callpaths"]
     rep = subprocess.run(
         [PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True, timeout=120
     )
@@ -178,7 +202,7 @@ def test_point_to_point(traced):
 
 def test_collectives(traced):
     exp, r, mk = traced("ws_coll.c", 4)
-    assert r.data["complete"] and r.data["counts"]["incomplete_collectives"] == 0
+    assert r.res.complete and r.res.counts["incomplete_collectives"] == 0
     ranks = range(4)
     for site, metric, plan in (
         ("barrier", "mpi_barrier_wait", [0.45, 0.3, 0.15, 0]),
@@ -217,7 +241,7 @@ def test_nonblocking_collectives(traced):
     wait charged at the call that completed the request by the blocking twin's rule;
     the trace is complete (tests/runtime/programs/ws_icoll.c)."""
     exp, r, mk = traced("ws_icoll.c", 3)
-    assert r.data["complete"] and r.data["notes"] == [], r.data["notes"]
+    assert r.res.complete and r.res.notes == [], r.res.notes
     # the records: each MPI_I... collective's request (key, post number), and the
     # COLL_DONE of the call that completed it naming both
     for rank in range(3):
@@ -230,8 +254,8 @@ def test_nonblocking_collectives(traced):
         assert (posts["tag"] > 0).all() and len(set(posts["tag"])) == 9
         fn = np.array(js["functions"])[ev["fn"][_owner_calls(ev)[ev["type"] == T["COLL_DONE"]]]]
         assert set(fn) <= {"MPI_Wait", "MPI_Waitall", "MPI_Test"}, set(fn)
-    assert r.data["counts"]["collectives"] >= 10
-    assert r.data["counts"]["incomplete_collectives"] == 0
+    assert r.res.counts["collectives"] >= 10
+    assert r.res.counts["incomplete_collectives"] == 0
 
     def waits(metric, site, start, whose, plan):
         """The blocking twin's wait at the completing call: from the start of rank
@@ -258,7 +282,7 @@ def test_nonblocking_collectives(traced):
     ):
         assert all(
             r.paths[p]["function"] in ("MPI_Wait", "MPI_Waitall", "MPI_Bcast")
-            for p, _, _ in r.metrics[metric]["values"]
+            for p, _, _ in r.values(metric)
         ), metric
     # completed by a loop of MPI_Test: no wait there; in MPI_Wait on the other rank
     assert r.at("mpi_barrier_wait", "tl_test") == 0
@@ -286,11 +310,11 @@ def test_a_nonblocking_collective_never_completed_leaves_the_trace_incomplete(mp
     """An MPI_Ibarrier whose request is never completed (only MPI_Request_get_status):
     the instance is not analysed and the result says so."""
     run = run_pw(mpi.launch(3) + [build(mpi, "ws_icoll.c"), "leak"], options=["--trace"])
-    data = analyze(run.exp, "--no-save")
-    assert data["complete"] is False
-    assert data["counts"]["incomplete_collectives"] == 1
-    assert data["counts"]["collectives"] == 1  # the MPI_Barrier after it
-    assert any("never completed" in n for n in data["notes"]), data["notes"]
+    ws = analyze(run.exp)
+    assert ws.complete is False
+    assert ws.counts["incomplete_collectives"] == 1
+    assert ws.counts["collectives"] == 1  # the MPI_Barrier after it
+    assert any("never completed" in n for n in ws.notes), ws.notes
 
 
 def test_wrong_order_is_per_thread(traced):
@@ -298,7 +322,7 @@ def test_wrong_order_is_per_thread(traced):
     peer's order: Late Senders, no Wrong Order; one thread's genuinely wrong order is
     still found (tests/runtime/programs/ws_threads.c)."""
     exp, r, mk = traced("ws_threads.c", 3)
-    assert r.data["complete"]
+    assert r.res.complete
     for k in (1, 2):  # thread A's + thread B's k-th receive
         expected = (
             mk[f"sa_send{k}"][1]
@@ -319,8 +343,8 @@ def test_wrong_order_is_per_thread(traced):
 
 def test_rma_active_target(traced):
     exp, r, mk = traced("ws_rma.c", 4)
-    assert r.data["complete"]
-    c = r.data["counts"]
+    assert r.res.complete
+    c = r.res.counts
     assert c["fences"] == 4 and c["access_epochs"] == 3 and c["exposure_epochs"] == 5
     # Late Post: in MPI_Win_start, MPI_Put or MPI_Win_complete, as this MPI blocks
     late_post = sum(
@@ -370,7 +394,7 @@ def test_fences_on_a_mesh_count_unneeded_synchronisations(mpi, build, run_pw):
     for rank, k in neighbours.items():
         assert r.at("mpi_rma_pairsync_unneeded_count", rank=rank) == n + iters * (n - k)
         assert r.at("mpi_rma_pairsync_unneeded_count", "open", rank) == n
-    assert r.metrics["mpi_rma_pairsync_unneeded_count"]["pct"] == pytest.approx(100 * 146 / 216)
+    assert r.res.metric("mpi_rma_pairsync_unneeded_count")["pct"] == pytest.approx(100 * 146 / 216)
 
 
 def test_parallel_analysis_is_identical(build, run_pw):
@@ -380,7 +404,7 @@ def test_parallel_analysis_is_identical(build, run_pw):
     ompi = FLAVORS["openmpi"]
     for source, n in (("ws_p2p.c", 3), ("ws_rma.c", 4), ("ws_icoll.c", 3)):
         r = run_pw(ompi.launch(n) + [build(ompi, source)], options=["--trace"])
-        serial = analyze(r.exp, "--no-save")
+        serial = analyze_json(r.exp, "--no-save")
         for k in (2, 3):
             res = subprocess.run(
                 [
@@ -421,7 +445,7 @@ def test_user_functions_form_the_call_paths(mpi, build, run_pw):
     ran, entered = printed["relax"], printed["allreduce"]
     assert set(ran) == set(entered) == {0, 1}, run.proc.stdout
     r = Result(analyze(run.exp), "regions.c")
-    names = {cp["name"]: cp["id"] for cp in r.data["callpaths"]}
+    names = dict(zip(r.res.callpaths["name"], r.res.callpaths["id"].tolist()))
     # relax's time includes its calls of now(), a region of its own: a rank preempted
     # while in now() (45 ms seen beside busy loops) spends that time there
     relax = {
@@ -432,12 +456,12 @@ def test_user_functions_form_the_call_paths(mpi, build, run_pw):
     assert names["main > solve > relax"] in relax and len(relax) == 2, names
     allreduce = names[f"main > solve > MPI_Allreduce @ regions.c:{r.lines['allreduce']}"]
     comp = defaultdict(float)
-    for p, k, v in r.metrics["computation"]["values"]:
+    for p, k, v in r.values("computation"):
         if p in relax:
             comp[k] += v
     for k in (0, 1):
         assert close(comp[k], ran[k]), (k, comp, ran)
-    waits = {k: v for p, k, v in r.metrics["mpi_wait_nxn"]["values"] if p == allreduce}
+    waits = {k: v for p, k, v in r.values("mpi_wait_nxn") if p == allreduce}
     for k in (0, 1):
         expected = max(0, max(entered.values()) - entered[k])
         assert close(waits.get(k, 0), expected), (k, waits, entered)
@@ -447,7 +471,7 @@ def test_user_functions_form_the_call_paths(mpi, build, run_pw):
     # their calls, which no clock of the program can time apart from the calls; NONE
     # holds unless the kernel preempts a rank inside those few instructions
     for name in ("main", "main > solve"):
-        assert all(v < NONE for p, k, v in r.metrics["computation"]["values"] if p == names[name])
+        assert all(v < NONE for p, k, v in r.values("computation") if p == names[name])
 
 
 def _analyze_rc(exp):
@@ -468,7 +492,7 @@ def test_damaged_traces_are_analysed_as_far_as_they_go(build, run_pw, tmp_path):
 
     ompi = FLAVORS["openmpi"]
     run = run_pw(ompi.launch(3) + [build(ompi, "ws_p2p.c")], options=["--trace"])
-    intact = Result(analyze(run.exp, "--no-save"), "ws_p2p.c")
+    intact = Result(analyze(run.exp), "ws_p2p.c")
     ls = intact.at("mpi_latesender", "ls_recv", 1)
 
     def damaged(name, damage):
@@ -486,7 +510,7 @@ def test_damaged_traces_are_analysed_as_far_as_they_go(build, run_pw, tmp_path):
 
     r, notes = damaged("missing", rm_rank2)
     assert "no trace from 1 of 3 ranks: 2" in notes and "no partner" in notes
-    assert [x["rank"] for x in r.data["ranks"]] == [0, 1]
+    assert r.res.ranks["rank"].tolist() == [0, 1]
     assert r.at("mpi_latesender", "ls_recv", 1) == ls  # rank 0 -> 1 still analysed
 
     def truncate(t):
@@ -504,7 +528,7 @@ def test_damaged_traces_are_analysed_as_far_as_they_go(build, run_pw, tmp_path):
     assert "rank-1.json is unreadable" in notes and "taken from another rank" in notes
     # its call sites are unknown (its loaded objects were in the JSON), its waits are not
     assert close(r.at("mpi_latesender", rank=1), intact.at("mpi_latesender", rank=1))
-    assert r.data["counts"]["unmatched_sends"] == 0
+    assert r.res.counts["unmatched_sends"] == 0
 
     def garbage(t):
         p = t / "rank-0.events"

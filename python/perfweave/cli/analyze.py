@@ -124,7 +124,7 @@ def main(args):
     if args.json:
         # one write: json.dump writes piece by piece, thousands of small writes that
         # cost 0.25 s for 0.5 MB when mpirun forwards the output
-        sys.stdout.write(json.dumps(result, indent=1) + "\n")
+        sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n")
     else:
         sys.stdout.write(render.render(result, top=args.top))
         if args.per_rank:
@@ -133,10 +133,11 @@ def main(args):
 
 
 def save(exp, result):
+    """Write the WaitStatesResult into the experiment (analysis/waitstates.json)."""
     path = Path(exp) / WAITSTATES_FILE
     try:
         path.parent.mkdir(exist_ok=True)
-        writing.write_atomic(path, json.dumps(result))
+        writing.write_atomic(path, json.dumps(result.to_json()))
     except OSError as e:
         print(
             f"perfweave: warning: cannot save {path} ({e.strerror}); the result is only printed",

@@ -7,14 +7,14 @@ module registers its kind here: one entry."""
 from dataclasses import dataclass
 from typing import Callable
 
-from perfweave.readers import example, samples, timeline, trace
+from perfweave.readers import example, results, samples, timeline, trace
 
 
 @dataclass(frozen=True)
 class Kind:
     name: str  # the Experiment attribute, and the key in KINDS
     directory: str  # its files' directory in the experiment
-    read: Callable  # experiment path -> the model (an empty one when absent)
+    read: Callable  # experiment path -> the model (an empty one, or None, when absent)
     what: str  # for messages and docs
 
 
@@ -51,6 +51,12 @@ KINDS = {
             "node timeline per node (perfweave run --node-interval)",
         ),
         Kind("traces", "traces", Traces, "event trace per rank (perfweave run --trace)"),
+        Kind(
+            "waitstates",
+            "analysis",
+            results.saved_waitstates,
+            "the wait-state analysis of the traces (perfweave analyze), None before it ran",
+        ),
         Kind(
             "example",
             "example",

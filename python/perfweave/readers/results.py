@@ -32,6 +32,15 @@ WAITSTATES_SCHEMA = {
 }
 
 
+def saved_waitstates(exp):
+    """The saved wait-state analysis of experiment exp, None when there is none
+    (readers/kinds.py: Experiment.waitstates); FormatError when it is damaged."""
+    try:
+        return read_waitstates(exp)
+    except FileNotFoundError:
+        return None
+
+
 def read_waitstates(exp):
     """The saved wait-state analysis of experiment exp (a WaitStatesResult);
     FileNotFoundError when there is none, FormatError when it is damaged."""

@@ -5,7 +5,10 @@ each wait state occurs (call path and ranks)."""
 
 import os
 
+import numpy as np
+
 from perfweave.analysis.metrics import PATTERNS
+from perfweave.model.table import records
 from perfweave.symbols import Symbolizer
 
 
@@ -21,13 +24,15 @@ def _split_site(text):
 
 
 def name_paths(result, symbolizer=None):
-    """Give every call path of the result a readable 'name' (outermost first, ' > '
-    between frames) and its leaf a 'function' and 'where' (file:line of an MPI call
-    site). Symbols come from the modules named in the labels (addr2line)."""
+    """Give every call path of the result (a WaitStatesResult) a readable name
+    (outermost first, ' > ' between frames) and its leaf a function and where (file:line
+    of an MPI call site). Symbols come from the objects named in the labels
+    (addr2line)."""
     sym = symbolizer or Symbolizer()
     wanted = {}
-    for cp in result["callpaths"]:
-        for lab in cp["labels"]:
+    cps = result.callpaths
+    for labels in cps["labels"]:
+        for lab in labels:
             kind, _, rest = lab.partition(":")
             site = (
                 rest.split("@", 1)[1]
@@ -42,17 +47,15 @@ def name_paths(result, symbolizer=None):
                 # address as the byte before (Symbolizer subtracts 1)
                 wanted.setdefault(s[0], set()).add(s[1] + (1 if kind == "F" else 0))
     locs = {}
-    for module, offs in wanted.items():
+    for obj, offs in wanted.items():
         offs = sorted(offs)
-        for o, loc in zip(offs, sym.resolve(module, offs)):
-            locs[(module, o)] = loc
-    for cp in result["callpaths"]:
-        names = []
-        for lab in cp["labels"]:
-            names.append(_label_name(lab, locs)[0])
-        cp["name"] = " > ".join(names[1:]) or names[0]
-        leaf = _label_name(cp["labels"][-1], locs)
-        cp["function"], cp["where"] = leaf[1], leaf[2]
+        for o, loc in zip(offs, sym.resolve(obj, offs)):
+            locs[(obj, o)] = loc
+    for i, labels in enumerate(cps["labels"]):
+        names = [_label_name(lab, locs)[0] for lab in labels]
+        cps["name"][i] = " > ".join(names[1:]) or names[0]
+        leaf = _label_name(labels[-1], locs)
+        cps["function"][i], cps["where"][i] = leaf[1], leaf[2]
     return result
 
 
@@ -89,30 +92,32 @@ def _t(unit, v):
     if unit == "s":
         return f"{v:.6f} s" if abs(v) < 10 else f"{v:.3f} s"
     if unit == "bytes":
-        return f"{v:,} B"
-    return f"{v:,}"
+        return f"{int(v):,} B"
+    return f"{int(v):,}"
 
 
-def _per_rank(values, world):
-    """Per-rank sums of a metric's [path, rank, value] rows."""
-    out = {}
-    for _, r, v in values:
-        out[r] = out.get(r, 0) + v
-    return out
+def _shown(result):
+    """The metric rows (dicts) of the wait-state patterns found, in the tree's order."""
+    return [m for m in records(result.metrics) if m["id"] in PATTERNS and m["total"] > 0]
+
+
+def _sums(rows, key):
+    """{key value: the rows' values summed} of values-table rows."""
+    keys, inv = np.unique(rows[key], return_inverse=True)
+    return dict(zip(keys.tolist(), np.bincount(inv, rows["value"]).tolist()))
 
 
 def render_per_rank(result, limit=64):
     """A rank x pattern table: each rank's time (and its share of its own time) in every
     wait state found, ranks with the most waiting first."""
-    pats = [m for m in result["metrics"] if m["id"] in PATTERNS and m["total"] > 0]
+    pats = _shown(result)
     if not pats:
         return "\nPer rank: no wait states\n"
-    own = {r["rank"]: r["time_s"] for r in result["ranks"]}
+    own = dict(zip(result.ranks["rank"].tolist(), result.ranks["time_s"].tolist()))
     table = {}
     for m in pats:
-        for _, r, v in m["values"]:
-            table.setdefault(r, {}).setdefault(m["id"], 0.0)
-            table[r][m["id"]] += v
+        for r, v in result.per_rank(m["id"]).items():
+            table.setdefault(r, {})[m["id"]] = v
     top_level = [m for m in pats if m["parent"] not in {p["id"] for p in pats}]
     waited = {r: sum(v.get(m["id"], 0.0) for m in top_level) for r, v in table.items()}
     ranks = sorted(own, key=lambda r: -waited.get(r, 0.0))
@@ -143,29 +148,30 @@ def render(result, top=5, width=100):
     from perfweave.report.text import _wrap, shorten
 
     def name(p, indent):
-        return shorten(paths[p].get("name", p), None if width is None else width - indent)
+        return shorten(paths.get(p) or str(p), None if width is None else width - indent)
 
-    out = [f"perfweave analyze: {result['experiment']}"]
-    a = result["analysis"]
-    nranks = len(result["ranks"])
+    out = [f"perfweave analyze: {result.experiment}"]
+    a = result.analysis
+    nranks = len(result.ranks)
     out.append(
-        f"  traces     {nranks} of {result['world_size']} ranks, "
-        f"{result['events']:,} events; analysed in "
+        f"  traces     {nranks} of {result.world_size} ranks, "
+        f"{result.events:,} events; analysed in "
         f"{a.get('load_s', 0) + a.get('patterns_s', 0):.2f} s "
         f"({a.get('processes', 1)} process{'es' if a.get('processes', 1) != 1 else ''})"
     )
-    c = result["counts"]
+    c = result.counts
     out.append(
         f"  matched    {c['messages']:,} messages, {c['collectives']:,} collective "
         f"operations, {c['fences']:,} fences, {c['access_epochs']:,} access and "
         f"{c['exposure_epochs']:,} exposure epochs"
     )
-    out.append(f"  state      {'complete' if result['complete'] else 'INCOMPLETE'}")
-    for n in result["notes"]:
+    out.append(f"  state      {'complete' if result.complete else 'INCOMPLETE'}")
+    for n in result.notes:
         out += _wrap("note", n, width)
-    byid = {m["id"]: m for m in result["metrics"]}
+    metrics = records(result.metrics)
+    byid = {m["id"]: m for m in metrics}
     rows = []
-    for m in result["metrics"]:
+    for m in metrics:
         parent = byid.get(m["parent"]) if m["parent"] else None
         if m["total"] == 0 and parent is not None and parent["total"] == 0:
             continue
@@ -176,14 +182,15 @@ def render(result, top=5, width=100):
     out += [f"  {a_:{w0}}  {b:>{w1}}  {c_:>6}" for a_, b, c_ in rows]
 
     # ---- where the wait states are ----
-    paths = {cp["id"]: cp for cp in result["callpaths"]}
-    shown = [m for m in result["metrics"] if m["id"] in PATTERNS and m["total"] > 0]
+    paths = dict(zip(result.callpaths["id"].tolist(), result.callpaths["name"].tolist()))
+    shown = _shown(result)
     if shown:
         out += ["", "Wait states: where (call path) and who (ranks)"]
     for m in shown:
         per_path = {}
-        for p, r, v in m["values"]:
-            per_path.setdefault(p, {})[r] = per_path.get(p, {}).get(r, 0) + v
+        v = result.values_of(m["id"])
+        for p, r, x in zip(*(v[k].tolist() for k in ("callpath", "rank", "value"))):
+            per_path.setdefault(p, {})[r] = per_path.get(p, {}).get(r, 0) + x
         out.append(f"  {m['name']}: {_t('s', m['total'])} ({m['pct']:.2f}% of time)")
         for p, ranks in sorted(per_path.items(), key=lambda kv: -sum(kv[1].values()))[:top]:
             tot = sum(ranks.values())
@@ -196,17 +203,15 @@ def render(result, top=5, width=100):
             )
         if len(per_path) > top:
             out.append(f"    ({len(per_path) - top} more call paths; --top N)")
-    counts = [m for m in result["metrics"] if m["id"] == "mpi_rma_pairsync_count" and m["total"]]
+    counts = [m for m in metrics if m["id"] == "mpi_rma_pairsync_count" and m["total"]]
     for m in counts:
         un = byid["mpi_rma_pairsync_unneeded_count"]
         out += [
             "",
-            f"Pair-wise one-sided synchronizations: {m['total']:,}, of which "
-            f"unneeded {un['total']:,} ({un['pct']:.1f}%)",
+            f"Pair-wise one-sided synchronizations: {int(m['total']):,}, of which "
+            f"unneeded {int(un['total']):,} ({un['pct']:.1f}%)",
         ]
-        per_path = {}
-        for p, r, v in un["values"]:
-            per_path[p] = per_path.get(p, 0) + v
+        per_path = _sums(result.values_of(un["id"]), "callpath")
         for p, v in sorted(per_path.items(), key=lambda kv: -kv[1])[:top]:
-            out.append(f"    {v:>12,}  {name(p, 18)}")
+            out.append(f"    {int(v):>12,}  {name(p, 18)}")
     return "\n".join(out) + "\n"

@@ -23,24 +23,16 @@ import numpy as np
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local
 from perfweave.analysis.waitstates.collectives import collectives
-from perfweave.analysis.waitstates.common import (
-    C,
-    CATS,
-    RESULT_FORMAT,
-    RESULT_VERSION,
-    WO_BUFFER,
-    Acc,
-    _reduce,
-)
+from perfweave.analysis.waitstates.common import C, CATS, WO_BUFFER, Acc, _reduce
 from perfweave.analysis.waitstates.load import _unify, load
 from perfweave.analysis.waitstates.p2p import point_to_point
 from perfweave.analysis.waitstates.rma import rma
 from perfweave.model.trace import classify
+from perfweave.model.waitstates import VALUES_DTYPE, WaitStatesResult
 from perfweave.readers.experiment import rank_ranges
 
-# what other layers import: the results' format (readers/results.py), the Wrong Order
-# buffer (tests), and the loader's clock and rank helpers (interop/ reads traces as the
-# analysis does)
+# what other layers import: the Wrong Order buffer (tests), and the loader's clock and
+# rank helpers (interop/ reads traces as the analysis does)
 from perfweave.analysis.waitstates.load import (
     _host_clocks,
     _sibling_meta,  # noqa: F401
@@ -51,8 +43,6 @@ __all__ = [
     "analyze",
     "analyze_trace",
     "build_result",
-    "RESULT_FORMAT",
-    "RESULT_VERSION",
     "WO_BUFFER",
     "_host_clocks",
     "_sibling_meta",
@@ -89,8 +79,8 @@ def basics(L, acc):
 
 
 def analyze(exp, ex=None):
-    """Analyse the traces of experiment directory exp. Returns the result dict on the
-    process of rank 0 (and in a serial run), None on the others."""
+    """Analyse the traces of experiment directory exp. Returns the WaitStatesResult on
+    the process of rank 0 (and in a serial run), None on the others."""
     ex = ex or Local(0)
     t_start = _time.perf_counter()
     L = load(exp, ex)
@@ -98,7 +88,7 @@ def analyze(exp, ex=None):
 
 
 def analyze_trace(trace, ex=None):
-    """Analyse a Trace built in memory (Trace.from_literal): the result dict."""
+    """Analyse a Trace built in memory (Trace.from_literal): its WaitStatesResult."""
     ex = ex or Local(trace.world_size)
     L = _unify(trace, ex, [rd.rank for rd in trace.ranks])
     return _patterns(L, ex, trace.source or "literal", 0.0)
@@ -199,7 +189,7 @@ def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, t
             _, pp, rr, vv = _reduce(z, pp, rr, vv)
             values[mid] = (pp, rr, vv)
     total_time = int(values["time"][2].sum())
-    metrics = []
+    metrics, columns = [], []
     for mid in MT.walk():
         pp, rr, vv = values[mid]
         tot = int(vv.sum())
@@ -216,26 +206,19 @@ def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, t
                 "description": MT.DESCRIPTION[mid],
                 "total": tot / 1e9 if unit == "s" else tot,
                 "pct": 100.0 * tot / denom if denom else 0.0,
-                "values": [
-                    [int(a), int(b), (int(c) / 1e9 if unit == "s" else int(c))]
-                    for a, b, c in zip(pp, rr, vv)
-                ],
             }
         )
+        columns.append((mid, pp, rr, vv / 1e9 if unit == "s" else vv))
     index = {lab: i for i, lab in enumerate(L.paths)}
     paths = [
         {"id": i, "labels": list(lab), "parent": index.get(lab[:-1])}
         for i, lab in enumerate(L.paths)
     ]
-    ranks = sorted(ranks_info)
-    return {
-        "format": RESULT_FORMAT,
-        "version": RESULT_VERSION,
-        "experiment": str(exp),
-        "complete": complete,
-        "notes": notes,
-        "world_size": world,
-        "ranks": [
+    result = WaitStatesResult.from_literal(
+        metrics,
+        paths,
+        [],
+        ranks=[
             {
                 "rank": k,
                 "host": ranks_info[k][3],
@@ -243,11 +226,22 @@ def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, t
                 "complete": bool(ranks_info[k][2]),
                 "time_s": (ranks_info[k][1] - ranks_info[k][0]) / 1e9,
             }
-            for k in ranks
+            for k in sorted(ranks_info)
         ],
-        "events": int(nevents),
-        "counts": counts,
-        "analysis": dict(timing, processes=nproc),
-        "metrics": metrics,
-        "callpaths": paths,
-    }
+        complete=complete,
+        notes=notes,
+        world_size=world,
+        events=int(nevents),
+        counts=counts,
+        analysis=dict(timing, processes=nproc),
+        experiment=str(exp),
+    )
+    n = sum(len(c[1]) for c in columns)
+    vt = np.zeros(n, VALUES_DTYPE)
+    vt["metric"] = np.repeat(
+        np.array([c[0] for c in columns], object), [len(c[1]) for c in columns]
+    )
+    for k, name in ((1, "callpath"), (2, "rank"), (3, "value")):
+        vt[name] = np.concatenate([c[k] for c in columns]) if n else []
+    result.values = vt
+    return result

@@ -9,8 +9,6 @@ from perfweave.model.grouping import dense_ids
 from perfweave.readers.dtypes import TypeSet
 
 
-RESULT_FORMAT = "perfweave-waitstates"
-RESULT_VERSION = 1
 WO_BUFFER = 100  # Late Sender instances a receiver remembers for Wrong Order (Scalasca)
 
 CATS = list(MT.CATEGORY_METRIC)
