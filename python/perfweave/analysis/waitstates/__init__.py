@@ -28,7 +28,7 @@ from perfweave.analysis.waitstates.load import _unify, load
 from perfweave.analysis.waitstates.p2p import point_to_point
 from perfweave.analysis.waitstates.rma import rma
 from perfweave.model.trace import classify
-from perfweave.model.waitstates import VALUES_DTYPE, WaitStatesResult
+from perfweave.model.waitstates import COUNTS, VALUES_DTYPE, WaitStatesResult
 from perfweave.readers.experiment import rank_ranges
 
 # what other layers import: the Wrong Order buffer (tests), and the loader's clock and
@@ -97,19 +97,7 @@ def analyze_trace(trace, ex=None):
 def _patterns(L, ex, name, load_s):
     t_loaded = _time.perf_counter()
     acc = Acc()
-    notes = {
-        k: 0
-        for k in (
-            "messages",
-            "unmatched_sends",
-            "unmatched_receives",
-            "collectives",
-            "incomplete_collectives",
-            "fences",
-            "access_epochs",
-            "exposure_epochs",
-        )
-    }
+    notes = dict.fromkeys(COUNTS, 0)  # what each pattern counts (model/waitstates.py)
     basics(L, acc)
     deferred = collectives(L, ex, acc, notes)
     point_to_point(L, ex, acc, notes, deferred)
