@@ -115,7 +115,7 @@ def expand(line_no, text):
     out = []
     for letter in flags.get("p", "") or [""]:
         subst = PREFIX.get(letter, {})
-        for prec in (flags["fftw"].split(",") if "fftw" in flags else [""]):
+        for prec in flags["fftw"].split(",") if "fftw" in flags else [""]:
 
             def sub(s, letter=letter, subst=subst, prec=prec, name=True):
                 if name:  # in FLOPS and BYTES '?' is C's conditional
@@ -183,8 +183,7 @@ def parse(path):
             if r.fortran:  # the ILP64 twin: Debian's libblas64 / liblapack64 naming
                 twin = Routine(**{**r.__dict__, "name": r.name + "64_"})
                 twin.params = [
-                    Param(re.sub(r"\bint\b", "int64_t", a.ctype), a.name, a.role)
-                    for a in r.params
+                    Param(re.sub(r"\bint\b", "int64_t", a.ctype), a.name, a.role) for a in r.params
                 ]
                 twin.hidden = list(r.hidden)
                 if twin.ret == "int":
@@ -209,12 +208,8 @@ def write_header(routines, out):
     lines += [f"    {r.ident}," for r in wrapped]
     lines += ["    PW_ML_NFN", "};", ""]
     lines.append("/* GROUP: the library interface, as mathlib.spec names them */")
-    lines.append(
-        "#define PW_ML_GROUPS(X) " + " ".join(f"X({g}, {c_string(g)})" for g in GROUPS)
-    )
-    lines.append(
-        "#define PW_ML_KINDS(X) " + " ".join(f"X({k}, {c_string(k)})" for k in KINDS)
-    )
+    lines.append("#define PW_ML_GROUPS(X) " + " ".join(f"X({g}, {c_string(g)})" for g in GROUPS))
+    lines.append("#define PW_ML_KINDS(X) " + " ".join(f"X({k}, {c_string(k)})" for k in KINDS))
     lines.append("/* X(ident, name, group index, kind index) per wrapped routine, by id */")
     lines.append("#define PW_ML_ROUTINES(X) \\")
     for r in wrapped:
@@ -302,7 +297,9 @@ def body_plan(r):
     o = ["    {", "        pw_ml_plan_desc pd;"]
     o.append(f"        pw_ml_plan_desc_init(&pd, {FFT_KINDS[r.fft_kind]});")
     if "rank" in roles:
-        o.append(f"        pw_ml_plan_desc_dims(&pd, {scalar(roles['rank'])}, a_{roles['n'].name});")
+        o.append(
+            f"        pw_ml_plan_desc_dims(&pd, {scalar(roles['rank'])}, a_{roles['n'].name});"
+        )
     else:
         ns = [scalar(roles[k]) for k in ("n0", "n1", "n2") if k in roles]
         o.append(f"        const int n[{len(ns)}] = {{{', '.join(ns)}}};")
@@ -323,7 +320,9 @@ def body_plan(r):
 
 def plan_arg(r):
     a = next(a for a in r.params if a.role == "plan")
-    return f"*a_{a.name}" if "**" in a.ctype.replace(" ", "").replace("const", "") else f"a_{a.name}"
+    return (
+        f"*a_{a.name}" if "**" in a.ctype.replace(" ", "").replace("const", "") else f"a_{a.name}"
+    )
 
 
 def body_exec(r):
