@@ -2,6 +2,9 @@
 # Install the system packages perfweave needs, when missing (Debian/Ubuntu, as root),
 # and make sure the Performance Co-Pilot daemon pmcd is running.
 # Everything is installed without recommends: Debian's libpapi-dev recommends pcp.
+# libblas-dev, liblapack-dev, liblapacke-dev, libopenblas0-pthread, libfftw3-dev: the math
+# library module's tests (reference BLAS/LAPACK and OpenBLAS as the two libblas.so.3
+# alternatives, CBLAS, LAPACKE, FFTW3 with its MPI-less legacy Fortran interface).
 # libunwind8: the sampler dlopens libunwind.so.8 (stacks through code without frame
 # pointers); libunwind-dev: its header, for the build.
 #
@@ -20,7 +23,8 @@
 # directory (tests/runtime/slurm.py).
 set -e
 PKGS="gcc g++ make cmake python3 python3-venv python3-dev binutils gfortran
-openmpi-bin libopenmpi-dev mpich libmpich-dev numactl python3-mpi4py libunwind8 libunwind-dev libpapi-dev papi-tools chromium"
+openmpi-bin libopenmpi-dev mpich libmpich-dev numactl python3-mpi4py libunwind8 libunwind-dev libpapi-dev papi-tools chromium
+libblas-dev liblapack-dev liblapacke-dev libopenblas0-pthread libfftw3-dev"
 # installed with no-op systemctl / invoke-rc.d (see above)
 NOINIT_PKGS="pcp libpcp3 libpcp3-dev slurm-wlm munge"
 

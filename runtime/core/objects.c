@@ -187,3 +187,15 @@ void pw_object_range(int i, uintptr_t *start, uintptr_t *end, uintptr_t *base)
         *base = s->obj[i].base;
     }
 }
+
+void pw_objects_json(pw_json *j, const char *key)
+{
+    pw_json_open(j, key, '[');
+    for (int i = 0; i < pw_objects_count(); i++) {
+        pw_json_open(j, NULL, '[');
+        pw_json_str(j, NULL, pw_object_path(i));
+        pw_json_str(j, NULL, pw_object_buildid(i));
+        pw_json_close(j);
+    }
+    pw_json_close(j);
+}

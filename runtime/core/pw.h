@@ -233,6 +233,10 @@ int pw_objects_count(void);
 const char *pw_object_path(int i);
 const char *pw_object_buildid(int i); /* hex, "" when the object has none */
 void pw_object_range(int i, uintptr_t *start, uintptr_t *end, uintptr_t *base);
+struct pw_json;
+/* The snapshot's objects as the member `key` of j: a list of [path, build-id], by index
+ * (what pw_object_of's indices name in a module's file). Async-signal-safe. */
+void pw_objects_json(struct pw_json *j, const char *key);
 
 /* ---- measured functions: ids by (module, function) (functions.c) ---- */
 /* A module that records calls into the call-site tables registers its functions once,

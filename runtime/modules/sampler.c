@@ -748,13 +748,7 @@ static int write_samples(int state, int in_signal)
         pw_json_close(&j);
     }
     pw_json_close(&j);
-    pw_json_open(&j, "objects", '['); /* the loaded objects: path, build-id */
-    for (int i = 0; i < pw_objects_count(); i++) {
-        pw_json_open(&j, NULL, '[');
-        pw_json_str(&j, NULL, pw_object_path(i));
-        pw_json_str(&j, NULL, pw_object_buildid(i));
-        pw_json_close(&j);
-    }
+    pw_objects_json(&j, "objects"); /* the loaded objects: path, build-id */
     pw_json_end(&j);
     pw_process_path(path, sizeof path, "samples", ".json");
     pw_buf_to_file(&b, path);

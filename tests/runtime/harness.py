@@ -81,7 +81,8 @@ def build(build_dir):
         if key in cache:
             return cache[key]
         src = PROGRAMS / source
-        out = build_dir / f"{src.stem}-{key[0]}{'-' + '-'.join(extra) if extra else ''}"
+        flags = "-".join(extra).replace("/", "_")  # a flag may name a directory
+        out = build_dir / f"{src.stem}-{key[0]}{'-' + flags if extra else ''}"
         if m is None:
             compiler = "gcc"
         else:

@@ -7,7 +7,7 @@ module registers its kind here: one entry."""
 from dataclasses import dataclass
 from typing import Callable
 
-from perfweave.readers import example, results, samples, timeline, trace
+from perfweave.readers import example, mathlib, results, samples, timeline, trace
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,12 @@ KINDS = {
             "example",
             example.read_example,
             "the example module's calls per process (perfweave run --example)",
+        ),
+        Kind(
+            "mathlib",
+            "mathlib",
+            mathlib.read_mathlib,
+            "BLAS, LAPACK and FFTW calls per process (perfweave run --mathlib)",
         ),
     )
 }

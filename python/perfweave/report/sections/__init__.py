@@ -4,6 +4,7 @@ measurement module adds its section here: one line."""
 from perfweave.report.sections import (
     advice,
     example,
+    mathlib,
     message_sizes,
     mpi_profile,
     node_timeline,
@@ -23,4 +24,5 @@ SECTIONS = [
     message_sizes.SECTION,  # the MPI profile's message sizes
     node_timeline.SECTION,  # per node: processes' activity and node rates over time
     example.SECTION,  # the example module's calls (--example)
+    mathlib.SECTION,  # BLAS, LAPACK and FFTW calls (--mathlib)
 ]

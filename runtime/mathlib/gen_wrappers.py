@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""Generate the mathlib module's wrappers from mathlib.spec.
+
+    gen_wrappers.py SPEC OUTDIR
+
+writes OUTDIR/pw_ml_fn.h (routine ids, the routines' names, groups and kinds, every
+routine the spec lists and does not wrap, with why) and OUTDIR/pw_ml_wrappers.c (one
+wrapper per wrapped routine, and for each Fortran one its ILP64 twin NAME_64_).
+
+Every wrapper has one shape (runtime/modules/mathlib.h): the real routine looked up once
+and cached, called exactly once whatever perfweave's state; recorded only by the
+outermost math-library call of the thread (pw_ml_enter: one depth per thread across the
+whole family, so that cblas_dgemm -> dgemm_ and LAPACK's own BLAS calls are internal,
+counted apart); the return value untouched. The record of a call (its size class, flops
+and bytes) comes from the arguments the spec tags, and the formulas the spec states.
+"""
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GROUPS = ("blas1", "blas2", "blas3", "cblas", "lapack", "lapacke", "fftw", "scalapack")
+KINDS = ("call", "plan", "exec", "destroy")
+FFT_KINDS = {"c2c": 0, "r2c": 1, "c2r": 2}
+PLAN_ROLES = set("rank n n0 n1 n2 howmany in out sign flags planout".split())
+ROLES = {"d", "c", "plan"} | PLAN_ROLES
+# Per prefix letter: {T} CBLAS element type, {A} CBLAS scalar argument, {R} real type,
+# {E} bytes per element, {X} real flops per multiply-add relative to a real one.
+PREFIX = {
+    "s": {"T": "float", "A": "float", "R": "float", "E": "4", "X": "1"},
+    "d": {"T": "double", "A": "double", "R": "double", "E": "8", "X": "1"},
+    "c": {"T": "void", "A": "void *", "R": "float", "E": "8", "X": "4"},
+    "z": {"T": "void", "A": "void *", "R": "double", "E": "16", "X": "4"},
+}
+MAX_DIMS, MAX_CHARS = 3, 4
+
+
+class SpecError(Exception):
+    pass
+
+
+@dataclass
+class Param:
+    ctype: str
+    name: str
+    role: str = ""
+
+    @property
+    def pointer(self):
+        return self.ctype.rstrip().endswith("*")
+
+    @property
+    def base(self):
+        """The pointee's type, for a pointer argument."""
+        return self.ctype.rstrip()[:-1].rstrip()
+
+
+@dataclass
+class Routine:
+    name: str
+    group: str
+    kind: str
+    flops: str
+    bytes: str
+    ret: str
+    params: list
+    fortran: bool = False
+    fft_kind: str = ""
+    nowrap: str = ""
+    line: int = 0
+    hidden: list = field(default_factory=list)  # hidden length arguments
+
+    @property
+    def ident(self):
+        return "PW_ML_" + self.name
+
+
+def split_params(text):
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def parse_param(text, where):
+    role = ""
+    m = re.fullmatch(r"(.*?):(\w+)", text)
+    if m:
+        text, role = m.group(1).strip(), m.group(2)
+        if role not in ROLES:
+            raise SpecError(f"{where}: unknown role '{role}'")
+    m = re.fullmatch(r"(.*?[\s*])(\w+)", text)
+    if not m:
+        raise SpecError(f"{where}: cannot read parameter '{text}'")
+    return Param(m.group(1).strip(), m.group(2), role)
+
+
+def expand(line_no, text):
+    """One spec line into its routines (prefix and precision expansions)."""
+    where = f"mathlib.spec:{line_no}"
+    flags = {}
+    m = re.search(r"\[([^\]]*)\]\s*$", text)
+    if m:
+        for f in m.group(1).split():
+            k, _, v = f.partition("=")
+            flags[k] = v
+        text = text[: m.start()].rstrip()
+    cols = text.split(None, 4)
+    if len(cols) != 5:
+        raise SpecError(f"{where}: expected GROUP KIND FLOPS BYTES PROTOTYPE")
+    group, kind, flops, nbytes, proto = cols
+    if group not in GROUPS or kind not in KINDS:
+        raise SpecError(f"{where}: unknown group or kind '{group} {kind}'")
+    unknown = set(flags) - {"f", "p", "kind", "fftw", "nowrap"}
+    if unknown:
+        raise SpecError(f"{where}: unknown flags {sorted(unknown)}")
+    out = []
+    for letter in flags.get("p", "") or [""]:
+        subst = PREFIX.get(letter, {})
+        for prec in flags["fftw"].split(",") if "fftw" in flags else [""]:
+
+            def sub(s, letter=letter, subst=subst, prec=prec, name=True):
+                if name:  # in FLOPS and BYTES '?' is C's conditional
+                    s = s.replace("?", letter)
+                for k, v in subst.items():
+                    s = s.replace("{" + k + "}", v)
+                if prec:
+                    s = re.sub(r"\b[ds]?fftw(?=_)", prec, s, count=1)
+                return s
+
+            p = sub(proto)
+            m = re.fullmatch(r"(.+?[\s*])(\w+)\s*\((.*)\)", p)
+            if not m:
+                raise SpecError(f"{where}: cannot read prototype '{p}'")
+            r = Routine(
+                name=m.group(2),
+                group=group,
+                kind=kind,
+                flops=sub(flops, name=False),
+                bytes=sub(nbytes, name=False),
+                ret=m.group(1).strip(),
+                params=[parse_param(a, where) for a in split_params(m.group(3))],
+                fortran="f" in flags,
+                fft_kind=flags.get("kind", ""),
+                nowrap=flags.get("nowrap", ""),
+                line=line_no,
+            )
+            if "{" in r.ret + r.flops + r.bytes or any("{" in a.ctype for a in r.params):
+                raise SpecError(f"{where}: unexpanded placeholder in {r.name}")
+            check(r, where)
+            out.append(r)
+    return out
+
+
+def check(r, where):
+    roles = [a.role for a in r.params if a.role]
+    if sum(1 for x in roles if x == "d") > MAX_DIMS:
+        raise SpecError(f"{where}: {r.name}: more than {MAX_DIMS} dimensions")
+    if sum(1 for x in roles if x == "c") > MAX_CHARS:
+        raise SpecError(f"{where}: {r.name}: more than {MAX_CHARS} characters")
+    if r.kind in ("exec", "destroy") and roles.count("plan") != 1:
+        raise SpecError(f"{where}: {r.name}: an FFTW {r.kind} needs one :plan argument")
+    if r.kind == "plan" and not r.nowrap:
+        if r.fft_kind not in FFT_KINDS:
+            raise SpecError(f"{where}: {r.name}: a planner needs kind=c2c, r2c or c2r")
+        if not ({"n0", "n"} & set(roles)) or ("n" in roles) != ("rank" in roles):
+            raise SpecError(f"{where}: {r.name}: a planner needs n0.. or rank and n")
+    if r.kind == "call" and r.flops == "-":
+        raise SpecError(f"{where}: {r.name}: a routine needs a flop formula")
+    if r.fortran:
+        r.hidden = [a.name for a in r.params if a.ctype.replace(" ", "") == "constchar*"]
+
+
+def parse(path):
+    routines, seen = [], set()
+    for no, raw in enumerate(Path(path).read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        for r in expand(no, line):
+            if r.name in seen:
+                raise SpecError(f"mathlib.spec:{no}: {r.name} listed twice")
+            seen.add(r.name)
+            routines.append(r)
+            if r.fortran:  # the ILP64 twin: Debian's libblas64 / liblapack64 naming
+                twin = Routine(**{**r.__dict__, "name": r.name + "64_"})
+                twin.params = [
+                    Param(re.sub(r"\bint\b", "int64_t", a.ctype), a.name, a.role) for a in r.params
+                ]
+                twin.hidden = list(r.hidden)
+                if twin.ret == "int":
+                    twin.ret = "int64_t"
+                routines.append(twin)
+    return routines
+
+
+def c_string(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_header(routines, out):
+    wrapped = [r for r in routines if not r.nowrap]
+    lines = [
+        "/* Generated by runtime/mathlib/gen_wrappers.py from mathlib.spec: do not edit. */",
+        "#ifndef PW_ML_FN_H",
+        "#define PW_ML_FN_H",
+        "",
+        "enum pw_ml_fn {",
+    ]
+    lines += [f"    {r.ident}," for r in wrapped]
+    lines += ["    PW_ML_NFN", "};", ""]
+    lines.append("/* GROUP: the library interface, as mathlib.spec names them */")
+    lines.append("#define PW_ML_GROUPS(X) " + " ".join(f"X({g}, {c_string(g)})" for g in GROUPS))
+    lines.append("#define PW_ML_KINDS(X) " + " ".join(f"X({k}, {c_string(k)})" for k in KINDS))
+    lines.append("/* X(ident, name, group index, kind index) per wrapped routine, by id */")
+    lines.append("#define PW_ML_ROUTINES(X) \\")
+    for r in wrapped:
+        g, k = GROUPS.index(r.group), KINDS.index(r.kind)
+        lines.append(f"    X({r.ident}, {c_string(r.name)}, {g}, {k}) \\")
+    lines.append("")
+    lines.append("/* X(name, why) per listed routine that is not wrapped */")
+    lines.append("#define PW_ML_NOT_WRAPPED(X) \\")
+    for r in routines:
+        if r.nowrap:
+            lines.append(f"    X({c_string(r.name)}, {c_string(r.nowrap)}) \\")
+    lines += ["", "#endif", ""]
+    out.write_text("\n".join(lines))
+
+
+def scalar(a):
+    """The value of a tagged scalar argument: its pointee for a pointer."""
+    return f"*a_{a.name}" if a.pointer else f"a_{a.name}"
+
+
+def wrapper(r):
+    params = [(a.ctype, "a_" + a.name) for a in r.params]
+    params += [("size_t", "len_" + h) for h in r.hidden]
+    decl = ", ".join(f"{t} {n}" if not t.endswith("*") else f"{t}{n}" for t, n in params)
+    args = ", ".join(n for _, n in params)
+    types = ", ".join(t for t, _ in params) or "void"
+    is_void = r.ret == "void"
+    ret_ptr = r.ret.endswith("*")
+    fail = "return;" if is_void else ("return NULL;" if ret_ptr else f"return ({r.ret})0;")
+    keep = "" if is_void else f"{r.ret} rv = "
+    back = "return;" if is_void else "return rv;"
+    star = "" if ret_ptr else " "
+    o = [
+        f"/* mathlib.spec:{r.line} */",
+        f"typedef {r.ret}{star}pw_ml_real_{r.name}_t({types});",
+        f"PW_EXPORT {r.ret}{star}{r.name}({decl or 'void'})",
+        "{",
+        f"    static pw_ml_real_{r.name}_t *real;",
+        "    if (PW_UNLIKELY(!real) &&",
+        f"        !(*(void **)&real = pw_ml_resolve({r.ident}))) {{",
+        f"        pw_ml_missing({r.ident});",
+        f"        {fail}",
+        "    }",
+        f"    if (!pw_ml_enter({r.ident})) {{",
+        f"        {'' if is_void else 'return '}real({args});",
+        *(["        return;"] if is_void else []),
+        "    }",
+        "    int64_t t0 = pw_ticks();",
+        f"    {keep}real({args});",
+        "    int64_t t1 = pw_ticks();",
+        "    uintptr_t ra = (uintptr_t)__builtin_return_address(0);",
+    ]
+    o += globals()["body_" + r.kind](r)
+    o += [f"    {back}", "}", ""]
+    return o
+
+
+def body_call(r):
+    dims = [a for a in r.params if a.role == "d"]
+    chars = [a for a in r.params if a.role == "c"]
+    o = ["    {"]
+    for a in dims:
+        o.append(f"        const double {a.name} = (double)({scalar(a)});")
+    for i, a in enumerate(chars):
+        conv = f"pw_ml_char(*a_{a.name})" if a.pointer else f"pw_ml_enum_char((int)a_{a.name})"
+        o.append(f"        const int c{i} = {conv};")
+    d = [f"(int64_t)({scalar(a)})" for a in dims] + ["0"] * (MAX_DIMS - len(dims))
+    c = [f"c{i}" for i in range(len(chars))] + ["0"] * (MAX_CHARS - len(chars))
+    o.append(f"        const int64_t d[{MAX_DIMS}] = {{{', '.join(d)}}};")
+    for a in dims:
+        o.append(f"        (void){a.name};")
+    for i in range(len(chars)):
+        o.append(f"        (void)c{i};")
+    nb = "0" if r.bytes == "-" else f"(double)({r.bytes})"
+    o.append(
+        f"        pw_ml_record({r.ident}, ra, t1 - t0, d, pw_ml_chars({', '.join(c)}), "
+        f"(double)({r.flops}), {nb});"
+    )
+    o.append("    }")
+    return o
+
+
+def body_plan(r):
+    roles = {a.role: a for a in r.params if a.role}
+    o = ["    {", "        pw_ml_plan_desc pd;"]
+    o.append(f"        pw_ml_plan_desc_init(&pd, {FFT_KINDS[r.fft_kind]});")
+    if "rank" in roles:
+        o.append(
+            f"        pw_ml_plan_desc_dims(&pd, {scalar(roles['rank'])}, a_{roles['n'].name});"
+        )
+    else:
+        ns = [scalar(roles[k]) for k in ("n0", "n1", "n2") if k in roles]
+        o.append(f"        const int n[{len(ns)}] = {{{', '.join(ns)}}};")
+        o.append(f"        pw_ml_plan_desc_dims(&pd, {len(ns)}, n);")
+    if "howmany" in roles:
+        o.append(f"        pd.howmany = {scalar(roles['howmany'])};")
+    if "sign" in roles:
+        o.append(f"        pd.sign = {scalar(roles['sign'])};")
+    if "flags" in roles:
+        o.append(f"        pd.flags = (uint32_t)({scalar(roles['flags'])});")
+    if "in" in roles and "out" in roles:
+        o.append(f"        pd.inplace = a_{roles['in'].name} == a_{roles['out'].name};")
+    plan = f"*a_{roles['planout'].name}" if "planout" in roles else "rv"
+    o.append(f"        pw_ml_plan_made({r.ident}, ra, t1 - t0, {plan}, &pd);")
+    o.append("    }")
+    return o
+
+
+def plan_arg(r):
+    a = next(a for a in r.params if a.role == "plan")
+    return (
+        f"*a_{a.name}" if "**" in a.ctype.replace(" ", "").replace("const", "") else f"a_{a.name}"
+    )
+
+
+def body_exec(r):
+    return [
+        "    {",
+        f"        const pw_ml_plan *pl = pw_ml_plan_find({plan_arg(r)});",
+        "        const double N = pl ? pl->size : 0, H = pl ? (double)pl->howmany : 0;",
+        f"        const double flops = N > 1 ? (double)({r.flops}) : 0;",
+        "        (void)H;",
+        f"        pw_ml_plan_executed({r.ident}, ra, t1 - t0, pl, flops);",
+        "    }",
+    ]
+
+
+def body_destroy(r):
+    return [f"    pw_ml_plan_destroyed({r.ident}, ra, t1 - t0, {plan_arg(r)});"]
+
+
+def write_wrappers(routines, out):
+    lines = [
+        "/* Generated by runtime/mathlib/gen_wrappers.py from mathlib.spec: do not edit. */",
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "",
+        '#include "modules/mathlib.h"',
+        "",
+        "#define MIN(a, b) ((a) < (b) ? (a) : (b))",
+        "#define MAX(a, b) ((a) > (b) ? (a) : (b))",
+        "#define log2(x) pw_ml_log2(x)",
+        "",
+    ]
+    for r in routines:
+        if not r.nowrap:
+            lines += wrapper(r)
+    out.write_text("\n".join(lines))
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        routines = parse(argv[1])
+    except SpecError as e:
+        print(f"gen_wrappers.py: {e}", file=sys.stderr)
+        return 1
+    outdir = Path(argv[2])
+    outdir.mkdir(parents=True, exist_ok=True)
+    write_header(routines, outdir / "pw_ml_fn.h")
+    write_wrappers(routines, outdir / "pw_ml_wrappers.c")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,488 @@
+/*
+ * The mathlib module: the program's calls of BLAS, CBLAS, LAPACK, LAPACKE and FFTW3, by
+ * routine, size class (log2 bucket of each dimension and the transpose/uplo/side/diag
+ * letters), call site and the library that answered, with flops and bytes touched by the
+ * formulas of runtime/mathlib/mathlib.spec; FFTW plans described at creation and their
+ * executes attributed to the live plan (docs/mathlib.md; its files: docs/format.md
+ * "Math-library calls").
+ *
+ * The wrappers (generated from the spec) live in the preloaded runtime, so that calls
+ * through the PLT reach them: the program's, and those one math library makes into
+ * another (liblapack into libblas, the reference CBLAS into the Fortran BLAS). One
+ * depth per thread across the whole family tells them apart: the outermost call is the
+ * user's and is recorded; a call inside it is counted as the routine's internal call.
+ * The same program thus has the same user calls under the reference libraries (where
+ * dgetrf calls dgemm_ through the PLT) and under OpenBLAS (where it does not).
+ *
+ * The hot path (mathlib.h) takes no lock and allocates nothing: a thread-local table,
+ * made with mmap at the thread's first call, open addressing on (key, return address)
+ * with the previous call's slot checked first. The FFTW plan table is written under a
+ * spin lock by planners and destroyers only.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mathlib.h"
+#include "perfweave/format/mathlib.h"
+
+int pw_ml_on;
+PW_TLS int pw_ml_depth;
+PW_TLS pw_ml_tab *pw_ml_self;
+
+static pw_ml_tab *tabs; /* every thread's table, pushed with a compare-and-swap */
+static size_t max_sites;
+
+#define ROUTINE_NAME(ident, name, group, kind) name,
+#define ROUTINE_GROUP(ident, name, group, kind) group,
+#define GROUP_NAME(g, name) name,
+#define NOT_WRAPPED_NAME(name, why) name,
+#define NOT_WRAPPED_WHY(name, why) why,
+static const char *const routine_names[PW_ML_NFN] = {PW_ML_ROUTINES(ROUTINE_NAME)};
+static const signed char routine_groups[PW_ML_NFN] = {PW_ML_ROUTINES(ROUTINE_GROUP)};
+static const char *const group_names[] = {PW_ML_GROUPS(GROUP_NAME)};
+static const char *const not_wrapped[] = {PW_ML_NOT_WRAPPED(NOT_WRAPPED_NAME)};
+static const char *const not_wrapped_why[] = {PW_ML_NOT_WRAPPED(NOT_WRAPPED_WHY)};
+static const char *const fft_kinds[] = {"c2c", "r2c", "c2r"};
+
+/* The object that answered each routine (dladdr of the real function), NULL until
+ * resolved; the string is the loader's and lives while the library is loaded. */
+static const char *libraries[PW_ML_NFN];
+
+/* ---- the thread's table ---- */
+
+pw_ml_tab *pw_ml_tab_create(void)
+{
+    int saved = errno;
+    size_t want = 2 * (max_sites + PW_ML_NFN), n = 64;
+    while (n < want)
+        n *= 2;
+    size_t bytes = sizeof(pw_ml_tab) + n * sizeof(pw_ml_slot);
+    pw_ml_tab *t = pw_alloc(bytes); /* zeroed */
+    errno = saved;
+    if (t == NULL)
+        return NULL;
+    t->nslots = n;
+    t->max_used = max_sites;
+    t->bytes = bytes;
+    pw_ml_tab *head = __atomic_load_n(&tabs, __ATOMIC_RELAXED);
+    do
+        t->next = head;
+    while (!__atomic_compare_exchange_n(&tabs, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    pw_ml_self = t;
+    return t;
+}
+
+static inline size_t slot_hash(uint64_t key, uintptr_t ra)
+{
+    uint64_t h = (key ^ (ra * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot of (key, ra), made if new; once max_sites exist, a new one's calls go to its
+ * routine's overflow slot (ra 0, no size class) and are counted. */
+static pw_ml_slot *probe(pw_ml_tab *t, uint64_t key, uintptr_t ra, int make)
+{
+    size_t mask = t->nslots - 1;
+    for (size_t i = slot_hash(key, ra) & mask;; i = (i + 1) & mask) {
+        pw_ml_slot *s = &t->slots[i];
+        if (s->key == key && s->ra == ra)
+            return s;
+        if (s->key == 0) {
+            if (!make)
+                return NULL;
+            s->key = key;
+            s->ra = ra;
+            s->min = INT64_MAX;
+            t->used++;
+            return s;
+        }
+    }
+}
+
+pw_ml_slot *pw_ml_slot_get(pw_ml_tab *t, uint64_t key, uintptr_t ra)
+{
+    pw_ml_slot *s = probe(t, key, ra, t->used < t->max_used);
+    if (s != NULL)
+        return s;
+    t->dropped++;
+    return probe(t, key >> 46 << 46, 0, 1); /* room: the table has 2 x (max + routines) */
+}
+
+/* ---- the real functions ---- */
+
+static uintptr_t self_base; /* our own object's load address */
+
+/* A definition of name in an object loaded after us with RTLD_LOCAL (RTLD_NEXT does not
+ * see those), by each loaded object's handle. */
+static int find_local(struct dl_phdr_info *info, size_t size, void *data)
+{
+    void **found = data;
+    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0' || info->dlpi_addr == self_base)
+        return 0;
+    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL)
+        return 0;
+    void *p = dlsym(h, (const char *)found[1]);
+    dlclose(h);
+    if (p == NULL)
+        return 0;
+    found[0] = p;
+    return 1;
+}
+
+void *pw_ml_resolve(int id)
+{
+    const char *name = routine_names[id];
+    void *p = pw_wrap_next(name);
+    Dl_info info;
+    if (p == NULL) {
+        if (self_base == 0 && dladdr((void *)pw_ml_resolve, &info))
+            self_base = (uintptr_t)info.dli_fbase;
+        void *found[2] = {NULL, (void *)name};
+        pw_wrap_resolving++;
+        dl_iterate_phdr(find_local, found);
+        pw_wrap_resolving--;
+        p = found[0];
+    }
+    if (p != NULL && libraries[id] == NULL && dladdr(p, &info) && info.dli_fname)
+        libraries[id] = info.dli_fname;
+    return p;
+}
+
+void pw_ml_missing(int id)
+{
+    static int said[PW_ML_NFN];
+    if (!__atomic_exchange_n(&said[id], 1, __ATOMIC_RELAXED))
+        pw_log("%s called, but no loaded library defines it: the call does nothing",
+               routine_names[id]);
+}
+
+/* ---- FFTW plans ---- */
+
+#define MAX_PLANS 4096
+#define PLAN_MAP 8192 /* open addressing: address -> index of the live plan, -1 none */
+typedef struct plan_ref {
+    const void *ptr;
+    int32_t idx;
+} plan_ref;
+static pw_ml_plan *plans;
+static plan_ref *plan_map;
+static int64_t nplans, plans_dropped, unknown_executes;
+static int plan_lock;
+
+static void lock(void)
+{
+    while (__atomic_test_and_set(&plan_lock, __ATOMIC_ACQUIRE))
+        pw_cpu_relax();
+}
+static void unlock(void) { __atomic_clear(&plan_lock, __ATOMIC_RELEASE); }
+
+static plan_ref *plan_slot(const void *p, int make)
+{
+    if (plan_map == NULL)
+        return NULL;
+    size_t h = slot_hash((uint64_t)(uintptr_t)p, 0);
+    for (size_t i = 0; i < PLAN_MAP; i++) {
+        plan_ref *r = &plan_map[(h + i) & (PLAN_MAP - 1)];
+        const void *q = __atomic_load_n(&r->ptr, __ATOMIC_ACQUIRE);
+        if (q == p)
+            return r;
+        if (q == NULL) {
+            if (!make)
+                return NULL;
+            r->idx = -1;
+            __atomic_store_n(&r->ptr, p, __ATOMIC_RELEASE);
+            return r;
+        }
+    }
+    return NULL;
+}
+
+void pw_ml_plan_desc_dims(pw_ml_plan_desc *d, int rank, const int *n)
+{
+    d->rank = rank;
+    for (int i = 0; i < rank && n != NULL; i++) {
+        if (i < 3)
+            d->n[i] = n[i];
+        d->size *= n[i];
+    }
+}
+
+static uint64_t plan_chars(int kind, int sign)
+{
+    return pw_ml_chars(kind == 0   ? 'C'
+                       : kind == 1 ? 'R'
+                                   : 'I',
+                       sign < 0   ? '-'
+                       : sign > 0 ? '+'
+                                  : 0,
+                       0, 0);
+}
+
+void pw_ml_plan_made(int id, uintptr_t ra, int64_t ticks, void *plan, const pw_ml_plan_desc *d)
+{
+    pw_ml_add(id, ra, ticks, d->n, plan_chars(d->kind, d->sign), 0, 0);
+    if (plan != NULL) {
+        lock();
+        if (plans == NULL) {
+            plans = pw_alloc(MAX_PLANS * sizeof *plans);
+            plan_map = pw_alloc(PLAN_MAP * sizeof *plan_map);
+        }
+        plan_ref *r = nplans < MAX_PLANS && plans ? plan_slot(plan, 1) : NULL;
+        if (r != NULL) {
+            pw_ml_plan *p = &plans[nplans];
+            *p = (pw_ml_plan){.ptr = plan,
+                              .gen = nplans,
+                              .fn = id,
+                              .live = 1,
+                              .ra = ra,
+                              .ticks = ticks,
+                              .kind = d->kind,
+                              .rank = d->rank,
+                              .sign = d->sign,
+                              .inplace = d->inplace,
+                              .flags = d->flags,
+                              .howmany = d->howmany,
+                              .size = d->size};
+            memcpy(p->n, d->n, sizeof p->n);
+            __atomic_store_n(&r->idx, (int32_t)nplans, __ATOMIC_RELEASE);
+            nplans++;
+        } else {
+            plans_dropped++;
+        }
+        unlock();
+    }
+    pw_ml_depth = 0;
+    pw_hold_if_dying();
+}
+
+const pw_ml_plan *pw_ml_plan_find(const void *plan)
+{
+    plan_ref *r = plan_slot(plan, 0);
+    int32_t i = r ? __atomic_load_n(&r->idx, __ATOMIC_ACQUIRE) : -1;
+    return i >= 0 ? &plans[i] : NULL;
+}
+
+void pw_ml_plan_executed(int id, uintptr_t ra, int64_t ticks, const pw_ml_plan *p, double flops)
+{
+    static const int64_t none[3] = {0, 0, 0};
+    if (p != NULL) {
+        pw_ml_plan *w = (pw_ml_plan *)p;
+        __atomic_fetch_add(&w->executes, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&w->exec_ticks, ticks, __ATOMIC_RELAXED);
+        w->flops = flops; /* per execute: the same every time */
+        pw_ml_add(id, ra, ticks, p->n, plan_chars(p->kind, p->sign), flops, 0);
+    } else {
+        __atomic_fetch_add(&unknown_executes, 1, __ATOMIC_RELAXED);
+        pw_ml_add(id, ra, ticks, none, 0, 0, 0);
+    }
+    pw_ml_depth = 0;
+    pw_hold_if_dying();
+}
+
+void pw_ml_plan_destroyed(int id, uintptr_t ra, int64_t ticks, const void *plan)
+{
+    static const int64_t none[3] = {0, 0, 0};
+    const int64_t *n = none;
+    lock();
+    plan_ref *r = plan_slot(plan, 0);
+    if (r != NULL && r->idx >= 0) {
+        plans[r->idx].live = 0;
+        n = plans[r->idx].n;
+        __atomic_store_n(&r->idx, -1, __ATOMIC_RELEASE);
+    }
+    unlock();
+    pw_ml_add(id, ra, ticks, n, 0, 0, 0);
+    pw_ml_depth = 0;
+    pw_hold_if_dying();
+}
+
+/* ---- the dump ---- */
+
+static void object_offset(uintptr_t ra, int32_t *object, int64_t *offset)
+{
+    uint64_t off = 0;
+    *object = ra ? pw_object_of(ra, &off) : -1;
+    *offset = *object < 0 ? (int64_t)ra : (int64_t)off;
+}
+
+/* The process's threads' slots merged by (key, ra) into one table (pw_alloc'ed). */
+static pw_ml_tab *merge(int *threads, int64_t *dropped, int64_t *internal)
+{
+    size_t used = 0;
+    for (pw_ml_tab *t = __atomic_load_n(&tabs, __ATOMIC_ACQUIRE); t; t = t->next)
+        used += t->used;
+    size_t n = 64;
+    while (n < 2 * used + 2)
+        n *= 2;
+    size_t bytes = sizeof(pw_ml_tab) + n * sizeof(pw_ml_slot);
+    pw_ml_tab *m = pw_alloc(bytes);
+    if (m == NULL)
+        return NULL;
+    m->nslots = n;
+    m->max_used = n;
+    m->bytes = bytes;
+    for (pw_ml_tab *t = __atomic_load_n(&tabs, __ATOMIC_ACQUIRE); t; t = t->next) {
+        int any = 0;
+        for (size_t i = 0; i < t->nslots; i++) {
+            const pw_ml_slot *s = &t->slots[i];
+            if (s->key == 0 || s->count == 0)
+                continue;
+            any = 1;
+            pw_ml_slot *d = probe(m, s->key, s->ra, 1);
+            d->count += s->count;
+            d->ticks += s->ticks;
+            d->min = s->min < d->min ? s->min : d->min;
+            d->max = s->max > d->max ? s->max : d->max;
+            d->flops += s->flops;
+            d->bytes += s->bytes;
+            for (int k = 0; k < 3; k++)
+                d->dim_sum[k] += s->dim_sum[k];
+        }
+        for (int k = 0; k < PW_ML_NFN; k++)
+            internal[k] += t->internal[k];
+        *threads += any;
+        *dropped += t->dropped;
+    }
+    return m;
+}
+
+static int64_t ns(int64_t ticks, double ns_per_tick)
+{
+    return (int64_t)(ticks * ns_per_tick + 0.5);
+}
+
+static int dump(int state, int in_signal)
+{
+    if (!pw_ml_on)
+        return 0;
+    int threads = 0;
+    int64_t dropped = 0;
+    static int64_t internal[PW_ML_NFN];
+    pw_ml_tab *m = merge(&threads, &dropped, internal);
+    int64_t any_internal = 0;
+    for (int k = 0; k < PW_ML_NFN; k++)
+        any_internal |= internal[k];
+    if (m == NULL || (m->used == 0 && nplans == 0 && !any_internal)) {
+        if (m)
+            pw_release(m, m->bytes);
+        return 0; /* the program made no math-library call: no file */
+    }
+    if (!in_signal)
+        pw_objects_refresh();
+    double npt = pw_ns_per_tick();
+    char path[4300];
+    pw_file f;
+    if (pw_process_path(path, sizeof path, "mathlib", ".calls") != 0)
+        return 0;
+    pw_file_open(&f, path);
+    for (size_t i = 0; i < m->nslots; i++) {
+        const pw_ml_slot *s = &m->slots[i];
+        if (s->key == 0)
+            continue;
+        pw_mlcall_rec r;
+        memset(&r, 0, sizeof r);
+        r.routine = (int32_t)(s->key >> 46) - 1;
+        object_offset(s->ra, &r.object, &r.offset);
+        for (int k = 0; k < 3; k++) {
+            r.dim_bucket[k] = (int32_t)(s->key >> (40 - 6 * k) & 63);
+            r.dim_sum[k] = s->dim_sum[k];
+        }
+        for (int k = 0; k < 4; k++)
+            r.chars[k] = (uint8_t)(s->key >> (21 - 7 * k) & 127);
+        r.count = s->count;
+        r.total_ns = ns(s->ticks, npt);
+        r.min_ns = ns(s->min, npt);
+        r.max_ns = ns(s->max, npt);
+        r.flops = s->flops;
+        r.bytes = s->bytes;
+        pw_file_write(&f, &r, sizeof r);
+    }
+    pw_release(m, m->bytes);
+    if (pw_file_close(&f) != 0)
+        return 0;
+    pw_process_path(path, sizeof path, "mathlib", ".plans");
+    pw_file_open(&f, path);
+    for (int64_t i = 0; i < nplans; i++) {
+        const pw_ml_plan *p = &plans[i];
+        pw_mlplan_rec r;
+        memset(&r, 0, sizeof r);
+        r.gen = p->gen;
+        r.routine = p->fn;
+        object_offset(p->ra, &r.object, &r.offset);
+        r.kind = p->kind;
+        r.rank = p->rank;
+        memcpy(r.n, p->n, sizeof r.n);
+        r.howmany = p->howmany;
+        r.size = p->size;
+        r.sign = p->sign;
+        r.flags = p->flags;
+        r.inplace = p->inplace;
+        r.live = p->live;
+        r.plan_ns = ns(p->ticks, npt);
+        r.executes = p->executes;
+        r.exec_ns = ns(p->exec_ticks, npt);
+        r.flops = p->flops * (double)p->executes;
+        pw_file_write(&f, &r, sizeof r);
+    }
+    if (pw_file_close(&f) != 0)
+        return 0;
+
+    pw_buf b = {0};
+    pw_json j;
+    pw_buf_json_head(&j, &b, PW_MATHLIB_MAGIC, PW_MATHLIB_VERSION);
+    pw_json_str(&j, "state", pw_state_name(state));
+    pw_json_int(&j, "t_start", pw_t_start);
+    pw_json_int(&j, "t_end", pw_now());
+    pw_json_int(&j, "threads", threads);
+    pw_json_int(&j, "max_sites", (int64_t)max_sites);
+    pw_json_int(&j, "dropped", dropped); /* calls folded into overflow sites */
+    pw_json_int(&j, "plans_dropped", plans_dropped);
+    pw_json_int(&j, "unknown_plan_executes", unknown_executes);
+    pw_json_strs(&j, "routines", routine_names, PW_ML_NFN);
+    pw_json_open(&j, "groups", '['); /* each routine's library interface */
+    for (int k = 0; k < PW_ML_NFN; k++)
+        pw_json_str(&j, NULL, group_names[(int)routine_groups[k]]);
+    pw_json_close(&j);
+    pw_json_open(&j, "libraries", '['); /* the object that answered each, "" not called */
+    for (int k = 0; k < PW_ML_NFN; k++)
+        pw_json_str(&j, NULL, libraries[k]);
+    pw_json_close(&j);
+    pw_json_open(&j, "internal", '['); /* calls inside another math-library call */
+    for (int k = 0; k < PW_ML_NFN; k++)
+        pw_json_int(&j, NULL, internal[k]);
+    pw_json_close(&j);
+    pw_json_strs(&j, "fft_kinds", fft_kinds, 3);
+    pw_json_open(&j, "not_wrapped", '[');
+    for (size_t k = 0; k < sizeof not_wrapped / sizeof *not_wrapped; k++) {
+        pw_json_open(&j, NULL, '[');
+        pw_json_str(&j, NULL, not_wrapped[k]);
+        pw_json_str(&j, NULL, not_wrapped_why[k]);
+        pw_json_close(&j);
+    }
+    pw_json_close(&j);
+    pw_objects_json(&j, "objects"); /* the loaded objects: path, build-id */
+    pw_json_end(&j);
+    pw_process_path(path, sizeof path, "mathlib", ".json");
+    pw_buf_to_file(&b, path);
+    return 0;
+}
+
+/* In the core's constructor, the process being measured: nothing is looked up or
+ * allocated until the program makes its first math-library call. */
+static void start(void)
+{
+    max_sites = pw_opt.mathlib_max_sites > 0 ? (size_t)pw_opt.mathlib_max_sites : 1;
+    pw_ml_on = pw_opt.mathlib;
+}
+
+const pw_module pw_module_mathlib = {
+    .name = "mathlib",
+    .version = PW_MATHLIB_VERSION,
+    .options = "mathlib,mathlib_max_sites",
+    .start = start,
+    .dump = dump,
+};

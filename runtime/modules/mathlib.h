@@ -1,0 +1,205 @@
+/*
+ * The mathlib module (mathlib.c, --mathlib): calls of BLAS, CBLAS, LAPACK, LAPACKE and
+ * FFTW3 by routine, size class, call site and the library that answered, with flops and
+ * bytes touched; FFTW plans described at creation, their executes attributed to the live
+ * plan. The wrappers are generated from runtime/mathlib/mathlib.spec
+ * (runtime/mathlib/gen_wrappers.py); this header is their hot path. It uses of the core
+ * pw_opt.mathlib and pw_opt.mathlib_max_sites, wrap.h (the lookup of the next
+ * definition, pw_wrap_depth), pw_ticks, the loaded-object snapshot and the experiment's
+ * paths; no hook, no other module.
+ */
+#ifndef PW_MODULES_MATHLIB_H
+#define PW_MODULES_MATHLIB_H
+
+#include <stdint.h>
+
+#include "pw.h"
+#include "pw_ml_fn.h"
+#include "wrap.h"
+
+extern const pw_module pw_module_mathlib;
+
+/* One aggregate of a thread's calls: (routine, size class, call site). */
+typedef struct pw_ml_slot {
+    uint64_t key;  /* routine + 1, the dims' log2 buckets, the characters; 0: empty */
+    uintptr_t ra;  /* return address into the caller; 0: the routine's overflow slot */
+    int64_t count; /* calls */
+    int64_t ticks, min, max;
+    double flops, bytes;
+    int64_t dim_sum[3]; /* for the class's mean dims */
+} pw_ml_slot;
+
+/* A thread's record: open addressing on (key, ra), made at its first call (mmap). */
+typedef struct pw_ml_tab {
+    struct pw_ml_tab *next; /* all threads' tables, for the dump */
+    pw_ml_slot *last;       /* the previous call's slot: a loop hits it */
+    size_t nslots, used, max_used, bytes;
+    int64_t dropped;             /* calls folded into an overflow slot */
+    int64_t internal[PW_ML_NFN]; /* calls made inside another math-library call */
+    pw_ml_slot slots[];
+} pw_ml_tab;
+
+extern int pw_ml_on;           /* the module records (measured process, --mathlib) */
+extern PW_TLS int pw_ml_depth; /* 1 inside the thread's outermost math-library call */
+extern PW_TLS pw_ml_tab *pw_ml_self;
+
+pw_ml_tab *pw_ml_tab_create(void);
+pw_ml_slot *pw_ml_slot_get(pw_ml_tab *t, uint64_t key, uintptr_t ra);
+/* The next definition of routine id (RTLD_NEXT), its library noted; NULL: none yet. */
+void *pw_ml_resolve(int id);
+/* A routine called that no loaded library defines: said once, the call does nothing. */
+void pw_ml_missing(int id);
+
+/* The thread's outermost math-library call begins (1), or the call is not recorded: the
+ * module is off, the core is at work, or the call is inside another one (then counted
+ * as the routine's internal call). Pair a 1 with pw_ml_record or a pw_ml_plan_*. */
+static inline int pw_ml_enter(int id)
+{
+    if (PW_UNLIKELY(!pw_ml_on) || pw_wrap_depth)
+        return 0;
+    if (pw_ml_depth) {
+        pw_ml_tab *t = pw_ml_self;
+        if (PW_LIKELY(t != NULL) || (t = pw_ml_tab_create()) != NULL)
+            t->internal[id]++;
+        return 0;
+    }
+    pw_ml_depth = 1;
+    return 1;
+}
+
+/* Characters as the size class keeps them: 7 bits each, upper case. */
+static inline int pw_ml_char(char c) { return (c >= 'a' && c <= 'z' ? c - 32 : c) & 0x7f; }
+/* A CBLAS or LAPACKE layout/enumeration as its letter. */
+static inline int pw_ml_enum_char(int v)
+{
+    switch (v) {
+    case 101:
+        return 'R'; /* CblasRowMajor (LAPACK_ROW_MAJOR) */
+    case 102:
+        return 'C'; /* CblasColMajor */
+    case 111:
+        return 'N'; /* CblasNoTrans */
+    case 112:
+        return 'T';
+    case 113:
+        return 'C';
+    case 121:
+        return 'U'; /* CblasUpper */
+    case 122:
+        return 'L';
+    case 131:
+        return 'N'; /* CblasNonUnit */
+    case 132:
+        return 'U';
+    case 141:
+        return 'L'; /* CblasLeft */
+    case 142:
+        return 'R';
+    default:
+        return v > 0 && v < 128 ? pw_ml_char((char)v) : '?'; /* LAPACKE's chars */
+    }
+}
+static inline uint64_t pw_ml_chars(int c0, int c1, int c2, int c3)
+{
+    return (uint64_t)c0 << 21 | (uint64_t)c1 << 14 | (uint64_t)c2 << 7 | (uint64_t)c3;
+}
+/* floor(log2(d)) + 1, 0 for d <= 0: the size class of a dimension (6 bits). */
+static inline uint64_t pw_ml_bucket(int64_t d)
+{
+    return d <= 0 ? 0 : (uint64_t)(64 - __builtin_clzll((unsigned long long)d));
+}
+/* key: routine + 1 (bits 46-63), three buckets (28-45), four characters (0-27) */
+static inline uint64_t pw_ml_key(int id, const int64_t d[3], uint64_t chars)
+{
+    return (uint64_t)(id + 1) << 46 | pw_ml_bucket(d[0]) << 40 | pw_ml_bucket(d[1]) << 34 |
+           pw_ml_bucket(d[2]) << 28 | chars;
+}
+
+/* Into the thread's table, then the outermost call ends. No lock, no allocation but
+ * the table's at the thread's first call. errno is the real call's: only the table's
+ * creation could touch it, and keeps it. */
+static inline void pw_ml_add(int id, uintptr_t ra, int64_t ticks, const int64_t d[3],
+                             uint64_t chars, double flops, double bytes)
+{
+    pw_ml_tab *t = pw_ml_self;
+    if (PW_LIKELY(t != NULL) || (t = pw_ml_tab_create()) != NULL) {
+        uint64_t key = pw_ml_key(id, d, chars);
+        pw_ml_slot *s = t->last;
+        if (PW_UNLIKELY(s == NULL || s->key != key || s->ra != ra))
+            t->last = s = pw_ml_slot_get(t, key, ra);
+        s->count++;
+        s->ticks += ticks;
+        if (ticks < s->min)
+            s->min = ticks;
+        if (ticks > s->max)
+            s->max = ticks;
+        s->flops += flops;
+        s->bytes += bytes;
+        s->dim_sum[0] += d[0];
+        s->dim_sum[1] += d[1];
+        s->dim_sum[2] += d[2];
+    }
+}
+static inline void pw_ml_record(int id, uintptr_t ra, int64_t ticks, const int64_t d[3],
+                                uint64_t chars, double flops, double bytes)
+{
+    pw_ml_add(id, ra, ticks, d, chars, flops, bytes);
+    pw_ml_depth = 0;
+    pw_hold_if_dying();
+}
+
+/* ---- FFTW plans ---- */
+/* What a planner was asked for (mathlib.spec's plan roles). */
+typedef struct pw_ml_plan_desc {
+    int kind; /* 0 c2c, 1 r2c, 2 c2r */
+    int rank, sign, inplace;
+    uint32_t flags;
+    int64_t n[3]; /* the first three dims */
+    int64_t howmany;
+    double size; /* the product of all dims */
+} pw_ml_plan_desc;
+
+/* A plan in the module's table, from its creation (by generation: a plan whose address a
+ * destroyed one had is a new entry). */
+typedef struct pw_ml_plan {
+    void *ptr;
+    int64_t gen;   /* creation order in the process, its index */
+    int32_t fn;    /* the planner */
+    int32_t live;  /* not destroyed */
+    uintptr_t ra;  /* where it was created */
+    int64_t ticks; /* planning time */
+    int kind, rank, sign, inplace;
+    uint32_t flags;
+    int64_t n[3], howmany;
+    double size;
+    int64_t executes, exec_ticks; /* atomically: a plan may run in several threads */
+    double flops;
+} pw_ml_plan;
+
+static inline void pw_ml_plan_desc_init(pw_ml_plan_desc *d, int kind)
+{
+    *d = (pw_ml_plan_desc){.kind = kind, .howmany = 1, .size = 1};
+}
+void pw_ml_plan_desc_dims(pw_ml_plan_desc *d, int rank, const int *n);
+/* The outermost planner returned `plan` (NULL: FFTW could not plan). */
+void pw_ml_plan_made(int id, uintptr_t ra, int64_t ticks, void *plan, const pw_ml_plan_desc *d);
+/* The live plan at this address, NULL if none is known (a planner not wrapped). */
+const pw_ml_plan *pw_ml_plan_find(const void *plan);
+void pw_ml_plan_executed(int id, uintptr_t ra, int64_t ticks, const pw_ml_plan *p, double flops);
+void pw_ml_plan_destroyed(int id, uintptr_t ra, int64_t ticks, const void *plan);
+
+/* log2 without libm (the runtime links none): x >= 1. */
+static inline double pw_ml_log2(double x)
+{
+    int e = 0;
+    while (x >= 2) {
+        x *= 0.5;
+        e++;
+    }
+    double t = (x - 1) / (x + 1), t2 = t * t, s = 0, p = t; /* ln x = 2 atanh t */
+    for (int k = 1; k < 40; k += 2, p *= t2)
+        s += p / k;
+    return e + 2 * s / 0.69314718055994530942;
+}
+
+#endif
