@@ -6,8 +6,8 @@
     exp.mpi_callsites()        # the MPI call-site profile, one row per call site
 
 Every table is computed by the same analysis as `perfweave report` and agrees with
-`perfweave report --json`: it is a table of an analysis' typed result (analysis/sampling.py
-SamplingResult, analysis/mpi.py MpiProfileResult, model/waitstates.py WaitStatesResult) or
+`perfweave report --json`: it is a table of an analysis' typed result (analysis/samples.py
+SamplesResult, analysis/mpi.py MpiProfileResult, model/waitstates.py WaitStatesResult) or
 of a model (model/timeline.py NodeTimeline) made a DataFrame, never read from the report's
 dict (`report()` is the JSON document only). A table the experiment has no data for
 raises perfweave.errors.NoData (one line saying what is missing and which option of
@@ -76,15 +76,15 @@ class Experiment:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ---- sampling (perfweave run --sample) --------------------------------------------
-    def _sampling(self):
-        """The SamplingResult (analysis/sampling.py) of every sample."""
-        if "sampling" not in self._cache:
-            from perfweave.analysis import phases, sampling
+    def _samples_result(self):
+        """The SamplesResult (analysis/samples.py) of every sample."""
+        if "samples" not in self._cache:
+            from perfweave.analysis import phases, samples
 
-            self._cache["sampling"] = sampling.analyze(
+            self._cache["samples"] = samples.analyze(
                 self._exp.samples, symbolizer=self._sym, windows=phases.windows(self._exp.profile)
             )
-        sm = self._cache["sampling"]
+        sm = self._cache["samples"]
         if sm is None:
             raise NoData(
                 f"{self.path}: no call-stack samples (`perfweave run` records "
@@ -97,7 +97,7 @@ class Experiment:
         (<NA> for a root), depth, name, path ('main/solve/kernel'), inclusive_pct,
         exclusive_pct, ACTIVITY_pct per activity (inclusive), rank_min/mean/max_pct,
         imbalance, worst_rank; with --counters EVENT_inclusive and EVENT_exclusive."""
-        df = pd.DataFrame(self._sampling().call_tree)
+        df = pd.DataFrame(self._samples_result().call_tree)
         df["parent"] = df["parent"].astype("Int64").mask(df["parent"] < 0)
         return df
 
@@ -107,21 +107,21 @@ class Experiment:
         time each stands for, see samples()), pct and exclusive_pct (of the rank's
         samples), seconds and exclusive_seconds (the wall time of those samples). Rows
         with no samples are left out."""
-        return pd.DataFrame(self._sampling().call_tree_per_rank)
+        return pd.DataFrame(self._samples_result().call_tree_per_rank)
 
     def functions(self, inclusive=False):
         """Sampled time per function: name, pct (of all samples), ACTIVITY_pct,
         rank_min/mean/max_pct, imbalance, worst_rank, with --counters one column per
         event. Self time (the innermost frame of the program's own code) by default;
         inclusive=True: the function anywhere on the stack."""
-        sm = self._sampling()
+        sm = self._samples_result()
         return pd.DataFrame(sm.inclusive if inclusive else sm.functions)
 
     def lines(self):
         """Sampled self time per source line: name ('fn (file.c:12)'), function, file
         (its name, without directories), line (0 where unknown), then the columns of
         functions()."""
-        df = pd.DataFrame(self._sampling().lines)
+        df = pd.DataFrame(self._samples_result().lines)
         df["file"] = [os.path.basename(f) for f in df["file"]]
         return df
 
@@ -131,9 +131,9 @@ class Experiment:
         code), line ('fn (file:line)'), stack (outermost first, ';'-separated: the
         folded-stack format of flame graph tools), seconds (the wall time the sample
         stands for: since its thread's previous sample; shares of time are shares of
-        these, not of samples, see docs/sampling.md), with --counters one column per
+        these, not of samples, see docs/samples.md), with --counters one column per
         event: its increase since the thread's previous sample."""
-        sm = self._sampling()
+        sm = self._samples_result()
         df = pd.DataFrame(sm.samples)
         df["activity"] = pd.Categorical(df["activity"], categories=sm.activities)
         return df

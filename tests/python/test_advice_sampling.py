@@ -1,11 +1,11 @@
-"""Advice from samples (analysis/advice.py, rules over analysis/sampling.py): sample
+"""Advice from samples (analysis/advice.py, rules over analysis/samples.py): sample
 records made by hand per rank go through the sampling analysis; each rule fires on the
 situation built, names the rank, function, line and share, and stays quiet below its
 threshold."""
 
 import numpy as np
 
-from perfweave.analysis import advice, sampling
+from perfweave.analysis import advice, samples
 from perfweave.model.samples import ProcessSamples
 from perfweave.readers.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
@@ -58,7 +58,7 @@ def rank_samples(rank, groups):
 def report(procs, mpi=False):
     # an MPI profile's rules (below their thresholds here) need only these keys
     profile = {"mpi": mpi, "mpi_pct": {"min": 30.0, "mean": 30.0, "max": 30.0}}
-    return {"mpi_profile": profile, "sampling": sampling.analyze(procs, symbolizer=Sym()).to_json()}
+    return {"mpi_profile": profile, "samples": samples.analyze(procs, symbolizer=Sym()).to_json()}
 
 
 def by_rule(d):
@@ -185,7 +185,7 @@ def test_sampled_mpi_only_without_mpi_profile():
 
 def test_no_samples_no_sampled_advice():
     for sm in (None, {"error": "unreadable"}):
-        d = {"mpi_profile": {"mpi": False}, "sampling": sm}
+        d = {"mpi_profile": {"mpi": False}, "samples": sm}
         assert not [a for a in advice.advise(d) if a["rule"].startswith("sampled")]
 
 
@@ -202,14 +202,14 @@ def test_sampled_omp_sync_is_openmp_imbalance_not_contention():
 
     p = rank_samples(0, [(140, "compute", [0x100, 0x200]), (160, "compute", [0x40, 0x100])])
     p.objects = [gomp, APP]
-    sm = sampling.analyze([p], symbolizer=OmpSym()).to_json()
+    sm = samples.analyze([p], symbolizer=OmpSym()).to_json()
     assert round(sm["activity_pct"]["omp_sync"]) == 53 and "thread_sync" not in {
         k for k, v in sm["activity_pct"].items() if v
     }
     rules = by_rule(
         {
             "mpi_profile": {"mpi": False, "mpi_pct": {"min": 0.0, "mean": 0.0, "max": 0.0}},
-            "sampling": sm,
+            "samples": sm,
         }
     )
     assert "sampled_thread_sync" not in rules

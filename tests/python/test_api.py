@@ -196,7 +196,7 @@ def test_mpi_tables(exp):
 
 def test_tables_agree_with_the_json_report(exp):
     rep = exp.report()
-    sm = rep["sampling"]
+    sm = rep["samples"]
     assert exp.call_tree()["inclusive_pct"].tolist() == [
         n["inclusive_pct"] for n in sm["call_tree"]
     ]

@@ -1,12 +1,12 @@
-"""Activities of samples (analysis/sampling.py classify): hand-made sample records whose
+"""Activities of samples (analysis/samples.py classify): hand-made sample records whose
 innermost frames name known I/O, allocation and synchronisation functions, with the
 names glibc gives them with and without its debug symbols."""
 
 import numpy as np
 import pytest
 
-from perfweave.analysis import sampling
-from perfweave.analysis.sampling import ACTIVITIES, activity_of, classify
+from perfweave.analysis import samples
+from perfweave.analysis.samples import ACTIVITIES, activity_of, classify
 from perfweave.model.samples import ProcessSamples
 from perfweave.readers.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
@@ -217,7 +217,7 @@ def test_analyze_reports_activities_everywhere():
         + [(0, [(LIBC, 0x40), (APP, 0x100), (APP, 0x110)])] * 2
         + [(0, [(LIBC, 0x30), (APP, 0x100), (APP, 0x110)])]
     )
-    sm = sampling.analyze([p], symbolizer=sym).to_json()
+    sm = samples.analyze([p], symbolizer=sym).to_json()
     a = sm["activity_pct"]
     assert (a["compute"], a["io"], a["alloc"], a["thread_sync"]) == (40, 30, 20, 10)
     assert a["mpi_coll"] == 0 and sm["activities"][:4] == ACTIVITIES[:4]

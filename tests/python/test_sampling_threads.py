@@ -1,4 +1,4 @@
-"""Where threads' samples are rooted in the call tree (analysis/sampling.py
+"""Where threads' samples are rooted in the call tree (analysis/samples.py
 rooted_paths): hand-made samples of a process whose main thread opens an OpenMP
 parallel region (solve -> GOMP_parallel -> solve._omp_fn.0), a worker thread that libgomp
 started (clone -> start_thread -> gomp_thread_start -> solve._omp_fn.0), a thread whose
@@ -7,7 +7,7 @@ start routine is a library's, and a Fortran program (gfortran's main -> MAIN__).
 import numpy as np
 import pytest
 
-from perfweave.analysis import sampling
+from perfweave.analysis import samples
 from perfweave.model.samples import ProcessSamples
 from perfweave.readers.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
@@ -83,7 +83,7 @@ def proc(samples, threads=3):
 def analyze(p):
     """The report's sampling dict, and each sample's stack and activity (the samples
     below are in time order per thread, threads in order: the table's order)."""
-    res = sampling.analyze([p], symbolizer=Sym())
+    res = samples.analyze([p], symbolizer=Sym())
     return res.to_json(), res.samples["stack"].tolist(), res.samples["activity"].tolist()
 
 
@@ -104,7 +104,7 @@ def test_workers_rooted_at_the_region_the_main_thread_opened():
         "main",
         "main;solve;solve._omp_fn.0;relax",
         "main;solve;solve._omp_fn.0",
-        "main;" + sampling.IDLE_WORKERS,
+        "main;" + samples.IDLE_WORKERS,
         "thread queue_worker",
     ]
     assert acts == ["compute", "compute", "compute", "omp_sync", "omp_sync", "thread_sync"]
@@ -117,7 +117,7 @@ def test_workers_rooted_at_the_region_the_main_thread_opened():
     fn = {f["name"]: f for f in sm["functions"]}
     assert fn["solve._omp_fn.0"]["by_activity_pct"] == {"omp_sync": pytest.approx(100 * 2 / 143.5)}
     # the idle node is no function of the inclusive table
-    assert sampling.IDLE_WORKERS not in {f["name"] for f in sm["inclusive"]}
+    assert samples.IDLE_WORKERS not in {f["name"] for f in sm["inclusive"]}
     assert {f["name"]: f["pct"] for f in sm["inclusive"]}["main"] == pytest.approx(
         100 * 141.5 / 143.5
     )

@@ -161,7 +161,7 @@ def test_start_up_is_apart_from_the_app_time(short_run, capsys):
     assert pct["shutdown"] == pytest.approx(100 * 40 / total)
     assert pct["before_init"] == pytest.approx(100 * 300 / total)
     assert pct["app"] == pytest.approx(100 * 10 / total)
-    sm = data["sampling"]
+    sm = data["samples"]
     assert sm["app_samples"] == 10
     # the split is of the app time's 10 samples: 8 in MPI_Recv, 2 computing; of all the
     # samples MPI (MPI_Init and MPI_Finalize included) would be 498 of 800
@@ -211,7 +211,7 @@ def test_text_json_and_html_agree(short_run, capsys, tmp_path):
     page = tmp_path / "r.html"
     report(exp, capsys, "--html", str(page))
     body = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text()))
-    su, sm = data["startup"], data["sampling"]
+    su, sm = data["startup"], data["samples"]
     expected = [
         1e3 * su["app_time_s"]["mean"],
         1e3 * su["init_s"]["max"],

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from perfweave.analysis import mpi, sampling
+from perfweave.analysis import mpi, samples
 from perfweave.analysis.timeline import summarize
 from perfweave.model.profile import Profile
 from perfweave.model.samples import ProcessSamples
@@ -66,7 +66,7 @@ def test_samples_from_literal_are_records_of_the_file_layout():
 
 def test_sampling_shares_by_construction():
     # rank 0: 6 samples in solve, 2 in halo; rank 1: 4 and 4; every sample 1 ms
-    res = sampling.analyze([rank_samples(0, 6, 2), rank_samples(1, 4, 4)], symbolizer=Sym())
+    res = samples.analyze([rank_samples(0, 6, 2), rank_samples(1, 4, 4)], symbolizer=Sym())
     assert res.sample_count == 16 and res.ranks == [0, 1]
     assert res.activity_pct["compute"] == pytest.approx(62.5)
     assert res.activity_pct["mpi_p2p"] == pytest.approx(37.5)
@@ -106,7 +106,7 @@ def test_sampling_shares_by_construction():
 
 
 def test_sampling_json_is_drawn_from_the_tables():
-    res = sampling.analyze([rank_samples(0, 6, 2), rank_samples(1, 4, 4)], symbolizer=Sym())
+    res = samples.analyze([rank_samples(0, 6, 2), rank_samples(1, 4, 4)], symbolizer=Sym())
     js = res.to_json()
     assert js["samples"] == 16 and js["activities"] == res.activities
     assert [r["pct"] for r in js["functions"]] == res.functions["pct"].tolist()
@@ -124,7 +124,7 @@ def test_sampling_json_is_drawn_from_the_tables():
 
 
 def test_sampling_counters_by_construction():
-    res = sampling.analyze(
+    res = samples.analyze(
         [rank_samples(0, 6, 2, counters=True), rank_samples(1, 4, 4, counters=True)],
         symbolizer=Sym(),
     )

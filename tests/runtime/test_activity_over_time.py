@@ -1,4 +1,4 @@
-"""Activity over time per rank from the samples (report's sampling.timeline) against
+"""Activity over time per rank from the samples (report's samples.timeline) against
 phases.c, whose three phases (compute, MPI_Allreduce loop, MPI_Sendrecv ring) it times
 itself on the samples' clock (CLOCK_MONOTONIC, one node). The activity timeline's bins
 are the report's alone (its sampling section, and its text lines): read from
@@ -26,7 +26,7 @@ def test_phases_per_rank(mpi, build, run_pw):
     # rank of MPICH beside other jobs)
     p2p_share = reported_by_rank(r.proc, "p2p_share")
     assert sorted(p2p_share) == [0, 1, 2], r.proc.stderr
-    sm = r.report()["sampling"]
+    sm = r.report()["samples"]
     tl = sm["timeline"]
     # the bins' clock: ns since the node's first process started
     base = min(json.loads(p.read_text())["t_start"] for p in (r.exp / "samples").glob("*.json"))

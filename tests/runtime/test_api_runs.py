@@ -56,7 +56,7 @@ def test_seventy_thirty_as_dataframes(build, run_pw):
     assert (lines["line"] > 0).all() and lines.loc[own, "pct"].sum() > 95, lines
     assert set(lines.loc[~own, "file"]) <= {"dl-lookup.c", "dl-runtime.c"}, lines
     # the same numbers as the JSON report of the command line
-    sm = r.report()["sampling"]
+    sm = r.report()["samples"]
     assert len(s) == sm["samples"]
     assert exp.call_tree()["inclusive_pct"].tolist() == pytest.approx(
         [n["inclusive_pct"] for n in sm["call_tree"]]
@@ -84,7 +84,7 @@ def test_mpi_run_as_dataframes(mpi, build, run_pw):
     assert sorted(work.index) == [0, 1, 2]
     assert work[1] > 1.6 * max(work[0], work[2]) and work[1] - max(work[0], work[2]) > 20
     # the per-rank table is what the tree's min/mean/max summarise
-    [jwork] = [n for n in rep["sampling"]["call_tree"] if n["id"] == work_id]
+    [jwork] = [n for n in rep["samples"]["call_tree"] if n["id"] == work_id]
     assert (work.min(), work.mean(), work.max()) == pytest.approx(
         (jwork["per_rank_pct"]["min"], jwork["per_rank_pct"]["mean"], jwork["per_rank_pct"]["max"])
     )

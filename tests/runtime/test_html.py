@@ -233,7 +233,7 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
     mpi = FLAVORS["openmpi"]
     prog = build(mpi, "cxx_script_names.cpp")
     r = run_pw(mpi.launch(2) + [prog], ["--sample", "--sample-interval-ms", "2"])
-    sm = r.report()["sampling"]
+    sm = r.report()["samples"]
     tree = {n["id"]: n for n in sm["call_tree"]}
     by_name = {n["name"]: n for n in sm["call_tree"]}
     burn = by_name["void burn<script>(double)"]

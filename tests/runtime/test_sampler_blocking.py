@@ -160,7 +160,7 @@ def test_threads_beyond_the_table_are_counted_as_dropped(build, run_pw):
     [p] = read_samples(r.exp)
     assert p.meta["dropped"] == {"threads": 45, "timers": 0, "memory": 0}
     assert len(p.meta["threads"]) == 256
-    sm = r.report()["sampling"]
+    sm = r.report()["samples"]
     assert sm["dropped"] == {"threads": 45, "timers": 0, "memory": 0}
     assert "threads not sampled: 45" in r.text_report()
 

@@ -1,4 +1,4 @@
-"""Activities of sampled time against ground truth (analysis/sampling.py classify):
+"""Activities of sampled time against ground truth (analysis/samples.py classify):
 programs that spend a known share of their time in write()+fsync(), in malloc/free
 (and the mmap/munmap behind them), or blocked on a contended mutex; each activity is
 found at its share, and the others near zero. And the advice from samples
@@ -36,7 +36,7 @@ def test_io_write_fsync(build, run_pw, tmp_path):
     others_near_zero(act, "io")
     [adv] = [a for a in sm_advice(r) if a["rule"] == "sampled_io"]
     assert "fsync" in adv["text"] and f"I/O takes {act['io']:.0f} % of the samples" in adv["text"]
-    by_activity = r.report()["sampling"]["activity_functions"]
+    by_activity = r.report()["samples"]["activity_functions"]
     io_fns = {f["name"] for f in by_activity["io"][:2]}
     assert io_fns & {"fsync", "write"}, by_activity
     [header] = [ln for ln in r.text_report().splitlines() if ln.startswith("Where the time")]
@@ -63,7 +63,7 @@ def test_mutex_contention(build, run_pw):
     # main joins: compute (0.5 + 1.5) / 6.5 = 31 %, thread sync 4.5 / 6.5 = 69 %
     assert 58 < act["thread_sync"] < 78 and 22 < act["compute"] < 42, act
     others_near_zero(act, "thread_sync")
-    fns = {f["name"] for f in r.report()["sampling"]["activity_functions"]["thread_sync"]}
+    fns = {f["name"] for f in r.report()["samples"]["activity_functions"]["thread_sync"]}
     assert "lll_lock_wait" in fns or "pthread_mutex_lock" in fns, fns
     [adv] = [a for a in sm_advice(r) if a["rule"] == "sampled_thread_sync"]
     assert "pthread_mutex_lock" in adv["text"]

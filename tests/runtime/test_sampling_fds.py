@@ -46,7 +46,7 @@ def check_worker_stacks(exp, nprocs):
         # and more) gives fewer, >= 100 seen at load 11
         assert len(worker) > 50, len(worker)
     # the worker's share of the sampled time (shares are of the time each sample stands
-    # for, docs/sampling.md)
+    # for, docs/samples.md)
     s = perfweave.open(exp).samples()
     share = 100 * s.loc[s["thread"] == 1, "seconds"].sum() / s["seconds"].sum()
     # the worker's every sample holds the chain worker -> io_loop (-> io_round -> ...):

@@ -22,7 +22,7 @@ OPTS = [
     "--node-interval",
     "0",
 ]  # the node sampler's memory is not under test here
-SAMPLE_BYTES = 304  # the runtime's in-memory sample (sampler.c)
+SAMPLE_BYTES = 304  # the runtime's in-memory sample (samples.c)
 
 
 def test_twenty_seconds_keep_what_one_second_keeps(build, run_pw):

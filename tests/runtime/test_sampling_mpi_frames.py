@@ -64,7 +64,7 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
     # the report's split of the app time (Performance Reports' summary line): of the
     # samples between MPI_Init and MPI_Finalize, so its MPI is the barrier's share of them
     # (MPI_Init and MPI_Finalize, start-up and shutdown, are on the start-up line)
-    sm = r.report()["sampling"]
+    sm = r.report()["samples"]
     split = sm["time_split"]
     assert split["MPI"] == pytest.approx(
         sum(v for k, v in sm["app_activity_pct"].items() if k.startswith("mpi_"))

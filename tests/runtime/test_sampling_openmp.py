@@ -136,7 +136,7 @@ def test_openmp_barrier_is_openmp_sync_at_the_measured_share(omp_run):
     assert act.get("thread_sync", 0) < 2, act
     # the split is of the app time's samples (MPI_Init and MPI_Finalize left out): the
     # report's alone (its time split and the advice), read from its JSON
-    sm = r.report()["sampling"]
+    sm = r.report()["samples"]
     app = sm["app_activity_pct"]
     assert sm["time_split"]["threads"] == pytest.approx(app["omp_sync"] + app.get("thread_sync", 0))
     advice = r.report()["advice"]

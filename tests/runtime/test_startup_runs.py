@@ -47,7 +47,7 @@ def test_start_up_line_matches_the_programs_clock(mpi, build, run_pw):
     # and the barrier
     act = activity_pct(r.open())
     assert act["sleep"] > 10, act
-    sm = data["sampling"]
+    sm = data["samples"]
     assert "sleep/wait" not in sm["time_split"] and sm["app_activity_pct"]["sleep"] == 0
     assert sm["time_split"]["compute"] > 80, sm["time_split"]
     pct = su["samples_pct"]

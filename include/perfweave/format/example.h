@@ -2,7 +2,7 @@
  * The example module's part of the experiment format (runtime/modules/example.c; the
  * vocabulary: include/perfweave/format.h). A module's format header declares the kinds
  * of file it writes (and the records of its binary files, if it has any: see
- * format/sampler.h); the build turns them into perfweave/_format.py for its reader.
+ * format/samples.h); the build turns them into perfweave/_format.py for its reader.
  *
  * example/NAME.json per process (NAME: rank-R, or HOST.PID without a rank) and
  * example/job.json, the job's totals (docs/format.md "Example module").

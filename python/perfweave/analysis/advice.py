@@ -1,6 +1,6 @@
 """Plain-English advice from rules over the report's data (report/data.py collect):
 the MPI profile, the wait states (perfweave analyze), the node timeline and the samples
-(perfweave run --sample: analysis/sampling.py).
+(perfweave run --sample: analysis/samples.py).
 
 Each rule looks at one thing, fires only past a stated threshold, and says what it saw
 with the numbers and what usually helps. advise(data) -> [advice dicts], most important
@@ -15,7 +15,7 @@ rank's samples. The thresholds are module constants, documented in docs/mpi-prof
 
 import os
 
-from perfweave.analysis.sampling import OMP_LOCKS
+from perfweave.analysis.samples import OMP_LOCKS
 
 FUNCTION_PCT = 20.0  # an MPI function taking this % of the app time: communication-bound
 IMBALANCE_AVG_MAX = 0.85  # outside-MPI time mean/max below this: computation imbalanced
@@ -248,8 +248,8 @@ def rule_sites_dropped(data):
     ]
 
 
-def _sampling(data):
-    sm = data.get("sampling")
+def _samples(data):
+    sm = data.get("samples")
     return sm if sm and not sm.get("error") and sm.get("samples") else None
 
 
@@ -295,7 +295,7 @@ def _place(sm, activities):
 
 def rule_sampled_imbalance(data):
     """A function whose share of the ranks' samples differs most between ranks."""
-    sm = _sampling(data)
+    sm = _samples(data)
     if not sm or len(sm.get("ranks", [])) < 2:
         return []
     out = []
@@ -387,7 +387,7 @@ _ACTIVITY_TEXT = {
 
 def rule_sampled_activities(data):
     """I/O, memory allocation, thread synchronisation: past its share of the samples."""
-    sm = _sampling(data)
+    sm = _samples(data)
     if not sm:
         return []
     out = []
@@ -454,7 +454,7 @@ _FAMILY = {
 
 def rule_sampled_mpi(data):
     """MPI time seen from the samples, where no MPI profile exists."""
-    sm = _sampling(data)
+    sm = _samples(data)
     if not sm or data["mpi_profile"].get("mpi"):
         return []
     shares, of = _app_share(sm)

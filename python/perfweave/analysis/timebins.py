@@ -1,7 +1,7 @@
 """Activity over time per rank, from the samples: the run cut into equal time bins and,
 for each rank and bin, the share of the rank's samples (all its threads) in each
 activity (compute, an MPI family, sleep, ...: whatever names the caller gives), as in
-MAP's activity strip. JSON-ready; schema in docs/sampling.md ("Activity over time")."""
+MAP's activity strip. JSON-ready; schema in docs/samples.md ("Activity over time")."""
 
 import numpy as np
 
@@ -27,7 +27,7 @@ def activity_over_time(
     At most nbins bins, fewer when the ranks have fewer than min_per_bin samples per bin
     on average (a short run). Activities that no sample has are left out.
     durations[j] (ns per sample, optional): the wall time each sample stands for, the
-    span (t - duration, t] (analysis/sampling.py _seconds); a bin's shares are then of
+    span (t - duration, t] (analysis/samples.py _seconds); a bin's shares are then of
     the time these spans cover in it, so a thread that waited for a core, whose one late
     sample stands for the whole wait, still fills the bins of that wait."""
     t0, t1 = int(t0), int(t1)

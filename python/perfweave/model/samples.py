@@ -1,9 +1,9 @@
-"""The call-stack samples of one process (runtime/modules/sampler.c, `perfweave run
+"""The call-stack samples of one process (runtime/modules/samples.c, `perfweave run
 --sample`; docs/format.md "Samples"): its records in the file's layout (SAMPLE_DTYPE: time,
 thread slot, activity, depth, frames as (object index, offset), counters) and its description
 (samples/NAME.json: rank, pid, host, activities, threads, objects, ...). readers/samples.py
 builds one per process from the files (`Experiment.samples`, a list of them),
-`from_literal` from plain values (tests); analysis/sampling.py and analysis/timebins.py
+`from_literal` from plain values (tests); analysis/samples.py and analysis/timebins.py
 take the list."""
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""The tables of the analyses' typed results (SamplingResult, MpiProfileResult,
+"""The tables of the analyses' typed results (SamplesResult, MpiProfileResult,
 WaitStatesResult, NodeTimelineResult): numpy structured arrays, one field per column in a
 stable order, numbers as int64, float64 or bool, text (and other Python values) as object
 fields. numpy only, so that `perfweave report` needs no pandas; the Python API makes each a

@@ -1,7 +1,7 @@
 """Call-stack samples of an experiment (perfweave run --sample): samples/NAME.samples
-(fixed-size records, SAMPLE_DTYPE: format/sampler.h) + samples/NAME.json (rank, threads,
+(fixed-size records, SAMPLE_DTYPE: format/samples.h) + samples/NAME.json (rank, threads,
 objects, activities), one pair per process (NAME: rank-R, or HOST.PID without MPI). Written by
-runtime/modules/sampler.c; docs/format.md "Samples". read_samples gives the model of
+runtime/modules/samples.c; docs/format.md "Samples". read_samples gives the model of
 model/samples.py, one ProcessSamples per process."""
 
 from pathlib import Path

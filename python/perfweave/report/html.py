@@ -53,9 +53,9 @@ def render(data, experiment):
     )
     return Template(_resource("templates", "page.html")).substitute(
         uplot_css=_resource("vendor", "uPlot.min.css"),
-        sampling_css=_resource("templates", "sampling.css"),
+        samples_css=_resource("templates", "samples.css"),
         uplot_js=_resource("vendor", "uPlot.iife.min.js"),
-        sampling_js=_resource("templates", "sampling.js"),
+        samples_js=_resource("templates", "samples.js"),
         body="\n".join(body),
         data=scripts,
     )

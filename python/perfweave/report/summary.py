@@ -54,7 +54,7 @@ def startup(data):
 def time_split(data):
     """The split of the app time by the samples in it (compute and MPI always, I/O,
     threads and sleep/wait when not 0.0), with its denominator; None without samples."""
-    sm = data.get("sampling") or {}
+    sm = data.get("samples") or {}
     split = sm.get("time_split")
     if not split:
         return (

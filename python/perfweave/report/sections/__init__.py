@@ -9,7 +9,7 @@ from perfweave.report.sections import (
     mpi_profile,
     node_timeline,
     run,
-    sampling,
+    samples,
     startup,
     wait_states,
 )
@@ -18,7 +18,7 @@ SECTIONS = [
     run.SECTION,  # the run: command, times, ranks, state, notes
     startup.SECTION,  # MPI_Init and shutdown times (shown in the run's lines)
     advice.SECTION,  # what to change, from all the sections' data
-    sampling.SECTION,  # where the time goes: call tree, lines, activity over time
+    samples.SECTION,  # where the time goes: call tree, lines, activity over time
     mpi_profile.SECTION,  # MPI time per rank, balance, functions, call sites, counters
     wait_states.SECTION,  # perfweave analyze's wait states
     message_sizes.SECTION,  # the MPI profile's message sizes

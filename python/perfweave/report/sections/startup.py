@@ -7,10 +7,10 @@ from perfweave.report.section import Section
 
 class Startup(Section):
     name = "startup"
-    needs = ("sampling", "mpi_profile")
+    needs = ("samples", "mpi_profile")
 
     def collect(self, experiment, report, top):
-        sm = report.get("sampling") or {}
+        sm = report.get("samples") or {}
         # the samples the sampling section read (kept), unless they were unreadable: it
         # says why, and reading them again would fail again
         metas = [] if sm.get("error") else [p.meta for p in experiment.samples]

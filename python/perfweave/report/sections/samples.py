@@ -1,10 +1,10 @@
-"""Where the time goes, from the call-stack samples (analysis/sampling.py): the call tree,
+"""Where the time goes, from the call-stack samples (analysis/samples.py): the call tree,
 source lines and functions with their activity split and balance across ranks, and the
 phases of the activity over time; in the HTML a flame graph and activity strips."""
 
 import textwrap
 
-from perfweave.analysis import phases, sampling
+from perfweave.analysis import phases, samples
 from perfweave.errors import FormatError
 from perfweave.report.html import _e, _table as _html_table
 from perfweave.report.section import Section
@@ -15,18 +15,18 @@ HTML_ROWS = 15  # rows of each table of the HTML page
 
 
 class Sampling(Section):
-    name = "sampling"
+    name = "samples"
 
     def collect(self, experiment, report, top):
         try:
-            res = sampling.analyze(experiment.samples, windows=phases.windows(experiment.profile))
+            res = samples.analyze(experiment.samples, windows=phases.windows(experiment.profile))
             sm = None if res is None else res.to_json(top)
         except FormatError as e:
             sm = {"error": str(e)}
-        return {"sampling": sm}
+        return {"samples": sm}
 
     def text(self, data, view):
-        sm = data.get("sampling")
+        sm = data.get("samples")
         if not sm:
             return []
         if sm.get("error"):
@@ -109,8 +109,8 @@ class Sampling(Section):
         return out + _activity_phases(sm.get("timeline"), 12 if max_rows is None else max_rows)
 
     def html(self, data, page):
-        sm = data.get("sampling")
-        page.data["sampling"] = _script_data(sm)
+        sm = data.get("samples")
+        page.data["samples"] = _script_data(sm)
         if not sm or sm.get("error"):
             return []
         whole = ", start-up and shutdown included" if "phase_pct" in sm else ""
@@ -147,7 +147,7 @@ TABLES = (
 
 
 def activity_name(name):
-    """An activity's name as the report shows it (analysis/sampling.py ACTIVITIES)."""
+    """An activity's name as the report shows it (analysis/samples.py ACTIVITIES)."""
     return {
         "io": "I/O",
         "alloc": "allocation",
@@ -179,7 +179,7 @@ def _activity_phases(tl, most=12):
 
 
 def _views(sm):
-    """The flame graph and activity strips (drawn by templates/sampling.js from the
+    """The flame graph and activity strips (drawn by templates/samples.js from the
     page's data) and the call tree as a collapsible table."""
     out = []
     tree = sm.get("call_tree") or []
@@ -242,7 +242,7 @@ def _views(sm):
 
 
 def _script_data(sm):
-    """What templates/sampling.js draws: the call tree and the activity over time, or
+    """What templates/samples.js draws: the call tree and the activity over time, or
     None."""
     if not sm or sm.get("error"):
         return None

@@ -40,8 +40,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "sampler.h"
-#include "perfweave/format/sampler.h" /* its files: kinds, records, versions */
+#include "samples.h"
+#include "perfweave/format/samples.h" /* its files: kinds, records, versions */
 #include "wrap.h"
 
 #if defined(PW_HAVE_LIBUNWIND) /* CMake: libunwind.h found; the library is dlopen'd */
@@ -1651,8 +1651,8 @@ static void start(void)
     pw_thread_begin(); /* the main thread, from now (and the other modules' start in it) */
 }
 
-const pw_module pw_module_sampler = {
-    .name = "sampler",
+const pw_module pw_module_samples = {
+    .name = "samples",
     .version = PW_SAMPLES_VERSION,
     .options = "sample,sample_interval_ms,sample_capacity,sample_libunwind",
     .start = start,

@@ -477,7 +477,7 @@ def classify(procs, symbolizer=None):
 
 
 def analyze(procs, symbolizer=None, windows=None):
-    """The SamplingResult of the samples procs (an experiment's samples: a list of
+    """The SamplesResult of the samples procs (an experiment's samples: a list of
     model.samples.ProcessSamples), or None without samples. windows: per rank, its MPI_Init
     and MPI_Finalize times (analysis/phases.py windows): the samples in MPI_Init
     (start-up) and from MPI_Finalize on (shutdown) stay in the call tree and the tables
@@ -693,7 +693,7 @@ def analyze(procs, symbolizer=None, windows=None):
             tree, tree_table, tree_paths, per_rank_total, activities, ranks, seconds
         )
 
-    return SamplingResult(
+    return SamplesResult(
         processes=len(procs),
         sample_count=int(round(all_samples)),
         ranks=ranks,
@@ -1037,7 +1037,7 @@ def _tree(tree, per_rank_total, activities, ranks, tree_ctr=None, events=()):
     first, children by inclusive share: each node's inclusive and exclusive share of all
     samples, by activity, and its inclusive share per rank (min/mean/max, imbalance);
     with --counters, the events counted at its samples (inclusive and exclusive). Returns
-    the table (SamplingResult.call_tree) and each node's path (a tuple of names)."""
+    the table (SamplesResult.call_tree) and each node's path (a tuple of names)."""
     total = per_rank_total.sum()
     keep = {p: v for p, v in tree.items() if 100 * v[0].sum() / total >= TREE_MIN_PCT}
     children = {}
@@ -1077,7 +1077,7 @@ def _tree(tree, per_rank_total, activities, ranks, tree_ctr=None, events=()):
 
 
 def _tree_per_rank(tree, tree_table, paths, per_rank_total, activities, ranks, seconds):
-    """SamplingResult.call_tree_per_rank: per node of the tree, rank and activity with
+    """SamplesResult.call_tree_per_rank: per node of the tree, rank and activity with
     samples, the node's samples' worth (inclusive and exclusive), shares of the rank's
     samples and their wall time."""
     # the weights sum to the samples: a weighted sample is the wall time sampled (all
@@ -1124,7 +1124,7 @@ def _tree_per_rank(tree, tree_table, paths, per_rank_total, activities, ranks, s
 
 
 def _sample_table(procs, activities, events, activity, leaf, line, stack, deltas, seconds):
-    """SamplingResult.samples: every sample, by rank, process, thread and time."""
+    """SamplesResult.samples: every sample, by rank, process, thread and time."""
     names = np.array(activities, object)
     parts = []
     for p, act, lf, ln, st, delta, secs in zip(procs, activity, leaf, line, stack, deltas, seconds):
@@ -1151,7 +1151,7 @@ def _sample_table(procs, activities, events, activity, leaf, line, stack, deltas
 
 
 @dataclass
-class SamplingResult:
+class SamplesResult:
     """Where the sampled time goes (analyze): the summary of the samples, and its tables
     (structured arrays, model/table.py). Shares (`pct`) are of all samples, each
     weighted by the wall time it stands for (_seconds), unless said otherwise.
@@ -1181,7 +1181,7 @@ class SamplingResult:
       with counters one column per event (its increase since the thread's previous
       sample).
 
-    to_json(top) is the report's "sampling" (docs/mpi-profile.md)."""
+    to_json(top) is the report's "samples" (docs/mpi-profile.md)."""
 
     processes: int
     sample_count: int  # the samples' worth of wall time (weights), rounded: JSON "samples"
@@ -1218,7 +1218,7 @@ class SamplingResult:
         return self._build["call_tree_per_rank"]()
 
     def to_json(self, top=None):
-        """The report's "sampling" dict; top: rows of the tables of places (None: all)."""
+        """The report's "samples" dict; top: rows of the tables of places (None: all)."""
         out = {
             "processes": self.processes,
             "samples": self.sample_count,

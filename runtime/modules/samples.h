@@ -1,5 +1,5 @@
 /*
- * The sampler module (sampler.c, --sample): wall-clock samples of the call stacks of
+ * The samples module (samples.c, --sample): wall-clock samples of the call stacks of
  * the program's threads, with what each thread was doing, into samples/ (docs/format.md).
  *
  * What it uses of the core and other modules, only through pw.h:
@@ -17,6 +17,6 @@
 
 #include "pw.h"
 
-extern const pw_module pw_module_sampler;
+extern const pw_module pw_module_samples;
 
 #endif

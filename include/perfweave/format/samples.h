@@ -1,5 +1,5 @@
 /*
- * The sampler module's part of the experiment format (runtime/modules/sampler.c; the
+ * The samples module's part of the experiment format (runtime/modules/samples.c; the
  * vocabulary: include/perfweave/format.h).
  *
  * Call-stack samples: samples/NAME.samples + samples/NAME.json, one pair per process
@@ -7,8 +7,8 @@
  * NAME.json the process's threads, loaded objects and the names of the activities
  * (docs/format.md "Samples").
  */
-#ifndef PERFWEAVE_FORMAT_SAMPLER_H
-#define PERFWEAVE_FORMAT_SAMPLER_H
+#ifndef PERFWEAVE_FORMAT_SAMPLES_H
+#define PERFWEAVE_FORMAT_SAMPLES_H
 
 #include "perfweave/format.h"
 
@@ -37,7 +37,7 @@
     A(int64_t, "<i8", counters, PW_SAMPLE_COUNTERS) /* -1: not read at this sample */
 PW_RECORD_STRUCT(PW_SAMPLE_FIELDS, pw_sample_rec)
 
-#define PW_FORMAT_sampler(FILE, RECORD, NAMES, CODES, CONST)                               \
+#define PW_FORMAT_samples(FILE, RECORD, NAMES, CODES, CONST)                               \
     FILE(samples, "samples", PW_SAMPLES_MAGIC, PW_SAMPLES_VERSION)                         \
     RECORD(sample, PW_SAMPLE_FIELDS, pw_sample_rec)                                        \
     CONST(sample_frames, PW_SAMPLE_FRAMES)                                                 \
