@@ -7,7 +7,7 @@ module registers its kind here: one entry."""
 from dataclasses import dataclass
 from typing import Callable
 
-from perfweave.readers import example, samples, timeline, trace
+from perfweave.readers import example, io, samples, timeline, trace
 
 
 @dataclass(frozen=True)
@@ -57,5 +57,6 @@ KINDS = {
             example.read_example,
             "the example module's calls per process (perfweave run --example)",
         ),
+        Kind("io", "io", io.read_io, "I/O per file, layer and process (perfweave run --io)"),
     )
 }
