@@ -19,15 +19,26 @@ from pathlib import Path
 LAYERS = ("posix", "stdio")
 OPS = "open fopen fdopen close fclose read write seek stat sync meta dup fcntl mmap munmap"
 OPS = OPS.split()
-LINE_RE = re.compile(
-    r"^(\w+)\s+(\w+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(.+?\))\s*(\[(.*)\])?\s*$"
-)
+LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(.+?\))\s*(\[(.*)\])?\s*$")
 PROTO_RE = re.compile(r"^(.*?)\b(\w+)\s*\((.*)\)$")
 # What each OP's time is charged to (format/io.h PW_IO_OPS).
-TIME_OP = {"open": "OPEN", "fopen": "OPEN", "fdopen": "OPEN", "close": "CLOSE",
-           "fclose": "CLOSE", "read": "READ", "write": "WRITE", "seek": "SEEK",
-           "stat": "STAT", "sync": "SYNC", "meta": "META", "dup": "META", "fcntl": "META",
-           "mmap": "MMAP", "munmap": "MMAP"}
+TIME_OP = {
+    "open": "OPEN",
+    "fopen": "OPEN",
+    "fdopen": "OPEN",
+    "close": "CLOSE",
+    "fclose": "CLOSE",
+    "read": "READ",
+    "write": "WRITE",
+    "seek": "SEEK",
+    "stat": "STAT",
+    "sync": "SYNC",
+    "meta": "META",
+    "dup": "META",
+    "fcntl": "META",
+    "mmap": "MMAP",
+    "munmap": "MMAP",
+}
 # The value a wrapper returns when the C library lacks its function (errno ENOSYS).
 FAILED = {"void *": "MAP_FAILED", "size_t": "0"}
 
@@ -117,7 +128,8 @@ def parse(text):
             raise SpecError(f"line {lineno}: {name} listed twice")
         seen.add(name)
         args, variadic = parse_args(pm.group(3), lineno)
-        fn = Fn(layer, op, file, nbytes, offset, ret, name, args, variadic, parse_flags(flags), lineno)
+        flags = parse_flags(flags)
+        fn = Fn(layer, op, file, nbytes, offset, ret, name, args, variadic, flags, lineno)
         if variadic and not fn.later and not ({"va", "mode", "arg"} & set(fn.flags)):
             raise SpecError(f"line {lineno}: {name} is variadic: say how ([va=], [mode], [arg])")
         if not fn.later:
@@ -165,7 +177,6 @@ def record_lines(fn):
     kind, f = file_kind(fn)
     nbytes, off = expr(fn.bytes), expr(fn.offset, "-1")
     op = fn.op
-    layer = f"PW_IO_{fn.layer.upper()}"
     if op == "open":
         return [], f"pw_io_open(&c, {f}, rc);"
     if op == "fopen":
@@ -260,16 +271,21 @@ def wrapper(fn, index):
     lines += ["    " + e for e in end]
     lines += ["        return;" if void else f"        return {fail};", "    }"]
     if void:
-        lines += [
-            "    if (PW_LIKELY(!pw_io_on) || !pw_io_enter()) {",
-            f"        {call};",
-        ] + ["    " + e for e in end] + ["        return;", "    }"]
+        lines += (
+            ["    if (PW_LIKELY(!pw_io_on) || !pw_io_enter()) {", f"        {call};"]
+            + ["    " + e for e in end]
+            + ["        return;", "    }"]
+        )
     else:
-        lines += [
-            f"    {fn.ret}{'' if fn.ret.endswith('*') else ' '}rc;",
-            "    if (PW_LIKELY(!pw_io_on) || !pw_io_enter()) {",
-            f"        rc = {call};",
-        ] + ["    " + e for e in end] + ["        return rc;", "    }"]
+        lines += (
+            [
+                f"    {fn.ret}{'' if fn.ret.endswith('*') else ' '}rc;",
+                "    if (PW_LIKELY(!pw_io_on) || !pw_io_enter()) {",
+                f"        rc = {call};",
+            ]
+            + ["    " + e for e in end]
+            + ["        return rc;", "    }"]
+        )
     before, rec = record_lines(fn)
     if void:
         rec = rec.replace(", rc)", ", 0)")
@@ -281,11 +297,7 @@ def wrapper(fn, index):
         "    c.ra = (uintptr_t)__builtin_return_address(0);",
     ]
     lines += before
-    lines += [
-        "    pw_io_begin(&c);",
-        f"    {ret_rc}{call};",
-        "    c.t1 = pw_ticks();",
-    ]
+    lines += ["    pw_io_begin(&c);", f"    {ret_rc}{call};", "    c.t1 = pw_ticks();"]
     lines += end
     lines += [f"    PW_KEEP_ERRNO({rec.rstrip(';')});", "    pw_io_leave(&c);"]
     lines += ["    return;" if void else "    return rc;", "}"]
