@@ -154,6 +154,25 @@ void pw_modules_reduce(const pw_job *job);
  * hook costs a load and a branch on the hot path, as a flag would. */
 struct pw_site;
 struct pw_sitetab;
+/* A file operation of a library with file handles of its own (MPI-IO), for a module
+ * that profiles files: what the call did, after it returned. */
+enum pw_file_op {
+    PW_FILE_OPEN,  /* path: the name; handle: the new handle */
+    PW_FILE_CLOSE, /* handle: the one closed */
+    PW_FILE_READ,  /* bytes: read (requested, for a nonblocking call) */
+    PW_FILE_WRITE,
+    PW_FILE_SEEK,
+    PW_FILE_SYNC,
+    PW_FILE_OTHER /* view, size, ... */
+};
+typedef struct pw_file_call {
+    int op;           /* enum pw_file_op */
+    uintptr_t handle; /* the library's handle of the file */
+    const char *path; /* PW_FILE_OPEN only */
+    int64_t bytes;
+    int64_t t0, t1; /* ticks */
+    uintptr_t ra;   /* the call site */
+} pw_file_call;
 typedef struct pw_hooks {
     /* a measured call begins in this thread, before its clock starts */
     void (*call_enter)(void);
@@ -165,6 +184,8 @@ typedef struct pw_hooks {
     /* from a signal handler: the thread's pw_event_names counts now, cumulative, into
      * out[0..max-1]; 0 when they cannot be read safely */
     int (*read_events)(int64_t *out, int max);
+    /* a library's file operation (the MPI module's MPI_File_* calls) ended */
+    void (*file_call)(const pw_file_call *fc);
 } pw_hooks_t;
 extern pw_hooks_t pw_hooks;
 

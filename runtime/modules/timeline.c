@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "timeline.h"
+#include "wrap.h"
 #include "perfweave/format/timeline.h" /* its files: kinds, records, versions */
 
 #if defined(__has_include)
@@ -762,6 +763,7 @@ static void quiet_stderr(void) { dup2(0, 2); }
 static void *sampler(void *arg)
 {
     (void)arg;
+    pw_wrap_depth++; /* the runtime's thread: its reads of /proc are not the program's I/O */
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);

@@ -481,6 +481,12 @@ def rule_sampled_mpi(data):
     ]
 
 
+def rule_io(data):
+    """The I/O profile's advice (analysis/io.py: thresholds in docs/io.md), tied to call
+    sites."""
+    return list((data.get("io") or {}).get("advice", []))
+
+
 RULES = (
     rule_communication_bound,
     rule_load_imbalance,
@@ -492,6 +498,7 @@ RULES = (
     rule_sampled_imbalance,
     rule_sampled_activities,
     rule_sampled_mpi,
+    rule_io,
 )
 
 

@@ -7,7 +7,7 @@ module registers its kind here: one entry."""
 from dataclasses import dataclass
 from typing import Callable
 
-from perfweave.readers import example, mathlib, results, samples, timeline, trace
+from perfweave.readers import example, io, mathlib, results, samples, timeline, trace
 
 
 @dataclass(frozen=True)
@@ -69,5 +69,6 @@ KINDS = {
             mathlib.read_mathlib,
             "BLAS, LAPACK and FFTW calls per process (perfweave run --mathlib)",
         ),
+        Kind("io", "io", io.read_io, "I/O per file, layer and process (perfweave run --io)"),
     )
 }

@@ -4,6 +4,7 @@ measurement module adds its section here: one line."""
 from perfweave.report.sections import (
     advice,
     example,
+    io,
     mathlib,
     message_sizes,
     mpi_profile,
@@ -22,6 +23,7 @@ SECTIONS = [
     mpi_profile.SECTION,  # MPI time per rank, balance, functions, call sites, counters
     wait_states.SECTION,  # perfweave analyze's wait states
     message_sizes.SECTION,  # the MPI profile's message sizes
+    io.SECTION,  # the I/O profile (--io): share, files, ranks, call sites
     node_timeline.SECTION,  # per node: processes' activity and node rates over time
     example.SECTION,  # the example module's calls (--example)
     mathlib.SECTION,  # BLAS, LAPACK and FFTW calls (--mathlib)

@@ -1,0 +1,125 @@
+"""The io module's data (runtime/modules/io.c, `perfweave run --io`): per process, the
+counters of each (file, layer) with the threads merged, the call sites, and read and
+write bytes over time. readers/io.py builds it from io/*.pwio, `from_literal` from plain
+values (tests); analysis/io.py works on it."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfweave._format import IO_HIST_BINS, IO_LAYERS, IO_OPS
+
+# counters summed over threads (Darshan's names, lower case)
+SUMMED = (
+    "opens closes reads writes seeks stats syncs metas mmaps bytes_read bytes_written "
+    "seq_reads seq_writes consec_reads consec_writes rw_switches mmap_bytes"
+).split()
+MAXED = ("max_byte_read", "max_byte_written")
+NOPS = len(IO_OPS)
+
+RECORD_DTYPE = np.dtype(
+    [("process", "<i4"), ("rank", "<i4"), ("file", "<i4"), ("layer", "<i4")]
+    + [(k, "<i8") for k in SUMMED + list(MAXED)]
+    + [
+        ("size_read", "<i8", (IO_HIST_BINS,)),
+        ("size_write", "<i8", (IO_HIST_BINS,)),
+        ("calls", "<i8", (NOPS,)),
+        ("time_ns", "<f8", (NOPS,)),  # summed over the process's threads
+        ("first_s", "<f8"),  # since the process's start
+        ("last_s", "<f8"),
+        ("max_read_s", "<f8"),
+        ("max_write_s", "<f8"),
+    ]
+)
+SITE_DTYPE = np.dtype(
+    [
+        ("process", "<i4"),
+        ("rank", "<i4"),
+        ("file", "<i4"),
+        ("layer", "<i4"),
+        ("op", "<i4"),
+        ("object", "<i4"),  # index of IoProfile.objects, -1 unknown
+        ("offset", "<u8"),
+        ("count", "<i8"),
+        ("bytes", "<i8"),
+        ("time_ns", "<f8"),
+    ]
+)
+PROCESS_DTYPE = np.dtype(
+    [
+        ("rank", "<i4"),
+        ("pid", "<i8"),
+        ("parent_pid", "<i8"),
+        ("state", "O"),  # a PW_STATES name, or "killed" (the store was never closed)
+        ("wall_s", "<f8"),  # from the module's start to the end (or the last update)
+        ("busy_s", "<f8"),  # in POSIX or stdio calls, overlaps between threads once
+        ("threads", "<i4"),
+        ("dropped", "<i8"),  # calls on files, threads or sites past the bounds
+        ("forks_dropped", "<i4"),
+        ("mmap_estimated", "?"),
+    ]
+)
+
+
+@dataclass
+class IoProfile:
+    """files: names (global index), with fs_types (statfs f_type) and memory (bool) per
+    file; records: RECORD_DTYPE, one per (process, file, layer); sites: SITE_DTYPE;
+    processes: PROCESS_DTYPE (index = process); bins: per process (bin_s, read, write)
+    arrays of bytes per bin; objects: paths; notes: what could not be read."""
+
+    files: list = field(default_factory=list)
+    fs_types: list = field(default_factory=list)
+    memory: list = field(default_factory=list)
+    records: np.ndarray = field(default_factory=lambda: np.zeros(0, RECORD_DTYPE))
+    sites: np.ndarray = field(default_factory=lambda: np.zeros(0, SITE_DTYPE))
+    processes: np.ndarray = field(default_factory=lambda: np.zeros(0, PROCESS_DTYPE))
+    bins: list = field(default_factory=list)
+    objects: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def __bool__(self):
+        return len(self.processes) > 0
+
+    @classmethod
+    def from_literal(cls, processes, files, records, sites=(), objects=(), notes=()):
+        """An IoProfile of plain values. processes: dicts of PROCESS_DTYPE fields (rank,
+        wall_s, busy_s at least); files: (name, fs_type, memory) tuples; records: dicts
+        with process, file (index of files), layer (a name of IO_LAYERS) and any
+        counters; time_ns and calls as {op name: value}; sites: dicts likewise."""
+        procs = np.zeros(len(processes), PROCESS_DTYPE)
+        for i, p in enumerate(processes):
+            procs[i]["state"] = "complete"
+            for k, v in p.items():
+                procs[i][k] = v
+        recs = np.zeros(len(records), RECORD_DTYPE)
+        for i, r in enumerate(records):
+            for k, v in r.items():
+                if k == "layer":
+                    v = IO_LAYERS.index(v)
+                if k in ("time_ns", "calls"):
+                    for op, x in v.items():
+                        recs[i][k][IO_OPS.index(op)] = x
+                    continue
+                recs[i][k] = v
+            recs[i]["rank"] = procs[r["process"]]["rank"]
+        st = np.zeros(len(sites), SITE_DTYPE)
+        for i, s in enumerate(sites):
+            for k, v in s.items():
+                if k == "layer":
+                    v = IO_LAYERS.index(v)
+                elif k == "op":
+                    v = IO_OPS.index(v)
+                st[i][k] = v
+            st[i]["rank"] = procs[s["process"]]["rank"]
+        return cls(
+            files=[f[0] for f in files],
+            fs_types=[f[1] for f in files],
+            memory=[bool(f[2]) for f in files],
+            records=recs,
+            sites=st,
+            processes=procs,
+            bins=[None] * len(procs),
+            objects=list(objects),
+            notes=list(notes),
+        )

@@ -1,0 +1,175 @@
+"""Reader of the io module's record stores (io/*.pwio; docs/format.md "I/O profile"):
+the model of model/io.py. A store is read as it is, whether its process ended (the
+header's state) or was killed (state -1: "killed", the counts up to then). A file that
+cannot be read is left out with a note."""
+
+import numpy as np
+
+from perfweave._format import FILES, IO_MAGIC_NUMBER, RECORDS, STATES
+from perfweave.model.io import MAXED, PROCESS_DTYPE, RECORD_DTYPE, SITE_DTYPE, SUMMED, IoProfile
+
+VERSION = FILES["io"].version
+PAGE = 4096
+BINS = 256  # io.c PW_IO_BINS
+HEADER, FILE, OBJECT, REC, SITE = (
+    RECORDS[k] for k in ("io_header", "io_file", "io_object", "io_rec", "io_site")
+)
+MAX_OBJECTS = 256
+
+
+def _page(n):
+    return (n + PAGE - 1) // PAGE * PAGE
+
+
+def _text(a):
+    return a.tobytes().split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def read_io(path):
+    """The IoProfile of experiment path (an empty one without io/)."""
+    out = IoProfile()
+    d = path / "io"
+    if not d.is_dir():
+        return out
+    names, objects = {}, {}
+    recs, sites, procs = [], [], []
+    for f in sorted(d.glob("*.pwio")):
+        try:
+            got = _read_store(f, len(procs), names, objects, out)
+        except (OSError, ValueError) as e:
+            out.notes.append(f"I/O profile: {f.name}: {e}; left out")
+            continue
+        if got is None:
+            continue
+        p, r, s, b = got
+        procs.append(p)
+        recs.append(r)
+        sites.append(s)
+        out.bins.append(b)
+    out.processes = np.array(procs, PROCESS_DTYPE) if procs else out.processes
+    if recs:
+        out.records = np.concatenate(recs)
+        out.sites = np.concatenate(sites)
+    out.files = list(names)
+    out.objects = list(objects)
+    return out
+
+
+def _read_store(f, index, names, objects, out):
+    m = np.memmap(f, dtype="u1", mode="r")
+    if m.size < HEADER.itemsize:
+        raise ValueError("shorter than its header")
+    h = m[: HEADER.itemsize].view(HEADER)[0]
+    if int(h["magic"]) != IO_MAGIC_NUMBER:
+        raise ValueError("not an I/O record store")
+    if int(h["version"]) != VERSION:
+        raise ValueError(f"version {int(h['version'])} (this perfweave reads {VERSION})")
+    nf, nt, ns = int(h["max_files"]), int(h["max_threads"]), int(h["max_sites"])
+    files_at = _page(HEADER.itemsize)
+    objects_at = files_at + _page(FILE.itemsize * nf)
+    blocks_at = objects_at + _page(OBJECT.itemsize * MAX_OBJECTS)
+    recs_off = _page(3 * 8 + 2 * BINS * 8)
+    sites_off = recs_off + _page(REC.itemsize * nf * 3)
+    block = sites_off + _page(SITE.itemsize * ns)
+    if m.size < blocks_at + block * nt:
+        raise ValueError("shorter than its layout")
+    npt = float(h["ns_per_tick"]) or 1.0
+    # the process's names into the experiment's
+    ftab = m[files_at : files_at + FILE.itemsize * nf].view(FILE)
+    fmap = np.full(nf, -1, np.int64)
+    for i in np.flatnonzero(ftab["hash"]):
+        name = _text(ftab["path"][i])
+        if name not in names:
+            names[name] = len(names)
+            out.fs_types.append(int(ftab["fs_type"][i]))
+            out.memory.append(bool(ftab["memory"][i]))
+        fmap[i] = names[name]
+    otab = m[objects_at : objects_at + OBJECT.itemsize * MAX_OBJECTS].view(OBJECT)
+    omap = np.full(MAX_OBJECTS + 1, -1, np.int64)
+    for i in np.flatnonzero(otab["hash"]):
+        name = _text(otab["path"][i])
+        objects.setdefault(name, len(objects))
+        omap[i] = objects[name]
+    used = min(int(h["nthreads"]), nt)
+    rank = int(h["rank"])
+    rows, srows, starts = [], [], []
+    bin_s, rbins, wbins = None, None, None
+    for t in range(used):
+        b = blocks_at + t * block
+        th = m[b : b + (3 + 2 * BINS) * 8].view("<i8")
+        r = m[b + recs_off : b + recs_off + REC.itemsize * nf * 3].view(REC)
+        r = r[r["first_tick"] != 0]
+        rows.append(r)
+        starts.append(np.full(len(r), th[2], np.int64))
+        s = m[b + sites_off : b + sites_off + SITE.itemsize * ns].view(SITE)
+        srows.append(s[s["count"] > 0])
+        width = th[1] * npt / 1e9
+        rb, wb = th[3 : 3 + BINS].astype(np.int64), th[3 + BINS :].astype(np.int64)
+        if bin_s is None:
+            bin_s, rbins, wbins = width, rb, wb
+        else:  # to the wider width of the two (widths double)
+            while width > bin_s * 1.5:
+                rbins, wbins, bin_s = _halve(rbins), _halve(wbins), bin_s * 2
+            while bin_s > width * 1.5:
+                rb, wb, width = _halve(rb), _halve(wb), width * 2
+            rbins, wbins = rbins + rb, wbins + wb
+    recs = _merge(
+        np.concatenate(rows) if rows else np.zeros(0, REC),
+        np.concatenate(starts) if starts else np.zeros(0, np.int64),
+        index,
+        rank,
+        fmap,
+        npt,
+    )
+    s = np.concatenate(srows) if srows else np.zeros(0, SITE)
+    st = np.zeros(len(s), SITE_DTYPE)
+    st["process"], st["rank"] = index, rank
+    st["file"] = fmap[s["file"]]
+    st["layer"], st["op"], st["offset"] = s["layer"], s["op"], s["offset"]
+    st["object"] = omap[np.where(s["object"] >= 0, s["object"], MAX_OBJECTS)]
+    st["count"], st["bytes"] = s["count"], s["bytes"]
+    st["time_ns"] = s["ticks"] * npt
+    state = int(h["state"])
+    p = (
+        rank,
+        int(h["pid"]),
+        int(h["parent_pid"]),
+        STATES[state] if 0 <= state < len(STATES) else "killed",
+        (int(h["t_end"]) - int(h["t_start"])) / 1e9,
+        int(h["busy_ticks"]) * npt / 1e9,
+        used,
+        int(h["dropped_files"]) + int(h["dropped_threads"]) + int(h["dropped_sites"]),
+        int(h["forks_dropped"]),
+        bool(h["mmap_estimated"]),
+    )
+    bins = (bin_s, rbins, wbins) if bin_s is not None else None
+    return p, recs, st, bins
+
+
+def _halve(a):
+    """Bins of twice the width: pairs summed, the second half empty."""
+    return np.concatenate([a.reshape(-1, 2).sum(axis=1), np.zeros(len(a) // 2, a.dtype)])
+
+
+def _merge(r, start, index, rank, fmap, npt):
+    """The threads' records of one process summed per (file, layer)."""
+    key = r["file"].astype(np.int64) * 3 + r["layer"]
+    keys, inv = np.unique(key, return_inverse=True)
+    out = np.zeros(len(keys), RECORD_DTYPE)
+    out["process"], out["rank"] = index, rank
+    out["file"] = fmap[keys // 3]
+    out["layer"] = keys % 3
+    for k in SUMMED:
+        np.add.at(out[k], inv, r[k])
+    for k in MAXED:
+        out[k] = -1
+        np.maximum.at(out[k], inv, r[k])
+    for k in ("size_read", "size_write", "calls"):
+        np.add.at(out[k], inv, r[k])
+    np.add.at(out["time_ns"], inv, r["ticks"] * npt)
+    for k, src in (("max_read_s", "max_read_ticks"), ("max_write_s", "max_write_ticks")):
+        np.maximum.at(out[k], inv, r[src] * npt / 1e9)
+    out["first_s"] = np.inf
+    np.minimum.at(out["first_s"], inv, (r["first_tick"] - start) * npt / 1e9)
+    np.maximum.at(out["last_s"], inv, (r["last_tick"] - start) * npt / 1e9)
+    return out

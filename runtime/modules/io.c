@@ -1,0 +1,813 @@
+/*
+ * The io module (--io): the program's I/O per (file, layer, thread) with Darshan-comparable
+ * counters, the time split of the paper (open, close, read, write, seek, stat, sync,
+ * metadata, mappings), call sites, and read/write bytes over time (docs/io.md).
+ *
+ * Its record store is a file, io/HOST.PID.pwio (include/perfweave/format/io.h), mapped
+ * MAP_SHARED at the module's start: every count is in the file's pages as soon as it is
+ * made, so a process killed by SIGKILL leaves what it counted; the dump only marks the
+ * file complete. Each thread takes a block of its own (one atomic add), so the hot path
+ * has no lock: a call finds its file through an array indexed by descriptor, its record
+ * at file * PW_IO_NLAYERS + layer of the thread's block, and its call site through a
+ * one-entry cache. File names and objects are interned lock-free (a compare-and-swap on
+ * a hash slot). A process forked by a measured one gets a file of its own (pthread_atfork),
+ * never its parent's counts.
+ *
+ * The wrappers are generated from runtime/io/io.spec (gen_io.py); MPI-IO calls come from
+ * the MPI module's wrappers through pw_hooks.file_call.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "io.h"
+
+#define PW_IO_BINS 256          /* per thread, read and write bytes over time */
+#define PW_IO_BIN_NS 10000000LL /* the first bins' width: 10 ms, doubled as the run grows */
+#define MAX_FDS 65536
+#define MAX_HANDLES 1024 /* MPI-IO handles open at once */
+#define MAX_MAPS 1024    /* file mappings alive at once */
+#define MAX_OBJECTS 256
+#define PAGE 4096
+
+/* The per-thread part of a block: its bins (the record io_thread is not declared in the
+ * format: the reader takes it as int64 words: tid, bin_ticks, start_tick, then the read
+ * bins and the write bins). */
+typedef struct io_thread {
+    int64_t tid, bin_ticks, start_tick;
+    int64_t read_bins[PW_IO_BINS], write_bins[PW_IO_BINS];
+} io_thread;
+
+int pw_io_on;
+int pw_io_inflight;
+int64_t pw_io_busy_start;
+int64_t *pw_io_busy_ticks;
+
+static pw_io_header_rec *hdr;
+static pw_io_file_rec *files;
+static pw_io_object_rec *objects;
+static char *blocks;
+static size_t map_len, block_size, recs_offset, sites_offset;
+static int max_files, max_threads, max_sites;
+static int64_t start_tick;
+
+/* Descriptor -> file + 1 (0: not a file of ours), and its position. Private memory: a
+ * forked child keeps its copy, as it keeps the descriptors. */
+typedef struct fd_entry {
+    int32_t file;
+    int32_t unknown_pos; /* opened for appending: no offsets */
+    int64_t pos;         /* the POSIX position, as our calls moved it */
+    int64_t spos;        /* the stdio position */
+} fd_entry;
+static fd_entry *fds;
+
+typedef struct handle_entry {
+    uintptr_t handle;
+    int file;
+} handle_entry;
+static handle_entry handles[MAX_HANDLES];
+
+typedef struct map_entry {
+    uintptr_t addr;
+    size_t len;
+    int file;
+} map_entry;
+static map_entry maps[MAX_MAPS];
+
+static PW_TLS io_thread *my_thread;
+static PW_TLS pw_io_rec *my_recs;
+static PW_TLS pw_io_site_rec *my_sites, *last_site;
+static PW_TLS int my_state; /* 0: no block yet, 1: a block, -1: none to be had */
+
+void *pw_io_real(const char *name, int *looked)
+{
+    void *p = pw_wrap_next(name);
+    *looked = 1;
+    if (!p)
+        pw_debug("io: the C library has no %s: its wrapper passes calls on as ENOSYS", name);
+    return p;
+}
+
+/* ---- names: files and objects, interned lock-free ---- */
+
+static uint64_t hash_str(const char *s, size_t *len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    const char *p = s;
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    *len = (size_t)(p - s);
+    return h ? h : 1;
+}
+
+/* The file id of path (its slot in the table), made on first sight; -1 when the table
+ * is full. */
+static int file_id(const char *path)
+{
+    if (!path)
+        return -1;
+    size_t len;
+    uint64_t h = hash_str(path, &len);
+    for (int k = 0; k < max_files; k++) {
+        int i = (int)((h + (uint64_t)k) % (uint64_t)max_files);
+        uint64_t cur = __atomic_load_n(&files[i].hash, __ATOMIC_ACQUIRE);
+        if (cur == h)
+            return i;
+        if (cur != 0)
+            continue;
+        uint64_t zero = 0;
+        if (!__atomic_compare_exchange_n(&files[i].hash, &zero, h, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            if (zero == h)
+                return i;
+            continue;
+        }
+        pw_io_file_rec *f = &files[i];
+        const char *tail = len < PW_IO_PATH ? path : path + len - (PW_IO_PATH - 1);
+        memcpy(f->path, tail, strlen(tail) + 1);
+        f->length = (int32_t)len;
+        struct statfs sf;
+        if (statfs(path, &sf) == 0) {
+            f->fs_type = (int64_t)(int32_t)sf.f_type; /* as format.h's codes */
+            f->memory = sf.f_type == 0x01021994 || sf.f_type == (typeof(sf.f_type))0x858458f6;
+        }
+        __atomic_fetch_add(&hdr->nfiles, 1, __ATOMIC_RELAXED);
+        return i;
+    }
+    __atomic_fetch_add(&hdr->dropped_files, 1, __ATOMIC_RELAXED);
+    return -1;
+}
+
+static int object_slot(int obj)
+{
+    const char *path = obj >= 0 ? pw_object_path(obj) : NULL;
+    if (!path)
+        return -1;
+    size_t len;
+    uint64_t h = hash_str(path, &len);
+    for (int k = 0; k < MAX_OBJECTS; k++) {
+        int i = (int)((h + (uint64_t)k) % MAX_OBJECTS);
+        uint64_t cur = __atomic_load_n(&objects[i].hash, __ATOMIC_ACQUIRE), zero = 0;
+        if (cur == h)
+            return i;
+        if (cur == 0 && __atomic_compare_exchange_n(&objects[i].hash, &zero, h, 0, __ATOMIC_ACQ_REL,
+                                                    __ATOMIC_ACQUIRE)) {
+            size_t n = len < PW_IO_OBJECT_PATH ? len : PW_IO_OBJECT_PATH - 1;
+            memcpy(objects[i].path, path, n);
+            objects[i].path[n] = 0;
+            return i;
+        }
+        if (zero == h)
+            return i;
+    }
+    return -1;
+}
+
+/* ---- the calling thread's block ---- */
+
+static int thread_block(void)
+{
+    if (PW_LIKELY(my_state == 1))
+        return 1;
+    if (my_state < 0 || !hdr)
+        return 0;
+    int i = __atomic_fetch_add(&hdr->nthreads, 1, __ATOMIC_ACQ_REL);
+    if (i >= max_threads) {
+        my_state = -1;
+        return 0;
+    }
+    char *b = blocks + (size_t)i * block_size;
+    my_thread = (io_thread *)b;
+    my_thread->tid = (int64_t)gettid();
+    my_thread->start_tick = start_tick;
+    double npt = pw_ns_per_tick();
+    my_thread->bin_ticks = (int64_t)((double)PW_IO_BIN_NS / (npt > 0 ? npt : 1.0)) + 1;
+    my_recs = (pw_io_rec *)(b + recs_offset);
+    my_sites = (pw_io_site_rec *)(b + sites_offset);
+    last_site = NULL;
+    my_state = 1;
+    return 1;
+}
+
+static pw_io_rec *rec_of(const pw_io_call *c, int file)
+{
+    if (PW_UNLIKELY(!thread_block())) {
+        __atomic_fetch_add(&hdr->dropped_threads, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    pw_io_rec *r = &my_recs[file * PW_IO_NLAYERS + c->layer];
+    if (PW_UNLIKELY(r->first_tick == 0)) {
+        r->file = file;
+        r->layer = c->layer;
+        r->max_byte_read = r->max_byte_written = -1;
+        r->last_end = -1;
+        r->last_op = -1;
+        r->first_tick = c->t0 ? c->t0 : 1;
+    }
+    return r;
+}
+
+static __attribute__((noinline)) pw_io_site_rec *site_get(const pw_io_call *c, int file)
+{
+    uint64_t h = ((uint64_t)c->ra * 0x9e3779b97f4a7c15ULL) ^
+                 ((uint64_t)file * 0xff51afd7ed558ccdULL) ^ (uint64_t)(c->layer * 16 + c->op);
+    for (int k = 0; k < 16 && k < max_sites; k++) {
+        pw_io_site_rec *s = &my_sites[(h + (uint64_t)k) % (uint64_t)max_sites];
+        if (s->count == 0) {
+            uint64_t off = 0;
+            int obj = pw_object_of(c->ra, &off);
+            s->object = object_slot(obj);
+            s->offset = obj >= 0 ? off : (uint64_t)c->ra;
+            s->ra = c->ra;
+            s->file = file;
+            s->layer = (int16_t)c->layer;
+            s->op = (int16_t)c->op;
+            return s;
+        }
+        if (s->ra == c->ra && s->file == file && s->layer == c->layer && s->op == c->op)
+            return s;
+    }
+    __atomic_fetch_add(&hdr->dropped_sites, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static void add_site(const pw_io_call *c, int file, int64_t bytes)
+{
+    pw_io_site_rec *s = last_site;
+    if (!(s && s->ra == c->ra && s->file == file && s->layer == c->layer && s->op == c->op)) {
+        s = site_get(c, file);
+        if (!s)
+            return;
+        last_site = s;
+    }
+    s->count++;
+    s->bytes += bytes;
+    s->ticks += c->t1 - c->t0;
+}
+
+/* One call of op into r and its site. */
+static void count(const pw_io_call *c, pw_io_rec *r, int file, int64_t bytes)
+{
+    int64_t t = c->t1 - c->t0;
+    r->ticks[c->op] += t;
+    r->calls[c->op]++;
+    r->last_tick = c->t1;
+    add_site(c, file, bytes);
+}
+
+static int hist_bin(int64_t n)
+{
+    static const int64_t top[PW_IO_HIST_BINS - 1] = {
+        100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824};
+    int b = 0;
+    while (b < PW_IO_HIST_BINS - 1 && n > top[b])
+        b++;
+    return b;
+}
+
+static void add_bins(int64_t t1, int64_t bytes, int write)
+{
+    io_thread *th = my_thread;
+    int64_t at = t1 - th->start_tick;
+    if (at < 0)
+        at = 0;
+    int64_t bin = at / th->bin_ticks;
+    while (PW_UNLIKELY(bin >= PW_IO_BINS)) { /* wider bins: pairs merged, bounded */
+        for (int i = 0; i < PW_IO_BINS / 2; i++) {
+            th->read_bins[i] = th->read_bins[2 * i] + th->read_bins[2 * i + 1];
+            th->write_bins[i] = th->write_bins[2 * i] + th->write_bins[2 * i + 1];
+        }
+        memset(th->read_bins + PW_IO_BINS / 2, 0, sizeof(int64_t) * PW_IO_BINS / 2);
+        memset(th->write_bins + PW_IO_BINS / 2, 0, sizeof(int64_t) * PW_IO_BINS / 2);
+        th->bin_ticks *= 2;
+        bin = at / th->bin_ticks;
+    }
+    (write ? th->write_bins : th->read_bins)[bin] += bytes;
+}
+
+/* A read or a write of `bytes` at offset `at` (-1: unknown). */
+static void rw_access(const pw_io_call *c, pw_io_rec *r, int file, int64_t at, int64_t bytes)
+{
+    int write = c->op == PW_IO_WRITE;
+    if (write) {
+        r->writes++;
+        r->bytes_written += bytes;
+        r->size_write[hist_bin(bytes)]++;
+        if (c->t1 - c->t0 > r->max_write_ticks)
+            r->max_write_ticks = c->t1 - c->t0;
+    } else {
+        r->reads++;
+        r->bytes_read += bytes;
+        r->size_read[hist_bin(bytes)]++;
+        if (c->t1 - c->t0 > r->max_read_ticks)
+            r->max_read_ticks = c->t1 - c->t0;
+    }
+    if (at >= 0) {
+        if (r->last_end >= 0) {
+            if (at == r->last_end)
+                (write ? r->consec_writes++ : r->consec_reads++);
+            if (at >= r->last_end)
+                (write ? r->seq_writes++ : r->seq_reads++);
+        }
+        r->last_end = at + bytes;
+        if (bytes > 0) {
+            int64_t *m = write ? &r->max_byte_written : &r->max_byte_read;
+            if (at + bytes - 1 > *m)
+                *m = at + bytes - 1;
+        }
+    }
+    if (r->last_op >= 0 && r->last_op != c->op)
+        r->rw_switches++;
+    r->last_op = c->op;
+    for (int i = 0; i < PW_IO_COMMON; i++) {
+        if (r->access_size[i] == bytes && r->access_count[i] > 0) {
+            r->access_count[i]++;
+            break;
+        }
+        if (r->access_count[i] == 0) {
+            r->access_size[i] = bytes;
+            r->access_count[i] = 1;
+            break;
+        }
+    }
+    add_bins(c->t1, bytes, write);
+    count(c, r, file, bytes);
+}
+
+/* The header's values a reader of a killed process's store needs, kept current on the
+ * slow paths (opens and closes). */
+static void touch_header(void)
+{
+    hdr->rank = pw_rank;
+    hdr->t_end = pw_now();
+    hdr->ns_per_tick = pw_ns_per_tick();
+}
+
+/* ---- the recording functions of the generated wrappers ---- */
+
+static fd_entry *fd_of(int fd) { return (unsigned)fd < MAX_FDS && fds ? &fds[fd] : NULL; }
+
+int pw_io_fd_file(int fd)
+{
+    fd_entry *e = fd_of(fd);
+    return e ? e->file - 1 : -1;
+}
+
+int pw_io_stream_fd(FILE *fp) { return fp ? fileno_unlocked(fp) : -1; }
+
+static void counted_op(pw_io_call *c, int file);
+
+static void opened(pw_io_call *c, int file, int fd, int append)
+{
+    touch_header();
+    fd_entry *e = fd_of(fd);
+    if (e) {
+        e->file = file + 1;
+        e->pos = e->spos = 0;
+        e->unknown_pos = append;
+    }
+    counted_op(c, file);
+}
+
+void pw_io_open(pw_io_call *c, const char *path, int fd)
+{
+    if (fd < 0)
+        return;
+    int fl = (int)fcntl(fd, F_GETFL);
+    opened(c, file_id(path), fd, fl >= 0 && (fl & O_APPEND));
+}
+
+void pw_io_fopen(pw_io_call *c, const char *path, FILE *fp)
+{
+    if (!fp)
+        return;
+    int fd = fileno_unlocked(fp);
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    opened(c, file_id(path), fd, fl >= 0 && (fl & O_APPEND));
+}
+
+void pw_io_fdopen(pw_io_call *c, int fd, FILE *fp)
+{
+    int file = pw_io_fd_file(fd);
+    if (fp)
+        counted_op(c, file);
+}
+
+void pw_io_close(pw_io_call *c, int fd, int file, int rc)
+{
+    if (file < 0)
+        return;
+    touch_header();
+    fd_entry *e = fd_of(fd);
+    if (e && rc == 0 && e->file == file + 1)
+        e->file = 0;
+    counted_op(c, file);
+}
+
+void pw_io_dup(pw_io_call *c, int fd, int newfd)
+{
+    int file = pw_io_fd_file(fd);
+    if (file < 0)
+        return;
+    fd_entry *e = fd_of(newfd), *old = fd_of(fd);
+    if (e && newfd >= 0) {
+        *e = *old;
+    }
+    counted_op(c, file);
+}
+
+void pw_io_fcntl(pw_io_call *c, int fd, int cmd, int rc)
+{
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        pw_io_dup(c, fd, rc);
+    else
+        pw_io_fd_op(c, fd);
+}
+
+void pw_io_rw(pw_io_call *c, int fd, int64_t bytes, int64_t offset)
+{
+    fd_entry *e = fd_of(fd);
+    int file = e ? e->file - 1 : -1;
+    if (file < 0)
+        return;
+    pw_io_rec *r = rec_of(c, file);
+    if (PW_UNLIKELY(!r))
+        return;
+    int64_t at = offset;
+    if (offset < 0 && !e->unknown_pos) {
+        at = e->pos;
+        e->pos += bytes;
+    }
+    rw_access(c, r, file, at, bytes);
+}
+
+void pw_io_stream_rw(pw_io_call *c, FILE *fp, int64_t bytes)
+{
+    fd_entry *e = fp ? fd_of(fp->_fileno) : NULL;
+    int file = e ? e->file - 1 : -1;
+    if (file < 0)
+        return;
+    pw_io_rec *r = rec_of(c, file);
+    if (PW_UNLIKELY(!r))
+        return;
+    int64_t at = e->unknown_pos ? -1 : e->spos;
+    e->spos += bytes;
+    rw_access(c, r, file, at, bytes);
+}
+
+static void counted_op(pw_io_call *c, int file)
+{
+    if (file < 0)
+        return;
+    pw_io_rec *r = rec_of(c, file);
+    if (!r)
+        return;
+    switch (c->op) {
+    case PW_IO_OPEN:
+        r->opens++;
+        break;
+    case PW_IO_CLOSE:
+        r->closes++;
+        break;
+    case PW_IO_SEEK:
+        r->seeks++;
+        break;
+    case PW_IO_STAT:
+        r->stats++;
+        break;
+    case PW_IO_SYNC:
+        r->syncs++;
+        break;
+    case PW_IO_MMAP:
+        r->mmaps++;
+        break;
+    default:
+        r->metas++;
+        break;
+    }
+    count(c, r, file, 0);
+}
+
+void pw_io_seek(pw_io_call *c, int fd, int64_t pos)
+{
+    fd_entry *e = fd_of(fd);
+    if (e && e->file > 0 && pos >= 0)
+        e->pos = pos;
+    counted_op(c, e ? e->file - 1 : -1);
+}
+
+void pw_io_stream_seek(pw_io_call *c, FILE *fp)
+{
+    fd_entry *e = fp ? fd_of(fp->_fileno) : NULL;
+    if (!e || e->file <= 0)
+        return;
+    long pos = ftell(fp); /* not recorded: this thread is in a wrapper */
+    if (pos >= 0)
+        e->spos = pos;
+    counted_op(c, e->file - 1);
+}
+
+void pw_io_path_op(pw_io_call *c, const char *path) { counted_op(c, file_id(path)); }
+
+void pw_io_fd_op(pw_io_call *c, int fd) { counted_op(c, pw_io_fd_file(fd)); }
+
+/* ---- mapped files: the bytes touched are estimated from the mapping's resident pages
+ * (mincore) when it is unmapped, or at the end ---- */
+
+static int64_t resident_bytes(uintptr_t addr, size_t len)
+{
+    unsigned char vec[1024];
+    long page = sysconf(_SC_PAGESIZE);
+    int64_t n = 0;
+    uintptr_t a = addr & ~(uintptr_t)(page - 1);
+    uintptr_t end = addr + len;
+    while (a < end) {
+        size_t chunk = (size_t)page * sizeof vec;
+        if (chunk > end - a)
+            chunk = end - a;
+        if (mincore((void *)a, chunk, vec) != 0)
+            return n;
+        size_t pages = (chunk + (size_t)page - 1) / (size_t)page;
+        for (size_t i = 0; i < pages; i++)
+            n += vec[i] & 1;
+        a += chunk;
+    }
+    hdr->mmap_estimated = 1;
+    return n * page;
+}
+
+void pw_io_mmap(pw_io_call *c, int fd, void *addr, size_t len, int64_t offset)
+{
+    int file = pw_io_fd_file(fd);
+    if (file < 0 || addr == MAP_FAILED)
+        return;
+    for (int i = 0; i < MAX_MAPS; i++) {
+        uintptr_t zero = 0;
+        if (__atomic_compare_exchange_n(&maps[i].addr, &zero, (uintptr_t)addr, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            maps[i].len = len;
+            maps[i].file = file;
+            break;
+        }
+    }
+    counted_op(c, file);
+}
+
+static PW_TLS int unmap_file;
+
+int64_t pw_io_unmap_begin(void *addr, size_t len)
+{
+    unmap_file = -1;
+    for (int i = 0; i < MAX_MAPS; i++) {
+        map_entry *m = &maps[i];
+        if (__atomic_load_n(&m->addr, __ATOMIC_ACQUIRE) != (uintptr_t)addr)
+            continue;
+        unmap_file = m->file;
+        int64_t est = resident_bytes((uintptr_t)addr, len < m->len ? len : m->len);
+        __atomic_store_n(&m->addr, 0, __ATOMIC_RELEASE);
+        return est;
+    }
+    return 0;
+}
+
+void pw_io_munmap(pw_io_call *c, int64_t estimate)
+{
+    int file = unmap_file;
+    if (file < 0)
+        return;
+    pw_io_rec *r = rec_of(c, file);
+    if (r)
+        r->mmap_bytes += estimate;
+    counted_op(c, file);
+}
+
+/* ---- MPI-IO, from the MPI module's wrappers (pw_hooks.file_call) ---- */
+
+static int handle_file(uintptr_t h, int set, int file)
+{
+    for (int k = 0; k < MAX_HANDLES; k++) {
+        handle_entry *e = &handles[(h / 8 + (uintptr_t)k) % MAX_HANDLES];
+        uintptr_t cur = __atomic_load_n(&e->handle, __ATOMIC_ACQUIRE), zero = 0;
+        if (cur == h) {
+            if (set < 0)
+                __atomic_store_n(&e->handle, 0, __ATOMIC_RELEASE); /* a tombstone-free
+                 table: a later lookup past this slot may miss; handles are few */
+            return e->file;
+        }
+        if (set > 0 && cur == 0 &&
+            __atomic_compare_exchange_n(&e->handle, &zero, h, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            e->file = file;
+            return file;
+        }
+    }
+    return -1;
+}
+
+static void file_call(const pw_file_call *fc)
+{
+    if (!pw_io_on || !pw_wrap_enter())
+        return;
+    static const int ops[] = {PW_IO_OPEN, PW_IO_CLOSE, PW_IO_READ, PW_IO_WRITE,
+                              PW_IO_SEEK, PW_IO_SYNC,  PW_IO_META};
+    pw_io_call c = {.fn = -1,
+                    .layer = PW_IO_MPIIO,
+                    .op = ops[fc->op],
+                    .ra = fc->ra,
+                    .t0 = fc->t0,
+                    .t1 = fc->t1};
+    int file;
+    if (fc->op == PW_FILE_OPEN) {
+        touch_header();
+        file = file_id(fc->path);
+        if (file >= 0)
+            handle_file(fc->handle, 1, file);
+    } else {
+        file = handle_file(fc->handle, fc->op == PW_FILE_CLOSE ? -1 : 0, 0);
+    }
+    if (fc->op != PW_FILE_READ && fc->op != PW_FILE_WRITE) {
+        counted_op(&c, file);
+    } else if (file >= 0) {
+        pw_io_rec *r = rec_of(&c, file);
+        if (r)
+            rw_access(&c, r, file, -1, fc->bytes);
+    }
+    pw_wrap_leave();
+}
+
+/* ---- the store ---- */
+
+static size_t round_page(size_t n) { return (n + PAGE - 1) / PAGE * PAGE; }
+
+/* Create and map this process's store (a new name if a process of this pid already made
+ * one: an exec'd child of a fork). 0 on success. */
+static int make_store(int64_t parent)
+{
+    char path[4300], base[64];
+    int fd = -1;
+    for (int n = 0; n < 100 && fd < 0; n++) {
+        char num[24];
+        int k = pw_fmt_int(num, n);
+        num[k] = 0;
+        memcpy(base, n ? "." : "", n ? 2 : 1);
+        if (n)
+            strcat(base, num);
+        strcat(base, ".pwio");
+        if (pw_experiment_path(path, sizeof path, "io") != 0)
+            return -1;
+        mkdir(path, 0777);
+        /* HOST.PID is the process's name before it has a rank */
+        char name[64];
+        int m = pw_fmt_int(name, (int64_t)getpid());
+        name[m] = 0;
+        if (pw_experiment_path(path, sizeof path, "io/", pw_hostname, ".", name, base) != 0)
+            return -1;
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
+    if (fd < 0)
+        return -1;
+    size_t hdr_len = round_page(sizeof(pw_io_header_rec));
+    size_t files_len = round_page(sizeof(pw_io_file_rec) * (size_t)max_files);
+    size_t objects_len = round_page(sizeof(pw_io_object_rec) * MAX_OBJECTS);
+    recs_offset = round_page(sizeof(io_thread));
+    sites_offset = recs_offset + round_page(sizeof(pw_io_rec) * (size_t)max_files * PW_IO_NLAYERS);
+    block_size = sites_offset + round_page(sizeof(pw_io_site_rec) * (size_t)max_sites);
+    map_len = hdr_len + files_len + objects_len + block_size * (size_t)max_threads;
+    if (ftruncate(fd, (off_t)map_len) != 0) {
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    char *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        unlink(path);
+        return -1;
+    }
+    hdr = (pw_io_header_rec *)m;
+    files = (pw_io_file_rec *)(m + hdr_len);
+    objects = (pw_io_object_rec *)(m + hdr_len + files_len);
+    blocks = m + hdr_len + files_len + objects_len;
+    hdr->version = PW_IO_VERSION;
+    hdr->rank = pw_rank;
+    hdr->pid = getpid();
+    hdr->parent_pid = parent;
+    hdr->max_files = max_files;
+    hdr->max_threads = max_threads;
+    hdr->max_sites = max_sites;
+    hdr->max_objects = MAX_OBJECTS;
+    hdr->state = -1;
+    hdr->t_start = pw_now();
+    hdr->t_end = hdr->t_start;
+    hdr->ns_per_tick = pw_ns_per_tick();
+    pw_io_busy_ticks = &hdr->busy_ticks;
+    __atomic_store_n(&hdr->magic, PW_IO_MAGIC_NUMBER, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* The standard streams are files of the program's too (formatted output to stdout). */
+static void std_files(void)
+{
+    static const char *const names[] = {"<stdin>", "<stdout>", "<stderr>"};
+    for (int fd = 0; fd < 3; fd++) {
+        int file = file_id(names[fd]);
+        if (file >= 0)
+            fds[fd] = (fd_entry){.file = file + 1, .unknown_pos = 1};
+    }
+}
+
+/* In a child of fork: a store of its own with the names (not the counts) of its parent's,
+ * or none, which its parent's header then counts. */
+static void in_child(void)
+{
+    if (!pw_io_on)
+        return;
+    pw_io_header_rec *old = hdr;
+    pw_io_file_rec *old_files = files;
+    pw_io_object_rec *old_objects = objects;
+    size_t old_len = map_len;
+    int64_t parent = old->pid;
+    my_state = 0;
+    my_thread = NULL;
+    last_site = NULL;
+    pw_io_inflight = 0;
+    pw_wrap_depth++;
+    if (make_store(parent) != 0) {
+        __atomic_fetch_add(&old->forks_dropped, 1, __ATOMIC_RELAXED);
+        pw_io_on = 0;
+        pw_io_busy_ticks = NULL;
+        munmap(old, old_len);
+        pw_wrap_depth--;
+        return;
+    }
+    memcpy(files, old_files, sizeof(pw_io_file_rec) * (size_t)max_files);
+    memcpy(objects, old_objects, sizeof(pw_io_object_rec) * MAX_OBJECTS);
+    hdr->nfiles = old->nfiles;
+    munmap(old, old_len);
+    pw_wrap_depth--;
+}
+
+static void start(void)
+{
+    if (!pw_opt.io || !pw_experiment_dir())
+        return;
+    max_files = pw_opt.io_max_files > 0 ? (int)pw_opt.io_max_files : 1024;
+    max_threads = pw_opt.io_max_threads > 0 ? (int)pw_opt.io_max_threads : 16;
+    max_sites = pw_opt.io_max_sites > 0 ? (int)pw_opt.io_max_sites : 512;
+    start_tick = pw_ticks();
+    fds = mmap(NULL, sizeof(fd_entry) * MAX_FDS, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fds == MAP_FAILED) {
+        fds = NULL;
+        return;
+    }
+    pw_wrap_depth++; /* the store's own calls are not the program's */
+    int ok = make_store(0) == 0;
+    pw_wrap_depth--;
+    if (!ok) {
+        pw_log("io: cannot make the I/O record store in %s/io: no I/O profile",
+               pw_experiment_dir());
+        return;
+    }
+    std_files();
+    pthread_atfork(NULL, NULL, in_child);
+    pw_hooks.file_call = file_call;
+    __atomic_store_n(&pw_io_on, 1, __ATOMIC_RELEASE);
+}
+
+/* The process ends: mappings still alive are estimated, the header says how it ended.
+ * The counts are in the file already. */
+static int dump(int state, int in_signal)
+{
+    (void)in_signal;
+    if (!pw_io_on || !hdr)
+        return 0;
+    pw_io_call c = {.fn = -1, .layer = PW_IO_POSIX, .op = PW_IO_MMAP};
+    for (int i = 0; i < MAX_MAPS; i++) {
+        map_entry *m = &maps[i];
+        uintptr_t a = __atomic_load_n(&m->addr, __ATOMIC_ACQUIRE);
+        if (!a)
+            continue;
+        c.t0 = c.t1 = pw_ticks();
+        pw_io_rec *r = rec_of(&c, m->file);
+        if (r)
+            r->mmap_bytes += resident_bytes(a, m->len);
+    }
+    touch_header();
+    hdr->state = state;
+    return 0;
+}
+
+const pw_module pw_module_io = {
+    .name = "io",
+    .version = PW_IO_VERSION,
+    .options = "io,io_max_files,io_max_threads,io_max_sites",
+    .start = start,
+    .dump = dump,
+};
