@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -248,15 +249,15 @@ static int skipped_executable(void)
 
 /* ---- ending the process ---- */
 
-#define PW_MAX_DUMPS 8
-static pw_dump_fn dumps[PW_MAX_DUMPS];
-static int ndumps;
+#define PW_MAX_LATE 8
+static const pw_module *late[PW_MAX_LATE]; /* modules in libraries loaded later */
+static int nlate;
 static int dump_state; /* 0: not yet, 1: a thread is writing, 2: written */
 
-void pw_register_dump(pw_dump_fn fn)
+void pw_register_module(const pw_module *m)
 {
-    if (ndumps < PW_MAX_DUMPS)
-        dumps[ndumps++] = fn;
+    if (nlate < PW_MAX_LATE)
+        late[nlate++] = m;
 }
 
 /* Data of a process that never initialised MPI: one row with rank -1. */
@@ -305,8 +306,9 @@ static void dump_all(int state, int in_signal)
      * the file that says this rank took part, so it goes first where a second signal
      * may kill the process mid-way), then the list's in reverse (last started, first
      * ended) */
-    for (int i = 0; i < ndumps; i++)
-        done |= dumps[i](state, in_signal);
+    for (int i = 0; i < nlate; i++)
+        if (late[i]->dump)
+            done |= late[i]->dump(state, in_signal);
     for (size_t i = PW_NMODULES; i-- > 0;)
         if (modules[i]->dump)
             done |= modules[i]->dump(state, in_signal);
@@ -320,6 +322,23 @@ static void dump_all(int state, int in_signal)
 void pw_dump_now(int state) { dump_all(state, 0); }
 
 static void at_exit(void) { dump_all(PW_STATE_COMPLETE, 0); }
+
+/* A child of fork (system(), a spawned helper, a program that forks workers) is a
+ * process of its own: it starts with no recorded call and no rank, and writes its own
+ * data at its end (procs/HOST.PID.pwprof and the modules' files), never the parent's
+ * again. Run in the child before fork returns, by the thread that forked. */
+static void fork_child(void)
+{
+    pw_sitetabs_forget();
+    pw_rank = -1;
+    __atomic_store_n(&dump_state, 0, __ATOMIC_RELEASE);
+    for (size_t i = 0; i < PW_NMODULES; i++)
+        if (modules[i]->fork_child)
+            modules[i]->fork_child();
+    for (int i = 0; i < nlate; i++)
+        if (late[i]->fork_child)
+            late[i]->fork_child();
+}
 
 static const int caught[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS};
 static struct sigaction previous[sizeof caught / sizeof *caught];
@@ -386,6 +405,7 @@ __attribute__((constructor)) static void pw_init(void)
             modules[i]->start();
     pw_objects_refresh();
     atexit(at_exit);
+    pthread_atfork(NULL, NULL, fork_child);
     if (pw_opt.catch_signals)
         install_signal_handlers();
     pw_debug("active in pid %d", (int)getpid());

@@ -121,7 +121,7 @@ typedef struct pw_job {
 
 /* What the core knows of a module: every entry but the name may be 0/NULL. The core
  * calls them in the order of modules/modules.def (dumps in the reverse order, as
- * atexit would, after those of pw_register_dump), never a module by name. */
+ * atexit would, after those of pw_register_module), never a module by name. */
 typedef struct pw_module {
     const char *name;           /* one word, as in its files and options */
     int version;                /* of the files it writes (its own format, docs/format.md) */
@@ -130,14 +130,19 @@ typedef struct pw_module {
                                  options, set the hooks it provides, start threads */
     void (*thread_start)(void); /* a thread begins to be measured (pw_thread_begin) */
     pw_dump_fn dump;            /* the process ends (exit, fatal signal, pw_dump_now) */
+    /* In the child of a fork (pthread_atfork), before fork returns there: let go of what
+     * is the parent's (its files, its rank), so that the child writes its own data or
+     * none. The core has already emptied the call-site tables and unset pw_rank. */
+    void (*fork_child)(void);
     /* Combine all ranks' data into one file at the job's end (collective: it must make
      * the same job->gather calls on every rank). NULL: per-process files only. */
     int (*reduce)(const pw_job *job);
 } pw_module;
 
 /* A module in a library of its own, loaded later (the generated call wrappers per
- * library flavour): its dump, run before those of the list (it writes the profile). */
-void pw_register_dump(pw_dump_fn fn);
+ * library flavour): its dump runs before those of the list (it writes the profile), its
+ * fork_child after theirs. Its start and thread_start are not called. */
+void pw_register_module(const pw_module *m);
 /* Save now (e.g. in an abort call), once: later exit or signal paths write nothing. */
 void pw_dump_now(int state);
 /* Run every module's thread_start in the calling thread (once per thread: a module
@@ -338,6 +343,9 @@ static inline pw_site *pw_site_at(const pw_sitetab *t, size_t i)
 /* Head of the list of all threads' tables. */
 pw_sitetab *pw_sitetabs(void);
 int pw_sitetabs_count(void);
+/* In the child of a fork: no table (they hold the parent's calls; the child's threads,
+ * its forking one, make new ones at their next call). */
+void pw_sitetabs_forget(void);
 
 /* A site's event counts (pw_nevents > 0): inside [pw_nevents], before [pw_nevents], then
  * the ns each covers (inside, before); charged by the counting module's call_leave. */

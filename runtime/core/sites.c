@@ -33,6 +33,14 @@ void pw_release(void *p, size_t n)
 pw_sitetab *pw_sitetabs(void) { return __atomic_load_n(&all_tables, __ATOMIC_ACQUIRE); }
 int pw_sitetabs_count(void) { return __atomic_load_n(&ntables, __ATOMIC_RELAXED); }
 
+void pw_sitetabs_forget(void)
+{
+    /* the child has one thread: the tables stay mapped (copy-on-write, never touched) */
+    __atomic_store_n(&all_tables, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ntables, 0, __ATOMIC_RELAXED);
+    pw_self_table = NULL;
+}
+
 static size_t pow2_at_least(size_t n)
 {
     size_t p = 64;

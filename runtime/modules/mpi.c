@@ -1008,12 +1008,25 @@ void pw_mpi_finalize_begin(int fn, void *ra)
 
 void pw_mpi_finalize_done(void) {}
 
+/* The child of a fork is no rank (MPI forbids it MPI calls): nothing of its is recorded
+ * as MPI, and its end writes the core's process profile of its own calls, not this
+ * rank's partial profile. */
+static void fork_child(void)
+{
+    __atomic_store_n(&pw_mpi_recording, 0, __ATOMIC_RELEASE);
+    st.initialized = 0;
+}
+
+/* This library's part of the mpi module (the list's is mpi_loader.c): its dump and its
+ * fork handler, registered when the library is loaded. */
+static const pw_module mpi_late = {.name = "mpi", .dump = dump, .fork_child = fork_child};
+
 __attribute__((constructor)) static void pw_mpi_module_init(void)
 {
     pw_functions_register(&mpi_functions);
     for (int i = 0; i < PW_MPI_NFN; i++)
         in_histogram[i] = (PW_HIST_FAMILY_MASK >> pw_mpi_fn_family[i]) & 1;
-    pw_register_dump(dump);
+    pw_register_module(&mpi_late);
     /* loaded by the core at this process's first MPI call: until MPI_Init returns, the
      * process is one that called MPI and is no rank yet (what perfweave run says of a
      * launch whose MPI start-up failed) */

@@ -245,7 +245,8 @@ void *pw_mpi_bind(long i)
 }
 
 /* The MPI module in the list: nothing to start (the first MPI call binds, above), and
- * its dump is the loaded flavour's own (pw_register_dump from its constructor). */
+ * its dump and fork handler are the loaded flavour's own (pw_register_module from its
+ * constructor). */
 const pw_module pw_module_mpi = {
     .name = "mpi",
     .version = PW_PROFILE_VERSION,

@@ -760,6 +760,10 @@ static int private_files(void)
 /* stderr to /dev/null (0, in the thread's own table) once start-up is logged */
 static void quiet_stderr(void) { dup2(0, 2); }
 
+/* The child of a fork: the activity page is the parent's (the child's calls would be
+ * added to the parent's time); the child keeps none. */
+static void fork_child(void) { pw_act = NULL; }
+
 static void *sampler(void *arg)
 {
     (void)arg;
@@ -885,4 +889,5 @@ const pw_module pw_module_timeline = {
     .options = "node_interval,pcp",
     .start = start,
     .dump = stop,
+    .fork_child = fork_child,
 };
