@@ -98,6 +98,18 @@ def test_rank_killed_by_signal(mpi, build, run_pw, sig):
     assert by_name(exp.mpi_functions())["MPI_Barrier"]["calls"] >= 4
 
 
+def test_program_killed_by_sigkill_kills_perfweave_run_alike(mpi, build, run_pw):
+    """SIGKILL (the out-of-memory killer's) cannot be caught: the rank saves nothing, and
+    perfweave run dies of SIGKILL as the program did (it used to fail setting SIGKILL's
+    action and exit with status 2 and an error line)."""
+    single = [build(mpi, "signal.c"), "KILL", "0"]
+    ref = bare(single)
+    r = run_pw(single, check=False)
+    assert ref.returncode == r.proc.returncode == -9
+    assert "error" not in r.proc.stderr, r.proc.stderr
+    assert "has no data" in r.proc.stderr and "killed by signal 9" in r.proc.stderr
+
+
 def test_program_keeps_its_own_signal_handler(mpi, build, run_pw):
     prog = build(mpi, "own_handler.c")
     cmd = mpi.launch(2) + [prog]

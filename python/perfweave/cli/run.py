@@ -85,7 +85,10 @@ def main(args):
     if status < 0:
         # die of the same signal, as the program did
         sys.stdout.flush()
-        signal.signal(-status, signal.SIG_DFL)
+        try:
+            signal.signal(-status, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL, SIGSTOP: no action to set, theirs is the default
         os.kill(os.getpid(), -status)
         return 128 - status
     return status
