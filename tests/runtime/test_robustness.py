@@ -7,7 +7,10 @@ import os
 
 import pytest
 
+import perfweave
+
 from harness import bare, by_name, callsites, place, site_lines
+from perfweave._format import IO_LAYERS
 from perfweave.readers.profile import read_profile
 
 STATE = {"complete": 0, "no-finalize": 1, "abort": 2, "signal": 3}
@@ -108,6 +111,25 @@ def test_program_killed_by_sigkill_kills_perfweave_run_alike(mpi, build, run_pw)
     assert ref.returncode == r.proc.returncode == -9
     assert "error" not in r.proc.stderr, r.proc.stderr
     assert "has no data" in r.proc.stderr and "killed by signal 9" in r.proc.stderr
+
+
+def test_a_killed_process_is_reported_with_what_its_io_module_kept(build, run_pw, tmp_path):
+    """SIGKILL leaves no profile, but the io module's records live in file-backed memory:
+    perfweave run calls the experiment partial (not empty), and perfweave.open and the
+    report show the 777 writes the program made before it killed itself."""
+    r = run_pw([build(None, "io_cases.c"), "kill", tmp_path, 777], ["--io"], check=False)
+    assert r.proc.returncode == -9
+    assert "is partial" in r.proc.stderr and "the io module kept what it counted" in r.proc.stderr
+    exp = perfweave.open(r.exp)
+    assert exp.profile.partial and len(exp.profile.ranks) == 0
+    assert any("shown: what the io module kept" in n for n in exp.profile.notes)
+    f = exp.io.files.index(f"{tmp_path}/kill.dat")
+    (rec,) = exp.io.records[
+        (exp.io.records["file"] == f) & (exp.io.records["layer"] == IO_LAYERS.index("posix"))
+    ]
+    assert (rec["writes"], rec["bytes_written"]) == (777, 7770)
+    text = r.text_report()
+    assert "shown: what the io module kept" in text and "kill.dat" in text
 
 
 def test_program_keeps_its_own_signal_handler(mpi, build, run_pw):

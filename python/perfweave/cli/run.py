@@ -3,6 +3,7 @@
 import os
 import signal
 import sys
+from pathlib import Path
 
 from perfweave import launch, options, writing
 
@@ -66,7 +67,20 @@ def main(args):
         options.values(args),
         meta={"counters_not_counted": not_counted} if not_counted else None,
     )
+    kept = []
     if found and found.state == "empty":
+        from perfweave.readers.experiment import kept_by_modules
+
+        kept = kept_by_modules(Path(exp))
+    if kept:
+        # no profile, but what a module keeps in file-backed memory is there to report
+        launch.say(
+            f"perfweave: experiment {exp} is partial: {found.reason}; the "
+            f"{' and '.join(kept)} module{'s' if len(kept) > 1 else ''} kept what it "
+            f"counted (perfweave report {exp})",
+            sys.stderr,
+        )
+    elif found and found.state == "empty":
         # never "written": there is nothing to report, and the reason is said once here
         launch.say(f"perfweave: experiment {exp} has no data: {found.reason}", sys.stderr)
     elif unwritten:

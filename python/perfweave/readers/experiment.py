@@ -369,13 +369,20 @@ def open_experiment(path):
             if (Path(path) / "traces").is_dir()
             else ""
         )
-        if state_reason(meta):
-            # perfweave run's verdict when the run ended: no need to guess
-            raise PerfweaveError(f"{path}: no profile data: {state_reason(meta)}{kept}")
-        raise PerfweaveError(
-            f"{path}: no profile data (the program wrote none: was it "
-            f"killed with SIGKILL, or did it exit before perfweave "
-            f"started?){kept}"
+        why = state_reason(meta) or (
+            "the program wrote none: was it killed with SIGKILL, or did it exit before "
+            "perfweave started?"
+        )
+        modules = kept_by_modules(path)
+        if not modules:
+            # perfweave run's verdict when the run ended, else a guess
+            raise PerfweaveError(f"{path}: no profile data: {why}{kept}")
+        # a module whose records live in file-backed memory kept what it counted up to
+        # the kill: shown, with an empty profile
+        profile, partial = Profile.from_literal([], [], [], objects=(), hosts=()), True
+        profile.notes.append(
+            f"no profile data: {why}; shown: what the {' and '.join(modules)} "
+            f"module{'s' if len(modules) > 1 else ''} kept up to the end"
         )
     profile.partial = partial
     notes = profile.notes
@@ -414,6 +421,20 @@ def open_experiment(path):
         warnings=warnings,
         unwritten=unwritten,
     )
+
+
+def kept_by_modules(path):
+    """The kinds of data (readers/kinds.py) kept when a process is killed that experiment
+    path holds files of, by name."""
+    from perfweave.readers.kinds import KINDS
+
+    return [
+        k.name
+        for k in KINDS.values()
+        if k.kept_when_killed
+        and (path / k.directory).is_dir()
+        and any((path / k.directory).iterdir())
+    ]
 
 
 def state_reason(meta):

@@ -16,6 +16,9 @@ class Kind:
     directory: str  # its files' directory in the experiment
     read: Callable  # experiment path -> the model (an empty one, or None, when absent)
     what: str  # for messages and docs
+    # a process's own measurements, in file-backed memory: what it counted up to a SIGKILL
+    # is there, so an experiment without any profile is still opened for it
+    kept_when_killed: bool = False
 
 
 class Traces:
@@ -69,6 +72,12 @@ KINDS = {
             mathlib.read_mathlib,
             "BLAS, LAPACK and FFTW calls per process (perfweave run --mathlib)",
         ),
-        Kind("io", "io", io.read_io, "I/O per file, layer and process (perfweave run --io)"),
+        Kind(
+            "io",
+            "io",
+            io.read_io,
+            "I/O per file, layer and process (perfweave run --io)",
+            kept_when_killed=True,
+        ),
     )
 }
