@@ -139,3 +139,24 @@ def test_mpi_light_and_order():
     )
     sev = [a["severity"] for a in advice.advise(d)]
     assert sev == sorted(sev, reverse=True) and len(sev) == 2
+
+
+def test_a_sections_own_advice_is_ranked_with_the_rules():
+    """A module's section gives advice of its own in its data ("advice"): the report's
+    advice takes every section's, with the section named, ranked by severity with the
+    rules' (a new module needs no rule here); an item without rule or text is not
+    advice."""
+    d = data([(10, 9)] * 2, [(r, "MPI_Alltoall", 0x100, 10, 9.0, 0) for r in (0, 1)])
+    d["mymodule"] = {
+        "calls": 3,
+        "advice": [
+            {"rule": "my_first", "severity": 95.0, "text": "first", "evidence": {"x": 1}},
+            {"rule": "my_low", "text": "no severity: ranked last"},
+            {"text": "no rule: ignored"},
+        ],
+    }
+    got = advice.advise(d)
+    assert got[0]["rule"] == "my_first" and got[0]["section"] == "mymodule"
+    assert got[-1]["rule"] == "my_low" and got[-1]["severity"] == 0.0
+    assert "communication_bound" in [a["rule"] for a in got]
+    assert sum(a.get("section") == "mymodule" for a in got) == 2

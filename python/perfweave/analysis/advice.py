@@ -481,10 +481,19 @@ def rule_sampled_mpi(data):
     ]
 
 
-def rule_io(data):
-    """The I/O profile's advice (analysis/io.py: thresholds in docs/io.md), tied to call
-    sites."""
-    return list((data.get("io") or {}).get("advice", []))
+def rule_sections(data):
+    """The advice a module's section gives of its own (its data's "advice": items of
+    this module's form, e.g. analysis/io.py's, thresholds in its docs): every section's,
+    so that a new module's advice reaches the report's without a rule here."""
+    out = []
+    for name, value in data.items():
+        if isinstance(value, dict) and isinstance(value.get("advice"), list):
+            out += [
+                {"severity": 0.0, "evidence": {}, **a, "section": name}
+                for a in value["advice"]
+                if isinstance(a, dict) and "rule" in a and "text" in a
+            ]
+    return out
 
 
 RULES = (
@@ -498,7 +507,7 @@ RULES = (
     rule_sampled_imbalance,
     rule_sampled_activities,
     rule_sampled_mpi,
-    rule_io,
+    rule_sections,
 )
 
 
