@@ -42,6 +42,13 @@ def setup_parser(sub):
         "middle to fit 100 columns)",
     )
     p.add_argument(
+        "--mkl-verbose",
+        metavar="LOG",
+        help="also read the MKL_VERBOSE lines of the program's output (or "
+        "MKL_VERBOSE_OUTPUT_FILE) in LOG: calls and time per MKL routine in the "
+        "math-library section (docs/mathlib.md)",
+    )
+    p.add_argument(
         "--full",
         action="store_true",
         help="text report with every row and every name whole (lines as wide as they need)",
@@ -56,6 +63,10 @@ def main(args):
     from perfweave.report import text
 
     exp = open_experiment(args.experiment)
+    if args.mkl_verbose:
+        from perfweave.readers import mkl_verbose
+
+        exp.mkl_verbose = mkl_verbose.read(args.mkl_verbose)
     top = args.top or 20
     if args.max_rows and args.top:
         top = max(args.top, args.max_rows)
