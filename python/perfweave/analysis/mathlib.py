@@ -46,15 +46,16 @@ MATH_LIBRARIES = (
 )
 # The functions of math libraries by name, wherever they lie (a library linked
 # statically into the executable): BLAS (and OpenBLAS's kernels named after them,
-# dgemm_kernel_HASWELL, dgemm_nn), LAPACK (Fortran names), CBLAS, LAPACKE, FFTW, MKL,
-# OpenBLAS's and BLIS's own
+# dgemm_kernel_HASWELL, dgemm_nn, daxpy_k, dgemv_n_HASWELL; not daxpy_like), LAPACK
+# (Fortran names), CBLAS, LAPACKE, FFTW, MKL, OpenBLAS's and BLIS's own
 _BLAS = (
     "gemm|symm|hemm|syrk|herk|syr2k|her2k|trmm|trsm|gemv|gbmv|symv|hemv|sbmv|hbmv|spmv|"
     "hpmv|trmv|tbmv|tpmv|trsv|tbsv|tpsv|ger|geru|gerc|syr|her|spr|hpr|syr2|her2|spr2|hpr2|"
     "axpy|axpby|scal|copy|swap|dot|dotu|dotc|nrm2|asum|rot|rotg|rotm|rotmg|amax|amin"
 )
 MATH_FUNCTION = re.compile(
-    rf"^(?:(?:[sdcz]|sc|dz|ds|sd|i[sdcz])(?:{_BLAS})(?:_\w*)?"
+    rf"^(?:(?:[sdcz]|sc|dz|ds|sd|i[sdcz])(?:{_BLAS})"
+    r"(?:_|_64_|_[a-z]{1,2}(?:_[A-Z0-9]\w*)?|_(?:kernel|beta|itcopy|oncopy|incopy|otcopy|thread)\w*)?"
     r"|[sdcz](?:ge|gb|gt|po|pp|pb|pt|sy|sp|he|hp|tr|tp|tb|or|un|bd|hs|st|la)\w{1,6}_(?:64_)?"
     r"|(?:cblas|LAPACKE|lapacke|mkl|openblas|gotoblas|bli)_\w+"
     r"|[sd]?fftw[fql]?_\w+|blas_thread_server|exec_blas\w*)$"

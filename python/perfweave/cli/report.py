@@ -62,11 +62,14 @@ def main(args):
     from perfweave.report import data as report_data
     from perfweave.report import text
 
-    exp = open_experiment(args.experiment)
-    if args.mkl_verbose:
+    mkl = None
+    if args.mkl_verbose:  # the log first: its error is the user's option's
         from perfweave.readers import mkl_verbose
 
-        exp.mkl_verbose = mkl_verbose.read(args.mkl_verbose)
+        mkl = mkl_verbose.read(args.mkl_verbose)
+    exp = open_experiment(args.experiment)
+    if mkl is not None:
+        exp.mkl_verbose = mkl  # for the math-library section (report/sections/mathlib.py)
     top = args.top or 20
     if args.max_rows and args.top:
         top = max(args.top, args.max_rows)
