@@ -434,6 +434,8 @@ def _sampled(sampled, routines):
     for r in out["routines"]:
         if r["calls"] or r["pct"] < STATIC_PCT or not is_math_function(r["routine"]):
             continue
+        if not r["static"] and not len(routines):
+            continue  # a shared library, the wrappers saw nothing (--no-mathlib): no claim
         where = os.path.basename(r["object"] or "?")
         how = (
             f"the library is linked statically into {where}"
