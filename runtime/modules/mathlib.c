@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@ PW_TLS pw_ml_tab *pw_ml_self;
 
 static pw_ml_tab *tabs; /* every thread's table, pushed with a compare-and-swap */
 static size_t max_sites;
+static int64_t t_start; /* the process's measured life: from the start or its fork */
 
 #define ROUTINE_NAME(ident, name, group, kind) name,
 #define ROUTINE_GROUP(ident, name, group, kind) group,
@@ -363,10 +365,12 @@ static int dump(int state, int in_signal)
     int64_t dropped = 0;
     static int64_t internal[PW_ML_NFN];
     pw_ml_tab *m = merge(&threads, &dropped, internal);
-    int64_t any_internal = 0;
+    int64_t any_internal = 0, nwritten = 0;
     for (int k = 0; k < PW_ML_NFN; k++)
         any_internal |= internal[k];
-    if (m == NULL || (m->used == 0 && nplans == 0 && !any_internal)) {
+    for (int64_t i = 0; i < nplans; i++)
+        nwritten += !plans[i].inherited || plans[i].executes > 0;
+    if (m == NULL || (m->used == 0 && nwritten == 0 && !any_internal)) {
         if (m)
             pw_release(m, m->bytes);
         return 0; /* the program made no math-library call: no file */
@@ -408,6 +412,8 @@ static int dump(int state, int in_signal)
     pw_file_open(&f, path);
     for (int64_t i = 0; i < nplans; i++) {
         const pw_ml_plan *p = &plans[i];
+        if (p->inherited && p->executes == 0)
+            continue; /* the parent's plan, not used by this forked child */
         pw_mlplan_rec r;
         memset(&r, 0, sizeof r);
         r.gen = p->gen;
@@ -435,7 +441,7 @@ static int dump(int state, int in_signal)
     pw_json j;
     pw_buf_json_head(&j, &b, PW_MATHLIB_MAGIC, PW_MATHLIB_VERSION);
     pw_json_str(&j, "state", pw_state_name(state));
-    pw_json_int(&j, "t_start", pw_t_start);
+    pw_json_int(&j, "t_start", t_start);
     pw_json_int(&j, "t_end", pw_now());
     pw_json_int(&j, "threads", threads);
     pw_json_int(&j, "max_sites", (int64_t)max_sites);
@@ -471,12 +477,44 @@ static int dump(int state, int in_signal)
     return 0;
 }
 
+/* A forked child (the only thread, a copy of the one that called fork) starts with
+ * empty tables: the parent's counts are the parent's to write, and the child's dump
+ * holds its own calls alone (none: no file). The parent's tables are unmapped from the
+ * child (their pages, shared copy-on-write, were never written by it); the plans stay
+ * known (a child may execute a plan its parent made) with their executes, planning time
+ * and counters zeroed, and are written only if the child executes them. The plan lock
+ * is the child's alone: a parent's thread that held it does not exist here. A child of
+ * an MPI rank records and writes nothing: the rank's files (mathlib/rank-R.*) are its
+ * parent's. */
+static void in_child(void)
+{
+    pw_ml_tab *t = __atomic_exchange_n(&tabs, NULL, __ATOMIC_ACQ_REL);
+    while (t != NULL) {
+        pw_ml_tab *next = t->next;
+        pw_release(t, t->bytes);
+        t = next;
+    }
+    pw_ml_self = NULL;
+    __atomic_clear(&plan_lock, __ATOMIC_RELEASE);
+    for (int64_t i = 0; i < nplans; i++) {
+        plans[i].inherited = 1;
+        plans[i].executes = plans[i].exec_ticks = plans[i].ticks = 0;
+    }
+    plans_dropped = unknown_executes = 0;
+    t_start = pw_now();
+    if (pw_rank >= 0)
+        pw_ml_on = 0;
+}
+
 /* In the core's constructor, the process being measured: nothing is looked up or
  * allocated until the program makes its first math-library call. */
 static void start(void)
 {
     max_sites = pw_opt.mathlib_max_sites > 0 ? (size_t)pw_opt.mathlib_max_sites : 1;
     pw_ml_on = pw_opt.mathlib;
+    t_start = pw_t_start;
+    if (pw_ml_on)
+        pthread_atfork(NULL, NULL, in_child);
 }
 
 const pw_module pw_module_mathlib = {

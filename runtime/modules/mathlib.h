@@ -174,6 +174,7 @@ typedef struct pw_ml_plan {
     double size;
     int64_t executes, exec_ticks; /* atomically: a plan may run in several threads */
     double flops;
+    int32_t inherited; /* made by the parent of this forked child: written if executed */
 } pw_ml_plan;
 
 static inline void pw_ml_plan_desc_init(pw_ml_plan_desc *d, int kind)

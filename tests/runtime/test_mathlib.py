@@ -144,3 +144,43 @@ def test_no_math_library_no_file(build, run_pw):
     r = run_pw([prog])
     assert not (r.exp / "mathlib").exists()
     assert not np.any(r.open().mathlib.calls["count"])
+
+
+def by_pid(ml):
+    """{pid: (process index, its routines' (calls, flops))}."""
+    return {p.pid: (i, per_routine(ml, i)) for i, p in enumerate(ml.processes)}
+
+
+def test_forked_child_does_not_repeat_the_parent(build, run_pw):
+    """A forked child inherits the parent's tables: its dump must hold its own calls only
+    (3 dgemm_, 1 execute of the inherited plan), never the parent's 7 again."""
+    prog = build(None, "ml_fork.c", ("-lblas", "-lfftw3"))
+    r = run_pw([prog])
+    assert r.proc.stdout == "c00 32.0 child 0\n"
+    ml = r.open().mathlib
+    assert len(ml.processes) == 2, ml.processes
+    flops = 2.0 * 32**3
+    got = sorted(by_pid(ml).values(), key=lambda x: -x[1]["dgemm_"][0])
+    (parent, mine), (child, theirs) = got
+    assert mine["dgemm_"] == (7, 7 * flops) and mine["fftw_execute"][0] == 2
+    assert theirs == {"dgemm_": (3, 3 * flops), "fftw_execute": (1, 5 * 64 * 6.0)}
+    plans = ml.plans
+    assert plans["executes"][plans["process"] == parent].tolist() == [2]
+    # the child's plan: the parent's, executed once there, its planning not repeated
+    p = plans[plans["process"] == child]
+    assert p["executes"].tolist() == [1] and p["plan_ns"].tolist() == [0]
+    assert ml.processes[child].t_start > ml.processes[parent].t_start
+
+
+def test_forked_child_of_a_rank_writes_nothing(mpi, build, run_pw):
+    """A child of an MPI rank would write the rank's files (mathlib/rank-R.*): it
+    records nothing, and the rank's counts are the parent's (the parent writes last, so
+    this guards the counts, not that the child wrote nothing)."""
+    prog = build(mpi, "ml_fork.c", ("-DWITH_MPI", "-lblas", "-lfftw3"))
+    r = run_pw(mpi.launch(RANKS) + [prog])
+    assert r.proc.stdout.count("c00 32.0 child 0\n") == RANKS
+    ml = r.open().mathlib
+    assert [p.rank for p in ml.processes] == list(range(RANKS))
+    for k in range(RANKS):
+        got = per_routine(ml, k)
+        assert got["dgemm_"] == (7, 7 * 2.0 * 32**3) and got["fftw_execute"][0] == 2

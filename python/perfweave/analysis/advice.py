@@ -301,7 +301,7 @@ def rule_sampled_imbalance(data):
     out = []
     for f in sm.get("functions", []):
         pr = f["per_rank_pct"]
-        work = sum(f["by_activity_pct"].get(a, 0) for a in ("compute", "io", "alloc"))
+        work = sum(f["by_activity_pct"].get(a, 0) for a in ("compute", "io", "alloc", "mathlib"))
         if (
             f["imbalance"] < SAMPLE_IMBALANCE
             or pr["max"] - pr["mean"] < SAMPLE_IMBALANCE_POINTS

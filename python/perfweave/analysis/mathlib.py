@@ -22,6 +22,66 @@ PLAN_REUSE_MIN = 10  # ... with at least this many plans
 REFERENCE_LIBS = ("/blas/libblas.so", "/lapack/liblapack.so", "libblas.so.3", "liblapack.so.3")
 GEMM = re.compile(r"(cblas_)?[sdcz]gemm(_|_64_)?")
 OPTIMISED = ("openblas", "mkl", "blis", "atlas", "armpl", "essl", "accelerate", "flexiblas")
+STATIC_PCT = 1.0  # a routine sampled at least this % of the app time, no call seen: static
+
+# The loaded objects of math libraries, by the start of their file name: the samples in
+# them are the math-library activity (analysis/samples.py), the threads they start too
+MATH_LIBRARIES = (
+    "libblas",
+    "libcblas",
+    "liblapack",
+    "liblapacke",
+    "libopenblas",
+    "libfftw3",
+    "libmkl",
+    "libscalapack",
+    "libblis",
+    "libflexiblas",
+    "libarmpl",
+    "libessl",
+    "libatlas",
+    "libsatlas",
+    "libtatlas",
+    "libgslcblas",
+)
+# The functions of math libraries by name, wherever they lie (a library linked
+# statically into the executable): BLAS (and OpenBLAS's kernels named after them,
+# dgemm_kernel_HASWELL, dgemm_nn, daxpy_k, dgemv_n_HASWELL; not daxpy_like), LAPACK
+# (Fortran names), CBLAS, LAPACKE, FFTW, MKL, OpenBLAS's and BLIS's own
+_BLAS = (
+    "gemm|symm|hemm|syrk|herk|syr2k|her2k|trmm|trsm|gemv|gbmv|symv|hemv|sbmv|hbmv|spmv|"
+    "hpmv|trmv|tbmv|tpmv|trsv|tbsv|tpsv|ger|geru|gerc|syr|her|spr|hpr|syr2|her2|spr2|hpr2|"
+    "axpy|axpby|scal|copy|swap|dot|dotu|dotc|nrm2|asum|rot|rotg|rotm|rotmg|amax|amin"
+)
+MATH_FUNCTION = re.compile(
+    rf"^(?:(?:[sdcz]|sc|dz|ds|sd|i[sdcz])(?:{_BLAS})"
+    r"(?:_|_64_|_[a-z]{1,2}(?:_[A-Z0-9]\w*)?|_(?:kernel|beta|itcopy|oncopy|incopy|otcopy|thread)\w*)?"
+    r"|[sdcz](?:ge|gb|gt|po|pp|pb|pt|sy|sp|he|hp|tr|tp|tb|or|un|bd|hs|st|la)\w{1,6}_(?:64_)?"
+    r"|(?:cblas|LAPACKE|lapacke|mkl|openblas|gotoblas|bli)_\w+"
+    r"|[sd]?fftw[fql]?_\w+|blas_thread_server|exec_blas\w*)$"
+)
+
+
+def is_math_library(path):
+    """Whether a loaded object (its path) is a math library's."""
+    return os.path.basename(path or "").startswith(MATH_LIBRARIES)
+
+
+def is_math_function(name):
+    """Whether a function's name is a math library's (BLAS, LAPACK, FFTW, ...)."""
+    return bool(MATH_FUNCTION.match(name or ""))
+
+
+def routine_key(name):
+    """One spelling of a routine for matching the wrappers' names, the samples' and
+    MKL_VERBOSE's: lower case without the Fortran underscore, the ILP64 suffix and the
+    CBLAS prefix (dgemm_, DGEMM, cblas_dgemm, dgemm_64_ -> dgemm)."""
+    n = (name or "").lower()
+    for suffix in ("_64_", "_64", "_"):
+        if n.endswith(suffix) and len(n) > len(suffix):
+            n = n[: -len(suffix)]
+            break
+    return n[len("cblas_") :] if n.startswith("cblas_") else n
 
 
 def _group(keys):
@@ -71,9 +131,24 @@ class MathLibResult:
     size_classes: one row per (routine, size class), by time: routine, chars (the
       transpose/uplo letters), dims (mean dims, 'm x n x k'), b0 b1 b2 (log2 buckets),
       calls, time_s, mean_s, flops, gflops.
+    dims_hist: the histogram of each routine's dimensions: one row per (routine, dim,
+      log2 bucket) with calls, by routine's time, dim, bucket: routine, dim (0, 1, 2: the
+      spec's first three tagged dims, m n k for gemm), bucket (floor(log2 d) + 1), lo, hi
+      (the sizes it holds: 2^(bucket-1) to 2^bucket - 1), calls, time_s, pct (of the
+      routine's calls).
     plans: one row per FFTW plan, by process then creation: process, rank, gen, routine,
       kind, dims, howmany, sign, flags, inplace, live, plan_s, executes, exec_s, flops,
       gflops.
+    sampled: the math libraries in the samples' split of the app time (analysis/
+      sampling.py, its `mathlib`; None without samples): {"pct", "routines": [{"routine",
+      "object", "static", "pct", "math_pct", "calls" (the wrappers' user calls of that
+      routine), "callers": [{"name", "function", "file", "line", "pct", "routine_pct"}]}]}.
+    static: routines the samples show (at least STATIC_PCT % of the app time) but of
+      which the wrappers saw no call: a library linked statically (or called without
+      the PLT): [{"routine", "object", "pct", "text"}].
+    mkl_verbose: the MKL_VERBOSE lines given to `perfweave report --mkl-verbose`
+      (readers/mkl_verbose.py), None without: {"path", "lines", "calls", "time_s",
+      "routines": [{"routine", "calls", "time_s", "pct", "threads"}]}.
     advice: [{"rule", "text"}]."""
 
     processes: int
@@ -91,23 +166,29 @@ class MathLibResult:
     callsites: np.ndarray
     size_classes: np.ndarray
     plans: np.ndarray
+    dims_hist: np.ndarray
     plans_created: int
     plan_executes: int
     dropped: int
     not_wrapped: list
+    sampled: dict = None
+    static: list = field(default_factory=list)
+    mkl_verbose: dict = None
     advice: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
     def to_json(self):
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        for k in ("routines", "callsites", "size_classes", "plans"):
+        for k in ("routines", "callsites", "size_classes", "plans", "dims_hist"):
             d[k] = records(d[k])
         d["not_wrapped"] = [list(x) for x in self.not_wrapped]
         return d
 
 
-def analyze(ml, symbolizer=None):
-    """The MathLibResult of a MathLib model (model/mathlib.py)."""
+def analyze(ml, symbolizer=None, sampled=None, mkl_verbose=None):
+    """The MathLibResult of a MathLib model (model/mathlib.py); sampled: the samples'
+    view (SamplesResult.mathlib: analysis/samples.py), mkl_verbose: MKL_VERBOSE's
+    calls (readers/mkl_verbose.py MklVerbose), each None without."""
     symbolizer = symbolizer or Symbolizer()
     c = ml.calls
     t = c["total_ns"] / 1e9
@@ -221,6 +302,7 @@ def analyze(ml, symbolizer=None):
         n,
     )
     sizes = sizes[np.argsort(-sizes["time_s"], kind="stable")]
+    dims_hist = _dims_hist(c, routines)
 
     # FFTW plans
     p = ml.plans
@@ -278,14 +360,99 @@ def analyze(ml, symbolizer=None):
         callsites=callsites,
         size_classes=sizes,
         plans=plans,
+        dims_hist=dims_hist,
         plans_created=len(p),
         plan_executes=int(p["executes"].sum()),
         dropped=sum(pr.dropped for pr in procs),
         not_wrapped=list(ml.not_wrapped),
         notes=list(ml.notes),
     )
+    if sampled:
+        res.sampled, res.static = _sampled(sampled, routines)
+    if mkl_verbose is not None:
+        res.mkl_verbose = mkl_verbose.summary()
     res.advice = advise(res)
     return res
+
+
+def _dims_hist(c, routines):
+    """MathLibResult.dims_hist of the calls table c."""
+    parts = []
+    for k in range(3):
+        b = c[f"b{k}"].astype(np.int64)
+        have = b > 0
+        parts.append(
+            (
+                c["routine"][have],
+                np.full(have.sum(), k),
+                b[have],
+                c["count"][have],
+                c["total_ns"][have] / 1e9,
+            )
+        )
+    rt = np.concatenate([x[0] for x in parts]).astype(object)
+    dim, bk, cnt, tm = (np.concatenate([x[i] for x in parts]) for i in range(1, 5))
+    keys = table({"routine": rt, "dim": dim.astype(np.int64), "bucket": bk.astype(np.int64)})
+    keys, inv = _group(keys)
+    n = len(keys)
+    calls = _sums(cnt, inv, n).astype(np.int64)
+    per_routine = {}
+    for r, d, x in zip(keys["routine"], keys["dim"], calls):
+        per_routine[(r, d)] = per_routine.get((r, d), 0) + int(x)
+    total = np.array([per_routine[(r, d)] for r, d in zip(keys["routine"], keys["dim"])])
+    out = table(
+        {
+            "routine": keys["routine"],
+            "dim": keys["dim"].astype(np.int64),
+            "bucket": keys["bucket"].astype(np.int64),
+            "lo": (1 << np.maximum(keys["bucket"].astype(np.int64) - 1, 0)),
+            "hi": (1 << keys["bucket"].astype(np.int64)) - 1,
+            "calls": calls,
+            "time_s": _sums(tm, inv, n),
+            "pct": np.divide(100 * calls, total, out=np.zeros(n), where=total > 0),
+        },
+        n,
+    )
+    rank = {r: i for i, r in enumerate(routines["routine"])}
+    order = np.lexsort(
+        (out["bucket"], out["dim"], [rank.get(r, len(rank)) for r in out["routine"]])
+    )
+    return out[order]
+
+
+def _sampled(sampled, routines):
+    """The samples' view of the math libraries with the wrappers' calls of each routine,
+    and the routines the samples show but the wrappers never saw called (static)."""
+    calls = {}
+    for r, n in zip(routines["routine"], routines["calls"]):
+        calls[routine_key(r)] = calls.get(routine_key(r), 0) + int(n)
+    out = dict(sampled)
+    out["routines"] = [
+        dict(r, calls=calls.get(routine_key(r["routine"]), 0)) for r in sampled.get("routines", [])
+    ]
+    static = []
+    for r in out["routines"]:
+        if r["calls"] or r["pct"] < STATIC_PCT or not is_math_function(r["routine"]):
+            continue
+        if not r["static"] and not len(routines):
+            continue  # a shared library, the wrappers saw nothing (--no-mathlib): no claim
+        where = os.path.basename(r["object"] or "?")
+        how = (
+            f"the library is linked statically into {where}"
+            if r["static"]
+            else f"{where} calls it without the wrappers (not through the PLT)"
+        )
+        static.append(
+            {
+                "routine": r["routine"],
+                "object": r["object"],
+                "pct": r["pct"],
+                "text": f"{r['routine']} takes {r['pct']:.1f} % of the app time's samples but no "
+                f"call of it was seen: {how}; its calls, sizes and flops are not counted (link "
+                "the shared library, e.g. -lopenblas instead of libopenblas.a, to have them)",
+            }
+        )
+    return out, static
 
 
 def advise(res):
@@ -319,6 +486,8 @@ def advise(res):
                     "(fftw_execute_dft on new arrays of the same layout)",
                 }
             )
+    for st in res.static:
+        out.append({"rule": "static_library", "text": st["text"]})
     for lib in res.libraries:
         if lib["reference"] and lib["time_s"] > 0:
             out.append(

@@ -12,7 +12,10 @@ Activities: the runtime records each sample's activity (compute, mpi_FAMILY, sle
 any it adds later); a compute sample is further told apart post-mortem (classify) from
 its innermost frames: the interrupted function, and the next frames while they are in
 a system library (libc, libpthread, libgomp, libstdc++), named by the symbolizer and
-matched against known I/O, memory-allocation and thread-synchronisation functions."""
+matched against known I/O, memory-allocation and thread-synchronisation functions. A
+compute sample with a frame of a math library anywhere on its stack (its object's name,
+or a math routine's name in the executable: a library linked statically) is the math
+libraries' (MATHLIB), whatever its innermost frames: the threads a library starts too."""
 
 import os
 import re
@@ -23,6 +26,7 @@ import numpy as np
 
 from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import phases, timebins
+from perfweave.analysis.mathlib import is_math_function, is_math_library
 from perfweave.analysis.phases import APP, PHASES
 from perfweave.model.table import column, records, table
 from perfweave.symbols import Symbolizer
@@ -63,9 +67,12 @@ def mpi_call_name(function):
 # name), with the ones classify() tells apart within "compute" after "compute". A name
 # not listed here (in files of a later runtime) is appended when first seen, so indexes
 # stay stable.
-ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "omp_sync"] + [
+MATHLIB = "mathlib"  # time inside a math library's call (BLAS, LAPACK, FFTW), its threads'
+ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "omp_sync", MATHLIB] + [
     a for a in RUNTIME_ACTIVITIES if a != "compute"
 ]
+MATHLIB_ROUTINES = 10  # the routines of SamplesResult.mathlib, and callers of each
+MATHLIB_CALLERS = 5
 CLASSIFY_FRAMES = 3  # frame 0 and up to two callers, while in a system library
 
 # Known functions, by normalised name (_normalise: glibc's __GI_/__libc_ prefixes,
@@ -411,7 +418,8 @@ def _index(name):
 
 def _classify(procs, sym):
     """Per process: (activity index per sample, the library function that decided it
-    per sample: "" where none did)."""
+    per sample: "" where none did; for a math-library sample the routine, its math
+    frames: {sample: _MathFrame})."""
     out = []
     for p in procs:
         rec = p.records
@@ -466,14 +474,96 @@ def _classify(procs, sym):
                 # callers are looked at only through system libraries
                 if not path or not _is_system(path) or "libmpi" in path:
                     break
-        out.append((act, why))
+        math = _math_frames(p, cand, sym)
+        for i, mf in math.items():
+            act[i] = _index(MATHLIB)
+            why[i] = mf.routine
+        out.append((act, why, math))
+    return out
+
+
+@dataclass(frozen=True)
+class _MathFrame:
+    """A sample's place in a math library: the outermost frame of the library (its
+    routine and object; static: found by the routine's name in an object that is no
+    math library's), and the frame that called it ((object path, offset); None for a
+    thread of the library's own, whose stack has nothing outside it)."""
+
+    routine: str
+    object: str
+    static: bool
+    caller: tuple = None
+
+
+def _math_frames(p, cand, sym):
+    """{sample index: _MathFrame} of the samples cand (indexes) with a math library's
+    frame on their stack. perfweave's own frames (its wrappers of the routines, between
+    the program and the library) are looked through."""
+    rec = p.records
+    if not len(cand):
+        return {}
+    objs = p.objects
+    depth = rec["depth"].astype(np.int64)
+    math_obj = np.array([is_math_library(m) for m in objs] + [False], bool)
+    ours = np.array([os.path.basename(m).startswith("libperfweave") for m in objs] + [True], bool)
+    # objects where a math routine's name counts (a static library): neither a system
+    # library, nor a math library, nor perfweave's
+    by_name = np.array(
+        [not _is_system(m) and not is_math_library(m) and not m.startswith("[") for m in objs]
+        + [False],
+        bool,
+    )
+    o = rec["object"][cand].astype(np.int64)
+    oidx = np.where((o >= 0) & (o < len(objs)), o, len(objs))
+    offset = rec["offset"][cand].astype(np.int64)
+    valid = np.arange(o.shape[1])[None, :] < depth[cand][:, None]
+    # per frame: 1 a math library's, 2 a math routine by name, 3 perfweave's, 0 other
+    kind = np.where(valid & ours[oidx], 3, 0)
+    kind[valid & math_obj[oidx]] = 1
+    named = valid & by_name[oidx]
+    names = {}
+    if named.any():
+        pairs = np.unique(np.stack([oidx[named], offset[named]], 1), axis=0)
+        for m in np.unique(pairs[:, 0]).tolist():
+            offs = pairs[pairs[:, 0] == m, 1].tolist()
+            for off, L in zip(offs, sym.resolve(objs[m], offs)):
+                names[(m, off)] = L.function or ""
+        key = oidx[named] * (1 << 40) + offset[named]
+        uniq, inv = np.unique(key, return_inverse=True)
+        is_math = np.array(
+            [is_math_function(names.get((int(k >> 40), int(k & ((1 << 40) - 1))))) for k in uniq],
+            bool,
+        )
+        kind[named] = np.where(is_math[inv.reshape(-1)], 2, kind[named])
+    out = {}
+    for r in np.flatnonzero(((kind == 1) | (kind == 2)).any(axis=1)).tolist():
+        i = int(cand[r])
+        d = int(depth[i])
+        outer = max(k for k in range(d) if kind[r, k] in (1, 2))
+        m, off = int(oidx[r, outer]), int(offset[r, outer])
+        if kind[r, outer] == 2:
+            routine = names[(m, off)]
+        else:
+            L = sym.resolve(objs[m], [off])[0]
+            routine = L.function or os.path.basename(objs[m])
+        caller = None
+        for k in range(outer + 1, d):
+            if kind[r, k] == 3:
+                continue  # perfweave's wrapper of the routine
+            cm = int(oidx[r, k])
+            path = objs[cm] if cm < len(objs) else ""
+            base = os.path.basename(path)
+            if path and not base.startswith(_THREAD_START) and not _is_openmp_runtime(path):
+                caller = (path, int(offset[r, k]))
+            break
+        out[i] = _MathFrame(routine, objs[m], bool(kind[r, outer] == 2), caller)
     return out
 
 
 def classify(procs, symbolizer=None):
     """Per process (model.samples.ProcessSamples), an int array: each sample's activity,
     an index into ACTIVITIES."""
-    return [a for a, _ in _classify(procs, symbolizer or Symbolizer())]
+    return [a for a, *_ in _classify(procs, symbolizer or Symbolizer())]
 
 
 def analyze(procs, symbolizer=None, windows=None):
@@ -494,7 +584,7 @@ def analyze(procs, symbolizer=None, windows=None):
     per_proc = []
     weights = []  # per process: each sample's wall time (_seconds)
     wanted = {}
-    for p, (act, why) in zip(procs, classified):
+    for p, (act, why, _) in zip(procs, classified):
         rec = p.records
         d = rec["depth"].astype(np.int64)
         objs = rec["object"]
@@ -615,6 +705,7 @@ def analyze(procs, symbolizer=None, windows=None):
     tree = {}  # function path -> [incl, excl] (proc, state)
     callee = {}  # (activity, library function) -> samples
     tree_ctr = {}  # function path -> [incl, excl] (event)
+    math_w = {}  # (routine, object, static) -> {caller: app samples}
     for j, (p, keys, st, delta, stacks, why) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         w = weights[j]
@@ -624,6 +715,10 @@ def analyze(procs, symbolizer=None, windows=None):
         phase_n += np.bincount(phase, minlength=len(PHASES))
         app = phase == APP
         np.add.at(app_totals[j], st[app], w[app])
+        for i, mf in classified[j][2].items():
+            if app[i]:
+                by = math_w.setdefault((mf.routine, mf.object, mf.static), {})
+                by[mf.caller] = by.get(mf.caller, 0.0) + float(w[i])
         for a, fn, x, in_app in zip(st.tolist(), why, w.tolist(), app.tolist()):
             if fn and in_app:
                 callee[(activities[a], fn)] = callee.get((activities[a], fn), 0) + x
@@ -724,7 +819,7 @@ def analyze(procs, symbolizer=None, windows=None):
             for a in sorted({a for a, _ in callee})
         },
         call_tree=tree_table,
-        timeline=timebins.from_samples(procs, activities, [a for a, _ in classified], seconds),
+        timeline=timebins.from_samples(procs, activities, [a for a, *_ in classified], seconds),
         functions=places("function"),
         lines=places("line"),
         inclusive=places("inclusive"),
@@ -742,6 +837,7 @@ def analyze(procs, symbolizer=None, windows=None):
         else None,
         phase_samples={ph: int(phase_n[k]) for k, ph in enumerate(PHASES)} if windows else None,
         time_split=time_split(app_activity_pct),
+        mathlib=_mathlib_view(math_w, app_totals.sum(), sym),
         _build={"samples": sample_table, "call_tree_per_rank": tree_per_rank_table},
     )
 
@@ -888,11 +984,51 @@ def _start_routine(p, i):
     return None
 
 
+LIBRARY_THREADS = "[threads of the library]"
+
+
+def _mathlib_view(math_w, app_total, sym):
+    """SamplesResult.mathlib of {(routine, object, static): {caller: app samples}}."""
+    if not math_w or app_total <= 0:
+        return None
+    total = sum(sum(by.values()) for by in math_w.values())
+    rows = []
+    for (routine, obj, static), by in math_w.items():
+        n = sum(by.values())
+        callers = []
+        for caller, x in sorted(by.items(), key=lambda kv: -kv[1])[:MATHLIB_CALLERS]:
+            row = {"name": LIBRARY_THREADS, "function": "", "file": "", "line": 0}
+            if caller is not None:
+                L = sym.resolve(caller[0], [caller[1]])[0]
+                fn = L.function or f"{os.path.basename(caller[0])}+{caller[1]:#x}"
+                where = f" ({os.path.basename(L.file)}:{L.line})" if L.file and L.line else ""
+                row = {
+                    "name": fn + where,
+                    "function": fn,
+                    "file": L.file or "",
+                    "line": L.line or 0,
+                }
+            callers.append(dict(row, pct=100 * x / app_total, routine_pct=100 * x / n))
+        rows.append(
+            {
+                "routine": routine,
+                "object": obj,
+                "static": static,
+                "pct": 100 * n / app_total,
+                "math_pct": 100 * n / total,
+                "callers": callers,
+            }
+        )
+    rows.sort(key=lambda r: (-r["pct"], r["routine"]))
+    return {"pct": 100 * total / app_total, "routines": rows[:MATHLIB_ROUTINES]}
+
+
 def time_split(app_activity_pct):
     """Performance Reports' split of the app time from its samples (app_activity_pct:
     without the start-up in MPI_Init and the shutdown): compute (memory allocation
-    included), MPI (every family), I/O, thread synchronisation, and time asleep or
-    blocked (only when there is some); None without samples in the app time."""
+    included), MPI (every family), I/O, thread synchronisation, and, only when there is
+    some, time in math libraries (apart from compute) and time asleep or blocked; None
+    without samples in the app time."""
     if not app_activity_pct:
         return None
     act = app_activity_pct
@@ -902,6 +1038,8 @@ def time_split(app_activity_pct):
         "I/O": act.get("io", 0),
         "threads": act.get("thread_sync", 0) + act.get("omp_sync", 0),
     }
+    if act.get(MATHLIB, 0):
+        split["math libraries"] = act[MATHLIB]
     idle = act.get("sleep", 0) + act.get("wait", 0)
     if idle:
         split["sleep/wait"] = idle
@@ -1174,6 +1312,13 @@ class SamplesResult:
       samples: node (call_tree's id), rank, activity, samples, exclusive_samples (the
       samples' weights, rounded), pct, exclusive_pct (of the rank's samples), seconds,
       exclusive_seconds.
+    mathlib: the app time's samples in math libraries (MATHLIB), None without any:
+      {"pct" (of the app time's samples), "routines": the MATHLIB_ROUTINES largest, each
+      {"routine" (the outermost frame in the library), "object" (its loaded object),
+      "static" (found by its name outside any math library: linked statically), "pct",
+      "math_pct" (of the math samples), "callers": the MATHLIB_CALLERS largest, each
+      {"name" ('solve (solver.f90:211)'; '[threads of the library]' for a thread with
+      no frame outside it), "function", "file", "line", "pct", "routine_pct"}}]}.
     samples (built on first use): one row per sample, by rank, process, thread and time:
       time_s (since the process's start), rank, process, thread, activity (its name),
       leaf (the self function), line (the self line's name), stack (the path of
@@ -1207,6 +1352,7 @@ class SamplesResult:
     phase_pct: dict = None  # {phase: % of samples}, with MPI_Init/Finalize windows
     phase_samples: dict = None
     time_split: dict = None  # sampling.time_split of app_activity_pct
+    mathlib: dict = None  # the math libraries' app samples by routine and caller
     _build: dict = field(default_factory=dict, repr=False)  # the tables built on first use
 
     @cached_property
@@ -1246,6 +1392,7 @@ class SamplesResult:
             out["phase_pct"] = self.phase_pct
             out["phase_samples"] = self.phase_samples
         out["time_split"] = self.time_split
+        out["mathlib"] = self.mathlib
         return out
 
     def _shares_json(self, r):

@@ -42,6 +42,13 @@ def setup_parser(sub):
         "middle to fit 100 columns)",
     )
     p.add_argument(
+        "--mkl-verbose",
+        metavar="LOG",
+        help="also read the MKL_VERBOSE lines of the program's output (or "
+        "MKL_VERBOSE_OUTPUT_FILE) in LOG: calls and time per MKL routine in the "
+        "math-library section (docs/mathlib.md)",
+    )
+    p.add_argument(
         "--full",
         action="store_true",
         help="text report with every row and every name whole (lines as wide as they need)",
@@ -55,7 +62,14 @@ def main(args):
     from perfweave.report import data as report_data
     from perfweave.report import text
 
+    mkl = None
+    if args.mkl_verbose:  # the log first: its error is the user's option's
+        from perfweave.readers import mkl_verbose
+
+        mkl = mkl_verbose.read(args.mkl_verbose)
     exp = open_experiment(args.experiment)
+    if mkl is not None:
+        exp.mkl_verbose = mkl  # for the math-library section (report/sections/mathlib.py)
     top = args.top or 20
     if args.max_rows and args.top:
         top = max(args.top, args.max_rows)

@@ -1,8 +1,13 @@
 """The math-library section (runtime/modules/mathlib.c, `perfweave run --mathlib`): the
 share of the processes' time in BLAS, LAPACK and FFTW calls, per routine, per call site
-and per size class with flops rates, the libraries that answered, the FFTW plans and the
-advice of analysis/mathlib.py. Absent when the run made no math-library call."""
+and per size class with flops rates, each routine's dimensions as a histogram, the
+libraries that answered, the FFTW plans and the advice of analysis/mathlib.py; beside the
+wrappers' exact calls, the samples' view (the math libraries' share of the app time per
+routine and calling line, analysis/samples.py), the routines the samples show but the
+wrappers never saw (a library linked statically), and MKL_VERBOSE's calls when given
+(`perfweave report --mkl-verbose LOG`). Absent when none of these has anything."""
 
+import os
 import textwrap
 
 from perfweave.analysis.mathlib import analyze
@@ -14,12 +19,15 @@ from perfweave.report.text import _cut, _more, _table
 
 class MathLibSection(Section):
     name = "mathlib"
+    needs = ("samples",)
 
     def collect(self, experiment, report, top):
         ml = experiment.mathlib
-        if not ml and not ml.notes:
+        sampled = (report.get("samples") or {}).get("mathlib")
+        mkl = getattr(experiment, "mkl_verbose", None)
+        if not ml and not ml.notes and not sampled and mkl is None:
             return {}
-        return {"mathlib": analyze(ml).to_json()}
+        return {"mathlib": analyze(ml, sampled=sampled, mkl_verbose=mkl).to_json()}
 
     def text(self, data, view):
         m = data.get("mathlib")
@@ -27,6 +35,8 @@ class MathLibSection(Section):
             return []
         out = ["", "Math libraries (BLAS, LAPACK, FFTW calls; --mathlib)"]
         for line in _summary(m):
+            out += _wrap(line, view.width)
+        for line in _sampled_summary(m):
             out += _wrap(line, view.width)
         for title, rows, cols, what in _tables(m):
             if not rows:
@@ -44,7 +54,8 @@ class MathLibSection(Section):
         m = data.get("mathlib")
         if not m:
             return []
-        parts = ["<h2>Math libraries</h2>"] + [f"<p>{_e(x)}</p>" for x in _summary(m)]
+        parts = ["<h2>Math libraries</h2>"]
+        parts += [f"<p>{_e(x)}</p>" for x in _summary(m) + _sampled_summary(m)]
         for title, rows, cols, _ in _tables(m):
             if rows:
                 parts += [f"<h3>{_e(title)}</h3>", _html_table(rows, cols)]
@@ -58,7 +69,7 @@ def _wrap(line, width):
 
 def _summary(m):
     if not m["calls"]:
-        return ["no math-library call recorded"]
+        return ["no math-library call recorded by the wrappers"]
     who = f"{m['ranks']} ranks" if m["ranks"] else f"{m['processes']} process(es)"
     lines = [
         f"{m['pct_of_process']:.1f} % of the processes' time in math-library calls: "
@@ -77,6 +88,32 @@ def _summary(m):
     if m["dropped"]:
         lines.append(f"{m['dropped']:,} calls beyond --mathlib-max-sites in overflow sites")
     return lines
+
+
+def _sampled_summary(m):
+    """The samples' view in a sentence: the math libraries' share of the app time, its
+    largest routine and that routine's largest caller."""
+    sm = m.get("sampled")
+    out = []
+    if sm and sm["routines"]:
+        r = sm["routines"][0]
+        c = r["callers"][0] if r["callers"] else None
+        out.append(
+            f"sampled: {sm['pct']:.1f} % of the app time in math libraries, "
+            f"{r['math_pct']:.0f} % of it {r['routine']}"
+            + (f", {c['routine_pct']:.0f} % of that from {c['name']}" if c else "")
+        )
+    mk = m.get("mkl_verbose")
+    if mk:
+        out.append(
+            f"MKL_VERBOSE ({mk['path']}): {mk['calls']:,} calls, {_t(mk['time_s'])}"
+            + (f"; {mk['skipped']} MKL_VERBOSE lines not calls" if mk["skipped"] else "")
+        )
+    return out
+
+
+def _range(lo, hi):
+    return f"{lo}-{hi}" if hi > lo else f"{lo}"
 
 
 def _tables(m):
@@ -122,7 +159,50 @@ def _tables(m):
         ]
         for p in m["plans"]
     ]
+    sm = m.get("sampled") or {}
+    sampled = [
+        [
+            r["routine"],
+            ("static in " if r["static"] else "") + os.path.basename(r["object"]),
+            f"{r['pct']:.1f}",
+            f"{r['math_pct']:.1f}",
+            r["calls"],
+        ]
+        for r in sm.get("routines", [])
+    ]
+    callers = [
+        [r["routine"], c["name"], f"{c['pct']:.1f}", f"{c['routine_pct']:.0f}"]
+        for r in sm.get("routines", [])
+        for c in r["callers"]
+    ]
+    dims = [
+        [
+            h["routine"],
+            f"d{h['dim'] + 1}",
+            _range(h["lo"], h["hi"]),
+            h["calls"],
+            f"{h['pct']:.0f}",
+            _t(h["time_s"]),
+        ]
+        for h in m.get("dims_hist", [])
+    ]
+    mkl = [
+        [r["routine"], r["calls"], _t(r["time_s"]), f"{r['pct']:.1f}", r["threads"]]
+        for r in (m.get("mkl_verbose") or {}).get("routines", [])
+    ]
     return [
+        (
+            "Sampled (app time's samples in math libraries)",
+            sampled,
+            ["routine", "library", "% of app", "% of math", "calls seen"],
+            "routines",
+        ),
+        (
+            "Sampled callers (the frame outside the library)",
+            callers,
+            ["routine", "called from", "% of app", "% of routine"],
+            "callers",
+        ),
         (
             "Routines",
             routines,
@@ -131,6 +211,12 @@ def _tables(m):
         ),
         ("Call sites", sites, ["routine", "called from", "calls", "time", "%", "GF/s"], "sites"),
         ("Size classes", sizes, ["routine", "op", "mean dims", "calls", "time", "GF/s"], "classes"),
+        (
+            "Dimensions (histogram of each routine's dims, log2 classes)",
+            dims,
+            ["routine", "dim", "sizes", "calls", "% calls", "time"],
+            "rows",
+        ),
         (
             "FFTW plans",
             plans,
@@ -148,6 +234,7 @@ def _tables(m):
             ],
             "plans",
         ),
+        ("MKL_VERBOSE", mkl, ["routine", "calls", "time", "%", "threads"], "routines"),
     ]
 
 

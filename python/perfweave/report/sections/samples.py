@@ -153,6 +153,7 @@ def activity_name(name):
         "alloc": "allocation",
         "thread_sync": "thread sync",
         "omp_sync": "OpenMP sync",
+        "mathlib": "math libraries",
     }.get(name, name.replace("_", " "))
 
 

@@ -1,6 +1,7 @@
 var ACT = {compute: "#5aa02c", mpi_p2p: "#1f77b4", mpi_coll: "#d62728", mpi_rma: "#9467bd",
            mpi_sync: "#e377c2", mpi_file: "#8c564b", mpi_other: "#17becf", sleep: "#b0b0b0",
-           io: "#ff7f0e", alloc: "#bcbd22", thread_sync: "#7f3f98", omp_sync: "#ad494a"};
+           io: "#ff7f0e", alloc: "#bcbd22", thread_sync: "#7f3f98", omp_sync: "#ad494a",
+           mathlib: "#2ca089"};
 var SPARE = ["#ffbb78", "#98df8a", "#aec7e8", "#c5b0d5", "#c49c94", "#dbdb8d"];
 function actColour(name) {
   if (!ACT[name]) ACT[name] = SPARE[Object.keys(ACT).length % SPARE.length];

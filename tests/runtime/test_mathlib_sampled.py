@@ -1,0 +1,81 @@
+"""The math libraries in the samples (analysis/samples.py MATHLIB) against the program's
+own clock (tests/runtime/programs/ml_sampled.c: rounds of 20 ms of dgemm_ from solve(),
+10 ms of its own arithmetic): the math libraries' share of the app time, dgemm_ as their
+routine and the calling line named, under the reference BLAS and OpenBLAS (whose threads
+are the library's time too); and the same program linked with the static libblas.a, whose
+dgemm_ the wrappers never see: the report says the library is linked statically."""
+
+import os
+
+import pytest
+
+from harness import reported, share_bound, site_lines
+
+LIB = "/usr/lib/x86_64-linux-gnu"
+ALTERNATIVES = {"reference": f"{LIB}/lapack:{LIB}/blas", "openblas": f"{LIB}/openblas-pthread"}
+SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
+
+
+@pytest.fixture(params=sorted(ALTERNATIVES))
+def blas(request, monkeypatch):
+    for d in ALTERNATIVES[request.param].split(":"):
+        assert os.path.isdir(d), f"{d} is missing (scripts/install-deps.sh installs it)"
+    monkeypatch.setenv("LD_LIBRARY_PATH", ALTERNATIVES[request.param])
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    return request.param
+
+
+def test_math_share_routine_and_caller(build, run_pw, blas):
+    prog = build(None, "ml_sampled.c", ("-lblas",))
+    r = run_pw([prog, 1.5], SAMPLE)
+    gemm_s, own_s, calls = reported(r.proc, "gemm_s", "own_s", "calls")
+    truth = 100 * gemm_s / (gemm_s + own_s)  # the main thread's share, by its clock
+    rep = r.report()  # the time split and the math section are the report's
+    sm = rep["samples"]
+    act = sm["app_activity_pct"]
+    split = sm["time_split"]
+    assert split["math libraries"] == pytest.approx(act["mathlib"])
+    if blas == "reference":
+        # one thread: the math share is dgemm_'s share of the main thread's time
+        bound = share_bound(truth, sm["app_samples"], margin=5)
+        assert abs(act["mathlib"] - truth) < bound, (act, truth, bound)
+        assert abs(act["compute"] - (100 - truth)) < bound, (act, truth)
+    else:
+        # OpenBLAS's second thread computes (or waits for work): the library's time too
+        assert act["mathlib"] > truth - 5, (act, truth)
+    assert act["mathlib"] > 50, act
+    m = rep["mathlib"]
+    top = m["sampled"]["routines"][0]
+    assert top["routine"] == "dgemm_" and top["math_pct"] > 80, m["sampled"]
+    assert top["calls"] == calls  # the wrappers' calls of the routine sampled
+    line = site_lines("ml_sampled.c")["gemm"]
+    main = [c for c in top["callers"] if c["function"] == "solve"]
+    assert main and main[0]["name"] == f"solve (ml_sampled.c:{line})", top["callers"]
+    # OpenBLAS may run a gemm of this size in its second thread: those samples, with
+    # no frame outside the library, are its threads'
+    threads = [c["routine_pct"] for c in top["callers"] if c["name"] == "[threads of the library]"]
+    assert main[0]["routine_pct"] + sum(threads) > 95, top["callers"]
+    assert not m["static"]
+    text = " ".join(r.text_report().split())  # sentences wrapped to 100 columns
+    assert f"math libraries {act['mathlib']:.1f} %" in text
+    assert f"of that from solve (ml_sampled.c:{line})" in text
+
+
+def test_static_library_detected(build, run_pw):
+    prog = build(None, "ml_sampled.c", ("-l:libblas.a", "-lgfortran"))
+    r = run_pw([prog, 1.0], SAMPLE)
+    gemm_s, own_s, _ = reported(r.proc, "gemm_s", "own_s", "calls")
+    assert not (r.exp / "mathlib").exists()  # no call through the wrappers
+    rep = r.report()
+    act = rep["samples"]["app_activity_pct"]
+    truth = 100 * gemm_s / (gemm_s + own_s)
+    assert abs(act["mathlib"] - truth) < share_bound(truth, rep["samples"]["app_samples"], 5)
+    m = rep["mathlib"]
+    assert m["calls"] == 0
+    [st] = m["static"]
+    assert st["routine"] == "dgemm_" and st["object"] == str(prog)
+    assert f"linked statically into {prog.name}" in st["text"]
+    [adv] = [a for a in m["advice"] if a["rule"] == "static_library"]
+    assert adv["text"] == st["text"]
+    text = " ".join(r.text_report().split())
+    assert "no call of it was seen: the library is linked statically" in text
