@@ -483,9 +483,10 @@ static int dump(int state, int in_signal)
  * child (their pages, shared copy-on-write, were never written by it); the plans stay
  * known (a child may execute a plan its parent made) with their executes, planning time
  * and counters zeroed, and are written only if the child executes them. The plan lock
- * is the child's alone: a parent's thread that held it does not exist here. A child of
- * an MPI rank records and writes nothing: the rank's files (mathlib/rank-R.*) are its
- * parent's. */
+ * is the child's alone: a parent's thread that held it does not exist here. The core
+ * has unset the rank: a child of an MPI rank writes HOST.PID files of its own, never
+ * the rank's (mathlib/rank-R.*). Run by the core in the child (the module's
+ * fork_child). */
 static void in_child(void)
 {
     pw_ml_tab *t = __atomic_exchange_n(&tabs, NULL, __ATOMIC_ACQ_REL);
@@ -502,8 +503,6 @@ static void in_child(void)
     }
     plans_dropped = unknown_executes = 0;
     t_start = pw_now();
-    if (pw_rank >= 0)
-        pw_ml_on = 0;
 }
 
 /* In the core's constructor, the process being measured: nothing is looked up or
@@ -513,8 +512,6 @@ static void start(void)
     max_sites = pw_opt.mathlib_max_sites > 0 ? (size_t)pw_opt.mathlib_max_sites : 1;
     pw_ml_on = pw_opt.mathlib;
     t_start = pw_t_start;
-    if (pw_ml_on)
-        pthread_atfork(NULL, NULL, in_child);
 }
 
 const pw_module pw_module_mathlib = {
@@ -523,4 +520,5 @@ const pw_module pw_module_mathlib = {
     .options = "mathlib,mathlib_max_sites",
     .start = start,
     .dump = dump,
+    .fork_child = in_child,
 };

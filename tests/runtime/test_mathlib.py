@@ -172,15 +172,21 @@ def test_forked_child_does_not_repeat_the_parent(build, run_pw):
     assert ml.processes[child].t_start > ml.processes[parent].t_start
 
 
-def test_forked_child_of_a_rank_writes_nothing(mpi, build, run_pw):
-    """A child of an MPI rank would write the rank's files (mathlib/rank-R.*): it
-    records nothing, and the rank's counts are the parent's (the parent writes last, so
-    this guards the counts, not that the child wrote nothing)."""
+def test_forked_child_of_a_rank_has_its_own_files(mpi, build, run_pw):
+    """A child of an MPI rank is no rank (the core unsets it at fork): it writes its own
+    calls under its pid (mathlib/HOST.PID.*), never the rank's files (mathlib/rank-R.*),
+    and each rank's counts are its own."""
     prog = build(mpi, "ml_fork.c", ("-DWITH_MPI", "-lblas", "-lfftw3"))
     r = run_pw(mpi.launch(RANKS) + [prog])
     assert r.proc.stdout.count("c00 32.0 child 0\n") == RANKS
     ml = r.open().mathlib
-    assert [p.rank for p in ml.processes] == list(range(RANKS))
-    for k in range(RANKS):
-        got = per_routine(ml, k)
+    ranks = [i for i, p in enumerate(ml.processes) if p.rank >= 0]
+    children = [i for i, p in enumerate(ml.processes) if p.rank < 0]
+    assert sorted(ml.processes[i].rank for i in ranks) == list(range(RANKS))
+    assert len(children) == RANKS
+    for i in ranks:
+        got = per_routine(ml, i)
         assert got["dgemm_"] == (7, 7 * 2.0 * 32**3) and got["fftw_execute"][0] == 2
+    for i in children:
+        got = per_routine(ml, i)
+        assert got["dgemm_"] == (3, 3 * 2.0 * 32**3) and got["fftw_execute"][0] == 1
