@@ -52,7 +52,7 @@ class Sym:
         ]
 
 
-def samples(rows):
+def process(rows):
     """One process's samples, each thread's 1 ms apart (every sample weighs 1 ms)."""
     seen = {}
     out = []
@@ -80,7 +80,7 @@ def test_math_library_samples_routine_and_caller():
         + [([(APP, 0x1400)] + main, 0, "compute")]
         + [([(BLAS, 0x100), (PW, 0x600)] + main, 0, "mpi_p2p")]  # stays MPI
     )
-    p = samples(rows)
+    p = process(rows)
     acts = [samples.ACTIVITIES[a] for a in samples.classify([p], Sym())[0]]
     assert acts == ["mathlib"] * 10 + ["compute"] * 4 + ["mpi_p2p"]
     res = samples.analyze([p], symbolizer=Sym())
@@ -110,7 +110,7 @@ def test_math_library_samples_routine_and_caller():
 
 def test_statically_linked_routine_by_name():
     main = [(APP, 0x1000), (APP, 0x1100)]
-    p = samples(
+    p = process(
         [([(APP, 0x1300), (APP, 0x1200)] + main, 0, "compute")] * 3 + [(main, 0, "compute")]
     )
     res = samples.analyze([p], symbolizer=Sym())

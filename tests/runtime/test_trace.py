@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from perfweave.readers import trace as rt
+from perfweave.readers.dtypes import TRACE_VERSION
 
 EVENT = np.dtype(
     [
@@ -64,7 +65,7 @@ def test_trace_records(mpi, build, run_pw):
     assert (r.exp / "profile.pwprof").exists()  # the profile is still written
     per_rank = {k: load(r.exp, k) for k in range(4)}
     for rank, (ev, js) in per_rank.items():
-        assert js["format"] == "perfweave-trace" and js["version"] == 2
+        assert js["format"] == "perfweave-trace" and js["version"] == TRACE_VERSION
         assert js["rank"] == rank and js["world_size"] == 4 and js["state"] == "complete"
         assert js["records"] == len(ev) and js["lost"] == 0
         assert js["comms"][0]["ranks"] == [0, 1, 2, 3]
