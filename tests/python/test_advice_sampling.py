@@ -12,7 +12,16 @@ from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 APP = "/home/u/solver"
-RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_file", "mpi_other", "sleep"]
+RECORDED = [
+    "compute",
+    "mpi_p2p",
+    "mpi_coll",
+    "mpi_rma",
+    "mpi_sync",
+    "mpi_file",
+    "mpi_other",
+    "sleep",
+]
 # offset -> (function, line) of the program; offset -> function of libc
 CODE = {
     0x100: ("relax", 120),

@@ -14,7 +14,16 @@ from perfweave.symbols import Location
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 GOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 APP = "/home/u/app"
-RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_file", "mpi_other", "sleep"]
+RECORDED = [
+    "compute",
+    "mpi_p2p",
+    "mpi_coll",
+    "mpi_rma",
+    "mpi_sync",
+    "mpi_file",
+    "mpi_other",
+    "sleep",
+]
 
 
 class Sym:

@@ -17,7 +17,16 @@ GOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 LIBQ = "/usr/lib/x86_64-linux-gnu/libqueue.so.2"
 APP = "/home/u/solver"
 OBJECTS = [LIBC, GOMP, LIBQ, APP]
-RECORDED = ["compute", "mpi_p2p", "mpi_coll", "mpi_rma", "mpi_sync", "mpi_file", "mpi_other", "sleep"]
+RECORDED = [
+    "compute",
+    "mpi_p2p",
+    "mpi_coll",
+    "mpi_rma",
+    "mpi_sync",
+    "mpi_file",
+    "mpi_other",
+    "sleep",
+]
 NAMES = {
     LIBC: {
         0x10: "syscall",
