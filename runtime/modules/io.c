@@ -635,8 +635,12 @@ static void file_call(const pw_file_call *fc)
         counted_op(&c, file);
     } else if (file >= 0) {
         pw_io_rec *r = rec_of(&c, file);
-        if (r)
-            rw_access(&c, r, file, -1, fc->bytes);
+        if (r && fc->bytes >= 0) {
+            rw_access(&c, r, file, fc->offset, fc->bytes);
+        } else if (r) { /* a split collective's _end: its time, the _begin was the call */
+            r->ticks[c.op] += c.t1 - c.t0;
+            r->last_tick = c.t1;
+        }
     }
     pw_wrap_leave();
 }
