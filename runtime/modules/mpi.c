@@ -541,7 +541,9 @@ static void file_ops_init(void)
             op = PW_FILE_WRITE;
             break;
         case PW_KIND_fother:
-            op = strstr(n, "_seek") ? PW_FILE_SEEK : strstr(n, "_sync") ? PW_FILE_SYNC : PW_FILE_OTHER;
+            op = strstr(n, "_seek")   ? PW_FILE_SEEK
+                 : strstr(n, "_sync") ? PW_FILE_SYNC
+                                      : PW_FILE_OTHER;
             break;
         default:
             continue;
