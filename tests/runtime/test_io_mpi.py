@@ -3,6 +3,7 @@ module's MPI_File_* wrappers report to the io module (pw_hooks.file_call), besid
 layer beneath it, never subtracted from it. The programs know their own I/O by
 construction (bytes, calls per rank); the stores are read through perfweave.open(...).io."""
 
+import re
 import tempfile
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import perfweave
 from perfweave._format import IO_LAYERS
 from perfweave.analysis.io import IO_SHARE_PCT, OPEN_CLOSE_SHARE
+from harness import site_lines
 
 FORTIFY = [(), ("-O2", "-D_FORTIFY_SOURCE=2")]
 
@@ -91,6 +93,23 @@ def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
         assert (rec["bytes_written"], rec["writes"]) == (g["mpiio_bytes"], n)
         assert (rec["opens"], rec["closes"]) == (1, 1)
         assert rec["max_byte_written"] == g["last_byte"]
+    # call sites are the program's lines, not libgfortran's: the OPEN statement; the
+    # buffered records reach write() from a WRITE or at the CLOSE that flushes them
+    lines = site_lines("io_records.f90")
+    sites = r.report()["io"]["callsites"]
+    where = {
+        (s["layer"], s["op"]): s["where"]
+        for s in sites
+        if s["pattern"].startswith(f"{tmp_path}/records.")
+    }
+    assert where[("posix", "open")].endswith(f"(io_records.f90:{lines['open']})")
+    assert re.search(
+        rf"\(io_records\.f90:({lines['record']}|{lines['close']})\)$", where[("posix", "write")]
+    )
+    fw = [s for s in sites if s["pattern"] == f"{tmp_path}/fmpiio.dat" and s["op"] == "write"]
+    assert {s["where"] for s in fw if s["layer"] == "mpiio"} == {
+        f"program io_records (io_records.f90:{lines['fwrite']})"
+    }
 
 
 @pytest.mark.parametrize("flags", FORTIFY, ids=["plain", "fortify"])

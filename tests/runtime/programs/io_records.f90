@@ -17,11 +17,11 @@ program io_records
   call get_command_argument(2, arg)
   read (arg, *) n
   write (fname, '(A,"/records.",I0,".txt")') trim(dir), rank
-  open (unit=10, file=trim(fname), status='replace', action='write', form='formatted')
+  open (unit=10, file=trim(fname), status='replace', action='write', form='formatted') ! @site open
   do i = 1, n
     write (10, '(A,I8)') 'record ', i ! @site record
   end do
-  close (10)
+  close (10) ! @site close
 
   buf = rank
   call MPI_File_open(MPI_COMM_WORLD, trim(dir)//'/fmpiio.dat', &
