@@ -164,7 +164,8 @@ struct pw_sitetab;
 enum pw_file_op {
     PW_FILE_OPEN,  /* path: the name; handle: the new handle */
     PW_FILE_CLOSE, /* handle: the one closed */
-    PW_FILE_READ,  /* bytes: read (requested, for a nonblocking call) */
+    PW_FILE_READ,  /* bytes: read (requested, for a nonblocking call or a split collective's
+                    * _begin); -1: the completion of an earlier call (_end), time only */
     PW_FILE_WRITE,
     PW_FILE_SEEK,
     PW_FILE_SYNC,
@@ -175,6 +176,7 @@ typedef struct pw_file_call {
     uintptr_t handle; /* the library's handle of the file */
     const char *path; /* PW_FILE_OPEN only */
     int64_t bytes;
+    int64_t offset; /* the first byte's offset in the file; -1: not known */
     int64_t t0, t1; /* ticks */
     uintptr_t ra;   /* the call site */
 } pw_file_call;

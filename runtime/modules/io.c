@@ -17,6 +17,7 @@
  * the MPI module's wrappers through pw_hooks.file_call.
  */
 #define _GNU_SOURCE
+#include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -237,8 +238,57 @@ static __attribute__((noinline)) pw_io_site_rec *site_get(const pw_io_call *c, i
     return NULL;
 }
 
-static void add_site(const pw_io_call *c, int file, int64_t bytes)
+/* ---- the calling user frame: a call made by the C library, libgfortran, libstdc++, the
+ * MPI library or perfweave on the program's behalf (a Fortran WRITE, an ofstream, an
+ * MPI-IO aggregator) is the program's frame that called into them ---- */
+
+static PW_TLS uintptr_t user_lo, user_hi; /* the object of the last user frame seen */
+
+static int library_object(int obj)
 {
+    static const char *const libs[] = {
+        "libc.so",   "libc-",    "libm.so",     "libpthread", "ld-linux", "libgfortran",
+        "libstdc++", "libgcc_s", "libquadmath", "libmpi",     "libmpich", "libopen-",
+        "mca_",      "libpmix",  "libucs",      "libucp",     "libuct",   "libfabric",
+        "libhwloc",  "libevent", "libperfweave"};
+    const char *path = obj >= 0 ? pw_object_path(obj) : NULL;
+    if (!path)
+        return 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++)
+        if (!strncmp(base, libs[i], strlen(libs[i])))
+            return 1;
+    return 0;
+}
+
+/* ra itself when its object is the program's; else the first frame of the stack outside
+ * the libraries (backtrace: libgfortran keeps no frame pointers); ra when none is. */
+static __attribute__((noinline)) uintptr_t user_frame(uintptr_t ra)
+{
+    uint64_t off;
+    int obj = pw_object_of(ra, &off);
+    if (!library_object(obj)) {
+        if (obj >= 0) {
+            uintptr_t base;
+            pw_object_range(obj, &user_lo, &user_hi, &base);
+        }
+        return ra;
+    }
+    void *bt[64];
+    int n = backtrace(bt, 64);
+    for (int i = 1; i < n; i++) {
+        int o = pw_object_of((uintptr_t)bt[i], &off);
+        if (o >= 0 && !library_object(o))
+            return (uintptr_t)bt[i];
+    }
+    return ra;
+}
+
+static void add_site(pw_io_call *c, int file, int64_t bytes)
+{
+    if (PW_UNLIKELY(c->ra < user_lo || c->ra >= user_hi))
+        c->ra = user_frame(c->ra);
     pw_io_site_rec *s = last_site;
     if (!(s && s->ra == c->ra && s->file == file && s->layer == c->layer && s->op == c->op)) {
         s = site_get(c, file);
@@ -252,7 +302,7 @@ static void add_site(const pw_io_call *c, int file, int64_t bytes)
 }
 
 /* One call of op into r and its site. */
-static void count(const pw_io_call *c, pw_io_rec *r, int file, int64_t bytes)
+static void count(pw_io_call *c, pw_io_rec *r, int file, int64_t bytes)
 {
     int64_t t = c->t1 - c->t0;
     r->ticks[c->op] += t;
@@ -292,7 +342,7 @@ static void add_bins(int64_t t1, int64_t bytes, int write)
 }
 
 /* A read or a write of `bytes` at offset `at` (-1: unknown). */
-static void rw_access(const pw_io_call *c, pw_io_rec *r, int file, int64_t at, int64_t bytes)
+static void rw_access(pw_io_call *c, pw_io_rec *r, int file, int64_t at, int64_t bytes)
 {
     int write = c->op == PW_IO_WRITE;
     if (write) {
@@ -635,8 +685,12 @@ static void file_call(const pw_file_call *fc)
         counted_op(&c, file);
     } else if (file >= 0) {
         pw_io_rec *r = rec_of(&c, file);
-        if (r)
-            rw_access(&c, r, file, -1, fc->bytes);
+        if (r && fc->bytes >= 0) {
+            rw_access(&c, r, file, fc->offset, fc->bytes);
+        } else if (r) { /* a split collective's _end: its time, the _begin was the call */
+            r->ticks[c.op] += c.t1 - c.t0;
+            r->last_tick = c.t1;
+        }
     }
     pw_wrap_leave();
 }

@@ -82,7 +82,9 @@ void *pw_mpi_fortran_real(const char *name, void *self)
     X(int, Gatherv,                                                                                \
       (const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, int,       \
        MPI_Comm))                                                                                  \
-    X(int, Get_library_version, (char *, int *))
+    X(int, Get_library_version, (char *, int *))                                                   \
+    X(int, Get_count, (const MPI_Status *, MPI_Datatype, int *))                                   \
+    X(int, File_get_byte_offset, (MPI_File, MPI_Offset, MPI_Offset *))
 
 #define PW_INTERNAL_PTR(ret, name, args) ret(*name) args;
 static struct {
@@ -513,6 +515,128 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
     *recv = r;
 }
 
+/* ---- MPI-IO calls, for a module that profiles files (pw_hooks.file_call) ---- */
+
+enum { FILE_END = 1, FILE_POSTED = 2, FILE_AT = 4 };
+static signed char file_op[PW_MPI_NFN]; /* enum pw_file_op + 1; 0: not a file call */
+static unsigned char file_flags[PW_MPI_NFN];
+
+/* What each MPI_File_* function is, from its kind and its name. */
+static void file_ops_init(void)
+{
+    for (int fn = 0; fn < PW_MPI_NFN; fn++) {
+        const char *n = pw_mpi_fn_names[fn];
+        int op;
+        switch (pw_mpi_fn_kinds[fn]) {
+        case PW_KIND_fopen:
+            op = PW_FILE_OPEN;
+            break;
+        case PW_KIND_fclose:
+            op = PW_FILE_CLOSE;
+            break;
+        case PW_KIND_fread:
+            op = PW_FILE_READ;
+            break;
+        case PW_KIND_fwrite:
+            op = PW_FILE_WRITE;
+            break;
+        case PW_KIND_fother:
+            op = strstr(n, "_seek")   ? PW_FILE_SEEK
+                 : strstr(n, "_sync") ? PW_FILE_SYNC
+                                      : PW_FILE_OTHER;
+            break;
+        default:
+            continue;
+        }
+        file_op[fn] = (signed char)(op + 1);
+        size_t len = strlen(n);
+        if (len > 4 && !strcmp(n + len - 4, "_end"))
+            file_flags[fn] |= FILE_END;
+        /* the nonblocking forms (MPI_File_iread..., MPI_File_iwrite...), _begin */
+        if (!strncmp(n, "MPI_File_i", 10) || strstr(n, "_begin"))
+            file_flags[fn] |= FILE_POSTED;
+        if (strstr(n, "_at"))
+            file_flags[fn] |= FILE_AT;
+    }
+}
+
+/* The name of File_open as a C string: a Fortran one has a length and trailing blanks;
+ * ROMIO's file-system prefix ("ufs:", "nfs:") is not part of the name. */
+static const char *file_name(const pw_args *a, char *buf, size_t size)
+{
+    const char *p = a->path;
+    if (!p)
+        return NULL;
+    if (a->path_len >= 0) {
+        size_t n = (size_t)a->path_len < size - 1 ? (size_t)a->path_len : size - 1;
+        while (n > 0 && p[n - 1] == ' ')
+            n--;
+        memcpy(buf, p, n);
+        buf[n] = 0;
+        p = buf;
+    }
+    const char *colon = strchr(p, ':');
+    if (colon && colon - p >= 2 && colon - p <= 8) {
+        const char *q = p;
+        while (q < colon && *q >= 'a' && *q <= 'z')
+            q++;
+        if (q == colon)
+            p = colon + 1;
+    }
+    return p;
+}
+
+/* Bytes of a read or write: what its status says it moved (a short read), else what it
+ * asked for (Fortran's statuses, nonblocking calls and split collectives: at the post). */
+static int64_t file_bytes(int fn, const pw_args *a)
+{
+    if (file_flags[fn] & FILE_END)
+        return -1;
+    int64_t want = type_bytes(a->count, a->type);
+    if (a->fortran || !a->status || (file_flags[fn] & FILE_POSTED))
+        return want;
+    int n = MPI_UNDEFINED;
+    if (pmpi.Get_count(a->status, pre.byte, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0 ||
+        n > want)
+        return want;
+    return n;
+}
+
+static __attribute__((noinline)) void file_event(const pw_call *c, int64_t t1, const pw_args *a)
+{
+    int fn = c->fn, op = file_op[fn] - 1;
+    char name[4096];
+    pw_file_call fc = {.op = op,
+                       .handle = (uintptr_t)a->file,
+                       .bytes = 0,
+                       .offset = -1,
+                       .t0 = c->t0,
+                       .t1 = t1,
+                       .ra = (uintptr_t)c->ra};
+    if (op == PW_FILE_OPEN) {
+        MPI_File h = MPI_FILE_NULL;
+        if (a->fortran) {
+            MPI_Fint f = *(const MPI_Fint *)a->newfile;
+            if (f != 0) /* MPI_FILE_NULL of the Fortran bindings */
+                h = pw_file_f2c(f);
+        } else {
+            h = *(const MPI_File *)a->newfile;
+        }
+        if (h == MPI_FILE_NULL) /* the open failed */
+            return;
+        fc.handle = (uintptr_t)h;
+        fc.path = file_name(a, name, sizeof name);
+    } else if (op == PW_FILE_READ || op == PW_FILE_WRITE) {
+        fc.bytes = file_bytes(fn, a);
+        MPI_Offset at = -1;
+        if ((file_flags[fn] & FILE_AT) && a->offset >= 0 &&
+            pmpi.File_get_byte_offset(a->file, a->offset, &at) != MPI_SUCCESS)
+            at = -1;
+        fc.offset = at;
+    }
+    pw_hooks.file_call(&fc);
+}
+
 /* ---- recording ---- */
 
 /* Functions whose calls go into the message-size histograms (PW_HIST_FAMILY_MASK). */
@@ -573,6 +697,11 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
         errno = saved_errno;
     }
     record(c->fn, c->ra, t1 - c->t0, sent, recv);
+    if (PW_UNLIKELY(pw_hooks.file_call != NULL) && a && file_op[c->fn]) {
+        int saved_errno = errno;
+        file_event(c, t1, a);
+        errno = saved_errno;
+    }
     if (PW_UNLIKELY(pw_trace_on))
         pw_trace_call(c, t1, kind, a, sent, recv);
     pw_thread_activity = 0;
@@ -632,6 +761,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     if (!pw_active || st.initialized)
         return;
     resolve_internal();
+    file_ops_init();
     st.initialized = 1;
     st.t_init_enter = t0;
     st.t_init_leave = t1;

@@ -29,6 +29,7 @@
 #pragma weak ompi_request_null
 #pragma weak ompi_mpi_group_null
 #pragma weak ompi_mpi_win_null
+#pragma weak ompi_mpi_file_null
 #endif
 /* Fortran sentinels are data of the MPI library in both implementations. */
 #pragma weak MPI_F_STATUS_IGNORE
@@ -70,7 +71,8 @@ enum pw_mpi_kind { PW_MPI_KINDS(PW_KIND_ENUM) PW_MPI_NKINDS };
  * integers, as `fortran` says. */
 typedef struct pw_args {
     const void *buf, *rbuf;
-    int count, scount, rcount;
+    int64_t count; /* MPI_Count of the MPI-4 _c forms */
+    int scount, rcount;
     MPI_Datatype type, stype, rtype;
     const int *scounts, *rcounts;
     const void *stypes, *rtypes;
@@ -81,6 +83,9 @@ typedef struct pw_args {
     MPI_File file;
     MPI_Group group;
     MPI_Offset offset;
+    const char *path; /* File_open's name: path_len bytes, not NUL-terminated, from Fortran */
+    int path_len;     /* -1: NUL-terminated */
+    const void *newfile;
     const void *request, *requests, *status, *statuses, *newcomm, *newwin;
     const void *flag, *index, *outcount, *indices; /* outputs of the Wait/Test family */
     int fortran;

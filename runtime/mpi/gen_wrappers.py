@@ -39,7 +39,7 @@ KINDS = {
 ROLES = set(
     "buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes "
     "peer tag root comm newcomm win newwin target group request requests nreq status "
-    "statuses file offset level flag index outcount indices".split()
+    "statuses file newfile path offset level flag index outcount indices".split()
 )
 # Kinds whose wrappers run a hook whatever the recording state.
 CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
@@ -60,12 +60,15 @@ _NONE = {
     "index": "NULL",
     "outcount": "NULL",
     "indices": "NULL",
-    "status": "NULL",
     "statuses": "NULL",
     "request": "NULL",
     "target": "MPI_PROC_NULL",
     "tag": "-1",
     "group": "MPI_GROUP_NULL",
+    "count": "0",
+    "type": "MPI_DATATYPE_NULL",
+    "status": "NULL",
+    "offset": "-1",
 }
 READS = {
     "send": _P2P,
@@ -113,8 +116,12 @@ READS = {
     "wait": "request status flag?",
     "waitmulti": "nreq requests flag? index? outcount? indices? status? statuses?",
     "winsync": "win flag? target? tag? group?",
-    "fread": "count type",
-    "fwrite": "count type",
+    # a split collective's _end has no count: its _begin had it
+    "fread": "file count? type? status? offset?",
+    "fwrite": "file count? type? status? offset?",
+    "fopen": "path newfile",
+    "fclose": "file",
+    "fother": "file",
     "pcontrol": "level",
     "mgmt": "comm newcomm",
     "comm_free": "newcomm",
@@ -143,9 +150,12 @@ def kind_reads(table):
 
 # Kinds whose calls neither move bytes nor matter to a trace: their wrappers pass
 # no arguments to pw_mpi_leave (management calls do when they create a communicator).
-NO_ARGS_KINDS = {"probe", "cancel", "fopen", "fclose", "fother", "mgmt"}
+NO_ARGS_KINDS = {"probe", "cancel", "mgmt"}
 # Kinds whose statuses a trace needs even when the program ignores them.
 STATUS_KINDS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti"}
+# Kinds whose status always gives the bytes the call moved (MPI-IO: a short read at the
+# end of a file): one of the wrapper's own when the program ignores it.
+BYTES_STATUS_KINDS = {"fread", "fwrite"}
 
 KIND_READS = kind_reads(READS)
 _undeclared = set(" ".join(KINDS.values()).split()) - set(READS) - NO_ARGS_KINDS - CONTROL_KINDS
@@ -189,6 +199,7 @@ class Function:
     fortran: bool = True
     fortran_args: list = None
     line: int = 0
+    mpi4: bool = False  # only where mpi.h is MPI-4 (the _c large-count forms)
 
     @property
     def lower(self):
@@ -251,6 +262,9 @@ def parse(text):
         for flag in flags.split():
             if flag == "nofort":
                 fn.fortran = False
+            elif flag == "mpi4":
+                fn.mpi4 = True
+                fn.fortran = False  # the table's entry is a C name only (see source())
             else:
                 raise SpecError(f"line {lineno}: unknown flag '{flag}'")
         if has_args(fn, args):
@@ -301,13 +315,15 @@ POINTER_ROLES = {
     "outcount",
     "indices",
     "newwin",
+    "newfile",
+    "path",
 }
 
 
 def carries_value(a):
     """The argument fills its role in `pw_args` (a value role on an output handle only
     documents it)."""
-    return bool(a.role) and (not a.indirect or a.role in POINTER_ROLES)
+    return bool(a.role) and (not a.indirect or a.role in POINTER_ROLES or a.role == "file")
 
 
 def set_roles(args):
@@ -316,9 +332,17 @@ def set_roles(args):
 
 def role_assignments(args, fortran):
     """C statements filling `pw_args a` from the role-tagged arguments."""
-    return [
-        f"a.{a.role} = {fortran_value(a) if fortran else a.name};" for a in args if carries_value(a)
-    ]
+    out = []
+    for a in args:
+        if not carries_value(a):
+            continue
+        value = fortran_value(a) if fortran else a.name
+        if not fortran and a.role == "file" and a.indirect:
+            value = f"*{a.name}"  # File_close: the handle before the call clears it
+        out.append(f"a.{a.role} = {value};")
+        if a.role == "path":  # a Fortran string: its hidden length, no NUL
+            out.append(f"a.path_len = {f'(int){a.name}_len' if fortran else '-1'};")
+    return out
 
 
 # Kinds that look at their arguments before the real call changes them
@@ -337,6 +361,14 @@ def args_lines(fn, args, fortran):
     if not has_args(fn, args):
         return []
     lines = []
+    if not fortran and fn.kind in BYTES_STATUS_KINDS:
+        for a in args:
+            if a.role == "status":
+                lines += [
+                    "    MPI_Status pw_status = {0}; /* a failed call's: no bytes */",
+                    f"    if ({a.name} == MPI_STATUS_IGNORE)",
+                    f"        {a.name} = &pw_status;",
+                ]
     if not fortran and fn.kind in STATUS_KINDS:
         for a in args:
             if a.role == "status":
@@ -490,7 +522,14 @@ def fortran_type(a):
         return "MPI_Fint *"
     if base in ("MPI_Aint", "MPI_Offset", "MPI_Count"):
         return f"{base} *"
+    if base == "char":
+        return "char *"  # with a hidden length after ierr (fortran_strings)
     return None
+
+
+def fortran_strings(args):
+    """The hidden length arguments of a Fortran binding's strings, in order."""
+    return [a for a in args if a.base == "char"]
 
 
 def fortran_value(a):
@@ -514,10 +553,14 @@ FORTRAN_SUFFIXES = ("_", "__", "_f08_", "_f08ts_")
 
 def fortran_wrapper(fn):
     args = fn.fortran_args if fn.fortran_args is not None else fn.args
+    strings = fortran_strings(args)
     fparams = [f"{fortran_type(a)}{a.name}" for a in args] + ["MPI_Fint *ierr"]
-    ftypes = ", ".join([fortran_type(a) for a in args] + ["MPI_Fint *"])
+    fparams += [f"size_t {a.name}_len" for a in strings]
+    ftypes = ", ".join(
+        [fortran_type(a) for a in args] + ["MPI_Fint *"] + ["size_t" for _ in strings]
+    )
     body_params = ", ".join([f"pw_freal_{fn.name} real", "void *ra"] + fparams)
-    call = ", ".join([a.name for a in args] + ["ierr"])
+    call = ", ".join([a.name for a in args] + ["ierr"] + [f"{a.name}_len" for a in strings])
     fid = f"PW_FN_{fn.name}"
     lines = [
         f"typedef void (*pw_freal_{fn.name})({ftypes});",
@@ -595,9 +638,13 @@ def source(functions):
     out += [f"    PW_KIND_{f.kind}," for f in functions]
     out += ["};", ""]
     for f in functions:
+        if f.mpi4:
+            out.append("#if MPI_VERSION >= 4")
         out += [f"/* {f.family} {f.kind}: spec line {f.line} */", c_wrapper(f), ""]
         if f.fortran:
             out += [fortran_wrapper(f), ""]
+        if f.mpi4:  # not in this MPI: an empty entry, the core's stub forwards the call
+            out += ["#else", f"#define {f.name} ((void *)0)", "#endif", ""]
     out += [
         "/* The wrappers in the order of pw_mpi_symbols.h: the core's stub number i jumps",
         " * to entry i once this library is loaded. */",

@@ -407,7 +407,11 @@ SEND = (
         (
             "file fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
             "MPI_Info info, MPI_File *fh:file)\n",
-            "line 1: MPI_File_open: argument 'const char *filename' has no Fortran mapping",
+            "line 1: MPI_File_open: kind 'fopen' reads the roles newfile, path",
+        ),
+        (
+            "other mgmt int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn)\n",
+            "argument 'MPI_Comm_errhandler_function *fn' has no Fortran mapping",
         ),
         ("p2p send " + SEND + "  [nofort fast]\n", "line 1: unknown flag 'fast'"),
         ("\n\np2p send MPI_Send(void)\n", "line 3: expected 'FAMILY KIND int MPI_Name(args)"),
@@ -420,15 +424,32 @@ def test_spec_errors(text, message):
     assert message in str(e.value)
 
 
-def test_char_argument_accepted_with_nofort_or_fortran_args():
+def test_char_argument_fortran_hidden_length():
+    """A char * of the Fortran binding comes with its hidden length (size_t, after ierr),
+    which the wrapper hands on to the real binding and, for File_open, to the path role."""
     fns = gen.parse(
-        "file fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
-        "MPI_Info info, MPI_File *fh:file)  [nofort]\n"
+        "file fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename:path, "
+        "int amode, MPI_Info info, MPI_File *fh:newfile)\n"
         "file fother int MPI_File_set_view(MPI_File fh:file, const char *datarep)  "
         "[fortran=(MPI_File fh)]\n"
     )
-    assert [f.fortran for f in fns] == [False, True]
+    assert [f.fortran for f in fns] == [True, True]
     assert [a.name for a in fns[1].fortran_args] == ["fh"]
+    text = gen.fortran_wrapper(fns[0])
+    assert "MPI_Fint *ierr, size_t filename_len)" in text
+    assert "a.path_len = (int)filename_len;" in text
+    assert "real(comm, filename, amode, info, fh, ierr, filename_len);" in text
+
+
+def test_mpi4_functions_only_where_mpi_h_has_them():
+    (f,) = gen.parse(
+        "file fwrite int MPI_File_write_c(MPI_File fh:file, const void *buf:buf, "
+        "MPI_Count count:count, MPI_Datatype datatype:type, MPI_Status *status:status)  [mpi4]\n"
+    )
+    assert f.mpi4 and not f.fortran
+    text = gen.source([f])
+    assert "#if MPI_VERSION >= 4" in text
+    assert "#else\n#define MPI_File_write_c ((void *)0)\n#endif" in text
 
 
 def test_main_reports_spec_errors_with_path_and_line(tmp_path):
@@ -536,7 +557,8 @@ def test_real_spec_roles(real):
     assert by["MPI_Init"].fortran_args == []
     assert [a.name for a in by["MPI_Pcontrol"].fortran_args] == ["level"]
     nofort = sorted(f.name for f in real if not f.fortran)
-    assert nofort == ["MPI_File_open", "MPI_File_set_view"]
+    assert nofort == sorted(f.name for f in real if f.mpi4)  # the _c forms
+    assert all(f.name.endswith("_c") for f in real if f.mpi4)
 
 
 def test_real_spec_generates(real):
@@ -548,7 +570,7 @@ def test_real_spec_generates(real):
     assert len(exported) == len(real) + 4 * nfort
     for f in real:
         assert f'pw_mpi_real("P{f.name}")' in text
-    assert "mpi_file_open_" not in text
+    assert "PW_WRAPPER void mpi_file_open_(" in text
     assert "PW_WRAPPER void mpi_put_f08ts_(" in text
 
 

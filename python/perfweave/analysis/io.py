@@ -8,7 +8,8 @@ analyze(io) -> IoResult; its tables are numpy structured arrays (a field per col
   per_rank   rank, wall_s, io_s (POSIX and stdio, overlapping threads once), open_close_s,
              read_write_s, meta_s, mpiio_s, bytes_read, bytes_written
   files      pattern, files, layer, fs, memory, ranks, readers, writers, opens, closes,
-             reads, writes, stats, bytes_read, bytes_written, open_s, close_s, read_s,
+             reads, writes, stats, bytes_read, bytes_written, mmap_bytes_est (an estimate),
+             open_s, close_s, read_s,
              write_s, meta_s, time_s, read_mbs, write_mbs, imbalance (slowest rank's time /
              the mean over ranks with calls)
   callsites  pattern, layer, op, where (function (file:line)), calls, bytes, time_s
@@ -150,6 +151,11 @@ def analyze(io, symbolizer=None):
         advice=[],
         notes=list(io.notes),
     )
+    if len(recs) and recs["mmap_bytes"].sum() > 0:
+        res.notes.append(
+            f"{int(recs['mmap_bytes'].sum()):,} bytes of mapped files touched: an estimate "
+            "(the mappings' resident pages at munmap; readahead counts too)"
+        )
     res.advice = _advice(res, recs, io)
     return res
 
@@ -180,6 +186,7 @@ def _files(io, recs, t):
             ("stats", "<i8"),
             ("bytes_read", "<i8"),
             ("bytes_written", "<i8"),
+            ("mmap_bytes_est", "<i8"),  # an estimate: resident pages of mappings at munmap
             ("open_s", "<f8"),
             ("close_s", "<f8"),
             ("read_s", "<f8"),
@@ -208,6 +215,7 @@ def _files(io, recs, t):
     out["memory"] = [io.memory[first[i]] for i in range(len(keys))]
     for k in ("opens", "closes", "reads", "writes", "stats", "bytes_read", "bytes_written"):
         np.add.at(out[k], inv, recs[k])
+    np.add.at(out["mmap_bytes_est"], inv, recs["mmap_bytes"])
     for col, op in (("open_s", "open"), ("close_s", "close"), ("read_s", "read")):
         np.add.at(out[col], inv, t[:, OP[op]])
     np.add.at(out["write_s"], inv, t[:, OP["write"]])

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Benchmark: what the io module (--io) adds to I/O calls and to MPI programs (figures,
+not a test).
+
+1-byte write() to tmpfs (/dev/shm) and 1-byte fwrite() (buffered), timed inside the
+program (bench/programs/io_calls.c), bare and under `perfweave run --io --no-sample`,
+alternating in one invocation: ns added per call (the budget is 60 ns, docs/io.md). Then
+two MPI programs on --ranks ranks (Open MPI), bare and under `perfweave run` without and
+with --io: an I/O-heavy one (each rank opens, writes 4 KiB and closes its file N times,
+on disk; its time) and a compute-heavy one (additions for a fixed time with an allreduce
+every 10 ms; the work done). Prints medians and the ratios to the bare run (the budget
+is 1 %).
+Usage:
+  .venv/bin/python bench/io_overhead.py [--repeat 5] [--calls 2000000] [--ranks 2]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
+ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def value(cmd, key):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, check=True).stdout
+    return float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith(key)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=2_000_000)
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--opens", type=int, default=20_000)
+    ap.add_argument("--seconds", type=float, default=2.0)
+    args = ap.parse_args()
+    src = str(HERE / "programs" / "io_calls.c")
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        prog, mprog = Path(tmp) / "io_calls", Path(tmp) / "io_calls_mpi"
+        subprocess.run(["gcc", "-O2", "-o", str(prog), src], check=True)
+        subprocess.run(["mpicc.openmpi", "-O2", "-DWITH_MPI", "-o", str(mprog), src], check=True)
+        run = 0
+
+        def pw(*opts):
+            nonlocal run
+            run += 1
+            return [PERFWEAVE, "run", "--no-sample", *opts, "-o", f"{tmp}/exp{run}", "--"]
+
+        print(f"{args.calls:,} calls of 1 byte, medians of {args.repeat} alternating runs")
+        for mode in ("write", "fwrite"):
+            bare, io = [], []
+            for _ in range(args.repeat):
+                cmd = [str(prog), mode, shm, str(args.calls)]
+                bare.append(value(cmd, "ns_per_call"))
+                io.append(value(pw("--io") + cmd, "ns_per_call"))
+            b, m = statistics.median(bare), statistics.median(io)
+            print(
+                f"  {mode:7s} to tmpfs  bare {b:7.2f} ns/call  --io {m:7.2f} ns/call  "
+                f"added {m - b:6.2f} ns/call"
+            )
+        launch = ["mpirun.openmpi", "--oversubscribe", "-n", str(args.ranks)]
+        cases = (
+            ("I/O-heavy", ["mpi-io", tmp, str(args.opens)], "seconds", "time"),
+            ("compute-heavy", ["mpi-compute", tmp, str(args.seconds)], "blocks", "work"),
+        )
+        print(f"MPI programs on {args.ranks} ranks (Open MPI), medians of {args.repeat}")
+        for name, cmd, key, what in cases:
+            got = {"bare": [], "no io": [], "io": []}
+            for _ in range(args.repeat):
+                got["bare"].append(value(launch + [str(mprog), *cmd], key))
+                got["no io"].append(value(pw() + launch + [str(mprog), *cmd], key))
+                got["io"].append(value(pw("--io") + launch + [str(mprog), *cmd], key))
+            med = {k: statistics.median(v) for k, v in got.items()}
+            print(
+                f"  {name:13s} {what}: bare {med['bare']:.4g}  perfweave {med['no io']:.4g} "
+                f"(ratio {med['no io'] / med['bare']:.4f})  --io {med['io']:.4g} "
+                f"(ratio {med['io'] / med['bare']:.4f}, to perfweave without it "
+                f"{med['io'] / med['no io']:.4f})"
+            )
+
+
+if __name__ == "__main__":
+    main()
