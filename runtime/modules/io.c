@@ -10,8 +10,8 @@
  * has no lock: a call finds its file through an array indexed by descriptor, its record
  * at file * PW_IO_NLAYERS + layer of the thread's block, and its call site through a
  * one-entry cache. File names and objects are interned lock-free (a compare-and-swap on
- * a hash slot). A process forked by a measured one gets a file of its own (pthread_atfork),
- * never its parent's counts.
+ * a hash slot). A process forked by a measured one gets a file of its own (the module's
+ * fork_child, which the core runs in the child), never its parent's counts.
  *
  * The wrappers are generated from runtime/io/io.spec (gen_io.py); MPI-IO calls come from
  * the MPI module's wrappers through pw_hooks.file_call.
@@ -776,8 +776,9 @@ static void std_files(void)
     }
 }
 
-/* In a child of fork: a store of its own with the names (not the counts) of its parent's,
- * or none, which its parent's header then counts. */
+/* In a child of fork (the core's pthread_atfork handler runs it): a store of its own
+ * with the names (not the counts) of its parent's, or none, which its parent's header
+ * then counts. */
 static void in_child(void)
 {
     if (!pw_io_on)
@@ -830,7 +831,6 @@ static void start(void)
         return;
     }
     std_files();
-    pthread_atfork(NULL, NULL, in_child);
     pw_hooks.file_call = file_call;
     __atomic_store_n(&pw_io_on, 1, __ATOMIC_RELEASE);
 }
@@ -864,4 +864,5 @@ const pw_module pw_module_io = {
     .options = "io,io_max_files,io_max_threads,io_max_sites",
     .start = start,
     .dump = dump,
+    .fork_child = in_child,
 };

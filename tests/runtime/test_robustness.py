@@ -128,6 +128,9 @@ def test_a_killed_process_is_reported_with_what_its_io_module_kept(build, run_pw
         (exp.io.records["file"] == f) & (exp.io.records["layer"] == IO_LAYERS.index("posix"))
     ]
     assert (rec["writes"], rec["bytes_written"]) == (777, 7770)
+    # its life is known to the end of its last call, so I/O is a share of it, not more
+    (proc,) = exp.io.processes
+    assert 0 < proc["busy_s"] <= proc["wall_s"]
     text = r.text_report()
     assert "shown: what the io module kept" in text and "kill.dat" in text
 

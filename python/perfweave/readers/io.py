@@ -130,12 +130,19 @@ def _read_store(f, index, names, objects, out):
     st["count"], st["bytes"] = s["count"], s["bytes"]
     st["time_ns"] = s["ticks"] * npt
     state = int(h["state"])
+    wall_s = (int(h["t_end"]) - int(h["t_start"])) / 1e9
+    if not 0 <= state < len(STATES):
+        # killed: t_end is as old as the header's last update; the process lived at
+        # least from its threads' first bins to the end of its last call
+        last = max((int(r["last_tick"].max()) for r in rows if len(r)), default=0)
+        first = min((int(x[0]) for x in starts if len(x)), default=last)
+        wall_s = max(wall_s, (last - first) * npt / 1e9)
     p = (
         rank,
         int(h["pid"]),
         int(h["parent_pid"]),
         STATES[state] if 0 <= state < len(STATES) else "killed",
-        (int(h["t_end"]) - int(h["t_start"])) / 1e9,
+        wall_s,
         int(h["busy_ticks"]) * npt / 1e9,
         used,
         int(h["dropped_files"]) + int(h["dropped_threads"]) + int(h["dropped_sites"]),
