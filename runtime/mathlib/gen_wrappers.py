@@ -45,6 +45,7 @@ class Param:
     ctype: str
     name: str
     role: str = ""
+    wide: bool = False  # a by-value int taken as long (WIDE)
 
     @property
     def pointer(self):
@@ -231,10 +232,34 @@ def write_header(routines, out):
 
 def scalar(a):
     """The value of a tagged scalar argument: its pointee for a pointer."""
+    if a.wide:
+        return f"(int)a_{a.name}"
     return f"*a_{a.name}" if a.pointer else f"a_{a.name}"
 
 
+# A C-ABI integer passed by value: the wrapper takes and passes on the whole 64-bit
+# register or stack slot (long), so that an ILP64 library's 64-bit integer (OpenBLAS's
+# blasint, LAPACKE's lapack_int in Debian's libopenblas64, under the usual names) reaches
+# it unchanged; the wrapper reads its low 32 bits (an LP64 caller's int; an ILP64 value
+# below 2^31). An int return is passed back whole the same way.
+WIDE = {"int", "const int"}
+
+
+def widen(r):
+    """The wrapper's parameter types (C ABI: groups cblas and lapacke) and return type."""
+    ret = "long" if r.ret == "int" else r.ret  # i?amax_: INTEGER*8 in an ILP64 library
+    if r.fortran or r.group not in ("cblas", "lapacke"):
+        return r.params, ret
+    params = [Param("long", a.name, a.role) if a.ctype in WIDE else a for a in r.params]
+    for a, w in zip(r.params, params):
+        if w is not a:
+            w.wide = True
+    return params, ret
+
+
 def wrapper(r):
+    wparams, ret = widen(r)
+    r = Routine(**{**r.__dict__, "params": wparams, "ret": ret})
     params = [(a.ctype, "a_" + a.name) for a in r.params]
     params += [("size_t", "len_" + h) for h in r.hidden]
     decl = ", ".join(f"{t} {n}" if not t.endswith("*") else f"{t}{n}" for t, n in params)
