@@ -4,7 +4,10 @@
 # Everything is installed without recommends: Debian's libpapi-dev recommends pcp.
 # libblas-dev, liblapack-dev, liblapacke-dev, libopenblas0-pthread, libfftw3-dev: the math
 # library module's tests (reference BLAS/LAPACK and OpenBLAS as the two libblas.so.3
-# alternatives, CBLAS, LAPACKE, FFTW3 with its MPI-less legacy Fortran interface).
+# alternatives, CBLAS, LAPACKE, FFTW3 with its MPI-less legacy Fortran interface);
+# libfftw3-mpi-dev (FFTW's MPI interface, built against Open MPI only),
+# libscalapack-openmpi-dev and libscalapack-mpich-dev (ScaLAPACK with its BLACS, for each
+# MPI), libopenblas64-pthread-dev (OpenBLAS with 64-bit integers: ILP64).
 # libunwind8: the sampler dlopens libunwind.so.8 (stacks through code without frame
 # pointers); libunwind-dev: its header, for the build.
 #
@@ -24,7 +27,8 @@
 set -e
 PKGS="gcc g++ make cmake python3 python3-venv python3-dev binutils gfortran
 openmpi-bin libopenmpi-dev mpich libmpich-dev numactl python3-mpi4py libunwind8 libunwind-dev libpapi-dev papi-tools chromium
-libblas-dev liblapack-dev liblapacke-dev libopenblas0-pthread libfftw3-dev"
+libblas-dev liblapack-dev liblapacke-dev libopenblas0-pthread libfftw3-dev
+libfftw3-mpi-dev libscalapack-openmpi-dev libscalapack-mpich-dev libopenblas64-pthread-dev"
 # installed with no-op systemctl / invoke-rc.d (see above)
 NOINIT_PKGS="pcp libpcp3 libpcp3-dev slurm-wlm munge"
 

@@ -23,8 +23,8 @@ from pathlib import Path
 GROUPS = ("blas1", "blas2", "blas3", "cblas", "lapack", "lapacke", "fftw", "scalapack")
 KINDS = ("call", "plan", "exec", "destroy")
 FFT_KINDS = {"c2c": 0, "r2c": 1, "c2r": 2}
-PLAN_ROLES = set("rank n n0 n1 n2 howmany in out sign flags planout".split())
-ROLES = {"d", "c", "plan"} | PLAN_ROLES
+PLAN_ROLES = set("rank n n0 n1 n2 howmany in out sign flags planout comm".split())
+ROLES = {"d", "c", "plan", "desc"} | PLAN_ROLES
 # Per prefix letter: {T} CBLAS element type, {A} CBLAS scalar argument, {R} real type,
 # {E} bytes per element, {X} real flops per multiply-add relative to a real one.
 PREFIX = {
@@ -45,6 +45,7 @@ class Param:
     ctype: str
     name: str
     role: str = ""
+    wide: bool = False  # a by-value int taken as long (WIDE)
 
     @property
     def pointer(self):
@@ -68,6 +69,7 @@ class Routine:
     fortran: bool = False
     fft_kind: str = ""
     nowrap: str = ""
+    twin: bool = True  # a Fortran routine's ILP64 twin NAME_64_ is written
     line: int = 0
     hidden: list = field(default_factory=list)  # hidden length arguments
 
@@ -109,7 +111,7 @@ def expand(line_no, text):
     group, kind, flops, nbytes, proto = cols
     if group not in GROUPS or kind not in KINDS:
         raise SpecError(f"{where}: unknown group or kind '{group} {kind}'")
-    unknown = set(flags) - {"f", "p", "kind", "fftw", "nowrap"}
+    unknown = set(flags) - {"f", "p", "kind", "fftw", "nowrap", "no64"}
     if unknown:
         raise SpecError(f"{where}: unknown flags {sorted(unknown)}")
     out = []
@@ -141,6 +143,7 @@ def expand(line_no, text):
                 fortran="f" in flags,
                 fft_kind=flags.get("kind", ""),
                 nowrap=flags.get("nowrap", ""),
+                twin="no64" not in flags,
                 line=line_no,
             )
             if "{" in r.ret + r.flops + r.bytes or any("{" in a.ctype for a in r.params):
@@ -154,6 +157,8 @@ def check(r, where):
     roles = [a.role for a in r.params if a.role]
     if sum(1 for x in roles if x == "d") > MAX_DIMS:
         raise SpecError(f"{where}: {r.name}: more than {MAX_DIMS} dimensions")
+    if roles.count("desc") > 1 or roles.count("comm") > 1:
+        raise SpecError(f"{where}: {r.name}: more than one :desc or :comm argument")
     if sum(1 for x in roles if x == "c") > MAX_CHARS:
         raise SpecError(f"{where}: {r.name}: more than {MAX_CHARS} characters")
     if r.kind in ("exec", "destroy") and roles.count("plan") != 1:
@@ -180,7 +185,7 @@ def parse(path):
                 raise SpecError(f"mathlib.spec:{no}: {r.name} listed twice")
             seen.add(r.name)
             routines.append(r)
-            if r.fortran:  # the ILP64 twin: Debian's libblas64 / liblapack64 naming
+            if r.fortran and r.twin:  # the ILP64 twin: Debian's libblas64 / liblapack64 naming
                 twin = Routine(**{**r.__dict__, "name": r.name + "64_"})
                 twin.params = [
                     Param(re.sub(r"\bint\b", "int64_t", a.ctype), a.name, a.role) for a in r.params
@@ -227,10 +232,34 @@ def write_header(routines, out):
 
 def scalar(a):
     """The value of a tagged scalar argument: its pointee for a pointer."""
+    if a.wide:
+        return f"(int)a_{a.name}"
     return f"*a_{a.name}" if a.pointer else f"a_{a.name}"
 
 
+# A C-ABI integer passed by value: the wrapper takes and passes on the whole 64-bit
+# register or stack slot (long), so that an ILP64 library's 64-bit integer (OpenBLAS's
+# blasint, LAPACKE's lapack_int in Debian's libopenblas64, under the usual names) reaches
+# it unchanged; the wrapper reads its low 32 bits (an LP64 caller's int; an ILP64 value
+# below 2^31). An int return is passed back whole the same way.
+WIDE = {"int", "const int"}
+
+
+def widen(r):
+    """The wrapper's parameter types (C ABI: groups cblas and lapacke) and return type."""
+    ret = "long" if r.ret == "int" else r.ret  # i?amax_: INTEGER*8 in an ILP64 library
+    if r.fortran or r.group not in ("cblas", "lapacke"):
+        return r.params, ret
+    params = [Param("long", a.name, a.role) if a.ctype in WIDE else a for a in r.params]
+    for a, w in zip(r.params, params):
+        if w is not a:
+            w.wide = True
+    return params, ret
+
+
 def wrapper(r):
+    wparams, ret = widen(r)
+    r = Routine(**{**r.__dict__, "params": wparams, "ret": ret})
     params = [(a.ctype, "a_" + a.name) for a in r.params]
     params += [("size_t", "len_" + h) for h in r.hidden]
     decl = ", ".join(f"{t} {n}" if not t.endswith("*") else f"{t}{n}" for t, n in params)
@@ -273,6 +302,10 @@ def body_call(r):
     o = ["    {"]
     for a in dims:
         o.append(f"        const double {a.name} = (double)({scalar(a)});")
+    desc = [a for a in r.params if a.role == "desc"]
+    if desc:  # a distributed matrix: P, the processes of its BLACS grid
+        o.append(f"        const double P = pw_ml_grid_procs(a_{desc[0].name});")
+        o.append("        (void)P;")
     for i, a in enumerate(chars):
         conv = f"pw_ml_char(*a_{a.name})" if a.pointer else f"pw_ml_enum_char((int)a_{a.name})"
         o.append(f"        const int c{i} = {conv};")
@@ -297,17 +330,19 @@ def body_plan(r):
     o = ["    {", "        pw_ml_plan_desc pd;"]
     o.append(f"        pw_ml_plan_desc_init(&pd, {FFT_KINDS[r.fft_kind]});")
     if "rank" in roles:
-        o.append(
-            f"        pw_ml_plan_desc_dims(&pd, {scalar(roles['rank'])}, a_{roles['n'].name});"
-        )
+        n = roles["n"]
+        fn = "pw_ml_plan_desc_ldims" if "ptrdiff_t" in n.ctype else "pw_ml_plan_desc_dims"
+        o.append(f"        {fn}(&pd, {scalar(roles['rank'])}, a_{n.name});")
     else:
         ns = [scalar(roles[k]) for k in ("n0", "n1", "n2") if k in roles]
-        o.append(f"        const int n[{len(ns)}] = {{{', '.join(ns)}}};")
-        o.append(f"        pw_ml_plan_desc_dims(&pd, {len(ns)}, n);")
+        o.append(f"        const int64_t n[{len(ns)}] = {{{', '.join(ns)}}};")
+        o.append(f"        pw_ml_plan_desc_ldims(&pd, {len(ns)}, n);")
     if "howmany" in roles:
         o.append(f"        pd.howmany = {scalar(roles['howmany'])};")
     if "sign" in roles:
         o.append(f"        pd.sign = {scalar(roles['sign'])};")
+    if "comm" in roles:  # an MPI plan: the communicator's processes share its work
+        o.append(f"        pd.procs = pw_ml_comm_procs(a_{roles['comm'].name});")
     if "flags" in roles:
         o.append(f"        pd.flags = (uint32_t)({scalar(roles['flags'])});")
     if "in" in roles and "out" in roles:
@@ -330,8 +365,10 @@ def body_exec(r):
         "    {",
         f"        const pw_ml_plan *pl = pw_ml_plan_find({plan_arg(r)});",
         "        const double N = pl ? pl->size : 0, H = pl ? (double)pl->howmany : 0;",
+        "        const double P = pl && pl->procs > 1 ? (double)pl->procs : 1;",
         f"        const double flops = N > 1 ? (double)({r.flops}) : 0;",
         "        (void)H;",
+        "        (void)P;",
         f"        pw_ml_plan_executed({r.ident}, ra, t1 - t0, pl, flops);",
         "    }",
     ]

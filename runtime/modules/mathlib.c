@@ -213,6 +213,39 @@ void pw_ml_plan_desc_dims(pw_ml_plan_desc *d, int rank, const int *n)
     }
 }
 
+void pw_ml_plan_desc_ldims(pw_ml_plan_desc *d, int rank, const int64_t *n)
+{
+    d->rank = rank;
+    for (int i = 0; i < rank && n != NULL; i++) {
+        if (i < 3)
+            d->n[i] = n[i];
+        d->size *= (double)n[i];
+    }
+}
+
+int64_t pw_ml_comm_procs(void *comm)
+{
+    static int (*size)(void *, int *);
+    if (size == NULL)
+        *(void **)&size = pw_wrap_next("PMPI_Comm_size");
+    int n = 0;
+    if (size == NULL || size(comm, &n) != 0 || n < 1)
+        return 1;
+    return n;
+}
+
+double pw_ml_grid_procs(const int *desc)
+{
+    static void (*info)(const int *, int *, int *, int *, int *);
+    if (info == NULL)
+        *(void **)&info = pw_wrap_next("blacs_gridinfo_");
+    int nprow = -1, npcol = -1, myrow, mycol;
+    if (info == NULL || desc == NULL)
+        return 1;
+    info(&desc[1], &nprow, &npcol, &myrow, &mycol);
+    return nprow > 0 && npcol > 0 ? (double)nprow * npcol : 1;
+}
+
 static uint64_t plan_chars(int kind, int sign)
 {
     return pw_ml_chars(kind == 0   ? 'C'
@@ -248,6 +281,7 @@ void pw_ml_plan_made(int id, uintptr_t ra, int64_t ticks, void *plan, const pw_m
                               .inplace = d->inplace,
                               .flags = d->flags,
                               .howmany = d->howmany,
+                              .procs = d->procs,
                               .size = d->size};
             memcpy(p->n, d->n, sizeof p->n);
             __atomic_store_n(&r->idx, (int32_t)nplans, __ATOMIC_RELEASE);
@@ -423,6 +457,7 @@ static int dump(int state, int in_signal)
         r.rank = p->rank;
         memcpy(r.n, p->n, sizeof r.n);
         r.howmany = p->howmany;
+        r.procs = p->procs;
         r.size = p->size;
         r.sign = p->sign;
         r.flags = p->flags;

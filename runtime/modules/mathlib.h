@@ -156,7 +156,8 @@ typedef struct pw_ml_plan_desc {
     uint32_t flags;
     int64_t n[3]; /* the first three dims */
     int64_t howmany;
-    double size; /* the product of all dims */
+    int64_t procs; /* an MPI plan: its communicator's processes; 1 otherwise */
+    double size;   /* the product of all dims (an MPI plan's: the global ones) */
 } pw_ml_plan_desc;
 
 /* A plan in the module's table, from its creation (by generation: a plan whose address a
@@ -170,7 +171,7 @@ typedef struct pw_ml_plan {
     int64_t ticks; /* planning time */
     int kind, rank, sign, inplace;
     uint32_t flags;
-    int64_t n[3], howmany;
+    int64_t n[3], howmany, procs;
     double size;
     int64_t executes, exec_ticks; /* atomically: a plan may run in several threads */
     double flops;
@@ -179,9 +180,17 @@ typedef struct pw_ml_plan {
 
 static inline void pw_ml_plan_desc_init(pw_ml_plan_desc *d, int kind)
 {
-    *d = (pw_ml_plan_desc){.kind = kind, .howmany = 1, .size = 1};
+    *d = (pw_ml_plan_desc){.kind = kind, .howmany = 1, .procs = 1, .size = 1};
 }
 void pw_ml_plan_desc_dims(pw_ml_plan_desc *d, int rank, const int *n);
+/* The same from 64-bit dims (ptrdiff_t: FFTW's MPI planners). */
+void pw_ml_plan_desc_ldims(pw_ml_plan_desc *d, int rank, const int64_t *n);
+/* The processes of an MPI communicator (PMPI_Comm_size of the loaded MPI, which the
+ * caller's MPI_Comm is passed to as it came: a handle of either ABI); 1 if unknown. */
+int64_t pw_ml_comm_procs(void *comm);
+/* The processes of the BLACS grid of a ScaLAPACK descriptor (its context, desc[1]:
+ * blacs_gridinfo_ of the loaded library, nprow x npcol); 1 if unknown. */
+double pw_ml_grid_procs(const int *desc);
 /* The outermost planner returned `plan` (NULL: FFTW could not plan). */
 void pw_ml_plan_made(int id, uintptr_t ra, int64_t ticks, void *plan, const pw_ml_plan_desc *d);
 /* The live plan at this address, NULL if none is known (a planner not wrapped). */

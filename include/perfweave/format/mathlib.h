@@ -16,7 +16,7 @@
 #include "perfweave/format.h"
 
 /* clang-format off */
-#define PW_MATHLIB_VERSION 1
+#define PW_MATHLIB_VERSION 2
 #define PW_MATHLIB_MAGIC "perfweave-mathlib"
 
 #define PW_MLCALL_FIELDS(X, A)                                                             \
@@ -44,7 +44,8 @@ PW_RECORD_STRUCT(PW_MLCALL_FIELDS, pw_mlcall_rec)
     X(int32_t, "<i4", rank)                                                                \
     A(int64_t, "<i8", n, 3)              /* the first three dims, 0 beyond rank */         \
     X(int64_t, "<i8", howmany)                                                             \
-    X(double, "<f8", size)               /* product of all dims */                         \
+    X(int64_t, "<i8", procs)             /* an MPI plan: its communicator's size; 1 */     \
+    X(double, "<f8", size)               /* product of all dims (MPI: the global ones) */  \
     X(int32_t, "<i4", sign)              /* -1 forward, +1 backward, 0 real transforms */  \
     X(uint32_t, "<u4", flags)            /* FFTW planner flags */                          \
     X(int32_t, "<i4", inplace)                                                             \

@@ -17,7 +17,8 @@ CALL_COLUMNS = (
     "max_ns flops bytes dim0_sum dim1_sum dim2_sum"
 ).split()
 PLAN_COLUMNS = (
-    "process gen routine module offset kind rank n0 n1 n2 howmany size sign flags inplace "
+    "process gen routine module offset kind rank n0 n1 n2 howmany procs size sign flags "
+    "inplace "
     "live plan_ns executes exec_ns flops"
 ).split()
 INTERNAL_COLUMNS = ["process", "routine", "group", "library", "calls"]
@@ -51,9 +52,10 @@ class MathLib:
       letters), count, total_ns, min_ns, max_ns, flops, bytes, dim0_sum ... (sums of
       each dim over the calls).
     plans: one row per FFTW plan created: gen (creation order), routine (the planner),
-      module, offset (where), kind (c2c r2c c2r), rank, n0 n1 n2, howmany, size (product
-      of the dims), sign, flags, inplace, live (not destroyed), plan_ns, executes,
-      exec_ns, flops.
+      module, offset (where), kind (c2c r2c c2r), rank, n0 n1 n2, howmany, procs (an MPI
+      plan's communicator size, 1 otherwise), size (product of the (global) dims),
+      sign, flags, inplace, live (not destroyed), plan_ns, executes, exec_ns, flops (an
+      MPI plan's: this process's share, the global transform's / procs).
     internal: one row per (process, routine) with calls inside another math-library
       call: routine, group, library, calls."""
 
@@ -110,7 +112,9 @@ class MathLib:
                 pl = dict(pl)
                 dims = list(pl.pop("dims", (0,))) + [0] * 3
                 row = {"process": i, "gen": k, "module": "", "offset": 0, "kind": "c2c"}
-                row.update({"rank": len([d for d in dims if d]), "howmany": 1, "sign": -1})
+                row.update(
+                    {"rank": len([d for d in dims if d]), "howmany": 1, "procs": 1, "sign": -1}
+                )
                 row.update({f"n{j}": dims[j] for j in range(3)})
                 row["size"] = float(np.prod([d for d in dims if d]))
                 row.update({"flags": 0, "inplace": False, "live": False, "plan_ns": 0})

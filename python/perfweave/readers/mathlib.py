@@ -125,7 +125,10 @@ def read_mathlib(path):
                 "kind": kinds[np.clip(p["kind"], 0, len(kinds) - 1)],
                 "rank": p["rank"].astype(np.int64),
                 **{f"n{k}": p["n"][:, k] for k in range(3)},
-                **{k: p[k].astype(np.int64) for k in ("howmany", "sign", "flags", "inplace")},
+                **{
+                    k: p[k].astype(np.int64)
+                    for k in ("howmany", "procs", "sign", "flags", "inplace")
+                },
                 "size": p["size"],
                 "live": p["live"].astype(np.int64),
                 **{k: p[k] for k in ("plan_ns", "executes", "exec_ns")},
