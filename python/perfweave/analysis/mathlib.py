@@ -238,18 +238,18 @@ def analyze(ml, symbolizer=None, sampled=None, mkl_verbose=None):
     routines = routines[np.lexsort((routines["routine"].astype(str), -routines["time_s"]))]
 
     # per call site
-    keys, inv = _group(c[["routine", "module", "offset"]])
+    keys, inv = _group(c[["routine", "object", "offset"]])
     n = len(keys)
     s_time = _sums(t, inv, n)
     s_flops = _sums(c["flops"], inv, n)
     r_time = dict(zip(routines["routine"], routines["time_s"]))
     where, func = [], []
     locs = {}
-    for mod in set(keys["module"]):
+    for mod in set(keys["object"]):
         if mod:
-            offs = keys["offset"][keys["module"] == mod]
+            offs = keys["offset"][keys["object"] == mod]
             locs.update({(mod, o): loc for o, loc in zip(offs, symbolizer.resolve(mod, offs))})
-    for mod, off in zip(keys["module"], keys["offset"]):
+    for mod, off in zip(keys["object"], keys["offset"]):
         loc = locs.get((mod, off))
         if not mod and not off:
             where.append("(overflow)")

@@ -13,11 +13,11 @@ from perfweave.model.table import table
 
 # the columns of MathLib.calls, .plans and .internal (model/table.py tables)
 CALL_COLUMNS = (
-    "process routine group library module offset b0 b1 b2 chars count total_ns min_ns "
+    "process routine group library object offset b0 b1 b2 chars count total_ns min_ns "
     "max_ns flops bytes dim0_sum dim1_sum dim2_sum"
 ).split()
 PLAN_COLUMNS = (
-    "process gen routine module offset kind rank n0 n1 n2 howmany procs size sign flags "
+    "process gen routine object offset kind rank n0 n1 n2 howmany procs size sign flags "
     "inplace "
     "live plan_ns executes exec_ns flops"
 ).split()
@@ -46,13 +46,13 @@ class MathLib:
     processes):
 
     calls: one row per (process, routine, size class, call site): routine, group (the
-      interface: blas1 ... fftw), library (the object that answered), module and offset
-      (the call site; module "" and offset 0 for the overflow site), b0 b1 b2 (log2
+      interface: blas1 ... fftw), library (the object that answered), object and offset
+      (the call site; object "" and offset 0 for the overflow site), b0 b1 b2 (log2
       bucket of each dim: floor(log2 d) + 1, 0 none), chars (transpose, uplo, ...
       letters), count, total_ns, min_ns, max_ns, flops, bytes, dim0_sum ... (sums of
       each dim over the calls).
     plans: one row per FFTW plan created: gen (creation order), routine (the planner),
-      module, offset (where), kind (c2c r2c c2r), rank, n0 n1 n2, howmany, procs (an MPI
+      object, offset (where), kind (c2c r2c c2r), rank, n0 n1 n2, howmany, procs (an MPI
       plan's communicator size, 1 otherwise), size (product of the (global) dims),
       sign, flags, inplace, live (not destroyed), plan_ns, executes, exec_ns, flops (an
       MPI plan's: this process's share, the global transform's / procs).
@@ -98,12 +98,12 @@ class MathLib:
                 c = dict(c)
                 dims = list(c.pop("dims", ())) + [0] * 3
                 n = c.get("count", 1)
-                row = {"process": i, "group": "", "library": "", "module": "", "offset": 0}
+                row = {"process": i, "group": "", "library": "", "object": "", "offset": 0}
                 row.update({f"b{k}": bucket(dims[k]) for k in range(3)})
                 row.update({f"dim{k}_sum": dims[k] * n for k in range(3)})
                 row.update({"chars": "", "count": 1, "total_ns": 0, "flops": 0.0, "bytes": 0.0})
                 if "site" in c:
-                    c["module"] = c.pop("site")
+                    c["object"] = c.pop("site")
                 row.update(c)
                 row.setdefault("min_ns", row["total_ns"] // max(row["count"], 1))
                 row.setdefault("max_ns", row["total_ns"] // max(row["count"], 1))
@@ -111,7 +111,7 @@ class MathLib:
             for k, pl in enumerate(prows):
                 pl = dict(pl)
                 dims = list(pl.pop("dims", (0,))) + [0] * 3
-                row = {"process": i, "gen": k, "module": "", "offset": 0, "kind": "c2c"}
+                row = {"process": i, "gen": k, "object": "", "offset": 0, "kind": "c2c"}
                 row.update(
                     {"rank": len([d for d in dims if d]), "howmany": 1, "procs": 1, "sign": -1}
                 )
@@ -135,7 +135,7 @@ class MathLib:
         )
 
 
-_TEXT = {"routine", "group", "library", "module", "chars", "kind"}
+_TEXT = {"routine", "group", "library", "object", "chars", "kind"}
 _FLOAT = {"flops", "bytes", "size"}
 
 

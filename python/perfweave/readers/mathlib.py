@@ -18,6 +18,9 @@ from perfweave.model.table import table
 from perfweave.readers.files import check, read_json
 
 FORMAT, VERSION = FILES["mathlib"].magic, FILES["mathlib"].version
+# version 1: plans without "procs" (every plan a process's own: 1), read as version 2
+_PLAN_V1 = np.dtype([f for f in RECORDS["mlplan"].descr if f[0] != "procs"])
+READ_VERSIONS = (1, VERSION)
 _HEAD = {
     "format": str,
     "version": int,
@@ -41,8 +44,8 @@ _HEAD = {
 }
 
 
-def _records(path, name):
-    dtype = RECORDS[name]
+def _records(path, name, dtype=None):
+    dtype = RECORDS[name] if dtype is None else dtype
     size = path.stat().st_size
     if size % dtype.itemsize:
         raise FormatError(f"{path}: {size} bytes, not whole {name} records")
@@ -54,17 +57,24 @@ def _read_process(f):
     check(doc, _HEAD, f, "math-library file")
     if doc.get("format") != FORMAT:
         raise FormatError(f"{f}: not a {FORMAT} file")
-    if doc.get("version") != VERSION:
+    if doc.get("version") not in READ_VERSIONS:
         raise FormatError(
-            f"{f}: version {doc.get('version')} of {FORMAT} (this perfweave reads version "
-            f"{VERSION})"
+            f"{f}: version {doc.get('version')} of {FORMAT} (this perfweave reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))})"
         )
     missing = [k for k in _HEAD if k not in doc]
     if missing:
         raise FormatError(f"{f}: no {missing[0]!r}")
     stem = f.name[: -len(".json")]
     calls = _records(f.with_name(stem + ".calls"), "mlcall")
-    plans = _records(f.with_name(stem + ".plans"), "mlplan")
+    if doc["version"] == 1:
+        old = _records(f.with_name(stem + ".plans"), "mlplan", _PLAN_V1)
+        plans = np.zeros(len(old), RECORDS["mlplan"])
+        for name in old.dtype.names:
+            plans[name] = old[name]
+        plans["procs"] = 1
+    else:
+        plans = _records(f.with_name(stem + ".plans"), "mlplan")
     n = len(doc["routines"])
     if len(doc["groups"]) != n or len(doc["libraries"]) != n or len(doc["internal"]) != n:
         raise FormatError(f"{f}: routines, groups, libraries and internal differ in length")
@@ -102,7 +112,7 @@ def read_mathlib(path):
                 "routine": names[c["routine"]],
                 "group": groups[c["routine"]],
                 "library": libs[c["routine"]],
-                "module": objs[np.where(c["object"] < len(objs) - 1, c["object"], -1)],
+                "object": objs[np.where(c["object"] < len(objs) - 1, c["object"], -1)],
                 "offset": c["offset"].astype(np.int64),
                 **{f"b{k}": c["dim_bucket"][:, k].astype(np.int64) for k in range(3)},
                 "chars": np.array(
@@ -120,7 +130,7 @@ def read_mathlib(path):
                 "process": np.full(len(p), i, np.int64),
                 "gen": p["gen"],
                 "routine": names[p["routine"]],
-                "module": objs[np.where(p["object"] < len(objs) - 1, p["object"], -1)],
+                "object": objs[np.where(p["object"] < len(objs) - 1, p["object"], -1)],
                 "offset": p["offset"],
                 "kind": kinds[np.clip(p["kind"], 0, len(kinds) - 1)],
                 "rank": p["rank"].astype(np.int64),
