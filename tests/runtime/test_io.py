@@ -129,6 +129,21 @@ def test_io_two_threads_own_descriptors_one_file(build, run_pw, tmp_path):
     assert 0 < io.processes["busy_s"][0] <= io.processes["wall_s"][0]
 
 
+def test_io_overlapping_calls_of_threads_counted_once(build, run_pw, tmp_path):
+    # the main thread's read (its first call, counted alone, with no atomics) is still in
+    # flight when a second thread's first call begins and overlaps it until both end: the
+    # process's I/O time is the union (about the first read), never the sum
+    prog = build(None, "io_cases.c", ("-pthread",))
+    ms = 150
+    r = run_pw([prog, "overlap", tmp_path, ms], ["--io"])
+    got = values(r.proc.stdout)
+    first, second = got["first_us"] / 1e6, got["second_us"] / 1e6
+    assert second > 0.5 * first  # they overlapped for most of the first
+    io = perfweave.open(r.exp).io
+    (busy,) = io.processes["busy_s"]
+    assert first * 0.98 <= busy <= first + 0.3 * second
+
+
 def test_io_off_by_default(build, run_pw, tmp_path):
     prog = build(None, "io_cases.c")
     r = run_pw([prog, "loop", tmp_path, 10])

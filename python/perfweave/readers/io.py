@@ -143,7 +143,7 @@ def _read_store(f, index, names, objects, out):
         int(h["parent_pid"]),
         STATES[state] if 0 <= state < len(STATES) else "killed",
         wall_s,
-        int(h["busy_ticks"]) * npt / 1e9,
+        (int(h["busy_ticks"]) + int(h["solo_ticks"])) * npt / 1e9,
         used,
         int(h["dropped_files"]) + int(h["dropped_threads"]) + int(h["dropped_sites"]),
         int(h["forks_dropped"]),
