@@ -3,6 +3,7 @@ calls, stats and size bins by construction) against the io/*.pwio stores read th
 perfweave.open(...).io and the report. Each C program is built plain and with
 -O2 -D_FORTIFY_SOURCE=2, which turns read, fread and fprintf into their __*_chk forms."""
 
+import subprocess
 import tempfile
 
 import numpy as np
@@ -12,6 +13,7 @@ import perfweave
 from perfweave._format import IO_LAYERS
 from perfweave.analysis.io import OPEN_CLOSE_SHARE
 from perfweave.readers.io import read_io
+from harness import PERFWEAVE
 
 FORTIFY = [(), ("-O2", "-D_FORTIFY_SOURCE=2")]
 
@@ -149,3 +151,44 @@ def test_io_off_by_default(build, run_pw, tmp_path):
     r = run_pw([prog, "loop", tmp_path, 10])
     assert not (r.exp / "io").exists()
     assert "io" not in r.report()
+
+
+def test_io_darshan_export_carries_the_programs_counts(build, run_pw, tmp_path):
+    # N x (open, write 1 byte at offset 0, close): Darshan's counters of the file are the
+    # program's own numbers
+    prog = build(None, "io_cases.c")
+    n = 137
+    r = run_pw([prog, "loop", tmp_path, n], ["--io"])
+    out = tmp_path / "darshan.txt"
+    cmd = [PERFWEAVE, "export", str(r.exp), "--format", "darshan", "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    lines = out.read_text().splitlines()
+    assert (
+        "#<module>\t<rank>\t<record id>\t<counter>\t<value>\t<file name>\t<mount pt>\t<fs type>"
+        in lines
+    )
+    name = f"{tmp_path}/loop.dat"
+    rows = [ln.split("\t") for ln in lines if ln and not ln.startswith("#")]
+    assert all(len(x) == 8 for x in rows)
+    got = {x[3]: x[4] for x in rows if x[5] == name and x[0] == "POSIX"}
+    assert {x[1] for x in rows if x[5] == name} == {"-1"}  # no MPI rank
+    want = {
+        "POSIX_OPENS": n,
+        "POSIX_WRITES": n,
+        "POSIX_READS": 0,
+        "POSIX_BYTES_WRITTEN": n,
+        "POSIX_BYTES_READ": 0,
+        "POSIX_MAX_BYTE_WRITTEN": 0,
+        "POSIX_SEQ_WRITES": 0,  # every write at offset 0, after the previous one's end
+        "POSIX_CONSEC_WRITES": 0,
+        "POSIX_RW_SWITCHES": 0,
+        "POSIX_SIZE_WRITE_0_100": n,
+        "POSIX_SIZE_WRITE_100_1K": 0,
+        "POSIX_ACCESS1_ACCESS": 1,
+        "POSIX_ACCESS1_COUNT": n,
+        "POSIX_ACCESS2_COUNT": 0,
+    }
+    assert {k: int(got[k]) for k in want} == want
+    assert float(got["POSIX_F_WRITE_TIME"]) > 0 and float(got["POSIX_F_META_TIME"]) > 0
+    fs = {x[7] for x in rows if x[5] == name}
+    assert len(fs) == 1 and fs != {""}
