@@ -178,9 +178,12 @@ def record_lines(fn):
     nbytes, off = expr(fn.bytes), expr(fn.offset, "-1")
     op = fn.op
     if op == "open":
-        return [], f"pw_io_open(&c, {f}, rc);"
+        # appending (no offsets) from the flags the program passed: no fcntl(F_GETFL)
+        names = {a.name for a in fn.args}
+        append = "(flags & O_APPEND) != 0" if "flags" in names else "0"
+        return [], f"pw_io_open(&c, {f}, rc, {append});"
     if op == "fopen":
-        return [], f"pw_io_fopen(&c, {f}, rc);"
+        return [], f"pw_io_fopen(&c, {f}, rc, mode);"
     if op == "fdopen":
         return [], f"pw_io_fdopen(&c, {f}, rc);"
     if op == "close":

@@ -25,6 +25,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -46,9 +48,15 @@ typedef struct io_thread {
 } io_thread;
 
 int pw_io_on;
+int pw_io_shared;
+PW_TLS int pw_io_role;
+int64_t pw_io_solo_start;
 int pw_io_inflight;
 int64_t pw_io_busy_start;
-int64_t *pw_io_busy_ticks;
+int64_t *pw_io_busy_ticks, *pw_io_solo_ticks;
+static int io_owner;          /* 1: a thread took role 1 */
+static int claim_done;        /* the second thread has looked at the first one's call */
+static int64_t pw_io_adopted; /* ... and taken the one that began at this tick (0: none) */
 
 static pw_io_header_rec *hdr;
 static pw_io_file_rec *files;
@@ -83,8 +91,88 @@ static map_entry maps[MAX_MAPS];
 
 static PW_TLS io_thread *my_thread;
 static PW_TLS pw_io_rec *my_recs;
-static PW_TLS pw_io_site_rec *my_sites, *last_site;
+static PW_TLS pw_io_site_rec *my_sites;
+/* the site of the previous call of each op: a loop of open, write, close hits them */
+static PW_TLS pw_io_site_rec *last_site[PW_IO_NOPS];
 static PW_TLS int my_state; /* 0: no block yet, 1: a block, -1: none to be had */
+/* The calling thread's current bin and its ticks [bin_lo, bin_hi): most calls fall in the
+ * bin of the previous one (no division). */
+static PW_TLS int64_t bin_lo, bin_hi;
+static PW_TLS int bin_cur;
+
+static int membarrier_ok(void)
+{
+#ifdef SYS_membarrier
+    /* MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (16): the cheap form, registered once */
+    return syscall(SYS_membarrier, 16, 0, 0) == 0;
+#else
+    return 0;
+#endif
+}
+
+int pw_io_claim(void)
+{
+    int zero = 0;
+    if (__atomic_compare_exchange_n(&io_owner, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return pw_io_role = 1;
+    pw_io_role = 2;
+    zero = 0;
+    if (!__atomic_compare_exchange_n(&pw_io_shared, &zero, 1, 0, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_RELAXED))
+        return 2; /* shared already (a third thread, or no membarrier) */
+        /* the first thread's loads of pw_io_shared after this see 1; its call in flight, if
+     * any, is in pw_io_solo_start (MEMBARRIER_CMD_PRIVATE_EXPEDITED: 8) */
+#ifdef SYS_membarrier
+    syscall(SYS_membarrier, 8, 0, 0);
+#endif
+    int64_t s = __atomic_load_n(&pw_io_solo_start, __ATOMIC_SEQ_CST);
+    if (s != 0) {
+        if (__atomic_fetch_add(&pw_io_inflight, 1, __ATOMIC_ACQ_REL) == 0)
+            __atomic_store_n(&pw_io_busy_start, s, __ATOMIC_RELAXED);
+        __atomic_store_n(&pw_io_adopted, s, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&claim_done, 1, __ATOMIC_RELEASE);
+    return 2;
+}
+
+/* The first thread's call that began alone when a second thread came: was it taken into
+ * the in-flight count? (waits for the second thread's look: a few microseconds, once) */
+static int adopted(const pw_io_call *c)
+{
+    while (!__atomic_load_n(&claim_done, __ATOMIC_ACQUIRE))
+        sched_yield();
+    return __atomic_load_n(&pw_io_adopted, __ATOMIC_RELAXED) == c->t0;
+}
+
+void pw_io_begin_shared(pw_io_call *c, int solo_began)
+{
+    if (solo_began) {
+        __atomic_store_n(&pw_io_solo_start, 0, __ATOMIC_RELAXED);
+        if (adopted(c)) {
+            c->first = 0; /* counted in flight already, its period begun */
+            return;
+        }
+    }
+    c->first = __atomic_fetch_add(&pw_io_inflight, 1, __ATOMIC_ACQ_REL) == 0;
+    if (!solo_began)
+        c->t0 = pw_ticks();
+    if (c->first)
+        __atomic_store_n(&pw_io_busy_start, c->t0, __ATOMIC_RELAXED);
+}
+
+void pw_io_leave_shared(pw_io_call *c, int solo_began)
+{
+    if (solo_began && !adopted(c)) { /* ended before the second thread looked */
+        if (pw_io_solo_ticks)
+            *pw_io_solo_ticks += c->t1 - c->t0;
+        return;
+    }
+    /* the start read before leaving: a call that begins after this one left starts a
+     * new period; one that began before it keeps the count above 0 */
+    int64_t start = __atomic_load_n(&pw_io_busy_start, __ATOMIC_RELAXED);
+    if (__atomic_sub_fetch(&pw_io_inflight, 1, __ATOMIC_ACQ_REL) == 0 && pw_io_busy_ticks)
+        __atomic_fetch_add(pw_io_busy_ticks, c->t1 - start, __ATOMIC_RELAXED);
+}
 
 void *pw_io_real(const char *name, int *looked)
 {
@@ -97,13 +185,22 @@ void *pw_io_real(const char *name, int *looked)
 
 /* ---- names: files and objects, interned lock-free ---- */
 
+/* The name's hash: 8 bytes a step (an open's cost is mostly here and in the call). */
 static uint64_t hash_str(const char *s, size_t *len)
 {
-    uint64_t h = 1469598103934665603ULL;
-    const char *p = s;
-    for (; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    *len = (size_t)(p - s);
+    size_t n = strlen(s), i = 0;
+    uint64_t h = 1469598103934665603ULL ^ n;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+    *len = n;
     return h ? h : 1;
 }
 
@@ -191,7 +288,8 @@ static int thread_block(void)
     my_thread->bin_ticks = (int64_t)((double)PW_IO_BIN_NS / (npt > 0 ? npt : 1.0)) + 1;
     my_recs = (pw_io_rec *)(b + recs_offset);
     my_sites = (pw_io_site_rec *)(b + sites_offset);
-    last_site = NULL;
+    memset(last_site, 0, sizeof last_site);
+    bin_lo = bin_hi = 0;
     my_state = 1;
     return 1;
 }
@@ -289,12 +387,12 @@ static void add_site(pw_io_call *c, int file, int64_t bytes)
 {
     if (PW_UNLIKELY(c->ra < user_lo || c->ra >= user_hi))
         c->ra = user_frame(c->ra);
-    pw_io_site_rec *s = last_site;
+    pw_io_site_rec *s = last_site[c->op];
     if (!(s && s->ra == c->ra && s->file == file && s->layer == c->layer && s->op == c->op)) {
         s = site_get(c, file);
         if (!s)
             return;
-        last_site = s;
+        last_site[c->op] = s;
     }
     s->count++;
     s->bytes += bytes;
@@ -324,6 +422,10 @@ static int hist_bin(int64_t n)
 static void add_bins(int64_t t1, int64_t bytes, int write)
 {
     io_thread *th = my_thread;
+    if (PW_LIKELY(t1 >= bin_lo && t1 < bin_hi)) {
+        (write ? th->write_bins : th->read_bins)[bin_cur] += bytes;
+        return;
+    }
     int64_t at = t1 - th->start_tick;
     if (at < 0)
         at = 0;
@@ -339,6 +441,9 @@ static void add_bins(int64_t t1, int64_t bytes, int write)
         bin = at / th->bin_ticks;
     }
     (write ? th->write_bins : th->read_bins)[bin] += bytes;
+    bin_cur = (int)bin;
+    bin_lo = th->start_tick + bin * th->bin_ticks;
+    bin_hi = bin_lo + th->bin_ticks;
 }
 
 /* A read or a write of `bytes` at offset `at` (-1: unknown). */
@@ -392,9 +497,18 @@ static void rw_access(pw_io_call *c, pw_io_rec *r, int file, int64_t at, int64_t
 
 /* The header's values a reader of a killed process's store needs, kept current on the
  * slow paths (opens and closes). */
-static void touch_header(void)
+static int64_t touched_tick; /* the last update's; racy between threads, harmless */
+
+static void touch_header(int64_t tick)
 {
-    hdr->rank = pw_rank;
+    /* the clock and rate at most every ~10 ms of calls (two clock reads and a division:
+     * a killed process's wall time reaches its last call through the records'
+     * last_tick); the rank as soon as it changes */
+    if (hdr->rank != pw_rank)
+        hdr->rank = pw_rank;
+    if (tick && tick - touched_tick < 20000000 && tick >= touched_tick)
+        return;
+    touched_tick = tick;
     hdr->t_end = pw_now();
     hdr->ns_per_tick = pw_ns_per_tick();
 }
@@ -415,7 +529,7 @@ static void counted_op(pw_io_call *c, int file);
 
 static void opened(pw_io_call *c, int file, int fd, int append)
 {
-    touch_header();
+    touch_header(c->t1);
     fd_entry *e = fd_of(fd);
     if (e) {
         e->file = file + 1;
@@ -425,21 +539,18 @@ static void opened(pw_io_call *c, int file, int fd, int append)
     counted_op(c, file);
 }
 
-void pw_io_open(pw_io_call *c, const char *path, int fd)
+void pw_io_open(pw_io_call *c, const char *path, int fd, int append)
 {
     if (fd < 0)
         return;
-    int fl = (int)fcntl(fd, F_GETFL);
-    opened(c, file_id(path), fd, fl >= 0 && (fl & O_APPEND));
+    opened(c, file_id(path), fd, append);
 }
 
-void pw_io_fopen(pw_io_call *c, const char *path, FILE *fp)
+void pw_io_fopen(pw_io_call *c, const char *path, FILE *fp, const char *mode)
 {
     if (!fp)
         return;
-    int fd = fileno_unlocked(fp);
-    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-    opened(c, file_id(path), fd, fl >= 0 && (fl & O_APPEND));
+    opened(c, file_id(path), fileno_unlocked(fp), mode && strchr(mode, 'a') != NULL);
 }
 
 void pw_io_fdopen(pw_io_call *c, int fd, FILE *fp)
@@ -453,7 +564,7 @@ void pw_io_close(pw_io_call *c, int fd, int file, int rc)
 {
     if (file < 0)
         return;
-    touch_header();
+    touch_header(c->t1);
     fd_entry *e = fd_of(fd);
     if (e && rc == 0 && e->file == file + 1)
         e->file = 0;
@@ -674,7 +785,7 @@ static void file_call(const pw_file_call *fc)
                     .t1 = fc->t1};
     int file;
     if (fc->op == PW_FILE_OPEN) {
-        touch_header();
+        touch_header(0);
         file = file_id(fc->path);
         if (file >= 0)
             handle_file(fc->handle, 1, file);
@@ -761,6 +872,8 @@ static int make_store(int64_t parent)
     hdr->t_end = hdr->t_start;
     hdr->ns_per_tick = pw_ns_per_tick();
     pw_io_busy_ticks = &hdr->busy_ticks;
+    pw_io_solo_ticks = &hdr->solo_ticks;
+    touched_tick = pw_ticks();
     __atomic_store_n(&hdr->magic, PW_IO_MAGIC_NUMBER, __ATOMIC_RELEASE);
     return 0;
 }
@@ -790,13 +903,18 @@ static void in_child(void)
     int64_t parent = old->pid;
     my_state = 0;
     my_thread = NULL;
-    last_site = NULL;
+    memset(last_site, 0, sizeof last_site);
     pw_io_inflight = 0;
+    pw_io_role = 0; /* the child's one thread is its first I/O thread */
+    io_owner = claim_done = 0;
+    pw_io_solo_start = pw_io_adopted = 0;
+    pw_io_shared = !membarrier_ok();
+    bin_lo = bin_hi = 0;
     pw_wrap_depth++;
     if (make_store(parent) != 0) {
         __atomic_fetch_add(&old->forks_dropped, 1, __ATOMIC_RELAXED);
         pw_io_on = 0;
-        pw_io_busy_ticks = NULL;
+        pw_io_busy_ticks = pw_io_solo_ticks = NULL;
         munmap(old, old_len);
         pw_wrap_depth--;
         return;
@@ -831,6 +949,7 @@ static void start(void)
         return;
     }
     std_files();
+    pw_io_shared = !membarrier_ok(); /* without it: every call counted in flight */
     pw_hooks.file_call = file_call;
     __atomic_store_n(&pw_io_on, 1, __ATOMIC_RELEASE);
 }
@@ -853,7 +972,7 @@ static int dump(int state, int in_signal)
         if (r)
             r->mmap_bytes += resident_bytes(a, m->len);
     }
-    touch_header();
+    touch_header(0);
     hdr->state = state;
     return 0;
 }

@@ -21,19 +21,35 @@
 
 extern const pw_module pw_module_io;
 
-typedef struct pw_io_call {
+typedef struct pw_io_call { /* the header's declarations below use its tag */
     int fn, layer, op,
-        first; /* op: PW_IO_OPS; first: this call began a period of I/O of the process */
+        first; /* op: PW_IO_OPS; first: 1 this call began a period of I/O of the process,
+                * 2 it is the only I/O thread's (pw_io_begin) */
     uintptr_t ra;
     int64_t t0, t1; /* ticks */
 } pw_io_call;
 
 extern int pw_io_on; /* the module records (--io, and its store could be made) */
-/* Calls of POSIX and stdio in flight in the process, and the start of the current period
- * with one or more: the process's I/O time with overlapping calls counted once. */
+/* The process's I/O time with overlapping calls of its threads counted once (docs/io.md
+ * "I/O time"). The process's first thread to make an I/O call (pw_io_role 1) adds the
+ * time of its calls to *pw_io_solo_ticks, a word of the store only it writes, with no
+ * atomic, as long as no other thread has made one (pw_io_shared 0); it publishes the start
+ * of its call in flight in pw_io_solo_start. From the first call of a second thread on,
+ * every thread counts the calls in flight in the process (pw_io_inflight) and adds each
+ * period with one or more, from the start of the first to the end of the last, to
+ * *pw_io_busy_ticks: overlaps once, two atomics per call. The second thread, once it has
+ * set pw_io_shared, runs membarrier (a full barrier on every thread of the process) and
+ * takes the first thread's call in flight, if any, into the in-flight count
+ * (pw_io_adopted): that call is then ended as a shared one, never counted twice. */
+extern int pw_io_shared;
+extern PW_TLS int pw_io_role; /* 0: no call yet, 1: the first I/O thread, 2: another */
+extern int64_t pw_io_solo_start;
 extern int pw_io_inflight;
 extern int64_t pw_io_busy_start;
-extern int64_t *pw_io_busy_ticks;
+extern int64_t *pw_io_busy_ticks, *pw_io_solo_ticks;
+int pw_io_claim(void); /* the calling thread's role, set at its first call */
+void pw_io_begin_shared(struct pw_io_call *c, int solo_began);
+void pw_io_leave_shared(struct pw_io_call *c, int solo_began);
 
 /* The real function `name` (NULL when the C library lacks it: its wrapper is disabled). */
 void *pw_io_real(const char *name, int *looked);
@@ -47,20 +63,40 @@ static inline int pw_io_enter(void)
         return 0;
     return pw_wrap_enter();
 }
-static inline void pw_io_begin(pw_io_call *c)
+static inline __attribute__((always_inline)) void pw_io_begin(pw_io_call *c)
 {
-    c->first = __atomic_fetch_add(&pw_io_inflight, 1, __ATOMIC_ACQ_REL) == 0;
-    c->t0 = pw_ticks();
-    if (c->first)
-        __atomic_store_n(&pw_io_busy_start, c->t0, __ATOMIC_RELAXED);
+    int role = pw_io_role;
+    if (PW_UNLIKELY(role == 0))
+        role = pw_io_claim();
+    if (PW_LIKELY(role == 1 && !__atomic_load_n(&pw_io_shared, __ATOMIC_RELAXED))) {
+        c->t0 = pw_ticks();
+        __atomic_store_n(&pw_io_solo_start, c->t0, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* membarrier orders it on the CPU */
+        if (PW_LIKELY(!__atomic_load_n(&pw_io_shared, __ATOMIC_RELAXED))) {
+            c->first = 2; /* the only I/O thread: its own sum */
+            return;
+        }
+        pw_io_begin_shared(c, 1);
+        return;
+    }
+    c->t0 = 0;
+    pw_io_begin_shared(c, 0);
 }
-static inline void pw_io_leave(pw_io_call *c)
+static inline __attribute__((always_inline)) void pw_io_leave(pw_io_call *c)
 {
-    /* the start read before leaving: a call that begins after this one left starts a
-     * new period; one that began before it keeps the count above 0 */
-    int64_t start = __atomic_load_n(&pw_io_busy_start, __ATOMIC_RELAXED);
-    if (__atomic_sub_fetch(&pw_io_inflight, 1, __ATOMIC_ACQ_REL) == 0 && pw_io_busy_ticks)
-        __atomic_fetch_add(pw_io_busy_ticks, c->t1 - start, __ATOMIC_RELAXED);
+    if (PW_LIKELY(c->first == 2)) {
+        __atomic_store_n(&pw_io_solo_start, 0, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (PW_LIKELY(!__atomic_load_n(&pw_io_shared, __ATOMIC_RELAXED))) {
+            int64_t *solo = pw_io_solo_ticks;
+            if (PW_LIKELY(solo != NULL))
+                *solo += c->t1 - c->t0;
+        } else {
+            pw_io_leave_shared(c, 1);
+        }
+    } else {
+        pw_io_leave_shared(c, 0);
+    }
     pw_wrap_leave();
 }
 
@@ -74,8 +110,8 @@ static inline int pw_io_needs_mode(int flags)
 }
 
 /* The recording functions, one per OP of io.spec. */
-void pw_io_open(pw_io_call *c, const char *path, int fd);
-void pw_io_fopen(pw_io_call *c, const char *path, FILE *fp);
+void pw_io_open(pw_io_call *c, const char *path, int fd, int append);
+void pw_io_fopen(pw_io_call *c, const char *path, FILE *fp, const char *mode);
 void pw_io_fdopen(pw_io_call *c, int fd, FILE *fp);
 int pw_io_fd_file(int fd);     /* the file a descriptor is of; -1 none */
 int pw_io_stream_fd(FILE *fp); /* a stream's descriptor; -1 none */

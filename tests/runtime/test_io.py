@@ -3,6 +3,7 @@ calls, stats and size bins by construction) against the io/*.pwio stores read th
 perfweave.open(...).io and the report. Each C program is built plain and with
 -O2 -D_FORTIFY_SOURCE=2, which turns read, fread and fprintf into their __*_chk forms."""
 
+import subprocess
 import tempfile
 
 import numpy as np
@@ -12,6 +13,7 @@ import perfweave
 from perfweave._format import IO_LAYERS
 from perfweave.analysis.io import OPEN_CLOSE_SHARE
 from perfweave.readers.io import read_io
+from harness import PERFWEAVE
 
 FORTIFY = [(), ("-O2", "-D_FORTIFY_SOURCE=2")]
 
@@ -129,8 +131,64 @@ def test_io_two_threads_own_descriptors_one_file(build, run_pw, tmp_path):
     assert 0 < io.processes["busy_s"][0] <= io.processes["wall_s"][0]
 
 
+def test_io_overlapping_calls_of_threads_counted_once(build, run_pw, tmp_path):
+    # the main thread's read (its first call, counted alone, with no atomics) is still in
+    # flight when a second thread's first call begins and overlaps it until both end: the
+    # process's I/O time is the union (about the first read), never the sum
+    prog = build(None, "io_cases.c", ("-pthread",))
+    ms = 150
+    r = run_pw([prog, "overlap", tmp_path, ms], ["--io"])
+    got = values(r.proc.stdout)
+    first, second = got["first_us"] / 1e6, got["second_us"] / 1e6
+    assert second > 0.5 * first  # they overlapped for most of the first
+    io = perfweave.open(r.exp).io
+    (busy,) = io.processes["busy_s"]
+    assert first * 0.98 <= busy <= first + 0.3 * second
+
+
 def test_io_off_by_default(build, run_pw, tmp_path):
     prog = build(None, "io_cases.c")
     r = run_pw([prog, "loop", tmp_path, 10])
     assert not (r.exp / "io").exists()
     assert "io" not in r.report()
+
+
+def test_io_darshan_export_carries_the_programs_counts(build, run_pw, tmp_path):
+    # N x (open, write 1 byte at offset 0, close): Darshan's counters of the file are the
+    # program's own numbers
+    prog = build(None, "io_cases.c")
+    n = 137
+    r = run_pw([prog, "loop", tmp_path, n], ["--io"])
+    out = tmp_path / "darshan.txt"
+    cmd = [PERFWEAVE, "export", str(r.exp), "--format", "darshan", "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    lines = out.read_text().splitlines()
+    assert (
+        "#<module>\t<rank>\t<record id>\t<counter>\t<value>\t<file name>\t<mount pt>\t<fs type>"
+        in lines
+    )
+    name = f"{tmp_path}/loop.dat"
+    rows = [ln.split("\t") for ln in lines if ln and not ln.startswith("#")]
+    assert all(len(x) == 8 for x in rows)
+    got = {x[3]: x[4] for x in rows if x[5] == name and x[0] == "POSIX"}
+    assert {x[1] for x in rows if x[5] == name} == {"-1"}  # no MPI rank
+    want = {
+        "POSIX_OPENS": n,
+        "POSIX_WRITES": n,
+        "POSIX_READS": 0,
+        "POSIX_BYTES_WRITTEN": n,
+        "POSIX_BYTES_READ": 0,
+        "POSIX_MAX_BYTE_WRITTEN": 0,
+        "POSIX_SEQ_WRITES": 0,  # every write at offset 0, after the previous one's end
+        "POSIX_CONSEC_WRITES": 0,
+        "POSIX_RW_SWITCHES": 0,
+        "POSIX_SIZE_WRITE_0_100": n,
+        "POSIX_SIZE_WRITE_100_1K": 0,
+        "POSIX_ACCESS1_ACCESS": 1,
+        "POSIX_ACCESS1_COUNT": n,
+        "POSIX_ACCESS2_COUNT": 0,
+    }
+    assert {k: int(got[k]) for k in want} == want
+    assert float(got["POSIX_F_WRITE_TIME"]) > 0 and float(got["POSIX_F_META_TIME"]) > 0
+    fs = {x[7] for x in rows if x[5] == name}
+    assert len(fs) == 1 and fs != {""}

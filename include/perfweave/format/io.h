@@ -19,7 +19,7 @@
 #include "perfweave/format.h"
 
 /* clang-format off */
-#define PW_IO_VERSION 1
+#define PW_IO_VERSION 2
 #define PW_IO_MAGIC "perfweave-io"
 #define PW_IO_MAGIC_NUMBER 0x31766f6977700a00LL /* header.magic */
 #define PW_IO_PATH 232     /* bytes of a file's name kept (longer names: the last ones) */
@@ -73,11 +73,12 @@
     X(int64_t, "<i8", t_start)         /* ns: the module's start */                         \
     X(int64_t, "<i8", t_end)           /* ns: the dump, or the last update */               \
     X(double, "<f8", ns_per_tick)      /* at t_end */                                       \
-    X(int64_t, "<i8", busy_ticks)      /* in POSIX or stdio calls, overlaps counted once */ \
+    X(int64_t, "<i8", busy_ticks)      /* in POSIX/stdio calls, overlaps once; + solo_ticks */ \
     X(int64_t, "<i8", dropped_files)   /* calls on files past max_files */                  \
     X(int64_t, "<i8", dropped_threads) /* calls of threads past max_threads */              \
     X(int64_t, "<i8", dropped_sites)   /* calls from sites past max_sites (in the rec) */   \
-    X(int64_t, "<i8", mmap_estimated)  /* 1: mmap bytes were estimated (mincore) */
+    X(int64_t, "<i8", mmap_estimated)  /* 1: mmap bytes were estimated (mincore) */       \
+    X(int64_t, "<i8", solo_ticks)      /* the first I/O thread's while alone (io.md) */
 PW_RECORD_STRUCT(PW_IO_HEADER_FIELDS, pw_io_header_rec)
 
 #define PW_IO_FILE_FIELDS(X, A)                                                            \

@@ -1,17 +1,20 @@
-"""perfweave export: an experiment's event traces in another tool's format."""
+"""perfweave export: an experiment's event traces (or its I/O profile) in another tool's
+format."""
 
-FORMATS = ("otf2", "chrome")
+FORMATS = ("otf2", "chrome", "darshan")
 
 
 def setup_parser(sub):
     p = sub.add_parser(
         "export",
-        help="write an experiment's event traces as OTF2 or Chrome trace JSON",
+        help="write an experiment's event traces as OTF2 or Chrome trace JSON, or its "
+        "I/O profile as darshan-parser text",
         description="Write the event traces of an experiment (perfweave run --trace) as an "
         "OTF2 archive (Vampir, Scalasca, otf2 readers; needs the otf2 package) "
-        "or as Chrome trace JSON (chrome://tracing, ui.perfetto.dev). See "
-        "docs/interop.md for what maps to what.",
-        usage="perfweave export EXP --format otf2|chrome [-o OUT] [--force]",
+        "or as Chrome trace JSON (chrome://tracing, ui.perfetto.dev); or the I/O profile "
+        "(perfweave run --io) as darshan-parser's text (--format darshan). See "
+        "docs/interop.md and docs/io.md for what maps to what.",
+        usage="perfweave export EXP --format otf2|chrome|darshan [-o OUT] [--force]",
     )
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
     p.add_argument(
@@ -19,19 +22,32 @@ def setup_parser(sub):
         required=True,
         choices=FORMATS,
         help="otf2: an archive (OUT is its anchor file NAME.otf2, or a "
-        "directory for DIR/traces.otf2); chrome: one JSON file",
+        "directory for DIR/traces.otf2); chrome: one JSON file; darshan: one text "
+        "file",
     )
     p.add_argument(
         "-o",
         "--output",
         metavar="OUT",
-        help="where to write (default EXP/export/traces.otf2 or EXP/export/trace.json)",
+        help="where to write (default EXP/export/traces.otf2, EXP/export/trace.json or "
+        "EXP/export/darshan.txt)",
     )
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.set_defaults(func=main)
 
 
 def main(args):
+    if args.format == "darshan":
+        from perfweave.interop.darshan import export
+
+        s = export(args.experiment, args.output, force=args.force)
+        for note in s["notes"]:
+            print(f"perfweave: note: {note}")
+        print(
+            f"perfweave: wrote darshan-parser text {s['path']}: {s['rows']} counters of "
+            f"{s['records']} records of {s['ranks']} ranks in {s['seconds']:.2f} s"
+        )
+        return 0
     if args.format == "otf2":
         from perfweave.interop.otf2 import export
 

@@ -24,6 +24,8 @@ RECORD_DTYPE = np.dtype(
         ("size_read", "<i8", (IO_HIST_BINS,)),
         ("size_write", "<i8", (IO_HIST_BINS,)),
         ("calls", "<i8", (NOPS,)),
+        ("access_size", "<i8", (4,)),  # the 4 most frequent access sizes (Darshan's
+        ("access_count", "<i8", (4,)),  # ACCESS1..4): of the first 4 each thread saw
         ("time_ns", "<f8", (NOPS,)),  # summed over the process's threads
         ("first_s", "<f8"),  # since the process's start
         ("last_s", "<f8"),

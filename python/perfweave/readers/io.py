@@ -143,7 +143,7 @@ def _read_store(f, index, names, objects, out):
         int(h["parent_pid"]),
         STATES[state] if 0 <= state < len(STATES) else "killed",
         wall_s,
-        int(h["busy_ticks"]) * npt / 1e9,
+        (int(h["busy_ticks"]) + int(h["solo_ticks"])) * npt / 1e9,
         used,
         int(h["dropped_files"]) + int(h["dropped_threads"]) + int(h["dropped_sites"]),
         int(h["forks_dropped"]),
@@ -174,6 +174,16 @@ def _merge(r, start, index, rank, fmap, npt):
     for k in ("size_read", "size_write", "calls"):
         np.add.at(out[k], inv, r[k])
     np.add.at(out["time_ns"], inv, r["ticks"] * npt)
+    common = [{} for _ in range(len(keys))]
+    for i in np.flatnonzero((r["access_count"] > 0).any(axis=1)):
+        d = common[inv[i]]
+        for size, n in zip(r["access_size"][i].tolist(), r["access_count"][i].tolist()):
+            if n:
+                d[size] = d.get(size, 0) + n
+    for j, d in enumerate(common):
+        top = sorted(d.items(), key=lambda p: (-p[1], p[0]))[:4]
+        for k, (size, n) in enumerate(top):
+            out["access_size"][j, k], out["access_count"][j, k] = size, n
     for k, src in (("max_read_s", "max_read_ticks"), ("max_write_s", "max_write_ticks")):
         np.maximum.at(out[k], inv, r[src] * npt / 1e9)
     out["first_s"] = np.inf

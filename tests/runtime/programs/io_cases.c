@@ -3,7 +3,11 @@
  *   fork    the parent writes N bytes to DIR/parent.dat, a child 2N to DIR/child.dat
  *   kill    N writes of 10 bytes to DIR/kill.dat, then SIGKILL to itself
  *   threads two threads, each with its own descriptor of DIR/shared.dat, N writes of 100
- *           bytes at their own offsets */
+ *           bytes at their own offsets
+ *   overlap the main thread (the process's first I/O call) blocks in a read of a pipe; a
+ *           second thread's first I/O call, N ms later, is a read of another pipe that
+ *           blocks too; a third thread, 3N ms after the start, writes a byte to each
+ *           (without an I/O call before). Prints the two reads' own seconds */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,11 +15,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char path[4096];
 static int n;
+static int p1[2], p2[2];
+static double t_second; /* the second thread's read, seconds */
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0)
+        ;
+}
+
+static void *second(void *arg)
+{
+    char c;
+    sleep_ms(n);
+    double t0 = now();
+    if (read(p2[0], &c, 1) != 1)
+        exit(3);
+    t_second = now() - t0;
+    return NULL;
+}
+
+static void *waker(void *arg)
+{
+    sleep_ms(3 * n);
+    /* the bytes go through syscall(): the wakeups are not I/O calls of the program */
+    syscall(SYS_write, p1[1], "x", 1);
+    syscall(SYS_write, p2[1], "x", 1);
+    return NULL;
+}
 
 static void *writer(void *arg)
 {
@@ -67,6 +109,20 @@ int main(int argc, char **argv)
             pthread_create(&t[k], NULL, writer, (void *)k);
         for (int k = 0; k < 2; k++)
             pthread_join(t[k], NULL);
+    } else if (!strcmp(mode, "overlap")) {
+        if (pipe(p1) || pipe(p2))
+            return 2;
+        pthread_t t[2];
+        pthread_create(&t[0], NULL, second, NULL);
+        pthread_create(&t[1], NULL, waker, NULL);
+        char c;
+        double t0 = now();
+        if (read(p1[0], &c, 1) != 1)
+            return 3;
+        double t_first = now() - t0;
+        for (int k = 0; k < 2; k++)
+            pthread_join(t[k], NULL);
+        printf("first_us %ld\nsecond_us %ld\n", (long)(t_first * 1e6), (long)(t_second * 1e6));
     }
     printf("pid %d\n", (int)getpid());
     return 0;
