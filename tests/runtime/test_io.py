@@ -146,6 +146,29 @@ def test_io_overlapping_calls_of_threads_counted_once(build, run_pw, tmp_path):
     assert first * 0.98 <= busy <= first + 0.3 * second
 
 
+def test_io_version_1_store_reads_as_version_2(build, run_pw, tmp_path):
+    """A version 1 store (no solo_ticks, the header's last field: zero padding there) is
+    read with the counts it holds: the run's store made version 1 by hand reads the same
+    files and counts, its I/O time busy_ticks alone."""
+    from perfweave._format import RECORDS
+
+    prog = build(None, "io_cases.c")
+    r = run_pw([prog, "loop", tmp_path, 10], ["--io"])
+    now = read_io(r.exp)
+    [store] = (r.exp / "io").glob("*.pwio")
+    head = RECORDS["io_header"]
+    raw = bytearray(store.read_bytes())
+    h = np.frombuffer(raw, head, count=1).copy()
+    h["version"], h["solo_ticks"] = 1, 0
+    raw[: head.itemsize] = h.tobytes()
+    store.write_bytes(bytes(raw))
+    old = read_io(r.exp)
+    assert not old.notes and old.files == now.files
+    assert all(np.array_equal(old.records[k], now.records[k]) for k in now.records.dtype.names)
+    busy = float(h["busy_ticks"][0]) * float(h["ns_per_tick"][0]) / 1e9
+    assert old.processes["busy_s"][0] == pytest.approx(busy)
+
+
 def test_io_off_by_default(build, run_pw, tmp_path):
     prog = build(None, "io_cases.c")
     r = run_pw([prog, "loop", tmp_path, 10])

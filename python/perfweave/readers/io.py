@@ -9,6 +9,9 @@ from perfweave._format import FILES, IO_MAGIC_NUMBER, RECORDS, STATES
 from perfweave.model.io import MAXED, PROCESS_DTYPE, RECORD_DTYPE, SITE_DTYPE, SUMMED, IoProfile
 
 VERSION = FILES["io"].version
+# version 1: no solo_ticks, the header's last field; the header page's padding there is
+# zero, so a version 1 store reads with version 2's layout (its busy_ticks is the time)
+READ_VERSIONS = (1, VERSION)
 PAGE = 4096
 BINS = 256  # io.c PW_IO_BINS
 HEADER, FILE, OBJECT, REC, SITE = (
@@ -62,8 +65,11 @@ def _read_store(f, index, names, objects, out):
     h = m[: HEADER.itemsize].view(HEADER)[0]
     if int(h["magic"]) != IO_MAGIC_NUMBER:
         raise ValueError("not an I/O record store")
-    if int(h["version"]) != VERSION:
-        raise ValueError(f"version {int(h['version'])} (this perfweave reads {VERSION})")
+    if int(h["version"]) not in READ_VERSIONS:
+        raise ValueError(
+            f"version {int(h['version'])} (this perfweave reads "
+            f"{', '.join(map(str, READ_VERSIONS))})"
+        )
     nf, nt, ns = int(h["max_files"]), int(h["max_threads"]), int(h["max_sites"])
     files_at = _page(HEADER.itemsize)
     objects_at = files_at + _page(FILE.itemsize * nf)
