@@ -52,6 +52,15 @@ def test_routines_rates_and_advice():
     assert z["dims"] == "8x8x8" and (z["b0"], z["b1"], z["b2"]) == (4, 4, 4)
     rules = {a["rule"] for a in r.advice}
     assert rules == {"small_gemm", "fftw_plan_reuse", "reference_library"}
+    # ranked in the report's Advice section by the share of the processes' 10 s they
+    # concern: 1 s of small gemms and 1 s answered by the reference BLAS are 10 % each
+    from perfweave.analysis.advice import advise
+
+    ranked = {a["rule"]: a for a in advise({"mpi_profile": {"mpi": False}, "mathlib": r.to_json()})}
+    assert ranked["small_gemm"]["section"] == "mathlib"
+    assert ranked["small_gemm"]["severity"] == pytest.approx(10.0)
+    assert ranked["reference_library"]["severity"] == pytest.approx(10.0)
+    assert ranked["small_gemm"]["evidence"]["dims"] == "8x8x8"
     data = {"mathlib": r.to_json()}
     text = SECTION.text(data, View(width=100, max_rows=10))
     assert all(len(line) <= 100 for line in text)

@@ -149,7 +149,7 @@ class MathLibResult:
     mkl_verbose: the MKL_VERBOSE lines given to `perfweave report --mkl-verbose`
       (readers/mkl_verbose.py), None without: {"path", "lines", "calls", "time_s",
       "routines": [{"routine", "calls", "time_s", "pct", "threads"}]}.
-    advice: [{"rule", "text"}]."""
+    advice: [{"rule", "severity", "text", "evidence"}] (the report's Advice section shows them)."""
 
     processes: int
     ranks: int
@@ -456,9 +456,16 @@ def _sampled(sampled, routines):
 
 
 def advise(res):
-    """The advice rules over a result: [{"rule", "text"}]."""
+    """The advice rules over a result: [{"rule", "severity", "text", "evidence"}], the
+    severity the share of the processes' measured time concerned, % (the report's Advice
+    section ranks them with the other rules')."""
     out = []
     total = res.time_s
+    life = res.process_time_s
+
+    def of_life(seconds):
+        return 100 * seconds / life if life else 0.0
+
     for z in records(res.size_classes):
         if (
             GEMM.fullmatch(z["routine"])
@@ -470,6 +477,8 @@ def advise(res):
             out.append(
                 {
                     "rule": "small_gemm",
+                    "severity": of_life(z["time_s"]),
+                    "evidence": {"routine": z["routine"], "dims": z["dims"], "calls": z["calls"]},
                     "text": f"{z['calls']:,} calls of {z['routine']} of size {z['dims']} take "
                     f"{100 * z['time_s'] / total:.0f} % of the math-library time at "
                     f"{z['gflops']:.2f} GF/s: batch them (a batched gemm) or use a small-matrix "
@@ -481,18 +490,31 @@ def advise(res):
             out.append(
                 {
                     "rule": "fftw_plan_reuse",
+                    "severity": of_life(float(res.plans["plan_s"].sum()))
+                    if len(res.plans)
+                    else 0.0,
+                    "evidence": {"plans": res.plans_created, "executes": res.plan_executes},
                     "text": f"{res.plans_created:,} FFTW plans created for "
                     f"{res.plan_executes:,} executes: create each plan once and reuse it "
                     "(fftw_execute_dft on new arrays of the same layout)",
                 }
             )
     for st in res.static:
-        out.append({"rule": "static_library", "text": st["text"]})
+        out.append(
+            {
+                "rule": "static_library",
+                "severity": st["pct"],
+                "evidence": {"routine": st["routine"], "object": st["object"]},
+                "text": st["text"],
+            }
+        )
     for lib in res.libraries:
         if lib["reference"] and lib["time_s"] > 0:
             out.append(
                 {
                     "rule": "reference_library",
+                    "severity": of_life(lib["time_s"]),
+                    "evidence": {"library": lib["library"], "time_s": lib["time_s"]},
                     "text": f"{lib['library']} (the reference BLAS/LAPACK, unoptimised) "
                     f"answered {lib['routines']} routine(s) for {lib['time_s']:.3f} s: link "
                     "an optimised library (OpenBLAS, BLIS, MKL; on Debian: update-alternatives "

@@ -45,8 +45,7 @@ class MathLibSection(Section):
             out += ["", f"  {title}"]
             out += _table(shown, cols, width=view.width)
             out += _more(more, what)
-        for a in m["advice"]:
-            out += _wrap(f"advice: {a['text']}", view.width)
+        # its advice is in the report's Advice section (analysis/advice.py rule_sections)
         out += [f"  note: {n}" for n in m["notes"]]
         return out
 
@@ -59,7 +58,6 @@ class MathLibSection(Section):
         for title, rows, cols, _ in _tables(m):
             if rows:
                 parts += [f"<h3>{_e(title)}</h3>", _html_table(rows, cols)]
-        parts += [f"<p class=advice>{_e(a['text'])}</p>" for a in m["advice"]]
         return parts + [f"<p class=note>{_e(n)}</p>" for n in m["notes"]]
 
 
