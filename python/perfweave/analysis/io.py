@@ -4,7 +4,8 @@ file pattern (out.0001..out.0400) and per rank, effective rates, imbalance acros
 MPI-IO and POSIX/stdio layers both shown (never subtracted), call sites, and advice tied
 to call sites.
 
-analyze(io) -> IoResult; its tables are numpy structured arrays (a field per column):
+analyze(io, symbolizer, waitstates, timelines) -> IoResult; its tables are numpy structured
+arrays (a field per column):
   per_rank   rank, wall_s, io_s (POSIX and stdio, overlapping threads once), open_close_s,
              read_write_s, meta_s, mpiio_s, bytes_read, bytes_written
   files      pattern, files, layer, fs, memory, ranks, readers, writers, opens, closes,
@@ -13,6 +14,7 @@ analyze(io) -> IoResult; its tables are numpy structured arrays (a field per col
              write_s, meta_s, time_s, read_mbs, write_mbs, imbalance (slowest rank's time /
              the mean over ranks with calls)
   callsites  pattern, layer, op, where (function (file:line)), calls, bytes, time_s
+over_time: read and write bytes over time summed over processes (over_time below).
 """
 
 import re
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfweave._format import IO_FS_TYPES, IO_LAYERS, IO_OPS
+from perfweave.analysis.timeline import slice_edges
 from perfweave.symbols import Symbolizer
 
 OP = {name: i for i, name in enumerate(IO_OPS)}
@@ -36,6 +39,10 @@ OPEN_CLOSE_SHARE = 0.5  # opens and closes this share of a disk file pattern's I
 SMALL_WRITE_BYTES = 4096  # a formatted write smaller than this is small
 SMALL_WRITES = 1000
 IMBALANCE = 1.5  # slowest rank's time / mean
+# the wait-state metrics that are waits for a late rank in a collective (docs/io.md
+# "Advice"): what a rank slow in its writes makes the others wait at the next one
+LATE_RANK_WAITS = ("mpi_barrier_wait", "mpi_wait_nxn", "mpi_earlyreduce", "mpi_latebroadcast")
+SLICES = 8  # over-time slices without a node timeline (analysis/timeline.py SLICES)
 
 
 @dataclass
@@ -53,6 +60,7 @@ class IoResult:
     callsites: np.ndarray
     advice: list
     notes: list
+    over_time: list = None
 
     def to_json(self):
         def rows(t):
@@ -73,6 +81,7 @@ class IoResult:
             "callsites": rows(self.callsites),
             "advice": self.advice,
             "notes": list(self.notes),
+            "over_time": self.over_time or [],
         }
 
 
@@ -100,7 +109,10 @@ def _pattern_label(members):
     return members[0] if len(members) == 1 else f"{members[0]}..{members[-1]}"
 
 
-def analyze(io, symbolizer=None):
+def analyze(io, symbolizer=None, waitstates=None, timelines=()):
+    """The IoResult of IoProfile io. waitstates: the experiment's WaitStatesResult (or
+    None): the small-writes advice says what the waits for a late rank cost; timelines:
+    its node timelines (model/timeline.py), whose slices the rates over time take."""
     recs = io.records
     procs = io.processes
     t = recs["time_ns"] / 1e9 if len(recs) else np.zeros((0, len(IO_OPS)))
@@ -156,7 +168,8 @@ def analyze(io, symbolizer=None):
             f"{int(recs['mmap_bytes'].sum()):,} bytes of mapped files touched: an estimate "
             "(the mappings' resident pages at munmap; readahead counts too)"
         )
-    res.advice = _advice(res, recs, io)
+    res.advice = _advice(res, recs, io, waitstates)
+    res.over_time = over_time(io, timelines)
     return res
 
 
@@ -307,7 +320,41 @@ def _top_site(res, pattern, ops):
     return c[m][np.argmax(c["time_s"][m])]
 
 
-def _advice(res, recs, io):
+def _slowest_rank(recs, io, pattern):
+    """The rank (of a process with one) with the most I/O time on file pattern, or None."""
+    pats = pattern_of(io.files)
+    want = re.sub(r"\d+", "#", pattern.split("..")[0])
+    m = np.array([pats[f] == want for f in recs["file"]], bool) & (recs["layer"] != MPIIO)
+    m &= recs["rank"] >= 0
+    if not m.any():
+        return None
+    ranks, inv = np.unique(recs["rank"][m], return_inverse=True)
+    t = np.bincount(inv, recs["time_ns"][m].sum(axis=1))
+    return int(ranks[np.argmax(t)])
+
+
+def late_rank_waits(waitstates, exclude=None):
+    """(seconds, largest call path's name, its seconds, metric ids with time) of the
+    LATE_RANK_WAITS metrics of waitstates, summed over the ranks but exclude."""
+    ids = [m for m in LATE_RANK_WAITS if m in set(waitstates.metrics["id"].tolist())]
+    v = waitstates.values[np.isin(waitstates.values["metric"], ids)]
+    if exclude is not None:
+        v = v[v["rank"] != exclude]
+    v = v[v["value"] > 0]
+    if not len(v):
+        return 0.0, "", 0.0, []
+    paths, inv = np.unique(v["callpath"], return_inverse=True)
+    per = np.bincount(inv, v["value"])
+    worst = int(paths[np.argmax(per)])
+    cp = waitstates.callpaths[waitstates.callpaths["id"] == worst]
+    name = ""
+    if len(cp):
+        name = cp["name"][0] or (cp["labels"][0][-1] if cp["labels"][0] else "")
+    used = [m for m in ids if (v["metric"] == m).any()]
+    return float(v["value"].sum()), name or f"call path {worst}", float(per.max()), used
+
+
+def _advice(res, recs, io, waitstates=None):
     out = []
     if not res.wall_s or 100 * res.io_s / res.wall_s < IO_SHARE_PCT:
         return out
@@ -336,16 +383,129 @@ def _advice(res, recs, io):
         if small and f["imbalance"] >= IMBALANCE and pct >= IO_SHARE_PCT:
             site = _top_site(res, f["pattern"], ["write"])
             at = f" (most at {site['where']})" if site else ""
+            evidence = {"pattern": f["pattern"], "imbalance": f["imbalance"]}
+            severity = pct
+            if waitstates is None:
+                waits = (
+                    " Run with --trace and perfweave analyze to see the waits it causes in "
+                    "barriers and collectives."
+                )
+            else:
+                slow = _slowest_rank(recs, io, f["pattern"])
+                wait_s, where, where_s, used = late_rank_waits(waitstates, slow)
+                # the waits as a share of the processes' summed wall time, as pct is
+                severity = pct + 100 * wait_s / res.wall_s
+                evidence.update(wait_s=wait_s, wait_callpath=where, wait_metrics=used)
+                waits = (
+                    f" The other ranks waited {wait_s:.3g} s in barriers and collectives for "
+                    f"a late rank (wait states), most at {where} ({where_s:.3g} s)."
+                    if wait_s
+                    else " The wait states show no waits for a late rank in barriers or "
+                    "collectives."
+                )
             out.append(
                 {
                     "rule": "io_small_writes",
-                    "severity": pct,
+                    "severity": float(severity),
                     "text": f"{f['pattern']}: {f['writes']:,} small writes (mean "
                     f"{f['bytes_written'] / f['writes']:.0f} bytes){at} take "
                     f"{pct:.1f} % of the wall time, the slowest rank {f['imbalance']:.1f}x the "
-                    "mean: the others wait for it at the next synchronisation. What usually "
-                    "helps: binary instead of formatted output, collective MPI-IO, or HDF5.",
-                    "evidence": {"pattern": f["pattern"], "imbalance": f["imbalance"]},
+                    f"mean: the others wait for it at the next synchronisation.{waits} What "
+                    "usually helps: binary instead of formatted output, collective MPI-IO, or "
+                    "HDF5.",
+                    "evidence": evidence,
                 }
             )
+    return out
+
+
+def over_time(io, timelines=()):
+    """Read and write bytes over time, summed over processes: a list of groups, each
+    {host, clock, slices: [{t0_s, t1_s, read_bytes, write_bytes, read_mbs, write_mbs}]}.
+    A host with a node timeline: its slices (analysis/timeline.py slice_edges, s since
+    the timeline's first tick; the processes' bins placed by their t_start_ns on the
+    same clock), clock "node timeline". The other processes: one group (host None),
+    clock "process start": SLICES equal slices from the earliest start (each host's
+    processes by their t_start_ns, the hosts' earliest starts taken as one instant)
+    to the last end. A bin's bytes go to the slices it overlaps in proportion; bytes
+    before the first slice count in it, after the last in the last. [] without bins."""
+    have = [i for i, b in enumerate(io.bins) if b is not None and i < len(io.processes)]
+    if not have:
+        return []
+    procs = io.processes
+    nodes = {}
+    for tl in timelines or ():
+        edges = slice_edges(tl)
+        if edges is not None:
+            nodes[tl.host] = (int(tl.t[0]), edges)
+    hosts = [str(h or "") for h in procs["host"]]
+    if len(nodes) == 1 and all(not h for h in hosts):  # a model without hosts
+        hosts = [next(iter(nodes))] * len(procs)
+    groups = {}
+    for i in have:
+        groups.setdefault(hosts[i] if hosts[i] in nodes else None, []).append(i)
+    out = []
+    for host in sorted(groups, key=lambda h: (h is None, h or "")):
+        members = groups[host]
+        if host is not None:
+            origin, edges = nodes[host]
+            offsets = [(int(procs["t_start_ns"][i]) - origin) / 1e9 for i in members]
+        else:
+            first = {}
+            for i in members:
+                h, t = hosts[i], int(procs["t_start_ns"][i])
+                first[h] = min(first.get(h, t), t)
+            offsets = [(int(procs["t_start_ns"][i]) - first[hosts[i]]) / 1e9 for i in members]
+            end = max(o + float(procs["wall_s"][i]) for o, i in zip(offsets, members))
+            if end <= 0:
+                end = max(o + io.bins[i][0] * len(io.bins[i][1]) for o, i in zip(offsets, members))
+            edges = np.linspace(0, end, SLICES + 1)
+        rd = np.zeros(len(edges) - 1)
+        wr = np.zeros(len(edges) - 1)
+        for o, i in zip(offsets, members):
+            bin_s, r, w = io.bins[i]
+            rd += _spread(edges, o, bin_s, r)
+            wr += _spread(edges, o, bin_s, w)
+        width = np.diff(edges)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rm = np.where(width > 0, rd / width / 1e6, 0.0)
+            wm = np.where(width > 0, wr / width / 1e6, 0.0)
+        out.append(
+            {
+                "host": host,
+                "clock": "process start" if host is None else "node timeline",
+                "processes": len(members),
+                "slices": [
+                    {
+                        "t0_s": float(edges[k]),
+                        "t1_s": float(edges[k + 1]),
+                        "read_bytes": float(rd[k]),
+                        "write_bytes": float(wr[k]),
+                        "read_mbs": float(rm[k]),
+                        "write_mbs": float(wm[k]),
+                    }
+                    for k in range(len(edges) - 1)
+                ],
+            }
+        )
+    return out
+
+
+def _spread(edges, offset, bin_s, values):
+    """The bytes of bins [offset + i bin_s, offset + (i + 1) bin_s) per slice of edges."""
+    v = np.asarray(values, np.float64)
+    nz = np.flatnonzero(v)
+    out = np.zeros(len(edges) - 1)
+    if not len(nz) or bin_s <= 0:
+        return out
+    lo = offset + nz * bin_s
+    hi = lo + bin_s
+    x = v[nz]
+    e0, e1 = edges[:-1], edges[1:]
+    over = np.clip(np.minimum(hi[:, None], e1) - np.maximum(lo[:, None], e0), 0, None)
+    out += (x[:, None] * over / bin_s).sum(axis=0)
+    before = np.clip(np.minimum(hi, edges[0]) - lo, 0, bin_s) / bin_s
+    after = np.clip(hi - np.maximum(lo, edges[-1]), 0, bin_s) / bin_s
+    out[0] += (x * before).sum()
+    out[-1] += (x * after).sum()
     return out

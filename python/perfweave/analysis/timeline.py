@@ -164,6 +164,15 @@ def _node(tl, pids):
     )
 
 
+def slice_edges(tl):
+    """The edges of node timeline tl's over-time slices, in s since its first tick (up
+    to SLICES equal slices; the I/O profile's rates use them too: analysis/io.py), None
+    with fewer than two intervals."""
+    if len(tl.t) < 3:
+        return None
+    return np.linspace(0, (tl.t[-1] - tl.t[0]) / 1e9, min(SLICES, len(tl.t) - 1) + 1)
+
+
 def _slices(tl, rates, series):
     """The run in up to SLICES equal time slices: the ranks' activity (share of wall
     time in MPI by family, and outside MPI; mean over the node's measured processes,
@@ -184,8 +193,8 @@ def _slices(tl, rates, series):
         return None
     t = (tl.t - tl.t[0]) / 1e9
     mid = (t[1:] + t[:-1]) / 2
-    nsl = min(SLICES, len(rates))
-    edges = np.linspace(0, t[-1], nsl + 1)
+    edges = slice_edges(tl)
+    nsl = len(edges) - 1
     which = np.clip(np.searchsorted(edges, mid, "right") - 1, 0, nsl - 1)
     rows = []
     for k in range(nsl):

@@ -59,6 +59,8 @@ PROCESS_DTYPE = np.dtype(
         ("dropped", "<i8"),  # calls on files, threads or sites past the bounds
         ("forks_dropped", "<i4"),
         ("mmap_estimated", "?"),
+        ("host", "O"),  # from the store's name (HOST.PID.pwio); "" unknown
+        ("t_start_ns", "<i8"),  # the header's t_start: the bins' start (CLOCK_MONOTONIC)
     ]
 )
 
@@ -68,7 +70,8 @@ class IoProfile:
     """files: names (global index), with fs_types (statfs f_type) and memory (bool) per
     file; records: RECORD_DTYPE, one per (process, file, layer); sites: SITE_DTYPE;
     processes: PROCESS_DTYPE (index = process); bins: per process (bin_s, read, write)
-    arrays of bytes per bin; objects: paths; notes: what could not be read."""
+    arrays of bytes per bin, the first bin starting at the process's t_start_ns (None: no
+    bins); objects: paths; notes: what could not be read."""
 
     files: list = field(default_factory=list)
     fs_types: list = field(default_factory=list)
@@ -84,14 +87,16 @@ class IoProfile:
         return len(self.processes) > 0
 
     @classmethod
-    def from_literal(cls, processes, files, records, sites=(), objects=(), notes=()):
+    def from_literal(cls, processes, files, records, sites=(), objects=(), notes=(), bins=None):
         """An IoProfile of plain values. processes: dicts of PROCESS_DTYPE fields (rank,
         wall_s, busy_s at least); files: (name, fs_type, memory) tuples; records: dicts
         with process, file (index of files), layer (a name of IO_LAYERS) and any
-        counters; time_ns and calls as {op name: value}; sites: dicts likewise."""
+        counters; time_ns and calls as {op name: value}; sites: dicts likewise; bins: per
+        process (bin_s, read bytes per bin, write bytes per bin) or None."""
         procs = np.zeros(len(processes), PROCESS_DTYPE)
         for i, p in enumerate(processes):
             procs[i]["state"] = "complete"
+            procs[i]["host"] = ""
             for k, v in p.items():
                 procs[i][k] = v
         recs = np.zeros(len(records), RECORD_DTYPE)
@@ -121,7 +126,12 @@ class IoProfile:
             records=recs,
             sites=st,
             processes=procs,
-            bins=[None] * len(procs),
+            bins=[
+                None
+                if b is None
+                else (float(b[0]), np.asarray(b[1], np.int64), np.asarray(b[2], np.int64))
+                for b in (bins if bins is not None else [None] * len(procs))
+            ],
             objects=list(objects),
             notes=list(notes),
         )

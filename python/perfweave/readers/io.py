@@ -3,6 +3,8 @@ the model of model/io.py. A store is read as it is, whether its process ended (t
 header's state) or was killed (state -1: "killed", the counts up to then). A file that
 cannot be read is left out with a note."""
 
+import re
+
 import numpy as np
 
 from perfweave._format import FILES, IO_MAGIC_NUMBER, RECORDS, STATES
@@ -154,9 +156,17 @@ def _read_store(f, index, names, objects, out):
         int(h["dropped_files"]) + int(h["dropped_threads"]) + int(h["dropped_sites"]),
         int(h["forks_dropped"]),
         bool(h["mmap_estimated"]),
+        _host(f.name, int(h["pid"])),
+        int(h["t_start"]),
     )
     bins = (bin_s, rbins, wbins) if bin_s is not None else None
     return p, recs, st, bins
+
+
+def _host(name, pid):
+    """The host of a store named HOST.PID.pwio or HOST.PID.N.pwio ("" if not so named)."""
+    m = re.match(rf"^(.*)\.{pid}(\.\d+)?\.pwio$", name)
+    return m.group(1) if m else ""
 
 
 def _halve(a):

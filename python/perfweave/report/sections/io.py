@@ -1,10 +1,13 @@
 """The I/O profile's section (runtime/modules/io.c, `perfweave run --io`; analysis/io.py):
 the I/O share of the wall time split into open/close, read/write and metadata, files (or
-file patterns) with their layers, rates and imbalance, ranks, and call sites. Its advice
-items go to the report's advice (analysis/advice.py reads them from this section's data).
-Absent when the run recorded no I/O profile."""
+file patterns) with their layers, rates and imbalance, ranks, call sites, and the read
+and write MB/s per time slice (a node timeline's slices where the run has one). Its advice
+items go to the report's advice (analysis/advice.py reads them from this section's data);
+the small-writes item takes the wait-state analysis's waits where there is one. Absent
+when the run recorded no I/O profile."""
 
 from perfweave.analysis.io import analyze
+from perfweave.errors import FormatError
 from perfweave.report.html import _e, _table as _html_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
@@ -18,7 +21,18 @@ class IoSection(Section):
         io = experiment.io
         if not io and not io.notes:
             return {}
-        return {"io": analyze(io).to_json()}
+        notes = []
+        try:
+            waitstates = experiment.waitstates
+        except FormatError as e:  # the I/O profile stands without it
+            waitstates, notes = None, [f"wait states not used: {e}"]
+        try:
+            timelines = experiment.timelines
+        except FormatError as e:
+            timelines, notes = (), notes + [f"node timeline not used: {e}"]
+        d = analyze(io, waitstates=waitstates, timelines=timelines).to_json()
+        d["notes"] += notes
+        return {"io": d}
 
     def text(self, data, view):
         d = data.get("io")
@@ -37,6 +51,9 @@ class IoSection(Section):
             out += ["  call sites"]
             out += _table([_site_row(c) for c in shown], SITE_COLUMNS, width=view.width)
             out += _more(more, "call sites")
+        for g in d.get("over_time", []):
+            out += [f"  {_over_time_title(g)}"]
+            out += _table([_slice_row(x) for x in g["slices"]], SLICE_COLUMNS, width=view.width)
         out += [f"  note: {n}" for n in d["notes"]]
         return out
 
@@ -44,13 +61,19 @@ class IoSection(Section):
         d = data.get("io")
         if not d:
             return []
-        return [
+        out = [
             "<h2>I/O profile</h2>",
             f"<p>{_e(_share_line(d).strip())}</p>",
             _html_table([_file_row(f) for f in d["files"]], FILE_COLUMNS),
             "<h3>I/O call sites</h3>",
             _html_table([_site_row(c) for c in d["callsites"]], SITE_COLUMNS),
-        ] + [f"<p class=note>{_e(n)}</p>" for n in d["notes"]]
+        ]
+        for g in d.get("over_time", []):
+            out += [
+                f"<h3>{_e(_over_time_title(g))}</h3>",
+                _html_table([_slice_row(x) for x in g["slices"]], SLICE_COLUMNS),
+            ]
+        return out + [f"<p class=note>{_e(n)}</p>" for n in d["notes"]]
 
 
 def _share_line(d):
@@ -77,6 +100,26 @@ FILE_COLUMNS = [
     "imbal",
 ]
 SITE_COLUMNS = ["file", "op", "where", "calls", "bytes", "time"]
+SLICE_COLUMNS = ["time slice", "read MB/s", "write MB/s", "read bytes", "write bytes"]
+
+
+def _over_time_title(g):
+    if g["clock"] == "node timeline":
+        return (
+            f"read and write over time, {g['host']} ({g['processes']} processes; the node "
+            "timeline's slices)"
+        )
+    return f"read and write over time ({g['processes']} processes, from their start)"
+
+
+def _slice_row(x):
+    return [
+        f"{x['t0_s']:.2f}-{x['t1_s']:.2f} s",
+        f"{x['read_mbs']:.2f}",
+        f"{x['write_mbs']:.2f}",
+        f"{x['read_bytes']:,.0f}",
+        f"{x['write_bytes']:,.0f}",
+    ]
 
 
 def _file_row(f):
