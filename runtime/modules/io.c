@@ -910,6 +910,7 @@ static void in_child(void)
     pw_io_solo_start = pw_io_adopted = 0;
     pw_io_shared = !membarrier_ok();
     bin_lo = bin_hi = 0;
+    start_tick = pw_ticks(); /* its bins count from its own start, as its t_start */
     pw_wrap_depth++;
     if (make_store(parent) != 0) {
         __atomic_fetch_add(&old->forks_dropped, 1, __ATOMIC_RELAXED);
