@@ -13,11 +13,13 @@
  *
  * The handler is async-signal-safe: no locks, no allocation, only the thread's own buffer
  * and timer_settime. Threads sampled: the main thread from the start, every thread the
- * program creates (pthread_create, so OpenMP's too) from its start, and any other thread
- * from its first MPI call. At exit the samples are written to samples/rank-R.samples or
+ * program creates (pthread_create, so OpenMP's too) from its start, any other thread
+ * from its first MPI call, and the threads that exist when the module starts (a library's
+ * constructor started them before this runtime's: OpenBLAS's workers) from then on. At exit the samples are written to samples/rank-R.samples or
  * samples/HOST.PID.samples (+ .json), addresses as (module, offset).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -88,7 +90,8 @@ typedef struct sample {
 typedef struct thr {
     timer_t timer;
     int ok, tid;
-    pid_t pid; /* the process it runs in (process_vm_readv), read once at its start */
+    int adopted; /* an existing thread's slot, set up by another: its handler takes it */
+    pid_t pid;   /* the process it runs in (process_vm_readv), read once at its start */
     uintptr_t stack_lo, stack_hi;
     int64_t interval_ns;
     uint64_t rng; /* xorshift state: jitter of each interval */
@@ -104,6 +107,8 @@ static int no_timer, no_memory; /* threads not sampled: timer_create or the buff
 static PW_TLS thr *self;
 static int sig;
 static int started;
+static int nmaps;                /* mappings snapshotted for threads found running at start */
+static thr *adopt(uintptr_t sp); /* such a thread's slot, taken by its handler */
 
 /* Arm the thread's timer once, for the interval +-50 % at random: a fixed period would
  * alias with a program's own periodic phases (and keep sampling the same one). */
@@ -591,6 +596,11 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
         program_block(&ucm->uc_sigmask);
         masked = 1;
     }
+    if (!t && nmaps) {
+        uintptr_t pc0, fp0, sp0;
+        context_regs(ucv, &pc0, &fp0, &sp0);
+        t = adopt(sp0);
+    }
     if (!t || !t->ok) {
         errno = saved;
         return;
@@ -622,11 +632,110 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     errno = saved;
 }
 
+/* Threads that exist when the module starts were not made through pthread_create's
+ * trampoline: a library's constructor ran before the runtime's (libopenblas, loaded as
+ * the program's dependency, starts its workers there). Each gets a slot and a timer from
+ * the starting thread; its handler adopts the slot at the first sample (self is the
+ * thread's own). Their stacks' bounds are the mapping that holds the interrupted stack
+ * pointer, from a snapshot of /proc/self/maps taken here. The runtime's own threads are
+ * named "perfweave..." (pw_thread_name) and left out. */
+#define PW_MAX_MAPS 2048
+static uintptr_t maps_lo[PW_MAX_MAPS], maps_hi[PW_MAX_MAPS];
+
+static void snapshot_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    char line[512];
+    while (nmaps < PW_MAX_MAPS && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[0] == 'r' &&
+            perms[1] == 'w') {
+            maps_lo[nmaps] = lo;
+            maps_hi[nmaps] = hi;
+            nmaps++;
+        }
+    }
+    fclose(f);
+}
+
+static int runtime_thread(int tid)
+{
+    char path[64], name[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 1; /* gone */
+    int got = fgets(name, sizeof name, f) != NULL;
+    fclose(f);
+    return got && strncmp(name, "perfweave", 9) == 0;
+}
+
+static int arm(thr *t);
+
+static void adopt_existing_threads(void)
+{
+    int me = (int)syscall(SYS_gettid), any = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0 || tid == me || runtime_thread(tid))
+            continue;
+        int i = __atomic_fetch_add(&nthreads, 1, __ATOMIC_RELAXED);
+        if (i >= PW_SAMPLE_THREADS)
+            break;
+        thr *t = &threads[i];
+        t->tid = tid;
+        t->adopted = 1;
+        if (arm(t) == 0)
+            any = 1;
+    }
+    closedir(d);
+    if (any)
+        snapshot_maps();
+}
+
+/* In the handler: the slot another thread set up for this one, with its stack's bounds
+ * (the mapping holding sp); NULL if none. */
+static thr *adopt(uintptr_t sp)
+{
+    int tid = (int)syscall(SYS_gettid);
+    int n = nthreads < PW_SAMPLE_THREADS ? nthreads : PW_SAMPLE_THREADS;
+    for (int i = 0; i < n; i++) {
+        thr *t = &threads[i];
+        if (t->adopted && t->tid == tid && __atomic_load_n(&t->ok, __ATOMIC_ACQUIRE)) {
+            for (int k = 0; k < nmaps; k++)
+                if (sp >= maps_lo[k] && sp < maps_hi[k]) {
+                    t->stack_lo = maps_lo[k];
+                    t->stack_hi = maps_hi[k];
+                    break;
+                }
+            self = t;
+            return t;
+        }
+    }
+    return NULL;
+}
+
 /* Sample the calling thread from now on (the module's thread_start). */
 static void sample_thread(void)
 {
     if (!started || self)
         return;
+    if (nmaps) { /* an existing thread already given a slot: its own, with its bounds */
+        int tid = (int)syscall(SYS_gettid);
+        for (int k = 0; k < nthreads && k < PW_SAMPLE_THREADS; k++)
+            if (threads[k].adopted && threads[k].tid == tid) {
+                uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+                adopt(here);
+                return;
+            }
+    }
     int i = __atomic_fetch_add(&nthreads, 1, __ATOMIC_RELAXED);
     if (i >= PW_SAMPLE_THREADS)
         return;
@@ -648,6 +757,23 @@ static void sample_thread(void)
     t->stack_lo = (uintptr_t)lo;
     t->stack_hi = (uintptr_t)lo + size;
     t->tid = (int)syscall(SYS_gettid);
+    warm_unwind(t);
+    self = t;
+    arm(t);
+}
+
+/* A slot's timer, to its thread (t->tid), and its first interval; 0 on success. */
+static int arm(thr *t)
+{
+    if (!t->buf) {
+        t->cap = pw_opt.sample_capacity < 16 ? 16 : (int)pw_opt.sample_capacity;
+        t->cap &= ~1;
+        t->buf = pw_alloc((size_t)t->cap * sizeof(sample));
+        if (!t->buf) {
+            __atomic_fetch_add(&no_memory, 1, __ATOMIC_RELAXED);
+            return -1;
+        }
+    }
     t->pid = getpid();
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
@@ -657,14 +783,13 @@ static void sample_thread(void)
     if (timer_create(CLOCK_MONOTONIC, &ev, &t->timer) != 0) {
         pw_log("--sample: cannot create a timer for thread %d", t->tid);
         __atomic_fetch_add(&no_timer, 1, __ATOMIC_RELAXED);
-        return;
+        return -1;
     }
     t->interval_ns = (pw_opt.sample_interval_ms > 0 ? pw_opt.sample_interval_ms : 10) * 1000000LL;
     t->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)t->tid << 17) ^ (uint64_t)pw_now();
-    warm_unwind(t);
-    self = t;
     __atomic_store_n(&t->ok, 1, __ATOMIC_RELEASE);
     set_interval(t);
+    return 0;
 }
 
 /* The module's dump: the samples, at the process's end (not from a signal handler: the
@@ -1649,6 +1774,7 @@ static void start(void)
     pw_want_anchor = 1; /* MPI wrappers keep their frame for fp_walk */
     start_pid = getpid();
     pw_thread_begin(); /* the main thread, from now (and the other modules' start in it) */
+    adopt_existing_threads();
 }
 
 const pw_module pw_module_samples = {

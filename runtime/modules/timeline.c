@@ -880,6 +880,9 @@ static void start(void)
         pw_log("node timeline disabled: cannot start its thread");
         return;
     }
+    /* the runtime's threads are named perfweave*: not the program's (the samples module
+     * leaves them out of the threads it finds running at its start) */
+    pthread_setname_np(nd.thread, "perfweave-node");
     nd.leader = 1;
 }
 

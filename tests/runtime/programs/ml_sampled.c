@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define N 160
+#ifndef N
+#define N 160 /* -DN=...: a size OpenBLAS splits over its threads */
+#endif
 static double a[N * N], b[N * N], c[N * N];
 static volatile double sink;
 
