@@ -5,6 +5,7 @@ threshold."""
 
 import numpy as np
 
+from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import advice, samples
 from perfweave.model.samples import ProcessSamples
 from perfweave.readers.dtypes import SAMPLE_DTYPE
@@ -12,16 +13,8 @@ from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 APP = "/home/u/solver"
-RECORDED = [
-    "compute",
-    "mpi_p2p",
-    "mpi_coll",
-    "mpi_rma",
-    "mpi_sync",
-    "mpi_file",
-    "mpi_other",
-    "sleep",
-]
+# the activities a runtime records, as one before "wait" was appended wrote them
+RECORDED = RUNTIME_ACTIVITIES[: RUNTIME_ACTIVITIES.index("wait")]
 # offset -> (function, line) of the program; offset -> function of libc
 CODE = {
     0x100: ("relax", 120),

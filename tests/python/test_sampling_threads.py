@@ -7,6 +7,7 @@ start routine is a library's, and a Fortran program (gfortran's main -> MAIN__).
 import numpy as np
 import pytest
 
+from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import samples
 from perfweave.model.samples import ProcessSamples
 from perfweave.readers.dtypes import SAMPLE_DTYPE
@@ -17,16 +18,8 @@ GOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 LIBQ = "/usr/lib/x86_64-linux-gnu/libqueue.so.2"
 APP = "/home/u/solver"
 OBJECTS = [LIBC, GOMP, LIBQ, APP]
-RECORDED = [
-    "compute",
-    "mpi_p2p",
-    "mpi_coll",
-    "mpi_rma",
-    "mpi_sync",
-    "mpi_file",
-    "mpi_other",
-    "sleep",
-]
+# the activities a runtime records, as one before "wait" was appended wrote them
+RECORDED = RUNTIME_ACTIVITIES[: RUNTIME_ACTIVITIES.index("wait")]
 NAMES = {
     LIBC: {
         0x10: "syscall",

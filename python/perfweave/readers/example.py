@@ -6,17 +6,13 @@ template of a module's reader: its kind is registered in readers/kinds.py."""
 from perfweave._format import FILES
 from perfweave.errors import FormatError
 from perfweave.model.example import Example, ExampleProcess, process_key
-from perfweave.readers.files import check, read_json
+from perfweave.readers.files import PROCESS_HEAD, check, read_json
 
 FORMAT, JOB_FORMAT = FILES["example"].magic, FILES["example_job"].magic
 VERSION = FILES["example"].version
 
 _PROCESS = {
-    "format": str,
-    "version": int,
-    "rank": int,
-    "pid": int,
-    "host": str,
+    **PROCESS_HEAD,
     "state": str,
     "function": str,
     "threads": int,

@@ -16,6 +16,10 @@ import numpy as np
 
 from perfweave.errors import FormatError
 
+# The head every module's per-process JSON file starts with (runtime/core/writer.c
+# pw_buf_json_head), as check() schemas: a module's reader adds its own keys to it.
+PROCESS_HEAD = {"format": str, "version": int, "rank": int, "pid": int, "host": str}
+
 
 def _open_regular(path):
     """A descriptor of path, known to be a regular file. O_NONBLOCK: opening a FIFO

@@ -15,18 +15,14 @@ from perfweave.model.mathlib import (
     empty,
 )
 from perfweave.model.table import table
-from perfweave.readers.files import check, read_json
+from perfweave.readers.files import PROCESS_HEAD, check, read_json
 
 FORMAT, VERSION = FILES["mathlib"].magic, FILES["mathlib"].version
 # version 1: plans without "procs" (every plan a process's own: 1), read as version 2
 _PLAN_V1 = np.dtype([f for f in RECORDS["mlplan"].descr if f[0] != "procs"])
 READ_VERSIONS = (1, VERSION)
 _HEAD = {
-    "format": str,
-    "version": int,
-    "rank": int,
-    "pid": int,
-    "host": str,
+    **PROCESS_HEAD,
     "state": str,
     "t_start": int,
     "t_end": int,
