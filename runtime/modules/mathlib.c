@@ -395,6 +395,9 @@ static int dump(int state, int in_signal)
 {
     if (!pw_ml_on)
         return 0;
+    if (__atomic_load_n(&tabs, __ATOMIC_ACQUIRE) == NULL && nplans == 0)
+        return 0; /* no math-library call: nothing to merge (no allocation at exit, where
+                   * the samples module still samples the process) */
     int threads = 0;
     int64_t dropped = 0;
     static int64_t internal[PW_ML_NFN];
