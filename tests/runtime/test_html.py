@@ -45,6 +45,17 @@ def chromium(url, *extra):
     return res, console
 
 
+def html_report(exp, out):
+    """perfweave report --html OUT EXP, which must succeed."""
+    res = subprocess.run(
+        [PERFWEAVE, "report", "--html", str(out), str(exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+
+
 def test_html_report_renders_offline(build, run_pw, tmp_path):
     mpi = FLAVORS["openmpi"]
     prog = build(mpi, "phases.c")
@@ -53,13 +64,7 @@ def test_html_report_renders_offline(build, run_pw, tmp_path):
         ["--node-interval", "50", "--counters", "perf::PAGE-FAULTS", "--sample"],
     )
     out = tmp_path / "report.html"
-    res = subprocess.run(
-        [PERFWEAVE, "report", "--html", str(out), str(r.exp)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stderr
+    html_report(r.exp, out)
     page = out.read_text()
     # self-contained: no resource fetched from anywhere
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
@@ -97,13 +102,7 @@ def test_html_of_a_corrupt_timeline_still_renders(build, run_pw, tmp_path):
     for p in (r.exp / "timeline").glob("*.json"):
         p.write_text("{broken")
     out = tmp_path / "r.html"
-    res = subprocess.run(
-        [PERFWEAVE, "report", "--html", str(out), str(r.exp)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stderr
+    html_report(r.exp, out)
     dom, console = chromium(out.as_uri(), "--dump-dom")
     assert console == [] and 'data-rendered="0"' in dom.stdout and "not shown" in dom.stdout
 
@@ -240,13 +239,7 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
     main = by_name["main"]
     assert "operator&(Box<script>, Box<script>)" in by_name
     out = tmp_path / "r.html"
-    res = subprocess.run(
-        [PERFWEAVE, "report", "--html", str(out), str(r.exp)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stderr
+    html_report(r.exp, out)
     page = out.read_text()
     assert "burn<script>" not in page and "burn\\u003cscript\\u003e" in page
     assert page.count("<script") == 4  # uPlot, two data blocks, the page's
@@ -325,3 +318,34 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
         assert b.console() == []
     finally:
         b.close()
+
+
+def test_html_io_rates_chart_on_the_node_timeline_clock(build, run_pw, tmp_path):
+    """The I/O profile's read and write MB/s over time is a chart of the page, on the
+    node timeline's clock, in finer slices than the text report's table: its bytes (rate
+    times slice width) are the program's own count, in the first of its two phases."""
+    prog = build(None, "io_phases.c")
+    n = 100
+    r = run_pw([prog, tmp_path, n, 600], ["--io", "--node-interval", "20", "--no-sample"])
+    written = int(dict(ln.split() for ln in r.proc.stdout.splitlines())["written"])
+    assert written == n * 4096
+    out = tmp_path / "io.html"
+    html_report(r.exp, out)
+    page = out.read_text()
+    m = re.search(r'<script type="application/json" id="pw-plots">(.*?)</script>', page, re.S)
+    plots = json.loads(m.group(1))
+    (io,) = [p for p in plots if p["chart"]["names"] == ["read", "write"]]
+    t, (rd, wr) = io["chart"]["t"], io["chart"]["values"]
+    assert len(t) > 8 and sum(rd) == 0  # finer than the table's 8 slices
+    assert "node timeline" in io["chart"]["xlabel"]
+    width = (t[-1] - t[0]) / (len(t) - 1)  # equal slices: mid-points one width apart
+    assert abs(sum(wr) * width * 1e6 - written) <= 1e-6 * written
+    half = len(t) // 2
+    assert sum(wr[:half]) >= 0.95 * sum(wr)  # the writing phase is the first half
+    # the node timeline's activity chart spans the same clock
+    (act,) = [p for p in plots if p["stacked"]]
+    assert abs(act["chart"]["t"][-1] - t[-1]) < 2 * width + 0.05
+    dom, console = chromium(out.as_uri(), "--dump-dom")
+    assert dom.returncode == 0 and console == [], console
+    assert re.search(rf'<body[^>]*data-rendered="{len(plots)}"', dom.stdout)
+    assert f'id="{io["id"]}"' in dom.stdout and "read and write over time" in dom.stdout

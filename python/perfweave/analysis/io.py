@@ -419,13 +419,14 @@ def _advice(res, recs, io, waitstates=None):
     return out
 
 
-def over_time(io, timelines=()):
+def over_time(io, timelines=(), slices=SLICES):
     """Read and write bytes over time, summed over processes: a list of groups, each
     {host, clock, slices: [{t0_s, t1_s, read_bytes, write_bytes, read_mbs, write_mbs}]}.
-    A host with a node timeline: its slices (analysis/timeline.py slice_edges, s since
-    the timeline's first tick; the processes' bins placed by their t_start_ns on the
-    same clock), clock "node timeline". The other processes: one group (host None),
-    clock "process start": SLICES equal slices from the earliest start (each host's
+    A host with a node timeline: up to `slices` slices of it (analysis/timeline.py
+    slice_edges, s since the timeline's first tick; the processes' bins placed by their
+    t_start_ns on the same clock), clock "node timeline". The other processes: one group
+    (host None), clock "process start": `slices` equal slices (past SLICES, none narrower
+    than the processes' finest bin) from the earliest start (each host's
     processes by their t_start_ns, the hosts' earliest starts taken as one instant)
     to the last end. A bin's bytes go to the slices it overlaps in proportion; bytes
     before the first slice count in it, after the last in the last. [] without bins."""
@@ -435,7 +436,7 @@ def over_time(io, timelines=()):
     procs = io.processes
     nodes = {}
     for tl in timelines or ():
-        edges = slice_edges(tl)
+        edges = slice_edges(tl, slices)
         if edges is not None:
             nodes[tl.host] = (int(tl.t[0]), edges)
     hosts = [str(h or "") for h in procs["host"]]
@@ -459,7 +460,9 @@ def over_time(io, timelines=()):
             end = max(o + float(procs["wall_s"][i]) for o, i in zip(offsets, members))
             if end <= 0:
                 end = max(o + io.bins[i][0] * len(io.bins[i][1]) for o, i in zip(offsets, members))
-            edges = np.linspace(0, end, SLICES + 1)
+            finest = min(io.bins[i][0] for i in members)
+            n = min(slices, max(SLICES, int(end / finest) if finest > 0 else slices))
+            edges = np.linspace(0, end, n + 1)
         rd = np.zeros(len(edges) - 1)
         wr = np.zeros(len(edges) - 1)
         for o, i in zip(offsets, members):

@@ -164,13 +164,13 @@ def _node(tl, pids):
     )
 
 
-def slice_edges(tl):
+def slice_edges(tl, slices=SLICES):
     """The edges of node timeline tl's over-time slices, in s since its first tick (up
-    to SLICES equal slices; the I/O profile's rates use them too: analysis/io.py), None
-    with fewer than two intervals."""
+    to `slices` equal slices, no narrower than its ticks; the I/O profile's rates use
+    them too: analysis/io.py), None with fewer than two intervals."""
     if len(tl.t) < 3:
         return None
-    return np.linspace(0, (tl.t[-1] - tl.t[0]) / 1e9, min(SLICES, len(tl.t) - 1) + 1)
+    return np.linspace(0, (tl.t[-1] - tl.t[0]) / 1e9, min(slices, len(tl.t) - 1) + 1)
 
 
 def _slices(tl, rates, series):

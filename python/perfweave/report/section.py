@@ -62,6 +62,18 @@ class Page:
     experiment: object
     data: dict = field(default_factory=dict)
 
+    def plot(self, chart, ylabel, stacked=False, xlabel=None):
+        """A line chart that the page draws (uPlot): the HTML of its element, to put in
+        the section's parts. chart: {"t": x values (s), "names": series, "values": one
+        list per series (None: no value), optional "units" and "colours" per series};
+        stacked: the series drawn on top of each other; xlabel: the x axis's label."""
+        plots = self.data.setdefault("plots", [])
+        el = f"plot{len(plots)}"
+        plots.append({"id": el, "chart": chart, "ylabel": ylabel, "stacked": stacked})
+        if xlabel:
+            plots[-1]["chart"] = {**chart, "xlabel": xlabel}
+        return f'<div class=chart id="{el}"></div>'
+
 
 def collect(sections, experiment, top):
     """The report dict of experiment: every section's collect, each after those it

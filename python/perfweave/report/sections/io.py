@@ -6,7 +6,7 @@ items go to the report's advice (analysis/advice.py reads them from this section
 the small-writes item takes the wait-state analysis's waits where there is one. Absent
 when the run recorded no I/O profile."""
 
-from perfweave.analysis.io import analyze
+from perfweave.analysis.io import analyze, over_time
 from perfweave.errors import FormatError
 from perfweave.report.html import _e, _table as _html_table
 from perfweave.report.section import Section
@@ -68,12 +68,41 @@ class IoSection(Section):
             "<h3>I/O call sites</h3>",
             _html_table([_site_row(c) for c in d["callsites"]], SITE_COLUMNS),
         ]
-        for g in d.get("over_time", []):
-            out += [
-                f"<h3>{_e(_over_time_title(g))}</h3>",
-                _html_table([_slice_row(x) for x in g["slices"]], SLICE_COLUMNS),
-            ]
+        # the rates over time in finer slices than the report's table (too long for
+        # the report's JSON: from the files), on the node timeline's clock where there is one
+        for g in _chart_groups(page.experiment) or d.get("over_time", []):
+            edges = [x["t0_s"] for x in g["slices"]] + [g["slices"][-1]["t1_s"]]
+            chart = {
+                "t": [(a + b) / 2 for a, b in zip(edges, edges[1:])],
+                "names": ["read", "write"],
+                "units": ["MB/s", "MB/s"],
+                "values": [
+                    [x["read_mbs"] for x in g["slices"]],
+                    [x["write_mbs"] for x in g["slices"]],
+                ],
+            }
+            xlabel = (
+                "seconds since the node timeline's first tick"
+                if g["clock"] == "node timeline"
+                else "seconds since the processes' start"
+            )
+            out += [f"<h3>{_e(_over_time_title(g))}</h3>", page.plot(chart, "MB/s", xlabel=xlabel)]
         return out + [f"<p class=note>{_e(n)}</p>" for n in d["notes"]]
+
+
+CHART_SLICES = 200  # per chart of the rates over time
+
+
+def _chart_groups(experiment):
+    """over_time in up to CHART_SLICES slices; [] when the files cannot give them."""
+    try:
+        timelines = experiment.timelines
+    except FormatError:
+        timelines = ()
+    try:
+        return over_time(experiment.io, timelines, slices=CHART_SLICES)
+    except FormatError:
+        return []
 
 
 def _share_line(d):

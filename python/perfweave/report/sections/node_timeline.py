@@ -46,9 +46,8 @@ class NodeTimeline(Section):
 
     def html(self, data, page):
         # the charts' series are too long for the report's JSON: read from the files
-        charts = page.data["charts"] = timeline_charts(page.experiment)
         parts = []
-        for k, node in enumerate(charts):
+        for node in timeline_charts(page.experiment):
             parts.append(f"<h2>Node timeline: {_e(node['host'])}</h2>")
             if node.get("error"):
                 parts.append(f"<p class=note>not shown: {_e(node['error'])}</p>")
@@ -57,10 +56,10 @@ class NodeTimeline(Section):
                 parts.append(
                     f"<h3>Activity of the {node['activity']['processes']} processes "
                     "(share of wall time, mean over processes)</h3>"
-                    f'<div class=chart id="act{k}"></div>'
+                    + page.plot(node["activity"], "% of wall time (stacked)", stacked=True)
                 )
             if node.get("rates"):
-                parts.append(f'<h3>Node rates</h3><div class=chart id="rate{k}"></div>')
+                parts.append("<h3>Node rates</h3>" + page.plot(node["rates"], "rate"))
             for src, why in sorted(node.get("absent", {}).items()):
                 parts.append(f"<p class=note>absent: {_e(src)}: {_e(why)}</p>")
         return parts
