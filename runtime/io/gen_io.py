@@ -216,6 +216,24 @@ def record_lines(fn):
     return [], f"pw_io_fd_op(&c, {f});"
 
 
+def tracked(fn):
+    """The C condition under which a call is recorded, tested before its clock starts
+    (io.h: files the program opened, never sockets, pipes or anonymous memory); None:
+    always (a call that names its file by path)."""
+    kind, f = file_kind(fn)
+    if kind == "fd":
+        cond = f"(pw_io_fd_file({f}) >= 0)"
+        if fn.op == "dup" and any(a.name == "fd2" for a in fn.args):
+            # dup2 onto a file's descriptor takes it from the file
+            cond = f"({cond} || pw_io_fd_file(fd2) >= 0)"
+        return cond
+    if kind == "fp":
+        return f"(pw_io_stream_file({f}) >= 0)"
+    if kind == "addr":
+        return f"pw_io_maybe_mapped({f})"
+    return None
+
+
 def wrapper(fn, index):
     params = ", ".join(f"{a.ctype}{'' if a.ctype.endswith('*') else ' '}{a.name}" for a in fn.args)
     if fn.variadic:
@@ -270,22 +288,20 @@ def wrapper(fn, index):
                 "    va_end(ap);",
             ]
     ret_rc = "" if void else "rc = "
+    cond = tracked(fn)
+    skip = (
+        "    if (PW_LIKELY(!pw_io_on) || " + (f"!{cond} || " if cond else "") + "!pw_io_enter()) {"
+    )
     lines += ["    if (PW_UNLIKELY(real == NULL)) {", "        errno = ENOSYS;"]
     lines += ["    " + e for e in end]
     lines += ["        return;" if void else f"        return {fail};", "    }"]
     if void:
         lines += (
-            ["    if (PW_LIKELY(!pw_io_on) || !pw_io_enter()) {", f"        {call};"]
-            + ["    " + e for e in end]
-            + ["        return;", "    }"]
+            [skip, f"        {call};"] + ["    " + e for e in end] + ["        return;", "    }"]
         )
     else:
         lines += (
-            [
-                f"    {fn.ret}{'' if fn.ret.endswith('*') else ' '}rc;",
-                "    if (PW_LIKELY(!pw_io_on) || !pw_io_enter()) {",
-                f"        rc = {call};",
-            ]
+            [f"    {fn.ret}{'' if fn.ret.endswith('*') else ' '}rc;", skip, f"        rc = {call};"]
             + ["    " + e for e in end]
             + ["        return rc;", "    }"]
         )

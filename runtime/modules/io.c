@@ -33,9 +33,8 @@
 
 #define PW_IO_BINS 256          /* per thread, read and write bytes over time */
 #define PW_IO_BIN_NS 10000000LL /* the first bins' width: 10 ms, doubled as the run grows */
-#define MAX_FDS 65536
-#define MAX_HANDLES 1024 /* MPI-IO handles open at once */
-#define MAX_MAPS 1024    /* file mappings alive at once */
+#define MAX_HANDLES 1024        /* MPI-IO handles open at once */
+#define MAX_MAPS 1024           /* file mappings alive at once */
 #define MAX_OBJECTS 256
 #define PAGE 4096
 
@@ -66,15 +65,12 @@ static size_t map_len, block_size, recs_offset, sites_offset;
 static int max_files, max_threads, max_sites;
 static int64_t start_tick;
 
-/* Descriptor -> file + 1 (0: not a file of ours), and its position. Private memory: a
- * forked child keeps its copy, as it keeps the descriptors. */
-typedef struct fd_entry {
-    int32_t file;
-    int32_t unknown_pos; /* opened for appending: no offsets */
-    int64_t pos;         /* the POSIX position, as our calls moved it */
-    int64_t spos;        /* the stdio position */
-} fd_entry;
-static fd_entry *fds;
+/* Descriptor -> file + 1 (0: not a file of ours), and its position (io.h pw_io_fd_entry).
+ * Private memory: a forked child keeps its copy, as it keeps the descriptors. */
+typedef pw_io_fd_entry fd_entry;
+pw_io_fd_entry *pw_io_fds;
+#define fds pw_io_fds
+int pw_io_nmaps; /* file mappings alive */
 
 typedef struct handle_entry {
     uintptr_t handle;
@@ -515,15 +511,7 @@ static void touch_header(int64_t tick)
 
 /* ---- the recording functions of the generated wrappers ---- */
 
-static fd_entry *fd_of(int fd) { return (unsigned)fd < MAX_FDS && fds ? &fds[fd] : NULL; }
-
-int pw_io_fd_file(int fd)
-{
-    fd_entry *e = fd_of(fd);
-    return e ? e->file - 1 : -1;
-}
-
-int pw_io_stream_fd(FILE *fp) { return fp ? fileno_unlocked(fp) : -1; }
+static fd_entry *fd_of(int fd) { return (unsigned)fd < PW_IO_MAX_FDS && fds ? &fds[fd] : NULL; }
 
 static void counted_op(pw_io_call *c, int file);
 
@@ -574,13 +562,11 @@ void pw_io_close(pw_io_call *c, int fd, int file, int rc)
 void pw_io_dup(pw_io_call *c, int fd, int newfd)
 {
     int file = pw_io_fd_file(fd);
-    if (file < 0)
-        return;
     fd_entry *e = fd_of(newfd), *old = fd_of(fd);
-    if (e && newfd >= 0) {
-        *e = *old;
-    }
-    counted_op(c, file);
+    if (e) /* dup2 of a socket or pipe onto a file's descriptor: no longer the file's */
+        *e = file >= 0 ? *old : (fd_entry){0};
+    if (file >= 0)
+        counted_op(c, file);
 }
 
 void pw_io_fcntl(pw_io_call *c, int fd, int cmd, int rc)
@@ -714,6 +700,7 @@ void pw_io_mmap(pw_io_call *c, int fd, void *addr, size_t len, int64_t offset)
                                         __ATOMIC_RELAXED)) {
             maps[i].len = len;
             maps[i].file = file;
+            __atomic_fetch_add(&pw_io_nmaps, 1, __ATOMIC_RELAXED);
             break;
         }
     }
@@ -732,6 +719,7 @@ int64_t pw_io_unmap_begin(void *addr, size_t len)
         unmap_file = m->file;
         int64_t est = resident_bytes((uintptr_t)addr, len < m->len ? len : m->len);
         __atomic_store_n(&m->addr, 0, __ATOMIC_RELEASE);
+        __atomic_fetch_sub(&pw_io_nmaps, 1, __ATOMIC_RELAXED);
         return est;
     }
     return 0;
@@ -935,7 +923,7 @@ static void start(void)
     max_threads = pw_opt.io_max_threads > 0 ? (int)pw_opt.io_max_threads : 16;
     max_sites = pw_opt.io_max_sites > 0 ? (int)pw_opt.io_max_sites : 512;
     start_tick = pw_ticks();
-    fds = mmap(NULL, sizeof(fd_entry) * MAX_FDS, PROT_READ | PROT_WRITE,
+    fds = mmap(NULL, sizeof(fd_entry) * PW_IO_MAX_FDS, PROT_READ | PROT_WRITE,
                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (fds == MAP_FAILED) {
         fds = NULL;

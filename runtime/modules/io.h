@@ -113,8 +113,38 @@ static inline int pw_io_needs_mode(int flags)
 void pw_io_open(pw_io_call *c, const char *path, int fd, int append);
 void pw_io_fopen(pw_io_call *c, const char *path, FILE *fp, const char *mode);
 void pw_io_fdopen(pw_io_call *c, int fd, FILE *fp);
-int pw_io_fd_file(int fd);     /* the file a descriptor is of; -1 none */
-int pw_io_stream_fd(FILE *fp); /* a stream's descriptor; -1 none */
+
+/* Which calls are recorded: those on the files the program opened through the wrappers
+ * (and stdin, stdout, stderr), never those on sockets, pipes, event descriptors or
+ * anonymous memory (an MPI library's progress threads poll and write their wake-up pipes;
+ * malloc maps memory): the generated wrappers ask before the clock starts, and such calls
+ * cost a table look-up. */
+#define PW_IO_MAX_FDS 65536
+typedef struct pw_io_fd_entry {
+    int32_t file;        /* + 1; 0: not a file of ours */
+    int32_t unknown_pos; /* opened for appending: no offsets */
+    int64_t pos;         /* the POSIX position, as our calls moved it */
+    int64_t spos;        /* the stdio position */
+} pw_io_fd_entry;
+extern pw_io_fd_entry *pw_io_fds; /* by descriptor (NULL: the module is off) */
+extern int pw_io_nmaps;           /* file mappings alive */
+
+/* the file a descriptor is of; -1 none */
+static inline int pw_io_fd_file(int fd)
+{
+    pw_io_fd_entry *t = pw_io_fds;
+    return (unsigned)fd < PW_IO_MAX_FDS && t ? t[fd].file - 1 : -1;
+}
+/* a stream's descriptor; -1 none */
+static inline int pw_io_stream_fd(FILE *fp) { return fp ? fileno_unlocked(fp) : -1; }
+/* the file a stream is of; -1 none */
+static inline int pw_io_stream_file(FILE *fp) { return pw_io_fd_file(pw_io_stream_fd(fp)); }
+/* addr may be a file mapping of ours */
+static inline int pw_io_maybe_mapped(const void *addr)
+{
+    (void)addr;
+    return __atomic_load_n(&pw_io_nmaps, __ATOMIC_RELAXED) > 0;
+}
 void pw_io_close(pw_io_call *c, int fd, int file, int rc);
 void pw_io_dup(pw_io_call *c, int fd, int newfd);
 void pw_io_fcntl(pw_io_call *c, int fd, int cmd, int rc);

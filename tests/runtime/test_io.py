@@ -146,6 +146,29 @@ def test_io_overlapping_calls_of_threads_counted_once(build, run_pw, tmp_path):
     assert first * 0.98 <= busy <= first + 0.3 * second
 
 
+def test_io_sockets_pipes_and_anonymous_memory_are_not_file_io(build, run_pw, tmp_path):
+    # a pipe read by a second thread and a socket pair, a byte a call, anonymous
+    # mappings and malloc's: none is a file, none is recorded or timed (an MPI library's
+    # progress threads poll their wake-up pipes: they made every rank's I/O calls take
+    # the two-thread path, and their time was I/O time); the file's one write is all
+    # the process's I/O time besides its open; a dup2 of the pipe onto the file's
+    # descriptor takes the descriptor from the file
+    prog = build(None, "io_cases.c", ("-pthread",))
+    n = 20000
+    r = run_pw([prog, "notfiles", tmp_path, n], ["--io"])
+    got = values(r.proc.stdout)
+    io = perfweave.open(r.exp).io
+    names = [io.files[f] for f in io.records["file"]]
+    assert sorted(set(names) - {"<stdout>"}) == [f"{tmp_path}/file.dat"]
+    p = record(io, f"{tmp_path}/file.dat", "posix")
+    assert (p["opens"], p["writes"], p["bytes_written"], p["mmaps"]) == (1, 1, n, 0)
+    assert io.processes["threads"][0] == 1  # the pipe reader made no call of a file
+    # 3n + n calls on the pipe and socket and 2n mappings, each a system call of at least
+    # ~0.2 us: timed, they were >= 10 ms; the file's open and write are well under that
+    busy = float(io.processes["busy_s"][0])
+    assert got["write_us"] * 1e-6 * 0.9 <= busy < got["write_us"] * 1e-6 + 0.005
+
+
 def test_io_version_1_store_reads_as_version_2(build, run_pw, tmp_path):
     """A version 1 store (no solo_ticks, the header's last field: zero padding there) is
     read with the counts it holds: the run's store made version 1 by hand reads the same

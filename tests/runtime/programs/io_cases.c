@@ -4,10 +4,16 @@
  *   kill    N writes of 10 bytes to DIR/kill.dat, then SIGKILL to itself
  *   threads two threads, each with its own descriptor of DIR/shared.dat, N writes of 100
  *           bytes at their own offsets
- *   overlap the main thread (the process's first I/O call) blocks in a read of a pipe; a
- *           second thread's first I/O call, N ms later, is a read of another pipe that
- *           blocks too; a third thread, 3N ms after the start, writes a byte to each
- *           (without an I/O call before). Prints the two reads' own seconds */
+ *   overlap the main thread (the process's first I/O calls) opens two FIFOs DIR/fifo1,
+ *           DIR/fifo2 and blocks in a read of the first; a second thread's first I/O
+ *           call, N ms later, is a read of the other that blocks too; a third thread, 3N
+ *           ms after the start, writes a byte to each (without an I/O call before).
+ *           Prints the two reads' own seconds
+ *   notfiles N bytes through a pipe and through a socket pair (write, read, each byte a
+ *           call, from two threads), N anonymous mmap/munmap of 1 MiB and N malloc/free
+ *           of 1 MiB (malloc maps them), a dup2 of the pipe onto a file's descriptor
+ *           and a write there; between them one write of N bytes to DIR/file.dat.
+ *           Prints the file write's own microseconds */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -56,6 +65,17 @@ static void *waker(void *arg)
     /* the bytes go through syscall(): the wakeups are not I/O calls of the program */
     syscall(SYS_write, p1[1], "x", 1);
     syscall(SYS_write, p2[1], "x", 1);
+    return NULL;
+}
+
+/* reads the pipe's bytes one call each (a second thread making calls on a pipe) */
+static void *pipe_reader(void *arg)
+{
+    int *pp = arg;
+    char c;
+    for (int i = 0; i < n; i++)
+        if (read(pp[0], &c, 1) != 1)
+            exit(3);
     return NULL;
 }
 
@@ -110,7 +130,16 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++)
             pthread_join(t[k], NULL);
     } else if (!strcmp(mode, "overlap")) {
-        if (pipe(p1) || pipe(p2))
+        char f1[4200], f2[4200];
+        snprintf(f1, sizeof f1, "%s/fifo1", dir);
+        snprintf(f2, sizeof f2, "%s/fifo2", dir);
+        /* FIFOs opened through open() are files of the program (a pipe() is not);
+         * O_RDWR: the open does not wait for a writer, the read does */
+        if (mkfifo(f1, 0600) || mkfifo(f2, 0600))
+            return 2;
+        p1[0] = p1[1] = open(f1, O_RDWR);
+        p2[0] = p2[1] = open(f2, O_RDWR);
+        if (p1[0] < 0 || p2[0] < 0)
             return 2;
         pthread_t t[2];
         pthread_create(&t[0], NULL, second, NULL);
@@ -123,6 +152,40 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++)
             pthread_join(t[k], NULL);
         printf("first_us %ld\nsecond_us %ld\n", (long)(t_first * 1e6), (long)(t_second * 1e6));
+    } else if (!strcmp(mode, "notfiles")) {
+        int pp[2], sp[2];
+        if (pipe(pp) || socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
+            return 2;
+        pthread_t t;
+        pthread_create(&t, NULL, pipe_reader, pp);
+        char c = 'p';
+        for (int i = 0; i < n; i++)
+            if (write(pp[1], &c, 1) != 1 || write(sp[0], &c, 1) != 1 || read(sp[1], &c, 1) != 1)
+                return 3;
+        pthread_join(t, NULL);
+        for (int i = 0; i < n; i++) {
+            void *m =
+                mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED)
+                return 4;
+            ((char *)m)[0] = 1;
+            munmap(m, 1 << 20);
+            char *h = malloc(1 << 20);
+            h[0] = 1;
+            free(h);
+        }
+        snprintf(path, sizeof path, "%s/file.dat", dir);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        char *buf = calloc(1, (size_t)n);
+        double t0 = now();
+        if (write(fd, buf, (size_t)n) != n)
+            return 5;
+        double t_write = now() - t0;
+        /* the pipe's write end onto the file's descriptor: that descriptor is the pipe's */
+        dup2(pp[1], fd);
+        if (write(fd, &c, 1) != 1)
+            return 6;
+        printf("write_us %ld\n", (long)(t_write * 1e6));
     }
     printf("pid %d\n", (int)getpid());
     return 0;
