@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "perfweave/format.h"
@@ -511,6 +512,10 @@ const char *pw_family_name(int family);
 void pw_file_failed(const char *path, int err);
 /* write(2) until done; 0, or the errno of the failure (ENOSPC for a zero-length write). */
 int pw_write_all(int fd, const void *p, size_t n);
+/* Disk space for len bytes of fd at off, before they are mapped (a mapped page without
+ * disk space would be a SIGBUS when the disk is full): fallocate, or zeros written where
+ * the file system cannot. 0 on success. */
+int pw_reserve_disk(int fd, off_t off, size_t len);
 
 /* A profile in memory: arrays plus string tables (see docs/format.md). */
 typedef struct pw_profile {

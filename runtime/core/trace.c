@@ -88,27 +88,6 @@ static void unlock(void) { __atomic_store_n(&tr.lock, 0, __ATOMIC_RELEASE); }
  * a multiple of lcm(40, 4096) = 20480 bytes, 512 records. */
 #define PW_BLOCK_RECORDS 512
 
-/* Disk space for len bytes at off: fallocate, or zeros written where the file system
- * cannot (a mapped page without disk space would be a SIGBUS when the disk is full). */
-static int reserve_disk(off_t off, size_t len)
-{
-    if (fallocate(tr.fd, 0, off, (off_t)len) == 0)
-        return 0;
-    if (errno != EOPNOTSUPP && errno != ENOSYS)
-        return -1;
-    static const char zeros[4096];
-    for (size_t done = 0; done < len;) {
-        ssize_t w = pwrite(tr.fd, zeros, len - done < sizeof zeros ? len - done : sizeof zeros,
-                           off + (off_t)done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        done += (size_t)w;
-    }
-    return 0;
-}
-
 /* Map a new block at the end of the events file for b (its owner, or nobody writing). */
 static int new_block(pw_tbuf *b)
 {
@@ -118,7 +97,7 @@ static int new_block(pw_tbuf *b)
     lock();
     off_t off = tr.size;
     int err = 0;
-    if (tr.fd >= 0 && reserve_disk(off, len) == 0) {
+    if (tr.fd >= 0 && pw_reserve_disk(tr.fd, off, len) == 0) {
         m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, tr.fd, off);
         if (m != MAP_FAILED)
             tr.size = off + (off_t)len;

@@ -170,6 +170,25 @@ int pw_write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+int pw_reserve_disk(int fd, off_t off, size_t len)
+{
+    if (fallocate(fd, 0, off, (off_t)len) == 0)
+        return 0;
+    if (errno != EOPNOTSUPP && errno != ENOSYS)
+        return -1;
+    static const char zeros[4096];
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(fd, zeros, len - done < sizeof zeros ? len - done : sizeof zeros,
+                           off + (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
 void pw_file_failed(const char *path, int err)
 {
     static int logged;

@@ -13,6 +13,12 @@
  * a hash slot). A process forked by a measured one gets a file of its own (the module's
  * fork_child, which the core runs in the child), never its parent's counts.
  *
+ * With --trace too, each call the store counts is also a segment (its interval, file,
+ * layer, operation, thread, bytes, offset) in io/HOST.PID.segments, a bounded array of
+ * fixed-size records mapped MAP_SHARED alike: a call takes its slot with one atomic add,
+ * fills it and commits it by writing its end time last; past the bound it is counted as
+ * dropped. Without --trace the hot path pays one predictable branch.
+ *
  * The wrappers are generated from runtime/io/io.spec (gen_io.py); MPI-IO calls come from
  * the MPI module's wrappers through pw_hooks.file_call.
  */
@@ -91,6 +97,7 @@ static PW_TLS pw_io_site_rec *my_sites;
 /* the site of the previous call of each op: a loop of open, write, close hits them */
 static PW_TLS pw_io_site_rec *last_site[PW_IO_NOPS];
 static PW_TLS int my_state; /* 0: no block yet, 1: a block, -1: none to be had */
+static PW_TLS int my_index; /* the block's index */
 /* The calling thread's current bin and its ticks [bin_lo, bin_hi): most calls fall in the
  * bin of the previous one (no division). */
 static PW_TLS int64_t bin_lo, bin_hi;
@@ -276,6 +283,7 @@ static int thread_block(void)
         my_state = -1;
         return 0;
     }
+    my_index = i;
     char *b = blocks + (size_t)i * block_size;
     my_thread = (io_thread *)b;
     my_thread->tid = (int64_t)gettid();
@@ -306,6 +314,102 @@ static pw_io_rec *rec_of(const pw_io_call *c, int file)
         r->first_tick = c->t0 ? c->t0 : 1;
     }
     return r;
+}
+
+/* ---- the segment trace (--trace) ---- */
+
+#define SEG_CHUNK 16384 /* slots given disk space at a time (640 KiB) */
+
+static pw_io_segments_header_rec *seg_hdr; /* NULL: no segment trace */
+static pw_io_segment_rec *segs;
+static size_t seg_len;
+static int seg_fd = -1;      /* kept open to give slots disk space as they are reached */
+static int64_t seg_reserved; /* slots with disk space */
+static int seg_lock, seg_full;
+
+/* Disk space for slot i and those before it, a chunk at a time; 0 when there is none
+ * (past the bound, or the disk is full: later calls are dropped at once). */
+static __attribute__((noinline)) int seg_reserve(int64_t i)
+{
+    int64_t cap = seg_hdr->capacity;
+    if (i >= cap || __atomic_load_n(&seg_full, __ATOMIC_RELAXED))
+        return 0;
+    while (__atomic_exchange_n(&seg_lock, 1, __ATOMIC_ACQUIRE))
+        pw_cpu_relax();
+    int64_t have = __atomic_load_n(&seg_reserved, __ATOMIC_RELAXED);
+    while (have <= i) {
+        int64_t upto = have + SEG_CHUNK < cap ? have + SEG_CHUNK : cap;
+        off_t at = PAGE + (off_t)have * (off_t)sizeof(pw_io_segment_rec);
+        if (pw_reserve_disk(seg_fd, at, (size_t)(upto - have) * sizeof(pw_io_segment_rec)) != 0) {
+            __atomic_store_n(&seg_full, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        have = upto;
+    }
+    __atomic_store_n(&seg_reserved, have, __ATOMIC_RELEASE);
+    __atomic_store_n(&seg_lock, 0, __ATOMIC_RELEASE);
+    return i < have;
+}
+
+static void segment(const pw_io_call *c, int file, int64_t bytes, int64_t offset)
+{
+    int64_t i = __atomic_fetch_add(&seg_hdr->next, 1, __ATOMIC_RELAXED);
+    if (PW_UNLIKELY(i >= __atomic_load_n(&seg_reserved, __ATOMIC_ACQUIRE)) && !seg_reserve(i)) {
+        __atomic_fetch_add(&seg_hdr->dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    pw_io_segment_rec *g = &segs[i];
+    g->t0 = c->t0;
+    g->bytes = bytes;
+    g->offset = offset;
+    g->file = file;
+    g->thread = (int16_t)my_index;
+    g->layer = (uint8_t)c->layer;
+    g->op = (uint8_t)c->op;
+    __atomic_store_n(&g->t1, c->t1 > 0 ? c->t1 : 1, __ATOMIC_RELEASE); /* the commit */
+}
+
+/* The segment trace of the store at store_path (NAME.pwio -> NAME.segments); no trace
+ * when it cannot be made, said once. */
+static void make_segments(const char *store_path, int64_t pid)
+{
+    int64_t cap = pw_opt.io_trace_max;
+    if (!pw_opt.trace || cap <= 0)
+        return;
+    char path[4300];
+    size_t n = strlen(store_path) - strlen(".pwio");
+    if (n + sizeof ".segments" > sizeof path)
+        return;
+    memcpy(path, store_path, n);
+    memcpy(path + n, ".segments", sizeof ".segments");
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    size_t len = PAGE + (size_t)cap * sizeof(pw_io_segment_rec);
+    char *m = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)len) == 0 && pw_reserve_disk(fd, 0, PAGE) == 0)
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        pw_log("io: cannot make the I/O segment trace %s: no segments", path);
+        if (fd >= 0) {
+            close(fd);
+            unlink(path);
+        }
+        return;
+    }
+    seg_fd = fd;
+    seg_len = len;
+    seg_reserved = 0;
+    seg_full = seg_lock = 0;
+    segs = (pw_io_segment_rec *)(m + PAGE);
+    pw_io_segments_header_rec *h = (pw_io_segments_header_rec *)m;
+    h->version = PW_IO_SEGMENTS_VERSION;
+    h->record_size = (int32_t)sizeof(pw_io_segment_rec);
+    h->pid = pid;
+    h->capacity = cap;
+    h->tick_start = pw_tick_start;
+    h->ns_start = pw_t_start;
+    h->ns_per_tick = pw_ns_per_tick();
+    __atomic_store_n(&h->magic, PW_IO_SEGMENTS_MAGIC_NUMBER, __ATOMIC_RELEASE);
+    __atomic_store_n(&seg_hdr, h, __ATOMIC_RELEASE);
 }
 
 static __attribute__((noinline)) pw_io_site_rec *site_get(const pw_io_call *c, int file)
@@ -395,14 +499,16 @@ static void add_site(pw_io_call *c, int file, int64_t bytes)
     s->ticks += c->t1 - c->t0;
 }
 
-/* One call of op into r and its site. */
-static void count(pw_io_call *c, pw_io_rec *r, int file, int64_t bytes)
+/* One call of op into r, its site and the segment trace (offset: -1 none). */
+static void count(pw_io_call *c, pw_io_rec *r, int file, int64_t bytes, int64_t offset)
 {
     int64_t t = c->t1 - c->t0;
     r->ticks[c->op] += t;
     r->calls[c->op]++;
     r->last_tick = c->t1;
     add_site(c, file, bytes);
+    if (PW_UNLIKELY(seg_hdr != NULL))
+        segment(c, file, bytes, offset);
 }
 
 static int hist_bin(int64_t n)
@@ -488,7 +594,7 @@ static void rw_access(pw_io_call *c, pw_io_rec *r, int file, int64_t at, int64_t
         }
     }
     add_bins(c->t1, bytes, write);
-    count(c, r, file, bytes);
+    count(c, r, file, bytes, at);
 }
 
 /* The header's values a reader of a killed process's store needs, kept current on the
@@ -507,6 +613,8 @@ static void touch_header(int64_t tick)
     touched_tick = tick;
     hdr->t_end = pw_now();
     hdr->ns_per_tick = pw_ns_per_tick();
+    if (seg_hdr)
+        seg_hdr->ns_per_tick = hdr->ns_per_tick;
 }
 
 /* ---- the recording functions of the generated wrappers ---- */
@@ -638,7 +746,7 @@ static void counted_op(pw_io_call *c, int file)
         r->metas++;
         break;
     }
-    count(c, r, file, 0);
+    count(c, r, file, 0, -1);
 }
 
 void pw_io_seek(pw_io_call *c, int fd, int64_t pos)
@@ -789,6 +897,8 @@ static void file_call(const pw_file_call *fc)
         } else if (r) { /* a split collective's _end: its time, the _begin was the call */
             r->ticks[c.op] += c.t1 - c.t0;
             r->last_tick = c.t1;
+            if (seg_hdr)
+                segment(&c, file, 0, -1);
         }
     }
     pw_wrap_leave();
@@ -863,6 +973,7 @@ static int make_store(int64_t parent)
     pw_io_solo_ticks = &hdr->solo_ticks;
     touched_tick = pw_ticks();
     __atomic_store_n(&hdr->magic, PW_IO_MAGIC_NUMBER, __ATOMIC_RELEASE);
+    make_segments(path, hdr->pid);
     return 0;
 }
 
@@ -900,7 +1011,16 @@ static void in_child(void)
     bin_lo = bin_hi = 0;
     start_tick = pw_ticks(); /* its bins count from its own start, as its t_start */
     pw_wrap_depth++;
+    /* the parent's segment trace is its own: the child makes one of its own with its store */
+    pw_io_segments_header_rec *old_seg = seg_hdr;
+    size_t old_seg_len = seg_len;
+    seg_hdr = NULL;
+    if (seg_fd >= 0)
+        close(seg_fd);
+    seg_fd = -1;
     if (make_store(parent) != 0) {
+        if (old_seg)
+            munmap(old_seg, old_seg_len);
         __atomic_fetch_add(&old->forks_dropped, 1, __ATOMIC_RELAXED);
         pw_io_on = 0;
         pw_io_busy_ticks = pw_io_solo_ticks = NULL;
@@ -912,6 +1032,11 @@ static void in_child(void)
     memcpy(objects, old_objects, sizeof(pw_io_object_rec) * MAX_OBJECTS);
     hdr->nfiles = old->nfiles;
     munmap(old, old_len);
+    if (old_seg) {
+        if (!seg_hdr) /* its store, but no segments: the parent's file says so */
+            __atomic_fetch_add(&old_seg->forks_dropped, 1, __ATOMIC_RELAXED);
+        munmap(old_seg, old_seg_len);
+    }
     pw_wrap_depth--;
 }
 
@@ -969,7 +1094,7 @@ static int dump(int state, int in_signal)
 const pw_module pw_module_io = {
     .name = "io",
     .version = PW_IO_VERSION,
-    .options = "io,io_max_files,io_max_threads,io_max_sites",
+    .options = "io,io_max_files,io_max_threads,io_max_sites,io_trace_max",
     .start = start,
     .dump = dump,
     .fork_child = in_child,

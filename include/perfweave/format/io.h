@@ -12,6 +12,13 @@
  *   then max_sites io_site (count 0: unused).
  * Durations are in ticks (header.ns_per_tick converts them; pw_ticks()), times in ns of
  * CLOCK_MONOTONIC.
+ *
+ * io/NAME.segments, with --io and --trace: the process's segment trace, one
+ * io_segment per call the store counts, in the order their slots were taken. One
+ * io_segments_header, padded to 4096 bytes, then capacity io_segment slots; mapped
+ * MAP_SHARED from the start like the store. A slot whose t1 is 0 was never committed
+ * (past next, or its process killed while it wrote it). Calls past capacity are
+ * counted in dropped, never written.
  */
 #ifndef PERFWEAVE_FORMAT_IO_H
 #define PERFWEAVE_FORMAT_IO_H
@@ -27,6 +34,9 @@
 #define PW_IO_HIST_BINS 10 /* Darshan's access-size bins: 0-100, -1K, -10K, -100K, -1M,
                               -4M, -10M, -100M, -1G, more */
 #define PW_IO_COMMON 4     /* common access sizes kept per record */
+#define PW_IO_SEGMENTS_VERSION 1
+#define PW_IO_SEGMENTS_MAGIC "perfweave-io-segments"
+#define PW_IO_SEGMENTS_MAGIC_NUMBER 0x31676573776f7000LL /* io_segments_header.magic */
 
 /* The layers a call is of. */
 #define PW_IO_LAYERS(X)                                                                    \
@@ -146,6 +156,34 @@ PW_RECORD_STRUCT(PW_IO_REC_FIELDS, pw_io_rec)
     X(int64_t, "<i8", ticks)
 PW_RECORD_STRUCT(PW_IO_SITE_FIELDS, pw_io_site_rec)
 
+/* The segment trace's header. A tick is ns_start + (tick - tick_start) * ns_per_tick ns
+ * of CLOCK_MONOTONIC (the trace's rank-R.json "clock" maps the same ticks alike). */
+#define PW_IO_SEGMENTS_HEADER_FIELDS(X, A)                                                 \
+    X(int64_t, "<i8", magic)           /* PW_IO_SEGMENTS_MAGIC_NUMBER */                    \
+    X(int32_t, "<i4", version)         /* PW_IO_SEGMENTS_VERSION */                         \
+    X(int32_t, "<i4", record_size)     /* bytes of an io_segment */                         \
+    X(int64_t, "<i8", pid)                                                                  \
+    X(int64_t, "<i8", capacity)        /* io_segment slots (--io-trace-max) */              \
+    X(int64_t, "<i8", next)            /* slots taken; past capacity: dropped */            \
+    X(int64_t, "<i8", dropped)         /* calls not written: past capacity, no disk space */ \
+    X(int64_t, "<i8", forks_dropped)   /* children that could not make a file of their own */ \
+    X(int64_t, "<i8", tick_start)      /* pw_ticks() at ns_start */                         \
+    X(int64_t, "<i8", ns_start)        /* CLOCK_MONOTONIC ns: the process's start */        \
+    X(double, "<f8", ns_per_tick)      /* kept current with the store's header */
+PW_RECORD_STRUCT(PW_IO_SEGMENTS_HEADER_FIELDS, pw_io_segments_header_rec)
+
+/* One call: its interval, file, layer, operation, thread, bytes and offset. */
+#define PW_IO_SEGMENT_FIELDS(X, A)                                                         \
+    X(int64_t, "<i8", t0)              /* ticks: the call began */                          \
+    X(int64_t, "<i8", t1)              /* ticks: it ended; written last; 0 uncommitted */   \
+    X(int64_t, "<i8", bytes)           /* moved (reads, writes), else 0 */                  \
+    X(int64_t, "<i8", offset)          /* in the file; -1 unknown or none */                \
+    X(int32_t, "<i4", file)            /* index of the store's io_file */                   \
+    X(int16_t, "<i2", thread)          /* the store's thread block */                       \
+    X(uint8_t, "u1", layer)            /* PW_IO_LAYERS */                                   \
+    X(uint8_t, "u1", op)               /* PW_IO_OPS */
+PW_RECORD_STRUCT(PW_IO_SEGMENT_FIELDS, pw_io_segment_rec)
+
 #define PW_FORMAT_io(FILE, RECORD, NAMES, CODES, CONST)                                    \
     FILE(io, "io", PW_IO_MAGIC, PW_IO_VERSION)                                              \
     RECORD(io_header, PW_IO_HEADER_FIELDS, pw_io_header_rec)                                \
@@ -153,11 +191,15 @@ PW_RECORD_STRUCT(PW_IO_SITE_FIELDS, pw_io_site_rec)
     RECORD(io_object, PW_IO_OBJECT_FIELDS, pw_io_object_rec)                                \
     RECORD(io_rec, PW_IO_REC_FIELDS, pw_io_rec)                                             \
     RECORD(io_site, PW_IO_SITE_FIELDS, pw_io_site_rec)                                      \
+    FILE(io_segments, "io", PW_IO_SEGMENTS_MAGIC, PW_IO_SEGMENTS_VERSION)                   \
+    RECORD(io_segments_header, PW_IO_SEGMENTS_HEADER_FIELDS, pw_io_segments_header_rec)     \
+    RECORD(io_segment, PW_IO_SEGMENT_FIELDS, pw_io_segment_rec)                             \
     NAMES(io_layers, PW_IO_LAYERS)                                                          \
     NAMES(io_ops, PW_IO_OPS)                                                                \
     CODES(io_fs_types, PW_IO_FS_TYPES)                                                      \
     CONST(io_hist_bins, PW_IO_HIST_BINS)                                                    \
-    CONST(io_magic_number, PW_IO_MAGIC_NUMBER)
+    CONST(io_magic_number, PW_IO_MAGIC_NUMBER)                                              \
+    CONST(io_segments_magic_number, PW_IO_SEGMENTS_MAGIC_NUMBER)
 /* clang-format on */
 
 #define PW_IO_ENUM(name, value, str) PW_IO_##name = value,

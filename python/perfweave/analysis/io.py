@@ -15,6 +15,8 @@ arrays (a field per column):
              the mean over ranks with calls)
   callsites  pattern, layer, op, where (function (file:line)), calls, bytes, time_s
 over_time: read and write bytes over time summed over processes (over_time below).
+segments: the segment trace's committed segments and dropped calls, summed over processes
+(None: no process made one).
 """
 
 import re
@@ -61,6 +63,7 @@ class IoResult:
     advice: list
     notes: list
     over_time: list = None
+    segments: dict = None
 
     def to_json(self):
         def rows(t):
@@ -82,6 +85,7 @@ class IoResult:
             "advice": self.advice,
             "notes": list(self.notes),
             "over_time": self.over_time or [],
+            "segments": self.segments,
         }
 
 
@@ -168,9 +172,31 @@ def analyze(io, symbolizer=None, waitstates=None, timelines=()):
             f"{int(recs['mmap_bytes'].sum()):,} bytes of mapped files touched: an estimate "
             "(the mappings' resident pages at munmap; readahead counts too)"
         )
+    res.segments = _segments(res, procs)
     res.advice = _advice(res, recs, io, waitstates)
     res.over_time = over_time(io, timelines)
     return res
+
+
+def _segments(res, procs):
+    """The segment trace's totals; a note when calls were left out of it."""
+    traced = procs[procs["segments"] >= 0] if len(procs) else procs
+    if not len(traced):
+        return None
+    out = {
+        "processes": len(traced),
+        "segments": int(traced["segments"].sum()),
+        "dropped": int(traced["segments_dropped"].sum()),
+        "forks_dropped": int(traced["segments_forks_dropped"].sum()),
+    }
+    if out["dropped"]:
+        res.notes.append(
+            f"segment trace: {out['dropped']:,} calls dropped, {out['segments']:,} kept "
+            "(--io-trace-max)"
+        )
+    if out["forks_dropped"]:
+        res.notes.append(f"I/O segment trace: {out['forks_dropped']} forked children made none")
+    return out
 
 
 def _files(io, recs, t):

@@ -1,7 +1,8 @@
 """Chrome's Trace Event Format (chrome://tracing, ui.perfetto.dev) from an experiment's
 event traces: one process per rank, one thread per recording thread, a complete event
-("ph": "X") per MPI call, user region and trace buffer flush, and a flow arrow from each
-send to the call that completed its receive. Messages are identified as `perfweave
+("ph": "X") per MPI call, user region, trace buffer flush and I/O segment (the io
+module's segment trace, `--io --trace`: "write out.0001", category "io"), and a flow
+arrow from each send to the call that completed its receive. Messages are identified as `perfweave
 analyze` matches them (source, destination, communicator, tag, sequence number).
 
 Times are microseconds since the first event of the trace (its time on rank 0's clock,
@@ -41,7 +42,9 @@ from perfweave.interop import (
     region_names,
 )
 from perfweave.model.grouping import rank_in_group
-from perfweave.model.trace import F, T, _comm_keys, _to_ns
+from perfweave._format import IO_LAYERS, IO_OPS
+from perfweave.model.trace import F, T, _comm_keys, _to_ns, global_ns
+from perfweave.readers.io import read_io
 from perfweave.readers.dtypes import TypeSet
 from perfweave.symbols import Symbolizer
 
@@ -354,7 +357,10 @@ def export(exp, out=None, force=False, symbolizer=None):
     symbolizer = symbolizer or Symbolizer()
     try:
         origin, channels, found = _first_pass(X, ends, path)
-        return _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start)
+        segments = _io_segments(X)
+        if any(len(s) for s in segments.values()):
+            origin = min(origin, min(int(s["t0"].min()) for s in segments.values() if len(s)))
+        return _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start, segments)
     finally:
         shutil.rmtree(ends, ignore_errors=True)
 
@@ -363,7 +369,7 @@ def _cannot_write(path, e):
     return PerfweaveError(f"{path}: cannot write ({e.strerror or e})")
 
 
-def _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start):
+def _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start, segments):
     """Write the file: every rank's events, then what describes the trace."""
     counts = {"events": 0, "calls": 0, "flows": 0, "records": 0}
     try:
@@ -378,6 +384,7 @@ def _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start):
                 first = True
                 for r in X.ranks:
                     first = _rank(f, X, found[r], origin, symbolizer, counts, first)
+                    first = _segments(f, r, segments.get(r), origin, counts, first)
                     first = _flows(f, found[r], origin, channels, counts, first)
                 other = {
                     "generator": "perfweave export --format chrome",
@@ -403,6 +410,7 @@ def _second_pass(X, path, ends, origin, channels, found, symbolizer, t_start):
         "calls": counts["calls"],
         "flows": counts["flows"],
         "records": counts["records"],
+        "io_segments": counts.get("segments", 0),
         "ranks": len(X.ranks),
         "seconds": time.perf_counter() - t_start,
         "notes": X.notes,
@@ -981,6 +989,78 @@ def _calls(f, c, fnames, origin, counts, first):
     counts["calls"] += len(c_)
     counts["events"] += len(c_)
     return first
+
+
+def _io_segments(X):
+    """{rank: the I/O segments of its process} (names, tracks and times of rank 0's
+    clock): t0, t1, tid, name, bytes, offset, layer. A segment goes on its rank's thread 0
+    when its thread is the process's main thread (the one that traces MPI), else on a
+    track of its own, the thread's OS id."""
+    io = read_io(X.path)
+    X.notes.extend(io.notes)
+    g = io.segments
+    if not len(g):
+        return {}
+    base = [f.rsplit("/", 1)[-1] for f in io.files]
+    names = _quoted([f"{op} {b}" for op in IO_OPS for b in base])
+    out = {}
+    for r in X.ranks:
+        s = g[g["rank"] == r]
+        meta = X.metas.get(r) or {}
+        if not len(s) or not meta.get("clock"):
+            continue
+        main = s["tid"] == io.processes["pid"][s["process"]]
+        out[r] = {
+            "t0": global_ns(meta, s["t0_ns"]),
+            "t1": global_ns(meta, s["t1_ns"]),
+            "tid": np.where(main, 0, s["tid"]),
+            "name": s["op"].astype(np.int64) * len(base) + s["file"],
+            "names": names,
+            "bytes": s["bytes"],
+            "offset": s["offset"],
+            "layer": s["layer"],
+        }
+    return out
+
+
+def _segments(f, r, s, origin, counts, first):
+    """Rank r's I/O segments as complete events ("cat": "io") with their bytes, offset
+    and layer; a track of their own for threads other than the main one."""
+    if s is None:
+        return first
+    other = np.unique(s["tid"][s["tid"] != 0])
+    meta = [
+        {
+            "ph": "M",
+            "name": "thread_name",
+            "pid": r,
+            "tid": int(t),
+            "args": {"name": f"I/O of thread {t}"},
+        }
+        for t in other.tolist()
+    ]
+    first = _write(
+        f, "".join("," + json.dumps(e, separators=(",", ":")) for e in meta).encode(), first
+    )
+    R = _Rows(len(s["t0"]))
+    R.lit(',{"name":')
+    R.name(s["names"], s["name"])
+    R.lit(f',"cat":"io","ph":"X","pid":{int(r)},"tid":')
+    R.int(s["tid"])
+    R.lit(',"ts":')
+    R.us(s["t0"] - origin)
+    R.lit(',"dur":')
+    R.us(np.maximum(s["t1"] - s["t0"], 0))
+    R.lit(',"args":{"bytes":')
+    R.int(s["bytes"])
+    R.lit(',"offset":')
+    R.int(s["offset"])
+    R.lit(',"layer":')
+    R.name(_quoted(IO_LAYERS), s["layer"])
+    R.lit("}}")
+    counts["events"] += len(meta) + len(s["t0"])
+    counts["segments"] = counts.get("segments", 0) + len(s["t0"])
+    return _write(f, _format([R]), first)
 
 
 def _complete(f, counts, name_table, names, cat, pid, tid, t0, t1, args=None):

@@ -61,6 +61,25 @@ PROCESS_DTYPE = np.dtype(
         ("mmap_estimated", "?"),
         ("host", "O"),  # from the store's name (HOST.PID.pwio); "" unknown
         ("t_start_ns", "<i8"),  # the header's t_start: the bins' start (CLOCK_MONOTONIC)
+        ("segments", "<i8"),  # committed segments of its segment trace; -1 none made
+        ("segments_dropped", "<i8"),  # calls past the segment trace's bound (or disk)
+        ("segments_forks_dropped", "<i8"),  # children that made no segment trace
+    ]
+)
+# the segment trace (--io --trace): one row per call the store counted
+SEGMENT_DTYPE = np.dtype(
+    [
+        ("process", "<i4"),
+        ("rank", "<i4"),
+        ("thread", "<i4"),  # the process's I/O thread (its store's thread block)
+        ("tid", "<i8"),  # that thread's OS id (the process's pid: its main thread)
+        ("file", "<i4"),
+        ("layer", "<i4"),
+        ("op", "<i4"),
+        ("t0_ns", "<i8"),  # CLOCK_MONOTONIC of the process's host, as t_start_ns
+        ("t1_ns", "<i8"),
+        ("bytes", "<i8"),
+        ("offset", "<i8"),  # -1: unknown or none
     ]
 )
 
@@ -71,7 +90,8 @@ class IoProfile:
     file; records: RECORD_DTYPE, one per (process, file, layer); sites: SITE_DTYPE;
     processes: PROCESS_DTYPE (index = process); bins: per process (bin_s, read, write)
     arrays of bytes per bin, the first bin starting at the process's t_start_ns (None: no
-    bins); objects: paths; notes: what could not be read."""
+    bins); segments: SEGMENT_DTYPE, the segment trace (empty without --trace); objects:
+    paths; notes: what could not be read."""
 
     files: list = field(default_factory=list)
     fs_types: list = field(default_factory=list)
@@ -80,6 +100,7 @@ class IoProfile:
     sites: np.ndarray = field(default_factory=lambda: np.zeros(0, SITE_DTYPE))
     processes: np.ndarray = field(default_factory=lambda: np.zeros(0, PROCESS_DTYPE))
     bins: list = field(default_factory=list)
+    segments: np.ndarray = field(default_factory=lambda: np.zeros(0, SEGMENT_DTYPE))
     objects: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
@@ -87,16 +108,19 @@ class IoProfile:
         return len(self.processes) > 0
 
     @classmethod
-    def from_literal(cls, processes, files, records, sites=(), objects=(), notes=(), bins=None):
+    def from_literal(
+        cls, processes, files, records, sites=(), objects=(), notes=(), bins=None, segments=()
+    ):
         """An IoProfile of plain values. processes: dicts of PROCESS_DTYPE fields (rank,
         wall_s, busy_s at least); files: (name, fs_type, memory) tuples; records: dicts
         with process, file (index of files), layer (a name of IO_LAYERS) and any
-        counters; time_ns and calls as {op name: value}; sites: dicts likewise; bins: per
-        process (bin_s, read bytes per bin, write bytes per bin) or None."""
+        counters; time_ns and calls as {op name: value}; sites and segments: dicts likewise;
+        bins: per process (bin_s, read bytes per bin, write bytes per bin) or None."""
         procs = np.zeros(len(processes), PROCESS_DTYPE)
         for i, p in enumerate(processes):
             procs[i]["state"] = "complete"
             procs[i]["host"] = ""
+            procs[i]["segments"] = -1
             for k, v in p.items():
                 procs[i][k] = v
         recs = np.zeros(len(records), RECORD_DTYPE)
@@ -110,21 +134,14 @@ class IoProfile:
                     continue
                 recs[i][k] = v
             recs[i]["rank"] = procs[r["process"]]["rank"]
-        st = np.zeros(len(sites), SITE_DTYPE)
-        for i, s in enumerate(sites):
-            for k, v in s.items():
-                if k == "layer":
-                    v = IO_LAYERS.index(v)
-                elif k == "op":
-                    v = IO_OPS.index(v)
-                st[i][k] = v
-            st[i]["rank"] = procs[s["process"]]["rank"]
+        st, sg = _rows(sites, SITE_DTYPE, procs), _rows(segments, SEGMENT_DTYPE, procs)
         return cls(
             files=[f[0] for f in files],
             fs_types=[f[1] for f in files],
             memory=[bool(f[2]) for f in files],
             records=recs,
             sites=st,
+            segments=sg,
             processes=procs,
             bins=[
                 None
@@ -135,3 +152,17 @@ class IoProfile:
             objects=list(objects),
             notes=list(notes),
         )
+
+
+def _rows(rows, dtype, procs):
+    """Sites or segments of from_literal: dicts, layer and op by name."""
+    out = np.zeros(len(rows), dtype)
+    for i, s in enumerate(rows):
+        for k, v in s.items():
+            if k == "layer":
+                v = IO_LAYERS.index(v)
+            elif k == "op":
+                v = IO_OPS.index(v)
+            out[i][k] = v
+        out[i]["rank"] = procs[s["process"]]["rank"]
+    return out

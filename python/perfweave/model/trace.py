@@ -374,11 +374,19 @@ def _to_ns(meta, ticks):
 
 def _global_ns(meta, local_ns):
     """A local CLOCK_MONOTONIC time (ns) of the JSON -> rank 0's clock."""
+    return int(global_ns(meta, np.array([local_ns]))[0])
+
+
+def global_ns(meta, local_ns):
+    """Local CLOCK_MONOTONIC times (ns, an array) of the rank of meta -> rank 0's clock
+    (the I/O segment trace's times, say), as _to_ns maps the rank's ticks."""
     c = meta.get("clock") or {}
     oi, of = c.get("offset_init_ns", 0), c.get("offset_fini_ns", 0)
     ti, tf = c.get("t_init_ns", 0), c.get("t_fini_ns", 0)
-    off = oi + (of - oi) * (local_ns - ti) / (tf - ti) if of != oi and tf > ti else oi
-    return int(round(local_ns - off))
+    if of == oi or tf <= ti:  # a constant offset: exact, in integers
+        return np.asarray(local_ns).astype(np.int64) - int(round(oi))
+    local = np.asarray(local_ns, np.float64)
+    return np.rint(local - (oi + (of - oi) * (local - ti) / (tf - ti))).astype(np.int64)
 
 
 def _object_labels(meta, addresses):

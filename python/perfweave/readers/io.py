@@ -1,14 +1,23 @@
 """Reader of the io module's record stores (io/*.pwio; docs/format.md "I/O profile"):
 the model of model/io.py. A store is read as it is, whether its process ended (the
 header's state) or was killed (state -1: "killed", the counts up to then). A file that
-cannot be read is left out with a note."""
+cannot be read is left out with a note. A store's segment trace (NAME.segments beside
+NAME.pwio, with --trace) is read with it: its committed slots."""
 
 import re
 
 import numpy as np
 
-from perfweave._format import FILES, IO_MAGIC_NUMBER, RECORDS, STATES
-from perfweave.model.io import MAXED, PROCESS_DTYPE, RECORD_DTYPE, SITE_DTYPE, SUMMED, IoProfile
+from perfweave._format import FILES, IO_MAGIC_NUMBER, IO_SEGMENTS_MAGIC_NUMBER, RECORDS, STATES
+from perfweave.model.io import (
+    MAXED,
+    PROCESS_DTYPE,
+    RECORD_DTYPE,
+    SEGMENT_DTYPE,
+    SITE_DTYPE,
+    SUMMED,
+    IoProfile,
+)
 
 VERSION = FILES["io"].version
 # version 1: no solo_ticks, the header's last field; the header page's padding there is
@@ -16,9 +25,12 @@ VERSION = FILES["io"].version
 READ_VERSIONS = (1, VERSION)
 PAGE = 4096
 BINS = 256  # io.c PW_IO_BINS
-HEADER, FILE, OBJECT, REC, SITE = (
-    RECORDS[k] for k in ("io_header", "io_file", "io_object", "io_rec", "io_site")
+HEADER, FILE, OBJECT, REC, SITE, SEG_HEADER, SEGMENT = (
+    RECORDS[k]
+    for k in ("io_header", "io_file", "io_object", "io_rec", "io_site")
+    + ("io_segments_header", "io_segment")
 )
+SEGMENTS_VERSION = FILES["io_segments"].version
 MAX_OBJECTS = 256
 
 
@@ -37,7 +49,7 @@ def read_io(path):
     if not d.is_dir():
         return out
     names, objects = {}, {}
-    recs, sites, procs = [], [], []
+    recs, sites, procs, segs = [], [], [], []
     for f in sorted(d.glob("*.pwio")):
         try:
             got = _read_store(f, len(procs), names, objects, out)
@@ -46,15 +58,17 @@ def read_io(path):
             continue
         if got is None:
             continue
-        p, r, s, b = got
+        p, r, s, b, g = got
         procs.append(p)
         recs.append(r)
         sites.append(s)
         out.bins.append(b)
+        segs.append(g)
     out.processes = np.array(procs, PROCESS_DTYPE) if procs else out.processes
     if recs:
         out.records = np.concatenate(recs)
         out.sites = np.concatenate(sites)
+        out.segments = np.concatenate(segs)
     out.files = list(names)
     out.objects = list(objects)
     return out
@@ -100,11 +114,12 @@ def _read_store(f, index, names, objects, out):
         omap[i] = objects[name]
     used = min(int(h["nthreads"]), nt)
     rank = int(h["rank"])
-    rows, srows, starts = [], [], []
+    rows, srows, starts, tids = [], [], [], []
     bin_s, rbins, wbins = None, None, None
     for t in range(used):
         b = blocks_at + t * block
         th = m[b : b + (3 + 2 * BINS) * 8].view("<i8")
+        tids.append(int(th[0]))
         r = m[b + recs_off : b + recs_off + REC.itemsize * nf * 3].view(REC)
         r = r[r["first_tick"] != 0]
         rows.append(r)
@@ -145,6 +160,7 @@ def _read_store(f, index, names, objects, out):
         last = max((int(r["last_tick"].max()) for r in rows if len(r)), default=0)
         first = min((int(x[0]) for x in starts if len(x)), default=last)
         wall_s = max(wall_s, (last - first) * npt / 1e9)
+    seg, seg_counts = _read_segments(f, index, rank, fmap, tids, npt, out)
     p = (
         rank,
         int(h["pid"]),
@@ -158,9 +174,48 @@ def _read_store(f, index, names, objects, out):
         bool(h["mmap_estimated"]),
         _host(f.name, int(h["pid"])),
         int(h["t_start"]),
+        *seg_counts,
     )
     bins = (bin_s, rbins, wbins) if bin_s is not None else None
-    return p, recs, st, bins
+    return p, recs, st, bins, seg
+
+
+def _read_segments(store, index, rank, fmap, tids, npt, out):
+    """The committed segments of store's segment trace (SEGMENT_DTYPE) and the process's
+    (segments, dropped, forks dropped); (-1, 0, 0) without one."""
+    none = np.zeros(0, SEGMENT_DTYPE), (-1, 0, 0)
+    f = store.with_suffix(".segments")
+    if not f.exists():
+        return none
+    try:
+        m = np.memmap(f, dtype="u1", mode="r")
+        if m.size < PAGE:
+            raise ValueError("shorter than its header")
+        h = m[: SEG_HEADER.itemsize].view(SEG_HEADER)[0]
+        if int(h["magic"]) != IO_SEGMENTS_MAGIC_NUMBER:
+            raise ValueError("not an I/O segment trace")
+        if int(h["version"]) != SEGMENTS_VERSION or int(h["record_size"]) != SEGMENT.itemsize:
+            raise ValueError(
+                f"version {int(h['version'])} (this perfweave reads {SEGMENTS_VERSION})"
+            )
+    except (OSError, ValueError) as e:
+        out.notes.append(f"I/O segment trace: {f.name}: {e}; left out")
+        return none
+    n = max(0, min(int(h["next"]), int(h["capacity"]), (m.size - PAGE) // SEGMENT.itemsize))
+    r = m[PAGE : PAGE + n * SEGMENT.itemsize].view(SEGMENT)
+    r = r[(r["t1"] != 0) & (r["file"] >= 0) & (r["file"] < len(fmap))]
+    g = np.zeros(len(r), SEGMENT_DTYPE)
+    g["process"], g["rank"] = index, rank
+    g["thread"], g["file"] = r["thread"], fmap[r["file"]]
+    tid = np.array(tids + [0], np.int64)
+    g["tid"] = tid[np.where((r["thread"] >= 0) & (r["thread"] < len(tids)), r["thread"], -1)]
+    g["layer"], g["op"] = r["layer"], r["op"]
+    g["bytes"], g["offset"] = r["bytes"], r["offset"]
+    rate = float(h["ns_per_tick"]) or npt
+    base, tick0 = int(h["ns_start"]), int(h["tick_start"])
+    for k in ("t0", "t1"):
+        g[k + "_ns"] = base + np.rint((r[k] - tick0) * rate).astype(np.int64)
+    return g, (len(g), int(h["dropped"]), int(h["forks_dropped"]))
 
 
 def _host(name, pid):
