@@ -12,6 +12,7 @@ import pytest
 import perfweave
 from perfweave._format import IO_LAYERS
 from perfweave.analysis.io import OPEN_CLOSE_SHARE
+from perfweave.interop.darshan import COUNTERS
 from perfweave.readers.io import read_io
 from harness import PERFWEAVE
 
@@ -236,5 +237,10 @@ def test_io_darshan_export_carries_the_programs_counts(build, run_pw, tmp_path):
     }
     assert {k: int(got[k]) for k in want} == want
     assert float(got["POSIX_F_WRITE_TIME"]) > 0 and float(got["POSIX_F_META_TIME"]) > 0
+    # every counter of Darshan's POSIX module, in its order; -1 where we keep none
+    ints, floats = COUNTERS["posix"]
+    assert [x[3] for x in rows if x[5] == name and x[0] == "POSIX"] == ints + floats
+    assert (len(ints), len(floats)) == (69, 17)
+    assert (got["POSIX_FDSYNCS"], got["POSIX_F_READ_START_TIMESTAMP"]) == ("-1", "-1.000000")
     fs = {x[7] for x in rows if x[5] == name}
     assert len(fs) == 1 and fs != {""}

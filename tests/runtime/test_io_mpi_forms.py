@@ -2,7 +2,7 @@
 as independent, collective, split collective (once, at _begin) or nonblocking (once, at
 the post), Darshan's MPIIO_INDEP_/COLL_/SPLIT_/NB_ counters; the views. The program knows
 its calls per form by construction (io_mpiio_forms.c); the stores are read through
-perfweave.open(...).io."""
+perfweave.open(...).io, the export through `perfweave export --format darshan`."""
 
 import subprocess
 
@@ -66,3 +66,18 @@ def test_io_mpiio_forms_exact_rank_counts(mpi, build, run_pw, tmp_path):
         "3 split, 6 nonblocking; writes 18 independent, 12 collective, 9 split, 15 nonblocking; "
         "3 views" in text
     )
+
+    # the Darshan-comparable export: MPI-IO's form counters are the program's
+    out = tmp_path / "darshan.txt"
+    cmd = [PERFWEAVE, "export", str(r.exp), "--format", "darshan", "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    rows = [x.split("\t") for x in out.read_text().splitlines() if x and not x.startswith("#")]
+    name = f"{tmp_path}/forms.dat"
+    for rank in range(NRANKS):
+        c = {x[3]: x[4] for x in rows if x[0] == "MPI-IO" and x[1] == str(rank) and x[5] == name}
+        want = {"MPIIO_INDEP_OPENS": 0, "MPIIO_COLL_OPENS": 1, "MPIIO_VIEWS": 1}
+        want |= {"MPIIO_SYNCS": 1, "MPIIO_BYTES_WRITTEN": 1290, "MPIIO_BYTES_READ": 556}
+        for form in IO_FORMS:
+            want[f"MPIIO_{form.upper()}_READS"] = READS[form]
+            want[f"MPIIO_{form.upper()}_WRITES"] = WRITES[form]
+        assert {k: int(c[k]) for k in want} == want
