@@ -170,10 +170,15 @@ enum pw_file_op {
     PW_FILE_WRITE,
     PW_FILE_SEEK,
     PW_FILE_SYNC,
-    PW_FILE_OTHER /* view, size, ... */
+    PW_FILE_OTHER, /* size, info, ... */
+    PW_FILE_VIEW   /* MPI_File_set_view */
 };
+/* The form of a read, write or open (the io format's PW_IO_FORMS: Darshan's MPI-IO split
+ * of calls into independent, collective, split collective and nonblocking ones). */
+enum pw_file_form { PW_FILE_INDEP, PW_FILE_COLL, PW_FILE_SPLIT, PW_FILE_NB };
 typedef struct pw_file_call {
     int op;           /* enum pw_file_op */
+    int form;         /* enum pw_file_form: of PW_FILE_OPEN, _READ and _WRITE */
     uintptr_t handle; /* the library's handle of the file */
     const char *path; /* PW_FILE_OPEN only */
     int64_t bytes;

@@ -872,7 +872,8 @@ static void file_call(const pw_file_call *fc)
     if (!pw_io_on || !pw_wrap_enter())
         return;
     static const int ops[] = {PW_IO_OPEN, PW_IO_CLOSE, PW_IO_READ, PW_IO_WRITE,
-                              PW_IO_SEEK, PW_IO_SYNC,  PW_IO_META};
+                              PW_IO_SEEK, PW_IO_SYNC,  PW_IO_META, PW_IO_META};
+    unsigned form = (unsigned)fc->form < PW_IO_NFORMS ? (unsigned)fc->form : PW_IO_INDEP;
     pw_io_call c = {.fn = -1,
                     .layer = PW_IO_MPIIO,
                     .op = ops[fc->op],
@@ -890,10 +891,18 @@ static void file_call(const pw_file_call *fc)
     }
     if (fc->op != PW_FILE_READ && fc->op != PW_FILE_WRITE) {
         counted_op(&c, file);
+        pw_io_rec *r = file >= 0 && (fc->op == PW_FILE_OPEN || fc->op == PW_FILE_VIEW)
+                           ? rec_of(&c, file)
+                           : NULL;
+        if (r && fc->op == PW_FILE_OPEN)
+            r->form_opens[form]++;
+        else if (r)
+            r->views++;
     } else if (file >= 0) {
         pw_io_rec *r = rec_of(&c, file);
         if (r && fc->bytes >= 0) {
             rw_access(&c, r, file, fc->offset, fc->bytes);
+            (fc->op == PW_FILE_WRITE ? r->form_writes : r->form_reads)[form]++;
         } else if (r) { /* a split collective's _end: its time, the _begin was the call */
             r->ticks[c.op] += c.t1 - c.t0;
             r->last_tick = c.t1;

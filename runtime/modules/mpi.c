@@ -520,6 +520,21 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 enum { FILE_END = 1, FILE_POSTED = 2, FILE_AT = 4 };
 static signed char file_op[PW_MPI_NFN]; /* enum pw_file_op + 1; 0: not a file call */
 static unsigned char file_flags[PW_MPI_NFN];
+static unsigned char file_form[PW_MPI_NFN]; /* enum pw_file_form of a read or write */
+
+/* A read's or write's form from its name: _begin/_end split collective, MPI_File_i*
+ * nonblocking (MPI_File_iread_all too), _all and _ordered collective, the others (_at,
+ * _shared) independent. */
+static int file_form_of(const char *n)
+{
+    if (strstr(n, "_begin") || strstr(n, "_end"))
+        return PW_FILE_SPLIT;
+    if (!strncmp(n, "MPI_File_i", 10))
+        return PW_FILE_NB;
+    if (strstr(n, "_all") || strstr(n, "_ordered"))
+        return PW_FILE_COLL;
+    return PW_FILE_INDEP;
+}
 
 /* What each MPI_File_* function is, from its kind and its name. */
 static void file_ops_init(void)
@@ -541,14 +556,16 @@ static void file_ops_init(void)
             op = PW_FILE_WRITE;
             break;
         case PW_KIND_fother:
-            op = strstr(n, "_seek")   ? PW_FILE_SEEK
-                 : strstr(n, "_sync") ? PW_FILE_SYNC
-                                      : PW_FILE_OTHER;
+            op = strstr(n, "_seek")       ? PW_FILE_SEEK
+                 : strstr(n, "_sync")     ? PW_FILE_SYNC
+                 : strstr(n, "_set_view") ? PW_FILE_VIEW
+                                          : PW_FILE_OTHER;
             break;
         default:
             continue;
         }
         file_op[fn] = (signed char)(op + 1);
+        file_form[fn] = (unsigned char)file_form_of(n);
         size_t len = strlen(n);
         if (len > 4 && !strcmp(n + len - 4, "_end"))
             file_flags[fn] |= FILE_END;
@@ -626,7 +643,11 @@ static __attribute__((noinline)) void file_event(const pw_call *c, int64_t t1, c
             return;
         fc.handle = (uintptr_t)h;
         fc.path = file_name(a, name, sizeof name);
+        int n = 0; /* Darshan's rule: an open on one process is an independent one */
+        fc.form =
+            pmpi.Comm_size(a->comm, &n) == MPI_SUCCESS && n > 1 ? PW_FILE_COLL : PW_FILE_INDEP;
     } else if (op == PW_FILE_READ || op == PW_FILE_WRITE) {
+        fc.form = file_form[fn];
         fc.bytes = file_bytes(fn, a);
         MPI_Offset at = -1;
         if ((file_flags[fn] & FILE_AT) && a->offset >= 0 &&

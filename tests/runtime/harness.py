@@ -276,6 +276,17 @@ def reported_by_rank(proc, name):
     return out
 
 
+def rank_counts(stdout):
+    """{rank: {key: value}} of the `rank R KEY VALUE` lines an MPI test program printed on
+    stdout: what each rank did by construction (integers)."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "rank":
+            out.setdefault(int(parts[1]), {})[parts[2]] = int(parts[3])
+    return out
+
+
 def sampled_life(exp, rank):
     """(seconds from the sampler's start to its end, samples) of one rank's process."""
     meta = json.loads((Path(exp) / "samples" / f"rank-{rank}.json").read_text())

@@ -12,6 +12,7 @@ import pytest
 import perfweave
 from perfweave._format import IO_LAYERS
 from perfweave.analysis.io import OPEN_CLOSE_SHARE
+from perfweave.interop.darshan import COUNTERS
 from perfweave.readers.io import read_io
 from harness import PERFWEAVE
 
@@ -169,26 +170,49 @@ def test_io_sockets_pipes_and_anonymous_memory_are_not_file_io(build, run_pw, tm
     assert got["write_us"] * 1e-6 * 0.9 <= busy < got["write_us"] * 1e-6 + 0.005
 
 
-def test_io_version_1_store_reads_as_version_2(build, run_pw, tmp_path):
-    """A version 1 store (no solo_ticks, the header's last field: zero padding there) is
-    read with the counts it holds: the run's store made version 1 by hand reads the same
-    files and counts, its I/O time busy_ticks alone."""
-    from perfweave._format import RECORDS
+def old_store(raw, version):
+    """A version 3 store's bytes rewritten in the layout of version 1 or 2: io_rec without
+    its version 3 fields (the MPI-IO forms, views), and for version 1 no solo_ticks."""
+    from perfweave.readers.io import BINS, FILE, HEADER, OBJECT, REC, REC_V2, SITE, _page
 
+    h = np.frombuffer(raw, HEADER, count=1).copy()
+    nf, nt, ns = int(h["max_files"][0]), int(h["max_threads"][0]), int(h["max_sites"][0])
+    blocks_at = _page(HEADER.itemsize) + _page(FILE.itemsize * nf) + _page(OBJECT.itemsize * 256)
+    recs_off = _page(3 * 8 + 2 * BINS * 8)
+    out = bytearray(raw[:blocks_at])
+    block = recs_off + _page(REC.itemsize * nf * 3) + _page(SITE.itemsize * ns)
+    for t in range(nt):
+        b = blocks_at + t * block
+        recs = np.frombuffer(raw, REC, count=nf * 3, offset=b + recs_off)
+        old = np.zeros(len(recs), REC_V2)
+        for k in REC_V2.names:
+            old[k] = recs[k]
+        sites_at = b + recs_off + _page(REC.itemsize * nf * 3)
+        out += raw[b : b + recs_off]
+        out += old.tobytes().ljust(_page(REC_V2.itemsize * nf * 3), b"\0")
+        out += raw[sites_at : sites_at + _page(SITE.itemsize * ns)]
+    h["version"] = version
+    if version == 1:
+        h["solo_ticks"] = 0
+    out[: HEADER.itemsize] = h.tobytes()
+    return bytes(out), h
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_io_older_store_versions_read(build, run_pw, tmp_path, version):
+    """A version 2 store (io_rec without the MPI-IO forms and views, its last fields) reads
+    with the counts it holds, those fields 0; a version 1 store (no solo_ticks either, the
+    header's last field: zero padding there) too, its I/O time busy_ticks alone."""
     prog = build(None, "io_cases.c")
     r = run_pw([prog, "loop", tmp_path, 10], ["--io"])
     now = read_io(r.exp)
     [store] = (r.exp / "io").glob("*.pwio")
-    head = RECORDS["io_header"]
-    raw = bytearray(store.read_bytes())
-    h = np.frombuffer(raw, head, count=1).copy()
-    h["version"], h["solo_ticks"] = 1, 0
-    raw[: head.itemsize] = h.tobytes()
-    store.write_bytes(bytes(raw))
+    raw, h = old_store(store.read_bytes(), version)
+    store.write_bytes(raw)
     old = read_io(r.exp)
     assert not old.notes and old.files == now.files
     assert all(np.array_equal(old.records[k], now.records[k]) for k in now.records.dtype.names)
-    busy = float(h["busy_ticks"][0]) * float(h["ns_per_tick"][0]) / 1e9
+    busy = float(h["busy_ticks"][0] + h["solo_ticks"][0]) * float(h["ns_per_tick"][0]) / 1e9
     assert old.processes["busy_s"][0] == pytest.approx(busy)
 
 
@@ -236,5 +260,10 @@ def test_io_darshan_export_carries_the_programs_counts(build, run_pw, tmp_path):
     }
     assert {k: int(got[k]) for k in want} == want
     assert float(got["POSIX_F_WRITE_TIME"]) > 0 and float(got["POSIX_F_META_TIME"]) > 0
+    # every counter of Darshan's POSIX module, in its order; -1 where we keep none
+    ints, floats = COUNTERS["posix"]
+    assert [x[3] for x in rows if x[5] == name and x[0] == "POSIX"] == ints + floats
+    assert (len(ints), len(floats)) == (69, 17)
+    assert (got["POSIX_FDSYNCS"], got["POSIX_F_READ_START_TIMESTAMP"]) == ("-1", "-1.000000")
     fs = {x[7] for x in rows if x[5] == name}
     assert len(fs) == 1 and fs != {""}

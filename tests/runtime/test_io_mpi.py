@@ -12,19 +12,9 @@ import pytest
 import perfweave
 from perfweave._format import IO_LAYERS
 from perfweave.analysis.io import IO_SHARE_PCT, OPEN_CLOSE_SHARE
-from harness import site_lines
+from harness import rank_counts, site_lines
 
 FORTIFY = [(), ("-O2", "-D_FORTIFY_SOURCE=2")]
-
-
-def per_rank(stdout):
-    """{rank: {key: value}} of lines 'rank R KEY VALUE'."""
-    out = {}
-    for line in stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0] == "rank":
-            out.setdefault(int(parts[1]), {})[parts[2]] = int(parts[3])
-    return out
 
 
 def layer_records(io, name, layer):
@@ -34,11 +24,11 @@ def layer_records(io, name, layer):
 
 
 @pytest.mark.parametrize("flags", FORTIFY, ids=["plain", "fortify"])
-def test_io_mpiio_collective_writes_exact_per_rank(mpi, build, run_pw, tmp_path, flags):
+def test_io_mpiio_collective_writes_exact_rank_counts(mpi, build, run_pw, tmp_path, flags):
     prog = build(mpi, "io_mpiio.c", flags)
     n, nranks = 20, 3
     r = run_pw(mpi.launch(nranks) + [prog, tmp_path, n], ["--io"])
-    got = per_rank(r.proc.stdout)
+    got = rank_counts(r.proc.stdout)
     assert sorted(got) == list(range(nranks))
     # the _c large-count forms: MPICH 4's mpi.h has them, Open MPI 4.1's does not
     assert {g["has_c"] for g in got.values()} == {1 if mpi.name == "mpich" else 0}
@@ -56,6 +46,11 @@ def test_io_mpiio_collective_writes_exact_per_rank(mpi, build, run_pw, tmp_path,
         assert rec["max_byte_written"] == g["last_byte"]
         # write_at_all: n calls of ints * 4 bytes, in the size bins (0-100, 100-1K)
         assert rec["size_write"][0 if ints * 4 <= 100 else 1] >= n
+        # forms (indep, coll, split, nb): the _all writes (and _c ones) and reads
+        # collective, the split collective once, the iwrite_at once
+        coll = g["writes"] - 2
+        assert rec["form_writes"].tolist() == [0, coll, 1, 1]
+        assert rec["form_reads"].tolist() == [0, n, 0, 0]
     # the POSIX layer beneath is shown too: the MPI library's own writes of the same file
     # (by the aggregators of collective buffering, so per rank they differ), at least
     # every byte the MPI-IO layer wrote, summed over the ranks
@@ -76,11 +71,12 @@ def test_io_mpiio_collective_writes_exact_per_rank(mpi, build, run_pw, tmp_path,
 def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
     """gfortran buffers formatted records: the POSIX writes beneath hold every byte of the N
     records of 15 characters and a newline, whatever their number. The MPI-IO calls of the
-    Fortran binding (Open MPI's calls PMPI_* directly) are counted with their own bytes."""
+    Fortran binding (Open MPI's calls PMPI_* directly) are counted with their own bytes and
+    forms (N independent MPI_File_write_at, one collective MPI_File_write_at_all)."""
     prog = build(mpi, "io_records.f90")
     n, nranks = 400, 2
     r = run_pw(mpi.launch(nranks) + [prog, tmp_path, n], ["--io"])
-    got = per_rank(r.proc.stdout)
+    got = rank_counts(r.proc.stdout)
     io = perfweave.open(r.exp).io
     for rank in range(nranks):
         (p,) = layer_records(io, f"{tmp_path}/records.{rank}.txt", "posix")
@@ -90,8 +86,11 @@ def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
     assert sorted(m["rank"].tolist()) == list(range(nranks))
     for rec in m:
         g = got[int(rec["rank"])]
-        assert (rec["bytes_written"], rec["writes"]) == (g["mpiio_bytes"], n)
+        assert (rec["bytes_written"], rec["writes"]) == (g["mpiio_bytes"], n + 1)
         assert (rec["opens"], rec["closes"]) == (1, 1)
+        # the forms of the Fortran binding's calls: N independent, 1 collective write
+        assert rec["form_writes"].tolist() == [n, 1, 0, 0]
+        assert rec["form_opens"].tolist() == [0, 1, 0, 0]
         assert rec["max_byte_written"] == g["last_byte"]
     # call sites are the program's lines, not libgfortran's: the OPEN statement; the
     # buffered records reach write() from a WRITE or at the CLOSE that flushes them
@@ -108,7 +107,7 @@ def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
     )
     fw = [s for s in sites if s["pattern"] == f"{tmp_path}/fmpiio.dat" and s["op"] == "write"]
     assert {s["where"] for s in fw if s["layer"] == "mpiio"} == {
-        f"program io_records (io_records.f90:{lines['fwrite']})"
+        f"program io_records (io_records.f90:{lines[k]})" for k in ("fwrite", "fall")
     }
 
 
@@ -124,7 +123,7 @@ def test_io_open_close_loop_ranks_disk_and_shm(mpi, build, run_pw, tmp_path, fla
     with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
         for where, directory in (("disk", str(tmp_path)), ("shm", shm)):
             r = run_pw(mpi.launch(nranks) + [prog, "loop", directory, 1.0], ["--io"])
-            got = per_rank(r.proc.stdout)
+            got = rank_counts(r.proc.stdout)
             io = perfweave.open(r.exp).io
             for rank in range(nranks):
                 name = f"{directory}/loop.{rank}.dat"
@@ -164,7 +163,7 @@ def test_io_mmap_bytes_estimated(mpi, build, run_pw, tmp_path, where):
     with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
         directory = shm if where == "shm" else str(tmp_path)
         r = run_pw(mpi.launch(nranks) + [prog, "mmap", directory, pages], ["--io"])
-        got = per_rank(r.proc.stdout)
+        got = rank_counts(r.proc.stdout)
         io = perfweave.open(r.exp).io
         if mpi.name == "mpich" and not io.processes["mmap_estimated"].any():
             # MPICH over UCX: UCX's memory hooks (ucm) patch mmap/munmap for its

@@ -26,7 +26,7 @@
 #include "perfweave/format.h"
 
 /* clang-format off */
-#define PW_IO_VERSION 2
+#define PW_IO_VERSION 3
 #define PW_IO_MAGIC "perfweave-io"
 #define PW_IO_MAGIC_NUMBER 0x31766f6977700a00LL /* header.magic */
 #define PW_IO_PATH 232     /* bytes of a file's name kept (longer names: the last ones) */
@@ -57,6 +57,16 @@
     X(META, 7, "meta")   /* unlink, rename, mkdir, ftruncate, fcntl, dup, view, ... */      \
     X(MMAP, 8, "mmap")   /* mmap, munmap */
 #define PW_IO_NOPS 9
+
+/* The form of an MPI-IO call (Darshan's MPIIO_INDEP_, _COLL_, _SPLIT_ and _NB_ counters),
+ * from the function's name: a split collective counts at its _begin, a nonblocking call
+ * at its post; an open is collective on a communicator of more than one process. */
+#define PW_IO_FORMS(X)                                                                     \
+    X(INDEP, 0, "indep") /* MPI_File_read, _at, _shared; an open on one process */         \
+    X(COLL, 1, "coll")   /* _all, _at_all, _ordered */                                      \
+    X(SPLIT, 2, "split") /* _all_begin, _at_all_begin, _ordered_begin */                    \
+    X(NB, 3, "nb")       /* MPI_File_iread, _iwrite_at, _iread_all, ... */
+#define PW_IO_NFORMS 4
 
 /* statfs f_type of the file systems the report names (others: their number). */
 #define PW_IO_FS_TYPES(X)                                                                  \
@@ -139,7 +149,11 @@ PW_RECORD_STRUCT(PW_IO_OBJECT_FIELDS, pw_io_object_rec)
     X(int64_t, "<i8", mmap_bytes)      /* estimated: resident pages of its mappings */      \
     X(int64_t, "<i8", last_end)        /* offset after the previous access; -1 none */      \
     X(int32_t, "<i4", last_op)         /* PW_IO_OP of the previous read/write, -1 */        \
-    X(int32_t, "<i4", reserved)
+    X(int32_t, "<i4", reserved)                                                             \
+    A(int64_t, "<i8", form_opens, PW_IO_NFORMS)  /* mpiio: per PW_IO_FORMS (version 3) */   \
+    A(int64_t, "<i8", form_reads, PW_IO_NFORMS)                                             \
+    A(int64_t, "<i8", form_writes, PW_IO_NFORMS)                                            \
+    X(int64_t, "<i8", views)           /* mpiio: MPI_File_set_view (version 3) */
 PW_RECORD_STRUCT(PW_IO_REC_FIELDS, pw_io_rec)
 
 /* Calls of one (file, layer, op) from one call site in one thread. */
@@ -196,6 +210,7 @@ PW_RECORD_STRUCT(PW_IO_SEGMENT_FIELDS, pw_io_segment_rec)
     RECORD(io_segment, PW_IO_SEGMENT_FIELDS, pw_io_segment_rec)                             \
     NAMES(io_layers, PW_IO_LAYERS)                                                          \
     NAMES(io_ops, PW_IO_OPS)                                                                \
+    NAMES(io_forms, PW_IO_FORMS)                                                            \
     CODES(io_fs_types, PW_IO_FS_TYPES)                                                      \
     CONST(io_hist_bins, PW_IO_HIST_BINS)                                                    \
     CONST(io_magic_number, PW_IO_MAGIC_NUMBER)                                              \
@@ -205,6 +220,7 @@ PW_RECORD_STRUCT(PW_IO_SEGMENT_FIELDS, pw_io_segment_rec)
 #define PW_IO_ENUM(name, value, str) PW_IO_##name = value,
 enum pw_io_layer { PW_IO_LAYERS(PW_IO_ENUM) };
 enum pw_io_op { PW_IO_OPS(PW_IO_ENUM) };
+enum pw_io_form { PW_IO_FORMS(PW_IO_ENUM) };
 #undef PW_IO_ENUM
 
 #endif

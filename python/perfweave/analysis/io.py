@@ -12,7 +12,8 @@ arrays (a field per column):
              reads, writes, stats, bytes_read, bytes_written, mmap_bytes_est (an estimate),
              open_s, close_s, read_s,
              write_s, meta_s, time_s, read_mbs, write_mbs, imbalance (slowest rank's time /
-             the mean over ranks with calls)
+             the mean over ranks with calls), forms (MPI-IO: opens, reads and writes per
+             form, indep/coll/split/nb, and views; {} for other layers)
   callsites  pattern, layer, op, where (function (file:line)), calls, bytes, time_s
 over_time: read and write bytes over time summed over processes (over_time below).
 segments: the segment trace's committed segments and dropped calls, summed over processes
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfweave._format import IO_FS_TYPES, IO_LAYERS, IO_OPS
+from perfweave._format import IO_FORMS, IO_FS_TYPES, IO_LAYERS, IO_OPS
 from perfweave.analysis.timeline import slice_edges
 from perfweave.symbols import Symbolizer
 
@@ -235,6 +236,7 @@ def _files(io, recs, t):
             ("read_mbs", "<f8"),
             ("write_mbs", "<f8"),
             ("imbalance", "<f8"),
+            ("forms", "O"),
         ],
         len(keys),
     )
@@ -266,6 +268,7 @@ def _files(io, recs, t):
         out["write_mbs"] = np.where(
             out["write_s"] > 0, out["bytes_written"] / out["write_s"] / 1e6, 0
         )
+    out["forms"] = _forms(recs, inv, len(keys), out["layer"])
     # ranks, readers, writers, imbalance: per (group, rank)
     rk = recs["process"].astype(np.int64)
     gr = inv * (int(rk.max()) + 1 if len(rk) else 1) + rk
@@ -286,6 +289,28 @@ def _files(io, recs, t):
         mean = out["time_s"] / np.maximum(out["ranks"], 1)
         out["imbalance"] = np.where(mean > 0, mx / mean, 1.0)
     return out[np.argsort(-out["time_s"], kind="stable")]
+
+
+def _forms(recs, inv, n, layers):
+    """Per group, MPI-IO only: {"opens"|"reads"|"writes": {form: calls}, "views": n} of
+    the forms with calls (IO_FORMS); {} for other layers."""
+    sums = {}
+    for k in ("form_opens", "form_reads", "form_writes"):
+        sums[k] = np.zeros((n, len(IO_FORMS)), np.int64)
+        np.add.at(sums[k], inv, recs[k])
+    views = np.zeros(n, np.int64)
+    np.add.at(views, inv, recs["views"])
+    out = []
+    for g in range(n):
+        if layers[g] != "mpiio":
+            out.append({})
+            continue
+        d = {
+            k[5:]: {f: int(x) for f, x in zip(IO_FORMS, sums[k][g]) if x}
+            for k in ("form_opens", "form_reads", "form_writes")
+        }
+        out.append(d | {"views": int(views[g])})
+    return out
 
 
 def _callsites(io, symbolizer):

@@ -11,17 +11,79 @@ from pathlib import Path
 
 import numpy as np
 
-from perfweave._format import IO_FS_TYPES, IO_LAYERS, IO_OPS
+from perfweave._format import IO_FORMS, IO_FS_TYPES, IO_LAYERS, IO_OPS
 from perfweave.errors import PerfweaveError
 from perfweave.interop import default_output
 
-MODULES = {"posix": "POSIX", "stdio": "STDIO", "mpiio": "MPIIO"}
+# darshan-parser's module names (the section titles and the rows' first column)
+MODULES = {"posix": "POSIX", "stdio": "STDIO", "mpiio": "MPI-IO"}
 BIN_NAMES = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M")
 BIN_NAMES += ("10M_100M", "100M_1G", "1G_PLUS")
 FS_NAMES = {v: k.lower() for k, v in IO_FS_TYPES.items()}
 OP = {name: i for i, name in enumerate(IO_OPS)}
-# the ops whose time Darshan adds to META_TIME (ours: sync too, see docs/io.md)
-META_OPS = ("open", "close", "seek", "stat", "sync", "meta", "mmap")
+FORM = {name: i for i, name in enumerate(IO_FORMS)}
+# the ops whose time goes to Darshan's META_TIME: a sync's goes to WRITE_TIME, as
+# Darshan's fsync, fflush and MPI_File_sync do; a mapping's to none (docs/io.md)
+META_OPS = ("open", "close", "seek", "stat", "meta")
+# the standard streams as Darshan's STDIO module names them
+STD_STREAMS = {f"<{s}>": f"<{s.upper()}>" for s in ("stdin", "stdout", "stderr")}
+NOT_KEPT = -1  # darshan-parser's value of a counter that was not monitored
+
+
+RANKS = "FASTEST_RANK FASTEST_RANK_BYTES SLOWEST_RANK SLOWEST_RANK_BYTES"
+F_RANKS = "F_FASTEST_RANK_TIME F_SLOWEST_RANK_TIME F_VARIANCE_RANK_TIME F_VARIANCE_RANK_BYTES"
+F_TIMES = """F_OPEN_START_TIMESTAMP F_READ_START_TIMESTAMP F_WRITE_START_TIMESTAMP
+    F_CLOSE_START_TIMESTAMP F_OPEN_END_TIMESTAMP F_READ_END_TIMESTAMP F_WRITE_END_TIMESTAMP
+    F_CLOSE_END_TIMESTAMP F_READ_TIME F_WRITE_TIME F_META_TIME F_MAX_READ_TIME
+    F_MAX_WRITE_TIME"""
+# Every counter of each module in darshan-parser's order (Darshan 3.4's
+# darshan-{posix,stdio,mpiio}-log-format.h, their *_NUM_INDICES left out), without the
+# module's prefix: (integers, floating-point ones). NAME_BINS: the 10 size bins; a '#': 1-4.
+SPECS = {
+    "posix": (
+        f"""OPENS FILENOS DUPS READS WRITES SEEKS STATS MMAPS FSYNCS FDSYNCS RENAME_SOURCES
+        RENAME_TARGETS RENAMED_FROM MODE BYTES_READ BYTES_WRITTEN MAX_BYTE_READ
+        MAX_BYTE_WRITTEN CONSEC_READS CONSEC_WRITES SEQ_READS SEQ_WRITES RW_SWITCHES
+        MEM_NOT_ALIGNED MEM_ALIGNMENT FILE_NOT_ALIGNED FILE_ALIGNMENT MAX_READ_TIME_SIZE
+        MAX_WRITE_TIME_SIZE SIZE_READ_BINS SIZE_WRITE_BINS STRIDE#_STRIDE STRIDE#_COUNT
+        ACCESS#_ACCESS ACCESS#_COUNT {RANKS}""",
+        f"{F_TIMES} {F_RANKS}",
+    ),
+    "stdio": (
+        f"""OPENS FDOPENS READS WRITES SEEKS FLUSHES BYTES_WRITTEN BYTES_READ MAX_BYTE_READ
+        MAX_BYTE_WRITTEN {RANKS}""",
+        f"""F_META_TIME F_WRITE_TIME F_READ_TIME F_OPEN_START_TIMESTAMP
+        F_CLOSE_START_TIMESTAMP F_WRITE_START_TIMESTAMP F_READ_START_TIMESTAMP
+        F_OPEN_END_TIMESTAMP F_CLOSE_END_TIMESTAMP F_WRITE_END_TIMESTAMP
+        F_READ_END_TIMESTAMP {F_RANKS}""",
+    ),
+    "mpiio": (
+        f"""INDEP_OPENS COLL_OPENS INDEP_READS INDEP_WRITES COLL_READS COLL_WRITES
+        SPLIT_READS SPLIT_WRITES NB_READS NB_WRITES SYNCS HINTS VIEWS MODE BYTES_READ
+        BYTES_WRITTEN RW_SWITCHES MAX_READ_TIME_SIZE MAX_WRITE_TIME_SIZE
+        SIZE_READ_AGG_BINS SIZE_WRITE_AGG_BINS ACCESS#_ACCESS ACCESS#_COUNT {RANKS}""",
+        f"{F_TIMES} {F_RANKS}",
+    ),
+}
+
+
+def _expand(prefix, spec):
+    out = []
+    for w in spec.split():
+        if w.endswith("_BINS"):
+            out += [f"{prefix}_{w[:-5]}_{b}" for b in BIN_NAMES]
+        elif "#" in w:
+            out += [f"{prefix}_{w.replace('#', str(i))}" for i in range(1, 5)]
+        else:
+            out.append(f"{prefix}_{w}")
+    return out
+
+
+PREFIX = {"posix": "POSIX", "stdio": "STDIO", "mpiio": "MPIIO"}
+COUNTERS = {
+    layer: (_expand(PREFIX[layer], ints), _expand(PREFIX[layer], floats))
+    for layer, (ints, floats) in SPECS.items()
+}
 
 
 def record_id(name):
@@ -29,55 +91,65 @@ def record_id(name):
     return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "little")
 
 
-def _counters(layer, r):
-    """(counter, value) of one record of ours, in Darshan's names and order."""
-    m = MODULES[layer]
+def _known(layer, r):
+    """{Darshan counter: value} of what one record of ours holds (docs/io.md)."""
+    m = PREFIX[layer]
     t = r["time_ns"] / 1e9
     c = r["calls"]
-    rows = []
+    v = {f"{m}_BYTES_READ": r["bytes_read"], f"{m}_BYTES_WRITTEN": r["bytes_written"]}
     if layer == "mpiio":
-        # our MPI-IO layer does not tell independent from collective calls: Darshan's
-        # INDEP_ and COLL_ counts are not written (docs/io.md)
-        rows += [("MPIIO_SYNCS", r["syncs"])]
+        v["MPIIO_SYNCS"] = r["syncs"]
+        # a store before version 3 has no forms: its counts are not split (left -1)
+        fo, fr, fw = r["form_opens"], r["form_reads"], r["form_writes"]
+        if (fo.sum(), fr.sum(), fw.sum()) == (r["opens"], r["reads"], r["writes"]):
+            v["MPIIO_INDEP_OPENS"], v["MPIIO_COLL_OPENS"] = fo[FORM["indep"]], fo[FORM["coll"]]
+            for f in ("INDEP", "COLL", "SPLIT", "NB"):
+                v[f"MPIIO_{f}_READS"] = fr[FORM[f.lower()]]
+                v[f"MPIIO_{f}_WRITES"] = fw[FORM[f.lower()]]
+            v["MPIIO_VIEWS"] = r["views"]
     else:
-        rows += [(f"{m}_OPENS", r["opens"]), (f"{m}_READS", r["reads"])]
-        rows += [(f"{m}_WRITES", r["writes"]), (f"{m}_SEEKS", r["seeks"])]
+        v.update({f"{m}_OPENS": r["opens"], f"{m}_READS": r["reads"]})
+        v.update({f"{m}_WRITES": r["writes"], f"{m}_SEEKS": r["seeks"]})
+        v[f"{m}_MAX_BYTE_READ"] = max(int(r["max_byte_read"]), 0)
+        v[f"{m}_MAX_BYTE_WRITTEN"] = max(int(r["max_byte_written"]), 0)
     if layer == "posix":
-        rows += [("POSIX_STATS", r["stats"]), ("POSIX_MMAPS", r["mmaps"])]
-        rows += [("POSIX_FSYNCS", r["syncs"])]
-    if layer == "stdio":
-        rows += [("STDIO_FLUSHES", r["syncs"])]
-    rows += [(f"{m}_BYTES_READ", r["bytes_read"]), (f"{m}_BYTES_WRITTEN", r["bytes_written"])]
-    if layer != "mpiio":
-        rows += [(f"{m}_MAX_BYTE_READ", max(int(r["max_byte_read"]), 0))]
-        rows += [(f"{m}_MAX_BYTE_WRITTEN", max(int(r["max_byte_written"]), 0))]
-    if layer == "posix":
+        v.update({"POSIX_STATS": r["stats"], "POSIX_MMAPS": r["mmaps"]})
+        v["POSIX_FSYNCS"] = r["syncs"]  # fsync and fdatasync
         for k in ("CONSEC_READS", "CONSEC_WRITES", "SEQ_READS", "SEQ_WRITES"):
-            rows.append((f"POSIX_{k}", r[k.lower()]))
+            v[f"POSIX_{k}"] = r[k.lower()]
+    if layer == "stdio":
+        v["STDIO_FLUSHES"] = r["syncs"]
     if layer != "stdio":
-        rows.append((f"{m}_RW_SWITCHES", r["rw_switches"]))
+        v[f"{m}_RW_SWITCHES"] = r["rw_switches"]
         agg = "_AGG" if layer == "mpiio" else ""
         for what, key in (("READ", "size_read"), ("WRITE", "size_write")):
-            for name, v in zip(BIN_NAMES, r[key]):
-                rows.append((f"{m}_SIZE_{what}{agg}_{name}", v))
+            for name, x in zip(BIN_NAMES, r[key]):
+                v[f"{m}_SIZE_{what}{agg}_{name}"] = x
         pairs = [(int(s), int(n)) for s, n in zip(r["access_size"], r["access_count"]) if n]
         pairs.sort(key=lambda p: (-p[1], p[0]))  # Darshan's order: most frequent first
         pairs += [(0, 0)] * (4 - len(pairs))
         for i, (s, n) in enumerate(pairs[:4], 1):
-            rows += [(f"{m}_ACCESS{i}_ACCESS", s)]
-        for i, (s, n) in enumerate(pairs[:4], 1):
-            rows += [(f"{m}_ACCESS{i}_COUNT", n)]
-    ints = [(k, int(v)) for k, v in rows]
+            v[f"{m}_ACCESS{i}_ACCESS"], v[f"{m}_ACCESS{i}_COUNT"] = s, n
+        v[f"{m}_F_MAX_READ_TIME"] = float(r["max_read_s"])
+        v[f"{m}_F_MAX_WRITE_TIME"] = float(r["max_write_s"])
     first, last = float(r["first_s"]), float(r["last_s"])
     first = 0.0 if not np.isfinite(first) else first
-    floats = [(f"{m}_F_OPEN_START_TIMESTAMP", first if c[OP["open"]] else 0.0)]
-    floats += [(f"{m}_F_CLOSE_END_TIMESTAMP", last if c[OP["close"]] else 0.0)]
-    floats += [(f"{m}_F_READ_TIME", t[OP["read"]]), (f"{m}_F_WRITE_TIME", t[OP["write"]])]
-    floats += [(f"{m}_F_META_TIME", sum(t[OP[k]] for k in META_OPS))]
-    if layer != "stdio":
-        floats += [(f"{m}_F_MAX_READ_TIME", float(r["max_read_s"]))]
-        floats += [(f"{m}_F_MAX_WRITE_TIME", float(r["max_write_s"]))]
-    return ints + [(k, float(v)) for k, v in floats]
+    v[f"{m}_F_OPEN_START_TIMESTAMP"] = first if c[OP["open"]] else 0.0
+    v[f"{m}_F_CLOSE_END_TIMESTAMP"] = last if c[OP["close"]] else 0.0
+    v[f"{m}_F_READ_TIME"] = float(t[OP["read"]])
+    v[f"{m}_F_WRITE_TIME"] = float(t[OP["write"]] + t[OP["sync"]])
+    v[f"{m}_F_META_TIME"] = float(sum(t[OP[k]] for k in META_OPS))
+    return v
+
+
+def _counters(layer, r):
+    """(counter, value) of one record of ours: every counter of Darshan's module in its
+    order, NOT_KEPT (an int, or a float for the F_ counters) where we have no value."""
+    v = _known(layer, r)
+    ints, floats = COUNTERS[layer]
+    return [(k, int(v.get(k, NOT_KEPT))) for k in ints] + [
+        (k, float(v.get(k, NOT_KEPT))) for k in floats
+    ]
 
 
 def darshan_text(io, exe="", nprocs=None):
@@ -88,20 +160,22 @@ def darshan_text(io, exe="", nprocs=None):
         f"# nprocs: {nprocs if nprocs is not None else len(io.processes)}",
         "# rank -1: a process without an MPI rank (not a shared record)",
         "# mount pt: UNKNOWN (perfweave keeps the file system type, not its mount point)",
+        "# a value of -1: a counter perfweave does not keep (docs/io.md)",
     ]
     recs = io.records
-    for layer in IO_LAYERS:
+    for layer in ("posix", "mpiio", "stdio"):  # darshan-parser's order: by module id
         sel = recs[recs["layer"] == IO_LAYERS.index(layer)]
         if not len(sel):
             continue
         m = MODULES[layer]
-        out += ["", "# " + "*" * 55, f"# {m} module data", "# " + "*" * 55]
+        out += ["", "# " + "*" * 55, f"# {m} module data", "# " + "*" * 55, ""]
         out.append(
             "#<module>\t<rank>\t<record id>\t<counter>\t<value>\t<file name>\t<mount pt>\t<fs type>"
         )
         for r in sel[np.lexsort((sel["file"], sel["rank"]))]:
             f = int(r["file"])
             name = io.files[f]
+            name = STD_STREAMS.get(name, name)
             fs = int(io.fs_types[f]) if f < len(io.fs_types) else 0
             fs_name = FS_NAMES.get(fs, "UNKNOWN" if fs == 0 else f"0x{fs & 0xFFFFFFFF:x}")
             head = f"{m}\t{int(r['rank'])}\t{record_id(name)}\t"
@@ -118,7 +192,8 @@ def export(exp, out=None, force=False):
     import perfweave
 
     t0 = time.perf_counter()
-    io = perfweave.open(exp).io
+    e = perfweave.open(exp)
+    io = e.io
     if not io:
         raise PerfweaveError(f"{exp}: no I/O profile (perfweave run --io)")
     path = Path(out or default_output(exp, "darshan.txt"))
@@ -126,7 +201,11 @@ def export(exp, out=None, force=False):
         path = path / "darshan.txt"
     if path.exists() and not force:
         raise PerfweaveError(f"{path}: already exists (--force replaces it)")
-    text = darshan_text(io)
+    try:
+        exe = (e.meta or {}).get("program") or ""
+    except (OSError, ValueError, PerfweaveError):
+        exe = ""
+    text = darshan_text(io, exe=exe)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

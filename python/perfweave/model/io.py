@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfweave._format import IO_HIST_BINS, IO_LAYERS, IO_OPS
+from perfweave._format import IO_FORMS, IO_HIST_BINS, IO_LAYERS, IO_OPS
 
 # counters summed over threads (Darshan's names, lower case)
 SUMMED = (
     "opens closes reads writes seeks stats syncs metas mmaps bytes_read bytes_written "
-    "seq_reads seq_writes consec_reads consec_writes rw_switches mmap_bytes"
+    "seq_reads seq_writes consec_reads consec_writes rw_switches mmap_bytes views"
 ).split()
 MAXED = ("max_byte_read", "max_byte_written")
 NOPS = len(IO_OPS)
@@ -24,6 +24,11 @@ RECORD_DTYPE = np.dtype(
         ("size_read", "<i8", (IO_HIST_BINS,)),
         ("size_write", "<i8", (IO_HIST_BINS,)),
         ("calls", "<i8", (NOPS,)),
+        # mpiio: opens, reads and writes per IO_FORMS (indep, coll, split, nb: Darshan's
+        # MPIIO_INDEP_/COLL_/SPLIT_/NB_); 0 in other layers and in stores before version 3
+        ("form_opens", "<i8", (len(IO_FORMS),)),
+        ("form_reads", "<i8", (len(IO_FORMS),)),
+        ("form_writes", "<i8", (len(IO_FORMS),)),
         ("access_size", "<i8", (4,)),  # the 4 most frequent access sizes (Darshan's
         ("access_count", "<i8", (4,)),  # ACCESS1..4): of the first 4 each thread saw
         ("time_ns", "<f8", (NOPS,)),  # summed over the process's threads
@@ -114,8 +119,9 @@ class IoProfile:
         """An IoProfile of plain values. processes: dicts of PROCESS_DTYPE fields (rank,
         wall_s, busy_s at least); files: (name, fs_type, memory) tuples; records: dicts
         with process, file (index of files), layer (a name of IO_LAYERS) and any
-        counters; time_ns and calls as {op name: value}; sites and segments: dicts likewise;
-        bins: per process (bin_s, read bytes per bin, write bytes per bin) or None."""
+        counters; time_ns and calls as {op name: value}, form_opens, form_reads and
+        form_writes as {form name: value}; sites and segments: dicts likewise; bins: per
+        process (bin_s, read bytes per bin, write bytes per bin) or None."""
         procs = np.zeros(len(processes), PROCESS_DTYPE)
         for i, p in enumerate(processes):
             procs[i]["state"] = "complete"
@@ -131,6 +137,10 @@ class IoProfile:
                 if k in ("time_ns", "calls"):
                     for op, x in v.items():
                         recs[i][k][IO_OPS.index(op)] = x
+                    continue
+                if k.startswith("form_"):
+                    for form, x in v.items():
+                        recs[i][k][IO_FORMS.index(form)] = x
                     continue
                 recs[i][k] = v
             recs[i]["rank"] = procs[r["process"]]["rank"]

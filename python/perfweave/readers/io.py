@@ -21,8 +21,9 @@ from perfweave.model.io import (
 
 VERSION = FILES["io"].version
 # version 1: no solo_ticks, the header's last field; the header page's padding there is
-# zero, so a version 1 store reads with version 2's layout (its busy_ticks is the time)
-READ_VERSIONS = (1, VERSION)
+# zero, so a version 1 store reads with version 2's layout (its busy_ticks is the time).
+# versions 1 and 2: io_rec without the MPI-IO forms and views, its last fields (read as 0)
+READ_VERSIONS = (1, 2, VERSION)
 PAGE = 4096
 BINS = 256  # io.c PW_IO_BINS
 HEADER, FILE, OBJECT, REC, SITE, SEG_HEADER, SEGMENT = (
@@ -31,6 +32,8 @@ HEADER, FILE, OBJECT, REC, SITE, SEG_HEADER, SEGMENT = (
     + ("io_segments_header", "io_segment")
 )
 SEGMENTS_VERSION = FILES["io_segments"].version
+REC_V3 = ("form_opens", "form_reads", "form_writes", "views")
+REC_V2 = np.dtype([d for d in REC.descr if d[0] not in REC_V3])
 MAX_OBJECTS = 256
 
 
@@ -87,11 +90,12 @@ def _read_store(f, index, names, objects, out):
             f"{', '.join(map(str, READ_VERSIONS))})"
         )
     nf, nt, ns = int(h["max_files"]), int(h["max_threads"]), int(h["max_sites"])
+    rec_t = REC if int(h["version"]) >= 3 else REC_V2
     files_at = _page(HEADER.itemsize)
     objects_at = files_at + _page(FILE.itemsize * nf)
     blocks_at = objects_at + _page(OBJECT.itemsize * MAX_OBJECTS)
     recs_off = _page(3 * 8 + 2 * BINS * 8)
-    sites_off = recs_off + _page(REC.itemsize * nf * 3)
+    sites_off = recs_off + _page(rec_t.itemsize * nf * 3)
     block = sites_off + _page(SITE.itemsize * ns)
     if m.size < blocks_at + block * nt:
         raise ValueError("shorter than its layout")
@@ -120,8 +124,10 @@ def _read_store(f, index, names, objects, out):
         b = blocks_at + t * block
         th = m[b : b + (3 + 2 * BINS) * 8].view("<i8")
         tids.append(int(th[0]))
-        r = m[b + recs_off : b + recs_off + REC.itemsize * nf * 3].view(REC)
+        r = m[b + recs_off : b + recs_off + rec_t.itemsize * nf * 3].view(rec_t)
         r = r[r["first_tick"] != 0]
+        if rec_t is not REC:
+            r = _widen(r)
         rows.append(r)
         starts.append(np.full(len(r), th[2], np.int64))
         s = m[b + sites_off : b + sites_off + SITE.itemsize * ns].view(SITE)
@@ -218,6 +224,14 @@ def _read_segments(store, index, rank, fmap, tids, npt, out):
     return g, (len(g), int(h["dropped"]), int(h["forks_dropped"]))
 
 
+def _widen(r):
+    """Records of an older layout as REC, the fields it lacks 0."""
+    out = np.zeros(len(r), REC)
+    for k in r.dtype.names:
+        out[k] = r[k]
+    return out
+
+
 def _host(name, pid):
     """The host of a store named HOST.PID.pwio or HOST.PID.N.pwio ("" if not so named)."""
     m = re.match(rf"^(.*)\.{pid}(\.\d+)?\.pwio$", name)
@@ -242,7 +256,7 @@ def _merge(r, start, index, rank, fmap, npt):
     for k in MAXED:
         out[k] = -1
         np.maximum.at(out[k], inv, r[k])
-    for k in ("size_read", "size_write", "calls"):
+    for k in ("size_read", "size_write", "calls", "form_opens", "form_reads", "form_writes"):
         np.add.at(out[k], inv, r[k])
     np.add.at(out["time_ns"], inv, r["ticks"] * npt)
     common = [{} for _ in range(len(keys))]

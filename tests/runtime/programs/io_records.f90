@@ -2,7 +2,8 @@
 !   io_records DIR N
 ! Each rank writes N formatted records of 15 characters (16 bytes with the newline) to
 ! DIR/records.R.txt, then N MPI_File_write_at of 25 integers (100 bytes) to DIR/fmpiio.dat
-! through the Fortran binding. It prints "rank R KEY VALUE" lines of what it wrote.
+! through the Fortran binding, and one collective MPI_File_write_at_all of the same 100
+! bytes again at the last one's offset. It prints "rank R KEY VALUE" lines of what it wrote.
 program io_records
   use mpi
   implicit none
@@ -30,9 +31,10 @@ program io_records
     off = (int(rank, MPI_OFFSET_KIND) * n + (i - 1)) * 100
     call MPI_File_write_at(fh, off, buf, 25, MPI_INTEGER, MPI_STATUS_IGNORE, ierr) ! @site fwrite
   end do
+  call MPI_File_write_at_all(fh, off, buf, 25, MPI_INTEGER, MPI_STATUS_IGNORE, ierr) ! @site fall
   call MPI_File_close(fh, ierr)
   print '(A,I0,A,I0)', 'rank ', rank, ' record_bytes ', n * 16
-  print '(A,I0,A,I0)', 'rank ', rank, ' mpiio_bytes ', n * 100
+  print '(A,I0,A,I0)', 'rank ', rank, ' mpiio_bytes ', n * 100 + 100
   print '(A,I0,A,I0)', 'rank ', rank, ' last_byte ', (rank * n + n) * 100 - 1
   call MPI_Finalize(ierr)
 end program io_records

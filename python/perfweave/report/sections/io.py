@@ -46,6 +46,7 @@ class IoSection(Section):
         shown, more = _cut(d["files"], view.max_rows)
         out += _table([_file_row(f) for f in shown], FILE_COLUMNS, width=view.width)
         out += _more(more, "file patterns")
+        out += [f"  {line}" for line in _forms_lines(shown)]
         shown, more = _cut(d["callsites"], view.max_rows)
         if shown:
             out += ["  call sites"]
@@ -65,6 +66,7 @@ class IoSection(Section):
             "<h2>I/O profile</h2>",
             f"<p>{_e(_share_line(d).strip())}</p>",
             _html_table([_file_row(f) for f in d["files"]], FILE_COLUMNS),
+            *[f"<p>{_e(line)}</p>" for line in _forms_lines(d["files"])],
             "<h3>I/O call sites</h3>",
             _html_table([_site_row(c) for c in d["callsites"]], SITE_COLUMNS),
         ]
@@ -166,6 +168,27 @@ def _file_row(f):
         f"{rate:.1f}",
         f"{f['imbalance']:.2f}",
     ]
+
+
+FORM_WORDS = {"indep": "independent", "coll": "collective", "split": "split", "nb": "nonblocking"}
+
+
+def _forms_lines(files):
+    """One line per MPI-IO file pattern: its opens, reads and writes by form."""
+    out = []
+    for f in files:
+        forms = f.get("forms") or {}
+        parts = []
+        for what in ("opens", "reads", "writes"):
+            d = forms.get(what) or {}
+            if d:
+                split = ", ".join(f"{n:,} {FORM_WORDS.get(k, k)}" for k, n in d.items())
+                parts.append(f"{what} {split}")
+        if forms.get("views"):
+            parts.append(f"{forms['views']:,} views")
+        if parts:
+            out.append(f"MPI-IO {f['pattern']}: {'; '.join(parts)}")
+    return out
 
 
 def _site_row(c):
