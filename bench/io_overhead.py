@@ -2,16 +2,21 @@
 """Benchmark: what the io module (--io) adds to I/O calls and to MPI programs (figures,
 not a test).
 
-1-byte write() to tmpfs (/dev/shm) and 1-byte fwrite() (buffered), timed inside the
-program (bench/programs/io_calls.c), bare and under `perfweave run --io --no-sample`,
+1-byte write() to tmpfs (/dev/shm), 1-byte fwrite() (buffered) and fprintf() of a
+formatted line, timed inside the program by the thread's CPU time (others' work on the
+machine does not count; bench/programs/io_calls.c), bare and under `perfweave run --io --no-sample`,
 alternating in one invocation: ns added per call (the budget is 60 ns, docs/io.md). Then
-two MPI programs on --ranks ranks (Open MPI), bare and under `perfweave run` without and
-with --io: an I/O-heavy one (each rank opens, writes 4 KiB and closes its file N times,
-on disk; its time) and a compute-heavy one (additions for a fixed time with an allreduce
-every 10 ms; the work done). Prints medians and the ratios to the bare run (the budget
-is 1 %).
+MPI programs on --ranks ranks (Open MPI), bare and under `perfweave run` without and
+with --io, on disk (a directory beside the system's temporary files): three I/O-heavy
+ones, their time: a checkpoint (each rank writes --mib MiB to its file in 1 MiB
+writes, fsyncs, reads it back), an ASCII output step (each rank fprintf's --lines
+formatted lines) and a metadata-heavy loop (each rank opens, writes 4 KiB and closes its
+file --opens times: the worst case, calls of ~1.5 us each); and a compute-heavy one
+(additions for a fixed time with an allreduce every 10 ms; the work done). Prints
+medians and the ratios to the bare run (the budget is 1 %).
 Usage:
   .venv/bin/python bench/io_overhead.py [--repeat 5] [--calls 2000000] [--ranks 2]
+      [--mib 256] [--lines 200000] [--opens 20000] [--seconds 2] [--only NAME,...]
 """
 
 import argparse
@@ -38,7 +43,15 @@ def main():
     ap.add_argument("--calls", type=int, default=2_000_000)
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--opens", type=int, default=20_000)
+    ap.add_argument("--mib", type=int, default=256)
+    ap.add_argument("--lines", type=int, default=200_000)
     ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument(
+        "--only",
+        default="",
+        help="the cases to run, by the first word of their names (calls, checkpoint, "
+        "ascii, metadata, compute); default all",
+    )
     args = ap.parse_args()
     src = str(HERE / "programs" / "io_calls.c")
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
@@ -52,8 +65,12 @@ def main():
             run += 1
             return [PERFWEAVE, "run", "--no-sample", *opts, "-o", f"{tmp}/exp{run}", "--"]
 
-        print(f"{args.calls:,} calls of 1 byte, medians of {args.repeat} alternating runs")
-        for mode in ("write", "fwrite"):
+        only = set(filter(None, args.only.split(",")))
+        print(
+            f"{args.calls:,} calls each (write, fwrite: 1 byte), CPU time, medians of "
+            f"{args.repeat} alternating runs"
+        )
+        for mode in ("write", "fwrite", "fprintf") if not only or "calls" in only else ():
             bare, io = [], []
             for _ in range(args.repeat):
                 cmd = [str(prog), mode, shm, str(args.calls)]
@@ -66,11 +83,15 @@ def main():
             )
         launch = ["mpirun.openmpi", "--oversubscribe", "-n", str(args.ranks)]
         cases = (
-            ("I/O-heavy", ["mpi-io", tmp, str(args.opens)], "seconds", "time"),
+            ("checkpoint", ["mpi-checkpoint", tmp, str(args.mib)], "seconds", "time"),
+            ("ascii output", ["mpi-ascii", tmp, str(args.lines)], "seconds", "time"),
+            ("metadata loop", ["mpi-io", tmp, str(args.opens)], "seconds", "time"),
             ("compute-heavy", ["mpi-compute", tmp, str(args.seconds)], "blocks", "work"),
         )
         print(f"MPI programs on {args.ranks} ranks (Open MPI), medians of {args.repeat}")
         for name, cmd, key, what in cases:
+            if only and name.split()[0].split("-")[0] not in only:
+                continue
             got = {"bare": [], "no io": [], "io": []}
             for _ in range(args.repeat):
                 got["bare"].append(value(launch + [str(mprog), *cmd], key))

@@ -358,7 +358,7 @@ _ACTIVITY_TEXT = {
         "there. What to try: fewer, larger writes (buffer them), fsync/fdatasync only "
         "where the data must be safe on disk, I/O overlapped with computation (a "
         "separate thread or asynchronous I/O), or a faster file system (node-local "
-        "scratch for temporary files; collective MPI-IO from many ranks)."
+        "scratch for temporary files; collective MPI-IO from many ranks).{profile}"
     ),
     "alloc": (
         "Memory allocation takes {pct:.0f} % {of}, in {calls}, most from "
@@ -383,6 +383,13 @@ _ACTIVITY_TEXT = {
         "needed, and fewer threads where the parallel part is short{locks}."
     ),
 }
+
+
+# the I/O item of a run without the I/O profile (perfweave run --io, docs/io.md)
+_IO_PROFILE_HINT = (
+    " Which files, how the time splits into open/close, read/write and metadata, and "
+    "which lines call: run again with perfweave run --io."
+)
 
 
 def rule_sampled_activities(data):
@@ -429,7 +436,13 @@ def rule_sampled_activities(data):
                 "rule": f"sampled_{act}",
                 "severity": pct,
                 "text": _ACTIVITY_TEXT[act].format(
-                    pct=pct, of=of, calls=calls, where=where, mmap=mmap, locks=locks
+                    pct=pct,
+                    of=of,
+                    calls=calls,
+                    where=where,
+                    mmap=mmap,
+                    locks=locks,
+                    profile=_IO_PROFILE_HINT if act == "io" and not data.get("io") else "",
                 ),
                 "evidence": {
                     "activity": act,
