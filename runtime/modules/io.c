@@ -94,6 +94,12 @@ static map_entry maps[MAX_MAPS];
 static PW_TLS io_thread *my_thread;
 static PW_TLS pw_io_rec *my_recs;
 static PW_TLS pw_io_site_rec *my_sites;
+/* The thread's records in use, a bit per (file, layer), in private memory: a record's
+ * page is first read once it is on disk (on tmpfs a read of a page the file system
+ * cannot back faults too) */
+static PW_TLS unsigned char *my_used;
+static unsigned char *used_bits; /* max_threads x used_len */
+static size_t used_len;
 /* the site of the previous call of each op: a loop of open, write, close hits them */
 static PW_TLS pw_io_site_rec *last_site[PW_IO_NOPS];
 static PW_TLS int my_state; /* 0: no block yet, 1: a block, -1: none to be had */
@@ -270,6 +276,38 @@ static int object_slot(int obj)
     return -1;
 }
 
+/* ---- room on disk for the store's pages before they are first written: a page of a
+ * shared file mapping that the file system cannot back (a full disk or tmpfs) would
+ * kill the program with SIGBUS at its first store; what finds no room is counted as
+ * dropped instead ---- */
+
+static unsigned char *reserved; /* a bit per page of the store: on disk */
+static size_t reserved_len;
+static char store_path[4300];
+
+static int reserve(const void *p, size_t len)
+{
+    size_t off = (size_t)((const char *)p - (const char *)hdr);
+    size_t first = off / PAGE, last = (off + len - 1) / PAGE, i;
+    for (i = first; i <= last; i++)
+        if (!(__atomic_load_n(&reserved[i / 8], __ATOMIC_ACQUIRE) & (1u << (i % 8))))
+            break;
+    if (i > last)
+        return 0;
+    /* the store's own descriptor is not kept: a program that closes every descriptor, or
+     * reuses its number, must not have its file extended by ours */
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, store_path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = pw_reserve_disk(fd, (off_t)(first * PAGE), (last - first + 1) * PAGE);
+    syscall(SYS_close, fd);
+    if (rc != 0)
+        return -1;
+    for (i = first; i <= last; i++)
+        __atomic_fetch_or(&reserved[i / 8], (unsigned char)(1u << (i % 8)), __ATOMIC_RELEASE);
+    return 0;
+}
+
 /* ---- the calling thread's block ---- */
 
 static int thread_block(void)
@@ -285,6 +323,14 @@ static int thread_block(void)
     }
     my_index = i;
     char *b = blocks + (size_t)i * block_size;
+    /* its bins and its call sites (probed by reading them) on disk now; its records
+     * when first used (rec_of) */
+    if (reserve(b, sizeof(io_thread)) != 0 ||
+        reserve(b + sites_offset, sizeof(pw_io_site_rec) * (size_t)max_sites) != 0) {
+        my_state = -1;
+        return 0;
+    }
+    my_used = used_bits + (size_t)i * used_len;
     my_thread = (io_thread *)b;
     my_thread->tid = (int64_t)gettid();
     my_thread->start_tick = start_tick;
@@ -304,8 +350,14 @@ static pw_io_rec *rec_of(const pw_io_call *c, int file)
         __atomic_fetch_add(&hdr->dropped_threads, 1, __ATOMIC_RELAXED);
         return NULL;
     }
-    pw_io_rec *r = &my_recs[file * PW_IO_NLAYERS + c->layer];
-    if (PW_UNLIKELY(r->first_tick == 0)) {
+    int idx = file * PW_IO_NLAYERS + c->layer;
+    pw_io_rec *r = &my_recs[idx];
+    if (PW_UNLIKELY(!(my_used[idx >> 3] & (1u << (idx & 7))))) {
+        if (reserve(r, sizeof *r) != 0) {
+            __atomic_fetch_add(&hdr->dropped_files, 1, __ATOMIC_RELAXED);
+            return NULL;
+        }
+        my_used[idx >> 3] |= (unsigned char)(1u << (idx & 7));
         r->file = file;
         r->layer = c->layer;
         r->max_byte_read = r->max_byte_written = -1;
@@ -951,7 +1003,16 @@ static int make_store(int64_t parent)
     sites_offset = recs_offset + round_page(sizeof(pw_io_rec) * (size_t)max_files * PW_IO_NLAYERS);
     block_size = sites_offset + round_page(sizeof(pw_io_site_rec) * (size_t)max_sites);
     map_len = hdr_len + files_len + objects_len + block_size * (size_t)max_threads;
-    if (ftruncate(fd, (off_t)map_len) != 0) {
+    /* the header, the files' and the objects' tables on disk now (a child copies its
+     * parent's whole); the thread blocks' pages when first written (reserve) */
+    size_t npages = map_len / PAGE;
+    size_t nused = ((size_t)max_files * PW_IO_NLAYERS + 7) / 8;
+    unsigned char *bits = mmap(NULL, (npages + 7) / 8 + nused * (size_t)max_threads,
+                               PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (bits == MAP_FAILED || ftruncate(fd, (off_t)map_len) != 0 ||
+        pw_reserve_disk(fd, 0, hdr_len + files_len + objects_len) != 0) {
+        if (bits != MAP_FAILED)
+            munmap(bits, (npages + 7) / 8 + nused * (size_t)max_threads);
         close(fd);
         unlink(path);
         return -1;
@@ -959,9 +1020,17 @@ static int make_store(int64_t parent)
     char *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
+        munmap(bits, (npages + 7) / 8 + nused * (size_t)max_threads);
         unlink(path);
         return -1;
     }
+    if (reserved) /* a forked child's: the parent's store's */
+        munmap(reserved, reserved_len);
+    reserved = bits;
+    reserved_len = (npages + 7) / 8 + nused * (size_t)max_threads;
+    used_bits = bits + (npages + 7) / 8;
+    used_len = nused;
+    memcpy(store_path, path, strlen(path) + 1);
     hdr = (pw_io_header_rec *)m;
     files = (pw_io_file_rec *)(m + hdr_len);
     objects = (pw_io_object_rec *)(m + hdr_len + files_len);

@@ -147,6 +147,52 @@ def test_io_overlapping_calls_of_threads_counted_once(build, run_pw, tmp_path):
     assert first * 0.98 <= busy <= first + 0.3 * second
 
 
+@pytest.mark.parametrize("kib", [256, 512, 1024])
+def test_io_store_on_a_full_disk_never_kills_the_program(build, tmp_path, kib):
+    # the experiment on a small tmpfs that fills up: the store's pages are taken on disk
+    # before they are first touched (a page of a shared mapping that tmpfs cannot back
+    # faults with SIGBUS, on reading it too), so the program runs to its own end, its
+    # output and exit status its own; what found no room is counted as dropped.
+    # 256 KiB: no room for the store at all; 512 KiB: the store's tables, not every
+    # thread's records; 1 MiB: more of them
+    prog = build(None, "io_cases.c", ("-pthread",))
+    small = tmp_path / "small"
+    small.mkdir()
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(small)],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, f"cannot mount a tmpfs (the tests run as root): {res.stderr}"
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        n = 3000
+        res = subprocess.run(
+            [PERFWEAVE, "run", "--io", "--no-sample", "--node-interval", "0", "-o"]
+            + [str(small / "exp"), "--", prog, "many", str(work), str(n)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert res.returncode == 7 and res.stdout.splitlines()[0] == f"files {n}", res
+        assert "Traceback" not in res.stderr
+        stores = list((small / "exp" / "io").glob("*.pwio"))
+        if kib == 256:
+            assert not stores and "no I/O profile" in res.stderr, res.stderr
+            return
+        io = read_io(small / "exp")
+        (p,) = io.processes
+        names = {io.files[f] for f in io.records["file"]}
+        # what was counted is exact; the rest is counted as dropped
+        rec = io.records[io.records["layer"] == IO_LAYERS.index("posix")]
+        rec = rec[[io.files[f].startswith(f"{work}/many.") for f in rec["file"]]]
+        assert (rec["opens"] == 1).all() and (rec["bytes_written"] == 3).all()
+        assert p["dropped"] > 0 and len(names) < n
+    finally:
+        subprocess.run(["umount", "-l", str(small)], capture_output=True)
+
+
 def test_io_sockets_pipes_and_anonymous_memory_are_not_file_io(build, run_pw, tmp_path):
     # a pipe read by a second thread and a socket pair, a byte a call, anonymous
     # mappings and malloc's: none is a file, none is recorded or timed (an MPI library's

@@ -16,6 +16,27 @@ import numpy as np
 
 from perfweave.errors import FormatError
 
+
+class SparseFile:
+    """A file the runtime maps and fills in place (the I/O record store, its segment
+    trace), read by ranges with pread, never mapped: on tmpfs, reading a page of a
+    mapping that the full file system cannot back faults (SIGBUS) even in a reader,
+    while read() of a hole gives zeros. m[a:b] is a uint8 array of those bytes (zeros
+    past the end); size is the file's length."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path, "rb") as f:
+            self.size = os.fstat(f.fileno()).st_size
+
+    def __getitem__(self, s):
+        start, stop, _ = s.indices(self.size)
+        n = max(0, stop - start)
+        with open(self.path, "rb") as f:
+            b = os.pread(f.fileno(), n, start)
+        return np.frombuffer(b + bytes(n - len(b)), np.uint8)
+
+
 # The head every module's per-process JSON file starts with (runtime/core/writer.c
 # pw_buf_json_head), as check() schemas: a module's reader adds its own keys to it.
 PROCESS_HEAD = {"format": str, "version": int, "rank": int, "pid": int, "host": str}

@@ -8,6 +8,8 @@ import re
 
 import numpy as np
 
+
+from perfweave.readers.files import SparseFile
 from perfweave._format import FILES, IO_MAGIC_NUMBER, IO_SEGMENTS_MAGIC_NUMBER, RECORDS, STATES
 from perfweave.model.io import (
     MAXED,
@@ -78,7 +80,7 @@ def read_io(path):
 
 
 def _read_store(f, index, names, objects, out):
-    m = np.memmap(f, dtype="u1", mode="r")
+    m = SparseFile(f)
     if m.size < HEADER.itemsize:
         raise ValueError("shorter than its header")
     h = m[: HEADER.itemsize].view(HEADER)[0]
@@ -123,6 +125,8 @@ def _read_store(f, index, names, objects, out):
     for t in range(used):
         b = blocks_at + t * block
         th = m[b : b + (3 + 2 * BINS) * 8].view("<i8")
+        if th[1] <= 0:  # a block taken but never set up (no room on disk for it)
+            continue
         tids.append(int(th[0]))
         r = m[b + recs_off : b + recs_off + rec_t.itemsize * nf * 3].view(rec_t)
         r = r[r["first_tick"] != 0]
@@ -194,7 +198,7 @@ def _read_segments(store, index, rank, fmap, tids, npt, out):
     if not f.exists():
         return none
     try:
-        m = np.memmap(f, dtype="u1", mode="r")
+        m = SparseFile(f)
         if m.size < PAGE:
             raise ValueError("shorter than its header")
         h = m[: SEG_HEADER.itemsize].view(SEG_HEADER)[0]

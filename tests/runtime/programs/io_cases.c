@@ -13,7 +13,10 @@
  *           call, from two threads), N anonymous mmap/munmap of 1 MiB and N malloc/free
  *           of 1 MiB (malloc maps them), a dup2 of the pipe onto a file's descriptor
  *           and a write there; between them one write of N bytes to DIR/file.dat.
- *           Prints the file write's own microseconds */
+ *           Prints the file write's own microseconds
+ *   many    N files DIR/many.NNNNN each opened, written (3 bytes), closed, stat'd and
+ *           removed, from the main thread and a second thread (N / 2 each); exits 7
+ *           (an exit status of its own) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -65,6 +68,25 @@ static void *waker(void *arg)
     /* the bytes go through syscall(): the wakeups are not I/O calls of the program */
     syscall(SYS_write, p1[1], "x", 1);
     syscall(SYS_write, p2[1], "x", 1);
+    return NULL;
+}
+
+static const char *many_dir;
+
+static void *many_files(void *arg)
+{
+    long k = (long)arg;
+    char p[4200];
+    struct stat st;
+    for (int i = (int)k; i < n; i += 2) {
+        snprintf(p, sizeof p, "%s/many.%05d", many_dir, i);
+        int fd = open(p, O_WRONLY | O_CREAT, 0644);
+        if (fd < 0 || write(fd, "abc", 3) != 3)
+            exit(3);
+        close(fd);
+        stat(p, &st);
+        unlink(p);
+    }
     return NULL;
 }
 
@@ -152,6 +174,14 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++)
             pthread_join(t[k], NULL);
         printf("first_us %ld\nsecond_us %ld\n", (long)(t_first * 1e6), (long)(t_second * 1e6));
+    } else if (!strcmp(mode, "many")) {
+        many_dir = dir;
+        pthread_t t;
+        pthread_create(&t, NULL, many_files, (void *)1L);
+        many_files((void *)0L);
+        pthread_join(t, NULL);
+        printf("files %d\n", n);
+        return 7;
     } else if (!strcmp(mode, "notfiles")) {
         int pp[2], sp[2];
         if (pipe(pp) || socketpair(AF_UNIX, SOCK_STREAM, 0, sp))
