@@ -91,6 +91,15 @@ def record_id(name):
     return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "little")
 
 
+def common_accesses(sizes, counts):
+    """The 4 (size, count) of _ACCESS1..4 in Darshan's order: most frequent first, a tie
+    the larger size first; a 0-byte access is never one (Darshan skips a 0 value);
+    (0, 0) fills the rest."""
+    pairs = [(int(s), int(n)) for s, n in zip(sizes, counts) if n and s]
+    pairs.sort(key=lambda p: (-p[1], -p[0]))
+    return (pairs + [(0, 0)] * 4)[:4]
+
+
 def _known(layer, r):
     """{Darshan counter: value} of what one record of ours holds (docs/io.md)."""
     m = PREFIX[layer]
@@ -125,10 +134,7 @@ def _known(layer, r):
         for what, key in (("READ", "size_read"), ("WRITE", "size_write")):
             for name, x in zip(BIN_NAMES, r[key]):
                 v[f"{m}_SIZE_{what}{agg}_{name}"] = x
-        pairs = [(int(s), int(n)) for s, n in zip(r["access_size"], r["access_count"]) if n]
-        pairs.sort(key=lambda p: (-p[1], p[0]))  # Darshan's order: most frequent first
-        pairs += [(0, 0)] * (4 - len(pairs))
-        for i, (s, n) in enumerate(pairs[:4], 1):
+        for i, (s, n) in enumerate(common_accesses(r["access_size"], r["access_count"]), 1):
             v[f"{m}_ACCESS{i}_ACCESS"], v[f"{m}_ACCESS{i}_COUNT"] = s, n
         v[f"{m}_F_MAX_READ_TIME"] = float(r["max_read_s"])
         v[f"{m}_F_MAX_WRITE_TIME"] = float(r["max_write_s"])
@@ -155,7 +161,8 @@ def _counters(layer, r):
 def darshan_text(io, exe="", nprocs=None):
     """darshan-parser's text of IoProfile io, as a str."""
     out = [
-        "# darshan log version: 3.41 (perfweave I/O profile; docs/io.md)",
+        "# darshan log version: 3.41",
+        "# perfweave I/O profile, not a Darshan log (docs/io.md, Darshan-comparable export)",
         f"# exe: {exe}",
         f"# nprocs: {nprocs if nprocs is not None else len(io.processes)}",
         "# rank -1: a process without an MPI rank (not a shared record)",
