@@ -13,10 +13,14 @@ writes, fsyncs, reads it back), an ASCII output step (each rank fprintf's --line
 formatted lines) and a metadata-heavy loop (each rank opens, writes 4 KiB and closes its
 file --opens times: the worst case, calls of ~1.5 us each); and a compute-heavy one
 (additions for a fixed time with an allreduce every 10 ms; the work done). Prints
-medians and the ratios to the bare run (the budget is 1 %).
+medians and the ratios to the bare run (the budget is 1 %). With --darshan LIB
+(libdarshan.so, built as docs/performance.md says), each case also runs under Darshan
+(LD_PRELOAD, its log to the temporary directory, no directory excluded, non-MPI
+processes included) in the same alternation: a column beside ours.
 Usage:
   .venv/bin/python bench/io_overhead.py [--repeat 5] [--calls 2000000] [--ranks 2]
       [--mib 256] [--lines 200000] [--opens 20000] [--seconds 2] [--only NAME,...]
+      [--darshan /work/darshan-install/lib/libdarshan.so]
 """
 
 import argparse
@@ -52,7 +56,10 @@ def main():
         help="the cases to run, by the first word of their names (calls, checkpoint, "
         "ascii, metadata, compute); default all",
     )
+    ap.add_argument("--darshan", metavar="LIB", help="libdarshan.so: a Darshan column too")
     args = ap.parse_args()
+    if args.darshan and not Path(args.darshan).is_file():
+        sys.exit(f"io_overhead: --darshan {args.darshan}: no such file")
     src = str(HERE / "programs" / "io_calls.c")
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
         prog, mprog = Path(tmp) / "io_calls", Path(tmp) / "io_calls_mpi"
@@ -65,22 +72,45 @@ def main():
             run += 1
             return [PERFWEAVE, "run", "--no-sample", *opts, "-o", f"{tmp}/exp{run}", "--"]
 
+        def darshan(cmd, mpi):
+            """cmd under Darshan: LD_PRELOAD (mpirun -x for the ranks), a log per run."""
+            nonlocal run
+            run += 1
+            conf = Path(tmp) / "darshan.conf"
+            conf.write_text("NAME_INCLUDE ^/ *\n")  # no directory excluded
+            env = {
+                "LD_PRELOAD": args.darshan,
+                "DARSHAN_LOGFILE": f"{tmp}/darshan{run}.log",
+                "DARSHAN_CONFIG_PATH": str(conf),
+                "DARSHAN_ENABLE_NONMPI": "1",
+            }
+            if mpi:
+                xs = [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
+                return cmd[:1] + xs + cmd[1:]
+            return ["env"] + [f"{k}={v}" for k, v in env.items()] + cmd
+
         only = set(filter(None, args.only.split(",")))
         print(
             f"{args.calls:,} calls each (write, fwrite: 1 byte), CPU time, medians of "
             f"{args.repeat} alternating runs"
         )
         for mode in ("write", "fwrite", "fprintf") if not only or "calls" in only else ():
-            bare, io = [], []
+            bare, io, dar = [], [], []
             for _ in range(args.repeat):
                 cmd = [str(prog), mode, shm, str(args.calls)]
                 bare.append(value(cmd, "ns_per_call"))
                 io.append(value(pw("--io") + cmd, "ns_per_call"))
+                if args.darshan:
+                    dar.append(value(darshan(cmd, False), "ns_per_call"))
             b, m = statistics.median(bare), statistics.median(io)
-            print(
+            line = (
                 f"  {mode:7s} to tmpfs  bare {b:7.2f} ns/call  --io {m:7.2f} ns/call  "
                 f"added {m - b:6.2f} ns/call"
             )
+            if dar:
+                d = statistics.median(dar)
+                line += f"  Darshan {d:7.2f} ns/call  added {d - b:6.2f} ns/call"
+            print(line)
         launch = ["mpirun.openmpi", "--oversubscribe", "-n", str(args.ranks)]
         cases = (
             ("checkpoint", ["mpi-checkpoint", tmp, str(args.mib)], "seconds", "time"),
@@ -92,18 +122,23 @@ def main():
         for name, cmd, key, what in cases:
             if only and name.split()[0].split("-")[0] not in only:
                 continue
-            got = {"bare": [], "no io": [], "io": []}
+            got = {"bare": [], "no io": [], "io": [], "darshan": []}
             for _ in range(args.repeat):
                 got["bare"].append(value(launch + [str(mprog), *cmd], key))
                 got["no io"].append(value(pw() + launch + [str(mprog), *cmd], key))
                 got["io"].append(value(pw("--io") + launch + [str(mprog), *cmd], key))
-            med = {k: statistics.median(v) for k, v in got.items()}
-            print(
+                if args.darshan:
+                    got["darshan"].append(value(darshan(launch + [str(mprog), *cmd], True), key))
+            med = {k: statistics.median(v) for k, v in got.items() if v}
+            line = (
                 f"  {name:13s} {what}: bare {med['bare']:.4g}  perfweave {med['no io']:.4g} "
                 f"(ratio {med['no io'] / med['bare']:.4f})  --io {med['io']:.4g} "
                 f"(ratio {med['io'] / med['bare']:.4f}, to perfweave without it "
                 f"{med['io'] / med['no io']:.4f})"
             )
+            if "darshan" in med:
+                line += f"  Darshan {med['darshan']:.4g} (ratio {med['darshan'] / med['bare']:.4f})"
+            print(line)
 
 
 if __name__ == "__main__":
