@@ -22,9 +22,12 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 
+# the stamp takes the time the install began: a source edited while it runs is newer, so
+# the next install builds it again
 $(VENV)/.installed: $(VENV)/bin/python $(SOURCES)
+	touch $@.begun
 	$(PY) -m pip install -q ".[test]"
-	touch $@
+	mv $@.begun $@
 
 install: deps $(VENV)/.installed
 
