@@ -285,6 +285,19 @@ static unsigned char *reserved; /* a bit per page of the store: on disk */
 static size_t reserved_len;
 static char store_path[4300];
 
+/* Disk space for len bytes at off of the file at path (0, or -1 when there is none). The
+ * file is opened for it: no descriptor of ours is kept, since a program that closes every
+ * descriptor, or reuses its number, must not have its own file extended by us. */
+static int reserve_in(const char *path, off_t off, size_t len)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = pw_reserve_disk(fd, off, len);
+    syscall(SYS_close, fd);
+    return rc;
+}
+
 static int reserve(const void *p, size_t len)
 {
     size_t off = (size_t)((const char *)p - (const char *)hdr);
@@ -294,14 +307,7 @@ static int reserve(const void *p, size_t len)
             break;
     if (i > last)
         return 0;
-    /* the store's own descriptor is not kept: a program that closes every descriptor, or
-     * reuses its number, must not have its file extended by ours */
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, store_path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = pw_reserve_disk(fd, (off_t)(first * PAGE), (last - first + 1) * PAGE);
-    syscall(SYS_close, fd);
-    if (rc != 0)
+    if (reserve_in(store_path, (off_t)(first * PAGE), (last - first + 1) * PAGE) != 0)
         return -1;
     for (i = first; i <= last; i++)
         __atomic_fetch_or(&reserved[i / 8], (unsigned char)(1u << (i % 8)), __ATOMIC_RELEASE);
@@ -375,7 +381,7 @@ static pw_io_rec *rec_of(const pw_io_call *c, int file)
 static pw_io_segments_header_rec *seg_hdr; /* NULL: no segment trace */
 static pw_io_segment_rec *segs;
 static size_t seg_len;
-static int seg_fd = -1;      /* kept open to give slots disk space as they are reached */
+static char seg_path[4300];  /* reopened to give slots disk space as they are reached */
 static int64_t seg_reserved; /* slots with disk space */
 static int seg_lock, seg_full;
 
@@ -392,7 +398,7 @@ static __attribute__((noinline)) int seg_reserve(int64_t i)
     while (have <= i) {
         int64_t upto = have + SEG_CHUNK < cap ? have + SEG_CHUNK : cap;
         off_t at = PAGE + (off_t)have * (off_t)sizeof(pw_io_segment_rec);
-        if (pw_reserve_disk(seg_fd, at, (size_t)(upto - have) * sizeof(pw_io_segment_rec)) != 0) {
+        if (reserve_in(seg_path, at, (size_t)(upto - have) * sizeof(pw_io_segment_rec)) != 0) {
             __atomic_store_n(&seg_full, 1, __ATOMIC_RELAXED);
             break;
         }
@@ -421,16 +427,16 @@ static void segment(const pw_io_call *c, int file, int64_t bytes, int64_t offset
     __atomic_store_n(&g->t1, c->t1 > 0 ? c->t1 : 1, __ATOMIC_RELEASE); /* the commit */
 }
 
-/* The segment trace of the store at store_path (NAME.pwio -> NAME.segments); no trace
- * when it cannot be made, said once. */
-static void make_segments(const char *store_path, int64_t pid)
+/* The segment trace of the store at store_path (NAME.pwio -> NAME.segments, seg_path);
+ * no trace when it cannot be made, said once. */
+static void make_segments(int64_t pid)
 {
     int64_t cap = pw_opt.io_trace_max;
     if (!pw_opt.trace || cap <= 0)
         return;
-    char path[4300];
+    char *path = seg_path;
     size_t n = strlen(store_path) - strlen(".pwio");
-    if (n + sizeof ".segments" > sizeof path)
+    if (n + sizeof ".segments" > sizeof seg_path)
         return;
     memcpy(path, store_path, n);
     memcpy(path + n, ".segments", sizeof ".segments");
@@ -447,7 +453,7 @@ static void make_segments(const char *store_path, int64_t pid)
         }
         return;
     }
-    seg_fd = fd;
+    close(fd);
     seg_len = len;
     seg_reserved = 0;
     seg_full = seg_lock = 0;
@@ -1005,14 +1011,15 @@ static int make_store(int64_t parent)
     map_len = hdr_len + files_len + objects_len + block_size * (size_t)max_threads;
     /* the header, the files' and the objects' tables on disk now (a child copies its
      * parent's whole); the thread blocks' pages when first written (reserve) */
-    size_t npages = map_len / PAGE;
+    size_t page_bits = (map_len / PAGE + 7) / 8;
     size_t nused = ((size_t)max_files * PW_IO_NLAYERS + 7) / 8;
-    unsigned char *bits = mmap(NULL, (npages + 7) / 8 + nused * (size_t)max_threads,
-                               PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t bits_len = page_bits + nused * (size_t)max_threads; /* reserved, used_bits */
+    unsigned char *bits =
+        mmap(NULL, bits_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (bits == MAP_FAILED || ftruncate(fd, (off_t)map_len) != 0 ||
         pw_reserve_disk(fd, 0, hdr_len + files_len + objects_len) != 0) {
         if (bits != MAP_FAILED)
-            munmap(bits, (npages + 7) / 8 + nused * (size_t)max_threads);
+            munmap(bits, bits_len);
         close(fd);
         unlink(path);
         return -1;
@@ -1020,15 +1027,15 @@ static int make_store(int64_t parent)
     char *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
-        munmap(bits, (npages + 7) / 8 + nused * (size_t)max_threads);
+        munmap(bits, bits_len);
         unlink(path);
         return -1;
     }
     if (reserved) /* a forked child's: the parent's store's */
         munmap(reserved, reserved_len);
     reserved = bits;
-    reserved_len = (npages + 7) / 8 + nused * (size_t)max_threads;
-    used_bits = bits + (npages + 7) / 8;
+    reserved_len = bits_len;
+    used_bits = bits + page_bits;
     used_len = nused;
     memcpy(store_path, path, strlen(path) + 1);
     hdr = (pw_io_header_rec *)m;
@@ -1051,7 +1058,7 @@ static int make_store(int64_t parent)
     pw_io_solo_ticks = &hdr->solo_ticks;
     touched_tick = pw_ticks();
     __atomic_store_n(&hdr->magic, PW_IO_MAGIC_NUMBER, __ATOMIC_RELEASE);
-    make_segments(path, hdr->pid);
+    make_segments(hdr->pid);
     return 0;
 }
 
@@ -1093,9 +1100,6 @@ static void in_child(void)
     pw_io_segments_header_rec *old_seg = seg_hdr;
     size_t old_seg_len = seg_len;
     seg_hdr = NULL;
-    if (seg_fd >= 0)
-        close(seg_fd);
-    seg_fd = -1;
     if (make_store(parent) != 0) {
         if (old_seg)
             munmap(old_seg, old_seg_len);

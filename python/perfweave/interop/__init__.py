@@ -574,3 +574,14 @@ def family(name):
 
 def default_output(exp, name):
     return Path(exp) / "export" / name
+
+
+def output_file(exp, out, name, force):
+    """The file an export of exp writes: out, or NAME inside out when it is a directory,
+    or EXP/export/NAME without it; one that exists only with force."""
+    path = Path(out or default_output(exp, name))
+    if path.is_dir():
+        path = path / name
+    if path.exists() and not force:
+        raise PerfweaveError(f"{path}: already exists (--force replaces it)")
+    return path

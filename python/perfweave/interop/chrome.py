@@ -27,7 +27,6 @@ import shutil
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -35,9 +34,9 @@ from perfweave.errors import PerfweaveError
 from perfweave.interop import (
     FLUSH_REGION,
     SUB,
-    default_output,
     last_index,
     load,
+    output_file,
     pair_regions,
     region_names,
 )
@@ -343,11 +342,7 @@ def export(exp, out=None, force=False, symbolizer=None):
     EXP/export/trace.json). Returns a summary dict (path, events, records, seconds)."""
     t_start = time.perf_counter()
     X = load(exp)
-    path = Path(out or default_output(exp, "trace.json"))
-    if path.is_dir():
-        path = path / "trace.json"
-    if path.exists() and not force:
-        raise PerfweaveError(f"{path}: already exists (--force replaces it)")
+    path = output_file(exp, out, "trace.json", force)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         ends = tempfile.mkdtemp(prefix=f".{path.name}.flows.", dir=path.parent)

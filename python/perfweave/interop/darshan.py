@@ -7,13 +7,12 @@ import hashlib
 import os
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
 from perfweave._format import IO_FORMS, IO_FS_TYPES, IO_LAYERS, IO_OPS
 from perfweave.errors import PerfweaveError
-from perfweave.interop import default_output
+from perfweave.interop import output_file
 
 # darshan-parser's module names (the section titles and the rows' first column)
 MODULES = {"posix": "POSIX", "stdio": "STDIO", "mpiio": "MPI-IO"}
@@ -203,11 +202,7 @@ def export(exp, out=None, force=False):
     io = e.io
     if not io:
         raise PerfweaveError(f"{exp}: no I/O profile (perfweave run --io)")
-    path = Path(out or default_output(exp, "darshan.txt"))
-    if path.is_dir():
-        path = path / "darshan.txt"
-    if path.exists() and not force:
-        raise PerfweaveError(f"{path}: already exists (--force replaces it)")
+    path = output_file(exp, out, "darshan.txt", force)
     try:
         exe = (e.meta or {}).get("program") or ""
     except (OSError, ValueError, PerfweaveError):
