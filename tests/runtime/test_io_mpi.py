@@ -4,7 +4,10 @@ layer beneath it, never subtracted from it. The programs know their own I/O by
 construction (bytes, calls per rank); the stores are read through perfweave.open(...).io."""
 
 import re
+import shutil
+import subprocess
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,6 +114,19 @@ def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
     }
 
 
+MEMORY_FS = {"tmpfs", "ramfs"}
+
+
+def disk_dir(tmp_path):
+    """A directory on a disk file system: tmp_path, else one in /var/tmp or beside the
+    tests (CI may give /tmp as tmpfs); None when every candidate is memory-backed."""
+    for base in (tmp_path, Path("/var/tmp"), Path(__file__).resolve().parent):
+        fs = subprocess.run(["stat", "-f", "-c", "%T", str(base)], capture_output=True, text=True)
+        if fs.returncode == 0 and fs.stdout.strip() not in MEMORY_FS:
+            return base if base == tmp_path else Path(tempfile.mkdtemp(dir=base, prefix="pw-io-"))
+    return None
+
+
 @pytest.mark.parametrize("flags", FORTIFY, ids=["plain", "fortify"])
 def test_io_open_close_loop_ranks_disk_and_shm(mpi, build, run_pw, tmp_path, flags):
     """Each rank opens (O_CREAT | O_TRUNC), writes 1 byte and closes its own file for a
@@ -120,37 +136,46 @@ def test_io_open_close_loop_ranks_disk_and_shm(mpi, build, run_pw, tmp_path, fla
     the memory flag) and its decision against them; it fires on disk, never on /dev/shm."""
     prog = build(mpi, "io_ranks.c", flags)
     nranks = 3
+    disk = disk_dir(tmp_path)
+    if disk is None:
+        pytest.skip(f"{tmp_path}, /var/tmp and the tests' directory are memory-backed: no disk")
     with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
-        for where, directory in (("disk", str(tmp_path)), ("shm", shm)):
-            r = run_pw(mpi.launch(nranks) + [prog, "loop", directory, 1.0], ["--io"])
-            got = rank_counts(r.proc.stdout)
-            io = perfweave.open(r.exp).io
-            for rank in range(nranks):
-                name = f"{directory}/loop.{rank}.dat"
-                (p,) = layer_records(io, name, "posix")
-                n = got[rank]["opens"]
-                assert (p["opens"], p["closes"], p["writes"], p["bytes_written"]) == (n,) * 4
-                assert p["rank"] == rank
-                memory = io.memory[io.files.index(name)]
-                if where == "disk" and memory:
-                    pytest.skip(f"{tmp_path} is memory-backed: no disk file system to test on")
-                assert memory == (where == "shm")
-            rep = r.report()
-            row = next(x for x in rep["io"]["files"] if x["pattern"].startswith(directory))
-            assert row["memory"] == (where == "shm")
-            assert row["opens"] == sum(g["opens"] for g in got.values())
-            share = (row["open_s"] + row["close_s"]) / row["time_s"]
-            pct = 100 * row["time_s"] / rep["io"]["wall_s"]
-            fired = [a for a in rep["advice"] if a["rule"] == "io_open_close"]
-            rule = not row["memory"] and share >= OPEN_CLOSE_SHARE and pct >= IO_SHARE_PCT
-            assert bool(fired) == rule
-            if where == "disk":
-                assert share >= OPEN_CLOSE_SHARE and fired
-                assert (
-                    "/dev/shm" in fired[0]["text"] and f"{row['opens']:,} opens" in fired[0]["text"]
-                )
-            else:
-                assert not fired
+        try:
+            for where, directory in (("disk", str(disk)), ("shm", shm)):
+                check_loop(mpi, prog, run_pw, nranks, where, directory)
+        finally:
+            if disk != tmp_path:
+                shutil.rmtree(disk, ignore_errors=True)
+
+
+def check_loop(mpi, prog, run_pw, nranks, where, directory):
+    """One run of the open/close loop in directory and the checks of its counts, memory
+    flag and advice (test_io_open_close_loop_ranks_disk_and_shm)."""
+    r = run_pw(mpi.launch(nranks) + [prog, "loop", directory, 1.0], ["--io"])
+    got = rank_counts(r.proc.stdout)
+    io = perfweave.open(r.exp).io
+    for rank in range(nranks):
+        name = f"{directory}/loop.{rank}.dat"
+        (p,) = layer_records(io, name, "posix")
+        n = got[rank]["opens"]
+        assert (p["opens"], p["closes"], p["writes"], p["bytes_written"]) == (n,) * 4
+        assert p["rank"] == rank
+        memory = io.memory[io.files.index(name)]
+        assert memory == (where == "shm")
+    rep = r.report()
+    row = next(x for x in rep["io"]["files"] if x["pattern"].startswith(directory))
+    assert row["memory"] == (where == "shm")
+    assert row["opens"] == sum(g["opens"] for g in got.values())
+    share = (row["open_s"] + row["close_s"]) / row["time_s"]
+    pct = 100 * row["time_s"] / rep["io"]["wall_s"]
+    fired = [a for a in rep["advice"] if a["rule"] == "io_open_close"]
+    rule = not row["memory"] and share >= OPEN_CLOSE_SHARE and pct >= IO_SHARE_PCT
+    assert bool(fired) == rule
+    if where == "disk":
+        assert share >= OPEN_CLOSE_SHARE and fired
+        assert "/dev/shm" in fired[0]["text"] and f"{row['opens']:,} opens" in fired[0]["text"]
+    else:
+        assert not fired
 
 
 @pytest.mark.parametrize("where", ["shm", "disk"])
