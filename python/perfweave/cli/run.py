@@ -27,9 +27,10 @@ def setup_parser(sub):
 
 def _check_counters(args):
     """--counters: PAPI absent -> one line, and the run goes on without counters; an
-    event PAPI does not know -> an error before anything runs; an event it knows but
-    cannot count here -> one line, the others counted, and [{event, why}] of those left
-    out (for the experiment)."""
+    event neither PAPI nor perfweave knows (perfweave counts the kernel's software events
+    PAPI does not know itself) -> an error before anything runs; an event known but that
+    cannot be counted here -> one line, the others counted, and [{event, why}] of those
+    left out (for the experiment)."""
     names = [n.strip() for n in (args.counters or "").split(",") if n.strip()]
     if not names:
         return []
@@ -44,7 +45,7 @@ def _check_counters(args):
     if unknown:
         raise PerfweaveError(
             "--counters: "
-            + "; ".join(f"{n} is not an event here (PAPI: {w})" for n, w in unknown)
+            + "; ".join(f"{n} is not an event here ({w})" for n, w in unknown)
             + " (perfweave components lists PAPI's components; "
             "papi_native_avail their events)"
         )
@@ -52,7 +53,7 @@ def _check_counters(args):
     if left_out:
         print(
             "perfweave: --counters: not counted here: "
-            + "; ".join(f"{n} (PAPI: {w})" for n, w in left_out)
+            + "; ".join(f"{n} ({w})" for n, w in left_out)
             + (f"; counting {','.join(counted)}" if counted else "; running without counters"),
             file=sys.stderr,
         )
