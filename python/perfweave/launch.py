@@ -23,59 +23,6 @@ from perfweave.errors import PerfweaveError
 # Launchers whose first argument is not the program (the names task_env.py knows how
 # to pass perfweave's variables through).
 LAUNCHERS = task_env.LAUNCHERS
-# Launcher options that take a value, to find the program after them.
-_RANK_OPTS = {"-n", "-np", "--np", "--n", "--ntasks", "-ntasks"}
-# Other launcher options that take a value (so the value is not the program).
-_VALUE_OPTS = {
-    "-c",
-    "-N",
-    "--nodes",
-    "--cpus-per-task",
-    "-x",
-    "-H",
-    "--host",
-    "-hosts",
-    "--hostfile",
-    "-hostfile",
-    "-f",
-    "--map-by",
-    "--bind-to",
-    "-genv",
-    "-env",
-    "--mca",
-    "-mca",
-    "-wdir",
-    "-ppn",
-    "--rankfile",
-    "-p",
-    "--partition",
-    "-t",
-    "--time",
-    "-A",
-    "--account",
-    "-npernode",
-    "--npernode",
-    "--mpi",
-    "--export",
-    "-o",
-    "--output",
-    "-e",
-    "--error",
-    "-J",
-    "--job-name",
-    "-w",
-    "--nodelist",
-    "--ntasks-per-node",
-    "--mem",
-    "-D",
-    "--chdir",
-    "--cpu-bind",
-    "-m",
-    "--distribution",
-    "-genvlist",
-    "-envlist",
-    "--exclusive",
-}
 # Options that give the number of nodes and of tasks per node (their product: the ranks).
 _NODES_OPTS = {"-N", "--nodes"}
 _PER_NODE_OPTS = {"--ntasks-per-node", "-npernode", "--npernode", "-ppn"}
@@ -109,24 +56,11 @@ def program_index(command):
     base = os.path.basename(command[0])
     if base not in LAUNCHERS:
         return 0
-    for i, word in _operands(command):
+    for i, word in task_env.operands(command):
         path = _which(word)
         if path and not os.path.isdir(path) or base == "sbatch" and os.path.isfile(word):
             return i
     return None
-
-
-def _operands(command):
-    """(index, word) of the words of a launch command that are neither the launcher's
-    options nor their values."""
-    skip_next = False
-    for i, word in enumerate(command[1:], 1):
-        if skip_next:
-            skip_next = False
-        elif word.startswith("-"):
-            skip_next = word in _RANK_OPTS or word in _VALUE_OPTS
-        else:
-            yield i, word
 
 
 # the default of an argument that run() finds once and passes on: found from the command
@@ -163,7 +97,7 @@ def rank_count(command, environ=None, at=FROM_COMMAND):
     if at is FROM_COMMAND:
         at = program_index(command)
     options = command[:at] if at else command
-    n = _option_number(options, _RANK_OPTS)
+    n = _option_number(options, task_env.RANK_OPTIONS)
     if n is None:
         nodes, per_node = (
             _option_number(options, _NODES_OPTS),
@@ -261,7 +195,7 @@ def mpmd_programs(command, at=FROM_COMMAND):
     if "--multi-prog" in command:
         # the first word after the options: the file (not executable, so not found as
         # the program)
-        conf = next((word for _, word in _operands(command)), None)
+        conf = next((word for _, word in task_env.operands(command)), None)
         return _multi_prog(conf) if conf else []
     if at is FROM_COMMAND:
         at = program_index(command)
