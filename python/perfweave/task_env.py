@@ -27,7 +27,6 @@ rewritten to name the variables in the launcher's own terms (docs/launching.md):
 
 import os
 import re
-import shutil
 import subprocess
 
 # The exec helper's name, also the marker a user may write before the program.
@@ -135,10 +134,27 @@ def _option_words(argv, program_at):
         yield from range(i, min(end, len(argv)))
 
 
+def which(word):
+    """The executable file that `word` runs, as shutil.which finds it (a word with a /
+    is that path; another, the first executable file of that name on PATH), or None;
+    shutil's own imports (three compression libraries) are not for the launch path."""
+    if os.path.dirname(word):
+        return word if _executable(word) else None
+    path = os.environ.get("PATH", os.defpath)
+    for d in path.split(os.pathsep) if path else ():
+        if _executable(os.path.join(d, word)):
+            return os.path.join(d, word)
+    return None
+
+
+def _executable(path):
+    return os.access(path, os.X_OK) and not os.path.isdir(path)
+
+
 def launcher_kind(command):
     """How `command` starts its tasks: "srun", "sbatch", "salloc", "openmpi" (mpirun),
     "hydra" (MPICH's mpiexec), "other" (another launcher) or None (not a launcher)."""
-    path = shutil.which(command[0]) or command[0]
+    path = which(command[0]) or command[0]
     names = [os.path.basename(command[0]), os.path.basename(os.path.realpath(path))]
     for name in names:
         if name in _SLURM_NAMES:
