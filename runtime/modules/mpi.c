@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <link.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,7 +78,8 @@ void *pw_mpi_fortran_real(const char *name, void *self)
     X(int, Comm_dup, (MPI_Comm, MPI_Comm *))                                                       \
     X(int, Type_size, (MPI_Datatype, int *))                                                       \
     X(int, Send, (const void *, int, MPI_Datatype, int, int, MPI_Comm))                            \
-    X(int, Recv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *))                    \
+    X(int, Irecv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *))                  \
+    X(int, Test, (MPI_Request *, int *, MPI_Status *))                                             \
     X(int, Gather, (const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm))    \
     X(int, Gatherv,                                                                                \
       (const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, int,       \
@@ -733,6 +735,21 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
 
 /* ---- clock offsets to rank 0 ---- */
 
+/* A receive of the clock exchange that gives the processor away while it waits. MPI
+ * libraries spin in a blocking receive (MPICH does not yield even when oversubscribed),
+ * so with more busy processes than cores the peer that would answer runs only once the
+ * spinning rank's time slice ends: each round trip cost a time slice, 0.2 s of MPICH's
+ * trivial 2-rank job on a busy 2-core node (bench/launch_overhead.py). */
+static void recv_yielding(void *buf, int count, int src, int tag)
+{
+    MPI_Request req;
+    int done = 0;
+    if (pmpi.Irecv(buf, count, pre.byte, src, tag, st.comm, &req) != MPI_SUCCESS)
+        return;
+    while (pmpi.Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+        sched_yield();
+}
+
 /* Cristian's method: rank 0 exchanges `rounds` ping-pongs with each rank in turn
  * and keeps the exchange with the shortest round trip; the offset's error is at
  * most half that round trip. */
@@ -750,7 +767,7 @@ static void clock_offsets(int64_t *offset, int64_t *err)
             for (int k = 0; k < rounds; k++) {
                 int64_t t1 = pw_now();
                 pmpi.Send(&t1, 1, pre.byte, r, tag, st.comm);
-                pmpi.Recv(&remote, 8, pre.byte, r, tag, st.comm, MPI_STATUS_IGNORE);
+                recv_yielding(&remote, 8, r, tag);
                 int64_t t2 = pw_now();
                 if (t2 - t1 < best) {
                     best = t2 - t1;
@@ -764,11 +781,11 @@ static void clock_offsets(int64_t *offset, int64_t *err)
     } else {
         int64_t ping, now, res[2];
         for (int k = 0; k < rounds; k++) {
-            pmpi.Recv(&ping, 1, pre.byte, 0, tag, st.comm, MPI_STATUS_IGNORE);
+            recv_yielding(&ping, 1, 0, tag);
             now = pw_now();
             pmpi.Send(&now, 8, pre.byte, 0, tag, st.comm);
         }
-        pmpi.Recv(res, 16, pre.byte, 0, tag, st.comm, MPI_STATUS_IGNORE);
+        recv_yielding(res, 16, 0, tag);
         *offset = res[0];
         *err = res[1];
     }

@@ -3,6 +3,7 @@ perfweave never changes the program's output, exit status or signal handling. Th
 experiment is read through the Python API (perfweave.open); the experiment's state is
 its profile's (`partial`), its notes the profile's notes."""
 
+import json
 import os
 
 import pytest
@@ -74,8 +75,14 @@ def test_return_without_finalize(mpi, build, run_pw):
     assert exp.profile.partial and len(exp.mpi_ranks()) == len(saved)
     assert by_name(exp.mpi_functions())["MPI_Allreduce"]["calls"] == 3 * len(saved)
     if len(saved) < 2:
-        notes = exp.profile.notes
-        assert any("no data from 1 of 2 ranks" in n for n in notes), notes
+        # the rank Hydra killed (it SIGKILLs the others as soon as one exits without
+        # MPI_Finalize: rank 1 in about 1 run of 8 here, still saving) is named by perfweave
+        # run's verdict, which the experiment keeps and the report repeats
+        lost = 1 - saved[0]
+        said = f"only 1 of 2 ranks recorded data (none from rank {lost}): "
+        assert any(n.startswith(said) for n in exp.profile.notes), exp.profile.notes
+        meta = json.loads((r.exp / "experiment.json").read_text())
+        assert meta["state"] == "partial" and meta["ranks"]["missing"] == str(lost)
 
 
 @pytest.mark.parametrize("sig", ["TERM", "INT"])

@@ -1,8 +1,10 @@
 """perfweave run: run a program (or its MPI launcher) with the runtime preloaded."""
 
+import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from perfweave import launch, options, writing
@@ -63,11 +65,38 @@ def _check_counters(args):
 
 def main(args):
     not_counted = _check_counters(args)
-    exp, status, unwritten, found = launch.run(
-        args.command,
-        options.values(args),
-        meta={"counters_not_counted": not_counted} if not_counted else None,
+    values = options.values(args)
+    started = launch.start(
+        args.command, values, meta={"counters_not_counted": not_counted} if not_counted else None
     )
+    # perfweave-wait waits for the command and ends the run; back here only if it
+    # could not be started
+    launch.hand_over(started, values)
+    status = launch.wait(started)
+    unwritten, found = launch.finish(started.exp, started.meta, status, time.time())
+    return _end(started.exp, status, unwritten, found)
+
+
+def finish(argv):
+    """The end of a run that needs a verdict, for perfweave-wait (runtime/launch/wait.c),
+    which execs `python -c ... EXP META_FD STATUS END`: experiment.json as written at the
+    start is in META_FD; STATUS as subprocess gives it; END in seconds since the epoch.
+    Ends the process as the command ended, whatever happens here."""
+    status = int(argv[2])
+    try:
+        exp = Path(argv[0])
+        with os.fdopen(int(argv[1]), "rb") as f:
+            meta = json.loads(f.read())
+        unwritten, found = launch.finish(exp, meta, status, float(argv[3]))
+        status = _end(exp, status, unwritten, found)
+    except (Exception, KeyboardInterrupt) as e:  # the command's status passes whatever
+        launch.say(f"perfweave: error: {e}", sys.stderr)
+        status = _end_as(status)
+    sys.exit(status)
+
+
+def _end(exp, status, unwritten, found):
+    """The run's last line, and the exit status that passes the command's on."""
     kept = []
     if found and found.state == "empty":
         from perfweave.readers.experiment import kept_by_modules
@@ -97,8 +126,13 @@ def main(args):
         )
     else:
         launch.say(f"perfweave: experiment written to {exp} (perfweave report {exp})", sys.stderr)
+    return _end_as(status)
+
+
+def _end_as(status):
+    """The exit status of the command's (subprocess's) status: its code, or death by its
+    signal, as the program died."""
     if status < 0:
-        # die of the same signal, as the program did
         sys.stdout.flush()
         try:
             signal.signal(-status, signal.SIG_DFL)
