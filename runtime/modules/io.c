@@ -828,6 +828,16 @@ void pw_io_stream_seek(pw_io_call *c, FILE *fp)
 
 void pw_io_path_op(pw_io_call *c, const char *path) { counted_op(c, file_id(path)); }
 
+int pw_io_shared_object(const char *path)
+{
+    const char *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    for (const char *so = base ? strstr(base, ".so") : NULL; so; so = strstr(so + 1, ".so"))
+        if (so[3] == 0 || (so[3] == '.' && so[4] >= '0' && so[4] <= '9'))
+            return 1;
+    return 0;
+}
+
 void pw_io_fd_op(pw_io_call *c, int fd) { counted_op(c, pw_io_fd_file(fd)); }
 
 /* ---- mapped files: the bytes touched are estimated from the mapping's resident pages

@@ -69,6 +69,17 @@ def test_io_mpiio_collective_writes_exact_rank_counts(mpi, build, run_pw, tmp_pa
     )
     assert {io.objects[o] for o in sites["object"] if o >= 0} == {str(prog)}
     assert np.all(sites["object"] >= 0)
+    # every record holds calls; none is of a shared object the MPI library loads inside
+    # MPI_File_open (Open MPI stats each mca_*.so component before it dlopens it), while
+    # the program's own stat of one is its I/O, one per rank
+    ops = ("opens", "closes", "reads", "writes", "seeks", "stats", "syncs", "metas", "mmaps")
+    recs = io.records
+    assert np.all(sum(recs[k] for k in ops) + recs["views"] > 0)
+    libs = {io.files[f] for f in recs["file"] if re.search(r"\.so(\.\d+)*$", io.files[f])}
+    assert libs == {f"{tmp_path}/own.{r}.so.1" for r in range(nranks)}
+    for r in range(nranks):
+        (own,) = layer_records(io, f"{tmp_path}/own.{r}.so.1", "posix")
+        assert (own["opens"], own["closes"], own["stats"], own["rank"]) == (1, 1, 1, r)
 
 
 def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
