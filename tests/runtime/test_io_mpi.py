@@ -222,3 +222,37 @@ def test_io_mmap_bytes_estimated(mpi, build, run_pw, tmp_path, where):
             == est + layer_records(io, f"{directory}/mmap.1.dat", "posix")["mmap_bytes"].sum()
         )
         assert any("an estimate" in n for n in rep["notes"])
+
+
+def test_io_completions_of_mpiio_requests_are_file_time(mpi, build, run_pw, tmp_path):
+    """MPI_Wait, MPI_Test, MPI_Waitall and MPI_Waitany of the requests of MPI_File_iwrite_at
+    and MPI_File_iread_at are MPI-IO time (family file), as the calls that posted them, in
+    each rank's activity page (the node timeline's PID.mpi_FAMILY_ns, the time of every
+    call by family, added when it ends); those of point-to-point requests stay sync, also
+    after the file phase, whose request handles MPI reuses. The program's own clock says
+    when each phase was and how long its completion calls took."""
+    prog = build(mpi, "io_nb_wait.c")
+    nranks = 2
+    r = run_pw(mpi.launch(nranks) + [prog, tmp_path, 8], ["--node-interval", "20"])
+    got = rank_counts(r.proc.stdout)
+    [tl] = r.open().timelines
+
+    def spent(pid, family, a, b):
+        # the calls that ended between the node sampler's ticks around [a, b]
+        return tl.window(tl.index("proc", f"{pid}.mpi_{family}_ns"), a, b)[0]
+
+    for rank in range(nranks):
+        g = got[rank]
+        # the wrapper times a call inside the program's clock readings around it: the
+        # program's sum is larger by the work between them, at most 10 us a call (one
+        # MPI_Test loop makes thousands), and 1 ms for the clock's conversion to ns
+        f = (g["file_t0"], g["file_t1"])
+        assert spent(g["pid"], "file", *f) >= g["file_wait"] - 1e6 - 1e4 * g["file_calls"]
+        # nothing of the file phase is sync time: its only completions are of files
+        assert spent(g["pid"], "sync", *f) < 1e6
+        # the point-to-point completions: sync, and none of it file time; rank 1 waits
+        # 300 ms for rank 0's late send
+        p = (g["p2p_t0"], g["p2p_t1"])
+        assert spent(g["pid"], "sync", *p) >= g["p2p_wait"] - 1e6 - 1e4 * g["p2p_calls"]
+        assert spent(g["pid"], "file", *p) < 1e6
+    assert got[1]["p2p_wait"] > 0.25e9
