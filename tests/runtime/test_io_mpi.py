@@ -123,6 +123,19 @@ def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
     assert {s["where"] for s in fw if s["layer"] == "mpiio"} == {
         f"program io_records (io_records.f90:{lines[k]})" for k in ("fwrite", "fall")
     }
+    # MPI_File_close, whose line gfortran's line table gives as the program statement's,
+    # and the POSIX close the MPI library makes in it (ROMIO closes once in
+    # MPI_File_open too), and its site in the MPI profile
+    closes = [
+        (s["layer"], s["where"])
+        for s in sites
+        if s["pattern"] == f"{tmp_path}/fmpiio.dat" and s["op"] == "close"
+    ]
+    at = f"program io_records (io_records.f90:{lines['fclose']})"
+    assert [w for layer, w in closes if layer == "mpiio"] == [at]
+    assert at in [w for layer, w in closes if layer == "posix"]
+    mpi = {s["function"]: s["location"] for s in r.report()["mpi_profile"]["callsites"]}
+    assert mpi["MPI_File_close"]["line"] == lines["fclose"]
 
 
 MEMORY_FS = {"tmpfs", "ramfs"}
