@@ -519,16 +519,16 @@ static int library_object(int obj)
 }
 
 /* ra itself when its object is the program's; else the first frame of the stack outside
- * the libraries (backtrace: libgfortran keeps no frame pointers); ra when none is. */
+ * the libraries (backtrace: libgfortran keeps no frame pointers); ra when none is. Code
+ * in no object of the snapshot was loaded since (Open MPI dlopens its MPI-IO components,
+ * mca_sharedfp_sm.so, at the first MPI_File_open): a library's, walked past too. */
 static __attribute__((noinline)) uintptr_t user_frame(uintptr_t ra)
 {
     uint64_t off;
     int obj = pw_object_of(ra, &off);
-    if (!library_object(obj)) {
-        if (obj >= 0) {
-            uintptr_t base;
-            pw_object_range(obj, &user_lo, &user_hi, &base);
-        }
+    if (obj >= 0 && !library_object(obj)) {
+        uintptr_t base;
+        pw_object_range(obj, &user_lo, &user_hi, &base);
         return ra;
     }
     void *bt[64];

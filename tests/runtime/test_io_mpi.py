@@ -134,6 +134,12 @@ def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
     at = f"program io_records (io_records.f90:{lines['fclose']})"
     assert [w for layer, w in closes if layer == "mpiio"] == [at]
     assert at in [w for layer, w in closes if layer == "posix"]
+    # every call the MPI library makes for the program's MPI-IO is at one of its lines,
+    # also from the components Open MPI loads at the first MPI_File_open (after the
+    # runtime's snapshot of the loaded objects)
+    lib = [s["where"] for s in sites if s["pattern"].startswith(f"{tmp_path}/fmpiio.dat")]
+    lib += [s["where"] for s in sites if "fmpiio.dat_cid" in s["pattern"]]
+    assert lib and all(re.search(r"\(io_records\.f90:\d+\)$", w) for w in lib), lib
     mpi = {s["function"]: s["location"] for s in r.report()["mpi_profile"]["callsites"]}
     assert mpi["MPI_File_close"]["line"] == lines["fclose"]
 
