@@ -143,14 +143,23 @@ class Symbolizer:
         if obj not in self._symtabs:
             self._symtabs[obj] = self._read_symbols(obj)
         starts, sizes, _ = self._symtabs[obj]
-        out = list(locations)
+        spans = {}  # location -> its function's [start, end), past its entry
         for i in todo:
-            L = locations[i]
-            a = max(L.offset - 1, 0)
+            a = max(locations[i].offset - 1, 0)
             k = int(np.searchsorted(starts, a, "right")) - 1
-            if k < 0 or not starts[k] <= a < starts[k] + sizes[k]:
+            if k >= 0 and starts[k] < a < starts[k] + sizes[k]:
+                spans[i] = (int(starts[k]), int(starts[k] + sizes[k]))
+        if not spans:
+            return locations
+        # the entries' lines first (one addr2line run; an entry is past no entry): the
+        # object's whole line table is read only where a location is on one
+        entry = dict(zip(spans, self.resolve(obj, [b + 1 for b, _ in spans.values()])))
+        out = list(locations)
+        for i, (start, end) in spans.items():
+            L = locations[i]
+            if (entry[i].file, entry[i].line) != (L.file, L.line):
                 continue
-            line = self._call_line(obj, L, a, int(starts[k]), int(starts[k] + sizes[k]))
+            line = self._call_line(obj, L, max(L.offset - 1, 0), start, end)
             if line:
                 out[i] = Location(L.object, L.offset, L.function, L.file, line, L.inlined_into)
         return out
@@ -177,7 +186,7 @@ class Symbolizer:
             return 0  # no statement after it in the function: its code is the entry's
         before = int(lines[lo - 1]) if lo > f else entry
         after = int(lines[hi + 1])
-        src = self._source(L.file)
+        src = self._source(L.file, obj)
         if src is None or not before < after:
             return 0
         calls = [
@@ -222,10 +231,13 @@ class Symbolizer:
             )
         return self._line_tables[obj]
 
-    def _source(self, path):
-        """The source file's lines, or None when it cannot be read."""
+    def _source(self, path, obj):
+        """The source file's lines, or None when it cannot be read or was changed after
+        the object was built (its lines may no longer be the line table's)."""
         if path not in self._sources:
             try:
+                if os.path.getmtime(path) > os.path.getmtime(obj):
+                    raise OSError
                 with open(path, errors="replace") as fh:
                     self._sources[path] = fh.read().splitlines()
             except OSError:
