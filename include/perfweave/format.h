@@ -195,10 +195,11 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
  * -finstrument-functions) are ENTER/LEAVE records. rank-R.json (written at the
  * end) holds the definitions: functions, communicators, windows, groups, clock
  * calibration, loaded objects. */
-/* 3: the MPI family "io" (MPI-IO) renamed "file" in "families"
+/* 4: BLOCK's peer is the thread's OS id (the I/O segments' tid)
+ * 3: the MPI family "io" (MPI-IO) renamed "file" in "families"
  * 2: per-thread BLOCKs mapped from the file (killed ranks keep what they committed),
  *    COLL_DONE and the request keys of nonblocking COLL */
-#define PW_TRACE_VERSION 3
+#define PW_TRACE_VERSION 4
 #define PW_TRACE_MAGIC "perfweave-trace"
 
 #define PW_EVENT_FIELDS(X, A)                                                              \
@@ -250,7 +251,8 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
                         t1 = its COLL's post number (tag), comm */                        \
     X(BLOCK, 15)     /* a block of one thread's records (version 2): t0 = records committed \
                         in it, t1 = its record slots (after this record), tag = thread,    \
-                        bytes = the block's number among the thread's blocks */
+                        peer = the thread's OS id (version 4; -1 before), bytes = the      \
+                        block's number among the thread's blocks */
 
 #define PW_EV_ENUM(name, value) PW_EV_##name = value,
 enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };

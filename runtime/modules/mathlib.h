@@ -45,7 +45,8 @@ extern PW_TLS pw_ml_tab *pw_ml_self;
 
 pw_ml_tab *pw_ml_tab_create(void);
 pw_ml_slot *pw_ml_slot_get(pw_ml_tab *t, uint64_t key, uintptr_t ra);
-/* The next definition of routine id (RTLD_NEXT), its library noted; NULL: none yet. */
+/* The next definition of routine id (pw_wrap_next: also in an object loaded RTLD_LOCAL),
+ * its library noted; NULL: none yet. */
 void *pw_ml_resolve(int id);
 /* A routine called that no loaded library defines: said once, the call does nothing. */
 void pw_ml_missing(int id);
