@@ -2,18 +2,29 @@
 own clock (tests/runtime/programs/ml_sampled.c: rounds of 20 ms of dgemm_ from solve(),
 10 ms of its own arithmetic): the math libraries' share of the app time, dgemm_ as their
 routine and the calling line named, under the reference BLAS and OpenBLAS (whose threads
-are the library's time too); and the same program linked with the static libblas.a, whose
-dgemm_ the wrappers never see: the report says the library is linked statically."""
+are the library's time too), OpenBLAS's kernels of several processors counted for dgemm_;
+and the same program linked with a static BLAS (the reference libblas.a, OpenBLAS's
+libopenblas64.a), whose dgemm_ the wrappers never see: the report says the library is
+linked statically."""
 
 import os
 
 import pytest
 
 from harness import reported, share_bound, site_lines
+from perfweave.readers.samples import read_samples
+from perfweave.symbols import Symbolizer
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 ALTERNATIVES = {"reference": f"{LIB}/lapack:{LIB}/blas", "openblas": f"{LIB}/openblas-pthread"}
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
+# Debian 12's only static OpenBLAS (libopenblas64-pthread-dev, which scripts/install-deps.sh
+# installs): 64-bit integers, the usual names
+OPENBLAS_STATIC = f"{LIB}/openblas64-pthread/libopenblas64.a"
+STATIC = {
+    "reference": ("-l:libblas.a", "-lgfortran"),
+    "openblas": ("-DBLAS_INT=long", OPENBLAS_STATIC, "-lpthread"),
+}
 
 
 @pytest.fixture(params=sorted(ALTERNATIVES))
@@ -72,19 +83,33 @@ def test_math_share_routine_and_caller(build, run_pw, blas):
     assert f"solve (ml_sampled.c:{line})" in text
 
 
-def test_static_library_detected(build, run_pw):
-    prog = build(None, "ml_sampled.c", ("-l:libblas.a", "-lgfortran"))
+@pytest.mark.parametrize("static", sorted(STATIC))
+def test_static_library_detected(build, run_pw, monkeypatch, static):
+    """OpenBLAS's kernels have no unwind tables (the stack ends there, with no wrapper to
+    go on from) and its worker thread runs them: they count for dgemm_, the routine the
+    program is seen calling, and its threads' own routine is no routine to claim."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    prog = build(None, "ml_sampled.c", STATIC[static])
     r = run_pw([prog, 1.0], SAMPLE)
     gemm_s, own_s, _ = reported(r.proc, "gemm_s", "own_s", "calls")
     assert not (r.exp / "mathlib").exists()  # no call through the wrappers
     rep = r.report()
     act = rep["samples"]["app_activity_pct"]
     truth = 100 * gemm_s / (gemm_s + own_s)
-    assert abs(act["mathlib"] - truth) < share_bound(truth, rep["samples"]["app_samples"], 5)
+    if static == "reference":
+        assert abs(act["mathlib"] - truth) < share_bound(truth, rep["samples"]["app_samples"], 5)
+    else:  # its second thread computes or waits for work: the library's time too
+        assert act["mathlib"] > truth - 5, (act, truth)
     m = rep["mathlib"]
     assert m["calls"] == 0
     [st] = m["static"]
     assert st["routine"] == "dgemm_" and st["object"] == str(prog)
+    # every math sample of the main thread is dgemm_'s: its share of the app time is its
+    # thread's share of the samples (compute / (100 - truth), all compute is its own)
+    # times truth, by its clock
+    top = m["sampled"]["routines"][0]
+    assert top["routine"] == "dgemm_" and top["static"] and st["pct"] == top["pct"]
+    assert top["pct"] > truth * act["compute"] / (100 - truth) - 5, (top, act, truth)
     assert f"linked statically into {prog.name}" in st["text"]
     [adv] = [a for a in m["advice"] if a["rule"] == "static_library"]
     assert adv["text"] == st["text"]
@@ -112,3 +137,60 @@ def test_openblas_worker_threads_are_sampled_as_the_librarys(build, run_pw, monk
     assert "[threads of the library]" in callers, sampled
     line = site_lines("ml_sampled.c")["gemm"]
     assert f"solve (ml_sampled.c:{line})" in callers, sampled
+
+
+# OPENBLAS_CORETYPE values, the suffix OpenBLAS gives their kernels, and the instructions
+# they need. HASWELL's, ZEN's and SANDYBRIDGE's gemm kernels are assembly without unwind
+# tables (no FDE in libopenblas.so.0's .eh_frame), SKYLAKEX's are C with them.
+CORETYPES = {
+    "Haswell": ("HASWELL", {"avx2", "fma"}),
+    "Zen": ("ZEN", {"avx2", "fma"}),
+    "SkylakeX": ("SKYLAKEX", {"avx512f", "avx512dq", "avx512bw", "avx512vl"}),
+    "Sandybridge": ("SANDYBRIDGE", {"avx"}),
+}
+
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        return set(next((x for x in f if x.startswith("flags")), ":").split(":")[1].split())
+
+
+# those this processor runs (on one without AVX-512, SKYLAKEX's kernels would fault)
+RUNNABLE = sorted(c for c, (_, need) in CORETYPES.items() if need <= cpu_flags())
+
+
+@pytest.mark.parametrize("core", RUNNABLE)
+def test_openblas_kernels_of_each_processor(build, run_pw, monkeypatch, core):
+    """Whatever kernel OpenBLAS runs, its samples are dgemm_'s, the routine the program
+    calls through the wrapper: no static-library claim; the main thread's samples in a
+    kernel without unwind tables still have the calling line (the sampler goes on from
+    the wrapper's frame)."""
+    monkeypatch.setenv("LD_LIBRARY_PATH", ALTERNATIVES["openblas"])
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    monkeypatch.setenv("OPENBLAS_CORETYPE", core)
+    prog = build(None, "ml_sampled.c", ("-lblas",))
+    r = run_pw([prog, 0.6], SAMPLE)
+    gemm_s, own_s, calls = reported(r.proc, "gemm_s", "own_s", "calls")
+    # the kernel that ran is the processor's, by the samples' frames in the library
+    [p] = read_samples(r.exp)
+    lib = [i for i, o in enumerate(p.objects) if os.path.basename(o) == "libopenblas.so.0"]
+    offs = p.records["offset"][p.records["object"] == lib[0]]
+    names = {x.function for x in Symbolizer().resolve(p.objects[lib[0]], sorted(set(offs)))}
+    kernel = f"dgemm_kernel_{CORETYPES[core][0]}"
+    assert kernel in names, sorted(n for n in names if "kernel" in n)
+    exp = r.open()
+    s = exp.samples()
+    main = s[(s["thread"] == s["thread"].min()) & (s["activity"] == "mathlib")]
+    assert len(main) > 50, s.groupby(["thread", "activity"], observed=True).size()
+    lost = main[~main["stack"].str.contains("solve")]
+    assert len(lost) <= 1, lost["stack"].value_counts()
+    m = exp.report()["mathlib"]
+    assert not m["static"], m["static"]
+    assert not [a for a in m["advice"] if a["rule"] == "static_library"]
+    routines = {x["routine"]: x for x in m["sampled"]["routines"]}
+    top = routines["dgemm_"]
+    assert top["calls"] == calls and top["unwrapped_pct"] == 0
+    # the rest: the worker waiting between calls, in the library's own code
+    assert top["math_pct"] > 50 and set(routines) <= {"dgemm_", "libopenblas.so.0"}, routines
+    truth = 100 * gemm_s / (gemm_s + own_s)
+    assert exp.report()["samples"]["app_activity_pct"]["mathlib"] > truth - 5
