@@ -1,6 +1,7 @@
 /* A long run that costs the machine nothing: usleep(5 ms) in a loop for SECONDS seconds
- * (CLOCK_MONOTONIC), then prints the process's resident memory (VmRSS, kB) at the end.
- * Usage: sleep_loop SECONDS */
+ * (CLOCK_MONOTONIC), then prints the process's resident memory (VmRSS, kB) at the end,
+ * and on stderr the most a sleep lasted beyond its 5 ms ("late_max S": how long the
+ * process waited for a core when it woke up). Usage: sleep_loop SECONDS */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,14 @@
 
 int main(int argc, char **argv)
 {
-    double seconds = argc > 1 ? atof(argv[1]) : 1.0, t0 = now();
-    while (now() - t0 < seconds)
+    double seconds = argc > 1 ? atof(argv[1]) : 1.0, t0 = now(), t = t0, late = 0;
+    while (t - t0 < seconds) {
         usleep(5000);
+        double t1 = now();
+        if (t1 - t - 0.005 > late)
+            late = t1 - t - 0.005;
+        t = t1;
+    }
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     long rss = -1;
@@ -22,5 +28,6 @@ int main(int argc, char **argv)
     if (f)
         fclose(f);
     printf("rss_kb %ld\n", rss);
+    fprintf(stderr, "late_max %.6f\n", late);
     return 0;
 }
