@@ -139,28 +139,32 @@ def test_kernels_serve_the_wrapped_routine():
         + [([(BLAS, 0x110)], 0, "compute", 3)]
         # the library's worker, at 1 and 2 ms: the main thread is in dgetrf_
         + [([(BLAS, 0x120), (BLAS, 0x130), (LIBC, 0x10)], 1, "compute", t) for t in (1, 2)]
-        # another, waiting at 7 and 8 ms, with nothing called near it: its own routine
+        # another, waiting at 7 and 8 ms, with nothing called near it: its own routine;
+        # at 9 ms in a kernel whose stack ends there: a thread of the library's all the
+        # same (its other stacks start in the library), the kernel's routine
         + [(waiting, 2, "compute", t) for t in (7, 8)]
+        + [([(BLAS, 0x110)], 2, "compute", 9)]
         # the program calling dgemm_ without the wrapper (not through the PLT)
         + [([(BLAS, 0x100), (BLAS, 0x200)] + main, 0, "compute", t) for t in (4, 5)]
     )
     res = samples.analyze([p], symbolizer=Sym())
     m = {r["routine"]: r for r in res.mathlib["routines"]}
     assert {k: r["pct"] for k, r in m.items()} == {
-        "dgetrf_": pytest.approx(100 * 4 / 9),
-        "dgemm_": pytest.approx(100 * 3 / 9),
-        "blas_thread_server": pytest.approx(100 * 2 / 9),
+        "dgetrf_": pytest.approx(100 * 4 / 10),
+        "dgemm_": pytest.approx(100 * 4 / 10),
+        "blas_thread_server": pytest.approx(100 * 2 / 10),
     }
     assert {c["name"]: c["pct"] for c in m["dgetrf_"]["callers"]} == {
-        "solve (solver.f90:211)": pytest.approx(100 * 2 / 9),
-        "[threads of the library]": pytest.approx(100 * 2 / 9),
+        "solve (solver.f90:211)": pytest.approx(100 * 2 / 10),
+        "[threads of the library]": pytest.approx(100 * 2 / 10),
     }
     assert {c["name"]: c["pct"] for c in m["dgemm_"]["callers"]} == {
-        "solve (solver.f90:211)": pytest.approx(100 * 2 / 9),
-        "[stack ends in the library]": pytest.approx(100 / 9),
+        "solve (solver.f90:211)": pytest.approx(100 * 2 / 10),
+        "[stack ends in the library]": pytest.approx(100 / 10),
+        "[threads of the library]": pytest.approx(100 / 10),
     }
     assert m["dgetrf_"]["unwrapped_pct"] == 0
-    assert m["dgemm_"]["unwrapped_pct"] == pytest.approx(100 * 2 / 9)
+    assert m["dgemm_"]["unwrapped_pct"] == pytest.approx(100 * 2 / 10)
     # the wrappers saw dgetrf_ only: dgemm_ was called without them
     calls = [{"routine": "dgetrf_", "count": 2}]
     seen = MathLib.from_literal([{"rank": 0, "t_end": 1, "calls": calls}])

@@ -601,6 +601,13 @@ def _math_frames(p, cand, sym):
             # library's own has its thread's start outside it
             outer == d - 1,
         )
+    # a thread seen started by the library (a stack from its start, all in the library):
+    # its stacks that end in the library are the library's thread's too
+    thread = rec["thread"]
+    own_threads = {int(thread[i]) for i, f in found.items() if f.caller is None and not f.ends}
+    for i, f in found.items():
+        if f.ends and int(thread[i]) in own_threads:
+            f.ends = False
     _served_by_time(p, found)
     return {
         i: _MathFrame(
@@ -1430,8 +1437,9 @@ class SamplesResult:
       math samples), "unwrapped_pct" (of the app time's samples: called from outside
       the library without perfweave's wrapper), "callers": the MATHLIB_CALLERS largest, each
       {"name" ('solve (solver.f90:211)'; '[threads of the library]' for a thread with
-      no frame outside it but its start; '[stack ends in the library]' where the walk
-      stopped inside it), "function", "file", "line", "pct", "routine_pct"}}]}.
+      no frame outside it but its start, and its other samples; '[stack ends in the
+      library]' where the walk stopped inside it in another thread), "function", "file",
+      "line", "pct", "routine_pct"}}]}.
     samples (built on first use): one row per sample, by rank, process, thread and time:
       time_s (since the process's start), rank, process, thread, activity (its name),
       leaf (the self function), line (the self line's name), stack (the path of
