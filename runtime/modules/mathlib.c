@@ -31,6 +31,7 @@
 
 int pw_ml_on;
 PW_TLS int pw_ml_depth;
+PW_TLS int pw_ml_anchored;
 PW_TLS pw_ml_tab *pw_ml_self;
 
 static pw_ml_tab *tabs; /* every thread's table, pushed with a compare-and-swap */
@@ -262,8 +263,7 @@ void pw_ml_plan_made(int id, uintptr_t ra, int64_t ticks, void *plan, const pw_m
         }
         unlock();
     }
-    pw_ml_depth = 0;
-    pw_hold_if_dying();
+    pw_ml_leave();
 }
 
 const pw_ml_plan *pw_ml_plan_find(const void *plan)
@@ -286,8 +286,7 @@ void pw_ml_plan_executed(int id, uintptr_t ra, int64_t ticks, const pw_ml_plan *
         __atomic_fetch_add(&unknown_executes, 1, __ATOMIC_RELAXED);
         pw_ml_add(id, ra, ticks, none, 0, 0, 0);
     }
-    pw_ml_depth = 0;
-    pw_hold_if_dying();
+    pw_ml_leave();
 }
 
 void pw_ml_plan_destroyed(int id, uintptr_t ra, int64_t ticks, const void *plan)
@@ -303,8 +302,7 @@ void pw_ml_plan_destroyed(int id, uintptr_t ra, int64_t ticks, const void *plan)
     }
     unlock();
     pw_ml_add(id, ra, ticks, n, 0, 0, 0);
-    pw_ml_depth = 0;
-    pw_hold_if_dying();
+    pw_ml_leave();
 }
 
 /* ---- the dump ---- */

@@ -183,6 +183,7 @@ static void context_regs(const ucontext_t *uc, uintptr_t *pc, uintptr_t *fp, uin
 #define PW_UNW_PAGES 8
 typedef struct unw_view {
     const ucontext_t *uc;
+    uintptr_t pc, fp; /* non-zero: the registers' values instead of the context's */
     uintptr_t lo, hi;
     uintptr_t page[PW_UNW_PAGES];
     int npages;
@@ -267,15 +268,21 @@ static int unw_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
     if (reg < 0 || reg > UNW_X86_64_RIP)
         return -UNW_EBADREG;
     *val = (unw_word_t)v->uc->uc_mcontext.gregs[greg[reg]];
+    if (reg == UNW_X86_64_RIP && v->pc)
+        *val = v->pc;
+    if (reg == UNW_X86_64_RBP && v->fp)
+        *val = v->fp;
 #elif defined(__aarch64__)
     if (reg >= UNW_AARCH64_X0 && reg <= UNW_AARCH64_X30)
         *val = v->uc->uc_mcontext.regs[reg - UNW_AARCH64_X0];
     else if (reg == UNW_AARCH64_SP)
         *val = v->uc->uc_mcontext.sp;
     else if (reg == UNW_AARCH64_PC)
-        *val = v->uc->uc_mcontext.pc;
+        *val = v->pc ? v->pc : v->uc->uc_mcontext.pc;
     else
         return -UNW_EBADREG;
+    if (reg == UNW_AARCH64_X29 && v->fp)
+        *val = v->fp;
 #else
     (void)reg, (void)val, (void)v;
     return -UNW_EBADREG;
@@ -426,12 +433,17 @@ static int near_loader(const thr *t, uintptr_t sp)
     return 0;
 }
 
-/* The stack of context uc, whose stack pointer is sp, by libunwind into frames[]: the
- * depth, or -1 when libunwind failed before the outermost frame. */
-static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uintptr_t *frames)
+/* The stack of context uc, whose stack pointer is sp, by libunwind into frames[] (at most
+ * max): the depth, or -1 when libunwind failed before the outermost frame. pc, fp: when
+ * non-zero, the walk starts there instead (a wrapper's frame, pc a return address in it);
+ * *last: the stack pointer of the last frame reached. */
+static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uintptr_t pc,
+                          uintptr_t fp, uintptr_t *frames, int max, uintptr_t *last)
 {
     unw_view v;
     v.uc = uc;
+    v.pc = pc ? pc - 1 : 0; /* inside the call that returns to pc: its frame's rules */
+    v.fp = fp;
     v.npages = 0;
     v.pid = t->pid;
     /* below sp: the red zone (128 bytes on x86-64), which libunwind does not read */
@@ -441,14 +453,17 @@ static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uint
     if (unw.init_remote(&c, unw.as, &v) < 0)
         return -1;
     int d = 0, rc = 0;
+    unw_word_t at = 0;
     do {
         unw_word_t ip = 0;
         if (unw.get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
             break;
         frames[d] = d == 0 ? ip + 1 : ip; /* [0]: pc + 1, then return addresses */
         d++;
-    } while (d < PW_SAMPLE_FRAMES && (rc = unw.step(&c)) > 0);
-    if (d < PW_SAMPLE_FRAMES && rc < 0)
+        unw.get_reg(&c, UNW_REG_SP, &at);
+    } while (d < max && (rc = unw.step(&c)) > 0);
+    *last = at;
+    if (d < max && rc < 0)
         return -1;
     return d;
 }
@@ -460,7 +475,7 @@ static void warm_unwind(const thr *t)
     uintptr_t frames[PW_SAMPLE_FRAMES], pc, fp, sp;
     if (unw.step && getcontext(&uc) == 0) {
         context_regs(&uc, &pc, &fp, &sp);
-        unwind_context(t, &uc, sp, frames);
+        unwind_context(t, &uc, sp, 0, 0, frames, PW_SAMPLE_FRAMES, &sp);
     }
 }
 
@@ -481,7 +496,17 @@ static int unwind(const thr *t, void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t
      * (malloc, mmap, memcpy): libunwind would read that list half-made */
     if (__atomic_load_n(&_r_debug.r_state, __ATOMIC_RELAXED) != RT_CONSISTENT)
         return -1;
-    int d = unwind_context(t, ucv, sp, frames);
+    uintptr_t last = 0, anchor = pw_call_anchor;
+    int d = unwind_context(t, ucv, sp, 0, 0, frames, PW_SAMPLE_FRAMES, &last);
+    /* In a measured call whose wrapper the walk did not reach: code without unwind tables
+     * (OpenBLAS's assembly kernels) ended it. It goes on from the wrapper's frame. */
+    if (d > 0 && d + 1 < PW_SAMPLE_FRAMES && anchor && last < anchor && anchor >= sp &&
+        anchor < t->stack_hi) {
+        int more = unwind_context(t, ucv, sp, pw_call_here, anchor, frames + d,
+                                  PW_SAMPLE_FRAMES - d, &last);
+        if (more > 0)
+            d += more; /* frames[d]: pw_call_here, a return address in the wrapper */
+    }
     /* the outermost frame, the program's _start below libc's __libc_start_main: start-up
      * code, which the frame-pointer walk never reaches either (the stack starts at main) */
     uintptr_t lo = unw.lo[UNW_LIBC], hi = unw.hi[UNW_LIBC];
