@@ -150,6 +150,43 @@ static void context_regs(const ucontext_t *uc, uintptr_t *pc, uintptr_t *fp, uin
 #endif
 }
 
+/* A stack deeper than a sample's frames keeps its innermost frames and, in place of the
+ * last PW_OUTER_FRAMES of them, its outermost ones: the program's root (main, a thread's
+ * start) is never cut off by a deep call (MPI_Init runs the constructors of the
+ * components it opens, which may sleep or wait in wrapped calls: 32 frames and more).
+ * The walk goes on, remembering the last frames in a ring, up to PW_DEEPEST frames. */
+#define PW_OUTER_FRAMES 8
+#define PW_DEEPEST 1024
+typedef struct deep_stack {
+    uintptr_t ring[PW_OUTER_FRAMES];
+    int n;   /* frames beyond the sample's */
+    int cut; /* the walk stopped at PW_DEEPEST: the outermost frames are not known */
+} deep_stack;
+
+/* The walk's next frame a: into frames[] (*d of them), or the ring; 0: stop walking. */
+static int add_frame(uintptr_t *frames, int *d, deep_stack *x, uintptr_t a)
+{
+    if (*d < PW_SAMPLE_FRAMES)
+        frames[(*d)++] = a;
+    else
+        x->ring[x->n++ % PW_OUTER_FRAMES] = a;
+    x->cut = *d + x->n >= PW_DEEPEST;
+    return !x->cut;
+}
+
+/* The walk reached the outermost frame: frames[] ends with the stack's outermost
+ * PW_OUTER_FRAMES (the last of its own, then those of the ring) after its innermost. */
+static void end_frames(uintptr_t *frames, const deep_stack *x)
+{
+    int m = x->n < PW_OUTER_FRAMES ? x->n : PW_OUTER_FRAMES,
+        keep = PW_SAMPLE_FRAMES - PW_OUTER_FRAMES;
+    if (x->cut || !m)
+        return;
+    memmove(frames + keep, frames + keep + m, (size_t)(PW_OUTER_FRAMES - m) * sizeof *frames);
+    for (int k = 0; k < m; k++)
+        frames[PW_SAMPLE_FRAMES - m + k] = x->ring[(x->n - m + k) % PW_OUTER_FRAMES];
+}
+
 /* libunwind, when its header was there at build time and its library is here at run
  * time (dlopen'd, so that a program using another unwinder is not disturbed and
  * libperfweave needs nothing more): stacks through code without frame pointers (-O2's
@@ -449,15 +486,19 @@ static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uint
     if (unw.init_remote(&c, unw.as, &v) < 0)
         return -1;
     int d = 0, rc = 0;
-    do {
+    deep_stack x = {.n = 0};
+    for (;;) {
         unw_word_t ip = 0;
         if (unw.get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
             break;
-        frames[d] = d == 0 ? ip + 1 : ip; /* [0]: pc + 1, then return addresses */
-        d++;
-    } while (d < PW_SAMPLE_FRAMES && (rc = unw.step(&c)) > 0);
-    if (d < PW_SAMPLE_FRAMES && rc < 0)
+        /* [0]: pc + 1, then return addresses */
+        if (!add_frame(frames, &d, &x, d == 0 ? ip + 1 : ip) || (rc = unw.step(&c)) <= 0)
+            break;
+    }
+    if (rc < 0 && d < PW_SAMPLE_FRAMES) /* failed before the outermost frame */
         return -1;
+    if (rc >= 0) /* a failure beyond the sample's frames leaves the innermost ones */
+        end_frames(frames, &x);
     return d;
 }
 
@@ -516,17 +557,14 @@ static int unwind(const thr *t, void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t
 /* The frame-pointer chain from fp (each fp in this thread's stack, above sp, growing)
  * into frames[d..]; *reached: the chain passed through the frame `stop`. */
 static int fp_chain(const thr *t, uintptr_t fp, uintptr_t sp, uintptr_t *frames, int d,
-                    uintptr_t stop, int *reached)
+                    deep_stack *x, uintptr_t stop, int *reached)
 {
-    while (d < PW_SAMPLE_FRAMES && fp >= sp && fp >= t->stack_lo &&
-           fp + 2 * sizeof(uintptr_t) <= t->stack_hi && (fp & (sizeof(uintptr_t) - 1)) == 0) {
+    while (fp >= sp && fp >= t->stack_lo && fp + 2 * sizeof(uintptr_t) <= t->stack_hi &&
+           (fp & (sizeof(uintptr_t) - 1)) == 0) {
         if (fp == stop)
             *reached = 1;
         uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
-        if (ret < 4096)
-            break;
-        frames[d++] = ret;
-        if (next <= fp)
+        if (ret < 4096 || !add_frame(frames, &d, x, ret) || next <= fp)
             break;
         fp = next;
     }
@@ -540,14 +578,20 @@ static int fp_chain(const thr *t, uintptr_t fp, uintptr_t sp, uintptr_t *frames,
 static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *frames)
 {
     int d = 0, reached = 0;
+    deep_stack x = {.n = 0};
     uintptr_t anchor = pw_call_anchor;
     if (pc)
         frames[d++] = pc + 1;
-    int n = fp_chain(t, fp, sp, frames, d, anchor, &reached);
-    if (!anchor || reached || anchor < sp || d + 1 >= PW_SAMPLE_FRAMES)
+    int n = fp_chain(t, fp, sp, frames, d, &x, anchor, &reached);
+    if (!anchor || reached || anchor < sp || d + 1 >= PW_SAMPLE_FRAMES) {
+        end_frames(frames, &x);
         return n;
+    }
     frames[d++] = pw_call_here; /* a return address in the wrapper */
-    return fp_chain(t, anchor, sp, frames, d, 0, &reached);
+    x = (deep_stack){.n = 0};   /* the chain from the anchor instead */
+    n = fp_chain(t, anchor, sp, frames, d, &x, 0, &reached);
+    end_frames(frames, &x);
+    return n;
 }
 
 /* Whether our signal alone ended a blocking system call with EINTR (the wrappers then
