@@ -266,15 +266,17 @@ def test_program_signal_swept_over_the_sampling_period_ends_the_call(build, run_
     test excused only a preempted call, and failed on loaded machines, with or without
     perfweave: a sleep woken by the signal but first run after its deadline returns 0.
 
-    Before the change (main at 70a8916), two runs of this sweep: 21 and 26 of the 27,000
-    socket calls (accept, recv*, send*, connect) and 1 of 3,000 io_getevents, then 1 of
-    3,000 msgsnd went on to their timeout; sigtimedwait and sigwaitinfo wrote the
-    program's SIGALRM into the siginfo buffer in 893 of the 6,000 calls that it ended; and
-    one SIGALRM was handled by perfweave's node-timeline thread before that thread had
-    blocked signals. After: none in three runs, one beside two busy loops. A race of rate
-    p per call escapes RACE_CALLS calls of one interface with probability (1 - p)^3000:
-    5 % at the issue's 0.1 %, 10 % at the sockets' 0.08 %; all 36 interfaces together, at
-    0.1 %, e^-108. The run takes about 35 s."""
+    Before the change (main at 70a8916), two runs of this sweep (the first with the
+    signal at up to 0.55 ms): 21 and 26 of the 27,000 socket calls (accept, recv*, send*,
+    connect), 1 of 3,000 io_getevents in the first and 1 of 3,000 msgsnd in the second
+    went on to their timeout; sigtimedwait and sigwaitinfo wrote the program's SIGALRM
+    into the siginfo buffer in 1,601 and 893 of the 6,000 calls that it ended; and one
+    SIGALRM was handled by perfweave's node-timeline thread before that thread had
+    blocked signals. This test on main fails at sigtimedwait (384 such calls). After:
+    none in three runs, one beside two busy loops. A race of rate p per call escapes
+    RACE_CALLS calls of one interface with probability (1 - p)^3000: 5 % at the issue's
+    0.1 %, 10 % at the sockets' 0.08 %; all 36 interfaces together, at 0.1 %, e^-108. The
+    run takes about 35 s."""
     prog = build(None, "blocking.c", ("-pthread",))
     ref = bare([prog, "race", 200, *RACE_MODES])
     assert ref.returncode == 0, ref.stderr
