@@ -77,6 +77,36 @@ def test_seventy_thirty(build, run_pw):
     assert "Where the time goes" in text and "burn7030.c:" in text
 
 
+@pytest.mark.parametrize("unwinder", ["libunwind", "frame pointers"])
+@pytest.mark.parametrize("depth", [30, 100])
+def test_stacks_deeper_than_a_sample_keep_the_program_root(unwinder, depth, build, run_pw):
+    """A sample holds 32 frames. A stack deeper than that (deep_chain: main -> deep x
+    DEPTH -> spin, half the run; with the C library's start and spin, DEPTH + 6 frames or
+    more) used to keep its innermost 32, so its samples had no main and the call tree a
+    second root, deep (134 of 286 samples at DEPTH 40). So did MPI_Init's opening of a
+    component whose constructor sleeps, through perfweave's sleep wrappers: 32 frames
+    down to main in a Fortran MPI program, and a sample deeper in the wrapper left
+    "MPI_Init" as a root of its own (test_sampling_openmp). The stack now keeps its
+    innermost 24 frames and its outermost 8, whether it is a few frames deeper (30) or
+    many (100): every sample under main, with its leaf."""
+    prog = build(None, "deep_chain.c", ("-fno-omit-frame-pointer",))
+    options = SAMPLE + (["--no-sample-libunwind"] if unwinder == "frame pointers" else [])
+    r = run_pw([prog, depth, 0.5], options)
+    shallow_s, deep_s, _ = reported(r.proc, "shallow", "deep", "cpu")
+    exp = r.open()
+    assert read_samples(r.exp)[0].meta["unwinder"] == unwinder
+    roots = [p[0] for p in tree_nodes(exp) if len(p) == 1]
+    assert roots == ["main"], roots
+    stacks = exp.samples()["stack"]
+    taken = len(stacks)
+    truth = 100 * deep_s / (shallow_s + deep_s)
+    inc = by_name(exp.functions(inclusive=True))
+    assert abs(inc["deep"]["pct"] - truth) <= share_bound(truth, taken), (inc["deep"], truth)
+    # the deep samples: main's way in, and the innermost frames down to the spin
+    down = stacks[stacks.str.contains("deep")]
+    assert down.str.startswith("main;deep;").all() and down.str.contains(";deep;spin").all()
+
+
 def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
     prog = build(mpi, "imbalance.c")
     r = run_pw(mpi.launch(3) + [prog], SAMPLE)

@@ -89,12 +89,14 @@ def test_workers_rooted_at_the_parallel_region(omp_run):
     no_frame = 100 * df.loc[df["stack"] == "", "seconds"].sum() / total
     assert no_frame <= outside + share_bound(outside, len(df)), (no_frame, outside)
     stacks = df["stack"][df["stack"] != ""]
-    # every stack from the program's root, but a stray sample (1 of 7791 seen once in a
-    # clean-clone run of openmpi-fortran, not reproduced in 20 runs, 6 of them beside two
-    # busy loops): a sample in a function's first or last instructions can lose its
-    # callers' frames, as below
+    # every stack from the program's root; one of 7791 was not, once, in openmpi-fortran:
+    # MPI_Init's opening of a component whose constructor sleeps, through perfweave's
+    # sleep wrappers, is 32 frames deep down to main, and a sample one or two frames
+    # deeper lost main and the program's frame (a sample kept the innermost 32; it now
+    # keeps the outermost too: test_sampling.py::test_stacks_deeper_than_a_sample_keep_
+    # the_program_root)
     rooted = stacks.str.split(";").str[0].eq(root)
-    assert (~rooted).sum() <= max(1, 0.001 * len(stacks)), stacks[~rooted].value_counts().head()
+    assert rooted.all(), stacks[~rooted].value_counts().head()
     # the workers' samples (threads other than each process's first, its main thread):
     # in the regions' span, under the main thread's way into them (main -> sweep ->
     # sweep._omp_fn.0) or where it forks and joins them (main -> sweep); after it, while
