@@ -1,36 +1,50 @@
 """The perfweave command: one module per verb, each with setup_parser(sub) and main(args)."""
 
-import argparse
 import os
 import sys
 
 from perfweave import __version__
-from perfweave.cli import analyze, components, export, import_, report, run
 from perfweave.errors import PerfweaveError
 
-VERBS = [run, report, analyze, export, import_, components]
+# the verbs in the order --help lists them: name -> its module in this package
+VERBS = {
+    "run": "run",
+    "report": "report",
+    "analyze": "analyze",
+    "export": "export",
+    "import": "import_",
+    "components": "components",
+}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.exit(2, f"perfweave: error: {message} (see perfweave --help)\n")
+def build_parser(verbs=VERBS):
+    """The command line's parser, with the verbs named (all, by default)."""
+    # argparse is imported here: the interpreter that gives a run's verdict imports this
+    # package (cli/run.py finish) and parses nothing
+    import argparse
 
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):
+            self.exit(2, f"perfweave: error: {message} (see perfweave --help)\n")
 
-def build_parser():
     parser = _Parser(
         prog="perfweave", description="Measure and explain the performance of parallel programs."
     )
     parser.add_argument("--version", action="version", version=f"perfweave {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
-    for verb in VERBS:
-        verb.setup_parser(sub)
+    for verb in verbs:
+        __import__(f"{__name__}.{VERBS[verb]}", fromlist=["setup_parser"]).setup_parser(sub)
     return parser
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
-        parser = build_parser()
+        # A command line that starts with a verb is that verb's parser's alone, which its
+        # siblings do not change: only its module (and what it imports) is imported, so
+        # `perfweave run` imports no other verb's. perfweave's own --help, --version and
+        # errors come from the whole parser.
+        parser = build_parser([argv[0]] if argv and argv[0] in VERBS else VERBS)
         args = parser.parse_args(argv)
         if not args.verb:
             parser.print_help()
