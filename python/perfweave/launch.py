@@ -273,7 +273,7 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
     """The Verdict on experiment exp once the launched command ended with status (as
     subprocess gives it), or None when every rank it started recorded data, or the
     program runs without MPI and its processes did. ranks: the command's rank_count."""
-    from perfweave.readers.experiment import rank_ranges, recorded
+    from perfweave.readers.recorded import rank_ranges, recorded
 
     rec = recorded(exp)
     if rec.complete:
@@ -378,7 +378,7 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
 
 def _none_recorded(expected):
     """Verdict.ranks of a run whose ranks recorded nothing (expected: 0 when unknown)."""
-    from perfweave.readers.experiment import rank_ranges
+    from perfweave.readers.recorded import rank_ranges
 
     if not expected:
         return {"recorded": 0}

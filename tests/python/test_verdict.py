@@ -1,5 +1,5 @@
 """perfweave run's verdict on a run that recorded fewer ranks than it started
-(launch.verdict, readers.experiment.recorded) and how the readers repeat it, on
+(launch.verdict, readers.recorded.recorded) and how the readers repeat it, on
 experiment directories built by hand."""
 
 import shutil
@@ -10,7 +10,8 @@ import pytest
 from perfweave import launch
 from perfweave.errors import PerfweaveError
 from perfweave.readers import trace as rt
-from perfweave.readers.experiment import open_experiment, recorded
+from perfweave.readers.experiment import open_experiment
+from perfweave.readers.recorded import recorded
 
 FUNCS = {"functions": ["MPI_Init", "MPI_Send"], "families": ["other", "p2p"]}
 KILLED = "killed before saving (SIGKILL, as launchers send when a rank fails)"
