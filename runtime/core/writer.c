@@ -222,7 +222,7 @@ void pw_file_failed(const char *path, int err)
 int pw_file_open(pw_file *f, const char *path)
 {
     size_t n = 0;
-    f->err = 0;
+    f->err = f->quiet = 0;
     cat(f->path, sizeof f->path, &n, path);
     n = 0;
     cat(f->tmp, sizeof f->tmp, &n, path);
@@ -267,7 +267,7 @@ int pw_file_close(pw_file *f)
         if (f->err)
             unlink(f->tmp);
     }
-    if (f->err)
+    if (f->err && !f->quiet)
         pw_file_failed(f->path, f->err);
     return f->err ? -1 : 0;
 }
@@ -346,7 +346,7 @@ const char *pw_family_name(int family)
 /* The registry (pw_functions_list) as the header's "modules": one entry per module
  * with its id range and strings, and "functions", "families": the name and family of
  * each id. */
-static void put_functions(pw_json *j)
+void pw_functions_json(pw_json *j)
 {
     int nsets = 0;
     pw_functions *const *sets = pw_functions_list(&nsets);
@@ -388,7 +388,7 @@ int pw_profile_write(const pw_profile *p, const char *path)
     pw_json_strs(&j, "hosts", p->hosts, p->nhosts);
     pw_json_strs(&j, "objects", p->objects, p->nobjects);
     pw_json_strs(&j, "buildids", p->buildids, p->nobjects);
-    put_functions(&j);
+    pw_functions_json(&j);
     pw_json_strs(&j, PW_PROFILE_EVENTS_KEY, p->events, p->nevents);
     pw_json_open(&j, "states", '[');
 #define PW_STATE_NAME(name, value, str) pw_json_str(&j, NULL, str);
@@ -451,20 +451,19 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank)
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
         nthreads++;
         table_bytes += t->bytes + t->hist_bytes;
-        resident += resident_bytes(t, t->bytes);
+        resident += resident_bytes(t->slots, t->bytes);
         for (int k = 0; k < nsets; k++) {
             const int64_t *h = __atomic_load_n(&t->hist[k], __ATOMIC_ACQUIRE);
             if (h)
                 resident += resident_bytes(h, (size_t)sets[k]->n * PW_HIST_BUCKETS * 3 * 8);
         }
-        dropped += t->dropped;
-        for (size_t i = 0; i < t->nslots; i++) {
-            pw_site *s = pw_site_at(t, i);
-            if (s->used && s->count > 0) {
+        dropped += t->rec->dropped;
+        size_t i = 0;
+        for (pw_site *s; (s = pw_site_next(t, &i)) != NULL;)
+            if (s->count > 0) {
                 nsites++;
                 nframes += (size_t)s->nframes;
             }
-        }
     }
     int nobj = pw_objects_count();
     size_t nhist_cells = (size_t)nfunctions * PW_HIST_BUCKETS;
@@ -511,9 +510,9 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank)
 #define PW_NS(ticks) ((int64_t)((double)(ticks) * ns_per_tick + 0.5))
     size_t si = 0, fi = 0, ci = 0;
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
-        for (size_t i = 0; i < t->nslots && si < nsites; i++) {
-            pw_site *s = pw_site_at(t, i);
-            if (!s->used || s->count <= 0)
+        size_t i = 0;
+        for (pw_site *s; si < nsites && (s = pw_site_next(t, &i)) != NULL;) {
+            if (s->count <= 0)
                 continue;
             for (int e = 0; e < pw_nevents; e++) {
                 const int64_t *c = pw_site_events(t, s);
@@ -554,10 +553,12 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank)
         }
         for (int k = 0; k < nsets; k++) { /* cells of function base + j: [base + j][b][3] */
             const int64_t *h = __atomic_load_n(&t->hist[k], __ATOMIC_ACQUIRE);
-            size_t n = (size_t)sets[k]->n * PW_HIST_BUCKETS * 3;
-            int64_t *into = cells + (size_t)sets[k]->base * PW_HIST_BUCKETS * 3;
-            for (size_t c = 0; h && c < n; c++)
-                into[c] += h[c];
+            size_t row = PW_HIST_BUCKETS * 3;
+            int64_t *into = cells + (size_t)sets[k]->base * row;
+            for (size_t j = 0; h && j < (size_t)sets[k]->n; j++) /* rows in use only */
+                if (__atomic_load_n(&t->hist_rows[k][j], __ATOMIC_ACQUIRE))
+                    for (size_t c = j * row; c < (j + 1) * row; c++)
+                        into[c] += h[c];
         }
     }
     size_t hi = 0;
