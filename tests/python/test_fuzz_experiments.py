@@ -5,8 +5,9 @@ hang, no stray warning.
 
 The valid experiments: a real traced, sampled run of tests/runtime/programs/trace_basic.c
 under Open MPI (with a PAPI software counter when PAPI has one), analysed once so that
-analysis/waitstates.json exists; and literal ones (conftest.py) with partial/ and procs/
-profiles. Every file of each gets every kind of damage once, with parameters drawn
+analysis/waitstates.json exists; a real run whose ranks died of SIGKILL (killed_at.c),
+whose data are their call-site tables (tables/); and literal ones (conftest.py) with
+partial/ and procs/ profiles. Every file of each gets every kind of damage once, with parameters drawn
 from one seeded generator; a damaged file is restored before the next mutant."""
 
 import contextlib
@@ -94,6 +95,24 @@ def real_experiment(root):
         "analysis/waitstates.json",
     ):
         assert (exp / required).is_file(), required
+    return exp
+
+
+def killed_experiment(root):
+    """A 2-rank run under Open MPI whose ranks die of SIGKILL (killed_at.c): its data are
+    the ranks' call-site tables (tables/)."""
+    exe = root / "killed_at"
+    subprocess.run(
+        ["mpicc.openmpi", "-g", "-O0", "-o", str(exe), str(PROGRAMS / "killed_at.c")],
+        check=True,
+        capture_output=True,
+    )
+    exp = root / "killed"
+    pw = str(Path(sys.executable).parent / "perfweave")
+    cmd = [pw, "run", "-o", str(exp), "--no-sample", "--node-interval", "0", "--"]
+    cmd += ["mpirun.openmpi", "--oversubscribe", "-n", "2", str(exe), "kill", "20", "0", "-1"]
+    subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert len(list((exp / "tables").glob("*.pwtab"))) == 2
     return exp
 
 
@@ -315,6 +334,8 @@ def replace_dir(d, make):
 
 
 def verbs(exp, out):
+    if exp.name == "killed":  # nothing to analyse or export: no trace
+        return [["report", "--html", str(out / "r.html"), str(exp)], ["report", str(exp)]]
     return [
         ["report", "--html", str(out / "r.html"), str(exp)],
         ["report", "--json", str(exp)],
@@ -370,7 +391,8 @@ def run_verb(argv, out=None):
 
 def test_damaged_experiments(tmp_path, capsys, experiment_dir, pwprof):
     rng = random.Random(SEED)
-    exps = [real_experiment(tmp_path)] + literal_experiments(experiment_dir, pwprof)
+    exps = [real_experiment(tmp_path), killed_experiment(tmp_path)]
+    exps += literal_experiments(experiment_dir, pwprof)
     out = tmp_path / "out"
     out.mkdir()
     # the valid experiments themselves: report works, analysis and export where traced

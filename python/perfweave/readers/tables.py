@@ -125,7 +125,7 @@ def read_tables(path, doc=None):
         else:
             raise FormatError(f"{data}: corrupt (a block of kind {kind})")
         off += size
-    header, arrays = _profile(doc, head, rank, tables, hist, lasts, dropped)
+    header, arrays = _profile(data, doc, head, rank, tables, hist, lasts, dropped)
     check_arrays(data, header, arrays)
     pf = ProfileFile(path=str(data), header=header, arrays=arrays)
     if head["private_pages"] > 0:
@@ -194,8 +194,8 @@ def _objects(doc, addresses):
     return obj, off
 
 
-def _profile(doc, head, rank, tables, hist, lasts, dropped):
-    """The profile header and arrays of one process's tables."""
+def _profile(data, doc, head, rank, tables, hist, lasts, dropped):
+    """The profile header and arrays of one process's tables (the file data)."""
     npt = float(head["ns_per_tick"])
 
     def ns(ticks):
@@ -211,7 +211,7 @@ def _profile(doc, head, rank, tables, hist, lasts, dropped):
     sites["bytes_sent"], sites["bytes_recv"] = s["bytes_sent"], s["bytes_recv"]
     nframes = s["nframes"].astype(np.int64)
     if (nframes < 0).any() or (nframes > max(int(head["callsite_depth"]) - 1, 0)).any():
-        raise FormatError("corrupt (a site's frames)")
+        raise FormatError(f"{data}: corrupt (a site's frames)")
     sites["nframes"] = nframes
     sites["first_frame"] = np.where(nframes > 0, np.cumsum(nframes) - nframes, -1)
     frames = np.zeros(int(nframes.sum()), FRAME_DTYPE)
