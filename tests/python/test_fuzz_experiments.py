@@ -7,8 +7,9 @@ The valid experiments: a real traced, sampled run of tests/runtime/programs/trac
 under Open MPI (with a PAPI software counter when PAPI has one), analysed once so that
 analysis/waitstates.json exists; a real run whose ranks died of SIGKILL (killed_at.c),
 whose data are their call-site tables (tables/); and literal ones (conftest.py) with
-partial/ and procs/ profiles. Every file of each gets every kind of damage once, with parameters drawn
-from one seeded generator; a damaged file is restored before the next mutant."""
+partial/ and procs/ profiles. Every file of each gets every kind of damage once, with
+parameters drawn from one seeded generator; a damaged file is restored before the next
+mutant."""
 
 import contextlib
 import io
