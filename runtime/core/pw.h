@@ -368,16 +368,16 @@ static inline pw_site *pw_site_at(const pw_sitetab *t, size_t i)
 {
     return (pw_site *)(t->slots + i * t->entry_size);
 }
-/* Slot i may be read: its pages are given disk space (or private memory). */
-static inline int pw_site_ready(const pw_sitetab *t, size_t i)
+/* Slot s may be read: the page holding its `used` was given disk space (or is private
+ * memory). A slot is used only once all its pages were, so an unused one is all it
+ * takes a probe to read. (For another thread's table: an acquire fence after it.) */
+static inline int pw_site_ready(const pw_sitetab *t, const pw_site *s)
 {
-    if (PW_LIKELY(t->ready == NULL))
-        return 1;
-    size_t off = i * t->entry_size, p = off / PW_TABLES_PAGE;
-    size_t q = (off + t->entry_size - 1) / PW_TABLES_PAGE;
     const unsigned char *r = t->ready;
-    return (__atomic_load_n(&r[p / 8], __ATOMIC_ACQUIRE) >> (p % 8)) &
-           (__atomic_load_n(&r[q / 8], __ATOMIC_ACQUIRE) >> (q % 8)) & 1;
+    if (r == NULL)
+        return 1;
+    size_t p = (size_t)((const char *)&s->used - t->slots) / PW_TABLES_PAGE;
+    return r[p / 8] >> (p % 8) & 1;
 }
 /* The used slot after *i (start with *i = 0), NULL after the last: for a dump, which never
  * reads a page that was given no disk space. */

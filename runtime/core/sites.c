@@ -246,14 +246,15 @@ int pw_sitetab_hist_row(pw_sitetab *t, const pw_functions *f, int local)
     return 1;
 }
 
-static pw_site *lookup(pw_sitetab *t, int32_t fn, uintptr_t ra, uint64_t sh, int create)
+static inline __attribute__((always_inline)) pw_site *lookup(pw_sitetab *t, int32_t fn,
+                                                             uintptr_t ra, uint64_t sh, int create)
 {
     size_t mask = t->nslots - 1;
     size_t i = (size_t)mix((uint64_t)ra ^ ((uint64_t)fn << 48) ^ sh) & mask;
     for (;;) {
-        /* a page never made ready holds no site: not read */
+        /* a slot on a page never made ready is free: not read */
         pw_site *s = pw_site_at(t, i);
-        if (!pw_site_ready(t, i) || !s->used) {
+        if (!pw_site_ready(t, s) || !s->used) {
             if (!create ||
                 !pages_ready(t->slots, t->slots_offset, t->ready, i * t->entry_size, t->entry_size))
                 return NULL;
@@ -271,12 +272,12 @@ static pw_site *lookup(pw_sitetab *t, int32_t fn, uintptr_t ra, uint64_t sh, int
     }
 }
 
-pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames, int nframes)
+/* A site not in the table yet: its slot, or the function's overflow site past the bound.
+ * Out of line: a site is new once, found at every other call. */
+static __attribute__((noinline)) pw_site *
+site_new(pw_sitetab *t, int32_t fn, uintptr_t ra, uint64_t sh, const uintptr_t *frames, int nframes)
 {
-    uint64_t sh = nframes > 0 ? frames_hash(frames, nframes) : 0;
-    pw_site *s = lookup(t, fn, ra, sh, 0);
-    if (PW_LIKELY(s != NULL))
-        return s;
+    pw_site *s;
     if (t->used >= (size_t)pw_opt.max_callsites) {
         t->rec->dropped++;
         s = lookup(t, fn, 0, 0, 1); /* overflow site; slots reserved for these */
@@ -289,12 +290,22 @@ pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *f
     return s ? s : (pw_site *)t->lost;
 }
 
+pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames, int nframes)
+{
+    uint64_t sh = nframes > 0 ? frames_hash(frames, nframes) : 0;
+    pw_site *s = lookup(t, fn, ra, sh, 0);
+    if (PW_LIKELY(s != NULL))
+        return s;
+    return site_new(t, fn, ra, sh, frames, nframes);
+}
+
 pw_site *pw_site_next(const pw_sitetab *t, size_t *i)
 {
     for (; *i < t->nslots; ++*i) {
-        if (!pw_site_ready(t, *i))
-            continue;
         pw_site *s = pw_site_at(t, *i);
+        if (!pw_site_ready(t, s))
+            continue;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the page's bit, then the page */
         if (s->used)
             return ++*i, s;
     }
