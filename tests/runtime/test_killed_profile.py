@@ -6,6 +6,7 @@ marked killed. Ground truth: the programs' own counts, by construction (killed_a
 reported after each iteration (ring_forever.c, tests/runtime/test_trace_killed.py)."""
 
 import json
+import os
 import struct
 import subprocess
 import time
@@ -93,6 +94,31 @@ def test_ranks_killed_after_known_calls_keep_their_counts(mpi, build, run_pw):
     killed = sorted(r for r, s in per_rank.items() if s == "killed")
     said = f"rank{'' if len(killed) == 1 else 's'} {rank_ranges(killed)} ended without saving"
     assert any(n.startswith(said) for n in js["notes"]), js["notes"]
+
+
+def test_a_killed_child_of_ranks_that_end_well(mpi, build, run_pw):
+    """Rank 0's forked child dies of SIGKILL, the ranks end with MPI_Finalize: the profile
+    is complete (every rank's exact calls, none of the child's), and the child is a
+    process of its own read from its tables (killed, its C calls), as a child that ends
+    well is from its procs/ file."""
+    prog = build(mpi, "killed_at.c")
+    r = run_pw(mpi.launch(NRANKS) + [prog, "child-kill", N, P, C], ["--example", "--no-sample"])
+    child = int(r.proc.stdout.split("child ")[1].split()[0])
+    h = os.uname().nodename
+    exp = open_experiment(r.exp)
+    prof = exp.profile
+    assert not prof.partial and (prof.ranks["state"] == 0).all()
+    yields = np.isin(prof.sites["fn"], prof.function_ids("example"))
+    for rank in range(NRANKS):
+        assert int(prof.sites["count"][(prof.sites["rank"] == rank) & yields].sum()) == P
+    (proc,) = exp.processes.ranks
+    assert proc["pid"] == child and STATES[proc["state"]] == "killed"
+    assert int(exp.processes.sites["count"].sum()) == C
+    # the child's tables file is all that is left of the tables: the ranks removed theirs
+    assert sorted(p.name for p in (r.exp / "tables").iterdir()) == [
+        f"{h}.{child}.json",
+        f"{h}.{child}.pwtab",
+    ]
 
 
 def test_ranks_killed_mid_run_keep_counts_up_to_their_last_report(mpi, build, tmp_path):

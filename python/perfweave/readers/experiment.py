@@ -333,7 +333,6 @@ def open_experiment(path):
                 warnings.append(f"skipped {e}")
         return out
 
-    killed, killed_procs = [], []
     if os.path.lexists(reduced):  # a damaged one (a dangling link...) is an error
         files = [read_profile(reduced)]
         partial = False
@@ -345,20 +344,25 @@ def open_experiment(path):
     else:
         files = read_all(partial_files)
         partial = True
-        # processes that ended without saving: their tables, up to that moment
-        saved = {int(p.name[5:-7]) for p in partial_files if p.name[5:-7].isdigit()}
-        for found in unsaved(path, saved, {p.stem for p in proc_files}):
-            if isinstance(found, FormatError):
-                warnings.append(f"skipped {found}")
-                continue
-            try:
-                pf = read_tables(*found)
-            except FormatError as e:
-                warnings.append(f"skipped {e}")
-                continue
-            warnings.extend(pf.notes)
-            (killed if found[1]["rank"] >= 0 else killed_procs).append(pf)
-        files += killed
+    # processes that ended without saving: their tables, up to that moment (a rank's
+    # only without the reduced profile, which has every rank's data)
+    saved = {int(p.name[5:-7]) for p in partial_files if p.name[5:-7].isdigit()}
+    killed, killed_procs = [], []
+    for found in unsaved(path, saved, {p.stem for p in proc_files}):
+        if isinstance(found, FormatError):
+            warnings.append(f"skipped {found}")
+            continue
+        description, doc = found
+        if doc["rank"] >= 0 and not partial:
+            continue
+        try:
+            pf = read_tables(description, doc)
+        except FormatError as e:
+            warnings.append(f"skipped {e}")
+            continue
+        warnings.extend(pf.notes)
+        (killed if doc["rank"] >= 0 else killed_procs).append(pf)
+    files += killed
     processes = None
     procs = read_all(proc_files) + killed_procs
     if procs:

@@ -2,10 +2,10 @@
  * Usage: killed_at MODE N P C
  * Every rank: N MPI_Sendrecv of one int64 around the ring; MPI_Comm_rank (rank + 1) times
  * from each of SITES distinct call sites; P sched_yield (the example module's function);
- * then rank 0 forks a child that calls sched_yield C times and, in MODE kill, raises
- * SIGKILL (else exits normally), and waits for it; every rank joins one MPI_Barrier,
- * prints "rank R pid PID done" and, in MODE kill, raises SIGKILL; in MODE end, it calls
- * MPI_Finalize. The child prints "child PID". */
+ * then, unless C < 0, rank 0 forks a child that calls sched_yield C times and, in MODE
+ * kill and child-kill, raises SIGKILL (else exits normally), and waits for it; every rank
+ * joins one MPI_Barrier, prints "rank R pid PID done" and, in MODE kill, raises SIGKILL;
+ * in MODE end and child-kill, it calls MPI_Finalize. The child prints "child PID". */
 #include <mpi.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +26,7 @@
 int main(int argc, char **argv)
 {
     int kill_mode = argc > 1 && strcmp(argv[1], "kill") == 0;
+    int child_kill = kill_mode || (argc > 1 && strcmp(argv[1], "child-kill") == 0);
     long n = atol(argv[2]), p = atol(argv[3]), c = atol(argv[4]);
     int rank, size, me;
     MPI_Init(&argc, &argv);
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
                 sched_yield();
             printf("child %d\n", (int)getpid());
             fflush(stdout);
-            if (kill_mode)
+            if (child_kill)
                 raise(SIGKILL);
             exit(0);
         }
