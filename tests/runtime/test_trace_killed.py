@@ -66,6 +66,10 @@ def run_and_kill(cmd, base, how):
             tgkill(pid, tid, signal.SIGINT)
     elif how == "SIGINT":  # Ctrl-C: to the terminal's whole process group
         os.killpg(proc.pid, signal.SIGINT)
+    elif how == "SIGINT-twice":  # Ctrl-C again before the ranks are done: launchers kill
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
     else:  # the ranks themselves, without warning
         for _, pid in progress(base):
             try:
