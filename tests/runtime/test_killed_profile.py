@@ -7,6 +7,7 @@ reported after each iteration (ring_forever.c, tests/runtime/test_trace_killed.p
 
 import json
 import os
+import signal
 import struct
 import subprocess
 import time
@@ -149,6 +150,36 @@ def test_ranks_killed_mid_run_keep_counts_up_to_their_last_report(mpi, build, tm
     # time up to the last recorded call: the rank's app time covers its MPI time
     assert (prof.ranks["app_ns"] >= prof.ranks["mpi_ns"]).all()
     assert (prof.ranks["mpi_ns"] > 0).all()
+
+
+def test_a_run_read_while_it_goes_on(mpi, build, tmp_path):
+    """perfweave.open of a running experiment reads its ranks' tables as they are, says so,
+    and each rank has done at least what it had reported before the read."""
+    prog = build(mpi, "ring_forever.c")
+    exp, base = tmp_path / "exp", tmp_path / "ring"
+    cmd = [PERFWEAVE, "run", "-o", str(exp), "--", *mpi.launch(NRANKS), str(prog), str(base)]
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while min(d for d, _ in progress(base)) < WARMUP:
+            assert proc.poll() is None and time.monotonic() < deadline, progress(base)
+            time.sleep(0.05)
+        done = [d for d, _ in progress(base)]
+        prof = open_experiment(exp).profile
+    finally:  # the ranks (in process groups of their own under Open MPI), the launcher
+        for _, pid in progress(base):
+            if pid > 0:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert prof.partial and sorted(prof.ranks["rank"].tolist()) == list(range(NRANKS))
+    assert any("the run has not finished" in n for n in prof.notes), prof.notes
+    for rank in range(NRANKS):
+        mine = prof.sites["rank"] == rank
+        assert count(prof, mine, "MPI_Sendrecv") >= done[rank]
 
 
 def test_launcher_stopped_by_timeout_keeps_every_ranks_data(mpi, build, tmp_path):

@@ -363,6 +363,11 @@ def open_experiment(path):
         warnings.extend(pf.notes)
         (killed if doc["rank"] >= 0 else killed_procs).append(pf)
     files += killed
+    if (killed or killed_procs) and meta.get("state") == "running":
+        warnings.append(
+            "the run has not finished (or perfweave run was killed): its processes' "
+            "call-site tables are read as they are now, their ranks marked killed"
+        )
     processes = None
     procs = read_all(proc_files) + killed_procs
     if procs:
