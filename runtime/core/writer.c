@@ -189,34 +189,81 @@ int pw_reserve_disk(int fd, off_t off, size_t len)
     return 0;
 }
 
-void pw_file_failed(const char *path, int err)
+/* The mark of path (a file of the experiment) for errno err into mark (4700 bytes); -1
+ * when path is not a file of the experiment or the mark's name does not fit. */
+static int mark_path(char *mark, const char *path, int err)
 {
-    static int logged;
     const char *exp = pw_experiment_dir();
     size_t elen = exp ? strlen(exp) : 0;
     if (!elen || strncmp(path, exp, elen) != 0 || path[elen] != '/')
-        exp = NULL; /* not a file of the experiment: nowhere to mark it */
-    const char *rel = path + elen + 1;
-    char name[4600], mark[4700], num[24];
+        return -1; /* not a file of the experiment: nowhere to mark it */
+    char name[4600], num[24];
     size_t n = 0;
     name[0] = 0;
+    for (const char *s = path + elen + 1; *s; s++) { /* REL, '/' and '%' escaped */
+        char one[2] = {*s, 0};
+        cat(name, sizeof name, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
+    }
+    return pw_experiment_path(mark, 4700, "unwritten.", name, ".", err_name(err, num));
+}
+
+/* The marks this process made (a hash of the path, the errno), so that a file written
+ * whole later (a description rewritten at the end, after a full disk got room again)
+ * takes its mark back: a mark says the experiment lacks the file. */
+#define PW_MARKS 32
+static struct {
+    uint64_t hash;
+    int err;
+} marks[PW_MARKS];
+
+static uint64_t path_hash(const char *p)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+void pw_file_failed(const char *path, int err)
+{
+    static int logged;
+    char mark[4700];
     int made = -1;
-    if (exp) {
-        for (const char *s = rel; *s; s++) { /* REL, '/' and '%' escaped */
-            char one[2] = {*s, 0};
-            cat(name, sizeof name, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
-        }
-        int fd = pw_experiment_path(mark, sizeof mark, "unwritten.", name, ".", err_name(err, num))
-                     ? -1
-                     : open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (mark_path(mark, path, err) == 0) {
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd >= 0) {
             close(fd);
             made = 0;
+            uint64_t h = path_hash(path);
+            for (int i = 0; i < PW_MARKS; i++) {
+                uint64_t none = 0;
+                if (__atomic_compare_exchange_n(&marks[i].hash, &none, h, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED)) {
+                    marks[i].err = err;
+                    break;
+                }
+            }
         }
     }
     /* without a mark nobody else can tell: one line per process */
     if (made != 0 && !__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
         pw_log("cannot write %s (%s); the experiment is incomplete", path, err_text(err));
+}
+
+/* path was written whole: the marks this process made of it go. */
+static void unmark(const char *path)
+{
+    uint64_t h = 0;
+    char mark[4700];
+    for (int i = 0; i < PW_MARKS; i++) {
+        if (!__atomic_load_n(&marks[i].hash, __ATOMIC_ACQUIRE))
+            continue;
+        if (!h)
+            h = path_hash(path);
+        if (__atomic_load_n(&marks[i].hash, __ATOMIC_ACQUIRE) == h &&
+            mark_path(mark, path, marks[i].err) == 0)
+            unlink(mark);
+    }
 }
 
 int pw_file_open(pw_file *f, const char *path)
@@ -266,6 +313,8 @@ int pw_file_close(pw_file *f)
             f->err = errno ? errno : EIO;
         if (f->err)
             unlink(f->tmp);
+        else
+            unmark(f->path);
     }
     if (f->err && !f->quiet)
         pw_file_failed(f->path, f->err);

@@ -1154,12 +1154,14 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         blob = blob_pack(&l, &len);
         pw_local_free(&l);
     }
+    /* the rank's data is in its blob, on its way to rank 0: its tables file goes now, so
+     * that on a nearly full disk its space is the profile's (before the gather, so that
+     * every rank's is free when rank 0 has them all and writes); without a blob (no
+     * memory) the file stays, the rank's data */
+    pw_tables_done(PW_STATE_COMPLETE, blob != NULL);
     int *lens = NULL;
     char *all = NULL;
     gather(blob, blob ? len : 0, &all, &lens);
-    /* rank 0 holds every rank's data now: the tables files go before it writes the
-     * profile, so that their disk space is the profile's (a nearly full disk) */
-    pw_tables_done(PW_STATE_COMPLETE, 1);
     if (st.rank == 0 && all && lens) {
         /* drop empty contributions (a rank out of memory) */
         int n = 0;
