@@ -164,6 +164,7 @@ static int create_file(void)
     h->callsite_depth = (int32_t)pw_opt.callsite_depth;
     tf.head = h;
     *head_rank() = tf.rank;
+    __atomic_store_n(&h->magic, PW_TABLES_MAGIC_NUMBER, __ATOMIC_RELEASE);
     if (describe_now() != 0) { /* a file nobody could read: none */
         munmap(m, PAGE);
         tf.head = NULL;
@@ -181,15 +182,12 @@ int pw_tables_block(int kind, int thread, int first, int count, size_t bytes, in
         return -1;
     size_t len = PAGE + (bytes + PAGE - 1) / PAGE * PAGE;
     void *m = MAP_FAILED;
-    int made = 0;
     pw_wrap_depth++;
     int saved_errno = errno;
     if (!trylock())
         goto out;
-    if (tf.state == 0) {
+    if (tf.state == 0)
         tf.state = create_file() == 0 ? 1 : -1;
-        made = tf.state > 0;
-    }
     if (tf.state > 0) {
         int fd = open_file();
         off_t off = (off_t)tf.head->bytes;
@@ -217,8 +215,6 @@ int pw_tables_block(int kind, int thread, int first, int count, size_t bytes, in
 out:
     errno = saved_errno;
     pw_wrap_depth--;
-    if (made)
-        __atomic_store_n(&tf.head->magic, PW_TABLES_MAGIC_NUMBER, __ATOMIC_RELEASE);
     return m == MAP_FAILED ? -1 : 0;
 }
 
