@@ -815,11 +815,13 @@ static __attribute__((noinline)) pw_site *deep_site(pw_sitetab *t, int fn, void 
     return pw_site_get(t, fn, (uintptr_t)ra, frames, nframes);
 }
 
-static void record(int fn, int family, void *ra, int64_t ticks, int64_t sent, int64_t recv)
+static void record(int fn, int family, void *ra, int64_t t1, int64_t ticks, int64_t sent,
+                   int64_t recv)
 {
     pw_sitetab *t = pw_sitetab_self();
     if (PW_UNLIKELY(!t))
         return;
+    t->rec->last_tick = t1; /* how far the thread got, should it end without saving */
     int id = mpi_functions.base + fn;
     pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, id, (uintptr_t)ra)
                                                        : deep_site(t, id, ra);
@@ -840,7 +842,7 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
         call_bytes(kind, a, &sent, &recv);
         errno = saved_errno;
     }
-    record(c->fn, c->family, c->ra, t1 - c->t0, sent, recv);
+    record(c->fn, c->family, c->ra, t1, t1 - c->t0, sent, recv);
     if (PW_UNLIKELY(c->family == PW_FAMILY_FILE) && a)
         file_requests_follow(kind, c->fn, a);
     if (PW_UNLIKELY(pw_hooks.file_call != NULL) && a && file_op[c->fn]) {
@@ -916,6 +918,8 @@ static void clock_offsets(int64_t *offset, int64_t *err)
 
 /* ---- Init / Finalize / Abort / Pcontrol ---- */
 
+static void fill_rank(pw_rank_rec *r, int state, int64_t t_fini);
+
 void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
 {
     int64_t t1 = pw_now();
@@ -944,10 +948,14 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
             st.offset_init, st.offset_init_err, st.offset_init, st.offset_init_err, t1, pw_now()};
         pw_trace_start(st.rank, st.size, pre.world, &clock);
     }
-    record(fn, pw_mpi_fn_family[fn], ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
+    record(fn, pw_mpi_fn_family[fn], ra, pw_ticks(),
+           (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now, and so do the */
     if (pw_hooks.app_begin)     /* modules' baselines (counts "before" the first call) */
         pw_hooks.app_begin();
+    pw_rank_rec r; /* the rank's record, should it end without saving */
+    fill_rank(&r, PW_STATE_KILLED, 0);
+    pw_tables_rank(&r, st.size);
     pw_rank_set(st.rank);
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);
@@ -1013,13 +1021,15 @@ static void write_partial(int state, int in_signal)
     (void)in_signal;
     pw_local l;
     int64_t now = pw_now();
-    if (build_local(&l, state, st.t_fini_enter ? st.t_fini_enter : now) != 0)
+    if (build_local(&l, state, st.t_fini_enter ? st.t_fini_enter : now) != 0) {
+        pw_tables_done(state, 0);
         return;
+    }
     char path[4200], num[24];
     pw_fmt_int(num, st.rank);
     /* partial/rank-R.pwprof (its folder made by the writer); a failure is marked */
-    if (pw_experiment_path(path, sizeof path, "partial/rank-", num, ".pwprof") == 0)
-        pw_profile_write(&l.prof, path);
+    int rc = pw_experiment_path(path, sizeof path, "partial/rank-", num, ".pwprof");
+    pw_tables_done(state, rc == 0 && pw_profile_write(&l.prof, path) == 0);
     pw_local_free(&l);
 }
 
@@ -1119,8 +1129,10 @@ static int strtab_index(strtab *tab, const char *s, const char *t)
     return (int)tab->n++;
 }
 
-static void write_reduced(char *all, const int *lens, int n)
+/* profile.pwprof from the ranks' blobs; 0 when written. */
+static int write_reduced(char *all, const int *lens, int n)
 {
+    int rc = -1;
     size_t nsites = 0, nframes = 0, nhist = 0, ncounts = 0;
     char *q = all;
     for (int r = 0; r < n; q += lens[r], r++) {
@@ -1215,7 +1227,7 @@ static void write_reduced(char *all, const int *lens, int n)
     p.world_size = st.size;
     char path[4200];
     if (pw_experiment_path(path, sizeof path, "profile.pwprof") == 0)
-        pw_profile_write(&p, path); /* a failure is marked in the experiment */
+        rc = pw_profile_write(&p, path); /* a failure is marked in the experiment */
 out:
     free(p.ranks);
     free(p.sites);
@@ -1227,6 +1239,7 @@ out:
     free(objs.s);
     free(objs.t);
     free(objmap);
+    return rc;
 }
 
 /* pw_job's gather: each rank's bytes to rank 0 on the runtime's duplicate of
@@ -1264,6 +1277,9 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         return;
     st.t_fini_enter = pw_now();
     pw_mpi_recording = 0;
+    pw_rank_rec r; /* should it end here, without saving */
+    fill_rank(&r, PW_STATE_KILLED, st.t_fini_enter);
+    pw_tables_rank(&r, st.size);
     clock_offsets(&st.offset_fini, &st.offset_fini_err);
     pw_objects_refresh(); /* objects dlopen'ed since MPI_Init */
     pw_trace_clock clock = {st.offset_init,     st.offset_init_err, st.offset_fini,
@@ -1280,6 +1296,11 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         blob = blob_pack(&l, &len);
         pw_local_free(&l);
     }
+    /* the rank's data is in its blob, on its way to rank 0: its tables file goes now, so
+     * that on a nearly full disk its space is the profile's (before the gather, so that
+     * every rank's is free when rank 0 has them all and writes); without a blob (no
+     * memory) the file stays, the rank's data */
+    pw_tables_done(PW_STATE_COMPLETE, blob != NULL);
     int *lens = NULL;
     char *all = NULL;
     gather(blob, blob ? len : 0, &all, &lens);

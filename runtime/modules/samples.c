@@ -100,7 +100,7 @@ typedef struct thr {
     int ok, tid;
     int adopted; /* an existing thread's slot, set up by another: its handler takes it */
     pid_t pid;   /* the process it runs in (process_vm_readv), read once at its start */
-    uintptr_t stack_lo, stack_hi;
+    uintptr_t stack_lo, stack_hi; /* [lo, hi): its stack; from sp up to hi all mapped */
     int64_t interval_ns;
     uint64_t rng; /* xorshift state: jitter of each interval */
     int n, cap, thinned;
@@ -108,6 +108,25 @@ typedef struct thr {
     int64_t unwound, fallbacks; /* samples by libunwind; by frame pointers instead */
     sample *buf;
 } thr;
+
+/* The start of what the handler reads in place: the interrupted thread's stack from its
+ * stack pointer sp up, [sp, t->stack_hi), mapped as long as the thread runs; 0 (nothing)
+ * when sp is not in that stack (the thread runs on another). Nothing else is read in place:
+ * libunwind's other reads go through process_vm_readv, which fails where a read would
+ * fault, and the frame walk stops there. */
+static uintptr_t live_stack(const thr *t, uintptr_t sp)
+{
+    return sp >= t->stack_lo && sp < t->stack_hi ? sp : 0;
+}
+
+/* [a, a + len) lies in [lo, hi), lo != 0. a comes from the interrupted code's registers or
+ * stack and may be any value, so no sum here may wrap: with rbp = -8 (gfortran -O2 keeps
+ * an array's offset times 8 there), "a + 16 <= hi" held and the frame walk read address
+ * 0 with every signal blocked, which killed the process. */
+static inline int in_range(uintptr_t a, size_t len, uintptr_t lo, uintptr_t hi)
+{
+    return lo && a >= lo && a < hi && hi - a >= len;
+}
 
 static thr threads[PW_SAMPLE_THREADS];
 static int nthreads;            /* slots claimed: beyond PW_SAMPLE_THREADS, threads not sampled */
@@ -279,7 +298,7 @@ static int unw_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
     unw_view *v = arg;
     if (write)
         return -UNW_EINVAL;
-    if (addr >= v->lo && addr < v->hi && v->hi - addr >= sizeof *val) {
+    if (in_range(addr, sizeof *val, v->lo, v->hi)) {
         memcpy(val, (const void *)addr, sizeof *val);
         return 0;
     }
@@ -494,8 +513,8 @@ static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uint
     v.npages = 0;
     v.pid = t->pid;
     /* below sp: the red zone (128 bytes on x86-64), which libunwind does not read */
-    v.lo = sp >= t->stack_lo && sp < t->stack_hi ? sp : 0;
-    v.hi = v.lo ? t->stack_hi : 0;
+    v.lo = live_stack(t, sp);
+    v.hi = t->stack_hi;
     unw_cursor_t c;
     *ended = 0;
     if (unw.init_remote(&c, unw.as, &v) < 0)
@@ -588,15 +607,15 @@ static int unwind(const thr *t, void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t
 #define PW_UNWINDER "frame pointers"
 #endif
 
-/* The stack by frame pointers into frames[] (frames[0] = pc + 1): [fp] = caller's fp,
- * [fp + 8] = return address; every fp must lie in this thread's stack, above the stack
- * pointer, and grow. */
-/* The frame-pointer chain from fp (each fp in this thread's stack, above sp, growing)
- * into frames[d..]; *reached: the chain passed through the frame `stop`. */
+/* The frame-pointer chain from fp into frames[d..]: [fp] = caller's fp, [fp + 8] = return
+ * address; each fp in the thread's live stack above sp (live_stack: code built without
+ * frame pointers leaves any value in the register), aligned, growing. *reached: the chain
+ * passed through the frame `stop`. */
 static int fp_chain(const thr *t, uintptr_t fp, uintptr_t sp, uintptr_t *frames, int d,
                     deep_stack *x, uintptr_t stop, int *reached)
 {
-    while (fp >= sp && fp >= t->stack_lo && fp + 2 * sizeof(uintptr_t) <= t->stack_hi &&
+    uintptr_t lo = live_stack(t, sp);
+    while (in_range(fp, 2 * sizeof(uintptr_t), lo, t->stack_hi) &&
            (fp & (sizeof(uintptr_t) - 1)) == 0) {
         if (fp == stop)
             *reached = 1;
@@ -807,10 +826,14 @@ static thr *adopt(uintptr_t sp)
     for (int i = 0; i < n; i++) {
         thr *t = &threads[i];
         if (t->adopted && t->tid == tid && __atomic_load_n(&t->ok, __ATOMIC_ACQUIRE)) {
+            /* a mapping of the snapshot may be the stack merged with a neighbour, which
+             * may be gone since: the top of the stack is its thread's descriptor, where
+             * the C library puts it (above the static TLS, at the top of the block) */
+            uintptr_t top = (uintptr_t)pthread_self();
             for (int k = 0; k < nmaps; k++)
                 if (sp >= maps_lo[k] && sp < maps_hi[k]) {
                     t->stack_lo = maps_lo[k];
-                    t->stack_hi = maps_hi[k];
+                    t->stack_hi = top > sp && top < maps_hi[k] ? top : maps_hi[k];
                     break;
                 }
             self = t;

@@ -22,7 +22,8 @@ def test_dlopen_dlclose_loop_under_sampling(build, build_dir, run_pw, unwinder):
         assert res.returncode == 0, res.stderr
     prog = build(None, "dlopen_loop.c", ("-ldl",))
     ref = bare([prog, plugin, 0.3])
-    opts = ["--sample-interval-ms", "1"] + (
+    # a buffer for every sample of the run (no thinning: see --sample-capacity)
+    opts = ["--sample-interval-ms", "1", "--sample-capacity", "4000"] + (
         [] if unwinder == "libunwind" else ["--no-sample-libunwind"]
     )
     r = run_pw([prog, plugin, 1.5], opts, timeout=60, check=False)

@@ -13,6 +13,7 @@ import re
 from perfweave.errors import FormatError
 from perfweave.readers.files import read_bytes, read_json
 from perfweave.readers.profile_header import read_header
+from perfweave.readers.table_description import unsaved
 from perfweave.writing import read_unwritten
 
 
@@ -21,9 +22,9 @@ class Recorded:
 
     def __init__(self):
         self.complete = False  # profile.pwprof: every rank reached MPI_Finalize
-        self.ranks = set()  # ranks with data of their own
+        self.ranks = set()  # ranks with data of their own (a killed rank's: its tables)
         self.world_size = 0  # MPI_COMM_WORLD's size as those ranks recorded it
-        self.processes = 0  # processes without MPI that saved a profile (procs/)
+        self.processes = 0  # processes without MPI that saved a profile (procs/) or tables
         self.started = 0  # processes that loaded the runtime (timeline/HOST.pids)
         self.in_init = 0  # processes that called MPI and never got through MPI_Init
         self.starting = 0  # processes past MPI_Init, never through perfweave's start-up
@@ -59,6 +60,14 @@ def recorded(path):
     ]
     if rec.complete:
         sizes.append(_world_size(os.path.join(path, "profile.pwprof")))
+    for found in unsaved(path):
+        if isinstance(found, tuple):  # a process killed before it saved: its tables
+            doc = found[1]
+            if doc["rank"] >= 0:
+                rec.ranks.add(doc["rank"])
+                sizes.append(doc.get("world_size", 0))
+            else:
+                rec.processes += 1
     rec.world_size = max(sizes, default=0)
     pids = set()
     for p in _timeline_files(path, ".pids"):
