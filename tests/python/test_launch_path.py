@@ -25,8 +25,8 @@ HEAVY += ("perfweave.analysis", "perfweave.report", "perfweave.interop", "perfwe
 HEAVY += ("dataclasses", "typing", "inspect")
 # what the launch path does without: each costs an interpreter of the run about as much as
 # the rest of its set-up (pathlib with urllib.parse and ipaddress, subprocess with
-# threading and selectors)
-UNNEEDED = ("pathlib", "urllib", "datetime", "subprocess", "threading")
+# threading and selectors, shutil with bz2, lzma and zlib: argparse's terminal width)
+UNNEEDED = ("pathlib", "urllib", "datetime", "subprocess", "threading", "shutil", "bz2", "lzma")
 
 
 def imports(lines):

@@ -23,7 +23,27 @@ def build_parser(verbs=VERBS):
     # package (cli/run.py finish) and parses nothing
     import argparse
 
+    class _Formatter(argparse.HelpFormatter):
+        """argparse's, with the terminal's width asked when it formats, not when it is
+        made: add_argument makes one to check each option, and argparse asks
+        shutil.get_terminal_size, whose module imports bz2, lzma and zlib (1 ms of each
+        run's start, docs/performance.md "The launch path")."""
+
+        def __init__(self, prog, *args, width=None, **kwargs):
+            super().__init__(prog, *args, width=1 << 16 if width is None else width, **kwargs)
+            self._given = (width, args, kwargs)
+
+        def format_help(self):
+            width, args, kwargs = self._given
+            if width is None:  # the width and the help column HelpFormatter would have
+                plain = argparse.HelpFormatter(self._prog, *args, **kwargs)
+                self._width, self._max_help_position = plain._width, plain._max_help_position
+            return super().format_help()
+
     class _Parser(argparse.ArgumentParser):
+        def __init__(self, *args, formatter_class=_Formatter, **kwargs):
+            super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
         def error(self, message):
             self.exit(2, f"perfweave: error: {message} (see perfweave --help)\n")
 
@@ -31,7 +51,8 @@ def build_parser(verbs=VERBS):
         prog="perfweave", description="Measure and explain the performance of parallel programs."
     )
     parser.add_argument("--version", action="version", version=f"perfweave {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    # prog: the verbs' prefix, which argparse would find by formatting this usage
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser, prog="perfweave")
     for verb in verbs:
         __import__(f"{__name__}.{VERBS[verb]}", fromlist=["setup_parser"]).setup_parser(sub)
     return parser
