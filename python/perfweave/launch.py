@@ -5,7 +5,7 @@ environment, signal forwarding, and the program's exit status passed through.
 (tests/python/test_launch_path.py checks it): the run's fixed cost is this set-up, the
 launcher's own, and perfweave-wait's end of the run (runtime/launch/wait.c). So paths
 are strings here, times come from the time module, and the command starts through
-os.posix_spawn: pathlib, datetime and subprocess, with what they import, cost each
+fork and exec: pathlib, datetime and subprocess, with what they import, cost each
 interpreter of a run (this one and the verdict's, cli/run.py finish) about as much as
 the rest of its set-up (docs/performance.md, "The launch path").
 """
@@ -471,22 +471,35 @@ _DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ)
 def _spawn(argv, env):
     """Start argv (found on PATH) with environment env as subprocess.Popen(argv, env=env)
     starts it: descriptors above 2 closed, SIGPIPE and SIGXFSZ to their default action;
-    returns its pid, or raises OSError (not found, not executable)."""
-    try:
-        inherited = [int(fd) for fd in os.listdir("/proc/self/fd")]
-    except OSError:
-        inherited = range(3, os.sysconf("SC_OPEN_MAX"))
-    closed = [(os.POSIX_SPAWN_CLOSE, fd) for fd in inherited if fd > 2 and _open(fd)]
-    return os.posix_spawnp(argv[0], argv, env, file_actions=closed, setsigdef=_DEFAULTED)
+    returns its pid, or raises OSError (not found, not executable).
 
-
-def _open(fd):
-    """Whether fd is open (listing /proc/self/fd opened one more, closed by now)."""
+    By fork and exec, not os.posix_spawnp: glibc's posix_spawn (2.36) sets its internal
+    signals (32 and 33) to SIG_IGN in the child, which exec keeps, and Python refuses
+    them in setsigdef; the program must inherit what it inherits without perfweave."""
+    r, w = os.pipe2(os.O_CLOEXEC)  # the child's exec error, if any; closed by its exec
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child: exec or _exit)
+        code = 127
+        try:
+            for s in _DEFAULTED:
+                signal.signal(s, signal.SIG_DFL)
+            os.closerange(3, w)
+            os.closerange(w + 1, os.sysconf("SC_OPEN_MAX"))
+            os.execvpe(argv[0], argv, env)
+        except OSError as e:
+            os.write(w, str(e.errno or errno.ENOEXEC).encode())
+        finally:
+            os._exit(code)
+    os.close(w)
     try:
-        os.fstat(fd)
-        return True
-    except OSError:
-        return False
+        failed = os.read(r, 32)
+    finally:
+        os.close(r)
+    if failed:
+        os.waitpid(pid, 0)
+        number = int(failed)
+        raise OSError(number, os.strerror(number), argv[0])
+    return pid
 
 
 def start(command, values, stderr=sys.stderr, meta=None):
