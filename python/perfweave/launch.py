@@ -616,6 +616,8 @@ def run(command, values, stderr=sys.stderr, meta=None):
         for s, h in previous.items():
             signal.signal(s, h)
     ended = time.time()
+    # the runtime's folder for ending together on a signal (ending.c), of no use now
+    shutil.rmtree(exp / "ending", ignore_errors=True)
     meta.update(
         state="finished",
         end_epoch=ended,

@@ -321,7 +321,11 @@ static void dump_all(int state, int in_signal)
 
 void pw_dump_now(int state) { dump_all(state, 0); }
 
-static void at_exit(void) { dump_all(PW_STATE_COMPLETE, 0); }
+static void at_exit(void)
+{
+    dump_all(PW_STATE_COMPLETE, 0);
+    pw_ending_leave();
+}
 
 /* A child of fork (system(), a spawned helper, a program that forks workers) is a
  * process of its own: it starts with no recorded call and no rank, and writes its own
@@ -332,6 +336,8 @@ static void fork_child(void)
     pw_sitetabs_forget();
     pw_rank = -1;
     __atomic_store_n(&dump_state, 0, __ATOMIC_RELEASE);
+    if (pw_opt.catch_signals)
+        pw_ending_join(); /* its own ending/HOST.PID */
     for (size_t i = 0; i < PW_NMODULES; i++)
         if (modules[i]->fork_child)
             modules[i]->fork_child();
@@ -358,12 +364,14 @@ void pw_hold(void)
 static void on_signal(int sig)
 {
     __atomic_store_n(&pw_dying, 1, __ATOMIC_SEQ_CST);
+    pw_ending_saving(sig);
     dump_all(PW_STATE_SIGNAL, 1);
     /* Hand the signal back to what was there before us (the default action):
      * it is blocked while we run, so it is delivered as soon as we return. */
     for (size_t i = 0; i < sizeof caught / sizeof *caught; i++)
         if (caught[i] == sig)
             sigaction(sig, &previous[i], NULL);
+    pw_ending_together(sig); /* a launcher's signal to the job: die with the others */
     raise(sig);
 }
 
@@ -406,7 +414,9 @@ __attribute__((constructor)) static void pw_init(void)
     pw_objects_refresh();
     atexit(at_exit);
     pthread_atfork(NULL, NULL, fork_child);
-    if (pw_opt.catch_signals)
+    if (pw_opt.catch_signals) {
         install_signal_handlers();
+        pw_ending_join();
+    }
     pw_debug("active in pid %d", (int)getpid());
 }
