@@ -2,9 +2,9 @@
 """Benchmark: what perfweave's MPI profile costs (figures, not a test).
 
 For each MPI library, in one invocation and alternating bare and measured runs:
-  1. ns added per wrapped call, for a cheap call (MPI_Comm_rank) and a 0-byte
-     MPI_Allreduce on 2 ranks: per-call time measured inside the program, under
-     perfweave minus bare;
+  1. ns added per wrapped call, for a cheap call (MPI_Comm_rank; from one call site,
+     and from two in turn, which finds its site by hashing) and a 0-byte MPI_Allreduce
+     on 2 ranks: per-call time measured inside the program, under perfweave minus bare;
   2. wall-time overhead on message-heavy programs on 2 ranks (bench/programs/
      msg_heavy.c): an application-like step (4 KiB halo exchanges, ~20 us of
      computation, an Allreduce every 10 steps) and the worst case (64-byte
@@ -35,6 +35,14 @@ FLAVORS = {
     "openmpi": ("mpicc.openmpi", ["mpirun.openmpi", "--oversubscribe", "-n", "2"]),
     "mpich": ("mpicc.mpich", ["mpirun.mpich", "-n", "2"]),
 }
+
+
+# cheap_calls.c's figures: key, label
+CHEAP = (
+    ("comm_rank_ns", "MPI_Comm_rank"),
+    ("comm_rank_2sites_ns", "MPI_Comm_rank, 2 sites"),
+    ("allreduce0_ns", "MPI_Allreduce 0 B, 2 ranks"),
+)
 
 
 def build(cc, name, out):
@@ -132,10 +140,7 @@ def compare(args, tmp):
                 for b, pw in builds.items():
                     runs[(p, b)].append(run(launch + argv, pw is not None, tmp, perfweave=pw))
         print(f"\n[{flavor}] ns added per call (median), baseline -> this build")
-        for key, label in (
-            ("comm_rank_ns", "MPI_Comm_rank"),
-            ("allreduce0_ns", "MPI_Allreduce 0 B, 2 ranks"),
-        ):
+        for key, label in CHEAP:
             bare, old, new = (median_of(runs[("cheap", b)], key) for b in builds)
             print(
                 f"  {label:28s} bare {bare:7.1f} ns   added: baseline {old - bare:7.1f} ns   "
@@ -176,10 +181,7 @@ def main():
                         run(launch + [str(heavy), "tiny", str(args.tiny_steps)], m, tmp)
                     )
             print(f"\n[{flavor}]")
-            for key, label in (
-                ("comm_rank_ns", "MPI_Comm_rank"),
-                ("allreduce0_ns", "MPI_Allreduce 0 B, 2 ranks"),
-            ):
+            for key, label in CHEAP:
                 b = median_of(runs[("cheap", False)], key)
                 p = median_of(runs[("cheap", True)], key)
                 print(

@@ -7,7 +7,8 @@
 # alternatives, CBLAS, LAPACKE, FFTW3 with its MPI-less legacy Fortran interface);
 # libfftw3-mpi-dev (FFTW's MPI interface, built against Open MPI only),
 # libscalapack-openmpi-dev and libscalapack-mpich-dev (ScaLAPACK with its BLACS, for each
-# MPI), libopenblas64-pthread-dev (OpenBLAS with 64-bit integers: ILP64).
+# MPI), libopenblas64-pthread-dev (OpenBLAS with 64-bit integers: ILP64; its
+# libopenblas64.a is the tests' static OpenBLAS, Debian 12 having no other).
 # libunwind8: the sampler dlopens libunwind.so.8 (stacks through code without frame
 # pointers); libunwind-dev: its header, for the build.
 #

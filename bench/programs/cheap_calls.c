@@ -1,6 +1,7 @@
-/* Cost of cheap MPI calls: N x MPI_Comm_rank and N x 0-byte MPI_Allreduce,
- * timed inside the program. Prints "comm_rank_ns X" and "allreduce0_ns Y"
- * (rank 0, per call). */
+/* Cost of cheap MPI calls: N x MPI_Comm_rank, N x MPI_Comm_rank from two call sites in
+ * turn (each call finds its site by hashing: the previous call's site is the other one),
+ * and N/10 x 0-byte MPI_Allreduce, timed inside the program. Prints "comm_rank_ns X",
+ * "comm_rank_2sites_ns Y" and "allreduce0_ns Z" (rank 0, per call). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +17,21 @@ int main(int argc, char **argv)
         MPI_Comm_rank(MPI_COMM_WORLD, &r);
     double t1 = MPI_Wtime();
     MPI_Barrier(MPI_COMM_WORLD);
+    double t4 = MPI_Wtime();
+    for (int i = 0; i < n / 2; i++) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    }
+    double t5 = MPI_Wtime();
+    MPI_Barrier(MPI_COMM_WORLD);
     int m = n / 10;
     double t2 = MPI_Wtime();
     for (int i = 0; i < m; i++)
         MPI_Allreduce(MPI_IN_PLACE, &r, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     double t3 = MPI_Wtime();
     if (rank == 0)
-        printf("comm_rank_ns %.2f\nallreduce0_ns %.2f\n", 1e9 * (t1 - t0) / n, 1e9 * (t3 - t2) / m);
+        printf("comm_rank_ns %.2f\ncomm_rank_2sites_ns %.2f\nallreduce0_ns %.2f\n",
+               1e9 * (t1 - t0) / n, 1e9 * (t5 - t4) / (n / 2 * 2), 1e9 * (t3 - t2) / m);
     MPI_Finalize();
     return 0;
 }

@@ -75,7 +75,9 @@ enum pw_family { PW_FAMILIES(PW_FAMILY_ENUM) PW_NFAMILIES };
     X(COMPLETE, 0, "complete")       /* MPI_Finalize (or normal exit without MPI) */       \
     X(NO_FINALIZE, 1, "no-finalize") /* exit after MPI_Init without MPI_Finalize */        \
     X(ABORT, 2, "abort")             /* MPI_Abort called on this rank */                   \
-    X(SIGNAL, 3, "signal")           /* killed by a fatal signal we caught */
+    X(SIGNAL, 3, "signal")           /* killed by a fatal signal we caught */         \
+    X(KILLED, 4, "killed")           /* ended without saving (SIGKILL, _exit): its      \
+                                        call-site tables as they were (tables/) */
 
 #define PW_STATE_ENUM(name, value, str) PW_STATE_##name = value,
 enum pw_state { PW_STATES(PW_STATE_ENUM) };
@@ -181,6 +183,82 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
     X(hist, PW_HIST_FIELDS, pw_hist_rec)                                                   \
     X(counts, PW_COUNT_FIELDS, pw_count_rec)
 
+/* ---- call-site tables: tables/NAME.pwtab + tables/NAME.json (NAME: HOST.PID) ----
+ * (docs/format.md "Call-site tables")
+ *
+ * A measured process's call-site tables (runtime/core/sites.c) live in the pages of its
+ * tables/NAME.pwtab, mapped MAP_SHARED from its first recorded call, so that a process
+ * that ends without saving (SIGKILL, _exit) leaves its counts up to that moment; a
+ * process that saves its profile removes both files. Layout, every part at a multiple of
+ * PW_TABLES_PAGE bytes: one tables_head, then its rank (a rank record, right after it),
+ * in the first page; then blocks, one after the other up to tables_head.bytes: each a
+ * page holding one table_block, then table_block.bytes of data:
+ *   kind SITES: nslots slots of tables_head.entry_size bytes, a table_site each (used 0:
+ *     free), then callsite_depth - 1 caller frames (uint64), then at events_offset
+ *     2 * nevents + 2 int64 (the counters' inside, before, inside_ns, before_ns)
+ *   kind HIST: [count][PW_HIST_BUCKETS][count, bytes, ticks] int64 of the functions
+ *     first .. first + count - 1
+ * A block whose kind is 0 was never completed. Pages of a SITES block that were never
+ * given disk space read as zeros (free slots). Durations in ticks: ns_per_tick. The JSON
+ * (written whole, renamed into place) says the rest: the process, its functions and
+ * loaded objects (with their address ranges). */
+#define PW_TABLES_VERSION 1
+#define PW_TABLES_MAGIC "perfweave-tables"
+#define PW_TABLES_MAGIC_NUMBER 0x3162617477700a00LL /* tables_head.magic */
+#define PW_TABLES_PAGE 4096
+
+#define PW_TABLES_HEAD_FIELDS(X, A)                                                        \
+    X(int64_t, "<i8", magic)          /* PW_TABLES_MAGIC_NUMBER */                         \
+    X(int32_t, "<i4", version)                                                             \
+    X(int32_t, "<i4", pid)                                                                 \
+    X(int32_t, "<i4", state)          /* -1 while the process runs: killed if it stays */  \
+    X(int32_t, "<i4", private_pages)  /* slot pages that found no disk space (kept in    \
+                                         memory only: their sites are not in the file) */  \
+    X(int64_t, "<i8", bytes)          /* of the file, head and complete blocks */          \
+    X(int64_t, "<i8", tick_start)     /* ticks at t_start */                               \
+    X(int64_t, "<i8", t_start)        /* CLOCK_MONOTONIC ns of the process's start */      \
+    X(double, "<f8", ns_per_tick)     /* measured at the JSON's last writing */            \
+    X(int64_t, "<i8", nslots)         /* slots of a SITES block */                         \
+    X(int32_t, "<i4", entry_size)     /* bytes of a slot */                                \
+    X(int32_t, "<i4", events_offset)  /* of a slot's counter values */                     \
+    X(int32_t, "<i4", nevents)        /* counters per slot (the JSON's "counters") */      \
+    X(int32_t, "<i4", callsite_depth) /* frames of a site: return address + depth - 1 */
+
+#define PW_TABLE_BLOCK_FIELDS(X, A)                                                        \
+    X(int32_t, "<i4", kind)           /* PW_TABLE_*, written last; 0: incomplete */        \
+    X(int32_t, "<i4", thread)         /* the table's number in the process */              \
+    X(int32_t, "<i4", first)          /* HIST: function id of its first row */             \
+    X(int32_t, "<i4", count)          /* HIST: functions */                                \
+    X(int64_t, "<i8", bytes)          /* data after this block's page */                   \
+    X(int64_t, "<i8", dropped)        /* SITES: calls folded into overflow sites */        \
+    X(int64_t, "<i8", last_tick)      /* SITES: the end of the thread's latest recorded  \
+                                         MPI call (0: none) */
+
+#define PW_TABLE_KINDS(X)                                                                  \
+    X(SITES, 1) /* a thread's call-site table */                                           \
+    X(HIST, 2)  /* a thread's size histograms of one module's functions */
+#define PW_TABLE_ENUM(name, value) PW_TABLE_##name = value,
+enum pw_table_kind { PW_TABLE_KINDS(PW_TABLE_ENUM) };
+#undef PW_TABLE_ENUM
+
+/* A slot's fixed part (runtime/core/pw.h pw_site): ra 0 is a function's overflow site. */
+#define PW_TABLE_SITE_FIELDS(X, A)                                                         \
+    X(uint64_t, "<u8", ra)            /* return address into the caller */                 \
+    X(uint64_t, "<u8", stack_hash)    /* of the deeper frames; 0 at depth 1 */             \
+    X(int32_t, "<i4", fn)             /* function id (the JSON's "functions") */           \
+    X(int16_t, "<i2", nframes)        /* caller frames after this part */                  \
+    X(int16_t, "<i2", used)           /* the slot holds a site */                          \
+    X(int64_t, "<i8", count)                                                               \
+    X(int64_t, "<i8", total)          /* ticks */                                          \
+    X(int64_t, "<i8", min)                                                                 \
+    X(int64_t, "<i8", max)                                                                 \
+    X(int64_t, "<i8", bytes_sent)                                                          \
+    X(int64_t, "<i8", bytes_recv)
+
+PW_RECORD_STRUCT(PW_TABLES_HEAD_FIELDS, pw_tables_head_rec)
+PW_RECORD_STRUCT(PW_TABLE_BLOCK_FIELDS, pw_table_block_rec)
+PW_RECORD_STRUCT(PW_TABLE_SITE_FIELDS, pw_table_site_rec)
+
 /* ---- traces (perfweave run --trace): traces/rank-R.events + traces/rank-R.json ----
  *
  * One fixed 40-byte record per event. rank-R.events is a sequence of blocks, each one
@@ -195,10 +273,11 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
  * -finstrument-functions) are ENTER/LEAVE records. rank-R.json (written at the
  * end) holds the definitions: functions, communicators, windows, groups, clock
  * calibration, loaded objects. */
-/* 3: the MPI family "io" (MPI-IO) renamed "file" in "families"
+/* 4: BLOCK's peer is the thread's OS id (the I/O segments' tid)
+ * 3: the MPI family "io" (MPI-IO) renamed "file" in "families"
  * 2: per-thread BLOCKs mapped from the file (killed ranks keep what they committed),
  *    COLL_DONE and the request keys of nonblocking COLL */
-#define PW_TRACE_VERSION 3
+#define PW_TRACE_VERSION 4
 #define PW_TRACE_MAGIC "perfweave-trace"
 
 #define PW_EVENT_FIELDS(X, A)                                                              \
@@ -250,7 +329,8 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
                         t1 = its COLL's post number (tag), comm */                        \
     X(BLOCK, 15)     /* a block of one thread's records (version 2): t0 = records committed \
                         in it, t1 = its record slots (after this record), tag = thread,    \
-                        bytes = the block's number among the thread's blocks */
+                        peer = the thread's OS id (version 4; -1 before), bytes = the      \
+                        block's number among the thread's blocks */
 
 #define PW_EV_ENUM(name, value) PW_EV_##name = value,
 enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };
@@ -277,16 +357,23 @@ PW_ARRAYS(PW_STRUCT)
 #define PW_FORMAT_core(FILE, RECORD, NAMES, CODES, CONST)                                  \
     FILE(profile, ".", PW_PROFILE_MAGIC, PW_PROFILE_VERSION)                               \
     FILE(trace, "traces", PW_TRACE_MAGIC, PW_TRACE_VERSION)                                \
+    FILE(tables, "tables", PW_TABLES_MAGIC, PW_TABLES_VERSION)                             \
     RECORD(rank, PW_RANK_FIELDS, pw_rank_rec)                                              \
     RECORD(site, PW_SITE_FIELDS, pw_site_rec)                                              \
     RECORD(frame, PW_FRAME_FIELDS, pw_frame_rec)                                           \
     RECORD(hist, PW_HIST_FIELDS, pw_hist_rec)                                              \
     RECORD(count, PW_COUNT_FIELDS, pw_count_rec)                                           \
     RECORD(event, PW_EVENT_FIELDS, pw_event_rec)                                           \
+    RECORD(tables_head, PW_TABLES_HEAD_FIELDS, pw_tables_head_rec)                         \
+    RECORD(table_block, PW_TABLE_BLOCK_FIELDS, pw_table_block_rec)                         \
+    RECORD(table_site, PW_TABLE_SITE_FIELDS, pw_table_site_rec)                            \
     NAMES(families, PW_FAMILIES)                                                             \
     NAMES(states, PW_STATES)                                                               \
     CODES(event_types, PW_EVENT_TYPES)                                                     \
     CODES(event_flags, PW_EVENT_FLAGS)                                                     \
+    CODES(table_kinds, PW_TABLE_KINDS)                                                     \
+    CONST(tables_magic_number, PW_TABLES_MAGIC_NUMBER)                                     \
+    CONST(tables_page, PW_TABLES_PAGE)                                                     \
     CONST(hist_buckets, PW_HIST_BUCKETS)                                                   \
     CONST(hist_family_mask, PW_HIST_FAMILY_MASK)                                           \
     CONST(profile_events_key, PW_PROFILE_EVENTS_KEY)

@@ -1,5 +1,9 @@
 """Launching a program under the runtime: experiment directory, MPI flavour,
 environment, signal forwarding, and the program's exit status passed through.
+
+`perfweave run` imports this module and nothing heavier before the program starts
+(tests/python/test_launch_path.py checks it): the run's fixed cost is this set-up, the
+launcher's own, and perfweave-wait's end of the run (runtime/launch/wait.c).
 """
 
 import datetime as _dt
@@ -7,14 +11,11 @@ import errno
 import json
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
-from importlib import resources
+from collections import namedtuple
 from pathlib import Path
 
 from perfweave import __version__, options, task_env, writing
@@ -23,59 +24,6 @@ from perfweave.errors import PerfweaveError
 # Launchers whose first argument is not the program (the names task_env.py knows how
 # to pass perfweave's variables through).
 LAUNCHERS = task_env.LAUNCHERS
-# Launcher options that take a value, to find the program after them.
-_RANK_OPTS = {"-n", "-np", "--np", "--n", "--ntasks", "-ntasks"}
-# Other launcher options that take a value (so the value is not the program).
-_VALUE_OPTS = {
-    "-c",
-    "-N",
-    "--nodes",
-    "--cpus-per-task",
-    "-x",
-    "-H",
-    "--host",
-    "-hosts",
-    "--hostfile",
-    "-hostfile",
-    "-f",
-    "--map-by",
-    "--bind-to",
-    "-genv",
-    "-env",
-    "--mca",
-    "-mca",
-    "-wdir",
-    "-ppn",
-    "--rankfile",
-    "-p",
-    "--partition",
-    "-t",
-    "--time",
-    "-A",
-    "--account",
-    "-npernode",
-    "--npernode",
-    "--mpi",
-    "--export",
-    "-o",
-    "--output",
-    "-e",
-    "--error",
-    "-J",
-    "--job-name",
-    "-w",
-    "--nodelist",
-    "--ntasks-per-node",
-    "--mem",
-    "-D",
-    "--chdir",
-    "--cpu-bind",
-    "-m",
-    "--distribution",
-    "-genvlist",
-    "-envlist",
-    "--exclusive",
-}
 # Options that give the number of nodes and of tasks per node (their product: the ranks).
 _NODES_OPTS = {"-N", "--nodes"}
 _PER_NODE_OPTS = {"--ntasks-per-node", "-npernode", "--npernode", "-ppn"}
@@ -85,7 +33,7 @@ def library_dir():
     env = os.environ.get("PERFWEAVE_LIBDIR")
     if env:
         return Path(env)
-    return Path(str(resources.files("perfweave").joinpath("lib")))
+    return Path(__file__).parent / "lib"
 
 
 def built_flavors(libdir=None):
@@ -99,7 +47,7 @@ def _which(word):
     if "/" in word:
         p = Path(word)
         return str(p.resolve()) if p.is_file() and os.access(p, os.X_OK) else None
-    return shutil.which(word)
+    return task_env.which(word)
 
 
 def program_index(command):
@@ -109,24 +57,11 @@ def program_index(command):
     base = os.path.basename(command[0])
     if base not in LAUNCHERS:
         return 0
-    for i, word in _operands(command):
+    for i, word in task_env.operands(command):
         path = _which(word)
         if path and not os.path.isdir(path) or base == "sbatch" and os.path.isfile(word):
             return i
     return None
-
-
-def _operands(command):
-    """(index, word) of the words of a launch command that are neither the launcher's
-    options nor their values."""
-    skip_next = False
-    for i, word in enumerate(command[1:], 1):
-        if skip_next:
-            skip_next = False
-        elif word.startswith("-"):
-            skip_next = word in _RANK_OPTS or word in _VALUE_OPTS
-        else:
-            yield i, word
 
 
 # the default of an argument that run() finds once and passes on: found from the command
@@ -163,7 +98,7 @@ def rank_count(command, environ=None, at=FROM_COMMAND):
     if at is FROM_COMMAND:
         at = program_index(command)
     options = command[:at] if at else command
-    n = _option_number(options, _RANK_OPTS)
+    n = _option_number(options, task_env.RANK_OPTIONS)
     if n is None:
         nodes, per_node = (
             _option_number(options, _NODES_OPTS),
@@ -261,7 +196,7 @@ def mpmd_programs(command, at=FROM_COMMAND):
     if "--multi-prog" in command:
         # the first word after the options: the file (not executable, so not found as
         # the program)
-        conf = next((word for _, word in _operands(command)), None)
+        conf = next((word for _, word in task_env.operands(command)), None)
         return _multi_prog(conf) if conf else []
     if at is FROM_COMMAND:
         at = program_index(command)
@@ -310,14 +245,11 @@ def check_mpmd(command, at=FROM_COMMAND):
         )
 
 
-@dataclass
-class Verdict:
-    """A run that recorded fewer ranks than it started (perfweave run's last line and
-    experiment.json's state, reason and ranks; docs/format.md)."""
-
-    state: str  # "empty": no data at all; "partial": some ranks' data missing
-    reason: str  # one line: the count and the likely causes
-    ranks: dict  # {"expected": N (absent when unknown), "recorded": k, "missing": "1,3-5"}
+# A run that recorded fewer ranks than it started (perfweave run's last line and
+# experiment.json's state, reason and ranks; docs/format.md). state: "empty" (no data at
+# all) or "partial" (some ranks' data missing); reason: one line, the count and the likely
+# causes; ranks: {"expected": N (absent when unknown), "recorded": k, "missing": "1,3-5"}.
+Verdict = namedtuple("Verdict", "state reason ranks")
 
 
 # likely causes a Verdict names
@@ -453,55 +385,21 @@ def _none_recorded(expected):
     return {"recorded": 0, "expected": expected, "missing": rank_ranges(range(expected))}
 
 
-class StartupWatch:
-    """Ranks that wait in perfweave's start-up, which every rank must reach (the MPI
-    module's MPI_Comm_dup of MPI_COMM_WORLD and clock exchange, right after MPI_Init):
-    a rank without the runtime never comes, and the others wait for ever. Told from the
-    processes' activity pages (readers/experiment.py activity_ranks) while the run goes
-    on: one line once a process has been there PERFWEAVE_STARTUP_WAIT seconds (default
-    60). Looks at the pages more and more rarely (1 s, doubling, up to 30 s), for the
-    first STOP_AFTER seconds of the run only (the start-up is at the start)."""
+# The program `perfweave run` becomes once the command has started (runtime/launch/wait.c),
+# installed beside the runtime library.
+WAITER = "perfweave-wait"
 
-    STOP_AFTER = 900.0
 
-    def __init__(self, exp, stderr, wait=None, now=time.monotonic):
-        self.exp, self.stderr, self.now = exp, stderr, now
-        if wait is None:
-            try:
-                wait = float(os.environ.get("PERFWEAVE_STARTUP_WAIT", "60"))
-            except ValueError:
-                wait = 60.0
-        self.wait = max(wait, 0.1)
-        self.begun = now()
-        self.step = min(1.0, self.wait / 4)
-        self.seen = {}  # activity page -> when it was first seen at -3
-        self.told = False
-
-    def interval(self):
-        """Seconds until the next look, or None: no more looks."""
-        if self.told or self.now() - self.begun > self.STOP_AFTER:
-            return None
-        return self.step
-
-    def poll(self):
-        from perfweave.readers.experiment import ACT_STARTING, activity_ranks
-
-        self.step = min(self.step * 2, 30.0, max(self.wait / 4, 0.25))
-        t = self.now()
-        pages = activity_ranks(self.exp)
-        self.seen = {p: self.seen.get(p, t) for p, r in pages.items() if r == ACT_STARTING}
-        waiting = sum(t - since >= self.wait for since in self.seen.values())
-        if waiting:
-            self.told = True
-            one = waiting == 1
-            say(
-                f"perfweave: {waiting} rank{'' if one else 's'} {'has' if one else 'have'} "
-                f"waited {self.wait:g} s in perfweave's start-up for ranks without its "
-                "runtime (statically linked, or LD_PRELOAD reset by a wrapper); the run "
-                "cannot go on: stop it, and launch every rank under perfweave "
-                "(docs/launching.md)",
-                self.stderr,
-            )
+def startup_wait(environ=None):
+    """Seconds a rank may wait in perfweave's start-up before perfweave run says so
+    (PERFWEAVE_STARTUP_WAIT, default 60, at least 0.1): ranks that have the runtime wait
+    there for ever for one that has not (docs/launching.md)."""
+    environ = os.environ if environ is None else environ
+    try:
+        wait = float(environ.get("PERFWEAVE_STARTUP_WAIT", "60"))
+    except ValueError:
+        wait = 60.0
+    return max(wait, 0.1)
 
 
 def _save_meta(exp, meta):
@@ -524,14 +422,21 @@ def say(line, stderr):
         pass
 
 
-def run(command, values, stderr=sys.stderr, meta=None):
-    """Run `command` under the runtime; returns the experiment path, the exit status
-    (as returned by subprocess: negative for a signal), the files of the experiment
-    that could not be written (writing.read_unwritten) and the Verdict on a run that
-    recorded fewer ranks than it started (else None). meta: more for experiment.json."""
+class Started:
+    """A command started under the runtime (start): its experiment, experiment.json as
+    written at the start (meta, its last member "state": "running"), the launcher's
+    process (child, a subprocess.Popen) and the start, in seconds since the epoch."""
+
+    def __init__(self, exp, meta, child, started):
+        self.exp, self.meta, self.child, self.started = exp, meta, child, started
+
+
+def start(command, values, stderr=sys.stderr, meta=None):
+    """Set up the experiment of `command` and start it under the runtime; returns a
+    Started. meta: more for experiment.json."""
     if not command:
         raise PerfweaveError("no command to run (usage: perfweave run [options] -- COMMAND...)")
-    if shutil.which(command[0]) is None and not (
+    if task_env.which(command[0]) is None and not (
         os.path.isfile(command[0]) and os.access(command[0], os.X_OK)
     ):
         raise PerfweaveError(f"{command[0]}: program not found")
@@ -540,10 +445,9 @@ def run(command, values, stderr=sys.stderr, meta=None):
         raise PerfweaveError(problem)
     libdir = library_dir()
     core = libdir / "libperfweave.so"
-    if not core.is_file():
-        raise PerfweaveError(
-            f"perfweave's runtime library is missing ({core}); reinstall perfweave"
-        )
+    for part, what in ((core, "runtime library"), (libdir / WAITER, WAITER)):
+        if not part.is_file():
+            raise PerfweaveError(f"perfweave's {what} is missing ({part}); reinstall perfweave")
     flavor = check_flavor(values.get("mpi", "auto"), built_flavors(libdir))
     lib = core
     at = program_index(command)
@@ -563,7 +467,6 @@ def run(command, values, stderr=sys.stderr, meta=None):
     argv, env = launch_command(command, at, lib, values, exp)
 
     started = time.time()
-    more = meta or {}
     meta = {
         "format": "perfweave-experiment",
         "version": 1,
@@ -571,7 +474,7 @@ def run(command, values, stderr=sys.stderr, meta=None):
         "command": list(command),
         "launched": argv,
         "cwd": os.getcwd(),
-        "host": socket.gethostname(),
+        "host": os.uname().nodename,
         "program": program,
         "launcher": launcher,
         "mpi_flavor": flavor,
@@ -579,8 +482,9 @@ def run(command, values, stderr=sys.stderr, meta=None):
         "options": {k: v for k, v in values.items()},
         "start_time": _dt.datetime.fromtimestamp(started).astimezone().isoformat(),
         "start_epoch": started,
+        **(meta or {}),
+        # last: perfweave-wait replaces it with the end's members
         "state": "running",
-        **more,
     }
     _save_meta(exp, meta)
     say(f"perfweave: experiment {exp}", stderr)
@@ -591,37 +495,92 @@ def run(command, values, stderr=sys.stderr, meta=None):
         meta.update(state="failed", error=str(e))
         _save_meta(exp, meta)
         raise PerfweaveError(f"{command[0]}: cannot run: {e.strerror}") from None
+    return Started(exp, meta, child, started)
 
-    # Forward termination requests to the launcher; the terminal's SIGINT already
-    # reaches it through the process group, so we only wait for it.
+
+# what perfweave run forwards to the command: the termination requests sent to perfweave
+# itself (the terminal's SIGINT reaches the launcher through the process group)
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+_HELD = {*_FORWARDED, signal.SIGINT}
+
+
+def hand_over(started, values):
+    """Exec perfweave-wait in this process, to wait for the command and end the run
+    (runtime/launch/wait.c): the interpreter neither waits through the run nor runs
+    after it unless the run needs a verdict. Returns only when the exec failed, with
+    SIGTERM, SIGHUP and SIGINT blocked: wait() takes them then."""
+    # none is lost before perfweave-wait's handlers are there: it unblocks them
+    signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    text = json.dumps(started.meta, indent=1) + "\n"
+    try:
+        fd = os.memfd_create("perfweave-experiment.json", 0)
+    except (AttributeError, OSError):
+        return
+    try:
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        waiter = str(library_dir() / WAITER)
+        wait = startup_wait() if values.get("node_interval", 1) > 0 else 0
+        os.execv(
+            waiter,
+            [
+                waiter,
+                str(started.child.pid),
+                str(started.exp),
+                str(fd),
+                repr(started.started),
+                repr(wait),
+                sys.executable,
+                str(Path(__file__).parent.parent),
+                "--",
+                *sys.argv,  # for ps: the command line it showed
+            ],
+        )
+    except OSError:
+        os.close(fd)
+
+
+def wait(started):
+    """The command's exit status (as subprocess gives it), waited for here, forwarding
+    what perfweave-wait forwards; for callers that cannot exec it (run)."""
+
     def forward(sig, frame):
         try:
-            child.send_signal(sig)
+            started.child.send_signal(sig)
         except OSError:
             pass
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, forward) for s in _FORWARDED}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: None)
-    watch = StartupWatch(exp, stderr) if values.get("node_interval", 1) > 0 else None
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # as hand_over left them
     try:
         while True:
             try:
-                status = child.wait(watch.interval() if watch else None)
-                break
-            except subprocess.TimeoutExpired:
-                watch.poll()
+                return started.child.wait()
             except InterruptedError:
                 continue
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-    ended = time.time()
+
+
+def finish(exp, meta, status, ended):
+    """End the run of experiment exp (Path) once its command ended with status (as
+    subprocess gives it) at `ended` (seconds since the epoch): experiment.json from meta
+    (as written at the start) and the verdict. Returns (unwritten, found): the files of the
+    experiment that could not be written (writing.read_unwritten) and the Verdict on a run
+    that recorded fewer ranks than it started (else None)."""
+    command, values, program = meta["command"], meta["options"], meta.get("program")
     # the runtime's folder for ending together on a signal (ending.c), of no use now
     shutil.rmtree(exp / "ending", ignore_errors=True)
     meta.update(
         state="finished",
         end_epoch=ended,
-        wall_seconds=ended - started,
+        wall_seconds=ended - meta["start_epoch"],
         end_time=_dt.datetime.fromtimestamp(ended).astimezone().isoformat(),
         exit_status={"signal": -status} if status < 0 else {"code": status},
     )
@@ -629,7 +588,7 @@ def run(command, values, stderr=sys.stderr, meta=None):
     unwritten = writing.read_unwritten(exp)
     if unwritten:
         meta["unwritten"] = [{"file": u["file"], "error": u["error"]} for u in unwritten]
-    found = verdict(exp, command, status, values, program, ranks)
+    found = verdict(exp, command, status, values, program)
     if found:
         meta.update(state=found.state, reason=found.reason, ranks=found.ranks)
     err = _save_meta(exp, meta)
@@ -641,4 +600,16 @@ def run(command, values, stderr=sys.stderr, meta=None):
         unwritten = writing.read_unwritten(
             exp, {"unwritten": [{"file": "experiment.json", "error": writing.error_name(err)}]}
         )
-    return exp, status, unwritten, found
+    return unwritten, found
+
+
+def run(command, values, stderr=sys.stderr, meta=None):
+    """Run `command` under the runtime, waiting here (no start-up watch: that is
+    perfweave-wait's); returns the experiment path, the exit status (as returned by
+    subprocess: negative for a signal), the files of the experiment that could not be
+    written and the Verdict on a run that recorded fewer ranks than it started (else
+    None). meta: more for experiment.json."""
+    started = start(command, values, stderr, meta)
+    status = wait(started)
+    unwritten, found = finish(started.exp, started.meta, status, time.time())
+    return started.exp, status, unwritten, found

@@ -165,7 +165,7 @@ def probe_pcp():
 
 def probe_papi():
     what = "PAPI counters of every compiled-in component"
-    from perfweave.papi import open_papi
+    from perfweave.papi import open_papi, unknown_processor
 
     tool = shutil.which("papi_component_avail")
     lib, why = open_papi()
@@ -186,11 +186,37 @@ def probe_papi():
     ):
         name, desc, dis = m.group(1), m.group(2).strip(), m.group(3)
         comps.append(f"{name}: disabled ({dis.strip()})" if dis else f"{name}: {desc}")
-    active = sum(1 for c in comps if ": disabled" not in c)
-    hw = _hardware_counters()
-    return _source(
-        "papi", what, True, f"{active} of {len(comps)} components active; {hw}", items=comps
-    )
+    detail = f"{sum(1 for c in comps if ': disabled' not in c)} of {len(comps)} components active"
+    unknown = unknown_processor(lib)
+    if unknown:
+        # PAPI has no perf:: events then either: perfweave counts the kernel's itself
+        ours = _kernel_events_here()
+        some = [f"perf::{n}" for n in ("TASK-CLOCK", "PAGE-FAULTS") if n in ours]
+        detail += (
+            f"; {unknown}; perfweave counts the kernel's software events itself "
+            f"({', '.join(some + ['...']) if ours else 'none countable here'})"
+        )
+        comps.append("perf:: events counted by perfweave (perf_event_open): " + ", ".join(ours))
+    else:
+        detail += f"; {_hardware_counters()}"
+    forced = os.environ.get("LIBPFM_FORCE_PMU")
+    if forced:
+        detail += (
+            f"; LIBPFM_FORCE_PMU={forced}: libpfm4 encodes that PMU's events and no perf:: "
+            "event, whatever this processor is"
+        )
+    return _source("papi", what, True, detail, items=comps)
+
+
+def _kernel_events_here():
+    """The main names of kernel_events.json's software events this kernel lets this user
+    count."""
+    from perfweave.papi import kernel_countable, kernel_events
+
+    first = {}
+    for name, config in kernel_events().items():
+        first.setdefault(config, name)
+    return [n for c, n in first.items() if kernel_countable(c) is None]
 
 
 def _hardware_counters():

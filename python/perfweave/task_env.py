@@ -27,7 +27,6 @@ rewritten to name the variables in the launcher's own terms (docs/launching.md):
 
 import os
 import re
-import shutil
 import subprocess
 
 # The exec helper's name, also the marker a user may write before the program.
@@ -48,11 +47,114 @@ _EITHER_NAMES = {"mpirun", "mpiexec"}
 # options (launch.py program_index).
 LAUNCHERS = {*_SLURM_NAMES, *_OPENMPI_NAMES, *_HYDRA_NAMES, *_HELPER_LAUNCHERS, *_EITHER_NAMES}
 
+# Launcher options that give the rank count.
+RANK_OPTIONS = {"-n", "-np", "--np", "--n", "--ntasks", "-ntasks"}
+# Other launcher options that take a value (so the value is not the program).
+_VALUE_OPTIONS = {
+    "-c",
+    "-N",
+    "--nodes",
+    "--cpus-per-task",
+    "-x",
+    "-H",
+    "--host",
+    "-hosts",
+    "--hostfile",
+    "-hostfile",
+    "-f",
+    "--map-by",
+    "--bind-to",
+    "-wdir",
+    "-ppn",
+    "--rankfile",
+    "-p",
+    "--partition",
+    "-t",
+    "--time",
+    "-A",
+    "--account",
+    "-npernode",
+    "--npernode",
+    "--mpi",
+    "--export",
+    "-o",
+    "--output",
+    "-e",
+    "--error",
+    "-J",
+    "--job-name",
+    "-w",
+    "--nodelist",
+    "--ntasks-per-node",
+    "--mem",
+    "-D",
+    "--chdir",
+    "--cpu-bind",
+    "-m",
+    "--distribution",
+    "-genvlist",
+    "-envlist",
+    "--exclusive",
+}
+# Options that take a name and a value: Open MPI's `--mca NAME VALUE`, hydra's
+# `-genv NAME VALUE` (or `-genv NAME=VALUE`, one word).
+_PAIR_OPTIONS = {"--mca", "-mca", "--gmca", "-gmca", "-genv", "-env"}
+
+
+def _values_after(argv, i):
+    """How many words after argv[i], a launcher's option, are its values."""
+    word = argv[i]
+    if word in _PAIR_OPTIONS:
+        return 1 if word.endswith("env") and "=" in (argv[i + 1 : i + 2] or [""])[0] else 2
+    return 1 if word in RANK_OPTIONS or word in _VALUE_OPTIONS else 0
+
+
+def operands(command):
+    """(index, word) of the words of a launch command that are neither the launcher's
+    options nor their values."""
+    i = 1
+    while i < len(command):
+        if command[i].startswith("-"):
+            i += 1 + _values_after(command, i)
+        else:
+            yield i, command[i]
+            i += 1
+
+
+def _option_words(argv, program_at):
+    """Indices of the launcher's options and their values in a launch command whose
+    program is at program_at: before it, and in each part of a launch of several
+    programs (after each ':' that follows, up to that part's program)."""
+    end = len(argv) if program_at is None else program_at
+    yield from range(1, end)
+    while ":" in argv[end:]:
+        i = end = argv.index(":", end) + 1
+        while end < len(argv) and argv[end].startswith("-"):
+            end += 1 + _values_after(argv, end)
+        yield from range(i, min(end, len(argv)))
+
+
+def which(word):
+    """The executable file that `word` runs, as shutil.which finds it (a word with a /
+    is that path; another, the first executable file of that name on PATH), or None;
+    shutil's own imports (three compression libraries) are not for the launch path."""
+    if os.path.dirname(word):
+        return word if _executable(word) else None
+    path = os.environ.get("PATH", os.defpath)
+    for d in path.split(os.pathsep) if path else ():
+        if _executable(os.path.join(d, word)):
+            return os.path.join(d, word)
+    return None
+
+
+def _executable(path):
+    return os.access(path, os.X_OK) and not os.path.isdir(path)
+
 
 def launcher_kind(command):
     """How `command` starts its tasks: "srun", "sbatch", "salloc", "openmpi" (mpirun),
     "hydra" (MPICH's mpiexec), "other" (another launcher) or None (not a launcher)."""
-    path = shutil.which(command[0]) or command[0]
+    path = which(command[0]) or command[0]
     names = [os.path.basename(command[0]), os.path.basename(os.path.realpath(path))]
     for name in names:
         if name in _SLURM_NAMES:
@@ -201,8 +303,10 @@ def for_tasks(command, program_at, runtime_env, environ, helper):
             env["LD_PRELOAD"] = _behind(runtime_env["LD_PRELOAD"], preload)
     elif kind == "openmpi":
         # Open MPI forwards only named variables to other nodes
+        argv = _user_preload_behind(argv, program_at, runtime_env["LD_PRELOAD"], ("-x",))
         argv = [argv[0]] + [w for n in names for w in ("-x", n)] + argv[1:]
     elif kind == "hydra":
+        argv = _user_preload_behind(argv, program_at, runtime_env["LD_PRELOAD"], ("-genv", "-env"))
         argv = [argv[0]] + [w for n in names for w in ("-genv", n, env[n])] + argv[1:]
     elif kind == "other" and program_at is not None:
         argv = _with_helper(argv, program_at, runtime_env, helper)
@@ -212,4 +316,23 @@ def for_tasks(command, program_at, runtime_env, environ, helper):
 def _behind(ours, theirs):
     """LD_PRELOAD with perfweave's libraries first and the user's value kept after."""
     first = ours.split(":")[0]
-    return first + ":" + theirs
+    return first + ":" + theirs if theirs else first
+
+
+def _user_preload_behind(argv, program_at, ours, setters):
+    """argv with the LD_PRELOAD a user gave the tasks on an MPI launcher's command line
+    kept behind perfweave's library: Open MPI's `-x LD_PRELOAD=VALUE`, hydra's `-genv` or
+    `-env LD_PRELOAD VALUE` (or `=VALUE`); setters: the launcher's options of these.
+    Each would win over perfweave's own `-x` or `-genv` (the last -x, the last -genv and
+    any -env win), so the value is changed where it is, and reaches the tasks it did."""
+    argv = list(argv)
+    words = set(_option_words(argv, program_at))
+    for i in sorted(words):
+        if argv[i] not in setters or i + 1 not in words:
+            continue
+        name = argv[i + 1]
+        if name.startswith("LD_PRELOAD="):
+            argv[i + 1] = "LD_PRELOAD=" + _behind(ours, name[len("LD_PRELOAD=") :])
+        elif name == "LD_PRELOAD" and _values_after(argv, i) == 2 and i + 2 in words:
+            argv[i + 2] = _behind(ours, argv[i + 2])
+    return argv

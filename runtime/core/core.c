@@ -51,6 +51,8 @@ void pw_rank_set(int rank)
     /* joining: only a process in no job yet (a second start-up call changes nothing) */
     if (pw_act && (rank != PW_ACT_JOINING || pw_act->rank == PW_ACT_NO_JOB))
         pw_act->rank = rank;
+    if (rank >= 0)
+        pw_tables_describe(); /* the tables file's description: the rank */
 }
 
 void pw_thread_begin(void)
@@ -274,13 +276,15 @@ static void write_process_profile(int state, int in_signal)
     r.t_end = r.t_fini_enter = pw_now();
     r.app_ns = r.t_end - r.t_start;
     (void)in_signal;
-    if (pw_local_build(&l, &r) != 0)
+    if (pw_local_build(&l, &r) != 0) {
+        pw_tables_done(state, 0);
         return;
+    }
     char path[4200], num[24];
     pw_fmt_int(num, r.pid);
     /* procs/HOST.PID.pwprof (its folder made by the writer); a failure is marked */
-    if (pw_experiment_path(path, sizeof path, "procs/", pw_hostname, ".", num, ".pwprof") == 0)
-        pw_profile_write(&l.prof, path);
+    int rc = pw_experiment_path(path, sizeof path, "procs/", pw_hostname, ".", num, ".pwprof");
+    pw_tables_done(state, rc == 0 && pw_profile_write(&l.prof, path) == 0);
     pw_local_free(&l);
 }
 
@@ -333,7 +337,7 @@ static void at_exit(void)
  * again. Run in the child before fork returns, by the thread that forked. */
 static void fork_child(void)
 {
-    pw_sitetabs_forget();
+    pw_sitetabs_forget(); /* and the parent's tables file */
     pw_rank = -1;
     __atomic_store_n(&dump_state, 0, __ATOMIC_RELEASE);
     if (pw_opt.catch_signals)

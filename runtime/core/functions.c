@@ -30,6 +30,8 @@ int pw_functions_register(pw_functions *f)
     if (rc != 0)
         pw_log("module %s: too many measured functions (%d at most); its calls are not recorded",
                f->module, PW_MAX_FUNCTIONS);
+    else
+        pw_tables_describe(); /* the tables file's description names them */
     return rc;
 }
 

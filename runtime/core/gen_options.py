@@ -43,9 +43,11 @@ def generate(spec):
     return "\n".join(out)
 
 
-def main(argv):
+def main(argv, generate=generate, usage=__doc__):
+    """Write the header generate(the JSON file argv[1]) to argv[2] (also for the other
+    declarations kept in JSON, e.g. runtime/modules/gen_kernel_events.py)."""
     if len(argv) != 3:
-        sys.exit(__doc__)
+        sys.exit(usage)
     with open(argv[1]) as f:
         spec = json.load(f)
     text = generate(spec)

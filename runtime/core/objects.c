@@ -136,6 +136,7 @@ void pw_objects_refresh(void)
     dl_iterate_phdr(add_object, s);
     qsort(s->obj, (size_t)s->n, sizeof *s->obj, by_start);
     __atomic_store_n(&current, s, __ATOMIC_RELEASE);
+    pw_tables_describe(); /* the tables file's description lists them */
 }
 
 int pw_object_of(uintptr_t addr, uint64_t *offset)
@@ -195,6 +196,23 @@ void pw_objects_json(pw_json *j, const char *key)
         pw_json_open(j, NULL, '[');
         pw_json_str(j, NULL, pw_object_path(i));
         pw_json_str(j, NULL, pw_object_buildid(i));
+        pw_json_close(j);
+    }
+    pw_json_close(j);
+}
+
+void pw_objects_ranges_json(pw_json *j, const char *key)
+{
+    pw_json_open(j, key, '[');
+    for (int i = 0; i < pw_objects_count(); i++) {
+        uintptr_t s, e, base;
+        pw_object_range(i, &s, &e, &base);
+        pw_json_open(j, NULL, '{');
+        pw_json_str(j, "path", pw_object_path(i));
+        pw_json_str(j, "buildid", pw_object_buildid(i));
+        pw_json_int(j, "start", (int64_t)s);
+        pw_json_int(j, "end", (int64_t)e);
+        pw_json_int(j, "base", (int64_t)base);
         pw_json_close(j);
     }
     pw_json_close(j);

@@ -308,30 +308,50 @@ pw_functions *const *pw_functions_list(int *n);
 /* ---- call-site tables (sites.c) ---- */
 #define PW_MAX_DEPTH 16
 
+/* A slot of a table: its fixed part is format.h's table_site record (the tables file's
+ * readers take it so), then the caller frames. */
 typedef struct pw_site {
-    uintptr_t ra;                   /* return address into the caller; 0 = overflow site */
-    uint64_t stack_hash;            /* hash of deeper frames, 0 for depth 1 */
-    int32_t fn;                     /* function id */
-    int16_t nframes;                /* deeper frames stored in frames[] */
-    int16_t used;                   /* slot holds a site */
-    int64_t count, total, min, max; /* durations in ticks (pw_ticks) */
-    int64_t bytes_sent, bytes_recv;
-    uintptr_t frames[]; /* pw_opt.callsite_depth - 1 entries */
+    PW_TABLE_SITE_FIELDS(PW_FIELD_DECL, PW_ARRAY_DECL) /* durations in ticks (pw_ticks) */
+    uintptr_t frames[];                                /* pw_opt.callsite_depth - 1 entries */
 } pw_site;
 
+/* A thread's table, in private memory; its slots and histograms in blocks of the
+ * process's tables file (tables.c) where there is one, else in private memory too. */
 typedef struct pw_sitetab {
     struct pw_sitetab *next; /* all tables, for the dump */
     pw_site *last;           /* the site of the previous call: loops hit it */
     size_t nslots, used, entry_size;
-    size_t bytes, hist_bytes; /* mapped: the table (from its start), its histograms */
-    int64_t dropped;          /* calls folded into an overflow site */
+    size_t bytes, hist_bytes; /* of the slots, of its histograms */
+    /* the block's record in the file (dropped: calls folded into an overflow site;
+     * last_tick: the end of its latest MPI call), or own_rec without a file */
+    pw_table_block_rec *rec;
     /* per function set (pw_functions.index) with hist, made at its first histogram
      * call: [n][PW_HIST_BUCKETS][3]: count, bytes, ticks */
     int64_t *hist[PW_MAX_FUNCTION_SETS];
     size_t events_offset; /* of a site's event counts (pw_site_events) */
     char *slots;
+    /* a bit per page of slots that may be touched: given disk space, or private memory
+     * (a page of the file without disk space would be a SIGBUS when touched, even read,
+     * on a full disk); NULL: the slots are private memory, every page usable */
+    unsigned char *ready;
+    void *map; /* the file mapping of the slots' block (NULL: private) and its length */
+    size_t map_len;
+    /* per set with a histogram: a byte per function, its row usable (pw_hist_add makes it
+     * so: disk space for its pages first, as the slots'); a bit per page of the block (NULL
+     * when private); the block's file offset, its mapping (NULL: private) and length */
+    unsigned char *hist_rows[PW_MAX_FUNCTION_SETS], *hist_pages[PW_MAX_FUNCTION_SETS];
+    int64_t hist_offset[PW_MAX_FUNCTION_SETS];
+    void *hist_map[PW_MAX_FUNCTION_SETS];
+    size_t hist_map_len[PW_MAX_FUNCTION_SETS];
+    int64_t slots_offset; /* of the slots in the tables file */
+    pw_table_block_rec own_rec;
+    /* where a call goes that found no memory for its slot's page: never saved */
+    _Alignas(8) char lost[sizeof(pw_site) + PW_MAX_DEPTH * sizeof(uintptr_t) +
+                          (2 * PW_MAX_EVENTS + 2) * sizeof(int64_t)];
 } pw_sitetab;
 
+/* Every table's shape: bytes of a slot, of its event counts in it, slots per table. */
+void pw_sitetab_layout(size_t *entry, size_t *events_offset, size_t *nslots);
 pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *frames, int nframes);
 /* The calling thread's table, created on first use (NULL if out of memory). */
 extern PW_TLS pw_sitetab *pw_self_table;
@@ -356,6 +376,20 @@ static inline pw_site *pw_site_at(const pw_sitetab *t, size_t i)
 {
     return (pw_site *)(t->slots + i * t->entry_size);
 }
+/* Slot s may be read: the page holding its `used` was given disk space (or is private
+ * memory). A slot is used only once all its pages were, so an unused one is all it
+ * takes a probe to read. (For another thread's table: an acquire fence after it.) */
+static inline int pw_site_ready(const pw_sitetab *t, const pw_site *s)
+{
+    const unsigned char *r = t->ready;
+    if (r == NULL)
+        return 1;
+    size_t p = (size_t)((const char *)&s->used - t->slots) / PW_TABLES_PAGE;
+    return r[p / 8] >> (p % 8) & 1;
+}
+/* The used slot after *i (start with *i = 0), NULL after the last: for a dump, which never
+ * reads a page that was given no disk space. */
+pw_site *pw_site_next(const pw_sitetab *t, size_t *i);
 /* Head of the list of all threads' tables. */
 pw_sitetab *pw_sitetabs(void);
 int pw_sitetabs_count(void);
@@ -381,6 +415,9 @@ static inline int pw_hist_bucket(int64_t bytes)
 /* The histogram of set f in table t, made on first use (NULL: --no-histograms, or no
  * memory). */
 int64_t *pw_sitetab_hist(pw_sitetab *t, const pw_functions *f);
+/* The row of f's function `local` usable (disk space for it, or private memory); 0 when
+ * neither could be had. */
+int pw_sitetab_hist_row(pw_sitetab *t, const pw_functions *f, int local);
 /* A call of f's function `local` (its index in f->names), of `bytes` and `ticks`, into
  * the calling thread's size histogram (pw_hist_rec). */
 static inline void pw_hist_add(pw_sitetab *t, const pw_functions *f, int local, int64_t bytes,
@@ -388,6 +425,8 @@ static inline void pw_hist_add(pw_sitetab *t, const pw_functions *f, int local, 
 {
     int64_t *h = t->hist[f->index];
     if (PW_UNLIKELY(h == NULL) && (h = pw_sitetab_hist(t, f)) == NULL)
+        return;
+    if (PW_UNLIKELY(!t->hist_rows[f->index][local]) && !pw_sitetab_hist_row(t, f, local))
         return;
     int64_t *cell = h + ((size_t)local * PW_HIST_BUCKETS + (size_t)pw_hist_bucket(bytes)) * 3;
     cell[0]++;
@@ -486,7 +525,9 @@ void pw_json_ints(pw_json *j, const char *key, const int *v, size_t n);         
  * the writes no-ops, so a caller writes, then checks pw_file_close only. */
 typedef struct pw_file {
     int fd;
-    int err; /* first errno, 0 while every write succeeded */
+    int err;   /* first errno, 0 while every write succeeded */
+    int quiet; /* set after pw_file_open: a failure is not marked (a file that is only a
+                  fallback of others) */
     char path[4200], tmp[4240];
 } pw_file;
 int pw_file_open(pw_file *f, const char *path);
@@ -557,6 +598,44 @@ typedef struct pw_profile {
  * registry (pw_functions_list: alike on every rank of a job). Async-signal-safe if the
  * profile's memory is already allocated. Returns 0 on success. */
 int pw_profile_write(const pw_profile *p, const char *path);
+
+/* ---- the call-site tables' file (tables.c; format.h "call-site tables") ----
+ * The slots and histograms of a process's tables live in tables/NAME.pwtab, mapped
+ * shared, so that however the process ends its counts are on disk (and described by
+ * tables/NAME.json); the process's saved profile supersedes them, and whoever saves it
+ * says so (pw_tables_done), which removes both files. */
+/* A block of the file for `bytes` of data after its record's page; its pages on disk now
+ * when `whole`, else only its record's (pw_tables_reserve for the others before they are
+ * touched). 0 with *rec (in the file; kind committed), *data (its offset in the file:
+ * *data_offset), *map and *map_len (the mapping, for munmap) set; -1 when there is no file (none could be made, the process
+ * saved its profile, or a fork's child) or no room: the caller keeps private memory. */
+int pw_tables_block(int kind, int thread, int first, int count, size_t bytes, int whole,
+                    pw_table_block_rec **rec, char **data, int64_t *data_offset, void **map,
+                    size_t *map_len);
+/* Disk space for len bytes of the file at offset off; 0 when given. Async-signal-safe. */
+int pw_tables_reserve(int64_t off, size_t len);
+/* A page of slots kept in private memory for want of disk space: counted in the head. */
+void pw_tables_page_lost(void);
+/* Rewrite tables/NAME.json (what the process is, its functions, loaded objects,
+ * counters), if the file exists: when any of these changes. */
+void pw_tables_describe(void);
+/* The rank record as far as the module that knows the job knows it (MPI_Init), and the
+ * job's size: kept in the file, the record of the process if it ends without saving (the
+ * size reaches the description at its next writing: pw_rank_set's). */
+void pw_tables_rank(const pw_rank_rec *r, int world_size);
+/* The process's data ended in state `state`; saved: its profile was written (the reduced
+ * one included), which supersedes the tables file: both files are removed. No later
+ * table has a block of the file. Async-signal-safe. */
+void pw_tables_done(int state, int saved);
+/* In a fork's child: let go of the parent's file (unmapped, never written); the child
+ * makes its own at its first table. */
+void pw_tables_forget(void);
+/* The registry (pw_functions_list) as "modules", "functions" and "families" members of j
+ * (docs/format.md, profile header). */
+void pw_functions_json(pw_json *j);
+/* The snapshot's objects as the member `key` of j, with their address ranges: a list of
+ * {path, buildid, start, end, base}. Async-signal-safe. */
+void pw_objects_ranges_json(struct pw_json *j, const char *key);
 
 /* Memory for the writer and dumps: mmap based, usable in a signal handler. */
 void *pw_alloc(size_t n);

@@ -43,6 +43,7 @@ typedef struct pw_tbuf {
     int64_t done;   /* records of the thread's earlier blocks */
     int64_t blocks; /* blocks the thread has mapped */
     int thread;
+    int tid;     /* the thread's OS id, in its BLOCK records (the I/O segments name it) */
     int busy;    /* the owner is between reserve and commit */
     int synced;  /* the shadow stack was written */
     int pending; /* a block switch to record at the next commit: */
@@ -125,7 +126,8 @@ static int new_block(pw_tbuf *b)
     pw_event_rec *h = m;
     h->t0 = 0;
     h->t1 = (int64_t)tr.slots;
-    h->peer = h->comm = -1;
+    h->peer = b->tid;
+    h->comm = -1;
     h->tag = b->thread;
     h->bytes = b->blocks++;
     __atomic_store_n(&h->type, (uint8_t)PW_EV_BLOCK, __ATOMIC_RELEASE);
@@ -156,6 +158,7 @@ static pw_tbuf *buffer(void)
     lock();
     b->thread = tr.nthreads++;
     unlock();
+    b->tid = (int)gettid();
     /* the first block is a switch like the others: its time is recorded */
     b->pending = 1;
     b->flush_t0 = pw_ticks();

@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 
+#include "elfsym.h"
 #include "pw.h"
 
 #pragma GCC visibility push(default)
@@ -45,12 +46,13 @@ int pw_wrap_bootstrap_owns(const void *p);
 
 #pragma GCC visibility pop
 
-/* The next definition of `name` after the object this is built into (the C
- * library's, or that of a tool preloaded after perfweave); NULL if there is none. */
+/* The next definition of `name` after the core (the C library's, or that of a tool
+ * preloaded after perfweave); NULL if there is none. Read from the loaded objects'
+ * memory, not with dlsym, which would end the program's pending dlerror() (elfsym.c). */
 static inline void *pw_wrap_next(const char *name)
 {
     pw_wrap_resolving++;
-    void *p = dlsym(RTLD_NEXT, name);
+    void *p = pw_next_symbol(name);
     pw_wrap_resolving--;
     return p;
 }

@@ -189,29 +189,60 @@ int pw_reserve_disk(int fd, off_t off, size_t len)
     return 0;
 }
 
-void pw_file_failed(const char *path, int err)
+/* The mark of path (a file of the experiment) for errno err into mark (4700 bytes); -1
+ * when path is not a file of the experiment or the mark's name does not fit. */
+static int mark_path(char *mark, const char *path, int err)
 {
-    static int logged;
     const char *exp = pw_experiment_dir();
     size_t elen = exp ? strlen(exp) : 0;
     if (!elen || strncmp(path, exp, elen) != 0 || path[elen] != '/')
-        exp = NULL; /* not a file of the experiment: nowhere to mark it */
-    const char *rel = path + elen + 1;
-    char name[4600], mark[4700], num[24];
+        return -1; /* not a file of the experiment: nowhere to mark it */
+    char name[4600], num[24];
     size_t n = 0;
     name[0] = 0;
+    for (const char *s = path + elen + 1; *s; s++) { /* REL, '/' and '%' escaped */
+        char one[2] = {*s, 0};
+        cat(name, sizeof name, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
+    }
+    return pw_experiment_path(mark, 4700, "unwritten.", name, ".", err_name(err, num));
+}
+
+/* The marks this process made (a hash of the path, the errno), so that a file written
+ * whole later (a description rewritten at the end, after a full disk got room again)
+ * takes its mark back: a mark says the experiment lacks the file. */
+#define PW_MARKS 32
+static struct {
+    uint64_t hash;
+    int err;
+} marks[PW_MARKS];
+
+static uint64_t path_hash(const char *p)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+void pw_file_failed(const char *path, int err)
+{
+    static int logged;
+    char mark[4700];
     int made = -1;
-    if (exp) {
-        for (const char *s = rel; *s; s++) { /* REL, '/' and '%' escaped */
-            char one[2] = {*s, 0};
-            cat(name, sizeof name, &n, *s == '/' ? "%2F" : *s == '%' ? "%25" : one);
-        }
-        int fd = pw_experiment_path(mark, sizeof mark, "unwritten.", name, ".", err_name(err, num))
-                     ? -1
-                     : open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (mark_path(mark, path, err) == 0) {
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd >= 0) {
             close(fd);
             made = 0;
+            uint64_t h = path_hash(path);
+            for (int i = 0; i < PW_MARKS; i++) {
+                uint64_t none = 0;
+                if (__atomic_compare_exchange_n(&marks[i].hash, &none, h, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED)) {
+                    marks[i].err = err;
+                    break;
+                }
+            }
         }
     }
     /* without a mark nobody else can tell: one line per process */
@@ -219,10 +250,26 @@ void pw_file_failed(const char *path, int err)
         pw_log("cannot write %s (%s); the experiment is incomplete", path, err_text(err));
 }
 
+/* path was written whole: the marks this process made of it go. */
+static void unmark(const char *path)
+{
+    uint64_t h = 0;
+    char mark[4700];
+    for (int i = 0; i < PW_MARKS; i++) {
+        if (!__atomic_load_n(&marks[i].hash, __ATOMIC_ACQUIRE))
+            continue;
+        if (!h)
+            h = path_hash(path);
+        if (__atomic_load_n(&marks[i].hash, __ATOMIC_ACQUIRE) == h &&
+            mark_path(mark, path, marks[i].err) == 0)
+            unlink(mark);
+    }
+}
+
 int pw_file_open(pw_file *f, const char *path)
 {
     size_t n = 0;
-    f->err = 0;
+    f->err = f->quiet = 0;
     cat(f->path, sizeof f->path, &n, path);
     n = 0;
     cat(f->tmp, sizeof f->tmp, &n, path);
@@ -266,8 +313,10 @@ int pw_file_close(pw_file *f)
             f->err = errno ? errno : EIO;
         if (f->err)
             unlink(f->tmp);
+        else
+            unmark(f->path);
     }
-    if (f->err)
+    if (f->err && !f->quiet)
         pw_file_failed(f->path, f->err);
     return f->err ? -1 : 0;
 }
@@ -346,7 +395,7 @@ const char *pw_family_name(int family)
 /* The registry (pw_functions_list) as the header's "modules": one entry per module
  * with its id range and strings, and "functions", "families": the name and family of
  * each id. */
-static void put_functions(pw_json *j)
+void pw_functions_json(pw_json *j)
 {
     int nsets = 0;
     pw_functions *const *sets = pw_functions_list(&nsets);
@@ -388,7 +437,7 @@ int pw_profile_write(const pw_profile *p, const char *path)
     pw_json_strs(&j, "hosts", p->hosts, p->nhosts);
     pw_json_strs(&j, "objects", p->objects, p->nobjects);
     pw_json_strs(&j, "buildids", p->buildids, p->nobjects);
-    put_functions(&j);
+    pw_functions_json(&j);
     pw_json_strs(&j, PW_PROFILE_EVENTS_KEY, p->events, p->nevents);
     pw_json_open(&j, "states", '[');
 #define PW_STATE_NAME(name, value, str) pw_json_str(&j, NULL, str);
@@ -451,20 +500,19 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank)
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
         nthreads++;
         table_bytes += t->bytes + t->hist_bytes;
-        resident += resident_bytes(t, t->bytes);
+        resident += resident_bytes(t->slots, t->bytes);
         for (int k = 0; k < nsets; k++) {
             const int64_t *h = __atomic_load_n(&t->hist[k], __ATOMIC_ACQUIRE);
             if (h)
                 resident += resident_bytes(h, (size_t)sets[k]->n * PW_HIST_BUCKETS * 3 * 8);
         }
-        dropped += t->dropped;
-        for (size_t i = 0; i < t->nslots; i++) {
-            pw_site *s = pw_site_at(t, i);
-            if (s->used && s->count > 0) {
+        dropped += t->rec->dropped;
+        size_t i = 0;
+        for (pw_site *s; (s = pw_site_next(t, &i)) != NULL;)
+            if (s->count > 0) {
                 nsites++;
                 nframes += (size_t)s->nframes;
             }
-        }
     }
     int nobj = pw_objects_count();
     size_t nhist_cells = (size_t)nfunctions * PW_HIST_BUCKETS;
@@ -511,9 +559,9 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank)
 #define PW_NS(ticks) ((int64_t)((double)(ticks) * ns_per_tick + 0.5))
     size_t si = 0, fi = 0, ci = 0;
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
-        for (size_t i = 0; i < t->nslots && si < nsites; i++) {
-            pw_site *s = pw_site_at(t, i);
-            if (!s->used || s->count <= 0)
+        size_t i = 0;
+        for (pw_site *s; si < nsites && (s = pw_site_next(t, &i)) != NULL;) {
+            if (s->count <= 0)
                 continue;
             for (int e = 0; e < pw_nevents; e++) {
                 const int64_t *c = pw_site_events(t, s);
@@ -554,10 +602,12 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank)
         }
         for (int k = 0; k < nsets; k++) { /* cells of function base + j: [base + j][b][3] */
             const int64_t *h = __atomic_load_n(&t->hist[k], __ATOMIC_ACQUIRE);
-            size_t n = (size_t)sets[k]->n * PW_HIST_BUCKETS * 3;
-            int64_t *into = cells + (size_t)sets[k]->base * PW_HIST_BUCKETS * 3;
-            for (size_t c = 0; h && c < n; c++)
-                into[c] += h[c];
+            size_t row = PW_HIST_BUCKETS * 3;
+            int64_t *into = cells + (size_t)sets[k]->base * row;
+            for (size_t j = 0; h && j < (size_t)sets[k]->n; j++) /* rows in use only */
+                if (__atomic_load_n(&t->hist_rows[k][j], __ATOMIC_ACQUIRE))
+                    for (size_t c = j * row; c < (j + 1) * row; c++)
+                        into[c] += h[c];
         }
     }
     size_t hi = 0;

@@ -218,9 +218,11 @@ def record_lines(fn):
 
 def tracked(fn):
     """The C condition under which a call is recorded, tested before its clock starts
-    (io.h: files the program opened, never sockets, pipes or anonymous memory); None:
-    always (a call that names its file by path)."""
+    (io.h: files the program opened, never sockets, pipes or anonymous memory, nor the
+    shared objects an MPI library loads inside its calls); None: always."""
     kind, f = file_kind(fn)
+    if kind == "path":
+        return f"pw_io_path_file({f})"
     if kind == "fd":
         cond = f"(pw_io_fd_file({f}) >= 0)"
         if fn.op == "dup" and any(a.name == "fd2" for a in fn.args):

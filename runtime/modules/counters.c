@@ -14,6 +14,16 @@
  * counted. perfweave run finds these before the run and records them in the experiment;
  * the runtime's check covers nodes unlike the one the run was started from.
  *
+ * The kernel's software events (perf::TASK-CLOCK, perf::PAGE-FAULTS, ...: the table of
+ * python/perfweave/kernel_events.json) need no knowledge of the processor, but PAPI
+ * reaches them through libpfm4, and on a processor libpfm4 does not know PAPI's
+ * perf_event component is disabled (every PAPI release to 7.2: "no default PMU found")
+ * and they are no PAPI events at all. An event of that table that PAPI does not know is counted
+ * here with perf_event_open, as PAPI would count it (this thread, user-level domain); the
+ * rest still goes through PAPI. Nothing of the process's environment is changed for it
+ * (forcing libpfm4 to another model's PMU, LIBPFM_FORCE_PMU, would encode that model's
+ * events and hides libpfm4's perf:: events as well).
+ *
  * A read costs a system call for perf_event software events (1.5 us on a VM): with
  * --counters-interval-us N a thread reads at a call's entry only when N us passed
  * since its last read, and at the call's exit only if it read at the entry; the
@@ -25,12 +35,18 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "counters.h"
+#include "pw_kernel_events.h"
 
 #define PAPI_OK_ 0
 #define PAPI_NULL_ (-1)
@@ -38,6 +54,12 @@
 /* The events kept: the core's pw_event_names point here (the call-site tables make
  * room for pw_nevents per site). */
 static char names_buf[PW_MAX_EVENTS][128];
+/* How each kept event is counted: -1 by PAPI, else by the kernel (perf_event_open) as the
+ * software event of this config; and how many of each kind were kept. */
+static int kconfig[PW_MAX_EVENTS];
+static int npapi_events, nkernel_events;
+/* A thread's kernel events are closed when it ends (PAPI's event sets never are). */
+static pthread_key_t kernel_key;
 
 static struct {
     void *lib;
@@ -62,15 +84,18 @@ static PW_TLS struct {
     int state;         /* 0: not started, 1: counting, -1: failed */
     volatile int busy; /* in a PAPI call: the sampler's handler must not read then */
     int entered;       /* entry[] holds the current call's entry reading */
-    int es;
-    int nslots;              /* events in the set: those that could be added here */
-    int slot[PW_MAX_EVENTS]; /* event -> its place in the set's readings, -1: not counted */
+    int es;            /* the PAPI event set, when PAPI counts some events */
+    int npapi;         /* events in the PAPI set: those that could be added here */
+    int nkern;         /* kernel events opened here: kfd[0] leads their group */
+    int kfd[PW_MAX_EVENTS];
+    int slot[PW_MAX_EVENTS]; /* event -> its place in its source's readings, -1: not counted */
     int64_t last_ns;         /* time of the last read */
     int64_t entry_ns;        /* time of the current call's entry reading */
     long long entry[PW_MAX_EVENTS], last[PW_MAX_EVENTS];
 } th;
 
 static void call_enter(void);
+static void thread_end(void *unused);
 static void call_leave(pw_sitetab *t, pw_site *s);
 static void app_begin(void);
 static int read_events(int64_t *out, int max);
@@ -82,6 +107,107 @@ static const char *papi_err(int rc)
 }
 
 static unsigned long self_id(void) { return (unsigned long)pthread_self(); }
+
+/* The kernel software event's config of a name of kernel_events.json (perf::NAME or NAME,
+ * any case), -1 when it is none. */
+static int kernel_event(const char *name)
+{
+    static const struct {
+        const char *name;
+        int config;
+    } events[] = {
+#define KERNEL_EVENT(n, c) {n, c},
+        PW_KERNEL_EVENT_LIST(KERNEL_EVENT)
+#undef KERNEL_EVENT
+    };
+    if (strncasecmp(name, "perf::", 6) == 0)
+        name += 6;
+    for (size_t i = 0; i < sizeof events / sizeof *events; i++)
+        if (strcasecmp(name, events[i].name) == 0)
+            return events[i].config;
+    return -1;
+}
+
+/* The software event config counted in the calling thread from now, in the group of
+ * leader (-1: a group of its own), as PAPI's perf_event component opens its perf::
+ * events: PAPI's default domain, user level (which unprivileged users may count at
+ * perf_event_paranoid 2; a fault is charged to user level when the program's code
+ * caused it, and TASK-CLOCK counts the thread's time in the kernel as well). */
+static int kernel_open(int config, int leader)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof a;
+    a.config = (unsigned)config;
+    a.read_format = PERF_FORMAT_GROUP;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    return (int)syscall(SYS_perf_event_open, &a, 0, -1, leader, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Why the kernel refused a software event (errno of perf_event_open). */
+static const char *kernel_err(int err, char *buf, size_t n)
+{
+    if (err == EACCES || err == EPERM) {
+        FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+        int level = 0, have = f && fscanf(f, "%d", &level) == 1;
+        if (f)
+            fclose(f);
+        if (have) {
+            snprintf(buf, n, "%s; kernel.perf_event_paranoid is %d", strerror(err), level);
+            return buf;
+        }
+    }
+    return strerror(err);
+}
+
+/* Whether libpfm4, through which PAPI's perf_event component knows events, knows a core
+ * PMU of this processor other than Intel's architectural one: PAPI takes its presets from
+ * that PMU, and disables the component without one. -1: cannot tell (libpfm4's
+ * pfm_get_pmu_info, found through PAPI's handle: its dependency, or built into it). */
+static int libpfm4_knows_processor(void)
+{
+    static int known = -2;
+    if (known != -2)
+        return known;
+    int (*pmu_info)(int, void *);
+    *(void **)&pmu_info = dlsym(papi.lib, "pfm_get_pmu_info");
+    known = pmu_info ? 0 : -1;
+    /* libpfm4's pfm_pmu_info_t (ABI version 0, checked through its size field) */
+    struct {
+        const char *name, *desc;
+        size_t size;
+        int pmu, type, nevents, first_event, max_encoding, num_cntrs, num_fixed_cntrs;
+        unsigned flags; /* bit 0: is_present */
+    } info;
+    enum { PFM_ERR_INVAL_ = -2, PFM_PMU_TYPE_CORE_ = 1 };
+    for (int i = 0; pmu_info && i < 4096 && known == 0; i++) {
+        memset(&info, 0, sizeof info);
+        info.size = sizeof info;
+        int rc = pmu_info(i, &info);
+        if (rc == PFM_ERR_INVAL_) /* past the last PMU libpfm4 has */
+            break;
+        known = rc == 0 && (info.flags & 1) && info.type == PFM_PMU_TYPE_CORE_ && info.name &&
+                strcmp(info.name, "ix86arch") != 0;
+    }
+    return known;
+}
+
+/* What to add to PAPI's reason for an event of PAPI's perf_event component (code; -1: an
+ * event PAPI does not know) on a processor libpfm4 does not know. */
+static const char *pmu_note(int code)
+{
+    static const char note[] =
+        "; libpfm4 does not know this processor: PAPI counts none of its hardware events or "
+        "presets here";
+    int (*component_index)(const char *);
+    *(void **)&component_index = dlsym(papi.lib, "PAPI_get_component_index");
+    int perf_event = component_index ? component_index("perf_event") : -1;
+    if (code != -1 && (perf_event < 0 || papi.event_component(code) != perf_event))
+        return "";
+    return libpfm4_knows_processor() == 0 ? note : "";
+}
 
 #define SYM(field, name)                                                                           \
     do {                                                                                           \
@@ -98,7 +224,8 @@ static int countable(const char *ev)
 {
     int es = PAPI_NULL_, rc = papi.create_eventset(&es);
     for (int e = 0; rc == PAPI_OK_ && e < pw_nevents; e++)
-        rc = papi.add_named_event(es, pw_event_names[e]);
+        if (kconfig[e] < 0)
+            rc = papi.add_named_event(es, pw_event_names[e]);
     if (rc == PAPI_OK_)
         rc = papi.add_named_event(es, ev);
     if (rc == PAPI_OK_ && (rc = papi.start(es)) == PAPI_OK_) {
@@ -110,6 +237,16 @@ static int countable(const char *ev)
         papi.destroy_eventset(&es);
     }
     return rc;
+}
+
+/* Whether the kernel counts the software event config in this thread: 0, or its errno. */
+static int kernel_countable(int config)
+{
+    int fd = kernel_open(config, -1);
+    if (fd < 0)
+        return errno;
+    close(fd);
+    return 0;
 }
 
 /* Whether this process is the run's first (rank 0 by its launcher's environment, or not
@@ -176,26 +313,39 @@ static void start(void)
     snprintf(list, sizeof list, "%s", pw_opt.counters);
     char *save = NULL;
     for (char *ev = strtok_r(list, ",", &save); ev; ev = strtok_r(NULL, ",", &save)) {
-        int code, rc;
+        int code, rc, kc = -1;
+        char why[160];
         if (pw_nevents == PW_MAX_EVENTS) {
             pw_log("--counters: at most %d events; %s and later ones ignored", PW_MAX_EVENTS, ev);
             break;
         }
-        if ((rc = papi.name_to_code(ev, &code)) != PAPI_OK_) {
-            pw_log("--counters: %s: %s (see perfweave components; papi_native_avail)", ev,
-                   papi_err(rc));
+        /* PAPI first, as on every machine where it knows the kernel's events */
+        if ((rc = papi.name_to_code(ev, &code)) != PAPI_OK_ && (kc = kernel_event(ev)) < 0) {
+            pw_log("--counters: %s: %s%s (see perfweave components; papi_native_avail)", ev,
+                   papi_err(rc), pmu_note(-1));
             continue;
         }
-        if ((rc = countable(ev)) != PAPI_OK_) {
+        if (kc >= 0 && (rc = kernel_countable(kc)) != 0) {
             if (first_process())
-                pw_log("--counters: %s cannot be counted here (PAPI: %s); counting the others", ev,
-                       papi_err(rc));
+                pw_log("--counters: %s cannot be counted here (perf_event_open: %s); counting "
+                       "the others",
+                       ev, kernel_err(rc, why, sizeof why));
             continue;
         }
+        if (kc < 0 && (rc = countable(ev)) != PAPI_OK_) {
+            if (first_process())
+                pw_log("--counters: %s cannot be counted here (PAPI: %s%s); counting the others",
+                       ev, papi_err(rc), pmu_note(code));
+            continue;
+        }
+        kconfig[pw_nevents] = kc;
+        *(kc >= 0 ? &nkernel_events : &npapi_events) += 1;
         snprintf(names_buf[pw_nevents], sizeof names_buf[0], "%s", ev);
         pw_event_names[pw_nevents] = names_buf[pw_nevents];
         pw_nevents++;
     }
+    if (nkernel_events)
+        pthread_key_create(&kernel_key, thread_end);
     if (pw_nevents) {
         pw_hooks.call_enter = call_enter;
         pw_hooks.call_leave = call_leave;
@@ -204,15 +354,19 @@ static void start(void)
     }
 }
 
-/* The calling thread's event set, created and started on its first measured call. */
-static int thread_start(void)
+/* The calling thread's PAPI event set for the events PAPI counts, created and started
+ * (th.npapi of them in it; none when it cannot start). */
+static void papi_thread_start(void)
 {
     th.es = PAPI_NULL_;
-    int rc = papi.create_eventset(&th.es);
+    th.npapi = 0;
+    int rc = papi.create_eventset(&th.es), first = 0;
+    while (kconfig[first] >= 0)
+        first++;
     if (rc == PAPI_OK_ && pw_opt.counters_multiplex) {
         /* PAPI's order: bind the empty set to the events' component, then multiplex */
         int code = 0, mrc;
-        papi.name_to_code(pw_event_names[0], &code);
+        papi.name_to_code(pw_event_names[first], &code);
         mrc = papi.assign_component(th.es, papi.event_component(code));
         if (mrc == PAPI_OK_)
             mrc = papi.set_multiplex(th.es);
@@ -223,37 +377,102 @@ static int thread_start(void)
                    papi_err(mrc));
     }
     /* an event this thread cannot add is left out (reads as 0), the others counted */
-    th.nslots = 0;
     for (int e = 0; rc == PAPI_OK_ && e < pw_nevents; e++) {
+        if (kconfig[e] >= 0)
+            continue;
         int arc = papi.add_named_event(th.es, pw_event_names[e]);
-        th.slot[e] = arc == PAPI_OK_ ? th.nslots++ : -1;
+        th.slot[e] = arc == PAPI_OK_ ? th.npapi++ : -1;
         static int said;
         if (arc != PAPI_OK_ && first_process() && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
             pw_log("--counters: cannot count %s in a thread (%s); counting the others%s",
                    pw_event_names[e], papi_err(arc),
                    pw_nevents > 1 ? " (or try fewer events, or --counters-multiplex)" : "");
     }
-    if (rc == PAPI_OK_ && !th.nslots)
-        rc = PAPI_NULL_;
-    if (rc == PAPI_OK_ && (rc = papi.start(th.es)) != PAPI_OK_)
+    if (rc == PAPI_OK_ && th.npapi && (rc = papi.start(th.es)) != PAPI_OK_)
         pw_log("--counters: PAPI_start failed in this thread (%s)", papi_err(rc));
-    th.state = rc == PAPI_OK_ ? 1 : -1;
+    if (rc != PAPI_OK_) {
+        th.npapi = 0;
+        for (int e = 0; e < pw_nevents; e++)
+            if (kconfig[e] < 0)
+                th.slot[e] = -1;
+    }
+}
+
+/* The calling thread's kernel events, one group read at once (th.nkern of them). */
+static void kernel_thread_start(void)
+{
+    th.nkern = 0;
+    for (int e = 0; e < pw_nevents; e++) {
+        if (kconfig[e] < 0)
+            continue;
+        int fd = kernel_open(kconfig[e], th.nkern ? th.kfd[0] : -1);
+        th.slot[e] = fd >= 0 ? th.nkern : -1;
+        if (fd >= 0)
+            th.kfd[th.nkern++] = fd;
+        static int said;
+        char why[160];
+        if (fd < 0 && first_process() && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            pw_log("--counters: cannot count %s in a thread (perf_event_open: %s); counting the "
+                   "others",
+                   pw_event_names[e], kernel_err(errno, why, sizeof why));
+    }
+    if (th.nkern)
+        pthread_setspecific(kernel_key, &th); /* closed at the thread's end */
+}
+
+/* The calling thread's counting, started on its first measured call. */
+static int thread_start(void)
+{
+    if (npapi_events)
+        papi_thread_start();
+    if (nkernel_events)
+        kernel_thread_start();
+    th.state = th.npapi || th.nkern ? 1 : -1;
     memset(th.last, 0, sizeof th.last);
     th.last_ns = pw_now();
     return th.state;
 }
 
+/* A thread that counted kernel events ends (pthread key destructor): its descriptors go. */
+static void thread_end(void *unused)
+{
+    th.busy = 1; /* a sampler's handler reads nothing from now */
+    th.state = -1;
+    for (int k = 0; k < th.nkern; k++)
+        close(th.kfd[k]);
+    th.nkern = 0;
+}
+
+/* In the child of a fork: the thread's kernel events count its parent's thread, and the
+ * child makes no measured calls (MPI forbids a forked child MPI calls): they go. */
+static void in_child(void)
+{
+    for (int k = 0; k < th.nkern; k++)
+        close(th.kfd[k]);
+    th.nkern = 0;
+    for (int e = 0; e < pw_nevents; e++)
+        if (kconfig[e] >= 0)
+            th.slot[e] = -1;
+    if (th.state > 0 && !th.npapi)
+        th.state = -1;
+}
+
 /* The thread's counts of every event, in --counters order (0: not counted here). */
 static int read_counters(long long *out)
 {
-    if (th.nslots == pw_nevents) /* every event counted: PAPI's order is ours */
+    if (th.npapi == pw_nevents) /* every event counted by PAPI: its order is ours */
         return papi.read(th.es, out);
     long long raw[PW_MAX_EVENTS];
-    int rc = papi.read(th.es, raw);
+    uint64_t kern[1 + PW_MAX_EVENTS]; /* PERF_FORMAT_GROUP: the number of events, values */
+    int rc = th.npapi ? papi.read(th.es, raw) : PAPI_OK_;
     if (rc != PAPI_OK_)
         return rc;
+    if (th.nkern && read(th.kfd[0], kern, sizeof kern) < (ssize_t)((1 + th.nkern) * sizeof *kern))
+        return PAPI_NULL_;
     for (int e = 0; e < pw_nevents; e++)
-        out[e] = th.slot[e] >= 0 ? raw[th.slot[e]] : 0;
+        out[e] = th.slot[e] < 0    ? 0
+                 : kconfig[e] >= 0 ? (long long)kern[1 + th.slot[e]]
+                                   : raw[th.slot[e]];
     return PAPI_OK_;
 }
 
@@ -338,4 +557,5 @@ const pw_module pw_module_counters = {
     .options = "counters,counters_interval_us,counters_multiplex",
     .start = start,
     .thread_start = thread_begin,
+    .fork_child = in_child,
 };

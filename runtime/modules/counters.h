@@ -1,6 +1,7 @@
 /*
- * The counters module (counters.c, --counters): PAPI events per thread, charged to
- * the call sites of measured calls ("inside" and "before" each call).
+ * The counters module (counters.c, --counters): PAPI events per thread (and the kernel's
+ * software events PAPI does not know, counted with perf_event_open), charged to the call
+ * sites of measured calls ("inside" and "before" each call).
  *
  * What it gives the core and other modules, only through pw.h:
  *   pw_nevents, pw_event_names   the events kept (set in its start, before any table)

@@ -107,9 +107,9 @@ static totals sum_records(void)
     int64_t ticks = 0, max_ticks = 0;
     for (pw_sitetab *tab = pw_sitetabs(); tab; tab = tab->next) {
         int64_t calls = 0;
-        for (size_t i = 0; i < tab->nslots; i++) {
-            const pw_site *s = pw_site_at(tab, i);
-            if (!s->used || s->fn != functions.base || s->count <= 0)
+        size_t i = 0;
+        for (const pw_site *s; (s = pw_site_next(tab, &i)) != NULL;) {
+            if (s->fn != functions.base || s->count <= 0)
                 continue;
             calls += s->count;
             ticks += s->total;

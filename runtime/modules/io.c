@@ -519,16 +519,16 @@ static int library_object(int obj)
 }
 
 /* ra itself when its object is the program's; else the first frame of the stack outside
- * the libraries (backtrace: libgfortran keeps no frame pointers); ra when none is. */
+ * the libraries (backtrace: libgfortran keeps no frame pointers); ra when none is. Code
+ * in no object of the snapshot was loaded since (Open MPI dlopens its MPI-IO components,
+ * mca_sharedfp_sm.so, at the first MPI_File_open): a library's, walked past too. */
 static __attribute__((noinline)) uintptr_t user_frame(uintptr_t ra)
 {
     uint64_t off;
     int obj = pw_object_of(ra, &off);
-    if (!library_object(obj)) {
-        if (obj >= 0) {
-            uintptr_t base;
-            pw_object_range(obj, &user_lo, &user_hi, &base);
-        }
+    if (obj >= 0 && !library_object(obj)) {
+        uintptr_t base;
+        pw_object_range(obj, &user_lo, &user_hi, &base);
         return ra;
     }
     void *bt[64];
@@ -827,6 +827,16 @@ void pw_io_stream_seek(pw_io_call *c, FILE *fp)
 }
 
 void pw_io_path_op(pw_io_call *c, const char *path) { counted_op(c, file_id(path)); }
+
+int pw_io_shared_object(const char *path)
+{
+    const char *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    for (const char *so = base ? strstr(base, ".so") : NULL; so; so = strstr(so + 1, ".so"))
+        if (so[3] == 0 || (so[3] == '.' && so[4] >= '0' && so[4] <= '9'))
+            return 1;
+    return 0;
+}
 
 void pw_io_fd_op(pw_io_call *c, int fd) { counted_op(c, pw_io_fd_file(fd)); }
 

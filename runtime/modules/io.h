@@ -135,6 +135,15 @@ static inline int pw_io_fd_file(int fd)
     pw_io_fd_entry *t = pw_io_fds;
     return (unsigned)fd < PW_IO_MAX_FDS && t ? t[fd].file - 1 : -1;
 }
+/* A call that names a path is the program's I/O, but inside an MPI call one on a shared
+ * object (NAME.so, NAME.so.N): the MPI library loading its components (Open MPI stats each
+ * mca_*.so before it dlopens it, at the first MPI_File_open), its code, not the program's
+ * data. */
+int pw_io_shared_object(const char *path);
+static inline int pw_io_path_file(const char *path)
+{
+    return PW_LIKELY(pw_thread_activity == 0) || !pw_io_shared_object(path);
+}
 /* a stream's descriptor; -1 none */
 static inline int pw_io_stream_fd(FILE *fp) { return fp ? fileno_unlocked(fp) : -1; }
 /* the file a stream is of; -1 none */

@@ -31,6 +31,7 @@
 
 int pw_ml_on;
 PW_TLS int pw_ml_depth;
+PW_TLS int pw_ml_anchored;
 PW_TLS pw_ml_tab *pw_ml_self;
 
 static pw_ml_tab *tabs; /* every thread's table, pushed with a compare-and-swap */
@@ -115,40 +116,11 @@ pw_ml_slot *pw_ml_slot_get(pw_ml_tab *t, uint64_t key, uintptr_t ra)
 
 /* ---- the real functions ---- */
 
-static uintptr_t self_base; /* our own object's load address */
-
-/* A definition of name in an object loaded after us with RTLD_LOCAL (RTLD_NEXT does not
- * see those), by each loaded object's handle. */
-static int find_local(struct dl_phdr_info *info, size_t size, void *data)
-{
-    void **found = data;
-    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0' || info->dlpi_addr == self_base)
-        return 0;
-    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-    if (h == NULL)
-        return 0;
-    void *p = dlsym(h, (const char *)found[1]);
-    dlclose(h);
-    if (p == NULL)
-        return 0;
-    found[0] = p;
-    return 1;
-}
-
 void *pw_ml_resolve(int id)
 {
     const char *name = routine_names[id];
-    void *p = pw_wrap_next(name);
+    void *p = pw_wrap_next(name); /* also in an object loaded RTLD_LOCAL */
     Dl_info info;
-    if (p == NULL) {
-        if (self_base == 0 && dladdr((void *)pw_ml_resolve, &info))
-            self_base = (uintptr_t)info.dli_fbase;
-        void *found[2] = {NULL, (void *)name};
-        pw_wrap_resolving++;
-        dl_iterate_phdr(find_local, found);
-        pw_wrap_resolving--;
-        p = found[0];
-    }
     if (p != NULL && libraries[id] == NULL && dladdr(p, &info) && info.dli_fname)
         libraries[id] = info.dli_fname;
     return p;
@@ -291,8 +263,7 @@ void pw_ml_plan_made(int id, uintptr_t ra, int64_t ticks, void *plan, const pw_m
         }
         unlock();
     }
-    pw_ml_depth = 0;
-    pw_hold_if_dying();
+    pw_ml_leave();
 }
 
 const pw_ml_plan *pw_ml_plan_find(const void *plan)
@@ -315,8 +286,7 @@ void pw_ml_plan_executed(int id, uintptr_t ra, int64_t ticks, const pw_ml_plan *
         __atomic_fetch_add(&unknown_executes, 1, __ATOMIC_RELAXED);
         pw_ml_add(id, ra, ticks, none, 0, 0, 0);
     }
-    pw_ml_depth = 0;
-    pw_hold_if_dying();
+    pw_ml_leave();
 }
 
 void pw_ml_plan_destroyed(int id, uintptr_t ra, int64_t ticks, const void *plan)
@@ -332,8 +302,7 @@ void pw_ml_plan_destroyed(int id, uintptr_t ra, int64_t ticks, const void *plan)
     }
     unlock();
     pw_ml_add(id, ra, ticks, n, 0, 0, 0);
-    pw_ml_depth = 0;
-    pw_hold_if_dying();
+    pw_ml_leave();
 }
 
 /* ---- the dump ---- */

@@ -6,7 +6,8 @@
  * (runtime/mathlib/gen_wrappers.py); this header is their hot path. It uses of the core
  * pw_opt.mathlib and pw_opt.mathlib_max_sites, wrap.h (the lookup of the next
  * definition, pw_wrap_depth), pw_ticks, the loaded-object snapshot and the experiment's
- * paths; no hook, no other module.
+ * paths, and the call anchor of a stack walker (pw_call_anchor, pw_want_anchor); no hook,
+ * no other module.
  */
 #ifndef PW_MODULES_MATHLIB_H
 #define PW_MODULES_MATHLIB_H
@@ -39,21 +40,26 @@ typedef struct pw_ml_tab {
     pw_ml_slot slots[];
 } pw_ml_tab;
 
-extern int pw_ml_on;           /* the module records (measured process, --mathlib) */
-extern PW_TLS int pw_ml_depth; /* 1 inside the thread's outermost math-library call */
+extern int pw_ml_on;              /* the module records (measured process, --mathlib) */
+extern PW_TLS int pw_ml_depth;    /* 1 inside the thread's outermost math-library call */
+extern PW_TLS int pw_ml_anchored; /* that call keeps the thread's call anchor */
 extern PW_TLS pw_ml_tab *pw_ml_self;
 
 pw_ml_tab *pw_ml_tab_create(void);
 pw_ml_slot *pw_ml_slot_get(pw_ml_tab *t, uint64_t key, uintptr_t ra);
-/* The next definition of routine id (RTLD_NEXT), its library noted; NULL: none yet. */
+/* The next definition of routine id (pw_wrap_next: also in an object loaded RTLD_LOCAL),
+ * its library noted; NULL: none yet. */
 void *pw_ml_resolve(int id);
 /* A routine called that no loaded library defines: said once, the call does nothing. */
 void pw_ml_missing(int id);
 
 /* The thread's outermost math-library call begins (1), or the call is not recorded: the
  * module is off, the core is at work, or the call is inside another one (then counted
- * as the routine's internal call). Pair a 1 with pw_ml_record or a pw_ml_plan_*. */
-static inline int pw_ml_enter(int id)
+ * as the routine's internal call). Pair a 1 with pw_ml_record or a pw_ml_plan_*.
+ * For a stack walker (pw_want_anchor), the call keeps the wrapper's frame as the thread's
+ * anchor, unless an outer measured call (MPI) holds it: OpenBLAS's assembly kernels have
+ * no unwind tables and their stacks stop there; the walker goes on from the wrapper. */
+static inline __attribute__((always_inline)) int pw_ml_enter(int id)
 {
     if (PW_UNLIKELY(!pw_ml_on) || pw_wrap_depth)
         return 0;
@@ -64,7 +70,23 @@ static inline int pw_ml_enter(int id)
         return 0;
     }
     pw_ml_depth = 1;
+    if (pw_want_anchor && !pw_call_anchor) {
+        pw_call_anchor = (uintptr_t)__builtin_frame_address(0);
+        pw_call_here = (uintptr_t)pw_code_here();
+        pw_ml_anchored = 1;
+    }
     return 1;
+}
+
+/* The thread's outermost math-library call ends (after pw_ml_enter returned 1). */
+static inline void pw_ml_leave(void)
+{
+    if (pw_ml_anchored) {
+        pw_call_anchor = 0;
+        pw_ml_anchored = 0;
+    }
+    pw_ml_depth = 0;
+    pw_hold_if_dying();
 }
 
 /* Characters as the size class keeps them: 7 bits each, upper case. */
@@ -144,8 +166,7 @@ static inline void pw_ml_record(int id, uintptr_t ra, int64_t ticks, const int64
                                 uint64_t chars, double flops, double bytes)
 {
     pw_ml_add(id, ra, ticks, d, chars, flops, bytes);
-    pw_ml_depth = 0;
-    pw_hold_if_dying();
+    pw_ml_leave();
 }
 
 /* ---- FFTW plans ---- */

@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <link.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,7 +78,8 @@ void *pw_mpi_fortran_real(const char *name, void *self)
     X(int, Comm_dup, (MPI_Comm, MPI_Comm *))                                                       \
     X(int, Type_size, (MPI_Datatype, int *))                                                       \
     X(int, Send, (const void *, int, MPI_Datatype, int, int, MPI_Comm))                            \
-    X(int, Recv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *))                    \
+    X(int, Irecv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *))                  \
+    X(int, Test, (MPI_Request *, int *, MPI_Status *))                                             \
     X(int, Gather, (const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm))    \
     X(int, Gatherv,                                                                                \
       (const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, int,       \
@@ -240,13 +242,17 @@ static void neighbours(MPI_Comm comm, int *in, int *out)
     }
 }
 
-/* Persistent requests: bytes registered at *_init, counted at each Start. */
+/* Requests the runtime follows: persistent ones (bytes registered at *_init, counted at
+ * each Start) and those of nonblocking MPI-IO calls (MPI_File_i*), whose completion
+ * (MPI_Wait, MPI_Test, ...) is MPI-IO time, family file, as the call that posted them. */
 #define PW_PREQ_SLOTS 4096
 static struct preq {
     uint64_t key;
     int64_t sent, recv;
+    int file; /* a nonblocking MPI-IO call's request */
 } preqs[PW_PREQ_SLOTS];
 static int preq_lock;
+static int file_requests; /* MPI-IO requests not yet completed: completions look only then */
 
 static uint64_t request_key(const void *req, int fortran)
 {
@@ -279,39 +285,139 @@ static struct preq *preq_slot(uint64_t key, int create)
 
 static int64_t preq_lost; /* registrations that found the table full */
 
-/* op 0: register (sent, recv) for a new persistent request; 1: add its bytes for
- * a start; 2: forget it. */
-static void preq_op(const void *req, int fortran, int op, int64_t *sent, int64_t *recv)
+enum {
+    PREQ_INIT,      /* register (sent, recv) for a new persistent request */
+    PREQ_START,     /* add its bytes for a start */
+    PREQ_FREE,      /* forget it (MPI_Request_free), whichever kind */
+    PREQ_FILE,      /* register the request of a nonblocking MPI-IO call */
+    PREQ_FILE_DONE, /* forget it if it is one: completed */
+    PREQ_IS_FILE,   /* whether it is one */
+};
+
+/* Returns 1 for a request of a nonblocking MPI-IO call (PREQ_FILE_DONE, PREQ_IS_FILE). */
+static int preq_op_key(uint64_t key, int op, int64_t *sent, int64_t *recv)
 {
-    uint64_t key = request_key(req, fortran);
     if (!key || key == PW_PREQ_FREE)
-        return;
+        return 0;
     while (__atomic_exchange_n(&preq_lock, 1, __ATOMIC_ACQUIRE))
         ;
-    struct preq *p = preq_slot(key, op == 0);
-    if (op == 0) {
+    struct preq *p = preq_slot(key, op == PREQ_INIT || op == PREQ_FILE);
+    int file = p && p->key == key && p->file;
+    if (op == PREQ_INIT || op == PREQ_FILE) {
         if (p) {
+            if (file) /* a handle reused while we held it: counted once */
+                __atomic_fetch_sub(&file_requests, 1, __ATOMIC_RELAXED);
             p->key = key;
-            p->sent = *sent;
-            p->recv = *recv;
+            p->file = op == PREQ_FILE;
+            p->sent = op == PREQ_INIT ? *sent : 0;
+            p->recv = op == PREQ_INIT ? *recv : 0;
+            if (p->file)
+                __atomic_fetch_add(&file_requests, 1, __ATOMIC_RELAXED);
         } else {
             preq_lost++;
         }
-        *sent = *recv = 0;
-    } else if (op == 1 && p) {
+        if (op == PREQ_INIT)
+            *sent = *recv = 0;
+    } else if (op == PREQ_START && p && !file) {
         *sent += p->sent;
         *recv += p->recv;
-    } else if (op == 2 && p) {
+    } else if (p && (op == PREQ_FREE || (op == PREQ_FILE_DONE && file))) {
         p->key = PW_PREQ_FREE;
+        if (file)
+            __atomic_fetch_sub(&file_requests, 1, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&preq_lock, 0, __ATOMIC_RELEASE);
+    return file;
 }
 
-void pw_mpi_before(int kind, const pw_args *a)
+static int preq_op(const void *req, int fortran, int op, int64_t *sent, int64_t *recv)
+{
+    return preq_op_key(request_key(req, fortran), op, sent, recv);
+}
+
+/* The requests of a completion call (one for the wait kind), i of n. */
+static const void *request_at(const pw_args *a, int kind, int i)
+{
+    if (kind == PW_KIND_wait)
+        return a->request;
+    return a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
+                      : (const void *)((const MPI_Request *)a->requests + i);
+}
+
+/* The MPI-IO requests a Test, Waitany, Waitsome, Testall... may leave incomplete: their
+ * keys, kept from before the call (which nulls the completed ones) to after it. */
+#define FILE_WAIT_KEPT 64
+static PW_TLS struct {
+    int n;
+    int index[FILE_WAIT_KEPT];
+    uint64_t key[FILE_WAIT_KEPT];
+} file_wait;
+
+/* A completion call whose requests include one of a nonblocking MPI-IO call is MPI-IO
+ * time (family file). Wait and Waitall complete them all: forgotten now; the others after
+ * the call, those it says it completed (file_wait_done). */
+static __attribute__((noinline)) void file_wait_before(pw_call *c, int kind, const pw_args *a)
+{
+    int n = kind == PW_KIND_wait ? 1 : a->nreq, all = kind == PW_KIND_wait ? !a->flag : 0;
+    if (kind == PW_KIND_waitmulti)
+        all = !a->flag && !a->index && !a->outcount; /* Waitall */
+    int64_t s = 0, r = 0;
+    file_wait.n = 0;
+    for (int i = 0; i < n; i++) {
+        const void *req = request_at(a, kind, i);
+        if (!req)
+            continue;
+        uint64_t key = request_key(req, a->fortran);
+        if (!preq_op_key(key, all ? PREQ_FILE_DONE : PREQ_IS_FILE, &s, &r))
+            continue;
+        c->family = PW_FAMILY_FILE;
+        if (!all && file_wait.n < FILE_WAIT_KEPT) {
+            file_wait.index[file_wait.n] = i;
+            file_wait.key[file_wait.n++] = key;
+        }
+    }
+    if (c->family == PW_FAMILY_FILE)
+        pw_thread_activity = 1 + PW_FAMILY_FILE;
+}
+
+/* After a Test, Waitany, Waitsome, Testall, Testany, Testsome of MPI-IO requests: the
+ * requests it completed are forgotten (their handles will be reused). */
+static void file_wait_done(int kind, const pw_args *a)
+{
+    int64_t s = 0, r = 0;
+    int done[FILE_WAIT_KEPT] = {0};
+    int flag = a->flag ? *(const int *)a->flag : 1, base = a->fortran ? 1 : 0;
+    if (!flag)
+        return;
+    if (kind == PW_KIND_wait) { /* Test: its one request */
+        done[0] = 1;
+    } else if (a->index) { /* Waitany, Testany: the one it completed */
+        int at = *(const int *)a->index - base;
+        for (int k = 0; k < file_wait.n; k++)
+            done[k] = file_wait.index[k] == at;
+    } else if (a->outcount) { /* Waitsome, Testsome */
+        int m = *(const int *)a->outcount;
+        for (int j = 0; j < m && m != MPI_UNDEFINED; j++)
+            for (int k = 0; k < file_wait.n; k++)
+                done[k] |= file_wait.index[k] == ((const int *)a->indices)[j] - base;
+    } else { /* Test, Testall with its flag set: all */
+        for (int k = 0; k < file_wait.n; k++)
+            done[k] = 1;
+    }
+    for (int k = 0; k < file_wait.n; k++)
+        if (done[k])
+            preq_op_key(file_wait.key[k], PREQ_FILE_DONE, &s, &r);
+    file_wait.n = 0;
+}
+
+void pw_mpi_before(pw_call *c, int kind, const pw_args *a)
 {
     int64_t s = 0, r = 0;
     if (kind == PW_KIND_request_free)
-        preq_op(a->request, a->fortran, 2, &s, &r);
+        preq_op(a->request, a->fortran, PREQ_FREE, &s, &r);
+    else if ((kind == PW_KIND_wait || kind == PW_KIND_waitmulti) &&
+             PW_UNLIKELY(__atomic_load_n(&file_requests, __ATOMIC_RELAXED) > 0))
+        file_wait_before(c, kind, a);
     if (PW_UNLIKELY(pw_trace_on))
         pw_trace_before(kind, a);
 }
@@ -346,21 +452,21 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
     case PW_KIND_send_init:
         if (a->peer != MPI_PROC_NULL)
             s = type_bytes(a->count, a->type);
-        preq_op(a->request, a->fortran, 0, &s, &r);
+        preq_op(a->request, a->fortran, PREQ_INIT, &s, &r);
         break;
     case PW_KIND_recv_init:
         if (a->peer != MPI_PROC_NULL)
             r = type_bytes(a->count, a->type);
-        preq_op(a->request, a->fortran, 0, &s, &r);
+        preq_op(a->request, a->fortran, PREQ_INIT, &s, &r);
         break;
     case PW_KIND_start:
-        preq_op(a->request, a->fortran, 1, &s, &r);
+        preq_op(a->request, a->fortran, PREQ_START, &s, &r);
         break;
     case PW_KIND_startall:
         for (int i = 0; i < a->nreq; i++)
             preq_op(a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
                                : (const void *)((const MPI_Request *)a->requests + i),
-                    a->fortran, 1, &s, &r);
+                    a->fortran, PREQ_START, &s, &r);
         break;
     case PW_KIND_sendrecv:
         if (a->peer != MPI_PROC_NULL)
@@ -517,7 +623,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
 
 /* ---- MPI-IO calls, for a module that profiles files (pw_hooks.file_call) ---- */
 
-enum { FILE_END = 1, FILE_POSTED = 2, FILE_AT = 4 };
+enum { FILE_END = 1, FILE_POSTED = 2, FILE_AT = 4, FILE_NB = 8 };
 static signed char file_op[PW_MPI_NFN]; /* enum pw_file_op + 1; 0: not a file call */
 static unsigned char file_flags[PW_MPI_NFN];
 static unsigned char file_form[PW_MPI_NFN]; /* enum pw_file_form of a read or write */
@@ -572,6 +678,8 @@ static void file_ops_init(void)
         /* the nonblocking forms (MPI_File_iread..., MPI_File_iwrite...), _begin */
         if (!strncmp(n, "MPI_File_i", 10) || strstr(n, "_begin"))
             file_flags[fn] |= FILE_POSTED;
+        if (!strncmp(n, "MPI_File_i", 10)) /* a request to complete */
+            file_flags[fn] |= FILE_NB;
         if (strstr(n, "_at"))
             file_flags[fn] |= FILE_AT;
     }
@@ -658,6 +766,21 @@ static __attribute__((noinline)) void file_event(const pw_call *c, int64_t t1, c
     pw_hooks.file_call(&fc);
 }
 
+/* The request a nonblocking MPI-IO call posted is followed until a completion call
+ * completes it (file_wait_before, file_wait_done). */
+static void file_requests_follow(int kind, int fn, const pw_args *a)
+{
+    int64_t s = 0, r = 0;
+    if ((kind == PW_KIND_wait || kind == PW_KIND_waitmulti) && file_wait.n) {
+        file_wait_done(kind, a);
+    } else if ((file_flags[fn] & FILE_NB) && a->request) {
+        MPI_Request none = MPI_REQUEST_NULL; /* a failed post's */
+        uint64_t key = request_key(a->request, a->fortran);
+        if (key != request_key(&none, 0))
+            preq_op_key(key, PREQ_FILE, &s, &r);
+    }
+}
+
 /* ---- recording ---- */
 
 /* Functions whose calls go into the message-size histograms (PW_HIST_FAMILY_MASK). */
@@ -692,16 +815,18 @@ static __attribute__((noinline)) pw_site *deep_site(pw_sitetab *t, int fn, void 
     return pw_site_get(t, fn, (uintptr_t)ra, frames, nframes);
 }
 
-static void record(int fn, void *ra, int64_t ticks, int64_t sent, int64_t recv)
+static void record(int fn, int family, void *ra, int64_t t1, int64_t ticks, int64_t sent,
+                   int64_t recv)
 {
     pw_sitetab *t = pw_sitetab_self();
     if (PW_UNLIKELY(!t))
         return;
+    t->rec->last_tick = t1; /* how far the thread got, should it end without saving */
     int id = mpi_functions.base + fn;
     pw_site *s = PW_LIKELY(pw_opt.callsite_depth == 1) ? pw_site_find(t, id, (uintptr_t)ra)
                                                        : deep_site(t, id, ra);
     pw_site_add(s, ticks, sent, recv);
-    pw_act_add(pw_mpi_fn_family[fn], ticks);
+    pw_act_add(family, ticks);
     if (PW_UNLIKELY(pw_hooks.call_leave != NULL))
         pw_hooks.call_leave(t, s);
     if (in_histogram[fn])
@@ -717,7 +842,9 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
         call_bytes(kind, a, &sent, &recv);
         errno = saved_errno;
     }
-    record(c->fn, c->ra, t1 - c->t0, sent, recv);
+    record(c->fn, c->family, c->ra, t1, t1 - c->t0, sent, recv);
+    if (PW_UNLIKELY(c->family == PW_FAMILY_FILE) && a)
+        file_requests_follow(kind, c->fn, a);
     if (PW_UNLIKELY(pw_hooks.file_call != NULL) && a && file_op[c->fn]) {
         int saved_errno = errno;
         file_event(c, t1, a);
@@ -732,6 +859,21 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
 }
 
 /* ---- clock offsets to rank 0 ---- */
+
+/* A receive of the clock exchange that gives the processor away while it waits. MPI
+ * libraries spin in a blocking receive (MPICH does not yield even when oversubscribed),
+ * so with more busy processes than cores the peer that would answer runs only once the
+ * spinning rank's time slice ends: each round trip cost a time slice, 0.2 s of MPICH's
+ * trivial 2-rank job on a busy 2-core node (bench/launch_overhead.py). */
+static void recv_yielding(void *buf, int count, int src, int tag)
+{
+    MPI_Request req;
+    int done = 0;
+    if (pmpi.Irecv(buf, count, pre.byte, src, tag, st.comm, &req) != MPI_SUCCESS)
+        return;
+    while (pmpi.Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+        sched_yield();
+}
 
 /* Cristian's method: rank 0 exchanges `rounds` ping-pongs with each rank in turn
  * and keeps the exchange with the shortest round trip; the offset's error is at
@@ -750,7 +892,7 @@ static void clock_offsets(int64_t *offset, int64_t *err)
             for (int k = 0; k < rounds; k++) {
                 int64_t t1 = pw_now();
                 pmpi.Send(&t1, 1, pre.byte, r, tag, st.comm);
-                pmpi.Recv(&remote, 8, pre.byte, r, tag, st.comm, MPI_STATUS_IGNORE);
+                recv_yielding(&remote, 8, r, tag);
                 int64_t t2 = pw_now();
                 if (t2 - t1 < best) {
                     best = t2 - t1;
@@ -764,17 +906,19 @@ static void clock_offsets(int64_t *offset, int64_t *err)
     } else {
         int64_t ping, now, res[2];
         for (int k = 0; k < rounds; k++) {
-            pmpi.Recv(&ping, 1, pre.byte, 0, tag, st.comm, MPI_STATUS_IGNORE);
+            recv_yielding(&ping, 1, 0, tag);
             now = pw_now();
             pmpi.Send(&now, 8, pre.byte, 0, tag, st.comm);
         }
-        pmpi.Recv(res, 16, pre.byte, 0, tag, st.comm, MPI_STATUS_IGNORE);
+        recv_yielding(res, 16, 0, tag);
         *offset = res[0];
         *err = res[1];
     }
 }
 
 /* ---- Init / Finalize / Abort / Pcontrol ---- */
+
+static void fill_rank(pw_rank_rec *r, int state, int64_t t_fini);
 
 void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
 {
@@ -804,10 +948,14 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
             st.offset_init, st.offset_init_err, st.offset_init, st.offset_init_err, t1, pw_now()};
         pw_trace_start(st.rank, st.size, pre.world, &clock);
     }
-    record(fn, ra, (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
+    record(fn, pw_mpi_fn_family[fn], ra, pw_ticks(),
+           (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now, and so do the */
     if (pw_hooks.app_begin)     /* modules' baselines (counts "before" the first call) */
         pw_hooks.app_begin();
+    pw_rank_rec r; /* the rank's record, should it end without saving */
+    fill_rank(&r, PW_STATE_KILLED, 0);
+    pw_tables_rank(&r, st.size);
     pw_rank_set(st.rank);
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);
@@ -873,13 +1021,15 @@ static void write_partial(int state, int in_signal)
     (void)in_signal;
     pw_local l;
     int64_t now = pw_now();
-    if (build_local(&l, state, st.t_fini_enter ? st.t_fini_enter : now) != 0)
+    if (build_local(&l, state, st.t_fini_enter ? st.t_fini_enter : now) != 0) {
+        pw_tables_done(state, 0);
         return;
+    }
     char path[4200], num[24];
     pw_fmt_int(num, st.rank);
     /* partial/rank-R.pwprof (its folder made by the writer); a failure is marked */
-    if (pw_experiment_path(path, sizeof path, "partial/rank-", num, ".pwprof") == 0)
-        pw_profile_write(&l.prof, path);
+    int rc = pw_experiment_path(path, sizeof path, "partial/rank-", num, ".pwprof");
+    pw_tables_done(state, rc == 0 && pw_profile_write(&l.prof, path) == 0);
     pw_local_free(&l);
 }
 
@@ -979,8 +1129,10 @@ static int strtab_index(strtab *tab, const char *s, const char *t)
     return (int)tab->n++;
 }
 
-static void write_reduced(char *all, const int *lens, int n)
+/* profile.pwprof from the ranks' blobs; 0 when written. */
+static int write_reduced(char *all, const int *lens, int n)
 {
+    int rc = -1;
     size_t nsites = 0, nframes = 0, nhist = 0, ncounts = 0;
     char *q = all;
     for (int r = 0; r < n; q += lens[r], r++) {
@@ -1075,7 +1227,7 @@ static void write_reduced(char *all, const int *lens, int n)
     p.world_size = st.size;
     char path[4200];
     if (pw_experiment_path(path, sizeof path, "profile.pwprof") == 0)
-        pw_profile_write(&p, path); /* a failure is marked in the experiment */
+        rc = pw_profile_write(&p, path); /* a failure is marked in the experiment */
 out:
     free(p.ranks);
     free(p.sites);
@@ -1087,6 +1239,7 @@ out:
     free(objs.s);
     free(objs.t);
     free(objmap);
+    return rc;
 }
 
 /* pw_job's gather: each rank's bytes to rank 0 on the runtime's duplicate of
@@ -1124,6 +1277,9 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         return;
     st.t_fini_enter = pw_now();
     pw_mpi_recording = 0;
+    pw_rank_rec r; /* should it end here, without saving */
+    fill_rank(&r, PW_STATE_KILLED, st.t_fini_enter);
+    pw_tables_rank(&r, st.size);
     clock_offsets(&st.offset_fini, &st.offset_fini_err);
     pw_objects_refresh(); /* objects dlopen'ed since MPI_Init */
     pw_trace_clock clock = {st.offset_init,     st.offset_init_err, st.offset_fini,
@@ -1140,6 +1296,11 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         blob = blob_pack(&l, &len);
         pw_local_free(&l);
     }
+    /* the rank's data is in its blob, on its way to rank 0: its tables file goes now, so
+     * that on a nearly full disk its space is the profile's (before the gather, so that
+     * every rank's is free when rank 0 has them all and writes); without a blob (no
+     * memory) the file stays, the rank's data */
+    pw_tables_done(PW_STATE_COMPLETE, blob != NULL);
     int *lens = NULL;
     char *all = NULL;
     gather(blob, blob ? len : 0, &all, &lens);

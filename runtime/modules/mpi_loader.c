@@ -26,15 +26,32 @@
  * A stub is a jump, not a call: it leaves no frame, and the arguments, the vararg
  * register count and the return address reach the wrapper or the real function
  * untouched, whatever the signature.
+ *
+ * What the core exports must not tell the program more than its MPI does: a library
+ * that looks MPI_File_read_c up (dlsym(RTLD_DEFAULT, ...), to learn whether its MPI is
+ * MPI-4) must not find it under Open MPI 4.1, nor a process without MPI find MPI_Init.
+ * So the core's constructor makes each stub's symbol an indirect function (IFUNC) in the
+ * core's own dynamic symbol table: every later look-up (dlsym, a lazy binding, the
+ * relocation of an object dlopened later) asks its resolver, which answers the stub
+ * when a loaded MPI library defines the symbol and NULL (absent) otherwise. Not at link
+ * time: the dynamic linker relocates the program's libraries (libmpich) before the
+ * preloaded core, and binding one of them to an IFUNC of a core not yet relocated prints
+ * "Relink ... for IFUNC symbol" under BIND_NOW; those start-up bindings take the plain
+ * stubs, as before, and the weak references among them that the MPI cannot satisfy are
+ * set to NULL afterwards, as the dynamic linker would have without the core.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "elfsym.h"
 #include "modules/mpi_loader.h"
 #include "pw.h"
 #include "pw_mpi_symbols.h"
@@ -43,6 +60,7 @@
 
 void pw_mpi_lazy(void) PW_HIDDEN; /* assembly below: save arguments, bind, jump */
 void *pw_mpi_bind(long i) PW_HIDDEN;
+void *pw_mpi_resolve(long i) PW_HIDDEN; /* the IFUNC resolvers' (assembly below) */
 void *pw_mpi_slots[PW_MPI_NSYMBOLS] PW_HIDDEN = {[0 ... PW_MPI_NSYMBOLS - 1] = (void *)pw_mpi_lazy};
 
 #define PW_NAME_ENTRY(i, name) #name,
@@ -59,6 +77,12 @@ static const char *const symbol_names[PW_MPI_NSYMBOLS] = {PW_MPI_SYMBOLS(PW_NAME
             "\tendbr64\n\tmovl $" #i ",%r11d\n\tjmp *pw_mpi_slots+8*" #i "(%rip)\n.size " #name    \
             ",.-" #name "\n");
 PW_MPI_SYMBOLS(PW_STUB)
+/* The IFUNC resolver of stub i: pw_mpi_resolve(i) */
+#define PW_RESOLVER(i, name)                                                                       \
+    __asm__(".text\n.globl pw_mpi_ifunc_" #i "\n.hidden pw_mpi_ifunc_" #i                          \
+            "\n.type pw_mpi_ifunc_" #i ",@function\npw_mpi_ifunc_" #i ":\n"                        \
+            "\tendbr64\n\tmovl $" #i ",%edi\n\tjmp pw_mpi_resolve\n");
+PW_MPI_SYMBOLS(PW_RESOLVER)
 /* Saves every register that may carry an argument (integer, vector, al for
  * varargs, r10 for a static chain), binds, restores them and jumps on. */
 __asm__(".text\n.globl pw_mpi_lazy\n.hidden pw_mpi_lazy\n.type pw_mpi_lazy,@function\n"
@@ -86,6 +110,11 @@ __asm__(".text\n.globl pw_mpi_lazy\n.hidden pw_mpi_lazy\n.type pw_mpi_lazy,@func
             "\tldr x16, [x16, #:lo12:pw_mpi_slots+8*" #i "]\n"                                     \
             "\tmov x17, #" #i "\n\tbr x16\n.size " #name ",.-" #name "\n");
 PW_MPI_SYMBOLS(PW_STUB)
+#define PW_RESOLVER(i, name)                                                                       \
+    __asm__(".text\n.globl pw_mpi_ifunc_" #i "\n.hidden pw_mpi_ifunc_" #i                          \
+            "\n.type pw_mpi_ifunc_" #i ",%function\npw_mpi_ifunc_" #i ":\n"                        \
+            "\tmov x0, #" #i "\n\tb pw_mpi_resolve\n");
+PW_MPI_SYMBOLS(PW_RESOLVER)
 /* x0-x7 and x8 (indirect result), q0-q7 */
 __asm__(".text\n.globl pw_mpi_lazy\n.hidden pw_mpi_lazy\n.type pw_mpi_lazy,%function\n"
         "pw_mpi_lazy:\n"
@@ -112,33 +141,11 @@ static int mpi_library_name(const char *n)
                  strstr(n, "/libmpichfort.so") || strstr(n, "/libmpifort.so"));
 }
 
-static int find_mpi_library(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    if (!mpi_library_name(info->dlpi_name))
-        return 0;
-    void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return 0;
-    void *p = dlsym(h, *(const char **)data);
-    dlclose(h);
-    if (!p)
-        return 0;
-    *(void **)data = p;
-    return 1;
-}
-
 void *pw_mpi_next(const char *name)
 {
-    /* the next definition after this object: the MPI library's, or a tool's
-     * preloaded after perfweave */
-    void *p = dlsym(RTLD_NEXT, name);
-    if (!p) {
-        const void *data = name;
-        if (dl_iterate_phdr(find_mpi_library, &data))
-            p = (void *)data;
-    }
-    return p;
+    /* the next definition after this object: the MPI library's (also loaded RTLD_LOCAL,
+     * by a Python extension), or a tool's preloaded after perfweave */
+    return pw_next_symbol(name);
 }
 
 /* The ABI family of the MPI library this process uses, from its own words. */
@@ -188,6 +195,141 @@ static void *load_flavor(const char *flavor)
                why ? why : path, (int)getpid());
     }
     return h;
+}
+
+/* ---- what the core exports: only what the process's MPI has (see the top) ---- */
+
+static void *stub_addr[PW_MPI_NSYMBOLS]; /* each stub's code, from the symbol table */
+static char present[PW_MPI_NSYMBOLS];    /* a loaded MPI defines it: for good */
+
+#define PW_RESOLVER_DECL(i, name) void pw_mpi_ifunc_##i(void) PW_HIDDEN;
+PW_MPI_SYMBOLS(PW_RESOLVER_DECL)
+#define PW_RESOLVER_ENTRY(i, name) pw_mpi_ifunc_##i,
+static void (*const resolvers[PW_MPI_NSYMBOLS])(void) = {PW_MPI_SYMBOLS(PW_RESOLVER_ENTRY)};
+
+static int mpi_defines(long i)
+{
+    if (__atomic_load_n(&present[i], __ATOMIC_RELAXED))
+        return 1;
+    /* from the objects' memory: a resolver runs inside the dlsym that asked */
+    int yes = pw_next_defines(symbol_names[i]);
+    if (yes)
+        __atomic_store_n(&present[i], 1, __ATOMIC_RELAXED);
+    return yes;
+}
+
+void *pw_mpi_resolve(long i) { return mpi_defines(i) ? stub_addr[i] : NULL; }
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *t)
+{
+    (void)size;
+    return info->dlpi_addr == ((pw_elf *)t)->base && pw_elf_read(info, t);
+}
+
+/* page-aligned span [lo, hi) made writable, then back to prot */
+static int reprotect(uintptr_t lo, uintptr_t hi, int prot)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    lo &= ~(page - 1);
+    return mprotect((void *)lo, (hi + page - 1) / page * page - lo, prot);
+}
+
+/* A weak reference of an object loaded with the program, bound to a stub at start-up
+ * (its relocation came before this constructor), of a symbol no loaded MPI defines: NULL,
+ * as the dynamic linker had made it without the core. */
+static int unbind_weak(struct dl_phdr_info *info, size_t size, void *self)
+{
+    (void)size;
+    pw_elf t;
+    if (info->dlpi_addr == ((pw_elf *)self)->base || !pw_elf_read(info, &t))
+        return 0;
+    for (int part = 0; part < 2; part++) {
+        const ElfW(Rela) *r = part ? t.jmprel : t.rela;
+        size_t n = part ? t.njmprel : t.nrela;
+        for (size_t k = 0; r && k < n; k++) {
+            unsigned type = (unsigned)ELF64_R_TYPE(r[k].r_info);
+#if defined(__x86_64__)
+            if (type != R_X86_64_GLOB_DAT && type != R_X86_64_64)
+                continue;
+#else
+            if (type != R_AARCH64_GLOB_DAT && type != R_AARCH64_ABS64)
+                continue;
+#endif
+            const ElfW(Sym) *ref = &t.sym[ELF64_R_SYM(r[k].r_info)];
+            if (ref->st_shndx != SHN_UNDEF || ELF64_ST_BIND(ref->st_info) != STB_WEAK)
+                continue;
+            void **slot = (void **)(t.base + r[k].r_offset);
+            for (long i = 0; i < PW_MPI_NSYMBOLS; i++) {
+                if (*slot != (char *)stub_addr[i] + r[k].r_addend ||
+                    strcmp(t.str + ref->st_name, symbol_names[i]) || mpi_defines(i))
+                    continue;
+                uintptr_t at = (uintptr_t)slot;
+                int ro = at >= t.relro && at < t.relro_end;
+                if (!ro || reprotect(at, at + sizeof *slot, PROT_READ | PROT_WRITE) == 0) {
+                    *slot = NULL;
+                    if (ro)
+                        reprotect(at, at + sizeof *slot, PROT_READ);
+                }
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+static int mpi_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    return mpi_library_name(info->dlpi_name);
+}
+
+/* Before main, while the program makes no look-up of its own (see the top). With an MPI
+ * library loaded with the program, the stubs of what it lacks leave the symbol table (a
+ * symbol of value 0 is no definition to the dynamic linker: a look-up fails as without
+ * the core, with its dlerror), the others stay; without one yet (a process without MPI,
+ * an interpreter that may dlopen one), each stub's symbol becomes an IFUNC whose
+ * resolver asks the MPI loaded by then. An entry changes in two stores, so no other
+ * thread may look an MPI symbol up meanwhile. */
+__attribute__((constructor(101))) static void pw_mpi_export_what_mpi_has(void)
+{
+    pw_elf self = {.base = pw_core_base()};
+    if (!self.base || !dl_iterate_phdr(find_self, &self))
+        return;
+    ElfW(Sym) * e[PW_MPI_NSYMBOLS];
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < PW_MPI_NSYMBOLS; i++) {
+        e[i] = pw_elf_entry(&self, symbol_names[i]);
+        if (!e[i] || ELF64_ST_TYPE(e[i]->st_info) != STT_FUNC)
+            return;
+        stub_addr[i] = (void *)(self.base + e[i]->st_value);
+        lo = (uintptr_t)e[i] < lo ? (uintptr_t)e[i] : lo;
+        hi = (uintptr_t)(e[i] + 1) > hi ? (uintptr_t)(e[i] + 1) : hi;
+    }
+    int known = dl_iterate_phdr(mpi_loaded, NULL);
+    if (known) { /* what the objects after the core define, each read once */
+        static pw_elf after[512];
+        int n = pw_objects_after_core(after, 512);
+        for (int i = 0; i < PW_MPI_NSYMBOLS; i++) {
+            uint32_t h = pw_elf_hash(symbol_names[i]);
+            for (int k = 0; k < n && !present[i]; k++)
+                present[i] = pw_elf_defined(&after[k], symbol_names[i], h) != NULL;
+        }
+    }
+    if (reprotect(lo, hi, PROT_READ | PROT_WRITE) != 0) {
+        pw_debug("the MPI symbols stay exported in every process (mprotect refused)");
+        return;
+    }
+    for (int i = 0; i < PW_MPI_NSYMBOLS; i++) {
+        if (known && !present[i]) {
+            e[i]->st_value = 0;
+        } else if (!known) {
+            e[i]->st_value = (uintptr_t)resolvers[i] - self.base;
+            e[i]->st_info = ELF64_ST_INFO(ELF64_ST_BIND(e[i]->st_info), STT_GNU_IFUNC);
+        }
+    }
+    reprotect(lo, hi, PROT_READ);
+    dl_iterate_phdr(unbind_weak, &self);
 }
 
 /* ---- binding ---- */

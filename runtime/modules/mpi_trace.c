@@ -847,19 +847,7 @@ static void write_meta(int state, const pw_trace_clock *clock)
         pw_json_close(&j);
     }
     pw_json_close(&j);
-    pw_json_open(&j, "objects", '[');
-    for (int i = 0; i < pw_objects_count(); i++) {
-        uintptr_t s, e, base;
-        pw_object_range(i, &s, &e, &base);
-        pw_json_open(&j, NULL, '{');
-        pw_json_str(&j, "path", pw_object_path(i));
-        pw_json_str(&j, "buildid", pw_object_buildid(i));
-        pw_json_int(&j, "start", (int64_t)s);
-        pw_json_int(&j, "end", (int64_t)e);
-        pw_json_int(&j, "base", (int64_t)base);
-        pw_json_close(&j);
-    }
-    pw_json_close(&j);
+    pw_objects_ranges_json(&j, "objects");
     pw_json_int(&j, "records", pw_trace_written());
     pw_json_int(&j, "lost", pw_trace_lost());
     pw_json_end(&j);

@@ -93,6 +93,7 @@ typedef struct pw_args {
 
 typedef struct pw_call {
     int fn;
+    int family; /* its function's, or PW_FAMILY_FILE for the completion of MPI-IO requests */
     void *ra;
     int64_t t0; /* ticks */
 } pw_call;
@@ -126,8 +127,9 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     }
     pw_mpi_depth++;
     c->fn = fn;
+    c->family = pw_mpi_fn_family[fn];
     c->ra = ra;
-    pw_thread_activity = 1 + pw_mpi_fn_family[fn];
+    pw_thread_activity = 1 + c->family;
     pw_mpi_anchor();
     if (PW_UNLIKELY(pw_hooks.call_enter != NULL))
         pw_hooks.call_enter(); /* before the clock: e.g. a counter read is not the call's time */
@@ -152,8 +154,9 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
                    int64_t recv);
 void pw_trace_end(int state, const pw_trace_clock *clock);
 
-/* Before the real call, for kinds whose arguments it changes (Request_free, Wait). */
-void pw_mpi_before(int kind, const pw_args *a);
+/* Before the real call, for kinds whose arguments it changes (Request_free, Wait); a
+ * completion of MPI-IO requests becomes c's family file. */
+void pw_mpi_before(pw_call *c, int kind, const pw_args *a);
 /* Records the call (errno is preserved); a is NULL for kinds without bytes. */
 void pw_mpi_leave(pw_call *c, int kind, const pw_args *a);
 

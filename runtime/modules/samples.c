@@ -29,9 +29,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/msg.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/sem.h>
 #include <sys/socket.h>
@@ -59,24 +61,30 @@
  * a measured call, PW_ACTIVITY_SLEEP and PW_ACTIVITY_WAIT set by the wrappers below. */
 #define STATE_SLEEP PW_ACTIVITY_SLEEP
 #define STATE_WAIT PW_ACTIVITY_WAIT
-/* Our signal ended a system call with EINTR (the blocking-call wrappers resume it then).
- * Volatile, as the flags below, because the handler writes them: glibc declares the
- * functions the wrappers call (syscall, ...) as leaf functions, which lets the compiler
- * keep a static variable in a register across them. */
-static PW_TLS volatile int interrupted;
 /* Handlers of the program that this thread entered or left (program_handler counts
- * each twice), and that count when the wrapper's current call began: a call during which
- * one ran was the program's to end, whatever our handler found (ended_a_call), as the
- * program's handler may have ended it before ours ran. */
-static PW_TLS volatile unsigned handled, call_handled;
-/* A wrapper that can call again with the signal mask set atomically by the call
- * (ppoll, pselect, epoll_pwait, sigsuspend) is in its call: the handler then returns with
- * every signal but the synchronous ones blocked (masked), keeping the thread's mask in
- * saved_mask, so that a program's signal arriving before the wrapper calls again waits,
- * pending, for that call, which unblocks it atomically and returns EINTR as without
- * perfweave. The wrapper restores the thread's mask when it returns. */
-static PW_TLS volatile int maskable, masked;
-static PW_TLS sigset_t saved_mask;
+ * each twice): a wrapped call during which one ran was the program's to end, whatever
+ * our handler found (ended_a_call), as the program's handler may have ended it before
+ * ours ran. Volatile, as the fields below, because the handlers write them: glibc
+ * declares the functions the wrappers call (syscall, ...) as leaf functions, which lets
+ * the compiler keep a static variable in a register across them. */
+static PW_TLS volatile unsigned handled;
+/* The wrapped blocking calls in progress in this thread, innermost last (a program's
+ * handler may make one while another waits): what the handlers note of them (see "How a
+ * wrapper resumes a call" below). In the thread's own memory, not the wrappers' frames:
+ * a wrapper left without returning (its thread cancelled in the call, or a handler that
+ * jumped out of it with siglongjmp) leaves its record behind, which the next call drops
+ * (its frame is below the new call's: the stack grows down). */
+#define PW_NESTED_CALLS 8
+typedef struct blocked_call {
+    uintptr_t frame;          /* the wrapper's frame */
+    unsigned handled;         /* handled when the call began */
+    volatile int interrupted; /* our signal alone ended the real call just made */
+    volatile int resuming;    /* the call is being made again after our signal */
+} blocked_call;
+static PW_TLS blocked_call calls[PW_NESTED_CALLS];
+static PW_TLS volatile int ncalls;
+/* Our timer's signals still to send to end a call being made again (nudge) */
+static PW_TLS volatile int nudges;
 static pid_t start_pid;
 
 typedef struct sample {
@@ -161,6 +169,43 @@ static void context_regs(const ucontext_t *uc, uintptr_t *pc, uintptr_t *fp, uin
 #endif
 }
 
+/* A stack deeper than a sample's frames keeps its innermost frames and, in place of the
+ * last PW_OUTER_FRAMES of them, its outermost ones: the program's root (main, a thread's
+ * start) is never cut off by a deep call (MPI_Init runs the constructors of the
+ * components it opens, which may sleep or wait in wrapped calls: 32 frames and more).
+ * The walk goes on, remembering the last frames in a ring, up to PW_DEEPEST frames. */
+#define PW_OUTER_FRAMES 8
+#define PW_DEEPEST 1024
+typedef struct deep_stack {
+    uintptr_t ring[PW_OUTER_FRAMES];
+    int n;   /* frames beyond the sample's */
+    int cut; /* the walk stopped at PW_DEEPEST: the outermost frames are not known */
+} deep_stack;
+
+/* The walk's next frame a: into frames[] (*d of them), or the ring; 0: stop walking. */
+static int add_frame(uintptr_t *frames, int *d, deep_stack *x, uintptr_t a)
+{
+    if (*d < PW_SAMPLE_FRAMES)
+        frames[(*d)++] = a;
+    else
+        x->ring[x->n++ % PW_OUTER_FRAMES] = a;
+    x->cut = *d + x->n >= PW_DEEPEST;
+    return !x->cut;
+}
+
+/* The walk reached the outermost frame: frames[] ends with the stack's outermost
+ * PW_OUTER_FRAMES (the last of its own, then those of the ring) after its innermost. */
+static void end_frames(uintptr_t *frames, const deep_stack *x)
+{
+    int m = x->n < PW_OUTER_FRAMES ? x->n : PW_OUTER_FRAMES,
+        keep = PW_SAMPLE_FRAMES - PW_OUTER_FRAMES;
+    if (x->cut || !m)
+        return;
+    memmove(frames + keep, frames + keep + m, (size_t)(PW_OUTER_FRAMES - m) * sizeof *frames);
+    for (int k = 0; k < m; k++)
+        frames[PW_SAMPLE_FRAMES - m + k] = x->ring[(x->n - m + k) % PW_OUTER_FRAMES];
+}
+
 /* libunwind, when its header was there at build time and its library is here at run
  * time (dlopen'd, so that a program using another unwinder is not disturbed and
  * libperfweave needs nothing more): stacks through code without frame pointers (-O2's
@@ -202,6 +247,7 @@ static void context_regs(const ucontext_t *uc, uintptr_t *pc, uintptr_t *fp, uin
 #define PW_UNW_PAGES 8
 typedef struct unw_view {
     const ucontext_t *uc;
+    uintptr_t pc, fp; /* non-zero: the registers' values instead of the context's */
     uintptr_t lo, hi;
     uintptr_t page[PW_UNW_PAGES];
     int npages;
@@ -286,15 +332,21 @@ static int unw_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
     if (reg < 0 || reg > UNW_X86_64_RIP)
         return -UNW_EBADREG;
     *val = (unw_word_t)v->uc->uc_mcontext.gregs[greg[reg]];
+    if (reg == UNW_X86_64_RIP && v->pc)
+        *val = v->pc;
+    if (reg == UNW_X86_64_RBP && v->fp)
+        *val = v->fp;
 #elif defined(__aarch64__)
     if (reg >= UNW_AARCH64_X0 && reg <= UNW_AARCH64_X30)
         *val = v->uc->uc_mcontext.regs[reg - UNW_AARCH64_X0];
     else if (reg == UNW_AARCH64_SP)
         *val = v->uc->uc_mcontext.sp;
     else if (reg == UNW_AARCH64_PC)
-        *val = v->uc->uc_mcontext.pc;
+        *val = v->pc ? v->pc : v->uc->uc_mcontext.pc;
     else
         return -UNW_EBADREG;
+    if (reg == UNW_AARCH64_X29 && v->fp)
+        *val = v->fp;
 #else
     (void)reg, (void)val, (void)v;
     return -UNW_EBADREG;
@@ -445,30 +497,44 @@ static int near_loader(const thr *t, uintptr_t sp)
     return 0;
 }
 
-/* The stack of context uc, whose stack pointer is sp, by libunwind into frames[]: the
- * depth, or -1 when libunwind failed before the outermost frame. */
-static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uintptr_t *frames)
+/* The stack of context uc, whose stack pointer is sp, by libunwind into frames[d..] (the
+ * frames beyond the sample's into x): the depth, or -1 when libunwind failed before the
+ * outermost frame. pc, fp: when non-zero, the walk starts there instead (a wrapper's
+ * frame, pc a return address in it); *last: the stack pointer of the last frame reached;
+ * *ended: the walk reached the outermost frame (or PW_DEEPEST). */
+static int unwind_context(const thr *t, const ucontext_t *uc, uintptr_t sp, uintptr_t pc,
+                          uintptr_t fp, uintptr_t *frames, int d, deep_stack *x, uintptr_t *last,
+                          int *ended)
 {
     unw_view v;
     v.uc = uc;
+    v.pc = pc ? pc - 1 : 0; /* inside the call that returns to pc: its frame's rules */
+    v.fp = fp;
     v.npages = 0;
     v.pid = t->pid;
     /* below sp: the red zone (128 bytes on x86-64), which libunwind does not read */
     v.lo = live_stack(t, sp);
     v.hi = t->stack_hi;
     unw_cursor_t c;
+    *ended = 0;
     if (unw.init_remote(&c, unw.as, &v) < 0)
         return -1;
-    int d = 0, rc = 0;
-    do {
+    int rc = 0, first = 1;
+    unw_word_t at = 0;
+    for (;;) {
         unw_word_t ip = 0;
         if (unw.get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
             break;
-        frames[d] = d == 0 ? ip + 1 : ip; /* [0]: pc + 1, then return addresses */
-        d++;
-    } while (d < PW_SAMPLE_FRAMES && (rc = unw.step(&c)) > 0);
-    if (d < PW_SAMPLE_FRAMES && rc < 0)
+        unw.get_reg(&c, UNW_REG_SP, &at);
+        /* the first: pc + 1 (or the return address pc), then return addresses */
+        if (!add_frame(frames, &d, x, first ? ip + 1 : ip) || (rc = unw.step(&c)) <= 0)
+            break;
+        first = 0;
+    }
+    *last = at;
+    if (rc < 0 && d < PW_SAMPLE_FRAMES) /* failed before the outermost frame */
         return -1;
+    *ended = rc >= 0; /* a failure beyond the sample's frames leaves the innermost ones */
     return d;
 }
 
@@ -479,7 +545,9 @@ static void warm_unwind(const thr *t)
     uintptr_t frames[PW_SAMPLE_FRAMES], pc, fp, sp;
     if (unw.step && getcontext(&uc) == 0) {
         context_regs(&uc, &pc, &fp, &sp);
-        unwind_context(t, &uc, sp, frames);
+        deep_stack x = {.n = 0};
+        int ended;
+        unwind_context(t, &uc, sp, 0, 0, frames, 0, &x, &sp, &ended);
     }
 }
 
@@ -500,7 +568,25 @@ static int unwind(const thr *t, void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t
      * (malloc, mmap, memcpy): libunwind would read that list half-made */
     if (__atomic_load_n(&_r_debug.r_state, __ATOMIC_RELAXED) != RT_CONSISTENT)
         return -1;
-    int d = unwind_context(t, ucv, sp, frames);
+    uintptr_t last = 0, anchor = pw_call_anchor;
+    deep_stack x = {.n = 0};
+    int ended;
+    int d = unwind_context(t, ucv, sp, 0, 0, frames, 0, &x, &last, &ended);
+    /* In a measured call whose wrapper the walk did not reach: code without unwind tables
+     * (OpenBLAS's assembly kernels) ended it. It goes on from the wrapper's frame. */
+    if (d > 0 && d + 1 < PW_SAMPLE_FRAMES && anchor && last < anchor && anchor >= sp &&
+        anchor < t->stack_hi) {
+        deep_stack y = x;
+        int more_ended, more = unwind_context(t, ucv, sp, pw_call_here, anchor, frames, d, &y,
+                                              &last, &more_ended);
+        if (more > d) { /* frames[d]: pw_call_here, a return address in the wrapper */
+            d = more;
+            x = y;
+            ended = more_ended;
+        }
+    }
+    if (d > 0 && ended)
+        end_frames(frames, &x);
     /* the outermost frame, the program's _start below libc's __libc_start_main: start-up
      * code, which the frame-pointer walk never reaches either (the stack starts at main) */
     uintptr_t lo = unw.lo[UNW_LIBC], hi = unw.hi[UNW_LIBC];
@@ -526,18 +612,15 @@ static int unwind(const thr *t, void *ucv, uintptr_t pc, uintptr_t sp, uintptr_t
  * frame pointers leaves any value in the register), aligned, growing. *reached: the chain
  * passed through the frame `stop`. */
 static int fp_chain(const thr *t, uintptr_t fp, uintptr_t sp, uintptr_t *frames, int d,
-                    uintptr_t stop, int *reached)
+                    deep_stack *x, uintptr_t stop, int *reached)
 {
     uintptr_t lo = live_stack(t, sp);
-    while (d < PW_SAMPLE_FRAMES && in_range(fp, 2 * sizeof(uintptr_t), lo, t->stack_hi) &&
+    while (in_range(fp, 2 * sizeof(uintptr_t), lo, t->stack_hi) &&
            (fp & (sizeof(uintptr_t) - 1)) == 0) {
         if (fp == stop)
             *reached = 1;
         uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
-        if (ret < 4096)
-            break;
-        frames[d++] = ret;
-        if (next <= fp)
+        if (ret < 4096 || !add_frame(frames, &d, x, ret) || next <= fp)
             break;
         fp = next;
     }
@@ -551,14 +634,20 @@ static int fp_chain(const thr *t, uintptr_t fp, uintptr_t sp, uintptr_t *frames,
 static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *frames)
 {
     int d = 0, reached = 0;
+    deep_stack x = {.n = 0};
     uintptr_t anchor = pw_call_anchor;
     if (pc)
         frames[d++] = pc + 1;
-    int n = fp_chain(t, fp, sp, frames, d, anchor, &reached);
-    if (!anchor || reached || anchor < sp || d + 1 >= PW_SAMPLE_FRAMES)
+    int n = fp_chain(t, fp, sp, frames, d, &x, anchor, &reached);
+    if (!anchor || reached || anchor < sp || d + 1 >= PW_SAMPLE_FRAMES) {
+        end_frames(frames, &x);
         return n;
+    }
     frames[d++] = pw_call_here; /* a return address in the wrapper */
-    return fp_chain(t, anchor, sp, frames, d, 0, &reached);
+    x = (deep_stack){.n = 0};   /* the chain from the anchor instead */
+    n = fp_chain(t, anchor, sp, frames, d, &x, 0, &reached);
+    end_frames(frames, &x);
+    return n;
 }
 
 /* Whether our signal alone ended a blocking system call with EINTR (the wrappers then
@@ -588,16 +677,32 @@ static int ended_a_call(void *ucv)
     return 1;
 }
 
-/* The signals our handler blocks for a maskable call that it ended: every one but ours
- * and the synchronous ones (a fault must reach the program at once); the C library's
- * own stay unblocked too (sigfillset leaves them out). */
-static void program_block(sigset_t *set)
+/* Our signal alone ended the real call that the innermost wrapped call just made: the
+ * wrapper makes it again. */
+static void note_interruption(void *ucv)
 {
-    static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
-    sigfillset(set);
-    for (size_t i = 0; i < sizeof sync_signals / sizeof *sync_signals; i++)
-        sigdelset(set, sync_signals[i]);
-    sigdelset(set, sig);
+    int n = ncalls;
+    if (n > 0 && handled == calls[n - 1].handled && ended_a_call(ucv))
+        calls[n - 1].interrupted = 1;
+}
+
+/* A call being made again must end (a handler of the program ran meanwhile): this
+ * thread's timer fires NUDGE_NS from now rather than at the next sample, and its signal
+ * ends the call's system call; one that lands before it, in the few instructions to it,
+ * sets the timer again, up to PW_NUDGES times. 1: the timer is set. */
+#define NUDGE_NS 20000
+#define PW_NUDGES 50
+static int nudge(thr *t, void *ucv)
+{
+    int n = ncalls;
+    if (nudges <= 0 || n == 0 || !calls[n - 1].resuming || (ucv && ended_a_call(ucv))) {
+        nudges = 0; /* done: the call has ended, or its system call now does */
+        return 0;
+    }
+    nudges--;
+    struct itimerspec its = {{0, 0}, {0, NUDGE_NS}};
+    timer_settime(t->timer, 0, &its, NULL);
+    return 1;
 }
 
 static void on_sample(int signo, siginfo_t *si, void *ucv)
@@ -606,15 +711,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     (void)si;
     int saved = errno;
     thr *t = self;
-    int ended = handled == call_handled && ended_a_call(ucv);
-    if (ended)
-        interrupted = 1;
-    if (ended && maskable && !masked) { /* this very call, not an earlier one's flag */
-        ucontext_t *ucm = ucv;
-        saved_mask = ucm->uc_sigmask;
-        program_block(&ucm->uc_sigmask);
-        masked = 1;
-    }
+    note_interruption(ucv);
     if (!t && nmaps) {
         uintptr_t pc0, fp0, sp0;
         context_regs(ucv, &pc0, &fp0, &sp0);
@@ -647,7 +744,8 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     s->depth = (int16_t)d;
     t->n++;
     t->taken++;
-    set_interval(t); /* the next one */
+    if (!nudge(t, ucv))
+        set_interval(t); /* the next one */
     errno = saved;
 }
 
@@ -958,7 +1056,9 @@ PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
  * blocking call and was handled before ours landed (ours blocked by the program's
  * sa_mask until its handler returned, or arriving as it returned) leaves the call's
  * registers as ours would (-EINTR), and only the count tells the call was the
- * program's. sigaction and signal report the program's own handler and flags; what the
+ * program's. A call being made again after our signal, whose new system call a handler
+ * that runs just before it cannot end, is ended by our timer (nudge). sigaction and
+ * signal report the program's own handler and flags; what the
  * kernel holds otherwise (a handler set before the sampler started, or by the C library
  * itself) is reported and left as it is. */
 PW_REAL_DECLARE(sigaction);
@@ -977,6 +1077,16 @@ static void program_handler(int s, siginfo_t *si, void *uc)
     else
         ((void (*)(int))fn)(s);
     handled++; /* after it too: a wrapper it called counted from inside it */
+    /* a call being made again, whose system call may not have begun yet, is ended: the
+     * innermost, if it was interrupted (its frame is above the stack pointer) */
+    int n = ncalls, saved = errno;
+    uintptr_t pc, fp, sp;
+    context_regs(uc, &pc, &fp, &sp);
+    if (n > 0 && calls[n - 1].resuming && calls[n - 1].frame > sp && self && self->ok) {
+        nudges = PW_NUDGES;
+        nudge(self, NULL);
+    }
+    errno = saved;
 }
 
 /* What the kernel holds for s, as the program set it */
@@ -1047,35 +1157,67 @@ static int block_begin(int blocking, int state)
     return old;
 }
 
-/* A wrapper's call of the real function begins. */
-static inline void call_begins(void)
+/* How a wrapper resumes a call that our signal ended, so that the program sees what it
+ * sees without perfweave. The wrapper makes the program's call as the program made it
+ * (the real function: its cancellation point, SA_RESTART, results, siginfo and time
+ * left written by the kernel). When it fails with EINTR because of our signal alone
+ * (our handler found that our signal ended it: ended_a_call, note_interruption; and no
+ * handler of the program has run since the wrapper began: handled), the wrapper makes
+ * it again for what is left; any other EINTR is the program's, returned as it is.
+ *
+ * One race is left by that alone: a program's signal handled after the wrapper decided
+ * to make the call again and before the new system call began (a few instructions; or
+ * longer, when the thread loses its processor there) does not end the new call, which
+ * waits on to its timeout or event as if the signal had never come (under 1 ms
+ * sampling, 0.08 % of the socket calls that a program's signal ended went on to their
+ * timeout). So while a call is being made again (resuming), a handler of the program
+ * that runs there (program_handler: the innermost call, whose wrapper's frame is above
+ * the interrupted stack pointer) sets this thread's sampling timer to fire NUDGE_NS
+ * later (nudge): our signal then ends the new system call, the wrapper sees that a
+ * handler of the program ran, and returns EINTR, as without perfweave but up to
+ * NUDGE_NS after the handler. No signal of the program is ever blocked, taken or queued
+ * again: it reaches the thread the kernel chooses, with its own siginfo, and ends the
+ * call in the kernel. (Before, the wrappers that can set a signal mask atomically
+ * made the call again with the program's signals blocked until the new call unblocked
+ * them, sigtimedwait waited for them too and queued them again, writing their siginfo
+ * into the program's buffer on EINTR, in up to half the calls that such a signal ended
+ * under 1 ms sampling; sleeps on CLOCK_MONOTONIC and CLOCK_REALTIME waited in sigtimedwait
+ * with them blocked; the other wrappers had the race above.) */
+
+/* The wrapper whose frame is FRAME (PW_FRAME, in the wrapper) begins a call: its record,
+ * innermost; records left behind, below it, are dropped. */
+static blocked_call *call_enter(uintptr_t frame)
 {
-    interrupted = 0;
-    call_handled = handled;
+    int n = ncalls;
+    while (n > 0 && calls[n - 1].frame <= frame) /* left behind */
+        n--;
+    if (n == PW_NESTED_CALLS) /* deeper nesting: the innermost share the last record */
+        n--;
+    blocked_call *c = &calls[n];
+    c->frame = frame;
+    c->handled = handled;
+    c->interrupted = c->resuming = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* complete before a handler can see it */
+    ncalls = n + 1;
+    return c;
 }
+#define PW_FRAME ((uintptr_t)__builtin_frame_address(0))
 
-/* The call failed with EINTR because of our signal, and no handler of the program ran
- * since it began (its signal would have ended the call without perfweave): call it
- * again. */
-static int again(long rc)
+static void call_leave(blocked_call *c) { ncalls = (int)(c - calls); }
+
+/* The real call is made (again). */
+static inline void call_try(blocked_call *c) { c->interrupted = 0; }
+
+/* After the real call, which failed with EINTR if eintr: whether to make it again (our
+ * signal alone ended it). Resuming is set before the count is read: a handler of the
+ * program that runs after this test has its call nudged. */
+static int call_again(blocked_call *c, int eintr)
 {
-    return rc < 0 && errno == EINTR && interrupted && handled == call_handled;
-}
-
-/* The mask to call again with: the call's own, else the thread's (saved by the handler
- * when it blocked the program's signals; see maskable). */
-#define MASK_(m) (masked && !(m) ? (const sigset_t *)&saved_mask : (m))
-
-/* Around a maskable call: on its way out, the thread's mask again (signals that came
- * meanwhile are delivered now, as they would have been). */
-static void mask_begin(void) { maskable = 1; }
-static void mask_end(void)
-{
-    maskable = 0;
-    if (masked) {
-        masked = 0;
-        PW_KEEP_ERRNO(pthread_sigmask(SIG_SETMASK, &saved_mask, NULL));
-    }
+    if (!eintr)
+        return 0;
+    c->resuming = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return c->interrupted && handled == c->handled;
 }
 
 /* poll-style timeouts (ms; < 0: none): the deadline, and the ms left to it */
@@ -1112,69 +1254,14 @@ static const struct timespec *ts_left(const struct timespec *ts, int64_t deadlin
 
 static int ts_blocking(const struct timespec *ts) { return !ts || ts->tv_sec || ts->tv_nsec; }
 
-/* The program's signals while they are blocked (masked): the signals to wait for, i.e.
- * every one the thread's own mask lets through but ours, the two that cannot be waited
- * for, and the C library's own (32 to SIGRTMIN - 1: thread cancellation, set*id in every
- * thread), which no mask blocks: they are left to the C library (a thread cancelled
- * during the wait is cancelled in it, as in the call it stands for). */
-static void program_signals(sigset_t *wide)
-{
-    sigemptyset(wide);
-    for (int s = 1; s < NSIG; s++)
-        if (s != sig && s != SIGKILL && s != SIGSTOP && (s < 32 || s >= SIGRTMIN) &&
-            sigismember(&saved_mask, s) == 0)
-            sigaddset(wide, s);
-}
-
-/* What a program's signal that a wait took while it was blocked would have done to a
- * blocking call: nothing (ignored), stop the process (the call goes on after SIGCONT),
- * or end it (a handler ran, or the process ends). */
-enum { SIG_NOTHING, SIG_STOPS, SIG_ENDS };
-static int effect(int s)
-{
-    struct sigaction sa;
-    if (sigaction(s, NULL, &sa) != 0)
-        return SIG_ENDS;
-    if (sa.sa_handler == SIG_IGN)
-        return SIG_NOTHING;
-    if (sa.sa_handler != SIG_DFL)
-        return SIG_ENDS;
-    if (s == SIGCHLD || s == SIGURG || s == SIGWINCH || s == SIGCONT)
-        return SIG_NOTHING;
-    return s == SIGTSTP || s == SIGTTIN || s == SIGTTOU ? SIG_STOPS : SIG_ENDS;
-}
-
-/* A program's signal that a wait took: queued again with its siginfo, to take its effect
- * when the wrapper restores the thread's mask. */
-static void queue_again(int s, siginfo_t *info)
-{
-    syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), s, info);
-}
-
 /* Sleeping is sampled (state "sleep"), and a sleep that our signal interrupts goes on
  * for the time left: nanosleep is never restarted by SA_RESTART, and a program's
  * sleep() must not return early because it is being measured. An interruption by the
- * program's own signals still returns EINTR as it would without perfweave.
- *
- * Which signal ended a sleep is not known for sure from our handler (ended_a_call): a
- * program's signal that came during it was handled right after it, and the sleep,
- * resumed, went on (in about 1 % of the sleeps that a signal of the program ended, under
- * 1 ms sampling); ours landing just after a program's handler had ended the sleep looked
- * like it had ended it. So a sleep on CLOCK_MONOTONIC or CLOCK_REALTIME is waited for
- * with the program's signals blocked (as our handler blocks them for a maskable call),
- * by sigtimedwait for them: a program's signal is then taken by the wait, queued again
- * with its siginfo and handled when the thread's mask is restored, and the sleep returns
- * EINTR (unless the signal is ignored, or stops the process: a sleep goes on after
- * SIGCONT); ours only ends the wait, which goes on for the time left. The wait has the
- * timeout and the timer slack of a sleep, on CLOCK_MONOTONIC: the kernel's end of a
- * relative sleep (also on CLOCK_REALTIME) and of an absolute one on CLOCK_MONOTONIC; for
- * an absolute one on CLOCK_REALTIME the clock is read again whenever the wait ends, so a
- * clock set forward is seen at our next signal at the latest. The C library's signals
- * stay unblocked: a thread cancelled during the wait is cancelled there, as in the sleep
- * (a cancellation point). Other clocks (CPU time, CLOCK_BOOTTIME, the alarm clocks that
- * wake a suspended system) sleep in clock_nanosleep itself, called again for the time
- * left after our signal; there, a program's signal that comes during our handler can
- * still be handled without ending the sleep. */
+ * program's own signals still returns EINTR as it would without perfweave, with the
+ * time left in rem (relative sleeps). A relative sleep is made again as an absolute one
+ * to its deadline on the clock the kernel counts it on (CLOCK_MONOTONIC for
+ * CLOCK_REALTIME, the clock itself otherwise: CPU time, CLOCK_BOOTTIME, the alarm
+ * clocks), so that the sampler's signals do not lengthen it. */
 PW_REAL_DECLARE(clock_nanosleep);
 
 static int64_t clock_ns(clockid_t c)
@@ -1193,59 +1280,19 @@ static int64_t ns_after(int64_t a, const struct timespec *ts)
     return a > INT64_MAX - d ? INT64_MAX : a + d;
 }
 
-/* The sleep with the program's signals blocked (masked): 0, or EINTR with the time left
- * of a relative sleep in *r. */
-static int sleep_blocked(clockid_t clock, int abs_, const struct timespec *req, struct timespec *r)
+/* The kernel's rem of a sleep is the time to its timer's latest expiry: for the clocks
+ * of high-resolution timers, the deadline plus the thread's timer slack (none for
+ * real-time and deadline policies); for CPU time and the alarm clocks, the deadline. */
+static int64_t sleep_slack(clockid_t clock)
 {
-    /* a relative sleep on CLOCK_REALTIME runs on CLOCK_MONOTONIC in the kernel too */
-    clockid_t c = abs_ ? clock : CLOCK_MONOTONIC;
-    int64_t end = ns_after(abs_ ? 0 : clock_ns(c), req);
-    sigset_t wide;
-    program_signals(&wide);
-    PW_REAL(ppoll);
-    for (;;) {
-        int64_t left = end - clock_ns(c);
-        if (left <= 0)
-            return 0;
-        struct timespec wait = ts_of_ns(left);
-        siginfo_t info;
-        /* the system call: the C library's sigtimedwait folds the si_code of tgkill
-         * into that of kill, and the siginfo goes back to the program */
-        int s = (int)syscall(SYS_rt_sigtimedwait, &wide, &info, &wait, (size_t)(_NSIG / 8));
-        if (s <= 0) {
-            /* the time is up (read the clock), or ours, a stop or the C library's
-             * signal ended the wait: a cancellation acts here, as in the sleep */
-            if (errno == EINTR)
-                pthread_testcancel();
-            continue;
-        }
-        int e = effect(s);
-        if (e == SIG_NOTHING)
-            continue;
-        queue_again(s, &info);
-        if (e == SIG_STOPS) {
-            /* the thread's mask for an instant, atomically: the process stops there */
-            struct timespec zero = {0, 0};
-            call_begins();
-            if (!(real_ppoll(NULL, 0, &zero, &saved_mask) < 0 && errno == EINTR && !interrupted))
-                continue;
-            /* a handler of the program ran meanwhile */
-        }
-        left = end - clock_ns(c);
-        if (left <= 0) /* the sleep had ended: the kernel returns 0 then too */
-            return 0;
-        *r = ts_of_ns(left);
-        return EINTR;
-    }
-}
-
-/* A thread cancelled in sleep_blocked: its cleanup handlers run with its own mask and
- * sample state, as when cancelled in the sleep. */
-static void sleep_cancelled(void *state)
-{
-    masked = 0;
-    pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
-    pw_thread_activity = *(int *)state;
+    if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC && clock != CLOCK_BOOTTIME &&
+        clock != CLOCK_TAI)
+        return 0;
+    int policy = sched_getscheduler(0);
+    if (policy == SCHED_FIFO || policy == SCHED_RR || policy == 6 /* SCHED_DEADLINE */)
+        return 0;
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    return slack > 0 ? slack : 0;
 }
 
 PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
@@ -1254,37 +1301,30 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
     PW_REAL_RESOLVE(clock_nanosleep);
     if (!started || !req)
         return real_clock_nanosleep(clock, flags, req, rem);
-    int abs_ = flags & TIMER_ABSTIME, rc;
-    struct timespec r;
-    /* what the kernel refuses, or a sleep of nothing (a yield): the kernel's own */
-    int blocked = (clock == CLOCK_MONOTONIC || clock == CLOCK_REALTIME) && req->tv_sec >= 0 &&
-                  req->tv_nsec >= 0 && req->tv_nsec < 1000000000L &&
-                  (abs_ || req->tv_sec || req->tv_nsec);
-    if (blocked) /* a cancellation requested before acts at the call, as in the sleep */
-        pthread_testcancel();
+    int rel = !(flags & TIMER_ABSTIME), rc, again = 0;
+    clockid_t on = clock == CLOCK_REALTIME ? CLOCK_MONOTONIC : clock;
+    int64_t end = rel ? ns_after(clock_ns(on), req) : 0;
+    struct timespec r, at;
     int state = block_begin(1, STATE_SLEEP);
-    if (blocked) {
-        sigset_t block;
-        program_block(&block);
-        pthread_sigmask(SIG_BLOCK, &block, (sigset_t *)&saved_mask);
-        masked = 1; /* (set after saved_mask: mask_end restores it) */
-        pthread_cleanup_push(sleep_cancelled, &state);
-        rc = sleep_blocked(clock, abs_, req, &r);
-        pthread_cleanup_pop(0);
-        mask_end();
-    } else {
-        struct timespec left = *req;
-        for (;;) {
-            call_begins();
-            rc = real_clock_nanosleep(clock, flags, &left, &r);
-            if (rc != EINTR || !interrupted || handled != call_handled)
-                break;
-            if (!abs_)
-                left = r; /* relative: what is left; absolute: the same deadline */
-        }
+    blocked_call *c = call_enter(PW_FRAME);
+    for (;;) {
+        call_try(c);
+        rc = again ? real_clock_nanosleep(on, TIMER_ABSTIME, &at, NULL)
+                   : real_clock_nanosleep(clock, flags, req, &r);
+        if (!call_again(c, rc == EINTR))
+            break;
+        again = rel; /* absolute: the same call */
+        at = ts_of_ns(end);
     }
+    call_leave(c);
     pw_thread_activity = state;
-    if (rc == EINTR && rem && !abs_)
+    if (rc == EINTR && rel && again) { /* what the kernel leaves in rem */
+        int64_t left = end + sleep_slack(clock) - clock_ns(on);
+        if (left <= 0) /* the sleep had ended: the kernel returns 0 then too */
+            return 0;
+        r = ts_of_ns(left);
+    }
+    if (rc == EINTR && rem && rel)
         *rem = r;
     return rc;
 }
@@ -1328,10 +1368,12 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
     do {                                                                                           \
         int64_t deadline_ = ms_deadline(ms);                                                       \
         int old_ = block_begin((ms) != 0, STATE_WAIT);                                             \
+        blocked_call *c_ = call_enter(PW_FRAME);                                                   \
         do {                                                                                       \
-            call_begins();                                                                         \
+            call_try(c_);                                                                          \
             rc = (call);                                                                           \
-        } while (again(rc) && ((ms = ms_left(ms, deadline_)), 1));                                 \
+        } while (call_again(c_, rc < 0 && errno == EINTR) && ((ms = ms_left(ms, deadline_)), 1));  \
+        call_leave(c_);                                                                            \
         pw_thread_activity = old_;                                                                 \
     } while (0)
 
@@ -1342,13 +1384,20 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
         struct timespec left_;                                                                     \
         const struct timespec *tp_ = (ts);                                                         \
         int old_ = block_begin(ts_blocking(ts), STATE_WAIT);                                       \
+        blocked_call *c_ = call_enter(PW_FRAME);                                                   \
         do {                                                                                       \
-            call_begins();                                                                         \
+            call_try(c_);                                                                          \
             rc = (call);                                                                           \
-        } while (again(rc) && (tp_ = ts_left(ts, deadline_, &left_), 1));                          \
+        } while (call_again(c_, rc < 0 && errno == EINTR) &&                                       \
+                 (tp_ = ts_left(ts, deadline_, &left_), 1));                                       \
         (void)tp_; /* a CALL without a timeout (BLOCK_AGAIN) */                                    \
+        call_leave(c_);                                                                            \
         pw_thread_activity = old_;                                                                 \
     } while (0)
+
+/* Calls that end with EINTR after any handler and have no timeout to shorten, or an
+ * absolute one: called again, as they were, while our signal ends them. */
+#define BLOCK_AGAIN(call) BLOCK_TS((const struct timespec *)NULL, call)
 
 /* poll is ppoll with the timeout as a timespec (< 0: none) and no mask */
 PW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
@@ -1376,12 +1425,12 @@ PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, con
     if (!started)
         return real_ppoll(fds, n, ts, mask);
     int rc;
-    mask_begin();
-    BLOCK_TS(ts, real_ppoll(fds, n, tp_, MASK_(mask)));
-    mask_end();
+    BLOCK_TS(ts, real_ppoll(fds, n, tp_, mask));
     return rc;
 }
 
+/* select again with the time left to the deadline in *tv; the kernel leaves there what
+ * it did not wait of it, as Linux's select does */
 PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
     PW_REAL(select);
@@ -1389,20 +1438,12 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
         return real_select(n, r, w, e, tv);
     int64_t deadline = tv ? pw_now() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
     int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
-    PW_REAL(pselect);
-    mask_begin();
-    call_begins();
-    rc = real_select(n, r, w, e, tv);
-    /* again, as pselect (the mask set atomically), with the time left in *tv as Linux's
-     * select leaves it; pselect does not write *tv, so the deadline tells it after */
-    while (again(rc)) {
-        struct timespec left;
-        if (tv) {
-            int64_t d = deadline - pw_now();
-            left = ts_of_ns(d < 0 ? 0 : d);
-        }
-        call_begins();
-        rc = real_pselect(n, r, w, e, tv ? &left : NULL, MASK_(NULL));
+    blocked_call *c = call_enter(PW_FRAME);
+    for (;;) {
+        call_try(c);
+        rc = real_select(n, r, w, e, tv);
+        if (!call_again(c, rc < 0 && errno == EINTR))
+            break;
         if (tv) {
             int64_t d = deadline - pw_now();
             d = d < 0 ? 0 : (d + 999) / 1000;
@@ -1410,7 +1451,7 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
             tv->tv_usec = d % 1000000;
         }
     }
-    mask_end();
+    call_leave(c);
     pw_thread_activity = old;
     return rc;
 }
@@ -1422,9 +1463,7 @@ PW_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
     if (!started)
         return real_pselect(n, r, w, e, ts, mask);
     int rc;
-    mask_begin();
-    BLOCK_TS(ts, real_pselect(n, r, w, e, tp_, MASK_(mask)));
-    mask_end();
+    BLOCK_TS(ts, real_pselect(n, r, w, e, tp_, mask));
     return rc;
 }
 
@@ -1435,9 +1474,7 @@ PW_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
     if (!started)
         return real_epoll_pwait(ep, ev, max, timeout, mask);
     int rc;
-    mask_begin();
-    BLOCK_MS(timeout, real_epoll_pwait(ep, ev, max, timeout, MASK_(mask)));
-    mask_end();
+    BLOCK_MS(timeout, real_epoll_pwait(ep, ev, max, timeout, mask));
     return rc;
 }
 
@@ -1455,9 +1492,7 @@ PW_EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct
     if (!started)
         return real_epoll_pwait2(ep, ev, max, ts, mask);
     int rc;
-    mask_begin();
-    BLOCK_TS(ts, real_epoll_pwait2(ep, ev, max, tp_, MASK_(mask)));
-    mask_end();
+    BLOCK_TS(ts, real_epoll_pwait2(ep, ev, max, tp_, mask));
     return rc;
 }
 #endif
@@ -1468,14 +1503,8 @@ PW_EXPORT int sigsuspend(const sigset_t *mask)
     PW_REAL(sigsuspend);
     if (!started)
         return real_sigsuspend(mask);
-    int old = block_begin(1, STATE_WAIT), rc;
-    mask_begin();
-    do {
-        call_begins();
-        rc = real_sigsuspend(mask);
-    } while (again(rc));
-    mask_end();
-    pw_thread_activity = old;
+    int rc;
+    BLOCK_AGAIN(real_sigsuspend(mask));
     return rc;
 }
 
@@ -1500,44 +1529,15 @@ static const sigset_t *without_ours(const sigset_t *set, sigset_t *copy)
     return copy;
 }
 
-/* sigtimedwait has no mask argument to unblock the program's signals atomically with.
- * Once our signal ended it, the handler returned with the program's signals blocked
- * (maskable), and the call is made again for those signals too: one of them that came
- * meanwhile (or comes during the call) is queued again with its siginfo, to reach the
- * program's handler when the wrapper restores the thread's mask, and the call returns
- * EINTR as it would have without perfweave. An ignored signal does not end the call. */
-typedef int sigtimedwait_fn(const sigset_t *, siginfo_t *, const struct timespec *);
-static int wait_signals(sigtimedwait_fn *real, const sigset_t *set, siginfo_t *info,
-                        const struct timespec *tp)
-{
-    if (!masked)
-        return real(set, info, tp);
-    sigset_t wide;
-    program_signals(&wide);
-    sigorset(&wide, &wide, set);
-    int rc = real(&wide, info, tp);
-    if (rc <= 0 || sigismember(set, rc) == 1)
-        return rc;
-    int e = effect(rc);
-    if (e != SIG_NOTHING)
-        queue_again(rc, info);
-    interrupted = e == SIG_NOTHING; /* ignored: wait again for the time left */
-    errno = EINTR;
-    return -1;
-}
-
 PW_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
 {
     PW_REAL(sigtimedwait);
     if (!started)
         return real_sigtimedwait(set, info, ts);
     sigset_t copy;
-    siginfo_t own;
     set = without_ours(set, &copy);
     int rc;
-    mask_begin();
-    BLOCK_TS(ts, wait_signals(real_sigtimedwait, set, info ? info : &own, tp_));
-    mask_end();
+    BLOCK_TS(ts, real_sigtimedwait(set, info, tp_));
     return rc;
 }
 
@@ -1559,11 +1559,7 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
     return rc;
 }
 
-/* Calls that end with EINTR after any handler and have no timeout to shorten, or an
- * absolute one: called again, as they were, while our signal ends them. */
-#define BLOCK_AGAIN(call) BLOCK_TS((const struct timespec *)NULL, call)
-
-/* The body of such a wrapper of FN, called with ARGS */
+/* The body of a wrapper of FN, called with ARGS, that BLOCK_AGAIN makes again */
 #define AGAIN_WRAPPER(rtype, fn, args)                                                             \
     PW_REAL(fn);                                                                                   \
     if (!started)                                                                                  \
@@ -1614,12 +1610,10 @@ PW_EXPORT int msgsnd(int id, const void *m, size_t size, int flags)
 
 /* Sockets: accept, connect and the recv and send families are restarted (SA_RESTART)
  * unless the socket has a timeout (SO_RCVTIMEO, SO_SNDTIMEO), which makes a handler end
- * them with EINTR. After ours, the socket is waited for (our ppoll, itself resumed after
- * our signals) for what is left of that timeout from the call's start, then the call is
- * made again; the timeout passed: EAGAIN, as the kernel says then. The state of the
- * sample is left as it is: most such calls on non-blocking sockets do not wait.
- * 1: call again; 0: the timeout passed (errno EAGAIN); -1: the program's signal (EINTR)
- * or an error of the wait. */
+ * them with EINTR. After ours, the socket is waited for (ppoll, part of the same call)
+ * for what is left of that timeout from the call's start, then the call is made again;
+ * the timeout passed: EAGAIN, as the kernel says then. The state of the sample is left
+ * as it is: most such calls on non-blocking sockets do not wait. */
 /* The socket's timeout OPT (SO_RCVTIMEO, SO_SNDTIMEO) in ns; 0: none. */
 static int64_t sock_timeout(int fd, int opt)
 {
@@ -1630,41 +1624,51 @@ static int64_t sock_timeout(int fd, int opt)
     return tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
 }
 
-static int sock_ready(int fd, short events, int opt, int64_t start)
+/* Waiting again for socket FD (EVENTS) for what is left of its timeout OPT from START,
+ * as part of call c: 1 ready, 0 the timeout passed (errno EAGAIN), -1 the program's
+ * signal (EINTR) or an error. */
+static int sock_ready(blocked_call *c, int fd, short events, int opt, int64_t start)
 {
-    struct timespec left;
-    const struct timespec *tp = NULL;
+    PW_REAL(ppoll);
     int64_t timeout = sock_timeout(fd, opt);
-    if (timeout) {
-        int64_t d = start + timeout - pw_now();
-        if (d <= 0) {
-            errno = EAGAIN;
-            return 0;
-        }
-        left = ts_of_ns(d);
-        tp = &left;
-    }
     struct pollfd p = {fd, events, 0};
-    int rc = ppoll(&p, 1, tp, NULL);
-    if (rc == 0)
-        errno = EAGAIN;
-    return rc;
+    for (;;) {
+        struct timespec left;
+        const struct timespec *tp = NULL;
+        if (timeout) {
+            int64_t d = start + timeout - pw_now();
+            if (d <= 0) {
+                errno = EAGAIN;
+                return 0;
+            }
+            left = ts_of_ns(d);
+            tp = &left;
+        }
+        call_try(c);
+        int rc = real_ppoll(&p, 1, tp, NULL);
+        if (rc == 0)
+            errno = EAGAIN;
+        if (!call_again(c, rc < 0 && errno == EINTR))
+            return rc;
+    }
 }
 
 /* rc = CALL on socket FD (waiting for EVENTS, its timeout OPT), again after our signal */
 #define SOCK_CALL(fd, events, opt, call)                                                           \
     do {                                                                                           \
         int64_t start_ = pw_now();                                                                 \
+        blocked_call *c_ = call_enter(PW_FRAME);                                                   \
         for (;;) {                                                                                 \
-            call_begins();                                                                         \
+            call_try(c_);                                                                          \
             rc = (call);                                                                           \
-            if (!again(rc))                                                                        \
+            if (!call_again(c_, rc < 0 && errno == EINTR))                                         \
                 break;                                                                             \
-            if (sock_ready(fd, events, opt, start_) <= 0) {                                        \
+            if (sock_ready(c_, fd, events, opt, start_) <= 0) {                                    \
                 rc = -1;                                                                           \
                 break;                                                                             \
             }                                                                                      \
         }                                                                                          \
+        call_leave(c_);                                                                            \
     } while (0)
 
 /* The body of the wrapper of socket call FN, called with ARGS */
@@ -1737,22 +1741,28 @@ PW_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t len)
         return real_connect(fd, a, len);
     int64_t start = pw_now();
     int rc, retried = 0;
+    blocked_call *c = call_enter(PW_FRAME);
     for (;;) {
-        call_begins();
+        call_try(c);
         rc = real_connect(fd, a, len);
-        if (retried && rc < 0 && errno == EISCONN)
-            return 0;
+        if (retried && rc < 0 && errno == EISCONN) {
+            rc = 0;
+            break;
+        }
         if (retried && rc < 0 && errno == EALREADY)
             errno = EINPROGRESS; /* its timeout passed in the call again */
-        if (!again(rc))
-            return rc;
+        if (!call_again(c, rc < 0 && errno == EINTR))
+            break;
         retried = 1;
         int64_t timeout = sock_timeout(fd, SO_SNDTIMEO);
         if (timeout && pw_now() - start >= timeout) {
             errno = a.__sockaddr__ && a.__sockaddr__->sa_family == AF_UNIX ? EAGAIN : EINPROGRESS;
-            return -1;
+            rc = -1;
+            break;
         }
     }
+    call_leave(c);
+    return rc;
 }
 
 /* io_getevents (libaio; glibc has none): never restarted. The time left of its relative

@@ -768,9 +768,6 @@ static void *sampler(void *arg)
 {
     (void)arg;
     pw_wrap_depth++; /* the runtime's thread: its reads of /proc are not the program's I/O */
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
     int own = private_files();
     char path[4400];
     pw_experiment_path(path, sizeof path, "timeline/", nd.host, ".values");
@@ -876,7 +873,14 @@ static void start(void)
         return;
     }
     nd.pid = getpid();
-    if (pthread_create(&nd.thread, NULL, sampler, NULL) != 0) {
+    /* the thread starts with every signal blocked: with the creator's mask, a signal the
+     * program sends to the process could be handled by it before it blocks them */
+    sigset_t all, mask;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &mask);
+    int failed = pthread_create(&nd.thread, NULL, sampler, NULL) != 0;
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    if (failed) {
         pw_log("node timeline disabled: cannot start its thread");
         return;
     }

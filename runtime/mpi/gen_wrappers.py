@@ -117,8 +117,9 @@ READS = {
     "waitmulti": "nreq requests flag? index? outcount? indices? status? statuses?",
     "winsync": "win flag? target? tag? group?",
     # a split collective's _end has no count: its _begin had it
-    "fread": "file count? type? status? offset?",
-    "fwrite": "file count? type? status? offset?",
+    # request: the nonblocking forms' (its completion is MPI-IO time)
+    "fread": "file count? type? status? offset? request?",
+    "fwrite": "file count? type? status? offset? request?",
     "fopen": "path newfile",
     "fclose": "file",
     "fother": "file",
@@ -392,7 +393,7 @@ def args_lines(fn, args, fortran):
         if none is not None and r not in tagged
     ]
     if fn.kind in BEFORE_KINDS:
-        lines.append(f"    pw_mpi_before(PW_KIND_{fn.kind}, &a);")
+        lines.append(f"    pw_mpi_before(&c, PW_KIND_{fn.kind}, &a);")
     return lines
 
 

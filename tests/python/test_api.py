@@ -234,6 +234,8 @@ def test_wait_states_long_format(exp):
     (d / "waitstates.json").write_text(
         json.dumps(
             {
+                "format": "perfweave-waitstates",
+                "version": 1,
                 "metrics": [
                     {
                         "id": "mpi_latesender",

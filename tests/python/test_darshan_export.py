@@ -2,7 +2,8 @@
 -mpiio-log-format.h of Darshan 3.4/3.5, log format 3.41, checked against its source), and
 the order of its common access sizes."""
 
-from perfweave.interop.darshan import COUNTERS, common_accesses
+from perfweave.interop.darshan import COUNTERS, common_accesses, darshan_logs, darshan_text
+from perfweave.model.io import IoProfile
 
 
 def test_every_counter_of_darshans_modules_in_its_headers_order():
@@ -45,3 +46,38 @@ def test_common_accesses_most_frequent_first_a_tie_the_larger_size_first():
         (100, 6), (1000, 1), (0, 0), (0, 0),
     ]  # fmt: skip
     assert common_accesses([8, 16, 32, 64], [2, 5, 2, 1]) == [(16, 5), (32, 2), (8, 2), (64, 1)]
+
+
+def _rows(text):
+    return [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")]
+
+
+def test_processes_without_an_mpi_rank_are_logs_of_their_own_as_darshans_non_mpi_mode():
+    """Darshan (darshan-core.c) gives a process without MPI (DARSHAN_ENABLE_NONMPI) a log of
+    its own, nprocs 1, its records rank 0 (never -1, which darshan-parser reads as a record
+    shared by all ranks), a forked child's with fork_parent=PID in its metadata. Here: two
+    ranks of an MPI job, a child one rank forked, and a process without MPI started first."""
+    io = IoProfile.from_literal(
+        processes=[
+            {"rank": 1, "pid": 11, "t_start_ns": 20},
+            {"rank": -1, "pid": 30, "parent_pid": 10, "t_start_ns": 50, "host": "n1"},
+            {"rank": 0, "pid": 10, "t_start_ns": 20},
+            {"rank": -1, "pid": 5, "t_start_ns": 1, "host": "n0"},
+        ],
+        files=[("/d/a", 0, False), ("/d/b", 0, False)],
+        records=[{"process": p, "file": p % 2, "layer": "posix", "opens": 1 + p} for p in range(4)],
+    )
+    logs = darshan_logs(io)
+    assert [(sorted(p.tolist()), f) for p, f in logs] == [([0, 2], 0), ([3], 0), ([1], 10)]
+    job = darshan_text(io, processes=logs[0][0])
+    assert "# nprocs: 2" in job.splitlines()
+    opens = {(x[1], x[5]): x[4] for x in _rows(job) if x[3] == "POSIX_OPENS"}
+    assert opens == {("0", "/d/a"): "3", ("1", "/d/a"): "1"}
+    for procs, parent, name, n in ((logs[1][0], 0, "/d/b", "4"), (logs[2][0], 10, "/d/b", "2")):
+        text = darshan_text(io, processes=procs, forked_from=parent)
+        lines = text.splitlines()
+        assert "# nprocs: 1" in lines
+        assert ("# metadata: fork_parent = 10" in lines) == bool(parent)
+        rows = _rows(text)
+        assert {x[1] for x in rows} == {"0"} and {x[5] for x in rows} == {name}
+        assert [x[4] for x in rows if x[3] == "POSIX_OPENS"] == [n]

@@ -5,9 +5,11 @@ hang, no stray warning.
 
 The valid experiments: a real traced, sampled run of tests/runtime/programs/trace_basic.c
 under Open MPI (with a PAPI software counter when PAPI has one), analysed once so that
-analysis/waitstates.json exists; and literal ones (conftest.py) with partial/ and procs/
-profiles. Every file of each gets every kind of damage once, with parameters drawn
-from one seeded generator; a damaged file is restored before the next mutant."""
+analysis/waitstates.json exists; a real run whose ranks died of SIGKILL (killed_at.c),
+whose data are their call-site tables (tables/); and literal ones (conftest.py) with
+partial/ and procs/ profiles. Every file of each gets every kind of damage once, with
+parameters drawn from one seeded generator; a damaged file is restored before the next
+mutant."""
 
 import contextlib
 import io
@@ -97,6 +99,24 @@ def real_experiment(root):
     return exp
 
 
+def killed_experiment(root):
+    """A 2-rank run under Open MPI whose ranks die of SIGKILL (killed_at.c): its data are
+    the ranks' call-site tables (tables/)."""
+    exe = root / "killed_at"
+    subprocess.run(
+        ["mpicc.openmpi", "-g", "-O0", "-o", str(exe), str(PROGRAMS / "killed_at.c")],
+        check=True,
+        capture_output=True,
+    )
+    exp = root / "killed"
+    pw = str(Path(sys.executable).parent / "perfweave")
+    cmd = [pw, "run", "-o", str(exp), "--no-sample", "--node-interval", "0", "--"]
+    cmd += ["mpirun.openmpi", "--oversubscribe", "-n", "2", str(exe), "kill", "20", "0", "-1"]
+    subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert len(list((exp / "tables").glob("*.pwtab"))) == 2
+    return exp
+
+
 def literal_experiments(experiment_dir, write_pwprof):
     """A partial run (two rank files, one helper process) and a program without MPI."""
     funcs = {
@@ -157,14 +177,14 @@ def literal_experiments(experiment_dir, write_pwprof):
 OTHER_TYPES = [None, True, -1, 2**70, 1e308, "x", [], {}, [1, "a"], {"k": None}]
 
 
-def _json_paths(value, path=()):
+def _json_paths(value, path=(), items=8):
     yield path
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _json_paths(v, path + (k,))
+            yield from _json_paths(v, path + (k,), items)
     elif isinstance(value, list):
-        for i, v in enumerate(value[:8]):  # a few items of long lists
-            yield from _json_paths(v, path + (i,))
+        for i, v in enumerate(value[:items]):  # a few items of long lists
+            yield from _json_paths(v, path + (i,), items)
 
 
 def _replace(doc, path, new):
@@ -315,6 +335,8 @@ def replace_dir(d, make):
 
 
 def verbs(exp, out):
+    if exp.name == "killed":  # nothing to analyse or export: no trace
+        return [["report", "--html", str(out / "r.html"), str(exp)], ["report", str(exp)]]
     return [
         ["report", "--html", str(out / "r.html"), str(exp)],
         ["report", "--json", str(exp)],
@@ -324,14 +346,15 @@ def verbs(exp, out):
     ]
 
 
-def run_verb(argv):
-    """(exit code, stderr, failure or None) of perfweave ARGV in this process."""
+def run_verb(argv, out=None):
+    """(exit code, stderr, failure or None) of perfweave ARGV in this process; its standard
+    output into out (a StringIO), or dropped."""
     err, failure = io.StringIO(), None
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CALL_LIMIT_S)
     try:
         with (
-            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stdout(io.StringIO() if out is None else out),
             contextlib.redirect_stderr(err),
             warnings.catch_warnings(),
         ):
@@ -369,7 +392,8 @@ def run_verb(argv):
 
 def test_damaged_experiments(tmp_path, capsys, experiment_dir, pwprof):
     rng = random.Random(SEED)
-    exps = [real_experiment(tmp_path)] + literal_experiments(experiment_dir, pwprof)
+    exps = [real_experiment(tmp_path), killed_experiment(tmp_path)]
+    exps += literal_experiments(experiment_dir, pwprof)
     out = tmp_path / "out"
     out.mkdir()
     # the valid experiments themselves: report works, analysis and export where traced
@@ -421,3 +445,78 @@ def test_post_numbers_beyond_the_records():
     assert _request_posts(key, number, posts, done).tolist() == [12, 11, -1]
     number[[11, 16]] = 2  # the same, numbered as the runtime does
     assert _request_posts(key, number, posts, done).tolist() == [12, 11, -1]
+
+
+def saved_analysis():
+    """A saved wait-state analysis (analysis/waitstates.json) as perfweave analyze writes
+    it (WaitStatesResult.to_json), every key present in the first item of each list: a
+    Late Sender of 0.5 s on rank 1 under the root metric, two call paths, two ranks."""
+    from perfweave.model.waitstates import WaitStatesResult
+
+    res = WaitStatesResult.from_literal(
+        [
+            {"id": "mpi_latesender", "name": "Late Sender", "parent": "time", "depth": 1,
+             "unit": "s", "description": "waiting", "total": 0.5, "pct": 25.0},
+            {"id": "time", "name": "Time", "unit": "s", "total": 2.0, "pct": 100.0},
+        ],
+        [
+            {"id": 1, "parent": 0, "labels": ["program", "M:MPI_Recv@a"],
+             "name": "main > MPI_Recv @ a.c:3", "function": "MPI_Recv", "where": "a.c:3"},
+            {"id": 0, "labels": ["program"]},
+        ],
+        [("mpi_latesender", 1, 1, 0.5), ("time", 1, 0, 1.0), ("time", 1, 1, 1.0)],
+        ranks=[{"rank": r, "host": "n0", "state": "complete", "complete": True, "time_s": 1.0}
+               for r in (0, 1)],
+        complete=True,
+        notes=["a note"],
+        world_size=2,
+        events=12,
+        analysis={"processes": 1, "load_s": 0.1, "patterns_s": 0.2},
+        experiment="partial",
+    )  # fmt: skip
+    return res.to_json()
+
+
+def test_saved_analysis_with_every_key_of_another_type(tmp_path, experiment_dir, pwprof):
+    """Every key of analysis/waitstates.json (and the first item of each list) replaced by
+    each value of another type (a number where an object is, a string where a number is,
+    null, ...): report, report --json and report --html show the rest of the report (exit
+    0, the wait states 'not shown' with why) or end with one error line, never a
+    traceback. The undamaged document shows its Late Sender."""
+    exp = literal_experiments(experiment_dir, pwprof)[0]
+    (exp / "analysis").mkdir()
+    target = exp / "analysis" / "waitstates.json"
+    doc = saved_analysis()
+    out = tmp_path / "out"
+    out.mkdir()
+    text_and_html = [["report", str(exp)], verbs(exp, out)[0]]
+
+    def wait_states():
+        """The report's wait states (--json), or the failure of report --json."""
+        printed = io.StringIO()
+        rc, text, failure = run_verb(["report", "--json", str(exp)], printed)
+        if failure or rc != 0:
+            return failure or text
+        return json.loads(printed.getvalue()).get("wait_states")
+
+    target.write_text(json.dumps(doc))
+    shown = wait_states()
+    assert [p["id"] for p in shown["patterns"]] == ["mpi_latesender"], shown
+    failures, mutants, not_shown = [], 0, 0
+    for path in _json_paths(doc, items=1):
+        for new in OTHER_TYPES:
+            damaged = json.loads(json.dumps(doc))
+            target.write_text(json.dumps(_replace(damaged, path, new)))
+            mutants += 1
+            where = f"{'.'.join(map(str, path)) or 'the document'} = {new!r}"
+            shown = wait_states()
+            if isinstance(shown, str):
+                failures.append(f"{where}: report --json: {shown}")
+            not_shown += isinstance(shown, dict) and "error" in shown
+            for argv in text_and_html:
+                rc, text, failure = run_verb(argv)
+                if failure:
+                    failures.append(f"{where}: {' '.join(argv[:2])}: {failure}")
+    assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:20])
+    # the checks refuse what is damaged: most mutants make the section say why not shown
+    assert not_shown > mutants // 2, (not_shown, mutants)

@@ -253,7 +253,7 @@ def test_source_specific_lines(mini):
     # roles (optional roles of the kind the function lacks are NULL): nothing is
     # zeroed per call; a Wait sees its requests before the call completes them
     assert "    a.flag = NULL;" in lines and "    a.indices = NULL;" in lines
-    assert "    pw_mpi_before(PW_KIND_waitmulti, &a);" in lines
+    assert "    pw_mpi_before(&c, PW_KIND_waitmulti, &a);" in lines
     assert "    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);" in lines
     assert "    a.fortran = 0;" in lines and "    a.fortran = 1;" in lines
     assert not any("PW_ARGS_INIT" in l for l in lines)

@@ -101,3 +101,79 @@ def test_symbol_sizes_and_size_zero_symbols():
         "",
         "",
     ]  # past c's end: not the label d, which lies inside c
+
+
+# gfortran 12 gives a CALL that passes a variable to an INTENT(OUT) argument the line of
+# its procedure's first statement (the clobber of the argument it emits has no location);
+# consecutive ones share one row of the line table. "! @NAME" marks each statement.
+FORTRAN = """\
+module m
+  interface
+    subroutine ext(x, y)
+      integer, intent(inout) :: x
+      integer, intent(out) :: y
+    end subroutine
+    subroutine ext2(x)
+      integer, intent(out) :: x
+    end subroutine
+  end interface
+contains
+  subroutine work()
+    integer :: a, b
+    a = 1
+    call ext(a, b) ! @w1
+    b = b + 1
+    call ext2(a) ! @w2
+  end subroutine
+end module
+program calls
+  use m
+  integer :: c, d
+  c = 1
+  call ext(c, d) ! @p1
+  call ext(c, d) ! @p2
+
+  call ext2(c) ! @p3
+  if (c > 0) call ext2(d) ! @p4
+  print *, c, d ! @print
+  call work() ! @p5
+end program
+subroutine ext(x, y)
+  integer, intent(inout) :: x
+  integer, intent(out) :: y
+  y = x
+end subroutine
+subroutine ext2(x)
+  integer, intent(out) :: x
+  x = 1
+end subroutine
+"""
+
+
+def test_fortran_calls_that_gfortran_puts_on_the_procedures_first_line(tmp_path):
+    """The return address of each call of the program and of the module procedure names
+    the CALL statement's own line, as the source marks it, whatever line table row it is
+    in; the runtime library's calls of the PRINT keep theirs."""
+    src = tmp_path / "calls.f90"
+    src.write_text(FORTRAN)
+    exe = tmp_path / "calls"
+    subprocess.run(["gfortran", "-g", "-O0", "-o", str(exe), str(src)], check=True, cwd=tmp_path)
+    at = {ln.split("! @")[1]: n for n, ln in enumerate(FORTRAN.splitlines(), 1) if "! @" in ln}
+    dis = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True, text=True
+    ).stdout.splitlines()
+    calls, fn = [], None  # (return address, callee)
+    for i, ln in enumerate(dis):
+        if ln.endswith(">:"):
+            fn = ln.split("<")[1][:-2]
+        f = ln.split("\t")
+        if fn in ("MAIN__", "__m_MOD_work") and len(f) > 1 and f[1].startswith("call"):
+            ra = int(dis[i + 1].split(":")[0], 16)
+            calls.append((ra, f[1].split("<")[1].split("@")[0].rstrip(">")))
+    locs = Symbolizer().resolve(str(exe), [ra for ra, _ in calls])
+    got = [(c, L.line) for (_, c), L in zip(calls, locs) if not c.startswith("_gfortran")]
+    names = ["w1", "w2", "p1", "p2", "p3", "p4", "p5"]
+    callees = ["ext_", "ext2_", "ext_", "ext_", "ext2_", "ext2_", "__m_MOD_work"]
+    assert sorted(got, key=lambda x: x[1]) == [(c, at[n]) for c, n in zip(callees, names)]
+    assert {L.line for (_, c), L in zip(calls, locs) if c.startswith("_gfortran")} == {at["print"]}
+    assert {L.function for L in locs} == {"program calls", "m::work"}

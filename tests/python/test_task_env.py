@@ -149,6 +149,86 @@ def test_hydra_sets_each_variable(prog, launcher):
     ]
 
 
+@pytest.mark.parametrize(
+    "launcher, user, merged",
+    [
+        # Open MPI: the last -x of a name wins, so perfweave's -x LD_PRELOAD would lose
+        (
+            "mpirun.openmpi",
+            ["-x", "LD_PRELOAD=/u/a.so:/u/b.so"],
+            ["-x", "LD_PRELOAD=/pw/libperfweave.so:/u/a.so:/u/b.so"],
+        ),
+        ("mpirun.openmpi", ["-x", "LD_PRELOAD="], ["-x", "LD_PRELOAD=/pw/libperfweave.so"]),
+        # hydra: the last -genv wins, and -env (for its executable) over any -genv
+        (
+            "mpirun.mpich",
+            ["-genv", "LD_PRELOAD", "/u/a.so"],
+            ["-genv", "LD_PRELOAD", "/pw/libperfweave.so:/u/a.so"],
+        ),
+        (
+            "mpiexec.hydra",
+            ["-genv", "LD_PRELOAD=/u/a.so"],
+            ["-genv", "LD_PRELOAD=/pw/libperfweave.so:/u/a.so"],
+        ),
+        (
+            "mpiexec.mpich",
+            ["-env", "LD_PRELOAD", "/u/a.so"],
+            ["-env", "LD_PRELOAD", "/pw/libperfweave.so:/u/a.so"],
+        ),
+        # a name without a value takes the launcher's environment: perfweave's, with the
+        # user's own LD_PRELOAD behind it already
+        ("mpirun.openmpi", ["-x", "LD_PRELOAD"], ["-x", "LD_PRELOAD"]),
+    ],
+)
+def test_user_preload_on_mpi_launchers_kept_behind(prog, launcher, user, merged):
+    """A user's own LD_PRELOAD for the tasks, on the launcher's command line, is kept
+    behind perfweave's library where it was given, as srun's --export is; the program's
+    own arguments are never touched."""
+    argv, env = rewrite([launcher, *user, "-n", "2", prog, "-x", "LD_PRELOAD=/p.so"])
+    assert argv[-len(merged) - 5 :] == [*merged, "-n", "2", prog, "-x", "LD_PRELOAD=/p.so"]
+    assert env["LD_PRELOAD"] == "/pw/libperfweave.so"  # the launcher's own: unchanged
+
+
+def test_user_preload_in_every_part_of_a_hydra_launch(prog):
+    """Each part of a launch of several programs (after ':') has its own -env."""
+    command = ["mpirun.mpich", "-n", "1", prog, "a", ":", "-n", "1"]
+    command += ["-env", "LD_PRELOAD=/u/b.so", prog, "-env", "LD_PRELOAD=/arg.so"]
+    argv, _ = rewrite(command)
+    assert argv[10:] == [
+        "-n",
+        "1",
+        prog,
+        "a",
+        ":",
+        "-n",
+        "1",
+        "-env",
+        "LD_PRELOAD=/pw/libperfweave.so:/u/b.so",
+        prog,
+        "-env",
+        "LD_PRELOAD=/arg.so",
+    ]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["-genv", "LD_PRELOAD", "PROG"],  # -genv NAME VALUE: two words
+        ["-env", "LD_PRELOAD", "PROG"],
+        ["--mca", "btl", "PROG"],  # --mca NAME VALUE
+        ["-genv", "LD_PRELOAD=x", "-n", "2"],  # -genv NAME=VALUE: one
+    ],
+)
+def test_option_values_are_not_the_program(prog, tmp_path, options):
+    """An option's value that is an executable file (a preloaded library often is) is
+    not taken for the program."""
+    lib = tmp_path / "lib.so"
+    lib.write_text("")
+    lib.chmod(0o755)
+    command = ["mpiexec", *[str(lib) if w == "PROG" else w for w in options], prog, "x"]
+    assert launch.program_index(command) == len(options) + 1
+
+
 def test_mpirun_by_its_version(prog, tmp_path):
     """A plain `mpirun` is asked whose it is."""
     fake = tmp_path / "mpirun"

@@ -287,7 +287,21 @@ def rank_counts(stdout):
     return out
 
 
-def sampled_life(exp, rank):
-    """(seconds from the sampler's start to its end, samples) of one rank's process."""
-    meta = json.loads((Path(exp) / "samples" / f"rank-{rank}.json").read_text())
+def sampled_life(exp, rank=None):
+    """(seconds from the sampler's start to its end, samples) of one rank's process, or
+    (rank None) of the experiment's only process."""
+    if rank is None:
+        [path] = (Path(exp) / "samples").glob("*.json")
+    else:
+        path = Path(exp) / "samples" / f"rank-{rank}.json"
+    meta = json.loads(path.read_text())
     return (meta["t_end"] - meta["t_start"]) / 1e9, meta["samples"]
+
+
+def outside_share(exp, measured_s, rank=None):
+    """The share (percent) of a process's sampled life that its program's own clock did
+    not cover: its start-up before main, the loader, printing its results and its exit
+    (what a real program does besides the phases it measured, measured_s seconds in
+    all). What the samples may give to anything but those phases."""
+    life, _ = sampled_life(exp, rank)
+    return max(0.0, 100 * (life - measured_s) / life)

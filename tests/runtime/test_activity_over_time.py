@@ -5,8 +5,10 @@ are the report's alone (its sampling section, and its text lines): read from
 `perfweave report --json`."""
 
 import json
+import statistics
 
 from harness import reported_by_rank
+from perfweave.analysis.timebins import MAX_BINS, MIN_SAMPLES_PER_BIN
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
 PHASE_MS = 700
@@ -33,8 +35,12 @@ def test_phases_per_rank(mpi, build, run_pw):
     assert tl["ranks"] == [0, 1, 2]
     assert {"compute", "mpi_coll", "mpi_p2p"} <= set(tl["activities"])
     nbins = len(tl["edges_s"]) - 1
-    # ~1000 samples per rank over ~2.5 s: 100 bins of ~25 ms, ~10 samples per rank each
-    assert nbins == 100 and abs(tl["edges_s"][-1] - 100 * tl["bin_s"]) < 1e-6
+    # ~1000 samples per rank over ~2.5 s: 100 bins of ~25 ms, ~10 samples per rank each on
+    # an idle machine; fewer where the ranks got fewer samples (a rank that waits for a
+    # core is sampled when it runs again): MIN_SAMPLES_PER_BIN per rank and bin at least
+    per_rank = statistics.median(sum(row) for row in tl["samples"])
+    assert nbins == max(1, min(MAX_BINS, int(per_rank // MIN_SAMPLES_PER_BIN))), (nbins, per_rank)
+    assert abs(tl["edges_s"][-1] - nbins * tl["bin_s"]) < 1e-6
     expected = {"compute": "compute", "coll": "mpi_coll", "p2p": "mpi_p2p"}
     for name, (a, b) in phase.items():
         lo, hi = (a - base) / 1e9, (b - base) / 1e9
@@ -47,7 +53,9 @@ def test_phases_per_rank(mpi, build, run_pw):
             if tl["edges_s"][k] >= lo + 2 * tl["bin_s"]
             and tl["edges_s"][k + 1] <= hi - 2 * tl["bin_s"]
         ]
-        assert len(inside) >= 0.7 * PHASE_MS / 1e3 / tl["bin_s"] - 5, (name, inside)
+        # the phase's bins, by its length on the program's clock, less the margins and a
+        # bin cut at each end
+        assert len(inside) >= (hi - lo) / tl["bin_s"] - 6, (name, inside)
         s = tl["activities"].index(expected[name])
         for j, rank in enumerate(tl["ranks"]):
             frac = [tl["fractions"][j][s][k] for k in inside]

@@ -4,6 +4,8 @@ counts are read through the Python API (perfweave.open: mpi_callsites()' EVENT_i
 EVENT_before, mpi_ranks()' EVENT); the wall time the counts cover and the rates per
 second are the report's (its counter-rate table), read from `perfweave report --json`."""
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +14,7 @@ import pytest
 
 import perfweave
 from harness import PERFWEAVE, callsites, site_lines
+from perfweave.papi import core_pmus, open_papi
 
 PAGES = 20000
 FAULTS, CLOCK = "perf::PAGE-FAULTS", "perf::TASK-CLOCK"
@@ -130,6 +133,26 @@ def test_without_counters_the_profile_has_none(mpi, build, run_pw):
 
 
 NOT_HERE = "perf::TASK-CLOCK,PAPI_TOT_INS,perf::PAGE-FAULTS"
+# the reason given on a processor libpfm4 does not know ("libpfm4 [RELEASE] does not know
+# this processor ...")
+UNKNOWN = re.compile(r"libpfm4( [\d.]+)? does not know this processor")
+
+
+@pytest.fixture
+def unknown_processor(monkeypatch):
+    """This machine as one libpfm4 does not know, whatever it is: the core PMUs libpfm4
+    detects here disabled for libpfm4 (LIBPFM_DISABLED_PMUS, read by every libpfm4 of
+    perfweave's processes and the program's). PAPI's perf_event component is then
+    disabled ("no default PMU found"; on a processor libpfm4 does not know, as Zen 5 with
+    Debian 12's libpfm4 4.13, there is nothing to disable): PAPI_TOT_INS cannot be counted
+    on any machine, with or without hardware counters, and PAPI knows no perf:: event:
+    perfweave counts them itself."""
+    lib, why = open_papi()
+    assert lib is not None, why
+    detected = core_pmus(lib)
+    assert detected is not None, "libpfm4's functions not found through PAPI"
+    if detected:
+        monkeypatch.setenv("LIBPFM_DISABLED_PMUS", ",".join(detected))
 
 
 def check_counted_as_measured(stdout, exp):
@@ -151,11 +174,13 @@ def check_counted_as_measured(stdout, exp):
     assert pages <= done[f"{FAULTS}_before"] <= 1.1 * pages + 200, done
 
 
-def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
-    """PAPI_TOT_INS is a name PAPI knows but cannot count on this VM (no hardware
-    counters: PAPI_add_event fails), and an event set holding it cannot start: it used to
-    zero every counter. Now it alone is left out, named in one line for the whole run and
-    in the experiment, and the others count what the program measures itself."""
+def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw, unknown_processor):
+    """PAPI_TOT_INS is a name PAPI knows but cannot count on a processor libpfm4 does not
+    know (PAPI's perf_event component is disabled), and an event set holding it cannot
+    start: it used to zero every counter. Now it alone is left out, named in one line for
+    the whole run, with the reason, and in the experiment, and the others (the kernel's
+    software events, which PAPI does not know here: perfweave counts them itself) count
+    what the program measures itself."""
     prog = build(mpi, "cpu_pages.c")
     r = run_pw(
         mpi.launch(2) + [prog, "0.4", "5000"],
@@ -163,8 +188,10 @@ def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw):
     )
     said = [l for l in r.proc.stderr.splitlines() if "PAPI_TOT_INS" in l]
     assert len(said) == 1 and "not counted" in said[0], r.proc.stderr
+    assert UNKNOWN.search(said[0]), said
     exp = r.open()
-    assert [c["event"] for c in exp.meta["counters_not_counted"]] == ["PAPI_TOT_INS"]
+    [left_out] = exp.meta["counters_not_counted"]
+    assert left_out["event"] == "PAPI_TOT_INS" and UNKNOWN.search(left_out["why"]), left_out
     check_counted_as_measured(r.proc.stdout, exp)
     assert "Counters not counted" in r.text_report() and "PAPI_TOT_INS" in r.text_report()
 
@@ -182,7 +209,7 @@ sys.exit(launch.run(ns.command, options.values(ns))[1])
 """
 
 
-def test_the_runtime_leaves_out_an_event_it_cannot_count(mpi, build, tmp_path):
+def test_the_runtime_leaves_out_an_event_it_cannot_count(mpi, build, tmp_path, unknown_processor):
     prog = build(mpi, "cpu_pages.c")
     exp = tmp_path / "exp"
     res = subprocess.run(
@@ -210,4 +237,29 @@ def test_the_runtime_leaves_out_an_event_it_cannot_count(mpi, build, tmp_path):
     # one line for the run (rank 0 speaks), not one per rank
     said = [l for l in res.stderr.splitlines() if "PAPI_TOT_INS" in l]
     assert len(said) == 1 and "cannot be counted here" in said[0], res.stderr
+    assert UNKNOWN.search(said[0]), said
     check_counted_as_measured(res.stdout, perfweave.open(exp))
+
+
+def test_components_say_perfweave_counts_the_kernel_events(unknown_processor):
+    """perfweave components on a processor libpfm4 does not know: why PAPI counts no
+    hardware events or presets, and the perf:: events perfweave counts itself."""
+    out = subprocess.run(
+        [PERFWEAVE, "components", "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    [papi] = [s for s in json.loads(out.stdout)["sources"] if s["source"] == "papi"]
+    assert papi["available"] and UNKNOWN.search(papi["detail"]), papi
+    assert "perfweave counts the kernel's software events itself" in papi["detail"]
+    [ours] = [i for i in papi["items"] if i.startswith("perf:: events counted by perfweave")]
+    assert {"TASK-CLOCK", "PAGE-FAULTS"} <= set(ours.split(": ", 1)[1].split(", ")), ours
+
+
+def test_the_program_sees_its_own_environment(run_pw, unknown_processor):
+    """perfweave counts the kernel's events itself rather than steering libpfm4 (no
+    LIBPFM_FORCE_PMU or such in the program's environment, which its own PAPI would read)."""
+    r = run_pw(["env"], ["--counters", "perf::PAGE-FAULTS"])
+    mine = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("LIBPFM"))
+    theirs = sorted(l for l in r.proc.stdout.splitlines() if l.startswith("LIBPFM"))
+    assert theirs == mine
+    assert r.open().profile.counters == [FAULTS]

@@ -25,6 +25,7 @@ from harness import PERFWEAVE
 from perfweave import writing
 from perfweave.readers.profile import read_profile
 from perfweave.readers.samples import SAMPLE_DTYPE, read_samples
+from perfweave.readers.tables import read_tables, table_descriptions
 from perfweave.readers.timeline import read_node
 from perfweave.readers.trace import list_ranks, read_rank
 
@@ -152,6 +153,12 @@ def check_files(exp, marks):
             assert size % EVENT_BYTES == 0, rel
         elif rel.startswith("traces/") and rel.endswith(".json"):
             assert json.loads(p.read_text())["format"] == "perfweave-trace"
+        elif rel.startswith("tables/") and rel.endswith(".json"):
+            # kept where the process's profile could not be written: its data
+            assert any(u["file"].endswith(".pwprof") for u in marks), rel
+            read_tables(p)
+        elif rel.startswith("tables/") and rel.endswith(".pwtab"):
+            assert p.with_suffix(".json").exists(), rel
         elif not re.fullmatch(r"fill-\d+\.bin", rel):
             pytest.fail(f"unexpected file {rel}")
     for u in marks:
@@ -210,7 +217,7 @@ def check_report(exp, marks):
         [PERFWEAVE, "report", str(exp)], capture_output=True, text=True, timeout=120
     )
     assert "Traceback" not in rep.stderr, rep.stderr
-    if not list(exp.rglob("*.pwprof")):
+    if not list(exp.rglob("*.pwprof")) and not table_descriptions(exp):
         lost = [u for u in marks if u["file"].endswith(".pwprof")]
         assert lost
         assert rep.returncode == 2
@@ -248,6 +255,30 @@ def reference(prog, tmpfs):
     samples = sorted((exp / "samples").glob("*.samples"))
     assert len(samples) == prog.nprocs
     return pages(exp / "experiment.json"), pages(profile), min(pages(s) for s in samples)
+
+
+# a process's tables description (tables/NAME.json): its functions and loaded objects,
+# 16 KiB for a rank of Open MPI 4.1 or MPICH 4.0 here, at most 6 pages on tmpfs
+DESCRIPTION_PAGES = 6
+
+
+def tables_pages(exp):
+    """Pages the call-site tables of experiment exp's processes held while they ran. Those
+    kept (a process whose profile found no room: its data) are measured; for the others,
+    from what their profile says they recorded: per process its tables file's head, one
+    page for its table's block and one for its histograms', up to 2 pages per call site
+    (a slot may straddle two) and per histogram row. Each description counts twice (it
+    is rewritten under a temporary name)."""
+    kept = sorted((exp / "tables").glob("*")) if (exp / "tables").is_dir() else []
+    pages = sum(math.ceil(p.stat().st_blocks * 512 / PAGE) for p in kept)
+    pages += DESCRIPTION_PAGES * len([p for p in kept if p.suffix == ".json"])
+    for profile in exp.rglob("*.pwprof"):
+        a = read_profile(profile).arrays
+        for r in a["ranks"]["rank"]:
+            sites = int((a["sites"]["rank"] == r).sum())
+            rows = len(set(a["hist"]["fn"][a["hist"]["rank"] == r].tolist()))
+            pages += 3 + 2 * (sites + rows) + 2 * DESCRIPTION_PAGES
+    return pages
 
 
 def full_disk_cases(prog, tmpfs):
@@ -296,7 +327,9 @@ def full_disk_cases(prog, tmpfs):
 
     # 4. the program fills the disk itself, then ends normally: it sees what it sees
     # without perfweave (ENOSPC, its exit status, its output), with less room by the
-    # pages perfweave's files held when it filled the disk
+    # pages perfweave's files held when it filled the disk: up to 16 pages of its trace
+    # and timeline, and each process's call-site tables (tables/, removed once its
+    # profile is saved; tables_pages)
     disk = tmpfs(256, "filled")
     exp, proc = prog.run(disk, "fill", 0.2, 0, prog.trace())
     _, found = check_failed_run(exp, proc, 0, prog.nprocs, fill=True)
@@ -307,8 +340,8 @@ def full_disk_cases(prog, tmpfs):
     assert {m.group(3) for m in found} == {m.group(3) for m in ref_found} == {"ENOSPC"}
     wrote = sum(int(m.group(2)) for m in found)
     ref_wrote = sum(int(m.group(2)) for m in ref_found)
-    # (+ a page per process: its ending/HOST.PID while it runs, 8 bytes)
-    assert 0 < ref_wrote - wrote <= (16 + prog.nprocs) * PAGE, (wrote, ref_wrote)
+    held = tables_pages(exp) + prog.nprocs  # + its ending/HOST.PID (8 bytes) per process
+    assert 0 < ref_wrote - wrote <= (16 + held) * PAGE, (wrote, ref_wrote, held)
 
     # 5. no inode left after experiment.json (tmpfs counts the root directory, the
     # experiment's and experiment.json): the runtime cannot even mark what it could

@@ -105,6 +105,27 @@ def test_io_fork_child_has_its_own_store(build, run_pw, tmp_path):
     assert names(cw) == {f"{tmp_path}/child.dat": 200}
     assert names(pw).get(f"{tmp_path}/parent.dat") == 100
     assert f"{tmp_path}/child.dat" not in names(pw)
+    # the Darshan export: a log per process, as Darshan's non-MPI mode writes them (each
+    # nprocs 1, records of rank 0; the child's says whose fork it is), the first-started
+    # process's at OUT, the child's beside it as NAME.HOST.PID.txt
+    out = tmp_path / "export" / "io.txt"
+    cmd = [PERFWEAVE, "export", str(r.exp), "--format", "darshan", "-o", str(out)]
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    [child_log] = (tmp_path / "export").glob(f"io.*.{got['child']}.txt")
+    assert str(child_log) in res.stdout
+    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == sorted(
+        ["io.txt", child_log.name]
+    )
+    for log, mine, parent in ((out, "parent", None), (child_log, "child", got["pid"])):
+        lines = log.read_text().splitlines()
+        assert "# nprocs: 1" in lines
+        assert (f"# metadata: fork_parent = {parent}" in lines) == (parent is not None)
+        rows = [x.split("\t") for x in lines if x and not x.startswith("#")]
+        assert {x[1] for x in rows} == {"0"}
+        written = {x[5]: int(x[4]) for x in rows if x[3] == "POSIX_BYTES_WRITTEN"}
+        assert written.get(f"{tmp_path}/{mine}.dat") == (100 if mine == "parent" else 200)
+        other = "child" if mine == "parent" else "parent"
+        assert f"{tmp_path}/{other}.dat" not in written
 
 
 def test_io_killed_process_keeps_its_counts(build, run_pw, tmp_path):
@@ -287,7 +308,9 @@ def test_io_darshan_export_carries_the_programs_counts(build, run_pw, tmp_path):
     rows = [ln.split("\t") for ln in lines if ln and not ln.startswith("#")]
     assert all(len(x) == 8 for x in rows)
     got = {x[3]: x[4] for x in rows if x[5] == name and x[0] == "POSIX"}
-    assert {x[1] for x in rows if x[5] == name} == {"-1"}  # no MPI rank
+    # no MPI rank: a log of its own, rank 0, as Darshan's non-MPI mode writes it
+    assert {x[1] for x in rows if x[5] == name} == {"0"}
+    assert "# nprocs: 1" in lines
     want = {
         "POSIX_OPENS": n,
         "POSIX_WRITES": n,

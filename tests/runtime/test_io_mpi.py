@@ -69,6 +69,17 @@ def test_io_mpiio_collective_writes_exact_rank_counts(mpi, build, run_pw, tmp_pa
     )
     assert {io.objects[o] for o in sites["object"] if o >= 0} == {str(prog)}
     assert np.all(sites["object"] >= 0)
+    # every record holds calls; none is of a shared object the MPI library loads inside
+    # MPI_File_open (Open MPI stats each mca_*.so component before it dlopens it), while
+    # the program's own stat of one is its I/O, one per rank
+    ops = ("opens", "closes", "reads", "writes", "seeks", "stats", "syncs", "metas", "mmaps")
+    recs = io.records
+    assert np.all(sum(recs[k] for k in ops) + recs["views"] > 0)
+    libs = {io.files[f] for f in recs["file"] if re.search(r"\.so(\.\d+)*$", io.files[f])}
+    assert libs == {f"{tmp_path}/own.{r}.so.1" for r in range(nranks)}
+    for r in range(nranks):
+        (own,) = layer_records(io, f"{tmp_path}/own.{r}.so.1", "posix")
+        assert (own["opens"], own["closes"], own["stats"], own["rank"]) == (1, 1, 1, r)
 
 
 def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
@@ -112,6 +123,25 @@ def test_io_fortran_records_and_mpiio_bytes_exact(mpi, build, run_pw, tmp_path):
     assert {s["where"] for s in fw if s["layer"] == "mpiio"} == {
         f"program io_records (io_records.f90:{lines[k]})" for k in ("fwrite", "fall")
     }
+    # MPI_File_close, whose line gfortran's line table gives as the program statement's,
+    # and the POSIX close the MPI library makes in it (ROMIO closes once in
+    # MPI_File_open too), and its site in the MPI profile
+    closes = [
+        (s["layer"], s["where"])
+        for s in sites
+        if s["pattern"] == f"{tmp_path}/fmpiio.dat" and s["op"] == "close"
+    ]
+    at = f"program io_records (io_records.f90:{lines['fclose']})"
+    assert [w for layer, w in closes if layer == "mpiio"] == [at]
+    assert at in [w for layer, w in closes if layer == "posix"]
+    # every call the MPI library makes for the program's MPI-IO is at one of its lines,
+    # also from the components Open MPI loads at the first MPI_File_open (after the
+    # runtime's snapshot of the loaded objects)
+    lib = [s["where"] for s in sites if s["pattern"].startswith(f"{tmp_path}/fmpiio.dat")]
+    lib += [s["where"] for s in sites if "fmpiio.dat_cid" in s["pattern"]]
+    assert lib and all(re.search(r"\(io_records\.f90:\d+\)$", w) for w in lib), lib
+    mpi = {s["function"]: s["location"] for s in r.report()["mpi_profile"]["callsites"]}
+    assert mpi["MPI_File_close"]["line"] == lines["fclose"]
 
 
 MEMORY_FS = {"tmpfs", "ramfs"}
@@ -211,3 +241,37 @@ def test_io_mmap_bytes_estimated(mpi, build, run_pw, tmp_path, where):
             == est + layer_records(io, f"{directory}/mmap.1.dat", "posix")["mmap_bytes"].sum()
         )
         assert any("an estimate" in n for n in rep["notes"])
+
+
+def test_io_completions_of_mpiio_requests_are_file_time(mpi, build, run_pw, tmp_path):
+    """MPI_Wait, MPI_Test, MPI_Waitall and MPI_Waitany of the requests of MPI_File_iwrite_at
+    and MPI_File_iread_at are MPI-IO time (family file), as the calls that posted them, in
+    each rank's activity page (the node timeline's PID.mpi_FAMILY_ns, the time of every
+    call by family, added when it ends); those of point-to-point requests stay sync, also
+    after the file phase, whose request handles MPI reuses. The program's own clock says
+    when each phase was and how long its completion calls took."""
+    prog = build(mpi, "io_nb_wait.c")
+    nranks = 2
+    r = run_pw(mpi.launch(nranks) + [prog, tmp_path, 8], ["--node-interval", "20"])
+    got = rank_counts(r.proc.stdout)
+    [tl] = r.open().timelines
+
+    def spent(pid, family, a, b):
+        # the calls that ended between the node sampler's ticks around [a, b]
+        return tl.window(tl.index("proc", f"{pid}.mpi_{family}_ns"), a, b)[0]
+
+    for rank in range(nranks):
+        g = got[rank]
+        # the wrapper times a call inside the program's clock readings around it: the
+        # program's sum is larger by the work between them, at most 10 us a call (one
+        # MPI_Test loop makes thousands), and 1 ms for the clock's conversion to ns
+        f = (g["file_t0"], g["file_t1"])
+        assert spent(g["pid"], "file", *f) >= g["file_wait"] - 1e6 - 1e4 * g["file_calls"]
+        # nothing of the file phase is sync time: its only completions are of files
+        assert spent(g["pid"], "sync", *f) < 1e6
+        # the point-to-point completions: sync, and none of it file time; rank 1 waits
+        # 300 ms for rank 0's late send
+        p = (g["p2p_t0"], g["p2p_t1"])
+        assert spent(g["pid"], "sync", *p) >= g["p2p_wait"] - 1e6 - 1e4 * g["p2p_calls"]
+        assert spent(g["pid"], "file", *p) < 1e6
+    assert got[1]["p2p_wait"] > 0.25e9

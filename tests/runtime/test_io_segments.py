@@ -31,9 +31,10 @@ def expected(n):
     }
 
 
-def check_process(io, process, name, n):
+def check_process(io, process, name, n, tid=None):
     """The segments of one process on file name are the program's calls, in the store's
-    time base and within its life, and they sum to the store's time per operation."""
+    time base and within its life, and they sum to the store's time per operation; made
+    by thread tid (default: the process's main thread)."""
     g = io.segments[io.segments["process"] == process]
     mine = g[g["file"] == io.files.index(name)]
     got = {
@@ -50,8 +51,7 @@ def check_process(io, process, name, n):
     # inside the process's life as the store saw it (its start to its end)
     end = p["t_start_ns"] + p["wall_s"] * 1e9
     assert p["t_start_ns"] <= mine["t0_ns"].min() and mine["t1_ns"].max() <= end + 1e3
-    # the main thread's calls
-    assert (mine["tid"] == p["pid"]).all()
+    assert (mine["tid"] == (p["pid"] if tid is None else tid)).all()
     (rec,) = io.records[
         (io.records["process"] == process)
         & (io.records["file"] == io.files.index(name))
@@ -105,6 +105,46 @@ def test_io_segments_per_rank_and_in_the_chrome_trace(mpi, build, run_pw, tmp_pa
         (bar,) = [e for e in mine if e["name"] == "MPI_Barrier"]
         assert max(e["ts"] + e["dur"] for e in writes) <= bar["ts"] + 0.002
         assert min(e["ts"] for e in reads) >= bar["ts"] + bar["dur"] - 0.002
+
+
+def test_io_segments_of_a_thread_share_its_mpi_calls_track(mpi, build, run_pw, tmp_path):
+    """A thread other than the main one that makes MPI calls: its I/O segments are on the
+    Chrome track of its MPI calls (the trace's thread whose BLOCK records carry its OS id),
+    not on one of their own; a thread without MPI calls has its own track, named by its OS
+    id. Both thread ids are the program's own (gettid)."""
+    prog = build(mpi, "io_segments.c", ("-DWITH_MPI", "-pthread"))
+    n, nranks = 3, 2
+    r = run_pw(mpi.launch(nranks) + [prog, tmp_path, n, "thread"], ["--io", "--trace"])
+    tids = {int(ln.split()[2]) for ln in r.proc.stdout.splitlines() if ln.startswith("tid ")}
+    io = perfweave.open(r.exp).io
+    out = tmp_path / "trace.json"
+    cmd = [PERFWEAVE, "export", str(r.exp), "--format", "chrome", "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    events = json.loads(out.read_text())["traceEvents"]
+    for rank in range(nranks):
+        (process,) = np.flatnonzero(io.processes["rank"] == rank)
+        g = io.segments[io.segments["process"] == process]
+        worker = int(g["tid"][g["file"] == io.files.index(f"{tmp_path}/seg.{rank}")][0])
+        helper = int(g["tid"][g["file"] == io.files.index(f"{tmp_path}/helper.{rank}")][0])
+        assert {worker, helper} <= tids
+        assert len({worker, helper, int(io.processes["pid"][process])}) == 3
+        check_process(io, int(process), f"{tmp_path}/seg.{rank}", n, tid=worker)
+        mine = [e for e in events if e.get("pid") == rank and e.get("ph") == "X"]
+        # the worker's barrier, then the main thread's (on the trace's thread 0)
+        bars = sorted((e for e in mine if e["name"] == "MPI_Barrier"), key=lambda e: e["ts"])
+        assert len(bars) == 2 and bars[0]["tid"] != 0 and bars[1]["tid"] == 0
+        seg = [e for e in mine if e["cat"] == "io" and e["name"].endswith(f" seg.{rank}")]
+        assert len(seg) == n + 8
+        # the worker's I/O on its MPI calls' track
+        assert {e["tid"] for e in seg} == {bars[0]["tid"]}
+        (h,) = [e for e in mine if e["cat"] == "io" and e["name"] == f"write helper.{rank}"]
+        assert h["tid"] == helper
+        names = {
+            e["tid"]: e["args"]["name"]
+            for e in events
+            if e.get("pid") == rank and e.get("ph") == "M" and e["name"] == "thread_name"
+        }
+        assert names[helper] == f"I/O of thread {helper}" and worker not in names
 
 
 def test_io_segments_bound_counts_drops(build, run_pw, tmp_path):

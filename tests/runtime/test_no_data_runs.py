@@ -77,12 +77,14 @@ def test_failed_launch(mpi, run_pw, tmp_path):
 
 
 def without_preload(mpi):
-    """Launcher options that set LD_PRELOAD empty in every task (as a launcher or batch
-    policy that does not pass the environment leaves it): Open MPI's -x, Hydra's
-    -genv."""
+    """Launcher options that set PERFWEAVE_EXPERIMENT empty in every task, so that the
+    runtime stays out of them as when a launcher or batch policy does not pass the
+    environment: Open MPI's -x, Hydra's -genv (the last of a name wins). Not LD_PRELOAD:
+    a user's LD_PRELOAD on the launch line is kept behind perfweave's library
+    (test_launch_options.py)."""
     if mpi.name == "openmpi":
-        return [mpi.launch(2)[0], "-x", "LD_PRELOAD="] + mpi.launch(2)[1:]
-    return [mpi.launch(2)[0], "-genv", "LD_PRELOAD", ""] + mpi.launch(2)[1:]
+        return [mpi.launch(2)[0], "-x", "PERFWEAVE_EXPERIMENT="] + mpi.launch(2)[1:]
+    return [mpi.launch(2)[0], "-genv", "PERFWEAVE_EXPERIMENT", ""] + mpi.launch(2)[1:]
 
 
 def test_environment_not_passed(mpi, build, run_pw):

@@ -13,6 +13,7 @@ from harness import (
     activity_pct,
     bare,
     by_name,
+    outside_share,
     reported,
     reported_by_rank,
     sampled_life,
@@ -35,8 +36,11 @@ def test_seventy_thirty(build, run_pw):
     prog = build(None, "burn7030.c")
     r = run_pw([prog, 2], SAMPLE)
     heavy_s, light_s, cpu_s = reported(r.proc, "heavy", "light", "cpu")
-    truth = {"heavy": 100 * heavy_s / (heavy_s + light_s)}
-    truth["light"] = 100 - truth["heavy"]
+    # of the sampler's life, by the program's clock; the rest (its start-up, the loader,
+    # printing its result, its exit) is outside the loop
+    life, _ = sampled_life(r.exp)
+    truth = {"heavy": 100 * heavy_s / life, "light": 100 * light_s / life}
+    outside = outside_share(r.exp, heavy_s + light_s)
     exp = r.open()
     # a sample every 1-3 ms (2 on average) while the program runs, and one when it
     # runs again after losing its core: at least one per 2 ms of its CPU time, less
@@ -50,13 +54,19 @@ def test_seventy_thirty(build, run_pw):
     # wait goes where the program waited, as in its own measure
     for fn in ("heavy", "light"):
         assert abs(inc[fn]["pct"] - truth[fn]) <= share_bound(truth[fn], taken), (inc[fn], truth)
-    assert inc["main"]["pct"] > 98
-    # self time: spin ~93 %, the rest in now()'s own code and main (measured at load 11)
-    assert by_name(exp.functions())["spin"]["pct"] > 93 - share_bound(93, taken)
-    assert activity_pct(exp)["compute"] > 99
-    # the call tree: main -> heavy -> spin and main -> light -> spin, time at the leaves
+    loop = 100 - outside  # main's share at least, all computing (printing is I/O)
+    assert inc["main"]["pct"] >= loop - share_bound(loop, taken), (inc["main"], outside)
+    # self time: the loop's at spin and the clock reads it makes (now(); their share is
+    # the clock's cost on this machine)
+    fns = by_name(exp.functions())
+    leaves = fns["spin"]["pct"] + fns.get("now", {"pct": 0})["pct"]
+    assert leaves >= loop - share_bound(loop, taken), fns
+    assert activity_pct(exp)["compute"] >= loop - share_bound(loop, taken)
+    # the call tree: main -> heavy -> spin and main -> light -> spin, time at the leaves;
+    # main's own lines run between the calls and after the loop
     node = tree_nodes(exp)
-    assert node[("main",)]["inclusive_pct"] > 98 and node[("main",)]["exclusive_pct"] < 2
+    assert node[("main",)]["inclusive_pct"] >= loop - share_bound(loop, taken)
+    assert node[("main",)]["exclusive_pct"] <= outside + share_bound(outside, taken)
     for fn, share in truth.items():
         assert abs(node[("main", fn)]["inclusive_pct"] - share) <= share_bound(share, taken)
         # libunwind: now() too
@@ -65,6 +75,36 @@ def test_seventy_thirty(build, run_pw):
     text = r.text_report()
     assert "call tree" in text
     assert "Where the time goes" in text and "burn7030.c:" in text
+
+
+@pytest.mark.parametrize("unwinder", ["libunwind", "frame pointers"])
+@pytest.mark.parametrize("depth", [30, 100])
+def test_stacks_deeper_than_a_sample_keep_the_program_root(unwinder, depth, build, run_pw):
+    """A sample holds 32 frames. A stack deeper than that (deep_chain: main -> deep x
+    DEPTH -> spin, half the run; with the C library's start and spin, DEPTH + 6 frames or
+    more) used to keep its innermost 32, so its samples had no main and the call tree a
+    second root, deep (134 of 286 samples at DEPTH 40). So did MPI_Init's opening of a
+    component whose constructor sleeps, through perfweave's sleep wrappers: 32 frames
+    down to main in a Fortran MPI program, and a sample deeper in the wrapper left
+    "MPI_Init" as a root of its own (test_sampling_openmp). The stack now keeps its
+    innermost 24 frames and its outermost 8, whether it is a few frames deeper (30) or
+    many (100): every sample under main, with its leaf."""
+    prog = build(None, "deep_chain.c", ("-fno-omit-frame-pointer",))
+    options = SAMPLE + (["--no-sample-libunwind"] if unwinder == "frame pointers" else [])
+    r = run_pw([prog, depth, 0.5], options)
+    shallow_s, deep_s, _ = reported(r.proc, "shallow", "deep", "cpu")
+    exp = r.open()
+    assert read_samples(r.exp)[0].meta["unwinder"] == unwinder
+    roots = [p[0] for p in tree_nodes(exp) if len(p) == 1]
+    assert roots == ["main"], roots
+    stacks = exp.samples()["stack"]
+    taken = len(stacks)
+    truth = 100 * deep_s / (shallow_s + deep_s)
+    inc = by_name(exp.functions(inclusive=True))
+    assert abs(inc["deep"]["pct"] - truth) <= share_bound(truth, taken), (inc["deep"], truth)
+    # the deep samples: main's way in, and the innermost frames down to the spin
+    down = stacks[stacks.str.contains("deep")]
+    assert down.str.startswith("main;deep;").all() and down.str.contains(";deep;spin").all()
 
 
 def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
@@ -91,8 +131,16 @@ def test_imbalanced_rank_at_the_right_function_and_line(mpi, build, run_pw):
         work,
         truth,
     )
-    # rank 1 works twice as long as the others, whatever the load: (2 - 4/3) / 2 = 1/3
-    assert 0.15 < work["imbalance"] < 0.5
+    # the imbalance, (max - mean) / max of the ranks' shares (1/3 on an idle machine:
+    # rank 1 works twice as long as the others), with each share anywhere within its
+    # bound of the rank's own measure
+    box = [
+        (truth[k] - share_bound(truth[k], taken[k]), truth[k] + share_bound(truth[k], taken[k]))
+        for k in truth
+    ]
+    lo = 1 - sum(b[1] for b in box) / 3 / max(b[0] for b in box)
+    hi = 1 - sum(b[0] for b in box) / 3 / max(b[1] for b in box)
+    assert lo <= work["imbalance"] <= hi, (work, truth)
     line = site_lines("imbalance.c")["work"]
     assert any(f"imbalance.c:{line}" in name for name in exp.lines()["name"].tolist()[:3])
     [wnode] = [n for n in tree_nodes(exp).values() if n["name"] == "work"]
@@ -155,21 +203,29 @@ def test_threads_the_program_creates_fork_and_exec(build, run_pw):
     threads = p.meta["threads"]
     # each thread sampled from its start: a sample per 2 ms of its own CPU time at least
     # (test_seventy_thirty); ~500 each on an idle machine
-    cpu = {}
+    cpu, work = {}, {}
     for line in r.proc.stderr.splitlines():
         w = line.split()
-        if len(w) == 4 and w[0] == "tid" and w[2] == "cpu":
-            cpu[int(w[1])] = float(w[3])
+        if len(w) == 6 and w[0] == "tid" and w[2] == "cpu" and w[4] == "work":
+            cpu[int(w[1])], work[int(w[1])] = float(w[3]), float(w[5])
     assert len(threads) == 3 and {t["tid"] for t in threads} == set(cpu), r.proc.stderr
     for t in threads:
         assert t["kept"] >= 0.7 * cpu[t["tid"]] / 0.002, (t, cpu)
-    inc = by_name(r.open().functions(inclusive=True))
+    exp = r.open()
+    inc = by_name(exp.functions(inclusive=True))
     # three threads burning 1 s of the clock each: the two workers twice main_work's
-    # time (the main thread also waits for the child and /bin/true after it: ~0.2 s more
-    # of its own); ~500 samples each, binomial sd of the ratio ~0.1; bounds +-25 %
-    ratio = inc["worker_work"]["pct"] / inc["main_work"]["pct"]
-    assert 1.5 <= ratio <= 2.5, (inc["worker_work"], inc["main_work"])
-    assert inc["worker_work"]["pct"] + inc["main_work"]["pct"] > 75
+    # time on an idle machine (the main thread also waits for the child and /bin/true
+    # after it: ~0.2 s more of its own); here each function's share of the threads'
+    # sampled time by their clocks, within 3 binomial sd + 2 points
+    s = exp.samples()
+    total = s["seconds"].sum()
+    main_tid = p.meta["pid"]
+    for fn, secs in (
+        ("main_work", work[main_tid]),
+        ("worker_work", sum(v for k, v in work.items() if k != main_tid)),
+    ):
+        truth = 100 * secs / total
+        assert abs(inc[fn]["pct"] - truth) <= share_bound(truth, len(s)), (inc[fn], truth)
 
 
 def test_sleeps_last_their_time_and_are_sampled_as_sleep(build, run_pw):

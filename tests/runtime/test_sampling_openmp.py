@@ -18,7 +18,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from harness import PERFWEAVE, Run, activity_pct, tree_nodes
+from harness import PERFWEAVE, Run, activity_pct, sampled_life, share_bound, tree_nodes
 import perfweave
 from perfweave.readers.samples import read_samples
 from perfweave.symbols import Symbolizer
@@ -80,22 +80,33 @@ def test_workers_rooted_at_the_parallel_region(omp_run):
     roots = [p[0] for p in tree_nodes(exp) if len(p) == 1]
     assert roots == [root], roots  # one root per program
     df = exp.samples()
-    no_frame = (df["stack"] == "").mean()
-    assert no_frame < 0.05, no_frame  # was 8-10 % (49 % seen)
+    # samples without any frame of the program's (was 8-10 %, 49 % seen): at most the
+    # main threads' time outside the span the programs timed (start-up in MPI_Init, the
+    # loader, MPI_Finalize, exit); the workers, idle after it, are under the root
+    total = df["seconds"].sum()
+    outside = 100 * sum(sampled_life(r.exp, k)[0] - (t["t2"] - t["t0"]) for k, t in truth.items())
+    outside = max(0.0, outside / total)
+    no_frame = 100 * df.loc[df["stack"] == "", "seconds"].sum() / total
+    assert no_frame <= outside + share_bound(outside, len(df)), (no_frame, outside)
     stacks = df["stack"][df["stack"] != ""]
-    # every stack from the program's root, but a stray sample (1 of 7791 seen once in a
-    # clean-clone run of openmpi-fortran, not reproduced in 20 runs, 6 of them beside two
-    # busy loops): a sample in a function's first or last instructions can lose its
-    # callers' frames, as below
+    # every stack from the program's root; one of 7791 was not, once, in openmpi-fortran:
+    # MPI_Init's opening of a component whose constructor sleeps, through perfweave's
+    # sleep wrappers, is 32 frames deep down to main, and a sample one or two frames
+    # deeper lost main and the program's frame (a sample kept the innermost 32; it now
+    # keeps the outermost too: test_sampling.py::test_stacks_deeper_than_a_sample_keep_
+    # the_program_root)
     rooted = stacks.str.split(";").str[0].eq(root)
-    assert (~rooted).sum() <= max(1, 0.001 * len(stacks)), stacks[~rooted].value_counts().head()
+    assert rooted.all(), stacks[~rooted].value_counts().head()
     # the workers' samples (threads other than each process's first, its main thread):
     # in the regions' span, under the main thread's way into them (main -> sweep ->
     # sweep._omp_fn.0) or where it forks and joins them (main -> sweep); after it, while
     # the main thread works alone (0.3 s) and in MPI, idle under the root
     into, fork = ";".join(opener + (region,)), ";".join(opener)
     workers = df[df["thread"] > 0]
-    assert len(workers) > 0.3 * len(df), (len(workers), len(df))
+    # every worker lives through the regions' span at least
+    span = 100 * (THREADS - 1) * sum(t["t1"] - t["t0"] for t in truth.values()) / total
+    got = 100 * workers["seconds"].sum() / total
+    assert got >= span - share_bound(span, len(df)), (got, span)
     in_region = workers["stack"].str.startswith(into) | workers["stack"].eq(fork)
     idle = workers["stack"].eq(f"{root};[idle OpenMP threads]")
     # all but a stray sample or two: a sample in a function's first or last instructions,
@@ -108,9 +119,11 @@ def test_workers_rooted_at_the_parallel_region(omp_run):
         mine = workers["rank"] == rank
         t_abs = workers["time_s"] + t_start[rank]
         during = mine & (t_abs > t["t0"]) & (t_abs < t["t1"])
-        # the serial work, less a sampling interval's jitter at each end
+        # the serial work, less a sampling interval's jitter at each end; both spans have
+        # samples (as many as the load lets the workers run: ~500 and ~50 on an idle
+        # machine, 39 in the second seen beside other jobs)
         after = mine & (t_abs > t["t1"] + 0.02) & (t_abs < t["t2"] - 0.02)
-        assert during.sum() > 500 and after.sum() > 50, (during.sum(), after.sum())
+        assert during.sum() and after.sum(), (during.sum(), after.sum())
         assert in_region[during].mean() > 0.97, workers["stack"][during].value_counts()
         assert idle[after].mean() > 0.9, workers["stack"][after].value_counts()
     assert root in r.text_report()
@@ -120,11 +133,12 @@ def test_openmp_barrier_is_openmp_sync_at_the_measured_share(omp_run):
     r, truth, root, region, opener = omp_run
     df = perfweave.open(r.exp).samples()
     t_start = {p.rank: p.meta["t_start"] / 1e9 for p in read_samples(r.exp)}
+    least = 0.0  # omp_sync's seconds at least, from the spans' shares' lower bounds
     for rank, t in truth.items():
         mine = df[df["rank"] == rank]
         t_abs = mine["time_s"] + t_start[rank]
         window = mine[(t_abs >= t["t0"]) & (t_abs <= t["t1"])]
-        assert len(window) > 500, len(window)
+        assert len(window), t  # ~1000 samples on an idle machine
         # every thread lives through the span; the unworked part of the threads' time
         # is waiting in the OpenMP runtime (at the loops' barriers, and between regions)
         expected = 1 - t["work"] / (THREADS * t["run"])
@@ -136,8 +150,9 @@ def test_openmp_barrier_is_openmp_sync_at_the_measured_share(omp_run):
         share = window.loc[sync, "seconds"].sum() / window["seconds"].sum()
         assert abs(share - expected) < 0.12, (rank, share, expected, t)
         assert window["activity"].eq("thread_sync").mean() < 0.02
+        least += (expected - 0.12) * window["seconds"].sum()
     act = activity_pct(perfweave.open(r.exp))
-    assert act["omp_sync"] > 20, act
+    assert act["omp_sync"] >= 100 * least / df["seconds"].sum(), (act, least)
     assert act.get("thread_sync", 0) < 2, act
     # the split is of the app time's samples (MPI_Init and MPI_Finalize left out): the
     # report's alone (its time split and the advice), read from its JSON

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from harness import FLAVORS, PERFWEAVE, Run, bare, by_name
-from perfweave.readers.profile import read_profile
+from perfweave.readers.experiment import open_experiment
 from slurm import slurm  # noqa: F401  (pytest fixture)
 from test_trace_killed import NRANKS as RING_RANKS, progress
 
@@ -24,6 +24,7 @@ LIBRARY = {"openmpi": "Open MPI", "mpich": "MPICH"}
 RANKS = 4
 SENDS = 50
 SIGNAL_STATE = 3  # a rank's state in its profile after perfweave's signal handler
+KILLED_STATE = 4  # ... read from its call-site tables: it did not save (SIGKILL)
 
 
 def srun(mpi, ranks=RANKS, *options):
@@ -237,9 +238,9 @@ def test_interrupted_step(mpi, build, slurm, tmp_path, how):
     """A ring that runs until stopped, stopped by SIGINT to its tasks: `scancel --signal
     INT` (the tasks get the signal and time to save), or Ctrl-C twice on srun (srun's own
     way to abort a step: it forwards SIGINT and then, at once, forces the step's end with
-    SIGKILL). Every rank that saved holds at least the iterations it reported done,
-    marked partial; with scancel that is every rank, after Ctrl-C twice a rank still
-    saving when the SIGKILL came has no data, and perfweave run names it."""
+    SIGKILL). Every rank holds at least the iterations it reported done, marked partial:
+    with scancel every rank saved its data; after Ctrl-C twice a rank still saving when
+    the SIGKILL came did not, and its data are its call-site tables, marked killed."""
     prog = build(mpi, "ring_forever.c")
     exp, base, job = tmp_path / "exp", tmp_path / "ring", f"{how}-{mpi.name}"
     proc = subprocess.Popen(
@@ -279,20 +280,20 @@ def test_interrupted_step(mpi, build, slurm, tmp_path, how):
         assert status == 130 and saved == list(range(RING_RANKS)), stderr
     else:  # 137: the SIGKILL ended some task
         assert status == 137, stderr
-        lost = sorted(set(range(RING_RANKS)) - set(saved))
-        assert len(saved) < RING_RANKS and f"none from rank {lost[0]}" in stderr, stderr
-    for rank in saved:
-        pf = read_profile(exp / "partial" / f"rank-{rank}.pwprof")
-        assert int(pf.arrays["ranks"]["state"][0]) == SIGNAL_STATE
-        s = pf.arrays["sites"]
-        calls = int(s[s["fn"] == pf.header["functions"].index("MPI_Sendrecv")]["count"].sum())
+    assert "none from rank" not in stderr, stderr
+    prof = open_experiment(exp).profile
+    assert prof.partial and sorted(prof.ranks["rank"].tolist()) == list(range(RING_RANKS))
+    fn = prof.functions.index("MPI_Sendrecv")
+    for rank, state in zip(prof.ranks["rank"].tolist(), prof.ranks["state"].tolist()):
+        assert state == (SIGNAL_STATE if rank in saved else KILLED_STATE), (rank, state)
+        mine = (prof.sites["rank"] == rank) & (prof.sites["fn"] == fn)
+        calls = int(prof.sites["count"][mine].sum())
         # at least what the rank had done when the signal was sent, at most one more
         # than it did in all
         assert before[rank] <= calls <= after[rank] + 1, (rank, before, calls, after)
-    if saved:  # (after Ctrl-C twice, every rank may have been killed saving)
-        # the report of what the ranks saved: `perfweave report` reads it and says partial
-        res = subprocess.run(
-            [PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True, timeout=60
-        )
-        assert res.returncode == 0, res.stderr
-        assert json.loads(res.stdout)["state"] == "partial"
+    # the report of what the ranks saved: `perfweave report` reads it and says partial
+    res = subprocess.run(
+        [PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["state"] == "partial"

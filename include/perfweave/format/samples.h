@@ -17,8 +17,10 @@
 
 /* 2: + counters; 3: the fields state and module, the description's "states" and "modules"
  * renamed activity, object, "activities" and "objects" (the layout is unchanged);
- * 4: the activity "mpi_io" (MPI-IO calls) renamed "mpi_file" */
-#define PW_SAMPLES_VERSION 4
+ * 4: the activity "mpi_io" (MPI-IO calls) renamed "mpi_file"; 5: a stack deeper than
+ * PW_SAMPLE_FRAMES keeps its innermost frames but 8, then its outermost 8 (the layout is
+ * unchanged) */
+#define PW_SAMPLES_VERSION 5
 #define PW_SAMPLES_MAGIC "perfweave-samples"
 #define PW_SAMPLE_FRAMES 32  /* frames of a stack, innermost first */
 #define PW_SAMPLE_COUNTERS 4 /* the first --counters events, read at each sample */

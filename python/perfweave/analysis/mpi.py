@@ -12,11 +12,8 @@ import numpy as np
 
 from perfweave._format import HIST_BUCKETS
 from perfweave.model.table import column, records, table
-from perfweave.model.profile import state_name
+from perfweave.model.profile import BRACKET, state_name
 from perfweave.symbols import Symbolizer
-
-# Calls that bracket the application's time rather than belong to it.
-BRACKET = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 
 
 def stats(values):

@@ -26,7 +26,7 @@ import numpy as np
 
 from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import phases, timebins
-from perfweave.analysis.mathlib import is_math_function, is_math_library
+from perfweave.analysis.mathlib import is_math_function, is_math_library, served_routine
 from perfweave.analysis.phases import APP, PHASES
 from perfweave.model.table import column, records, table
 from perfweave.symbols import Symbolizer
@@ -484,21 +484,40 @@ def _classify(procs, sym):
 
 @dataclass(frozen=True)
 class _MathFrame:
-    """A sample's place in a math library: the outermost frame of the library (its
-    routine and object; static: found by the routine's name in an object that is no
-    math library's), and the frame that called it ((object path, offset); None for a
-    thread of the library's own, whose stack has nothing outside it)."""
+    """A sample's place in a math library: the routine it serves (_served below), the
+    object of its outermost frame in a library (static: found by a routine's name in an
+    object that is no math library's), the frame that called the library ((object path,
+    offset); None for a thread of the library's own, _STACK_ENDS for a stack that ends
+    inside it), and
+    unwrapped: that caller reached the library without perfweave's wrapper (the program
+    calls it statically, or not through the PLT)."""
 
     routine: str
     object: str
     static: bool
     caller: tuple = None
+    unwrapped: bool = False
+
+
+_STACK_ENDS = ("", -1)  # the caller of a stack that ends inside the library
 
 
 def _math_frames(p, cand, sym):
     """{sample index: _MathFrame} of the samples cand (indexes) with a math library's
     frame on their stack. perfweave's own frames (its wrappers of the routines, between
-    the program and the library) are looked through."""
+    the program and the library) are looked through.
+
+    The routine a sample serves: the outermost frame's in the library when it is a
+    routine of the interface (dgemm_, cblas_dgemm, dgetrf_); else the routine whose
+    wrapper is just outside the library on the stack (the thread is in a wrapped call:
+    the kernels of OpenBLAS, MKL and BLIS, whose stacks the sampler continues from the
+    wrapper when they have no unwind tables); else, in a stack with nothing outside the
+    library (its own threads; a stack that ends in it), the routine another thread of the
+    process was seen calling within one sampling interval (the worker computes a part
+    of that call, or waits for its next part); else the first of its frames, from the
+    outermost, that a name pattern says serves a routine (served_routine: OpenBLAS's
+    dgemm_kernel_HASWELL serves dgemm_); else its outermost frame's name, or its
+    object's."""
     rec = p.records
     if not len(cand):
         return {}
@@ -522,12 +541,18 @@ def _math_frames(p, cand, sym):
     kind[valid & math_obj[oidx]] = 1
     named = valid & by_name[oidx]
     names = {}
-    if named.any():
-        pairs = np.unique(np.stack([oidx[named], offset[named]], 1), axis=0)
+
+    def resolve(wanted):  # the names of these frames, resolved once per object
+        pairs = np.unique(np.stack([oidx[wanted], offset[wanted]], 1), axis=0)
         for m in np.unique(pairs[:, 0]).tolist():
+            if m >= len(objs):
+                continue  # no object known
             offs = pairs[pairs[:, 0] == m, 1].tolist()
             for off, L in zip(offs, sym.resolve(objs[m], offs)):
                 names[(m, off)] = L.function or ""
+
+    if named.any():
+        resolve(named)
         key = oidx[named] * (1 << 40) + offset[named]
         uniq, inv = np.unique(key, return_inverse=True)
         is_math = np.array(
@@ -535,29 +560,110 @@ def _math_frames(p, cand, sym):
             bool,
         )
         kind[named] = np.where(is_math[inv.reshape(-1)], 2, kind[named])
-    out = {}
-    for r in np.flatnonzero(((kind == 1) | (kind == 2)).any(axis=1)).tolist():
+    rows = ((kind == 1) | (kind == 2)).any(axis=1)
+    # the math libraries' frames and perfweave's of these samples: the routine they serve
+    if (rows[:, None] & ((kind == 1) | (kind == 3))).any():
+        resolve(rows[:, None] & ((kind == 1) | (kind == 3)))
+    found = {}  # sample index: _Served
+    for r in np.flatnonzero(rows).tolist():
         i = int(cand[r])
         d = int(depth[i])
-        outer = max(k for k in range(d) if kind[r, k] in (1, 2))
-        m, off = int(oidx[r, outer]), int(offset[r, outer])
-        if kind[r, outer] == 2:
-            routine = names[(m, off)]
-        else:
-            L = sym.resolve(objs[m], [off])[0]
-            routine = L.function or os.path.basename(objs[m])
-        caller = None
+        frames = [(int(oidx[r, k]), int(offset[r, k])) for k in range(d)]
+        math = [k for k in range(d) if kind[r, k] in (1, 2)]
+        outer = math[-1]
+        outer_name = names.get(frames[outer], "")
+        caller = wrapper = None
         for k in range(outer + 1, d):
             if kind[r, k] == 3:
+                wrapper = wrapper or names.get(frames[k], "")
                 continue  # perfweave's wrapper of the routine
-            cm = int(oidx[r, k])
+            cm = frames[k][0]
             path = objs[cm] if cm < len(objs) else ""
             base = os.path.basename(path)
             if path and not base.startswith(_THREAD_START) and not _is_openmp_runtime(path):
-                caller = (path, int(offset[r, k]))
+                caller = (path, frames[k][1])
             break
-        out[i] = _MathFrame(routine, objs[m], bool(kind[r, outer] == 2), caller)
-    return out
+        wrapped = bool(wrapper) and served_routine(wrapper) == wrapper
+        if outer_name and served_routine(outer_name) == outer_name:
+            served = outer_name
+        else:
+            served = wrapper if wrapped else None
+        by_name = (served_routine(names.get(frames[k])) for k in reversed(math))
+        found[i] = _Served(
+            served,
+            next((x for x in by_name if x), None) or outer_name,
+            objs[frames[outer][0]],
+            bool(kind[r, outer] == 2),
+            caller,
+            wrapped,
+            # no frame outside the library at all: the walk stopped inside it (code
+            # without unwind tables, a stack deeper than the frames kept); a thread of the
+            # library's own has its thread's start outside it
+            outer == d - 1,
+        )
+    # a thread seen started by the library (a stack from its start, all in the library):
+    # its stacks that end in the library are the library's thread's too
+    thread = rec["thread"]
+    own_threads = {int(thread[i]) for i, f in found.items() if f.caller is None and not f.ends}
+    for i, f in found.items():
+        if f.ends and int(thread[i]) in own_threads:
+            f.ends = False
+    _served_by_time(p, found)
+    return {
+        i: _MathFrame(
+            f.routine or f.by_name or os.path.basename(f.object),
+            f.object,
+            f.static,
+            _STACK_ENDS if f.ends else f.caller,
+            f.caller is not None and not f.wrapped,
+        )
+        for i, f in found.items()
+    }
+
+
+@dataclass
+class _Served:
+    """What _math_frames knows of a sample: the routine it serves (None: not known yet),
+    the one its frames' names say (served_routine, else the outermost frame's name), the
+    outermost frame's object, static, its caller, and whether perfweave's wrapper is on
+    its stack (its thread is in a wrapped call)."""
+
+    routine: str
+    by_name: str
+    object: str
+    static: bool
+    caller: tuple
+    wrapped: bool
+    ends: bool  # the stack has no frame outside the library
+
+
+def _served_by_time(p, found):
+    """The routine served by each sample of found (_math_frames) with nothing outside the
+    library and no routine yet: the call another thread of the process was in (its stack
+    shows the routine and its caller: a wrapped call, or a static library's routine), at
+    its sample nearest in time within one sampling interval (the process's longest)."""
+    todo = [i for i, f in found.items() if f.routine is None and f.caller is None]
+    inside = sorted(
+        (int(p.records["t"][i]), i)
+        for i, f in found.items()
+        if f.routine is not None and f.caller is not None
+    )
+    window = max((t.get("interval_ns", 0) for t in p.meta.get("threads") or []), default=0)
+    if not todo or not inside or not window:
+        return
+    times = np.array([t for t, _ in inside], np.int64)
+    thread = p.records["thread"]
+    for i in todo:
+        t = int(p.records["t"][i])
+        k = int(np.searchsorted(times, t))
+        near = [
+            (abs(int(times[j]) - t), inside[j][1])
+            for j in range(max(k - 2, 0), min(k + 2, len(inside)))
+            if thread[inside[j][1]] != thread[i]
+        ]
+        dt, other = min(near, default=(window + 1, None))
+        if dt <= window:
+            found[i].routine = found[other].routine
 
 
 def classify(procs, symbolizer=None):
@@ -705,7 +811,7 @@ def analyze(procs, symbolizer=None, windows=None):
     tree = {}  # function path -> [incl, excl] (proc, state)
     callee = {}  # (activity, library function) -> samples
     tree_ctr = {}  # function path -> [incl, excl] (event)
-    math_w = {}  # (routine, object, static) -> {caller: app samples}
+    math_w = {}  # (routine, static) -> {"callers", "objects": {key: app samples}, "unwrapped"}
     for j, (p, keys, st, delta, stacks, why) in enumerate(per_proc):
         st = np.clip(st, 0, nst - 1)
         w = weights[j]
@@ -717,8 +823,13 @@ def analyze(procs, symbolizer=None, windows=None):
         np.add.at(app_totals[j], st[app], w[app])
         for i, mf in classified[j][2].items():
             if app[i]:
-                by = math_w.setdefault((mf.routine, mf.object, mf.static), {})
-                by[mf.caller] = by.get(mf.caller, 0.0) + float(w[i])
+                x = float(w[i])
+                by = math_w.setdefault(
+                    (mf.routine, mf.static), {"callers": {}, "objects": {}, "unwrapped": 0.0}
+                )
+                by["callers"][mf.caller] = by["callers"].get(mf.caller, 0.0) + x
+                by["objects"][mf.object] = by["objects"].get(mf.object, 0.0) + x
+                by["unwrapped"] += x * mf.unwrapped
         for a, fn, x, in_app in zip(st.tolist(), why, w.tolist(), app.tolist()):
             if fn and in_app:
                 callee[(activities[a], fn)] = callee.get((activities[a], fn), 0) + x
@@ -985,20 +1096,25 @@ def _start_routine(p, i):
 
 
 LIBRARY_THREADS = "[threads of the library]"
+STACK_ENDS = "[stack ends in the library]"
 
 
 def _mathlib_view(math_w, app_total, sym):
-    """SamplesResult.mathlib of {(routine, object, static): {caller: app samples}}."""
+    """SamplesResult.mathlib of {(routine, static): {"callers": {caller: app samples},
+    "objects": {object: app samples}, "unwrapped": app samples}}."""
     if not math_w or app_total <= 0:
         return None
-    total = sum(sum(by.values()) for by in math_w.values())
+    total = sum(sum(by["callers"].values()) for by in math_w.values())
     rows = []
-    for (routine, obj, static), by in math_w.items():
-        n = sum(by.values())
+    for (routine, static), by in math_w.items():
+        n = sum(by["callers"].values())
         callers = []
-        for caller, x in sorted(by.items(), key=lambda kv: -kv[1])[:MATHLIB_CALLERS]:
+        ranked = sorted(by["callers"].items(), key=lambda kv: -kv[1])
+        for caller, x in ranked[:MATHLIB_CALLERS]:
             row = {"name": LIBRARY_THREADS, "function": "", "file": "", "line": 0}
-            if caller is not None:
+            if caller == _STACK_ENDS:
+                row = dict(row, name=STACK_ENDS)
+            elif caller is not None:
                 L = sym.resolve(caller[0], [caller[1]])[0]
                 fn = L.function or f"{os.path.basename(caller[0])}+{caller[1]:#x}"
                 where = f" ({os.path.basename(L.file)}:{L.line})" if L.file and L.line else ""
@@ -1012,10 +1128,11 @@ def _mathlib_view(math_w, app_total, sym):
         rows.append(
             {
                 "routine": routine,
-                "object": obj,
+                "object": max(by["objects"], key=by["objects"].get),
                 "static": static,
                 "pct": 100 * n / app_total,
                 "math_pct": 100 * n / total,
+                "unwrapped_pct": 100 * by["unwrapped"] / app_total,
                 "callers": callers,
             }
         )
@@ -1314,11 +1431,15 @@ class SamplesResult:
       exclusive_seconds.
     mathlib: the app time's samples in math libraries (MATHLIB), None without any:
       {"pct" (of the app time's samples), "routines": the MATHLIB_ROUTINES largest, each
-      {"routine" (the outermost frame in the library), "object" (its loaded object),
-      "static" (found by its name outside any math library: linked statically), "pct",
-      "math_pct" (of the math samples), "callers": the MATHLIB_CALLERS largest, each
+      {"routine" (the routine its samples serve: _math_frames), "object" (the loaded
+      object of most of its samples' outermost frame in a library), "static" (found by
+      its name outside any math library: linked statically), "pct", "math_pct" (of the
+      math samples), "unwrapped_pct" (of the app time's samples: called from outside
+      the library without perfweave's wrapper), "callers": the MATHLIB_CALLERS largest, each
       {"name" ('solve (solver.f90:211)'; '[threads of the library]' for a thread with
-      no frame outside it), "function", "file", "line", "pct", "routine_pct"}}]}.
+      no frame outside it but its start, and its other samples; '[stack ends in the
+      library]' where the walk stopped inside it in another thread), "function", "file",
+      "line", "pct", "routine_pct"}}]}.
     samples (built on first use): one row per sample, by rank, process, thread and time:
       time_s (since the process's start), rank, process, thread, activity (its name),
       leaf (the self function), line (the self line's name), stack (the path of

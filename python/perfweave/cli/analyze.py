@@ -6,7 +6,6 @@ from pathlib import Path
 
 from perfweave import writing
 from perfweave.cli.args import positive
-from perfweave.readers.results import WAITSTATES_FILE
 
 
 def setup_parser(sub):
@@ -134,6 +133,8 @@ def main(args):
 
 def save(exp, result):
     """Write the WaitStatesResult into the experiment (analysis/waitstates.json)."""
+    from perfweave.readers.results import WAITSTATES_FILE  # numpy: not for every verb
+
     path = Path(exp) / WAITSTATES_FILE
     try:
         path.parent.mkdir(exist_ok=True)

@@ -23,7 +23,8 @@ def setup_parser(sub):
         choices=FORMATS,
         help="otf2: an archive (OUT is its anchor file NAME.otf2, or a "
         "directory for DIR/traces.otf2); chrome: one JSON file; darshan: one text "
-        "file",
+        "file per Darshan log (the MPI job's; each process without an MPI rank: "
+        "OUT's NAME.HOST.PID.txt beside it)",
     )
     p.add_argument(
         "-o",
@@ -47,6 +48,8 @@ def main(args):
             f"perfweave: wrote darshan-parser text {s['path']}: {s['rows']} counters of "
             f"{s['records']} records of {s['ranks']} ranks in {s['seconds']:.2f} s"
         )
+        for p in s["paths"][1:]:  # Darshan's log of a process without MPI: one each
+            print(f"perfweave: wrote the log of a process without an MPI rank: {p}")
         return 0
     if args.format == "otf2":
         from perfweave.interop.otf2 import export

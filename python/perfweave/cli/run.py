@@ -1,8 +1,10 @@
 """perfweave run: run a program (or its MPI launcher) with the runtime preloaded."""
 
+import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from perfweave import launch, options, writing
@@ -27,9 +29,10 @@ def setup_parser(sub):
 
 def _check_counters(args):
     """--counters: PAPI absent -> one line, and the run goes on without counters; an
-    event PAPI does not know -> an error before anything runs; an event it knows but
-    cannot count here -> one line, the others counted, and [{event, why}] of those left
-    out (for the experiment)."""
+    event neither PAPI nor perfweave knows (perfweave counts the kernel's software events
+    PAPI does not know itself) -> an error before anything runs; an event known but that
+    cannot be counted here -> one line, the others counted, and [{event, why}] of those
+    left out (for the experiment)."""
     names = [n.strip() for n in (args.counters or "").split(",") if n.strip()]
     if not names:
         return []
@@ -44,7 +47,7 @@ def _check_counters(args):
     if unknown:
         raise PerfweaveError(
             "--counters: "
-            + "; ".join(f"{n} is not an event here (PAPI: {w})" for n, w in unknown)
+            + "; ".join(f"{n} is not an event here ({w})" for n, w in unknown)
             + " (perfweave components lists PAPI's components; "
             "papi_native_avail their events)"
         )
@@ -52,7 +55,7 @@ def _check_counters(args):
     if left_out:
         print(
             "perfweave: --counters: not counted here: "
-            + "; ".join(f"{n} (PAPI: {w})" for n, w in left_out)
+            + "; ".join(f"{n} ({w})" for n, w in left_out)
             + (f"; counting {','.join(counted)}" if counted else "; running without counters"),
             file=sys.stderr,
         )
@@ -62,11 +65,38 @@ def _check_counters(args):
 
 def main(args):
     not_counted = _check_counters(args)
-    exp, status, unwritten, found = launch.run(
-        args.command,
-        options.values(args),
-        meta={"counters_not_counted": not_counted} if not_counted else None,
+    values = options.values(args)
+    started = launch.start(
+        args.command, values, meta={"counters_not_counted": not_counted} if not_counted else None
     )
+    # perfweave-wait waits for the command and ends the run; back here only if it
+    # could not be started
+    launch.hand_over(started, values)
+    status = launch.wait(started)
+    unwritten, found = launch.finish(started.exp, started.meta, status, time.time())
+    return _end(started.exp, status, unwritten, found)
+
+
+def finish(argv):
+    """The end of a run that needs a verdict, for perfweave-wait (runtime/launch/wait.c),
+    which execs `python -c ... EXP META_FD STATUS END`: experiment.json as written at the
+    start is in META_FD; STATUS as subprocess gives it; END in seconds since the epoch.
+    Ends the process as the command ended, whatever happens here."""
+    status = int(argv[2])
+    try:
+        exp = Path(argv[0])
+        with os.fdopen(int(argv[1]), "rb") as f:
+            meta = json.loads(f.read())
+        unwritten, found = launch.finish(exp, meta, status, float(argv[3]))
+        status = _end(exp, status, unwritten, found)
+    except (Exception, KeyboardInterrupt) as e:  # the command's status passes whatever
+        launch.say(f"perfweave: error: {e}", sys.stderr)
+        status = _end_as(status)
+    sys.exit(status)
+
+
+def _end(exp, status, unwritten, found):
+    """The run's last line, and the exit status that passes the command's on."""
     kept = []
     if found and found.state == "empty":
         from perfweave.readers.experiment import kept_by_modules
@@ -96,8 +126,13 @@ def main(args):
         )
     else:
         launch.say(f"perfweave: experiment written to {exp} (perfweave report {exp})", sys.stderr)
+    return _end_as(status)
+
+
+def _end_as(status):
+    """The exit status of the command's (subprocess's) status: its code, or death by its
+    signal, as the program died."""
     if status < 0:
-        # die of the same signal, as the program did
         sys.stdout.flush()
         try:
             signal.signal(-status, signal.SIG_DFL)

@@ -96,6 +96,12 @@ class Experiment:
 
         return rt.rank_threads(self.path, r, self.metas.get(r))
 
+    def thread_ids(self, r):
+        """{thread: OS thread id} of rank r's trace (none before trace version 4)."""
+        from perfweave.readers import trace as rt
+
+        return rt.rank_thread_ids(self.path, r)
+
     def rank_file(self, r):
         """Rank r's records as readers/trace.py reads them (RankFile), with the clock
         perfweave analyze uses; a rank without its JSON borrows another's calibration."""

@@ -988,9 +988,11 @@ def _calls(f, c, fnames, origin, counts, first):
 
 def _io_segments(X):
     """{rank: the I/O segments of its process} (names, tracks and times of rank 0's
-    clock): t0, t1, tid, name, bytes, offset, layer. A segment goes on its rank's thread 0
-    when its thread is the process's main thread (the one that traces MPI), else on a
-    track of its own, the thread's OS id."""
+    clock): t0, t1, tid, name, bytes, offset, layer. A segment goes on the track of the
+    trace's thread that has its OS thread id (the trace's BLOCK records name it), so a
+    thread's I/O and its MPI calls share one track; a thread the trace does not know (no
+    MPI event) gets a track of its own, its OS id, as does every thread but the main one
+    of a trace older than version 4."""
     io = read_io(X.path)
     X.notes.extend(io.notes)
     g = io.segments
@@ -1004,11 +1006,19 @@ def _io_segments(X):
         meta = X.metas.get(r) or {}
         if not len(s) or not meta.get("clock"):
             continue
-        main = s["tid"] == io.processes["pid"][s["process"]]
+        known = X.thread_ids(r)
+        if not known:  # an older trace: its thread 0 is the process's main thread
+            known = {0: int(io.processes["pid"][s["process"][0]])}
+        tids = np.array(list(known.values()), np.int64)
+        threads = np.array(list(known.keys()), np.int64)
+        at = np.minimum(np.searchsorted(np.sort(tids), s["tid"]), len(tids) - 1)
+        order = np.argsort(tids)
+        hit = tids[order][at] == s["tid"]
         out[r] = {
             "t0": global_ns(meta, s["t0_ns"]),
             "t1": global_ns(meta, s["t1_ns"]),
-            "tid": np.where(main, 0, s["tid"]),
+            "tid": np.where(hit, threads[order][at], s["tid"]),
+            "own": ~hit,
             "name": s["op"].astype(np.int64) * len(base) + s["file"],
             "names": names,
             "bytes": s["bytes"],
@@ -1020,10 +1030,10 @@ def _io_segments(X):
 
 def _segments(f, r, s, origin, counts, first):
     """Rank r's I/O segments as complete events ("cat": "io") with their bytes, offset
-    and layer; a track of their own for threads other than the main one."""
+    and layer; a track of their own for threads the trace does not know."""
     if s is None:
         return first
-    other = np.unique(s["tid"][s["tid"] != 0])
+    other = np.unique(s["tid"][s["own"]])
     meta = [
         {
             "ph": "M",

@@ -157,18 +157,39 @@ def _counters(layer, r):
     ]
 
 
-def darshan_text(io, exe="", nprocs=None):
-    """darshan-parser's text of IoProfile io, as a str."""
+def darshan_logs(io):
+    """The Darshan logs the processes of io would have made: [(processes, forked_from)],
+    processes an array of process indices. Darshan writes one log per MPI job (its ranks:
+    records of rank R) and one per process without MPI (DARSHAN_ENABLE_NONMPI: a log of
+    nprocs 1 whose records are rank 0; a forked child's says fork_parent=PID in its
+    metadata). The MPI job first, then the other processes in the order of their start."""
+    p = io.processes
+    ranked = np.flatnonzero(p["rank"] >= 0)
+    alone = np.flatnonzero(p["rank"] < 0)
+    alone = alone[np.argsort(p["t_start_ns"][alone], kind="stable")]
+    logs = [(ranked, 0)] if len(ranked) else []
+    return logs + [(np.array([i]), int(p["parent_pid"][i])) for i in alone.tolist()]
+
+
+def darshan_text(io, exe="", processes=None, forked_from=0):
+    """darshan-parser's text of one Darshan log (darshan_logs) of IoProfile io, as a str:
+    the records of processes (default: every process, as one MPI job), rank 0 for a
+    process without an MPI rank as Darshan's non-MPI mode writes it."""
+    procs = np.arange(len(io.processes)) if processes is None else np.asarray(processes)
+    ranks = io.processes["rank"][procs]
     out = [
         "# darshan log version: 3.41",
         "# perfweave I/O profile, not a Darshan log (docs/io.md, Darshan-comparable export)",
         f"# exe: {exe}",
-        f"# nprocs: {nprocs if nprocs is not None else len(io.processes)}",
-        "# rank -1: a process without an MPI rank (not a shared record)",
+        f"# nprocs: {int((ranks >= 0).sum()) or len(procs)}",
+    ]
+    if forked_from:
+        out.append(f"# metadata: fork_parent = {forked_from}")
+    out += [
         "# mount pt: UNKNOWN (perfweave keeps the file system type, not its mount point)",
         "# a value of -1: a counter perfweave does not keep (docs/io.md)",
     ]
-    recs = io.records
+    recs = io.records[np.isin(io.records["process"], procs)]
     for layer in ("posix", "mpiio", "stdio"):  # darshan-parser's order: by module id
         sel = recs[recs["layer"] == IO_LAYERS.index(layer)]
         if not len(sel):
@@ -184,7 +205,7 @@ def darshan_text(io, exe="", nprocs=None):
             name = STD_STREAMS.get(name, name)
             fs = int(io.fs_types[f]) if f < len(io.fs_types) else 0
             fs_name = FS_NAMES.get(fs, "UNKNOWN" if fs == 0 else f"0x{fs & 0xFFFFFFFF:x}")
-            head = f"{m}\t{int(r['rank'])}\t{record_id(name)}\t"
+            head = f"{m}\t{max(int(r['rank']), 0)}\t{record_id(name)}\t"
             tail = f"\t{name}\tUNKNOWN\t{fs_name}"
             for k, v in _counters(layer, r):
                 val = str(v) if isinstance(v, int) else f"{v:.6f}"
@@ -192,9 +213,19 @@ def darshan_text(io, exe="", nprocs=None):
     return "\n".join(out) + "\n"
 
 
+def _log_path(path, io, procs, first):
+    """The first log's file is path; a process's own log beside it, NAME.HOST.PID.txt."""
+    if first:
+        return path
+    p = io.processes[int(procs[0])]
+    return path.with_name(f"{path.stem}.{p['host'] or 'host'}.{int(p['pid'])}{path.suffix}")
+
+
 def export(exp, out=None, force=False):
-    """Write experiment exp's I/O profile as darshan-parser text to out (default
-    EXP/export/darshan.txt). Returns a summary dict (path, records, rows, seconds, notes)."""
+    """Write experiment exp's I/O profile as darshan-parser text: the MPI job's log to out
+    (default EXP/export/darshan.txt), each process without an MPI rank as a log of its own
+    (darshan_logs), beside it as NAME.HOST.PID.txt (the first log to out when there is no
+    MPI job). Returns a summary dict (path, paths, records, rows, seconds, notes)."""
     import perfweave
 
     t0 = time.perf_counter()
@@ -207,7 +238,28 @@ def export(exp, out=None, force=False):
         exe = (e.meta or {}).get("program") or ""
     except (OSError, ValueError, PerfweaveError):
         exe = ""
-    text = darshan_text(io, exe=exe)
+    logs = darshan_logs(io)
+    paths = [_log_path(path, io, procs, i == 0) for i, (procs, _) in enumerate(logs)]
+    for p in paths[1:]:
+        if p.exists() and not force:
+            raise PerfweaveError(f"{p}: already exists (--force replaces it)")
+    rows = 0
+    for p, (procs, forked_from) in zip(paths, logs):
+        text = darshan_text(io, exe=exe, processes=procs, forked_from=forked_from)
+        _write_text(p, text)
+        rows += sum(1 for ln in text.splitlines() if ln and not ln.startswith("#"))
+    return {
+        "path": path,
+        "paths": paths,
+        "records": len(io.records),
+        "rows": rows,
+        "ranks": len(set(io.processes["rank"].tolist())),
+        "seconds": time.perf_counter() - t0,
+        "notes": list(io.notes),
+    }
+
+
+def _write_text(path, text):
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -216,12 +268,3 @@ def export(exp, out=None, force=False):
         os.replace(tmp, path)
     except OSError as e:
         raise PerfweaveError(f"{path}: cannot write ({e.strerror or e})") from None
-    rows = sum(1 for ln in text.splitlines() if ln and not ln.startswith("#"))
-    return {
-        "path": path,
-        "records": len(io.records),
-        "rows": rows,
-        "ranks": len(set(io.processes["rank"].tolist())),
-        "seconds": time.perf_counter() - t0,
-        "notes": list(io.notes),
-    }

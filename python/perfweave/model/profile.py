@@ -14,6 +14,10 @@ import numpy as np
 from perfweave._format import HIST_BUCKETS, STATES  # STATES: how ranks ended, by number
 
 
+# MPI calls that bracket the application's time rather than belong to it
+BRACKET = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+
+
 def state_name(state):
     """A rank's state (its record's number) as the reports name it."""
     return STATES[state] if 0 <= state < len(STATES) else str(state)

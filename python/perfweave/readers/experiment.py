@@ -3,7 +3,9 @@
 The reduced `profile.pwprof` holds every rank of a run that reached
 MPI_Finalize. When a run ended otherwise, each rank saved its own
 `partial/rank-R.pwprof`; processes that never initialised MPI saved
-`procs/HOST.PID.pwprof`. All of them are merged here into one Profile.
+`procs/HOST.PID.pwprof`; a process that ended without saving (SIGKILL) left its
+call-site tables, `tables/HOST.PID.pwtab` (readers/tables.py). All of them are merged
+here into one Profile.
 """
 
 import os
@@ -14,12 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
-from perfweave.model.profile import Profile, state_name
+from perfweave.model.profile import STATES, Profile, state_name
 from perfweave.readers.dtypes import COUNT_DTYPE, HIST_BUCKETS
 from perfweave.readers.files import short, check, read_bytes, read_json
 from perfweave.readers.profile import read_header, read_profile
+from perfweave.readers.tables import read_tables, unsaved
 from perfweave.writing import describe, read_unwritten
 
+KILLED = STATES.index("killed")
 EXPERIMENT_FORMAT = "perfweave-experiment"
 EXPERIMENT_VERSIONS = (1,)
 
@@ -146,6 +150,14 @@ def recorded(path):
     ]
     if rec.complete:
         sizes.append(_world_size(path / "profile.pwprof"))
+    for found in unsaved(path):
+        if isinstance(found, tuple):  # a process killed before it saved: its tables
+            doc = found[1]
+            if doc["rank"] >= 0:
+                rec.ranks.add(doc["rank"])
+                sizes.append(doc.get("world_size", 0))
+            else:
+                rec.processes += 1
     rec.world_size = max(sizes, default=0)
     pids = set()
     for p in (path / "timeline").glob("*.pids"):
@@ -332,8 +344,32 @@ def open_experiment(path):
     else:
         files = read_all(partial_files)
         partial = True
+    # processes that ended without saving: their tables, up to that moment (a rank's
+    # only without the reduced profile, which has every rank's data)
+    saved = {int(p.name[5:-7]) for p in partial_files if p.name[5:-7].isdigit()}
+    killed, killed_procs = [], []
+    for found in unsaved(path, saved, {p.stem for p in proc_files}):
+        if isinstance(found, FormatError):
+            warnings.append(f"skipped {found}")
+            continue
+        description, doc = found
+        if doc["rank"] >= 0 and not partial:
+            continue
+        try:
+            pf = read_tables(description, doc)
+        except FormatError as e:
+            warnings.append(f"skipped {e}")
+            continue
+        warnings.extend(pf.notes)
+        (killed if doc["rank"] >= 0 else killed_procs).append(pf)
+    files += killed
+    if (killed or killed_procs) and meta.get("state") == "running":
+        warnings.append(
+            "the run has not finished (or perfweave run was killed): its processes' "
+            "call-site tables are read as they are now, their ranks marked killed"
+        )
     processes = None
-    procs = read_all(proc_files)
+    procs = read_all(proc_files) + killed_procs
     if procs:
         processes = merge(procs)
     if files:
@@ -394,10 +430,21 @@ def open_experiment(path):
         )
     if partial and profile.mpi:
         states = sorted({state_name(s) for s in profile.ranks["state"]})
+        gone = sorted(int(r) for r in profile.ranks["rank"][profile.ranks["state"] == KILLED])
         notes.append(
-            "partial: the run did not complete MPI_Finalize; each rank saved its own "
-            f"data (rank states: {', '.join(states)})"
+            "partial: the run did not complete MPI_Finalize; each rank"
+            + ("'s data is its own" if gone else " saved its own data")
+            + f" (rank states: {', '.join(states)})"
         )
+        if gone:
+            one = len(gone) == 1
+            notes.append(
+                f"rank{'' if one else 's'} {rank_ranges(gone)} ended without saving "
+                "(SIGKILL, or an exit that skips the program's exit handlers): "
+                f"{'its' if one else 'their'} counts are those of {'its' if one else 'their'} "
+                "call-site tables (tables/) at that moment, time up to "
+                f"{'its' if one else 'their'} last recorded call"
+            )
         missing = profile.missing_ranks()
         if state_reason(meta):
             notes.append(state_reason(meta))

@@ -26,14 +26,19 @@ class SparseFile:
 
     def __init__(self, path):
         self.path = path
-        with open(path, "rb") as f:
-            self.size = os.fstat(f.fileno()).st_size
+        fd, self.size = _open_regular(path)  # a FIFO in its place would block open()
+        os.close(fd)
 
     def __getitem__(self, s):
         start, stop, _ = s.indices(self.size)
         n = max(0, stop - start)
-        with open(self.path, "rb") as f:
-            b = os.pread(f.fileno(), n, start)
+        fd, _ = _open_regular(self.path)
+        try:
+            b = os.pread(fd, n, start)
+        except OSError as e:
+            raise FormatError(f"{self.path}: cannot read: {e.strerror}") from None
+        finally:
+            os.close(fd)
         return np.frombuffer(b + bytes(n - len(b)), np.uint8)
 
 

@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 
+from perfweave.errors import FormatError
 from perfweave.readers.files import SparseFile
 from perfweave._format import FILES, IO_MAGIC_NUMBER, IO_SEGMENTS_MAGIC_NUMBER, RECORDS, STATES
 from perfweave.model.io import (
@@ -58,7 +59,7 @@ def read_io(path):
     for f in sorted(d.glob("*.pwio")):
         try:
             got = _read_store(f, len(procs), names, objects, out)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, FormatError) as e:
             out.notes.append(f"I/O profile: {f.name}: {e}; left out")
             continue
         if got is None:
@@ -208,7 +209,7 @@ def _read_segments(store, index, rank, fmap, tids, npt, out):
             raise ValueError(
                 f"version {int(h['version'])} (this perfweave reads {SEGMENTS_VERSION})"
             )
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, FormatError) as e:
         out.notes.append(f"I/O segment trace: {f.name}: {e}; left out")
         return none
     n = max(0, min(int(h["next"]), int(h["capacity"]), (m.size - PAGE) // SEGMENT.itemsize))

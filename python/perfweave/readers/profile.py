@@ -5,7 +5,7 @@ of 64 bytes), the arrays it describes, and the end marker `PWEND\\n\\n\\n`.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,7 @@ class ProfileFile:
     path: str
     header: dict
     arrays: dict  # name -> numpy structured array
+    notes: list = field(default_factory=list)  # what the reader could not tell from it
 
 
 # the numpy codes of format.h's fields: little-endian integers and floats (no strings,
@@ -153,12 +154,13 @@ def read_profile(path):
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise FormatError(f"{path}: corrupt header ({e})") from None
     _upgrade_arrays(header, arrays)
-    _check(path, header, arrays)
+    check_arrays(path, header, arrays)
     return ProfileFile(path=str(path), header=header, arrays=arrays)
 
 
-def _check(path, header, arrays):
-    """Structure and cross-references, so that later stages can trust the file."""
+def check_arrays(path, header, arrays):
+    """Structure and cross-references of a profile's header and arrays (a file's, or
+    those readers/tables.py builds), so that later stages can trust them."""
     from perfweave.readers import dtypes
 
     def bad(what):

@@ -5,17 +5,23 @@ can trust its structure, as the model of model/waitstates.py."""
 from pathlib import Path
 
 from perfweave.errors import FormatError
-from perfweave.model.waitstates import WaitStatesResult
-from perfweave.readers.files import check, read_json
+from perfweave.model.waitstates import COUNTS, FORMAT, VERSION, WaitStatesResult
+from perfweave.readers.files import check, read_json, short
 
 WAITSTATES_FILE = Path("analysis") / "waitstates.json"
 
-# the keys readers use, with their types
+# every key of the document (docs/wait-states.md, "The JSON result"), with its type
 WAITSTATES_SCHEMA = {
+    "format": str,
+    "version": int,
+    "experiment": str,
     "complete": bool,
     "notes": [str],
     "world_size": int,
+    "ranks": [{"rank": int, "host": str, "state": str, "complete": bool, "time_s": float}],
     "events": int,
+    "counts": dict.fromkeys(COUNTS, int),
+    "analysis": {"processes": int, "load_s": float, "patterns_s": float},
     "metrics": [
         {
             "id": str,
@@ -23,13 +29,18 @@ WAITSTATES_SCHEMA = {
             "parent": str,
             "unit": str,
             "depth": int,
+            "description": str,
             "total": float,
             "pct": float,
             "values": [[float]],
         }
     ],
-    "callpaths": [{"id": int, "labels": [str], "name": str, "function": str, "where": str}],
+    "callpaths": [
+        {"id": int, "parent": int, "labels": [str], "name": str, "function": str, "where": str}
+    ],
 }
+# a value row: [call path, rank, value]
+VALUE_SCHEMA = {"callpath": int, "rank": int, "value": float}
 
 
 def saved_waitstates(exp):
@@ -45,14 +56,26 @@ def read_waitstates(exp):
     """The saved wait-state analysis of experiment exp (a WaitStatesResult);
     FileNotFoundError when there is none, FormatError when it is damaged."""
     path = Path(exp) / WAITSTATES_FILE
-    res = check(
-        read_json(path, "wait-state analysis"), WAITSTATES_SCHEMA, path, "wait-state analysis"
-    )
+    what = "wait-state analysis"
+    doc = read_json(path, what)
+    if doc.get("format") != FORMAT:
+        raise FormatError(f"{path}: not a perfweave {what}")
+    if doc.get("version") != VERSION:
+        raise FormatError(
+            f"{path}: {what} format version {short(doc.get('version'))} not supported"
+        )
+    res = check(doc, WAITSTATES_SCHEMA, path, what)
     for m in res.get("metrics", []):
-        if not {"id", "name", "total", "pct", "values"} <= m.keys() or not all(
-            len(v) == 3 and all(isinstance(x, int) for x in v[:2]) for v in m["values"]
-        ):
-            raise FormatError(f"{path}: corrupt wait-state analysis (metric {m.get('id')})")
+        if not {"id", "name", "total", "pct", "values"} <= m.keys():
+            raise FormatError(f"{path}: corrupt {what} (metric {m.get('id')})")
+        for v in m["values"]:
+            if len(v) != len(VALUE_SCHEMA):
+                raise FormatError(
+                    f"{path}: corrupt {what} (metric {m['id']}: a value of {short(v)})"
+                )
+            check(dict(zip(VALUE_SCHEMA, v)), VALUE_SCHEMA, path, f"{what} (metric {m['id']})")
     if not all("id" in cp for cp in res.get("callpaths", [])):
-        raise FormatError(f"{path}: corrupt wait-state analysis (call path without id)")
+        raise FormatError(f"{path}: corrupt {what} (call path without id)")
+    if not all("rank" in r for r in res.get("ranks", [])):
+        raise FormatError(f"{path}: corrupt {what} (rank without its number)")
     return WaitStatesResult.from_json(res)

@@ -22,7 +22,15 @@ SAMPLE_DTYPE_V2 = np.dtype([(OLD_NAMES.get(f[0], f[0]), *f[1:]) for f in SAMPLE_
 # versions 1 to 3: the activity "mpi_file" named "mpi_io" (_upgrade)
 # version 1: the record without its counters (the first --counters events at each sample)
 SAMPLE_DTYPE_V1 = np.dtype([f for f in SAMPLE_DTYPE_V2.descr if f[0] != "counters"])
-RECORDS_BY_VERSION = {1: SAMPLE_DTYPE_V1, 2: SAMPLE_DTYPE_V2, 3: SAMPLE_DTYPE, 4: SAMPLE_DTYPE}
+# version 4 and before: a stack deeper than the records' frames kept its innermost ones
+# (5 keeps the outermost too; read the same)
+RECORDS_BY_VERSION = {
+    1: SAMPLE_DTYPE_V1,
+    2: SAMPLE_DTYPE_V2,
+    3: SAMPLE_DTYPE,
+    4: SAMPLE_DTYPE,
+    5: SAMPLE_DTYPE,
+}
 assert max(RECORDS_BY_VERSION) == SAMPLES_VERSION
 
 

@@ -35,8 +35,8 @@ from perfweave.readers.files import check, read_array, read_json, short
 TRACE_FORMAT = FILES["trace"].magic
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
 # 1: records back to back, no BLOCK or COLL_DONE records; 1 and 2: the MPI family "file"
-# named "io" (renamed as read: read_meta)
-READ_VERSIONS = (1, 2, TRACE_VERSION)
+# named "io" (renamed as read: read_meta); before 4: no OS thread ids (BLOCK's peer -1)
+READ_VERSIONS = (1, 2, 3, TRACE_VERSION)
 T = EVENT_TYPES
 
 
@@ -451,6 +451,22 @@ def rank_threads(exp, rank, meta):
         spans, _ = _spans(rec, rank, "")
         threads = {t for _, c, t in spans if c}
     return sorted(threads | {0})
+
+
+def rank_thread_ids(exp, rank):
+    """{thread: its OS thread id} of rank's trace, from its BLOCK records (version 4);
+    threads without one (older traces, imported ones) are left out."""
+    try:
+        raw = map_file(trace_dir(exp) / f"rank-{rank}.events")
+    except (OSError, FormatError):
+        return {}
+    rec = raw[: len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
+    out, pos = {}, 0
+    while pos < len(rec) and rec["type"][pos] == T["BLOCK"] and rec["t1"][pos] > 0:
+        if rec["peer"][pos] > 0:
+            out.setdefault(int(rec["tag"][pos]), int(rec["peer"][pos]))
+        pos += 1 + int(rec["t1"][pos])
+    return out
 
 
 def _spans(rec, rank, name):

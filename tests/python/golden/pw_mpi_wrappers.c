@@ -197,7 +197,7 @@ PW_WRAPPER int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Statu
     a.outcount = NULL;
     a.indices = NULL;
     a.status = NULL;
-    pw_mpi_before(PW_KIND_waitmulti, &a);
+    pw_mpi_before(&c, PW_KIND_waitmulti, &a);
     int rc = real(count, array_of_requests, array_of_statuses);
     pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
     return rc;
@@ -221,7 +221,7 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Waitall(pw_freal_MPI_
     a.outcount = NULL;
     a.indices = NULL;
     a.status = NULL;
-    pw_mpi_before(PW_KIND_waitmulti, &a);
+    pw_mpi_before(&c, PW_KIND_waitmulti, &a);
     real(count, array_of_requests, array_of_statuses, ierr);
     pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
 }

@@ -1,16 +1,26 @@
 /* Blocking calls that the kernel never restarts after a signal handler, under sampling.
+ *
  * blocking MODE: MODE is poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
- * epoll_pwait2, pause, sigsuspend, sigtimedwait, sigwaitinfo or sigwaitall. Each case
- * blocks for 300 ms by construction and prints "MODE CASE rc errno-name result elapsed":
+ * epoll_pwait2, pause, sigsuspend, sigtimedwait, sigwaitinfo, sigwaitall, a sleep
+ * (nanosleep, usleep, clock_nanosleep[_CLOCK][_abs]: see sleeps[]), a semaphore, System V
+ * IPC, a socket call or io_getevents. Each case blocks for 300 ms by construction and
+ * prints "MODE CASE rc errno-name result elapsed":
  *   timeout: nothing happens, the call's own timeout (300 ms) ends it;
  *   ready:   a thread makes the call's event happen at 300 ms (timeout 5 s);
  *   own:     the program's own SIGALRM (SA_RESTART) at 300 ms ends it with EINTR.
  * blocking MODE masked: case "own" only, its handler run with every signal blocked (a
  * common sa_mask) for 3 ms, so that a sampler's signal waits for it to return.
- * Everything but elapsed is the same with and without perfweave. */
+ * Everything but elapsed is the same with and without perfweave; a kernel that refuses
+ * MODE (the alarm clocks without a real-time clock) prints "MODE unsupported E<errno>".
+ *
+ * blocking race N MODE...: for each MODE, N calls each ended by the program's SIGALRM
+ * at 50 to 300 us (swept), so that under 1 ms sampling the sampler's signal often
+ * ends the call just before it, or lands just after it. Prints for each MODE
+ * "MODE n ended early late before lost bad outcome" (see race()). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <poll.h>
 #include <pthread.h>
@@ -21,6 +31,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/msg.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/sem.h>
 #include <sys/socket.h>
@@ -28,9 +40,11 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define MS 300
+#define RACE_MS 50 /* a race call's timeout; the backup signal comes at twice that */
 
 static int pipefd[2];
 static volatile sig_atomic_t alarms;
@@ -38,10 +52,11 @@ static const char *mode;
 static int ready_case; /* the writer thread makes the event happen */
 
 /* what the calls wait on */
-static sem_t psem;                        /* POSIX semaphore, 0 */
-static int svsem = -1, svq = -1;          /* System V semaphore (0) and message queue */
-static int sv[2] = {-1, -1};              /* socket pair: [0] waits, [1] the other end */
-static int listener = -1;                 /* a listening socket (accept, connect) */
+static sem_t psem;               /* POSIX semaphore, 0 */
+static int svsem = -1, svq = -1; /* System V semaphore (0) and message queue */
+static int sv[2] = {-1, -1};     /* socket pair: [0] waits, [1] the other end */
+static int listener = -1;        /* a listening socket (accept, connect) */
+static int ep = -1, conn = -1;   /* a call's epoll instance, connecting socket */
 static struct sockaddr_un addr;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -52,6 +67,24 @@ static struct msgbuf1k {
     char text[1024];
 } msg = {1, {0}};
 
+/* clock_nanosleep on each kind of clock, relative or absolute */
+static const struct sleep_mode {
+    const char *name;
+    clockid_t clock;
+    int abs;
+} sleeps[] = {
+    {"clock_nanosleep", CLOCK_MONOTONIC, 0},
+    {"clock_nanosleep_abs", CLOCK_MONOTONIC, 1},
+    {"clock_nanosleep_realtime", CLOCK_REALTIME, 0},
+    {"clock_nanosleep_realtime_abs", CLOCK_REALTIME, 1},
+    {"clock_nanosleep_boottime", CLOCK_BOOTTIME, 0},
+    {"clock_nanosleep_boottime_abs", CLOCK_BOOTTIME, 1},
+    /* the process's CPU time: it sleeps while it does not advance (a signal ends it) */
+    {"clock_nanosleep_cputime", CLOCK_PROCESS_CPUTIME_ID, 0},
+    {"clock_nanosleep_realtime_alarm", CLOCK_REALTIME_ALARM, 0},
+    {"clock_nanosleep_boottime_alarm", CLOCK_BOOTTIME_ALARM, 1},
+};
+
 static int is(const char *m) { return !strcmp(mode, m); }
 static int sigwaits(void) { return !strncmp(mode, "sig", 3) && !is("sigsuspend"); }
 /* modes waiting for the pipe to be readable */
@@ -60,19 +93,83 @@ static int piped(void)
     return strstr(mode, "poll") || strstr(mode, "select") || is("io_getevents");
 }
 
-static double now(void)
+static const struct sleep_mode *sleep_mode(void)
+{
+    for (size_t i = 0; i < sizeof sleeps / sizeof *sleeps; i++)
+        if (is(sleeps[i].name))
+            return &sleeps[i];
+    return NULL;
+}
+
+static long ns_of(const struct timespec *t) { return t->tv_sec * 1000000000L + t->tv_nsec; }
+
+static struct timespec ts_of(long n) { return (struct timespec){n / 1000000000L, n % 1000000000L}; }
+
+static long now_ns(clockid_t c)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
+    clock_gettime(c, &t);
+    return ns_of(&t);
+}
+
+static double now(void) { return now_ns(CLOCK_MONOTONIC) * 1e-9; }
+
+/* The thread's voluntary context switches: it slept in a call */
+static long nvcsw(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nvcsw;
+}
+
+/* The time the thread spent runnable, waiting for a CPU (ns; -1: not known) */
+static long run_delay(void)
+{
+    char buf[128];
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    long run, wait;
+    return sscanf(buf, "%ld %ld", &run, &wait) == 2 ? wait : -1;
 }
 
 static int masked_handler; /* MODE masked: the handler blocks every signal for 3 ms */
+static int racing;         /* race(): the handler notes when and where it ran */
 
-static void on_alarm(int s)
+/* race(): the program is in the call; its handler ran during it; when and where it
+ * first ran in this call */
+static volatile sig_atomic_t calling, in_call, fired, was_calling, in_syscall;
+static volatile long fired_at, nvcsw_at;
+
+static void on_alarm(int s, siginfo_t *si, void *ucv)
 {
     (void)s;
+    (void)si;
     alarms++;
+    if (racing) {
+        int e = errno;
+        in_call += calling;
+        if (!fired) {
+            ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+            long ret = (long)uc->uc_mcontext.gregs[REG_RAX];
+#elif defined(__aarch64__)
+            long ret = (long)uc->uc_mcontext.regs[0];
+#else
+#error "the return register of an interrupted system call: x86_64 and aarch64 only"
+#endif
+            in_syscall = ret == -EINTR;
+            was_calling = calling;
+            fired_at = now_ns(CLOCK_MONOTONIC);
+            nvcsw_at = nvcsw();
+            fired = 1;
+        }
+        errno = e;
+    }
     if (masked_handler) {
         double t = now();
         while (now() - t < 0.003)
@@ -155,6 +252,13 @@ static void teardown(void)
         msgctl(svq, IPC_RMID, NULL);
     if (aio)
         syscall(SYS_io_destroy, aio);
+    for (int i = 0; i < 2; i++)
+        if (sv[i] >= 0)
+            close(sv[i]);
+    if (listener >= 0)
+        close(listener);
+    svsem = svq = sv[0] = sv[1] = listener = -1;
+    aio = 0;
 }
 
 /* The call's event, from another thread at 300 ms */
@@ -216,14 +320,68 @@ static const char *ename(int e)
 {
     static char other[16];
     snprintf(other, sizeof other, "E%d", e);
-    return e == 0            ? "0"
+    return e == 0           ? "0"
            : e == EINTR     ? "EINTR"
            : e == EAGAIN    ? "EAGAIN"
            : e == ETIMEDOUT ? "ETIMEDOUT"
                             : other;
 }
 
-/* one call of MODE with a timeout of ms (-1: none); result: what it reported */
+/* What a call waits with, made before it (and before the program's signal is set):
+ * socket timeouts of ms, the sending side full, an epoll instance, a socket to connect. */
+static void prepare(int ms)
+{
+    if (!strncmp(mode, "recv", 4))
+        set_timeout(sv[0], SO_RCVTIMEO, ms);
+    if (!strncmp(mode, "send", 4)) {
+        set_timeout(sv[0], SO_SNDTIMEO, ms);
+        fill_socket();
+    }
+    if (is("accept"))
+        set_timeout(listener, SO_RCVTIMEO, ms);
+    if (is("connect")) {
+        conn = socket(AF_UNIX, SOCK_STREAM, 0);
+        set_timeout(conn, SO_SNDTIMEO, ms);
+    }
+    if (is("msgsnd"))
+        fill_queue();
+    if (!strncmp(mode, "epoll", 5)) {
+        ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 42};
+        epoll_ctl(ep, EPOLL_CTL_ADD, pipefd[0], &ev);
+    }
+}
+
+static void finish(void)
+{
+    int e = errno;
+    if (ep >= 0)
+        close(ep);
+    if (conn >= 0)
+        close(conn); /* its connection, if made, fills the backlog again */
+    ep = conn = -1;
+    errno = e;
+}
+
+/* Whether a time left after EINTR is right: some, at most the request (a sleep: plus
+ * the thread's timer slack, as the kernel's rem is counted to the timer's latest
+ * expiry), at least the request less the time the call took (select: its microseconds) */
+static long last_left; /* the last one (ns), to describe a call */
+static int left_ok(long left, long most, long least)
+{
+    last_left = left;
+    return left > 0 && left <= most && left >= least;
+}
+
+/* that slack, on a sleep's clock: a high-resolution timer's (not CPU time's) */
+static long slack(clockid_t clock)
+{
+    int hr = clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC || clock == CLOCK_BOOTTIME;
+    return hr ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : 0;
+}
+
+/* one call of MODE with a timeout of ms (-1: none); result: what it reported, the same
+ * with and without perfweave (the time left after EINTR: whether it is right) */
 static int call(const char *mode, int ms, int *result)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -238,8 +396,12 @@ static int call(const char *mode, int ms, int *result)
     sigemptyset(&usr2);
     sigaddset(&usr2, SIGUSR2);
     siginfo_t si;
+    si.si_signo = -1; /* not written unless a signal is taken */
+    const struct sleep_mode *sl = sleep_mode();
+    struct timespec rem = {-1, -1}, abs;
     int rc = -2;
     *result = 0;
+    long t0 = now_ns(CLOCK_MONOTONIC);
     if (!strcmp(mode, "poll")) {
         rc = poll(&p, 1, ms);
         *result = p.revents;
@@ -248,58 +410,61 @@ static int call(const char *mode, int ms, int *result)
         *result = p.revents;
     } else if (!strcmp(mode, "select")) {
         rc = select(pipefd[0] + 1, &r, NULL, NULL, ms < 0 ? NULL : &tv);
-        *result = FD_ISSET(pipefd[0], &r) * 10 + (ms >= 0 && rc == 0 && tv.tv_sec == 0 &&
-                                                  tv.tv_usec == 0);
+        long left = tv.tv_sec * 1000000000L + tv.tv_usec * 1000L;
+        long took = now_ns(CLOCK_MONOTONIC) - t0;
+        *result =
+            FD_ISSET(pipefd[0], &r) * 10 + (ms >= 0 && rc == 0 && left == 0) +
+            2 * (ms >= 0 && rc < 0 && left_ok(left, ms * 1000000L, ms * 1000000L - took - 1000));
     } else if (!strcmp(mode, "pselect")) {
         rc = pselect(pipefd[0] + 1, &r, NULL, NULL, tp, NULL);
         *result = FD_ISSET(pipefd[0], &r);
     } else if (!strncmp(mode, "epoll", 5)) {
-        int ep = epoll_create1(0);
-        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 42}, out = {0, {0}};
-        epoll_ctl(ep, EPOLL_CTL_ADD, pipefd[0], &ev);
+        struct epoll_event out = {0, {0}};
         if (!strcmp(mode, "epoll_wait"))
             rc = epoll_wait(ep, &out, 1, ms);
         else if (!strcmp(mode, "epoll_pwait"))
             rc = epoll_pwait(ep, &out, 1, ms, &none);
         else
             rc = epoll_pwait2(ep, &out, 1, tp, &none);
-        int e = errno;
         *result = (int)out.data.u32;
-        close(ep);
-        errno = e;
     } else if (!strcmp(mode, "pause")) {
         rc = pause();
     } else if (!strcmp(mode, "sigsuspend")) {
         rc = sigsuspend(&none);
     } else if (!strcmp(mode, "sigtimedwait")) {
         rc = sigtimedwait(&usr2, &si, tp);
+        *result = si.si_signo;
     } else if (!strcmp(mode, "sigwaitinfo")) {
         rc = sigwaitinfo(&usr2, &si);
+        *result = si.si_signo;
     } else if (is("nanosleep")) {
-        rc = nanosleep(&ts, NULL);
-    } else if (is("clock_nanosleep")) {
-        int e = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+        rc = nanosleep(&ts, &rem);
+        long took = now_ns(CLOCK_MONOTONIC) - t0;
+        *result =
+            rc < 0 && left_ok(ns_of(&rem), ns_of(&ts) + slack(CLOCK_MONOTONIC), ns_of(&ts) - took);
+    } else if (sl) {
+        /* the time the call took on the sleep's clock (CPU time: of all the threads) */
+        long c0 = now_ns(sl->clock);
+        if (sl->abs)
+            abs = ts_of(c0 + ns_of(&ts)); /* an absolute sleep leaves rem as it is */
+        int e = clock_nanosleep(sl->clock, sl->abs ? TIMER_ABSTIME : 0, sl->abs ? &abs : &ts, &rem);
+        long took = now_ns(sl->clock) - c0;
         rc = e ? -1 : 0;
+        *result = e == EINTR && (sl->abs ? rem.tv_sec == -1 && rem.tv_nsec == -1
+                                         : left_ok(ns_of(&rem), ns_of(&ts) + slack(sl->clock),
+                                                   ns_of(&ts) - took));
         errno = e;
     } else if (is("usleep")) {
         rc = usleep(ms * 1000);
     } else if (!strncmp(mode, "sem_", 4)) {
-        struct timespec abs;
         clock_gettime(is("sem_clockwait") ? CLOCK_MONOTONIC : CLOCK_REALTIME, &abs);
-        abs.tv_sec += ms / 1000;
-        abs.tv_nsec += (ms % 1000) * 1000000L;
-        if (abs.tv_nsec >= 1000000000L) {
-            abs.tv_sec++;
-            abs.tv_nsec -= 1000000000L;
-        }
+        abs = ts_of(ns_of(&abs) + ns_of(&ts));
         rc = is("sem_wait")        ? sem_wait(&psem)
              : is("sem_timedwait") ? sem_timedwait(&psem, &abs)
                                    : sem_clockwait(&psem, CLOCK_MONOTONIC, &abs);
     } else if (is("pthread_cond_timedwait")) {
-        struct timespec abs;
         clock_gettime(CLOCK_REALTIME, &abs);
-        abs.tv_sec += ms / 1000 + (abs.tv_nsec + (ms % 1000) * 1000000L) / 1000000000L;
-        abs.tv_nsec = (abs.tv_nsec + (ms % 1000) * 1000000L) % 1000000000L;
+        abs = ts_of(ns_of(&abs) + ns_of(&ts));
         pthread_mutex_lock(&mu);
         int e = 0;
         while (!cond_flag && e == 0)
@@ -315,10 +480,8 @@ static int call(const char *mode, int ms, int *result)
     } else if (is("msgrcv")) {
         rc = (int)msgrcv(svq, &msg, sizeof msg.text, 0, 0);
     } else if (is("msgsnd")) {
-        fill_queue();
         rc = msgsnd(svq, &msg, sizeof msg.text, 0);
     } else if (!strncmp(mode, "recv", 4)) {
-        set_timeout(sv[0], SO_RCVTIMEO, ms);
         char buf[16];
         struct iovec iov = {buf, sizeof buf};
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -328,15 +491,12 @@ static int call(const char *mode, int ms, int *result)
              : is("recvmsg")  ? (int)recvmsg(sv[0], &mh, 0)
                               : recvmmsg(sv[0], &mm, 1, 0, NULL);
     } else if (!strncmp(mode, "send", 4)) {
-        set_timeout(sv[0], SO_SNDTIMEO, ms);
-        fill_socket();
         struct iovec iov = {"y", 1};
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
         rc = is("send")     ? (int)send(sv[0], "y", 1, 0)
              : is("sendto") ? (int)sendto(sv[0], "y", 1, 0, NULL, 0)
                             : (int)sendmsg(sv[0], &mh, 0);
     } else if (is("accept")) {
-        set_timeout(listener, SO_RCVTIMEO, ms);
         int c = accept(listener, NULL, NULL);
         int e = errno;
         if (c >= 0)
@@ -344,12 +504,7 @@ static int call(const char *mode, int ms, int *result)
         rc = c >= 0 ? 1 : -1; /* the descriptor: accepted */
         errno = e;
     } else if (is("connect")) {
-        int c = socket(AF_UNIX, SOCK_STREAM, 0);
-        set_timeout(c, SO_SNDTIMEO, ms);
-        rc = connect(c, (struct sockaddr *)&addr, sizeof addr);
-        int e = errno;
-        close(c); /* its connection, if made, fills the backlog again */
-        errno = e;
+        rc = connect(conn, (struct sockaddr *)&addr, sizeof addr);
     } else if (is("io_getevents")) {
         struct iocb cb, *cbs[1] = {&cb};
         memset(&cb, 0, sizeof cb);
@@ -376,10 +531,23 @@ static int call(const char *mode, int ms, int *result)
     return rc;
 }
 
+/* Whether the kernel refuses MODE here (an alarm clock without a real-time clock, or
+ * without CAP_WAKE_ALARM): its errno, printed */
+static int unsupported(void)
+{
+    const struct sleep_mode *sl = sleep_mode();
+    struct timespec zero = {0, 0};
+    int e = sl ? clock_nanosleep(sl->clock, sl->abs ? TIMER_ABSTIME : 0, &zero, NULL) : 0;
+    if (e)
+        printf("%s unsupported E%d\n", mode, e);
+    return e;
+}
+
 /* the cases a mode has */
 static int has_case(int c)
 {
-    int signal_only = is("pause") || is("sigsuspend") || is("sigwaitall");
+    int signal_only = is("pause") || is("sigsuspend") || is("sigwaitall") ||
+                      is("clock_nanosleep_cputime"); /* its time does not pass */
     if (signal_only)
         return c == 2;
     if (c == 0) /* no timeout */
@@ -391,6 +559,89 @@ static int has_case(int c)
     return !is("sem_wait") && !is("pthread_cond_timedwait");
 }
 
+/* race N MODE...: for each MODE, N calls, each ended by the program's SIGALRM d after the
+ * timer is set, d swept over 50 to 300 us (the sampler's timer is re-armed at random,
+ * 0.5-1.5 ms, so its phase at the program's signal is uniform whatever d). Ground truth,
+ * from the program itself: a handler that ran while the program was in the call must
+ * have ended it with EINTR (a call without a timeout is ended otherwise by a second
+ * signal 100 ms later; one with a timeout, by its 50 ms timeout), and the call's result
+ * after EINTR is the same every time (the time left right: result, in call()):
+ *   ended:  so it did;
+ *   early:  the handler ran before the program made the call (it proves nothing);
+ *   late:   the call went on to its timeout, but the handler ran after that and the thread
+ *           waited for a CPU at least from the signal to the timeout: the kernel ends such
+ *           a call by its timeout too (a loaded machine);
+ *   before: the call went on, but the handler ran before the thread first slept in it
+ *           (preempted, or delayed, on its way to the call): it goes on without perfweave;
+ *   lost:   the call went on otherwise (the race);
+ *   bad:    EINTR, with a result other than the first one's (outcome: that result).
+ * Lines "LOST ..." and "BAD ..." on stderr describe each such call. */
+static void race(int n, int nmodes, char **modes)
+{
+    racing = 1;
+    for (int m = 0; m < nmodes; m++) {
+        mode = modes[m];
+        if (unsupported())
+            continue;
+        setup();
+        int ended = 0, early = 0, late = 0, before = 0, lost = 0, bad = 0, outcome = 0;
+        int have_outcome = 0;
+        for (int i = 0; i < n; i++) {
+            long d = 50 + (i * 37L) % 250; /* us */
+            prepare(RACE_MS);
+            long slept0 = nvcsw(), delay0 = run_delay();
+            fired = in_call = 0;
+            struct itimerval it = {{0, 2 * RACE_MS * 1000}, {0, d}};
+            long t0 = now_ns(CLOCK_MONOTONIC);
+            setitimer(ITIMER_REAL, &it, NULL);
+            calling = 1;
+            int result, rc = call(mode, RACE_MS, &result);
+            int e = rc < 0 ? errno : 0;
+            calling = 0;
+            long took = now_ns(CLOCK_MONOTONIC) - t0;
+            while (!fired) /* the call ended first (it should not) */
+                ;
+            struct itimerval off = {{0, 0}, {0, 0}};
+            setitimer(ITIMER_REAL, &off, NULL);
+            long delay = run_delay() - delay0;
+            finish();
+            if (!was_calling) {
+                early++;
+                continue;
+            }
+            if (rc < 0 && e == EINTR && in_call == 1) {
+                ended++;
+                if (!have_outcome)
+                    outcome = result, have_outcome = 1;
+                if (result != outcome) {
+                    bad++;
+                    fprintf(stderr,
+                            "BAD %s i=%d d=%ldus took=%ldus result=%d, not %d (left %ldns)\n", mode,
+                            i, d, took / 1000, result, outcome, last_left);
+                }
+                continue;
+            }
+            long deadline = t0 + RACE_MS * 1000000L, due = t0 + d * 1000;
+            if (in_call == 1 && fired_at >= deadline && delay0 >= 0 && delay >= deadline - due)
+                late++;
+            else if (nvcsw_at == slept0)
+                before++;
+            else {
+                lost++;
+                fprintf(stderr,
+                        "LOST %s i=%d d=%ldus took=%ldus rc=%d %s handlers=%d syscall=%d "
+                        "slept=%ld run-delay=%ldus\n",
+                        mode, i, d, took / 1000, rc, ename(e), (int)in_call, (int)in_syscall,
+                        nvcsw_at - slept0, delay / 1000);
+            }
+        }
+        printf("%s %d %d %d %d %d %d %d %d\n", mode, n, ended, early, late, before, lost, bad,
+               outcome);
+        fflush(stdout);
+        teardown();
+    }
+}
+
 int main(int argc, char **argv)
 {
     mode = argc > 1 ? argv[1] : "poll";
@@ -399,17 +650,25 @@ int main(int argc, char **argv)
         return 2;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sa.sa_flags = SA_RESTART; /* these calls return EINTR all the same */
+    sa.sa_sigaction = on_alarm;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART; /* these calls return EINTR all the same */
     if (masked_handler)
         sigfillset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
-    if (sigwaits()) { /* SIGUSR2 is waited for: blocked in every thread */
+    if (is("race") || sigwaits()) { /* SIGUSR2 is waited for: blocked in every thread */
         sigset_t usr2;
         sigemptyset(&usr2);
         sigaddset(&usr2, SIGUSR2);
         pthread_sigmask(SIG_BLOCK, &usr2, NULL);
     }
+    if (is("race")) {
+        if (argc < 4)
+            return 2;
+        race(atoi(argv[2]), argc - 3, argv + 3);
+        return 0;
+    }
+    if (unsupported())
+        return 0;
     setup();
     const char *cases[] = {"timeout", "ready", "own"};
     for (int c = 0; c < 3; c++) {
@@ -417,15 +676,18 @@ int main(int argc, char **argv)
             continue;
         pthread_t th;
         ready_case = c == 1;
+        int ms = c == 0 ? MS : 5000;
+        prepare(ms);
         if (c == 1)
             pthread_create(&th, NULL, writer, NULL);
         if (c == 2 && !is("sigwaitall"))
             alarm_in(MS);
         int result, rc;
         double t = now();
-        rc = call(mode, c == 0 ? MS : 5000, &result);
+        rc = call(mode, ms, &result);
         int e = rc < 0 ? errno : 0;
         double dt = now() - t;
+        finish();
         if (c == 1) {
             pthread_join(th, NULL);
             char x;

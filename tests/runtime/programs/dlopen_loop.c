@@ -1,7 +1,8 @@
 /* Sampling while the dynamic loader works: loads and unloads the plug-in given as argv[1]
  * (RTLD_NOW | RTLD_LOCAL) and calls its function, for SECONDS seconds (argv[2], default
- * 1.5), then prints "loops N sum S". Samples land in the loader and in the libc code it
- * calls while the list of modules changes. Usage: dlopen_loop PLUGIN [SECONDS] */
+ * 1.5), then prints "loops N sum S", and its CPU time on stderr ("cpu CPU_S"). Samples
+ * land in the loader and in the libc code it calls while the list of modules changes.
+ * Usage: dlopen_loop PLUGIN [SECONDS] */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,5 +25,6 @@ int main(int argc, char **argv)
         loops++;
     }
     printf("loops %ld sum %ld\n", loops > 0 ? 1L : 0L, sum > 0 ? 1L : 0L);
+    fprintf(stderr, "cpu %.6f\n", cpu_seconds());
     return 0;
 }

@@ -4,6 +4,8 @@
 ! DIR/records.R.txt, then N MPI_File_write_at of 25 integers (100 bytes) to DIR/fmpiio.dat
 ! through the Fortran binding, and one collective MPI_File_write_at_all of the same 100
 ! bytes again at the last one's offset. It prints "rank R KEY VALUE" lines of what it wrote.
+! MPI_File_close passes a variable to an INTENT(OUT) argument of `use mpi`'s interface:
+! gfortran 12 gives its code the `program` statement's line.
 program io_records
   use mpi
   implicit none
@@ -32,7 +34,7 @@ program io_records
     call MPI_File_write_at(fh, off, buf, 25, MPI_INTEGER, MPI_STATUS_IGNORE, ierr) ! @site fwrite
   end do
   call MPI_File_write_at_all(fh, off, buf, 25, MPI_INTEGER, MPI_STATUS_IGNORE, ierr) ! @site fall
-  call MPI_File_close(fh, ierr)
+  call MPI_File_close(fh, ierr) ! @site fclose
   print '(A,I0,A,I0)', 'rank ', rank, ' record_bytes ', n * 16
   print '(A,I0,A,I0)', 'rank ', rank, ' mpiio_bytes ', n * 100 + 100
   print '(A,I0,A,I0)', 'rank ', rank, ' last_byte ', (rank * n + n) * 100 - 1

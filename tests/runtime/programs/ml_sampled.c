@@ -2,7 +2,8 @@
  * argv[1] seconds, rounds of dgemm_ (n = 160) from solve() for 20 ms, then 10 ms of the
  * program's own arithmetic in own_work(); prints on stderr `gemm_s A own_s B` (the time
  * each phase took) and the dgemm_ calls made. Linked with -lblas (a shared BLAS: the
- * wrappers see every call) or with the static libblas.a (no call is seen). */
+ * wrappers see every call) or with a static BLAS (libblas.a, libopenblas64.a with
+ * -DBLAS_INT=long: no call is seen). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -10,12 +11,16 @@
 #ifndef N
 #define N 160 /* -DN=...: a size OpenBLAS splits over its threads */
 #endif
+#ifndef BLAS_INT
+#define BLAS_INT int /* -DBLAS_INT=long: a BLAS with 64-bit integers (ILP64) */
+#endif
 static double a[N * N], b[N * N], c[N * N];
 static volatile double sink;
 
-void dgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k,
-            const double *alpha, const double *a, const int *lda, const double *b,
-            const int *ldb, const double *beta, double *c, const int *ldc);
+void dgemm_(const char *ta, const char *tb, const BLAS_INT *m, const BLAS_INT *n,
+            const BLAS_INT *k, const double *alpha, const double *a, const BLAS_INT *lda,
+            const double *b, const BLAS_INT *ldb, const double *beta, double *c,
+            const BLAS_INT *ldc);
 
 static double now(void)
 {
@@ -26,7 +31,7 @@ static double now(void)
 
 static long solve(double until)
 {
-    int n = N;
+    BLAS_INT n = N;
     double one = 1, zero = 0;
     long calls = 0;
     while (now() < until) {

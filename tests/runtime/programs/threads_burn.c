@@ -2,8 +2,8 @@
  * pthreads each burn CPU in their own function for SECONDS (default 1): main_work,
  * worker_work. Also forks a child that burns 0.2 s and exits, and runs /bin/true, to
  * show that fork and exec are left alone. Each thread prints on stderr, at its end, its
- * CPU time, which a busy machine makes less than its SECONDS: tid TID cpu CPU_S
- * Usage: threads_burn [SECONDS] [NTHREADS] */
+ * CPU time, which a busy machine makes less than its SECONDS, and the wall time of its
+ * work function: tid TID cpu CPU_S work WALL_S. Usage: threads_burn [SECONDS] [NTHREADS] */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -19,11 +19,18 @@ static double seconds = 1.0;
 __attribute__((noinline)) void worker_work(void) { spin(seconds); }
 __attribute__((noinline)) void main_work(void) { spin(seconds); }
 
+static void report(double work)
+{
+    fprintf(stderr, "tid %ld cpu %.6f work %.6f\n", (long)syscall(SYS_gettid),
+            thread_cpu_seconds(), work);
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
+    double t0 = now();
     worker_work();
-    fprintf(stderr, "tid %ld cpu %.6f\n", (long)syscall(SYS_gettid), thread_cpu_seconds());
+    report(now() - t0);
     return NULL;
 }
 
@@ -35,7 +42,9 @@ int main(int argc, char **argv)
     pthread_t t[16];
     for (int i = 0; i < n && i < 16; i++)
         pthread_create(&t[i], NULL, worker, NULL);
+    double t0 = now();
     main_work();
+    double work = now() - t0;
     for (int i = 0; i < n && i < 16; i++)
         pthread_join(t[i], NULL);
     pid_t p = fork();
@@ -47,6 +56,6 @@ int main(int argc, char **argv)
     waitpid(p, &status, 0);
     int rc = system("/bin/true");
     printf("child exit %d, system %d\n", WEXITSTATUS(status), rc);
-    fprintf(stderr, "tid %ld cpu %.6f\n", (long)syscall(SYS_gettid), thread_cpu_seconds());
+    report(work);
     return 3;
 }

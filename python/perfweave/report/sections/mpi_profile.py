@@ -230,14 +230,14 @@ def _balance(m, width):
 
 
 def _counters(data, sites, view):
-    """The PAPI counters (--counters) per call site (counts, then rates) and per rank,
-    and the events PAPI could not count."""
+    """The counters (--counters) per call site (counts, then rates) and per rank, and
+    the events that could not be counted."""
     m, width = data["mpi_profile"], view.width
     out = []
     left_out = data.get("counters_not_counted") or []
     if left_out:
         out += [""] + textwrap.wrap(
-            "Counters not counted (PAPI could not count them here): "
+            "Counters not counted (they cannot be counted here): "
             + ", ".join(f"{c['event']} ({c['why']})" for c in left_out),
             width or 10**6,
             subsequent_indent="  ",
