@@ -340,8 +340,7 @@ static void fork_child(void)
     pw_sitetabs_forget(); /* and the parent's tables file */
     pw_rank = -1;
     __atomic_store_n(&dump_state, 0, __ATOMIC_RELEASE);
-    if (pw_opt.catch_signals)
-        pw_ending_join(); /* its own ending/HOST.PID */
+    pw_ending_forget();
     for (size_t i = 0; i < PW_NMODULES; i++)
         if (modules[i]->fork_child)
             modules[i]->fork_child();
@@ -379,8 +378,10 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-static void install_signal_handlers(void)
+/* Returns whether one of the signals a launcher sends the whole job is among them */
+static int install_signal_handlers(void)
 {
+    int any = 0;
     for (size_t i = 0; i < sizeof caught / sizeof *caught; i++) {
         struct sigaction old, sa;
         if (sigaction(caught[i], NULL, &old) != 0)
@@ -393,8 +394,10 @@ static void install_signal_handlers(void)
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART;
-        sigaction(caught[i], &sa, NULL);
+        if (sigaction(caught[i], &sa, NULL) == 0)
+            any |= pw_ending_job_wide(caught[i]);
     }
+    return any;
 }
 
 __attribute__((constructor)) static void pw_init(void)
@@ -418,9 +421,7 @@ __attribute__((constructor)) static void pw_init(void)
     pw_objects_refresh();
     atexit(at_exit);
     pthread_atfork(NULL, NULL, fork_child);
-    if (pw_opt.catch_signals) {
-        install_signal_handlers();
-        pw_ending_join();
-    }
+    if (pw_opt.catch_signals && install_signal_handlers())
+        pw_ending_join(); /* a program with handlers of its own for them: left alone */
     pw_debug("active in pid %d", (int)getpid());
 }

@@ -11,19 +11,29 @@
  * every rank ended before it collected any), never what the same Ctrl-C gives without
  * perfweave (2).
  *
- * So a measured process has a file ending/HOST.PID (8 bytes: its phase and signal),
- * made at its start and removed at its end (perfweave run removes the folder). On such
- * a signal it says "saving", saves, puts the signal's default action back, unblocks it
- * and says "saved". It then waits (PW_ENDING_WAIT_NS at most) until no other live process
- * of its node is saving, or has such a signal pending that it catches (it has not begun
- * to save yet), or may still get one (PW_ENDING_GRACE_NS). The first to find so writes a
- * moment a little ahead in ending/HOST.at, and each arms a timer that sends it its signal
- * then: the kernel ends them all at that moment, each of its signal, as the launcher's
- * own signal would have, before the launcher can see any of them die.
+ * So a measured process whose runtime catches such a signal (core.c installed its
+ * handler: a program with its own handler is left alone) has a file ending/HOST.PID
+ * (8 bytes: its phase and signal), made at its start and removed at its end (by the last
+ * to end, the folder too; perfweave run removes what is left). A child of fork has none
+ * (nothing watches it as a launcher watches a rank): it ends as it would have. On such a
+ * signal the process says "saving", saves, puts the signal's default action back,
+ * unblocks it and says "saved". It then waits (PW_ENDING_WAIT_NS at most) until no other
+ * live process of its node is saving, or has such a signal pending that it catches (it
+ * has not begun to save yet), or may still get one (PW_ENDING_GRACE_NS). If others have
+ * saved and wait too, the first to find so writes a moment a little ahead in
+ * ending/HOST.at, and each arms a timer that sends it its signal then: the kernel ends
+ * them all at that moment, each of its signal, as the launcher's own signal would have,
+ * before the launcher can see any of them die. A process with nobody to end with ends at
+ * once: at once when it is the node's only one, after PW_ENDING_GRACE_NS when others run
+ * on.
  *
- * Other signals (faults, SIGABRT) are one process's own: no waiting. What runs after
- * on_signal has begun is async-signal-safe: open, pread, pwrite, close, link, unlink,
- * the clock, and getdents64, sigtimedwait, nanosleep and the timer calls as system calls
+ * Other signals (faults, SIGABRT) are one process's own: no waiting. Nothing here can
+ * hold a process longer than PW_ENDING_WAIT_NS + PW_ENDING_DELAY_NS past its save, nor
+ * kill one that would have lived: a file that cannot be made (full disk, a folder that
+ * cannot be written) leaves the process out, ending as it did before, and a moment read
+ * that is not a near one is not taken. What runs after on_signal has begun is
+ * async-signal-safe: open, pread, pwrite, close, link, unlink, rmdir, the clock, and
+ * getdents64, sigtimedwait, sigprocmask, nanosleep and the timer calls as system calls
  * (the samples module's wrappers of sigtimedwait and nanosleep would block the very
  * signal that must end this process at once).
  */
@@ -56,10 +66,13 @@ typedef struct ending_rec {
  * alone waits this long for nothing. */
 #define PW_ENDING_GRACE_NS 200000000LL
 
+/* what each_peer found among the node's other processes */
+enum { PEER_SEEN = 1, PEER_SAVED = 2, PEER_AWAITED = 4 };
+
 static int joined;
 static int64_t signalled; /* when this process took a job-wide signal (CLOCK_MONOTONIC) */
 
-static int job_wide(int sig)
+int pw_ending_job_wide(int sig)
 {
     return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
 }
@@ -80,7 +93,7 @@ static void put_phase(int phase, int sig)
     ending_rec r = {phase, sig};
     if (!joined || ending_path(path, sizeof path, getpid()) != 0)
         return;
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return;
     /* 8 bytes over the 8 the file holds since its start: no block to allocate */
@@ -100,9 +113,13 @@ void pw_ending_join(void)
         return;
     int saved_errno = errno; /* in a forked child too, before fork returns */
     pw_wrap_depth++;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == ENOENT && (mkdir(dir, 0777) == 0 || errno == EEXIST))
+    int fd = -1;
+    /* the folder is made by the first, removed by the last to leave (maybe meanwhile) */
+    for (int tries = 0; tries < 3 && fd < 0; tries++) {
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 && (errno != ENOENT || (mkdir(dir, 0777) != 0 && errno != EEXIST)))
+            break;
+    }
     if (fd >= 0) {
         joined = pw_write_all(fd, &r, sizeof r) == 0;
         if (close(fd) != 0 || !joined) {
@@ -118,20 +135,29 @@ void pw_ending_leave(void)
 {
     char path[4400];
     if (joined && ending_path(path, sizeof path, getpid()) == 0) {
+        int saved_errno = errno;
         pw_wrap_depth++; /* not the program's I/O */
         unlink(path);
+        if (ending_path(path, sizeof path, 0) == 0)
+            rmdir(path); /* the last one's: a run that ends well leaves no folder */
         pw_wrap_depth--;
+        errno = saved_errno;
     }
     joined = 0;
 }
 
+/* In a child of fork: the parent's file is not its own */
+void pw_ending_forget(void) { joined = 0; }
+
 void pw_ending_saving(int sig)
 {
-    if (job_wide(sig)) {
+    if (pw_ending_job_wide(sig) && joined) {
+        int saved_errno = errno;
         signalled = pw_now();
         pw_wrap_depth++;
         put_phase(PHASE_SAVING, sig);
         pw_wrap_depth--;
+        errno = saved_errno;
     }
 }
 
@@ -144,7 +170,7 @@ static void nap(int64_t ns)
 /* The first n - 1 bytes of a file (0-terminated); its length, -1 when it cannot be read */
 static ssize_t slurp(const char *path, char *buf, size_t n)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1;
     ssize_t got = read(fd, buf, n - 1);
@@ -197,8 +223,8 @@ static int alive(pid_t pid, int *pending)
 }
 
 /* f(pid, its record, arg) for each other process of this node with a file in ending/;
- * the OR of what f returned (stop_at_first: from the first that returned non-zero). */
-static int each_peer(int (*f)(pid_t, const ending_rec *, void *), void *arg, int stop_at_first)
+ * the OR of what f returned (stop_at: once it has these bits). */
+static int each_peer(int (*f)(pid_t, const ending_rec *, void *), void *arg, int stop_at)
 {
     char dir[4400], path[4400];
     if (ending_path(dir, sizeof dir, 0) != 0)
@@ -228,7 +254,7 @@ static int each_peer(int (*f)(pid_t, const ending_rec *, void *), void *arg, int
                 continue;
             ending_rec r = {PHASE_RUNNING, 0};
             if (ending_path(path, sizeof path, (pid_t)pid) == 0) {
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
                 if (fd >= 0) {
                     if (pread(fd, &r, sizeof r, 0) != (ssize_t)sizeof r)
                         r.phase = PHASE_RUNNING;
@@ -236,24 +262,29 @@ static int each_peer(int (*f)(pid_t, const ending_rec *, void *), void *arg, int
                 }
             }
             any |= f((pid_t)pid, &r, arg);
-            if (any && stop_at_first)
+            if ((any & stop_at) == stop_at)
                 break;
         }
-        if (any && stop_at_first)
+        if ((any & stop_at) == stop_at)
             break;
     }
     close(dfd);
     return any;
 }
 
-/* Saving, or to be waited for: it has our kind of signal pending, or may yet get it */
-static int still_saving(pid_t pid, const ending_rec *r, void *grace_end)
+/* A live peer (PEER_SEEN): to be waited for (PEER_AWAITED: it saves, or has our kind of
+ * signal pending, or may yet get it), or saved and waiting to end (PEER_SAVED) */
+static int peer_state(pid_t pid, const ending_rec *r, void *grace_end)
 {
     int pending = 0;
     if (!alive(pid, &pending))
         return 0;
-    return r->phase == PHASE_SAVING ||
-           (r->phase == PHASE_RUNNING && (pending || pw_now() < *(int64_t *)grace_end));
+    if (r->phase == PHASE_SAVED)
+        return PEER_SEEN | PEER_SAVED;
+    if (r->phase == PHASE_SAVING ||
+        (r->phase == PHASE_RUNNING && (pending || pw_now() < *(int64_t *)grace_end)))
+        return PEER_SEEN | PEER_AWAITED;
+    return PEER_SEEN;
 }
 
 /* EXP/ending/HOST.at: the moment (CLOCK_MONOTONIC ns, 8 bytes) the processes of the node
@@ -273,7 +304,9 @@ static int64_t agreed(char *path, size_t cap)
         unlink(path);
         t = 0;
     }
-    return t;
+    /* one agreed is at most PW_ENDING_DELAY_NS ahead: a later one is not ours (nor kept
+     * for the others), whatever the file holds */
+    return t <= pw_now() + PW_ENDING_DELAY_NS ? t : 0;
 }
 
 /* t as the moment, unless another's is there first (written whole, then linked) */
@@ -298,7 +331,7 @@ static int64_t agree(int64_t t)
 
 void pw_ending_together(int sig)
 {
-    if (!job_wide(sig) || !joined)
+    if (!pw_ending_job_wide(sig) || !joined)
         return;
     pw_wrap_depth++;
     /* the default action is back (the caller): from now on a kill() of sig ends us. The
@@ -308,42 +341,49 @@ void pw_ending_together(int sig)
     sigemptyset(&s);
     sigaddset(&s, sig);
     struct timespec zero = {0, 0};
-    while (syscall(SYS_rt_sigtimedwait, &s, NULL, &zero, _NSIG / 8) == sig)
+    for (int i = 0; i < 64 && syscall(SYS_rt_sigtimedwait, &s, NULL, &zero, _NSIG / 8) == sig; i++)
         ;
-    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+    syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &s, NULL, _NSIG / 8);
     put_phase(PHASE_SAVED, sig);
     /* While another saves, or may: asleep. Then, once nobody has for PW_ENDING_QUIET_NS
      * (one may be between taking the signal and saying so), the first agrees a moment
      * PW_ENDING_DELAY_NS ahead, and each arms a timer for it: the kernel sends each its
      * signal then, whatever the scheduler does with us. (One sending the others their
      * signals, then raising its own, was not enough: descheduled in between, under load,
-     * it was the one the launcher killed, once it saw another die.) */
+     * it was the one the launcher killed, once it saw another die.) With no other process
+     * on the node, or none that waits to end, there is nobody to agree with: now. */
     char path[4400];
     int64_t deadline = pw_now() + PW_ENDING_WAIT_NS, quiet = 0, at = 0;
     int64_t grace_end = signalled + PW_ENDING_GRACE_NS;
     while (pw_now() < deadline && !(at = agreed(path, sizeof path))) {
-        if (each_peer(still_saving, &grace_end, 1))
+        int peers = each_peer(peer_state, &grace_end, PEER_SEEN | PEER_SAVED | PEER_AWAITED);
+        if (!(peers & PEER_SEEN))
+            break;
+        if (peers & PEER_AWAITED)
             quiet = 0;
         else if (!quiet)
             quiet = pw_now();
-        else if (pw_now() - quiet >= PW_ENDING_QUIET_NS)
-            at = agree(pw_now() + PW_ENDING_DELAY_NS);
-        if (!at)
-            nap(quiet ? PW_ENDING_QUIET_NS / 4 : 1000000);
+        else if (pw_now() - quiet >= PW_ENDING_QUIET_NS) {
+            if (peers & PEER_SAVED)
+                at = agree(pw_now() + PW_ENDING_DELAY_NS);
+            break;
+        }
+        nap(quiet ? PW_ENDING_QUIET_NS / 4 : 1000000);
     }
     pw_ending_leave();
     if (!at)
         at = pw_now();
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = sig;
-    int timer = -1;
-    struct itimerspec when = {{0, 0}, {at / 1000000000LL, at % 1000000000LL}};
-    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &timer) == 0)
-        syscall(SYS_timer_settime, timer, TIMER_ABSTIME, &when, NULL);
-    /* the caller's raise, should the timer not end us */
-    while (pw_now() < at + 1000000000LL)
-        nap(10000000);
+    if (at > pw_now()) {
+        struct sigevent ev;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_SIGNAL;
+        ev.sigev_signo = sig;
+        int timer = -1;
+        struct itimerspec when = {{0, 0}, {at / 1000000000LL, at % 1000000000LL}};
+        if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &timer) == 0 &&
+            syscall(SYS_timer_settime, timer, TIMER_ABSTIME, &when, NULL) == 0)
+            while (pw_now() < at + 1000000000LL) /* then the caller's raise */
+                nap(10000000);
+    }
     pw_wrap_depth--;
 }
