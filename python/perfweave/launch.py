@@ -3,20 +3,21 @@ environment, signal forwarding, and the program's exit status passed through.
 
 `perfweave run` imports this module and nothing heavier before the program starts
 (tests/python/test_launch_path.py checks it): the run's fixed cost is this set-up, the
-launcher's own, and perfweave-wait's end of the run (runtime/launch/wait.c).
+launcher's own, and perfweave-wait's end of the run (runtime/launch/wait.c). So paths
+are strings here, times come from the time module, and the command starts through
+os.posix_spawn: pathlib, datetime and subprocess, with what they import, cost each
+interpreter of a run (this one and the verdict's, cli/run.py finish) about as much as
+the rest of its set-up (docs/performance.md, "The launch path").
 """
 
-import datetime as _dt
 import errno
 import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from collections import namedtuple
-from pathlib import Path
 
 from perfweave import __version__, options, task_env, writing
 from perfweave.errors import PerfweaveError
@@ -29,24 +30,31 @@ _NODES_OPTS = {"-N", "--nodes"}
 _PER_NODE_OPTS = {"--ntasks-per-node", "-npernode", "--npernode", "-ppn"}
 
 
+def _libdir():
+    """The directory of the runtime's libraries and programs."""
+    return os.environ.get("PERFWEAVE_LIBDIR") or os.path.join(os.path.dirname(__file__), "lib")
+
+
 def library_dir():
-    env = os.environ.get("PERFWEAVE_LIBDIR")
-    if env:
-        return Path(env)
-    return Path(__file__).parent / "lib"
+    """The directory of the runtime's libraries and programs, a Path."""
+    from pathlib import Path
+
+    return Path(_libdir())
 
 
 def built_flavors(libdir=None):
-    libdir = Path(libdir or library_dir())
-    return sorted(
-        p.name[len("libperfweave-mpi-") : -3] for p in libdir.glob("libperfweave-mpi-*.so")
-    )
+    prefix = "libperfweave-mpi-"
+    try:
+        names = os.listdir(libdir or _libdir())
+    except OSError:
+        return []
+    return sorted(n[len(prefix) : -3] for n in names if n.startswith(prefix) and n.endswith(".so"))
 
 
 def _which(word):
     if "/" in word:
-        p = Path(word)
-        return str(p.resolve()) if p.is_file() and os.access(p, os.X_OK) else None
+        ok = os.path.isfile(word) and os.access(word, os.X_OK)
+        return os.path.realpath(word) if ok else None
     return task_env.which(word)
 
 
@@ -114,6 +122,8 @@ def rank_count(command, environ=None, at=FROM_COMMAND):
 def _links_mpi(path):
     """Whether the program links an MPI library (ldd): a hint for the verdict on a run
     that recorded no rank, never the choice of wrappers (made in each process)."""
+    import subprocess
+
     try:
         out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
@@ -135,12 +145,13 @@ def check_flavor(requested, available):
 
 
 def default_experiment_name(command, program, now=None, ranks=FROM_COMMAND):
-    """perfweave-<program>-<ranks>p-<date>-<time>[-N]; ranks: the command's rank_count."""
-    now = now or _dt.datetime.now()
+    """perfweave-<program>-<ranks>p-<date>-<time>[-N]; ranks: the command's rank_count;
+    now: a datetime (the present by default)."""
+    stamp = now.strftime("%Y%m%d-%H%M%S") if now else time.strftime("%Y%m%d-%H%M%S")
     name = os.path.basename(program or command[0]) or "run"
     name = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
     n = rank_count(command) if ranks is FROM_COMMAND else ranks
-    parts = ["perfweave", name] + ([f"{n}p"] if n else []) + [now.strftime("%Y%m%d-%H%M%S")]
+    parts = ["perfweave", name] + ([f"{n}p"] if n else []) + [stamp]
     base = "-".join(parts)
     candidate, k = base, 1
     while os.path.exists(candidate):
@@ -159,7 +170,7 @@ def launch_command(command, at, lib, values, exp, environ=None):
     runtime_env["LD_PRELOAD"] = str(lib) + (
         ":" + environ["LD_PRELOAD"] if environ.get("LD_PRELOAD") else ""
     )
-    helper = Path(lib).parent / task_env.EXEC_HELPER
+    helper = os.path.join(os.path.dirname(lib), task_env.EXEC_HELPER)
     return task_env.for_tasks(command, at, runtime_env, environ, helper)
 
 
@@ -219,7 +230,8 @@ def _multi_prog(conf):
     """The programs of an srun --multi-prog file (lines 'RANKS PROGRAM ARGS...')."""
     out = []
     try:
-        lines = Path(conf).read_text(errors="replace").splitlines()
+        with open(conf, errors="replace") as f:
+            lines = f.read().splitlines()
     except OSError:
         return out
     for line in lines:
@@ -273,7 +285,7 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
     """The Verdict on experiment exp once the launched command ended with status (as
     subprocess gives it), or None when every rank it started recorded data, or the
     program runs without MPI and its processes did. ranks: the command's rank_count."""
-    from perfweave.readers.experiment import rank_ranges, recorded
+    from perfweave.readers.recorded import rank_ranges, recorded
 
     rec = recorded(exp)
     if rec.complete:
@@ -378,7 +390,7 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
 
 def _none_recorded(expected):
     """Verdict.ranks of a run whose ranks recorded nothing (expected: 0 when unknown)."""
-    from perfweave.readers.experiment import rank_ranges
+    from perfweave.readers.recorded import rank_ranges
 
     if not expected:
         return {"recorded": 0}
@@ -402,12 +414,31 @@ def startup_wait(environ=None):
     return max(wait, 0.1)
 
 
+def iso_time(t):
+    """datetime.fromtimestamp(t).astimezone().isoformat() of t (seconds since the epoch):
+    local time to the microsecond (rounded half to even, omitted when zero) and the
+    offset from UTC; datetime's import is not for the launch path."""
+    whole = int(t // 1)
+    us = round((t - whole) * 1e6)
+    if us == 1000000:
+        whole, us = whole + 1, 0
+    tm = time.localtime(whole)
+    off = tm.tm_gmtoff
+    sign, off = ("-", -off) if off < 0 else ("+", off)
+    zone = f"{sign}{off // 3600:02d}:{off // 60 % 60:02d}" + (
+        f":{off % 60:02d}" if off % 60 else ""
+    )
+    return time.strftime("%Y-%m-%dT%H:%M:%S", tm) + (f".{us:06d}" if us else "") + zone
+
+
 def _save_meta(exp, meta):
     """Write experiment.json; a failure (full disk...) is marked and returned as its
     errno, never raised: the program's run and exit status do not depend on
     perfweave's files."""
     try:
-        writing.write_atomic(exp / "experiment.json", json.dumps(meta, indent=1) + "\n")
+        writing.write_atomic(
+            os.path.join(exp, "experiment.json"), json.dumps(meta, indent=1) + "\n"
+        )
     except OSError as e:
         writing.mark_unwritten(exp, "experiment.json", e.errno)
         return e.errno or errno.EIO
@@ -423,12 +454,39 @@ def say(line, stderr):
 
 
 class Started:
-    """A command started under the runtime (start): its experiment, experiment.json as
-    written at the start (meta, its last member "state": "running"), the launcher's
-    process (child, a subprocess.Popen) and the start, in seconds since the epoch."""
+    """A command started under the runtime (start): its experiment (the directory's
+    absolute path), experiment.json as written at the start (meta, its last member
+    "state": "running"), the launcher's process id (pid) and the start, in seconds since
+    the epoch."""
 
-    def __init__(self, exp, meta, child, started):
-        self.exp, self.meta, self.child, self.started = exp, meta, child, started
+    def __init__(self, exp, meta, pid, started):
+        self.exp, self.meta, self.pid, self.started = exp, meta, pid, started
+
+
+# reset in the command as subprocess.Popen resets them (restore_signals): Python ignores
+# SIGPIPE and SIGXFSZ, which the program must not inherit
+_DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def _spawn(argv, env):
+    """Start argv (found on PATH) with environment env as subprocess.Popen(argv, env=env)
+    starts it: descriptors above 2 closed, SIGPIPE and SIGXFSZ to their default action;
+    returns its pid, or raises OSError (not found, not executable)."""
+    try:
+        inherited = [int(fd) for fd in os.listdir("/proc/self/fd")]
+    except OSError:
+        inherited = range(3, os.sysconf("SC_OPEN_MAX"))
+    closed = [(os.POSIX_SPAWN_CLOSE, fd) for fd in inherited if fd > 2 and _open(fd)]
+    return os.posix_spawnp(argv[0], argv, env, file_actions=closed, setsigdef=_DEFAULTED)
+
+
+def _open(fd):
+    """Whether fd is open (listing /proc/self/fd opened one more, closed by now)."""
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
 
 
 def start(command, values, stderr=sys.stderr, meta=None):
@@ -443,10 +501,10 @@ def start(command, values, stderr=sys.stderr, meta=None):
     problem = options.validate(values)
     if problem:
         raise PerfweaveError(problem)
-    libdir = library_dir()
-    core = libdir / "libperfweave.so"
-    for part, what in ((core, "runtime library"), (libdir / WAITER, WAITER)):
-        if not part.is_file():
+    libdir = _libdir()
+    core = os.path.join(libdir, "libperfweave.so")
+    for part, what in ((core, "runtime library"), (os.path.join(libdir, WAITER), WAITER)):
+        if not os.path.isfile(part):
             raise PerfweaveError(f"perfweave's {what} is missing ({part}); reinstall perfweave")
     flavor = check_flavor(values.get("mpi", "auto"), built_flavors(libdir))
     lib = core
@@ -455,14 +513,15 @@ def start(command, values, stderr=sys.stderr, meta=None):
     ranks = rank_count(command, at=at)
     check_mpmd(command, at)
 
-    exp = Path(values.get("output") or default_experiment_name(command, program, ranks=ranks))
-    if exp.exists() and any(exp.iterdir()) if exp.is_dir() else exp.exists():
-        raise PerfweaveError(f"{exp}: already exists; choose another -o")
+    exp = values.get("output") or default_experiment_name(command, program, ranks=ranks)
+    exp = os.fspath(exp)
+    if os.listdir(exp) if os.path.isdir(exp) else os.path.exists(exp):
+        raise PerfweaveError(f"{_shown(exp)}: already exists; choose another -o")
     try:
-        exp.mkdir(parents=True, exist_ok=True)
+        os.makedirs(exp, exist_ok=True)
     except OSError as e:
-        raise PerfweaveError(f"{exp}: cannot create: {e.strerror}") from None
-    exp = exp.resolve()
+        raise PerfweaveError(f"{_shown(exp)}: cannot create: {e.strerror}") from None
+    exp = os.path.realpath(exp)
 
     argv, env = launch_command(command, at, lib, values, exp)
 
@@ -480,7 +539,7 @@ def start(command, values, stderr=sys.stderr, meta=None):
         "mpi_flavor": flavor,
         "runtime_library": str(lib),
         "options": {k: v for k, v in values.items()},
-        "start_time": _dt.datetime.fromtimestamp(started).astimezone().isoformat(),
+        "start_time": iso_time(started),
         "start_epoch": started,
         **(meta or {}),
         # last: perfweave-wait replaces it with the end's members
@@ -490,12 +549,20 @@ def start(command, values, stderr=sys.stderr, meta=None):
     say(f"perfweave: experiment {exp}", stderr)
 
     try:
-        child = subprocess.Popen(argv, env=env)
+        pid = _spawn(argv, env)
     except OSError as e:
         meta.update(state="failed", error=str(e))
         _save_meta(exp, meta)
         raise PerfweaveError(f"{command[0]}: cannot run: {e.strerror}") from None
-    return Started(exp, meta, child, started)
+    return Started(exp, meta, pid, started)
+
+
+def _shown(path):
+    """path as the messages name it, as pathlib writes it (for an error only: pathlib is
+    not for the launch path)."""
+    from pathlib import Path
+
+    return Path(path)
 
 
 # what perfweave run forwards to the command: the termination requests sent to perfweave
@@ -523,19 +590,19 @@ def hand_over(started, values):
         os.lseek(fd, 0, os.SEEK_SET)
         sys.stdout.flush()
         sys.stderr.flush()
-        waiter = str(library_dir() / WAITER)
+        waiter = os.path.join(_libdir(), WAITER)
         wait = startup_wait() if values.get("node_interval", 1) > 0 else 0
         os.execv(
             waiter,
             [
                 waiter,
-                str(started.child.pid),
-                str(started.exp),
+                str(started.pid),
+                started.exp,
                 str(fd),
                 repr(started.started),
                 repr(wait),
                 sys.executable,
-                str(Path(__file__).parent.parent),
+                os.path.dirname(os.path.dirname(__file__)),
                 "--",
                 *sys.argv,  # for ps: the command line it showed
             ],
@@ -550,7 +617,7 @@ def wait(started):
 
     def forward(sig, frame):
         try:
-            started.child.send_signal(sig)
+            os.kill(started.pid, sig)
         except OSError:
             pass
 
@@ -558,11 +625,7 @@ def wait(started):
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: None)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # as hand_over left them
     try:
-        while True:
-            try:
-                return started.child.wait()
-            except InterruptedError:
-                continue
+        return os.waitstatus_to_exitcode(os.waitpid(started.pid, 0)[1])
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
@@ -588,7 +651,7 @@ def remove_ending(exp):
 
 
 def finish(exp, meta, status, ended):
-    """End the run of experiment exp (Path) once its command ended with status (as
+    """End the run of experiment exp (its directory) once its command ended with status (as
     subprocess gives it) at `ended` (seconds since the epoch): experiment.json from meta
     (as written at the start) and the verdict. Returns (unwritten, found): the files of the
     experiment that could not be written (writing.read_unwritten) and the Verdict on a run
@@ -599,7 +662,7 @@ def finish(exp, meta, status, ended):
         state="finished",
         end_epoch=ended,
         wall_seconds=ended - meta["start_epoch"],
-        end_time=_dt.datetime.fromtimestamp(ended).astimezone().isoformat(),
+        end_time=iso_time(ended),
         exit_status={"signal": -status} if status < 0 else {"code": status},
     )
     # what the runtime could not write, marked by each process, recorded once here
@@ -627,7 +690,9 @@ def run(command, values, stderr=sys.stderr, meta=None):
     subprocess: negative for a signal), the files of the experiment that could not be
     written and the Verdict on a run that recorded fewer ranks than it started (else
     None). meta: more for experiment.json."""
+    from pathlib import Path
+
     started = start(command, values, stderr, meta)
     status = wait(started)
     unwritten, found = finish(started.exp, started.meta, status, time.time())
-    return started.exp, status, unwritten, found
+    return Path(started.exp), status, unwritten, found

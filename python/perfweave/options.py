@@ -5,7 +5,6 @@ variables the C runtime reads (runtime/core/gen_options.py writes its header
 from the same file).
 """
 
-import argparse
 import json
 import os
 from functools import lru_cache
@@ -43,6 +42,8 @@ def _from_env(opt):
 
 
 def add_arguments(parser):
+    import argparse
+
     for opt in spec():
         names = [opt["flag"], flag(opt)] if opt.get("flag") else [flag(opt)]
         default = _from_env(opt)

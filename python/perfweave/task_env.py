@@ -27,7 +27,6 @@ rewritten to name the variables in the launcher's own terms (docs/launching.md):
 
 import os
 import re
-import subprocess
 
 # The exec helper's name, also the marker a user may write before the program.
 EXEC_HELPER = "perfweave-exec"
@@ -173,6 +172,8 @@ def launcher_kind(command):
 
 def launcher_flavor(path):
     """The MPI whose launcher `path` is (for the launcher's own options), or None."""
+    import subprocess
+
     try:
         res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):

@@ -12,8 +12,6 @@ can be made when the data could not.
 import errno
 import os
 from contextlib import contextmanager
-from pathlib import Path
-from urllib.parse import unquote
 
 MARK_PREFIX = "unwritten."
 
@@ -23,8 +21,8 @@ def atomic_open(path, mode="wb"):
     """A file object writing path.tmp.PID, renamed to path when the block ends without
     an exception; otherwise removed, and the exception (OSError for a full disk) goes
     on. For outputs written piece by piece (exports)."""
-    path = Path(path)
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    path = os.fspath(path)
+    tmp = f"{path.rstrip('/')}.tmp.{os.getpid()}"
     try:
         # the buffered writer loops over short writes; close() raises what the last
         # flush (or NFS, or a quota) reports
@@ -33,7 +31,7 @@ def atomic_open(path, mode="wb"):
         os.replace(tmp, path)
     except BaseException:
         try:
-            tmp.unlink()
+            os.unlink(tmp)
         except OSError:
             pass
         raise
@@ -58,7 +56,7 @@ def mark_unwritten(exp, rel, err):
     """Mark rel (a path in experiment exp) as not written because of errno err. Returns
     whether the mark could be made."""
     try:
-        os.close(os.open(Path(exp) / mark_name(rel, err), os.O_WRONLY | os.O_CREAT, 0o644))
+        os.close(os.open(os.path.join(exp, mark_name(rel, err)), os.O_WRONLY | os.O_CREAT, 0o644))
         return True
     except OSError:
         return False
@@ -66,10 +64,10 @@ def mark_unwritten(exp, rel, err):
 
 def unmark(exp, rel):
     """Remove rel's marks (it was written after all)."""
-    for p in _marks(exp):
-        if _parse(p.name)["file"] == rel:
+    for name in _marks(exp):
+        if _parse(name)["file"] == rel:
             try:
-                p.unlink()
+                os.unlink(os.path.join(exp, name))
             except OSError:
                 pass
 
@@ -83,12 +81,14 @@ def _reason(name):
 
 def _parse(mark):
     rel, _, err = mark[len(MARK_PREFIX) :].rpartition(".")
-    return {"file": unquote(rel), "error": err}
+    # mark_name's (and the runtime's) encoding undone: every % in it begins %2F or %25
+    return {"file": rel.replace("%2F", "/").replace("%25", "%"), "error": err}
 
 
 def _marks(exp):
+    """The names of experiment exp's marks, in order."""
     try:
-        return sorted(p for p in Path(exp).iterdir() if p.name.startswith(MARK_PREFIX))
+        return sorted(n for n in os.listdir(exp) if n.startswith(MARK_PREFIX))
     except OSError:
         return []
 
@@ -101,8 +101,8 @@ def read_unwritten(exp, meta=None):
     for u in listed if isinstance(listed, list) else []:
         if isinstance(u, dict) and isinstance(u.get("file"), str):
             found[u["file"]] = str(u.get("error", "EIO"))
-    for p in _marks(exp):
-        u = _parse(p.name)
+    for name in _marks(exp):
+        u = _parse(name)
         found.setdefault(u["file"], u["error"])
     return [{"file": f, "error": e, "reason": _reason(e)} for f, e in sorted(found.items())]
 

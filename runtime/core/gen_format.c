@@ -65,8 +65,15 @@ static void files(void)
 
 static void records(void)
 {
-    fputs("# record: numpy dtype (every field little-endian, back to back)\n"
-          "RECORDS = {\n",
+    fputs("def __getattr__(name):\n"
+          "    \"\"\"RECORDS, made at its first use: the names, codes and constants need no numpy\n"
+          "    (perfweave run's verdict reads them alone).\"\"\"\n"
+          "    if name != \"RECORDS\":\n"
+          "        raise AttributeError(f\"module {__name__!r} has no attribute {name!r}\")\n"
+          "    import numpy as np\n\n"
+          "    global RECORDS\n"
+          "    # record: numpy dtype (every field little-endian, back to back)\n"
+          "    RECORDS = {\n",
           out);
     size_t at;
 #define CHECK_FIELD(ctype, code, field)                                                            \
@@ -74,27 +81,29 @@ static void records(void)
     check(offsetof(struct_t, field) == at, "padding before it", rec, #field);
 #define FIELD(ctype, code, field)                                                                  \
     CHECK_FIELD(ctype, code, field)                                                                \
-    fprintf(out, "        (\"%s\", \"%s\"),\n", #field, code);                                     \
+    fprintf(out, "            (\"%s\", \"%s\"),\n", #field, code);                                 \
     at += sizeof(ctype);
 #define ARRAY(ctype, code, field, n)                                                               \
     CHECK_FIELD(ctype, code, field)                                                                \
-    fprintf(out, "        (\"%s\", \"%s\", (%d,)),\n", #field, code, (int)(n));                    \
+    fprintf(out, "            (\"%s\", \"%s\", (%d,)),\n", #field, code, (int)(n));                \
     at += sizeof(ctype) * (n);
 #define ON_RECORD(name, FIELDS, type)                                                              \
     {                                                                                              \
         typedef type struct_t;                                                                     \
         const char *rec = #name;                                                                   \
         at = 0;                                                                                    \
-        fprintf(out, "    \"%s\": np.dtype([\n", rec);                                             \
+        fprintf(out, "        \"%s\": np.dtype([\n", rec);                                         \
         FIELDS(FIELD, ARRAY)                                                                       \
-        fputs("    ]),\n", out);                                                                   \
+        fputs("        ]),\n", out);                                                               \
         check(at == sizeof(struct_t), "padding after the last field", rec, NULL);                  \
     }
 #define RECORDS_PART(name)                                                                         \
     part = #name;                                                                                  \
     PW_FORMAT_##name(NONE4, ON_RECORD, NONE2, NONE2, NONE2)
     PW_FORMAT_PARTS(RECORDS_PART)
-    fputs("}\n\n", out);
+    fputs("    }\n"
+          "    return RECORDS\n\n\n",
+          out);
 }
 
 /* A NAMES list: the names by index (the indexes need not come in order). */
@@ -195,17 +204,13 @@ int main(int argc, char **argv)
           "the modules' include/perfweave/format/MODULE.h and runtime/modules/modules.def:\n"
           "do not edit; edit those (docs/architecture.md \"Names declared once\").\n"
           "\"\"\"\n"
-          "from typing import NamedTuple\n\n"
-          "import numpy as np\n\n\n"
-          "class FileKind(NamedTuple):\n"
-          "    kind: str\n"
-          "    directory: str\n"
-          "    magic: str\n"
-          "    version: int\n\n\n",
+          "from collections import namedtuple\n\n"
+          "FileKind = namedtuple(\"FileKind\", \"kind directory magic version\")\n\n",
           out);
     files();
-    records();
     lists();
+    fputs("\n\n", out);
+    records();
     if (fclose(out) != 0 || failed) {
         remove(argv[1]);
         return 1;

@@ -1,7 +1,8 @@
 """The launch path's fixed cost (docs/performance.md, "The launch path"): what `perfweave
-run` imports before the program starts, and how perfweave-wait (runtime/launch/wait.c)
-ends a run that needs no verdict without starting Python again. The figure is
-bench/launch_overhead.py's."""
+run` imports before the program starts and after it ends, how perfweave-wait
+(runtime/launch/wait.c) ends a run that needs no verdict without starting Python again,
+and that what the launch path does without (datetime, subprocess) changes nothing it
+writes or does. The figure is bench/launch_overhead.py's."""
 
 import datetime
 import json
@@ -9,21 +10,38 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from perfweave import launch
+
 PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
-# what the data layers and their libraries cost to import: none before the program
-HEAVY = ("numpy", "pandas", "perfweave.readers", "perfweave.model", "perfweave.analysis")
-HEAVY += ("perfweave.report", "perfweave.interop", "perfweave.api", "dataclasses")
+# what the data layers and their libraries cost to import: none before the program, nor
+# in the verdict's interpreter after it
+HEAVY = ("numpy", "pandas", "perfweave.readers.experiment", "perfweave.model")
+HEAVY += ("perfweave.analysis", "perfweave.report", "perfweave.interop", "perfweave.api")
+HEAVY += ("dataclasses", "typing", "inspect")
+# what the launch path does without: each costs an interpreter of the run about as much as
+# the rest of its set-up (pathlib with urllib.parse and ipaddress, subprocess with
+# threading and selectors, shutil with bz2, lzma and zlib: argparse's terminal width)
+UNNEEDED = ("pathlib", "urllib", "datetime", "subprocess", "threading", "shutil", "bz2", "lzma")
 
 
-def test_run_imports_nothing_heavy_before_the_program(tmp_path):
+def imports(lines):
+    """The modules PYTHONPROFILEIMPORTTIME's lines name."""
+    return [line.split("|")[-1].strip() for line in lines if line.startswith("import time:")]
+
+
+def traced_run(tmp_path, *options):
+    """perfweave run of a program without MPI that says when it starts, under
+    PYTHONPROFILEIMPORTTIME: (what was imported before the program, after it). The
+    program ends in true's exit(), which saves its profile (dash's own end is _exit)."""
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
     res = subprocess.run(
-        [PERFWEAVE, "run", "--mpi", "none", "-o", tmp_path / "x", "--"]
-        + ["sh", "-c", "echo program-starts >&2"],
+        [PERFWEAVE, "run", *options, "-o", tmp_path / "x", "--"]
+        + ["sh", "-c", "echo program-starts >&2; exec true"],
         capture_output=True,
         text=True,
         env=env,
@@ -31,10 +49,71 @@ def test_run_imports_nothing_heavy_before_the_program(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     lines = res.stderr.splitlines()
-    before = lines[: lines.index("program-starts")]
-    imported = [line.split("|")[-1].strip() for line in before if line.startswith("import time:")]
-    assert "perfweave.launch" in imported  # the interpreter did say what it imported
-    assert [m for m in imported if m.startswith(HEAVY)] == []
+    assert lines[-1].startswith("perfweave: experiment written to ")
+    at = lines.index("program-starts")
+    return imports(lines[:at]), imports(lines[at:])
+
+
+def test_run_imports_nothing_heavy_before_the_program(tmp_path):
+    before, _ = traced_run(tmp_path, "--mpi", "none")
+    assert "perfweave.launch" in before  # the interpreter did say what it imported
+    assert [m for m in before if m.startswith(HEAVY + UNNEEDED)] == []
+    # nor another verb's module (cli/__init__.py imports the verb that runs alone)
+    assert [m for m in before if m.startswith("perfweave.cli.")] == ["perfweave.cli.run"]
+
+
+def test_the_verdict_after_the_run_imports_nothing_heavy(tmp_path):
+    """A program without MPI leaves procs/ alone, and whether it is an MPI program takes
+    Python's verdict (ldd): its interpreter reads the experiment without numpy."""
+    _, after = traced_run(tmp_path)
+    assert "perfweave.readers.recorded" in after  # the verdict was Python's
+    # subprocess: the verdict's ldd of the program
+    assert [m for m in after if m.startswith(HEAVY + UNNEEDED[:3] + ("argparse",))] == []
+
+
+@pytest.mark.parametrize("zone", ["UTC0", "XYZ-1:02:03", "ABC+5:30"])
+def test_times_are_written_as_datetime_writes_them(monkeypatch, zone):
+    """experiment.json's start_time and end_time (launch.iso_time): datetime's isoformat
+    of the local time, to the microsecond rounded half to even."""
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        now = time.time()
+        for t in [now, float(int(now)), 1795920676.602784, 1795920676.9999996]:
+            for dt in (0, 0.5e-6, 1.5e-6, 1e-7, 0.25, 3599.9999999):
+                want = datetime.datetime.fromtimestamp(t + dt).astimezone().isoformat()
+                assert launch.iso_time(t + dt) == want
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_the_command_starts_as_subprocess_started_it(tmp_path):
+    """The command perfweave run starts (os.posix_spawn) inherits none of perfweave's
+    descriptors above 2 and has SIGPIPE, which Python ignores, at its default, as
+    subprocess.Popen's close_fds and restore_signals made it."""
+    fd = 57
+    r, w = os.pipe()
+    os.dup2(w, fd)
+    os.close(w)
+    script = (
+        f"[ -e /proc/$$/fd/{fd} ] && echo fd-open || echo fd-closed; grep SigIgn /proc/$$/status"
+    )
+    try:
+        res = subprocess.run(
+            [PERFWEAVE, "run", "--mpi", "none", "-o", tmp_path / "x", "--", "sh", "-c", script],
+            capture_output=True,
+            text=True,
+            pass_fds=(fd,),
+            timeout=60,
+        )
+    finally:
+        os.close(fd)
+        os.close(r)
+    assert res.returncode == 0, res.stderr
+    opened, ignored = res.stdout.split()[0], int(res.stdout.split()[-1], 16)
+    assert opened == "fd-closed"
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
 
 
 def ended_run(tmp_path, script):

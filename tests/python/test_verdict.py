@@ -1,7 +1,8 @@
 """perfweave run's verdict on a run that recorded fewer ranks than it started
-(launch.verdict, readers.experiment.recorded) and how the readers repeat it, on
+(launch.verdict, readers.recorded.recorded) and how the readers repeat it, on
 experiment directories built by hand."""
 
+import json
 import shutil
 import struct
 
@@ -10,7 +11,9 @@ import pytest
 from perfweave import launch
 from perfweave.errors import PerfweaveError
 from perfweave.readers import trace as rt
-from perfweave.readers.experiment import open_experiment, recorded
+from perfweave.readers.experiment import open_experiment
+from perfweave.readers.recorded import recorded
+from perfweave.readers.table_description import KIND as TABLES
 
 FUNCS = {"functions": ["MPI_Init", "MPI_Send"], "families": ["other", "p2p"]}
 KILLED = "killed before saving (SIGKILL, as launchers send when a rank fails)"
@@ -24,6 +27,27 @@ def rank_file(pwprof, exp, rank, world_size):
         dict(FUNCS, world_size=world_size, partial=True),
         ranks=[dict(rank=rank, pid=100 + rank, state=3, app_ns=10)],
     )
+
+
+def tables_description(exp, rank, pid, world_size):
+    """tables/node.PID.json: a process that ended without saving (its tables are its
+    data, readers/tables.py)."""
+    doc = dict(
+        FUNCS,
+        format=TABLES.magic,
+        version=TABLES.version,
+        rank=rank,
+        pid=pid,
+        host="node",
+        world_size=world_size,
+        hist_buckets=34,
+        max_callsites=64,
+        modules=[],
+        counters=[],
+        objects=[],
+    )
+    (exp / "tables").mkdir(exist_ok=True)
+    (exp / "tables" / f"node.{pid}.json").write_text(json.dumps(doc))
 
 
 def pids(exp, *values):
@@ -60,6 +84,15 @@ def test_recorded_counts_every_file_of_a_rank(experiment_dir, pwprof):
         f"only 4 of 6 ranks recorded data (none from ranks 1,5): they were {KILLED}, or "
         "perfweave's runtime did not reach their tasks (environment not passed to them)"
     )
+    # ranks killed before they saved left their tables: recorded, as is a process
+    # without a rank; a damaged description is no data
+    tables_description(exp, 5, 105, 7)
+    tables_description(exp, -1, 78, 1)
+    (exp / "tables" / "node.106.json").write_text("{")
+    rec = recorded(exp)
+    assert (sorted(rec.ranks), rec.world_size, rec.processes) == ([0, 2, 3, 4, 5], 7, 2)
+    v = launch.verdict(exp, ["mpirun", "-n", "2", "./app"], 0, VALUES, None)
+    assert v.ranks == {"expected": 7, "recorded": 5, "missing": "1,6"}
 
 
 def test_complete_and_all_ranks_have_no_verdict(experiment_dir, pwprof):

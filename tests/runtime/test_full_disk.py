@@ -25,7 +25,8 @@ from harness import PERFWEAVE
 from perfweave import writing
 from perfweave.readers.profile import read_profile
 from perfweave.readers.samples import SAMPLE_DTYPE, read_samples
-from perfweave.readers.tables import read_tables, table_descriptions
+from perfweave.readers.table_description import table_descriptions
+from perfweave.readers.tables import read_tables
 from perfweave.readers.timeline import read_node
 from perfweave.readers.trace import list_ranks, read_rank
 

@@ -22,7 +22,8 @@ from test_trace_killed import NRANKS, WARMUP, progress, run_and_kill
 
 from perfweave._format import STATES
 from perfweave.readers.experiment import open_experiment, rank_ranges
-from perfweave.readers.tables import read_tables, table_descriptions
+from perfweave.readers.table_description import table_descriptions
+from perfweave.readers.tables import read_tables
 
 N, P, C = 50, 40, 30  # killed_at.c: ring exchanges, sched_yield calls, the child's
 SITES = 64  # killed_at.c: distinct MPI_Comm_rank call sites, rank + 1 calls from each

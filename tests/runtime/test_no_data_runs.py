@@ -156,7 +156,7 @@ def test_rank_without_preload(mpi, build, tmp_path):
     PERFWEAVE_STARTUP_WAIT seconds (1 here). The run is ended from outside, like a
     user's kill, with SIGTERM to rank 0, which saves its data; the launcher then ends
     rank 1. One of two ranks saved its data, said in one line with the cause."""
-    from perfweave.readers.experiment import ACT_STARTING, activity_ranks
+    from perfweave.readers.recorded import ACT_STARTING, activity_ranks
 
     prog = build(mpi, "initialised.c")
     exp = tmp_path / "exp"

@@ -1,36 +1,71 @@
 """The perfweave command: one module per verb, each with setup_parser(sub) and main(args)."""
 
-import argparse
 import os
 import sys
 
 from perfweave import __version__
-from perfweave.cli import analyze, components, export, import_, report, run
 from perfweave.errors import PerfweaveError
 
-VERBS = [run, report, analyze, export, import_, components]
+# the verbs in the order --help lists them: name -> its module in this package
+VERBS = {
+    "run": "run",
+    "report": "report",
+    "analyze": "analyze",
+    "export": "export",
+    "import": "import_",
+    "components": "components",
+}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.exit(2, f"perfweave: error: {message} (see perfweave --help)\n")
+def build_parser(verbs=VERBS):
+    """The command line's parser, with the verbs named (all, by default)."""
+    # argparse is imported here: the interpreter that gives a run's verdict imports this
+    # package (cli/run.py finish) and parses nothing
+    import argparse
 
+    class _Formatter(argparse.HelpFormatter):
+        """argparse's, with the terminal's width asked when it formats, not when it is
+        made: add_argument makes one to check each option, and argparse asks
+        shutil.get_terminal_size, whose module imports bz2, lzma and zlib (1 ms of each
+        run's start, docs/performance.md "The launch path")."""
 
-def build_parser():
+        def __init__(self, prog, *args, width=None, **kwargs):
+            super().__init__(prog, *args, width=1 << 16 if width is None else width, **kwargs)
+            self._given = (width, args, kwargs)
+
+        def format_help(self):
+            width, args, kwargs = self._given
+            if width is None:  # the width and the help column HelpFormatter would have
+                plain = argparse.HelpFormatter(self._prog, *args, **kwargs)
+                self._width, self._max_help_position = plain._width, plain._max_help_position
+            return super().format_help()
+
+    class _Parser(argparse.ArgumentParser):
+        def __init__(self, *args, formatter_class=_Formatter, **kwargs):
+            super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+        def error(self, message):
+            self.exit(2, f"perfweave: error: {message} (see perfweave --help)\n")
+
     parser = _Parser(
         prog="perfweave", description="Measure and explain the performance of parallel programs."
     )
     parser.add_argument("--version", action="version", version=f"perfweave {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
-    for verb in VERBS:
-        verb.setup_parser(sub)
+    # prog: the verbs' prefix, which argparse would find by formatting this usage
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser, prog="perfweave")
+    for verb in verbs:
+        __import__(f"{__name__}.{VERBS[verb]}", fromlist=["setup_parser"]).setup_parser(sub)
     return parser
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
-        parser = build_parser()
+        # A command line that starts with a verb is that verb's parser's alone, which its
+        # siblings do not change: only its module (and what it imports) is imported, so
+        # `perfweave run` imports no other verb's. perfweave's own --help, --version and
+        # errors come from the whole parser.
+        parser = build_parser([argv[0]] if argv and argv[0] in VERBS else VERBS)
         args = parser.parse_args(argv)
         if not args.verb:
             parser.print_help()

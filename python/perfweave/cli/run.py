@@ -5,7 +5,6 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 
 from perfweave import launch, options, writing
 
@@ -84,7 +83,7 @@ def finish(argv):
     Ends the process as the command ended, whatever happens here."""
     status = int(argv[2])
     try:
-        exp = Path(argv[0])
+        exp = argv[0]
         with os.fdopen(int(argv[1]), "rb") as f:
             meta = json.loads(f.read())
         unwritten, found = launch.finish(exp, meta, status, float(argv[3]))
@@ -99,6 +98,8 @@ def _end(exp, status, unwritten, found):
     """The run's last line, and the exit status that passes the command's on."""
     kept = []
     if found and found.state == "empty":
+        from pathlib import Path
+
         from perfweave.readers.experiment import kept_by_modules
 
         kept = kept_by_modules(Path(exp))

@@ -19,6 +19,7 @@ from perfweave._format import (
     SAMPLE_COUNTERS,
     SAMPLE_FRAMES,
 )
+from perfweave.readers.names import OLD_FAMILY_NAMES, renamed_activity, renamed_families
 
 RANK_DTYPE = RECORDS["rank"]
 SITE_DTYPE = RECORDS["site"]
@@ -38,25 +39,6 @@ TIMELINE_VERSION = FILES["timeline"].version
 # the sampler's record (one sample of one thread)
 SAMPLE_DTYPE = RECORDS["sample"]
 SAMPLES_VERSION = FILES["samples"].version
-
-# Names that changed: the MPI family of MPI_File_* calls was "io" (in the profile's and
-# traces' "families", the samples' activity "mpi_io", the timeline's series PID.mpi_io_ns)
-# before profile 4, trace 3, samples 4 and timeline 2; their readers rename it in older
-# files. "io" now means POSIX and stdio I/O alone.
-OLD_FAMILY_NAMES = {"io": "file"}
-
-
-def renamed_families(names):
-    """An older file's family names as this version says them."""
-    return [OLD_FAMILY_NAMES.get(n, n) for n in names]
-
-
-def renamed_activity(name):
-    """An older file's activity name ("mpi_" family or another) as this version says it."""
-    if name.startswith("mpi_") and name[4:] in OLD_FAMILY_NAMES:
-        return "mpi_" + OLD_FAMILY_NAMES[name[4:]]
-    return name
-
 
 __all__ = [
     "OLD_FAMILY_NAMES",

@@ -9,7 +9,6 @@ here into one Profile.
 """
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,9 +17,11 @@ import numpy as np
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile, state_name
 from perfweave.readers.dtypes import COUNT_DTYPE, HIST_BUCKETS
-from perfweave.readers.files import short, check, read_bytes, read_json
-from perfweave.readers.profile import read_header, read_profile
-from perfweave.readers.tables import read_tables, unsaved
+from perfweave.readers.files import short, check, read_json
+from perfweave.readers.profile import read_profile
+from perfweave.readers.recorded import rank_ranges
+from perfweave.readers.table_description import unsaved
+from perfweave.readers.tables import read_tables
 from perfweave.writing import describe, read_unwritten
 
 KILLED = STATES.index("killed")
@@ -103,111 +104,6 @@ def read_meta(path):
             f"{f}: experiment format version {short(meta.get('version'))} not supported"
         )
     return check(meta, META_SCHEMA, f, "experiment description")
-
-
-@dataclass
-class Recorded:
-    """What the processes of a run left in its experiment, told from file names and
-    headers alone (perfweave run's verdict at the end of a run)."""
-
-    complete: bool = False  # profile.pwprof: every rank reached MPI_Finalize
-    ranks: set = field(default_factory=set)  # ranks with data of their own
-    world_size: int = 0  # MPI_COMM_WORLD's size as those ranks recorded it
-    processes: int = 0  # processes without MPI that saved a profile (procs/)
-    started: int = 0  # processes that loaded the runtime (timeline/HOST.pids)
-    in_init: int = 0  # processes that called MPI and never got through MPI_Init
-    starting: int = 0  # processes past MPI_Init, never through perfweave's start-up
-
-
-# files of one rank: partial profile, trace, samples (docs/format.md "The directory")
-_RANK_FILE = re.compile(r"(?:partial|traces|samples)/rank-(\d+)\.")
-
-
-def recorded(path):
-    """Recorded of experiment path. A file that could not be written (its mark) counts as
-    data recorded: its process ran with the runtime."""
-    path = Path(path)
-    rec = Recorded()
-    names = [u["file"] for u in read_unwritten(path)]
-    for sub in ("partial", "traces", "samples", "procs"):
-        d = path / sub
-        if d.is_dir():
-            names += [f"{sub}/{p.name}" for p in d.iterdir()]
-    rec.complete = (path / "profile.pwprof").exists() or "profile.pwprof" in names
-    for name in names:
-        m = _RANK_FILE.match(name)
-        if m:
-            rec.ranks.add(int(m.group(1)))
-        elif name.startswith("procs/") and name.endswith(".pwprof"):
-            rec.processes += 1
-    sizes = [
-        _world_size(path / n)
-        for n in names
-        if n.startswith("partial/")
-        and n.endswith(".pwprof")
-        or n.startswith("traces/")
-        and n.endswith(".json")
-    ]
-    if rec.complete:
-        sizes.append(_world_size(path / "profile.pwprof"))
-    for found in unsaved(path):
-        if isinstance(found, tuple):  # a process killed before it saved: its tables
-            doc = found[1]
-            if doc["rank"] >= 0:
-                rec.ranks.add(doc["rank"])
-                sizes.append(doc.get("world_size", 0))
-            else:
-                rec.processes += 1
-    rec.world_size = max(sizes, default=0)
-    pids = set()
-    for p in (path / "timeline").glob("*.pids"):
-        try:
-            pids.update(w for w in read_bytes(p).split() if w.isdigit())
-        except (FormatError, OSError):
-            pass
-    rec.started = len(pids)
-    states = list(activity_ranks(path).values())
-    rec.in_init = states.count(ACT_IN_INIT)
-    rec.starting = states.count(ACT_STARTING)
-    return rec
-
-
-# timeline/HOST.PID.act: int64 magic, pid; int32 rank, version; ... (runtime/core/pw.h).
-# rank: the process's rank, or: in MPI_Init (-2); past it, in perfweave's start-up (-3)
-ACT_MAGIC, ACT_IN_INIT, ACT_STARTING = 0x7077616374763100, -2, -3
-
-
-def activity_ranks(path):
-    """{activity page (timeline/HOST.PID.act): its rank field} of experiment path's
-    processes, as they are now (the pages are written while the run goes on); pages
-    that cannot be read are left out."""
-    out = {}
-    for p in (Path(path) / "timeline").glob("*.act"):
-        r = _activity_rank(p)
-        if r is not None:
-            out[p.name] = r
-    return out
-
-
-def _activity_rank(f):
-    """The rank field of a process's activity page (None: unreadable)."""
-    try:
-        head = read_bytes(f)[:24]
-    except (FormatError, OSError):
-        return None
-    if len(head) < 24 or int.from_bytes(head[:8], "little", signed=True) != ACT_MAGIC:
-        return None
-    return int.from_bytes(head[16:20], "little", signed=True)
-
-
-def _world_size(f):
-    """MPI_COMM_WORLD's size in a profile header or trace JSON (0: unreadable)."""
-    try:
-        doc = read_header(f) if f.suffix == ".pwprof" else read_json(f, "trace description")
-    except (FormatError, FileNotFoundError):
-        return 0
-    size = doc.get("world_size")
-    return size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
 def _module_functions(header):
@@ -490,19 +386,3 @@ def state_reason(meta):
     if meta.get("state") in NO_DATA_STATES and meta.get("reason"):
         return meta["reason"]
     return None
-
-
-def rank_ranges(values):
-    """[0, 1, 2, 5] -> '0-2,5'."""
-    out, start, prev = [], None, None
-    for v in values:
-        if start is None:
-            start = prev = v
-        elif v == prev + 1:
-            prev = v
-        else:
-            out.append(f"{start}-{prev}" if prev != start else str(start))
-            start = prev = v
-    if start is not None:
-        out.append(f"{start}-{prev}" if prev != start else str(start))
-    return ",".join(out)

@@ -4,15 +4,16 @@ the reader forever, a directory or a symlink loop fails), JSON is parsed with it
 nesting bounded, and every failure is one FormatError naming the file.
 
 A file that does not exist raises FileNotFoundError, so that callers can tell an
-absent optional file from a damaged one."""
+absent optional file from a damaged one.
+
+numpy is imported by the readers of arrays alone (SparseFile, read_array): perfweave run's
+verdict reads files through this module without it (readers/recorded.py)."""
 
 import errno
 import json
 import mmap
 import os
 import stat
-
-import numpy as np
 
 from perfweave.errors import FormatError
 
@@ -39,6 +40,8 @@ class SparseFile:
             raise FormatError(f"{self.path}: cannot read: {e.strerror}") from None
         finally:
             os.close(fd)
+        import numpy as np
+
         return np.frombuffer(b + bytes(n - len(b)), np.uint8)
 
 
@@ -105,6 +108,8 @@ def read_array(path):
     """The bytes of the regular file path as a read-only uint8 array over a mapping of
     it (unmapped when the last array over it goes). Mapped, records are read where the
     page cache holds them, without the copy (and its fresh memory) of read(2)."""
+    import numpy as np
+
     fd, size = _open_regular(path)
     with os.fdopen(fd, "rb", buffering=0) as f:
         if size == 0:

@@ -11,15 +11,12 @@ import numpy as np
 
 from perfweave.errors import FormatError
 
-from perfweave._format import FILES, HIST_BUCKETS
-from perfweave.readers.dtypes import PROFILE_VERSION, renamed_families
-from perfweave.readers.files import check, parse_json, read_bytes, read_line
+from perfweave._format import HIST_BUCKETS
+from perfweave.readers.files import read_bytes
 
-MAGIC = FILES["profile"].magic
-# 1: counts without inside_ns/before_ns; 1 and 2: loaded objects named "modules", the
-# MPI library in mpi_library and mpi_flavor; 1 to 3: the MPI family "file" named "io"
-# (read as version 4 says them: _upgrade)
-SUPPORTED_VERSIONS = (1, 2, 3, PROFILE_VERSION)
+# MAGIC: the format's name, for the readers of files that embed profile data
+from perfweave.readers.profile_header import MAGIC, parse_header  # noqa: F401
+
 END_MARKER = b"PWEND\n\n\n"
 
 
@@ -34,54 +31,6 @@ class ProfileFile:
 # the numpy codes of format.h's fields: little-endian integers and floats (no strings,
 # objects or byte orders numpy would warn about or the readers would misread)
 _FIELD_TYPE = re.compile(r"[<|]?[iuf][1248]")
-HEADER_SCHEMA = {
-    "partial": bool,
-    "world_size": int,
-    "hist_buckets": int,
-    "data_bytes": int,
-    "counters": [str],
-    "states": [str],
-    "arrays": {},
-}
-
-
-def _parse_header(line, path):
-    """The header of a profile file from its first line, checked."""
-    if not line.startswith(b"{"):
-        raise FormatError(f"{path}: not a perfweave profile file")
-    header = parse_json(line, path, "header")
-    if not isinstance(header, dict) or header.get("format") != MAGIC:
-        raise FormatError(f"{path}: not a perfweave profile file")
-    if header.get("version") not in SUPPORTED_VERSIONS:
-        raise FormatError(
-            f"{path}: profile format version {header.get('version')} is not "
-            f"supported (this perfweave reads {SUPPORTED_VERSIONS})"
-        )
-    check(header, HEADER_SCHEMA, path, "header")
-    _upgrade(header, path)
-    if header.get("world_size", 0) < 0 or not 0 < header.get("hist_buckets", HIST_BUCKETS) <= 64:
-        raise FormatError(f"{path}: corrupt header (world_size or hist_buckets)")
-    return header
-
-
-def _upgrade(header, path):
-    """A header of an older version as version 4 says the same. Before 4: the MPI family
-    "file" was "io". Before 3: the loaded objects under "objects", and one measured
-    module, "mpi", that owns every function and holds the MPI library's strings. The
-    arrays' "module" fields are renamed by _upgrade_arrays."""
-    if header["version"] < 4 and isinstance(header.get("families"), list):
-        header["families"] = renamed_families(header["families"])
-    if header["version"] >= 3:
-        return
-    if "objects" in header:
-        raise FormatError(f"{path}: corrupt header (objects in a version {header['version']} file)")
-    header["objects"] = header.pop("modules", None)
-    functions = header.get("functions")
-    mpi = {"name": "mpi", "version": header["version"], "first": 0}
-    mpi["count"] = len(functions) if isinstance(functions, list) else 0
-    mpi["library"] = header.pop("mpi_library", "")
-    mpi["flavor"] = header.pop("mpi_flavor", "")
-    header["modules"] = [mpi] if mpi["count"] else []
 
 
 def _upgrade_arrays(header, arrays):
@@ -94,15 +43,6 @@ def _upgrade_arrays(header, arrays):
             a.dtype.names = ["object" if n == "module" else n for n in a.dtype.names]
 
 
-def read_header(path):
-    """The header of a profile file alone (its first line), checked as read_profile
-    checks it, without reading the arrays."""
-    try:
-        return _parse_header(read_line(path), path)
-    except FileNotFoundError:
-        raise FormatError(f"{path}: cannot read: no such file") from None
-
-
 def read_profile(path):
     try:
         raw = read_bytes(path)
@@ -111,7 +51,7 @@ def read_profile(path):
     nl = raw.find(b"\n")
     if nl < 0:
         raise FormatError(f"{path}: not a perfweave profile file")
-    header = _parse_header(raw[:nl], path)
+    header = parse_header(raw[:nl], path)
     start = nl + 1
     data_bytes = header.get("data_bytes")
     if not isinstance(data_bytes, int) or data_bytes < 0:

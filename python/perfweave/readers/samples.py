@@ -10,8 +10,9 @@ import numpy as np
 
 from perfweave.errors import FormatError
 from perfweave.model.samples import ProcessSamples
-from perfweave.readers.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION, renamed_activity
+from perfweave.readers.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION
 from perfweave.readers.files import check, read_array, read_json
+from perfweave.readers.names import renamed_activity
 from perfweave._format import FILES
 
 MAGIC = FILES["samples"].magic

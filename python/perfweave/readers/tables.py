@@ -7,12 +7,11 @@ files the other ranks saved.
 The tables file is read with pread (files.SparseFile), never mapped: a page of it that
 the file system never backed (a full tmpfs) would fault in a mapping."""
 
-import re
 from pathlib import Path
 
 import numpy as np
 
-from perfweave._format import FILES, RECORDS, STATES, TABLE_KINDS, TABLES_MAGIC_NUMBER
+from perfweave._format import RECORDS, STATES, TABLE_KINDS, TABLES_MAGIC_NUMBER
 from perfweave._format import TABLES_PAGE as PAGE
 from perfweave.errors import FormatError
 from perfweave.model.profile import BRACKET
@@ -24,53 +23,16 @@ from perfweave.readers.dtypes import (
     PROFILE_VERSION,
     SITE_DTYPE,
 )
-from perfweave.readers.files import PROCESS_HEAD, SparseFile, check, read_json, short
+from perfweave.readers.files import SparseFile
 from perfweave.readers.profile import MAGIC as PROFILE_MAGIC
 from perfweave.readers.profile import ProfileFile, check_arrays
+from perfweave.readers.table_description import KIND, read_description
 
-KIND = FILES["tables"]
 HEAD = RECORDS["tables_head"]
 BLOCK = RECORDS["table_block"]
 SLOT = RECORDS["table_site"]
 RANK = RECORDS["rank"]
 KILLED = STATES.index("killed")
-
-SCHEMA = {
-    **PROCESS_HEAD,
-    "world_size": int,
-    "hist_buckets": int,
-    "max_callsites": int,
-    "modules": [dict],
-    "functions": [str],
-    "families": [str],
-    "counters": [str],
-    "objects": [{"path": str, "buildid": str, "start": int, "end": int, "base": int}],
-}
-_NAME = re.compile(r"[^/]+\.\d+(\.\d+)?\.json")
-
-
-def table_descriptions(exp):
-    """The description files (tables/NAME.json) of experiment exp, sorted."""
-    d = Path(exp) / KIND.directory
-    return sorted(p for p in d.glob("*.json") if _NAME.fullmatch(p.name)) if d.is_dir() else []
-
-
-def read_description(path):
-    """tables/NAME.json, checked: who the process was (rank, pid, host) and what its
-    tables' ids and addresses name."""
-    doc = check(read_json(path, "call-site tables description"), SCHEMA, path, "description")
-    if doc.get("format") != KIND.magic:
-        raise FormatError(f"{path}: not a perfweave call-site tables description")
-    if doc.get("version") != KIND.version:
-        raise FormatError(
-            f"{path}: tables format version {short(doc.get('version'))} not supported"
-        )
-    for k in ("rank", "pid", "host", "functions", "families", "modules", "objects", "counters"):
-        if k not in doc:
-            raise FormatError(f"{path}: corrupt description (no {k})")
-    if doc.get("hist_buckets", HIST_BUCKETS) != HIST_BUCKETS or doc["rank"] < -1:
-        raise FormatError(f"{path}: corrupt description (hist_buckets or rank)")
-    return doc
 
 
 def read_tables(path, doc=None):
@@ -279,24 +241,3 @@ def _profile(data, doc, head, rank, tables, hist, lasts, dropped):
     }
     arrays = {"ranks": r, "sites": sites, "frames": frames, "hist": h, "counts": counts}
     return header, arrays
-
-
-def unsaved(exp, saved_ranks=(), saved_processes=()):
-    """[(description path, its document)] of the processes of experiment exp whose tables
-    are their only data: ranks not in saved_ranks (they saved no partial profile),
-    processes without a rank whose HOST.PID is not in saved_processes (no procs/ file);
-    one per rank. Descriptions that cannot be read: FormatError in the list's place."""
-    out, ranks = [], set(saved_ranks)
-    for p in table_descriptions(exp):
-        try:
-            doc = read_description(p)
-        except FormatError as e:
-            out.append(e)
-            continue
-        r = doc["rank"]
-        if (r >= 0 and r in ranks) or (r < 0 and f"{doc['host']}.{doc['pid']}" in saved_processes):
-            continue
-        if r >= 0:
-            ranks.add(r)
-        out.append((p, doc))
-    return out

@@ -13,8 +13,9 @@ import numpy as np
 from perfweave.errors import FormatError
 from perfweave._format import FILES
 from perfweave.model.timeline import NodeTimeline
-from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION, renamed_activity
+from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
 from perfweave.readers.files import check, read_array, read_json, short
+from perfweave.readers.names import renamed_activity
 
 # 1: the series PID.mpi_file_ns named PID.mpi_io_ns (renamed as read)
 READ_VERSIONS = (1, TIMELINE_VERSION)

@@ -22,15 +22,10 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave._format import FILES
-from perfweave.readers.dtypes import (
-    EVENT_DTYPE,
-    EVENT_TYPES,
-    TRACE_VERSION,
-    TypeSet,
-    renamed_families,
-)
+from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, TypeSet
 from perfweave.readers.experiment import read_meta as read_experiment_meta, state_reason
 from perfweave.readers.files import check, read_array, read_json, short
+from perfweave.readers.names import renamed_families
 
 TRACE_FORMAT = FILES["trace"].magic
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")

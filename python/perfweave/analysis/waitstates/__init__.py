@@ -29,7 +29,7 @@ from perfweave.analysis.waitstates.p2p import point_to_point
 from perfweave.analysis.waitstates.rma import rma
 from perfweave.model.trace import classify
 from perfweave.model.waitstates import COUNTS, VALUES_DTYPE, WaitStatesResult
-from perfweave.readers.experiment import rank_ranges
+from perfweave.readers.recorded import rank_ranges
 
 # what other layers import: the Wrong Order buffer (tests), and the loader's clock and
 # rank helpers (interop/ reads traces as the analysis does)
