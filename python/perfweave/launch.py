@@ -634,14 +634,14 @@ def wait(started):
 def remove_ending(exp):
     """Remove EXP/ending, the runtime's folder for ending together on a signal
     (runtime/core/ending.c), of no use once the run has ended (as perfweave-wait does)"""
-    folder = exp / "ending"
+    folder = os.path.join(exp, "ending")
     try:
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
         try:
-            os.unlink(folder / name)
+            os.unlink(os.path.join(folder, name))
         except OSError:
             pass
     try:
