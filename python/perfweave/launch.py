@@ -644,6 +644,25 @@ def wait(started):
             signal.signal(s, h)
 
 
+def remove_ending(exp):
+    """Remove EXP/ending, the runtime's folder for ending together on a signal
+    (runtime/core/ending.c), of no use once the run has ended (as perfweave-wait does)"""
+    folder = os.path.join(exp, "ending")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
 def finish(exp, meta, status, ended):
     """End the run of experiment exp (its directory) once its command ended with status (as
     subprocess gives it) at `ended` (seconds since the epoch): experiment.json from meta
@@ -651,6 +670,7 @@ def finish(exp, meta, status, ended):
     experiment that could not be written (writing.read_unwritten) and the Verdict on a run
     that recorded fewer ranks than it started (else None)."""
     command, values, program = meta["command"], meta["options"], meta.get("program")
+    remove_ending(exp)
     meta.update(
         state="finished",
         end_epoch=ended,

@@ -325,7 +325,11 @@ static void dump_all(int state, int in_signal)
 
 void pw_dump_now(int state) { dump_all(state, 0); }
 
-static void at_exit(void) { dump_all(PW_STATE_COMPLETE, 0); }
+static void at_exit(void)
+{
+    dump_all(PW_STATE_COMPLETE, 0);
+    pw_ending_leave();
+}
 
 /* A child of fork (system(), a spawned helper, a program that forks workers) is a
  * process of its own: it starts with no recorded call and no rank, and writes its own
@@ -336,6 +340,7 @@ static void fork_child(void)
     pw_sitetabs_forget(); /* and the parent's tables file */
     pw_rank = -1;
     __atomic_store_n(&dump_state, 0, __ATOMIC_RELEASE);
+    pw_ending_forget();
     for (size_t i = 0; i < PW_NMODULES; i++)
         if (modules[i]->fork_child)
             modules[i]->fork_child();
@@ -362,17 +367,21 @@ void pw_hold(void)
 static void on_signal(int sig)
 {
     __atomic_store_n(&pw_dying, 1, __ATOMIC_SEQ_CST);
+    pw_ending_saving(sig);
     dump_all(PW_STATE_SIGNAL, 1);
     /* Hand the signal back to what was there before us (the default action):
      * it is blocked while we run, so it is delivered as soon as we return. */
     for (size_t i = 0; i < sizeof caught / sizeof *caught; i++)
         if (caught[i] == sig)
             sigaction(sig, &previous[i], NULL);
+    pw_ending_together(sig); /* a launcher's signal to the job: die with the others */
     raise(sig);
 }
 
-static void install_signal_handlers(void)
+/* Returns whether one of the signals a launcher sends the whole job is among them */
+static int install_signal_handlers(void)
 {
+    int any = 0;
     for (size_t i = 0; i < sizeof caught / sizeof *caught; i++) {
         struct sigaction old, sa;
         if (sigaction(caught[i], NULL, &old) != 0)
@@ -385,8 +394,10 @@ static void install_signal_handlers(void)
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART;
-        sigaction(caught[i], &sa, NULL);
+        if (sigaction(caught[i], &sa, NULL) == 0)
+            any |= pw_ending_job_wide(caught[i]);
     }
+    return any;
 }
 
 __attribute__((constructor)) static void pw_init(void)
@@ -410,7 +421,7 @@ __attribute__((constructor)) static void pw_init(void)
     pw_objects_refresh();
     atexit(at_exit);
     pthread_atfork(NULL, NULL, fork_child);
-    if (pw_opt.catch_signals)
-        install_signal_handlers();
+    if (pw_opt.catch_signals && install_signal_handlers())
+        pw_ending_join(); /* a program with handlers of its own for them: left alone */
     pw_debug("active in pid %d", (int)getpid());
 }

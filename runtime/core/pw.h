@@ -52,6 +52,16 @@ static inline void pw_hold_if_dying(void)
     if (__builtin_expect(__atomic_load_n(&pw_dying, __ATOMIC_ACQUIRE), 0))
         pw_hold();
 }
+/* Ending together on a launcher's signal to the job (ending.c): ending/HOST.PID made at
+ * the process's start (join), not a fork child's (forget), and removed at its normal end
+ * (leave); on_signal says it saves, saves, then waits for the node's other processes
+ * still saving and ends them with itself (together). */
+int pw_ending_job_wide(int sig); /* SIGINT, SIGTERM, SIGHUP, SIGQUIT */
+void pw_ending_join(void);
+void pw_ending_forget(void);
+void pw_ending_leave(void);
+void pw_ending_saving(int sig);
+void pw_ending_together(int sig);
 extern int64_t pw_t_start; /* constructor time */
 extern char pw_hostname[256];
 

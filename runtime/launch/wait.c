@@ -241,6 +241,24 @@ static int needs_no_verdict(const char *exp)
     return !marked;
 }
 
+/* EXP/ending, the runtime's folder for ending together on a signal (runtime/core/ending.c),
+ * of no use once the command has ended (launch.py remove_ending) */
+static void remove_ending(const char *exp)
+{
+    char dir[4200], path[4500];
+    snprintf(dir, sizeof dir, "%s/ending", exp);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
 /* datetime.fromtimestamp(t).astimezone().isoformat() */
 static void iso_time(char *out, size_t size, double t)
 {
@@ -367,6 +385,7 @@ int main(int argc, char **argv)
         ended = (double)t.tv_sec + t.tv_nsec / 1e9;
     }
     free(w.seen);
+    remove_ending(exp);
     /* a request now is for perfweave itself, as after Python's wait */
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
