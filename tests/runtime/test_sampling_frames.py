@@ -18,6 +18,7 @@ samples' files (read_samples), the MPI calls from the profile."""
 import platform
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from harness import rank_counts
@@ -101,11 +102,32 @@ def test_cg_pattern_under_sampling(mpi, build, run_pw, unwinder):
     for p in procs:
         assert p.meta["unwinder"] == unwinder
         assert sum(t["taken"] for t in p.meta["threads"]) > 300, p.meta["threads"]
+    # the kernel's samples against the wall time each rank spent in it by its own clock:
+    # a sample per 1 ms of it on average while the rank's samples come on time (a gap
+    # of at most the longest interval, 1.5 ms, and 0.1 ms for the handler). A rank that
+    # waited for a core gets the signal of its timer when it resumes, in the MPI call it
+    # left, and re-arms from there, so its samples fall in step with its resumptions and
+    # miss the computing that follows each (beside two busy loops, Open MPI's 4 ranks:
+    # ~78 % of the gaps late, no sample in conj_grad of 4,400 though each rank's clock
+    # gave it 17 ms of 3.5 s; on an idle machine 1-2 % late and 0.96 sample per ms).
+    # Those ranks' share is not asserted: what this test is for, a run where every rank
+    # lives and saves, is, above and below.
+    printed = rank_counts(r.proc.stdout)
+    kernel_ms = {rank: printed[rank]["kernel_us"] / 1000 for rank in range(ranks)}
+    on_time = []
+    for p in procs:
+        t = np.sort(p.records[p.records["thread"] == 0]["t"])
+        if (np.diff(t) > 1_600_000).mean() <= 0.25:
+            on_time.append(p.meta["rank"])
     samples = r.open().samples()
     compute = samples[samples["leaf"] == "conj_grad"].groupby("rank").size()
-    assert sorted(compute.index) == list(range(ranks)), compute  # the kernel, every rank
+    compute = {rank: int(compute.get(rank, 0)) for rank in on_time}
+    assert all(n > 0 for rank, n in compute.items() if kernel_ms[rank] >= 30), (compute, kernel_ms)
+    assert sum(compute.values()) >= sum(kernel_ms[rank] for rank in on_time) / 3, (
+        compute,
+        kernel_ms,
+    )
     # the MPI calls of each rank, as the program counted them
-    printed = rank_counts(r.proc.stdout)
     assert mpi_calls_by_rank(r.exp, CG_CALLS) == {
         rank: {fn: printed[rank][fn] for fn in CG_CALLS} for rank in range(ranks)
     }

@@ -12,12 +12,15 @@
 ! Rounds go on until SECONDS have passed on rank 0's clock (its decision reaches every
 ! rank through an MPI_Allreduce after each round).
 ! Usage: cg_like SECONDS (ranks: a power of two). Prints from rank 0 the rounds and
-! iterations done, then each rank's count of each MPI call it made ("rank R NAME COUNT").
+! iterations done, then each rank's count of each MPI call it made ("rank R NAME COUNT")
+! and the wall time its conj_grad spent computing, between its MPI calls ("rank R
+! kernel_us MICROSECONDS": where a sample's leaf is conj_grad).
 module cg_like_data
   implicit none
   integer, parameter :: cgitmax = 25
   integer :: n, rank, nranks, left, right
   integer(kind=8) :: nirecv, nisend, nsend, nwaitall, nwait, nallreduce
+  double precision :: kernel_s = 0
   integer, allocatable :: rowstr(:), colidx(:)
   double precision, allocatable :: a(:), b(:), z(:), p(:), q(:), r(:)
 end module cg_like_data
@@ -73,6 +76,7 @@ program cg_like
   call print_count('MPI_Waitall', nwaitall)
   call print_count('MPI_Wait', nwait)
   call print_count('MPI_Allreduce', nallreduce)
+  call print_count('kernel_us', int(kernel_s * 1.0d6, kind=8))
   call MPI_Finalize(ierr)
 end program cg_like
 
@@ -124,8 +128,9 @@ subroutine conj_grad(err)
   include 'mpif.h'
   double precision, intent(out) :: err
   integer :: j, k, cgit, ierr, nreq, req(4), stats(MPI_STATUS_SIZE, 4)
-  double precision :: s, rho, rho0, alpha, beta
+  double precision :: s, rho, rho0, alpha, beta, t
 
+  t = MPI_Wtime()
   do j = 1, n
     q(j) = 0.0d0
     z(j) = 0.0d0
@@ -134,6 +139,7 @@ subroutine conj_grad(err)
   end do
   p(0) = 0.0d0
   p(n + 1) = 0.0d0
+  kernel_s = kernel_s + (MPI_Wtime() - t)
   call rr_sum(rho)
 
   do cgit = 1, cgitmax
@@ -154,6 +160,7 @@ subroutine conj_grad(err)
     nisend = nisend + nreq / 2
     nwaitall = nwaitall + 1
 
+    t = MPI_Wtime()
     do j = 1, n
       s = 0.0d0
       do k = rowstr(j), rowstr(j + 1) - 1
@@ -166,24 +173,31 @@ subroutine conj_grad(err)
     do j = 1, n
       s = s + p(j) * q(j)
     end do
+    kernel_s = kernel_s + (MPI_Wtime() - t)
     call pair_sum(s)
     alpha = rho / s
     rho0 = rho
 
+    t = MPI_Wtime()
     do j = 1, n
       z(j) = z(j) + alpha * p(j)
       r(j) = r(j) - alpha * q(j)
     end do
+    kernel_s = kernel_s + (MPI_Wtime() - t)
     call rr_sum(rho)
+    t = MPI_Wtime()
     beta = rho / rho0
     do j = 1, n
       p(j) = r(j) + beta * p(j)
     end do
+    kernel_s = kernel_s + (MPI_Wtime() - t)
   end do
+  t = MPI_Wtime()
   err = 0.0d0
   do j = 1, n
     err = max(err, abs(z(j) - 1.0d0))
   end do
+  kernel_s = kernel_s + (MPI_Wtime() - t)
 end subroutine conj_grad
 
 ! r.r over every rank, by MPI_Allreduce
