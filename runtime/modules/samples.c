@@ -627,6 +627,38 @@ static int fp_chain(const thr *t, uintptr_t fp, uintptr_t sp, uintptr_t *frames,
     return d;
 }
 
+/* A sample at a function's entry (push %rbp, or the endbr64 before it), right after
+ * the push (mov %rsp,%rbp), or at a ret (after pop %rbp): rbp still holds the caller's
+ * frame, so the chain starts at the caller's caller and the caller is lost (a sample in
+ * now()'s prologue read main;deep;...;deep;now, its caller spin missing). Its return
+ * address is then at sp, or sp + 8 after the push: returned, or 0. The code bytes are
+ * read with process_vm_readv, which fails where a plain read would fault (execute-only
+ * pages, pc at the end of a mapping). */
+static uintptr_t frame_not_made(const thr *t, uintptr_t pc, uintptr_t sp)
+{
+#if defined(__x86_64__)
+    unsigned char c[4];
+    struct iovec to = {c, sizeof c}, from = {(void *)pc, sizeof c};
+    if (process_vm_readv(t->pid, &to, 1, &from, 1, 0) != (ssize_t)sizeof c)
+        return 0;
+    size_t at;
+    if (c[0] == 0x55 || c[0] == 0xc3 || (c[0] == 0xf3 && c[1] == 0xc3) ||
+        (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa))
+        at = 0; /* push %rbp, ret, rep ret, endbr64 */
+    else if (c[0] == 0x48 && c[1] == 0x89 && c[2] == 0xe5)
+        at = sizeof(uintptr_t); /* mov %rsp,%rbp */
+    else
+        return 0;
+    if (!in_range(sp, at + sizeof(uintptr_t), live_stack(t, sp), t->stack_hi))
+        return 0;
+    uintptr_t ret = *(const uintptr_t *)(sp + at);
+    return ret >= 4096 ? ret : 0;
+#else
+    (void)t, (void)pc, (void)sp;
+    return 0;
+#endif
+}
+
 /* Frame pointers: [fp] = caller's fp, [fp + 8] = return address. Inside an MPI call
  * the chain usually breaks in the MPI library (built without frame pointers): then the
  * stack goes on from the wrapper's own frame (pw_call_anchor), so that the sample
@@ -636,8 +668,12 @@ static int fp_walk(const thr *t, uintptr_t pc, uintptr_t fp, uintptr_t sp, uintp
     int d = 0, reached = 0;
     deep_stack x = {.n = 0};
     uintptr_t anchor = pw_call_anchor;
-    if (pc)
+    if (pc) {
         frames[d++] = pc + 1;
+        uintptr_t caller = frame_not_made(t, pc, sp);
+        if (caller)
+            frames[d++] = caller;
+    }
     int n = fp_chain(t, fp, sp, frames, d, &x, anchor, &reached);
     if (!anchor || reached || anchor < sp || d + 1 >= PW_SAMPLE_FRAMES) {
         end_frames(frames, &x);
