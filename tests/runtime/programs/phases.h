@@ -11,13 +11,18 @@
  * milliseconds late. So mark(name) records the time right before (or after) a call,
  * and marks_print() writes "mark RANK NAME SECONDS" lines (seconds since the start):
  * the tests compute each expected wait from these, the program's own clock readings,
- * and check the planned values loosely. */
+ * and check the planned values loosely. With each mark goes the thread's run delay so
+ * far (the time it was ready to run but waited for a core, /proc/thread-self/schedstat),
+ * in "delay RANK NAME SECONDS" lines: how late a mark after a call can be at most. */
 #ifndef WS_PHASES_H
 #define WS_PHASES_H
 #include <errno.h>
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PHASE_S 0.6
 
@@ -40,26 +45,45 @@ static void phases_init(void)
 #define WS_MAX_MARKS 64
 static struct {
     const char *name;
-    double t;
+    double t, delay;
 } ws_marks[WS_MAX_MARKS];
 static int ws_nmarks;
+
+/* The thread's run delay in seconds (schedstat's second field), or -1 where unknown. */
+static double ws_run_delay(void)
+{
+    char buf[128];
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *end;
+    strtoull(buf, &end, 10);
+    return (double)strtoull(end, NULL, 10) * 1e-9;
+}
 
 static void mark(const char *name)
 {
     if (ws_nmarks < WS_MAX_MARKS) {
         ws_marks[ws_nmarks].name = name;
-        ws_marks[ws_nmarks++].t = ws_now();
+        ws_marks[ws_nmarks].t = ws_now();
+        ws_marks[ws_nmarks++].delay = ws_run_delay();
     }
 }
 
 /* One write per rank, so that ranks' lines do not interleave. */
 static void marks_print(int rank)
 {
-    char buf[WS_MAX_MARKS * 64];
+    char buf[WS_MAX_MARKS * 128];
     int n = 0;
     for (int i = 0; i < ws_nmarks; i++)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "mark %d %s %.9f\n", rank,
-                      ws_marks[i].name, ws_marks[i].t - ws_start);
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "mark %d %s %.9f\ndelay %d %s %.9f\n",
+                      rank, ws_marks[i].name, ws_marks[i].t - ws_start, rank, ws_marks[i].name,
+                      ws_marks[i].delay);
     fwrite(buf, 1, (size_t)n, stdout);
     fflush(stdout);
 }
