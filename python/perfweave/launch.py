@@ -478,8 +478,7 @@ def _spawn(argv, env):
     them in setsigdef; the program must inherit what it inherits without perfweave."""
     r, w = os.pipe2(os.O_CLOEXEC)  # the child's exec error, if any; closed by its exec
     pid = os.fork()
-    if pid == 0:  # pragma: no cover (the child: exec or _exit)
-        code = 127
+    if pid == 0:  # the child: exec, or say why not and _exit
         try:
             for s in _DEFAULTED:
                 signal.signal(s, signal.SIG_DFL)
@@ -489,7 +488,7 @@ def _spawn(argv, env):
         except OSError as e:
             os.write(w, str(e.errno or errno.ENOEXEC).encode())
         finally:
-            os._exit(code)
+            os._exit(127)
     os.close(w)
     try:
         failed = os.read(r, 32)
