@@ -3,9 +3,11 @@ does it know each event? The runtime opens the same library with dlopen
 (runtime/modules/counters.c) and checks again in every process.
 
 The kernel's software events (perf::TASK-CLOCK, perf::PAGE-FAULTS, ...: kernel_events.json)
-that PAPI does not know are checked as the runtime counts them, with perf_event_open: on a
-processor libpfm4 does not know, PAPI's perf_event component is disabled and they are no
-PAPI events, though they need nothing of the processor."""
+are checked as the runtime counts them on every machine, with perf_event_open, one
+descriptor each: on a processor libpfm4 does not know, PAPI's perf_event component is
+disabled and they are no PAPI events, though they need nothing of the processor; and the
+kernel loses counts of the members of a group of software events other than its leader,
+which a PAPI event set would make them (runtime/modules/counters.c)."""
 
 import ctypes
 import errno
@@ -229,24 +231,27 @@ def countable(names):
     counters), and an event set holding one of them cannot start at all. Each event PAPI
     knows is tried in a probe event set with those PAPI counts kept before it (as the
     runtime does in each process), so one that cannot be counted, or not together with the
-    others, is left out and the others kept; a kernel event PAPI does not know is opened
-    as the runtime opens it. A reason names its source: 'PAPI: ...' or
-    'perf_event_open: ...'."""
+    others, is left out and the others kept; a kernel event of kernel_events.json is opened
+    as the runtime opens it (the runtime counts those itself on every machine). A reason
+    names its source: 'PAPI: ...' or 'perf_event_open: ...'."""
     lib, why = open_papi()
     if lib is None:
         return [], [(n, why) for n in names]
     perf_event = lib.PAPI_get_component_index(b"perf_event")
     counted, by_papi, not_counted = [], [], []
     for name in names:
-        code = ctypes.c_int(0)
-        rc = lib.PAPI_event_name_to_code(name.encode(), ctypes.byref(code))
-        if rc != 0:
-            config = kernel_event(name)
-            why = f"PAPI: {_papi_why(lib, rc)}" if config is None else kernel_countable(config)
+        config = kernel_event(name)
+        if config is not None:  # the kernel's: perfweave counts it, PAPI or not
+            why = kernel_countable(config)
             if why is None:
                 counted.append(name)
             else:
                 not_counted.append((name, why))
+            continue
+        code = ctypes.c_int(0)
+        rc = lib.PAPI_event_name_to_code(name.encode(), ctypes.byref(code))
+        if rc != 0:
+            not_counted.append((name, f"PAPI: {_papi_why(lib, rc)}"))
             continue
         es = ctypes.c_int(-1)
         rc = lib.PAPI_create_eventset(ctypes.byref(es))

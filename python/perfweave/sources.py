@@ -188,15 +188,16 @@ def probe_papi():
         comps.append(f"{name}: disabled ({dis.strip()})" if dis else f"{name}: {desc}")
     detail = f"{sum(1 for c in comps if ': disabled' not in c)} of {len(comps)} components active"
     unknown = unknown_processor(lib)
+    # the kernel's software events are perfweave's on every machine (counters.c says why)
+    ours = _kernel_events_here()
+    comps.append("perf:: events counted by perfweave (perf_event_open): " + ", ".join(ours))
     if unknown:
-        # PAPI has no perf:: events then either: perfweave counts the kernel's itself
-        ours = _kernel_events_here()
+        # PAPI has no perf:: events here either
         some = [f"perf::{n}" for n in ("TASK-CLOCK", "PAGE-FAULTS") if n in ours]
         detail += (
             f"; {unknown}; perfweave counts the kernel's software events itself "
             f"({', '.join(some + ['...']) if ours else 'none countable here'})"
         )
-        comps.append("perf:: events counted by perfweave (perf_event_open): " + ", ".join(ours))
     else:
         detail += f"; {_hardware_counters()}"
     forced = os.environ.get("LIBPFM_FORCE_PMU")

@@ -15,16 +15,20 @@
  * the runtime's check covers nodes unlike the one the run was started from.
  *
  * The kernel's software events (perf::TASK-CLOCK, perf::PAGE-FAULTS, ...: the table of
- * python/perfweave/kernel_events.json) need no knowledge of the processor, but PAPI
- * reaches them through libpfm4, and on a processor libpfm4 does not know PAPI's
- * perf_event component is disabled (every PAPI release to 7.2: "no default PMU found")
- * and they are no PAPI events at all. An event of that table that PAPI does not know is counted
- * here with perf_event_open, as PAPI would count it (this thread, user-level domain); the
- * rest still goes through PAPI. Nothing of the process's environment is changed for it
- * (forcing libpfm4 to another model's PMU, LIBPFM_FORCE_PMU, would encode that model's
- * events and hides libpfm4's perf:: events as well).
+ * python/perfweave/kernel_events.json) are counted here with perf_event_open, on every
+ * machine, one descriptor each, as PAPI would count them (this thread, user-level domain);
+ * the rest goes through PAPI. Two reasons. They need no knowledge of the processor, but PAPI
+ * reaches them through libpfm4, and on a processor libpfm4 does not know PAPI's perf_event
+ * component is disabled (every PAPI release to 7.2: "no default PMU found") and they are no
+ * PAPI events at all. And the kernel loses counts of a group's members other than its
+ * leader when they are software events (Linux 6.18: perf::TASK-CLOCK behind
+ * perf::PAGE-FAULTS read 0.121 s of a thread's 0.243 s, or none, in 1 run of 10; the
+ * leader's counts, and every event alone, were exact), and a PAPI event set, like any
+ * group read in one system call, is such a group. Nothing of the process's environment is
+ * changed for it (forcing libpfm4 to another model's PMU, LIBPFM_FORCE_PMU, would encode
+ * that model's events and hides libpfm4's perf:: events as well).
  *
- * A read costs a system call for perf_event software events (1.5 us on a VM): with
+ * A read costs a system call per kernel event (1.5 us on a VM), and one for PAPI's: with
  * --counters-interval-us N a thread reads at a call's entry only when N us passed
  * since its last read, and at the call's exit only if it read at the entry; the
  * counts of calls closer together go into the next read ("before" its site). Phases
@@ -86,7 +90,7 @@ static PW_TLS struct {
     int entered;       /* entry[] holds the current call's entry reading */
     int es;            /* the PAPI event set, when PAPI counts some events */
     int npapi;         /* events in the PAPI set: those that could be added here */
-    int nkern;         /* kernel events opened here: kfd[0] leads their group */
+    int nkern;         /* kernel events opened here, kfd[0..nkern) */
     int kfd[PW_MAX_EVENTS];
     int slot[PW_MAX_EVENTS]; /* event -> its place in its source's readings, -1: not counted */
     int64_t last_ns;         /* time of the last read */
@@ -128,22 +132,21 @@ static int kernel_event(const char *name)
     return -1;
 }
 
-/* The software event config counted in the calling thread from now, in the group of
- * leader (-1: a group of its own), as PAPI's perf_event component opens its perf::
- * events: PAPI's default domain, user level (which unprivileged users may count at
- * perf_event_paranoid 2; a fault is charged to user level when the program's code
- * caused it, and TASK-CLOCK counts the thread's time in the kernel as well). */
-static int kernel_open(int config, int leader)
+/* The software event config counted in the calling thread from now, alone (no group: see
+ * the top), as PAPI's perf_event component opens its perf:: events: PAPI's default domain,
+ * user level (which unprivileged users may count at perf_event_paranoid 2; a fault is
+ * charged to user level when the program's code caused it, and TASK-CLOCK counts the
+ * thread's time in the kernel as well). A read gives its count alone. */
+static int kernel_open(int config)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.type = PERF_TYPE_SOFTWARE;
     a.size = sizeof a;
     a.config = (unsigned)config;
-    a.read_format = PERF_FORMAT_GROUP;
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
-    return (int)syscall(SYS_perf_event_open, &a, 0, -1, leader, PERF_FLAG_FD_CLOEXEC);
+    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 /* Why the kernel refused a software event (errno of perf_event_open). */
@@ -242,7 +245,7 @@ static int countable(const char *ev)
 /* Whether the kernel counts the software event config in this thread: 0, or its errno. */
 static int kernel_countable(int config)
 {
-    int fd = kernel_open(config, -1);
+    int fd = kernel_open(config);
     if (fd < 0)
         return errno;
     close(fd);
@@ -319,8 +322,8 @@ static void start(void)
             pw_log("--counters: at most %d events; %s and later ones ignored", PW_MAX_EVENTS, ev);
             break;
         }
-        /* PAPI first, as on every machine where it knows the kernel's events */
-        if ((rc = papi.name_to_code(ev, &code)) != PAPI_OK_ && (kc = kernel_event(ev)) < 0) {
+        /* the kernel's software events ours (see the top), the others PAPI's */
+        if ((kc = kernel_event(ev)) < 0 && (rc = papi.name_to_code(ev, &code)) != PAPI_OK_) {
             pw_log("--counters: %s: %s%s (see perfweave components; papi_native_avail)", ev,
                    papi_err(rc), pmu_note(-1));
             continue;
@@ -398,14 +401,14 @@ static void papi_thread_start(void)
     }
 }
 
-/* The calling thread's kernel events, one group read at once (th.nkern of them). */
+/* The calling thread's kernel events, each read alone (th.nkern of them). */
 static void kernel_thread_start(void)
 {
     th.nkern = 0;
     for (int e = 0; e < pw_nevents; e++) {
         if (kconfig[e] < 0)
             continue;
-        int fd = kernel_open(kconfig[e], th.nkern ? th.kfd[0] : -1);
+        int fd = kernel_open(kconfig[e]);
         th.slot[e] = fd >= 0 ? th.nkern : -1;
         if (fd >= 0)
             th.kfd[th.nkern++] = fd;
@@ -463,15 +466,16 @@ static int read_counters(long long *out)
     if (th.npapi == pw_nevents) /* every event counted by PAPI: its order is ours */
         return papi.read(th.es, out);
     long long raw[PW_MAX_EVENTS];
-    uint64_t kern[1 + PW_MAX_EVENTS]; /* PERF_FORMAT_GROUP: the number of events, values */
+    uint64_t kern[PW_MAX_EVENTS];
     int rc = th.npapi ? papi.read(th.es, raw) : PAPI_OK_;
     if (rc != PAPI_OK_)
         return rc;
-    if (th.nkern && read(th.kfd[0], kern, sizeof kern) < (ssize_t)((1 + th.nkern) * sizeof *kern))
-        return PAPI_NULL_;
+    for (int k = 0; k < th.nkern; k++)
+        if (read(th.kfd[k], &kern[k], sizeof *kern) != (ssize_t)sizeof *kern)
+            return PAPI_NULL_;
     for (int e = 0; e < pw_nevents; e++)
         out[e] = th.slot[e] < 0    ? 0
-                 : kconfig[e] >= 0 ? (long long)kern[1 + th.slot[e]]
+                 : kconfig[e] >= 0 ? (long long)kern[th.slot[e]]
                                    : raw[th.slot[e]];
     return PAPI_OK_;
 }

@@ -21,7 +21,9 @@ OPTS = [
 def test_page_faults_on_the_call_tree_node(build, run_pw):
     prog = build(None, "touch_tree.c")
     r = run_pw([prog, PAGES], OPTS)
-    assert r.proc.stdout == f"touched {PAGES} pages\n"
+    said = r.proc.stdout.split()
+    assert said[:3] == ["touched", str(PAGES), "pages"], r.proc.stdout
+    toucher_cpu = float(said[4])  # s of the thread's CPU time in toucher, its own clock
     exp = r.open()
     node = tree_nodes(exp)
     pf = "perf::PAGE-FAULTS"
@@ -43,9 +45,18 @@ def test_page_faults_on_the_call_tree_node(build, run_pw):
     main = node[("main",)]
     assert touch[incl] + comp[incl] <= main[incl] <= exp.samples()[pf].sum()
     # CPU time (TASK-CLOCK, ns) goes with the samples: phase_compute burns 0.3 s of its
-    # thread's CPU time (spin_cpu), whatever the load
+    # thread's CPU time (spin_cpu), whatever the load; a node's first sample also holds
+    # the CPU time since the previous sample, elsewhere, and its last interval goes to the
+    # next node: within 2 intervals of CPU time (4 ms) and 3 % of the phase
     cpu = comp["perf::TASK-CLOCK_inclusive"] / 1e9
-    assert 0.2 < cpu < 0.4, comp
+    assert abs(cpu - 0.3) < 0.004 + 0.03 * 0.3, comp
+    # toucher's faults are the kernel's work, counted too (TASK-CLOCK is the thread's time
+    # on the processor in both modes): its node has toucher's CPU time by the program's
+    # clock, as close. The kernel loses a grouped software event's counts (the one behind
+    # the group's leader lost half of toucher's, or all, in 1 run of 10), so this holds
+    # only with each event counted alone
+    cpu = touch["perf::TASK-CLOCK_inclusive"] / 1e9
+    assert abs(cpu - toucher_cpu) < 0.004 + 0.03 * toucher_cpu, (toucher_cpu, touch)
     text = r.text_report()
     assert f"{{{pf}, perf::TASK-CLOCK inclusive}}" in text
     line = next(ln for ln in text.splitlines() if ln.strip().endswith("}") and " toucher {" in ln)
