@@ -7,17 +7,19 @@ launcher's own, and perfweave-wait's end of the run (runtime/launch/wait.c). So 
 are strings here, times come from the time module, and the command starts through
 fork and exec: pathlib, datetime and subprocess, with what they import, cost each
 interpreter of a run (this one and the verdict's, cli/run.py finish) about as much as
-the rest of its set-up (docs/performance.md, "The launch path").
+the rest of its set-up; json, re, enum (which signal's module imports) and collections
+about as much again (docs/performance.md, "The launch path").
 """
 
 import errno
-import json
 import os
-import re
-import signal
 import sys
 import time
-from collections import namedtuple
+
+try:  # the signal module's functions and numbers, without its enums
+    import _signal as signals
+except ImportError:  # an interpreter without CPython's module
+    import signal as signals
 
 from perfweave import __version__, options, task_env, writing
 from perfweave.errors import PerfweaveError
@@ -91,9 +93,11 @@ def _option_number(command, options):
     for i, word in enumerate(command):
         if word in options and i + 1 < len(command) and command[i + 1].isdigit():
             return int(command[i + 1])
-        m = re.match(r"(--?[\w-]+)=(\d+)$", word) or re.match(r"(-[nN])(\d+)$", word)
-        if m and m.group(1) in options:
-            return int(m.group(2))
+        name, joined, number = word.partition("=")
+        if not joined and word[:2] in ("-n", "-N"):
+            name, number = word[:2], word[2:]
+        if name in options and number.isascii() and number.isdigit():
+            return int(number)
     return None
 
 
@@ -128,7 +132,7 @@ def _links_mpi(path):
         out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return False
-    return bool(re.search(r"libmpi\.so|libmpich\.so|/openmpi/", out))
+    return any(part in out for part in ("libmpi.so", "libmpich.so", "/openmpi/"))
 
 
 def check_flavor(requested, available):
@@ -149,7 +153,7 @@ def default_experiment_name(command, program, now=None, ranks=FROM_COMMAND):
     now: a datetime (the present by default)."""
     stamp = now.strftime("%Y%m%d-%H%M%S") if now else time.strftime("%Y%m%d-%H%M%S")
     name = os.path.basename(program or command[0]) or "run"
-    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "_.+-") else "_" for c in name)
     n = rank_count(command) if ranks is FROM_COMMAND else ranks
     parts = ["perfweave", name] + ([f"{n}p"] if n else []) + [stamp]
     base = "-".join(parts)
@@ -261,7 +265,12 @@ def check_mpmd(command, at=FROM_COMMAND):
 # experiment.json's state, reason and ranks; docs/format.md). state: "empty" (no data at
 # all) or "partial" (some ranks' data missing); reason: one line, the count and the likely
 # causes; ranks: {"expected": N (absent when unknown), "recorded": k, "missing": "1,3-5"}.
-Verdict = namedtuple("Verdict", "state reason ranks")
+class Verdict:
+    def __init__(self, state, reason, ranks):
+        self.state, self.reason, self.ranks = state, reason, ranks
+
+    def __repr__(self):
+        return f"Verdict({self.state!r}, {self.reason!r}, {self.ranks!r})"
 
 
 # likely causes a Verdict names
@@ -436,9 +445,7 @@ def _save_meta(exp, meta):
     errno, never raised: the program's run and exit status do not depend on
     perfweave's files."""
     try:
-        writing.write_atomic(
-            os.path.join(exp, "experiment.json"), json.dumps(meta, indent=1) + "\n"
-        )
+        writing.write_atomic(os.path.join(exp, "experiment.json"), writing.json_text(meta))
     except OSError as e:
         writing.mark_unwritten(exp, "experiment.json", e.errno)
         return e.errno or errno.EIO
@@ -465,7 +472,7 @@ class Started:
 
 # reset in the command as subprocess.Popen resets them (restore_signals): Python ignores
 # SIGPIPE and SIGXFSZ, which the program must not inherit
-_DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ)
+_DEFAULTED = (signals.SIGPIPE, signals.SIGXFSZ)
 
 
 def _spawn(argv, env):
@@ -475,16 +482,35 @@ def _spawn(argv, env):
 
     By fork and exec, not os.posix_spawnp: glibc's posix_spawn (2.36) sets its internal
     signals (32 and 33) to SIG_IGN in the child, which exec keeps, and Python refuses
-    them in setsigdef; the program must inherit what it inherits without perfweave."""
+    them in setsigdef; the program must inherit what it inherits without perfweave.
+
+    The places to try are found here, as os.execvpe finds them (env's PATH), and the
+    child execs each in turn: os.execvpe in the child costs it 1.2 ms more (its import of
+    warnings, in a copy of this interpreter), before the command can start."""
+    if os.path.dirname(argv[0]):
+        places = [argv[0]]
+    else:
+        path = env.get("PATH", os.defpath)
+        places = [os.path.join(d, argv[0]) for d in path.split(os.pathsep)]
     r, w = os.pipe2(os.O_CLOEXEC)  # the child's exec error, if any; closed by its exec
     pid = os.fork()
     if pid == 0:  # the child: exec, or say why not and _exit
         try:
             for s in _DEFAULTED:
-                signal.signal(s, signal.SIG_DFL)
+                signals.signal(s, signals.SIG_DFL)
             os.closerange(3, w)
             os.closerange(w + 1, os.sysconf("SC_OPEN_MAX"))
-            os.execvpe(argv[0], argv, env)
+            # os.execvpe's error: the first that is not "not there", else the last
+            first = last = None
+            for place in places:
+                try:
+                    os.execve(place, argv, env)
+                except (FileNotFoundError, NotADirectoryError) as e:
+                    last = e
+                except OSError as e:
+                    last = e
+                    first = first or e
+            raise first or last
         except OSError as e:
             os.write(w, str(e.errno or errno.ENOEXEC).encode())
         finally:
@@ -579,8 +605,8 @@ def _shown(path):
 
 # what perfweave run forwards to the command: the termination requests sent to perfweave
 # itself (the terminal's SIGINT reaches the launcher through the process group)
-_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
-_HELD = {*_FORWARDED, signal.SIGINT}
+_FORWARDED = (signals.SIGTERM, signals.SIGHUP)
+_HELD = {*_FORWARDED, signals.SIGINT}
 
 
 def hand_over(started, values):
@@ -589,8 +615,8 @@ def hand_over(started, values):
     after it unless the run needs a verdict. Returns only when the exec failed, with
     SIGTERM, SIGHUP and SIGINT blocked: wait() takes them then."""
     # none is lost before perfweave-wait's handlers are there: it unblocks them
-    signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-    text = json.dumps(started.meta, indent=1) + "\n"
+    signals.pthread_sigmask(signals.SIG_BLOCK, _HELD)
+    text = writing.json_text(started.meta)
     try:
         fd = os.memfd_create("perfweave-experiment.json", 0)
     except (AttributeError, OSError):
@@ -633,14 +659,14 @@ def wait(started):
         except OSError:
             pass
 
-    previous = {s: signal.signal(s, forward) for s in _FORWARDED}
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: None)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # as hand_over left them
+    previous = {s: signals.signal(s, forward) for s in _FORWARDED}
+    previous[signals.SIGINT] = signals.signal(signals.SIGINT, lambda s, f: None)
+    signals.pthread_sigmask(signals.SIG_UNBLOCK, _HELD)  # as hand_over left them
     try:
         return os.waitstatus_to_exitcode(os.waitpid(started.pid, 0)[1])
     finally:
         for s, h in previous.items():
-            signal.signal(s, h)
+            signals.signal(s, h)
 
 
 def remove_ending(exp):

@@ -1,23 +1,22 @@
 """`perfweave run` options, declared once in options.json.
 
-The same list gives the argparse options (and so `--help`) and the environment
-variables the C runtime reads (runtime/core/gen_options.py writes its header
-from the same file).
+The same list gives the argparse options (and so `--help`), the line parser of `perfweave
+run` (run_line) and the environment variables the C runtime reads: runtime/core/
+gen_options.py writes the runtime's header and this package's _options.py from it at build.
 """
 
-import json
 import os
-from functools import lru_cache
 
 from perfweave.errors import PerfweaveError
 
 
-@lru_cache(maxsize=1)
 def spec():
-    # beside this file, as in every install (importlib.resources costs the launch path
-    # a tenth of its imports)
-    with open(os.path.join(os.path.dirname(__file__), "options.json")) as f:
-        return json.load(f)["options"]
+    """options.json's options, from the table generated from it (perfweave/_options.py): a
+    module, whose import is a fraction of json's (with re and enum, 4 ms of every run's
+    start)."""
+    from perfweave._options import OPTIONS
+
+    return OPTIONS
 
 
 def env_name(opt):
@@ -72,6 +71,52 @@ def add_arguments(parser):
                 metavar=opt.get("metavar"),
                 help=help_text,
             )
+
+
+def run_line(words):
+    """(values by name, command) of `perfweave run`'s words after `run`, when they are
+    options of the table, each written whole (`--name VALUE`, `--name=VALUE`, `-o VALUE`,
+    `--flag`, `--no-flag`), then `--` and the command: what argparse makes of them with
+    the parser add_arguments gives (last one wins; defaults as there, PERFWEAVE_ variables
+    included). None for every other line (--help, an abbreviation, a value joined to a
+    short flag or starting with '-', no `--`, an error): argparse parses, explains or
+    refuses those. argparse and its imports are 5 ms of a run's start; the two are
+    compared on lines of every kind (tests/python/test_run_line.py)."""
+    table = {}
+    for opt in spec():
+        for name in [flag(opt)] + ([opt["flag"]] if opt.get("flag") else []):
+            table[name] = (opt, True)
+        if opt["type"] == "bool":
+            table["--no-" + opt["name"].replace("_", "-")] = (opt, False)
+    values = {opt["name"]: _from_env(opt) for opt in spec()}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            return (values, words[i + 1 :]) if i + 1 < len(words) else None
+        name, joined, text = word.partition("=") if word.startswith("--") else (word, "", "")
+        opt, on = table.get(name, (None, None))
+        if opt is None:
+            return None
+        if opt["type"] == "bool":
+            if joined:
+                return None
+            values[opt["name"]] = on
+            i += 1
+            continue
+        if not joined:
+            if i + 1 == len(words) or words[i + 1].startswith("-"):
+                return None
+            text = words[i + 1]
+            i += 1
+        if opt["type"] == "int":
+            try:
+                text = int(text)
+            except ValueError:
+                return None
+        values[opt["name"]] = text
+        i += 1
+    return None
 
 
 def values(args):

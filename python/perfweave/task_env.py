@@ -26,7 +26,6 @@ rewritten to name the variables in the launcher's own terms (docs/launching.md):
 """
 
 import os
-import re
 
 # The exec helper's name, also the marker a user may write before the program.
 EXEC_HELPER = "perfweave-exec"
@@ -221,6 +220,8 @@ def _option_value(argv, i, option):
 def _script_policy(path):
     """The --export of a batch script's #SBATCH lines (read up to its first command, as
     sbatch does), or None."""
+    import re  # for sbatch alone: not on the launch path of every run
+
     policy = None
     try:
         with open(path, errors="replace") as f:
@@ -292,7 +293,7 @@ def for_tasks(command, program_at, runtime_env, environ, helper):
         return _with_helper(argv[:marker] + argv[marker + 1 :], marker, runtime_env, helper), env
     # a policy in the environment reaches every srun / sbatch the command starts
     for var in POLICY_VARIABLES:
-        if environ.get(var) and not re.fullmatch(r"(?i)all", environ[var]):
+        if environ.get(var) and environ[var].lower() != "all":
             env[var], preload = extend_policy(environ[var], names)
             if preload:
                 env["LD_PRELOAD"] = _behind(runtime_env["LD_PRELOAD"], preload)

@@ -11,23 +11,21 @@ can be made when the data could not.
 
 import errno
 import os
-from contextlib import contextmanager
 
 MARK_PREFIX = "unwritten."
 
 
-@contextmanager
-def atomic_open(path, mode="wb"):
-    """A file object writing path.tmp.PID, renamed to path when the block ends without
-    an exception; otherwise removed, and the exception (OSError for a full disk) goes
-    on. For outputs written piece by piece (exports)."""
+def write_atomic(path, data):
+    """Write data (str or bytes) to path through path.tmp.PID, renamed to path once
+    complete. On OSError (a full disk) neither file is left behind and the error is
+    raised."""
     path = os.fspath(path)
     tmp = f"{path.rstrip('/')}.tmp.{os.getpid()}"
     try:
         # the buffered writer loops over short writes; close() raises what the last
         # flush (or NFS, or a quota) reports
-        with open(tmp, mode) as f:
-            yield f
+        with open(tmp, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -37,11 +35,80 @@ def atomic_open(path, mode="wb"):
         raise
 
 
-def write_atomic(path, data):
-    """Write data (str or bytes) to path through path.tmp.PID. On OSError neither file
-    is left behind and the error is raised."""
-    with atomic_open(path, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
+_ESCAPED = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\b": "\\b",
+    "\f": "\\f",
+}
+
+
+def _json_string(s):
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return f'"{s}"'
+    out = []
+    for c in s:
+        if c in _ESCAPED:
+            out.append(_ESCAPED[c])
+        elif " " <= c <= "~":
+            out.append(c)
+        elif ord(c) > 0xFFFF:  # a surrogate pair, as JSON writes what UTF-16 cannot
+            n = ord(c) - 0x10000
+            out.append(f"\\u{0xD800 | n >> 10:04x}\\u{0xDC00 | n & 0x3FF:04x}")
+        else:
+            out.append(f"\\u{ord(c):04x}")
+    return '"' + "".join(out) + '"'
+
+
+def _json_scalar(v):
+    if v is None or v is True or v is False:
+        return {None: "null", True: "true", False: "false"}[v]
+    if isinstance(v, str):
+        return _json_string(v)
+    if isinstance(v, int):
+        return int.__repr__(v)
+    if isinstance(v, float):
+        if v != v:
+            return "NaN"
+        return {float("inf"): "Infinity", float("-inf"): "-Infinity"}.get(v) or float.__repr__(v)
+    raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
+
+
+def _json_lines(v, depth, out):
+    pad = "\n" + " " * (depth + 1)
+    if isinstance(v, dict) and v:
+        out.append("{")
+        for k, (key, item) in enumerate(v.items()):
+            key = key if isinstance(key, str) else _json_scalar(key).strip('"')
+            out.append(("," if k else "") + pad + _json_string(key) + ": ")
+            _json_lines(item, depth + 1, out)
+        out.append("\n" + " " * depth + "}")
+    elif isinstance(v, (list, tuple)) and v:
+        out.append("[")
+        for k, item in enumerate(v):
+            out.append(("," if k else "") + pad)
+            _json_lines(item, depth + 1, out)
+        out.append("\n" + " " * depth + "]")
+    else:
+        out.append(
+            "{}"
+            if isinstance(v, dict)
+            else "[]"
+            if isinstance(v, (list, tuple))
+            else _json_scalar(v)
+        )
+
+
+def json_text(doc):
+    """json.dumps(doc, indent=1) and a newline, as experiment.json is written, without the
+    json module (which imports re and enum: 4 ms of each run's start, docs/performance.md
+    "The launch path"). tests/python/test_launch_path.py compares the two."""
+    out = []
+    _json_lines(doc, 0, out)
+    return "".join(out) + "\n"
 
 
 def error_name(err):

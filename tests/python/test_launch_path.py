@@ -6,6 +6,7 @@ writes or does. The figure is bench/launch_overhead.py's."""
 
 import datetime
 import json
+import math
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from perfweave import launch
+from perfweave import launch, writing
 
 PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
 # what the data layers and their libraries cost to import: none before the program, nor
@@ -27,6 +28,17 @@ HEAVY += ("dataclasses", "typing", "inspect")
 # the rest of its set-up (pathlib with urllib.parse and ipaddress, subprocess with
 # threading and selectors, shutil with bz2, lzma and zlib: argparse's terminal width)
 UNNEEDED = ("pathlib", "urllib", "datetime", "subprocess", "threading", "shutil", "bz2", "lzma")
+# nor these, before the program: json, re and enum (which signal's module, argparse, json and
+# re import) and argparse (options.run_line parses a plain line) cost about as much again
+# (gettext and locale: argparse's; collections, functools, contextlib: namedtuple,
+# lru_cache and contextmanager)
+STANDARD = ("json", "re", "enum", "signal", "argparse", "gettext", "locale", "collections")
+STANDARD += ("functools", "contextlib")
+
+
+def named(modules, names):
+    """The modules of `modules` that are one of `names` or inside one of them."""
+    return [m for m in modules if m in names or m.split(".")[0] in names]
 
 
 def imports(lines):
@@ -58,6 +70,7 @@ def test_run_imports_nothing_heavy_before_the_program(tmp_path):
     before, _ = traced_run(tmp_path, "--mpi", "none")
     assert "perfweave.launch" in before  # the interpreter did say what it imported
     assert [m for m in before if m.startswith(HEAVY + UNNEEDED)] == []
+    assert named(before, STANDARD) == []
     # nor another verb's module (cli/__init__.py imports the verb that runs alone)
     assert [m for m in before if m.startswith("perfweave.cli.")] == ["perfweave.cli.run"]
 
@@ -170,3 +183,26 @@ def test_a_mark_hands_the_end_to_python(tmp_path):
         f"(No space left on device) (perfweave report {exp})"
     )
     assert meta["state"] == "finished" and meta["unwritten"] == [{"file": "x", "error": "ENOSPC"}]
+
+
+def test_experiment_json_is_written_as_json_writes_it(tmp_path):
+    """writing.json_text, experiment.json's writer on the launch path, writes what
+    json.dumps(indent=1) writes: a real experiment.json's document, and the values of
+    every kind such a document can hold (perfweave-wait and every reader read it)."""
+    subprocess.run(
+        [PERFWEAVE, "run", "--mpi", "none", "-o", tmp_path / "x", "--", "true", 'é\x01"\\'],
+        capture_output=True,
+        timeout=60,
+    )
+    text = (tmp_path / "x" / "experiment.json").read_text()
+    meta = json.loads(text)
+    assert meta["command"] == ["true", 'é\x01"\\']
+    assert writing.json_text(meta) == json.dumps(meta, indent=1) + "\n"
+    odd = '"\\/\b\f\n\r\t\x00\x1f\x7f é\u2028\ud800\U0001f600'
+    values = [0, -1, 1 << 70, 0.1, -0.0, 1e300, 5e-324, math.inf, -math.inf, math.nan]
+    values += [True, False, None, "", odd, [], {}, [[]], [{}], (1, "a")]
+    doc = {"values": values, odd: {"nested": {"deeper": values}}, "": [values, {}]}
+    doc.update({7: "int key", 2.5: "float key", False: "bool key", None: "null key"})
+    assert writing.json_text(doc) == json.dumps(doc, indent=1) + "\n"
+    for value in values + [doc]:
+        assert writing.json_text(value) == json.dumps(value, indent=1) + "\n"

@@ -58,6 +58,30 @@ def build_parser(verbs=VERBS):
     return parser
 
 
+class _Args:
+    """The parsed line argparse's Namespace would be."""
+
+    def __init__(self, **members):
+        self.__dict__.update(members)
+
+
+def _run_line(argv):
+    """`perfweave run`'s line as its parser would parse it, without argparse when it is
+    plain options, `--` and the command (options.run_line): argparse is 5 ms of the start
+    of every run (docs/performance.md, "The launch path"). None otherwise."""
+    if argv[:1] != ["run"]:
+        return None
+    from perfweave import options
+
+    line = options.run_line(argv[1:])
+    if line is None:
+        return None
+    from perfweave.cli import run
+
+    values, command = line
+    return _Args(verb="run", func=run.main, command=command, **values)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -65,8 +89,10 @@ def main(argv=None):
         # siblings do not change: only its module (and what it imports) is imported, so
         # `perfweave run` imports no other verb's. perfweave's own --help, --version and
         # errors come from the whole parser.
-        parser = build_parser([argv[0]] if argv and argv[0] in VERBS else VERBS)
-        args = parser.parse_args(argv)
+        args = _run_line(argv)
+        if args is None:
+            parser = build_parser([argv[0]] if argv and argv[0] in VERBS else VERBS)
+            args = parser.parse_args(argv)
         if not args.verb:
             parser.print_help()
             return 2

@@ -1,8 +1,6 @@
 """perfweave run: run a program (or its MPI launcher) with the runtime preloaded."""
 
-import json
 import os
-import signal
 import sys
 import time
 
@@ -81,6 +79,8 @@ def finish(argv):
     which execs `python -c ... EXP META_FD STATUS END`: experiment.json as written at the
     start is in META_FD; STATUS as subprocess gives it; END in seconds since the epoch.
     Ends the process as the command ended, whatever happens here."""
+    import json
+
     status = int(argv[2])
     try:
         exp = argv[0]
@@ -136,7 +136,7 @@ def _end_as(status):
     if status < 0:
         sys.stdout.flush()
         try:
-            signal.signal(-status, signal.SIG_DFL)
+            launch.signals.signal(-status, launch.signals.SIG_DFL)
         except (OSError, ValueError):
             pass  # SIGKILL, SIGSTOP: no action to set, theirs is the default
         os.kill(os.getpid(), -status)
