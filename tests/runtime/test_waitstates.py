@@ -335,18 +335,24 @@ def test_wrong_order_is_per_thread(traced):
     still found (tests/runtime/programs/ws_threads.c)."""
     exp, r, mk = traced("ws_threads.c", 3)
     assert r.res.complete
+    # each receive's send minus its own start, by the ranks' marks (> 0: a Late Sender)
+    lateness = {
+        (k, t): mk[f"s{t}_send{k}"][peer] - mk[f"t{t}_recv{k}"][0]
+        for k in (1, 2)
+        for t, peer in (("a", 1), ("b", 2))
+    }
     for k in (1, 2):  # thread A's + thread B's k-th receive
-        expected = (
-            mk[f"sa_send{k}"][1]
-            - mk[f"ta_recv{k}"][0]
-            + mk[f"sb_send{k}"][2]
-            - mk[f"tb_recv{k}"][0]
-        )
-        assert close(r.at("mpi_latesender", f"t_recv{k}", 0), expected), k
+        expected = sum(max(late, 0.0) for (kk, _), late in lateness.items() if kk == k)
+        assert close(r.at("mpi_latesender", f"t_recv{k}", 0), expected), (k, lateness)
         assert r.at("mpi_latesender_wo", f"t_recv{k}") == 0
-    # (the second receives start when the first ones end: only the first are planned)
+    # (the second receives start when the first ones end: only the first are planned; on
+    # a busy node a thread that resumes 0.1 s late posts its second receive after the
+    # send, which is then no Late Sender: counted by the marks, those within 2 ms of
+    # the send either way may go either way)
     assert on_plan(r.at("mpi_latesender", "t_recv1", 0), 0.1 + 0.2)
-    assert r.total("mpi_latesender_count") == 5
+    sure = sum(late > 0.002 for late in lateness.values())
+    maybe = sum(late > -0.002 for late in lateness.values())
+    assert sure + 1 <= r.total("mpi_latesender_count") <= maybe + 1, lateness  # + wo_recv
     wo = mk["wo_send2"][1] - mk["wo_recv"][0]
     r.check("mpi_latesender_wo", "wo_recv", 0, wo, 0.3)
     r.check("mpi_lswo_same", "wo_recv", 0, wo, 0.3)
