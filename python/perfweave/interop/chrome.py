@@ -43,7 +43,7 @@ from perfweave.interop import (
 from perfweave.model.grouping import rank_in_group
 from perfweave._format import IO_LAYERS, IO_OPS
 from perfweave.clock import global_ns, to_ns
-from perfweave.model.trace import F, T, comm_keys
+from perfweave.model.trace import F, T, comm_keys, latest_post
 from perfweave.readers.io import read_io
 from perfweave.dtypes import TypeSet
 from perfweave.symbols import Symbolizer
@@ -684,15 +684,8 @@ class _Posts:
         if not len(dv):
             self.value, self.k1 = allv, allk
             return np.zeros(0, np.int64), np.zeros(0, bool)
-        v = np.r_[allv, np.asarray(dv, np.int64)]
-        order = np.r_[np.full(nold, -1, np.int64), porder, dorder]
-        s = np.lexsort((order, v))
-        is_post = s < npost
-        last = np.maximum.accumulate(np.where(is_post, np.arange(len(s)), -1))
-        prev = s[np.maximum(last, 0)]
-        ok = ~is_post & (last >= 0) & (v[prev] == v[s])
-        post = np.full(len(dv), -1, np.int64)
-        post[s[ok] - npost] = prev[ok]
+        order = np.r_[np.full(nold, -1, np.int64), porder]
+        post = latest_post(allv, order, dv, dorder)
         used = np.zeros(npost, bool)
         used[post[post >= 0]] = True
         self.value, self.k1 = allv[~used], allk[~used]

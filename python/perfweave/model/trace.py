@@ -835,17 +835,31 @@ def _request_posts(key, number, posts, done):
     okp, okd = pn > 0, dn > 0
     if okp.any() and okd.any():
         out[okd] = _by_number(pn[okp], posts[okp], dn[okd], len(number))
-    # the rest by key: posts and completions in record order, grouped by key
+    # the rest by key, in record order
     up, ud = posts[~okp], np.flatnonzero(~okd)
-    idx = np.concatenate([up, done[ud]])
-    is_post = np.r_[np.ones(len(up), bool), np.zeros(len(ud), bool)]
-    pos = np.r_[np.full(len(up), -1, np.int64), ud]
-    o = np.lexsort((idx, key[idx].astype(np.uint64)))
-    idx, is_post, pos = idx[o], is_post[o], pos[o]
+    found = latest_post(key[up], up, key[done[ud]], done[ud])
+    out[ud[found >= 0]] = up[found[found >= 0]]
+    return out
+
+
+def latest_post(post_value, post_order, done_value, done_order):
+    """The rule that links a request's completion to its post, for the model and the
+    exports alike: for each completion (value: request key or post number; order: its
+    place among the records), the index into the posts of the latest post of the same
+    value before it, else -1 (of posts of equal order, the later in the arrays). On whole
+    arrays, no Python loop."""
+    post_value, done_value = np.asarray(post_value, np.int64), np.asarray(done_value, np.int64)
+    npost = len(post_value)
+    out = np.full(len(done_value), -1, np.int64)
+    if not npost or not len(done_value):
+        return out
+    value = np.r_[post_value, done_value]
+    o = np.lexsort((np.r_[post_order, done_order], value))
+    is_post = o < npost
     last = np.maximum.accumulate(np.where(is_post, np.arange(len(o)), -1))
-    prev = idx[np.maximum(last, 0)]
-    ok = ~is_post & (last >= 0) & (key[prev] == key[idx])
-    out[pos[ok]] = prev[ok]
+    prev = o[np.maximum(last, 0)]
+    ok = ~is_post & (last >= 0) & (value[prev] == value[o])
+    out[o[ok] - npost] = prev[ok]
     return out
 
 
