@@ -49,7 +49,9 @@ def test_table_shrinks_name_columns_to_the_width():
 
 def test_table_drops_optional_columns_first():
     rows = [["site-" + "a" * 30, "1", "2", "3"]]
-    lines = text_table(rows, ["where", "n", "mean", "max"], ["<", ">", ">", ">"], width=45, drop=(2,))
+    lines = text_table(
+        rows, ["where", "n", "mean", "max"], ["<", ">", ">", ">"], width=45, drop=(2,)
+    )
     assert lines[0].split() == ["where", "n", "max"] and "…" not in lines[1]
 
 
