@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 import tracegen  # noqa: E402
 from perfweave.interop import chrome
 from perfweave.interop import otf2 as pw_otf2
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
+from perfweave.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 
 T, F = EVENT_TYPES, EVENT_FLAGS
 SHARED = HERE.parent / "tests" / "data" / "otf2"  # public Score-P traces

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES as T
+from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES as T
 
 FUNCTIONS = ["MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Allreduce", "MPI_Barrier"]
 PER_ITER = 17

@@ -25,9 +25,10 @@ from perfweave.symbols import Symbolizer
 def open(path):  # noqa: A001 (perfweave.open)
     """The experiment directory path (perfweave run -o), read lazily: each table is
     computed on first use and kept. PerfweaveError if path is not an experiment."""
+    from perfweave.interop.profile import from_traces
     from perfweave.readers.experiment import open_experiment
 
-    return Experiment(open_experiment(path))
+    return Experiment(open_experiment(path, from_traces))
 
 
 class Experiment:

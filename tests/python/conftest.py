@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfweave.readers.dtypes import (
+from perfweave.dtypes import (
     COUNT_DTYPE,
     FRAME_DTYPE,
     HIST_DTYPE,

@@ -8,7 +8,7 @@ import numpy as np
 from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import advice, samples
 from perfweave.model.samples import ProcessSamples
-from perfweave.readers.dtypes import SAMPLE_DTYPE
+from perfweave.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"

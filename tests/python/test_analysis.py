@@ -9,7 +9,7 @@ import pytest
 
 from perfweave.analysis.mpi import BRACKET, analyze, bucket_range
 from perfweave.model.profile import Profile
-from perfweave.readers.dtypes import FRAME_DTYPE
+from perfweave.dtypes import FRAME_DTYPE
 from perfweave.symbols import Location
 
 S = 1_000_000_000  # ns per second

@@ -1,12 +1,12 @@
 """The integer grouping the trace analysis rests on (model/grouping.py) and the record
-type sets (readers/dtypes.py TypeSet): each path of them against numpy's sorting
+type sets (perfweave/dtypes.py TypeSet): each path of them against numpy's sorting
 equivalents, on keys built to take that path."""
 
 import numpy as np
 import pytest
 
 from perfweave.model.grouping import dense_ids, rank_in_group
-from perfweave.readers.dtypes import EVENT_TYPES, TypeSet
+from perfweave.dtypes import EVENT_TYPES, TypeSet
 
 RNG = np.random.default_rng(7)
 

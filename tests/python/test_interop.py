@@ -16,7 +16,7 @@ import pytest
 
 from perfweave.interop import otf2 as pw_otf2
 from perfweave.interop.otf2 import calls as otf2_calls
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
+from perfweave.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 
 T, F = EVENT_TYPES, EVENT_FLAGS
 TNAME = {v: k for k, v in T.items()}

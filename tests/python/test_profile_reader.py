@@ -7,13 +7,7 @@ import numpy as np
 import pytest
 
 from perfweave.errors import FormatError, PerfweaveError
-from perfweave.readers.dtypes import (
-    FRAME_DTYPE,
-    HIST_DTYPE,
-    PROFILE_VERSION,
-    RANK_DTYPE,
-    SITE_DTYPE,
-)
+from perfweave.dtypes import FRAME_DTYPE, HIST_DTYPE, PROFILE_VERSION, RANK_DTYPE, SITE_DTYPE
 from perfweave.readers.profile import read_profile
 
 HEADER = {

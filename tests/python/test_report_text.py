@@ -8,7 +8,7 @@ import json
 import pytest
 
 from perfweave.cli import main
-from perfweave.report.text import _table, shorten
+from perfweave.report.widgets import shorten, text_table
 
 S = 1_000_000_000
 
@@ -39,17 +39,19 @@ def test_shorten_keeps_both_ends_of_a_path():
 def test_table_shrinks_name_columns_to_the_width():
     long = "std::vector<double> solver::Grid<3>::exchange_halo(" + "int, " * 40 + ")"
     rows = [[1, long, "1.000s"], [2, "main", "0.500s"]]
-    lines = _table(rows, ["id", "function", "time"], [">", "<", ">"], width=60)
+    lines = text_table(rows, ["id", "function", "time"], [">", "<", ">"], width=60)
     assert max(map(len, lines)) <= 60
     assert "…" in lines[1] and lines[1].rstrip().endswith("1.000s")
     assert lines[2].split() == ["2", "main", "0.500s"]  # short rows as they were
-    wide = _table(rows, ["id", "function", "time"], [">", "<", ">"], width=None)
+    wide = text_table(rows, ["id", "function", "time"], [">", "<", ">"], width=None)
     assert long in wide[1]
 
 
 def test_table_drops_optional_columns_first():
     rows = [["site-" + "a" * 30, "1", "2", "3"]]
-    lines = _table(rows, ["where", "n", "mean", "max"], ["<", ">", ">", ">"], width=45, drop=(2,))
+    lines = text_table(
+        rows, ["where", "n", "mean", "max"], ["<", ">", ">", ">"], width=45, drop=(2,)
+    )
     assert lines[0].split() == ["where", "n", "max"] and "…" not in lines[1]
 
 

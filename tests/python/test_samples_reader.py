@@ -9,7 +9,7 @@ import pytest
 
 from perfweave.errors import FormatError
 from perfweave.model.samples import ProcessSamples
-from perfweave.readers.dtypes import SAMPLE_DTYPE, SAMPLES_VERSION
+from perfweave.dtypes import SAMPLE_DTYPE, SAMPLES_VERSION
 from perfweave.readers.samples import read_samples
 
 APP, LIBC = "/nonexistent/app", "/nonexistent/libc.so.6"

@@ -9,7 +9,7 @@ from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import samples
 from perfweave.analysis.samples import ACTIVITIES, activity_of, classify
 from perfweave.model.samples import ProcessSamples
-from perfweave.readers.dtypes import SAMPLE_DTYPE
+from perfweave.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -48,8 +48,9 @@ def proc(samples, activities=RECORDED):
 
 
 def names(p, sym):
-    [act] = classify([p], sym)
-    return [ACTIVITIES[a] for a in act]
+    activities = list(ACTIVITIES)  # the indexes' names, with those first seen appended
+    [act] = classify([p], sym, activities)
+    return [activities[a] for a in act]
 
 
 @pytest.mark.parametrize(
@@ -232,3 +233,26 @@ def test_analyze_reports_activities_everywhere():
     assert node["by_activity_pct"]["alloc"] == 20
     assert sm["activity_functions"]["io"] == [{"name": "fsync", "pct": 30}]
     assert sm["activity_functions"]["thread_sync"] == [{"name": "lll_lock_wait", "pct": 10}]
+
+
+def test_a_result_does_not_depend_on_what_was_analysed_before():
+    """Two runs of later runtimes, each recording one activity this version does not
+    know ("gpu", "dma"), analysed one after the other in one process, in both orders:
+    each result is the one it has alone, its activities this version's plus its own."""
+    sym = Sym({APP: {0x100: ("solve",)}})
+    n = len(RECORDED)
+    runs = {
+        extra: proc([(0, [(APP, 0x100)])] * 3 + [(n, [(APP, 0x100)])], RECORDED + [extra])
+        for extra in ("gpu", "dma")
+    }
+
+    def analysed(order):
+        return {x: samples.analyze([runs[x]], symbolizer=sym).to_json() for x in order}
+
+    first, second = analysed(["gpu", "dma"]), analysed(["dma", "gpu"])
+    assert first == second
+    for extra, js in first.items():
+        assert js["activities"] == ACTIVITIES + [extra]  # as alone: no other run's name
+        assert js["activity_pct"][extra] == 25 and js["activity_pct"]["compute"] == 75
+    assert names(runs["gpu"], sym) == ["compute"] * 3 + ["gpu"]
+    assert names(runs["dma"], sym) == ["compute"] * 3 + ["dma"]

@@ -6,7 +6,7 @@ import pytest
 
 from perfweave.analysis.timebins import activity_over_time, from_samples
 from perfweave.model.samples import ProcessSamples
-from perfweave.readers.dtypes import SAMPLE_DTYPE
+from perfweave.dtypes import SAMPLE_DTYPE
 
 S = 1_000_000_000
 NAMES = ["compute", "mpi_coll", "sleep", "io"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from perfweave.errors import FormatError
-from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
+from perfweave.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
 from perfweave.readers.timeline import read_timelines
 from perfweave.analysis.timeline import summarize
 

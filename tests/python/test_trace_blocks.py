@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from perfweave.readers import trace as rt
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES as T
+from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES as T
 
 FUNCTIONS = ["MPI_Send", "MPI_Recv", "MPI_Barrier"]
 

@@ -3,7 +3,7 @@ exactly, and that it leaves intact traces alone."""
 
 import numpy as np
 
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES as T
+from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES as T
 from perfweave.readers.trace import _check
 
 META = {"functions": ["MPI_Send", "MPI_Recv", "MPI_Barrier"]}

@@ -14,7 +14,7 @@ from perfweave.model.samples import ProcessSamples
 from perfweave.model.table import records
 from perfweave.model.timeline import NodeTimeline
 from perfweave.model.waitstates import WaitStatesResult
-from perfweave.readers.dtypes import COUNT_DTYPE, SAMPLE_DTYPE, TIMELINE_DTYPE
+from perfweave.dtypes import COUNT_DTYPE, SAMPLE_DTYPE, TIMELINE_DTYPE
 from perfweave.readers.files import check
 from perfweave.readers.samples import META_SCHEMA as SAMPLES_SCHEMA
 from perfweave.readers.timeline import META_SCHEMA as TIMELINE_SCHEMA

@@ -16,7 +16,7 @@ import otf2
 
 from harness import PERFWEAVE
 from perfweave.readers import trace as rt
-from perfweave.readers.dtypes import EVENT_FLAGS, EVENT_TYPES
+from perfweave.dtypes import EVENT_FLAGS, EVENT_TYPES
 
 # the trace's record types and flags, as the format declares them
 T, NONBLOCKING = EVENT_TYPES, EVENT_FLAGS["NONBLOCKING"]

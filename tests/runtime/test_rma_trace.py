@@ -12,7 +12,7 @@ import numpy as np
 
 from harness import PERFWEAVE, by_name
 from perfweave.readers import trace as rt
-from perfweave.readers.dtypes import EVENT_TYPES as T
+from perfweave.dtypes import EVENT_TYPES as T
 
 BLOCKING = [
     "MPI_Put",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from perfweave.readers import trace as rt
-from perfweave.readers.dtypes import TRACE_VERSION
+from perfweave.dtypes import TRACE_VERSION
 
 EVENT = np.dtype(
     [

@@ -19,7 +19,7 @@ import pytest
 
 from harness import PERFWEAVE
 from perfweave.readers import trace as rt
-from perfweave.readers.dtypes import EVENT_TYPES as T
+from perfweave.dtypes import EVENT_TYPES as T
 
 NRANKS = 3
 WARMUP = 300  # iterations every rank completes before the signal

@@ -25,7 +25,7 @@ import perfweave
 from harness import FLAVORS, PERFWEAVE, site_lines
 from perfweave.model.table import records
 from perfweave.model.waitstates import WaitStatesResult
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS as F, EVENT_TYPES as T
+from perfweave.dtypes import EVENT_DTYPE, EVENT_FLAGS as F, EVENT_TYPES as T
 
 NONE = 0.010
 

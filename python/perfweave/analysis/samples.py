@@ -65,8 +65,9 @@ def mpi_call_name(function):
 
 # What a sample's thread was doing: the runtime's activities (format.h PW_ACTIVITIES, by
 # name), with the ones classify() tells apart within "compute" after "compute". A name
-# not listed here (in files of a later runtime) is appended when first seen, so indexes
-# stay stable.
+# not listed here (in files of a later runtime) is appended, when first seen, to the copy
+# that one classification names its indexes with (never to this list: a result does not
+# depend on what was analysed before), so these indexes stay the same in every result.
 MATHLIB = "mathlib"  # time inside a math library's call (BLAS, LAPACK, FFTW), its threads'
 ACTIVITIES = ["compute", "io", "alloc", "thread_sync", "omp_sync", MATHLIB] + [
     a for a in RUNTIME_ACTIVITIES if a != "compute"
@@ -410,21 +411,23 @@ def activity_of(function, obj=""):
     return None
 
 
-def _index(name):
-    if name not in ACTIVITIES:
-        ACTIVITIES.append(name)
-    return ACTIVITIES.index(name)
+def _index(activities, name):
+    if name not in activities:
+        activities.append(name)
+    return activities.index(name)
 
 
-def _classify(procs, sym):
+def _classify(procs, sym, activities):
     """Per process: (activity index per sample, the library function that decided it
     per sample: "" where none did; for a math-library sample the routine, its math
-    frames: {sample: _MathFrame})."""
+    frames: {sample: _MathFrame}). activities: the names of the indexes, a copy of
+    ACTIVITIES to which names first seen are appended."""
     out = []
     for p in procs:
         rec = p.records
         recorded = p.meta.get("activities") or ["compute"]
-        to_act = np.array([_index(s) for s in recorded] + [_index("compute")], np.int64)
+        to_act = [_index(activities, s) for s in recorded] + [_index(activities, "compute")]
+        to_act = np.array(to_act, np.int64)
         st = rec["activity"].astype(np.int64)
         act = to_act[np.where((st >= 0) & (st < len(recorded)), st, len(recorded))]
         why = [""] * len(rec)
@@ -468,7 +471,7 @@ def _classify(procs, sym):
                         _normalise(fns[-1]) if fns else os.path.basename(path).split(".so")[0],
                     )
                 if found:
-                    act[i] = _index(found[0])
+                    act[i] = _index(activities, found[0])
                     why[i] = found[1]
                     break
                 # callers are looked at only through system libraries
@@ -476,7 +479,7 @@ def _classify(procs, sym):
                     break
         math = _math_frames(p, cand, sym)
         for i, mf in math.items():
-            act[i] = _index(MATHLIB)
+            act[i] = _index(activities, MATHLIB)
             why[i] = mf.routine
         out.append((act, why, math))
     return out
@@ -666,10 +669,12 @@ def _served_by_time(p, found):
             found[i].routine = found[other].routine
 
 
-def classify(procs, symbolizer=None):
+def classify(procs, symbolizer=None, activities=None):
     """Per process (model.samples.ProcessSamples), an int array: each sample's activity,
-    an index into ACTIVITIES."""
-    return [a for a, *_ in _classify(procs, symbolizer or Symbolizer())]
+    an index into activities (by default a copy of ACTIVITIES: the same indexes, and
+    names no runtime of this version records appended when first seen)."""
+    activities = list(ACTIVITIES) if activities is None else activities
+    return [a for a, *_ in _classify(procs, symbolizer or Symbolizer(), activities)]
 
 
 def analyze(procs, symbolizer=None, windows=None):
@@ -683,8 +688,8 @@ def analyze(procs, symbolizer=None, windows=None):
     if not procs:
         return None
     sym = symbolizer or Symbolizer()
-    classified = _classify(procs, sym)
-    activities = list(ACTIVITIES)  # the names of the activity indexes
+    activities = list(ACTIVITIES)  # the names of the activity indexes, this result's
+    classified = _classify(procs, sym, activities)
     # every (object path, offset) of interest: the chosen frame of each sample and all
     # frames for inclusive time, resolved once per object
     per_proc = []

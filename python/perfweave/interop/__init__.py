@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import PerfweaveError
-from perfweave.model.trace import T, F, _object_labels, _time_span, _to_ns, _window, classify
-from perfweave.readers.dtypes import TypeSet
+from perfweave.clock import app_window, host_clocks, to_ns
+from perfweave.model.trace import T, F, classify, object_labels, time_span
+from perfweave.dtypes import TypeSet
 from perfweave.readers.trace import SPANS, SUB
 
 FLUSH_REGION = "TRACE BUFFER FLUSH"  # Score-P's name for time spent writing buffers
@@ -31,9 +32,9 @@ def ns_times(meta, rec):
     with a duration (CALL, FLUSH); 0 elsewhere."""
     typ = rec["type"]
     # every record converted, then the fields that hold no time set to 0: cheaper than
-    # gathering and scattering the timed ones (_to_ns is silent about the others)
-    t0 = np.where(TIMED(typ), _to_ns(meta, rec["t0"]), 0)
-    t1 = np.where(SPANS(typ), _to_ns(meta, rec["t1"]), 0)
+    # gathering and scattering the timed ones (to_ns is silent about the others)
+    t0 = np.where(TIMED(typ), to_ns(meta, rec["t0"]), 0)
+    t1 = np.where(SPANS(typ), to_ns(meta, rec["t1"]), 0)
     return t0, t1
 
 
@@ -131,7 +132,7 @@ class Experiment:
             rec, thread = rec[order], thread[order]
         typ = rec["type"]
         t0, t1 = ns_times(m, rec)
-        tb, te = _window(m, _time_span(typ, t0, t1))
+        tb, te = app_window(m, time_span(typ, t0, t1))
         functions = list(m.get("functions") or [])
         notes = list(rf.notes)
         # a rank killed before writing its JSON: every rank of a run has the same functions
@@ -214,7 +215,7 @@ class RankStream:
         """End a pass over all the chunks of every thread: the window is known."""
         if self.borrowed and not self.calls:
             self.functions = []
-        self.t_begin, self.t_end = _window(self.meta, self.span)
+        self.t_begin, self.t_end = app_window(self.meta, self.span)
 
     def thread_chunks(self, t, size=None, base=0):
         """The chunks of thread t (a generator), the first with index base. Between
@@ -249,7 +250,7 @@ class RankStream:
         typ = rec["type"]
         t0, t1 = ns_times(self.meta, rec)
         if TIMED(typ).any():
-            span = _time_span(typ, t0, t1)
+            span = time_span(typ, t0, t1)
             if span is not None:
                 self.span = (
                     span
@@ -276,12 +277,12 @@ class RankStream:
 
     def finish_notes(self):
         """The rank's notes after a pass over all its chunks (as rank(r) makes them)."""
-        from perfweave.readers.trace import _dropped_note
+        from perfweave.readers.trace import dropped_note
 
         notes = list(self.notes)
         dropped = sum(c.dropped for c in self._checkers)
         if dropped:
-            notes.append(_dropped_note(self.rank, dropped))
+            notes.append(dropped_note(self.rank, dropped))
             self.complete = False
         if self.sibling:
             notes.append(_sibling_note(self.rank))
@@ -314,7 +315,7 @@ def load(exp):
     """The traces of experiment directory exp for export (Experiment; records are read
     rank by rank when asked for). An experiment without traces is an error."""
     from perfweave.analysis.exchange import Local
-    from perfweave.analysis.waitstates import _host_clocks, _sibling_meta, world_size_of
+    from perfweave.analysis.waitstates import sibling_meta, world_size_of
     from perfweave.readers import trace as rt
     from perfweave.readers.experiment import read_meta
 
@@ -326,11 +327,11 @@ def load(exp):
     world = world_size_of(exp, ranks)
     # the clock perfweave analyze uses: ranks on rank 0's host share its clock exactly
     pairs = {r: rt.read_meta(exp, r) for r in ranks}
-    _host_clocks(pairs, Local(world))
+    host_clocks(pairs, Local(world))
     X = Experiment(exp, meta, world, list(ranks), {r: m for r, (m, _) in pairs.items()})
     X._meta_notes = pairs
     if any(not (m or {}).get("clock") for m in X.metas.values()):
-        X._sibling = _sibling_meta(exp, ranks)
+        X._sibling = sibling_meta(exp, ranks)
     X._names = next(
         (list(m["functions"]) for m in X.metas.values() if m and m.get("functions")), []
     )
@@ -360,7 +361,7 @@ def region_names(rt, mask, symbolizer=None):
         )
         names[named] = table[np.clip(rid[named], 0, len(table) - 1)]
     if (~named).any():
-        codes, labs = _object_labels(rt.meta, rt.rec["bytes"][idx[~named]])
+        codes, labs = object_labels(rt.meta, rt.rec["bytes"][idx[~named]])
         uniq, inv = np.unique(np.array(labs, dtype=str)[codes], return_inverse=True)
         sym = symbolizer or Symbolizer()
         by_module = {}

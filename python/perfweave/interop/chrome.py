@@ -42,9 +42,10 @@ from perfweave.interop import (
 )
 from perfweave.model.grouping import rank_in_group
 from perfweave._format import IO_LAYERS, IO_OPS
-from perfweave.model.trace import F, T, _comm_keys, _to_ns, global_ns
+from perfweave.clock import global_ns, to_ns
+from perfweave.model.trace import F, T, comm_keys, latest_post
 from perfweave.readers.io import read_io
-from perfweave.readers.dtypes import TypeSet
+from perfweave.dtypes import TypeSet
 from perfweave.symbols import Symbolizer
 
 _SUBNAMES = {v: k for k, v in T.items()}
@@ -459,7 +460,7 @@ def _first_pass(X, ends, path):
         p.run()
         if p.t_min is not None and p.meta.get("clock"):
             # ticks become ns by an increasing linear map: the first stays the first
-            first.append(int(_to_ns(p.meta, p.t_min)[0]))
+            first.append(int(to_ns(p.meta, p.t_min)[0]))
         sends.append(p.messages[0].counts.table())
         recvs.append(p.messages[1].counts.table())
         found[r] = p
@@ -489,7 +490,7 @@ class _RankPass:
         self.stream, self.rank, self.meta = stream, stream.rank, stream.meta
         self.ends, self.path = ends, path
         self.timed = len(stream.threads()) > 1
-        _, ckeys = _comm_keys(self.meta)
+        _, ckeys = comm_keys(self.meta)
         self.comm_keys = np.r_[np.int64(0), ckeys].astype(np.int64)
         self.t_min = None  # ticks: the first CALL, FLUSH or ENTER
         self.seen = set()  # threads with records
@@ -683,15 +684,8 @@ class _Posts:
         if not len(dv):
             self.value, self.k1 = allv, allk
             return np.zeros(0, np.int64), np.zeros(0, bool)
-        v = np.r_[allv, np.asarray(dv, np.int64)]
-        order = np.r_[np.full(nold, -1, np.int64), porder, dorder]
-        s = np.lexsort((order, v))
-        is_post = s < npost
-        last = np.maximum.accumulate(np.where(is_post, np.arange(len(s)), -1))
-        prev = s[np.maximum(last, 0)]
-        ok = ~is_post & (last >= 0) & (v[prev] == v[s])
-        post = np.full(len(dv), -1, np.int64)
-        post[s[ok] - npost] = prev[ok]
+        order = np.r_[np.full(nold, -1, np.int64), porder]
+        post = latest_post(allv, order, dv, dorder)
         used = np.zeros(npost, bool)
         used[post[post >= 0]] = True
         self.value, self.k1 = allv[~used], allk[~used]

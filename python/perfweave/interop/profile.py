@@ -16,13 +16,7 @@ from perfweave.analysis.mpi import BRACKET
 from perfweave.interop import family, load
 from perfweave.model.profile import STATES, Profile
 from perfweave.model.trace import T
-from perfweave.readers.dtypes import (
-    FRAME_DTYPE,
-    HIST_DTYPE,
-    PROFILE_VERSION,
-    RANK_DTYPE,
-    SITE_DTYPE,
-)
+from perfweave.dtypes import FRAME_DTYPE, HIST_DTYPE, PROFILE_VERSION, RANK_DTYPE, SITE_DTYPE
 
 
 def bucket(size):

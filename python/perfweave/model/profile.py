@@ -46,7 +46,7 @@ class Profile:
 
     def __post_init__(self):
         if self.counts is None:
-            from perfweave.readers.dtypes import COUNT_DTYPE
+            from perfweave.dtypes import COUNT_DTYPE
 
             self.counts = np.zeros(0, COUNT_DTYPE)
 
@@ -88,7 +88,7 @@ class Profile:
         bytes_recv; hist: dicts with rank, fn (name), bucket, count, bytes, total_ns.
         modules (keyword): the measured modules; default one, "mpi", owning every
         function (with mpi_library and mpi_flavor keywords as its strings)."""
-        from perfweave.readers.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
+        from perfweave.dtypes import FRAME_DTYPE, HIST_DTYPE, RANK_DTYPE, SITE_DTYPE
 
         r = np.zeros(len(ranks), RANK_DTYPE)
         for i, d in enumerate(ranks):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfweave._format import ACTIVITIES
-from perfweave.readers.dtypes import SAMPLE_COUNTERS, SAMPLE_DTYPE, SAMPLE_FRAMES
+from perfweave.dtypes import SAMPLE_COUNTERS, SAMPLE_DTYPE, SAMPLE_FRAMES
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfweave._format import FAMILIES
-from perfweave.readers.dtypes import TIMELINE_DTYPE
+from perfweave.dtypes import TIMELINE_DTYPE
 
 
 @dataclass

@@ -38,17 +38,33 @@ import numpy as np
 
 from perfweave.model.grouping import dense_ids, rank_in_group
 from perfweave._format import FILES
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES, TypeSet
+from perfweave.clock import app_window, to_ns
+from perfweave.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES, SPANS, SUB, TypeSet
 
 T = EVENT_TYPES
 F = EVENT_FLAGS
 
 
 TIMED = TypeSet("CALL", "FLUSH", "ENTER", "LEAVE")
-SPANS = TypeSet("CALL", "FLUSH")
-SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC", "COLL_DONE")
 WINDOWED = TypeSet("WIN", "RMA", "WSYNC")
 MOVES = TypeSet("SEND", "RECV", "COLL", "RMA")
+
+
+@dataclass
+class RankFile:
+    """One rank's trace as recorded: records in file order and the rank's JSON."""
+
+    rank: int
+    records: np.ndarray
+    thread: np.ndarray  # thread of each record (from the flush table)
+    meta: dict
+    complete: bool = True
+    notes: list = field(default_factory=list)
+    types: np.ndarray = None  # records["type"], contiguous (None: not taken yet)
+
+    @property
+    def path_hint(self):
+        return f"rank {self.rank}"
 
 
 class Cols(dict):
@@ -353,43 +369,7 @@ class RankData:
     path_cat: dict = None  # local path -> its time category, where not its function's
 
 
-def _to_ns(meta, ticks):
-    """Ticks of the rank's counter -> ns of rank 0's CLOCK_MONOTONIC (docs/format.md)."""
-    c = meta.get("clock") or {}
-    tk, ns = c.get("ticks", [0, 1]), c.get("ns", [0, 1])
-    span = tk[1] - tk[0]
-    rate = (ns[1] - ns[0]) / span if span else 1.0
-    oi, of = c.get("offset_init_ns", 0), c.get("offset_fini_ns", 0)
-    ti, tf = c.get("t_init_ns", 0), c.get("t_fini_ns", 0)
-    if rate == 1.0 and (of == oi or tf <= ti) and isinstance(oi, int):
-        return ticks + (ns[0] - tk[0] - oi)  # a ns counter: exact, in integers
-    with np.errstate(over="ignore", invalid="ignore"):  # (fields that hold no time)
-        local = ns[0] + (ticks - tk[0]).astype(np.float64) * rate
-        if of != oi and tf > ti:
-            off = oi + (of - oi) * (local - ti) / (tf - ti)
-        else:
-            off = oi
-        return np.rint(local - off).astype(np.int64)
-
-
-def _global_ns(meta, local_ns):
-    """A local CLOCK_MONOTONIC time (ns) of the JSON -> rank 0's clock."""
-    return int(global_ns(meta, np.array([local_ns]))[0])
-
-
-def global_ns(meta, local_ns):
-    """Local CLOCK_MONOTONIC times (ns, an array) of the rank of meta -> rank 0's clock
-    (the I/O segment trace's times, say), as _to_ns maps the rank's ticks."""
-    c = meta.get("clock") or {}
-    oi, of = c.get("offset_init_ns", 0), c.get("offset_fini_ns", 0)
-    ti, tf = c.get("t_init_ns", 0), c.get("t_fini_ns", 0)
-    if of == oi or tf <= ti:  # a constant offset: exact, in integers
-        return np.asarray(local_ns).astype(np.int64) - int(round(oi))
-    local = np.asarray(local_ns, np.float64)
-    return np.rint(local - (oi + (of - oi) * (local - ti) / (tf - ti))).astype(np.int64)
-
-
-def _object_labels(meta, addresses):
+def object_labels(meta, addresses):
     """Code addresses -> (codes, labels): labels[codes[i]] is 'path|buildid|offset'
     (offset hex) of addresses[i]; '' for address 0 (unknown)."""
     uniq, codes = dense_ids(addresses)
@@ -436,20 +416,20 @@ def prepare(rf):
     # times (ns) of the calls, and of every record where time is attributed record by
     # record (threads or user regions; meaningful for TIMED ones, t1 for SPANS ones)
     if threads or regions:
-        t0, t1 = _to_ns(meta, rec["t0"]), _to_ns(meta, rec["t1"])
+        t0, t1 = to_ns(meta, rec["t0"]), to_ns(meta, rec["t1"])
         ct0, ct1 = t0[ci], t1[ci]
-        span = _time_span(typ, t0, t1)
+        span = time_span(typ, t0, t1)
     else:
-        ct0, ct1 = _to_ns(meta, rec["t0"][ci]), _to_ns(meta, rec["t1"][ci])
+        ct0, ct1 = to_ns(meta, rec["t0"][ci]), to_ns(meta, rec["t1"][ci])
         flush = typ == T["FLUSH"]
         fi = np.flatnonzero(flush) if flush.any() else ci[:0]
-        ft0, ft1 = _to_ns(meta, rec["t0"][fi]), _to_ns(meta, rec["t1"][fi])
+        ft0, ft1 = to_ns(meta, rec["t0"][fi]), to_ns(meta, rec["t1"][fi])
         span = _span((ct0, ft0), (ct0, ft0, ct1, ft1))
 
     # ---- calls and their paths: (region node, function, call site) ----
     names = fn_names + ["?"]
     fn = np.minimum(rec["fn"][ci].astype(np.int64), len(fn_names))
-    site_code, site_labels = _object_labels(meta, rec["bytes"][ci])
+    site_code, site_labels = object_labels(meta, rec["bytes"][ci])
     call_path = np.zeros(len(ci), np.int64)
     leaf_fn = []
     if len(ci):
@@ -477,7 +457,7 @@ def prepare(rf):
     call_of = np.cumsum(is_call)[si] - 1
     r = {k: rec[k][si] for k in ("t0", "t1", "flags", "peer", "tag", "comm", "bytes")}
     rtyp = typ[si]
-    comms, ckeys = _comm_keys(meta)
+    comms, ckeys = comm_keys(meta)
     windows, wkeys = _window_keys(meta, ckeys)
     # communicator number: 1 + index in the JSON, 0 for none (or an unknown index)
     lc = r["comm"].astype(np.int64) + 1
@@ -502,7 +482,7 @@ def prepare(rf):
     wcalls, wevents = _window_events(ev, calls, rf.rank, r, wkeys)
 
     # ---- per path: time, overhead, calls, bytes ----
-    t_begin, t_end = _window(meta, span)
+    t_begin, t_end = app_window(meta, span)
     if not threads and not regions:
         time_ns, overhead_ns = _attribute_flat(
             ct0, ct1, ft0, ft1, call_path, npaths, t_begin, t_end
@@ -855,17 +835,31 @@ def _request_posts(key, number, posts, done):
     okp, okd = pn > 0, dn > 0
     if okp.any() and okd.any():
         out[okd] = _by_number(pn[okp], posts[okp], dn[okd], len(number))
-    # the rest by key: posts and completions in record order, grouped by key
+    # the rest by key, in record order
     up, ud = posts[~okp], np.flatnonzero(~okd)
-    idx = np.concatenate([up, done[ud]])
-    is_post = np.r_[np.ones(len(up), bool), np.zeros(len(ud), bool)]
-    pos = np.r_[np.full(len(up), -1, np.int64), ud]
-    o = np.lexsort((idx, key[idx].astype(np.uint64)))
-    idx, is_post, pos = idx[o], is_post[o], pos[o]
+    found = latest_post(key[up], up, key[done[ud]], done[ud])
+    out[ud[found >= 0]] = up[found[found >= 0]]
+    return out
+
+
+def latest_post(post_value, post_order, done_value, done_order):
+    """The rule that links a request's completion to its post, for the model and the
+    exports alike: for each completion (value: request key or post number; order: its
+    place among the records), the index into the posts of the latest post of the same
+    value before it, else -1 (of posts of equal order, the later in the arrays). On whole
+    arrays, no Python loop."""
+    post_value, done_value = np.asarray(post_value, np.int64), np.asarray(done_value, np.int64)
+    npost = len(post_value)
+    out = np.full(len(done_value), -1, np.int64)
+    if not npost or not len(done_value):
+        return out
+    value = np.r_[post_value, done_value]
+    o = np.lexsort((np.r_[post_order, done_order], value))
+    is_post = o < npost
     last = np.maximum.accumulate(np.where(is_post, np.arange(len(o)), -1))
-    prev = idx[np.maximum(last, 0)]
-    ok = ~is_post & (last >= 0) & (key[prev] == key[idx])
-    out[pos[ok]] = prev[ok]
+    prev = o[np.maximum(last, 0)]
+    ok = ~is_post & (last >= 0) & (value[prev] == value[o])
+    out[o[ok] - npost] = prev[ok]
     return out
 
 
@@ -930,7 +924,7 @@ def _region_label_list(meta, ukeys):
     out = [""] * len(keys)
     addr = [i for i, k in enumerate(keys) if k >= 0]
     if addr:
-        codes, labs = _object_labels(meta, np.array([keys[i] for i in addr], np.int64))
+        codes, labs = object_labels(meta, np.array([keys[i] for i in addr], np.int64))
         for i, c in zip(addr, codes):
             out[i] = "F:" + labs[c]
     for i, k in enumerate(keys):
@@ -971,7 +965,7 @@ def _segment_min(values, starts):
     return out
 
 
-def _comm_keys(meta):
+def comm_keys(meta):
     comms, keys = {}, []
     for c in meta.get("comms", []):
         members = np.array(c.get("ranks", []), np.int32)
@@ -992,7 +986,7 @@ def _window_keys(meta, ckeys):
     return windows, np.array(keys, np.int64)
 
 
-def _time_span(typ, t0, t1):
+def time_span(typ, t0, t1):
     """(first, last) time of the TIMED records (t1 counts for SPANS ones only), None if
     there are none."""
     ti = np.flatnonzero(TIMED(typ))
@@ -1006,18 +1000,6 @@ def _span(firsts, lasts):
     if not firsts:
         return None
     return (min(int(a.min()) for a in firsts), max(int(a.max()) for a in lasts if len(a)))
-
-
-def _window(meta, span):
-    """The rank's application time: MPI_Init done to MPI_Finalize entered (rank 0's
-    clock); from its records' span (_time_span) when the JSON lacks them."""
-    c = meta.get("clock") or {}
-    lo, hi = span if span is not None else (0, 0)
-    tb = _global_ns(meta, c["t_init_ns"]) if c.get("t_init_ns") else lo
-    te = _global_ns(meta, c["t_fini_ns"]) if c.get("t_fini_ns") else hi
-    if span is not None:
-        te = max(te, hi) if meta.get("state") != "complete" else te
-    return tb, max(te, tb)
 
 
 def _attribute_flat(ct0, ct1, ft0, ft1, call_path, npaths, tb, te):
@@ -1109,8 +1091,6 @@ class Trace:
         peer, tag, comm (index into comms), win (index into windows), group, bytes,
         bytes2, key, number, flags (int or list of flag names). comms: list of member lists
         (default: [all ranks]); windows: list of comm indices; groups: member lists."""
-        from perfweave.readers.trace import RankFile
-
         n = world_size or (max(ranks) + 1 if ranks else 0)
         comms = comms or [list(range(n))]
         fns = list(functions or [])

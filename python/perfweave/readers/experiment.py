@@ -16,7 +16,7 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile, state_name
-from perfweave.readers.dtypes import COUNT_DTYPE, HIST_BUCKETS
+from perfweave.dtypes import COUNT_DTYPE, HIST_BUCKETS
 from perfweave.readers.files import short, check, read_json
 from perfweave.readers.profile import read_profile
 from perfweave.readers.recorded import rank_ranges
@@ -209,7 +209,11 @@ def merge(files):
     )
 
 
-def open_experiment(path):
+def open_experiment(path, profile_of_traces=None):
+    """The experiment directory path as an Experiment. profile_of_traces(path): the
+    Profile of an experiment whose event traces are its only data (perfweave import's),
+    given by a layer above the readers (interop.profile.from_traces); without it such an
+    experiment is an error."""
     path = Path(path)
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
@@ -276,11 +280,9 @@ def open_experiment(path):
         profile, processes, partial = processes, None, False
         bad = profile.ranks["state"] != 0
         partial = bool(bad.any())
-    elif meta.get("imported_from") and (path / "traces").is_dir():
+    elif meta.get("imported_from") and (path / "traces").is_dir() and profile_of_traces:
         # perfweave import writes traces only: the profile comes from them
-        from perfweave.interop.profile import from_traces
-
-        profile = from_traces(path)
+        profile = profile_of_traces(path)
         partial = bool((profile.ranks["state"] != 0).any())
     else:
         state = meta.get("state")

@@ -101,7 +101,7 @@ def read_profile(path):
 def check_arrays(path, header, arrays):
     """Structure and cross-references of a profile's header and arrays (a file's, or
     those readers/tables.py builds), so that later stages can trust them."""
-    from perfweave.readers import dtypes
+    from perfweave import dtypes
 
     def bad(what):
         raise FormatError(f"{path}: corrupt ({what})")

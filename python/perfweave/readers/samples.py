@@ -10,7 +10,7 @@ import numpy as np
 
 from perfweave.errors import FormatError
 from perfweave.model.samples import ProcessSamples
-from perfweave.readers.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION
+from perfweave.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION
 from perfweave.readers.files import check, read_array, read_json
 from perfweave.readers.names import renamed_activity
 from perfweave._format import FILES

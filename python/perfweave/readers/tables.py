@@ -15,7 +15,7 @@ from perfweave._format import RECORDS, STATES, TABLE_KINDS, TABLES_MAGIC_NUMBER
 from perfweave._format import TABLES_PAGE as PAGE
 from perfweave.errors import FormatError
 from perfweave.model.profile import BRACKET
-from perfweave.readers.dtypes import (
+from perfweave.dtypes import (
     COUNT_DTYPE,
     FRAME_DTYPE,
     HIST_BUCKETS,

@@ -13,7 +13,7 @@ import numpy as np
 from perfweave.errors import FormatError
 from perfweave._format import FILES
 from perfweave.model.timeline import NodeTimeline
-from perfweave.readers.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
+from perfweave.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
 from perfweave.readers.files import check, read_array, read_json, short
 from perfweave.readers.names import renamed_activity
 

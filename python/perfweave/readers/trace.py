@@ -15,14 +15,15 @@ Turning records into the tables the analysis works on is model/trace.py's job.
 
 import mmap
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave._format import FILES
-from perfweave.readers.dtypes import EVENT_DTYPE, EVENT_TYPES, TRACE_VERSION, TypeSet
+from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES, SPANS, SUB, TRACE_VERSION, TypeSet
+from perfweave.model.trace import RankFile
 from perfweave.readers.experiment import read_meta as read_experiment_meta, state_reason
 from perfweave.readers.files import check, read_array, read_json, short
 from perfweave.readers.names import renamed_families
@@ -33,23 +34,6 @@ _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
 # named "io" (renamed as read: read_meta); before 4: no OS thread ids (BLOCK's peer -1)
 READ_VERSIONS = (1, 2, 3, TRACE_VERSION)
 T = EVENT_TYPES
-
-
-@dataclass
-class RankFile:
-    """One rank's trace as recorded: records in file order and the rank's JSON."""
-
-    rank: int
-    records: np.ndarray
-    thread: np.ndarray  # thread of each record (from the flush table)
-    meta: dict
-    complete: bool = True
-    notes: list = field(default_factory=list)
-    types: np.ndarray = None  # records["type"], contiguous (None: not taken yet)
-
-    @property
-    def path_hint(self):
-        return f"rank {self.rank}"
 
 
 def trace_dir(exp):
@@ -214,8 +198,6 @@ def _check_meta(meta):
 
 
 KNOWN = TypeSet(*(t for t in T if t != "BLOCK"))
-SPANS = TypeSet("CALL", "FLUSH")
-SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC", "COLL_DONE")
 # records a sub-event may follow: its call, or the call's other sub-events
 SUB_OK = TypeSet(
     "CALL", "SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC", "COLL_DONE"
@@ -353,13 +335,13 @@ def read_rank(exp, rank, meta_note=None):
     types = np.ascontiguousarray(rec["type"])
     ok = _check(rec, types, thread, meta)
     if ok is not None:
-        notes.append(_dropped_note(rank, int(len(ok) - ok.sum())))
+        notes.append(dropped_note(rank, int(len(ok) - ok.sum())))
         complete = False
         rec, types, thread = rec[ok], types[ok], thread[ok]
     return RankFile(rank, rec, thread, meta or {}, complete, notes, types)
 
 
-def _dropped_note(rank, n):
+def dropped_note(rank, n):
     return f"rank {rank}: {n} corrupt records dropped from rank-{rank}.events"
 
 

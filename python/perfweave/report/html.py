@@ -7,35 +7,15 @@ from the program or the machine is escaped: HTML text with html.escape, embedded
 JSON whose "<" is written \\u003c, so no string can close the script element or open a tag.
 """
 
-import html
-import json
 from importlib import resources
 from string import Template
 
 from perfweave.report.section import Page
+from perfweave.report.widgets import json_for_script
 
 
 def _resource(*path):
     return resources.files("perfweave.report").joinpath(*path).read_text()
-
-
-def _e(x):
-    return html.escape(str(x), quote=True)
-
-
-def _json_for_script(obj):
-    return (
-        json.dumps(obj, allow_nan=False)
-        .replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("&", "\\u0026")
-    )
-
-
-def _table(rows, header, cls=""):
-    h = "".join(f"<th>{_e(x)}</th>" for x in header)
-    body = "".join("<tr>" + "".join(f"<td>{_e(x)}</td>" for x in r) + "</tr>" for r in rows)
-    return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def render(data, experiment):
@@ -48,7 +28,7 @@ def render(data, experiment):
         body += section.html(data, page)
     scripts = "\n".join(
         f'<script type="application/json" id="pw-{name}">'
-        f"{_json_for_script(page.data[name])}</script>"
+        f"{json_for_script(page.data[name])}</script>"
         for name in sorted(page.data)
     )
     return Template(_resource("templates", "page.html")).substitute(

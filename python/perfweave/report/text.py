@@ -3,92 +3,9 @@ wider than WIDTH (long names shortened in the middle, "…"; their full text is 
 --json), at most max_rows rows per table, with "N more" where rows were cut.
 `perfweave report --full` shows every row and every name whole."""
 
-import re
-import textwrap
+from perfweave.report.widgets import MAX_ROWS, WIDTH, fit_line
 
-
-WIDTH = 100  # columns of the terminal the default report fits
-MAX_ROWS = 4  # rows per table by default (--max-rows)
-ELLIPSIS = "…"
-MORE = "--max-rows N or --full"
-
-
-def shorten(text, width):
-    """text cut in the middle to at most width characters, with an ellipsis where the
-    middle was: both ends of a path, a C++ symbol or a version string are what tell
-    them apart. Whitespace runs become one space. width None: text as is."""
-    text = re.sub(r"\s+", " ", str(text)).strip()
-    if width is None or len(text) <= width:
-        return text
-    if width < 2:
-        return text[: max(width, 0)]
-    head = (width - 1 + 1) // 2
-    tail = width - 1 - head
-    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
-
-
-def _more(n, what, how=MORE):
-    return [f"  ({n} more {what}; {how})"] if n > 0 else []
-
-
-def _cut(rows, limit):
-    """rows[:limit] and how many were left out (limit None: all)."""
-    if limit is None or len(rows) <= limit:
-        return rows, 0
-    return rows[:limit], len(rows) - limit
-
-
-def _b(n):
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
-        n /= 1024
-    return str(n)
-
-
-def _table(rows, header, align=None, width=WIDTH, drop=()):
-    """Lines of a table, two spaces in front. When it is wider than width (None: no
-    limit), the columns in drop (indices, the first dropped first) go, then columns
-    aligned left ("<": names, places) shrink, the widest first, and their cells are
-    shortened in the middle."""
-    rows = [[str(c) for c in r] for r in rows]
-    header = [str(h) for h in header]
-    align = list(align or ["<"] + [">"] * (len(header) - 1))
-
-    def widths_of():
-        return [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
-
-    def over():
-        return 2 + sum(widths) + 2 * (len(widths) - 1) - width
-
-    widths = widths_of()
-    if width is not None:
-        for i in sorted(drop, key=list(drop).index):
-            if over() <= 0:
-                break
-            k = i - sum(1 for j in drop[: list(drop).index(i)] if j < i)
-            for r in [header] + rows:
-                del r[k]
-            del align[k]
-            widths = widths_of()
-        over = over()
-        names = [i for i, a in enumerate(align) if a == "<"]
-        while over > 0:
-            floor = {i: min(widths[i], max(len(header[i]), 20)) for i in names}
-            i = max(names, key=lambda k: widths[k] - floor[k], default=None)
-            if i is None or widths[i] <= floor[i]:
-                break
-            cut = min(over, widths[i] - floor[i])
-            widths[i] -= cut
-            over -= cut
-        for r in rows:
-            for i in names:
-                r[i] = shorten(r[i], widths[i])
-    fmt = "  ".join(f"{{:{a}{w}}}" for a, w in zip(align, widths))
-    out = ["  " + fmt.format(*header).rstrip()]
-    out += ["  " + fmt.format(*r).rstrip() for r in rows]
-    return out
+__all__ = ["MAX_ROWS", "WIDTH", "render"]
 
 
 def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
@@ -105,29 +22,7 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
     return _join(out, width)
 
 
-def _fit(line, width, keep=0, head=None):
-    """One line shortened in the middle to width; head and keep: characters at its
-    start (default: its indent) and at its end (a suffix that says what the line is)
-    kept as they are."""
-    if width is None or len(line) <= width:
-        return line
-    head = len(line) - len(line.lstrip()) if head is None else head
-    end = len(line) - keep
-    return line[:head] + shorten(line[head:end], width - head - keep) + line[end:]
-
-
 def _join(lines, width):
     """The report's text. Every line fits width: a line no section shortened (a table
     with too many numeric columns) is shortened here, the last resort."""
-    return "\n".join(_fit(line, width) for line in lines) + "\n"
-
-
-def _wrap(label, text, width, indent=13):
-    """A header line ("  note       text"), wrapped under its text."""
-    return textwrap.wrap(
-        text,
-        (width or 10**6),
-        initial_indent=f"  {label:<{indent - 3}} ",
-        subsequent_indent=" " * indent,
-        break_on_hyphens=False,
-    ) or [""]
+    return "\n".join(fit_line(line, width) for line in lines) + "\n"

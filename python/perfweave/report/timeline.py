@@ -49,7 +49,7 @@ def render(tl, table, max_rows=None, width=None):
     NodeTimelineResult.to_json); table: the report's table formatter.
     max_rows: series shown per node (None: SHOWN), node-level series before the
     per-process ones; width: the widest line (None: no limit)."""
-    from perfweave.report.text import MORE, _fit
+    from perfweave.report.widgets import MORE, fit_line
 
     out = []
     if tl.get("error"):
@@ -129,7 +129,7 @@ def render(tl, table, max_rows=None, width=None):
                 out.append(f"  absent     {src}: {why}")
         elif n["absent"]:
             out.append(
-                _fit(
+                fit_line(
                     f"  absent     {', '.join(sorted(n['absent']))} (why: --full or --json)", width
                 )
             )

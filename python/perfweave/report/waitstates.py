@@ -145,7 +145,7 @@ def render_per_rank(result, limit=64):
 def render(result, top=5, width=100):
     """The analysis as text; call path names shortened in the middle and notes wrapped
     so that no line is wider than width (None: names whole; --json has them whole)."""
-    from perfweave.report.text import _wrap, shorten
+    from perfweave.report.widgets import shorten, wrap_line
 
     def name(p, indent):
         return shorten(paths.get(p) or str(p), None if width is None else width - indent)
@@ -167,7 +167,7 @@ def render(result, top=5, width=100):
     )
     out.append(f"  state      {'complete' if result.complete else 'INCOMPLETE'}")
     for n in result.notes:
-        out += _wrap("note", n, width)
+        out += wrap_line("note", n, width)
     metrics = records(result.metrics)
     byid = {m["id"]: m for m in metrics}
     rows = []

@@ -31,23 +31,11 @@ from perfweave.model.trace import classify
 from perfweave.model.waitstates import COUNTS, VALUES_DTYPE, WaitStatesResult
 from perfweave.readers.recorded import rank_ranges
 
-# what other layers import: the Wrong Order buffer (tests), and the loader's clock and
-# rank helpers (interop/ reads traces as the analysis does)
-from perfweave.analysis.waitstates.load import (
-    _host_clocks,
-    _sibling_meta,  # noqa: F401
-    world_size_of,
-)
+# what other layers import: the Wrong Order buffer (tests), and the loader's rank
+# helpers (interop/ reads traces as the analysis does)
+from perfweave.analysis.waitstates.load import sibling_meta, world_size_of
 
-__all__ = [
-    "analyze",
-    "analyze_trace",
-    "build_result",
-    "WO_BUFFER",
-    "_host_clocks",
-    "_sibling_meta",
-    "world_size_of",
-]
+__all__ = ["analyze", "analyze_trace", "build_result", "WO_BUFFER", "sibling_meta", "world_size_of"]
 
 
 # ---------------------------------------------------------------- time, visits, bytes

@@ -6,7 +6,7 @@ import numpy as np
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import _mix
 from perfweave.model.grouping import dense_ids
-from perfweave.readers.dtypes import TypeSet
+from perfweave.dtypes import TypeSet
 
 
 WO_BUFFER = 100  # Late Sender instances a receiver remembers for Wrong Order (Scalasca)

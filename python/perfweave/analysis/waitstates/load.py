@@ -19,6 +19,7 @@ from perfweave.model.trace import (
     classify,
     prepare,
 )
+from perfweave.clock import host_clocks
 from perfweave.readers import trace as rt
 from perfweave.analysis.waitstates.common import CHUNK
 
@@ -148,7 +149,7 @@ def world_size_of(exp, ranks):
     return max(ranks) + 1
 
 
-def _sibling_meta(exp, ranks):
+def sibling_meta(exp, ranks):
     """What a rank without its JSON can borrow from another rank of the run: the clock
     calibration (same counter rate on a host), the function table (same runtime) and
     MPI_COMM_WORLD (communicator id 0 on every rank)."""
@@ -257,13 +258,13 @@ def load(exp, ex, detail=False):
     ex.world_size = world
     mine = [r for r in ranks if ex.owns(r)]
     metas = {r: rt.read_meta(exp, r) for r in mine}
-    _host_clocks(metas, ex)
+    host_clocks(metas, ex)
     store = Store(sum(rt.record_count(exp, r) for r in mine), detail)
     data, sibling = [], None
     for r in mine:  # one rank at a time: its raw records are dropped
         rf = rt.read_rank(exp, r, metas[r])
         if not rf.meta.get("clock"):
-            sibling = sibling or _sibling_meta(exp, ranks)
+            sibling = sibling or sibling_meta(exp, ranks)
             if sibling:
                 rf.meta = dict(sibling, rank=rf.rank)
                 rf.notes.append(
@@ -277,48 +278,6 @@ def load(exp, ex, detail=False):
         store.take(rd)
         data.append(rd)
     return _unify(Trace(world, [], data, source=str(exp)), ex, ranks, store)
-
-
-def _host_clocks(metas, ex):
-    """Ranks on one host read one CLOCK_MONOTONIC, so their offsets to rank 0 are one
-    value: exactly 0 on rank 0's host, elsewhere the host's best-measured offset (the
-    smallest round trip). Measured per rank, the offsets carry the error of each
-    ping-pong (tens of microseconds on busy cores), enough to reorder a post and the
-    start it releases. metas: {rank: (meta, note)}, updated in place."""
-
-    def clock(m):
-        return m.get("clock") if m and m.get("host") else None
-
-    mine = [
-        (
-            r,
-            m["host"],
-            m["clock"].get("offset_init_ns", 0),
-            m["clock"].get("offset_init_err_ns", 0),
-            m["clock"].get("offset_fini_ns", 0),
-            m["clock"].get("offset_fini_err_ns", 0),
-        )
-        for r, (m, _) in metas.items()
-        if clock(m)
-    ]
-    allc = [c for part in ex.allgather(mine) for c in part]
-    host0 = next((c[1] for c in allc if c[0] == 0), None)
-    best = {}
-    for rank, host, oi, ei, of, ef in allc:
-        b = best.setdefault(host, [None, None])
-        if b[0] is None or ei < b[0][1]:
-            b[0] = (oi, ei)
-        if b[1] is None or ef < b[1][1]:
-            b[1] = (of, ef)
-    for r, (m, note) in metas.items():
-        if not clock(m):
-            continue
-        c = dict(m["clock"])
-        if m["host"] == host0:
-            c["offset_init_ns"] = c["offset_fini_ns"] = 0
-        else:
-            c["offset_init_ns"], c["offset_fini_ns"] = best[m["host"]][0][0], best[m["host"]][1][0]
-        metas[r] = (dict(m, clock=c), note)
 
 
 def _unify(trace, ex, ranks_present, store=None):

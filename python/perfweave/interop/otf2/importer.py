@@ -22,8 +22,8 @@ from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_
 from perfweave.interop.otf2.library import enum_value, library_errors, library_messages, why
 from perfweave.interop.otf2.mapping import NS
 from perfweave.interop.otf2.records import thread_records
-from perfweave.model.trace import _to_ns
-from perfweave.readers.dtypes import EVENT_DTYPE, TRACE_VERSION
+from perfweave.clock import to_ns
+from perfweave.dtypes import EVENT_DTYPE, TRACE_VERSION
 from perfweave.readers.trace import TRACE_FORMAT
 
 
@@ -494,7 +494,7 @@ class _Importer:
         first = min(all_t) if all_t else self.offset
         last = max(all_t) if all_t else self.offset
         complete = "fini" in te_cand or "end" in te_cand
-        ns = lambda t: int(_to_ns({"clock": self._clock(0, 0)}, np.array([t], np.int64))[0])
+        ns = lambda t: int(to_ns({"clock": self._clock(0, 0)}, np.array([t], np.int64))[0])
         clock = self._clock(ns(tb if tb is not None else first), ns(te if te is not None else last))
         comms = self.rank_comms[r][0]
         self.records[r] = (rec, flushes)

@@ -46,7 +46,7 @@ from perfweave.interop.otf2.collector import (
 from perfweave.interop.otf2.library import enum_value
 from perfweave.interop.otf2.mapping import U32, WIN_OPS, lookup
 from perfweave.model.trace import F, T, classify
-from perfweave.readers.dtypes import EVENT_DTYPE
+from perfweave.dtypes import EVENT_DTYPE
 
 
 def thread_records(imp, r, thread, ev, comm_local, win_local, groups, group_ids):

@@ -3,9 +3,8 @@
 import textwrap
 
 from perfweave.analysis.advice import advise
-from perfweave.report.html import _e
+from perfweave.report.widgets import cut_rows, escape, more_rows
 from perfweave.report.section import ALL, Section
-from perfweave.report.text import _cut, _more
 
 MAX_ADVICE = 2  # advice items in the default text report
 
@@ -22,7 +21,7 @@ class Advice(Section):
         if not advice:
             return []
         out = ["", "Advice"]
-        shown, more = _cut(advice, None if view.full else MAX_ADVICE)
+        shown, more = cut_rows(advice, None if view.full else MAX_ADVICE)
         for a in shown:
             out += textwrap.wrap(
                 a["text"],
@@ -31,14 +30,14 @@ class Advice(Section):
                 subsequent_indent="    ",
                 break_on_hyphens=False,
             )
-        return out + _more(more, "advice items", "--full")
+        return out + more_rows(more, "advice items", "--full")
 
     def html(self, data, page):
         if not data.get("advice"):
             return []
         return [
             "<h2>Advice</h2><ul class=advice>"
-            + "".join(f"<li>{_e(a['text'])}</li>" for a in data["advice"])
+            + "".join(f"<li>{escape(a['text'])}</li>" for a in data["advice"])
             + "</ul>"
         ]
 

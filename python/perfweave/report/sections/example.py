@@ -4,10 +4,9 @@ module's report section: collect reads the module's model (Experiment.example, f
 reader) into the report dict, text and html draw from that dict alone. Absent from the
 report (no key, no lines) when the run recorded none of the module's data."""
 
-from perfweave.report.html import _e, _table as _html_table
+from perfweave.report.widgets import cut_rows, escape, html_table, more_rows, text_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.text import _cut, _more, _table
 
 
 class ExampleSection(Section):
@@ -70,9 +69,9 @@ class ExampleSection(Section):
             out.append(f"  no {ex['function']} call in {ex['processes']} processes")
         else:
             out.append("  no readable data")
-        shown, more = _cut(ex["per_process"], view.max_rows)
-        out += _table([_row(p) for p in shown], COLUMNS, width=view.width)
-        out += _more(more, "processes")
+        shown, more = cut_rows(ex["per_process"], view.max_rows)
+        out += text_table([_row(p) for p in shown], COLUMNS, width=view.width)
+        out += more_rows(more, "processes")
         out += [f"  note: {n}" for n in ex["notes"]]
         return out
 
@@ -82,9 +81,9 @@ class ExampleSection(Section):
             return []
         rows = [_row(p) for p in ex["per_process"]]
         return [
-            f"<h2>Example module: {_e(ex['function'])} calls</h2>",
-            _html_table(rows, COLUMNS),
-        ] + [f"<p class=note>{_e(n)}</p>" for n in ex["notes"]]
+            f"<h2>Example module: {escape(ex['function'])} calls</h2>",
+            html_table(rows, COLUMNS),
+        ] + [f"<p class=note>{escape(n)}</p>" for n in ex["notes"]]
 
 
 # a process's row of the text and HTML tables

@@ -8,10 +8,9 @@ when the run recorded no I/O profile."""
 
 from perfweave.analysis.io import analyze, over_time
 from perfweave.errors import FormatError
-from perfweave.report.html import _e, _table as _html_table
+from perfweave.report.widgets import cut_rows, escape, html_table, more_rows, text_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.text import _cut, _more, _table
 
 
 class IoSection(Section):
@@ -43,18 +42,18 @@ class IoSection(Section):
             out.append(f"  MPI-IO calls: {_t(d['mpiio_s'])} (their POSIX calls count above too)")
         if d["killed"]:
             out.append(f"  {d['killed']} process(es) killed: their counts up to the kill")
-        shown, more = _cut(d["files"], view.max_rows)
-        out += _table([_file_row(f) for f in shown], FILE_COLUMNS, width=view.width)
-        out += _more(more, "file patterns")
+        shown, more = cut_rows(d["files"], view.max_rows)
+        out += text_table([_file_row(f) for f in shown], FILE_COLUMNS, width=view.width)
+        out += more_rows(more, "file patterns")
         out += [f"  {line}" for line in _forms_lines(shown)]
-        shown, more = _cut(d["callsites"], view.max_rows)
+        shown, more = cut_rows(d["callsites"], view.max_rows)
         if shown:
             out += ["  call sites"]
-            out += _table([_site_row(c) for c in shown], SITE_COLUMNS, width=view.width)
-            out += _more(more, "call sites")
+            out += text_table([_site_row(c) for c in shown], SITE_COLUMNS, width=view.width)
+            out += more_rows(more, "call sites")
         for g in d.get("over_time", []):
             out += [f"  {_over_time_title(g)}"]
-            out += _table([_slice_row(x) for x in g["slices"]], SLICE_COLUMNS, width=view.width)
+            out += text_table([_slice_row(x) for x in g["slices"]], SLICE_COLUMNS, width=view.width)
         out += [f"  note: {n}" for n in d["notes"]]
         return out
 
@@ -64,11 +63,11 @@ class IoSection(Section):
             return []
         out = [
             "<h2>I/O profile</h2>",
-            f"<p>{_e(_share_line(d).strip())}</p>",
-            _html_table([_file_row(f) for f in d["files"]], FILE_COLUMNS),
-            *[f"<p>{_e(line)}</p>" for line in _forms_lines(d["files"])],
+            f"<p>{escape(_share_line(d).strip())}</p>",
+            html_table([_file_row(f) for f in d["files"]], FILE_COLUMNS),
+            *[f"<p>{escape(line)}</p>" for line in _forms_lines(d["files"])],
             "<h3>I/O call sites</h3>",
-            _html_table([_site_row(c) for c in d["callsites"]], SITE_COLUMNS),
+            html_table([_site_row(c) for c in d["callsites"]], SITE_COLUMNS),
         ]
         # the rates over time in finer slices than the report's table (too long for
         # the report's JSON: from the files), on the node timeline's clock where there is one
@@ -88,8 +87,11 @@ class IoSection(Section):
                 if g["clock"] == "node timeline"
                 else "seconds since the processes' start"
             )
-            out += [f"<h3>{_e(_over_time_title(g))}</h3>", page.plot(chart, "MB/s", xlabel=xlabel)]
-        return out + [f"<p class=note>{_e(n)}</p>" for n in d["notes"]]
+            out += [
+                f"<h3>{escape(_over_time_title(g))}</h3>",
+                page.plot(chart, "MB/s", xlabel=xlabel),
+            ]
+        return out + [f"<p class=note>{escape(n)}</p>" for n in d["notes"]]
 
 
 CHART_SLICES = 200  # per chart of the rates over time

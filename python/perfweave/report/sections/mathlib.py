@@ -11,10 +11,9 @@ import os
 import textwrap
 
 from perfweave.analysis.mathlib import analyze
-from perfweave.report.html import _e, _table as _html_table
+from perfweave.report.widgets import cut_rows, escape, html_table, more_rows, text_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.text import _cut, _more, _table
 
 
 class MathLibSection(Section):
@@ -35,16 +34,16 @@ class MathLibSection(Section):
             return []
         out = ["", "Math libraries (BLAS, LAPACK, FFTW calls; --mathlib)"]
         for line in _summary(m):
-            out += _wrap(line, view.width)
+            out += wrap_line(line, view.width)
         for line in _sampled_summary(m):
-            out += _wrap(line, view.width)
+            out += wrap_line(line, view.width)
         for title, rows, cols, what in _tables(m):
             if not rows:
                 continue
-            shown, more = _cut(rows, view.max_rows)
+            shown, more = cut_rows(rows, view.max_rows)
             out += ["", f"  {title}"]
-            out += _table(shown, cols, width=view.width)
-            out += _more(more, what)
+            out += text_table(shown, cols, width=view.width)
+            out += more_rows(more, what)
         # its advice is in the report's Advice section (analysis/advice.py rule_sections)
         out += [f"  note: {n}" for n in m["notes"]]
         return out
@@ -54,14 +53,14 @@ class MathLibSection(Section):
         if not m:
             return []
         parts = ["<h2>Math libraries</h2>"]
-        parts += [f"<p>{_e(x)}</p>" for x in _summary(m) + _sampled_summary(m)]
+        parts += [f"<p>{escape(x)}</p>" for x in _summary(m) + _sampled_summary(m)]
         for title, rows, cols, _ in _tables(m):
             if rows:
-                parts += [f"<h3>{_e(title)}</h3>", _html_table(rows, cols)]
-        return parts + [f"<p class=note>{_e(n)}</p>" for n in m["notes"]]
+                parts += [f"<h3>{escape(title)}</h3>", html_table(rows, cols)]
+        return parts + [f"<p class=note>{escape(n)}</p>" for n in m["notes"]]
 
 
-def _wrap(line, width):
+def wrap_line(line, width):
     return textwrap.wrap(line, (width or 100) - 2, initial_indent="  ", subsequent_indent="    ")
 
 

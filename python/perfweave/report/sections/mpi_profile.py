@@ -4,10 +4,17 @@ and call sites by time, and the PAPI counters per call site and rank (--counters
 import textwrap
 
 from perfweave.analysis.mpi import analyze
-from perfweave.report.html import _table as _html_table
+from perfweave.report.widgets import (
+    MORE,
+    byte_size,
+    cut_rows,
+    fit_line,
+    html_table,
+    more_rows,
+    text_table,
+)
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.text import MORE, _b, _cut, _fit, _more, _table
 
 HTML_SITES = 50  # call sites in the HTML page
 
@@ -38,9 +45,9 @@ class MpiProfile(Section):
             "MPI functions by time (App%: of the app time summed over ranks; MPI%: of "
             "the MPI time)",
         ]
-        shown, more = _cut(m["functions"][: m.get("top", 20)], view.rows)
+        shown, more = cut_rows(m["functions"][: m.get("top", 20)], view.rows)
         more += max(len(m["functions"]) - m.get("top", 20), 0)
-        out += _table(
+        out += text_table(
             [
                 [
                     f["name"],
@@ -48,25 +55,25 @@ class MpiProfile(Section):
                     _t(f["time_s"]),
                     f"{f['app_pct']:.2f}",
                     f"{f['mpi_pct']:.2f}",
-                    _b(f["bytes_sent"]),
-                    _b(f["bytes_recv"]),
-                    _b(f["mean_bytes"]),
+                    byte_size(f["bytes_sent"]),
+                    byte_size(f["bytes_recv"]),
+                    byte_size(f["mean_bytes"]),
                 ]
                 for f in shown
             ],
             ["function", "calls", "time", "App%", "MPI%", "sent", "received", "avg size"],
             width=width,
         )
-        out += _more(more, "functions", f"{MORE}, or --top N")
+        out += more_rows(more, "functions", f"{MORE}, or --top N")
         # ---- call sites ----
         out += [
             "",
             "MPI call sites by time (time summed over ranks; App% and MPI% as above; "
             "COV of per-rank time)",
         ]
-        sites, more = _cut(m["callsites"][: m.get("top", 20)], view.rows)
+        sites, more = cut_rows(m["callsites"][: m.get("top", 20)], view.rows)
         more = m["callsites_total"] - len(sites)
-        out += _table(
+        out += text_table(
             [
                 [
                     c["id"],
@@ -103,9 +110,11 @@ class MpiProfile(Section):
         for c in sites:
             if c["stack_where"]:
                 out.append(
-                    _fit(f"  site {c['id']} called from: " + " <- ".join(c["stack_where"]), width)
+                    fit_line(
+                        f"  site {c['id']} called from: " + " <- ".join(c["stack_where"]), width
+                    )
                 )
-        out += _more(more, "call sites", f"{MORE}, or --top N")
+        out += more_rows(more, "call sites", f"{MORE}, or --top N")
         return out + _counters(data, sites, view)
 
     def html(self, data, page):
@@ -115,7 +124,7 @@ class MpiProfile(Section):
         sites = m["callsites"][:HTML_SITES]
         parts = [
             "<h2>MPI call sites</h2>",
-            _html_table(
+            html_table(
                 [
                     [
                         c["id"],
@@ -147,7 +156,7 @@ class MpiProfile(Section):
             evs = m["counters"]
             parts.append("<h2>Counters per call site</h2>")
             parts.append(
-                _html_table(
+                html_table(
                     [
                         [c["id"], c["function"], c["where"]]
                         + [
@@ -173,13 +182,13 @@ def _per_rank(m, view):
     out = ["", "MPI time per rank (MPI% and outside%: of the rank's app time)"]
     ranks = m["per_rank"]
     limit = _rank_limit(view)
-    shown, more = _cut(
+    shown, more = cut_rows(
         sorted(ranks, key=lambda r: -r["mpi_pct"])
         if limit is not None and len(ranks) > limit
         else ranks,
         limit,
     )
-    out += _table(
+    out += text_table(
         [
             [
                 r["rank"],
@@ -196,7 +205,7 @@ def _per_rank(m, view):
         [">", "<", ">", ">", ">", ">", ">"],
         view.width,
     )
-    out += _more(more, "ranks with less MPI time", f"{MORE}, or --json")
+    out += more_rows(more, "ranks with less MPI time", f"{MORE}, or --json")
     mp = m["mpi_pct"]
     out.append(
         f"  MPI%: min {mp['min']:.2f}  mean {mp['mean']:.2f}  max {mp['max']:.2f}  "
@@ -222,11 +231,15 @@ def _balance(m, width):
     while True:
         stat_rows = [[label] + [f"{c[1][key]:.2f}%" for c in cols] for label, key in stats]
         stat_rows.append(["Avg/Max"] + [f"{c[1]['avg_over_max']:.2f}" for c in cols])
-        table = _table(stat_rows, [""] + [c[0] for c in cols], width=None)
+        table = text_table(stat_rows, [""] + [c[0] for c in cols], width=None)
         if width is None or len(cols) <= 2 or max(map(len, table)) <= width:
             break
         cols.pop()
-    return out + table + _more(len(fns) + 1 - len(cols), "functions", "--full, or a wider terminal")
+    return (
+        out
+        + table
+        + more_rows(len(fns) + 1 - len(cols), "functions", "--full, or a wider terminal")
+    )
 
 
 def _counters(data, sites, view):
@@ -254,7 +267,7 @@ def _counters(data, sites, view):
     header = ["id", "function", "location"]
     for ev in evs:
         header += [f"{ev} in", f"{ev} before"]
-    out += _table(
+    out += text_table(
         [
             [c["id"], c["function"], c["where"]]
             + [x for ev in evs for x in (c["counters"][ev]["inside"], c["counters"][ev]["before"])]
@@ -275,7 +288,7 @@ def _counters(data, sites, view):
         header = ["id", "function", "location", "s in", "s before"]
         for ev in evs:
             header += [f"{ev}/s in", f"{ev}/s before"]
-        out += _table(
+        out += text_table(
             [
                 [
                     c["id"],
@@ -297,14 +310,14 @@ def _counters(data, sites, view):
         )
     out += ["", "Counters per rank (inside and between MPI calls, MPI_Init to MPI_Finalize)"]
     counted = [r for r in m["per_rank"] if "counters" in r]
-    shown, more = _cut(counted, _rank_limit(view))
-    out += _table(
+    shown, more = cut_rows(counted, _rank_limit(view))
+    out += text_table(
         [[r["rank"]] + [r["counters"][ev] for ev in evs] for r in shown],
         ["rank"] + evs,
         [">"] * (1 + len(evs)),
         width,
     )
-    return out + _more(more, "ranks", f"{MORE}, or --json")
+    return out + more_rows(more, "ranks", f"{MORE}, or --json")
 
 
 def _rate(x):

@@ -10,9 +10,8 @@ from perfweave._format import FAMILIES
 from perfweave.analysis.timeline import summarize
 from perfweave.model.timeline import nanmean
 from perfweave.report import timeline
-from perfweave.report.html import _e
+from perfweave.report.widgets import escape, text_table
 from perfweave.report.section import Section
-from perfweave.report.text import _table
 
 MAX_POINTS = 2000  # per chart: ticks beyond are averaged in groups
 RATE_SERIES = 6  # node counters per rates chart
@@ -39,7 +38,7 @@ class NodeTimeline(Section):
             return []
         return timeline.render(
             tl,
-            lambda rows, header, align=None: _table(rows, header, align, view.width),
+            lambda rows, header, align=None: text_table(rows, header, align, view.width),
             max_rows=view.max_rows,
             width=view.width,
         )
@@ -48,9 +47,9 @@ class NodeTimeline(Section):
         # the charts' series are too long for the report's JSON: read from the files
         parts = []
         for node in timeline_charts(page.experiment):
-            parts.append(f"<h2>Node timeline: {_e(node['host'])}</h2>")
+            parts.append(f"<h2>Node timeline: {escape(node['host'])}</h2>")
             if node.get("error"):
-                parts.append(f"<p class=note>not shown: {_e(node['error'])}</p>")
+                parts.append(f"<p class=note>not shown: {escape(node['error'])}</p>")
                 continue
             if node.get("activity"):
                 parts.append(
@@ -61,7 +60,7 @@ class NodeTimeline(Section):
             if node.get("rates"):
                 parts.append("<h3>Node rates</h3>" + page.plot(node["rates"], "rate"))
             for src, why in sorted(node.get("absent", {}).items()):
-                parts.append(f"<p class=note>absent: {_e(src)}: {_e(why)}</p>")
+                parts.append(f"<p class=note>absent: {escape(src)}: {escape(why)}</p>")
         return parts
 
 

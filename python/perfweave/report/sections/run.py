@@ -3,10 +3,9 @@ which MPI, and the notes on the experiment (what is partial, missing or was skip
 
 from perfweave.report import summary
 from perfweave.report.data import REPORT_FORMAT, REPORT_VERSION, mpi_library_line
-from perfweave.report.html import _e, _table as _html_table
+from perfweave.report.widgets import escape, fit_line, html_table, wrap_line
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.text import _fit, _wrap
 
 
 class Run(Section):
@@ -46,7 +45,7 @@ class Run(Section):
     def text(self, data, view):
         width = view.width
         m = data["mpi_profile"]
-        out = [_fit(f"perfweave report: {data['experiment']}", width, head=18)]
+        out = [fit_line(f"perfweave report: {data['experiment']}", width, head=18)]
         if data.get("imported"):
             imp = data["imported"]
             by = f", written by {imp['creator']}" if imp.get("creator") else ""
@@ -55,14 +54,14 @@ class Run(Section):
                 if imp.get("skipped_locations")
                 else ""
             )
-            out += _wrap(
+            out += wrap_line(
                 "imported",
                 f"{imp['from']} ({imp['format']} trace{by}); profile "
                 f"computed from the trace{skipped}",
                 width,
             )
         else:
-            out.append(_fit(f"  command    {' '.join(data['command'])}", width, head=13))
+            out.append(fit_line(f"  command    {' '.join(data['command'])}", width, head=13))
         status = data.get("exit_status") or {}
         exit_text = (
             f"killed by signal {status['signal']}"
@@ -74,7 +73,7 @@ class Run(Section):
         if m["mpi"]:
             hosts = m["hosts"]
             out.append(
-                _fit(
+                fit_line(
                     f"  ranks      {m['ranks']}"
                     + (f" of {m['world_size']}" if m["world_size"] != m["ranks"] else "")
                     + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
@@ -86,10 +85,12 @@ class Run(Section):
             lib = mpi_library_line(m["mpi_library"])
             if not data.get("imported"):
                 runtime = f" (perfweave runtime: {m['mpi_flavor']})"
-                out.append(_fit(f"  MPI        {lib}{runtime}", width, keep=len(runtime), head=13))
+                out.append(
+                    fit_line(f"  MPI        {lib}{runtime}", width, keep=len(runtime), head=13)
+                )
             out.append(f"  app time   {summary.app_time(m)}")
             if startup := summary.startup(data):
-                out += _wrap("start-up", startup, width)
+                out += wrap_line("start-up", startup, width)
         else:
             out.append("  MPI        not used (one process without MPI)")
         out.append(
@@ -97,14 +98,14 @@ class Run(Section):
             + (" (incomplete experiment: see the first note)" if data.get("unwritten") else "")
         )
         if split := summary.time_split(data):
-            out += _wrap("time", split, width)
+            out += wrap_line("time", split, width)
         for note in data["notes"]:
-            out += _wrap("note", note, width)
+            out += wrap_line("note", note, width)
         return out
 
     def html(self, data, page):
         m = data["mpi_profile"]
-        parts = [f"<h1>perfweave report</h1><p class=sub>{_e(data['experiment'])}</p>"]
+        parts = [f"<h1>perfweave report</h1><p class=sub>{escape(data['experiment'])}</p>"]
         facts = [
             ("command", " ".join(data.get("command") or [])),
             ("wall time", _t(data["wall_s"]) if data.get("wall_s") is not None else "?"),
@@ -126,8 +127,8 @@ class Run(Section):
         ):
             if text:
                 facts.append((label, text))
-        parts.append(_html_table(facts, ["", ""], "facts"))
-        parts += [f"<p class=note>{_e(note)}</p>" for note in data.get("notes", [])]
+        parts.append(html_table(facts, ["", ""], "facts"))
+        parts += [f"<p class=note>{escape(note)}</p>" for note in data.get("notes", [])]
         return parts
 
 

@@ -6,10 +6,17 @@ import textwrap
 
 from perfweave.analysis import phases, samples
 from perfweave.errors import FormatError
-from perfweave.report.html import _e, _table as _html_table
+from perfweave.report.widgets import (
+    MORE,
+    cut_rows,
+    escape,
+    html_table,
+    more_rows,
+    shorten,
+    text_table,
+)
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.text import MORE, _cut, _more, _table, shorten
 
 HTML_ROWS = 15  # rows of each table of the HTML page
 
@@ -59,7 +66,7 @@ class Sampling(Section):
                 + (f", {{{', '.join(evs)} inclusive}}" if evs else "")
                 + "):"
             )
-            shown, more = _cut(tree, None if max_rows is None else max_rows + 1)
+            shown, more = cut_rows(tree, None if max_rows is None else max_rows + 1)
             for n in shown:
                 tail = (
                     f"   [{n['per_rank_pct']['min']:.0f}-{n['per_rank_pct']['max']:.0f}]"
@@ -73,15 +80,15 @@ class Sampling(Section):
                 head = f"  {n['inclusive_pct']:6.1f} {n['exclusive_pct']:6.1f}  {'  ' * n['depth']}"
                 room = None if width is None else max(width - len(head) - len(tail), 12)
                 out.append(head + shorten(n["name"], room) + tail)
-            out += _more(more, "nodes", f"{MORE}, or --json")
+            out += more_rows(more, "nodes", f"{MORE}, or --json")
         # the tree has each function's inclusive and self time: the tables by function
         # only in the full report
         tables = TABLES if max_rows is None else TABLES[1:2]
         for title, key in tables:
-            rows, more = _cut(sm[key], 10 if max_rows is None else max_rows)
+            rows, more = cut_rows(sm[key], 10 if max_rows is None else max_rows)
             if not rows:
                 continue
-            out += _table(
+            out += text_table(
                 [
                     [
                         f"{r['pct']:.1f}",
@@ -100,7 +107,7 @@ class Sampling(Section):
                 [">", "<", "<", ">", ">"] + [">"] * len(evs),
                 width,
             )
-            out += _more(
+            out += more_rows(
                 more,
                 key.replace("lines", "source lines")
                 + ("" if max_rows is None else "; functions by self and inclusive time"),
@@ -121,7 +128,7 @@ class Sampling(Section):
         parts += _views(sm)
         for title, key in TABLES:
             parts.append(
-                _html_table(
+                html_table(
                     [
                         [
                             f"{r['pct']:.1f}",
@@ -175,7 +182,7 @@ def _activity_phases(tl, most=12):
         f"{p['pct']:.0f} %"
         for p in shown
     ]
-    out += _more(len(phases_) - len(shown), "shorter phases", f"{MORE}, or --json")
+    out += more_rows(len(phases_) - len(shown), "shorter phases", f"{MORE}, or --json")
     return out
 
 
@@ -207,11 +214,11 @@ def _views(sm):
             )
             rows.append(
                 f'<tr data-depth="{n["depth"]}"><td style="padding-left:'
-                f'{0.3 + 1.2 * n["depth"]:.1f}em">{tog}{_e(n["name"])}</td>'
+                f'{0.3 + 1.2 * n["depth"]:.1f}em">{tog}{escape(n["name"])}</td>'
                 f"<td>{n['inclusive_pct']:.1f}</td><td>{n['exclusive_pct']:.1f}</td>"
-                f"<td>{_e(by)}</td>"
+                f"<td>{escape(by)}</td>"
                 f"<td>{pr['min']:.1f} / {pr['mean']:.1f} / {pr['max']:.1f}</td>"
-                f"<td>{n['imbalance']:.2f}</td><td>{_e(n['worst_rank'])}</td></tr>"
+                f"<td>{n['imbalance']:.2f}</td><td>{escape(n['worst_rank'])}</td></tr>"
             )
         head = "".join(
             f"<th>{x}</th>"

@@ -5,10 +5,9 @@ from perfweave.analysis.metrics import PATTERNS
 from perfweave.errors import FormatError
 from perfweave.model.table import records
 from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
-from perfweave.report.html import _table as _html_table
+from perfweave.report.widgets import MORE, cut_rows, html_table, more_rows, text_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.text import MORE, _cut, _more, _table
 
 TOP = 8  # patterns, and ranks per pattern, in the report
 
@@ -34,14 +33,14 @@ class WaitStates(Section):
         ]
         if not ws["patterns"]:
             return out + ["  none found"]
-        shown, more = _cut(ws["patterns"], view.max_rows)
-        out += _table(
+        shown, more = cut_rows(ws["patterns"], view.max_rows)
+        out += text_table(
             [[p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]] for p in shown],
             ["pattern", "time", "%", "largest at"],
             ["<", ">", ">", "<"],
             view.width,
         )
-        return out + _more(more, "wait states", f"{MORE}, or perfweave analyze")
+        return out + more_rows(more, "wait states", f"{MORE}, or perfweave analyze")
 
     def html(self, data, page):
         ws = data.get("wait_states")
@@ -49,7 +48,7 @@ class WaitStates(Section):
             return []
         return [
             "<h2>Wait states</h2>",
-            _html_table(
+            html_table(
                 [
                     [p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
                     for p in ws["patterns"]

@@ -1,4 +1,5 @@
-"""The record dtypes and codes of the experiment format, under the names the readers use.
+"""The record dtypes and codes of the experiment format, under the names the readers, the
+model and the writers use (below them all: it imports nothing of perfweave but _format).
 
 Everything here comes from perfweave._format, which the build generates from the format
 headers (include/perfweave/format.h and include/perfweave/format/; runtime/core/
@@ -19,7 +20,6 @@ from perfweave._format import (
     SAMPLE_COUNTERS,
     SAMPLE_FRAMES,
 )
-from perfweave.readers.names import OLD_FAMILY_NAMES, renamed_activity, renamed_families
 
 RANK_DTYPE = RECORDS["rank"]
 SITE_DTYPE = RECORDS["site"]
@@ -41,7 +41,6 @@ SAMPLE_DTYPE = RECORDS["sample"]
 SAMPLES_VERSION = FILES["samples"].version
 
 __all__ = [
-    "OLD_FAMILY_NAMES",
     "COUNT_DTYPE",
     "EVENT_DTYPE",
     "EVENT_FLAGS",
@@ -59,9 +58,9 @@ __all__ = [
     "TIMELINE_DTYPE",
     "TIMELINE_VERSION",
     "TRACE_VERSION",
+    "SPANS",
+    "SUB",
     "TypeSet",
-    "renamed_activity",
-    "renamed_families",
 ]
 
 
@@ -98,3 +97,9 @@ class TypeSet:
         return out if out is not None else np.zeros(types.shape, bool)
 
     __getitem__ = __call__
+
+
+# the records with a duration (t0..t1), and the sub-events: the records after a CALL that
+# belong to it (docs/format.md, event types)
+SPANS = TypeSet("CALL", "FLUSH")
+SUB = TypeSet("SEND", "RECV", "IRECV", "SEND_DONE", "COLL", "WIN", "RMA", "WSYNC", "COLL_DONE")

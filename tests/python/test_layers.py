@@ -1,0 +1,174 @@
+"""The layers of python/perfweave point one way (docs/architecture.md, "Layers"): every
+import between its parts, read with ast from the sources (imports inside functions
+included: they run too, only later), is an edge of LAYERS, LAYERS has no cycle, and no
+part imports a private name (`_name`) of another."""
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "perfweave"
+
+# part -> the parts it may import; a part is a package or a module of python/perfweave.
+# The same table as docs/architecture.md's, lowest first. "version" is the package's
+# __version__ string (perfweave/__init__.py), "perfweave" the rest of that file (open).
+BASE = {"_format", "_options", "errors", "version"}
+LAYERS = {
+    "_format": set(),
+    "_options": set(),
+    "errors": set(),
+    "version": set(),
+    "dtypes": {"_format"},
+    "writing": {"errors"},
+    "options": {"_options", "errors"},
+    "task_env": BASE,
+    "papi": BASE,
+    "sources": BASE | {"papi"},
+    "symbols": BASE,
+    "clock": BASE,
+    "model": BASE | {"dtypes", "clock"},
+    "readers": BASE | {"dtypes", "writing", "model"},
+    "analysis": BASE | {"dtypes", "clock", "model", "readers", "symbols"},
+    "report": BASE | {"dtypes", "model", "readers", "analysis", "symbols"},
+    "launch": BASE | {"options", "task_env", "writing", "readers"},
+    "interop": BASE | {"dtypes", "clock", "model", "readers", "analysis", "symbols", "launch"},
+    "api": BASE | {"model", "readers", "analysis", "report", "symbols", "interop"},
+    "cli": BASE
+    | {"writing", "options", "papi", "sources", "launch", "readers", "analysis", "report"}
+    | {"interop"},
+    "perfweave": {"api"},
+    "__main__": {"cli"},
+}
+
+
+def module_name(path):
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        return ".".join(parts[:-1]), True
+    return ".".join(parts), False
+
+
+def part_of(module):
+    """The part of python/perfweave that dotted module name belongs to (None: outside)."""
+    names = module.split(".")
+    if names[0] != "perfweave":
+        return None
+    return names[1] if len(names) > 1 else "perfweave"
+
+
+def is_module(dotted):
+    rel = PACKAGE.parent.joinpath(*dotted.split("."))
+    return rel.with_suffix(".py").is_file() or (rel / "__init__.py").is_file()
+
+
+def imports(path):
+    """(module imported, names taken from it, line) of every import in the file."""
+    name, is_package = module_name(path)
+    package = name if is_package else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, [], node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            for alias in node.names:
+                if module == "perfweave" and alias.name == "__version__":
+                    yield "perfweave.version", [], node.lineno
+                elif is_module(f"{module}.{alias.name}"):  # from perfweave import writing
+                    yield f"{module}.{alias.name}", [], node.lineno
+                else:
+                    yield module, [alias.name], node.lineno
+
+
+def edges():
+    """(from part, to part) -> ["file:line", ...] of every import between parts, and
+    the private names taken across parts."""
+    found, private = {}, []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        src = part_of(module_name(path)[0])
+        if path.name == "__init__.py" and path.parent == PACKAGE:
+            src = "perfweave"
+        for module, names, line in imports(path):
+            dst = part_of(module)
+            if dst is None or dst == src:
+                continue
+            where = f"{path.relative_to(PACKAGE)}:{line}"
+            found.setdefault((src, dst), []).append(where)
+            private += [f"{where} {module}.{n}" for n in names if n.startswith("_")]
+    return found, private
+
+
+def cycle(graph):
+    """A cycle of graph ({node: {node, ...}}) as a list of nodes, or None."""
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt) :] + [nxt] if nxt in path else [node, nxt]
+            if nxt not in state:
+                found = visit(nxt, path + [nxt])
+                if found:
+                    return found
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node, [node])
+            if found:
+                return found
+    return None
+
+
+def test_the_table_of_layers_has_no_cycle():
+    assert cycle(LAYERS) is None
+    assert all(dst in LAYERS for deps in LAYERS.values() for dst in deps)
+
+
+def test_every_import_between_parts_follows_the_layers():
+    found, _ = edges()
+    assert found, "no imports found: the walk over python/perfweave is broken"
+    parts = {p for edge in found for p in edge}
+    assert not parts - set(LAYERS), f"parts missing from LAYERS: {parts - set(LAYERS)}"
+    wrong = {f"{a} -> {b}": where for (a, b), where in found.items() if b not in LAYERS[a]}
+    assert not wrong
+    graph = {}
+    for a, b in found:
+        graph.setdefault(a, set()).add(b)
+    assert cycle(graph) is None
+
+
+def test_no_part_imports_private_names_of_another():
+    _, private = edges()
+    assert not private
+
+
+def test_the_walk_sees_imports_inside_functions():
+    """The check reads imports made inside functions too (the readers once imported
+    interop inside open_experiment)."""
+    f = PACKAGE / "readers" / "experiment.py"
+    inside = {
+        sub.module
+        for node in ast.walk(ast.parse(f.read_text()))
+        if isinstance(node, ast.FunctionDef)
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.ImportFrom)
+    }
+    assert "perfweave.readers.kinds" in inside  # Experiment.__getattr__ imports it
+    assert inside <= {m for m, _, _ in imports(f)}
+
+
+def test_report_sections_draw_with_public_widgets():
+    """Inside the report: the sections import the widgets, never the renderers that loop
+    over them (report/text.py, report/html.py), and the widgets import no report module."""
+    report = PACKAGE / "report"
+    widgets = {m for m, _, _ in imports(report / "widgets.py")}
+    assert not {m for m in widgets if m.startswith("perfweave.report")}
+    for path in sorted((report / "sections").glob("*.py")):
+        taken = {m for m, _, _ in imports(path)}
+        assert not taken & {"perfweave.report.text", "perfweave.report.html"}, path.name
