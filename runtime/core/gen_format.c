@@ -184,7 +184,7 @@ static void lists(void)
     static const char *const str[] = {PW_ACTIVITIES(NAME_STR, MPI_STR)};
     names_list("ACTIVITIES", index, str, (int)(sizeof index / sizeof *index));
     /* the modules, in the order of modules.def */
-#define PW_MODULE(name) "\"" #name "\", "
+#define PW_MODULE(name, ...) "\"" #name "\", "
     static const char modules[] =
 #include "modules.def"
         ;

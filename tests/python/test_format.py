@@ -37,7 +37,7 @@ def test_generated_module_holds_the_declared_format():
     assert all(v & (v - 1) == 0 for v in f.EVENT_FLAGS.values())  # one bit each
     # the modules, in modules.def's order
     listed = re.findall(
-        r"^PW_MODULE\((\w+)\)", (ROOT / "runtime/modules/modules.def").read_text(), re.M
+        r"^PW_MODULE\((\w+)[,)]", (ROOT / "runtime/modules/modules.def").read_text(), re.M
     )
     assert f.MODULES == listed and "example" in listed
 
