@@ -134,9 +134,9 @@ typedef struct pw_job {
  * calls them in the order of modules/modules.def (dumps in the reverse order, as
  * atexit would, after those of pw_register_module), never a module by name. */
 typedef struct pw_module {
-    const char *name;           /* one word, as in its files and options */
+    const char *name;           /* one word, as in its files and options (options.json
+                                 * "module": the options it owns) */
     int version;                /* of the files it writes (its own format, docs/format.md) */
-    const char *options;        /* the options.json entries it owns, comma-separated */
     void (*start)(void);        /* core constructor, the process being measured: read its
                                  options, set the hooks it provides, start threads */
     void (*thread_start)(void); /* a thread begins to be measured (pw_thread_begin) */

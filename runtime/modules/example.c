@@ -18,8 +18,9 @@
  * header's module "example", function "sched_yield"), beside the MPI module's.
  *
  * The pieces every module has, in this file's order:
- *   1. its options: declared in python/perfweave/options.json (here "example"), read
- *      from pw_opt (the core loads them all from the environment);
+ *   1. its options: declared in python/perfweave/options.json (here "example", with
+ *      "module": "example"), read from pw_opt (the core loads them all from the
+ *      environment);
  *   2. its record: here the core's per-thread call-site tables, under function ids
  *      the core's registry gives it (pw_functions_register): no lock and no atomic on
  *      the hot path, and every call site goes into the profile; a module with data of
@@ -215,7 +216,6 @@ static void start(void) { enabled = pw_opt.example && pw_functions_register(&fun
 const pw_module pw_module_example = {
     .name = "example",
     .version = PW_EXAMPLE_VERSION,
-    .options = "example",
     .start = start,
     .dump = dump,
     .reduce = reduce,
