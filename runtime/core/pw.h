@@ -294,7 +294,8 @@ typedef struct pw_functions {
     int version;                 /* its version (pw_module.version) */
     int n;                       /* functions */
     const char *const *names;    /* [n] */
-    const signed char *families; /* [n] PW_FAMILY_*: the activity each call is */
+    const signed char *families; /* [n] PW_FAMILY_*: the MPI family each call is; NULL
+                                  * for a module that makes no MPI calls ("other") */
     int hist;                    /* its calls go into size histograms (pw_hist_add) */
     /* "key", "value", ..., NULL: strings of the module's entry in the profile header
      * (e.g. the library it wraps), read when a profile is written; NULL: none */

@@ -51,14 +51,13 @@ static int enabled;
 
 /* The module's functions in the core's registry: registered in start, when on; their
  * ids are base + index (here one function, id base). The profile header lists them as
- * the module "example" (docs/format.md "modules"). */
+ * the module "example" (docs/format.md "modules"). It makes no MPI calls, so it names no
+ * MPI family (.families NULL). */
 static const char *const function_names[] = {"sched_yield"};
-static const signed char function_families[] = {PW_FAMILY_OTHER};
 static pw_functions functions = {.module = "example",
                                  .version = PW_EXAMPLE_VERSION,
                                  .n = 1,
                                  .names = function_names,
-                                 .families = function_families,
                                  .base = -1};
 
 /* One call of `ticks` from return address `ra` into the calling thread's table (made at

@@ -52,6 +52,7 @@ def test_example_module_counts_the_programs_calls(build, run_pw):
     prof = perfweave.open(r.exp).profile
     ids = prof.function_ids("example")
     assert [prof.functions[i] for i in ids] == ["sched_yield"]
+    assert [prof.families[i] for i in ids] == ["other"]  # it names no MPI family
     s = prof.sites[np.isin(prof.sites["fn"], ids)]
     assert int(s["count"].sum()) == THREADS * CALLS and len(s) == THREADS
     assert {prof.objects[o] for o in s["object"]} == {str(prog)}
