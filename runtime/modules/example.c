@@ -96,14 +96,17 @@ PW_EXPORT int sched_yield(void)
 /* ---- 4. the dump ---- */
 
 /* The process's totals: its function's sites in all its threads' tables (a thread: a
- * table with one of them), durations in ns. */
+ * table with one of them), durations in ns. Its members are the keys its files declare
+ * (format/example.h PW_EXAMPLE_TOTALS), so the struct, the writer and the reader's schema
+ * are one list. */
+#define TOTAL_MEMBER(type, key) int64_t key;
 typedef struct totals {
-    int64_t threads, calls, total_ns, max_ns;
+    PW_EXAMPLE_TOTALS(TOTAL_MEMBER)
 } totals;
 
 static totals sum_records(void)
 {
-    totals t = {0, 0, 0, 0};
+    totals t = {0};
     int64_t ticks = 0, max_ticks = 0;
     for (pw_sitetab *tab = pw_sitetabs(); tab; tab = tab->next) {
         int64_t calls = 0;
@@ -129,10 +132,8 @@ static totals sum_records(void)
  * commas, quotes and brackets; a module says keys and values. */
 static void put_totals(pw_json *j, const totals *t)
 {
-    pw_json_int(j, "threads", t->threads);
-    pw_json_int(j, "calls", t->calls);
-    pw_json_int(j, "total_ns", t->total_ns);
-    pw_json_int(j, "max_ns", t->max_ns);
+#define PUT_TOTAL(type, key) pw_json_##type(j, #key, t->key);
+    PW_EXAMPLE_TOTALS(PUT_TOTAL)
 }
 
 /* The process ends in `state`: this process's file, also from a fatal signal's handler
@@ -169,7 +170,7 @@ static int reduce(const pw_job *job)
 {
     if (!enabled || !pw_experiment_dir())
         return 0;
-    totals mine = sum_records(), all_ranks = {0, 0, 0, 0};
+    totals mine = sum_records(), all_ranks = {0};
     char *all = NULL;
     int *lens = NULL, reported = 0;
     if (job->gather(&mine, sizeof mine, &all, &lens) == 0 && job->rank == 0) {

@@ -71,7 +71,7 @@ def _generate(tmp_path, parts_h):
 
 PART = """#define BAD_FIELDS(X, A) {fields}
 typedef struct bad_rec {{ BAD_FIELDS(PW_FIELD_DECL, PW_ARRAY_DECL) }} bad_rec;
-#define PW_FORMAT_bad(FILE, RECORD, NAMES, CODES, CONST) \\
+#define PW_FORMAT_bad(FILE, RECORD, NAMES, CODES, CONST, JSON) \\
     FILE(bad, "bad", "perfweave-bad", 3) RECORD(bad, BAD_FIELDS, bad_rec)
 #define PW_FORMAT_PARTS(P) P(core) P(bad)
 """
