@@ -78,6 +78,14 @@ def test_blas_lapack_user_calls_and_flops(mpi, build, run_pw, blas):
         "dgetrf_": f"ml_blas.f90:{lines['getrf']}",
     }
     assert rep["calls"] == 4 * RANKS and rep["flops"] == 54_000_000.0 * RANKS
+    # the Python API's tables of the analysis: the report's rows, the program's counts
+    exp = r.open()
+    routines = exp.table("mathlib", "routines").set_index("routine")
+    assert routines.loc["dgemm_", "calls"] == 3 * RANKS
+    assert routines.loc["dgetrf_", "flops"] == 18_000_000.0 * RANKS
+    for name in ("routines", "callsites", "size_classes"):
+        df = exp.table("mathlib", name)
+        assert len(df) == len(rep[name]) and list(df.columns) == list(rep[name][0]), name
     ref = [a for a in rep["advice"] if a["rule"] == "reference_library"]
     assert bool(ref) == (blas == "reference")
     assert "Math libraries" in r.text_report()
