@@ -21,6 +21,15 @@
  *                                          X(NAME, index, "string")
  *   CODES(name, LIST)                      named codes: LIST(X) holds X(NAME, value)
  *   CONST(name, value)                     an integer or string constant
+ *   JSON(kind, FIELDS)                     the keys of a FILE kind's JSON documents:
+ *                                          FIELDS(X, O) lists X(type, key), a key every
+ *                                          document has, and O(type, key), one a reader
+ *                                          may not find (a key older versions lack, or
+ *                                          one readers do not need); type is int (an
+ *                                          int64), num, str, bool, strs (a list of
+ *                                          strings), list or object. The readers' schema
+ *                                          (perfweave._format JSON) comes from it, and
+ *                                          a writer may take its field list from it.
  * Bump a file kind's version whenever a record or a meaning of its files changes, and
  * keep a reader of the old version (docs/format.md has the changelog).
  */
@@ -353,8 +362,12 @@ PW_RECORD_STRUCT(PW_EVENT_FIELDS, pw_event_rec)
 PW_ARRAYS(PW_STRUCT)
 #undef PW_STRUCT
 
+/* The head of every module's per-process JSON file (pw_buf_json_head): X(type, key), to
+ * begin a JSON entry's FIELDS. */
+#define PW_JSON_HEAD(X) X(str, format) X(int, version) X(int, rank) X(int, pid) X(str, host)
+
 /* ---- the core's part (the modules' parts: include/perfweave/format/) ---- */
-#define PW_FORMAT_core(FILE, RECORD, NAMES, CODES, CONST)                                  \
+#define PW_FORMAT_core(FILE, RECORD, NAMES, CODES, CONST, JSON)                                  \
     FILE(profile, ".", PW_PROFILE_MAGIC, PW_PROFILE_VERSION)                               \
     FILE(trace, "traces", PW_TRACE_MAGIC, PW_TRACE_VERSION)                                \
     FILE(tables, "tables", PW_TABLES_MAGIC, PW_TABLES_VERSION)                             \

@@ -13,12 +13,13 @@ dict (`report()` is the JSON document only). A table the experiment has no data 
 raises perfweave.errors.NoData (one line saying what is missing and which option of
 `perfweave run` records it)."""
 
+import importlib
 import os
 
 import numpy as np
 import pandas as pd
 
-from perfweave.errors import NoData
+from perfweave.errors import NoData, PerfweaveError
 from perfweave.symbols import Symbolizer
 
 
@@ -249,6 +250,43 @@ class Experiment:
             ],
         )
 
+    # ---- every module's tables, one path -------------------------------------------------
+    def _result(self, kind):
+        """The typed result of kind's analysis (_RESULTS), computed once."""
+        if kind not in _RESULTS:
+            raise PerfweaveError(
+                f"no tables of {kind!r} (kinds with tables: {', '.join(sorted(_RESULTS))})"
+            )
+        key = ("result", kind)
+        if key not in self._cache:
+            module, records = _RESULTS[kind]
+            data = getattr(self._exp, kind)
+            if not data:
+                raise NoData(f"{self.path}: no {kind} data ({records})")
+            analysis = importlib.import_module(f"perfweave.analysis.{module}")
+            self._cache[key] = analysis.analyze(data)
+        return self._cache[key]
+
+    def tables(self, kind):
+        """The names of the tables of kind's analysis result (table(kind, name))."""
+        r = self._result(kind)
+        return [
+            k
+            for k in r.__dataclass_fields__
+            if isinstance(getattr(r, k), np.ndarray) and getattr(r, k).dtype.names
+        ]
+
+    def table(self, kind, name):
+        """The table `name` of the analysis result of the module data `kind` (mathlib:
+        routines, callsites, size_classes, plans, dims_hist; io: per_rank, files,
+        callsites), one row per row of the result, its fields as columns: the rows
+        `perfweave report --json` shows under that kind's section."""
+        names = self.tables(kind)
+        if name not in names:
+            raise PerfweaveError(f"{kind} has no table {name!r} (its tables: {', '.join(names)})")
+        t = getattr(self._result(kind), name)
+        return pd.DataFrame({k: t[k] for k in t.dtype.names}, columns=list(t.dtype.names))
+
     # ---- node timeline ------------------------------------------------------------------
     def timeline(self, rates=False):
         """The node timeline, long format: host, time_s (since the node's first tick),
@@ -282,5 +320,13 @@ class Experiment:
             )
         return pd.concat(frames, ignore_index=True)
 
+
+# The module data with tables (table()): kind (readers/kinds.py) -> (its analysis module,
+# analysis/MODULE.py, whose analyze(model) returns a typed result with numpy tables; what
+# records the data, for NoData). A module with tables adds one entry.
+_RESULTS = {
+    "mathlib": ("mathlib", "`perfweave run` records BLAS, LAPACK and FFTW calls by default"),
+    "io": ("io", "record it with `perfweave run --io`"),
+}
 
 __all__ = ["open", "Experiment", "NoData"]

@@ -25,10 +25,10 @@ int pw_use_tsc;
 int64_t pw_tick_start;
 
 /* ---- the modules: the list is the one place that names them ---- */
-#define PW_MODULE(name) extern const pw_module pw_module_##name;
+#define PW_MODULE(name, ...) extern const pw_module pw_module_##name;
 #include "modules/modules.def"
 #undef PW_MODULE
-#define PW_MODULE(name) &pw_module_##name,
+#define PW_MODULE(name, ...) &pw_module_##name,
 static const pw_module *const modules[] = {
 #include "modules/modules.def"
 };

@@ -42,11 +42,17 @@ static void check(int ok, const char *what, const char *record, const char *fiel
 
 /* ---- the lists of every part, by kind of entry ---- */
 
-/* Each function below writes some kinds of entry of every part: PW_FORMAT_PARTS(P) with
- * a P that passes the ON_ macro of each kind it writes and NONE for the others. */
+/* Each function below writes some kinds of entry of every part: PW_FORMAT_PARTS(PART) with
+ * ENTRIES the ON_ macro of each kind it writes and NONE for the others. */
 #define NONE2(a, b)
 #define NONE3(a, b, c)
 #define NONE4(a, b, c, d)
+/* PW_FORMAT_PARTS(PART) expands every part with the handlers ENTRIES names, one per kind
+ * of entry (CALL: ENTRIES is expanded into the list before the part's macro takes it). */
+#define CALL(macro, args) macro args
+#define PART(name)                                                                                 \
+    part = #name;                                                                                  \
+    CALL(PW_FORMAT_##name, (ENTRIES))
 
 static void files(void)
 {
@@ -56,11 +62,45 @@ static void files(void)
 #define ON_FILE(kind, dir, magic, version)                                                         \
     fprintf(out, "    \"%s\": FileKind(\"%s\", \"%s\", \"%s\", %d),\n", #kind, #kind, dir, magic,  \
             version);
-#define FILES_PART(name)                                                                           \
-    part = #name;                                                                                  \
-    PW_FORMAT_##name(ON_FILE, NONE3, NONE2, NONE2, NONE2)
-    PW_FORMAT_PARTS(FILES_PART)
+#undef ENTRIES
+#define ENTRIES ON_FILE, NONE3, NONE2, NONE2, NONE2, NONE2
+    PW_FORMAT_PARTS(PART)
     fputs("}\n\n", out);
+}
+
+/* The Python schema of each JSON type of format.h's JSON entries (readers/files.py
+ * check): a type the list does not know fails to compile. */
+#define PY_int "int"
+#define PY_num "float"
+#define PY_str "str"
+#define PY_bool "bool"
+#define PY_strs "[str]"
+#define PY_list "list"
+#define PY_object "dict"
+
+static void json(void)
+{
+    fputs("# kind: the keys of its JSON documents with their types (readers/files.py check)\n"
+          "JSON = {\n",
+          out);
+#define JSON_KEY(type, key) fprintf(out, "        \"%s\": %s,\n", #key, PY_##type);
+#define ON_JSON(kind, FIELDS)                                                                      \
+    fprintf(out, "    \"%s\": {\n", #kind);                                                        \
+    FIELDS(JSON_KEY, JSON_KEY)                                                                     \
+    fputs("    },\n", out);
+#undef ENTRIES
+#define ENTRIES NONE4, NONE3, NONE2, NONE2, NONE2, ON_JSON
+    PW_FORMAT_PARTS(PART)
+    fputs("}\n# kind: the keys every document of it has (X of its JSON entry)\n"
+          "JSON_REQUIRED = {\n",
+          out);
+#define JSON_NAME(type, key) " \"" #key "\","
+#define ON_REQUIRED(kind, FIELDS)                                                                  \
+    fprintf(out, "    \"%s\": (%s),\n", #kind, FIELDS(JSON_NAME, NONE2));
+#undef ENTRIES
+#define ENTRIES NONE4, NONE3, NONE2, NONE2, NONE2, ON_REQUIRED
+    PW_FORMAT_PARTS(PART)
+    fputs("}\n", out);
 }
 
 static void records(void)
@@ -97,10 +137,9 @@ static void records(void)
         fputs("        ]),\n", out);                                                               \
         check(at == sizeof(struct_t), "padding after the last field", rec, NULL);                  \
     }
-#define RECORDS_PART(name)                                                                         \
-    part = #name;                                                                                  \
-    PW_FORMAT_##name(NONE4, ON_RECORD, NONE2, NONE2, NONE2)
-    PW_FORMAT_PARTS(RECORDS_PART)
+#undef ENTRIES
+#define ENTRIES NONE4, ON_RECORD, NONE2, NONE2, NONE2, NONE2
+    PW_FORMAT_PARTS(PART)
     fputs("    }\n"
           "    return RECORDS\n\n\n",
           out);
@@ -172,10 +211,9 @@ static void lists(void)
     LIST(CODE_ENTRY)                                                                               \
     fputs("}\n", out);
 #define ON_CONST(name, value) put_const(#name, value);
-#define LISTS_PART(name)                                                                           \
-    part = #name;                                                                                  \
-    PW_FORMAT_##name(NONE4, NONE3, ON_NAMES, ON_CODES, ON_CONST)
-    PW_FORMAT_PARTS(LISTS_PART)
+#undef ENTRIES
+#define ENTRIES NONE4, NONE3, ON_NAMES, ON_CODES, ON_CONST, NONE2
+    PW_FORMAT_PARTS(PART)
     /* the activities: PW_ACTIVITIES's own names, and "mpi_" + each family */
     part = "core";
 #define MPI_INDEX(n, value, str) 1 + value,
@@ -184,7 +222,7 @@ static void lists(void)
     static const char *const str[] = {PW_ACTIVITIES(NAME_STR, MPI_STR)};
     names_list("ACTIVITIES", index, str, (int)(sizeof index / sizeof *index));
     /* the modules, in the order of modules.def */
-#define PW_MODULE(name) "\"" #name "\", "
+#define PW_MODULE(name, ...) "\"" #name "\", "
     static const char modules[] =
 #include "modules.def"
         ;
@@ -208,6 +246,7 @@ int main(int argc, char **argv)
           "FileKind = namedtuple(\"FileKind\", \"kind directory magic version\")\n\n",
           out);
     files();
+    json();
     lists();
     fputs("\n\n", out);
     records();

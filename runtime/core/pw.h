@@ -134,9 +134,9 @@ typedef struct pw_job {
  * calls them in the order of modules/modules.def (dumps in the reverse order, as
  * atexit would, after those of pw_register_module), never a module by name. */
 typedef struct pw_module {
-    const char *name;           /* one word, as in its files and options */
+    const char *name;           /* one word, as in its files and options (options.json
+                                 * "module": the options it owns) */
     int version;                /* of the files it writes (its own format, docs/format.md) */
-    const char *options;        /* the options.json entries it owns, comma-separated */
     void (*start)(void);        /* core constructor, the process being measured: read its
                                  options, set the hooks it provides, start threads */
     void (*thread_start)(void); /* a thread begins to be measured (pw_thread_begin) */
@@ -294,7 +294,8 @@ typedef struct pw_functions {
     int version;                 /* its version (pw_module.version) */
     int n;                       /* functions */
     const char *const *names;    /* [n] */
-    const signed char *families; /* [n] PW_FAMILY_*: the activity each call is */
+    const signed char *families; /* [n] PW_FAMILY_*: the MPI family each call is; NULL
+                                  * for a module that makes no MPI calls ("other") */
     int hist;                    /* its calls go into size histograms (pw_hist_add) */
     /* "key", "value", ..., NULL: strings of the module's entry in the profile header
      * (e.g. the library it wraps), read when a profile is written; NULL: none */

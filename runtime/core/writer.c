@@ -420,7 +420,8 @@ void pw_functions_json(pw_json *j)
     pw_json_open(j, "families", '[');
     for (int i = 0; i < nsets; i++)
         for (int k = 0; k < sets[i]->n; k++)
-            pw_json_str(j, NULL, pw_family_name(sets[i]->families[k]));
+            pw_json_str(j, NULL,
+                        pw_family_name(sets[i]->families ? sets[i]->families[k] : PW_FAMILY_OTHER));
     pw_json_close(j);
 }
 

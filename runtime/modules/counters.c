@@ -558,7 +558,6 @@ static int read_events(int64_t *out, int max)
 const pw_module pw_module_counters = {
     .name = "counters",
     .version = 0, /* writes no file of its own: counts go into the profile */
-    .options = "counters,counters_interval_us,counters_multiplex",
     .start = start,
     .thread_start = thread_begin,
     .fork_child = in_child,

@@ -18,8 +18,9 @@
  * header's module "example", function "sched_yield"), beside the MPI module's.
  *
  * The pieces every module has, in this file's order:
- *   1. its options: declared in python/perfweave/options.json (here "example"), read
- *      from pw_opt (the core loads them all from the environment);
+ *   1. its options: declared in python/perfweave/options.json (here "example", with
+ *      "module": "example"), read from pw_opt (the core loads them all from the
+ *      environment);
  *   2. its record: here the core's per-thread call-site tables, under function ids
  *      the core's registry gives it (pw_functions_register): no lock and no atomic on
  *      the hot path, and every call site goes into the profile; a module with data of
@@ -50,14 +51,13 @@ static int enabled;
 
 /* The module's functions in the core's registry: registered in start, when on; their
  * ids are base + index (here one function, id base). The profile header lists them as
- * the module "example" (docs/format.md "modules"). */
+ * the module "example" (docs/format.md "modules"). It makes no MPI calls, so it names no
+ * MPI family (.families NULL). */
 static const char *const function_names[] = {"sched_yield"};
-static const signed char function_families[] = {PW_FAMILY_OTHER};
 static pw_functions functions = {.module = "example",
                                  .version = PW_EXAMPLE_VERSION,
                                  .n = 1,
                                  .names = function_names,
-                                 .families = function_families,
                                  .base = -1};
 
 /* One call of `ticks` from return address `ra` into the calling thread's table (made at
@@ -96,14 +96,17 @@ PW_EXPORT int sched_yield(void)
 /* ---- 4. the dump ---- */
 
 /* The process's totals: its function's sites in all its threads' tables (a thread: a
- * table with one of them), durations in ns. */
+ * table with one of them), durations in ns. Its members are the keys its files declare
+ * (format/example.h PW_EXAMPLE_TOTALS), so the struct, the writer and the reader's schema
+ * are one list. */
+#define TOTAL_MEMBER(type, key) int64_t key;
 typedef struct totals {
-    int64_t threads, calls, total_ns, max_ns;
+    PW_EXAMPLE_TOTALS(TOTAL_MEMBER)
 } totals;
 
 static totals sum_records(void)
 {
-    totals t = {0, 0, 0, 0};
+    totals t = {0};
     int64_t ticks = 0, max_ticks = 0;
     for (pw_sitetab *tab = pw_sitetabs(); tab; tab = tab->next) {
         int64_t calls = 0;
@@ -129,10 +132,8 @@ static totals sum_records(void)
  * commas, quotes and brackets; a module says keys and values. */
 static void put_totals(pw_json *j, const totals *t)
 {
-    pw_json_int(j, "threads", t->threads);
-    pw_json_int(j, "calls", t->calls);
-    pw_json_int(j, "total_ns", t->total_ns);
-    pw_json_int(j, "max_ns", t->max_ns);
+#define PUT_TOTAL(type, key) pw_json_##type(j, #key, t->key);
+    PW_EXAMPLE_TOTALS(PUT_TOTAL)
 }
 
 /* The process ends in `state`: this process's file, also from a fatal signal's handler
@@ -169,7 +170,7 @@ static int reduce(const pw_job *job)
 {
     if (!enabled || !pw_experiment_dir())
         return 0;
-    totals mine = sum_records(), all_ranks = {0, 0, 0, 0};
+    totals mine = sum_records(), all_ranks = {0};
     char *all = NULL;
     int *lens = NULL, reported = 0;
     if (job->gather(&mine, sizeof mine, &all, &lens) == 0 && job->rank == 0) {
@@ -215,7 +216,6 @@ static void start(void) { enabled = pw_opt.example && pw_functions_register(&fun
 const pw_module pw_module_example = {
     .name = "example",
     .version = PW_EXAMPLE_VERSION,
-    .options = "example",
     .start = start,
     .dump = dump,
     .reduce = reduce,

@@ -1186,7 +1186,6 @@ static int dump(int state, int in_signal)
 const pw_module pw_module_io = {
     .name = "io",
     .version = PW_IO_VERSION,
-    .options = "io,io_max_files,io_max_threads,io_max_sites,io_trace_max",
     .start = start,
     .dump = dump,
     .fork_child = in_child,

@@ -524,7 +524,6 @@ static void start(void)
 const pw_module pw_module_mathlib = {
     .name = "mathlib",
     .version = PW_MATHLIB_VERSION,
-    .options = "mathlib,mathlib_max_sites",
     .start = start,
     .dump = dump,
     .fork_child = in_child,

@@ -393,6 +393,4 @@ void *pw_mpi_bind(long i)
 const pw_module pw_module_mpi = {
     .name = "mpi",
     .version = PW_PROFILE_VERSION,
-    .options = "mpi,callsite_depth,max_callsites,histograms,clock_sync_rounds,trace,"
-               "trace_buffer",
 };

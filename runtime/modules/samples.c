@@ -1849,7 +1849,6 @@ static void start(void)
 const pw_module pw_module_samples = {
     .name = "samples",
     .version = PW_SAMPLES_VERSION,
-    .options = "sample,sample_interval_ms,sample_capacity,sample_libunwind",
     .start = start,
     .thread_start = sample_thread,
     .dump = write_samples,

@@ -893,7 +893,6 @@ static void start(void)
 const pw_module pw_module_timeline = {
     .name = "timeline",
     .version = PW_TIMELINE_VERSION,
-    .options = "node_interval,pcp",
     .start = start,
     .dump = stop,
     .fork_child = fork_child,

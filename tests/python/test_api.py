@@ -220,10 +220,14 @@ def test_missing_data_is_one_clear_error(experiment_dir, pwprof, tmp_path):
         (e.mpi_callsites, "MPI"),
         (e.wait_states, "perfweave analyze"),
         (e.timeline, "--node-interval"),
+        (lambda: e.table("io", "files"), "--io"),
+        (lambda: e.table("mathlib", "routines"), "BLAS"),
     ):
         with pytest.raises(NoData) as err:
             table()
         assert option in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(PerfweaveError, match="kinds with tables: io, mathlib"):
+        e.table("nothing", "rows")
     with pytest.raises(PerfweaveError, match="no such experiment"):
         perfweave.open(tmp_path / "nowhere")
 

@@ -37,7 +37,7 @@ def test_generated_module_holds_the_declared_format():
     assert all(v & (v - 1) == 0 for v in f.EVENT_FLAGS.values())  # one bit each
     # the modules, in modules.def's order
     listed = re.findall(
-        r"^PW_MODULE\((\w+)\)", (ROOT / "runtime/modules/modules.def").read_text(), re.M
+        r"^PW_MODULE\((\w+)[,)]", (ROOT / "runtime/modules/modules.def").read_text(), re.M
     )
     assert f.MODULES == listed and "example" in listed
 
@@ -71,7 +71,7 @@ def _generate(tmp_path, parts_h):
 
 PART = """#define BAD_FIELDS(X, A) {fields}
 typedef struct bad_rec {{ BAD_FIELDS(PW_FIELD_DECL, PW_ARRAY_DECL) }} bad_rec;
-#define PW_FORMAT_bad(FILE, RECORD, NAMES, CODES, CONST) \\
+#define PW_FORMAT_bad(FILE, RECORD, NAMES, CODES, CONST, JSON) \\
     FILE(bad, "bad", "perfweave-bad", 3) RECORD(bad, BAD_FIELDS, bad_rec)
 #define PW_FORMAT_PARTS(P) P(core) P(bad)
 """

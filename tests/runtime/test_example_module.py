@@ -14,6 +14,7 @@ import pytest
 
 import perfweave
 from harness import bare
+from perfweave import _format
 
 THREADS, CALLS = 3, 2000
 
@@ -32,6 +33,7 @@ def test_example_module_counts_the_programs_calls(build, run_pw):
     data = json.loads(files[0].read_text())
     assert files[0].name == f"{data['host']}.{got['pid']}.json"
     assert data["format"] == "perfweave-example" and data["version"] == 1
+    assert list(data) == list(_format.JSON["example"])  # the writer writes what is declared
     assert data["function"] == "sched_yield" and data["state"] == "complete"
     assert (data["rank"], data["pid"]) == (-1, got["pid"])
     assert data["threads"] == THREADS  # the main thread made no call
@@ -52,6 +54,7 @@ def test_example_module_counts_the_programs_calls(build, run_pw):
     prof = perfweave.open(r.exp).profile
     ids = prof.function_ids("example")
     assert [prof.functions[i] for i in ids] == ["sched_yield"]
+    assert [prof.families[i] for i in ids] == ["other"]  # it names no MPI family
     s = prof.sites[np.isin(prof.sites["fn"], ids)]
     assert int(s["count"].sum()) == THREADS * CALLS and len(s) == THREADS
     assert {prof.objects[o] for o in s["object"]} == {str(prog)}
@@ -89,6 +92,7 @@ def test_example_module_per_rank_and_job_files(mpi, build, run_pw):
         assert data["threads"] == 1
     job = json.loads((r.exp / "example" / "job.json").read_text())
     assert job["format"] == "perfweave-example-job" and job["version"] == 1
+    assert list(job) == list(_format.JSON["example_job"])
     assert (job["ranks"], job["reported"], job["calls"], job["threads"]) == (2, 2, 3000, 2)
     # the same ticks, converted at MPI_Finalize (job) and at exit (ranks): the tick rate
     # is calibrated over the run, so the ns may differ in the last digits

@@ -59,6 +59,14 @@ def test_io_counts_bytes_calls_stats_and_bins(build, run_pw, tmp_path, flags):
     rep = r.report()["io"]
     assert any(f["pattern"] == f"{tmp_path}/mix.dat" for f in rep["files"])
     assert "I/O profile (--io)" in r.text_report()
+    # the Python API's tables of the I/O analysis are the report's rows
+    exp = r.open()
+    assert exp.tables("io") == ["per_rank", "files", "callsites"]
+    for name in ("per_rank", "files", "callsites"):
+        df = exp.table("io", name)
+        assert df.to_dict("records") == rep[name], name
+    f = exp.table("io", "files").set_index("pattern").loc[f"{tmp_path}/mix.dat"]
+    assert (f["bytes_written"], f["bytes_read"]) == (n * 2750, n * 4120)
 
 
 def test_io_open_close_loop_disk_and_shm(build, run_pw, tmp_path):

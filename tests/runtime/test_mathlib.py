@@ -5,12 +5,14 @@ construction (tests/runtime/programs/ml_*): the user calls and flops must be exa
 same under both libraries; the calls one library makes into another (the reference
 LAPACK's dgemm_ inside dgetrf_) are internal, and only where the library makes them."""
 
+import json
 import os
 
 import numpy as np
 import pytest
 
 from harness import bare, site_lines
+from perfweave import _format
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 ALTERNATIVES = {"reference": f"{LIB}/lapack:{LIB}/blas", "openblas": f"{LIB}/openblas-pthread"}
@@ -47,6 +49,9 @@ def test_blas_lapack_user_calls_and_flops(mpi, build, run_pw, blas):
     ]
     ml = r.open().mathlib
     assert [p.rank for p in ml.processes] == list(range(RANKS)) and not ml.notes
+    # the writer writes the keys format/mathlib.h declares, in its order
+    doc = json.loads((r.exp / "mathlib" / "rank-0.json").read_text())
+    assert list(doc) == list(_format.JSON["mathlib"])
     lines = site_lines("ml_blas.f90")
     for k in range(RANKS):
         got = per_routine(ml, k)
@@ -73,6 +78,14 @@ def test_blas_lapack_user_calls_and_flops(mpi, build, run_pw, blas):
         "dgetrf_": f"ml_blas.f90:{lines['getrf']}",
     }
     assert rep["calls"] == 4 * RANKS and rep["flops"] == 54_000_000.0 * RANKS
+    # the Python API's tables of the analysis: the report's rows, the program's counts
+    exp = r.open()
+    routines = exp.table("mathlib", "routines").set_index("routine")
+    assert routines.loc["dgemm_", "calls"] == 3 * RANKS
+    assert routines.loc["dgetrf_", "flops"] == 18_000_000.0 * RANKS
+    for name in ("routines", "callsites", "size_classes"):
+        df = exp.table("mathlib", name)
+        assert len(df) == len(rep[name]) and list(df.columns) == list(rep[name][0]), name
     ref = [a for a in rep["advice"] if a["rule"] == "reference_library"]
     assert bool(ref) == (blas == "reference")
     assert "Math libraries" in r.text_report()

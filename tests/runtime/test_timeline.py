@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from harness import PERFWEAVE
+from perfweave import _format
 
 MIB = 1 << 20
 
@@ -65,6 +66,7 @@ def test_loopback_bytes_and_cpu_time(build, run_pw):
     dur = (tl.t[-1] - tl.t[0]) / 1e9
     assert 0.9 <= dur <= 10 and len(tl.t) >= 0.6 * dur / 0.05
     assert meta["complete"] and meta["interval_ms"] == 50
+    assert list(meta) == list(_format.JSON["timeline"])  # the writer writes what is declared
     assert 0 < meta["sampler_cpu_ns"] < 0.2 * dur * 1e9
     # rates: the transfer runs at hundreds of MB/s on loopback, peak above the mean
     rate = tl.rates()[:, tl.index("net", "lo.rx_bytes")]

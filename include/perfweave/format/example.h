@@ -16,8 +16,21 @@
 #define PW_EXAMPLE_MAGIC "perfweave-example"
 #define PW_EXAMPLE_JOB_MAGIC "perfweave-example-job"
 
-#define PW_FORMAT_example(FILE, RECORD, NAMES, CODES, CONST)                                       \
+/* The keys of its JSON files, X(type, key) (format.h JSON): the totals both files hold
+ * (example.c's struct and writer of them are made from this list), each file's keys. */
+/* clang-format off */
+#define PW_EXAMPLE_TOTALS(X) X(int, threads) X(int, calls) X(int, total_ns) X(int, max_ns)
+#define PW_EXAMPLE_FIELDS(X, O)                                                                    \
+    PW_JSON_HEAD(X) X(str, state) X(str, function) PW_EXAMPLE_TOTALS(X)
+#define PW_EXAMPLE_JOB_FIELDS(X, O)                                                                \
+    X(str, format) X(int, version) X(int, ranks) X(int, reported) X(str, function)                 \
+    PW_EXAMPLE_TOTALS(X)
+/* clang-format on */
+
+#define PW_FORMAT_example(FILE, RECORD, NAMES, CODES, CONST, JSON)                                 \
     FILE(example, "example", PW_EXAMPLE_MAGIC, PW_EXAMPLE_VERSION)                                 \
-    FILE(example_job, "example", PW_EXAMPLE_JOB_MAGIC, PW_EXAMPLE_VERSION)
+    FILE(example_job, "example", PW_EXAMPLE_JOB_MAGIC, PW_EXAMPLE_VERSION)                         \
+    JSON(example, PW_EXAMPLE_FIELDS)                                                               \
+    JSON(example_job, PW_EXAMPLE_JOB_FIELDS)
 
 #endif

@@ -198,7 +198,7 @@ PW_RECORD_STRUCT(PW_IO_SEGMENTS_HEADER_FIELDS, pw_io_segments_header_rec)
     X(uint8_t, "u1", op)               /* PW_IO_OPS */
 PW_RECORD_STRUCT(PW_IO_SEGMENT_FIELDS, pw_io_segment_rec)
 
-#define PW_FORMAT_io(FILE, RECORD, NAMES, CODES, CONST)                                    \
+#define PW_FORMAT_io(FILE, RECORD, NAMES, CODES, CONST, JSON)                                    \
     FILE(io, "io", PW_IO_MAGIC, PW_IO_VERSION)                                              \
     RECORD(io_header, PW_IO_HEADER_FIELDS, pw_io_header_rec)                                \
     RECORD(io_file, PW_IO_FILE_FIELDS, pw_io_file_rec)                                      \

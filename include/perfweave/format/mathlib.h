@@ -56,10 +56,30 @@ PW_RECORD_STRUCT(PW_MLCALL_FIELDS, pw_mlcall_rec)
     X(double, "<f8", flops)              /* of its executes */
 PW_RECORD_STRUCT(PW_MLPLAN_FIELDS, pw_mlplan_rec)
 
-#define PW_FORMAT_mathlib(FILE, RECORD, NAMES, CODES, CONST)                               \
+#define PW_FORMAT_mathlib(FILE, RECORD, NAMES, CODES, CONST, JSON)                               \
     FILE(mathlib, "mathlib", PW_MATHLIB_MAGIC, PW_MATHLIB_VERSION)                         \
     RECORD(mlcall, PW_MLCALL_FIELDS, pw_mlcall_rec)                                        \
-    RECORD(mlplan, PW_MLPLAN_FIELDS, pw_mlplan_rec)
+    RECORD(mlplan, PW_MLPLAN_FIELDS, pw_mlplan_rec)                                        \
+    JSON(mathlib, PW_MATHLIB_JSON_FIELDS)
+
+/* mathlib/NAME.json: X(type, key), O(type, key) (format.h JSON) */
+#define PW_MATHLIB_JSON_FIELDS(X, O)                                                       \
+    PW_JSON_HEAD(X)                                                                        \
+    X(str, state)                                                                          \
+    X(int, t_start)                                                                        \
+    X(int, t_end)                                                                          \
+    X(int, threads)                                                                        \
+    O(int, max_sites)                    /* --mathlib-max-sites */                         \
+    X(int, dropped)                      /* calls folded into overflow sites */            \
+    X(int, plans_dropped)                                                                  \
+    X(int, unknown_plan_executes)                                                          \
+    X(strs, routines)                    /* by the records' routine index */               \
+    X(strs, groups)                      /* each routine's library interface */            \
+    X(strs, libraries)                   /* the object that answered each, "" not called */\
+    X(list, internal)                    /* calls inside another math-library call */      \
+    X(strs, fft_kinds)                                                                     \
+    X(list, not_wrapped)                 /* [routine, why] */                              \
+    X(list, objects)                     /* the loaded objects: [path, build-id] */
 /* clang-format on */
 
 #endif

@@ -39,7 +39,7 @@
     A(int64_t, "<i8", counters, PW_SAMPLE_COUNTERS) /* -1: not read at this sample */
 PW_RECORD_STRUCT(PW_SAMPLE_FIELDS, pw_sample_rec)
 
-#define PW_FORMAT_samples(FILE, RECORD, NAMES, CODES, CONST)                               \
+#define PW_FORMAT_samples(FILE, RECORD, NAMES, CODES, CONST, JSON)                               \
     FILE(samples, "samples", PW_SAMPLES_MAGIC, PW_SAMPLES_VERSION)                         \
     RECORD(sample, PW_SAMPLE_FIELDS, pw_sample_rec)                                        \
     CONST(sample_frames, PW_SAMPLE_FRAMES)                                                 \

@@ -25,8 +25,28 @@
     X(double, "<f8", value)   /* counter: cumulative since the first tick; gauge: value */
 PW_RECORD_STRUCT(PW_TIMELINE_FIELDS, pw_timeline_rec)
 
-#define PW_FORMAT_timeline(FILE, RECORD, NAMES, CODES, CONST)                                      \
+#define PW_FORMAT_timeline(FILE, RECORD, NAMES, CODES, CONST, JSON)                                \
     FILE(timeline, "timeline", PW_TIMELINE_MAGIC, PW_TIMELINE_VERSION)                             \
-    RECORD(timeline, PW_TIMELINE_FIELDS, pw_timeline_rec)
+    RECORD(timeline, PW_TIMELINE_FIELDS, pw_timeline_rec)                                          \
+    JSON(timeline, PW_TIMELINE_JSON_FIELDS)
+
+/* timeline/HOST.json: X(type, key), O(type, key) (format.h JSON); the X-macro table is
+ * aligned by hand */
+/* clang-format off */
+#define PW_TIMELINE_JSON_FIELDS(X, O)                                                              \
+    X(str, format)                                                                                 \
+    X(int, version)                                                                                \
+    O(str, host)                                                                                   \
+    O(int, pid)                                                                                    \
+    O(num, interval_ms)                                                                            \
+    O(bool, complete)                                                                              \
+    O(int, ticks)                                                                                  \
+    O(int, t_first)                                                                                \
+    O(int, t_last)                                                                                 \
+    O(num, sampler_cpu_ns)                                                                         \
+    O(num, ns_per_tick)                                                                            \
+    O(list, series)                                                                                \
+    O(object, absent)
+/* clang-format on */
 
 #endif

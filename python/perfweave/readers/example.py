@@ -3,34 +3,10 @@
 killed while writing it, a damaged disk) is left out with a note; the others stand. The
 template of a module's reader: its kind is registered in readers/kinds.py."""
 
-from perfweave._format import FILES
+from perfweave._format import JSON
 from perfweave.errors import FormatError
 from perfweave.model.example import Example, ExampleProcess, process_key
-from perfweave.readers.files import PROCESS_HEAD, check, read_json
-
-FORMAT, JOB_FORMAT = FILES["example"].magic, FILES["example_job"].magic
-VERSION = FILES["example"].version
-
-_PROCESS = {
-    **PROCESS_HEAD,
-    "state": str,
-    "function": str,
-    "threads": int,
-    "calls": int,
-    "total_ns": int,
-    "max_ns": int,
-}
-_JOB = {
-    "format": str,
-    "version": int,
-    "ranks": int,
-    "reported": int,
-    "function": str,
-    "threads": int,
-    "calls": int,
-    "total_ns": int,
-    "max_ns": int,
-}
+from perfweave.readers.files import read_document
 
 
 def read_example(path):
@@ -40,31 +16,19 @@ def read_example(path):
     if not d.is_dir():
         return out
     for f in sorted(d.glob("*.json")):
+        kind = "example_job" if f.name == "job.json" else "example"
         try:
-            doc = read_json(f, "example module file")
-            job = f.name == "job.json"
-            check(doc, _JOB if job else _PROCESS, f, "example module file")
-            want = JOB_FORMAT if job else FORMAT
-            if doc.get("format") != want:
-                raise FormatError(f"{f}: not a {want} file")
-            if doc.get("version") != VERSION:
-                raise FormatError(
-                    f"{f}: version {doc.get('version')} of {want} (this "
-                    f"perfweave reads version {VERSION})"
-                )
-            missing = [k for k in (_JOB if job else _PROCESS) if k not in doc]
-            if missing:
-                raise FormatError(f"{f}: no {missing[0]!r}")
+            doc = read_document(f, kind, "example module file")
         except (FormatError, OSError) as e:
             out.notes.append(f"example module: {e}; left out")
             continue
         out.function = doc["function"]
-        if job:
-            out.job = {k: doc[k] for k in _JOB if k not in ("format", "version")}
+        if kind == "example_job":
+            out.job = {k: doc[k] for k in JSON[kind] if k not in ("format", "version")}
         else:
             out.processes.append(
                 ExampleProcess(
-                    **{k: doc[k] for k in _PROCESS if k not in ("format", "version", "function")}
+                    **{k: doc[k] for k in JSON[kind] if k not in ("format", "version", "function")}
                 )
             )
     out.processes.sort(key=process_key)

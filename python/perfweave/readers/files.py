@@ -46,7 +46,7 @@ class SparseFile:
 
 
 # The head every module's per-process JSON file starts with (runtime/core/writer.c
-# pw_buf_json_head), as check() schemas: a module's reader adds its own keys to it.
+# pw_buf_json_head; format.h PW_JSON_HEAD), as a check() schema.
 PROCESS_HEAD = {"format": str, "version": int, "rank": int, "pid": int, "host": str}
 
 
@@ -140,6 +140,32 @@ def read_json(path, what="JSON"):
     doc = parse_json(read_bytes(path), path, what)
     if not isinstance(doc, dict):
         raise FormatError(f"{path}: not a perfweave {what} (not a JSON object)")
+    return doc
+
+
+def read_document(path, kind, what, versions=None, schema=None):
+    """The JSON document at path, a file of the kind `kind` (perfweave._format FILES),
+    checked as every reader of a kind checks one: its "format" string, its keys against
+    the kind's declared ones (format.h JSON entries: _format.JSON; schema adds or refines
+    entries, e.g. a list's items), its version (one of versions; by default the current
+    one) and the keys every document of the kind has (_format.JSON_REQUIRED). FormatError
+    naming path otherwise."""
+    from perfweave._format import FILES, JSON, JSON_REQUIRED
+
+    doc = read_json(path, what)
+    magic = FILES[kind].magic
+    if doc.get("format") != magic:
+        raise FormatError(f"{path}: not a {magic} file")
+    check(doc, {**JSON[kind], **(schema or {})}, path, what)
+    versions = versions or (FILES[kind].version,)
+    if doc.get("version") not in versions:
+        raise FormatError(
+            f"{path}: version {short(doc.get('version'))} of {magic} (this perfweave reads "
+            f"version{'s' if len(versions) > 1 else ''} {', '.join(map(str, versions))})"
+        )
+    missing = [k for k in JSON_REQUIRED[kind] if k not in doc]
+    if missing:
+        raise FormatError(f"{path}: no {missing[0]!r}")
     return doc
 
 

@@ -15,29 +15,12 @@ from perfweave.model.mathlib import (
     empty,
 )
 from perfweave.model.table import table
-from perfweave.readers.files import PROCESS_HEAD, check, read_json
+from perfweave.readers.files import read_document
 
 FORMAT, VERSION = FILES["mathlib"].magic, FILES["mathlib"].version
 # version 1: plans without "procs" (every plan a process's own: 1), read as version 2
 _PLAN_V1 = np.dtype([f for f in RECORDS["mlplan"].descr if f[0] != "procs"])
 READ_VERSIONS = (1, VERSION)
-_HEAD = {
-    **PROCESS_HEAD,
-    "state": str,
-    "t_start": int,
-    "t_end": int,
-    "threads": int,
-    "dropped": int,
-    "plans_dropped": int,
-    "unknown_plan_executes": int,
-    "routines": list,
-    "groups": list,
-    "libraries": list,
-    "internal": list,
-    "fft_kinds": list,
-    "not_wrapped": list,
-    "objects": list,
-}
 
 
 def _records(path, name, dtype=None):
@@ -49,18 +32,7 @@ def _records(path, name, dtype=None):
 
 
 def _read_process(f):
-    doc = read_json(f, "math-library file")
-    check(doc, _HEAD, f, "math-library file")
-    if doc.get("format") != FORMAT:
-        raise FormatError(f"{f}: not a {FORMAT} file")
-    if doc.get("version") not in READ_VERSIONS:
-        raise FormatError(
-            f"{f}: version {doc.get('version')} of {FORMAT} (this perfweave reads versions "
-            f"{', '.join(map(str, READ_VERSIONS))})"
-        )
-    missing = [k for k in _HEAD if k not in doc]
-    if missing:
-        raise FormatError(f"{f}: no {missing[0]!r}")
+    doc = read_document(f, "mathlib", "math-library file", READ_VERSIONS)
     stem = f.name[: -len(".json")]
     calls = _records(f.with_name(stem + ".calls"), "mlcall")
     if doc["version"] == 1:

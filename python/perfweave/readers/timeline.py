@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError
-from perfweave._format import FILES
+from perfweave._format import JSON
 from perfweave.model.timeline import NodeTimeline
 from perfweave.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
-from perfweave.readers.files import check, read_array, read_json, short
+from perfweave.readers.files import read_array, read_document
 from perfweave.readers.names import renamed_activity
 
 # 1: the series PID.mpi_file_ns named PID.mpi_io_ns (renamed as read)
@@ -36,33 +36,17 @@ def read_timelines(exp):
     return out
 
 
-# the keys readers use, with their types (docs/format.md "Node timeline")
+# the keys readers use, with their types: those format/timeline.h declares, and the
+# items of its series
 META_SCHEMA = {
-    "host": str,
-    "pid": int,
-    "interval_ms": float,
-    "complete": bool,
-    "ticks": int,
-    "t_first": int,
-    "t_last": int,
-    "sampler_cpu_ns": float,
-    "ns_per_tick": float,
+    **JSON["timeline"],
     "series": [{"source": str, "name": str, "unit": str, "kind": str}],
-    "absent": {},
 }
 
 
 def read_node(meta_path):
     meta_path = Path(meta_path)
-    meta = read_json(meta_path, "node timeline")
-    if meta.get("format") != FILES["timeline"].magic:
-        raise FormatError(f"{meta_path}: not a perfweave node timeline")
-    if meta.get("version") not in READ_VERSIONS:
-        raise FormatError(
-            f"{meta_path}: node timeline version {short(meta.get('version'))}, "
-            f"this perfweave reads versions {', '.join(map(str, READ_VERSIONS))}"
-        )
-    check(meta, META_SCHEMA, meta_path, "node timeline")
+    meta = read_document(meta_path, "timeline", "node timeline", READ_VERSIONS, META_SCHEMA)
     if not all(
         {"source", "name", "unit", "kind"} <= s.keys() for s in meta.get("series", [])
     ) or not all(isinstance(v, str) for v in meta.get("absent", {}).values()):
