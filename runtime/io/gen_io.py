@@ -3,7 +3,9 @@
 
     gen_io.py SPEC OUTDIR
 
-writes OUTDIR/pw_io_fn.h (function ids, names, layers) and OUTDIR/pw_io_wrappers.c (one
+writes OUTDIR/pw_io_fn.h (function ids, names, layers), OUTDIR/_io.py (the names of I/O
+functions for the samples' classification, installed as perfweave/_io.py: every function
+the spec lists, and those of its section 'classify') and OUTDIR/pw_io_wrappers.c (one
 wrapper per function the spec lists without [later], in the one shape of
 runtime/core/wrap.h: the real function looked up once, called exactly once whatever
 perfweave's state, timed and recorded only when the module is on and the thread is not
@@ -15,6 +17,10 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gen"))
+import spec_tools  # noqa: E402
+from spec_tools import SpecError, entries, parse_decl, py_table, sections, split_args  # noqa: E402
 
 LAYERS = ("posix", "stdio")
 OPS = "open fopen fdopen close fclose read write seek stat sync meta dup fcntl mmap munmap"
@@ -41,10 +47,6 @@ TIME_OP = {
 }
 # The value a wrapper returns when the C library lacks its function (errno ENOSYS).
 FAILED = {"void *": "MAP_FAILED", "size_t": "0"}
-
-
-class SpecError(Exception):
-    pass
 
 
 @dataclass
@@ -74,20 +76,12 @@ class Fn:
 
 def parse_args(text, lineno):
     out, variadic = [], False
-    text = text.strip()
-    if text in ("", "void"):
-        return out, variadic
-    for part in [p.strip() for p in text.split(",")]:
+    for part in split_args(text):
         if part == "...":
             variadic = True
             continue
-        m = re.match(r"^(.*?)(\w+)(\[\])?$", part)
-        if not m:
-            raise SpecError(f"line {lineno}: cannot parse argument '{part}'")
-        ctype = " ".join(m.group(1).split()).replace(" *", "*").replace("*", " *").strip()
-        if m.group(3):
-            ctype += " *"
-        out.append(Arg(re.sub(r"\s+\*", " *", ctype), m.group(2)))
+        ctype, name, array, _ = parse_decl(part, (), f"line {lineno}")
+        out.append(Arg(ctype + " *" if array else ctype, name))
     return out, variadic
 
 
@@ -107,10 +101,7 @@ def parse_flags(text):
 
 def parse(text):
     fns, seen = [], set()
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
+    for lineno, line in entries(sections(text, "section")[0]):
         m = LINE_RE.match(line)
         if not m:
             raise SpecError(f"line {lineno}: expected 'LAYER OP FILE BYTES OFFSET PROTOTYPE'")
@@ -413,19 +404,33 @@ def source(fns):
     return "\n".join(out) + "\n"
 
 
+def io_names(fns, text):
+    """The names the samples' classification takes for I/O: the spec's functions and
+    those of its section 'classify' (glibc's internals and calls not wrapped)."""
+    names = [f.name for f in fns]
+    for lineno, line in sections(text, "section")[1].get("classify", []):
+        for name in line.split():
+            if name in names:
+                raise SpecError(f"line {lineno}: {name} listed twice")
+            names.append(name)
+    return py_table(
+        "runtime/io/gen_io.py from io.spec",
+        "The names of I/O functions (analysis/samples.py's classification).",
+        {"NAMES": frozenset(names)},
+    )
+
+
+def generate(text):
+    fns = parse(text)
+    return {
+        "pw_io_fn.h": header(fns),
+        "pw_io_wrappers.c": source(fns),
+        "_io.py": io_names(fns, text),
+    }
+
+
 def main(argv):
-    if len(argv) != 3:
-        sys.exit(__doc__)
-    spec, outdir = Path(argv[1]), Path(argv[2])
-    try:
-        fns = parse(spec.read_text())
-    except SpecError as e:
-        sys.exit(f"{spec}: {e}")
-    outdir.mkdir(parents=True, exist_ok=True)
-    for name, text in (("pw_io_fn.h", header(fns)), ("pw_io_wrappers.c", source(fns))):
-        path = outdir / name
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
+    spec_tools.main(argv, __doc__, generate)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,15 @@
 
     gen_wrappers.py SPEC OUTDIR
 
-writes OUTDIR/pw_mpi_fn.h (function ids, names, families),
+writes OUTDIR/pw_mpi_fn.h (function ids, names, families, and the kinds: PW_MPI_KINDS),
 OUTDIR/pw_mpi_wrappers.c (one C wrapper per function, and Fortran wrappers for
 the mpif.h / `use mpi` / `use mpi_f08` entry points of Open MPI and MPICH, and the
 table of all of them) and OUTDIR/pw_mpi_symbols.h (every symbol a wrapper stands for,
 in the table's order: the core's dispatch stubs, runtime/modules/mpi_loader.c, are
-made from it, so stubs and table cannot disagree).
+made from it, so stubs and table cannot disagree), and OUTDIR/_mpi.py, what every MPI
+function is for the Python side (installed as perfweave/_mpi.py): family, kind, role in
+the wait-state patterns and time categories, blocking twin; of the functions wrapped and
+of those the spec lists for classification only (functions of imported traces).
 
 Every wrapper has the same shape (runtime/modules/pw_mpi.h): resolve the real
 function once, call it exactly once whatever perfweave's state, time around it
@@ -21,6 +24,10 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gen"))
+import spec_tools  # noqa: E402
+from spec_tools import SpecError, entries, parse_decl, py_table, sections, split_args  # noqa: E402
 
 # The kinds of each family. The families are format.h's (PW_FAMILIES): the wrappers name
 # each as PW_FAMILY_<FAMILY>, so that a family the format does not know fails to build.
@@ -36,6 +43,65 @@ KINDS = {
     "file": "fopen fclose fread fwrite fother",
     "other": "init finalize abort pcontrol mgmt comm_free",
 }
+# What a function is to the analysis (model/trace.py's time categories and wait-state
+# patterns, interop's families): its pattern role, that of its kind here unless its spec
+# line says [pattern=...] (where the functions of one kind play different parts: MPI_Send
+# may block, MPI_Bsend does not). A management call that creates a communicator (tags
+# :newcomm) has the pattern role "comm". In the order of the model's role codes, with the
+# time category and the family of each.
+PATTERN_ROLES = {
+    "other": ("other", "other"),
+    "p2p": ("p2p", "p2p"),
+    "block_send": ("p2p", "p2p"),
+    "wait": ("p2p", "sync"),
+    "waitmulti": ("p2p", "sync"),
+    "test": ("p2p", "sync"),
+    "barrier": ("sync_coll", "coll"),
+    "n2n": ("coll", "coll"),
+    "12n": ("coll", "coll"),
+    "n21": ("coll", "coll"),
+    "scan": ("coll", "coll"),
+    "coll": ("coll", "coll"),
+    "win_fence": ("rma_active", "sync"),
+    "win_post": ("rma_active", "sync"),
+    "win_start": ("rma_active", "sync"),
+    "win_complete": ("rma_active", "sync"),
+    "win_wait": ("rma_active", "sync"),
+    "win_test": ("rma_active", "sync"),
+    "passive": ("rma_passive", "sync"),
+    "op": ("rma_comm", "rma"),
+    "create": ("mgmt_win", "rma"),
+    "free": ("mgmt_win", "rma"),
+    "file_data": ("file_data", "file"),
+    "file": ("mgmt_file", "file"),
+    "comm": ("mgmt_comm", "other"),
+    "init": ("init", "other"),
+    "finalize": ("init", "other"),
+    "init_thread": ("init", "other"),
+}
+_KIND_PATTERNS = {
+    "p2p": KINDS["p2p"],
+    "barrier": "barrier",
+    "12n": "bcast scatter scatterv",
+    "n21": "reduce gather gatherv",
+    "n2n": "allgather allgatherv alltoall allreduce reduce_scatter reduce_scatter_block",
+    "scan": "scan exscan",
+    "coll": "alltoallv alltoallw neighbor_allgather neighbor_allgatherv neighbor_alltoall "
+    "neighbor_alltoallv neighbor_alltoallw",
+    "create": "win",
+    "free": "win_free",
+    "op": "put get acc getacc fop cas",
+    "wait": "wait",
+    "waitmulti": "waitmulti",
+    "passive": "winsync",
+    "file": "fopen fclose fother",
+    "file_data": "fread fwrite",
+    "init": "init",
+    "finalize": "finalize",
+    "comm": "comm_free",
+    "other": "abort pcontrol mgmt",
+}
+KIND_PATTERN = {k: role for role, ks in _KIND_PATTERNS.items() for k in ks.split()}
 ROLES = set(
     "buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes "
     "peer tag root comm newcomm win newwin target group request requests nreq status "
@@ -129,10 +195,6 @@ READS = {
 }
 
 
-class SpecError(Exception):
-    pass
-
-
 def kind_reads(table):
     """READS as {kind: {role: None (required) or the value for none}}, checked."""
     out = {}
@@ -162,6 +224,10 @@ KIND_READS = kind_reads(READS)
 _undeclared = set(" ".join(KINDS.values()).split()) - set(READS) - NO_ARGS_KINDS - CONTROL_KINDS
 if _undeclared:  # a new kind says what its body reads before any wrapper is written
     raise SpecError(f"kinds without their roles in READS: {', '.join(sorted(_undeclared))}")
+
+_roleless = set(" ".join(KINDS.values()).split()) - set(KIND_PATTERN)
+if _roleless:  # a new kind says what it is to the analysis
+    raise SpecError(f"kinds without a pattern role: {', '.join(sorted(_roleless))}")
 
 LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(int\s+(MPI_\w+)\s*\((.*)\))\s*(\[(.*)\])?\s*$")
 
@@ -201,6 +267,7 @@ class Function:
     fortran_args: list = None
     line: int = 0
     mpi4: bool = False  # only where mpi.h is MPI-4 (the _c large-count forms)
+    pattern: str = ""  # its pattern role (PATTERN_ROLES)
 
     @property
     def lower(self):
@@ -208,36 +275,14 @@ class Function:
 
 
 def parse_arg(text, lineno):
-    text = text.strip()
-    role = ""
-    m = re.match(r"^(.*?)(\w+)\s*(\[\s*\])?\s*(:\s*(\w+))?$", text)
-    if not m:
-        raise SpecError(f"line {lineno}: cannot parse argument '{text}'")
-    ctype, name, array, _, role = m.groups()
-    ctype = " ".join(ctype.replace("*", " * ").split()).replace(" *", "*").replace("* ", "*")
-    ctype = ctype.replace("*", " *").replace("  ", " ").strip()
-    ctype = re.sub(r"\s*\*\s*", "*", ctype)
-    ctype = re.sub(r"(\w)\*", r"\1 *", ctype)
-    if not ctype:
-        raise SpecError(f"line {lineno}: argument '{text}' has no type")
-    if role and role not in ROLES:
-        raise SpecError(f"line {lineno}: unknown role '{role}'")
-    return Arg(ctype=ctype, name=name, role=role or "", array=bool(array))
-
-
-def split_args(text):
-    text = text.strip()
-    if not text or text == "void":
-        return []
-    return [a for a in (p.strip() for p in text.split(",")) if a]
+    ctype, name, array, role = parse_decl(text, ROLES, f"line {lineno}")
+    return Arg(ctype=ctype, name=name, role=role, array=array)
 
 
 def parse(text):
+    """The functions the spec wraps (its section 'classify', parse_classified's, aside)."""
     functions, seen = [], set()
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
-        if not line:
-            continue
+    for lineno, line in entries(sections(text, "section")[0]):
         m = LINE_RE.match(line)
         if not m:
             raise SpecError(f"line {lineno}: expected 'FAMILY KIND int MPI_Name(args) [flags]'")
@@ -266,8 +311,14 @@ def parse(text):
             elif flag == "mpi4":
                 fn.mpi4 = True
                 fn.fortran = False  # the table's entry is a C name only (see source())
+            elif flag.startswith("pattern="):
+                fn.pattern = flag.partition("=")[2]
             else:
                 raise SpecError(f"line {lineno}: unknown flag '{flag}'")
+        if not fn.pattern:
+            creates = kind == "mgmt" and any(a.role == "newcomm" for a in args)
+            fn.pattern = "comm" if creates else KIND_PATTERN[kind]
+        check_pattern(fn.pattern, family, f"line {lineno}: {name}")
         if has_args(fn, args):
             reads = KIND_READS.get(kind, {})
             missing = {r for r, none in reads.items() if none is None} - set_roles(args)
@@ -287,6 +338,27 @@ def parse(text):
     if not functions:
         raise SpecError("the spec declares no function")
     return functions
+
+
+def check_pattern(pattern, family, where):
+    if pattern not in PATTERN_ROLES:
+        raise SpecError(f"{where}: unknown pattern role '{pattern}'")
+    if family and PATTERN_ROLES[pattern][1] != family:
+        raise SpecError(f"{where}: pattern role '{pattern}' is not of the family '{family}'")
+
+
+def parse_classified(text):
+    """{name: pattern role} of the spec's section 'classify': MPI functions perfweave does
+    not wrap, which imported traces hold, one 'PATTERN NAME...' per line."""
+    out = {}
+    for lineno, line in sections(text, "section")[1].get("classify", []):
+        pattern, *names = line.split()
+        check_pattern(pattern, "", f"line {lineno}")
+        for name in names:
+            if not re.fullmatch(r"MPI_\w+", name) or name in out:
+                raise SpecError(f"line {lineno}: '{name}' is no MPI name, or listed twice")
+            out[name] = pattern
+    return out
 
 
 # ---- C wrappers ----
@@ -607,8 +679,11 @@ def header(functions):
         "",
         f"#define PW_MPI_NFN {len(functions)}",
         "",
-        "enum pw_mpi_fn {",
+        "/* The kinds of the spec (one body each in pw_mpi_leave, modules/pw_mpi.h), by family */",
+        "#define PW_MPI_KINDS(X) \\",
     ]
+    out += [f"    {' '.join(f'X({k})' for k in ks.split())} \\" for ks in KINDS.values()]
+    out += ["", "enum pw_mpi_fn {"]
     out += [f"    PW_FN_{f.name} = {i}," for i, f in enumerate(functions)]
     out += [
         "};",
@@ -686,23 +761,39 @@ def symbols_header(functions):
     return "\n".join(out)
 
 
+def table(functions, classified):
+    """perfweave/_mpi.py: FUNCTIONS {name: (family, kind, pattern role, blocking twin)} of
+    the wrapped functions (kind "" for those listed for classification only), and the
+    pattern roles with their time category and family."""
+    kinds = {f.name: f.kind for f in functions}
+    rows = {}
+    for f in functions:
+        twin = "MPI_" + f.name[5:6].upper() + f.name[6:]  # MPI_Ibcast -> MPI_Bcast
+        nonblocking = f.family == "coll" and f.name[4] == "I" and kinds.get(twin) == f.kind
+        rows[f.name] = (f.family, f.kind, f.pattern, twin if nonblocking else None)
+    for name, pattern in classified.items():
+        if name in rows:
+            raise SpecError(f"{name} is both wrapped and listed for classification only")
+        rows[name] = (PATTERN_ROLES[pattern][1], "", pattern, None)
+    return py_table(
+        "runtime/mpi/gen_wrappers.py from mpi.spec",
+        "What each MPI function is: family, kind, pattern role, blocking twin.",
+        {"PATTERN_ROLES": {r: cf for r, cf in PATTERN_ROLES.items()}, "FUNCTIONS": rows},
+    )
+
+
+def generate(text):
+    functions = parse(text)
+    return {
+        "pw_mpi_fn.h": header(functions),
+        "pw_mpi_wrappers.c": source(functions),
+        "pw_mpi_symbols.h": symbols_header(functions),
+        "_mpi.py": table(functions, parse_classified(text)),
+    }
+
+
 def main(argv):
-    if len(argv) != 3:
-        sys.exit(__doc__)
-    spec, outdir = Path(argv[1]), Path(argv[2])
-    try:
-        functions = parse(spec.read_text())
-    except SpecError as e:
-        sys.exit(f"{spec}: {e}")
-    outdir.mkdir(parents=True, exist_ok=True)
-    for name, text in (
-        ("pw_mpi_fn.h", header(functions)),
-        ("pw_mpi_wrappers.c", source(functions)),
-        ("pw_mpi_symbols.h", symbols_header(functions)),
-    ):
-        path = outdir / name
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
+    spec_tools.main(argv, __doc__, generate)
 
 
 if __name__ == "__main__":

@@ -187,6 +187,44 @@ def test_golden_symbols(mini):
     assert text == _golden("pw_mpi_symbols.h", text)
 
 
+def test_golden_table(mini):
+    """perfweave/_mpi.py: MPI_Send may block (its [pattern=]), MPI_Bsend's kind is the
+    same; a nonblocking collective names its blocking twin."""
+    text = gen.table(mini, gen.parse_classified(MINI_SPEC))
+    assert text == _golden("_mpi.py", text)
+    spec = TABLE_SPEC + "section classify\nfile  MPI_File_delete\n"
+    table = {}
+    exec(gen.table(gen.parse(spec), gen.parse_classified(spec)), table)
+    assert table["FUNCTIONS"] == {
+        "MPI_Send": ("p2p", "send", "block_send", None),
+        "MPI_Bsend": ("p2p", "send", "p2p", None),
+        "MPI_Bcast": ("coll", "bcast", "12n", None),
+        "MPI_Ibcast": ("coll", "bcast", "12n", "MPI_Bcast"),
+        "MPI_Comm_dup": ("other", "mgmt", "comm", None),
+        "MPI_Comm_rank": ("other", "mgmt", "other", None),
+        "MPI_File_delete": ("file", "", "file", None),
+    }
+
+
+TABLE_SPEC = """\
+p2p   send   int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, int dest:peer, int tag:tag, MPI_Comm comm:comm)  [pattern=block_send]
+p2p   send   int MPI_Bsend(const void *buf:buf, int count:count, MPI_Datatype datatype:type, int dest:peer, int tag:tag, MPI_Comm comm:comm)
+coll  bcast  int MPI_Bcast(void *buffer:buf, int count:count, MPI_Datatype datatype:type, int root:root, MPI_Comm comm:comm)
+coll  bcast  int MPI_Ibcast(void *buffer:buf, int count:count, MPI_Datatype datatype:type, int root:root, MPI_Comm comm:comm, MPI_Request *request:request)  [nofort]
+other mgmt   int MPI_Comm_dup(MPI_Comm comm:comm, MPI_Comm *newcomm:newcomm)
+other mgmt   int MPI_Comm_rank(MPI_Comm comm, int *rank)
+"""
+
+
+def test_pattern_role_errors():
+    with pytest.raises(gen.SpecError, match="unknown pattern role 'bogus'"):
+        gen.parse("p2p send " + SEND + "  [pattern=bogus]\n")
+    with pytest.raises(gen.SpecError, match="pattern role 'barrier' is not of the family 'p2p'"):
+        gen.parse("p2p send " + SEND + "  [pattern=barrier]\n")
+    with pytest.raises(gen.SpecError, match="both wrapped and listed"):
+        gen.table(gen.parse("p2p send " + SEND + "\n"), {"MPI_Send": "p2p"})
+
+
 def test_stub_list_is_the_wrapper_table(mini):
     """The core's stub i jumps to table entry i: both come from one list, in the order
     the wrappers are defined."""
@@ -203,6 +241,7 @@ def test_main_writes_the_golden_files(tmp_path):
     out = tmp_path / "gen"
     gen.main(["gen_wrappers.py", str(GOLDEN / "mini.spec"), str(out)])
     assert sorted(p.name for p in out.iterdir()) == [
+        "_mpi.py",
         "pw_mpi_fn.h",
         "pw_mpi_symbols.h",
         "pw_mpi_wrappers.c",
@@ -210,6 +249,7 @@ def test_main_writes_the_golden_files(tmp_path):
     assert (out / "pw_mpi_fn.h").read_text() == (GOLDEN / "pw_mpi_fn.h").read_text()
     assert (out / "pw_mpi_wrappers.c").read_text() == (GOLDEN / "pw_mpi_wrappers.c").read_text()
     assert (out / "pw_mpi_symbols.h").read_text() == (GOLDEN / "pw_mpi_symbols.h").read_text()
+    assert (out / "_mpi.py").read_text() == (GOLDEN / "_mpi.py").read_text()
     # an unchanged output is not rewritten (keeps make/CMake from rebuilding)
     before = (out / "pw_mpi_fn.h").stat().st_mtime_ns
     os.utime(out / "pw_mpi_fn.h", ns=(before - 10**9, before - 10**9))

@@ -25,6 +25,8 @@ from functools import cached_property
 import numpy as np
 
 from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
+from perfweave._io import NAMES as IO_NAMES
+from perfweave._mpi import FUNCTIONS as MPI_FUNCTIONS
 from perfweave.analysis import phases, timebins
 from perfweave.analysis.mathlib import is_math_function, is_math_library, served_routine
 from perfweave.analysis.phases import APP, PHASES
@@ -53,14 +55,18 @@ def _is_wrapper(path):
 _MPI_NAME = re.compile(r"^p?mpi_(\w+?)(_f08ts_|_f08_|__|_)?$", re.IGNORECASE)
 
 
+_MPI_BY_LOWER = {n.lower(): n for n in MPI_FUNCTIONS}
+
+
 def mpi_call_name(function):
     """MPI_Xxx_yyy for a C or Fortran MPI entry point (MPI_Send, PMPI_Send, mpi_send_,
-    mpi_send__, mpi_send_f08_), None for other names."""
+    mpi_send__, mpi_send_f08_): as mpi.spec writes it, else in the standard's
+    capitalisation; None for other names."""
     m = _MPI_NAME.match(function or "")
     if not m:
         return None
     rest = m.group(1)
-    return "MPI_" + rest[0].upper() + rest[1:].lower()
+    return _MPI_BY_LOWER.get("mpi_" + rest.lower()) or "MPI_" + rest[0].upper() + rest[1:].lower()
 
 
 # What a sample's thread was doing: the runtime's activities (format.h PW_ACTIVITIES, by
@@ -78,118 +84,8 @@ CLASSIFY_FRAMES = 3  # frame 0 and up to two callers, while in a system library
 
 # Known functions, by normalised name (_normalise: glibc's __GI_/__libc_ prefixes,
 # 64/_nocancel suffixes, symbol versions and C++ arguments dropped).
-_IO = {
-    "read",
-    "write",
-    "pread",
-    "pwrite",
-    "readv",
-    "writev",
-    "preadv",
-    "pwritev",
-    "preadv2",
-    "pwritev2",
-    "open",
-    "openat",
-    "creat",
-    "close",
-    "fsync",
-    "fdatasync",
-    "sync",
-    "syncfs",
-    "sync_file_range",
-    "lseek",
-    "llseek",
-    "ftruncate",
-    "truncate",
-    "fallocate",
-    "posix_fallocate",
-    "posix_fadvise",
-    "sendfile",
-    "copy_file_range",
-    "splice",
-    "stat",
-    "fstat",
-    "lstat",
-    "fstatat",
-    "newfstatat",
-    "statx",
-    "fxstat",
-    "xstat",
-    "lxstat",
-    "fxstatat",
-    "access",
-    "faccessat",
-    "unlink",
-    "unlinkat",
-    "rename",
-    "renameat",
-    "mkdir",
-    "rmdir",
-    "getdents",
-    "readdir",
-    "opendir",
-    "closedir",
-    "fopen",
-    "fdopen",
-    "fclose",
-    "fread",
-    "fwrite",
-    "fflush",
-    "fputs",
-    "fgets",
-    "fseek",
-    "fseeko",
-    "ftell",
-    "fsetpos",
-    "fgetpos",
-    "getline",
-    "getdelim",
-    "fscanf",
-    "fread_unlocked",
-    "fwrite_unlocked",
-    "fflush_unlocked",
-    "fileno",
-    "IO_fopen",
-    "IO_new_fopen",
-    "IO_fclose",
-    "IO_new_fclose",
-    "IO_fread",
-    "IO_fwrite",
-    "IO_fflush",
-    "IO_fputs",
-    "IO_getline",
-    "IO_getdelim",
-    "IO_file_write",
-    "IO_new_file_write",
-    "IO_file_xsputn",
-    "IO_new_file_xsputn",
-    "IO_file_xsgetn",
-    "IO_file_read",
-    "IO_file_underflow",
-    "IO_new_file_underflow",
-    "IO_file_overflow",
-    "IO_new_file_overflow",
-    "IO_file_sync",
-    "IO_new_file_sync",
-    "IO_file_close",
-    "IO_file_close_it",
-    "IO_new_file_close_it",
-    "IO_file_open",
-    "IO_file_fopen",
-    "IO_new_file_fopen",
-    "IO_file_seek",
-    "IO_file_seekoff",
-    "IO_new_file_seekoff",
-    "IO_do_write",
-    "IO_new_do_write",
-    "new_do_write",
-    "IO_switch_to_get_mode",
-    "underflow",
-    "uflow",
-    "IO_doallocbuf",
-    "IO_file_doallocate",
-}
+# I/O: the functions io.spec lists and the names of its section "classify"
+_IO = IO_NAMES
 _ALLOC = {
     "malloc",
     "free",
@@ -371,7 +267,8 @@ OMP_LOCKS = {
 _GOMP_SYNC = {"do_wait", "do_spin", "futex_wait", "gomp_futex_wait"}
 # the OpenMP API's queries (omp_get_wtime, omp_get_thread_num): the program's own work
 _OMP_QUERY = re.compile(r"^omp_(get|in|is)_")
-_KNOWN = {"io": _IO, "alloc": _ALLOC, "omp_sync": _OMP, "thread_sync": _SYNC}
+# alloc before io: io.spec wraps mmap, and a sample in it is malloc's far more often
+_KNOWN = {"alloc": _ALLOC, "io": _IO, "omp_sync": _OMP, "thread_sync": _SYNC}
 
 
 def _normalise(name):

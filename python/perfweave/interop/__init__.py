@@ -11,13 +11,13 @@ carry implicitly.
 """
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from perfweave.errors import PerfweaveError
+from perfweave._mpi import FUNCTIONS as MPI_FUNCTIONS
 from perfweave.clock import app_window, host_clocks, to_ns
 from perfweave.model.trace import T, F, classify, object_labels, time_span
 from perfweave.dtypes import TypeSet
@@ -503,80 +503,29 @@ def derived_flags(traits, fn, rtype, nonblocking_event, exclusive_lock=None):
     return out
 
 
-# model/trace.py classify() gives a nonblocking collective its blocking twin's category
-# and role (MPI_Iallreduce: "coll", "n2n"; MPI_Ibarrier: "sync_coll"); what identifies
-# functions here (point-to-point by name, collectives through blocking_twin) is kept
-# by name so that export and import agree whatever classify() says of rarer functions
-_P2P = re.compile(
-    r"MPI_(I?[BSR]?send|I?[BSR]?send_init|Recv|Irecv|Recv_init|Mrecv|Imrecv|"
-    r"Sendrecv|Sendrecv_replace|Start|Startall|Probe|Iprobe|Mprobe|Improbe|"
-    r"Request_free|Cancel)$",
-    re.I,
-)
-
-
-_COLLECTIVES = {
-    "MPI_Barrier",
-    "MPI_Bcast",
-    "MPI_Gather",
-    "MPI_Gatherv",
-    "MPI_Scatter",
-    "MPI_Scatterv",
-    "MPI_Allgather",
-    "MPI_Allgatherv",
-    "MPI_Alltoall",
-    "MPI_Alltoallv",
-    "MPI_Alltoallw",
-    "MPI_Allreduce",
-    "MPI_Reduce",
-    "MPI_Reduce_scatter",
-    "MPI_Reduce_scatter_block",
-    "MPI_Scan",
-    "MPI_Exscan",
-    "MPI_Neighbor_allgather",
-    "MPI_Neighbor_allgatherv",
-    "MPI_Neighbor_alltoall",
-    "MPI_Neighbor_alltoallv",
-    "MPI_Neighbor_alltoallw",
-}
+# What identifies functions here is mpi.spec's (perfweave/_mpi.py), as for
+# model/trace.py classify(), so that export, import and the model agree
 
 
 def blocking_twin(name):
     """MPI_Iallreduce -> MPI_Allreduce; other names unchanged."""
-    if name.startswith("MPI_I") and len(name) > 5 and name[5].islower():
-        twin = "MPI_" + name[5].upper() + name[6:]
-        if twin in _COLLECTIVES:
-            return twin
-    return name
+    f = MPI_FUNCTIONS.get(name)
+    return f[3] or name if f else name
 
 
 def is_collective(name):
-    return blocking_twin(name) in _COLLECTIVES
+    return family(name) == "coll"
 
 
 def is_p2p(name):
     """A point-to-point MPI function (sends, receives, probes, persistent requests)."""
-    return bool(_P2P.match(name))
+    return family(name) == "p2p"
 
 
 def family(name):
     """The profile family of an MPI function (docs/format.md) from its name."""
-    if is_p2p(name):
-        return "p2p"
-    if is_collective(name):
-        return "coll"
-    cat, role = classify(name)
-    if role in ("wait", "waitmulti", "test") or cat in ("rma_active", "rma_passive"):
-        return "sync"
-    return {
-        "p2p": "p2p",
-        "coll": "coll",
-        "sync_coll": "coll",
-        "rma_comm": "rma",
-        "mgmt_win": "rma",
-        "file_data": "file",
-        "mgmt_file": "file",
-    }.get(cat, "other")
+    f = MPI_FUNCTIONS.get(name)
+    return f[0] if f else "other"
 
 
 def default_output(exp, name):

@@ -31,13 +31,13 @@ trace from Python lists for tests; it goes through the same code as a recorded o
 """
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from perfweave.model.grouping import dense_ids, rank_in_group
 from perfweave._format import FILES
+from perfweave._mpi import FUNCTIONS as MPI_FUNCTIONS, PATTERN_ROLES
 from perfweave.clock import app_window, to_ns
 from perfweave.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES, SPANS, SUB, TypeSet
 
@@ -164,151 +164,26 @@ ROOT_LABEL = "program"
 
 # ---- what an MPI function is, by name ----
 
-ROLES = [
-    "other",
-    "p2p",
-    "block_send",
-    "wait",
-    "waitmulti",
-    "test",
-    "barrier",
-    "n2n",
-    "12n",
-    "n21",
-    "scan",
-    "coll",
-    "win_fence",
-    "win_post",
-    "win_start",
-    "win_complete",
-    "win_wait",
-    "win_test",
-    "passive",
-    "op",
-    "create",
-    "free",
-    "file_data",
-    "file",
-    "comm",
-    "init",
-    "finalize",
-    "init_thread",
-]
+# The pattern roles, in the order of their codes (R), from mpi.spec (perfweave/_mpi.py)
+ROLES = list(PATTERN_ROLES)
 R = {r: i for i, r in enumerate(ROLES)}
-
-_N2N = {
-    "MPI_Allgather",
-    "MPI_Allgatherv",
-    "MPI_Alltoall",
-    "MPI_Allreduce",
-    "MPI_Reduce_scatter",
-    "MPI_Reduce_scatter_block",
-}
-_12N = {"MPI_Bcast", "MPI_Scatter", "MPI_Scatterv"}
-_N21 = {"MPI_Reduce", "MPI_Gather", "MPI_Gatherv"}
-_SCAN = {"MPI_Scan", "MPI_Exscan"}
-_WIN_MGMT = {
-    "MPI_Win_create",
-    "MPI_Win_allocate",
-    "MPI_Win_allocate_shared",
-    "MPI_Win_create_dynamic",
-    "MPI_Win_free",
-}
-_ACTIVE = {
-    "MPI_Win_fence": "win_fence",
-    "MPI_Win_post": "win_post",
-    "MPI_Win_start": "win_start",
-    "MPI_Win_complete": "win_complete",
-    "MPI_Win_wait": "win_wait",
-    "MPI_Win_test": "win_test",
-}
-_RMA_OPS = {
-    "MPI_Put",
-    "MPI_Rput",
-    "MPI_Get",
-    "MPI_Rget",
-    "MPI_Accumulate",
-    "MPI_Raccumulate",
-    "MPI_Get_accumulate",
-    "MPI_Rget_accumulate",
-    "MPI_Fetch_and_op",
-    "MPI_Compare_and_swap",
-}
-_P2P = {
-    "MPI_" + f
-    for f in (
-        "Send Bsend Ssend Rsend Isend Ibsend Issend Irsend Recv Irecv Mrecv Imrecv Sendrecv "
-        "Sendrecv_replace Send_init Bsend_init Ssend_init Rsend_init Recv_init Start Startall "
-        "Probe Iprobe Mprobe Improbe Request_free Cancel"
-    ).split()
-}
-_FILE_MGMT = {
-    "MPI_File_open",
-    "MPI_File_close",
-    "MPI_File_seek",
-    "MPI_File_sync",
-    "MPI_File_set_view",
-    "MPI_File_set_size",
-    "MPI_File_get_size",
-    "MPI_File_delete",
-    "MPI_File_preallocate",
-    "MPI_File_seek_shared",
-}
 
 
 def classify(name):
-    """(category of the time tree, role) of an MPI function name.
+    """(category of the time tree, pattern role) of an MPI function name, as mpi.spec
+    says (runtime/mpi/gen_wrappers.py PATTERN_ROLES); ("other", "other") for a name it
+    does not list.
 
     Categories: init, mgmt_comm, mgmt_win, mgmt_file, sync_coll, rma_active, rma_passive,
-    p2p, coll, rma_comm, io, other. Roles refine them for the patterns: barrier, n2n,
-    12n, n21, scan (also of the nonblocking forms: MPI_Iallreduce is n2n), coll (other
-    collectives: v/w all-to-all, neighbourhood), win_fence, win_post,
-    win_start, win_complete, win_wait, win_test, passive, op (RMA operations), create and
-    free (windows), block_send (MPI_Send, MPI_Ssend), p2p (other sends, receives, ...),
-    wait (MPI_Wait), waitmulti
-    (MPI_Waitall/any/some), test (MPI_Test*)."""
-    n = name
-    if n in ("MPI_Init", "MPI_Init_thread", "MPI_Finalize"):
-        return "init", n[4:].lower()
-    if n in ("MPI_Barrier", "MPI_Ibarrier"):
-        return "sync_coll", "barrier"
-    if n in _ACTIVE:
-        return "rma_active", _ACTIVE[n]
-    if n.startswith(("MPI_Win_lock", "MPI_Win_unlock", "MPI_Win_flush")) or n == "MPI_Win_sync":
-        return "rma_passive", "passive"
-    if n in _WIN_MGMT:
-        return "mgmt_win", "free" if n == "MPI_Win_free" else "create"
-    if n in _RMA_OPS:
-        return "rma_comm", "op"
-    blocking = n
-    if n not in _N2N | _12N | _N21 | _SCAN and n.startswith("MPI_I") and len(n) > 5:
-        blocking = "MPI_" + n[5].upper() + n[6:]  # MPI_Ibcast -> MPI_Bcast
-    # a nonblocking collective has the role of its blocking twin: its wait is charged
-    # by the same rule, at the call that completes it
-    for names, role in ((_N2N, "n2n"), (_12N, "12n"), (_N21, "n21"), (_SCAN, "scan")):
-        if blocking in names:
-            return "coll", role
-    if blocking in ("MPI_Alltoallv", "MPI_Alltoallw") or "Neighbor" in n or "neighbor" in n:
-        return "coll", "coll"
-    if n == "MPI_Wait":
-        return "p2p", "wait"
-    if n in ("MPI_Waitall", "MPI_Waitany", "MPI_Waitsome"):
-        return "p2p", "waitmulti"
-    if n.startswith("MPI_Test") and n != "MPI_Test_cancelled":
-        return "p2p", "test"
-    if n.startswith("MPI_File_"):
-        return ("mgmt_file", "file") if n in _FILE_MGMT else ("file_data", "file_data")
-    if re.match(
-        r"MPI_(Comm_(dup|idup|split|split_type|create|create_group|free)|"
-        r"Intercomm_|Cart_create|Cart_sub|Graph_create|Dist_graph_create)",
-        n,
-    ):
-        return "mgmt_comm", "comm"
-    if n in ("MPI_Send", "MPI_Ssend"):  # standard and synchronous mode: may block
-        return "p2p", "block_send"
-    if n in _P2P:
-        return "p2p", "p2p"
-    return "other", "other"
+    p2p, coll, rma_comm, file_data, other. Roles refine them for the patterns: barrier,
+    n2n, 12n, n21, scan (also of the nonblocking forms: MPI_Iallreduce is n2n), coll
+    (other collectives: v/w all-to-all, neighbourhood), win_fence, win_post, win_start,
+    win_complete, win_wait, win_test, passive, op (RMA operations), create and free
+    (windows), block_send (MPI_Send, MPI_Ssend), p2p (other sends, receives, ...), wait
+    (MPI_Wait), waitmulti (MPI_Waitall/any/some), test (MPI_Test*)."""
+    f = MPI_FUNCTIONS.get(name)
+    role = f[2] if f else "other"
+    return PATTERN_ROLES[role][0], role
 
 
 # ---- keys of communicators and windows ----

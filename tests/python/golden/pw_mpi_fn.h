@@ -4,6 +4,15 @@
 
 #define PW_MPI_NFN 6
 
+/* The kinds of the spec (one body each in pw_mpi_leave, modules/pw_mpi.h), by family */
+#define PW_MPI_KINDS(X) \
+    X(send) X(isend) X(recv) X(irecv) X(mrecv) X(sendrecv) X(sendrecv_replace) X(send_init) X(recv_init) X(start) X(startall) X(probe) X(request_free) X(cancel) \
+    X(barrier) X(bcast) X(gather) X(gatherv) X(scatter) X(scatterv) X(allgather) X(allgatherv) X(alltoall) X(alltoallv) X(alltoallw) X(reduce) X(allreduce) X(reduce_scatter) X(reduce_scatter_block) X(scan) X(exscan) X(neighbor_allgather) X(neighbor_allgatherv) X(neighbor_alltoall) X(neighbor_alltoallv) X(neighbor_alltoallw) \
+    X(win) X(win_free) X(put) X(get) X(acc) X(getacc) X(fop) X(cas) \
+    X(wait) X(waitmulti) X(winsync) \
+    X(fopen) X(fclose) X(fread) X(fwrite) X(fother) \
+    X(init) X(finalize) X(abort) X(pcontrol) X(mgmt) X(comm_free) \
+
 enum pw_mpi_fn {
     PW_FN_MPI_Send = 0,
     PW_FN_MPI_Bcast = 1,
