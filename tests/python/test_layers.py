@@ -11,10 +11,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "python" / "perfweave"
 # part -> the parts it may import; a part is a package or a module of python/perfweave.
 # The same table as docs/architecture.md's, lowest first. "version" is the package's
 # __version__ string (perfweave/__init__.py), "perfweave" the rest of that file (open).
-BASE = {"_format", "_options", "errors", "version"}
+# The generated tables (_format, _options, _mpi, _io: from the format headers, options.json,
+# mpi.spec and io.spec) are at the bottom, with errors.
+BASE = {"_format", "_options", "_mpi", "_io", "errors", "version"}
 LAYERS = {
     "_format": set(),
     "_options": set(),
+    "_mpi": set(),
+    "_io": set(),
     "errors": set(),
     "version": set(),
     "dtypes": {"_format"},

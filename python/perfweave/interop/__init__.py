@@ -19,7 +19,7 @@ import numpy as np
 from perfweave.errors import PerfweaveError
 from perfweave._mpi import FUNCTIONS as MPI_FUNCTIONS
 from perfweave.clock import app_window, host_clocks, to_ns
-from perfweave.model.trace import T, F, classify, object_labels, time_span
+from perfweave.model.trace import T, F, object_labels, time_span
 from perfweave.dtypes import TypeSet
 from perfweave.readers.trace import SPANS, SUB
 
