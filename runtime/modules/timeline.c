@@ -81,6 +81,7 @@ static struct {
     struct {
         long pid;
         pw_activity *act;
+        int ended; /* its process ended and its page was read once after */
     } pages[MAX_PIDS];
     int npages;
 } nd;
@@ -314,12 +315,18 @@ static void sample_rapl(int probe)
 
 #define PW_ACT_MAGIC 0x7077616374763100LL /* "pwactv1" */
 
-/* The activity page of pid (timeline/HOST.PID.act), mapped read-only once. */
-static pw_activity *activity_of(long pid)
+/* The activity page of pid (timeline/HOST.PID.act), mapped read-only once; NULL when it
+ * has none, or when its process ended and the page was read once since (ended: the
+ * process has ended, a last read). */
+static pw_activity *activity_of(long pid, int ended)
 {
     for (int i = 0; i < nd.npages; i++)
-        if (nd.pages[i].pid == pid)
+        if (nd.pages[i].pid == pid) {
+            if (nd.pages[i].ended)
+                return NULL;
+            nd.pages[i].ended = ended;
             return nd.pages[i].act;
+        }
     if (nd.npages >= MAX_PIDS)
         return NULL;
     char path[4400], num[24];
@@ -333,6 +340,7 @@ static pw_activity *activity_of(long pid)
         a = m == MAP_FAILED ? NULL : m;
     }
     nd.pages[nd.npages].pid = pid;
+    nd.pages[nd.npages].ended = ended;
     nd.pages[nd.npages++].act = a; /* NULL too: not looked for again */
     return a;
 }
@@ -365,6 +373,37 @@ static void activity_create(void)
     }
 }
 
+/* A counter that starts at 0 with its process (an activity page's): its first reading is
+ * all of it, where a counter first read mid-way (a network interface's bytes since boot)
+ * counts from that reading. A process first seen by the last tick, or one tick after its
+ * calls, keeps them. */
+static void put_from_zero(const char *name, const char *unit, double raw)
+{
+    int i = series_find("proc", name, unit, KIND_COUNTER, 0);
+    if (i >= 0 && !nd.s[i].seen) {
+        nd.s[i].seen = 1;
+        nd.s[i].last_raw = 0;
+    }
+    put("proc", name, unit, KIND_COUNTER, 0, raw);
+}
+
+/* A process's MPI time by family and its MPI calls, from its activity page (ended: its
+ * process has ended, the page's last read). */
+static void activity_sample(long pid, int ended)
+{
+    char name[NAME_LEN];
+    pw_activity *act = activity_of(pid, ended);
+    if (!act || act->magic != PW_ACT_MAGIC)
+        return;
+    /* in ticks (exact, monotonic); HOST.json's ns_per_tick converts them */
+    for (int k = 0; k < PW_NFAMILIES; k++) {
+        snprintf(name, sizeof name, "%ld.mpi_%s_ns", pid, pw_family_name(k));
+        put_from_zero(name, "ticks", (double)__atomic_load_n(&act->ticks[k], __ATOMIC_RELAXED));
+    }
+    snprintf(name, sizeof name, "%ld.mpi_calls", pid);
+    put_from_zero(name, "calls", (double)__atomic_load_n(&act->calls, __ATOMIC_RELAXED));
+}
+
 static void sample_procs(void)
 {
     static char buf[65536];
@@ -381,8 +420,12 @@ static void sample_procs(void)
         p = *end ? end + 1 : end;
         char f[64], b[4096], name[NAME_LEN];
         snprintf(f, sizeof f, "/proc/%ld/statm", pid);
-        if (slurp(f, b, sizeof b) <= 0)
-            continue; /* ended */
+        if (slurp(f, b, sizeof b) <= 0) {
+            /* ended and reaped: its page (the file stays) still holds what its calls added
+             * since the last tick, up to its exit: read once more */
+            activity_sample(pid, 1);
+            continue;
+        }
         double size = 0, rss = 0;
         sscanf(b, "%lf %lf", &size, &rss);
         snprintf(name, sizeof name, "%ld.rss_bytes", pid);
@@ -399,18 +442,7 @@ static void sample_procs(void)
                 put("proc", name, "ns", KIND_COUNTER, 0, (ut + stime) * 1e9 / (double)hz);
             }
         }
-        pw_activity *act = activity_of(pid);
-        if (act && act->magic == PW_ACT_MAGIC) {
-            /* in ticks (exact, monotonic); HOST.json's ns_per_tick converts them */
-            for (int k = 0; k < PW_NFAMILIES; k++) {
-                snprintf(name, sizeof name, "%ld.mpi_%s_ns", pid, pw_family_name(k));
-                put("proc", name, "ticks", KIND_COUNTER, 0,
-                    (double)__atomic_load_n(&act->ticks[k], __ATOMIC_RELAXED));
-            }
-            snprintf(name, sizeof name, "%ld.mpi_calls", pid);
-            put("proc", name, "calls", KIND_COUNTER, 0,
-                (double)__atomic_load_n(&act->calls, __ATOMIC_RELAXED));
-        }
+        activity_sample(pid, 0);
         snprintf(f, sizeof f, "/proc/%ld/io", pid);
         if (slurp(f, b, sizeof b) > 0) {
             static const char *keys[4][2] = {{"rchar: ", "read_chars"},

@@ -243,6 +243,35 @@ def test_io_mmap_bytes_estimated(mpi, build, run_pw, tmp_path, where):
         assert any("an estimate" in n for n in rep["notes"])
 
 
+def test_a_process_keeps_its_mpi_time_whenever_the_sampler_last_saw_it(
+    mpi, build, run_pw, tmp_path
+):
+    """The node timeline's per-process MPI time (the activity pages) holds every call of a
+    process up to its end, however the sampler's ticks fall: with --node-interval 10000
+    there are two ticks, the first and the node sampler's last (at its process's end), and
+    a rank may end before that last tick (its page, a file, is read once more then) or be
+    seen first at it (its page counts from its start, not from that reading). Before, 5 of
+    12 such runs lost rank 1's 300 ms wait (io_nb_wait.c: its own clock says how long)."""
+    prog = build(mpi, "io_nb_wait.c")
+    r = run_pw(mpi.launch(2) + [prog, tmp_path, 8], ["--node-interval", "10000"])
+    got = rank_counts(r.proc.stdout)
+    [tl] = r.open().timelines
+
+    def total(pid, name):
+        col = tl.values[:, tl.index("proc", f"{pid}.{name}")]
+        return col[~np.isnan(col)][-1]
+
+    for rank in range(2):
+        g = got[rank]
+        # the wrapper times a call inside the program's clock readings around it (see the
+        # test below): at most 10 us a call more by the program's clock, and 1 ms of the
+        # clock's conversion
+        assert total(g["pid"], "mpi_sync_ns") >= g["p2p_wait"] - 1e6 - 1e4 * g["p2p_calls"]
+        assert total(g["pid"], "mpi_file_ns") >= g["file_wait"] - 1e6 - 1e4 * g["file_calls"]
+        assert total(g["pid"], "mpi_calls") >= g["file_calls"] + g["p2p_calls"]
+    assert got[1]["p2p_wait"] > 0.25e9
+
+
 def test_io_completions_of_mpiio_requests_are_file_time(mpi, build, run_pw, tmp_path):
     """MPI_Wait, MPI_Test, MPI_Waitall and MPI_Waitany of the requests of MPI_File_iwrite_at
     and MPI_File_iread_at are MPI-IO time (family file), as the calls that posted them, in
