@@ -21,6 +21,7 @@ from perfweave.dtypes import (
     HIST_BUCKETS,
     HIST_DTYPE,
     PROFILE_VERSION,
+    RANK_DTYPE,
     SITE_DTYPE,
 )
 from perfweave.readers.files import SparseFile
@@ -31,7 +32,6 @@ from perfweave.readers.table_description import KIND, read_description
 HEAD = RECORDS["tables_head"]
 BLOCK = RECORDS["table_block"]
 SLOT = RECORDS["table_site"]
-RANK = RECORDS["rank"]
 KILLED = STATES.index("killed")
 
 
@@ -53,7 +53,9 @@ def read_tables(path, doc=None):
     bad = _bad_head(head, doc, f.size)
     if bad:
         raise FormatError(f"{data}: corrupt ({bad})")
-    rank = np.frombuffer(f[HEAD.itemsize : HEAD.itemsize + RANK.itemsize].tobytes(), RANK).copy()
+    rank = np.frombuffer(
+        f[HEAD.itemsize : HEAD.itemsize + RANK_DTYPE.itemsize].tobytes(), RANK_DTYPE
+    ).copy()
     slot = _slot_dtype(head)
     nfn = len(doc["functions"])
     tables, hist, lasts, dropped = [], np.zeros((nfn, HIST_BUCKETS, 3), np.int64), [], 0
@@ -197,7 +199,7 @@ def _profile(data, doc, head, rank, tables, hist, lasts, dropped):
         hist[fn, bucket, 1],
         ns(hist[fn, bucket, 2]),
     )
-    r = rank if rank["pid"][0] == doc["pid"] and rank["rank"][0] == me else np.zeros(1, RANK)
+    r = rank if rank["pid"][0] == doc["pid"] and rank["rank"][0] == me else np.zeros(1, RANK_DTYPE)
     if r is not rank:
         r["rank"], r["pid"], r["thread_level"] = me, doc["pid"], -1
     r["host"] = 0
