@@ -80,6 +80,9 @@ typedef struct blocked_call {
     unsigned handled;         /* handled when the call began */
     volatile int interrupted; /* our signal alone ended the real call just made */
     volatile int resuming;    /* the call is being made again after our signal */
+    clockid_t clock;          /* the clock of its timeout */
+    volatile int woke;        /* a handler of the program ran in it, */
+    volatile int64_t woken;   /* first at this time on that clock */
 } blocked_call;
 static PW_TLS blocked_call calls[PW_NESTED_CALLS];
 static PW_TLS volatile int ncalls;
@@ -1087,6 +1090,33 @@ PW_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
     return rc;
 }
 
+static int64_t clock_ns(clockid_t c)
+{
+    struct timespec t = {0, 0};
+    clock_gettime(c, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* A handler of the program begins: when, on the clock of the innermost wrapped call it
+ * interrupted (its frame is above the interrupted stack pointer), the first in the call.
+ * The kernel decides a call's outcome, EINTR or its timeout, and the time left it
+ * reports, when the signal ends it, before the handler runs (for as long as it likes,
+ * or waiting for a CPU); so does a wrapper, from this time (program_ended). */
+static void note_woken(void *uc)
+{
+    int n = ncalls;
+    if (n == 0 || calls[n - 1].woke)
+        return;
+    uintptr_t pc, fp, sp;
+    context_regs(uc, &pc, &fp, &sp);
+    if (calls[n - 1].frame <= sp)
+        return;
+    int saved = errno;
+    calls[n - 1].woken = clock_ns(calls[n - 1].clock);
+    calls[n - 1].woke = 1;
+    errno = saved;
+}
+
 /* The program's handlers, run through program_handler once the sampler has started, so
  * that a thread counts the handlers it runs (handled): a program's signal that ended a
  * blocking call and was handled before ours landed (ours blocked by the program's
@@ -1105,6 +1135,7 @@ static int program_info[NSIG]; /* it takes (int, siginfo_t *, void *): SA_SIGINF
 static void program_handler(int s, siginfo_t *si, void *uc)
 {
     handled++;
+    note_woken(uc);
     void *fn = __atomic_load_n(&program_fn[s], __ATOMIC_ACQUIRE);
     if (!fn) /* never: set before this handler is installed for s */
         ;
@@ -1218,11 +1249,21 @@ static int block_begin(int blocking, int state)
  * them, sigtimedwait waited for them too and queued them again, writing their siginfo
  * into the program's buffer on EINTR, in up to half the calls that such a signal ended
  * under 1 ms sampling; sleeps on CLOCK_MONOTONIC and CLOCK_REALTIME waited in sigtimedwait
- * with them blocked; the other wrappers had the race above.) */
+ * with them blocked; the other wrappers had the race above.)
+ *
+ * The kernel decides a call's outcome when the program's signal ends it, before the
+ * handler runs: EINTR, with the time left counted then. A call made again decides after
+ * the handler, which may run past the call's timeout (or wait that long for a CPU). So
+ * the program's handler notes when it began (note_woken, on the call's clock), and the
+ * time left after EINTR is counted from then; a call made again that then returned its
+ * timeout, or a sleep that completed, returns EINTR when the handler began before the
+ * deadline (program_ended), with what the kernel leaves on EINTR (poll's revents and
+ * select's fd sets as they were). Before, a relative sleep whose time passed in a long
+ * handler returned 0, in about 1 in 8 of the calls our signal had ended first. */
 
-/* The wrapper whose frame is FRAME (PW_FRAME, in the wrapper) begins a call: its record,
- * innermost; records left behind, below it, are dropped. */
-static blocked_call *call_enter(uintptr_t frame)
+/* The wrapper whose frame is FRAME (PW_FRAME, in the wrapper) begins a call with a
+ * timeout on CLOCK: its record, innermost; records left behind, below it, are dropped. */
+static blocked_call *call_enter(uintptr_t frame, clockid_t clock)
 {
     int n = ncalls;
     while (n > 0 && calls[n - 1].frame <= frame) /* left behind */
@@ -1232,7 +1273,8 @@ static blocked_call *call_enter(uintptr_t frame)
     blocked_call *c = &calls[n];
     c->frame = frame;
     c->handled = handled;
-    c->interrupted = c->resuming = 0;
+    c->interrupted = c->resuming = c->woke = 0;
+    c->clock = clock;
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* complete before a handler can see it */
     ncalls = n + 1;
     return c;
@@ -1254,6 +1296,19 @@ static int call_again(blocked_call *c, int eintr)
     c->resuming = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     return c->interrupted && handled == c->handled;
+}
+
+/* The call, made again after our signal, ended by its timeout (timed_out), DEADLINE on
+ * the call's clock: whether a handler of the program had run in it before that, and so
+ * the program's signal came while the call waited. The kernel ends such a call with
+ * EINTR. Made again, it may have found its timeout passed before its new system call
+ * began: the program's handler, run there, took longer than the time left (our timer's
+ * signal, nudge, comes only after it), or the thread waited that long for a CPU. The
+ * wrapper then returns EINTR, as the kernel would have, with what the kernel leaves on
+ * EINTR. */
+static int program_ended(blocked_call *c, int timed_out, int64_t deadline)
+{
+    return timed_out && c->resuming && c->woke && c->woken < deadline;
 }
 
 /* poll-style timeouts (ms; < 0: none): the deadline, and the ms left to it */
@@ -1300,13 +1355,6 @@ static int ts_blocking(const struct timespec *ts) { return !ts || ts->tv_sec || 
  * clocks), so that the sampler's signals do not lengthen it. */
 PW_REAL_DECLARE(clock_nanosleep);
 
-static int64_t clock_ns(clockid_t c)
-{
-    struct timespec t = {0, 0};
-    clock_gettime(c, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 /* a + the time ts, saturated (a sleep "forever" is {TIME_T_MAX, 0}) */
 static int64_t ns_after(int64_t a, const struct timespec *ts)
 {
@@ -1338,11 +1386,12 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
     if (!started || !req)
         return real_clock_nanosleep(clock, flags, req, rem);
     int rel = !(flags & TIMER_ABSTIME), rc, again = 0;
-    clockid_t on = clock == CLOCK_REALTIME ? CLOCK_MONOTONIC : clock;
-    int64_t end = rel ? ns_after(clock_ns(on), req) : 0;
+    /* the clock the sleep counts on, and its end there */
+    clockid_t on = !rel ? clock : clock == CLOCK_REALTIME ? CLOCK_MONOTONIC : clock;
+    int64_t end = rel ? ns_after(clock_ns(on), req) : ns_after(0, req);
     struct timespec r, at;
     int state = block_begin(1, STATE_SLEEP);
-    blocked_call *c = call_enter(PW_FRAME);
+    blocked_call *c = call_enter(PW_FRAME, on);
     for (;;) {
         call_try(c);
         rc = again ? real_clock_nanosleep(on, TIMER_ABSTIME, &at, NULL)
@@ -1352,13 +1401,18 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
         again = rel; /* absolute: the same call */
         at = ts_of_ns(end);
     }
+    if (rc == 0 && program_ended(c, 1, end + sleep_slack(clock)))
+        rc = EINTR;
+    /* a relative sleep made again: what the kernel leaves in rem, counted when the
+     * program's signal came (its handler ran) */
+    int64_t signalled = c->woke ? c->woken : clock_ns(on);
     call_leave(c);
     pw_thread_activity = state;
-    if (rc == EINTR && rel && again) { /* what the kernel leaves in rem */
-        int64_t left = end + sleep_slack(clock) - clock_ns(on);
-        if (left <= 0) /* the sleep had ended: the kernel returns 0 then too */
-            return 0;
-        r = ts_of_ns(left);
+    if (rc == EINTR && rel && again) {
+        /* a timer due but not fired yet (CPU time is looked at on the scheduler's tick):
+         * the kernel says it is about to, 1 ns */
+        int64_t left = end + sleep_slack(clock) - signalled;
+        r = ts_of_ns(left > 0 ? left : 1);
     }
     if (rc == EINTR && rem && rel)
         *rem = r;
@@ -1399,41 +1453,55 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
  * (with a timeout other than zero) is sampled in state "wait", unless it is inside an
  * MPI call (the MPI family is kept: MPI libraries poll while waiting). */
 /* rc = CALL (a call with a timeout in ms, variable MS; < 0: none), called again for the
- * time left while our signal ends it */
-#define BLOCK_MS(ms, call)                                                                         \
+ * time left while our signal ends it; TIMED_OUT: rc says its timeout passed, which a
+ * signal of the program that came before makes EINTR (program_ended) */
+#define BLOCK_MS(ms, call, timed_out)                                                              \
     do {                                                                                           \
         int64_t deadline_ = ms_deadline(ms);                                                       \
         int old_ = block_begin((ms) != 0, STATE_WAIT);                                             \
-        blocked_call *c_ = call_enter(PW_FRAME);                                                   \
+        blocked_call *c_ = call_enter(PW_FRAME, CLOCK_MONOTONIC);                                  \
         do {                                                                                       \
             call_try(c_);                                                                          \
             rc = (call);                                                                           \
         } while (call_again(c_, rc < 0 && errno == EINTR) && ((ms = ms_left(ms, deadline_)), 1));  \
+        if (program_ended(c_, (timed_out), deadline_)) {                                           \
+            rc = -1;                                                                               \
+            errno = EINTR;                                                                         \
+        }                                                                                          \
         call_leave(c_);                                                                            \
         pw_thread_activity = old_;                                                                 \
     } while (0)
 
-/* the same for a timeout TS (const struct timespec *, NULL: none); CALL uses tp_ */
-#define BLOCK_TS(ts, call)                                                                         \
+/* the same for a timeout TS (const struct timespec *, NULL: none) ending at DEADLINE on
+ * CLOCK; CALL uses tp_, the time left of a relative TS */
+#define BLOCK_UNTIL(ts, clock, deadline, call, timed_out)                                          \
     do {                                                                                           \
-        int64_t deadline_ = ts_deadline(ts);                                                       \
+        int64_t deadline_ = (deadline);                                                            \
         struct timespec left_;                                                                     \
         const struct timespec *tp_ = (ts);                                                         \
         int old_ = block_begin(ts_blocking(ts), STATE_WAIT);                                       \
-        blocked_call *c_ = call_enter(PW_FRAME);                                                   \
+        blocked_call *c_ = call_enter(PW_FRAME, clock);                                            \
         do {                                                                                       \
             call_try(c_);                                                                          \
             rc = (call);                                                                           \
         } while (call_again(c_, rc < 0 && errno == EINTR) &&                                       \
                  (tp_ = ts_left(ts, deadline_, &left_), 1));                                       \
-        (void)tp_; /* a CALL without a timeout (BLOCK_AGAIN) */                                    \
+        (void)tp_; /* a CALL without a relative timeout */                                         \
+        if (program_ended(c_, (timed_out), deadline_)) {                                           \
+            rc = -1;                                                                               \
+            errno = EINTR;                                                                         \
+        }                                                                                          \
         call_leave(c_);                                                                            \
         pw_thread_activity = old_;                                                                 \
     } while (0)
 
-/* Calls that end with EINTR after any handler and have no timeout to shorten, or an
- * absolute one: called again, as they were, while our signal ends them. */
-#define BLOCK_AGAIN(call) BLOCK_TS((const struct timespec *)NULL, call)
+/* a relative timeout TS, on CLOCK_MONOTONIC */
+#define BLOCK_TS(ts, call, timed_out)                                                              \
+    BLOCK_UNTIL(ts, CLOCK_MONOTONIC, ts_deadline(ts), call, timed_out)
+
+/* Calls that end with EINTR after any handler and have no timeout: called again, as
+ * they were, while our signal ends them. */
+#define BLOCK_AGAIN(call) BLOCK_UNTIL((const struct timespec *)NULL, CLOCK_MONOTONIC, 0, call, 0)
 
 /* poll is ppoll with the timeout as a timespec (< 0: none) and no mask */
 PW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
@@ -1455,14 +1523,73 @@ PW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsle
     return poll(fds, n, timeout);
 }
 
+/* What poll and select write when their timeout passes, and not on EINTR: the revents
+ * (of the first PW_KEPT_FDS entries) and the fd sets, kept before each call made again
+ * and put back when program_ended makes its timeout EINTR. */
+#define PW_KEPT_FDS 256
+
 PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     PW_REAL(ppoll);
     if (!started)
         return real_ppoll(fds, n, ts, mask);
-    int rc;
-    BLOCK_TS(ts, real_ppoll(fds, n, tp_, mask));
+    int64_t deadline = ts_deadline(ts);
+    struct timespec left;
+    const struct timespec *tp = ts;
+    short kept[PW_KEPT_FDS];
+    nfds_t nkept = 0;
+    int old = block_begin(ts_blocking(ts), STATE_WAIT), rc;
+    blocked_call *c = call_enter(PW_FRAME, CLOCK_MONOTONIC);
+    for (;;) {
+        call_try(c);
+        rc = real_ppoll(fds, n, tp, mask);
+        if (!call_again(c, rc < 0 && errno == EINTR))
+            break;
+        tp = ts_left(ts, deadline, &left);
+        for (nkept = 0; nkept < n && nkept < PW_KEPT_FDS; nkept++)
+            kept[nkept] = fds[nkept].revents;
+    }
+    if (program_ended(c, rc == 0, deadline)) {
+        for (nfds_t i = 0; i < nkept; i++)
+            fds[i].revents = kept[i];
+        rc = -1;
+        errno = EINTR;
+    }
+    call_leave(c);
+    pw_thread_activity = old;
     return rc;
+}
+
+typedef struct kept_sets {
+    fd_set r, w, e;
+} kept_sets;
+
+static void keep_sets(kept_sets *k, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+    if (r)
+        k->r = *r;
+    if (w)
+        k->w = *w;
+    if (e)
+        k->e = *e;
+}
+
+static void put_sets(const kept_sets *k, fd_set *r, fd_set *w, fd_set *e)
+{
+    if (r)
+        *r = k->r;
+    if (w)
+        *w = k->w;
+    if (e)
+        *e = k->e;
+}
+
+/* the timeval of the time from NOW to DEADLINE (ns), rounded up to microseconds */
+static struct timeval tv_left(int64_t deadline, int64_t now)
+{
+    int64_t d = deadline - now;
+    d = d < 0 ? 0 : (d + 999) / 1000;
+    return (struct timeval){d / 1000000, d % 1000000};
 }
 
 /* select again with the time left to the deadline in *tv; the kernel leaves there what
@@ -1473,19 +1600,23 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
     if (!started)
         return real_select(n, r, w, e, tv);
     int64_t deadline = tv ? pw_now() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
+    kept_sets kept;
     int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
-    blocked_call *c = call_enter(PW_FRAME);
+    blocked_call *c = call_enter(PW_FRAME, CLOCK_MONOTONIC);
     for (;;) {
         call_try(c);
         rc = real_select(n, r, w, e, tv);
         if (!call_again(c, rc < 0 && errno == EINTR))
             break;
-        if (tv) {
-            int64_t d = deadline - pw_now();
-            d = d < 0 ? 0 : (d + 999) / 1000;
-            tv->tv_sec = d / 1000000;
-            tv->tv_usec = d % 1000000;
-        }
+        if (tv)
+            *tv = tv_left(deadline, pw_now());
+        keep_sets(&kept, r, w, e);
+    }
+    if (program_ended(c, rc == 0 && tv, deadline)) {
+        put_sets(&kept, r, w, e);
+        *tv = tv_left(deadline, c->woken);
+        rc = -1;
+        errno = EINTR;
     }
     call_leave(c);
     pw_thread_activity = old;
@@ -1498,8 +1629,27 @@ PW_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
     PW_REAL(pselect);
     if (!started)
         return real_pselect(n, r, w, e, ts, mask);
-    int rc;
-    BLOCK_TS(ts, real_pselect(n, r, w, e, tp_, mask));
+    int64_t deadline = ts_deadline(ts);
+    struct timespec left;
+    const struct timespec *tp = ts;
+    kept_sets kept;
+    int old = block_begin(ts_blocking(ts), STATE_WAIT), rc;
+    blocked_call *c = call_enter(PW_FRAME, CLOCK_MONOTONIC);
+    for (;;) {
+        call_try(c);
+        rc = real_pselect(n, r, w, e, tp, mask);
+        if (!call_again(c, rc < 0 && errno == EINTR))
+            break;
+        tp = ts_left(ts, deadline, &left);
+        keep_sets(&kept, r, w, e);
+    }
+    if (program_ended(c, rc == 0 && ts, deadline)) {
+        put_sets(&kept, r, w, e);
+        rc = -1;
+        errno = EINTR;
+    }
+    call_leave(c);
+    pw_thread_activity = old;
     return rc;
 }
 
@@ -1510,7 +1660,7 @@ PW_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
     if (!started)
         return real_epoll_pwait(ep, ev, max, timeout, mask);
     int rc;
-    BLOCK_MS(timeout, real_epoll_pwait(ep, ev, max, timeout, mask));
+    BLOCK_MS(timeout, real_epoll_pwait(ep, ev, max, timeout, mask), rc == 0);
     return rc;
 }
 
@@ -1528,7 +1678,7 @@ PW_EXPORT int epoll_pwait2(int ep, struct epoll_event *ev, int max, const struct
     if (!started)
         return real_epoll_pwait2(ep, ev, max, ts, mask);
     int rc;
-    BLOCK_TS(ts, real_epoll_pwait2(ep, ev, max, tp_, mask));
+    BLOCK_TS(ts, real_epoll_pwait2(ep, ev, max, tp_, mask), rc == 0);
     return rc;
 }
 #endif
@@ -1573,7 +1723,7 @@ PW_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct ti
     sigset_t copy;
     set = without_ours(set, &copy);
     int rc;
-    BLOCK_TS(ts, real_sigtimedwait(set, info, tp_));
+    BLOCK_TS(ts, real_sigtimedwait(set, info, tp_), rc < 0 && errno == EAGAIN);
     return rc;
 }
 
@@ -1607,16 +1757,25 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
 /* POSIX semaphores with a deadline: glibc waits on a futex with a timeout, which a
  * handler ends with EINTR whatever SA_RESTART (the kernel restarts only a wait without
  * timeout: sem_wait, and pthread_cond_timedwait retries by itself). The deadline is
- * absolute: the same call again. */
+ * absolute (on CLOCK_REALTIME for sem_timedwait): the same call again. */
+#define SEM_WRAPPER(fn, clock, abs, args)                                                          \
+    PW_REAL(fn);                                                                                   \
+    if (!started || !(abs))                                                                        \
+        return real_##fn args;                                                                     \
+    int rc;                                                                                        \
+    BLOCK_UNTIL((const struct timespec *)NULL, clock, ns_after(0, abs), real_##fn args,            \
+                rc < 0 && errno == ETIMEDOUT);                                                     \
+    return rc
+
 PW_EXPORT int sem_timedwait(sem_t *restrict s, const struct timespec *restrict abs)
 {
-    AGAIN_WRAPPER(int, sem_timedwait, (s, abs));
+    SEM_WRAPPER(sem_timedwait, CLOCK_REALTIME, abs, (s, abs));
 }
 
 #if defined(__GLIBC_PREREQ) && __GLIBC_PREREQ(2, 30)
 PW_EXPORT int sem_clockwait(sem_t *restrict s, clockid_t clock, const struct timespec *restrict abs)
 {
-    AGAIN_WRAPPER(int, sem_clockwait, (s, clock, abs));
+    SEM_WRAPPER(sem_clockwait, clock, abs, (s, clock, abs));
 }
 #endif
 
@@ -1628,7 +1787,7 @@ PW_EXPORT int semtimedop(int id, struct sembuf *ops, size_t n, const struct time
     if (!started)
         return real_semtimedop(id, ops, n, ts);
     int rc;
-    BLOCK_TS(ts, real_semtimedop(id, ops, n, tp_));
+    BLOCK_TS(ts, real_semtimedop(id, ops, n, tp_), rc < 0 && errno == EAGAIN);
     return rc;
 }
 
@@ -1693,7 +1852,7 @@ static int sock_ready(blocked_call *c, int fd, short events, int opt, int64_t st
 #define SOCK_CALL(fd, events, opt, call)                                                           \
     do {                                                                                           \
         int64_t start_ = pw_now();                                                                 \
-        blocked_call *c_ = call_enter(PW_FRAME);                                                   \
+        blocked_call *c_ = call_enter(PW_FRAME, CLOCK_MONOTONIC);                                  \
         for (;;) {                                                                                 \
             call_try(c_);                                                                          \
             rc = (call);                                                                           \
@@ -1777,7 +1936,7 @@ PW_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG a, socklen_t len)
         return real_connect(fd, a, len);
     int64_t start = pw_now();
     int rc, retried = 0;
-    blocked_call *c = call_enter(PW_FRAME);
+    blocked_call *c = call_enter(PW_FRAME, CLOCK_MONOTONIC);
     for (;;) {
         call_try(c);
         rc = real_connect(fd, a, len);
@@ -1815,7 +1974,7 @@ PW_EXPORT int io_getevents(void *ctx, long min, long nr, struct io_event *ev, st
                        : (int)syscall(SYS_io_getevents, ctx, min, nr, ev, (t)))
     if (!started)
         return PW_GETEVENTS(ts);
-    BLOCK_TS(ts, PW_GETEVENTS(tp_));
+    BLOCK_TS(ts, PW_GETEVENTS(tp_), rc == 0 && min > 0);
 #undef PW_GETEVENTS
     return rc;
 }

@@ -16,7 +16,10 @@
  * blocking race N MODE...: for each MODE, N calls each ended by the program's SIGALRM
  * at 50 to 300 us (swept), so that under 1 ms sampling the sampler's signal often
  * ends the call just before it, or lands just after it. Prints for each MODE
- * "MODE n ended early late before lost bad outcome" (see race()). */
+ * "MODE n ended early late before lost bad outcome" (see race()).
+ * blocking race-slow N MODE...: the same with a 1 ms timeout and a handler that runs
+ * for 2 ms: the call's timeout passes while the handler runs, as when a thread waits
+ * that long for a CPU after its signal (the kernel still ends the call with EINTR). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -45,6 +48,8 @@
 
 #define MS 300
 #define RACE_MS 50 /* a race call's timeout; the backup signal comes at twice that */
+#define SLOW_RACE_MS 1    /* race-slow: its timeout, */
+#define SLOW_HANDLER_US 2000 /* and how long its handler runs */
 
 static int pipefd[2];
 static volatile sig_atomic_t alarms;
@@ -139,6 +144,7 @@ static long run_delay(void)
 
 static int masked_handler; /* MODE masked: the handler blocks every signal for 3 ms */
 static int racing;         /* race(): the handler notes when and where it ran */
+static long handler_ns;    /* race-slow: how long the handler runs */
 
 /* race(): the program is in the call; its handler ran during it; when and where it
  * first ran in this call */
@@ -168,6 +174,9 @@ static void on_alarm(int s, siginfo_t *si, void *ucv)
             nvcsw_at = nvcsw();
             fired = 1;
         }
+        long t = now_ns(CLOCK_MONOTONIC);
+        while (now_ns(CLOCK_MONOTONIC) - t < handler_ns)
+            ;
         errno = e;
     }
     if (masked_handler) {
@@ -576,7 +585,7 @@ static int has_case(int c)
  *   lost:   the call went on otherwise (the race);
  *   bad:    EINTR, with a result other than the first one's (outcome: that result).
  * Lines "LOST ..." and "BAD ..." on stderr describe each such call. */
-static void race(int n, int nmodes, char **modes)
+static void race(int n, int nmodes, char **modes, int ms)
 {
     racing = 1;
     for (int m = 0; m < nmodes; m++) {
@@ -588,14 +597,14 @@ static void race(int n, int nmodes, char **modes)
         int have_outcome = 0;
         for (int i = 0; i < n; i++) {
             long d = 50 + (i * 37L) % 250; /* us */
-            prepare(RACE_MS);
+            prepare(ms);
             long slept0 = nvcsw(), delay0 = run_delay();
             fired = in_call = 0;
             struct itimerval it = {{0, 2 * RACE_MS * 1000}, {0, d}};
             long t0 = now_ns(CLOCK_MONOTONIC);
             setitimer(ITIMER_REAL, &it, NULL);
             calling = 1;
-            int result, rc = call(mode, RACE_MS, &result);
+            int result, rc = call(mode, ms, &result);
             int e = rc < 0 ? errno : 0;
             calling = 0;
             long took = now_ns(CLOCK_MONOTONIC) - t0;
@@ -621,7 +630,7 @@ static void race(int n, int nmodes, char **modes)
                 }
                 continue;
             }
-            long deadline = t0 + RACE_MS * 1000000L, due = t0 + d * 1000;
+            long deadline = t0 + ms * 1000000L, due = t0 + d * 1000;
             if (in_call == 1 && fired_at >= deadline && delay0 >= 0 && delay >= deadline - due)
                 late++;
             else if (nvcsw_at == slept0)
@@ -629,10 +638,10 @@ static void race(int n, int nmodes, char **modes)
             else {
                 lost++;
                 fprintf(stderr,
-                        "LOST %s i=%d d=%ldus took=%ldus rc=%d %s handlers=%d syscall=%d "
-                        "slept=%ld run-delay=%ldus\n",
-                        mode, i, d, took / 1000, rc, ename(e), (int)in_call, (int)in_syscall,
-                        nvcsw_at - slept0, delay / 1000);
+                        "LOST %s i=%d d=%ldus fired=%ldus took=%ldus rc=%d %s handlers=%d "
+                        "syscall=%d slept=%ld run-delay=%ldus\n",
+                        mode, i, d, (fired_at - t0) / 1000, took / 1000, rc, ename(e),
+                        (int)in_call, (int)in_syscall, nvcsw_at - slept0, delay / 1000);
             }
         }
         printf("%s %d %d %d %d %d %d %d %d\n", mode, n, ended, early, late, before, lost, bad,
@@ -655,16 +664,19 @@ int main(int argc, char **argv)
     if (masked_handler)
         sigfillset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
-    if (is("race") || sigwaits()) { /* SIGUSR2 is waited for: blocked in every thread */
+    int racer = is("race") || is("race-slow");
+    if (racer || sigwaits()) { /* SIGUSR2 is waited for: blocked in every thread */
         sigset_t usr2;
         sigemptyset(&usr2);
         sigaddset(&usr2, SIGUSR2);
         pthread_sigmask(SIG_BLOCK, &usr2, NULL);
     }
-    if (is("race")) {
+    if (racer) {
         if (argc < 4)
             return 2;
-        race(atoi(argv[2]), argc - 3, argv + 3);
+        if (is("race-slow"))
+            handler_ns = SLOW_HANDLER_US * 1000L;
+        race(atoi(argv[2]), argc - 3, argv + 3, is("race") ? RACE_MS : SLOW_RACE_MS);
         return 0;
     }
     if (unsupported())
