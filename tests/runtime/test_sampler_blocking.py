@@ -246,6 +246,33 @@ def race_counts(stdout):
     return out
 
 
+def race(build, run_pw, verb, bare_calls, calls, modes):
+    """`blocking VERB` (race, race-slow) over MODES, bare (BARE_CALLS each) and under
+    1 ms sampling (CALLS each): no call lost or with another result in either, the
+    excused calls rare, the outcomes the same. Returns the run and the modes measured
+    (not refused by the kernel)."""
+    prog = build(None, "blocking.c", ("-pthread",))
+    ref = bare([prog, verb, bare_calls, *modes])
+    assert ref.returncode == 0, ref.stderr
+    options = [*FAST, "--sample-capacity", "100000"]
+    r = run_pw([prog, verb, calls, *modes], options, timeout=600)
+    want, got = race_counts(ref.stdout), race_counts(r.proc.stdout)
+    assert list(got) == list(want) == modes, (got, want)
+    measured = 0
+    for mode in modes:
+        if isinstance(want[mode], str):  # refused: see refused()
+            assert got[mode] == want[mode], (mode, got[mode])
+            continue
+        measured += 1
+        for counts, stderr in ((want[mode], ref.stderr), (got[mode], r.proc.stderr)):
+            # lost: the race; bad: what the program saw differs (stderr says which)
+            assert counts["lost"] == counts["bad"] == 0, (mode, counts, stderr[-3000:])
+            # the excuses are rare, or the test would prove little
+            assert counts["early"] + counts["late"] + counts["before"] <= 0.02 * counts["n"]
+        assert got[mode]["outcome"] == want[mode]["outcome"], (mode, got[mode], want[mode])
+    return r, measured
+
+
 def test_program_signal_swept_over_the_sampling_period_ends_the_call(build, run_pw):
     """The race of the wrappers that make a call again after the sampler's signal ended
     it: a program's signal handled after the wrapper decided to call again, before the
@@ -277,25 +304,7 @@ def test_program_signal_swept_over_the_sampling_period_ends_the_call(build, run_
     RACE_CALLS calls of one interface with probability (1 - p)^3000: 5 % at the issue's
     0.1 %, 10 % at the sockets' 0.08 %; all 36 interfaces together, at 0.1 %, e^-108. The
     run takes about 35 s."""
-    prog = build(None, "blocking.c", ("-pthread",))
-    ref = bare([prog, "race", 200, *RACE_MODES])
-    assert ref.returncode == 0, ref.stderr
-    options = [*FAST, "--sample-capacity", "100000"]
-    r = run_pw([prog, "race", RACE_CALLS, *RACE_MODES], options, timeout=600)
-    want, got = race_counts(ref.stdout), race_counts(r.proc.stdout)
-    assert list(got) == list(want) == RACE_MODES, (got, want)
-    measured = 0
-    for mode in RACE_MODES:
-        if isinstance(want[mode], str):  # refused: see refused()
-            assert got[mode] == want[mode], (mode, got[mode])
-            continue
-        measured += 1
-        for counts, stderr in ((want[mode], ref.stderr), (got[mode], r.proc.stderr)):
-            # lost: the race; bad: what the program saw differs (stderr says which)
-            assert counts["lost"] == counts["bad"] == 0, (mode, counts, stderr[-3000:])
-            # the excuses are rare, or the test would prove little
-            assert counts["early"] + counts["late"] + counts["before"] <= 0.02 * counts["n"]
-        assert got[mode]["outcome"] == want[mode]["outcome"], (mode, got[mode], want[mode])
+    r, measured = race(build, run_pw, "race", 200, RACE_CALLS, RACE_MODES)
     assert measured >= len(RACE_MODES) - 2  # only the alarm clocks may be refused
     [p] = read_samples(r.exp)
     # ~1 sample/ms over ~100,000 calls of 0.05-0.3 ms (25 s or more): the sampler's
@@ -331,18 +340,5 @@ def test_a_handler_that_outlasts_the_timeout_still_ends_the_call(build, run_pw):
     program's handler, run just before the new system call began, returned its timeout
     (too rare to show here: the wrapper now makes both EINTR, from the time the handler
     began, runtime/modules/samples.c program_ended). About 20 s."""
-    prog = build(None, "blocking.c", ("-pthread",))
-    ref = bare([prog, "race-slow", 100, *SLOW_RACE_MODES])
-    assert ref.returncode == 0, ref.stderr
-    options = [*FAST, "--sample-capacity", "100000"]
-    r = run_pw([prog, "race-slow", SLOW_RACE_CALLS, *SLOW_RACE_MODES], options, timeout=600)
-    want, got = race_counts(ref.stdout), race_counts(r.proc.stdout)
-    assert list(got) == list(want) == SLOW_RACE_MODES, (got, want)
-    for mode in SLOW_RACE_MODES:
-        if isinstance(want[mode], str):  # refused: see refused()
-            assert got[mode] == want[mode], (mode, got[mode])
-            continue
-        for counts, stderr in ((want[mode], ref.stderr), (got[mode], r.proc.stderr)):
-            assert counts["lost"] == counts["bad"] == 0, (mode, counts, stderr[-3000:])
-            assert counts["early"] + counts["late"] + counts["before"] <= 0.02 * counts["n"]
-        assert got[mode]["outcome"] == want[mode]["outcome"], (mode, got[mode], want[mode])
+    _, measured = race(build, run_pw, "race-slow", 100, SLOW_RACE_CALLS, SLOW_RACE_MODES)
+    assert measured >= len(SLOW_RACE_MODES) - 2  # only the alarm clocks may be refused
