@@ -19,6 +19,7 @@ from perfweave.readers.files import check
 from perfweave.readers.samples import META_SCHEMA as SAMPLES_SCHEMA
 from perfweave.readers.timeline import META_SCHEMA as TIMELINE_SCHEMA
 from perfweave.symbols import Location
+from perfweave._format import JSON
 
 APP = "/nonexistent/app"
 MAIN, SOLVE, HALO = 0x10, 0x20, 0x30
@@ -60,7 +61,7 @@ def test_samples_from_literal_are_records_of_the_file_layout():
     assert p.records["offset"][:, :2].tolist() == [[SOLVE, MAIN]] * 2 + [[HALO, MAIN]]
     assert p.records["activity"].tolist() == [0, 0, p.meta["activities"].index("mpi_p2p")]
     # the description is one the reader accepts
-    check(p.meta, SAMPLES_SCHEMA, "rank-1.json", "samples description")
+    check(p.meta, {**JSON["samples"], **SAMPLES_SCHEMA}, "rank-1.json", "samples description")
     assert p.meta["threads"][0]["tid"] == p.meta["pid"] and p.meta["t_end"] == 3 * MS
 
 
@@ -174,7 +175,7 @@ def test_timeline_from_literal_and_its_rates():
     assert tl.host == "n1" and tl.t.tolist() == [0, S // 2, S]
     assert tl.series[2]["unit"] == "ns" and tl.values[:, 2].tolist() == [0, S / 4, S / 2]
     assert np.isnan(tl.values[:, 3]).all()
-    check(tl.meta, TIMELINE_SCHEMA, "n1.json", "node timeline")
+    check(tl.meta, {**JSON["timeline"], **TIMELINE_SCHEMA}, "n1.json", "node timeline")
     r = tl.rates()
     assert r[:, 0].tolist() == [2000, 4000]  # bytes per second
     assert r[:, 1].tolist() == [150, 150]  # a gauge: the mean of the interval's ends

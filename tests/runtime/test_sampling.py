@@ -21,6 +21,7 @@ from harness import (
     site_lines,
     tree_nodes,
 )
+from perfweave import _format
 from perfweave.readers.samples import read_samples
 
 SAMPLE = ["--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
@@ -75,6 +76,9 @@ def test_seventy_thirty(build, run_pw):
     text = r.text_report()
     assert "call tree" in text
     assert "Where the time goes" in text and "burn7030.c:" in text
+    # the runtime writes the description's keys as format/samples.h declares them
+    [meta] = [json.loads(f.read_text()) for f in (r.exp / "samples").glob("*.json")]
+    assert list(meta) == list(_format.JSON["samples"])
 
 
 @pytest.mark.parametrize("unwinder", ["libunwind", "frame pointers"])

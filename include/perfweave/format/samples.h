@@ -43,7 +43,29 @@ PW_RECORD_STRUCT(PW_SAMPLE_FIELDS, pw_sample_rec)
     FILE(samples, "samples", PW_SAMPLES_MAGIC, PW_SAMPLES_VERSION)                         \
     RECORD(sample, PW_SAMPLE_FIELDS, pw_sample_rec)                                        \
     CONST(sample_frames, PW_SAMPLE_FRAMES)                                                 \
-    CONST(sample_counters, PW_SAMPLE_COUNTERS)
+    CONST(sample_counters, PW_SAMPLE_COUNTERS)                                             \
+    JSON(samples, PW_SAMPLES_JSON_FIELDS)
+
+/* samples/NAME.json: X(type, key), O(type, key) (format.h JSON), in the order the
+ * runtime writes them. Versions 1 and 2 wrote "states" and "modules" for "activities" and
+ * "objects" (the reader renames them first); version 1 had no "counters". */
+#define PW_SAMPLES_JSON_FIELDS(X, O)                                                       \
+    X(str, format)                                                                         \
+    X(int, version)                                                                        \
+    O(int, rank)                                                                           \
+    O(int, pid)                                                                            \
+    O(str, host)                                                                           \
+    X(int, frames)                       /* PW_SAMPLE_FRAMES: the records' layout */       \
+    O(strs, counters)                    /* the events of the records' counters */         \
+    O(int, samples)                                                                        \
+    O(str, unwinder)                                                                       \
+    O(int, unwind_fallbacks)             /* samples by frame pointers instead */           \
+    O(object, dropped)                   /* threads never sampled, and why */              \
+    O(int, t_start)                                                                        \
+    O(int, t_end)                                                                          \
+    O(strs, activities)                  /* by the records' activity index */              \
+    O(list, threads)                     /* by the records' thread index */                \
+    O(list, objects)                     /* the loaded objects: [path, build-id] */
 /* clang-format on */
 
 #endif

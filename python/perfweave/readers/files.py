@@ -143,26 +143,36 @@ def read_json(path, what="JSON"):
     return doc
 
 
-def read_document(path, kind, what, versions=None, schema=None):
+def read_document(path, kind, what, versions=None, schema=None, renamed=None):
     """The JSON document at path, a file of the kind `kind` (perfweave._format FILES),
-    checked as every reader of a kind checks one: its "format" string, its keys against
-    the kind's declared ones (format.h JSON entries: _format.JSON; schema adds or refines
-    entries, e.g. a list's items), its version (one of versions; by default the current
-    one) and the keys every document of the kind has (_format.JSON_REQUIRED). FormatError
-    naming path otherwise."""
+    checked as every reader of a kind checks one: its "format" string, its version (one of
+    versions; by default the current one), its keys against the kind's declared ones
+    (format.h JSON entries: _format.JSON; schema adds or refines entries, e.g. a list's
+    items) and the keys every document of the kind has (_format.JSON_REQUIRED). FormatError
+    naming path otherwise. renamed(version): {key as declared now: its name in documents
+    of that version}, checked under that name and moved to the declared one (a document
+    that has both is corrupt)."""
     from perfweave._format import FILES, JSON, JSON_REQUIRED
 
     doc = read_json(path, what)
     magic = FILES[kind].magic
     if doc.get("format") != magic:
         raise FormatError(f"{path}: not a {magic} file")
-    check(doc, {**JSON[kind], **(schema or {})}, path, what)
     versions = versions or (FILES[kind].version,)
     if doc.get("version") not in versions:
         raise FormatError(
             f"{path}: version {short(doc.get('version'))} of {magic} (this perfweave reads "
             f"version{'s' if len(versions) > 1 else ''} {', '.join(map(str, versions))})"
         )
+    schema = {**JSON[kind], **(schema or {})}
+    for new, old in (renamed(doc["version"]) if renamed else {}).items():
+        if new in doc:
+            raise FormatError(f"{path}: corrupt {what} ({new} in a version {doc['version']} file)")
+        if old in doc:  # checked under the name the file gives it
+            doc[new] = check({old: doc.pop(old)}, {old: schema[new]}, path, what).get(old)
+            if doc[new] is None:
+                del doc[new]
+    check(doc, schema, path, what)
     missing = [k for k in JSON_REQUIRED[kind] if k not in doc]
     if missing:
         raise FormatError(f"{path}: no {missing[0]!r}")

@@ -11,14 +11,13 @@ import numpy as np
 from perfweave.errors import FormatError
 from perfweave.model.samples import ProcessSamples
 from perfweave.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION
-from perfweave.readers.files import check, read_array, read_json
+from perfweave.readers.files import read_array, read_document, short
 from perfweave.readers.names import renamed_activity
-from perfweave._format import FILES
 
-MAGIC = FILES["samples"].magic
 # versions 1 and 2 named the activity "state" and the loaded object "module" (the records'
-# fields; the description's "states" and "modules"): read as version 3 says them, _upgrade
-OLD_NAMES = {"activity": "state", "object": "module", "activities": "states", "objects": "modules"}
+# fields, _upgrade_records; the description's "states" and "modules", RENAMED)
+OLD_NAMES = {"activity": "state", "object": "module"}
+RENAMED = {"activities": "states", "objects": "modules"}
 SAMPLE_DTYPE_V2 = np.dtype([(OLD_NAMES.get(f[0], f[0]), *f[1:]) for f in SAMPLE_DTYPE.descr])
 # versions 1 to 3: the activity "mpi_file" named "mpi_io" (_upgrade)
 # version 1: the record without its counters (the first --counters events at each sample)
@@ -35,22 +34,12 @@ RECORDS_BY_VERSION = {
 assert max(RECORDS_BY_VERSION) == SAMPLES_VERSION
 
 
-# the keys readers use, with their types (docs/format.md "Samples")
+# what the declared keys (format/samples.h JSON: _format.JSON["samples"]) hold, where
+# their declared type says only "list" or "object" (docs/format.md "Samples")
 META_SCHEMA = {
-    "rank": int,
-    "pid": int,
-    "host": str,
-    "frames": int,
-    "counters": [str],
-    "samples": int,
     "dropped": {"threads": int, "timers": int, "memory": int},
-    "t_start": int,
-    "t_end": int,
-    "activities": [str],
     "threads": [{"tid": int, "taken": int, "kept": int, "thinned": int, "interval_ns": int}],
     "objects": [[str]],
-    "unwinder": str,
-    "unwind_fallbacks": int,
 }
 
 
@@ -60,44 +49,27 @@ def read_sample_metas(exp):
     d = Path(exp) / "samples"
     out = []
     for meta_path in sorted(d.glob("*.json")) if d.is_dir() else []:
-        meta = read_json(meta_path, "samples description")
-        if (
-            meta.get("format") != MAGIC
-            or meta.get("version") not in RECORDS_BY_VERSION
-            or meta.get("frames") != SAMPLE_FRAMES
-        ):
+        meta = read_document(
+            meta_path,
+            "samples",
+            "samples description",
+            tuple(RECORDS_BY_VERSION),
+            META_SCHEMA,
+            lambda version: RENAMED if version < 3 else {},
+        )
+        if meta["frames"] != SAMPLE_FRAMES:
             raise FormatError(
-                f"{meta_path}: not perfweave samples of version "
-                + " or ".join(map(str, RECORDS_BY_VERSION))
+                f"{meta_path}: samples of {short(meta['frames'])} frames (this perfweave "
+                f"reads {SAMPLE_FRAMES})"
             )
-        old = meta["version"] < 3
-        schema = {OLD_NAMES.get(k, k): v for k, v in META_SCHEMA.items()} if old else META_SCHEMA
-        check(meta, schema, meta_path, "samples description")
-        _upgrade(meta, meta_path)
+        if meta["version"] < 4 and "activities" in meta:  # "mpi_io" then
+            meta["activities"] = [renamed_activity(a) for a in meta["activities"]]
         if not all(len(m) >= 1 for m in meta.get("objects", [])) or not all(
             {"interval_ns", "thinned"} <= t.keys() for t in meta.get("threads", [])
         ):
             raise FormatError(f"{meta_path}: corrupt samples description (objects or threads)")
         out.append((meta_path, meta))
     return out
-
-
-def _upgrade(meta, path):
-    """A description of an older version as version 4 says the same. Before 3: the
-    activities' names under "activities" and the loaded objects under "objects" (were
-    "states", "modules"; the records' fields are renamed by _upgrade_records). Before 4:
-    the activity "mpi_file" was "mpi_io"."""
-    if meta["version"] < 3:
-        for new in ("activities", "objects"):
-            if new in meta:
-                raise FormatError(
-                    f"{path}: corrupt samples description ({new} in a version "
-                    f"{meta['version']} file)"
-                )
-            if OLD_NAMES[new] in meta:
-                meta[new] = meta.pop(OLD_NAMES[new])
-    if meta["version"] < 4 and "activities" in meta:
-        meta["activities"] = [renamed_activity(a) for a in meta["activities"]]
 
 
 def _upgrade_records(rec, version):
