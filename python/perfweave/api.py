@@ -6,7 +6,7 @@
     exp.mpi_callsites()        # the MPI call-site profile, one row per call site
 
 Every table is computed by the same analysis as `perfweave report` and agrees with
-`perfweave report --json`: it is a table of an analysis' typed result (analysis/samples.py
+`perfweave report --json`: it is a table of an analysis' typed result (analysis/samples/
 SamplesResult, analysis/mpi.py MpiProfileResult, model/waitstates.py WaitStatesResult) or
 of a model (model/timeline.py NodeTimeline) made a DataFrame, never read from the report's
 dict (`report()` is the JSON document only). A table the experiment has no data for
@@ -79,7 +79,7 @@ class Experiment:
 
     # ---- sampling (perfweave run --sample) --------------------------------------------
     def _samples_result(self):
-        """The SamplesResult (analysis/samples.py) of every sample."""
+        """The SamplesResult (analysis/samples/) of every sample."""
         if "samples" not in self._cache:
             from perfweave.analysis import phases, samples
 

@@ -4,8 +4,11 @@
     gen_wrappers.py SPEC OUTDIR
 
 writes OUTDIR/pw_ml_fn.h (routine ids, the routines' names, groups and kinds, every
-routine the spec lists and does not wrap, with why) and OUTDIR/pw_ml_wrappers.c (one
-wrapper per wrapped routine, and for each Fortran one its ILP64 twin NAME_64_).
+routine the spec lists and does not wrap, with why), OUTDIR/pw_ml_wrappers.c (one
+wrapper per wrapped routine, and for each Fortran one its ILP64 twin NAME_64_) and
+OUTDIR/_mathlib.py (the names the samples' classification knows the math libraries by,
+installed as perfweave/_mathlib.py: the BLAS routines and LAPACK matrix types of the
+routines the spec lists, and the spec's sections after them: table()).
 
 Every wrapper has one shape (runtime/modules/mathlib.h): the real routine looked up once
 and cached, called exactly once whatever perfweave's state; recorded only by the
@@ -22,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gen"))
 import spec_tools  # noqa: E402
-from spec_tools import SpecError, entries, parse_decl, split_args  # noqa: E402
+from spec_tools import SpecError, entries, parse_decl, py_table, sections, split_args  # noqa: E402
 
 GROUPS = ("blas1", "blas2", "blas3", "cblas", "lapack", "lapacke", "fftw", "scalapack")
 KINDS = ("call", "plan", "exec", "destroy")
@@ -164,7 +167,7 @@ def check(r, where):
 
 def parse(text):
     routines, seen = [], set()
-    for no, line in entries(text):
+    for no, line in entries(sections(text, "section")[0]):
         for r in expand(no, line):
             if r.name in seen:
                 raise SpecError(f"line {no}: {r.name} listed twice")
@@ -382,9 +385,74 @@ def wrappers(routines):
     return "\n".join(lines)
 
 
+# The spec's sections (after its routines), each a list of words: what the samples'
+# classification (python/perfweave/analysis/samples/names.py) knows besides the routines.
+SECTIONS = {
+    "libraries": "LIBRARIES",
+    "blas": "BLAS",
+    "extensions": "EXTENSIONS",
+    "lapack_types": "LAPACK_TYPES",
+    "interfaces": "INTERFACES",
+    "prefixes": "PREFIXES",
+    "internals": "INTERNALS",
+    "blis": "BLIS",
+}
+
+
+def blas_name(name):
+    """A BLAS routine's name without its type letters and the Fortran underscore
+    (daxpy_ -> axpy, idamax_ -> amax, cdotc_ -> dotc)."""
+    n = name.rstrip("_")
+    return n[2:] if n[0] == "i" and n[1] in PREFIX else n[1:]
+
+
+def table(routines, text):
+    """perfweave/_mathlib.py: the section's words of SECTIONS, with BLAS the BLAS routines
+    of the spec's Fortran BLAS lines (blas_name), LAPACK_TYPES the matrix types of its
+    LAPACK lines (dgetrf_ -> ge) and INTERFACES the prefixes of its CBLAS and LAPACKE
+    lines (cblas_dgemm -> cblas) added; BLIS: 'operation=routine' words as a dict."""
+    named = sections(text, "section")[1]
+    unknown = set(named) - set(SECTIONS)
+    if unknown:
+        raise SpecError(f"unknown sections {sorted(unknown)}")
+    words = {key: [] for key in SECTIONS.values()}
+    for r in routines:
+        if r.name.endswith("_64_"):
+            continue  # an ILP64 twin
+        if r.group in ("blas1", "blas2", "blas3"):
+            words["BLAS"].append(blas_name(r.name))
+        elif r.group == "lapack":
+            words["LAPACK_TYPES"].append(r.name[1:3])
+        elif r.group in ("cblas", "lapacke"):
+            words["INTERFACES"].append(r.name.split("_")[0])
+    for section, key in SECTIONS.items():
+        for lineno, line in named.get(section, []):
+            for word in line.split():
+                if word in words[key]:
+                    raise SpecError(f"line {lineno}: {word} listed twice")
+                words[key].append(word)
+    blis = {}
+    for word in words.pop("BLIS"):
+        op, _, routine = word.partition("=")
+        if routine not in words["BLAS"] + words["EXTENSIONS"]:
+            raise SpecError(f"section blis: '{word}' is not OPERATION=BLAS_ROUTINE")
+        blis[op] = routine
+    values = {key: frozenset(found) for key, found in words.items()}
+    values["BLIS"] = blis
+    return py_table(
+        "runtime/mathlib/gen_wrappers.py from mathlib.spec",
+        "The names of the math libraries' objects and functions (analysis/samples/names.py).",
+        values,
+    )
+
+
 def generate(text):
     routines = parse(text)
-    return {"pw_ml_fn.h": header(routines), "pw_ml_wrappers.c": wrappers(routines)}
+    return {
+        "pw_ml_fn.h": header(routines),
+        "pw_ml_wrappers.c": wrappers(routines),
+        "_mathlib.py": table(routines, text),
+    }
 
 
 def main(argv):

@@ -1,4 +1,4 @@
-"""Advice from samples (analysis/advice.py, rules over analysis/samples.py): sample
+"""Advice from samples (analysis/advice.py, rules over analysis/samples/): sample
 records made by hand per rank go through the sampling analysis; each rule fires on the
 situation built, names the rank, function, line and share, and stays quiet below its
 threshold."""

@@ -11,14 +11,15 @@ PACKAGE = Path(__file__).resolve().parents[2] / "python" / "perfweave"
 # part -> the parts it may import; a part is a package or a module of python/perfweave.
 # The same table as docs/architecture.md's, lowest first. "version" is the package's
 # __version__ string (perfweave/__init__.py), "perfweave" the rest of that file (open).
-# The generated tables (_format, _options, _mpi, _io: from the format headers, options.json,
-# mpi.spec and io.spec) are at the bottom, with errors.
-BASE = {"_format", "_options", "_mpi", "_io", "errors", "version"}
+# The generated tables (_format, _options, _mpi, _io, _mathlib: from the format headers,
+# options.json, mpi.spec, io.spec and mathlib.spec) are at the bottom, with errors.
+BASE = {"_format", "_options", "_mpi", "_io", "_mathlib", "errors", "version"}
 LAYERS = {
     "_format": set(),
     "_options": set(),
     "_mpi": set(),
     "_io": set(),
+    "_mathlib": set(),
     "errors": set(),
     "version": set(),
     "dtypes": {"_format"},
@@ -176,3 +177,19 @@ def test_report_sections_draw_with_public_widgets():
     for path in sorted((report / "sections").glob("*.py")):
         taken = {m for m, _, _ in imports(path)}
         assert not taken & {"perfweave.report.text", "perfweave.report.html"}, path.name
+
+
+# Inside analysis/samples/, each module one job, lowest first: a module imports only those
+# before it (the package's __init__, analyze, puts them together).
+SAMPLES_ORDER = ["names", "classification", "rooting", "tables", "__init__"]
+
+
+def test_the_samples_analysis_modules_import_one_way():
+    package = PACKAGE / "analysis" / "samples"
+    assert sorted(p.stem for p in package.glob("*.py")) == sorted(SAMPLES_ORDER)
+    for k, name in enumerate(SAMPLES_ORDER):
+        taken = {m for m, _, _ in imports(package / f"{name}.py")}
+        inside = {
+            m.rpartition(".")[2] for m in taken if m.startswith("perfweave.analysis.samples.")
+        }
+        assert inside <= set(SAMPLES_ORDER[:k]), (name, inside - set(SAMPLES_ORDER[:k]))

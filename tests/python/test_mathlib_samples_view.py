@@ -1,4 +1,4 @@
-"""The math libraries in the samples (analysis/samples.py MATHLIB) on hand-made sample
+"""The math libraries in the samples (analysis/samples/ MATHLIB) on hand-made sample
 records: by the library's object, through perfweave's wrapper frames, a library's own
 threads, a statically linked routine by its name, the kernels of optimised libraries
 counted for the routine they serve; the samples' view in the math section (per routine
@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from perfweave.analysis import samples
-from perfweave.analysis.mathlib import analyze, is_math_function, routine_key, served_routine
+from perfweave.analysis.mathlib import analyze, routine_key
+from perfweave.analysis.samples.names import is_math_function, served_routine
 from perfweave.model.mathlib import MathLib
 from perfweave.model.samples import ProcessSamples
 from perfweave.readers import mkl_verbose

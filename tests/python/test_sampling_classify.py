@@ -1,4 +1,4 @@
-"""Activities of samples (analysis/samples.py classify): hand-made sample records whose
+"""Activities of samples (analysis/samples/ classify): hand-made sample records whose
 innermost frames name known I/O, allocation and synchronisation functions, with the
 names glibc gives them with and without its debug symbols."""
 
@@ -7,7 +7,8 @@ import pytest
 
 from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import samples
-from perfweave.analysis.samples import ACTIVITIES, activity_of, classify
+from perfweave.analysis.samples.classification import ACTIVITIES, classify
+from perfweave.analysis.samples.names import activity_of
 from perfweave.model.samples import ProcessSamples
 from perfweave.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location

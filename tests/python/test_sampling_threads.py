@@ -1,4 +1,4 @@
-"""Where threads' samples are rooted in the call tree (analysis/samples.py
+"""Where threads' samples are rooted in the call tree (analysis/samples/rooting.py
 rooted_paths): hand-made samples of a process whose main thread opens an OpenMP
 parallel region (solve -> GOMP_parallel -> solve._omp_fn.0), a worker thread that libgomp
 started (clone -> start_thread -> gomp_thread_start -> solve._omp_fn.0), a thread whose
@@ -9,6 +9,7 @@ import pytest
 
 from perfweave._format import ACTIVITIES as RUNTIME_ACTIVITIES
 from perfweave.analysis import samples
+from perfweave.analysis.samples.rooting import IDLE_WORKERS
 from perfweave.model.samples import ProcessSamples
 from perfweave.dtypes import SAMPLE_DTYPE
 from perfweave.symbols import Location
@@ -106,7 +107,7 @@ def test_workers_rooted_at_the_region_the_main_thread_opened():
         "main",
         "main;solve;solve._omp_fn.0;relax",
         "main;solve;solve._omp_fn.0",
-        "main;" + samples.IDLE_WORKERS,
+        "main;" + IDLE_WORKERS,
         "thread queue_worker",
     ]
     assert acts == ["compute", "compute", "compute", "omp_sync", "omp_sync", "thread_sync"]
@@ -119,7 +120,7 @@ def test_workers_rooted_at_the_region_the_main_thread_opened():
     fn = {f["name"]: f for f in sm["functions"]}
     assert fn["solve._omp_fn.0"]["by_activity_pct"] == {"omp_sync": pytest.approx(100 * 2 / 143.5)}
     # the idle node is no function of the inclusive table
-    assert samples.IDLE_WORKERS not in {f["name"] for f in sm["inclusive"]}
+    assert IDLE_WORKERS not in {f["name"] for f in sm["inclusive"]}
     assert {f["name"]: f["pct"] for f in sm["inclusive"]}["main"] == pytest.approx(
         100 * 141.5 / 143.5
     )

@@ -1,4 +1,4 @@
-"""The math libraries in the samples (analysis/samples.py MATHLIB) against the program's
+"""The math libraries in the samples (analysis/samples/ MATHLIB) against the program's
 own clock (tests/runtime/programs/ml_sampled.c: rounds of 20 ms of dgemm_ from solve(),
 10 ms of its own arithmetic): the math libraries' share of the app time, dgemm_ as their
 routine and the calling line named, under the reference BLAS and OpenBLAS (whose threads
@@ -12,7 +12,7 @@ import os
 import pytest
 
 from harness import outside_share, reported, sampled_life, share_bound, site_lines
-from perfweave.analysis.mathlib import served_routine
+from perfweave.analysis.samples.names import served_routine
 from perfweave.readers.samples import read_samples
 from perfweave.symbols import Symbolizer
 

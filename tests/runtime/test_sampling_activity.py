@@ -1,4 +1,4 @@
-"""Activities of sampled time against ground truth (analysis/samples.py classify):
+"""Activities of sampled time against ground truth (analysis/samples/ classify):
 programs that spend a known share of their time in write()+fsync(), in malloc/free
 (and the mmap/munmap behind them), or blocked on a contended mutex; each activity is
 found at its share, and the others near zero. And the advice from samples

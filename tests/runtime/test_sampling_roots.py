@@ -1,4 +1,4 @@
-"""One root per program in the call tree of the samples (analysis/samples.py
+"""One root per program in the call tree of the samples (analysis/samples/rooting.py
 rooted_paths): a C++ MPI program whose global object's constructor works before main
 has its static initialisation under main's root as "[static initialisation]", not as a
 root of its own (g++'s _GLOBAL__sub_I_...), at the share of its time the program

@@ -1,6 +1,6 @@
 """Plain-English advice from rules over the report's data (report/data.py collect):
 the MPI profile, the wait states (perfweave analyze), the node timeline and the samples
-(perfweave run --sample: analysis/samples.py).
+(perfweave run --sample: analysis/samples/).
 
 Each rule looks at one thing, fires only past a stated threshold, and says what it saw
 with the numbers and what usually helps. advise(data) -> [advice dicts], most important
@@ -15,7 +15,7 @@ rank's samples. The thresholds are module constants, documented in docs/mpi-prof
 
 import os
 
-from perfweave.analysis.samples import OMP_LOCKS
+from perfweave.analysis.samples.names import OMP_LOCKS
 
 FUNCTION_PCT = 20.0  # an MPI function taking this % of the app time: communication-bound
 IMBALANCE_AVG_MAX = 0.85  # outside-MPI time mean/max below this: computation imbalanced

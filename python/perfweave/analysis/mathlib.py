@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfweave.analysis.samples.names import served_routine
 from perfweave.model.table import records, table
 from perfweave.symbols import Symbolizer
 
@@ -23,128 +24,6 @@ REFERENCE_LIBS = ("/blas/libblas.so", "/lapack/liblapack.so", "libblas.so.3", "l
 GEMM = re.compile(r"(cblas_)?[sdcz]gemm(_|_64_)?")
 OPTIMISED = ("openblas", "mkl", "blis", "atlas", "armpl", "essl", "accelerate", "flexiblas")
 STATIC_PCT = 1.0  # a routine sampled at least this % of the app time, no call seen: static
-
-# The loaded objects of math libraries, by the start of their file name: the samples in
-# them are the math-library activity (analysis/samples.py), the threads they start too
-MATH_LIBRARIES = (
-    "libblas",
-    "libcblas",
-    "liblapack",
-    "liblapacke",
-    "libopenblas",
-    "libfftw3",
-    "libmkl",
-    "libscalapack",
-    "libblis",
-    "libflexiblas",
-    "libarmpl",
-    "libessl",
-    "libatlas",
-    "libsatlas",
-    "libtatlas",
-    "libgslcblas",
-)
-# The functions of math libraries by name, wherever they lie (a library linked
-# statically into the executable): BLAS (and OpenBLAS's kernels named after them,
-# dgemm_kernel_HASWELL, dgemm_nn, daxpy_k, dgemv_n_HASWELL, any ROUTINE_..._PROCESSOR
-# such as dtrsm_iunncopy_ZEN; not daxpy_like), LAPACK
-# (Fortran names), CBLAS, LAPACKE, FFTW, MKL, OpenBLAS's and BLIS's own
-_BLAS = (
-    "gemm|symm|hemm|syrk|herk|syr2k|her2k|trmm|trsm|gemv|gbmv|symv|hemv|sbmv|hbmv|spmv|"
-    "hpmv|trmv|tbmv|tpmv|trsv|tbsv|tpsv|ger|geru|gerc|syr|her|spr|hpr|syr2|her2|spr2|hpr2|"
-    "axpy|axpby|scal|copy|swap|dot|dotu|dotc|nrm2|asum|rot|rotg|rotm|rotmg|amax|amin"
-)
-MATH_FUNCTION = re.compile(
-    rf"^(?:(?:[sdcz]|sc|dz|ds|sd|i[sdcz])(?:{_BLAS})"
-    r"(?:_|_64_|_[a-z]{1,2}(?:_[A-Z0-9]\w*)?|_(?:kernel|beta|itcopy|oncopy|incopy|otcopy|thread)\w*"
-    r"|_\w*_[A-Z][A-Z0-9_]{2,})?"
-    r"|[sdcz](?:ge|gb|gt|po|pp|pb|pt|sy|sp|he|hp|tr|tp|tb|or|un|bd|hs|st|la)\w{1,6}_(?:64_)?"
-    r"|(?:cblas|LAPACKE|lapacke|mkl|openblas|gotoblas|bli)_\w+"
-    r"|[sd]?fftw[fql]?_\w+|blas_thread_server|exec_blas\w*)$"
-)
-
-
-# A BLAS or LAPACK routine's name without the Fortran underscore (dgemm, idamax, dgetrf),
-# and the extensions optimised libraries add (OpenBLAS's ?omatcopy, ?gemm3m, ?axpby)
-_ROUTINE = re.compile(
-    rf"^(?:(?:[sdcz]|sc|dz|ds|sd|i[sdcz])(?:{_BLAS}|gemm3m|gemmt|symm3m|hemm3m|imatcopy|"
-    r"omatcopy|geadd|sum)"
-    r"|[sdcz](?:ge|gb|gt|po|pp|pb|pt|sy|sp|he|hp|tr|tp|tb|or|un|bd|hs|st|la)[a-z0-9]{1,6})$"
-)
-# The routines of a library's interface: Fortran (dgemm_, dgemm_64_; MKL's dgemm and
-# DGEMM), CBLAS, LAPACKE (and its _work forms), FFTW's (its own functions all start fftw_:
-# the interface's and the library's inside alike, named only in a static library)
-_INTERFACE = re.compile(r"^(?:cblas_|LAPACKE_|lapacke_)?(\w+?)(?:_|_64_|_work)?$")
-_FFTW = re.compile(r"^[sd]?fftw[fql]?_\w+$")
-# BLIS's operations (bli_dgemm_haswell_asm_6x8, bli_dgemmsup_rv_haswell_asm_6x8m,
-# bli_daxpyv_zen_int10, bli_ddotxf_zen_int_8: type letter, operation, then the kernel's
-# configuration) by the BLAS routine whose work they do
-_BLIS = re.compile(r"^bli_([sdcz])([a-z0-9]+?)(?:_\w+)?$")
-_BLIS_OPS = {
-    "gemm": "gemm", "gemmsup": "gemm", "gemmt": "gemmt", "gemmtrsm": "trsm", "trsm": "trsm",
-    "trmm": "trmm", "trmm3": "trmm", "hemm": "hemm", "symm": "symm", "herk": "herk",
-    "syrk": "syrk", "her2k": "her2k", "syr2k": "syr2k", "gemv": "gemv", "ger": "ger",
-    "hemv": "hemv", "symv": "symv", "her": "her", "syr": "syr", "her2": "her2",
-    "syr2": "syr2", "trmv": "trmv", "trsv": "trsv", "axpyv": "axpy", "axpyf": "axpy",
-    "axpbyv": "axpby", "dotv": "dot", "dotxv": "dot", "dotxf": "gemv", "axpy2v": "axpy",
-    "dotaxpyv": "symv", "dotxaxpyf": "symv", "scalv": "scal", "scal2v": "scal",
-    "copyv": "copy", "swapv": "swap", "amaxv": "amax", "asumv": "asum", "normfv": "nrm2",
-}  # fmt: skip
-
-
-def served_routine(name):
-    """The routine of a math library's interface that a function of the library serves,
-    by its name (None: any routine, or not known). A routine of the interface serves itself
-    (dgemm_, cblas_dgemm, dgetrf_, LAPACKE_dgesv, fftw_execute); an optimised library's
-    kernels and drivers serve the BLAS or LAPACK routine they are named after, as its
-    Fortran name:
-
-    - OpenBLAS: ROUTINE_ then its part and the processor it was built for, which the
-      library chooses at run time (OPENBLAS_CORETYPE): dgemm_kernel_HASWELL,
-      dgemm_kernel_ZEN, dgemm_beta_SKYLAKEX, dgemm_itcopy_SANDYBRIDGE, dgemm_oncopy_...,
-      dgemm_small_kernel_nn_..., dtrsm_kernel_LN_..., dtrsm_iunncopy_..., the drivers
-      dgemm_nn, dgemm_tn, dgemm_thread_nn, dsyrk_UN, dtrsm_LNUU, dgetrf_single,
-      dpotrf_U_parallel, dlaswp_plus, and the level 1-2 kernels dgemv_n_..., dgemv_t_...,
-      daxpy_k, ddot_k_..., idamax_k, dsymv_L_... -> dgemm_, dtrsm_, dgemv_, daxpy_, ...;
-    - MKL: mkl_blas_ or mkl_lapack_, the instruction set's name, then the routine, x
-      before it in the threaded drivers: mkl_blas_avx2_dgemm_kernel_0,
-      mkl_blas_avx512_xdgemm, mkl_blas_dgemm_dcopy_down12_ea, mkl_lapack_dgetrf -> dgemm_,
-      dgetrf_;
-    - BLIS: bli_, the type letter and the operation (_BLIS_OPS), then the kernel's
-      configuration: bli_dgemm_haswell_asm_6x8, bli_dgemmsup_rv_haswell_asm_6x8m ->
-      dgemm_, bli_daxpyv_zen_int10 -> daxpy_, bli_damaxv_zen_int -> idamax_.
-
-    Serving any routine: OpenBLAS's thread server and dispatch (blas_thread_server,
-    exec_blas), BLIS's packing (bli_dpackm_...) and thread barriers, MKL's services
-    (mkl_serv_...)."""
-    n = name or ""
-    m = _INTERFACE.match(n)
-    if _FFTW.match(n) or (m and _ROUTINE.match(m.group(1).lower())):
-        return n
-    if n.startswith(("mkl_blas_", "mkl_lapack_")):
-        for word in n.split("_")[2:]:
-            for r in (word, word[1:] if word.startswith("x") else ""):
-                if r and _ROUTINE.match(r):
-                    return r + "_"
-        return None
-    m = _BLIS.match(n)
-    if m:
-        op = _BLIS_OPS.get(m.group(2))
-        if not op:
-            return None
-        return ("i" if op == "amax" else "") + m.group(1) + op + "_"
-    head = n.split("_", 1)[0]
-    return head + "_" if "_" in n and _ROUTINE.match(head) else None
-
-
-def is_math_library(path):
-    """Whether a loaded object (its path) is a math library's."""
-    return os.path.basename(path or "").startswith(MATH_LIBRARIES)
-
-
-def is_math_function(name):
-    """Whether a function's name is a math library's (BLAS, LAPACK, FFTW, ...)."""
-    return bool(MATH_FUNCTION.match(name or ""))
 
 
 def routine_key(name):
@@ -262,7 +141,7 @@ class MathLibResult:
 
 def analyze(ml, symbolizer=None, sampled=None, mkl_verbose=None):
     """The MathLibResult of a MathLib model (model/mathlib.py); sampled: the samples'
-    view (SamplesResult.mathlib: analysis/samples.py), mkl_verbose: MKL_VERBOSE's
+    view (SamplesResult.mathlib: analysis/samples/tables.py), mkl_verbose: MKL_VERBOSE's
     calls (readers/mkl_verbose.py MklVerbose), each None without."""
     symbolizer = symbolizer or Symbolizer()
     c = ml.calls
@@ -500,12 +379,12 @@ def _sampled(sampled, routines):
     and the routines the samples show but the wrappers never saw called (static).
 
     A routine the samples serve (a kernel counts for the routine it serves:
-    samples._math_frames) is said not seen only when the wrappers saw no call of it in
-    any thread, the program's nor a library's (internal calls). Then: found by its name
-    in the executable (or a library of the program's), the math library is linked
-    statically; in a shared math library, only when samples show the program calling it
-    without the wrappers (unwrapped_pct): a library's own threads, and stacks that end
-    inside the library, show no caller either way."""
+    samples/classification.py _math_frames) is said not seen only when the wrappers saw
+    no call of it in any thread, the program's nor a library's (internal calls). Then:
+    found by its name in the executable (or a library of the program's), the math
+    library is linked statically; in a shared math library, only when samples show the
+    program calling it without the wrappers (unwrapped_pct): a library's own threads,
+    and stacks that end inside the library, show no caller either way."""
     calls, seen = {}, set()
     for r, n, k in zip(routines["routine"], routines["calls"], routines["internal"]):
         calls[routine_key(r)] = calls.get(routine_key(r), 0) + int(n)

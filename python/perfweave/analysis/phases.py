@@ -53,7 +53,7 @@ def summarize(profile, mpi_ranks, sample_metas=(), samples_pct=None):
     ranks (min/mean/max/stdev), before_init_s, init_s (the start-up), app_time_s and
     shutdown_s (None without samples: its end is their write at exit). mpi_ranks: the MPI
     analysis' per_rank (analysis/mpi.py), whose init_s and app_s these are; samples_pct:
-    each phase's share of the samples (analysis/samples.py phase_pct), when sampled."""
+    each phase's share of the samples (analysis/samples/ phase_pct), when sampled."""
     win = windows(profile)
     if not win:
         return None

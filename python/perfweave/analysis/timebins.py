@@ -27,7 +27,7 @@ def activity_over_time(
     At most nbins bins, fewer when the ranks have fewer than min_per_bin samples per bin
     on average (a short run). Activities that no sample has are left out.
     durations[j] (ns per sample, optional): the wall time each sample stands for, the
-    span (t - duration, t] (analysis/samples.py _seconds); a bin's shares are then of
+    span (t - duration, t] (analysis/samples/__init__.py _seconds); a bin's shares are then of
     the time these spans cover in it, so a thread that waited for a core, whose one late
     sample stands for the whole wait, still fills the bins of that wait."""
     t0, t1 = int(t0), int(t1)

@@ -3,7 +3,7 @@
 thread slot, activity, depth, frames as (object index, offset), counters) and its description
 (samples/NAME.json: rank, pid, host, activities, threads, objects, ...). readers/samples.py
 builds one per process from the files (`Experiment.samples`, a list of them),
-`from_literal` from plain values (tests); analysis/samples.py and analysis/timebins.py
+`from_literal` from plain values (tests); analysis/samples/ and analysis/timebins.py
 take the list."""
 
 from dataclasses import dataclass

@@ -3,7 +3,7 @@ share of the processes' time in BLAS, LAPACK and FFTW calls, per routine, per ca
 and per size class with flops rates, each routine's dimensions as a histogram, the
 libraries that answered, the FFTW plans and the advice of analysis/mathlib.py; beside the
 wrappers' exact calls, the samples' view (the math libraries' share of the app time per
-routine and calling line, analysis/samples.py), the routines the samples show but the
+routine and calling line, analysis/samples/), the routines the samples show but the
 wrappers never saw (a library linked statically), and MKL_VERBOSE's calls when given
 (`perfweave report --mkl-verbose LOG`). Absent when none of these has anything."""
 

@@ -1,4 +1,4 @@
-"""Where the time goes, from the call-stack samples (analysis/samples.py): the call tree,
+"""Where the time goes, from the call-stack samples (analysis/samples/): the call tree,
 source lines and functions with their activity split and balance across ranks, and the
 phases of the activity over time; in the HTML a flame graph and activity strips."""
 
@@ -154,7 +154,7 @@ TABLES = (
 
 
 def activity_name(name):
-    """An activity's name as the report shows it (analysis/samples.py ACTIVITIES)."""
+    """An activity's name as the report shows it (analysis/samples/classification.py ACTIVITIES)."""
     return {
         "io": "I/O",
         "alloc": "allocation",
