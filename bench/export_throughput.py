@@ -36,11 +36,17 @@ import re, sys, time
 fmt, exp, out = sys.argv[1:4]
 if fmt.startswith("chrome"):
     from perfweave.interop import chrome
+    try:
+        from perfweave.interop.chrome import formatting
+    except ImportError:  # a build before interop/chrome/ was split (a --baseline)
+        formatting = chrome
+        formatting.json_rows = chrome._json_rows
     export = chrome.export
     if fmt == "chrome-numpy":
+        formatting.json_rows = lambda: None
         chrome._json_rows = lambda: None
     else:
-        assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
+        assert formatting.json_rows() is not None, "libperfweave-json.so is not installed"
 else:
     from perfweave.interop import otf2
     from perfweave.interop.otf2 import calls
