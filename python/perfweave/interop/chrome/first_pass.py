@@ -72,7 +72,7 @@ class RankPass:
         self.stacks, self.nenter = {}, {}  # per thread: open ENTERs (their number), ENTERs
         self.fds, self.sizes = {}, {}
         self.messages = (Messages(self, "sends"), Messages(self, "recvs"))
-        self.posts = (Posts(), Posts())  # open receive requests by number, by key
+        self.posts = Posts()  # open receive requests
         self.threads = [0]
         self.end_of_rank = 0
 
@@ -112,10 +112,10 @@ class RankPass:
                 if not chunks:
                     # the rank's end: requests never completed posted no message
                     self.messages[1].give_up_waiting()
-                    self.posts = (Posts(), Posts())
+                    self.posts = Posts()
                 below = min(reached.values(), default=LAST)
                 self.messages[0].settle(below)
-                self.messages[1].settle(min([below] + [p.oldest() for p in self.posts]))
+                self.messages[1].settle(min(below, self.posts.oldest()))
         finally:
             for fd in self.fds.values():
                 os.close(fd)
@@ -178,34 +178,31 @@ class RankPass:
         # the arrow ends inside the receiving call, just before its end
         cb, ce = c.t0[owner[V]], c.t1[owner[V]]
         rows["ts"], rows["bytes"] = ce - np.minimum(1, ce - cb), rec["bytes"][V]
-        # a receive with a request was posted by the MPI_Irecv of its post: by number
-        # (the runtime's), else by request key (imported traces)
+        # a receive with a request was posted by the MPI_Irecv of its post (the model's
+        # rule: by number, the runtime's, else by request key for imported traces)
         done = rec["t0"][V] != 0
-        rows["kind"] = np.where(rec["t1"][V] > 0, 0, 1)
-        rows["value"] = np.where(rows["kind"] == 0, rec["t1"][V], rec["t0"][V])
+        rows["number"], rows["key"] = rec["t1"][V], rec["t0"][V]
         rows["ready"] = ~done
         pending = self.messages[1]
-        waiting = np.flatnonzero(~pending.rows["ready"])
-        pnum = rec["t1"][P] > 0
-        for kind, posted in ((0, pnum), (1, ~pnum)):
-            here = np.flatnonzero(done & (rows["kind"] == kind))
-            old = waiting[pending.rows["kind"][waiting] == kind]
-            pi = P[posted]
-            found, ok = self.posts[kind].link(
-                rec["t1" if kind == 0 else "t0"][pi],
-                k[pi],
-                pi,
-                np.r_[rows["value"][here], pending.rows["value"][old]],
-                np.r_[V[here], np.full(len(old), LAST)],
-            )
-            rows["k1"][here[ok[: len(here)]]] = found[: len(here)][ok[: len(here)]]
-            rows["ready"][here[ok[: len(here)]]] = True
-            if not self.timed:
-                # one thread: a completion meets its post after it; none: unlinked
-                rows["ready"][here] = True
-            got = old[ok[len(here) :]]
-            pending.rows["k1"][got] = found[len(here) :][ok[len(here) :]]
-            pending.rows["ready"][got] = True
+        old = np.flatnonzero(~pending.rows["ready"])
+        here = np.flatnonzero(done)
+        found, ok = self.posts.link(
+            rec["t1"][P],
+            rec["t0"][P],
+            k[P],
+            P,
+            np.r_[rows["number"][here], pending.rows["number"][old]],
+            np.r_[rows["key"][here], pending.rows["key"][old]],
+            np.r_[V[here], np.full(len(old), LAST)],
+        )
+        rows["k1"][here[ok[: len(here)]]] = found[: len(here)][ok[: len(here)]]
+        rows["ready"][here[ok[: len(here)]]] = True
+        if not self.timed:
+            # one thread: a completion meets its post after it; none: unlinked
+            rows["ready"][here] = True
+        got = old[ok[len(here) :]]
+        pending.rows["k1"][got] = found[len(here) :][ok[len(here) :]]
+        pending.rows["ready"][got] = True
         pending.add(rows)
 
     def _regions(self, c, t, typ):

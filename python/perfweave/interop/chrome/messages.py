@@ -5,8 +5,7 @@ Completions are linked to their posts by the model's rule (Posts)."""
 
 import numpy as np
 
-from perfweave.model.grouping import rank_in_group
-from perfweave.model.trace import latest_post
+from perfweave.model.trace import channel_numbers, request_posts
 
 # what a flow event needs of one end of a message, kept on disk between the passes
 END = np.dtype(
@@ -20,17 +19,17 @@ END = np.dtype(
 )
 # a message end of the first pass until its number is known and it is written: its
 # place in the order of posting (k1, thread, idx), whether k1 is known (a receive
-# completed before the pass met its post: not yet), the post it waits for (kind: 0 a
-# post number, 1 a request key; value), its own k1 if that post never comes, and whether
-# it goes to the file (messages to and from real ranks)
+# completed before the pass met its post: not yet), the post it waits for (its post
+# number and request key), its own k1 if that post never comes, and whether it goes to
+# the file (messages to and from real ranks)
 PENDING = np.dtype(
     END.descr
     + [
         ("k1", np.int64),
         ("idx", np.int64),
         ("ready", bool),
-        ("kind", np.int8),
-        ("value", np.int64),
+        ("number", np.int64),
+        ("key", np.int64),
         ("own", np.int64),
         ("out", bool),
     ]
@@ -43,33 +42,35 @@ LAST = np.iinfo(np.int64).max
 
 
 class Posts:
-    """Open receive requests of one kind (by post number, or by request key): the
-    value that names each and its place in the order of posting."""
+    """Open receive requests: the post number and request key that name each, and its
+    place in the order of posting."""
 
     def __init__(self):
-        self.value = np.zeros(0, np.int64)
+        self.number = np.zeros(0, np.int64)
+        self.key = np.zeros(0, np.int64)
         self.k1 = np.zeros(0, np.int64)
 
     def oldest(self):
         return int(self.k1.min()) if len(self.k1) else LAST
 
-    def link(self, pv, pk, porder, dv, dorder):
-        """Post the requests (values pv, places pk, record order porder) and complete
-        those of values dv (record order dorder; LAST for completions met before):
-        each completion takes the latest post of its value before it, which is no
-        longer open. Returns (place of each completion's post, found)."""
-        nold = len(self.value)
-        allv = np.r_[self.value, np.asarray(pv, np.int64)]
+    def link(self, pn, pkey, pk, porder, dn, dkey, dorder):
+        """Post the requests (numbers pn, keys pkey, places pk, record order porder) and
+        complete those of numbers dn and keys dkey (record order dorder; LAST for
+        completions met before) by the model's rule (model/trace.py request_posts); a
+        post that completed is no longer open. Returns (place of each completion's post,
+        found)."""
+        nold = len(self.number)
+        alln = np.r_[self.number, np.asarray(pn, np.int64)]
+        allkey = np.r_[self.key, np.asarray(pkey, np.int64)]
         allk = np.r_[self.k1, np.asarray(pk, np.int64)]
-        npost = len(allv)
-        if not len(dv):
-            self.value, self.k1 = allv, allk
+        if not len(dn):
+            self.number, self.key, self.k1 = alln, allkey, allk
             return np.zeros(0, np.int64), np.zeros(0, bool)
         order = np.r_[np.full(nold, -1, np.int64), porder]
-        post = latest_post(allv, order, dv, dorder)
-        used = np.zeros(npost, bool)
+        post = request_posts(alln, allkey, order, dn, dkey, dorder)
+        used = np.zeros(len(alln), bool)
         used[post[post >= 0]] = True
-        self.value, self.k1 = allv[~used], allk[~used]
+        self.number, self.key, self.k1 = alln[~used], allkey[~used], allk[~used]
         return np.where(post >= 0, allk[np.maximum(post, 0)], 0), post >= 0
 
 
@@ -138,7 +139,7 @@ class Counters:
         j = np.clip(np.searchsorted(self.keys, u), 0, max(len(self.keys) - 1, 0))
         known = (self.keys[j] == u) if len(self.keys) else np.zeros(len(u), bool)
         base = np.where(known, self.n[j] if len(self.keys) else 0, 0)
-        seq = base[inv] + rank_in_group(inv, len(u))
+        seq = channel_numbers(inv, len(u), before=base)
         cnt = np.bincount(inv, minlength=len(u))
         self.n[j[known]] += cnt[known]
         if not known.all():
