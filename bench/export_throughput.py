@@ -19,6 +19,11 @@ with its numpy formatter, as where libperfweave-json.so is not built: the baseli
 measured in the same invocation as the exports.
 
     python bench/export_throughput.py --sizes 1M,4M,16M --formats chrome,chrome-numpy,otf2
+
+With --baseline PYTHON (the interpreter of another build), each export is also made by
+that build, the two alternating --repeat times; the least wall and CPU time of each
+and their ratios
+(this build's records/s over the baseline's) are printed.
 """
 
 import argparse
@@ -37,10 +42,14 @@ fmt, exp, out = sys.argv[1:4]
 if fmt.startswith("chrome"):
     from perfweave.interop import chrome
     export = chrome.export
+    # the formatter's library: interop/chrome/formatting.py, or interop/chrome.py in a
+    # build from before the split (a --baseline)
+    where, name = (chrome, "_json_rows") if hasattr(chrome, "_json_rows") else (
+        __import__("perfweave.interop.chrome.formatting", fromlist=["x"]), "json_rows")
     if fmt == "chrome-numpy":
-        chrome._json_rows = lambda: None
+        setattr(where, name, lambda: None)
     else:
-        assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
+        assert getattr(where, name)() is not None, "libperfweave-json.so is not installed"
 else:
     from perfweave.interop import otf2
     from perfweave.interop.otf2 import calls
@@ -63,11 +72,11 @@ def size(text):
     return int(float(text[:-1]) * mult[text[-1]]) if text[-1] in mult else int(text)
 
 
-def run_export(fmt, exp, out):
+def run_export(fmt, exp, out, python=sys.executable):
     """(records, events written, seconds, CPU seconds, peak RSS in MiB) of one export
     in a child."""
     res = subprocess.run(
-        [sys.executable, "-c", CHILD, fmt, str(exp), str(out)], capture_output=True, text=True
+        [python, "-c", CHILD, fmt, str(exp), str(out)], capture_output=True, text=True
     )
     if res.returncode != 0:
         raise SystemExit(f"export {fmt} of {exp} failed: {res.stderr.strip()}")
@@ -87,6 +96,8 @@ def main():
         help="largest trace exported as otf2-each (one Python call into the "
         "OTF2 library per event)",
     )
+    ap.add_argument("--baseline", metavar="PYTHON", help="another build's Python to compare with")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each build (the best counts)")
     ap.add_argument(
         "--dir",
         default=None,
@@ -110,14 +121,31 @@ def main():
                     continue
                 out = base / f"out-{n}" / ("trace.json" if fmt.startswith("chrome") else "t.otf2")
                 out.parent.mkdir(parents=True, exist_ok=True)
-                records, events, seconds, cpu, peak = run_export(fmt, exp, out)
-                print(
-                    f"{fmt:12} {records:>11,} {ranks:>5} {seconds:>8.2f} "
-                    f"{records / seconds:>11,.0f} {events / seconds:>11,.0f} "
-                    f"{cpu:>7.2f} {records / cpu:>11,.0f} {events / cpu:>11,.0f} "
-                    f"{peak:>9.0f}",
-                    flush=True,
-                )
+                builds = {"": sys.executable}
+                if a.baseline:
+                    builds = {"base ": a.baseline, "": sys.executable}
+                best = {}
+                for _ in range(a.repeat):
+                    for label, python in builds.items():
+                        got = run_export(fmt, exp, out, python)
+                        if label in best:  # the least wall and CPU time, each of its own run
+                            got = got[:2] + tuple(map(min, best[label][2:4], got[2:4])) + got[4:]
+                        best[label] = got
+                for label, (records, events, seconds, cpu, peak) in best.items():
+                    print(
+                        f"{label + fmt:12} {records:>11,} {ranks:>5} {seconds:>8.2f} "
+                        f"{records / seconds:>11,.0f} {events / seconds:>11,.0f} "
+                        f"{cpu:>7.2f} {records / cpu:>11,.0f} {events / cpu:>11,.0f} "
+                        f"{peak:>9.0f}",
+                        flush=True,
+                    )
+                if a.baseline:
+                    (_, _, s0, c0, _), (_, _, s1, c1, _) = best["base "], best[""]
+                    print(
+                        f"{'':12} this/baseline: records/s x{s0 / s1:.3f}, "
+                        f"records/CPU s x{c0 / c1:.3f}",
+                        flush=True,
+                    )
                 shutil.rmtree(out.parent, ignore_errors=True)
             shutil.rmtree(exp, ignore_errors=True)
     finally:

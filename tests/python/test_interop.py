@@ -603,7 +603,7 @@ def test_chrome_trace(literal):
 def chrome_reference(exp):
     """The MPI calls (with what they did) and trace buffer flushes of a Chrome export of
     exp, built one record at a time with plain Python from the records as the exporter
-    reads them: the oracle for the column-at-a-time formatting of interop/chrome.py."""
+    reads them: the oracle for the column-at-a-time formatting of interop/chrome/."""
     from perfweave.interop import load
 
     X = load(exp)
@@ -798,7 +798,7 @@ def chrome_flow_ids(exp):
     messages gives (model/trace.py prepare on each whole rank): the oracle for the
     numbering the Chrome export does chunk by chunk."""
     from perfweave.interop import load
-    from perfweave.interop.chrome import _hash
+    from perfweave.interop.chrome.messages import hash64
     from perfweave.model.trace import prepare
 
     X = load(exp)
@@ -812,8 +812,8 @@ def chrome_flow_ids(exp):
             ch = table[cols["chan"]] if len(cols["chan"]) else np.zeros((0, 3), np.int64)
             me = np.full(len(ch), r)
             src, dst = (me, ch[:, 0]) if ph == "s" else (ch[:, 0], me)
-            chan = _hash(src, dst, rd.comm_keys[ch[:, 1]], ch[:, 2])
-            for i in _hash(chan, cols["seq"]).tolist():
+            chan = hash64(src, dst, rd.comm_keys[ch[:, 1]], ch[:, 2])
+            for i in hash64(chan, cols["seq"]).tolist():
                 ids[ph][(ph, r, "0x%016x" % i)] += 1
     both = {i for _, _, i in ids["s"]} & {i for _, _, i in ids["f"]}
     return Counter({k: n for c in ids.values() for k, n in c.items() if k[2] in both})
@@ -821,7 +821,7 @@ def chrome_flow_ids(exp):
 
 @pytest.mark.parametrize("which", ["literal", "threads", "generated"])
 def test_chrome_export_in_chunks_writes_the_same_events(literal, tmp_path, monkeypatch, which):
-    """A rank is exported chunk by chunk (RankStream, _RankPass): with chunks of 7 or 64
+    """A rank is exported chunk by chunk (RankStream, first_pass.RankPass): with chunks of 7 or 64
     records the file holds the same events, in the same order, as with a whole rank in
     one chunk, and its flow arrows have the ids of perfweave analyze's numbering of
     messages. The threaded experiment has what chunks must carry across: receives
@@ -865,19 +865,19 @@ def test_chrome_export_in_chunks_writes_the_same_events(literal, tmp_path, monke
 def chrome_formatter(request, monkeypatch):
     """The Chrome export's formatter: the loop of libperfweave-json.so, or the numpy
     rows that run where that library is not built."""
-    from perfweave.interop import chrome
+    from perfweave.interop.chrome import formatting
 
     if request.param == "loop":
-        assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
+        assert formatting.json_rows() is not None, "libperfweave-json.so is not installed"
     else:
-        monkeypatch.setattr(chrome, "_json_rows", lambda: None)
+        monkeypatch.setattr(formatting, "json_rows", lambda: None)
     return request.param
 
 
 def test_chrome_number_formatting(chrome_formatter):
     """Numbers of every width and sign, times, hex ids, names and absent parts, as
     str() and json.dumps write them, in rows of two layouts interleaved."""
-    from perfweave.interop.chrome import _decimal, _format, _Rows
+    from perfweave.interop.chrome.formatting import Rows, decimal, format_rows
 
     rng = np.random.default_rng(7)
     v = np.r_[
@@ -895,13 +895,13 @@ def test_chrome_number_formatting(chrome_formatter):
         -(2**63) + 1,
         rng.integers(-(10**12), 10**12, 500),
     ]
-    text = [bytes(row).decode().strip() for row in _decimal(v)]
+    text = [bytes(row).decode().strip() for row in decimal(v)]
     assert text == [str(int(x)) for x in v]
     ns = np.r_[0, 1, 999, 1000, 123456789, -1, -1000, -1001, rng.integers(-(10**15), 10**15, 500)]
     names = ['"a"', '"MPI_Allreduce"', json.dumps('q"\\uote\u00e9')]
     which = rng.integers(0, len(names), len(ns))
     present = rng.random(len(ns)) < 0.5
-    R = _Rows(len(ns))
+    R = Rows(len(ns))
     R.us(ns)
     R.lit(",")
     R.hex(ns.astype(np.uint64))
@@ -910,11 +910,11 @@ def test_chrome_number_formatting(chrome_formatter):
     R.lit(",x", present)
     R.int(v[: len(ns)] if len(v) >= len(ns) else np.resize(v, len(ns)), present)
     R.lit("\n")
-    Q = _Rows(3)
+    Q = Rows(3)
     Q.lit("q\n")
     layout = np.zeros(len(ns) + 3, np.int8)
     layout[[0, 7, len(layout) - 1]] = 1
-    out = bytes(memoryview(_format([R, Q], layout)).cast("B")).decode().split("\n")[:-1]
+    out = bytes(memoryview(format_rows([R, Q], layout)).cast("B")).decode().split("\n")[:-1]
     assert [x.strip() for x in out if x.strip() == "q"] == ["q"] * 3
     rows = [x for x in out if x.strip() != "q"]
     ints = np.resize(v, len(ns))
@@ -930,8 +930,9 @@ def test_chrome_formatters_write_the_same_events(literal, tmp_path, monkeypatch)
     """The C loop and the numpy rows write the same JSON values (the loop without the
     numpy rows' padding blanks), for a trace with every kind of event."""
     from perfweave.interop import chrome
+    from perfweave.interop.chrome import formatting
 
-    assert chrome._json_rows() is not None, "libperfweave-json.so is not installed"
+    assert formatting.json_rows() is not None, "libperfweave-json.so is not installed"
     exp = write_experiment(
         tmp_path / "thr",
         threaded_ranks(),
@@ -943,7 +944,7 @@ def test_chrome_formatters_write_the_same_events(literal, tmp_path, monkeypatch)
     for e in (literal, exp):
         chrome.export(e, tmp_path / "loop.json", force=True)
         with monkeypatch.context() as m:
-            m.setattr(chrome, "_json_rows", lambda: None)
+            m.setattr(formatting, "json_rows", lambda: None)
             chrome.export(e, tmp_path / "numpy.json", force=True)
         loop = (tmp_path / "loop.json").read_bytes()
         padded = (tmp_path / "numpy.json").read_bytes()

@@ -290,3 +290,73 @@ def test_threads_have_their_own_locations(mpi, build, run_pw, tmp_path):
     assert names == {
         (p, t): ("master thread" if t == 0 else f"thread {t}") for p in range(2) for t in (0, 1)
     }
+
+
+def test_chrome_arrows_join_the_requests_the_model_joins(mpi, build, run_pw):
+    """Receive requests completed out of the order of their posts, from MPI_ANY_SOURCE
+    (requests_out_of_order.c): the Chrome export's arrows join exactly the pairs the
+    model joins (model/trace.py prepare, by which perfweave analyze matches messages:
+    one rule links a completion to its post, one numbers a channel's messages), and
+    those are the program's by construction: in each round, message j from rank 0's
+    j-th MPI_Isend to the call of rank 1 that completed request j, (j + 1) * 4 bytes."""
+    from perfweave.interop import load as load_traces
+    from perfweave.model.trace import prepare
+
+    prog = build(mpi, "requests_out_of_order.c")
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace"])
+    perfweave("export", r.exp, "--format", "chrome")
+    doc = json.loads((r.exp / "export" / "trace.json").read_text())
+    origin = doc["otherData"]["origin_ns"]
+    ns = lambda us: origin + round(us * 1000)  # noqa: E731
+    calls = {0: [], 1: []}  # per rank: (t0, t1, name), in the order of time
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "MPI":
+            calls[e["pid"]].append((ns(e["ts"]), ns(e["ts"]) + round(e["dur"] * 1000), e["name"]))
+    for c in calls.values():
+        c.sort()
+
+    def call(rank, t):
+        """The call of rank that holds time t: (its name, its index among the rank's calls
+        of that name)."""
+        t0, _, name = [c for c in calls[rank] if c[0] <= t <= c[1]][-1]
+        return name, sum(1 for c in calls[rank] if c[2] == name and c[0] < t0)
+
+    starts = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "s"}
+    ends = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "f"}
+    assert starts.keys() == ends.keys()
+    exported = {
+        (call(0, ns(s["ts"])), call(1, ns(ends[i]["ts"])), ends[i]["args"]["bytes"])
+        for i, s in starts.items()
+    }
+    # the model's pairs: a message is its channel (source, destination, communicator, tag)
+    # and its number on it
+    X = load_traces(r.exp)
+    ends_of = {}
+    for rank in X.ranks:
+        rd = prepare(X.rank_file(rank))
+        for side, rows, table in ((0, rd.sends, rd.send_channels), (1, rd.recvs, rd.recv_channels)):
+            for k in range(len(rows["chan"])):
+                peer, lc, tag = table[rows["chan"][k]].tolist()
+                src, dst = (rank, peer) if side == 0 else (peer, rank)
+                msg = (src, dst, int(rd.comm_keys[lc]), tag, int(rows["seq"][k]))
+                at = rows["e"][k] if side == 0 else rows["cb"][k]
+                ends_of.setdefault(msg, {})[side] = (call(rank, int(at)), rows)
+    modelled = set()
+    for msg, both in ends_of.items():
+        assert both.keys() == {0, 1}, msg
+        recvs = both[1][1]
+        k = [i for i in range(len(recvs["seq"])) if int(recvs["seq"][i]) == msg[4]][0]
+        modelled.add((both[0][0], both[1][0], int(recvs["bytes"][k])))
+    # the program's pairs: per round, requests 3 and 1 by MPI_Wait, 0 by its last
+    # MPI_Test, 2 by MPI_Wait
+    tests = [c for c in calls[1] if c[2] == "MPI_Test"]
+    waits = [c for c in calls[1] if c[2] == "MPI_Wait"]
+    want = set()
+    for rnd in range(3):
+        last_test = max(i for i, c in enumerate(tests) if c[0] < waits[3 * rnd + 2][0])
+        done_by = {3: ("MPI_Wait", 3 * rnd), 1: ("MPI_Wait", 3 * rnd + 1)}
+        done_by |= {0: ("MPI_Test", last_test), 2: ("MPI_Wait", 3 * rnd + 2)}
+        want |= {(("MPI_Isend", 4 * rnd + j), done_by[j], (j + 1) * 4) for j in range(4)}
+    assert len(want) == 12
+    assert exported == want
+    assert modelled == want

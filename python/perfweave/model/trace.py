@@ -470,7 +470,7 @@ def _messages(ev, calls, rank, ncomm, call_t0):
                 np.stack([p64[i], lc[i], tag[i]], axis=1), axis=0, return_inverse=True
             )
             ids = ids.reshape(-1)
-        seqs.append(rank_in_group(ids, len(table), order))
+        seqs.append(channel_numbers(ids, len(table), order))
         chans.append(ids)
         tables.append(table.astype(np.int64))
     # ---- the rows (messages to and from real ranks) ----
@@ -514,6 +514,16 @@ def _messages(ev, calls, rank, ncomm, call_t0):
         bytes=ev["bytes"][ri],
     )
     return _typed(sends, SEND_COLS), _typed(recvs, RECV_COLS), tables[0], tables[1]
+
+
+def channel_numbers(ids, nchan, order=None, before=None):
+    """The number of each message on its channel, for the model and the exports alike:
+    MPI matches the messages of a channel in the order of posting, so a message's number
+    counts the messages of its channel (ids: its index, below nchan) posted before it
+    (order: the messages' indices in the order of posting; None: as given), plus
+    before[id], the channel's messages numbered earlier (a rank read in parts)."""
+    seq = rank_in_group(ids, nchan, order)
+    return seq if before is None else before[ids] + seq
 
 
 def _collectives(ev, calls, rank, t1, tag):
@@ -679,50 +689,62 @@ def _lookup(table, local):
     return np.where(ok, table[np.clip(local, 0, len(table) - 1)], 0).astype(np.int64)
 
 
-def _by_number(pn, posts, dn, nrec):
-    """For each number of dn, the post (of posts, numbered pn) with that number, the
+def _by_number(pn, dn):
+    """For each number of dn, the index of the post (numbered pn) with that number, the
     last one if several, else -1. The runtime numbers posts 1, 2, ...: a table indexed
-    by number; numbers beyond the records (a damaged trace) are looked up by sorting,
-    not with a table that large."""
+    by number; numbers far beyond the posts (a damaged trace; an export's few open posts
+    of a long rank) are looked up by sorting, not with a table that large."""
     top = int(max(pn.max(), dn.max()))
-    if top <= 2 * nrec + 1:
+    if top <= 2 * (len(pn) + len(dn)) + 1:
         table = np.full(top + 1, -1, np.int64)
-        table[pn] = posts
-        return table[dn]
+        table[pn] = np.arange(len(pn))
+        return table[np.maximum(dn, 0)]
     o = np.argsort(pn, kind="stable")
     sp = pn[o]
     i = np.clip(np.searchsorted(sp, dn, "right") - 1, 0, len(sp) - 1)
-    return np.where(sp[i] == dn, posts[o][i], -1)
+    return np.where(sp[i] == dn, o[i], -1)
 
 
 def _request_posts(key, number, posts, done):
     """For each completion of done (indices of SEND_DONE, and RECV with a request key),
-    the index of its post (one of posts: SEND posted nonblocking, IRECV), else -1. The
-    runtime numbers each post and repeats the number in the completion; records without
-    numbers (imported traces) are linked by request key instead: the latest post of the
-    key before the completion (MPI reuses a request's handle once it completed)."""
-    out = np.full(len(done), -1, np.int64)
-    if not len(done) or not len(posts):
+    the index of its post (one of posts: SEND posted nonblocking, IRECV), else -1."""
+    found = request_posts(number[posts], key[posts], posts, number[done], key[done], done)
+    return np.where(found >= 0, posts[np.maximum(found, 0)], -1)
+
+
+def request_posts(post_number, post_key, post_order, done_number, done_key, done_order):
+    """The rule that links a request's completion to its post, for the model and the
+    exports alike: for each completion, the index into the posts of its post, else -1.
+    The runtime numbers each post (1, 2, ...) and repeats the number in its completion: a
+    completion with a number takes the post of that number (the last of several), wherever
+    it stands, as a number is its post's alone (a thread may complete a request before the
+    records meet its post). Records without numbers (imported traces) are linked by
+    request key among the posts without one: the latest post of the key before the
+    completion (order: places in the order of the records), as MPI reuses a request's
+    handle once it completed. On whole arrays, no Python loop."""
+    pn, dn = np.asarray(post_number, np.int64), np.asarray(done_number, np.int64)
+    out = np.full(len(dn), -1, np.int64)
+    if not len(dn) or not len(pn):
         return out
-    pn, dn = number[posts], number[done]
-    if (pn > 0).all() and (dn > 0).all():
-        return _by_number(pn, posts, dn, len(number))
     okp, okd = pn > 0, dn > 0
+    if okp.all() and okd.all():
+        return _by_number(pn, dn)
     if okp.any() and okd.any():
-        out[okd] = _by_number(pn[okp], posts[okp], dn[okd], len(number))
-    # the rest by key, in record order
-    up, ud = posts[~okp], np.flatnonzero(~okd)
-    found = latest_post(key[up], up, key[done[ud]], done[ud])
+        found = _by_number(pn[okp], dn[okd])
+        out[okd] = np.where(found >= 0, np.flatnonzero(okp)[np.maximum(found, 0)], -1)
+    up, ud = np.flatnonzero(~okp), np.flatnonzero(~okd)
+    pk, dk = np.asarray(post_key, np.int64), np.asarray(done_key, np.int64)
+    po, do = np.asarray(post_order, np.int64), np.asarray(done_order, np.int64)
+    found = latest_post(pk[up], po[up], dk[ud], do[ud])
     out[ud[found >= 0]] = up[found[found >= 0]]
     return out
 
 
 def latest_post(post_value, post_order, done_value, done_order):
-    """The rule that links a request's completion to its post, for the model and the
-    exports alike: for each completion (value: request key or post number; order: its
-    place among the records), the index into the posts of the latest post of the same
-    value before it, else -1 (of posts of equal order, the later in the arrays). On whole
-    arrays, no Python loop."""
+    """For each completion (value: a request key; order: its place among the records),
+    the index into the posts of the latest post of the same value before it, else -1
+    (of posts of equal order, the later in the arrays). On whole arrays, no Python
+    loop."""
     post_value, done_value = np.asarray(post_value, np.int64), np.asarray(done_value, np.int64)
     npost = len(post_value)
     out = np.full(len(done_value), -1, np.int64)
