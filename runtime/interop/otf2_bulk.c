@@ -11,37 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pw_otf2_events.h"
+
 #define PW_EXPORT __attribute__((visibility("default")))
 
-/* Event kinds: the order of the K_* constants in otf2/calls.py, which checks pw_otf2_kinds(). */
-enum {
-    K_ENTER,
-    K_LEAVE,
-    K_SEND,
-    K_ISEND,
-    K_RECV,
-    K_IRECV,
-    K_IRECV_REQ,
-    K_ISEND_DONE,
-    K_COLL_BEGIN,
-    K_COLL_END,
-    K_WIN_CREATE,
-    K_WIN_DESTROY,
-    K_PUT,
-    K_GET,
-    K_ATOMIC,
-    K_RMA_COLL_BEGIN,
-    K_RMA_COLL_END,
-    K_GROUP_SYNC,
-    K_ACQUIRE,
-    K_RELEASE,
-    K_RMA_SYNC,
-    K_PROGRAM_BEGIN,
-    K_PROGRAM_END,
-    K_NBC_REQUEST,
-    K_NBC_COMPLETE,
-    K_COUNT
-};
+/* Event kinds: numbered by mpi.spec's section otf2, as otf2/calls.py's K, which checks
+ * pw_otf2_kinds(). */
+#define PW_KIND(event) K_##event,
+enum { PW_OTF2_EVENTS(PW_KIND) K_COUNT };
+#undef PW_KIND
 
 typedef void W;     /* OTF2_EvtWriter */
 typedef void AL;    /* OTF2_AttributeList */

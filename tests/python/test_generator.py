@@ -216,6 +216,46 @@ other mgmt   int MPI_Comm_rank(MPI_Comm comm, int *rank)
 """
 
 
+def test_otf2_tables():
+    """What OTF2 calls a collective's and a one-sided communication's operation (a
+    neighbourhood collective: the plain one's), the synchronous sends, the calls that post
+    a request, and the export's events, numbered in the order of the spec's section."""
+    spec = (
+        TABLE_SPEC
+        + "p2p   send   "
+        + SEND.replace("MPI_Send", "MPI_Ssend")
+        + "\n"
+        + "coll  neighbor_allgather  int MPI_Ineighbor_allgather(const void *sendbuf:buf, "
+        "int sendcount:scount, MPI_Datatype sendtype:stype, void *recvbuf, int recvcount:rcount, "
+        "MPI_Datatype recvtype:rtype, MPI_Comm comm:comm, MPI_Request *request:request)  [nofort]\n"
+        "rma   put    int MPI_Rput(const void *origin_addr:buf, int origin_count:count, "
+        "MPI_Datatype origin_datatype:type, int target_rank:target, MPI_Aint target_disp, "
+        "int target_count, MPI_Datatype target_datatype, MPI_Win win:win, "
+        "MPI_Request *request:request)  [nofort]\n"
+        "section otf2\nENTER Enter 1\nSEND  MpiSend 4  # a comment\n"
+    )
+    out = gen.generate(spec)
+    table = {}
+    exec(out["_mpi.py"], table)
+    assert table["SYNCHRONOUS"] == {"MPI_Ssend"}
+    assert table["POSTS_REQUEST"] == {"MPI_Ibcast", "MPI_Ineighbor_allgather", "MPI_Rput"}
+    assert table["OTF2_COLLECTIVE_OPS"] == {
+        "MPI_Bcast": "BCAST",
+        "MPI_Ibcast": "BCAST",
+        "MPI_Ineighbor_allgather": "ALLGATHER",
+    }
+    assert table["OTF2_RMA_OPS"] == {"MPI_Rput": "PUT"}
+    assert table["OTF2_EVENTS"] == {"ENTER": ("Enter", 1), "SEND": ("MpiSend", 4)}
+    assert (
+        "#define PW_OTF2_EVENTS(X) \\\n    X(ENTER) \\\n    X(SEND) \\\n\n"
+        in (out["pw_otf2_events.h"])
+    )
+    with pytest.raises(gen.SpecError, match="line 3: expected 'EVENT Writer ARGUMENTS'"):
+        gen.parse_otf2_events("\nsection otf2\nENTER Enter 7\n")
+    with pytest.raises(gen.SpecError, match="line 3: event ENTER listed twice"):
+        gen.parse_otf2_events("section otf2\nENTER Enter 1\nENTER Leave 1\n")
+
+
 def test_pattern_role_errors():
     with pytest.raises(gen.SpecError, match="unknown pattern role 'bogus'"):
         gen.parse("p2p send " + SEND + "  [pattern=bogus]\n")
@@ -245,6 +285,7 @@ def test_main_writes_the_golden_files(tmp_path):
         "pw_mpi_fn.h",
         "pw_mpi_symbols.h",
         "pw_mpi_wrappers.c",
+        "pw_otf2_events.h",
     ]
     assert (out / "pw_mpi_fn.h").read_text() == (GOLDEN / "pw_mpi_fn.h").read_text()
     assert (out / "pw_mpi_wrappers.c").read_text() == (GOLDEN / "pw_mpi_wrappers.c").read_text()

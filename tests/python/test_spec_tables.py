@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from perfweave import _io, _mathlib, _mpi, interop
+from perfweave.interop.otf2 import mapping
 from perfweave.analysis.samples.names import (
     activity_of,
     is_math_function,
@@ -81,9 +82,9 @@ def test_mpi_classification_is_what_the_lists_said():
         new = [
             *classify(name),
             interop.family(name),
-            interop.blocking_twin(name),
-            interop.is_p2p(name),
-            interop.is_collective(name),
+            mapping.blocking_twin(name),
+            mapping.is_p2p(name),
+            mapping.is_collective(name),
         ]
         if name in MPI_CORRECTED:
             old = [*MPI_CORRECTED[name], name, False, False]
@@ -176,3 +177,122 @@ def test_the_mathlib_table_is_the_specs_routines_and_sections():
     ):
         with pytest.raises(gen.SpecError, match=re.escape(why)):
             gen.generate(MINI.split("section")[0] + bad)
+
+
+# ---- OTF2: what the export and import called by hand lists before mpi.spec's table ----
+#
+# OTF2's definitions (OTF2_GeneralDefinitions.h, OTF2 2.x/3.x): OTF2_CollectiveOp and
+# OTF2_RmaAtomicType by name and value, the values the export writes
+OTF2_COLLECTIVE_OP = dict(
+    BARRIER=0, BCAST=1, GATHER=2, GATHERV=3, SCATTER=4, SCATTERV=5, ALLGATHER=6,
+    ALLGATHERV=7, ALLTOALL=8, ALLTOALLV=9, ALLTOALLW=10, ALLREDUCE=11, REDUCE=12,
+    REDUCE_SCATTER=13, SCAN=14, EXSCAN=15, REDUCE_SCATTER_BLOCK=16,
+)  # fmt: skip
+OTF2_RMA_ATOMIC_TYPE = dict(ACCUMULATE=0, COMPARE_AND_SWAP=3, FETCH_AND_ACCUMULATE=7)
+# otf2/mapping.py's lists: the collective operation by blocking twin (ALLREDUCE for any
+# other), the atomic type (ACCUMULATE for any other), puts and gets
+OLD_COLL_OPS = {
+    "MPI_Barrier": "BARRIER", "MPI_Bcast": "BCAST", "MPI_Gather": "GATHER",
+    "MPI_Gatherv": "GATHERV", "MPI_Scatter": "SCATTER", "MPI_Scatterv": "SCATTERV",
+    "MPI_Allgather": "ALLGATHER", "MPI_Allgatherv": "ALLGATHERV", "MPI_Alltoall": "ALLTOALL",
+    "MPI_Alltoallv": "ALLTOALLV", "MPI_Alltoallw": "ALLTOALLW", "MPI_Allreduce": "ALLREDUCE",
+    "MPI_Reduce": "REDUCE", "MPI_Reduce_scatter": "REDUCE_SCATTER", "MPI_Scan": "SCAN",
+    "MPI_Exscan": "EXSCAN", "MPI_Reduce_scatter_block": "REDUCE_SCATTER_BLOCK",
+    "MPI_Neighbor_allgather": "ALLGATHER", "MPI_Neighbor_allgatherv": "ALLGATHERV",
+    "MPI_Neighbor_alltoall": "ALLTOALL", "MPI_Neighbor_alltoallv": "ALLTOALLV",
+    "MPI_Neighbor_alltoallw": "ALLTOALLW",
+}  # fmt: skip
+OLD_ATOMIC_TYPE = {
+    "MPI_Compare_and_swap": "COMPARE_AND_SWAP",
+    "MPI_Fetch_and_op": "FETCH_AND_ACCUMULATE",
+    "MPI_Get_accumulate": "FETCH_AND_ACCUMULATE",
+    "MPI_Rget_accumulate": "FETCH_AND_ACCUMULATE",
+}
+OLD_PUTS, OLD_GETS = {"MPI_Put", "MPI_Rput"}, {"MPI_Get", "MPI_Rget"}
+# interop/__init__.py's lists of the functions whose records' flags OTF2 implies
+OLD_SSEND, OLD_ISSEND = {"MPI_Ssend"}, {"MPI_Issend"}
+OLD_START = {"MPI_Start", "MPI_Startall"}
+OLD_RMA_REQ = {"MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate"}
+# otf2/calls.py's and runtime/interop/otf2_bulk.c's event kinds, in their order, with
+# the OTF2 writer function of each and its number of arguments after the time
+OLD_EVENTS = [
+    ("ENTER", "Enter", 1), ("LEAVE", "Leave", 1), ("SEND", "MpiSend", 4),
+    ("ISEND", "MpiIsend", 5), ("RECV", "MpiRecv", 4), ("IRECV", "MpiIrecv", 5),
+    ("IRECV_REQ", "MpiIrecvRequest", 1), ("ISEND_DONE", "MpiIsendComplete", 1),
+    ("COLL_BEGIN", "MpiCollectiveBegin", 0), ("COLL_END", "MpiCollectiveEnd", 5),
+    ("WIN_CREATE", "RmaWinCreate", 1), ("WIN_DESTROY", "RmaWinDestroy", 1),
+    ("PUT", "RmaPut", 4), ("GET", "RmaGet", 4), ("ATOMIC", "RmaAtomic", 6),
+    ("RMA_COLL_BEGIN", "RmaCollectiveBegin", 0), ("RMA_COLL_END", "RmaCollectiveEnd", 6),
+    ("GROUP_SYNC", "RmaGroupSync", 3), ("ACQUIRE", "RmaAcquireLock", 4),
+    ("RELEASE", "RmaReleaseLock", 3), ("RMA_SYNC", "RmaSync", 3),
+    ("PROGRAM_BEGIN", "ProgramBegin", 0), ("PROGRAM_END", "ProgramEnd", 1),
+    ("NBC_REQUEST", "NonBlockingCollectiveRequest", 1),
+    ("NBC_COMPLETE", "NonBlockingCollectiveComplete", 6),
+]  # fmt: skip
+ALL_NAMES = sorted(set(OLD["mpi"]) | set(_mpi.FUNCTIONS))
+
+
+def test_otf2_operations_are_what_the_lists_said():
+    assert len(OLD_COLL_OPS) == 22
+    for name in ALL_NAMES:
+        twin = mapping.blocking_twin(name)
+        assert mapping.collective_op(name) == OLD_COLL_OPS.get(twin, "ALLREDUCE"), name
+        assert mapping.atomic_type(name) == OLD_ATOMIC_TYPE.get(name, "ACCUMULATE"), name
+        assert (mapping.rma_op(name) == "PUT") == (name in OLD_PUTS), name
+        assert (mapping.rma_op(name) == "GET") == (name in OLD_GETS), name
+    # every collective the spec wraps has an operation of its own, none the default
+    colls = [n for n, f in _mpi.FUNCTIONS.items() if f[0] == "coll" and f[1]]
+    assert sorted(colls) == sorted(_mpi.OTF2_COLLECTIVE_OPS) and len(colls) == 44
+    assert set(_mpi.OTF2_COLLECTIVE_OPS.values()) == set(OTF2_COLLECTIVE_OP)
+
+
+def test_otf2_operations_are_otf2s_values():
+    """The numbers the export writes for the table's names are OTF2's."""
+    otf2 = pytest.importorskip("otf2")
+    for name, op in _mpi.OTF2_COLLECTIVE_OPS.items():
+        assert int(getattr(otf2.CollectiveOp, op).value) == OTF2_COLLECTIVE_OP[op], name
+    for name in _mpi.OTF2_RMA_OPS:
+        op = mapping.atomic_type(name)
+        assert int(getattr(otf2.RmaAtomicType, op).value) == OTF2_RMA_ATOMIC_TYPE[op], name
+
+
+def test_implied_flags_are_what_the_lists_said():
+    from perfweave.interop.otf2.implied import function_traits
+
+    traits = function_traits(ALL_NAMES)
+    for key, old in (
+        ("ssend", OLD_SSEND),
+        ("issend", OLD_ISSEND),
+        ("start", OLD_START),
+        ("rreq", OLD_RMA_REQ),
+    ):
+        assert [n for n, t in zip(ALL_NAMES, traits[key]) if t] == sorted(old), key
+    nbcoll = [n for n, t in zip(ALL_NAMES, traits["nbcoll"]) if t]
+    assert len(nbcoll) == 22 and all(n.startswith("MPI_I") for n in nbcoll)
+    assert not any(v[-1] for v in traits.values())  # an unknown function implies nothing
+
+
+def test_otf2_events_are_numbered_as_the_export_was():
+    """One list, mpi.spec's section otf2, numbers the events for the Python side and the
+    C loop; the numbers are the ones both hand lists had."""
+    from perfweave.interop.otf2 import calls
+
+    assert [(e, *w) for e, w in _mpi.OTF2_EVENTS.items()] == OLD_EVENTS
+    assert calls.K == {e: i for i, (e, _, _) in enumerate(OLD_EVENTS)}
+    spec = Path(__file__).resolve().parents[2] / "runtime" / "mpi" / "mpi.spec"
+    header = _generator().generate(spec.read_text())["pw_otf2_events.h"]
+    assert re.findall(r"^    X\((\w+)\)", header, re.M) == [e for e, _, _ in OLD_EVENTS]
+    from perfweave.launch import library_dir
+
+    if (library_dir() / "libperfweave-otf2.so").exists():  # the C loop, built from it
+        assert calls.bulk_writer() is not None  # None: it counts other events
+
+
+def _generator():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "runtime" / "mpi" / "gen_wrappers.py"
+    spec = importlib.util.spec_from_file_location("pw_gen_wrappers_otf2", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -2,12 +2,14 @@
 
 - `interop.otf2`: export an experiment's traces as an OTF2 archive and import Score-P
   (or perfweave-written) OTF2 archives as experiments, through the `otf2` package;
-- `interop.chrome`: export Chrome's Trace Event Format for chrome://tracing and Perfetto.
+- `interop.chrome`: export Chrome's Trace Event Format for chrome://tracing and Perfetto;
+- `interop.darshan`: export the I/O profile as darshan-parser's text;
+- `interop.profile`: the MPI profile of an imported experiment, from its traces.
 
-This module holds what both exporters need: an experiment's ranks read, checked and put
-on one clock the way `perfweave analyze` puts them (so that an export and an analysis
-see the same times), names of user regions, and the meaning of flags that OTF2 events
-carry implicitly.
+This module holds what several of them need: an experiment's ranks read, checked and
+put on one clock the way `perfweave analyze` puts them (so that an export and an
+analysis see the same times), names of user regions and the pairing of their enters and
+leaves, an MPI function's family, and the file an export writes.
 """
 
 import os
@@ -19,7 +21,7 @@ import numpy as np
 from perfweave.errors import PerfweaveError
 from perfweave._mpi import FUNCTIONS as MPI_FUNCTIONS
 from perfweave.clock import app_window, host_clocks, to_ns
-from perfweave.model.trace import T, F, object_labels, time_span
+from perfweave.model.trace import T, object_labels, time_span
 from perfweave.dtypes import TypeSet
 from perfweave.readers.trace import SPANS, SUB
 
@@ -43,16 +45,6 @@ def last_index(mask):
     of records, the call a sub-event belongs to, with mask the CALL records."""
     idx = np.where(mask, np.arange(len(mask)), -1)
     return np.maximum.accumulate(idx) if len(idx) else idx
-
-
-def need_otf2(what):
-    """The otf2 package, or a one-line error saying how to get it."""
-    try:
-        import otf2
-        import _otf2
-    except ImportError:
-        raise PerfweaveError(f"{what} needs the otf2 package (pip install otf2)") from None
-    return otf2, _otf2
 
 
 @dataclass
@@ -430,96 +422,9 @@ def pair_regions(enter, leave):
     return partner, depth, unmatched
 
 
-def irecv_completions(typ, key, group):
-    """For each IRECV record, the index of the RECV that completes it: the first RECV of
-    the same request key after it in the same group (thread), or -1. OTF2's
-    MpiIrecvRequest carries only the request, so an importer takes the receive's
-    communicator, source, tag and size from there, and the exporter adds attributes only
-    to requests whose values differ (MPI_ANY_SOURCE, a larger buffer)."""
-    out = np.full(len(typ), -1, np.int64)
-    cand = np.flatnonzero((typ == T["IRECV"]) | ((typ == T["RECV"]) & (key != 0)))
-    if not len(cand):
-        return out
-    o = np.lexsort((-cand, key[cand], group[cand]))
-    s = cand[o]
-    is_recv = typ[s] == T["RECV"]
-    idx = np.where(is_recv, np.arange(len(s)), -1)
-    nearest = np.maximum.accumulate(idx)  # in reverse order: the next RECV after
-    j = np.where(nearest >= 0, s[np.maximum(nearest, 0)], -1)
-    ok = (
-        (typ[s] == T["IRECV"])
-        & (nearest >= 0)
-        & (key[np.maximum(j, 0)] == key[s])
-        & (group[np.maximum(j, 0)] == group[s])
-    )
-    out[s[ok]] = j[ok]
-    return out
-
-
-# ---- what an OTF2 event implies about a record's flags ----
-#
-# OTF2 says "MpiIsend" where perfweave says SEND with the nonblocking flag, and the
-# function of the enclosing call says whether the send was synchronous or started a
-# persistent request. Export and import derive the flags with the same function; only a
-# record whose flags differ from the derived ones carries a "perfweave:flags" attribute.
-
-_SSEND = {"MPI_Ssend"}
-_ISSEND = {"MPI_Issend"}
-_START = {"MPI_Start", "MPI_Startall"}
-_RMA_REQ = {"MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate"}
-
-
-def function_traits(functions):
-    """Per function name (arrays over the list): ssend, issend, start, nonblocking
-    collective, request-based RMA."""
-    f = list(functions)
-    nbcoll = [blocking_twin(n) != n for n in f]
-    return {
-        "ssend": np.array([n in _SSEND for n in f] + [False]),
-        "issend": np.array([n in _ISSEND for n in f] + [False]),
-        "start": np.array([n in _START for n in f] + [False]),
-        "nbcoll": np.array(nbcoll + [False]),
-        "rreq": np.array([n in _RMA_REQ for n in f] + [False]),
-    }
-
-
-def derived_flags(traits, fn, rtype, nonblocking_event, exclusive_lock=None):
-    """The flags OTF2 implies for records of types rtype made by functions fn (index into
-    the traits' list, -1 unknown); nonblocking_event: the record came from a request
-    event (MpiIsend, MpiIrecvRequest); exclusive_lock: an exclusive RmaAcquireLock."""
-    fn = np.where(fn >= 0, fn, len(traits["ssend"]) - 1)
-    out = np.zeros(len(rtype), np.int64)
-    send = rtype == T["SEND"]
-    nb = np.asarray(nonblocking_event, bool)
-    out |= np.where(send & ~nb & traits["ssend"][fn], F["SYNCHRONOUS"], 0)
-    post = (send | (rtype == T["IRECV"])) & nb
-    out |= np.where(post, F["NONBLOCKING"], 0)
-    out |= np.where(send & nb & traits["issend"][fn], F["SYNCHRONOUS"], 0)
-    out |= np.where(post & traits["start"][fn], F["PERSISTENT"], 0)
-    out |= np.where((rtype == T["COLL"]) & traits["nbcoll"][fn], F["NONBLOCKING"], 0)
-    out |= np.where((rtype == T["RMA"]) & traits["rreq"][fn], F["NONBLOCKING"], 0)
-    if exclusive_lock is not None:
-        out |= np.where((rtype == T["WSYNC"]) & np.asarray(exclusive_lock, bool), F["EXCLUSIVE"], 0)
-    return out
-
-
-# What identifies functions here is mpi.spec's (perfweave/_mpi.py), as for
-# model/trace.py classify(), so that export, import and the model agree
-
-
-def blocking_twin(name):
-    """MPI_Iallreduce -> MPI_Allreduce; other names unchanged."""
-    f = MPI_FUNCTIONS.get(name)
-    return f[3] or name if f else name
-
-
-def is_collective(name):
-    return family(name) == "coll"
-
-
-def is_p2p(name):
-    """A point-to-point MPI function (sends, receives, probes, persistent requests)."""
-    return family(name) == "p2p"
+# What identifies an MPI function here is mpi.spec's (perfweave/_mpi.py), as for
+# model/trace.py classify(), so that exports, imports, the model and the imported
+# profile agree
 
 
 def family(name):

@@ -23,12 +23,15 @@ The modules:
 - `exporter`: `export`, the archive's definitions, the ranks written chunk by chunk;
 - `columns`: the OTF2 events of a chunk of records, as numpy columns;
 - `stream`: what a chunk carries to the next, the first pass, a location's writer;
-- `calls`: the event kinds written and the calls of the OTF2 library that write them
-  (the C loop of libperfweave-otf2.so, or one ctypes call per event);
+- `calls`: the event kinds written (mpi.spec's section otf2) and the calls of the OTF2
+  library that write them (the C loop of libperfweave-otf2.so, or one ctypes call per
+  event);
 - `importer`: `import_archive`, the archive's definitions, the experiment written;
 - `collector`: the events read, by kind, into one table;
 - `records`: a location's events as perfweave's records;
 - `mapping`: perfweave's terms in OTF2's, for both directions;
+- `implied`: what an OTF2 event leaves implicit (a record's flags, a receive request's
+  details), derived alike by both directions;
 - `library`: errors, messages and memory of the otf2 package and the OTF2 library.
 """
 

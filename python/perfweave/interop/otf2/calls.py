@@ -1,9 +1,10 @@
 """The export's calls of the OTF2 library's event writer functions. The kinds of event
-the export writes (K_*: the columns' "kind", in the order of runtime/interop/otf2_bulk.c,
-which bulk_writer checks), and EventCalls, which writes a location's sorted event columns:
-through the C loop of libperfweave-otf2.so (bulk_writer, blocks of BULK events per call)
-where it is built, else one ctypes call per event through prototypes set up once
-(_direct), else through the otf2 package's wrappers. All write the same bytes."""
+the export writes (K: the columns' "kind", numbered by mpi.spec's section otf2 through
+perfweave/_mpi.py, as runtime/interop/otf2_bulk.c's, which bulk_writer checks), and
+EventCalls, which writes a location's sorted event columns: through the C loop of
+libperfweave-otf2.so (bulk_writer, blocks of BULK events per call) where it is built,
+else one ctypes call per event through prototypes set up once (_direct), else through
+the otf2 package's wrappers. All write the same bytes."""
 
 import ctypes
 import functools
@@ -11,34 +12,10 @@ import sys
 
 import numpy as np
 
-# OTF2 event kinds written by export, in the order of runtime/interop/otf2_bulk.c
-(
-    K_ENTER,
-    K_LEAVE,
-    K_SEND,
-    K_ISEND,
-    K_RECV,
-    K_IRECV,
-    K_IRECV_REQ,
-    K_ISEND_DONE,
-    K_COLL_BEGIN,
-    K_COLL_END,
-    K_WIN_CREATE,
-    K_WIN_DESTROY,
-    K_PUT,
-    K_GET,
-    K_ATOMIC,
-    K_RMA_COLL_BEGIN,
-    K_RMA_COLL_END,
-    K_GROUP_SYNC,
-    K_ACQUIRE,
-    K_RELEASE,
-    K_RMA_SYNC,
-    K_PROGRAM_BEGIN,
-    K_PROGRAM_END,
-    K_NBC_REQUEST,
-    K_NBC_COMPLETE,
-) = range(25)
+from perfweave._mpi import OTF2_EVENTS
+
+# OTF2 event kinds written by export: {event: its number}
+K = {event: i for i, event in enumerate(OTF2_EVENTS)}
 
 
 BULK = 1 << 16  # events per call of the C loop
@@ -56,7 +33,7 @@ def bulk_writer():
         lib = ctypes.CDLL(str(library_dir() / "libperfweave-otf2.so"))
     except OSError:
         return None
-    if lib.pw_otf2_kinds() != K_NBC_COMPLETE + 1:
+    if lib.pw_otf2_kinds() != len(K):
         return None
     fn = lib.pw_otf2_write
     fn.restype = ctypes.c_size_t
@@ -140,16 +117,17 @@ class EventCalls:
         """One ctypes call per event: where the C loop (bulk_writer) is not built."""
         _otf2 = self._otf2
         table = self._writers()
-        E, L = table[K_ENTER][0], table[K_LEAVE][0]
+        KE, KL = K["ENTER"], K["LEAVE"]
+        E, L = table[KE][0], table[KL][0]
         attrs = specs
         A = [c[f"a{i}"].tolist() for i in range(1, 7)]
         for t, kd, a1, a2, a3, a4, a5, a6, ai in zip(
             c["time"].tolist(), c["kind"].tolist(), *A, c["attr"].tolist()
         ):
             al = self._attribute_list(attrs[ai]) if ai >= 0 else None
-            if kd == K_ENTER:
+            if kd == KE:
                 rc = E(h, al, t, a1)
-            elif kd == K_LEAVE:
+            elif kd == KL:
                 rc = L(h, al, t, a1)
             else:
                 fn, nargs = table[kd]
@@ -216,7 +194,7 @@ class EventCalls:
             fns = (ctypes.c_void_p * len(self._wrapped()))()
             try:
                 for kind, (fn, _) in self._wrapped().items():
-                    if kind != K_PROGRAM_BEGIN:
+                    if kind != K["PROGRAM_BEGIN"]:
                         fns[kind] = ctypes.cast(
                             getattr(conf.lib, "OTF2_" + fn.__name__), ctypes.c_void_p
                         ).value
@@ -244,7 +222,7 @@ class EventCalls:
         if self._table is None:
             table = self._wrapped()
             for kind, (fn, nargs) in table.items():
-                if kind != K_PROGRAM_BEGIN:
+                if kind != K["PROGRAM_BEGIN"]:
                     table[kind] = (_direct(fn, self._otf2), nargs)
             self._table = table
         return self._table
@@ -253,35 +231,15 @@ class EventCalls:
         """kind -> (writer function of _otf2, number of arguments after the time)."""
         o = self._otf2
         program, args = self.program, self.program_args
-        return {
-            K_ENTER: (o.EvtWriter_Enter, 1),
-            K_LEAVE: (o.EvtWriter_Leave, 1),
-            K_SEND: (o.EvtWriter_MpiSend, 4),
-            K_ISEND: (o.EvtWriter_MpiIsend, 5),
-            K_RECV: (o.EvtWriter_MpiRecv, 4),
-            K_IRECV: (o.EvtWriter_MpiIrecv, 5),
-            K_IRECV_REQ: (o.EvtWriter_MpiIrecvRequest, 1),
-            K_ISEND_DONE: (o.EvtWriter_MpiIsendComplete, 1),
-            K_COLL_BEGIN: (o.EvtWriter_MpiCollectiveBegin, 0),
-            K_COLL_END: (o.EvtWriter_MpiCollectiveEnd, 5),
-            K_WIN_CREATE: (o.EvtWriter_RmaWinCreate, 1),
-            K_WIN_DESTROY: (o.EvtWriter_RmaWinDestroy, 1),
-            K_PUT: (o.EvtWriter_RmaPut, 4),
-            K_GET: (o.EvtWriter_RmaGet, 4),
-            K_ATOMIC: (o.EvtWriter_RmaAtomic, 6),
-            K_RMA_COLL_BEGIN: (o.EvtWriter_RmaCollectiveBegin, 0),
-            K_RMA_COLL_END: (o.EvtWriter_RmaCollectiveEnd, 6),
-            K_GROUP_SYNC: (o.EvtWriter_RmaGroupSync, 3),
-            K_ACQUIRE: (o.EvtWriter_RmaAcquireLock, 4),
-            K_RELEASE: (o.EvtWriter_RmaReleaseLock, 3),
-            K_RMA_SYNC: (o.EvtWriter_RmaSync, 3),
-            K_PROGRAM_BEGIN: (
-                lambda h, al, t: o.EvtWriter_ProgramBegin(
-                    ctypes.cast(h, ctypes.POINTER(o.EvtWriter)), al, t, program, args
-                ),
-                0,
-            ),
-            K_PROGRAM_END: (o.EvtWriter_ProgramEnd, 1),
-            K_NBC_REQUEST: (o.EvtWriter_NonBlockingCollectiveRequest, 1),
-            K_NBC_COMPLETE: (o.EvtWriter_NonBlockingCollectiveComplete, 6),
+        table = {
+            K[event]: (getattr(o, "EvtWriter_" + writer), nargs)
+            for event, (writer, nargs) in OTF2_EVENTS.items()
+            if event != "PROGRAM_BEGIN"
         }
+        table[K["PROGRAM_BEGIN"]] = (
+            lambda h, al, t: o.EvtWriter_ProgramBegin(
+                ctypes.cast(h, ctypes.POINTER(o.EvtWriter)), al, t, program, args
+            ),
+            0,
+        )
+        return table

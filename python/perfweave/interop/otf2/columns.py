@@ -1,5 +1,5 @@
 """The OTF2 events of a chunk of a thread's records (interop.RankStream), as numpy columns
-(columns): which record becomes which event (K_* kinds), its up to six arguments and
+(columns): which record becomes which event (calls.K kinds), its up to six arguments and
 attribute list, and the keys that sort a location's events into OTF2's order (time
 first: SORT). The MPI calls, trace buffer flushes, user regions and the program's begin
 and end are made here; what the calls did (their sub-records) by _sub_events, with what
@@ -10,44 +10,11 @@ import collections
 import numpy as np
 
 from perfweave.errors import PerfweaveError
-from perfweave.interop import (
-    SUB,
-    blocking_twin,
-    derived_flags,
-    function_traits,
-    last_index,
-    pair_regions,
-    region_names,
-)
-from perfweave.interop.otf2.calls import (
-    K_ACQUIRE,
-    K_ATOMIC,
-    K_COLL_BEGIN,
-    K_COLL_END,
-    K_ENTER,
-    K_GET,
-    K_GROUP_SYNC,
-    K_IRECV,
-    K_IRECV_REQ,
-    K_ISEND,
-    K_ISEND_DONE,
-    K_LEAVE,
-    K_NBC_COMPLETE,
-    K_NBC_REQUEST,
-    K_PROGRAM_BEGIN,
-    K_PROGRAM_END,
-    K_PUT,
-    K_RECV,
-    K_RELEASE,
-    K_RMA_COLL_BEGIN,
-    K_RMA_COLL_END,
-    K_RMA_SYNC,
-    K_SEND,
-    K_WIN_CREATE,
-    K_WIN_DESTROY,
-)
+from perfweave.interop import SUB, last_index, pair_regions, region_names
+from perfweave.interop.otf2.calls import K
+from perfweave.interop.otf2.implied import derived_flags, function_traits
 from perfweave.interop.otf2.library import enum_value
-from perfweave.interop.otf2.mapping import ATOMIC_TYPE, COLL_OPS, GETS, PUTS, U32, U64
+from perfweave.interop.otf2.mapping import U32, U64, atomic_type, collective_op, rma_op
 from perfweave.model.trace import F, T, classify
 
 I64_MIN = np.iinfo(np.int64).min
@@ -150,7 +117,7 @@ def columns(ex, rt, carry):
             f"rank {rt.rank}: calls of function ids beyond its function list; the trace is corrupt"
         )
     reg = fn_ref[fnc]
-    part(ci, t0[ci], CLS_ENTER, -t1[ci], G + ci, 0, K_ENTER, (reg,))
+    part(ci, t0[ci], CLS_ENTER, -t1[ci], G + ci, 0, K["ENTER"], (reg,))
     part(
         ci,
         t1[ci],
@@ -158,13 +125,13 @@ def columns(ex, rt, carry):
         -t0[ci],
         -(G + ci),
         0,
-        K_LEAVE,
+        K["LEAVE"],
         (reg,),
     )
     fi = np.flatnonzero(typ == T["FLUSH"])
     if len(fi):
         attr = specs.extend([(("bytes", int(b)),) for b in rec["bytes"][fi].tolist()])
-        part(fi, t0[fi], CLS_ENTER, -t1[fi], G + fi, 0, K_ENTER, (ex.flush_region,), attr)
+        part(fi, t0[fi], CLS_ENTER, -t1[fi], G + fi, 0, K["ENTER"], (ex.flush_region,), attr)
         part(
             fi,
             t1[fi],
@@ -172,7 +139,7 @@ def columns(ex, rt, carry):
             -t0[fi],
             -(G + fi),
             0,
-            K_LEAVE,
+            K["LEAVE"],
             (ex.flush_region,),
         )
 
@@ -205,7 +172,7 @@ def columns(ex, rt, carry):
         ei = np.flatnonzero(enter)
         # an Enter whose Leave is in a later chunk: I64_MAX as for one that never
         # ends, until stream.Location learns its end (resolved)
-        part(ei, t0[ei], CLS_ENTER, -pe[m + ei], G + ei, 0, K_ENTER, (refs[ei],))
+        part(ei, t0[ei], CLS_ENTER, -pe[m + ei], G + ei, 0, K["ENTER"], (refs[ei],))
         done = np.flatnonzero(p[:m] >= 0)
         resolved = (sidx[done], pe[done])
         still = np.flatnonzero(p < 0)
@@ -221,7 +188,7 @@ def columns(ex, rt, carry):
             -start,
             -partner[m + li],
             0,
-            K_LEAVE,
+            K["LEAVE"],
             (refs[li],),
         )
 
@@ -232,7 +199,7 @@ def columns(ex, rt, carry):
     if n and G == 0 and rt.thread[0] == 0:  # the rank's first chunk is thread 0's
         z = np.zeros(1, np.int64)
         idx = np.zeros(1, np.int64)
-        part(idx, [rt.t_begin], CLS_ENTER, [I64_MIN], z, 0, K_PROGRAM_BEGIN)
+        part(idx, [rt.t_begin], CLS_ENTER, [I64_MIN], z, 0, K["PROGRAM_BEGIN"])
         part(
             idx,
             [rt.t_end],
@@ -240,7 +207,7 @@ def columns(ex, rt, carry):
             [I64_MIN],
             z,
             1,
-            K_PROGRAM_END,
+            K["PROGRAM_END"],
             (ex.exit_status if rt.meta.get("state") == "complete" else 1,),
         )
     lostrec = np.flatnonzero(typ == T["LOST"])
@@ -266,19 +233,17 @@ def _rank_tables(ex, rt):
         names=names,
         traits=function_traits(names),
         op=per_name(
-            lambda nm: enum_value(
-                getattr(otf2.CollectiveOp, COLL_OPS.get(blocking_twin(nm), "ALLREDUCE"))
-            ),
+            lambda nm: enum_value(getattr(otf2.CollectiveOp, collective_op(nm))),
             enum_value(otf2.CollectiveOp.BARRIER),
             np.uint64,
         ),
         atype=per_name(
-            lambda nm: enum_value(getattr(otf2.RmaAtomicType, ATOMIC_TYPE.get(nm, "ACCUMULATE"))),
+            lambda nm: enum_value(getattr(otf2.RmaAtomicType, atomic_type(nm))),
             enum_value(otf2.RmaAtomicType.ACCUMULATE),
             np.uint64,
         ),
-        put=per_name(lambda nm: nm in PUTS, False, bool),
-        get=per_name(lambda nm: nm in GETS, False, bool),
+        put=per_name(lambda nm: rma_op(nm) == "PUT", False, bool),
+        get=per_name(lambda nm: rma_op(nm) == "GET", False, bool),
         lock=per_name(lambda nm: nm in ("MPI_Win_lock", "MPI_Win_lock_all"), False, bool),
         unlock=per_name(lambda nm: nm in ("MPI_Win_unlock", "MPI_Win_unlock_all"), False, bool),
         roles=[classify(nm)[1] for nm in names],
@@ -359,22 +324,22 @@ def _sub_events(ex, rt, part, specs, carry):
     # point-to-point
     s = st == T["SEND"]
     nb = s & ((flags & F["NONBLOCKING"]) != 0)
-    kind[s & ~nb] = K_SEND
-    kind[nb] = K_ISEND
+    kind[s & ~nb] = K["SEND"]
+    kind[nb] = K["ISEND"]
     nb_event |= nb
     setargs(s, local, cref, tag32, b64, key64)
     r = st == T["RECV"]
     kr = r & (r0 != 0)
-    kind[r & ~kr] = K_RECV
-    kind[kr] = K_IRECV
+    kind[r & ~kr] = K["RECV"]
+    kind[kr] = K["IRECV"]
     late |= r
     setargs(r, local, cref, tag32, b64, key64)
     ir = st == T["IRECV"]
-    kind[ir] = K_IRECV_REQ
+    kind[ir] = K["IRECV_REQ"]
     nb_event |= ir
     setargs(ir, key64)
     sd = st == T["SEND_DONE"]
-    kind[sd] = K_ISEND_DONE
+    kind[sd] = K["ISEND_DONE"]
     late |= sd
     setargs(sd, key64)
     # collectives: begin at the call's enter, end at its leave
@@ -385,15 +350,15 @@ def _sub_events(ex, rt, part, specs, carry):
     # call that completes it (its COLL_DONE: same request key and post number)
     nbc = co & ((flags & F["NONBLOCKING"]) != 0) & (r0 != 0)
     co &= ~nbc
-    kind[co] = K_COLL_END
-    kind2[co] = K_COLL_BEGIN
+    kind[co] = K["COLL_END"]
+    kind2[co] = K["COLL_BEGIN"]
     late |= co
     setargs(co, op_col, cref, local, b64, recv64)
-    kind[nbc] = K_NBC_REQUEST
+    kind[nbc] = K["NBC_REQUEST"]
     late |= nbc
     setargs(nbc, key64)
     cd = st == T["COLL_DONE"]
-    kind[cd] = K_NBC_COMPLETE
+    kind[cd] = K["NBC_COMPLETE"]
     late |= cd
     post = np.full(len(si), -1, np.int64)
     if cd.any():
@@ -440,8 +405,8 @@ def _sub_events(ex, rt, part, specs, carry):
     # windows
     wi = st == T["WIN"]
     free = wi & ((flags & F["FREE"]) != 0)
-    kind[wi & ~free] = K_WIN_CREATE
-    kind[free] = K_WIN_DESTROY
+    kind[wi & ~free] = K["WIN_CREATE"]
+    kind[free] = K["WIN_DESTROY"]
     late |= wi & ~free
     setargs(wi, wref)
     # one-sided operations
@@ -449,9 +414,9 @@ def _sub_events(ex, rt, part, specs, carry):
     put = rm & per_fn(tab.put) & (r1 == 0)
     get = rm & per_fn(tab.get) & (nbytes == 0)
     atom = rm & ~put & ~get
-    kind[put] = K_PUT
-    kind[get] = K_GET
-    kind[atom] = K_ATOMIC
+    kind[put] = K["PUT"]
+    kind[get] = K["GET"]
+    kind[atom] = K["ATOMIC"]
     setargs(put, wref, wlocal, b64, key64)
     setargs(get, wref, wlocal, recv64, key64)
     setargs(atom, wref, wlocal, per_fn(tab.atype), b64, recv64, key64)
@@ -468,11 +433,11 @@ def _sub_events(ex, rt, part, specs, carry):
     lock = ws & per_fn(tab.lock)
     unlock = ws & per_fn(tab.unlock)
     other = ws & ~fence & ~gsync & ~lock & ~unlock
-    kind[fence] = K_RMA_COLL_END
-    kind2[fence] = K_RMA_COLL_BEGIN
+    kind[fence] = K["RMA_COLL_END"]
+    kind2[fence] = K["RMA_COLL_BEGIN"]
     level = enum_value(otf2.RmaSyncLevel.PROCESS) | enum_value(otf2.RmaSyncLevel.MEMORY)
     setargs(fence, enum_value(otf2.CollectiveOp.BARRIER), level, wref, U32, 0, 0)
-    kind[gsync] = K_GROUP_SYNC
+    kind[gsync] = K["GROUP_SYNC"]
     # the group of an epoch's closing call is that of the call that opened it
     gid = np.where(gsync & role_in("win_post", "win_start"), r1, -1)
     for opener, closers in (
@@ -498,7 +463,7 @@ def _sub_events(ex, rt, part, specs, carry):
     ng = len(groups) - 1
     gref = groups[np.where((gid >= 0) & (gid < ng), gid, ng)]
     setargs(gsync, enum_value(otf2.RmaSyncLevel.PROCESS), wref, gref)
-    kind[lock] = K_ACQUIRE
+    kind[lock] = K["ACQUIRE"]
     exclusive = lock & ((flags & F["EXCLUSIVE"]) != 0)
     excl |= exclusive & (peer >= 0)
     setargs(
@@ -508,9 +473,9 @@ def _sub_events(ex, rt, part, specs, carry):
         0,
         np.where(exclusive, enum_value(otf2.LockType.EXCLUSIVE), enum_value(otf2.LockType.SHARED)),
     )
-    kind[unlock] = K_RELEASE
+    kind[unlock] = K["RELEASE"]
     setargs(unlock, wref, wlocal, 0)
-    kind[other] = K_RMA_SYNC
+    kind[other] = K["RMA_SYNC"]
     setargs(other, wref, wlocal, enum_value(otf2.RmaSyncType.MEMORY))
     late |= ws & ~fence
 

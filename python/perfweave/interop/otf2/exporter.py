@@ -15,7 +15,7 @@ import numpy as np
 
 from perfweave import __version__
 from perfweave.errors import PerfweaveError
-from perfweave.interop import FLUSH_REGION, TIMED, default_output, load, need_otf2
+from perfweave.interop import FLUSH_REGION, TIMED, default_output, load
 from perfweave.interop.otf2.calls import EventCalls
 from perfweave.interop.otf2.columns import I64_MAX, columns
 from perfweave.interop.otf2.library import (
@@ -24,6 +24,7 @@ from perfweave.interop.otf2.library import (
     abandon,
     library_errors,
     library_messages,
+    need_otf2,
     why,
 )
 from perfweave.interop.otf2.mapping import ATTRIBUTES, NS, region_role

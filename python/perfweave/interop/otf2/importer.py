@@ -17,9 +17,15 @@ import numpy as np
 
 from perfweave import __version__
 from perfweave.errors import PerfweaveError
-from perfweave.interop import FLUSH_REGION, family, need_otf2
+from perfweave.interop import FLUSH_REGION, family
 from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_table
-from perfweave.interop.otf2.library import enum_value, library_errors, library_messages, why
+from perfweave.interop.otf2.library import (
+    enum_value,
+    library_errors,
+    library_messages,
+    need_otf2,
+    why,
+)
 from perfweave.interop.otf2.mapping import NS
 from perfweave.interop.otf2.records import thread_records
 from perfweave.clock import to_ns

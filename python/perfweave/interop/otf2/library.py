@@ -1,8 +1,9 @@
 """What both directions need from the otf2 package and the OTF2 library beneath it,
-beside events: the exceptions that mean an archive could not be read or written, the
-library's own messages on stderr (quoted in our one-line errors), the numbers of the
-package's enum values; and for writing, memory for the library's buffers (Chunks) and
-writers closed once only (closed, abandon)."""
+beside events: the package itself (need_otf2, or a one-line error), the exceptions that
+mean an archive could not be read or written, the library's own messages on stderr
+(quoted in our one-line errors), the numbers of the package's enum values; and for
+writing, memory for the library's buffers (Chunks) and writers closed once only
+(closed, abandon)."""
 
 import contextlib
 import ctypes
@@ -11,6 +12,16 @@ import sys
 import tempfile
 
 from perfweave.errors import PerfweaveError
+
+
+def need_otf2(what):
+    """The otf2 package, or a one-line error saying how to get it."""
+    try:
+        import otf2
+        import _otf2
+    except ImportError:
+        raise PerfweaveError(f"{what} needs the otf2 package (pip install otf2)") from None
+    return otf2, _otf2
 
 
 def enum_value(enum):

@@ -1,13 +1,14 @@
 """perfweave's terms in OTF2's, for both directions: numbers (NS: nanoseconds a second,
 an export's timer resolution; U32: OTF2's undefined rank and reference), the
-attributes that carry what an event has no field for, and per MPI function its region
-role, collective operation and kind of one-sided operation; the collective operations
-of a window's creation and free, which an import folds into the window's record. What
-maps to what is in docs/interop.md."""
+attributes that carry what an event has no field for, and per MPI function its blocking
+twin, region role, collective operation and kind of one-sided operation (from mpi.spec's
+table, perfweave/_mpi.py); the collective operations of a window's creation and free,
+which an import folds into the window's record. What maps to what is in docs/interop.md."""
 
 import numpy as np
 
-from perfweave.interop import blocking_twin, is_collective, is_p2p
+from perfweave._mpi import FUNCTIONS, OTF2_COLLECTIVE_OPS, OTF2_RMA_OPS
+from perfweave.interop import family
 from perfweave.model.trace import classify
 
 NS = 10**9
@@ -33,32 +34,26 @@ ATTRIBUTES = (
     ("comm", "COMM", "communicator of a receive request; undefined: the record has none"),
 )
 
-# collective operation of a collective, by its blocking twin
-COLL_OPS = {
-    "MPI_Barrier": "BARRIER",
-    "MPI_Bcast": "BCAST",
-    "MPI_Gather": "GATHER",
-    "MPI_Gatherv": "GATHERV",
-    "MPI_Scatter": "SCATTER",
-    "MPI_Scatterv": "SCATTERV",
-    "MPI_Allgather": "ALLGATHER",
-    "MPI_Allgatherv": "ALLGATHERV",
-    "MPI_Alltoall": "ALLTOALL",
-    "MPI_Alltoallv": "ALLTOALLV",
-    "MPI_Alltoallw": "ALLTOALLW",
-    "MPI_Allreduce": "ALLREDUCE",
-    "MPI_Reduce": "REDUCE",
-    "MPI_Reduce_scatter": "REDUCE_SCATTER",
-    "MPI_Scan": "SCAN",
-    "MPI_Exscan": "EXSCAN",
-    "MPI_Reduce_scatter_block": "REDUCE_SCATTER_BLOCK",
-    # OTF2 has no neighbourhood operations: the nearest all-to-all kind
-    "MPI_Neighbor_allgather": "ALLGATHER",
-    "MPI_Neighbor_allgatherv": "ALLGATHERV",
-    "MPI_Neighbor_alltoall": "ALLTOALL",
-    "MPI_Neighbor_alltoallv": "ALLTOALLV",
-    "MPI_Neighbor_alltoallw": "ALLTOALLW",
-}
+
+def collective_op(name):
+    """The OTF2_CollectiveOp (its name) of a collective MPI function: mpi.spec's, by the
+    function's kind; ALLREDUCE for one the spec does not wrap."""
+    return OTF2_COLLECTIVE_OPS.get(name, "ALLREDUCE")
+
+
+def rma_op(name):
+    """What OTF2 makes of a one-sided communication: "PUT" (RmaPut), "GET" (RmaGet), or
+    the OTF2_RmaAtomicType (its name) of an RmaAtomic; None for another function."""
+    return OTF2_RMA_OPS.get(name)
+
+
+def atomic_type(name):
+    """The OTF2_RmaAtomicType (its name) of an RmaAtomic of function name: ACCUMULATE
+    where name is no atomic operation (a put or get the export writes as one)."""
+    op = OTF2_RMA_OPS.get(name)
+    return "ACCUMULATE" if op in (None, "PUT", "GET") else op
+
+
 # collective operations of RmaCollectiveEnd that create or free a window
 WIN_OPS = (
     "CREATE_HANDLE",
@@ -68,15 +63,31 @@ WIN_OPS = (
     "CREATE_HANDLE_AND_ALLOCATE",
     "DESTROY_HANDLE_AND_DEALLOCATE",
 )
-# one-sided operations: puts and gets (RmaPut, RmaGet), the atomic ones' RmaAtomicType
-PUTS = {"MPI_Put", "MPI_Rput"}
-GETS = {"MPI_Get", "MPI_Rget"}
-ATOMIC_TYPE = {
-    "MPI_Compare_and_swap": "COMPARE_AND_SWAP",
-    "MPI_Fetch_and_op": "FETCH_AND_ACCUMULATE",
-    "MPI_Get_accumulate": "FETCH_AND_ACCUMULATE",
-    "MPI_Rget_accumulate": "FETCH_AND_ACCUMULATE",
-}
+
+
+# what identifies an MPI function here is mpi.spec's (perfweave/_mpi.py), as for
+# model/trace.py classify(), so that export, import and the model agree
+
+
+def blocking_twin(name):
+    """MPI_Iallreduce -> MPI_Allreduce; other names unchanged."""
+    f = FUNCTIONS.get(name)
+    return f[3] or name if f else name
+
+
+def is_collective(name):
+    return family(name) == "coll"
+
+
+def is_p2p(name):
+    """A point-to-point MPI function (sends, receives, probes, persistent requests)."""
+    return family(name) == "p2p"
+
+
+def mpi_kind(name):
+    """The kind of an MPI function in mpi.spec (\"\" for one it does not wrap)."""
+    f = FUNCTIONS.get(name)
+    return f[1] if f else ""
 
 
 def region_role(otf2, name):
@@ -94,10 +105,11 @@ def region_role(otf2, name):
             "n21": R.COLL_ALL2ONE,
             "scan": R.COLL_OTHER,
         }.get(r2, R.COLL_ALL2ALL if "all" in twin.lower() or "Neighbor" in twin else R.COLL_OTHER)
-    if is_p2p(name) and name not in ("MPI_Start", "MPI_Startall", "MPI_Request_free", "MPI_Cancel"):
+    # starting or dropping requests moves nothing itself
+    if is_p2p(name) and mpi_kind(name) not in ("start", "startall", "request_free", "cancel"):
         return R.POINT2POINT
     if cat == "rma_comm":
-        return R.RMA if name in PUTS | GETS else R.ATOMIC
+        return R.RMA if rma_op(name) in ("PUT", "GET") else R.ATOMIC
     if cat == "file_data":
         return R.FILE_IO
     if cat == "mgmt_file":

@@ -7,13 +7,7 @@ definitions, what the records name, and its counts for the notes."""
 
 import numpy as np
 
-from perfweave.interop import (
-    derived_flags,
-    function_traits,
-    irecv_completions,
-    last_index,
-    pair_regions,
-)
+from perfweave.interop import last_index, pair_regions
 from perfweave.interop.otf2.collector import (
     MPI_KINDS,
     R_ACQUIRE,
@@ -43,6 +37,7 @@ from perfweave.interop.otf2.collector import (
     R_WIN_CREATE,
     R_WIN_DESTROY,
 )
+from perfweave.interop.otf2.implied import derived_flags, function_traits, irecv_completions
 from perfweave.interop.otf2.library import enum_value
 from perfweave.interop.otf2.mapping import U32, WIN_OPS, lookup
 from perfweave.model.trace import F, T, classify

@@ -12,9 +12,9 @@ import collections
 import numpy as np
 
 from perfweave.errors import PerfweaveError
-from perfweave.interop import irecv_completions
-from perfweave.interop.otf2.calls import K_ENTER
+from perfweave.interop.otf2.calls import K
 from perfweave.interop.otf2.columns import I64_MAX, SORT
+from perfweave.interop.otf2.implied import irecv_completions
 from perfweave.interop.otf2.library import closed
 from perfweave.model.trace import T
 
@@ -146,7 +146,7 @@ class Location:
         if held is not None and len(resolved[0]):
             # Enters held whose Leave this chunk found: their keys as the rank at once
             # gives them
-            wait = np.flatnonzero((held["kind"] == K_ENTER) & (held["sec"] == -I64_MAX))
+            wait = np.flatnonzero((held["kind"] == K["ENTER"]) & (held["sec"] == -I64_MAX))
             if len(wait):
                 o = np.argsort(resolved[0])
                 ks, ends = resolved[0][o], resolved[1][o]
