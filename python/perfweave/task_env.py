@@ -42,7 +42,7 @@ _HELPER_LAUNCHERS = {"aprun", "jsrun", "flux"}
 # Names that are either Open MPI's or MPICH's launcher (launcher_kind asks it which).
 _EITHER_NAMES = {"mpirun", "mpiexec"}
 # Every launcher named here: a command starting with one has the program after its
-# options (launch.py program_index).
+# options (launch/command.py program_index).
 LAUNCHERS = {*_SLURM_NAMES, *_OPENMPI_NAMES, *_HYDRA_NAMES, *_HELPER_LAUNCHERS, *_EITHER_NAMES}
 
 # Launcher options that give the rank count.

@@ -76,7 +76,7 @@ static void say(const char *line)
     }
 }
 
-/* ---- the start-up watch (launch.py's StartupWatch did this in Python) ---- */
+/* ---- the start-up watch (perfweave/launch's StartupWatch did this in Python) ---- */
 
 struct seen {
     char name[256];
@@ -242,7 +242,7 @@ static int needs_no_verdict(const char *exp)
 }
 
 /* EXP/ending, the runtime's folder for ending together on a signal (runtime/core/ending.c),
- * of no use once the command has ended (launch.py remove_ending) */
+ * of no use once the command has ended (launch/run.py remove_ending) */
 static void remove_ending(const char *exp)
 {
     char dir[4200], path[4500];

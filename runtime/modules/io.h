@@ -1,10 +1,12 @@
 /*
  * The io module (io.c, --io): POSIX, stdio and MPI-IO calls per file, layer, thread and
- * call site, in a file-backed record store (include/perfweave/format/io.h). Uses of the
+ * call site, in a file-backed record store (io_store.c, include/perfweave/format/io.h),
+ * and each call's interval with --trace (io_segments.c, io_segments.h). Uses of the
  * core: pw_opt.io*, wrap.h, pw_thread_activity (calls made inside a measured MPI call of
  * another family than MPI-IO, e.g. MPI_Init's, are the MPI library's, not the program's
- * I/O), pw_rank, the loaded-object snapshot, the experiment directory. Hook it sets:
- * pw_hooks.file_call (the MPI module's MPI_File_* wrappers call it).
+ * I/O), pw_rank, the loaded-object snapshot, the program's frame of a call
+ * (user_frame.h), the experiment directory. Hook it sets: pw_hooks.file_call (the MPI
+ * module's MPI_File_* wrappers call it).
  *
  * This header is also the interface of its generated wrappers (runtime/io/gen_io.py):
  * each calls pw_io_enter, pw_io_begin, the real function, then one recording function
@@ -13,6 +15,7 @@
 #ifndef PW_MODULES_IO_H
 #define PW_MODULES_IO_H
 
+#include <fcntl.h>
 #include <stdio.h>
 
 #include "perfweave/format/io.h"
@@ -29,7 +32,22 @@ typedef struct pw_io_call { /* the header's declarations below use its tag */
     int64_t t0, t1; /* ticks */
 } pw_io_call;
 
-extern int pw_io_on; /* the module records (--io, and its store could be made) */
+extern int pw_io_on;    /* the module records (--io, and its store could be made) */
+#define PW_IO_PAGE 4096 /* every part of the module's files is at a multiple of it */
+
+/* The record store (io_store.c), for the module's start, forked child and end: 0 when
+ * it was made (a forked child's: a store of its own with the names, not the counts, of
+ * its parent's; none, which the parent's header counts, when it cannot be made). */
+int pw_io_store_start(void);
+int pw_io_store_fork(void);
+void pw_io_store_end(int state);
+/* The MPI module's MPI_File_* calls (pw_hooks.file_call). */
+void pw_io_file_call(const pw_file_call *fc);
+/* Disk space for len bytes at off of the file at path, before a page of its shared
+ * mapping is first written (0, or -1 when there is none). The file is opened for it: no
+ * descriptor of ours is kept, since a program that closes every descriptor, or reuses
+ * its number, must not have its own file extended by us. */
+int pw_io_reserve_in(const char *path, off_t off, size_t len);
 /* The process's I/O time with overlapping calls of its threads counted once (docs/io.md
  * "I/O time"). The process's first thread to make an I/O call (pw_io_role 1) adds the
  * time of its calls to *pw_io_solo_ticks, a word of the store only it writes, with no

@@ -10,6 +10,8 @@ import subprocess
 import pytest
 
 from perfweave import launch, task_env
+from perfweave.launch.command import program_index, rank_count
+from perfweave.launch.run import default_experiment_name
 from perfweave.report.data import mpi_library_line
 
 RUNTIME = {
@@ -31,7 +33,7 @@ def prog(tmp_path):
 
 def rewrite(command, environ=None, runtime=RUNTIME):
     return task_env.for_tasks(
-        command, launch.program_index(command), dict(runtime), dict(environ or {}), HELPER
+        command, program_index(command), dict(runtime), dict(environ or {}), HELPER
     )
 
 
@@ -226,7 +228,7 @@ def test_option_values_are_not_the_program(prog, tmp_path, options):
     lib.write_text("")
     lib.chmod(0o755)
     command = ["mpiexec", *[str(lib) if w == "PROG" else w for w in options], prog, "x"]
-    assert launch.program_index(command) == len(options) + 1
+    assert program_index(command) == len(options) + 1
 
 
 def test_mpirun_by_its_version(prog, tmp_path):
@@ -333,15 +335,13 @@ def test_exec_helper_runs_the_program(tmp_path):
 )
 def test_rank_count(prog, command, environ, n):
     cmd = command + [prog, "-n", "99"]  # the program's -n is not counted
-    assert launch.rank_count(cmd, environ) == n
+    assert rank_count(cmd, environ) == n
 
 
 def test_default_name_from_allocation(prog, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SLURM_NTASKS", "16")
-    name = launch.default_experiment_name(
-        ["srun", prog], prog, datetime.datetime(2024, 5, 6, 7, 8, 9)
-    )
+    name = default_experiment_name(["srun", prog], prog, datetime.datetime(2024, 5, 6, 7, 8, 9))
     assert name == "perfweave-prog-16p-20240506-070809"
 
 

@@ -1,5 +1,5 @@
 """perfweave run's verdict on a run that recorded fewer ranks than it started
-(launch.verdict, readers.recorded.recorded) and how the readers repeat it, on
+(launch/verdict.py verdict, readers.recorded.recorded) and how the readers repeat it, on
 experiment directories built by hand."""
 
 import json
@@ -8,7 +8,8 @@ import struct
 
 import pytest
 
-from perfweave import launch
+from perfweave.launch.command import _static_program
+from perfweave.launch.verdict import verdict
 from perfweave.errors import PerfweaveError
 from perfweave.readers import trace as rt
 from perfweave.readers.experiment import open_experiment
@@ -78,7 +79,7 @@ def test_recorded_counts_every_file_of_a_rank(experiment_dir, pwprof):
         1,
         3,
     )
-    v = launch.verdict(exp, ["mpirun", "-n", "2", "./app"], 0, VALUES, None)
+    v = verdict(exp, ["mpirun", "-n", "2", "./app"], 0, VALUES, None)
     assert (v.state, v.ranks) == ("partial", {"expected": 6, "recorded": 4, "missing": "1,5"})
     assert v.reason == (
         f"only 4 of 6 ranks recorded data (none from ranks 1,5): they were {KILLED}, or "
@@ -91,18 +92,18 @@ def test_recorded_counts_every_file_of_a_rank(experiment_dir, pwprof):
     (exp / "tables" / "node.106.json").write_text("{")
     rec = recorded(exp)
     assert (sorted(rec.ranks), rec.world_size, rec.processes) == ([0, 2, 3, 4, 5], 7, 2)
-    v = launch.verdict(exp, ["mpirun", "-n", "2", "./app"], 0, VALUES, None)
+    v = verdict(exp, ["mpirun", "-n", "2", "./app"], 0, VALUES, None)
     assert v.ranks == {"expected": 7, "recorded": 5, "missing": "1,6"}
 
 
 def test_complete_and_all_ranks_have_no_verdict(experiment_dir, pwprof):
     exp = experiment_dir()
     pwprof(exp / "profile.pwprof", dict(FUNCS, world_size=1), ranks=[dict(rank=0)])
-    assert launch.verdict(exp, MPIRUN4, 0, VALUES, None) is None
+    assert verdict(exp, MPIRUN4, 0, VALUES, None) is None
     exp = experiment_dir("all")
     for r in range(4):
         rank_file(pwprof, exp, r, 4)
-    assert launch.verdict(exp, MPIRUN4, 1, VALUES, None) is None
+    assert verdict(exp, MPIRUN4, 1, VALUES, None) is None
 
 
 def test_partial_names_the_launcher_status(experiment_dir, pwprof):
@@ -110,7 +111,7 @@ def test_partial_names_the_launcher_status(experiment_dir, pwprof):
     for r in (0, 1, 3):
         rank_file(pwprof, exp, r, 4)
     for status, ended in ((3, "mpirun exited with code 3"), (-9, "mpirun was killed by signal 9")):
-        v = launch.verdict(exp, MPIRUN4, status, VALUES, None)
+        v = verdict(exp, MPIRUN4, status, VALUES, None)
         assert v.reason == (
             f"only 3 of 4 ranks recorded data (none from rank 2): it was {KILLED}, or "
             "perfweave's runtime did not reach its task (environment not passed to it); "
@@ -163,13 +164,13 @@ def test_empty(experiment_dir, status, started, reason):
     if started:
         pids(exp, *range(1000, 1000 + started))
     values = dict(VALUES, node_interval=0 if started is None else 100)
-    v = launch.verdict(exp, MPIRUN4, status, values, None)
+    v = verdict(exp, MPIRUN4, status, values, None)
     assert (v.state, v.reason) == ("empty", reason)
     assert v.ranks == {"recorded": 0, "expected": 4, "missing": "0-3"}
 
 
 def test_empty_plain_program_without_count(experiment_dir):
-    v = launch.verdict(experiment_dir(), ["./app"], 0, VALUES, None)
+    v = verdict(experiment_dir(), ["./app"], 0, VALUES, None)
     assert v.ranks == {"recorded": 0}
     assert v.reason.startswith("no process recorded data and no process loaded ")
 
@@ -182,7 +183,7 @@ def test_processes_without_mpi_are_data(experiment_dir, pwprof, tmp_path):
         ranks=[dict(rank=-1, pid=77)],
     )
     serial = shutil.which("true")
-    assert launch.verdict(exp, ["mpirun", "-n", "2", serial], 0, VALUES, serial) is None
+    assert verdict(exp, ["mpirun", "-n", "2", serial], 0, VALUES, serial) is None
 
 
 def elf(interp, wide=True):
@@ -208,13 +209,13 @@ def test_static_program(tmp_path, experiment_dir):
         static, dynamic = tmp_path / f"static{wide}", tmp_path / f"dynamic{wide}"
         static.write_bytes(elf(False, wide))
         dynamic.write_bytes(elf(True, wide))
-        assert launch._static_program(static) is True
-        assert launch._static_program(dynamic) is False
+        assert _static_program(static) is True
+        assert _static_program(dynamic) is False
     script = tmp_path / "wrap.sh"
     script.write_text('#!/bin/sh\nexec "$@"\n')
-    assert launch._static_program(script) is False
-    assert launch._static_program(tmp_path / "absent") is False
-    v = launch.verdict(experiment_dir(), ["./static"], 5, VALUES, str(tmp_path / "staticTrue"))
+    assert _static_program(script) is False
+    assert _static_program(tmp_path / "absent") is False
+    v = verdict(experiment_dir(), ["./static"], 5, VALUES, str(tmp_path / "staticTrue"))
     assert v.reason == (
         f"no process recorded data: {tmp_path / 'staticTrue'} is statically "
         "linked, so perfweave's runtime (loaded through LD_PRELOAD) cannot "
@@ -281,7 +282,7 @@ def test_processes_that_never_got_through_mpi_init(experiment_dir):
     pids(exp, 100, 101, 102, 103, 104)
     rec = recorded(exp)
     assert (rec.started, rec.in_init, rec.processes) == (5, 4, 0)
-    v = launch.verdict(exp, ["srun", "--mpi=pmi2", "-n", "4", "./app"], 1, VALUES, None)
+    v = verdict(exp, ["srun", "--mpi=pmi2", "-n", "4", "./app"], 1, VALUES, None)
     assert (v.state, v.ranks) == ("empty", {"expected": 4, "recorded": 0, "missing": "0-3"})
     assert v.reason.startswith(
         "0 of 4 ranks recorded data: 4 processes of the program "
@@ -290,6 +291,4 @@ def test_processes_that_never_got_through_mpi_init(experiment_dir):
     )
     assert v.reason.endswith("(srun exited with code 1)") and "SIGKILL" not in v.reason
     # the same processes with the launcher's status 0 are not a failed start-up
-    assert (
-        "MPI_Init" not in launch.verdict(exp, ["srun", "-n", "4", "./app"], 0, VALUES, None).reason
-    )
+    assert "MPI_Init" not in verdict(exp, ["srun", "-n", "4", "./app"], 0, VALUES, None).reason

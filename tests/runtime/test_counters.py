@@ -200,12 +200,13 @@ def test_an_event_that_cannot_be_counted_leaves_the_others(mpi, build, run_pw, u
 # alone, as on a node unlike the one the run was started from
 RUNTIME_ONLY = """
 import argparse, sys
-from perfweave import launch, options
+from perfweave import options
+from perfweave.launch import run
 p = argparse.ArgumentParser()
 options.add_arguments(p)
 p.add_argument("command", nargs="+")
 ns = p.parse_args(sys.argv[1:])
-sys.exit(launch.run(ns.command, options.values(ns))[1])
+sys.exit(run.run(ns.command, options.values(ns))[1])
 """
 
 

@@ -249,16 +249,16 @@ def test_mpmd_launch_with_a_static_program_is_refused(mpi, build, tmp_path):
     statically linked would hang: the ranks of the others wait for its ranks in
     perfweave's start-up. perfweave run refuses it in one line before launching; a
     launch whose programs are all static, or all dynamic, goes on."""
-    from perfweave import launch
+    from perfweave.launch.command import check_mpmd, mpmd_programs
 
     static = str(build(None, "serial.c", ("-static",)))
     dynamic = str(build(mpi, "initialised.c"))
     cmd = mpi.launch(1) + [dynamic, ":", "-n", "1", static, "0"]
-    assert launch.mpmd_programs(cmd) == [dynamic, static]
+    assert mpmd_programs(cmd) == [dynamic, static]
     conf = tmp_path / "multi.conf"
     conf.write_text(f"# ranks program\n0 {dynamic}\n1-3 {static} 0\n")
     srun = ["srun", "-n", "4", "--multi-prog", str(conf)]
-    assert launch.mpmd_programs(srun) == [dynamic, static]
+    assert mpmd_programs(srun) == [dynamic, static]
     message = (
         f"perfweave: error: {static} is statically linked: its ranks cannot load "
         "perfweave's runtime (LD_PRELOAD), and the ranks of the other programs "
@@ -276,6 +276,6 @@ def test_mpmd_launch_with_a_static_program_is_refused(mpi, build, tmp_path):
         assert (res.returncode, res.stdout, res.stderr) == (2, "", message)
         assert not exp.exists()
     # every program static, or every one dynamic: nothing to refuse
-    launch.check_mpmd(mpi.launch(1) + [static, ":", "-n", "1", static])
-    launch.check_mpmd(mpi.launch(1) + [dynamic, ":", "-n", "1", dynamic])
-    assert launch.mpmd_programs(mpi.launch(2) + [dynamic, "a", "b"]) == [dynamic]
+    check_mpmd(mpi.launch(1) + [static, ":", "-n", "1", static])
+    check_mpmd(mpi.launch(1) + [dynamic, ":", "-n", "1", dynamic])
+    assert mpmd_programs(mpi.launch(2) + [dynamic, "a", "b"]) == [dynamic]

@@ -4,7 +4,8 @@ import os
 import sys
 import time
 
-from perfweave import launch, options, writing
+from perfweave import options, writing
+from perfweave.launch import run, signals, watch
 
 
 def setup_parser(sub):
@@ -63,14 +64,14 @@ def _check_counters(args):
 def main(args):
     not_counted = _check_counters(args)
     values = options.values(args)
-    started = launch.start(
+    started = run.start(
         args.command, values, meta={"counters_not_counted": not_counted} if not_counted else None
     )
     # perfweave-wait waits for the command and ends the run; back here only if it
     # could not be started
-    launch.hand_over(started, values)
-    status = launch.wait(started)
-    unwritten, found = launch.finish(started.exp, started.meta, status, time.time())
+    watch.hand_over(started, values)
+    status = watch.wait(started)
+    unwritten, found = run.finish(started.exp, started.meta, status, time.time())
     return _end(started.exp, status, unwritten, found)
 
 
@@ -86,10 +87,10 @@ def finish(argv):
         exp = argv[0]
         with os.fdopen(int(argv[1]), "rb") as f:
             meta = json.loads(f.read())
-        unwritten, found = launch.finish(exp, meta, status, float(argv[3]))
+        unwritten, found = run.finish(exp, meta, status, float(argv[3]))
         status = _end(exp, status, unwritten, found)
     except (Exception, KeyboardInterrupt) as e:  # the command's status passes whatever
-        launch.say(f"perfweave: error: {e}", sys.stderr)
+        run.say(f"perfweave: error: {e}", sys.stderr)
         status = _end_as(status)
     sys.exit(status)
 
@@ -105,7 +106,7 @@ def _end(exp, status, unwritten, found):
         kept = kept_by_modules(Path(exp))
     if kept:
         # no profile, but what a module keeps in file-backed memory is there to report
-        launch.say(
+        run.say(
             f"perfweave: experiment {exp} is partial: {found.reason}; the "
             f"{' and '.join(kept)} module{'s' if len(kept) > 1 else ''} kept what it "
             f"counted (perfweave report {exp})",
@@ -113,20 +114,20 @@ def _end(exp, status, unwritten, found):
         )
     elif found and found.state == "empty":
         # never "written": there is nothing to report, and the reason is said once here
-        launch.say(f"perfweave: experiment {exp} has no data: {found.reason}", sys.stderr)
+        run.say(f"perfweave: experiment {exp} has no data: {found.reason}", sys.stderr)
     elif unwritten:
-        launch.say(
+        run.say(
             f"perfweave: experiment {exp} is incomplete: could not write "
             f"{writing.describe(unwritten)} (perfweave report {exp})",
             sys.stderr,
         )
     elif found:
-        launch.say(
+        run.say(
             f"perfweave: experiment {exp} is partial: {found.reason} (perfweave report {exp})",
             sys.stderr,
         )
     else:
-        launch.say(f"perfweave: experiment written to {exp} (perfweave report {exp})", sys.stderr)
+        run.say(f"perfweave: experiment written to {exp} (perfweave report {exp})", sys.stderr)
     return _end_as(status)
 
 
@@ -136,7 +137,7 @@ def _end_as(status):
     if status < 0:
         sys.stdout.flush()
         try:
-            launch.signals.signal(-status, launch.signals.SIG_DFL)
+            signals.signal(-status, signals.SIG_DFL)
         except (OSError, ValueError):
             pass  # SIGKILL, SIGSTOP: no action to set, theirs is the default
         os.kill(os.getpid(), -status)

@@ -28,7 +28,7 @@ VERSION = FILES["io"].version
 # versions 1 and 2: io_rec without the MPI-IO forms and views, its last fields (read as 0)
 READ_VERSIONS = (1, 2, VERSION)
 PAGE = 4096
-BINS = 256  # io.c PW_IO_BINS
+BINS = 256  # io_store.c PW_IO_BINS
 HEADER, FILE, OBJECT, REC, SITE, SEG_HEADER, SEGMENT = (
     RECORDS[k]
     for k in ("io_header", "io_file", "io_object", "io_rec", "io_site")

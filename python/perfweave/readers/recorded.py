@@ -1,5 +1,5 @@
 """What the processes of a run left in its experiment, told from file names and headers
-alone: perfweave run's verdict at the end of a run (launch.verdict) and the readers'
+alone: perfweave run's verdict at the end of a run (launch/verdict.py) and the readers'
 (readers/experiment.py).
 
 No numpy, dataclasses or pathlib here or in what this imports: the verdict runs in an
