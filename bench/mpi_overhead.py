@@ -91,14 +91,16 @@ def footprint(exp):
     )
 
 
-def alternate(launch, progs, variants, repeat, tmp):
+def alternate(launch, progs, variants, repeat, tmp, builds=None):
     """{(prog, variant): [run values]}: each program under each variant (None: bare, else
-    perfweave run options), the variants alternating within each of the repeats."""
+    perfweave run options), the variants alternating within each of the repeats; builds:
+    {variant: perfweave command} of variants run under another build than this one."""
     runs = {(p, v): [] for p in progs for v in variants}
     for _ in range(repeat):
         for p, args in progs.items():
             for v, opts in variants.items():
-                runs[(p, v)].append(run(launch + args, opts is not None, tmp, opts or ()))
+                pw = (builds or {}).get(v, PERFWEAVE)
+                runs[(p, v)].append(run(launch + args, opts is not None, tmp, opts or (), pw))
     return runs
 
 

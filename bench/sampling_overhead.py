@@ -14,7 +14,11 @@ Then the cost of one sample, less noisy: bench/programs/compute_chain.c (-O2
 -fomit-frame-pointer) counts blocks of work for 2 s of wall time, sampled every 1 ms
 (libunwind, and --no-sample-libunwind) against --no-sample: the blocks lost per second
 give the microseconds each of the ~1000 samples took.
+With --baseline OTHER_PERFWEAVE (the perfweave command of another build, e.g. a second
+venv of an older commit), each sampled variant runs under that build too, alternating in
+each repeat, so a change's cost is measured against the build before it in one invocation.
     .venv/bin/python bench/sampling_overhead.py [--repeat 7] [--mpi openmpi]
+    .venv/bin/python bench/sampling_overhead.py --baseline /path/to/old/.venv/bin/perfweave
 """
 
 import os
@@ -30,8 +34,20 @@ from mpi_overhead import FLAVORS, alternate, bench_args, build, median_of  # noq
 VARIANTS = {"bare": None, "no-sample": ["--no-sample"], "sampled": []}
 
 
+def with_baseline(variants, baseline, sampled):
+    """The variants, and with a baseline build the sampled ones also under it, as "NAME
+    (baseline)" right before this build's; and {variant: perfweave command} of those."""
+    out, builds = {}, {}
+    for v, opts in variants.items():
+        if baseline and v in sampled:
+            out[f"{v} (baseline)"] = opts
+            builds[f"{v} (baseline)"] = baseline
+        out[v] = opts
+    return out, builds
+
+
 def main():
-    a = bench_args(__doc__, repeat=7, mpi="openmpi", steps=40000)
+    a = bench_args(__doc__, repeat=7, mpi="openmpi", steps=40000, baseline=True)
     print(
         f"perfweave sampling overhead: {a.repeat} runs of each variant, alternating; "
         f"{os.cpu_count()} cores"
@@ -45,9 +61,16 @@ def main():
                 "message-heavy, app-like": [str(heavy), "app", str(a.steps)],
                 "message-heavy, worst case": [str(heavy), "tiny", str(a.tiny_steps)],
             }
-            runs = alternate(launch, progs, VARIANTS, a.repeat, tmp)
+            variants, builds = with_baseline(VARIANTS, a.baseline, ["sampled"])
+            runs = alternate(launch, progs, variants, a.repeat, tmp, builds)
             print(f"\n[{flavor}]")
             for p in progs:
+                if a.baseline:
+                    old, new = (
+                        median_of(runs[(p, v)], "elapsed_s")
+                        for v in ("sampled (baseline)", "sampled")
+                    )
+                    print(f"  {p}: sampled, this build / baseline: median {new / old:.3f}")
                 best = {v: min(r["elapsed_s"] for r in runs[(p, v)]) for v in VARIANTS}
                 med = {v: median_of(runs[(p, v)], "elapsed_s") for v in VARIANTS}
                 print(
@@ -60,10 +83,10 @@ def main():
                         f", best {best['sampled'] / best[base]:.3f}"
                     )
 
-        per_sample(tmp, a.repeat)
+        per_sample(tmp, a.repeat, a.baseline)
 
 
-def per_sample(tmp, repeat):
+def per_sample(tmp, repeat, baseline=None):
     exe = tmp / "compute_chain"
     subprocess.run(
         [
@@ -82,14 +105,15 @@ def per_sample(tmp, repeat):
         "libunwind": fast,
         "frame pointers": fast + ["--no-sample-libunwind"],
     }
-    runs = alternate([], {"chain": [str(exe), "2"]}, variants, repeat, tmp)
+    variants, builds = with_baseline(variants, baseline, ("libunwind", "frame pointers"))
+    runs = alternate([], {"chain": [str(exe), "2"]}, variants, repeat, tmp, builds)
     base = median_of(runs[("chain", "no-sample")], "blocks")
     print(f"\n[cost per sample, 1 ms sampling, 2 s of compute] no-sample {base:.0f} blocks")
-    for v in ("libunwind", "frame pointers"):
+    for v in (v for v in variants if v != "no-sample"):
         x = median_of(runs[("chain", v)], "blocks")
         lost = 1 - x / base  # of each second; ~1000 samples per second
         print(
-            f"  {v:15s} {x:.0f} blocks: {100 * lost:+.2f} % = {1000 * lost:.1f} us per "
+            f"  {v:26s} {x:.0f} blocks: {100 * lost:+.2f} % = {1000 * lost:.1f} us per "
             f"sample (at the default 10 ms: {10 * lost:+.3f} %)"
         )
 
