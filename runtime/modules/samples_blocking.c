@@ -697,12 +697,15 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
  * absolute (on CLOCK_REALTIME for sem_timedwait): the same call again. */
 #define SEM_WRAPPER(fn, clock, abs, args)                                                          \
     PW_REAL(fn);                                                                                   \
-    if (!pw_samples_started || !(abs))                                                             \
+    if (!pw_samples_started)                                                                       \
         return real_##fn args;                                                                     \
     int rc;                                                                                        \
-    BLOCK_UNTIL((const struct timespec *)NULL, clock, ns_after(0, abs), real_##fn args,            \
+    BLOCK_UNTIL((const struct timespec *)NULL, clock, deadline_ns(abs), real_##fn args,            \
                 rc < 0 && errno == ETIMEDOUT);                                                     \
     return rc
+
+/* an absolute deadline's ns (NULL, which the C library's call refuses or faults on: 0) */
+static int64_t deadline_ns(const struct timespec *abs) { return abs ? ns_after(0, abs) : 0; }
 
 PW_EXPORT int sem_timedwait(sem_t *restrict s, const struct timespec *restrict abs)
 {

@@ -17,8 +17,8 @@
  * at 50 to 300 us (swept), so that under 1 ms sampling the sampler's signal often
  * ends the call just before it, or lands just after it. Prints for each MODE
  * "MODE n ended early late before lost bad outcome" (see race()).
- * blocking race-slow N MODE...: the same with a 1 ms timeout and a handler that runs
- * for 2 ms: the call's timeout passes while the handler runs, as when a thread waits
+ * blocking race-slow N MODE...: the same with a 10 ms timeout and a handler that runs
+ * for 12 ms: the call's timeout passes while the handler runs, as when a thread waits
  * that long for a CPU after its signal (the kernel still ends the call with EINTR). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -48,8 +48,8 @@
 
 #define MS 300
 #define RACE_MS 50 /* a race call's timeout; the backup signal comes at twice that */
-#define SLOW_RACE_MS 1    /* race-slow: its timeout, */
-#define SLOW_HANDLER_US 2000 /* and how long its handler runs */
+#define SLOW_RACE_MS 10      /* race-slow: its timeout, */
+#define SLOW_HANDLER_US 12000 /* and how long its handler runs */
 
 static int pipefd[2];
 static volatile sig_atomic_t alarms;
@@ -372,14 +372,24 @@ static void finish(void)
     errno = e;
 }
 
-/* Whether a time left after EINTR is right: some, at most the request (a sleep: plus
- * the thread's timer slack, as the kernel's rem is counted to the timer's latest
- * expiry), at least the request less the time the call took (select: its microseconds) */
+/* Whether a time left after EINTR is right: at most the request (a sleep: plus the
+ * thread's timer slack, as the kernel's rem is counted to the timer's latest expiry), at
+ * least the request less the time to the signal (select: its microseconds), and some
+ * unless the signal came after the request's end (the kernel counts it when the signal
+ * ends the call, before the handler runs; a thread that waited that long for a CPU after
+ * it gets 0 from select) */
 static long last_left; /* the last one (ns), to describe a call */
 static int left_ok(long left, long most, long least)
 {
     last_left = left;
-    return left > 0 && left <= most && left >= least;
+    return left >= 0 && (left > 0 || least <= 0) && left <= most && left >= least;
+}
+
+/* The time from a call's start t0 (CLOCK_MONOTONIC) to the program's signal: to its
+ * handler's start where race() noted it, else the whole call (took) */
+static long to_signal(long t0, long took)
+{
+    return racing && fired ? fired_at - t0 : took;
 }
 
 /* that slack, on a sleep's clock: a high-resolution timer's (not CPU time's) */
@@ -423,7 +433,8 @@ static int call(const char *mode, int ms, int *result)
         long took = now_ns(CLOCK_MONOTONIC) - t0;
         *result =
             FD_ISSET(pipefd[0], &r) * 10 + (ms >= 0 && rc == 0 && left == 0) +
-            2 * (ms >= 0 && rc < 0 && left_ok(left, ms * 1000000L, ms * 1000000L - took - 1000));
+            2 * (ms >= 0 && rc < 0 &&
+                 left_ok(left, ms * 1000000L, ms * 1000000L - to_signal(t0, took) - 1000));
     } else if (!strcmp(mode, "pselect")) {
         rc = pselect(pipefd[0] + 1, &r, NULL, NULL, tp, NULL);
         *result = FD_ISSET(pipefd[0], &r);
@@ -449,19 +460,21 @@ static int call(const char *mode, int ms, int *result)
     } else if (is("nanosleep")) {
         rc = nanosleep(&ts, &rem);
         long took = now_ns(CLOCK_MONOTONIC) - t0;
-        *result =
-            rc < 0 && left_ok(ns_of(&rem), ns_of(&ts) + slack(CLOCK_MONOTONIC), ns_of(&ts) - took);
+        *result = rc < 0 && left_ok(ns_of(&rem), ns_of(&ts) + slack(CLOCK_MONOTONIC),
+                                    ns_of(&ts) - to_signal(t0, took));
     } else if (sl) {
-        /* the time the call took on the sleep's clock (CPU time: of all the threads) */
+        /* the time the call took on the sleep's clock (CPU time: of all the threads), to
+         * the signal on the clocks of wall time */
         long c0 = now_ns(sl->clock);
         if (sl->abs)
             abs = ts_of(c0 + ns_of(&ts)); /* an absolute sleep leaves rem as it is */
         int e = clock_nanosleep(sl->clock, sl->abs ? TIMER_ABSTIME : 0, sl->abs ? &abs : &ts, &rem);
         long took = now_ns(sl->clock) - c0;
+        long until = slack(sl->clock) > 0 ? to_signal(t0, took) : took; /* not CPU, alarm */
         rc = e ? -1 : 0;
         *result = e == EINTR && (sl->abs ? rem.tv_sec == -1 && rem.tv_nsec == -1
                                          : left_ok(ns_of(&rem), ns_of(&ts) + slack(sl->clock),
-                                                   ns_of(&ts) - took));
+                                                   ns_of(&ts) - until));
         errno = e;
     } else if (is("usleep")) {
         rc = usleep(ms * 1000);
