@@ -12,7 +12,7 @@ import pytest
 from perfweave import launch, task_env
 from perfweave.launch.command import program_index, rank_count
 from perfweave.launch.run import default_experiment_name
-from perfweave.report.data import mpi_library_line
+from perfweave.report.sections.run import mpi_library_line
 
 RUNTIME = {
     "LD_PRELOAD": "/pw/libperfweave.so",

@@ -10,6 +10,7 @@ JSON whose "<" is written \\u003c, so no string can close the script element or 
 from importlib import resources
 from string import Template
 
+from perfweave.report import sections
 from perfweave.report.section import Page
 from perfweave.report.widgets import json_for_script
 
@@ -20,12 +21,8 @@ def _resource(*path):
 
 def render(data, experiment):
     """The HTML text of report data (report/data.py collect) of experiment."""
-    from perfweave.report.sections import SECTIONS
-
     page = Page(experiment)
-    body = []
-    for section in SECTIONS:
-        body += section.html(data, page)
+    body = sections.html(data, page)
     scripts = "\n".join(
         f'<script type="application/json" id="pw-{name}">'
         f"{json_for_script(page.data[name])}</script>"

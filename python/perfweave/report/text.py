@@ -3,6 +3,8 @@ wider than WIDTH (long names shortened in the middle, "…"; their full text is 
 --json), at most max_rows rows per table, with "N more" where rows were cut.
 `perfweave report --full` shows every row and every name whole."""
 
+from perfweave.report import sections
+from perfweave.report.section import View
 from perfweave.report.widgets import MAX_ROWS, WIDTH, fit_line
 
 __all__ = ["MAX_ROWS", "WIDTH", "render"]
@@ -12,14 +14,8 @@ def render(data, max_rows=MAX_ROWS, width=WIDTH, rows=None):
     """The report as text: every section's lines (report/sections/). max_rows: rows per
     table (None: all); width: the widest line (None: no limit, names whole); rows: rows of
     the function and call-site tables (default max_rows: `--top N` given explicitly)."""
-    from perfweave.report.section import View
-    from perfweave.report.sections import SECTIONS
-
     view = View(max_rows=max_rows, width=width, rows=rows)
-    out = []
-    for section in SECTIONS:
-        out += section.text(data, view)
-    return _join(out, width)
+    return _join(sections.text(data, view), width)
 
 
 def _join(lines, width):

@@ -1,6 +1,9 @@
-"""The sections of the report, in the order they are shown (report/section.py). A new
-measurement module adds its section here: one line."""
+"""The sections of the report, in the order they are shown (report/section.py), and the
+one place that goes through them: collect (the report's data, `perfweave report
+--json`), text and html (each section's lines and HTML, in order). A new measurement
+module adds its section here: one line."""
 
+from perfweave.report import section
 from perfweave.report.sections import (
     advice,
     example,
@@ -28,3 +31,18 @@ SECTIONS = [
     example.SECTION,  # the example module's calls (--example)
     mathlib.SECTION,  # BLAS, LAPACK and FFTW calls (--mathlib)
 ]
+
+
+def collect(experiment, top):
+    """Every section's data of experiment (section.collect: each after those it needs)."""
+    return section.collect(SECTIONS, experiment, top)
+
+
+def text(data, view):
+    """Every section's lines of the report's data, in order."""
+    return [line for s in SECTIONS for line in s.text(data, view)]
+
+
+def html(data, page):
+    """Every section's HTML of the report's data, in order, onto page."""
+    return [part for s in SECTIONS for part in s.html(data, page)]

@@ -1,11 +1,29 @@
 """The run: what was run, for how long, how it ended, on how many ranks and hosts with
 which MPI, and the notes on the experiment (what is partial, missing or was skipped)."""
 
+import re
+
 from perfweave.report import summary
-from perfweave.report.data import REPORT_FORMAT, REPORT_VERSION, mpi_library_line
 from perfweave.report.widgets import escape, fit_line, html_table, wrap_line
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
+
+# the JSON report (perfweave report --json): the run section's data holds its format
+REPORT_FORMAT = "perfweave-report"
+REPORT_VERSION = 2
+
+
+def mpi_library_line(version):
+    """The MPI library's name and version on one line, from the full string the library
+    gives (MPI_Get_library_version; the runtime records its line breaks as spaces):
+    Open MPI's "Open MPI v4.1.4, package: ..., repo rev: ..." gives "Open MPI v4.1.4",
+    MPICH's "MPICH Version: 4.0.2 MPICH Release date: ... MPICH configure: ..." gives
+    "MPICH 4.0.2". The JSON report keeps the full string."""
+    text = " ".join((version or "").split())
+    labelled = re.match(r"(.+?) Version: ?(\S+)", text)
+    if labelled:
+        return f"{labelled.group(1)} {labelled.group(2)}"
+    return text.split(",")[0].strip() or "?"
 
 
 class Run(Section):
