@@ -39,7 +39,6 @@ static struct {
 static MPI_Group world_group;
 static MPI_Datatype byte_type;
 static int my_rank, world_size;
-static unsigned char synchronous[PW_MPI_NFN]; /* MPI_Ssend, MPI_Issend, MPI_Ssend_init */
 static int lock_word;
 
 static void lock(void)
@@ -568,7 +567,7 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
     e->t1 = t1;
     e->fn = (uint16_t)c->fn;
     e->bytes = (int64_t)(uintptr_t)c->ra;
-    int used = 1, sync = synchronous[c->fn] ? PW_EVF_SYNCHRONOUS : 0;
+    int used = 1, sync = pw_mpi_fn_synchronous[c->fn] ? PW_EVF_SYNCHRONOUS : 0;
     if (!a) {
         pw_trace_commit(max - used);
         return;
@@ -747,9 +746,6 @@ void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *cl
     byte_type = pw_mpi_byte();
     pm.Comm_group(world, &world_group);
     reqs = calloc(PW_TREQ_SLOTS, sizeof *reqs);
-    for (int i = 0; i < PW_MPI_NFN; i++)
-        synchronous[i] =
-            strstr(pw_mpi_fn_names[i], "Ssend") || strstr(pw_mpi_fn_names[i], "Issend");
     char dir[4200], path[4200], num[24];
     pw_experiment_path(dir, sizeof dir, "traces");
     mkdir(dir, 0777);

@@ -736,6 +736,8 @@ def header(functions):
         "extern const char *pw_mpi_fn_names[PW_MPI_NFN];",
         "extern const signed char pw_mpi_fn_family[PW_MPI_NFN]; /* PW_FAMILY_* */",
         "extern const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN];",
+        "/* a send of synchronous mode: the trace's PW_EVF_SYNCHRONOUS (synchronous()) */",
+        "extern const unsigned char pw_mpi_fn_synchronous[PW_MPI_NFN];",
         "",
         "#endif",
         "",
@@ -757,6 +759,8 @@ def source(functions):
     out += [f"    PW_FAMILY_{f.family.upper()}," for f in functions]
     out += ["};", "", "const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {"]
     out += [f"    PW_KIND_{f.kind}," for f in functions]
+    out += ["};", "", "const unsigned char pw_mpi_fn_synchronous[PW_MPI_NFN] = {"]
+    out += [f"    {int(synchronous(f))}, /* {f.name} */" for f in functions]
     out += ["};", ""]
     for f in functions:
         if f.mpi4:
@@ -820,8 +824,9 @@ def guarded_header(guard, lines):
 
 
 def synchronous(fn):
-    """A send of synchronous mode (MPI_Ssend, MPI_Issend, MPI_Ssend_init): the name rule
-    of the trace's SYNCHRONOUS flag (runtime/modules/mpi_trace.c)."""
+    """A send of synchronous mode (MPI_Ssend, MPI_Issend, MPI_Ssend_init): the trace's
+    SYNCHRONOUS flag (pw_mpi_fn_synchronous, read by runtime/modules/mpi_trace.c) and
+    _mpi.SYNCHRONOUS (the OTF2 import's and export's)."""
     return "Ssend" in fn.name or "Issend" in fn.name
 
 

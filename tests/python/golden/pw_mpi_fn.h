@@ -25,5 +25,7 @@ enum pw_mpi_fn {
 extern const char *pw_mpi_fn_names[PW_MPI_NFN];
 extern const signed char pw_mpi_fn_family[PW_MPI_NFN]; /* PW_FAMILY_* */
 extern const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN];
+/* a send of synchronous mode: the trace's PW_EVF_SYNCHRONOUS (synchronous()) */
+extern const unsigned char pw_mpi_fn_synchronous[PW_MPI_NFN];
 
 #endif

@@ -30,6 +30,15 @@ const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {
     PW_KIND_fop,
 };
 
+const unsigned char pw_mpi_fn_synchronous[PW_MPI_NFN] = {
+    0, /* MPI_Send */
+    0, /* MPI_Bcast */
+    0, /* MPI_Waitall */
+    0, /* MPI_Init */
+    0, /* MPI_Pcontrol */
+    0, /* MPI_Fetch_and_op */
+};
+
 /* p2p send: spec line 2 */
 typedef int (*pw_creal_MPI_Send)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
 PW_WRAPPER int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
