@@ -45,7 +45,7 @@ static pid_t start_pid;
 
 struct sample {
     int64_t t;
-    int16_t state, depth;
+    int16_t activity, depth;
     int32_t have_ctr; /* counters[] read */
     int64_t counters[PW_SAMPLE_COUNTERS];
     uintptr_t frames[PW_SAMPLE_FRAMES]; /* [0]: the interrupted pc + 1 (a "return" address) */
@@ -100,7 +100,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     }
     sample *s = &t->buf[t->n];
     s->t = pw_now();
-    s->state = (int16_t)pw_thread_activity;
+    s->activity = (int16_t)pw_thread_activity;
     s->have_ctr = pw_hooks.read_events ? pw_hooks.read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
     s->depth = (int16_t)pw_samples_stack(t, ucv, s->frames);
     t->n++;
@@ -303,7 +303,7 @@ static int write_samples(int state, int in_signal)
             memset(&r, 0, sizeof r);
             r.t = s->t;
             r.thread = i;
-            r.activity = s->state;
+            r.activity = s->activity;
             r.depth = s->depth;
             for (int c = 0; c < PW_SAMPLE_COUNTERS; c++)
                 r.counters[c] = s->have_ctr && c < pw_nevents ? s->counters[c] : -1;

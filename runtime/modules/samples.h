@@ -3,7 +3,7 @@
  * the program's threads, with what each thread was doing, into samples/ (docs/format.md).
  *
  * What it uses of the core and other modules, only through pw.h:
- *   pw_thread_activity            a sample's state (kept by the MPI wrappers; its own
+ *   pw_thread_activity            a sample's activity (kept by the MPI wrappers; its own
  *                                 blocking-call wrappers set sleep and wait)
  *   pw_call_anchor, pw_call_here  where a measured call's wrapper is, for the frame-pointer
  *                                 walk; it sets pw_want_anchor so that wrappers keep them

@@ -26,10 +26,8 @@
 #include "samples_internal.h"
 #include "wrap.h"
 
-/* A sample's state is the thread's pw_thread_activity (pw.h): 0 computation, 1 + family in
+/* A sample's activity is the thread's pw_thread_activity (pw.h): 0 computation, 1 + family in
  * a measured call, PW_ACTIVITY_SLEEP and PW_ACTIVITY_WAIT set by the wrappers below. */
-#define STATE_SLEEP PW_ACTIVITY_SLEEP
-#define STATE_WAIT PW_ACTIVITY_WAIT
 /* The wrapped blocking calls in progress in this thread, innermost last (a program's
  * handler may make one while another waits): what the handlers note of them (see "How a
  * wrapper resumes a call" below). In the thread's own memory, not the wrappers' frames:
@@ -151,12 +149,13 @@ void pw_samples_nudge_resumed(void *uc)
 
 /* Helpers of the blocking-call wrappers below (real functions: PW_REAL, wrap.h) */
 
-/* The sample state while blocked: state, unless in an MPI call; returns the old one. */
-static int block_begin(int blocking, int state)
+/* The samples' activity while blocked: activity, unless in an MPI call; returns the old
+ * one. */
+static int block_begin(int blocking, int activity)
 {
     int old = pw_thread_activity;
     if (blocking && old == 0)
-        pw_thread_activity = state;
+        pw_thread_activity = activity;
     return old;
 }
 
@@ -282,7 +281,7 @@ static const struct timespec *ts_left(const struct timespec *ts, int64_t deadlin
 
 static int ts_blocking(const struct timespec *ts) { return !ts || ts->tv_sec || ts->tv_nsec; }
 
-/* Sleeping is sampled (state "sleep"), and a sleep that our signal interrupts goes on
+/* Sleeping is sampled (activity "sleep"), and a sleep that our signal interrupts goes on
  * for the time left: nanosleep is never restarted by SA_RESTART, and a program's
  * sleep() must not return early because it is being measured. An interruption by the
  * program's own signals still returns EINTR as it would without perfweave, with the
@@ -327,7 +326,7 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
     clockid_t on = !rel ? clock : clock == CLOCK_REALTIME ? CLOCK_MONOTONIC : clock;
     int64_t end = rel ? ns_after(clock_ns(on), req) : ns_after(0, req);
     struct timespec r, at;
-    int state = block_begin(1, STATE_SLEEP);
+    int old = block_begin(1, PW_ACTIVITY_SLEEP);
     blocked_call *c = call_enter(PW_FRAME, on);
     for (;;) {
         call_try(c);
@@ -344,7 +343,7 @@ PW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
      * program's signal came (its handler ran) */
     int64_t signalled = c->woke ? c->woken : clock_ns(on);
     call_leave(c);
-    pw_thread_activity = state;
+    pw_thread_activity = old;
     if (rc == EINTR && rel && again) {
         /* a timer due but not fired yet (CPU time is looked at on the scheduler's tick):
          * the kernel says it is about to, 1 ns */
@@ -387,7 +386,7 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
  * CLOCK_MONOTONIC deadline), so the program sees what it would see without perfweave;
  * its own signals still end them with EINTR. The fd sets, the events array and the
  * revents are not written by the kernel when it returns EINTR. A thread blocked in them
- * (with a timeout other than zero) is sampled in state "wait", unless it is inside an
+ * (with a timeout other than zero) is sampled in activity "wait", unless it is inside an
  * MPI call (the MPI family is kept: MPI libraries poll while waiting). */
 /* rc = CALL (a call with a timeout in ms, variable MS; < 0: none), called again for the
  * time left while our signal ends it; TIMED_OUT: rc says its timeout passed, which a
@@ -395,7 +394,7 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
 #define BLOCK_MS(ms, call, timed_out)                                                              \
     do {                                                                                           \
         int64_t deadline_ = ms_deadline(ms);                                                       \
-        int old_ = block_begin((ms) != 0, STATE_WAIT);                                             \
+        int old_ = block_begin((ms) != 0, PW_ACTIVITY_WAIT);                                       \
         blocked_call *c_ = call_enter(PW_FRAME, CLOCK_MONOTONIC);                                  \
         do {                                                                                       \
             call_try(c_);                                                                          \
@@ -416,7 +415,7 @@ PW_EXPORT unsigned int sleep(unsigned int seconds)
         int64_t deadline_ = (deadline);                                                            \
         struct timespec left_;                                                                     \
         const struct timespec *tp_ = (ts);                                                         \
-        int old_ = block_begin(ts_blocking(ts), STATE_WAIT);                                       \
+        int old_ = block_begin(ts_blocking(ts), PW_ACTIVITY_WAIT);                                 \
         blocked_call *c_ = call_enter(PW_FRAME, clock);                                            \
         do {                                                                                       \
             call_try(c_);                                                                          \
@@ -475,7 +474,7 @@ PW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, con
     const struct timespec *tp = ts;
     short kept[PW_KEPT_FDS];
     nfds_t nkept = 0;
-    int old = block_begin(ts_blocking(ts), STATE_WAIT), rc;
+    int old = block_begin(ts_blocking(ts), PW_ACTIVITY_WAIT), rc;
     blocked_call *c = call_enter(PW_FRAME, CLOCK_MONOTONIC);
     for (;;) {
         call_try(c);
@@ -538,7 +537,7 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
         return real_select(n, r, w, e, tv);
     int64_t deadline = tv ? pw_now() + tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL : 0;
     kept_sets kept;
-    int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, STATE_WAIT), rc;
+    int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, PW_ACTIVITY_WAIT), rc;
     blocked_call *c = call_enter(PW_FRAME, CLOCK_MONOTONIC);
     for (;;) {
         call_try(c);
@@ -570,7 +569,7 @@ PW_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
     struct timespec left;
     const struct timespec *tp = ts;
     kept_sets kept;
-    int old = block_begin(ts_blocking(ts), STATE_WAIT), rc;
+    int old = block_begin(ts_blocking(ts), PW_ACTIVITY_WAIT), rc;
     blocked_call *c = call_enter(PW_FRAME, CLOCK_MONOTONIC);
     for (;;) {
         call_try(c);
@@ -676,7 +675,7 @@ PW_EXPORT int sigwait(const sigset_t *set, int *signo)
     if (!pw_samples_started)
         return real_sigwait(set, signo);
     sigset_t copy;
-    int old = block_begin(1, STATE_WAIT);
+    int old = block_begin(1, PW_ACTIVITY_WAIT);
     int rc = real_sigwait(without_ours(set, &copy), signo);
     pw_thread_activity = old;
     return rc;
@@ -747,7 +746,7 @@ PW_EXPORT int msgsnd(int id, const void *m, size_t size, int flags)
  * unless the socket has a timeout (SO_RCVTIMEO, SO_SNDTIMEO), which makes a handler end
  * them with EINTR. After ours, the socket is waited for (ppoll, part of the same call)
  * for what is left of that timeout from the call's start, then the call is made again;
- * the timeout passed: EAGAIN, as the kernel says then. The state of the sample is left
+ * the timeout passed: EAGAIN, as the kernel says then. The samples' activity is left
  * as it is: most such calls on non-blocking sockets do not wait. */
 /* The socket's timeout OPT (SO_RCVTIMEO, SO_SNDTIMEO) in ns; 0: none. */
 static int64_t sock_timeout(int fd, int opt)
