@@ -1,7 +1,7 @@
 /*
  * Process-level runtime: options, activation, logging, the modules (started, told of
- * new threads and dumped through the one list, modules/modules.def), the hooks and
- * per-thread state they share, and saving data when the process ends (normal exit,
+ * new threads and dumped through the one list, modules/modules.def), the registry of
+ * the hooks they offer one another, the per-thread state they share, and saving data when the process ends (normal exit,
  * or a fatal signal) through the modules' dump callbacks.
  */
 #define _GNU_SOURCE
@@ -35,7 +35,6 @@ static const pw_module *const modules[] = {
 #undef PW_MODULE
 #define PW_NMODULES (sizeof modules / sizeof *modules)
 
-pw_hooks_t pw_hooks;
 int pw_rank = -1;
 pw_activity *pw_act;
 PW_TLS int pw_thread_activity;
@@ -67,6 +66,55 @@ void pw_modules_reduce(const pw_job *job)
     for (size_t i = 0; i < PW_NMODULES; i++)
         if (modules[i]->reduce)
             modules[i]->reduce(job);
+}
+
+/* ---- hooks between modules: names to functions ---- */
+
+#define PW_MAX_HOOKS 32
+static struct {
+    const char *name;
+    pw_hook_fn fn;
+    int looked; /* a module found none here: an offer now comes too late for it */
+} hooks[PW_MAX_HOOKS];
+static int nhooks;
+static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The index of `name`'s entry, made at its first offer or look-up (-1: the table is
+ * full); under the lock. */
+static int hook_entry(const char *name)
+{
+    for (int i = 0; i < nhooks; i++)
+        if (strcmp(hooks[i].name, name) == 0)
+            return i;
+    if (nhooks == PW_MAX_HOOKS)
+        return -1;
+    hooks[nhooks].name = name;
+    return nhooks++;
+}
+
+void pw_hook_offer(const char *name, pw_hook_fn fn)
+{
+    pthread_mutex_lock(&hooks_lock);
+    int i = hook_entry(name);
+    if (i >= 0 && hooks[i].looked && !hooks[i].fn)
+        /* a module's mistake (its start's place in modules.def), never a user's */
+        pw_log("hook %s offered after a module looked it up: that module goes without it", name);
+    if (i >= 0)
+        hooks[i].fn = fn;
+    else
+        pw_log("hook %s not offered: more than %d hooks", name, PW_MAX_HOOKS);
+    pthread_mutex_unlock(&hooks_lock);
+}
+
+pw_hook_fn pw_hook_find(const char *name)
+{
+    pthread_mutex_lock(&hooks_lock);
+    int i = hook_entry(name);
+    pw_hook_fn fn = i >= 0 ? hooks[i].fn : NULL;
+    if (i >= 0)
+        hooks[i].looked = 1;
+    pthread_mutex_unlock(&hooks_lock);
+    return fn;
 }
 
 /* Is the tick counter invariant (constant rate, runs in all power states)? */

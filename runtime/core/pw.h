@@ -165,52 +165,25 @@ void pw_thread_begin(void);
 void pw_modules_reduce(const pw_job *job);
 
 /* ---- hooks: how one module's events reach another without naming it ---- */
-/* A module that observes an event sets the hook in its start (before any thread
- * records); the module where the event happens calls it when it is set. An unset
- * hook costs a load and a branch on the hot path, as a flag would. */
-struct pw_site;
-struct pw_sitetab;
-/* A file operation of a library with file handles of its own (MPI-IO), for a module
- * that profiles files: what the call did, after it returned. */
-enum pw_file_op {
-    PW_FILE_OPEN,  /* path: the name; handle: the new handle */
-    PW_FILE_CLOSE, /* handle: the one closed */
-    PW_FILE_READ,  /* bytes: read (requested, for a nonblocking call or a split collective's
-                    * _begin); -1: the completion of an earlier call (_end), time only */
-    PW_FILE_WRITE,
-    PW_FILE_SEEK,
-    PW_FILE_SYNC,
-    PW_FILE_OTHER, /* size, info, ... */
-    PW_FILE_VIEW   /* MPI_File_set_view */
-};
-/* The form of a read, write or open (the io format's PW_IO_FORMS: Darshan's MPI-IO split
- * of calls into independent, collective, split collective and nonblocking ones). */
-enum pw_file_form { PW_FILE_INDEP, PW_FILE_COLL, PW_FILE_SPLIT, PW_FILE_NB };
-typedef struct pw_file_call {
-    int op;           /* enum pw_file_op */
-    int form;         /* enum pw_file_form: of PW_FILE_OPEN, _READ and _WRITE */
-    uintptr_t handle; /* the library's handle of the file */
-    const char *path; /* PW_FILE_OPEN only */
-    int64_t bytes;
-    int64_t offset; /* the first byte's offset in the file; -1: not known */
-    int64_t t0, t1; /* ticks */
-    uintptr_t ra;   /* the call site */
-} pw_file_call;
-typedef struct pw_hooks {
-    /* a measured call begins in this thread, before its clock starts */
-    void (*call_enter)(void);
-    /* ... it ended and was recorded in site s of the thread's table t */
-    void (*call_leave)(struct pw_sitetab *t, struct pw_site *s);
-    /* the program's measured part begins in this thread (the job's start-up call, e.g.
-     * MPI_Init, returned): per-thread baselines restart from now */
-    void (*app_begin)(void);
-    /* from a signal handler: the thread's pw_event_names counts now, cumulative, into
-     * out[0..max-1]; 0 when they cannot be read safely */
-    int (*read_events)(int64_t *out, int max);
-    /* a library's file operation (the MPI module's MPI_File_* calls) ended */
-    void (*file_call)(const pw_file_call *fc);
-} pw_hooks_t;
-extern pw_hooks_t pw_hooks;
+/* A hook is a function one module offers and others call, under a name. The offering
+ * module declares it in its own header: its function type HOOK_fn (`typedef int
+ * pw_counters_read_events_fn(int64_t *out, int max);`), the hook's name being HOOK. It
+ * offers its implementation in its start (PW_HOOK_OFFER), before any thread records. A
+ * module that calls it finds it once (PW_HOOK_FIND: NULL when no module offers it) and
+ * keeps the pointer, then calls it when it is not NULL: a load and a branch on the hot
+ * path, as a flag would cost. It finds it after the offer: in its own start if it comes
+ * after the offering module in modules/modules.def, else where it begins to need it (the
+ * MPI wrappers: when MPI_Init returns). Not from a signal handler (a lock). The core
+ * knows no hook's name or type (docs/architecture.md "Hooks between modules"). */
+typedef void (*pw_hook_fn)(void); /* any hook's pointer, cast back to its own type */
+/* Offer hook `name` (a string the registry keeps; a second offer replaces the first). */
+void pw_hook_offer(const char *name, pw_hook_fn fn);
+/* The implementation of hook `name`, NULL when none was offered. */
+pw_hook_fn pw_hook_find(const char *name);
+/* The same, typed: HOOK is the hook's name as an identifier, HOOK_fn its function type
+ * (the compiler warns, or from GCC 14 stops, when an offered fn is not a HOOK_fn). */
+#define PW_HOOK_OFFER(HOOK, fn) pw_hook_offer(#HOOK, (pw_hook_fn)(HOOK##_fn *){fn})
+#define PW_HOOK_FIND(HOOK) ((HOOK##_fn *)pw_hook_find(#HOOK))
 
 /* The events counted per call site and per thread (set by the module that counts
  * them in its start, before any call-site table exists; 0: none). */

@@ -350,10 +350,10 @@ static void start(void)
     if (nkernel_events)
         pthread_key_create(&kernel_key, thread_end);
     if (pw_nevents) {
-        pw_hooks.call_enter = call_enter;
-        pw_hooks.call_leave = call_leave;
-        pw_hooks.app_begin = app_begin;
-        pw_hooks.read_events = read_events;
+        PW_HOOK_OFFER(pw_counters_call_enter, call_enter);
+        PW_HOOK_OFFER(pw_counters_call_leave, call_leave);
+        PW_HOOK_OFFER(pw_counters_app_begin, app_begin);
+        PW_HOOK_OFFER(pw_counters_read_events, read_events);
     }
 }
 

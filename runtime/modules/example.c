@@ -29,8 +29,10 @@
  *   4. its dump: the process's data into the experiment, async-signal-safe;
  *   5. its reduce (optional): the job's data into one file, through the job's gather;
  *   6. its pw_module, named once in runtime/modules/modules.def.
- * It talks to the core only (pw.h, wrap.h), never to another module: what it needs of
- * one goes through a hook of pw.h.
+ * It talks to the core only (pw.h, wrap.h), never to another module: what it would need
+ * of one goes through a hook that module offers, declared in that module's header and
+ * found once in start (PW_HOOK_FIND; docs/architecture.md "Hooks between modules"), as
+ * samples.c finds the counters module's pw_counters_read_events. It needs none.
  */
 #define _GNU_SOURCE
 #include <sched.h>

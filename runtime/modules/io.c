@@ -10,7 +10,7 @@
  *                  interval.
  *
  * The wrappers are generated from runtime/io/io.spec (gen_io.py); MPI-IO calls come from
- * the MPI module's wrappers through pw_hooks.file_call.
+ * the MPI module's wrappers through the hook pw_io_file_call (io.h).
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -118,7 +118,7 @@ static void start(void)
     if (!pw_opt.io || !pw_experiment_dir() || pw_io_store_start() != 0)
         return;
     pw_io_shared = !membarrier_ok(); /* without it: every call counted in flight */
-    pw_hooks.file_call = pw_io_file_call;
+    PW_HOOK_OFFER(pw_io_file_call, pw_io_file_call);
     __atomic_store_n(&pw_io_on, 1, __ATOMIC_RELEASE);
 }
 

@@ -5,8 +5,8 @@
  * core: pw_opt.io*, wrap.h, pw_thread_activity (calls made inside a measured MPI call of
  * another family than MPI-IO, e.g. MPI_Init's, are the MPI library's, not the program's
  * I/O), pw_rank, the loaded-object snapshot, the program's frame of a call
- * (user_frame.h), the experiment directory. Hook it sets: pw_hooks.file_call (the MPI
- * module's MPI_File_* wrappers call it).
+ * (user_frame.h), the experiment directory. Hook it offers (below): pw_io_file_call (the
+ * MPI module's MPI_File_* wrappers call it).
  *
  * This header is also the interface of its generated wrappers (runtime/io/gen_io.py):
  * each calls pw_io_enter, pw_io_begin, the real function, then one recording function
@@ -23,6 +23,36 @@
 #include "wrap.h"
 
 extern const pw_module pw_module_io;
+
+/* ---- the hook it offers, in its start when it records (pw.h "hooks") ---- */
+/* A file operation of a library with file handles of its own (MPI-IO), for a module
+ * that profiles files: what the call did, after it returned. */
+enum pw_file_op {
+    PW_FILE_OPEN,  /* path: the name; handle: the new handle */
+    PW_FILE_CLOSE, /* handle: the one closed */
+    PW_FILE_READ,  /* bytes: read (requested, for a nonblocking call or a split collective's
+                    * _begin); -1: the completion of an earlier call (_end), time only */
+    PW_FILE_WRITE,
+    PW_FILE_SEEK,
+    PW_FILE_SYNC,
+    PW_FILE_OTHER, /* size, info, ... */
+    PW_FILE_VIEW   /* MPI_File_set_view */
+};
+/* The form of a read, write or open (the io format's PW_IO_FORMS: Darshan's MPI-IO split
+ * of calls into independent, collective, split collective and nonblocking ones). */
+enum pw_file_form { PW_FILE_INDEP, PW_FILE_COLL, PW_FILE_SPLIT, PW_FILE_NB };
+typedef struct pw_file_call {
+    int op;           /* enum pw_file_op */
+    int form;         /* enum pw_file_form: of PW_FILE_OPEN, _READ and _WRITE */
+    uintptr_t handle; /* the library's handle of the file */
+    const char *path; /* PW_FILE_OPEN only */
+    int64_t bytes;
+    int64_t offset; /* the first byte's offset in the file; -1: not known */
+    int64_t t0, t1; /* ticks */
+    uintptr_t ra;   /* the call site */
+} pw_file_call;
+/* A library's file operation ended (the MPI module's MPI_File_* wrappers call it). */
+typedef void pw_io_file_call_fn(const pw_file_call *fc);
 
 typedef struct pw_io_call { /* the header's declarations below use its tag */
     int fn, layer, op,
@@ -41,8 +71,8 @@ extern int pw_io_on;    /* the module records (--io, and its store could be made
 int pw_io_store_start(void);
 int pw_io_store_fork(void);
 void pw_io_store_end(int state);
-/* The MPI module's MPI_File_* calls (pw_hooks.file_call). */
-void pw_io_file_call(const pw_file_call *fc);
+/* The MPI module's MPI_File_* calls: the hook pw_io_file_call, above. */
+pw_io_file_call_fn pw_io_file_call;
 /* Disk space for len bytes at off of the file at path, before a page of its shared
  * mapping is first written (0, or -1 when there is none). The file is opened for it: no
  * descriptor of ours is kept, since a program that closes every descriptor, or reuses

@@ -664,7 +664,7 @@ void pw_io_munmap(pw_io_call *c, int64_t estimate)
     counted_op(c, file);
 }
 
-/* ---- MPI-IO, from the MPI module's wrappers (pw_hooks.file_call) ---- */
+/* ---- MPI-IO, from the MPI module's wrappers (the hook pw_io_file_call) ---- */
 
 static int handle_file(uintptr_t h, int set, int file)
 {

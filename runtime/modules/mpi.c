@@ -21,6 +21,7 @@
 
 #include <mpi.h>
 #include "pw_mpi_fn.h"
+#include "modules/io.h"
 #include "modules/pw_mpi.h"
 
 #ifndef PW_MPI_FLAVOR
@@ -29,6 +30,23 @@
 
 int pw_mpi_recording;
 PW_TLS int pw_mpi_depth;
+
+/* ---- the other modules' hooks it calls (pw.h "hooks") ---- */
+
+/* Found once, when MPI_Init returns (no call is recorded before it): the modules that
+ * offer them did so in their start, in the core's constructor. NULL: that module is off. */
+pw_counters_call_enter_fn *pw_mpi_call_enter;
+static pw_counters_call_leave_fn *call_leave;
+static pw_counters_app_begin_fn *app_begin;
+static pw_io_file_call_fn *file_call;
+
+static void hooks_find(void)
+{
+    pw_mpi_call_enter = PW_HOOK_FIND(pw_counters_call_enter);
+    call_leave = PW_HOOK_FIND(pw_counters_call_leave);
+    app_begin = PW_HOOK_FIND(pw_counters_app_begin);
+    file_call = PW_HOOK_FIND(pw_io_file_call);
+}
 
 static char library_version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
 
@@ -621,7 +639,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
     *recv = r;
 }
 
-/* ---- MPI-IO calls, for a module that profiles files (pw_hooks.file_call) ---- */
+/* ---- MPI-IO calls, for a module that profiles files (the io module's hook) ---- */
 
 enum { FILE_END = 1, FILE_POSTED = 2, FILE_AT = 4, FILE_NB = 8 };
 static signed char file_op[PW_MPI_NFN]; /* enum pw_file_op + 1; 0: not a file call */
@@ -763,7 +781,7 @@ static __attribute__((noinline)) void file_event(const pw_call *c, int64_t t1, c
             at = -1;
         fc.offset = at;
     }
-    pw_hooks.file_call(&fc);
+    file_call(&fc);
 }
 
 /* The request a nonblocking MPI-IO call posted is followed until a completion call
@@ -827,8 +845,8 @@ static void record(int fn, int family, void *ra, int64_t t1, int64_t ticks, int6
                                                        : deep_site(t, id, ra);
     pw_site_add(s, ticks, sent, recv);
     pw_act_add(family, ticks);
-    if (PW_UNLIKELY(pw_hooks.call_leave != NULL))
-        pw_hooks.call_leave(t, s);
+    if (PW_UNLIKELY(call_leave != NULL))
+        call_leave(t, s);
     if (in_histogram[fn])
         pw_hist_add(t, &mpi_functions, fn, sent > recv ? sent : recv, ticks);
 }
@@ -845,7 +863,7 @@ void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
     record(c->fn, c->family, c->ra, t1, t1 - c->t0, sent, recv);
     if (PW_UNLIKELY(c->family == PW_FAMILY_FILE) && a)
         file_requests_follow(kind, c->fn, a);
-    if (PW_UNLIKELY(pw_hooks.file_call != NULL) && a && file_op[c->fn]) {
+    if (PW_UNLIKELY(file_call != NULL) && a && file_op[c->fn]) {
         int saved_errno = errno;
         file_event(c, t1, a);
         errno = saved_errno;
@@ -927,6 +945,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
         return;
     resolve_internal();
     file_ops_init();
+    hooks_find();
     st.initialized = 1;
     st.t_init_enter = t0;
     st.t_init_leave = t1;
@@ -951,8 +970,8 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     record(fn, pw_mpi_fn_family[fn], ra, pw_ticks(),
            (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     st.t_init_leave = pw_now(); /* the application's time starts now, and so do the */
-    if (pw_hooks.app_begin)     /* modules' baselines (counts "before" the first call) */
-        pw_hooks.app_begin();
+    if (app_begin)              /* modules' baselines (counts "before" the first call) */
+        app_begin();
     pw_rank_rec r; /* the rank's record, should it end without saving */
     fill_rank(&r, PW_STATE_KILLED, 0);
     pw_tables_rank(&r, st.size);

@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include "core/pw.h"
+#include "modules/counters.h"
 #include "modules/mpi_loader.h"
 
 #ifdef OPEN_MPI
@@ -88,6 +89,10 @@ extern int pw_mpi_recording;                 /* between MPI_Init and MPI_Finaliz
 extern PW_TLS int pw_mpi_depth;              /* wrapper nesting of this thread */
 extern const signed char pw_mpi_fn_family[]; /* each function's family (PW_FAMILY_*) */
 
+/* The counters module's hook around each recorded call (counters.h), found when MPI_Init
+ * returns, before the first call is recorded; NULL without counters. */
+extern pw_counters_call_enter_fn *pw_mpi_call_enter;
+
 static inline int pw_mpi_nested(void) { return pw_mpi_depth > 0; }
 static inline void pw_mpi_nest(void) { pw_mpi_depth++; }
 static inline void pw_mpi_unnest(void) { pw_mpi_depth--; }
@@ -117,8 +122,8 @@ static inline __attribute__((always_inline)) int pw_mpi_enter(pw_call *c, int fn
     c->ra = ra;
     pw_thread_activity = 1 + c->family;
     pw_mpi_anchor();
-    if (PW_UNLIKELY(pw_hooks.call_enter != NULL))
-        pw_hooks.call_enter(); /* before the clock: e.g. a counter read is not the call's time */
+    if (PW_UNLIKELY(pw_mpi_call_enter != NULL))
+        pw_mpi_call_enter(); /* before the clock: e.g. a counter read is not the call's time */
     c->t0 = pw_ticks();
     return 1;
 }

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "samples.h"
+#include "counters.h"                 /* the hook it calls */
 #include "perfweave/format/samples.h" /* its files: kinds, records, versions */
 #include "samples_internal.h"
 #include "wrap.h"
@@ -59,6 +60,7 @@ int pw_samples_sig;
 int pw_samples_started;
 static int nmaps;                /* mappings snapshotted for threads found running at start */
 static thr *adopt(uintptr_t sp); /* such a thread's slot, taken by its handler */
+static pw_counters_read_events_fn *read_events; /* NULL without counters */
 
 /* Arm the thread's timer once, for the interval +-50 % at random: a fixed period would
  * alias with a program's own periodic phases (and keep sampling the same one). */
@@ -101,7 +103,7 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
     sample *s = &t->buf[t->n];
     s->t = pw_now();
     s->activity = (int16_t)pw_thread_activity;
-    s->have_ctr = pw_hooks.read_events ? pw_hooks.read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
+    s->have_ctr = read_events ? read_events(s->counters, PW_SAMPLE_COUNTERS) : 0;
     s->depth = (int16_t)pw_samples_stack(t, ucv, s->frames);
     t->n++;
     t->taken++;
@@ -428,6 +430,8 @@ static void start(void)
         pw_log("--sample: cannot install the handler of signal %d; no samples", pw_samples_sig);
         return;
     }
+    /* the counters module (before this one in modules.def) offered it in its start */
+    read_events = PW_HOOK_FIND(pw_counters_read_events);
     pw_samples_unwinder_load();
     pw_samples_handlers_resolve();
     pw_samples_started = 1;

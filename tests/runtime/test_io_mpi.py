@@ -1,6 +1,6 @@
 """The I/O profile under MPI, with Open MPI and with MPICH: the MPI-IO layer that the MPI
-module's MPI_File_* wrappers report to the io module (pw_hooks.file_call), beside the POSIX
-layer beneath it, never subtracted from it. The programs know their own I/O by
+module's MPI_File_* wrappers report to the io module (its hook pw_io_file_call), beside the
+POSIX layer beneath it, never subtracted from it. The programs know their own I/O by
 construction (bytes, calls per rank); the stores are read through perfweave.open(...).io."""
 
 import re
