@@ -332,6 +332,9 @@ pw_site *pw_site_get(pw_sitetab *t, int32_t fn, uintptr_t ra, const uintptr_t *f
 /* The calling thread's table, created on first use (NULL if out of memory). */
 extern PW_TLS pw_sitetab *pw_self_table;
 pw_sitetab *pw_sitetab_create(void);
+/* Every table's mapped slots copied into private memory (the tables file's disk space
+ * freed once the profile is saved; recording goes on). */
+void pw_sitetabs_privatize(void);
 static inline pw_sitetab *pw_sitetab_self(void)
 {
     pw_sitetab *t = pw_self_table;
