@@ -24,7 +24,9 @@ typedef struct pw_elf {
     uintptr_t relro, relro_end; /* PT_GNU_RELRO */
 } pw_elf;
 
-/* The tables of one loaded object; 0 when it has none to look names up in. */
+/* The tables of one loaded object; 0 when it has none to look names up in. (link.h
+ * defines dl_phdr_info only under _GNU_SOURCE: declared here for the others.) */
+struct dl_phdr_info;
 int pw_elf_read(const struct dl_phdr_info *info, pw_elf *t);
 /* The object's own entry for name, defined or not (a reference), of its default version
  * (or its only one, as the dynamic linker takes it); NULL when it has none. _hashed: with
