@@ -26,10 +26,9 @@ from perfweave.symbols import Symbolizer
 def open(path):  # noqa: A001 (perfweave.open)
     """The experiment directory path (perfweave run -o), read lazily: each table is
     computed on first use and kept. PerfweaveError if path is not an experiment."""
-    from perfweave.interop.profile import from_traces
     from perfweave.readers.experiment import open_experiment
 
-    return Experiment(open_experiment(path, from_traces))
+    return Experiment(open_experiment(path))
 
 
 class Experiment:

@@ -6,8 +6,9 @@ hang, no stray warning.
 The valid experiments: a real traced, sampled run of tests/runtime/programs/trace_basic.c
 under Open MPI (with a PAPI software counter when PAPI has one), analysed once so that
 analysis/waitstates.json exists; a real run whose ranks died of SIGKILL (killed_at.c),
-whose data are their call-site tables (tables/); and literal ones (conftest.py) with
-partial/ and procs/ profiles. Every file of each gets every kind of damage once, with
+whose data are their call-site tables (tables/); a trace through perfweave import, whose
+profile.pwprof Python writes; and literal ones (conftest.py) with partial/ and procs/
+profiles. Every file of each gets every kind of damage once, with
 parameters drawn from one seeded generator; a damaged file is restored before the next
 mutant."""
 
@@ -114,6 +115,17 @@ def killed_experiment(root):
     cmd += ["mpirun.openmpi", "--oversubscribe", "-n", "2", str(exe), "kill", "20", "0", "-1"]
     subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert len(list((exp / "tables").glob("*.pwtab"))) == 2
+    return exp
+
+
+def imported_experiment(root):
+    """pipit's 2-rank ping-pong trace (tests/data/otf2) through perfweave import: its
+    traces, and the profile.pwprof the import writes (with the header's notes)."""
+    from perfweave.interop.otf2 import import_archive
+
+    exp = root / "imported"
+    import_archive(Path(__file__).parents[1] / "data" / "otf2" / "pipit-ping-pong", exp)
+    assert (exp / "profile.pwprof").is_file()
     return exp
 
 
@@ -392,7 +404,7 @@ def run_verb(argv, out=None):
 
 def test_damaged_experiments(tmp_path, capsys, experiment_dir, pwprof):
     rng = random.Random(SEED)
-    exps = [real_experiment(tmp_path), killed_experiment(tmp_path)]
+    exps = [real_experiment(tmp_path), killed_experiment(tmp_path), imported_experiment(tmp_path)]
     exps += literal_experiments(experiment_dir, pwprof)
     out = tmp_path / "out"
     out.mkdir()

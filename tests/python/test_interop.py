@@ -1445,6 +1445,164 @@ def test_report_of_an_imported_trace(shared, tmp_path, name):
         assert prof["functions"][0]["name"] in ("MPI_Send", "MPI_Recv")
 
 
+def mpi_ranks(d, n):
+    """Definitions (d) of n ranks as Score-P writes them: a process location group with
+    its master thread each, on one node, the MPI locations group and MPI_COMM_WORLD.
+    Returns (the ranks' locations, the world communicator)."""
+    from otf2.enums import GroupType, LocationGroupType, LocationType, Paradigm
+
+    node = d.system_tree_node("node0", class_name="node")
+    locs = [
+        d.location(
+            "Master thread",
+            type=LocationType.CPU_THREAD,
+            group=d.location_group(
+                f"MPI Rank {r}",
+                system_tree_parent=node,
+                location_group_type=LocationGroupType.PROCESS,
+            ),
+        )
+        for r in range(n)
+    ]
+    d.group("MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs)
+    members = list(range(n))
+    group = d.group(
+        "world", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI, members=members
+    )
+    return locs, d.comm("MPI_COMM_WORLD", group, None)
+
+
+def write_unfinished(anchor):
+    """A 2-rank archive whose rank 1 never reaches MPI_Finalize (its trace stops after an
+    MPI_Recv of 64 bytes from rank 0, 0.2 s late): an experiment imported from it is
+    partial, as a run that ended so."""
+    from otf2.enums import Paradigm, RegionRole
+
+    E = otf2.events
+    with otf2.writer.open(str(anchor.parent), archive_name=anchor.stem, timer_resolution=NS) as w:
+        d = w.definitions
+        reg = {
+            n: d.region(n, paradigm=Paradigm.MPI, region_role=RegionRole.FUNCTION)
+            for n in ("MPI_Init", "MPI_Send", "MPI_Recv", "MPI_Finalize")
+        }
+        locs, world = mpi_ranks(d, 2)
+        for r, loc in enumerate(locs):
+            m = w.event_writer_from_location(loc)
+            t = T_START
+            m(E.ProgramBegin(t, "app", []))
+            m(E.Enter(t, reg["MPI_Init"]))
+            m(E.Leave(t + 1000, reg["MPI_Init"]))
+            t += NS
+            if r == 0:
+                m(E.Enter(t + NS // 5, reg["MPI_Send"]))
+                m(E.MpiSend(t + NS // 5 + 10, 1, world, 7, 64))
+                m(E.Leave(t + NS // 5 + 1000, reg["MPI_Send"]))
+                m(E.Enter(t + NS, reg["MPI_Finalize"]))
+                m(E.Leave(t + NS + 100, reg["MPI_Finalize"]))
+                m(E.ProgramEnd(t + NS + 200, 0))
+            else:
+                m(E.Enter(t, reg["MPI_Recv"]))
+                m(E.MpiRecv(t + NS // 5 + 500, 0, world, 7, 64))
+                m(E.Leave(t + NS // 5 + 600, reg["MPI_Recv"]))
+
+
+def same_profile_as_derived(exp):
+    """The profile read from exp's profile.pwprof (what perfweave report reads) against
+    the one its traces give (interop/profile.py from_traces, what perfweave report
+    computed when reading an imported experiment before the import wrote it): every
+    array and list the same. Returns (read, derived)."""
+    from perfweave.interop.profile import from_traces
+    from perfweave.readers.experiment import open_experiment
+
+    derived = from_traces(exp)
+    read = open_experiment(exp).profile
+    for name in ("ranks", "sites", "frames", "hist", "counts"):
+        a, b = getattr(read, name), getattr(derived, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for name in ("functions", "families", "objects", "buildids", "hosts", "modules"):
+        assert getattr(read, name) == getattr(derived, name), name
+    for name in ("world_size", "hist_buckets", "counters", "partial"):
+        assert getattr(read, name) == getattr(derived, name), name
+    return read, derived
+
+
+@pytest.mark.parametrize("name", ["casita-10-ranks-tags", "pipit-ping-pong"])
+def test_import_writes_the_profile_of_its_traces(shared, tmp_path, name):
+    """perfweave import writes profile.pwprof: the profile of the traces it wrote, read
+    back as it was computed from them, with no note; reading it loads neither the exports
+    nor the analyses (tests/python/test_layers.py checks the imports)."""
+    exp = tmp_path / "exp"
+    pw_otf2.import_archive(shared / name / "traces.otf2", exp)
+    assert (exp / "profile.pwprof").is_file()
+    read, derived = same_profile_as_derived(exp)
+    calls, per_rank, _ = mpi_calls_in_archive(shared / name / "traces.otf2")
+    assert dict(zip(read.ranks["rank"].tolist(), read.ranks["mpi_calls"].tolist())) == dict(
+        per_rank
+    )
+    assert not read.partial and read.notes == derived.notes == []
+
+
+def test_import_of_an_unfinished_run_writes_a_partial_profile(tmp_path):
+    """A trace whose rank 1 never finalized: the profile written at import is partial and
+    carries what reading the trace noted; the report says what it said when it computed
+    the profile from the traces."""
+    anchor = tmp_path / "unfinished" / "traces.otf2"
+    write_unfinished(anchor)
+    exp = tmp_path / "exp"
+    pw_otf2.import_archive(anchor, exp)
+    read, derived = same_profile_as_derived(exp)
+    assert read.partial and read.ranks["state"].tolist() == [0, 1]
+    stopped = (
+        "rank 1: the run ended without MPI_Finalize on this rank (state no-finalize); its "
+        "trace stops there"
+    )
+    assert derived.notes == [stopped]
+    assert read.notes == [
+        stopped,
+        "partial: the run did not complete MPI_Finalize; each rank saved its own data "
+        "(rank states: complete, no-finalize)",
+    ]
+    rep = perfweave("report", "--json", exp)
+    assert rep.returncode == 0, rep.stderr
+    rep = json.loads(rep.stdout)
+    assert rep["state"] == "partial" and rep["notes"] == read.notes
+    per_rank = {p["rank"]: (p["state"], p["calls"]) for p in rep["mpi_profile"]["per_rank"]}
+    assert per_rank == {0: ("complete", 1), 1: ("no-finalize", 1)}
+
+
+def test_profile_of_damaged_traces_keeps_their_notes(shared, tmp_path):
+    """The profile file holds what reading damaged traces noted (records dropped): the
+    import's writer on an imported experiment whose rank 1 lost a record afterwards."""
+    from perfweave.interop import profile
+
+    exp = tmp_path / "exp"
+    pw_otf2.import_archive(shared / "pipit-ping-pong" / "traces.otf2", exp)
+    events = exp / "traces" / "rank-1.events"
+    rec = np.fromfile(events, EVENT_DTYPE)
+    rec["type"][np.flatnonzero(rec["type"] == T["CALL"])[1]] = 250  # no record type
+    rec.tofile(events)
+    profile.write(exp / "profile.pwprof", profile.from_traces(exp))
+    read, derived = same_profile_as_derived(exp)
+    dropped = "rank 1: 1 corrupt records dropped from rank-1.events"
+    assert dropped in derived.notes and read.notes == derived.notes
+
+
+def test_report_of_an_experiment_imported_without_a_profile(shared, tmp_path):
+    """An experiment imported by an older perfweave has no profile.pwprof: one line that
+    says how to import it again; perfweave analyze still reads its traces."""
+    anchor = shared / "pipit-ping-pong" / "traces.otf2"
+    exp = tmp_path / "exp"
+    pw_otf2.import_archive(anchor, exp)
+    (exp / "profile.pwprof").unlink()
+    line = one_error_line(perfweave("report", exp))
+    assert line == (
+        f"perfweave: error: {exp}: no profile.pwprof (imported by an older perfweave, or "
+        f"removed); for its report, import the trace again: perfweave import "
+        f"{anchor.resolve()} -o NEW"
+    )
+    assert analyze(exp)["counts"]["messages"] == 16
+
+
 def test_import_of_scorep_nonblocking_collectives(tmp_path):
     """Score-P 8 (OTF2 3) writes an MPI_I... collective as NonBlockingCollectiveRequest
     in its call and NonBlockingCollectiveComplete (what the collective was) in the call
@@ -1453,13 +1611,12 @@ def test_import_of_scorep_nonblocking_collectives(tmp_path):
     incomplete: 3 ranks start an MPI_Ibarrier at 0.1 s (rank 2 at 0.4 s) and wait for it
     from 0.2 s; ranks 0 and 1 wait 0.2 s each for rank 2; then an MPI_Iallreduce that
     rank 1 completes with MPI_Test, 100 bytes each way."""
-    from otf2.enums import GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+    from otf2.enums import Paradigm, RegionRole
 
     E = otf2.events
     anchor = tmp_path / "scorep" / "traces.otf2"
     with otf2.writer.open(str(anchor.parent), archive_name="traces", timer_resolution=NS) as w:
         d = w.definitions
-        node = d.system_tree_node("node0", class_name="node")
         reg = {
             n: d.region(n, paradigm=Paradigm.MPI, region_role=role)
             for n, role in (
@@ -1471,28 +1628,7 @@ def test_import_of_scorep_nonblocking_collectives(tmp_path):
                 ("MPI_Finalize", RegionRole.FUNCTION),
             )
         }
-        locs = [
-            d.location(
-                "Master thread",
-                type=LocationType.CPU_THREAD,
-                group=d.location_group(
-                    f"MPI Rank {r}",
-                    system_tree_parent=node,
-                    location_group_type=LocationGroupType.PROCESS,
-                ),
-            )
-            for r in range(3)
-        ]
-        d.group(
-            "MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs
-        )
-        world = d.comm(
-            "MPI_COMM_WORLD",
-            d.group(
-                "world", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI, members=[0, 1, 2]
-            ),
-            None,
-        )
+        locs, world = mpi_ranks(d, 3)
         for r, loc in enumerate(locs):
             m = w.event_writer_from_location(loc)
             t = T_START

@@ -4,6 +4,8 @@ included: they run too, only later), is an edge of LAYERS, LAYERS has no cycle, 
 part imports a private name (`_name`) of another."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "perfweave"
@@ -36,7 +38,7 @@ LAYERS = {
     "report": BASE | {"dtypes", "model", "readers", "analysis", "symbols"},
     "launch": BASE | {"options", "task_env", "writing", "readers"},
     "interop": BASE | {"dtypes", "clock", "model", "readers", "analysis", "symbols", "launch"},
-    "api": BASE | {"model", "readers", "analysis", "report", "symbols", "interop"},
+    "api": BASE | {"model", "readers", "analysis", "report", "symbols"},
     "cli": BASE
     | {"writing", "options", "papi", "sources", "launch", "readers", "analysis", "report"}
     | {"interop"},
@@ -166,6 +168,30 @@ def test_the_walk_sees_imports_inside_functions():
     }
     assert "perfweave.readers.kinds" in inside  # Experiment.__getattr__ imports it
     assert inside <= {m for m, _, _ in imports(f)}
+
+
+def test_reading_an_imported_experiment_runs_no_code_above_the_readers(tmp_path):
+    """The import graph holds what the readers import; this holds what they run: an
+    experiment that perfweave import wrote is read (its profile.pwprof) without loading
+    the exports or the analyses, which once computed its profile at read time through a
+    function handed to open_experiment."""
+    from perfweave.interop.otf2 import import_archive
+
+    anchor = PACKAGE.parents[1] / "tests" / "data" / "otf2" / "pipit-ping-pong" / "traces.otf2"
+    import_archive(anchor, tmp_path / "exp")
+    code = (
+        "import sys\n"
+        "from perfweave.readers.experiment import open_experiment\n"
+        "e = open_experiment(sys.argv[1])\n"
+        "assert len(e.profile.ranks) == 2 and len(e.profile.sites)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+        "(['perfweave', 'interop'], ['perfweave', 'analysis'])))\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "exp")], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "[]\n"
 
 
 def test_report_sections_draw_with_public_widgets():

@@ -58,7 +58,6 @@ def setup_parser(sub):
 
 def main(args):
     # numpy and the analysis load here, not when `perfweave run` starts
-    from perfweave.interop.profile import from_traces
     from perfweave.readers.experiment import open_experiment
     from perfweave.report import data as report_data
     from perfweave.report import text
@@ -68,7 +67,7 @@ def main(args):
         from perfweave.readers import mkl_verbose
 
         mkl = mkl_verbose.read(args.mkl_verbose)
-    exp = open_experiment(args.experiment, from_traces)
+    exp = open_experiment(args.experiment)
     if mkl is not None:
         exp.mkl_verbose = mkl  # for the math-library section (report/sections/mathlib.py)
     top = args.top or 20

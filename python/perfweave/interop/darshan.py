@@ -226,11 +226,10 @@ def export(exp, out=None, force=False):
     (default EXP/export/darshan.txt), each process without an MPI rank as a log of its own
     (darshan_logs), beside it as NAME.HOST.PID.txt (the first log to out when there is no
     MPI job). Returns a summary dict (path, paths, records, rows, seconds, notes)."""
-    from perfweave.interop.profile import from_traces
     from perfweave.readers.experiment import open_experiment
 
     t0 = time.perf_counter()
-    e = open_experiment(exp, from_traces)
+    e = open_experiment(exp)
     io = e.io
     if not io:
         raise PerfweaveError(f"{exp}: no I/O profile (perfweave run --io)")

@@ -1,22 +1,39 @@
-"""The MPI profile of an imported experiment, computed from its traces.
+"""The MPI profile of an imported experiment, computed from its traces and written as
+its profile.pwprof.
 
-`perfweave import` writes event traces only; `perfweave report` wants the profile that
-`perfweave run` writes at MPI_Finalize (docs/format.md, profile.pwprof). This builds that
-Profile from the records, rank by rank, with the runtime's conventions: one site per
-(rank, function) (an OTF2 trace has no call sites), bytes counted by the call that posts
-them (a send or receive request's size at MPI_Isend/MPI_Irecv, as the runtime's
-call_bytes does), `MPI_Init`/`MPI_Finalize` outside the MPI time, message-size buckets
-of max(sent, received) per call.
+An OTF2 trace has no profile; `perfweave report` wants the one that `perfweave run`
+writes at MPI_Finalize (docs/format.md, profile.pwprof). `perfweave import` builds it
+from the records it wrote (from_traces), rank by rank, with the runtime's conventions:
+one site per (rank, function) (an OTF2 trace has no call sites), bytes counted by the
+call that posts them (a send or receive request's size at MPI_Isend/MPI_Irecv, as the
+runtime's call_bytes does), `MPI_Init`/`MPI_Finalize` outside the MPI time,
+message-size buckets of max(sent, received) per call; and writes it (write) as the
+runtime's writer does, so that the readers read an imported experiment as a run's.
 """
+
+import json
 
 import numpy as np
 
-from perfweave._format import FAMILIES, HIST_BUCKETS as BUCKETS, HIST_FAMILY_MASK
+from perfweave._format import (
+    FAMILIES,
+    HIST_BUCKETS as BUCKETS,
+    HIST_FAMILY_MASK,
+    PROFILE_EVENTS_KEY,
+)
 from perfweave.analysis.mpi import BRACKET
 from perfweave.interop import family, load
 from perfweave.model.profile import STATES, Profile
 from perfweave.model.trace import T
-from perfweave.dtypes import FRAME_DTYPE, HIST_DTYPE, PROFILE_VERSION, RANK_DTYPE, SITE_DTYPE
+from perfweave.readers.profile import END_MARKER, MAGIC
+from perfweave.dtypes import (
+    COUNT_DTYPE,
+    FRAME_DTYPE,
+    HIST_DTYPE,
+    PROFILE_VERSION,
+    RANK_DTYPE,
+    SITE_DTYPE,
+)
 
 
 def bucket(size):
@@ -124,5 +141,56 @@ def from_traces(path):
         modules=[{"name": "mpi", "version": PROFILE_VERSION, "first": 0, "count": len(functions)}],
         world_size=X.world_size,
     )
+    # a rank that did not finalize makes the profile partial, as its own file would
+    p.partial = bool((p.ranks["state"] != 0).any())
     p.notes.extend(X.notes)
     return p
+
+
+def write(path, profile):
+    """Write profile as a profile file at path, in the layout runtime/core/writer.c
+    writes (docs/format.md, "Profile files"): the header line padded to a multiple of 64
+    bytes, the arrays back to back, the end marker. Its partial flag and its notes (what
+    reading the traces found: "notes", a key the runtime never writes) go in the header,
+    for the readers to show them."""
+    arrays = {
+        "ranks": profile.ranks.astype(RANK_DTYPE),
+        "sites": profile.sites.astype(SITE_DTYPE),
+        "frames": profile.frames.astype(FRAME_DTYPE),
+        "hist": profile.hist.astype(HIST_DTYPE),
+        "counts": profile.counts.astype(COUNT_DTYPE),
+    }
+    described, offset = {}, 0
+    for name, a in arrays.items():
+        described[name] = {
+            "offset": offset,
+            "count": len(a),
+            "itemsize": a.dtype.itemsize,
+            "dtype": [list(f) for f in a.dtype.descr],
+        }
+        offset += a.nbytes
+    header = {
+        "format": MAGIC,
+        "version": PROFILE_VERSION,
+        "partial": bool(profile.partial),
+        "world_size": int(profile.world_size),
+        "hist_buckets": int(profile.hist_buckets),
+        "hosts": list(profile.hosts),
+        "objects": list(profile.objects),
+        "buildids": list(profile.buildids),
+        "modules": list(profile.modules),
+        "functions": list(profile.functions),
+        "families": list(profile.families),
+        PROFILE_EVENTS_KEY: list(profile.counters),
+        "states": list(STATES),
+        "notes": list(profile.notes),
+        "arrays": described,
+        "data_bytes": offset,
+    }
+    line = json.dumps(header, separators=(",", ":")).encode()
+    line += b" " * (-(len(line) + 1) % 64) + b"\n"
+    with open(path, "wb") as f:
+        f.write(line)
+        for a in arrays.values():
+            f.write(a.tobytes())
+        f.write(END_MARKER)

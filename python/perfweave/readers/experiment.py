@@ -5,7 +5,9 @@ MPI_Finalize. When a run ended otherwise, each rank saved its own
 `partial/rank-R.pwprof`; processes that never initialised MPI saved
 `procs/HOST.PID.pwprof`; a process that ended without saving (SIGKILL) left its
 call-site tables, `tables/HOST.PID.pwtab` (readers/tables.py). All of them are merged
-here into one Profile.
+here into one Profile. An experiment of `perfweave import` holds the profile of its
+traces as profile.pwprof, partial when a rank did not finalize, with the notes reading
+the traces made (interop/profile.py writes it).
 """
 
 import os
@@ -209,11 +211,8 @@ def merge(files):
     )
 
 
-def open_experiment(path, profile_of_traces=None):
-    """The experiment directory path as an Experiment. profile_of_traces(path): the
-    Profile of an experiment whose event traces are its only data (perfweave import's),
-    given by a layer above the readers (interop.profile.from_traces); without it such an
-    experiment is an error."""
+def open_experiment(path):
+    """The experiment directory path as an Experiment."""
     path = Path(path)
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
@@ -233,8 +232,10 @@ def open_experiment(path, profile_of_traces=None):
                 warnings.append(f"skipped {e}")
         return out
 
+    reduced_header = None
     if os.path.lexists(reduced):  # a damaged one (a dangling link...) is an error
         files = [read_profile(reduced)]
+        reduced_header = files[0].header
         partial = False
         if partial_files:
             warnings.append(
@@ -274,16 +275,26 @@ def open_experiment(path, profile_of_traces=None):
         processes = merge(procs)
     if files:
         profile = merge(files)
+        if reduced_header is not None:
+            # perfweave import's profile of a trace: partial when a rank did not
+            # finalize, with what reading the trace noted (the runtime's: false, none)
+            partial = reduced_header.get("partial", False)
+            profile.notes.extend(reduced_header.get("notes", []))
     elif processes is not None and not partial_files and meta.get("state") != "empty":
         # a program without MPI: its process rows are the profile (in an MPI run that
         # perfweave run found empty, they are the launch's helpers: no profile)
         profile, processes, partial = processes, None, False
         bad = profile.ranks["state"] != 0
         partial = bool(bad.any())
-    elif meta.get("imported_from") and (path / "traces").is_dir() and profile_of_traces:
-        # perfweave import writes traces only: the profile comes from them
-        profile = profile_of_traces(path)
-        partial = bool((profile.ranks["state"] != 0).any())
+    elif meta.get("imported_from"):
+        # perfweave import wrote traces only before it wrote their profile; computing it
+        # here would make the readers depend on the exports (interop), and an empty
+        # report would say MPI was not used: the user imports the trace again
+        raise PerfweaveError(
+            f"{path}: no profile.pwprof (imported by an older perfweave, or removed); for "
+            f"its report, import the trace again: perfweave import {meta['imported_from']} "
+            "-o NEW"
+        )
     else:
         state = meta.get("state")
         lost = [u for u in unwritten if u["file"].endswith(".pwprof")]

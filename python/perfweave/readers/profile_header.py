@@ -20,6 +20,7 @@ HEADER_SCHEMA = {
     "data_bytes": int,
     "counters": [str],
     "states": [str],
+    "notes": [str],  # perfweave import's: what reading the trace found (partial, damage)
     "arrays": {},
 }
 

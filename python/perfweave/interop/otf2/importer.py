@@ -3,7 +3,8 @@ export) into an experiment that `perfweave analyze` reads. _Importer reads the
 archive's definitions (ranks and threads of its locations, regions, communicators,
 windows, groups, perfweave's attributes) and all its events (collector.Collector), makes
 each location's records (records.thread_records) and each rank's description, and writes
-the experiment directory."""
+the experiment directory: its traces, experiment.json and the profile of those traces
+(interop/profile.py)."""
 
 import datetime as _dt
 import json
@@ -17,7 +18,7 @@ import numpy as np
 
 from perfweave import __version__
 from perfweave.errors import PerfweaveError
-from perfweave.interop import FLUSH_REGION, family
+from perfweave.interop import FLUSH_REGION, family, profile
 from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_table
 from perfweave.interop.otf2.library import (
     enum_value,
@@ -557,12 +558,18 @@ class _Importer:
                 rec.tofile(traces / f"rank-{r}.events")
                 (traces / f"rank-{r}.json").write_text(json.dumps(self.meta[r]))
             (tmp / "experiment.json").write_text(json.dumps(self._experiment(), indent=1) + "\n")
+            # the profile of the records as written, so that reading the experiment
+            # derives nothing (readers/experiment.py reads it as a run's)
+            profile.write(tmp / "profile.pwprof", profile.from_traces(tmp))
             if out.is_dir():
                 out.rmdir()
             os.replace(tmp, out)
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise PerfweaveError(f"{out}: cannot write: {e.strerror or e}") from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
     def _experiment(self):
         now = time.time()

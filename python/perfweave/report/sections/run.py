@@ -47,7 +47,7 @@ class Run(Section):
         }
         if meta.get("imported_from"):
             # perfweave import: where its trace came from (its profile was computed from
-            # the trace, interop/profile.py)
+            # the trace at import, interop/profile.py)
             imp = meta.get("import") or {}
             out["imported"] = {
                 "from": meta["imported_from"],
