@@ -1,4 +1,5 @@
-/* The formatting loop of perfweave's Chrome trace export (python/perfweave/interop/chrome.py).
+/* The formatting loop of perfweave's Chrome trace export
+ * (python/perfweave/interop/chrome/formatting.py).
  *
  * Python describes each kind of JSON event once, as a layout: a list of parts (literal
  * text, a name from a table of JSON strings, a decimal integer, 16 hex digits, a time in
@@ -14,7 +15,8 @@
 
 #define PW_EXPORT __attribute__((visibility("default")))
 
-/* Part kinds: the order of the _LIT.. constants in chrome.py, which checks pw_json_kinds(). */
+/* Part kinds: the order of the _LIT.. constants in interop/chrome/formatting.py, which
+ * checks pw_json_kinds(). */
 enum { P_LIT, P_NAME, P_INT, P_HEX, P_US, P_COUNT };
 
 /* One part of a layout. data: the literal (P_LIT, len bytes), the table's bytes (P_NAME,

@@ -415,7 +415,7 @@ def io_names(fns, text):
             names.append(name)
     return py_table(
         "runtime/io/gen_io.py from io.spec",
-        "The names of I/O functions (analysis/samples.py's classification).",
+        "The names of I/O functions (analysis/samples/names.py's classification).",
         {"NAMES": frozenset(names)},
     )
 
