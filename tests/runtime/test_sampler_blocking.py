@@ -266,7 +266,8 @@ def race(build, run_pw, verb, bare_calls, calls, modes):
         measured += 1
         for counts, stderr in ((want[mode], ref.stderr), (got[mode], r.proc.stderr)):
             # lost: the race; bad: what the program saw differs (stderr says which)
-            assert counts["lost"] == counts["bad"] == 0, (mode, counts, stderr[-3000:])
+            told = [ln for ln in stderr.splitlines() if ln.startswith(("LOST ", "BAD "))]
+            assert counts["lost"] == counts["bad"] == 0, "\n".join([f"{mode} {counts}", *told])
             # the excuses are rare, or the test would prove little
             assert counts["early"] + counts["late"] + counts["before"] <= 0.02 * counts["n"]
         assert got[mode]["outcome"] == want[mode]["outcome"], (mode, got[mode], want[mode])
