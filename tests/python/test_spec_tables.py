@@ -145,14 +145,19 @@ def test_math_names_hold_the_spec_and_its_sections():
         assert is_math_function(name) and served_routine(name) == routine, name
 
 
-def _mathlib_generator():
+def _load_generator(part):
+    """runtime/PART/gen_wrappers.py as a module (the generators are scripts, not a package)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[2] / "runtime" / "mathlib" / "gen_wrappers.py"
-    loader = importlib.util.spec_from_file_location("pw_gen_mathlib", path)
-    gen = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(gen)
-    return gen
+    path = Path(__file__).resolve().parents[2] / "runtime" / part / "gen_wrappers.py"
+    spec = importlib.util.spec_from_file_location(f"pw_gen_{part}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _mathlib_generator():
+    return _load_generator("mathlib")
 
 
 MINI = """blas1 call 2*n 8*n   void ?axpy_(const int *n:d, const void *x) [f p=dz]
@@ -289,10 +294,4 @@ def test_otf2_events_are_numbered_as_the_export_was():
 
 
 def _generator():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "runtime" / "mpi" / "gen_wrappers.py"
-    spec = importlib.util.spec_from_file_location("pw_gen_wrappers_otf2", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _load_generator("mpi")
