@@ -119,6 +119,11 @@ OTF2_RMA_OPS = {
 }
 
 
+# A function's part in one-sided communication beyond its kind ([rma=ROLE]; the OTF2
+# export's lock and unlock events and its regions' roles), with the kind it belongs to
+RMA_ROLES = {"lock": "winsync", "unlock": "winsync", "allocate": "win"}
+
+
 def otf2_collective_op(kind):
     return kind.removeprefix("neighbor_").upper()
 
@@ -293,6 +298,7 @@ class Function:
     line: int = 0
     mpi4: bool = False  # only where mpi.h is MPI-4 (the _c large-count forms)
     pattern: str = ""  # its pattern role (PATTERN_ROLES)
+    rma: str = ""  # its one-sided role (RMA_ROLES)
 
     @property
     def lower(self):
@@ -338,6 +344,10 @@ def parse(text):
                 fn.fortran = False  # the table's entry is a C name only (see source())
             elif flag.startswith("pattern="):
                 fn.pattern = flag.partition("=")[2]
+            elif flag.startswith("rma="):
+                fn.rma = flag.partition("=")[2]
+                if RMA_ROLES.get(fn.rma) != kind:
+                    raise SpecError(f"line {lineno}: {name}: '{flag}' is no role of kind '{kind}'")
             else:
                 raise SpecError(f"line {lineno}: unknown flag '{flag}'")
         if not fn.pattern:
@@ -841,9 +851,11 @@ def posts_request(fn):
 def table(functions, classified, events=None):
     """perfweave/_mpi.py: FUNCTIONS {name: (family, kind, pattern role, blocking twin)} of
     the wrapped functions (kind "" for those listed for classification only), and the
-    pattern roles with their time category and family; the synchronous sends and the
-    calls that post a request; per collective and one-sided communication its OTF2
-    operation, and the OTF2 events of the spec's section 'otf2' (events)."""
+    pattern roles with their time category and family; the synchronous sends, the
+    calls that post a request, those that lock and unlock a window (passive target) and
+    those that create a window on memory they allocate ([rma=ROLE]); per collective and
+    one-sided communication its OTF2 operation, and the OTF2 events of the spec's section
+    'otf2' (events)."""
     kinds = {f.name: f.kind for f in functions}
     rows = {}
     for f in functions:
@@ -857,14 +869,18 @@ def table(functions, classified, events=None):
     return py_table(
         "runtime/mpi/gen_wrappers.py from mpi.spec",
         "What each MPI function is: family, kind, pattern role, blocking twin; the\n"
-        "synchronous sends, the calls that post a request; what OTF2 calls the operations\n"
-        "of collectives and one-sided communications, and the OTF2 events the export\n"
-        "writes: {event: (writer function, arguments after the time)}, numbered in order.",
+        "synchronous sends, the calls that post a request, lock or unlock a window or\n"
+        "create one on memory they allocate; what OTF2 calls the operations of collectives\n"
+        "and one-sided communications, and the OTF2 events the export writes:\n"
+        "{event: (writer function, arguments after the time)}, numbered in order.",
         {
             "PATTERN_ROLES": {r: cf for r, cf in PATTERN_ROLES.items()},
             "FUNCTIONS": rows,
             "SYNCHRONOUS": frozenset(f.name for f in functions if synchronous(f)),
             "POSTS_REQUEST": frozenset(f.name for f in functions if posts_request(f)),
+            "LOCKS_WINDOW": frozenset(f.name for f in functions if f.rma == "lock"),
+            "UNLOCKS_WINDOW": frozenset(f.name for f in functions if f.rma == "unlock"),
+            "ALLOCATES_WINDOW": frozenset(f.name for f in functions if f.rma == "allocate"),
             "OTF2_COLLECTIVE_OPS": {
                 f.name: otf2_collective_op(f.kind) for f in functions if f.family == "coll"
             },

@@ -256,6 +256,30 @@ def test_otf2_tables():
         gen.parse_otf2_events("section otf2\nENTER Enter 1\nENTER Leave 1\n")
 
 
+def test_rma_roles():
+    """[rma=ROLE]: the calls that lock and unlock a window and those that create one on
+    memory they allocate; a role belongs to one kind."""
+    win = (
+        "int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm:comm, "
+        "void *baseptr, MPI_Win *win:newwin)"
+    )
+    lock = "int MPI_Win_lock(int lock_type:tag, int rank:target, int assert, MPI_Win win:win)"
+    unlock = "int MPI_Win_unlock_all(MPI_Win win:win)"
+    spec = (
+        f"rma win {win}  [rma=allocate]\nsync winsync {lock}  [rma=lock]\n"
+        f"sync winsync {unlock}  [rma=unlock]\n"
+    )
+    table = {}
+    exec(gen.generate(spec)["_mpi.py"], table)
+    assert table["LOCKS_WINDOW"] == {"MPI_Win_lock"}
+    assert table["UNLOCKS_WINDOW"] == {"MPI_Win_unlock_all"}
+    assert table["ALLOCATES_WINDOW"] == {"MPI_Win_allocate"}
+    with pytest.raises(gen.SpecError, match="line 1: MPI_Win_lock: 'rma=allocate' is no role"):
+        gen.parse(f"sync winsync {lock}  [rma=allocate]\n")
+    with pytest.raises(gen.SpecError, match="'rma=bogus' is no role of kind 'win'"):
+        gen.parse(f"rma win {win}  [rma=bogus]\n")
+
+
 def test_pattern_role_errors():
     with pytest.raises(gen.SpecError, match="unknown pattern role 'bogus'"):
         gen.parse("p2p send " + SEND + "  [pattern=bogus]\n")

@@ -218,6 +218,15 @@ OLD_PUTS, OLD_GETS = {"MPI_Put", "MPI_Rput"}, {"MPI_Get", "MPI_Rget"}
 OLD_SSEND, OLD_ISSEND = {"MPI_Ssend"}, {"MPI_Issend"}
 OLD_START = {"MPI_Start", "MPI_Startall"}
 OLD_RMA_REQ = {"MPI_Rput", "MPI_Rget", "MPI_Raccumulate", "MPI_Rget_accumulate"}
+# otf2/columns.py's lock and unlock calls of passive-target epochs and otf2/mapping.py's
+# window creations that allocate memory (region role ALLOCATE)
+OLD_LOCKS = {"MPI_Win_lock", "MPI_Win_lock_all"}
+OLD_UNLOCKS = {"MPI_Win_unlock", "MPI_Win_unlock_all"}
+OLD_ALLOCATES = {"MPI_Win_allocate", "MPI_Win_allocate_shared"}
+# model/profile.py's calls that bracket the application's time; the OTF2 import's
+# initialisations and finalisation
+OLD_BRACKET = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+OLD_INIT, OLD_FINI = {"MPI_Init", "MPI_Init_thread"}, {"MPI_Finalize"}
 # otf2/calls.py's and runtime/interop/otf2_bulk.c's event kinds, in their order, with
 # the OTF2 writer function of each and its number of arguments after the time
 OLD_EVENTS = [
@@ -275,6 +284,27 @@ def test_implied_flags_are_what_the_lists_said():
     nbcoll = [n for n, t in zip(ALL_NAMES, traits["nbcoll"]) if t]
     assert len(nbcoll) == 22 and all(n.startswith("MPI_I") for n in nbcoll)
     assert not any(v[-1] for v in traits.values())  # an unknown function implies nothing
+
+
+class _RoleNames:
+    """OTF2's RegionRole as the names of its members (region_role without the otf2 module)."""
+
+    def __getattr__(self, name):
+        return name
+
+
+def test_rma_roles_and_brackets_are_what_the_lists_said():
+    from types import SimpleNamespace
+
+    from perfweave.model.profile import BRACKET
+
+    assert (_mpi.LOCKS_WINDOW, _mpi.UNLOCKS_WINDOW) == (OLD_LOCKS, OLD_UNLOCKS)
+    fake = SimpleNamespace(RegionRole=_RoleNames())
+    allocate = {n for n in ALL_NAMES if mapping.region_role(fake, n) == "ALLOCATE"}
+    assert allocate == _mpi.ALLOCATES_WINDOW == OLD_ALLOCATES
+    assert BRACKET == OLD_BRACKET
+    assert {n for n in ALL_NAMES if mapping.mpi_kind(n) == "init"} == OLD_INIT
+    assert {n for n in ALL_NAMES if mapping.mpi_kind(n) == "finalize"} == OLD_FINI
 
 
 def test_otf2_events_are_numbered_as_the_export_was():

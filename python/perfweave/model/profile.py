@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfweave._format import HIST_BUCKETS, STATES  # STATES: how ranks ended, by number
+from perfweave._mpi import FUNCTIONS
 
 
-# MPI calls that bracket the application's time rather than belong to it
-BRACKET = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+# MPI calls that bracket the application's time rather than belong to it (mpi.spec's
+# kinds init and finalize)
+BRACKET = tuple(n for n, f in FUNCTIONS.items() if f[1] in ("init", "finalize"))
 
 
 def state_name(state):

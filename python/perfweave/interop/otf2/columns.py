@@ -9,6 +9,7 @@ import collections
 
 import numpy as np
 
+from perfweave._mpi import LOCKS_WINDOW, UNLOCKS_WINDOW
 from perfweave.errors import PerfweaveError
 from perfweave.interop import SUB, last_index, pair_regions, region_names
 from perfweave.interop.otf2.calls import K
@@ -244,8 +245,8 @@ def _rank_tables(ex, rt):
         ),
         put=per_name(lambda nm: rma_op(nm) == "PUT", False, bool),
         get=per_name(lambda nm: rma_op(nm) == "GET", False, bool),
-        lock=per_name(lambda nm: nm in ("MPI_Win_lock", "MPI_Win_lock_all"), False, bool),
-        unlock=per_name(lambda nm: nm in ("MPI_Win_unlock", "MPI_Win_unlock_all"), False, bool),
+        lock=per_name(lambda nm: nm in LOCKS_WINDOW, False, bool),
+        unlock=per_name(lambda nm: nm in UNLOCKS_WINDOW, False, bool),
         roles=[classify(nm)[1] for nm in names],
         comm_ref=np.array([ex.comms[k]._ref for k in keys] + [ex.world_comm._ref], np.uint64),
         look=_Lookup([c.get("ranks", []) for c in rt.meta.get("comms", [])], ex.X.world_size),

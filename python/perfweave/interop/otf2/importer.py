@@ -27,7 +27,7 @@ from perfweave.interop.otf2.library import (
     need_otf2,
     why,
 )
-from perfweave.interop.otf2.mapping import NS
+from perfweave.interop.otf2.mapping import NS, mpi_kind
 from perfweave.interop.otf2.records import thread_records
 from perfweave.clock import to_ns
 from perfweave.dtypes import EVENT_DTYPE, TRACE_VERSION
@@ -388,9 +388,10 @@ class _Importer:
         self.reg_kind = {r: kind[r] for r in regs}
         self.reg_fn = {r: fidx[name(r)] for r in regs if kind[r] == 1}
         self.reg_user = {r: ridx[name(r)] for r in regs if kind[r] == 0}
-        init = [fidx[f] for f in ("MPI_Init", "MPI_Init_thread") if f in fidx]
-        self.init_fns = np.array(init, np.int64)
-        self.fini_fns = np.array([fidx["MPI_Finalize"]] if "MPI_Finalize" in fidx else [], np.int64)
+        self.init_fns = np.array([i for f, i in fidx.items() if mpi_kind(f) == "init"], np.int64)
+        self.fini_fns = np.array(
+            [i for f, i in fidx.items() if mpi_kind(f) == "finalize"], np.int64
+        )
 
     def _comms(self):
         """Each rank's communicators: those it is a member of, numbered as perfweave

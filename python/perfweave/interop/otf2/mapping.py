@@ -7,7 +7,7 @@ which an import folds into the window's record. What maps to what is in docs/int
 
 import numpy as np
 
-from perfweave._mpi import FUNCTIONS, OTF2_COLLECTIVE_OPS, OTF2_RMA_OPS
+from perfweave._mpi import ALLOCATES_WINDOW, FUNCTIONS, OTF2_COLLECTIVE_OPS, OTF2_RMA_OPS
 from perfweave.interop import family
 from perfweave.model.trace import classify
 
@@ -114,7 +114,7 @@ def region_role(otf2, name):
         return R.FILE_IO
     if cat == "mgmt_file":
         return R.FILE_IO_METADATA
-    if name in ("MPI_Win_allocate", "MPI_Win_allocate_shared"):
+    if name in ALLOCATES_WINDOW:
         return R.ALLOCATE
     return R.FUNCTION
 
