@@ -7,12 +7,35 @@ quota, I/O error) leaves instead an empty mark at the top of the experiment,
 `unwritten.REL.ERR`: REL is the file's path in the experiment with `%` and `/` written
 `%25` and `%2F`, ERR the errno's name. An empty file needs no data block, so the mark
 can be made when the data could not.
+
+An experiment's directory is named perfweave-...-DATE-TIME unless the user names it
+(experiment_name: `perfweave run`'s and `perfweave import`'s default).
 """
 
 import errno
 import os
+import time
 
 MARK_PREFIX = "unwritten."
+
+
+def experiment_name(*parts, now=None):
+    """perfweave-PART...-YYYYmmdd-HHMMSS, with -N added where that names something
+    already (N the first that does not), relative to the working directory: the default
+    name of a new experiment directory. A character of a part that is not an ASCII
+    letter or digit or one of _.+- becomes _; now: a datetime (the present, local time,
+    by default; time, not datetime, on the launch path)."""
+    stamp = now.strftime("%Y%m%d-%H%M%S") if now else time.strftime("%Y%m%d-%H%M%S")
+    safe = (
+        "".join(c if c.isascii() and (c.isalnum() or c in "_.+-") else "_" for c in p)
+        for p in parts
+    )
+    base = "-".join(["perfweave", *safe, stamp])
+    candidate, k = base, 1
+    while os.path.exists(candidate):
+        candidate = f"{base}-{k}"
+        k += 1
+    return candidate
 
 
 def write_atomic(path, data):

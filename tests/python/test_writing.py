@@ -1,7 +1,9 @@
 """perfweave.writing: the marks of files that could not be written, as the runtime
 (runtime/core/writer.c, pw_file_failed) and perfweave run make them."""
 
+import datetime
 import json
+import re
 
 import pytest
 
@@ -68,3 +70,24 @@ def test_write_atomic_leaves_nothing_on_failure(tmp_path):
     with pytest.raises(OSError):
         writing.write_atomic(blocked, b"data")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "experiment.json"]
+
+
+def test_experiment_names_of_run_and_import(tmp_path, monkeypatch):
+    """perfweave run's and perfweave import's default directory names: one rule, -N for
+    a name already taken, characters outside [A-Za-z0-9_.+-] written _."""
+    from perfweave.cli.import_ import default_name
+    from perfweave.launch.run import default_experiment_name
+
+    monkeypatch.chdir(tmp_path)
+    when = datetime.datetime(2024, 5, 6, 7, 8, 9)
+    assert (
+        writing.experiment_name("a b/\u00e9", "4p", now=when)
+        == "perfweave-a_b__-4p-20240506-070809"
+    )
+    (tmp_path / "perfweave-x-20240506-070809").mkdir()
+    (tmp_path / "perfweave-x-20240506-070809-1").touch()
+    assert writing.experiment_name("x", now=when) == "perfweave-x-20240506-070809-2"
+    run = default_experiment_name(["mpirun", "./my prog"], "./my prog", when, ranks=4)
+    assert run == "perfweave-my_prog-4p-20240506-070809"
+    for archive in (tmp_path / "my trace" / "traces.otf2", tmp_path / "my trace"):
+        assert re.fullmatch(r"perfweave-import-my_trace-\d{8}-\d{6}", default_name(archive))

@@ -1,9 +1,8 @@
 """perfweave import: an OTF2 trace (Score-P's, or perfweave export's) as an experiment."""
 
-import datetime as _dt
-import os
-import re
 from pathlib import Path
+
+from perfweave import writing
 
 
 def setup_parser(sub):
@@ -29,15 +28,11 @@ def setup_parser(sub):
 
 
 def default_name(archive):
+    """perfweave-import-<archive's name>-<date>-<time>[-N]."""
     p = Path(archive).resolve()
-    base = p.parent.name if p.suffix == ".otf2" else p.name
-    base = re.sub(r"[^A-Za-z0-9_.+-]", "_", base) or "otf2"
-    name = f"perfweave-import-{base}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
-    candidate, k = name, 1
-    while os.path.exists(candidate):
-        candidate = f"{name}-{k}"
-        k += 1
-    return candidate
+    return writing.experiment_name(
+        "import", (p.parent.name if p.suffix == ".otf2" else p.name) or "otf2"
+    )
 
 
 def main(args):

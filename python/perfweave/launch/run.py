@@ -39,17 +39,9 @@ def check_flavor(requested, available):
 def default_experiment_name(command, program, now=None, ranks=FROM_COMMAND):
     """perfweave-<program>-<ranks>p-<date>-<time>[-N]; ranks: the command's rank_count;
     now: a datetime (the present by default)."""
-    stamp = now.strftime("%Y%m%d-%H%M%S") if now else time.strftime("%Y%m%d-%H%M%S")
-    name = os.path.basename(program or command[0]) or "run"
-    name = "".join(c if c.isascii() and (c.isalnum() or c in "_.+-") else "_" for c in name)
     n = rank_count(command) if ranks is FROM_COMMAND else ranks
-    parts = ["perfweave", name] + ([f"{n}p"] if n else []) + [stamp]
-    base = "-".join(parts)
-    candidate, k = base, 1
-    while os.path.exists(candidate):
-        candidate = f"{base}-{k}"
-        k += 1
-    return candidate
+    name = os.path.basename(program or command[0]) or "run"
+    return writing.experiment_name(name, *([f"{n}p"] if n else []), now=now)
 
 
 def iso_time(t):
