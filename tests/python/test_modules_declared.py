@@ -127,3 +127,20 @@ def test_the_example_module_is_its_files_and_its_registrations():
     expected = EXAMPLE_FILES | set(EXAMPLE_REGISTRATIONS)
     expected.discard("python/perfweave/options.json")  # not code: its entry is checked above
     assert named == expected, named ^ expected
+
+
+def test_a_modules_reader_kind_has_its_files_and_its_section():
+    """Registrations 3 and 4 of a module (readers/kinds.py, report/sections SECTIONS) go
+    together: a reader kind named after a module of modules.def reads a directory the
+    module's format header declares, and the report has a section of that name."""
+    from perfweave.readers.kinds import KINDS
+    from perfweave.report.sections import SECTIONS
+
+    modules = set(_modules_def())
+    sections = {s.name for s in SECTIONS}
+    named = [k for k in KINDS.values() if k.name in modules]
+    assert {k.name for k in named} >= {"example", "samples", "mathlib", "io"}
+    for k in named:
+        dirs = {f.directory for f in _format.FILES.values() if f.kind.startswith(k.name)}
+        assert k.directory in dirs, (k.name, k.directory, dirs)
+        assert k.name in sections, k.name
