@@ -14,6 +14,7 @@ raises perfweave.errors.NoData (one line saying what is missing and which option
 `perfweave run` records it)."""
 
 import importlib
+import importlib.util
 import os
 
 import numpy as np
@@ -251,18 +252,18 @@ class Experiment:
 
     # ---- every module's tables, one path -------------------------------------------------
     def _result(self, kind):
-        """The typed result of kind's analysis (_RESULTS), computed once."""
-        if kind not in _RESULTS:
+        """The typed result of kind's analysis (_analysis), computed once."""
+        analysis = _analysis(kind)
+        if analysis is None:
+            with_tables = sorted(k for k in _kinds() if _analysis(k) is not None)
             raise PerfweaveError(
-                f"no tables of {kind!r} (kinds with tables: {', '.join(sorted(_RESULTS))})"
+                f"no tables of {kind!r} (kinds with tables: {', '.join(with_tables)})"
             )
         key = ("result", kind)
         if key not in self._cache:
-            module, records = _RESULTS[kind]
             data = getattr(self._exp, kind)
             if not data:
-                raise NoData(f"{self.path}: no {kind} data ({records})")
-            analysis = importlib.import_module(f"perfweave.analysis.{module}")
+                raise NoData(f"{self.path}: no {kind} data ({analysis.RECORDED_BY})")
             self._cache[key] = analysis.analyze(data)
         return self._cache[key]
 
@@ -320,12 +321,21 @@ class Experiment:
         return pd.concat(frames, ignore_index=True)
 
 
-# The module data with tables (table()): kind (readers/kinds.py) -> (its analysis module,
-# analysis/MODULE.py, whose analyze(model) returns a typed result with numpy tables; what
-# records the data, for NoData). A module with tables adds one entry.
-_RESULTS = {
-    "mathlib": ("mathlib", "`perfweave run` records BLAS, LAPACK and FFTW calls by default"),
-    "io": ("io", "record it with `perfweave run --io`"),
-}
+def _kinds():
+    from perfweave.readers.kinds import KINDS
+
+    return KINDS
+
+
+def _analysis(kind):
+    """The analysis of the module data `kind` (readers/kinds.py) that gives table() its
+    tables: analysis/KIND.py, when it declares RECORDED_BY (what records the data, for
+    NoData) beside its analyze(model), which returns a typed result with numpy tables;
+    else None. A module's analysis offers its tables so, in its own file."""
+    if kind not in _kinds() or importlib.util.find_spec(f"perfweave.analysis.{kind}") is None:
+        return None
+    analysis = importlib.import_module(f"perfweave.analysis.{kind}")
+    return analysis if hasattr(analysis, "RECORDED_BY") else None
+
 
 __all__ = ["open", "Experiment", "NoData"]

@@ -33,6 +33,13 @@
  * of one goes through a hook that module offers, declared in that module's header and
  * found once in start (PW_HOOK_FIND; docs/architecture.md "Hooks between modules"), as
  * samples.c finds the counters module's pw_counters_read_events. It needs none.
+ *
+ * A new module copies this file and the example's other six (example.h,
+ * include/perfweave/format/example.h, and python/perfweave/{model,readers,analysis,
+ * report/sections}/example.py), replacing example, Example, EXAMPLE and the wrapped
+ * function (its name is in function_names and the wrapper only), and registers itself in
+ * modules.def, options.json, readers/kinds.py and report/sections/__init__.py: the list
+ * and every step are docs/architecture.md "Adding a module"; nothing else is edited.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -156,7 +163,7 @@ static int dump(int state, int in_signal)
     pw_json j;
     pw_buf_json_head(&j, &b, PW_EXAMPLE_MAGIC, PW_EXAMPLE_VERSION);
     pw_json_str(&j, "state", pw_state_name(state));
-    pw_json_str(&j, "function", "sched_yield");
+    pw_json_str(&j, "function", function_names[0]);
     put_totals(&j, &t);
     pw_json_end(&j);          /* the closing brace, a newline */
     pw_buf_to_file(&b, path); /* whole or not at all; a failure is marked */
@@ -197,7 +204,7 @@ static int reduce(const pw_job *job)
         pw_json_int(&j, "version", PW_EXAMPLE_VERSION);
         pw_json_int(&j, "ranks", job->size);
         pw_json_int(&j, "reported", reported);
-        pw_json_str(&j, "function", "sched_yield");
+        pw_json_str(&j, "function", function_names[0]);
         put_totals(&j, &all_ranks);
         pw_json_end(&j);
         if (pw_experiment_path(path, sizeof path, "example/job.json") == 0)

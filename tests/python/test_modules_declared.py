@@ -3,6 +3,7 @@ sources from there (CMakeLists.txt), and options.json says which module owns eac
 These checks keep the declarations whole: an option no module of the list (nor the core)
 owns, or a module source the build would not compile, fails here."""
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -50,3 +51,96 @@ def test_every_module_source_is_built():
     on_disk = {p.name for p in (ROOT / "runtime/modules").glob("*.c")}
     assert on_disk == listed | flavour, on_disk ^ (listed | flavour)
     assert not flavour & listed  # no second list of the modules' sources
+
+
+# The example module's own files (docs/architecture.md "Adding a module": what a new
+# module copies) and the registrations the walkthrough names, each one entry.
+EXAMPLE_FILES = {
+    "runtime/modules/example.c",
+    "runtime/modules/example.h",
+    "include/perfweave/format/example.h",
+    "python/perfweave/model/example.py",
+    "python/perfweave/readers/example.py",
+    "python/perfweave/analysis/example.py",
+    "python/perfweave/report/sections/example.py",
+}
+EXAMPLE_REGISTRATIONS = {
+    "runtime/modules/modules.def": r'^PW_MODULE\(example, "example\.c"\)',
+    "python/perfweave/options.json": r'\{"name": "example", "module": "example",',
+    "python/perfweave/readers/kinds.py": r'Kind\(\s*"example",',
+    "python/perfweave/report/sections/__init__.py": r"^    example\.SECTION,",
+}
+
+
+def _code_words(path):
+    """The words of a source file's code: C, CMake and Make with their comments removed;
+    Python's names and its strings that are not docstrings (ast)."""
+    text = path.read_text(errors="replace")
+    if path.suffix == ".py":
+        tree = ast.parse(text)
+        docs = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)
+        }
+        parts = []
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name):
+                parts.append(n.id)
+            elif isinstance(n, ast.Attribute):
+                parts.append(n.attr)
+            elif isinstance(n, ast.alias):
+                parts.append(n.name)
+            elif isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+                parts.append(n.name)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+                parts.append(n.value)
+        return " ".join(parts)
+    if path.suffix in (".c", ".h", ".def"):
+        return re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+    return re.sub(r"#[^\n]*", " ", text)
+
+
+def test_the_example_module_is_its_files_and_its_registrations():
+    """The Done-when of issue 32: a module is added by copying the example and touching
+    only the places docs/architecture.md names. The example's name is in the code of its
+    own files and of the four registrations, nowhere else (a special case elsewhere would
+    be one more step the walkthrough does not say), and each registration is there."""
+    for rel, pattern in EXAMPLE_REGISTRATIONS.items():
+        assert re.search(pattern, (ROOT / rel).read_text(), re.M), (rel, pattern)
+    assert all((ROOT / f).is_file() for f in EXAMPLE_FILES)
+    sources = [ROOT / "CMakeLists.txt", ROOT / "Makefile"]
+    for top, globs in (
+        ("runtime", ("*.c", "*.h", "*.def", "*.py")),
+        ("include", ("*.h",)),
+        ("python/perfweave", ("*.py",)),
+    ):
+        sources += [p for g in globs for p in (ROOT / top).rglob(g)]
+    named = {
+        str(p.relative_to(ROOT))
+        for p in sources
+        if re.search(r"\bexample\b|_example\b|\bExample|\bPW_EXAMPLE_", _code_words(p))
+    }
+    expected = EXAMPLE_FILES | set(EXAMPLE_REGISTRATIONS)
+    expected.discard("python/perfweave/options.json")  # not code: its entry is checked above
+    assert named == expected, named ^ expected
+
+
+def test_a_modules_reader_kind_has_its_files_and_its_section():
+    """Registrations 3 and 4 of a module (readers/kinds.py, report/sections SECTIONS) go
+    together: a reader kind named after a module of modules.def reads a directory the
+    module's format header declares, and the report has a section of that name."""
+    from perfweave.readers.kinds import KINDS
+    from perfweave.report.sections import SECTIONS
+
+    modules = set(_modules_def())
+    sections = {s.name for s in SECTIONS}
+    named = [k for k in KINDS.values() if k.name in modules]
+    assert {k.name for k in named} >= {"example", "samples", "mathlib", "io"}
+    for k in named:
+        dirs = {f.directory for f in _format.FILES.values() if f.kind.startswith(k.name)}
+        assert k.directory in dirs, (k.name, k.directory, dirs)
+        assert k.name in sections, k.name

@@ -120,6 +120,30 @@ def test_example_section_from_its_model():
     assert SECTION.text({}, View()) == [] and SECTION.html({}, Page(None)) == []
 
 
+def test_example_analysis_is_the_sections_data_and_its_table():
+    """analysis/example.py (the template of a module's analysis): its typed result's
+    to_json() is the section's data, its per_process table has a row per process, most
+    time first, and the API finds it by the kind's name (RECORDED_BY)."""
+    from perfweave import api
+    from perfweave.analysis import example
+    from perfweave.model.example import Example
+    from perfweave.report.sections.example import SECTION
+
+    ex = Example.from_literal(
+        [
+            {"rank": 0, "threads": 2, "calls": 1000, "total_ns": 2_000_000, "max_ns": 40_000},
+            {"rank": 1, "threads": 1, "calls": 2000, "total_ns": 6_000_000, "max_ns": 9_000},
+        ]
+    )
+    res = example.analyze(ex)
+    t = res.per_process
+    assert t["rank"].tolist() == [1, 0] and t["calls"].tolist() == [2000, 1000]
+    assert t["time_s"].tolist() == pytest.approx([6e-3, 2e-3])
+    assert SECTION.collect(SimpleNamespace(example=ex), {}, 10)["example"] == res.to_json()
+    assert api._analysis("example") is example and api._analysis("samples") is None
+    assert example.analyze(Example()).to_json()["per_process"] == []
+
+
 def test_example_reader_keeps_what_it_can_read(tmp_path):
     """readers/example.py: the files as the module writes them, a damaged one left out
     with a note, a file of another version named."""

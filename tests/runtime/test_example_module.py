@@ -4,8 +4,9 @@ example/HOST.PID.json. The program counts its own calls and times its loops arou
 the file must hold exactly that count, from exactly its threads, and no more time than
 the loops took. Off by default: no file, and the program sees the same results. The
 module's data is read from its files and through the Python API (perfweave.open(...)
-.example, the model); the report's example section is read from `perfweave report
---json` and the text: the section is part of the module's template, a subject here."""
+.example, the model, and .table("example", "per_process"), its analysis' table); the
+report's example section is read from `perfweave report --json` and the text: the section
+is part of the module's template, a subject here."""
 
 import json
 
@@ -49,6 +50,15 @@ def test_example_module_counts_the_programs_calls(build, run_pw):
     assert (rep["calls"], rep["threads"], rep["processes"]) == (THREADS * CALLS, THREADS, 1)
     assert rep["time_s"] == pytest.approx(data["total_ns"] / 1e9)
     assert f"  {THREADS * CALLS:,} calls in {THREADS} threads of 1 process: " in r.text_report()
+    # its analysis' table as a DataFrame: the one row of the process
+    df = perfweave.open(r.exp).table("example", "per_process")
+    assert list(df.columns) == [
+        "rank", "host", "pid", "state", "threads", "calls", "time_s", "longest_call_s"
+    ]  # fmt: skip
+    assert df[["rank", "pid", "threads", "calls"]].values.tolist() == [
+        [-1, got["pid"], THREADS, THREADS * CALLS]
+    ]
+    assert df["time_s"][0] == pytest.approx(data["total_ns"] / 1e9)
     # its record is the core's call-site tables: the profile lists the module's function
     # under its own id, and its call sites (one line of the program) with every call
     prof = perfweave.open(r.exp).profile

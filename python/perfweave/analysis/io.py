@@ -46,6 +46,9 @@ IMBALANCE = 1.5  # slowest rank's time / mean
 # "Advice"): what a rank slow in its writes makes the others wait at the next one
 LATE_RANK_WAITS = ("mpi_barrier_wait", "mpi_wait_nxn", "mpi_earlyreduce", "mpi_latebroadcast")
 SLICES = 8  # over-time slices without a node timeline (analysis/timeline.py SLICES)
+# what records the data (api.py table(): the NoData message); declared, the result's tables
+# are perfweave.open(path).table(kind, NAME) DataFrames
+RECORDED_BY = "record it with `perfweave run --io`"
 
 
 @dataclass

@@ -24,6 +24,9 @@ REFERENCE_LIBS = ("/blas/libblas.so", "/lapack/liblapack.so", "libblas.so.3", "l
 GEMM = re.compile(r"(cblas_)?[sdcz]gemm(_|_64_)?")
 OPTIMISED = ("openblas", "mkl", "blis", "atlas", "armpl", "essl", "accelerate", "flexiblas")
 STATIC_PCT = 1.0  # a routine sampled at least this % of the app time, no call seen: static
+# what records the data (api.py table(): the NoData message); declared, the result's tables
+# are perfweave.open(path).table(kind, NAME) DataFrames
+RECORDED_BY = "`perfweave run` records BLAS, LAPACK and FFTW calls by default"
 
 
 def routine_key(name):

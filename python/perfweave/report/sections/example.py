@@ -1,9 +1,11 @@
 """The example module's section (runtime/modules/example.c, `perfweave run --example`):
 its wrapped function's calls and time, in all and per process. The template of a
-module's report section: collect reads the module's model (Experiment.example, from its
-reader) into the report dict, text and html draw from that dict alone. Absent from the
+module's report section: collect puts the typed result of the module's analysis
+(analysis/example.py, of its model Experiment.example) into the report dict, text and
+html draw from that dict alone. Absent from the
 report (no key, no lines) when the run recorded none of the module's data."""
 
+from perfweave.analysis.example import analyze
 from perfweave.report.widgets import cut_rows, escape, html_table, more_rows, text_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
@@ -16,37 +18,7 @@ class ExampleSection(Section):
         ex = experiment.example
         if not ex and not ex.notes:
             return {}
-        procs = ex.processes
-        calls = sum(p.calls for p in procs)
-        total = sum(p.total_ns for p in procs)
-        return {
-            "example": {
-                "function": ex.function,
-                "processes": len(procs),
-                "ranks": sum(p.rank >= 0 for p in procs),
-                "threads": sum(p.threads for p in procs),
-                "calls": calls,
-                "time_s": total / 1e9,
-                "mean_call_s": total / calls / 1e9 if calls else None,
-                "longest_call_s": max((p.max_ns for p in procs), default=0) / 1e9,
-                # most time first: where the calls cost
-                "per_process": [
-                    {
-                        "rank": p.rank,
-                        "host": p.host,
-                        "pid": p.pid,
-                        "state": p.state,
-                        "threads": p.threads,
-                        "calls": p.calls,
-                        "time_s": p.total_ns / 1e9,
-                        "longest_call_s": p.max_ns / 1e9,
-                    }
-                    for p in sorted(procs, key=lambda p: -p.total_ns)
-                ],
-                "job": ex.job,
-                "notes": list(ex.notes),
-            }
-        }
+        return {"example": analyze(ex).to_json()}
 
     def text(self, data, view):
         ex = data.get("example")
