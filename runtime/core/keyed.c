@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 
 #include "keyed.h"
 
@@ -16,9 +17,36 @@ static size_t pow2_at_least(size_t n)
     return p;
 }
 
+size_t pw_keyed_slots(size_t sites, size_t families)
+{
+    /* room for every distinct site up to the bound and the overflow slots, at most half
+     * full */
+    return pow2_at_least(2 * (sites + families));
+}
+
 static pw_keyed_slot *slot_at(const pw_keyed_tab *t, size_t i)
 {
     return (pw_keyed_slot *)(t->slots + i * t->set->slot_size);
+}
+
+static uintptr_t *ra_of(const pw_keyed_tab *t, pw_keyed_slot *s)
+{
+    return (uintptr_t *)((char *)s + t->ra_at);
+}
+
+static int64_t *count_of(const pw_keyed_tab *t, pw_keyed_slot *s)
+{
+    return (int64_t *)((char *)s + t->count_at);
+}
+
+void pw_keyed_init(pw_keyed_tab *t, const pw_keyed *k, void *slots, size_t nslots)
+{
+    *t = (pw_keyed_tab){.set = k,
+                        .nslots = nslots,
+                        .max_used = k->max_sites,
+                        .ra_at = k->ra_at ? k->ra_at : offsetof(pw_keyed_slot, ra),
+                        .count_at = k->count_at ? k->count_at : offsetof(pw_keyed_slot, count),
+                        .slots = slots};
 }
 
 /* A zero-filled table of n slots (pw_alloc'ed, not on any list). */
@@ -29,20 +57,16 @@ static pw_keyed_tab *table(const pw_keyed *k, size_t n, size_t max_used)
     pw_keyed_tab *t = pw_alloc(bytes);
     if (t == NULL)
         return NULL;
-    t->set = k;
-    t->nslots = n;
+    pw_keyed_init(t, k, (char *)t + head, n);
     t->max_used = max_used;
     t->bytes = bytes;
-    t->slots = (char *)t + head;
     return t;
 }
 
 pw_keyed_tab *pw_keyed_create(pw_keyed *k)
 {
     int saved = errno; /* the wrapped call's */
-    /* room for every distinct site up to the bound and the overflow slots, at most half
-     * full */
-    pw_keyed_tab *t = table(k, pow2_at_least(2 * (k->max_sites + k->families)), k->max_sites);
+    pw_keyed_tab *t = table(k, pw_keyed_slots(k->max_sites, k->families), k->max_sites);
     errno = saved;
     if (t == NULL)
         return NULL;
@@ -59,17 +83,17 @@ static pw_keyed_slot *probe(pw_keyed_tab *t, uint64_t key, uintptr_t ra, int mak
     size_t mask = t->nslots - 1;
     for (size_t i = pw_keyed_hash(key, ra) & mask;; i = (i + 1) & mask) {
         pw_keyed_slot *s = slot_at(t, i);
-        if (s->count == 0) {
+        if (*count_of(t, s) == 0) {
             if (!make)
                 return NULL;
             s->key = key;
-            s->ra = ra;
+            *ra_of(t, s) = ra;
             if (t->set->fresh)
                 t->set->fresh(s);
             t->used++;
             return s;
         }
-        if (s->key == key && s->ra == ra)
+        if (s->key == key && *ra_of(t, s) == ra)
             return s;
     }
 }
@@ -80,6 +104,8 @@ pw_keyed_slot *pw_keyed_get(pw_keyed_tab *t, uint64_t key, uintptr_t ra)
     if (s != NULL)
         return s;
     t->dropped++;
+    if (t->set->families == 0)
+        return NULL;
     int shift = t->set->family_shift;
     return probe(t, key >> shift << shift, 0, 1); /* room: 2 x (bound + families) */
 }
@@ -90,7 +116,7 @@ pw_keyed_slot *pw_keyed_next(const pw_keyed_tab *t, size_t *i)
 {
     for (; *i < t->nslots; ++*i) {
         pw_keyed_slot *s = slot_at(t, *i);
-        if (s->count != 0)
+        if (*count_of(t, s) != 0)
             return ++*i, s;
     }
     return NULL;
@@ -110,9 +136,9 @@ pw_keyed_tab *pw_keyed_merge(pw_keyed *k, int *threads, int64_t *dropped)
         size_t i = 0;
         for (const pw_keyed_slot *s; (s = pw_keyed_next(t, &i)) != NULL;) {
             any = 1;
-            pw_keyed_slot *d = probe(m, s->key, s->ra, 1);
+            pw_keyed_slot *d = probe(m, s->key, *ra_of(t, s), 1);
             k->add(d, s);
-            d->count += s->count;
+            *count_of(m, d) += *count_of(t, s);
         }
         *threads += any;
         *dropped += t->dropped;
@@ -122,7 +148,7 @@ pw_keyed_tab *pw_keyed_merge(pw_keyed *k, int *threads, int64_t *dropped)
 
 void pw_keyed_free(pw_keyed_tab *t)
 {
-    if (t)
+    if (t && t->bytes)
         pw_release(t, t->bytes);
 }
 

@@ -13,6 +13,12 @@
  * a forked child's forgetting of its parent's tables. The tables are private memory and
  * the module's re-entrancy guard (wrap.h, or its own depth) is what keeps a call from
  * recording twice: a table is written only by its thread, read by the dump.
+ *
+ * A module whose slots are records of a file of its own (io: the io_site records of its
+ * mapped store, which a killed process leaves) gives the table its memory instead
+ * (pw_keyed_init), says where its record keeps the return address and the count when
+ * not in the pw_keyed_slot head (ra_at, count_at; the key is its first 8 bytes), and
+ * may have no overflow slot (families 0: past the bound a new site's calls get none).
  */
 #ifndef PW_CORE_KEYED_H
 #define PW_CORE_KEYED_H
@@ -32,11 +38,16 @@ typedef struct pw_keyed_slot {
 struct pw_keyed_tab;
 /* A module's declaration (static, one per module; max_sites set in its start). */
 typedef struct pw_keyed {
-    size_t slot_size;  /* bytes of the module's slot: sizeof, a multiple of 8 */
-    size_t max_sites;  /* distinct sites per thread (1 or more) */
-    size_t families;   /* distinct key >> family_shift: one overflow slot each */
+    size_t slot_size; /* bytes of the module's slot: sizeof, a multiple of 8 */
+    size_t max_sites; /* distinct sites per thread (1 or more) */
+    /* distinct key >> family_shift: one overflow slot each; 0: none, a new site's calls
+     * past the bound get no slot */
+    size_t families;
     int family_shift;  /* the bits of a key below its family */
     size_t extra_size; /* bytes of per-thread data of the module's (pw_keyed_extra) */
+    /* offsets of the return address (uintptr_t) and the count (int64_t) in a slot; 0:
+     * the pw_keyed_slot head's */
+    size_t ra_at, count_at;
     /* a new slot's fields after the head (NULL: zeros) */
     void (*fresh)(pw_keyed_slot *s);
     /* from's calls into into (the merge adds the counts; this the fields after them) */
@@ -48,7 +59,8 @@ typedef struct pw_keyed_tab {
     struct pw_keyed_tab *next;
     pw_keyed_slot *last; /* the previous call's slot: a loop hits it */
     const pw_keyed *set;
-    size_t nslots, used, max_used, bytes;
+    size_t nslots, used, max_used, bytes; /* bytes: 0 when the module gave the memory */
+    size_t ra_at, count_at;
     int64_t dropped; /* calls folded into an overflow slot */
     char *slots;
     /* then the module's extra_size bytes, then the slots */
@@ -57,8 +69,12 @@ typedef struct pw_keyed_tab {
 /* The calling thread's new table of set k (the caller keeps it in its TLS pointer);
  * NULL without memory. errno is kept. */
 pw_keyed_tab *pw_keyed_create(pw_keyed *k);
-/* The slot of (key, ra), made if new (past the bound: the family's overflow slot).
- * Out of line: the inline pw_keyed_find checks the previous call's slot first. */
+/* t, a table of set k over nslots (a power of two) zero-filled slots at the module's
+ * memory (not on k's list: the module reads them, pw_keyed_next). */
+void pw_keyed_init(pw_keyed_tab *t, const pw_keyed *k, void *slots, size_t nslots);
+/* The slot of (key, ra), made if new (past the bound: the family's overflow slot, or
+ * NULL without families). Out of line: the inline pw_keyed_find (for a slot with the
+ * pw_keyed_slot head) checks the previous call's slot first. */
 pw_keyed_slot *pw_keyed_get(pw_keyed_tab *t, uint64_t key, uintptr_t ra);
 static inline __attribute__((always_inline)) pw_keyed_slot *
 pw_keyed_find(pw_keyed_tab *t, uint64_t key, uintptr_t ra)
@@ -82,6 +98,10 @@ void pw_keyed_free(pw_keyed_tab *t);
 /* In the child of a fork (one thread): every table of k released; the caller clears
  * its TLS pointer. */
 void pw_keyed_forget(pw_keyed *k);
+
+/* Slots of a table bounded to `sites` distinct sites with `families` overflow slots: a
+ * power of two, at most half full (the rule of the core's call-site tables too). */
+size_t pw_keyed_slots(size_t sites, size_t families);
 
 /* The tables' hash of (key, ra); also fine for a module's other small maps. */
 static inline size_t pw_keyed_hash(uint64_t key, uintptr_t ra)

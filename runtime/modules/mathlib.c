@@ -16,8 +16,8 @@
  *
  * The hot path (mathlib.h) takes no lock and allocates nothing: a thread-local table of
  * the core's keyed call-site tables (keyed.h), made at the thread's first call, on
- * (key, return address) with the previous call's slot checked first. The FFTW plan table is written under a
- * spin lock by planners and destroyers only.
+ * (key, return address) with the previous call's slot checked first. The FFTW plan
+ * table is written under a spin lock by planners and destroyers only.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
