@@ -6,8 +6,14 @@ program, bare and under `perfweave run` (mathlib on, sampler off), alternating i
 invocation, under each libblas.so.3 alternative found (the reference BLAS and OpenBLAS,
 by LD_LIBRARY_PATH). Prints the medians of ns per call, the ns added per wrapped call
 (measured - bare; the budget is 25 ns, docs/mathlib.md) and the ratio measured / bare.
+With --baseline OTHER_PERFWEAVE (the perfweave command of another build, e.g. a second venv
+of an older commit), instead: bare, the baseline build and this one alternating in each
+repeat, for one call site of one size class (the previous call's slot hit) and for one of
+two size classes alternating (every call looked up in the thread's table), so a change's
+cost is measured against the build before it in one invocation.
 Usage:
   .venv/bin/python bench/mathlib_overhead.py [--repeat 5] [--calls 10000000]
+  .venv/bin/python bench/mathlib_overhead.py --baseline /path/to/old/.venv/bin/perfweave
 """
 
 import argparse
@@ -29,10 +35,33 @@ def per_call(cmd, env):
     return float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("ns_per_call")))
 
 
+def compare(args, prog, tmp):
+    """This build against args.baseline, under the default libblas.so.3."""
+    builds = {"bare": None, "baseline": args.baseline, "this": PERFWEAVE}
+    modes = {"one size class": [], "two alternating": ["alternate"]}
+    runs = {(m, b): [] for m in modes for b in builds}
+    for i in range(args.repeat):
+        for mode, extra in modes.items():
+            for b, pw in builds.items():
+                cmd = [str(prog), str(args.calls), *extra]
+                if pw is not None:
+                    exp = Path(tmp) / f"exp-{b}-{len(runs[(mode, b)])}-{len(extra)}"
+                    cmd = [pw, "run", "--no-sample", "-o", str(exp), "--", *cmd]
+                runs[(mode, b)].append(per_call(cmd, dict(os.environ)))
+    print(f"ddot_, {args.calls:,} calls, medians of {args.repeat} alternating runs")
+    for mode in modes:
+        bare, old, new = (statistics.median(runs[(mode, b)]) for b in builds)
+        print(
+            f"  {mode:16s} bare {bare:6.2f} ns/call   added: baseline {old - bare:6.2f} ns   "
+            f"this {new - bare:6.2f} ns   this/baseline {(new - bare) / (old - bare):5.2f}"
+        )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--calls", type=int, default=10_000_000)
+    ap.add_argument("--baseline", metavar="PERFWEAVE", help="compare with this build")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         prog = Path(tmp) / "ml_ddot"
@@ -40,6 +69,9 @@ def main():
             ["gcc", "-O2", "-o", str(prog), str(HERE / "programs" / "ml_ddot.c"), "-lblas"],
             check=True,
         )
+        if args.baseline:
+            compare(args, prog, tmp)
+            return
         print(f"ddot_(n=4), {args.calls:,} calls, medians of {args.repeat} alternating runs")
         for name, path in ALTERNATIVES.items():
             if not os.path.isdir(path):

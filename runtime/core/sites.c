@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "keyed.h"
 #include "pw.h"
 
 int pw_nevents;
@@ -102,14 +103,6 @@ void pw_sitetabs_privatize(void)
     }
 }
 
-static size_t pow2_at_least(size_t n)
-{
-    size_t p = 64;
-    while (p < n)
-        p <<= 1;
-    return p;
-}
-
 void pw_sitetab_layout(size_t *entry, size_t *events_offset, size_t *nslots)
 {
     size_t e = sizeof(pw_site) + (size_t)(pw_opt.callsite_depth - 1) * sizeof(uintptr_t);
@@ -118,9 +111,9 @@ void pw_sitetab_layout(size_t *entry, size_t *events_offset, size_t *nslots)
     if (pw_nevents) /* inside and before per event, then the wall time each covers */
         e += (2 * (size_t)pw_nevents + 2) * sizeof(int64_t);
     *entry = e;
-    /* room for every distinct site up to the bound, plus one overflow site per function
-     * (a module may register its functions after this table is made), at most half full */
-    *nslots = pow2_at_least(2 * ((size_t)pw_opt.max_callsites + PW_MAX_FUNCTIONS));
+    /* one overflow site per function: a module may register its functions after this
+     * table is made */
+    *nslots = pw_keyed_slots((size_t)pw_opt.max_callsites, PW_MAX_FUNCTIONS);
 }
 
 pw_sitetab *pw_sitetab_create(void)

@@ -11,10 +11,12 @@
  * file complete. Each thread takes a block of its own (one atomic add), so the hot path
  * has no lock: a call finds its file through an array indexed by descriptor, its record
  * at file * PW_IO_NLAYERS + layer of the thread's block, and its call site (the program's
- * frame: core/user_frame.h) through a one-entry cache. File names and objects are
- * interned lock-free (a compare-and-swap on a hash slot). A process forked by a measured
- * one gets a store of its own (pw_io_store_fork), never its parent's counts. Each call
- * counted is also a segment of the segment trace when there is one (io_segments.c).
+ * frame: core/user_frame.h) through a one-entry cache, else in the block's sites: a
+ * table of the core's keyed call-site tables (core/keyed.h) over the store's pages.
+ * File names and objects are interned lock-free (a compare-and-swap on a hash slot). A
+ * process forked by a measured one gets a store of its own (pw_io_store_fork), never its
+ * parent's counts. Each call counted is also a segment of the segment trace when there
+ * is one (io_segments.c).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 
 #include "io.h"
 #include "io_segments.h"
+#include "keyed.h"
 #include "user_frame.h"
 
 #define PW_IO_BINS 256          /* per thread, read and write bytes over time */
@@ -50,6 +53,9 @@ static pw_io_object_rec *objects;
 static char *blocks;
 static size_t map_len, block_size, recs_offset, sites_offset;
 static int max_files, max_threads, max_sites;
+/* io_site slots of a block (the header's max_sites): a keyed table bounded to max_sites
+ * distinct sites, with no overflow site (calls past it: dropped_sites) */
+static size_t site_slots;
 static int64_t start_tick;
 
 /* Descriptor -> file + 1 (0: not a file of ours), and its position (io.h pw_io_fd_entry).
@@ -74,7 +80,7 @@ static map_entry maps[MAX_MAPS];
 
 static PW_TLS io_thread *my_thread;
 static PW_TLS pw_io_rec *my_recs;
-static PW_TLS pw_io_site_rec *my_sites;
+static PW_TLS pw_keyed_tab my_sites;
 /* The thread's records in use, a bit per (file, layer), in private memory: a record's
  * page is first read once it is on disk (on tmpfs a read of a page the file system
  * cannot back faults too) */
@@ -210,6 +216,23 @@ static int reserve(const void *p, size_t len)
     return 0;
 }
 
+/* ---- call sites: the block's io_site records as a keyed table ---- */
+
+/* A new site's object and offset (its key and ra are set) */
+static void site_fresh(pw_keyed_slot *k)
+{
+    pw_io_site_rec *s = (pw_io_site_rec *)k;
+    uint64_t off = 0;
+    int obj = pw_object_of((uintptr_t)s->ra, &off);
+    s->object = object_slot(obj);
+    s->offset = obj >= 0 ? off : s->ra;
+}
+
+static pw_keyed io_sites = {.slot_size = sizeof(pw_io_site_rec),
+                            .ra_at = offsetof(pw_io_site_rec, ra),
+                            .count_at = offsetof(pw_io_site_rec, count),
+                            .fresh = site_fresh};
+
 /* ---- the calling thread's block ---- */
 
 static int thread_block(void)
@@ -228,7 +251,7 @@ static int thread_block(void)
     /* its bins and its call sites (probed by reading them) on disk now; its records
      * when first used (rec_of) */
     if (reserve(b, sizeof(io_thread)) != 0 ||
-        reserve(b + sites_offset, sizeof(pw_io_site_rec) * (size_t)max_sites) != 0) {
+        reserve(b + sites_offset, sizeof(pw_io_site_rec) * site_slots) != 0) {
         my_state = -1;
         return 0;
     }
@@ -239,7 +262,7 @@ static int thread_block(void)
     double npt = pw_ns_per_tick();
     my_thread->bin_ticks = (int64_t)((double)PW_IO_BIN_NS / (npt > 0 ? npt : 1.0)) + 1;
     my_recs = (pw_io_rec *)(b + recs_offset);
-    my_sites = (pw_io_site_rec *)(b + sites_offset);
+    pw_keyed_init(&my_sites, &io_sites, b + sites_offset, site_slots);
     memset(last_site, 0, sizeof last_site);
     bin_lo = bin_hi = 0;
     my_state = 1;
@@ -270,28 +293,23 @@ static pw_io_rec *rec_of(const pw_io_call *c, int file)
     return r;
 }
 
-static __attribute__((noinline)) pw_io_site_rec *site_get(const pw_io_call *c, int file)
+/* The (file, layer, op) of a site as the keyed table's key: the first 8 bytes of its
+ * io_site. */
+static uint64_t site_key(int file, int layer, int op)
 {
-    uint64_t h = ((uint64_t)c->ra * 0x9e3779b97f4a7c15ULL) ^
-                 ((uint64_t)file * 0xff51afd7ed558ccdULL) ^ (uint64_t)(c->layer * 16 + c->op);
-    for (int k = 0; k < 16 && k < max_sites; k++) {
-        pw_io_site_rec *s = &my_sites[(h + (uint64_t)k) % (uint64_t)max_sites];
-        if (s->count == 0) {
-            uint64_t off = 0;
-            int obj = pw_object_of(c->ra, &off);
-            s->object = object_slot(obj);
-            s->offset = obj >= 0 ? off : (uint64_t)c->ra;
-            s->ra = c->ra;
-            s->file = file;
-            s->layer = (int16_t)c->layer;
-            s->op = (int16_t)c->op;
-            return s;
-        }
-        if (s->ra == c->ra && s->file == file && s->layer == c->layer && s->op == c->op)
-            return s;
-    }
-    __atomic_fetch_add(&hdr->dropped_sites, 1, __ATOMIC_RELAXED);
-    return NULL;
+    pw_io_site_rec r = {.file = file, .layer = (int16_t)layer, .op = (int16_t)op};
+    uint64_t key;
+    memcpy(&key, &r, sizeof key);
+    return key;
+}
+
+static pw_io_site_rec *site_get(const pw_io_call *c, int file)
+{
+    pw_io_site_rec *s =
+        (pw_io_site_rec *)pw_keyed_get(&my_sites, site_key(file, c->layer, c->op), c->ra);
+    if (s == NULL)
+        __atomic_fetch_add(&hdr->dropped_sites, 1, __ATOMIC_RELAXED);
+    return s;
 }
 
 static void add_site(pw_io_call *c, int file, int64_t bytes)
@@ -769,7 +787,7 @@ static int make_store(int64_t parent)
     size_t objects_len = round_page(sizeof(pw_io_object_rec) * MAX_OBJECTS);
     recs_offset = round_page(sizeof(io_thread));
     sites_offset = recs_offset + round_page(sizeof(pw_io_rec) * (size_t)max_files * PW_IO_NLAYERS);
-    block_size = sites_offset + round_page(sizeof(pw_io_site_rec) * (size_t)max_sites);
+    block_size = sites_offset + round_page(sizeof(pw_io_site_rec) * site_slots);
     map_len = hdr_len + files_len + objects_len + block_size * (size_t)max_threads;
     /* the header, the files' and the objects' tables on disk now (a child copies its
      * parent's whole); the thread blocks' pages when first written (reserve) */
@@ -810,7 +828,7 @@ static int make_store(int64_t parent)
     hdr->parent_pid = parent;
     hdr->max_files = max_files;
     hdr->max_threads = max_threads;
-    hdr->max_sites = max_sites;
+    hdr->max_sites = (int32_t)site_slots;
     hdr->max_objects = MAX_OBJECTS;
     hdr->state = -1;
     hdr->t_start = pw_now();
@@ -840,6 +858,8 @@ int pw_io_store_start(void)
     max_files = pw_opt.io_max_files > 0 ? (int)pw_opt.io_max_files : 1024;
     max_threads = pw_opt.io_max_threads > 0 ? (int)pw_opt.io_max_threads : 16;
     max_sites = pw_opt.io_max_sites > 0 ? (int)pw_opt.io_max_sites : 512;
+    io_sites.max_sites = (size_t)max_sites;
+    site_slots = pw_keyed_slots((size_t)max_sites, 0);
     start_tick = pw_ticks();
     fds = mmap(NULL, sizeof(fd_entry) * PW_IO_MAX_FDS, PROT_READ | PROT_WRITE,
                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -14,10 +14,10 @@
  * The same program thus has the same user calls under the reference libraries (where
  * dgetrf calls dgemm_ through the PLT) and under OpenBLAS (where it does not).
  *
- * The hot path (mathlib.h) takes no lock and allocates nothing: a thread-local table,
- * made with mmap at the thread's first call, open addressing on (key, return address)
- * with the previous call's slot checked first. The FFTW plan table is written under a
- * spin lock by planners and destroyers only.
+ * The hot path (mathlib.h) takes no lock and allocates nothing: a thread-local table of
+ * the core's keyed call-site tables (keyed.h), made at the thread's first call, on
+ * (key, return address) with the previous call's slot checked first. The FFTW plan
+ * table is written under a spin lock by planners and destroyers only.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,10 +32,8 @@
 int pw_ml_on;
 PW_TLS int pw_ml_depth;
 PW_TLS int pw_ml_anchored;
-PW_TLS pw_ml_tab *pw_ml_self;
+PW_TLS pw_keyed_tab *pw_ml_self;
 
-static pw_ml_tab *tabs; /* every thread's table, pushed with a compare-and-swap */
-static size_t max_sites;
 static int64_t t_start; /* the process's measured life: from the start or its fork */
 
 #define ROUTINE_NAME(ident, name, group, kind) name,
@@ -56,63 +54,31 @@ static const char *libraries[PW_ML_NFN];
 
 /* ---- the thread's table ---- */
 
-pw_ml_tab *pw_ml_tab_create(void)
+static void slot_fresh(pw_keyed_slot *k) { ((pw_ml_slot *)k)->min = INT64_MAX; }
+
+static void slot_add(pw_keyed_slot *into, const pw_keyed_slot *from)
 {
-    int saved = errno;
-    size_t want = 2 * (max_sites + PW_ML_NFN), n = 64;
-    while (n < want)
-        n *= 2;
-    size_t bytes = sizeof(pw_ml_tab) + n * sizeof(pw_ml_slot);
-    pw_ml_tab *t = pw_alloc(bytes); /* zeroed */
-    errno = saved;
-    if (t == NULL)
-        return NULL;
-    t->nslots = n;
-    t->max_used = max_sites;
-    t->bytes = bytes;
-    pw_ml_tab *head = __atomic_load_n(&tabs, __ATOMIC_RELAXED);
-    do
-        t->next = head;
-    while (!__atomic_compare_exchange_n(&tabs, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    pw_ml_self = t;
-    return t;
+    pw_ml_slot *d = (pw_ml_slot *)into;
+    const pw_ml_slot *s = (const pw_ml_slot *)from;
+    d->ticks += s->ticks;
+    d->min = s->min < d->min ? s->min : d->min;
+    d->max = s->max > d->max ? s->max : d->max;
+    d->flops += s->flops;
+    d->bytes += s->bytes;
+    for (int k = 0; k < 3; k++)
+        d->dim_sum[k] += s->dim_sum[k];
 }
 
-static inline size_t slot_hash(uint64_t key, uintptr_t ra)
-{
-    uint64_t h = (key ^ (ra * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
-    return (size_t)(h ^ (h >> 29));
-}
+/* Past max_sites (set in start), a new site's calls go to its routine's overflow slot
+ * (ra 0, no size class: the key's bits from 46 up are the routine's) and are counted. */
+static pw_keyed sites = {.slot_size = sizeof(pw_ml_slot),
+                         .families = PW_ML_NFN,
+                         .family_shift = 46,
+                         .extra_size = PW_ML_NFN * sizeof(int64_t),
+                         .fresh = slot_fresh,
+                         .add = slot_add};
 
-/* The slot of (key, ra), made if new; once max_sites exist, a new one's calls go to its
- * routine's overflow slot (ra 0, no size class) and are counted. */
-static pw_ml_slot *probe(pw_ml_tab *t, uint64_t key, uintptr_t ra, int make)
-{
-    size_t mask = t->nslots - 1;
-    for (size_t i = slot_hash(key, ra) & mask;; i = (i + 1) & mask) {
-        pw_ml_slot *s = &t->slots[i];
-        if (s->key == key && s->ra == ra)
-            return s;
-        if (s->key == 0) {
-            if (!make)
-                return NULL;
-            s->key = key;
-            s->ra = ra;
-            s->min = INT64_MAX;
-            t->used++;
-            return s;
-        }
-    }
-}
-
-pw_ml_slot *pw_ml_slot_get(pw_ml_tab *t, uint64_t key, uintptr_t ra)
-{
-    pw_ml_slot *s = probe(t, key, ra, t->used < t->max_used);
-    if (s != NULL)
-        return s;
-    t->dropped++;
-    return probe(t, key >> 46 << 46, 0, 1); /* room: the table has 2 x (max + routines) */
-}
+pw_keyed_tab *pw_ml_tab_create(void) { return pw_ml_self = pw_keyed_create(&sites); }
 
 /* ---- the real functions ---- */
 
@@ -158,7 +124,7 @@ static plan_ref *plan_slot(const void *p, int make)
 {
     if (plan_map == NULL)
         return NULL;
-    size_t h = slot_hash((uint64_t)(uintptr_t)p, 0);
+    size_t h = pw_keyed_hash((uint64_t)(uintptr_t)p, 0);
     for (size_t i = 0; i < PLAN_MAP; i++) {
         plan_ref *r = &plan_map[(h + i) & (PLAN_MAP - 1)];
         const void *q = __atomic_load_n(&r->ptr, __ATOMIC_ACQUIRE);
@@ -314,47 +280,6 @@ static void object_offset(uintptr_t ra, int32_t *object, int64_t *offset)
     *offset = *object < 0 ? (int64_t)ra : (int64_t)off;
 }
 
-/* The process's threads' slots merged by (key, ra) into one table (pw_alloc'ed). */
-static pw_ml_tab *merge(int *threads, int64_t *dropped, int64_t *internal)
-{
-    size_t used = 0;
-    for (pw_ml_tab *t = __atomic_load_n(&tabs, __ATOMIC_ACQUIRE); t; t = t->next)
-        used += t->used;
-    size_t n = 64;
-    while (n < 2 * used + 2)
-        n *= 2;
-    size_t bytes = sizeof(pw_ml_tab) + n * sizeof(pw_ml_slot);
-    pw_ml_tab *m = pw_alloc(bytes);
-    if (m == NULL)
-        return NULL;
-    m->nslots = n;
-    m->max_used = n;
-    m->bytes = bytes;
-    for (pw_ml_tab *t = __atomic_load_n(&tabs, __ATOMIC_ACQUIRE); t; t = t->next) {
-        int any = 0;
-        for (size_t i = 0; i < t->nslots; i++) {
-            const pw_ml_slot *s = &t->slots[i];
-            if (s->key == 0 || s->count == 0)
-                continue;
-            any = 1;
-            pw_ml_slot *d = probe(m, s->key, s->ra, 1);
-            d->count += s->count;
-            d->ticks += s->ticks;
-            d->min = s->min < d->min ? s->min : d->min;
-            d->max = s->max > d->max ? s->max : d->max;
-            d->flops += s->flops;
-            d->bytes += s->bytes;
-            for (int k = 0; k < 3; k++)
-                d->dim_sum[k] += s->dim_sum[k];
-        }
-        for (int k = 0; k < PW_ML_NFN; k++)
-            internal[k] += t->internal[k];
-        *threads += any;
-        *dropped += t->dropped;
-    }
-    return m;
-}
-
 static int64_t ns(int64_t ticks, double ns_per_tick)
 {
     return (int64_t)(ticks * ns_per_tick + 0.5);
@@ -364,21 +289,23 @@ static int dump(int state, int in_signal)
 {
     if (!pw_ml_on)
         return 0;
-    if (__atomic_load_n(&tabs, __ATOMIC_ACQUIRE) == NULL && nplans == 0)
+    if (pw_keyed_tabs(&sites) == NULL && nplans == 0)
         return 0; /* no math-library call: nothing to merge (no allocation at exit, where
                    * the samples module still samples the process) */
     int threads = 0;
     int64_t dropped = 0;
     static int64_t internal[PW_ML_NFN];
-    pw_ml_tab *m = merge(&threads, &dropped, internal);
+    pw_keyed_tab *m = pw_keyed_merge(&sites, &threads, &dropped);
+    for (pw_keyed_tab *t = pw_keyed_tabs(&sites); t; t = t->next)
+        for (int k = 0; k < PW_ML_NFN; k++)
+            internal[k] += pw_ml_internal(t)[k];
     int64_t any_internal = 0, nwritten = 0;
     for (int k = 0; k < PW_ML_NFN; k++)
         any_internal |= internal[k];
     for (int64_t i = 0; i < nplans; i++)
         nwritten += !plans[i].inherited || plans[i].executes > 0;
     if (m == NULL || (m->used == 0 && nwritten == 0 && !any_internal)) {
-        if (m)
-            pw_release(m, m->bytes);
+        pw_keyed_free(m);
         return 0; /* the program made no math-library call: no file */
     }
     if (!in_signal)
@@ -389,21 +316,20 @@ static int dump(int state, int in_signal)
     if (pw_process_path(path, sizeof path, "mathlib", ".calls") != 0)
         return 0;
     pw_file_open(&f, path);
-    for (size_t i = 0; i < m->nslots; i++) {
-        const pw_ml_slot *s = &m->slots[i];
-        if (s->key == 0)
-            continue;
+    size_t i = 0;
+    for (const pw_ml_slot *s; (s = (const pw_ml_slot *)pw_keyed_next(m, &i)) != NULL;) {
+        uint64_t key = s->site.key;
         pw_mlcall_rec r;
         memset(&r, 0, sizeof r);
-        r.routine = (int32_t)(s->key >> 46) - 1;
-        object_offset(s->ra, &r.object, &r.offset);
+        r.routine = (int32_t)(key >> 46) - 1;
+        object_offset(s->site.ra, &r.object, &r.offset);
         for (int k = 0; k < 3; k++) {
-            r.dim_bucket[k] = (int32_t)(s->key >> (40 - 6 * k) & 63);
+            r.dim_bucket[k] = (int32_t)(key >> (40 - 6 * k) & 63);
             r.dim_sum[k] = s->dim_sum[k];
         }
         for (int k = 0; k < 4; k++)
-            r.chars[k] = (uint8_t)(s->key >> (21 - 7 * k) & 127);
-        r.count = s->count;
+            r.chars[k] = (uint8_t)(key >> (21 - 7 * k) & 127);
+        r.count = s->site.count;
         r.total_ns = ns(s->ticks, npt);
         r.min_ns = ns(s->min, npt);
         r.max_ns = ns(s->max, npt);
@@ -411,7 +337,7 @@ static int dump(int state, int in_signal)
         r.bytes = s->bytes;
         pw_file_write(&f, &r, sizeof r);
     }
-    pw_release(m, m->bytes);
+    pw_keyed_free(m);
     if (pw_file_close(&f) != 0)
         return 0;
     pw_process_path(path, sizeof path, "mathlib", ".plans");
@@ -451,7 +377,7 @@ static int dump(int state, int in_signal)
     pw_json_int(&j, "t_start", t_start);
     pw_json_int(&j, "t_end", pw_now());
     pw_json_int(&j, "threads", threads);
-    pw_json_int(&j, "max_sites", (int64_t)max_sites);
+    pw_json_int(&j, "max_sites", (int64_t)sites.max_sites);
     pw_json_int(&j, "dropped", dropped); /* calls folded into overflow sites */
     pw_json_int(&j, "plans_dropped", plans_dropped);
     pw_json_int(&j, "unknown_plan_executes", unknown_executes);
@@ -496,12 +422,7 @@ static int dump(int state, int in_signal)
  * fork_child). */
 static void in_child(void)
 {
-    pw_ml_tab *t = __atomic_exchange_n(&tabs, NULL, __ATOMIC_ACQ_REL);
-    while (t != NULL) {
-        pw_ml_tab *next = t->next;
-        pw_release(t, t->bytes);
-        t = next;
-    }
+    pw_keyed_forget(&sites);
     pw_ml_self = NULL;
     __atomic_clear(&plan_lock, __ATOMIC_RELEASE);
     for (int64_t i = 0; i < nplans; i++) {
@@ -516,7 +437,7 @@ static void in_child(void)
  * allocated until the program makes its first math-library call. */
 static void start(void)
 {
-    max_sites = pw_opt.mathlib_max_sites > 0 ? (size_t)pw_opt.mathlib_max_sites : 1;
+    sites.max_sites = pw_opt.mathlib_max_sites > 0 ? (size_t)pw_opt.mathlib_max_sites : 1;
     pw_ml_on = pw_opt.mathlib;
     t_start = pw_t_start;
 }

@@ -6,47 +6,39 @@
  * (runtime/mathlib/gen_wrappers.py); this header is their hot path. It uses of the core
  * pw_opt.mathlib and pw_opt.mathlib_max_sites, wrap.h (the lookup of the next
  * definition, pw_wrap_depth), pw_ticks, the loaded-object snapshot and the experiment's
- * paths, and the call anchor of a stack walker (pw_call_anchor, pw_want_anchor); no hook,
- * no other module.
+ * paths, the keyed call-site tables (keyed.h: its per-thread table) and the call anchor
+ * of a stack walker (pw_call_anchor, pw_want_anchor); no hook, no other module.
  */
 #ifndef PW_MODULES_MATHLIB_H
 #define PW_MODULES_MATHLIB_H
 
 #include <stdint.h>
 
+#include "keyed.h"
 #include "pw.h"
 #include "pw_ml_fn.h"
 #include "wrap.h"
 
 extern const pw_module pw_module_mathlib;
 
-/* One aggregate of a thread's calls: (routine, size class, call site). */
+/* One aggregate of a thread's calls: (routine, size class, call site), a slot of the
+ * core's keyed call-site tables (keyed.h). */
 typedef struct pw_ml_slot {
-    uint64_t key;  /* routine + 1, the dims' log2 buckets, the characters; 0: empty */
-    uintptr_t ra;  /* return address into the caller; 0: the routine's overflow slot */
-    int64_t count; /* calls */
+    pw_keyed_slot site; /* key: routine + 1, the dims' log2 buckets, the characters; ra: 0
+                         * the routine's overflow slot */
     int64_t ticks, min, max;
     double flops, bytes;
     int64_t dim_sum[3]; /* for the class's mean dims */
 } pw_ml_slot;
 
-/* A thread's record: open addressing on (key, ra), made at its first call (mmap). */
-typedef struct pw_ml_tab {
-    struct pw_ml_tab *next; /* all threads' tables, for the dump */
-    pw_ml_slot *last;       /* the previous call's slot: a loop hits it */
-    size_t nslots, used, max_used, bytes;
-    int64_t dropped;             /* calls folded into an overflow slot */
-    int64_t internal[PW_ML_NFN]; /* calls made inside another math-library call */
-    pw_ml_slot slots[];
-} pw_ml_tab;
+extern int pw_ml_on;                    /* the module records (measured process, --mathlib) */
+extern PW_TLS int pw_ml_depth;          /* 1 inside the thread's outermost math-library call */
+extern PW_TLS int pw_ml_anchored;       /* that call keeps the thread's call anchor */
+extern PW_TLS pw_keyed_tab *pw_ml_self; /* the thread's table (extra: pw_ml_internal) */
 
-extern int pw_ml_on;              /* the module records (measured process, --mathlib) */
-extern PW_TLS int pw_ml_depth;    /* 1 inside the thread's outermost math-library call */
-extern PW_TLS int pw_ml_anchored; /* that call keeps the thread's call anchor */
-extern PW_TLS pw_ml_tab *pw_ml_self;
-
-pw_ml_tab *pw_ml_tab_create(void);
-pw_ml_slot *pw_ml_slot_get(pw_ml_tab *t, uint64_t key, uintptr_t ra);
+pw_keyed_tab *pw_ml_tab_create(void);
+/* The thread's calls made inside another math-library call, by routine. */
+static inline int64_t *pw_ml_internal(pw_keyed_tab *t) { return (int64_t *)pw_keyed_extra(t); }
 /* The next definition of routine id (pw_wrap_next: also in an object loaded RTLD_LOCAL),
  * its library noted; NULL: none yet. */
 void *pw_ml_resolve(int id);
@@ -64,9 +56,9 @@ static inline __attribute__((always_inline)) int pw_ml_enter(int id)
     if (PW_UNLIKELY(!pw_ml_on) || pw_wrap_depth)
         return 0;
     if (pw_ml_depth) {
-        pw_ml_tab *t = pw_ml_self;
+        pw_keyed_tab *t = pw_ml_self;
         if (PW_LIKELY(t != NULL) || (t = pw_ml_tab_create()) != NULL)
-            t->internal[id]++;
+            pw_ml_internal(t)[id]++;
         return 0;
     }
     pw_ml_depth = 1;
@@ -143,13 +135,10 @@ static inline uint64_t pw_ml_key(int id, const int64_t d[3], uint64_t chars)
 static inline void pw_ml_add(int id, uintptr_t ra, int64_t ticks, const int64_t d[3],
                              uint64_t chars, double flops, double bytes)
 {
-    pw_ml_tab *t = pw_ml_self;
+    pw_keyed_tab *t = pw_ml_self;
     if (PW_LIKELY(t != NULL) || (t = pw_ml_tab_create()) != NULL) {
-        uint64_t key = pw_ml_key(id, d, chars);
-        pw_ml_slot *s = t->last;
-        if (PW_UNLIKELY(s == NULL || s->key != key || s->ra != ra))
-            t->last = s = pw_ml_slot_get(t, key, ra);
-        s->count++;
+        pw_ml_slot *s = (pw_ml_slot *)pw_keyed_find(t, pw_ml_key(id, d, chars), ra);
+        s->site.count++;
         s->ticks += ticks;
         if (ticks < s->min)
             s->min = ticks;

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import perfweave
-from perfweave._format import IO_LAYERS
+from perfweave._format import IO_LAYERS, IO_OPS
 from perfweave.analysis.io import OPEN_CLOSE_SHARE
 from perfweave.interop.darshan import COUNTERS
 from perfweave.readers.io import read_io
@@ -344,3 +344,23 @@ def test_io_darshan_export_carries_the_programs_counts(build, run_pw, tmp_path):
     assert (got["POSIX_FDSYNCS"], got["POSIX_F_READ_START_TIMESTAMP"]) == ("-1", "-1.000000")
     fs = {x[7] for x in rows if x[5] == name}
     assert len(fs) == 1 and fs != {""}
+
+
+def test_io_site_bound_keeps_the_first_sites(build, run_pw, tmp_path):
+    """--io-max-sites 2 (the core's keyed call-site tables over the store's io_site
+    records, runtime/core/keyed.c): the loop's open, write and close of loop.dat are three
+    sites; the first two made are kept with every call, the close's n calls find no slot
+    and are counted as dropped (its file record still counts them), as is the program's
+    line on stdout (a third file's site, after them)."""
+    prog = build(None, "io_cases.c")
+    n = 50
+    r = run_pw([prog, "loop", tmp_path, n], ["--io", "--io-max-sites", "2"])
+    io = perfweave.open(r.exp).io
+    p = record(io, f"{tmp_path}/loop.dat", "posix")
+    assert (p["opens"], p["writes"], p["closes"]) == (n, n, n)
+    s = io.sites[io.sites["file"] == io.files.index(f"{tmp_path}/loop.dat")]
+    ops = [IO_OPS[o] for o in s["op"]]
+    assert sorted(zip(ops, s["count"].tolist())) == [("open", n), ("write", n)]
+    assert len(io.sites) == 2 and (s["offset"] != 0).all()
+    out = record(io, "<stdout>", "stdio")
+    assert io.processes["dropped"].tolist() == [n + out["writes"]] and out["writes"] == 1

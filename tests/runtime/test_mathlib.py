@@ -203,3 +203,33 @@ def test_forked_child_of_a_rank_has_its_own_files(mpi, build, run_pw):
     for i in children:
         got = per_routine(ml, i)
         assert got["dgemm_"] == (3, 3 * 2.0 * 32**3) and got["fftw_execute"][0] == 1
+
+
+def test_site_bound_folds_new_sites_into_the_routines_overflow(build, run_pw):
+    """--mathlib-max-sites 2 (the core's keyed call-site tables, runtime/core/keyed.c):
+    each of two threads makes ddot_ calls of six size classes from one line (class
+    n = 2^k, k + 1 calls: tests/runtime/programs/ml_bound.c); a thread keeps its first two
+    sites (n = 1 and 2) and folds the 3 + 4 + 5 + 6 calls of the others into ddot_'s
+    overflow site (no call site, no size class), counted as dropped; the merge adds the
+    two threads' sites of the same (class, line)."""
+    prog = build(None, "ml_bound.c", ("-lblas", "-lpthread"))
+    r = run_pw([prog], ["--mathlib-max-sites", "2"])
+    per_thread = sum((1 << k) * (k + 1) for k in range(6))
+    assert r.proc.stdout == f"sums {per_thread} {per_thread}\n"
+    ml = r.open().mathlib
+    (p,) = ml.processes
+    assert (p.threads, p.dropped) == (2, 2 * 18)
+    (doc,) = [json.loads(f.read_text()) for f in (r.exp / "mathlib").glob("*.json")]
+    assert doc["max_sites"] == 2
+    c = ml.calls
+    assert set(c["routine"]) == {"ddot_"} and c["count"].sum() == 2 * 21
+    line = site_lines("ml_bound.c")["dot"]
+    kept = c[c["offset"] != 0]
+    assert sorted(zip(kept["b0"], kept["count"], kept["dim0_sum"])) == [(1, 2, 2), (2, 4, 8)]
+    assert {s["where"] for s in r.report()["mathlib"]["callsites"]} >= {f"ml_bound.c:{line}"}
+    over = c[c["offset"] == 0]
+    folded = sum((1 << k) * (k + 1) for k in range(2, 6))  # their n, summed
+    assert over[["object", "b0", "b1", "b2", "chars", "count", "dim0_sum"]].tolist() == [
+        ("", 0, 0, 0, "", 36, 2 * folded)
+    ]
+    assert over["flops"].tolist() == [2.0 * 2 * folded]  # 2n per ddot_

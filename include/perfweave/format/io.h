@@ -9,7 +9,8 @@
  *   one io_header; max_files io_file (the files' names, index = file id); max_objects
  *   io_object (the loaded objects call sites name); max_threads thread blocks, each
  *   max_files * PW_IO_NLAYERS io_rec (index file * PW_IO_NLAYERS + layer; file -1: unused)
- *   then max_sites io_site (count 0: unused).
+ *   then max_sites io_site (count 0: unused; the slots of a keyed call-site table,
+ *   runtime/core/keyed.h, that keeps --io-max-sites sites: at least twice as many).
  * Durations are in ticks (header.ns_per_tick converts them; pw_ticks()), times in ns of
  * CLOCK_MONOTONIC.
  *
@@ -84,7 +85,7 @@
     X(int64_t, "<i8", parent_pid)      /* a process forked by a measured one: its parent */ \
     X(int32_t, "<i4", max_files)                                                            \
     X(int32_t, "<i4", max_threads)                                                          \
-    X(int32_t, "<i4", max_sites)       /* per thread */                                     \
+    X(int32_t, "<i4", max_sites)       /* io_site slots per thread block */                 \
     X(int32_t, "<i4", max_objects)                                                          \
     X(int32_t, "<i4", nfiles)          /* io_file entries in use */                         \
     X(int32_t, "<i4", nthreads)        /* thread blocks in use */                           \
