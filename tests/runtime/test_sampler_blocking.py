@@ -252,8 +252,8 @@ def race_counts(stdout):
 def race(build, run_pw, verb, bare_calls, calls, modes):
     """`blocking VERB` (race, race-slow) over MODES, bare (BARE_CALLS each) and under
     1 ms sampling (CALLS each): no call lost or with another result in either, at most
-    EXCUSED_SHARE of the calls under perfweave excused, the outcomes the same. Returns the run and the modes measured
-    (not refused by the kernel)."""
+    EXCUSED_SHARE of the calls under perfweave excused, the outcomes the same. Returns
+    the run and the modes measured (not refused by the kernel)."""
     prog = build(None, "blocking.c", ("-pthread",))
     ref = bare([prog, verb, bare_calls, *modes])
     assert ref.returncode == 0, ref.stderr
