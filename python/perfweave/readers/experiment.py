@@ -1,4 +1,4 @@
-"""Open an experiment directory (docs/format.md) as an Experiment.
+"""Open an experiment directory (docs/format.md) as an ExperimentDir.
 
 The reduced `profile.pwprof` holds every rank of a run that reached
 MPI_Finalize. When a run ended otherwise, each rank saved its own
@@ -32,7 +32,11 @@ EXPERIMENT_VERSIONS = (1,)
 
 
 @dataclass
-class Experiment:
+class ExperimentDir:
+    """An experiment directory read: its description, its merged Profile, and the other
+    kinds of data (readers/kinds.py) read on first use. What the layers pass around;
+    api.Experiment is the public face over it."""
+
     path: Path
     meta: dict
     profile: Profile
@@ -212,7 +216,7 @@ def merge(files):
 
 
 def open_experiment(path):
-    """The experiment directory path as an Experiment."""
+    """The experiment directory path as an ExperimentDir."""
     path = Path(path)
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
@@ -369,7 +373,7 @@ def open_experiment(path):
             "were folded into one overflow site per function; raise --max-callsites"
         )
     notes.extend(warnings)
-    return Experiment(
+    return ExperimentDir(
         path=path,
         meta=meta,
         profile=profile,

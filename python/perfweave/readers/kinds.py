@@ -1,5 +1,5 @@
 """The kinds of data an experiment directory holds beside its profile, each with the one
-reader that reads it (docs/format.md has their files). `Experiment.NAME` (readers/
+reader that reads it (docs/format.md has their files). `ExperimentDir.NAME` (readers/
 experiment.py) reads the kind NAME on first use and keeps it, so that every analysis and
 report section works on the same models and no file is read twice. A new measurement
 module registers its kind here: one entry."""
@@ -12,7 +12,7 @@ from perfweave.readers import example, io, mathlib, results, samples, timeline, 
 
 @dataclass(frozen=True)
 class Kind:
-    name: str  # the Experiment attribute, and the key in KINDS
+    name: str  # the ExperimentDir attribute, and the key in KINDS
     directory: str  # its files' directory in the experiment
     read: Callable  # experiment path -> the model (an empty one, or None, when absent)
     what: str  # for messages and docs
