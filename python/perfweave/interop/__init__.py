@@ -69,7 +69,7 @@ class RankTrace:
 
 
 @dataclass
-class Experiment:
+class ExportSource:
     """An experiment's traces for export: the metadata of every rank at hand, the
     records of one rank at a time (`rank(r)`, `each()`) or of one rank in chunks
     (`stream(r)`, what the exports read)."""
@@ -150,7 +150,7 @@ CHUNK_RECORDS = 1 << 16  # records of a RankStream chunk (tests make it tiny)
 
 
 class RankStream:
-    """One rank's records as Experiment.rank gives them (grouped by thread, checked, on
+    """One rank's records as ExportSource.rank gives them (grouped by thread, checked, on
     rank 0's clock), as a sequence of chunks (`chunks`): RankTrace objects of one
     thread each, of about CHUNK_RECORDS records, whose field `base` is the index of
     their first record in what rank(r) would hold. A chunk never ends inside a call:
@@ -304,7 +304,7 @@ def _cut(rec):
 
 
 def load(exp):
-    """The traces of experiment directory exp for export (Experiment; records are read
+    """The traces of experiment directory exp for export (ExportSource; records are read
     rank by rank when asked for). An experiment without traces is an error."""
     from perfweave.analysis.exchange import Local
     from perfweave.analysis.waitstates import sibling_meta, world_size_of
@@ -320,7 +320,7 @@ def load(exp):
     # the clock perfweave analyze uses: ranks on rank 0's host share its clock exactly
     pairs = {r: rt.read_meta(exp, r) for r in ranks}
     host_clocks(pairs, Local(world))
-    X = Experiment(exp, meta, world, list(ranks), {r: m for r, (m, _) in pairs.items()})
+    X = ExportSource(exp, meta, world, list(ranks), {r: m for r, (m, _) in pairs.items()})
     X._meta_notes = pairs
     if any(not (m or {}).get("clock") for m in X.metas.values()):
         X._sibling = sibling_meta(exp, ranks)
