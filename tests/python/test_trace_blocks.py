@@ -118,7 +118,7 @@ def test_versions_1_and_2_name_the_mpi_io_family_io(tmp_path):
 
 
 def test_chunks_of_a_rank_are_the_rank(tmp_path, monkeypatch):
-    """RankStream (interop's exports read a rank chunk by chunk) gives the records,
+    """RankExportStream (interop's exports read a rank chunk by chunk) gives the records,
     threads, times and notes that ExportSource.rank gives at once, for every chunk size:
     the checks that look at the record before see the last one of the chunk before in
     file order. Damage of each kind: a sub-event first in a block that follows another

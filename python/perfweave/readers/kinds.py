@@ -22,8 +22,8 @@ class Kind:
 
 
 class Traces:
-    """The event traces of an experiment, rank by rank: each read only when asked for
-    (a trace can be far larger than memory; interop.RankStream reads one in chunks)."""
+    """The event traces of an experiment, rank by rank: each read only when asked for (a
+    trace can be far larger than memory; interop.RankExportStream reads one in chunks)."""
 
     def __init__(self, path):
         self.path = path
