@@ -68,12 +68,12 @@ class Experiment:
         return f"perfweave.open({str(self.path)!r})"
 
     def __getattr__(self, name):
-        """The model of each kind of data beside the profile (readers/kinds.py:
+        """The model of each dataset beside the profile (readers/datasets.py:
         samples, timelines, traces, and each module's, such as example), read on first
         use and kept."""
-        from perfweave.readers.kinds import KINDS
+        from perfweave.readers.datasets import DATASETS
 
-        if not name.startswith("_") and name in KINDS:
+        if not name.startswith("_") and name in DATASETS:
             return getattr(self._exp, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -255,7 +255,7 @@ class Experiment:
         """The typed result of kind's analysis (_analysis), computed once."""
         analysis = _analysis(kind)
         if analysis is None:
-            with_tables = sorted(k for k in _kinds() if _analysis(k) is not None)
+            with_tables = sorted(k for k in _datasets() if _analysis(k) is not None)
             raise PerfweaveError(
                 f"no tables of {kind!r} (kinds with tables: {', '.join(with_tables)})"
             )
@@ -321,18 +321,18 @@ class Experiment:
         return pd.concat(frames, ignore_index=True)
 
 
-def _kinds():
-    from perfweave.readers.kinds import KINDS
+def _datasets():
+    from perfweave.readers.datasets import DATASETS
 
-    return KINDS
+    return DATASETS
 
 
 def _analysis(kind):
-    """The analysis of the module data `kind` (readers/kinds.py) that gives table() its
+    """The analysis of the dataset `kind` (readers/datasets.py) that gives table() its
     tables: analysis/KIND.py, when it declares RECORDED_BY (what records the data, for
     NoData) beside its analyze(model), which returns a typed result with numpy tables;
     else None. A module's analysis offers its tables so, in its own file."""
-    if kind not in _kinds() or importlib.util.find_spec(f"perfweave.analysis.{kind}") is None:
+    if kind not in _datasets() or importlib.util.find_spec(f"perfweave.analysis.{kind}") is None:
         return None
     analysis = importlib.import_module(f"perfweave.analysis.{kind}")
     return analysis if hasattr(analysis, "RECORDED_BY") else None

@@ -38,7 +38,7 @@
  * include/perfweave/format/example.h, and python/perfweave/{model,readers,analysis,
  * report/sections}/example.py), replacing example, Example, EXAMPLE and the wrapped
  * function (its name is in function_names and the wrapper only), and registers itself in
- * modules.def, options.json, readers/kinds.py and report/sections/__init__.py: the list
+ * modules.def, options.json, readers/datasets.py and report/sections/__init__.py: the list
  * and every step are docs/architecture.md "Adding a module"; nothing else is edited.
  */
 #define _GNU_SOURCE

@@ -1,5 +1,5 @@
 /*
- * MPI module: what a wrapped call means (bytes per kind, persistent requests),
+ * MPI module: what a wrapped call means (bytes per action, persistent requests),
  * the MPI_Init / MPI_Finalize hooks, clock offsets between ranks, and the
  * reduction of all ranks' call-site tables into one profile file written by
  * rank 0 (docs/format.md). The wrappers themselves are generated from
@@ -353,10 +353,10 @@ static int preq_op(const void *req, int fortran, int op, int64_t *sent, int64_t 
     return preq_op_key(request_key(req, fortran), op, sent, recv);
 }
 
-/* The requests of a completion call (one for the wait kind), i of n. */
-static const void *request_at(const pw_args *a, int kind, int i)
+/* The requests of a completion call (one for the wait action), i of n. */
+static const void *request_at(const pw_args *a, int action, int i)
 {
-    if (kind == PW_KIND_wait)
+    if (action == PW_ACTION_wait)
         return a->request;
     return a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
                       : (const void *)((const MPI_Request *)a->requests + i);
@@ -374,15 +374,15 @@ static PW_TLS struct {
 /* A completion call whose requests include one of a nonblocking MPI-IO call is MPI-IO
  * time (family file). Wait and Waitall complete them all: forgotten now; the others after
  * the call, those it says it completed (file_wait_done). */
-static __attribute__((noinline)) void file_wait_before(pw_call *c, int kind, const pw_args *a)
+static __attribute__((noinline)) void file_wait_before(pw_call *c, int action, const pw_args *a)
 {
-    int n = kind == PW_KIND_wait ? 1 : a->nreq, all = kind == PW_KIND_wait ? !a->flag : 0;
-    if (kind == PW_KIND_waitmulti)
+    int n = action == PW_ACTION_wait ? 1 : a->nreq, all = action == PW_ACTION_wait ? !a->flag : 0;
+    if (action == PW_ACTION_waitmulti)
         all = !a->flag && !a->index && !a->outcount; /* Waitall */
     int64_t s = 0, r = 0;
     file_wait.n = 0;
     for (int i = 0; i < n; i++) {
-        const void *req = request_at(a, kind, i);
+        const void *req = request_at(a, action, i);
         if (!req)
             continue;
         uint64_t key = request_key(req, a->fortran);
@@ -400,14 +400,14 @@ static __attribute__((noinline)) void file_wait_before(pw_call *c, int kind, con
 
 /* After a Test, Waitany, Waitsome, Testall, Testany, Testsome of MPI-IO requests: the
  * requests it completed are forgotten (their handles will be reused). */
-static void file_wait_done(int kind, const pw_args *a)
+static void file_wait_done(int action, const pw_args *a)
 {
     int64_t s = 0, r = 0;
     int done[FILE_WAIT_KEPT] = {0};
     int flag = a->flag ? *(const int *)a->flag : 1, base = a->fortran ? 1 : 0;
     if (!flag)
         return;
-    if (kind == PW_KIND_wait) { /* Test: its one request */
+    if (action == PW_ACTION_wait) { /* Test: its one request */
         done[0] = 1;
     } else if (a->index) { /* Waitany, Testany: the one it completed */
         int at = *(const int *)a->index - base;
@@ -428,91 +428,91 @@ static void file_wait_done(int kind, const pw_args *a)
     file_wait.n = 0;
 }
 
-void pw_mpi_before(pw_call *c, int kind, const pw_args *a)
+void pw_mpi_before(pw_call *c, int action, const pw_args *a)
 {
     int64_t s = 0, r = 0;
-    if (kind == PW_KIND_request_free)
+    if (action == PW_ACTION_request_free)
         preq_op(a->request, a->fortran, PREQ_FREE, &s, &r);
-    else if ((kind == PW_KIND_wait || kind == PW_KIND_waitmulti) &&
+    else if ((action == PW_ACTION_wait || action == PW_ACTION_waitmulti) &&
              PW_UNLIKELY(__atomic_load_n(&file_requests, __ATOMIC_RELAXED) > 0))
-        file_wait_before(c, kind, a);
+        file_wait_before(c, action, a);
     if (PW_UNLIKELY(pw_trace_on))
-        pw_trace_before(kind, a);
+        pw_trace_before(action, a);
 }
 
-static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
+static void call_bytes(int action, const pw_args *a, int64_t *sent, int64_t *recv)
 {
     int64_t s = 0, r = 0;
     int n, in, out;
-    switch (kind) {
-    case PW_KIND_send:
-    case PW_KIND_isend:
+    switch (action) {
+    case PW_ACTION_send:
+    case PW_ACTION_isend:
         if (a->peer != MPI_PROC_NULL)
             s = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_put:
-    case PW_KIND_acc:
+    case PW_ACTION_put:
+    case PW_ACTION_acc:
         if (a->target != MPI_PROC_NULL)
             s = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_recv:
-    case PW_KIND_irecv:
+    case PW_ACTION_recv:
+    case PW_ACTION_irecv:
         if (a->peer != MPI_PROC_NULL)
             r = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_mrecv: /* no peer argument: MPI_MESSAGE_NO_PROC counts the posted size too */
+    case PW_ACTION_mrecv: /* no peer argument: MPI_MESSAGE_NO_PROC counts the posted size too */
         r = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_get:
+    case PW_ACTION_get:
         if (a->target != MPI_PROC_NULL)
             r = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_send_init:
+    case PW_ACTION_send_init:
         if (a->peer != MPI_PROC_NULL)
             s = type_bytes(a->count, a->type);
         preq_op(a->request, a->fortran, PREQ_INIT, &s, &r);
         break;
-    case PW_KIND_recv_init:
+    case PW_ACTION_recv_init:
         if (a->peer != MPI_PROC_NULL)
             r = type_bytes(a->count, a->type);
         preq_op(a->request, a->fortran, PREQ_INIT, &s, &r);
         break;
-    case PW_KIND_start:
+    case PW_ACTION_start:
         preq_op(a->request, a->fortran, PREQ_START, &s, &r);
         break;
-    case PW_KIND_startall:
+    case PW_ACTION_startall:
         for (int i = 0; i < a->nreq; i++)
             preq_op(a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
                                : (const void *)((const MPI_Request *)a->requests + i),
                     a->fortran, PREQ_START, &s, &r);
         break;
-    case PW_KIND_sendrecv:
+    case PW_ACTION_sendrecv:
         if (a->peer != MPI_PROC_NULL)
             s = type_bytes(a->scount, a->stype);
         if (a->source != MPI_PROC_NULL)
             r = type_bytes(a->rcount, a->rtype);
         break;
-    case PW_KIND_sendrecv_replace:
+    case PW_ACTION_sendrecv_replace:
         if (a->peer != MPI_PROC_NULL)
             s = type_bytes(a->count, a->type);
         if (a->source != MPI_PROC_NULL)
             r = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_getacc:
+    case PW_ACTION_getacc:
         s = type_bytes(a->count, a->type);
         r = type_bytes(a->rcount, a->rtype);
         break;
-    case PW_KIND_fop:
-    case PW_KIND_cas:
+    case PW_ACTION_fop:
+    case PW_ACTION_cas:
         s = r = type_bytes(1, a->type);
         break;
-    case PW_KIND_bcast:
+    case PW_ACTION_bcast:
         if (is_root(a))
             s = type_bytes(a->count, a->type);
         else if (a->root != MPI_PROC_NULL) /* PROC_NULL: a bystander of an intercomm */
             r = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_reduce:
+    case PW_ACTION_reduce:
         if (a->root == MPI_ROOT) /* the root of an intercommunicator only receives */
             r = type_bytes(a->count, a->type);
         else if (a->root != MPI_PROC_NULL)
@@ -520,16 +520,16 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
         if (is_root(a) && a->root != MPI_ROOT)
             r = s;
         break;
-    case PW_KIND_allreduce:
-    case PW_KIND_scan:
-    case PW_KIND_exscan:
+    case PW_ACTION_allreduce:
+    case PW_ACTION_scan:
+    case PW_ACTION_exscan:
         s = r = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_reduce_scatter_block:
+    case PW_ACTION_reduce_scatter_block:
         r = type_bytes(a->count, a->type);
         s = r * peers(a->comm);
         break;
-    case PW_KIND_reduce_scatter: {
+    case PW_ACTION_reduce_scatter: {
         int me = 0;
         n = peers(a->comm);
         pmpi.Comm_rank(a->comm, &me);
@@ -537,7 +537,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
         r = a->rcounts ? type_bytes(a->rcounts[me], a->type) : 0;
         break;
     }
-    case PW_KIND_gather:
+    case PW_ACTION_gather:
         if (is_root(a)) {
             r = type_bytes((int64_t)a->rcount * peers(a->comm), a->rtype);
             s = in_place(a) ? type_bytes(a->rcount, a->rtype) : type_bytes(a->scount, a->stype);
@@ -545,7 +545,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
             s = type_bytes(a->scount, a->stype);
         }
         break;
-    case PW_KIND_gatherv:
+    case PW_ACTION_gatherv:
         if (is_root(a)) {
             r = type_bytes(sum_counts(a->rcounts, peers(a->comm)), a->rtype);
             if (!in_place(a))
@@ -554,7 +554,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
             s = type_bytes(a->scount, a->stype);
         }
         break;
-    case PW_KIND_scatter:
+    case PW_ACTION_scatter:
         if (is_root(a)) {
             s = type_bytes((int64_t)a->scount * peers(a->comm), a->stype);
             if (!(!a->fortran && a->rbuf == MPI_IN_PLACE))
@@ -563,7 +563,7 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
             r = type_bytes(a->rcount, a->rtype);
         }
         break;
-    case PW_KIND_scatterv:
+    case PW_ACTION_scatterv:
         if (is_root(a)) {
             s = type_bytes(sum_counts(a->scounts, peers(a->comm)), a->stype);
             if (!(!a->fortran && a->rbuf == MPI_IN_PLACE))
@@ -572,12 +572,12 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
             r = type_bytes(a->rcount, a->rtype);
         }
         break;
-    case PW_KIND_allgather:
+    case PW_ACTION_allgather:
         n = peers(a->comm);
         r = type_bytes((int64_t)a->rcount * n, a->rtype);
         s = in_place(a) ? type_bytes(a->rcount, a->rtype) : type_bytes(a->scount, a->stype);
         break;
-    case PW_KIND_allgatherv: {
+    case PW_ACTION_allgatherv: {
         int me = 0;
         n = peers(a->comm);
         pmpi.Comm_rank(a->comm, &me);
@@ -586,50 +586,50 @@ static void call_bytes(int kind, const pw_args *a, int64_t *sent, int64_t *recv)
                         : type_bytes(a->scount, a->stype);
         break;
     }
-    case PW_KIND_alltoall:
+    case PW_ACTION_alltoall:
         n = peers(a->comm);
         r = type_bytes((int64_t)a->rcount * n, a->rtype);
         s = in_place(a) ? r : type_bytes((int64_t)a->scount * n, a->stype);
         break;
-    case PW_KIND_alltoallv:
+    case PW_ACTION_alltoallv:
         n = peers(a->comm);
         r = type_bytes(sum_counts(a->rcounts, n), a->rtype);
         s = in_place(a) ? r : type_bytes(sum_counts(a->scounts, n), a->stype);
         break;
-    case PW_KIND_alltoallw:
+    case PW_ACTION_alltoallw:
         n = peers(a->comm);
         r = sum_w(a->rcounts, a->rtypes, a->fortran, n);
         s = in_place(a) ? r : sum_w(a->scounts, a->stypes, a->fortran, n);
         break;
-    case PW_KIND_neighbor_allgather:
+    case PW_ACTION_neighbor_allgather:
         neighbours(a->comm, &in, &out);
         s = type_bytes((int64_t)a->scount * out, a->stype);
         r = type_bytes((int64_t)a->rcount * in, a->rtype);
         break;
-    case PW_KIND_neighbor_allgatherv:
+    case PW_ACTION_neighbor_allgatherv:
         neighbours(a->comm, &in, &out);
         s = type_bytes((int64_t)a->scount * out, a->stype);
         r = type_bytes(sum_counts(a->rcounts, in), a->rtype);
         break;
-    case PW_KIND_neighbor_alltoall:
+    case PW_ACTION_neighbor_alltoall:
         neighbours(a->comm, &in, &out);
         s = type_bytes((int64_t)a->scount * out, a->stype);
         r = type_bytes((int64_t)a->rcount * in, a->rtype);
         break;
-    case PW_KIND_neighbor_alltoallv:
+    case PW_ACTION_neighbor_alltoallv:
         neighbours(a->comm, &in, &out);
         s = type_bytes(sum_counts(a->scounts, out), a->stype);
         r = type_bytes(sum_counts(a->rcounts, in), a->rtype);
         break;
-    case PW_KIND_neighbor_alltoallw:
+    case PW_ACTION_neighbor_alltoallw:
         neighbours(a->comm, &in, &out);
         s = sum_w(a->scounts, a->stypes, a->fortran, out);
         r = sum_w(a->rcounts, a->rtypes, a->fortran, in);
         break;
-    case PW_KIND_fread:
+    case PW_ACTION_fread:
         r = type_bytes(a->count, a->type);
         break;
-    case PW_KIND_fwrite:
+    case PW_ACTION_fwrite:
         s = type_bytes(a->count, a->type);
         break;
     default:
@@ -660,26 +660,26 @@ static int file_form_of(const char *n)
     return PW_FILE_INDEP;
 }
 
-/* What each MPI_File_* function is, from its kind and its name. */
+/* What each MPI_File_* function is, from its action and its name. */
 static void file_ops_init(void)
 {
     for (int fn = 0; fn < PW_MPI_NFN; fn++) {
         const char *n = pw_mpi_fn_names[fn];
         int op;
-        switch (pw_mpi_fn_kinds[fn]) {
-        case PW_KIND_fopen:
+        switch (pw_mpi_fn_actions[fn]) {
+        case PW_ACTION_fopen:
             op = PW_FILE_OPEN;
             break;
-        case PW_KIND_fclose:
+        case PW_ACTION_fclose:
             op = PW_FILE_CLOSE;
             break;
-        case PW_KIND_fread:
+        case PW_ACTION_fread:
             op = PW_FILE_READ;
             break;
-        case PW_KIND_fwrite:
+        case PW_ACTION_fwrite:
             op = PW_FILE_WRITE;
             break;
-        case PW_KIND_fother:
+        case PW_ACTION_fother:
             op = strstr(n, "_seek")       ? PW_FILE_SEEK
                  : strstr(n, "_sync")     ? PW_FILE_SYNC
                  : strstr(n, "_set_view") ? PW_FILE_VIEW
@@ -786,11 +786,11 @@ static __attribute__((noinline)) void file_event(const pw_call *c, int64_t t1, c
 
 /* The request a nonblocking MPI-IO call posted is followed until a completion call
  * completes it (file_wait_before, file_wait_done). */
-static void file_requests_follow(int kind, int fn, const pw_args *a)
+static void file_requests_follow(int action, int fn, const pw_args *a)
 {
     int64_t s = 0, r = 0;
-    if ((kind == PW_KIND_wait || kind == PW_KIND_waitmulti) && file_wait.n) {
-        file_wait_done(kind, a);
+    if ((action == PW_ACTION_wait || action == PW_ACTION_waitmulti) && file_wait.n) {
+        file_wait_done(action, a);
     } else if ((file_flags[fn] & FILE_NB) && a->request) {
         MPI_Request none = MPI_REQUEST_NULL; /* a failed post's */
         uint64_t key = request_key(a->request, a->fortran);
@@ -851,25 +851,25 @@ static void record(int fn, int family, void *ra, int64_t t1, int64_t ticks, int6
         pw_hist_add(t, &mpi_functions, fn, sent > recv ? sent : recv, ticks);
 }
 
-void pw_mpi_leave(pw_call *c, int kind, const pw_args *a)
+void pw_mpi_leave(pw_call *c, int action, const pw_args *a)
 {
     int64_t t1 = pw_ticks();
     int64_t sent = 0, recv = 0;
     if (a) {
         int saved_errno = errno; /* the PMPI calls of call_bytes must not leak into it */
-        call_bytes(kind, a, &sent, &recv);
+        call_bytes(action, a, &sent, &recv);
         errno = saved_errno;
     }
     record(c->fn, c->family, c->ra, t1, t1 - c->t0, sent, recv);
     if (PW_UNLIKELY(c->family == PW_FAMILY_FILE) && a)
-        file_requests_follow(kind, c->fn, a);
+        file_requests_follow(action, c->fn, a);
     if (PW_UNLIKELY(file_call != NULL) && a && file_op[c->fn]) {
         int saved_errno = errno;
         file_event(c, t1, a);
         errno = saved_errno;
     }
     if (PW_UNLIKELY(pw_trace_on))
-        pw_trace_call(c, t1, kind, a, sent, recv);
+        pw_trace_call(c, t1, action, a, sent, recv);
     pw_thread_activity = 0;
     pw_call_anchor = 0;
     pw_mpi_depth--;
@@ -1012,8 +1012,8 @@ static void sum_mpi_time(pw_local *l)
     for (size_t i = 0; i < l->prof.nsites; i++) {
         const pw_site_rec *s = &l->prof.sites[i];
         int fn = s->fn - mpi_functions.base; /* other modules' functions are not MPI */
-        if (fn < 0 || fn >= PW_MPI_NFN || pw_mpi_fn_kinds[fn] == PW_KIND_init ||
-            pw_mpi_fn_kinds[fn] == PW_KIND_finalize)
+        if (fn < 0 || fn >= PW_MPI_NFN || pw_mpi_fn_actions[fn] == PW_ACTION_init ||
+            pw_mpi_fn_actions[fn] == PW_ACTION_finalize)
             continue;
         ns += s->total_ns;
         calls += s->count;

@@ -347,9 +347,9 @@ MPI_Status *pw_trace_statuses(int n)
     return status_buf;
 }
 
-void pw_trace_before(int kind, const pw_args *a)
+void pw_trace_before(int action, const pw_args *a)
 {
-    if (kind == PW_KIND_wait) {
+    if (action == PW_ACTION_wait) {
         nsaved = 0;
         if (saved_cap < 1) {
             saved_keys = realloc(saved_keys, sizeof *saved_keys * 16);
@@ -357,7 +357,7 @@ void pw_trace_before(int kind, const pw_args *a)
         }
         if (saved_cap)
             saved_keys[nsaved++] = key_of(a->request, a->fortran);
-    } else if (kind == PW_KIND_waitmulti) {
+    } else if (action == PW_ACTION_waitmulti) {
         nsaved = 0;
         if (a->nreq > saved_cap) {
             uint64_t *k = realloc(saved_keys, sizeof *k * (size_t)a->nreq);
@@ -371,9 +371,9 @@ void pw_trace_before(int kind, const pw_args *a)
                 key_of(a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
                                   : (const void *)((const MPI_Request *)a->requests + i),
                        a->fortran);
-    } else if (kind == PW_KIND_win_free) {
+    } else if (action == PW_ACTION_win_free) {
         freeing_window = window_id(win_handle(a->newwin, a->fortran));
-    } else if (kind == PW_KIND_comm_free) {
+    } else if (action == PW_ACTION_comm_free) {
         MPI_Comm c =
             a->fortran ? pw_comm_f2c(*(const MPI_Fint *)a->newcomm) : *(const MPI_Comm *)a->newcomm;
         int id = comm_id(c);
@@ -510,18 +510,19 @@ static int start_event(pw_event_rec *e, const void *req, int fortran)
     return 1;
 }
 
-static int is_coll(int kind)
+static int is_coll(int action)
 {
-    return kind >= PW_KIND_barrier && kind <= PW_KIND_neighbor_alltoallw;
+    return action >= PW_ACTION_barrier && action <= PW_ACTION_neighbor_alltoallw;
 }
 
-static int rooted(int kind)
+static int rooted(int action)
 {
-    return kind == PW_KIND_bcast || kind == PW_KIND_reduce || kind == PW_KIND_gather ||
-           kind == PW_KIND_gatherv || kind == PW_KIND_scatter || kind == PW_KIND_scatterv;
+    return action == PW_ACTION_bcast || action == PW_ACTION_reduce || action == PW_ACTION_gather ||
+           action == PW_ACTION_gatherv || action == PW_ACTION_scatter ||
+           action == PW_ACTION_scatterv;
 }
 
-static int is_rma_op(int kind) { return kind >= PW_KIND_put && kind <= PW_KIND_cas; }
+static int is_rma_op(int action) { return action >= PW_ACTION_put && action <= PW_ACTION_cas; }
 
 /* One-sided operation or window synchronisation on a->win. */
 static void window_event(pw_event_rec *e, int type, const pw_args *a, int64_t sent, int64_t recv)
@@ -547,14 +548,14 @@ static void window_event(pw_event_rec *e, int type, const pw_args *a, int64_t se
     }
 }
 
-void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int64_t sent,
+void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, int64_t sent,
                    int64_t recv)
 {
     int max = 1;
     if (a) {
-        if (kind == PW_KIND_sendrecv || kind == PW_KIND_sendrecv_replace)
+        if (action == PW_ACTION_sendrecv || action == PW_ACTION_sendrecv_replace)
             max = 3;
-        else if (kind == PW_KIND_waitmulti || kind == PW_KIND_startall)
+        else if (action == PW_ACTION_waitmulti || action == PW_ACTION_startall)
             max = 1 + (a->nreq > 0 ? a->nreq : 0);
         else
             max = 2;
@@ -573,8 +574,8 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         return;
     }
     int cid;
-    switch (kind) {
-    case PW_KIND_send:
+    switch (action) {
+    case PW_ACTION_send:
         if (a->peer == MPI_PROC_NULL)
             break;
         cid = comm_id(a->comm);
@@ -585,28 +586,28 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         e->tag = a->tag;
         e->bytes = sent;
         break;
-    case PW_KIND_isend:
+    case PW_ACTION_isend:
         cid = comm_id(a->comm);
         used +=
             nonblocking_post(a, 0, cid, to_world(cid, a->peer), a->tag, sent, sync, r + used, 0);
         break;
-    case PW_KIND_irecv:
+    case PW_ACTION_irecv:
         cid = comm_id(a->comm);
         used += nonblocking_post(a, 1, cid, to_world(cid, a->peer), a->tag, recv, 0, r + used, 0);
         break;
-    case PW_KIND_send_init:
+    case PW_ACTION_send_init:
         cid = comm_id(a->comm);
         nonblocking_post(a, 0, cid, to_world(cid, a->peer), a->tag,
                          a->peer == MPI_PROC_NULL ? 0 : pw_mpi_type_bytes(a->count, a->type), sync,
                          NULL, 1);
         break;
-    case PW_KIND_recv_init:
+    case PW_ACTION_recv_init:
         cid = comm_id(a->comm);
         nonblocking_post(a, 1, cid, to_world(cid, a->peer), a->tag,
                          a->peer == MPI_PROC_NULL ? 0 : pw_mpi_type_bytes(a->count, a->type), 0,
                          NULL, 1);
         break;
-    case PW_KIND_recv: {
+    case PW_ACTION_recv: {
         MPI_Status st;
         if (a->peer == MPI_PROC_NULL)
             break;
@@ -615,14 +616,14 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         recv_event(r + used++, cid, &st, have, a->peer, a->tag, recv, 0);
         break;
     }
-    case PW_KIND_mrecv: {
+    case PW_ACTION_mrecv: {
         MPI_Status st;
         int have = status_at(a, 0, 1, &st);
         recv_event(r + used++, -1, &st, have, MPI_ANY_SOURCE, MPI_ANY_TAG, recv, 0);
         break;
     }
-    case PW_KIND_sendrecv:
-    case PW_KIND_sendrecv_replace: {
+    case PW_ACTION_sendrecv:
+    case PW_ACTION_sendrecv_replace: {
         MPI_Status st;
         cid = comm_id(a->comm);
         if (a->peer != MPI_PROC_NULL) {
@@ -638,21 +639,21 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         }
         break;
     }
-    case PW_KIND_start:
+    case PW_ACTION_start:
         used += start_event(r + used, a->request, a->fortran);
         break;
-    case PW_KIND_startall:
+    case PW_ACTION_startall:
         for (int i = 0; i < a->nreq; i++)
             used += start_event(r + used,
                                 a->fortran ? (const void *)((const MPI_Fint *)a->requests + i)
                                            : (const void *)((const MPI_Request *)a->requests + i),
                                 a->fortran);
         break;
-    case PW_KIND_wait:
+    case PW_ACTION_wait:
         if (!a->flag || *(const int *)a->flag)
             used += completion(r + used, a, 0, 1);
         break;
-    case PW_KIND_waitmulti:
+    case PW_ACTION_waitmulti:
         if (a->index) { /* Waitany, Testany */
             int i = *(const int *)a->index;
             if ((!a->flag || *(const int *)a->flag) && i != MPI_UNDEFINED && i >= 0)
@@ -667,7 +668,7 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
                 used += completion(r + used, a, i, 0);
         }
         break;
-    case PW_KIND_win: {
+    case PW_ACTION_win: {
         MPI_Win w = win_handle(a->newwin, a->fortran);
         if (w == MPI_WIN_NULL)
             break;
@@ -677,7 +678,7 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         e->tag = define_window(w, cid);
         break;
     }
-    case PW_KIND_win_free:
+    case PW_ACTION_win_free:
         if (freeing_window < 0)
             break;
         e = ev(r + used++, PW_EV_WIN);
@@ -687,10 +688,10 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         wins[freeing_window].live = 0;
         freeing_window = -1;
         break;
-    case PW_KIND_winsync:
+    case PW_ACTION_winsync:
         window_event(r + used++, PW_EV_WSYNC, a, 0, 0);
         break;
-    case PW_KIND_mgmt: /* a new communicator */
+    case PW_ACTION_mgmt: /* a new communicator */
         if (a->newcomm) {
             MPI_Comm nc = a->fortran ? pw_comm_f2c(*(const MPI_Fint *)a->newcomm)
                                      : *(const MPI_Comm *)a->newcomm;
@@ -703,13 +704,13 @@ void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int
         }
         break;
     default:
-        if (is_rma_op(kind)) {
+        if (is_rma_op(action)) {
             window_event(r + used++, PW_EV_RMA, a, sent, recv);
-        } else if (is_coll(kind)) {
+        } else if (is_coll(action)) {
             cid = comm_id(a->comm);
             e = ev(r + used++, PW_EV_COLL);
             e->comm = cid;
-            e->peer = rooted(kind) && a->root >= 0 ? to_world(cid, a->root) : -1;
+            e->peer = rooted(action) && a->root >= 0 ? to_world(cid, a->root) : -1;
             e->bytes = sent;
             e->t1 = recv;
             if (a->request) { /* its completion names it (COLL_DONE) */

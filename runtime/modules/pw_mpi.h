@@ -5,7 +5,7 @@
  * inside a wrapper of this thread (a Fortran binding calling the C one, MPI
  * calling itself), call it and return; otherwise time the one real call, fill a
  * pw_args from the arguments tagged with roles in mpi.spec and hand both to
- * pw_mpi_leave(), which decides what the call means from its KIND.
+ * pw_mpi_leave(), which decides what the call means from its ACTION.
  */
 #ifndef PW_MODULES_MPI_H
 #define PW_MODULES_MPI_H
@@ -45,15 +45,15 @@
  * (mpi.map exports only the wrapper table). */
 #define PW_WRAPPER
 
-/* Kinds of mpi.spec (one body each in pw_mpi_leave): PW_MPI_KINDS of pw_mpi_fn.h, which
- * gen_wrappers.py writes from its KINDS. */
-#define PW_KIND_ENUM(k) PW_KIND_##k,
-enum pw_mpi_kind { PW_MPI_KINDS(PW_KIND_ENUM) PW_MPI_NKINDS };
-#undef PW_KIND_ENUM
+/* Actions of mpi.spec (one body each in pw_mpi_leave): PW_MPI_ACTIONS of pw_mpi_fn.h, which
+ * gen_wrappers.py writes from its ACTIONS. */
+#define PW_ACTION_ENUM(k) PW_ACTION_##k,
+enum pw_mpi_action { PW_MPI_ACTIONS(PW_ACTION_ENUM) PW_MPI_NACTIONS };
+#undef PW_ACTION_ENUM
 
 /* Values of the role-tagged arguments of one call. Wrappers set `fortran` and the
- * roles their spec line tags, nothing else: a kind reads only roles that every
- * function of that kind has. In Fortran wrappers the handles are already
+ * roles their spec line tags, nothing else: an action reads only roles that every
+ * function of that action has. In Fortran wrappers the handles are already
  * converted to C; arrays of datatypes (stypes, rtypes) and requests stay Fortran
  * integers, as `fortran` says. */
 typedef struct pw_args {
@@ -140,18 +140,18 @@ typedef struct pw_trace_clock {
     int64_t offset_init, offset_init_err, offset_fini, offset_fini_err, t_init, t_fini;
 } pw_trace_clock;
 void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *clock);
-void pw_trace_before(int kind, const pw_args *a);
-void pw_trace_call(const pw_call *c, int64_t t1, int kind, const pw_args *a, int64_t sent,
+void pw_trace_before(int action, const pw_args *a);
+void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, int64_t sent,
                    int64_t recv);
 void pw_trace_end(int state, const pw_trace_clock *clock);
 
-/* Before the real call, for kinds whose arguments it changes (Request_free, Wait); a
+/* Before the real call, for actions whose arguments it changes (Request_free, Wait); a
  * completion of MPI-IO requests becomes c's family file. */
-void pw_mpi_before(pw_call *c, int kind, const pw_args *a);
-/* Records the call (errno is preserved); a is NULL for kinds without bytes. */
-void pw_mpi_leave(pw_call *c, int kind, const pw_args *a);
+void pw_mpi_before(pw_call *c, int action, const pw_args *a);
+/* Records the call (errno is preserved); a is NULL for actions without bytes. */
+void pw_mpi_leave(pw_call *c, int action, const pw_args *a);
 
-/* Hooks of the control kinds. */
+/* Hooks of the control actions. */
 void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided);
 void pw_mpi_finalize_begin(int fn, void *ra);
 void pw_mpi_finalize_done(void);

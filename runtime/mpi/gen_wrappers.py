@@ -3,13 +3,13 @@
 
     gen_wrappers.py SPEC OUTDIR
 
-writes OUTDIR/pw_mpi_fn.h (function ids, names, families, and the kinds: PW_MPI_KINDS),
+writes OUTDIR/pw_mpi_fn.h (function ids, names, families, and the actions: PW_MPI_ACTIONS),
 OUTDIR/pw_mpi_wrappers.c (one C wrapper per function, and Fortran wrappers for
 the mpif.h / `use mpi` / `use mpi_f08` entry points of Open MPI and MPICH, and the
 table of all of them) and OUTDIR/pw_mpi_symbols.h (every symbol a wrapper stands for,
 in the table's order: the core's dispatch stubs, runtime/modules/mpi_loader.c, are
 made from it, so stubs and table cannot disagree), and OUTDIR/_mpi.py, what every MPI
-function is for the Python side (installed as perfweave/_mpi.py): family, kind, role in
+function is for the Python side (installed as perfweave/_mpi.py): family, action, role in
 the wait-state patterns and time categories, blocking twin; of the functions wrapped and
 of those the spec lists for classification only (functions of imported traces); which
 sends are synchronous and which calls post a request; and what the OTF2 export and import
@@ -19,7 +19,7 @@ section 'otf2', whose numbering OUTDIR/pw_otf2_events.h gives the export's C loo
 Every wrapper has the same shape (runtime/modules/pw_mpi.h): resolve the real
 function once, call it exactly once whatever perfweave's state, time around it
 and record only when recording and not re-entered. What a call means (bytes
-sent/received, persistent requests, Init/Finalize hooks) is decided by its KIND
+sent/received, persistent requests, Init/Finalize hooks) is decided by its ACTION
 in one place, pw_mpi_leave(), from the values of the arguments tagged with roles.
 """
 
@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gen"))
 import spec_tools  # noqa: E402
 from spec_tools import SpecError, entries, parse_decl, py_table, sections, split_args  # noqa: E402
 
-# The kinds of each family. The families are format.h's (PW_FAMILIES): the wrappers name
+# The actions of each family. The families are format.h's (PW_FAMILIES): the wrappers name
 # each as PW_FAMILY_<FAMILY>, so that a family the format does not know fails to build.
-KINDS = {
+ACTIONS = {
     "p2p": "send isend recv irecv mrecv sendrecv sendrecv_replace send_init recv_init start "
     "startall probe request_free cancel",
     "coll": "barrier bcast gather gatherv scatter scatterv allgather allgatherv alltoall alltoallv "
@@ -47,8 +47,8 @@ KINDS = {
     "other": "init finalize abort pcontrol mgmt comm_free",
 }
 # What a function is to the analysis (model/trace.py's time categories and wait-state
-# patterns, interop's families): its pattern role, that of its kind here unless its spec
-# line says [pattern=...] (where the functions of one kind play different parts: MPI_Send
+# patterns, interop's families): its pattern role, that of its action here unless its spec
+# line says [pattern=...] (where the functions of one action play different parts: MPI_Send
 # may block, MPI_Bsend does not). A management call that creates a communicator (tags
 # :newcomm) has the pattern role "comm". In the order of the model's role codes, with the
 # time category and the family of each.
@@ -82,8 +82,8 @@ PATTERN_ROLES = {
     "finalize": ("init", "other"),
     "init_thread": ("init", "other"),
 }
-_KIND_PATTERNS = {
-    "p2p": KINDS["p2p"],
+_ACTION_PATTERNS = {
+    "p2p": ACTIONS["p2p"],
     "barrier": "barrier",
     "12n": "bcast scatter scatterv",
     "n21": "reduce gather gatherv",
@@ -104,9 +104,9 @@ _KIND_PATTERNS = {
     "comm": "comm_free",
     "other": "abort pcontrol mgmt",
 }
-KIND_PATTERN = {k: role for role, ks in _KIND_PATTERNS.items() for k in ks.split()}
+ACTION_PATTERN = {k: role for role, ks in _ACTION_PATTERNS.items() for k in ks.split()}
 # What OTF2 calls an operation (docs/interop.md). A collective's OTF2_CollectiveOp is its
-# kind's name in capitals; OTF2 has no neighbourhood collectives, so theirs is that of the
+# action's name in capitals; OTF2 has no neighbourhood collectives, so theirs is that of the
 # collective of the same shape. A one-sided communication is an RmaPut or RmaGet event
 # (PUT, GET), else an RmaAtomic of the OTF2_RmaAtomicType given here.
 OTF2_RMA_OPS = {
@@ -119,13 +119,13 @@ OTF2_RMA_OPS = {
 }
 
 
-# A function's part in one-sided communication beyond its kind ([rma=ROLE]; the OTF2
-# export's lock and unlock events and its regions' roles), with the kind it belongs to
+# A function's part in one-sided communication beyond its action ([rma=ROLE]; the OTF2
+# export's lock and unlock events and its regions' roles), with the action it belongs to
 RMA_ROLES = {"lock": "winsync", "unlock": "winsync", "allocate": "win"}
 
 
-def otf2_collective_op(kind):
-    return kind.removeprefix("neighbor_").upper()
+def otf2_collective_op(action):
+    return action.removeprefix("neighbor_").upper()
 
 
 ROLES = set(
@@ -133,15 +133,15 @@ ROLES = set(
     "peer tag root comm newcomm win newwin target group request requests nreq status "
     "statuses file newfile path offset level flag index outcount indices".split()
 )
-# Kinds whose wrappers run a hook whatever the recording state.
-CONTROL_KINDS = {"init", "finalize", "abort", "pcontrol"}
-# The roles each kind's body reads: call_bytes and pw_mpi_before (runtime/modules/mpi.c),
+# Actions whose wrappers run a hook whatever the recording state.
+CONTROL_ACTIONS = {"init", "finalize", "abort", "pcontrol"}
+# The roles each action's body reads: call_bytes and pw_mpi_before (runtime/modules/mpi.c),
 # pw_trace_before and pw_trace_call with their helpers (mpi_trace.c). Wrappers fill only
 # the roles their function tags, and the struct is not zeroed (the wrapper's hot path), so
-# this table is the contract: every function of a kind tags each plain role ("peer"), and
-# one without an optional role ("request?") sets it to the kind's value for none (_NONE).
+# this table is the contract: every function of an action tags each plain role ("peer"), and
+# one without an optional role ("request?") sets it to the action's value for none (_NONE).
 # parse() rejects a function that lacks a plain role; a body that starts reading a role
-# must declare it here first. Kinds of NO_ARGS_KINDS read nothing, init, finalize and
+# must declare it here first. Actions of NO_ARGS_ACTIONS read nothing, init, finalize and
 # abort have hooks of their own.
 _SR = "scount stype rcount rtype comm"
 _P2P = "peer count type comm tag"
@@ -221,43 +221,45 @@ READS = {
 }
 
 
-def kind_reads(table):
-    """READS as {kind: {role: None (required) or the value for none}}, checked."""
+def action_reads(table):
+    """READS as {action: {role: None (required) or the value for none}}, checked."""
     out = {}
-    for kind, text in table.items():
+    for action, text in table.items():
         roles = {}
         for word in text.split():
             role = word.rstrip("?")
             if role not in ROLES:
-                raise SpecError(f"kind '{kind}' reads the unknown role '{role}'")
+                raise SpecError(f"action '{action}' reads the unknown role '{role}'")
             if word.endswith("?") and role not in _NONE:
-                raise SpecError(f"kind '{kind}': optional role '{role}' has no value for none")
+                raise SpecError(f"action '{action}': optional role '{role}' has no value for none")
             roles[role] = _NONE[role] if word.endswith("?") else None
-        out[kind] = roles
+        out[action] = roles
     return out
 
 
-# Kinds whose calls neither move bytes nor matter to a trace: their wrappers pass
+# Actions whose calls neither move bytes nor matter to a trace: their wrappers pass
 # no arguments to pw_mpi_leave (management calls do when they create a communicator).
-NO_ARGS_KINDS = {"probe", "cancel", "mgmt"}
-# Kinds whose statuses a trace needs even when the program ignores them.
-STATUS_KINDS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti"}
-# Kinds whose status always gives the bytes the call moved (MPI-IO: a short read at the
+NO_ARGS_ACTIONS = {"probe", "cancel", "mgmt"}
+# Actions whose statuses a trace needs even when the program ignores them.
+STATUS_ACTIONS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti"}
+# Actions whose status always gives the bytes the call moved (MPI-IO: a short read at the
 # end of a file): one of the wrapper's own when the program ignores it.
-BYTES_STATUS_KINDS = {"fread", "fwrite"}
+BYTES_STATUS_ACTIONS = {"fread", "fwrite"}
 
-KIND_READS = kind_reads(READS)
-_undeclared = set(" ".join(KINDS.values()).split()) - set(READS) - NO_ARGS_KINDS - CONTROL_KINDS
-if _undeclared:  # a new kind says what its body reads before any wrapper is written
-    raise SpecError(f"kinds without their roles in READS: {', '.join(sorted(_undeclared))}")
+ACTION_READS = action_reads(READS)
+_undeclared = (
+    set(" ".join(ACTIONS.values()).split()) - set(READS) - NO_ARGS_ACTIONS - CONTROL_ACTIONS
+)
+if _undeclared:  # a new action says what its body reads before any wrapper is written
+    raise SpecError(f"actions without their roles in READS: {', '.join(sorted(_undeclared))}")
 
-_roleless = set(" ".join(KINDS.values()).split()) - set(KIND_PATTERN)
-if _roleless:  # a new kind says what it is to the analysis
-    raise SpecError(f"kinds without a pattern role: {', '.join(sorted(_roleless))}")
+_roleless = set(" ".join(ACTIONS.values()).split()) - set(ACTION_PATTERN)
+if _roleless:  # a new action says what it is to the analysis
+    raise SpecError(f"actions without a pattern role: {', '.join(sorted(_roleless))}")
 
-_opless = set(_KIND_PATTERNS["op"].split()) - set(OTF2_RMA_OPS)
-if _opless:  # a new one-sided kind says what OTF2 calls it
-    raise SpecError(f"one-sided kinds without an OTF2 operation: {', '.join(sorted(_opless))}")
+_opless = set(_ACTION_PATTERNS["op"].split()) - set(OTF2_RMA_OPS)
+if _opless:  # a new one-sided action says what OTF2 calls it
+    raise SpecError(f"one-sided actions without an OTF2 operation: {', '.join(sorted(_opless))}")
 
 LINE_RE = re.compile(r"^(\w+)\s+(\w+)\s+(int\s+(MPI_\w+)\s*\((.*)\))\s*(\[(.*)\])?\s*$")
 
@@ -289,7 +291,7 @@ class Arg:
 @dataclass
 class Function:
     family: str
-    kind: str
+    action: str
     name: str
     args: list
     variadic: bool = False
@@ -316,12 +318,12 @@ def parse(text):
     for lineno, line in entries(sections(text, "section")[0]):
         m = LINE_RE.match(line)
         if not m:
-            raise SpecError(f"line {lineno}: expected 'FAMILY KIND int MPI_Name(args) [flags]'")
-        family, kind, _, name, argtext, _, flags = m.groups()
-        if family not in KINDS:
+            raise SpecError(f"line {lineno}: expected 'FAMILY ACTION int MPI_Name(args) [flags]'")
+        family, action, _, name, argtext, _, flags = m.groups()
+        if family not in ACTIONS:
             raise SpecError(f"line {lineno}: unknown family '{family}'")
-        if kind not in KINDS[family].split():
-            raise SpecError(f"line {lineno}: kind '{kind}' is not a {family} kind")
+        if action not in ACTIONS[family].split():
+            raise SpecError(f"line {lineno}: action '{action}' is not a {family} action")
         if name in seen:
             raise SpecError(f"line {lineno}: {name} declared twice")
         seen.add(name)
@@ -330,7 +332,7 @@ def parse(text):
         if variadic:
             parts = parts[:-1]
         args = [parse_arg(p, lineno) for p in parts]
-        fn = Function(family, kind, name, args, variadic=variadic, line=lineno)
+        fn = Function(family, action, name, args, variadic=variadic, line=lineno)
         flags = flags or ""
         fm = re.search(r"fortran=\(([^)]*)\)", flags)
         if fm:
@@ -346,20 +348,22 @@ def parse(text):
                 fn.pattern = flag.partition("=")[2]
             elif flag.startswith("rma="):
                 fn.rma = flag.partition("=")[2]
-                if RMA_ROLES.get(fn.rma) != kind:
-                    raise SpecError(f"line {lineno}: {name}: '{flag}' is no role of kind '{kind}'")
+                if RMA_ROLES.get(fn.rma) != action:
+                    raise SpecError(
+                        f"line {lineno}: {name}: '{flag}' is no role of action '{action}'"
+                    )
             else:
                 raise SpecError(f"line {lineno}: unknown flag '{flag}'")
         if not fn.pattern:
-            creates = kind == "mgmt" and any(a.role == "newcomm" for a in args)
-            fn.pattern = "comm" if creates else KIND_PATTERN[kind]
+            creates = action == "mgmt" and any(a.role == "newcomm" for a in args)
+            fn.pattern = "comm" if creates else ACTION_PATTERN[action]
         check_pattern(fn.pattern, family, f"line {lineno}: {name}")
         if has_args(fn, args):
-            reads = KIND_READS.get(kind, {})
+            reads = ACTION_READS.get(action, {})
             missing = {r for r, none in reads.items() if none is None} - set_roles(args)
             if missing:
                 raise SpecError(
-                    f"line {lineno}: {name}: kind '{kind}' reads the roles "
+                    f"line {lineno}: {name}: action '{action}' reads the roles "
                     f"{', '.join(sorted(missing))}, which {name} does not tag"
                 )
         if fn.fortran and fn.fortran_args is None:
@@ -425,7 +429,7 @@ def c_param_type(a):
 
 # Roles whose value is a pointer (arrays, requests, statuses) are passed as
 # pointers; the others are values, and an output handle (MPI_Comm *newcomm,
-# MPI_Win *win of Win_create) carries no value a kind needs.
+# MPI_Win *win of Win_create) carries no value an action needs.
 POINTER_ROLES = {
     "buf",
     "rbuf",
@@ -473,14 +477,14 @@ def role_assignments(args, fortran):
     return out
 
 
-# Kinds that look at their arguments before the real call changes them
+# Actions that look at their arguments before the real call changes them
 # (Request_free clears the handle; a Wait completes its requests).
-BEFORE_KINDS = {"request_free", "wait", "waitmulti", "comm_free", "win_free"}
+BEFORE_ACTIONS = {"request_free", "wait", "waitmulti", "comm_free", "win_free"}
 
 
 def has_args(fn, args):
-    if fn.kind in NO_ARGS_KINDS:
-        return fn.kind == "mgmt" and any(a.role == "newcomm" for a in args)
+    if fn.action in NO_ARGS_ACTIONS:
+        return fn.action == "mgmt" and any(a.role == "newcomm" for a in args)
     return True
 
 
@@ -489,7 +493,7 @@ def args_lines(fn, args, fortran):
     if not has_args(fn, args):
         return []
     lines = []
-    if not fortran and fn.kind in BYTES_STATUS_KINDS:
+    if not fortran and fn.action in BYTES_STATUS_ACTIONS:
         for a in args:
             if a.role == "status":
                 lines += [
@@ -497,7 +501,7 @@ def args_lines(fn, args, fortran):
                     f"    if ({a.name} == MPI_STATUS_IGNORE)",
                     f"        {a.name} = &pw_status;",
                 ]
-    if not fortran and fn.kind in STATUS_KINDS:
+    if not fortran and fn.action in STATUS_ACTIONS:
         for a in args:
             if a.role == "status":
                 lines += [
@@ -516,16 +520,16 @@ def args_lines(fn, args, fortran):
     tagged = set_roles(args)
     lines += [
         f"    a.{r} = {none};"
-        for r, none in KIND_READS.get(fn.kind, {}).items()
+        for r, none in ACTION_READS.get(fn.action, {}).items()
         if none is not None and r not in tagged
     ]
-    if fn.kind in BEFORE_KINDS:
-        lines.append(f"    pw_mpi_before(&c, PW_KIND_{fn.kind}, &a);")
+    if fn.action in BEFORE_ACTIONS:
+        lines.append(f"    pw_mpi_before(&c, PW_ACTION_{fn.action}, &a);")
     return lines
 
 
 def leave_line(fn, args):
-    return f"    pw_mpi_leave(&c, PW_KIND_{fn.kind}, {'&a' if has_args(fn, args) else 'NULL'});"
+    return f"    pw_mpi_leave(&c, PW_ACTION_{fn.action}, {'&a' if has_args(fn, args) else 'NULL'});"
 
 
 def call_list(args):
@@ -550,7 +554,7 @@ def c_wrapper(fn):
         f'        real = (pw_creal_{fn.name})pw_mpi_real("P{fn.name}");',
         "    void *ra = __builtin_return_address(0);",
     ]
-    if fn.kind in CONTROL_KINDS:
+    if fn.action in CONTROL_ACTIONS:
         lines += control_body(fn, f"real({call})", fid, fortran=False)
     else:
         lines += [
@@ -578,7 +582,7 @@ def control_body(fn, call, fid, fortran):
     rc_decl = "" if fortran else "int rc = "
     rc_ret = "return;" if fortran else "return rc;"
     level = "*level" if fortran else "level"
-    if fn.kind == "init":
+    if fn.action == "init":
         provided = "-1"
         for a in fn.fortran_args if fortran else fn.args:
             if a.name == "provided":
@@ -595,7 +599,7 @@ def control_body(fn, call, fid, fortran):
             "    pw_mpi_unnest();",
             f"    {rc_ret}",
         ]
-    if fn.kind == "finalize":
+    if fn.action == "finalize":
         return nested_guard(call, fortran) + [
             "    pw_mpi_nest();",
             "    pw_thread_activity = PW_ACTIVITY_OTHER;",
@@ -608,11 +612,11 @@ def control_body(fn, call, fid, fortran):
             "    pw_mpi_unnest();",
             f"    {rc_ret}",
         ]
-    if fn.kind == "abort":
+    if fn.action == "abort":
         return ["    pw_mpi_abort(ra);", f"    {ret}{call};"]
-    if fn.kind == "pcontrol":
+    if fn.action == "pcontrol":
         return ["    (void)ra;", f"    pw_mpi_pcontrol({level});", f"    {ret}{call};"]
-    raise AssertionError(fn.kind)
+    raise AssertionError(fn.action)
 
 
 # ---- Fortran wrappers ----
@@ -695,7 +699,7 @@ def fortran_wrapper(fn):
         f"static inline __attribute__((always_inline)) void pw_f_{fn.name}({body_params})",
         "{",
     ]
-    if fn.kind in CONTROL_KINDS:
+    if fn.action in CONTROL_ACTIONS:
         lines += control_body(fn, f"real({call})", fid, fortran=True)
     else:
         lines += [
@@ -734,10 +738,10 @@ def header(functions):
         "",
         f"#define PW_MPI_NFN {len(functions)}",
         "",
-        "/* The kinds of the spec (one body each in pw_mpi_leave, modules/pw_mpi.h), by family */",
-        "#define PW_MPI_KINDS(X) \\",
+        "/* The spec's actions (one body each in pw_mpi_leave, modules/pw_mpi.h), by family */",
+        "#define PW_MPI_ACTIONS(X) \\",
     ]
-    out += [f"    {' '.join(f'X({k})' for k in ks.split())} \\" for ks in KINDS.values()]
+    out += [f"    {' '.join(f'X({k})' for k in ks.split())} \\" for ks in ACTIONS.values()]
     out += ["", "enum pw_mpi_fn {"]
     out += [f"    PW_FN_{f.name} = {i}," for i, f in enumerate(functions)]
     out += [
@@ -745,7 +749,7 @@ def header(functions):
         "",
         "extern const char *pw_mpi_fn_names[PW_MPI_NFN];",
         "extern const signed char pw_mpi_fn_family[PW_MPI_NFN]; /* PW_FAMILY_* */",
-        "extern const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN];",
+        "extern const unsigned char pw_mpi_fn_actions[PW_MPI_NFN];",
         "/* a send of synchronous mode: the trace's PW_EVF_SYNCHRONOUS (synchronous()) */",
         "extern const unsigned char pw_mpi_fn_synchronous[PW_MPI_NFN];",
         "",
@@ -767,15 +771,15 @@ def source(functions):
     out += [f'    "{f.name}",' for f in functions]
     out += ["};", "", "const signed char pw_mpi_fn_family[PW_MPI_NFN] = {"]
     out += [f"    PW_FAMILY_{f.family.upper()}," for f in functions]
-    out += ["};", "", "const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {"]
-    out += [f"    PW_KIND_{f.kind}," for f in functions]
+    out += ["};", "", "const unsigned char pw_mpi_fn_actions[PW_MPI_NFN] = {"]
+    out += [f"    PW_ACTION_{f.action}," for f in functions]
     out += ["};", "", "const unsigned char pw_mpi_fn_synchronous[PW_MPI_NFN] = {"]
     out += [f"    {int(synchronous(f))}, /* {f.name} */" for f in functions]
     out += ["};", ""]
     for f in functions:
         if f.mpi4:
             out.append("#if MPI_VERSION >= 4")
-        out += [f"/* {f.family} {f.kind}: spec line {f.line} */", c_wrapper(f), ""]
+        out += [f"/* {f.family} {f.action}: spec line {f.line} */", c_wrapper(f), ""]
         if f.fortran:
             out += [fortran_wrapper(f), ""]
         if f.mpi4:  # not in this MPI: an empty entry, the core's stub forwards the call
@@ -841,34 +845,34 @@ def synchronous(fn):
 
 
 def posts_request(fn):
-    """The nonblocking form of a kind whose request is optional (MPI_Ibcast, MPI_Rput,
+    """The nonblocking form of an action whose request is optional (MPI_Ibcast, MPI_Rput,
     MPI_File_iread): the call tags the request it returns."""
-    return KIND_READS.get(fn.kind, {}).get("request") is not None and "request" in set_roles(
+    return ACTION_READS.get(fn.action, {}).get("request") is not None and "request" in set_roles(
         fn.args
     )
 
 
 def table(functions, classified, events=None):
-    """perfweave/_mpi.py: FUNCTIONS {name: (family, kind, pattern role, blocking twin)} of
-    the wrapped functions (kind "" for those listed for classification only), and the
+    """perfweave/_mpi.py: FUNCTIONS {name: (family, action, pattern role, blocking twin)} of
+    the wrapped functions (action "" for those listed for classification only), and the
     pattern roles with their time category and family; the synchronous sends, the
     calls that post a request, those that lock and unlock a window (passive target) and
     those that create a window on memory they allocate ([rma=ROLE]); per collective and
     one-sided communication its OTF2 operation, and the OTF2 events of the spec's section
     'otf2' (events)."""
-    kinds = {f.name: f.kind for f in functions}
+    actions = {f.name: f.action for f in functions}
     rows = {}
     for f in functions:
         twin = "MPI_" + f.name[5:6].upper() + f.name[6:]  # MPI_Ibcast -> MPI_Bcast
-        nonblocking = f.family == "coll" and f.name[4] == "I" and kinds.get(twin) == f.kind
-        rows[f.name] = (f.family, f.kind, f.pattern, twin if nonblocking else None)
+        nonblocking = f.family == "coll" and f.name[4] == "I" and actions.get(twin) == f.action
+        rows[f.name] = (f.family, f.action, f.pattern, twin if nonblocking else None)
     for name, pattern in classified.items():
         if name in rows:
             raise SpecError(f"{name} is both wrapped and listed for classification only")
         rows[name] = (PATTERN_ROLES[pattern][1], "", pattern, None)
     return py_table(
         "runtime/mpi/gen_wrappers.py from mpi.spec",
-        "What each MPI function is: family, kind, pattern role, blocking twin; the\n"
+        "What each MPI function is: family, action, pattern role, blocking twin; the\n"
         "synchronous sends, the calls that post a request, lock or unlock a window or\n"
         "create one on memory they allocate; what OTF2 calls the operations of collectives\n"
         "and one-sided communications, and the OTF2 events the export writes:\n"
@@ -882,10 +886,10 @@ def table(functions, classified, events=None):
             "UNLOCKS_WINDOW": frozenset(f.name for f in functions if f.rma == "unlock"),
             "ALLOCATES_WINDOW": frozenset(f.name for f in functions if f.rma == "allocate"),
             "OTF2_COLLECTIVE_OPS": {
-                f.name: otf2_collective_op(f.kind) for f in functions if f.family == "coll"
+                f.name: otf2_collective_op(f.action) for f in functions if f.family == "coll"
             },
             "OTF2_RMA_OPS": {
-                f.name: OTF2_RMA_OPS[f.kind] for f in functions if f.kind in OTF2_RMA_OPS
+                f.name: OTF2_RMA_OPS[f.action] for f in functions if f.action in OTF2_RMA_OPS
             },
             "OTF2_EVENTS": dict(events or {}),
         },

@@ -384,20 +384,20 @@ def test_no_data_finished(experiment_dir):
         open_experiment(exp)
 
 
-# ---- the kinds of data beside the profile (readers/kinds.py) ----
+# ---- the datasets beside the profile (readers/datasets.py) ----
 
 
 def test_data_kinds_are_read_on_first_use_and_kept(experiment_dir, pwprof, monkeypatch):
-    from perfweave.readers import kinds
+    from perfweave.readers import datasets
 
     exp = experiment_dir()
     pwprof(exp / "profile.pwprof", header(1), ranks=[rank_row(0)])
     e = open_experiment(exp)
     reads = []
     monkeypatch.setitem(
-        kinds.KINDS,
+        datasets.DATASETS,
         "samples",
-        kinds.Kind("samples", "samples", lambda path: reads.append(path) or ["p0"], "test"),
+        datasets.Dataset("samples", "samples", lambda path: reads.append(path) or ["p0"], "test"),
     )
     assert e.samples == ["p0"] and e.samples is e.samples
     assert reads == [exp]  # read once

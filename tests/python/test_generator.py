@@ -54,7 +54,7 @@ def mini():
 # ---- (a) parsing ----
 
 
-def test_mini_names_families_kinds_lines(mini):
+def test_mini_names_families_actions_lines(mini):
     assert [f.name for f in mini] == [
         "MPI_Send",
         "MPI_Bcast",
@@ -64,7 +64,7 @@ def test_mini_names_families_kinds_lines(mini):
         "MPI_Fetch_and_op",
     ]
     assert [f.family for f in mini] == ["p2p", "coll", "sync", "other", "other", "rma"]
-    assert [f.kind for f in mini] == ["send", "bcast", "waitmulti", "init", "pcontrol", "fop"]
+    assert [f.action for f in mini] == ["send", "bcast", "waitmulti", "init", "pcontrol", "fop"]
     assert [f.line for f in mini] == [2, 3, 5, 6, 7, 8]  # 1-based, comments and blanks count
     assert [f.lower for f in mini] == [
         "mpi_send",
@@ -188,7 +188,7 @@ def test_golden_symbols(mini):
 
 
 def test_golden_table(mini):
-    """perfweave/_mpi.py: MPI_Send may block (its [pattern=]), MPI_Bsend's kind is the
+    """perfweave/_mpi.py: MPI_Send may block (its [pattern=]), MPI_Bsend's action is the
     same; a nonblocking collective names its blocking twin."""
     text = gen.table(mini, gen.parse_classified(MINI_SPEC))
     assert text == _golden("_mpi.py", text)
@@ -258,7 +258,7 @@ def test_otf2_tables():
 
 def test_rma_roles():
     """[rma=ROLE]: the calls that lock and unlock a window and those that create one on
-    memory they allocate; a role belongs to one kind."""
+    memory they allocate; a role belongs to one action."""
     win = (
         "int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm:comm, "
         "void *baseptr, MPI_Win *win:newwin)"
@@ -276,7 +276,7 @@ def test_rma_roles():
     assert table["ALLOCATES_WINDOW"] == {"MPI_Win_allocate"}
     with pytest.raises(gen.SpecError, match="line 1: MPI_Win_lock: 'rma=allocate' is no role"):
         gen.parse(f"sync winsync {lock}  [rma=allocate]\n")
-    with pytest.raises(gen.SpecError, match="'rma=bogus' is no role of kind 'win'"):
+    with pytest.raises(gen.SpecError, match="'rma=bogus' is no role of action 'win'"):
         gen.parse(f"rma win {win}  [rma=bogus]\n")
 
 
@@ -340,7 +340,7 @@ def test_source_specific_lines(mini):
         "PW_WRAPPER int MPI_Send(const void *buf, int count, MPI_Datatype datatype, "
         "int dest, int tag, MPI_Comm comm)" in lines
     )
-    assert "    pw_mpi_leave(&c, PW_KIND_send, &a);" in lines
+    assert "    pw_mpi_leave(&c, PW_ACTION_send, &a);" in lines
     assert "    a.peer = dest;" in lines
     # the four Fortran entry points of MPI_Send, each resolving its own name
     for sym in ("mpi_send_", "mpi_send__", "mpi_send_f08_", "mpi_send_f08ts_"):
@@ -355,20 +355,20 @@ def test_source_specific_lines(mini):
     assert "    a.type = pw_type_f2c(*datatype);" in lines
     assert "    a.count = (int)*count;" in lines
     # arguments are set once, before the real call, with only `fortran` and the
-    # roles (optional roles of the kind the function lacks are NULL): nothing is
+    # roles (optional roles of the action the function lacks are NULL): nothing is
     # zeroed per call; a Wait sees its requests before the call completes them
     assert "    a.flag = NULL;" in lines and "    a.indices = NULL;" in lines
-    assert "    pw_mpi_before(&c, PW_KIND_waitmulti, &a);" in lines
-    assert "    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);" in lines
+    assert "    pw_mpi_before(&c, PW_ACTION_waitmulti, &a);" in lines
+    assert "    pw_mpi_leave(&c, PW_ACTION_waitmulti, &a);" in lines
     assert "    a.fortran = 0;" in lines and "    a.fortran = 1;" in lines
     assert not any("PW_ARGS_INIT" in l for l in lines)
 
 
-def test_kind_needs_its_roles():
+def test_action_needs_its_roles():
     bad = "p2p send int MPI_Send(const void *buf:buf, int count:count, MPI_Datatype datatype:type, int dest, int tag:tag, MPI_Comm comm:comm)"
     with pytest.raises(
         gen.SpecError,
-        match=r"line 1: MPI_Send: kind 'send' reads the roles "
+        match=r"line 1: MPI_Send: action 'send' reads the roles "
         r"peer, which MPI_Send does not tag",
     ):
         gen.parse(bad)
@@ -384,7 +384,7 @@ def test_wrapper_reading_a_role_its_function_lacks_is_rejected():
     )
     with pytest.raises(
         gen.SpecError,
-        match=r"line 2: MPI_Fetch_and_op: kind 'fop' reads the "
+        match=r"line 2: MPI_Fetch_and_op: action 'fop' reads the "
         r"roles target, win, which MPI_Fetch_and_op does "
         r"not tag",
     ):
@@ -392,7 +392,7 @@ def test_wrapper_reading_a_role_its_function_lacks_is_rejected():
 
 
 def test_optional_role_absent_is_set_to_none(mini):
-    """MPI_Fetch_and_op has no request (the R* operations of its kind family do): its C
+    """MPI_Fetch_and_op has no request (the R* operations of its action family do): its C
     and Fortran wrappers set it to NULL rather than leave stack contents for the window
     event to read (the --trace crash of atomics)."""
     text = gen.source(mini)
@@ -402,16 +402,16 @@ def test_optional_role_absent_is_set_to_none(mini):
     f_body = f_body[: f_body.index("\n}\n")]
     for b in (c_body, f_body):
         assert b.count("    a.request = NULL;") == 1
-        assert b.index("a.request = NULL;") < b.index("pw_mpi_leave(&c, PW_KIND_fop, &a);")
+        assert b.index("a.request = NULL;") < b.index("pw_mpi_leave(&c, PW_ACTION_fop, &a);")
 
 
 def test_every_role_a_kind_reads_is_set_in_every_wrapper(real):
     """The class: for each function of the real spec, in its C and Fortran wrappers,
-    every role its kind's body reads is assigned before pw_mpi_leave (from the argument
-    or the kind's value for none)."""
+    every role its action's body reads is assigned before pw_mpi_leave (from the argument
+    or the action's value for none)."""
     text = gen.source(real)
     for f in real:
-        if not gen.has_args(f, f.args) or f.kind in gen.CONTROL_KINDS:
+        if not gen.has_args(f, f.args) or f.action in gen.CONTROL_ACTIONS:
             continue  # (Pcontrol hands its level to a hook)
         bodies = [text[text.index(f"PW_WRAPPER int {f.name}(") :]]
         if f.fortran:
@@ -419,22 +419,22 @@ def test_every_role_a_kind_reads_is_set_in_every_wrapper(real):
         for b in bodies:
             b = b[: b.index("\n}\n")]
             leave = b.index("pw_mpi_leave(")
-            for role in gen.KIND_READS[f.kind]:
+            for role in gen.ACTION_READS[f.action]:
                 assert re.search(rf"^    a\.{role} = ", b[:leave], re.M), (f.name, role)
 
 
-def test_kind_reads_declarations_are_checked():
-    assert gen.kind_reads({"fop": "type target? win"})["fop"] == {
+def test_action_reads_declarations_are_checked():
+    assert gen.action_reads({"fop": "type target? win"})["fop"] == {
         "type": None,
         "target": "MPI_PROC_NULL",
         "win": None,
     }
-    with pytest.raises(gen.SpecError, match="kind 'fop' reads the unknown role 'bogus'"):
-        gen.kind_reads({"fop": "type bogus"})
+    with pytest.raises(gen.SpecError, match="action 'fop' reads the unknown role 'bogus'"):
+        gen.action_reads({"fop": "type bogus"})
     with pytest.raises(gen.SpecError, match="optional role 'win' has no value for none"):
-        gen.kind_reads({"fop": "type win?"})
-    kinds = set(" ".join(gen.KINDS.values()).split())
-    assert kinds - set(gen.KIND_READS) == gen.NO_ARGS_KINDS - {"mgmt"} | {
+        gen.action_reads({"fop": "type win?"})
+    actions = set(" ".join(gen.ACTIONS.values()).split())
+    assert actions - set(gen.ACTION_READS) == gen.NO_ARGS_ACTIONS - {"mgmt"} | {
         "init",
         "finalize",
         "abort",
@@ -478,7 +478,7 @@ def test_source_entry_point_sets(mini):
     assert not re.search(r"\bmpi_pcontrol_", text)
 
 
-def test_control_kinds_call_real_outside_record_path(mini):
+def test_control_actions_call_real_outside_record_path(mini):
     text = gen.source(mini)
     init = text[
         text.index("PW_WRAPPER int MPI_Init(") : text.index("typedef void (*pw_freal_MPI_Init)")
@@ -500,7 +500,7 @@ SEND = (
     "text,message",
     [
         ("# comment\n\np3p send " + SEND + "\n", "line 3: unknown family 'p3p'"),
-        ("p2p bcast " + SEND + "\n", "line 1: kind 'bcast' is not a p2p kind"),
+        ("p2p bcast " + SEND + "\n", "line 1: action 'bcast' is not a p2p action"),
         (
             "p2p send " + SEND + "\np2p send int MPI_Isend(int count:cnt)\n",
             "line 2: unknown role 'cnt'",
@@ -512,14 +512,14 @@ SEND = (
         (
             "file fopen int MPI_File_open(MPI_Comm comm:comm, const char *filename, int amode, "
             "MPI_Info info, MPI_File *fh:file)\n",
-            "line 1: MPI_File_open: kind 'fopen' reads the roles newfile, path",
+            "line 1: MPI_File_open: action 'fopen' reads the roles newfile, path",
         ),
         (
             "other mgmt int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn)\n",
             "argument 'MPI_Comm_errhandler_function *fn' has no Fortran mapping",
         ),
         ("p2p send " + SEND + "  [nofort fast]\n", "line 1: unknown flag 'fast'"),
-        ("\n\np2p send MPI_Send(void)\n", "line 3: expected 'FAMILY KIND int MPI_Name(args)"),
+        ("\n\np2p send MPI_Send(void)\n", "line 3: expected 'FAMILY ACTION int MPI_Name(args)"),
         ("# only comments\n\n", "the spec declares no function"),
     ],
 )
@@ -598,11 +598,11 @@ def test_real_spec_size_and_names(real):
         assert name in names, name
 
 
-def test_real_spec_families_and_kinds(real):
+def test_real_spec_families_and_actions(real):
     from perfweave._format import FAMILIES
 
     # the spec's families are the format's (format.h PW_FAMILIES), every one used
-    assert {f.family for f in real} == set(gen.KINDS) == set(FAMILIES)
+    assert {f.family for f in real} == set(gen.ACTIONS) == set(FAMILIES)
     by = {f.name: f for f in real}
     expect = {
         "MPI_Send": ("p2p", "send"),
@@ -624,9 +624,9 @@ def test_real_spec_families_and_kinds(real):
         "MPI_Waitall": ("sync", "waitmulti"),
     }
     for name, fk in expect.items():
-        assert (by[name].family, by[name].kind) == fk, name
+        assert (by[name].family, by[name].action) == fk, name
     for f in real:
-        assert f.kind in gen.KINDS[f.family].split()
+        assert f.action in gen.ACTIONS[f.family].split()
 
 
 def test_real_spec_roles(real):

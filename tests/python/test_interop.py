@@ -804,7 +804,7 @@ def chrome_flow_ids(exp):
     X = load(exp)
     ids = {"s": Counter(), "f": Counter()}
     for r in X.ranks:
-        rd = prepare(X.rank_file(r))
+        rd = prepare(X.rank_records(r))
         for ph, cols, table in (
             ("s", rd.sends, rd.send_channels),
             ("f", rd.recvs, rd.recv_channels),
@@ -821,12 +821,12 @@ def chrome_flow_ids(exp):
 
 @pytest.mark.parametrize("which", ["literal", "threads", "generated"])
 def test_chrome_export_in_chunks_writes_the_same_events(literal, tmp_path, monkeypatch, which):
-    """A rank is exported chunk by chunk (RankStream, first_pass.RankPass): with chunks of 7 or 64
-    records the file holds the same events, in the same order, as with a whole rank in
-    one chunk, and its flow arrows have the ids of perfweave analyze's numbering of
-    messages. The threaded experiment has what chunks must carry across: receives
-    whose channel is known only at their completion, completed out of order, requests
-    posted in one thread and completed in another (or never), messages of several
+    """A rank is exported chunk by chunk (RankExportStream, first_pass.RankFirstPass): with
+    chunks of 7 or 64 records the file holds the same events, in the same order, as with a
+    whole rank in one chunk, and its flow arrows have the ids of perfweave analyze's
+    numbering of messages. The threaded experiment has what chunks must carry across:
+    receives whose channel is known only at their completion, completed out of order,
+    requests posted in one thread and completed in another (or never), messages of several
     threads numbered in the order of time, a user region open to the end."""
     if which == "literal":
         exp = literal
@@ -1799,10 +1799,10 @@ def archive_files(anchor):
 
 @pytest.mark.parametrize("which", ["literal", "generated"])
 def test_otf2_export_in_chunks_writes_the_same_archive(literal, tmp_path, monkeypatch, which):
-    """A rank is exported chunk by chunk (RankStream, stream.Location): with chunks of 1, 2, 3,
-    5 or 8 records the archive is byte for byte the one written with a whole rank in one
-    chunk. The literal experiment has what chunks must carry across: user regions open
-    over many chunks (main stays open to the end), a second thread, nonblocking
+    """A rank is exported chunk by chunk (RankExportStream, stream.Location): with chunks of
+    1, 2, 3, 5 or 8 records the archive is byte for byte the one written with a whole rank
+    in one chunk. The literal experiment has what chunks must carry across: user regions
+    open over many chunks (main stays open to the end), a second thread, nonblocking
     receives completed in a later call, a nonblocking collective, access and exposure
     epochs; the generated one has two ranks of 6,800 records."""
     if which == "literal":

@@ -166,7 +166,7 @@ def test_the_walk_sees_imports_inside_functions():
         for sub in ast.walk(node)
         if isinstance(sub, ast.ImportFrom)
     }
-    assert "perfweave.readers.kinds" in inside  # Experiment.__getattr__ imports it
+    assert "perfweave.readers.datasets" in inside  # ExperimentDir.__getattr__ imports it
     assert inside <= {m for m, _, _ in imports(f)}
 
 

@@ -70,7 +70,7 @@ EXAMPLE_FILES = {
 EXAMPLE_REGISTRATIONS = {
     "runtime/modules/modules.def": r'^PW_MODULE\(example, "example\.c"\)',
     "python/perfweave/options.json": r'\{"name": "example", "module": "example",',
-    "python/perfweave/readers/kinds.py": r'Kind\(\s*"example",',
+    "python/perfweave/readers/datasets.py": r'Dataset\(\s*"example",',
     "python/perfweave/report/sections/__init__.py": r"^    example\.SECTION,",
 }
 
@@ -132,16 +132,16 @@ def test_the_example_module_is_its_files_and_its_registrations():
     assert named == expected, named ^ expected
 
 
-def test_a_modules_reader_kind_has_its_files_and_its_section():
-    """Registrations 3 and 4 of a module (readers/kinds.py, report/sections SECTIONS) go
-    together: a reader kind named after a module of modules.def reads a directory the
+def test_a_modules_dataset_has_its_files_and_its_section():
+    """Registrations 3 and 4 of a module (readers/datasets.py, report/sections SECTIONS) go
+    together: a dataset named after a module of modules.def reads a directory the
     module's format header declares, and the report has a section of that name."""
-    from perfweave.readers.kinds import KINDS
+    from perfweave.readers.datasets import DATASETS
     from perfweave.report.sections import SECTIONS
 
     modules = set(_modules_def())
     sections = {s.name for s in SECTIONS}
-    named = [k for k in KINDS.values() if k.name in modules]
+    named = [k for k in DATASETS.values() if k.name in modules]
     assert {k.name for k in named} >= {"example", "samples", "mathlib", "io"}
     for k in named:
         dirs = {f.directory for f in _format.FILES.values() if f.kind.startswith(k.name)}

@@ -123,7 +123,7 @@ def test_example_section_from_its_model():
 def test_example_analysis_is_the_sections_data_and_its_table():
     """analysis/example.py (the template of a module's analysis): its typed result's
     to_json() is the section's data, its per_process table has a row per process, most
-    time first, and the API finds it by the kind's name (RECORDED_BY)."""
+    time first, and the API finds it by the dataset's name (RECORDED_BY)."""
     from perfweave import api
     from perfweave.analysis import example
     from perfweave.model.example import Example

@@ -110,11 +110,11 @@ def test_mpi_call_names_are_the_specs():
 
 def test_every_wrapped_function_has_a_pattern_role_of_its_family():
     assert ROLES == list(_mpi.PATTERN_ROLES)
-    for name, (family, kind, role, twin) in _mpi.FUNCTIONS.items():
+    for name, (family, action, role, twin) in _mpi.FUNCTIONS.items():
         assert _mpi.PATTERN_ROLES[role][1] == family, name
-        if twin:  # a nonblocking collective: its twin is the same kind
+        if twin:  # a nonblocking collective: its twin is the same action
             assert name == "MPI_I" + twin[4].lower() + twin[5:]
-            assert _mpi.FUNCTIONS[twin][1:3] == (kind, role)
+            assert _mpi.FUNCTIONS[twin][1:3] == (action, role)
 
 
 @pytest.mark.parametrize("name", ["read", "fopen", "IO_file_xsputn", "syncfs", "pwrite64"])
@@ -303,8 +303,8 @@ def test_rma_roles_and_brackets_are_what_the_lists_said():
     allocate = {n for n in ALL_NAMES if mapping.region_role(fake, n) == "ALLOCATE"}
     assert allocate == _mpi.ALLOCATES_WINDOW == OLD_ALLOCATES
     assert BRACKET == OLD_BRACKET
-    assert {n for n in ALL_NAMES if mapping.mpi_kind(n) == "init"} == OLD_INIT
-    assert {n for n in ALL_NAMES if mapping.mpi_kind(n) == "finalize"} == OLD_FINI
+    assert {n for n in ALL_NAMES if mapping.mpi_action(n) == "init"} == OLD_INIT
+    assert {n for n in ALL_NAMES if mapping.mpi_action(n) == "finalize"} == OLD_FINI
 
 
 def test_otf2_events_are_numbered_as_the_export_was():

@@ -118,8 +118,8 @@ def test_versions_1_and_2_name_the_mpi_io_family_io(tmp_path):
 
 
 def test_chunks_of_a_rank_are_the_rank(tmp_path, monkeypatch):
-    """RankStream (interop's exports read a rank chunk by chunk) gives the records,
-    threads, times and notes that Experiment.rank gives at once, for every chunk size:
+    """RankExportStream (interop's exports read a rank chunk by chunk) gives the records,
+    threads, times and notes that ExportSource.rank gives at once, for every chunk size:
     the checks that look at the record before see the last one of the chunk before in
     file order. Damage of each kind: a sub-event first in a block that follows another
     thread's block (dropped, with the sub-event after it), one that follows its own

@@ -333,7 +333,7 @@ def test_chrome_arrows_join_the_requests_the_model_joins(mpi, build, run_pw):
     X = load_traces(r.exp)
     ends_of = {}
     for rank in X.ranks:
-        rd = prepare(X.rank_file(rank))
+        rd = prepare(X.rank_records(rank))
         for side, rows, table in ((0, rd.sends, rd.send_channels), (1, rd.recvs, rd.recv_channels)):
             for k in range(len(rows["chan"])):
                 peer, lc, tag = table[rows["chan"][k]].tolist()

@@ -1,9 +1,9 @@
 """The example module's analysis (runtime/modules/example.c, `perfweave run --example`):
 its wrapped function's calls and time, in all and per process, as a typed result. The
 template of a module's analysis: `analyze` takes the module's model (model/example.py,
-Experiment.example) and returns a result whose `to_json()` is the report section's data
+ExperimentDir.example) and returns a result whose `to_json()` is the report section's data
 (report/sections/example.py) and whose tables are `perfweave.open(path).table("example",
-NAME)` DataFrames (api.py finds this module by the kind's name and its RECORDED_BY)."""
+NAME)` DataFrames (api.py finds this module by the dataset's name and its RECORDED_BY)."""
 
 from dataclasses import dataclass
 

@@ -48,7 +48,7 @@ def last_index(mask):
 
 
 @dataclass
-class RankTrace:
+class RankExport:
     """One rank's records as exported: grouped by thread, times in ns on rank 0's clock."""
 
     rank: int
@@ -69,7 +69,7 @@ class RankTrace:
 
 
 @dataclass
-class Experiment:
+class ExportSource:
     """An experiment's traces for export: the metadata of every rank at hand, the
     records of one rank at a time (`rank(r)`, `each()`) or of one rank in chunks
     (`stream(r)`, what the exports read)."""
@@ -95,8 +95,8 @@ class Experiment:
 
         return rt.rank_thread_ids(self.path, r)
 
-    def rank_file(self, r):
-        """Rank r's records as readers/trace.py reads them (RankFile), with the clock
+    def rank_records(self, r):
+        """Rank r's records as readers/trace.py reads them (RankRecords), with the clock
         perfweave analyze uses; a rank without its JSON borrows another's calibration."""
         from perfweave.readers import trace as rt
 
@@ -114,9 +114,9 @@ class Experiment:
         return meta, False
 
     def rank(self, r):
-        """The RankTrace of rank r: its records read, checked and put on rank 0's clock
+        """The RankExport of rank r: its records read, checked and put on rank 0's clock
         as perfweave analyze puts them; damaged data is kept with notes."""
-        rf = self.rank_file(r)
+        rf = self.rank_records(r)
         m = rf.meta
         rec, thread = rf.records, rf.thread
         if len(thread) > 1 and (np.diff(thread) < 0).any():
@@ -131,27 +131,27 @@ class Experiment:
         if not functions and (typ == T["CALL"]).any() and self._names:
             functions = list(self._names)
             notes.append(_borrowed_note(r))
-        return RankTrace(r, m, rec, thread, t0, t1, tb, te, functions, rf.complete, notes)
+        return RankExport(r, m, rec, thread, t0, t1, tb, te, functions, rf.complete, notes)
 
     def stream(self, r):
-        """Rank r's records chunk by chunk (RankStream): what rank(r) holds, in bounded
-        memory."""
-        return RankStream(self, r)
+        """Rank r's records chunk by chunk (RankExportStream): what rank(r) holds, in
+        bounded memory."""
+        return RankExportStream(self, r)
 
     def each(self):
-        """RankTrace of every rank in order, one at a time; their notes go to notes."""
+        """RankExport of every rank in order, one at a time; their notes go to notes."""
         for r in self.ranks:
             rt = self.rank(r)
             self.notes.extend(rt.notes)
             yield rt
 
 
-CHUNK_RECORDS = 1 << 16  # records of a RankStream chunk (tests make it tiny)
+CHUNK_RECORDS = 1 << 16  # records of a RankExportStream chunk (tests make it tiny)
 
 
-class RankStream:
-    """One rank's records as Experiment.rank gives them (grouped by thread, checked, on
-    rank 0's clock), as a sequence of chunks (`chunks`): RankTrace objects of one
+class RankExportStream:
+    """One rank's records as ExportSource.rank gives them (grouped by thread, checked, on
+    rank 0's clock), as a sequence of chunks (`chunks`): RankExport objects of one
     thread each, of about CHUNK_RECORDS records, whose field `base` is the index of
     their first record in what rank(r) would hold. A chunk never ends inside a call:
     the sub-events after a CALL come in the chunk of their call. Exports keep one chunk
@@ -251,7 +251,7 @@ class RankStream:
                 )
         self.calls = self.calls or bool((typ == T["CALL"]).any())
         self.records += len(rec)
-        c = RankTrace(
+        c = RankExport(
             self.rank,
             self.meta,
             rec,
@@ -304,7 +304,7 @@ def _cut(rec):
 
 
 def load(exp):
-    """The traces of experiment directory exp for export (Experiment; records are read
+    """The traces of experiment directory exp for export (ExportSource; records are read
     rank by rank when asked for). An experiment without traces is an error."""
     from perfweave.analysis.exchange import Local
     from perfweave.analysis.waitstates import sibling_meta, world_size_of
@@ -320,7 +320,7 @@ def load(exp):
     # the clock perfweave analyze uses: ranks on rank 0's host share its clock exactly
     pairs = {r: rt.read_meta(exp, r) for r in ranks}
     host_clocks(pairs, Local(world))
-    X = Experiment(exp, meta, world, list(ranks), {r: m for r, (m, _) in pairs.items()})
+    X = ExportSource(exp, meta, world, list(ranks), {r: m for r, (m, _) in pairs.items()})
     X._meta_notes = pairs
     if any(not (m or {}).get("clock") for m in X.metas.values()):
         X._sibling = sibling_meta(exp, ranks)

@@ -16,7 +16,7 @@ from perfweave._mpi import FUNCTIONS
 
 
 # MPI calls that bracket the application's time rather than belong to it (mpi.spec's
-# kinds init and finalize)
+# actions init and finalize)
 BRACKET = tuple(n for n, f in FUNCTIONS.items() if f[1] in ("init", "finalize"))
 
 

@@ -2,7 +2,7 @@
 --sample`; docs/format.md "Samples"): its records in the file's layout (SAMPLE_DTYPE: time,
 thread slot, activity, depth, frames as (object index, offset), counters) and its description
 (samples/NAME.json: rank, pid, host, activities, threads, objects, ...). readers/samples.py
-builds one per process from the files (`Experiment.samples`, a list of them),
+builds one per process from the files (`ExperimentDir.samples`, a list of them),
 `from_literal` from plain values (tests); analysis/samples/ and analysis/timebins.py
 take the list."""
 

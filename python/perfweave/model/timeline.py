@@ -1,11 +1,11 @@
 """The node timeline of one node (runtime/modules/nodes.c, `perfweave run
 --node-interval`; docs/format.md "Node timeline"): the tick times and a (ticks x series)
-matrix of values (NaN where a series had no reading at a tick), with each series' source,
-name, unit and kind. Counters hold cumulative values (already unwrapped); rates() turns
-them into per-second rates between ticks. readers/timeline.py builds one per node from
-the files' records (TIMELINE_DTYPE: time, series, value) through `from_records`,
-`from_literal` from plain values (tests); `Experiment.timelines` is the list of them, which
-analysis/timeline.py and the API take."""
+matrix of values (NaN where a series had no reading at a tick), with each series'
+source, name, unit and kind. Counters hold cumulative values (already unwrapped);
+rates() turns them into per-second rates between ticks. readers/timeline.py builds one
+per node from the files' records (TIMELINE_DTYPE: time, series, value) through
+`from_records`, `from_literal` from plain values (tests); `ExperimentDir.timelines` is
+the list of them, which analysis/timeline.py and the API take."""
 
 from dataclasses import dataclass, field
 

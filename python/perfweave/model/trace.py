@@ -51,8 +51,9 @@ MOVES = TypeSet("SEND", "RECV", "COLL", "RMA")
 
 
 @dataclass
-class RankFile:
-    """One rank's trace as recorded: records in file order and the rank's JSON."""
+class RankRecords:
+    """One rank's trace as recorded, read and checked (readers/trace.py read_rank):
+    records in file order and the rank's JSON."""
 
     rank: int
     records: np.ndarray
@@ -212,7 +213,10 @@ def window_key(ckey, seq):
 
 
 @dataclass
-class RankData:
+class RankModel:
+    """One rank of Trace, made for the analysis (prepare): its messages, collectives,
+    window events and call paths as columns, times in ns on rank 0's clock."""
+
     rank: int
     host: str
     state: str
@@ -265,7 +269,7 @@ def object_labels(meta, addresses):
 
 
 def prepare(rf):
-    """RankFile (readers/trace.py) -> RankData, with numpy on whole columns."""
+    """RankRecords (readers/trace.py) -> RankModel, with numpy on whole columns."""
     meta, rec, notes = rf.meta, rf.records, list(rf.notes)
     fn_names = list(meta.get("functions") or [])
     # records of each thread together, in their order
@@ -379,7 +383,7 @@ def prepare(rf):
     two = (rtyp == T["COLL"]) | (rtyp == T["RMA"])
     w = (r["bytes"] + r["t1"] * two) * MOVES(rtyp)
     moved = np.bincount(call_path[call_of], weights=w.astype(np.float64), minlength=npaths)
-    return RankData(
+    return RankModel(
         rank=rf.rank,
         host=meta.get("host", "?"),
         state=meta.get("state", "?"),
@@ -964,7 +968,7 @@ def _attribute_time(typ, t0, t1, top, top_before, leaf, starts, npaths, tb, te):
 class Trace:
     world_size: int
     functions: list
-    ranks: list  # RankData, by rank
+    ranks: list  # RankModel, by rank
     notes: list = field(default_factory=list)
     missing: list = field(default_factory=list)  # ranks without any trace file
     source: str = ""
@@ -1071,6 +1075,6 @@ class Trace:
                 "regions": [{"name": r} for r in regions],
                 "objects": [],
             }
-            files.append(RankFile(rank, rec, np.array(threads, np.int32), meta))
+            files.append(RankRecords(rank, rec, np.array(threads, np.int32), meta))
         data = [prepare(f) for f in files]
         return cls(world_size=n, functions=fns, ranks=data, source="literal")

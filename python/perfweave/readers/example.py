@@ -1,7 +1,7 @@
 """Reader of the example module's files (example/ in an experiment; docs/format.md
 "Example module"): the model of model/example.py. A file that cannot be read (a process
 killed while writing it, a damaged disk) is left out with a note; the others stand. The
-template of a module's reader: its kind is registered in readers/kinds.py."""
+template of a module's reader: its dataset is registered in readers/datasets.py."""
 
 from perfweave._format import JSON
 from perfweave.errors import FormatError

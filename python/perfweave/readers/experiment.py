@@ -1,4 +1,4 @@
-"""Open an experiment directory (docs/format.md) as an Experiment.
+"""Open an experiment directory (docs/format.md) as an ExperimentDir.
 
 The reduced `profile.pwprof` holds every rank of a run that reached
 MPI_Finalize. When a run ended otherwise, each rank saved its own
@@ -32,7 +32,11 @@ EXPERIMENT_VERSIONS = (1,)
 
 
 @dataclass
-class Experiment:
+class ExperimentDir:
+    """An experiment directory read: its description, its merged Profile, and the other
+    datasets (readers/datasets.py) read on first use. What the layers pass around;
+    api.Experiment is the public face over it."""
+
     path: Path
     meta: dict
     profile: Profile
@@ -41,16 +45,16 @@ class Experiment:
     unwritten: list = field(default_factory=list)  # files perfweave could not write
 
     def __getattr__(self, name):
-        """The experiment's data of kind name (readers/kinds.py: samples, timelines,
-        traces), read on first use and kept."""
+        """The experiment's dataset name (readers/datasets.py: samples, timelines,
+        traces, ...), read on first use and kept."""
         if name.startswith("_") or name in ("path", "meta", "profile"):
             raise AttributeError(name)
-        from perfweave.readers.kinds import KINDS
+        from perfweave.readers.datasets import DATASETS
 
-        kind = KINDS.get(name)
-        if kind is None:
+        dataset = DATASETS.get(name)
+        if dataset is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        value = kind.read(self.path)
+        value = dataset.read(self.path)
         setattr(self, name, value)
         return value
 
@@ -212,7 +216,7 @@ def merge(files):
 
 
 def open_experiment(path):
-    """The experiment directory path as an Experiment."""
+    """The experiment directory path as an ExperimentDir."""
     path = Path(path)
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
@@ -369,7 +373,7 @@ def open_experiment(path):
             "were folded into one overflow site per function; raise --max-callsites"
         )
     notes.extend(warnings)
-    return Experiment(
+    return ExperimentDir(
         path=path,
         meta=meta,
         profile=profile,
@@ -380,16 +384,16 @@ def open_experiment(path):
 
 
 def kept_by_modules(path):
-    """The kinds of data (readers/kinds.py) kept when a process is killed that experiment
+    """The datasets (readers/datasets.py) kept when a process is killed that experiment
     path holds files of, by name."""
-    from perfweave.readers.kinds import KINDS
+    from perfweave.readers.datasets import DATASETS
 
     return [
-        k.name
-        for k in KINDS.values()
-        if k.kept_when_killed
-        and (path / k.directory).is_dir()
-        and any((path / k.directory).iterdir())
+        d.name
+        for d in DATASETS.values()
+        if d.kept_when_killed
+        and (path / d.directory).is_dir()
+        and any((path / d.directory).iterdir())
     ]
 
 

@@ -45,7 +45,7 @@ VALUE_SCHEMA = {"callpath": int, "rank": int, "value": float}
 
 def saved_waitstates(exp):
     """The saved wait-state analysis of experiment exp, None when there is none
-    (readers/kinds.py: Experiment.waitstates); FormatError when it is damaged."""
+    (readers/datasets.py: ExperimentDir.waitstates); FormatError when it is damaged."""
     try:
         return read_waitstates(exp)
     except FileNotFoundError:

@@ -23,7 +23,7 @@ import numpy as np
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave._format import FILES, JSON
 from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES, SPANS, SUB, TRACE_VERSION, TypeSet
-from perfweave.model.trace import RankFile
+from perfweave.model.trace import RankRecords
 from perfweave.readers.experiment import read_meta as read_experiment_meta, state_reason
 from perfweave.readers.files import check, read_array, read_json, short
 from perfweave.readers.names import renamed_families
@@ -319,7 +319,7 @@ def _mapping(array):
 
 
 def read_rank(exp, rank, meta_note=None):
-    """Read and check one rank's records (RankFile), mapped read-only from the file.
+    """Read and check one rank's records (RankRecords), mapped read-only from the file.
     Never raises for damaged data of a rank: it is reported in the notes and the rank
     marked incomplete. meta_note: read_meta's answer, when the caller has it already."""
     src = open_rank(exp, rank, meta_note)
@@ -331,7 +331,7 @@ def read_rank(exp, rank, meta_note=None):
         notes.append(dropped_note(rank, int(len(ok) - ok.sum())))
         complete = False
         rec, types, thread = rec[ok], types[ok], thread[ok]
-    return RankFile(rank, rec, thread, meta or {}, complete, notes, types)
+    return RankRecords(rank, rec, thread, meta or {}, complete, notes, types)
 
 
 def dropped_note(rank, n):

@@ -1,4 +1,4 @@
-"""What each MPI function is: family, kind, pattern role, blocking twin; the
+"""What each MPI function is: family, action, pattern role, blocking twin; the
 synchronous sends, the calls that post a request, lock or unlock a window or
 create one on memory they allocate; what OTF2 calls the operations of collectives
 and one-sided communications, and the OTF2 events the export writes:

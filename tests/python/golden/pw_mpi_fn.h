@@ -4,8 +4,8 @@
 
 #define PW_MPI_NFN 6
 
-/* The kinds of the spec (one body each in pw_mpi_leave, modules/pw_mpi.h), by family */
-#define PW_MPI_KINDS(X) \
+/* The spec's actions (one body each in pw_mpi_leave, modules/pw_mpi.h), by family */
+#define PW_MPI_ACTIONS(X) \
     X(send) X(isend) X(recv) X(irecv) X(mrecv) X(sendrecv) X(sendrecv_replace) X(send_init) X(recv_init) X(start) X(startall) X(probe) X(request_free) X(cancel) \
     X(barrier) X(bcast) X(gather) X(gatherv) X(scatter) X(scatterv) X(allgather) X(allgatherv) X(alltoall) X(alltoallv) X(alltoallw) X(reduce) X(allreduce) X(reduce_scatter) X(reduce_scatter_block) X(scan) X(exscan) X(neighbor_allgather) X(neighbor_allgatherv) X(neighbor_alltoall) X(neighbor_alltoallv) X(neighbor_alltoallw) \
     X(win) X(win_free) X(put) X(get) X(acc) X(getacc) X(fop) X(cas) \
@@ -24,7 +24,7 @@ enum pw_mpi_fn {
 
 extern const char *pw_mpi_fn_names[PW_MPI_NFN];
 extern const signed char pw_mpi_fn_family[PW_MPI_NFN]; /* PW_FAMILY_* */
-extern const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN];
+extern const unsigned char pw_mpi_fn_actions[PW_MPI_NFN];
 /* a send of synchronous mode: the trace's PW_EVF_SYNCHRONOUS (synchronous()) */
 extern const unsigned char pw_mpi_fn_synchronous[PW_MPI_NFN];
 

@@ -21,13 +21,13 @@ const signed char pw_mpi_fn_family[PW_MPI_NFN] = {
     PW_FAMILY_RMA,
 };
 
-const unsigned char pw_mpi_fn_kinds[PW_MPI_NFN] = {
-    PW_KIND_send,
-    PW_KIND_bcast,
-    PW_KIND_waitmulti,
-    PW_KIND_init,
-    PW_KIND_pcontrol,
-    PW_KIND_fop,
+const unsigned char pw_mpi_fn_actions[PW_MPI_NFN] = {
+    PW_ACTION_send,
+    PW_ACTION_bcast,
+    PW_ACTION_waitmulti,
+    PW_ACTION_init,
+    PW_ACTION_pcontrol,
+    PW_ACTION_fop,
 };
 
 const unsigned char pw_mpi_fn_synchronous[PW_MPI_NFN] = {
@@ -59,7 +59,7 @@ PW_WRAPPER int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int d
     a.tag = tag;
     a.comm = comm;
     int rc = real(buf, count, datatype, dest, tag, comm);
-    pw_mpi_leave(&c, PW_KIND_send, &a);
+    pw_mpi_leave(&c, PW_ACTION_send, &a);
     return rc;
 }
 
@@ -80,7 +80,7 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Send(pw_freal_MPI_Sen
     a.tag = (int)*tag;
     a.comm = pw_comm_f2c(*comm);
     real(buf, count, datatype, dest, tag, comm, ierr);
-    pw_mpi_leave(&c, PW_KIND_send, &a);
+    pw_mpi_leave(&c, PW_ACTION_send, &a);
 }
 PW_WRAPPER void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr)
 {
@@ -131,7 +131,7 @@ PW_WRAPPER int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int roo
     a.comm = comm;
     a.request = NULL;
     int rc = real(buffer, count, datatype, root, comm);
-    pw_mpi_leave(&c, PW_KIND_bcast, &a);
+    pw_mpi_leave(&c, PW_ACTION_bcast, &a);
     return rc;
 }
 
@@ -152,7 +152,7 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Bcast(pw_freal_MPI_Bc
     a.comm = pw_comm_f2c(*comm);
     a.request = NULL;
     real(buffer, count, datatype, root, comm, ierr);
-    pw_mpi_leave(&c, PW_KIND_bcast, &a);
+    pw_mpi_leave(&c, PW_ACTION_bcast, &a);
 }
 PW_WRAPPER void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
@@ -206,9 +206,9 @@ PW_WRAPPER int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Statu
     a.outcount = NULL;
     a.indices = NULL;
     a.status = NULL;
-    pw_mpi_before(&c, PW_KIND_waitmulti, &a);
+    pw_mpi_before(&c, PW_ACTION_waitmulti, &a);
     int rc = real(count, array_of_requests, array_of_statuses);
-    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
+    pw_mpi_leave(&c, PW_ACTION_waitmulti, &a);
     return rc;
 }
 
@@ -230,9 +230,9 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Waitall(pw_freal_MPI_
     a.outcount = NULL;
     a.indices = NULL;
     a.status = NULL;
-    pw_mpi_before(&c, PW_KIND_waitmulti, &a);
+    pw_mpi_before(&c, PW_ACTION_waitmulti, &a);
     real(count, array_of_requests, array_of_statuses, ierr);
-    pw_mpi_leave(&c, PW_KIND_waitmulti, &a);
+    pw_mpi_leave(&c, PW_ACTION_waitmulti, &a);
 }
 PW_WRAPPER void mpi_waitall_(MPI_Fint *count, MPI_Fint *array_of_requests, MPI_Fint *array_of_statuses, MPI_Fint *ierr)
 {
@@ -365,7 +365,7 @@ PW_WRAPPER int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_
     a.win = win;
     a.request = NULL;
     int rc = real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
-    pw_mpi_leave(&c, PW_KIND_fop, &a);
+    pw_mpi_leave(&c, PW_ACTION_fop, &a);
     return rc;
 }
 
@@ -386,7 +386,7 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Fetch_and_op(pw_freal
     a.win = pw_win_f2c(*win);
     a.request = NULL;
     real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
-    pw_mpi_leave(&c, PW_KIND_fop, &a);
+    pw_mpi_leave(&c, PW_ACTION_fop, &a);
 }
 PW_WRAPPER void mpi_fetch_and_op_(void *origin_addr, void *result_addr, MPI_Fint *datatype, MPI_Fint *target_rank, MPI_Aint *target_disp, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr)
 {

@@ -9,13 +9,13 @@ Times are microseconds since the first event of the trace (its time on rank 0's 
 in ns, is in "otherData"): CLOCK_MONOTONIC nanoseconds as microseconds would need more
 digits than a double holds.
 
-The file is written rank by rank, each rank read in chunks of records (RankStream), as
-it is made: memory follows neither the trace nor the records of a rank, but what
-carries from one chunk to the next (open requests, channels, open user regions). This
-package's modules, one job each: first_pass (what the file needs before its first
-event; the message ends, numbered in messages), second_pass (the file, rank by rank),
-one emitter per kind of event (calls, spans, io, flows), formatting (each kind of event
-a layout, Rows, filled with a chunk's columns and written by the C loop of
+The file is written rank by rank, each rank read in chunks of records
+(RankExportStream), as it is made: memory follows neither the trace nor the records of a
+rank, but what carries from one chunk to the next (open requests, channels, open user
+regions). This package's modules, one job each: first_pass (what the file needs before
+its first event; the message ends, numbered in messages), second_pass (the file, rank by
+rank), one emitter per kind of event (calls, spans, io, flows), formatting (each kind of
+event a layout, Rows, filled with a chunk's columns and written by the C loop of
 libperfweave-json.so, or with numpy where that library is not built; no Python object
 per event) and sink (the thread that writes them to the file). This module holds the
 entry point, export.

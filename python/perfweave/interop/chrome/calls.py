@@ -38,7 +38,7 @@ def meta_events(r, threads):
 def mpi_calls(f, c, fnames, origin, counts, first):
     """The MPI calls of one chunk, with what they did."""
     rec, typ, thr = c.rec, c.rec["type"], c.thread
-    # each sub-record belongs to the CALL before it (in the chunk: RankStream)
+    # each sub-record belongs to the CALL before it (in the chunk: RankExportStream)
     is_call = typ == T["CALL"]
     is_sub = SUB(typ) & (last_index(is_call) >= 0)
     kept = is_call | is_sub

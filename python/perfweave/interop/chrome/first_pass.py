@@ -25,12 +25,12 @@ def first_pass(X, ends, path):
     """What the file needs before its first event, from a pass over the ranks that
     keeps little: the time (ns, rank 0's clock) of the trace's first timed record, and
     the channels of messages with their numbers of sends and receives (Channels).
-    Each rank's message ends are numbered here (RankPass) and written to directory
+    Each rank's message ends are numbered here (RankFirstPass) and written to directory
     ends for flows, with the ends of its user regions, rather than found again there."""
     first, found = [], {}
     sends, recvs = [], []
     for r in X.ranks:
-        p = RankPass(X.stream(r), ends, path)
+        p = RankFirstPass(X.stream(r), ends, path)
         p.run()
         if p.t_min is not None and p.meta.get("clock"):
             # ticks become ns by an increasing linear map: the first stays the first
@@ -41,8 +41,8 @@ def first_pass(X, ends, path):
     return (min(first) if first else 0), Channels(sends, recvs), found
 
 
-class RankPass:
-    """The first pass over one rank, chunk by chunk (RankStream), and what it leaves
+class RankFirstPass:
+    """The first pass over one rank, chunk by chunk (RankExportStream), and what it leaves
     for the second: the rank's threads, the end of its user regions (a file per
     thread, the end of each ENTER in order), its message ends (a file per kind and
     thread, in the order of the records).

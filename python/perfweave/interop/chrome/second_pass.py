@@ -63,7 +63,7 @@ def second_pass(X, path, ends, origin, channels, found, symbolizer, t_start, seg
 
 
 def rank_events(f, X, p, origin, symbolizer, counts, first):
-    """Rank p.rank's events chunk by chunk (RankStream): its MPI calls as they come;
+    """Rank p.rank's events chunk by chunk (RankExportStream): its MPI calls as they come;
     its flushes and user regions, which follow all its calls in the file, to temporary
     files until then."""
     r = p.rank

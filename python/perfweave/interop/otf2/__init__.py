@@ -12,7 +12,7 @@ per event, which halves the time per event. The export's loop is in C where
 libperfweave-otf2.so is built (runtime/interop/otf2_bulk.c: one call per block of
 events, 3 times faster again); one ctypes call per event where it is not.
 
-The export holds one chunk of a rank's records at a time (interop.RankStream): a
+The export holds one chunk of a rank's records at a time (interop.RankExportStream): a
 location's events are sorted a chunk at a time with those held back from the chunks
 before, and written as far as no later chunk can come before them; what the events of
 a chunk need from other chunks is carried, or found by a first pass over the rank. The

@@ -1,9 +1,9 @@
-"""The OTF2 events of a chunk of a thread's records (interop.RankStream), as numpy columns
-(columns): which record becomes which event (calls.K kinds), its up to six arguments and
-attribute list, and the keys that sort a location's events into OTF2's order (time
-first: SORT). The MPI calls, trace buffer flushes, user regions and the program's begin
-and end are made here; what the calls did (their sub-records) by _sub_events, with what
-a rank's chunks look up per function, communicator, window and group (_RankTables)."""
+"""The OTF2 events of a chunk of a thread's records (interop.RankExportStream), as numpy
+columns (columns): which record becomes which event (calls.K kinds), its up to six arguments
+and attribute list, and the keys that sort a location's events into OTF2's order (time
+first: SORT). The MPI calls, trace buffer flushes, user regions and the program's begin and
+end are made here; what the calls did (their sub-records) by _sub_events, with what a rank's
+chunks look up per function, communicator, window and group (_RankTables)."""
 
 import collections
 
@@ -73,7 +73,7 @@ class _Lookup:
 
 
 def columns(ex, rt, carry):
-    """The OTF2 events of one chunk of a thread (RankStream) as columns: sort keys
+    """The OTF2 events of one chunk of a thread (RankExportStream) as columns: sort keys
     (time, cls, sec, grp, k), kind, up to six arguments, attribute list (key of
     ex.attr_specs). ex is the export (exporter._Exporter), whose definitions the
     events name; carry holds what a chunk leaves to the next (stream.Carry). Returns the

@@ -287,7 +287,7 @@ class _Exporter:
 
     def _first_pass(self, r):
         """What writing rank r's events needs to know ahead, from a pass over its chunks
-        (RankStream): the functions it calls, its application time, per thread the
+        (RankExportStream): the functions it calls, its application time, per thread the
         earliest time of each chunk's events (Location's watermark) and which receive
         requests need attributes (irecv_attributes). Returns (used function ids,
         function names, FirstPass)."""
@@ -340,7 +340,7 @@ class _Exporter:
         return total, len(self.locations), self.notes
 
     def _rank(self, w, r):
-        """Write rank r's events location by location, chunk by chunk (RankStream):
+        """Write rank r's events location by location, chunk by chunk (RankExportStream):
         each chunk's events are sorted with those held back from earlier chunks, and
         the ones earlier than any later chunk's can be are written (Location)."""
         fp = self.passes.pop(r)

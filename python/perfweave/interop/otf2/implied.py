@@ -10,7 +10,7 @@ import numpy as np
 
 from perfweave._mpi import POSTS_REQUEST, SYNCHRONOUS
 from perfweave.interop import family
-from perfweave.interop.otf2.mapping import blocking_twin, mpi_kind
+from perfweave.interop.otf2.mapping import blocking_twin, mpi_action
 from perfweave.model.trace import F, T
 
 
@@ -24,9 +24,9 @@ def function_traits(functions):
         return np.array([bool(test(n)) for n in f] + [False])
 
     return {
-        "ssend": has(lambda n: n in SYNCHRONOUS and mpi_kind(n) == "send"),
-        "issend": has(lambda n: n in SYNCHRONOUS and mpi_kind(n) == "isend"),
-        "start": has(lambda n: mpi_kind(n) in ("start", "startall")),
+        "ssend": has(lambda n: n in SYNCHRONOUS and mpi_action(n) == "send"),
+        "issend": has(lambda n: n in SYNCHRONOUS and mpi_action(n) == "isend"),
+        "start": has(lambda n: mpi_action(n) in ("start", "startall")),
         "nbcoll": has(lambda n: blocking_twin(n) != n),
         "rreq": has(lambda n: n in POSTS_REQUEST and family(n) == "rma"),
     }

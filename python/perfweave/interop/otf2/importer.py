@@ -27,7 +27,7 @@ from perfweave.interop.otf2.library import (
     need_otf2,
     why,
 )
-from perfweave.interop.otf2.mapping import NS, mpi_kind
+from perfweave.interop.otf2.mapping import NS, mpi_action
 from perfweave.interop.otf2.records import thread_records
 from perfweave.clock import to_ns
 from perfweave.dtypes import EVENT_DTYPE, TRACE_VERSION
@@ -388,9 +388,9 @@ class _Importer:
         self.reg_kind = {r: kind[r] for r in regs}
         self.reg_fn = {r: fidx[name(r)] for r in regs if kind[r] == 1}
         self.reg_user = {r: ridx[name(r)] for r in regs if kind[r] == 0}
-        self.init_fns = np.array([i for f, i in fidx.items() if mpi_kind(f) == "init"], np.int64)
+        self.init_fns = np.array([i for f, i in fidx.items() if mpi_action(f) == "init"], np.int64)
         self.fini_fns = np.array(
-            [i for f, i in fidx.items() if mpi_kind(f) == "finalize"], np.int64
+            [i for f, i in fidx.items() if mpi_action(f) == "finalize"], np.int64
         )
 
     def _comms(self):

@@ -37,7 +37,7 @@ ATTRIBUTES = (
 
 def collective_op(name):
     """The OTF2_CollectiveOp (its name) of a collective MPI function: mpi.spec's, by the
-    function's kind; ALLREDUCE for one the spec does not wrap."""
+    function's action; ALLREDUCE for one the spec does not wrap."""
     return OTF2_COLLECTIVE_OPS.get(name, "ALLREDUCE")
 
 
@@ -84,8 +84,8 @@ def is_p2p(name):
     return family(name) == "p2p"
 
 
-def mpi_kind(name):
-    """The kind of an MPI function in mpi.spec (\"\" for one it does not wrap)."""
+def mpi_action(name):
+    """The action of an MPI function in mpi.spec (\"\" for one it does not wrap)."""
     f = FUNCTIONS.get(name)
     return f[1] if f else ""
 
@@ -106,7 +106,7 @@ def region_role(otf2, name):
             "scan": R.COLL_OTHER,
         }.get(r2, R.COLL_ALL2ALL if "all" in twin.lower() or "Neighbor" in twin else R.COLL_OTHER)
     # starting or dropping requests moves nothing itself
-    if is_p2p(name) and mpi_kind(name) not in ("start", "startall", "request_free", "cancel"):
+    if is_p2p(name) and mpi_action(name) not in ("start", "startall", "request_free", "cancel"):
         return R.POINT2POINT
     if cat == "rma_comm":
         return R.RMA if rma_op(name) in ("PUT", "GET") else R.ATOMIC

@@ -1,11 +1,11 @@
-"""The export of a rank chunk by chunk (interop.RankStream), one chunk of its records in
-memory at a time: what a first pass over the rank finds ahead (FirstPass: its
-application time, per thread the earliest time of each chunk's events, and which
-receive requests need attributes, irecv_attributes); what a chunk's events need from the
-chunks before it (Carry, and Specs: the attribute lists of the events not written yet);
-and a location's event writer (Location), which sorts each chunk's events with those
-held back and writes them as far as no later chunk can come before them. The archive is
-the same, byte for byte, as with the whole rank at once."""
+"""The export of a rank chunk by chunk (interop.RankExportStream), one chunk of its records
+in memory at a time: what a first pass over the rank finds ahead (FirstPass: its application
+time, per thread the earliest time of each chunk's events, and which receive requests need
+attributes, irecv_attributes); what a chunk's events need from the chunks before it (Carry,
+and Specs: the attribute lists of the events not written yet); and a location's event writer
+(Location), which sorts each chunk's events with those held back and writes them as far as
+no later chunk can come before them. The archive is the same, byte for byte, as with the
+whole rank at once."""
 
 import collections
 

@@ -1,7 +1,7 @@
 """The example module's section (runtime/modules/example.c, `perfweave run --example`):
 its wrapped function's calls and time, in all and per process. The template of a
 module's report section: collect puts the typed result of the module's analysis
-(analysis/example.py, of its model Experiment.example) into the report dict, text and
+(analysis/example.py, of its model ExperimentDir.example) into the report dict, text and
 html draw from that dict alone. Absent from the
 report (no key, no lines) when the run recorded none of the module's data."""
 

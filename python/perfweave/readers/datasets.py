@@ -1,8 +1,9 @@
-"""The kinds of data an experiment directory holds beside its profile, each with the one
-reader that reads it (docs/format.md has their files). `Experiment.NAME` (readers/
-experiment.py) reads the kind NAME on first use and keeps it, so that every analysis and
-report section works on the same models and no file is read twice. A new measurement
-module registers its kind here: one entry."""
+"""The datasets an experiment directory holds beside its profile (samples, timelines,
+traces, each module's data), each with the one reader that reads it (docs/format.md has
+their files). `ExperimentDir.NAME` (readers/experiment.py) reads the dataset NAME on first
+use and keeps it, so that every analysis and report section works on the same models and
+no file is read twice. A new measurement module registers its dataset here: one entry.
+(Not the format's file kinds: a dataset is what a reader makes of one or more of them.)"""
 
 from dataclasses import dataclass
 from typing import Callable
@@ -11,8 +12,8 @@ from perfweave.readers import example, io, mathlib, results, samples, timeline, 
 
 
 @dataclass(frozen=True)
-class Kind:
-    name: str  # the Experiment attribute, and the key in KINDS
+class Dataset:
+    name: str  # the ExperimentDir attribute, and the key in DATASETS
     directory: str  # its files' directory in the experiment
     read: Callable  # experiment path -> the model (an empty one, or None, when absent)
     what: str  # for messages and docs
@@ -22,8 +23,8 @@ class Kind:
 
 
 class Traces:
-    """The event traces of an experiment, rank by rank: each read only when asked for
-    (a trace can be far larger than memory; interop.RankStream reads one in chunks)."""
+    """The event traces of an experiment, rank by rank: each read only when asked for (a
+    trace can be far larger than memory; interop.RankExportStream reads one in chunks)."""
 
     def __init__(self, path):
         self.path = path
@@ -38,41 +39,41 @@ class Traces:
         return trace.read_rank(self.path, r, meta_note)
 
 
-KINDS = {
+DATASETS = {
     k.name: k
     for k in (
-        Kind(
+        Dataset(
             "samples",
             "samples",
             samples.read_samples,
             "call-stack samples per process (perfweave run --sample)",
         ),
-        Kind(
+        Dataset(
             "timelines",
             "timeline",
             timeline.read_timelines,
             "node timeline per node (perfweave run --node-interval)",
         ),
-        Kind("traces", "traces", Traces, "event trace per rank (perfweave run --trace)"),
-        Kind(
+        Dataset("traces", "traces", Traces, "event trace per rank (perfweave run --trace)"),
+        Dataset(
             "waitstates",
             "analysis",
             results.saved_waitstates,
             "the wait-state analysis of the traces (perfweave analyze), None before it ran",
         ),
-        Kind(
+        Dataset(
             "example",
             "example",
             example.read_example,
             "the example module's calls per process (perfweave run --example)",
         ),
-        Kind(
+        Dataset(
             "mathlib",
             "mathlib",
             mathlib.read_mathlib,
             "BLAS, LAPACK and FFTW calls per process (perfweave run --mathlib)",
         ),
-        Kind(
+        Dataset(
             "io",
             "io",
             io.read_io,
