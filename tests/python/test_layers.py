@@ -67,12 +67,46 @@ def is_module(dotted):
     return rel.with_suffix(".py").is_file() or (rel / "__init__.py").is_file()
 
 
+# the calls that import a module by its name at run time (readers/datasets.py finds each
+# module's reader so, report/sections its sections, api.py a dataset's analysis)
+DYNAMIC = {"import_module", "find_spec", "__import__"}
+
+
+def dynamic_import(call, name):
+    """The module a call of DYNAMIC imports, as far as the source says it: the name, or,
+    for f"perfweave.readers.{x}", the package every module it can import is in; None when
+    the source does not tell which part of python/perfweave it imports from."""
+    arg = call.args[0] if call.args else None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if not isinstance(arg, ast.JoinedStr):
+        return None
+    prefix = ""
+    for v in arg.values:
+        if isinstance(v, ast.Constant):
+            prefix += v.value
+        elif isinstance(v.value, ast.Name) and v.value.id == "__name__" and not v.format_spec:
+            prefix += name
+        else:
+            break
+    package = prefix.rpartition(".")[0]
+    if package.split(".")[0] == "perfweave" and part_of(package) in (None, "perfweave"):
+        return None  # f"perfweave.{x}": any part
+    return package or None
+
+
 def imports(path):
-    """(module imported, names taken from it, line) of every import in the file."""
+    """(module imported, names taken from it, line) of every import in the file, those by
+    name at run time (DYNAMIC) included; None for a module the source does not name."""
     name, is_package = module_name(path)
     package = name if is_package else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call):
+            f = node.func
+            called = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+            if called in DYNAMIC:
+                yield dynamic_import(node, name), [], node.lineno
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, [], node.lineno
         elif isinstance(node, ast.ImportFrom):
@@ -99,7 +133,7 @@ def edges():
         if path.name == "__init__.py" and path.parent == PACKAGE:
             src = "perfweave"
         for module, names, line in imports(path):
-            dst = part_of(module)
+            dst = part_of(module or "")
             if dst is None or dst == src:
                 continue
             where = f"{path.relative_to(PACKAGE)}:{line}"
@@ -168,6 +202,34 @@ def test_the_walk_sees_imports_inside_functions():
     }
     assert "perfweave.readers.datasets" in inside  # ExperimentDir.__getattr__ imports it
     assert inside <= {m for m, _, _ in imports(f)}
+
+
+def test_the_walk_sees_imports_by_name():
+    """The modules found by name at run time (each module's reader and section, a
+    dataset's analysis, the command line's verbs) are edges of the walk, each from the
+    package its name starts with: an import by a name that does not say its part fails."""
+    unseen = [
+        f"{p.relative_to(PACKAGE)}:{line}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        for module, _, line in imports(p)
+        if module is None
+    ]
+    assert not unseen, f"imports by a name that says no part of python/perfweave: {unseen}"
+    taken = {
+        rel: {m for m, _, _ in imports(PACKAGE / rel)}
+        for rel in ("readers/datasets.py", "report/sections/__init__.py", "api.py")
+    }
+    assert "perfweave.readers" in taken["readers/datasets.py"]
+    assert "perfweave.report.sections" in taken["report/sections/__init__.py"]
+    assert "perfweave.analysis" in taken["api.py"]
+    # and what they find at run time is there: the readers' datasets, the report's sections
+    from perfweave.readers.datasets import DATASETS
+    from perfweave.report.sections import SECTIONS
+
+    for d in DATASETS.values():
+        assert part_of(d.read.__module__) == "readers", (d.name, d.read.__module__)
+    for s in SECTIONS:
+        assert type(s).__module__.startswith("perfweave.report.sections."), s
 
 
 def test_reading_an_imported_experiment_runs_no_code_above_the_readers(tmp_path):

@@ -1,25 +1,17 @@
-"""The datasets an experiment directory holds beside its profile (samples, timelines,
-traces, each module's data), each with the one reader that reads it (docs/format.md has
-their files). `ExperimentDir.NAME` (readers/experiment.py) reads the dataset NAME on first
-use and keeps it, so that every analysis and report section works on the same models and
-no file is read twice. A new measurement module registers its dataset here: one entry.
-(Not the format's file kinds: a dataset is what a reader makes of one or more of them.)"""
+"""The datasets an experiment directory holds beside its profile (samples, timelines, traces,
+each module's data), each with the one reader that reads it (docs/format.md has their
+files). `ExperimentDir.NAME` (readers/experiment.py) reads the dataset NAME on first use
+and keeps it, so that every analysis and report section works on the same models and no
+file is read twice. A module's dataset is declared by its reader (readers/NAME.py
+`DATASET`) and found here by the module's name: a new module registers none. (Not the
+format's file kinds: a dataset is what a reader makes of one or more of them.)"""
 
-from dataclasses import dataclass
-from typing import Callable
+import importlib
+import importlib.util
 
-from perfweave.readers import example, io, mathlib, results, samples, timeline, trace
-
-
-@dataclass(frozen=True)
-class Dataset:
-    name: str  # the ExperimentDir attribute, and the key in DATASETS
-    directory: str  # its files' directory in the experiment
-    read: Callable  # experiment path -> the model (an empty one, or None, when absent)
-    what: str  # for messages and docs
-    # a process's own measurements, in file-backed memory: what it counted up to a SIGKILL
-    # is there, so an experiment without any profile is still opened for it
-    kept_when_killed: bool = False
+from perfweave._format import MODULES
+from perfweave.readers import results, trace
+from perfweave.readers.dataset import Dataset
 
 
 class Traces:
@@ -39,46 +31,25 @@ class Traces:
         return trace.read_rank(self.path, r, meta_note)
 
 
+def module_datasets():
+    """The datasets of the runtime's modules, in modules.def's order (perfweave._format
+    MODULES): a module's reader, readers/NAME.py, declares its DATASET; a module without
+    a reader of its name (counters, mpi: their data is in the profile) has none."""
+    for name in MODULES:
+        if importlib.util.find_spec(f"perfweave.readers.{name}") is not None:
+            yield importlib.import_module(f"perfweave.readers.{name}").DATASET
+
+
 DATASETS = {
     k.name: k
     for k in (
-        Dataset(
-            "samples",
-            "samples",
-            samples.read_samples,
-            "call-stack samples per process (perfweave run --sample)",
-        ),
-        Dataset(
-            "timelines",
-            "timeline",
-            timeline.read_timelines,
-            "node timeline per node (perfweave run --node-interval)",
-        ),
+        *module_datasets(),
         Dataset("traces", "traces", Traces, "event trace per rank (perfweave run --trace)"),
         Dataset(
             "waitstates",
             "analysis",
             results.saved_waitstates,
             "the wait-state analysis of the traces (perfweave analyze), None before it ran",
-        ),
-        Dataset(
-            "example",
-            "example",
-            example.read_example,
-            "the example module's calls per process (perfweave run --example)",
-        ),
-        Dataset(
-            "mathlib",
-            "mathlib",
-            mathlib.read_mathlib,
-            "BLAS, LAPACK and FFTW calls per process (perfweave run --mathlib)",
-        ),
-        Dataset(
-            "io",
-            "io",
-            io.read_io,
-            "I/O per file, layer and process (perfweave run --io)",
-            kept_when_killed=True,
         ),
     )
 }

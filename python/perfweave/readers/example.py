@@ -1,11 +1,13 @@
 """Reader of the example module's files (example/ in an experiment; docs/format.md
 "Example module"): the model of model/example.py. A file that cannot be read (a process
 killed while writing it, a damaged disk) is left out with a note; the others stand. The
-template of a module's reader: its dataset is registered in readers/datasets.py."""
+template of a module's reader: it declares the module's dataset (DATASET, at the end),
+which readers/datasets.py finds by the module's name."""
 
 from perfweave._format import JSON
 from perfweave.errors import FormatError
 from perfweave.model.example import Example, ExampleProcess, process_key
+from perfweave.readers.dataset import Dataset
 from perfweave.readers.files import read_document
 
 
@@ -33,3 +35,12 @@ def read_example(path):
             )
     out.processes.sort(key=process_key)
     return out
+
+
+# the module's dataset (readers/datasets.py finds it by the module's name)
+DATASET = Dataset(
+    "example",
+    "example",
+    read_example,
+    "the example module's calls per process (perfweave run --example)",
+)

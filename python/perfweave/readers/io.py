@@ -10,6 +10,7 @@ import numpy as np
 
 
 from perfweave.errors import FormatError
+from perfweave.readers.dataset import Dataset
 from perfweave.readers.files import SparseFile
 from perfweave._format import FILES, IO_MAGIC_NUMBER, IO_SEGMENTS_MAGIC_NUMBER, RECORDS, STATES
 from perfweave.model.io import (
@@ -280,3 +281,13 @@ def _merge(r, start, index, rank, fmap, npt):
     np.minimum.at(out["first_s"], inv, (r["first_tick"] - start) * npt / 1e9)
     np.maximum.at(out["last_s"], inv, (r["last_tick"] - start) * npt / 1e9)
     return out
+
+
+# the module's dataset (readers/datasets.py finds it by the module's name)
+DATASET = Dataset(
+    "io",
+    "io",
+    read_io,
+    "I/O per file, layer and process (perfweave run --io)",
+    kept_when_killed=True,
+)

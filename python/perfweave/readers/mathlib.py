@@ -15,6 +15,7 @@ from perfweave.model.mathlib import (
     empty,
 )
 from perfweave.model.table import table
+from perfweave.readers.dataset import Dataset
 from perfweave.readers.files import read_document
 
 FORMAT, VERSION = FILES["mathlib"].magic, FILES["mathlib"].version
@@ -137,3 +138,12 @@ def _concat(parts, columns):
     if not parts:
         return empty(columns)
     return table({c: np.concatenate([np.asarray(p[c]) for p in parts]) for c in columns})
+
+
+# the module's dataset (readers/datasets.py finds it by the module's name)
+DATASET = Dataset(
+    "mathlib",
+    "mathlib",
+    read_mathlib,
+    "BLAS, LAPACK and FFTW calls per process (perfweave run --mathlib)",
+)

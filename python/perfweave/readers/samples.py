@@ -11,6 +11,7 @@ import numpy as np
 from perfweave.errors import FormatError
 from perfweave.model.samples import ProcessSamples
 from perfweave.dtypes import SAMPLE_DTYPE, SAMPLE_FRAMES, SAMPLES_VERSION
+from perfweave.readers.dataset import Dataset
 from perfweave.readers.files import read_array, read_document, short
 from perfweave.readers.names import renamed_activity
 
@@ -113,3 +114,9 @@ def _valid(rec, meta):
     obj = rec["object"]
     ok &= ~(used & ((obj < -1) | (obj >= len(meta.get("objects", []))))).any(axis=1)
     return ok
+
+
+# the module's dataset (readers/datasets.py finds it by the module's name)
+DATASET = Dataset(
+    "samples", "samples", read_samples, "call-stack samples per process (perfweave run --sample)"
+)

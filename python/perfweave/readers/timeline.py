@@ -14,6 +14,7 @@ from perfweave.errors import FormatError
 from perfweave._format import JSON
 from perfweave.model.timeline import NodeTimeline
 from perfweave.dtypes import TIMELINE_DTYPE, TIMELINE_VERSION
+from perfweave.readers.dataset import Dataset
 from perfweave.readers.files import read_array, read_document
 from perfweave.readers.names import renamed_activity
 
@@ -89,3 +90,12 @@ def read_node(meta_path):
             "the timeline ends at its last tick"
         )
     return NodeTimeline.from_records(host, meta, series, rec, notes)
+
+
+# the module's dataset (readers/datasets.py finds it by the module's name)
+DATASET = Dataset(
+    "timelines",
+    "timeline",
+    read_timelines,
+    "node timeline per node (perfweave run --node-interval)",
+)

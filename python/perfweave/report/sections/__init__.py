@@ -1,36 +1,28 @@
 """The sections of the report, in the order they are shown (report/section.py), and the
 one place that goes through them: collect (the report's data, `perfweave report
 --json`), text and html (each section's lines and HTML, in order). A new measurement
-module adds its section here: one line."""
+module adds its section here: one line, its module's name in NAMES."""
+
+import importlib
 
 from perfweave.report import section
-from perfweave.report.sections import (
-    advice,
-    example,
-    io,
-    mathlib,
-    message_sizes,
-    mpi_profile,
-    node_timeline,
-    run,
-    samples,
-    startup,
-    wait_states,
-)
 
-SECTIONS = [
-    run.SECTION,  # the run: command, times, ranks, state, notes
-    startup.SECTION,  # MPI_Init and shutdown times (shown in the run's lines)
-    advice.SECTION,  # what to change, from all the sections' data
-    samples.SECTION,  # where the time goes: call tree, lines, activity over time
-    mpi_profile.SECTION,  # MPI time per rank, balance, functions, call sites, counters
-    wait_states.SECTION,  # perfweave analyze's wait states
-    message_sizes.SECTION,  # the MPI profile's message sizes
-    io.SECTION,  # the I/O profile (--io): share, files, ranks, call sites
-    node_timeline.SECTION,  # per node: processes' activity and node rates over time
-    example.SECTION,  # the example module's calls (--example)
-    mathlib.SECTION,  # BLAS, LAPACK and FFTW calls (--mathlib)
+# The sections by their modules' names (report/sections/NAME.py, each its SECTION), in the
+# order they are shown: a module that measures something new adds its section's line.
+NAMES = [
+    "run",  # the run: command, times, ranks, state, notes
+    "startup",  # MPI_Init and shutdown times (shown in the run's lines)
+    "advice",  # what to change, from all the sections' data
+    "samples",  # where the time goes: call tree, lines, activity over time
+    "mpi_profile",  # MPI time per rank, balance, functions, call sites, counters
+    "wait_states",  # perfweave analyze's wait states
+    "message_sizes",  # the MPI profile's message sizes
+    "io",  # the I/O profile (--io): share, files, ranks, call sites
+    "node_timeline",  # per node: processes' activity and node rates over time
+    "example",  # the example module's calls (--example)
+    "mathlib",  # BLAS, LAPACK and FFTW calls (--mathlib)
 ]
+SECTIONS = [importlib.import_module(f"perfweave.report.sections.{n}").SECTION for n in NAMES]
 
 
 def collect(experiment, top):
