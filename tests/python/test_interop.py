@@ -5,6 +5,8 @@ input is one line and exit status 2, and the public Score-P traces of tests/data
 imported and analysed with their known results."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -14,9 +16,11 @@ import numpy as np
 import otf2
 import pytest
 
+from perfweave import open as perfweave_open
 from perfweave.interop import otf2 as pw_otf2
 from perfweave.interop.otf2 import calls as otf2_calls
 from perfweave.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
+from perfweave.readers.experiment import NoImportedProfile
 
 T, F = EVENT_TYPES, EVENT_FLAGS
 TNAME = {v: k for k, v in T.items()}
@@ -1587,20 +1591,89 @@ def test_profile_of_damaged_traces_keeps_their_notes(shared, tmp_path):
     assert dropped in derived.notes and read.notes == derived.notes
 
 
+def old_import(shared, tmp_path):
+    """An experiment as an older perfweave imported it, with traces and no profile.pwprof
+    (the import wrote its wait states already, analysis/waitstates.json), beside the
+    fresh import it is made of (a copy without its profile.pwprof), and a function that
+    checks perfweave report --json of an experiment against the fresh import's: (old,
+    fresh, report_of(exp, *wrapper) -> stderr)."""
+    fresh = tmp_path / "fresh"
+    res = perfweave("import", shared / "pipit-ping-pong" / "traces.otf2", "-o", fresh)
+    assert res.returncode == 0 and (fresh / "analysis" / "waitstates.json").is_file()
+    expected = perfweave("report", "--json", fresh)
+    assert expected.returncode == 0 and not expected.stderr, expected.stderr
+    old = tmp_path / "old"
+    shutil.copytree(fresh, old)
+    (old / "profile.pwprof").unlink()
+
+    def report_of(exp, *wrapper):
+        res = subprocess.run(
+            [*wrapper, PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True
+        )
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.replace(str(exp), str(fresh)) == expected.stdout
+        return res.stderr
+
+    return old, fresh, report_of
+
+
 def test_report_of_an_experiment_imported_without_a_profile(shared, tmp_path):
-    """An experiment imported by an older perfweave has no profile.pwprof: one line that
-    says how to import it again; perfweave analyze still reads its traces."""
-    anchor = shared / "pipit-ping-pong" / "traces.otf2"
-    exp = tmp_path / "exp"
-    pw_otf2.import_archive(anchor, exp)
-    (exp / "profile.pwprof").unlink()
-    line = one_error_line(perfweave("report", exp))
-    assert line == (
-        f"perfweave: error: {exp}: no profile.pwprof (imported by an older perfweave, or "
-        f"removed); for its report, import the trace again: perfweave import "
-        f"{anchor.resolve()} -o NEW"
+    """perfweave report on an older perfweave's import computes the profile the import
+    writes today, saves it once (the same bytes) and reports as on the fresh import.
+    perfweave.open, below the exports, says how to save it; perfweave analyze reads the
+    traces either way."""
+    old, fresh, report_of = old_import(shared, tmp_path)
+    assert analyze(old)["counts"]["messages"] == 16
+    with pytest.raises(NoImportedProfile) as e:
+        perfweave_open(old)
+    assert str(e.value) == (
+        f"{old}: no profile.pwprof (imported by an older perfweave, or removed): "
+        f"perfweave report {old} computes it from its traces and saves it"
     )
-    assert analyze(exp)["counts"]["messages"] == 16
+    assert report_of(old) == (
+        f"perfweave: note: {old}: imported by an older perfweave: its profile, computed "
+        f"from its traces as perfweave import does, is saved as {old}/profile.pwprof\n"
+    )
+    assert (old / "profile.pwprof").read_bytes() == (fresh / "profile.pwprof").read_bytes()
+    assert sorted(p.name for p in old.iterdir()) == sorted(p.name for p in fresh.iterdir())
+    assert report_of(old) == ""  # once
+    assert (
+        perfweave_open(old).profile.sites.tolist() == perfweave_open(fresh).profile.sites.tolist()
+    )
+
+
+def read_only(exp):
+    """The command line that runs a command with directory exp read-only: its mode
+    where that binds (not root), else a read-only bind mount of it in a mount namespace
+    of the command's own (root, whom modes do not stop)."""
+    exp.chmod(0o555)
+    if not os.access(exp, os.W_OK):
+        return []
+    mount = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" "$1"'
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", mount, "sh", str(exp)], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"root, without a read-only mount to test with: {probe.stderr.strip()}")
+    return ["unshare", "-m", "sh", "-c", f'{mount} && shift && exec "$@"', "sh", str(exp)]
+
+
+def test_report_of_an_older_import_that_cannot_be_written(shared, tmp_path):
+    """Where an older perfweave's import cannot be written, perfweave report computes its
+    profile for that read, says it could not save it and why, and reports as on the
+    fresh import; the experiment is left as it was."""
+    old, _, report_of = old_import(shared, tmp_path)
+    try:
+        wrapper = read_only(old)
+        assert report_of(old, *wrapper) == (
+            f"perfweave: note: {old}: imported by an older perfweave, without "
+            "profile.pwprof: its profile is computed from its traces for this read and "
+            f"not saved ({old}/profile.pwprof: cannot write: "
+            f"{'Read-only file system' if wrapper else 'Permission denied'})\n"
+        )
+    finally:
+        old.chmod(0o755)
+    assert sorted(p.name for p in old.iterdir()) == ["analysis", "experiment.json", "traces"]
 
 
 def test_import_of_scorep_nonblocking_collectives(tmp_path):

@@ -37,7 +37,8 @@ LAYERS = {
     "analysis": BASE | {"dtypes", "clock", "model", "readers", "symbols"},
     "report": BASE | {"dtypes", "model", "readers", "analysis", "symbols"},
     "launch": BASE | {"options", "task_env", "writing", "readers"},
-    "interop": BASE | {"dtypes", "clock", "model", "readers", "analysis", "symbols", "launch"},
+    "interop": BASE
+    | {"dtypes", "writing", "clock", "model", "readers", "analysis", "symbols", "launch"},
     "api": BASE | {"model", "readers", "analysis", "report", "symbols"},
     "cli": BASE
     | {"writing", "options", "papi", "sources", "launch", "readers", "analysis", "report"}

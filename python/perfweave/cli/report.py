@@ -58,7 +58,7 @@ def setup_parser(sub):
 
 def main(args):
     # numpy and the analysis load here, not when `perfweave run` starts
-    from perfweave.readers.experiment import open_experiment
+    from perfweave.interop.profile import open_upgraded
     from perfweave.report import data as report_data
     from perfweave.report import text
 
@@ -67,7 +67,7 @@ def main(args):
         from perfweave.readers import mkl_verbose
 
         mkl = mkl_verbose.read(args.mkl_verbose)
-    exp = open_experiment(args.experiment)
+    exp = open_upgraded(args.experiment, note)
     if mkl is not None:
         exp.mkl_verbose = mkl  # for the math-library section (report/sections/mathlib.py)
     top = args.top or 20
@@ -95,3 +95,8 @@ def main(args):
                 text.render(data, max_rows=args.max_rows or text.MAX_ROWS, rows=args.top)
             )
     return 0
+
+
+def note(line):
+    """A note beside the report (stderr: --json's output is the report alone)."""
+    print(f"perfweave: note: {line}", file=sys.stderr)

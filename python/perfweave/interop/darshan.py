@@ -226,10 +226,11 @@ def export(exp, out=None, force=False):
     (default EXP/export/darshan.txt), each process without an MPI rank as a log of its own
     (darshan_logs), beside it as NAME.HOST.PID.txt (the first log to out when there is no
     MPI job). Returns a summary dict (path, paths, records, rows, seconds, notes)."""
-    from perfweave.readers.experiment import open_experiment
+    from perfweave.interop.profile import open_upgraded
 
     t0 = time.perf_counter()
-    e = open_experiment(exp)
+    upgraded = []
+    e = open_upgraded(exp, upgraded.append)
     io = e.io
     if not io:
         raise PerfweaveError(f"{exp}: no I/O profile (perfweave run --io)")
@@ -255,7 +256,7 @@ def export(exp, out=None, force=False):
         "rows": rows,
         "ranks": len(set(io.processes["rank"].tolist())),
         "seconds": time.perf_counter() - t0,
-        "notes": list(io.notes),
+        "notes": upgraded + list(io.notes),
     }
 
 

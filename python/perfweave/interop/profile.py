@@ -9,9 +9,13 @@ call that posts them (a send or receive request's size at MPI_Isend/MPI_Irecv, a
 runtime's call_bytes does), `MPI_Init`/`MPI_Finalize` outside the MPI time,
 message-size buckets of max(sent, received) per call; and writes it (write) as the
 runtime's writer does, so that the readers read an imported experiment as a run's.
+An experiment imported by an older perfweave has no profile.pwprof: open_upgraded, what
+perfweave report and the Darshan export read through, gives it the one the import
+writes today.
 """
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -25,7 +29,9 @@ from perfweave.analysis.mpi import BRACKET
 from perfweave.interop import family, load
 from perfweave.model.profile import STATES, Profile
 from perfweave.model.trace import T
+from perfweave.readers.experiment import NoImportedProfile, open_experiment
 from perfweave.readers.profile import END_MARKER, MAGIC
+from perfweave.writing import write_atomic
 from perfweave.dtypes import (
     COUNT_DTYPE,
     FRAME_DTYPE,
@@ -148,7 +154,13 @@ def from_traces(path):
 
 
 def write(path, profile):
-    """Write profile as a profile file at path, in the layout runtime/core/writer.c
+    """Write profile as a profile file at path (encode)."""
+    with open(path, "wb") as f:
+        f.write(encode(profile))
+
+
+def encode(profile):
+    """profile as the bytes of a profile file, in the layout runtime/core/writer.c
     writes (docs/format.md, "Profile files"): the header line padded to a multiple of 64
     bytes, the arrays back to back, the end marker. Its partial flag and its notes (what
     reading the traces found: "notes", a key the runtime never writes) go in the header,
@@ -189,8 +201,35 @@ def write(path, profile):
     }
     line = json.dumps(header, separators=(",", ":")).encode()
     line += b" " * (-(len(line) + 1) % 64) + b"\n"
-    with open(path, "wb") as f:
-        f.write(line)
-        for a in arrays.values():
-            f.write(a.tobytes())
-        f.write(END_MARKER)
+    return b"".join([line, *(a.tobytes() for a in arrays.values()), END_MARKER])
+
+
+def open_upgraded(path, note=None):
+    """The experiment directory path as the readers' open_experiment reads it; one that
+    an older perfweave imported (its traces, no profile.pwprof) is first given the
+    profile.pwprof that perfweave import writes today (from_traces, encode), once, as
+    the import writes it: whole or not at all. Where the experiment cannot be written,
+    that profile is computed for this read only and read from memory. note(line): told
+    which, for the user."""
+    try:
+        return open_experiment(path)
+    except NoImportedProfile:
+        pass
+    content = encode(from_traces(path))
+    target = Path(path) / "profile.pwprof"
+    try:
+        write_atomic(target, content)
+    except OSError as e:
+        if note:
+            note(
+                f"{path}: imported by an older perfweave, without profile.pwprof: its "
+                f"profile is computed from its traces for this read and not saved "
+                f"({target}: cannot write: {e.strerror or e})"
+            )
+        return open_experiment(path, reduced_content=content)
+    if note:
+        note(
+            f"{path}: imported by an older perfweave: its profile, computed from its "
+            f"traces as perfweave import does, is saved as {target}"
+        )
+    return open_experiment(path)

@@ -215,8 +215,17 @@ def merge(files):
     )
 
 
-def open_experiment(path):
-    """The experiment directory path as an ExperimentDir."""
+class NoImportedProfile(PerfweaveError):
+    """An experiment imported by an older perfweave: its traces and no profile.pwprof,
+    which perfweave import writes since. The readers derive nothing (computing it here
+    would make them depend on the exports); interop/profile.py open_upgraded, which
+    perfweave report and the Darshan export read through, computes it and reads again."""
+
+
+def open_experiment(path, reduced_content=None):
+    """The experiment directory path as an ExperimentDir. reduced_content: the content of the
+    profile.pwprof it lacks, read in its place (an older perfweave's import in a
+    directory that cannot be written: interop/profile.py open_upgraded)."""
     path = Path(path)
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
@@ -237,8 +246,9 @@ def open_experiment(path):
         return out
 
     reduced_header = None
-    if os.path.lexists(reduced):  # a damaged one (a dangling link...) is an error
-        files = [read_profile(reduced)]
+    # a damaged one (a dangling link...) is an error
+    if reduced_content is not None or os.path.lexists(reduced):
+        files = [read_profile(reduced, reduced_content)]
         reduced_header = files[0].header
         partial = False
         if partial_files:
@@ -291,13 +301,12 @@ def open_experiment(path):
         bad = profile.ranks["state"] != 0
         partial = bool(bad.any())
     elif meta.get("imported_from"):
-        # perfweave import wrote traces only before it wrote their profile; computing it
-        # here would make the readers depend on the exports (interop), and an empty
-        # report would say MPI was not used: the user imports the trace again
-        raise PerfweaveError(
-            f"{path}: no profile.pwprof (imported by an older perfweave, or removed); for "
-            f"its report, import the trace again: perfweave import {meta['imported_from']} "
-            "-o NEW"
+        # perfweave import wrote traces only before it wrote their profile, and an empty
+        # report would say MPI was not used: what perfweave.open says (the readers'
+        # callers that may load the exports compute the profile instead)
+        raise NoImportedProfile(
+            f"{path}: no profile.pwprof (imported by an older perfweave, or removed): "
+            f"perfweave report {path} computes it from its traces and saves it"
         )
     else:
         state = meta.get("state")

@@ -43,11 +43,15 @@ def _upgrade_arrays(header, arrays):
             a.dtype.names = ["object" if n == "module" else n for n in a.dtype.names]
 
 
-def read_profile(path):
-    try:
-        raw = read_bytes(path)
-    except FileNotFoundError:
-        raise FormatError(f"{path}: cannot read: no such file") from None
+def read_profile(path, raw=None):
+    """The profile file path. raw: its content, where it is not on disk (the profile of
+    an experiment imported by an older perfweave, computed for a read only when the
+    experiment cannot be written: interop/profile.py open_upgraded)."""
+    if raw is None:
+        try:
+            raw = read_bytes(path)
+        except FileNotFoundError:
+            raise FormatError(f"{path}: cannot read: no such file") from None
     nl = raw.find(b"\n")
     if nl < 0:
         raise FormatError(f"{path}: not a perfweave profile file")
