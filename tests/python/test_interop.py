@@ -1643,19 +1643,22 @@ def test_report_of_an_experiment_imported_without_a_profile(shared, tmp_path):
 
 
 def read_only(exp):
-    """The command line that runs a command with directory exp read-only: its mode
-    where that binds (not root), else a read-only bind mount of it in a mount namespace
-    of the command's own (root, whom modes do not stop)."""
+    """The command line that runs a command unable to write into directory exp, and
+    the error it then meets: the directory's mode where that binds (not root); else a
+    read-only bind mount of it in a mount namespace of the command's own (root, whom
+    modes do not stop); else, where root may not mount (a container), files limited to
+    0 bytes (RLIMIT_FSIZE: Python ignores SIGXFSZ, so a write fails with EFBIG)."""
     exp.chmod(0o555)
     if not os.access(exp, os.W_OK):
-        return []
+        return [], "Permission denied"
     mount = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" "$1"'
     probe = subprocess.run(
         ["unshare", "-m", "sh", "-c", mount, "sh", str(exp)], capture_output=True, text=True
     )
     if probe.returncode != 0:
-        pytest.skip(f"root, without a read-only mount to test with: {probe.stderr.strip()}")
-    return ["unshare", "-m", "sh", "-c", f'{mount} && shift && exec "$@"', "sh", str(exp)]
+        return ["prlimit", "--fsize=0"], "File too large"
+    wrapper = ["unshare", "-m", "sh", "-c", f'{mount} && shift && exec "$@"', "sh", str(exp)]
+    return wrapper, "Read-only file system"
 
 
 def test_report_of_an_older_import_that_cannot_be_written(shared, tmp_path):
@@ -1664,12 +1667,11 @@ def test_report_of_an_older_import_that_cannot_be_written(shared, tmp_path):
     fresh import; the experiment is left as it was."""
     old, _, report_of = old_import(shared, tmp_path)
     try:
-        wrapper = read_only(old)
+        wrapper, error = read_only(old)
         assert report_of(old, *wrapper) == (
             f"perfweave: note: {old}: imported by an older perfweave, without "
             "profile.pwprof: its profile is computed from its traces for this read and "
-            f"not saved ({old}/profile.pwprof: cannot write: "
-            f"{'Read-only file system' if wrapper else 'Permission denied'})\n"
+            f"not saved ({old}/profile.pwprof: cannot write: {error})\n"
         )
     finally:
         old.chmod(0o755)
