@@ -26,10 +26,19 @@ from perfweave.symbols import Symbolizer
 
 def open(path):  # noqa: A001 (perfweave.open)
     """The experiment directory path (perfweave run -o), read lazily: each table is
-    computed on first use and kept. PerfweaveError if path is not an experiment."""
-    from perfweave.readers.experiment import open_experiment
+    computed on first use and kept. PerfweaveError if path is not an experiment. One
+    that an older perfweave imported (its traces, no profile.pwprof) is given the
+    profile that perfweave import writes today, computed in memory for this read: a
+    read saves nothing into the user's directory (perfweave report saves it)."""
+    from perfweave.readers.experiment import NoImportedProfile, open_experiment
 
-    return Experiment(open_experiment(path))
+    try:
+        return Experiment(open_experiment(path))
+    except NoImportedProfile:
+        # the analyses load only here: reading any other experiment needs none of them
+        from perfweave.analysis.imported_profile import content
+
+        return Experiment(open_experiment(path, reduced_content=content(path)))
 
 
 class Experiment:

@@ -1512,10 +1512,10 @@ def write_unfinished(anchor):
 
 def same_profile_as_derived(exp):
     """The profile read from exp's profile.pwprof (what perfweave report reads) against
-    the one its traces give (interop/profile.py from_traces, what perfweave report
+    the one its traces give (analysis/imported_profile.py from_traces, what perfweave report
     computed when reading an imported experiment before the import wrote it): every
     array and list the same. Returns (read, derived)."""
-    from perfweave.interop.profile import from_traces
+    from perfweave.analysis.imported_profile import from_traces
     from perfweave.readers.experiment import open_experiment
 
     derived = from_traces(exp)
@@ -1577,6 +1577,7 @@ def test_import_of_an_unfinished_run_writes_a_partial_profile(tmp_path):
 def test_profile_of_damaged_traces_keeps_their_notes(shared, tmp_path):
     """The profile file holds what reading damaged traces noted (records dropped): the
     import's writer on an imported experiment whose rank 1 lost a record afterwards."""
+    from perfweave.analysis.imported_profile import from_traces
     from perfweave.interop import profile
 
     exp = tmp_path / "exp"
@@ -1585,7 +1586,7 @@ def test_profile_of_damaged_traces_keeps_their_notes(shared, tmp_path):
     rec = np.fromfile(events, EVENT_DTYPE)
     rec["type"][np.flatnonzero(rec["type"] == T["CALL"])[1]] = 250  # no record type
     rec.tofile(events)
-    profile.write(exp / "profile.pwprof", profile.from_traces(exp))
+    profile.write(exp / "profile.pwprof", from_traces(exp))
     read, derived = same_profile_as_derived(exp)
     dropped = "rank 1: 1 corrupt records dropped from rank-1.events"
     assert dropped in derived.notes and read.notes == derived.notes
@@ -1620,16 +1621,22 @@ def old_import(shared, tmp_path):
 def test_report_of_an_experiment_imported_without_a_profile(shared, tmp_path):
     """perfweave report on an older perfweave's import computes the profile the import
     writes today, saves it once (the same bytes) and reports as on the fresh import.
-    perfweave.open, below the exports, says how to save it; perfweave analyze reads the
-    traces either way."""
+    perfweave.open computes that profile in memory and gives the fresh import's profile
+    and tables, saving nothing; the readers alone say how to save it; perfweave analyze
+    reads the traces either way."""
+    from perfweave.readers.experiment import open_experiment
+
     old, fresh, report_of = old_import(shared, tmp_path)
     assert analyze(old)["counts"]["messages"] == 16
     with pytest.raises(NoImportedProfile) as e:
-        perfweave_open(old)
+        open_experiment(old)
     assert str(e.value) == (
         f"{old}: no profile.pwprof (imported by an older perfweave, or removed): "
         f"perfweave report {old} computes it from its traces and saves it"
     )
+    listing = sorted(p.name for p in old.iterdir())
+    same_api_reading(perfweave_open(old), perfweave_open(fresh))
+    assert sorted(p.name for p in old.iterdir()) == listing  # nothing saved
     assert report_of(old) == (
         f"perfweave: note: {old}: imported by an older perfweave: its profile, computed "
         f"from its traces as perfweave import does, is saved as {old}/profile.pwprof\n"
@@ -1640,6 +1647,26 @@ def test_report_of_an_experiment_imported_without_a_profile(shared, tmp_path):
     assert (
         perfweave_open(old).profile.sites.tolist() == perfweave_open(fresh).profile.sites.tolist()
     )
+
+
+def same_api_reading(old, fresh):
+    """perfweave.open of an older import (old) reads as that of the fresh one: every
+    array and list of the profile, the MPI tables and the report (but for its path)."""
+    import pandas as pd
+
+    for name in ("ranks", "sites", "frames", "hist", "counts"):
+        a, b = getattr(old.profile, name), getattr(fresh.profile, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for name in ("functions", "families", "hosts", "modules", "world_size", "partial", "notes"):
+        assert getattr(old.profile, name) == getattr(fresh.profile, name), name
+    assert len(fresh.profile.sites) and fresh.profile.sites["count"].sum() > 0
+    tables = ["mpi_ranks", "mpi_functions", "mpi_callsites", "message_sizes", "wait_states"]
+    for name, kwargs in [(t, {}) for t in tables] + [("mpi_callsites", {"per_rank": True})]:
+        theirs = getattr(fresh, name)(**kwargs)
+        assert len(theirs), name
+        pd.testing.assert_frame_equal(getattr(old, name)(**kwargs), theirs, obj=name)
+    report = json.dumps(old.report()).replace(str(old.path), str(fresh.path))
+    assert report == json.dumps(fresh.report())
 
 
 def read_only(exp):

@@ -237,7 +237,9 @@ def test_reading_an_imported_experiment_runs_no_code_above_the_readers(tmp_path)
     """The import graph holds what the readers import; this holds what they run: an
     experiment that perfweave import wrote is read (its profile.pwprof) without loading
     the exports or the analyses, which once computed its profile at read time through a
-    function handed to open_experiment."""
+    function handed to open_experiment; nor does perfweave.open, which loads the
+    analysis that computes it (analysis/imported_profile.py) only for an experiment
+    imported by an older perfweave, without profile.pwprof."""
     from perfweave.interop.otf2 import import_archive
 
     anchor = PACKAGE.parents[1] / "tests" / "data" / "otf2" / "pipit-ping-pong" / "traces.otf2"
@@ -247,6 +249,8 @@ def test_reading_an_imported_experiment_runs_no_code_above_the_readers(tmp_path)
         "from perfweave.readers.experiment import open_experiment\n"
         "e = open_experiment(sys.argv[1])\n"
         "assert len(e.profile.ranks) == 2 and len(e.profile.sites)\n"
+        "import perfweave\n"
+        "assert perfweave.open(sys.argv[1]).profile.sites.tolist() == e.profile.sites.tolist()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
         "(['perfweave', 'interop'], ['perfweave', 'analysis'])))\n"
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from perfweave import _io, _mathlib, _mpi, interop
+from perfweave import _io, _mathlib, _mpi
 from perfweave.interop.otf2 import mapping
 from perfweave.analysis.samples.names import (
     activity_of,
@@ -30,7 +30,7 @@ from perfweave.analysis.samples.names import (
     mpi_call_name,
     served_routine,
 )
-from perfweave.model.trace import ROLES, classify
+from perfweave.model.trace import ROLES, classify, family as mpi_family
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 OLD = json.loads((GOLDEN / "classification.json").read_text())
@@ -81,7 +81,7 @@ def test_mpi_classification_is_what_the_lists_said():
     for name, old in OLD["mpi"].items():
         new = [
             *classify(name),
-            interop.family(name),
+            mpi_family(name),
             mapping.blocking_twin(name),
             mapping.is_p2p(name),
             mapping.is_collective(name),

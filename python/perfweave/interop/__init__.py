@@ -4,40 +4,28 @@
   (or perfweave-written) OTF2 archives as experiments, through the `otf2` package;
 - `interop.chrome`: export Chrome's Trace Event Format for chrome://tracing and Perfetto;
 - `interop.darshan`: export the I/O profile as darshan-parser's text;
-- `interop.profile`: the MPI profile of an imported experiment, from its traces.
+- `interop.profile`: an imported experiment's MPI profile (analysis/imported_profile.py)
+  written as its profile.pwprof, at import or for an older import.
 
 This module holds what several of them need: an experiment's ranks read, checked and
-put on one clock the way `perfweave analyze` puts them (so that an export and an
-analysis see the same times), names of user regions and the pairing of their enters and
-leaves, an MPI function's family, and the file an export writes.
+put on one clock the way `perfweave analyze` puts them (analysis/trace_source.py, so
+that an export and an analysis see the same times) and read in chunks, names of user
+regions and the pairing of their enters and leaves, and the file an export writes.
 """
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from perfweave.analysis import trace_source
+from perfweave.analysis.trace_source import RankExport, borrowed_note, ns_times, sibling_note
 from perfweave.errors import PerfweaveError
-from perfweave._mpi import FUNCTIONS as MPI_FUNCTIONS
-from perfweave.clock import app_window, host_clocks, to_ns
-from perfweave.model.trace import T, object_labels, time_span
-from perfweave.dtypes import TypeSet
-from perfweave.readers.trace import SPANS, SUB
+from perfweave.model.trace import TIMED, T, object_labels, time_span
+from perfweave.clock import app_window
+from perfweave.readers.trace import SUB
 
 FLUSH_REGION = "TRACE BUFFER FLUSH"  # Score-P's name for time spent writing buffers
-TIMED = TypeSet("CALL", "FLUSH", "ENTER", "LEAVE")
-
-
-def ns_times(meta, rec):
-    """(t0, t1) of records in ns on rank 0's clock: t0 of the timed records, t1 of those
-    with a duration (CALL, FLUSH); 0 elsewhere."""
-    typ = rec["type"]
-    # every record converted, then the fields that hold no time set to 0: cheaper than
-    # gathering and scattering the timed ones (to_ns is silent about the others)
-    t0 = np.where(TIMED(typ), to_ns(meta, rec["t0"]), 0)
-    t1 = np.where(SPANS(typ), to_ns(meta, rec["t1"]), 0)
-    return t0, t1
 
 
 def last_index(mask):
@@ -47,103 +35,20 @@ def last_index(mask):
     return np.maximum.accumulate(idx) if len(idx) else idx
 
 
-@dataclass
-class RankExport:
-    """One rank's records as exported: grouped by thread, times in ns on rank 0's clock."""
-
-    rank: int
-    meta: dict
-    rec: np.ndarray  # EVENT_DTYPE, records of each thread together, in order
-    thread: np.ndarray  # thread of each record
-    t0: np.ndarray  # ns: CALL/FLUSH start, ENTER/LEAVE time; 0 otherwise
-    t1: np.ndarray  # ns: CALL/FLUSH end; 0 otherwise
-    t_begin: int  # ns: MPI_Init done (application time starts)
-    t_end: int  # ns: MPI_Finalize entered (or the last record)
-    functions: list
-    complete: bool = True
-    notes: list = field(default_factory=list)
-
-    @property
-    def host(self):
-        return self.meta.get("host") or "unknown"
-
-
-@dataclass
-class ExportSource:
-    """An experiment's traces for export: the metadata of every rank at hand, the
-    records of one rank at a time (`rank(r)`, `each()`) or of one rank in chunks
-    (`stream(r)`, what the exports read)."""
-
-    path: Path
-    meta: dict  # experiment.json
-    world_size: int
-    ranks: list  # rank numbers with a trace, in order
-    metas: dict  # rank -> rank-R.json as read (clock put on rank 0's)
-    notes: list = field(default_factory=list)
-    _sibling: dict = None
-    _names: list = None
-
-    def threads(self, r):
-        """The threads of rank r that wrote records, 0 first."""
-        from perfweave.readers import trace as rt
-
-        return rt.rank_threads(self.path, r, self.metas.get(r))
-
-    def thread_ids(self, r):
-        """{thread: OS thread id} of rank r's trace (none before trace version 4)."""
-        from perfweave.readers import trace as rt
-
-        return rt.rank_thread_ids(self.path, r)
-
-    def rank_records(self, r):
-        """Rank r's records as readers/trace.py reads them (RankRecords), with the clock
-        perfweave analyze uses; a rank without its JSON borrows another's calibration."""
-        from perfweave.readers import trace as rt
-
-        rf = rt.read_rank(self.path, r, self._meta_notes[r])
-        rf.meta, sibling = self._clock_meta(r, rf.meta)
-        if sibling:
-            rf.notes.append(_sibling_note(r))
-        return rf
-
-    def _clock_meta(self, r, meta):
-        """(metadata of rank r, whether borrowed): a rank without its clock calibration
-        (killed before writing its JSON) takes another rank's."""
-        if not (meta or {}).get("clock") and self._sibling:
-            return dict(self._sibling, rank=r), True
-        return meta, False
-
-    def rank(self, r):
-        """The RankExport of rank r: its records read, checked and put on rank 0's clock
-        as perfweave analyze puts them; damaged data is kept with notes."""
-        rf = self.rank_records(r)
-        m = rf.meta
-        rec, thread = rf.records, rf.thread
-        if len(thread) > 1 and (np.diff(thread) < 0).any():
-            order = np.argsort(thread, kind="stable")
-            rec, thread = rec[order], thread[order]
-        typ = rec["type"]
-        t0, t1 = ns_times(m, rec)
-        tb, te = app_window(m, time_span(typ, t0, t1))
-        functions = list(m.get("functions") or [])
-        notes = list(rf.notes)
-        # a rank killed before writing its JSON: every rank of a run has the same functions
-        if not functions and (typ == T["CALL"]).any() and self._names:
-            functions = list(self._names)
-            notes.append(_borrowed_note(r))
-        return RankExport(r, m, rec, thread, t0, t1, tb, te, functions, rf.complete, notes)
+class ExportSource(trace_source.ExportSource):
+    """An experiment's traces for export (trace_source.ExportSource), and the records of
+    one rank in chunks (`stream(r)`, what the exports read)."""
 
     def stream(self, r):
         """Rank r's records chunk by chunk (RankExportStream): what rank(r) holds, in
         bounded memory."""
         return RankExportStream(self, r)
 
-    def each(self):
-        """RankExport of every rank in order, one at a time; their notes go to notes."""
-        for r in self.ranks:
-            rt = self.rank(r)
-            self.notes.extend(rt.notes)
-            yield rt
+
+def load(exp):
+    """The traces of experiment directory exp for export (ExportSource; records are read
+    rank by rank when asked for). An experiment without traces is an error."""
+    return trace_source.load(exp, ExportSource)
 
 
 CHUNK_RECORDS = 1 << 16  # records of a RankExportStream chunk (tests make it tiny)
@@ -164,14 +69,14 @@ class RankExportStream:
         from perfweave.readers import trace as rt
 
         self.X, self.rank = X, r
-        self.src = rt.open_rank(X.path, r, X._meta_notes[r])
-        self.meta, self.sibling = X._clock_meta(r, self.src.meta or {})
+        self.src = rt.open_rank(X.path, r, X.meta_notes[r])
+        self.meta, self.sibling = X.clock_meta(r, self.src.meta or {})
         self.notes = list(self.src.notes)
         self.complete = self.src.complete
         self.functions = list(self.meta.get("functions") or [])
-        self.borrowed = not self.functions and bool(X._names)
+        self.borrowed = not self.functions and bool(X.names)
         if self.borrowed:
-            self.functions = list(X._names)
+            self.functions = list(X.names)
         self.span = None  # (first, last) time of the timed records, ns
         self.calls = False  # whether a pass met a CALL record
         self.records = 0  # records of the last pass
@@ -277,21 +182,10 @@ class RankExportStream:
             notes.append(dropped_note(self.rank, dropped))
             self.complete = False
         if self.sibling:
-            notes.append(_sibling_note(self.rank))
+            notes.append(sibling_note(self.rank))
         if self.borrowed and self.calls:
-            notes.append(_borrowed_note(self.rank))
+            notes.append(borrowed_note(self.rank))
         return notes
-
-
-def _sibling_note(r):
-    return (
-        f"rank {r}: clock calibration and function table borrowed from another rank; "
-        "its times are approximate"
-    )
-
-
-def _borrowed_note(r):
-    return f"rank {r}: function names borrowed from another rank"
 
 
 def _cut(rec):
@@ -301,33 +195,6 @@ def _cut(rec):
     j = np.flatnonzero(~SUB(typ))
     j = int(j[-1]) if len(j) else 0
     return rec[:j], rec[j:]
-
-
-def load(exp):
-    """The traces of experiment directory exp for export (ExportSource; records are read
-    rank by rank when asked for). An experiment without traces is an error."""
-    from perfweave.analysis.exchange import Local
-    from perfweave.analysis.waitstates import sibling_meta, world_size_of
-    from perfweave.readers import trace as rt
-    from perfweave.readers.experiment import read_meta
-
-    exp = Path(exp)
-    if not exp.is_dir():
-        raise PerfweaveError(f"{exp}: no such experiment directory")
-    meta = read_meta(exp)
-    ranks = rt.list_ranks(exp)
-    world = world_size_of(exp, ranks)
-    # the clock perfweave analyze uses: ranks on rank 0's host share its clock exactly
-    pairs = {r: rt.read_meta(exp, r) for r in ranks}
-    host_clocks(pairs, Local(world))
-    X = ExportSource(exp, meta, world, list(ranks), {r: m for r, (m, _) in pairs.items()})
-    X._meta_notes = pairs
-    if any(not (m or {}).get("clock") for m in X.metas.values()):
-        X._sibling = sibling_meta(exp, ranks)
-    X._names = next(
-        (list(m["functions"]) for m in X.metas.values() if m and m.get("functions")), []
-    )
-    return X
 
 
 def region_names(rt, mask, symbolizer=None):
@@ -420,17 +287,6 @@ def pair_regions(enter, leave):
         partner[e[ok]] = lv[j[ok]]
         partner[lv[j[ok]]] = e[ok]
     return partner, depth, unmatched
-
-
-# What identifies an MPI function here is mpi.spec's (perfweave/_mpi.py), as for
-# model/trace.py classify(), so that exports, imports, the model and the imported
-# profile agree
-
-
-def family(name):
-    """The profile family of an MPI function (docs/format.md) from its name."""
-    f = MPI_FUNCTIONS.get(name)
-    return f[0] if f else "other"
 
 
 def default_output(exp, name):

@@ -187,6 +187,13 @@ def classify(name):
     return PATTERN_ROLES[role][0], role
 
 
+def family(name):
+    """The profile family of an MPI function (docs/format.md) from its name, as mpi.spec
+    says, so that exports, imports, the model and the imported profile agree."""
+    f = MPI_FUNCTIONS.get(name)
+    return f[0] if f else "other"
+
+
 # ---- keys of communicators and windows ----
 
 

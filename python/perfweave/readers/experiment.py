@@ -218,14 +218,17 @@ def merge(files):
 class NoImportedProfile(PerfweaveError):
     """An experiment imported by an older perfweave: its traces and no profile.pwprof,
     which perfweave import writes since. The readers derive nothing (computing it here
-    would make them depend on the exports); interop/profile.py open_upgraded, which
-    perfweave report and the Darshan export read through, computes it and reads again."""
+    would make them depend on the analyses); interop/profile.py open_upgraded, which
+    perfweave report and the Darshan export read through, computes it
+    (analysis/imported_profile.py), saves it and reads again; perfweave.open computes it
+    and reads it from memory (reduced_content)."""
 
 
 def open_experiment(path, reduced_content=None):
     """The experiment directory path as an ExperimentDir. reduced_content: the content of the
-    profile.pwprof it lacks, read in its place (an older perfweave's import in a
-    directory that cannot be written: interop/profile.py open_upgraded)."""
+    profile.pwprof it lacks, read in its place (an older perfweave's import read by
+    perfweave.open, or in a directory that cannot be written: interop/profile.py
+    open_upgraded)."""
     path = Path(path)
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")

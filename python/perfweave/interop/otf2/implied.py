@@ -9,9 +9,8 @@ request whose values differ from its receive's carries attributes of its own."""
 import numpy as np
 
 from perfweave._mpi import POSTS_REQUEST, SYNCHRONOUS
-from perfweave.interop import family
 from perfweave.interop.otf2.mapping import blocking_twin, mpi_action
-from perfweave.model.trace import F, T
+from perfweave.model.trace import F, T, family
 
 
 def function_traits(functions):

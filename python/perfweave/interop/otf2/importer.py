@@ -17,8 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from perfweave import __version__
+from perfweave.analysis.imported_profile import from_traces
 from perfweave.errors import PerfweaveError
-from perfweave.interop import FLUSH_REGION, family, profile
+from perfweave.interop import FLUSH_REGION, profile
+from perfweave.model.trace import family
 from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_table
 from perfweave.interop.otf2.library import (
     enum_value,
@@ -561,7 +563,7 @@ class _Importer:
             (tmp / "experiment.json").write_text(json.dumps(self._experiment(), indent=1) + "\n")
             # the profile of the records as written, so that reading the experiment
             # derives nothing (readers/experiment.py reads it as a run's)
-            profile.write(tmp / "profile.pwprof", profile.from_traces(tmp))
+            profile.write(tmp / "profile.pwprof", from_traces(tmp))
             if out.is_dir():
                 out.rmdir()
             os.replace(tmp, out)

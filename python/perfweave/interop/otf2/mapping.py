@@ -8,8 +8,7 @@ which an import folds into the window's record. What maps to what is in docs/int
 import numpy as np
 
 from perfweave._mpi import ALLOCATES_WINDOW, FUNCTIONS, OTF2_COLLECTIVE_OPS, OTF2_RMA_OPS
-from perfweave.interop import family
-from perfweave.model.trace import classify
+from perfweave.model.trace import classify, family
 
 NS = 10**9
 U32 = 0xFFFFFFFF
