@@ -305,8 +305,8 @@ def open_experiment(path, reduced_content=None):
         partial = bool(bad.any())
     elif meta.get("imported_from"):
         # perfweave import wrote traces only before it wrote their profile, and an empty
-        # report would say MPI was not used: what perfweave.open says (the readers'
-        # callers that may load the exports compute the profile instead)
+        # report would say MPI was not used; the readers' callers compute the profile
+        # (perfweave report and perfweave.open: analysis/imported_profile.py)
         raise NoImportedProfile(
             f"{path}: no profile.pwprof (imported by an older perfweave, or removed): "
             f"perfweave report {path} computes it from its traces and saves it"
