@@ -67,6 +67,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int cond_flag;
 static aio_context_t aio;
+typedef int getevents_fn(aio_context_t, long, long, struct io_event *, struct timespec *);
+static getevents_fn *getevents(void); /* the io_getevents the program calls */
 static struct msgbuf1k {
     long type;
     char text[1024];
@@ -253,7 +255,7 @@ static void setup(void)
         if (is("connect"))
             client(); /* the backlog full */
     }
-    if (is("io_getevents") && syscall(SYS_io_setup, 8, &aio) != 0)
+    if (is("io_getevents") && (syscall(SYS_io_setup, 8, &aio) != 0 || !getevents()))
         abort();
 }
 
@@ -313,20 +315,26 @@ static void *writer(void *arg)
 }
 
 /* libaio's io_getevents where the program has it (perfweave's wrapper stands for it),
- * else the system call */
-typedef int getevents_fn(aio_context_t, long, long, struct io_event *, struct timespec *);
+ * else the system call: looked up once, in setup(), not in the call, where the bare
+ * program's search for libaio.so.1 (a dlopen of a library that is not installed, with
+ * its file-system look-ups, which may sleep) made a window of up to a few hundred us
+ * before the system call: a handler that ran there after such a sleep was neither
+ * "before" nor an ended call (race-slow, 1 of 50 bare calls lost on an idle machine) */
 static int raw_getevents(aio_context_t ctx, long min, long n, struct io_event *ev,
                          struct timespec *ts)
 {
     return (int)syscall(SYS_io_getevents, ctx, min, n, ev, ts);
 }
+static getevents_fn *getevents_found;
 static getevents_fn *getevents(void)
 {
+    if (getevents_found)
+        return getevents_found;
     getevents_fn *f = (getevents_fn *)dlsym(RTLD_DEFAULT, "io_getevents");
     void *lib = f ? NULL : dlopen("libaio.so.1", RTLD_NOW);
     if (lib)
         f = (getevents_fn *)dlsym(lib, "io_getevents");
-    return f ? f : raw_getevents;
+    return getevents_found = f ? f : raw_getevents;
 }
 
 static const char *ename(int e)
