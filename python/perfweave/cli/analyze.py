@@ -19,7 +19,8 @@ def setup_parser(sub):
         "saves the result in the experiment (analysis/waitstates.json) for "
         "perfweave report. Run under mpirun with --parallel to spread the "
         "ranks over several processes (mpi4py).",
-        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--no-save] EXP",
+        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--no-save] "
+        "[--correct-clocks [--min-latency SECONDS]] EXP",
     )
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
     p.add_argument(
@@ -42,12 +43,39 @@ def setup_parser(sub):
         "--per-rank", action="store_true", help="also print each rank's time in each wait state"
     )
     p.add_argument(
+        "--correct-clocks",
+        action="store_true",
+        help="correct the times with a controlled logical clock where messages or "
+        "collectives violate the clock condition, and compute the wait states on the "
+        "corrected times (serial analysis only)",
+    )
+    p.add_argument(
+        "--min-latency",
+        type=nonnegative_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="the minimum message latency the correction keeps between a send and its "
+        "receive (default 0)",
+    )
+    p.add_argument(
         "--no-save",
         dest="save",
         action="store_false",
         help="do not write analysis/waitstates.json into the experiment",
     )
     p.set_defaults(func=main)
+
+
+def nonnegative_seconds(text):
+    import argparse
+
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a time in seconds >= 0: {text!r}")
+    return v
 
 
 def exchange(parallel):
@@ -105,9 +133,16 @@ def main(args):
     if not exp.is_dir():
         raise PerfweaveError(f"{exp}: no such experiment directory")
     read_meta(exp)
+    if args.min_latency is not None and not args.correct_clocks:
+        raise PerfweaveError("--min-latency is an option of --correct-clocks")
     ex = exchange(args.parallel)
     try:
-        result = waitstates.analyze(exp, ex)
+        result = waitstates.analyze(
+            exp,
+            ex,
+            correct_clocks=args.correct_clocks,
+            min_latency_ns=None if args.min_latency is None else round(args.min_latency * 1e9),
+        )
     except BaseException as e:
         if ex.parallel and ex.nproc > 1:
             # the other processes would wait for this one in a collective forever

@@ -25,6 +25,7 @@ COUNTS = (
     "fences",
     "access_epochs",
     "exposure_epochs",
+    "clock_violations",
 )
 
 
@@ -47,7 +48,8 @@ class WaitStatesResult:
       MPI_Finalize).
 
     counts: {messages, unmatched_sends, unmatched_receives, collectives,
-    incomplete_collectives, fences, access_epochs, exposure_epochs}; analysis: {load_s,
+    incomplete_collectives, fences, access_epochs, exposure_epochs, clock_violations};
+    analysis: {load_s,
     patterns_s, processes}; complete: every rank's trace whole and every pattern
     computed, else notes say why."""
 
@@ -62,6 +64,9 @@ class WaitStatesResult:
     counts: dict = field(default_factory=lambda: dict.fromkeys(COUNTS, 0))
     analysis: dict = field(default_factory=dict)
     experiment: str = ""
+    # the clock condition (analysis/waitstates/clockcheck.py check; docs/wait-states.md):
+    # violations per (kind, from rank, to rank, call path) and the correction, if made
+    clock: dict = field(default_factory=dict)
 
     def metric(self, mid):
         """The row of metric mid as a dict."""
@@ -113,6 +118,7 @@ class WaitStatesResult:
             "analysis": dict(self.analysis),
             "metrics": metrics,
             "callpaths": paths,
+            **({"clock_condition": self.clock} if self.clock else {}),
         }
 
     @classmethod
@@ -132,6 +138,7 @@ class WaitStatesResult:
             counts={**dict.fromkeys(COUNTS, 0), **doc.get("counts", {})},
             analysis=dict(doc.get("analysis", {})),
             experiment=str(doc.get("experiment", "")),
+            clock=dict(doc.get("clock_condition", {})),
         )
 
     @classmethod

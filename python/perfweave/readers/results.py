@@ -38,6 +38,26 @@ WAITSTATES_SCHEMA = {
     "callpaths": [
         {"id": int, "parent": int, "labels": [str], "name": str, "function": str, "where": str}
     ],
+    "clock_condition": {
+        "checked": bool,
+        "violations": int,
+        "p2p": int,
+        "collective": int,
+        "largest_s": float,
+        "pairs": [
+            {"kind": str, "from": int, "to": int, "callpath": int, "count": int, "largest_s": float}
+        ],
+        "corrected": bool,
+        "correction": {
+            "method": str,
+            "min_latency_s": float,
+            "gamma": float,
+            "slope": float,
+            "passes": int,
+            "violations_after": int,
+            "ranks": [{"rank": int, "moved": int, "max_s": float, "mean_s": float}],
+        },
+    },
 }
 # a value row: [call path, rank, value]
 VALUE_SCHEMA = {"callpath": int, "rank": int, "value": float}

@@ -142,6 +142,49 @@ def render_per_rank(result, limit=64):
     return "\n".join(out) + "\n"
 
 
+def render_clock(result, top=5):
+    """The clock condition's lines of the analysis text (analysis/waitstates/clockcheck.py):
+    the violations of the top pairs, and the moves of the ranks moved most."""
+    clock = result.clock
+    names = dict(zip(result.callpaths["id"].tolist(), result.callpaths["name"].tolist()))
+    if not clock:
+        return []
+    if not clock.get("checked"):
+        return ["  clock      condition not checked (parallel analysis)"]
+    n = clock["violations"]
+    out = [
+        f"  clock      {n:,} clock-condition violations"
+        + (
+            f" ({clock['p2p']:,} messages, {clock['collective']:,} collectives; largest "
+            f"{_t('s', clock['largest_s'])})"
+            if n
+            else ""
+        )
+    ]
+    for p in clock["pairs"][:top]:
+        out.append(
+            f"    {p['count']:>8,} {p['kind']:<10} rank {p['from']} -> {p['to']}, largest "
+            f"{_t('s', p['largest_s'])}, at {names.get(p['callpath']) or p['callpath']}"
+        )
+    if len(clock["pairs"]) > top:
+        out.append(f"    ({len(clock['pairs']) - top} more pairs; --json for all)")
+    c = clock.get("correction")
+    if c:
+        out.append(
+            f"  corrected  {c['method']}, minimum latency {_t('s', c['min_latency_s'])}, "
+            f"{c['passes']} passes; violations left {c['violations_after']:,}"
+        )
+        moved = sorted(c["ranks"], key=lambda r: (-r["max_s"], r["rank"]))
+        for r in moved[:top]:
+            out.append(
+                f"    rank {r['rank']:>5}: {r['moved']:,} events moved, max "
+                f"{_t('s', r['max_s'])}, mean {_t('s', r['mean_s'])}"
+            )
+        if len(moved) > top:
+            out.append(f"    ({len(moved) - top} more ranks; --json for all)")
+    return out
+
+
 def render(result, top=5, width=100):
     """The analysis as text; call path names shortened in the middle and notes wrapped
     so that no line is wider than width (None: names whole; --json has them whole)."""
@@ -166,6 +209,7 @@ def render(result, top=5, width=100):
         f"{c['exposure_epochs']:,} exposure epochs"
     )
     out.append(f"  state      {'complete' if result.complete else 'INCOMPLETE'}")
+    out += render_clock(result, top)
     for n in result.notes:
         out += wrap_line("note", n, width)
     metrics = records(result.metrics)

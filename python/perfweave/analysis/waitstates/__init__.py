@@ -22,6 +22,7 @@ import numpy as np
 
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local
+from perfweave.analysis.waitstates import clockcheck
 from perfweave.analysis.waitstates.collectives import collectives
 from perfweave.analysis.waitstates.common import C, CATS, WO_BUFFER, Acc, _reduce
 from perfweave.analysis.waitstates.load import _unify, load
@@ -66,26 +67,33 @@ def basics(L, acc):
 # ---------------------------------------------------------------- driver
 
 
-def analyze(exp, ex=None):
+def analyze(exp, ex=None, correct_clocks=False, min_latency_ns=None):
     """Analyse the traces of experiment directory exp. Returns the WaitStatesResult on
-    the process of rank 0 (and in a serial run), None on the others."""
+    the process of rank 0 (and in a serial run), None on the others. correct_clocks:
+    compute the patterns on times corrected by the controlled logical clock
+    (clockcheck.py), with the minimum message latency min_latency_ns (None: 0)."""
     ex = ex or Local(0)
     t_start = _time.perf_counter()
     L = load(exp, ex)
-    return _patterns(L, ex, str(exp), _time.perf_counter() - t_start)
+    return _patterns(
+        L, ex, str(exp), _time.perf_counter() - t_start, (correct_clocks, min_latency_ns)
+    )
 
 
-def analyze_trace(trace, ex=None):
+def analyze_trace(trace, ex=None, correct_clocks=False, min_latency_ns=None):
     """Analyse a Trace built in memory (Trace.from_literal): its WaitStatesResult."""
     ex = ex or Local(trace.world_size)
     L = _unify(trace, ex, [rd.rank for rd in trace.ranks])
-    return _patterns(L, ex, trace.source or "literal", 0.0)
+    return _patterns(L, ex, trace.source or "literal", 0.0, (correct_clocks, min_latency_ns))
 
 
-def _patterns(L, ex, name, load_s):
+def _patterns(L, ex, name, load_s, clocks=(False, None)):
     t_loaded = _time.perf_counter()
     acc = Acc()
     notes = dict.fromkeys(COUNTS, 0)  # what each pattern counts (model/waitstates.py)
+    # the clock condition first: with --correct-clocks every pattern sees corrected times
+    violations, clock, clock_notes = clockcheck.check(L, ex, *clocks)
+    notes["clock_violations"] = violations if ex.me == 0 else 0
     basics(L, acc)
     deferred = collectives(L, ex, acc, notes)
     point_to_point(L, ex, acc, notes, deferred)
@@ -114,7 +122,7 @@ def _patterns(L, ex, name, load_s):
     ranks_info = {}
     for pt in parts:
         ranks_info.update(pt[4])
-    return build_result(
+    result = build_result(
         name,
         L,
         (m, p, r, v),
@@ -125,6 +133,9 @@ def _patterns(L, ex, name, load_s):
         ex.nproc,
         {"load_s": load_s, "patterns_s": t_done - t_loaded},
     )
+    result.clock = clock
+    result.notes += clock_notes  # facts about the clocks: the result is whole all the same
+    return result
 
 
 def build_result(exp, L, mprv, counts, text_notes, ranks_info, nevents, nproc, timing):

@@ -97,11 +97,18 @@ def message_pairs(L):
     """Every message of a trace loaded in one process, matched as the analysis matches
     them: (the SEND_COLS rows, the RECV_COLS rows; with "src" and "dst"), one row of
     each per message."""
+    s, v = message_rows(L)
+    S, V = L.sends.take(s), L.recvs.take(v)
+    S["src"], V["dst"] = L.rank_at("sends", s), L.rank_at("recvs", v)
+    return S, V
+
+
+def message_rows(L):
+    """(the row of L.sends, the row of L.recvs) of every matched message of a trace
+    loaded in one process."""
     m = _match(L.recvs, L.sends, L.nchan)
     ok = np.flatnonzero(m >= 0)
-    S, V = L.sends.take(m[ok]), L.recvs.take(ok)
-    S["src"], V["dst"] = L.rank_at("sends", m[ok]), L.rank_at("recvs", ok)
-    return S, V
+    return m[ok], ok
 
 
 def point_to_point(L, ex, acc, notes, deferred=None):

@@ -31,6 +31,7 @@ class WaitStates(Section):
             + ("" if ws["complete"] else "; incomplete, see its notes")
             + ")",
         ]
+        out += clock_lines(ws.get("clock"))
         if not ws["patterns"]:
             return out + ["  none found"]
         shown, more = cut_rows(ws["patterns"], view.max_rows)
@@ -56,6 +57,25 @@ class WaitStates(Section):
                 ["pattern", "time", "%", "largest at"],
             ),
         ]
+
+
+def clock_lines(clock):
+    """The clock condition of the analysis, one line (none when it was not checked)."""
+    if not clock or not clock.get("checked"):
+        return []
+    n = clock.get("violations", 0)
+    line = f"  clock condition: {n:,} violations"
+    if n:
+        line += (
+            f" ({clock.get('p2p', 0):,} messages received before sent, "
+            f"{clock.get('collective', 0):,} collectives; largest "
+            f"{_t(clock.get('largest_s', 0.0))})"
+        )
+    if clock.get("corrected"):
+        line += "; wait states on corrected times (--correct-clocks)"
+    elif n:
+        line += "; perfweave analyze --correct-clocks corrects them"
+    return [line]
 
 
 def summarize(path, top=TOP):
@@ -106,6 +126,11 @@ def summarize(path, top=TOP):
         "complete": res.complete,
         "patterns": rows[:top],
         "notes": res.notes,
+        "clock": {
+            k: res.clock[k]
+            for k in ("checked", "violations", "p2p", "collective", "largest_s", "corrected")
+            if k in res.clock
+        },
     }
 
 

@@ -1,0 +1,349 @@
+"""The clock condition of a trace, and its correction (`perfweave analyze
+--correct-clocks`; docs/wait-states.md, "Clock condition").
+
+A message cannot be received before it was sent, and a collective operation in which
+data flows cannot end on a rank before the ranks it needs data from entered it. When
+recorded times say otherwise, the ranks' clocks disagreed by more than the message's
+latency (Scalasca's scout counts these "clock condition violations"): the events are
+checked here on the loaded tables, on
+
+- messages: the leave of the call that completed the receive before the enter of the
+  call that started the send: L(recv) < E(send);
+- collectives: the exit e of a rank's call before the latest enter b of the ranks it
+  receives data from: every member for barriers and N x N operations (the members that
+  send, for N x N), the root for a non-root of a broadcast or scatter, the senders for
+  the root of a reduce or gather.
+
+Each violation is charged to (kind, sending rank, receiving rank, receiving call path),
+with the number of them and the largest amount.
+
+The correction is the controlled logical clock of Becker, Rabenseifner, Wolf and
+Linford ("Scalable timestamp synchronization for event traces of message-passing
+applications", Parallel Computing 2009), on every time of a rank's tables (its "events",
+in time order):
+
+- forward: t'(i) = max(t(i), t'(i-1) + gamma (t(i) - t(i-1)), bound(i)), where bound
+  is t'(send) + mu for a receive's completion and max t'(b) + mu over the rank's
+  sources for a collective's exit (mu: the minimum message latency). With
+  v = t' - gamma t that is a running maximum of bound - gamma t along each rank, so a
+  pass is one grouped cumulative maximum; passes repeat, with the bounds of the last
+  pass' times, until no time moves (at most the length of the longest chain of
+  messages that needed moving);
+- backward: a forward jump of d at an event is spread over the events before it, each
+  moved by d - s (t(jump) - t(k)) when that is larger than its own correction, so that
+  the intervals before the jump grow by at most the fraction s instead of the last one
+  by d. A reversed grouped running maximum again; where it would move a send (or a
+  collective's enter that others need) past the bound its partner's corrected time
+  allows, the send keeps that bound and the events before it are moved from there.
+
+Corrections only move events later; the order of a rank's events is kept. It runs in
+one analysis process (the passes need every rank's times)."""
+
+import numpy as np
+
+from perfweave.analysis.waitstates.collectives import _group_cummax
+from perfweave.analysis.waitstates.common import MIN64
+from perfweave.analysis.waitstates.p2p import message_pairs, message_rows
+from perfweave.errors import PerfweaveError
+from perfweave.model.trace import R
+
+GAMMA = 1.0  # forward amortisation: the corrected clock keeps a jump (see docs)
+SLOPE = 0.01  # backward amortisation: intervals before a jump grow by at most 1 %
+MAX_PASSES = 1000
+
+# the time columns of each table: corrected together
+TIME_COLS = {"sends": ("e", "cb", "ce"), "recvs": ("e", "cb", "ce"), "colls": ("b", "e", "w")}
+WCALL_TIMES = ("t0", "t1")
+
+
+# ---------------------------------------------------------------- constraints
+
+
+def _collective_edges(L):
+    """The collectives' data flows: (sender rows, receiver rows, the instance of each)
+    as rows of L.colls: per instance (whole, one role, blocking or not), who must have
+    entered before whom may leave."""
+    C = L.colls
+    z = np.zeros(0, np.int64)
+    if not len(C):
+        return z, z, z, z
+    key, seq = C["key"].astype(np.int64), C["seq"].astype(np.int64)
+    last = np.full(len(L.comm_keys), -1, np.int64)
+    np.maximum.at(last, key, seq)
+    base = np.cumsum(last + 1) - (last + 1)
+    inst = base[key] + seq
+    n = int((last + 1).sum())
+    count = np.bincount(inst, minlength=n)
+    csize = np.array([len(L.comms.get(int(k), ())) for k in L.comm_keys], np.int64)
+    role = C["role"].astype(np.int64)
+    kind = role * 2 + (C["nb"] > 0) + 4 * len(R) * (C["open"] > 0)
+    kmin = np.full(n, np.iinfo(np.int64).max)
+    kmax = np.full(n, MIN64)
+    np.minimum.at(kmin, inst, kind)
+    np.maximum.at(kmax, inst, kind)
+    whole = (count == np.repeat(csize, last + 1)) & (kmin == kmax)
+    ok = whole[inst]
+    sent, recv, root = C["sent"] > 0, C["recv"] > 0, C["root"] > 0
+    bar, n2n = role == R["barrier"], role == R["n2n"]
+    o2n, n21 = role == R["12n"], role == R["n21"]
+    src = ok & (bar | (n2n & sent) | (o2n & root & sent) | (n21 & sent & ~root))
+    dst = ok & (bar | (n2n & recv) | (o2n & ~root & recv) | (n21 & root))
+    s, d = np.flatnonzero(src), np.flatnonzero(dst)
+    return s, d, inst[s], inst[d]
+
+
+class _Events:
+    """Every time of the loaded tables (TIME_COLS, the window calls' and each rank's
+    span), as events: one per distinct (rank, time), sorted by rank and time; cell
+    (table, column) -> its event."""
+
+    def __init__(self, L):
+        parts, self.cells = [], []
+        for name, cols in TIME_COLS.items():
+            t = getattr(L, name)
+            rank = L.ranks_of(name, 0, len(t)).astype(np.int64)
+            for c in cols:
+                parts.append((rank, t[c]))
+                self.cells.append((name, c, len(t)))
+        w = L.wcalls
+        wr = L.ranks_of("wcalls", 0, len(w)).astype(np.int64)
+        for c in WCALL_TIMES:
+            parts.append((wr, w[c]))
+            self.cells.append(("wcalls", c, len(w)))
+        ranks = np.array([rd.rank for rd in L.trace.ranks], np.int64)
+        for c in ("t_begin", "t_end"):
+            parts.append((ranks, np.array([getattr(rd, c) for rd in L.trace.ranks], np.int64)))
+            self.cells.append(("span", c, len(ranks)))
+        rank = np.concatenate([p[0] for p in parts])
+        t = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        order = np.lexsort((t, rank))
+        rs, ts = rank[order], t[order]
+        new = (
+            np.r_[True, (rs[1:] != rs[:-1]) | (ts[1:] != ts[:-1])] if len(t) else np.zeros(0, bool)
+        )
+        self.rank, self.t = rs[new], ts[new]
+        self.of = np.empty(len(t), np.int64)
+        self.of[order] = np.cumsum(new) - 1
+        self.first = np.r_[True, self.rank[1:] != self.rank[:-1]] if len(self.t) else new
+
+    def cell(self, name, col):
+        """The event of each row's cell (name, col)."""
+        pos = 0
+        for n, c, size in self.cells:
+            if (n, c) == (name, col):
+                return self.of[pos : pos + size]
+            pos += size
+        raise KeyError((name, col))
+
+
+# ---------------------------------------------------------------- violations
+
+
+def violations(L):
+    """The clock-condition violations of the loaded trace (one process): a dict with
+    p2p, collective (counts) and pairs: rows (kind, from rank, to rank, call path,
+    count, largest in ns), largest first."""
+    rows = []
+    S, V = message_pairs(L)
+    late = S["e"] - V["ce"]
+    bad = np.flatnonzero(late > 0)
+    rows.append(("p2p", S["src"][bad], V["dst"][bad], V["path"][bad], late[bad]))
+    C = L.colls
+    s, d, si, di = _collective_edges(L)
+    if len(d):
+        # per instance the latest enter of a source, and whose
+        latest = np.full(int(max(si.max(initial=0), di.max()) + 1), MIN64)
+        np.maximum.at(latest, si, C["b"][s])
+        who = np.full(len(latest), -1, np.int64)
+        at = latest[si] == C["b"][s]
+        who[si[at]] = C["rank"][s[at]]
+        late = latest[di] - C["e"][d]
+        bad = np.flatnonzero(late > 0)
+        dd = d[bad]
+        rows.append(("collective", who[di[bad]], C["rank"][dd], C["wpath"][dd], late[bad]))
+    pairs = []
+    counts = {"p2p": 0, "collective": 0}
+    for kind, a, b, p, x in rows:
+        counts[kind] += len(x)
+        if not len(x):
+            continue
+        key = np.stack([a, b, p]).astype(np.int64)
+        uk, inv = np.unique(key, axis=1, return_inverse=True)
+        inv = inv.reshape(-1)
+        n = np.bincount(inv, minlength=uk.shape[1])
+        mx = np.full(uk.shape[1], MIN64)
+        np.maximum.at(mx, inv, x.astype(np.int64))
+        pairs += [
+            (kind, int(f), int(t), int(cp), int(c), int(m))
+            for (f, t, cp), c, m in zip(uk.T.tolist(), n.tolist(), mx.tolist())
+        ]
+    pairs.sort(key=lambda r: (-r[5], r[0], r[1], r[2], r[3]))
+    return dict(counts, pairs=pairs)
+
+
+# ---------------------------------------------------------------- correction
+
+
+def _seg_cummax(first, values):
+    """Running maximum of values restarted where first is set."""
+    return _group_cummax(np.cumsum(first), values)
+
+
+def correct(L, min_latency_ns=0, gamma=GAMMA, slope=SLOPE):
+    """Correct the loaded trace's times in place with the controlled logical clock (see
+    the module's text). Returns {passes, moved: {rank: (events moved, max ns, mean ns of
+    those moved)}}."""
+    if not 0 < gamma <= 1 or not 0 <= slope <= 1:
+        raise PerfweaveError("clock correction: gamma must be in (0, 1], slope in [0, 1]")
+    mu = int(min_latency_ns)
+    ev = _Events(L)
+    t, first = ev.t, ev.first
+    # p2p: send enter -> receive leave
+    m = message_rows(L)
+    p_src = ev.cell("sends", "e")[m[0]]
+    p_dst = ev.cell("recvs", "ce")[m[1]]
+    s, d, si, di = _collective_edges(L)
+    c_src, c_dst = ev.cell("colls", "b")[s], ev.cell("colls", "e")[d]
+    ninst = int(max(si.max(initial=-1), di.max(initial=-1)) + 1)
+    exact = gamma == 1.0
+    t0 = int(t.min(initial=0))
+    tg = t if exact else t0 + gamma * (t - t0).astype(np.float64)
+    tp = t.copy()
+    passes = 0
+    while True:
+        passes += 1
+        bound = t.copy()
+        if len(p_dst):
+            np.maximum.at(bound, p_dst, tp[p_src] + mu)
+        if len(c_dst):
+            latest = np.full(ninst, MIN64)
+            np.maximum.at(latest, si, tp[c_src])
+            np.maximum.at(bound, c_dst, latest[di] + mu)
+        new = tg + _seg_cummax(first, bound - tg)
+        new = new if exact else np.ceil(new).astype(np.int64)
+        if np.array_equal(new, tp):
+            break
+        tp = new
+        if passes >= MAX_PASSES:
+            raise PerfweaveError(
+                f"clock correction: no fixpoint after {MAX_PASSES} passes (a cycle of "
+                "messages in the trace?)"
+            )
+    tp = _backward(t, tp, first, slope, mu, (p_src, p_dst), (c_src, c_dst, si, di, ninst))
+    _apply(L, ev, tp)
+    moved = {}
+    shift = tp - t
+    for r in np.unique(ev.rank).tolist():
+        x = shift[ev.rank == r]
+        x = x[x > 0]
+        moved[r] = (len(x), int(x.max(initial=0)), float(x.mean()) if len(x) else 0.0)
+    return {"passes": passes, "moved": moved}
+
+
+def _backward(t, tp, first, slope, mu, p2p, coll):
+    """Spread each forward jump over the events before it (module text), keeping every
+    send (and a collective's enter that others wait for) at or below what its
+    partners' corrected times allow."""
+    if slope <= 0 or not len(t):
+        return tp
+    p_src, p_dst = p2p
+    c_src, c_dst, si, di, ninst = coll
+    # the latest a source event may move to: its partners' (forward) time - mu
+    cap = np.full(len(t), np.iinfo(np.int64).max)
+    if len(p_src):
+        np.minimum.at(cap, p_src, tp[p_dst] - mu)
+    if len(c_dst):
+        earliest = np.full(ninst, np.iinfo(np.int64).max)
+        np.minimum.at(earliest, di, tp[c_dst] - mu)
+        np.minimum.at(cap, c_src, earliest[si])
+    c = (tp - t).astype(np.float64)
+    ts = slope * (t - t.min()).astype(np.float64)  # small numbers: exact in doubles
+    last = np.r_[first[1:], True]  # a rank's last event: where its reversed scan starts
+    ramp = _rev_seg_cummax(last, c - ts) + ts
+    over = np.flatnonzero(t + np.floor(ramp) > cap)
+    if len(over):
+        # a capped source takes its cap, and starts the scan again for what is before it
+        c[over] = cap[over] - t[over]
+        start = last.copy()
+        start[over] = True
+        ramp = _rev_seg_cummax(start, c - ts) + ts
+        # past the capped event the ramp comes from it; never below the forward time
+    out = t + np.maximum(np.floor(ramp).astype(np.int64), tp - t)
+    return np.minimum(out, np.maximum(cap, tp))
+
+
+def _rev_seg_cummax(start, values):
+    """Running maximum from the end backwards, restarted where start is set (start:
+    the last row of each reversed segment, in forward order)."""
+    return _seg_cummax(start[::-1], values[::-1])[::-1]
+
+
+def _apply(L, ev, tp):
+    """Write the corrected times into the tables and each rank's span."""
+    for name, col, _ in ev.cells:
+        new = tp[ev.cell(name, col)]
+        if name == "span":
+            for rd, x in zip(L.trace.ranks, new.tolist()):
+                setattr(rd, col, x)
+        else:
+            getattr(L, name)[col][:] = new
+
+
+def check(L, ex, correct_clocks=False, min_latency_ns=None):
+    """The clock condition of the loaded trace, and with correct_clocks its correction
+    (before the patterns are computed). Returns (number of violations, the result's
+    "clock_condition" document (docs/wait-states.md), notes)."""
+    if ex.nproc > 1:
+        if correct_clocks:
+            raise PerfweaveError("--correct-clocks needs a serial analysis (without --parallel)")
+        return 0, {"checked": False}, ["clock condition not checked in a parallel analysis"]
+    found = violations(L)
+    n = found["p2p"] + found["collective"]
+    doc = {
+        "checked": True,
+        "violations": n,
+        "p2p": found["p2p"],
+        "collective": found["collective"],
+        "largest_s": found["pairs"][0][5] / 1e9 if found["pairs"] else 0.0,
+        "pairs": [
+            {"kind": k, "from": a, "to": b, "callpath": p, "count": c, "largest_s": x / 1e9}
+            for k, a, b, p, c, x in found["pairs"]
+        ],
+        "corrected": False,
+    }
+    notes = []
+    if correct_clocks:
+        mu = 0 if min_latency_ns is None else int(min_latency_ns)
+        res = correct(L, mu)
+        after = violations(L)
+        doc["corrected"] = True
+        doc["correction"] = {
+            "method": "controlled logical clock",
+            "min_latency_s": mu / 1e9,
+            "gamma": GAMMA,
+            "slope": SLOPE,
+            "passes": res["passes"],
+            "violations_after": after["p2p"] + after["collective"],
+            "ranks": [
+                {"rank": r, "moved": k, "max_s": mx / 1e9, "mean_s": mean / 1e9}
+                for r, (k, mx, mean) in sorted(res["moved"].items())
+            ],
+        }
+        if n:
+            notes.append(
+                f"{n} clock-condition violations ({found['p2p']} messages received before "
+                f"they were sent, {found['collective']} collectives left before a source "
+                "entered) were corrected (--correct-clocks): wait states are on the "
+                "corrected times"
+            )
+    elif n:
+        notes.append(
+            f"{n} clock-condition violations: {found['p2p']} messages received before "
+            f"they were sent, {found['collective']} collectives left before a source "
+            f"entered (largest {doc['largest_s'] * 1e6:.1f} us): the ranks' clocks "
+            "disagree by more than those latencies, so waits computed on those events "
+            "are too small (a Late Sender whose send starts after the receive ended counts "
+            "the whole receive; one the skew hides counts none); --correct-clocks "
+            "corrects the times first"
+        )
+    return n, doc, notes
