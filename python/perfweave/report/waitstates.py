@@ -172,9 +172,14 @@ def render_clock(result, top=5):
     if c:
         out.append(
             f"  corrected  {c['method']}, minimum latency {_t('s', c['min_latency_s'])}, "
-            f"{c['passes']} passes; violations left {c['violations_after']:,}"
+            f"{c['passes']} pass{'es' if c['passes'] != 1 else ''}; violations left "
+            f"{c['violations_after']:,}"
         )
-        moved = sorted(c["ranks"], key=lambda r: (-r["max_s"], r["rank"]))
+        moved = sorted(
+            (r for r in c["ranks"] if r["moved"]), key=lambda r: (-r["max_s"], r["rank"])
+        )
+        if not moved:
+            out.append("    no event moved")
         for r in moved[:top]:
             out.append(
                 f"    rank {r['rank']:>5}: {r['moved']:,} events moved, max "
