@@ -91,6 +91,17 @@ def test_skewed_run_is_found_and_corrected(mpi, build, run_pw, tmp_path):
     assert len(pair) == 1 and (pair[0]["from"], pair[0]["to"], pair[0]["count"]) == (0, 1, p2p)
     assert 0 < cc["largest_s"] <= SKEW / 1e9
     assert any("clock-condition violations" in n for n in doc["notes"])
+    # a parallel analysis finds the same (each process the receives of its ranks)
+    par = subprocess.run(
+        ["mpirun.openmpi", "--oversubscribe", "-n", "2", PERFWEAVE, "analyze", "--parallel"]
+        + ["--json", "--no-save", str(skewed)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert par.returncode == 0, par.stderr
+    par = json.loads(par.stdout)
+    assert par["clock_condition"] == cc and par["notes"] == doc["notes"]
     fixed = analyze_json(skewed, "--correct-clocks")
     c = fixed["clock_condition"]["correction"]
     assert c["violations_after"] == 0

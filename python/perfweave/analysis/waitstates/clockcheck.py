@@ -36,14 +36,17 @@ in time order):
   collective's enter that others need) past the bound its partner's corrected time
   allows, the send keeps that bound and the events before it are moved from there.
 
-Corrections only move events later; the order of a rank's events is kept. It runs in
-one analysis process (the passes need every rank's times)."""
+Corrections only move events later; the order of a rank's events is kept. The check
+runs in every analysis process on its ranks (a send's enter reaches its receive as for
+Late Sender, a collective's latest enter in a reduction as for its waits); the
+correction in a serial analysis only (its passes need every rank's times)."""
 
 import numpy as np
 
+from perfweave.analysis.exchange import Local
 from perfweave.analysis.waitstates.collectives import _group_cummax
 from perfweave.analysis.waitstates.common import MIN64
-from perfweave.analysis.waitstates.p2p import message_pairs, message_rows
+from perfweave.analysis.waitstates.p2p import _Published, message_rows
 from perfweave.errors import PerfweaveError
 from perfweave.model.trace import R
 
@@ -59,37 +62,45 @@ WCALL_TIMES = ("t0", "t1")
 # ---------------------------------------------------------------- constraints
 
 
-def _collective_edges(L):
-    """The collectives' data flows: (sender rows, receiver rows, the instance of each)
-    as rows of L.colls: per instance (whole, one role, blocking or not), who must have
-    entered before whom may leave."""
+def _flows(L, ex):
+    """The collectives' data flows, as rows of L.colls: (each row's instance, the rows
+    that are a source, those that are a destination, the number of instances). Rows
+    of whole instances only (every member, one role, all blocking or all not, none left
+    open); instances are numbered alike in every analysis process (an offset per
+    communicator plus the number on it), their summaries reduced over the processes."""
     C = L.colls
-    z = np.zeros(0, np.int64)
-    if not len(C):
-        return z, z, z, z
     key, seq = C["key"].astype(np.int64), C["seq"].astype(np.int64)
-    last = np.full(len(L.comm_keys), -1, np.int64)
+    nk = len(L.comm_keys)
+    last = np.full(nk, -1, np.int64)
     np.maximum.at(last, key, seq)
-    base = np.cumsum(last + 1) - (last + 1)
-    inst = base[key] + seq
-    n = int((last + 1).sum())
-    count = np.bincount(inst, minlength=n)
     csize = np.array([len(L.comms.get(int(k), ())) for k in L.comm_keys], np.int64)
+    every = ex.allreduce(np.r_[last, csize], "max")  # a process knows its ranks' only
+    size, csize = every[:nk] + 1, every[nk:]
+    n = int(size.sum())
+    inst = (np.cumsum(size) - size)[key] + seq
     role = C["role"].astype(np.int64)
     kind = role * 2 + (C["nb"] > 0) + 4 * len(R) * (C["open"] > 0)
+    count = np.bincount(inst, minlength=n).astype(np.int64)
     kmin = np.full(n, np.iinfo(np.int64).max)
     kmax = np.full(n, MIN64)
     np.minimum.at(kmin, inst, kind)
     np.maximum.at(kmax, inst, kind)
-    whole = (count == np.repeat(csize, last + 1)) & (kmin == kmax)
-    ok = whole[inst]
+    if n:
+        count = ex.allreduce(count, "sum")
+        kmin, kmax = ex.allreduce(kmin, "min"), ex.allreduce(kmax, "max")
+    ok = ((count == np.repeat(csize, size)) & (kmin == kmax))[inst]
     sent, recv, root = C["sent"] > 0, C["recv"] > 0, C["root"] > 0
     bar, n2n = role == R["barrier"], role == R["n2n"]
     o2n, n21 = role == R["12n"], role == R["n21"]
     src = ok & (bar | (n2n & sent) | (o2n & root & sent) | (n21 & sent & ~root))
     dst = ok & (bar | (n2n & recv) | (o2n & ~root & recv) | (n21 & root))
-    s, d = np.flatnonzero(src), np.flatnonzero(dst)
-    return s, d, inst[s], inst[d]
+    return inst, np.flatnonzero(src), np.flatnonzero(dst), n
+
+
+def _collective_edges(L, ex):
+    """(source rows, destination rows, the instance of each, instances)."""
+    inst, s, d, n = _flows(L, ex)
+    return s, d, inst[s], inst[d], n
 
 
 class _Events:
@@ -116,7 +127,12 @@ class _Events:
             self.cells.append(("span", c, len(ranks)))
         rank = np.concatenate([p[0] for p in parts])
         t = np.concatenate([p[1] for p in parts]).astype(np.int64)
-        order = np.lexsort((t, rank))
+        lo = int(t.min(initial=0))
+        width = int(t.max(initial=0)) - lo + 1
+        if int(rank.max(initial=0)) < 2**62 // width:  # one key: a faster sort
+            order = np.argsort(rank * width + (t - lo))
+        else:
+            order = np.lexsort((t, rank))
         rs, ts = rank[order], t[order]
         new = (
             np.r_[True, (rs[1:] != rs[:-1]) | (ts[1:] != ts[:-1])] if len(t) else np.zeros(0, bool)
@@ -139,54 +155,78 @@ class _Events:
 # ---------------------------------------------------------------- violations
 
 
-def violations(L):
-    """The clock-condition violations of the loaded trace (one process): a dict with
-    p2p, collective (counts) and pairs: rows (kind, from rank, to rank, call path,
-    count, largest in ns), largest first."""
+def violations(L, ex):
+    """The clock-condition violations of the loaded trace: a dict with p2p, collective
+    (counts) and pairs: rows (kind, from rank, to rank, call path, count, largest in
+    ns), largest first; at the first analysis process (None at the others)."""
     rows = []
-    S, V = message_pairs(L)
-    late = S["e"] - V["ce"]
+    # messages: the send's enter, at the receiving end (as for Late Sender)
+    V = L.recvs
+    e_send, ok = _Published(L, ex, L.sends, L.sends["e"], "src").get(V)
+    late = np.where(ok, e_send - V["ce"], 0)
     bad = np.flatnonzero(late > 0)
-    rows.append(("p2p", S["src"][bad], V["dst"][bad], V["path"][bad], late[bad]))
+    rows.append(("p2p", V["src"][bad], V["dst"][bad], V["path"][bad], late[bad]))
     C = L.colls
-    s, d, si, di = _collective_edges(L)
-    if len(d):
-        # per instance the latest enter of a source, and whose
-        latest = np.full(int(max(si.max(initial=0), di.max()) + 1), MIN64)
-        np.maximum.at(latest, si, C["b"][s])
-        who = np.full(len(latest), -1, np.int64)
-        at = latest[si] == C["b"][s]
-        who[si[at]] = C["rank"][s[at]]
+    s, d, si, di, n = _collective_edges(L, ex)
+    if n:
+        # per instance the latest enter of a source, and whose (the highest rank if tied)
+        b = C["b"][s]
+        latest = np.full(n, MIN64)
+        np.maximum.at(latest, si, b)
+        latest = ex.allreduce(latest, "max")
+        who = np.full(n, -1, np.int64)
+        at = latest[si] == b
+        np.maximum.at(who, si[at], C["rank"][s[at]].astype(np.int64))
+        who = ex.allreduce(who, "max")
         late = latest[di] - C["e"][d]
         bad = np.flatnonzero(late > 0)
         dd = d[bad]
         rows.append(("collective", who[di[bad]], C["rank"][dd], C["wpath"][dd], late[bad]))
-    pairs = []
-    counts = {"p2p": 0, "collective": 0}
+    mine = []
     for kind, a, b, p, x in rows:
-        counts[kind] += len(x)
         if not len(x):
             continue
         key = np.stack([a, b, p]).astype(np.int64)
         uk, inv = np.unique(key, axis=1, return_inverse=True)
         inv = inv.reshape(-1)
-        n = np.bincount(inv, minlength=uk.shape[1])
+        cnt = np.bincount(inv, minlength=uk.shape[1])
         mx = np.full(uk.shape[1], MIN64)
         np.maximum.at(mx, inv, x.astype(np.int64))
-        pairs += [
-            (kind, int(f), int(t), int(cp), int(c), int(m))
-            for (f, t, cp), c, m in zip(uk.T.tolist(), n.tolist(), mx.tolist())
+        mine += [
+            ((kind, f, t, cp), c, m)
+            for (f, t, cp), c, m in zip(uk.T.tolist(), cnt.tolist(), mx.tolist())
         ]
-    pairs.sort(key=lambda r: (-r[5], r[0], r[1], r[2], r[3]))
+    parts = ex.gather(mine)
+    if parts is None:
+        return None
+    merged = {}
+    for k, c, m in (row for part in parts for row in part):
+        c0, m0 = merged.get(k, (0, MIN64))
+        merged[k] = (c0 + c, max(m0, m))
+    counts = {"p2p": 0, "collective": 0}
+    for (kind, *_), (c, _) in merged.items():
+        counts[kind] += c
+    pairs = sorted(
+        ((*k, c, m) for k, (c, m) in merged.items()), key=lambda r: (-r[5], r[0], r[1], r[2], r[3])
+    )
     return dict(counts, pairs=pairs)
 
 
 # ---------------------------------------------------------------- correction
 
 
-def _seg_cummax(first, values):
-    """Running maximum of values restarted where first is set."""
-    return _group_cummax(np.cumsum(first), values)
+def _seg_cummax(group, values):
+    """Running maximum of integer values restarted at each group (rows sorted by
+    group): one running maximum of group * width + value when that fits in 63 bits,
+    else by ranks of the values (_group_cummax)."""
+    if not len(values):
+        return values.copy()
+    lo = int(values.min())
+    width = int(values.max()) - lo + 1
+    if int(group[-1]) >= 2**62 // width:
+        return _group_cummax(group, values)
+    base = group * width
+    return np.maximum.accumulate(base + (values - lo)) - base + lo
 
 
 def correct(L, min_latency_ns=0, gamma=GAMMA, slope=SLOPE):
@@ -202,12 +242,12 @@ def correct(L, min_latency_ns=0, gamma=GAMMA, slope=SLOPE):
     m = message_rows(L)
     p_src = ev.cell("sends", "e")[m[0]]
     p_dst = ev.cell("recvs", "ce")[m[1]]
-    s, d, si, di = _collective_edges(L)
+    s, d, si, di, ninst = _collective_edges(L, Local(0))
     c_src, c_dst = ev.cell("colls", "b")[s], ev.cell("colls", "e")[d]
-    ninst = int(max(si.max(initial=-1), di.max(initial=-1)) + 1)
-    exact = gamma == 1.0
+    # gamma t, rounded to the ns (monotone, so the order of a rank's events is kept)
     t0 = int(t.min(initial=0))
-    tg = t if exact else t0 + gamma * (t - t0).astype(np.float64)
+    tg = t if gamma == 1.0 else t0 + np.rint(gamma * (t - t0)).astype(np.int64)
+    group = np.cumsum(first)
     tp = t.copy()
     passes = 0
     while True:
@@ -219,8 +259,7 @@ def correct(L, min_latency_ns=0, gamma=GAMMA, slope=SLOPE):
             latest = np.full(ninst, MIN64)
             np.maximum.at(latest, si, tp[c_src])
             np.maximum.at(bound, c_dst, latest[di] + mu)
-        new = tg + _seg_cummax(first, bound - tg)
-        new = new if exact else np.ceil(new).astype(np.int64)
+        new = tg + _seg_cummax(group, bound - tg)
         if np.array_equal(new, tp):
             break
         tp = new
@@ -256,11 +295,11 @@ def _backward(t, tp, first, slope, mu, p2p, coll):
         earliest = np.full(ninst, np.iinfo(np.int64).max)
         np.minimum.at(earliest, di, tp[c_dst] - mu)
         np.minimum.at(cap, c_src, earliest[si])
-    c = (tp - t).astype(np.float64)
-    ts = slope * (t - t.min()).astype(np.float64)  # small numbers: exact in doubles
+    c = tp - t
+    ts = np.rint(slope * (t - t.min())).astype(np.int64)  # s t, to the ns
     last = np.r_[first[1:], True]  # a rank's last event: where its reversed scan starts
     ramp = _rev_seg_cummax(last, c - ts) + ts
-    over = np.flatnonzero(t + np.floor(ramp) > cap)
+    over = np.flatnonzero(t + ramp > cap)
     if len(over):
         # a capped source takes its cap, and starts the scan again for what is before it
         c[over] = cap[over] - t[over]
@@ -268,14 +307,14 @@ def _backward(t, tp, first, slope, mu, p2p, coll):
         start[over] = True
         ramp = _rev_seg_cummax(start, c - ts) + ts
         # past the capped event the ramp comes from it; never below the forward time
-    out = t + np.maximum(np.floor(ramp).astype(np.int64), tp - t)
+    out = t + np.maximum(ramp, tp - t)
     return np.minimum(out, np.maximum(cap, tp))
 
 
 def _rev_seg_cummax(start, values):
     """Running maximum from the end backwards, restarted where start is set (start:
     the last row of each reversed segment, in forward order)."""
-    return _seg_cummax(start[::-1], values[::-1])[::-1]
+    return _seg_cummax(np.cumsum(start[::-1]), values[::-1])[::-1]
 
 
 def _apply(L, ev, tp):
@@ -291,13 +330,14 @@ def _apply(L, ev, tp):
 
 def check(L, ex, correct_clocks=False, min_latency_ns=None):
     """The clock condition of the loaded trace, and with correct_clocks its correction
-    (before the patterns are computed). Returns (number of violations, the result's
-    "clock_condition" document (docs/wait-states.md), notes)."""
-    if ex.nproc > 1:
-        if correct_clocks:
-            raise PerfweaveError("--correct-clocks needs a serial analysis (without --parallel)")
-        return 0, {"checked": False}, ["clock condition not checked in a parallel analysis"]
-    found = violations(L)
+    (before the patterns are computed; a serial analysis only). Returns (number of
+    violations, the result's "clock_condition" document (docs/wait-states.md), notes)
+    at the first analysis process, (0, None, []) at the others."""
+    if correct_clocks and ex.nproc > 1:
+        raise PerfweaveError("--correct-clocks needs a serial analysis (without --parallel)")
+    found = violations(L, ex)
+    if found is None:
+        return 0, None, []
     n = found["p2p"] + found["collective"]
     doc = {
         "checked": True,
@@ -315,7 +355,7 @@ def check(L, ex, correct_clocks=False, min_latency_ns=None):
     if correct_clocks:
         mu = 0 if min_latency_ns is None else int(min_latency_ns)
         res = correct(L, mu)
-        after = violations(L)
+        after = violations(L, ex)
         doc["corrected"] = True
         doc["correction"] = {
             "method": "controlled logical clock",
