@@ -54,6 +54,7 @@ def test_violations_counted_per_pair_and_call_path():
     assert c["largest_s"] == (SKEW - LAT) / 1e9 and not c["corrected"]
     assert any("clock-condition violations" in n for n in res.notes)
     assert res.complete  # a fact about the clocks, not a damaged trace
+    assert_found_alike(skewed(SKEW), res)
     # without skew: none, and no note
     res = analyze_trace(Trace.from_literal(skewed(0)))
     assert res.clock["violations"] == 0 and res.counts["clock_violations"] == 0
@@ -89,6 +90,18 @@ def test_violations_counted_per_pair_and_call_path():
 def test_collective_violations_follow_the_data(ranks, n):
     res = analyze_trace(Trace.from_literal(ranks))
     assert (res.clock["collective"], res.clock["p2p"]) == (n, 0)
+    assert_found_alike(ranks, res)
+
+
+def assert_found_alike(ranks, res):
+    """The patterns find the violations as they go (from their own summaries); the
+    correction's check finds them on its own: the two agree."""
+    L = _unify(Trace.from_literal(ranks), Local(len(ranks)), sorted(ranks))
+    alone = clockcheck.violations(L, Local(len(ranks)))
+    assert [
+        (p["kind"], p["from"], p["to"], p["callpath"], p["count"], round(p["largest_s"] * 1e9))
+        for p in res.clock["pairs"]
+    ] == [tuple(p) for p in alone["pairs"]]
 
 
 def test_correction_moves_by_the_least_the_clock_allows():
@@ -170,4 +183,4 @@ def test_a_parallel_analysis_does_not_correct():
         nproc = 2
 
     with pytest.raises(PerfweaveError, match="serial"):
-        clockcheck.check(L, Two(0), correct_clocks=True)
+        clockcheck.Check(L, Two(0), correct_clocks=True)

@@ -91,12 +91,14 @@ def _patterns(L, ex, name, load_s, clocks=(False, None)):
     t_loaded = _time.perf_counter()
     acc = Acc()
     notes = dict.fromkeys(COUNTS, 0)  # what each pattern counts (model/waitstates.py)
-    # the clock condition first: with --correct-clocks every pattern sees corrected times
-    violations, clock, clock_notes = clockcheck.check(L, ex, *clocks)
-    notes["clock_violations"] = violations  # (counted at the first process)
+    # with --correct-clocks every pattern sees corrected times; the patterns meet the
+    # clock-condition violations as they go (clock.found)
+    clock = clockcheck.Check(L, ex, *clocks)
     basics(L, acc)
-    deferred = collectives(L, ex, acc, notes)
-    point_to_point(L, ex, acc, notes, deferred)
+    deferred = collectives(L, ex, acc, notes, clock.found)
+    point_to_point(L, ex, acc, notes, deferred, clock.found)
+    violations, clock, clock_notes = clock.result(L, ex)
+    notes["clock_violations"] = violations  # (counted at the first process)
     rma(L, ex, acc, notes)
     m, p, r, v = acc.reduced()
     nev = L.trace.nevents

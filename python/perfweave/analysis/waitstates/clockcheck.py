@@ -89,12 +89,21 @@ def _flows(L, ex):
         count = ex.allreduce(count, "sum")
         kmin, kmax = ex.allreduce(kmin, "min"), ex.allreduce(kmax, "max")
     ok = ((count == np.repeat(csize, size)) & (kmin == kmax))[inst]
-    sent, recv, root = C["sent"] > 0, C["recv"] > 0, C["root"] > 0
+    src, dst = _ends(C, role)
+    return inst, np.flatnonzero(ok & src), np.flatnonzero(ok & dst), n
+
+
+def _ends(rows, role):
+    """(sources, destinations) among collective rows (sent, recv, root; role): every
+    member of a barrier; of N x N, the members that send / receive; of one to all, the
+    root that sends / the non-roots that receive; of all to one, the non-roots that send
+    / the root."""
+    sent, recv, root = rows["sent"] > 0, rows["recv"] > 0, rows["root"] > 0
     bar, n2n = role == R["barrier"], role == R["n2n"]
     o2n, n21 = role == R["12n"], role == R["n21"]
-    src = ok & (bar | (n2n & sent) | (o2n & root & sent) | (n21 & sent & ~root))
-    dst = ok & (bar | (n2n & recv) | (o2n & ~root & recv) | (n21 & root))
-    return inst, np.flatnonzero(src), np.flatnonzero(dst), n
+    src = bar | (n2n & sent) | (o2n & root & sent) | (n21 & sent & ~root)
+    dst = bar | (n2n & recv) | (o2n & ~root & recv) | (n21 & root)
+    return src, dst
 
 
 def _collective_edges(L, ex):
@@ -155,61 +164,111 @@ class _Events:
 # ---------------------------------------------------------------- violations
 
 
+class Found:
+    """Violations as they are met: the receives of a batch with their sends' enters
+    (messages), collective rows with the latest enter of their instance's sources
+    (collectives); resolve() names the source rank of each collective violated, pairs()
+    merges all over the analysis processes. The patterns feed one as they go (their
+    exchanges bring those values anyway); violations() feeds one on its own."""
+
+    def __init__(self):
+        self.rows = []  # (kind, from rank, to rank, call path, ns)
+        self.coll = []  # (instance, to rank, call path, ns, the sources' latest enter)
+        self.instances = None  # () -> the instance of each row of L.colls
+
+    def messages(self, V, e_send, matched):
+        late = np.where(matched, e_send - V["ce"], 0)
+        bad = np.flatnonzero(late > 0)
+        if len(bad):
+            self.rows.append(("p2p", V["src"][bad], V["dst"][bad], V["path"][bad], late[bad]))
+
+    def collectives(self, inst, rows, whole, enter):
+        """inst: each row's instance; whole: rows of whole instances; enter: per row its
+        instance's latest source enter (MIN64: none)."""
+        _, dst = _ends(rows, rows["role"])
+        late = np.where(whole & dst & (enter > MIN64), enter - rows["e"], 0)
+        bad = np.flatnonzero(late > 0)
+        if len(bad):
+            self.coll.append(
+                (inst[bad], rows["rank"][bad], rows["wpath"][bad], late[bad], enter[bad])
+            )
+
+    def resolve(self, L, ex):
+        """The rank that entered last among each violated instance's sources (the
+        highest if tied); every analysis process takes part."""
+        mine = np.unique(np.concatenate([c[0] for c in self.coll])) if self.coll else []
+        U = np.unique(np.concatenate([np.asarray(x, np.int64) for x in ex.allgather(mine)]))
+        if not len(U):
+            return
+        enter = np.full(len(U), MIN64)
+        for c in self.coll:
+            np.maximum.at(enter, np.searchsorted(U, c[0]), c[4])
+        enter = ex.allreduce(enter, "max")
+        C = L.colls
+        inst = self.instances()
+        pos = np.minimum(np.searchsorted(U, inst), len(U) - 1)
+        idx = np.flatnonzero(U[pos] == inst)
+        rows = {k: C[k][idx] for k in ("sent", "recv", "root")}
+        src, _ = _ends(rows, C["role"][idx])
+        at = idx[src & (C["b"][idx] == enter[pos[idx]])]
+        who = np.full(len(U), -1, np.int64)
+        np.maximum.at(who, pos[at], C["rank"][at].astype(np.int64))
+        who = ex.allreduce(who, "max")
+        for i, to, path, late, _ in self.coll:
+            self.rows.append(("collective", who[np.searchsorted(U, i)], to, path, late))
+        self.coll = []
+
+    def pairs(self, ex):
+        """{p2p, collective: counts; pairs: (kind, from, to, call path, count, largest
+        ns), largest first} at the first analysis process, None at the others."""
+        mine = []
+        for kind, a, b, p, x in self.rows:
+            key = np.stack([a, b, p]).astype(np.int64)
+            uk, inv = np.unique(key, axis=1, return_inverse=True)
+            inv = inv.reshape(-1)
+            cnt = np.bincount(inv, minlength=uk.shape[1])
+            mx = np.full(uk.shape[1], MIN64)
+            np.maximum.at(mx, inv, x.astype(np.int64))
+            mine += [
+                ((kind, f, t, cp), c, m)
+                for (f, t, cp), c, m in zip(uk.T.tolist(), cnt.tolist(), mx.tolist())
+            ]
+        parts = ex.gather(mine)
+        if parts is None:
+            return None
+        merged = {}
+        for k, c, m in (row for part in parts for row in part):
+            c0, m0 = merged.get(k, (0, MIN64))
+            merged[k] = (c0 + c, max(m0, m))
+        counts = {"p2p": 0, "collective": 0}
+        for (kind, *_), (c, _) in merged.items():
+            counts[kind] += c
+        pairs = sorted(
+            ((*k, c, m) for k, (c, m) in merged.items()),
+            key=lambda r: (-r[5], r[0], r[1], r[2], r[3]),
+        )
+        return dict(counts, pairs=pairs)
+
+
 def violations(L, ex):
-    """The clock-condition violations of the loaded trace: a dict with p2p, collective
-    (counts) and pairs: rows (kind, from rank, to rank, call path, count, largest in
-    ns), largest first; at the first analysis process (None at the others)."""
-    rows = []
-    # messages: the send's enter, at the receiving end (as for Late Sender)
+    """The clock-condition violations of the loaded trace, found on their own (the
+    patterns find them with Found as they go): Found.pairs()."""
+    found = Found()
     V = L.recvs
     e_send, ok = _Published(L, ex, L.sends, L.sends["e"], "src").get(V)
-    late = np.where(ok, e_send - V["ce"], 0)
-    bad = np.flatnonzero(late > 0)
-    rows.append(("p2p", V["src"][bad], V["dst"][bad], V["path"][bad], late[bad]))
-    C = L.colls
-    s, d, si, di, n = _collective_edges(L, ex)
+    found.messages(V, e_send, ok)
+    inst, s, d, n = _flows(L, ex)
     if n:
-        # per instance the latest enter of a source, and whose (the highest rank if tied)
-        b = C["b"][s]
+        C = L.colls
         latest = np.full(n, MIN64)
-        np.maximum.at(latest, si, b)
+        np.maximum.at(latest, inst[s], C["b"][s])
         latest = ex.allreduce(latest, "max")
-        who = np.full(n, -1, np.int64)
-        at = latest[si] == b
-        np.maximum.at(who, si[at], C["rank"][s[at]].astype(np.int64))
-        who = ex.allreduce(who, "max")
-        late = latest[di] - C["e"][d]
-        bad = np.flatnonzero(late > 0)
-        dd = d[bad]
-        rows.append(("collective", who[di[bad]], C["rank"][dd], C["wpath"][dd], late[bad]))
-    mine = []
-    for kind, a, b, p, x in rows:
-        if not len(x):
-            continue
-        key = np.stack([a, b, p]).astype(np.int64)
-        uk, inv = np.unique(key, axis=1, return_inverse=True)
-        inv = inv.reshape(-1)
-        cnt = np.bincount(inv, minlength=uk.shape[1])
-        mx = np.full(uk.shape[1], MIN64)
-        np.maximum.at(mx, inv, x.astype(np.int64))
-        mine += [
-            ((kind, f, t, cp), c, m)
-            for (f, t, cp), c, m in zip(uk.T.tolist(), cnt.tolist(), mx.tolist())
-        ]
-    parts = ex.gather(mine)
-    if parts is None:
-        return None
-    merged = {}
-    for k, c, m in (row for part in parts for row in part):
-        c0, m0 = merged.get(k, (0, MIN64))
-        merged[k] = (c0 + c, max(m0, m))
-    counts = {"p2p": 0, "collective": 0}
-    for (kind, *_), (c, _) in merged.items():
-        counts[kind] += c
-    pairs = sorted(
-        ((*k, c, m) for k, (c, m) in merged.items()), key=lambda r: (-r[5], r[0], r[1], r[2], r[3])
-    )
-    return dict(counts, pairs=pairs)
+        whole = np.zeros(len(C), bool)
+        whole[d] = True
+        found.collectives(inst, C, whole, latest[inst])
+    found.instances = lambda: inst
+    found.resolve(L, ex)
+    return found.pairs(ex)
 
 
 # ---------------------------------------------------------------- correction
@@ -328,62 +387,72 @@ def _apply(L, ev, tp):
             getattr(L, name)[col][:] = new
 
 
-def check(L, ex, correct_clocks=False, min_latency_ns=None):
-    """The clock condition of the loaded trace, and with correct_clocks its correction
-    (before the patterns are computed; a serial analysis only). Returns (number of
-    violations, the result's "clock_condition" document (docs/wait-states.md), notes)
-    at the first analysis process, (0, None, []) at the others."""
-    if correct_clocks and ex.nproc > 1:
-        raise PerfweaveError("--correct-clocks needs a serial analysis (without --parallel)")
-    found = violations(L, ex)
-    if found is None:
-        return 0, None, []
-    n = found["p2p"] + found["collective"]
-    doc = {
-        "checked": True,
-        "violations": n,
-        "p2p": found["p2p"],
-        "collective": found["collective"],
-        "largest_s": found["pairs"][0][5] / 1e9 if found["pairs"] else 0.0,
-        "pairs": [
-            {"kind": k, "from": a, "to": b, "callpath": p, "count": c, "largest_s": x / 1e9}
-            for k, a, b, p, c, x in found["pairs"]
-        ],
-        "corrected": False,
-    }
-    notes = []
-    if correct_clocks:
-        mu = 0 if min_latency_ns is None else int(min_latency_ns)
-        res = correct(L, mu)
-        after = violations(L, ex)
-        doc["corrected"] = True
-        doc["correction"] = {
-            "method": "controlled logical clock",
-            "min_latency_s": mu / 1e9,
-            "gamma": GAMMA,
-            "slope": SLOPE,
-            "passes": res["passes"],
-            "violations_after": after["p2p"] + after["collective"],
-            "ranks": [
-                {"rank": r, "moved": k, "max_s": mx / 1e9, "mean_s": mean / 1e9}
-                for r, (k, mx, mean) in sorted(res["moved"].items())
+class Check:
+    """The clock condition of one analysis: with correct_clocks (a serial analysis),
+    the violations on the recorded times and the correction, before the patterns;
+    `found`, fed by the patterns (on the times they see); result() once they are done."""
+
+    def __init__(self, L, ex, correct_clocks=False, min_latency_ns=None):
+        if correct_clocks and ex.nproc > 1:
+            raise PerfweaveError("--correct-clocks needs a serial analysis (without --parallel)")
+        self.found = Found()
+        self.before = self.correction = None
+        self.mu = 0 if min_latency_ns is None else int(min_latency_ns)
+        if correct_clocks:
+            self.before = violations(L, ex)
+            self.correction = correct(L, self.mu)
+
+    def result(self, L, ex):
+        """(number of violations, the result's "clock_condition" document
+        (docs/wait-states.md), notes) at the first analysis process, (0, None, []) at
+        the others."""
+        self.found.resolve(L, ex)
+        seen = self.found.pairs(ex)
+        if seen is None:
+            return 0, None, []
+        found = self.before or seen
+        n = found["p2p"] + found["collective"]
+        doc = {
+            "checked": True,
+            "violations": n,
+            "p2p": found["p2p"],
+            "collective": found["collective"],
+            "largest_s": found["pairs"][0][5] / 1e9 if found["pairs"] else 0.0,
+            "pairs": [
+                {"kind": k, "from": a, "to": b, "callpath": p, "count": c, "largest_s": x / 1e9}
+                for k, a, b, p, c, x in found["pairs"]
             ],
+            "corrected": self.correction is not None,
         }
-        if n:
+        notes = []
+        if self.correction is not None:
+            doc["correction"] = {
+                "method": "controlled logical clock",
+                "min_latency_s": self.mu / 1e9,
+                "gamma": GAMMA,
+                "slope": SLOPE,
+                "passes": self.correction["passes"],
+                "violations_after": seen["p2p"] + seen["collective"],
+                "ranks": [
+                    {"rank": r, "moved": k, "max_s": mx / 1e9, "mean_s": mean / 1e9}
+                    for r, (k, mx, mean) in sorted(self.correction["moved"].items())
+                ],
+            }
+            if n:
+                notes.append(
+                    f"{n} clock-condition violations ({found['p2p']} messages received "
+                    f"before they were sent, {found['collective']} collectives left before "
+                    "a source entered) were corrected (--correct-clocks): wait states are "
+                    "on the corrected times"
+                )
+        elif n:
             notes.append(
-                f"{n} clock-condition violations ({found['p2p']} messages received before "
+                f"{n} clock-condition violations: {found['p2p']} messages received before "
                 f"they were sent, {found['collective']} collectives left before a source "
-                "entered) were corrected (--correct-clocks): wait states are on the "
-                "corrected times"
+                f"entered (largest {doc['largest_s'] * 1e6:.1f} us): the ranks' clocks "
+                "disagree by more than those latencies, so waits computed on those events "
+                "are too small (a Late Sender whose send starts after the receive ended "
+                "counts the whole receive; one the skew hides counts none); "
+                "--correct-clocks corrects the times first"
             )
-    elif n:
-        notes.append(
-            f"{n} clock-condition violations: {found['p2p']} messages received before "
-            f"they were sent, {found['collective']} collectives left before a source "
-            f"entered (largest {doc['largest_s'] * 1e6:.1f} us): the ranks' clocks "
-            "disagree by more than those latencies, so waits computed on those events "
-            "are too small (a Late Sender whose send starts after the receive ended counts "
-            "the whole receive; one the skew hides counts none); --correct-clocks "
-            "corrects the times first"
-        )
-    return n, doc, notes
+        return n, doc, notes

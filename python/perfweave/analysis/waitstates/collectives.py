@@ -189,7 +189,7 @@ def _waiting(L, nb, wpath):
     )
 
 
-def collectives(L, ex, acc, notes):
+def collectives(L, ex, acc, notes, found=None):
     """Waits at collective operations (Scalasca's definitions). Each process sums up
     the instances over its own rows (the latest enter, the earliest exit, ...), the
     processes combine those summaries (one reduction per kind, as many values as there
@@ -201,7 +201,8 @@ def collectives(L, ex, acc, notes):
     alike on a communicator); it starts at the enter of the MPI_I... call and the rank
     waits for it in the call that completes it: the blocking twin's formula, with the
     wait starting at that call's enter (w) instead of b. Returns the DEFER rows of those
-    completed in multi-waits, each at the process that owns its rank."""
+    completed in multi-waits, each at the process that owns its rank. found: a
+    clockcheck.Found, given the rows with their instance's latest source enter."""
     C = L.colls
     key, seq = C["key"], C["seq"]
     last = np.full(len(L.comm_keys), -1, np.int64)
@@ -257,6 +258,8 @@ def collectives(L, ex, acc, notes):
         completion = np.maximum(
             0, e - np.maximum(np.maximum(earliest_end, np.minimum(latest, e)), w)
         )
+        if found is not None:
+            found.collectives(gid, here, okr, _source_enter(S, gid, role))
         batch = acc.rows(here["wpath"], here["rank"])
         values = {}
         bar = role == R["barrier"]
@@ -303,6 +306,8 @@ def collectives(L, ex, acc, notes):
         scan = np.flatnonzero(role == R["scan"])
         if len(scan):
             scans.append(a + scan)
+    if found is not None:
+        found.instances = lambda: base[C["key"]] + C["seq"]
     if not roles[R["scan"]]:  # no process has scans: nothing to route
         return np.concatenate(deferred)
     scans = np.concatenate(scans) if scans else np.zeros(0, np.int64)
@@ -314,6 +319,20 @@ def collectives(L, ex, acc, notes):
         rows[k] = ((rows["flags"] & bit) != 0).view(np.uint8)
     deferred.append(_early_scan(L, ex, rows, ok, base, acc))
     return np.concatenate(deferred)
+
+
+def _source_enter(S, gid, role):
+    """Per row, the latest enter among its instance's sources (the members whose data
+    it needs: clockcheck._ends), from the instance summaries; MIN64 for other roles."""
+    out = np.full(len(gid), MIN64)
+    for r, k in (("barrier", "latest"), ("n2n", "latest_sender"), ("n21", "latest_sender")):
+        m = role == R[r]
+        if k in S and m.any():
+            out[m] = S[k][gid[m]]
+    m = role == R["12n"]
+    if "root_b" in S and m.any():
+        out[m] = np.where(S["root_sent"][gid[m]] > 0, S["root_b"][gid[m]], MIN64)
+    return out
 
 
 def _early_scan(L, ex, rows, ok, base, acc):

@@ -111,17 +111,18 @@ def message_rows(L):
     return m[ok], ok
 
 
-def point_to_point(L, ex, acc, notes, deferred=None):
+def point_to_point(L, ex, acc, notes, deferred=None, found=None):
     """Late Sender (and Wrong Order) on the receivers' side, Late Receiver on the
     senders', in batches of whole ranks. deferred: the DEFER rows of collectives()
     (nonblocking collectives completed in multi-waits), charged here: a multi-wait is
-    one wait, for the request it waited for longest, a message or a collective."""
+    one wait, for the request it waited for longest, a message or a collective.
+    found: a clockcheck.Found, given the receives and their sends' enters."""
     S, V = L.sends, L.recvs
     sent = _Published(L, ex, S, S["e"], "src")  # the send's enter, at the receiver
     ls_call = np.zeros(L.ncalls, bool)  # multi-waits with a wait charged
     multi = _MultiWaits(L.ncalls, deferred)
     for a, b in L.chunks("recvs"):
-        _late_sender(V[a:b], sent, ls_call, multi, acc, notes, L.locations)
+        _late_sender(V[a:b], sent, ls_call, multi, acc, notes, L.locations, found)
     del sent
     multi.charge(acc, ls_call)
     posted = _Published(L, ex, V, V["e"], "dst")  # the receive's post, at the sender
@@ -165,8 +166,10 @@ class _MultiWaits:
         waited[b["wcall"][b["value"] > 0]] = True
 
 
-def _late_sender(V, sent, ls_call, multi, acc, notes, threads=None):
+def _late_sender(V, sent, ls_call, multi, acc, notes, threads=None, found=None):
     e_send, matched = sent.get(V)
+    if found is not None:
+        found.messages(V, e_send, matched)
     rc, role = V["call"], V["role"]
     idle = np.minimum(e_send, V["ce"]) - V["cb"]
     ls = matched & (role != R["test"]) & (idle > 0)
