@@ -1,8 +1,8 @@
 /* Late Sender with a barrier, for the clock-condition tests: 2 ranks x 6 iterations;
  * rank 0 sleeps 20 ms and sends 8 bytes to rank 1, which waits in MPI_Recv from the
- * start of the iteration; then both enter MPI_Barrier. Every message is received
- * within microseconds of its send (rank 1 waits in the receive), far less than the
- * 5 ms skew the test gives rank 1's clock. */
+ * start of the iteration; then both enter MPI_Barrier. A message is received
+ * microseconds after its send (rank 1 waits in the receive; milliseconds when it waits
+ * for a core), far less than the skew the test gives rank 1's clock. */
 #include <mpi.h>
 #include <unistd.h>
 

@@ -5,7 +5,7 @@ from perfweave.analysis.metrics import PATTERNS
 from perfweave.errors import FormatError
 from perfweave.model.table import records
 from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
-from perfweave.report.widgets import MORE, cut_rows, html_table, more_rows, text_table
+from perfweave.report.widgets import MORE, cut_rows, escape, html_table, more_rows, text_table
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
 
@@ -49,6 +49,7 @@ class WaitStates(Section):
             return []
         return [
             "<h2>Wait states</h2>",
+            *(f"<p>{escape(line.strip())}</p>" for line in clock_lines(ws.get("clock"))),
             html_table(
                 [
                     [p["name"], _t(p["time_s"]), f"{p['pct']:.2f}", p["callpath"]]
