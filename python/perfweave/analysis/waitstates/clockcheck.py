@@ -329,12 +329,15 @@ def correct(L, min_latency_ns=0, gamma=GAMMA, slope=SLOPE):
             )
     tp = _backward(t, tp, first, slope, mu, (p_src, p_dst), (c_src, c_dst, si, di, ninst))
     _apply(L, ev, tp)
-    moved = {}
     shift = tp - t
-    for r in np.unique(ev.rank).tolist():
-        x = shift[ev.rank == r]
-        x = x[x > 0]
-        moved[r] = (len(x), int(x.max(initial=0)), float(x.mean()) if len(x) else 0.0)
+    starts = np.flatnonzero(first)
+    k = np.add.reduceat((shift > 0).astype(np.int64), starts) if len(t) else starts
+    mx = np.maximum.reduceat(shift, starts) if len(t) else starts
+    total = np.add.reduceat(shift, starts) if len(t) else starts
+    moved = {
+        r: (n, m, s / n if n else 0.0)
+        for r, n, m, s in zip(ev.rank[starts].tolist(), k.tolist(), mx.tolist(), total.tolist())
+    }
     return {"passes": passes, "moved": moved}
 
 
