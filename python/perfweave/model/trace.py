@@ -251,6 +251,8 @@ class RankModel:
     groups: list  # group id -> members (np.int32 world ranks)
     fn_names: list  # function names of the rank's records (+ "?")
     nrecords: int = 0
+    # MPI_Pcontrol calls, in order: (time ns, level) rows (trace version 5; none before)
+    pcontrol: np.ndarray = None
     thread_calls: np.ndarray = None  # first call of each thread (calls are by thread)
     path_cat: dict = None  # local path -> its time category, where not its function's
 
@@ -418,9 +420,19 @@ def prepare(rf):
         groups=groups,
         fn_names=names,
         nrecords=n,
+        pcontrol=_pcontrol(meta, rec, typ),
         thread_calls=_segments(calls["thread"]),
         path_cat=path_cat,
     )
+
+
+def _pcontrol(meta, rec, typ):
+    """(time ns, level) of the rank's MPI_Pcontrol calls, by time (a thread's records
+    are together, not the rank's)."""
+    pi = np.flatnonzero(typ == T["PCONTROL"])
+    t = to_ns(meta, rec["t0"][pi])
+    order = np.argsort(t, kind="stable")
+    return np.stack([t[order], rec["tag"][pi][order].astype(np.int64)], axis=1)
 
 
 def _before(top, index, starts):
@@ -995,7 +1007,7 @@ class Trace:
         """A trace from Python lists, for tests. ranks: {rank: [item, ...]} where an item
         is (fn_name, t0_ns, t1_ns, [subevent dict, ...], thread) for an MPI call (thread
         optional: 0), or
-        ("ENTER"|"LEAVE", region_name, t_ns). A subevent dict has type (name) and any of
+        ("ENTER"|"LEAVE", region_name, t_ns), or ("PCONTROL", level, t_ns). A subevent dict has type (name) and any of
         peer, tag, comm (index into comms), win (index into windows), group, bytes,
         bytes2, key, number, flags (int or list of flag names). comms: list of member lists
         (default: [all ranks]); windows: list of comm indices; groups: member lists."""
@@ -1004,7 +1016,7 @@ class Trace:
         fns = list(functions or [])
         for items in ranks.values():
             for it in items:
-                if it[0] not in ("ENTER", "LEAVE") and it[0] not in fns:
+                if it[0] not in ("ENTER", "LEAVE", "PCONTROL") and it[0] not in fns:
                     fns.append(it[0])
         files = []
         seqs = {}
@@ -1023,6 +1035,10 @@ class Trace:
             rows, regions, threads = [], [], []
             t_last = 0
             for it in ranks[rank]:
+                if it[0] == "PCONTROL":
+                    rows.append(dict(type=T["PCONTROL"], t0=it[2], tag=it[1]))
+                    threads.append(0)
+                    continue
                 if it[0] in ("ENTER", "LEAVE"):
                     if it[1] not in regions:
                         regions.append(it[1])
