@@ -1,0 +1,326 @@
+"""The event graph of a trace: every location's MPI calls in order, and what links the
+calls of different locations (messages, collective operations, RMA synchronisation).
+
+The replay on an ideal network (analysis/replay.py), the critical paths and the delay
+analysis are longest paths over this graph. Matching is the wait-state analysis's
+(analysis/waitstates): messages by channel and number on it (wildcard receives keep the
+message they got), collective operations by communicator and number on it (nonblocking
+ones from their start call to the call that completed their request), fences and window
+creation/free by window and number, access and exposure epochs by
+(origin, target, window, number) as waitstates/rma.py pairs them.
+
+Calls are numbered as the loaded trace numbers them (Loaded's "call": ranks in order,
+a rank's calls by thread, then in order), so a location's calls are consecutive.
+Times are ns on rank 0's clock.
+
+EventGraph tables (Cols: named numpy columns of equal length):
+
+- `locations` (one row per (rank, thread)): rank, thread, first (its first call; its
+  calls are first .. first of the next location - 1), t_begin (the rank's MPI_Init
+  done), t_end (the rank's MPI_Finalize entered).
+- `calls` (one row per MPI call): loc, rank, thread, t0 (enter), t1 (leave), path
+  (index into `paths`), fn (index into `functions`), role (model.trace.R), useful
+  (ns of computation before the call on its location: its enter minus the previous
+  call's leave; for a location's first call, its enter minus the rank's t_begin, at
+  least 0).
+- `messages` (one row per matched message): scall (the call that started the send),
+  sdone (the call that completed the send: scall if blocking, the MPI_Wait*/Test* of a
+  nonblocking one, -1 if never completed), rpost (the call that posted the receive:
+  the MPI_Irecv, or the receive itself), rdone (the call that completed the receive),
+  src, dst (ranks), bytes, sync (1: synchronous send, MPI_Ssend/Issend), tag.
+- `coll_instances` (one row per operation instance: a collective operation, a fence, a
+  window creation or free): kind (COLL, FENCE, WINDOW), size (members of its
+  communicator), present (participants in the trace), whole (every member took part,
+  alike, and none left it open), bytes (the largest sent + received of a participant).
+- `coll_parts` (one row per participation): inst, rank, bcall (the call that started
+  it: enter = arrival), ecall (the call that completed it: leave = departure; bcall for
+  blocking ones), root (1 on the root of a rooted collective), bytes (sent + received),
+  open (1: nonblocking and never completed).
+- `rma_sync` (one row per pair-wise synchronisation of general active target
+  synchronisation): kind (POST_COMPLETE: the target's MPI_Win_post before the origin's
+  MPI_Win_complete; COMPLETE_WAIT: the origin's MPI_Win_complete before the target's
+  Win_wait or completing Win_test), a (the call that must be entered first), b (the
+  call whose leave waits for it), origin, target.
+
+`unmatched` counts what the graph lacks (messages without partner, incomplete
+collective instances).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfweave.analysis.exchange import Local
+from perfweave.analysis.waitstates.collectives import COLLS, _comm_geometry, _instances, _kind
+from perfweave.analysis.waitstates.common import _join, _table
+from perfweave.analysis.waitstates.load import _unify, load
+from perfweave.analysis.waitstates.p2p import message_pairs
+from perfweave.analysis.waitstates.rma import EPOCH_KEY, _window_timeline, _WindowEvents, epochs
+from perfweave.model.trace import F, R, T, Cols
+
+# coll_instances kind
+COLL, FENCE, WINDOW = 0, 1, 2
+# rma_sync kind
+POST_COMPLETE, COMPLETE_WAIT = 0, 1
+
+
+@dataclass
+class EventGraph:
+    locations: Cols
+    calls: Cols
+    messages: Cols
+    coll_instances: Cols
+    coll_parts: Cols
+    rma_sync: Cols
+    paths: list  # call path label tuples (Loaded.paths)
+    functions: list  # function names
+    loaded: object = None  # the Loaded it was built from
+    unmatched: dict = field(default_factory=dict)
+
+    @property
+    def nevents(self):
+        return self.loaded.trace.nevents if self.loaded is not None else 0
+
+    def location(self, rank, thread=0):
+        """The location id of (rank, thread), or -1."""
+        loc = self.locations
+        hit = np.flatnonzero((loc["rank"] == rank) & (loc["thread"] == thread))
+        return int(hit[0]) if len(hit) else -1
+
+    def call_name(self, call):
+        """The MPI function name of a call."""
+        return self.functions[int(self.calls["fn"][call])]
+
+
+def load_graph(exp):
+    """Read experiment exp (one process) and build its event graph."""
+    return build(load(exp, Local(0), detail=True))
+
+
+def from_trace(trace):
+    """The event graph of a Trace built in memory (Trace.from_literal)."""
+    ex = Local(trace.world_size)
+    return build(_unify(trace, ex, [rd.rank for rd in trace.ranks], detail=True))
+
+
+def build(L):
+    """The EventGraph of a trace loaded in one process with detail
+    (waitstates.load.load(exp, Local(0), detail=True))."""
+    if any(rd.calls is None for rd in L.trace.ranks) or "scall" not in L.sends:
+        raise ValueError("the event graph needs the trace loaded with detail=True")
+    unmatched = {}
+    locations, calls = _calls(L)
+    messages = _messages(L, unmatched)
+    inst, parts = _collectives(L, unmatched)
+    rsync = _rma_sync(L, inst, parts)
+    return EventGraph(
+        locations=locations,
+        calls=calls,
+        messages=messages,
+        coll_instances=inst,
+        coll_parts=parts,
+        rma_sync=rsync,
+        paths=L.paths,
+        functions=L.trace.functions,
+        loaded=L,
+        unmatched=unmatched,
+    )
+
+
+def _calls(L):
+    """(locations, calls) from each rank's calls (RankModel.calls), in the order of the
+    loaded trace's call numbers."""
+    cols = {k: [] for k in ("loc", "rank", "thread", "t0", "t1", "path", "fn", "role", "useful")}
+    lrank, lthread, lfirst, ltb, lte = [], [], [], [], []
+    cbase = nloc = 0
+    for rd in L.trace.ranks:
+        c = rd.calls
+        n = len(c["t0"])
+        first = rd.thread_calls if n else np.zeros(0, np.int64)
+        seg = np.zeros(n, np.int64)
+        if len(first) > 1:
+            seg[first[1:]] = 1
+            seg = np.cumsum(seg)
+        t0, t1 = c["t0"].astype(np.int64), c["t1"].astype(np.int64)
+        useful = np.empty(n, np.int64)
+        if n:
+            useful[1:] = t0[1:] - t1[:-1]
+            useful[first] = t0[first] - rd.t_begin
+            np.maximum(useful, 0, out=useful)
+        fn = rd.path_fn[c["path"]]
+        cols["loc"].append((nloc + seg).astype(np.int32))
+        cols["rank"].append(np.full(n, rd.rank, np.int32))
+        cols["thread"].append(c["thread"].astype(np.int32))
+        cols["t0"].append(t0)
+        cols["t1"].append(t1)
+        cols["path"].append(rd.gpaths[c["path"]].astype(np.int32))
+        cols["fn"].append(np.where(fn >= 0, rd.gfn[np.maximum(fn, 0)], -1).astype(np.int32))
+        cols["role"].append(c["role"].astype(np.int16))
+        cols["useful"].append(useful)
+        lrank += [rd.rank] * len(first)
+        lthread += c["thread"][first].astype(np.int64).tolist()
+        lfirst += (cbase + first).tolist()
+        ltb += [rd.t_begin] * len(first)
+        lte += [rd.t_end] * len(first)
+        cbase += n
+        nloc += len(first)
+    calls = Cols({k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()})
+    locations = Cols(
+        rank=np.array(lrank, np.int32),
+        thread=np.array(lthread, np.int32),
+        first=np.array(lfirst + [cbase], np.int64)[:-1],
+        t_begin=np.array(ltb, np.int64),
+        t_end=np.array(lte, np.int64),
+    )
+    assert cbase == L.ncalls
+    return locations, calls
+
+
+def _messages(L, unmatched):
+    """Matched messages (message_pairs: the wait-state analysis's matching)."""
+    S, V = message_pairs(L)
+    unmatched["sends"] = len(L.sends) - len(S)
+    unmatched["receives"] = len(L.recvs) - len(V)
+    return Cols(
+        scall=S["scall"].astype(np.int64),
+        sdone=S["call"].astype(np.int64),
+        rpost=V["pcall"].astype(np.int64),
+        rdone=V["call"].astype(np.int64),
+        src=S["src"].astype(np.int32),
+        dst=V["dst"].astype(np.int32),
+        bytes=V["bytes"].astype(np.int64),
+        sync=S["sync"].astype(np.uint8),
+        tag=L.channels[V["chan"], 3].astype(np.int64) if L.nchan else np.zeros(len(V), np.int64),
+    )
+
+
+INST_COLS = {
+    "kind": np.int8,
+    "size": np.int32,
+    "present": np.int32,
+    "whole": bool,
+    "bytes": np.int64,
+}
+PART_COLS = {
+    "inst": np.int64,
+    "rank": np.int32,
+    "bcall": np.int64,
+    "ecall": np.int64,
+    "root": np.uint8,
+    "bytes": np.int64,
+    "open": np.uint8,
+}
+
+
+def _collectives(L, unmatched):
+    """(coll_instances, coll_parts): collective operations by (communicator, number), as
+    waitstates/collectives.py groups them, then fences by (window, number of fences
+    before) and window creation/free by (window, free), as waitstates/rma.py does."""
+    inst = {k: [] for k in INST_COLS}
+    parts = {k: [] for k in PART_COLS}
+
+    def add(kind, X, whole, **cols):
+        gid = X.gid()
+        inst["kind"].append(np.full(X.n, kind))
+        inst["size"].append(np.maximum(X.max(X.here["csize"]), 0))
+        inst["present"].append(np.bincount(gid, minlength=X.n))
+        inst["whole"].append(whole)
+        inst["bytes"].append(X.max(cols["bytes"]))
+        parts["inst"].append(sum(len(g) for g in inst["kind"][:-1]) + gid)
+        for k, v in cols.items():
+            parts[k].append(v)
+
+    C = L.colls
+    if len(C):
+        rows = Cols(key=C["key"], seq=C["seq"], csize=C["csize"], role=C["role"], nb=C["nb"])
+        X = _instances(L, Local(0), rows)
+        kind = _kind(C)
+        opened = C["open"] != 0
+        add(
+            COLL,
+            X,
+            # as collectives(): every member took part, all alike, none left it open
+            (np.bincount(X.gid(), minlength=X.n) == X.max(C["csize"]))
+            & (X.min(kind) == X.max(kind))
+            & ((X.max(kind) & 1) == 0),
+            rank=C["rank"],
+            bcall=C["bcall"],
+            ecall=np.where(opened, -1, C["wcall"]),
+            root=C["root"],
+            bytes=C["bytes"],
+            open=opened,
+        )
+    ev, wc = L.wevents, L.wcalls
+    if len(ev) and "index" in wc:
+        wi, role, count_before, _, _ = _window_timeline(L)
+        fence = (ev["type"][wi] == T["WSYNC"]) & (role == R["win_fence"])
+        wv = np.flatnonzero(ev["type"] == T["WIN"])
+        free = ((ev["flags"][wv] & F["FREE"]) != 0).astype(np.int64)
+        for kind, rows_i, seq in (
+            (FENCE, wi[fence], count_before(fence)[fence]),
+            (WINDOW, wv, free),
+        ):
+            if not len(rows_i):
+                continue
+            call = wc["index"][ev["call"][rows_i]]
+            rank, win = ev["rank"][rows_i], ev["win"][rows_i]
+            frows = _table(COLLS, key=win, seq=seq, rank=rank)
+            uw, wix = np.unique(win, return_inverse=True)
+            ckeys = np.array([L.windows.get(int(w), 0) for w in uw.tolist()], np.int64)
+            _comm_geometry(L, frows, ckeys[wix.reshape(-1)], rank)
+            X = _instances(L, Local(0), frows)
+            z = np.zeros(len(rows_i), np.int64)
+            add(kind, X, X.ok, rank=rank, bcall=call, ecall=call, root=z, bytes=z, open=z)
+    inst, parts = _cat(inst, INST_COLS), _cat(parts, PART_COLS)
+    unmatched["collectives"] = int(np.count_nonzero(~inst["whole"]))
+    return inst, parts
+
+
+def _cat(cols, types):
+    return Cols(
+        {
+            k: np.concatenate(v).astype(types[k]) if v else np.zeros(0, types[k])
+            for k, v in cols.items()
+        }
+    )
+
+
+def _rma_sync(L, inst, parts):
+    """The pair-wise synchronisations of access and exposure epochs (rma.epochs)."""
+    ev, wc = L.wevents, L.wcalls
+    out = {k: np.zeros(0, np.int64) for k in ("kind", "a", "b", "origin", "target")}
+    if not len(ev) or "index" not in wc:
+        return Cols(out)
+    wi, role, _, last_role, _ = _window_timeline(L)
+    typ = ev["type"][wi]
+    call = ev["call"][wi]
+    w = _WindowEvents(
+        wi=wi,
+        typ=typ,
+        role=role,
+        last_role=last_role,
+        rank=ev["rank"][wi],
+        win=ev["win"][wi],
+        b=wc["t0"][call],
+        e=wc["t1"][call],
+        path=wc["path"][call],
+        is_op=typ == T["RMA"],
+        start=(typ == T["WSYNC"]) & (role == R["win_start"]),
+    )
+    E = epochs(L, w)
+    gcall = wc["index"][call].astype(np.int64)
+    a, t = E.a_rows, E.t_rows
+    j = _join([a[k] for k in EPOCH_KEY], [t[k] for k in EPOCH_KEY])
+    ok = np.flatnonzero(j >= 0)
+    jt = j[ok]
+    complete = gcall[E.cl[a["epoch"][ok]]]
+    post = gcall[E.po[t["epoch"][jt]]]
+    wait = gcall[E.wt[t["epoch"][jt]]]
+    n = len(ok)
+    return Cols(
+        kind=np.r_[np.full(n, POST_COMPLETE), np.full(n, COMPLETE_WAIT)].astype(np.int8),
+        a=np.r_[post, complete],
+        b=np.r_[complete, wait],
+        origin=np.r_[a["o"][ok], a["o"][ok]].astype(np.int32),
+        target=np.r_[a["t"][ok], a["t"][ok]].astype(np.int32),
+    )
