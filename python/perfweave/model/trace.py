@@ -1026,8 +1026,8 @@ class Trace:
     ):
         """A trace from Python lists, for tests. ranks: {rank: [item, ...]} where an item
         is (fn_name, t0_ns, t1_ns, [subevent dict, ...], thread) for an MPI call (thread
-        optional: 0), or
-        ("ENTER"|"LEAVE", region_name, t_ns), or ("PCONTROL", level, t_ns). A subevent dict has type (name) and any of
+        optional: 0), ("ENTER"|"LEAVE", region_name, t_ns), or ("PCONTROL", level,
+        t_ns). A subevent dict has type (name) and any of
         peer, tag, comm (index into comms), win (index into windows), group, bytes,
         bytes2, key, number, flags (int or list of flag names). comms: list of member lists
         (default: [all ranks]); windows: list of comm indices; groups: member lists."""

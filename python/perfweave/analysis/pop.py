@@ -1,0 +1,410 @@
+"""The POP efficiency metrics of a traced run (docs/pop.md).
+
+From the event graph of the trace (analysis/eventgraph.py): the region of interest
+(the MPI_Pcontrol(1) ... MPI_Pcontrol(0) intervals when the program marks them, else
+MPI_Init ... MPI_Finalize), each location's useful time in it (time outside MPI calls),
+and the POP factors: Parallel Efficiency = Load Balance x Communication Efficiency,
+Communication Efficiency = Serialisation Efficiency x Transfer Efficiency, with the ideal
+runtime taken two independent ways:
+
+- the replay of the trace on an ideal network (analysis/replay.py);
+- the critical path of useful computation (as OTF-CPT computes it on the fly: every
+  location carries a clock of useful time; a receive completes at the max of its own
+  clock and the sender's clock at the send, a collective at the max of its
+  participants' clocks at their entry, a synchronous send at the max of its clock and
+  the receiver's at the post), computed here by iterated max-plus scans over whole
+  columns.
+
+Both the multiplicative factors and the additive ones (pypop's "hybrid additive": each
+factor is 1 - the time it loses / runtime, so a parent's loss is the sum of its
+children's) are given; scaling factors against reference experiments too.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfweave.model.trace import R
+
+# pypop's order: each row is (key, name, depth in the tree)
+FACTORS = (
+    ("global_efficiency", "Global Efficiency", 0),
+    ("parallel_efficiency", "Parallel Efficiency", 1),
+    ("load_balance", "Load Balance", 2),
+    ("communication_efficiency", "Communication Efficiency", 2),
+    ("serialisation_efficiency", "Serialisation Efficiency", 3),
+    ("transfer_efficiency", "Transfer Efficiency", 3),
+    ("computation_scaling", "Computation Scaling", 1),
+    ("instruction_scaling", "Instruction Scaling", 2),
+    ("ipc_scaling", "IPC Scaling", 2),
+    ("frequency_scaling", "Frequency Scaling", 2),
+)
+NO_PMU = "n/a: no PMU"
+NEG = -(1 << 61)  # "no dependency yet": below any clock
+
+
+# ---- the region of interest ----
+
+
+def rank_intervals(pcontrol, t_begin, t_end):
+    """The region of one rank as disjoint [begin, end) intervals (ns), from its
+    MPI_Pcontrol rows (time, level): a level 0 ends an interval, another level starts
+    one. Recording is on from MPI_Init, so a rank whose first call is Pcontrol(0) is in
+    the region from t_begin; one still in it at the end is in it until t_end. Without
+    Pcontrol calls: [t_begin, t_end]."""
+    if pcontrol is None or not len(pcontrol):
+        return np.array([[t_begin, t_end]], np.int64)
+    t, on = pcontrol[:, 0], pcontrol[:, 1] != 0
+    state = np.r_[not on[0], on]  # before each row, then after it
+    starts = t[on & ~state[:-1]]
+    stops = t[~on & state[:-1]]
+    if state[0]:
+        starts = np.r_[t_begin, starts]
+    if state[-1]:
+        stops = np.r_[stops, t_end]
+    return np.stack([np.clip(starts, t_begin, t_end), np.clip(stops, t_begin, t_end)], axis=1)
+
+
+def union_length(intervals):
+    """The total length of the union of [begin, end) intervals (rows)."""
+    if not len(intervals):
+        return 0
+    iv = intervals[np.argsort(intervals[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(iv[:, 1])
+    # an interval adds what reaches beyond everything before it
+    prev = np.r_[np.int64(np.iinfo(np.int64).min), reach[:-1]]
+    return int(np.maximum(iv[:, 1] - np.maximum(iv[:, 0], prev), 0).sum())
+
+
+def measure_before(intervals, t):
+    """For each time of t: how much of the region (disjoint sorted intervals) lies
+    before it."""
+    a, b = intervals[:, 0], intervals[:, 1]
+    cum = np.r_[0, np.cumsum(b - a)]
+    k = np.searchsorted(a, t, "right")  # intervals begun by t
+    last = np.maximum(k - 1, 0)
+    inside = np.where(k > 0, np.clip(t - a[last], 0, (b - a)[last]), 0)
+    return cum[np.maximum(k - 1, 0)] * (k > 0) + inside
+
+
+@dataclass
+class Region:
+    """The region of interest: intervals per rank (disjoint, sorted) and whether the
+    program marked it with MPI_Pcontrol."""
+
+    intervals: dict  # rank -> (n, 2) int64 ns on rank 0's clock
+    marked: bool
+    runtime_ns: int  # length of the union of every rank's intervals
+    notes: list = field(default_factory=list)
+
+
+def region_of(trace, locations):
+    """The Region of a Trace (model/trace.py) whose locations (the event graph's) give
+    each rank's MPI_Init .. MPI_Finalize."""
+    span = {}
+    for r, b, e in zip(
+        locations["rank"].tolist(), locations["t_begin"].tolist(), locations["t_end"].tolist()
+    ):
+        span[r] = (b, e)
+    for rd in trace.ranks:
+        span.setdefault(rd.rank, (rd.t_begin, rd.t_end))
+    marked_ranks = [rd.rank for rd in trace.ranks if rd.pcontrol is not None and len(rd.pcontrol)]
+    notes = []
+    if marked_ranks and len(marked_ranks) < len(trace.ranks):
+        notes.append(
+            f"{len(trace.ranks) - len(marked_ranks)} rank(s) called no MPI_Pcontrol: "
+            "their region is MPI_Init .. MPI_Finalize"
+        )
+    intervals = {}
+    for rd in trace.ranks:
+        b, e = span[rd.rank]
+        iv = rank_intervals(rd.pcontrol if marked_ranks else None, b, e)
+        intervals[rd.rank] = iv[iv[:, 1] > iv[:, 0]] if len(iv) else iv
+    allv = np.concatenate(list(intervals.values())) if intervals else np.zeros((0, 2), np.int64)
+    return Region(intervals, bool(marked_ranks), union_length(allv), notes)
+
+
+# ---- useful time ----
+
+
+def useful_bursts(graph, region):
+    """(u, tail): for each call of the event graph the useful time (region time outside
+    MPI) on its location since the previous call (or the region's start), and for each
+    location the useful time after its last call."""
+    calls, loc = graph.calls, graph.locations
+    n = len(calls["t0"])
+    u = np.zeros(n, np.int64)
+    tail = np.zeros(len(loc["rank"]), np.int64)
+    first = np.r_[loc["first"], n]
+    for i, r in enumerate(loc["rank"].tolist()):
+        a, b = int(first[i]), int(first[i + 1])
+        iv = region.intervals.get(r)
+        if iv is None or not len(iv):
+            continue
+        t0 = measure_before(iv, calls["t0"][a:b])
+        t1 = measure_before(iv, calls["t1"][a:b])
+        prev = np.r_[0, t1[:-1]]
+        u[a:b] = np.maximum(t0 - prev, 0)
+        total = int((iv[:, 1] - iv[:, 0]).sum())
+        tail[i] = max(total - (int(t1[-1]) if b > a else 0), 0)
+    return u, tail
+
+
+# ---- the critical path of useful computation ----
+
+
+def _segmented_cummax(x, seg, nseg):
+    """Running maximum of x within each segment (seg: sorted segment ids); x >= -1."""
+    if not len(x):
+        return x
+    width = int(x.max()) + 2
+    if nseg * width < (1 << 62):
+        key = seg.astype(np.int64) * width + (x + 1)
+        return np.maximum.accumulate(key) - seg.astype(np.int64) * width - 1
+    out = np.empty_like(x)  # clocks too large to pack with the segment: one scan each
+    bounds = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, len(x)]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        out[a:b] = np.maximum.accumulate(x[a:b])
+    return out
+
+
+def _edges(graph):
+    """(source call, target call) pairs: the target's leave waits for the source's
+    clock at its enter."""
+    m = graph.messages
+    src, dst = [m["scall"]], [m["rdone"]]
+    sync = (m["sync"] != 0) & (m["sdone"] >= 0)
+    src.append(m["rpost"][sync])
+    dst.append(m["sdone"][sync])
+    rs = graph.rma_sync
+    if len(rs["a"]):
+        src.append(rs["a"])
+        dst.append(rs["b"])
+    return np.concatenate(src).astype(np.int64), np.concatenate(dst).astype(np.int64)
+
+
+def _collective_parts(graph):
+    """(inst, bcall, ecall, feeds, fed) of the participations: feeds: its entry clock
+    reaches the others; fed: its completion waits for the others' (by the collective's
+    role: a one-to-all operation only the root feeds, an all-to-one only the root is
+    fed; the others, all to all)."""
+    cp = graph.coll_parts
+    inst, bcall, ecall = cp["inst"], cp["bcall"], cp["ecall"]
+    role = graph.calls["role"][bcall] if len(bcall) else np.zeros(0, np.int16)
+    root = cp["root"] != 0
+    feeds = np.where(role == R["12n"], root, True)
+    fed = np.where(role == R["n21"], root, True) & (ecall >= 0)
+    return inst.astype(np.int64), bcall, ecall, feeds, fed
+
+
+def critical_path(graph, u, tail, max_rounds=None):
+    """The longest path of useful computation (ns): per location a clock of useful
+    time; at each call, the clock at its leave is the max of the clock at its enter and
+    the clocks its dependencies bring. Solved by rounds of max-plus scans of every
+    location at once until nothing changes (each round carries the clocks one more hop
+    between locations). Returns (path length, the clock at each location's end, rounds).
+    """
+    calls, loc = graph.calls, graph.locations
+    n = len(calls["t0"])
+    nloc = len(loc["rank"])
+    seg = calls["loc"].astype(np.int64)
+    first = loc["first"].astype(np.int64)
+    S = np.cumsum(u)
+    S = S - (S[first] - u[first])[seg] if n else S  # cumulative within the location
+    src, dst = _edges(graph)
+    inst, bcall, ecall, feeds, fed = _collective_parts(graph)
+    ninst = int(inst.max()) + 1 if len(inst) else 0
+    incoming = np.full(n, NEG, np.int64)
+    is_first = np.zeros(n, bool)
+    is_first[first[first < n]] = True
+    rounds = 0
+    limit = max_rounds or (n + 2)
+    while True:
+        rounds += 1
+        cm = _segmented_cummax(np.maximum(incoming - S, -1), seg, nloc)
+        prev = np.r_[np.int64(-1), cm[:-1]]
+        prev[is_first] = -1
+        enter = S + np.maximum(prev, 0)
+        new = incoming.copy()
+        if len(src):
+            np.maximum.at(new, dst, enter[src])
+        if ninst:
+            top = np.full(ninst, NEG, np.int64)
+            np.maximum.at(top, inst[feeds], enter[bcall[feeds]])
+            np.maximum.at(new, ecall[fed], top[inst[fed]])
+        if np.array_equal(new, incoming) or rounds >= limit:
+            break
+        incoming = new
+    leave = S + np.maximum(cm, 0)
+    end = tail.astype(np.int64).copy()
+    has = np.flatnonzero(np.r_[first[1:], n] > first)
+    last = np.r_[first[1:], n][has] - 1
+    end[has] += leave[last]
+    return int(end.max(initial=0)), end, rounds
+
+
+# ---- the factors ----
+
+
+def factors(useful, runtime, ideal):
+    """The multiplicative and additive POP factors (dicts by FACTORS' keys) from the
+    useful times of the locations, the runtime and an ideal runtime (None: unknown)."""
+    useful = np.asarray(useful, np.float64)
+    T = float(runtime)
+    mx = float(useful.max()) if len(useful) else 0.0
+    mean = float(useful.mean()) if len(useful) else 0.0
+    mul, add = {}, {}
+    if T <= 0 or mx <= 0:
+        return mul, add
+    mul["load_balance"] = mean / mx
+    mul["communication_efficiency"] = mx / T
+    mul["parallel_efficiency"] = mean / T
+    add["load_balance"] = 1 - (mx - mean) / T
+    add["communication_efficiency"] = 1 - (T - mx) / T
+    add["parallel_efficiency"] = 1 - (T - mean) / T
+    if ideal is not None and ideal > 0:
+        mul["serialisation_efficiency"] = mx / ideal
+        mul["transfer_efficiency"] = ideal / T
+        add["serialisation_efficiency"] = 1 - (ideal - mx) / T
+        add["transfer_efficiency"] = 1 - (T - ideal) / T
+    return mul, add
+
+
+def scaling(useful_total, nranks, ref, weak=False):
+    """Computation scaling against a reference run (ref: its summed useful time and rank
+    count): strong scaling, the same work, expects the same summed useful time; weak
+    scaling, work growing with the ranks, expects it to grow by their ratio."""
+    if useful_total <= 0 or ref["useful_total_ns"] <= 0:
+        return None
+    expected = ref["useful_total_ns"] * (nranks / ref["ranks"] if weak else 1.0)
+    return expected / useful_total
+
+
+@dataclass
+class PopResult:
+    """What perfweave pop reports (to_json: docs/pop.md)."""
+
+    experiment: str
+    ranks: int
+    region: Region
+    locations: list  # [(rank, thread)]
+    useful_ns: np.ndarray
+    ideal: dict  # name -> {"t_ideal_ns", "mul", "add", ...}: "replay", "critical_path"
+    mul: dict  # factors without an ideal runtime
+    add: dict
+    refs: list = field(default_factory=list)  # [{"experiment", "ranks", "useful_total_ns"}]
+    scaling: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def to_json(self):
+        return {
+            "format": "perfweave-pop",
+            "version": 1,
+            "experiment": self.experiment,
+            "ranks": self.ranks,
+            "region": {
+                "marked": self.region.marked,
+                "runtime_s": self.region.runtime_ns / 1e9,
+                "intervals": {
+                    str(r): [[int(a) / 1e9, int(b) / 1e9] for a, b in iv.tolist()]
+                    for r, iv in sorted(self.region.intervals.items())
+                },
+            },
+            "useful": {
+                "locations": [{"rank": r, "thread": t} for r, t in self.locations],
+                "seconds": [int(x) / 1e9 for x in self.useful_ns.tolist()],
+                "mean_s": float(self.useful_ns.mean()) / 1e9 if len(self.useful_ns) else 0.0,
+                "max_s": int(self.useful_ns.max(initial=0)) / 1e9,
+                "total_s": int(self.useful_ns.sum()) / 1e9,
+            },
+            "multiplicative": self.mul,
+            "additive": self.add,
+            "ideal": {
+                k: {kk: vv for kk, vv in v.items() if kk != "t_ideal_ns"}
+                | {"t_ideal_s": None if v.get("t_ideal_ns") is None else v["t_ideal_ns"] / 1e9}
+                for k, v in self.ideal.items()
+            },
+            "scaling": self.scaling,
+            "references": self.refs,
+            "notes": self.notes,
+        }
+
+
+def analyze(graph, experiment="", replay_ideal=None, replay_note=None):
+    """PopResult of an event graph. replay_ideal: the ideal runtime (ns) of the replay
+    on an ideal network (None: not available; replay_note says why)."""
+    trace = graph.loaded.trace
+    region = region_of(trace, graph.locations)
+    u, tail = useful_bursts(graph, region)
+    loc = graph.locations
+    nloc = len(loc["rank"])
+    useful = np.bincount(graph.calls["loc"], weights=u, minlength=nloc).astype(np.int64) + tail
+    # ranks traced without any call: a location of their own, all useful
+    have = set(loc["rank"].tolist())
+    locs = list(zip(loc["rank"].tolist(), loc["thread"].tolist()))
+    extra = [rd.rank for rd in trace.ranks if rd.rank not in have]
+    for r in extra:
+        iv = region.intervals.get(r)
+        locs.append((r, 0))
+        useful = np.r_[useful, int((iv[:, 1] - iv[:, 0]).sum()) if iv is not None else 0]
+    T = region.runtime_ns
+    mul, add = factors(useful, T, None)
+    ideal = {}
+    cp, _, rounds = critical_path(graph, u, tail)
+    for name, t_ideal, note in (("replay", replay_ideal, replay_note), ("critical_path", cp, None)):
+        m, a = factors(useful, T, t_ideal)
+        entry = {"t_ideal_ns": t_ideal}
+        entry["multiplicative"] = {k: m[k] for k in m if k not in mul}
+        entry["additive"] = {k: a[k] for k in a if k not in add}
+        if note:
+            entry["note"] = note
+        ideal[name] = entry
+    ideal["critical_path"]["rounds"] = rounds
+    return PopResult(
+        experiment=str(experiment),
+        ranks=len(trace.ranks),
+        region=region,
+        locations=locs,
+        useful_ns=useful,
+        ideal=ideal,
+        mul=mul,
+        add=add,
+        notes=list(region.notes),
+    )
+
+
+def add_references(result, refs, weak=False, counters=None):
+    """Scaling factors of result against reference PopResults (the first is the
+    baseline; docs/pop.md). counters: {experiment: {"instructions", "cycles"}} of
+    useful time where measured; without them the PMU factors are NO_PMU."""
+    if not refs:
+        return result
+    base = refs[0]
+    ref = {"ranks": base.ranks, "useful_total_ns": int(base.useful_ns.sum())}
+    result.refs = [
+        {
+            "experiment": r.experiment,
+            "ranks": r.ranks,
+            "useful_total_s": int(r.useful_ns.sum()) / 1e9,
+        }
+        for r in refs
+    ]
+    cs = scaling(int(result.useful_ns.sum()), result.ranks, ref, weak)
+    out = {"mode": "weak" if weak else "strong", "ranks_ratio": result.ranks / base.ranks}
+    out["computation_scaling"] = cs
+    c, cb = (counters or {}).get(result.experiment), (counters or {}).get(base.experiment)
+    if c and cb and c.get("instructions") and c.get("cycles") and cb.get("cycles"):
+        k = result.ranks / base.ranks if weak else 1.0
+        ins = cb["instructions"] * k / c["instructions"]
+        ipc = (c["instructions"] / c["cycles"]) / (cb["instructions"] / cb["cycles"])
+        out["instruction_scaling"] = ins
+        out["ipc_scaling"] = ipc
+        out["frequency_scaling"] = cs / (ins * ipc) if cs else None
+    else:
+        for k in ("instruction_scaling", "ipc_scaling", "frequency_scaling"):
+            out[k] = NO_PMU
+    result.scaling = out
+    pe = result.mul.get("parallel_efficiency")
+    if cs is not None and pe is not None:
+        out["global_efficiency"] = pe * cs
+    return result

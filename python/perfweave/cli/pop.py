@@ -1,0 +1,124 @@
+"""perfweave pop: the POP efficiency metrics of a traced experiment (docs/pop.md)."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+
+def _nonneg_float(text):
+    import argparse
+
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return v
+
+
+def _nonneg_int(text):
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def setup_parser(sub):
+    p = sub.add_parser(
+        "pop",
+        help="POP efficiency metrics of a traced experiment",
+        description="The POP metrics of an experiment's event traces (perfweave run "
+        "--trace) over its region of interest (MPI_Pcontrol(1) .. MPI_Pcontrol(0) when "
+        "the program marks one, else MPI_Init .. MPI_Finalize): Parallel Efficiency = "
+        "Load Balance x Communication Efficiency, Communication Efficiency = "
+        "Serialisation x Transfer Efficiency, with the ideal runtime from the replay on "
+        "an ideal network and from the critical path of useful computation, "
+        "multiplicative and additive, and scaling against reference experiments REF "
+        "(the first is the baseline).",
+        usage="perfweave pop [--json] [--weak] [--eager-limit N] [--latency S] "
+        "[--bandwidth B] [--ideal-trace DIR] EXP [REF ...]",
+    )
+    p.add_argument("experiment", metavar="EXP", help="experiment directory")
+    p.add_argument("refs", metavar="REF", nargs="*", help="reference experiments for scaling")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (docs/pop.md)")
+    p.add_argument(
+        "--weak",
+        action="store_true",
+        help="weak scaling against REF (work grows with the ranks); default strong",
+    )
+    p.add_argument(
+        "--eager-limit",
+        type=_nonneg_int,
+        default=None,
+        metavar="N",
+        help="replay: sends above N bytes are rendezvous (default: every send eager)",
+    )
+    p.add_argument(
+        "--latency", type=_nonneg_float, default=0.0, metavar="S", help="replay: latency (s)"
+    )
+    p.add_argument(
+        "--bandwidth",
+        type=_nonneg_float,
+        default=math.inf,
+        metavar="B",
+        help="replay: bandwidth (bytes/s; default infinite)",
+    )
+    p.add_argument(
+        "--ideal-trace",
+        metavar="DIR",
+        default=None,
+        help="also write the replay's ideal trace into DIR (perfweave export reads it)",
+    )
+    p.set_defaults(func=main)
+
+
+def _replay(graph, region, args):
+    """(ideal runtime ns or None, why not) from the ideal-network replay."""
+    try:
+        from perfweave.analysis import replay
+    except ImportError:
+        return None, "the ideal-network replay is not in this perfweave"
+    kw = dict(eager_limit=args.eager_limit, latency_s=args.latency, bandwidth_Bps=args.bandwidth)
+    res = replay.replay(graph.loaded, region=region, **kw)
+    if args.ideal_trace:
+        res.export(args.ideal_trace)
+    return int(round(res.t_ideal_s * 1e9)), None
+
+
+def analyze_one(exp, args, with_replay=True):
+    from perfweave.analysis import eventgraph, pop
+    from perfweave.errors import PerfweaveError
+    from perfweave.readers.experiment import read_meta
+
+    exp = Path(exp)
+    if not exp.is_dir():
+        raise PerfweaveError(f"{exp}: no such experiment directory")
+    read_meta(exp)
+    graph = eventgraph.load_graph(exp)
+    ideal, note = None, None
+    if with_replay:
+        region = pop.region_of(graph.loaded.trace, graph.locations)
+        ideal, note = _replay(graph, region.intervals, args)
+    return pop.analyze(graph, exp, replay_ideal=ideal, replay_note=note)
+
+
+def main(args):
+    from perfweave.analysis import pop
+    from perfweave.report import pop as render
+
+    result = analyze_one(args.experiment, args)
+    refs = [analyze_one(r, args, with_replay=False) for r in args.refs]
+    pop.add_references(result, refs, weak=args.weak)
+    doc = result.to_json()
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        sys.stdout.write("\n".join(render.render(doc)) + "\n")
+    return 0
