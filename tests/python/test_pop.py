@@ -163,7 +163,7 @@ def test_whole_run_without_pcontrol_is_balanced():
 
 def test_region_intervals_from_levels():
     iv = pop.rank_intervals(np.array([[5, 0], [7, 2], [9, 1], [12, 0], [15, 3]]), 0, 20)
-    assert iv.tolist() == [[0, 5], [7, 12], [15, 20]]
+    assert iv.tolist() == [[7, 12], [15, 20]]  # a first Pcontrol(0) ends nothing
     assert pop.union_length(np.array([[0, 5], [3, 8], [10, 12]])) == 10
     assert pop.measure_before(
         np.array([[0, 5], [7, 12]]), np.array([-1, 3, 6, 9, 30])

@@ -48,18 +48,15 @@ NEG = -(1 << 61)  # "no dependency yet": below any clock
 
 def rank_intervals(pcontrol, t_begin, t_end):
     """The region of one rank as disjoint [begin, end) intervals (ns), from its
-    MPI_Pcontrol rows (time, level): a level 0 ends an interval, another level starts
-    one. Recording is on from MPI_Init, so a rank whose first call is Pcontrol(0) is in
-    the region from t_begin; one still in it at the end is in it until t_end. Without
+    MPI_Pcontrol rows (time, level): a level other than 0 starts an interval (if none is
+    open), a level 0 ends it; one still open at the end ends at t_end. Without
     Pcontrol calls: [t_begin, t_end]."""
     if pcontrol is None or not len(pcontrol):
         return np.array([[t_begin, t_end]], np.int64)
     t, on = pcontrol[:, 0], pcontrol[:, 1] != 0
-    state = np.r_[not on[0], on]  # before each row, then after it
+    state = np.r_[False, on]  # before each row, then after it
     starts = t[on & ~state[:-1]]
     stops = t[~on & state[:-1]]
-    if state[0]:
-        starts = np.r_[t_begin, starts]
     if state[-1]:
         stops = np.r_[stops, t_end]
     return np.stack([np.clip(starts, t_begin, t_end), np.clip(stops, t_begin, t_end)], axis=1)
