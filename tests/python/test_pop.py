@@ -35,11 +35,15 @@ def bcast(b, e, root):
     return ("MPI_Bcast", b * MS, e * MS, [dict(type="COLL", comm=0, peer=root, bytes=8)])
 
 
-def result(ranks, replay_ideal=None):
+def result(ranks, replay_ideal=None, **what_if):
     """PopResult of ranks' items, each rank's run starting at 0 (MPI_Init done: a
-    literal trace's rank begins at its first record)."""
+    literal trace's rank begins at its first record); replayed on the ideal network
+    unless replay_ideal is given."""
     ranks = {k: [("MPI_Init", 0, 0, [])] + v for k, v in ranks.items()}
-    return pop.analyze(eg.from_trace(Trace.from_literal(ranks)), "literal", replay_ideal)
+    g = eg.from_trace(Trace.from_literal(ranks))
+    if replay_ideal is not None:
+        return pop.analyze(g, "literal", replay_ideal=replay_ideal)
+    return pop.analyze(g, "literal", what_if=what_if)
 
 
 def mul(res, key, ideal="critical_path"):
@@ -255,7 +259,8 @@ def test_json_has_stable_keys():
     assert doc["format"] == "perfweave-pop" and doc["version"] == 1
     assert set(doc) >= {"region", "useful", "multiplicative", "additive", "ideal", "scaling"}
     assert set(doc["ideal"]) == {"replay", "critical_path"}
-    assert doc["ideal"]["replay"]["t_ideal_s"] is None
+    assert doc["ideal"]["replay"]["t_ideal_s"] == pytest.approx(1.0)
+    assert doc["ideal"]["replay"]["params"]["bandwidth_Bps"] is None  # infinite
     assert doc["ideal"]["critical_path"]["t_ideal_s"] == pytest.approx(1.0)
 
 
@@ -265,3 +270,25 @@ def test_cli_errors_are_one_line(tmp_path):
         assert p.returncode != 0
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize(
+    "ranks", [sendrecv_trace(), pcontrol_trace(3)], ids=["sendrecv", "pcontrol"]
+)
+def test_replay_and_critical_path_agree_on_an_ideal_network(ranks):
+    """Without latency and bandwidth, the replay's ideal runtime of the region is the
+    critical path of useful computation: two independent computations, one answer
+    (over two Pcontrol intervals too: the gap between them takes no time)."""
+    res = result(ranks)
+    assert res.ideal["replay"]["t_ideal_ns"] == res.ideal["critical_path"]["t_ideal_ns"]
+
+
+def test_replay_what_if_latency_on_the_pair():
+    """10 messages on the critical path (rank 0 -> 1, then a barrier of 2: one step of
+    latency each): 2 latencies per iteration added to the ideal runtime."""
+    base = result(sendrecv_trace())
+    slow = result(sendrecv_trace(), latency_s=1e-3)
+    # rank 0's clock is the path; each iteration its barrier waits for rank 1, which got
+    # the message 1 ms late, and the barrier adds 1 ms: 2 ms per iteration
+    assert slow.ideal["replay"]["t_ideal_ns"] - base.ideal["replay"]["t_ideal_ns"] == 20 * MS
+    assert slow.ideal["critical_path"]["t_ideal_ns"] == base.ideal["critical_path"]["t_ideal_ns"]

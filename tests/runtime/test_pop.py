@@ -15,12 +15,19 @@ from perfweave.dtypes import EVENT_TYPES
 
 T_MS = 20  # the programs' unit of computation
 TOL = 0.01  # issue 33 point 6: POP numbers within 0.01 of the arithmetic
-# The programs spin on the wall clock; on a busy machine (load average 9 on 2 cores
-# here) a rank descheduled at the end of a spin overshoots by up to a scheduler slice
-# (seen: 4 ms of 20, in several computations of one rank), so the values by construction
-# hold only roughly (SHAPE: a check that the program did its part, seen off by 0.1);
-# the metrics are checked against the run's own account within TOL.
-SHAPE = 0.15
+# The programs spin on the wall clock, and their ranks' time outside MPI also holds the
+# time they wait for a core: on this machine (load average 9 on 2 cores while the
+# tests ran) a rank descheduled for tens of ms between two calls moves the values by
+# construction far (seen: the pipeline's SerE 0.41 for 0.25). So the program's own
+# account is checked only for the case's shape, halfway between the value by
+# construction and the value without the effect (shaped()), and the metrics against
+# that account within TOL.
+
+
+def shaped(value, construction, without):
+    return abs(value - construction) < abs(without - construction) / 2
+
+
 # A rank preempted between its own clock reading and the wrapper's (the call's enter or
 # leave) moves that time between useful and MPI in one account and not the other: seen
 # 4 ms in a run; the useful time per rank is compared within USEFUL_S.
@@ -28,17 +35,20 @@ USEFUL_S = 0.006
 
 
 def measured(stderr):
-    """{rank: (useful s, clock s, elapsed s)} that the program printed (its account of
-    the region)."""
+    """{rank: (useful, clock, elapsed, first, last)} that the program printed (its
+    account of the region, seconds)."""
     out = {}
-    for m in re.finditer(r"rank (\d+) useful ([\d.]+) clock ([\d.]+) elapsed ([\d.]+)", stderr):
-        out[int(m.group(1))] = tuple(float(m.group(i)) for i in (2, 3, 4))
+    num = r"([\d.-]+)"
+    pat = rf"rank (\d+) useful {num} clock {num} elapsed {num} first {num} last {num}"
+    for m in re.finditer(pat, stderr):
+        out[int(m.group(1))] = tuple(float(m.group(i)) for i in range(2, 7))
     return out
 
 
 def pop_of(mpi, build, run_pw, case, ranks):
     """perfweave pop's JSON of the case, and what the program measured as arrays: useful
-    time and clock per rank, elapsed time (the longest rank's)."""
+    time and clock per rank, the region's span over all ranks (the ranks share one
+    host's CLOCK_MONOTONIC; one interval)."""
     prog = build(mpi, "pop_cases.c")
     r = run_pw(mpi.launch(ranks) + [prog, case, T_MS], options=["--trace"])
     p = subprocess.run(
@@ -47,8 +57,8 @@ def pop_of(mpi, build, run_pw, case, ranks):
     assert p.returncode == 0, p.stderr
     own = measured(r.proc.stderr)
     assert sorted(own) == list(range(ranks)), r.proc.stderr
-    u, c, e = (np.array([own[k][i] for k in range(ranks)]) for i in range(3))
-    return json.loads(p.stdout), u, c, e.max(), r
+    u, c, _, f, last = (np.array([own[k][i] for k in range(ranks)]) for i in range(5))
+    return json.loads(p.stdout), u, c, last.max() - f.min(), r
 
 
 def factor(doc, key, ideal="critical_path", variant="multiplicative"):
@@ -58,15 +68,19 @@ def factor(doc, key, ideal="critical_path", variant="multiplicative"):
 
 def check(doc, u, c, elapsed=None):
     """The factors against the program's own account: LB = mean/max useful, SerE = max
-    useful / max clock, TE = max clock / elapsed."""
+    useful / max clock, TE = max clock / elapsed; the ideal runtime both ways (the
+    program's clock is the critical path; on an ideal network, the replay's too)."""
     assert doc["useful"]["seconds"] == pytest.approx(list(u), abs=USEFUL_S)
     assert factor(doc, "load_balance") == pytest.approx(u.mean() / u.max(), abs=TOL)
-    assert doc["ideal"]["critical_path"]["t_ideal_s"] == pytest.approx(c.max(), rel=TOL)
-    assert factor(doc, "serialisation_efficiency") == pytest.approx(u.max() / c.max(), abs=TOL)
+    for ideal in ("critical_path", "replay"):
+        se = factor(doc, "serialisation_efficiency", ideal)
+        assert se == pytest.approx(u.max() / c.max(), abs=TOL)
     assert doc["region"]["marked"]
     if elapsed is not None:
         assert doc["region"]["runtime_s"] == pytest.approx(elapsed, rel=TOL)
-        assert factor(doc, "transfer_efficiency") == pytest.approx(c.max() / elapsed, abs=TOL)
+        for ideal in ("critical_path", "replay"):
+            te = factor(doc, "transfer_efficiency", ideal)
+            assert te == pytest.approx(c.max() / elapsed, abs=TOL)
 
 
 def test_late_sender_pair(mpi, build, run_pw):
@@ -74,8 +88,8 @@ def test_late_sender_pair(mpi, build, run_pw):
     critical path is rank 0's computation: SerE ~ 1, TE ~ 1."""
     doc, u, c, e, _ = pop_of(mpi, build, run_pw, "sendrecv", 2)
     check(doc, u, c, e)
-    assert u.mean() / u.max() == pytest.approx(0.6, abs=SHAPE)  # the program did its part
-    assert u.max() / c.max() == pytest.approx(1.0, abs=SHAPE)
+    assert shaped(u.mean() / u.max(), 0.6, 1.0)  # the program did its part
+    assert shaped(u.max() / c.max(), 1.0, 0.5)
 
 
 def test_pipeline(mpi, build, run_pw):
@@ -83,14 +97,14 @@ def test_pipeline(mpi, build, run_pw):
     rank's computation, SerE = 1/4."""
     doc, u, c, e, _ = pop_of(mpi, build, run_pw, "pipeline", 4)
     check(doc, u, c, e)
-    assert u.max() / c.max() == pytest.approx(0.25, abs=SHAPE)
+    assert shaped(u.max() / c.max(), 0.25, 1.0)
 
 
 def test_broadcast_serialises_root_and_others(mpi, build, run_pw):
     """The root computes before MPI_Bcast, the others after: SerE = T / 2T."""
     doc, u, c, e, _ = pop_of(mpi, build, run_pw, "bcast", 4)
     check(doc, u, c, e)
-    assert u.max() / c.max() == pytest.approx(0.5, abs=SHAPE)
+    assert shaped(u.max() / c.max(), 0.5, 1.0)
 
 
 def test_pcontrol_region(mpi, build, run_pw):
@@ -106,7 +120,7 @@ def test_pcontrol_region(mpi, build, run_pw):
     assert doc["region"]["marked"]
     assert [len(v) for v in doc["region"]["intervals"].values()] == [2] * P
     check(doc, u, c)
-    assert u.mean() / u.max() == pytest.approx(P / (2 * P - 1), abs=SHAPE)
+    assert shaped(u.mean() / u.max(), P / (2 * P - 1), 1.0)
 
 
 def test_exchange_transfer_efficiency(mpi, build, run_pw):
@@ -115,7 +129,6 @@ def test_exchange_transfer_efficiency(mpi, build, run_pw):
     doc, u, c, e, _ = pop_of(mpi, build, run_pw, "exchange", 2)
     assert c.max() / e < 0.9  # the transfers take time: TE is not 1 by accident
     check(doc, u, c, e)
-    te = factor(doc, "transfer_efficiency")
-    assert te == pytest.approx(c.max() / e, rel=0.02)
-    if doc["ideal"]["replay"]["t_ideal_s"] is not None:
-        assert factor(doc, "transfer_efficiency", "replay") == pytest.approx(c.max() / e, rel=0.02)
+    for ideal in ("critical_path", "replay"):
+        te = factor(doc, "transfer_efficiency", ideal)
+        assert te == pytest.approx(c.max() / e, rel=0.02)

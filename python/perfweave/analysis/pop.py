@@ -20,6 +20,7 @@ factor is 1 - the time it loses / runtime, so a parent's loss is the sum of its
 children's) are given; scaling factors against reference experiments too.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -240,6 +241,40 @@ def critical_path(graph, u, tail, max_rounds=None):
     return int(end.max(initial=0)), end, rounds
 
 
+# ---- the ideal-network replay's runtime of the region ----
+
+
+def ideal_replay(graph, region, u, tail, **what_if):
+    """(ideal runtime of the region ns or None, why not, the ReplayResult) from the
+    replay on an ideal network (analysis/replay.py) with each call's computation the
+    region's useful time before it (u; none outside the region, so the gaps between
+    intervals take no time). The region runs, on the ideal network, from the earliest
+    location's entry into it (the ideal leave of its last call before it; 0 if none) to
+    the latest location's end (the ideal leave of its last call plus its useful time
+    after it). what_if: eager_limit, latency_s, bandwidth_Bps."""
+    from perfweave.analysis import replay as rp
+
+    res = rp.replay(graph, useful=u, **what_if)
+    if res.deadlock:
+        return None, rp.deadlock_text(res), res
+    calls, loc = graph.calls, graph.locations
+    n = len(calls["t0"])
+    first = loc["first"].astype(np.int64)
+    last = np.r_[first[1:], n]
+    starts, ends = [], []
+    for i, r in enumerate(loc["rank"].tolist()):
+        a, b = int(first[i]), int(last[i])
+        iv = region.intervals.get(r)
+        if b <= a or iv is None or not len(iv):
+            continue
+        k = a + int(np.searchsorted(calls["t1"][a:b], iv[0, 0], "right")) - 1
+        starts.append(int(res.leave_ns[k]) if k >= a else 0)
+        ends.append(int(res.leave_ns[b - 1]) + int(tail[i]))
+    if not ends:
+        return None, "no location has calls in the region", res
+    return max(ends) - min(starts), None, res
+
+
 # ---- the factors ----
 
 
@@ -292,6 +327,7 @@ class PopResult:
     refs: list = field(default_factory=list)  # [{"experiment", "ranks", "useful_total_ns"}]
     scaling: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    replayed: object = None  # the ReplayResult (analysis/replay.py), if replayed
 
     def to_json(self):
         return {
@@ -327,12 +363,16 @@ class PopResult:
         }
 
 
-def analyze(graph, experiment="", replay_ideal=None, replay_note=None):
-    """PopResult of an event graph. replay_ideal: the ideal runtime (ns) of the replay
-    on an ideal network (None: not available; replay_note says why)."""
+def analyze(graph, experiment="", what_if=None, replay_ideal=None, replay_note=None):
+    """PopResult of an event graph. what_if: the replay's parameters (replay_ideal);
+    None: no replay (ideal_replay), replay_ideal given instead (ns; None: not available, replay_note
+    says why)."""
     trace = graph.loaded.trace
     region = region_of(trace, graph.locations)
     u, tail = useful_bursts(graph, region)
+    replayed = None
+    if what_if is not None:
+        replay_ideal, replay_note, replayed = ideal_replay(graph, region, u, tail, **what_if)
     loc = graph.locations
     nloc = len(loc["rank"])
     useful = np.bincount(graph.calls["loc"], weights=u, minlength=nloc).astype(np.int64) + tail
@@ -357,7 +397,12 @@ def analyze(graph, experiment="", replay_ideal=None, replay_note=None):
             entry["note"] = note
         ideal[name] = entry
     ideal["critical_path"]["rounds"] = rounds
-    return PopResult(
+    if replayed is not None:
+        ideal["replay"]["params"] = {
+            k: (None if isinstance(v, float) and math.isinf(v) else v)
+            for k, v in replayed.params.items()
+        }
+    result = PopResult(
         experiment=str(experiment),
         ranks=len(trace.ranks),
         region=region,
@@ -368,6 +413,8 @@ def analyze(graph, experiment="", replay_ideal=None, replay_note=None):
         add=add,
         notes=list(region.notes),
     )
+    result.replayed = replayed
+    return result
 
 
 def add_references(result, refs, weak=False, counters=None):

@@ -6,16 +6,23 @@ import sys
 from pathlib import Path
 
 
-def _nonneg_float(text):
-    import argparse
+def _float_above(low, inclusive):
+    """An argparse type: a number above low (or equal, if inclusive)."""
 
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return v
+    def parse(text):
+        import argparse
+
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not (v >= low if inclusive else v > low):
+            raise argparse.ArgumentTypeError(
+                f"expected a number {'>=' if inclusive else '>'} {low:g}, got {text!r}"
+            )
+        return v
+
+    return parse
 
 
 def _nonneg_int(text):
@@ -61,14 +68,18 @@ def setup_parser(sub):
         help="replay: sends above N bytes are rendezvous (default: every send eager)",
     )
     p.add_argument(
-        "--latency", type=_nonneg_float, default=0.0, metavar="S", help="replay: latency (s)"
+        "--latency",
+        type=_float_above(0, True),
+        default=0.0,
+        metavar="S",
+        help="replay: latency (s)",
     )
     p.add_argument(
         "--bandwidth",
-        type=_nonneg_float,
+        type=_float_above(0, False),
         default=math.inf,
         metavar="B",
-        help="replay: bandwidth (bytes/s; default infinite)",
+        help="replay: bandwidth (bytes/s, above 0; default infinite)",
     )
     p.add_argument(
         "--ideal-trace",
@@ -77,19 +88,6 @@ def setup_parser(sub):
         help="also write the replay's ideal trace into DIR (perfweave export reads it)",
     )
     p.set_defaults(func=main)
-
-
-def _replay(graph, region, args):
-    """(ideal runtime ns or None, why not) from the ideal-network replay."""
-    try:
-        from perfweave.analysis import replay
-    except ImportError:
-        return None, "the ideal-network replay is not in this perfweave"
-    kw = dict(eager_limit=args.eager_limit, latency_s=args.latency, bandwidth_Bps=args.bandwidth)
-    res = replay.replay(graph.loaded, region=region, **kw)
-    if args.ideal_trace:
-        res.export(args.ideal_trace)
-    return int(round(res.t_ideal_s * 1e9)), None
 
 
 def analyze_one(exp, args, with_replay=True):
@@ -102,11 +100,25 @@ def analyze_one(exp, args, with_replay=True):
         raise PerfweaveError(f"{exp}: no such experiment directory")
     read_meta(exp)
     graph = eventgraph.load_graph(exp)
-    ideal, note = None, None
+    what_if = None
     if with_replay:
-        region = pop.region_of(graph.loaded.trace, graph.locations)
-        ideal, note = _replay(graph, region.intervals, args)
-    return pop.analyze(graph, exp, replay_ideal=ideal, replay_note=note)
+        what_if = dict(
+            eager_limit=args.eager_limit, latency_s=args.latency, bandwidth_Bps=args.bandwidth
+        )
+    return pop.analyze(graph, exp, what_if=what_if)
+
+
+def write_ideal_trace(result, out):
+    """The replay's ideal trace into out, for perfweave export."""
+    from perfweave.errors import PerfweaveError
+
+    if result.replayed is None or result.replayed.deadlock:
+        raise PerfweaveError(f"--ideal-trace: no ideal trace to write ({out})")
+    try:
+        from perfweave.interop.ideal import write_ideal
+    except ImportError:
+        raise PerfweaveError("--ideal-trace: this perfweave cannot write ideal traces") from None
+    write_ideal(result.replayed, out)
 
 
 def main(args):
@@ -114,6 +126,8 @@ def main(args):
     from perfweave.report import pop as render
 
     result = analyze_one(args.experiment, args)
+    if args.ideal_trace:
+        write_ideal_trace(result, args.ideal_trace)
     refs = [analyze_one(r, args, with_replay=False) for r in args.refs]
     pop.add_references(result, refs, weak=args.weak)
     doc = result.to_json()

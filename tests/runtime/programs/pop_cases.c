@@ -10,10 +10,11 @@
  * critical path (OTF-CPT's: every message carries the sender's clock, a receive takes
  * the max of the two, a collective the max of its members' clocks at their entry). It
  * prints on stderr
- *   rank R useful U clock C elapsed E
- * (seconds; E: its time in the region), so that the expected metrics follow from the
- * run's own clocks whatever the machine's load: LB = mean U / max U, SerE = max U /
- * max C, TE = max C / E.
+ *   rank R useful U clock C elapsed E first F last L
+ * (seconds; E: its time in the region; F, L: CLOCK_MONOTONIC when it entered the region
+ * first and left it last), so that the expected metrics follow from the run's own
+ * clocks whatever the machine's load: LB = mean U / max U, SerE = max U / max C, and
+ * with one interval TE = max C / (max L - min F), the region of all ranks.
  *
  *   sendrecv  2 ranks x 10 iterations: rank 0 computes 5T and sends its clock to rank 1,
  *             which computes T and receives; then an MPI_Allreduce (max) of the clocks:
@@ -43,6 +44,7 @@ static double now(void)
 
 volatile double sink;
 static double useful, clk, last, elapsed; /* this rank's account (seconds) */
+static double first = -1, final;           /* the region's first and last instants */
 static int in_region;
 
 static void compute(double seconds)
@@ -84,12 +86,16 @@ static void pcontrol(int level)
 {
     static double since;
     enter();
-    if (in_region)
-        elapsed += now() - since;
+    if (in_region) {
+        final = now();
+        elapsed += final - since;
+    }
     in_region = level != 0;
     MPI_Pcontrol(level);
     leave();
     since = last;
+    if (in_region && first < 0)
+        first = since;
 }
 
 /* every MPI function of the cases once, outside the region and not recorded */
@@ -211,6 +217,7 @@ int main(int argc, char **argv)
     free(out);
     free(in);
     MPI_Finalize();
-    fprintf(stderr, "rank %d useful %.6f clock %.6f elapsed %.6f\n", rank, useful, clk, elapsed);
+    fprintf(stderr, "rank %d useful %.6f clock %.6f elapsed %.6f first %.6f last %.6f\n", rank,
+            useful, clk, elapsed, first, final);
     return 0;
 }
