@@ -292,3 +292,36 @@ def test_replay_what_if_latency_on_the_pair():
     # the message 1 ms late, and the barrier adds 1 ms: 2 ms per iteration
     assert slow.ideal["replay"]["t_ideal_ns"] - base.ideal["replay"]["t_ideal_ns"] == 20 * MS
     assert slow.ideal["critical_path"]["t_ideal_ns"] == base.ideal["critical_path"]["t_ideal_ns"]
+
+
+def test_pmu_scaling_from_useful_counters():
+    """Same work, same time, half the cycles: instruction scaling 1, IPC scaling 2, so
+    the frequency scaling is 1/2 (their product is the computation scaling, 1)."""
+    base, run = result(sendrecv_trace()), result(sendrecv_trace())
+    base.experiment, run.experiment = "base", "run"
+    counters = {
+        "base": {"instructions": 1000, "cycles": 2000},
+        "run": {"instructions": 1000, "cycles": 1000},
+    }
+    pop.add_references(run, [base], counters=counters)
+    sc = run.scaling
+    assert sc["instruction_scaling"] == pytest.approx(1.0)
+    assert sc["ipc_scaling"] == pytest.approx(2.0)
+    assert sc["frequency_scaling"] == pytest.approx(0.5)
+    assert sc["computation_scaling"] == pytest.approx(
+        sc["instruction_scaling"] * sc["ipc_scaling"] * sc["frequency_scaling"]
+    )
+
+
+def test_useful_counters_of_a_profile_without_them():
+    class P:
+        header = {"counters": ["PAPI_TOT_INS"]}
+        arrays = {"counts": np.zeros(1, [("event", "<i4"), ("before", "<i8")])}
+
+    assert pop.useful_counters(None) is None
+    assert pop.useful_counters(P()) is None  # no cycles: no PMU factors
+    P.header = {"counters": ["PAPI_TOT_INS", "PAPI_TOT_CYC"]}
+    P.arrays = {
+        "counts": np.array([(0, 10), (1, 30), (0, 5)], [("event", "<i4"), ("before", "<i8")])
+    }
+    assert pop.useful_counters(P()) == {"instructions": 15, "cycles": 30}

@@ -328,6 +328,7 @@ class PopResult:
     scaling: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     replayed: object = None  # the ReplayResult (analysis/replay.py), if replayed
+    counters: dict = None  # useful_counters of its profile, if measured
 
     def to_json(self):
         return {
@@ -415,6 +416,29 @@ def analyze(graph, experiment="", what_if=None, replay_ideal=None, replay_note=N
     )
     result.replayed = replayed
     return result
+
+
+PMU_EVENTS = {"instructions": "PAPI_TOT_INS", "cycles": "PAPI_TOT_CYC"}
+
+
+def useful_counters(profile):
+    """{"instructions", "cycles"} counted outside MPI calls (the counts' `before`: from
+    each thread's previous measured call to the next, over the whole run) of a profile
+    (readers/profile.py ProfileFile), or None when it lacks either event (no --counters,
+    or no PMU)."""
+    if profile is None:
+        return None
+    names = list(profile.header.get("counters") or [])
+    counts = profile.arrays.get("counts")
+    if counts is None or not len(counts):
+        return None
+    out = {}
+    for key, event in PMU_EVENTS.items():
+        if event not in names:
+            return None
+        sel = counts["event"] == names.index(event)
+        out[key] = int(counts["before"][sel].sum())
+    return out if out["instructions"] > 0 and out["cycles"] > 0 else None
 
 
 def add_references(result, refs, weak=False, counters=None):

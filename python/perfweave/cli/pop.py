@@ -105,7 +105,24 @@ def analyze_one(exp, args, with_replay=True):
         what_if = dict(
             eager_limit=args.eager_limit, latency_s=args.latency, bandwidth_Bps=args.bandwidth
         )
-    return pop.analyze(graph, exp, what_if=what_if)
+    result = pop.analyze(graph, exp, what_if=what_if)
+    result.counters = pop.useful_counters(_profile(exp))
+    return result
+
+
+def _profile(exp):
+    """The experiment's reduced profile, None if it has none readable (an imported
+    trace's is computed, without counters)."""
+    from perfweave.errors import PerfweaveError
+    from perfweave.readers.profile import read_profile
+
+    path = Path(exp) / "profile.pwprof"
+    if not path.is_file():
+        return None
+    try:
+        return read_profile(path)
+    except (PerfweaveError, OSError):
+        return None
 
 
 def write_ideal_trace(result, out):
@@ -129,7 +146,8 @@ def main(args):
     if args.ideal_trace:
         write_ideal_trace(result, args.ideal_trace)
     refs = [analyze_one(r, args, with_replay=False) for r in args.refs]
-    pop.add_references(result, refs, weak=args.weak)
+    counters = {str(r.experiment): r.counters for r in [result, *refs] if r.counters}
+    pop.add_references(result, refs, weak=args.weak, counters=counters)
     doc = result.to_json()
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")

@@ -17,6 +17,10 @@ def _pct(v):
 
 def _value(doc, variant, ideal, key):
     if key in doc["scaling"]:
+        # the scaling factors are ratios, alike in both variants; the global efficiency
+        # is the product of the multiplicative ones only
+        if key == "global_efficiency" and variant == "additive":
+            return None
         return doc["scaling"][key]
     v = doc[variant].get(key)
     if v is None:
@@ -44,17 +48,18 @@ def render(doc):
             + (f"{t:.6f} s" if t is not None else f"n/a{': ' + why if why else ''}")
         )
     cols = [(v, k) for v in ("multiplicative", "additive") for k, _ in IDEALS]
-    heads = [f"{v[:4]}.{lab}" for v in ("multiplicative", "additive") for _, lab in IDEALS]
     rows = []
     for key, name, depth in FACTORS:
         if (key == "global_efficiency" or "scaling" in key) and key not in doc["scaling"]:
             continue  # without a reference run
         rows.append(("  " * depth + name, [_pct(_value(doc, v, k, key)) for v, k in cols]))
     width = max(len(r[0]) for r in rows) + 2
+    w = max(12, *(len(v) + 2 for r in rows for v in r[1]))
     out.append("")
-    out.append(" " * width + "".join(f"{h:>16}" for h in heads))
+    out.append(" " * width + f"{'multiplicative':^{2 * w}}{'additive':^{2 * w}}")
+    out.append(" " * width + "".join(f"{lab:>{w}}" for _ in range(2) for _, lab in IDEALS))
     for name, vals in rows:
-        out.append(f"{name:<{width}}" + "".join(f"{v:>16}" for v in vals))
+        out.append(f"{name:<{width}}" + "".join(f"{v:>{w}}" for v in vals))
     sc = doc["scaling"]
     if sc:
         ref = doc["references"][0]
