@@ -1,4 +1,4 @@
-/* POP metrics' ground truth (tests/runtime/test_pop.py): pop_cases CASE T_MS runs one of
+/* POP metrics' ground truth (tests/runtime/test_pop_runs.py): pop_cases CASE T_MS runs one of
  * the cases below, where "compute c" spins c on the wall clock.
  *
  * The region of interest is marked: MPI_Pcontrol(1) after a warm-up (every MPI function
