@@ -325,3 +325,22 @@ def test_useful_counters_of_a_profile_without_them():
         "counts": np.array([(0, 10), (1, 30), (0, 5)], [("event", "<i4"), ("before", "<i8")])
     }
     assert pop.useful_counters(P()) == {"instructions": 15, "cycles": 30}
+
+
+def test_critical_path_bound_on_rounds():
+    """The pipeline's path changes rank 3 times: 2 rounds are not enough, and the
+    result says so instead of a wrong length."""
+    ranks = {}
+    for k in range(4):
+        items = [recv(0, 10 * k, k - 1)] if k else []
+        if k < 3:
+            items.append(send(10 * k + 10, 10 * k + 10, k + 1))
+        items.append(barrier(10 * k + 10, 40))
+        ranks[k] = items
+    ranks = {k: [("MPI_Init", 0, 0, [])] + v for k, v in ranks.items()}
+    g = eg.from_trace(Trace.from_literal(ranks))
+    res = pop.analyze(g, "literal", max_rounds=2)
+    assert res.ideal["critical_path"]["t_ideal_ns"] is None
+    assert "not found in 2 rounds" in res.ideal["critical_path"]["note"]
+    assert "serialisation_efficiency" not in res.ideal["critical_path"]["multiplicative"]
+    assert pop.analyze(g, "literal", max_rounds=10).ideal["critical_path"]["t_ideal_ns"] == 40 * MS

@@ -200,7 +200,9 @@ def critical_path(graph, u, tail, max_rounds=None):
     time; at each call, the clock at its leave is the max of the clock at its enter and
     the clocks its dependencies bring. Solved by rounds of max-plus scans of every
     location at once until nothing changes (each round carries the clocks one more hop
-    between locations). Returns (path length, the clock at each location's end, rounds).
+    between locations). Returns (path length, the clock at each location's end, rounds);
+    the length is None when max_rounds rounds did not reach the fixpoint (a path that
+    changes location more often: each change costs a round).
     """
     calls, loc = graph.calls, graph.locations
     n = len(calls["t0"])
@@ -230,8 +232,10 @@ def critical_path(graph, u, tail, max_rounds=None):
             top = np.full(ninst, NEG, np.int64)
             np.maximum.at(top, inst[feeds], enter[bcall[feeds]])
             np.maximum.at(new, ecall[fed], top[inst[fed]])
-        if np.array_equal(new, incoming) or rounds >= limit:
+        if np.array_equal(new, incoming):
             break
+        if rounds >= limit:
+            return None, None, rounds
         incoming = new
     leave = S + np.maximum(cm, 0)
     end = tail.astype(np.int64).copy()
@@ -364,10 +368,12 @@ class PopResult:
         }
 
 
-def analyze(graph, experiment="", what_if=None, replay_ideal=None, replay_note=None):
+def analyze(
+    graph, experiment="", what_if=None, replay_ideal=None, replay_note=None, max_rounds=None
+):
     """PopResult of an event graph. what_if: the replay's parameters (replay_ideal);
     None: no replay (ideal_replay), replay_ideal given instead (ns; None: not available, replay_note
-    says why)."""
+    says why). max_rounds: the critical path's bound (critical_path)."""
     trace = graph.loaded.trace
     region = region_of(trace, graph.locations)
     u, tail = useful_bursts(graph, region)
@@ -388,8 +394,12 @@ def analyze(graph, experiment="", what_if=None, replay_ideal=None, replay_note=N
     T = region.runtime_ns
     mul, add = factors(useful, T, None)
     ideal = {}
-    cp, _, rounds = critical_path(graph, u, tail)
-    for name, t_ideal, note in (("replay", replay_ideal, replay_note), ("critical_path", cp, None)):
+    cp, _, rounds = critical_path(graph, u, tail, max_rounds)
+    cp_note = None if cp is not None else f"not found in {rounds} rounds (perfweave pop finds it)"
+    for name, t_ideal, note in (
+        ("replay", replay_ideal, replay_note),
+        ("critical_path", cp, cp_note),
+    ):
         m, a = factors(useful, T, t_ideal)
         entry = {"t_ideal_ns": t_ideal}
         entry["multiplicative"] = {k: m[k] for k in m if k not in mul}

@@ -9,6 +9,11 @@ from perfweave.report.section import Section
 from perfweave.report.widgets import html_table, text_table
 
 
+# the critical path's rounds in the report: each is one pass over the calls, and a path
+# that changes rank at every message (a long ping-pong) takes a round per message
+MAX_ROUNDS = 100
+
+
 class Pop(Section):
     name = "pop"
 
@@ -18,7 +23,8 @@ class Pop(Section):
         from perfweave.analysis import eventgraph, pop
 
         try:
-            res = pop.analyze(eventgraph.load_graph(experiment.path), experiment.path)
+            graph = eventgraph.load_graph(experiment.path)
+            res = pop.analyze(graph, experiment.path, max_rounds=MAX_ROUNDS)
         except PerfweaveError as e:  # the rest of the report stands without it
             return {"pop": {"error": str(e)}}
         return {"pop": res.to_json()}
