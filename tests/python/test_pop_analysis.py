@@ -209,15 +209,14 @@ def test_additive_parents_are_sums_of_losses():
     )
 
 
-def test_critical_path_through_random_chains():
-    """Random chains of messages through every rank between barriers: the path is the
-    sum of each chain's computations, found after several rounds."""
-    rng = random.Random(7)
-    P = 4
+def chain_trace(seed=7, P=4, steps=6):
+    """Random chains of messages through every rank between barriers: (ranks, the
+    critical path in ms: the sum of each chain's computations)."""
+    rng = random.Random(seed)
     ranks = {k: [] for k in range(P)}
     t = 0
     expect = 0
-    for step in range(6):
+    for step in range(steps):
         # a random chain through the ranks: each computes, receives from the previous,
         # sends to the next; the clock of the chain is the sum of the computations
         order = rng.sample(range(P), P)
@@ -233,6 +232,12 @@ def test_critical_path_through_random_chains():
             ranks[k].append(barrier(ends[k], arrive))
         t = arrive
         expect += sum(work)
+    return ranks, expect
+
+
+def test_critical_path_through_random_chains():
+    """The path is the sum of each chain's computations, found after several rounds."""
+    ranks, expect = chain_trace()
     res = result(ranks)
     assert res.ideal["critical_path"]["t_ideal_ns"] == expect * MS
     assert res.ideal["critical_path"]["rounds"] > 1
@@ -344,3 +349,16 @@ def test_critical_path_bound_on_rounds():
     assert "not found in 2 rounds" in res.ideal["critical_path"]["note"]
     assert "serialisation_efficiency" not in res.ideal["critical_path"]["multiplicative"]
     assert pop.analyze(g, "literal", max_rounds=10).ideal["critical_path"]["t_ideal_ns"] == 40 * MS
+
+
+@pytest.mark.parametrize("window", [1, 3, 7])
+def test_window_by_window_start_gives_the_same_path(monkeypatch, window):
+    """The warm start solves windows of a few calls in the order of their leaves; the
+    global rounds after it then find nothing to change."""
+    traces = [sendrecv_trace(), pcontrol_trace(3), chain_trace(seed=3, P=5, steps=9)[0]]
+    expect = [result(t).ideal["critical_path"]["t_ideal_ns"] for t in traces]
+    assert expect[2] == chain_trace(seed=3, P=5, steps=9)[1] * MS
+    monkeypatch.setattr(pop, "WINDOW", window)
+    for t, e in zip(traces, expect):
+        res = result(t)
+        assert res.ideal["critical_path"]["t_ideal_ns"] == e

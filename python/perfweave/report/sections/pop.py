@@ -9,9 +9,10 @@ from perfweave.report.section import Section
 from perfweave.report.widgets import html_table, text_table
 
 
-# the critical path's rounds in the report: each is one pass over the calls, and a path
-# that changes rank at every message (a long ping-pong) takes a round per message
-MAX_ROUNDS = 100
+# the critical path's rounds in the report, per window of calls (analysis/pop.py
+# critical_path): a path that changes rank at every message (a long ping-pong) takes a
+# round per message
+MAX_ROUNDS = 200
 
 
 class Pop(Section):
