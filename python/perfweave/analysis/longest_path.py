@@ -48,11 +48,11 @@ def kernel():
         lib = ctypes.CDLL(str(Path(libdir) / "libperfweave-replay.so"))
     except OSError:
         return None
-    if lib.pw_replay_version() != 1:
+    if lib.pw_replay_version() != 2:
         return None
     fn = lib.pw_longest_path
     fn.restype = ctypes.c_int64
-    fn.argtypes = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 8
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 7
     return fn
 
 
@@ -72,8 +72,9 @@ def longest_path(n, src, dst, w, chain, init, use_c=True):
     fn = kernel() if use_c else None
     if fn is None:
         return longest_path_numpy(n, src, dst, w, chain, init)
-    time, pred, pe = (np.empty(n, np.int64) for _ in range(3))
-    left = fn(n, len(src), *(a.ctypes.data for a in (src, dst, w, chain, init, time, pred, pe)))
+    time = init.copy()  # the kernel's times start from the earliest ones
+    pred, pe = np.empty(n, np.int64), np.empty(n, np.int64)
+    left = fn(n, len(src), *(a.ctypes.data for a in (src, dst, w, chain, time, pred, pe)))
     if left < 0:
         raise MemoryError("longest_path: out of memory")
     return Paths(time, pred, pe, int(left))

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.analysis import eventgraph as eg
-from perfweave.analysis.longest_path import NONE, longest_path
+from perfweave.analysis.longest_path import NONE, kernel, longest_path
 from perfweave.model.trace import Cols, Trace
 
 # how the critical path reached a call (ReplayResult.critical_path "via")
@@ -49,6 +49,7 @@ class ReplayResult:
     graph: eg.EventGraph
     enter_ns: np.ndarray  # ideal enter of each call of graph.calls
     leave_ns: np.ndarray  # ... and leave
+    useful_ns: np.ndarray  # the computation before each call replayed (ns)
     loc_start_ns: np.ndarray  # ideal time of each location's region start
     loc_end_ns: np.ndarray  # ... and end
     in_region: np.ndarray  # locations that take part in the region
@@ -194,6 +195,7 @@ def replay(
         graph=g,
         enter_ns=enter,
         leave_ns=leave,
+        useful_ns=useful,
         loc_start_ns=np.zeros(len(rs), np.int64),
         loc_end_ns=np.zeros(len(rs), np.int64),
         in_region=member,
@@ -206,7 +208,7 @@ def replay(
         region_start=rs,
         region_end=re,
     )
-    res.notes = _notes(g)
+    res.notes = _notes(g, use_c)
     if P.left:
         res.deadlock = _deadlock(g, P.cyclic[0 : 2 * nc].reshape(-1, 2).any(axis=1))
         return res
@@ -316,45 +318,47 @@ def _span(start, end, member):
 
 
 def _call_at(g, loc, t):
-    """For recorded instants t (one per location loc): the first call of the location
-    that has not left by t, and whether t lies inside it."""
-    loc, t = np.atleast_1d(loc), np.atleast_1d(t)
-    c, L = g.calls, g.locations
-    first = L["first"]
-    last = np.r_[first[1:], len(c["t0"])]
+    """For recorded instants t on locations loc (arrays, or one of each): the first call
+    of the location that has not left by t, and whether t lies inside it."""
+    one = np.ndim(loc) == 0
+    loc, t = np.atleast_1d(loc), np.atleast_1d(np.asarray(t, np.int64))
+    c, first = g.calls, g.locations["first"]
+    nc = len(c["t0"])
+    last = np.r_[first[1:], nc]
     i = np.empty(len(loc), np.int64)
-    for k, (l, tk) in enumerate(zip(loc.tolist(), t.tolist())):
+    for l in np.unique(loc).tolist():  # locations: few; instants: many
+        sel = np.flatnonzero(loc == l)
         a, b = int(first[l]), int(last[l])
-        i[k] = a + np.searchsorted(c["t1"][a:b], tk, "right")
-    inside = (i < last[loc]) & (c["t0"][np.minimum(i, len(c["t0"]) - 1)] <= t)
-    if len(loc) == 1:
+        i[sel] = a + np.searchsorted(c["t1"][a:b], t[sel], "right")
+    inside = (i < last[loc]) & (c["t0"][np.minimum(i, max(nc - 1, 0))] <= t)
+    if one:
         return int(i[0]), bool(inside[0])
     return i, inside
 
 
-def ideal_at(g, enter, leave, useful, t):
-    """The ideal time of recorded instant t[l] of each location l: inside a call, the
-    call's ideal enter; in the computation before a call, the previous call's ideal leave
-    plus the time computed since (at most the computation before the call)."""
-    nl = len(g.locations["rank"])
-    loc = np.arange(nl)
-    if not nl:
+def ideal_at(g, enter, leave, useful, t, loc=None):
+    """The ideal time of recorded instants t on locations loc (default: one instant per
+    location, in order): inside a call, the call's ideal enter; in the computation before
+    a call, the previous call's ideal leave plus the time computed since (at most the
+    computation before the call); before a location's first call, the time since its
+    rank's MPI_Init left (likewise at most)."""
+    t = np.asarray(t, np.int64)
+    loc = np.arange(len(g.locations["rank"])) if loc is None else np.asarray(loc, np.int64)
+    if not len(loc):
         return np.zeros(0, np.int64)
     i, inside = _call_at(g, loc, t)
-    i, inside = np.atleast_1d(i), np.atleast_1d(inside)
     c = g.calls
     nc = len(c["t0"])
-    first = g.locations["first"]
-    last = np.r_[first[1:], nc]
+    first = g.locations["first"][loc]
+    last = np.r_[g.locations["first"][1:], nc][loc]
     prev = i - 1
     has_prev = prev >= first
-    since = t - np.where(has_prev, c["t1"][np.maximum(prev, 0)], g.locations["t_begin"])
+    since = t - np.where(has_prev, c["t1"][np.maximum(prev, 0)], g.locations["t_begin"][loc])
     since = np.maximum(since, 0)
-    nxt = i < last
-    since = np.where(nxt, np.minimum(since, useful[np.minimum(i, nc - 1)]), since)
+    nxt = np.minimum(i, max(nc - 1, 0))
+    since = np.where(i < last, np.minimum(since, useful[nxt]), since)
     base = np.where(has_prev, leave[np.maximum(prev, 0)], 0)
-    out = np.where(inside, enter[np.minimum(i, nc - 1)], base + since)
-    return out.astype(np.int64)
+    return np.where(inside, enter[nxt], base + since).astype(np.int64)
 
 
 def _deadlock(g, blocked):
@@ -392,9 +396,14 @@ def deadlock_text(res):
     )
 
 
-def _notes(g):
+def _notes(g, use_c):
     u = g.unmatched
     notes = []
+    if use_c and kernel() is None:
+        notes.append(
+            "libperfweave-replay.so is not built: the longest paths were computed with "
+            "numpy, round after round (slow on long traces)"
+        )
     if u.get("sends") or u.get("receives"):
         notes.append(
             f"{u['sends']} sends and {u['receives']} receives without partner: replayed as "
