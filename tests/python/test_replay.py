@@ -2,6 +2,7 @@
 (analysis/longest_path.py) on traces written by hand (Trace.from_literal): every ideal
 time is arithmetic on the recorded computation, exact to the nanosecond."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -150,6 +151,8 @@ def test_crossing_sends_deadlock_under_rendezvous():
     assert res.t_ideal_s == float("inf")
     assert [(d["rank"], d["function"]) for d in res.deadlock] == [(0, "MPI_Send"), (1, "MPI_Send")]
     assert "rank 0 in MPI_Send, rank 1 in MPI_Send" in deadlock_text(res)
+    doc = json.loads(json.dumps(res.to_json(), allow_nan=False))
+    assert doc["t_ideal_s"] is None and doc["deadlock"][1]["callpath"][-1].startswith("M:MPI_Send@")
     assert len(res.critical_path()["call"]) == 0
     # and the numpy fallback finds the same cycle
     assert replay(g, eager_limit=0, use_c=False).deadlock == res.deadlock

@@ -58,25 +58,22 @@ class ReplayResult:
     params: dict
     deadlock: list = None  # where each location would block, if the replay deadlocks
     edge_kind: np.ndarray = None  # VIA code of each edge of the solved graph
-    _paths: object = None
-    _nodes: tuple = None  # (n calls, edge src, edge dst)
+    _paths: object = None  # longest_path.Paths of the nodes (2 per call, then hubs)
     region_start: np.ndarray = None  # recorded region of each location (ns)
     region_end: np.ndarray = None
     notes: list = field(default_factory=list)
 
-    @property
-    def speedup(self):
-        return self.t_recorded_s / self.t_ideal_s if self.t_ideal_s else math.inf
-
     def location_times(self):
-        """Cols per location: rank, thread, ideal start and end (ns), recorded start,
-        end (ns), in_region."""
+        """Cols per location: rank, thread, its region's ideal start and end, its recorded
+        start and end (ns), in_region."""
         loc = self.graph.locations
         return Cols(
             rank=loc["rank"],
             thread=loc["thread"],
             ideal_start=self.loc_start_ns,
             ideal_end=self.loc_end_ns,
+            recorded_start=self.region_start,
+            recorded_end=self.region_end,
             in_region=self.in_region,
         )
 
@@ -84,11 +81,12 @@ class ReplayResult:
         """The calls on the ideal run's longest path, in order, as Cols: call (index into
         graph.calls), loc, rank, thread, fn (function name), enter, leave (ideal ns), via
         (how the path came to the call: VIA's names: computation on its location,
-        message, collective, rma; "start" for the first). Empty on a deadlock."""
+        message, collective, rma; "start" for the first); fn and via are lists. Empty on
+        a deadlock."""
         names = ("call", "loc", "rank", "thread", "enter", "leave")
         if self.deadlock or not self.in_region.any():
             return Cols({k: np.zeros(0, np.int64) for k in names}, fn=[], via=[])
-        ncalls, src, _ = self._nodes
+        ncalls = len(self.enter_ns)
         P = self._paths
         end = np.where(self.in_region, self.loc_end_ns, NONE)
         loc = int(np.argmax(end))
@@ -101,8 +99,8 @@ class ReplayResult:
                 how.append(0)
             elif e >= 0:
                 how.append(int(self.edge_kind[e]))
-            else:  # along the location: computation before an enter, or inside a call
-                how.append(1 if node % 2 == 0 and node < 2 * ncalls else 2)
+            else:  # along the location: computation before an enter, or a call's own
+                how.append(VIA.index("computation" if node % 2 == 0 else "call"))
             node = p
         nodes, how = np.array(nodes[::-1], np.int64), np.array(how[::-1], np.int64)
         keep = nodes < 2 * ncalls  # hubs of collectives are no calls
@@ -131,14 +129,16 @@ class ReplayResult:
         return 2 * (i - 1) + 1 if i > int(self.graph.locations["first"][loc]) else -1
 
     def to_json(self):
-        d = {
-            "t_ideal_s": self.t_ideal_s,
+        """The summary as JSON values (t_ideal_s null on a deadlock)."""
+        finite = lambda x: x if math.isfinite(x) else None
+        params = {k: finite(v) if isinstance(v, float) else v for k, v in self.params.items()}
+        return {
+            "t_ideal_s": finite(self.t_ideal_s),
             "t_recorded_s": self.t_recorded_s,
-            "params": self.params,
+            "params": params,
             "deadlock": self.deadlock,
             "notes": self.notes,
         }
-        return d
 
 
 def replay(
@@ -181,7 +181,7 @@ def replay(
     chain[2 * firsts] = NONE
     init = np.full(n, NONE, np.int64)
     init[2 * firsts] = useful[firsts]
-    P = longest_path(n, src, dst, w, chain, init, use_c=use_c)
+    P = longest_path(n, src, dst, w, chain, init, use_c=use_c, overwrite_init=True)
     enter, leave = P.time[0 : 2 * nc : 2], P.time[1 : 2 * nc : 2]
     rs, re, member = _region(g, region)
     params = {
@@ -204,7 +204,6 @@ def replay(
         params=params,
         edge_kind=kind,
         _paths=P,
-        _nodes=(nc, src, dst),
         region_start=rs,
         region_end=re,
     )
@@ -239,46 +238,58 @@ def _xfer(nbytes, bandwidth):
 def _edges(g, eager_limit, lat, bandwidth):
     """(src, dst, weight, VIA code, instances) of the graph's edges between locations:
     node 2c is call c's enter, 2c + 1 its leave, 2 * calls + i collective instance i's
-    hub."""
+    hub. The columns are filled in place, part by part (no concatenation: on large
+    traces fresh memory costs more than the arithmetic)."""
     nc = len(g.calls["t0"])
     loc = g.calls["loc"]
-    parts = []
+    parts = []  # (source: index, times, plus; destination: likewise; weight, VIA code)
 
-    def add(a, b, weight, via):
-        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-        parts.append((a, b, np.broadcast_to(np.asarray(weight, np.int64), a.shape), via))
+    def add(a, b, weight, via, a_leave=False, b_hub=False, a_hub=False):
+        a_node = (a, 1, 2 * nc) if a_hub else (a, 2, int(a_leave))
+        b_node = (b, 1, 2 * nc) if b_hub else (b, 2, 1)
+        parts.append((a_node, b_node, weight, VIA.index(via)))
 
     m = g.messages
     xfer = lat + _xfer(m["bytes"], bandwidth)
     rdv = m["sync"] != 0
     if eager_limit is not None:
         rdv |= m["bytes"] > eager_limit
-    msg = VIA.index("message")
-    add(2 * m["scall"], 2 * m["rdone"] + 1, xfer, msg)
+    add(m["scall"], m["rdone"], xfer, "message")
     # the receive's post: on the receiving location it comes first anyway (eager), but
     # a rendezvous transfer starts only then
     post = rdv | (loc[m["rpost"]] != loc[m["rdone"]])
-    add(2 * m["rpost"][post], 2 * m["rdone"][post] + 1, np.where(rdv, xfer, 0)[post], msg)
+    if post.any():
+        add(m["rpost"][post], m["rdone"][post], np.where(rdv, xfer, 0)[post], "message")
     sd = rdv & (m["sdone"] >= 0)
-    add(2 * m["scall"][sd], 2 * m["sdone"][sd] + 1, xfer[sd], msg)
-    add(2 * m["rpost"][sd], 2 * m["sdone"][sd] + 1, xfer[sd], msg)
+    if sd.any():
+        add(m["scall"][sd], m["sdone"][sd], xfer[sd], "message")
+        add(m["rpost"][sd], m["sdone"][sd], xfer[sd], "message")
     # collective instances: arrivals -> hub -> departures
     ci, cp = g.coll_instances, g.coll_parts
     ninst = len(ci["kind"])
     size = np.maximum(ci["size"], ci["present"]).astype(np.int64)
     steps = np.ceil(np.log2(np.maximum(size, 1))).astype(np.int64)
     cost = steps * lat + np.where(ci["kind"] == eg.COLL, _xfer(ci["bytes"], bandwidth), 0)
-    hub = 2 * nc + cp["inst"]
-    coll = VIA.index("collective")
-    add(2 * cp["bcall"], hub, 0, coll)
+    add(cp["bcall"], cp["inst"], 0, "collective", b_hub=True)
     left = cp["ecall"] >= 0
-    add(hub[left], 2 * cp["ecall"][left] + 1, cost[cp["inst"][left]], coll)
+    inst = cp["inst"] if left.all() else cp["inst"][left]
+    ecall = cp["ecall"] if left.all() else cp["ecall"][left]
+    add(inst, ecall, cost[inst], "collective", a_hub=True)
     r = g.rma_sync
-    add(2 * r["a"], 2 * r["b"] + 1, lat, VIA.index("rma"))
-    src = np.concatenate([p[0] for p in parts])
-    dst = np.concatenate([p[1] for p in parts])
-    w = np.concatenate([p[2] for p in parts])
-    kind = np.concatenate([np.full(len(p[0]), p[3], np.int8) for p in parts])
+    add(r["a"], r["b"], lat, "rma")
+    total = sum(len(p[0][0]) for p in parts)
+    src, dst, w = (np.empty(total, np.int64) for _ in range(3))
+    kind = np.empty(total, np.int8)
+    pos = 0
+    for (a, am, ao), (b, bm, bo), weight, via in parts:
+        sl = slice(pos, pos + len(a))
+        for out, (x, mul, plus) in ((src, (a, am, ao)), (dst, (b, bm, bo))):
+            np.multiply(x, mul, out=out[sl])
+            if plus:
+                out[sl] += plus
+        w[sl] = weight
+        kind[sl] = via
+        pos = sl.stop
     return src, dst, w, kind, ninst
 
 
