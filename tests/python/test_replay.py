@@ -2,6 +2,7 @@
 (analysis/longest_path.py) on traces written by hand (Trace.from_literal): every ideal
 time is arithmetic on the recorded computation, exact to the nanosecond."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -150,6 +151,8 @@ def test_crossing_sends_deadlock_under_rendezvous():
     assert res.t_ideal_s == float("inf")
     assert [(d["rank"], d["function"]) for d in res.deadlock] == [(0, "MPI_Send"), (1, "MPI_Send")]
     assert "rank 0 in MPI_Send, rank 1 in MPI_Send" in deadlock_text(res)
+    doc = json.loads(json.dumps(res.to_json(), allow_nan=False))
+    assert doc["t_ideal_s"] is None and doc["deadlock"][1]["callpath"][-1].startswith("M:MPI_Send@")
     assert len(res.critical_path()["call"]) == 0
     # and the numpy fallback finds the same cycle
     assert replay(g, eager_limit=0, use_c=False).deadlock == res.deadlock
@@ -331,15 +334,43 @@ def test_kernel_is_built():
     assert lp.kernel() is not None
 
 
-def test_kernel_and_fallback_agree_on_a_generated_trace(tmp_path):
+def bench_tracegen():
+    """bench/tracegen.py: synthetic experiments (a ring halo exchange)."""
     bench = str(Path(__file__).resolve().parents[2] / "bench")
     if bench not in sys.path:
         sys.path.insert(0, bench)
     import tracegen
 
+    return tracegen
+
+
+def test_kernel_and_fallback_agree_on_a_generated_trace(tmp_path):
+    tracegen = bench_tracegen()
     tracegen.write(tmp_path / "gen", 4, 4 * 3000)
     g = eg.load_graph(tmp_path / "gen")
     for kw in ({}, {"eager_limit": 0, "latency_s": 2e-6, "bandwidth_Bps": 1e8}):
         c, p = replay(g, **kw), replay(g, use_c=False, **kw)
         assert same(c._paths, p._paths)
         assert c.deadlock is None and c.t_ideal_s == p.t_ideal_s <= c.t_recorded_s
+
+
+def test_ideal_trace_is_an_experiment_the_exports_read(tmp_path):
+    from perfweave.interop import chrome
+    from perfweave.interop.ideal import write_ideal
+
+    tracegen = bench_tracegen()
+    tracegen.write(tmp_path / "gen", 3, 3 * 3000)
+    res = replay(tmp_path / "gen", latency_s=1e-6)
+    out = write_ideal(res, tmp_path / "ideal")
+    # the ideal run's calls at the replay's times (from where the recorded run began)
+    g = eg.load_graph(out)
+    origin = int(res.graph.locations["t_begin"].min())
+    assert (g.calls["t0"] == origin + res.enter_ns).all()
+    assert (g.calls["t1"] == origin + res.leave_ns).all()
+    assert (g.calls["path"] == res.graph.calls["path"]).all()
+    # replayed again, the ideal run waits only for what the network still costs
+    again = replay(g, latency_s=1e-6)
+    assert again.t_ideal_s == again.t_recorded_s == res.t_ideal_s
+    one = chrome.export(tmp_path / "gen", tmp_path / "rec.json")
+    two = chrome.export(out, tmp_path / "ideal.json")
+    assert one["events"] == two["events"] > 0

@@ -164,8 +164,6 @@ def _calls(L):
         out["t0"][:] = c["t0"]
         out["t1"][:] = c["t1"]
         out["path"][:] = rd.gpaths[c["path"]]
-        fn = rd.path_fn[c["path"]]
-        out["fn"][:] = np.where(fn >= 0, rd.gfn[np.maximum(fn, 0)], -1)
         out["role"][:] = c["role"]
         u = out["useful"]
         if b > a:
@@ -178,6 +176,10 @@ def _calls(L):
         loc["t_begin"] += [rd.t_begin] * len(first)
         loc["t_end"] += [rd.t_end] * len(first)
         a = b
+    # the function of each call: its path's leaf
+    fn = {f: i for i, f in enumerate(L.trace.functions)}
+    leaf = [p[-1][2:].split("@", 1)[0] if p[-1].startswith("M:") else None for p in L.paths]
+    np.take(np.array([fn.get(f, -1) for f in leaf], np.int32), calls["path"], out=calls["fn"])
     types = {"rank": np.int32, "thread": np.int32}
     return Cols({k: np.array(v, types.get(k, np.int64)) for k, v in loc.items()}), calls
 
@@ -245,8 +247,9 @@ def _collectives(L, unmatched):
         gid = (np.cumsum(size) - size)[key] + seq
         n = int(size.sum())
         count = np.bincount(gid, minlength=n)
-        csize = np.zeros(n, np.int64)
-        csize[gid] = C["csize"]  # one communicator: one size
+        # communicator sizes from the definitions, as collectives() takes them
+        ksize = np.array([len(L.comms.get(int(k), ())) for k in L.comm_keys], np.int64)
+        csize = np.repeat(ksize, size)
         kind = _kind(C)
         kfirst = np.zeros(n, np.int64)
         kfirst[gid] = kind

@@ -48,11 +48,11 @@ def kernel():
         lib = ctypes.CDLL(str(Path(libdir) / "libperfweave-replay.so"))
     except OSError:
         return None
-    if lib.pw_replay_version() != 1:
+    if lib.pw_replay_version() != 2:
         return None
     fn = lib.pw_longest_path
     fn.restype = ctypes.c_int64
-    fn.argtypes = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 8
+    fn.argtypes = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 7
     return fn
 
 
@@ -66,14 +66,16 @@ def _args(n, src, dst, w, chain, init):
     return src, dst, w, chain, init
 
 
-def longest_path(n, src, dst, w, chain, init, use_c=True):
-    """Paths of the graph (module docstring), with the C kernel if built (use_c)."""
+def longest_path(n, src, dst, w, chain, init, use_c=True, overwrite_init=False):
+    """Paths of the graph (module docstring), with the C kernel if built (use_c).
+    overwrite_init: the times may take the place of init (one array less to allocate)."""
     src, dst, w, chain, init = _args(n, src, dst, w, chain, init)
     fn = kernel() if use_c else None
     if fn is None:
         return longest_path_numpy(n, src, dst, w, chain, init)
-    time, pred, pe = (np.empty(n, np.int64) for _ in range(3))
-    left = fn(n, len(src), *(a.ctypes.data for a in (src, dst, w, chain, init, time, pred, pe)))
+    time = init if overwrite_init else init.copy()  # the times start from the earliest
+    pred, pe = np.empty(n, np.int64), np.empty(n, np.int64)
+    left = fn(n, len(src), *(a.ctypes.data for a in (src, dst, w, chain, time, pred, pe)))
     if left < 0:
         raise MemoryError("longest_path: out of memory")
     return Paths(time, pred, pe, int(left))

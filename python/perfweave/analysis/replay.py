@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from perfweave.analysis import eventgraph as eg
-from perfweave.analysis.longest_path import NONE, longest_path
+from perfweave.analysis.longest_path import NONE, kernel, longest_path
 from perfweave.model.trace import Cols, Trace
 
 # how the critical path reached a call (ReplayResult.critical_path "via")
@@ -49,6 +49,7 @@ class ReplayResult:
     graph: eg.EventGraph
     enter_ns: np.ndarray  # ideal enter of each call of graph.calls
     leave_ns: np.ndarray  # ... and leave
+    useful_ns: np.ndarray  # the computation before each call replayed (ns)
     loc_start_ns: np.ndarray  # ideal time of each location's region start
     loc_end_ns: np.ndarray  # ... and end
     in_region: np.ndarray  # locations that take part in the region
@@ -57,25 +58,22 @@ class ReplayResult:
     params: dict
     deadlock: list = None  # where each location would block, if the replay deadlocks
     edge_kind: np.ndarray = None  # VIA code of each edge of the solved graph
-    _paths: object = None
-    _nodes: tuple = None  # (n calls, edge src, edge dst)
+    _paths: object = None  # longest_path.Paths of the nodes (2 per call, then hubs)
     region_start: np.ndarray = None  # recorded region of each location (ns)
     region_end: np.ndarray = None
     notes: list = field(default_factory=list)
 
-    @property
-    def speedup(self):
-        return self.t_recorded_s / self.t_ideal_s if self.t_ideal_s else math.inf
-
     def location_times(self):
-        """Cols per location: rank, thread, ideal start and end (ns), recorded start,
-        end (ns), in_region."""
+        """Cols per location: rank, thread, its region's ideal start and end, its recorded
+        start and end (ns), in_region."""
         loc = self.graph.locations
         return Cols(
             rank=loc["rank"],
             thread=loc["thread"],
             ideal_start=self.loc_start_ns,
             ideal_end=self.loc_end_ns,
+            recorded_start=self.region_start,
+            recorded_end=self.region_end,
             in_region=self.in_region,
         )
 
@@ -83,11 +81,12 @@ class ReplayResult:
         """The calls on the ideal run's longest path, in order, as Cols: call (index into
         graph.calls), loc, rank, thread, fn (function name), enter, leave (ideal ns), via
         (how the path came to the call: VIA's names: computation on its location,
-        message, collective, rma; "start" for the first). Empty on a deadlock."""
+        message, collective, rma; "start" for the first); fn and via are lists. Empty on
+        a deadlock."""
         names = ("call", "loc", "rank", "thread", "enter", "leave")
         if self.deadlock or not self.in_region.any():
             return Cols({k: np.zeros(0, np.int64) for k in names}, fn=[], via=[])
-        ncalls, src, _ = self._nodes
+        ncalls = len(self.enter_ns)
         P = self._paths
         end = np.where(self.in_region, self.loc_end_ns, NONE)
         loc = int(np.argmax(end))
@@ -100,8 +99,8 @@ class ReplayResult:
                 how.append(0)
             elif e >= 0:
                 how.append(int(self.edge_kind[e]))
-            else:  # along the location: computation before an enter, or inside a call
-                how.append(1 if node % 2 == 0 and node < 2 * ncalls else 2)
+            else:  # along the location: computation before an enter, or a call's own
+                how.append(VIA.index("computation" if node % 2 == 0 else "call"))
             node = p
         nodes, how = np.array(nodes[::-1], np.int64), np.array(how[::-1], np.int64)
         keep = nodes < 2 * ncalls  # hubs of collectives are no calls
@@ -130,14 +129,16 @@ class ReplayResult:
         return 2 * (i - 1) + 1 if i > int(self.graph.locations["first"][loc]) else -1
 
     def to_json(self):
-        d = {
-            "t_ideal_s": self.t_ideal_s,
+        """The summary as JSON values (t_ideal_s null on a deadlock)."""
+        finite = lambda x: x if math.isfinite(x) else None
+        params = {k: finite(v) if isinstance(v, float) else v for k, v in self.params.items()}
+        return {
+            "t_ideal_s": finite(self.t_ideal_s),
             "t_recorded_s": self.t_recorded_s,
-            "params": self.params,
+            "params": params,
             "deadlock": self.deadlock,
             "notes": self.notes,
         }
-        return d
 
 
 def replay(
@@ -180,7 +181,7 @@ def replay(
     chain[2 * firsts] = NONE
     init = np.full(n, NONE, np.int64)
     init[2 * firsts] = useful[firsts]
-    P = longest_path(n, src, dst, w, chain, init, use_c=use_c)
+    P = longest_path(n, src, dst, w, chain, init, use_c=use_c, overwrite_init=True)
     enter, leave = P.time[0 : 2 * nc : 2], P.time[1 : 2 * nc : 2]
     rs, re, member = _region(g, region)
     params = {
@@ -194,6 +195,7 @@ def replay(
         graph=g,
         enter_ns=enter,
         leave_ns=leave,
+        useful_ns=useful,
         loc_start_ns=np.zeros(len(rs), np.int64),
         loc_end_ns=np.zeros(len(rs), np.int64),
         in_region=member,
@@ -202,11 +204,10 @@ def replay(
         params=params,
         edge_kind=kind,
         _paths=P,
-        _nodes=(nc, src, dst),
         region_start=rs,
         region_end=re,
     )
-    res.notes = _notes(g)
+    res.notes = _notes(g, use_c)
     if P.left:
         res.deadlock = _deadlock(g, P.cyclic[0 : 2 * nc].reshape(-1, 2).any(axis=1))
         return res
@@ -237,46 +238,58 @@ def _xfer(nbytes, bandwidth):
 def _edges(g, eager_limit, lat, bandwidth):
     """(src, dst, weight, VIA code, instances) of the graph's edges between locations:
     node 2c is call c's enter, 2c + 1 its leave, 2 * calls + i collective instance i's
-    hub."""
+    hub. The columns are filled in place, part by part (no concatenation: on large
+    traces fresh memory costs more than the arithmetic)."""
     nc = len(g.calls["t0"])
     loc = g.calls["loc"]
-    parts = []
+    parts = []  # (source: index, times, plus; destination: likewise; weight, VIA code)
 
-    def add(a, b, weight, via):
-        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-        parts.append((a, b, np.broadcast_to(np.asarray(weight, np.int64), a.shape), via))
+    def add(a, b, weight, via, a_leave=False, b_hub=False, a_hub=False):
+        a_node = (a, 1, 2 * nc) if a_hub else (a, 2, int(a_leave))
+        b_node = (b, 1, 2 * nc) if b_hub else (b, 2, 1)
+        parts.append((a_node, b_node, weight, VIA.index(via)))
 
     m = g.messages
     xfer = lat + _xfer(m["bytes"], bandwidth)
     rdv = m["sync"] != 0
     if eager_limit is not None:
         rdv |= m["bytes"] > eager_limit
-    msg = VIA.index("message")
-    add(2 * m["scall"], 2 * m["rdone"] + 1, xfer, msg)
+    add(m["scall"], m["rdone"], xfer, "message")
     # the receive's post: on the receiving location it comes first anyway (eager), but
     # a rendezvous transfer starts only then
     post = rdv | (loc[m["rpost"]] != loc[m["rdone"]])
-    add(2 * m["rpost"][post], 2 * m["rdone"][post] + 1, np.where(rdv, xfer, 0)[post], msg)
+    if post.any():
+        add(m["rpost"][post], m["rdone"][post], np.where(rdv, xfer, 0)[post], "message")
     sd = rdv & (m["sdone"] >= 0)
-    add(2 * m["scall"][sd], 2 * m["sdone"][sd] + 1, xfer[sd], msg)
-    add(2 * m["rpost"][sd], 2 * m["sdone"][sd] + 1, xfer[sd], msg)
+    if sd.any():
+        add(m["scall"][sd], m["sdone"][sd], xfer[sd], "message")
+        add(m["rpost"][sd], m["sdone"][sd], xfer[sd], "message")
     # collective instances: arrivals -> hub -> departures
     ci, cp = g.coll_instances, g.coll_parts
     ninst = len(ci["kind"])
     size = np.maximum(ci["size"], ci["present"]).astype(np.int64)
     steps = np.ceil(np.log2(np.maximum(size, 1))).astype(np.int64)
     cost = steps * lat + np.where(ci["kind"] == eg.COLL, _xfer(ci["bytes"], bandwidth), 0)
-    hub = 2 * nc + cp["inst"]
-    coll = VIA.index("collective")
-    add(2 * cp["bcall"], hub, 0, coll)
+    add(cp["bcall"], cp["inst"], 0, "collective", b_hub=True)
     left = cp["ecall"] >= 0
-    add(hub[left], 2 * cp["ecall"][left] + 1, cost[cp["inst"][left]], coll)
+    inst = cp["inst"] if left.all() else cp["inst"][left]
+    ecall = cp["ecall"] if left.all() else cp["ecall"][left]
+    add(inst, ecall, cost[inst], "collective", a_hub=True)
     r = g.rma_sync
-    add(2 * r["a"], 2 * r["b"] + 1, lat, VIA.index("rma"))
-    src = np.concatenate([p[0] for p in parts])
-    dst = np.concatenate([p[1] for p in parts])
-    w = np.concatenate([p[2] for p in parts])
-    kind = np.concatenate([np.full(len(p[0]), p[3], np.int8) for p in parts])
+    add(r["a"], r["b"], lat, "rma")
+    total = sum(len(p[0][0]) for p in parts)
+    src, dst, w = (np.empty(total, np.int64) for _ in range(3))
+    kind = np.empty(total, np.int8)
+    pos = 0
+    for (a, am, ao), (b, bm, bo), weight, via in parts:
+        sl = slice(pos, pos + len(a))
+        for out, (x, mul, plus) in ((src, (a, am, ao)), (dst, (b, bm, bo))):
+            np.multiply(x, mul, out=out[sl])
+            if plus:
+                out[sl] += plus
+        w[sl] = weight
+        kind[sl] = via
+        pos = sl.stop
     return src, dst, w, kind, ninst
 
 
@@ -316,45 +329,47 @@ def _span(start, end, member):
 
 
 def _call_at(g, loc, t):
-    """For recorded instants t (one per location loc): the first call of the location
-    that has not left by t, and whether t lies inside it."""
-    loc, t = np.atleast_1d(loc), np.atleast_1d(t)
-    c, L = g.calls, g.locations
-    first = L["first"]
-    last = np.r_[first[1:], len(c["t0"])]
+    """For recorded instants t on locations loc (arrays, or one of each): the first call
+    of the location that has not left by t, and whether t lies inside it."""
+    one = np.ndim(loc) == 0
+    loc, t = np.atleast_1d(loc), np.atleast_1d(np.asarray(t, np.int64))
+    c, first = g.calls, g.locations["first"]
+    nc = len(c["t0"])
+    last = np.r_[first[1:], nc]
     i = np.empty(len(loc), np.int64)
-    for k, (l, tk) in enumerate(zip(loc.tolist(), t.tolist())):
+    for l in np.unique(loc).tolist():  # locations: few; instants: many
+        sel = np.flatnonzero(loc == l)
         a, b = int(first[l]), int(last[l])
-        i[k] = a + np.searchsorted(c["t1"][a:b], tk, "right")
-    inside = (i < last[loc]) & (c["t0"][np.minimum(i, len(c["t0"]) - 1)] <= t)
-    if len(loc) == 1:
+        i[sel] = a + np.searchsorted(c["t1"][a:b], t[sel], "right")
+    inside = (i < last[loc]) & (c["t0"][np.minimum(i, max(nc - 1, 0))] <= t)
+    if one:
         return int(i[0]), bool(inside[0])
     return i, inside
 
 
-def ideal_at(g, enter, leave, useful, t):
-    """The ideal time of recorded instant t[l] of each location l: inside a call, the
-    call's ideal enter; in the computation before a call, the previous call's ideal leave
-    plus the time computed since (at most the computation before the call)."""
-    nl = len(g.locations["rank"])
-    loc = np.arange(nl)
-    if not nl:
+def ideal_at(g, enter, leave, useful, t, loc=None):
+    """The ideal time of recorded instants t on locations loc (default: one instant per
+    location, in order): inside a call, the call's ideal enter; in the computation before
+    a call, the previous call's ideal leave plus the time computed since (at most the
+    computation before the call); before a location's first call, the time since its
+    rank's MPI_Init left (likewise at most)."""
+    t = np.asarray(t, np.int64)
+    loc = np.arange(len(g.locations["rank"])) if loc is None else np.asarray(loc, np.int64)
+    if not len(loc):
         return np.zeros(0, np.int64)
     i, inside = _call_at(g, loc, t)
-    i, inside = np.atleast_1d(i), np.atleast_1d(inside)
     c = g.calls
     nc = len(c["t0"])
-    first = g.locations["first"]
-    last = np.r_[first[1:], nc]
+    first = g.locations["first"][loc]
+    last = np.r_[g.locations["first"][1:], nc][loc]
     prev = i - 1
     has_prev = prev >= first
-    since = t - np.where(has_prev, c["t1"][np.maximum(prev, 0)], g.locations["t_begin"])
+    since = t - np.where(has_prev, c["t1"][np.maximum(prev, 0)], g.locations["t_begin"][loc])
     since = np.maximum(since, 0)
-    nxt = i < last
-    since = np.where(nxt, np.minimum(since, useful[np.minimum(i, nc - 1)]), since)
+    nxt = np.minimum(i, max(nc - 1, 0))
+    since = np.where(i < last, np.minimum(since, useful[nxt]), since)
     base = np.where(has_prev, leave[np.maximum(prev, 0)], 0)
-    out = np.where(inside, enter[np.minimum(i, nc - 1)], base + since)
-    return out.astype(np.int64)
+    return np.where(inside, enter[nxt], base + since).astype(np.int64)
 
 
 def _deadlock(g, blocked):
@@ -392,9 +407,14 @@ def deadlock_text(res):
     )
 
 
-def _notes(g):
+def _notes(g, use_c):
     u = g.unmatched
     notes = []
+    if use_c and kernel() is None:
+        notes.append(
+            "libperfweave-replay.so is not built: the longest paths were computed with "
+            "numpy, round after round (slow on long traces)"
+        )
     if u.get("sends") or u.get("receives"):
         notes.append(
             f"{u['sends']} sends and {u['receives']} receives without partner: replayed as "
