@@ -40,6 +40,20 @@ def run(cmd):
     return wall, out
 
 
+def generated(exp, ranks, events):
+    """Generate the experiment exp (tracegen.py) unless it holds these ranks and events
+    already; returns the bytes of its traces."""
+    stamp = exp / "tracegen.json"
+    want = {"events": events, "ranks": ranks}
+    if not stamp.exists() or json.loads(stamp.read_text()) != want:
+        shutil.rmtree(exp, ignore_errors=True)
+        t0 = time.perf_counter()
+        n = tracegen.write(exp, ranks, events)
+        stamp.write_text(json.dumps(want))
+        print(f"generated {n:,} events on {ranks} ranks in {time.perf_counter() - t0:.1f} s")
+    return sum(os.path.getsize(p) for p in (exp / "traces").glob("*.events"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=50_000_000)
@@ -50,15 +64,7 @@ def main():
     ap.add_argument("--mpirun", default="mpirun.openmpi")
     a = ap.parse_args()
     exp = Path(a.dir)
-    stamp = exp / "tracegen.json"
-    want = {"events": a.events, "ranks": a.ranks}
-    if not stamp.exists() or json.loads(stamp.read_text()) != want:
-        shutil.rmtree(exp, ignore_errors=True)
-        t0 = time.perf_counter()
-        n = tracegen.write(exp, a.ranks, a.events)
-        stamp.write_text(json.dumps(want))
-        print(f"generated {n:,} events on {a.ranks} ranks in {time.perf_counter() - t0:.1f} s")
-    size = sum(os.path.getsize(p) for p in (exp / "traces").glob("*.events"))
+    size = generated(exp, a.ranks, a.events)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     os.environ.update(env)
     serial = [PERFWEAVE, "analyze", "--json", "--no-save", str(exp)]

@@ -282,11 +282,12 @@ PW_RECORD_STRUCT(PW_TABLE_SITE_FIELDS, pw_table_site_rec)
  * -finstrument-functions) are ENTER/LEAVE records. rank-R.json (written at the
  * end) holds the definitions: functions, communicators, windows, groups, clock
  * calibration, loaded objects. */
-/* 4: BLOCK's peer is the thread's OS id (the I/O segments' tid)
+/* 5: PCONTROL records (MPI_Pcontrol's level and time)
+ * 4: BLOCK's peer is the thread's OS id (the I/O segments' tid)
  * 3: the MPI family "io" (MPI-IO) renamed "file" in "families"
  * 2: per-thread BLOCKs mapped from the file (killed ranks keep what they committed),
  *    COLL_DONE and the request keys of nonblocking COLL */
-#define PW_TRACE_VERSION 4
+#define PW_TRACE_VERSION 5
 #define PW_TRACE_MAGIC "perfweave-trace"
 
 #define PW_EVENT_FIELDS(X, A)                                                              \
@@ -339,7 +340,8 @@ PW_RECORD_STRUCT(PW_TABLE_SITE_FIELDS, pw_table_site_rec)
     X(BLOCK, 15)     /* a block of one thread's records (version 2): t0 = records committed \
                         in it, t1 = its record slots (after this record), tag = thread,    \
                         peer = the thread's OS id (version 4; -1 before), bytes = the      \
-                        block's number among the thread's blocks */
+                        block's number among the thread's blocks */                      \
+    X(PCONTROL, 16)  /* MPI_Pcontrol(level) called at t0 (ticks): tag = level (version 5) */
 
 #define PW_EV_ENUM(name, value) PW_EV_##name = value,
 enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };

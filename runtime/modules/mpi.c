@@ -983,8 +983,11 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
 void pw_mpi_pcontrol(int level)
 {
     st.pcontrol_off = level == 0;
-    if (st.initialized && !st.finalized)
+    if (st.initialized && !st.finalized) {
         pw_mpi_recording = !st.pcontrol_off;
+        if (pw_trace_on)
+            pw_trace_pcontrol(level, pw_ticks());
+    }
 }
 
 static void fill_rank(pw_rank_rec *r, int state, int64_t t_fini)

@@ -728,6 +728,18 @@ void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, i
 
 /* ---- start and end ---- */
 
+/* Recorded whatever Pcontrol's state: the levels delimit the region of interest
+ * (perfweave pop), also where recording is off. */
+void pw_trace_pcontrol(int level, int64_t t)
+{
+    pw_event_rec *r = pw_trace_reserve(1);
+    if (!r)
+        return;
+    ev(r, PW_EV_PCONTROL)->t0 = t;
+    r->tag = level;
+    pw_trace_commit(0);
+}
+
 static void write_meta(int state, const pw_trace_clock *clock);
 
 void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *clock)

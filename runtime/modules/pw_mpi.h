@@ -144,6 +144,7 @@ void pw_trace_before(int action, const pw_args *a);
 void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, int64_t sent,
                    int64_t recv);
 void pw_trace_end(int state, const pw_trace_clock *clock);
+void pw_trace_pcontrol(int level, int64_t t); /* a PCONTROL record */
 
 /* Before the real call, for actions whose arguments it changes (Request_free, Wait); a
  * completion of MPI-IO requests becomes c's family file. */

@@ -14,6 +14,7 @@ VERBS = {
     "export": "export",
     "import": "import_",
     "components": "components",
+    "pop": "pop",
 }
 
 

@@ -13,7 +13,10 @@ that an export and an analysis see the same times) and read in chunks, names of 
 regions and the pairing of their enters and leaves, and the file an export writes.
 """
 
+import contextlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -302,3 +305,27 @@ def output_file(exp, out, name, force):
     if path.exists() and not force:
         raise PerfweaveError(f"{path}: already exists (--force replaces it)")
     return path
+
+
+@contextlib.contextmanager
+def new_directory(out):
+    """Write a directory whole or not at all: yields a temporary directory beside out,
+    which becomes out (an empty directory out is replaced) when the block ends, and is
+    removed if it fails. A PerfweaveError names out when the file system refuses."""
+    out = Path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp.", dir=out.parent))
+    except OSError as e:
+        raise PerfweaveError(f"{out}: cannot create: {e.strerror}") from None
+    try:
+        yield tmp
+        if out.is_dir():
+            out.rmdir()
+        os.replace(tmp, out)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise PerfweaveError(f"{out}: cannot write: {e.strerror or e}") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -102,7 +102,11 @@ class Cols(dict):
 # the call that waits for it (the same call, unless nonblocking: the Wait or Test that
 # completed it); times in ns. What can be derived is not stored: the
 # rank (from the rows' position), a message's peer (from its channel), a call's role
-# (from its path), a communicator's size and the rank's position in it.
+# (from its path), a communicator's size and the rank's position in it. For the event
+# graph (analysis/eventgraph.py) only: scall, the call that started a send; sync, 1 for
+# a synchronous send (MPI_Ssend, MPI_Issend); pcall, the call that posted a receive;
+# bcall, the call that started a collective (b); bytes of colls, sent + received;
+# index of wcalls, the call among the rank's calls.
 SEND_COLS = {
     "chan": np.int32,
     "seq": np.int32,
@@ -113,6 +117,8 @@ SEND_COLS = {
     "call": np.int32,
     "nb": np.uint8,
     "thread": np.int16,
+    "scall": np.int32,
+    "sync": np.uint8,
 }
 RECV_COLS = {
     "chan": np.int32,
@@ -124,6 +130,7 @@ RECV_COLS = {
     "call": np.int32,
     "thread": np.int16,
     "bytes": np.int64,
+    "pcall": np.int32,
 }
 COLL_COLS = {
     "key": np.int32,
@@ -135,6 +142,8 @@ COLL_COLS = {
     "w": np.int64,
     "wpath": np.int32,
     "wcall": np.int32,
+    "bcall": np.int32,
+    "bytes": np.int64,
 }
 # nonblocking, sends, receives, root, nonblocking and never completed
 COLL_FLAGS = {"nb": 1, "sent": 2, "recv": 4, "root": 8, "open": 16}
@@ -144,6 +153,7 @@ WCALL_COLS = {
     "path": np.int32,
     "role": np.int16,
     "thread": np.int32,
+    "index": np.int32,
 }
 WEV_COLS = {
     "call": np.int32,
@@ -251,8 +261,13 @@ class RankModel:
     groups: list  # group id -> members (np.int32 world ranks)
     fn_names: list  # function names of the rank's records (+ "?")
     nrecords: int = 0
+    # MPI_Pcontrol calls, in order: (time ns, level) rows (trace version 5; none before)
+    pcontrol: np.ndarray = None
     thread_calls: np.ndarray = None  # first call of each thread (calls are by thread)
     path_cat: dict = None  # local path -> its time category, where not its function's
+    # the MPI calls, by thread then in order: thread, path (local), t0, t1 (ns), role;
+    # kept for the event graph (load(detail=True)), else dropped once the tables are made
+    calls: Cols = None
 
 
 def object_labels(meta, addresses):
@@ -418,9 +433,20 @@ def prepare(rf):
         groups=groups,
         fn_names=names,
         nrecords=n,
+        pcontrol=_pcontrol(meta, rec, typ),
         thread_calls=_segments(calls["thread"]),
         path_cat=path_cat,
+        calls=calls,
     )
+
+
+def _pcontrol(meta, rec, typ):
+    """(time ns, level) of the rank's MPI_Pcontrol calls, by time (a thread's records
+    are together, not the rank's)."""
+    pi = np.flatnonzero(typ == T["PCONTROL"])
+    t = to_ns(meta, rec["t0"][pi])
+    order = np.argsort(t, kind="stable")
+    return np.stack([t[order], rec["tag"][pi][order].astype(np.int64)], axis=1)
 
 
 def _before(top, index, starts):
@@ -507,6 +533,8 @@ def _messages(ev, calls, rank, ncomm, call_t0):
         call=ccall.astype(np.int32),
         nb=nbS[ks].view(np.uint8),
         thread=calls["thread"][sc].astype(np.int16),
+        scall=sc,
+        sync=((flags[si] & F["SYNCHRONOUS"]) != 0).view(np.uint8),
     )
     kv = np.flatnonzero(p64[V] >= 0)
     ri = V[kv]
@@ -523,6 +551,7 @@ def _messages(ev, calls, rank, ncomm, call_t0):
         call=rc.astype(np.int32),
         thread=calls["thread"][rc].astype(np.int16),
         bytes=ev["bytes"][ri],
+        pcall=req,
     )
     return _typed(sends, SEND_COLS), _typed(recvs, RECV_COLS), tables[0], tables[1]
 
@@ -576,6 +605,8 @@ def _collectives(ev, calls, rank, t1, tag):
             w=calls["t0"][done_call],
             wpath=calls["path"][done_call],
             wcall=done_call,
+            bcall=c,
+            bytes=ev["bytes"][ci] + np.maximum(t1[ci], 0),
         ),
         COLL_COLS,
     )
@@ -617,6 +648,7 @@ def _window_events(ev, calls, rank, r, wkeys):
         path=calls["path"][kc],
         role=calls["role"][kc],
         thread=calls["thread"][kc],
+        index=kc,
     )
     wevents = Cols(
         call=cidx.reshape(-1),
@@ -994,8 +1026,8 @@ class Trace:
     ):
         """A trace from Python lists, for tests. ranks: {rank: [item, ...]} where an item
         is (fn_name, t0_ns, t1_ns, [subevent dict, ...], thread) for an MPI call (thread
-        optional: 0), or
-        ("ENTER"|"LEAVE", region_name, t_ns). A subevent dict has type (name) and any of
+        optional: 0), ("ENTER"|"LEAVE", region_name, t_ns), or ("PCONTROL", level,
+        t_ns). A subevent dict has type (name) and any of
         peer, tag, comm (index into comms), win (index into windows), group, bytes,
         bytes2, key, number, flags (int or list of flag names). comms: list of member lists
         (default: [all ranks]); windows: list of comm indices; groups: member lists."""
@@ -1004,7 +1036,7 @@ class Trace:
         fns = list(functions or [])
         for items in ranks.values():
             for it in items:
-                if it[0] not in ("ENTER", "LEAVE") and it[0] not in fns:
+                if it[0] not in ("ENTER", "LEAVE", "PCONTROL") and it[0] not in fns:
                     fns.append(it[0])
         files = []
         seqs = {}
@@ -1023,6 +1055,10 @@ class Trace:
             rows, regions, threads = [], [], []
             t_last = 0
             for it in ranks[rank]:
+                if it[0] == "PCONTROL":
+                    rows.append(dict(type=T["PCONTROL"], t0=it[2], tag=it[1]))
+                    threads.append(0)
+                    continue
                 if it[0] in ("ENTER", "LEAVE"):
                     if it[1] not in regions:
                         regions.append(it[1])

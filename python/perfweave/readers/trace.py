@@ -32,7 +32,7 @@ TRACE_FORMAT = FILES["trace"].magic
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
 # 1: records back to back, no BLOCK or COLL_DONE records; 1 and 2: the MPI family "file"
 # named "io" (renamed as read: read_meta); before 4: no OS thread ids (BLOCK's peer -1)
-READ_VERSIONS = (1, 2, 3, TRACE_VERSION)
+READ_VERSIONS = (1, 2, 3, 4, TRACE_VERSION)
 T = EVENT_TYPES
 
 

@@ -175,7 +175,8 @@ TABLES = {
     "wcalls": WCALL_COLS,
     "wevents": WEV_COLS,
 }
-DETAIL = {"thread", "bytes"}  # columns of messages only load(detail=True) keeps
+# columns only load(detail=True) keeps: the patterns do not need them
+DETAIL = {"thread", "bytes", "scall", "sync", "pcall", "bcall", "index"}
 
 
 class Store:
@@ -252,7 +253,8 @@ class Store:
 
 def load(exp, ex, detail=False):
     """Read and prepare the ranks ex owns (Loaded). detail: keep the columns of
-    messages that the patterns do not need (DETAIL)."""
+    messages that the patterns do not need (DETAIL) and each rank's calls (the event
+    graph's)."""
     ranks = rt.list_ranks(exp)
     world = world_size_of(exp, ranks)
     ex.world_size = world
@@ -276,11 +278,13 @@ def load(exp, ex, detail=False):
         rd = prepare(rf)
         del rf
         store.take(rd)
+        if not detail:
+            rd.calls = None
         data.append(rd)
     return _unify(Trace(world, [], data, source=str(exp)), ex, ranks, store)
 
 
-def _unify(trace, ex, ranks_present, store=None):
+def _unify(trace, ex, ranks_present, store=None, detail=False):
     """Merge function tables and call paths of every analysis process (by name), and
     build this process's tables: every owned rank's rows, with call paths, calls and
     communicators numbered alike in every process."""
@@ -318,7 +322,7 @@ def _unify(trace, ex, ranks_present, store=None):
     comm_keys = np.array(sorted(ckeys), np.int64)
     chan_ids, channels = _channels(trace, ex, comm_keys)
     if store is None:  # a trace built in memory: store it now
-        store = Store(sum(rd.nrecords for rd in trace.ranks))
+        store = Store(sum(rd.nrecords for rd in trace.ranks), detail)
         for rd in trace.ranks:
             store.take(rd)
     store.views(trace)
@@ -332,6 +336,11 @@ def _unify(trace, ex, ranks_present, store=None):
             t["path"][:] = pmap[t["path"]]
             t["chan"][:] = ids[t["chan"]]
             np.add(t["call"], cbase, out=t["call"], where=t["call"] >= 0)
+        for t, k in ((rd.sends, "scall"), (rd.recvs, "pcall"), (rd.colls, "bcall")):
+            if k in t:
+                t[k] += cbase
+        if "index" in rd.wcalls:
+            rd.wcalls["index"] += cbase
         c = rd.colls
         c["path"][:] = pmap[c["path"]]
         c["wpath"][:] = pmap[c["wpath"]]

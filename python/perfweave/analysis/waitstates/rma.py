@@ -213,11 +213,35 @@ def _pair_epochs(opens, closes, rank, win):
     return np.where(j >= 0, closes[np.maximum(j, 0)], -1)
 
 
-def _gats(L, ex, acc, notes, w):
-    """General active target synchronisation (MPI_Win_start/complete on the origin,
-    MPI_Win_post/wait/test on the target), over the window events w (_WindowEvents)."""
+@dataclass(frozen=True)
+class _Epochs:
+    """Access and exposure epochs of general active target synchronisation, paired
+    (positions into the _WindowEvents arrays): st, cl: each access epoch's MPI_Win_start
+    and MPI_Win_complete; ops, op_epoch, op_target: its RMA operations; a_rows (PAIRS):
+    one per (access epoch, target of its group); po, wt: each exposure epoch's
+    MPI_Win_post and the Win_wait (or completed Win_test) that closed it; t_rows (PAIRS):
+    one per (exposure epoch, origin of its group). An a_row and a t_row are the same
+    pair-wise synchronisation when their (o, t, win, pseq) agree."""
+
+    st: np.ndarray
+    cl: np.ndarray
+    ops: np.ndarray
+    op_epoch: np.ndarray
+    op_target: np.ndarray
+    a_rows: np.ndarray
+    po: np.ndarray
+    wt: np.ndarray
+    t_rows: np.ndarray
+
+
+EPOCH_KEY = ("o", "t", "win", "pseq")
+
+
+def epochs(L, w):
+    """Pair the access and exposure epochs of the window events w (_Epochs): for this
+    analysis and the event graph (analysis/eventgraph.py) alike."""
     wi, typ, role, last_role = w.wi, w.typ, w.role, w.last_role
-    rank, win, b, e, path = w.rank, w.win, w.b, w.e, w.path
+    rank, win, b, e = w.rank, w.win, w.b, w.e
     is_op, start = w.is_op, w.start
     ev = L.wevents
     sync = typ == T["WSYNC"]
@@ -252,11 +276,6 @@ def _gats(L, ex, acc, notes, w):
     a_rows["y"] = np.where(
         accessed, lastop_u[np.maximum(j, 0)] if len(lastop_u) else 0, e[st][ep]
     )  # last op end
-    # pair-wise synchronisations at the complete: group members, unneeded: not accessed
-    gsize = np.bincount(ep, minlength=len(st))
-    nacc = np.bincount(ep, weights=accessed, minlength=len(st)).astype(np.int64)
-    acc.add("mpi_rma_pairsync_count", path[cl], rank[cl], gsize)
-    acc.add("mpi_rma_pairsync_unneeded_count", path[cl], rank[cl], gsize - nacc)
 
     # ---- exposure epochs: Win_post .. Win_wait (or a Win_test that completed) ----
     po = np.flatnonzero(sync & (role == R["win_post"]))
@@ -274,7 +293,23 @@ def _gats(L, ex, acc, notes, w):
     t_rows["epoch"] = ep2
     t_rows["pseq"] = _seq([t_rows["o"], t_rows["t"], t_rows["win"]], [ep2])
     t_rows["x"] = b[po][ep2]  # post enter
-    key = ("o", "t", "win", "pseq")
+    return _Epochs(st, cl, ops, op_epoch, op_target, a_rows, po, wt, t_rows)
+
+
+def _gats(L, ex, acc, notes, w):
+    """General active target synchronisation (MPI_Win_start/complete on the origin,
+    MPI_Win_post/wait/test on the target), over the window events w (_WindowEvents)."""
+    role, rank, b, e, path = w.role, w.rank, w.b, w.e, w.path
+    E = epochs(L, w)
+    st, cl, ops, op_epoch, op_target = E.st, E.cl, E.ops, E.op_epoch, E.op_target
+    a_rows, po, wt, t_rows = E.a_rows, E.po, E.wt, E.t_rows
+    ep, ep2 = a_rows["epoch"], t_rows["epoch"]
+    key = EPOCH_KEY
+    # pair-wise synchronisations at the complete: group members, unneeded: not accessed
+    gsize = np.bincount(ep, minlength=len(st))
+    nacc = np.bincount(ep, weights=a_rows["acc"], minlength=len(st)).astype(np.int64)
+    acc.add("mpi_rma_pairsync_count", path[cl], rank[cl], gsize)
+    acc.add("mpi_rma_pairsync_unneeded_count", path[cl], rank[cl], gsize - nacc)
 
     # origin side: the targets' post enters come to the origin's process
     posts_here = _route(ex, t_rows, dest_ranks=t_rows["o"])

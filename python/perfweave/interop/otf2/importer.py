@@ -9,8 +9,6 @@ the experiment directory: its traces, experiment.json and the profile of those t
 import datetime as _dt
 import json
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import numpy as np
 from perfweave import __version__
 from perfweave.analysis.imported_profile import from_traces
 from perfweave.errors import PerfweaveError
-from perfweave.interop import FLUSH_REGION, profile
+from perfweave.interop import FLUSH_REGION, new_directory, profile
 from perfweave.model.trace import family
 from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_table
 from perfweave.interop.otf2.library import (
@@ -547,13 +545,7 @@ class _Importer:
     # ---- output ----
 
     def write(self, out):
-        out = Path(out)
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp.", dir=out.parent))
-        except OSError as e:
-            raise PerfweaveError(f"{out}: cannot create: {e.strerror}") from None
-        try:
+        with new_directory(out) as tmp:
             traces = tmp / "traces"
             traces.mkdir()
             for r in range(self.world):
@@ -564,15 +556,6 @@ class _Importer:
             # the profile of the records as written, so that reading the experiment
             # derives nothing (readers/experiment.py reads it as a run's)
             profile.write(tmp / "profile.pwprof", from_traces(tmp))
-            if out.is_dir():
-                out.rmdir()
-            os.replace(tmp, out)
-        except OSError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise PerfweaveError(f"{out}: cannot write: {e.strerror or e}") from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
 
     def _experiment(self):
         now = time.time()

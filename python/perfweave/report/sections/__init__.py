@@ -16,6 +16,7 @@ NAMES = [
     "samples",  # where the time goes: call tree, lines, activity over time
     "mpi_profile",  # MPI time per rank, balance, functions, call sites, counters
     "wait_states",  # perfweave analyze's wait states
+    "pop",  # the POP factors of a traced run (perfweave pop)
     "message_sizes",  # the MPI profile's message sizes
     "io",  # the I/O profile (--io): share, files, ranks, call sites
     "node_timeline",  # per node: processes' activity and node rates over time

@@ -1,0 +1,622 @@
+"""The POP efficiency metrics of a traced run (docs/pop.md).
+
+From the event graph of the trace (analysis/eventgraph.py): the region of interest
+(the MPI_Pcontrol(1) ... MPI_Pcontrol(0) intervals when the program marks them, else
+MPI_Init ... MPI_Finalize), each location's useful time in it (time outside MPI calls),
+and the POP factors: Parallel Efficiency = Load Balance x Communication Efficiency,
+Communication Efficiency = Serialisation Efficiency x Transfer Efficiency, with the ideal
+runtime taken two independent ways:
+
+- the replay of the trace on an ideal network (analysis/replay.py);
+- the critical path of useful computation (as OTF-CPT computes it on the fly: every
+  location carries a clock of useful time; a receive completes at the max of its own
+  clock and the sender's clock at the send, a collective at the max of its
+  participants' clocks at their entry, a synchronous send at the max of its clock and
+  the receiver's at the post), computed here by iterated max-plus scans over whole
+  columns.
+
+Both the multiplicative factors and the additive ones (pypop's "hybrid additive": each
+factor is 1 - the time it loses / runtime, so a parent's loss is the sum of its
+children's) are given; scaling factors against reference experiments too.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfweave.model.trace import R
+
+# pypop's order: each row is (key, name, depth in the tree)
+FACTORS = (
+    ("global_efficiency", "Global Efficiency", 0),
+    ("parallel_efficiency", "Parallel Efficiency", 1),
+    ("load_balance", "Load Balance", 2),
+    ("communication_efficiency", "Communication Efficiency", 2),
+    ("serialisation_efficiency", "Serialisation Efficiency", 3),
+    ("transfer_efficiency", "Transfer Efficiency", 3),
+    ("computation_scaling", "Computation Scaling", 1),
+    ("instruction_scaling", "Instruction Scaling", 2),
+    ("ipc_scaling", "IPC Scaling", 2),
+    ("frequency_scaling", "Frequency Scaling", 2),
+)
+NO_PMU = "n/a: no PMU"
+NEG = -(1 << 61)  # "no dependency yet": below any clock
+
+
+# ---- the region of interest ----
+
+
+def rank_intervals(pcontrol, t_begin, t_end):
+    """The region of one rank as disjoint [begin, end) intervals (ns), from its
+    MPI_Pcontrol rows (time, level): a level other than 0 starts an interval (if none is
+    open), a level 0 ends it; one still open at the end ends at t_end. Without
+    Pcontrol calls: [t_begin, t_end]."""
+    if pcontrol is None or not len(pcontrol):
+        return np.array([[t_begin, t_end]], np.int64)
+    t, on = pcontrol[:, 0], pcontrol[:, 1] != 0
+    state = np.r_[False, on]  # before each row, then after it
+    starts = t[on & ~state[:-1]]
+    stops = t[~on & state[:-1]]
+    if state[-1]:
+        stops = np.r_[stops, t_end]
+    return np.stack([np.clip(starts, t_begin, t_end), np.clip(stops, t_begin, t_end)], axis=1)
+
+
+def union_length(intervals):
+    """The total length of the union of [begin, end) intervals (rows)."""
+    if not len(intervals):
+        return 0
+    iv = intervals[np.argsort(intervals[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(iv[:, 1])
+    # an interval adds what reaches beyond everything before it
+    prev = np.r_[np.int64(np.iinfo(np.int64).min), reach[:-1]]
+    return int(np.maximum(iv[:, 1] - np.maximum(iv[:, 0], prev), 0).sum())
+
+
+def measure_before(intervals, t):
+    """For each time of t: how much of the region (disjoint sorted intervals) lies
+    before it."""
+    a, b = intervals[:, 0], intervals[:, 1]
+    cum = np.r_[0, np.cumsum(b - a)]
+    k = np.searchsorted(a, t, "right")  # intervals begun by t
+    last = np.maximum(k - 1, 0)
+    inside = np.where(k > 0, np.clip(t - a[last], 0, (b - a)[last]), 0)
+    return cum[np.maximum(k - 1, 0)] * (k > 0) + inside
+
+
+@dataclass
+class Region:
+    """The region of interest: intervals per rank (disjoint, sorted) and whether the
+    program marked it with MPI_Pcontrol."""
+
+    intervals: dict  # rank -> (n, 2) int64 ns on rank 0's clock
+    marked: bool
+    runtime_ns: int  # length of the union of every rank's intervals
+    notes: list = field(default_factory=list)
+
+
+def region_of(trace, locations):
+    """The Region of a Trace (model/trace.py) whose locations (the event graph's) give
+    each rank's MPI_Init .. MPI_Finalize."""
+    span = {}
+    for r, b, e in zip(
+        locations["rank"].tolist(), locations["t_begin"].tolist(), locations["t_end"].tolist()
+    ):
+        span[r] = (b, e)
+    for rd in trace.ranks:
+        span.setdefault(rd.rank, (rd.t_begin, rd.t_end))
+    marked_ranks = [rd.rank for rd in trace.ranks if rd.pcontrol is not None and len(rd.pcontrol)]
+    notes = []
+    if marked_ranks and len(marked_ranks) < len(trace.ranks):
+        notes.append(
+            f"{len(trace.ranks) - len(marked_ranks)} rank(s) called no MPI_Pcontrol: "
+            "their region is MPI_Init .. MPI_Finalize"
+        )
+    intervals = {}
+    for rd in trace.ranks:
+        b, e = span[rd.rank]
+        iv = rank_intervals(rd.pcontrol if marked_ranks else None, b, e)
+        intervals[rd.rank] = iv[iv[:, 1] > iv[:, 0]] if len(iv) else iv
+    allv = np.concatenate(list(intervals.values())) if intervals else np.zeros((0, 2), np.int64)
+    return Region(intervals, bool(marked_ranks), union_length(allv), notes)
+
+
+# ---- useful time ----
+
+
+def useful_bursts(graph, region):
+    """(u, tail): for each call of the event graph the useful time (region time outside
+    MPI) on its location since the previous call (or the region's start), and for each
+    location the useful time after its last call."""
+    calls, loc = graph.calls, graph.locations
+    n = len(calls["t0"])
+    u = np.zeros(n, np.int64)
+    tail = np.zeros(len(loc["rank"]), np.int64)
+    first = np.r_[loc["first"], n]
+    for i, r in enumerate(loc["rank"].tolist()):
+        a, b = int(first[i]), int(first[i + 1])
+        iv = region.intervals.get(r)
+        if iv is None or not len(iv):
+            continue
+        t0 = measure_before(iv, calls["t0"][a:b])
+        t1 = measure_before(iv, calls["t1"][a:b])
+        prev = np.r_[0, t1[:-1]]
+        u[a:b] = np.maximum(t0 - prev, 0)
+        total = int((iv[:, 1] - iv[:, 0]).sum())
+        tail[i] = max(total - (int(t1[-1]) if b > a else 0), 0)
+    return u, tail
+
+
+# ---- the critical path of useful computation ----
+
+
+def _segmented_cummax(x, seg, nseg):
+    """Running maximum of x within each segment (seg: sorted segment ids); x >= -1."""
+    if not len(x):
+        return x
+    width = int(x.max()) + 2
+    if nseg * width < (1 << 62):
+        key = seg.astype(np.int64) * width + (x + 1)
+        return np.maximum.accumulate(key) - seg.astype(np.int64) * width - 1
+    out = np.empty_like(x)  # clocks too large to pack with the segment: one scan each
+    bounds = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, len(x)]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        out[a:b] = np.maximum.accumulate(x[a:b])
+    return out
+
+
+def _edges(graph):
+    """(source call, target call) pairs: the target's leave waits for the source's
+    clock at its enter."""
+    m = graph.messages
+    src, dst = [m["scall"]], [m["rdone"]]
+    sync = (m["sync"] != 0) & (m["sdone"] >= 0)
+    src.append(m["rpost"][sync])
+    dst.append(m["sdone"][sync])
+    rs = graph.rma_sync
+    if len(rs["a"]):
+        src.append(rs["a"])
+        dst.append(rs["b"])
+    return np.concatenate(src).astype(np.int64), np.concatenate(dst).astype(np.int64)
+
+
+def _collective_parts(graph):
+    """(inst, bcall, ecall, feeds, fed) of the participations: feeds: its entry clock
+    reaches the others; fed: its completion waits for the others' (by the collective's
+    role: a one-to-all operation only the root feeds, an all-to-one only the root is
+    fed; the others, all to all)."""
+    cp = graph.coll_parts
+    inst, bcall, ecall = cp["inst"], cp["bcall"], cp["ecall"]
+    role = graph.calls["role"][bcall] if len(bcall) else np.zeros(0, np.int16)
+    root = cp["root"] != 0
+    feeds = np.where(role == R["12n"], root, True)
+    fed = np.where(role == R["n21"], root, True) & (ecall >= 0)
+    return inst.astype(np.int64), bcall, ecall, feeds, fed
+
+
+WINDOW = (
+    1024  # calls per window of the warm start (critical_path; bench: 1024 to 16384 all within 2x)
+)
+
+
+def _ranges(lo, hi):
+    """The indices lo[k] .. hi[k]-1 of every k, concatenated."""
+    n = hi - lo
+    total = int(n.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    start = np.repeat(lo - np.cumsum(n) + n, n)
+    return start + np.arange(total)
+
+
+class _Deps:
+    """What the clocks depend on: edges (src -> dst: dst's leave waits for src's clock
+    at its enter) and collective participations (feeds: inst, bcall; fed: inst, ecall).
+    A source's clock at its enter is the clock at its location's previous call's leave
+    (prev; 0 before the first) plus its useful time before it."""
+
+    def __init__(self, graph, u):
+        calls, loc = graph.calls, graph.locations
+        n = len(calls["t0"])
+        self.n, self.u = n, u
+        self.seg = calls["loc"].astype(np.int64)
+        first = loc["first"].astype(np.int64)
+        self.first = first
+        self.prev = np.arange(n, dtype=np.int64) - 1
+        self.prev[first[first < n]] = -1
+        self.src, self.dst = _edges(graph)
+        inst, bcall, ecall, feeds, fed = _collective_parts(graph)
+        self.ninst = int(inst.max()) + 1 if len(inst) else 0
+        self.f_inst, self.f_call = inst[feeds], bcall[feeds].astype(np.int64)
+        self.e_inst, self.e_call = inst[fed], ecall[fed].astype(np.int64)
+
+    def enter(self, leave):
+        """Each call's clock at its enter from the clocks at the leaves."""
+        p = self.prev
+        return np.where(p >= 0, leave[np.maximum(p, 0)], 0) + self.u
+
+    def incoming(self, enter):
+        """The clock each call's dependencies bring (NEG: none)."""
+        new = np.full(self.n, NEG, np.int64)
+        if len(self.src):
+            np.maximum.at(new, self.dst, enter[self.src])
+        if self.ninst:
+            top = np.full(self.ninst, NEG, np.int64)
+            np.maximum.at(top, self.f_inst, enter[self.f_call])
+            np.maximum.at(new, self.e_call, top[self.e_inst])
+        return new
+
+
+def _leaves(incoming, u, seg, is_first, carry):
+    """The clock at each call's leave, rows by segment (a location's run of calls, in
+    order): carry (the clock before the run, per row) + the useful time so far, or more
+    where what the calls wait for brings more."""
+    S = np.cumsum(u)
+    starts = np.flatnonzero(is_first)
+    if len(S):
+        S = S - np.repeat(S[starts] - u[starts], np.diff(np.r_[starts, len(S)]))
+    base = carry + S
+    cm = _segmented_cummax(
+        np.maximum(incoming - base, -1), seg, int(seg[-1]) + 1 if len(seg) else 0
+    )
+    return base + np.maximum(cm, 0)
+
+
+def _warm_start(D, graph, max_rounds):
+    """The clocks at the leaves solved window by window of WINDOW calls in the order of
+    their recorded leaves, each window's rounds over its calls alone: a call's
+    dependencies entered before it left, so they are in its window or an earlier one
+    (clock skew between hosts can break that: the global rounds after this correct it).
+    Returns (leave clocks, rounds in all), or (None, rounds) past max_rounds in a
+    window."""
+    n, u, seg, prev = D.n, D.u, D.seg, D.prev
+    t1 = graph.calls["t1"]
+    w = np.empty(n, np.int64)
+    w[np.argsort(t1, kind="stable")] = np.arange(n) // WINDOW
+    nw = int(w.max()) + 1
+    order = np.lexsort((np.arange(n), seg, w))
+    pos = np.empty(n, np.int64)
+    pos[order] = np.arange(n)
+    wstart = np.searchsorted(w[order], np.arange(nw + 1))
+    eo = np.argsort(w[D.dst], kind="stable")
+    estart = np.searchsorted(w[D.dst][eo], np.arange(nw + 1))
+    fo = np.argsort(w[D.e_call], kind="stable")
+    fstart = np.searchsorted(w[D.e_call][fo], np.arange(nw + 1))
+    go = np.argsort(D.f_inst, kind="stable")
+    g_inst = D.f_inst[go]
+    leave = np.full(n, NEG, np.int64)
+    rounds = 0
+
+    def source(calls, k, base):
+        """(local index of each source's previous call or -1, its fixed clock, useful)."""
+        p = prev[calls]
+        local = (p >= 0) & (w[np.maximum(p, 0)] == k)
+        fixed = np.where(p >= 0, leave[np.maximum(p, 0)], 0)
+        return np.where(local, pos[np.maximum(p, 0)] - base, -1), fixed, u[calls]
+
+    for k in range(nw):
+        a, b = int(wstart[k]), int(wstart[k + 1])
+        sub = order[a:b]
+        m = b - a
+        lseg = seg[sub]
+        is_first = np.r_[True, lseg[1:] != lseg[:-1]]
+        p0 = prev[sub]
+        carry_run = np.where(p0 >= 0, leave[np.maximum(p0, 0)], 0)
+        carry = np.repeat(carry_run[is_first], np.diff(np.r_[np.flatnonzero(is_first), m]))
+        carry = np.where(carry < 0, 0, carry)
+        E = eo[estart[k] : estart[k + 1]]
+        e_dst = pos[D.dst[E]] - a
+        e_lp, e_fix, e_u = source(D.src[E], k, a)
+        F = fo[fstart[k] : fstart[k + 1]]
+        f_dst = pos[D.e_call[F]] - a
+        insts, f_top = np.unique(D.e_inst[F], return_inverse=True)
+        lo, hi = np.searchsorted(g_inst, insts, "left"), np.searchsorted(g_inst, insts, "right")
+        G = go[_ranges(lo, hi)]
+        g_local = np.searchsorted(insts, D.f_inst[G])
+        g_lp, g_fix, g_u = source(D.f_call[G], k, a)
+        lsegid = np.cumsum(is_first) - 1
+        incoming = np.full(m, NEG, np.int64)
+        for wr in range(1, (max_rounds or m + 2) + 1):
+            rounds += 1
+            lv = _leaves(incoming, u[sub], lsegid, is_first, carry)
+            new = np.full(m, NEG, np.int64)
+            if len(E):
+                val = np.where(e_lp >= 0, lv[np.maximum(e_lp, 0)], e_fix) + e_u
+                np.maximum.at(new, e_dst, val)
+            if len(F):
+                top = np.full(len(insts), NEG, np.int64)
+                val = np.where(g_lp >= 0, lv[np.maximum(g_lp, 0)], g_fix) + g_u
+                np.maximum.at(top, g_local, val)
+                np.maximum.at(new, f_dst, top[f_top.reshape(-1)])
+            if np.array_equal(new, incoming):
+                break
+            incoming = new
+        else:
+            return None, rounds
+        leave[sub] = lv
+    return leave, rounds
+
+
+def critical_path(graph, u, tail, max_rounds=None):
+    """The longest path of useful computation (ns): per location a clock of useful
+    time; at each call, the clock at its leave is the max of the clock at its enter and
+    the clocks its dependencies bring. Solved by rounds of max-plus scans of every
+    location at once until nothing changes (each round carries the clocks one more hop
+    between locations), started from the solution window by window (_warm_start), so
+    that a round covers a window's calls, not the trace's, while the path moves through
+    the trace. Returns (path length, the clock at each location's end, rounds in all);
+    the length is None when max_rounds rounds (in a window, or after the windows) did
+    not reach the fixpoint (a path that changes location that often: each change costs
+    a round).
+    """
+    D = _Deps(graph, u)
+    n, seg, first = D.n, D.seg, D.first
+    is_first = np.zeros(n, bool)
+    is_first[first[first < n]] = True
+    rounds = 0
+    incoming = np.full(n, NEG, np.int64)
+    if n > WINDOW:
+        warm, rounds = _warm_start(D, graph, max_rounds)
+        if warm is None:
+            return None, None, rounds
+        incoming = D.incoming(D.enter(warm))
+    limit = rounds + (max_rounds or (n + 2))
+    zero = np.zeros(n, np.int64)
+    while True:
+        rounds += 1
+        leave = _leaves(incoming, u, seg, is_first, zero)
+        new = np.maximum(incoming, D.incoming(D.enter(leave)))
+        if np.array_equal(new, incoming):
+            break
+        if rounds >= limit:
+            return None, None, rounds
+        incoming = new
+    end = tail.astype(np.int64).copy()
+    has = np.flatnonzero(np.r_[first[1:], n] > first)
+    last = np.r_[first[1:], n][has] - 1
+    end[has] += leave[last]
+    return int(end.max(initial=0)), end, rounds
+
+
+# ---- the ideal-network replay's runtime of the region ----
+
+
+def ideal_replay(graph, region, u, tail, **what_if):
+    """(ideal runtime of the region ns or None, why not, the ReplayResult) from the
+    replay on an ideal network (analysis/replay.py) with each call's computation the
+    region's useful time before it (u; none outside the region, so the gaps between
+    intervals take no time). The region runs, on the ideal network, from the earliest
+    location's entry into it (the ideal leave of its last call before it; 0 if none) to
+    the latest location's end (the ideal leave of its last call plus its useful time
+    after it). what_if: eager_limit, latency_s, bandwidth_Bps."""
+    from perfweave.analysis import replay as rp
+
+    res = rp.replay(graph, useful=u, **what_if)
+    if res.deadlock:
+        return None, rp.deadlock_text(res), res
+    calls, loc = graph.calls, graph.locations
+    n = len(calls["t0"])
+    first = loc["first"].astype(np.int64)
+    last = np.r_[first[1:], n]
+    starts, ends = [], []
+    for i, r in enumerate(loc["rank"].tolist()):
+        a, b = int(first[i]), int(last[i])
+        iv = region.intervals.get(r)
+        if b <= a or iv is None or not len(iv):
+            continue
+        k = a + int(np.searchsorted(calls["t1"][a:b], iv[0, 0], "right")) - 1
+        starts.append(int(res.leave_ns[k]) if k >= a else 0)
+        ends.append(int(res.leave_ns[b - 1]) + int(tail[i]))
+    if not ends:
+        return None, "no location has calls in the region", res
+    return max(ends) - min(starts), None, res
+
+
+# ---- the factors ----
+
+
+def factors(useful, runtime, ideal):
+    """The multiplicative and additive POP factors (dicts by FACTORS' keys) from the
+    useful times of the locations, the runtime and an ideal runtime (None: unknown)."""
+    useful = np.asarray(useful, np.float64)
+    T = float(runtime)
+    mx = float(useful.max()) if len(useful) else 0.0
+    mean = float(useful.mean()) if len(useful) else 0.0
+    mul, add = {}, {}
+    if T <= 0 or mx <= 0:
+        return mul, add
+    mul["load_balance"] = mean / mx
+    mul["communication_efficiency"] = mx / T
+    mul["parallel_efficiency"] = mean / T
+    add["load_balance"] = 1 - (mx - mean) / T
+    add["communication_efficiency"] = 1 - (T - mx) / T
+    add["parallel_efficiency"] = 1 - (T - mean) / T
+    if ideal is not None and ideal > 0:
+        mul["serialisation_efficiency"] = mx / ideal
+        mul["transfer_efficiency"] = ideal / T
+        add["serialisation_efficiency"] = 1 - (ideal - mx) / T
+        add["transfer_efficiency"] = 1 - (T - ideal) / T
+    return mul, add
+
+
+def scaling(useful_total, nranks, ref, weak=False):
+    """Computation scaling against a reference run (ref: its summed useful time and rank
+    count): strong scaling, the same work, expects the same summed useful time; weak
+    scaling, work growing with the ranks, expects it to grow by their ratio."""
+    if useful_total <= 0 or ref["useful_total_ns"] <= 0:
+        return None
+    expected = ref["useful_total_ns"] * (nranks / ref["ranks"] if weak else 1.0)
+    return expected / useful_total
+
+
+@dataclass
+class PopResult:
+    """What perfweave pop reports (to_json: docs/pop.md)."""
+
+    experiment: str
+    ranks: int
+    region: Region
+    locations: list  # [(rank, thread)]
+    useful_ns: np.ndarray
+    ideal: dict  # name -> {"t_ideal_ns", "mul", "add", ...}: "replay", "critical_path"
+    mul: dict  # factors without an ideal runtime
+    add: dict
+    refs: list = field(default_factory=list)  # [{"experiment", "ranks", "useful_total_ns"}]
+    scaling: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    replayed: object = None  # the ReplayResult (analysis/replay.py), if replayed
+    counters: dict = None  # useful_counters of its profile, if measured
+
+    def to_json(self):
+        return {
+            "format": "perfweave-pop",
+            "version": 1,
+            "experiment": self.experiment,
+            "ranks": self.ranks,
+            "region": {
+                "marked": self.region.marked,
+                "runtime_s": self.region.runtime_ns / 1e9,
+                "intervals": {
+                    str(r): [[int(a) / 1e9, int(b) / 1e9] for a, b in iv.tolist()]
+                    for r, iv in sorted(self.region.intervals.items())
+                },
+            },
+            "useful": {
+                "locations": [{"rank": r, "thread": t} for r, t in self.locations],
+                "seconds": [int(x) / 1e9 for x in self.useful_ns.tolist()],
+                "mean_s": float(self.useful_ns.mean()) / 1e9 if len(self.useful_ns) else 0.0,
+                "max_s": int(self.useful_ns.max(initial=0)) / 1e9,
+                "total_s": int(self.useful_ns.sum()) / 1e9,
+            },
+            "multiplicative": self.mul,
+            "additive": self.add,
+            "ideal": {
+                k: {kk: vv for kk, vv in v.items() if kk != "t_ideal_ns"}
+                | {"t_ideal_s": None if v.get("t_ideal_ns") is None else v["t_ideal_ns"] / 1e9}
+                for k, v in self.ideal.items()
+            },
+            "scaling": self.scaling,
+            "references": self.refs,
+            "notes": self.notes,
+        }
+
+
+def analyze(
+    graph, experiment="", what_if=None, replay_ideal=None, replay_note=None, max_rounds=None
+):
+    """PopResult of an event graph. what_if: the replay's parameters (replay_ideal);
+    None: no replay (ideal_replay), replay_ideal given instead (ns; None: not available, replay_note
+    says why). max_rounds: the critical path's bound (critical_path)."""
+    trace = graph.loaded.trace
+    region = region_of(trace, graph.locations)
+    u, tail = useful_bursts(graph, region)
+    replayed = None
+    if what_if is not None:
+        replay_ideal, replay_note, replayed = ideal_replay(graph, region, u, tail, **what_if)
+    loc = graph.locations
+    nloc = len(loc["rank"])
+    useful = np.bincount(graph.calls["loc"], weights=u, minlength=nloc).astype(np.int64) + tail
+    # ranks traced without any call: a location of their own, all useful
+    have = set(loc["rank"].tolist())
+    locs = list(zip(loc["rank"].tolist(), loc["thread"].tolist()))
+    extra = [rd.rank for rd in trace.ranks if rd.rank not in have]
+    for r in extra:
+        iv = region.intervals.get(r)
+        locs.append((r, 0))
+        useful = np.r_[useful, int((iv[:, 1] - iv[:, 0]).sum()) if iv is not None else 0]
+    T = region.runtime_ns
+    mul, add = factors(useful, T, None)
+    ideal = {}
+    cp, _, rounds = critical_path(graph, u, tail, max_rounds)
+    cp_note = None if cp is not None else f"not found in {rounds} rounds (perfweave pop finds it)"
+    for name, t_ideal, note in (
+        ("replay", replay_ideal, replay_note),
+        ("critical_path", cp, cp_note),
+    ):
+        m, a = factors(useful, T, t_ideal)
+        entry = {"t_ideal_ns": t_ideal}
+        entry["multiplicative"] = {k: m[k] for k in m if k not in mul}
+        entry["additive"] = {k: a[k] for k in a if k not in add}
+        if note:
+            entry["note"] = note
+        ideal[name] = entry
+    ideal["critical_path"]["rounds"] = rounds
+    if replayed is not None:
+        ideal["replay"]["params"] = {
+            k: (None if isinstance(v, float) and math.isinf(v) else v)
+            for k, v in replayed.params.items()
+        }
+    result = PopResult(
+        experiment=str(experiment),
+        ranks=len(trace.ranks),
+        region=region,
+        locations=locs,
+        useful_ns=useful,
+        ideal=ideal,
+        mul=mul,
+        add=add,
+        notes=list(region.notes),
+    )
+    result.replayed = replayed
+    return result
+
+
+PMU_EVENTS = {"instructions": "PAPI_TOT_INS", "cycles": "PAPI_TOT_CYC"}
+
+
+def useful_counters(profile):
+    """{"instructions", "cycles"} counted outside MPI calls (the counts' `before`: from
+    each thread's previous measured call to the next, over the whole run) of a profile
+    (readers/profile.py ProfileFile), or None when it lacks either event (no --counters,
+    or no PMU)."""
+    if profile is None:
+        return None
+    names = list(profile.header.get("counters") or [])
+    counts = profile.arrays.get("counts")
+    if counts is None or not len(counts):
+        return None
+    out = {}
+    for key, event in PMU_EVENTS.items():
+        if event not in names:
+            return None
+        sel = counts["event"] == names.index(event)
+        out[key] = int(counts["before"][sel].sum())
+    return out if out["instructions"] > 0 and out["cycles"] > 0 else None
+
+
+def add_references(result, refs, weak=False, counters=None):
+    """Scaling factors of result against reference PopResults (the first is the
+    baseline; docs/pop.md). counters: {experiment: {"instructions", "cycles"}} of
+    useful time where measured; without them the PMU factors are NO_PMU."""
+    if not refs:
+        return result
+    base = refs[0]
+    ref = {"ranks": base.ranks, "useful_total_ns": int(base.useful_ns.sum())}
+    result.refs = [
+        {
+            "experiment": r.experiment,
+            "ranks": r.ranks,
+            "useful_total_s": int(r.useful_ns.sum()) / 1e9,
+        }
+        for r in refs
+    ]
+    cs = scaling(int(result.useful_ns.sum()), result.ranks, ref, weak)
+    out = {"mode": "weak" if weak else "strong", "ranks_ratio": result.ranks / base.ranks}
+    out["computation_scaling"] = cs
+    c, cb = (counters or {}).get(result.experiment), (counters or {}).get(base.experiment)
+    if c and cb and c.get("instructions") and c.get("cycles") and cb.get("cycles"):
+        k = result.ranks / base.ranks if weak else 1.0
+        ins = cb["instructions"] * k / c["instructions"]
+        ipc = (c["instructions"] / c["cycles"]) / (cb["instructions"] / cb["cycles"])
+        out["instruction_scaling"] = ins
+        out["ipc_scaling"] = ipc
+        out["frequency_scaling"] = cs / (ins * ipc) if cs else None
+    else:
+        for k in ("instruction_scaling", "ipc_scaling", "frequency_scaling"):
+            out[k] = NO_PMU
+    result.scaling = out
+    pe = result.mul.get("parallel_efficiency")
+    if cs is not None and pe is not None:
+        out["global_efficiency"] = pe * cs
+    return result

@@ -1,0 +1,156 @@
+"""perfweave pop: the POP efficiency metrics of a traced experiment (docs/pop.md)."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+
+def _float_above(low, inclusive):
+    """An argparse type: a number above low (or equal, if inclusive)."""
+
+    def parse(text):
+        import argparse
+
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not (v >= low if inclusive else v > low):
+            raise argparse.ArgumentTypeError(
+                f"expected a number {'>=' if inclusive else '>'} {low:g}, got {text!r}"
+            )
+        return v
+
+    return parse
+
+
+def _nonneg_int(text):
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def setup_parser(sub):
+    p = sub.add_parser(
+        "pop",
+        help="POP efficiency metrics of a traced experiment",
+        description="The POP metrics of an experiment's event traces (perfweave run "
+        "--trace) over its region of interest (MPI_Pcontrol(1) .. MPI_Pcontrol(0) when "
+        "the program marks one, else MPI_Init .. MPI_Finalize): Parallel Efficiency = "
+        "Load Balance x Communication Efficiency, Communication Efficiency = "
+        "Serialisation x Transfer Efficiency, with the ideal runtime from the replay on "
+        "an ideal network and from the critical path of useful computation, "
+        "multiplicative and additive, and scaling against reference experiments REF "
+        "(the first is the baseline).",
+        usage="perfweave pop [--json] [--weak] [--eager-limit N] [--latency S] "
+        "[--bandwidth B] [--ideal-trace DIR] EXP [REF ...]",
+    )
+    p.add_argument("experiment", metavar="EXP", help="experiment directory")
+    p.add_argument("refs", metavar="REF", nargs="*", help="reference experiments for scaling")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (docs/pop.md)")
+    p.add_argument(
+        "--weak",
+        action="store_true",
+        help="weak scaling against REF (work grows with the ranks); default strong",
+    )
+    p.add_argument(
+        "--eager-limit",
+        type=_nonneg_int,
+        default=None,
+        metavar="N",
+        help="replay: sends above N bytes are rendezvous (default: every send eager)",
+    )
+    p.add_argument(
+        "--latency",
+        type=_float_above(0, True),
+        default=0.0,
+        metavar="S",
+        help="replay: latency (s)",
+    )
+    p.add_argument(
+        "--bandwidth",
+        type=_float_above(0, False),
+        default=math.inf,
+        metavar="B",
+        help="replay: bandwidth (bytes/s, above 0; default infinite)",
+    )
+    p.add_argument(
+        "--ideal-trace",
+        metavar="DIR",
+        default=None,
+        help="also write the replay's ideal trace into DIR (perfweave export reads it)",
+    )
+    p.set_defaults(func=main)
+
+
+def analyze_one(exp, args, with_replay=True):
+    from perfweave.analysis import eventgraph, pop
+    from perfweave.errors import PerfweaveError
+    from perfweave.readers.experiment import read_meta
+
+    exp = Path(exp)
+    if not exp.is_dir():
+        raise PerfweaveError(f"{exp}: no such experiment directory")
+    read_meta(exp)
+    graph = eventgraph.load_graph(exp)
+    what_if = None
+    if with_replay:
+        what_if = dict(
+            eager_limit=args.eager_limit, latency_s=args.latency, bandwidth_Bps=args.bandwidth
+        )
+    result = pop.analyze(graph, exp, what_if=what_if)
+    result.counters = pop.useful_counters(_profile(exp))
+    return result
+
+
+def _profile(exp):
+    """The experiment's reduced profile, None if it has none readable (an imported
+    trace's is computed, without counters)."""
+    from perfweave.errors import PerfweaveError
+    from perfweave.readers.profile import read_profile
+
+    path = Path(exp) / "profile.pwprof"
+    if not path.is_file():
+        return None
+    try:
+        return read_profile(path)
+    except (PerfweaveError, OSError):
+        return None
+
+
+def write_ideal_trace(result, out):
+    """The replay's ideal trace into out, for perfweave export."""
+    from perfweave.errors import PerfweaveError
+
+    if result.replayed is None or result.replayed.deadlock:
+        raise PerfweaveError(f"--ideal-trace: no ideal trace to write ({out})")
+    try:
+        from perfweave.interop.ideal import write_ideal
+    except ImportError:
+        raise PerfweaveError("--ideal-trace: this perfweave cannot write ideal traces") from None
+    write_ideal(result.replayed, out)
+
+
+def main(args):
+    from perfweave.analysis import pop
+    from perfweave.report import pop as render
+
+    result = analyze_one(args.experiment, args)
+    if args.ideal_trace:
+        write_ideal_trace(result, args.ideal_trace)
+    refs = [analyze_one(r, args, with_replay=False) for r in args.refs]
+    counters = {str(r.experiment): r.counters for r in [result, *refs] if r.counters}
+    pop.add_references(result, refs, weak=args.weak, counters=counters)
+    doc = result.to_json()
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        sys.stdout.write("\n".join(render.render(doc)) + "\n")
+    return 0

@@ -1,0 +1,77 @@
+"""The text of `perfweave pop` (docs/pop.md): the POP factors in POP's names and order,
+one column per way of taking the ideal runtime and per variant (multiplicative,
+additive), then the useful time per location and the scaling against references."""
+
+from perfweave.analysis.pop import FACTORS
+
+IDEALS = (("replay", "replay"), ("critical_path", "crit.path"))
+
+
+def _pct(v):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return f"{100 * v:.1f}%"
+
+
+def _value(doc, variant, ideal, key):
+    if key in doc["scaling"]:
+        # the scaling factors are ratios, alike in both variants; the global efficiency
+        # is the product of the multiplicative ones only
+        if key == "global_efficiency" and variant == "additive":
+            return None
+        return doc["scaling"][key]
+    v = doc[variant].get(key)
+    if v is None:
+        v = doc["ideal"][ideal][variant].get(key)
+    return v
+
+
+def render(doc):
+    """The lines of a PopResult's JSON document (PopResult.to_json)."""
+    reg = doc["region"]
+    how = "MPI_Pcontrol(1) .. MPI_Pcontrol(0)" if reg["marked"] else "MPI_Init .. MPI_Finalize"
+    u = doc["useful"]
+    out = [
+        f"POP efficiency metrics: {doc['experiment']} ({doc['ranks']} ranks)",
+        f"region: {how}, runtime {reg['runtime_s']:.6f} s",
+        f"useful time: mean {u['mean_s']:.6f} s, max {u['max_s']:.6f} s, "
+        f"total {u['total_s']:.6f} s over {len(u['seconds'])} locations",
+    ]
+    for k, label in IDEALS:
+        t = doc["ideal"][k]["t_ideal_s"]
+        why = doc["ideal"][k].get("note")
+        what = "ideal-network replay" if k == "replay" else "critical path of useful computation"
+        out.append(
+            f"ideal runtime ({what}): "
+            + (f"{t:.6f} s" if t is not None else f"n/a{': ' + why if why else ''}")
+        )
+    cols = [(v, k) for v in ("multiplicative", "additive") for k, _ in IDEALS]
+    rows = []
+    for key, name, depth in FACTORS:
+        if (key == "global_efficiency" or "scaling" in key) and key not in doc["scaling"]:
+            continue  # without a reference run
+        rows.append(("  " * depth + name, [_pct(_value(doc, v, k, key)) for v, k in cols]))
+    width = max(len(r[0]) for r in rows) + 2
+    w = max(12, *(len(v) + 2 for r in rows for v in r[1]))
+    out.append("")
+    out.append(" " * width + f"{'multiplicative':^{2 * w}}{'additive':^{2 * w}}")
+    out.append(" " * width + "".join(f"{lab:>{w}}" for _ in range(2) for _, lab in IDEALS))
+    for name, vals in rows:
+        out.append(f"{name:<{width}}" + "".join(f"{v:>{w}}" for v in vals))
+    sc = doc["scaling"]
+    if sc:
+        ref = doc["references"][0]
+        out.append("")
+        out.append(
+            f"scaling against {ref['experiment']} ({ref['ranks']} ranks), {sc['mode']} scaling "
+            f"(ranks ratio {sc['ranks_ratio']:.3g})"
+        )
+    out.append("")
+    out.append("useful time per location (s):")
+    for loc, s in zip(u["locations"], u["seconds"]):
+        out.append(f"  rank {loc['rank']} thread {loc['thread']}: {s:.6f}")
+    for n in doc["notes"]:
+        out.append(f"note: {n}")
+    return out

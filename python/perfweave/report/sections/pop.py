@@ -1,0 +1,67 @@
+"""The POP factors (perfweave pop, docs/pop.md) of an experiment with traces: the
+multiplicative factors with the critical path of useful computation as the ideal
+runtime (no replay: the report stays one pass over the trace)."""
+
+from perfweave.analysis.pop import FACTORS
+from perfweave.errors import PerfweaveError
+from perfweave.readers.trace import trace_dir
+from perfweave.report.section import Section
+from perfweave.report.widgets import html_table, text_table
+
+
+# the critical path's rounds in the report, per window of calls (analysis/pop.py
+# critical_path): a path that changes rank at every message (a long ping-pong) takes a
+# round per message
+MAX_ROUNDS = 200
+
+
+class Pop(Section):
+    name = "pop"
+
+    def collect(self, experiment, report, top):
+        if not trace_dir(experiment.path).is_dir():
+            return {}
+        from perfweave.analysis import eventgraph, pop
+
+        try:
+            graph = eventgraph.load_graph(experiment.path)
+            res = pop.analyze(graph, experiment.path, max_rounds=MAX_ROUNDS)
+        except PerfweaveError as e:  # the rest of the report stands without it
+            return {"pop": {"error": str(e)}}
+        return {"pop": res.to_json()}
+
+    def text(self, data, view):
+        doc = data.get("pop")
+        if not doc:
+            return []
+        if doc.get("error"):
+            return ["", f"POP metrics: not shown ({doc['error']})"]
+        rows = _rows(doc)
+        if not rows:
+            return []
+        out = [
+            "",
+            "POP metrics (perfweave pop; ideal runtime: critical path of useful computation)",
+        ]
+        return out + text_table(rows, ["factor", "value"], ["<", ">"], view.width)
+
+    def html(self, data, page):
+        doc = data.get("pop")
+        if not doc or doc.get("error"):
+            return []
+        rows = _rows(doc)
+        return ["<h2>POP metrics</h2>", html_table(rows, ["factor", "value"])] if rows else []
+
+
+def _rows(doc):
+    """(indented name, value %) of the multiplicative factors the document has."""
+    mul = dict(doc["multiplicative"])
+    mul.update(doc["ideal"]["critical_path"]["multiplicative"])
+    return [
+        ["  " * (depth - 1) + name, f"{100 * mul[key]:.1f}%"]
+        for key, name, depth in FACTORS
+        if key in mul
+    ]
+
+
+SECTION = Pop()

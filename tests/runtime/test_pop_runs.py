@@ -1,0 +1,134 @@
+"""perfweave pop on programs whose POP metrics are arithmetic (programs/pop_cases.c):
+each rank prints its own compute time in the region and its elapsed time, and the
+expected metrics are derived from those numbers of the same run."""
+
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from harness import PERFWEAVE
+
+from perfweave.readers import trace as rt
+from perfweave.dtypes import EVENT_TYPES
+
+T_MS = 20  # the programs' unit of computation
+TOL = 0.01  # issue 33 point 6: POP numbers within 0.01 of the arithmetic
+# The programs spin on the wall clock, and their ranks' time outside MPI also holds the
+# time they wait for a core: on this machine (load average 9 on 2 cores while the
+# tests ran) a rank descheduled for tens of ms between two calls moves the values by
+# construction far (seen: the pipeline's SerE 0.41 for 0.25). So the program's own
+# account is checked only for the case's shape, halfway between the value by
+# construction and the value without the effect (shaped()), and the metrics against
+# that account within TOL.
+
+
+def shaped(value, construction, without):
+    return abs(value - construction) < abs(without - construction) / 2
+
+
+# A rank preempted between its own clock reading and the wrapper's (the call's enter or
+# leave) moves that time between useful and MPI in one account and not the other: seen
+# 4 ms in a run; the useful time per rank is compared within USEFUL_S.
+USEFUL_S = 0.006
+
+
+def measured(stderr):
+    """{rank: (useful, clock, elapsed, first, last)} that the program printed (its
+    account of the region, seconds)."""
+    out = {}
+    num = r"([\d.-]+)"
+    pat = rf"rank (\d+) useful {num} clock {num} elapsed {num} first {num} last {num}"
+    for m in re.finditer(pat, stderr):
+        out[int(m.group(1))] = tuple(float(m.group(i)) for i in range(2, 7))
+    return out
+
+
+def pop_of(mpi, build, run_pw, case, ranks):
+    """perfweave pop's JSON of the case, and what the program measured as arrays: useful
+    time and clock per rank, the region's span over all ranks (the ranks share one
+    host's CLOCK_MONOTONIC; one interval)."""
+    prog = build(mpi, "pop_cases.c")
+    r = run_pw(mpi.launch(ranks) + [prog, case, T_MS], options=["--trace"])
+    p = subprocess.run(
+        [PERFWEAVE, "pop", "--json", str(r.exp)], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    own = measured(r.proc.stderr)
+    assert sorted(own) == list(range(ranks)), r.proc.stderr
+    u, c, _, f, last = (np.array([own[k][i] for k in range(ranks)]) for i in range(5))
+    return json.loads(p.stdout), u, c, last.max() - f.min(), r
+
+
+def factor(doc, key, ideal="critical_path", variant="multiplicative"):
+    v = doc[variant].get(key)
+    return v if v is not None else doc["ideal"][ideal][variant][key]
+
+
+def check(doc, u, c, elapsed=None):
+    """The factors against the program's own account: LB = mean/max useful, SerE = max
+    useful / max clock, TE = max clock / elapsed; the ideal runtime both ways (the
+    program's clock is the critical path; on an ideal network, the replay's too)."""
+    assert doc["useful"]["seconds"] == pytest.approx(list(u), abs=USEFUL_S)
+    assert factor(doc, "load_balance") == pytest.approx(u.mean() / u.max(), abs=TOL)
+    for ideal in ("critical_path", "replay"):
+        se = factor(doc, "serialisation_efficiency", ideal)
+        assert se == pytest.approx(u.max() / c.max(), abs=TOL)
+    assert doc["region"]["marked"]
+    if elapsed is not None:
+        assert doc["region"]["runtime_s"] == pytest.approx(elapsed, rel=TOL)
+        for ideal in ("critical_path", "replay"):
+            te = factor(doc, "transfer_efficiency", ideal)
+            assert te == pytest.approx(c.max() / elapsed, abs=TOL)
+
+
+def test_late_sender_pair(mpi, build, run_pw):
+    """Rank 0 computes 5T and sends, rank 1 computes T and receives: LB = 0.6, and the
+    critical path is rank 0's computation: SerE ~ 1, TE ~ 1."""
+    doc, u, c, e, _ = pop_of(mpi, build, run_pw, "sendrecv", 2)
+    check(doc, u, c, e)
+    assert shaped(u.mean() / u.max(), 0.6, 1.0)  # the program did its part
+    assert shaped(u.max() / c.max(), 1.0, 0.5)
+
+
+def test_pipeline(mpi, build, run_pw):
+    """4 ranks, rank k waits for k-1 in every iteration: the critical path holds every
+    rank's computation, SerE = 1/4."""
+    doc, u, c, e, _ = pop_of(mpi, build, run_pw, "pipeline", 4)
+    check(doc, u, c, e)
+    assert shaped(u.max() / c.max(), 0.25, 1.0)
+
+
+def test_broadcast_serialises_root_and_others(mpi, build, run_pw):
+    """The root computes before MPI_Bcast, the others after: SerE = T / 2T."""
+    doc, u, c, e, _ = pop_of(mpi, build, run_pw, "bcast", 4)
+    check(doc, u, c, e)
+    assert shaped(u.max() / c.max(), 0.5, 1.0)
+
+
+def test_pcontrol_region(mpi, build, run_pw):
+    """Work (1+2k)T inside MPI_Pcontrol(1) .. MPI_Pcontrol(0) (twice), (2P-1-2k)T
+    outside: LB = P / (2P-1) in the region; the trace holds every rank's Pcontrol calls
+    with their levels."""
+    P = 4
+    doc, u, c, _, r = pop_of(mpi, build, run_pw, "pcontrol", P)  # (runtime: a union)
+    for k in range(P):
+        ev = rt.read_rank(r.exp, k).records
+        pc = ev[ev["type"] == EVENT_TYPES["PCONTROL"]]
+        assert pc["tag"].tolist() == [0, 1, 0, 1, 0]  # the warm-up's, then the region's
+    assert doc["region"]["marked"]
+    assert [len(v) for v in doc["region"]["intervals"].values()] == [2] * P
+    check(doc, u, c)
+    assert shaped(u.mean() / u.max(), P / (2 * P - 1), 1.0)
+
+
+def test_exchange_transfer_efficiency(mpi, build, run_pw):
+    """Balanced ranks exchanging 64 MiB per iteration: on an ideal network only the
+    useful time is left, TE = T_ideal / T within 2 % (T_ideal: the program's clock)."""
+    doc, u, c, e, _ = pop_of(mpi, build, run_pw, "exchange", 2)
+    assert c.max() / e < 0.9  # the transfers take time: TE is not 1 by accident
+    check(doc, u, c, e)
+    for ideal in ("critical_path", "replay"):
+        te = factor(doc, "transfer_efficiency", ideal)
+        assert te == pytest.approx(c.max() / e, rel=0.02)
