@@ -14,6 +14,7 @@ VERBS = {
     "export": "export",
     "import": "import_",
     "components": "components",
+    "overhead": "overhead",
 }
 
 
