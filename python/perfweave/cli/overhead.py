@@ -1,6 +1,7 @@
 """perfweave overhead: what perfweave's modes (and other tools) cost a program."""
 
 import json
+import signal
 import sys
 
 from perfweave.cli.args import positive
@@ -22,7 +23,7 @@ def setup_parser(sub):
         "wrapped call (a calibration loop per module) and how much the per-routine time "
         "shares moved against the cheapest mode (docs/overhead.md).",
         usage="perfweave overhead [--modes LIST] [--compare CMD]... [-n N] [--json] "
-        "[--plot FILE] [--calibrate LIST] -- COMMAND...",
+        "[--plot FILE] [--calibrate LIST] [--run-options OPTS] -- COMMAND...",
     )
     p.add_argument("command", nargs="*", metavar="COMMAND", help="the program, after --")
     p.add_argument(
@@ -40,9 +41,19 @@ def setup_parser(sub):
         help="another tool: a command put before COMMAND, e.g. 'env LD_PRELOAD=libmpiP.so' "
         "(repeatable)",
     )
+    p.add_argument(
+        "--run-options",
+        default="",
+        metavar="OPTS",
+        help="perfweave run options added to every mode's, e.g. '--trace-buffer 65536'",
+    )
     p.add_argument("-n", type=positive, default=5, help="rounds (default 5)")
     p.add_argument("--json", action="store_true", help="print the JSON document")
-    p.add_argument("--plot", metavar="FILE", help="write the figure (SVG) to FILE")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write the figure to FILE (matplotlib's formats where it is installed, else SVG)",
+    )
     p.add_argument(
         "--calibrate",
         default="auto",
@@ -71,18 +82,19 @@ def setup_parser(sub):
 def main(args):
     from perfweave.analysis.overhead import experiment_facts, summarize
     from perfweave.launch.overhead import Runner, variants
-    from perfweave.report.overhead import svg, text
+    from perfweave.report.overhead import plot, text
 
+    # SIGTERM ends the run in progress (Runner.run) and removes the experiments
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    vs = variants(modes, args.compare, args.calibrate)
+    vs = variants(modes, args.compare, args.calibrate, args.run_options)
     with Runner(command, experiment_facts, args.interval_ms, args.timeout) as runner:
         runs = runner.rounds(vs, args.n)
         calibration = runner.calibrate(vs, args.n, args.calls)
     doc = summarize(command, vs, runs, calibration).to_json()
     if args.plot:
-        with open(args.plot, "w") as f:
-            f.write(svg(doc))
+        plot(doc, args.plot)
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:

@@ -72,9 +72,17 @@ class Run:
     facts: dict = field(default_factory=dict)
 
 
-def variants(modes, tools, calibrate):
+def _words(text, what):
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise PerfweaveError(f"{what} {text!r}: {e}") from None
+
+
+def variants(modes, tools, calibrate, run_options=""):
     """bare, each mode, each tool (a prefix command line): Variants. calibrate: the
-    modules to calibrate ("auto": each mode's own; tools: every module a mode names)."""
+    modules to calibrate ("auto": each mode's own; tools: every module a mode names);
+    run_options: perfweave run options added to every mode's."""
     out = [Variant("bare", "bare")]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
@@ -92,9 +100,11 @@ def variants(modes, tools, calibrate):
             )
     for m in modes:
         own = [MODES[m][1]] if MODES[m][1] in wanted else []
-        out.append(Variant(m, "mode", list(MODES[m][0]), own))
+        out.append(
+            Variant(m, "mode", list(MODES[m][0]) + _words(run_options, "--run-options"), own)
+        )
     for t in tools:
-        words = shlex.split(t)
+        words = _words(t, "--compare")
         if not words:
             raise PerfweaveError("--compare: an empty command")
         out.append(Variant(t, "tool", words, list(wanted)))
@@ -178,7 +188,10 @@ class _Memory(threading.Thread):
                 self.peak[pid] = st
 
     def run(self):
-        while not self.done.wait(self.interval_s):
+        # the first samples come sooner: a short run's processes would otherwise exit
+        # before the first one, and their peak go unseen
+        waits = [w for w in (0.002, 0.005, 0.01) if w < self.interval_s]
+        while not self.done.wait(waits.pop(0) if waits else self.interval_s):
             self.sample()
 
     def program_peak(self):
@@ -196,8 +209,21 @@ def _skipped():
 
 
 def _last_line(text):
-    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
+    """The last line of an error output that says something (Open MPI frames its
+    messages with lines of dashes)."""
+    lines = [ln for ln in (text or "").splitlines() if any(c.isalnum() for c in ln)]
     return lines[-1].strip() if lines else "no output"
+
+
+def _stop(proc):
+    """End a run: SIGTERM first, which launchers and perfweave run forward to the ranks,
+    then SIGKILL."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
 
 
 class Runner:
@@ -259,11 +285,13 @@ class Runner:
         try:
             _, err = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+            _stop(proc)
             raise PerfweaveError(
                 f"{variant.name}: the command ran past --timeout ({self.timeout} s)"
             ) from None
+        except BaseException:  # interrupted: the command's launcher ends its ranks
+            _stop(proc)
+            raise
         finally:
             memory.done.set()
             memory.join()

@@ -1,11 +1,13 @@
 """`perfweave overhead`'s text and figure, from the JSON document of
 analysis/overhead.py (OverheadResult.to_json()).
 
-text(doc) -> lines; svg(doc) -> the figure in the style of the Fugaku study's (one bar
-per variant with its 95 % interval, in three panels: run time, memory, data size), as
-an SVG written here: the figure needs no plotting library.
+text(doc) -> lines; plot(doc, path) writes the figure in the style of the Fugaku
+study's (one bar per variant with its 95 % interval, in three panels: run time, memory,
+data size): with matplotlib where it is installed (any format it writes), else as the
+SVG that svg(doc) writes here without a plotting library.
 """
 
+from perfweave.errors import PerfweaveError
 from perfweave.report.widgets import byte_size, escape
 
 
@@ -107,12 +109,18 @@ def _panel(x0, title, bars, unit):
             f'<text x="{x + width * 0.35:.1f}" y="{_H - _PAD + 12}" font-size="9" '
             f'text-anchor="middle">{escape(label[:14])}</text>'
         )
+        # the value above its bar: the data sizes of modes differ by orders of magnitude
+        out.append(
+            f'<text x="{x + width * 0.35:.1f}" y="{_H - _PAD - h - 3:.1f}" font-size="9" '
+            f'text-anchor="middle">{value:.3g}</text>'
+        )
     return out
 
 
-def svg(doc):
-    """Three panels: wall time per variant (bare included) with its 95 % interval, peak
-    resident set per process with the interval of what it adds, experiment bytes."""
+def panels(doc):
+    """The figure's three panels: (title, unit, [(label, value, lo, hi)]): wall time per
+    variant (bare included) with its 95 % interval, peak resident set per process with
+    the interval of what it adds, experiment bytes (lo, hi None: no interval)."""
     bare = doc["bare"]
     vs = doc["variants"]
     runtime = [("bare", bare["wall_s"], None, None)] + [
@@ -134,12 +142,52 @@ def svg(doc):
         for v in vs
     ]
     data = [(v["name"], (v["bytes"] or {}).get("raw", 0) / 1024, None, None) for v in vs]
-    parts = (
-        _panel(0, "run time", runtime, "s")
-        + _panel(_W, "peak RSS per process", memory, "MiB")
-        + _panel(2 * _W, "data size", data, "KiB")
-    )
+    return [
+        ("run time", "s", runtime),
+        ("peak RSS per process", "MiB", memory),
+        ("data size", "KiB", data),
+    ]
+
+
+def svg(doc):
+    """The figure as SVG text, drawn here."""
+    parts = []
+    for i, (title, unit, bars) in enumerate(panels(doc)):
+        parts += _panel(i * _W, title, bars, unit)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{3 * _W}" height="{_H}" '
         'font-family="sans-serif" font-size="12">\n' + "\n".join(parts) + "\n</svg>\n"
     )
+
+
+def plot(doc, path):
+    """Write the figure to path: matplotlib's where it is importable, else the SVG."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        if not str(path).lower().endswith(".svg"):
+            raise PerfweaveError(
+                f"--plot {path}: without matplotlib only an SVG figure is written (name it .svg)"
+            ) from None
+        with open(path, "w") as f:
+            f.write(svg(doc))
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, (title, unit, bars) in zip(axes, panels(doc)):
+        values = [b[1] for b in bars]
+        err = [
+            [b[1] - b[2] if b[2] is not None else 0 for b in bars],
+            [b[3] - b[1] if b[3] is not None else 0 for b in bars],
+        ]
+        ax.bar(range(len(bars)), values, yerr=err, capsize=4, color="#4878a8")
+        ax.set_xticks(range(len(bars)), [b[0][:14] for b in bars], rotation=30, ha="right")
+        ax.set_title(title)
+        ax.set_ylabel(unit)
+        if title == "data size" and min(values, default=0) > 0:
+            ax.set_yscale("log")  # modes' data differ by orders of magnitude
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
