@@ -31,7 +31,8 @@ from mpi_overhead import FLAVORS, PERFWEAVE, build  # noqa: E402
 def table(doc):
     """The Markdown rows of one JSON document of perfweave overhead."""
     rows = [
-        "| mode | wall ratio [95 % interval] | added | RSS added | data (gzip) | B/event "
+        "| mode | wall ratio [95 % interval] | added | RSS added | data: raw, on disk (gzip) "
+        "| B/event "
         "| ns/call added | TVD |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -43,8 +44,8 @@ def table(doc):
         ratio = f"{v['ratio']:.3f}" if v["resolvable"] else f"n.r. ({v['ratio']:.3f})"
         rows.append(
             f"| {v['name']} | {ratio} [{lo:.3f}, {hi:.3f}] | {1e3 * v['added_s']:.0f} ms "
-            f"| {v['peak_rss_added_mib']:+.1f} MiB | {b.get('raw', 0) / 1024:.0f} KiB "
-            f"({b.get('compressed', 0) / 1024:.0f} KiB) "
+            f"| {v['peak_rss_added_mib']:+.1f} MiB | {b.get('raw', 0) / 1024:.0f} KiB, "
+            f"{b.get('allocated', 0) / 1024:.0f} KiB ({b.get('compressed', 0) / 1024:.0f} KiB) "
             f"| {f'{per_event:.1f}' if per_event else '-'} | {cal or '-'} "
             f"| {v['tvd_to_reference']:.3f} |"
         )

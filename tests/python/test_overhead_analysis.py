@@ -13,6 +13,7 @@ from perfweave.report.overhead import plot, svg, text
 def facts(routine_ns, raw=1000, events=0, trace=0):
     return {
         "raw_bytes": raw,
+        "allocated_bytes": raw + 96,
         "compressed_bytes": raw // 4,
         "compression": "gzip",
         "by_entry": {"profile.pwprof": raw - trace, **({"traces": trace} if trace else {})},
@@ -75,6 +76,7 @@ def test_summary_of_literal_runs():
     assert by["trace"]["peak_rss_added_mib"] == pytest.approx(10)
     assert by["trace"]["bytes"]["bytes_per_event"] == 40
     assert by["trace"]["bytes"]["per_rank"] == 500
+    assert by["trace"]["bytes"]["allocated"] == 1096
     assert by["profile"]["ns_per_call"]["mpi"]["added_ns"] == pytest.approx(16)
     assert by["trace"]["ns_per_call"] == {}
     # the cheaper profile is the reference; trace moved 10 % of the time to MPI_Send

@@ -95,7 +95,7 @@ def test_profile_and_trace(mpi, build, tmp_path):
         assert v["peak_rss_mib"] > 1 and v["min_mem_available_mib"] > 0
         b = v["bytes"]
         assert b["raw"] > 0 and 0 < b["compressed"] < b["raw"] and b["ranks"] == 2
-        assert b["per_rank"] == b["raw"] / 2
+        assert b["per_rank"] == b["raw"] / 2 and b["allocated"] > 0
         assert b["compression"] in ("gzip", "zstd")
         assert "profile.pwprof" in b["by_entry"]
         cal = v["ns_per_call"]["mpi"]

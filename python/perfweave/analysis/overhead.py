@@ -50,22 +50,26 @@ def _files(path):
 
 
 def experiment_facts(path):
-    """One experiment's sizes and profile: raw_bytes, compressed_bytes, compression,
+    """One experiment's sizes and profile: raw_bytes (the files' sizes), allocated_bytes
+    (their blocks on disk: a file the runtime sized ahead and left sparse counts only what
+    it wrote), compressed_bytes, compression,
     by_entry {top-level file or directory: bytes}, ranks, trace_bytes (the events files),
     trace_events (records read from them, readers/trace.py), routine_ns {MPI function or
     COMPUTATION: ns summed over ranks} (None without an MPI profile)."""
     name, compress = _compressor()
-    raw = packed = 0
+    raw = packed = allocated = 0
     by_entry = {}
     for p in _files(path):
         with open(p, "rb") as f:
             data = f.read()
+            allocated += os.fstat(f.fileno()).st_blocks * 512
         raw += len(data)
         packed += len(compress(data))
         top = os.path.relpath(p, path).split(os.sep)[0]
         by_entry[top] = by_entry.get(top, 0) + len(data)
     facts = {
         "raw_bytes": raw,
+        "allocated_bytes": allocated,
         "compressed_bytes": packed,
         "compression": name,
         "by_entry": by_entry,
@@ -213,6 +217,7 @@ def _bytes(facts):
     entries = sorted({k for f in facts for k in f["by_entry"]})
     return {
         "raw": int(raw),
+        "allocated": int(_median([f["allocated_bytes"] for f in facts])),
         "compressed": int(_median([f["compressed_bytes"] for f in facts])),
         "compression": facts[0]["compression"],
         "ranks": ranks,

@@ -57,7 +57,8 @@ def text(doc):
         b = v["bytes"]
         if b:
             lines.append(
-                f"  {v['name']}: {byte_size(b['raw'])} raw, {byte_size(b['compressed'])} "
+                f"  {v['name']}: {byte_size(b['raw'])} raw ({byte_size(b['allocated'])} on "
+                f"disk), {byte_size(b['compressed'])} "
                 f"{b['compression']}, {byte_size(b['per_rank'] or 0)} per rank"
                 + (
                     f", {b['trace_events']} trace events, {b['bytes_per_event']:.1f} B/event"
