@@ -77,6 +77,7 @@ def test_summary_of_literal_runs():
     assert by["trace"]["bytes"]["bytes_per_event"] == 40
     assert by["trace"]["bytes"]["per_rank"] == 500
     assert by["trace"]["bytes"]["allocated"] == 1096
+    assert by["trace"]["bytes"]["samples"] == 0 and by["trace"]["bytes"]["bytes_per_sample"] is None
     assert by["profile"]["ns_per_call"]["mpi"]["added_ns"] == pytest.approx(16)
     assert by["trace"]["ns_per_call"] == {}
     # the cheaper profile is the reference; trace moved 10 % of the time to MPI_Send

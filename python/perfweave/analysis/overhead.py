@@ -54,8 +54,9 @@ def experiment_facts(path):
     (their blocks on disk: a file the runtime sized ahead and left sparse counts only what
     it wrote), compressed_bytes, compression,
     by_entry {top-level file or directory: bytes}, ranks, trace_bytes (the events files),
-    trace_events (records read from them, readers/trace.py), routine_ns {MPI function or
-    COMPUTATION: ns summed over ranks} (None without an MPI profile)."""
+    trace_events (records read from them, readers/trace.py), samples_bytes (the samples
+    files), samples (the records read from them, readers/samples.py), routine_ns {MPI
+    function or COMPUTATION: ns summed over ranks} (None without an MPI profile)."""
     name, compress = _compressor()
     raw = packed = allocated = 0
     by_entry = {}
@@ -76,11 +77,25 @@ def experiment_facts(path):
         "ranks": 0,
         "trace_bytes": 0,
         "trace_events": 0,
+        "samples": 0,
+        "samples_bytes": 0,
         "routine_ns": None,
     }
     facts.update(_trace(path))
+    facts.update(_samples(path))
     facts.update(_profile(path))
     return facts
+
+
+def _samples(path):
+    from perfweave.readers.samples import read_samples
+
+    d = os.path.join(path, "samples")
+    if not os.path.isdir(d):
+        return {}
+    n = sum(len(p.records) for p in read_samples(path))
+    size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".samples"))
+    return {"samples": n, "samples_bytes": size}
 
 
 def _trace(path):
@@ -214,6 +229,8 @@ def _bytes(facts):
     ranks = max(f["ranks"] for f in facts)
     events = _median([f["trace_events"] for f in facts])
     trace = _median([f["trace_bytes"] for f in facts])
+    samples = _median([f.get("samples", 0) for f in facts])
+    sbytes = _median([f.get("samples_bytes", 0) for f in facts])
     entries = sorted({k for f in facts for k in f["by_entry"]})
     return {
         "raw": int(raw),
@@ -226,6 +243,9 @@ def _bytes(facts):
         "trace_bytes": int(trace),
         "trace_events": int(events),
         "bytes_per_event": trace / events if events else None,
+        "samples": int(samples),
+        "samples_bytes": int(sbytes),
+        "bytes_per_sample": sbytes / samples if samples else None,
     }
 
 

@@ -65,6 +65,11 @@ def text(doc):
                     if b["trace_events"]
                     else ""
                 )
+                + (
+                    f", {b['samples']} samples, {b['bytes_per_sample']:.1f} B/sample"
+                    if b["samples"]
+                    else ""
+                )
             )
     p = doc["perturbation"]
     if p["reference"]:
