@@ -17,7 +17,7 @@ def setup_parser(sub):
         help="measure what perfweave (and other tools) cost a program",
         description="Run COMMAND bare, under perfweave run in each mode and after each "
         "--compare prefix, interleaved, -n times each, and report per variant: the wall "
-        "time ratio to bare with a 95 %% bootstrap interval, the time added, the peak "
+        "time ratio to bare with a 95 % bootstrap interval, the time added, the peak "
         "resident set added per process and the node's lowest MemAvailable, the "
         "experiment's bytes (raw, compressed, per rank, per trace event), ns added per "
         "wrapped call (a calibration loop per module) and how much the per-routine time "
