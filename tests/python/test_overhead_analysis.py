@@ -85,7 +85,9 @@ def test_summary_of_literal_runs():
     assert doc["perturbation"]["within_reference_tvd"] == 0
     assert by["trace"]["tvd_to_reference"] == pytest.approx(0.1)
     assert by["env X=1"]["tvd_to_reference"] is None and by["env X=1"]["bytes"] is None
+    assert doc["notes"] and "3 rounds" in doc["notes"][0]
     lines = text(doc)
+    assert "note: 3 rounds" in lines[-1]
     assert any(ln.split()[:2] == ["profile", "n.r."] for ln in lines)
     assert any("40.0 B/event" in ln for ln in lines)
     figure = svg(doc)

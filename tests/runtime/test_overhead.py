@@ -30,14 +30,11 @@ def variant(doc, name):
     return next(v for v in doc["variants"] if v["name"] == name)
 
 
-def test_fixed_cost_tool(build, tmp_path):
-    """The 10 ms the tool spins come out as the time it adds: against the same tool
-    spinning 0 ms (its own exec costs as much in both), the difference of the added
-    times is the time it spun within the two intervals. The time it spun is its own
-    measurement in the same runs: 10 ms, and on a loaded machine more when the spin
-    loses the CPU across its end."""
-    tool = build(None, "overhead_tool.c")
-    log = tmp_path / "spun.txt"
+def fixed_cost_run(tool, log):
+    """One invocation against the tool spinning 10 ms and 0 ms: (the document, whether
+    the difference of their added times is the time the tool spun, within the sum of
+    the two intervals' half-widths, and the figures)."""
+    log.unlink(missing_ok=True)
     doc = document(
         "--modes", "", "--calibrate", "none", "-n", "7",
         "--compare", f"{tool} 10", "--compare", f"{tool} 0", "--", "true",
@@ -49,9 +46,29 @@ def test_fixed_cost_tool(build, tmp_path):
     slow, fast = variant(doc, f"{tool} 10"), variant(doc, f"{tool} 0")
     (lo10, hi10), (lo0, hi0) = slow["added_interval_s"], fast["added_interval_s"]
     assert lo10 <= slow["added_s"] <= hi10
-    # the difference of two estimates lies within the sum of their intervals' half-widths
     half = (hi10 - lo10) / 2 + (hi0 - lo0) / 2
-    assert abs(slow["added_s"] - fast["added_s"] - spun_s) <= half, (spun, slow, fast)
+    found = slow["added_s"] - fast["added_s"]
+    return doc, abs(found - spun_s) <= half, (found, spun_s, half, spun)
+
+
+def test_fixed_cost_tool(build, tmp_path):
+    """The 10 ms the tool spins come out as the time it adds: against the same tool
+    spinning 0 ms (its own exec costs as much in both), the difference of the added
+    times is the time it spun within the two intervals. The time it spun is its own
+    measurement in the same runs: 10 ms, and on a loaded machine more when the spin
+    loses the CPU across its end.
+    A 95 % interval misses the truth in 1 invocation of 20 by its definition, and
+    more often with few rounds (a percentile bootstrap's interval from 7 rounds is
+    narrower than its level says) and where the machine's delays have a heavy tail
+    (measured at load 11 on 2 cores: 1 in 8); both of two independent invocations
+    missing is what fails."""
+    tool = build(None, "overhead_tool.c")
+    log = tmp_path / "spun.txt"
+    doc, within, first = fixed_cost_run(tool, log)
+    if not within:
+        doc, within, second = fixed_cost_run(tool, log)
+        assert within, (first, second)
+    slow = variant(doc, f"{tool} 10")
     # resolvable: the interval stays clear of 1 by more than the bare runs' own spread
     lo, hi, noise = *slow["ratio_interval"], doc["bare"]["spread"]
     assert slow["resolvable"] == (lo > 1 + noise or hi < 1 - noise)
@@ -82,6 +99,8 @@ def test_profile_and_trace(mpi, build, tmp_path):
     )  # fmt: skip
     assert doc["format"] == "perfweave-overhead" and doc["version"] == 1
     assert doc["rounds"] == 3 and doc["order"] == "interleaved"
+    assert len(doc["notes"]) == 1 and "rough" in doc["notes"][0]  # 3 rounds < 5
+    assert doc["interval"]["resamples"] == 10000 and doc["interval"]["level"] == 0.95
     assert len(doc["bare"]["wall_s_runs"]) == 3 and doc["bare"]["wall_s"] > 0
     assert doc["bare"]["peak_rss_mib"] > 1 and doc["bare"]["min_mem_available_mib"] > 0
     calls = 2 * (1 + 3 * iters)  # both ranks' MPI calls between Init and Finalize

@@ -317,7 +317,14 @@ def summarize(command, variants, runs, calibration):
             }
         )
     perturbation = _perturbation(out, share_runs)
-    return OverheadResult(list(command), len(bare_runs), bare, out, perturbation)
+    notes = []
+    if len(bare_runs) < 5:
+        # n rounds give at most C(2n-1, n) distinct resamples: 3 for n = 2, 10 for n = 3
+        notes.append(
+            f"{len(bare_runs)} rounds: the bootstrap draws from few distinct resamples, "
+            "its intervals are rough (use -n 5 or more)"
+        )
+    return OverheadResult(list(command), len(bare_runs), bare, out, perturbation, notes=notes)
 
 
 def _perturbation(out, share_runs):

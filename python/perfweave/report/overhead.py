@@ -80,6 +80,7 @@ def text(doc):
             f"{'-' if within is None else f'{within:.3f}'})"
         )
     lines.append(f"  peak RSS: {doc['peak_rss_source']}")
+    lines += [f"  note: {n}" for n in doc["notes"]]
     return lines
 
 
