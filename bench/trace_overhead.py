@@ -25,18 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from mpi_overhead import FLAVORS, PERFWEAVE, bench_args, build, run  # noqa: E402
 
-
-def trace_size(exp):
-    """(events committed, bytes of the events files, bytes of the JSON files). The events
-    files hold whole blocks: the unused end of each thread's last block counts in their
-    size (it is allocated on disk)."""
-    from perfweave.readers import trace as rt
-
-    tr = Path(exp) / "traces"
-    events = sum(len(rt.read_rank(exp, r).records) for r in rt.list_ranks(exp))
-    size = sum(p.stat().st_size for p in tr.glob("*.events"))
-    js = sum(p.stat().st_size for p in tr.glob("*.json"))
-    return events, size, js
+from perfweave.analysis.overhead import experiment_facts  # noqa: E402
 
 
 def main():
@@ -68,7 +57,11 @@ def main():
                         )
                 t = {m: statistics.median(r["elapsed_s"] for r in runs[m]) for m in modes}
                 exp = runs["trace"][-1]["exp"]
-                records, ev_bytes, js_bytes = trace_size(exp)
+                # the events files hold whole blocks: the unused end of each thread's last
+                # block counts in their size (it is allocated on disk)
+                facts = experiment_facts(exp)
+                records, ev_bytes = facts["trace_events"], facts["trace_bytes"]
+                js_bytes = facts["by_entry"]["traces"] - ev_bytes
                 per_rank = records / 2
                 t0 = time.perf_counter()
                 res = subprocess.run(

@@ -15,6 +15,7 @@ VERBS = {
     "import": "import_",
     "components": "components",
     "pop": "pop",
+    "overhead": "overhead",
 }
 
 

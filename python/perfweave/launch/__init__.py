@@ -10,6 +10,9 @@
   the run; or the wait here, where it cannot be exec'd;
 - `verdict`: how the run ended: the Verdict on a run that recorded fewer ranks than it
   started (imported only at the run's end).
+- `overhead`: not part of a run: `perfweave overhead`'s runs of a command bare and
+  under `perfweave run` in each mode, interleaved, with their memory and calibration
+  loops (analysis/overhead.py makes the figures).
 
 This package holds what they share: where the runtime's libraries and programs are,
 and the signal module.
