@@ -66,23 +66,26 @@ def basics(L, acc):
 # ---------------------------------------------------------------- driver
 
 
-def analyze(exp, ex=None):
+def analyze(exp, ex=None, root_causes=True):
     """Analyse the traces of experiment directory exp. Returns the WaitStatesResult on
-    the process of rank 0 (and in a serial run), None on the others."""
+    the process of rank 0 (and in a serial run), None on the others. root_causes: also
+    the critical path and the delay analysis (analysis/rootcause.py; serial only)."""
     ex = ex or Local(0)
     t_start = _time.perf_counter()
-    L = load(exp, ex)
-    return _patterns(L, ex, str(exp), _time.perf_counter() - t_start)
+    serial = root_causes and ex.nproc == 1
+    L = load(exp, ex, detail=serial)
+    return _patterns(L, ex, str(exp), _time.perf_counter() - t_start, serial)
 
 
-def analyze_trace(trace, ex=None):
+def analyze_trace(trace, ex=None, root_causes=True):
     """Analyse a Trace built in memory (Trace.from_literal): its WaitStatesResult."""
     ex = ex or Local(trace.world_size)
-    L = _unify(trace, ex, [rd.rank for rd in trace.ranks])
-    return _patterns(L, ex, trace.source or "literal", 0.0)
+    serial = root_causes and ex.nproc == 1
+    L = _unify(trace, ex, [rd.rank for rd in trace.ranks], detail=serial)
+    return _patterns(L, ex, trace.source or "literal", 0.0, serial)
 
 
-def _patterns(L, ex, name, load_s):
+def _patterns(L, ex, name, load_s, root_causes=False):
     t_loaded = _time.perf_counter()
     acc = Acc()
     notes = dict.fromkeys(COUNTS, 0)  # what each pattern counts (model/waitstates.py)
@@ -90,6 +93,10 @@ def _patterns(L, ex, name, load_s):
     deferred = collectives(L, ex, acc, notes)
     point_to_point(L, ex, acc, notes, deferred)
     rma(L, ex, acc, notes)
+    if root_causes:
+        from perfweave.analysis import rootcause  # it builds on this package's modules
+
+        rootcause.charge(rootcause.analyze_loaded(L), acc)
     m, p, r, v = acc.reduced()
     nev = L.trace.nevents
     parts = ex.gather(
