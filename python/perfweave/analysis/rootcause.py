@@ -310,6 +310,10 @@ class _Timeline:
         return out
 
 
+def _fn_id(g, name):
+    return g.functions.index(name) if name in g.functions else -2
+
+
 def _parents(paths):
     index = {tuple(lab): i for i, lab in enumerate(paths)}
     return np.array([index.get(tuple(lab[:-1]), i) for i, lab in enumerate(paths)], np.int64)
@@ -344,13 +348,15 @@ class _SyncPoints:
         if len(r["a"]):
             add(r["a"].astype(np.int64), r["b"].astype(np.int64))
         self.pairs = {k: np.array(sorted(v), np.int64) for k, v in pairs.items()}
-        # collectives: per location, its (instance, completing call) in call order
+        # collectives: per location, its (instance, completing call) in call order;
+        # MPI_Init synchronises every rank as a collective does (instance -1), as in scout
         parts = g.coll_parts
         self.coll = {}
-        if len(parts["inst"]):
+        init = np.flatnonzero(c["fn"] == _fn_id(g, "MPI_Init"))
+        if len(parts["inst"]) or len(init):
             ok = (parts["open"] == 0) & (parts["ecall"] >= 0)
-            ec = parts["ecall"][ok].astype(np.int64)
-            inst = parts["inst"][ok].astype(np.int64)
+            ec = np.r_[parts["ecall"][ok].astype(np.int64), init]
+            inst = np.r_[parts["inst"][ok].astype(np.int64), np.full(len(init), -1)]
             lc = loc[ec]
             order = np.lexsort((ec, lc))
             for lo in np.unique(lc).tolist():
@@ -508,9 +514,17 @@ def _critical_path(g, W, tl, res):
     stop = np.r_[first[1:], len(c["t0"])]
     t1 = c["t1"].astype(np.int64)
     t0 = c["t0"].astype(np.int64)
-    ends = np.array([t1[stop[i] - 1] if stop[i] > first[i] else 0 for i in range(nloc)])
+    last = np.array([t1[stop[i] - 1] if stop[i] > first[i] else 0 for i in range(nloc)])
+    # a location ends where its rank entered MPI_Finalize (the trace's calls stop there,
+    # unless it holds the call): the computation after its last call is on the path too
+    ends = np.maximum(last, locs["t_end"].astype(np.int64))
     cur = int(np.argmax(ends))
     t = int(ends[cur])
+    if t > last[cur] and stop[cur] > first[cur]:
+        tail = (int(tl.comp_path[stop[cur] - 1]), int(c["rank"][first[cur]]))
+        tail_from = int(last[cur])
+    else:
+        tail = None
     iv_hi = 2 * int(stop[cur])  # the walk has covered the intervals of cur up to iv_hi
     waiters = {}
     for j, w in enumerate(W.waiter.tolist()):
@@ -532,6 +546,9 @@ def _critical_path(g, W, tl, res):
         lo_iv = 2 * w + 1 if w is not None else 2 * lo_call
         for p, v in tl.clipped(lo_iv, iv_hi, a, t).items():
             profile[(p, rank)] = profile.get((p, rank), 0) + v
+        if tail is not None:
+            profile[tail] = profile.get(tail, 0) + t - max(a, tail_from)
+            tail = None
         segs.append((cur, a, t))
         if w is None:
             break
