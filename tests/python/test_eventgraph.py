@@ -3,14 +3,7 @@ message, collective instance and RMA synchronisation is known by construction.""
 
 from perfweave.analysis import eventgraph as eg
 from perfweave.model.trace import Trace
-
-
-def send(b, e, peer, fn="MPI_Send", nbytes=8, flags=()):
-    return (fn, b, e, [dict(type="SEND", peer=peer, comm=0, bytes=nbytes, flags=list(flags))])
-
-
-def recv(b, e, peer, nbytes=8):
-    return ("MPI_Recv", b, e, [dict(type="RECV", peer=peer, comm=0, bytes=nbytes)])
+from test_replay import recv, send, wsync
 
 
 def barrier(b, e):
@@ -142,12 +135,6 @@ def test_nonblocking_calls_link_their_start_and_completion():
 
 
 def test_fences_windows_and_active_target_epochs():
-    def wsync(fn, b, e, group=-1):
-        d = dict(type="WSYNC", win=0, comm=0)
-        if group >= 0:
-            d["group"] = group
-        return (fn, b, e, [d])
-
     def win(fn, b, e):
         return (fn, b, e, [dict(type="WIN", win=0, comm=0, flags=["FREE"] if "free" in fn else [])])
 

@@ -46,6 +46,7 @@ EventGraph tables (Cols: named numpy columns of equal length):
 collective instances).
 """
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -98,7 +99,9 @@ def load_graph(exp):
 
 
 def from_trace(trace):
-    """The event graph of a Trace built in memory (Trace.from_literal)."""
+    """The event graph of a Trace built in memory (Trace.from_literal). The trace is
+    copied: loading takes its ranks' tables, and a test replays one trace many ways."""
+    trace = copy.deepcopy(trace)
     ex = Local(trace.world_size)
     return build(_unify(trace, ex, [rd.rank for rd in trace.ranks], detail=True))
 
@@ -127,53 +130,56 @@ def build(L):
     )
 
 
+CALL_COLS = {
+    "loc": np.int32,
+    "rank": np.int32,
+    "thread": np.int32,
+    "t0": np.int64,
+    "t1": np.int64,
+    "path": np.int32,
+    "fn": np.int32,
+    "role": np.int16,
+    "useful": np.int64,
+}
+
+
 def _calls(L):
     """(locations, calls) from each rank's calls (RankModel.calls), in the order of the
-    loaded trace's call numbers."""
-    cols = {k: [] for k in ("loc", "rank", "thread", "t0", "t1", "path", "fn", "role", "useful")}
-    lrank, lthread, lfirst, ltb, lte = [], [], [], [], []
-    cbase = nloc = 0
+    loaded trace's call numbers; the columns are filled rank by rank, in place."""
+    calls = Cols({k: np.empty(L.ncalls, t) for k, t in CALL_COLS.items()})
+    loc = {k: [] for k in ("rank", "thread", "first", "t_begin", "t_end")}
+    a = 0
     for rd in L.trace.ranks:
         c = rd.calls
-        n = len(c["t0"])
-        first = rd.thread_calls if n else np.zeros(0, np.int64)
-        seg = np.zeros(n, np.int64)
-        if len(first) > 1:
-            seg[first[1:]] = 1
-            seg = np.cumsum(seg)
-        t0, t1 = c["t0"].astype(np.int64), c["t1"].astype(np.int64)
-        useful = np.empty(n, np.int64)
-        if n:
-            useful[1:] = t0[1:] - t1[:-1]
-            useful[first] = t0[first] - rd.t_begin
-            np.maximum(useful, 0, out=useful)
+        b = a + len(c["t0"])
+        out = calls.slice(a, b)
+        first = rd.thread_calls if b > a else np.zeros(0, np.int64)
+        lc = out["loc"]
+        lc[:] = 0
+        lc[first[1:]] = 1  # a thread's calls start a location
+        np.cumsum(lc, out=lc)
+        lc += len(loc["rank"])
+        out["rank"][:] = rd.rank
+        out["thread"][:] = c["thread"]
+        out["t0"][:] = c["t0"]
+        out["t1"][:] = c["t1"]
+        out["path"][:] = rd.gpaths[c["path"]]
         fn = rd.path_fn[c["path"]]
-        cols["loc"].append((nloc + seg).astype(np.int32))
-        cols["rank"].append(np.full(n, rd.rank, np.int32))
-        cols["thread"].append(c["thread"].astype(np.int32))
-        cols["t0"].append(t0)
-        cols["t1"].append(t1)
-        cols["path"].append(rd.gpaths[c["path"]].astype(np.int32))
-        cols["fn"].append(np.where(fn >= 0, rd.gfn[np.maximum(fn, 0)], -1).astype(np.int32))
-        cols["role"].append(c["role"].astype(np.int16))
-        cols["useful"].append(useful)
-        lrank += [rd.rank] * len(first)
-        lthread += c["thread"][first].astype(np.int64).tolist()
-        lfirst += (cbase + first).tolist()
-        ltb += [rd.t_begin] * len(first)
-        lte += [rd.t_end] * len(first)
-        cbase += n
-        nloc += len(first)
-    calls = Cols({k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()})
-    locations = Cols(
-        rank=np.array(lrank, np.int32),
-        thread=np.array(lthread, np.int32),
-        first=np.array(lfirst + [cbase], np.int64)[:-1],
-        t_begin=np.array(ltb, np.int64),
-        t_end=np.array(lte, np.int64),
-    )
-    assert cbase == L.ncalls
-    return locations, calls
+        out["fn"][:] = np.where(fn >= 0, rd.gfn[np.maximum(fn, 0)], -1)
+        out["role"][:] = c["role"]
+        u = out["useful"]
+        if b > a:
+            np.subtract(out["t0"][1:], out["t1"][:-1], out=u[1:])
+            u[first] = out["t0"][first] - rd.t_begin
+            np.maximum(u, 0, out=u)
+        loc["rank"] += [rd.rank] * len(first)
+        loc["thread"] += c["thread"][first].astype(np.int64).tolist()
+        loc["first"] += (a + first).tolist()
+        loc["t_begin"] += [rd.t_begin] * len(first)
+        loc["t_end"] += [rd.t_end] * len(first)
+        a = b
+    types = {"rank": np.int32, "thread": np.int32}
+    return Cols({k: np.array(v, types.get(k, np.int64)) for k, v in loc.items()}), calls
 
 
 def _messages(L, unmatched):
@@ -219,30 +225,40 @@ def _collectives(L, unmatched):
     inst = {k: [] for k in INST_COLS}
     parts = {k: [] for k in PART_COLS}
 
-    def add(kind, X, whole, **cols):
-        gid = X.gid()
-        inst["kind"].append(np.full(X.n, kind))
-        inst["size"].append(np.maximum(X.max(X.here["csize"]), 0))
-        inst["present"].append(np.bincount(gid, minlength=X.n))
+    def add(kind, gid, n, size, whole, **cols):
+        inst["kind"].append(np.full(n, kind))
+        inst["size"].append(size)
+        inst["present"].append(np.bincount(gid, minlength=n))
         inst["whole"].append(whole)
-        inst["bytes"].append(X.max(cols["bytes"]))
-        parts["inst"].append(sum(len(g) for g in inst["kind"][:-1]) + gid)
+        inst["bytes"].append(_group_max(gid, cols["bytes"], n))
+        parts["inst"].append(sum(len(k) for k in inst["kind"][:-1]) + gid)
         for k, v in cols.items():
             parts[k].append(v)
 
     C = L.colls
     if len(C):
-        rows = Cols(key=C["key"], seq=C["seq"], csize=C["csize"], role=C["role"], nb=C["nb"])
-        X = _instances(L, Local(0), rows)
+        # instances numbered as collectives() numbers them: an offset per communicator
+        # plus the operation's number on it
+        key, seq = C["key"], C["seq"].astype(np.int64)
+        nk = len(L.comm_keys)
+        size = np.where(np.bincount(key, minlength=nk) > 0, _group_max(key, seq, nk) + 1, 0)
+        gid = (np.cumsum(size) - size)[key] + seq
+        n = int(size.sum())
+        count = np.bincount(gid, minlength=n)
+        csize = np.zeros(n, np.int64)
+        csize[gid] = C["csize"]  # one communicator: one size
         kind = _kind(C)
+        kfirst = np.zeros(n, np.int64)
+        kfirst[gid] = kind
         opened = C["open"] != 0
+        # as collectives(): every member took part, all alike, none left it open
+        unlike = np.bincount(gid, weights=(kind != kfirst[gid]) | opened, minlength=n)
         add(
             COLL,
-            X,
-            # as collectives(): every member took part, all alike, none left it open
-            (np.bincount(X.gid(), minlength=X.n) == X.max(C["csize"]))
-            & (X.min(kind) == X.max(kind))
-            & ((X.max(kind) & 1) == 0),
+            gid,
+            n,
+            np.maximum(csize, 0),
+            (count == csize) & (unlike == 0),
             rank=C["rank"],
             bcall=C["bcall"],
             ecall=np.where(opened, -1, C["wcall"]),
@@ -270,10 +286,35 @@ def _collectives(L, unmatched):
             _comm_geometry(L, frows, ckeys[wix.reshape(-1)], rank)
             X = _instances(L, Local(0), frows)
             z = np.zeros(len(rows_i), np.int64)
-            add(kind, X, X.ok, rank=rank, bcall=call, ecall=call, root=z, bytes=z, open=z)
+            size = np.maximum(X.max(frows["csize"]), 0)
+            add(
+                kind,
+                X.gid(),
+                X.n,
+                size,
+                X.ok,
+                rank=rank,
+                bcall=call,
+                ecall=call,
+                root=z,
+                bytes=z,
+                open=z,
+            )
     inst, parts = _cat(inst, INST_COLS), _cat(parts, PART_COLS)
     unmatched["collectives"] = int(np.count_nonzero(~inst["whole"]))
     return inst, parts
+
+
+def _group_max(gid, values, n):
+    """The largest of values per group (gid in 0..n-1; 0 for an empty group)."""
+    out = np.zeros(n, np.int64)
+    if len(values) and values.min() == values.max():  # the common case: no scatter
+        out[gid] = values[0]
+    elif len(values):
+        out[:] = np.iinfo(np.int64).min
+        np.maximum.at(out, gid, values.astype(np.int64))
+        out[np.bincount(gid, minlength=n) == 0] = 0
+    return out
 
 
 def _cat(cols, types):

@@ -1,0 +1,407 @@
+"""The replay of a trace on an ideal network (docs/pop.md, "The ideal-network replay").
+
+Each location keeps its computation (the useful time before each call, as recorded, or
+as the caller overrides it for a what-if) and its calls in order; an MPI call takes no
+time of its own and ends as soon as what it waits for allows:
+
+- a message is matched as recorded (a wildcard receive keeps the message it got). By
+  default sends are eager: a send completes locally, and the call that completes the
+  receive leaves at max(its own enter, the send's start + transfer). With
+  `eager_limit=N`, sends of more than N bytes, and synchronous sends always, are
+  rendezvous: the calls that complete the send and the receive both leave at
+  max(the send's start, the receive's post) + transfer (and their own enters);
+- a collective operation (blocking or not), fence, window creation or free: every
+  participant's completing call leaves at the last participant's arrival (the enter of
+  the call that started it there) + its cost;
+- active target RMA (waitstates/rma.py's pairing): MPI_Win_complete leaves after the
+  targets' MPI_Win_post entered, MPI_Win_wait after the origins' MPI_Win_complete
+  entered (+ latency); RMA transfers take no time.
+
+Cost model of the what-ifs (`latency_s` L, `bandwidth_Bps` W; defaults 0 and infinite):
+a message of B bytes transfers in L + B/W; a collective of P members in
+ceil(log2 P) * L + B/W, B the most bytes one participant sends plus receives; a fence
+or window creation/free in ceil(log2 P) * L; an active-target synchronisation in L.
+
+Each node of the event graph (a call's enter and its leave, a collective instance's
+hub) gets its ideal time as a longest path (analysis/longest_path.py); a cycle is a
+program that would deadlock under these rules (sends that cross under rendezvous), and
+is reported with the calls where each location would block.
+
+Times are ns; the ideal run starts at 0 on every location (MPI_Init left).
+"""
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from perfweave.analysis import eventgraph as eg
+from perfweave.analysis.longest_path import NONE, longest_path
+from perfweave.model.trace import Cols, Trace
+
+# how the critical path reached a call (ReplayResult.critical_path "via")
+VIA = ("start", "computation", "call", "message", "collective", "rma")
+
+
+@dataclass
+class ReplayResult:
+    graph: eg.EventGraph
+    enter_ns: np.ndarray  # ideal enter of each call of graph.calls
+    leave_ns: np.ndarray  # ... and leave
+    loc_start_ns: np.ndarray  # ideal time of each location's region start
+    loc_end_ns: np.ndarray  # ... and end
+    in_region: np.ndarray  # locations that take part in the region
+    t_ideal_s: float  # the region's runtime on the ideal network (inf: deadlock)
+    t_recorded_s: float  # ... as recorded
+    params: dict
+    deadlock: list = None  # where each location would block, if the replay deadlocks
+    edge_kind: np.ndarray = None  # VIA code of each edge of the solved graph
+    _paths: object = None
+    _nodes: tuple = None  # (n calls, edge src, edge dst)
+    region_start: np.ndarray = None  # recorded region of each location (ns)
+    region_end: np.ndarray = None
+    notes: list = field(default_factory=list)
+
+    @property
+    def speedup(self):
+        return self.t_recorded_s / self.t_ideal_s if self.t_ideal_s else math.inf
+
+    def location_times(self):
+        """Cols per location: rank, thread, ideal start and end (ns), recorded start,
+        end (ns), in_region."""
+        loc = self.graph.locations
+        return Cols(
+            rank=loc["rank"],
+            thread=loc["thread"],
+            ideal_start=self.loc_start_ns,
+            ideal_end=self.loc_end_ns,
+            in_region=self.in_region,
+        )
+
+    def critical_path(self):
+        """The calls on the ideal run's longest path, in order, as Cols: call (index into
+        graph.calls), loc, rank, thread, fn (function name), enter, leave (ideal ns), via
+        (how the path came to the call: VIA's names: computation on its location,
+        message, collective, rma; "start" for the first). Empty on a deadlock."""
+        names = ("call", "loc", "rank", "thread", "enter", "leave")
+        if self.deadlock or not self.in_region.any():
+            return Cols({k: np.zeros(0, np.int64) for k in names}, fn=[], via=[])
+        ncalls, src, _ = self._nodes
+        P = self._paths
+        end = np.where(self.in_region, self.loc_end_ns, NONE)
+        loc = int(np.argmax(end))
+        node = self._node_at(loc, self.region_end[loc])
+        nodes, how = [], []
+        while node >= 0:
+            nodes.append(node)
+            p, e = int(P.pred[node]), int(P.pred_edge[node])
+            if p < 0:
+                how.append(0)
+            elif e >= 0:
+                how.append(int(self.edge_kind[e]))
+            else:  # along the location: computation before an enter, or inside a call
+                how.append(1 if node % 2 == 0 and node < 2 * ncalls else 2)
+            node = p
+        nodes, how = np.array(nodes[::-1], np.int64), np.array(how[::-1], np.int64)
+        keep = nodes < 2 * ncalls  # hubs of collectives are no calls
+        calls, how = nodes[keep] // 2, how[keep]
+        # a call once, with how the path came to its first node
+        first = np.r_[True, calls[1:] != calls[:-1]]
+        calls, how = calls[first], how[first]
+        c = self.graph.calls
+        return Cols(
+            call=calls,
+            loc=c["loc"][calls],
+            rank=c["rank"][calls],
+            thread=c["thread"][calls],
+            enter=self.enter_ns[calls],
+            leave=self.leave_ns[calls],
+            fn=[self.graph.call_name(i) for i in calls.tolist()],
+            via=[VIA[h] for h in how.tolist()],
+        )
+
+    def _node_at(self, loc, t):
+        """The node the ideal time of recorded instant t of location loc is measured
+        from (the enter of the call t falls in, else the leave of the call before)."""
+        i, inside = _call_at(self.graph, loc, t)
+        if inside:
+            return 2 * i
+        return 2 * (i - 1) + 1 if i > int(self.graph.locations["first"][loc]) else -1
+
+    def to_json(self):
+        d = {
+            "t_ideal_s": self.t_ideal_s,
+            "t_recorded_s": self.t_recorded_s,
+            "params": self.params,
+            "deadlock": self.deadlock,
+            "notes": self.notes,
+        }
+        return d
+
+
+def replay(
+    exp_or_loaded,
+    eager_limit=None,
+    latency_s=0.0,
+    bandwidth_Bps=math.inf,
+    region=None,
+    useful=None,
+    use_c=True,
+):
+    """Replay a trace on an ideal network (module docstring): ReplayResult.
+
+    exp_or_loaded: an experiment directory, a Loaded (load(..., detail=True)), a Trace
+    (Trace.from_literal) or an EventGraph. region: None (each rank's MPI_Init left ..
+    MPI_Finalize entered), (t_start, t_end) for every location, {rank: (t_start, t_end)}
+    or {(rank, thread): ...} (locations not named are left out), or an array (locations,
+    2); recorded ns on rank 0's clock. useful: the computation before each call (ns, an
+    array over graph.calls) instead of the recorded one, for what-ifs. use_c: False for
+    the numpy kernel (tests compare the two)."""
+    g = as_graph(exp_or_loaded)
+    if latency_s < 0 or not bandwidth_Bps > 0:
+        raise ValueError("replay: latency must be >= 0 and bandwidth > 0")
+    if eager_limit is not None and eager_limit < 0:
+        raise ValueError("replay: the eager limit must be >= 0 bytes")
+    c = g.calls
+    nc = len(c["t0"])
+    if useful is None:
+        useful = c["useful"]
+    useful = np.asarray(useful, np.int64)
+    if len(useful) != nc:
+        raise ValueError(f"replay: useful has {len(useful)} values for {nc} calls")
+    lat = int(round(latency_s * 1e9))
+    src, dst, w, kind, ninst = _edges(g, eager_limit, lat, bandwidth_Bps)
+    n = 2 * nc + ninst
+    chain = np.full(n, NONE, np.int64)
+    chain[0 : 2 * nc : 2] = useful
+    chain[1 : 2 * nc : 2] = 0
+    firsts = g.locations["first"]
+    chain[2 * firsts] = NONE
+    init = np.full(n, NONE, np.int64)
+    init[2 * firsts] = useful[firsts]
+    P = longest_path(n, src, dst, w, chain, init, use_c=use_c)
+    enter, leave = P.time[0 : 2 * nc : 2], P.time[1 : 2 * nc : 2]
+    rs, re, member = _region(g, region)
+    params = {
+        "eager_limit": eager_limit,
+        "latency_s": latency_s,
+        "bandwidth_Bps": bandwidth_Bps,
+        "cost_model": "message: L + B/W; collective: ceil(log2 P)*L + B/W; "
+        "fence, window: ceil(log2 P)*L; active-target sync: L",
+    }
+    res = ReplayResult(
+        graph=g,
+        enter_ns=enter,
+        leave_ns=leave,
+        loc_start_ns=np.zeros(len(rs), np.int64),
+        loc_end_ns=np.zeros(len(rs), np.int64),
+        in_region=member,
+        t_ideal_s=math.inf,
+        t_recorded_s=_span(rs, re, member) / 1e9,
+        params=params,
+        edge_kind=kind,
+        _paths=P,
+        _nodes=(nc, src, dst),
+        region_start=rs,
+        region_end=re,
+    )
+    res.notes = _notes(g)
+    if P.left:
+        res.deadlock = _deadlock(g, P.cyclic[0 : 2 * nc].reshape(-1, 2).any(axis=1))
+        return res
+    res.loc_start_ns = ideal_at(g, enter, leave, useful, rs)
+    res.loc_end_ns = ideal_at(g, enter, leave, useful, re)
+    res.t_ideal_s = _span(res.loc_start_ns, res.loc_end_ns, member) / 1e9
+    return res
+
+
+def as_graph(x):
+    """An EventGraph from an experiment directory, a Loaded, a Trace or an EventGraph."""
+    if isinstance(x, eg.EventGraph):
+        return x
+    if isinstance(x, Trace):
+        return eg.from_trace(x)
+    if isinstance(x, (str, Path)):
+        return eg.load_graph(x)
+    return eg.build(x)
+
+
+def _xfer(nbytes, bandwidth):
+    """ns to move nbytes at bandwidth bytes/s (0 at infinite bandwidth)."""
+    if math.isinf(bandwidth):
+        return np.zeros(len(nbytes), np.int64)
+    return np.rint(np.asarray(nbytes, np.float64) * (1e9 / bandwidth)).astype(np.int64)
+
+
+def _edges(g, eager_limit, lat, bandwidth):
+    """(src, dst, weight, VIA code, instances) of the graph's edges between locations:
+    node 2c is call c's enter, 2c + 1 its leave, 2 * calls + i collective instance i's
+    hub."""
+    nc = len(g.calls["t0"])
+    loc = g.calls["loc"]
+    parts = []
+
+    def add(a, b, weight, via):
+        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        parts.append((a, b, np.broadcast_to(np.asarray(weight, np.int64), a.shape), via))
+
+    m = g.messages
+    xfer = lat + _xfer(m["bytes"], bandwidth)
+    rdv = m["sync"] != 0
+    if eager_limit is not None:
+        rdv |= m["bytes"] > eager_limit
+    msg = VIA.index("message")
+    add(2 * m["scall"], 2 * m["rdone"] + 1, xfer, msg)
+    # the receive's post: on the receiving location it comes first anyway (eager), but
+    # a rendezvous transfer starts only then
+    post = rdv | (loc[m["rpost"]] != loc[m["rdone"]])
+    add(2 * m["rpost"][post], 2 * m["rdone"][post] + 1, np.where(rdv, xfer, 0)[post], msg)
+    sd = rdv & (m["sdone"] >= 0)
+    add(2 * m["scall"][sd], 2 * m["sdone"][sd] + 1, xfer[sd], msg)
+    add(2 * m["rpost"][sd], 2 * m["sdone"][sd] + 1, xfer[sd], msg)
+    # collective instances: arrivals -> hub -> departures
+    ci, cp = g.coll_instances, g.coll_parts
+    ninst = len(ci["kind"])
+    size = np.maximum(ci["size"], ci["present"]).astype(np.int64)
+    steps = np.ceil(np.log2(np.maximum(size, 1))).astype(np.int64)
+    cost = steps * lat + np.where(ci["kind"] == eg.COLL, _xfer(ci["bytes"], bandwidth), 0)
+    hub = 2 * nc + cp["inst"]
+    coll = VIA.index("collective")
+    add(2 * cp["bcall"], hub, 0, coll)
+    left = cp["ecall"] >= 0
+    add(hub[left], 2 * cp["ecall"][left] + 1, cost[cp["inst"][left]], coll)
+    r = g.rma_sync
+    add(2 * r["a"], 2 * r["b"] + 1, lat, VIA.index("rma"))
+    src = np.concatenate([p[0] for p in parts])
+    dst = np.concatenate([p[1] for p in parts])
+    w = np.concatenate([p[2] for p in parts])
+    kind = np.concatenate([np.full(len(p[0]), p[3], np.int8) for p in parts])
+    return src, dst, w, kind, ninst
+
+
+def _region(g, region):
+    """(recorded start, end of each location's region, whether it takes part)."""
+    loc = g.locations
+    nl = len(loc["rank"])
+    start, end = loc["t_begin"].copy(), loc["t_end"].copy()
+    member = np.ones(nl, bool)
+    if region is None:
+        pass
+    elif isinstance(region, dict):
+        member[:] = False
+        for i, (rk, th) in enumerate(zip(loc["rank"].tolist(), loc["thread"].tolist())):
+            span = region.get((rk, th), region.get(rk))
+            if span is not None:
+                start[i], end[i] = int(span[0]), int(span[1])
+                member[i] = True
+    else:
+        a = np.asarray(region, np.int64)
+        if a.shape == (2,):
+            start[:], end[:] = a[0], a[1]
+        elif a.shape == (nl, 2):
+            start, end = a[:, 0].copy(), a[:, 1].copy()
+        else:
+            raise ValueError(
+                "replay: region must be (start, end), {rank: (start, end)} or (locations, 2)"
+            )
+    member &= np.diff(np.r_[loc["first"], len(g.calls["t0"])]) > 0
+    return start, end, member
+
+
+def _span(start, end, member):
+    if not member.any():
+        return 0
+    return int(end[member].max()) - int(start[member].min())
+
+
+def _call_at(g, loc, t):
+    """For recorded instants t (one per location loc): the first call of the location
+    that has not left by t, and whether t lies inside it."""
+    loc, t = np.atleast_1d(loc), np.atleast_1d(t)
+    c, L = g.calls, g.locations
+    first = L["first"]
+    last = np.r_[first[1:], len(c["t0"])]
+    i = np.empty(len(loc), np.int64)
+    for k, (l, tk) in enumerate(zip(loc.tolist(), t.tolist())):
+        a, b = int(first[l]), int(last[l])
+        i[k] = a + np.searchsorted(c["t1"][a:b], tk, "right")
+    inside = (i < last[loc]) & (c["t0"][np.minimum(i, len(c["t0"]) - 1)] <= t)
+    if len(loc) == 1:
+        return int(i[0]), bool(inside[0])
+    return i, inside
+
+
+def ideal_at(g, enter, leave, useful, t):
+    """The ideal time of recorded instant t[l] of each location l: inside a call, the
+    call's ideal enter; in the computation before a call, the previous call's ideal leave
+    plus the time computed since (at most the computation before the call)."""
+    nl = len(g.locations["rank"])
+    loc = np.arange(nl)
+    if not nl:
+        return np.zeros(0, np.int64)
+    i, inside = _call_at(g, loc, t)
+    i, inside = np.atleast_1d(i), np.atleast_1d(inside)
+    c = g.calls
+    nc = len(c["t0"])
+    first = g.locations["first"]
+    last = np.r_[first[1:], nc]
+    prev = i - 1
+    has_prev = prev >= first
+    since = t - np.where(has_prev, c["t1"][np.maximum(prev, 0)], g.locations["t_begin"])
+    since = np.maximum(since, 0)
+    nxt = i < last
+    since = np.where(nxt, np.minimum(since, useful[np.minimum(i, nc - 1)]), since)
+    base = np.where(has_prev, leave[np.maximum(prev, 0)], 0)
+    out = np.where(inside, enter[np.minimum(i, nc - 1)], base + since)
+    return out.astype(np.int64)
+
+
+def _deadlock(g, blocked):
+    """Where each location would block: its first call on or behind a cycle."""
+    c = g.calls
+    out = []
+    idx = np.flatnonzero(blocked)
+    locs, first = np.unique(c["loc"][idx], return_index=True)
+    for l, k in zip(locs.tolist(), idx[first].tolist()):
+        out.append(
+            {
+                "rank": int(c["rank"][k]),
+                "thread": int(c["thread"][k]),
+                "call": k,
+                "function": g.call_name(k),
+                "callpath": list(g.paths[int(c["path"][k])]),
+                "recorded_enter_ns": int(c["t0"][k]),
+            }
+        )
+    return out
+
+
+def deadlock_text(res):
+    """One line that says where a replay deadlocked."""
+    where = ", ".join(
+        f"rank {d['rank']}"
+        + (f" thread {d['thread']}" if d["thread"] else "")
+        + f" in {d['function']}"
+        for d in res.deadlock[:8]
+    )
+    more = len(res.deadlock) - 8
+    return (
+        f"the program would deadlock on this network (eager limit {res.params['eager_limit']}): "
+        f"{where}" + (f" and {more} more locations" if more > 0 else "")
+    )
+
+
+def _notes(g):
+    u = g.unmatched
+    notes = []
+    if u.get("sends") or u.get("receives"):
+        notes.append(
+            f"{u['sends']} sends and {u['receives']} receives without partner: replayed as "
+            "local calls"
+        )
+    if u.get("collectives"):
+        notes.append(
+            f"{u['collectives']} collective instances lack participants: they join those present"
+        )
+    return notes
