@@ -32,6 +32,7 @@ Everything is integer nanoseconds except the scaled costs (floats, rounded to ns
 charged to the metric tree).
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,6 +97,10 @@ class RootCauses:
     cp_profile: dict = field(default_factory=dict)  # {(path, rank): ns on the path}
     cp_imbalance: dict = field(default_factory=dict)  # {path: ns}
     activity: dict = field(default_factory=dict)  # {(path, rank): ns of activity}
+    # per wait state with an interval: (row, (first interval, causing call), {path: delay})
+    delays: list = field(default_factory=list)
+    comp_path: object = None  # per call, the call path of the computation before it
+    savings: list = field(default_factory=list)  # [(rank, path, s saved)]: what_if
 
     @property
     def cp_length(self):
@@ -416,6 +421,7 @@ def analyze_graph(g):
         by_loc[lo] = (W.waiter[sel], sel)
     # each wait state's interval: its delays and the causer's wait states in it
     info = [None] * n
+    spans = [None] * n  # (first interval, synchronising call) on the causer
     for s in rows.tolist():
         w, d = int(W.waiter[s]), int(W.causer[s])
         lw, ld = int(loc[w]), int(loc[d])
@@ -440,6 +446,7 @@ def analyze_graph(g):
             lo = np.searchsorted(calls_l, pd + 1 if pd >= 0 else int(first[ld]))
             inner = rows_l[lo : np.searchsorted(calls_l, d)].tolist()
         info[s] = (delay, float(sum(delay.values())), inner, float(W.omega[inner].sum()))
+        spans[s] = (lo_d, d)
     # backward pass: a wait state's costs are complete once every wait state it
     # propagated into (those whose interval holds it) has been handled
     for s in _backward_order(W, info):
@@ -472,6 +479,8 @@ def analyze_graph(g):
         propagating=propagating,
         costs={k: v for k, v in costs.items() if v},
     )
+    res.delays = [(s, spans[s], info[s][0]) for s in range(n) if info[s] is not None]
+    res.comp_path = tl.comp_path
     _critical_path(g, W, tl, res)
     return res
 
@@ -577,6 +586,50 @@ def _critical_path(g, W, tl, res):
     }
 
 
+# ---------------------------------------------------------------- what if
+
+SAVINGS_TOP = 3  # causes replayed without their delay
+
+
+def what_if(res, top=SAVINGS_TOP):
+    """For the top causes in computation (rank, call path of computation, by costs): the
+    seconds the ideal-network replay (analysis/replay.py) saves when the cause's delays
+    are removed, i.e. each burst of that path in a delaying interval shortened by its
+    share of the delay there (the burst set to the waiting side's). One replay per
+    cause, against the replay of the recorded bursts. Sets res.savings and returns it."""
+    from perfweave.analysis import replay
+
+    g = res.graph
+    c = g.calls
+    useful = c["useful"].astype(np.int64)
+    comp = set(res.comp_path.tolist())
+    causes = [x for x in res.causes() if x[1] in comp and x[2] + x[3] > 0][:top]
+    if not causes:
+        res.savings = []
+        return res.savings
+    base = replay.replay(g)
+    out = []
+    for rank, path, _, _ in causes:
+        cut = np.zeros(len(useful), np.float64)
+        for s, (lo, d), delay in res.delays:
+            if int(c["rank"][d]) != rank or delay.get(path, 0) <= 0:
+                continue
+            calls = np.arange((lo + 1) // 2, d + 1)
+            calls = calls[res.comp_path[calls] == path]
+            have = useful[calls].sum()
+            if have <= 0:
+                continue
+            # the bursts' share of this delay; where intervals overlap, the largest
+            share = useful[calls] * min(delay[path] / have, 1.0)
+            cut[calls] = np.maximum(cut[calls], share)
+        new = useful - np.rint(cut).astype(np.int64)
+        alt = replay.replay(g, useful=new)
+        if math.isfinite(base.t_ideal_s) and math.isfinite(alt.t_ideal_s):
+            out.append((rank, path, base.t_ideal_s - alt.t_ideal_s))
+    res.savings = out
+    return out
+
+
 # ---------------------------------------------------------------- into the metric tree
 
 
@@ -608,6 +661,7 @@ def charge(res, acc):
         ):
             acc.add(metric, path, rank, np.rint(v).astype(np.int64))
     _add(acc, "critical_path", res.cp_profile)
+    _add(acc, "delay_savings", {(p, r): v * 1e9 for r, p, v in res.savings if v > 0})
     on_path = {}
     for (p, _), x in res.cp_profile.items():
         on_path[p] = on_path.get(p, 0) + x

@@ -96,7 +96,9 @@ def _patterns(L, ex, name, load_s, root_causes=False):
     if root_causes:
         from perfweave.analysis import rootcause  # it builds on this package's modules
 
-        rootcause.charge(rootcause.analyze_loaded(L), acc)
+        rc = rootcause.analyze_loaded(L)
+        rootcause.what_if(rc)
+        rootcause.charge(rc, acc)
     m, p, r, v = acc.reduced()
     nev = L.trace.nevents
     parts = ex.gather(
