@@ -353,6 +353,7 @@ class _SyncPoints:
         if len(r["a"]):
             add(r["a"].astype(np.int64), r["b"].astype(np.int64))
         self.pairs = {k: np.array(sorted(v), np.int64) for k, v in pairs.items()}
+        self._sorted, self._inst = {}, {}
         # collectives: per location, its (instance, completing call) in call order;
         # MPI_Init synchronises every rank as a collective does (instance -1), as in scout
         parts = g.coll_parts
@@ -370,27 +371,51 @@ class _SyncPoints:
 
     def previous(self, ld, d, lw, w):
         """(call on ld, call on lw) of the last synchronisation point of locations ld and
-        lw before calls d and w, or (-1, -1)."""
+        lw before calls d and w, or (-1, -1). Looks back from d over at most LOOK_BACK
+        points of each kind: the last one is nearly always the first looked at."""
         best = (-1, -1)
         key = (min(ld, lw), max(ld, lw))
-        arr = self.pairs.get(key)
-        if arr is not None:
-            cd, cw = (arr[:, 0], arr[:, 1]) if ld < lw else (arr[:, 1], arr[:, 0])
-            ok = np.flatnonzero((cd < d) & (cw < w))
-            if len(ok):
-                j = ok[np.argmax(cd[ok])]
-                best = (int(cd[j]), int(cw[j]))
+        got = self.pairs.get(key)
+        if got is not None:
+            pairs = self._by_side(key, got, ld < lw)
+            cd, cw = pairs
+            k = int(np.searchsorted(cd, d))
+            for j in range(k - 1, max(k - 1 - LOOK_BACK, -1), -1):
+                if cw[j] < w:
+                    best = (int(cd[j]), int(cw[j]))
+                    break
         if ld in self.coll and lw in self.coll:
             ed, idd = self.coll[ld]
-            ew, idw = self.coll[lw]
-            md, mw = ed < d, ew < w
-            common, jd, jw = np.intersect1d(idd[md], idw[mw], return_indices=True)
-            if len(common):
-                k = np.argmax(ed[md][jd])
-                cd, cw = int(ed[md][jd][k]), int(ew[mw][jw][k])
-                if cd > best[0]:
-                    best = (cd, cw)
+            at_w = self._index(lw)
+            k = int(np.searchsorted(ed, d))
+            for j in range(k - 1, max(k - 1 - LOOK_BACK, -1), -1):
+                if ed[j] <= best[0]:
+                    break
+                cw = at_w.get(int(idd[j]))
+                if cw is not None and cw < w:
+                    best = (int(ed[j]), cw)
+                    break
         return best
+
+    def _by_side(self, key, arr, d_first):
+        """The pairs of key as (calls on d's side sorted, the partner calls)."""
+        cache = self._sorted.setdefault((key, d_first), None)
+        if cache is None:
+            cd, cw = (arr[:, 0], arr[:, 1]) if d_first else (arr[:, 1], arr[:, 0])
+            o = np.argsort(cd, kind="stable")
+            cache = self._sorted[(key, d_first)] = (cd[o], cw[o])
+        return cache
+
+    def _index(self, lo):
+        """{instance: completing call} of location lo."""
+        got = self._inst.get(lo)
+        if got is None:
+            e, i = self.coll[lo]
+            got = self._inst[lo] = dict(zip(i.tolist(), e.tolist()))
+        return got
+
+
+LOOK_BACK = 64
 
 
 # ---------------------------------------------------------------- the analysis
@@ -536,18 +561,22 @@ def _critical_path(g, W, tl, res):
         tail = None
     iv_hi = 2 * int(stop[cur])  # the walk has covered the intervals of cur up to iv_hi
     waiters = {}
-    for j, w in enumerate(W.waiter.tolist()):
-        waiters.setdefault(int(loc[w]), []).append((w, j))
-    for v in waiters.values():
-        v.sort()
+    order = np.lexsort((W.waiter, loc[W.waiter]))
+    lw = loc[W.waiter[order]]
+    for lo in np.unique(lw).tolist():
+        sel = order[lw == lo]
+        waiters[lo] = (W.waiter[sel], sel)
     segs = []
     profile = {}
     while True:
         hi = iv_hi // 2
-        cand = [x for x in waiters.get(cur, ()) if x[0] < hi and W.end[x[1]] <= t]
+        calls_w, rows_w = waiters.get(cur, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        k = int(np.searchsorted(calls_w, hi)) - 1
+        while k >= 0 and W.end[rows_w[k]] > t:
+            k -= 1
         lo_call = int(first[cur])
-        if cand:
-            w, j = cand[-1]
+        if k >= 0:
+            w, j = int(calls_w[k]), int(rows_w[k])
             a = int(W.end[j])
         else:
             w, a = None, int(t0[lo_call] - c["useful"][lo_call])

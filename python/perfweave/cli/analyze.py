@@ -19,7 +19,8 @@ def setup_parser(sub):
         "saves the result in the experiment (analysis/waitstates.json) for "
         "perfweave report. Run under mpirun with --parallel to spread the "
         "ranks over several processes (mpi4py).",
-        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--no-save] EXP",
+        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--[no-]root-causes] "
+        "[--no-save] EXP",
     )
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
     p.add_argument(
@@ -40,6 +41,21 @@ def setup_parser(sub):
     )
     p.add_argument(
         "--per-rank", action="store_true", help="also print each rank's time in each wait state"
+    )
+    p.add_argument(
+        "--root-causes",
+        dest="root_causes",
+        action="store_true",
+        default=None,
+        help="also compute the critical path and the delay analysis (docs/wait-states.md, "
+        "'Root causes') for traces of more than 250 000 events (the default up to that)",
+    )
+    p.add_argument(
+        "--no-root-causes",
+        dest="root_causes",
+        action="store_false",
+        help="skip the critical path and the delay analysis; a --parallel analysis skips "
+        "them anyway",
     )
     p.add_argument(
         "--no-save",
@@ -107,7 +123,7 @@ def main(args):
     read_meta(exp)
     ex = exchange(args.parallel)
     try:
-        result = waitstates.analyze(exp, ex)
+        result = waitstates.analyze(exp, ex, root_causes=args.root_causes)
     except BaseException as e:
         if ex.parallel and ex.nproc > 1:
             # the other processes would wait for this one in a collective forever
