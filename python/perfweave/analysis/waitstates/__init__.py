@@ -29,7 +29,6 @@ from perfweave.analysis.waitstates.p2p import point_to_point
 from perfweave.analysis.waitstates.rma import rma
 from perfweave.model.trace import classify
 from perfweave.model.waitstates import COUNTS, VALUES_DTYPE, WaitStatesResult
-from perfweave.readers import trace as rt
 from perfweave.readers.recorded import rank_ranges
 
 # what other layers import: the Wrong Order buffer (tests), and the loader's rank
@@ -67,22 +66,22 @@ def basics(L, acc):
 # ---------------------------------------------------------------- driver
 
 
-# traces up to this many events get the critical path and the delay analysis by default
-# (they cost several times the patterns: docs/performance.md)
-ROOT_CAUSE_EVENTS = 250_000
+# traces of up to this many MPI calls get the critical path and the delay analysis by
+# default (it costs several times the patterns: docs/performance.md)
+ROOT_CAUSE_CALLS = 100_000
 
 
 def analyze(exp, ex=None, root_causes=None):
     """Analyse the traces of experiment directory exp. Returns the WaitStatesResult on
     the process of rank 0 (and in a serial run), None on the others. root_causes: also
     the critical path and the delay analysis (analysis/rootcause.py; serial only); None:
-    for traces of up to ROOT_CAUSE_EVENTS events."""
+    for traces of up to ROOT_CAUSE_CALLS MPI calls."""
     ex = ex or Local(0)
     t_start = _time.perf_counter()
-    if root_causes is None and ex.nproc == 1:
-        root_causes = sum(rt.record_count(exp, r) for r in rt.list_ranks(exp)) <= ROOT_CAUSE_EVENTS
-    serial = bool(root_causes) and ex.nproc == 1
+    serial = root_causes is not False and ex.nproc == 1
     L = load(exp, ex, detail=serial)
+    if root_causes is None:
+        serial = serial and L.ncalls <= ROOT_CAUSE_CALLS
     return _patterns(L, ex, str(exp), _time.perf_counter() - t_start, serial)
 
 
