@@ -225,8 +225,8 @@ def test_the_advice_names_the_cause_instead_of_the_waits_it_caused():
         },
     }
     (a,) = rule_root_causes({"wait_states": ws})
-    assert a["text"].startswith("Ranks 3, 1 at main > work caused 0.8 s of the waiting")
-    assert "0.6 s directly, 0.2 s as the wait propagated" in a["text"]
+    assert a["text"].startswith("Ranks 3, 1 at main > work caused 0.8 s of waiting")
+    assert "0.6 s directly, 0.2 s through waits it propagated" in a["text"]
     assert "0.3 s shorter on an ideal network" in a["text"]
     # the Late Sender it explains is not advised on beside it
     assert rule_wait_states({"wait_states": ws}) == []

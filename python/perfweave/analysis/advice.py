@@ -177,16 +177,12 @@ def rule_root_causes(data):
     saves = [c["saves_s"] for c in same if c["saves_s"] is not None]
     text = (
         f"Rank{'s' if len(same) > 1 else ''} {ranks} at {top['callpath'] or '?'} caused "
-        f"{cost:.3g} s of the waiting ({100 * cost / rc['cost_s']:.0f} % of the "
-        f"{rc['cost_s']:.3g} s the delay analysis traced to a cause: {short:.3g} s "
-        f"directly, {cost - short:.3g} s as the wait propagated through other ranks)"
+        f"{cost:.3g} s of waiting ({short:.3g} s directly, {cost - short:.3g} s through "
+        "waits it propagated)"
     )
     if saves:
-        text += f"; without that delay the run is {sum(saves):.3g} s shorter on an ideal network"
-    text += (
-        ". The Late Sender, barrier and collective waits elsewhere follow from it: "
-        "balance that work (move it off the rank, or split it) before other changes."
-    )
+        text += f"; without it the run is {sum(saves):.3g} s shorter on an ideal network"
+    text += ": balance that work before other changes."
     return [
         {
             "rule": "root_cause",

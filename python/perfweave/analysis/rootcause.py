@@ -579,7 +579,8 @@ def _critical_path(g, W, tl, res):
             w, j = int(calls_w[k]), int(rows_w[k])
             a = int(W.end[j])
         else:
-            w, a = None, int(t0[lo_call] - c["useful"][lo_call])
+            w = None
+            a = max(int(t0[lo_call] - c["useful"][lo_call]), int(locs["t_begin"][cur]))
         rank = int(c["rank"][lo_call])
         lo_iv = 2 * w + 1 if w is not None else 2 * lo_call
         for p, v in tl.clipped(lo_iv, iv_hi, a, t).items():
@@ -595,12 +596,21 @@ def _critical_path(g, W, tl, res):
         cur, t, iv_hi = int(loc[d]), a, 2 * d + 1
     res.segments = segs[::-1]
     res.cp_profile = profile
-    # activity per (path, rank) over whole locations; the imbalance against its mean
+    # activity per (path, rank) from MPI_Init's return to MPI_Finalize's enter (where
+    # the trace holds the two calls, as an imported one does, they are left out), with
+    # the computation after the last call; the imbalance against its mean
     act = {}
-    v = tl.stop - tl.start - tl.wait
+    lo_t = np.repeat(locs["t_begin"].astype(np.int64)[loc], 2)
+    hi_t = np.repeat(ends[loc], 2)
+    v = np.minimum(tl.stop, hi_t) - np.maximum(tl.start, lo_t)
+    v = np.maximum(v, 0) - np.where(v > 0, tl.wait, 0)
     for p, r, x in zip(tl.path.tolist(), tl.rank.tolist(), v.tolist()):
         if x > 0:
             act[(p, r)] = act.get((p, r), 0) + x
+    for i in range(nloc):
+        if stop[i] > first[i] and ends[i] > last[i]:
+            key = (int(tl.comp_path[stop[i] - 1]), int(c["rank"][first[i]]))
+            act[key] = act.get(key, 0) + int(ends[i] - last[i])
     res.activity = act
     per_path = {}
     for (p, _), x in act.items():

@@ -43,7 +43,7 @@ class WaitStates(Section):
             view.width,
         )
         out += more_rows(more, "wait states", f"{MORE}, or perfweave analyze")
-        return out + root_cause_lines(ws.get("root_causes"), view.width)
+        return out + root_cause_lines(ws.get("root_causes"), view)
 
     def html(self, data, page):
         ws = data.get("wait_states")
@@ -61,10 +61,18 @@ class WaitStates(Section):
         ]
 
 
-def root_cause_lines(rc, width):
-    """The root causes of the waiting and the critical path, as text lines."""
+def root_cause_lines(rc, view):
+    """The root causes of the waiting and the critical path, as text lines: the largest
+    cause in a line, the table of them in the --full report."""
     if not rc or not rc["causes"]:
         return []
+    top = rc["causes"][0]
+    if view.max_rows is not None:
+        return [
+            f"  most caused by rank {top['rank']} at {top['callpath']} ({_t(top['cost_s'])}); "
+            f"critical path {_t(rc['critical_path_s'])} (--full: more)"
+        ]
+    width = view.width
     out = ["", "  Who caused the waiting (delay analysis; perfweave analyze for all)"]
     out += text_table(
         [
