@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 import otf2
 
 from harness import PERFWEAVE
+from perfweave.analysis.metrics import ROOT_CAUSE
 from perfweave.readers import trace as rt
 from perfweave.dtypes import EVENT_FLAGS, EVENT_TYPES
 
@@ -156,6 +157,12 @@ def round_trip(exp, tmp_path, only=None):
     (a, ca), (b, cb) = totals(exp), totals(back)
     assert ca == cb
     for mid in only or a:
+        if mid in ROOT_CAUSE and mid != "critical_path" and not only:
+            # delays and the imbalance take positive parts per call path, which do not
+            # add up over paths, and OTF2 keeps an MPI call's region, not its call site
+            # (two MPI_Comm_rank sites come back as one path); the critical path, a
+            # sum over the same calls, is checked
+            continue
         assert abs(a[mid] - b[mid]) <= 1e-9, (mid, a[mid], b[mid])
     return anchor, back
 

@@ -140,11 +140,70 @@ _WAIT_HELP = {
 }
 
 
+# the patterns whose causes the delay analysis names (analysis/rootcause.py)
+_EXPLAINED = {
+    "mpi_latesender",
+    "mpi_latesender_wo",
+    "mpi_lswo_different",
+    "mpi_lswo_same",
+    "mpi_latereceiver",
+    "mpi_barrier_wait",
+    "mpi_wait_nxn",
+    "mpi_latebroadcast",
+    "mpi_earlyreduce",
+    "mpi_rma_sync_late_post",
+    "mpi_rma_early_wait",
+    "mpi_rma_wait_at_fence",
+}
+
+
+def _causes(ws):
+    rc = ws.get("root_causes") or {}
+    return rc if rc.get("causes") and rc.get("pct", 0) >= WAIT_PCT else None
+
+
+def rule_root_causes(data):
+    """Who caused the waiting (the delay analysis): the rank(s) and call path whose
+    excess time the waits come from, and what removing it saves on the ideal replay."""
+    ws = data.get("wait_states") or {}
+    rc = _causes(ws)
+    if not rc:
+        return []
+    top = rc["causes"][0]
+    same = [c for c in rc["causes"] if c["callpath"] == top["callpath"]]
+    ranks = ", ".join(str(c["rank"]) for c in same)
+    cost = sum(c["cost_s"] for c in same)
+    short = sum(c["short_s"] for c in same)
+    saves = [c["saves_s"] for c in same if c["saves_s"] is not None]
+    text = (
+        f"Rank{'s' if len(same) > 1 else ''} {ranks} at {top['callpath'] or '?'} caused "
+        f"{cost:.3g} s of waiting ({short:.3g} s directly, {cost - short:.3g} s through "
+        "waits it propagated)"
+    )
+    if saves:
+        text += f"; without it the run is {sum(saves):.3g} s shorter on an ideal network"
+    text += ": balance that work before other changes."
+    return [
+        {
+            "rule": "root_cause",
+            "severity": rc["pct"],
+            "text": text,
+            "evidence": {
+                "ranks": [c["rank"] for c in same],
+                "callpath": top["callpath"],
+                "cost_s": cost,
+                "saves_s": sum(saves) if saves else None,
+            },
+        }
+    ]
+
+
 def rule_wait_states(data):
     ws = data.get("wait_states") or {}
     out = []
+    explained = _causes(ws) is not None
     for p in ws.get("patterns", []):
-        if p["pct"] < WAIT_PCT:
+        if p["pct"] < WAIT_PCT or (explained and p["id"] in _EXPLAINED):
             continue
         help_ = _WAIT_HELP.get(p["id"], "see docs/wait-states.md for what it means")
         out.append(
@@ -512,6 +571,7 @@ def rule_sections(data):
 RULES = (
     rule_communication_bound,
     rule_load_imbalance,
+    rule_root_causes,
     rule_wait_states,
     rule_small_messages,
     rule_mpi_light,

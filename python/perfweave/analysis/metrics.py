@@ -344,7 +344,126 @@ M = [
         "Of those, the synchronisations with ranks that did not access this rank "
         "(target side) or that this rank did not access (MPI_Win_complete) in the epoch.",
     ),
+    # root causes (analysis/rootcause.py; Scalasca 2.6's ids): computed by a serial analysis
+    (
+        "critical_path",
+        "Critical path",
+        None,
+        "s",
+        "stored",
+        "Time on the critical path (the chain of activities that set the run's length, "
+        "followed backwards from the last location to finish across every wait state to "
+        "its cause), by call path and the rank where it ran.",
+    ),
+    (
+        "critical_path_imbalance",
+        "Imbalance",
+        "critical_path",
+        "s",
+        "stored",
+        "A call path's time on the critical path minus its mean activity time per "
+        "location, where positive (shared among ranks as their critical-path time).",
+    ),
+    (
+        "delay",
+        "Delay costs",
+        None,
+        "s",
+        "sum",
+        "Waiting time caused by each call path's excess time (delay) on the rank that made "
+        "others wait: directly (short-term) and through waits it propagated (long-term).",
+    ),
+    ("delay_mpi", "MPI", "delay", "s", "sum", "Delays causing wait states in MPI calls."),
+    ("delay_p2p", "Point-to-point", "delay_mpi", "s", "sum", "Delays causing p2p waits."),
 ]
+for kid, name, parent, what in (
+    ("latesender", "Late Sender", "delay_p2p", "Late Sender"),
+    ("latereceiver", "Late Receiver", "delay_p2p", "Late Receiver"),
+    ("barrier", "Barrier", "delay_collective", "Wait at Barrier, Fence and Window Create/Free"),
+    ("n2n", "N x N", "delay_collective", "Wait at N x N"),
+    ("12n", "1-to-N", "delay_collective", "Late Broadcast"),
+    ("n21", "N-to-1", "delay_collective", "Early Reduce"),
+    ("rma", "One-sided", "delay_mpi", "Late Post and Early Wait"),
+):
+    if kid == "barrier":
+        M.append(
+            (
+                "delay_collective",
+                "Collective",
+                "delay_mpi",
+                "s",
+                "sum",
+                "Delays causing waits in collective operations and RMA window synchronisation.",
+            )
+        )
+    agg = f"delay_{kid}_aggregate"
+    M += [
+        (agg, name, parent, "s", "sum", f"Delays causing {what} wait states."),
+        (
+            f"delay_{kid}",
+            "Short-term",
+            agg,
+            "s",
+            "stored",
+            f"Delays that directly cause {what} wait states.",
+        ),
+        (
+            f"delay_{kid}_longterm",
+            "Long-term",
+            agg,
+            "s",
+            "stored",
+            f"Delays that cause {what} wait states indirectly, through the waits they propagate.",
+        ),
+    ]
+# Scalasca's suffixes: _latesender for direct / indirect, _ls for propagating / terminal
+for group, gname, a, b, an, bn, adesc, bdesc, ls, lr in (
+    (
+        "waitstates_direct_vs_indirect",
+        "Point-to-point wait states: direct vs. indirect",
+        "mpi_wait_direct",
+        "mpi_wait_indirect",
+        "Direct",
+        "Indirect",
+        "Waiting caused by the partner's own delay.",
+        "Waiting the partner passed on: the share of the wait due to its own wait states.",
+        "latesender",
+        "latereceiver",
+    ),
+    (
+        "waitstates_propagating_vs_terminal",
+        "Point-to-point wait states: propagating vs. terminal",
+        "mpi_wait_propagating",
+        "mpi_wait_terminal",
+        "Propagating",
+        "Terminal",
+        "Waiting that made this rank late at a later synchronisation, causing waits there.",
+        "Waiting that caused no further wait.",
+        "ls",
+        "lr",
+    ),
+):
+    M += [
+        (group, gname, None, "s", "sum", "Late Sender and Late Receiver time, classified."),
+        (a, an, group, "s", "sum", adesc),
+        (f"{a}_{ls}", "Late Sender", a, "s", "stored", adesc),
+        (f"{a}_{lr}", "Late Receiver", a, "s", "stored", adesc),
+        (b, bn, group, "s", "sum", bdesc),
+        (f"{b}_{ls}", "Late Sender", b, "s", "stored", bdesc),
+        (f"{b}_{lr}", "Late Receiver", b, "s", "stored", bdesc),
+    ]
+M.append(
+    (
+        "delay_savings",
+        "Ideal-replay savings",
+        None,
+        "s",
+        "stored",
+        "For the largest causes of waiting (rank and call path): the run time the "
+        "ideal-network replay saves when that delay is removed (the cause's bursts in it "
+        "set to the waiting side's).",
+    )
+)
 
 IDS = [m[0] for m in M]
 INDEX = {m: i for i, m in enumerate(IDS)}
@@ -372,6 +491,17 @@ CATEGORY_METRIC = {
 }
 
 
+def root_of(mid):
+    while PARENT[mid]:
+        mid = PARENT[mid]
+    return mid
+
+
+# the metrics of the root-cause analysis (analysis/rootcause.py), not of the patterns
+ROOT_CAUSE = [
+    m for m in IDS if root_of(m) not in ("time", "visits", "bytes") and not m.endswith("_count")
+]
+
 # the wait-state patterns (time metrics that are waiting, not time in calls)
 PATTERNS = [
     m
@@ -380,6 +510,7 @@ PATTERNS = [
     and HOW[m] == "stored"
     and m not in CATEGORY_METRIC.values()
     and m not in ("computation", "overhead")
+    and root_of(m) == "time"
 ]
 
 
@@ -401,9 +532,3 @@ def walk(mid=None):
         yield r
         for c in CHILDREN[r]:
             yield from walk(c)
-
-
-def root_of(mid):
-    while PARENT[mid]:
-        mid = PARENT[mid]
-    return mid

@@ -19,8 +19,8 @@ def setup_parser(sub):
         "saves the result in the experiment (analysis/waitstates.json) for "
         "perfweave report. Run under mpirun with --parallel to spread the "
         "ranks over several processes (mpi4py).",
-        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--no-save] "
-        "[--correct-clocks [--min-latency SECONDS]] EXP",
+        usage="perfweave analyze [--json] [--parallel] [--top N] [--per-rank] [--[no-]root-causes] "
+        "[--correct-clocks [--min-latency SECONDS]] [--no-save] EXP",
     )
     p.add_argument("experiment", metavar="EXP", help="experiment directory")
     p.add_argument(
@@ -56,6 +56,21 @@ def setup_parser(sub):
         metavar="SECONDS",
         help="the minimum message latency the correction keeps between a send and its "
         "receive (default 0)",
+    )
+    p.add_argument(
+        "--root-causes",
+        dest="root_causes",
+        action="store_true",
+        default=None,
+        help="also compute the critical path and the delay analysis (docs/wait-states.md, "
+        "'Root causes') for traces of more than 100 000 MPI calls (the default up to that)",
+    )
+    p.add_argument(
+        "--no-root-causes",
+        dest="root_causes",
+        action="store_false",
+        help="skip the critical path and the delay analysis; a --parallel analysis skips "
+        "them anyway",
     )
     p.add_argument(
         "--no-save",
@@ -142,6 +157,7 @@ def main(args):
             ex,
             correct_clocks=args.correct_clocks,
             min_latency_ns=None if args.min_latency is None else round(args.min_latency * 1e9),
+            root_causes=args.root_causes,
         )
     except BaseException as e:
         if ex.parallel and ex.nproc > 1:

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from perfweave.analysis.metrics import PATTERNS
+from perfweave.analysis.metrics import PATTERNS, ROOT_CAUSE
 from perfweave.model.table import records
 from perfweave.symbols import Symbolizer
 
@@ -217,10 +217,15 @@ def render(result, top=5, width=100):
         out += wrap_line("note", n, width)
     metrics = records(result.metrics)
     byid = {m["id"]: m for m in metrics}
+    # the critical path is the run's length once computed: 0 where the root causes were
+    # not (a parallel or large analysis, docs/wait-states.md), whose metrics are left out
+    no_causes = not byid.get("critical_path", {}).get("total")
     rows = []
     for m in metrics:
         parent = byid.get(m["parent"]) if m["parent"] else None
         if m["total"] == 0 and parent is not None and parent["total"] == 0:
+            continue
+        if no_causes and m["id"] in ROOT_CAUSE:
             continue
         rows.append(("  " * m["depth"] + m["name"], _t(m["unit"], m["total"]), f"{m['pct']:.2f}"))
     w0 = max(len(r[0]) for r in rows)

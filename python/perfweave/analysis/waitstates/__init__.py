@@ -67,27 +67,40 @@ def basics(L, acc):
 # ---------------------------------------------------------------- driver
 
 
-def analyze(exp, ex=None, correct_clocks=False, min_latency_ns=None):
+# traces of up to this many MPI calls get the critical path and the delay analysis by
+# default (it costs several times the patterns: docs/performance.md)
+ROOT_CAUSE_CALLS = 100_000
+
+
+def analyze(exp, ex=None, correct_clocks=False, min_latency_ns=None, root_causes=None):
     """Analyse the traces of experiment directory exp. Returns the WaitStatesResult on
     the process of rank 0 (and in a serial run), None on the others. correct_clocks:
     compute the patterns on times corrected by the controlled logical clock
-    (clockcheck.py), with the minimum message latency min_latency_ns (None: 0)."""
+    (clockcheck.py), with the minimum message latency min_latency_ns (None: 0).
+    root_causes: also the critical path and the delay analysis (analysis/rootcause.py;
+    serial only); None: for traces of up to ROOT_CAUSE_CALLS MPI calls."""
     ex = ex or Local(0)
     t_start = _time.perf_counter()
-    L = load(exp, ex)
+    serial = root_causes is not False and ex.nproc == 1
+    L = load(exp, ex, detail=serial)
+    if root_causes is None:
+        serial = serial and L.ncalls <= ROOT_CAUSE_CALLS
     return _patterns(
-        L, ex, str(exp), _time.perf_counter() - t_start, (correct_clocks, min_latency_ns)
+        L, ex, str(exp), _time.perf_counter() - t_start, (correct_clocks, min_latency_ns), serial
     )
 
 
-def analyze_trace(trace, ex=None, correct_clocks=False, min_latency_ns=None):
+def analyze_trace(trace, ex=None, correct_clocks=False, min_latency_ns=None, root_causes=True):
     """Analyse a Trace built in memory (Trace.from_literal): its WaitStatesResult."""
     ex = ex or Local(trace.world_size)
-    L = _unify(trace, ex, [rd.rank for rd in trace.ranks])
-    return _patterns(L, ex, trace.source or "literal", 0.0, (correct_clocks, min_latency_ns))
+    serial = root_causes and ex.nproc == 1
+    L = _unify(trace, ex, [rd.rank for rd in trace.ranks], detail=serial)
+    return _patterns(
+        L, ex, trace.source or "literal", 0.0, (correct_clocks, min_latency_ns), serial
+    )
 
 
-def _patterns(L, ex, name, load_s, clocks=(False, None)):
+def _patterns(L, ex, name, load_s, clocks=(False, None), root_causes=False):
     t_loaded = _time.perf_counter()
     acc = Acc()
     notes = dict.fromkeys(COUNTS, 0)  # what each pattern counts (model/waitstates.py)
@@ -100,6 +113,12 @@ def _patterns(L, ex, name, load_s, clocks=(False, None)):
     violations, clock, clock_notes = clock.result(L, ex)
     notes["clock_violations"] = violations  # (counted at the first process)
     rma(L, ex, acc, notes)
+    if root_causes:
+        from perfweave.analysis import rootcause  # it builds on this package's modules
+
+        rc = rootcause.analyze_loaded(L)
+        rootcause.what_if(rc)
+        rootcause.charge(rc, acc)
     m, p, r, v = acc.reduced()
     nev = L.trace.nevents
     parts = ex.gather(

@@ -185,6 +185,14 @@ class _Exporter:
         at = next((i for i, a in enumerate(cmd) if a == program or os.path.basename(a) == base), 0)
         self.program = d.strings.get_ref(program)
         self.program_args = [d.strings.get_ref(a) for a in cmd[at + 1 :]]
+        # the region of ProgramBegin as Score-P defines it, which Scalasca's reader
+        # looks up (the executable's name; with its path and arguments)
+        d.region(
+            base,
+            canonical_name=" ".join([program] + cmd[at + 1 :]),
+            region_role=otf2.RegionRole.ARTIFICIAL,
+            paradigm=otf2.Paradigm.MEASUREMENT_SYSTEM,
+        )
         status = X.meta.get("exit_status") or {}
         self.exit_status = int(
             status.get("code", 128 + status.get("signal", 0) if "signal" in status else 0)

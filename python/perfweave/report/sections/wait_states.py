@@ -1,7 +1,9 @@
 """Wait states (perfweave analyze's analysis/waitstates.json): the patterns with time,
 largest first, each with its worst call path and ranks."""
 
-from perfweave.analysis.metrics import PATTERNS
+import numpy as np
+
+from perfweave.analysis.metrics import HOW, PATTERNS, ROOT_CAUSE
 from perfweave.errors import FormatError
 from perfweave.model.table import records
 from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
@@ -41,7 +43,8 @@ class WaitStates(Section):
             ["<", ">", ">", "<"],
             view.width,
         )
-        return out + more_rows(more, "wait states", f"{MORE}, or perfweave analyze")
+        out += more_rows(more, "wait states", f"{MORE}, or perfweave analyze")
+        return out + root_cause_lines(ws.get("root_causes"), view)
 
     def html(self, data, page):
         ws = data.get("wait_states")
@@ -77,6 +80,44 @@ def clock_lines(clock):
     elif n:
         line += "; perfweave analyze --correct-clocks corrects them"
     return [line]
+
+
+def root_cause_lines(rc, view):
+    """The root causes of the waiting and the critical path, as text lines: the largest
+    cause in a line, the table of them in the --full report."""
+    if not rc or not rc["causes"]:
+        return []
+    top = rc["causes"][0]
+    if view.max_rows is not None:
+        return [
+            f"  most caused by rank {top['rank']} at {top['callpath']} ({_t(top['cost_s'])}); "
+            f"critical path {_t(rc['critical_path_s'])} (--full: more)"
+        ]
+    width = view.width
+    out = ["", "  Who caused the waiting (delay analysis; perfweave analyze for all)"]
+    out += text_table(
+        [
+            [
+                f"rank {c['rank']}",
+                c["callpath"],
+                _t(c["cost_s"]),
+                _t(c["short_s"]),
+                _t(c["long_s"]),
+                "" if c["saves_s"] is None else _t(c["saves_s"]),
+            ]
+            for c in rc["causes"]
+        ],
+        ["cause", "at", "waiting caused", "directly", "propagated", "ideal replay saves"],
+        ["<", "<", ">", ">", ">", ">"],
+        width,
+    )
+    top = rc["critical_path"][0] if rc["critical_path"] else None
+    if top:
+        out.append(
+            f"  Critical path {_t(rc['critical_path_s'])}; most of it at {top['callpath']} "
+            f"on rank {top['rank']} ({_t(top['time_s'])})"
+        )
+    return out
 
 
 def summarize(path, top=TOP):
@@ -122,7 +163,7 @@ def summarize(path, top=TOP):
             }
         )
     rows.sort(key=lambda r: -r["time_s"])
-    return {
+    out = {
         "file": str(path / WAITSTATES_FILE),
         "complete": res.complete,
         "patterns": rows[:top],
@@ -132,6 +173,59 @@ def summarize(path, top=TOP):
             for k in ("checked", "violations", "p2p", "collective", "largest_s", "corrected")
             if k in res.clock
         },
+    }
+    causes = root_causes(res, names)
+    if causes:
+        out["root_causes"] = causes
+    return out
+
+
+ROOT_TOP = 3  # causes of waiting, and critical-path entries, in the report
+
+
+def root_causes(res, names, top=ROOT_TOP):
+    """The delay analysis' largest causes of waiting (rank, call path: short- and
+    long-term costs, and what removing the delay saves on the ideal replay) and the
+    critical path's largest entries, or None when the analysis has none."""
+    ids = set(res.metrics["id"].tolist())
+    if "delay" not in ids:  # an analysis by an older perfweave, or a parallel one
+        return None
+    byid = {m["id"]: m for m in records(res.metrics)}
+
+    def per(mids):
+        out = {}
+        mine = res.values[np.isin(res.values["metric"], list(mids))]
+        for p, r, v in zip(*(mine[k].tolist() for k in ("callpath", "rank", "value"))):
+            out[(r, p)] = out.get((r, p), 0.0) + v
+        return out
+
+    stored = [m for m in ROOT_CAUSE if m.startswith("delay_") and HOW[m] == "stored"]
+    short = per([m for m in stored if m != "delay_savings" and not m.endswith("_longterm")])
+    long_ = per([m for m in stored if m.endswith("_longterm")])
+    saves = per(["delay_savings"])
+    keys = sorted(set(short) | set(long_), key=lambda k: -(short.get(k, 0) + long_.get(k, 0)))
+    causes = [
+        {
+            "rank": r,
+            "callpath": names.get(p, ""),
+            "cost_s": short.get((r, p), 0.0) + long_.get((r, p), 0.0),
+            "short_s": short.get((r, p), 0.0),
+            "long_s": long_.get((r, p), 0.0),
+            "saves_s": saves.get((r, p)),
+        }
+        for r, p in keys
+        if short.get((r, p), 0) + long_.get((r, p), 0) >= 1e-6
+    ][:top]
+    cp = per(["critical_path"])
+    return {
+        "cost_s": byid["delay"]["total"],
+        "pct": byid["delay"]["pct"],
+        "causes": causes,
+        "critical_path_s": byid["critical_path"]["total"],
+        "critical_path": [
+            {"rank": r, "callpath": names.get(p, ""), "time_s": v}
+            for (r, p), v in sorted(cp.items(), key=lambda kv: -kv[1])[:top]
+        ],
     }
 
 

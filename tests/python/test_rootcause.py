@@ -1,0 +1,234 @@
+"""The critical path and the delay analysis (analysis/rootcause.py) on traces written by
+hand (Trace.from_literal): every figure below is arithmetic on the literal times (ns), so
+these tests pin the definitions of docs/wait-states.md ("Root causes")."""
+
+import pytest
+
+from perfweave.analysis import eventgraph, rootcause
+from perfweave.analysis.waitstates import analyze_trace
+from perfweave.model.trace import Trace
+
+
+def send(t0, t1, to, tag=0):
+    return ("MPI_Send", t0, t1, [dict(type="SEND", peer=to, tag=tag, comm=0, bytes=4)])
+
+
+def recv(t0, t1, frm, tag=0):
+    return ("MPI_Recv", t0, t1, [dict(type="RECV", peer=frm, tag=tag, comm=0, bytes=4)])
+
+
+def barrier(t0, t1):
+    return ("MPI_Barrier", t0, t1, [dict(type="COLL", comm=0, peer=-1, bytes=0, bytes2=0)])
+
+
+def init():
+    return ("MPI_Init", 0, 10)
+
+
+def fin(t):
+    return ("MPI_Finalize", t, t + 5)
+
+
+def analyze(ranks):
+    trace = Trace.from_literal(ranks)
+    g = eventgraph.from_trace(trace)
+    return g, rootcause.analyze_graph(g), analyze_trace(Trace.from_literal(ranks))
+
+
+def costs_by_rank(res, kind=None, term=None):
+    out = {}
+    for (k, t), per in res.costs.items():
+        if (kind and k != kind) or (term and t != term):
+            continue
+        for (_, r), v in per.items():
+            out[r] = out.get(r, 0.0) + v
+    return out
+
+
+def metric_ns(ws, mid, rank=None):
+    v = ws.values_of(mid)
+    return round(
+        sum(x for r, x in zip(v["rank"].tolist(), v["value"].tolist()) if rank in (None, r)) * 1e9
+    )
+
+
+def two_ranks(n=10, slow=100_000, fast=20_000):
+    """Rank 0 computes slow ns and sends, rank 1 computes fast ns and receives, then a
+    barrier (both enter it together): n iterations."""
+    r0, r1 = [init()], [init()]
+    t = 10
+    for _ in range(n):
+        r0 += [send(t + slow, t + slow + 5, 1), barrier(t + slow + 10, t + slow + 20)]
+        r1 += [recv(t + fast, t + slow + 6, 0), barrier(t + slow + 10, t + slow + 20)]
+        t += slow + 20
+    return {0: r0 + [fin(t)], 1: r1 + [fin(t)]}
+
+
+def test_the_delay_cost_of_the_slow_ranks_compute_is_the_late_sender_it_caused():
+    g, res, ws = analyze(two_ranks())
+    late_sender = metric_ns(ws, "mpi_latesender", 1)
+    assert late_sender == 10 * 80_000
+    # all of it is short-term, on rank 0's computation (the program's root path)
+    assert costs_by_rank(res) == {0: pytest.approx(late_sender)}
+    per = res.costs[("latesender", "short")]
+    assert set(per) == {(0, 0)} and g.paths[0] == ("program",)
+    # the metric tree holds the same, on the causing rank
+    assert metric_ns(ws, "delay_latesender", 0) == late_sender
+    assert metric_ns(ws, "delay") == late_sender
+    # nothing propagated: every wait is direct and terminal
+    assert metric_ns(ws, "mpi_wait_direct_latesender") == late_sender
+    assert metric_ns(ws, "mpi_wait_terminal_ls") == late_sender
+    assert metric_ns(ws, "mpi_wait_indirect_latesender") == 0
+
+
+def chain(extra=50):
+    """Rank 3 computes 100 + extra, then sends to 2; rank 2 receives it and sends on to
+    1; rank 1 receives; rank 0 computes; a barrier ends the iteration."""
+    end = 110 + extra
+    return {
+        0: [init(), barrier(110, end + 10), fin(end + 20)],
+        1: [init(), recv(110, end, 2), barrier(end, end + 10), fin(end + 20)],
+        2: [init(), recv(110, end, 3), send(end, end, 1), barrier(end, end + 10), fin(end + 20)],
+        3: [init(), send(end, end, 2), barrier(end, end + 10), fin(end + 20)],
+    }
+
+
+def test_a_delay_that_propagates_is_charged_to_its_root_cause_not_to_the_ranks_between():
+    g, res, ws = analyze(chain(extra=50))
+    # rank 2 waits 50 for rank 3, rank 1 waits 50 for rank 2 (which was late by its wait)
+    assert metric_ns(ws, "mpi_latesender", 2) == 50
+    assert metric_ns(ws, "mpi_latesender", 1) == 50
+    ls = costs_by_rank(res, "latesender")
+    assert ls == {3: pytest.approx(100)}
+    assert costs_by_rank(res, "latesender", "short") == {3: pytest.approx(50)}
+    assert costs_by_rank(res, "latesender", "long") == {3: pytest.approx(50)}
+    # rank 1's wait is indirect (rank 2 passed it on), rank 2's propagating
+    assert metric_ns(ws, "mpi_wait_indirect_latesender", 1) == 50
+    assert metric_ns(ws, "mpi_wait_direct_latesender", 2) == 50
+    assert metric_ns(ws, "mpi_wait_propagating_ls", 2) == 50
+    assert metric_ns(ws, "mpi_wait_terminal_ls", 1) == 50
+    # and the barrier: rank 0 waited for rank 3's computation too
+    assert costs_by_rank(res, "barrier") == {3: pytest.approx(50)}
+    assert res.causes()[0][:2] == (3, 0)
+
+
+def test_the_share_of_a_wait_that_is_delay_and_the_share_passed_on():
+    # rank 1 is late to its send to 0 by 30 of its own work and 20 of waiting for rank 2
+    ranks = {
+        0: [init(), recv(110, 160, 1), fin(200)],
+        1: [init(), recv(110, 130, 2), send(160, 160, 0), fin(200)],
+        2: [init(), send(130, 130, 1), fin(200)],
+    }
+    g, res, ws = analyze(ranks)
+    assert metric_ns(ws, "mpi_latesender", 0) == 50
+    # rank 0's interval: rank 1 spent 100 + 30 computing against rank 0's 100, and
+    # waited 20: scale = 50 / (30 + 20) = 1
+    assert costs_by_rank(res, "latesender", "short") == {1: pytest.approx(30), 2: pytest.approx(20)}
+    assert costs_by_rank(res, "latesender", "long") == {2: pytest.approx(20)}
+    assert metric_ns(ws, "mpi_wait_indirect_latesender", 0) == 20
+    assert metric_ns(ws, "mpi_wait_direct_latesender", 0) == 30
+
+
+def pipeline(k=4, work=100):
+    """Rank j waits for rank j-1's message, computes work, passes it on, and enters
+    MPI_Finalize, which all leave after the last rank entered it."""
+    ranks = {}
+    end = 10 + k * work
+    for j in range(k):
+        items = [init()]
+        t = 10
+        if j:
+            t_arrive = 10 + j * work
+            items.append(recv(t, t_arrive, j - 1))
+            t = t_arrive
+        t += work
+        if j < k - 1:
+            items.append(send(t, t, j + 1))
+        items.append(("MPI_Finalize", t, end + 5))
+        ranks[j] = items
+    return ranks
+
+
+def test_the_critical_path_of_a_pipeline_runs_through_every_rank():
+    g, res, ws = analyze(pipeline())
+    ranks_on_path = [int(g.locations["rank"][loc]) for loc, a, b in res.segments if b > a]
+    # from rank 0's MPI_Init to rank 3's work, then the end of MPI_Finalize
+    assert ranks_on_path[:4] == [0, 1, 2, 3]
+    # each rank's 100 of work is on it, and the path is as long as the run
+    prof = {}
+    for (p, r), v in res.cp_profile.items():
+        if g.paths[p] == ("program",):
+            prof[r] = prof.get(r, 0) + v
+    assert prof == {0: 100, 1: 100, 2: 100, 3: 100}
+    assert res.cp_length == 10 + 4 * 100 + 5
+    # the imbalance: 400 of computation on the path against a mean of 100 per rank
+    assert res.cp_imbalance[0] == pytest.approx(400 - 100)
+    assert metric_ns(ws, "critical_path") == res.cp_length
+
+
+def test_the_critical_path_leaves_a_wait_for_its_cause():
+    ranks = two_ranks(n=2)
+    name, t, _ = ranks[1][-1]
+    ranks[1][-1] = (name, t, t + 10)  # rank 1 ends last
+    g, res, _ = analyze(ranks)
+    # back from rank 1's end to its last Late Sender, which hands the path to rank 0 at
+    # its send's enter (10 + 100_020 + 100_000); rank 0 has no wait before it
+    seg = [(int(g.locations["rank"][loc]), a, b) for loc, a, b in res.segments]
+    assert seg == [(0, 0, 200_030), (1, 200_030, 200_060)]
+    assert res.cp_length == 200_060
+
+
+def test_removing_the_cause_saves_its_delay_on_the_ideal_replay():
+    g, res, ws = analyze(two_ranks())
+    saved = rootcause.what_if(res)
+    # rank 0's computation, shortened to rank 1's in every iteration: the ideal run
+    # is 10 x 80_000 ns shorter
+    assert [(r, g.paths[p]) for r, p, _ in saved] == [(0, ("program",))]
+    assert saved[0][2] == pytest.approx(10 * 80_000 / 1e9, abs=1e-9)
+    assert metric_ns(ws, "delay_savings", 0) == 10 * 80_000
+
+
+def test_the_advice_names_the_cause_instead_of_the_waits_it_caused():
+    from perfweave.analysis.advice import rule_root_causes, rule_wait_states
+
+    ws = {
+        "patterns": [
+            {
+                "id": "mpi_latesender",
+                "name": "Late Sender",
+                "pct": 30.0,
+                "time_s": 0.8,
+                "callpath": "main > MPI_Recv",
+            }
+        ],
+        "root_causes": {
+            "cost_s": 0.8,
+            "pct": 30.0,
+            "causes": [
+                {
+                    "rank": 3,
+                    "callpath": "main > work",
+                    "cost_s": 0.6,
+                    "short_s": 0.4,
+                    "long_s": 0.2,
+                    "saves_s": 0.3,
+                },
+                {
+                    "rank": 1,
+                    "callpath": "main > work",
+                    "cost_s": 0.2,
+                    "short_s": 0.2,
+                    "long_s": 0.0,
+                    "saves_s": None,
+                },
+            ],
+        },
+    }
+    (a,) = rule_root_causes({"wait_states": ws})
+    assert a["text"].startswith("Ranks 3, 1 at main > work caused 0.8 s of waiting")
+    assert "0.6 s directly, 0.2 s through waits it propagated" in a["text"]
+    assert "0.3 s shorter on an ideal network" in a["text"]
+    # the Late Sender it explains is not advised on beside it
+    assert rule_wait_states({"wait_states": ws}) == []
+    del ws["root_causes"]
+    assert [x["rule"] for x in rule_wait_states({"wait_states": ws})] == ["wait_state"]
