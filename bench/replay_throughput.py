@@ -7,12 +7,13 @@ Allreduce and Barrier, imbalanced at random; 17 records per rank and iteration) 
 times each: reads it as the replay does (load, detail=True), builds the event graph
 (analysis/eventgraph.py) and replays it (analysis/replay.py: edges, the longest-path
 kernel, the region); and reads it as `perfweave analyze` does and finds its wait states.
-Prints seconds and events per second per core (events / CPU seconds of the process, which
-a shared machine's other work does not inflate) for the replay (graph + kernel), and for
-the wait-state patterns and the whole analysis against which it is measured; the best
-run (least disturbed) and the median. --numpy also times the numpy fallback of the
-kernel once (its rounds are as many as the longest path has edges between locations:
-for small traces only).
+Both run as `perfweave analyze` runs (cli/analyze.py keep_freed_memory: freed memory
+kept in the process, no huge pages for numpy). Prints seconds and events per second per
+core (events / CPU seconds of the process, which a shared machine's other work does not
+inflate) for the replay (graph + kernel), and for the wait-state patterns and the whole
+analysis against which it is measured; the best run (least disturbed) and the median.
+--numpy also times the numpy fallback of the kernel once (its rounds are as many as the
+longest path has edges between locations: for small traces only).
 
     .venv/bin/python bench/replay_throughput.py [--events 20000000] [--ranks 256]
         [--dir /tmp/perfweave-bench-replay] [--repeat 5] [--numpy]
@@ -28,6 +29,7 @@ sys.path.insert(0, str(HERE))
 from analysis_throughput import generated  # noqa: E402
 
 from perfweave.analysis import eventgraph  # noqa: E402
+from perfweave.cli.analyze import keep_freed_memory  # noqa: E402
 from perfweave.analysis.exchange import Local  # noqa: E402
 from perfweave.analysis.longest_path import kernel  # noqa: E402
 from perfweave.analysis.replay import replay  # noqa: E402
@@ -43,6 +45,7 @@ def timed(fn, *args, **kw):
 
 
 def main():
+    keep_freed_memory()  # as perfweave analyze does: both analyses run so
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=20_000_000)
     ap.add_argument("--ranks", type=int, default=256)

@@ -42,8 +42,9 @@ EventGraph tables (Cols: named numpy columns of equal length):
   Win_wait or completing Win_test), a (the call that must be entered first), b (the
   call whose leave waits for it), origin, target.
 
-`unmatched` counts what the graph lacks (messages without partner, incomplete
-collective instances).
+Columns keep the loaded trace's types (call numbers are int32: widen before arithmetic
+that could pass 2**31). `unmatched` counts what the graph lacks (messages without
+partner, incomplete collective instances).
 """
 
 import copy
@@ -55,7 +56,7 @@ from perfweave.analysis.exchange import Local
 from perfweave.analysis.waitstates.collectives import COLLS, _comm_geometry, _instances, _kind
 from perfweave.analysis.waitstates.common import _join, _table
 from perfweave.analysis.waitstates.load import _unify, load
-from perfweave.analysis.waitstates.p2p import message_pairs
+from perfweave.analysis.waitstates.p2p import _match
 from perfweave.analysis.waitstates.rma import EPOCH_KEY, _window_timeline, _WindowEvents, epochs
 from perfweave.model.trace import F, R, T, Cols
 
@@ -185,20 +186,25 @@ def _calls(L):
 
 
 def _messages(L, unmatched):
-    """Matched messages (message_pairs: the wait-state analysis's matching)."""
-    S, V = message_pairs(L)
-    unmatched["sends"] = len(L.sends) - len(S)
-    unmatched["receives"] = len(L.recvs) - len(V)
+    """Matched messages, matched as message_pairs (p2p.py) matches them; only the
+    columns the graph needs are gathered (a large trace has millions of messages)."""
+    S, V = L.sends, L.recvs
+    m = _match(V, S, L.nchan)
+    rows = np.flatnonzero(m >= 0)
+    si = m[rows]
+    unmatched["sends"] = len(S) - len(rows)
+    unmatched["receives"] = len(V) - len(rows)
+    chan = V["chan"][rows]
     return Cols(
-        scall=S["scall"].astype(np.int64),
-        sdone=S["call"].astype(np.int64),
-        rpost=V["pcall"].astype(np.int64),
-        rdone=V["call"].astype(np.int64),
-        src=S["src"].astype(np.int32),
-        dst=V["dst"].astype(np.int32),
-        bytes=V["bytes"].astype(np.int64),
-        sync=S["sync"].astype(np.uint8),
-        tag=L.channels[V["chan"], 3].astype(np.int64) if L.nchan else np.zeros(len(V), np.int64),
+        scall=S["scall"][si],
+        sdone=S["call"][si],
+        rpost=V["pcall"][rows],
+        rdone=V["call"][rows],
+        src=L.rank_at("sends", si),
+        dst=L.rank_at("recvs", rows),
+        bytes=V["bytes"][rows],
+        sync=S["sync"][si],
+        tag=L.channels[chan, 3] if L.nchan else np.zeros(len(rows), np.int64),
     )
 
 

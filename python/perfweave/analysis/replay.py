@@ -284,7 +284,7 @@ def _edges(g, eager_limit, lat, bandwidth):
     for (a, am, ao), (b, bm, bo), weight, via in parts:
         sl = slice(pos, pos + len(a))
         for out, (x, mul, plus) in ((src, (a, am, ao)), (dst, (b, bm, bo))):
-            np.multiply(x, mul, out=out[sl])
+            np.multiply(x, mul, out=out[sl], dtype=np.int64)  # int32 ids: no overflow
             if plus:
                 out[sl] += plus
         w[sl] = weight
