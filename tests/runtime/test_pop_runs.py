@@ -121,6 +121,27 @@ def test_pcontrol_region(mpi, build, run_pw):
     assert [len(v) for v in doc["region"]["intervals"].values()] == [2] * P
     check(doc, u, c)
     assert shaped(u.mean() / u.max(), P / (2 * P - 1), 1.0)
+    # the ideal run keeps the Pcontrol levels where they fall in its computation: its
+    # region is marked again, holds the same useful time (same load balance), and lies
+    # within the replay's ideal span (which also holds the waits between the intervals)
+    ideal = r.exp.parent / (r.exp.name + "-ideal")
+    p = subprocess.run(
+        [PERFWEAVE, "pop", "--json", "--ideal-trace", str(ideal), str(r.exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    t_ideal = json.loads(p.stdout)["ideal"]["replay"]["t_ideal_s"]
+    p = subprocess.run(
+        [PERFWEAVE, "pop", "--json", str(ideal)], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    again = json.loads(p.stdout)
+    assert again["region"]["marked"]
+    assert 0 < again["region"]["runtime_s"] <= t_ideal * 1.001
+    lb = doc["multiplicative"]["load_balance"]
+    assert again["multiplicative"]["load_balance"] == pytest.approx(lb, abs=TOL)
 
 
 def test_exchange_transfer_efficiency(mpi, build, run_pw):

@@ -393,6 +393,7 @@ def ideal_replay(graph, region, u, tail, **what_if):
     from perfweave.analysis import replay as rp
 
     res = rp.replay(graph, useful=u, **what_if)
+    res.measure = _region_measure(graph, region)
     if res.deadlock:
         return None, rp.deadlock_text(res), res
     calls, loc = graph.calls, graph.locations
@@ -411,6 +412,24 @@ def ideal_replay(graph, region, u, tail, **what_if):
     if not ends:
         return None, "no location has calls in the region", res
     return max(ends) - min(starts), None, res
+
+
+def _region_measure(graph, region):
+    """ReplayResult.measure of a replay whose computation is the region's: for instants
+    t on locations loc, the region's time before t on each one's rank."""
+    ranks = graph.locations["rank"]
+    empty = np.zeros((0, 2), np.int64)
+
+    def measure(loc, t):
+        loc, t = np.asarray(loc, np.int64), np.asarray(t, np.int64)
+        out = np.zeros(len(t), np.int64)
+        for r in np.unique(ranks[loc]).tolist():
+            sel = ranks[loc] == r
+            iv = region.intervals.get(r, empty)
+            out[sel] = measure_before(iv, t[sel]) if len(iv) else 0
+        return out
+
+    return measure
 
 
 # ---- the factors ----

@@ -62,6 +62,11 @@ class ReplayResult:
     region_start: np.ndarray = None  # recorded region of each location (ns)
     region_end: np.ndarray = None
     notes: list = field(default_factory=list)
+    # how much of the computation between two recorded instants was replayed, when the
+    # replay's computation is not all of it (a useful= override): measure(locations, t)
+    # -> counted ns before t on each location (perfweave pop: the region's time); None:
+    # all of it. ideal_at places instants by it.
+    measure: object = None
 
     def location_times(self):
         """Cols per location: rank, thread, its region's ideal start and end, its recorded
@@ -347,12 +352,13 @@ def _call_at(g, loc, t):
     return i, inside
 
 
-def ideal_at(g, enter, leave, useful, t, loc=None):
+def ideal_at(g, enter, leave, useful, t, loc=None, measure=None):
     """The ideal time of recorded instants t on locations loc (default: one instant per
     location, in order): inside a call, the call's ideal enter; in the computation before
     a call, the previous call's ideal leave plus the time computed since (at most the
     computation before the call); before a location's first call, the time since its
-    rank's MPI_Init left (likewise at most)."""
+    rank's MPI_Init left (likewise at most). measure: ReplayResult.measure, what of the
+    time since counts (None: all)."""
     t = np.asarray(t, np.int64)
     loc = np.arange(len(g.locations["rank"])) if loc is None else np.asarray(loc, np.int64)
     if not len(loc):
@@ -364,7 +370,8 @@ def ideal_at(g, enter, leave, useful, t, loc=None):
     last = np.r_[g.locations["first"][1:], nc][loc]
     prev = i - 1
     has_prev = prev >= first
-    since = t - np.where(has_prev, c["t1"][np.maximum(prev, 0)], g.locations["t_begin"][loc])
+    origin = np.where(has_prev, c["t1"][np.maximum(prev, 0)], g.locations["t_begin"][loc])
+    since = t - origin if measure is None else measure(loc, t) - measure(loc, origin)
     since = np.maximum(since, 0)
     nxt = np.minimum(i, max(nc - 1, 0))
     since = np.where(i < last, np.minimum(since, useful[nxt]), since)

@@ -140,7 +140,10 @@ def write_ideal_trace(result, out):
 
 def main(args):
     from perfweave.analysis import pop
+    from perfweave.cli.analyze import keep_freed_memory
     from perfweave.report import pop as render
+
+    keep_freed_memory()  # the replay's speed depends on it as the analysis' does
 
     result = analyze_one(args.experiment, args)
     if args.ideal_trace:

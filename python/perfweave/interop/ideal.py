@@ -76,9 +76,14 @@ def _rank(res, src, rank, meta_note, origin):
     rec["t0"][calls] = origin + res.enter_ns[idx]
     rec["t1"][calls] = origin + res.leave_ns[idx]
     meta = rf.meta
-    ideal = lambda ns, loc: origin + ideal_at(g, res.enter_ns, res.leave_ns, res.useful_ns, ns, loc)
-    # user functions' enters and leaves, flushes: where they fall in the computation
-    timed = np.flatnonzero((typ == T["ENTER"]) | (typ == T["LEAVE"]) | (typ == T["FLUSH"]))
+    ideal = lambda ns, loc: (
+        origin + ideal_at(g, res.enter_ns, res.leave_ns, res.useful_ns, ns, loc, res.measure)
+    )
+    # user functions' enters and leaves, flushes, MPI_Pcontrol levels (perfweave pop's
+    # region of the ideal run): where they fall in the computation
+    timed = np.flatnonzero(
+        (typ == T["ENTER"]) | (typ == T["LEAVE"]) | (typ == T["FLUSH"]) | (typ == T["PCONTROL"])
+    )
     if len(timed) and len(mine):
         loc = np.array([loc_of.get(t, mine[0]) for t in thread[timed].tolist()], np.int64)
         for field, ok in (("t0", np.ones(len(timed), bool)), ("t1", typ[timed] == T["FLUSH"])):
