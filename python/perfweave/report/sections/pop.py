@@ -1,6 +1,6 @@
 """The POP factors (perfweave pop, docs/pop.md) of an experiment with traces: the
-multiplicative factors with the critical path of useful computation as the ideal
-runtime (no replay: the report stays one pass over the trace)."""
+multiplicative factors with the ideal-network replay's ideal runtime (its kernel orders
+the whole trace in one pass), else the critical path of useful computation's."""
 
 from perfweave.analysis.pop import FACTORS
 from perfweave.errors import PerfweaveError
@@ -25,7 +25,7 @@ class Pop(Section):
 
         try:
             graph = eventgraph.load_graph(experiment.path)
-            res = pop.analyze(graph, experiment.path, max_rounds=MAX_ROUNDS)
+            res = pop.analyze(graph, experiment.path, what_if={}, max_rounds=MAX_ROUNDS)
         except PerfweaveError as e:  # the rest of the report stands without it
             return {"pop": {"error": str(e)}}
         return {"pop": res.to_json()}
@@ -39,10 +39,7 @@ class Pop(Section):
         rows = _rows(doc)
         if not rows:
             return []
-        out = [
-            "",
-            "POP metrics (perfweave pop; ideal runtime: critical path of useful computation)",
-        ]
+        out = ["", f"POP metrics (perfweave pop; ideal runtime: {_ideal_of(doc)[1]})"]
         return out + text_table(rows, ["factor", "value"], ["<", ">"], view.width)
 
     def html(self, data, page):
@@ -53,10 +50,19 @@ class Pop(Section):
         return ["<h2>POP metrics</h2>", html_table(rows, ["factor", "value"])] if rows else []
 
 
+def _ideal_of(doc):
+    """(the ideal runtime's entry of the document, its name): the replay's where it
+    has one, else the critical path's."""
+    ideal = doc["ideal"]
+    if ideal["replay"].get("t_ideal_s") is not None:
+        return ideal["replay"], "ideal-network replay"
+    return ideal["critical_path"], "critical path of useful computation"
+
+
 def _rows(doc):
     """(indented name, value %) of the multiplicative factors the document has."""
     mul = dict(doc["multiplicative"])
-    mul.update(doc["ideal"]["critical_path"]["multiplicative"])
+    mul.update(_ideal_of(doc)[0]["multiplicative"])
     return [
         ["  " * (depth - 1) + name, f"{100 * mul[key]:.1f}%"]
         for key, name, depth in FACTORS
