@@ -89,9 +89,10 @@ def root_cause_lines(rc, view):
         return []
     top = rc["causes"][0]
     if view.max_rows is not None:
+        # the figures first: a narrow terminal cuts the call path, not them
         return [
-            f"  most caused by rank {top['rank']} at {top['callpath']} ({_t(top['cost_s'])}); "
-            f"critical path {_t(rc['critical_path_s'])} (--full: more)"
+            f"  waiting most caused by rank {top['rank']} ({_t(top['cost_s'])}), critical "
+            f"path {_t(rc['critical_path_s'])} (--full: more); at {top['callpath']}"
         ]
     width = view.width
     out = ["", "  Who caused the waiting (delay analysis; perfweave analyze for all)"]
