@@ -148,9 +148,7 @@ def test_blocks_of_threads_each_with_its_own_base_and_sites(tmp_path):
     body = records()
     t1 = [wide(K["BASE"], 7), wide(K["SITE"], 0x999, a=0), head("CALL", s=2, a=3, b=1, c=0)]
     later = [wide(K["BASE"], 100), head("CALL", s=2, a=1, b=1, c=0)]  # site 0 of thread 0
-    data = np.concatenate(
-        [block(0, 0, body[:5]), block(1, 0, t1, tid=99), block(0, 1, later)]
-    )
+    data = np.concatenate([block(0, 0, body[:5]), block(1, 0, t1, tid=99), block(0, 1, later)])
     exp = write(tmp_path, data, records=4)
     rf = rt.read_rank(exp, 0)
     assert rf.complete, rf.notes
