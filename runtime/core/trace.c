@@ -51,6 +51,7 @@ typedef struct pw_tbuf {
     size_t n, cap;
     int64_t events; /* events committed by the thread (its blocks' heads) */
     int64_t blocks; /* blocks the thread has mapped */
+    off_t off;      /* the mapped block's place in the file */
     int64_t base;   /* the block's time base (ticks), when has_base */
     int has_base;
     int thread;
@@ -152,6 +153,7 @@ static int new_block(pw_tbuf *b)
     h->c = (uint32_t)b->thread;
     __atomic_store_n(&h->kind, (uint8_t)PW_EV_BLOCK, __ATOMIC_RELEASE);
     b->head = h;
+    b->off = off;
     b->rec = h + 1;
     b->cap = tr.slots;
     b->n = 1;
@@ -520,6 +522,25 @@ void pw_trace_commit(int unused)
     __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 }
 
+/* The unused end of b's last block, given back to the file system: cut off where the
+ * block ends the file (readers read a block cut short up to the file's end), else its
+ * whole pages freed (they read as zeros: slots no record was committed to). The trace's
+ * size on disk is then its records'. */
+static void give_back_tail(pw_tbuf *b)
+{
+    size_t len = (b->cap + 1) * sizeof(pw_cevent_rec);
+    off_t used = b->off + (off_t)((b->n + 1) * sizeof(pw_cevent_rec));
+    lock();
+    if (b->off + (off_t)len == tr.size && ftruncate(tr.fd, used) == 0) {
+        tr.size = used;
+    } else {
+        off_t page = (used + 4095) / 4096 * 4096, end = b->off + (off_t)len;
+        if (end > page)
+            fallocate(tr.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page, end - page);
+    }
+    unlock();
+}
+
 void pw_trace_close(void)
 {
     __atomic_store_n(&pw_trace_recording, 0, __ATOMIC_SEQ_CST);
@@ -537,6 +558,8 @@ void pw_trace_close(void)
             continue; /* its committed records are in the file already */
         record_flush(b);
         publish(b);
+        if (b->head && tr.fd >= 0)
+            give_back_tail(b);
         end_block(b); /* no writer can touch it again: recording is off */
     }
     if (tr.fd >= 0)

@@ -17,6 +17,7 @@ Turning records into the tables the analysis works on is model/trace.py's job.
 
 import mmap
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,9 +73,11 @@ def record_count(exp, rank):
     its record slots: at least its events."""
     path = trace_dir(exp) / f"rank-{rank}.events"
     try:
+        size = path.stat().st_size
+        if not stat.S_ISREG(path.stat().st_mode):
+            return 0  # a FIFO would block the read: read_rank says what it is
         with open(path, "rb") as f:
             first = np.frombuffer(f.read(2 * compact.SIZE), np.uint8)
-        size = path.stat().st_size
     except OSError:
         return 0
     return size // (compact.SIZE if compact.is_compact(first) else EVENT_DTYPE.itemsize)
