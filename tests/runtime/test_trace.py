@@ -314,3 +314,29 @@ def test_trace_of_threads_in_their_own_blocks(mpi, build, run_pw):
             assert len(colls) == 10 and len(set(colls["comm"].tolist())) == 1
             comm_of_thread[t] = int(colls["comm"][0])
         assert comm_of_thread[0] != comm_of_thread[1]
+
+
+def test_fields_above_32_bits(mpi, build, run_pw):
+    """trace_wide.c: rank 0's MPI_Barrier waits for rank 1's 2^32 + 2^28 TSC ticks, so its
+    duration is stored whole in an extension record, and the call after it starts more
+    than 2^32 ticks after the block's time base (a BASE record first); its MPI_Bcast of 5
+    GiB keeps its bytes in an extension record. The reader gives them back whole: the
+    barrier's duration as rank 0's own clock timed it, the bytes exactly."""
+    prog = build(mpi, "trace_wide.c")
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace"])
+    ev, js = load(r.exp, 0)
+    barrier = [e for name, e, _ in calls(ev, js) if name == "MPI_Barrier"][-1]
+    assert barrier["t1"] - barrier["t0"] > 1 << 32
+    timed = float(re.search(r"^barrier ([\d.]+)$", r.proc.stdout, re.M).group(1))
+    # the program's clock reads around the call: the call is inside its interval, less
+    # the clock's conversion error
+    took = seconds(js, int(barrier["t1"])) - seconds(js, int(barrier["t0"]))
+    assert timed - CLOCK_ERR - 2e-3 <= took <= timed + CLOCK_ERR, (took, timed)
+    bcast = [s for name, _, s in calls(ev, js) if name == "MPI_Bcast"]
+    assert len(bcast) == 1 and bcast[0][0]["type"] == COLL
+    assert int(bcast[0][0]["bytes"]) == 5 << 30
+    raw = np.fromfile(r.exp / "traces" / "rank-0.events", CEVENT)
+    kinds = raw["kind"][1 : 1 + raw["a"][0]]
+    ext_t1, ext_bytes, base = 0x81, 0x86, 0xF0
+    assert (kinds == ext_t1).sum() >= 1 and (kinds == ext_bytes).sum() >= 1
+    assert (kinds == base).sum() >= 2  # the block's first, and one past 2^32 ticks
