@@ -385,6 +385,9 @@ PW_RECORD_STRUCT(PW_TABLE_SITE_FIELDS, pw_table_site_rec)
 #define PW_CK_ENUM(name, value) PW_CK_##name = value,
 enum pw_trace_kind { PW_TRACE_KINDS(PW_CK_ENUM) };
 #undef PW_CK_ENUM
+/* A head's flag (not an event flag): the head of a post (a nonblocking event of a
+ * KEY_T1 layout) whose number is the thread's previous post's + 1, which no record holds */
+#define PW_CFLAG_NEXT_POST 0x80
 #define PW_EVENT_EXT_FIELDS(X) X(T0, 0) X(T1, 1) X(FN, 2) X(PEER, 3) X(TAG, 4) X(COMM, 5) X(BYTES, 6)
 
 /* What a head slot holds: FIELD_ENC (see above); KEY_*: where the post number is */
@@ -477,6 +480,7 @@ PW_ARRAYS(PW_STRUCT)
     CODES(event_layouts, PW_EVENT_LAYOUTS)                                                 \
     CODES(table_kinds, PW_TABLE_KINDS)                                                     \
     CONST(tables_magic_number, PW_TABLES_MAGIC_NUMBER)                                     \
+    CONST(trace_next_post, PW_CFLAG_NEXT_POST)                                             \
     CONST(tables_page, PW_TABLES_PAGE)                                                     \
     CONST(hist_buckets, PW_HIST_BUCKETS)                                                   \
     CONST(hist_family_mask, PW_HIST_FAMILY_MASK)                                           \

@@ -53,6 +53,7 @@ typedef struct pw_tbuf {
     int64_t blocks; /* blocks the thread has mapped */
     off_t off;      /* the mapped block's place in the file */
     int64_t base;   /* the block's time base (ticks), when has_base */
+    int64_t post;   /* the number of the thread's latest post (PW_CFLAG_NEXT_POST) */
     int has_base;
     int thread;
     int tid;     /* the thread's OS id, in its THREAD records (the I/O segments name it) */
@@ -411,12 +412,20 @@ static void encode(pw_tbuf *b, const pw_event_rec *e)
         if (f >= 0 && ok[i])
             covered |= 1 << f;
     }
-    int key = (int)(lay >> 16 & 15);
+    int key = (int)(lay >> 16 & 15), flags = e->flags;
     if ((key == PW_SLOT_KEY_T1 && e->t1) || (key == PW_SLOT_KEY_TAG && e->tag))
         covered |= 1 << PW_FIELD_T0; /* the post's number names it: no key */
+    if (key == PW_SLOT_KEY_T1 && (e->flags & PW_EVF_NONBLOCKING) && e->t1) {
+        /* a post: numbered in the order of posting, so mostly the thread's next one */
+        if (e->t1 == b->post + 1 && !(covered >> PW_FIELD_T1 & 1)) {
+            covered |= 1 << PW_FIELD_T1;
+            flags |= PW_CFLAG_NEXT_POST;
+        }
+        b->post = e->t1;
+    }
     pw_cevent_rec *h = &b->rec[b->n++];
     h->kind = e->type;
-    h->flags = e->flags;
+    h->flags = (uint8_t)flags;
     h->s = (uint16_t)v[0];
     h->a = v[1];
     h->b = v[2];

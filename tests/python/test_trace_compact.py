@@ -171,3 +171,32 @@ def test_version_4_trace_is_still_read(tmp_path):
     want["t0"][5] = 0x7F00AA
     assert rf.records.tolist() == want.tolist()
     assert rt.rank_thread_ids(exp, 0) == {0: 4321}
+
+
+def test_post_numbers_that_follow_the_threads_previous_are_not_stored(tmp_path):
+    """Posts (IRECV, a nonblocking SEND) numbered the thread's previous post's + 1 carry
+    flag NEXT_POST instead of their number (1 for a thread's first); others have it in an
+    extension record. The reader numbers them per thread, and gives the number as key."""
+    nb, nxt = 1, 0x80  # EVENT_FLAGS NONBLOCKING, TRACE_NEXT_POST
+    call = [wide(K["BASE"], 0), wide(K["SITE"], RA, a=0), head("CALL", a=1, b=1)]
+    t0 = call + [
+        head("IRECV", a=1, b=7, c=8, flags=nb | nxt),  # 1
+        head("SEND", a=1, b=7, c=8, flags=nb | nxt),  # 2
+        head("SEND", a=1, b=7, c=8, flags=nb),
+        wide(EXT["t1"], 5),  # 3 and 4 were thread 1's
+        head("IRECV", a=1, b=7, c=8, flags=nb | nxt),  # 6
+        head("RECV", a=1, b=7, c=8),
+        wide(EXT["t1"], 6),  # a completion: its number always stored
+    ]
+    t1 = call + [
+        head("IRECV", a=0, b=1, c=8, flags=nb),
+        wide(EXT["t1"], 3),
+        head("IRECV", a=0, b=1, c=8, flags=nb | nxt),  # 4
+    ]
+    exp = write(tmp_path, np.concatenate([block(0, 0, t0, 31), block(1, 0, t1, 31)]), records=9)
+    rf = rt.read_rank(exp, 0)
+    assert rf.complete, rf.notes
+    sub = rf.records[rf.records["type"] != T["CALL"]]
+    assert sub["t1"].tolist() == [1, 2, 5, 6, 6, 3, 4]
+    assert sub["t0"].tolist() == [1, 2, 5, 6, 6, 3, 4]  # the key the number stands for
+    assert sub["flags"].tolist() == [nb, nb, nb, nb, 0, nb, nb]

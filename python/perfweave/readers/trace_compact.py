@@ -11,8 +11,15 @@ latest BASE record, addresses ids defined by SITE records of the same thread.
 
 import numpy as np
 
-from perfweave._format import EVENT_EXT_FIELDS, EVENT_LAYOUTS, EVENT_SLOTS, RECORDS, TRACE_KINDS
-from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES
+from perfweave._format import (
+    EVENT_EXT_FIELDS,
+    EVENT_LAYOUTS,
+    EVENT_SLOTS,
+    RECORDS,
+    TRACE_KINDS,
+    TRACE_NEXT_POST,
+)
+from perfweave.dtypes import EVENT_DTYPE, EVENT_FLAGS, EVENT_TYPES
 
 CEVENT = RECORDS["cevent"]
 CWIDE = RECORDS["cwide"]
@@ -179,6 +186,7 @@ def decode(raw, rank, name):
         out[field][ev[m]] = w[m]
         if field == "t0":
             t0_ext[ev[m]] = True
+    _number_posts(out, typ, thr[hpos])
     # a request key not stored: the post's number names the post, and stands for it
     for t in np.unique(typ).tolist():
         _, key = layout_of(t)
@@ -197,3 +205,29 @@ def decode(raw, rank, name):
     first = np.r_[0, np.cumsum(per_block)[:-1]] if len(spans) else []
     espans = [(int(a), int(k), int(t)) for a, k, (_, _, t) in zip(first, per_block, spans)]
     return out, espans, notes
+
+
+def _number_posts(out, typ, thread):
+    """The numbers of posts (nonblocking events of KEY_T1 layouts) that no record holds
+    (flag TRACE_NEXT_POST): the thread's previous numbered post's + 1, 1 for its first.
+    Posts are numbered per thread in file order, which is the thread's order."""
+    keyed = [t for t in np.unique(typ).tolist() if layout_of(t)[1] == "KEY_T1"]
+    flags = out["flags"]
+    nb = (flags & EVENT_FLAGS["NONBLOCKING"]) != 0
+    implicit = (flags & TRACE_NEXT_POST) != 0
+    post = np.flatnonzero(np.isin(typ, keyed) & nb & (implicit | (out["t1"] != 0)))
+    out["flags"] = flags & ~np.uint8(TRACE_NEXT_POST)
+    if not implicit[post].any():
+        return
+    post = post[np.argsort(thread[post], kind="stable")]
+    k = np.arange(len(post))
+    th = thread[post]
+    start = np.flatnonzero(np.r_[True, th[1:] != th[:-1]])
+    first = np.repeat(start, np.diff(np.r_[start, len(post)]))  # of each one's thread
+    explicit = ~implicit[post]
+    anchor = np.maximum.accumulate(np.where(explicit, k, -1))
+    own = anchor >= first  # a numbered post of the same thread before it
+    base = np.where(own, out["t1"][post[np.maximum(anchor, 0)]], 0)
+    at = np.where(own, anchor, first - 1)
+    imp = ~explicit
+    out["t1"][post[imp]] = (base + (k - at))[imp]
