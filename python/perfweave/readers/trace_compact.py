@@ -112,32 +112,27 @@ def decode(raw, rank, name):
     total = int(counts.sum())
     # the committed slots, block after block
     offsets = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
-    starts = np.array([a for a, _, _ in spans], np.int64)
-    idx = np.repeat(starts - offsets, counts) + np.arange(total)
-    sl = c[idx]
+    # copied as slices (memcpy), not gathered record by record
+    parts = [c[a : a + k] for a, k, _ in spans if k]
+    sl = np.concatenate(parts) if parts else c[:0]
     w = sl.view(CWIDE)["w"]
     kind = sl["kind"]
     blk = np.repeat(np.arange(len(spans)), counts)
     thr = np.repeat(np.array([t for _, _, t in spans], np.int64), counts)
-    at = np.arange(total)
     head = kind < K["EXT"]  # kind 0 too: a damaged record, an event of type 0
     hpos = np.flatnonzero(head)
     nev = len(hpos)
     out = np.zeros(nev, EVENT_DTYPE)
     for f in _MINUS_ONE:
         out[f] = -1
-    # each slot's latest head, and whether it is in the slot's block
-    last_head = np.maximum.accumulate(np.where(head, at, -1)) if total else at
-    ev = np.cumsum(head) - 1
+    ev = np.cumsum(head) - 1  # each record's latest head
     known = head | np.isin(kind, list(EXT) + [K["BASE"], K["SITE"], K["THREAD"]])
     if not known.all():
         notes.append(f"rank {rank}: {name}: {int((~known).sum())} records of unknown kind ignored")
-    # time bases: the latest BASE of the block (none after a block's start)
-    start = np.zeros(total, bool)
-    start[offsets[counts > 0]] = True
-    basepos = np.maximum.accumulate(np.where((kind == K["BASE"]) | start, at, 0)) if total else at
-    has_base = kind[basepos] == K["BASE"]
-    base = np.where(has_base, w[basepos], 0)
+    # time bases: the latest BASE of the block (none after a block's start), looked up
+    # for the timed heads only
+    bases = np.flatnonzero(kind >= K["BASE"])  # BASE, SITE, THREAD: few
+    bases = np.union1d(bases[kind[bases] == K["BASE"]], offsets[counts > 0])
     # addresses: (thread, id) of the SITE records
     sdef = np.flatnonzero(kind == K["SITE"])
     skey = (thr[sdef] << 32) | sl["a"][sdef].astype(np.int64)
@@ -168,8 +163,10 @@ def decode(raw, rank, name):
             elif enc == "I32":
                 val = v.astype(np.uint32).view(np.int32)
             elif enc == "TIME":
-                bad[sel[~has_base[p]]] = True
-                val = base[p] + v.astype(np.int64)
+                j = bases[np.maximum(np.searchsorted(bases, p, side="right") - 1, 0)]
+                has_base = (kind[j] == K["BASE"]) & (j <= p) if len(bases) else p < 0
+                bad[sel[~has_base]] = True
+                val = np.where(has_base, w[j] if len(bases) else 0, 0) + v.astype(np.int64)
             elif enc == "DUR":
                 val = out["t0"][sel] + v.astype(np.int64)
             else:  # ADDR
@@ -182,7 +179,7 @@ def decode(raw, rank, name):
     # extension records: a field whole, for the head before them in the same block
     for code, field in EXT.items():
         m = np.flatnonzero(kind == code)
-        m = m[(last_head[m] >= 0) & (blk[np.maximum(last_head[m], 0)] == blk[m])]
+        m = m[(ev[m] >= 0) & (blk[hpos[np.maximum(ev[m], 0)]] == blk[m])]
         out[field][ev[m]] = w[m]
         if field == "t0":
             t0_ext[ev[m]] = True
@@ -213,12 +210,12 @@ def _number_posts(out, typ, thread):
     Posts are numbered per thread in file order, which is the thread's order."""
     keyed = [t for t in np.unique(typ).tolist() if layout_of(t)[1] == "KEY_T1"]
     flags = out["flags"]
-    nb = (flags & EVENT_FLAGS["NONBLOCKING"]) != 0
     implicit = (flags & TRACE_NEXT_POST) != 0
+    if not implicit.any():
+        return
+    nb = (flags & EVENT_FLAGS["NONBLOCKING"]) != 0
     post = np.flatnonzero(np.isin(typ, keyed) & nb & (implicit | (out["t1"] != 0)))
     out["flags"] = flags & ~np.uint8(TRACE_NEXT_POST)
-    if not implicit[post].any():
-        return
     post = post[np.argsort(thread[post], kind="stable")]
     k = np.arange(len(post))
     th = thread[post]
