@@ -109,7 +109,6 @@ def decode(raw, rank, name):
     spans, block_notes = blocks(c, rank, name)
     notes += block_notes
     counts = np.array([k for _, k, _ in spans], np.int64)
-    total = int(counts.sum())
     # the committed slots, block after block
     offsets = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
     # copied as slices (memcpy), not gathered record by record
