@@ -190,7 +190,7 @@ def _check_meta(meta):
     if len(meta.get("functions", [])) != len(meta.get("families", meta.get("functions", []))):
         bad("functions and families differ in length")
     for key, item_keys in (
-        ("objects", ("start", "end", "base")),
+        ("objects", ("path", "start", "end", "base")),
         ("flushes", ("first", "count")),
         ("comms", ("id",)),
         ("windows", ("id", "comm")),
