@@ -8,8 +8,13 @@ runs of the message-heavy programs of bench/programs/msg_heavy.c on 2 ranks:
   - events written per rank and second, bytes per event (the events files, whose
     blocks' unused ends count, and with the rank's JSON definitions);
   - the time perfweave analyze takes on the trace, as a fraction of the traced run.
+With --baseline PERFWEAVE (another build's perfweave command, e.g. /work/main/.venv/bin/
+perfweave), its --trace runs alternate with the others, and the bytes per event of its
+trace and this build's are printed side by side, with their ratio (this build's reader
+reads both).
 Medians over --repeat runs. Usage:
   .venv/bin/python bench/trace_overhead.py [--repeat 5] [--mpi openmpi,mpich]
+      [--baseline PERFWEAVE]
 """
 
 import json
@@ -29,16 +34,18 @@ from perfweave.analysis.overhead import experiment_facts  # noqa: E402
 
 
 def main():
-    args = bench_args(__doc__)
+    args = bench_args(__doc__, baseline=True)
     print(
         f"perfweave trace overhead benchmark: {args.repeat} runs each, medians; "
         f"{os.cpu_count()} cores"
     )
     modes = {
-        "bare": (False, ()),
-        "profile": (True, ("--no-sample",)),
-        "trace": (True, ("--trace", "--no-sample")),
+        "bare": (False, (), PERFWEAVE),
+        "profile": (True, ("--no-sample",), PERFWEAVE),
+        "trace": (True, ("--trace", "--no-sample"), PERFWEAVE),
     }
+    if args.baseline:
+        modes["baseline"] = (True, ("--trace", "--no-sample"), args.baseline)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for flavor in args.mpi.split(","):
@@ -51,9 +58,9 @@ def main():
             ):
                 runs = {m: [] for m in modes}
                 for _ in range(args.repeat):
-                    for mode, (measured, opts) in modes.items():
+                    for mode, (measured, opts, pw) in modes.items():
                         runs[mode].append(
-                            run(launch + [str(heavy), prog, str(steps)], measured, tmp, opts)
+                            run(launch + [str(heavy), prog, str(steps)], measured, tmp, opts, pw)
                         )
                 t = {m: statistics.median(r["elapsed_s"] for r in runs[m]) for m in modes}
                 exp = runs["trace"][-1]["exp"]
@@ -83,6 +90,16 @@ def main():
                     f"rank); {ev_bytes / records:.1f} bytes/event in the events files, "
                     f"{(ev_bytes + js_bytes) / records:.1f} with the JSON definitions"
                 )
+                if args.baseline:
+                    b_records, b_bytes, b_js = trace_size(runs["baseline"][-1]["exp"])
+                    print(
+                        f"    baseline build: trace {t['baseline']:.3f} s "
+                        f"({100 * (t['baseline'] / t['bare'] - 1):+.2f} % vs bare), "
+                        f"{b_records:,} events, {b_bytes / b_records:.1f} bytes/event in "
+                        f"the events files; this build / baseline: "
+                        f"{ev_bytes / records / (b_bytes / b_records):.2f} bytes/event, "
+                        f"{t['trace'] / t['baseline']:.3f} run time"
+                    )
                 print(
                     f"    perfweave analyze: {analyse_s:.2f} s "
                     f"({100 * analyse_s / t['trace']:.0f} % of the traced run; "

@@ -270,7 +270,8 @@ PW_RECORD_STRUCT(PW_TABLE_SITE_FIELDS, pw_table_site_rec)
 
 /* ---- traces (perfweave run --trace): traces/rank-R.events + traces/rank-R.json ----
  *
- * One fixed 40-byte record per event. rank-R.events is a sequence of blocks, each one
+ * One event record per event (40 bytes, as readers return them; version 5 stores them
+ * as 16-byte compact records, below). rank-R.events is a sequence of blocks, each one
  * thread's: a BLOCK record (its count of committed records, updated at every commit)
  * followed by its record slots; the writing thread maps its block of the file, so the
  * committed records survive however the process ends. (Version 1: the records back to
@@ -282,7 +283,10 @@ PW_RECORD_STRUCT(PW_TABLE_SITE_FIELDS, pw_table_site_rec)
  * -finstrument-functions) are ENTER/LEAVE records. rank-R.json (written at the
  * end) holds the definitions: functions, communicators, windows, groups, clock
  * calibration, loaded objects. */
-/* 5: PCONTROL records (MPI_Pcontrol's level and time)
+/* 5: 16-byte compact records (PW_CEVENT_FIELDS): an event is a head record laid out by
+ *    its type (PW_EVENT_LAYOUTS) and extension records for what does not fit; times are
+ *    deltas from a time base, call sites ids defined once per thread, request keys
+ *    dropped where the post number names the post; PCONTROL records (MPI_Pcontrol's level and time)
  * 4: BLOCK's peer is the thread's OS id (the I/O segments' tid)
  * 3: the MPI family "io" (MPI-IO) renamed "file" in "families"
  * 2: per-thread BLOCKs mapped from the file (killed ranks keep what they committed),
@@ -343,6 +347,88 @@ PW_RECORD_STRUCT(PW_TABLE_SITE_FIELDS, pw_table_site_rec)
                         block's number among the thread's blocks */                      \
     X(PCONTROL, 16)  /* MPI_Pcontrol(level) called at t0 (ticks): tag = level (version 5) */
 
+/* Version 5 stores each event (an event record above, as readers return it) as 16-byte
+ * records: a head (kind = the event's type, below 128) whose slots s, a, b, c hold the
+ * fields its type's layout names, then one extension record (kind PW_CK_EXT + field, w =
+ * the field's value) for each field its layout has no slot for and that differs from
+ * its default (peer and comm -1, the others 0), or whose value does not fit its slot.
+ * A slot holds its field as FIELD_ENC: I16/U16/I32/U32 the value; TIME t0 - the time
+ * base in ticks (the last BASE record of the block; a BASE comes first when the delta
+ * would be negative or above 32 bits); DUR t1 - t0 in ticks; ADDR an address's id (its
+ * SITE record, earlier in the thread). Where a layout names a post number field (KEY_T1,
+ * KEY_TAG), the request key t0 is not stored when that number is not 0: readers return
+ * the number as t0 (an extension record holds a key whose number is 0). A head and its
+ * extension records are committed together. */
+#define PW_CEVENT_FIELDS(X, A)                                                             \
+    X(uint8_t, "u1", kind)    /* an event type (a head), or PW_CK_* */                     \
+    X(uint8_t, "u1", flags)   /* head: the event's flags */                                \
+    X(uint16_t, "<u2", s)     /* head: slot s */                                           \
+    X(uint32_t, "<u4", a)     /* head: slot a; BLOCK: committed records; THREAD: OS id;    \
+                                 SITE: the id */                                           \
+    X(uint32_t, "<u4", b)     /* head: slot b; BLOCK: record slots after it */             \
+    X(uint32_t, "<u4", c)     /* head: slot c; BLOCK: thread */
+/* The same 16 bytes with a 64-bit value (EXT, BASE, SITE, THREAD) */
+#define PW_CWIDE_FIELDS(X, A)                                                              \
+    X(uint8_t, "u1", kind)                                                                 \
+    X(uint8_t, "u1", flags)                                                                \
+    X(uint16_t, "<u2", s)                                                                  \
+    X(uint32_t, "<u4", a)                                                                  \
+    X(int64_t, "<i8", w)
+
+/* Kinds of compact records that are no event head. EXT + k: the value of the event
+ * record's field k of t0, t1, fn, peer, tag, comm, bytes (PW_EVENT_EXT_FIELDS). */
+#define PW_TRACE_KINDS(X)                                                                  \
+    X(EXT, 0x80)     /* + field: w = the field's value, for the head before it */          \
+    X(BASE, 0xf0)    /* w = the time base (ticks) of the records after it in the block */  \
+    X(SITE, 0xf1)    /* a = id, w = the address it stands for (this thread's ids) */       \
+    X(THREAD, 0xf2)  /* a block's first record: a = the thread's OS id, w = the block's   \
+                        number among the thread's blocks */
+#define PW_CK_ENUM(name, value) PW_CK_##name = value,
+enum pw_trace_kind { PW_TRACE_KINDS(PW_CK_ENUM) };
+#undef PW_CK_ENUM
+/* A head's flag (not an event flag): the head of a post (a nonblocking event of a
+ * KEY_T1 layout) whose number is the thread's previous post's + 1, which no record holds */
+#define PW_CFLAG_NEXT_POST 0x80
+#define PW_EVENT_EXT_FIELDS(X) X(T0, 0) X(T1, 1) X(FN, 2) X(PEER, 3) X(TAG, 4) X(COMM, 5) X(BYTES, 6)
+
+/* What a head slot holds: FIELD_ENC (see above); KEY_*: where the post number is */
+#define PW_EVENT_SLOTS(X)                                                                  \
+    X(NONE, 0)                                                                             \
+    X(FN_U16, 1)                                                                           \
+    X(COMM_I16, 2)                                                                         \
+    X(PEER_I32, 3)                                                                         \
+    X(TAG_I32, 4)                                                                          \
+    X(T0_TIME, 5)                                                                          \
+    X(T1_DUR, 6)                                                                           \
+    X(BYTES_U32, 7)                                                                        \
+    X(BYTES_ADDR, 8)                                                                       \
+    X(T1_U32, 9)                                                                           \
+    X(T1_I32, 10)                                                                          \
+    X(KEY_T1, 11)                                                                          \
+    X(KEY_TAG, 12)
+#define PW_SLOT_ENUM(name, value) PW_SLOT_##name = value,
+enum pw_event_slot { PW_EVENT_SLOTS(PW_SLOT_ENUM) };
+#undef PW_SLOT_ENUM
+/* A layout: the slot codes of s, a, b, c and the key's post number, 4 bits each */
+#define PW_LAYOUT(s, a, b, c, key)                                                         \
+    (PW_SLOT_##s | PW_SLOT_##a << 4 | PW_SLOT_##b << 8 | PW_SLOT_##c << 12 |             \
+     PW_SLOT_##key << 16)
+/* The layout of each event type's head; a type not listed (a new one) has DEFAULT's */
+#define PW_EVENT_LAYOUTS(X)                                                                \
+    X(DEFAULT, PW_LAYOUT(COMM_I16, PEER_I32, TAG_I32, BYTES_U32, NONE))                    \
+    X(CALL, PW_LAYOUT(FN_U16, T0_TIME, T1_DUR, BYTES_ADDR, NONE))                          \
+    X(SEND, PW_LAYOUT(COMM_I16, PEER_I32, TAG_I32, BYTES_U32, KEY_T1))                     \
+    X(RECV, PW_LAYOUT(COMM_I16, PEER_I32, TAG_I32, BYTES_U32, KEY_T1))                     \
+    X(IRECV, PW_LAYOUT(COMM_I16, PEER_I32, TAG_I32, BYTES_U32, KEY_T1))                    \
+    X(SEND_DONE, PW_LAYOUT(COMM_I16, PEER_I32, TAG_I32, T1_U32, KEY_T1))                   \
+    X(COLL, PW_LAYOUT(COMM_I16, PEER_I32, BYTES_U32, T1_U32, KEY_TAG))                     \
+    X(FLUSH, PW_LAYOUT(NONE, T0_TIME, T1_DUR, BYTES_U32, NONE))                            \
+    X(ENTER, PW_LAYOUT(COMM_I16, T0_TIME, TAG_I32, BYTES_ADDR, NONE))                      \
+    X(LEAVE, PW_LAYOUT(COMM_I16, T0_TIME, TAG_I32, BYTES_ADDR, NONE))                      \
+    X(WSYNC, PW_LAYOUT(COMM_I16, PEER_I32, TAG_I32, T1_I32, NONE))                         \
+    X(COLL_DONE, PW_LAYOUT(COMM_I16, PEER_I32, TAG_I32, T1_U32, KEY_T1))                   \
+    X(PCONTROL, PW_LAYOUT(NONE, T0_TIME, TAG_I32, NONE, NONE))
+
 #define PW_EV_ENUM(name, value) PW_EV_##name = value,
 enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };
 #undef PW_EV_ENUM
@@ -359,6 +445,8 @@ enum pw_event_flag { PW_EVENT_FLAGS(PW_EVF_ENUM) };
 #undef PW_EVF_ENUM
 
 PW_RECORD_STRUCT(PW_EVENT_FIELDS, pw_event_rec)
+PW_RECORD_STRUCT(PW_CEVENT_FIELDS, pw_cevent_rec)
+PW_RECORD_STRUCT(PW_CWIDE_FIELDS, pw_cwide_rec)
 
 #define PW_STRUCT(arr, FIELDS, type) PW_RECORD_STRUCT(FIELDS, type)
 PW_ARRAYS(PW_STRUCT)
@@ -379,6 +467,8 @@ PW_ARRAYS(PW_STRUCT)
     RECORD(hist, PW_HIST_FIELDS, pw_hist_rec)                                              \
     RECORD(count, PW_COUNT_FIELDS, pw_count_rec)                                           \
     RECORD(event, PW_EVENT_FIELDS, pw_event_rec)                                           \
+    RECORD(cevent, PW_CEVENT_FIELDS, pw_cevent_rec)                                        \
+    RECORD(cwide, PW_CWIDE_FIELDS, pw_cwide_rec)                                           \
     RECORD(tables_head, PW_TABLES_HEAD_FIELDS, pw_tables_head_rec)                         \
     RECORD(table_block, PW_TABLE_BLOCK_FIELDS, pw_table_block_rec)                         \
     RECORD(table_site, PW_TABLE_SITE_FIELDS, pw_table_site_rec)                            \
@@ -386,8 +476,13 @@ PW_ARRAYS(PW_STRUCT)
     NAMES(states, PW_STATES)                                                               \
     CODES(event_types, PW_EVENT_TYPES)                                                     \
     CODES(event_flags, PW_EVENT_FLAGS)                                                     \
+    CODES(trace_kinds, PW_TRACE_KINDS)                                                     \
+    CODES(event_ext_fields, PW_EVENT_EXT_FIELDS)                                           \
+    CODES(event_slots, PW_EVENT_SLOTS)                                                     \
+    CODES(event_layouts, PW_EVENT_LAYOUTS)                                                 \
     CODES(table_kinds, PW_TABLE_KINDS)                                                     \
     CONST(tables_magic_number, PW_TABLES_MAGIC_NUMBER)                                     \
+    CONST(trace_next_post, PW_CFLAG_NEXT_POST)                                             \
     CONST(tables_page, PW_TABLES_PAGE)                                                     \
     CONST(hist_buckets, PW_HIST_BUCKETS)                                                   \
     CONST(hist_family_mask, PW_HIST_FAMILY_MASK)                                           \

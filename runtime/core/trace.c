@@ -11,6 +11,11 @@
  * are mapped: a full file system costs records (counted as lost), never a SIGBUS in the
  * program. Memory is bounded by one mapped block per thread.
  *
+ * Records are stored compact (version 5, docs/format.md "Compact records"): writers fill
+ * event records (pw_event_rec) in a per-thread staging area and the commit encodes them
+ * into the block, 16 bytes each in the common case, as layed out by their type's entry of
+ * PW_EVENT_LAYOUTS: nothing that writes events knows the encoding.
+ *
  * Writers reserve records, fill them and commit. A buffer's owner marks it busy
  * while it writes, so that pw_trace_close can stop recording and then wait for
  * every writer to leave before it completes blocks that belong to other threads.
@@ -35,19 +40,32 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
+/* Each thread's ids of addresses (call sites, instrumented functions): an open hash
+ * table, filled to 3/4 at most; addresses beyond go whole into extension records. */
+#define PW_SITES 4096
+
 typedef struct pw_tbuf {
     struct pw_tbuf *next;
-    pw_event_rec *head; /* the mapped block's BLOCK record; NULL: no block */
-    pw_event_rec *rec;  /* its record slots */
+    pw_cevent_rec *head; /* the mapped block's BLOCK record; NULL: no block */
+    pw_cevent_rec *rec;  /* its record slots */
     size_t n, cap;
-    int64_t done;   /* records of the thread's earlier blocks */
+    int64_t events; /* events committed by the thread (its blocks' heads) */
     int64_t blocks; /* blocks the thread has mapped */
+    off_t off;      /* the mapped block's place in the file */
+    int64_t base;   /* the block's time base (ticks), when has_base */
+    int64_t post;   /* the number of the thread's latest post (PW_CFLAG_NEXT_POST) */
+    int has_base;
     int thread;
-    int tid;     /* the thread's OS id, in its BLOCK records (the I/O segments name it) */
+    int tid;     /* the thread's OS id, in its THREAD records (the I/O segments name it) */
     int busy;    /* the owner is between reserve and commit */
     int synced;  /* the shadow stack was written */
     int pending; /* a block switch to record at the next commit: */
     int64_t flush_t0, flush_t1, flush_bytes;
+    pw_event_rec *stage; /* the reservation's event records, encoded at commit */
+    size_t stage_cap, staged, stage_first;
+    uintptr_t *site_addr; /* PW_SITES addresses and their id + 1 (0: free) */
+    uint32_t *site_id;
+    uint32_t nsites;
 } pw_tbuf;
 
 static struct {
@@ -55,7 +73,7 @@ static struct {
     int lock;
     off_t size;   /* bytes of the events file allocated to blocks */
     size_t slots; /* record slots per block */
-    int64_t lost; /* records that found no block */
+    int64_t lost; /* events that found no block */
     int nthreads;
     pw_tbuf *all;
     int failed; /* a block found no disk space: marked once (pw_file_failed) */
@@ -85,14 +103,17 @@ static void lock(void)
 
 static void unlock(void) { __atomic_store_n(&tr.lock, 0, __ATOMIC_RELEASE); }
 
-/* A block is a whole number of pages (mmap offsets are page aligned) and of records:
- * a multiple of lcm(40, 4096) = 20480 bytes, 512 records. */
-#define PW_BLOCK_RECORDS 512
+/* A block is a whole number of pages (mmap offsets are page aligned): a multiple of
+ * 4096 bytes, 256 records. */
+#define PW_BLOCK_RECORDS (4096 / sizeof(pw_cevent_rec))
+/* Compact records one event may take: a BASE, a SITE, its head and one extension record
+ * per field of PW_EVENT_EXT_FIELDS */
+#define PW_CREC_MAX 10
 
 /* Map a new block at the end of the events file for b (its owner, or nobody writing). */
 static int new_block(pw_tbuf *b)
 {
-    size_t len = (tr.slots + 1) * sizeof(pw_event_rec);
+    size_t len = (tr.slots + 1) * sizeof(pw_cevent_rec);
     void *m = MAP_FAILED;
     int saved_errno = errno;
     lock();
@@ -123,18 +144,21 @@ static int new_block(pw_tbuf *b)
         for (size_t at = 0; at < len; at += 4096)
             ((volatile char *)m)[at] = 0;
     errno = saved_errno;
-    pw_event_rec *h = m;
-    h->t0 = 0;
-    h->t1 = (int64_t)tr.slots;
-    h->peer = b->tid;
-    h->comm = -1;
-    h->tag = b->thread;
-    h->bytes = b->blocks++;
-    __atomic_store_n(&h->type, (uint8_t)PW_EV_BLOCK, __ATOMIC_RELEASE);
+    pw_cevent_rec *h = m;
+    pw_cwide_rec *t = (pw_cwide_rec *)(h + 1);
+    t->kind = PW_CK_THREAD;
+    t->a = (uint32_t)b->tid;
+    t->w = b->blocks++;
+    h->a = 1; /* the THREAD record is committed with the block */
+    h->b = (uint32_t)tr.slots;
+    h->c = (uint32_t)b->thread;
+    __atomic_store_n(&h->kind, (uint8_t)PW_EV_BLOCK, __ATOMIC_RELEASE);
     b->head = h;
+    b->off = off;
     b->rec = h + 1;
     b->cap = tr.slots;
-    b->n = 0;
+    b->n = 1;
+    b->has_base = 0; /* each block has its own time base: read alone, it is whole */
     return 0;
 }
 
@@ -142,8 +166,7 @@ static void end_block(pw_tbuf *b)
 {
     if (!b->head)
         return;
-    b->done += (int64_t)b->n;
-    munmap(b->head, (b->cap + 1) * sizeof(pw_event_rec));
+    munmap(b->head, (b->cap + 1) * sizeof(pw_cevent_rec));
     b->head = NULL;
     b->n = b->cap = 0;
 }
@@ -191,7 +214,9 @@ int pw_trace_open(const char *path)
         return -1;
     }
     pthread_atfork(NULL, NULL, stop_in_child);
-    size_t want = (size_t)pw_opt.trace_buffer / sizeof(pw_event_rec) + 1;
+    size_t want = (size_t)pw_opt.trace_buffer / sizeof(pw_cevent_rec) + 1;
+    if (want > (size_t)INT32_MAX) /* the header counts slots in 32 bits */
+        want = (size_t)INT32_MAX;
     tr.slots = (want + PW_BLOCK_RECORDS - 1) / PW_BLOCK_RECORDS * PW_BLOCK_RECORDS - 1;
     /* The opening thread (MPI_Init's) maps its first block now, in MPI_Init's time,
      * not at its first event, in the program's. */
@@ -213,15 +238,15 @@ static pw_event_rec *region_rec(pw_event_rec *r, int type, uintptr_t fn, int64_t
     return r;
 }
 
-/* Room for n records in b (and one more), in a new block when the current one is full.
- * The switch is recorded at the next commit, after the records reserved now: they
- * describe a call that ended before the switch began, and records of a thread stay in
- * time order. */
-static pw_event_rec *room(pw_tbuf *b, size_t n)
+/* Room for n compact records in b, in a new block when the current one is full. The
+ * switch is recorded at the next commit, after the records reserved now: they describe
+ * a call that ended before the switch began, and records of a thread stay in time
+ * order. */
+static int room(pw_tbuf *b, size_t n)
 {
-    if (PW_UNLIKELY(!b->head || b->n + n + 1 > b->cap)) {
+    if (PW_UNLIKELY(!b->head || b->n + n > b->cap)) {
         int64_t t0 = pw_ticks();
-        int64_t bytes = (int64_t)(b->n * sizeof(pw_event_rec));
+        int64_t bytes = (int64_t)(b->n * sizeof(pw_cevent_rec));
         end_block(b);
         new_block(b);
         if (!b->pending) {
@@ -231,28 +256,201 @@ static pw_event_rec *room(pw_tbuf *b, size_t n)
         }
         b->flush_t1 = pw_ticks();
         b->flush_bytes += bytes;
-        if (!b->head || b->n + n + 1 > b->cap) {
-            __atomic_add_fetch(&tr.lost, (int64_t)n, __ATOMIC_RELAXED);
-            return NULL; /* no disk space, or a single call larger than a block */
-        }
+        if (!b->head || b->n + n > b->cap)
+            return -1; /* no disk space, or a single call larger than a block */
     }
-    pw_event_rec *r = &b->rec[b->n];
-    b->n += n;
-    return r;
+    return 0;
+}
+
+/* ---- the compact encoding (format.h PW_CEVENT_FIELDS, PW_EVENT_LAYOUTS) ---- */
+
+enum { PW_EV_DEFAULT = 0 }; /* PW_EVENT_LAYOUTS's DEFAULT, at index 0 */
+#define PW_LAYOUT_AT(name, value) [PW_EV_##name] = (value),
+static const uint32_t layouts[128] = {PW_EVENT_LAYOUTS(PW_LAYOUT_AT)};
+#undef PW_LAYOUT_AT
+
+/* The event field an extension record of kind PW_CK_EXT + k holds */
+#define PW_EXT_ENUM(name, k) PW_FIELD_##name = k,
+enum { PW_EVENT_EXT_FIELDS(PW_EXT_ENUM) PW_NFIELDS };
+#undef PW_EXT_ENUM
+
+static int64_t field_of(const pw_event_rec *e, int k)
+{
+    switch (k) {
+    case PW_FIELD_T0:
+        return e->t0;
+    case PW_FIELD_T1:
+        return e->t1;
+    case PW_FIELD_FN:
+        return e->fn;
+    case PW_FIELD_PEER:
+        return e->peer;
+    case PW_FIELD_TAG:
+        return e->tag;
+    case PW_FIELD_COMM:
+        return e->comm;
+    default:
+        return e->bytes;
+    }
+}
+
+/* The field a slot code holds */
+static int slot_field(int slot)
+{
+    static const signed char f[] = {
+        [PW_SLOT_NONE] = -1,
+        [PW_SLOT_FN_U16] = PW_FIELD_FN,
+        [PW_SLOT_COMM_I16] = PW_FIELD_COMM,
+        [PW_SLOT_PEER_I32] = PW_FIELD_PEER,
+        [PW_SLOT_TAG_I32] = PW_FIELD_TAG,
+        [PW_SLOT_T0_TIME] = PW_FIELD_T0,
+        [PW_SLOT_T1_DUR] = PW_FIELD_T1,
+        [PW_SLOT_BYTES_U32] = PW_FIELD_BYTES,
+        [PW_SLOT_BYTES_ADDR] = PW_FIELD_BYTES,
+        [PW_SLOT_T1_U32] = PW_FIELD_T1,
+        [PW_SLOT_T1_I32] = PW_FIELD_T1,
+        [PW_SLOT_KEY_T1] = -1,
+        [PW_SLOT_KEY_TAG] = -1,
+    };
+    return slot >= 0 && slot < (int)sizeof f ? f[slot] : -1;
+}
+
+static pw_cwide_rec *wide(pw_tbuf *b, int kind, uint32_t a, int64_t w)
+{
+    pw_cwide_rec *x = (pw_cwide_rec *)&b->rec[b->n++];
+    x->kind = (uint8_t)kind;
+    x->flags = 0;
+    x->s = 0;
+    x->a = a;
+    x->w = w;
+    return x;
+}
+
+/* The id of address v in b's table (a SITE record defines it first), or -1: table full */
+static int64_t site(pw_tbuf *b, uintptr_t v)
+{
+    if (PW_UNLIKELY(!b->site_addr)) {
+        b->site_addr = pw_alloc(PW_SITES * (sizeof *b->site_addr + sizeof *b->site_id));
+        if (!b->site_addr)
+            return -1;
+        b->site_id = (uint32_t *)(b->site_addr + PW_SITES);
+    }
+    size_t i = (size_t)((v >> 2) * 0x9E3779B97F4A7C15ull >> 52) & (PW_SITES - 1);
+    for (; b->site_id[i]; i = (i + 1) & (PW_SITES - 1))
+        if (b->site_addr[i] == v)
+            return b->site_id[i] - 1;
+    if (b->nsites >= PW_SITES / 4 * 3)
+        return -1;
+    b->site_addr[i] = v;
+    b->site_id[i] = ++b->nsites;
+    wide(b, PW_CK_SITE, b->nsites - 1, (int64_t)v);
+    return b->nsites - 1;
+}
+
+/* Slot `slot` of event e as stored: 1 if the value fits, else 0 (the value then goes
+ * whole into an extension record). A TIME slot may write a BASE record first, an ADDR
+ * slot a SITE record. */
+static int slot_value(pw_tbuf *b, const pw_event_rec *e, int slot, uint32_t *out)
+{
+    int64_t v;
+    *out = 0;
+    switch (slot) {
+    case PW_SLOT_FN_U16:
+        *out = e->fn;
+        return 1;
+    case PW_SLOT_COMM_I16:
+        *out = (uint16_t)e->comm;
+        return e->comm >= INT16_MIN && e->comm <= INT16_MAX;
+    case PW_SLOT_PEER_I32:
+        *out = (uint32_t)e->peer;
+        return 1;
+    case PW_SLOT_TAG_I32:
+        *out = (uint32_t)e->tag;
+        return 1;
+    case PW_SLOT_T0_TIME:
+        v = e->t0 - b->base;
+        if (!b->has_base || e->t0 < b->base || v > (int64_t)UINT32_MAX) {
+            wide(b, PW_CK_BASE, 0, e->t0);
+            b->base = e->t0;
+            b->has_base = 1;
+            v = 0;
+        }
+        *out = (uint32_t)v;
+        return 1;
+    case PW_SLOT_T1_DUR:
+        v = e->t1 - e->t0;
+        *out = v >= 0 && v <= (int64_t)UINT32_MAX ? (uint32_t)v : 0;
+        return v >= 0 && v <= (int64_t)UINT32_MAX;
+    case PW_SLOT_BYTES_U32:
+        *out = (uint32_t)e->bytes;
+        return e->bytes >= 0 && e->bytes <= (int64_t)UINT32_MAX;
+    case PW_SLOT_BYTES_ADDR:
+        v = site(b, (uintptr_t)e->bytes);
+        *out = v >= 0 ? (uint32_t)v : 0;
+        return v >= 0;
+    case PW_SLOT_T1_U32:
+        *out = (uint32_t)e->t1;
+        return e->t1 >= 0 && e->t1 <= (int64_t)UINT32_MAX;
+    case PW_SLOT_T1_I32:
+        *out = (uint32_t)e->t1;
+        return e->t1 >= INT32_MIN && e->t1 <= INT32_MAX;
+    default:
+        return 0;
+    }
+}
+
+/* Event e as compact records at the end of b's block (room for PW_CREC_MAX made). */
+static void encode(pw_tbuf *b, const pw_event_rec *e)
+{
+    uint32_t lay = e->type < 128 && layouts[e->type] ? layouts[e->type] : layouts[PW_EV_DEFAULT];
+    uint32_t v[4];
+    int ok[4], covered = 0;
+    /* the slots first: they may need a BASE or SITE record before the head */
+    for (int i = 0; i < 4; i++) {
+        int slot = (int)(lay >> (4 * i) & 15), f = slot_field(slot);
+        ok[i] = slot_value(b, e, slot, &v[i]);
+        if (f >= 0 && ok[i])
+            covered |= 1 << f;
+    }
+    int key = (int)(lay >> 16 & 15), flags = e->flags;
+    if ((key == PW_SLOT_KEY_T1 && e->t1) || (key == PW_SLOT_KEY_TAG && e->tag))
+        covered |= 1 << PW_FIELD_T0; /* the post's number names it: no key */
+    if (key == PW_SLOT_KEY_T1 && (e->flags & PW_EVF_NONBLOCKING) && e->t1) {
+        /* a post: numbered in the order of posting, so mostly the thread's next one */
+        if (e->t1 == b->post + 1 && !(covered >> PW_FIELD_T1 & 1)) {
+            covered |= 1 << PW_FIELD_T1;
+            flags |= PW_CFLAG_NEXT_POST;
+        }
+        b->post = e->t1;
+    }
+    pw_cevent_rec *h = &b->rec[b->n++];
+    h->kind = e->type;
+    h->flags = (uint8_t)flags;
+    h->s = (uint16_t)v[0];
+    h->a = v[1];
+    h->b = v[2];
+    h->c = v[3];
+    for (int k = 0; k < PW_NFIELDS; k++) {
+        int64_t x = field_of(e, k);
+        if (!(covered >> k & 1) && x != (k == PW_FIELD_PEER || k == PW_FIELD_COMM ? -1 : 0))
+            wide(b, PW_CK_EXT + k, 0, x);
+    }
+    b->events++;
 }
 
 /* The block switch that made room, as a record (room() kept space for it). */
 static void record_flush(pw_tbuf *b)
 {
-    if (!b->pending || !b->head || b->n >= b->cap)
+    if (!b->pending || !b->head || b->n + PW_CREC_MAX > b->cap)
         return;
-    pw_event_rec *f = &b->rec[b->n++];
-    memset(f, 0, sizeof *f);
-    f->type = PW_EV_FLUSH;
-    f->t0 = b->flush_t0;
-    f->t1 = b->flush_t1;
-    f->bytes = b->flush_bytes;
-    f->peer = f->comm = -1;
+    pw_event_rec f;
+    memset(&f, 0, sizeof f);
+    f.type = PW_EV_FLUSH;
+    f.t0 = b->flush_t0;
+    f.t1 = b->flush_t1;
+    f.bytes = b->flush_bytes;
+    f.peer = f.comm = -1;
+    encode(b, &f);
     b->pending = 0;
 }
 
@@ -261,7 +459,25 @@ static void record_flush(pw_tbuf *b)
 static inline void publish(pw_tbuf *b)
 {
     if (PW_LIKELY(b->head != NULL))
-        __atomic_store_n(&b->head->t0, (int64_t)b->n, __ATOMIC_RELEASE);
+        __atomic_store_n(&b->head->a, (uint32_t)b->n, __ATOMIC_RELEASE);
+}
+
+/* Staging room for n event records (grown by doubling; pw_alloc: signal-safe) */
+static pw_event_rec *stage(pw_tbuf *b, size_t n)
+{
+    if (PW_UNLIKELY(n > b->stage_cap)) {
+        size_t cap = b->stage_cap ? b->stage_cap : 64;
+        while (cap < n)
+            cap *= 2;
+        pw_event_rec *s = pw_alloc(cap * sizeof *s);
+        if (!s)
+            return NULL;
+        if (b->stage)
+            pw_release(b->stage, b->stage_cap * sizeof *s);
+        b->stage = s;
+        b->stage_cap = cap;
+    }
+    return b->stage;
 }
 
 pw_event_rec *pw_trace_reserve(int n)
@@ -274,20 +490,28 @@ pw_event_rec *pw_trace_reserve(int n)
         __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
         return NULL;
     }
+    size_t d = 0;
     if (PW_UNLIKELY(!b->synced)) {
         /* the functions this thread is already in, outermost first */
         b->synced = 1;
-        int d = stack ? (stack->depth < PW_STACK_MAX ? stack->depth : PW_STACK_MAX) : 0;
-        if ((size_t)d > tr.slots / 2)
-            d = (int)(tr.slots / 2); /* the outermost ones */
-        pw_event_rec *r = room(b, (size_t)d);
-        for (int i = 0; r && i < d; i++)
-            region_rec(r + i, PW_EV_ENTER, stack->fn[i], stack->t[i], i);
+        d = stack ? (size_t)(stack->depth < PW_STACK_MAX ? stack->depth : PW_STACK_MAX) : 0;
+        if (d * PW_CREC_MAX > tr.slots / 2)
+            d = tr.slots / 2 / PW_CREC_MAX; /* the outermost ones */
     }
-    pw_event_rec *r = room(b, (size_t)n);
-    if (!r)
+    pw_event_rec *r = stage(b, d + (size_t)n);
+    if (r && room(b, (d + (size_t)n + 1) * PW_CREC_MAX) != 0) {
+        __atomic_add_fetch(&tr.lost, (int64_t)n, __ATOMIC_RELAXED);
+        r = NULL;
+    }
+    if (!r) {
         __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
-    return r;
+        return NULL;
+    }
+    for (size_t i = 0; i < d; i++)
+        region_rec(r + i, PW_EV_ENTER, stack->fn[i], stack->t[i], (int)i);
+    b->staged = d + (size_t)n;
+    b->stage_first = d;
+    return r + d;
 }
 
 void pw_trace_commit(int unused)
@@ -295,11 +519,35 @@ void pw_trace_commit(int unused)
     pw_tbuf *b = self;
     if (!b)
         return;
-    if (unused > 0 && (size_t)unused <= b->n)
-        b->n -= (size_t)unused;
+    size_t n = b->staged;
+    if (unused > 0 && (size_t)unused <= n - b->stage_first)
+        n -= (size_t)unused;
+    if (b->head)
+        for (size_t i = 0; i < n; i++)
+            encode(b, &b->stage[i]);
+    b->staged = b->stage_first = 0;
     record_flush(b);
     publish(b);
     __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* The unused end of b's last block, given back to the file system: cut off where the
+ * block ends the file (readers read a block cut short up to the file's end), else its
+ * whole pages freed (they read as zeros: slots no record was committed to). The trace's
+ * size on disk is then its records'. */
+static void give_back_tail(pw_tbuf *b)
+{
+    size_t len = (b->cap + 1) * sizeof(pw_cevent_rec);
+    off_t used = b->off + (off_t)((b->n + 1) * sizeof(pw_cevent_rec));
+    lock();
+    if (b->off + (off_t)len == tr.size && ftruncate(tr.fd, used) == 0) {
+        tr.size = used;
+    } else {
+        off_t page = (used + 4095) / 4096 * 4096, end = b->off + (off_t)len;
+        if (end > page)
+            fallocate(tr.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page, end - page);
+    }
+    unlock();
 }
 
 void pw_trace_close(void)
@@ -319,6 +567,8 @@ void pw_trace_close(void)
             continue; /* its committed records are in the file already */
         record_flush(b);
         publish(b);
+        if (b->head && tr.fd >= 0)
+            give_back_tail(b);
         end_block(b); /* no writer can touch it again: recording is off */
     }
     if (tr.fd >= 0)
@@ -330,7 +580,7 @@ int64_t pw_trace_written(void)
 {
     int64_t n = 0;
     for (pw_tbuf *b = tr.all; b; b = b->next)
-        n += b->done + (b->head ? __atomic_load_n(&b->head->t0, __ATOMIC_ACQUIRE) : 0);
+        n += __atomic_load_n(&b->events, __ATOMIC_ACQUIRE);
     return n;
 }
 

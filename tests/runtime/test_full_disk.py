@@ -31,7 +31,7 @@ from perfweave.readers.timeline import read_node
 from perfweave.readers.trace import list_ranks, read_rank
 
 PAGE = 4096
-EVENT_BYTES = 40  # format.h PW_EVENT_FIELDS
+EVENT_BYTES = 16  # format.h PW_CEVENT_FIELDS
 VALUE_BYTES = 24  # format.h PW_SAMPLE_FIELDS
 # files appended (whole records) or rewritten (an earlier, whole version) during the run:
 # present under their name even when a later write failed and was marked

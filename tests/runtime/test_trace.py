@@ -26,6 +26,16 @@ EVENT = np.dtype(
 )
 CALL, SEND, RECV, IRECV, SEND_DONE, COLL, FLUSH, LOST = range(1, 9)
 BLOCK = 15
+# version 5's 16-byte records as stored (docs/format.md "Compact records"): the same
+# bytes with 32-bit slots, or with a 64-bit value
+CEVENT = np.dtype(
+    [("kind", "u1"), ("flags", "u1"), ("s", "<u2"), ("a", "<u4"), ("b", "<u4"), ("c", "<u4")]
+)
+CWIDE = np.dtype([("kind", "u1"), ("flags", "u1"), ("s", "<u2"), ("a", "<u4"), ("w", "<i8")])
+THREAD = 0xF2
+# compact records an event may take (trace.c PW_CREC_MAX): a block is switched when a
+# reservation's worst case (its records and a FLUSH) does not fit
+CREC_MAX = 10
 # s: a trace's ticks -> CLOCK_MONOTONIC conversion is linear between two readings of
 # both clocks at the run's ends; CLOCK_MONOTONIC may be slewed (NTP, ~10 ppm) meanwhile:
 # 20 us over a 2 s run. Seen: the calls start 7-23 us after the program's reading
@@ -149,27 +159,35 @@ def test_trace_records(mpi, build, run_pw):
 
 
 def test_trace_buffer_flushes_are_recorded(mpi, build, run_pw):
-    """--trace-buffer 4096: blocks of 512 records (the smallest: whole pages of whole
-    records), so rank 0's 1501 MPI_Comm_rank calls and the rest (~1520 records) fill 2
-    blocks and most of a third; each switch to a new block is a FLUSH record, and no
-    record is lost."""
+    """--trace-buffer 4096: blocks of 512 16-byte records (the smallest: 256 + 1 records
+    rounded up to whole pages), so rank 0's 1501 MPI_Comm_rank calls and the rest (~1520
+    events, one record each but for time bases and call-site definitions) fill 3 blocks
+    or more; each switch to a new block is a FLUSH record, and no record is lost."""
     prog = build(mpi, "trace_basic.c")
     r = run_pw(mpi.launch(2) + [prog, 1500], options=["--trace", "--trace-buffer", "4096"])
-    raw = np.fromfile(r.exp / "traces" / "rank-0.events", EVENT)
+    raw = np.fromfile(r.exp / "traces" / "rank-0.events", CEVENT)
     ev, js = load(r.exp, 0)
     slots = 511
-    assert len(raw) % 512 == 0
     heads = raw[::512]
-    assert (heads["type"] == BLOCK).all() and (heads["t1"] == slots).all()
-    assert (heads["tag"] == 0).all() and list(heads["bytes"]) == list(range(len(heads)))
-    assert len(heads) == 3 and sum(heads["t0"]) == len(ev) == js["records"]
-    # a block is switched when the next call's records (and the FLUSH) do not fit
-    assert (heads["t0"][:-1] >= slots - 4).all()
+    # the last block ends the file: cut after its committed records when the rank ended
+    assert len(raw) == 512 * (len(heads) - 1) + 1 + heads["a"][-1]
+    assert (heads["kind"] == BLOCK).all() and (heads["b"] == slots).all()
+    assert (heads["c"] == 0).all()
+    # each block's first record names the thread's OS id and the block's number
+    first = raw[1::512].view(CWIDE)
+    assert (first["kind"] == THREAD).all() and (first["a"] > 0).all()
+    assert list(first["w"]) == list(range(len(heads)))
+    assert len(heads) >= 3 and len(ev) == js["records"]
+    # the committed records hold every event, and little else (bases, sites)
+    assert len(ev) <= heads["a"].sum() - len(heads) <= len(ev) * 1.05
+    # a block is switched when the next call's records (3 at most here: MPI_Sendrecv),
+    # and the FLUSH, may not fit
+    assert (heads["a"][:-1] >= slots - (3 + 1) * CREC_MAX).all()
     flushes = ev[ev["type"] == FLUSH]
     # one per switch from a full block (the first block is mapped inside MPI_Init)
     assert len(flushes) == len(heads) - 1
     assert (flushes["t1"] >= flushes["t0"]).all()
-    assert list(flushes["bytes"]) == list(heads["t0"][:-1] * EVENT.itemsize)
+    assert list(flushes["bytes"]) == list(heads["a"][:-1].astype(np.int64) * CEVENT.itemsize)
     names = [js["functions"][e["fn"]] for e in ev if e["type"] == CALL]
     assert names.count("MPI_Comm_rank") == 1501  # nothing lost across blocks
     assert js["lost"] == 0
@@ -278,9 +296,12 @@ def test_trace_of_threads_in_their_own_blocks(mpi, build, run_pw):
     prog = build(mpi, "threads.c", extra=("-pthread",))
     r = run_pw(mpi.launch(2) + [prog], options=["--trace", "--trace-buffer", "4096"])
     for rank in range(2):
-        raw = np.fromfile(r.exp / "traces" / f"rank-{rank}.events", EVENT)
+        raw = np.fromfile(r.exp / "traces" / f"rank-{rank}.events", CEVENT)
         heads = raw[::512]
-        assert (heads["type"] == BLOCK).all() and sorted(heads["tag"].tolist()) == [0, 1]
+        # thread 0's block, first, keeps its size (its unused pages freed), the second is
+        # cut after its committed records
+        assert len(raw) == 512 + 1 + heads["a"][-1]
+        assert (heads["kind"] == BLOCK).all() and sorted(heads["c"].tolist()) == [0, 1]
         rf = rt.read_rank(r.exp, rank)
         assert rf.complete, rf.notes
         names = rf.meta["functions"]
@@ -293,3 +314,29 @@ def test_trace_of_threads_in_their_own_blocks(mpi, build, run_pw):
             assert len(colls) == 10 and len(set(colls["comm"].tolist())) == 1
             comm_of_thread[t] = int(colls["comm"][0])
         assert comm_of_thread[0] != comm_of_thread[1]
+
+
+def test_fields_above_32_bits(mpi, build, run_pw):
+    """trace_wide.c: rank 0's MPI_Barrier waits for rank 1's 2^32 + 2^28 TSC ticks, so its
+    duration is stored whole in an extension record, and the call after it starts more
+    than 2^32 ticks after the block's time base (a BASE record first); its MPI_Bcast of 5
+    GiB keeps its bytes in an extension record. The reader gives them back whole: the
+    barrier's duration as rank 0's own clock timed it, the bytes exactly."""
+    prog = build(mpi, "trace_wide.c")
+    r = run_pw(mpi.launch(2) + [prog], options=["--trace"])
+    ev, js = load(r.exp, 0)
+    barrier = [e for name, e, _ in calls(ev, js) if name == "MPI_Barrier"][-1]
+    assert barrier["t1"] - barrier["t0"] > 1 << 32
+    timed = float(re.search(r"^barrier ([\d.]+)$", r.proc.stdout, re.M).group(1))
+    # the program's clock reads around the call: the call is inside its interval, less
+    # the clock's conversion error
+    took = seconds(js, int(barrier["t1"])) - seconds(js, int(barrier["t0"]))
+    assert timed - CLOCK_ERR - 2e-3 <= took <= timed + CLOCK_ERR, (took, timed)
+    bcast = [s for name, _, s in calls(ev, js) if name == "MPI_Bcast"]
+    assert len(bcast) == 1 and bcast[0][0]["type"] == COLL
+    assert int(bcast[0][0]["bytes"]) == 5 << 30
+    raw = np.fromfile(r.exp / "traces" / "rank-0.events", CEVENT)
+    kinds = raw["kind"][1 : 1 + raw["a"][0]]
+    ext_t1, ext_bytes, base = 0x81, 0x86, 0xF0
+    assert (kinds == ext_t1).sum() >= 1 and (kinds == ext_bytes).sum() >= 1
+    assert (kinds == base).sum() >= 2  # the block's first, and one past 2^32 ticks

@@ -752,6 +752,8 @@ def _request_posts(key, number, posts, done):
     """For each completion of done (indices of SEND_DONE, and RECV with a request key),
     the index of its post (one of posts: SEND posted nonblocking, IRECV), else -1."""
     found = request_posts(number[posts], key[posts], posts, number[done], key[done], done)
+    if not len(posts):  # completions of no post (a damaged trace): nothing to index
+        return np.full(len(done), -1, found.dtype)
     return np.where(found >= 0, posts[np.maximum(found, 0)], -1)
 
 

@@ -1,5 +1,7 @@
-"""Reader of event traces (docs/format.md, "Traces"): `traces/rank-R.events` (fixed
-40-byte records, read with numpy) and `traces/rank-R.json` (definitions).
+"""Reader of event traces (docs/format.md, "Traces"): `traces/rank-R.events` (16-byte
+compact records since version 5, decoded by readers/trace_compact.py; fixed 40-byte
+records before, and as perfweave import writes them, mapped) and `traces/rank-R.json`
+(definitions).
 
 `read_rank` returns one rank's records as written, checked: a trailing partial record,
 records of unknown type, calls whose end precedes their start and sub-events that do not
@@ -15,6 +17,7 @@ Turning records into the tables the analysis works on is model/trace.py's job.
 
 import mmap
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,12 +29,14 @@ from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES, SPANS, SUB, TRACE_VERSION
 from perfweave.model.trace import RankRecords
 from perfweave.readers.experiment import read_meta as read_experiment_meta, state_reason
 from perfweave.readers.files import check, read_array, read_json, short
+from perfweave.readers import trace_compact as compact
 from perfweave.readers.names import renamed_families
 
 TRACE_FORMAT = FILES["trace"].magic
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
 # 1: records back to back, no BLOCK or COLL_DONE records; 1 and 2: the MPI family "file"
 # named "io" (renamed as read: read_meta); before 4: no OS thread ids (BLOCK's peer -1)
+# 5: compact records and PCONTROL records (readers/trace_compact.py); files are told apart by their content
 READ_VERSIONS = (1, 2, 3, 4, TRACE_VERSION)
 T = EVENT_TYPES
 
@@ -64,11 +69,18 @@ def list_ranks(exp):
 
 
 def record_count(exp, rank):
-    """Records in a rank's events file (0 if it has none)."""
+    """Records in a rank's events file (0 if it has none); in a compact file (version 5),
+    its record slots: at least its events."""
+    path = trace_dir(exp) / f"rank-{rank}.events"
     try:
-        return (trace_dir(exp) / f"rank-{rank}.events").stat().st_size // EVENT_DTYPE.itemsize
+        size = path.stat().st_size
+        if not stat.S_ISREG(path.stat().st_mode):
+            return 0  # a FIFO would block the read: read_rank says what it is
+        with open(path, "rb") as f:
+            first = np.frombuffer(f.read(2 * compact.SIZE), np.uint8)
     except OSError:
         return 0
+    return size // (compact.SIZE if compact.is_compact(first) else EVENT_DTYPE.itemsize)
 
 
 _RANKS = [int]
@@ -178,7 +190,7 @@ def _check_meta(meta):
     if len(meta.get("functions", [])) != len(meta.get("families", meta.get("functions", []))):
         bad("functions and families differ in length")
     for key, item_keys in (
-        ("objects", ("start", "end", "base")),
+        ("objects", ("path", "start", "end", "base")),
         ("flushes", ("first", "count")),
         ("comms", ("id",)),
         ("windows", ("id", "comm")),
@@ -276,6 +288,12 @@ def open_rank(exp, rank, meta_note=None):
         raw = np.zeros(0, np.uint8)
         notes.append(f"rank {rank}: cannot read {path.name} ({e.strerror})")
         complete = False
+    if compact.is_compact(raw):  # version 5: decoded into event records
+        rec, spans, block_notes = compact.decode(raw, rank, path.name)
+        notes += block_notes
+        complete = complete and not block_notes
+        _check_count(meta, rank, path.name, len(rec), notes)
+        return RankSource(rank, rec, spans, meta, complete and not _counted(meta, len(rec)), notes)
     n = len(raw) // EVENT_DTYPE.itemsize
     if len(raw) % EVENT_DTYPE.itemsize:
         notes.append(
@@ -291,19 +309,31 @@ def open_rank(exp, rank, meta_note=None):
         n = sum(c for _, c, _ in spans)
     else:
         spans = _flush_spans(meta, n)
+    _check_count(meta, rank, path.name, n, notes)
+    complete = complete and not _counted(meta, n)
+    return RankSource(rank, rec, spans, meta, complete, notes, _mapping(raw))
+
+
+def _counted(meta, n):
+    """Whether the JSON's counts make the rank incomplete: records other than the file's
+    n, or events lost."""
+    return meta is not None and (
+        (meta.get("state") != "killed" and meta.get("records", n) != n) or bool(meta.get("lost"))
+    )
+
+
+def _check_count(meta, rank, name, n, notes):
+    """The notes of _counted."""
     if meta is not None and meta.get("state") != "killed" and meta.get("records", n) != n:
         notes.append(
-            f"rank {rank}: {path.name} holds {n} records, its JSON says "
+            f"rank {rank}: {name} holds {n} records, its JSON says "
             f"{meta.get('records')}: truncated or overwritten"
         )
-        complete = False
     if meta is not None and meta.get("lost"):
         notes.append(
             f"rank {rank}: {meta['lost']} events could not be written "
             "(trace file not writable or disk full)"
         )
-        complete = False
-    return RankSource(rank, rec, spans, meta, complete, notes, _mapping(raw))
 
 
 def _mapping(array):
@@ -416,6 +446,11 @@ def rank_threads(exp, rank, meta):
         raw = map_file(trace_dir(exp) / f"rank-{rank}.events")
     except (OSError, FormatError):
         raw = np.zeros(0, np.uint8)
+    if compact.is_compact(raw):
+        c = raw[: len(raw) // compact.SIZE * compact.SIZE].view(compact.CEVENT)
+        spans, _ = compact.blocks(c, rank, "")
+        # a block's THREAD record is no event
+        return sorted({t for _, n, t in spans if n > 1} | threads | {0})
     rec = raw[: len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
     if len(rec) and rec["type"][0] == T["BLOCK"]:
         spans, _ = _spans(rec, rank, "")
@@ -430,6 +465,8 @@ def rank_thread_ids(exp, rank):
         raw = map_file(trace_dir(exp) / f"rank-{rank}.events")
     except (OSError, FormatError):
         return {}
+    if compact.is_compact(raw):
+        return compact.thread_ids(raw)
     rec = raw[: len(raw) // EVENT_DTYPE.itemsize * EVENT_DTYPE.itemsize].view(EVENT_DTYPE)
     out, pos = {}, 0
     while pos < len(rec) and rec["type"][pos] == T["BLOCK"] and rec["t1"][pos] > 0:
@@ -440,31 +477,9 @@ def rank_thread_ids(exp, rank):
 
 
 def _spans(rec, rank, name):
-    """The committed records of a version 2 file as spans (first, count, thread) in
-    file order, and notes on what was not right. A loop over blocks, not records: a
-    block holds --trace-buffer bytes."""
-    n, pos = len(rec), 0
-    spans, notes = [], []
-    head = rec[["t0", "t1", "type", "tag"]]
-    while pos < n:
-        committed, slots, typ, thread = (int(v) for v in head[pos].tolist())
-        if typ != T["BLOCK"] or slots <= 0:
-            if typ or committed or slots:  # zeros: a block the rank had not begun
-                notes.append(
-                    f"rank {rank}: {name}: no block header at record {pos} "
-                    f"of {n}; the records after it are ignored"
-                )
-            break
-        have = min(slots, n - pos - 1)
-        if not 0 <= committed <= have:
-            notes.append(
-                f"rank {rank}: {name}: block at record {pos} counts {committed} "
-                f"records of {have}; truncated or damaged"
-            )
-            committed = min(max(committed, 0), have)
-        spans.append((pos + 1, committed, thread))
-        pos += 1 + slots
-    return spans, notes
+    """The committed records of a version 2-4 file as spans (first, count, thread) in
+    file order, and notes on what was not right."""
+    return compact.blocks(rec, rank, name, ("type", "t0", "t1", "tag"))
 
 
 def _flush_spans(meta, n):

@@ -71,6 +71,8 @@ class Posts:
         used = np.zeros(len(alln), bool)
         used[post[post >= 0]] = True
         self.number, self.key, self.k1 = alln[~used], allkey[~used], allk[~used]
+        if not len(allk):  # completions of no post (a damaged trace): nothing to index
+            return np.zeros(len(post), np.int64), post >= 0
         return np.where(post >= 0, allk[np.maximum(post, 0)], 0), post >= 0
 
 
