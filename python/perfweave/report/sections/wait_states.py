@@ -89,10 +89,11 @@ def root_cause_lines(rc, view):
         return []
     top = rc["causes"][0]
     if view.max_rows is not None:
-        # the figures first: a narrow terminal cuts the call path, not them
+        # the call path on a line of its own: a narrow terminal cuts it, not the figures
         return [
             f"  waiting most caused by rank {top['rank']} ({_t(top['cost_s'])}), critical "
-            f"path {_t(rc['critical_path_s'])} (--full: more); at {top['callpath']}"
+            f"path {_t(rc['critical_path_s'])} (--full: more)",
+            f"    at {top['callpath']}",
         ]
     width = view.width
     out = ["", "  Who caused the waiting (delay analysis; perfweave analyze for all)"]
