@@ -91,7 +91,8 @@ def main():
                     f"{(ev_bytes + js_bytes) / records:.1f} with the JSON definitions"
                 )
                 if args.baseline:
-                    b_records, b_bytes, b_js = trace_size(runs["baseline"][-1]["exp"])
+                    base = experiment_facts(runs["baseline"][-1]["exp"])
+                    b_records, b_bytes = base["trace_events"], base["trace_bytes"]
                     print(
                         f"    baseline build: trace {t['baseline']:.3f} s "
                         f"({100 * (t['baseline'] / t['bare'] - 1):+.2f} % vs bare), "

@@ -36,7 +36,8 @@ TRACE_FORMAT = FILES["trace"].magic
 _NAME = re.compile(r"rank-(\d+)\.(events|json)$")
 # 1: records back to back, no BLOCK or COLL_DONE records; 1 and 2: the MPI family "file"
 # named "io" (renamed as read: read_meta); before 4: no OS thread ids (BLOCK's peer -1)
-# 5: compact records and PCONTROL records (readers/trace_compact.py); files are told apart by their content
+# 5: compact records (readers/trace_compact.py; files are told apart by their content)
+# and PCONTROL records
 READ_VERSIONS = (1, 2, 3, 4, TRACE_VERSION)
 T = EVENT_TYPES
 
