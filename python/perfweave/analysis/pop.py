@@ -486,6 +486,8 @@ class PopResult:
     notes: list = field(default_factory=list)
     replayed: object = None  # the ReplayResult (analysis/replay.py), if replayed
     counters: dict = None  # useful_counters of its profile, if measured
+    # the sampled thread factors (analysis/pop_threads.py), or why there are none
+    threads: object = None
 
     def to_json(self):
         return {
@@ -518,6 +520,7 @@ class PopResult:
             "scaling": self.scaling,
             "references": self.refs,
             "notes": self.notes,
+            "threads": self.threads,
         }
 
 
@@ -602,6 +605,16 @@ def useful_counters(profile):
         sel = counts["event"] == names.index(event)
         out[key] = int(counts["before"][sel].sum())
     return out if out["instructions"] > 0 and out["cycles"] > 0 else None
+
+
+def process_useful(result):
+    """Each rank's process-level useful time (ns): its main thread's location, else its
+    first (the thread factors set the other threads against it)."""
+    out = {}
+    for (r, t), u in zip(result.locations, result.useful_ns.tolist()):
+        if t == 0 or r not in out:
+            out[r] = int(u)
+    return out
 
 
 def add_references(result, refs, weak=False, counters=None):
