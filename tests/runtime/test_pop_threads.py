@@ -24,11 +24,11 @@ SAMPLE = ["--trace", "--sample", "--sample-interval-ms", "2", "--sample-capacity
 LINE = re.compile(r"rank (\d+) threads (\d+) serial_s ([\d.]+) work_s ([\d. ]+)")
 
 
-def _run(mpi, build, run_pw, monkeypatch, threads):
+def _run(mpi, build, run_pw, monkeypatch, threads, options=SAMPLE):
     # idle OpenMP threads sleep instead of spinning: 2 ranks' threads share 2 cores
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
     prog = build(mpi, "omp_mpi_pop.c", ("-fopenmp",))
-    r = run_pw(mpi.launch(2) + [prog, STEPS, threads, UNIT], options=SAMPLE)
+    r = run_pw(mpi.launch(2) + [prog, STEPS, threads, UNIT], options=options)
     own = {}
     for m in LINE.finditer(r.proc.stdout):
         own[int(m[1])] = (float(m[3]), np.array(m[4].split(), float))
@@ -90,3 +90,8 @@ def test_openmp_load_balance_and_serialisation(mpi, build, run_pw, monkeypatch):
 def test_one_thread_is_not_applicable(mpi, build, run_pw, monkeypatch):
     doc, _ = _run(mpi, build, run_pw, monkeypatch, 1)
     assert doc["threads"] == "n/a: one thread"
+
+
+def test_without_samples_is_not_applicable(mpi, build, run_pw, monkeypatch):
+    doc, _ = _run(mpi, build, run_pw, monkeypatch, THREADS, ["--trace", "--no-sample"])
+    assert doc["threads"] == "n/a: no samples"
