@@ -70,9 +70,15 @@ def render(doc):
         )
     out += _threads(doc.get("threads"))
     out.append("")
-    out.append("useful time per location (s):")
-    for loc, s in zip(u["locations"], u["seconds"]):
-        out.append(f"  rank {loc['rank']} thread {loc['thread']}: {s:.6f}")
+    io = u.get("io_seconds")
+    if io is None:
+        out.append("useful time per location (s):")
+        for loc, s in zip(u["locations"], u["seconds"]):
+            out.append(f"  rank {loc['rank']} thread {loc['thread']}: {s:.6f}")
+    else:
+        out.append("useful time and I/O time outside MPI (not useful) per location (s):")
+        for loc, s, t in zip(u["locations"], u["seconds"], io):
+            out.append(f"  rank {loc['rank']} thread {loc['thread']}: {s:.6f}  I/O {t:.6f}")
     for n in doc["notes"]:
         out.append(f"note: {n}")
     return out
