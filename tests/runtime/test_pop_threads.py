@@ -95,3 +95,18 @@ def test_one_thread_is_not_applicable(mpi, build, run_pw, monkeypatch):
 def test_without_samples_is_not_applicable(mpi, build, run_pw, monkeypatch):
     doc, _ = _run(mpi, build, run_pw, monkeypatch, THREADS, ["--trace", "--no-sample"])
     assert doc["threads"] == "n/a: no samples"
+
+
+def test_unreadable_samples_leave_the_process_level(mpi, build, run_pw, monkeypatch):
+    """A corrupt samples description costs the thread factors only (one line saying why)."""
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    prog = build(mpi, "omp_mpi_pop.c", ("-fopenmp",))
+    r = run_pw(mpi.launch(2) + [prog, 5, THREADS, UNIT], options=SAMPLE)
+    (r.exp / "samples" / "rank-0.json").write_text("{")
+    p = subprocess.run(
+        [PERFWEAVE, "pop", "--json", str(r.exp)], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["threads"].startswith("n/a: samples unreadable (")
+    assert 0 < doc["multiplicative"]["parallel_efficiency"] <= 1

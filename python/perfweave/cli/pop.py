@@ -118,7 +118,13 @@ def _thread_factors(exp, graph, result):
     from perfweave.readers import trace as rt
     from perfweave.readers.samples import read_samples
 
-    procs = read_samples(exp)
+    from perfweave.errors import FormatError
+
+    try:
+        procs = read_samples(exp)
+    except (FormatError, OSError) as e:
+        # the process level does not need them: say why the thread level is missing
+        return f"n/a: samples unreadable ({e})"
     if not any(len(p.records) for p in procs):
         return pop_threads.NO_SAMPLES
     # the samples' times are each host's CLOCK_MONOTONIC: the trace's descriptions map them
