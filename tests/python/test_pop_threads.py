@@ -44,3 +44,14 @@ def test_not_applicable():
     assert pop_threads.thread_factors({}, {0: S}, 2 * S) == pop_threads.NO_SAMPLES
     one = {0: rank([1], 0.5), 1: rank([1], 0.5)}
     assert pop_threads.thread_factors(one, {0: S, 1: S}, 2 * S) == pop_threads.ONE_THREAD
+
+
+def test_cut_stacks_are_noted():
+    """Serial time from samples whose stacks reach neither a region nor main is said to
+    be uncertain, above UNROOTED_SHARE of the serial time, not below."""
+    few = dict(rank([3, 6], 2), unrooted_ns=int(0.05 * 2 * S) - 1)
+    th = pop_threads.thread_factors({0: few}, {0: 8 * S}, 10 * S)
+    assert th["notes"] == [] and th["ranks"][0]["unrooted_s"] == pytest.approx(0.1, abs=1e-6)
+    many = dict(rank([3, 6], 2), unrooted_ns=int(1.5 * S))
+    th = pop_threads.thread_factors({0: many}, {0: 8 * S}, 10 * S)
+    assert len(th["notes"]) == 1 and "1.500 s" in th["notes"][0]

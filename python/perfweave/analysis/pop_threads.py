@@ -33,6 +33,8 @@ ONE_THREAD = "n/a: one thread"
 # the outlined functions are found among a sample's innermost frames: a parallel
 # region's work seldom calls deeper than this
 FRAMES = 16
+# above this share of the serial time in samples whose stacks are cut short, a note
+UNROOTED_SHARE = 0.05
 
 
 def _in_intervals(iv, t):
@@ -43,12 +45,17 @@ def _in_intervals(iv, t):
     return (k >= 0) & (t < iv[np.maximum(k, 0), 1])
 
 
-def _in_parallel(p, sel, sym):
-    """For the samples sel of process p: whether a frame is an outlined parallel region."""
+# a frame that shows the stack reaches the program's root (a C or Fortran main program)
+_ROOTS = {"main", "MAIN__", "__libc_start_main", "__libc_start_call_main"}
+
+
+def _frames_of(p, sel, sym):
+    """For the samples sel of process p: (in a parallel region: a frame is an outlined
+    region; rooted: that, or a frame is the program's root, so a sample without an
+    outlined frame is known to be outside the regions)."""
     rec = p.records
-    out = np.zeros(len(sel), bool)
     depth = np.minimum(rec["depth"][sel].astype(np.int64), FRAMES)
-    names = {}
+    kinds = {}  # (object, offset) -> 2: outlined, 1: a root, 0: other
     wanted = {}
     for i, s in enumerate(sel.tolist()):
         for k in range(int(depth[i])):
@@ -61,14 +68,22 @@ def _in_parallel(p, sel, sym):
             continue
         offs = sorted(offs)
         for o, L in zip(offs, sym.resolve(path, offs)):
-            chain = [f for f, _, _ in L.inlined_into] + [L.function]
-            names[(m, o)] = any(f and _outlined(f) for f in chain)
+            chain = [f for f in [*(f for f, _, _ in L.inlined_into), L.function] if f]
+            outlined = any(_outlined(f) for f in chain)
+            root = any(f in _ROOTS or f.startswith("program ") for f in chain)
+            kinds[(m, o)] = 2 if outlined else int(root)
+    par, rooted = np.zeros(len(sel), bool), np.zeros(len(sel), bool)
     for i, s in enumerate(sel.tolist()):
-        out[i] = any(
-            names.get((int(rec["object"][s, k]), int(rec["offset"][s, k])), False)
-            for k in range(int(depth[i]))
+        k = (
+            max(
+                (kinds.get((int(rec["object"][s, j]), int(rec["offset"][s, j])), 0))
+                for j in range(int(depth[i]))
+            )
+            if depth[i]
+            else 0
         )
-    return out
+        par[i], rooted[i] = k == 2, k >= 1
+    return par, rooted
 
 
 def rank_threads(procs, metas, region, symbolizer=None):
@@ -91,8 +106,9 @@ def rank_threads(procs, metas, region, symbolizer=None):
         inside = _in_intervals(iv, t)
         useful = inside & np.isin(act, useful_idx)
         par = np.zeros(len(rec), bool)
+        rooted = np.zeros(len(rec), bool)
         sel = np.flatnonzero(useful)
-        par[sel] = _in_parallel(p, sel, sym)
+        par[sel], rooted[sel] = _frames_of(p, sel, sym)
         th = rec["thread"].astype(np.int64)
         slots = sorted(set(th[inside].tolist()))
         out[r] = {
@@ -100,6 +116,9 @@ def rank_threads(procs, metas, region, symbolizer=None):
             "par": [int(w[useful & par & (th == k)].sum()) for k in slots],
             "useful": [int(w[useful & (th == k)].sum()) for k in slots],
             "serial_ns": int(w[useful & ~par & (th == 0)].sum()),
+            # the main thread's useful samples whose stack stops short of both an
+            # outlined region and the program's root: counted as serial, uncertain
+            "unrooted_ns": int(w[useful & ~rooted & (th == 0)].sum()),
             "samples": [int((inside & (th == k)).sum()) for k in slots],
         }
     return out
@@ -149,8 +168,18 @@ def thread_factors(per_rank, process_useful, runtime_ns):
         "omp_load_balance": 1 - loss["load_balance"] / total,
         "omp_region_efficiency": 1 - loss["other"] / total,
     }
+    notes = []
+    unrooted = sum(per_rank[r].get("unrooted_ns", 0) for r in ranks)
+    if unrooted > UNROOTED_SHARE * max(float(S.sum()), 1.0):
+        notes.append(
+            f"{unrooted / 1e9:.3f} s of the main threads' serial time ({unrooted / S.sum():.0%}) "
+            "is from samples whose stack stops before both a parallel region and main: "
+            "some may be in parallel regions (OpenMP serialisation overstated, load balance "
+            "understated); complete stacks need libunwind or frame pointers (docs/samples.md)"
+        )
     return {
         "source": "sampled",
+        "notes": notes,
         "threads": int(n.sum()),
         "multiplicative": mul,
         "additive": add,
@@ -161,6 +190,7 @@ def thread_factors(per_rank, process_useful, runtime_ns):
                 "samples": per_rank[r]["samples"],
                 "process_useful_s": process_useful[r] / 1e9,
                 "serial_s": per_rank[r]["serial_ns"] / 1e9,
+                "unrooted_s": per_rank[r].get("unrooted_ns", 0) / 1e9,
                 "parallel_useful_s": [x / 1e9 for x in per_rank[r]["par"]],
                 "useful_s": [x / 1e9 for x in per_rank[r]["useful"]],
                 "omp_load_balance": (

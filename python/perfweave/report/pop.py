@@ -113,4 +113,5 @@ def _threads(th):
             f"  rank {r['rank']}: {len(r['threads'])} threads, serial {r['serial_s']:.3f} s, "
             f"in parallel regions {par} s, OpenMP LB {_pct(r['omp_load_balance'])}"
         )
+    out += [f"note: {n}" for n in th.get("notes", ())]
     return out
