@@ -22,6 +22,7 @@ children's) are given; scaling factors against reference experiments too.
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -146,6 +147,81 @@ def useful_bursts(graph, region):
         total = int((iv[:, 1] - iv[:, 0]).sum())
         tail[i] = max(total - (int(t1[-1]) if b > a else 0), 0)
     return u, tail
+
+
+def merge_intervals(iv):
+    """The union of [begin, end) rows as disjoint sorted rows."""
+    if not len(iv):
+        return np.zeros((0, 2), np.int64)
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(iv[:, 1])
+    # a row starts a new piece where it begins beyond everything before it
+    new = np.r_[True, iv[1:, 0] > reach[:-1]]
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], len(iv)] - 1
+    return np.stack([iv[starts, 0], reach[ends]], axis=1).astype(np.int64)
+
+
+def clip_to(iv, region_iv):
+    """The part of disjoint sorted rows iv inside the disjoint sorted rows region_iv."""
+    parts = [
+        np.stack([np.maximum(iv[:, 0], a), np.minimum(iv[:, 1], b)], axis=1)
+        for a, b in region_iv.tolist()
+    ]
+    out = np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
+    return out[out[:, 1] > out[:, 0]]
+
+
+def io_intervals(exp, graph):
+    """{(rank, thread): disjoint sorted (n, 2) ns on rank 0's clock} of the I/O calls of
+    each location (the io module's segment trace, --io --trace; {} without one). A
+    segment goes to the trace's thread with its OS thread id (the trace's BLOCK
+    records); an older trace without them: the process's main thread is thread 0."""
+    from perfweave.clock import global_ns
+    from perfweave.readers import trace as rt
+    from perfweave.readers.io import read_io
+
+    io = read_io(Path(exp))
+    g = io.segments
+    if g is None or not len(g):
+        return {}
+    out = {}
+    for r in sorted(set(graph.locations["rank"].tolist())):
+        s = g[g["rank"] == r]
+        meta = rt.read_meta(exp, r)[0] or {}
+        if not len(s) or not meta.get("clock"):
+            continue
+        known = rt.rank_thread_ids(exp, r) or {0: int(io.processes["pid"][s["process"][0]])}
+        t0, t1 = global_ns(meta, s["t0_ns"]), global_ns(meta, s["t1_ns"])
+        for thread, tid in known.items():
+            mine = s["tid"] == tid
+            if mine.any():
+                out[(r, thread)] = merge_intervals(np.stack([t0[mine], t1[mine]], axis=1))
+    return out
+
+
+def io_bursts(graph, region, io):
+    """(io_u, io_tail): for each call of the event graph the time of I/O calls (outside
+    MPI: io, io_intervals) in the region on its location since the previous call, and
+    for each location after its last call; useful_bursts' u and tail hold them."""
+    calls, loc = graph.calls, graph.locations
+    n = len(calls["t0"])
+    io_u = np.zeros(n, np.int64)
+    io_tail = np.zeros(len(loc["rank"]), np.int64)
+    first = np.r_[loc["first"], n]
+    for i, (r, th) in enumerate(zip(loc["rank"].tolist(), loc["thread"].tolist())):
+        iv = region.intervals.get(r)
+        if (r, th) not in io or iv is None or not len(iv):
+            continue
+        J = clip_to(io[(r, th)], iv)
+        if not len(J):
+            continue
+        a, b = int(first[i]), int(first[i + 1])
+        t0 = measure_before(J, calls["t0"][a:b])
+        t1 = measure_before(J, calls["t1"][a:b])
+        io_u[a:b] = np.maximum(t0 - np.r_[0, t1[:-1]], 0)
+        io_tail[i] = max(int((J[:, 1] - J[:, 0]).sum()) - (int(t1[-1]) if b > a else 0), 0)
+    return io_u, io_tail
 
 
 # ---- the critical path of useful computation ----
@@ -486,6 +562,9 @@ class PopResult:
     notes: list = field(default_factory=list)
     replayed: object = None  # the ReplayResult (analysis/replay.py), if replayed
     counters: dict = None  # useful_counters of its profile, if measured
+    io_ns: np.ndarray = None  # I/O time outside MPI per location, where measured
+    # the sampled thread factors (analysis/pop_threads.py), or why there are none
+    threads: object = None
 
     def to_json(self):
         return {
@@ -507,6 +586,9 @@ class PopResult:
                 "mean_s": float(self.useful_ns.mean()) / 1e9 if len(self.useful_ns) else 0.0,
                 "max_s": int(self.useful_ns.max(initial=0)) / 1e9,
                 "total_s": int(self.useful_ns.sum()) / 1e9,
+                "io_seconds": None
+                if self.io_ns is None
+                else [int(x) / 1e9 for x in self.io_ns.tolist()],
             },
             "multiplicative": self.mul,
             "additive": self.add,
@@ -518,24 +600,38 @@ class PopResult:
             "scaling": self.scaling,
             "references": self.refs,
             "notes": self.notes,
+            "threads": self.threads,
         }
 
 
 def analyze(
-    graph, experiment="", what_if=None, replay_ideal=None, replay_note=None, max_rounds=None
+    graph,
+    experiment="",
+    what_if=None,
+    replay_ideal=None,
+    replay_note=None,
+    max_rounds=None,
+    io=None,
 ):
     """PopResult of an event graph. what_if: the replay's parameters (replay_ideal);
     None: no replay (ideal_replay), replay_ideal given instead (ns; None: not available, replay_note
-    says why). max_rounds: the critical path's bound (critical_path)."""
+    says why). max_rounds: the critical path's bound (critical_path). io: the I/O calls
+    per location (io_intervals; None: read from the experiment), not useful time."""
     trace = graph.loaded.trace
     region = region_of(trace, graph.locations)
     u, tail = useful_bursts(graph, region)
+    if io is None:
+        io = io_intervals(experiment, graph) if experiment else {}
+    io_u, io_tail = io_bursts(graph, region, io)
+    u, tail = u - io_u, tail - io_tail
     replayed = None
     if what_if is not None:
         replay_ideal, replay_note, replayed = ideal_replay(graph, region, u, tail, **what_if)
     loc = graph.locations
     nloc = len(loc["rank"])
     useful = np.bincount(graph.calls["loc"], weights=u, minlength=nloc).astype(np.int64) + tail
+    io_ns = np.bincount(graph.calls["loc"], weights=io_u, minlength=nloc).astype(np.int64)
+    io_ns += io_tail
     # ranks traced without any call: a location of their own, all useful
     have = set(loc["rank"].tolist())
     locs = list(zip(loc["rank"].tolist(), loc["thread"].tolist()))
@@ -544,6 +640,7 @@ def analyze(
         iv = region.intervals.get(r)
         locs.append((r, 0))
         useful = np.r_[useful, int((iv[:, 1] - iv[:, 0]).sum()) if iv is not None else 0]
+        io_ns = np.r_[io_ns, 0]
     T = region.runtime_ns
     mul, add = factors(useful, T, None)
     ideal = {}
@@ -576,6 +673,7 @@ def analyze(
         mul=mul,
         add=add,
         notes=list(region.notes),
+        io_ns=io_ns if io else None,
     )
     result.replayed = replayed
     return result
@@ -602,6 +700,16 @@ def useful_counters(profile):
         sel = counts["event"] == names.index(event)
         out[key] = int(counts["before"][sel].sum())
     return out if out["instructions"] > 0 and out["cycles"] > 0 else None
+
+
+def process_useful(result):
+    """Each rank's process-level useful time (ns): its main thread's location, else its
+    first (the thread factors set the other threads against it)."""
+    out = {}
+    for (r, t), u in zip(result.locations, result.useful_ns.tolist()):
+        if t == 0 or r not in out:
+            out[r] = int(u)
+    return out
 
 
 def add_references(result, refs, weak=False, counters=None):

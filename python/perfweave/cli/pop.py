@@ -107,7 +107,32 @@ def analyze_one(exp, args, with_replay=True):
         )
     result = pop.analyze(graph, exp, what_if=what_if)
     result.counters = pop.useful_counters(_profile(exp))
+    if with_replay:
+        result.threads = _thread_factors(exp, graph, result)
     return result
+
+
+def _thread_factors(exp, graph, result):
+    """The sampled thread factors of result (analysis/pop_threads.py), or why none."""
+    from perfweave.analysis import pop, pop_threads
+    from perfweave.readers import trace as rt
+    from perfweave.readers.samples import read_samples
+
+    from perfweave.errors import FormatError
+
+    try:
+        procs = read_samples(exp)
+    except (FormatError, OSError) as e:
+        # the process level does not need them: say why the thread level is missing
+        return f"n/a: samples unreadable ({e})"
+    if not any(len(p.records) for p in procs):
+        return pop_threads.NO_SAMPLES
+    # the samples' times are each host's CLOCK_MONOTONIC: the trace's descriptions map them
+    metas = {rd.rank: rt.read_meta(exp, rd.rank)[0] or {} for rd in graph.loaded.trace.ranks}
+    per_rank = pop_threads.rank_threads(procs, metas, result.region)
+    return pop_threads.thread_factors(
+        per_rank, pop.process_useful(result), result.region.runtime_ns
+    )
 
 
 def _profile(exp):

@@ -68,10 +68,50 @@ def render(doc):
             f"scaling against {ref['experiment']} ({ref['ranks']} ranks), {sc['mode']} scaling "
             f"(ranks ratio {sc['ranks_ratio']:.3g})"
         )
+    out += _threads(doc.get("threads"))
     out.append("")
-    out.append("useful time per location (s):")
-    for loc, s in zip(u["locations"], u["seconds"]):
-        out.append(f"  rank {loc['rank']} thread {loc['thread']}: {s:.6f}")
+    io = u.get("io_seconds")
+    if io is None:
+        out.append("useful time per location (s):")
+        for loc, s in zip(u["locations"], u["seconds"]):
+            out.append(f"  rank {loc['rank']} thread {loc['thread']}: {s:.6f}")
+    else:
+        out.append("useful time and I/O time outside MPI (not useful) per location (s):")
+        for loc, s, t in zip(u["locations"], u["seconds"], io):
+            out.append(f"  rank {loc['rank']} thread {loc['thread']}: {s:.6f}  I/O {t:.6f}")
     for n in doc["notes"]:
         out.append(f"note: {n}")
+    return out
+
+
+# the hybrid rows (analysis/pop_threads.py), in pypop's order
+THREAD_FACTORS = (
+    ("parallel_efficiency", "Hybrid Parallel Efficiency", 0),
+    ("mpi_parallel_efficiency", "MPI Parallel Efficiency", 1),
+    ("omp_parallel_efficiency", "OpenMP Parallel Efficiency", 1),
+    ("omp_serialisation_efficiency", "OpenMP Serialisation Efficiency", 2),
+    ("omp_load_balance", "OpenMP Load Balance", 2),
+    ("omp_region_efficiency", "OpenMP Region Efficiency", 2),
+)
+
+
+def _threads(th):
+    """The lines of the sampled thread factors, or the line saying why there are none."""
+    if th is None:
+        return []
+    if isinstance(th, str):
+        return ["", f"thread factors (sampled): {th}"]
+    out = ["", f"thread factors (sampled, {th['threads']} threads):"]
+    width = max(len(n) + 2 * d for _, n, d in THREAD_FACTORS) + 4
+    out.append(" " * width + f"{'multiplicative':>16}{'additive':>12}")
+    for key, name, depth in THREAD_FACTORS:
+        m, a = th["multiplicative"].get(key), th["additive"].get(key)
+        out.append(f"{'  ' * (depth + 1) + name:<{width}}{_pct(m):>16}{_pct(a):>12}")
+    for r in th["ranks"]:
+        par = " ".join(f"{x:.3f}" for x in r["parallel_useful_s"])
+        out.append(
+            f"  rank {r['rank']}: {len(r['threads'])} threads, serial {r['serial_s']:.3f} s, "
+            f"in parallel regions {par} s, OpenMP LB {_pct(r['omp_load_balance'])}"
+        )
+    out += [f"note: {n}" for n in th.get("notes", ())]
     return out

@@ -1,0 +1,114 @@
+"""perfweave pop's sampled thread factors on an MPI+OpenMP program whose threads have a
+known imbalance (programs/omp_mpi_pop.c): in each step's parallel region thread t spins
+(1 + t) units, then the master alone one unit. The program prints each thread's work in
+the regions and the master's serial work (its own clock); the samples must find them.
+
+Tolerance, from the sampling: a sample stands for the time since its thread's previous
+one, so at each start or end of a thread's work the interval that straddles it goes
+wholly to one side: an error within one interval d, of either sign, mean 0 (the
+transition falls anywhere in the interval), variance at most d^2 / 3. Over k such
+transitions (2 per step) the sum has a standard deviation of at most d sqrt(k / 3);
+the thread's time is checked within 4 of them, d the thread's own mean interval (its
+time in the region / its samples: longer than the setting when it waited for a core)."""
+
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from harness import PERFWEAVE
+
+STEPS, THREADS, UNIT = 30, 2, 0.008
+SAMPLE = ["--trace", "--sample", "--sample-interval-ms", "2", "--sample-capacity", "4000"]
+LINE = re.compile(r"rank (\d+) threads (\d+) serial_s ([\d.]+) work_s ([\d. ]+)")
+
+
+def _run(mpi, build, run_pw, monkeypatch, threads, options=SAMPLE):
+    # idle OpenMP threads sleep instead of spinning: 2 ranks' threads share 2 cores
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    prog = build(mpi, "omp_mpi_pop.c", ("-fopenmp",))
+    r = run_pw(mpi.launch(2) + [prog, STEPS, threads, UNIT], options=options)
+    own = {}
+    for m in LINE.finditer(r.proc.stdout):
+        own[int(m[1])] = (float(m[3]), np.array(m[4].split(), float))
+    assert sorted(own) == [0, 1], r.proc.stdout
+    p = subprocess.run(
+        [PERFWEAVE, "pop", "--json", str(r.exp)], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout), own
+
+
+def test_openmp_load_balance_and_serialisation(mpi, build, run_pw, monkeypatch):
+    doc, own = _run(mpi, build, run_pw, monkeypatch, THREADS)
+    th = doc["threads"]
+    assert th["source"] == "sampled" and th["threads"] == 2 * THREADS
+    region = doc["region"]["runtime_s"]
+    for r in th["ranks"]:
+        serial, work = own[r["rank"]]
+        assert len(r["threads"]) == THREADS
+        samples = np.array(r["samples"], float)
+        d = region / samples  # each thread's mean interval
+        tol = 4 * d * np.sqrt(2 * STEPS / 3)
+        got = np.array(r["parallel_useful_s"])
+        assert np.all(np.abs(got - work) <= tol), (got, work, tol)
+        assert abs(r["serial_s"] - serial) <= tol[0], (r["serial_s"], serial, tol[0])
+        assert r["unrooted_s"] <= tol[0]  # built -O0: the stacks reach main or the region
+        # mean/max over every combination of the threads' bounds: the range LB can take
+        corners = np.array(np.meshgrid(*[(w - t, w + t) for w, t in zip(work, tol)]))
+        corners = corners.reshape(THREADS, -1)
+        lbs = corners.mean(axis=0) / corners.max(axis=0)
+        assert lbs.min() <= r["omp_load_balance"] <= lbs.max()
+        # and the program made the imbalance it was meant to (mean/max = 0.75)
+        assert abs(work.mean() / work.max() - 0.75) < 0.1
+    assert th["notes"] == []
+    mul, add = th["multiplicative"], th["additive"]
+    assert mul["parallel_efficiency"] == pytest.approx(
+        mul["mpi_parallel_efficiency"] * mul["omp_parallel_efficiency"], rel=1e-9
+    )
+    assert mul["omp_parallel_efficiency"] == pytest.approx(
+        mul["omp_serialisation_efficiency"]
+        * mul["omp_load_balance"]
+        * mul["omp_region_efficiency"],
+        rel=1e-9,
+    )
+    assert add["parallel_efficiency"] == pytest.approx(
+        add["mpi_parallel_efficiency"] + add["omp_parallel_efficiency"] - 1, abs=1e-9
+    )
+    assert add["omp_parallel_efficiency"] == pytest.approx(
+        add["omp_serialisation_efficiency"]
+        + add["omp_load_balance"]
+        + add["omp_region_efficiency"]
+        - 2,
+        abs=1e-9,
+    )
+    # the process level is the trace's: with one thread count, the mean of its useful
+    assert mul["mpi_parallel_efficiency"] == pytest.approx(
+        doc["multiplicative"]["parallel_efficiency"], rel=1e-9
+    )
+
+
+def test_one_thread_is_not_applicable(mpi, build, run_pw, monkeypatch):
+    doc, _ = _run(mpi, build, run_pw, monkeypatch, 1)
+    assert doc["threads"] == "n/a: one thread"
+
+
+def test_without_samples_is_not_applicable(mpi, build, run_pw, monkeypatch):
+    doc, _ = _run(mpi, build, run_pw, monkeypatch, THREADS, ["--trace", "--no-sample"])
+    assert doc["threads"] == "n/a: no samples"
+
+
+def test_unreadable_samples_leave_the_process_level(mpi, build, run_pw, monkeypatch):
+    """A corrupt samples description costs the thread factors only (one line saying why)."""
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    prog = build(mpi, "omp_mpi_pop.c", ("-fopenmp",))
+    r = run_pw(mpi.launch(2) + [prog, 5, THREADS, UNIT], options=SAMPLE)
+    (r.exp / "samples" / "rank-0.json").write_text("{")
+    p = subprocess.run(
+        [PERFWEAVE, "pop", "--json", str(r.exp)], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["threads"].startswith("n/a: samples unreadable (")
+    assert 0 < doc["multiplicative"]["parallel_efficiency"] <= 1
