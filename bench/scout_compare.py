@@ -37,7 +37,11 @@ PAIRS = [
     ("delay_n2n", "delay_n2n"),
     ("delay_n2n_longterm", "delay_n2n_longterm"),
     ("delay_12n", "delay_12n"),
+    ("delay_12n_longterm", "delay_12n_longterm"),
     ("delay_n21", "delay_n21"),
+    ("delay_n21_longterm", "delay_n21_longterm"),
+    ("mpi_latebroadcast", "mpi_latebroadcast"),
+    ("mpi_earlyreduce", "mpi_earlyreduce"),
     ("mpi_wait_indirect_latesender", "mpi_wait_indirect_latesender"),
     ("mpi_wait_propagating_ls", "mpi_wait_propagating_ls"),
 ]
