@@ -426,6 +426,50 @@ def test_c_loop_writes_the_events_of_one_call_per_event(literal, tmp_path, monke
     assert sum(1 for e in bulk if dict(e[3]).get("attributes")) > 5
 
 
+def test_export_writes_mpi_init_and_finalize_as_scorep_does(literal, tmp_path):
+    """Every rank's master location has ProgramBegin, MPI_Init's Enter and Leave
+    at the application window's start, and ends with MPI_Finalize's Enter and Leave and
+    ProgramEnd at its end, as Score-P writes them (Scalasca's scout needs both calls on
+    every rank, and MPI regions whose source file is "MPI"), through both loops; the
+    import drops them again (test_export_import_keeps_every_record: the same records
+    and the same application window)."""
+    each, bulk, _, _ = streams_of_both_loops(literal, tmp_path)
+    assert bulk == each
+    with otf2.reader.open(str(tmp_path / "bulk" / "traces.otf2")) as tr:
+        per = {}
+        for loc, e in tr.events:
+            if loc.name == "Master thread":
+                region = getattr(e, "region", None)
+                per.setdefault(loc.group.name, []).append(
+                    (type(e).__name__, region.name if region else None, e.time)
+                )
+        mpi = {r.name: r for r in tr.definitions.regions if r.paradigm == otf2.Paradigm.MPI}
+    assert sorted(per) == [f"MPI Rank {r}" for r in WORLD]
+    for events in per.values():
+        # a user region may begin before the window (the literal trace's main)
+        at = [e[0] for e in events].index("ProgramBegin")
+        head, tail = events[at : at + 3], events[-3:]
+        assert [e[:2] for e in head] == [
+            ("ProgramBegin", None),
+            ("Enter", "MPI_Init"),
+            ("Leave", "MPI_Init"),
+        ]
+        assert [e[:2] for e in tail] == [
+            ("Enter", "MPI_Finalize"),
+            ("Leave", "MPI_Finalize"),
+            ("ProgramEnd", None),
+        ]
+        assert len({e[2] for e in head}) == 1 and len({e[2] for e in tail}) == 1
+        assert all(e[2] <= tail[0][2] for e in events)
+    assert {"MPI_Init", "MPI_Finalize"} <= set(mpi)
+    assert {r.source_file for r in mpi.values()} == {"MPI"}
+    back = pw_otf2.import_archive(tmp_path / "bulk" / "traces.otf2", tmp_path / "back")
+    assert back["notes"] == []
+    for r in WORLD:
+        _, meta, _ = read(tmp_path / "back", r)
+        assert not {"MPI_Init", "MPI_Finalize"} & set(meta["functions"]), meta["functions"]
+
+
 def test_c_loop_on_a_generated_trace(tmp_path):
     """The same on bench/tracegen.py's halo exchange (3 ranks), across several blocks of
     the loop."""
@@ -478,8 +522,9 @@ def test_otf2_reader_sees_events_and_definitions(literal):
     for r in "012":
         rec, _, _ = read(literal, int(r))
         n = Counter(TNAME[int(x)] for x in rec["type"])
-        assert per_rank[(r, "Enter")] == n["CALL"] + n["FLUSH"] + n["ENTER"]
-        assert per_rank[(r, "Leave")] == n["CALL"] + n["FLUSH"] + n["LEAVE"]
+        # + MPI_Init and MPI_Finalize, which the records do not hold
+        assert per_rank[(r, "Enter")] == n["CALL"] + n["FLUSH"] + n["ENTER"] + 2
+        assert per_rank[(r, "Leave")] == n["CALL"] + n["FLUSH"] + n["LEAVE"] + 2
         assert per_rank[(r, "ProgramBegin")] == per_rank[(r, "ProgramEnd")] == 1
         assert per_rank[(r, "MpiCollectiveEnd")] == n["COLL"]
     # ranks in the communicator: rank 0's MPI_Ssend to world rank 2 on {0, 2} goes to 1
@@ -1957,8 +2002,9 @@ def test_otf2_export_memory_does_not_grow_with_the_records_of_a_rank(tmp_path):
         declared, found = events_in_files(anchor)
         assert found == declared and sum(found.values()) == s["events"]
         # per iteration of 17 records: 7 calls (Enter, Leave), 4 requests posted and
-        # completed, 2 collectives (begin, end); ProgramBegin and ProgramEnd
-        assert s["events"] == n // tracegen.PER_ITER * 26 + 2
+        # completed, 2 collectives (begin, end); ProgramBegin and ProgramEnd, MPI_Init's
+        # and MPI_Finalize's Enter and Leave
+        assert s["events"] == n // tracegen.PER_ITER * 26 + 6
         peaks[n] = peak
     small, large = sorted(peaks)
     assert peaks[large] < peaks[small] + 16, peaks

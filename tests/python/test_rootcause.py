@@ -232,3 +232,29 @@ def test_the_advice_names_the_cause_instead_of_the_waits_it_caused():
     assert rule_wait_states({"wait_states": ws}) == []
     del ws["root_causes"]
     assert [x["rule"] for x in rule_wait_states({"wait_states": ws})] == ["wait_state"]
+
+
+def bcast(t0, t1, root):
+    return ("MPI_Bcast", t0, t1, [dict(type="COLL", comm=0, peer=root, bytes=8, bytes2=8)])
+
+
+def test_a_broadcast_orders_each_rank_against_its_root_not_two_others():
+    """Rank 1 enters the broadcast of root 0 at 20 and leaves it at 110; rank 2 enters
+    at 200, after both have left. Then rank 1 computes 1 000 ns, rank 2 2 000 ns and
+    a barrier: rank 1 waits 2205 - 1110 = 1095 ns for rank 2. The broadcast did not
+    synchronise ranks 1 and 2, so their interval starts at MPI_Init: rank 2's
+    computation there is 190 + 2000 against rank 1's 10 + 1000 (d = 1180, scale
+    1095 / 1180), and all of the wait is charged to rank 2's computation. With the
+    broadcast as their synchronisation point, 90 ns of it would be charged to nobody
+    (rank 2's late arrival at the broadcast fell before the interval)."""
+    ranks = {
+        0: [init(), bcast(100, 105, 0), barrier(2205, 2210), fin(2300)],
+        1: [init(), bcast(20, 110, 0), barrier(1110, 2210), fin(2300)],
+        2: [init(), bcast(200, 205, 0), barrier(2205, 2210), fin(2300)],
+    }
+    g, res, ws = analyze(ranks)
+    assert metric_ns(ws, "mpi_barrier_wait", 1) == 1095
+    assert metric_ns(ws, "mpi_latebroadcast", 1) == 80
+    per = res.costs[("barrier", "short")]
+    assert {r for _, r in per} == {2}
+    assert sum(per.values()) == pytest.approx(1095)

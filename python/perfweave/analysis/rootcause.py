@@ -330,7 +330,9 @@ def _parents(paths):
 class _SyncPoints:
     """For each pair of locations, their synchronisation points in order: (call on the
     one, call on the other) for every message between them and every collective
-    operation or fence both took part in."""
+    operation or fence both took part in, but a rooted one (broadcast, scatter, gather,
+    reduce...) only where one of the two is its root: it orders each rank against the
+    root, never two others (one may leave it before the other enters), as in scout."""
 
     def __init__(self, g):
         c = g.calls
@@ -368,6 +370,8 @@ class _SyncPoints:
             for lo in np.unique(lc).tolist():
                 sel = order[lc[order] == lo]
                 self.coll[lo] = (ec[sel], inst[sel])
+        rooted = np.flatnonzero(parts["root"] == 1) if len(parts["inst"]) else []
+        self.root = dict(zip(parts["inst"][rooted].tolist(), loc[parts["bcall"][rooted]].tolist()))
 
     def previous(self, ld, d, lw, w):
         """(call on ld, call on lw) of the last synchronisation point of locations ld and
@@ -391,6 +395,8 @@ class _SyncPoints:
             for j in range(k - 1, max(k - 1 - LOOK_BACK, -1), -1):
                 if ed[j] <= best[0]:
                     break
+                if self.root.get(int(idd[j]), ld) not in (ld, lw):
+                    continue
                 cw = at_w.get(int(idd[j]))
                 if cw is not None and cw < w:
                     best = (int(ed[j]), cw)

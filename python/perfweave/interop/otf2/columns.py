@@ -196,21 +196,25 @@ def columns(ex, rt, carry):
     # ---- what the calls did ----
     _sub_events(ex, rt, part, specs, carry)
 
-    # ---- the application's time: ProgramBegin / ProgramEnd on the master thread ----
+    # ---- the application's time: ProgramBegin / ProgramEnd on the master thread, and
+    # MPI_Init / MPI_Finalize as zero-length calls at its ends where the records hold
+    # neither (the trace starts when MPI_Init has returned: its entry is not known) ----
     if n and G == 0 and rt.thread[0] == 0:  # the rank's first chunk is thread 0's
         z = np.zeros(1, np.int64)
         idx = np.zeros(1, np.int64)
-        part(idx, [rt.t_begin], CLS_ENTER, [I64_MIN], z, 0, K["PROGRAM_BEGIN"])
-        part(
-            idx,
-            [rt.t_end],
-            CLS_ENTER,
-            [I64_MIN],
-            z,
-            1,
-            K["PROGRAM_END"],
-            (ex.exit_status if rt.meta.get("state") == "complete" else 1,),
-        )
+        # first at t_begin: ProgramBegin, then MPI_Init's Enter and Leave, before any
+        # other Enter (their sec is above I64_MIN)
+        begin = [(K["PROGRAM_BEGIN"], ())]
+        # last at t_end, after the zero-length calls there (CLS_LEAVE0, sec I64_MAX)
+        end = [(K["PROGRAM_END"], (ex.exit_status if rt.meta.get("state") == "complete" else 1,))]
+        if rt.rank not in ex.window_calls:
+            init, fini = ex.window_regions["MPI_Init"], ex.window_regions["MPI_Finalize"]
+            begin += [(K["ENTER"], (init,)), (K["LEAVE"], (init,))]
+            end[:0] = [(K["ENTER"], (fini,)), (K["LEAVE"], (fini,))]
+        for k, (kind, args) in enumerate(begin):
+            part(idx, [rt.t_begin], CLS_ENTER, [I64_MIN], z, k, kind, args)
+        for k, (kind, args) in enumerate(end):
+            part(idx, [rt.t_end], CLS_LEAVE0, [I64_MAX], z, k, kind, args)
     lostrec = np.flatnonzero(typ == T["LOST"])
     if len(lostrec):
         carry.lost_events += int(rec["bytes"][lostrec].sum())

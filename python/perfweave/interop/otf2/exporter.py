@@ -27,7 +27,7 @@ from perfweave.interop.otf2.library import (
     need_otf2,
     why,
 )
-from perfweave.interop.otf2.mapping import ATTRIBUTES, NS, region_role
+from perfweave.interop.otf2.mapping import ATTRIBUTES, NS, mpi_action, region_role
 from perfweave.interop.otf2.stream import Carry, FirstPass, Location, Specs, irecv_attributes
 from perfweave.model.trace import T
 from perfweave.symbols import Symbolizer
@@ -162,16 +162,18 @@ class _Exporter:
         # functions a rank calls are found with one pass over its records
         self.mpi_regions = {}
         self.passes = {}
+        self.window_calls = set()  # ranks whose records hold MPI_Init* or MPI_Finalize
         for r in X.ranks:
             used, names, self.passes[r] = self._first_pass(r)
-            for nm in (names[f] for f in used if f < len(names)):
-                if nm not in self.mpi_regions:
-                    self.mpi_regions[nm] = d.region(
-                        nm,
-                        canonical_name=nm,
-                        region_role=region_role(otf2, nm),
-                        paradigm=otf2.Paradigm.MPI,
-                    )._ref
+            called = [names[f] for f in used if f < len(names)]
+            if any(mpi_action(nm) in ("init", "finalize") for nm in called):
+                self.window_calls.add(r)
+            for nm in called:
+                self._mpi_region(nm)
+        # MPI_Init and MPI_Finalize as Score-P writes them (scout synchronises on them):
+        # a rank whose records hold neither call gets both, at its application window's
+        # ends (columns); an imported rank that holds them keeps its own
+        self.window_regions = {nm: self._mpi_region(nm) for nm in ("MPI_Init", "MPI_Finalize")}
         self.flush_region = d.region(
             FLUSH_REGION,
             region_role=otf2.RegionRole.ARTIFICIAL,
@@ -198,6 +200,20 @@ class _Exporter:
             status.get("code", 128 + status.get("signal", 0) if "signal" in status else 0)
         )
         self.calls = EventCalls(self._otf2, self.attr, self.program, self.program_args)
+
+    def _mpi_region(self, nm):
+        """The region of MPI function nm, defined when first asked for. Its source file is
+        "MPI" as Score-P writes it: Scalasca tells MPI regions (and which is MPI_Init or
+        a barrier) from the others by that name, not by the paradigm."""
+        if nm not in self.mpi_regions:
+            self.mpi_regions[nm] = self.d.region(
+                nm,
+                canonical_name=nm,
+                region_role=region_role(self.otf2, nm),
+                paradigm=self.otf2.Paradigm.MPI,
+                source_file="MPI",
+            )._ref
+        return self.mpi_regions[nm]
 
     def _group(self, members):
         key = tuple(int(m) for m in members)

@@ -187,7 +187,8 @@ class _Importer:
 
         # regions
         self.region_name = {}
-        self.region_kind = {}  # 0 user, 1 MPI call, 2 buffer flush
+        # 0 user, 1 MPI call, 2 buffer flush (3: window mark, _functions)
+        self.region_kind = {}
         for r in d.regions:
             name = r.name or f"region {r._ref}"
             self.region_name[r._ref] = name
@@ -369,6 +370,18 @@ class _Importer:
             what = "records unknown to this OTF2 version" if name == "Unknown" else f"{name} events"
             self.notes.append(f"{n} {what}: perfweave has no record for them (not imported)")
 
+    def _window_mark(self, r):
+        """3 (a mark of the application window: no call, no record) where every Enter
+        of region r is left at its own time, as perfweave's export writes MPI_Init and
+        MPI_Finalize for ranks whose records hold neither (the window comes back from
+        ProgramBegin/End, at the same times); 1 (MPI calls) otherwise. Durations are
+        never negative, so equal sorted enter and leave times mean all of them are 0."""
+        tab = self.tab
+        mine = tab["a"] == r
+        t_in = np.sort(tab["time"][mine & (tab["kind"] == R_ENTER)])
+        t_out = np.sort(tab["time"][mine & (tab["kind"] == R_LEAVE)])
+        return 3 if np.array_equal(t_in, t_out) else 1
+
     def _functions(self):
         """The MPI functions and user regions the events enter, as perfweave numbers
         them (functions: names of MPI regions in the JSON; regions: user region names)."""
@@ -376,6 +389,10 @@ class _Importer:
         regs = np.unique(tab["a"][np.isin(tab["kind"], [R_ENTER, R_LEAVE])]).tolist()
         name = lambda r: self.region_name.get(r, f"region {r}")
         kind = {r: self.region_kind.get(r, 0) for r in regs}
+        if self.creator.startswith("perfweave "):
+            for r in regs:
+                if kind[r] == 1 and mpi_action(name(r)) in ("init", "finalize"):
+                    kind[r] = self._window_mark(r)
         self.functions = []
         for r in regs:
             if kind[r] == 1 and name(r) not in self.functions:
