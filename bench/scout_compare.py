@@ -226,7 +226,7 @@ def end_to_end(scout_bin, work):
         sys.exit(f"{scout_bin}: not an executable (Scalasca's scout.mpi)")
     work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    # waiting ranks yield the CPU (as tests/runtime/test_rootcause.py runs them)
+    # waiting ranks yield the CPU (as tests/runtime/test_rootcause_runs.py runs them)
     env["OMPI_MCA_mpi_yield_when_idle"] = "1"
     for prog in sorted({p for _, p, _, _ in RUNS}):
         src = PROGRAMS / f"{prog}.c"

@@ -1,4 +1,4 @@
-/* Root causes of waiting by construction (tests/runtime/test_rootcause.py). Each rank
+/* Root causes of waiting by construction (tests/runtime/test_rootcause_runs.py). Each rank
  * measures its own computation (spin.h: CLOCK_MONOTONIC) and writes "compute RANK S"
  * lines, one per computation, to $RC_OUT.RANK. argv[1] is the scenario:
  *   two       2 ranks x 10 iterations: rank 0 computes 50 ms and sends, rank 1
