@@ -39,8 +39,21 @@ class Pop(Section):
         rows = _rows(doc)
         if not rows:
             return []
-        out = ["", f"POP metrics (perfweave pop; ideal runtime: {_ideal_of(doc)[1]})"]
-        return out + text_table(rows, ["factor", "value"], ["<", ">"], view.width)
+        if view.max_rows is not None:  # a line, by POP's initials: the report fits a terminal
+            v = _factors(doc)
+            pct = lambda k: f"{100 * v[k]:.1f}%"  # noqa: E731
+            return (
+                [
+                    "",
+                    f"POP (perfweave pop; --full: more): PE {pct('parallel_efficiency')} = LB "
+                    f"{pct('load_balance')} x CommE {pct('communication_efficiency')} (SerE "
+                    f"{pct('serialisation_efficiency')}, TE {pct('transfer_efficiency')})",
+                ]
+                if "transfer_efficiency" in v
+                else []
+            )
+        title = f"POP metrics (perfweave pop; ideal runtime: {_ideal_of(doc)[1]})"
+        return ["", title] + text_table(rows, ["factor", "value"], ["<", ">"], view.width)
 
     def html(self, data, page):
         doc = data.get("pop")
@@ -59,10 +72,16 @@ def _ideal_of(doc):
     return ideal["critical_path"], "critical path of useful computation"
 
 
-def _rows(doc):
-    """(indented name, value %) of the multiplicative factors the document has."""
+def _factors(doc):
+    """The multiplicative factors the document has, with the ideal runtime's."""
     mul = dict(doc["multiplicative"])
     mul.update(_ideal_of(doc)[0]["multiplicative"])
+    return mul
+
+
+def _rows(doc):
+    """(indented name, value %) of the multiplicative factors the document has."""
+    mul = _factors(doc)
     return [
         ["  " * (depth - 1) + name, f"{100 * mul[key]:.1f}%"]
         for key, name, depth in FACTORS

@@ -7,7 +7,15 @@ from perfweave.analysis.metrics import HOW, PATTERNS, ROOT_CAUSE
 from perfweave.errors import FormatError
 from perfweave.model.table import records
 from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
-from perfweave.report.widgets import MORE, cut_rows, escape, html_table, more_rows, text_table
+from perfweave.report.widgets import (
+    MORE,
+    cut_rows,
+    escape,
+    html_table,
+    more_rows,
+    shorten,
+    text_table,
+)
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
 
@@ -33,7 +41,7 @@ class WaitStates(Section):
             + ("" if ws["complete"] else "; incomplete, see its notes")
             + ")",
         ]
-        out += clock_lines(ws.get("clock"))
+        out += clock_lines(ws.get("clock"), brief=view.max_rows is not None)
         if not ws["patterns"]:
             return out + ["  none found"]
         shown, more = cut_rows(ws["patterns"], view.max_rows)
@@ -63,11 +71,14 @@ class WaitStates(Section):
         ]
 
 
-def clock_lines(clock):
-    """The clock condition of the analysis, one line (none when it was not checked)."""
+def clock_lines(clock, brief=False):
+    """The clock condition of the analysis, one line (none when it was not checked;
+    brief: none when it holds and nothing was corrected)."""
     if not clock or not clock.get("checked"):
         return []
     n = clock.get("violations", 0)
+    if brief and not n and not clock.get("corrected"):
+        return []
     line = f"  clock condition: {n:,} violations"
     if n:
         line += (
@@ -89,12 +100,14 @@ def root_cause_lines(rc, view):
         return []
     top = rc["causes"][0]
     if view.max_rows is not None:
-        # the call path on a line of its own: a narrow terminal cuts it, not the figures
-        return [
-            f"  waiting most caused by rank {top['rank']} ({_t(top['cost_s'])}), critical "
-            f"path {_t(rc['critical_path_s'])} (--full: more)",
-            f"    at {top['callpath']}",
-        ]
+        # the figures first; the call path takes what the terminal leaves, cut in the
+        # middle (both ends tell call paths apart)
+        head = (
+            f"  most waiting caused by rank {top['rank']} ({_t(top['cost_s'])}), critical "
+            f"path {_t(rc['critical_path_s'])}, at "
+        )
+        room = None if view.width is None else max(view.width - len(head), 8)
+        return [head + shorten(top["callpath"], room)]
     width = view.width
     out = ["", "  Who caused the waiting (delay analysis; perfweave analyze for all)"]
     out += text_table(
