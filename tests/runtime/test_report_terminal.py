@@ -4,8 +4,9 @@ MPICH's library version string is over 1,000 characters on one line; Open MPI's 
 short. Expected: no line over 100 characters, at most 103 lines (the report of such a
 run was 157 lines before; 98-99 before the start-up line of issue 22, 2 lines, was
 added; issue 33 added a line of root causes in the wait states and the POP factors'
-section, a line after a blank one, and shows the clock condition only when it fails), every table cut to --max-rows with the rows left out counted in an "N more"
-line, the full names in --json and in --full."""
+section, a line after a blank one, and shows the clock condition only when it fails),
+every table cut to --max-rows with the rows left out counted in an "N more" line, the
+full names in --json and in --full."""
 
 import json
 import re
