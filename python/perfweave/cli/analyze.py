@@ -63,7 +63,7 @@ def setup_parser(sub):
         action="store_true",
         default=None,
         help="also compute the critical path and the delay analysis (docs/wait-states.md, "
-        "'Root causes') for traces of more than 100 000 MPI calls (the default up to that)",
+        "'Root causes') for traces of more than 25 000 MPI calls (the default up to that)",
     )
     p.add_argument(
         "--no-root-causes",

@@ -68,8 +68,9 @@ def basics(L, acc):
 
 
 # traces of up to this many MPI calls get the critical path and the delay analysis by
-# default (it costs several times the patterns: docs/performance.md)
-ROOT_CAUSE_CALLS = 100_000
+# default: it runs at ~0.2 M events/s (docs/performance.md), so this bounds what it adds
+# to a default analysis to a few tenths of a second
+ROOT_CAUSE_CALLS = 25_000
 
 
 def analyze(exp, ex=None, correct_clocks=False, min_latency_ns=None, root_causes=None):
