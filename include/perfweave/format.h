@@ -95,12 +95,13 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
 /* ---- profiles: profile.pwprof, partial/rank-R.pwprof, procs/HOST.PID.pwprof ----
  * (docs/format.md "Profile files") */
 
-/* 4: the MPI family "io" (MPI-IO) renamed "file" in "families"
+/* 5: ranks' region_intervals, region_ns, region_mpi_ns (the MPI_Pcontrol region)
+ * 4: the MPI family "io" (MPI-IO) renamed "file" in "families"
  * 3: the header's "modules" (each measured module: its function ids, strings) and
  *    "objects" (the loaded objects, "modules" before); sites' and frames' "object";
  *    the MPI library strings moved into the mpi module's entry
  * 2: counts' inside_ns, before_ns */
-#define PW_PROFILE_VERSION 4
+#define PW_PROFILE_VERSION 5
 #define PW_PROFILE_MAGIC "perfweave-profile"
 
 /* Header key of the names of the events that count records refer to. */
@@ -131,7 +132,10 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
     X(int64_t, "<i8", sites_dropped)   /* calls folded into the overflow site */           \
     X(int64_t, "<i8", table_bytes)     /* address space of the call-site tables */        \
     X(int64_t, "<i8", table_capacity)  /* call-site slots per thread (the bound) */       \
-    X(int64_t, "<i8", table_resident)  /* of which resident in memory (mincore) */
+    X(int64_t, "<i8", table_resident)  /* of which resident in memory (mincore) */     \
+    X(int64_t, "<i8", region_intervals) /* MPI_Pcontrol(L != 0) .. (0) opened: 0 none */  \
+    X(int64_t, "<i8", region_ns)       /* their union's length within app time */       \
+    X(int64_t, "<i8", region_mpi_ns)   /* of mpi_ns, the part inside them */
 
 /* One row per (rank, thread, call site, measured function): readers sum a rank's
  * threads. fn is the function's id (header "functions"; its module: header "modules").
@@ -211,7 +215,8 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
  * given disk space read as zeros (free slots). Durations in ticks: ns_per_tick. The JSON
  * (written whole, renamed into place) says the rest: the process, its functions and
  * loaded objects (with their address ranges). */
-#define PW_TABLES_VERSION 1
+/* 2: the rank record of profile version 5 */
+#define PW_TABLES_VERSION 2
 #define PW_TABLES_MAGIC "perfweave-tables"
 #define PW_TABLES_MAGIC_NUMBER 0x3162617477700a00LL /* tables_head.magic */
 #define PW_TABLES_PAGE 4096

@@ -52,6 +52,14 @@ static char library_version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
 
 static struct {
     int initialized, finalized, pcontrol_off;
+    /* The region of interest: the union of MPI_Pcontrol(L != 0) .. MPI_Pcontrol(0)
+     * intervals (docs/pop.md), one open since region_t0 (ns) when region_open. Once the
+     * program has called MPI_Pcontrol (pcontrol_seen), recording is on exactly while an
+     * interval is open, so the region's MPI time is the recorded MPI time less that of
+     * the calls before the first MPI_Pcontrol (mpi_before_ticks): nothing on the calls'
+     * path. pcontrol_early: called before MPI_Init, taking effect there. */
+    int pcontrol_seen, pcontrol_early, region_open;
+    int64_t region_t0, region_ns, region_intervals, mpi_before_ticks;
     int rank, size, thread_level;
     MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD */
     int64_t t_init_enter, t_init_leave, t_fini_enter;
@@ -937,6 +945,7 @@ static void clock_offsets(int64_t *offset, int64_t *err)
 /* ---- Init / Finalize / Abort / Pcontrol ---- */
 
 static void fill_rank(pw_rank_rec *r, int state, int64_t t_fini);
+static void region_switch(int on, int64_t t);
 
 void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
 {
@@ -976,14 +985,55 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     fill_rank(&r, PW_STATE_KILLED, 0);
     pw_tables_rank(&r, st.size);
     pw_rank_set(st.rank);
+    if (st.pcontrol_early) {
+        st.pcontrol_seen = 1;
+        region_switch(!st.pcontrol_off, st.t_init_leave);
+    }
     pw_mpi_recording = !st.pcontrol_off;
     pw_debug("rank %d of %d recording", st.rank, st.size);
+}
+
+/* Opens (on) or closes the region's interval at t (ns) where that changes it. */
+static void region_switch(int on, int64_t t)
+{
+    if (on && !st.region_open) {
+        st.region_open = 1;
+        st.region_t0 = t;
+        st.region_intervals++;
+    } else if (!on && st.region_open) {
+        st.region_open = 0;
+        st.region_ns += t - st.region_t0;
+    }
+}
+
+/* Ticks of the MPI calls recorded so far (Init and Finalize excluded, as mpi_ns),
+ * every thread's. */
+static int64_t mpi_ticks_so_far(void)
+{
+    int64_t ticks = 0;
+    for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
+        size_t i = 0;
+        for (pw_site *s; (s = pw_site_next(t, &i)) != NULL;) {
+            int fn = s->fn - mpi_functions.base;
+            if (fn >= 0 && fn < PW_MPI_NFN && pw_mpi_fn_actions[fn] != PW_ACTION_init &&
+                pw_mpi_fn_actions[fn] != PW_ACTION_finalize)
+                ticks += s->total;
+        }
+    }
+    return ticks;
 }
 
 void pw_mpi_pcontrol(int level)
 {
     st.pcontrol_off = level == 0;
+    if (!st.initialized)
+        st.pcontrol_early = 1;
     if (st.initialized && !st.finalized) {
+        if (!st.pcontrol_seen) {
+            st.mpi_before_ticks = mpi_ticks_so_far();
+            st.pcontrol_seen = 1;
+        }
+        region_switch(level != 0, pw_now());
         pw_mpi_recording = !st.pcontrol_off;
         if (pw_trace_on)
             pw_trace_pcontrol(level, pw_ticks());
@@ -1002,6 +1052,9 @@ static void fill_rank(pw_rank_rec *r, int state, int64_t t_fini)
     r->t_init_leave = st.t_init_leave;
     r->t_fini_enter = t_fini;
     r->app_ns = t_fini - st.t_init_leave;
+    r->region_intervals = st.region_intervals;
+    r->region_ns =
+        st.region_ns + (st.region_open && t_fini > st.region_t0 ? t_fini - st.region_t0 : 0);
     r->offset_init_ns = st.offset_init;
     r->offset_init_err_ns = st.offset_init_err;
     r->offset_fini_ns = st.offset_fini;
@@ -1023,6 +1076,8 @@ static void sum_mpi_time(pw_local *l)
     }
     l->rank.mpi_ns = ns;
     l->rank.mpi_calls = calls;
+    if (st.region_intervals)
+        l->rank.region_mpi_ns = ns - (int64_t)((double)st.mpi_before_ticks * pw_ns_per_tick());
 }
 
 static int build_local(pw_local *l, int state, int64_t t_fini)

@@ -112,8 +112,8 @@ HIST = [
     {"rank": 0, "fn": 0, "bucket": 7, "count": 5, "bytes": 320, "total_ns": 200},
     {"rank": 1, "fn": 2, "bucket": 4, "count": 5, "bytes": 40, "total_ns": 100},
 ]
-# 2 ranks * 144 + 3 sites * 80 + 2 frames * 16 + 2 hist * 40
-DATA_BYTES = 2 * 152 + 3 * 80 + 2 * 16 + 2 * 40
+# 2 ranks * 176 + 3 sites * 80 + 2 frames * 16 + 2 hist * 40
+DATA_BYTES = 2 * 176 + 3 * 80 + 2 * 16 + 2 * 40
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_record_sizes_match_format_h():
         SITE_DTYPE.itemsize,
         FRAME_DTYPE.itemsize,
         HIST_DTYPE.itemsize,
-    ) == (152, 80, 16, 40)
+    ) == (176, 80, 16, 40)
     assert SITE_DTYPE.names[:4] == ("rank", "fn", "object", "nframes")
 
 
@@ -266,6 +266,25 @@ def test_versions_1_and_2_read_as_version_3(good, version):
     assert pf.arrays["frames"]["object"].tolist() == [0, -1]
 
 
+def test_version_4_ranks_read_without_a_region(tmp_path, monkeypatch):
+    """Before version 5 a rank record ended at table_resident (152 bytes): read with the
+    MPI_Pcontrol region's fields zero (no region), the others as written."""
+    import conftest
+
+    v4 = np.dtype([(n, RANK_DTYPE[n]) for n in RANK_DTYPE.names if not n.startswith("region_")])
+    assert v4.itemsize == 152
+    monkeypatch.setattr(conftest, "RANK_DTYPE", v4)
+    monkeypatch.setattr(conftest, "ARRAYS", (("ranks", v4),) + conftest.ARRAYS[1:])
+    old = dict(HEADER, version=4)
+    path = conftest.write_pwprof(tmp_path / "p.pwprof", old, RANKS, SITES, FRAMES)
+    r = read_profile(path).arrays["ranks"]
+    assert set(r.dtype.names) == set(RANK_DTYPE.names)
+    assert r["mpi_ns"].tolist() == [250, 400] and r["app_ns"].tolist() == [1000, 1500]
+    assert r["offset_init_ns"].tolist() == [0, -123456789]
+    for f in ("region_intervals", "region_ns", "region_mpi_ns"):
+        assert r[f].tolist() == [0, 0]
+
+
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_versions_1_to_3_name_the_mpi_io_family_io(good, version):
     """Before version 4 the MPI family of MPI_File_* calls was "io": read as "file"."""
@@ -382,11 +401,11 @@ def test_unsupported_version(tmp_path, pwprof, version):
 
 
 def test_unsupported_version_names_it(tmp_path, pwprof):
-    p = pwprof(tmp_path / "p.pwprof", {"version": 5}, RANKS)
+    p = pwprof(tmp_path / "p.pwprof", {"version": 6}, RANKS)
     with pytest.raises(
         FormatError,
-        match=r"version 5 is not supported \(this perfweave "
-        r"reads \(1, 2, 3, 4\)\)",
+        match=r"version 6 is not supported \(this perfweave "
+        r"reads \(1, 2, 3, 4, 5\)\)",
     ):
         read_profile(p)
 

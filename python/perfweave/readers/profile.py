@@ -33,8 +33,27 @@ class ProfileFile:
 _FIELD_TYPE = re.compile(r"[<|]?[iuf][1248]")
 
 
+def with_zero_fields(a, dtype):
+    """a's records with the fields of dtype it lacks (fields of a later version, such as
+    the ranks' region_* of version 5) added after its own, zero."""
+    missing = [(n, dtype[n]) for n in dtype.names if n not in (a.dtype.names or ())]
+    if not missing:
+        return a
+    out = np.zeros(len(a), np.dtype(a.dtype.descr + missing))
+    for name in a.dtype.names or ():
+        out[name] = a[name]
+    return out
+
+
 def _upgrade_arrays(header, arrays):
-    """Sites' and frames' loaded object, "module" before version 3, as "object"."""
+    """Ranks without the MPI_Pcontrol region's fields (before version 5) get them, zero
+    (no region); sites' and frames' loaded object, "module" before version 3, as
+    "object"."""
+    from perfweave.dtypes import RANK_DTYPE
+
+    ranks = arrays.get("ranks")
+    if header["version"] < 5 and ranks is not None and ranks.dtype.names:
+        arrays["ranks"] = with_zero_fields(ranks, RANK_DTYPE)
     if header["version"] >= 3:
         return
     for name in ("sites", "frames"):

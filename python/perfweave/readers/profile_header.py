@@ -11,8 +11,9 @@ from perfweave.readers.names import renamed_families
 MAGIC = FILES["profile"].magic
 # 1: counts without inside_ns/before_ns; 1 and 2: loaded objects named "modules", the
 # MPI library in mpi_library and mpi_flavor; 1 to 3: the MPI family "file" named "io"
-# (read as version 4 says them: _upgrade)
-SUPPORTED_VERSIONS = (1, 2, 3, FILES["profile"].version)
+# (read as version 4 says them: _upgrade); 1 to 4: ranks without the MPI_Pcontrol
+# region's fields (zero: readers/profile.py _upgrade_arrays)
+SUPPORTED_VERSIONS = (1, 2, 3, 4, FILES["profile"].version)
 HEADER_SCHEMA = {
     "partial": bool,
     "world_size": int,

@@ -11,6 +11,8 @@ from perfweave.errors import FormatError
 from perfweave.readers.files import PROCESS_HEAD, check, read_json, short
 
 KIND = FILES["tables"]
+# 1: the rank record before the profile's version 5 (readers/tables.py reads both)
+VERSIONS = (1, KIND.version)
 SCHEMA = {
     **PROCESS_HEAD,
     "world_size": int,
@@ -42,7 +44,7 @@ def read_description(path):
     doc = check(read_json(path, "call-site tables description"), SCHEMA, path, "description")
     if doc.get("format") != KIND.magic:
         raise FormatError(f"{path}: not a perfweave call-site tables description")
-    if doc.get("version") != KIND.version:
+    if doc.get("version") not in VERSIONS:
         raise FormatError(
             f"{path}: tables format version {short(doc.get('version'))} not supported"
         )

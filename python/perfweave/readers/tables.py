@@ -26,12 +26,14 @@ from perfweave.dtypes import (
 )
 from perfweave.readers.files import SparseFile
 from perfweave.readers.profile import MAGIC as PROFILE_MAGIC
-from perfweave.readers.profile import ProfileFile, check_arrays
-from perfweave.readers.table_description import KIND, read_description
+from perfweave.readers.profile import ProfileFile, check_arrays, with_zero_fields
+from perfweave.readers.table_description import KIND, VERSIONS, read_description
 
 HEAD = RECORDS["tables_head"]
 BLOCK = RECORDS["table_block"]
 SLOT = RECORDS["table_site"]
+# version 1's rank record: the profile's before its version 5 (no MPI_Pcontrol region)
+RANK_V1 = np.dtype([(n, RANK_DTYPE[n]) for n in RANK_DTYPE.names if not n.startswith("region_")])
 KILLED = STATES.index("killed")
 
 
@@ -53,9 +55,10 @@ def read_tables(path, doc=None):
     bad = _bad_head(head, doc, f.size)
     if bad:
         raise FormatError(f"{data}: corrupt ({bad})")
-    rank = np.frombuffer(
-        f[HEAD.itemsize : HEAD.itemsize + RANK_DTYPE.itemsize].tobytes(), RANK_DTYPE
-    ).copy()
+    rdt = RANK_DTYPE if head["version"] == KIND.version else RANK_V1
+    rank = with_zero_fields(
+        np.frombuffer(f[HEAD.itemsize : HEAD.itemsize + rdt.itemsize].tobytes(), rdt), RANK_DTYPE
+    )
     slot = _slot_dtype(head)
     nfn = len(doc["functions"])
     tables, hist, lasts, dropped = [], np.zeros((nfn, HIST_BUCKETS, 3), np.int64), [], 0
@@ -102,7 +105,7 @@ def read_tables(path, doc=None):
 
 def _bad_head(head, doc, size):
     """What is wrong with a tables file's head, or None."""
-    if head["magic"] != TABLES_MAGIC_NUMBER or head["version"] != KIND.version:
+    if head["magic"] != TABLES_MAGIC_NUMBER or head["version"] not in VERSIONS:
         return "not a tables file of this version"
     if head["pid"] != doc["pid"]:
         return f"pid {head['pid']}, its description says {doc['pid']}"
@@ -224,6 +227,8 @@ def _profile(data, doc, head, rank, tables, hist, lasts, dropped):
         mine = np.isin(sites["fn"], ids)
         r["mpi_ns"], r["mpi_calls"] = sites["total_ns"][mine].sum(), sites["count"][mine].sum()
     r["sites_dropped"] = dropped
+    # the record as the rank left it: its MPI_Pcontrol region not complete, unknown
+    r["region_intervals"] = r["region_ns"] = r["region_mpi_ns"] = 0
     r["table_capacity"] = doc.get("max_callsites", 0)
     r["table_bytes"] = len(tables) * int(head["nslots"]) * int(head["entry_size"])
     header = {
