@@ -55,6 +55,22 @@ def _stack_ids(profile):
     return ids, stacks
 
 
+def _region(ranks):
+    """The MPI_Pcontrol region of interest (profile version 5: docs/pop.md): the most
+    intervals a rank opened, the longest rank's region and app time (s); None when no
+    rank marked one."""
+    if (
+        "region_intervals" not in (ranks.dtype.names or ())
+        or not (ranks["region_intervals"] > 0).any()
+    ):
+        return None
+    return {
+        "intervals": int(ranks["region_intervals"].max()),
+        "region_s": float(ranks["region_ns"].max()) / 1e9,
+        "app_s": float(ranks["app_ns"].max()) / 1e9,
+    }
+
+
 def analyze(profile, top=20, symbolizer=None):
     symbolizer = symbolizer or Symbolizer()
     ranks = profile.ranks[profile.ranks["rank"] >= 0] if profile.mpi else profile.ranks
@@ -294,6 +310,7 @@ def analyze(profile, top=20, symbolizer=None):
         "outside_mpi_s": stats(outside_s),
         "outside_mpi_pct": stats(np.where(app_s > 0, 100.0 - mpi_pct, 0.0) if nranks else []),
         "init_s": stats(init),
+        "region": _region(ranks),
         "total_app_s": total_app,
         "total_mpi_s": total_mpi,
         "per_rank": per_rank,
@@ -463,6 +480,8 @@ class MpiProfileResult:
     message_sizes: np.ndarray
     sites_dropped: int
     top: int
+    # the MPI_Pcontrol region (_region: intervals, region_s, app_s); None: none marked
+    region: dict = None
     layout: dict = field(default_factory=dict, repr=False)  # each table's keys in the JSON
 
     @classmethod

@@ -679,6 +679,61 @@ def analyze(
     return result
 
 
+NEEDS_TRACE = "needs --trace"
+
+
+def from_profile(profile, experiment=""):
+    """PopResult of an experiment without a trace, from its profile's rank records
+    (readers/profile.py ProfileFile): per rank, the useful time is the region's time
+    less its MPI time there (region_ns - region_mpi_ns where the program marked a
+    region, else app_ns - mpi_ns), so LB and CommE, not SerE and TE (no ideal runtime
+    without the calls' order). The runtime is the longest rank's region where marked
+    (the trace's, the union of every rank's intervals, is longer by the ranks' skew at
+    the marks), else from the first MPI_Init return to the last MPI_Finalize entry on
+    rank 0's clock, as the trace's."""
+    r = profile.arrays["ranks"]
+    r = np.sort(r[r["rank"] >= 0], order="rank")
+    marked = r["region_intervals"] > 0
+    notes = []
+    if marked.any():
+        if not marked.all():
+            notes.append(
+                f"{int((~marked).sum())} rank(s) marked no MPI_Pcontrol region: their "
+                "region is MPI_Init .. MPI_Finalize"
+            )
+        span = np.where(marked, r["region_ns"], r["app_ns"])
+        mpi = np.where(marked, r["region_mpi_ns"], r["mpi_ns"])
+        T = int(span.max())
+    else:
+        span, mpi = r["app_ns"], r["mpi_ns"]
+        complete = r["state"] == 0
+        end = r["t_fini_enter"] - np.where(complete, r["offset_fini_ns"], r["offset_init_ns"])
+        T = int(end.max() - (r["t_init_leave"] - r["offset_init_ns"]).min()) if len(r) else 0
+    if (r["nthreads"] > 1).any():
+        notes.append(
+            "the profile sums a rank's threads' MPI time: one location per rank "
+            "(the trace has one per thread)"
+        )
+    notes.append(
+        "from the profile (no trace): SerE and TE n/a (the ideal runtimes need --trace); "
+        "I/O outside MPI counts as useful time"
+    )
+    useful = np.maximum(span - mpi, 0).astype(np.int64)
+    mul, add = factors(useful, T, None)
+    blank = {"t_ideal_ns": None, "multiplicative": {}, "additive": {}, "note": NEEDS_TRACE}
+    return PopResult(
+        experiment=str(experiment),
+        ranks=len(r),
+        region=Region({}, bool(marked.any()), T),
+        locations=[(int(k), 0) for k in r["rank"].tolist()],
+        useful_ns=useful,
+        ideal={"replay": dict(blank), "critical_path": dict(blank)},
+        mul=mul,
+        add=add,
+        notes=notes,
+    )
+
+
 PMU_EVENTS = {"instructions": "PAPI_TOT_INS", "cycles": "PAPI_TOT_CYC"}
 
 

@@ -99,6 +99,14 @@ def analyze_one(exp, args, with_replay=True):
     if not exp.is_dir():
         raise PerfweaveError(f"{exp}: no such experiment directory")
     read_meta(exp)
+    if not (exp / "traces").exists():
+        # LB and CommE from the profile's regions; the ideal runtimes need the trace
+        profile = _profile(exp)
+        if profile is None:
+            raise PerfweaveError(f"{exp}: no trace and no readable profile")
+        result = pop.from_profile(profile, exp)
+        result.counters = pop.useful_counters(profile)
+        return result
     graph = eventgraph.load_graph(exp)
     what_if = None
     if with_replay:

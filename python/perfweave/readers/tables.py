@@ -57,7 +57,8 @@ def read_tables(path, doc=None):
         raise FormatError(f"{data}: corrupt ({bad})")
     rdt = RANK_DTYPE if head["version"] == KIND.version else RANK_V1
     rank = with_zero_fields(
-        np.frombuffer(f[HEAD.itemsize : HEAD.itemsize + rdt.itemsize].tobytes(), rdt), RANK_DTYPE
+        np.frombuffer(f[HEAD.itemsize : HEAD.itemsize + rdt.itemsize].tobytes(), rdt).copy(),
+        RANK_DTYPE,
     )
     slot = _slot_dtype(head)
     nfn = len(doc["functions"])

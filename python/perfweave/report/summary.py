@@ -91,3 +91,15 @@ def mpi_share(m):
         f"{p['mean']:.1f} % mean, {p['min']:.1f} % min, {p['max']:.1f} % max "
         "of each rank's app time"
     )
+
+
+def region(m):
+    """The MPI_Pcontrol region of interest (the MPI profile m), or None without one."""
+    g = m.get("region")
+    if not g:
+        return None
+    n = g["intervals"]
+    return (
+        f"MPI_Pcontrol, {n} interval{'s' if n != 1 else ''}, {duration(g['region_s'])} "
+        f"of {duration(g['app_s'])} (longest rank's)"
+    )

@@ -12,7 +12,9 @@
  * and the end of the other (outer); each MPI call lies within the program's readings around it. It prints
  *   rank R inner_ns I outer_ns O mpi_ns M before_ns B calls N
  * (M: its time around its MPI calls in the region; B: around those before the first
- * MPI_Pcontrol; N: the region's MPI calls). */
+ * MPI_Pcontrol; N: the region's MPI calls) and, for each interval I, its readings
+ *   rank R interval I open O in N out X closed C
+ * (ns: before MPI_Pcontrol(1), after it, before MPI_Pcontrol(0), after it). */
 #include "spin.h"
 #include <math.h>
 #include <mpi.h>
@@ -66,8 +68,11 @@ int main(int argc, char **argv)
         int64_t t_out = now_ns();
         if (marks)
             MPI_Pcontrol(0);
-        outer += now_ns() - t_open;
+        int64_t t_closed = now_ns();
+        outer += t_closed - t_open;
         inner += t_out - t_in;
+        printf("rank %d interval %d open %lld in %lld out %lld closed %lld\n", rank, it,
+               (long long)t_open, (long long)t_in, (long long)t_out, (long long)t_closed);
     }
     printf("rank %d inner_ns %lld outer_ns %lld mpi_ns %lld before_ns %lld calls %d\n", rank,
            (long long)inner, (long long)outer, (long long)mpi, (long long)before,

@@ -107,6 +107,8 @@ class Run(Section):
                     fit_line(f"  MPI        {lib}{runtime}", width, keep=len(runtime), head=13)
                 )
             out.append(f"  app time   {summary.app_time(m)}")
+            if roi := summary.region(m):
+                out += wrap_line("region", f"of interest: {roi}", width)
             if startup := summary.startup(data):
                 out += wrap_line("start-up", startup, width)
         else:
@@ -139,6 +141,8 @@ class Run(Section):
                 ("app time", summary.app_time(m)),
                 ("time in MPI", summary.mpi_share(m)),
             ]
+            if roi := summary.region(m):
+                facts.append(("region of interest", roi))
         for label, text in (
             ("start-up", summary.startup(data)),
             ("time split", summary.time_split(data)),
