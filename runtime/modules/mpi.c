@@ -971,20 +971,25 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
             *v = ' ';
     pw_objects_refresh();
     clock_offsets(&st.offset_init, &st.offset_init_err);
-    if (pw_opt.trace) {
-        pw_trace_clock clock = {
-            st.offset_init, st.offset_init_err, st.offset_init, st.offset_init_err, t1, pw_now()};
-        pw_trace_start(st.rank, st.size, pre.world, &clock);
-    }
+    if (pw_opt.trace)
+        pw_trace_start(st.rank, st.size, pre.world);
     record(fn, pw_mpi_fn_family[fn], ra, pw_ticks(),
            (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
+    /* What the rank leaves should it end without saving (its record in the tables file,
+     * the trace's description): their application time starts once the set-up above is
+     * done (the clock exchanges: milliseconds), before their own writing (tenths of a
+     * millisecond, and the tables' renaming by pw_rank_set). */
+    st.t_init_leave = pw_now();
+    pw_rank_rec r;
+    fill_rank(&r, PW_STATE_KILLED, 0);
+    pw_tables_rank(&r, st.size);
+    pw_trace_clock clock = {st.offset_init,     st.offset_init_err, st.offset_init,
+                            st.offset_init_err, st.t_init_leave,    pw_now()};
+    pw_trace_running(&clock);
+    pw_rank_set(st.rank);
     st.t_init_leave = pw_now(); /* the application's time starts now, and so do the */
     if (app_begin)              /* modules' baselines (counts "before" the first call) */
         app_begin();
-    pw_rank_rec r; /* the rank's record, should it end without saving */
-    fill_rank(&r, PW_STATE_KILLED, 0);
-    pw_tables_rank(&r, st.size);
-    pw_rank_set(st.rank);
     if (st.pcontrol_early) {
         st.pcontrol_seen = 1;
         region_switch(!st.pcontrol_off, st.t_init_leave);

@@ -742,7 +742,7 @@ void pw_trace_pcontrol(int level, int64_t t)
 
 static void write_meta(int state, const pw_trace_clock *clock);
 
-void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *clock)
+void pw_trace_start(int rank, int size, MPI_Comm world)
 {
 #define PM(name) pm.name = pw_mpi_real("PMPI_" #name)
     PM(Comm_group);
@@ -774,9 +774,14 @@ void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *cl
     define_comm(world, -1); /* id 0 */
     unlock();
     pw_trace_on = 1;
-    /* what a rank killed outright leaves besides its records: its functions, clock
-     * and MPI_COMM_WORLD, in state "running" (replaced when the rank ends) */
-    write_meta(-1, clock);
+}
+
+/* What a rank killed outright leaves besides its records: its functions, clock and
+ * MPI_COMM_WORLD, in state "running" (replaced when the rank ends). */
+void pw_trace_running(const pw_trace_clock *clock)
+{
+    if (pw_trace_on)
+        write_meta(-1, clock);
 }
 
 void pw_trace_end(int state, const pw_trace_clock *clock)

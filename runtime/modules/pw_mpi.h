@@ -139,7 +139,9 @@ MPI_Status *pw_trace_statuses(int n); /* room for statuses the program ignores *
 typedef struct pw_trace_clock {
     int64_t offset_init, offset_init_err, offset_fini, offset_fini_err, t_init, t_fini;
 } pw_trace_clock;
-void pw_trace_start(int rank, int size, MPI_Comm world, const pw_trace_clock *clock);
+void pw_trace_start(int rank, int size, MPI_Comm world);
+/* The rank's description while it runs; clock->t_init: the application's start. */
+void pw_trace_running(const pw_trace_clock *clock);
 void pw_trace_before(int action, const pw_args *a);
 void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, int64_t sent,
                    int64_t recv);
