@@ -5,11 +5,13 @@ expected metrics are derived from those numbers of the same run."""
 import json
 import re
 import subprocess
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 from harness import PERFWEAVE
 
+from perfweave.clock import to_ns
 from perfweave.readers import trace as rt
 from perfweave.dtypes import EVENT_TYPES
 
@@ -29,26 +31,57 @@ def shaped(value, construction, without):
 
 
 # A rank preempted between its own clock reading and the wrapper's (the call's enter or
-# leave) moves that time between useful and MPI in one account and not the other: seen
-# 4 ms in a run; the useful time per rank is compared within USEFUL_S.
-USEFUL_S = 0.006
+# leave) moves that time between useful and MPI in one account and not the other (seen
+# 4 ms in a run; SerE 0.824 for the program's 0.807 beside two busy loops). The program's
+# readings bracket the tool's: around each MPI call it reads its clock before the
+# wrapper's enter and after its leave, and around each MPI_Pcontrol before and after the
+# tool's mark. So a burst of the tool's useful time holds the program's, and a rank's
+# useful time exceeds its own account by at most
+#   excess = (its time around its region's calls - the tool's time in them, from the
+#             trace) + its time around its MPI_Pcontrol calls,
+# both measured in the same run; the critical path by at most the ranks' excesses
+# summed (a path holds each rank's bursts once at most), and the region's span by the
+# marks at its two ends. The metrics are checked within TOL of the bounds these give.
+EPS_S = 2e-5  # the program prints microseconds; the tool converts ticks at a measured rate
 
 
 def measured(stderr):
-    """{rank: (useful, clock, elapsed, first, last)} that the program printed (its
-    account of the region, seconds)."""
+    """{rank: (useful, clock, elapsed, first, last, calls, marks)} that the program
+    printed (its account of the region, seconds)."""
     out = {}
     num = r"([\d.-]+)"
-    pat = rf"rank (\d+) useful {num} clock {num} elapsed {num} first {num} last {num}"
+    pat = (
+        rf"rank (\d+) useful {num} clock {num} elapsed {num} first {num} last {num} "
+        rf"calls {num} marks {num}"
+    )
     for m in re.finditer(pat, stderr):
-        out[int(m.group(1))] = tuple(float(m.group(i)) for i in range(2, 7))
+        out[int(m.group(1))] = tuple(float(m.group(i)) for i in range(2, 9))
     return out
+
+
+def traced_call_time(exp, rank):
+    """The tool's time in the rank's MPI calls inside its region (s, from its trace)."""
+    rd = rt.read_rank(exp, rank)
+    ev = rd.records
+    pc = ev[ev["type"] == EVENT_TYPES["PCONTROL"]]
+    calls = ev[ev["type"] == EVENT_TYPES["CALL"]]
+    t0 = calls["t0"].astype(np.int64)
+    t1 = calls["t1"].astype(np.int64)  # (its end)
+    inside = np.zeros(len(calls), bool)
+    opened = None
+    for t, level in zip(pc["t0"].tolist(), pc["tag"].tolist()):
+        if level != 0 and opened is None:
+            opened = t
+        elif level == 0 and opened is not None:
+            inside |= (t0 >= opened) & (t0 < t)
+            opened = None
+    return float((to_ns(rd.meta, t1[inside]) - to_ns(rd.meta, t0[inside])).sum()) / 1e9
 
 
 def pop_of(mpi, build, run_pw, case, ranks):
     """perfweave pop's JSON of the case, and what the program measured as arrays: useful
     time and clock per rank, the region's span over all ranks (the ranks share one
-    host's CLOCK_MONOTONIC; one interval)."""
+    host's CLOCK_MONOTONIC; one interval), and each rank's excess (above)."""
     prog = build(mpi, "pop_cases.c")
     r = run_pw(mpi.launch(ranks) + [prog, case, T_MS], options=["--trace"])
     p = subprocess.run(
@@ -57,8 +90,21 @@ def pop_of(mpi, build, run_pw, case, ranks):
     assert p.returncode == 0, p.stderr
     own = measured(r.proc.stderr)
     assert sorted(own) == list(range(ranks)), r.proc.stderr
-    u, c, _, f, last = (np.array([own[k][i] for k in range(ranks)]) for i in range(5))
-    return json.loads(p.stdout), u, c, last.max() - f.min(), r
+    u, c, _, f, last, calls, marks = (np.array([own[k][i] for k in range(ranks)]) for i in range(7))
+    tool_calls = np.array([traced_call_time(r.exp, k) for k in range(ranks)])
+    # the wrapper's time lies within the program's around each call
+    assert (tool_calls <= calls * (1 + 1e-4) + EPS_S).all(), (tool_calls, calls)
+    excess = Excess(calls - tool_calls + marks, marks)
+    return json.loads(p.stdout), u, c, last.max() - f.min(), r, excess
+
+
+@dataclass
+class Excess:
+    """Per rank, what the tool's useful time may exceed the program's by (s), and the
+    time around its MPI_Pcontrol marks (the region's ends may move by that much)."""
+
+    useful: np.ndarray
+    marks: np.ndarray
 
 
 def factor(doc, key, ideal="critical_path", variant="multiplicative"):
@@ -66,28 +112,37 @@ def factor(doc, key, ideal="critical_path", variant="multiplicative"):
     return v if v is not None else doc["ideal"][ideal][variant][key]
 
 
-def check(doc, u, c, elapsed=None):
+def within(value, lo, hi, what):
+    assert lo - TOL <= value <= hi + TOL, f"{what} {value} not in [{lo}, {hi}] +- {TOL}"
+
+
+def check(doc, u, c, x, elapsed=None):
     """The factors against the program's own account: LB = mean/max useful, SerE = max
     useful / max clock, TE = max clock / elapsed; the ideal runtime both ways (the
-    program's clock is the critical path; on an ideal network, the replay's too)."""
-    assert doc["useful"]["seconds"] == pytest.approx(list(u), abs=USEFUL_S)
-    assert factor(doc, "load_balance") == pytest.approx(u.mean() / u.max(), abs=TOL)
+    program's clock is the critical path; on an ideal network, the replay's too), each
+    within the bounds the excesses x give."""
+    got = np.array(doc["useful"]["seconds"])
+    assert (got >= u - EPS_S).all() and (got <= u + x.useful + EPS_S).all(), (got, u, x.useful)
+    hi_u, lo_u = u + x.useful + EPS_S, np.maximum(u - EPS_S, 0)
+    within(factor(doc, "load_balance"), lo_u.mean() / hi_u.max(), hi_u.mean() / lo_u.max(), "LB")
+    c_lo, c_hi = c.max() - EPS_S, c.max() + x.useful.sum() + EPS_S
     for ideal in ("critical_path", "replay"):
         se = factor(doc, "serialisation_efficiency", ideal)
-        assert se == pytest.approx(u.max() / c.max(), abs=TOL)
+        within(se, lo_u.max() / c_hi, hi_u.max() / c_lo, f"SerE ({ideal})")
     assert doc["region"]["marked"]
     if elapsed is not None:
-        assert doc["region"]["runtime_s"] == pytest.approx(elapsed, rel=TOL)
+        t_lo, t_hi = elapsed - EPS_S, elapsed + 2 * x.marks.max() + EPS_S
+        assert t_lo * (1 - TOL) <= doc["region"]["runtime_s"] <= t_hi * (1 + TOL)
         for ideal in ("critical_path", "replay"):
             te = factor(doc, "transfer_efficiency", ideal)
-            assert te == pytest.approx(c.max() / elapsed, abs=TOL)
+            within(te, c_lo / t_hi, c_hi / t_lo, f"TE ({ideal})")
 
 
 def test_late_sender_pair(mpi, build, run_pw):
     """Rank 0 computes 5T and sends, rank 1 computes T and receives: LB = 0.6, and the
     critical path is rank 0's computation: SerE ~ 1, TE ~ 1."""
-    doc, u, c, e, _ = pop_of(mpi, build, run_pw, "sendrecv", 2)
-    check(doc, u, c, e)
+    doc, u, c, e, _, x = pop_of(mpi, build, run_pw, "sendrecv", 2)
+    check(doc, u, c, x, e)
     assert shaped(u.mean() / u.max(), 0.6, 1.0)  # the program did its part
     assert shaped(u.max() / c.max(), 1.0, 0.5)
 
@@ -95,15 +150,15 @@ def test_late_sender_pair(mpi, build, run_pw):
 def test_pipeline(mpi, build, run_pw):
     """4 ranks, rank k waits for k-1 in every iteration: the critical path holds every
     rank's computation, SerE = 1/4."""
-    doc, u, c, e, _ = pop_of(mpi, build, run_pw, "pipeline", 4)
-    check(doc, u, c, e)
+    doc, u, c, e, _, x = pop_of(mpi, build, run_pw, "pipeline", 4)
+    check(doc, u, c, x, e)
     assert shaped(u.max() / c.max(), 0.25, 1.0)
 
 
 def test_broadcast_serialises_root_and_others(mpi, build, run_pw):
     """The root computes before MPI_Bcast, the others after: SerE = T / 2T."""
-    doc, u, c, e, _ = pop_of(mpi, build, run_pw, "bcast", 4)
-    check(doc, u, c, e)
+    doc, u, c, e, _, x = pop_of(mpi, build, run_pw, "bcast", 4)
+    check(doc, u, c, x, e)
     assert shaped(u.max() / c.max(), 0.5, 1.0)
 
 
@@ -112,14 +167,14 @@ def test_pcontrol_region(mpi, build, run_pw):
     outside: LB = P / (2P-1) in the region; the trace holds every rank's Pcontrol calls
     with their levels."""
     P = 4
-    doc, u, c, _, r = pop_of(mpi, build, run_pw, "pcontrol", P)  # (runtime: a union)
+    doc, u, c, _, r, x = pop_of(mpi, build, run_pw, "pcontrol", P)  # (runtime: a union)
     for k in range(P):
         ev = rt.read_rank(r.exp, k).records
         pc = ev[ev["type"] == EVENT_TYPES["PCONTROL"]]
         assert pc["tag"].tolist() == [0, 1, 0, 1, 0]  # the warm-up's, then the region's
     assert doc["region"]["marked"]
     assert [len(v) for v in doc["region"]["intervals"].values()] == [2] * P
-    check(doc, u, c)
+    check(doc, u, c, x)
     assert shaped(u.mean() / u.max(), P / (2 * P - 1), 1.0)
     # the ideal run keeps the Pcontrol levels where they fall in its computation: its
     # region is marked again, holds the same useful time (same load balance), and lies
@@ -147,9 +202,9 @@ def test_pcontrol_region(mpi, build, run_pw):
 def test_exchange_transfer_efficiency(mpi, build, run_pw):
     """Balanced ranks exchanging 64 MiB per iteration: on an ideal network only the
     useful time is left, TE = T_ideal / T within 2 % (T_ideal: the program's clock)."""
-    doc, u, c, e, _ = pop_of(mpi, build, run_pw, "exchange", 2)
+    doc, u, c, e, _, x = pop_of(mpi, build, run_pw, "exchange", 2)
     assert c.max() / e < 0.9  # the transfers take time: TE is not 1 by accident
-    check(doc, u, c, e)
+    check(doc, u, c, x, e)
     for ideal in ("critical_path", "replay"):
         te = factor(doc, "transfer_efficiency", ideal)
         assert te == pytest.approx(c.max() / e, rel=0.02)

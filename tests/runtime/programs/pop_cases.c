@@ -10,9 +10,11 @@
  * critical path (OTF-CPT's: every message carries the sender's clock, a receive takes
  * the max of the two, a collective the max of its members' clocks at their entry). It
  * prints on stderr
- *   rank R useful U clock C elapsed E first F last L
+ *   rank R useful U clock C elapsed E first F last L calls M marks P
  * (seconds; E: its time in the region; F, L: CLOCK_MONOTONIC when it entered the region
- * first and left it last), so that the expected metrics follow from the run's own
+ * first and left it last; M: its time around its MPI calls in the region, P: around its
+ * MPI_Pcontrol calls, which bound where the tool's readings can differ from its own:
+ * tests/runtime/test_pop_runs.py), so that the expected metrics follow from the run's own
  * clocks whatever the machine's load: LB = mean U / max U, SerE = max U / max C, and
  * with one interval TE = max C / (max L - min F), the region of all ranks.
  *
@@ -45,6 +47,8 @@ static double now(void)
 volatile double sink;
 static double useful, clk, last, elapsed; /* this rank's account (seconds) */
 static double first = -1, final;           /* the region's first and last instants */
+/* its time around its MPI calls in the region, and around its MPI_Pcontrol marks */
+static double calls, marks, entered;
 static int in_region;
 
 static void compute(double seconds)
@@ -63,9 +67,15 @@ static void enter(void)
         useful += t - last;
         clk += t - last;
     }
+    entered = t;
 }
 
-static void leave(void) { last = now(); }
+static void leave(void)
+{
+    last = now();
+    if (in_region)
+        calls += last - entered;
+}
 
 static void take(double other)
 {
@@ -92,7 +102,8 @@ static void pcontrol(int level)
     }
     in_region = level != 0;
     MPI_Pcontrol(level);
-    leave();
+    last = now();
+    marks += last - entered;
     since = last;
     if (in_region && first < 0)
         first = since;
@@ -217,7 +228,9 @@ int main(int argc, char **argv)
     free(out);
     free(in);
     MPI_Finalize();
-    fprintf(stderr, "rank %d useful %.6f clock %.6f elapsed %.6f first %.6f last %.6f\n", rank,
-            useful, clk, elapsed, first, final);
+    fprintf(stderr,
+            "rank %d useful %.6f clock %.6f elapsed %.6f first %.6f last %.6f calls %.6f "
+            "marks %.6f\n",
+            rank, useful, clk, elapsed, first, final, calls, marks);
     return 0;
 }
