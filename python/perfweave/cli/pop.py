@@ -1,4 +1,5 @@
-"""perfweave pop: the POP efficiency metrics of a traced experiment (docs/pop.md)."""
+"""perfweave pop: the POP efficiency metrics of a traced experiment, or from its profile
+without a trace (docs/pop.md)."""
 
 import json
 import math
@@ -48,7 +49,8 @@ def setup_parser(sub):
         "Serialisation x Transfer Efficiency, with the ideal runtime from the replay on "
         "an ideal network and from the critical path of useful computation, "
         "multiplicative and additive, and scaling against reference experiments REF "
-        "(the first is the baseline).",
+        "(the first is the baseline). Without a trace: Load Balance and Communication "
+        "Efficiency from the profile's regions, SerE and TE n/a.",
         usage="perfweave pop [--json] [--weak] [--eager-limit N] [--latency S] "
         "[--bandwidth B] [--ideal-trace DIR] EXP [REF ...]",
     )
