@@ -543,7 +543,9 @@ def process_useful(result):
 def add_references(result, refs, weak=False, counters=None):
     """Scaling factors of result against reference PopResults (the first is the
     baseline; docs/pop.md). counters: {experiment: {"instructions", "cycles"}} of
-    useful time where measured; without them the PMU factors are NO_PMU."""
+    useful time where measured; without them the PMU factors are NO_PMU. Where result
+    has sampled thread factors (result.threads set), also the MPI+OpenMP scaling
+    (pop_threads.hybrid_scaling) against the baseline's."""
     if not refs:
         return result
     base = refs[0]
@@ -553,6 +555,7 @@ def add_references(result, refs, weak=False, counters=None):
             "experiment": r.experiment,
             "ranks": r.ranks,
             "useful_total_s": int(r.useful_ns.sum()) / 1e9,
+            "threads": r.threads,
         }
         for r in refs
     ]
@@ -574,4 +577,10 @@ def add_references(result, refs, weak=False, counters=None):
     pe = result.mul.get("parallel_efficiency")
     if cs is not None and pe is not None:
         out["global_efficiency"] = pe * cs
+    if result.threads is not None:  # sampled thread factors were asked for
+        from perfweave.analysis.pop_threads import hybrid_scaling
+
+        out["hybrid"] = hybrid_scaling(
+            result.threads, process_useful(result), base.threads, process_useful(base), weak
+        )
     return result
