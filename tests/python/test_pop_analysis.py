@@ -333,9 +333,9 @@ def test_useful_counters_of_a_profile_without_them():
     assert pop.useful_counters(P()) == {"instructions": 15, "cycles": 30}
 
 
-def graph_of(ranks):
+def graph_of(ranks, **kw):
     return eg.from_trace(
-        Trace.from_literal({k: [("MPI_Init", 0, 0, [])] + v for k, v in ranks.items()})
+        Trace.from_literal({k: [("MPI_Init", 0, 0, [])] + v for k, v in ranks.items()}, **kw)
     )
 
 
@@ -372,6 +372,27 @@ def test_numpy_fallback_gives_the_same_path(case):
     c, n = critical_path(g), critical_path(g, use_c=False)
     assert c[0] == n[0] == expect * MS
     assert c[1].tolist() == n[1].tolist() and c[2] is None
+
+
+def test_active_target_epoch_in_the_critical_path():
+    """Rank 0 computes 10, starts an access epoch, computes 10, puts, computes 10 and
+    completes; rank 1 computes 500, posts, computes 10 and waits. The complete waits for
+    the post's clock (500), the wait for the complete's (30): the path is 510, with
+    either kernel."""
+
+    def wsync(fn, b, e, group=-1):
+        d = dict(type="WSYNC", win=0, comm=0) | ({"group": group} if group >= 0 else {})
+        return (fn, b * MS, e * MS, [d])
+
+    put = ("MPI_Put", 30 * MS, 40 * MS, [dict(type="RMA", win=0, comm=0, peer=1, bytes=4)])
+    ranks = {
+        0: [wsync("MPI_Win_start", 10, 20, 0), put, wsync("MPI_Win_complete", 50, 900)],
+        1: [wsync("MPI_Win_post", 500, 510, 1), wsync("MPI_Win_wait", 520, 2000)],
+    }
+    g = graph_of(ranks, windows=[0], groups=[[1], [0]])
+    assert len(g.rma_sync["a"]) == 2
+    c, n = critical_path(g), critical_path(g, use_c=False)
+    assert c[0] == n[0] == 510 * MS and c[1].tolist() == n[1].tolist() == [500 * MS, 510 * MS]
 
 
 def test_long_ping_pong_in_one_pass():
