@@ -267,7 +267,8 @@ def critical_path(graph, u, tail, use_c=True):
     length, the clock at each location's end, None), or (None, None, why) when the
     dependencies form a cycle: a call would wait for a clock its own location reaches
     only after it (a collective this reading takes as synchronising that the program
-    relied on not to be, such as MPI_Scan before a receive its lower ranks feed)."""
+    relied on not to be: a rank that receives, before its MPI_Scan, what a lower rank
+    sends after its own)."""
     from perfweave.analysis.replay import call_chains
 
     n = len(graph.calls["t0"])
