@@ -258,3 +258,34 @@ def test_a_broadcast_orders_each_rank_against_its_root_not_two_others():
     per = res.costs[("barrier", "short")]
     assert {r for _, r in per} == {2}
     assert sum(per.values()) == pytest.approx(1095)
+
+
+@pytest.mark.parametrize("mu", [10_000, 0])
+def test_root_causes_on_corrected_times_are_those_of_the_unskewed_trace(mu):
+    """test_clock_condition's skewed trace (rank 1's clock 5 ms behind): with
+    --correct-clocks the root causes are computed on the corrected times. With the true
+    latency as minimum (10 us) the correction restores every time the root causes use,
+    so they equal the unskewed trace's to the ns; with 0 it leaves rank 1 10 us early
+    after each receive, which each wait between the two ranks carries once per
+    iteration (test_wait_states_on_corrected_times): N x 10 us per metric and rank at
+    most. Uncorrected, rank 0 seems to enter each barrier last and the critical path
+    never leaves it."""
+    from test_clock_condition import LAT, N, SKEW, skewed
+
+    metrics = ("delay_latesender", "delay_barrier", "critical_path", "delay_savings")
+
+    def per_rank(res):
+        return {m: {r: round(v * 1e9) for r, v in res.per_rank(m).items()} for m in metrics}
+
+    true = per_rank(analyze_trace(Trace.from_literal(skewed(0))))
+    assert set(true["delay_barrier"]) == {1} and set(true["critical_path"]) == {0, 1}
+    fixed = per_rank(
+        analyze_trace(Trace.from_literal(skewed(SKEW)), correct_clocks=True, min_latency_ns=mu)
+    )
+    bound = N * (LAT - mu)
+    for m in metrics:
+        assert set(fixed[m]) == set(true[m]), m
+        for r, v in true[m].items():
+            assert abs(fixed[m][r] - v) <= bound, (m, r)
+    raw = per_rank(analyze_trace(Trace.from_literal(skewed(SKEW))))
+    assert set(raw["delay_barrier"]) == {0} and set(raw["critical_path"]) == {0}
