@@ -274,7 +274,6 @@ class _Timeline:
         wait = np.zeros(2 * n, np.int64)
         wait[2 * waits.waiter + 1] = waits.omega
         self.wait = wait
-        self.rank = np.repeat(c["rank"].astype(np.int64), 2)
         # what time_map sums per interval: its time, its activity (time less waiting)
         self.time = np.maximum(stop - start, 0)
         self.active = np.maximum(stop - start - wait, 0)
@@ -294,8 +293,8 @@ def _parents(paths):
 # (item, interval) rows expanded at once, and the dense (item, key) sums one pass may
 # keep: bound the memory where many wait states have long intervals (a rank that talks
 # to many partners in turn)
-ROWS = 1 << 22
-DENSE = 1 << 22
+ROWS = 1 << 20
+DENSE = 1 << 21
 
 
 def _ranges(lo, count):
@@ -650,9 +649,11 @@ def _critical_path(g, W, tl, res):
     calls_w = W.waiter[order].tolist()
     rows_w = order.tolist()
     end, causer = W.end.tolist(), W.causer.tolist()
-    first_l, loc_l = first.tolist(), loc.tolist()
-    begin = locs["t_begin"].astype(np.int64).tolist()
-    start0 = (t0 - c["useful"].astype(np.int64)).tolist()
+    first_l = first.tolist()
+    # where each location's walk ends: its first burst's start, from MPI_Init's return
+    begin = np.maximum(
+        t0[first] - c["useful"][first].astype(np.int64), locs["t_begin"].astype(np.int64)
+    ).tolist()
     segs = []  # (location, first interval, interval bound, from, to)
     while True:
         lo_call = first_l[cur]
@@ -665,13 +666,13 @@ def _critical_path(g, W, tl, res):
             a = end[j]
         else:
             w = None
-            a = max(start0[lo_call], begin[cur])
+            a = begin[cur]
         segs.append((cur, 2 * w + 1 if w is not None else 2 * lo_call, iv_hi, a, t))
         if w is None:
             break
         d = causer[j]
         # the causer's burst before d ends at d's enter, the wait's end
-        cur, t, iv_hi = loc_l[d], a, 2 * d + 1
+        cur, t, iv_hi = int(loc[d]), a, 2 * d + 1
     segs = np.array(segs[::-1], np.int64).reshape(-1, 5)
     res.segments = [tuple(x) for x in segs[:, [0, 3, 4]].tolist()]
     nr = int(rank_of.max()) + 1
@@ -693,12 +694,17 @@ def _critical_path(g, W, tl, res):
     # activity per (path, rank) from MPI_Init's return to MPI_Finalize's enter (where
     # the trace holds the two calls, as an imported one does, they are left out), with
     # the computation after the last call; the imbalance against its mean
-    lo_t = np.repeat(locs["t_begin"].astype(np.int64)[loc], 2)
-    hi_t = np.repeat(ends[loc], 2)
-    v = np.minimum(tl.stop, hi_t) - np.maximum(tl.start, lo_t)
-    v = np.maximum(v, 0) - np.where(v > 0, tl.wait, 0)
-    pos = v > 0
-    act = _by_path_rank(tl.path[pos] * nr + tl.rank[pos], v[pos], tl.npaths, nr)
+    t_begin = locs["t_begin"].astype(np.int64)
+    keys, vals = [], []
+    for a, b in _chunks(np.full(len(c["t0"]), 2)):  # the intervals of calls a .. b - 1
+        at = loc[a:b]
+        lo_t, hi_t = np.repeat(t_begin[at], 2), np.repeat(ends[at], 2)
+        v = np.minimum(tl.stop[2 * a : 2 * b], hi_t) - np.maximum(tl.start[2 * a : 2 * b], lo_t)
+        v = np.maximum(v, 0) - np.where(v > 0, tl.wait[2 * a : 2 * b], 0)
+        pos = np.flatnonzero(v > 0)
+        keys.append(tl.path[2 * a + pos] * nr + rank_of[a + pos // 2])
+        vals.append(v[pos])
+    act = _by_path_rank(np.concatenate(keys), np.concatenate(vals), tl.npaths, nr)
     for i in range(nloc):
         if stop[i] > first[i] and ends[i] > last[i]:
             key = (int(tl.comp_path[stop[i] - 1]), int(rank_of[first[i]]))
