@@ -289,3 +289,75 @@ def test_root_causes_on_corrected_times_are_those_of_the_unskewed_trace(mu):
             assert abs(fixed[m][r] - v) <= bound, (m, r)
     raw = per_rank(analyze_trace(Trace.from_literal(skewed(SKEW))))
     assert set(raw["delay_barrier"]) == {0} and set(raw["critical_path"]) == {0}
+
+
+def random_run(seed, nranks=5, steps=60):
+    """A trace of random computation, messages between random pairs (received in
+    order, leaving after the send began), barriers and broadcasts from random roots
+    (leaving after the last arrival, or the root's), with its times consistent."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    t = {r: 10 for r in range(nranks)}
+    ranks = {r: [init()] for r in range(nranks)}
+    for i in range(steps):
+        for r in t:
+            t[r] += int(rng.integers(0, 500))
+        kind = rng.choice(["p2p", "p2p", "p2p", "barrier", "bcast"])
+        if kind == "p2p":
+            a, b = (int(x) for x in rng.choice(nranks, 2, replace=False))
+            ranks[a].append(send(t[a], t[a] + 5, b, tag=i))
+            leave = max(t[b], t[a]) + 7
+            ranks[b].append(recv(t[b], leave, a, tag=i))
+            t[a], t[b] = t[a] + 5, leave
+            continue
+        root = int(rng.integers(nranks))
+        last = max(t.values()) if kind == "barrier" else t[root]
+        for r in t:
+            leave = max(t[r], last) + 3
+            ranks[r].append(barrier(t[r], leave) if kind == "barrier" else bcast(t[r], leave, root))
+            t[r] = leave
+    end = max(t.values()) + 5
+    return {r: items + [("MPI_Finalize", t[r], end)] for r, items in ranks.items()}
+
+
+def same(a, b):
+    import numpy as np
+
+    assert a.costs.keys() == b.costs.keys()
+    for k in a.costs:
+        assert a.costs[k].keys() == b.costs[k].keys()
+        for key, v in a.costs[k].items():
+            assert v == pytest.approx(b.costs[k][key], rel=1e-12, abs=1e-6)
+    for f in ("direct", "indirect", "propagating"):
+        assert np.allclose(getattr(a, f), getattr(b, f), rtol=1e-12, atol=1e-6), f
+    for f in ("row", "path", "ns", "lo"):
+        assert (getattr(a.delays, f) == getattr(b.delays, f)).all(), f
+    assert a.segments == b.segments and a.cp_profile == b.cp_profile
+    assert a.activity == b.activity and a.cp_imbalance == pytest.approx(b.cp_imbalance)
+    sa, sb = rootcause.what_if(a), rootcause.what_if(b)
+    assert [x[:2] for x in sa] == [x[:2] for x in sb]
+    assert [x[2] for x in sa] == pytest.approx([x[2] for x in sb], abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_bulk_steps_give_the_same_result_whatever_their_chunks_and_kernel(seed, monkeypatch):
+    """On random runs: the backward pass in C and with numpy alone, and the delays and
+    the critical path in chunks of one wait state (and a dense table of one) against
+    one chunk, agree; and every wait state splits into direct and indirect waiting,
+    with a propagating part no larger than itself."""
+    import numpy as np
+
+    g = eventgraph.from_trace(Trace.from_literal(random_run(seed)))
+    ref = rootcause.analyze_graph(g)
+    W = ref.waits
+    sel = W.kind != rootcause.K["finalize"]
+    assert sel.sum() > 10 and ref.costs
+    assert np.allclose((ref.direct + ref.indirect)[sel], W.omega[sel])
+    assert (ref.propagating <= W.omega + 1e-6).all() and (ref.indirect >= 0).all()
+    assert rootcause._kernel() is not None  # built by make install
+    monkeypatch.setattr(rootcause, "_kernel", lambda: None)
+    same(rootcause.analyze_graph(g), ref)
+    monkeypatch.setattr(rootcause, "ROWS", 1)
+    monkeypatch.setattr(rootcause, "DENSE", 1)
+    same(rootcause.analyze_graph(g), ref)

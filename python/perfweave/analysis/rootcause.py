@@ -305,11 +305,12 @@ def _ranges(lo, count):
     return seg, np.repeat(np.asarray(lo, np.int64) - start, count) + np.arange(len(seg))
 
 
-def _chunks(rows, limit=ROWS, per=1, dense=DENSE):
-    """[a, b) slices of items whose rows (per item) sum to about limit at most (an item
-    alone may pass it), and with (b - a) * per <= dense where per <= dense."""
+def _chunks(rows, per=1):
+    """[a, b) slices of items whose rows (per item) sum to ROWS at most (an item alone
+    may pass it), and with (b - a) * per <= DENSE where per <= DENSE."""
     cum = np.cumsum(rows)
-    most = max(dense // max(per, 1), 1)
+    limit = ROWS
+    most = max(DENSE // max(per, 1), 1)
     a, n = 0, len(rows)
     while a < n:
         base = cum[a - 1] if a else 0
