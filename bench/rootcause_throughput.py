@@ -113,11 +113,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline", default="main", metavar="REV")
     ap.add_argument("--no-baseline", dest="baseline", action="store_const", const=None)
-    ap.add_argument("--exp", nargs="*", default=[], help="experiments to add (traced runs)")
+    ap.add_argument("--exp", nargs="*", default=[], help="experiments to add (--events '': only)")
     a = ap.parse_args()
     keep_freed_memory()  # as `perfweave analyze` runs
     exps = []
-    for ev, nr in zip(a.events.split(","), a.ranks.split(",")):
+    for ev, nr in zip(filter(None, a.events.split(",")), a.ranks.split(",")):
         exp = Path(a.dir) / f"e{ev}-r{nr}"
         if not (exp / "traces").is_dir():
             tracegen.write(exp, int(nr), int(ev))

@@ -32,7 +32,6 @@ Everything is integer nanoseconds except the scaled costs (floats, rounded to ns
 charged to the metric tree).
 """
 
-import bisect
 import ctypes
 import functools
 import math
@@ -293,8 +292,8 @@ def _parents(paths):
 # (item, interval) rows expanded at once, and the dense (item, key) sums one pass may
 # keep: bound the memory where many wait states have long intervals (a rank that talks
 # to many partners in turn)
-ROWS = 1 << 20
-DENSE = 1 << 21
+ROWS = 1 << 18
+DENSE = 1 << 20
 
 
 def _ranges(lo, count):
@@ -644,34 +643,32 @@ def _critical_path(g, W, tl, res):
     else:
         tail = None
     iv_hi = 2 * int(stop[cur])  # the walk has covered the intervals of cur up to iv_hi
-    # the wait states by waiting call (a location's calls are consecutive): the walk goes
-    # one segment at a time, on plain lists
-    order = np.argsort(W.waiter, kind="stable")
-    calls_w = W.waiter[order].tolist()
-    rows_w = order.tolist()
-    end, causer = W.end.tolist(), W.causer.tolist()
-    first_l = first.tolist()
+    # the wait states by waiting call (a location's calls are consecutive); the walk goes
+    # one segment at a time, a few per iteration of the program
+    rows_w = np.argsort(W.waiter, kind="stable")
+    calls_w = W.waiter[rows_w]
+    end = W.end[rows_w]
     # where each location's walk ends: its first burst's start, from MPI_Init's return
     begin = np.maximum(
         t0[first] - c["useful"][first].astype(np.int64), locs["t_begin"].astype(np.int64)
     ).tolist()
     segs = []  # (location, first interval, interval bound, from, to)
     while True:
-        lo_call = first_l[cur]
-        k = bisect.bisect_left(calls_w, iv_hi // 2) - 1
-        k0 = bisect.bisect_left(calls_w, lo_call)
-        while k >= k0 and end[rows_w[k]] > t:
+        lo_call = int(first[cur])
+        k0, k = np.searchsorted(calls_w, (lo_call, iv_hi // 2)).tolist()
+        k -= 1
+        while k >= k0 and end[k] > t:
             k -= 1
         if k >= k0:
-            w, j = calls_w[k], rows_w[k]
-            a = end[j]
+            w, j = int(calls_w[k]), int(rows_w[k])
+            a = int(end[k])
         else:
             w = None
             a = begin[cur]
         segs.append((cur, 2 * w + 1 if w is not None else 2 * lo_call, iv_hi, a, t))
         if w is None:
             break
-        d = causer[j]
+        d = int(W.causer[j])
         # the causer's burst before d ends at d's enter, the wait's end
         cur, t, iv_hi = int(loc[d]), a, 2 * d + 1
     segs = np.array(segs[::-1], np.int64).reshape(-1, 5)
