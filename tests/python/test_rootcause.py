@@ -361,3 +361,54 @@ def test_the_bulk_steps_give_the_same_result_whatever_their_chunks_and_kernel(se
     monkeypatch.setattr(rootcause, "ROWS", 1)
     monkeypatch.setattr(rootcause, "DENSE", 1)
     same(rootcause.analyze_graph(g), ref)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_previous_synchronisation_points_found_in_bulk_are_the_definitions(seed):
+    """On random runs (messages between random pairs, in both directions; barriers;
+    broadcasts from random roots), the previous synchronisation point of each wait
+    state, found for all at once, is the one of the definition (docs/wait-states.md):
+    the latest message between the two before both calls, unless a later collective
+    both completed (a rooted one only where one of the two is its root)."""
+    import numpy as np
+
+    g = eventgraph.from_trace(Trace.from_literal(random_run(seed, steps=80)))
+    W = rootcause.wait_states(g)
+    loc = g.calls["loc"].astype(np.int64)
+    m = g.messages
+    pairs = list(zip(m["scall"].tolist(), m["rdone"].tolist()))
+    pairs += [(b, a) for a, b in pairs]
+    parts = g.coll_parts
+    done = {}  # (location, instance) -> completing call
+    for i, e in zip(parts["inst"].tolist(), parts["ecall"].tolist()):
+        done[(int(loc[e]), i)] = e
+    init = [k for k in range(len(loc)) if g.call_name(k) == "MPI_Init"]
+    for k in init:
+        done[(int(loc[k]), -1)] = k
+    root = {
+        i: int(loc[b])
+        for i, b, r in zip(parts["inst"].tolist(), parts["bcall"].tolist(), parts["root"])
+        if r
+    }
+    sp = rootcause._SyncPoints(g)
+    first = g.locations["first"].astype(np.int64)
+    sel = W.kind != rootcause.K["finalize"]
+    w, d = W.waiter[sel], W.causer[sel]
+    pd, pw = sp.previous(loc[d], d, loc[w], w, first)
+    looked = 0
+    for k, (wk, dk) in enumerate(zip(w.tolist(), d.tolist())):
+        ld, lw = int(loc[dk]), int(loc[wk])
+        best = max(
+            [(x, y) for x, y in pairs if loc[x] == ld and loc[y] == lw and x < dk and y < wk],
+            default=(-1, -1),
+        )
+        for (lx, i), x in sorted(done.items(), key=lambda kv: kv[1]):
+            y = done.get((lw, i))
+            if lx != ld or not best[0] < x < dk or y is None or not y < wk:
+                continue
+            if i in root and root[i] not in (ld, lw):
+                continue
+            best = (x, y)
+        assert (pd[k], pw[k]) == best, k
+        looked += best[0] >= 0
+    assert looked > 20
