@@ -412,3 +412,22 @@ def test_previous_synchronisation_points_found_in_bulk_are_the_definitions(seed)
         assert (pd[k], pw[k]) == best, k
         looked += best[0] >= 0
     assert looked > 20
+
+
+def test_analyze_computes_root_causes_by_default_up_to_its_bound(tmp_path, monkeypatch):
+    """perfweave analyze's default: root causes for traces of up to ROOT_CAUSE_CALLS MPI
+    calls (bench/tracegen.py's ring exchange, 4 ranks: 4 * 3000 events, ~4900 calls),
+    not above unless asked."""
+    from perfweave.analysis import waitstates
+    from test_replay import bench_tracegen
+
+    bench_tracegen().write(tmp_path / "gen", 4, 4 * 3000)
+
+    def cp(**kw):
+        ws = waitstates.analyze(tmp_path / "gen", **kw)
+        return sum(ws.per_rank("critical_path").values())
+
+    assert cp() > 0
+    monkeypatch.setattr(waitstates, "ROOT_CAUSE_CALLS", 1000)
+    assert cp() == 0
+    assert cp(root_causes=True) > 0

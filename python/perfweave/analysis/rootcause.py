@@ -30,6 +30,13 @@ over the event graph of a trace (analysis/eventgraph.py).
 
 Everything is integer nanoseconds except the scaled costs (floats, rounded to ns when
 charged to the metric tree).
+
+All wait states are handled at once, in numpy (docs/architecture.md): the synchronisation
+points by searches in sorted arrays, the delays by sums over (wait state, interval) rows
+in chunks of bounded size; only the backward pass needs an order (Kahn's, over "w' lies
+in the interval of w"), and it is a linear propagation: the C kernel
+pw_propagate_costs of libperfweave-replay.so, else numpy level by level. The critical
+path is walked a segment at a time (a few per iteration of the program).
 """
 
 import ctypes
