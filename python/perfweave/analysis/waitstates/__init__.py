@@ -69,8 +69,8 @@ def basics(L, acc):
 
 # traces of up to this many MPI calls get the critical path and the delay analysis by
 # default. Its time is no longer the limit (~6 M events/s, docs/performance.md) but its
-# memory is: it holds the whole trace's event graph in one process (~300 bytes a call
-# more than the patterns), so this keeps a default analysis within ~1.5 GB more
+# memory is: it holds the whole trace's event graph in one process (~400 bytes a call
+# more than the patterns), so this keeps a default analysis within ~1.6 GB more
 ROOT_CAUSE_CALLS = 4_000_000
 
 
