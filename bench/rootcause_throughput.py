@@ -11,7 +11,8 @@ ranks unless they exist, loads each one's event graph once, then times
 baseline, --repeat times each, alternating, and prints events per second per CPU
 second (process time: the machine is shared) for the best run, and the ratio. Then
 compares the two results (costs, direct / indirect / propagating waits, delays, the
-critical path, its profile and imbalance, activity; floats to 1e-9 relative) and stops
+critical path, its profile and imbalance, activity, the what-if savings; floats to 1e-9
+relative) and stops
 with an error if they differ. --no-baseline times this build only (the baseline takes
 ~17 s per million events).
 
@@ -138,6 +139,11 @@ def main():
         print(f"  {a.baseline:10}: {old_s:8.3f} s CPU, {n / old_s / 1e6:7.2f} M events/s")
         print(f"  ratio: {old_s / new_s:.1f}x")
         diff = differences(new, ref)
+        sn, so = rootcause.what_if(new), old.what_if(ref)
+        if [x[:2] for x in sn] != [x[:2] for x in so] or not np.allclose(
+            [x[2] for x in sn], [x[2] for x in so], rtol=1e-9, atol=1e-12
+        ):
+            diff.append(f"what-if savings differ: {sn} vs {so}")
         print("  results: " + ("the same" if not diff else "DIFFER: " + "; ".join(diff)))
         failed |= bool(diff)
     sys.exit(1 if failed else 0)
