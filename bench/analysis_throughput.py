@@ -67,7 +67,8 @@ def main():
     size = generated(exp, a.ranks, a.events)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     os.environ.update(env)
-    serial = [PERFWEAVE, "analyze", "--json", "--no-save", str(exp)]
+    # the patterns only: the root causes have their own benchmark (rootcause_throughput.py)
+    serial = [PERFWEAVE, "analyze", "--json", "--no-save", "--no-root-causes", str(exp)]
     parallel = (
         [a.mpirun, "--oversubscribe", "-n", str(a.procs)] + serial[:2] + ["--parallel"] + serial[2:]
     )

@@ -23,7 +23,9 @@ measured in the same invocation as the exports.
 With --baseline PYTHON (the interpreter of another build), each export is also made by
 that build, the two alternating --repeat times; the least wall and CPU time of each
 and their ratios
-(this build's records/s over the baseline's) are printed.
+(this build's records/s over the baseline's) are printed, and the ratio of the peak
+memories (of the last run of each). The experiments are this build's bench/tracegen.py's
+(trace format 5 since it writes compact records): a baseline must read them.
 """
 
 import argparse
@@ -84,6 +86,19 @@ def run_export(fmt, exp, out, python=sys.executable):
     return int(records), int(events), float(seconds), float(cpu), int(hwm) / 1024
 
 
+def same_output(a, b, name):
+    """ "identical" when the files of directories a and b are byte for byte the same,
+    but for an OTF2 anchor file (name: it holds a random trace id), else what differs."""
+    files = [
+        {str(p.relative_to(d)): p for p in sorted(d.rglob("*")) if p.is_file() and p.name != name}
+        for d in (a, b)
+    ]
+    if files[0].keys() != files[1].keys():
+        return f"DIFFERS: files {sorted(files[0].keys() ^ files[1].keys())}"
+    differ = [k for k, p in files[0].items() if p.read_bytes() != files[1][k].read_bytes()]
+    return f"DIFFERS: {differ}" if differ else "identical"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1M,4M,16M", help="trace sizes in records")
@@ -119,8 +134,7 @@ def main():
             for fmt in a.formats.split(","):
                 if fmt == "otf2-each" and n > a.otf2_max:
                     continue
-                out = base / f"out-{n}" / ("trace.json" if fmt.startswith("chrome") else "t.otf2")
-                out.parent.mkdir(parents=True, exist_ok=True)
+                name = "trace.json" if fmt.startswith("chrome") else "t.otf2"
                 builds = {"": sys.executable}
                 if a.baseline:
                     builds = {"base ": a.baseline, "": sys.executable}
@@ -130,7 +144,9 @@ def main():
                         # every export writes a new file: one that replaced the last
                         # run's output paid for freeing it (0.4-0.7 s for 16 M records
                         # as Chrome JSON), all but the first, the baseline's
-                        out.unlink(missing_ok=True)
+                        out = base / f"out-{n}-{label.strip() or 'this'}" / name
+                        shutil.rmtree(out.parent, ignore_errors=True)
+                        out.parent.mkdir(parents=True)
                         got = run_export(fmt, exp, out, python)
                         if label in best:  # the least wall and CPU time, each of its own run
                             got = got[:2] + tuple(map(min, best[label][2:4], got[2:4])) + got[4:]
@@ -144,13 +160,15 @@ def main():
                         flush=True,
                     )
                 if a.baseline:
-                    (_, _, s0, c0, _), (_, _, s1, c1, _) = best["base "], best[""]
+                    (_, _, s0, c0, p0), (_, _, s1, c1, p1) = best["base "], best[""]
                     print(
                         f"{'':12} this/baseline: records/s x{s0 / s1:.3f}, "
-                        f"records/CPU s x{c0 / c1:.3f}",
+                        f"records/CPU s x{c0 / c1:.3f}, peak MiB x{p1 / p0:.3f}, "
+                        f"output {same_output(base / f'out-{n}-base', out.parent, name)}",
                         flush=True,
                     )
-                shutil.rmtree(out.parent, ignore_errors=True)
+                for label in builds:
+                    shutil.rmtree(base / f"out-{n}-{label.strip() or 'this'}", ignore_errors=True)
             shutil.rmtree(exp, ignore_errors=True)
     finally:
         if a.dir is None:

@@ -25,6 +25,23 @@ def to_ns(meta, ticks):
         return np.rint(local - off).astype(np.int64)
 
 
+def rank0_clock(t_init_ns, t_fini_ns, ticks=(0, 1), ns=(0, 1)):
+    """The "clock" of a rank-R.json (docs/format.md) for records written on rank 0's
+    clock, as the ideal run and imported or generated traces are: ticks to ns through
+    the two calibration points (ticks are ns by default), no offset to rank 0, the
+    application time from t_init_ns to t_fini_ns."""
+    return {
+        "ticks": list(ticks),
+        "ns": list(ns),
+        "offset_init_ns": 0,
+        "offset_init_err_ns": 0,
+        "offset_fini_ns": 0,
+        "offset_fini_err_ns": 0,
+        "t_init_ns": t_init_ns,
+        "t_fini_ns": t_fini_ns,
+    }
+
+
 def global_ns_one(meta, local_ns):
     """A local CLOCK_MONOTONIC time (ns) of the JSON -> rank 0's clock."""
     return int(global_ns(meta, np.array([local_ns]))[0])

@@ -121,3 +121,48 @@ PW_EXPORT int64_t pw_longest_path(int64_t n, int64_t m, const int64_t *src, cons
         return longest_path32(n, m, src, dst, w, chain, time, pred, pred_edge);
     return longest_path64(n, m, src, dst, w, chain, time, pred, pred_edge);
 }
+
+/* The backward pass of the delay analysis (python/perfweave/analysis/rootcause.py): the
+ * costs each wait state has propagated to it. Wait state s was caused partly by the
+ * wait states inner[lo[s] .. hi[s]) (the causer's, in its synchronisation interval);
+ * once every wait state that s lies inside has been handled (Kahn's order), s passes
+ * (scale[s] + rcost[s] / sum[s]) * omega[i] on to each such i. Only active wait states
+ * are visited; done[s] is set for those visited (not on a cycle, nor behind one). The
+ * sums do not depend on the order but for rounding. Returns how many were visited, -1
+ * if out of memory. */
+PW_EXPORT int64_t pw_propagate_costs(int64_t n, const int64_t *lo, const int64_t *hi,
+                                     const int64_t *inner, const double *omega, const double *scale,
+                                     const double *sum, const uint8_t *active, double *rcost,
+                                     uint8_t *done)
+{
+    int64_t *indeg = calloc((size_t)n + 1, sizeof *indeg);
+    int64_t *queue = malloc(((size_t)n + 1) * sizeof *queue);
+    int64_t head = -1, tail = 0;
+    if (!indeg || !queue)
+        goto end;
+    for (int64_t s = 0; s < n; s++)
+        if (active[s])
+            for (int64_t k = lo[s]; k < hi[s]; k++)
+                indeg[inner[k]]++;
+    for (int64_t s = 0; s < n; s++) {
+        rcost[s] = 0.0;
+        done[s] = 0;
+        if (active[s] && indeg[s] == 0)
+            queue[tail++] = s;
+    }
+    for (head = 0; head < tail; head++) {
+        int64_t s = queue[head];
+        double f = sum[s] > 0 ? scale[s] + rcost[s] / sum[s] : 0.0;
+        done[s] = 1;
+        for (int64_t k = lo[s]; k < hi[s]; k++) {
+            int64_t i = inner[k];
+            rcost[i] += f * omega[i];
+            if (--indeg[i] == 0 && active[i])
+                queue[tail++] = i;
+        }
+    }
+end:
+    free(indeg);
+    free(queue);
+    return head;
+}

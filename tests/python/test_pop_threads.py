@@ -55,3 +55,26 @@ def test_cut_stacks_are_noted():
     many = dict(rank([3, 6], 2), unrooted_ns=int(1.5 * S))
     th = pop_threads.thread_factors({0: many}, {0: 8 * S}, 10 * S)
     assert len(th["notes"]) == 1 and "1.500 s" in th["notes"][0]
+
+
+def test_hybrid_scaling_against_a_reference():
+    """pypop's MPI+OpenMP Computational Scaling: the useful time of all threads of the
+    reference / of the experiment (x the threads' ratio for weak scaling); Global
+    Efficiency: that x the hybrid Parallel Efficiency."""
+    exp = pop_threads.thread_factors({0: rank([3, 6], 2)}, {0: 8 * S}, 10 * S)  # U 11 s
+    # 2 ranks of 2 threads: U = (2 + 5 + 6) + (2 + 4 + 5) = 24 s over 4 threads
+    ref_ranks = {0: rank([5, 6], 2), 1: rank([4, 5], 2)}
+    ref = pop_threads.thread_factors(ref_ranks, {0: 8 * S, 1: 8 * S}, 10 * S)
+    strong = pop_threads.hybrid_scaling(exp, {0: 8 * S}, ref, {0: 8 * S, 1: 8 * S})
+    assert strong["source"] == "sampled" and strong["threads_ratio"] == pytest.approx(0.5)
+    assert strong["computation_scaling"] == pytest.approx(24 / 11)
+    pe = exp["multiplicative"]["parallel_efficiency"]
+    assert strong["global_efficiency"] == pytest.approx(24 / 11 * pe)
+    weak = pop_threads.hybrid_scaling(exp, {0: 8 * S}, ref, {0: 8 * S, 1: 8 * S}, weak=True)
+    assert weak["computation_scaling"] == pytest.approx(24 * 0.5 / 11)
+    # a reference of one thread per rank: its ranks' useful time from the trace
+    one = pop_threads.hybrid_scaling(exp, {0: 8 * S}, pop_threads.ONE_THREAD, {0: 6 * S, 1: 5 * S})
+    assert one["computation_scaling"] == pytest.approx(1.0) and one["threads_ratio"] == 1.0
+    for th, base in ((pop_threads.ONE_THREAD, ref), (exp, pop_threads.NO_SAMPLES)):
+        got = pop_threads.hybrid_scaling(th, {0: 8 * S}, base, {0: 8 * S})
+        assert got.startswith("n/a: ")

@@ -258,3 +258,176 @@ def test_a_broadcast_orders_each_rank_against_its_root_not_two_others():
     per = res.costs[("barrier", "short")]
     assert {r for _, r in per} == {2}
     assert sum(per.values()) == pytest.approx(1095)
+
+
+@pytest.mark.parametrize("mu", [10_000, 0])
+def test_root_causes_on_corrected_times_are_those_of_the_unskewed_trace(mu):
+    """test_clock_condition's skewed trace (rank 1's clock 5 ms behind): with
+    --correct-clocks the root causes are computed on the corrected times. With the true
+    latency as minimum (10 us) the correction restores every time the root causes use,
+    so they equal the unskewed trace's to the ns; with 0 it leaves rank 1 10 us early
+    after each receive, which each wait between the two ranks carries once per
+    iteration (test_wait_states_on_corrected_times): N x 10 us per metric and rank at
+    most. Uncorrected, rank 0 seems to enter each barrier last and the critical path
+    never leaves it."""
+    from test_clock_condition import LAT, N, SKEW, skewed
+
+    metrics = ("delay_latesender", "delay_barrier", "critical_path", "delay_savings")
+
+    def per_rank(res):
+        return {m: {r: round(v * 1e9) for r, v in res.per_rank(m).items()} for m in metrics}
+
+    true = per_rank(analyze_trace(Trace.from_literal(skewed(0))))
+    assert set(true["delay_barrier"]) == {1} and set(true["critical_path"]) == {0, 1}
+    fixed = per_rank(
+        analyze_trace(Trace.from_literal(skewed(SKEW)), correct_clocks=True, min_latency_ns=mu)
+    )
+    bound = N * (LAT - mu)
+    for m in metrics:
+        assert set(fixed[m]) == set(true[m]), m
+        for r, v in true[m].items():
+            assert abs(fixed[m][r] - v) <= bound, (m, r)
+    raw = per_rank(analyze_trace(Trace.from_literal(skewed(SKEW))))
+    assert set(raw["delay_barrier"]) == {0} and set(raw["critical_path"]) == {0}
+
+
+def random_run(seed, nranks=5, steps=60):
+    """A trace of random computation, messages between random pairs (received in
+    order, leaving after the send began), barriers and broadcasts from random roots
+    (leaving after the last arrival, or the root's), with its times consistent."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    t = {r: 10 for r in range(nranks)}
+    ranks = {r: [init()] for r in range(nranks)}
+    for i in range(steps):
+        for r in t:
+            t[r] += int(rng.integers(0, 500))
+        kind = rng.choice(["p2p", "p2p", "p2p", "barrier", "bcast"])
+        if kind == "p2p":
+            a, b = (int(x) for x in rng.choice(nranks, 2, replace=False))
+            ranks[a].append(send(t[a], t[a] + 5, b, tag=i))
+            leave = max(t[b], t[a]) + 7
+            ranks[b].append(recv(t[b], leave, a, tag=i))
+            t[a], t[b] = t[a] + 5, leave
+            continue
+        root = int(rng.integers(nranks))
+        last = max(t.values()) if kind == "barrier" else t[root]
+        for r in t:
+            leave = max(t[r], last) + 3
+            ranks[r].append(barrier(t[r], leave) if kind == "barrier" else bcast(t[r], leave, root))
+            t[r] = leave
+    end = max(t.values()) + 5
+    return {r: items + [("MPI_Finalize", t[r], end)] for r, items in ranks.items()}
+
+
+def same(a, b):
+    import numpy as np
+
+    assert a.costs.keys() == b.costs.keys()
+    for k in a.costs:
+        assert a.costs[k].keys() == b.costs[k].keys()
+        for key, v in a.costs[k].items():
+            assert v == pytest.approx(b.costs[k][key], rel=1e-12, abs=1e-6)
+    for f in ("direct", "indirect", "propagating"):
+        assert np.allclose(getattr(a, f), getattr(b, f), rtol=1e-12, atol=1e-6), f
+    for f in ("row", "path", "ns", "lo"):
+        assert (getattr(a.delays, f) == getattr(b.delays, f)).all(), f
+    assert a.segments == b.segments and a.cp_profile == b.cp_profile
+    assert a.activity == b.activity and a.cp_imbalance == pytest.approx(b.cp_imbalance)
+    sa, sb = rootcause.what_if(a), rootcause.what_if(b)
+    assert [x[:2] for x in sa] == [x[:2] for x in sb]
+    assert [x[2] for x in sa] == pytest.approx([x[2] for x in sb], abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_bulk_steps_give_the_same_result_whatever_their_chunks_and_kernel(seed, monkeypatch):
+    """On random runs: the backward pass in C and with numpy alone, and the delays and
+    the critical path in chunks of one wait state (and a dense table of one) against
+    one chunk, agree; and every wait state splits into direct and indirect waiting,
+    with a propagating part no larger than itself."""
+    import numpy as np
+
+    g = eventgraph.from_trace(Trace.from_literal(random_run(seed)))
+    ref = rootcause.analyze_graph(g)
+    W = ref.waits
+    sel = W.kind != rootcause.K["finalize"]
+    assert sel.sum() > 10 and ref.costs
+    assert np.allclose((ref.direct + ref.indirect)[sel], W.omega[sel])
+    assert (ref.propagating <= W.omega + 1e-6).all() and (ref.indirect >= 0).all()
+    assert rootcause._kernel() is not None  # built by make install
+    monkeypatch.setattr(rootcause, "_kernel", lambda: None)
+    same(rootcause.analyze_graph(g), ref)
+    monkeypatch.setattr(rootcause, "ROWS", 1)
+    monkeypatch.setattr(rootcause, "DENSE", 1)
+    same(rootcause.analyze_graph(g), ref)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_previous_synchronisation_points_found_in_bulk_are_the_definitions(seed):
+    """On random runs (messages between random pairs, in both directions; barriers;
+    broadcasts from random roots), the previous synchronisation point of each wait
+    state, found for all at once, is the one of the definition (docs/wait-states.md):
+    the latest message between the two before both calls, unless a later collective
+    both completed (a rooted one only where one of the two is its root)."""
+    import numpy as np
+
+    g = eventgraph.from_trace(Trace.from_literal(random_run(seed, steps=80)))
+    W = rootcause.wait_states(g)
+    loc = g.calls["loc"].astype(np.int64)
+    m = g.messages
+    pairs = list(zip(m["scall"].tolist(), m["rdone"].tolist()))
+    pairs += [(b, a) for a, b in pairs]
+    parts = g.coll_parts
+    done = {}  # (location, instance) -> completing call
+    for i, e in zip(parts["inst"].tolist(), parts["ecall"].tolist()):
+        done[(int(loc[e]), i)] = e
+    init = [k for k in range(len(loc)) if g.call_name(k) == "MPI_Init"]
+    for k in init:
+        done[(int(loc[k]), -1)] = k
+    root = {
+        i: int(loc[b])
+        for i, b, r in zip(parts["inst"].tolist(), parts["bcall"].tolist(), parts["root"])
+        if r
+    }
+    sp = rootcause._SyncPoints(g)
+    first = g.locations["first"].astype(np.int64)
+    sel = W.kind != rootcause.K["finalize"]
+    w, d = W.waiter[sel], W.causer[sel]
+    pd, pw = sp.previous(loc[d], d, loc[w], w, first)
+    looked = 0
+    for k, (wk, dk) in enumerate(zip(w.tolist(), d.tolist())):
+        ld, lw = int(loc[dk]), int(loc[wk])
+        best = max(
+            [(x, y) for x, y in pairs if loc[x] == ld and loc[y] == lw and x < dk and y < wk],
+            default=(-1, -1),
+        )
+        for (lx, i), x in sorted(done.items(), key=lambda kv: kv[1]):
+            y = done.get((lw, i))
+            if lx != ld or not best[0] < x < dk or y is None or not y < wk:
+                continue
+            if i in root and root[i] not in (ld, lw):
+                continue
+            best = (x, y)
+        assert (pd[k], pw[k]) == best, k
+        looked += best[0] >= 0
+    assert looked > 20
+
+
+def test_analyze_computes_root_causes_by_default_up_to_its_bound(tmp_path, monkeypatch):
+    """perfweave analyze's default: root causes for traces of up to ROOT_CAUSE_CALLS MPI
+    calls (bench/tracegen.py's ring exchange, 4 ranks: 4 * 3000 events, ~4900 calls),
+    not above unless asked."""
+    from perfweave.analysis import waitstates
+    from test_replay import bench_tracegen
+
+    bench_tracegen().write(tmp_path / "gen", 4, 4 * 3000)
+
+    def cp(**kw):
+        ws = waitstates.analyze(tmp_path / "gen", **kw)
+        return sum(ws.per_rank("critical_path").values())
+
+    assert cp() > 0
+    monkeypatch.setattr(waitstates, "ROOT_CAUSE_CALLS", 1000)
+    assert cp() == 0
+    assert cp(root_causes=True) > 0

@@ -171,20 +171,27 @@ def test_chunks_of_a_rank_are_the_rank(tmp_path, monkeypatch):
         "rank 0: 7 corrupt records dropped from rank-0.events"
     ]
     for size in (1, 2, 3, 4, 5, 7, 100):
-        stream = X.stream(0)
-        chunks = list(stream.chunks(size))
-        for key in ("t0", "t1", "thread"):
-            assert (
-                np.concatenate([getattr(ch, key) for ch in chunks]).tolist()
-                == getattr(whole, key).tolist()
-            ), (size, key)
-        assert np.concatenate([ch.rec for ch in chunks]).tobytes() == whole.rec.tobytes()
-        assert [ch.base for ch in chunks] == np.cumsum([0] + [len(ch.rec) for ch in chunks])[
-            :-1
-        ].tolist()
-        # no chunk begins with a sub-event: they stay with their call
-        assert all(
-            ch.rec["type"][0] in (T["CALL"], T["ENTER"], T["LEAVE"], T["FLUSH"]) for ch in chunks
-        )
-        assert (stream.t_begin, stream.t_end) == (whole.t_begin, whole.t_end)
-        assert stream.finish_notes() == whole.notes
+        assert_stream_is_rank(X, whole, size)
+
+
+def assert_stream_is_rank(X, whole, size):
+    """Rank 0 of ExportSource X read in chunks of size records is whole, X.rank(0); returns
+    the stream."""
+    stream = X.stream(0)
+    chunks = list(stream.chunks(size))
+    for key in ("t0", "t1", "thread"):
+        assert (
+            np.concatenate([getattr(ch, key) for ch in chunks]).tolist()
+            == getattr(whole, key).tolist()
+        ), (size, key)
+    assert np.concatenate([ch.rec for ch in chunks]).tobytes() == whole.rec.tobytes()
+    assert [ch.base for ch in chunks] == np.cumsum([0] + [len(ch.rec) for ch in chunks])[
+        :-1
+    ].tolist()
+    # no chunk begins with a sub-event: they stay with their call
+    assert all(
+        ch.rec["type"][0] in (T["CALL"], T["ENTER"], T["LEAVE"], T["FLUSH"]) for ch in chunks
+    )
+    assert (stream.t_begin, stream.t_end) == (whole.t_begin, whole.t_end)
+    assert stream.finish_notes() == whole.notes, size
+    return stream

@@ -12,6 +12,7 @@ import numpy as np
 from perfweave._format import RECORDS, TRACE_KINDS as K
 from perfweave.dtypes import EVENT_DTYPE, EVENT_TYPES as T
 from perfweave.readers import trace as rt
+from test_trace_blocks import assert_stream_is_rank
 
 CEVENT, CWIDE = RECORDS["cevent"], RECORDS["cwide"]
 EXT = {f: K["EXT"] + i for i, f in enumerate(("t0", "t1", "fn", "peer", "tag", "comm", "bytes"))}
@@ -200,3 +201,109 @@ def test_post_numbers_that_follow_the_threads_previous_are_not_stored(tmp_path):
     assert sub["t1"].tolist() == [1, 2, 5, 6, 6, 3, 4]
     assert sub["t0"].tolist() == [1, 2, 5, 6, 6, 3, 4]  # the key the number stands for
     assert sub["flags"].tolist() == [nb, nb, nb, nb, 0, nb, nb]
+
+
+def many(n, thread):
+    """n iterations of a thread's calls: posts numbered in turn (mostly the next one:
+    flag NEXT_POST), completions, a collective, a user function, times far apart enough
+    that blocks need several time bases."""
+    out = []
+    for i in range(n):
+        t = (i + 1) * (3 << 30) + thread  # a new base every other call or so
+        post = 2 * i + 1 + (5 if i % 7 == 3 else 0)  # now and then a number skipped
+        out += [
+            event("CALL", t, t + 100, fn=0, nbytes=RA + 8 * (i % 3)),
+            event("IRECV", t0=0x7000 + i, t1=post, peer=1, tag=7, comm=0, nbytes=64, flags=1),
+            event("SEND", t0=0x8000 + i, t1=post + 1, peer=1, tag=7, comm=0, nbytes=64, flags=1),
+            event("CALL", t + 200, t + 300 + (1 << 33) * (i % 5 == 0), fn=2, nbytes=RA),
+            event("RECV", t0=post, t1=post, peer=1, tag=7, comm=0, nbytes=64),
+            event("SEND_DONE", t0=post + 1, t1=post + 1, peer=1, tag=7, comm=0),
+            event("ENTER", t + 400, tag=0, nbytes=0x5000 + i % 4),
+            event("LEAVE", t + 500, tag=0, nbytes=0x5000 + i % 4),
+            event("CALL", t + 600, t + 700, fn=1, nbytes=RA + 16),
+            event("COLL", t0=0, t1=8, peer=-1, comm=70000, nbytes=8),  # comm: not 16 bits
+        ]
+    return np.concatenate(out)
+
+
+def keyed(rec):
+    """rec as read back: a request key whose post number is stored becomes the number."""
+    want = rec.copy()
+    from perfweave.readers.trace_compact import layout_of
+
+    for t in np.unique(rec["type"]).tolist():
+        key = layout_of(t)[1]
+        sel = rec["type"] == t
+        number = {"KEY_T1": rec["t1"], "KEY_TAG": rec["tag"].astype(np.int64)}.get(key)
+        if number is not None:
+            want["t0"][sel] = np.where(number[sel] != 0, number[sel], rec["t0"][sel])
+    return want
+
+
+def test_encoder_round_trips_through_the_decoder(tmp_path):
+    """perfweave's numpy encoder (bench/tracegen.py writes with it) writes what the reader
+    takes back: every field, in blocks of any size, whole or the last one cut short;
+    posts numbered in turn carry flag NEXT_POST instead of their number."""
+    from perfweave.readers import trace_compact as tc
+
+    events = many(40, 0)
+    for slots, cut in ((31, False), (255, True), (tc.BLOCK_SLOTS, True)):
+        data = tc.encode(events, tid=4321, slots=slots, cut=cut)
+        nblocks = -(-len(data) // (slots + 1))
+        assert nblocks > 1 or slots == tc.BLOCK_SLOTS
+        assert cut or len(data) == nblocks * (slots + 1)
+        (tmp_path / str(slots)).mkdir()
+        exp = write(tmp_path / str(slots), data, records=len(events))
+        rf = rt.read_rank(exp, 0)
+        assert rf.complete and rf.notes == [], rf.notes
+        assert rf.records.tobytes() == keyed(events).tobytes()
+        assert rt.rank_thread_ids(exp, 0) == {0: 4321}
+    head = (data["kind"] < K["EXT"]) & (data["kind"] != T["BLOCK"])
+    implicit = (data["flags"] & 0x80) != 0
+    # 2 posts an iteration numbered in turn, but at the jump forward and back of each of
+    # the 6 iterations whose numbers skip 5
+    assert head.sum() == len(events) and implicit.sum() == 80 - 2 * 6
+    # extension records: the number of each RECV (a completion; SEND_DONE has a slot for
+    # it), of the 12 posts not in turn, 8 durations above 32 bits, the COLLs' comm
+    assert (data["kind"] == EXT["t1"]).sum() == 40 + 12 + 8
+    assert (data["kind"] == EXT["comm"]).sum() == 40
+
+
+def test_a_rank_read_in_pieces_is_the_rank(tmp_path, monkeypatch):
+    """The exports read a compact file a thread and a bounded number of records at a time
+    (RankSource.pieces, trace_compact.Parts): for every chunk size, records, threads,
+    times and notes are those of the rank decoded whole, with blocks cut inside (a time
+    base, call-site ids and post numbers carried across), two threads' blocks
+    interleaved, and damage: a record of unknown kind, a call whose site no record
+    defines (dropped with its sub-events)."""
+    from perfweave.interop import load
+    from perfweave.readers import trace_compact as tc
+
+    slots = 31
+    t0 = tc.encode(many(12, 0), thread=0, tid=11, slots=slots, cut=False)
+    t1 = tc.encode(many(9, 1), thread=1, tid=12, slots=slots, cut=False)
+    b0, b1 = list(t0.reshape(-1, slots + 1)), list(t1.reshape(-1, slots + 1))
+    assert len(b0) > 5 and len(b1) > 4
+    # thread 0's, thread 1's, two of thread 0's..., then each one's others
+    order = [b0[0], b1[0], b0[1], b0[2], b1[1], b1[2], b0[3]] + b0[4:] + b1[3:]
+    data = np.concatenate(order)
+    # damage: an extension record of no known kind, a site id no SITE record defines
+    ext = np.flatnonzero(data["kind"] == EXT["t1"])
+    data["kind"][ext[5]] = 200
+    calls = np.flatnonzero(data["kind"] == T["CALL"])
+    data["c"][calls[20]] = 999
+    heads = int(((data["kind"] < K["EXT"]) & (data["kind"] != T["BLOCK"])).sum())
+    exp = write(tmp_path, data, records=heads)
+    (tmp_path / "experiment.json").write_text(
+        json.dumps({"format": "perfweave-experiment", "version": 1, "state": "finished"})
+    )
+    X = load(exp)
+    whole = X.rank(0)
+    assert not whole.complete
+    assert any("unknown kind" in n for n in whole.notes)
+    assert any("does not define" in n for n in whole.notes)
+    assert len(whole.rec) > 200
+    for size in (1, 2, 3, 5, 7, 64, 100, 10_000):
+        stream = assert_stream_is_rank(X, whole, size)
+        assert stream.src.records is None  # decoded in pieces
+        assert not stream.complete

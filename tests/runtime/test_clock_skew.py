@@ -39,6 +39,16 @@ def latesender(doc):
     return m["total"]
 
 
+def by_rank(doc, mid):
+    """{rank: seconds} of metric mid in an analyze --json document."""
+    out = {}
+    for m in doc["metrics"]:
+        if m["id"] == mid:
+            for _, r, x in m["values"]:
+                out[r] = out.get(r, 0.0) + x
+    return out
+
+
 def shifted(exp, to, rank, ns):
     """A copy of experiment exp at to, with rank's clock calibration moved by ns (its
     CLOCK_MONOTONIC read ns more: negative is behind)."""
@@ -125,6 +135,18 @@ def test_skewed_run_is_found_and_corrected(mpi, build, run_pw, tmp_path):
     hi = sum(SKEW - m for m in moved_at) / 1e9
     err = latesender(fixed) - latesender(plain)
     assert lo - 1e-6 <= err <= hi + 1e-6, (err, lo, hi)
+    # the root causes are computed on the corrected times too: rank 0's sleeps cause
+    # rank 1's Late Sender waits, as without skew. Each such delay cost is min(wait,
+    # delay) (scale = min(wait / delay, 1)), and the correction leaves rank 1's times at
+    # most SKEW - moved_at early, which bounds the error of the wait and of rank 1's side
+    # of the delay alike: the costs differ by at most the Late Sender's bound hi. The
+    # critical path passes through the same ranks (on the skewed times it never leaves
+    # rank 0: rank 1 seems to leave each barrier before rank 0 entered it)
+    assert set(by_rank(fixed, "delay_latesender")) == set(by_rank(plain, "delay_latesender")) == {0}
+    cost = sum(by_rank(fixed, "delay_latesender").values())
+    cost -= sum(by_rank(plain, "delay_latesender").values())
+    assert abs(cost) <= hi + 1e-6, (cost, hi)
+    assert set(by_rank(fixed, "critical_path")) == set(by_rank(plain, "critical_path"))
     # the text of analyze and of the report say it
     text = subprocess.run(
         [PERFWEAVE, "analyze", "--correct-clocks", str(skewed)],

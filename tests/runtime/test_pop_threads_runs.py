@@ -33,11 +33,16 @@ def _run(mpi, build, run_pw, monkeypatch, threads, options=SAMPLE):
     for m in LINE.finditer(r.proc.stdout):
         own[int(m[1])] = (float(m[3]), np.array(m[4].split(), float))
     assert sorted(own) == [0, 1], r.proc.stdout
+    return json.loads(_pop("--json", r.exp)), own
+
+
+def _pop(*args):
+    """perfweave pop's standard output."""
     p = subprocess.run(
-        [PERFWEAVE, "pop", "--json", str(r.exp)], capture_output=True, text=True, timeout=120
+        [PERFWEAVE, "pop", *map(str, args)], capture_output=True, text=True, timeout=120
     )
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout), own
+    return p.stdout
 
 
 def test_openmp_load_balance_and_serialisation(mpi, build, run_pw, monkeypatch):
@@ -112,3 +117,28 @@ def test_unreadable_samples_leave_the_process_level(mpi, build, run_pw, monkeypa
     doc = json.loads(p.stdout)
     assert doc["threads"].startswith("n/a: samples unreadable (")
     assert 0 < doc["multiplicative"]["parallel_efficiency"] <= 1
+
+
+def test_references_have_their_thread_factors(mpi, build, run_pw, monkeypatch):
+    """EXP: 2 ranks of 2 threads; REF: 1 rank of 3 threads (weak scaling: each rank does
+    the same steps). perfweave pop EXP REF gives each one's thread factors as perfweave
+    pop gives them on it alone, and the hybrid scaling from them: the useful time of
+    all REF's threads x the threads' ratio (4/3) / EXP's, times EXP's hybrid parallel
+    efficiency."""
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    prog = build(mpi, "omp_mpi_pop.c", ("-fopenmp",))
+    exp = run_pw(mpi.launch(2) + [prog, 10, 2, UNIT], options=SAMPLE).exp
+    ref = run_pw(mpi.launch(1) + [prog, 10, 3, UNIT], options=SAMPLE).exp
+    both = json.loads(_pop("--json", "--weak", exp, ref))
+    alone = [json.loads(_pop("--json", e))["threads"] for e in (exp, ref)]
+    assert both["threads"] == alone[0] and both["references"][0]["threads"] == alone[1]
+    assert alone[0]["threads"] == 4 and alone[1]["threads"] == 3
+    hy = both["scaling"]["hybrid"]
+    total = [sum(sum(r["useful_s"]) for r in th["ranks"]) for th in alone]
+    assert hy["source"] == "sampled" and hy["threads_ratio"] == pytest.approx(4 / 3)
+    assert hy["computation_scaling"] == pytest.approx(total[1] * 4 / 3 / total[0], rel=1e-9)
+    pe = alone[0]["multiplicative"]["parallel_efficiency"]
+    assert hy["global_efficiency"] == pytest.approx(hy["computation_scaling"] * pe, rel=1e-9)
+    text = _pop(exp, ref)
+    assert f"thread factors of {ref} (sampled, 3 threads):" in text
+    assert "MPI+OpenMP (sampled): Computation Scaling" in text

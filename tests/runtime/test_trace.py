@@ -9,6 +9,7 @@ import pytest
 
 from perfweave import _format
 from perfweave.readers import trace as rt
+from perfweave.readers import trace_compact as compact
 from perfweave.dtypes import TRACE_VERSION
 
 EVENT = np.dtype(
@@ -49,6 +50,25 @@ def load(exp, rank):
     assert ev.dtype == EVENT
     js = json.loads((exp / "traces" / f"rank-{rank}.json").read_text())
     return ev, js
+
+
+def assert_encoder_reads_back(exp, rank):
+    """perfweave's numpy encoder (readers/trace_compact.encode, bench/tracegen.py's) writes
+    the events the runtime recorded, thread by thread in small blocks, so that the reader
+    gives them back byte for byte, with their threads."""
+    rf = rt.read_rank(exp, rank)
+    threads = np.unique(rf.thread).tolist()
+    data = np.concatenate(
+        [
+            compact.encode(rf.records[rf.thread == t], thread=t, slots=255, cut=False)
+            for t in threads
+        ]
+    )
+    rec, spans, notes = compact.decode(data.view(np.uint8), rank, "again")
+    order = np.argsort(rf.thread, kind="stable")
+    assert notes == [] and rec.tobytes() == rf.records[order].tobytes()
+    thread = np.repeat([t for _, _, t in spans], [k for _, k, _ in spans])
+    assert thread.tolist() == rf.thread[order].tolist()
 
 
 def calls(ev, js):
@@ -286,6 +306,7 @@ def test_trace_of_user_functions(mpi, build, run_pw):
     assert len(np.unique(reg["bytes"])) == 4
     first_call = np.flatnonzero(ev["type"] == CALL)[0]
     assert ev[0]["type"] == ENTER and first_call > 0  # main before any MPI call
+    assert_encoder_reads_back(r.exp, 0)
 
 
 def test_trace_of_threads_in_their_own_blocks(mpi, build, run_pw):
@@ -314,6 +335,7 @@ def test_trace_of_threads_in_their_own_blocks(mpi, build, run_pw):
             assert len(colls) == 10 and len(set(colls["comm"].tolist())) == 1
             comm_of_thread[t] = int(colls["comm"][0])
         assert comm_of_thread[0] != comm_of_thread[1]
+    assert_encoder_reads_back(r.exp, 1)
 
 
 def test_fields_above_32_bits(mpi, build, run_pw):

@@ -41,14 +41,21 @@ class Paths:
 
 
 @functools.lru_cache(maxsize=None)
-def kernel():
-    """pw_longest_path of libperfweave-replay.so, or None where it is not built."""
+def library():
+    """libperfweave-replay.so (ctypes), or None where it is not built; its kernels are
+    this module's and rootcause.py's."""
     libdir = os.environ.get("PERFWEAVE_LIBDIR") or Path(__file__).resolve().parents[1] / "lib"
     try:
-        lib = ctypes.CDLL(str(Path(libdir) / "libperfweave-replay.so"))
+        return ctypes.CDLL(str(Path(libdir) / "libperfweave-replay.so"))
     except OSError:
         return None
-    if lib.pw_replay_version() != 2:
+
+
+@functools.lru_cache(maxsize=None)
+def kernel():
+    """pw_longest_path of libperfweave-replay.so, or None where it is not built."""
+    lib = library()
+    if lib is None or lib.pw_replay_version() != 2:
         return None
     fn = lib.pw_longest_path
     fn.restype = ctypes.c_int64

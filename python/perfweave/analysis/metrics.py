@@ -344,7 +344,8 @@ M = [
         "Of those, the synchronisations with ranks that did not access this rank "
         "(target side) or that this rank did not access (MPI_Win_complete) in the epoch.",
     ),
-    # root causes (analysis/rootcause.py; Scalasca 2.6's ids): computed by a serial analysis
+    # root causes (analysis/rootcause.py; Scalasca 2.6's ids): computed over the whole
+    # trace's event graph (by default up to ROOT_CAUSE_CALLS calls)
     (
         "critical_path",
         "Critical path",

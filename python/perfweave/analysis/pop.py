@@ -12,8 +12,8 @@ runtime taken two independent ways:
   location carries a clock of useful time; a receive completes at the max of its own
   clock and the sender's clock at the send, a collective at the max of its
   participants' clocks at their entry, a synchronous send at the max of its clock and
-  the receiver's at the post), computed here by iterated max-plus scans over whole
-  columns.
+  the receiver's at the post), a longest path through the event graph that the
+  replay's kernel finds in one pass.
 
 Both the multiplicative factors and the additive ones (pypop's "hybrid additive": each
 factor is 1 - the time it loses / runtime, so a parent's loss is the sum of its
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfweave.analysis.longest_path import longest_path
 from perfweave.model.trace import R
 
 # pypop's order: each row is (key, name, depth in the tree)
@@ -42,7 +43,6 @@ FACTORS = (
     ("frequency_scaling", "Frequency Scaling", 2),
 )
 NO_PMU = "n/a: no PMU"
-NEG = -(1 << 61)  # "no dependency yet": below any clock
 
 
 # ---- the region of interest ----
@@ -227,21 +227,6 @@ def io_bursts(graph, region, io):
 # ---- the critical path of useful computation ----
 
 
-def _segmented_cummax(x, seg, nseg):
-    """Running maximum of x within each segment (seg: sorted segment ids); x >= -1."""
-    if not len(x):
-        return x
-    width = int(x.max()) + 2
-    if nseg * width < (1 << 62):
-        key = seg.astype(np.int64) * width + (x + 1)
-        return np.maximum.accumulate(key) - seg.astype(np.int64) * width - 1
-    out = np.empty_like(x)  # clocks too large to pack with the segment: one scan each
-    bounds = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, len(x)]
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        out[a:b] = np.maximum.accumulate(x[a:b])
-    return out
-
-
 def _edges(graph):
     """(source call, target call) pairs: the target's leave waits for the source's
     clock at its enter."""
@@ -268,191 +253,45 @@ def _collective_parts(graph):
     root = cp["root"] != 0
     feeds = np.where(role == R["12n"], root, True)
     fed = np.where(role == R["n21"], root, True) & (ecall >= 0)
-    return inst.astype(np.int64), bcall, ecall, feeds, fed
+    return inst.astype(np.int64), bcall.astype(np.int64), ecall.astype(np.int64), feeds, fed
 
 
-WINDOW = (
-    1024  # calls per window of the warm start (critical_path; bench: 1024 to 16384 all within 2x)
-)
-
-
-def _ranges(lo, hi):
-    """The indices lo[k] .. hi[k]-1 of every k, concatenated."""
-    n = hi - lo
-    total = int(n.sum())
-    if not total:
-        return np.zeros(0, np.int64)
-    start = np.repeat(lo - np.cumsum(n) + n, n)
-    return start + np.arange(total)
-
-
-class _Deps:
-    """What the clocks depend on: edges (src -> dst: dst's leave waits for src's clock
-    at its enter) and collective participations (feeds: inst, bcall; fed: inst, ecall).
-    A source's clock at its enter is the clock at its location's previous call's leave
-    (prev; 0 before the first) plus its useful time before it."""
-
-    def __init__(self, graph, u):
-        calls, loc = graph.calls, graph.locations
-        n = len(calls["t0"])
-        self.n, self.u = n, u
-        self.seg = calls["loc"].astype(np.int64)
-        first = loc["first"].astype(np.int64)
-        self.first = first
-        self.prev = np.arange(n, dtype=np.int64) - 1
-        self.prev[first[first < n]] = -1
-        self.src, self.dst = _edges(graph)
-        inst, bcall, ecall, feeds, fed = _collective_parts(graph)
-        self.ninst = int(inst.max()) + 1 if len(inst) else 0
-        self.f_inst, self.f_call = inst[feeds], bcall[feeds].astype(np.int64)
-        self.e_inst, self.e_call = inst[fed], ecall[fed].astype(np.int64)
-
-    def enter(self, leave):
-        """Each call's clock at its enter from the clocks at the leaves."""
-        p = self.prev
-        return np.where(p >= 0, leave[np.maximum(p, 0)], 0) + self.u
-
-    def incoming(self, enter):
-        """The clock each call's dependencies bring (NEG: none)."""
-        new = np.full(self.n, NEG, np.int64)
-        if len(self.src):
-            np.maximum.at(new, self.dst, enter[self.src])
-        if self.ninst:
-            top = np.full(self.ninst, NEG, np.int64)
-            np.maximum.at(top, self.f_inst, enter[self.f_call])
-            np.maximum.at(new, self.e_call, top[self.e_inst])
-        return new
-
-
-def _leaves(incoming, u, seg, is_first, carry):
-    """The clock at each call's leave, rows by segment (a location's run of calls, in
-    order): carry (the clock before the run, per row) + the useful time so far, or more
-    where what the calls wait for brings more."""
-    S = np.cumsum(u)
-    starts = np.flatnonzero(is_first)
-    if len(S):
-        S = S - np.repeat(S[starts] - u[starts], np.diff(np.r_[starts, len(S)]))
-    base = carry + S
-    cm = _segmented_cummax(
-        np.maximum(incoming - base, -1), seg, int(seg[-1]) + 1 if len(seg) else 0
-    )
-    return base + np.maximum(cm, 0)
-
-
-def _warm_start(D, graph, max_rounds):
-    """The clocks at the leaves solved window by window of WINDOW calls in the order of
-    their recorded leaves, each window's rounds over its calls alone: a call's
-    dependencies entered before it left, so they are in its window or an earlier one
-    (clock skew between hosts can break that: the global rounds after this correct it).
-    Returns (leave clocks, rounds in all), or (None, rounds) past max_rounds in a
-    window."""
-    n, u, seg, prev = D.n, D.u, D.seg, D.prev
-    t1 = graph.calls["t1"]
-    w = np.empty(n, np.int64)
-    w[np.argsort(t1, kind="stable")] = np.arange(n) // WINDOW
-    nw = int(w.max()) + 1
-    order = np.lexsort((np.arange(n), seg, w))
-    pos = np.empty(n, np.int64)
-    pos[order] = np.arange(n)
-    wstart = np.searchsorted(w[order], np.arange(nw + 1))
-    eo = np.argsort(w[D.dst], kind="stable")
-    estart = np.searchsorted(w[D.dst][eo], np.arange(nw + 1))
-    fo = np.argsort(w[D.e_call], kind="stable")
-    fstart = np.searchsorted(w[D.e_call][fo], np.arange(nw + 1))
-    go = np.argsort(D.f_inst, kind="stable")
-    g_inst = D.f_inst[go]
-    leave = np.full(n, NEG, np.int64)
-    rounds = 0
-
-    def source(calls, k, base):
-        """(local index of each source's previous call or -1, its fixed clock, useful)."""
-        p = prev[calls]
-        local = (p >= 0) & (w[np.maximum(p, 0)] == k)
-        fixed = np.where(p >= 0, leave[np.maximum(p, 0)], 0)
-        return np.where(local, pos[np.maximum(p, 0)] - base, -1), fixed, u[calls]
-
-    for k in range(nw):
-        a, b = int(wstart[k]), int(wstart[k + 1])
-        sub = order[a:b]
-        m = b - a
-        lseg = seg[sub]
-        is_first = np.r_[True, lseg[1:] != lseg[:-1]]
-        p0 = prev[sub]
-        carry_run = np.where(p0 >= 0, leave[np.maximum(p0, 0)], 0)
-        carry = np.repeat(carry_run[is_first], np.diff(np.r_[np.flatnonzero(is_first), m]))
-        carry = np.where(carry < 0, 0, carry)
-        E = eo[estart[k] : estart[k + 1]]
-        e_dst = pos[D.dst[E]] - a
-        e_lp, e_fix, e_u = source(D.src[E], k, a)
-        F = fo[fstart[k] : fstart[k + 1]]
-        f_dst = pos[D.e_call[F]] - a
-        insts, f_top = np.unique(D.e_inst[F], return_inverse=True)
-        lo, hi = np.searchsorted(g_inst, insts, "left"), np.searchsorted(g_inst, insts, "right")
-        G = go[_ranges(lo, hi)]
-        g_local = np.searchsorted(insts, D.f_inst[G])
-        g_lp, g_fix, g_u = source(D.f_call[G], k, a)
-        lsegid = np.cumsum(is_first) - 1
-        incoming = np.full(m, NEG, np.int64)
-        for wr in range(1, (max_rounds or m + 2) + 1):
-            rounds += 1
-            lv = _leaves(incoming, u[sub], lsegid, is_first, carry)
-            new = np.full(m, NEG, np.int64)
-            if len(E):
-                val = np.where(e_lp >= 0, lv[np.maximum(e_lp, 0)], e_fix) + e_u
-                np.maximum.at(new, e_dst, val)
-            if len(F):
-                top = np.full(len(insts), NEG, np.int64)
-                val = np.where(g_lp >= 0, lv[np.maximum(g_lp, 0)], g_fix) + g_u
-                np.maximum.at(top, g_local, val)
-                np.maximum.at(new, f_dst, top[f_top.reshape(-1)])
-            if np.array_equal(new, incoming):
-                break
-            incoming = new
-        else:
-            return None, rounds
-        leave[sub] = lv
-    return leave, rounds
-
-
-def critical_path(graph, u, tail, max_rounds=None):
+def critical_path(graph, u, tail, use_c=True):
     """The longest path of useful computation (ns): per location a clock of useful
     time; at each call, the clock at its leave is the max of the clock at its enter and
-    the clocks its dependencies bring. Solved by rounds of max-plus scans of every
-    location at once until nothing changes (each round carries the clocks one more hop
-    between locations), started from the solution window by window (_warm_start), so
-    that a round covers a window's calls, not the trace's, while the path moves through
-    the trace. Returns (path length, the clock at each location's end, rounds in all);
-    the length is None when max_rounds rounds (in a window, or after the windows) did
-    not reach the fixpoint (a path that changes location that often: each change costs
-    a round).
-    """
-    D = _Deps(graph, u)
-    n, seg, first = D.n, D.seg, D.first
-    is_first = np.zeros(n, bool)
-    is_first[first[first < n]] = True
-    rounds = 0
-    incoming = np.full(n, NEG, np.int64)
-    if n > WINDOW:
-        warm, rounds = _warm_start(D, graph, max_rounds)
-        if warm is None:
-            return None, None, rounds
-        incoming = D.incoming(D.enter(warm))
-    limit = rounds + (max_rounds or (n + 2))
-    zero = np.zeros(n, np.int64)
-    while True:
-        rounds += 1
-        leave = _leaves(incoming, u, seg, is_first, zero)
-        new = np.maximum(incoming, D.incoming(D.enter(leave)))
-        if np.array_equal(new, incoming):
-            break
-        if rounds >= limit:
-            return None, None, rounds
-        incoming = new
+    the clocks its dependencies bring (_edges, _collective_parts). That is a longest
+    path over the replay's nodes (each call's enter and leave, a hub per collective
+    instance; analysis/replay.py call_chains) with a location's useful time on its
+    chain and the dependencies as edges of weight 0, found in one pass by the replay's
+    kernel (analysis/longest_path.py; use_c=False: its numpy fallback). Returns (path
+    length, the clock at each location's end, None), or (None, None, why) when the
+    dependencies form a cycle: a call would wait for a clock its own location reaches
+    only after it (a collective this reading takes as synchronising that the program
+    relied on not to be: a rank that receives, before its MPI_Scan, what a lower rank
+    sends after its own)."""
+    from perfweave.analysis.replay import call_chains
+
+    n = len(graph.calls["t0"])
+    src, dst = _edges(graph)
+    inst, bcall, ecall, feeds, fed = _collective_parts(graph)
+    ninst = int(inst.max()) + 1 if len(inst) else 0
+    hub = 2 * n + inst
+    esrc = np.concatenate([2 * src, 2 * bcall[feeds], hub[fed]])
+    edst = np.concatenate([2 * dst + 1, hub[feeds], 2 * ecall[fed] + 1])
+    chain, init = call_chains(graph, u, ninst)
+    P = longest_path(
+        len(chain), esrc, edst, np.zeros(len(esrc), np.int64), chain, init, use_c, True
+    )
+    if P.left:
+        stuck = int(P.cyclic[0 : 2 * n].reshape(-1, 2).any(axis=1).sum())
+        return None, None, f"the recorded dependencies form a cycle ({stuck} calls on or behind it)"
+    leave = P.time[1 : 2 * n : 2]
+    first = graph.locations["first"].astype(np.int64)
     end = tail.astype(np.int64).copy()
     has = np.flatnonzero(np.r_[first[1:], n] > first)
     last = np.r_[first[1:], n][has] - 1
     end[has] += leave[last]
-    return int(end.max(initial=0)), end, rounds
+    return int(end.max(initial=0)), end, None
 
 
 # ---- the ideal-network replay's runtime of the region ----
@@ -604,18 +443,10 @@ class PopResult:
         }
 
 
-def analyze(
-    graph,
-    experiment="",
-    what_if=None,
-    replay_ideal=None,
-    replay_note=None,
-    max_rounds=None,
-    io=None,
-):
+def analyze(graph, experiment="", what_if=None, replay_ideal=None, replay_note=None, io=None):
     """PopResult of an event graph. what_if: the replay's parameters (replay_ideal);
     None: no replay (ideal_replay), replay_ideal given instead (ns; None: not available, replay_note
-    says why). max_rounds: the critical path's bound (critical_path). io: the I/O calls
+    says why). io: the I/O calls
     per location (io_intervals; None: read from the experiment), not useful time."""
     trace = graph.loaded.trace
     region = region_of(trace, graph.locations)
@@ -644,8 +475,7 @@ def analyze(
     T = region.runtime_ns
     mul, add = factors(useful, T, None)
     ideal = {}
-    cp, _, rounds = critical_path(graph, u, tail, max_rounds)
-    cp_note = None if cp is not None else f"not found in {rounds} rounds (perfweave pop finds it)"
+    cp, _, cp_note = critical_path(graph, u, tail)
     for name, t_ideal, note in (
         ("replay", replay_ideal, replay_note),
         ("critical_path", cp, cp_note),
@@ -657,7 +487,6 @@ def analyze(
         if note:
             entry["note"] = note
         ideal[name] = entry
-    ideal["critical_path"]["rounds"] = rounds
     if replayed is not None:
         ideal["replay"]["params"] = {
             k: (None if isinstance(v, float) and math.isinf(v) else v)
@@ -770,7 +599,9 @@ def process_useful(result):
 def add_references(result, refs, weak=False, counters=None):
     """Scaling factors of result against reference PopResults (the first is the
     baseline; docs/pop.md). counters: {experiment: {"instructions", "cycles"}} of
-    useful time where measured; without them the PMU factors are NO_PMU."""
+    useful time where measured; without them the PMU factors are NO_PMU. Where result
+    has sampled thread factors (result.threads set), also the MPI+OpenMP scaling
+    (pop_threads.hybrid_scaling) against the baseline's."""
     if not refs:
         return result
     base = refs[0]
@@ -780,6 +611,7 @@ def add_references(result, refs, weak=False, counters=None):
             "experiment": r.experiment,
             "ranks": r.ranks,
             "useful_total_s": int(r.useful_ns.sum()) / 1e9,
+            "threads": r.threads,
         }
         for r in refs
     ]
@@ -801,4 +633,10 @@ def add_references(result, refs, weak=False, counters=None):
     pe = result.mul.get("parallel_efficiency")
     if cs is not None and pe is not None:
         out["global_efficiency"] = pe * cs
+    if result.threads is not None:  # sampled thread factors were asked for
+        from perfweave.analysis.pop_threads import hybrid_scaling
+
+        out["hybrid"] = hybrid_scaling(
+            result.threads, process_useful(result), base.threads, process_useful(base), weak
+        )
     return result

@@ -202,3 +202,40 @@ def thread_factors(per_rank, process_useful, runtime_ns):
             for r in ranks
         ],
     }
+
+
+def _all_threads(threads, process_useful):
+    """(useful time of all threads in s, their number) of an experiment for the hybrid
+    scaling: its sampled threads' where it has thread factors, its ranks' (the trace's
+    process level) where each has one thread; None otherwise."""
+    if isinstance(threads, dict):
+        return sum(sum(r["useful_s"]) for r in threads["ranks"]), threads["threads"]
+    if threads == ONE_THREAD and process_useful:
+        return sum(process_useful.values()) / 1e9, len(process_useful)
+    return None
+
+
+def hybrid_scaling(threads, process_useful, base_threads, base_process_useful, weak=False):
+    """pypop's MPI+OpenMP Computational Scaling (the useful time of all threads of the
+    baseline / of the experiment) and Global Efficiency (that x the hybrid Parallel
+    Efficiency) of an experiment against a baseline, each given by its thread factors
+    (thread_factors) and its trace's process-useful time per rank (ns); weak scaling
+    expects the useful time to grow with the threads. A note string where they do not
+    apply: the experiment without thread factors, the baseline without them nor one
+    thread per rank."""
+    if not isinstance(threads, dict):
+        return f"n/a: the experiment has no thread factors ({threads})"
+    base = _all_threads(base_threads, base_process_useful)
+    if base is None:
+        return f"n/a: the reference has no thread factors ({base_threads})"
+    (u, n), (u_base, n_base) = _all_threads(threads, process_useful), base
+    if u <= 0 or u_base <= 0:
+        return "n/a: no useful time sampled"
+    ratio = n / n_base
+    cs = u_base * (ratio if weak else 1.0) / u
+    return {
+        "source": "sampled",
+        "threads_ratio": ratio,
+        "computation_scaling": cs,
+        "global_efficiency": cs * threads["multiplicative"]["parallel_efficiency"],
+    }

@@ -178,15 +178,8 @@ def replay(
         raise ValueError(f"replay: useful has {len(useful)} values for {nc} calls")
     lat = int(round(latency_s * 1e9))
     src, dst, w, kind, ninst = _edges(g, eager_limit, lat, bandwidth_Bps)
-    n = 2 * nc + ninst
-    chain = np.full(n, NONE, np.int64)
-    chain[0 : 2 * nc : 2] = useful
-    chain[1 : 2 * nc : 2] = 0
-    firsts = g.locations["first"]
-    chain[2 * firsts] = NONE
-    init = np.full(n, NONE, np.int64)
-    init[2 * firsts] = useful[firsts]
-    P = longest_path(n, src, dst, w, chain, init, use_c=use_c, overwrite_init=True)
+    chain, init = call_chains(g, useful, ninst)
+    P = longest_path(len(chain), src, dst, w, chain, init, use_c=use_c, overwrite_init=True)
     enter, leave = P.time[0 : 2 * nc : 2], P.time[1 : 2 * nc : 2]
     rs, re, member = _region(g, region)
     params = {
@@ -220,6 +213,24 @@ def replay(
     res.loc_end_ns = ideal_at(g, enter, leave, useful, re)
     res.t_ideal_s = _span(res.loc_start_ns, res.loc_end_ns, member) / 1e9
     return res
+
+
+def call_chains(g, useful, extra):
+    """(chain, init) of longest_path (analysis/longest_path.py) for graph g's calls as
+    nodes 2c (call c's enter) and 2c + 1 (its leave), then `extra` nodes alone
+    (collective instances' hubs): each location's calls one chain, with the computation
+    useful[c] from the previous leave to an enter, none from an enter to its leave; a
+    location's first enter at its computation from 0."""
+    nc = len(useful)
+    chain = np.full(2 * nc + extra, NONE, np.int64)
+    chain[0 : 2 * nc : 2] = useful
+    chain[1 : 2 * nc : 2] = 0
+    firsts = g.locations["first"]
+    firsts = firsts[firsts < nc]
+    chain[2 * firsts] = NONE
+    init = np.full(len(chain), NONE, np.int64)
+    init[2 * firsts] = useful[firsts]
+    return chain, init
 
 
 def as_graph(x):

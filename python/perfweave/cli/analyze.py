@@ -63,14 +63,14 @@ def setup_parser(sub):
         action="store_true",
         default=None,
         help="also compute the critical path and the delay analysis (docs/wait-states.md, "
-        "'Root causes') for traces of more than 25 000 MPI calls (the default up to that)",
+        "'Root causes') for traces of more than 4 000 000 MPI calls (the default up to that; "
+        "it holds the whole trace's event graph in one process: with --parallel, the first)",
     )
     p.add_argument(
         "--no-root-causes",
         dest="root_causes",
         action="store_false",
-        help="skip the critical path and the delay analysis; a --parallel analysis skips "
-        "them anyway",
+        help="skip the critical path and the delay analysis",
     )
     p.add_argument(
         "--no-save",

@@ -117,8 +117,7 @@ def analyze_one(exp, args, with_replay=True):
         )
     result = pop.analyze(graph, exp, what_if=what_if)
     result.counters = pop.useful_counters(_profile(exp))
-    if with_replay:
-        result.threads = _thread_factors(exp, graph, result)
+    result.threads = _thread_factors(exp, graph, result)
     return result
 
 

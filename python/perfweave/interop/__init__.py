@@ -72,9 +72,8 @@ class RankExportStream:
         from perfweave.readers import trace as rt
 
         self.X, self.rank = X, r
-        self.src = rt.open_rank(X.path, r, X.meta_notes[r])
+        self.src = rt.open_rank(X.path, r, X.meta_notes[r], pieces=True)
         self.meta, self.sibling = X.clock_meta(r, self.src.meta or {})
-        self.notes = list(self.src.notes)
         self.complete = self.src.complete
         self.functions = list(self.meta.get("functions") or [])
         self.borrowed = not self.functions and bool(X.names)
@@ -85,15 +84,9 @@ class RankExportStream:
         self.records = 0  # records of the last pass
         self.t_begin = self.t_end = None
         self._checkers = []
-        # the committed spans, and whether each comes right after one of its thread in
-        # file order (what Checker needs to know of a chunk's first record)
-        self._spans = [s for s in self.src.spans if s[1]]
-        self._follows = [
-            i > 0 and self._spans[i - 1][2] == th for i, (_, _, th) in enumerate(self._spans)
-        ]
 
     def threads(self):
-        return sorted({t for _, _, t in self._spans})
+        return self.src.threads()
 
     def chunks(self, size=None):
         """The chunks of every thread, thread after thread (a generator)."""
@@ -123,28 +116,16 @@ class RankExportStream:
         Chrome export merges threads in the order of time)."""
         from perfweave.readers.trace import Checker
 
-        size = size or CHUNK_RECORDS
         check = Checker(self.src)
         self._checkers.append(check)
         tail = None  # the last call and its sub-events, for the next chunk
-        parts, n = [], 0
-        mine = [(a, c, f) for (a, c, th), f in zip(self._spans, self._follows) if th == t]
-        for k, (a, c, f) in enumerate(mine):
-            pos = a
-            while pos < a + c:
-                m = min(a + c - pos, size - n)
-                parts.append((pos, m, f or pos > a))
-                n += m
-                pos += m
-                last = k == len(mine) - 1 and pos == a + c
-                if n >= size or last:
-                    kept = check(parts, self.src.records, tail)
-                    parts, n = [], 0
-                    if not last:
-                        kept, tail = _cut(kept)
-                    if len(kept):
-                        yield self._chunk(kept, t, base)
-                        base += len(kept)
+        for records, parts, last in self.src.pieces(t, size or CHUNK_RECORDS):
+            kept = check(parts, records, tail)
+            if not last:
+                kept, tail = _cut(kept)
+            if len(kept):
+                yield self._chunk(kept, t, base)
+                base += len(kept)
 
     def _chunk(self, rec, t, base):
         typ = rec["type"]
@@ -179,7 +160,9 @@ class RankExportStream:
         """The rank's notes after a pass over all its chunks (as rank(r) makes them)."""
         from perfweave.readers.trace import dropped_note
 
-        notes = list(self.notes)
+        notes = self.src.final_notes()
+        if self.src.parts is not None and any(self.src.parts.bad.values()):
+            self.complete = False
         dropped = sum(c.dropped for c in self._checkers)
         if dropped:
             notes.append(dropped_note(self.rank, dropped))

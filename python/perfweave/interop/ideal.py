@@ -18,7 +18,7 @@ import numpy as np
 from perfweave.analysis.exchange import Local
 from perfweave.analysis.imported_profile import from_traces
 from perfweave.analysis.replay import ideal_at
-from perfweave.clock import host_clocks, to_ns
+from perfweave.clock import host_clocks, rank0_clock, to_ns
 from perfweave.dtypes import EVENT_TYPES as T
 from perfweave.dtypes import TRACE_VERSION
 from perfweave.errors import PerfweaveError
@@ -99,16 +99,7 @@ def _rank(res, src, rank, meta_note, origin):
     meta = dict(
         meta,
         version=TRACE_VERSION,
-        clock={
-            "ticks": [0, 1],
-            "ns": [0, 1],
-            "offset_init_ns": 0,
-            "offset_init_err_ns": 0,
-            "offset_fini_ns": 0,
-            "offset_fini_err_ns": 0,
-            "t_init_ns": t_init,
-            "t_fini_ns": t_fini,
-        },
+        clock=rank0_clock(t_init, t_fini),
         flushes=[
             {"thread": int(thread[a]), "first": int(a), "count": int(b - a)}
             for a, b in zip(np.asarray(runs).tolist(), np.asarray(ends).tolist())

@@ -214,8 +214,11 @@ SUB_OK = TypeSet(
 class RankSource:
     """One rank's events file mapped, not yet read: the committed records as spans of
     the mapping (first, count, thread) in file order, and what read_rank notes about the
-    file. read_rank gathers and checks them at once; `Checker` checks them chunk by
-    chunk, for readers that keep one chunk in memory (interop's exports)."""
+    file. read_rank gathers and checks them at once; `pieces` hands them out a bounded
+    number at a time, and `Checker` checks them so, for readers that keep one chunk in
+    memory (interop's exports). A compact file (version 5) opened for those is decoded
+    piece by piece (`parts`, readers/trace_compact.py Parts): `records` and `spans` are
+    then None and [], and `final_notes` has the notes of damage found while decoding."""
 
     rank: int
     records: np.ndarray  # EVENT_DTYPE over the whole mapping
@@ -224,19 +227,63 @@ class RankSource:
     complete: bool
     notes: list
     mapping: object = None  # the mmap the records are read from, if mapped
+    parts: object = None  # trace_compact.Parts of a compact file read in pieces
+    late: int = 0  # where the notes of damage found in pieces go among notes
 
-    def release(self, first, count):
-        """Let the pages of records [first, first + count) go from this process's
-        memory (they stay in the page cache, and come back if read again): a reader
-        that has copied them keeps its resident memory to what it holds, not to the
-        part of the file it has read."""
+    def release(self, first, count, itemsize=EVENT_DTYPE.itemsize):
+        """Let the pages of records [first, first + count) (of itemsize bytes) go from
+        this process's memory (they stay in the page cache, and come back if read
+        again): a reader that has copied them keeps its resident memory to what it
+        holds, not to the part of the file it has read."""
         if self.mapping is None or count <= 0:
             return
         page = mmap.PAGESIZE
-        a = first * EVENT_DTYPE.itemsize // page * page
-        b = min(-(-(first + count) * EVENT_DTYPE.itemsize // page) * page, len(self.mapping))
+        a = first * itemsize // page * page
+        b = min(-(-(first + count) * itemsize // page) * page, len(self.mapping))
         if b > a:
             self.mapping.madvise(mmap.MADV_DONTNEED, a, b - a)
+
+    def threads(self):
+        """The threads with records, in order."""
+        if self.parts is not None:
+            return self.parts.threads()
+        return sorted({t for _, c, t in self.spans if c})
+
+    def pieces(self, thread, size):
+        """The committed records of thread (a generator) as (records, parts, last): parts
+        [(first, count, follows)] of records, about size records in all (what Checker
+        takes), follows whether a part comes right after the one before in the thread's
+        file order, last whether it is the thread's last piece. The pages of a piece's
+        records are let go when the next one is asked for."""
+        if self.parts is not None:
+            yield from self.parts.pieces(thread, size)
+            return
+        spans = [s for s in self.spans if s[1]]
+        mine = [
+            (a, c, i > 0 and spans[i - 1][2] == th)
+            for i, (a, c, th) in enumerate(spans)
+            if th == thread
+        ]
+        parts, n = [], 0
+        for k, (a, c, f) in enumerate(mine):
+            pos = a
+            while pos < a + c:
+                m = min(a + c - pos, size - n)
+                parts.append((pos, m, f or pos > a))
+                n += m
+                pos += m
+                last = k == len(mine) - 1 and pos == a + c
+                if n >= size or last:
+                    yield self.records, parts, last
+                    for first, count, _ in parts:
+                        self.release(first, count)
+                    parts, n = [], 0
+
+    def final_notes(self):
+        """The notes, with those of damage that reading the pieces found (after a pass
+        over every thread's pieces)."""
+        late = self.parts.late_notes() if self.parts is not None else []
+        return self.notes[: self.late] + late + self.notes[self.late :]
 
     def gather(self):
         """(records, thread of each record): the committed records in file order (one
@@ -261,9 +308,10 @@ class RankSource:
         return out, thread
 
 
-def open_rank(exp, rank, meta_note=None):
+def open_rank(exp, rank, meta_note=None, pieces=False):
     """The RankSource of one rank: its events file mapped read-only, its committed
-    spans found, and the notes read_rank makes before checking records."""
+    spans found, and the notes read_rank makes before checking records. pieces: a
+    compact file is to be read piece by piece (RankSource.pieces), not decoded whole."""
     notes = []
     meta, note = meta_note if meta_note is not None else read_meta(exp, rank)
     complete = meta is not None and meta.get("state") == "complete"
@@ -289,6 +337,8 @@ def open_rank(exp, rank, meta_note=None):
         raw = np.zeros(0, np.uint8)
         notes.append(f"rank {rank}: cannot read {path.name} ({e.strerror})")
         complete = False
+    if compact.is_compact(raw) and pieces:
+        return _compact_parts(raw, rank, path.name, meta, complete, notes)
     if compact.is_compact(raw):  # version 5: decoded into event records
         rec, spans, block_notes = compact.decode(raw, rank, path.name)
         notes += block_notes
@@ -313,6 +363,26 @@ def open_rank(exp, rank, meta_note=None):
     _check_count(meta, rank, path.name, n, notes)
     complete = complete and not _counted(meta, n)
     return RankSource(rank, rec, spans, meta, complete, notes, _mapping(raw))
+
+
+def _compact_parts(raw, rank, name, meta, complete, notes):
+    """open_rank's RankSource of a compact file read piece by piece: the notes of
+    compact.decode but those of damage found in decoding (RankSource.final_notes)."""
+    n = len(raw) // compact.SIZE
+    if len(raw) % compact.SIZE:
+        notes.append(compact.partial_note(raw, rank, name))
+        complete = False
+    c = raw[: n * compact.SIZE].view(compact.CEVENT)
+    spans, block_notes = compact.blocks(c, rank, name)
+    src = RankSource(rank, None, [], meta, complete, notes, _mapping(raw))
+    src.parts = compact.Parts(c, spans, rank, name, lambda a, k: src.release(a, k, compact.SIZE))
+    block_notes += src.parts.census_notes()
+    notes += block_notes
+    src.late = len(notes)
+    events = sum(src.parts.events)
+    _check_count(meta, rank, name, events, notes)
+    src.complete = complete and not block_notes and not _counted(meta, events)
+    return src
 
 
 def _counted(meta, n):
@@ -407,7 +477,6 @@ class Checker:
         items, into = records.view(_ITEM), body.view(_ITEM)
         for a, c, follows in parts:
             into[pos : pos + c] = items[a : a + c]
-            self.src.release(a, c)
             group += not follows
             pseudo[pos : pos + c] = group
             pos += c

@@ -68,7 +68,18 @@ def render(doc):
             f"scaling against {ref['experiment']} ({ref['ranks']} ranks), {sc['mode']} scaling "
             f"(ranks ratio {sc['ranks_ratio']:.3g})"
         )
+        hy = sc.get("hybrid")
+        if isinstance(hy, dict):
+            out.append(
+                f"  MPI+OpenMP (sampled): Computation Scaling {_pct(hy['computation_scaling'])}, "
+                f"Global Efficiency {_pct(hy['global_efficiency'])} (threads ratio "
+                f"{hy['threads_ratio']:.3g})"
+            )
+        elif hy is not None:
+            out.append(f"  MPI+OpenMP (sampled): {hy}")
     out += _threads(doc.get("threads"))
+    for ref in doc["references"]:
+        out += _threads(ref.get("threads"), f" of {ref['experiment']}")
     out.append("")
     io = u.get("io_seconds")
     if io is None:
@@ -95,13 +106,14 @@ THREAD_FACTORS = (
 )
 
 
-def _threads(th):
-    """The lines of the sampled thread factors, or the line saying why there are none."""
+def _threads(th, of=""):
+    """The lines of the sampled thread factors (of a reference: of names it), or the
+    line saying why there are none."""
     if th is None:
         return []
     if isinstance(th, str):
-        return ["", f"thread factors (sampled): {th}"]
-    out = ["", f"thread factors (sampled, {th['threads']} threads):"]
+        return ["", f"thread factors{of} (sampled): {th}"]
+    out = ["", f"thread factors{of} (sampled, {th['threads']} threads):"]
     width = max(len(n) + 2 * d for _, n, d in THREAD_FACTORS) + 4
     out.append(" " * width + f"{'multiplicative':>16}{'additive':>12}")
     for key, name, depth in THREAD_FACTORS:

@@ -218,7 +218,8 @@ def render(result, top=5, width=100):
     metrics = records(result.metrics)
     byid = {m["id"]: m for m in metrics}
     # the critical path is the run's length once computed: 0 where the root causes were
-    # not (a parallel or large analysis, docs/wait-states.md), whose metrics are left out
+    # not (a large trace, or --no-root-causes: docs/wait-states.md), whose metrics are
+    # left out
     no_causes = not byid.get("critical_path", {}).get("total")
     rows = []
     for m in metrics:

@@ -16,13 +16,7 @@
 #ifndef SERIAL
 #include <mpi.h>
 #endif
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "spin.h"
 
 int main(int argc, char **argv)
 {

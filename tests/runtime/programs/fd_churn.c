@@ -12,18 +12,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "spin.h"
 
 #define MAXP 200000
 
 static ino_t made[MAXP];
 static int nmade;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static int ours(ino_t ino)
 {

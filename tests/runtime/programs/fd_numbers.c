@@ -15,13 +15,7 @@
 #ifdef WITH_MPI
 #include <mpi.h>
 #endif
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+#include "spin.h"
 
 int main(int argc, char **argv)
 {

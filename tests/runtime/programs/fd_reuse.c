@@ -23,15 +23,9 @@
 #ifdef WITH_MPI
 #include <mpi.h>
 #endif
+#include "spin.h"
 
 #define BLOCK 512
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static void fill(unsigned char *b, long seq)
 {

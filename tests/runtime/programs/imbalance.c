@@ -6,15 +6,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-volatile double sink;
+#include "spin.h"
 
 __attribute__((noinline)) void work(double seconds)
 {

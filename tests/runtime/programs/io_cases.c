@@ -31,18 +31,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "spin.h"
 
 static char path[4096];
 static int n;
 static int p1[2], p2[2];
 static double t_second; /* the second thread's read, seconds */
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void sleep_ms(int ms)
 {

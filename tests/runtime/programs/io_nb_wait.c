@@ -13,13 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-
-static long long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
+#include "spin.h"
 
 static long long waited, calls; /* ns in completion calls, and how many */
 

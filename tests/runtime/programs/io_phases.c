@@ -11,13 +11,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "spin.h"
 
 static void sleep_s(double s)
 {

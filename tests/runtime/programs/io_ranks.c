@@ -12,13 +12,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "spin.h"
 
 int main(int argc, char **argv)
 {

@@ -13,13 +13,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "spin.h"
 
 int main(int argc, char **argv)
 {

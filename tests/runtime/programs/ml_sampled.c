@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "spin.h"
 
 #ifndef N
 #define N 160 /* -DN=...: a size OpenBLAS splits over its threads */
@@ -15,19 +16,11 @@
 #define BLAS_INT int /* -DBLAS_INT=long: a BLAS with 64-bit integers (ILP64) */
 #endif
 static double a[N * N], b[N * N], c[N * N];
-static volatile double sink;
 
 void dgemm_(const char *ta, const char *tb, const BLAS_INT *m, const BLAS_INT *n,
             const BLAS_INT *k, const double *alpha, const double *a, const BLAS_INT *lda,
             const double *b, const BLAS_INT *ldb, const double *beta, double *c,
             const BLAS_INT *ldc);
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static long solve(double until)
 {

@@ -4,13 +4,7 @@
 #include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
-
-static long long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
+#include "spin.h"
 
 ssize_t write(int fd, const void *buf, size_t n)
 {

@@ -9,13 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static long long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
+#include "spin.h"
 
 int main(int argc, char **argv)
 {

@@ -23,21 +23,15 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "spin.h"
 
 #define PHASE_S 0.6
 
 static double ws_start;
 
-static double ws_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void phases_init(void)
 {
-    double t = ws_now() + 0.1;
+    double t = now() + 0.1;
     MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     ws_start = t;
 }
@@ -70,7 +64,7 @@ static void mark(const char *name)
 {
     if (ws_nmarks < WS_MAX_MARKS) {
         ws_marks[ws_nmarks].name = name;
-        ws_marks[ws_nmarks].t = ws_now();
+        ws_marks[ws_nmarks].t = now();
         ws_marks[ws_nmarks++].delay = ws_run_delay();
     }
 }

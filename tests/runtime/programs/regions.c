@@ -12,13 +12,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "spin.h"
 
 static double relax(double seconds)
 {

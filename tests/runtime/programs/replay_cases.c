@@ -19,13 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "spin.h"
 
 /* computes until its own clock has advanced by s; returns the seconds measured */
 static double compute(double s)

@@ -1,15 +1,23 @@
-/* Busy work of known duration for the sampling programs: spin(s) burns CPU for s
- * seconds of CLOCK_MONOTONIC time (now()), never inlined so that it is a frame. */
+/* The test programs' clock and busy work of known duration: now() and now_ns() read
+ * CLOCK_MONOTONIC (seconds, nanoseconds); spin(s) burns CPU for s seconds of it, never
+ * inlined so that it is a frame. */
 #ifndef PW_TEST_SPIN_H
 #define PW_TEST_SPIN_H
 #include <sys/resource.h>
 #include <time.h>
 
-static double now(void)
+static inline double now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static inline long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 static volatile double sink;

@@ -10,13 +10,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <x86intrin.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "spin.h"
 
 int main(int argc, char **argv)
 {

@@ -7,15 +7,9 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "spin.h"
 
 static long n;
-
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 typedef struct {
     long calls, rc;

@@ -68,9 +68,10 @@ def basics(L, acc):
 
 
 # traces of up to this many MPI calls get the critical path and the delay analysis by
-# default: it runs at ~0.2 M events/s (docs/performance.md), so this bounds what it adds
-# to a default analysis to a few tenths of a second
-ROOT_CAUSE_CALLS = 25_000
+# default. Its time is no longer the limit (~6 M events/s, docs/performance.md) but its
+# memory is: it holds the whole trace's event graph in one process (~400 bytes a call
+# more than the patterns), so this keeps a default analysis within ~1.6 GB more
+ROOT_CAUSE_CALLS = 4_000_000
 
 
 def analyze(exp, ex=None, correct_clocks=False, min_latency_ns=None, root_causes=None):
@@ -78,16 +79,21 @@ def analyze(exp, ex=None, correct_clocks=False, min_latency_ns=None, root_causes
     the process of rank 0 (and in a serial run), None on the others. correct_clocks:
     compute the patterns on times corrected by the controlled logical clock
     (clockcheck.py), with the minimum message latency min_latency_ns (None: 0).
-    root_causes: also the critical path and the delay analysis (analysis/rootcause.py;
-    serial only); None: for traces of up to ROOT_CAUSE_CALLS MPI calls."""
+    root_causes: also the critical path and the delay analysis (analysis/rootcause.py)
+    over the whole trace's event graph, which in a parallel analysis the first process
+    loads for it; None: for traces of up to ROOT_CAUSE_CALLS MPI calls."""
     ex = ex or Local(0)
     t_start = _time.perf_counter()
-    serial = root_causes is not False and ex.nproc == 1
-    L = load(exp, ex, detail=serial)
+    L = load(exp, ex, detail=root_causes is not False and ex.nproc == 1)
     if root_causes is None:
-        serial = serial and L.ncalls <= ROOT_CAUSE_CALLS
+        calls = np.array([L.ncalls], np.int64)
+        root_causes = int(ex.allreduce(calls, "sum")[0]) <= ROOT_CAUSE_CALLS
+    whole = None
+    if root_causes:
+        # the graph is global: the first process builds it from the whole trace
+        whole = L if ex.nproc == 1 else load(exp, Local(0), detail=True) if ex.me == 0 else None
     return _patterns(
-        L, ex, str(exp), _time.perf_counter() - t_start, (correct_clocks, min_latency_ns), serial
+        L, ex, str(exp), _time.perf_counter() - t_start, (correct_clocks, min_latency_ns), whole
     )
 
 
@@ -97,11 +103,18 @@ def analyze_trace(trace, ex=None, correct_clocks=False, min_latency_ns=None, roo
     serial = root_causes and ex.nproc == 1
     L = _unify(trace, ex, [rd.rank for rd in trace.ranks], detail=serial)
     return _patterns(
-        L, ex, trace.source or "literal", 0.0, (correct_clocks, min_latency_ns), serial
+        L,
+        ex,
+        trace.source or "literal",
+        0.0,
+        (correct_clocks, min_latency_ns),
+        L if serial else None,
     )
 
 
-def _patterns(L, ex, name, load_s, clocks=(False, None), root_causes=False):
+def _patterns(L, ex, name, load_s, clocks=(False, None), whole=None):
+    """The patterns of the loaded trace L; with whole (the whole trace loaded with detail
+    in this process: L itself in a serial analysis), its root causes too."""
     t_loaded = _time.perf_counter()
     acc = Acc()
     notes = dict.fromkeys(COUNTS, 0)  # what each pattern counts (model/waitstates.py)
@@ -114,10 +127,10 @@ def _patterns(L, ex, name, load_s, clocks=(False, None), root_causes=False):
     violations, clock, clock_notes = clock.result(L, ex)
     notes["clock_violations"] = violations  # (counted at the first process)
     rma(L, ex, acc, notes)
-    if root_causes:
+    if whole is not None:
         from perfweave.analysis import rootcause  # it builds on this package's modules
 
-        rc = rootcause.analyze_loaded(L)
+        rc = rootcause.analyze_loaded(whole)
         rootcause.what_if(rc)
         rootcause.charge(rc, acc)
     m, p, r, v = acc.reduced()

@@ -329,6 +329,7 @@ def correct(L, min_latency_ns=0, gamma=GAMMA, slope=SLOPE):
             )
     tp = _backward(t, tp, first, slope, mu, (p_src, p_dst), (c_src, c_dst, si, di, ninst))
     _apply(L, ev, tp)
+    _apply_calls(L, ev, tp)
     shift = tp - t
     starts = np.flatnonzero(first)
     k = np.add.reduceat((shift > 0).astype(np.int64), starts) if len(t) else starts
@@ -388,6 +389,26 @@ def _apply(L, ev, tp):
                 setattr(rd, col, x)
         else:
             getattr(L, name)[col][:] = new
+
+
+def _apply_calls(L, ev, tp):
+    """Move the calls of a trace loaded with detail (the event graph's: the root causes
+    are computed on the corrected times too) as the events: a call's enter or leave as
+    the event at its time, else as the last event of its rank before it, but never
+    past the next one."""
+    shift = tp - ev.t
+    for rd in L.trace.ranks:
+        c = getattr(rd, "calls", None)
+        a, b = np.searchsorted(ev.rank, [rd.rank, rd.rank + 1])
+        if c is None or a == b:
+            continue
+        t, s, new = ev.t[a:b], shift[a:b], tp[a:b]
+        for col in ("t0", "t1"):
+            x = c[col].astype(np.int64)
+            k = np.searchsorted(t, x, side="right") - 1
+            moved = x + np.where(k >= 0, s[np.maximum(k, 0)], 0)
+            cap = np.where(k + 1 < len(t), new[np.minimum(k + 1, len(t) - 1)], moved)
+            c[col][:] = np.minimum(moved, cap)
 
 
 class Check:

@@ -29,7 +29,7 @@ from perfweave.interop.otf2.library import (
 )
 from perfweave.interop.otf2.mapping import NS, mpi_action
 from perfweave.interop.otf2.records import thread_records
-from perfweave.clock import to_ns
+from perfweave.clock import rank0_clock, to_ns
 from perfweave.dtypes import EVENT_DTYPE, TRACE_VERSION
 from perfweave.readers.trace import TRACE_FORMAT
 
@@ -548,16 +548,9 @@ class _Importer:
         # ticks are OTF2's time stamps; ns = (t - offset) * 1e9 / resolution + offset in ns,
         # exact for a resolution of 1 ns
         ns0 = self.offset * NS // self.res
-        return {
-            "ticks": [self.offset, self.offset + self.res],
-            "ns": [ns0, ns0 + NS],
-            "offset_init_ns": 0,
-            "offset_init_err_ns": 0,
-            "offset_fini_ns": 0,
-            "offset_fini_err_ns": 0,
-            "t_init_ns": t_init_ns,
-            "t_fini_ns": t_fini_ns,
-        }
+        return rank0_clock(
+            t_init_ns, t_fini_ns, (self.offset, self.offset + self.res), (ns0, ns0 + NS)
+        )
 
     # ---- output ----
 

@@ -1,18 +1,12 @@
 """The POP factors (perfweave pop, docs/pop.md) of an experiment with traces: the
-multiplicative factors with the ideal-network replay's ideal runtime (its kernel orders
-the whole trace in one pass), else the critical path of useful computation's."""
+multiplicative factors with the ideal-network replay's ideal runtime, else (a replay
+that would deadlock) the critical path of useful computation's."""
 
 from perfweave.analysis.pop import FACTORS
 from perfweave.errors import PerfweaveError
 from perfweave.readers.trace import trace_dir
 from perfweave.report.section import Section
 from perfweave.report.widgets import html_table, text_table
-
-
-# the critical path's rounds in the report, per window of calls (analysis/pop.py
-# critical_path): a path that changes rank at every message (a long ping-pong) takes a
-# round per message
-MAX_ROUNDS = 200
 
 
 class Pop(Section):
@@ -25,7 +19,7 @@ class Pop(Section):
 
         try:
             graph = eventgraph.load_graph(experiment.path)
-            res = pop.analyze(graph, experiment.path, what_if={}, max_rounds=MAX_ROUNDS)
+            res = pop.analyze(graph, experiment.path, what_if={})
         except PerfweaveError as e:  # the rest of the report stands without it
             return {"pop": {"error": str(e)}}
         return {"pop": res.to_json()}
