@@ -6,7 +6,6 @@
  * (F: the time between the two readings), then calls MPI_Barrier; with "kill" it then
  * ends by SIGKILL (its trace description stays the one written at MPI_Init). */
 #include "spin.h"
-#include <math.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,13 +15,13 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    double a = now();
+    long long a = now_ns();
     double unit = (argc > 1 ? atoi(argv[1]) : 20) * 1e-3;
     spin(unit);
-    double b = now();
+    long long b = now_ns();
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    printf("rank %d first_ns %lld\n", rank, llround((b - a) * 1e9));
+    printf("rank %d first_ns %lld\n", rank, b - a);
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     if (argc > 2 && strcmp(argv[2], "kill") == 0)

@@ -16,14 +16,11 @@
  *   rank R interval I open O in N out X closed C
  * (ns: before MPI_Pcontrol(1), after it, before MPI_Pcontrol(0), after it). */
 #include "spin.h"
-#include <math.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int64_t now_ns(void) { return llround(now() * 1e9); }
 
 /* the program's time around its MPI calls, added to *acc */
 static void barrier(int64_t *acc)
