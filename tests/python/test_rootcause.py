@@ -234,6 +234,38 @@ def test_the_advice_names_the_cause_instead_of_the_waits_it_caused():
     assert [x["rule"] for x in rule_wait_states({"wait_states": ws})] == ["wait_state"]
 
 
+def test_the_html_report_shows_the_root_causes_as_the_full_text_does():
+    from perfweave.report.section import View
+    from perfweave.report.sections.wait_states import SECTION, root_cause_lines
+
+    rc = {
+        "cost_s": 0.8,
+        "pct": 30.0,
+        "causes": [
+            {
+                "rank": 3,
+                "callpath": "main > work<T>",
+                "cost_s": 0.6,
+                "short_s": 0.4,
+                "long_s": 0.2,
+                "saves_s": 0.3,
+            }
+        ],
+        "critical_path_s": 2.0,
+        "critical_path": [{"rank": 3, "callpath": "main > work<T>", "time_s": 1.5}],
+    }
+    pattern = {"name": "Late Sender", "time_s": 0.8, "pct": 30.0, "callpath": "main > MPI_Recv"}
+    data = {"wait_states": {"patterns": [pattern], "root_causes": rc}}
+    page = "\n".join(SECTION.html(data, None))
+    text = root_cause_lines(rc, View(max_rows=None, width=None))
+    assert "<h3>Who caused the waiting" in page and "Who caused the waiting" in text[1]
+    # the same cells, escaped
+    assert "<td>rank 3</td><td>main &gt; work&lt;T&gt;</td>" in page
+    assert text[-1].strip() in page.replace("&gt;", ">").replace("&lt;", "<")
+    # an analysis without root causes shows the patterns alone
+    assert "Who caused" not in "".join(SECTION.html({"wait_states": {"patterns": [pattern]}}, None))
+
+
 def bcast(t0, t1, root):
     return ("MPI_Bcast", t0, t1, [dict(type="COLL", comm=0, peer=root, bytes=8, bytes2=8)])
 

@@ -68,6 +68,7 @@ class WaitStates(Section):
                 ],
                 ["pattern", "time", "%", "largest at"],
             ),
+            *root_cause_html(ws.get("root_causes")),
         ]
 
 
@@ -108,31 +109,51 @@ def root_cause_lines(rc, view):
         )
         room = None if view.width is None else max(view.width - len(head), 8)
         return [head + shorten(top["callpath"], room)]
-    width = view.width
-    out = ["", "  Who caused the waiting (delay analysis; perfweave analyze for all)"]
-    out += text_table(
+    out = ["", "  " + _CAUSES_TITLE]
+    out += text_table(*_cause_table(rc), ["<", "<", ">", ">", ">", ">"], view.width)
+    line = _critical_path_line(rc)
+    return out + (["  " + line] if line else [])
+
+
+_CAUSES_TITLE = "Who caused the waiting (delay analysis; perfweave analyze for all)"
+
+
+def _cause_table(rc):
+    """(rows, header) of the root causes, as the text and HTML reports show them."""
+    rows = [
         [
-            [
-                f"rank {c['rank']}",
-                c["callpath"],
-                _t(c["cost_s"]),
-                _t(c["short_s"]),
-                _t(c["long_s"]),
-                "" if c["saves_s"] is None else _t(c["saves_s"]),
-            ]
-            for c in rc["causes"]
-        ],
-        ["cause", "at", "waiting caused", "directly", "propagated", "ideal replay saves"],
-        ["<", "<", ">", ">", ">", ">"],
-        width,
-    )
+            f"rank {c['rank']}",
+            c["callpath"],
+            _t(c["cost_s"]),
+            _t(c["short_s"]),
+            _t(c["long_s"]),
+            "" if c["saves_s"] is None else _t(c["saves_s"]),
+        ]
+        for c in rc["causes"]
+    ]
+    return rows, ["cause", "at", "waiting caused", "directly", "propagated", "ideal replay saves"]
+
+
+def _critical_path_line(rc):
     top = rc["critical_path"][0] if rc["critical_path"] else None
-    if top:
-        out.append(
-            f"  Critical path {_t(rc['critical_path_s'])}; most of it at {top['callpath']} "
-            f"on rank {top['rank']} ({_t(top['time_s'])})"
-        )
-    return out
+    if not top:
+        return None
+    return (
+        f"Critical path {_t(rc['critical_path_s'])}; most of it at {top['callpath']} "
+        f"on rank {top['rank']} ({_t(top['time_s'])})"
+    )
+
+
+def root_cause_html(rc):
+    """The root causes' table and the critical path line as HTML (the --full text's)."""
+    if not rc or not rc["causes"]:
+        return []
+    line = _critical_path_line(rc)
+    return [
+        f"<h3>{escape(_CAUSES_TITLE)}</h3>",
+        html_table(*_cause_table(rc)),
+        *([f"<p>{escape(line)}</p>"] if line else []),
+    ]
 
 
 def summarize(path, top=TOP):
@@ -203,7 +224,7 @@ def root_causes(res, names, top=ROOT_TOP):
     long-term costs, and what removing the delay saves on the ideal replay) and the
     critical path's largest entries, or None when the analysis has none."""
     ids = set(res.metrics["id"].tolist())
-    if "delay" not in ids:  # an analysis by an older perfweave, or a parallel one
+    if "delay" not in ids:  # an analysis by an older perfweave, or without root causes
         return None
     byid = {m["id"]: m for m in records(res.metrics)}
 
