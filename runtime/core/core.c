@@ -150,13 +150,33 @@ static int invariant_counter(void)
 #endif
 }
 
+void pw_clock_pair(int64_t *ns, int64_t *ticks)
+{
+    if (!pw_use_tsc) {
+        *ns = *ticks = pw_now();
+        return;
+    }
+    int64_t best = INT64_MAX;
+    /* a few tries: one is rarely preempted, and a bracket of tens of ns is as good as it
+     * gets from user space */
+    for (int i = 0; i < 5; i++) {
+        int64_t a = pw_now(), k = pw_ticks(), b = pw_now();
+        if (b - a < best) {
+            best = b - a;
+            *ns = a + (b - a) / 2;
+            *ticks = k;
+        }
+    }
+}
+
 double pw_ns_per_tick(void)
 {
     if (!pw_use_tsc)
         return 1.0;
-    /* sample both clocks back to back; the interval since the constructor makes the
-     * rate exact to a few ns over the whole run */
-    int64_t t = pw_now(), k = pw_ticks();
+    /* the interval since the constructor makes the rate exact to a few ns over the
+     * whole run */
+    int64_t t, k;
+    pw_clock_pair(&t, &k);
     if (k <= pw_tick_start || t <= pw_t_start)
         return 1.0;
     return (double)(t - pw_t_start) / (double)(k - pw_tick_start);
@@ -451,8 +471,7 @@ static int install_signal_handlers(void)
 __attribute__((constructor)) static void pw_init(void)
 {
     pw_use_tsc = invariant_counter();
-    pw_t_start = pw_now();
-    pw_tick_start = pw_ticks();
+    pw_clock_pair(&pw_t_start, &pw_tick_start);
     load_options();
     experiment_dir = getenv("PERFWEAVE_EXPERIMENT");
     if (!experiment_dir || !*experiment_dir || skipped_executable())

@@ -96,6 +96,11 @@ static inline int64_t pw_ticks(void)
 #else
 static inline int64_t pw_ticks(void) { return pw_now(); }
 #endif
+/* A calibration point: the counter and CLOCK_MONOTONIC read together. Each try
+ * brackets the counter between two clock reads and the narrowest bracket's midpoint is
+ * kept: a process preempted between two plain reads (milliseconds on a loaded node)
+ * would tilt the rate of the whole run by that much. */
+void pw_clock_pair(int64_t *ns, int64_t *ticks);
 /* Nanoseconds per tick, measured from the constructor to now. */
 double pw_ns_per_tick(void);
 

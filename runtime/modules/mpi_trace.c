@@ -797,7 +797,8 @@ void pw_trace_end(int state, const pw_trace_clock *clock)
  * while the rank runs. */
 static void write_meta(int state, const pw_trace_clock *clock)
 {
-    int64_t ticks = pw_ticks(), now = pw_now();
+    int64_t ticks, now;
+    pw_clock_pair(&now, &ticks);
     pw_buf b = {0};
     pw_json j;
     pw_json_begin(&j, &b);
