@@ -233,9 +233,15 @@ RACE_MODES = [m for m in MODES if m not in NOT_ENDED and m != "sigwaitall"]
 # calls per interface; see the test
 RACE_CALLS = 3000
 RACE_COUNTS = ("n", "ended", "early", "late", "before", "lost", "bad", "outcome")
-# At most this share of an interface's calls under perfweave may be excused (see race()):
-# a race of 0.1 % per call then still shows in 2,700 of RACE_CALLS with probability 93 %
-EXCUSED_SHARE = 0.10
+# The calls under perfweave that their own run delay excuses (see race()) prove nothing,
+# and a loaded machine excuses more of them. A race of rate p per call escapes k checked
+# calls with probability (1 - p)^k: each sweep keeps enough calls to catch the rate it is
+# there for at least as surely as 2,700 of RACE_CALLS (10 % excused) catch the issue's
+# 0.1 %, missing it 6.7 % of the time: the race sweep at most 300 of 3,000 excused, the
+# slow one (10 to 19 % before 8d56f25, its docstring) at most 74 of 100 (12 of 100 seen
+# for epoll_wait beside two busy loops, load 11)
+MISS = (1 - 0.001) ** 2700
+RACE_RATE, SLOW_RACE_RATE = 0.001, 0.10
 
 
 def race_counts(stdout):
@@ -249,11 +255,12 @@ def race_counts(stdout):
     return out
 
 
-def race(build, run_pw, verb, bare_calls, calls, modes):
+def race(build, run_pw, verb, bare_calls, calls, modes, rate):
     """`blocking VERB` (race, race-slow) over MODES, bare (BARE_CALLS each) and under
-    1 ms sampling (CALLS each): no call lost or with another result in either, at most
-    EXCUSED_SHARE of the calls under perfweave excused, the outcomes the same. Returns
-    the run and the modes measured (not refused by the kernel)."""
+    1 ms sampling (CALLS each): no call lost or with another result in either, enough
+    of the calls under perfweave not excused to catch a race of RATE (MISS), the
+    outcomes the same. Returns the run and the modes measured (not refused by the
+    kernel)."""
     prog = build(None, "blocking.c", ("-pthread",))
     ref = bare([prog, verb, bare_calls, *modes])
     assert ref.returncode == 0, ref.stderr
@@ -277,7 +284,7 @@ def race(build, run_pw, verb, bare_calls, calls, modes):
         # program right and the outcome, and a loaded machine excuses more of its calls
         # (9 of 200 beside two busy loops and two test suites, 6 of 50 in race-slow).
         excused = got[mode]["early"] + got[mode]["late"] + got[mode]["before"]
-        assert excused <= EXCUSED_SHARE * got[mode]["n"], (mode, got[mode], want[mode])
+        assert (1 - rate) ** (got[mode]["n"] - excused) <= MISS, (mode, got[mode], want[mode])
         assert got[mode]["outcome"] == want[mode]["outcome"], (mode, got[mode], want[mode])
     return r, measured
 
@@ -313,7 +320,7 @@ def test_program_signal_swept_over_the_sampling_period_ends_the_call(build, run_
     RACE_CALLS calls of one interface with probability (1 - p)^3000: 5 % at the issue's
     0.1 %, 10 % at the sockets' 0.08 %; all 36 interfaces together, at 0.1 %, e^-108. The
     run takes about 35 s."""
-    r, measured = race(build, run_pw, "race", 200, RACE_CALLS, RACE_MODES)
+    r, measured = race(build, run_pw, "race", 200, RACE_CALLS, RACE_MODES, RACE_RATE)
     assert measured >= len(RACE_MODES) - 2  # only the alarm clocks may be refused
     [p] = read_samples(r.exp)
     # ~1 sample/ms over ~100,000 calls of 0.05-0.3 ms (25 s or more): the sampler's
@@ -353,5 +360,7 @@ def test_a_handler_that_outlasts_the_timeout_still_ends_the_call(build, run_pw):
     thread woken by its signal often waits a millisecond for a CPU, and the kernel then
     ends a 1 ms sleep by its timeout (excused as late, but too often for the test to
     prove anything). About 30 s."""
-    _, measured = race(build, run_pw, "race-slow", 50, SLOW_RACE_CALLS, SLOW_RACE_MODES)
+    _, measured = race(
+        build, run_pw, "race-slow", 50, SLOW_RACE_CALLS, SLOW_RACE_MODES, SLOW_RACE_RATE
+    )
     assert measured >= len(SLOW_RACE_MODES) - 2  # only the alarm clocks may be refused

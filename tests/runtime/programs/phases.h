@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "run_delay.h"
 #include "spin.h"
 
 #define PHASE_S 0.6
@@ -43,29 +44,12 @@ static struct {
 } ws_marks[WS_MAX_MARKS];
 static int ws_nmarks;
 
-/* The thread's run delay in seconds (schedstat's second field), or -1 where unknown. */
-static double ws_run_delay(void)
-{
-    char buf[128];
-    int fd = open("/proc/thread-self/schedstat", O_RDONLY);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    char *end;
-    strtoull(buf, &end, 10);
-    return (double)strtoull(end, NULL, 10) * 1e-9;
-}
-
 static void mark(const char *name)
 {
     if (ws_nmarks < WS_MAX_MARKS) {
         ws_marks[ws_nmarks].name = name;
         ws_marks[ws_nmarks].t = now();
-        ws_marks[ws_nmarks++].delay = ws_run_delay();
+        ws_marks[ws_nmarks++].delay = run_delay();
     }
 }
 

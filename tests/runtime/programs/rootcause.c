@@ -4,10 +4,10 @@
  *   two       2 ranks x 10 iterations: rank 0 computes 50 ms and sends, rank 1
  *             computes 10 ms and receives, then a barrier. Rank 1 waits ~40 ms per
  *             iteration in MPI_Recv (Late Sender), caused by rank 0's computation.
- *   chain     4 ranks x 5 iterations: every rank computes 20 ms, rank 3 80 ms more;
+ *   chain     4 ranks x 5 iterations: every rank computes 20 ms, rank 3 200 ms more;
  *             rank 3 sends to 2, rank 2 receives it and sends to 1, rank 1 receives;
- *             then a barrier. Rank 2 waits ~80 ms for rank 3, rank 1 ~80 ms for rank
- *             2 (which was late only by its own wait): one root cause, rank 3.
+ *             then a barrier. Rank 2 waits ~200 ms for rank 3, rank 1 ~200 ms for
+ *             rank 2 (which was late only by its own wait): one root cause, rank 3.
  *   pipeline  4 ranks: rank k receives from k-1 (rank 0 from none), computes 30 ms and
  *             sends to k+1: the critical path runs through every rank's computation.
  */
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
         }
     } else if (!strcmp(mode, "chain")) {
         for (int i = 0; i < 5; i++) {
-            compute(rank, rank == 3 ? 0.100 : 0.020);
+            compute(rank, rank == 3 ? 0.220 : 0.020);
             if (rank == 3)
                 MPI_Send(&x, 1, MPI_INT, 2, 0, MPI_COMM_WORLD);
             if (rank == 2) {
