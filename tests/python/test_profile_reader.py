@@ -266,17 +266,18 @@ def test_versions_1_and_2_read_as_version_3(good, version):
     assert pf.arrays["frames"]["object"].tolist() == [0, -1]
 
 
-def test_version_4_ranks_read_without_a_region(tmp_path, monkeypatch):
+def test_version_4_ranks_read_without_a_region(tmp_path, monkeypatch, pwprof):
     """Before version 5 a rank record ended at table_resident (152 bytes): read with the
     MPI_Pcontrol region's fields zero (no region), the others as written."""
-    import conftest
-
     v4 = np.dtype([(n, RANK_DTYPE[n]) for n in RANK_DTYPE.names if not n.startswith("region_")])
     assert v4.itemsize == 152
-    monkeypatch.setattr(conftest, "RANK_DTYPE", v4)
-    monkeypatch.setattr(conftest, "ARRAYS", (("ranks", v4),) + conftest.ARRAYS[1:])
+    # the writer's layouts, in the helpers' own module (tests/python/conftest.py: not
+    # imported by name, which the whole suite resolves to tests/runtime's conftest)
+    helpers = pwprof.__globals__
+    monkeypatch.setitem(helpers, "RANK_DTYPE", v4)
+    monkeypatch.setitem(helpers, "ARRAYS", (("ranks", v4),) + helpers["ARRAYS"][1:])
     old = dict(HEADER, version=4)
-    path = conftest.write_pwprof(tmp_path / "p.pwprof", old, RANKS, SITES, FRAMES)
+    path = pwprof(tmp_path / "p.pwprof", old, RANKS, SITES, FRAMES)
     r = read_profile(path).arrays["ranks"]
     assert set(r.dtype.names) == set(RANK_DTYPE.names)
     assert r["mpi_ns"].tolist() == [250, 400] and r["app_ns"].tolist() == [1000, 1500]
