@@ -140,13 +140,18 @@ def test_skewed_run_is_found_and_corrected(mpi, build, run_pw, tmp_path):
     # delay) (scale = min(wait / delay, 1)), and the correction leaves rank 1's times at
     # most SKEW - moved_at early, which bounds the error of the wait and of rank 1's side
     # of the delay alike: the costs differ by at most the Late Sender's bound hi. The
-    # critical path passes through the same ranks (on the skewed times it never leaves
-    # rank 0: rank 1 seems to leave each barrier before rank 0 entered it)
+    # critical path runs through rank 0's sleeps as without skew (on the skewed times it
+    # never leaves rank 0: rank 1 seems to leave each barrier before rank 0 entered it),
+    # and its length moves by no more than hi. Whether it also holds a few microseconds of
+    # rank 1's calls (rank 1 computes nothing) is within the correction's residual
+    # error: seen both ways (4.7 us of rank 1 on the true times, none corrected)
     assert set(by_rank(fixed, "delay_latesender")) == set(by_rank(plain, "delay_latesender")) == {0}
     cost = sum(by_rank(fixed, "delay_latesender").values())
     cost -= sum(by_rank(plain, "delay_latesender").values())
     assert abs(cost) <= hi + 1e-6, (cost, hi)
-    assert set(by_rank(fixed, "critical_path")) == set(by_rank(plain, "critical_path"))
+    cp_f, cp_p = by_rank(fixed, "critical_path"), by_rank(plain, "critical_path")
+    assert max(cp_f, key=cp_f.get) == max(cp_p, key=cp_p.get) == 0, (cp_f, cp_p)
+    assert abs(sum(cp_f.values()) - sum(cp_p.values())) <= hi + 1e-6, (cp_f, cp_p, hi)
     # the text of analyze and of the report say it
     text = subprocess.run(
         [PERFWEAVE, "analyze", "--correct-clocks", str(skewed)],

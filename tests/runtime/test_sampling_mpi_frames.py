@@ -57,7 +57,12 @@ def test_mpi_calls_are_nodes_with_the_profiles_time(mpi, build, run_pw, unwinder
         assert abs(got - expected) <= 100 * 8 * 0.005 / life + 1, (rank, got, expected)
     # self time: the MPI call; self line: the program's line that calls it
     funcs = by_name(exp.functions())
-    assert funcs["MPI_Barrier"]["pct"] == pytest.approx(barrier["inclusive_pct"], abs=0.01)
+    # (the function's self time is every node that ends in it: a sample whose walk lost
+    # main, rooted at MPI_Barrier itself, is in it and in `unrooted` above: 0.03 point
+    # once, frame pointers, a quiet machine)
+    anywhere = sum(n["exclusive_pct"] for p, n in node.items() if p[-1] == "MPI_Barrier")
+    assert funcs["MPI_Barrier"]["pct"] == pytest.approx(anywhere, abs=0.01)
+    assert barrier["inclusive_pct"] - 0.01 <= anywhere <= barrier["inclusive_pct"] + unrooted
     at = f"main (imbalance.c:{site_lines('imbalance.c')['barrier']})"
     line = next(ln for name, ln in by_name(exp.lines()).items() if name.startswith(at))
     assert line["mpi_coll_pct"] == pytest.approx(barrier["inclusive_pct"], abs=0.5)
