@@ -1011,19 +1011,24 @@ static void region_switch(int on, int64_t t)
     }
 }
 
-/* Ticks of the MPI calls recorded so far (Init and Finalize excluded, as mpi_ns),
- * every thread's. */
+/* Whether a call site's function (a global function id) counts in the rank's MPI time
+ * (mpi_ns): MPI's, MPI_Init and MPI_Finalize excluded; other modules' are not MPI. */
+static int in_mpi_time(int fn_id)
+{
+    int fn = fn_id - mpi_functions.base;
+    return fn >= 0 && fn < PW_MPI_NFN && pw_mpi_fn_actions[fn] != PW_ACTION_init &&
+           pw_mpi_fn_actions[fn] != PW_ACTION_finalize;
+}
+
+/* Ticks of the MPI calls recorded so far (as mpi_ns counts them), every thread's. */
 static int64_t mpi_ticks_so_far(void)
 {
     int64_t ticks = 0;
     for (pw_sitetab *t = pw_sitetabs(); t; t = t->next) {
         size_t i = 0;
-        for (pw_site *s; (s = pw_site_next(t, &i)) != NULL;) {
-            int fn = s->fn - mpi_functions.base;
-            if (fn >= 0 && fn < PW_MPI_NFN && pw_mpi_fn_actions[fn] != PW_ACTION_init &&
-                pw_mpi_fn_actions[fn] != PW_ACTION_finalize)
+        for (pw_site *s; (s = pw_site_next(t, &i)) != NULL;)
+            if (in_mpi_time(s->fn))
                 ticks += s->total;
-        }
     }
     return ticks;
 }
@@ -1072,9 +1077,7 @@ static void sum_mpi_time(pw_local *l)
     int64_t ns = 0, calls = 0;
     for (size_t i = 0; i < l->prof.nsites; i++) {
         const pw_site_rec *s = &l->prof.sites[i];
-        int fn = s->fn - mpi_functions.base; /* other modules' functions are not MPI */
-        if (fn < 0 || fn >= PW_MPI_NFN || pw_mpi_fn_actions[fn] == PW_ACTION_init ||
-            pw_mpi_fn_actions[fn] == PW_ACTION_finalize)
+        if (!in_mpi_time(s->fn))
             continue;
         ns += s->total_ns;
         calls += s->count;
