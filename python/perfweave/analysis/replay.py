@@ -68,20 +68,6 @@ class ReplayResult:
     # all of it. ideal_at places instants by it.
     measure: object = None
 
-    def location_times(self):
-        """Cols per location: rank, thread, its region's ideal start and end, its recorded
-        start and end (ns), in_region."""
-        loc = self.graph.locations
-        return Cols(
-            rank=loc["rank"],
-            thread=loc["thread"],
-            ideal_start=self.loc_start_ns,
-            ideal_end=self.loc_end_ns,
-            recorded_start=self.region_start,
-            recorded_end=self.region_end,
-            in_region=self.in_region,
-        )
-
     def critical_path(self):
         """The calls on the ideal run's longest path, in order, as Cols: call (index into
         graph.calls), loc, rank, thread, fn (function name), enter, leave (ideal ns), via

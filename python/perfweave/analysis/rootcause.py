@@ -116,14 +116,6 @@ class RootCauses:
     def cp_length(self):
         return sum(b - a for _, a, b in self.segments)
 
-    def total_costs(self):
-        """{(rank, path): short + long-term costs over every kind} (ns)."""
-        out = {}
-        for per in self.costs.values():
-            for (p, r), v in per.items():
-                out[(r, p)] = out.get((r, p), 0.0) + v
-        return out
-
     def causes(self):
         """[(rank, path, short ns, long ns)], the largest total first."""
         st, lt = {}, {}
