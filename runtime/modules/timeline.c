@@ -38,7 +38,8 @@
 #include "wrap.h"
 #include "perfweave/format/timeline.h" /* its files: kinds, records, versions */
 
-#if defined(__has_include)
+/* PW_NO_PCP: CMake's PERFWEAVE_PCP=OFF (a build that must not pick up a pmapi.h it finds) */
+#if defined(__has_include) && !defined(PW_NO_PCP)
 #if __has_include(<pcp/pmapi.h>)
 #include <pcp/pmapi.h>
 #define PW_HAVE_PCP 1
