@@ -46,7 +46,7 @@ demo: install examples/build/stencil
 # and format (pyproject.toml [tool.ruff]) over the Python, clang-format (.clang-format)
 # over the C. `make format` applies both. The test programs (tests/runtime/programs) keep
 # their layout: tests find their call lines by markers.
-PY_STYLED := python tests bench scripts runtime
+PY_STYLED := python tests bench scripts runtime packaging
 C_STYLED := $(shell find runtime include bench/programs examples -name '*.[ch]' -not -path '*/build/*')
 lint: install
 	$(PY) -m ruff check $(PY_STYLED)

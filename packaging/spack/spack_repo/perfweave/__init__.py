@@ -1,0 +1,1 @@
+# The perfweave Spack package repository (docs/install.md): spack repo add this directory.
