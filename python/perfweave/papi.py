@@ -30,10 +30,14 @@ LIBS = (
 
 def open_papi():
     """(ctypes library, None) with PAPI initialised, or (None, why)."""
+    from perfweave._build import RUNTIME_LIBDIRS
+
     lib = None
-    for name in LIBS:
+    # each name as the runtime's dlopen looks it up: in its run path (a Spack prefix), then
+    # the system's
+    for path in [p for n in LIBS for p in (*(os.path.join(d, n) for d in RUNTIME_LIBDIRS), n)]:
         try:
-            lib = ctypes.CDLL(name)
+            lib = ctypes.CDLL(path)
             break
         except OSError:
             continue

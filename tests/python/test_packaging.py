@@ -6,6 +6,7 @@ checkout's tracked files with a user's leftovers planted among them."""
 import email
 import importlib.metadata
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import perfweave
+import perfweave.papi
 
 try:
     import tomllib
@@ -165,26 +167,65 @@ def test_wheel_from_sdist(sdist, tmp_path):
     written = files_under(source) - before
     assert written and all(f.startswith("build/") for f in written), sorted(written)[:10]
 
+    unpacked = tmp_path / "unpacked"
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         meta = email.message_from_bytes(
             z.read(f"perfweave-{perfweave.__version__}.dist-info/METADATA")
         )
-        z.extractall(tmp_path / "unpacked")
+        z.extractall(unpacked)
     assert meta["Version"] == perfweave.__version__
     lib = "perfweave/lib/"
     assert {lib + "libperfweave.so", lib + "libperfweave-mpi-openmpi.so"} <= names
     assert lib + "libperfweave-mpi-mpich.so" not in names  # only the MPI it was given
-    for generated in ("_format.py", "_options.py", "_mpi.py"):
+    for generated in ("_format.py", "_options.py", "_mpi.py", "_build.py"):
         assert "perfweave/" + generated in names
     assert not any(n.startswith(("tests/", "docs/", "bench/", "runtime/")) for n in names)
 
-    core = tmp_path / "unpacked" / lib / "libperfweave.so"
+    core = unpacked / lib / "libperfweave.so"
     dynamic = subprocess.run(["readelf", "-d", core], capture_output=True, text=True).stdout
     assert re.search(r"\((?:RUNPATH|RPATH)\).*\[" + re.escape(papi_dir) + r"\]", dynamic)
+    assert runtime_libdirs(unpacked) == (papi_dir,)
     # PERFWEAVE_PCP=OFF: the runtime built without PCP though this machine has pmapi.h
     off = b"perfweave was built without PCP's pmapi.h"
     assert off in core.read_bytes()
     if Path("/usr/include/pcp/pmapi.h").exists():
         installed = Path(perfweave.__file__).parent / "lib" / "libperfweave.so"
         assert off not in installed.read_bytes()
+
+    # A PAPI in that directory is the one the runtime (in the measured process) and the
+    # Python side (checking --counters before the run) open, though the system has its own
+    papi = system_papi()
+    if papi is None:
+        return
+    Path(papi_dir).mkdir(parents=True)
+    shutil.copy(papi, Path(papi_dir) / "libpapi.so.7.1")  # the first name both try
+    r = subprocess.run(
+        [sys.executable, "-m", "perfweave", "run", "--counters", "perf::TASK-CLOCK", "-o"]
+        + [tmp_path / "exp", "--", "true"],
+        env={**os.environ, "PYTHONPATH": str(unpacked), "LD_DEBUG": "libs"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    loaded = re.findall(r"^\s*(\d+):\s+calling init: (\S*/libpapi\.so\S*)$", r.stderr, re.M)
+    assert {path for _, path in loaded} == {f"{papi_dir}/libpapi.so.7.1"}, loaded
+    assert len({pid for pid, _ in loaded}) == 2  # perfweave run's, and the measured program's
+
+
+def runtime_libdirs(package_parent):
+    """RUNTIME_LIBDIRS of the perfweave package under PACKAGE_PARENT (a generated module)."""
+    text = (package_parent / "perfweave" / "_build.py").read_text()
+    namespace = {}
+    exec(compile(text, "_build.py", "exec"), namespace)
+    return namespace["RUNTIME_LIBDIRS"]
+
+
+def system_papi():
+    """The file of the PAPI library this machine's loader finds, or None."""
+    lib, _ = perfweave.papi.open_papi()
+    if lib is None:
+        return None
+    maps = Path("/proc/self/maps").read_text().splitlines()
+    return next(line.split()[-1] for line in maps if "/libpapi.so" in line)

@@ -47,7 +47,8 @@ class Perfweave(PythonPackage):
     depends_on("py-pandas@1.5:", type=("build", "run"))
 
     depends_on("mpi", when="+mpi")
-    # dlopen'd at run time by name; found through the runtime's run path (config_settings)
+    # opened by name at run time (by the runtime and by perfweave/papi.py), from the
+    # directories config_settings gives as PERFWEAVE_RUNTIME_LIBDIRS
     depends_on("papi", type=("link", "run"), when="+papi")
     depends_on("libunwind", type=("build", "link", "run"), when="+libunwind")
     depends_on("py-mpi4py@3.1:", type=("build", "run"), when="+parallel")
