@@ -93,8 +93,8 @@ def sdist(tmp_path_factory):
 
 
 def test_version_one_place():
-    """pyproject takes the version from python/perfweave/__init__.py; the installed metadata
-    and experiment.json say the same."""
+    """pyproject takes the version from python/perfweave/__init__.py, and the installed
+    metadata says the same."""
     assert "version" not in PYPROJECT["project"]
     assert "version" in PYPROJECT["project"]["dynamic"]
     provider = PYPROJECT["tool"]["scikit-build"]["metadata"]["version"]
