@@ -43,6 +43,7 @@ LAYERS = {
     "cli": BASE
     | {"writing", "options", "papi", "sources", "launch", "readers", "analysis", "report"}
     | {"interop"},
+    "reframe": BASE | {"readers", "analysis", "report"},
     "perfweave": {"api"},
     "__main__": {"cli"},
 }

@@ -34,7 +34,7 @@ class Pop(Section):
         if not rows:
             return []
         if view.max_rows is not None:  # a line, by POP's initials: the report fits a terminal
-            v = _factors(doc)
+            v = factors(doc)
             pct = lambda k: f"{100 * v[k]:.1f}%"  # noqa: E731
             return (
                 [
@@ -66,7 +66,7 @@ def _ideal_of(doc):
     return ideal["critical_path"], "critical path of useful computation"
 
 
-def _factors(doc):
+def factors(doc):
     """The multiplicative factors the document has, with the ideal runtime's."""
     mul = dict(doc["multiplicative"])
     mul.update(_ideal_of(doc)[0]["multiplicative"])
@@ -75,7 +75,7 @@ def _factors(doc):
 
 def _rows(doc):
     """(indented name, value %) of the multiplicative factors the document has."""
-    mul = _factors(doc)
+    mul = factors(doc)
     return [
         ["  " * (depth - 1) + name, f"{100 * mul[key]:.1f}%"]
         for key, name, depth in FACTORS
