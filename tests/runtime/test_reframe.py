@@ -16,6 +16,7 @@ argument."""
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -74,7 +75,8 @@ def reframe(site, out, partition, *options, timeout=300):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RFM_")}
     env.update(PW_RFM_SITE=str(site), PW_RFM_OUT=str(out))
     cmd = [str(REFRAME), "-C", str(CHECKS / "settings.py"), "-c", str(CHECKS / "work_check.py")]
-    cmd += ["-r", "--system", f"local:{partition}", "--prefix", str(out / "rfm"), *options]
+    action = [] if "--dry-run" in options else ["-r"]
+    cmd += [*action, "--system", f"local:{partition}", "--prefix", str(out / "rfm"), *options]
     proc = run_with_stdin_open(cmd, cwd=out, env=env, timeout=timeout)
     cases = {}
     for log in (out / "perflogs").rglob("*.log"):
@@ -84,7 +86,7 @@ def reframe(site, out, partition, *options, timeout=300):
             for field in filter(None, fields):
                 var, rest = field.split("=", 1)
                 value, unit, ref, lower, upper = rest.split(" ")
-                variables[var] = (float(value), unit, _value(ref), _value(lower), _value(upper))
+                variables[var] = (_value(value), unit, _value(ref), _value(lower), _value(upper))
             cases[(name, environ)] = Case(result, variables, None)
     [report] = out.glob("report-*.json")
     for tc in json.loads(report.read_text())["runs"][-1]["testcases"]:
@@ -226,3 +228,35 @@ def test_reference_fails_a_slower_run(site, first_run, tmp_path):
 
 def test_slurm_partition(site, slurm, tmp_path):
     check_figures(*reframe(site, tmp_path / "out", "slurm"))
+
+
+def test_job_script(site, tmp_path):
+    """reframe --dry-run writes the job scripts and runs nothing: perfweave's words come
+    first on the launch line, quoted for the shell (an experiment name with a space), the
+    launcher's own after its --; the reports after the launch. The plugin reads no
+    report then."""
+    proc, cases = reframe(
+        site, tmp_path / "out", "mpirun", "--dry-run", "-S", "perfweave_experiment=an exp"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pw = str(BIN / "perfweave")
+    launch = {  # perfweave's options, the launcher (or the test's modifier), the program
+        ("ReframeWork", "openmpi"): ["--trace", "--io", "--", "mpirun", "-np", "2"]
+        + ["--oversubscribe", "./reframe_work", "150", "4"],
+        ("ReframeWork", "mpich"): ["--trace", "--io", "--", "mpirun", "-np", "2"]
+        + ["./reframe_work", "150", "4"],
+        ("SerialWork", "openmpi"): ["--io", "--", "env", "PW_RFM_MODIFIER=kept"]
+        + ["./burn7030", "0.2"],
+    }
+    assert set(cases) == set(launch), proc.stdout
+    for key, case in cases.items():
+        stage = case.record["stagedir"]
+        exp = os.path.join(stage, "an exp")
+        lines = [shlex.split(x) for x in open(os.path.join(stage, "rfm_job.sh"))]
+        at = lines.index([pw, "run", "-o", exp, *launch[key]])
+        assert lines[at + 1 :] == [
+            shlex.split(f"if [ -d {shlex.quote(exp)}/traces ]; then {pw} analyze")
+            + [exp, ">", "perfweave-analyze.txt;", "fi"],
+            [pw, "report", exp, ">", "perfweave-report.txt"],
+            [pw, "report", "--json", exp, ">", "perfweave-report.json"],
+        ]
