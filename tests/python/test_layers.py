@@ -14,14 +14,16 @@ PACKAGE = Path(__file__).resolve().parents[2] / "python" / "perfweave"
 # The same table as docs/architecture.md's, lowest first. "version" is the package's
 # __version__ string (perfweave/__init__.py), "perfweave" the rest of that file (open).
 # The generated tables (_format, _options, _mpi, _io, _mathlib: from the format headers,
-# options.json, mpi.spec, io.spec and mathlib.spec) are at the bottom, with errors.
-BASE = {"_format", "_options", "_mpi", "_io", "_mathlib", "errors", "version"}
+# options.json, mpi.spec, io.spec and mathlib.spec; _build: what CMake was told, such as
+# the runtime's library directories) are at the bottom, with errors.
+BASE = {"_format", "_options", "_mpi", "_io", "_mathlib", "_build", "errors", "version"}
 LAYERS = {
     "_format": set(),
     "_options": set(),
     "_mpi": set(),
     "_io": set(),
     "_mathlib": set(),
+    "_build": set(),
     "errors": set(),
     "version": set(),
     "dtypes": {"_format"},
