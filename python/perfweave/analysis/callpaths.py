@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfweave.analysis import samples as samples_analysis
+from perfweave.analysis import phases, samples as samples_analysis
 from perfweave.analysis.samples.names import is_system, is_wrapper
 from perfweave.model.profile import BRACKET
 from perfweave.symbols import Symbolizer
@@ -111,6 +111,15 @@ class CallpathMetrics:
                 v[index[p]] += row
             out[m] = Metric(m, METRICS[m][0], False, v)
         return cls(names, parent, np.asarray(ranks, np.int32), out)
+
+
+def samples_of(experiment, symbolizer=None):
+    """The SamplesResult of experiment's samples (as the report's), None without any."""
+    procs = [p for p in experiment.samples if len(p.records)]
+    if not procs:
+        return None
+    windows = phases.windows(experiment.profile)
+    return samples_analysis.analyze(procs, symbolizer=symbolizer, windows=windows)
 
 
 def _nodes(paths):
@@ -212,12 +221,13 @@ def _place(own, sampled, columns, notes):
     return [full[cands[b]] for b in best]
 
 
-def callpath_metrics(experiment, symbolizer=None):
-    """The CallpathMetrics of experiment (readers' open_experiment result)."""
+def callpath_metrics(experiment, symbolizer=None, samples=None):
+    """The CallpathMetrics of experiment (readers' open_experiment result). samples: its
+    samples' analysis (analysis/samples/ SamplesResult) where the caller has it already,
+    else it is made here."""
     sym = symbolizer or Symbolizer()
     profile = experiment.profile
-    procs = [p for p in experiment.samples if len(p.records)]
-    sm = samples_analysis.analyze(procs, symbolizer=sym) if procs else None
+    sm = samples if samples is not None else samples_of(experiment, sym)
 
     # the columns: MPI ranks by number (the profile's and the samples'), then each
     # process without MPI

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfweave._format import IO_LAYERS
-from perfweave.analysis.callpaths import METRICS as CALLPATH_METRICS, callpath_metrics
+from perfweave.analysis.callpaths import METRICS as CALLPATH_METRICS, callpath_metrics, samples_of
 from perfweave.errors import PerfweaveError
 from perfweave.model.profile import BRACKET
 from perfweave.model.table import column, records, table
@@ -67,11 +67,12 @@ def default_metric(by):
 # ---- one experiment's values per key ------------------------------------------------
 
 
-def key_values(experiment, by, metric, symbolizer=None):
-    """{key: per-rank values (float64)} of one experiment (readers' open_experiment)."""
+def key_values(experiment, by, metric, symbolizer=None, samples=None):
+    """{key: per-rank values (float64)} of one experiment (readers' open_experiment);
+    samples: its SamplesResult, where the caller has it."""
     sym = symbolizer or Symbolizer()
     if by in ("routine", "callpath"):
-        cm = callpath_metrics(experiment, sym)
+        cm = callpath_metrics(experiment, sym, samples)
         v = cm.metrics[metric].values
         keys = ["/".join(p) for p in cm.paths()] if by == "callpath" else cm.names
         out = {}
@@ -333,30 +334,24 @@ def _json(v):
     return v
 
 
-def split_of(experiment, symbolizer=None):
-    """The app time's split (% compute, MPI, I/O, ...) of one experiment: the samples'
-    (analysis/samples time_split) where it has some, else the profile's MPI time and
-    the I/O module's time against the app time; with app_s, the app time summed over
-    ranks."""
-    from perfweave.analysis import mpi, phases, samples
-
+def split_of(experiment, samples=None):
+    """The app time's split (% compute, MPI, I/O, ...) of one experiment: its samples'
+    (samples: its SamplesResult, analysis/samples time_split) where it has some, else
+    the profile's MPI time and the I/O module's time against the app time; with app_s,
+    the app time summed over ranks (the MPI profile's)."""
     profile = experiment.profile
-    m = mpi.analyze(profile, top=0, symbolizer=symbolizer)
-    app = float(m.total_app_s)
-    out = None
-    procs = [p for p in experiment.samples if len(p.records)]
-    if procs:
-        res = samples.analyze(procs, symbolizer=symbolizer, windows=phases.windows(profile))
-        out = dict(res.time_split) if res is not None and res.time_split else None
+    ranks = profile.ranks[profile.ranks["rank"] >= 0] if profile.mpi else profile.ranks
+    app = float(ranks["app_ns"].sum()) / 1e9
+    out = dict(samples.time_split) if samples is not None and samples.time_split else None
     if out is None and app > 0:
         io_s = 0.0
         io = experiment.io
         if io:
             io_s = float(io.processes["busy_s"].sum())
-        mpi_pct = 100 * float(m.total_mpi_s) / app
+        mpi_pct = 100 * float(ranks["mpi_ns"].sum()) / 1e9 / app
         io_pct = 100 * io_s / app
         out = {"compute": max(100 - mpi_pct - io_pct, 0.0), "MPI": mpi_pct, "I/O": io_pct}
-    return {"app_s": app, "pct": out or {}, "from": "samples" if procs else "profile"}
+    return {"app_s": app, "pct": out or {}, "from": "samples" if samples else "profile"}
 
 
 def pop_of(path):
@@ -407,8 +402,9 @@ def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=Tr
         values, splits = [], []
         for p in paths:
             exp = open_experiment(p)
-            values.append(key_values(exp, by, metric, sym))
-            splits.append(split_of(exp, sym))
+            sm = samples_of(exp, sym)
+            values.append(key_values(exp, by, metric, sym, sm))
+            splits.append(split_of(exp, sm))
         built.append(Side(label, [str(p) for p in paths], values, mean_split(splits)))
     for s in built:
         if not any(s.values):
