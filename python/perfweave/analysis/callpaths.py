@@ -187,7 +187,7 @@ def _site_paths(profile, rows, symbolizer, imported):
     return out
 
 
-def _place(own, sampled, columns, notes):
+def place(own, sampled, columns, notes):
     """Per column, the sampled path that site path `own` goes under (its full path,
     the MPI function last), or `own` where no sampled path ends with it. sampled: {path:
     exclusive seconds per column}."""
@@ -270,7 +270,7 @@ def callpath_metrics(experiment, symbolizer=None, samples=None):
     site_values = []  # (full path, column, time, visits, sent, recv)
     for i, p in zip(rows.tolist(), own):
         if p not in placed:
-            placed[p] = _place(p, sampled, ncol, notes)
+            placed[p] = place(p, sampled, ncol, notes)
         s = sites[i]
         j = col_of_rank[int(s["rank"])]
         site_values.append(

@@ -276,8 +276,8 @@ def _compare(base, other):
             threshold=threshold,
             regression=bool(not only and ratio > threshold),
             only_in=only,
-            a_ranks=len(ra) // max(len(base.values), 1),
-            b_ranks=len(rb) // max(len(other.values), 1),
+            a_ranks=int(np.count_nonzero(ra)) // len(base.values),
+            b_ranks=int(np.count_nonzero(rb)) // len(other.values),
         )
         rows.append(row)
     # the largest changes first; a key of one side by its value
