@@ -123,6 +123,7 @@ def test_imported_experiments(imported):
         (["--metric", "io_time", "A", "A"], "--metric io_time"),
         (["--top", "-1", "A", "A"], "--top"),
         (["A", ","], "no experiment"),
+        (["--inclusive", "--by", "mpi-call", "A", "A"], "--inclusive"),
     ],
 )
 def test_bad_arguments(imported, args, message):

@@ -85,6 +85,11 @@ def test_doubled_routine_and_a_routine_of_one_run(runs):
         n, total = _sampled(path)
         bound = share_bound(100 * truth / total, n) / 100 * total
         assert abs(subtree(col, "main/solve") - truth) <= bound, (col, truth, bound)
+    # the same from the routine's inclusive time
+    inc = perfweave.compare(str(a), str(b), by="routine", metric="time", inclusive=True)
+    solve = _row(inc, "solve")
+    for col in ("a", "b"):
+        assert solve[col] == pytest.approx(subtree(col, "main/solve"), rel=1e-12)
     spin = _row(df, "main/solve/spin")
     assert spin["regression"] and spin["only_in"] == "", dict(spin)
     assert spin["ratio"] > 1 + max(0.05, 3 * spin["sigma"])

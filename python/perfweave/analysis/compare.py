@@ -67,16 +67,21 @@ def default_metric(by):
 # ---- one experiment's values per key ------------------------------------------------
 
 
-def key_values(experiment, by, metric, symbolizer=None, samples=None):
+def key_values(experiment, by, metric, symbolizer=None, samples=None, inclusive=False):
     """{key: per-rank values (float64)} of one experiment (readers' open_experiment);
-    samples: its SamplesResult, where the caller has it."""
+    samples: its SamplesResult, where the caller has it. inclusive (routine, callpath):
+    each node's value with its subtree's; a routine's, of its outermost calls (a
+    recursive call is inside its caller's value, not added again)."""
     sym = symbolizer or Symbolizer()
     if by in ("routine", "callpath"):
         cm = callpath_metrics(experiment, sym, samples)
-        v = cm.metrics[metric].values
-        keys = ["/".join(p) for p in cm.paths()] if by == "callpath" else cm.names
+        v = cm.inclusive(metric) if inclusive else cm.metrics[metric].values
+        paths = cm.paths()
+        keys = ["/".join(p) for p in paths] if by == "callpath" else cm.names
         out = {}
-        for k, row in zip(keys, v):
+        for k, p, row in zip(keys, paths, v):
+            if inclusive and by == "routine" and p[-1] in p[:-1]:
+                continue
             out[k] = out.get(k, 0) + row
         # a node with nothing of this metric in the run (a caller of MPI calls, for
         # mpi_time) is no key of it
@@ -291,7 +296,7 @@ def _one(row):
 
 @dataclass
 class CompareResult:
-    """perfweave compare's result: by, metric and its unit; sides (the first the
+    """perfweave compare's result: by, metric, inclusive and the metric's unit; sides (the first the
     baseline): label, experiments, split ({part: % of the app time}, app_s), pop (the
     multiplicative POP factors, or None); comparisons: per other side its label and
     table, one row per key, by |delta| (COLUMNS: key, a, b (NaN: not in that side),
@@ -302,6 +307,7 @@ class CompareResult:
 
     by: str
     metric: str
+    inclusive: bool  # values with their callees' (routine, callpath)
     unit: str
     sides: list  # dicts: label, experiments, split, pop
     comparisons: list  # dicts: label, rows (table)
@@ -313,6 +319,7 @@ class CompareResult:
             "version": 1,
             "by": self.by,
             "metric": self.metric,
+            "inclusive": self.inclusive,
             "unit": self.unit,
             "rule": {"min_rise": MIN_RISE, "sigmas": SIGMAS},
             "sides": self.sides,
@@ -383,9 +390,12 @@ def mean_split(splits):
     }
 
 
-def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=True):
+def compare(
+    sides, by="callpath", metric=None, open_experiment=None, with_pop=True, inclusive=False
+):
     """The CompareResult of sides: a list of (label, [experiment paths]), the first the
-    baseline. open_experiment(path) gives an experiment (readers' ExperimentDir)."""
+    baseline. open_experiment(path) gives an experiment (readers' ExperimentDir);
+    inclusive: the routines' and call paths' values with their callees' (key_values)."""
     if by not in BY:
         raise PerfweaveError(f"--by {by}: expected one of {', '.join(BY)}")
     metric = metric or default_metric(by)
@@ -393,6 +403,8 @@ def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=Tr
         raise PerfweaveError(
             f"--metric {metric}: not a metric of --by {by} (one of {', '.join(METRICS[by])})"
         )
+    if inclusive and by not in ("routine", "callpath"):
+        raise PerfweaveError(f"--inclusive: for --by routine or callpath, not --by {by}")
     if len(sides) < 2:
         raise PerfweaveError("compare needs two sides or more (A B [C ...])")
     sym = Symbolizer()
@@ -403,7 +415,7 @@ def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=Tr
         for p in paths:
             exp = open_experiment(p)
             sm = samples_of(exp, sym)
-            values.append(key_values(exp, by, metric, sym, sm))
+            values.append(key_values(exp, by, metric, sym, sm, inclusive))
             splits.append(split_of(exp, sm))
         built.append(Side(label, [str(p) for p in paths], values, mean_split(splits)))
     for s in built:
@@ -420,6 +432,7 @@ def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=Tr
     return CompareResult(
         by=by,
         metric=metric,
+        inclusive=inclusive,
         unit=METRICS[by][metric],
         sides=[
             {"label": s.label, "experiments": s.paths, "split": s.split, "pop": s.pop}
