@@ -204,6 +204,14 @@ def test_text_json_and_html(runs, tmp_path):
     assert "main/solve/spin" in keys and "main/only_here/spin" in keys
     html = page.read_text()
     assert "main/solve/spin" in html and "only in B" in html
+    # three sides: each against the baseline; B's second run also has only_here
+    b2 = runs["B"][1][0]
+    three = perfweave.compare(str(a), str(b), str(b2), by="callpath")
+    assert sorted(set(three["side"])) == ["B", "C"]
+    only = three[three["key"] == "main/only_here/spin"].set_index("side")
+    assert only.loc["B", "only_in"] == "B" and only.loc["C", "only_in"] == "C"
+    spin = three[three["key"] == "main/solve/spin"].set_index("side")
+    assert spin.loc["B", "a"] == spin.loc["C", "a"]  # one baseline
     text = _pw("compare", str(a), str(b))
     assert text.returncode == 0, text.stderr
     line = next(x for x in text.stdout.splitlines() if "main/solve/spin " in x + " ")
