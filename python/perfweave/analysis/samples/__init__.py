@@ -26,6 +26,7 @@ from perfweave.analysis.samples.tables import (
     PlaceColumns,
     SamplesResult,
     call_tree_per_rank,
+    call_tree_seconds,
     call_tree_table,
     mathlib_view,
     samples_table,
@@ -266,6 +267,9 @@ def analyze(procs, symbolizer=None, windows=None):
             tree, tree_table, tree_paths, per_rank_total, activities, ranks, seconds
         )
 
+    def whole_tree():
+        return call_tree_seconds(tree, seconds)
+
     return SamplesResult(
         processes=len(procs),
         sample_count=int(round(all_samples)),
@@ -316,7 +320,11 @@ def analyze(procs, symbolizer=None, windows=None):
         phase_samples={ph: int(phase_n[k]) for k, ph in enumerate(PHASES)} if windows else None,
         time_split=time_split(app_activity_pct),
         mathlib=mathlib_view(math_w, app_totals.sum(), sym),
-        _build={"samples": sample_table, "call_tree_per_rank": tree_per_rank_table},
+        _build={
+            "samples": sample_table,
+            "call_tree_per_rank": tree_per_rank_table,
+            "call_tree_seconds": whole_tree,
+        },
     )
 
 

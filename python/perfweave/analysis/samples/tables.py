@@ -199,13 +199,23 @@ def call_tree_table(tree, per_rank_total, activities, ranks, tree_ctr=None, even
     return _rows_table(out, cols.columns(head, tail)), paths
 
 
+def _per_sample_s(seconds):
+    """The wall time of one weighted sample: the weights sum to the samples, so one is
+    the wall time sampled (all threads) / the samples."""
+    return sum(float(x.sum()) for x in seconds) / max(sum(map(len, seconds)), 1)
+
+
+def call_tree_seconds(tree, seconds):
+    """SamplesResult.call_tree_seconds: every node's exclusive wall time, none left out."""
+    per_sample_s = _per_sample_s(seconds)
+    return {path: v[1] * per_sample_s for path, v in tree.items()}
+
+
 def call_tree_per_rank(tree, tree_table, paths, per_rank_total, activities, ranks, seconds):
     """SamplesResult.call_tree_per_rank: per node of the tree, rank and activity with
     samples, the node's samples' worth (inclusive and exclusive), shares of the rank's
     samples and their wall time."""
-    # the weights sum to the samples: a weighted sample is the wall time sampled (all
-    # threads) / the samples
-    per_sample_s = sum(float(x.sum()) for x in seconds) / max(sum(map(len, seconds)), 1)
+    per_sample_s = _per_sample_s(seconds)
     names = (
         "node",
         "rank",
@@ -298,6 +308,12 @@ class SamplesResult:
       samples: node (call_tree's id), rank, activity, samples, exclusive_samples (the
       samples' weights, rounded), pct, exclusive_pct (of the rank's samples), seconds,
       exclusive_seconds.
+    call_tree_seconds (built on first use): {path (a tuple of names, as call_tree's
+      path split): (processes, activities) array of the node's exclusive wall time (s),
+      processes in the order of `ranks`}, for every node of the tree, those call_tree
+      leaves out (TREE_MIN_PCT, TREE_MAX_NODES) included: each sample's seconds once,
+      so that a process's row sums to its sampled thread-seconds
+      (analysis/callpaths.py).
     mathlib: the app time's samples in math libraries (MATHLIB), None without any:
       {"pct" (of the app time's samples), "routines": the MATHLIB_ROUTINES largest, each
       {"routine" (the routine its samples serve: classification.py _math_frames),
@@ -353,6 +369,10 @@ class SamplesResult:
     @cached_property
     def call_tree_per_rank(self):
         return self._build["call_tree_per_rank"]()
+
+    @cached_property
+    def call_tree_seconds(self):
+        return self._build["call_tree_seconds"]()
 
     def to_json(self, top=None):
         """The report's "samples" dict; top: rows of the tables of places (None: all)."""
