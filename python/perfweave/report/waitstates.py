@@ -12,7 +12,7 @@ from perfweave.model.table import records
 from perfweave.symbols import Symbolizer
 
 
-def _split_site(text):
+def split_site(text):
     """'path|buildid|offset' -> (path, offset) or None."""
     parts = text.split("|")
     if len(parts) != 3 or not parts[2]:
@@ -41,7 +41,7 @@ def name_paths(result, symbolizer=None):
                 if kind == "F"
                 else ""
             )
-            s = _split_site(site) if site else None
+            s = split_site(site) if site else None
             if s and s[0] not in ("?", ""):
                 # a function address is looked up as itself; a call site's return
                 # address as the byte before (Symbolizer subtracts 1)
@@ -65,7 +65,7 @@ def _label_name(lab, locs):
     if kind == "N":
         return rest, rest, ""
     if kind == "F":
-        s = _split_site(rest)
+        s = split_site(rest)
         if s:
             loc = locs.get((s[0], s[1] + 1))
             if loc and loc.function:
@@ -74,7 +74,7 @@ def _label_name(lab, locs):
         return "?", "", ""
     if kind == "M":
         fn, _, site = rest.partition("@")
-        s = _split_site(site)
+        s = split_site(site)
         where = ""
         if s:
             loc = locs.get((s[0], s[1]))

@@ -1,0 +1,356 @@
+"""The metric x call path x rank table (analysis/callpaths.py), with the wait states of
+`perfweave analyze` and the POP useful time, as a CUBE 4 `.cubex` file for the CUBE GUI
+and CubeLib's and pycubexr's readers (docs/interop.md, "CUBE").
+
+A `.cubex` is an uncompressed tar of `anchor.xml` (the metrics, the call tree as regions
+and call nodes, the system tree of machine, nodes, processes and threads) and per metric
+`ID.index` and `ID.data`. Their layout, from CubeW's writer and pycubexr's reader: the
+index is `CUBEX.INDEX`, the number 1 as uint32 (the reader's endianness test), version 0
+as uint16, the index format as uint8 (1: sparse), then the number of rows and each row's
+position in the call tree's enumeration (uint32s); the data is `CUBEX.DATA` and the rows,
+each one value per location in location order. A metric of type EXCLUSIVE numbers the
+call nodes depth first in the order the XML lists them, and its values exclude the
+callees': the call node ids here are that order, so a row's position is its node's id.
+Only rows with a value are written.
+
+The metrics are flat (none is a child of another): CUBE shows a parent metric's value
+as its own plus its children's, and the table's metrics overlap (the sampled time of an
+MPI call holds its MPI time, the MPI time its wait states) without being parts of one
+another, so no tree would add up.
+"""
+
+import io
+import tarfile
+import time
+from xml.sax.saxutils import escape, quoteattr
+
+import numpy as np
+
+from perfweave.interop import callpath_export
+from perfweave.symbols import Symbolizer
+
+INDEX_MARKER = b"CUBEX.INDEX"
+DATA_MARKER = b"CUBEX.DATA"
+SPARSE = 1  # CubeW's IndexFormat: NONE, SPARSE, BITVECTOR, DENSE
+
+# callpaths metric -> (CUBE unique name, display name, data type, unit, description)
+TABLE_METRICS = {
+    "time": (
+        "time",
+        "Time (sampled)",
+        "DOUBLE",
+        "sec",
+        "Wall time sampled in the call path itself",
+    ),
+    "mpi_time": ("mpi", "MPI time", "DOUBLE", "sec", "Time in the MPI call, measured"),
+    "visits": ("visits", "Visits", "UINT64", "occ", "MPI calls"),
+    "bytes_sent": ("bytes_sent", "Bytes sent", "UINT64", "bytes", "Bytes the MPI calls sent"),
+    "bytes_recv": (
+        "bytes_received",
+        "Bytes received",
+        "UINT64",
+        "bytes",
+        "Bytes the MPI calls received",
+    ),
+}
+UNITS = {"s": ("DOUBLE", "sec"), "count": ("UINT64", "occ"), "bytes": ("UINT64", "bytes")}
+POP_USEFUL = "pop_useful"
+ROOT = "root"  # a wait-state call path placed on the call tree's root
+
+
+class CubeMetric:
+    def __init__(self, uniq, disp, dtype, uom, descr, values=None, root=None):
+        self.uniq, self.disp, self.dtype, self.uom, self.descr = uniq, disp, dtype, uom, descr
+        self.values = values  # [table nodes x columns], float64, or None
+        self.root = root  # [columns]: added to the call tree's root, or None
+
+
+def _trace_functions(ws, symbolizer):
+    """{call path id: its function names from the root's child to the leaf} of the
+    wait-state result ws: a user function (F: its address, N: its name), then for an MPI
+    call site (M) the function that called it and the MPI function."""
+    from perfweave.report.waitstates import split_site
+
+    sym = symbolizer or Symbolizer()
+    out = {}
+    for cid, labels in zip(ws.callpaths["id"].tolist(), ws.callpaths["labels"]):
+        names = []
+        for lab in labels[1:]:  # the root: the program
+            kind, _, rest = lab.partition(":")
+            if kind == "N":
+                names.append(rest)
+                continue
+            fn, site = ("", rest) if kind == "F" else rest.partition("@")[::2]
+            s = split_site(site)
+            if s and s[0] not in ("?", ""):
+                # a function's address is itself; a call site's the return address
+                loc = sym.resolve(s[0], [s[1] + (1 if kind == "F" else 0)])[0]
+                if loc is not None and loc.function:
+                    names.append(loc.function)
+            if fn:
+                names.append(fn)
+        out[int(cid)] = tuple(names)
+    return out
+
+
+def wait_state_metrics(ws, table, notes, taken, symbolizer=None):
+    """CubeMetrics of the wait-state analysis ws (a WaitStatesResult) on the table's
+    nodes (numbered as in the table): a call path of the trace goes to the table's node
+    whose path ends with its functions (_trace_functions; the longest such ending), for
+    each rank the one of those where the rank's MPI time, then sampled time, is largest;
+    the trace's root (the program: computation outside any known function) to the call
+    tree's root. A value whose call path has no such node is left out with a note."""
+    fns_of = _trace_functions(ws, symbolizer)
+    paths = table.paths()
+    col_of_rank = {int(r): j for j, r in enumerate(table.ranks.tolist()) if r >= 0}
+    mpi, sampled = table.metrics["mpi_time"].values, table.metrics["time"].values
+    node_of = {}  # (trace call path, column) -> table node, ROOT or None
+
+    def place(cid, col):
+        key = (cid, col)
+        if key not in node_of:
+            fns = fns_of.get(cid, ())
+            found = []
+            for n in range(len(fns), 0, -1):
+                found = [i for i, p in enumerate(paths) if p[-n:] == fns[-n:]]
+                if found:
+                    break
+            best = max(found, key=lambda i: (mpi[i, col], sampled[i, col])) if found else None
+            node_of[key] = ROOT if not fns else best
+        return node_of[key]
+
+    out = []
+    dropped = 0.0
+    for m in ws.metrics:
+        vals = ws.values_of(m["id"])
+        if not len(vals):
+            continue
+        dtype, uom = UNITS.get(m["unit"], ("DOUBLE", m["unit"]))
+        v = np.zeros((len(paths), len(table.ranks)))
+        root = np.zeros(len(table.ranks))
+        for cid, rank, x in zip(vals["callpath"].tolist(), vals["rank"].tolist(), vals["value"]):
+            col = col_of_rank.get(int(rank))
+            node = None if col is None else place(int(cid), col)
+            if node is None:
+                dropped += abs(float(x))
+            elif node is ROOT:
+                root[col] += x
+            else:
+                v[node, col] += x
+        uniq = m["id"] if m["id"] not in taken else f"trace_{m['id']}"
+        out.append(
+            CubeMetric(
+                uniq,
+                f"{m['name']} (trace)",
+                dtype,
+                uom,
+                m["description"],
+                v,
+                root if root.any() else None,
+            )
+        )
+    if dropped:
+        notes.append(
+            f"wait-state values ({dropped:g} in their units) on call paths the profile "
+            "does not have are left out of the CUBE file"
+        )
+    return out
+
+
+def pop_useful_metric(e, table):
+    """The POP useful time of each rank (perfweave pop from the profile: its time less
+    its MPI time, in the MPI_Pcontrol region when marked) as a CubeMetric on the root
+    call node, and the POP factors of the run for the file's attributes; (None, {})
+    without a profile of MPI ranks."""
+    from perfweave.analysis import pop
+    from perfweave.errors import PerfweaveError
+    from perfweave.readers.profile import read_profile
+
+    try:
+        profile = read_profile(e.path / "profile.pwprof")
+    except (PerfweaveError, OSError):
+        return None, {}
+    result = pop.from_profile(profile, e.path)
+    if not result.ranks:
+        return None, {}
+    col_of_rank = {int(r): j for j, r in enumerate(table.ranks.tolist()) if r >= 0}
+    v = np.zeros(len(table.ranks))
+    for (rank, _), u in zip(result.locations, result.useful_ns.tolist()):
+        if rank in col_of_rank:
+            v[col_of_rank[rank]] = u / 1e9
+    attrs = {f"POP {k.replace('_', ' ')}": f"{x:.6g}" for k, x in result.mul.items()}
+    attrs["POP runtime (s)"] = f"{result.region.runtime_ns / 1e9:.9g}"
+    descr = (
+        "POP useful time of the process (its time less its MPI time, in the MPI_Pcontrol "
+        "region where marked), on the root call path"
+    )
+    return CubeMetric(POP_USEFUL, "POP useful time", "DOUBLE", "sec", descr, root=v), attrs
+
+
+def _hosts(e, table):
+    """The host name of each column."""
+    prof = e.profile
+    default = (e.meta or {}).get("host", "") or "localhost"
+    by_rank = {}
+    for r in prof.ranks:
+        h = int(r["host"])
+        by_rank[int(r["rank"])] = prof.hosts[h] if 0 <= h < len(prof.hosts) else default
+    return [by_rank.get(int(r), default) if r >= 0 else default for r in table.ranks.tolist()]
+
+
+def anchor(metrics, names, parent, regions, hosts, ranks, attrs, title):
+    """anchor.xml: metrics (CubeMetric, id = position), the call tree (names and
+    parents of call nodes numbered depth first, a parent before its children), regions
+    (name -> id), the locations' hosts and process ranks (one thread each)."""
+    x = ['<?xml version="1.0" encoding="UTF-8"?>', '<cube version="4.4">']
+    for k, v in attrs.items():
+        x.append(f"<attr key={quoteattr(str(k))} value={quoteattr(str(v))}/>")
+    x.append("<doc><mirrors></mirrors></doc>")
+    x.append("<metrics>")
+    for i, m in enumerate(metrics):
+        x.append(
+            f'<metric id="{i}" type="EXCLUSIVE"><disp_name>{escape(m.disp)}</disp_name>'
+            f"<uniq_name>{escape(m.uniq)}</uniq_name><dtype>{m.dtype}</dtype>"
+            f"<uom>{escape(m.uom)}</uom><url></url><descr>{escape(m.descr)}</descr></metric>"
+        )
+    x.append("</metrics>")
+    x.append("<program>")
+    for name, rid in regions.items():
+        paradigm = "mpi" if name.startswith("MPI_") else "compiler"
+        x.append(
+            f'<region id="{rid}" mod="" begin="-1" end="-1"><name>{escape(name)}</name>'
+            f"<mangled_name>{escape(name)}</mangled_name><paradigm>{paradigm}</paradigm>"
+            "<role>function</role><url></url><descr></descr></region>"
+        )
+    children = [[] for _ in names]
+    for i, p in enumerate(parent):
+        if p >= 0:
+            children[p].append(i)
+
+    def cnode(i):
+        x.append(f'<cnode id="{i}" calleeId="{regions[names[i]]}">')
+        for c in children[i]:
+            cnode(c)
+        x.append("</cnode>")
+
+    for i, p in enumerate(parent):
+        if p < 0:
+            cnode(i)
+    x.append("</program>")
+    x.append("<system>")
+    x.append(f'<systemtreenode Id="0"><name>{escape(title)}</name><class>machine</class>')
+    loc = 0
+    for h, host in enumerate(dict.fromkeys(hosts)):
+        x.append(f'<systemtreenode Id="{h + 1}"><name>{escape(host)}</name><class>node</class>')
+        for j in [j for j, hj in enumerate(hosts) if hj == host]:
+            r = int(ranks[j])
+            x.append(
+                f'<locationgroup Id="{loc}"><name>MPI Rank {r}</name><rank>{r}</rank>'
+                f'<type>process</type><location Id="{loc}"><name>Master thread</name>'
+                "<rank>0</rank><type>thread</type></location></locationgroup>"
+            )
+            loc += 1
+        x.append("</systemtreenode>")
+    x.append("</systemtreenode>")
+    x.append("</system>")
+    x.append("</cube>")
+    return "\n".join(x) + "\n"
+
+
+def location_order(hosts):
+    """The columns in the order of the locations: host by host, in order of first
+    appearance, as anchor() lists them."""
+    return [j for host in dict.fromkeys(hosts) for j, h in enumerate(hosts) if h == host]
+
+
+def index_and_data(m):
+    """The .index and .data files of CubeMetric m (values in location order): the rows
+    with a value, at least the root's (pycubexr needs one)."""
+    dtype = np.dtype("<f8") if m.dtype == "DOUBLE" else np.dtype("<u8")
+    vals = m.values if m.dtype == "DOUBLE" else np.rint(np.maximum(m.values, 0))
+    rows = np.flatnonzero((vals != 0).any(axis=1))
+    if not len(rows):
+        rows = np.array([0])
+    index = (
+        INDEX_MARKER
+        + np.array([1], "<u4").tobytes()
+        + np.array([0], "<u2").tobytes()
+        + bytes([SPARSE])
+        + np.array([len(rows)], "<u4").tobytes()
+        + rows.astype("<u4").tobytes()
+    )
+    data = DATA_MARKER + np.ascontiguousarray(vals[rows]).astype(dtype).tobytes()
+    return index, data
+
+
+def cube_file(table, metrics, hosts, attrs, title):
+    """The .cubex file's bytes. metrics: CubeMetrics on the table's nodes and columns."""
+    order = callpath_export.depth_first(table)
+    new = np.empty(len(order), np.int64)
+    new[order] = np.arange(len(order))
+    names = [table.names[i] for i in order]
+    parent = [int(new[table.parent[i]]) if table.parent[i] >= 0 else -1 for i in order]
+    shift = 0
+    if sum(1 for p in parent if p < 0) > 1:  # pycubexr, as CUBE's GUI, shows one root
+        names = [title] + names
+        parent = [-1] + [p + 1 if p >= 0 else 0 for p in parent]
+        shift = 1
+    regions = {}
+    for n in names:
+        regions.setdefault(n, len(regions))
+    locs = location_order(hosts)
+    ranks = callpath_export.column_ranks(table)
+    xml = anchor(
+        metrics, names, parent, regions, [hosts[j] for j in locs], ranks[locs], attrs, title
+    )
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        members = [("anchor.xml", xml.encode())]
+        for i, m in enumerate(metrics):
+            v = np.zeros((len(names), len(locs)))
+            if m.values is not None:
+                v[shift:] = m.values[order][:, locs]
+            if m.root is not None:
+                v[0] += m.root[locs]
+            index, data = index_and_data(CubeMetric(m.uniq, m.disp, m.dtype, m.uom, m.descr, v))
+            members += [(f"{i}.index", index), (f"{i}.data", data)]
+        for name, content in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(content))
+    return buf.getvalue()
+
+
+def export(exp, out=None, force=False):
+    """Write experiment exp's call-path profile (with its wait states when analysed, and
+    the POP useful time) as a CUBE 4 file to out (default EXP/export/profile.cubex).
+    Returns a summary dict (path, nodes, ranks, metrics, seconds, notes)."""
+    src = callpath_export.load(exp)
+    t = src.table
+    metrics = []
+    for name, (uniq, disp, dtype, uom, descr) in TABLE_METRICS.items():
+        metrics.append(CubeMetric(uniq, disp, dtype, uom, descr, t.metrics[name].values))
+    taken = {m.uniq for m in metrics} | {POP_USEFUL}
+    ws = getattr(src.exp, "waitstates", None)
+    if ws is not None:
+        metrics += wait_state_metrics(ws, t, src.notes, taken)
+    else:
+        src.notes.append("no wait states (perfweave analyze on a --trace run adds them)")
+    attrs = callpath_export.run_metadata(src.exp)
+    useful, factors = pop_useful_metric(src.exp, t)
+    if useful is not None:
+        metrics.append(useful)
+        attrs.update(factors)
+    title = (src.exp.meta or {}).get("program", "") or "program"
+    title = title.rsplit("/", 1)[-1]
+    data = cube_file(t, metrics, _hosts(src.exp, t), attrs, title)
+    path = callpath_export.write(exp, out, "profile.cubex", force, data)
+    return {
+        "path": path,
+        "nodes": len(t.names),
+        "ranks": len(t.ranks),
+        "metrics": len(metrics),
+        "seconds": time.perf_counter() - src.started,
+        "notes": src.notes,
+    }
