@@ -1,0 +1,146 @@
+"""perfweave export --format caliper|cube on a real run (docs/interop.md, "Caliper
+json-split" and "CUBE"), read by the real readers from the registry: llnl-hatchet's
+GraphFrame.from_caliper and pycubexr. tests/runtime/programs/export_work.c makes known
+calls and bytes (11 MPI_Send and 11 MPI_Recv over 2 ranks, 245 764 bytes each way) and a
+Late Sender of its own clock's measure. Both files must hold the call-path table
+(analysis/callpaths.py) value for value, and its totals must be perfweave report's."""
+
+import subprocess
+
+import hatchet
+import numpy as np
+import pycubexr
+import pytest
+
+from harness import PERFWEAVE, reported
+from perfweave.analysis.callpaths import callpath_metrics
+from perfweave.readers.experiment import open_experiment
+
+MSGS, COUNT = 5, 4096
+# rank 0: 1 token + MSGS x COUNT doubles; rank 1: MSGS x COUNT / 2 doubles
+SENDS = 1 + 2 * MSGS
+BYTES = 4 + MSGS * COUNT * 8 + MSGS * COUNT // 2 * 8
+
+
+def perfweave(*args):
+    res = subprocess.run([PERFWEAVE, *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, f"{args}:\n{res.stdout}\n{res.stderr}"
+    return res
+
+
+@pytest.fixture
+def work(mpi, build, run_pw):
+    run = run_pw(mpi.launch(2) + [build(mpi, "export_work.c")], options=["--trace"])
+    perfweave("analyze", run.exp)
+    return run
+
+
+def hatchet_paths(gf):
+    """{node: its names from the root} of a GraphFrame's tree: from the roots down, as
+    Hatchet's Caliper reader links children to parents, not parents to children."""
+    out = {}
+
+    def walk(node, above):
+        out[node] = above + (node.frame["name"],)
+        for c in node.children:
+            walk(c, out[node])
+
+    for r in gf.graph.roots:
+        walk(r, ())
+    return out
+
+
+def table_values(exp):
+    t = callpath_metrics(open_experiment(exp))
+    return t, {p: i for i, p in enumerate(t.paths())}
+
+
+def test_caliper_export_read_by_hatchet(work):
+    perfweave("export", work.exp, "--format", "caliper")
+    gf = hatchet.GraphFrame.from_caliper(str(work.exp / "export" / "caliper.json"))
+    t, index = table_values(work.exp)
+    rank_col = {int(r): j for j, r in enumerate(t.ranks.tolist())}
+    inc = t.inclusive("time")
+    df = gf.dataframe.reset_index()
+    assert len(df) == len(t.names) * len(t.ranks)
+    columns = {
+        "time": t.metrics["time"].values,
+        "time (inc)": inc,
+        "sum#mpi.time": t.metrics["mpi_time"].values,
+        "sum#mpi.calls": t.metrics["visits"].values,
+        "sum#mpi.send.size": t.metrics["bytes_sent"].values,
+        "sum#mpi.recv.size": t.metrics["bytes_recv"].values,
+    }
+    paths = hatchet_paths(gf)
+    for row in df.to_dict("records"):
+        i = index[paths[row["node"]]]
+        j = rank_col[int(row["rank"])]
+        for c, v in columns.items():
+            assert row[c] == pytest.approx(v[i, j], abs=1e-12), (c, row["name"])
+    # the totals are perfweave report's, and the program's by construction
+    rep = work.report()["mpi_profile"]
+    by_fn = df.groupby("name")[["sum#mpi.calls", "sum#mpi.send.size", "sum#mpi.recv.size"]].sum()
+    by_time = df.groupby("name")["sum#mpi.time"].sum()
+    for f in rep["functions"]:
+        assert by_fn.loc[f["name"], "sum#mpi.calls"] == f["calls"]
+        assert by_fn.loc[f["name"], "sum#mpi.send.size"] == f["bytes_sent"]
+        assert by_fn.loc[f["name"], "sum#mpi.recv.size"] == f["bytes_recv"]
+        assert by_time[f["name"]] == pytest.approx(f["time_s"], rel=1e-12)
+    assert df["sum#mpi.time"].sum() == pytest.approx(rep["total_mpi_s"], rel=1e-12)
+    assert by_fn.loc["MPI_Send", "sum#mpi.calls"] == SENDS
+    assert by_fn.loc["MPI_Send", "sum#mpi.send.size"] == BYTES
+    assert by_fn.loc["MPI_Recv", "sum#mpi.recv.size"] == BYTES
+    # the roots' inclusive time is every sampled second
+    roots = df[[len(paths[n]) == 1 for n in df["node"]]]
+    assert roots["time (inc)"].sum() == pytest.approx(df["time"].sum(), rel=1e-9)
+    assert gf.metadata["mpi.world.size"] == 2 and "export_work" in gf.metadata["command"]
+
+
+def test_cube_export_read_by_pycubexr(work):
+    perfweave("export", work.exp, "--format", "cube")
+    t, index = table_values(work.exp)
+    ws = open_experiment(work.exp).waitstates
+    with pycubexr.CubexParser(str(work.exp / "export" / "profile.cubex")) as cube:
+        groups = cube._anchor_result.system_tree_nodes[0].all_location_groups()
+        col = [list(t.ranks).index(int(g.rank)) for g in groups]  # location -> column
+
+        # the table has roots besides main (MPI_Init's path...): the file puts them under
+        # one root named after the program, which pycubexr (as CUBE) needs
+        top = cube.get_root_cnodes()[0]
+        extra = len([p for p in index if len(p) == 1]) > 1
+        program = open_experiment(work.exp).meta["program"].rsplit("/", 1)[-1]
+        assert not extra or cube.get_region(top).name == program
+
+        def path(cn):
+            out = []
+            while cn is not None:
+                out.append(cube.get_region(cn).name)
+                cn = cn.parent
+            return tuple(reversed(out))[1:] if extra else tuple(reversed(out))
+
+        names = {"time": "time", "mpi": "mpi_time", "visits": "visits"}
+        names.update(bytes_sent="bytes_sent", bytes_received="bytes_recv")
+        for uniq, metric in names.items():
+            mv = cube.get_metric_values(cube.get_metric_by_name(uniq))
+            got = np.zeros_like(t.metrics[metric].values)
+            for cn in cube.all_cnodes():
+                if extra and cn is top:
+                    assert not mv.cnode_values(cn).any()
+                    continue
+                got[index[path(cn)]][col] = mv.cnode_values(cn)
+            np.testing.assert_allclose(got, t.metrics[metric].values, rtol=0, atol=0)
+        # the Late Sender: where the analysis found it, as much, and the program's wait
+        ls = cube.get_metric_values(cube.get_metric_by_name("mpi_latesender"))
+        at = {path(cn): ls.cnode_values(cn) for cn in cube.all_cnodes()}
+        assert sum(v.sum() for v in at.values()) == pytest.approx(
+            ws.values_of("mpi_latesender")["value"].sum(), abs=1e-12
+        )
+        main_recv = at[("main", "MPI_Recv")][col.index(list(t.ranks).index(1))]
+        send_enter, recv_enter = reported(work.proc, "send_enter", "recv_enter")
+        # the trace's enter times are within the wrappers' cost (microseconds) of the
+        # program's readings right before its calls (test_waitstates' bound)
+        expected = send_enter - recv_enter
+        assert abs(main_recv - expected) <= max(0.05 * expected, 0.002)
+        useful = cube.get_metric_values(cube.get_metric_by_name("pop_useful"))
+        root = cube.get_root_cnodes()[0]
+        assert useful.cnode_values(root).sum() > 0
