@@ -9,3 +9,12 @@ def open(path):  # noqa: A001 (as perfweave.open)
     from perfweave import api
 
     return api.open(path)
+
+
+def compare(a, b, *more, by="callpath", metric=None):
+    """Experiments compared, B (and more) against the baseline A, as a pandas DataFrame:
+    perfweave.api.compare (docs/compare.md). A side is a path or a list of paths
+    (repeated experiments)."""
+    from perfweave import api
+
+    return api.compare(a, b, *more, by=by, metric=metric)

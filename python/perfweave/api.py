@@ -30,15 +30,7 @@ def open(path):  # noqa: A001 (perfweave.open)
     that an older perfweave imported (its traces, no profile.pwprof) is given the
     profile that perfweave import writes today, computed in memory for this read: a
     read saves nothing into the user's directory (perfweave report saves it)."""
-    from perfweave.readers.experiment import NoImportedProfile, open_experiment
-
-    try:
-        return Experiment(open_experiment(path))
-    except NoImportedProfile:
-        # the analyses load only here: reading any other experiment needs none of them
-        from perfweave.analysis.imported_profile import content
-
-        return Experiment(open_experiment(path, reduced_content=content(path)))
+    return Experiment(_open_experiment(path))
 
 
 class Experiment:
@@ -348,3 +340,46 @@ def _analysis(kind):
 
 
 __all__ = ["open", "Experiment", "NoData"]
+
+
+def _open_experiment(path):
+    """The readers' experiment of path, as open() reads it (an older import's profile
+    computed in memory)."""
+    from perfweave.readers.experiment import NoImportedProfile, open_experiment
+
+    try:
+        return open_experiment(path)
+    except NoImportedProfile:
+        # the analyses load only here: reading any other experiment needs none of them
+        from perfweave.analysis.imported_profile import content
+
+        return open_experiment(path, reduced_content=content(path))
+
+
+def compare(a, b, *more, by="callpath", metric=None, result=False):
+    """Experiments compared against the baseline a (analysis/compare.py, the same as
+    `perfweave compare --json`): a DataFrame, one row per (compared side, key): side
+    ('B', 'C', ...: the side compared with a), key (for callpath the '/'-joined path),
+    a, b (NaN: not in that side), delta, ratio (b / a), p_value (Welch's), test,
+    sigma, threshold, regression, only_in ('' or the label of the one side with the key), a_ranks,
+    b_ranks. A side is
+    a path or a list of paths (repetitions of one experiment). result=True: the
+    CompareResult instead (its sides' split and POP factors)."""
+    from perfweave.analysis.compare import compare as run
+
+    sides = []
+    for i, s in enumerate((a, b, *more)):
+        paths = [s] if isinstance(s, (str, os.PathLike)) else list(s)
+        sides.append((chr(ord("A") + i) if i < 26 else f"S{i + 1}", paths))
+    res = run(sides, by=by, metric=metric, open_experiment=_open_experiment)
+    if result:
+        return res
+    parts = []
+    for c in res.comparisons:
+        df = pd.DataFrame(c["rows"])
+        df.insert(0, "side", c["label"])
+        parts.append(df)
+    out = pd.concat(parts, ignore_index=True)
+    out["key"] = out["key"].astype(str)
+    out["regression"] = out["regression"].astype(bool)
+    return out
