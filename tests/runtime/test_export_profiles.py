@@ -12,6 +12,7 @@ import numpy as np
 import pycubexr
 import pytest
 
+import perfweave as perfweave_api
 from harness import PERFWEAVE, reported
 from perfweave.analysis.callpaths import callpath_metrics
 from perfweave.readers.experiment import open_experiment
@@ -144,3 +145,63 @@ def test_cube_export_read_by_pycubexr(work):
         useful = cube.get_metric_values(cube.get_metric_by_name("pop_useful"))
         root = cube.get_root_cnodes()[0]
         assert useful.cnode_values(root).sum() > 0
+
+
+def test_hatchet_difference_and_thicket_of_two_runs(mpi, build, run_pw):
+    """Two runs, compute() only in B (SCALE 0 and 2): Hatchet's gf_a - gf_b is perfweave
+    compare's delta (B - A, negated) on every node of both trees, and a node of one tree
+    only is one side's in both; Thicket reads both files with their metadata."""
+    import math
+
+    import thicket
+
+    prog = build(mpi, "export_work.c")
+    runs = [run_pw(mpi.launch(2) + [prog, scale]) for scale in ("0", "2")]
+    files = []
+    for r in runs:
+        perfweave("export", r.exp, "--format", "caliper")
+        files.append(str(r.exp / "export" / "caliper.json"))
+    ga, gb = (hatchet.GraphFrame.from_caliper(f) for f in files)
+    in_a, in_b = (set(hatchet_paths(g).values()) for g in (ga, gb))
+    assert ("main", "compute", "spin") in in_b - in_a
+    diff = ga - gb
+    paths = hatchet_paths(diff)
+    per_node = diff.dataframe.reset_index().groupby("node")["time"]
+    got = {paths[n]: (float(v.sum()), bool(v.isna().all())) for n, v in per_node}
+    cmp = perfweave_api.compare(runs[0].exp, runs[1].exp, by="callpath", metric="time")
+    rows = {tuple(k.split("/")): r for k, r in zip(cmp["key"], cmp.to_dict("records"))}
+    tables = [table_values(r.exp) for r in runs]
+    checked = 0
+    for path, (value, missing) in got.items():
+        row = rows.get(path)
+        if path in in_a and path in in_b:
+            if row is None:  # no time on either side: no key of compare's
+                expected = 0.0
+            elif row["only_in"]:  # time on one side only
+                expected = row["a"] if row["only_in"] == "A" else -row["b"]
+            else:
+                expected = -row["delta"]
+            assert value == pytest.approx(expected, abs=1e-9), path
+            checked += 1
+        elif path in in_b:  # Hatchet's difference has nothing where A lacks the node
+            assert missing
+            assert row is None or row["only_in"] == "B"
+        else:  # where B lacks it, A's values
+            t, index = tables[0]
+            assert value == pytest.approx(t.metrics["time"].values[index[path]].sum(), abs=1e-9)
+            assert row is None or row["only_in"] == "A"
+    assert checked >= 8 and not math.isnan(sum(v for v, m in got.values() if not m))
+
+    th = thicket.Thicket.from_caliper(files, disable_tqdm=True)
+    assert len(th.profile) == 2
+    meta = th.metadata.reset_index()
+    assert sorted(meta["command"].str.split().str[-1]) == ["0", "2"]
+    assert (meta["mpi.world.size"] == 2).all()
+    assert set(meta["perfweave.export"]) == {"caliper json-split"}
+    # its table holds every node of each profile, with that profile's values
+    df = th.dataframe.reset_index()
+    for f, prof in zip(files, th.profile):
+        mine = df[df["profile"] == prof]
+        gf = hatchet.GraphFrame.from_caliper(f)
+        assert mine["sum#mpi.calls"].sum() == gf.dataframe["sum#mpi.calls"].sum()
+        assert mine.loc[mine["name"] == "MPI_Send", "sum#mpi.send.size"].sum() == BYTES

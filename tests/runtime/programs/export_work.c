@@ -1,6 +1,7 @@
 /* Known work, calls and bytes for the Caliper and CUBE exports, 2 ranks
  * (tests/runtime/test_export_profiles.py).
- *   compute(): spin 0.1 s x (rank + 1), under main.
+ *   compute(): spin 0.1 s x (rank + 1) x SCALE (the first argument, default 1), under
+ *     main; with SCALE 0, not called at all.
  *   Late Sender: rank 1 enters MPI_Recv right after the barrier; rank 0 first spins
  *     0.2 s in delay(), then sends: a Late Sender of about 0.2 s on rank 1. Each prints
  *     "send_enter"/"recv_enter" (its clock, CLOCK_MONOTONIC, one clock on one host) right
@@ -9,6 +10,7 @@
  *     answers each with one of COUNT / 2 doubles (MPI_Send); MPI_Recv on both sides. */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "spin.h"
 
 #define MSGS 5
@@ -16,9 +18,9 @@
 
 static double buf[COUNT];
 
-__attribute__((noinline)) static void compute(int rank)
+__attribute__((noinline)) static void compute(int rank, double scale)
 {
-    spin(0.1 * (rank + 1));
+    spin(0.1 * (rank + 1) * scale);
 }
 
 __attribute__((noinline)) static void delay(void)
@@ -42,9 +44,11 @@ __attribute__((noinline)) static void exchange(int rank)
 int main(int argc, char **argv)
 {
     int rank, token = 7;
+    double scale = argc > 1 ? atof(argv[1]) : 1.0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    compute(rank);
+    if (scale > 0)
+        compute(rank, scale);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         delay();
