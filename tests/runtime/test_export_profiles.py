@@ -15,6 +15,7 @@ import pytest
 import perfweave as perfweave_api
 from harness import PERFWEAVE, reported
 from perfweave.analysis.callpaths import callpath_metrics
+from perfweave.interop.caliper import node_paths
 from perfweave.readers.experiment import open_experiment
 
 MSGS, COUNT = 5, 4096
@@ -34,21 +35,6 @@ def work(mpi, build, run_pw):
     run = run_pw(mpi.launch(2) + [build(mpi, "export_work.c")], options=["--trace"])
     perfweave("analyze", run.exp)
     return run
-
-
-def hatchet_paths(gf):
-    """{node: its names from the root} of a GraphFrame's tree: from the roots down, as
-    Hatchet's Caliper reader links children to parents, not parents to children."""
-    out = {}
-
-    def walk(node, above):
-        out[node] = above + (node.frame["name"],)
-        for c in node.children:
-            walk(c, out[node])
-
-    for r in gf.graph.roots:
-        walk(r, ())
-    return out
 
 
 def table_values(exp):
@@ -72,7 +58,7 @@ def test_caliper_export_read_by_hatchet(work):
         "sum#mpi.send.size": t.metrics["bytes_sent"].values,
         "sum#mpi.recv.size": t.metrics["bytes_recv"].values,
     }
-    paths = hatchet_paths(gf)
+    paths = node_paths(gf)
     for row in df.to_dict("records"):
         i = index[paths[row["node"]]]
         j = rank_col[int(row["rank"])]
@@ -99,6 +85,11 @@ def test_caliper_export_read_by_hatchet(work):
 
 def test_cube_export_read_by_pycubexr(work):
     perfweave("export", work.exp, "--format", "cube")
+    again = subprocess.run(
+        [PERFWEAVE, "export", str(work.exp), "--format", "cube"], capture_output=True, text=True
+    )
+    assert again.returncode == 2 and again.stderr.count("\n") == 1
+    assert "already exists (--force replaces it)" in again.stderr
     t, index = table_values(work.exp)
     ws = open_experiment(work.exp).waitstates
     with pycubexr.CubexParser(str(work.exp / "export" / "profile.cubex")) as cube:
@@ -162,10 +153,10 @@ def test_hatchet_difference_and_thicket_of_two_runs(mpi, build, run_pw):
         perfweave("export", r.exp, "--format", "caliper")
         files.append(str(r.exp / "export" / "caliper.json"))
     ga, gb = (hatchet.GraphFrame.from_caliper(f) for f in files)
-    in_a, in_b = (set(hatchet_paths(g).values()) for g in (ga, gb))
+    in_a, in_b = (set(node_paths(g).values()) for g in (ga, gb))
     assert ("main", "compute", "spin") in in_b - in_a
     diff = ga - gb
-    paths = hatchet_paths(diff)
+    paths = node_paths(diff)
     per_node = diff.dataframe.reset_index().groupby("node")["time"]
     got = {paths[n]: (float(v.sum()), bool(v.isna().all())) for n, v in per_node}
     cmp = perfweave_api.compare(runs[0].exp, runs[1].exp, by="callpath", metric="time")

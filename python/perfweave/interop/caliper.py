@@ -69,6 +69,23 @@ def document(table, metadata):
     return doc
 
 
+def node_paths(gf):
+    """{node: its names from the root} of a Hatchet GraphFrame read from such a
+    document: the key of perfweave's call paths (CallpathMetrics.paths, compare --by
+    callpath's '/'-joined keys). From the roots down, as Hatchet's Caliper reader links
+    a node to its children but not to its parents (Node.path() is the node alone)."""
+    out = {}
+
+    def walk(node, above):
+        out[node] = above + (node.frame["name"],)
+        for c in node.children:
+            walk(c, out[node])
+
+    for r in gf.graph.roots:
+        walk(r, ())
+    return out
+
+
 def export(exp, out=None, force=False):
     """Write experiment exp's call-path profile as Caliper json-split to out (default
     EXP/export/caliper.json). Returns a summary dict (path, nodes, ranks, rows,

@@ -27,6 +27,7 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 
 from perfweave.interop import callpath_export
+from perfweave.model.waitstates import split_site
 from perfweave.symbols import Symbolizer
 
 INDEX_MARKER = b"CUBEX.INDEX"
@@ -69,8 +70,6 @@ def _trace_functions(ws, symbolizer):
     """{call path id: its function names from the root's child to the leaf} of the
     wait-state result ws: a user function (F: its address, N: its name), then for an MPI
     call site (M) the function that called it and the MPI function."""
-    from perfweave.report.waitstates import split_site
-
     sym = symbolizer or Symbolizer()
     out = {}
     for cid, labels in zip(ws.callpaths["id"].tolist(), ws.callpaths["labels"]):
@@ -252,6 +251,7 @@ def anchor(metrics, names, parent, regions, hosts, ranks, attrs, title):
             loc += 1
         x.append("</systemtreenode>")
     x.append("</systemtreenode>")
+    x.append("<topologies></topologies>")
     x.append("</system>")
     x.append("</cube>")
     return "\n".join(x) + "\n"

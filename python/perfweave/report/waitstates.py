@@ -9,18 +9,8 @@ import numpy as np
 
 from perfweave.analysis.metrics import PATTERNS, ROOT_CAUSE
 from perfweave.model.table import records
+from perfweave.model.waitstates import split_site
 from perfweave.symbols import Symbolizer
-
-
-def split_site(text):
-    """'path|buildid|offset' -> (path, offset) or None."""
-    parts = text.split("|")
-    if len(parts) != 3 or not parts[2]:
-        return None
-    try:
-        return parts[0], int(parts[2], 16)
-    except ValueError:
-        return None
 
 
 def name_paths(result, symbolizer=None):
