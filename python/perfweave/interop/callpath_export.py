@@ -77,7 +77,8 @@ def run_metadata(e):
         "command": " ".join(m.get("command") or []),
         "program": m.get("program", ""),
         "launcher": m.get("launcher", ""),
-        "mpi.flavor": m.get("mpi_flavor", ""),
+        "mpi.flavor": m.get("mpi_flavor", "")
+        or (prof.module("mpi").get("flavor", "") if prof else ""),
         "mpi.world.size": int(getattr(prof, "world_size", 0) or recorded),
         "ranks.recorded": recorded,
         "hostname": m.get("host", ""),
