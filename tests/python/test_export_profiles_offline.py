@@ -200,3 +200,41 @@ def test_export_of_no_experiment_is_one_error_line(tmp_path, fmt):
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("perfweave: error:") and "nope" in lines[0]
+
+
+def test_wait_states_go_to_the_call_paths_that_end_with_their_functions():
+    """Trace call paths (labels as the analysis writes them: the program, user functions
+    by name, the MPI call) onto A's nodes: main > solve > MPI_Recv to main/solve/MPI_Recv;
+    a bare MPI_Send to the one node ending with it; the program's own to the root, and
+    a path the table lacks (main > fft) to the root too, with a note."""
+    from perfweave.interop.cube import wait_state_metrics
+    from perfweave.model.waitstates import WaitStatesResult
+
+    cps = [
+        {"id": 0, "labels": ("program",)},
+        {"id": 1, "parent": 0, "labels": ("program", "N:main")},
+        {"id": 2, "parent": 1, "labels": ("program", "N:main", "N:solve")},
+        {"id": 3, "parent": 2, "labels": ("program", "N:main", "N:solve", "M:MPI_Recv@")},
+        {"id": 4, "parent": 0, "labels": ("program", "M:MPI_Send@")},
+        {"id": 5, "parent": 1, "labels": ("program", "N:main", "N:fft")},
+    ]
+    ms = [{"id": "mpi_latesender", "name": "Late Sender", "total": 0.75, "pct": 1.0}]
+    ms.append({"id": "time", "name": "Time", "total": 3.5, "pct": 1.0})
+    values = [
+        ("mpi_latesender", 3, 1, 0.5),
+        ("mpi_latesender", 4, 0, 0.25),
+        ("time", 0, 0, 1.0),
+        ("time", 5, 1, 2.0),
+        ("time", 3, 7, 0.5),  # a rank the profile lacks
+    ]
+    ws = WaitStatesResult.from_literal(ms, cps, values)
+    notes = []
+    ls, tm = wait_state_metrics(ws, A, notes, taken={"time"})
+    index = {p: i for i, p in enumerate(A.paths())}
+    assert (ls.uniq, tm.uniq) == ("mpi_latesender", "trace_time")
+    expected = np.zeros_like(ls.values)
+    expected[index[("main", "solve", "MPI_Recv")], 1] = 0.5
+    expected[index[("[unknown caller]", "MPI_Send")], 0] = 0.25
+    assert np.array_equal(ls.values, expected) and ls.root is None
+    assert not tm.values.any() and tm.root.tolist() == [1.0, 2.0, 0.0]
+    assert len(notes) == 2 and "on the call tree's root" in notes[0] and "lacks" in notes[1]

@@ -58,7 +58,7 @@ def main(args):
             print(f"perfweave: note: {note}")
         print(
             f"perfweave: wrote {what} {s['path']}: {s['nodes']} call paths x {s['ranks']} "
-            f"ranks in {s['seconds']:.2f} s"
+            f"rank{'s' if s['ranks'] != 1 else ''} in {s['seconds']:.2f} s"
         )
         return 0
     if args.format == "darshan":

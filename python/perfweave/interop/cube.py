@@ -92,66 +92,78 @@ def _trace_functions(ws, symbolizer):
     return out
 
 
+def _placement(fns_of, table):
+    """The call paths of the trace (sorted ids) and the table node of each (call path,
+    column), -1 for the call tree's root; and the ids of those put there for want of a
+    node (not the trace's root itself)."""
+    paths = table.paths()
+    ending = {}  # every ending of every path -> its nodes
+    for i, p in enumerate(paths):
+        for n in range(1, len(p) + 1):
+            ending.setdefault(p[-n:], []).append(i)
+    mpi, sampled = table.metrics["mpi_time"].values, table.metrics["time"].values
+    cids = np.array(sorted(fns_of), np.int64)
+    place = np.full((len(cids), len(table.ranks)), -1, np.int64)
+    unplaced = []
+    for k, cid in enumerate(cids.tolist()):
+        fns = fns_of[cid]
+        found = next((ending[fns[-n:]] for n in range(len(fns), 0, -1) if fns[-n:] in ending), [])
+        if not found:
+            if fns:
+                unplaced.append(cid)
+            continue
+        c = np.array(found)
+        m = mpi[c]  # by MPI time, equal ones by sampled time
+        best = np.argmax(np.where(m == m.max(axis=0), sampled[c], -np.inf), axis=0)
+        place[k] = c[best]
+    return cids, place, np.array(unplaced, np.int64)
+
+
 def wait_state_metrics(ws, table, notes, taken, symbolizer=None):
     """CubeMetrics of the wait-state analysis ws (a WaitStatesResult) on the table's
     nodes (numbered as in the table): a call path of the trace goes to the table's node
     whose path ends with its functions (_trace_functions; the longest such ending), for
-    each rank the one of those where the rank's MPI time, then sampled time, is largest;
-    the trace's root (the program: computation outside any known function) to the call
-    tree's root. A value whose call path has no such node is left out with a note."""
-    fns_of = _trace_functions(ws, symbolizer)
-    paths = table.paths()
-    col_of_rank = {int(r): j for j, r in enumerate(table.ranks.tolist()) if r >= 0}
-    mpi, sampled = table.metrics["mpi_time"].values, table.metrics["time"].values
-    node_of = {}  # (trace call path, column) -> table node, ROOT or None
-
-    def place(cid, col):
-        key = (cid, col)
-        if key not in node_of:
-            fns = fns_of.get(cid, ())
-            found = []
-            for n in range(len(fns), 0, -1):
-                found = [i for i, p in enumerate(paths) if p[-n:] == fns[-n:]]
-                if found:
-                    break
-            best = max(found, key=lambda i: (mpi[i, col], sampled[i, col])) if found else None
-            node_of[key] = ROOT if not fns else best
-        return node_of[key]
-
+    each rank the one of those where the rank's MPI time, then sampled time, is largest.
+    The trace's root (the program: computation outside any known function), and a call
+    path no node ends with, go to the call tree's root; the latter with a note."""
+    cids, place, unplaced = _placement(_trace_functions(ws, symbolizer), table)
+    ranks = table.ranks.astype(np.int64)
+    col_of = np.full(
+        max(int(ranks.max(initial=-1)), int(ws.values["rank"].max(initial=-1))) + 2, -1
+    )
+    col_of[ranks[ranks >= 0]] = np.flatnonzero(ranks >= 0)
     out = []
-    dropped = 0.0
+    moved = lost = 0.0
     for m in ws.metrics:
         vals = ws.values_of(m["id"])
         if not len(vals):
             continue
-        dtype, uom = UNITS.get(m["unit"], ("DOUBLE", m["unit"]))
-        v = np.zeros((len(paths), len(table.ranks)))
-        root = np.zeros(len(table.ranks))
-        for cid, rank, x in zip(vals["callpath"].tolist(), vals["rank"].tolist(), vals["value"]):
-            col = col_of_rank.get(int(rank))
-            node = None if col is None else place(int(cid), col)
-            if node is None:
-                dropped += abs(float(x))
-            elif node is ROOT:
-                root[col] += x
-            else:
-                v[node, col] += x
+        k = np.searchsorted(cids, vals["callpath"].astype(np.int64))
+        col = col_of[vals["rank"].astype(np.int64)]
+        x = vals["value"].astype(np.float64)
+        here = col >= 0
+        lost += float(np.abs(x[~here]).sum())
+        k, col, x = k[here], col[here], x[here]
+        node = place[k, col]
+        moved += float(np.abs(x[np.isin(cids[k], unplaced)]).sum())
+        v = np.zeros((len(table.names), len(ranks)))
+        root = np.zeros(len(ranks))
+        np.add.at(v, (node[node >= 0], col[node >= 0]), x[node >= 0])
+        np.add.at(root, col[node < 0], x[node < 0])
         uniq = m["id"] if m["id"] not in taken else f"trace_{m['id']}"
+        disp = f"{m['name']} (trace)"
+        dtype, uom = UNITS.get(m["unit"], ("DOUBLE", m["unit"]))
         out.append(
-            CubeMetric(
-                uniq,
-                f"{m['name']} (trace)",
-                dtype,
-                uom,
-                m["description"],
-                v,
-                root if root.any() else None,
-            )
+            CubeMetric(uniq, disp, dtype, uom, m["description"], v, root if root.any() else None)
         )
-    if dropped:
+    if moved:
         notes.append(
-            f"wait-state values ({dropped:g} in their units) on call paths the profile "
-            "does not have are left out of the CUBE file"
+            f"wait-state values ({moved:g} in their units) on call paths the profile does not "
+            "have are on the call tree's root"
+        )
+    if lost:
+        notes.append(
+            f"wait-state values ({lost:g} in their units) of ranks the profile lacks are left out"
         )
     return out
 
@@ -335,8 +347,8 @@ def export(exp, out=None, force=False):
     ws = getattr(src.exp, "waitstates", None)
     if ws is not None:
         metrics += wait_state_metrics(ws, t, src.notes, taken)
-    else:
-        src.notes.append("no wait states (perfweave analyze on a --trace run adds them)")
+    elif (src.exp.path / "traces").is_dir():
+        src.notes.append(f"no wait states: the traces are not analysed (perfweave analyze {exp})")
     attrs = callpath_export.run_metadata(src.exp)
     useful, factors = pop_useful_metric(src.exp, t)
     if useful is not None:
