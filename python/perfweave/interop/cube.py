@@ -56,14 +56,16 @@ TABLE_METRICS = {
 }
 UNITS = {"s": ("DOUBLE", "sec"), "count": ("UINT64", "occ"), "bytes": ("UINT64", "bytes")}
 POP_USEFUL = "pop_useful"
-ROOT = "root"  # a wait-state call path placed on the call tree's root
 
 
 class CubeMetric:
-    def __init__(self, uniq, disp, dtype, uom, descr, values=None, root=None):
+    """A metric of the file: its definition, and its values on the table's nodes and
+    columns: dense (values), as (node, column, value) arrays (entries: a wait state is
+    on few of them), and on the call tree's root (root, per column); each or None."""
+
+    def __init__(self, uniq, disp, dtype, uom, descr, values=None, root=None, entries=None):
         self.uniq, self.disp, self.dtype, self.uom, self.descr = uniq, disp, dtype, uom, descr
-        self.values = values  # [table nodes x columns], float64, or None
-        self.root = root  # [columns]: added to the call tree's root, or None
+        self.values, self.root, self.entries = values, root, entries
 
 
 def _trace_functions(ws, symbolizer):
@@ -146,15 +148,22 @@ def wait_state_metrics(ws, table, notes, taken, symbolizer=None):
         k, col, x = k[here], col[here], x[here]
         node = place[k, col]
         moved += float(np.abs(x[np.isin(cids[k], unplaced)]).sum())
-        v = np.zeros((len(table.names), len(ranks)))
         root = np.zeros(len(ranks))
-        np.add.at(v, (node[node >= 0], col[node >= 0]), x[node >= 0])
         np.add.at(root, col[node < 0], x[node < 0])
+        on = node >= 0
         uniq = m["id"] if m["id"] not in taken else f"trace_{m['id']}"
         disp = f"{m['name']} (trace)"
         dtype, uom = UNITS.get(m["unit"], ("DOUBLE", m["unit"]))
         out.append(
-            CubeMetric(uniq, disp, dtype, uom, m["description"], v, root if root.any() else None)
+            CubeMetric(
+                uniq,
+                disp,
+                dtype,
+                uom,
+                m["description"],
+                root=root if root.any() else None,
+                entries=(node[on], col[on], x[on]),
+            )
         )
     if moved:
         notes.append(
@@ -275,24 +284,47 @@ def location_order(hosts):
     return [j for host in dict.fromkeys(hosts) for j, h in enumerate(hosts) if h == host]
 
 
-def index_and_data(m):
-    """The .index and .data files of CubeMetric m (values in location order): the rows
-    with a value, at least the root's (pycubexr needs one)."""
-    dtype = np.dtype("<f8") if m.dtype == "DOUBLE" else np.dtype("<u8")
-    vals = m.values if m.dtype == "DOUBLE" else np.rint(np.maximum(m.values, 0))
-    rows = np.flatnonzero((vals != 0).any(axis=1))
-    if not len(rows):
-        rows = np.array([0])
+def metric_rows(m, new, shift, pos, nloc):
+    """The call nodes with a value of CubeMetric m (ascending) and their values [rows x
+    locations]: new[i] is table node i's call node less shift (1 where the file adds a
+    root), pos[j] the location of column j."""
+    if m.values is not None:
+        v = np.zeros((len(new), nloc))
+        v[new[:, None], pos[None, :]] = m.values
+        rows = np.flatnonzero((v != 0).any(axis=1))
+        vals, rows = v[rows], rows + shift
+    elif m.entries is not None:
+        node, col, x = m.entries
+        rows, inv = np.unique(new[node] + shift, return_inverse=True)
+        vals = np.zeros((len(rows), nloc))
+        np.add.at(vals, (inv, pos[col]), x)
+    else:
+        rows, vals = np.zeros(0, np.int64), np.zeros((0, nloc))
+    if m.root is not None or not len(rows):  # pycubexr needs a row: the root's
+        root = np.zeros(nloc) if m.root is None else m.root[np.argsort(pos)]
+        if len(rows) and rows[0] == 0:
+            vals[0] += root
+        else:
+            rows, vals = np.concatenate([[0], rows]), np.vstack([root, vals])
+    return rows, vals
+
+
+def index_and_data(rows, vals, dtype):
+    """The .index and .data files of a metric of CUBE type dtype (DOUBLE, UINT64) with
+    values vals [rows x locations] on call nodes rows."""
+    if dtype == "DOUBLE":
+        data = vals.astype("<f8")
+    else:
+        data = np.rint(np.maximum(vals, 0)).astype("<u8")
     index = (
         INDEX_MARKER
         + np.array([1], "<u4").tobytes()
         + np.array([0], "<u2").tobytes()
         + bytes([SPARSE])
         + np.array([len(rows)], "<u4").tobytes()
-        + rows.astype("<u4").tobytes()
+        + np.asarray(rows).astype("<u4").tobytes()
     )
-    data = DATA_MARKER + np.ascontiguousarray(vals[rows]).astype(dtype).tobytes()
-    return index, data
+    return index, DATA_MARKER + np.ascontiguousarray(data).tobytes()
 
 
 def cube_file(table, metrics, hosts, attrs, title):
@@ -311,6 +343,8 @@ def cube_file(table, metrics, hosts, attrs, title):
     for n in names:
         regions.setdefault(n, len(regions))
     locs = location_order(hosts)
+    pos = np.empty(len(locs), np.int64)
+    pos[locs] = np.arange(len(locs))
     ranks = callpath_export.column_ranks(table)
     xml = anchor(
         metrics, names, parent, regions, [hosts[j] for j in locs], ranks[locs], attrs, title
@@ -319,12 +353,8 @@ def cube_file(table, metrics, hosts, attrs, title):
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         members = [("anchor.xml", xml.encode())]
         for i, m in enumerate(metrics):
-            v = np.zeros((len(names), len(locs)))
-            if m.values is not None:
-                v[shift:] = m.values[order][:, locs]
-            if m.root is not None:
-                v[0] += m.root[locs]
-            index, data = index_and_data(CubeMetric(m.uniq, m.disp, m.dtype, m.uom, m.descr, v))
+            rows, vals = metric_rows(m, new, shift, pos, len(locs))
+            index, data = index_and_data(rows, vals, m.dtype)
             members += [(f"{i}.index", index), (f"{i}.data", data)]
         for name, content in members:
             info = tarfile.TarInfo(name)
