@@ -11,10 +11,10 @@ def open(path):  # noqa: A001 (as perfweave.open)
     return api.open(path)
 
 
-def compare(a, b, *more, by="callpath", metric=None):
+def compare(a, b, *more, by="callpath", metric=None, inclusive=False):
     """Experiments compared, B (and more) against the baseline A, as a pandas DataFrame:
     perfweave.api.compare (docs/compare.md). A side is a path or a list of paths
     (repeated experiments)."""
     from perfweave import api
 
-    return api.compare(a, b, *more, by=by, metric=metric)
+    return api.compare(a, b, *more, by=by, metric=metric, inclusive=inclusive)

@@ -356,22 +356,22 @@ def _open_experiment(path):
         return open_experiment(path, reduced_content=content(path))
 
 
-def compare(a, b, *more, by="callpath", metric=None, result=False):
+def compare(a, b, *more, by="callpath", metric=None, inclusive=False, result=False):
     """Experiments compared against the baseline a (analysis/compare.py, the same as
     `perfweave compare --json`): a DataFrame, one row per (compared side, key): side
     ('B', 'C', ...: the side compared with a), key (for callpath the '/'-joined path),
     a, b (NaN: not in that side), delta, ratio (b / a), p_value (Welch's), test,
-    sigma, threshold, regression, only_in ('' or the label of the one side with the key), a_ranks,
-    b_ranks. A side is
-    a path or a list of paths (repetitions of one experiment). result=True: the
-    CompareResult instead (its sides' split and POP factors)."""
+    sigma, threshold, regression, only_in ('' or the label of the one side with the
+    key), a_ranks, b_ranks. A side is a path or a list of paths (repetitions of one
+    experiment); inclusive: routines' and call paths' values with their callees'.
+    result=True: the CompareResult instead (its sides' split and POP factors)."""
     from perfweave.analysis.compare import compare as run
 
     sides = []
     for i, s in enumerate((a, b, *more)):
         paths = [s] if isinstance(s, (str, os.PathLike)) else list(s)
         sides.append((chr(ord("A") + i) if i < 26 else f"S{i + 1}", paths))
-    res = run(sides, by=by, metric=metric, open_experiment=_open_experiment)
+    res = run(sides, by=by, metric=metric, inclusive=inclusive, open_experiment=_open_experiment)
     if result:
         return res
     parts = []

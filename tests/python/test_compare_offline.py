@@ -13,7 +13,7 @@ import otf2
 import pytest
 
 import perfweave
-from perfweave.analysis.callpaths import CallpathMetrics
+from perfweave.analysis.callpaths import UNKNOWN_CALLER, CallpathMetrics, place
 from perfweave.analysis.compare import welch
 
 PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
@@ -123,6 +123,7 @@ def test_imported_experiments(imported):
         (["--metric", "io_time", "A", "A"], "--metric io_time"),
         (["--top", "-1", "A", "A"], "--top"),
         (["A", ","], "no experiment"),
+        (["--inclusive", "--by", "mpi-call", "A", "A"], "--inclusive"),
     ],
 )
 def test_bad_arguments(imported, args, message):
@@ -132,3 +133,26 @@ def test_bad_arguments(imported, args, message):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], res.stderr
     assert res.stdout == ""
+
+
+def test_call_site_placement():
+    """A call site's own path (caller, MPI function) under the sampled paths that end
+    with it: per rank where that rank's samples are; its own path where none is."""
+    sampled = {
+        ("main", "phase_a", "exchange", "MPI_Allreduce"): np.array([3.0, 0.0]),
+        ("main", "phase_b", "exchange", "MPI_Allreduce"): np.array([1.0, 2.0]),
+        ("main", "phase_b", "exchange"): np.array([0.5, 0.5]),
+        ("main", "solve"): np.array([4.0, 4.0]),
+    }
+    notes = []
+    got = place(("exchange", "MPI_Allreduce"), sampled, 2, notes)
+    assert got == [
+        ("main", "phase_a", "exchange", "MPI_Allreduce"),
+        ("main", "phase_b", "exchange", "MPI_Allreduce"),
+    ]
+    assert len(notes) == 1 and "2 sampled paths" in notes[0]
+    # the MPI call never sampled: under the caller's sampled path
+    assert place(("solve", "MPI_Barrier"), sampled, 2, []) == [("main", "solve", "MPI_Barrier")] * 2
+    # nowhere in the samples: its own path, rooted at its outermost known frame
+    assert place(("init", "MPI_Bcast"), sampled, 2, []) == [("init", "MPI_Bcast")] * 2
+    assert place((UNKNOWN_CALLER, "MPI_Send"), sampled, 2, []) == [(UNKNOWN_CALLER, "MPI_Send")] * 2

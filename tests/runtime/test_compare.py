@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 import perfweave
+from perfweave import api
+from perfweave.analysis.compare import welch
+from perfweave.analysis.io import pattern_of
 from harness import PERFWEAVE, run_with_stdin_open, share_bound
 
 RANKS = 3
@@ -38,17 +41,21 @@ def _clocks(stdout):
 @pytest.fixture(scope="module")
 def runs(mpi, build, tmp_path_factory):
     """Two runs of A (factor 1, COUNT_A, no only_here) and two of B (factor 2, COUNT_B,
-    only_here): {"A": [(path, clocks)], "B": [...]}."""
+    only_here), each writing its rank's file in one directory: {"A": [(path, clocks)],
+    "B": [...], "files": the directory}."""
     exe = build(mpi, "compare_work.c")
     tmp = tmp_path_factory.mktemp(f"compare-{mpi.name}")
+    files = tmp / "files"  # one directory for both sides: the files' keys are their paths
+    files.mkdir()
     out = {}
-    for side, args in (("A", (1, COUNT_A, 0)), ("B", (2, COUNT_B, 1))):
+    for side, args in (("A", (1, COUNT_A, 0, files)), ("B", (2, COUNT_B, 1, files))):
         for k in range(2):
             exp = tmp / f"{side}{k}"
-            cmd = [PERFWEAVE, "run", "-o", str(exp), "--", *mpi.launch(RANKS), str(exe)]
+            cmd = [PERFWEAVE, "run", "-o", str(exp), "--io", "--", *mpi.launch(RANKS), str(exe)]
             proc = run_with_stdin_open(cmd + [str(a) for a in args], timeout=180)
             assert proc.returncode == 0, proc.stderr
             out.setdefault(side, []).append((exp, _clocks(proc.stdout)))
+    out["files"] = files
     return out
 
 
@@ -78,12 +85,15 @@ def test_doubled_routine_and_a_routine_of_one_run(runs):
         n, total = _sampled(path)
         bound = share_bound(100 * truth / total, n) / 100 * total
         assert abs(subtree(col, "main/solve") - truth) <= bound, (col, truth, bound)
+    # the same from the routine's inclusive time
+    inc = perfweave.compare(str(a), str(b), by="routine", metric="time", inclusive=True)
+    solve = _row(inc, "solve")
+    for col in ("a", "b"):
+        assert solve[col] == pytest.approx(subtree(col, "main/solve"), rel=1e-12)
     spin = _row(df, "main/solve/spin")
-    truth_ratio = sum(s for s, _ in cb.values()) / sum(s for s, _ in ca.values())
-    assert 1.8 < truth_ratio < 2.2  # the program's plan, by its own clocks
-    assert spin["regression"] and spin["only_in"] == ""
+    assert spin["regression"] and spin["only_in"] == "", dict(spin)
     assert spin["ratio"] > 1 + max(0.05, 3 * spin["sigma"])
-    assert spin["p_value"] < 0.05  # every rank's time doubled
+    assert spin["p_value"] < 0.05, dict(spin)  # every rank's time doubled
     assert spin["test"] == "ranks"
 
     # only_here: only in B, not a 0 in A
@@ -92,7 +102,7 @@ def test_doubled_routine_and_a_routine_of_one_run(runs):
     truth = sum(o for _, o in cb.values())
     n, total = _sampled(b)
     bound = share_bound(100 * truth / total, n) / 100 * total
-    assert abs(subtree("b", "main/only_here") - truth) <= bound
+    assert abs(subtree("b", "main/only_here") - truth) <= bound, (truth, bound)
     assert not df[df["key"].str.startswith("main/only_here")]["regression"].any()
 
 
@@ -108,6 +118,12 @@ def test_message_size_change_is_exact(runs):
         assert r["ratio"] == COUNT_B / COUNT_A and r["regression"]
         if by == "callsite":  # the caller's function, file and line; no address
             assert re.fullmatch(r"MPI_Sendrecv at exchange \(compare_work\.c:\d+\)", r["key"])
+    # the program's writes: STEPS of COUNT doubles per rank, each rank its file out.R
+    files = perfweave.compare(str(a), str(b), by="file", metric="bytes_written")
+    (pattern,) = pattern_of([str(runs["files"] / "out.0")])  # the report's: digits as #
+    r = _row(files, f"{pattern} (posix)")
+    assert r["a"] == RANKS * STEPS * COUNT_A * 8 and r["ratio"] == COUNT_B / COUNT_A
+    assert r["a_ranks"] == r["b_ranks"] == RANKS
     visits = perfweave.compare(str(a), str(b), by="mpi-call", metric="visits")
     r = _row(visits, "MPI_Sendrecv")
     assert r["a"] == r["b"] == RANKS * STEPS and r["delta"] == 0 and not r["regression"]
@@ -116,7 +132,7 @@ def test_message_size_change_is_exact(runs):
 def test_repeated_experiments(runs):
     a = [str(p) for p, _ in runs["A"]]
     b = [str(p) for p, _ in runs["B"]]
-    res = perfweave.api.compare(a, b, by="routine", metric="time", result=True)
+    res = api.compare(a, b, by="routine", metric="time", result=True)
     rows = {r["key"]: r for r in res.to_json()["comparisons"][0]["rows"]}
     spin = rows["spin"]
     assert spin["test"] == "experiments"
@@ -127,8 +143,12 @@ def test_repeated_experiments(runs):
     assert spin["a"] == pytest.approx(np.mean([s.loc["spin", "a"] for s in single]))
     assert spin["b"] == pytest.approx(np.mean([s.loc["spin", "b"] for s in single]))
     ta = [s.loc["spin", "a"] for s in single]
+    tb = [s.loc["spin", "b"] for s in single]
     assert spin["sigma"] == pytest.approx(np.std(ta, ddof=1) / np.mean(ta))
-    assert spin["p_value"] < 0.05 and spin["regression"]
+    # the test is across the experiments' values (two a side: too few for a small p
+    # with Welch's degrees of freedom near 1; tests/python checks welch() itself)
+    assert spin["p_value"] == pytest.approx(welch(ta, tb), rel=1e-9)
+    assert spin["regression"] == (spin["ratio"] > 1 + max(0.05, 3 * spin["sigma"]))
 
 
 def test_callpath_table_sums_to_the_report(runs):
@@ -184,6 +204,14 @@ def test_text_json_and_html(runs, tmp_path):
     assert "main/solve/spin" in keys and "main/only_here/spin" in keys
     html = page.read_text()
     assert "main/solve/spin" in html and "only in B" in html
+    # three sides: each against the baseline; B's second run also has only_here
+    b2 = runs["B"][1][0]
+    three = perfweave.compare(str(a), str(b), str(b2), by="callpath")
+    assert sorted(set(three["side"])) == ["B", "C"]
+    only = three[three["key"] == "main/only_here/spin"].set_index("side")
+    assert only.loc["B", "only_in"] == "B" and only.loc["C", "only_in"] == "C"
+    spin = three[three["key"] == "main/solve/spin"].set_index("side")
+    assert spin.loc["B", "a"] == spin.loc["C", "a"]  # one baseline
     text = _pw("compare", str(a), str(b))
     assert text.returncode == 0, text.stderr
     line = next(x for x in text.stdout.splitlines() if "main/solve/spin " in x + " ")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfweave.analysis import samples as samples_analysis
+from perfweave.analysis import phases, samples as samples_analysis
 from perfweave.analysis.samples.names import is_system, is_wrapper
 from perfweave.model.profile import BRACKET
 from perfweave.symbols import Symbolizer
@@ -113,6 +113,15 @@ class CallpathMetrics:
         return cls(names, parent, np.asarray(ranks, np.int32), out)
 
 
+def samples_of(experiment, symbolizer=None):
+    """The SamplesResult of experiment's samples (as the report's), None without any."""
+    procs = [p for p in experiment.samples if len(p.records)]
+    if not procs:
+        return None
+    windows = phases.windows(experiment.profile)
+    return samples_analysis.analyze(procs, symbolizer=symbolizer, windows=windows)
+
+
 def _nodes(paths):
     """names, parent and {path: node} of the tree of paths and their prefixes: nodes in
     sorted order of their paths, so that a parent precedes its children."""
@@ -178,7 +187,7 @@ def _site_paths(profile, rows, symbolizer, imported):
     return out
 
 
-def _place(own, sampled, columns, notes):
+def place(own, sampled, columns, notes):
     """Per column, the sampled path that site path `own` goes under (its full path,
     the MPI function last), or `own` where no sampled path ends with it. sampled: {path:
     exclusive seconds per column}."""
@@ -212,12 +221,13 @@ def _place(own, sampled, columns, notes):
     return [full[cands[b]] for b in best]
 
 
-def callpath_metrics(experiment, symbolizer=None):
-    """The CallpathMetrics of experiment (readers' open_experiment result)."""
+def callpath_metrics(experiment, symbolizer=None, samples=None):
+    """The CallpathMetrics of experiment (readers' open_experiment result). samples: its
+    samples' analysis (analysis/samples/ SamplesResult) where the caller has it already,
+    else it is made here."""
     sym = symbolizer or Symbolizer()
     profile = experiment.profile
-    procs = [p for p in experiment.samples if len(p.records)]
-    sm = samples_analysis.analyze(procs, symbolizer=sym) if procs else None
+    sm = samples if samples is not None else samples_of(experiment, sym)
 
     # the columns: MPI ranks by number (the profile's and the samples'), then each
     # process without MPI
@@ -260,7 +270,7 @@ def callpath_metrics(experiment, symbolizer=None):
     site_values = []  # (full path, column, time, visits, sent, recv)
     for i, p in zip(rows.tolist(), own):
         if p not in placed:
-            placed[p] = _place(p, sampled, ncol, notes)
+            placed[p] = place(p, sampled, ncol, notes)
         s = sites[i]
         j = col_of_rank[int(s["rank"])]
         site_values.append(

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfweave._format import IO_LAYERS
-from perfweave.analysis.callpaths import METRICS as CALLPATH_METRICS, callpath_metrics
+from perfweave.analysis.callpaths import METRICS as CALLPATH_METRICS, callpath_metrics, samples_of
 from perfweave.errors import PerfweaveError
 from perfweave.model.profile import BRACKET
 from perfweave.model.table import column, records, table
@@ -67,15 +67,21 @@ def default_metric(by):
 # ---- one experiment's values per key ------------------------------------------------
 
 
-def key_values(experiment, by, metric, symbolizer=None):
-    """{key: per-rank values (float64)} of one experiment (readers' open_experiment)."""
+def key_values(experiment, by, metric, symbolizer=None, samples=None, inclusive=False):
+    """{key: per-rank values (float64)} of one experiment (readers' open_experiment);
+    samples: its SamplesResult, where the caller has it. inclusive (routine, callpath):
+    each node's value with its subtree's; a routine's, of its outermost calls (a
+    recursive call is inside its caller's value, not added again)."""
     sym = symbolizer or Symbolizer()
     if by in ("routine", "callpath"):
-        cm = callpath_metrics(experiment, sym)
-        v = cm.metrics[metric].values
-        keys = ["/".join(p) for p in cm.paths()] if by == "callpath" else cm.names
+        cm = callpath_metrics(experiment, sym, samples)
+        v = cm.inclusive(metric) if inclusive else cm.metrics[metric].values
+        paths = cm.paths()
+        keys = ["/".join(p) for p in paths] if by == "callpath" else cm.names
         out = {}
-        for k, row in zip(keys, v):
+        for k, p, row in zip(keys, paths, v):
+            if inclusive and by == "routine" and p[-1] in p[:-1]:
+                continue
             out[k] = out.get(k, 0) + row
         # a node with nothing of this metric in the run (a caller of MPI calls, for
         # mpi_time) is no key of it
@@ -275,8 +281,8 @@ def _compare(base, other):
             threshold=threshold,
             regression=bool(not only and ratio > threshold),
             only_in=only,
-            a_ranks=len(ra) // max(len(base.values), 1),
-            b_ranks=len(rb) // max(len(other.values), 1),
+            a_ranks=int(np.count_nonzero(ra)) // len(base.values),
+            b_ranks=int(np.count_nonzero(rb)) // len(other.values),
         )
         rows.append(row)
     # the largest changes first; a key of one side by its value
@@ -290,7 +296,7 @@ def _one(row):
 
 @dataclass
 class CompareResult:
-    """perfweave compare's result: by, metric and its unit; sides (the first the
+    """perfweave compare's result: by, metric, inclusive and the metric's unit; sides (the first the
     baseline): label, experiments, split ({part: % of the app time}, app_s), pop (the
     multiplicative POP factors, or None); comparisons: per other side its label and
     table, one row per key, by |delta| (COLUMNS: key, a, b (NaN: not in that side),
@@ -301,6 +307,7 @@ class CompareResult:
 
     by: str
     metric: str
+    inclusive: bool  # values with their callees' (routine, callpath)
     unit: str
     sides: list  # dicts: label, experiments, split, pop
     comparisons: list  # dicts: label, rows (table)
@@ -312,6 +319,7 @@ class CompareResult:
             "version": 1,
             "by": self.by,
             "metric": self.metric,
+            "inclusive": self.inclusive,
             "unit": self.unit,
             "rule": {"min_rise": MIN_RISE, "sigmas": SIGMAS},
             "sides": self.sides,
@@ -333,30 +341,24 @@ def _json(v):
     return v
 
 
-def split_of(experiment, symbolizer=None):
-    """The app time's split (% compute, MPI, I/O, ...) of one experiment: the samples'
-    (analysis/samples time_split) where it has some, else the profile's MPI time and
-    the I/O module's time against the app time; with app_s, the app time summed over
-    ranks."""
-    from perfweave.analysis import mpi, phases, samples
-
+def split_of(experiment, samples=None):
+    """The app time's split (% compute, MPI, I/O, ...) of one experiment: its samples'
+    (samples: its SamplesResult, analysis/samples time_split) where it has some, else
+    the profile's MPI time and the I/O module's time against the app time; with app_s,
+    the app time summed over ranks (the MPI profile's)."""
     profile = experiment.profile
-    m = mpi.analyze(profile, top=0, symbolizer=symbolizer)
-    app = float(m.total_app_s)
-    out = None
-    procs = [p for p in experiment.samples if len(p.records)]
-    if procs:
-        res = samples.analyze(procs, symbolizer=symbolizer, windows=phases.windows(profile))
-        out = dict(res.time_split) if res is not None and res.time_split else None
+    ranks = profile.ranks[profile.ranks["rank"] >= 0] if profile.mpi else profile.ranks
+    app = float(ranks["app_ns"].sum()) / 1e9
+    out = dict(samples.time_split) if samples is not None and samples.time_split else None
     if out is None and app > 0:
         io_s = 0.0
         io = experiment.io
         if io:
             io_s = float(io.processes["busy_s"].sum())
-        mpi_pct = 100 * float(m.total_mpi_s) / app
+        mpi_pct = 100 * float(ranks["mpi_ns"].sum()) / 1e9 / app
         io_pct = 100 * io_s / app
         out = {"compute": max(100 - mpi_pct - io_pct, 0.0), "MPI": mpi_pct, "I/O": io_pct}
-    return {"app_s": app, "pct": out or {}, "from": "samples" if procs else "profile"}
+    return {"app_s": app, "pct": out or {}, "from": "samples" if samples else "profile"}
 
 
 def pop_of(path):
@@ -388,9 +390,12 @@ def mean_split(splits):
     }
 
 
-def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=True):
+def compare(
+    sides, by="callpath", metric=None, open_experiment=None, with_pop=True, inclusive=False
+):
     """The CompareResult of sides: a list of (label, [experiment paths]), the first the
-    baseline. open_experiment(path) gives an experiment (readers' ExperimentDir)."""
+    baseline. open_experiment(path) gives an experiment (readers' ExperimentDir);
+    inclusive: the routines' and call paths' values with their callees' (key_values)."""
     if by not in BY:
         raise PerfweaveError(f"--by {by}: expected one of {', '.join(BY)}")
     metric = metric or default_metric(by)
@@ -398,6 +403,8 @@ def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=Tr
         raise PerfweaveError(
             f"--metric {metric}: not a metric of --by {by} (one of {', '.join(METRICS[by])})"
         )
+    if inclusive and by not in ("routine", "callpath"):
+        raise PerfweaveError(f"--inclusive: for --by routine or callpath, not --by {by}")
     if len(sides) < 2:
         raise PerfweaveError("compare needs two sides or more (A B [C ...])")
     sym = Symbolizer()
@@ -407,8 +414,9 @@ def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=Tr
         values, splits = [], []
         for p in paths:
             exp = open_experiment(p)
-            values.append(key_values(exp, by, metric, sym))
-            splits.append(split_of(exp, sym))
+            sm = samples_of(exp, sym)
+            values.append(key_values(exp, by, metric, sym, sm, inclusive))
+            splits.append(split_of(exp, sm))
         built.append(Side(label, [str(p) for p in paths], values, mean_split(splits)))
     for s in built:
         if not any(s.values):
@@ -424,6 +432,7 @@ def compare(sides, by="callpath", metric=None, open_experiment=None, with_pop=Tr
     return CompareResult(
         by=by,
         metric=metric,
+        inclusive=inclusive,
         unit=METRICS[by][metric],
         sides=[
             {"label": s.label, "experiments": s.paths, "split": s.split, "pop": s.pop}

@@ -20,12 +20,12 @@ def setup_parser(sub):
         description="Compare experiment B (and C, ...) against the baseline A, per key: "
         "each side's value (summed over ranks), the difference, the ratio, Welch's t-test "
         "(across repeated experiments when both sides have several, else across ranks) "
-        "and a regression flag when the ratio exceeds 1 + max(5 %%, 3 sigma), sigma the "
+        "and a regression flag when the ratio exceeds 1 + max(5 %, 3 sigma), sigma the "
         "baseline's relative standard deviation; keys of one side are 'only in' it. A "
         "side of repeated experiments is written A1,A2,A3. Also the split of the app time "
         "and, when every side has a trace, the POP factors, side by side.",
-        usage="perfweave compare [--by KEY] [--metric M] [--json] [--html FILE] [--top N] "
-        "A B [C ...]",
+        usage="perfweave compare [--by KEY] [--metric M] [--inclusive] [--json] "
+        "[--html FILE] [--top N] A B [C ...]",
     )
     p.add_argument(
         "sides",
@@ -35,6 +35,7 @@ def setup_parser(sub):
     )
     p.add_argument(
         "--by",
+        metavar="KEY",
         default="callpath",
         help="the key: routine (sampled self time per function), callpath (per node of "
         "the call tree, MPI calls included), callsite (MPI call sites: function, file, "
@@ -46,6 +47,12 @@ def setup_parser(sub):
         help="time, mpi_time, visits, bytes_sent, bytes_recv (routine, callpath); "
         "mpi_time, visits, bytes_sent, bytes_recv (callsite, mpi-call); io_time, "
         "bytes_read, bytes_written (file). Default: the first",
+    )
+    p.add_argument(
+        "--inclusive",
+        action="store_true",
+        help="routine, callpath: a function's or node's value with its callees' (default: "
+        "its own, exclusive)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON (docs/compare.md)")
     p.add_argument("--html", metavar="FILE", help="also write the comparison as an HTML page")
@@ -87,6 +94,7 @@ def main(args):
         sides_of(args.sides),
         by=args.by,
         metric=args.metric,
+        inclusive=args.inclusive,
         open_experiment=lambda p: open_upgraded(p, note),
     )
     doc = result.to_json()

@@ -75,6 +75,11 @@ def _rows(c, unit, limit):
     ]
 
 
+def _what(doc):
+    """The metric, its unit, and whether its values include the callees'."""
+    return f"{doc['metric']} ({doc['unit']}{', inclusive' if doc.get('inclusive') else ''})"
+
+
 HEADER = ["key", "A", "B", "delta", "B/A", "p (Welch)", ""]
 
 
@@ -82,7 +87,7 @@ def render(doc, top=20, width=WIDTH):
     """The lines of the text."""
     sides = doc["sides"]
     names = [s["label"] for s in sides]
-    out = [f"perfweave compare: {doc['metric']} ({doc['unit']}) by {doc['by']}"]
+    out = [f"perfweave compare: {_what(doc)} by {doc['by']}"]
     for s in sides:
         out.append(f"  {s['label']}: {', '.join(s['experiments'])}")
     split, pop = _heads(doc)
@@ -116,7 +121,7 @@ def html(doc):
     sides = doc["sides"]
     names = [s["label"] for s in sides]
     split, pop = _heads(doc)
-    body = [f"<h1>perfweave compare: {escape(doc['metric'])} by {escape(doc['by'])}</h1><ul>"]
+    body = [f"<h1>perfweave compare: {escape(_what(doc))} by {escape(doc['by'])}</h1><ul>"]
     body += [f"<li>{escape(s['label'])}: {escape(', '.join(s['experiments']))}</li>" for s in sides]
     body.append("</ul><h2>Time split (% of the app time)</h2>")
     body.append(html_table(split, [""] + names))

@@ -2,11 +2,14 @@
  * solve() spins for FACTOR x 40 ms of wall time, exchange() sends COUNT doubles to the
  * next rank and receives as many from the previous one (MPI_Sendrecv: exact bytes),
  * and with a third argument 1, only_here() spins 20 ms (a routine of one run only).
- * Each rank prints its own clocks: "rank R solve_s S only_s O". */
+ * With a fourth argument DIR, each step also writes the COUNT doubles to DIR/out.RANK
+ * (exact bytes for --by file). Each rank prints its own clocks: "rank R solve_s S only_s O".
+ * Usage: compare_work FACTOR COUNT ONLY [DIR] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STEPS 10
 
@@ -56,6 +59,14 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     double *out = calloc(count, sizeof(double)), *in = calloc(count, sizeof(double));
+    FILE *file = NULL;
+    if (argc > 4) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/out.%d", argv[4], rank);
+        file = fopen(path, "w");
+        if (!file)
+            MPI_Abort(MPI_COMM_WORLD, 3);
+    }
     double solve_s = 0, only_s = 0;
     for (int step = 0; step < STEPS; step++) {
         double t0 = now();
@@ -65,9 +76,14 @@ int main(int argc, char **argv)
             only_here();
         double t2 = now();
         exchange(out, in, count, rank, size);
+        ssize_t bytes = count * sizeof(double);
+        if (file && write(fileno(file), out, bytes) != bytes)
+            MPI_Abort(MPI_COMM_WORLD, 4);
         solve_s += t1 - t0;
         only_s += t2 - t1;
     }
+    if (file)
+        fclose(file);
     printf("rank %d solve_s %.6f only_s %.6f\n", rank, solve_s, only_s);
     free(out);
     free(in);
