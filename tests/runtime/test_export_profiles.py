@@ -133,9 +133,21 @@ def test_cube_export_read_by_pycubexr(work):
         # program's readings right before its calls (test_waitstates' bound)
         expected = send_enter - recv_enter
         assert abs(main_recv - expected) <= max(0.05 * expected, 0.002)
-        useful = cube.get_metric_values(cube.get_metric_by_name("pop_useful"))
-        root = cube.get_root_cnodes()[0]
-        assert useful.cnode_values(root).sum() > 0
+        # every call path is there; the calls and bytes are the program's
+        assert {path(cn) for cn in cube.all_cnodes()} - {()} == set(index)
+        visits = cube.get_metric_values(cube.get_metric_by_name("visits"))
+        sent = cube.get_metric_values(cube.get_metric_by_name("bytes_sent"))
+        sends = [cn for cn in cube.all_cnodes() if cube.get_region(cn).name == "MPI_Send"]
+        assert sum(int(visits.cnode_values(cn).sum()) for cn in sends) == SENDS
+        assert sum(int(sent.cnode_values(cn).sum()) for cn in sends) == BYTES
+        # POP useful time on the root: each rank's time outside MPI as the report has it,
+        # at least the spinning the program did outside MPI by its own clock
+        useful = cube.get_metric_values(cube.get_metric_by_name("pop_useful")).cnode_values(top)
+        per_rank = {r["rank"]: r for r in work.report()["mpi_profile"]["per_rank"]}
+        for loc, g in enumerate(groups):
+            r = per_rank[int(g.rank)]
+            assert useful[loc] == pytest.approx(r["app_s"] - r["mpi_s"], abs=2e-9)
+            assert useful[loc] >= 0.1 * (int(g.rank) + 1) + (0.2 if g.rank == "0" else 0)
 
 
 def test_hatchet_difference_and_thicket_of_two_runs(mpi, build, run_pw):
