@@ -29,6 +29,18 @@ COUNTS = (
 )
 
 
+def split_site(text):
+    """A label's 'path|buildid|offset' (a call site's or a function's address) ->
+    (path, offset) or None."""
+    parts = text.split("|")
+    if len(parts) != 3 or not parts[2]:
+        return None
+    try:
+        return parts[0], int(parts[2], 16)
+    except ValueError:
+        return None
+
+
 @dataclass
 class WaitStatesResult:
     """A wait-state analysis. Tables (numpy structured arrays, model/table.py):

@@ -9,18 +9,8 @@ import numpy as np
 
 from perfweave.analysis.metrics import PATTERNS, ROOT_CAUSE
 from perfweave.model.table import records
+from perfweave.model.waitstates import split_site
 from perfweave.symbols import Symbolizer
-
-
-def _split_site(text):
-    """'path|buildid|offset' -> (path, offset) or None."""
-    parts = text.split("|")
-    if len(parts) != 3 or not parts[2]:
-        return None
-    try:
-        return parts[0], int(parts[2], 16)
-    except ValueError:
-        return None
 
 
 def name_paths(result, symbolizer=None):
@@ -41,7 +31,7 @@ def name_paths(result, symbolizer=None):
                 if kind == "F"
                 else ""
             )
-            s = _split_site(site) if site else None
+            s = split_site(site) if site else None
             if s and s[0] not in ("?", ""):
                 # a function address is looked up as itself; a call site's return
                 # address as the byte before (Symbolizer subtracts 1)
@@ -65,7 +55,7 @@ def _label_name(lab, locs):
     if kind == "N":
         return rest, rest, ""
     if kind == "F":
-        s = _split_site(rest)
+        s = split_site(rest)
         if s:
             loc = locs.get((s[0], s[1] + 1))
             if loc and loc.function:
@@ -74,7 +64,7 @@ def _label_name(lab, locs):
         return "?", "", ""
     if kind == "M":
         fn, _, site = rest.partition("@")
-        s = _split_site(site)
+        s = split_site(site)
         where = ""
         if s:
             loc = locs.get((s[0], s[1]))
