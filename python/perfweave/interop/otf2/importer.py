@@ -19,6 +19,7 @@ from perfweave.analysis.imported_profile import from_traces
 from perfweave.errors import PerfweaveError
 from perfweave.interop import FLUSH_REGION, new_directory, profile
 from perfweave.model.trace import family
+from perfweave.interop.otf2.bulk import Reading, bulk_reader
 from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_table
 from perfweave.interop.otf2.library import (
     enum_value,
@@ -241,10 +242,23 @@ class _Importer:
     # ---- events ----
 
     def read(self):
-        _otf2 = self._otf2
         self._defs()
-        col = Collector(_otf2, self.attr_names, self.flush_regions)
         handle = self.reader._get_global_evt_reader_handle(None)
+        lib = bulk_reader()
+        if lib is not None:
+            # the callbacks in C (otf2_read.c): columns a chunk at a time
+            rd = Reading(lib, self._otf2, self.attr_names, self.flush_regions)
+            rd.register(handle)
+            rd.read()
+            self.table, self.attrs, self.other = rd.table, rd.attrs, rd.other
+            self.nevents = rd.nevents
+            return
+        self._read_each(handle)
+
+    def _read_each(self, handle):
+        """One Python call per event, where libperfweave-otf2.so is not built."""
+        _otf2 = self._otf2
+        col = Collector(_otf2, self.attr_names, self.flush_regions)
         # The library keeps only C function pointers; the otf2 package ties each one's
         # lifetime to the Python function it was made from. Every function handed over
         # therefore stays referenced here until the reader is closed, or the library
@@ -265,15 +279,14 @@ class _Importer:
             _otf2.GlobalEvtReaderCallbacks_Delete(cbs)
         while _otf2.GlobalEvtReader_ReadEvents(handle, 1 << 20) == 1 << 20:
             pass
-        self.col = col
         self.nevents = sum(len(v) for v in col.lists.values()) + sum(col.other.values())
+        self.table, self.attrs, self.other = event_table(col.lists), col.attrs, col.other
+        col.lists = None
 
     # ---- records ----
 
     def build(self):
-        col = self.col
-        tab = event_table(col.lists)
-        self.attrs = col.attrs
+        tab, self.table = self.table, None
         notes = self.notes
         if self.announced and self.announced != self.nevents:
             notes.append(
@@ -343,7 +356,7 @@ class _Importer:
             ids, n = np.unique(tab["loc"], return_counts=True)
             per_loc = dict(zip(ids.tolist(), n.tolist()))
         kinds = {}
-        for (name, loc), n in self.col.other.items():
+        for (name, loc), n in self.other.items():
             if loc in self.loc_rank:
                 kinds[name] = kinds.get(name, 0) + n
             else:
