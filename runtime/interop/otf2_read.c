@@ -56,13 +56,24 @@ enum {
 typedef void AL; /* OTF2_AttributeList */
 typedef uint64_t L, T;
 
-/* What Python and the callbacks share (bulk.py's _Context, field for field). */
-struct pw_otf2r {
-    /* the chunk: columns of cap rows, n filled */
-    int64_t *loc, *time;
-    uint8_t *kind;
+/* Columns of events (the table's, and the chunk's) */
+struct cols {
+    int64_t *loc, *time, *kind;
     uint64_t *f[6];
     int64_t *attr;
+};
+
+/* What Python and the callbacks share (bulk.py's _Context, field for field). */
+struct pw_otf2r {
+    /* the table: per location (locs, sorted) a block of size[i] rows from start[i], of
+     * which fill[i] are filled */
+    struct cols table;
+    const int64_t *locs, *start, *size;
+    int64_t *fill;
+    uint64_t nlocs;
+    /* the chunk: events of kinds only counted, of locations not defined, or beyond
+     * their location's block, cap rows of which n filled */
+    struct cols chunk;
     uint64_t cap, n;
     /* perfweave's attributes: the reference of each, its key (column of vals) and how
      * its value is read (0 a communicator reference, 1 uint8, 2 uint64, 3 int32) */
@@ -75,11 +86,12 @@ struct pw_otf2r {
     uint64_t na;
     int64_t abase; /* the number of rows in the chunks before, plus 1 (0: none) */
     /* regions of trace buffer flushes (sorted), whose Enter has attributes */
-    const uint32_t *flush;
-    uint32_t nflush;
+    const int64_t *flush;
+    uint64_t nflush;
     /* OTF2_AttributeList_GetNumberOfElements, OTF2_AttributeList_GetAttributeByIndex */
     void *n_elements, *by_index;
-    int err; /* the library's error code when a callback failed */
+    int err;       /* the library's error code when a callback failed */
+    uint64_t last; /* the index of the location of the event before */
 };
 
 typedef uint32_t (*f_n_elements)(const AL *);
@@ -130,38 +142,65 @@ static int64_t attributes(struct pw_otf2r *c, const AL *al)
     return c->abase + (int64_t)c->na++;
 }
 
-static int is_flush(const struct pw_otf2r *c, uint32_t region)
+/* The index of v in the sorted a[0 .. n), or n where it is not there. */
+static uint64_t find(const int64_t *a, uint64_t n, int64_t v)
 {
-    uint32_t lo = 0, hi = c->nflush;
+    uint64_t lo = 0, hi = n;
     while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (c->flush[mid] < region)
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < c->nflush && c->flush[lo] == region;
+    return lo < n && a[lo] == v ? lo : n;
+}
+
+/* The row of an event of location loc: in its location's block while there is room,
+ * else in the chunk (-1: the chunk is full, which ReadEvents asked for at most a
+ * chunk's events never lets happen). */
+static int64_t row(struct pw_otf2r *c, int64_t loc, struct cols **into)
+{
+    uint64_t i = c->last;
+    if (i >= c->nlocs || c->locs[i] != loc)
+        i = find(c->locs, c->nlocs, loc);
+    if (i < c->nlocs && c->fill[i] < c->size[i]) {
+        c->last = i;
+        *into = &c->table;
+        return c->start[i] + c->fill[i]++;
+    }
+    if (c->n >= c->cap)
+        return -1;
+    *into = &c->chunk;
+    return (int64_t)c->n++;
 }
 
 /* One event: its row, fields a.. f (the rest 0) and attribute row. Returns the library's
  * answer: go on, or stop where the chunk is full or an attribute list could not be read
  * (neither happens: ReadEvents is asked for at most a chunk's events). */
-static int put(struct pw_otf2r *c, uint8_t kind, L loc, T t, int64_t attr, uint64_t a, uint64_t b,
+static int put(struct pw_otf2r *c, int64_t kind, L loc, T t, int64_t attr, uint64_t a, uint64_t b,
                uint64_t cc, uint64_t d, uint64_t e, uint64_t f)
 {
-    if (c->n >= c->cap || c->err)
+    struct cols *o;
+    int64_t i = kind < R_OTHER ? row(c, (int64_t)loc, &o) : -1;
+    if (kind >= R_OTHER) {
+        if (c->n >= c->cap)
+            return 1;
+        o = &c->chunk;
+        i = (int64_t)c->n++;
+    }
+    if (i < 0 || c->err)
         return 1;
-    uint64_t i = c->n++;
-    c->loc[i] = (int64_t)loc;
-    c->time[i] = (int64_t)t;
-    c->kind[i] = kind;
-    c->f[0][i] = a;
-    c->f[1][i] = b;
-    c->f[2][i] = cc;
-    c->f[3][i] = d;
-    c->f[4][i] = e;
-    c->f[5][i] = f;
-    c->attr[i] = attr;
+    o->loc[i] = (int64_t)loc;
+    o->time[i] = (int64_t)t;
+    o->kind[i] = kind;
+    o->f[0][i] = a;
+    o->f[1][i] = b;
+    o->f[2][i] = cc;
+    o->f[3][i] = d;
+    o->f[4][i] = e;
+    o->f[5][i] = f;
+    o->attr[i] = attr;
     return 0;
 }
 
@@ -171,7 +210,8 @@ static int put(struct pw_otf2r *c, uint8_t kind, L loc, T t, int64_t attr, uint6
 static int cb_enter(L loc, T t, void *u, AL *al, uint32_t region)
 {
     CTX;
-    return put(c, R_ENTER, loc, t, is_flush(c, region) ? ATTR : 0, region, 0, 0, 0, 0, 0);
+    return put(c, R_ENTER, loc, t, find(c->flush, c->nflush, region) < c->nflush ? ATTR : 0, region,
+               0, 0, 0, 0, 0);
 }
 
 static int cb_leave(L loc, T t, void *u, AL *al, uint32_t region)
@@ -182,11 +222,11 @@ static int cb_leave(L loc, T t, void *u, AL *al, uint32_t region)
 }
 
 /* kinds of one field: a request, a window, a buffer flush's end */
-#define ONE(name, kind, type)                                                                   \
-    static int name(L loc, T t, void *u, AL *al, type a)                                      \
-    {                                                                                           \
-        CTX;                                                                                    \
-        return put(c, kind, loc, t, ATTR, (uint64_t)a, 0, 0, 0, 0, 0);                          \
+#define ONE(name, kind, type)                                                                      \
+    static int name(L loc, T t, void *u, AL *al, type a)                                           \
+    {                                                                                              \
+        CTX;                                                                                       \
+        return put(c, kind, loc, t, ATTR, (uint64_t)a, 0, 0, 0, 0, 0);                             \
     }
 ONE(cb_isend_done, R_ISEND_DONE, uint64_t)
 ONE(cb_irecv_req, R_IRECV_REQ, uint64_t)
@@ -207,23 +247,27 @@ static int cb_rma_coll_begin(L loc, T t, void *u, AL *al)
     return put(c, R_RMA_COLL_BEGIN, loc, t, ATTR, 0, 0, 0, 0, 0, 0);
 }
 
-/* MpiSend, MpiRecv: peer, communicator, tag, length; MpiIsend, MpiIrecv: and request */
-#define P2P(name, kind)                                                                         \
-    static int name(L loc, T t, void *u, AL *al, uint32_t peer, uint32_t comm, uint32_t tag,  \
-                    uint64_t len)                                                               \
-    {                                                                                           \
-        CTX;                                                                                    \
-        return put(c, kind, loc, t, ATTR, peer, comm, tag, len, 0, 0);                          \
+/* MpiSend, MpiRecv: peer, communicator, tag (uint32_t), length; RmaPut, RmaGet: window,
+ * remote, bytes (uint64_t), matching id */
+#define FOUR(name, kind, type3)                                                                    \
+    static int name(L loc, T t, void *u, AL *al, uint32_t a, uint32_t b, type3 c3, uint64_t d)     \
+    {                                                                                              \
+        CTX;                                                                                       \
+        return put(c, kind, loc, t, ATTR, a, b, c3, d, 0, 0);                                      \
     }
-#define P2P_REQ(name, kind)                                                                     \
-    static int name(L loc, T t, void *u, AL *al, uint32_t peer, uint32_t comm, uint32_t tag,  \
-                    uint64_t len, uint64_t req)                                                 \
-    {                                                                                           \
-        CTX;                                                                                    \
-        return put(c, kind, loc, t, ATTR, peer, comm, tag, len, req, 0);                        \
+FOUR(cb_send, R_SEND, uint32_t)
+FOUR(cb_recv, R_RECV, uint32_t)
+FOUR(cb_put, R_PUT, uint64_t)
+FOUR(cb_get, R_GET, uint64_t)
+
+/* MpiIsend, MpiIrecv: peer, communicator, tag, length, request */
+#define P2P_REQ(name, kind)                                                                        \
+    static int name(L loc, T t, void *u, AL *al, uint32_t peer, uint32_t comm, uint32_t tag,       \
+                    uint64_t len, uint64_t req)                                                    \
+    {                                                                                              \
+        CTX;                                                                                       \
+        return put(c, kind, loc, t, ATTR, peer, comm, tag, len, req, 0);                           \
     }
-P2P(cb_send, R_SEND)
-P2P(cb_recv, R_RECV)
 P2P_REQ(cb_isend, R_ISEND)
 P2P_REQ(cb_irecv, R_IRECV)
 
@@ -273,17 +317,6 @@ static int cb_rma_sync(L loc, T t, void *u, AL *al, uint32_t win, uint32_t remot
     return put(c, R_RMA_SYNC, loc, t, ATTR, win, remote, type, 0, 0, 0);
 }
 
-/* RmaPut, RmaGet: window, remote, bytes, matching id */
-#define RMA(name, kind)                                                                         \
-    static int name(L loc, T t, void *u, AL *al, uint32_t win, uint32_t remote, uint64_t bytes, \
-                    uint64_t id)                                                                \
-    {                                                                                           \
-        CTX;                                                                                    \
-        return put(c, kind, loc, t, ATTR, win, remote, bytes, id, 0, 0);                        \
-    }
-RMA(cb_put, R_PUT)
-RMA(cb_get, R_GET)
-
 static int cb_atomic(L loc, T t, void *u, AL *al, uint32_t win, uint32_t remote, uint8_t type,
                      uint64_t sent, uint64_t received, uint64_t id)
 {
@@ -310,54 +343,19 @@ static int cb_program_end(L loc, T t, void *u, AL *al, int64_t status)
 /* A counter takes the location and user data, the first arguments of every event
  * callback, and leaves the rest (callers clean up their arguments in the x86-64 and
  * AArch64 calling conventions, so a callback may declare fewer). */
-#define COUNTER(s)                                                                              \
-    static int count_##s(L loc, T t, void *u)                                                   \
-    {                                                                                           \
-        return put(u, (uint8_t)(R_OTHER + s), loc, t, 0, 0, 0, 0, 0, 0, 0);                     \
+#define COUNTER(s)                                                                                 \
+    static int count_##s(L loc, T t, void *u)                                                      \
+    {                                                                                              \
+        return put(u, R_OTHER + s, loc, t, 0, 0, 0, 0, 0, 0, 0);                                   \
     }
-#define COUNTER10(tens)                                                                         \
-    COUNTER(tens##0)                                                                            \
-    COUNTER(tens##1)                                                                            \
-    COUNTER(tens##2)                                                                            \
-    COUNTER(tens##3)                                                                            \
-    COUNTER(tens##4)                                                                            \
-    COUNTER(tens##5)                                                                            \
-    COUNTER(tens##6)                                                                            \
-    COUNTER(tens##7)                                                                            \
-    COUNTER(tens##8)                                                                            \
-    COUNTER(tens##9)
-COUNTER(0)
-COUNTER(1)
-COUNTER(2)
-COUNTER(3)
-COUNTER(4)
-COUNTER(5)
-COUNTER(6)
-COUNTER(7)
-COUNTER(8)
-COUNTER(9)
-COUNTER10(1)
-COUNTER10(2)
-COUNTER10(3)
-COUNTER10(4)
-COUNTER10(5)
-COUNTER10(6)
-COUNTER10(7)
-COUNTER10(8)
-COUNTER10(9)
-COUNTER10(10)
-COUNTER10(11)
-COUNTER10(12)
-
 #define SLOT(s) (void *)count_##s,
-#define SLOT10(tens)                                                                            \
-    SLOT(tens##0) SLOT(tens##1) SLOT(tens##2) SLOT(tens##3) SLOT(tens##4) SLOT(tens##5)         \
-    SLOT(tens##6) SLOT(tens##7) SLOT(tens##8) SLOT(tens##9)
-static void *const counters[N_SLOTS] = {
-    SLOT(0) SLOT(1) SLOT(2) SLOT(3) SLOT(4) SLOT(5) SLOT(6) SLOT(7) SLOT(8) SLOT(9)
-    SLOT10(1) SLOT10(2) SLOT10(3) SLOT10(4) SLOT10(5) SLOT10(6) SLOT10(7) SLOT10(8) SLOT10(9)
-    SLOT10(10) SLOT10(11) SLOT10(12)
-};
+/* X(0) .. X(N_SLOTS - 1) */
+#define TENS(X, t) X(t##0) X(t##1) X(t##2) X(t##3) X(t##4) X(t##5) X(t##6) X(t##7) X(t##8) X(t##9)
+#define UNITS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
+#define LOW(X) UNITS(X) TENS(X, 1) TENS(X, 2) TENS(X, 3) TENS(X, 4) TENS(X, 5) TENS(X, 6)
+#define SLOTS(X) LOW(X) TENS(X, 7) TENS(X, 8) TENS(X, 9) TENS(X, 10) TENS(X, 11) TENS(X, 12)
+SLOTS(COUNTER)
+static void *const counters[N_SLOTS] = {SLOTS(SLOT)};
 
 static void *const readers[R_COUNT] = {
     [R_ENTER] = (void *)cb_enter,

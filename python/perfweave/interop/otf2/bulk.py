@@ -26,15 +26,38 @@ _OWN = {"Enter": 0, "Leave": 1, "ProgramBegin": 22, "ProgramEnd": 23}
 _P = ctypes.c_void_p
 
 
+class _Cols(ctypes.Structure):
+    """struct cols of otf2_read.c."""
+
+    _fields_ = [("loc", _P), ("time", _P), ("kind", _P), ("f", _P * 6), ("attr", _P)]
+
+    def point(self, cols):
+        """Point at numpy columns cols (COLUMNS)."""
+        self.loc, self.time = cols["loc"].ctypes.data, cols["time"].ctypes.data
+        self.kind, self.attr = cols["kind"].ctypes.data, cols["attr"].ctypes.data
+        for i, k in enumerate("abcdef"):
+            self.f[i] = cols[k].ctypes.data
+
+
+def _columns(n):
+    """Empty event columns of n rows, as collector.event_table's table."""
+    cols = {k: np.zeros(n, np.int64) for k in ("loc", "time", "kind", "attr")}
+    for k in "abcdef":
+        cols[k] = np.zeros(n, np.uint64)
+    return cols
+
+
 class _Context(ctypes.Structure):
     """struct pw_otf2r of otf2_read.c, field for field."""
 
     _fields_ = [
-        ("loc", _P),
-        ("time", _P),
-        ("kind", _P),
-        ("f", _P * 6),
-        ("attr", _P),
+        ("table", _Cols),
+        ("locs", _P),
+        ("start", _P),
+        ("size", _P),
+        ("fill", _P),
+        ("nlocs", ctypes.c_uint64),
+        ("chunk", _Cols),
         ("cap", ctypes.c_uint64),
         ("n", ctypes.c_uint64),
         ("aref", _P),
@@ -47,10 +70,11 @@ class _Context(ctypes.Structure):
         ("na", ctypes.c_uint64),
         ("abase", ctypes.c_int64),
         ("flush", _P),
-        ("nflush", ctypes.c_uint32),
+        ("nflush", ctypes.c_uint64),
         ("n_elements", _P),
         ("by_index", _P),
         ("err", ctypes.c_int),
+        ("last", ctypes.c_uint64),
     ]
 
 
@@ -88,23 +112,30 @@ def _library(name, *args):
 class Reading:
     """The events of an archive read through otf2_read.c: read() fills table (as
     collector.event_table's, or None without events), attrs (as Collector.attrs),
-    other (as Collector.other) and nevents."""
+    other (as Collector.other) and nevents.
 
-    def __init__(self, lib, _otf2, attr_names, flush_regions):
+    The table is sorted by location: each chunk's events go straight to their place in
+    it, a block per location as large as the events its definition announces
+    (loc_events: location -> number), so that no chunk is kept and nothing is sorted
+    but a chunk. Events beyond a location's block (an archive that announces fewer, or
+    a location not defined) wait aside and are sorted in at the end."""
+
+    def __init__(self, lib, _otf2, attr_names, flush_regions, loc_events):
         self.lib, self._otf2 = lib, _otf2
+        self.locs = np.array(sorted(loc_events), np.uint64).view(np.int64)
+        self.locs.sort()  # the table's order: by location as a signed number
+        size = np.array([loc_events[int(x)] for x in self.locs.view(np.uint64)], np.int64)
+        self.size, self.fill = size, np.zeros(len(size), np.int64)
+        self.start = np.r_[0, np.cumsum(size)[:-1]].astype(np.int64)
+        self.out = _columns(int(size.sum()))
+        self.aside = []  # events beyond their location's block, in read order
+        self.cols = _columns(CHUNK)
         self.ctx = c = _Context()
-        self.cols = {
-            "loc": np.zeros(CHUNK, np.int64),
-            "time": np.zeros(CHUNK, np.int64),
-            "kind": np.zeros(CHUNK, np.uint8),
-            "attr": np.zeros(CHUNK, np.int64),
-        }
-        for k in "abcdef":
-            self.cols[k] = np.zeros(CHUNK, np.uint64)
-        c.loc, c.time = self.cols["loc"].ctypes.data, self.cols["time"].ctypes.data
-        c.kind, c.attr = self.cols["kind"].ctypes.data, self.cols["attr"].ctypes.data
-        for i, k in enumerate("abcdef"):
-            c.f[i] = self.cols[k].ctypes.data
+        c.table.point(self.out)
+        c.chunk.point(self.cols)
+        c.locs, c.start = self.locs.ctypes.data, self.start.ctypes.data
+        c.size, c.fill = self.size.ctypes.data, self.fill.ctypes.data
+        c.nlocs = len(self.locs)
         c.cap = CHUNK
         # perfweave's attributes: one value column per name
         self.keys = sorted(set(attr_names.values()))
@@ -118,7 +149,7 @@ class Reading:
         c.naref, c.nkeys = len(refs), len(self.keys)
         c.amask, c.avals = self.amask.ctypes.data, self.avals.ctypes.data
         c.abase = 1
-        self.flush = np.array(sorted(flush_regions), np.uint32)
+        self.flush = np.array(sorted(flush_regions), np.int64)
         c.flush, c.nflush = self.flush.ctypes.data, len(self.flush)
         from _otf2.Config import conf
 
@@ -181,61 +212,59 @@ class Reading:
         )
         c = self.ctx
         got = ctypes.c_uint64(0)
-        chunks = []
         while True:
             c.n = c.na = 0
             rc = read(self.handle, CHUNK, ctypes.byref(got))
             self._check(c.err or rc)
-            chunks.append(self._take())
+            self._take()
             if got.value < CHUNK:
                 break
-        self.table = self._table(chunks)
+        self.table = self._table()
 
     def _take(self):
-        """What the chunk just read holds: its events of kinds read (copies of their
-        rows), the others counted, the attribute rows turned into dicts."""
+        """What the chunk just read holds: the events of kinds only counted, counted; those
+        beyond their location's block, kept aside; its attribute rows as dicts."""
         c = self.ctx
         n, na = int(c.n), int(c.na)
         cols = self.cols
         kind = cols["kind"][:n]
         other = kind >= R_OTHER
-        self.nevents += n
         if other.any():
-            key = kind[other].astype(np.int64) - R_OTHER
+            key = kind[other] - R_OTHER
             loc = cols["loc"][:n][other]
             pairs, counts = np.unique(np.stack([key, loc]), axis=1, return_counts=True)
             for (slot, lref), m in zip(pairs.T.tolist(), counts.tolist()):
                 k = (self.slots[slot], lref)
                 self.other[k] = self.other.get(k, 0) + m
+        if not other.all():
             keep = np.flatnonzero(~other)
-            chunk = {k: v[keep] for k, v in cols.items()}
-        else:
-            chunk = {k: v[:n].copy() for k, v in cols.items()}
+            self.aside.append({k: v[keep] for k, v in cols.items()})
         if na:
             keys = self.keys
-            masks = self.amask[:na].tolist()
-            vals = self.avals[:na].tolist()
             how = [_HOW.get(k, 3) for k in keys]
-            for mask, row in zip(masks, vals):
+            for mask, row in zip(self.amask[:na].tolist(), self.avals[:na].tolist()):
                 d = {}
                 for j, name in enumerate(keys):
                     if mask >> j & 1:
-                        v = row[j]
-                        d[name] = v & 0xFFFFFFFFFFFFFFFF if how[j] == 2 else v
+                        d[name] = row[j] & 0xFFFFFFFFFFFFFFFF if how[j] == 2 else row[j]
                 self.attrs.append(d)
             c.abase += na
-        return chunk
 
-    @staticmethod
-    def _table(chunks):
-        chunks = [ch for ch in chunks if len(ch["loc"])]
-        if not chunks:
+    def _table(self):
+        out, size, used = self.out, self.size, self.fill
+        self.nevents = int(used.sum()) + sum(len(a["loc"]) for a in self.aside)
+        self.nevents += sum(self.other.values())
+        if (used < size).any():  # fewer events than announced (or some only counted)
+            idx = np.repeat(self.start - np.r_[0, np.cumsum(used)[:-1]], used) + np.arange(
+                int(used.sum())
+            )
+            out = {k: v[idx] for k, v in out.items()}
+        if self.aside:
+            # after the events of its location in its block, in read order
+            aside = {k: np.concatenate([a[k] for a in self.aside]) for k in out}
+            out = {k: np.concatenate([v, aside[k]]) for k, v in out.items()}
+            o = np.argsort(out["loc"], kind="stable")
+            out = {k: v[o] for k, v in out.items()}
+        if not len(out["loc"]):
             return None
-        tab = {}
-        for k in list(chunks[0]):
-            tab[k] = np.concatenate([ch[k] for ch in chunks])
-            for ch in chunks:
-                del ch[k]  # the chunk's copy goes as soon as it is in the table
-        tab["kind"] = tab["kind"].astype(np.int64)
-        o = np.argsort(tab["loc"], kind="stable")
-        return {k: v[o] for k, v in tab.items()}
+        return out

@@ -237,7 +237,8 @@ class _Importer:
             if a.name.startswith("perfweave:")
         }
         self.flush_regions = {ref for ref, k in self.region_kind.items() if k == 2}
-        self.announced = sum(int(loc.number_of_events or 0) for loc in d.locations)
+        self.loc_events = {loc._ref: int(loc.number_of_events or 0) for loc in d.locations}
+        self.announced = sum(self.loc_events.values())
 
     # ---- events ----
 
@@ -245,9 +246,17 @@ class _Importer:
         self._defs()
         handle = self.reader._get_global_evt_reader_handle(None)
         lib = bulk_reader()
-        if lib is not None:
-            # the callbacks in C (otf2_read.c): columns a chunk at a time
-            rd = Reading(lib, self._otf2, self.attr_names, self.flush_regions)
+        if lib is not None and len(set(self.attr_names.values())) <= 32:
+            # the callbacks in C (otf2_read.c): each event in its location's block of the
+            # table, as large as the definitions announce; an archive can announce more
+            # than its event files can hold (each event takes a byte at least): then all
+            # wait aside, in chunks, as the events beyond a block
+            files = self.anchor.parent / self.anchor.stem
+            room = sum(p.stat().st_size for p in files.rglob("*") if p.is_file())
+            blocks = self.loc_events
+            if self.announced > room:
+                blocks = dict.fromkeys(blocks, 0)
+            rd = Reading(lib, self._otf2, self.attr_names, self.flush_regions, blocks)
             rd.register(handle)
             rd.read()
             self.table, self.attrs, self.other = rd.table, rd.attrs, rd.other
@@ -307,8 +316,6 @@ class _Importer:
         self._functions()
         self._comms()
         self._windows()
-        self.records = {}
-        self.meta = {}
         bounds = (
             np.flatnonzero(np.r_[True, tab["loc"][1:] != tab["loc"][:-1]])
             if len(tab["loc"])
@@ -318,10 +325,12 @@ class _Importer:
         for a, b in zip(bounds.tolist(), np.r_[bounds[1:], len(tab["loc"])].tolist()):
             loc = int(tab["loc"][a])
             per_rank.setdefault(self.loc_rank[loc], []).append((self.loc_thread[loc], a, b))
+        self.per_rank = per_rank
         self.counts = {"outside": 0, "nested": 0, "open": 0, "unmatched": 0, "nocomm": 0}
-        for r in range(self.world):
-            parts = sorted(per_rank.get(r, []))
-            self._rank(r, parts)
+
+    def _count_notes(self):
+        """The notes of what the records of all ranks (_rank) left out or changed."""
+        notes = self.notes
         c = self.counts
         if c["outside"]:
             notes.append(
@@ -345,7 +354,6 @@ class _Importer:
                 f"{c['nocomm']} events name a communicator or window the rank is not "
                 "a member of: imported without it"
             )
-        self.nrecords = sum(len(v[0]) for v in self.records.values())
 
     def _skipped(self, tab):
         """Count what is not imported: every location that is not a thread of a rank
@@ -504,7 +512,7 @@ class _Importer:
 
     def _rank(self, r, parts):
         """The records of rank r from its locations' events (parts: (thread, a, b) slices
-        of the table)."""
+        of the table), and its rank-R.json."""
         tab = self.tab
         recs, flushes = [], []
         tb_cand = {}
@@ -535,8 +543,7 @@ class _Importer:
         ns = lambda t: int(to_ns({"clock": self._clock(0, 0)}, np.array([t], np.int64))[0])
         clock = self._clock(ns(tb if tb is not None else first), ns(te if te is not None else last))
         comms = self.rank_comms[r][0]
-        self.records[r] = (rec, flushes)
-        self.meta[r] = {
+        return rec, {
             "format": TRACE_FORMAT,
             "version": TRACE_VERSION,
             "rank": r,
@@ -571,10 +578,15 @@ class _Importer:
         with new_directory(out) as tmp:
             traces = tmp / "traces"
             traces.mkdir()
+            # a rank's records at a time: written as soon as they are made
+            self.nrecords = 0
             for r in range(self.world):
-                rec, _ = self.records[r]
+                rec, meta = self._rank(r, sorted(self.per_rank.get(r, [])))
                 rec.tofile(traces / f"rank-{r}.events")
-                (traces / f"rank-{r}.json").write_text(json.dumps(self.meta[r]))
+                (traces / f"rank-{r}.json").write_text(json.dumps(meta))
+                self.nrecords += len(rec)
+            self._count_notes()
+            self.tab = None
             (tmp / "experiment.json").write_text(json.dumps(self._experiment(), indent=1) + "\n")
             # the profile of the records as written, so that reading the experiment
             # derives nothing (readers/experiment.py reads it as a run's)
