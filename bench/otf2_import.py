@@ -40,6 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import tracegen  # noqa: E402
+from perfweave.cli.analyze import keep_freed_memory
 from perfweave.interop import otf2 as pw_otf2
 from perfweave.interop.otf2 import bulk
 
@@ -53,7 +54,8 @@ def _self_rss():
 
 
 def in_child(fn):
-    """fn() in a forked child: (its result, seconds, peak RSS in bytes above the parent's)."""
+    """fn() in a forked child: (its result, seconds, peak RSS in bytes above the parent's,
+    CPU seconds: user and system, which the machine's load changes less than seconds)."""
     r, w = os.pipe()
     base = _self_rss()
     pid = os.fork()
@@ -74,13 +76,14 @@ def in_child(fn):
     _, _, ru = os.wait4(pid, 0)
     if err:
         raise RuntimeError(f"the import failed: {err}")
-    return out, sec, max(ru.ru_maxrss * 1024 - base, 0)
+    return out, sec, max(ru.ru_maxrss * 1024 - base, 0), ru.ru_utime + ru.ru_stime
 
 
 def import_with(path, anchor, out):
     """Import anchor into out through the new ("c") or old ("py") path, in a child."""
 
     def run():
+        keep_freed_memory()  # as perfweave import does
         if path == "py":
             os.environ["PERFWEAVE_LIBDIR"] = "/nonexistent"
         bulk.bulk_reader.cache_clear()
@@ -120,21 +123,22 @@ def compare(name, anchor, tmp, repeat, old=True):
         for path in ("c", "py") if old else ("c",):
             k += 1
             out = tmp / f"{name}-{path}-{k}"
-            s, sec, rss = import_with(path, anchor, out)
+            s, sec, rss, cpu = import_with(path, anchor, out)
             b = best.get(path)
             if b is None or sec < b[1]:
                 if b is not None:
                     shutil.rmtree(b[3], ignore_errors=True)
-                best[path] = (s, sec, rss, out)
+                best[path] = (s, sec, rss, out, cpu)
             else:
                 shutil.rmtree(out, ignore_errors=True)
-    for path, (s, sec, rss, _) in best.items():
+    for path, (s, sec, rss, _, cpu) in best.items():
         label = "new (C)" if path == "c" else "old (Python)"
         ev = s["events"]
+        per = f" = {rss / ev:5.0f} B/event" if ev >= 100_000 else ""
         print(
             f"  {name:24} {label:13} {ev:>11,} events {sec:8.3f} s {ev / sec:>11,.0f} events/s"
-            f"  (reading {ev / s['read_seconds']:>11,.0f}/s)  peak {mib(rss)} MiB"
-            f" = {rss / ev:6.1f} B/event"
+            f" (reading {ev / s['read_seconds']:>11,.0f}/s); CPU {cpu:7.2f} s"
+            f" {ev / max(cpu, 1e-9):>11,.0f} events/CPU s; peak {mib(rss)} MiB{per}"
         )
     if "py" in best:
         c, p = best["c"], best["py"]
@@ -183,6 +187,12 @@ def main():
         return 1
     tmp = args.tmp or Path(tempfile.mkdtemp(prefix="pw-otf2-import."))
     tmp.mkdir(parents=True, exist_ok=True)
+    # what every import loads once (the otf2 package and its library, modules imported on
+    # first use) is loaded here, before the children fork: they time the import alone
+    warm = SHARED / "pipit-ping-pong" / "traces.otf2"
+    if warm.is_file():
+        pw_otf2.import_archive(warm, tmp / "warm-up")
+        shutil.rmtree(tmp / "warm-up")
     try:
         print(
             "OTF2 import, new path (C callbacks) against old (Python callbacks); "
@@ -195,7 +205,7 @@ def main():
                 compare(name, anchor, tmp, max(args.repeat, 5))
             else:
                 print(f"  {name:24} missing ({anchor})")
-        for events in (int(x) for x in args.events.split(",")):
+        for events in (int(x) for x in args.events.split(",") if x):
             print(f"\nGenerated archive of about {events:,} events, best of {args.repeat}")
             anchor = generated(tmp, events, args.ranks)
             old = events <= args.old_max

@@ -1,10 +1,11 @@
 """OTF2 import: import_archive turns an OTF2 archive (Score-P's, or one written by
 export) into an experiment that `perfweave analyze` reads. _Importer reads the
 archive's definitions (ranks and threads of its locations, regions, communicators,
-windows, groups, perfweave's attributes) and all its events (collector.Collector), makes
-each location's records (records.thread_records) and each rank's description, and writes
-the experiment directory: its traces, experiment.json and the profile of those traces
-(interop/profile.py)."""
+windows, groups, perfweave's attributes) and all its events into one table sorted by
+location (bulk.Reading, the C callbacks of libperfweave-otf2.so; collector.Collector
+where that is not built), makes each location's records (records.thread_records) and
+each rank's description a rank at a time as it writes the experiment directory: its
+traces, experiment.json and the profile of those traces (interop/profile.py)."""
 
 import datetime as _dt
 import json
@@ -94,6 +95,21 @@ def import_archive(archive, out):
         "skipped_locations": imp.skipped_locations,
         "skipped_events": imp.skipped_events,
     }
+
+
+def _blocks(loc):
+    """The locations of a table sorted by location, and where each one's events begin
+    and end."""
+    first = np.flatnonzero(np.r_[True, loc[1:] != loc[:-1]]) if len(loc) else np.zeros(0, int)
+    return loc[first], first, np.r_[first[1:], len(loc)].astype(first.dtype)
+
+
+def _distinct(refs):
+    """np.unique of references (uint64), by counting where they are small numbers, as
+    definitions' references are: sorting tens of millions takes seconds."""
+    if len(refs) and int(refs.max()) < 1 << 24:
+        return np.flatnonzero(np.bincount(refs.view(np.int64)))
+    return np.unique(refs)
 
 
 def _location_kind(loc):
@@ -306,24 +322,19 @@ class _Importer:
             tab = {k: np.zeros(0, np.int64) for k in ("loc", "time", "kind", "attr")}
             for k in "abcdef":
                 tab[k] = np.zeros(0, np.uint64)
-        self._skipped(tab)
-        locs = tab["loc"]
-        loc_ids = np.array(sorted(set(self.loc_rank)), np.int64)
-        known = np.isin(locs, loc_ids)
-        if (~known).any():
-            tab = {k: v[known] for k, v in tab.items()}
+        ids, first, end = _blocks(tab["loc"])
+        self._skipped(ids, end - first)
+        known = np.isin(ids, np.array(sorted(set(self.loc_rank)), np.int64))
+        if not known.all():
+            keep = np.repeat(known, end - first)
+            tab = {k: v[keep] for k, v in tab.items()}
+            ids, first, end = _blocks(tab["loc"])
         self.tab = tab
         self._functions()
         self._comms()
         self._windows()
-        bounds = (
-            np.flatnonzero(np.r_[True, tab["loc"][1:] != tab["loc"][:-1]])
-            if len(tab["loc"])
-            else np.zeros(0, np.int64)
-        )
         per_rank = {}
-        for a, b in zip(bounds.tolist(), np.r_[bounds[1:], len(tab["loc"])].tolist()):
-            loc = int(tab["loc"][a])
+        for loc, a, b in zip(ids.tolist(), first.tolist(), end.tolist()):
             per_rank.setdefault(self.loc_rank[loc], []).append((self.loc_thread[loc], a, b))
         self.per_rank = per_rank
         self.counts = {"outside": 0, "nested": 0, "open": 0, "unmatched": 0, "nocomm": 0}
@@ -355,14 +366,12 @@ class _Importer:
                 "a member of: imported without it"
             )
 
-    def _skipped(self, tab):
+    def _skipped(self, ids, counts):
         """Count what is not imported: every location that is not a thread of a rank
         (accelerator streams, metric locations, threads of no rank) with all its events,
-        and on the imported threads the events of kinds perfweave has no record for."""
-        per_loc = {}
-        if len(tab["loc"]):
-            ids, n = np.unique(tab["loc"], return_counts=True)
-            per_loc = dict(zip(ids.tolist(), n.tolist()))
+        and on the imported threads the events of kinds perfweave has no record for.
+        ids, counts: the locations of the table and their events."""
+        per_loc = dict(zip(ids.tolist(), counts.tolist()))
         kinds = {}
         for (name, loc), n in self.other.items():
             if loc in self.loc_rank:
@@ -407,7 +416,7 @@ class _Importer:
         """The MPI functions and user regions the events enter, as perfweave numbers
         them (functions: names of MPI regions in the JSON; regions: user region names)."""
         tab = self.tab
-        regs = np.unique(tab["a"][np.isin(tab["kind"], [R_ENTER, R_LEAVE])]).tolist()
+        regs = _distinct(tab["a"][(tab["kind"] == R_ENTER) | (tab["kind"] == R_LEAVE)]).tolist()
         name = lambda r: self.region_name.get(r, f"region {r}")
         kind = {r: self.region_kind.get(r, 0) for r in regs}
         if self.creator.startswith("perfweave "):
