@@ -160,3 +160,28 @@ def test_reading_keeps_a_chunk_not_the_trace(tmp_path, monkeypatch):
     assert c["kept"] == 80 * c["events"]
     assert py["peak"] > 2 * c["peak"], (py, c)
     assert np.isfinite(c["peak"])
+
+
+def test_more_event_kinds_than_counters(tmp_path, monkeypatch):
+    """An otf2 package that knows more kinds of event than otf2_read.c has counting
+    callbacks for (a newer OTF2): the import reads through Python callbacks instead,
+    and gives the same experiment."""
+    anchor = tmp_path / "hybrid" / "traces.otf2"
+    write_hybrid(anchor)
+    bulk.bulk_reader.cache_clear()
+    lib = bulk.bulk_reader()
+    used = []
+    real = importer._Importer._read_each
+
+    def read_each(self, handle):
+        used.append(True)
+        return real(self, handle)
+
+    monkeypatch.setattr(lib, "pw_otf2r_slots", lambda: 0)
+    monkeypatch.setattr(importer._Importer, "_read_each", read_each)
+    s = pw_otf2.import_archive(anchor, tmp_path / "fallback")
+    monkeypatch.undo()
+    bulk.bulk_reader.cache_clear()
+    assert used == [True]
+    a, _ = both(anchor, tmp_path, monkeypatch)
+    assert_same(a, (tmp_path / "fallback", s))

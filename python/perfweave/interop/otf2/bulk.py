@@ -162,7 +162,10 @@ class Reading:
 
     def register(self, handle):
         """Register otf2_read.c's callbacks for every kind of event the library can
-        report (those of no record counted) with the global event reader handle."""
+        report (those of no record counted) with the global event reader handle. False,
+        registering nothing, where it cannot: more kinds than otf2_read.c has counters
+        for, or a library without the function of one (the caller reads through Python
+        callbacks then)."""
         from _otf2.Config import conf
 
         _otf2 = self._otf2
@@ -173,11 +176,13 @@ class Reading:
         ]
         self.slots = [k for k in kinds if k not in _OWN and k not in _READ]
         if len(self.slots) > self.lib.pw_otf2r_slots():
-            raise RuntimeError("more OTF2 event kinds than otf2_read.c has counters for")
+            return False
         setters = (_P * len(kinds))()
         which = (ctypes.c_int * len(kinds))()
         for i, k in enumerate(kinds):
-            fn = getattr(conf.lib, f"OTF2_GlobalEvtReaderCallbacks_Set{k}Callback")
+            fn = getattr(conf.lib, f"OTF2_GlobalEvtReaderCallbacks_Set{k}Callback", None)
+            if fn is None:
+                return False
             setters[i] = ctypes.cast(fn, _P).value
             if k in _OWN:
                 which[i] = _OWN[k]
@@ -198,6 +203,7 @@ class Reading:
         finally:
             delete(cbs)
         self.handle = h
+        return True
 
     def _check(self, rc):
         if rc:

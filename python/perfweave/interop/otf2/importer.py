@@ -273,11 +273,11 @@ class _Importer:
             if self.announced > room:
                 blocks = dict.fromkeys(blocks, 0)
             rd = Reading(lib, self._otf2, self.attr_names, self.flush_regions, blocks)
-            rd.register(handle)
-            rd.read()
-            self.table, self.attrs, self.other = rd.table, rd.attrs, rd.other
-            self.nevents = rd.nevents
-            return
+            if rd.register(handle):
+                rd.read()
+                self.table, self.attrs, self.other = rd.table, rd.attrs, rd.other
+                self.nevents = rd.nevents
+                return
         self._read_each(handle)
 
     def _read_each(self, handle):
