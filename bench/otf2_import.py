@@ -1,142 +1,220 @@
 #!/usr/bin/env python3
-"""Benchmark: how fast perfweave converts traces to and from OTF2 (figures, not a test).
+"""Benchmark: how fast perfweave imports OTF2 (figures, not a test), the new path against the
+old one in the same invocation.
 
-  1. import (perfweave import) of the public Score-P traces in tests/data/otf2/;
-  2. a generated experiment (bench/tracegen.py) of --ranks ranks (default 16) that each
-     run --iterations (default 4000) steps of a ring halo exchange, an MPI_Allreduce and
-     an MPI_Barrier: 17 records a step and rank (1,088,000 records by default);
-  3. its export to OTF2 (records/s and OTF2 events/s), the import of that archive back
-     (OTF2 events/s) and whether every record survived;
-  4. its export to Chrome trace JSON.
+  new: the OTF2 library's event reader calls the callbacks of libperfweave-otf2.so
+       (runtime/interop/otf2_read.c), which put each event in numpy columns;
+  old: one Python callback per event through the otf2 package (collector.Collector), what
+       the import does where libperfweave-otf2.so is not built.
 
-The otf2 package reads and writes one event per Python call, so these rates are bounded
-by it (docs/interop.md). Each figure is the best of --repeat runs. Usage:
-  .venv/bin/python bench/otf2_import.py [--iterations 4000] [--ranks 16] [--repeat 1]
+On
+  1. the public Score-P traces of tests/data/otf2 (best of --repeat imports, alternating);
+  2. archives that perfweave exports from generated experiments (bench/tracegen.py: a ring
+     halo exchange, MPI_Allreduce and MPI_Barrier, 26 OTF2 events per rank and step), of
+     --events events each (default 4 M and 50 M), on --ranks ranks (default 64). The old
+     path runs only on archives of at most --old-max events (default 4 M): it takes about
+     a microsecond and a half and some 300 bytes per event (a Python tuple per event,
+     then the table), so 50 M events would take minutes and more memory than the
+     development machine has to spare.
+
+Each import runs in a child process (fork): its peak resident memory above the parent's
+(ru_maxrss of the child less the parent's) is the import's memory. Whether both paths
+made the same experiment is checked file by file. The generated archives are written
+under --tmp (default: a new directory in /tmp, removed at the end unless --keep).
+
+  .venv/bin/python bench/otf2_import.py [--events 4000000,50000000] [--ranks 64]
+      [--old-max 4000000] [--repeat 3] [--tmp DIR] [--keep]
 """
 
 import argparse
+import json
+import os
+import pickle
+import resource
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import tracegen  # noqa: E402
-from perfweave.interop import chrome
+from perfweave.cli.analyze import keep_freed_memory
 from perfweave.interop import otf2 as pw_otf2
-from perfweave.dtypes import EVENT_FLAGS, EVENT_TYPES
-from perfweave.readers import trace as rt
+from perfweave.interop.otf2 import bulk
 
-T, F = EVENT_TYPES, EVENT_FLAGS
 SHARED = HERE.parent / "tests" / "data" / "otf2"  # public Score-P traces
+EVENTS_PER_STEP = 26  # OTF2 events per rank and step of tracegen's ring exchange
+_NOW = ("start_time", "start_epoch", "end_time", "end_epoch")  # the import's own clock
 
 
-def best(fn, repeat):
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        runs.append((time.perf_counter() - t0, out))
-    return min(runs, key=lambda x: x[0])
+def _self_rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def survived(a, b, nranks):
-    """Whether each rank's records of experiment a are those of b (the reader's: a
-    generated trace is compact, an imported one 40-byte records)."""
-    for r in range(nranks):
-        x, y = rt.read_rank(a, r).records, rt.read_rank(b, r).records
-        if len(x) != len(y):
+def in_child(fn):
+    """fn() in a forked child: (its result, seconds, peak RSS in bytes above the parent's,
+    CPU seconds: user and system, which the machine's load changes less than seconds)."""
+    r, w = os.pipe()
+    base = _self_rss()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(r)
+        try:
+            t0 = time.perf_counter()
+            out = fn()
+            msg = (out, time.perf_counter() - t0, None)
+        except BaseException as e:  # reported by the parent
+            msg = (None, 0.0, repr(e))
+        with os.fdopen(w, "wb") as f:
+            pickle.dump(msg, f)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out, sec, err = pickle.load(f)
+    _, _, ru = os.wait4(pid, 0)
+    if err:
+        raise RuntimeError(f"the import failed: {err}")
+    return out, sec, max(ru.ru_maxrss * 1024 - base, 0), ru.ru_utime + ru.ru_stime
+
+
+def import_with(path, anchor, out):
+    """Import anchor into out through the new ("c") or old ("py") path, in a child."""
+
+    def run():
+        keep_freed_memory()  # as perfweave import does
+        if path == "py":
+            os.environ["PERFWEAVE_LIBDIR"] = "/nonexistent"
+        bulk.bulk_reader.cache_clear()
+        assert (bulk.bulk_reader() is not None) == (path == "c")
+        return pw_otf2.import_archive(anchor, out)
+
+    return in_child(run)
+
+
+def same(a, b):
+    """Whether experiments a and b hold the same files (experiment.json but the time of
+    the import where the archive has none)."""
+    fa = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    if fa != sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()):
+        return False
+    for f in fa:
+        x, y = (a / f).read_bytes(), (b / f).read_bytes()
+        if f.name == "experiment.json":
+            x, y = json.loads(x), json.loads(y)
+            for k in _NOW:
+                x.pop(k, None), y.pop(k, None)
+        if x != y:
             return False
-        for k in ("type", "flags", "peer", "tag", "comm", "bytes"):
-            if not (x[k] == y[k]).all():
-                return False
     return True
+
+
+def mib(n):
+    return f"{n / 2**20:7.0f}"
+
+
+def compare(name, anchor, tmp, repeat, old=True):
+    """Import anchor through both paths (repeat times each, alternating); prints a line per
+    path: events, best time, events/s, reading alone, peak memory."""
+    best = {}
+    k = 0
+    for _ in range(repeat):
+        for path in ("c", "py") if old else ("c",):
+            k += 1
+            out = tmp / f"{name}-{path}-{k}"
+            s, sec, rss, cpu = import_with(path, anchor, out)
+            b = best.get(path)
+            if b is None or sec < b[1]:
+                if b is not None:
+                    shutil.rmtree(b[3], ignore_errors=True)
+                best[path] = (s, sec, rss, out, cpu)
+            else:
+                shutil.rmtree(out, ignore_errors=True)
+    for path, (s, sec, rss, _, cpu) in best.items():
+        label = "new (C)" if path == "c" else "old (Python)"
+        ev = s["events"]
+        per = f" = {rss / ev:5.0f} B/event" if ev >= 100_000 else ""
+        print(
+            f"  {name:24} {label:13} {ev:>11,} events {sec:8.3f} s {ev / sec:>11,.0f} events/s"
+            f" (reading {ev / s['read_seconds']:>11,.0f}/s); CPU {cpu:7.2f} s"
+            f" {ev / max(cpu, 1e-9):>11,.0f} events/CPU s; peak {mib(rss)} MiB{per}"
+        )
+    if "py" in best:
+        c, p = best["c"], best["py"]
+        print(
+            f"  {'':24} new/old: {p[1] / c[1]:.2f}x the events/s, "
+            f"{c[2] / max(p[2], 1):.2f}x the memory; same experiment: "
+            f"{'yes' if same(c[3], p[3]) else 'NO'}"
+        )
+    for b in best.values():
+        shutil.rmtree(b[3], ignore_errors=True)
+
+
+def generated(tmp, events, ranks):
+    """An OTF2 archive of about `events` events exported from a tracegen experiment (made
+    once per size under tmp)."""
+    steps = max(1, round(events / (ranks * EVENTS_PER_STEP)))
+    d = tmp / f"ring-{ranks}x{steps}"
+    anchor = d / "otf2" / "traces.otf2"
+    if anchor.is_file():
+        return anchor
+    shutil.rmtree(d, ignore_errors=True)
+    t0 = time.perf_counter()
+    exp = d / "exp"
+    nrec = tracegen.write(exp, ranks, ranks * steps * tracegen.PER_ITER)
+    s = pw_otf2.export(exp, anchor)
+    shutil.rmtree(exp)  # the experiment is not needed any more: disk
+    size = sum(p.stat().st_size for p in anchor.parent.rglob("*") if p.is_file())
+    print(
+        f"  generated {ranks} ranks x {steps} steps: {nrec:,} records, {s['events']:,} "
+        f"OTF2 events, {size / 2**20:.0f} MiB, in {time.perf_counter() - t0:.0f} s"
+    )
+    return anchor
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--iterations", type=int, default=4000)
-    ap.add_argument("--ranks", type=int, default=16)
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--events", default="4000000,50000000")
+    ap.add_argument("--ranks", type=int, default=64)
+    ap.add_argument("--old-max", type=int, default=4_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--tmp", type=Path)
+    ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="pw-otf2-bench."))
+    if bulk.bulk_reader() is None:
+        print("libperfweave-otf2.so has no import callbacks: make install first")
+        return 1
+    tmp = args.tmp or Path(tempfile.mkdtemp(prefix="pw-otf2-import."))
+    tmp.mkdir(parents=True, exist_ok=True)
+    # what every import loads once (the otf2 package and its library, modules imported on
+    # first use) is loaded here, before the children fork: they time the import alone
+    warm = SHARED / "pipit-ping-pong" / "traces.otf2"
+    if warm.is_file():
+        pw_otf2.import_archive(warm, tmp / "warm-up")
+        shutil.rmtree(tmp / "warm-up")
     try:
-        print("OTF2 import of public Score-P traces (perfweave import)")
+        print(
+            "OTF2 import, new path (C callbacks) against old (Python callbacks); "
+            f"load average {os.getloadavg()[0]:.1f}"
+        )
+        print("Public Score-P traces (tests/data/otf2), best of", max(args.repeat, 5))
         for name in ("casita-10-ranks-tags", "pipit-ping-pong"):
             anchor = SHARED / name / "traces.otf2"
-            if not anchor.is_file():
-                print(f"  {name:22} missing ({anchor})")
-                continue
-            k = [0]
-
-            def imp():
-                k[0] += 1
-                return pw_otf2.import_archive(anchor, tmp / f"{name}-{k[0]}")
-
-            sec, s = best(imp, max(args.repeat, 3))
-            print(
-                f"  {name:22} {s['events']:>9,} events  {sec * 1e3:8.1f} ms  "
-                f"{s['events'] / sec:>10,.0f} events/s (reading alone "
-                f"{s['events'] / s['read_seconds']:,.0f} events/s)"
-            )
-
-        print(
-            f"\nGenerated experiment: {args.ranks} ranks x {args.iterations} steps "
-            "(ring exchange + MPI_Allreduce + MPI_Barrier)"
-        )
-        exp = tmp / "ring"
-        t0 = time.perf_counter()
-        nrec = tracegen.write(exp, args.ranks, args.ranks * args.iterations * tracegen.PER_ITER)
-        print(f"  written with numpy       {nrec:>10,} records  {time.perf_counter() - t0:7.2f} s")
-        k = [0]
-
-        def exp_otf2():
-            k[0] += 1
-            return pw_otf2.export(exp, tmp / f"out{k[0]}" / "traces.otf2")
-
-        sec, s = best(exp_otf2, args.repeat)
-        print(
-            f"  export to OTF2           {s['events']:>10,} events   {sec:7.2f} s  "
-            f"{nrec / sec:>10,.0f} records/s  {s['events'] / sec:>10,.0f} OTF2 events/s"
-        )
-        anchor = Path(s["anchor"])
-        size = sum(p.stat().st_size for p in anchor.parent.rglob("*") if p.is_file())
-        print(
-            f"  archive size             {size / 2**20:10.1f} MiB  "
-            f"({size / s['events']:.1f} bytes/event; the trace's events files take "
-            f"{sum(p.stat().st_size for p in (exp / 'traces').glob('*.events')) / 2**20:.1f} MiB)"
-        )
-        j = [0]
-
-        def imp_back():
-            j[0] += 1
-            return pw_otf2.import_archive(anchor, tmp / f"back{j[0]}")
-
-        sec, t = best(imp_back, args.repeat)
-        ok = survived(exp, Path(t["experiment"]), args.ranks)
-        print(
-            f"  import of that archive   {t['events']:>10,} events   {sec:7.2f} s  "
-            f"{t['events'] / sec:>10,.0f} events/s (reading alone "
-            f"{t['events'] / t['read_seconds']:,.0f} events/s)"
-        )
-        print(f"  every record survived    {'yes' if ok else 'NO'}")
-        c = [0]
-
-        def exp_chrome():
-            c[0] += 1
-            return chrome.export(exp, tmp / f"chrome{c[0]}.json")
-
-        sec, s = best(exp_chrome, args.repeat)
-        print(
-            f"  export to Chrome JSON    {s['events']:>10,} events   {sec:7.2f} s  "
-            f"{nrec / sec:>10,.0f} records/s  "
-            f"({Path(s['path']).stat().st_size / 2**20:.1f} MiB)"
-        )
+            if anchor.is_file():
+                compare(name, anchor, tmp, max(args.repeat, 5))
+            else:
+                print(f"  {name:24} missing ({anchor})")
+        for events in (int(x) for x in args.events.split(",") if x):
+            print(f"\nGenerated archive of about {events:,} events, best of {args.repeat}")
+            anchor = generated(tmp, events, args.ranks)
+            old = events <= args.old_max
+            compare(f"ring {events / 1e6:g} M", anchor, tmp, args.repeat, old)
+            if not old:
+                print(f"  {'':24} old path not run: more than --old-max {args.old_max:,} events")
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

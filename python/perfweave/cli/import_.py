@@ -36,8 +36,12 @@ def default_name(archive):
 
 
 def main(args):
+    from perfweave.cli.analyze import keep_freed_memory
     from perfweave.interop.otf2 import import_archive
 
+    # a batch job of large numpy temporaries, as the analysis: a third of its time went
+    # to page faults of memory freed and asked for again
+    keep_freed_memory()
     out = args.output or default_name(args.archive)
     s = import_archive(args.archive, out)
     for note in s["notes"]:

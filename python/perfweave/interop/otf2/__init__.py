@@ -6,11 +6,13 @@ is lost either way, is in docs/interop.md.
 The otf2 package hands events over one Python call at a time. Both directions therefore
 prepare everything they can as numpy columns first (which record becomes which OTF2
 event, its arguments, the order of a location's events) and leave only the calls into
-the library to the loop. The loops use the package's `_otf2` layer (the functions its
-own `EventWriter` and `BufferedEventReader` call) rather than building an event object
-per event, which halves the time per event. The export's loop is in C where
-libperfweave-otf2.so is built (runtime/interop/otf2_bulk.c: one call per block of
-events, 3 times faster again); one ctypes call per event where it is not.
+the library to the loop. Where libperfweave-otf2.so is built, both loops are in C: the
+export's calls the library's writer functions for a block of events at a time
+(runtime/interop/otf2_bulk.c), the import's callbacks put each event the library's
+reader hands over in numpy columns (runtime/interop/otf2_read.c), with no Python call
+per event. Where it is not, the loops use the package's `_otf2` layer (the functions
+its own `EventWriter` and `BufferedEventReader` call) rather than building an event
+object per event: one ctypes call per event written, one Python callback per event read.
 
 The export holds one chunk of a rank's records at a time (interop.RankExportStream): a
 location's events are sorted a chunk at a time with those held back from the chunks
@@ -27,7 +29,9 @@ The modules:
   library that write them (the C loop of libperfweave-otf2.so, or one ctypes call per
   event);
 - `importer`: `import_archive`, the archive's definitions, the experiment written;
-- `collector`: the events read, by kind, into one table;
+- `bulk`: the events read by the C callbacks of libperfweave-otf2.so into one table;
+- `collector`: the events read by Python callbacks, by kind, into one table (where
+  libperfweave-otf2.so is not built);
 - `records`: a location's events as perfweave's records;
 - `mapping`: perfweave's terms in OTF2's, for both directions;
 - `implied`: what an OTF2 event leaves implicit (a record's flags, a receive request's

@@ -1,7 +1,8 @@
 """OTF2 import, reading: the kinds of event read (R_*), the callbacks the OTF2 library's
 global event reader calls, which append each event's fields to the list of its kind
 and count the events of kinds perfweave has no record for (Collector), and the table of
-all events made from those lists (event_table)."""
+all events made from those lists (event_table). The import reads through them where
+libperfweave-otf2.so is not built; bulk.py reads the same table in C."""
 
 import itertools
 

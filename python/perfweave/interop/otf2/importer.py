@@ -1,10 +1,11 @@
 """OTF2 import: import_archive turns an OTF2 archive (Score-P's, or one written by
 export) into an experiment that `perfweave analyze` reads. _Importer reads the
 archive's definitions (ranks and threads of its locations, regions, communicators,
-windows, groups, perfweave's attributes) and all its events (collector.Collector), makes
-each location's records (records.thread_records) and each rank's description, and writes
-the experiment directory: its traces, experiment.json and the profile of those traces
-(interop/profile.py)."""
+windows, groups, perfweave's attributes) and all its events into one table sorted by
+location (bulk.Reading, the C callbacks of libperfweave-otf2.so; collector.Collector
+where that is not built), makes each location's records (records.thread_records) and
+each rank's description a rank at a time as it writes the experiment directory: its
+traces, experiment.json and the profile of those traces (interop/profile.py)."""
 
 import datetime as _dt
 import json
@@ -19,6 +20,7 @@ from perfweave.analysis.imported_profile import from_traces
 from perfweave.errors import PerfweaveError
 from perfweave.interop import FLUSH_REGION, new_directory, profile
 from perfweave.model.trace import family
+from perfweave.interop.otf2.bulk import Reading, bulk_reader
 from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_table
 from perfweave.interop.otf2.library import (
     enum_value,
@@ -93,6 +95,21 @@ def import_archive(archive, out):
         "skipped_locations": imp.skipped_locations,
         "skipped_events": imp.skipped_events,
     }
+
+
+def _blocks(loc):
+    """The locations of a table sorted by location, and where each one's events begin
+    and end."""
+    first = np.flatnonzero(np.r_[True, loc[1:] != loc[:-1]]) if len(loc) else np.zeros(0, int)
+    return loc[first], first, np.r_[first[1:], len(loc)].astype(first.dtype)
+
+
+def _distinct(refs):
+    """np.unique of references (uint64), by counting where they are small numbers, as
+    definitions' references are: sorting tens of millions takes seconds."""
+    if len(refs) and int(refs.max()) < 1 << 24:
+        return np.flatnonzero(np.bincount(refs.view(np.int64)))
+    return np.unique(refs)
 
 
 def _location_kind(loc):
@@ -236,15 +253,37 @@ class _Importer:
             if a.name.startswith("perfweave:")
         }
         self.flush_regions = {ref for ref, k in self.region_kind.items() if k == 2}
-        self.announced = sum(int(loc.number_of_events or 0) for loc in d.locations)
+        self.loc_events = {loc._ref: int(loc.number_of_events or 0) for loc in d.locations}
+        self.announced = sum(self.loc_events.values())
 
     # ---- events ----
 
     def read(self):
-        _otf2 = self._otf2
         self._defs()
-        col = Collector(_otf2, self.attr_names, self.flush_regions)
         handle = self.reader._get_global_evt_reader_handle(None)
+        lib = bulk_reader()
+        if lib is not None and len(set(self.attr_names.values())) <= 32:
+            # the callbacks in C (otf2_read.c): each event in its location's block of the
+            # table, as large as the definitions announce; an archive can announce more
+            # than its event files can hold (each event takes a byte at least): then all
+            # wait aside, in chunks, as the events beyond a block
+            files = self.anchor.parent / self.anchor.stem
+            room = sum(p.stat().st_size for p in files.rglob("*") if p.is_file())
+            blocks = self.loc_events
+            if self.announced > room:
+                blocks = dict.fromkeys(blocks, 0)
+            rd = Reading(lib, self._otf2, self.attr_names, self.flush_regions, blocks)
+            if rd.register(handle):
+                rd.read()
+                self.table, self.attrs, self.other = rd.table, rd.attrs, rd.other
+                self.nevents = rd.nevents
+                return
+        self._read_each(handle)
+
+    def _read_each(self, handle):
+        """One Python call per event, where libperfweave-otf2.so is not built."""
+        _otf2 = self._otf2
+        col = Collector(_otf2, self.attr_names, self.flush_regions)
         # The library keeps only C function pointers; the otf2 package ties each one's
         # lifetime to the Python function it was made from. Every function handed over
         # therefore stays referenced here until the reader is closed, or the library
@@ -265,15 +304,14 @@ class _Importer:
             _otf2.GlobalEvtReaderCallbacks_Delete(cbs)
         while _otf2.GlobalEvtReader_ReadEvents(handle, 1 << 20) == 1 << 20:
             pass
-        self.col = col
         self.nevents = sum(len(v) for v in col.lists.values()) + sum(col.other.values())
+        self.table, self.attrs, self.other = event_table(col.lists), col.attrs, col.other
+        col.lists = None
 
     # ---- records ----
 
     def build(self):
-        col = self.col
-        tab = event_table(col.lists)
-        self.attrs = col.attrs
+        tab, self.table = self.table, None
         notes = self.notes
         if self.announced and self.announced != self.nevents:
             notes.append(
@@ -284,31 +322,26 @@ class _Importer:
             tab = {k: np.zeros(0, np.int64) for k in ("loc", "time", "kind", "attr")}
             for k in "abcdef":
                 tab[k] = np.zeros(0, np.uint64)
-        self._skipped(tab)
-        locs = tab["loc"]
-        loc_ids = np.array(sorted(set(self.loc_rank)), np.int64)
-        known = np.isin(locs, loc_ids)
-        if (~known).any():
-            tab = {k: v[known] for k, v in tab.items()}
+        ids, first, end = _blocks(tab["loc"])
+        self._skipped(ids, end - first)
+        known = np.isin(ids, np.array(sorted(set(self.loc_rank)), np.int64))
+        if not known.all():
+            keep = np.repeat(known, end - first)
+            tab = {k: v[keep] for k, v in tab.items()}
+            ids, first, end = _blocks(tab["loc"])
         self.tab = tab
         self._functions()
         self._comms()
         self._windows()
-        self.records = {}
-        self.meta = {}
-        bounds = (
-            np.flatnonzero(np.r_[True, tab["loc"][1:] != tab["loc"][:-1]])
-            if len(tab["loc"])
-            else np.zeros(0, np.int64)
-        )
         per_rank = {}
-        for a, b in zip(bounds.tolist(), np.r_[bounds[1:], len(tab["loc"])].tolist()):
-            loc = int(tab["loc"][a])
+        for loc, a, b in zip(ids.tolist(), first.tolist(), end.tolist()):
             per_rank.setdefault(self.loc_rank[loc], []).append((self.loc_thread[loc], a, b))
+        self.per_rank = per_rank
         self.counts = {"outside": 0, "nested": 0, "open": 0, "unmatched": 0, "nocomm": 0}
-        for r in range(self.world):
-            parts = sorted(per_rank.get(r, []))
-            self._rank(r, parts)
+
+    def _count_notes(self):
+        """The notes of what the records of all ranks (_rank) left out or changed."""
+        notes = self.notes
         c = self.counts
         if c["outside"]:
             notes.append(
@@ -332,18 +365,15 @@ class _Importer:
                 f"{c['nocomm']} events name a communicator or window the rank is not "
                 "a member of: imported without it"
             )
-        self.nrecords = sum(len(v[0]) for v in self.records.values())
 
-    def _skipped(self, tab):
+    def _skipped(self, ids, counts):
         """Count what is not imported: every location that is not a thread of a rank
         (accelerator streams, metric locations, threads of no rank) with all its events,
-        and on the imported threads the events of kinds perfweave has no record for."""
-        per_loc = {}
-        if len(tab["loc"]):
-            ids, n = np.unique(tab["loc"], return_counts=True)
-            per_loc = dict(zip(ids.tolist(), n.tolist()))
+        and on the imported threads the events of kinds perfweave has no record for.
+        ids, counts: the locations of the table and their events."""
+        per_loc = dict(zip(ids.tolist(), counts.tolist()))
         kinds = {}
-        for (name, loc), n in self.col.other.items():
+        for (name, loc), n in self.other.items():
             if loc in self.loc_rank:
                 kinds[name] = kinds.get(name, 0) + n
             else:
@@ -386,7 +416,7 @@ class _Importer:
         """The MPI functions and user regions the events enter, as perfweave numbers
         them (functions: names of MPI regions in the JSON; regions: user region names)."""
         tab = self.tab
-        regs = np.unique(tab["a"][np.isin(tab["kind"], [R_ENTER, R_LEAVE])]).tolist()
+        regs = _distinct(tab["a"][(tab["kind"] == R_ENTER) | (tab["kind"] == R_LEAVE)]).tolist()
         name = lambda r: self.region_name.get(r, f"region {r}")
         kind = {r: self.region_kind.get(r, 0) for r in regs}
         if self.creator.startswith("perfweave "):
@@ -491,7 +521,7 @@ class _Importer:
 
     def _rank(self, r, parts):
         """The records of rank r from its locations' events (parts: (thread, a, b) slices
-        of the table)."""
+        of the table), and its rank-R.json."""
         tab = self.tab
         recs, flushes = [], []
         tb_cand = {}
@@ -522,8 +552,7 @@ class _Importer:
         ns = lambda t: int(to_ns({"clock": self._clock(0, 0)}, np.array([t], np.int64))[0])
         clock = self._clock(ns(tb if tb is not None else first), ns(te if te is not None else last))
         comms = self.rank_comms[r][0]
-        self.records[r] = (rec, flushes)
-        self.meta[r] = {
+        return rec, {
             "format": TRACE_FORMAT,
             "version": TRACE_VERSION,
             "rank": r,
@@ -558,10 +587,15 @@ class _Importer:
         with new_directory(out) as tmp:
             traces = tmp / "traces"
             traces.mkdir()
+            # a rank's records at a time: written as soon as they are made
+            self.nrecords = 0
             for r in range(self.world):
-                rec, _ = self.records[r]
+                rec, meta = self._rank(r, sorted(self.per_rank.get(r, [])))
                 rec.tofile(traces / f"rank-{r}.events")
-                (traces / f"rank-{r}.json").write_text(json.dumps(self.meta[r]))
+                (traces / f"rank-{r}.json").write_text(json.dumps(meta))
+                self.nrecords += len(rec)
+            self._count_notes()
+            self.tab = None
             (tmp / "experiment.json").write_text(json.dumps(self._experiment(), indent=1) + "\n")
             # the profile of the records as written, so that reading the experiment
             # derives nothing (readers/experiment.py reads it as a run's)
