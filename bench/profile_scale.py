@@ -92,7 +92,9 @@ def check(p, present, vals, app, mpi, table):
     """The worst deviations of the file's statistics from numpy's on the full matrix."""
     bad = []
     rel = {"mean": 0.0, "var": 0.0, "q": 0.0}
-    nodes_ok = np.array_equal(p.nodes[["fn", "object", "offset"]], table[["fn", "object", "offset"]])
+    nodes_ok = np.array_equal(
+        p.nodes[["fn", "object", "offset"]], table[["fn", "object", "offset"]]
+    )
     if not nodes_ok:
         bad.append("node identities")
     big = np.iinfo(np.int64).max
@@ -115,14 +117,24 @@ def check(p, present, vals, app, mpi, table):
                 bad.append(f"{name} {k}")
         mean = v.sum(axis=0) / n
         var = np.array([np.var(v[present[:, j], j]) for j in range(v.shape[1])])
-        rel["mean"] = max(rel["mean"], float(np.max(np.abs(s["mean"] - mean) / np.maximum(np.abs(mean), 1e-300))))
+        rel["mean"] = max(
+            rel["mean"], float(np.max(np.abs(s["mean"] - mean) / np.maximum(np.abs(mean), 1e-300)))
+        )
         got_var = s["m2"] / n
         scale = np.maximum(np.abs(var), 1e-300)
-        rel["var"] = max(rel["var"], float(np.max(np.where(var > 0, np.abs(got_var - var) / scale, np.abs(got_var)))))
+        rel["var"] = max(
+            rel["var"],
+            float(np.max(np.where(var > 0, np.abs(got_var - var) / scale, np.abs(got_var)))),
+        )
     for name, want in (("app_ns", app), ("mpi_ns", mpi)):
         r = p.rank_stats(name)
         if (r["min"], r["max"], r["sum"], r["argmin"], r["argmax"], r["n"]) != (
-            want.min(), want.max(), want.sum(), want.argmin(), want.argmax(), len(want)
+            want.min(),
+            want.max(),
+            want.sum(),
+            want.argmin(),
+            want.argmax(),
+            len(want),
         ):
             bad.append(name)
     for q in (0.5, 0.9, 0.99):
@@ -158,8 +170,14 @@ def one(ranks, nodes, seed):
     t_tree = time.perf_counter() - t0
     t0 = time.perf_counter()
     prof = cp.profile_from_summary(
-        summary, table, frames, FUNCTIONS, ["/app/a.out", "/lib/libmpi.so", "/lib/libfft.so"],
-        ["", "", ""], ranks, lambda sel: vals[:, sel, cp.TIME].T,
+        summary,
+        table,
+        frames,
+        FUNCTIONS,
+        ["/app/a.out", "/lib/libmpi.so", "/lib/libfft.so"],
+        ["", "", ""],
+        ranks,
+        lambda sel: vals[:, sel, cp.TIME].T,
     )
     raw = rd.encode(prof)
     t_write = time.perf_counter() - t0
@@ -192,12 +210,13 @@ def main():
         r = one(ranks, a.nodes, a.seed)
         t = r["tree"]
         tau = f"{TAU_PPK[ranks] / 1e6:.2f} MB" if ranks in TAU_PPK else "-"
+        verdict = "ok" if not r["bad"] else ", ".join(r["bad"])
         print(
             f"{ranks:>6} {r['bytes'] / 1e6:>6.3f} MB {r['bytes'] / ranks:>7.1f} "
             f"{r['full'] / 1e9:>9.3f} GB {r['full'] / r['bytes']:>6.0f}x {tau:>8} {t.rounds:>6} "
             f"{t.peak_bytes / 1e3:>7.0f} KB {t.moved_bytes / 1e6:>6.0f} MB {r['t_tree']:>7.1f} "
             f"{r['t_write']:>7.3f} {r['t_read']:>6.3f} {r['rel']['mean']:>8.1e} "
-            f"{r['rel']['var']:>8.1e} {r['rel']['q']:>7.4f}  {'ok' if not r['bad'] else ', '.join(r['bad'])}"
+            f"{r['rel']['var']:>8.1e} {r['rel']['q']:>7.4f}  {verdict}"
         )
         failed |= bool(r["bad"])
     sys.exit(1 if failed else 0)

@@ -22,6 +22,7 @@
 #include <mpi.h>
 #include "pw_mpi_fn.h"
 #include "modules/io.h"
+#include "modules/mpi_compact.h"
 #include "modules/pw_mpi.h"
 
 #ifndef PW_MPI_FLAVOR
@@ -107,6 +108,7 @@ void *pw_mpi_fortran_real(const char *name, void *self)
     X(int, Irecv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *))                  \
     X(int, Test, (MPI_Request *, int *, MPI_Status *))                                             \
     X(int, Gather, (const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm))    \
+    X(int, Bcast, (void *, int, MPI_Datatype, int, MPI_Comm))                                      \
     X(int, Gatherv,                                                                                \
       (const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, int,       \
        MPI_Comm))                                                                                  \
@@ -1354,6 +1356,64 @@ static int gather(const void *mine, size_t n, char **all, int **lens)
     return ok ? 0 : -1;
 }
 
+/* pw_compact_comm's exchanges (mpi_compact.h), on the runtime's communicator: a message's
+ * length first, then its bytes. */
+#define COMPACT_TAG 7932
+
+static void compact_send(int to, const void *p, size_t n)
+{
+    int64_t len = n <= INT32_MAX ? (int64_t)n : 0;
+    pmpi.Send(&len, 8, pre.byte, to, COMPACT_TAG, st.comm);
+    if (len)
+        pmpi.Send(p, (int)len, pre.byte, to, COMPACT_TAG, st.comm);
+}
+
+static void compact_recv(int from, char **buf, size_t *n)
+{
+    int64_t len = 0;
+    recv_yielding(&len, 8, from, COMPACT_TAG);
+    *buf = NULL;
+    *n = 0;
+    if (len <= 0)
+        return;
+    char *b = malloc((size_t)len), sink[4096];
+    if (b) {
+        recv_yielding(b, (int)len, from, COMPACT_TAG);
+        *buf = b;
+        *n = (size_t)len;
+    } else { /* the message must still be taken: in pieces that fit, dropped */
+        MPI_Status status;
+        static int (*probe)(int, int, MPI_Comm, MPI_Status *);
+        if (!probe)
+            probe = (int (*)(int, int, MPI_Comm, MPI_Status *))pw_mpi_real("PMPI_Probe");
+        probe(from, COMPACT_TAG, st.comm, &status);
+        int count = 0;
+        pmpi.Get_count(&status, pre.byte, &count);
+        char *tmp = malloc(count > 0 ? (size_t)count : 1);
+        recv_yielding(tmp ? tmp : sink, tmp ? count : 0, from, COMPACT_TAG);
+        free(tmp);
+    }
+}
+
+static void compact_bcast(char **buf, size_t *n)
+{
+    int64_t len = st.rank == 0 && *n <= INT32_MAX ? (int64_t)*n : 0;
+    pmpi.Bcast(&len, 8, pre.byte, 0, st.comm);
+    if (st.rank != 0)
+        *buf = len > 0 ? malloc((size_t)len) : NULL;
+    /* a rank without memory takes it into a scratch buffer: the Bcast is every rank's */
+    char *scratch = len > 0 && !*buf ? malloc((size_t)len) : NULL;
+    if (len > 0)
+        pmpi.Bcast(*buf ? *buf : scratch, (int)len, pre.byte, 0, st.comm);
+    free(scratch);
+    *n = *buf ? (size_t)len : 0;
+}
+
+static void compact_gather(const int64_t *mine, int k, int64_t *all)
+{
+    pmpi.Gather(mine, 8 * k, pre.byte, all, 8 * k, pre.byte, 0, st.comm);
+}
+
 void pw_mpi_finalize_begin(int fn, void *ra)
 {
     (void)fn;
@@ -1377,18 +1437,29 @@ void pw_mpi_finalize_begin(int fn, void *ra)
     pw_local l;
     size_t len = 0;
     char *blob = NULL;
-    if (build_local(&l, PW_STATE_COMPLETE, st.t_fini_enter) == 0) {
+    /* above --full-profile-ranks ranks rank 0 gathers nobody's call sites: the compact
+     * profile, reduced up a tree in bounded memory, is the profile (docs/format.md) */
+    int full = (int64_t)st.size <= pw_opt.full_profile_ranks;
+    int built = build_local(&l, PW_STATE_COMPLETE, st.t_fini_enter) == 0;
+    if (built && full)
         blob = blob_pack(&l, &len);
-        pw_local_free(&l);
-    }
     /* the rank's data is in its blob, on its way to rank 0: its tables file goes now, so
      * that on a nearly full disk its space is the profile's (before the gather, so that
      * every rank's is free when rank 0 has them all and writes); without a blob (no
      * memory) the file stays, the rank's data */
-    pw_tables_done(PW_STATE_COMPLETE, blob != NULL);
+    pw_tables_done(PW_STATE_COMPLETE, full ? blob != NULL : built);
+    char cpath[4200];
+    pw_compact_comm cc = {st.rank,      st.size,       compact_send,
+                          compact_recv, compact_bcast, compact_gather};
+    if (pw_experiment_path(cpath, sizeof cpath, "profile.pwcompact") != 0)
+        cpath[0] = 0;
+    pw_compact_reduce(built ? &l : NULL, &cc, cpath);
+    if (built)
+        pw_local_free(&l);
     int *lens = NULL;
     char *all = NULL;
-    gather(blob, blob ? len : 0, &all, &lens);
+    if (full)
+        gather(blob, blob ? len : 0, &all, &lens);
     if (st.rank == 0 && all && lens) {
         /* drop empty contributions (a rank out of memory) */
         int n = 0;

@@ -43,6 +43,9 @@
     X(APP, 4, "app_ns")       /* rank: MPI_Init left .. MPI_Finalize entered */            \
     X(MPI, 5, "mpi_ns")       /* rank: time in MPI calls, Init and Finalize excluded */
 #define PW_COMPACT_NODE_METRICS 4
+#define PW_COMPACT_METRIC_ENUM(name, value, str) PW_COMPACT_##name = value,
+enum pw_compact_metric { PW_COMPACT_METRICS(PW_COMPACT_METRIC_ENUM) };
+#undef PW_COMPACT_METRIC_ENUM
 
 /* One per call-tree node, sorted by (fn, object, offset, frames' (object, offset) outward,
  * fewer frames first): objects index the header's "objects" (sorted by path, build-id). */

@@ -128,8 +128,14 @@ class Summary:
             m2=np.zeros(v.shape),
             ranks={
                 k: dict(
-                    n=1, argmin=rank, argmax=rank, min=int(x), max=int(x), sum=int(x),
-                    mean=float(x), m2=0.0,
+                    n=1,
+                    argmin=rank,
+                    argmax=rank,
+                    min=int(x),
+                    max=int(x),
+                    sum=int(x),
+                    mean=float(x),
+                    m2=0.0,
                 )
                 for k, x in ((k, rank_values[k]) for k in RANK_METRICS)
             },
@@ -309,7 +315,9 @@ class CompactProfile:
         return self.functions[int(self.nodes[node]["fn"])]
 
 
-def profile_from_summary(summary, table, frames, functions, objects, buildids, world_size, top_values_of):
+def profile_from_summary(
+    summary, table, frames, functions, objects, buildids, world_size, top_values_of
+):
     """The CompactProfile of a reduced summary. table: the node table (CNODE records whose
     fn, object, nframes, offset, first_frame are set; the summary's node ids index it),
     frames: its frames; top_values_of(ids): [len(ids), world_size] int64, each rank's time

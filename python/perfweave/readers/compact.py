@@ -11,6 +11,7 @@ than the values themselves: their high bytes are alike.
 import json
 import zlib
 
+
 import numpy as np
 
 from perfweave._format import FILES, RECORDS
@@ -49,6 +50,26 @@ def _unshuffle(raw, count):
     return np.ascontiguousarray(b.T).view("<i8").reshape(-1)
 
 
+def _cjson(v):
+    """v as the runtime's JSON writer writes it (runtime/core/json.c): compact, '"' and '\\'
+    escaped, control characters as \\u00XX, everything else as it is (UTF-8)."""
+    if isinstance(v, dict):
+        return "{" + ",".join(_cjson(str(k)) + ":" + _cjson(x) for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_cjson(x) for x in v) + "]"
+    if isinstance(v, str):
+        out = []
+        for c in v:
+            if c in '"\\':
+                out.append("\\" + c)
+            elif ord(c) < 0x20 or ord(c) == 0x7F:
+                out.append(f"\\u{ord(c):04x}")
+            else:
+                out.append(c)
+        return '"' + "".join(out) + '"'
+    return str(int(v))
+
+
 def encode(p, codec="zlib"):
     """The bytes of p's file."""
     parts = {
@@ -81,7 +102,7 @@ def encode(p, codec="zlib"):
         "data_bytes": len(data),
         "stored_bytes": len(stored),
     }
-    line = json.dumps(header, separators=(",", ":")).encode()
+    line = _cjson(header).encode()
     line += b" " * (-(len(line) + 1) % 64) + b"\n"
     return line + stored + END_MARKER
 
@@ -107,7 +128,9 @@ def decode(raw, path):
             f"(this perfweave reads {VERSION})"
         )
     if header.get("sub_bits") != SUB_BITS:
-        raise _corrupt(path, f"sketch sub_bits {header.get('sub_bits')!r}, this perfweave's: {SUB_BITS}")
+        raise _corrupt(
+            path, f"sketch sub_bits {header.get('sub_bits')!r}, this perfweave's: {SUB_BITS}"
+        )
     try:
         stored_bytes, data_bytes = int(header["stored_bytes"]), int(header["data_bytes"])
         start = nl + 1
@@ -131,7 +154,9 @@ def decode(raw, path):
         for name, dt in ARRAYS:
             desc = header["arrays"][name]
             count, off = int(desc["count"]), int(desc["offset"])
-            if desc["itemsize"] != dt.itemsize or [list(f) for f in desc["dtype"]] != _dtype_list(dt):
+            if desc["itemsize"] != dt.itemsize or [list(f) for f in desc["dtype"]] != _dtype_list(
+                dt
+            ):
                 raise _corrupt(path, f"array {name}: not this version's records")
             if count < 0 or off < 0 or off + count * dt.itemsize > data_bytes:
                 raise _corrupt(path, f"array {name} runs past the data")
@@ -185,7 +210,10 @@ def _check(p, path):
         or n["sketch_len"].min() < 1
         or (n["sketch_first"] < 0).any()
         or (n["sketch_first"] + n["sketch_len"] > len(p.sketch_counts)).any()
-        or ((n["nframes"] > 0) & ((n["first_frame"] < 0) | (n["first_frame"] + n["nframes"] > len(p.frames)))).any()
+        or (
+            (n["nframes"] > 0)
+            & ((n["first_frame"] < 0) | (n["first_frame"] + n["nframes"] > len(p.frames)))
+        ).any()
     ):
         raise _corrupt(path, "node records")
     s = p.stats
@@ -208,3 +236,63 @@ def read_compact(path):
     except FileNotFoundError:
         raise FormatError(f"{path}: cannot read: no such file") from None
     return decode(raw, path)
+
+
+def of_profile(pf, codec="zlib"):
+    """The compact profile the runtime writes beside pf (a ProfileFile of profile.pwprof,
+    readers/profile.py), made here from pf's per-rank rows with the runtime's operations in
+    its order: its file's bytes (tests compare the two)."""
+    from perfweave.model import compact as cp
+
+    h, sites, frames = pf.header, pf.arrays["sites"], pf.arrays["frames"]
+    framed = sites[sites["nframes"] > 0]
+    rows = [np.arange(f, f + n) for f, n in zip(framed["first_frame"], framed["nframes"])]
+    named = np.concatenate([sites["object"]] + [frames["object"][r] for r in rows])
+    used = set(int(o) for o in named if o >= 0)
+    objs = sorted(used, key=lambda o: (h["objects"][o].encode(), h["buildids"][o].encode()))
+    omap = {o: i for i, o in enumerate(objs)}
+
+    def ident(s):
+        f = frames[s["first_frame"] : s["first_frame"] + s["nframes"]] if s["nframes"] > 0 else []
+        path = (
+            tuple((omap.get(int(o), -1), int(x)) for o, x in zip(f["object"], f["offset"]))
+            if len(f)
+            else ()
+        )
+        return (int(s["fn"]), omap.get(int(s["object"]), -1), int(s["offset"]), path)
+
+    keys = [ident(s) for s in sites]
+    universe = sorted(set(keys))
+    node_id = {k: i for i, k in enumerate(universe)}
+    table = np.zeros(len(universe), CNODE)
+    all_frames, first = [], 0
+    for i, (fn, o, off, path) in enumerate(universe):
+        table[i]["fn"], table[i]["object"], table[i]["offset"] = fn, o, off
+        table[i]["nframes"], table[i]["first_frame"] = len(path), first if path else -1
+        all_frames.extend(path)
+        first += len(path)
+    fr = np.zeros(len(all_frames), FRAME)
+    if all_frames:
+        fr["object"], fr["offset"] = zip(*all_frames)
+    world = int(h["world_size"])
+    nm = len(cp.NODE_METRICS)
+    vals = np.zeros((world, len(universe), nm), np.int64)
+    have = np.zeros((world, len(universe)), bool)
+    ids = np.array([node_id[k] for k in keys], np.int64)
+    cols = ("count", "total_ns", "bytes_sent", "bytes_recv")
+    for m, col in enumerate(cols):
+        np.add.at(vals[:, :, m], (sites["rank"], ids), sites[col])
+    have[sites["rank"], ids] = True
+    ranks = {int(r["rank"]): r for r in pf.arrays["ranks"]}
+
+    def leaf(r):
+        sel = np.flatnonzero(have[r])
+        rv = {k: int(ranks[r][k]) if r in ranks else 0 for k in cp.RANK_METRICS}
+        return cp.Summary.leaf(r, sel, vals[r, sel], rv)
+
+    summary = cp.tree_reduce(leaf, world)
+    prof = cp.profile_from_summary(
+        summary, table, fr, h["functions"], [h["objects"][o] for o in objs],
+        [h["buildids"][o] for o in objs], world, lambda sel: vals[:, sel, cp.TIME].T,
+    )  # fmt: skip
+    return encode(prof, codec)
