@@ -29,7 +29,7 @@
  * midpoint is within 2^-(SUB_BITS + 1) (1/32 with 4) of every value in it, relatively. */
 #define PW_COMPACT_SUB_BITS 4
 /* Nodes whose per-rank times are kept (the top by total time): 8 x 12 288 ranks cost
- * about 300 KB compressed (docs/performance.md "Compact profiles at scale"). */
+ * about 390 KB compressed (docs/performance.md "Compact profiles at scale"). */
 #define PW_COMPACT_TOP_NODES 8
 
 /* clang-format off */
