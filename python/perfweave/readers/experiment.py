@@ -302,9 +302,14 @@ def open_experiment(path, reduced_content=None):
         # above --full-profile-ranks the runtime writes the compact profile alone: no
         # per-rank rows (the report's compact section shows its rank statistics)
         profile, partial = Profile.from_literal([], [], [], objects=(), hosts=()), False
+        why = (
+            "profile.pwprof could not be written"
+            if any(u["file"] == "profile.pwprof" for u in unwritten)
+            else "the job had more ranks than --full-profile-ranks"
+        )
         profile.notes.append(
-            "compact profile only (the job had more ranks than --full-profile-ranks): MPI "
-            "call sites with rank statistics; per-rank tables are not available"
+            f"compact profile only ({why}): MPI call sites with rank statistics; per-rank "
+            "tables are not available"
         )
     elif processes is not None and not partial_files and meta.get("state") != "empty":
         # a program without MPI: its process rows are the profile (in an MPI run that
