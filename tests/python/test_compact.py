@@ -245,3 +245,19 @@ def test_compact_only_experiment(experiment_dir, pwprof, tmp_path):
     res = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True, text=True)
     assert res.returncode != 0 and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and "truncated" in res.stderr
+
+
+def test_corrupt_compact_beside_the_full_profile(experiment_dir, pwprof):
+    """The report reads the compact profile only when it is the only MPI profile: a
+    damaged one beside profile.pwprof changes nothing."""
+    exp = experiment_dir()
+    pwprof(
+        exp / "profile.pwprof",
+        {"functions": ["MPI_Send"], "families": ["p2p"], "objects": ["/bin/app"]},
+        ranks=[dict(rank=0, app_ns=10**9, mpi_ns=10**6)],
+        sites=[dict(rank=0, fn=0, object=0, offset=64, count=3, total_ns=10**6)],
+    )
+    (exp / "profile.pwcompact").write_bytes(b"{not a compact profile\n")
+    res = subprocess.run([PERFWEAVE, "report", "--json", str(exp)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert '"compact"' not in res.stdout and '"MPI_Send"' in res.stdout

@@ -84,11 +84,6 @@ def sketch_quantile(key0, counts, q):
 # ---- summaries and their merge ----
 
 
-def _stat_rows(n):
-    s = np.zeros(n, [(k, CSTAT[k]) for k in ("n", "argmin", "argmax", "min", "max", "sum")])
-    return s, np.zeros(n), np.zeros(n)
-
-
 @dataclass
 class Summary:
     """The summary of a set of ranks: its nodes (ids into the node table, increasing), per
@@ -144,12 +139,17 @@ class Summary:
         )
 
     def nbytes(self):
-        """Bytes of this summary as the runtime sends it up the tree (mpi_compact.c): a
-        node record and its statistics per node, 8 bytes per sketch bucket; the
-        identities' strings are not counted (one table per summary, the objects')."""
-        return len(self.nodes) * (CNODE.itemsize + COMPACT_NODE_METRICS * CSTAT.itemsize) + (
-            len(self.codes) * 8
-        )
+        """Bytes of this summary as mpi_compact.c sends it up the tree: its head and rank
+        statistics, a node record and NODE_METRICS statistics per node, and 8 bytes per
+        sketch count, dense from each node's first bucket to its last; the caller frames
+        and the objects' strings are not counted."""
+        node = self.codes // KEY_SPACE
+        key = self.codes % KEY_SPACE
+        ends = np.flatnonzero(np.diff(node, append=-1))  # each node's last bucket
+        starts = np.concatenate([[0], ends[:-1] + 1]) if len(ends) else ends
+        dense = int((key[ends] - key[starts] + 1).sum()) if len(ends) else 0
+        per_node = CNODE.itemsize + len(NODE_METRICS) * CSTAT.itemsize
+        return 48 + len(RANK_METRICS) * CSTAT.itemsize + len(self.nodes) * per_node + 8 * dense
 
 
 def chan(na, ma, m2a, nb, mb, m2b):

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from perfweave._format import FILES, RECORDS
+from perfweave._format import FILES
 from perfweave.errors import FormatError
 from perfweave.model.compact import CNODE, CSTAT, FRAME, METRICS, SUB_BITS, CompactProfile
 from perfweave.readers.files import read_bytes
@@ -34,7 +34,6 @@ ARRAYS = (
     ("top_values", VALUES),
     ("sketch_counts", SKETCH),
 )
-assert RECORDS["frame"] == FRAME
 
 
 def _dtype_list(dt):

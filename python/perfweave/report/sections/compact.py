@@ -25,8 +25,10 @@ class CompactSection(Section):
     name = "compact"
 
     def collect(self, experiment, report, top):
+        if len(experiment.profile.ranks):
+            return {}  # the MPI profile section shows the full profile (and reads no compact)
         p = experiment.compact
-        if p is None or len(experiment.profile.ranks):
+        if p is None:
             return {}
         return {"compact": analyze(p, top=top)}
 
