@@ -634,21 +634,14 @@ done:
 int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *path)
 {
     sum own = {0}, mine = {0};
-    int ok = l && leaf(l, c->rank, &own) == 0;
-    /* the summary that travels starts as a copy of the rank's own, kept for the top
-     * nodes' times; a rank without memory for it sends none: the others do not wait */
-    if (ok) {
-        char *copy = malloc(own.bytes);
-        if (copy)
-            memcpy(copy, own.mem, own.bytes);
-        if (!copy || view(&mine, copy, own.bytes) != 0) {
-            free(copy);
-            ok = 0;
-        }
-    }
+    /* a rank without memory for its summary sends none: the others do not wait for it */
+    int ok = l && leaf(l, c->rank, &mine) == 0;
     for (int j = 0; (1 << j) < c->size; j++) {
         if (c->rank & (1 << j)) {
             c->send(c->rank - (1 << j), ok ? mine.mem : NULL, ok ? mine.bytes : 0);
+            if (ok)
+                sum_free(&mine);
+            ok = 0;
             break;
         }
         int child = c->rank + (1 << j);
@@ -721,6 +714,9 @@ int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *p
         memcpy(&th, tb, sizeof th);
         k = th.nnodes > 0 && th.nnodes <= PW_COMPACT_TOP_NODES ? (int)th.nnodes : 0;
     }
+    /* this rank's own summary again (the tree's is sent or merged): its times there */
+    if (k && l && leaf(l, c->rank, &own) != 0)
+        memset(&own, 0, sizeof own);
     if (k && view(&t, tb, tn) == 0) {
         for (int i = 0; i < k && own.mem; i++)
             for (int64_t n = 0; n < own.h.nnodes; n++)

@@ -24,7 +24,8 @@ typedef struct pw_compact_comm {
 } pw_compact_comm;
 
 /* Reduce every rank's call-site statistics (its pw_local) up a binomial tree of
- * ceil(log2 size) rounds, each rank holding at most its own summary and one child's, and
+ * ceil(log2 size) rounds, each rank holding at most its summary, one child's and their
+ * merge while it is made (each bounded by the distinct call sites, not the ranks), and
  * write path on rank 0. Every rank calls it; 0 when written (rank 0) or sent. */
 int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *path);
 

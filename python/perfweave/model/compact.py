@@ -224,8 +224,8 @@ def merge(a, b):
 
 @dataclass
 class TreeCost:
-    """What the binomial tree cost: its rounds, the most bytes a rank held at once (its own
-    summary and one child's), the bytes sent up in all."""
+    """What the binomial tree cost: its rounds, the most bytes a rank held at once (its
+    summary, one child's and their merge), the bytes sent up in all."""
 
     rounds: int = 0
     peak_bytes: int = 0
@@ -247,13 +247,14 @@ def tree_reduce(leaf, size, cost=None):
             if child >= size:
                 break
             c = subtree(child, j)
+            m = merge(s, c)
             if cost is not None:
-                held = s.nbytes() + c.nbytes()
+                held = s.nbytes() + c.nbytes() + m.nbytes()
                 if held > cost.peak_bytes:
                     cost.peak_bytes, cost.peak_rank = held, r
                 cost.moved_bytes += c.nbytes()
                 cost.merges += 1
-            s = merge(s, c)
+            s = m
         return s
 
     rounds = max(0, int(size - 1).bit_length())
