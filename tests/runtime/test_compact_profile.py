@@ -78,9 +78,14 @@ def test_compact_equals_full_profile(mpi, build, run_pw):
 
 def test_compact_only_above_threshold(mpi, build, run_pw):
     """4 ranks above --full-profile-ranks 2: no profile.pwprof, the compact profile is the
-    profile; perfweave report shows its call sites with the counts the program makes."""
+    profile (perfweave run's verdict counts its ranks); perfweave report shows its call
+    sites with the counts the program makes."""
     prog = build(mpi, "counts.c")
-    r = run_pw(mpi.launch(4) + [prog], options=["--full-profile-ranks", "2"])
+    # no samples or timeline: perfweave run's verdict knows the ranks from the compact
+    # profile alone
+    options = ["--full-profile-ranks", "2", "--no-sample", "--node-interval", "0"]
+    r = run_pw(mpi.launch(4) + [prog], options=options)
+    assert r.proc.stderr.splitlines()[-1].startswith(f"perfweave: experiment written to {r.exp}")
     assert not (r.exp / "profile.pwprof").exists()
     assert (r.exp / "profile.pwcompact").exists()
     c = r.report()["compact"]
