@@ -311,10 +311,6 @@ class CompactProfile:
         RELATIVE_ERROR of the true one (numpy's method "lower")."""
         return sketch_quantile(*self.sketch(node), q)
 
-    def site_name(self, node):
-        """The node's function name."""
-        return self.functions[int(self.nodes[node]["fn"])]
-
 
 def profile_from_summary(
     summary, table, frames, functions, objects, buildids, world_size, top_values_of
