@@ -108,7 +108,6 @@ void *pw_mpi_fortran_real(const char *name, void *self)
     X(int, Irecv, (void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *))                  \
     X(int, Test, (MPI_Request *, int *, MPI_Status *))                                             \
     X(int, Gather, (const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm))    \
-    X(int, Bcast, (void *, int, MPI_Datatype, int, MPI_Comm))                                      \
     X(int, Gatherv,                                                                                \
       (const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, int,       \
        MPI_Comm))                                                                                  \
@@ -1395,25 +1394,6 @@ static void compact_recv(int from, char **buf, size_t *n)
     }
 }
 
-static void compact_bcast(char **buf, size_t *n)
-{
-    int64_t len = st.rank == 0 && *n <= INT32_MAX ? (int64_t)*n : 0;
-    pmpi.Bcast(&len, 8, pre.byte, 0, st.comm);
-    if (st.rank != 0)
-        *buf = len > 0 ? malloc((size_t)len) : NULL;
-    /* a rank without memory takes it into a scratch buffer: the Bcast is every rank's */
-    char *scratch = len > 0 && !*buf ? malloc((size_t)len) : NULL;
-    if (len > 0)
-        pmpi.Bcast(*buf ? *buf : scratch, (int)len, pre.byte, 0, st.comm);
-    free(scratch);
-    *n = *buf ? (size_t)len : 0;
-}
-
-static void compact_gather(const int64_t *mine, int k, int64_t *all)
-{
-    pmpi.Gather(mine, 8 * k, pre.byte, all, 8 * k, pre.byte, 0, st.comm);
-}
-
 void pw_mpi_finalize_begin(int fn, void *ra)
 {
     (void)fn;
@@ -1449,11 +1429,14 @@ void pw_mpi_finalize_begin(int fn, void *ra)
      * memory) the file stays, the rank's data */
     pw_tables_done(PW_STATE_COMPLETE, full ? blob != NULL : built);
     char cpath[4200];
-    pw_compact_comm cc = {st.rank,      st.size,       compact_send,
-                          compact_recv, compact_bcast, compact_gather};
+    pw_compact_comm cc = {st.rank, st.size, compact_send, compact_recv};
     if (pw_experiment_path(cpath, sizeof cpath, "profile.pwcompact") != 0)
         cpath[0] = 0;
+    int64_t t_compact = pw_now();
     pw_compact_reduce(built ? &l : NULL, &cc, cpath);
+    if (st.rank == 0)
+        pw_debug("compact profile of %d ranks reduced and written in %ld us", st.size,
+                 (long)((pw_now() - t_compact) / 1000));
     if (built)
         pw_local_free(&l);
     int *lens = NULL;

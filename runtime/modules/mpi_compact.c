@@ -631,6 +631,56 @@ done:
 
 /* ---- the tree ---- */
 
+/* Rank 0's bytes to every rank down the same binomial tree, by the comm's send and recv
+ * (whose receives give the processor away while they wait, unlike a spinning
+ * MPI_Bcast): *buf malloc'ed on the others (NULL, 0 when rank 0 had none). */
+static void tree_bcast(const pw_compact_comm *c, char **buf, size_t *n)
+{
+    int r = c->rank, top = 0;
+    if (r) {
+        c->recv(r & (r - 1), buf, n); /* the parent: r without its lowest bit */
+        top = __builtin_ctz((unsigned)r);
+    } else {
+        while ((1 << top) < c->size)
+            top++;
+    }
+    for (int j = top - 1; j >= 0; j--) /* the largest subtree first */
+        if (r + (1 << j) < c->size)
+            c->send(r + (1 << j), *buf, *buf ? *n : 0);
+}
+
+/* Every rank's k int64 to rank 0 up the tree, in rank order: all[r * k + i] on rank 0.
+ * A rank holds those of its subtree (at most 2^j ranks' at level j). */
+static void tree_gather(const pw_compact_comm *c, const int64_t *mine, int k, int64_t *all)
+{
+    int r = c->rank;
+    size_t span = r ? (size_t)(r & -r) : (size_t)c->size, row = (size_t)k * 8;
+    if (span > (size_t)(c->size - r))
+        span = (size_t)(c->size - r);
+    int64_t *held = r ? calloc(span, row) : all;
+    if (held)
+        memcpy(held, mine, row);
+    for (int j = 0; (1 << j) < c->size; j++) {
+        if (r & (1 << j)) {
+            c->send(r - (1 << j), held, held ? span * row : 0);
+            break;
+        }
+        int child = r + (1 << j);
+        if (child >= c->size)
+            continue;
+        char *b = NULL;
+        size_t n = 0, want = (size_t)(1 << j);
+        if (want > (size_t)(c->size - child))
+            want = (size_t)(c->size - child);
+        c->recv(child, &b, &n);
+        if (held && b && n == want * row) /* a subtree without memory: its zeros stay */
+            memcpy((char *)held + (size_t)(1 << j) * row, b, n);
+        free(b);
+    }
+    if (r)
+        free(held);
+}
+
 int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *path)
 {
     sum own = {0}, mine = {0};
@@ -705,7 +755,7 @@ int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *p
             }
         }
     }
-    c->bcast(&tb, &tn);
+    tree_bcast(c, &tb, &tn);
     sum t = {0};
     int k = 0;
     int64_t vals[PW_COMPACT_TOP_NODES] = {0};
@@ -729,7 +779,7 @@ int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *p
     free(t.ids);
     int64_t *all = c->rank == 0 && k ? calloc((size_t)c->size * (size_t)k, 8) : NULL;
     if (k)
-        c->gather(vals, k, all);
+        tree_gather(c, vals, k, all);
     int rc = 0;
     if (c->rank == 0) {
         rc = -1;

@@ -17,10 +17,6 @@ typedef struct pw_compact_comm {
      * *buf (NULL, 0 when the peer had none) */
     void (*send)(int to, const void *p, size_t n);
     void (*recv)(int from, char **buf, size_t *n);
-    /* rank 0's bytes to every rank: *buf malloc'ed on the others */
-    void (*bcast)(char **buf, size_t *n);
-    /* each rank's k int64 to rank 0, rank after rank, into all (rank 0: size * k) */
-    void (*gather)(const int64_t *mine, int k, int64_t *all);
 } pw_compact_comm;
 
 /* Reduce every rank's call-site statistics (its pw_local) up a binomial tree of
