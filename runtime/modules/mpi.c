@@ -1356,14 +1356,19 @@ static int gather(const void *mine, size_t n, char **all, int **lens)
 }
 
 /* pw_compact_comm's exchanges (mpi_compact.h), on the runtime's communicator: a message's
- * length first, then its bytes. */
+ * length, the receiver's answer whether it has the memory for it, then its bytes (a
+ * receiver out of memory loses that subtree's data, and nobody waits for ever). */
 #define COMPACT_TAG 7932
 
 static void compact_send(int to, const void *p, size_t n)
 {
     int64_t len = n <= INT32_MAX ? (int64_t)n : 0;
+    int32_t room = 0;
     pmpi.Send(&len, 8, pre.byte, to, COMPACT_TAG, st.comm);
-    if (len)
+    if (!len)
+        return;
+    recv_yielding(&room, 4, to, COMPACT_TAG);
+    if (room)
         pmpi.Send(p, (int)len, pre.byte, to, COMPACT_TAG, st.comm);
 }
 
@@ -1375,23 +1380,14 @@ static void compact_recv(int from, char **buf, size_t *n)
     *n = 0;
     if (len <= 0)
         return;
-    char *b = malloc((size_t)len), sink[4096];
-    if (b) {
-        recv_yielding(b, (int)len, from, COMPACT_TAG);
-        *buf = b;
-        *n = (size_t)len;
-    } else { /* the message must still be taken: in pieces that fit, dropped */
-        MPI_Status status;
-        static int (*probe)(int, int, MPI_Comm, MPI_Status *);
-        if (!probe)
-            probe = (int (*)(int, int, MPI_Comm, MPI_Status *))pw_mpi_real("PMPI_Probe");
-        probe(from, COMPACT_TAG, st.comm, &status);
-        int count = 0;
-        pmpi.Get_count(&status, pre.byte, &count);
-        char *tmp = malloc(count > 0 ? (size_t)count : 1);
-        recv_yielding(tmp ? tmp : sink, tmp ? count : 0, from, COMPACT_TAG);
-        free(tmp);
-    }
+    char *b = malloc((size_t)len);
+    int32_t room = b != NULL;
+    pmpi.Send(&room, 4, pre.byte, from, COMPACT_TAG, st.comm);
+    if (!b)
+        return;
+    recv_yielding(b, (int)len, from, COMPACT_TAG);
+    *buf = b;
+    *n = (size_t)len;
 }
 
 void pw_mpi_finalize_begin(int fn, void *ra)
