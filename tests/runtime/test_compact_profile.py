@@ -102,3 +102,22 @@ def test_compact_only_above_threshold(mpi, build, run_pw):
     assert 0 < c["mpi_s"] <= c["app_s"]
     text = r.text_report()
     assert "MPI call sites by time" in text and "compact profile only" in text
+
+
+def test_compact_sums_a_ranks_threads(mpi, build, run_pw):
+    """threads.c, MPI_THREAD_MULTIPLE: two threads of each rank call MPI_Allreduce 10 times
+    and MPI_Comm_rank 50 times from one call site each; the compact profile's node holds
+    each rank's both threads: 20 and 100 calls on every rank (min = max, argmin = argmax =
+    rank 0, the lowest), the same bytes as from profile.pwprof."""
+    prog = build(mpi, "threads.c", extra=("-pthread",))
+    r = run_pw(mpi.launch(3) + [prog])
+    raw = (r.exp / "profile.pwcompact").read_bytes()
+    c = rd.decode(raw, "profile.pwcompact")
+    assert raw == rd.of_profile(read_profile(r.exp / "profile.pwprof"), c.header["codec"])
+    calls = c.node_stats("calls")
+    for name, want in (("MPI_Allreduce", 20), ("MPI_Comm_rank", 100)):
+        (rows,) = np.nonzero([c.functions[f] == name for f in c.nodes["fn"]])
+        assert len(rows) == 1, name  # one call site, the threads' rows summed
+        st = calls[rows[0]]
+        assert (st["n"], st["min"], st["max"], st["sum"]) == (3, want, want, 3 * want), name
+        assert (st["argmin"], st["argmax"], st["m2"]) == (0, 0, 0.0), name
