@@ -197,6 +197,20 @@ class Experiment:
             df[k] = sites[k]
         return df
 
+    def mpi_compact_callsites(self, top=None):
+        """The compact profile's MPI call sites (profile.pwcompact: every MPI run's, the only
+        MPI profile above --full-profile-ranks), by time: function, where, ranks (that
+        called it), calls, time_s and the statistics over those ranks: min_s, mean_s,
+        max_s, argmin, argmax, std_s, median_s and p90_s (from a sketch, within
+        sketch_relative_error), imbalance (max / mean). NoData without the file."""
+        from perfweave.analysis.compact import analyze
+
+        p = self._exp.compact
+        if p is None:
+            raise NoData(f"{self.path}: no compact profile (profile.pwcompact)")
+        c = analyze(p, top=top or len(p.nodes))
+        return pd.DataFrame(c["callsites"])
+
     def message_sizes(self):
         """Message-size histogram: function, bucket, min_bytes, max_bytes (<NA>: open
         ended), calls, bytes, time_s."""

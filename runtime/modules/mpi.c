@@ -22,6 +22,7 @@
 #include <mpi.h>
 #include "pw_mpi_fn.h"
 #include "modules/io.h"
+#include "modules/mpi_compact.h"
 #include "modules/pw_mpi.h"
 
 #ifndef PW_MPI_FLAVOR
@@ -1354,6 +1355,41 @@ static int gather(const void *mine, size_t n, char **all, int **lens)
     return ok ? 0 : -1;
 }
 
+/* pw_compact_comm's exchanges (mpi_compact.h), on the runtime's communicator: a message's
+ * length, the receiver's answer whether it has the memory for it, then its bytes (a
+ * receiver out of memory loses that subtree's data, and nobody waits for ever). */
+#define COMPACT_TAG 7932
+
+static void compact_send(int to, const void *p, size_t n)
+{
+    int64_t len = n <= INT32_MAX ? (int64_t)n : 0;
+    int32_t room = 0;
+    pmpi.Send(&len, 8, pre.byte, to, COMPACT_TAG, st.comm);
+    if (!len)
+        return;
+    recv_yielding(&room, 4, to, COMPACT_TAG);
+    if (room)
+        pmpi.Send(p, (int)len, pre.byte, to, COMPACT_TAG, st.comm);
+}
+
+static void compact_recv(int from, char **buf, size_t *n)
+{
+    int64_t len = 0;
+    recv_yielding(&len, 8, from, COMPACT_TAG);
+    *buf = NULL;
+    *n = 0;
+    if (len <= 0)
+        return;
+    char *b = malloc((size_t)len);
+    int32_t room = b != NULL;
+    pmpi.Send(&room, 4, pre.byte, from, COMPACT_TAG, st.comm);
+    if (!b)
+        return;
+    recv_yielding(b, (int)len, from, COMPACT_TAG);
+    *buf = b;
+    *n = (size_t)len;
+}
+
 void pw_mpi_finalize_begin(int fn, void *ra)
 {
     (void)fn;
@@ -1377,18 +1413,32 @@ void pw_mpi_finalize_begin(int fn, void *ra)
     pw_local l;
     size_t len = 0;
     char *blob = NULL;
-    if (build_local(&l, PW_STATE_COMPLETE, st.t_fini_enter) == 0) {
+    /* above --full-profile-ranks ranks rank 0 gathers nobody's call sites: the compact
+     * profile, reduced up a tree in bounded memory, is the profile (docs/format.md) */
+    int full = (int64_t)st.size <= pw_opt.full_profile_ranks;
+    int built = build_local(&l, PW_STATE_COMPLETE, st.t_fini_enter) == 0;
+    if (built && full)
         blob = blob_pack(&l, &len);
-        pw_local_free(&l);
-    }
     /* the rank's data is in its blob, on its way to rank 0: its tables file goes now, so
      * that on a nearly full disk its space is the profile's (before the gather, so that
      * every rank's is free when rank 0 has them all and writes); without a blob (no
      * memory) the file stays, the rank's data */
-    pw_tables_done(PW_STATE_COMPLETE, blob != NULL);
+    pw_tables_done(PW_STATE_COMPLETE, full ? blob != NULL : built);
+    char cpath[4200];
+    pw_compact_comm cc = {st.rank, st.size, compact_send, compact_recv};
+    if (pw_experiment_path(cpath, sizeof cpath, "profile.pwcompact") != 0)
+        cpath[0] = 0;
+    int64_t t_compact = pw_now();
+    pw_compact_reduce(built ? &l : NULL, &cc, cpath);
+    if (st.rank == 0)
+        pw_debug("compact profile of %d ranks reduced and written in %ld us", st.size,
+                 (long)((pw_now() - t_compact) / 1000));
+    if (built)
+        pw_local_free(&l);
     int *lens = NULL;
     char *all = NULL;
-    gather(blob, blob ? len : 0, &all, &lens);
+    if (full)
+        gather(blob, blob ? len : 0, &all, &lens);
     if (st.rank == 0 && all && lens) {
         /* drop empty contributions (a rank out of memory) */
         int n = 0;

@@ -20,6 +20,7 @@ from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile, state_name
 from perfweave.dtypes import COUNT_DTYPE, HIST_BUCKETS
 from perfweave.readers.files import short, check, read_json
+from perfweave.readers.compact import NAME as COMPACT_NAME
 from perfweave.readers.profile import read_profile
 from perfweave.readers.recorded import rank_ranges
 from perfweave.readers.table_description import unsaved
@@ -297,6 +298,19 @@ def open_experiment(path, reduced_content=None):
             # finalize, with what reading the trace noted (the runtime's: false, none)
             partial = reduced_header.get("partial", False)
             profile.notes.extend(reduced_header.get("notes", []))
+    elif os.path.lexists(path / COMPACT_NAME) and not partial_files:
+        # above --full-profile-ranks the runtime writes the compact profile alone: no
+        # per-rank rows (the report's compact section shows its rank statistics)
+        profile, partial = Profile.from_literal([], [], [], objects=(), hosts=()), False
+        why = (
+            "profile.pwprof could not be written"
+            if any(u["file"] == "profile.pwprof" for u in unwritten)
+            else "the job had more ranks than --full-profile-ranks"
+        )
+        profile.notes.append(
+            f"compact profile only ({why}): MPI call sites with rank statistics; per-rank "
+            "tables are not available"
+        )
     elif processes is not None and not partial_files and meta.get("state") != "empty":
         # a program without MPI: its process rows are the profile (in an MPI run that
         # perfweave run found empty, they are the launch's helpers: no profile)

@@ -11,7 +11,7 @@ import os
 import re
 
 from perfweave.errors import FormatError
-from perfweave.readers.files import read_bytes, read_json
+from perfweave.readers.files import parse_json, read_bytes, read_json, read_line
 from perfweave.readers.profile_header import read_header
 from perfweave.readers.table_description import unsaved
 from perfweave.writing import read_unwritten
@@ -21,7 +21,7 @@ class Recorded:
     """What the processes of a run left in its experiment (recorded)."""
 
     def __init__(self):
-        self.complete = False  # profile.pwprof: every rank reached MPI_Finalize
+        self.complete = False  # profile.pwprof or .pwcompact: every rank reached MPI_Finalize
         self.ranks = set()  # ranks with data of their own (a killed rank's: its tables)
         self.world_size = 0  # MPI_COMM_WORLD's size as those ranks recorded it
         self.processes = 0  # processes without MPI that saved a profile (procs/) or tables
@@ -43,7 +43,13 @@ def recorded(path):
         d = os.path.join(path, sub)
         if os.path.isdir(d):
             names += [f"{sub}/{name}" for name in os.listdir(d)]
-    rec.complete = os.path.exists(os.path.join(path, "profile.pwprof")) or "profile.pwprof" in names
+    # every rank reached MPI_Finalize: the reduced profile, or above --full-profile-ranks
+    # the compact one alone (written, or marked)
+    full = [n for n in ("profile.pwprof", "profile.pwcompact") if n in names]
+    full += [
+        n for n in ("profile.pwprof", "profile.pwcompact") if os.path.exists(os.path.join(path, n))
+    ]
+    rec.complete = bool(full)
     for name in names:
         m = _RANK_FILE.match(name)
         if m:
@@ -58,8 +64,7 @@ def recorded(path):
         or n.startswith("traces/")
         and n.endswith(".json")
     ]
-    if rec.complete:
-        sizes.append(_world_size(os.path.join(path, "profile.pwprof")))
+    sizes += [_world_size(os.path.join(path, n)) for n in full]
     for found in unsaved(path):
         if isinstance(found, tuple):  # a process killed before it saved: its tables
             doc = found[1]
@@ -122,9 +127,15 @@ def _activity_rank(f):
 
 
 def _world_size(f):
-    """MPI_COMM_WORLD's size in a profile header or trace JSON (0: unreadable)."""
+    """MPI_COMM_WORLD's size in a profile's or compact profile's header or a trace JSON (0:
+    unreadable)."""
     try:
-        doc = read_header(f) if f.endswith(".pwprof") else read_json(f, "trace description")
+        if f.endswith(".pwprof"):
+            doc = read_header(f)
+        elif f.endswith(".pwcompact"):  # its first line, JSON (readers/compact.py)
+            doc = parse_json(read_line(f), f, "compact profile header")
+        else:
+            doc = read_json(f, "trace description")
     except (FormatError, FileNotFoundError):
         return 0
     size = doc.get("world_size")

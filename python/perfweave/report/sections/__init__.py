@@ -15,6 +15,7 @@ NAMES = [
     "advice",  # what to change, from all the sections' data
     "samples",  # where the time goes: call tree, lines, activity over time
     "mpi_profile",  # MPI time per rank, balance, functions, call sites, counters
+    "compact",  # the compact profile's MPI call sites, when it is the only MPI profile
     "wait_states",  # perfweave analyze's wait states
     "pop",  # the POP factors of a traced run (perfweave pop)
     "message_sizes",  # the MPI profile's message sizes

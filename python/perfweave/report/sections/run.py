@@ -111,6 +111,10 @@ class Run(Section):
                 out += wrap_line("region", f"of interest: {roi}", width)
             if startup := summary.startup(data):
                 out += wrap_line("start-up", startup, width)
+        elif data.get("compact"):
+            out.append(
+                f"  ranks      {data['compact']['ranks']} (compact profile: see its section)"
+            )
         else:
             out.append("  MPI        not used (one process without MPI)")
         out.append(

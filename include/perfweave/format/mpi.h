@@ -1,0 +1,93 @@
+/*
+ * The MPI module's part of the experiment format (runtime/modules/mpi.c; the vocabulary:
+ * include/perfweave/format.h): the compact profile, profile.pwcompact.
+ *
+ * The full profile (profile.pwprof) holds one record per (rank, call site): rank 0 needs
+ * O(ranks) memory to write it. The compact profile holds, per call-tree node (a function
+ * at a call site, with its caller frames) and metric, the statistics over the ranks that
+ * called it (count of ranks, min, max, sum, mean, sum of squared deviations, argmin,
+ * argmax), a mergeable log-bucket sketch of the node's time per rank, and the per-rank
+ * times of the top nodes only. Every part merges exactly (sums, min/max with the lowest
+ * rank on ties, Chan's parallel formula for mean and deviations, sketch counts added), so
+ * the ranks reduce it up a binomial tree (docs/format.md "Compact profile").
+ *
+ * Layout: one line of JSON (padded with spaces to a multiple of 64 bytes, newline
+ * included), stored_bytes bytes (the arrays, data_bytes bytes back to back, through the
+ * header's codec: "zlib" or "none"), then the end marker PWEND\n\n\n.
+ */
+#ifndef PERFWEAVE_FORMAT_MPI_H
+#define PERFWEAVE_FORMAT_MPI_H
+
+#include "perfweave/format.h"
+
+#define PW_COMPACT_VERSION 1
+#define PW_COMPACT_MAGIC "perfweave-compact-profile"
+
+/* The sketch's bucket of a value x >= 0 (an integer, ns): x itself below 2^SUB_BITS, else
+ * (e - SUB_BITS + 1) << SUB_BITS | the SUB_BITS bits after x's leading one, e =
+ * floor(log2 x). A bucket spans [lo, lo + 2^(e - SUB_BITS)) with lo >= 2^e, so its
+ * midpoint is within 2^-(SUB_BITS + 1) (1/32 with 4) of every value in it, relatively. */
+#define PW_COMPACT_SUB_BITS 4
+/* Nodes whose per-rank times are kept (the top by total time): 8 x 12 288 ranks cost
+ * about 390 KB compressed (docs/performance.md "Compact profiles at scale"). */
+#define PW_COMPACT_TOP_NODES 8
+
+/* clang-format off */
+/* The statistics' metrics: node metrics first (per call site), then rank metrics (a row
+ * with node -1: one value per rank). */
+#define PW_COMPACT_METRICS(X)                                                              \
+    X(CALLS, 0, "calls")                                                                   \
+    X(TIME, 1, "time_ns")                                                                  \
+    X(SENT, 2, "bytes_sent")                                                               \
+    X(RECV, 3, "bytes_recv")                                                               \
+    X(APP, 4, "app_ns")       /* rank: MPI_Init left .. MPI_Finalize entered */            \
+    X(MPI, 5, "mpi_ns")       /* rank: time in MPI calls, Init and Finalize excluded */
+#define PW_COMPACT_NODE_METRICS 4
+#define PW_COMPACT_METRIC_ENUM(name, value, str) PW_COMPACT_##name = value,
+enum pw_compact_metric { PW_COMPACT_METRICS(PW_COMPACT_METRIC_ENUM) };
+#undef PW_COMPACT_METRIC_ENUM
+
+/* One per call-tree node, sorted by (fn, object, offset, frames' (object, offset) outward,
+ * fewer frames first): objects index the header's "objects" (sorted by path, build-id). */
+#define PW_CNODE_FIELDS(X, A)                                                              \
+    X(int32_t, "<i4", fn)          /* index into header "functions" */                     \
+    X(int32_t, "<i4", object)      /* the call site's object, -1 unknown */                \
+    X(int32_t, "<i4", nframes)     /* caller frames in the frames array */                 \
+    X(int32_t, "<i4", sketch_len)  /* buckets of its sketch in sketch_counts */            \
+    X(int64_t, "<i8", offset)      /* return address - object load base */                 \
+    X(int64_t, "<i8", first_frame) /* index of its first frame, -1 without */              \
+    X(int64_t, "<i8", sketch_first) /* index of its first count in sketch_counts */        \
+    X(int32_t, "<i4", sketch_key0) /* bucket of its first count */                         \
+    X(int32_t, "<i4", pad)
+
+/* One per (node, node metric) and per rank metric (node -1), node-major. Over the n ranks
+ * that called the node (every rank for rank metrics): min, max, sum exact; mean and m2
+ * (sum of squared deviations from the mean: variance m2 / n) by Chan's formula up the
+ * tree; argmin, argmax the lowest rank holding the min, the max. */
+#define PW_CSTAT_FIELDS(X, A)                                                              \
+    X(int32_t, "<i4", node)                                                                \
+    X(int32_t, "<i4", metric)  /* PW_COMPACT_METRICS */                                    \
+    X(int32_t, "<i4", n)                                                                   \
+    X(int32_t, "<i4", argmin)                                                              \
+    X(int32_t, "<i4", argmax)                                                              \
+    X(int32_t, "<i4", pad)                                                                 \
+    X(int64_t, "<i8", min)                                                                 \
+    X(int64_t, "<i8", max)                                                                 \
+    X(int64_t, "<i8", sum)                                                                 \
+    X(double, "<f8", mean)                                                                 \
+    X(double, "<f8", m2)
+/* clang-format on */
+
+PW_RECORD_STRUCT(PW_CNODE_FIELDS, pw_cnode_rec)
+PW_RECORD_STRUCT(PW_CSTAT_FIELDS, pw_cstat_rec)
+
+#define PW_FORMAT_mpi(FILE, RECORD, NAMES, CODES, CONST, JSON)                                     \
+    FILE(compact, ".", PW_COMPACT_MAGIC, PW_COMPACT_VERSION)                                       \
+    RECORD(cnode, PW_CNODE_FIELDS, pw_cnode_rec)                                                   \
+    RECORD(cstat, PW_CSTAT_FIELDS, pw_cstat_rec)                                                   \
+    NAMES(compact_metrics, PW_COMPACT_METRICS)                                                     \
+    CONST(compact_node_metrics, PW_COMPACT_NODE_METRICS)                                           \
+    CONST(compact_sub_bits, PW_COMPACT_SUB_BITS)                                                   \
+    CONST(compact_top_nodes, PW_COMPACT_TOP_NODES)
+
+#endif
