@@ -186,6 +186,12 @@ def test_sampled_mpi_only_without_mpi_profile():
     assert "collectives" in a["text"] and "no MPI profile" in a["text"]
     # with an MPI profile, its own rules speak
     assert "sampled_mpi" not in by_rule(report(procs, mpi=True))
+    # above --full-profile-ranks only the compact profile was written: the samples still
+    # place the MPI time, and the advice says why it uses them
+    d = report(procs)
+    d["compact"] = {"ranks": 2}
+    [a] = by_rule(d)["sampled_mpi"]
+    assert "only the compact MPI profile was written" in a["text"]
     # 15 %: below the threshold (20 %)
     procs = [rank_samples(0, [(85, "compute", [0x100]), (15, "mpi_coll", [0x200])])]
     assert "sampled_mpi" not in by_rule(report(procs))

@@ -540,13 +540,20 @@ def rule_sampled_mpi(data):
         f"{_FAMILY.get(k[4:], k[4:])} {v:.0f} %"
         for k, v in sorted(fam.items(), key=lambda kv: -kv[1])
     )
+    # above --full-profile-ranks the compact profile has the MPI time per call site but no
+    # caller paths or families per rank: the samples still place it
+    why = (
+        "only the compact MPI profile was written"
+        if data.get("compact")
+        else "no MPI profile was written"
+    )
     return [
         {
             "rule": "sampled_mpi",
             "severity": pct,
             "text": f"MPI takes {pct:.0f} % {of} ({parts}), most called from "
-            f"{where}: communication-bound there (no MPI profile was written, so "
-            "these are the samples' numbers). What usually helps: "
+            f"{where}: communication-bound there ({why}, so these are the samples' "
+            "numbers). What usually helps: "
             f"{_HELP.get(top[4:], _HELP['other'])}.",
             "evidence": {"pct": pct, "families": fam},
         }
