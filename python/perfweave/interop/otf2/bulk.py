@@ -200,14 +200,11 @@ class Reading:
         self.table = None
         self.nevents = 0
 
-    def register(self, handle):
-        """Register otf2_read.c's callbacks (callbacks()) with the global event reader
-        handle; False, registering nothing, where callbacks() cannot."""
+    def register(self, handle, setters_which):
+        """Register otf2_read.c's callbacks with the global event reader handle
+        (setters_which: callbacks()'s answer, not None)."""
         from _otf2.Config import conf
 
-        setters_which = callbacks(self.lib, self._otf2)
-        if setters_which is None:
-            return False
         setters, which = setters_which
         new = conf.lib.OTF2_GlobalEvtReaderCallbacks_New
         new.restype, new.argtypes = _P, []
@@ -223,7 +220,6 @@ class Reading:
             delete(cbs)
         self.slots = _slots(self._otf2)
         self.handle = h
-        return True
 
     def _check(self, rc):
         if rc:

@@ -1,17 +1,19 @@
 """OTF2 import: import_archive turns an OTF2 archive (Score-P's, or one written by
 export) into an experiment that `perfweave analyze` reads. _Importer reads the
 archive's definitions (ranks and threads of its locations, regions, communicators,
-windows, groups, perfweave's attributes) and all its events into one table sorted by
-location (bulk.Reading, the C callbacks of libperfweave-otf2.so; collector.Collector
-where that is not built), makes each location's records (records.thread_records) and
-each rank's description a rank at a time as it writes the experiment directory: its
-traces, experiment.json and the profile of those traces (interop/profile.py)."""
+windows, groups, perfweave's attributes), then its events a rank's locations at a time
+into a table sorted by location (bulk.Reading, the C callbacks of libperfweave-otf2.so),
+each rank's put aside on disk with what the ranks' records need of all of them (regions
+entered, events per location), so that memory holds one rank's events; or all at once
+through collector.Collector where libperfweave-otf2.so is not built. It makes each
+location's records (records.thread_records) and each rank's description a rank at a
+time as it writes the experiment directory: its traces, experiment.json and the profile
+of those traces (interop/profile.py)."""
 
 import datetime as _dt
 import json
 import os
 import pickle
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -114,7 +116,8 @@ def _blocks(loc):
     return loc[first], first, np.r_[first[1:], len(loc)].astype(first.dtype)
 
 
-_COLUMNS = ("loc", "time", "kind", "attr", *"abcdef")
+_COLUMNS = ("loc", "time", "kind", "attr", *"abcdef")  # of a table of events
+_DTYPES = {k: np.int64 if len(k) > 1 else np.uint64 for k in _COLUMNS}
 
 
 def _distinct(refs):
@@ -280,12 +283,9 @@ class _Importer:
         self.entered = set()  # regions entered or left on the threads of ranks
         self.window_times = {}  # region -> (Enter times, Leave times) (_window_mark)
         lib = bulk_reader()
-        if (
-            lib is not None
-            and len(set(self.attr_names.values())) <= 32
-            and callbacks(lib, self._otf2) is not None
-        ):
-            self._read_groups(lib)
+        cbs = callbacks(lib, self._otf2) if lib is not None else None
+        if cbs is not None and len(set(self.attr_names.values())) <= 32:
+            self._read_groups(lib, cbs)
             return
         self._read_each(self.reader._get_global_evt_reader_handle(None))
 
@@ -302,7 +302,7 @@ class _Importer:
             sorted(v) for _, v in sorted(other.items())
         ]
 
-    def _read_groups(self, lib):
+    def _read_groups(self, lib, cbs):
         """The callbacks in C (otf2_read.c), a group of locations (_groups) at a time:
         a global event reader over that group's local event readers, its table made,
         summed up and put aside on disk (_add_part) before the next group is read, so
@@ -349,7 +349,7 @@ class _Importer:
                         self.flush_regions,
                         {ref: blocks.get(ref, 0) for ref in refs},
                     )
-                    rd.register(g)
+                    rd.register(g, cbs)
                     rd.read()
                 finally:
                     _otf2.Reader_CloseGlobalEvtReader(h, g)
@@ -426,13 +426,13 @@ class _Importer:
         for loc in ids.tolist():
             self.part_of[self.loc_rank[loc]] = i
         if spill:
-            d = Path(self.spill.name) / str(i)
-            d.mkdir()
-            for k, v in tab.items():
-                np.save(d / f"{k}.npy", v)
-            with open(d / "attrs.pickle", "wb") as f:
-                pickle.dump(attrs, f, pickle.HIGHEST_PROTOCOL)
-            self.parts.append(d)
+            # one file a part: its columns one after the other, then its attributes
+            f = Path(self.spill.name) / f"{i}.table"
+            with open(f, "wb") as out:
+                for k in _COLUMNS:
+                    tab[k].tofile(out)
+                pickle.dump(attrs, out, pickle.HIGHEST_PROTOCOL)
+            self.parts.append((f, len(tab["loc"])))
         else:
             self.parts.append((tab, attrs))
 
@@ -447,14 +447,13 @@ class _Importer:
     def _load(self, i):
         """Part i of the events (_add_part) as self.tab and self.attrs; per_rank: the
         slices of each of its ranks' threads."""
-        part = self.parts[i]
-        if isinstance(part, Path):
-            tab = {k: np.load(part / f"{k}.npy") for k in _COLUMNS}
-            with open(part / "attrs.pickle", "rb") as f:
-                attrs = pickle.load(f)
-            shutil.rmtree(part)
-        else:
-            tab, attrs = part
+        tab, attrs = self.parts[i]
+        if isinstance(tab, Path):
+            f, n = tab, attrs
+            with open(f, "rb") as src:
+                tab = {k: np.fromfile(src, _DTYPES[k], n) for k in _COLUMNS}
+                attrs = pickle.load(src)
+            f.unlink()
         self.parts[i] = None
         ids, first, end = _blocks(tab["loc"])
         per_rank = {}
