@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from perfweave.errors import PerfweaveError
 from perfweave.interop import otf2 as pw_otf2
 from perfweave.interop.otf2 import bulk, importer
 from test_interop import SHARED, bench_tracegen, rank0, rank1, rank2, write_experiment, write_hybrid
@@ -32,6 +33,8 @@ def both(anchor, tmp_path, monkeypatch, name="x"):
         py = tmp_path / f"{name}-py"
         spy = pw_otf2.import_archive(anchor, py)
     bulk.bulk_reader.cache_clear()
+    # the tables put aside beside the experiment are gone
+    assert not list(tmp_path.glob(".perfweave-otf2.*"))
     return (c, sc), (py, spy)
 
 
@@ -178,6 +181,27 @@ def test_memory_is_one_ranks_not_the_archives(tmp_path, monkeypatch):
     for k in ("read", "write"):
         assert p16[k] <= 1.25 * p4[k] + (1 << 20), (k, p4, p16)
         assert p16[k] < archive / 3, (k, p16, archive)
+
+
+def test_no_room_for_the_tables_aside(tmp_path, monkeypatch):
+    """A disk that fills while a rank's table is put aside: one line that says where, not
+    that the archive is unreadable, and nothing left behind."""
+    import errno
+
+    tg = bench_tracegen()
+    tg.write(tmp_path / "ring", 2, 2 * 50 * tg.PER_ITER)
+    anchor = Path(pw_otf2.export(tmp_path / "ring", tmp_path / "otf2" / "traces.otf2")["anchor"])
+    bulk.bulk_reader.cache_clear()
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(importer.pickle, "dump", full)
+    out = tmp_path / "out" / "x"
+    out.parent.mkdir()
+    with pytest.raises(PerfweaveError, match=r"out: cannot put the events read aside: No space"):
+        pw_otf2.import_archive(anchor, out)
+    assert not any(out.parent.iterdir())
 
 
 def test_more_event_kinds_than_counters(tmp_path, monkeypatch):

@@ -316,7 +316,13 @@ class _Importer:
         blocks = self.loc_events
         if self.announced > room:
             blocks = dict.fromkeys(blocks, 0)
-        self.spill = tempfile.TemporaryDirectory(prefix=".perfweave-otf2.", dir=self.spill_dir)
+        try:
+            self.spill = tempfile.TemporaryDirectory(prefix=".perfweave-otf2.", dir=self.spill_dir)
+        except OSError as e:
+            where = self.spill_dir or tempfile.gettempdir()
+            raise PerfweaveError(
+                f"{where}: cannot put the events read aside: {e.strerror}"
+            ) from None
         for loc in self.reader._locations:
             _otf2.Reader_SelectLocation(h, loc._ref)
         # as the otf2 package opens them (OTF2's examples): an archive may have no local
@@ -428,10 +434,16 @@ class _Importer:
         if spill:
             # one file a part: its columns one after the other, then its attributes
             f = Path(self.spill.name) / f"{i}.table"
-            with open(f, "wb") as out:
-                for k in _COLUMNS:
-                    tab[k].tofile(out)
-                pickle.dump(attrs, out, pickle.HIGHEST_PROTOCOL)
+            try:
+                with open(f, "wb") as out:
+                    for k in _COLUMNS:
+                        tab[k].tofile(out)
+                    pickle.dump(attrs, out, pickle.HIGHEST_PROTOCOL)
+            except OSError as e:  # a full disk: not the archive's fault
+                raise PerfweaveError(
+                    f"{Path(self.spill.name).parent}: cannot put the events read aside: "
+                    f"{e.strerror}"
+                ) from None
             self.parts.append((f, len(tab["loc"])))
         else:
             self.parts.append((tab, attrs))
