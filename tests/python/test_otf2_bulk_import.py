@@ -184,8 +184,9 @@ def test_memory_is_one_ranks_not_the_archives(tmp_path, monkeypatch):
 
 
 def test_no_room_for_the_tables_aside(tmp_path, monkeypatch):
-    """A disk that fills while a rank's table is put aside: one line that says where, not
-    that the archive is unreadable, and nothing left behind."""
+    """A disk that fills while a rank's table is put aside: the line of a full disk under
+    the experiment (as writing it says), not that the archive is unreadable, and nothing
+    left behind."""
     import errno
 
     tg = bench_tracegen()
@@ -199,7 +200,7 @@ def test_no_room_for_the_tables_aside(tmp_path, monkeypatch):
     monkeypatch.setattr(importer.pickle, "dump", full)
     out = tmp_path / "out" / "x"
     out.parent.mkdir()
-    with pytest.raises(PerfweaveError, match=r"out: cannot put the events read aside: No space"):
+    with pytest.raises(PerfweaveError, match=r"out/x: cannot write: No space left"):
         pw_otf2.import_archive(anchor, out)
     assert not any(out.parent.iterdir())
 

@@ -78,7 +78,7 @@ def import_archive(archive, out):
                 imp.creator = _otf2.Reader_GetCreator(reader.handle) or ""
                 # the tables read wait beside the experiment, not in a /tmp that may be
                 # in memory
-                parent = out.resolve().parent
+                imp.out, parent = out, out.resolve().parent
                 imp.spill_dir = str(parent) if parent.is_dir() else None
                 imp.read()
             finally:
@@ -146,7 +146,8 @@ class _Importer:
         self.otf2, self._otf2, self.reader, self.anchor = otf2, _otf2, reader, anchor
         self.notes = []
         self.creator = ""  # the archive's creator (Score-P x.y, perfweave ...)
-        self.spill_dir = None  # where the tables read wait (_add_part)
+        self.out = None  # the experiment directory to be
+        self.spill_dir = None  # where the tables read wait (_add_part): beside out
         self.spill = None
 
     # ---- definitions ----
@@ -319,10 +320,7 @@ class _Importer:
         try:
             self.spill = tempfile.TemporaryDirectory(prefix=".perfweave-otf2.", dir=self.spill_dir)
         except OSError as e:
-            where = self.spill_dir or tempfile.gettempdir()
-            raise PerfweaveError(
-                f"{where}: cannot put the events read aside: {e.strerror}"
-            ) from None
+            raise PerfweaveError(f"{self.out}: cannot write: {e.strerror}") from None
         for loc in self.reader._locations:
             _otf2.Reader_SelectLocation(h, loc._ref)
         # as the otf2 package opens them (OTF2's examples): an archive may have no local
@@ -439,11 +437,8 @@ class _Importer:
                     for k in _COLUMNS:
                         tab[k].tofile(out)
                     pickle.dump(attrs, out, pickle.HIGHEST_PROTOCOL)
-            except OSError as e:  # a full disk: not the archive's fault
-                raise PerfweaveError(
-                    f"{Path(self.spill.name).parent}: cannot put the events read aside: "
-                    f"{e.strerror}"
-                ) from None
+            except OSError as e:  # a full disk: as writing the experiment would say
+                raise PerfweaveError(f"{self.out}: cannot write: {e.strerror}") from None
             self.parts.append((f, len(tab["loc"])))
         else:
             self.parts.append((tab, attrs))
