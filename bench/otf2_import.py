@@ -11,19 +11,20 @@ On
   1. the public Score-P traces of tests/data/otf2 (best of --repeat imports, alternating);
   2. archives that perfweave exports from generated experiments (bench/tracegen.py: a ring
      halo exchange, MPI_Allreduce and MPI_Barrier, 26 OTF2 events per rank and step), of
-     --events events each (default 4 M and 50 M), on --ranks ranks (default 64). The old
+     --events events each (default 4 M, about a minute in all; --events 4000000,50000000
+     for the large one too), on --ranks ranks (default 64). The old
      path runs only on archives of at most --old-max events (default 4 M): it takes about
      a microsecond and a half and some 300 bytes per event (a Python tuple per event,
      then the table), so 50 M events would take minutes and more memory than the
      development machine has to spare.
 
-Each import runs in a child process (fork): its peak resident memory above the parent's
-(ru_maxrss of the child less the parent's) is the import's memory. Whether both paths
+Each import runs in a child process (fork): its peak resident memory above what it
+started with (VmHWM, reset at the start, less VmRSS) is the import's memory. Whether both paths
 made the same experiment is checked file by file. The generated archives are written
 under --tmp (default: a new directory in /tmp, removed at the end unless --keep).
 
-  .venv/bin/python bench/otf2_import.py [--events 4000000,50000000] [--ranks 64]
-      [--old-max 4000000] [--repeat 3] [--tmp DIR] [--keep]
+  .venv/bin/python bench/otf2_import.py [--events 4000000] [--ranks 64]
+      [--old-max 4000000] [--repeat 3] [--old-repeat 1] [--tmp DIR] [--keep]
 """
 
 import argparse
@@ -53,30 +54,58 @@ def _self_rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _status(field):
+    """A field of /proc/self/status in bytes (VmRSS, VmHWM), or None."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak():
+    """Reset the process's peak RSS (VmHWM) to its RSS now (Linux 4.0+); False where it
+    cannot."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
 def in_child(fn):
-    """fn() in a forked child: (its result, seconds, peak RSS in bytes above the parent's,
-    CPU seconds: user and system, which the machine's load changes less than seconds)."""
+    """fn() in a forked child: (its result, seconds, peak RSS in bytes above the RSS it
+    started with, CPU seconds: user and system, which the machine's load changes less than
+    seconds). The peak is the child's own, its VmHWM reset at the start: the parent's peak
+    (the generation of an archive) would otherwise hide a smaller one; without that, the
+    child's ru_maxrss above the parent's."""
     r, w = os.pipe()
     base = _self_rss()
     pid = os.fork()
     if pid == 0:  # the child
         os.close(r)
         try:
+            own = _reset_peak() and _status("VmRSS")
             t0 = time.perf_counter()
             out = fn()
-            msg = (out, time.perf_counter() - t0, None)
+            hwm = _status("VmHWM") if own else None
+            msg = (out, time.perf_counter() - t0, None, hwm - own if hwm else None)
         except BaseException as e:  # reported by the parent
-            msg = (None, 0.0, repr(e))
+            msg = (None, 0.0, repr(e), None)
         with os.fdopen(w, "wb") as f:
             pickle.dump(msg, f)
         os._exit(0)
     os.close(w)
     with os.fdopen(r, "rb") as f:
-        out, sec, err = pickle.load(f)
+        out, sec, err, peak = pickle.load(f)
     _, _, ru = os.wait4(pid, 0)
     if err:
         raise RuntimeError(f"the import failed: {err}")
-    return out, sec, max(ru.ru_maxrss * 1024 - base, 0), ru.ru_utime + ru.ru_stime
+    if peak is None:
+        peak = max(ru.ru_maxrss * 1024 - base, 0)
+    return out, sec, peak, ru.ru_utime + ru.ru_stime
 
 
 def import_with(path, anchor, out):
@@ -114,13 +143,15 @@ def mib(n):
     return f"{n / 2**20:7.0f}"
 
 
-def compare(name, anchor, tmp, repeat, old=True):
-    """Import anchor through both paths (repeat times each, alternating); prints a line per
-    path: events, best time, events/s, reading alone, peak memory."""
+def compare(name, anchor, tmp, repeat, old=None):
+    """Import anchor through both paths (repeat times the new one, old times the old one,
+    alternating; None: repeat); prints a line per path: events, best time, events/s,
+    reading alone, peak memory."""
     best = {}
     k = 0
-    for _ in range(repeat):
-        for path in ("c", "py") if old else ("c",):
+    old = repeat if old is None else old
+    for i in range(repeat):
+        for path in ("c", "py") if i < old else ("c",):
             k += 1
             out = tmp / f"{name}-{path}-{k}"
             s, sec, rss, cpu = import_with(path, anchor, out)
@@ -175,10 +206,12 @@ def generated(tmp, events, ranks):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--events", default="4000000,50000000")
+    ap.add_argument("--events", default="4000000")
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--old-max", type=int, default=4_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    # the old path takes 10 s on 4 M events: once keeps the default run near a minute
+    ap.add_argument("--old-repeat", type=int, default=1)
     ap.add_argument("--tmp", type=Path)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
@@ -206,10 +239,13 @@ def main():
             else:
                 print(f"  {name:24} missing ({anchor})")
         for events in (int(x) for x in args.events.split(",") if x):
-            print(f"\nGenerated archive of about {events:,} events, best of {args.repeat}")
+            print(
+                f"\nGenerated archive of about {events:,} events, best of {args.repeat} "
+                f"(old path: of {args.old_repeat})"
+            )
             anchor = generated(tmp, events, args.ranks)
             old = events <= args.old_max
-            compare(f"ring {events / 1e6:g} M", anchor, tmp, args.repeat, old)
+            compare(f"ring {events / 1e6:g} M", anchor, tmp, args.repeat, args.old_repeat * old)
             if not old:
                 print(f"  {'':24} old path not run: more than --old-max {args.old_max:,} events")
     finally:

@@ -8,9 +8,9 @@ counted), and where the definitions announce fewer events than the locations hol
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from perfweave.errors import PerfweaveError
 from perfweave.interop import otf2 as pw_otf2
 from perfweave.interop.otf2 import bulk, importer
 from test_interop import SHARED, bench_tracegen, rank0, rank1, rank2, write_experiment, write_hybrid
@@ -33,6 +33,8 @@ def both(anchor, tmp_path, monkeypatch, name="x"):
         py = tmp_path / f"{name}-py"
         spy = pw_otf2.import_archive(anchor, py)
     bulk.bulk_reader.cache_clear()
+    # the tables put aside beside the experiment are gone
+    assert not list(tmp_path.glob(".perfweave-otf2.*"))
     return (c, sc), (py, spy)
 
 
@@ -114,52 +116,93 @@ def test_locations_beyond_what_the_definitions_announce(tmp_path, monkeypatch):
             m.setattr(importer, "Reading", reading)
             out = tmp_path / f"shrunk-{len(list(tmp_path.glob('shrunk-*')))}"
             s = pw_otf2.import_archive(anchor, out)
-        assert sizes and sizes[0] == s["events"] > 4 * bulk.CHUNK
+        # a Reading of each rank's locations, the ranks' events all
+        assert len(sizes) == 4 and sum(sizes) == s["events"] > 4 * bulk.CHUNK
         assert_same((out, s), ref)
 
 
-def test_reading_keeps_a_chunk_not_the_trace(tmp_path, monkeypatch):
-    """The C path keeps the table (its columns) and one chunk; the Python path a tuple per
-    event besides. Peak memory of the read, by tracemalloc (numpy reports its buffers
-    there): a ring exchange of 4 x 2000 steps (about 200 000 events)."""
+def _import_peaks(tmp_path, monkeypatch, ranks, steps):
+    """Peak memory by tracemalloc (numpy reports its buffers there) of the read and of the
+    writing of the experiment, importing a ring exchange of ranks x steps; and the bytes of
+    each table read (a rank's)."""
     import tracemalloc
 
     tg = bench_tracegen()
-    exp = tmp_path / "ring"
-    tg.write(exp, 4, 4 * 2000 * tg.PER_ITER)
-    anchor = Path(pw_otf2.export(exp, tmp_path / "ring-otf2" / "traces.otf2")["anchor"])
-    peaks = {}
-    for path in ("c", "py"):
-        with monkeypatch.context() as m:
-            if path == "py":
-                m.setenv("PERFWEAVE_LIBDIR", str(tmp_path / "no-lib"))
-            bulk.bulk_reader.cache_clear()
-            seen = {}
-            real = importer._Importer.read
+    exp = tmp_path / f"ring-{ranks}"
+    tg.write(exp, ranks, ranks * steps * tg.PER_ITER)
+    anchor = Path(pw_otf2.export(exp, tmp_path / f"otf2-{ranks}" / "traces.otf2")["anchor"])
+    peaks, tables = {}, []
+    with monkeypatch.context() as m:
+        real_add = importer._Importer._add_part
 
-            def read(self, seen=seen, real=real):
+        def add_part(self, tab, *a, **k):
+            tables.append(sum(v.nbytes for v in tab.values()) if tab else 0)
+            return real_add(self, tab, *a, **k)
+
+        m.setattr(importer._Importer, "_add_part", add_part)
+        for name in ("read", "write"):
+            real = getattr(importer._Importer, name)
+
+            def peak(self, *a, real=real, name=name):
                 tracemalloc.start()
                 try:
-                    real(self)
-                    seen["peak"] = tracemalloc.get_traced_memory()[1]
-                    seen["events"] = self.nevents
-                    seen["kept"] = sum(v.nbytes for v in self.table.values())
+                    return real(self, *a)
                 finally:
+                    peaks[name] = tracemalloc.get_traced_memory()[1]
                     tracemalloc.stop()
 
-            m.setattr(importer._Importer, "read", read)
-            pw_otf2.import_archive(anchor, tmp_path / f"mem-{path}")
-        peaks[path] = seen
+            m.setattr(importer._Importer, name, peak)
+        s = pw_otf2.import_archive(anchor, tmp_path / f"mem-{ranks}")
+    assert len(tables) == ranks and sum(tables) == 80 * s["events"]
+    return peaks, max(tables), sum(tables)
+
+
+def test_memory_is_one_ranks_not_the_archives(tmp_path, monkeypatch):
+    """The C path reads a rank's locations at a time and puts each rank's table aside on
+    disk, so that the import's memory is bounded by the largest rank's events, not the
+    archive's: ring exchanges of 4 and 16 ranks x 1000 steps (26 000 events a rank,
+    420 000 in all for 16)."""
+    monkeypatch.setattr(bulk, "CHUNK", 4096)  # the chunk small beside a rank's table
     bulk.bulk_reader.cache_clear()
-    c, py = peaks["c"], peaks["py"]
-    # the table (80 bytes an event) and the chunk's buffers: 10 columns of CHUNK rows, and
-    # attribute rows (a 4-byte mask and 8 bytes for each of perfweave's 5 attributes),
-    # with 1 MiB for the rest
+    p4, rank4, _ = _import_peaks(tmp_path, monkeypatch, 4, 1000)
+    p16, rank, archive = _import_peaks(tmp_path, monkeypatch, 16, 1000)
+    bulk.bulk_reader.cache_clear()
+    assert rank == rank4
+    # the read: a rank's table (80 bytes an event), the chunk's buffers (10 columns of
+    # CHUNK rows, and attribute rows: a 4-byte mask and 8 bytes for each of perfweave's
+    # 5 attributes), the table made of its blocks; 1 MiB for the rest
     chunk = (80 + 4 + 8 * 5) * bulk.CHUNK
-    assert c["peak"] <= c["kept"] + chunk + (1 << 20), c
-    assert c["kept"] == 80 * c["events"]
-    assert py["peak"] > 2 * c["peak"], (py, c)
-    assert np.isfinite(c["peak"])
+    assert p16["read"] <= 2 * rank + chunk + (1 << 20), (p16, rank)
+    # the write: a rank's table, its records and thread_records' temporaries (about 3
+    # tables' worth, measured), then the profile a rank at a time
+    assert p16["write"] <= 5 * rank + (1 << 20), (p16, rank)
+    # four times the ranks of the same size: the same peaks (the whole table would be
+    # four times as large), and far below the archive's table
+    for k in ("read", "write"):
+        assert p16[k] <= 1.25 * p4[k] + (1 << 20), (k, p4, p16)
+        assert p16[k] < archive / 3, (k, p16, archive)
+
+
+def test_no_room_for_the_tables_aside(tmp_path, monkeypatch):
+    """A disk that fills while a rank's table is put aside: the line of a full disk under
+    the experiment (as writing it says), not that the archive is unreadable, and nothing
+    left behind."""
+    import errno
+
+    tg = bench_tracegen()
+    tg.write(tmp_path / "ring", 2, 2 * 50 * tg.PER_ITER)
+    anchor = Path(pw_otf2.export(tmp_path / "ring", tmp_path / "otf2" / "traces.otf2")["anchor"])
+    bulk.bulk_reader.cache_clear()
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(importer.pickle, "dump", full)
+    out = tmp_path / "out" / "x"
+    out.parent.mkdir()
+    with pytest.raises(PerfweaveError, match=r"out/x: cannot write: No space left"):
+        pw_otf2.import_archive(anchor, out)
+    assert not any(out.parent.iterdir())
 
 
 def test_more_event_kinds_than_counters(tmp_path, monkeypatch):

@@ -109,6 +109,46 @@ def _library(name, *args):
     return ctypes.CFUNCTYPE(ctypes.c_int, *args)((name, conf.lib))
 
 
+def _kinds(_otf2):
+    """The kinds of event the library can report, by callback name."""
+    return [
+        nm[len("GlobalEvtReaderCallbacks_Set") : -len("Callback")]
+        for nm in dir(_otf2)
+        if nm.startswith("GlobalEvtReaderCallbacks_Set") and nm.endswith("Callback")
+    ]
+
+
+def _slots(_otf2):
+    """The kinds only counted, in the order of otf2_read.c's counters."""
+    return [k for k in _kinds(_otf2) if k not in _OWN and k not in _READ]
+
+
+def callbacks(lib, _otf2):
+    """The library's OTF2_GlobalEvtReaderCallbacks_Set*Callback of every kind of event it
+    can report and how otf2_read.c reads each (pw_otf2r_register's setters and which), or
+    None where it cannot: more kinds than otf2_read.c has counters for, or a library
+    without the function of one (the import reads through Python callbacks then)."""
+    from _otf2.Config import conf
+
+    kinds, slots = _kinds(_otf2), _slots(_otf2)
+    if len(slots) > lib.pw_otf2r_slots():
+        return None
+    setters = (_P * len(kinds))()
+    which = (ctypes.c_int * len(kinds))()
+    for i, k in enumerate(kinds):
+        fn = getattr(conf.lib, f"OTF2_GlobalEvtReaderCallbacks_Set{k}Callback", None)
+        if fn is None:
+            return None
+        setters[i] = ctypes.cast(fn, _P).value
+        if k in _OWN:
+            which[i] = _OWN[k]
+        elif k in _READ:
+            which[i] = _READ[k][0]
+        else:
+            which[i] = R_OTHER + slots.index(k)
+    return setters, which
+
+
 class Reading:
     """The events of an archive read through otf2_read.c: read() fills table (as
     collector.event_table's, or None without events), attrs (as Collector.attrs),
@@ -160,36 +200,12 @@ class Reading:
         self.table = None
         self.nevents = 0
 
-    def register(self, handle):
-        """Register otf2_read.c's callbacks for every kind of event the library can
-        report (those of no record counted) with the global event reader handle. False,
-        registering nothing, where it cannot: more kinds than otf2_read.c has counters
-        for, or a library without the function of one (the caller reads through Python
-        callbacks then)."""
+    def register(self, handle, setters_which):
+        """Register otf2_read.c's callbacks with the global event reader handle
+        (setters_which: callbacks()'s answer, not None)."""
         from _otf2.Config import conf
 
-        _otf2 = self._otf2
-        kinds = [
-            nm[len("GlobalEvtReaderCallbacks_Set") : -len("Callback")]
-            for nm in dir(_otf2)
-            if nm.startswith("GlobalEvtReaderCallbacks_Set") and nm.endswith("Callback")
-        ]
-        self.slots = [k for k in kinds if k not in _OWN and k not in _READ]
-        if len(self.slots) > self.lib.pw_otf2r_slots():
-            return False
-        setters = (_P * len(kinds))()
-        which = (ctypes.c_int * len(kinds))()
-        for i, k in enumerate(kinds):
-            fn = getattr(conf.lib, f"OTF2_GlobalEvtReaderCallbacks_Set{k}Callback", None)
-            if fn is None:
-                return False
-            setters[i] = ctypes.cast(fn, _P).value
-            if k in _OWN:
-                which[i] = _OWN[k]
-            elif k in _READ:
-                which[i] = _READ[k][0]
-            else:
-                which[i] = R_OTHER + self.slots.index(k)
+        setters, which = setters_which
         new = conf.lib.OTF2_GlobalEvtReaderCallbacks_New
         new.restype, new.argtypes = _P, []
         delete = conf.lib.OTF2_GlobalEvtReaderCallbacks_Delete
@@ -197,13 +213,13 @@ class Reading:
         h = ctypes.cast(handle, _P).value
         cbs = new()
         try:
-            self._check(self.lib.pw_otf2r_register(cbs, len(kinds), setters, which))
+            self._check(self.lib.pw_otf2r_register(cbs, len(which), setters, which))
             set_cb = _library("OTF2_GlobalEvtReader_SetCallbacks", _P, _P, _P)
             self._check(set_cb(h, cbs, ctypes.addressof(self.ctx)))
         finally:
             delete(cbs)
+        self.slots = _slots(self._otf2)
         self.handle = h
-        return True
 
     def _check(self, rc):
         if rc:

@@ -1,15 +1,20 @@
 """OTF2 import: import_archive turns an OTF2 archive (Score-P's, or one written by
 export) into an experiment that `perfweave analyze` reads. _Importer reads the
 archive's definitions (ranks and threads of its locations, regions, communicators,
-windows, groups, perfweave's attributes) and all its events into one table sorted by
-location (bulk.Reading, the C callbacks of libperfweave-otf2.so; collector.Collector
-where that is not built), makes each location's records (records.thread_records) and
-each rank's description a rank at a time as it writes the experiment directory: its
-traces, experiment.json and the profile of those traces (interop/profile.py)."""
+windows, groups, perfweave's attributes), then its events a rank's locations at a time
+into a table sorted by location (bulk.Reading, the C callbacks of libperfweave-otf2.so),
+each rank's put aside on disk with what the ranks' records need of all of them (regions
+entered, events per location), so that memory holds one rank's events; or all at once
+through collector.Collector where libperfweave-otf2.so is not built. It makes each
+location's records (records.thread_records) and each rank's description a rank at a
+time as it writes the experiment directory: its traces, experiment.json and the profile
+of those traces (interop/profile.py)."""
 
 import datetime as _dt
 import json
 import os
+import pickle
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,7 +25,7 @@ from perfweave.analysis.imported_profile import from_traces
 from perfweave.errors import PerfweaveError
 from perfweave.interop import FLUSH_REGION, new_directory, profile
 from perfweave.model.trace import family
-from perfweave.interop.otf2.bulk import Reading, bulk_reader
+from perfweave.interop.otf2.bulk import Reading, bulk_reader, callbacks
 from perfweave.interop.otf2.collector import R_ENTER, R_LEAVE, Collector, event_table
 from perfweave.interop.otf2.library import (
     enum_value,
@@ -71,6 +76,10 @@ def import_archive(archive, out):
             try:
                 imp = _Importer(otf2, _otf2, reader, anchor)
                 imp.creator = _otf2.Reader_GetCreator(reader.handle) or ""
+                # the tables read wait beside the experiment, not in a /tmp that may be
+                # in memory
+                imp.out, parent = out, out.resolve().parent
+                imp.spill_dir = str(parent) if parent.is_dir() else None
                 imp.read()
             finally:
                 reader.close()
@@ -81,8 +90,11 @@ def import_archive(archive, out):
     except OSError as e:
         raise PerfweaveError(f"{anchor}: cannot read ({e.strerror or e})") from None
     t_read = time.perf_counter()
-    imp.build()
-    imp.write(out)
+    try:
+        imp.build()
+        imp.write(out)
+    finally:
+        imp.close()
     t_end = time.perf_counter()
     return {
         "experiment": str(out),
@@ -102,6 +114,10 @@ def _blocks(loc):
     and end."""
     first = np.flatnonzero(np.r_[True, loc[1:] != loc[:-1]]) if len(loc) else np.zeros(0, int)
     return loc[first], first, np.r_[first[1:], len(loc)].astype(first.dtype)
+
+
+_COLUMNS = ("loc", "time", "kind", "attr", *"abcdef")  # of a table of events
+_DTYPES = {k: np.int64 if len(k) > 1 else np.uint64 for k in _COLUMNS}
 
 
 def _distinct(refs):
@@ -130,6 +146,9 @@ class _Importer:
         self.otf2, self._otf2, self.reader, self.anchor = otf2, _otf2, reader, anchor
         self.notes = []
         self.creator = ""  # the archive's creator (Score-P x.y, perfweave ...)
+        self.out = None  # the experiment directory to be
+        self.spill_dir = None  # where the tables read wait (_add_part): beside out
+        self.spill = None
 
     # ---- definitions ----
 
@@ -260,28 +279,97 @@ class _Importer:
 
     def read(self):
         self._defs()
-        handle = self.reader._get_global_evt_reader_handle(None)
+        self.nevents, self.other, self.per_loc = 0, {}, {}
+        self.parts, self.part_of = [], {}
+        self.entered = set()  # regions entered or left on the threads of ranks
+        self.window_times = {}  # region -> (Enter times, Leave times) (_window_mark)
         lib = bulk_reader()
-        if lib is not None and len(set(self.attr_names.values())) <= 32:
-            # the callbacks in C (otf2_read.c): each event in its location's block of the
-            # table, as large as the definitions announce; an archive can announce more
-            # than its event files can hold (each event takes a byte at least): then all
-            # wait aside, in chunks, as the events beyond a block
-            files = self.anchor.parent / self.anchor.stem
-            room = sum(p.stat().st_size for p in files.rglob("*") if p.is_file())
-            blocks = self.loc_events
-            if self.announced > room:
-                blocks = dict.fromkeys(blocks, 0)
-            rd = Reading(lib, self._otf2, self.attr_names, self.flush_regions, blocks)
-            if rd.register(handle):
-                rd.read()
-                self.table, self.attrs, self.other = rd.table, rd.attrs, rd.other
-                self.nevents = rd.nevents
-                return
-        self._read_each(handle)
+        cbs = callbacks(lib, self._otf2) if lib is not None else None
+        if cbs is not None and len(set(self.attr_names.values())) <= 32:
+            self._read_groups(lib, cbs)
+            return
+        self._read_each(self.reader._get_global_evt_reader_handle(None))
+
+    def _groups(self):
+        """The locations read together: each rank's threads, then the locations of each
+        location group not imported (only counted)."""
+        ranks, other = {}, {}
+        for loc in self.reader._locations:
+            if loc._ref in self.loc_rank:
+                ranks.setdefault(self.loc_rank[loc._ref], []).append(loc._ref)
+            else:
+                other.setdefault(loc.group._ref, []).append(loc._ref)
+        return [sorted(v) for _, v in sorted(ranks.items())] + [
+            sorted(v) for _, v in sorted(other.items())
+        ]
+
+    def _read_groups(self, lib, cbs):
+        """The callbacks in C (otf2_read.c), a group of locations (_groups) at a time:
+        a global event reader over that group's local event readers, its table made,
+        summed up and put aside on disk (_add_part) before the next group is read, so
+        that memory holds one rank's events, not the archive's. Each event goes to its
+        location's block of the table, as large as the definitions announce; an archive
+        can announce more than its event files can hold (each event takes a byte at
+        least): then all wait aside, in chunks, as the events beyond a block."""
+        _otf2, h = self._otf2, self.reader.handle
+        files = self.anchor.parent / self.anchor.stem
+        room = sum(p.stat().st_size for p in files.rglob("*") if p.is_file())
+        blocks = self.loc_events
+        if self.announced > room:
+            blocks = dict.fromkeys(blocks, 0)
+        try:
+            self.spill = tempfile.TemporaryDirectory(prefix=".perfweave-otf2.", dir=self.spill_dir)
+        except OSError as e:
+            raise PerfweaveError(f"{self.out}: cannot write: {e.strerror}") from None
+        for loc in self.reader._locations:
+            _otf2.Reader_SelectLocation(h, loc._ref)
+        # as the otf2 package opens them (OTF2's examples): an archive may have no local
+        # definition files
+        try:
+            _otf2.Reader_OpenDefFiles(h)
+            defs = True
+        except _otf2.Error:
+            defs = False
+        try:
+            _otf2.Reader_OpenEvtFiles(h)
+        except _otf2.Error:
+            pass
+        try:
+            for refs in self._groups():
+                for ref in refs:
+                    if defs:
+                        d = _otf2.Reader_GetDefReader(h, ref)
+                        if d:
+                            _otf2.Reader_ReadAllLocalDefinitions(h, d)
+                            _otf2.Reader_CloseDefReader(h, d)
+                    _otf2.Reader_GetEvtReader(h, ref)
+                # over the local event readers open: this group's (closing it closes them)
+                g = _otf2.Reader_GetGlobalEvtReader(h)
+                try:
+                    rd = Reading(
+                        lib,
+                        self._otf2,
+                        self.attr_names,
+                        self.flush_regions,
+                        {ref: blocks.get(ref, 0) for ref in refs},
+                    )
+                    rd.register(g, cbs)
+                    rd.read()
+                finally:
+                    _otf2.Reader_CloseGlobalEvtReader(h, g)
+                self._add_part(rd.table, rd.attrs, rd.other, rd.nevents, spill=True)
+                del rd
+        except BaseException:
+            self.close()  # a failed read leaves no table behind
+            raise
+        finally:
+            if defs:
+                _otf2.Reader_CloseDefFiles(h)
+            _otf2.Reader_CloseEvtFiles(h)
 
     def _read_each(self, handle):
-        """One Python call per event, where libperfweave-otf2.so is not built."""
+        """One Python call per event, where libperfweave-otf2.so is not built: all
+        locations at once."""
         _otf2 = self._otf2
         col = Collector(_otf2, self.attr_names, self.flush_regions)
         # The library keeps only C function pointers; the otf2 package ties each one's
@@ -304,39 +392,102 @@ class _Importer:
             _otf2.GlobalEvtReaderCallbacks_Delete(cbs)
         while _otf2.GlobalEvtReader_ReadEvents(handle, 1 << 20) == 1 << 20:
             pass
-        self.nevents = sum(len(v) for v in col.lists.values()) + sum(col.other.values())
-        self.table, self.attrs, self.other = event_table(col.lists), col.attrs, col.other
-        col.lists = None
+        nevents = sum(len(v) for v in col.lists.values()) + sum(col.other.values())
+        table, col.lists = event_table(col.lists), None
+        self._add_part(table, col.attrs, col.other, nevents, spill=False)
+
+    def _add_part(self, tab, attrs, other, nevents, spill):
+        """Take the events of a group of locations (tab: their table sorted by location,
+        attrs, other: as Collector's): what build needs of all ranks summed up (events
+        per location, regions entered, the times of MPI_Init/Finalize-like regions), the
+        table of the threads of ranks kept, on disk where spill (read back a part at a
+        time by write)."""
+        self.nevents += nevents
+        for k, n in other.items():
+            self.other[k] = self.other.get(k, 0) + n
+        if tab is None:
+            return
+        ids, first, end = _blocks(tab["loc"])
+        for loc, n in zip(ids.tolist(), (end - first).tolist()):
+            self.per_loc[loc] = self.per_loc.get(loc, 0) + n
+        known = np.isin(ids, np.array(sorted(set(self.loc_rank)), np.int64))
+        if not known.any():
+            return
+        if not known.all():
+            keep = np.repeat(known, end - first)
+            tab = {k: v[keep] for k, v in tab.items()}
+            ids = ids[known]
+        kind = tab["kind"]
+        ends = (kind == R_ENTER) | (kind == R_LEAVE)
+        self.entered.update(_distinct(tab["a"][ends]).tolist())
+        if self.creator.startswith("perfweave "):
+            for r in self._window_candidates():
+                mine = tab["a"] == r
+                t = self.window_times.setdefault(r, ([], []))
+                t[0].append(tab["time"][mine & (kind == R_ENTER)])
+                t[1].append(tab["time"][mine & (kind == R_LEAVE)])
+        i = len(self.parts)
+        for loc in ids.tolist():
+            self.part_of[self.loc_rank[loc]] = i
+        if spill:
+            # one file a part: its columns one after the other, then its attributes
+            f = Path(self.spill.name) / f"{i}.table"
+            try:
+                with open(f, "wb") as out:
+                    for k in _COLUMNS:
+                        tab[k].tofile(out)
+                    pickle.dump(attrs, out, pickle.HIGHEST_PROTOCOL)
+            except OSError as e:  # a full disk: as writing the experiment would say
+                raise PerfweaveError(f"{self.out}: cannot write: {e.strerror}") from None
+            self.parts.append((f, len(tab["loc"])))
+        else:
+            self.parts.append((tab, attrs))
+
+    def _window_candidates(self):
+        """The MPI call regions that _window_mark may take for marks."""
+        return [
+            r
+            for r, k in self.region_kind.items()
+            if k == 1 and mpi_action(self.region_name[r]) in ("init", "finalize")
+        ]
+
+    def _load(self, i):
+        """Part i of the events (_add_part) as self.tab and self.attrs; per_rank: the
+        slices of each of its ranks' threads."""
+        tab, attrs = self.parts[i]
+        if isinstance(tab, Path):
+            f, n = tab, attrs
+            with open(f, "rb") as src:
+                tab = {k: np.fromfile(src, _DTYPES[k], n) for k in _COLUMNS}
+                attrs = pickle.load(src)
+            f.unlink()
+        self.parts[i] = None
+        ids, first, end = _blocks(tab["loc"])
+        per_rank = {}
+        for loc, a, b in zip(ids.tolist(), first.tolist(), end.tolist()):
+            per_rank.setdefault(self.loc_rank[loc], []).append((self.loc_thread[loc], a, b))
+        self.tab, self.attrs, self.per_rank = tab, attrs, per_rank
+
+    def close(self):
+        """Remove the tables put aside (_add_part)."""
+        self.parts = []
+        if self.spill is not None:
+            self.spill.cleanup()
+            self.spill = None
 
     # ---- records ----
 
     def build(self):
-        tab, self.table = self.table, None
         notes = self.notes
         if self.announced and self.announced != self.nevents:
             notes.append(
                 f"read {self.nevents} events, the archive's definitions announce {self.announced}"
             )
         self.ranks = {}
-        if tab is None:
-            tab = {k: np.zeros(0, np.int64) for k in ("loc", "time", "kind", "attr")}
-            for k in "abcdef":
-                tab[k] = np.zeros(0, np.uint64)
-        ids, first, end = _blocks(tab["loc"])
-        self._skipped(ids, end - first)
-        known = np.isin(ids, np.array(sorted(set(self.loc_rank)), np.int64))
-        if not known.all():
-            keep = np.repeat(known, end - first)
-            tab = {k: v[keep] for k, v in tab.items()}
-            ids, first, end = _blocks(tab["loc"])
-        self.tab = tab
+        self._skipped()
         self._functions()
         self._comms()
         self._windows()
-        per_rank = {}
-        for loc, a, b in zip(ids.tolist(), first.tolist(), end.tolist()):
-            per_rank.setdefault(self.loc_rank[loc], []).append((self.loc_thread[loc], a, b))
-        self.per_rank = per_rank
         self.counts = {"outside": 0, "nested": 0, "open": 0, "unmatched": 0, "nocomm": 0}
 
     def _count_notes(self):
@@ -366,12 +517,12 @@ class _Importer:
                 "a member of: imported without it"
             )
 
-    def _skipped(self, ids, counts):
+    def _skipped(self):
         """Count what is not imported: every location that is not a thread of a rank
         (accelerator streams, metric locations, threads of no rank) with all its events,
-        and on the imported threads the events of kinds perfweave has no record for.
-        ids, counts: the locations of the table and their events."""
-        per_loc = dict(zip(ids.tolist(), counts.tolist()))
+        and on the imported threads the events of kinds perfweave has no record for
+        (per_loc: the events of each location in the tables read)."""
+        per_loc = dict(self.per_loc)
         kinds = {}
         for (name, loc), n in self.other.items():
             if loc in self.loc_rank:
@@ -406,17 +557,13 @@ class _Importer:
         MPI_Finalize for ranks whose records hold neither (the window comes back from
         ProgramBegin/End, at the same times); 1 (MPI calls) otherwise. Durations are
         never negative, so equal sorted enter and leave times mean all of them are 0."""
-        tab = self.tab
-        mine = tab["a"] == r
-        t_in = np.sort(tab["time"][mine & (tab["kind"] == R_ENTER)])
-        t_out = np.sort(tab["time"][mine & (tab["kind"] == R_LEAVE)])
+        t_in, t_out = (np.sort(np.concatenate(t)) for t in self.window_times[r])
         return 3 if np.array_equal(t_in, t_out) else 1
 
     def _functions(self):
         """The MPI functions and user regions the events enter, as perfweave numbers
         them (functions: names of MPI regions in the JSON; regions: user region names)."""
-        tab = self.tab
-        regs = _distinct(tab["a"][(tab["kind"] == R_ENTER) | (tab["kind"] == R_LEAVE)]).tolist()
+        regs = sorted(self.entered)
         name = lambda r: self.region_name.get(r, f"region {r}")
         kind = {r: self.region_kind.get(r, 0) for r in regs}
         if self.creator.startswith("perfweave "):
@@ -589,8 +736,14 @@ class _Importer:
             traces.mkdir()
             # a rank's records at a time: written as soon as they are made
             self.nrecords = 0
+            self.per_rank, loaded = {}, None
             for r in range(self.world):
-                rec, meta = self._rank(r, sorted(self.per_rank.get(r, [])))
+                i = self.part_of.get(r)
+                if i is not None and i != loaded:
+                    self.tab = self.attrs = None  # the part before, freed first
+                    self._load(i)
+                    loaded = i
+                rec, meta = self._rank(r, sorted(self.per_rank.get(r, [])) if i is not None else [])
                 rec.tofile(traces / f"rank-{r}.events")
                 (traces / f"rank-{r}.json").write_text(json.dumps(meta))
                 self.nrecords += len(rec)
