@@ -12,11 +12,14 @@ On
   2. archives that perfweave exports from generated experiments (bench/tracegen.py: a ring
      halo exchange, MPI_Allreduce and MPI_Barrier, 26 OTF2 events per rank and step), of
      --events events each (default 4 M, about a minute in all; --events 4000000,50000000
-     for the large one too), on --ranks ranks (default 64). The old
-     path runs only on archives of at most --old-max events (default 4 M): it takes about
-     a microsecond and a half and some 300 bytes per event (a Python tuple per event,
-     then the table), so 50 M events would take minutes and more memory than the
-     development machine has to spare.
+     for the large one too), on --ranks ranks (default 64);
+  3. a Score-P-shaped MPI+OpenMP archive with metric events (8 ranks of 3 threads,
+     --hybrid-events events, default 1 M): the threads, metrics and collectives that the
+     ring archive lacks, where the old path was slowest (155 000 events/s before).
+The old path runs only on archives of at most --old-max events (default 4 M): it takes
+about a microsecond and a half and some 300 bytes per event (a Python tuple per event,
+then the table), so 50 M events would take minutes and more memory than the development
+machine has to spare.
 
 Each import runs in a child process (fork): its peak resident memory above what it
 started with (VmHWM, reset at the start, less VmRSS) is the import's memory. Whether both paths
@@ -24,7 +27,8 @@ made the same experiment is checked file by file. The generated archives are wri
 under --tmp (default: a new directory in /tmp, removed at the end unless --keep).
 
   .venv/bin/python bench/otf2_import.py [--events 4000000] [--ranks 64]
-      [--old-max 4000000] [--repeat 3] [--old-repeat 1] [--tmp DIR] [--keep]
+      [--old-max 4000000] [--repeat 3] [--old-repeat 1] [--hybrid-events 1000000]
+      [--tmp DIR] [--keep]
 """
 
 import argparse
@@ -204,6 +208,119 @@ def generated(tmp, events, ranks):
     return anchor
 
 
+HYBRID_EVENTS_PER_STEP = 12  # per rank and step: 4 per thread (3 threads), + 4 of the master's
+
+
+def hybrid(tmp, events, ranks, nthreads=3):
+    """A Score-P-shaped MPI+OpenMP archive with metrics of about `events` events, written
+    with the otf2 package (made once per size under tmp): per rank a process with a master
+    and nthreads - 1 OpenMP threads; each step, every thread enters and leaves a parallel
+    region with a PAPI metric event at each (Score-P's synchronous-strict metrics), and
+    the master calls MPI_Barrier (collective begin and end). What the import's
+    thread, metric and collective callbacks read, where the ring archive has none."""
+    import otf2
+    from otf2.enums import (
+        Base,
+        GroupType,
+        LocationGroupType,
+        LocationType,
+        MetricMode,
+        MetricOccurrence,
+        MetricType,
+        Paradigm,
+        RecorderKind,
+        RegionRole,
+        Type,
+    )
+
+    per_step = 4 * nthreads + 4
+    steps = max(1, round(events / (ranks * per_step)))
+    d = tmp / f"hybrid-{ranks}x{nthreads}x{steps}"
+    anchor = d / "traces.otf2"
+    if anchor.is_file():
+        return anchor
+    shutil.rmtree(d, ignore_errors=True)
+    t0 = time.perf_counter()
+    E, ns = otf2.events, 1_000_000_000
+    with otf2.writer.open(str(d), archive_name="traces", timer_resolution=ns) as w:
+        defs = w.definitions
+        node = defs.system_tree_node("node0", class_name="node")
+        region = {
+            n: defs.region(n, paradigm=Paradigm.MPI, region_role=role)
+            for n, role in (
+                ("MPI_Init", RegionRole.FUNCTION),
+                ("MPI_Barrier", RegionRole.BARRIER),
+                ("MPI_Finalize", RegionRole.FUNCTION),
+            )
+        }
+        par = defs.region(
+            "!$omp parallel @solver.c:10", paradigm=Paradigm.OPENMP, region_role=RegionRole.PARALLEL
+        )
+        ins = defs.metric_member(
+            "PAPI_TOT_INS", "", MetricType.PAPI, MetricMode.ACCUMULATED_START, Type.UINT64,
+            Base.DECIMAL, 0, "#",
+        )  # fmt: skip
+        mc = defs.metric_class([ins], MetricOccurrence.SYNCHRONOUS_STRICT, RecorderKind.CPU)
+        threads = []
+        for r in range(ranks):
+            lg = defs.location_group(
+                f"MPI Rank {r}", location_group_type=LocationGroupType.PROCESS,
+                system_tree_parent=node,
+            )  # fmt: skip
+            threads.append([
+                defs.location(
+                    "Master thread" if t == 0 else f"OMP thread {t}",
+                    type=LocationType.CPU_THREAD, group=lg,
+                )
+                for t in range(nthreads)
+            ])  # fmt: skip
+        defs.group(
+            "MPI ranks", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+            members=[th[0] for th in threads],
+        )  # fmt: skip
+        world = defs.comm(
+            "MPI_COMM_WORLD",
+            defs.group(
+                "world", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI,
+                members=list(range(ranks)),
+            ),
+            None,
+        )  # fmt: skip
+        start, step_ns = ns, 10_000
+        for r in range(ranks):
+            for k, loc in enumerate(threads[r]):
+                e = w.event_writer_from_location(loc)
+                if k == 0:
+                    e(E.Enter(start, region["MPI_Init"]))
+                    e(E.Leave(start + 1000, region["MPI_Init"]))
+                for i in range(steps):
+                    t = start + 2000 + i * step_ns
+                    e(E.Enter(t + 10, par))
+                    e(E.Metric(t + 11, mc, [i * 100 + k]))
+                    e(E.Metric(t + 5000 + r, mc, [i * 100 + k + 50]))
+                    e(E.Leave(t + 5001 + r, par))
+                    if k == 0:
+                        b = t + 6000
+                        e(E.Enter(b, region["MPI_Barrier"]))
+                        e(E.MpiCollectiveBegin(b + 10))
+                        e(E.MpiCollectiveEnd(
+                            b + 900, otf2.CollectiveOp.BARRIER, world, 0xFFFFFFFF, 0, 0
+                        ))  # fmt: skip
+                        e(E.Leave(b + 1000, region["MPI_Barrier"]))
+                if k == 0:
+                    t = start + 2000 + steps * step_ns
+                    e(E.Enter(t, region["MPI_Finalize"]))
+                    e(E.Leave(t + 100, region["MPI_Finalize"]))
+    n = ranks * (steps * per_step + 4)
+    size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+    print(
+        f"  generated {ranks} ranks x {nthreads} threads x {steps} steps: {n:,} OTF2 events "
+        f"(metrics, threads, collectives), {size / 2**20:.0f} MiB, in "
+        f"{time.perf_counter() - t0:.0f} s"
+    )
+    return anchor
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", default="4000000")
@@ -212,6 +329,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     # the old path takes 10 s on 4 M events: once keeps the default run near a minute
     ap.add_argument("--old-repeat", type=int, default=1)
+    # the MPI+OpenMP archive with metrics is written through the otf2 package, about
+    # 150 000 events/s: 1 M events keep it to seconds
+    ap.add_argument("--hybrid-events", default="1000000")
     ap.add_argument("--tmp", type=Path)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
@@ -248,6 +368,14 @@ def main():
             compare(f"ring {events / 1e6:g} M", anchor, tmp, args.repeat, args.old_repeat * old)
             if not old:
                 print(f"  {'':24} old path not run: more than --old-max {args.old_max:,} events")
+        for events in (int(x) for x in args.hybrid_events.split(",") if x):
+            print(
+                f"\nMPI+OpenMP archive with metrics of about {events:,} events, best of "
+                f"{args.repeat} (old path: of {args.old_repeat})"
+            )
+            anchor = hybrid(tmp, events, 8)
+            old = events <= args.old_max
+            compare(f"hybrid {events / 1e6:g} M", anchor, tmp, args.repeat, args.old_repeat * old)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
