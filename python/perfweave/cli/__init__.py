@@ -17,6 +17,8 @@ VERBS = {
     "pop": "pop",
     "overhead": "overhead",
     "compare": "compare",
+    "completion": "completion",
+    "manpage": "manpage",
 }
 
 
