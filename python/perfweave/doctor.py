@@ -9,8 +9,7 @@ builds and launchers launch/ and task_env's: this module only words their answer
 adds the checks no other part of perfweave makes (kernel settings, Python packages)."""
 
 import ctypes
-import importlib.util
-import os
+import importlib.metadata
 from pathlib import Path
 
 SCHEMA = 1
@@ -201,9 +200,12 @@ def check_kernel():
 
 
 def _package(name, why):
-    spec = importlib.util.find_spec(name)
-    where = f" ({os.path.dirname(spec.origin)})" if spec and spec.origin else ""
-    return _item(name, spec is not None, f"{why}{where}", f"pip install {name}")
+    """A Python distribution by its pip name, as installed for this interpreter."""
+    try:
+        version = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return _item(name, False, f"{why}: not installed", f"pip install {name}")
+    return _item(name, True, f"{why}: {name} {version}", value=version)
 
 
 def check_python():

@@ -115,13 +115,19 @@ def test_sources_are_those_of_perfweave_components(doctor):
 
 def test_python_packages_and_libraries_as_importable(doctor):
     import ctypes
-    import importlib.util
 
     items, _ = doctor
     for name in ("otf2", "mpi4py"):
-        found = importlib.util.find_spec(name) is not None
+        # pip's own answer, apart from importlib.metadata's
+        shown = subprocess.run(
+            [sys.executable, "-m", "pip", "show", name], capture_output=True, text=True
+        )
+        found = shown.returncode == 0
         assert items[name]["found"] == found
         assert items[name]["install"] == ("" if found else f"pip install {name}")
+        if found:
+            version = shown.stdout.split("Version: ", 1)[1].split()[0]
+            assert items[name]["value"] == version
     try:
         ctypes.CDLL("libunwind.so.8")
         unwind = True
