@@ -3,6 +3,7 @@ parsers declare them, is in each script and in perfweave.1; bash completes verbs
 and option values when its function runs with COMP_WORDS set as bash sets them."""
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -166,3 +167,24 @@ def test_zsh_script_parses_and_fish_completes(tmp_path):
     assert fish("perfweave ru") == ["run"]
     assert fish("perfweave run --tr") == ["--trace", "--trace-buffer"]
     assert fish("perfweave export --format c") == ["caliper", "chrome", "cube"]
+
+
+def test_install_puts_the_page_and_scripts_under_share():
+    """The build writes them (scripts/gen_shell_files.py) as the commands print them, and
+    the wheel's data puts them in the environment's share/, where man and bash-completion
+    look (CMakeLists.txt)."""
+    share = Path(sys.prefix) / "share"
+    for path, args in (
+        ("man/man1/perfweave.1", ["manpage"]),
+        ("bash-completion/completions/perfweave", ["completion", "bash"]),
+        ("zsh/site-functions/_perfweave", ["completion", "zsh"]),
+    ):
+        printed = subprocess.run(
+            [PERFWEAVE, *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+            env={k: v for k, v in os.environ.items() if not k.startswith("PERFWEAVE_")},
+        ).stdout
+        assert (share / path).read_text() == printed, path
