@@ -144,13 +144,46 @@ def test_bash_completes_paths_and_the_measured_command(bash_script, tmp_path):
     assert complete(["perfweave", "run", "--", "prog", "--tr"], bash_script) == []
 
 
-def test_zsh_script_parses_and_fish_completes(tmp_path):
-    """zsh reads the script without a syntax error; fish's own `complete -C` completes
-    from the fish script as bash does from its."""
+def zsh_calls(script, words):
+    """What the zsh function hands to zsh's _describe and _arguments for the command line
+    `words` (the last being completed), each argument as zsh's quoting and brace expansion
+    leave it: those two are stand-ins that print their arguments."""
+    program = (
+        f"source {script}\n"
+        "_describe() { print -r -- describe; print -rl -- ${(P)4} }\n"
+        '_arguments() { print -r -- arguments; print -rl -- "$@" }\n'
+        f"words=({' '.join(repr(w) for w in words)}); CURRENT={len(words)}\n"
+        "_perfweave\n"
+    )
+    out = subprocess.run(["zsh", "-f", "-c", program], capture_output=True, text=True)
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    return out.stdout.splitlines()
+
+
+def test_zsh_script_gives_verbs_and_each_verbs_options(tmp_path):
     zsh_script = tmp_path / "_perfweave"
     zsh_script.write_text(SHELLS["zsh"]())
     out = subprocess.run(["zsh", "-n", zsh_script], capture_output=True, text=True)
     assert out.returncode == 0 and not out.stderr, out.stderr
+    verbs = zsh_calls(zsh_script, ["perfweave", "ru"])
+    assert verbs[0] == "describe"
+    assert [v.split(":")[0] for v in verbs[1 : verbs.index("arguments")]] == list(VERBS)
+    specs = zsh_calls(zsh_script, ["perfweave", "run", "--tr"])
+    assert specs[:2] == ["arguments", "-s"]
+    # one spec per spelling, each excluding the other: -o EXP completes paths
+    assert any(s.startswith("(-o --output)-o[") and s.endswith(":EXP:_files") for s in specs)
+    assert any(s.startswith("(-o --output)--output[") for s in specs)
+    assert any(s.startswith("(--trace --no-trace)--trace[") for s in specs)
+    assert any(s.startswith("--trace-buffer=[") for s in specs)
+    assert specs[-1] == "*::command:_normal"
+    for verb, flags in declared().items():
+        specs = zsh_calls(zsh_script, ["perfweave", verb, "-"])
+        given = {re.match(r"(?:\([^)]*\))?([^=\[]+)", s).group(1) for s in specs[2:]}
+        assert set(flags) <= given, (verb, set(flags) - given)
+
+
+def test_fish_completes(tmp_path):
+    """fish's own `complete -C` completes from the fish script as bash does from its."""
     fish_script = tmp_path / "perfweave.fish"
     fish_script.write_text(SHELLS["fish"]())
 

@@ -11,7 +11,7 @@ import re
 
 # the metavars whose values are directories or files: completed as paths; other values
 # are completed from their choices, or not at all
-_PATHS = re.compile(r"^(EXP|REF|DIR|FILE|PATH|OUT|ARCHIVE|OUTPUT)\b")
+_PATHS = re.compile(r"(EXP|REF|DIR|FILE|PATH|OUT|ARCHIVE|OUTPUT|LOG|A|B)")
 
 
 class Option:
@@ -24,7 +24,7 @@ class Option:
         self.metavar = _metavar(action)
         self.choices = [str(c) for c in action.choices] if action.choices else []
         self.help = (action.help or "").replace("%%", "%")
-        self.paths = bool(_PATHS.match(self.metavar or ""))
+        self.paths = bool(_PATHS.fullmatch(self.metavar or ""))
 
 
 def _metavar(action):
@@ -139,9 +139,16 @@ complete -F _perfweave perfweave
 
 
 def _first_sentence(text):
+    """The help up to its first '.', ';' or ':' outside parentheses, for the one-line
+    descriptions of zsh and fish."""
     text = " ".join(text.split())
-    m = re.match(r"(.+?[.;:])(\s|$)", text)
-    short = m.group(1).rstrip(".;:") if m else text
+    depth, end = 0, len(text)
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and c in ".;:" and text[i + 1 : i + 2] in ("", " "):
+            end = i
+            break
+    short = text[:end]
     return short if len(short) <= 100 else short[:97] + "..."
 
 
@@ -165,7 +172,7 @@ def zsh():
         "    )",
         "    if (( CURRENT == 2 )); then",
         "        _describe -t verbs 'perfweave verb' verbs",
-        "        _arguments " + " ".join(_zsh_quote(_zsh_spec(o)) for o in top),
+        "        _arguments " + " ".join(_zsh_spec(o) for o in top),
         "        return",
         "    fi",
         "    local verb=$words[2]",
@@ -174,7 +181,7 @@ def zsh():
         "    case $verb in",
     ]
     for v in verbs:
-        specs = [_zsh_quote(_zsh_spec(o)) for o in v.options]
+        specs = [_zsh_spec(o) for o in v.options]
         specs += [_zsh_quote(_zsh_positional(v, o)) for o in v.positionals]
         lines.append(f"        {v.name}) _arguments -s \\")
         lines += [f"            {s} \\" for s in specs[:-1]] + [f"            {specs[-1]} ;;"]
@@ -196,16 +203,18 @@ def _zsh_value(o):
 
 
 def _zsh_spec(o):
-    what = f"[{_zsh_escape(_first_sentence(o.help))}]{_zsh_value(o)}"
+    """The option's _arguments spec, quoted for the shell."""
+    what = _zsh_quote(f"[{_zsh_escape(_first_sentence(o.help))}]{_zsh_value(o)}")
     if len(o.flags) == 1:
-        return o.flags[0] + ("=" if o.takes_value and o.flags[0].startswith("--") else "") + what
-    # one spec per spelling, each excluding the others
-    excl = "(" + " ".join(o.flags) + ")"
-    return excl + "{" + ",".join(o.flags) + "}" + what
+        eq = "=" if o.takes_value and o.flags[0].startswith("--") else ""
+        return _zsh_quote(o.flags[0] + eq) + what
+    # one spec per spelling (the shell's brace expansion, outside quotes), each excluding
+    # the others
+    return _zsh_quote("(" + " ".join(o.flags) + ")") + "{" + ",".join(o.flags) + "}" + what
 
 
 def _zsh_positional(verb, o):
-    if verb.name == "run" and o.metavar == "COMMAND":
+    if o.metavar == "COMMAND":  # perfweave run's and overhead's, after --
         return "*::command:_normal"
     action = "_files" if o.paths or not o.choices else f"({' '.join(o.choices)})"
     return f"*:{_zsh_escape(o.metavar.lower())}:{action}"
