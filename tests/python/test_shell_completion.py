@@ -129,6 +129,13 @@ def test_bash_completes_verbs_and_options(bash_script):
         "cube",
     ]
     assert complete(["perfweave", "completion", ""], bash_script) == ["bash", "zsh", "fish"]
+    # --format=c<TAB> and --format=<TAB>, as bash splits them at '='
+    assert complete(["perfweave", "export", "--format", "=", "c"], bash_script) == [
+        "chrome",
+        "caliper",
+        "cube",
+    ]
+    assert len(complete(["perfweave", "export", "--format", "="], bash_script)) == 5
 
 
 def test_bash_completes_paths_and_the_measured_command(bash_script, tmp_path):

@@ -97,6 +97,12 @@ _perfweave() {{
     local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}}
     local verb="" i words="" opts="" valued="" given=""
     COMPREPLY=()
+    # --name=VALUE: bash splits the line at '=' (COMP_WORDBREAKS)
+    if [[ $cur == "=" ]]; then
+        cur="" prev=${{COMP_WORDS[COMP_CWORD-1]}}
+    elif [[ $prev == "=" ]]; then
+        prev=${{COMP_WORDS[COMP_CWORD-2]}}
+    fi
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${{COMP_WORDS[i]}}" in
             --) if [[ -n $verb ]]; then
