@@ -134,3 +134,23 @@ def test_python_packages_and_libraries_as_importable(doctor):
     except OSError:
         unwind = False
     assert items["libunwind"]["found"] == unwind
+
+
+def test_what_is_missing_says_what_to_install(tmp_path):
+    """No runtime build (an empty PERFWEAVE_LIBDIR) and no launcher (a PATH without
+    one): each item missing, with its package, and the exit status still 0."""
+    import os
+
+    env = dict(os.environ, PERFWEAVE_LIBDIR=str(tmp_path), PATH=str(tmp_path))
+    out = subprocess.run(
+        [PERFWEAVE, "doctor", "--json"], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    items = {i["item"]: i for i in json.loads(out.stdout)["items"]}
+    assert items["mpi-openmpi"]["found"] is False
+    assert items["mpi-openmpi"]["install"].startswith("apt install openmpi-bin libopenmpi-dev")
+    assert items["mpi-mpich"]["install"].startswith("apt install mpich libmpich-dev")
+    assert items["mpi-openmpi"]["value"] is None
+    launchers = items["mpi-launchers"]
+    assert launchers["found"] is False and launchers["install"]
+    assert launchers["value"] == {"launchers": [], "compilers": []}
