@@ -78,7 +78,7 @@ def test_manpage_formats_without_errors(tmp_path):
     page = tmp_path / "perfweave.1"
     subprocess.run([PERFWEAVE, "manpage", "-o", page], check=True, timeout=60)
     groff = subprocess.run(
-        ["groff", "-man", "-Tutf8", "-z", "-wmac", page], capture_output=True, text=True
+        ["groff", "-man", "-Tutf8", "-z", "-ww", page], capture_output=True, text=True
     )
     assert groff.returncode == 0 and not groff.stderr, groff.stderr
     shown = subprocess.run(

@@ -293,8 +293,10 @@ def manpage():
     top, verbs = describe()
     out = [
         f'.TH PERFWEAVE 1 "" "perfweave {__version__}" "User Commands"',
-        # left-aligned: long option values (--skip-exe's default) leave nothing to justify
+        # left-aligned and unhyphenated: long option values (--skip-exe's default) leave
+        # nothing to justify, and names (perfweave, option names) are not to be split
         ".ad l",
+        ".nh",
         ".SH NAME",
         "perfweave \\- measure and explain the performance of parallel programs",
         ".SH SYNOPSIS",
