@@ -269,7 +269,8 @@ SHELLS = {"bash": bash, "zsh": zsh, "fish": fish}
 
 def _roff(text):
     """Text as roff reads it: backslashes and hyphens escaped, no line starting a request."""
-    text = text.replace("\\", "\\e").replace("-", "\\-")
+    # \: after a comma: a line may break inside a long list (--skip-exe's default)
+    text = text.replace("\\", "\\e").replace("-", "\\-").replace(",", ",\\:")
     return "\n".join(
         "\\&" + ln if ln.startswith((".", "'")) else ln for ln in " ".join(text.split()).split("\n")
     )
