@@ -26,10 +26,12 @@
 # start their own munged, slurmctld and slurmd with a configuration in a temporary
 # directory (tests/runtime/slurm.py).
 set -e
+# groff-base, man-db, zsh, fish: the tests read the man page and source each completion script
 PKGS="gcc g++ make cmake python3 python3-venv python3-dev binutils gfortran
 openmpi-bin libopenmpi-dev mpich libmpich-dev numactl python3-mpi4py libunwind8 libunwind-dev libpapi-dev papi-tools chromium
 libblas-dev liblapack-dev liblapacke-dev libopenblas0-pthread libfftw3-dev
-libfftw3-mpi-dev libscalapack-openmpi-dev libscalapack-mpich-dev libopenblas64-pthread-dev"
+libfftw3-mpi-dev libscalapack-openmpi-dev libscalapack-mpich-dev libopenblas64-pthread-dev
+groff-base man-db zsh fish"
 # installed with no-op systemctl / invoke-rc.d (see above)
 NOINIT_PKGS="pcp libpcp3 libpcp3-dev slurm-wlm munge"
 

@@ -109,14 +109,17 @@ def kernel_countable(config):
         return None
     err = ctypes.get_errno()
     why = os.strerror(err)
-    if err in (errno.EACCES, errno.EPERM):
-        try:
-            why += "; kernel.perf_event_paranoid is " + (
-                Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip()
-            )
-        except OSError:
-            pass
+    if err in (errno.EACCES, errno.EPERM) and perf_event_paranoid() is not None:
+        why += f"; kernel.perf_event_paranoid is {perf_event_paranoid()}"
     return f"perf_event_open: {why}"
+
+
+def perf_event_paranoid():
+    """kernel.perf_event_paranoid, or None where it cannot be read."""
+    try:
+        return int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 class _PmuInfo(ctypes.Structure):

@@ -222,10 +222,9 @@ def _kernel_events_here():
 
 def _hardware_counters():
     """Can perf_event count instructions here? (no on many virtual machines)"""
-    try:
-        par = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
-    except (OSError, ValueError):
-        par = None
+    from perfweave.papi import perf_event_paranoid
+
+    par = perf_event_paranoid()
     tool = shutil.which("papi_avail")
     if tool:
         try:

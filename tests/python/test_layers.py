@@ -32,6 +32,7 @@ LAYERS = {
     "task_env": BASE,
     "papi": BASE,
     "sources": BASE | {"papi"},
+    "doctor": BASE | {"papi", "sources", "task_env", "launch"},
     "symbols": BASE,
     "clock": BASE,
     "model": BASE | {"dtypes", "clock"},
@@ -44,7 +45,7 @@ LAYERS = {
     "api": BASE | {"model", "readers", "analysis", "report", "symbols"},
     "cli": BASE
     | {"writing", "options", "papi", "sources", "launch", "readers", "analysis", "report"}
-    | {"interop"},
+    | {"interop", "doctor"},
     "reframe": BASE | {"readers", "analysis", "report"},
     "perfweave": {"api"},
     "__main__": {"cli"},

@@ -188,6 +188,14 @@ def test_wheel_from_sdist(sdist, tmp_path):
     for generated in ("_format.py", "_options.py", "_mpi.py", "_build.py"):
         assert "perfweave/" + generated in names
     assert not any(n.startswith(("tests/", "docs/", "bench/", "runtime/")) for n in names)
+    # the man page and completions (scripts/gen_shell_files.py), for share/ of the install
+    data = f"perfweave-{perfweave.__version__}.data/data/share/"
+    for shared in (
+        "man/man1/perfweave.1",
+        "bash-completion/completions/perfweave",
+        "zsh/site-functions/_perfweave",
+    ):
+        assert data + shared in names
 
     core = unpacked / lib / "libperfweave.so"
     dynamic = subprocess.run(["readelf", "-d", core], capture_output=True, text=True).stdout

@@ -17,6 +17,9 @@ VERBS = {
     "pop": "pop",
     "overhead": "overhead",
     "compare": "compare",
+    "doctor": "doctor",
+    "completion": "completion",
+    "manpage": "manpage",
 }
 
 
