@@ -17,6 +17,7 @@ VERBS = {
     "pop": "pop",
     "overhead": "overhead",
     "compare": "compare",
+    "validate": "validate",
 }
 
 
