@@ -131,7 +131,9 @@ def text(doc):
     table = [head]
     for r in doc["rows"]:
         check = ""
-        if "ok" in r:
+        if r.get("at_least"):
+            check = f"{'ok' if r['ok'] else 'FAILED'} (at least the expected: node-wide)"
+        elif "ok" in r:
             tol = _num(r["tolerance_per_rep"], r["unit"])
             check = f"{'ok' if r['ok'] else 'FAILED'} (±{tol}; {r['truth'] or 'model'})"
         table.append(
