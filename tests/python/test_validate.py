@@ -244,3 +244,29 @@ def test_papi_path(monkeypatch):
         "source": "papi",
         "why": "perf::PAGE-FAULTS, NO_SUCH_EVENT: PAPI: Event does not exist",
     } in doc["not_validated"]
+
+
+def test_traffic_rows_models(monkeypatch):
+    """The traffic rows' expected bytes a repetition are the paper's models, worked out by
+    hand for N = 16; the events here (page faults, 64 bytes each) count none in kernels
+    whose data are written before the window."""
+    from perfweave import papi
+
+    active = sources._source("papi", "PAPI", True, items=["perf_event: perf_event"])
+    monkeypatch.setattr(sources, "probe_papi", lambda: active)
+    monkeypatch.setattr(papi, "open_papi", lambda: (_PapiOnPerfEvent(), None))
+    events = [("perf::PAGE-FAULTS", "read", 64), ("perf::MINOR-FAULTS", "write", 64)]
+    doc = validation.validate(
+        ["gemm", "gemv", "s1cf", "s2cf"], sizes=[16], reps=3, papi_events=events
+    )
+    model = {  # (read, write) bytes
+        "gemm": (3 * 16 * 16 * 8, 16 * 16 * 8),  # A, B and C's write-allocate; C
+        "gemv": ((16 * 16 + 16 + 16) * 8, 16 * 8),  # M N + M + N; y
+        "s1cf": (2 * 16**3 * 16, 16**3 * 16),  # in and out's write-allocate; out
+        "s2cf": (16**3 * 16, 16**3 * 16),  # one read per write
+    }
+    for kernel, (read, write) in model.items():
+        got = [r for r in doc["rows"] if r["source"] == "papi" and r["kernel"] == kernel]
+        assert [r["expected_per_rep"] for r in got] == [read, write], got
+        assert [r["unit"] for r in got] == ["B", "B"]
+        assert all(r["measured_per_rep"] * 3 <= 16 * 64 for r in got), got
