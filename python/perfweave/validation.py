@@ -279,47 +279,48 @@ def _traffic_rows(source, kernel, events, counts):
     return rows
 
 
-def validate(kernels, sizes=None, reps=None, cflags=(), papi_events=(), pcp_metrics=(), log=None):
-    """{rows, not_validated: [{source, why}], repetitions, cache_bytes}: each kernel at each
-    size measured by each source that counts here."""
+def _papi_setup(papi_events):
+    """(PAPI's library or None, its software events to validate, [(source, why not)])."""
     from perfweave.papi import open_papi
-    from perfweave.sources import probe_papi, probe_pcp
+    from perfweave.sources import probe_papi
 
-    not_validated = []
-    papi_lib = None
-    papi_soft = []  # perf:: events through PAPI itself, where its perf_event component is on
     papi = probe_papi()
     if not papi["available"]:
-        not_validated.append(("papi", papi["why"]))
-    else:
-        papi_lib, _ = open_papi()
-        off = [i for i in papi["items"] if i.startswith(("perf_event:", "perf_event_uncore:"))]
-        off = [i for i in off if ": disabled" in i]
-        if any(i.startswith("perf_event:") for i in off):
-            not_validated.append(("papi", f"core and software events: {off[0]}"))
-        else:
-            papi_soft = ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
-        if not papi_events:
-            uncore = [i for i in off if i.startswith("perf_event_uncore:")]
-            not_validated.append(
-                (
-                    "papi",
-                    "memory traffic: "
-                    + (
-                        uncore[0]
-                        if uncore
-                        else "no event named (--papi-read EVENT[:BYTES], --papi-write ...)"
-                    ),
-                )
-            )
+        return None, [], [("papi", papi["why"])]
+    lib, _ = open_papi()
+    off = [i for i in papi["items"] if i.startswith(("perf_event:", "perf_event_uncore:"))]
+    off = [i for i in off if ": disabled" in i]
+    why, soft = [], ["perf::PAGE-FAULTS", "perf::TASK-CLOCK"]
+    if any(i.startswith("perf_event:") for i in off):
+        why.append(("papi", f"core and software events: {off[0]}"))
+        soft = []
+    if not papi_events:
+        uncore = [i for i in off if i.startswith("perf_event_uncore:")]
+        named = "no event named (--papi-read EVENT[:BYTES], --papi-write ...)"
+        why.append(("papi", f"memory traffic: {uncore[0] if uncore else named}"))
+    return lib, soft, why
+
+
+def _pcp_setup(pcp_metrics):
+    """(whether pmcd gives the node's page faults, the traffic metrics it can be asked,
+    [(source, why not)])."""
+    from perfweave.sources import probe_pcp
+
     pcp = probe_pcp()
-    pcp_faults = pcp["available"] and PCP_FAULTS in _pcp_values([PCP_FAULTS])
     if not pcp["available"]:
-        not_validated.append(("pcp", pcp["why"]))
-        pcp_metrics = ()
-    elif not pcp_metrics:
+        return False, (), [("pcp", pcp["why"])]
+    why = []
+    faults = PCP_FAULTS in _pcp_values([PCP_FAULTS])
+    if not faults:
+        missing = (
+            f"pmcd has no {PCP_FAULTS} (linux PMDA)"
+            if shutil.which("pminfo")
+            else ("pminfo not found (install pcp)")
+        )
+        why.append(("pcp", f"page faults: {missing}"))
+    if not pcp_metrics:
         hw = any(i.startswith("perfevent.hwcounters") for i in pcp["items"])
-        not_validated.append(
+        why.append(
             (
                 "pcp",
                 "memory traffic: "
@@ -331,6 +332,15 @@ def validate(kernels, sizes=None, reps=None, cflags=(), papi_events=(), pcp_metr
                 ),
             )
         )
+    return faults, pcp_metrics, why
+
+
+def validate(kernels, sizes=None, reps=None, cflags=(), papi_events=(), pcp_metrics=(), log=None):
+    """{rows, not_validated: [{source, why}], repetitions, cache_bytes}: each kernel at each
+    size measured by each source that counts here."""
+    papi_lib, papi_soft, not_validated = _papi_setup(papi_events)
+    pcp_faults, pcp_metrics, why = _pcp_setup(pcp_metrics)
+    not_validated += why
     rows = []
     with tempfile.TemporaryDirectory(prefix="perfweave-validate-") as tmp:
         lib = compile_kernels(tmp, cflags)
@@ -358,7 +368,9 @@ def validate(kernels, sizes=None, reps=None, cflags=(), papi_events=(), pcp_metr
                         k.run()
                         v1 = _pcp_values(names)
                         if any(m not in v0 or m not in v1 for m in names):
-                            not_validated.append(("pcp", f"pmcd did not answer for {names}"))
+                            not_validated.append(
+                                ("pcp", f"pmcd gave no value of {', '.join(names)} (pminfo -f)")
+                            )
                             pcp_metrics = ()
                         else:
                             counts = [v1[m] - v0[m] for m in names]
