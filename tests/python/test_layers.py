@@ -32,6 +32,7 @@ LAYERS = {
     "task_env": BASE,
     "papi": BASE,
     "sources": BASE | {"papi"},
+    "validation": BASE | {"papi", "sources"},
     "symbols": BASE,
     "clock": BASE,
     "model": BASE | {"dtypes", "clock"},
@@ -44,7 +45,7 @@ LAYERS = {
     "api": BASE | {"model", "readers", "analysis", "report", "symbols"},
     "cli": BASE
     | {"writing", "options", "papi", "sources", "launch", "readers", "analysis", "report"}
-    | {"interop"},
+    | {"interop", "validation"},
     "reframe": BASE | {"readers", "analysis", "report"},
     "perfweave": {"api"},
     "__main__": {"cli"},
