@@ -173,6 +173,8 @@ def _plot(doc, path):
         series.setdefault((r["source"], r["event"], r["kernel"]), []).append(r)
     fig, ax = plt.subplots(figsize=(8, 5))
     for (src, event, kernel), rows in series.items():
+        if all(r["ratio"] is None for r in rows):  # nothing expected (a kernel's 0 faults)
+            continue
         sizes = [r["size"] for r in rows]
         ratio = [r["ratio"] if r["ratio"] is not None else float("nan") for r in rows]
         ax.plot(sizes, ratio, marker="o", label=f"{src} {event} {kernel}")
