@@ -92,12 +92,12 @@ _SYS_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241, "ppc64le": 319, "s390x": 
 _PERF_TYPE_SOFTWARE, _PERF_FLAG_FD_CLOEXEC = 1, 8
 
 
-def kernel_countable(config):
-    """None when the kernel counts the software event config in this thread, opened as the
-    runtime opens it (user-level domain, PAPI's default), else why not."""
+def open_kernel_event(config):
+    """(descriptor, None) counting the software event config in this thread from now on,
+    opened as the runtime opens it (user-level domain, PAPI's default); (None, why not)."""
     nr = _SYS_PERF_EVENT_OPEN.get(platform.machine())
     if nr is None:
-        return f"perf_event_open: no system call number known for {platform.machine()}"
+        return None, f"perf_event_open: no system call number known for {platform.machine()}"
     attr = _PerfEventAttr(type=_PERF_TYPE_SOFTWARE, config=config, flags=(1 << 5) | (1 << 6))
     attr.size = ctypes.sizeof(attr)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -105,13 +105,21 @@ def kernel_countable(config):
     pid, cpu, group, flags = (ctypes.c_long(v) for v in (0, -1, -1, _PERF_FLAG_FD_CLOEXEC))
     fd = libc.syscall(ctypes.c_long(nr), ctypes.byref(attr), pid, cpu, group, flags)
     if fd >= 0:
-        os.close(fd)
-        return None
+        return fd, None
     err = ctypes.get_errno()
     why = os.strerror(err)
     if err in (errno.EACCES, errno.EPERM) and perf_event_paranoid() is not None:
         why += f"; kernel.perf_event_paranoid is {perf_event_paranoid()}"
-    return f"perf_event_open: {why}"
+    return None, f"perf_event_open: {why}"
+
+
+def kernel_countable(config):
+    """None when the kernel counts the software event config in this thread, opened as the
+    runtime opens it, else why not."""
+    fd, why = open_kernel_event(config)
+    if fd is not None:
+        os.close(fd)
+    return why
 
 
 def perf_event_paranoid():

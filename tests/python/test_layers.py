@@ -33,6 +33,7 @@ LAYERS = {
     "papi": BASE,
     "sources": BASE | {"papi"},
     "doctor": BASE | {"papi", "sources", "task_env", "launch"},
+    "validation": BASE | {"papi", "sources"},
     "symbols": BASE,
     "clock": BASE,
     "model": BASE | {"dtypes", "clock"},
@@ -45,7 +46,7 @@ LAYERS = {
     "api": BASE | {"model", "readers", "analysis", "report", "symbols"},
     "cli": BASE
     | {"writing", "options", "papi", "sources", "launch", "readers", "analysis", "report"}
-    | {"interop", "doctor"},
+    | {"interop", "doctor", "validation"},
     "reframe": BASE | {"readers", "analysis", "report"},
     "perfweave": {"api"},
     "__main__": {"cli"},

@@ -20,6 +20,7 @@ VERBS = {
     "doctor": "doctor",
     "completion": "completion",
     "manpage": "manpage",
+    "validate": "validate",
 }
 
 
