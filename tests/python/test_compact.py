@@ -302,6 +302,11 @@ def test_compact_only_experiment(experiment_dir, pwprof, tmp_path):
     assert top["time_s"] == pytest.approx(col.sum() * 1e-9, rel=1e-12)
     assert top["max_s"] == pytest.approx(col.max() * 1e-9, rel=1e-12)
     assert top["argmax"] == int(np.flatnonzero(present[:, j])[np.argmax(col)])
+    # the calls' and bytes' p90 per rank from their own sketches (threads' rows summed)
+    for m, key in ((0, "calls_p90"), (2, "sent_p90"), (3, "recv_p90")):
+        true = np.quantile(vals[present[:, j], j, m], 0.9, method="lower")
+        assert abs(top[key] - true) <= cp.RELATIVE_ERROR * true, key
+    assert top["bytes_sent"] == vals[:, j, 2].sum()
     res = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "MPI call sites by time" in res.stdout and "compact profile only" in res.stdout
