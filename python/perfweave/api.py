@@ -202,7 +202,9 @@ class Experiment:
         MPI profile above --full-profile-ranks), by time: function, where, ranks (that
         called it), calls, time_s and the statistics over those ranks: min_s, mean_s,
         max_s, argmin, argmax, std_s, median_s and p90_s (from a sketch, within
-        sketch_relative_error), imbalance (max / mean). NoData without the file."""
+        sketch_relative_error), imbalance (max / mean), bytes_sent, bytes_recv, and the
+        90th percentiles per rank of calls, bytes sent and received (calls_p90, sent_p90,
+        recv_p90: sketches too; NaN from a version-1 file). NoData without the file."""
         from perfweave.analysis.compact import analyze
 
         p = self._exp.compact

@@ -5,8 +5,9 @@
  *
  * A summary is one block of memory, laid out as it travels: a head, the rank metrics'
  * statistics, the nodes (sorted by identity), their statistics, their caller frames,
- * their sketch counts (dense from each node's first bucket to its last) and the objects'
- * strings (sorted by path, build-id). Merging walks two summaries' sorted nodes at once.
+ * their sketch counts (per node and node metric, metric after metric, dense from its first
+ * bucket to its last) and the objects' strings (sorted by path, build-id). Merging walks
+ * two summaries' sorted nodes at once.
  * python/perfweave/model/compact.py does the same operations in the same order (its
  * tests compare the files byte for byte): keep the two alike.
  */
@@ -245,49 +246,54 @@ static int merge(const sum *a, const sum *b, sum *out)
             int c = i == a->h.nnodes ? 1 : j == b->h.nnodes ? -1 : node_cmp(&A, i, &B, j);
             const side *src = c <= 0 ? &A : &B;
             const pw_cnode_rec *x = &src->s->nodes[c <= 0 ? i : j];
-            int64_t lo = x->sketch_key0, hi = lo + x->sketch_len;
-            if (c == 0) {
-                const pw_cnode_rec *y = &b->nodes[j];
-                if (y->sketch_key0 < lo)
-                    lo = y->sketch_key0;
-                if (y->sketch_key0 + y->sketch_len > hi)
-                    hi = y->sketch_key0 + y->sketch_len;
+            const pw_cstat_rec *sa = c <= 0 ? &a->stats[i * NM] : NULL;
+            const pw_cstat_rec *sb = c >= 0 ? &b->stats[j * NM] : NULL;
+            int64_t lo[NM], hi[NM], nbk = 0;
+            for (int m = 0; m < NM; m++) { /* each metric's buckets: both sides' span */
+                const pw_cstat_rec *y = sa ? &sa[m] : &sb[m];
+                lo[m] = y->sketch_key0;
+                hi[m] = lo[m] + y->sketch_len;
+                if (sa && sb) {
+                    if (sb[m].sketch_key0 < lo[m])
+                        lo[m] = sb[m].sketch_key0;
+                    if (sb[m].sketch_key0 + sb[m].sketch_len > hi[m])
+                        hi[m] = sb[m].sketch_key0 + sb[m].sketch_len;
+                }
+                nbk += hi[m] - lo[m];
             }
             if (pass) {
                 pw_cnode_rec *o = &out->nodes[n];
                 *o = *x;
                 o->object = (int32_t)obj(src, x->object);
                 o->first_frame = x->nframes ? nf : -1;
-                o->sketch_first = nb;
-                o->sketch_key0 = (int32_t)lo;
-                o->sketch_len = (int32_t)(hi - lo);
                 o->pad = 0;
                 for (int k = 0; k < x->nframes; k++) {
                     pw_frame_rec f = src->s->frames[x->first_frame + k];
                     f.object = (int32_t)obj(src, f.object);
                     out->frames[nf + k] = f;
                 }
-                const side *parts[2] = {c <= 0 ? &A : NULL, c >= 0 ? &B : NULL};
-                int64_t at[2] = {i, j};
-                for (int p = 0; p < 2; p++) {
-                    if (!parts[p])
-                        continue;
-                    const pw_cnode_rec *y = &parts[p]->s->nodes[at[p]];
-                    for (int k = 0; k < y->sketch_len; k++)
-                        out->counts[nb + y->sketch_key0 - lo + k] +=
-                            parts[p]->s->counts[y->sketch_first + k];
-                }
+                int64_t at = nb;
                 for (int m = 0; m < NM; m++) {
                     pw_cstat_rec *o_s = &out->stats[n * NM + m];
-                    if (c == 0)
-                        merge_stat(o_s, &a->stats[i * NM + m], &b->stats[j * NM + m]);
+                    if (sa && sb)
+                        merge_stat(o_s, &sa[m], &sb[m]);
                     else
-                        *o_s = src->s->stats[(c < 0 ? i : j) * NM + m];
+                        *o_s = sa ? sa[m] : sb[m];
+                    o_s->sketch_first = at;
+                    o_s->sketch_key0 = (int32_t)lo[m];
+                    o_s->sketch_len = (int32_t)(hi[m] - lo[m]);
+                    const pw_cstat_rec *parts[2] = {sa ? &sa[m] : NULL, sb ? &sb[m] : NULL};
+                    const sum *from[2] = {a, b};
+                    for (int p = 0; p < 2; p++)
+                        for (int k = 0; parts[p] && k < parts[p]->sketch_len; k++)
+                            out->counts[at + parts[p]->sketch_key0 - lo[m] + k] +=
+                                from[p]->counts[parts[p]->sketch_first + k];
+                    at += hi[m] - lo[m];
                 }
             }
             n++;
             nf += x->nframes;
-            nb += hi - lo;
+            nb += nbk;
             if (c <= 0)
                 i++;
             if (c >= 0)
@@ -390,7 +396,7 @@ static int leaf(const pw_local *l, int rank, sum *s)
             h.nnodes++;
             h.nframes += p->sites[idx[i]].nframes;
         }
-    h.nbuckets = h.nnodes;
+    h.nbuckets = h.nnodes * NM;
     if (sum_alloc(s, h, paths, ids) != 0)
         goto done;
     int64_t n = -1, nf = 0;
@@ -398,9 +404,14 @@ static int leaf(const pw_local *l, int rank, sum *s)
     for (size_t i = 0; i <= p->nsites; i++) {
         if (i == p->nsites || i == 0 || site_cmp(&idx[i - 1], &idx[i], &ctx) != 0) {
             if (n >= 0) {
-                for (int m = 0; m < NM; m++)
-                    leaf_stat(&s->stats[n * NM + m], rank, v[m]);
-                s->nodes[n].sketch_key0 = key_of(v[PW_COMPACT_TIME]);
+                for (int m = 0; m < NM; m++) {
+                    pw_cstat_rec *st = &s->stats[n * NM + m];
+                    leaf_stat(st, rank, v[m]);
+                    st->sketch_first = n * NM + m;
+                    st->sketch_len = 1;
+                    st->sketch_key0 = key_of(v[m]);
+                    s->counts[n * NM + m] = 1;
+                }
             }
             if (i == p->nsites)
                 break;
@@ -411,9 +422,6 @@ static int leaf(const pw_local *l, int rank, sum *s)
             o->nframes = t->nframes;
             o->offset = t->offset;
             o->first_frame = t->nframes ? nf : -1;
-            o->sketch_first = n;
-            o->sketch_len = 1;
-            s->counts[n] = 1;
             for (int k = 0; k < t->nframes; k++) {
                 pw_frame_rec f = p->frames[t->first_frame + k];
                 f.object = (int32_t)lobj(&ctx, f.object);
@@ -744,7 +752,6 @@ int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *p
                     memcpy(&t.frames[nf], &mine.frames[x.first_frame],
                            (size_t)x.nframes * sizeof(pw_frame_rec));
                     x.first_frame = nf;
-                    x.sketch_len = 0;
                     t.nodes[i] = x;
                     nf += x.nframes;
                 }

@@ -107,12 +107,12 @@ def test_merge_order_and_numpy():
         rank_v[:, 0].argmax(),
         rank_v[:, 0].sum(),
     )
-    # the sketch holds each rank's time bucket exactly
-    want = np.unique(
-        np.flatnonzero(present.T.reshape(-1)) // ranks * cp.KEY_SPACE
-        + cp.sketch_keys(vals[:, :, cp.TIME].T.reshape(-1)[present.T.reshape(-1)]),
-        return_counts=True,
-    )
+    # the sketches hold each rank's bucket of every node metric exactly
+    r, j = np.nonzero(present)
+    nm = len(cp.NODE_METRICS)
+    slots = (j[:, None] * nm + np.arange(nm)) * cp.KEY_SPACE
+    want = np.unique(slots + cp.sketch_keys(vals[r, j].reshape(-1)).reshape(-1, nm),
+                     return_counts=True)  # fmt: skip
     assert np.array_equal(tree.codes, want[0]) and np.array_equal(tree.counts, want[1])
 
 
@@ -147,12 +147,76 @@ def test_file_round_trip():
     assert np.array_equal(q.top_values, vals[:, q.top_nodes, cp.TIME].T)
     tot = q.node_stats("time_ns")["sum"]
     assert list(q.top_nodes) == list(np.lexsort((np.arange(len(tot)), -tot))[: cp.TOP_NODES])
-    # quantiles within the bound, per node
-    for j in range(len(q.nodes)):
-        col = np.sort(vals[present[:, j], j, cp.TIME])
+    # quantiles within the bound, per node and metric, against numpy's
+    for m, metric in enumerate(cp.NODE_METRICS):
+        for j in range(len(q.nodes)):
+            col = vals[present[:, j], j, m]
+            for quant in (0.0, 0.5, 0.9, 1.0):
+                true = np.quantile(col, quant, method="lower")
+                got = q.quantile(j, quant, metric)
+                assert abs(got - true) <= cp.RELATIVE_ERROR * true, (metric, j, quant)
+
+
+def _encode_v1(p):
+    """p's file as version 1 wrote it (kept here, as that encoder was): the time's sketch
+    in the node records, no other sketch, statistics records without sketch fields."""
+    time = p.node_stats("time_ns")
+    nodes = np.zeros(len(p.nodes), rd.CNODE_V1)
+    for k in ("fn", "object", "nframes", "offset", "first_frame"):
+        nodes[k] = p.nodes[k]
+    parts, at = [], 0
+    for i, t in enumerate(time):
+        parts.append(p.sketch_counts[t["sketch_first"] : t["sketch_first"] + t["sketch_len"]])
+        nodes[i]["sketch_first"], nodes[i]["sketch_len"] = at, t["sketch_len"]
+        nodes[i]["sketch_key0"] = t["sketch_key0"]
+        at += int(t["sketch_len"])
+    stats = np.zeros(len(p.stats), rd.CSTAT_V1)
+    for k in rd.CSTAT_V1.names:
+        if k != "pad":
+            stats[k] = p.stats[k]
+    blobs = {
+        "nodes": nodes.tobytes(),
+        "frames": p.frames.tobytes(),
+        "stats": stats.tobytes(),
+        "top_values": rd._shuffle(p.top_values.reshape(-1)),
+        "sketch_counts": np.concatenate(parts).astype("<i4").tobytes(),
+    }
+    arrays, off = {}, 0
+    for name, dt in rd.ARRAYS_OF[1]:
+        n = len(blobs[name]) // dt.itemsize
+        arrays[name] = {"offset": off, "count": n, "itemsize": dt.itemsize,
+                        "dtype": rd._dtype_list(dt)}  # fmt: skip
+        off += len(blobs[name])
+    data = b"".join(blobs[name] for name, _ in rd.ARRAYS_OF[1])
+    header = dict(format=rd.MAGIC, version=1, world_size=p.world_size, codec="none",
+                  sub_bits=cp.SUB_BITS, metrics=list(cp.METRICS),
+                  top_nodes=[int(i) for i in p.top_nodes], functions=p.functions,
+                  objects=p.objects, buildids=p.buildids, arrays=arrays,
+                  data_bytes=len(data), stored_bytes=len(data))  # fmt: skip
+    line = rd._cjson(header).encode()
+    return line + b" " * (-(len(line) + 1) % 64) + b"\n" + data + rd.END_MARKER
+
+
+def test_version_1_file_is_read():
+    """A version-1 file (the time's sketch only) reads as the same profile: statistics,
+    top nodes and time quantiles as version 2's; calls' and bytes' quantiles NaN; the
+    report's p90 of calls and bytes "-"."""
+    p, present, vals = _profile()
+    q = rd.decode(_encode_v1(p), "old")
+    assert q.header["version"] == 1
+    assert np.array_equal(q.nodes, p.nodes) and np.array_equal(q.frames, p.frames)
+    for k in ("node", "metric", "n", "argmin", "argmax", "min", "max", "sum", "mean", "m2"):
+        assert np.array_equal(q.stats[k], p.stats[k]), k
+    assert np.array_equal(q.top_values, p.top_values)
+    for j in range(len(p.nodes)):
         for quant in (0.0, 0.5, 0.9, 1.0):
-            true = col[int(np.floor(quant * (len(col) - 1)))]
-            assert abs(q.quantile(j, quant) - true) <= cp.RELATIVE_ERROR * true
+            assert q.quantile(j, quant) == p.quantile(j, quant)
+        assert np.isnan(q.quantile(j, 0.9, "calls")) and np.isnan(q.quantile(j, 0.9, "bytes_recv"))
+    from perfweave.analysis.compact import analyze
+    from perfweave.report.sections.compact import _srow
+
+    site = analyze(q, top=1)["callsites"][0]
+    assert _srow(site)[-2:] == ["-", "-"] and site["p90_s"] > 0
 
 
 def _corruptions(raw):
@@ -162,7 +226,7 @@ def _corruptions(raw):
     yield "truncated", raw[: len(raw) - 20]
     yield "zlib", bytes(body)
     yield "magic", raw.replace(b"perfweave-compact-profile", b"perfweave-compact-profilX", 1)
-    yield "version", raw.replace(b'"version":1', b'"version":9', 1)
+    yield "version", raw.replace(b'"version":2', b'"version":9', 1)
     yield "empty", b""
     yield "header only", raw[: nl + 1]
     yield "node index", _with_stats_node(raw, 10**6)
@@ -238,6 +302,11 @@ def test_compact_only_experiment(experiment_dir, pwprof, tmp_path):
     assert top["time_s"] == pytest.approx(col.sum() * 1e-9, rel=1e-12)
     assert top["max_s"] == pytest.approx(col.max() * 1e-9, rel=1e-12)
     assert top["argmax"] == int(np.flatnonzero(present[:, j])[np.argmax(col)])
+    # the calls' and bytes' p90 per rank from their own sketches (threads' rows summed)
+    for m, key in ((0, "calls_p90"), (2, "sent_p90"), (3, "recv_p90")):
+        true = np.quantile(vals[present[:, j], j, m], 0.9, method="lower")
+        assert abs(top[key] - true) <= cp.RELATIVE_ERROR * true, key
+    assert top["bytes_sent"] == vals[:, j, 2].sum()
     res = subprocess.run([PERFWEAVE, "report", str(exp)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "MPI call sites by time" in res.stdout and "compact profile only" in res.stdout

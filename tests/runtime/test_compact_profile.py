@@ -25,7 +25,7 @@ def test_compact_equals_full_profile(mpi, build, run_pw):
     """5 ranks (a tree with a lone subtree), call sites three frames deep: the runtime's
     file is byte for byte the one of_profile makes of profile.pwprof; per node and
     metric, n, min, max, sum, argmin, argmax equal numpy's on the ranks' rows (threads
-    summed), mean and variance to a relative 1e-12."""
+    summed), mean and variance to a relative 1e-12, the sketch the ranks' buckets."""
     prog = build(mpi, "counts.c")
     r = run_pw(mpi.launch(5) + [prog], options=["--callsite-depth", "3"])
     pf = read_profile(r.exp / "profile.pwprof")
@@ -62,6 +62,11 @@ def test_compact_equals_full_profile(mpi, build, run_pw):
             assert (st["argmin"], st["argmax"]) == (ranks[col.argmin()], ranks[col.argmax()])
             assert abs(st["mean"] - col.mean()) <= 1e-12 * abs(col.mean())
             assert abs(st["m2"] / len(col) - col.var()) <= 1e-12 * col.var() + 1e-6
+            # every metric's sketch: exactly the ranks' buckets, first to last
+            key0, counts = c.sketch(j, name)
+            buckets = cp.sketch_keys(col)
+            assert key0 == buckets.min() and len(counts) == buckets.max() - key0 + 1
+            assert np.array_equal(counts, np.bincount(buckets - key0, minlength=len(counts)))
     ranks = pf.arrays["ranks"]
     for name in ("app_ns", "mpi_ns"):
         st = c.rank_stats(name)

@@ -6,7 +6,7 @@
  * O(ranks) memory to write it. The compact profile holds, per call-tree node (a function
  * at a call site, with its caller frames) and metric, the statistics over the ranks that
  * called it (count of ranks, min, max, sum, mean, sum of squared deviations, argmin,
- * argmax), a mergeable log-bucket sketch of the node's time per rank, and the per-rank
+ * argmax) and a mergeable log-bucket sketch of its values per rank, and the per-rank
  * times of the top nodes only. Every part merges exactly (sums, min/max with the lowest
  * rank on ties, Chan's parallel formula for mean and deviations, sketch counts added), so
  * the ranks reduce it up a binomial tree (docs/format.md "Compact profile").
@@ -20,7 +20,8 @@
 
 #include "perfweave/format.h"
 
-#define PW_COMPACT_VERSION 1
+/* 2: a sketch per (node, metric), in cstat; 1 had the time's only, in cnode */
+#define PW_COMPACT_VERSION 2
 #define PW_COMPACT_MAGIC "perfweave-compact-profile"
 
 /* The sketch's bucket of a value x >= 0 (an integer, ns): x itself below 2^SUB_BITS, else
@@ -53,24 +54,25 @@ enum pw_compact_metric { PW_COMPACT_METRICS(PW_COMPACT_METRIC_ENUM) };
     X(int32_t, "<i4", fn)          /* index into header "functions" */                     \
     X(int32_t, "<i4", object)      /* the call site's object, -1 unknown */                \
     X(int32_t, "<i4", nframes)     /* caller frames in the frames array */                 \
-    X(int32_t, "<i4", sketch_len)  /* buckets of its sketch in sketch_counts */            \
+    X(int32_t, "<i4", pad)                                                                 \
     X(int64_t, "<i8", offset)      /* return address - object load base */                 \
-    X(int64_t, "<i8", first_frame) /* index of its first frame, -1 without */              \
-    X(int64_t, "<i8", sketch_first) /* index of its first count in sketch_counts */        \
-    X(int32_t, "<i4", sketch_key0) /* bucket of its first count */                         \
-    X(int32_t, "<i4", pad)
+    X(int64_t, "<i8", first_frame) /* index of its first frame, -1 without */
 
 /* One per (node, node metric) and per rank metric (node -1), node-major. Over the n ranks
  * that called the node (every rank for rank metrics): min, max, sum exact; mean and m2
  * (sum of squared deviations from the mean: variance m2 / n) by Chan's formula up the
- * tree; argmin, argmax the lowest rank holding the min, the max. */
+ * tree; argmin, argmax the lowest rank holding the min, the max; the sketch of the values
+ * (node metrics only; a rank metric's sketch_len is 0). */
 #define PW_CSTAT_FIELDS(X, A)                                                              \
     X(int32_t, "<i4", node)                                                                \
     X(int32_t, "<i4", metric)  /* PW_COMPACT_METRICS */                                    \
     X(int32_t, "<i4", n)                                                                   \
     X(int32_t, "<i4", argmin)                                                              \
     X(int32_t, "<i4", argmax)                                                              \
+    X(int32_t, "<i4", sketch_len)  /* buckets of its sketch in sketch_counts */            \
+    X(int32_t, "<i4", sketch_key0) /* bucket of its first count */                         \
     X(int32_t, "<i4", pad)                                                                 \
+    X(int64_t, "<i8", sketch_first) /* index of its first count in sketch_counts */        \
     X(int64_t, "<i8", min)                                                                 \
     X(int64_t, "<i8", max)                                                                 \
     X(int64_t, "<i8", sum)                                                                 \

@@ -1,6 +1,7 @@
 """The MPI profile of a compact profile (model/compact.py): by function and by call site,
 each call site with the statistics over the ranks that called it (min, mean, max, the
-ranks of min and max, standard deviation, median and 90th percentile from the sketch),
+ranks of min and max, standard deviation, median and 90th percentile from the sketch; the
+90th percentiles of its calls and bytes per rank too),
 and the job's MPI share from the ranks' app_ns and mpi_ns. What a compact profile cannot
 tell (per-rank tables, a function's per-rank balance, message sizes, counters) is said in
 `missing`."""
@@ -69,6 +70,12 @@ def analyze(p, top=20, symbolizer=None):
                 "std_s": float(np.sqrt(max(t["m2"], 0.0) / t["n"])) * ns,
                 "median_s": p.quantile(int(i), 0.5) * ns,
                 "p90_s": p.quantile(int(i), 0.9) * ns,
+                # NaN from a version-1 file: it kept the time's sketch only
+                "calls_p90": p.quantile(int(i), 0.9, "calls"),
+                "bytes_sent": int(sent["sum"][i]),
+                "sent_p90": p.quantile(int(i), 0.9, "bytes_sent"),
+                "bytes_recv": int(recv["sum"][i]),
+                "recv_p90": p.quantile(int(i), 0.9, "bytes_recv"),
                 "imbalance": float(t["max"]) / mean if mean > 0 else 0.0,
                 "per_rank_kept": bool(int(i) in set(int(x) for x in p.top_nodes)),
             }

@@ -1,5 +1,5 @@
 """The compact profile (docs/format.md "Compact profile"): per call-tree node and metric
-the statistics over the ranks that called it, a log-bucket sketch of the node's time per
+the statistics over the ranks that called it and a log-bucket sketch of its values per
 rank, and the per-rank times of the top nodes only; and the merge that reduces the
 ranks' summaries up the runtime's binomial tree (runtime/modules/mpi_compact.c does the
 same operations in the same order, so both write the same bytes).
@@ -88,7 +88,8 @@ def sketch_quantile(key0, counts, q):
 class Summary:
     """The summary of a set of ranks: its nodes (ids into the node table, increasing), per
     (node, node metric) the statistics, per rank metric the same over the ranks, and the
-    sketch of the nodes' times as sorted codes node * KEY_SPACE + key with counts."""
+    sketches of the node metrics as sorted codes (node * len(NODE_METRICS) + metric) *
+    KEY_SPACE + key with counts."""
 
     nodes: np.ndarray  # int64
     n: np.ndarray  # int32 per node: ranks that called it
@@ -110,7 +111,8 @@ class Summary:
         nodes = np.asarray(nodes, np.int64)
         v = np.asarray(values, np.int64).reshape(len(nodes), len(NODE_METRICS))
         r = np.full(v.shape, rank, np.int32)
-        codes = nodes * KEY_SPACE + sketch_keys(v[:, TIME])
+        slots = nodes[:, None] * len(NODE_METRICS) + np.arange(len(NODE_METRICS))
+        codes = (slots * KEY_SPACE + sketch_keys(v.reshape(-1)).reshape(v.shape)).reshape(-1)
         return cls(
             nodes=nodes,
             n=np.ones(len(nodes), np.int32),
@@ -135,17 +137,17 @@ class Summary:
                 for k, x in ((k, rank_values[k]) for k in RANK_METRICS)
             },
             codes=codes,
-            counts=np.ones(len(nodes), np.int64),
+            counts=np.ones(len(codes), np.int64),
         )
 
     def nbytes(self):
         """Bytes of this summary as mpi_compact.c sends it up the tree: its head and rank
         statistics, a node record and NODE_METRICS statistics per node, and 8 bytes per
-        sketch count, dense from each node's first bucket to its last; the caller frames
-        and the objects' strings are not counted."""
-        node = self.codes // KEY_SPACE
+        sketch count, dense from each (node, metric)'s first bucket to its last; the caller
+        frames and the objects' strings are not counted."""
+        slot = self.codes // KEY_SPACE
         key = self.codes % KEY_SPACE
-        ends = np.flatnonzero(np.diff(node, append=-1))  # each node's last bucket
+        ends = np.flatnonzero(np.diff(slot, append=-1))  # each slot's last bucket
         starts = np.concatenate([[0], ends[:-1] + 1]) if len(ends) else ends
         dense = int((key[ends] - key[starts] + 1).sum()) if len(ends) else 0
         per_node = CNODE.itemsize + len(NODE_METRICS) * CSTAT.itemsize
@@ -300,16 +302,18 @@ class CompactProfile:
         m = METRICS.index(metric)
         return self.stats[(self.stats["node"] == -1) & (self.stats["metric"] == m)][0]
 
-    def sketch(self, node):
-        """The node's time sketch: its first bucket key and the counts."""
-        rec = self.nodes[node]
+    def sketch(self, node, metric="time_ns"):
+        """The sketch of the node's metric: its first bucket key and the counts (no counts
+        where the file has none: a version-1 file kept the time's only)."""
+        rec = self.stats[int(node) * len(NODE_METRICS) + METRICS.index(metric)]
         first = int(rec["sketch_first"])
         return int(rec["sketch_key0"]), self.sketch_counts[first : first + rec["sketch_len"]]
 
-    def quantile(self, node, q):
-        """The q-quantile of the node's time per rank over the ranks that called it, within
-        RELATIVE_ERROR of the true one (numpy's method "lower")."""
-        return sketch_quantile(*self.sketch(node), q)
+    def quantile(self, node, q, metric="time_ns"):
+        """The q-quantile of the node's metric per rank over the ranks that called it,
+        within RELATIVE_ERROR of the true one (numpy's method "lower"); NaN without its
+        sketch."""
+        return sketch_quantile(*self.sketch(node, metric), q)
 
 
 def profile_from_summary(
@@ -326,23 +330,20 @@ def profile_from_summary(
     fidx = np.concatenate(keep) if keep else np.zeros(0, np.int64)
     starts = np.concatenate([[0], np.cumsum(nodes["nframes"])[:-1]]) if len(nodes) else []
     nodes["first_frame"] = np.where(nodes["nframes"] > 0, starts, -1)
-    # sketch: each node's buckets from its first to its last, dense
-    sk_node = summary.codes // KEY_SPACE
+    nn, nm = len(used), len(NODE_METRICS)
+    # sketches: each (node, metric)'s buckets from its first to its last, dense, in the
+    # stats' order; every slot has one bucket at least
+    sk_slot = summary.codes // KEY_SPACE
     sk_key = summary.codes % KEY_SPACE
-    pos = np.searchsorted(used, sk_node)
-    # codes increase: a node's buckets are consecutive, keys increasing; every node has one
-    ids = np.arange(len(used))
+    pos = np.searchsorted(used, sk_slot // nm) * nm + sk_slot % nm
+    ids = np.arange(nn * nm)
     first_key = sk_key[np.searchsorted(pos, ids, "left")]
     last_key = sk_key[np.searchsorted(pos, ids, "right") - 1]
     lens = last_key - first_key + 1
     offsets = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
     counts = np.zeros(int(lens.sum()), np.int32)
     counts[offsets[pos] + sk_key - first_key[pos]] = summary.counts
-    nodes["sketch_first"] = offsets
-    nodes["sketch_len"] = lens
-    nodes["sketch_key0"] = first_key
     nodes["pad"] = 0
-    nn, nm = len(used), len(NODE_METRICS)
     stats = np.zeros(nn * nm + len(RANK_METRICS), CSTAT)
     body = stats[: nn * nm]
     body["node"] = np.repeat(np.arange(nn), nm)
@@ -350,6 +351,9 @@ def profile_from_summary(
     body["n"] = np.repeat(summary.n, nm)
     for name in ("argmin", "argmax", "min", "max", "sum", "mean", "m2"):
         body[name] = getattr(summary, name).reshape(-1)
+    body["sketch_first"] = offsets
+    body["sketch_len"] = lens
+    body["sketch_key0"] = first_key
     for i, k in enumerate(RANK_METRICS):
         row = stats[nn * nm + i]
         row["node"], row["metric"] = -1, METRICS.index(k)

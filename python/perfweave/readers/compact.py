@@ -5,7 +5,9 @@ for the same summary).
 One line of JSON (padded with spaces to a multiple of 64 bytes), the arrays through the
 header's codec (zlib, or none), the end marker PWEND\\n\\n\\n. top_values is stored with
 its bytes shuffled (byte j of value i at j * count + i), which zlib compresses far better
-than the values themselves: their high bytes are alike.
+than the values themselves: their high bytes are alike. Version 1 (a sketch of the time
+only, its fields in the node records) is read into version 2's records, the other
+metrics without a sketch.
 """
 
 import json
@@ -16,7 +18,16 @@ import numpy as np
 
 from perfweave._format import FILES
 from perfweave.errors import FormatError
-from perfweave.model.compact import CNODE, CSTAT, FRAME, METRICS, SUB_BITS, CompactProfile
+from perfweave.model.compact import (
+    CNODE,
+    CSTAT,
+    FRAME,
+    METRICS,
+    NODE_METRICS,
+    SUB_BITS,
+    TIME,
+    CompactProfile,
+)
 from perfweave.readers.files import read_bytes
 
 MAGIC = FILES["compact"].magic
@@ -34,6 +45,21 @@ ARRAYS = (
     ("top_values", VALUES),
     ("sketch_counts", SKETCH),
 )
+# version 1's records: the time's sketch in the node's, statistics without one
+CNODE_V1 = np.dtype([
+    ("fn", "<i4"), ("object", "<i4"), ("nframes", "<i4"), ("sketch_len", "<i4"),
+    ("offset", "<i8"), ("first_frame", "<i8"), ("sketch_first", "<i8"),
+    ("sketch_key0", "<i4"), ("pad", "<i4"),
+])  # fmt: skip
+CSTAT_V1 = np.dtype([
+    ("node", "<i4"), ("metric", "<i4"), ("n", "<i4"), ("argmin", "<i4"), ("argmax", "<i4"),
+    ("pad", "<i4"), ("min", "<i8"), ("max", "<i8"), ("sum", "<i8"), ("mean", "<f8"),
+    ("m2", "<f8"),
+])  # fmt: skip
+ARRAYS_OF = {
+    1: tuple((n, {"nodes": CNODE_V1, "stats": CSTAT_V1}.get(n, dt)) for n, dt in ARRAYS),
+    VERSION: ARRAYS,
+}
 
 
 def _dtype_list(dt):
@@ -121,10 +147,11 @@ def decode(raw, path):
         raise FormatError(f"{path}: not a perfweave compact profile") from None
     if not isinstance(header, dict) or header.get("format") != MAGIC:
         raise FormatError(f"{path}: not a perfweave compact profile")
-    if header.get("version") != VERSION:
+    version = header.get("version")
+    if version not in ARRAYS_OF:
         raise FormatError(
-            f"{path}: compact profile version {header.get('version')} is not supported "
-            f"(this perfweave reads {VERSION})"
+            f"{path}: compact profile version {version} is not supported "
+            f"(this perfweave reads {', '.join(map(str, sorted(ARRAYS_OF)))})"
         )
     if header.get("sub_bits") != SUB_BITS:
         raise _corrupt(
@@ -150,7 +177,7 @@ def decode(raw, path):
         if len(data) != data_bytes:
             raise _corrupt(path, "data_bytes")
         arrays = {}
-        for name, dt in ARRAYS:
+        for name, dt in ARRAYS_OF[version]:
             desc = header["arrays"][name]
             count, off = int(desc["count"]), int(desc["offset"])
             if desc["itemsize"] != dt.itemsize or [list(f) for f in desc["dtype"]] != _dtype_list(
@@ -170,6 +197,8 @@ def decode(raw, path):
         raise
     except (KeyError, TypeError, ValueError, AttributeError, zlib.error) as e:
         raise _corrupt(path, e) from None
+    if version == 1:
+        arrays["nodes"], arrays["stats"] = _from_v1(arrays["nodes"], arrays["stats"], path)
     p = CompactProfile(
         world_size=world,
         functions=lists[0],
@@ -189,6 +218,25 @@ def decode(raw, path):
     return p
 
 
+def _from_v1(nodes, stats, path):
+    """Version 1's node and statistics records as version 2's: the time's sketch moved
+    from the node to its time row, the other rows without a sketch."""
+    out_n = np.zeros(len(nodes), CNODE)
+    for k in ("fn", "object", "nframes", "offset", "first_frame"):
+        out_n[k] = nodes[k]
+    out_s = np.zeros(len(stats), CSTAT)
+    for k in CSTAT_V1.names:
+        if k != "pad":
+            out_s[k] = stats[k]
+    timed = np.flatnonzero((stats["node"] >= 0) & (stats["metric"] == TIME))
+    owner = stats["node"][timed]
+    if len(owner) and owner.max() >= len(nodes):
+        raise _corrupt(path, "statistics records")
+    for k in ("sketch_first", "sketch_len", "sketch_key0"):
+        out_s[k][timed] = nodes[k][owner]
+    return out_n, out_s
+
+
 def _check(p, path):
     """Cross-references, so that later stages can index with them."""
     nn = len(p.nodes)
@@ -206,9 +254,6 @@ def _check(p, path):
         or n["fn"].max() >= len(p.functions)
         or n["object"].min() < -1
         or n["object"].max() >= len(p.objects)
-        or n["sketch_len"].min() < 1
-        or (n["sketch_first"] < 0).any()
-        or (n["sketch_first"] + n["sketch_len"] > len(p.sketch_counts)).any()
         or (
             (n["nframes"] > 0)
             & ((n["first_frame"] < 0) | (n["first_frame"] + n["nframes"] > len(p.frames)))
@@ -224,8 +269,18 @@ def _check(p, path):
         or s["argmin"].min() < 0
         or s["argmax"].max() >= p.world_size
         or (s["n"] < 1).any()
+        or (s["sketch_len"] < 0).any()
+        or (s["sketch_first"] < 0).any()
+        or (s["sketch_first"] + s["sketch_len"] > len(p.sketch_counts)).any()
     ):
         raise _corrupt(path, "statistics records")
+    # node-major, every node metric: CompactProfile.sketch indexes the rows so
+    nm = len(NODE_METRICS)
+    if len(s) < nn * nm or not (
+        np.array_equal(s["node"][: nn * nm], np.repeat(np.arange(nn), nm))
+        and np.array_equal(s["metric"][: nn * nm], np.tile(np.arange(nm), nn))
+    ):
+        raise _corrupt(path, "statistics records out of order")
 
 
 def read_compact(path):

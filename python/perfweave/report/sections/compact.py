@@ -17,7 +17,7 @@ from perfweave.report.widgets import (
 )
 
 SITE_COLUMNS = ["function", "call site", "ranks", "time", "min", "mean", "max", "max rank",
-                "max/mean", "p90"]  # fmt: skip
+                "max/mean", "p90", "calls p90", "sent p90"]  # fmt: skip
 FUNCTION_COLUMNS = ["function", "sites", "calls", "time", "sent", "received"]
 
 
@@ -52,8 +52,8 @@ class CompactSection(Section):
         out += more_rows(more, "functions")
         out += [
             "",
-            "MPI call sites by time (over the ranks that called each; p90 from "
-            f"a sketch, within {100 * c['sketch_relative_error']:.1f} %)",
+            "MPI call sites by time (over the ranks that called each; p90s, per rank, from "
+            f"sketches, within {100 * c['sketch_relative_error']:.1f} %)",
         ]
         shown, more = cut_rows(c["callsites"], view.rows)
         out += text_table(
@@ -61,7 +61,7 @@ class CompactSection(Section):
             SITE_COLUMNS,
             align=["<", "<"] + [">"] * (len(SITE_COLUMNS) - 2),
             width=view.width,
-            drop=(9, 5),  # p90, then min
+            drop=(11, 10, 9, 5),  # the calls' and bytes' p90, the time's, then min
         )
         out += more_rows(more + c["callsite_count"] - len(c["callsites"]), "call sites")
         out += wrap_line("missing", c["missing"], view.width)
@@ -87,7 +87,13 @@ def _frow(f):
 def _srow(s):
     return [s["function"], s["where"], s["ranks"], _t(s["time_s"]), _t(s["min_s"]),
             _t(s["mean_s"]), _t(s["max_s"]), s["argmax"], f"{s['imbalance']:.2f}",
-            _t(s["p90_s"])]  # fmt: skip
+            _t(s["p90_s"]), _p90(s["calls_p90"], f"{s['calls_p90']:,.0f}"),
+            _p90(s["sent_p90"], byte_size(s["sent_p90"]))]  # fmt: skip
+
+
+def _p90(v, shown):
+    # a version-1 file has no sketch of calls and bytes
+    return "-" if v != v else shown
 
 
 SECTION = CompactSection()
