@@ -13,7 +13,7 @@
  * - otherwise the run needs a verdict, which Python gives: it execs
  *   `PYTHON -c ... PKGDIR EXP META_FD STATUS END` (perfweave.cli.run.finish).
  *
- * perfweave-wait PID EXP META_FD STARTED STARTUP_WAIT PYTHON PKGDIR [-- PERFWEAVE_ARGV...]
+ * perfweave-wait PID EXP META_FD STARTED STARTUP_WAIT PYTHON PKGDIR [--quiet] [-- PERFWEAVE_ARGV...]
  *   PID           the launched command, a child of this process
  *   EXP           the experiment directory (absolute)
  *   META_FD       a descriptor holding experiment.json as written at the start, its
@@ -22,6 +22,8 @@
  *   STARTUP_WAIT  seconds a rank may wait in perfweave's start-up before it is said;
  *                 0: no watch (no activity pages, --node-interval 0)
  *   PYTHON, PKGDIR  the interpreter and the directory holding the perfweave package
+ *   --quiet       perfweave --quiet run: no last line when all went well (errors and
+ *                 what the verdict finds wrong are said all the same)
  *   PERFWEAVE_ARGV  perfweave's own command line, for ps to show (not read)
  *
  * SIGTERM, SIGHUP and SIGINT come blocked from the caller, so none is lost between its
@@ -426,6 +428,7 @@ int main(int argc, char **argv)
     const char *exp = argv[2];
     int meta_fd = atoi(argv[3]);
     double started = atof(argv[4]), wait = atof(argv[5]);
+    int quiet = argc > 8 && strcmp(argv[8], "--quiet") == 0;
 
     /* what the caller left of its own: SIGCHLD taken here, the rest as a shell leaves it */
     signal(SIGCHLD, SIG_DFL);
@@ -467,11 +470,14 @@ int main(int argc, char **argv)
     size_t len = 0;
     char *meta = read_all(meta_fd, &len);
     if (meta && needs_no_verdict(exp) && write_end(exp, meta, len, started, ended, status) == 0) {
-        char line[13000], next[4400];
-        traced(exp, next, sizeof next);
-        snprintf(line, sizeof line, "perfweave: experiment written to %s (perfweave report %s)%s\n",
-                 exp, exp, next);
-        say(line);
+        if (!quiet) {
+            char line[13000], next[4400];
+            traced(exp, next, sizeof next);
+            snprintf(line, sizeof line,
+                     "perfweave: experiment written to %s (perfweave report %s)%s\n", exp, exp,
+                     next);
+            say(line);
+        }
         end_as(status);
     }
     free(meta);
@@ -484,7 +490,7 @@ int main(int argc, char **argv)
     execl(argv[6], argv[6], "-c",
           "import sys; sys.path[0] = sys.argv[1]; from perfweave.cli.run import finish; "
           "finish(sys.argv[2:])",
-          argv[7], exp, argv[3], code, end, (char *)NULL);
+          argv[7], exp, argv[3], code, end, quiet ? "--quiet" : (char *)NULL, (char *)NULL);
     char line[600];
     snprintf(line, sizeof line,
              "perfweave: cannot run %s to read the experiment (%s): perfweave report %s\n", argv[6],

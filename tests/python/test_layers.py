@@ -39,7 +39,7 @@ LAYERS = {
     "readers": BASE | {"dtypes", "writing", "model"},
     "analysis": BASE | {"dtypes", "clock", "model", "readers", "symbols", "progress"},
     "report": BASE | {"dtypes", "model", "readers", "analysis", "symbols"},
-    "launch": BASE | {"options", "task_env", "writing", "readers"},
+    "launch": BASE | {"options", "task_env", "writing", "readers", "progress"},
     "interop": BASE
     | {"dtypes", "writing", "clock", "model", "readers", "analysis", "symbols", "launch"}
     | {"progress"},

@@ -138,3 +138,12 @@ def test_import_names_the_next_step(exp, tmp_path):
     res = perfweave("--quiet", "import", archive, "-o", tmp_path / "quiet")
     assert res.returncode == 0, res.stderr
     assert res.stdout == res.stderr == ""
+
+
+def test_a_bar_while_exporting(exp, tmp_path):
+    out = tmp_path / "t.json"
+    status, stdout, raw = on_terminal("export", exp, "--format", "chrome", "-o", out)
+    assert status == 0, raw
+    assert re.search(r"Chrome trace: writing.*\d+/8", raw), raw
+    assert screen(raw) == []  # erased: the summary is on stdout, as without a terminal
+    assert stdout.startswith(f"perfweave: wrote Chrome trace {out}: ")
