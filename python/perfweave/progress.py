@@ -49,11 +49,9 @@ def next_step(done, *commands):
 
 
 def count(n):
-    """An event count as the next-step lines say it: 1.2 M, 35 k, 812."""
-    for size, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return str(n)
+    """An event count as the next-step lines say it (as perfweave-wait does): 1.2 M
+    from a million on, else the number."""
+    return f"{n / 1e6:.1f} M" if n >= 1_000_000 else str(n)
 
 
 class Task:
@@ -78,7 +76,6 @@ class Task:
             self._bar = tqdm(
                 total=total, desc=what, unit=unit, file=sys.stderr, leave=False,
                 dynamic_ncols=sized, ncols=None if sized else 80, mininterval=0.1,
-                unit_scale=unit != "step",
             )  # fmt: skip
 
     def step(self, n=1, what=None):

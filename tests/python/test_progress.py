@@ -77,9 +77,20 @@ def untimed(report):
     return re.sub(r"\d+\.\d+ s\b", "T s", report)
 
 
+def test_counts_as_perfweave_wait_says_them():
+    from perfweave import progress
+
+    assert [progress.count(n) for n in (0, 999_999, 1_000_000, 1_234_567)] == [
+        "0",
+        "999999",
+        "1.0 M",
+        "1.2 M",
+    ]
+
+
 def analysed(exp):
     return (
-        f"perfweave: analysed {EVENTS / 1e3:.1f} k events of {RANKS} ranks {ARROW} run "
+        f"perfweave: analysed {EVENTS} events of {RANKS} ranks {ARROW} run "
         f"`perfweave pop {exp}` or `perfweave report {exp}`"
     )
 
@@ -131,7 +142,7 @@ def test_import_names_the_next_step(exp, tmp_path):
     )
     assert n == of > EVENTS
     assert res.stderr.splitlines() == [
-        f"perfweave: imported {RANKS} ranks, {n / 1e3:.1f} k events {ARROW} run "
+        f"perfweave: imported {RANKS} ranks, {n} events {ARROW} run "
         f"`perfweave report {back}` or `perfweave pop {back}`"
     ]
     # --quiet: neither the summary nor the next step
