@@ -158,3 +158,14 @@ def test_a_bar_while_exporting(exp, tmp_path):
     assert re.search(r"Chrome trace: writing.*\d+/8", raw), raw
     assert screen(raw) == []  # erased: the summary is on stdout, as without a terminal
     assert stdout.startswith(f"perfweave: wrote Chrome trace {out}: ")
+
+
+def test_a_bar_over_the_runs_of_a_sweep():
+    # bare and profile, a warm-up round and two: 6 runs of true
+    status, stdout, raw = on_terminal(
+        "overhead", "--modes", "profile", "-n", "2", "--calibrate", "none", "--", "true"
+    )
+    assert status == 0, raw
+    assert re.search(r"overhead.*0/6", raw), raw
+    assert screen(raw) == []
+    assert "profile" in stdout
