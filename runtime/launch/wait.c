@@ -13,7 +13,7 @@
  * - otherwise the run needs a verdict, which Python gives: it execs
  *   `PYTHON -c ... PKGDIR EXP META_FD STATUS END` (perfweave.cli.run.finish).
  *
- * perfweave-wait PID EXP META_FD STARTED STARTUP_WAIT PYTHON PKGDIR [-- PERFWEAVE_ARGV...]
+ * perfweave-wait PID EXP META_FD STARTED STARTUP_WAIT PYTHON PKGDIR [--quiet] [-- PERFWEAVE_ARGV...]
  *   PID           the launched command, a child of this process
  *   EXP           the experiment directory (absolute)
  *   META_FD       a descriptor holding experiment.json as written at the start, its
@@ -22,6 +22,8 @@
  *   STARTUP_WAIT  seconds a rank may wait in perfweave's start-up before it is said;
  *                 0: no watch (no activity pages, --node-interval 0)
  *   PYTHON, PKGDIR  the interpreter and the directory holding the perfweave package
+ *   --quiet       perfweave --quiet run: no last line when all went well (errors and
+ *                 what the verdict finds wrong are said all the same)
  *   PERFWEAVE_ARGV  perfweave's own command line, for ps to show (not read)
  *
  * SIGTERM, SIGHUP and SIGINT come blocked from the caller, so none is lost between its
@@ -40,6 +42,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "perfweave/format.h"
 
 /* readers/experiment.py: a process's activity page starts with this magic, its pid, and
  * its rank, -3 while it is in perfweave's start-up */
@@ -241,6 +245,77 @@ static int needs_no_verdict(const char *exp)
     return !marked;
 }
 
+/* The events of a rank's trace file: the heads among the committed records of version 5's
+ * blocks (docs/format.md, "Traces"); -1 for another layout, which only the reader knows. */
+static long long trace_events(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    long long n = 0;
+    struct pw_cevent_rec r[4096];
+    off_t pos = 0; /* in records */
+    for (;;) {
+        ssize_t k = pread(fd, r, 2 * sizeof r[0], pos * (off_t)sizeof r[0]);
+        if (k < (ssize_t)(2 * sizeof r[0]) || r[0].kind != PW_EV_BLOCK ||
+            r[1].kind != PW_CK_THREAD) {
+            if (pos == 0 && k > 0)
+                n = -1; /* not blocks */
+            break;
+        }
+        off_t next = pos + 1 + (off_t)r[0].b;
+        for (off_t at = pos + 2, end = pos + 1 + (off_t)r[0].a; at < end;) {
+            size_t want = (size_t)(end - at) < 4096 ? (size_t)(end - at) : 4096;
+            k = pread(fd, r, want * sizeof r[0], at * (off_t)sizeof r[0]);
+            if (k <= 0)
+                break;
+            for (ssize_t i = 0; i < k / (ssize_t)sizeof r[0]; i++)
+                n += r[i].kind < PW_CK_EXT; /* EXT, BASE, SITE, THREAD: no event */
+            at += k / (ssize_t)sizeof r[0];
+        }
+        pos = next;
+    }
+    close(fd);
+    return n;
+}
+
+/* What a traced run's last line adds: the ranks and events traced, and what to run next
+ * (empty for a run without traces). */
+static void traced(const char *exp, char *out, size_t size)
+{
+    char dir[4200], path[4500];
+    snprintf(dir, sizeof dir, "%s/traces", exp);
+    out[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    long long ranks = 0, events = 0;
+    int known = 1;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "rank-", 5) != 0 || len < 7 ||
+            strcmp(e->d_name + len - 7, ".events") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        long long n = trace_events(path);
+        ranks++;
+        if (n < 0)
+            known = 0;
+        else
+            events += n;
+    }
+    closedir(d);
+    if (!ranks)
+        return;
+    char count[64] = "";
+    if (known && events >= 1000000)
+        snprintf(count, sizeof count, ", %.1f M events", events / 1e6);
+    else if (known)
+        snprintf(count, sizeof count, ", %lld event%s", events, events == 1 ? "" : "s");
+    snprintf(out, size, "; traced %lld rank%s%s \xe2\x86\x92 run `perfweave analyze %s`", ranks,
+             ranks == 1 ? "" : "s", count, exp);
+}
+
 /* EXP/ending, the runtime's folder for ending together on a signal (runtime/core/ending.c),
  * of no use once the command has ended (launch/run.py remove_ending) */
 static void remove_ending(const char *exp)
@@ -353,6 +428,7 @@ int main(int argc, char **argv)
     const char *exp = argv[2];
     int meta_fd = atoi(argv[3]);
     double started = atof(argv[4]), wait = atof(argv[5]);
+    int quiet = argc > 8 && strcmp(argv[8], "--quiet") == 0;
 
     /* what the caller left of its own: SIGCHLD taken here, the rest as a shell leaves it */
     signal(SIGCHLD, SIG_DFL);
@@ -394,10 +470,14 @@ int main(int argc, char **argv)
     size_t len = 0;
     char *meta = read_all(meta_fd, &len);
     if (meta && needs_no_verdict(exp) && write_end(exp, meta, len, started, ended, status) == 0) {
-        char line[8600];
-        snprintf(line, sizeof line, "perfweave: experiment written to %s (perfweave report %s)\n",
-                 exp, exp);
-        say(line);
+        if (!quiet) {
+            char line[13000], next[4400];
+            traced(exp, next, sizeof next);
+            snprintf(line, sizeof line,
+                     "perfweave: experiment written to %s (perfweave report %s)%s\n", exp, exp,
+                     next);
+            say(line);
+        }
         end_as(status);
     }
     free(meta);
@@ -410,7 +490,7 @@ int main(int argc, char **argv)
     execl(argv[6], argv[6], "-c",
           "import sys; sys.path[0] = sys.argv[1]; from perfweave.cli.run import finish; "
           "finish(sys.argv[2:])",
-          argv[7], exp, argv[3], code, end, (char *)NULL);
+          argv[7], exp, argv[3], code, end, quiet ? "--quiet" : (char *)NULL, (char *)NULL);
     char line[600];
     snprintf(line, sizeof line,
              "perfweave: cannot run %s to read the experiment (%s): perfweave report %s\n", argv[6],

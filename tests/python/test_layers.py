@@ -28,6 +28,7 @@ LAYERS = {
     "version": set(),
     "dtypes": {"_format"},
     "writing": {"errors"},
+    "progress": set(),
     "options": {"_options", "errors"},
     "task_env": BASE,
     "papi": BASE,
@@ -38,15 +39,16 @@ LAYERS = {
     "clock": BASE,
     "model": BASE | {"dtypes", "clock"},
     "readers": BASE | {"dtypes", "writing", "model"},
-    "analysis": BASE | {"dtypes", "clock", "model", "readers", "symbols"},
+    "analysis": BASE | {"dtypes", "clock", "model", "readers", "symbols", "progress"},
     "report": BASE | {"dtypes", "model", "readers", "analysis", "symbols"},
-    "launch": BASE | {"options", "task_env", "writing", "readers"},
+    "launch": BASE | {"options", "task_env", "writing", "readers", "progress"},
     "interop": BASE
-    | {"dtypes", "writing", "clock", "model", "readers", "analysis", "symbols", "launch"},
+    | {"dtypes", "writing", "clock", "model", "readers", "analysis", "symbols", "launch"}
+    | {"progress"},
     "api": BASE | {"model", "readers", "analysis", "report", "symbols"},
     "cli": BASE
     | {"writing", "options", "papi", "sources", "launch", "readers", "analysis", "report"}
-    | {"interop", "doctor", "validation"},
+    | {"interop", "doctor", "validation", "progress"},
     "reframe": BASE | {"readers", "analysis", "report"},
     "perfweave": {"api"},
     "__main__": {"cli"},

@@ -3,7 +3,7 @@
 import os
 import sys
 
-from perfweave import __version__
+from perfweave import __version__, progress
 from perfweave.errors import PerfweaveError
 
 # the verbs in the order --help lists them: name -> its module in this package
@@ -58,10 +58,14 @@ def build_parser(verbs=VERBS):
         prog="perfweave", description="Measure and explain the performance of parallel programs."
     )
     parser.add_argument("--version", action="version", version=f"perfweave {__version__}")
+    quiet = "no progress bars, notes or next steps on stderr: errors and warnings only"
+    parser.add_argument("-q", "--quiet", action="store_true", help=quiet)
     # prog: the verbs' prefix, which argparse would find by formatting this usage
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser, prog="perfweave")
     for verb in verbs:
         __import__(f"{__name__}.{VERBS[verb]}", fromlist=["setup_parser"]).setup_parser(sub)
+    for p in sub.choices.values():  # --quiet after the verb too
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=quiet)
     return parser
 
 
@@ -91,6 +95,10 @@ def _run_line(argv):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    # --quiet before the verb is taken here, so that `perfweave --quiet run` keeps run's
+    # path without argparse
+    quiet = argv[:1] in (["-q"], ["--quiet"])
+    argv = argv[1:] if quiet else argv
     try:
         # A command line that starts with a verb is that verb's parser's alone, which its
         # siblings do not change: only its module (and what it imports) is imported, so
@@ -103,6 +111,7 @@ def main(argv=None):
         if not args.verb:
             parser.print_help()
             return 2
+        progress.start(quiet or getattr(args, "quiet", False))
         status = args.func(args)
         sys.stdout.flush()  # a full disk under a redirected stdout shows here
         return status

@@ -171,6 +171,7 @@ def main(args):
     render.name_paths(result)
     if args.save:
         save(exp, result)
+    next_steps(exp, result)
     if args.json:
         # one write: json.dump writes piece by piece, thousands of small writes that
         # cost 0.25 s for 0.5 MB when mpirun forwards the output
@@ -180,6 +181,18 @@ def main(args):
         if args.per_rank:
             sys.stdout.write(render.render_per_rank(result))
     return 0
+
+
+def next_steps(exp, result):
+    """What to run after the wait states: the POP metrics of the same traces, and the
+    report, which shows the saved wait states beside the profile."""
+    from perfweave import progress
+
+    progress.next_step(
+        f"analysed {progress.count(result.events)} events of {result.world_size} ranks",
+        f"pop {exp}",
+        f"report {exp}",
+    )
 
 
 def save(exp, result):

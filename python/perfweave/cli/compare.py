@@ -5,6 +5,7 @@ import json
 import string
 import sys
 
+from perfweave import progress
 from perfweave.cli.args import positive
 
 
@@ -88,7 +89,7 @@ def main(args):
     from perfweave.report import compare as render
 
     def note(line):
-        print(f"perfweave: note: {line}", file=sys.stderr)
+        progress.say(f"perfweave: note: {line}")
 
     result = compare(
         sides_of(args.sides),

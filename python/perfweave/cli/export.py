@@ -1,6 +1,10 @@
 """perfweave export: an experiment's event traces, its I/O profile or its call-path
 profile in another tool's format."""
 
+import sys
+
+from perfweave import progress
+
 FORMATS = ("otf2", "chrome", "darshan", "caliper", "cube")
 
 
@@ -55,10 +59,11 @@ def main(args):
             what = "CUBE 4 file"
         s = export(args.experiment, args.output, force=args.force)
         for note in s["notes"]:
-            print(f"perfweave: note: {note}")
-        print(
+            progress.say(f"perfweave: note: {note}", sys.stdout)
+        progress.say(
             f"perfweave: wrote {what} {s['path']}: {s['nodes']} call paths x {s['ranks']} "
-            f"rank{'s' if s['ranks'] != 1 else ''} in {s['seconds']:.2f} s"
+            f"rank{'s' if s['ranks'] != 1 else ''} in {s['seconds']:.2f} s",
+            sys.stdout,
         )
         return 0
     if args.format == "darshan":
@@ -66,13 +71,16 @@ def main(args):
 
         s = export(args.experiment, args.output, force=args.force)
         for note in s["notes"]:
-            print(f"perfweave: note: {note}")
-        print(
+            progress.say(f"perfweave: note: {note}", sys.stdout)
+        progress.say(
             f"perfweave: wrote darshan-parser text {s['path']}: {s['rows']} counters of "
-            f"{s['records']} records of {s['ranks']} ranks in {s['seconds']:.2f} s"
+            f"{s['records']} records of {s['ranks']} ranks in {s['seconds']:.2f} s",
+            sys.stdout,
         )
         for p in s["paths"][1:]:  # Darshan's log of a process without MPI: one each
-            print(f"perfweave: wrote the log of a process without an MPI rank: {p}")
+            progress.say(
+                f"perfweave: wrote the log of a process without an MPI rank: {p}", sys.stdout
+            )
         return 0
     if args.format == "otf2":
         from perfweave.interop.otf2 import export
@@ -85,10 +93,11 @@ def main(args):
         s = export(args.experiment, args.output, force=args.force)
         what = f"Chrome trace {s['path']}"
     for note in s["notes"]:
-        print(f"perfweave: note: {note}")
+        progress.say(f"perfweave: note: {note}", sys.stdout)
     rate = s["records"] / s["seconds"] if s["seconds"] > 0 else 0
-    print(
+    progress.say(
         f"perfweave: wrote {what}: {s['events']} events from {s['records']} records of "
-        f"{s['ranks']} ranks in {s['seconds']:.2f} s ({rate:,.0f} records/s)"
+        f"{s['ranks']} ranks in {s['seconds']:.2f} s ({rate:,.0f} records/s)",
+        sys.stdout,
     )
     return 0

@@ -1,8 +1,9 @@
 """perfweave import: an OTF2 trace (Score-P's, or perfweave export's) as an experiment."""
 
+import sys
 from pathlib import Path
 
-from perfweave import writing
+from perfweave import progress, writing
 
 
 def setup_parser(sub):
@@ -45,7 +46,7 @@ def main(args):
     out = args.output or default_name(args.archive)
     s = import_archive(args.archive, out)
     for note in s["notes"]:
-        print(f"perfweave: note: {note}")
+        progress.say(f"perfweave: note: {note}", sys.stdout)
     rate = s["events"] / s["read_seconds"] if s["read_seconds"] > 0 else 0
     locs = s["skipped_locations"]
     lost = sum(x["events"] for x in locs) + sum(s["skipped_events"].values())
@@ -53,12 +54,22 @@ def main(args):
         f"; skipped {len(locs)} locations and {lost} events (notes above)" if locs or lost else ""
     )
     analysed = analyse(out)
-    print(
+    progress.say(
         f"perfweave: imported {s['events'] - lost} of {s['events']} events of "
         f"{s['ranks']} ranks into {s['experiment']} ({s['records']} records) in "
         f"{s['seconds']:.2f} s ({rate:,.0f} events/s read){skipped}; "
-        f"{analysed} {s['experiment']}"
+        f"{analysed} {s['experiment']}",
+        sys.stdout,
     )
+    exp = s["experiment"]
+    if analysed.startswith("wait states analysed"):
+        progress.next_step(
+            f"imported {s['ranks']} ranks, {progress.count(s['events'] - lost)} events",
+            f"report {exp}",
+            f"pop {exp}",
+        )
+    else:
+        progress.next_step(f"imported {s['ranks']} ranks", f"analyze {exp}")
     return 0
 
 
@@ -75,7 +86,7 @@ def analyse(exp):
     try:
         result = waitstates.analyze(exp, Local(0))
     except PerfweaveError as e:
-        print(f"perfweave: note: wait states not analysed ({e})")
+        progress.say(f"perfweave: note: wait states not analysed ({e})", sys.stdout)
         return "perfweave analyze"
     render.name_paths(result)
     save(exp, result)

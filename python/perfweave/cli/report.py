@@ -3,6 +3,7 @@
 import json
 import sys
 
+from perfweave import progress
 from perfweave.cli.args import positive
 
 
@@ -99,4 +100,4 @@ def main(args):
 
 def note(line):
     """A note beside the report (stderr: --json's output is the report alone)."""
-    print(f"perfweave: note: {line}", file=sys.stderr)
+    progress.say(f"perfweave: note: {line}")

@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from perfweave import options, writing
+from perfweave import options, progress, writing
 from perfweave.launch import run, signals, watch
 
 
@@ -77,11 +77,13 @@ def main(args):
 
 def finish(argv):
     """The end of a run that needs a verdict, for perfweave-wait (runtime/launch/wait.c),
-    which execs `python -c ... EXP META_FD STATUS END`: experiment.json as written at the
-    start is in META_FD; STATUS as subprocess gives it; END in seconds since the epoch.
-    Ends the process as the command ended, whatever happens here."""
+    which execs `python -c ... EXP META_FD STATUS END [--quiet]`: experiment.json as
+    written at the start is in META_FD; STATUS as subprocess gives it; END in seconds
+    since the epoch; --quiet: perfweave --quiet run's. Ends the process as the command
+    ended, whatever happens here."""
     import json
 
+    progress.start(argv[4:5] == ["--quiet"])
     status = int(argv[2])
     try:
         exp = argv[0]
@@ -127,7 +129,7 @@ def _end(exp, status, unwritten, found):
             sys.stderr,
         )
     else:
-        run.say(f"perfweave: experiment written to {exp} (perfweave report {exp})", sys.stderr)
+        progress.say(f"perfweave: experiment written to {exp} (perfweave report {exp})")
     return _end_as(status)
 
 

@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from perfweave import progress
 from perfweave.errors import PerfweaveError
 from perfweave.options import spec
 
@@ -310,10 +311,16 @@ class Runner:
         """n rounds, each running every variant once in turn: a list of Runs. A first,
         discarded round warms the file cache for each variant, and its bare run tells a
         failing command at once."""
-        if warmup:
-            for v in variants:
-                self.run(v, -1)
-        return [self.run(v, r) for r in range(n) for v in variants]
+        runs = []
+        with progress.task("overhead", len(variants) * (n + bool(warmup)), "run") as bar:
+            for r in range(-1 if warmup else 0, n):
+                for v in variants:
+                    bar.step(0, f"{v.name}, " + (f"round {r + 1} of {n}" if r >= 0 else "warm-up"))
+                    run = self.run(v, r)
+                    if r >= 0:
+                        runs.append(run)
+                    bar.step()
+        return runs
 
     def build(self, module):
         """The calibration loop of module, compiled here: its path."""

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from perfweave import __version__, options, task_env, writing
+from perfweave import __version__, options, progress, task_env, writing
 from perfweave.errors import PerfweaveError
 from perfweave.launch import WAITER, _libdir, built_flavors, signals
 from perfweave.launch.command import (
@@ -205,7 +205,8 @@ def start(command, values, stderr=sys.stderr, meta=None):
         "state": "running",
     }
     _save_meta(exp, meta)
-    say(f"perfweave: experiment {exp}", stderr)
+    if not progress.quiet():
+        say(f"perfweave: experiment {exp}", stderr)
 
     try:
         pid = _spawn(argv, env)

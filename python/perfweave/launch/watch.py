@@ -7,7 +7,7 @@ caller that cannot exec it."""
 import os
 import sys
 
-from perfweave import writing
+from perfweave import progress, writing
 from perfweave.launch import WAITER, _libdir, signals
 
 
@@ -61,6 +61,7 @@ def hand_over(started, values):
                 repr(wait),
                 sys.executable,
                 os.path.dirname(os.path.dirname(os.path.dirname(__file__))),  # perfweave's parent
+                *(["--quiet"] if progress.quiet() else []),
                 "--",
                 *sys.argv,  # for ps: the command line it showed
             ],

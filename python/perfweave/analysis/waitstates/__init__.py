@@ -20,6 +20,7 @@ import time as _time
 
 import numpy as np
 
+from perfweave import progress
 from perfweave.analysis import metrics as MT
 from perfweave.analysis.exchange import Local
 from perfweave.analysis.waitstates import clockcheck
@@ -121,18 +122,26 @@ def _patterns(L, ex, name, load_s, clocks=(False, None), whole=None):
     # with --correct-clocks every pattern sees corrected times; the patterns meet the
     # clock-condition violations as they go (clock.found)
     clock = clockcheck.Check(L, ex, *clocks)
-    basics(L, acc)
-    deferred = collectives(L, ex, acc, notes, clock.found)
-    point_to_point(L, ex, acc, notes, deferred, clock.found)
-    violations, clock, clock_notes = clock.result(L, ex)
-    notes["clock_violations"] = violations  # (counted at the first process)
-    rma(L, ex, acc, notes)
-    if whole is not None:
-        from perfweave.analysis import rootcause  # it builds on this package's modules
+    with progress.task("wait states", 5 + (whole is not None), "step") as bar:
+        bar.step(0, "wait states: time in MPI")
+        basics(L, acc)
+        bar.step(1, "wait states: collectives")
+        deferred = collectives(L, ex, acc, notes, clock.found)
+        bar.step(1, "wait states: point to point")
+        point_to_point(L, ex, acc, notes, deferred, clock.found)
+        bar.step(1, "wait states: clock condition")
+        violations, clock, clock_notes = clock.result(L, ex)
+        notes["clock_violations"] = violations  # (counted at the first process)
+        bar.step(1, "wait states: one-sided")
+        rma(L, ex, acc, notes)
+        if whole is not None:
+            from perfweave.analysis import rootcause  # it builds on this package's modules
 
-        rc = rootcause.analyze_loaded(whole)
-        rootcause.what_if(rc)
-        rootcause.charge(rc, acc)
+            bar.step(1, "wait states: root causes")
+            rc = rootcause.analyze_loaded(whole)
+            rootcause.what_if(rc)
+            rootcause.charge(rc, acc)
+        bar.step(1)
     m, p, r, v = acc.reduced()
     nev = L.trace.nevents
     parts = ex.gather(

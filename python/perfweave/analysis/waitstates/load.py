@@ -19,6 +19,7 @@ from perfweave.model.trace import (
     classify,
     prepare,
 )
+from perfweave import progress
 from perfweave.clock import host_clocks
 from perfweave.readers import trace as rt
 from perfweave.analysis.waitstates.common import CHUNK
@@ -263,24 +264,27 @@ def load(exp, ex, detail=False):
     host_clocks(metas, ex)
     store = Store(sum(rt.record_count(exp, r) for r in mine), detail)
     data, sibling = [], None
-    for r in mine:  # one rank at a time: its raw records are dropped
-        rf = rt.read_rank(exp, r, metas[r])
-        if not rf.meta.get("clock"):
-            sibling = sibling or sibling_meta(exp, ranks)
-            if sibling:
-                rf.meta = dict(sibling, rank=rf.rank)
-                rf.notes.append(
-                    f"rank {rf.rank}: clock calibration, function table and "
-                    "MPI_COMM_WORLD taken from another rank; its times are "
-                    "approximate and messages on other communicators cannot "
-                    "be matched"
-                )
-        rd = prepare(rf)
-        del rf
-        store.take(rd)
-        if not detail:
-            rd.calls = None
-        data.append(rd)
+    with progress.task("reading traces", len(mine), "rank") as bar:
+        for r in mine:  # one rank at a time: its raw records are dropped
+            bar.step(0, f"reading rank {r}'s trace")
+            rf = rt.read_rank(exp, r, metas[r])
+            if not rf.meta.get("clock"):
+                sibling = sibling or sibling_meta(exp, ranks)
+                if sibling:
+                    rf.meta = dict(sibling, rank=rf.rank)
+                    rf.notes.append(
+                        f"rank {rf.rank}: clock calibration, function table and "
+                        "MPI_COMM_WORLD taken from another rank; its times are "
+                        "approximate and messages on other communicators cannot "
+                        "be matched"
+                    )
+            rd = prepare(rf)
+            del rf
+            store.take(rd)
+            if not detail:
+                rd.calls = None
+            data.append(rd)
+            bar.step()
     return _unify(Trace(world, [], data, source=str(exp)), ex, ranks, store)
 
 

@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 
+from perfweave import progress
+
 from perfweave.interop.chrome.messages import LAST, PENDING, Channels, Messages, Posts, hash64
 from perfweave.interop.chrome.sink import cannot_write
 
@@ -29,15 +31,17 @@ def first_pass(X, ends, path):
     ends for flows, with the ends of its user regions, rather than found again there."""
     first, found = [], {}
     sends, recvs = [], []
-    for r in X.ranks:
-        p = RankFirstPass(X.stream(r), ends, path)
-        p.run()
-        if p.t_min is not None and p.meta.get("clock"):
-            # ticks become ns by an increasing linear map: the first stays the first
-            first.append(int(to_ns(p.meta, p.t_min)[0]))
-        sends.append(p.messages[0].counts.table())
-        recvs.append(p.messages[1].counts.table())
-        found[r] = p
+    with progress.task("Chrome trace: first pass", len(X.ranks), "rank") as bar:
+        for r in X.ranks:
+            p = RankFirstPass(X.stream(r), ends, path)
+            p.run()
+            bar.step()
+            if p.t_min is not None and p.meta.get("clock"):
+                # ticks become ns by an increasing linear map: the first stays the first
+                first.append(int(to_ns(p.meta, p.t_min)[0]))
+            sends.append(p.messages[0].counts.table())
+            recvs.append(p.messages[1].counts.table())
+            found[r] = p
     return (min(first) if first else 0), Channels(sends, recvs), found
 
 

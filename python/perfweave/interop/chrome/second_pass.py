@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 
+from perfweave import progress
 from perfweave.interop.chrome.calls import meta_events, mpi_calls
 from perfweave.interop.chrome.flows import flows
 from perfweave.interop.chrome.formatting import quoted
@@ -27,10 +28,12 @@ def second_pass(X, path, ends, origin, channels, found, symbolizer, t_start, seg
             try:
                 f.write(b'{"traceEvents":[\n')
                 first = True
-                for r in X.ranks:
-                    first = rank_events(f, X, found[r], origin, symbolizer, counts, first)
-                    first = segment_events(f, r, segments.get(r), origin, counts, first)
-                    first = flows(f, found[r], origin, channels, counts, first)
+                with progress.task("Chrome trace: writing", len(X.ranks), "rank") as bar:
+                    for r in X.ranks:
+                        first = rank_events(f, X, found[r], origin, symbolizer, counts, first)
+                        first = segment_events(f, r, segments.get(r), origin, counts, first)
+                        first = flows(f, found[r], origin, channels, counts, first)
+                        bar.step()
                 other = {
                     "generator": "perfweave export --format chrome",
                     "experiment": str(X.path),

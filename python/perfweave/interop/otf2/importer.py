@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfweave import __version__
+from perfweave import __version__, progress
 from perfweave.analysis.imported_profile import from_traces
 from perfweave.errors import PerfweaveError
 from perfweave.interop import FLUSH_REGION, new_directory, profile
@@ -71,7 +71,7 @@ def import_archive(archive, out):
     t_start = time.perf_counter()
     messages = []
     try:
-        with library_messages(messages):
+        with progress.task(f"reading {anchor.name}", 1) as bar, library_messages(messages):
             reader = otf2.reader.Reader(str(anchor))
             try:
                 imp = _Importer(otf2, _otf2, reader, anchor)
@@ -81,6 +81,7 @@ def import_archive(archive, out):
                 imp.out, parent = out, out.resolve().parent
                 imp.spill_dir = str(parent) if parent.is_dir() else None
                 imp.read()
+                bar.step()
             finally:
                 reader.close()
     except errors as e:
@@ -91,8 +92,11 @@ def import_archive(archive, out):
         raise PerfweaveError(f"{anchor}: cannot read ({e.strerror or e})") from None
     t_read = time.perf_counter()
     try:
-        imp.build()
-        imp.write(out)
+        with progress.task("building the traces", 2) as bar:
+            imp.build()
+            bar.step(1, f"writing {out.name}")
+            imp.write(out)
+            bar.step(1)
     finally:
         imp.close()
     t_end = time.perf_counter()
