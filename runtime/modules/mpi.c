@@ -890,7 +890,7 @@ static pw_keyed comm_rows = {.slot_size = sizeof(comm_slot),
                              .family_shift = 32,
                              .add = comm_slot_add};
 static PW_TLS pw_keyed_tab *comm_tab;
-static int comm_keyval = -1;
+static int comm_keyval = MPI_KEYVAL_INVALID; /* MPICH's valid ones are negative */
 static unsigned comm_gen;   /* attribute deletions so far */
 static comm_desc *comm_all; /* every description, for sharing by hash */
 static int comm_lock;
@@ -919,7 +919,8 @@ static __attribute__((noinline)) comm_desc *comm_describe(MPI_Comm comm)
 {
     void *v = NULL;
     int flag = 0;
-    if (comm_keyval < 0 || pmpi.Comm_get_attr(comm, comm_keyval, &v, &flag) != MPI_SUCCESS)
+    if (comm_keyval == MPI_KEYVAL_INVALID ||
+        pmpi.Comm_get_attr(comm, comm_keyval, &v, &flag) != MPI_SUCCESS)
         return NULL;
     if (flag)
         return v;

@@ -50,7 +50,8 @@ int main(int argc, char **argv)
         MPI_Irecv(buf[2 + i], NB_BYTES(from), MPI_BYTE, from, 2, MPI_COMM_WORLD, &req[i]);
         MPI_Isend(buf[0], NB_BYTES(r), MPI_BYTE, to, 2, MPI_COMM_WORLD, &req[NB + i]);
     }
-    MPI_Waitall(2 * NB, req, MPI_STATUSES_IGNORE);
+    MPI_Status st[2 * NB];
+    MPI_Waitall(2 * NB, req, st);
     if (r == 0) {
         for (int i = 1; i < n; i++)
             MPI_Recv(buf[4], (int)sizeof buf[4], MPI_BYTE, MPI_ANY_SOURCE, 3, MPI_COMM_WORLD,
