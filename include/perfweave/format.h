@@ -205,7 +205,7 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
 #define PW_COMM_DIR_ENUM(name, value, str) PW_COMM_##name = value,
 enum pw_comm_dir { PW_COMM_DIRS(PW_COMM_DIR_ENUM) };
 #undef PW_COMM_DIR_ENUM
-#define PW_COMM_MAX_ROWS 65536
+#define PW_COMM_MAX_ROWS 16384
 #define PW_COMM_FIELDS(X, A)                                                               \
     X(int32_t, "<i4", rank)                                                                \
     X(int32_t, "<i4", peer)            /* MPI_COMM_WORLD rank; -1 collective, -2 unknown */\

@@ -114,7 +114,7 @@ void *pw_mpi_fortran_real(const char *name, void *self)
        MPI_Comm))                                                                                  \
     X(int, Get_library_version, (char *, int *))                                                   \
     X(int, Get_count, (const MPI_Status *, MPI_Datatype, int *))                                   \
-    X(int, File_get_byte_offset, (MPI_File, MPI_Offset, MPI_Offset *))                            \
+    X(int, File_get_byte_offset, (MPI_File, MPI_Offset, MPI_Offset *))                             \
     X(int, Comm_create_keyval,                                                                     \
       (MPI_Comm_copy_attr_function *, MPI_Comm_delete_attr_function *, int *, void *))             \
     X(int, Comm_get_attr, (MPI_Comm, int, void *, int *))                                          \
@@ -891,8 +891,8 @@ static pw_keyed comm_rows = {.slot_size = sizeof(comm_slot),
                              .add = comm_slot_add};
 static PW_TLS pw_keyed_tab *comm_tab;
 static int comm_keyval = MPI_KEYVAL_INVALID; /* MPICH's valid ones are negative */
-static unsigned comm_gen;   /* attribute deletions so far */
-static comm_desc *comm_all; /* every description, for sharing by hash */
+static unsigned comm_gen;                    /* attribute deletions so far */
+static comm_desc *comm_all;                  /* every description, for sharing by hash */
 static int comm_lock;
 static MPI_Group world_group;
 static PW_TLS struct {
@@ -979,8 +979,8 @@ static comm_desc *comm_desc_of(MPI_Comm comm)
     return d;
 }
 
-static void comm_add(const comm_desc *d, int fn, int dir, int peer, int64_t sent,
-                     int64_t recv, int64_t ticks)
+static void comm_add(const comm_desc *d, int fn, int dir, int peer, int64_t sent, int64_t recv,
+                     int64_t ticks)
 {
     if (PW_UNLIKELY(comm_tab == NULL) && (comm_tab = pw_keyed_create(&comm_rows)) == NULL)
         return;
@@ -1422,9 +1422,8 @@ static char *blob_pack(const pw_local *l, size_t *len)
     char *b = malloc(*len), *q = b;
     if (!b)
         return NULL;
-    blob_head h = {(int64_t)p->nsites,  (int64_t)p->nframes, (int64_t)p->nhist,
-                   (int64_t)p->ncounts, (int64_t)p->ncomms,  (int64_t)p->nobjects,
-                   (int64_t)strings};
+    blob_head h = {(int64_t)p->nsites, (int64_t)p->nframes,  (int64_t)p->nhist, (int64_t)p->ncounts,
+                   (int64_t)p->ncomms, (int64_t)p->nobjects, (int64_t)strings};
 #define PUT(ptr, n)                                                                                \
     do {                                                                                           \
         memcpy(q, (ptr), (n));                                                                     \

@@ -147,9 +147,7 @@ def heat_map(m):
     def line(i, side):
         return f"border-{side}:3px solid #333;" if edge[i] else ""
 
-    head = "".join(
-        f'<th style="{line(i, "left")}">{escape(labels[i])}</th>' for i in range(k)
-    )
+    head = "".join(f'<th style="{line(i, "left")}">{escape(labels[i])}</th>' for i in range(k))
     body = []
     for s in range(k):
         cells = []
