@@ -134,7 +134,7 @@ static struct {
  * in libmpi: weak references, NULL when libmpi is not in the global scope, in
  * which case the objects are looked up in the library. */
 static struct {
-    MPI_Comm world;
+    MPI_Comm world, comm_null;
     MPI_Datatype byte, int_;
 } pre;
 
@@ -148,6 +148,7 @@ static struct {
 static void resolve_predefined(void)
 {
     PW_PREDEFINED(world, MPI_Comm, ompi_mpi_comm_world, MPI_COMM_WORLD);
+    PW_PREDEFINED(comm_null, MPI_Comm, ompi_mpi_comm_null, MPI_COMM_NULL);
     PW_PREDEFINED(byte, MPI_Datatype, ompi_mpi_byte, MPI_BYTE);
     PW_PREDEFINED(int_, MPI_Datatype, ompi_mpi_int, MPI_INT);
 }
@@ -1009,8 +1010,6 @@ static void comm_record(int fn, int action, const pw_args *a, int64_t ticks, int
                         int64_t recv)
 {
     int family = pw_mpi_fn_family[fn];
-    if (family != PW_FAMILY_P2P && family != PW_FAMILY_COLL)
-        return;
     switch (action) {
     case PW_ACTION_send:
     case PW_ACTION_isend:
@@ -1023,6 +1022,10 @@ static void comm_record(int fn, int action, const pw_args *a, int64_t ticks, int
         if (family != PW_FAMILY_COLL)
             return; /* persistent requests, probes, mrecv: no peer at hand */
     }
+    /* a call on MPI_COMM_NULL failed (its error handler ran); asking MPI about that
+     * handle would raise the error again */
+    if (a->comm == pre.comm_null)
+        return;
     comm_desc *d = comm_desc_of(a->comm);
     if (d == NULL)
         return;
@@ -1071,8 +1074,11 @@ void pw_mpi_leave(pw_call *c, int action, const pw_args *a)
         errno = saved_errno;
     }
     record(c->fn, c->family, c->ra, t1, t1 - c->t0, sent, recv);
-    if (a && c->family != PW_FAMILY_FILE)
+    if (a && (c->family == PW_FAMILY_P2P || c->family == PW_FAMILY_COLL)) {
+        int saved_errno = errno; /* a communicator's first call asks MPI about it */
         comm_record(c->fn, action, a, t1 - c->t0, sent, recv);
+        errno = saved_errno;
+    }
     if (PW_UNLIKELY(c->family == PW_FAMILY_FILE) && a)
         file_requests_follow(action, c->fn, a);
     if (PW_UNLIKELY(file_call != NULL) && a && file_op[c->fn]) {
