@@ -30,22 +30,30 @@ class CommMatrix(Section):
         m = data.get(self.name)
         if not m:
             return []
-        out = ["", "Communication matrix (point-to-point pairs, most bytes first; world ranks)"]
-        out += text_table([_comm_row(c) for c in m["communicators"]], COMM_COLUMNS,
-                          width=view.width)  # fmt: skip
+        comms = m["communicators"]
+        out = [
+            "",
+            f"Communication matrix: {len(comms)} communicator(s), "
+            f"{sum(c['p2p_messages'] for c in comms)} point-to-point messages "
+            f"({byte_size(sum(c['p2p_bytes'] for c in comms))}), "
+            f"{sum(c['coll_calls'] for c in comms)} collective calls",
+        ]
+        names = {c["id"]: c["name"] for c in comms}
         pairs = sorted(m["p2p"], key=lambda p: (-p["bytes"], -p["messages"]))
         shown, more = cut_rows(pairs, view.rows)
-        names = {c["id"]: c["name"] for c in m["communicators"]}
         out += text_table([_pair_row(p, names, m["hosts"]) for p in shown], PAIR_COLUMNS,
                           width=view.width, drop=(0,))  # fmt: skip
+        if not view.full:  # a terminal's worth: the rest with --full or --json
+            pairs = f"{more} more pairs; " if more else ""
+            return out + [f"  ({pairs}communicators and collectives: --full or --json)"]
         out += more_rows(more, "pairs", "perfweave report --json has them all")
+        out += ["  communicators"]
+        out += text_table([_comm_row(c) for c in comms], COMM_COLUMNS, width=view.width)
         colls = _collectives(m)
         if colls:
             out += ["  collectives (bytes by each collective's size formula, summed over ranks)"]
-            shown, more = cut_rows(colls, view.rows)
-            out += text_table([_coll_row(c, names) for c in shown], COLL_COLUMNS,
+            out += text_table([_coll_row(c, names) for c in colls], COLL_COLUMNS,
                               width=view.width)  # fmt: skip
-            out += more_rows(more, "collectives")
         return out
 
     def html(self, data, page):
