@@ -3,8 +3,9 @@
 
 For each MPI library, in one invocation and alternating bare and measured runs:
   1. ns added per wrapped call, for a cheap call (MPI_Comm_rank; from one call site,
-     and from two in turn, which finds its site by hashing) and a 0-byte MPI_Allreduce
-     on 2 ranks: per-call time measured inside the program, under perfweave minus bare;
+     and from two in turn, which finds its site by hashing), a 0-byte MPI_Allreduce
+     on 2 ranks and a 0-byte MPI_Sendrecv to the rank itself: per-call time measured
+     inside the program, under perfweave minus bare;
   2. wall-time overhead on message-heavy programs on 2 ranks (bench/programs/
      msg_heavy.c): an application-like step (4 KiB halo exchanges, ~20 us of
      computation, an Allreduce every 10 steps) and the worst case (64-byte
@@ -42,6 +43,7 @@ CHEAP = (
     ("comm_rank_ns", "MPI_Comm_rank"),
     ("comm_rank_2sites_ns", "MPI_Comm_rank, 2 sites"),
     ("allreduce0_ns", "MPI_Allreduce 0 B, 2 ranks"),
+    ("sendrecv_self0_ns", "MPI_Sendrecv 0 B to self"),
 )
 
 

@@ -220,6 +220,39 @@ class Experiment:
         df["max_bytes"] = df["max_bytes"].astype("Int64").mask(df["max_bytes"] < 0)
         return df
 
+    def comm_matrix(self, collectives=False):
+        """The communication matrix (docs/mpi-profile.md "Communication matrix"), from the
+        profile: per communicator, sender and receiver (MPI_COMM_WORLD ranks; -2 a sender
+        the runtime could not know), messages, bytes, send_s, recv_s, with comm_name and
+        the sender's and receiver's hosts. collectives=True: per communicator, collective
+        function and rank: calls, bytes_sent, bytes_recv, time_s (by the collective's
+        own size formula). NoData without MPI or from a profile before version 6."""
+        from perfweave.analysis.comm_matrix import analyze
+
+        prof = self._exp.profile
+        m = analyze(prof)
+        if not prof.mpi or not m["communicators"]:
+            raise NoData(f"{self.path}: no communication matrix (no MPI calls recorded)")
+        names = {c["id"]: c["name"] for c in m["communicators"]}
+        host = m["hosts"]
+        if collectives:
+            df = pd.DataFrame(
+                m["collectives"],
+                columns=["comm", "function", "rank", "calls", "bytes_sent", "bytes_recv",
+                         "time_s"],
+            )  # fmt: skip
+            df.insert(1, "comm_name", df["comm"].map(names))
+            df["host"] = df["rank"].map(lambda r: host.get(str(r), ""))
+            return df
+        df = pd.DataFrame(
+            m["p2p"],
+            columns=["comm", "sender", "receiver", "messages", "bytes", "send_s", "recv_s"],
+        )
+        df.insert(1, "comm_name", df["comm"].map(names))
+        df["sender_host"] = df["sender"].map(lambda r: host.get(str(r), ""))
+        df["receiver_host"] = df["receiver"].map(lambda r: host.get(str(r), ""))
+        return df
+
     # ---- wait states (perfweave analyze) -------------------------------------------------
     def wait_states(self):
         """The wait-state analysis (analysis/waitstates.json), long format: metric (id),

@@ -26,6 +26,7 @@ SITE_DTYPE = RECORDS["site"]
 FRAME_DTYPE = RECORDS["frame"]
 HIST_DTYPE = RECORDS["hist"]
 COUNT_DTYPE = RECORDS["count"]
+COMM_DTYPE = RECORDS["comm"]  # the communication matrix's rows (profile version 6)
 PROFILE_VERSION = FILES["profile"].version
 
 # traces: the 40-byte event record, its type codes (PW_EVENT_TYPES) and flags (PW_EVF_*)

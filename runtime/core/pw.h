@@ -567,6 +567,8 @@ typedef struct pw_profile {
     size_t nhist;
     pw_count_rec *counts;
     size_t ncounts;
+    pw_comm_rec *comms; /* the MPI module's (mpi.c), NULL elsewhere */
+    size_t ncomms;
     const char **events;
     size_t nevents; /* event names of counts */
     const char **hosts;

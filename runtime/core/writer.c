@@ -644,6 +644,8 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank)
     p->nhist = hi;
     p->counts = counts;
     p->ncounts = ci;
+    p->comms = NULL;
+    p->ncomms = 0;
     p->events = pw_event_names;
     p->nevents = (size_t)pw_nevents;
     p->hosts = hosts;

@@ -22,6 +22,7 @@
 #include <mpi.h>
 #include "pw_mpi_fn.h"
 #include "modules/io.h"
+#include "keyed.h"
 #include "modules/mpi_compact.h"
 #include "modules/pw_mpi.h"
 
@@ -113,7 +114,16 @@ void *pw_mpi_fortran_real(const char *name, void *self)
        MPI_Comm))                                                                                  \
     X(int, Get_library_version, (char *, int *))                                                   \
     X(int, Get_count, (const MPI_Status *, MPI_Datatype, int *))                                   \
-    X(int, File_get_byte_offset, (MPI_File, MPI_Offset, MPI_Offset *))
+    X(int, File_get_byte_offset, (MPI_File, MPI_Offset, MPI_Offset *))                             \
+    X(int, Comm_create_keyval,                                                                     \
+      (MPI_Comm_copy_attr_function *, MPI_Comm_delete_attr_function *, int *, void *))             \
+    X(int, Comm_get_attr, (MPI_Comm, int, void *, int *))                                          \
+    X(int, Comm_set_attr, (MPI_Comm, int, void *))                                                 \
+    X(int, Comm_group, (MPI_Comm, MPI_Group *))                                                    \
+    X(int, Comm_remote_group, (MPI_Comm, MPI_Group *))                                             \
+    X(int, Group_size, (MPI_Group, int *))                                                         \
+    X(int, Group_translate_ranks, (MPI_Group, int, const int *, MPI_Group, int *))                 \
+    X(int, Group_free, (MPI_Group *))
 
 #define PW_INTERNAL_PTR(ret, name, args) ret(*name) args;
 static struct {
@@ -124,7 +134,7 @@ static struct {
  * in libmpi: weak references, NULL when libmpi is not in the global scope, in
  * which case the objects are looked up in the library. */
 static struct {
-    MPI_Comm world;
+    MPI_Comm world, comm_null;
     MPI_Datatype byte, int_;
 } pre;
 
@@ -138,6 +148,7 @@ static struct {
 static void resolve_predefined(void)
 {
     PW_PREDEFINED(world, MPI_Comm, ompi_mpi_comm_world, MPI_COMM_WORLD);
+    PW_PREDEFINED(comm_null, MPI_Comm, ompi_mpi_comm_null, MPI_COMM_NULL);
     PW_PREDEFINED(byte, MPI_Datatype, ompi_mpi_byte, MPI_BYTE);
     PW_PREDEFINED(int_, MPI_Datatype, ompi_mpi_int, MPI_INT);
 }
@@ -842,6 +853,199 @@ static __attribute__((noinline)) pw_site *deep_site(pw_sitetab *t, int fn, void 
     return pw_site_get(t, fn, (uintptr_t)ra, frames, nframes);
 }
 
+/* ---- the communication matrix (format.h PW_COMM_FIELDS) ----
+ *
+ * A thread's rows are a keyed table (core/keyed.h) whose "return address" is the
+ * communicator's description below (never 0) and whose key is fn << 40 | dir << 32 | the
+ * peer's world rank. A communicator is described once, at its first recorded call: its
+ * peers' world ranks (MPI_Group_translate_ranks) and the hash of them that names its group
+ * alike on every member. The description hangs on the communicator as an MPI attribute, so
+ * a later handle of the same value (the communicator freed, another made) is never taken
+ * for it; the thread's last communicator is remembered with the attribute generation it
+ * was seen in, and a freed communicator's attribute deletion starts a new one. Descriptions
+ * are kept to the end (the rows point at them) and shared by communicators of one group. */
+typedef struct comm_desc {
+    struct comm_desc *next;
+    uint64_t hash;
+    int size, first;
+    int world[]; /* the world rank of each of its ranks (the remote group's: inter) */
+} comm_desc;
+
+typedef struct comm_slot {
+    pw_keyed_slot head;
+    int64_t sent, recv, ticks;
+} comm_slot;
+
+static void comm_slot_add(pw_keyed_slot *into, const pw_keyed_slot *from)
+{
+    comm_slot *d = (comm_slot *)into;
+    const comm_slot *f = (const comm_slot *)from;
+    d->sent += f->sent;
+    d->recv += f->recv;
+    d->ticks += f->ticks;
+}
+
+static pw_keyed comm_rows = {.slot_size = sizeof(comm_slot),
+                             .max_sites = PW_COMM_MAX_ROWS,
+                             .families = 3 * PW_MPI_NFN,
+                             .family_shift = 32,
+                             .add = comm_slot_add};
+static PW_TLS pw_keyed_tab *comm_tab;
+static int comm_keyval = MPI_KEYVAL_INVALID; /* MPICH's valid ones are negative */
+static unsigned comm_gen;                    /* attribute deletions so far */
+static comm_desc *comm_all;                  /* every description, for sharing by hash */
+static int comm_lock;
+static MPI_Group world_group;
+static PW_TLS struct {
+    MPI_Comm comm;
+    unsigned gen;
+    comm_desc *desc;
+} comm_last;
+
+static int comm_copied(MPI_Comm c, int k, void *extra, void *in, void *out, int *flag)
+{
+    (void)c, (void)k, (void)extra, (void)in, (void)out;
+    *flag = 0; /* a duplicate is described at its own first call (same group: same desc) */
+    return MPI_SUCCESS;
+}
+
+static int comm_deleted(MPI_Comm c, int k, void *val, void *extra)
+{
+    (void)c, (void)k, (void)val, (void)extra;
+    __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
+    return MPI_SUCCESS;
+}
+
+static __attribute__((noinline)) comm_desc *comm_describe(MPI_Comm comm)
+{
+    void *v = NULL;
+    int flag = 0;
+    if (comm_keyval == MPI_KEYVAL_INVALID ||
+        pmpi.Comm_get_attr(comm, comm_keyval, &v, &flag) != MPI_SUCCESS)
+        return NULL;
+    if (flag)
+        return v;
+    int inter = 0, n = 0;
+    MPI_Group g;
+    pmpi.Comm_test_inter(comm, &inter);
+    if ((inter ? pmpi.Comm_remote_group(comm, &g) : pmpi.Comm_group(comm, &g)) != MPI_SUCCESS)
+        return NULL;
+    pmpi.Group_size(g, &n);
+    size_t bytes = sizeof(comm_desc) + (size_t)(n > 0 ? n : 1) * 2 * sizeof(int);
+    comm_desc *d = pw_alloc(bytes);
+    if (d == NULL) {
+        pmpi.Group_free(&g);
+        return NULL;
+    }
+    int *ranks = d->world + n;
+    for (int i = 0; i < n; i++)
+        ranks[i] = i;
+    pmpi.Group_translate_ranks(g, n, ranks, world_group, d->world);
+    pmpi.Group_free(&g);
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over the world ranks, in rank order */
+    for (int i = 0; i < n; i++) {
+        h ^= (uint32_t)d->world[i];
+        h *= 0x100000001b3ULL;
+    }
+    d->hash = h ? h : 1;
+    d->size = n;
+    d->first = n > 0 ? d->world[0] : -1;
+    while (__atomic_exchange_n(&comm_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    comm_desc *same = comm_all;
+    while (same && (same->hash != d->hash || same->size != n))
+        same = same->next;
+    if (same == NULL) {
+        d->next = comm_all;
+        comm_all = d;
+    }
+    __atomic_store_n(&comm_lock, 0, __ATOMIC_RELEASE);
+    if (same != NULL) {
+        pw_release(d, bytes);
+        d = same;
+    }
+    pmpi.Comm_set_attr(comm, comm_keyval, d);
+    return d;
+}
+
+static comm_desc *comm_desc_of(MPI_Comm comm)
+{
+    unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
+    if (PW_LIKELY(comm_last.desc != NULL && comm_last.comm == comm && comm_last.gen == gen))
+        return comm_last.desc;
+    comm_desc *d = comm_describe(comm);
+    comm_last.comm = comm;
+    comm_last.gen = gen;
+    comm_last.desc = d;
+    return d;
+}
+
+static void comm_add(const comm_desc *d, int fn, int dir, int peer, int64_t sent, int64_t recv,
+                     int64_t ticks)
+{
+    if (PW_UNLIKELY(comm_tab == NULL) && (comm_tab = pw_keyed_create(&comm_rows)) == NULL)
+        return;
+    uint64_t key = (uint64_t)fn << 40 | (uint64_t)dir << 32 | (uint32_t)peer;
+    comm_slot *s = (comm_slot *)pw_keyed_find(comm_tab, key, (uintptr_t)d);
+    s->head.count++;
+    s->sent += sent;
+    s->recv += recv;
+    s->ticks += ticks;
+}
+
+/* A receive's source, by its status where it named MPI_ANY_SOURCE, as a world rank;
+ * its bytes, the status' count where the call has a status (the message's, not the
+ * buffer's). */
+static int recv_peer(const comm_desc *d, int src, const MPI_Status *status, int64_t *bytes)
+{
+    int n = 0;
+    if (status && pmpi.Get_count(status, pre.byte, &n) == MPI_SUCCESS && n >= 0 && n <= *bytes)
+        *bytes = n;
+    if (src == MPI_ANY_SOURCE)
+        src = status ? status->MPI_SOURCE : -1;
+    return src >= 0 && src < d->size ? d->world[src] : -2;
+}
+
+static void comm_record(int fn, int action, const pw_args *a, int64_t ticks, int64_t sent,
+                        int64_t recv)
+{
+    int family = pw_mpi_fn_family[fn];
+    switch (action) {
+    case PW_ACTION_send:
+    case PW_ACTION_isend:
+    case PW_ACTION_recv:
+    case PW_ACTION_irecv:
+    case PW_ACTION_sendrecv:
+    case PW_ACTION_sendrecv_replace:
+        break;
+    default:
+        if (family != PW_FAMILY_COLL)
+            return; /* persistent requests, probes, mrecv: no peer at hand */
+    }
+    /* a call on MPI_COMM_NULL failed (its error handler ran); asking MPI about that
+     * handle would raise the error again */
+    if (a->comm == pre.comm_null)
+        return;
+    comm_desc *d = comm_desc_of(a->comm);
+    if (d == NULL)
+        return;
+    if (family == PW_FAMILY_COLL) {
+        comm_add(d, fn, PW_COMM_COLL, -1, sent, recv, ticks);
+        return;
+    }
+    int sends = action != PW_ACTION_recv && action != PW_ACTION_irecv;
+    if (sends && a->peer != MPI_PROC_NULL)
+        comm_add(d, fn, PW_COMM_SEND, a->peer >= 0 && a->peer < d->size ? d->world[a->peer] : -2,
+                 sent, 0, ticks);
+    int src = sends ? a->source : a->peer;
+    if (action != PW_ACTION_send && action != PW_ACTION_isend && src != MPI_PROC_NULL) {
+        /* an Irecv has no status (a->status unset); Fortran's are Fortran integers */
+        const MPI_Status *status = action == PW_ACTION_irecv || a->fortran ? NULL : a->status;
+        int peer = recv_peer(d, src, status == MPI_STATUS_IGNORE ? NULL : status, &recv);
+        comm_add(d, fn, PW_COMM_RECV, peer, 0, recv, sends ? 0 : ticks);
+    }
+}
+
 static void record(int fn, int family, void *ra, int64_t t1, int64_t ticks, int64_t sent,
                    int64_t recv)
 {
@@ -870,6 +1074,11 @@ void pw_mpi_leave(pw_call *c, int action, const pw_args *a)
         errno = saved_errno;
     }
     record(c->fn, c->family, c->ra, t1, t1 - c->t0, sent, recv);
+    if (a && (c->family == PW_FAMILY_P2P || c->family == PW_FAMILY_COLL)) {
+        int saved_errno = errno; /* a communicator's first call asks MPI about it */
+        comm_record(c->fn, action, a, t1 - c->t0, sent, recv);
+        errno = saved_errno;
+    }
     if (PW_UNLIKELY(c->family == PW_FAMILY_FILE) && a)
         file_requests_follow(action, c->fn, a);
     if (PW_UNLIKELY(file_call != NULL) && a && file_op[c->fn]) {
@@ -965,6 +1174,8 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     /* a collective of every rank: one without perfweave's runtime never comes to it */
     pw_rank_set(PW_ACT_STARTING);
     pmpi.Comm_dup(pre.world, &st.comm);
+    pmpi.Comm_group(pre.world, &world_group);
+    pmpi.Comm_create_keyval(comm_copied, comm_deleted, &comm_keyval, NULL);
     int vlen = 0;
     pmpi.Get_library_version(library_version, &vlen);
     for (char *v = library_version; *v; v++)
@@ -1089,12 +1300,63 @@ static void sum_mpi_time(pw_local *l)
         l->rank.region_mpi_ns = ns - (int64_t)((double)st.mpi_before_ticks * pw_ns_per_tick());
 }
 
+/* The matrix's rows of this rank (every thread's merged) into l's profile; memory of
+ * *bytes at l->prof.comms, released by local_free. */
+static size_t comm_rows_add(pw_local *l)
+{
+    int threads = 0;
+    int64_t dropped = 0;
+    pw_keyed_tab *m = pw_keyed_merge(&comm_rows, &threads, &dropped);
+    if (m == NULL || m->used == 0) {
+        pw_keyed_free(m);
+        return 0;
+    }
+    size_t bytes = m->used * sizeof(pw_comm_rec);
+    pw_comm_rec *rows = pw_alloc(bytes);
+    if (rows == NULL) {
+        pw_keyed_free(m);
+        return 0;
+    }
+    double ns_per_tick = pw_ns_per_tick();
+    size_t n = 0, i = 0;
+    for (const pw_keyed_slot *s; (s = pw_keyed_next(m, &i)) != NULL && n < m->used;) {
+        const comm_slot *c = (const comm_slot *)s;
+        const comm_desc *d = (const comm_desc *)s->ra;
+        pw_comm_rec *r = &rows[n++];
+        r->rank = st.rank;
+        r->fn = mpi_functions.base + (int32_t)(s->key >> 40);
+        r->dir = (int32_t)(s->key >> 32 & 0xff);
+        r->peer = d ? (int32_t)(uint32_t)s->key : -2;
+        r->comm_size = d ? d->size : 0;
+        r->comm_first = d ? d->first : -1;
+        r->comm_hash = d ? (int64_t)d->hash : 0;
+        r->messages = s->count;
+        r->bytes_sent = c->sent;
+        r->bytes_recv = c->recv;
+        r->total_ns = (int64_t)((double)c->ticks * ns_per_tick + 0.5);
+    }
+    pw_keyed_free(m);
+    l->prof.comms = rows;
+    l->prof.ncomms = n;
+    return bytes;
+}
+
+static size_t comm_bytes; /* of the rows of the last build_local */
+
+static void local_free(pw_local *l)
+{
+    if (l->prof.comms)
+        pw_release(l->prof.comms, comm_bytes);
+    pw_local_free(l);
+}
+
 static int build_local(pw_local *l, int state, int64_t t_fini)
 {
     pw_rank_rec r;
     fill_rank(&r, state, t_fini);
     if (pw_local_build(l, &r) != 0)
         return -1;
+    comm_bytes = comm_rows_add(l);
     sum_mpi_time(l);
     l->rank.t_end = pw_now();
     l->prof.world_size = st.size;
@@ -1116,7 +1378,7 @@ static void write_partial(int state, int in_signal)
     /* partial/rank-R.pwprof (its folder made by the writer); a failure is marked */
     int rc = pw_experiment_path(path, sizeof path, "partial/rank-", num, ".pwprof");
     pw_tables_done(state, rc == 0 && pw_profile_write(&l.prof, path) == 0);
-    pw_local_free(&l);
+    local_free(&l);
 }
 
 static int dump(int state, int in_signal)
@@ -1145,7 +1407,7 @@ void pw_mpi_abort(void *ra)
 
 /* A rank's contribution: counts, then its rows, then its strings. */
 typedef struct blob_head {
-    int64_t nsites, nframes, nhist, ncounts, nobjects, strings;
+    int64_t nsites, nframes, nhist, ncounts, ncomms, nobjects, strings;
 } blob_head;
 
 static size_t blob_size(const pw_local *l, size_t strings)
@@ -1153,7 +1415,7 @@ static size_t blob_size(const pw_local *l, size_t strings)
     const pw_profile *p = &l->prof;
     return sizeof(blob_head) + sizeof(pw_rank_rec) + p->nsites * sizeof(pw_site_rec) +
            p->nframes * sizeof(pw_frame_rec) + p->nhist * sizeof(pw_hist_rec) +
-           p->ncounts * sizeof(pw_count_rec) + strings;
+           p->ncounts * sizeof(pw_count_rec) + p->ncomms * sizeof(pw_comm_rec) + strings;
 }
 
 static char *blob_pack(const pw_local *l, size_t *len)
@@ -1166,8 +1428,8 @@ static char *blob_pack(const pw_local *l, size_t *len)
     char *b = malloc(*len), *q = b;
     if (!b)
         return NULL;
-    blob_head h = {(int64_t)p->nsites,  (int64_t)p->nframes,  (int64_t)p->nhist,
-                   (int64_t)p->ncounts, (int64_t)p->nobjects, (int64_t)strings};
+    blob_head h = {(int64_t)p->nsites, (int64_t)p->nframes,  (int64_t)p->nhist, (int64_t)p->ncounts,
+                   (int64_t)p->ncomms, (int64_t)p->nobjects, (int64_t)strings};
 #define PUT(ptr, n)                                                                                \
     do {                                                                                           \
         memcpy(q, (ptr), (n));                                                                     \
@@ -1179,6 +1441,7 @@ static char *blob_pack(const pw_local *l, size_t *len)
     PUT(p->frames, p->nframes * sizeof(pw_frame_rec));
     PUT(p->hist, p->nhist * sizeof(pw_hist_rec));
     PUT(p->counts, p->ncounts * sizeof(pw_count_rec));
+    PUT(p->comms, p->ncomms * sizeof(pw_comm_rec));
     PUT(pw_hostname, strlen(pw_hostname) + 1);
     for (size_t i = 0; i < p->nobjects; i++) {
         PUT(p->objects[i], strlen(p->objects[i]) + 1);
@@ -1219,7 +1482,7 @@ static int strtab_index(strtab *tab, const char *s, const char *t)
 static int write_reduced(char *all, const int *lens, int n)
 {
     int rc = -1;
-    size_t nsites = 0, nframes = 0, nhist = 0, ncounts = 0;
+    size_t nsites = 0, nframes = 0, nhist = 0, ncounts = 0, ncomms = 0;
     char *q = all;
     for (int r = 0; r < n; q += lens[r], r++) {
         blob_head h;
@@ -1228,6 +1491,7 @@ static int write_reduced(char *all, const int *lens, int n)
         nframes += (size_t)h.nframes;
         nhist += (size_t)h.nhist;
         ncounts += (size_t)h.ncounts;
+        ncomms += (size_t)h.ncomms;
     }
     pw_profile p;
     memset(&p, 0, sizeof p);
@@ -1236,10 +1500,11 @@ static int write_reduced(char *all, const int *lens, int n)
     p.frames = calloc(nframes + 1, sizeof *p.frames);
     p.hist = calloc(nhist + 1, sizeof *p.hist);
     p.counts = calloc(ncounts + 1, sizeof *p.counts);
+    p.comms = calloc(ncomms + 1, sizeof *p.comms);
     strtab hosts = {0}, objs = {0};
     int *objmap = NULL;
     size_t objmap_cap = 0;
-    if (!p.ranks || !p.sites || !p.frames || !p.hist || !p.counts) {
+    if (!p.ranks || !p.sites || !p.frames || !p.hist || !p.counts || !p.comms) {
         pw_log("out of memory while reducing the profile");
         goto out;
     }
@@ -1260,6 +1525,9 @@ static int write_reduced(char *all, const int *lens, int n)
         c += (size_t)h.nhist * sizeof(pw_hist_rec);
         pw_count_rec *counts = (pw_count_rec *)c;
         c += (size_t)h.ncounts * sizeof(pw_count_rec);
+        memcpy(p.comms + p.ncomms, c, (size_t)h.ncomms * sizeof(pw_comm_rec));
+        p.ncomms += (size_t)h.ncomms;
+        c += (size_t)h.ncomms * sizeof(pw_comm_rec);
         rr->host = strtab_index(&hosts, c, NULL);
         c += strlen(c) + 1;
         if ((size_t)h.nobjects > objmap_cap) {
@@ -1320,6 +1588,7 @@ out:
     free(p.frames);
     free(p.hist);
     free(p.counts);
+    free(p.comms);
     free(hosts.s);
     free(hosts.t);
     free(objs.s);
@@ -1434,7 +1703,7 @@ void pw_mpi_finalize_begin(int fn, void *ra)
         pw_debug("compact profile of %d ranks reduced and written in %ld us", st.size,
                  (long)((pw_now() - t_compact) / 1000));
     if (built)
-        pw_local_free(&l);
+        local_free(&l);
     int *lens = NULL;
     char *all = NULL;
     if (full)
@@ -1462,6 +1731,8 @@ static void fork_child(void)
 {
     __atomic_store_n(&pw_mpi_recording, 0, __ATOMIC_RELEASE);
     st.initialized = 0;
+    pw_keyed_forget(&comm_rows);
+    comm_tab = NULL;
 }
 
 /* This library's part of the mpi module (the list's is mpi_loader.c): its dump and its

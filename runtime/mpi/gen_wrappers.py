@@ -242,6 +242,8 @@ def action_reads(table):
 NO_ARGS_ACTIONS = {"probe", "cancel", "mgmt"}
 # Actions whose statuses a trace needs even when the program ignores them.
 STATUS_ACTIONS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti"}
+# The role of the receive's source, of actions whose status may name it.
+_SOURCE_ROLE = {"recv": "peer", "sendrecv": "source", "sendrecv_replace": "source"}
 # Actions whose status always gives the bytes the call moved (MPI-IO: a short read at the
 # end of a file): one of the wrapper's own when the program ignores it.
 BYTES_STATUS_ACTIONS = {"fread", "fwrite"}
@@ -504,9 +506,15 @@ def args_lines(fn, args, fortran):
     if not fortran and fn.action in STATUS_ACTIONS:
         for a in args:
             if a.role == "status":
+                # the communication matrix names a receive from MPI_ANY_SOURCE by its
+                # status' source
+                src = next((x.name for x in args if x.role == _SOURCE_ROLE.get(fn.action)), None)
+                need = "PW_UNLIKELY(pw_trace_on)"
+                if src is not None:
+                    need = f"({need} || {src} == MPI_ANY_SOURCE)"
                 lines += [
                     "    MPI_Status pw_status;",
-                    f"    if (PW_UNLIKELY(pw_trace_on) && {a.name} == MPI_STATUS_IGNORE)",
+                    f"    if ({need} && {a.name} == MPI_STATUS_IGNORE)",
                     f"        {a.name} = &pw_status;",
                 ]
             if a.role == "statuses":

@@ -402,11 +402,11 @@ def test_unsupported_version(tmp_path, pwprof, version):
 
 
 def test_unsupported_version_names_it(tmp_path, pwprof):
-    p = pwprof(tmp_path / "p.pwprof", {"version": 6}, RANKS)
+    p = pwprof(tmp_path / "p.pwprof", {"version": 7}, RANKS)
     with pytest.raises(
         FormatError,
-        match=r"version 6 is not supported \(this perfweave "
-        r"reads \(1, 2, 3, 4, 5\)\)",
+        match=r"version 7 is not supported \(this perfweave "
+        r"reads \(1, 2, 3, 4, 5, 6\)\)",
     ):
         read_profile(p)
 

@@ -1,10 +1,12 @@
 """The default text report of a small run fits a terminal: trace_basic.c on 4 ranks,
 traced, sampled and analysed (every section of the report present), under each MPI.
 MPICH's library version string is over 1,000 characters on one line; Open MPI's is
-short. Expected: no line over 100 characters, at most 103 lines (the report of such a
+short. Expected: no line over 100 characters, at most 111 lines (the report of such a
 run was 157 lines before; 98-99 before the start-up line of issue 22, 2 lines, was
 added; issue 33 added a line of root causes in the wait states and the POP factors'
-section, a line after a blank one, and shows the clock condition only when it fails),
+section, a line after a blank one, and shows the clock condition only when it fails;
+issue 35 the communication matrix, 8 lines: a blank, its title, a table of the top 4
+pairs with its header, and the line saying where the rest is: 103 before it),
 every table cut to --max-rows with the rows left out counted in an "N more" line, the
 full names in --json and in --full."""
 
@@ -14,7 +16,7 @@ import subprocess
 
 from harness import PERFWEAVE
 
-WIDTH, MAX_LINES = 100, 103
+WIDTH, MAX_LINES = 100, 111
 
 
 def report(exp, *args):

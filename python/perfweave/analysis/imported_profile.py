@@ -23,6 +23,7 @@ from perfweave._format import (
 )
 from perfweave.analysis.trace_source import load
 from perfweave.dtypes import (
+    COMM_DTYPE,
     COUNT_DTYPE,
     FRAME_DTYPE,
     HIST_DTYPE,
@@ -158,6 +159,7 @@ def encode(profile):
         "frames": profile.frames.astype(FRAME_DTYPE),
         "hist": profile.hist.astype(HIST_DTYPE),
         "counts": profile.counts.astype(COUNT_DTYPE),
+        "comms": profile.comms.astype(COMM_DTYPE),  # none from traces (yet)
     }
     described, offset = {}, 0
     for name, a in arrays.items():

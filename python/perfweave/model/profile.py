@@ -45,12 +45,18 @@ class Profile:
     notes: list = field(default_factory=list)
     counts: np.ndarray = None  # --counters: per (site row, event); see format.md
     counters: list = field(default_factory=list)  # their event names
+    # the communication matrix (format 6; empty from older files): see format.md
+    comms: np.ndarray = None
 
     def __post_init__(self):
         if self.counts is None:
             from perfweave.dtypes import COUNT_DTYPE
 
             self.counts = np.zeros(0, COUNT_DTYPE)
+        if self.comms is None:
+            from perfweave.dtypes import COMM_DTYPE
+
+            self.comms = np.zeros(0, COMM_DTYPE)
 
     def module(self, name):
         """The entry of module `name` in `modules`, {} when it recorded nothing."""

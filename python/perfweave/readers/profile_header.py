@@ -12,8 +12,9 @@ MAGIC = FILES["profile"].magic
 # 1: counts without inside_ns/before_ns; 1 and 2: loaded objects named "modules", the
 # MPI library in mpi_library and mpi_flavor; 1 to 3: the MPI family "file" named "io"
 # (read as version 4 says them: _upgrade); 1 to 4: ranks without the MPI_Pcontrol
-# region's fields (zero: readers/profile.py _upgrade_arrays)
-SUPPORTED_VERSIONS = (1, 2, 3, 4, FILES["profile"].version)
+# region's fields (zero: readers/profile.py _upgrade_arrays); 1 to 5: no "comms" array
+# (no communication matrix: readers/experiment.py merge)
+SUPPORTED_VERSIONS = (1, 2, 3, 4, 5, FILES["profile"].version)
 HEADER_SCHEMA = {
     "partial": bool,
     "world_size": int,

@@ -19,6 +19,7 @@ NAMES = [
     "wait_states",  # perfweave analyze's wait states
     "pop",  # the POP factors of a traced run (perfweave pop)
     "message_sizes",  # the MPI profile's message sizes
+    "comm_matrix",  # the MPI profile's communication matrix
     "io",  # the I/O profile (--io): share, files, ranks, call sites
     "node_timeline",  # per node: processes' activity and node rates over time
     "example",  # the example module's calls (--example)

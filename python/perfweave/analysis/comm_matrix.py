@@ -1,0 +1,150 @@
+"""The communication matrix of an MPI profile (its "comms" rows, profile version 6;
+docs/mpi-profile.md "Communication matrix"): per communicator, sender x receiver
+messages, bytes and time of point-to-point calls, and per collective each rank's calls,
+bytes and time, with the ranks' hosts.
+
+Point-to-point pairs are the senders' rows (a send names its receiver exactly); the
+receivers' rows add the time spent receiving from each sender and the receives whose
+source the runtime could not know (a nonblocking receive from MPI_ANY_SOURCE: sender -2).
+Communicators are told apart by their group (the runtime's hash of their members' world
+ranks): duplicates of one group are one communicator here.
+"""
+
+import numpy as np
+
+from perfweave._format import COMM_DIRS
+
+SEND, RECV, COLL = (COMM_DIRS.index(d) for d in ("send", "recv", "coll"))
+UNKNOWN = -2  # a peer the runtime could not name
+
+
+def group_hash(world_ranks):
+    """The runtime's hash of a group (mpi.c comm_describe): FNV-1a over its members'
+    world ranks in its rank order, as a signed 64-bit integer (0 becomes 1)."""
+    h = 0xCBF29CE484222325
+    for r in world_ranks:
+        h ^= int(r) & 0xFFFFFFFF
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    h = h or 1
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
+def _communicators(rows, world_size):
+    """One entry per distinct group: id (0 the world's when used), name, size, first
+    (world rank of its rank 0), members (the ranks that recorded calls on it)."""
+    world = group_hash(range(world_size)) if world_size else None
+    keys = sorted(
+        {(int(r["comm_hash"]), int(r["comm_size"]), int(r["comm_first"])) for r in rows},
+        key=lambda k: (k[0] != world, -k[1], k[2], k[0]),
+    )
+    out = []
+    for i, (h, size, first) in enumerate(keys):
+        mine = rows[rows["comm_hash"] == h]
+        if h == 0:
+            name = "(rows past the runtime's bound)"
+        elif h == world and size == world_size:
+            name = "MPI_COMM_WORLD"
+        else:
+            name = f"comm {i} ({size} ranks from world rank {first})"
+        out.append(
+            {
+                "id": i,
+                "name": name,
+                "hash": h,
+                "size": size,
+                "first": first,
+                "members": sorted(set(int(x) for x in mine["rank"])),
+            }
+        )
+    return out
+
+
+def analyze(profile):
+    """The matrix as a dict: communicators (see _communicators), hosts (rank -> host
+    name), p2p (one entry per communicator, sender, receiver: comm, sender, receiver,
+    messages, bytes, send_s, recv_s; the receivers' rows alone where no send names the
+    pair, e.g. an unknown sender), collectives (per communicator, function, rank:
+    comm, function, rank, calls, bytes_sent, bytes_recv, time_s) and totals per
+    communicator. Empty lists for a profile without rows (no MPI, or older files)."""
+    rows = profile.comms
+    hosts = {
+        int(r["rank"]): profile.hosts[r["host"]] if 0 <= r["host"] < len(profile.hosts) else ""
+        for r in profile.ranks
+        if r["rank"] >= 0
+    }
+    comms = _communicators(rows, profile.world_size)
+    cid = {c["hash"]: c["id"] for c in comms}
+    pairs = {}
+    for r in rows[rows["dir"] != COLL]:
+        send = r["dir"] == SEND
+        sender, receiver = (r["rank"], r["peer"]) if send else (r["peer"], r["rank"])
+        key = (cid[int(r["comm_hash"])], int(sender), int(receiver))
+        p = pairs.setdefault(key, {"messages": 0, "bytes": 0, "send_ns": 0, "recv_ns": 0,
+                                   "recv_messages": 0, "recv_bytes": 0})  # fmt: skip
+        if send:
+            p["messages"] += int(r["messages"])
+            p["bytes"] += int(r["bytes_sent"])
+            p["send_ns"] += int(r["total_ns"])
+        else:
+            p["recv_messages"] += int(r["messages"])
+            p["recv_bytes"] += int(r["bytes_recv"])
+            p["recv_ns"] += int(r["total_ns"])
+    p2p = []
+    for (c, s, d), p in sorted(pairs.items()):
+        # a pair no send names (an unknown sender, a sender's rows lost with its file)
+        # counts its receives
+        sent = p["messages"] > 0
+        p2p.append(
+            {
+                "comm": c,
+                "sender": s,
+                "receiver": d,
+                "messages": p["messages"] if sent else p["recv_messages"],
+                "bytes": p["bytes"] if sent else p["recv_bytes"],
+                "send_s": p["send_ns"] / 1e9,
+                "recv_s": p["recv_ns"] / 1e9,
+            }
+        )
+    coll = {}
+    for r in rows[rows["dir"] == COLL]:
+        key = (cid[int(r["comm_hash"])], profile.functions[r["fn"]], int(r["rank"]))
+        c = coll.setdefault(key, np.zeros(4, np.int64))
+        c += [r["messages"], r["bytes_sent"], r["bytes_recv"], r["total_ns"]]
+    collectives = [
+        {
+            "comm": k[0],
+            "function": k[1],
+            "rank": k[2],
+            "calls": int(v[0]),
+            "bytes_sent": int(v[1]),
+            "bytes_recv": int(v[2]),
+            "time_s": float(v[3]) / 1e9,
+        }
+        for k, v in sorted(coll.items())
+    ]
+    for c in comms:
+        mine = [p for p in p2p if p["comm"] == c["id"]]
+        c["p2p_messages"] = sum(p["messages"] for p in mine)
+        c["p2p_bytes"] = sum(p["bytes"] for p in mine)
+        cl = [x for x in collectives if x["comm"] == c["id"]]
+        c["coll_calls"] = sum(x["calls"] for x in cl)
+        c["coll_bytes"] = sum(x["bytes_sent"] + x["bytes_recv"] for x in cl)
+    return {
+        "communicators": comms,
+        "hosts": {str(k): v for k, v in sorted(hosts.items())},
+        "world_size": int(profile.world_size),
+        "p2p": p2p,
+        "collectives": collectives,
+    }
+
+
+def world_matrix(m, what="bytes"):
+    """The point-to-point matrix over every communicator in world ranks: an n x n array,
+    [sender, receiver] = sum of `what` ("messages", "bytes", "send_s", "recv_s");
+    unknown senders left out."""
+    n = m["world_size"]
+    out = np.zeros((n, n), float if what.endswith("_s") else np.int64)
+    for p in m["p2p"]:
+        if 0 <= p["sender"] < n and 0 <= p["receiver"] < n:
+            out[p["sender"], p["receiver"]] += p[what]
+    return out
