@@ -45,6 +45,7 @@ class Perfweave(PythonPackage):
     depends_on("python@3.9:", type=("build", "run"))
     depends_on("py-numpy@1.22:", type=("build", "run"))
     depends_on("py-pandas@1.5:", type=("build", "run"))
+    depends_on("py-tqdm@4.60:", type=("build", "run"))
 
     depends_on("mpi", when="+mpi")
     # opened by name at run time (by the runtime and by perfweave/papi.py), from the
