@@ -516,7 +516,13 @@ typedef struct pw_file {
 } pw_file;
 int pw_file_open(pw_file *f, const char *path);
 int pw_file_write(pw_file *f, const void *p, size_t n);
-int pw_file_close(pw_file *f);                              /* rename, or mark; 0 on success */
+int pw_file_close(pw_file *f); /* rename, or mark; 0 on success */
+/* A file of the profiles' layout (docs/format.md "Profile files"): pw_file_framed_open
+ * ends the JSON header h with spaces and a newline so that what follows starts 64-byte
+ * aligned, opens path and writes h (a header that ran out of memory: path marked, -1);
+ * the caller writes its arrays; pw_file_framed_close writes the end marker and closes. */
+int pw_file_framed_open(pw_file *f, const char *path, pw_buf *h);
+int pw_file_framed_close(pw_file *f);
 int pw_file_put(const char *path, const void *p, size_t n); /* the three at once */
 /* A module's file of the process's own (docs/format.md): B written to PATH as
  * pw_file_put does, or PATH marked (ENOMEM) when B ran out of memory; B freed either

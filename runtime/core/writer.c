@@ -295,6 +295,25 @@ int pw_file_open(pw_file *f, const char *path)
     return f->err ? -1 : 0;
 }
 
+int pw_file_framed_open(pw_file *f, const char *path, pw_buf *h)
+{
+    while ((h->len + 1) % 64)
+        pw_buf_put(h, " ", 1);
+    pw_buf_put(h, "\n", 1);
+    if (h->failed) {
+        pw_file_failed(path, ENOMEM);
+        return -1;
+    }
+    pw_file_open(f, path);
+    return pw_file_write(f, h->data, h->len);
+}
+
+int pw_file_framed_close(pw_file *f)
+{
+    pw_file_write(f, PW_END_MARKER, 8);
+    return pw_file_close(f);
+}
+
 int pw_file_write(pw_file *f, const void *p, size_t n)
 {
     if (!f->err && n)
@@ -448,24 +467,15 @@ int pw_profile_write(const pw_profile *p, const char *path)
     size_t data_bytes = put_arrays(&j, p);
     pw_json_int(&j, "data_bytes", (int64_t)data_bytes);
     pw_json_close(&j);
-    /* one line, padded with spaces so the arrays start 64-byte aligned */
-    while ((h.len + 1) % 64)
-        pw_buf_put(&h, " ", 1);
-    pw_buf_put(&h, "\n", 1);
-    if (h.failed) {
+    pw_file f;
+    if (pw_file_framed_open(&f, path, &h) != 0 && h.failed) {
         pw_buf_free(&h);
-        pw_file_failed(path, ENOMEM);
         return -1;
     }
-
-    pw_file f;
-    pw_file_open(&f, path);
-    pw_file_write(&f, h.data, h.len);
 #define PW_WRITE(arr, FIELDS, type) pw_file_write(&f, p->arr, sizeof(type) * p->n##arr);
     PW_ARRAYS(PW_WRITE)
 #undef PW_WRITE
-    pw_file_write(&f, PW_END_MARKER, 8);
-    int rc = pw_file_close(&f);
+    int rc = pw_file_framed_close(&f);
     pw_buf_free(&h);
     return rc;
 }

@@ -617,19 +617,11 @@ static int write_file(const sum *s, const int64_t *top, int k, const int64_t *va
     pw_json_int(&j, "data_bytes", (int64_t)data_bytes);
     pw_json_int(&j, "stored_bytes", (int64_t)stored_len);
     pw_json_close(&j);
-    while ((hb.len + 1) % 64)
-        pw_buf_put(&hb, " ", 1);
-    pw_buf_put(&hb, "\n", 1);
-    if (hb.failed) {
-        pw_file_failed(path, ENOMEM);
-        goto done;
-    }
     pw_file f;
-    pw_file_open(&f, path);
-    pw_file_write(&f, hb.data, hb.len);
+    if (pw_file_framed_open(&f, path, &hb) != 0 && hb.failed)
+        goto done;
     pw_file_write(&f, stored ? stored : data, stored_len);
-    pw_file_write(&f, "PWEND\n\n\n", 8);
-    rc = pw_file_close(&f);
+    rc = pw_file_framed_close(&f);
 done:
     pw_buf_free(&hb);
     free(data);
