@@ -2,9 +2,10 @@
 reports built in memory: an MPI profile of 3 ranks with message sizes, counters and
 deep call sites (a profile file written from literals and read as a run's), and the
 sections of other modules from their models built from literals (the communication
-matrix, I/O, math libraries, the example module). A number the HTML dropped, or wrote
-another way, fails naming its section, the number and its text line. And the page's
-charts colour each activity from one table."""
+matrix, I/O, math libraries, the example module) or their data (the wait states). A
+number the HTML dropped, or wrote another way, fails naming its section, the number and
+its text line. The page's charts colour each activity from one table, and `report
+--html FILE` prints one line."""
 
 import json
 import re
@@ -244,6 +245,29 @@ def example_data():
     return EXAMPLE.collect(SimpleNamespace(example=ex), {}, 10)["example"]
 
 
+def wait_states_data():
+    """perfweave analyze's wait states as the report holds them (sections/wait_states.py
+    summarize): a Late Sender and a Wait at Barrier, their root cause on rank 0."""
+    return {
+        "complete": True,
+        "clock": None,
+        "patterns": [
+            {"id": "late_sender", "name": "Late Sender", "time_s": 0.2125, "pct": 2.13,
+             "callpath": "main > MPI_Recv", "ranks": []},
+            {"id": "wait_barrier", "name": "Wait at Barrier", "time_s": 0.0375, "pct": 0.38,
+             "callpath": "main > MPI_Barrier", "ranks": []},
+        ],
+        "root_causes": {
+            "cost_s": 0.25, "pct": 2.5, "critical_path_s": 9.875,
+            "causes": [
+                {"rank": 0, "callpath": "main > compute", "cost_s": 0.25, "short_s": 0.2125,
+                 "long_s": 0.0375, "saves_s": 0.125}
+            ],
+            "critical_path": [{"rank": 0, "callpath": "main > compute", "time_s": 7.5}],
+        },
+    }  # fmt: skip
+
+
 @pytest.fixture
 def report(mpi_exp):
     """The report of mpi_exp with the other modules' sections added, and an experiment
@@ -256,13 +280,14 @@ def report(mpi_exp):
         io=io_analyze(io).to_json(),
         mathlib=mathlib_data(),
         example=example_data(),
+        wait_states=wait_states_data(),
     )
     return data, SimpleNamespace(path=mpi_exp, io=io, timelines=())
 
 
 def test_every_number_of_the_text_is_in_the_page(report):
     data, exp = report
-    for key in ("mpi_profile", "comm_matrix", "io", "mathlib", "example"):
+    for key in ("mpi_profile", "comm_matrix", "io", "mathlib", "example", "wait_states"):
         assert data.get(key), key  # every section here has something to show
     assert_agree(data, exp)
     # and the whole page holds them: the sections' parts are the page's
@@ -328,3 +353,19 @@ def test_one_colour_per_activity(report):
     assert json.loads(m.group(1))["colours"] == ACTIVITY_COLOURS
     fills = re.findall(r'fill="(#\w+)" data-activity="(\w+)"', page)
     assert fills and all(ACTIVITY_COLOURS[a] == f for f, a in fills)
+
+
+def test_html_option_writes_the_page_and_one_line(mpi_exp, tmp_path, capsys):
+    """`report --html FILE` prints one line (not the text report as well); with --json
+    the JSON report stays on stdout and the line goes to stderr."""
+    from perfweave.cli import main
+
+    page = tmp_path / "r.html"
+    assert main(["report", "--html", str(page), str(mpi_exp)]) == 0
+    out = capsys.readouterr()
+    assert out.out == f"perfweave: wrote {page}\n" and "MPI_Allreduce" in page.read_text()
+    page.unlink()
+    assert main(["report", "--html", str(page), "--json", str(mpi_exp)]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["mpi_profile"]["ranks"] == 3
+    assert out.err == f"perfweave: wrote {page}\n" and page.exists()

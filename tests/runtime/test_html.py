@@ -1,9 +1,12 @@
 """perfweave report --html: one self-contained file that renders offline in headless
-Chromium (Debian's chromium) without console errors, with the node timeline's charts
-drawn, the samples' flame graph (widths, click to zoom) and activity over time, and
-with every string from the program escaped. The page is drawn from the report's data,
-so it is checked against `perfweave report --json` of the same experiment (the call tree,
-the activity timeline): the report is the subject."""
+Chromium (Debian's chromium) without console errors, with every chart drawn (the node
+timeline's, the samples' flame graph (widths, click to zoom) and activity over time, the
+per-rank MPI chart, the message-size histograms), every activity in its one colour in
+every chart, every number of the text report in the page, a screenshot per view, and
+every string from the program escaped. The page is drawn from the report's data, so it
+is checked against `perfweave report --json` of the same experiment (the call tree, the
+activity timeline): the report is the subject. One run (phases_page) serves the tests of
+the whole page."""
 
 import base64
 import fcntl
