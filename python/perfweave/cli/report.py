@@ -22,8 +22,9 @@ def setup_parser(sub):
     p.add_argument(
         "--html",
         metavar="FILE",
-        help="also write the report as one self-contained HTML file (charts of "
-        "the node timeline; works offline)",
+        help="write the report as one self-contained HTML file that works offline "
+        "(docs/html-report.md) and print one line saying so; with --json the JSON "
+        "still goes to stdout",
     )
     p.add_argument(
         "--top",
@@ -85,6 +86,9 @@ def main(args):
             writing.write_atomic(args.html, html.render(data, exp))
         except OSError as e:
             raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
+        if not args.json:  # the page is the report: one line, not the text as well
+            print(f"perfweave: wrote {args.html}")
+            return 0
         print(f"perfweave: wrote {args.html}", file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(data, indent=1) + "\n")  # one write, not many

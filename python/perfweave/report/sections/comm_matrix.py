@@ -31,13 +31,7 @@ class CommMatrix(Section):
         if not m:
             return []
         comms = m["communicators"]
-        out = [
-            "",
-            f"Communication matrix: {len(comms)} communicator(s), "
-            f"{sum(c['p2p_messages'] for c in comms)} point-to-point messages "
-            f"({byte_size(sum(c['p2p_bytes'] for c in comms))}), "
-            f"{sum(c['coll_calls'] for c in comms)} collective calls",
-        ]
+        out = ["", _title(m)]
         names = {c["id"]: c["name"] for c in comms}
         pairs = sorted(m["p2p"], key=lambda p: (-p["bytes"], -p["messages"]))
         shown, more = cut_rows(pairs, view.rows)
@@ -63,7 +57,7 @@ class CommMatrix(Section):
         names = {c["id"]: c["name"] for c in m["communicators"]}
         pairs = sorted(m["p2p"], key=lambda p: (-p["bytes"], -p["messages"]))
         return [
-            "<h2>Communication matrix</h2>",
+            f"<h2>{escape(_title(m))}</h2>",
             html_table([_comm_row(c) for c in m["communicators"]], COMM_COLUMNS),
             "<h3>Bytes sent, sender (row) to receiver (column), every communicator</h3>",
             heat_map(m),
@@ -72,6 +66,16 @@ class CommMatrix(Section):
             "<h3>Collectives</h3>",
             html_table([_coll_row(c, names) for c in _collectives(m)], COLL_COLUMNS),
         ]
+
+
+def _title(m):
+    comms = m["communicators"]
+    return (
+        f"Communication matrix: {len(comms)} communicator(s), "
+        f"{sum(c['p2p_messages'] for c in comms)} point-to-point messages "
+        f"({byte_size(sum(c['p2p_bytes'] for c in comms))}), "
+        f"{sum(c['coll_calls'] for c in comms)} collective calls"
+    )
 
 
 def _comm_row(c):
