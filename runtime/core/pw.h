@@ -20,8 +20,9 @@
 #include "pw_options.h"
 
 /* Everything declared here is the core's interface to modules, and a module may be
- * a library of its own that the core loads (one per library flavour): these
- * names are exported from libperfweave.so, all else in it stays hidden. */
+ * a library of its own that the core loads (one per library flavour): these names have
+ * default visibility, all else in libperfweave.so is hidden, and of them the names of
+ * module_api.def are exported (the version script made from it), the others local. */
 #pragma GCC visibility push(default)
 
 #define PW_EXPORT __attribute__((visibility("default")))
