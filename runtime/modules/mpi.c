@@ -853,7 +853,7 @@ static __attribute__((noinline)) pw_site *deep_site(pw_sitetab *t, int fn, void 
     return pw_site_get(t, fn, (uintptr_t)ra, frames, nframes);
 }
 
-/* ---- the communication matrix (format.h PW_COMM_FIELDS) ----
+/* ---- the communication matrix (format/mpi.h PW_COMM_FIELDS) ----
  *
  * A thread's rows are a keyed table (core/keyed.h) whose "return address" is the
  * communicator's description below (never 0) and whose key is fn << 40 | dir << 32 | the
@@ -1336,8 +1336,7 @@ static size_t comm_rows_add(pw_local *l)
         r->total_ns = (int64_t)((double)c->ticks * ns_per_tick + 0.5);
     }
     pw_keyed_free(m);
-    l->prof.comms = rows;
-    l->prof.ncomms = n;
+    pw_profile_array_set(&l->prof, PW_ARRAY_comms, rows, n);
     return bytes;
 }
 
