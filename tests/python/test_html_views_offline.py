@@ -126,3 +126,23 @@ def test_source_view_of_hot_lines(tmp_path):
     assert "   40.0 %     10  line 10" in text
     assert f"  {tmp_path / 'gone.c'}: source not readable (No such file or directory)" in text
     assert SOURCE.text({"source": files}, View()) == []  # only in --full
+
+
+def test_merged_bars_keep_every_call():
+    """Calls closer than a step merge into one bar named after its longest call; the
+    bars' call counts add up to the calls."""
+    import numpy as np
+
+    from perfweave.report.sections.trace_interval import _merge
+
+    fn = np.array([1, 2, 1, 3, 3])
+    t0 = np.array([0, 12, 20, 100, 150])
+    t1 = np.array([10, 18, 60, 110, 400])
+    f, a, b, n = _merge(fn, t0, t1, 5)
+    assert (f.tolist(), a.tolist(), b.tolist(), n.tolist()) == (
+        [1, 3, 3],
+        [0, 100, 150],
+        [60, 110, 400],
+        [3, 1, 1],
+    )
+    assert n.sum() == len(fn)

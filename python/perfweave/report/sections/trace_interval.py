@@ -23,18 +23,30 @@ MAX_DRAWN = 20000  # bars drawn at most (before merging neighbours)
 PIXELS = 2000  # the chart's resolution when merging: the interval in this many steps
 MAX_LANES = 64  # lanes shown, the ranks (and threads) in order
 BINS = 400  # steps of the run in which the window is looked for
+MAX_BYTES = 256 << 20  # larger traces are not read for the report (16 M events)
 
 
 class TraceInterval(Section):
     name = "trace_interval"
 
     def collect(self, experiment, report, top):
-        if not (experiment.path / "traces").is_dir():
+        traces = experiment.path / "traces"
+        if not traces.is_dir():
             return {}
+        size = sum(p.stat().st_size for p in traces.iterdir() if p.is_file())
+        if size > MAX_BYTES:
+            return {
+                "trace_interval": {
+                    "error": f"traces of {size / 2**20:,.0f} MiB, more than the report reads "
+                    f"({MAX_BYTES >> 20} MiB); perfweave export {experiment.path} --format "
+                    "chrome opens them in ui.perfetto.dev"
+                }
+            }
         try:
             return {"trace_interval": interval(experiment.path)}
-        except (PerfweaveError, OSError, ValueError) as e:  # the rest of the report stands
-            return {"trace_interval": {"error": str(e)}}
+        except (PerfweaveError, OSError, ValueError, KeyError, IndexError) as e:
+            # a damaged trace: the rest of the report stands
+            return {"trace_interval": {"error": str(e) or type(e).__name__}}
 
     def text(self, data, view):
         ti = data.get("trace_interval")

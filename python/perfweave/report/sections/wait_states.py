@@ -5,7 +5,7 @@ from importlib import resources
 
 import numpy as np
 
-from perfweave.analysis.metrics import HOW, PATTERNS, ROOT_CAUSE, root_of
+from perfweave.analysis.metrics import HOW, IDS, PATTERNS, ROOT_CAUSE, root_of
 from perfweave.errors import FormatError
 from perfweave.model.table import records
 from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
@@ -240,10 +240,14 @@ def cube(res, names, most=CUBE_VALUES):
     ms = [
         m
         for m in records(res.metrics)
-        if root_of(m["id"]) == "time" and m["unit"] == "s" and m["total"] > 0
+        if m["id"] in IDS
+        and root_of(m["id"]) == "time"
+        and m["unit"] == "s"
+        and np.isfinite(m["total"])
+        and m["total"] > 0
     ]
     shown = {m["id"] for m in ms}
-    v = res.values[np.isin(res.values["metric"], list(shown))]
+    v = res.values[np.isin(res.values["metric"], list(shown)) & np.isfinite(res.values["value"])]
     cut = 0
     if len(v) > most:  # keep the call paths with the most time
         paths, inv = np.unique(v["callpath"], return_inverse=True)
@@ -256,7 +260,7 @@ def cube(res, names, most=CUBE_VALUES):
     for m in ms:
         children.setdefault(m["parent"], []).append(m["id"])
     total = next((m["total"] for m in ms if m["id"] == "time"), 0.0)
-    parent = dict(zip(res.callpaths["id"].tolist(), res.callpaths["parent"].tolist()))
+    parent = _parents(res.callpaths)
     wanted = set()
     for p in set(v["callpath"].tolist()):
         while p is not None and p not in wanted:
@@ -280,12 +284,12 @@ def cube(res, names, most=CUBE_VALUES):
                 "depth": m["depth"],
                 "value_s": m["total"],
                 "exclusive_s": _exclusive(m, [byid[c] for c in children.get(m["id"], [])]),
-                "pct": 100.0 * m["total"] / total if total else 0.0,
+                "pct": _finite(m["total"] / total * 100.0 if total else 0.0),
             }
             for m in ms
         ],
         "callpaths": [
-            {"id": i, "parent": parent[i], "name": names.get(i) or str(i)}
+            {"id": i, "parent": parent.get(i), "name": names.get(i) or str(i)}
             for i in _tree_order(parent, wanted)
         ],
         "values": values,
@@ -296,14 +300,33 @@ def cube(res, names, most=CUBE_VALUES):
 def _exclusive(m, children):
     """A metric's value less its children's; 0 where only the sum's rounding is left."""
     x = m["total"] - sum(c["total"] for c in children)
-    return 0.0 if abs(x) <= 1e-9 * abs(m["total"]) else x
+    return 0.0 if abs(x) <= 1e-9 * abs(m["total"]) else _finite(x)
+
+
+def _finite(x):
+    """x, or 0 where a damaged file made it infinite."""
+    return x if np.isfinite(x) else 0.0
+
+
+def _parents(callpaths):
+    """{call path: its parent} of the paths whose parents lead to a root (a damaged file's
+    unknown parent or cycle makes the path a root)."""
+    given = dict(zip(callpaths["id"].tolist(), callpaths["parent"].tolist()))
+    out = {}
+    for i in given:
+        seen, p = {i}, given[i]
+        while p is not None and p in given and p not in seen:
+            seen.add(p)
+            p = given[p]
+        out[i] = given[i] if p is None else None
+    return out
 
 
 def _tree_order(parent, wanted):
     """The call paths of wanted, depth first from the roots, children by id."""
     kids = {}
     for i in sorted(wanted):
-        kids.setdefault(parent[i], []).append(i)
+        kids.setdefault(parent.get(i), []).append(i)
     out, stack = [], list(reversed(kids.get(None, [])))
     while stack:
         i = stack.pop()
