@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from perfweave.report.summary import duration
 from harness import FLAVORS, PERFWEAVE, PROGRAMS, site_lines, reported_by_rank
 from test_html import Browser, html_report
 
@@ -149,6 +150,12 @@ def test_trace_interval_is_the_trace_in_that_window(views_run):
         assert abs(lane["calls"] - inside) <= edge, (lane, inside)
     drawn = sum(b[4] for b in ti["bars"])
     assert drawn == ti["calls"] == sum(lane["calls"] for lane in ti["lanes"])
+    text = " ".join(r.text_report().split())  # --full: the interval's line, the export's
+    assert (
+        f"Trace timeline: {duration(ti['start_s'])} to {duration(ti['end_s'])} of the run "
+        f"(the window with the most time in MPI calls), {ti['calls']:,} MPI calls on 3 lanes"
+    ) in text
+    assert f"perfweave export {r.exp} --format chrome" in text
 
 
 def test_trace_interval_of_a_small_run_is_the_whole_run(build, run_pw):

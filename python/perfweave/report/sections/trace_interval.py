@@ -50,7 +50,7 @@ class TraceInterval(Section):
 
     def text(self, data, view):
         ti = data.get("trace_interval")
-        if not ti:
+        if not ti or not view.full:  # the HTML's chart; the default report stays short
             return []
         if ti.get("error"):
             return ["", f"Trace timeline: not shown ({ti['error']})"]

@@ -52,7 +52,8 @@ document.addEventListener("DOMContentLoaded", function () {
   var panes = ["metrics", "paths", "ranks"].map(function (k) {
     return document.getElementById("pw-cube-" + k);
   });
-  var metric = cb.selected, path = null, per = {};
+  var metric = cb.metrics.some(function (m) { return m.id === cb.selected; }) ?
+               cb.selected : cb.metrics[0].id, path = null, per = {};
   function drawMetrics() {
     var p = panes[0];
     p.textContent = "";
