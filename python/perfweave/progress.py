@@ -48,6 +48,12 @@ def next_step(done, *commands):
     say(f"perfweave: {done} \u2192 run {run}")
 
 
+def then(done, how):
+    """The line that says how to go on where the next step is another tool's: 'perfweave:
+    DONE -> HOW'."""
+    say(f"perfweave: {done} \u2192 {how}")
+
+
 def count(n):
     """An event count as the next-step lines say it (as perfweave-wait does): 1.2 M
     from a million on, else the number."""
