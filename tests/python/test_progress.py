@@ -241,6 +241,20 @@ def test_a_bar_while_reporting_and_comparing(io_exp):
     assert status == 0 and raw == ""
 
 
+@pytest.mark.parametrize("verb", [["report"], ["compare", "X"]])
+def test_html_pages_say_how_to_open_them(io_exp, tmp_path, verb):
+    page = tmp_path / "page.html"
+    args = [verb[0], "--html", page, io_exp] + [io_exp] * (len(verb) - 1)
+    res = perfweave(*args)
+    assert res.returncode == 0, res.stderr
+    assert page.stat().st_size > 0
+    assert res.stderr.splitlines() == [
+        f"perfweave: wrote {page} {ARROW} open file://{page.resolve()} in a web browser"
+    ]
+    res = perfweave("--quiet", *args)
+    assert res.returncode == 0 and res.stderr == ""
+
+
 def test_a_bar_over_the_runs_of_a_sweep():
     # bare and profile, a warm-up round and two: 6 runs of true
     status, stdout, raw = on_terminal(

@@ -85,7 +85,7 @@ def main(args):
             writing.write_atomic(args.html, html.render(data, exp))
         except OSError as e:
             raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
-        print(f"perfweave: wrote {args.html}", file=sys.stderr)
+        progress.then(f"wrote {args.html}", progress.html_next_step(args.html))
     if args.json:
         sys.stdout.write(json.dumps(data, indent=1) + "\n")  # one write, not many
     else:
