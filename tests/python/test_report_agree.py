@@ -356,16 +356,17 @@ def test_one_colour_per_activity(report):
 
 
 def test_html_option_writes_the_page_and_one_line(mpi_exp, tmp_path, capsys):
-    """`report --html FILE` prints one line (not the text report as well); with --json
-    the JSON report stays on stdout and the line goes to stderr."""
+    """`report --html FILE` prints one line, on stderr, where the page is and how to open
+    it (not the text report as well); with --json the JSON report is stdout."""
     from perfweave.cli import main
 
     page = tmp_path / "r.html"
     assert main(["report", "--html", str(page), str(mpi_exp)]) == 0
     out = capsys.readouterr()
-    assert out.out == f"perfweave: wrote {page}\n" and "MPI_Allreduce" in page.read_text()
+    line = f"perfweave: wrote {page} \u2192 open file://{page.resolve()} in a web browser\n"
+    assert out.out == "" and out.err == line and "MPI_Allreduce" in page.read_text()
     page.unlink()
     assert main(["report", "--html", str(page), "--json", str(mpi_exp)]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out)["mpi_profile"]["ranks"] == 3
-    assert out.err == f"perfweave: wrote {page}\n" and page.exists()
+    assert out.err == line and page.exists()

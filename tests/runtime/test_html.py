@@ -90,7 +90,8 @@ def phases_page(build, tmp_path_factory):
         timeout=120,
     )
     # the page, and one line saying so: not the text report as well
-    assert res.returncode == 0 and res.stdout == f"perfweave: wrote {out}\n", res.stdout
+    assert res.returncode == 0 and res.stdout == "", res.stdout
+    assert res.stderr.startswith(f"perfweave: wrote {out} "), res.stderr
     run = Run(exp, proc)
     return SimpleNamespace(
         exp=exp,

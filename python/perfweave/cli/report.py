@@ -86,10 +86,9 @@ def main(args):
             writing.write_atomic(args.html, html.render(data, exp))
         except OSError as e:
             raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
-        if not args.json:  # the page is the report: one line, not the text as well
-            print(f"perfweave: wrote {args.html}")
+        progress.then(f"wrote {args.html}", progress.html_next_step(args.html))
+        if not args.json:  # the page is the report: its one line, not the text as well
             return 0
-        print(f"perfweave: wrote {args.html}", file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(data, indent=1) + "\n")  # one write, not many
     else:

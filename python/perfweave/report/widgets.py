@@ -105,6 +105,23 @@ def fit_line(line, width, keep=0, head=None):
     return line[:head] + shorten(line[head:end], width - head - keep) + line[end:]
 
 
+def wrap_words(text, width, indent=2):
+    """text in lines of at most width, broken between words only (never inside one, nor
+    at a hyphen of "point-to-point"), the lines after the first indented; width None:
+    text as one line."""
+    if width is None or len(text) <= width:
+        return [text]
+    lead = len(text) - len(text.lstrip())
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=" " * lead,
+        subsequent_indent=" " * (lead + indent),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
 def wrap_line(label, text, width, indent=13):
     """A header line ("  note       text"), wrapped under its text."""
     return textwrap.wrap(

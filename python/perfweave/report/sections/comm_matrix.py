@@ -9,7 +9,15 @@ import numpy as np
 from perfweave.analysis.comm_matrix import analyze, world_matrix
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.widgets import byte_size, cut_rows, escape, html_table, more_rows, text_table
+from perfweave.report.widgets import (
+    byte_size,
+    cut_rows,
+    escape,
+    html_table,
+    more_rows,
+    text_table,
+    wrap_words,
+)
 
 # ranks: those that recorded calls on it / its size
 COMM_COLUMNS = ["communicator", "ranks", "p2p messages", "p2p bytes", "coll calls", "coll bytes"]
@@ -31,7 +39,7 @@ class CommMatrix(Section):
         if not m:
             return []
         comms = m["communicators"]
-        out = ["", _title(m)]
+        out = [""] + wrap_words(_title(m), view.width)
         names = {c["id"]: c["name"] for c in comms}
         pairs = sorted(m["p2p"], key=lambda p: (-p["bytes"], -p["messages"]))
         shown, more = cut_rows(pairs, view.rows)
