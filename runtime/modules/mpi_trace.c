@@ -862,6 +862,8 @@ static void write_meta(int state, const pw_trace_clock *clock)
         pw_json_close(&j);
     }
     pw_json_close(&j);
+    if (pw_mpi_regions_json)
+        pw_mpi_regions_json(&j, "regions");
     pw_objects_ranges_json(&j, "objects");
     pw_json_int(&j, "records", pw_trace_written());
     pw_json_int(&j, "lost", pw_trace_lost());

@@ -147,6 +147,8 @@ void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, i
                    int64_t recv);
 void pw_trace_end(int state, const pw_trace_clock *clock);
 void pw_trace_pcontrol(int level, int64_t t); /* a PCONTROL record */
+/* the regions module's names for rank-R.json "regions" (NULL: not offered) */
+extern void (*pw_mpi_regions_json)(struct pw_json *j, const char *key);
 
 /* Before the real call, for actions whose arguments it changes (Request_free, Wait); a
  * completion of MPI-IO requests becomes c's family file. */
