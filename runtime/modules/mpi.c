@@ -47,6 +47,7 @@ static pw_regions_mpi_call_fn *regions_mpi_call;
 static pw_regions_pcontrol_fn *regions_pcontrol;
 static pw_regions_attach_mpi_fn *regions_attach;
 pw_regions_json_fn *pw_mpi_regions_json;
+pw_regions_untraced_fn *pw_mpi_regions_untraced;
 static int regions_found;
 
 static void regions_find(void)
@@ -58,6 +59,7 @@ static void regions_find(void)
     regions_pcontrol = PW_HOOK_FIND(pw_regions_pcontrol);
     regions_attach = PW_HOOK_FIND(pw_regions_attach_mpi);
     pw_mpi_regions_json = PW_HOOK_FIND(pw_regions_json);
+    pw_mpi_regions_untraced = PW_HOOK_FIND(pw_regions_untraced);
 }
 
 static void hooks_find(void)

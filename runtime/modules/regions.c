@@ -52,6 +52,9 @@ static int enabled;
 static char *name_arena; /* MAX_NAMES names of NAME_BYTES, mmap'ed in start */
 static _Atomic int nnames;
 static _Atomic int32_t name_slot[NAME_SLOTS]; /* id + 1; 0 empty */
+/* --filter per name: NAME_UNTRACED its marks are not traced, NAME_PATH nothing inside */
+enum { NAME_UNTRACED = 1, NAME_PATH = 2 };
+static unsigned char name_filter[MAX_NAMES];
 static atomic_flag name_lock = ATOMIC_FLAG_INIT;
 static _Atomic int64_t dropped;
 
@@ -91,6 +94,9 @@ static int name_id(const char *name, size_t len)
             char *p = name_arena + (size_t)id * NAME_BYTES;
             memcpy(p, name, len);
             p[len] = 0;
+            name_filter[id] =
+                (unsigned char)(pw_filter_excluded(PW_FILTER_REGION, p) * NAME_UNTRACED |
+                                pw_filter_excluded(PW_FILTER_PATH, p) * NAME_PATH);
             atomic_store_explicit(&nnames, id + 1, memory_order_release);
             atomic_store_explicit(&name_slot[s], id + 1, memory_order_release);
             atomic_flag_clear_explicit(&name_lock, memory_order_release);
@@ -131,6 +137,7 @@ typedef struct rthread {
     int off_open;       /* this thread turned measurement off: off */
     open_interval stack[MAX_DEPTH], phase, off;
     int64_t mpi_ticks, mpi_calls; /* recorded MPI calls of the thread so far */
+    int untraced; /* open regions and phases whose name --filter excludes as a path */
     chunk *first, *last;
 } rthread;
 
@@ -198,7 +205,7 @@ static void put(rthread *t, const open_interval *o, int64_t t_end, int kind, int
 /* ENTER/LEAVE records of a named region in the trace (--trace) */
 static void trace_mark(int type, int32_t name, int depth)
 {
-    if (!pw_trace_recording || name < 0)
+    if (!pw_trace_recording || name < 0 || self->untraced || (name_filter[name] & NAME_UNTRACED))
         return;
     pw_event_rec *r = pw_trace_reserve(1);
     if (!r)
@@ -224,6 +231,7 @@ static void region_begin(rthread *t, const char *name, size_t len)
 {
     int32_t id = name_id(name, len);
     if (t->depth < MAX_DEPTH && id >= 0) {
+        t->untraced += (name_filter[id] & NAME_PATH) != 0; /* itself and what is inside */
         trace_mark(PW_EV_ENTER, id, t->depth);
         begin(&t->stack[t->depth], t, id);
     } else
@@ -249,6 +257,7 @@ static void region_end(rthread *t, const char *name, size_t len)
     int64_t now = pw_now();
     t->depth--;
     trace_mark(PW_EV_LEAVE, o->name, t->depth);
+    t->untraced -= (name_filter[o->name] & NAME_PATH) != 0;
     put(t, o, now, PW_REGION_REGION, t->depth, 0);
 }
 
@@ -256,6 +265,7 @@ static void phase_end_now(rthread *t)
 {
     int64_t now = pw_now();
     trace_mark(PW_EV_LEAVE, t->phase.name, 0);
+    t->untraced -= (name_filter[t->phase.name] & NAME_PATH) != 0;
     put(t, &t->phase, now, PW_REGION_PHASE, 0, 0);
     t->phase_open = 0;
     t->phase_pcontrol = 0;
@@ -269,6 +279,7 @@ static void phase_begin(rthread *t, int32_t id, int pcontrol)
         atomic_fetch_add(&dropped, 1);
         return;
     }
+    t->untraced += (name_filter[id] & NAME_PATH) != 0;
     trace_mark(PW_EV_ENTER, id, 0);
     begin(&t->phase, t, id);
     t->phase_open = 1;
@@ -367,6 +378,12 @@ static int attach_mpi(pw_regions_switch_fn *set)
 {
     mpi_switch = set;
     return !atomic_load(&measuring_off);
+}
+
+static int untraced(void)
+{
+    rthread *t = self;
+    return t && t->untraced > 0;
 }
 
 static int is_off(void) { return atomic_load_explicit(&measuring_off, memory_order_relaxed); }
@@ -477,6 +494,7 @@ static void start(void)
     PW_HOOK_OFFER(pw_regions_attach_mpi, attach_mpi);
     PW_HOOK_OFFER(pw_regions_off, is_off);
     PW_HOOK_OFFER(pw_regions_json, names_json);
+    PW_HOOK_OFFER(pw_regions_untraced, untraced);
 }
 
 const pw_module pw_module_regions = {

@@ -29,4 +29,8 @@ typedef int pw_regions_off_fn(void);
  * rank-R.json "regions": [{"name": ...}], which its ENTER/LEAVE records' comm indexes). */
 typedef void pw_regions_json_fn(struct pw_json *j, const char *key);
 
+/* The calling thread is inside a region or phase that --filter's path rules leave out of
+ * the trace (exclude-path:NAME). */
+typedef int pw_regions_untraced_fn(void);
+
 #endif

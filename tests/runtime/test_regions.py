@@ -201,3 +201,46 @@ def test_regions_without_perfweave(build_dir, run_pw, source, link):
     (setup,) = iv[iv["name"] == "setup"]
     (solve,) = iv[iv["name"] == "solve"]
     assert setup["t_end"] <= solve["t_begin"]
+
+
+def test_filter_leaves_calls_and_regions_out_of_the_trace(mpi, build, run_pw, tmp_path):
+    """--filter: MPI_Comm_rank excluded (function), the region "work" excluded (region),
+    everything inside "halo" excluded (path: its Sendrecv and Allreduce, and itself).
+    The trace has exactly the others; the profile still has every call; the trace's
+    metadata records the rules."""
+    steps = 3
+    prog = build(mpi, "regions_mpi.c", tuple(pkg_config("--cflags")) + ("-pthread",))
+    rules = "exclude:MPI_Comm_rank;exclude-region:work;exclude-path:halo"
+    r = run_pw(mpi.launch(2) + [prog, steps], ["--trace", "--filter", rules])
+    out = tmp_path / "trace.json"
+    cmd = [PERFWEAVE, "export", str(r.exp), "--format", "chrome", "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300)
+    events = json.loads(out.read_text())["traceEvents"]
+    names = ("MPI_Comm_rank", "MPI_Comm_size", "MPI_Sendrecv", "MPI_Allreduce", "MPI_Barrier")
+    regions = ("step", "halo", "work", "solve")
+    for rank in (0, 1):
+        mine = [e["name"] for e in events if e.get("pid") == rank and e.get("ph") == "X"]
+        got = {n: mine.count(n) for n in names + regions}
+        assert got == {
+            "MPI_Comm_rank": 0, "MPI_Comm_size": 1, "MPI_Sendrecv": 0, "MPI_Allreduce": 4,
+            "MPI_Barrier": 3, "step": steps, "halo": 0, "work": 0, "solve": 1,
+        }  # fmt: skip
+        meta = json.loads((r.exp / "traces" / f"rank-{rank}.json").read_text())
+        assert meta["filter"] == "exclude:MPI_Comm_rank;exclude-region:work;exclude-path:halo"
+    prof = perfweave.open(r.exp).profile
+    count = {prof.functions[f]: 0 for f in prof.function_ids("mpi")}
+    for f, c in zip(prof.sites["fn"].tolist(), prof.sites["count"].tolist()):
+        count[prof.functions[f]] += c
+    assert (count["MPI_Comm_rank"], count["MPI_Sendrecv"]) == (2, 2 * steps)
+
+
+def test_filter_errors_are_one_line(tmp_path):
+    """A bad rule or Score-P file: one line on stderr, exit status 2, nothing run."""
+    bad_file = tmp_path / "bad.filt"
+    bad_file.write_text("SCOREP_REGION_NAMES_BEGIN\n  frobnicate\n")
+    for rules in ("nonsense", "exclude:", f"@{bad_file}", f"@{tmp_path / 'none.filt'}"):
+        cmd = [PERFWEAVE, "run", "-o", str(tmp_path / "x"), "--filter", rules, "--", "true"]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2 and "--filter" in res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+        assert not (tmp_path / "x").exists()
