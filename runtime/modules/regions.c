@@ -485,10 +485,13 @@ static void fork_child(void)
 
 static void start(void)
 {
+    if (!pw_opt.regions)
+        return;
     name_arena = map((size_t)MAX_NAMES * NAME_BYTES);
     enabled = name_arena != NULL;
     if (!enabled)
         return;
+    pw_filter_active(PW_FILTER_REGION); /* --filter's rules parsed now, in one thread */
     PW_HOOK_OFFER(pw_regions_mpi_call, mpi_call);
     PW_HOOK_OFFER(pw_regions_pcontrol, pcontrol);
     PW_HOOK_OFFER(pw_regions_attach_mpi, attach_mpi);

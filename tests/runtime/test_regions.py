@@ -140,6 +140,20 @@ def test_regions_c_mpi(mpi, build, run_pw, tmp_path):
         counts = {n: names.count(n) for n in ("step", "halo", "work", "solve", "worker")}
         assert counts == {"step": steps, "halo": steps, "work": steps, "solve": 1, "worker": 7}
         assert names.count("MPI_Barrier") == 3  # none of the off windows'
+    # and in the OTF2 export: one OTF2 region of the user paradigm per name
+    import otf2
+
+    cmd = [PERFWEAVE, "export", str(r.exp), "--format", "otf2", "-o", str(tmp_path / "otf2")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300)
+    enters = {}
+    with otf2.reader.open(str(tmp_path / "otf2" / "traces.otf2")) as tr:
+        for loc, e in tr.events:
+            if isinstance(e, otf2.events.Enter) and e.region.paradigm == otf2.Paradigm.USER:
+                key = (loc.group.name, e.region.name)
+                enters[key] = enters.get(key, 0) + 1
+    for rank in (0, 1):
+        got = {n: enters.get((f"MPI Rank {rank}", n), 0) for n in ("step", "halo", "worker")}
+        assert got == {"step": steps, "halo": steps, "worker": 7}
 
 
 def test_regions_fortran(mpi, build, run_pw):

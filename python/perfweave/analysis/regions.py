@@ -1,8 +1,10 @@
 """The regions module's analysis (runtime/modules/regions.c; docs/regions.md): the
 program's regions, phases and measurement-off windows per rank, with their MPI time and
 calls (recorded by the MPI module inside them) and, for a sampled run, the split of
-their sampled time into compute, MPI, I/O and other (sleep, waits), each sample charged
-to the innermost region open in its thread at its time and to the phase open then."""
+their samples into compute, MPI, I/O and other (sleep, waits): a sample counts in every
+region open in its thread at its time (the innermost and those around it) and in the
+phase open then. No per-event Python loop: intervals are found by sorted searches, one
+per nesting depth."""
 
 from dataclasses import dataclass
 
