@@ -515,11 +515,12 @@ PW_PROFILE_ARRAYS_core(PW_STRUCT)
     O(list, comms)                                                                         \
     O(list, windows)                                                                       \
     O(list, groups)                                                                        \
-    O(list, regions)                     /* an imported trace's user regions */            \
+    O(list, regions)                     /* user regions: the program's or an imported's */ \
     O(list, objects)                     /* the loaded objects with their ranges */        \
     O(list, flushes)                     /* an imported trace's buffer flushes */          \
     O(int, records)                                                                        \
-    O(int, lost)
+    O(int, lost)                                                                           \
+    O(str, filter)                       /* --filter's rules (normalised), "" none */
 /* clang-format on */
 
 #endif

@@ -136,8 +136,84 @@ def runtime_env(values_by_name):
     return env
 
 
+# --filter's kinds of rule (runtime/core/filter.c reads the normalised list)
+FILTER_KINDS = (
+    "include", "exclude", "include-region", "exclude-region", "include-path", "exclude-path"
+)  # fmt: skip
+FILTER_MAX_RULES, FILTER_MAX_GLOB = 256, 127
+
+
+def filter_rules(text):
+    """--filter's value as the runtime reads it: 'KIND:GLOB' rules joined by ';', one glob
+    each, in order; from 'KIND:GLOB,GLOB;...' or '@FILE' (a Score-P filter file: its
+    SCOREP_REGION_NAMES_BEGIN .. END blocks, EXCLUDE and INCLUDE of names with * and ?,
+    each rule for functions and regions alike). Raises ValueError, its message one line."""
+    if text.startswith("@"):
+        rules = _scorep_rules(text[1:])
+    else:
+        rules = []
+        for part in (p.strip() for p in text.split(";")):
+            if not part:
+                continue
+            kind, sep, globs = part.partition(":")
+            if not sep or kind.strip() not in FILTER_KINDS:
+                raise ValueError(
+                    f"--filter: '{part}': a rule is KIND:NAME,... with KIND one of "
+                    + ", ".join(FILTER_KINDS)
+                )
+            names = [g.strip() for g in globs.split(",") if g.strip()]
+            if not names:
+                raise ValueError(f"--filter: '{part}': no name")
+            rules += [f"{kind.strip()}:{g}" for g in names]
+    if not rules:
+        raise ValueError("--filter: no rule")
+    for r in rules:
+        if len(r.partition(":")[2]) > FILTER_MAX_GLOB:
+            raise ValueError(f"--filter: a name longer than {FILTER_MAX_GLOB} characters")
+    if len(rules) > FILTER_MAX_RULES:
+        raise ValueError(f"--filter: more than {FILTER_MAX_RULES} rules")
+    return ";".join(rules)
+
+
+def _scorep_rules(path):
+    """The rules of a Score-P filter file (the region-name blocks)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise ValueError(f"--filter: {path}: {e.strerror}") from None
+    rules, inside, mode = [], False, None
+    for n, line in enumerate(lines, 1):
+        where = f"--filter: {path}: line {n}"
+        for word in line.split("#", 1)[0].split():
+            if word == "SCOREP_REGION_NAMES_BEGIN" and not inside:
+                inside, mode = True, None
+            elif word == "SCOREP_REGION_NAMES_END" and inside:
+                inside = False
+            elif word.startswith("SCOREP_"):
+                raise ValueError(f"{where}: {word} is not supported (region names only)")
+            elif not inside:
+                raise ValueError(f"{where}: '{word}' outside SCOREP_REGION_NAMES_BEGIN .. END")
+            elif word in ("EXCLUDE", "INCLUDE"):
+                mode = word.lower()
+            elif word == "MANGLED":
+                raise ValueError(f"{where}: MANGLED names are not supported")
+            elif mode is None:
+                raise ValueError(f"{where}: '{word}' before EXCLUDE or INCLUDE")
+            else:
+                rules += [f"{mode}:{word}", f"{mode}-region:{word}"]
+    if inside:
+        raise ValueError(f"--filter: {path}: no SCOREP_REGION_NAMES_END")
+    return rules
+
+
 def validate(values_by_name):
     """Returns an error message for values the runtime would reject, else None."""
+    if values_by_name.get("filter"):
+        try:
+            filter_rules(values_by_name["filter"])
+        except ValueError as e:
+            return str(e)
     if values_by_name.get("callsite_depth", 1) < 1 or values_by_name.get("callsite_depth") > 16:
         return "--callsite-depth must be between 1 and 16"
     if values_by_name.get("max_callsites", 16) < 16:

@@ -433,6 +433,13 @@ static inline void pw_site_add(pw_site *s, int64_t ticks, int64_t sent, int64_t 
 }
 
 /* ---- event traces (trace.c) ---- */
+/* --filter (filter.c): whether the trace leaves out `name` (a function's, a region's,
+ * or a region open around an event: PW_FILTER_PATH), by the last rule that matches it;
+ * pw_filter_active: whether any rule is about that target. Not from a signal handler. */
+enum { PW_FILTER_FUNCTION, PW_FILTER_REGION, PW_FILTER_PATH };
+int pw_filter_excluded(int target, const char *name);
+int pw_filter_active(int target);
+
 /* Events are recorded: between pw_trace_open and pw_trace_close. */
 extern int pw_trace_recording;
 /* -finstrument-functions hooks keep shadow stacks (--trace in an active process). */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "io_segments.h"
+#include "pw_io_fn.h"
 
 #define SEG_CHUNK 16384 /* slots given disk space at a time (640 KiB) */
 
@@ -24,6 +25,9 @@ static int64_t seg_reserved; /* slots with disk space */
 static int seg_lock, seg_full;
 static pw_io_segments_header_rec *parent_seg; /* a forked child's, while it makes its own */
 static size_t parent_seg_len;
+/* --filter: the wrapped functions whose calls are not traced (still in the profile) */
+static char untraced_fn[PW_IO_NFN];
+static int filtered;
 
 /* Disk space for slot i and those before it, a chunk at a time; 0 when there is none
  * (past the bound, or the disk is full: later calls are dropped at once). */
@@ -52,6 +56,8 @@ static __attribute__((noinline)) int seg_reserve(int64_t i)
 
 void pw_io_segment(const pw_io_call *c, int file, int64_t bytes, int64_t offset, int thread)
 {
+    if (PW_UNLIKELY(filtered) && c->fn >= 0 && c->fn < PW_IO_NFN && untraced_fn[c->fn])
+        return;
     int64_t i = __atomic_fetch_add(&pw_io_segments->next, 1, __ATOMIC_RELAXED);
     if (PW_UNLIKELY(i >= __atomic_load_n(&seg_reserved, __ATOMIC_ACQUIRE)) && !seg_reserve(i)) {
         __atomic_fetch_add(&pw_io_segments->dropped, 1, __ATOMIC_RELAXED);
@@ -73,6 +79,9 @@ void pw_io_segments_make(const char *store_path, int64_t pid)
     int64_t cap = pw_opt.io_trace_max;
     if (!pw_opt.trace || cap <= 0)
         return;
+    for (int i = 0; i < PW_IO_NFN; i++)
+        filtered |= untraced_fn[i] =
+            (char)pw_filter_excluded(PW_FILTER_FUNCTION, pw_io_fn_names[i]);
     char *path = seg_path;
     size_t n = strlen(store_path) - strlen(".pwio");
     if (n + sizeof ".segments" > sizeof seg_path)

@@ -25,6 +25,7 @@
 #include "keyed.h"
 #include "modules/mpi_compact.h"
 #include "modules/pw_mpi.h"
+#include "modules/regions.h"
 
 #ifndef PW_MPI_FLAVOR
 #define PW_MPI_FLAVOR "unknown"
@@ -41,6 +42,25 @@ pw_counters_call_enter_fn *pw_mpi_call_enter;
 static pw_counters_call_leave_fn *call_leave;
 static pw_counters_app_begin_fn *app_begin;
 static pw_io_file_call_fn *file_call;
+/* the regions module's (found at MPI_Init, or at an earlier MPI_Pcontrol) */
+static pw_regions_mpi_call_fn *regions_mpi_call;
+static pw_regions_pcontrol_fn *regions_pcontrol;
+static pw_regions_attach_mpi_fn *regions_attach;
+pw_regions_json_fn *pw_mpi_regions_json;
+pw_regions_untraced_fn *pw_mpi_regions_untraced;
+static int regions_found;
+
+static void regions_find(void)
+{
+    if (regions_found)
+        return;
+    regions_found = 1;
+    regions_mpi_call = PW_HOOK_FIND(pw_regions_mpi_call);
+    regions_pcontrol = PW_HOOK_FIND(pw_regions_pcontrol);
+    regions_attach = PW_HOOK_FIND(pw_regions_attach_mpi);
+    pw_mpi_regions_json = PW_HOOK_FIND(pw_regions_json);
+    pw_mpi_regions_untraced = PW_HOOK_FIND(pw_regions_untraced);
+}
 
 static void hooks_find(void)
 {
@@ -48,6 +68,7 @@ static void hooks_find(void)
     call_leave = PW_HOOK_FIND(pw_counters_call_leave);
     app_begin = PW_HOOK_FIND(pw_counters_app_begin);
     file_call = PW_HOOK_FIND(pw_io_file_call);
+    regions_find();
 }
 
 static char library_version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
@@ -1458,6 +1479,8 @@ void pw_mpi_leave(pw_call *c, int action, const pw_args *a)
         file_event(c, t1, a);
         errno = saved_errno;
     }
+    if (PW_UNLIKELY(regions_mpi_call != NULL))
+        regions_mpi_call(t1 - c->t0);
     if (PW_UNLIKELY(pw_trace_on))
         pw_trace_call(c, t1, action, a, sent, recv);
     pw_thread_activity = 0;
@@ -1528,6 +1551,7 @@ static void clock_offsets(int64_t *offset, int64_t *err)
 
 static void fill_rank(pw_rank_rec *r, int state, int64_t t_fini);
 static void region_switch(int on, int64_t t);
+static void pcontrol_set(int level);
 
 void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
 {
@@ -1575,6 +1599,11 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     st.t_init_leave = pw_now(); /* the application's time starts now, and so do the */
     if (app_begin)              /* modules' baselines (counts "before" the first call) */
         app_begin();
+    /* measurement turned off by the program before MPI_Init (perfweave_measure_off) */
+    if (regions_attach && !regions_attach(pcontrol_set) && !st.pcontrol_off) {
+        st.pcontrol_off = 1;
+        st.pcontrol_early = 1;
+    }
     if (st.pcontrol_early) {
         st.pcontrol_seen = 1;
         region_switch(!st.pcontrol_off, st.t_init_leave);
@@ -1618,7 +1647,18 @@ static int64_t mpi_ticks_so_far(void)
     return ticks;
 }
 
+/* MPI_Pcontrol: the region of interest and the recording switch here, the level's
+ * meaning for the regions module there (a phase mark, measurement off for samples) */
 void pw_mpi_pcontrol(int level)
+{
+    pcontrol_set(level);
+    regions_find();
+    if (regions_pcontrol)
+        regions_pcontrol(level);
+}
+
+/* Recording on (level != 0) or off: MPI_Pcontrol's, and perfweave_measure_on/off's */
+static void pcontrol_set(int level)
 {
     st.pcontrol_off = level == 0;
     if (!st.initialized)

@@ -520,6 +520,10 @@ static void window_event(pw_event_rec *e, int type, const pw_args *a, int64_t se
     }
 }
 
+/* --filter: the functions the trace leaves out, and whether any rule applies */
+static char untraced_fn[PW_MPI_NFN];
+static int filtered;
+
 void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, int64_t sent,
                    int64_t recv)
 {
@@ -532,6 +536,9 @@ void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, i
         else
             max = 2;
     }
+    if (PW_UNLIKELY(filtered) &&
+        (untraced_fn[c->fn] || (pw_mpi_regions_untraced && pw_mpi_regions_untraced())))
+        return; /* --filter: left out of the trace (still in the profile) */
     pw_event_rec *r = pw_trace_reserve(max);
     if (!r)
         return;
@@ -744,6 +751,10 @@ void pw_trace_start(int rank, int size, MPI_Comm world)
     lock();
     define_comm(world, -1); /* id 0 */
     unlock();
+    for (int i = 0; i < PW_MPI_NFN; i++)
+        filtered |= untraced_fn[i] =
+            (char)pw_filter_excluded(PW_FILTER_FUNCTION, pw_mpi_fn_names[i]);
+    filtered |= pw_filter_active(PW_FILTER_PATH);
     pw_trace_on = 1;
 }
 
@@ -833,9 +844,12 @@ static void write_meta(int state, const pw_trace_clock *clock)
         pw_json_close(&j);
     }
     pw_json_close(&j);
+    if (pw_mpi_regions_json)
+        pw_mpi_regions_json(&j, "regions");
     pw_objects_ranges_json(&j, "objects");
     pw_json_int(&j, "records", pw_trace_written());
     pw_json_int(&j, "lost", pw_trace_lost());
+    pw_json_str(&j, "filter", pw_opt.filter);
     pw_json_end(&j);
     char path[4200], num[24];
     pw_fmt_int(num, my_rank);

@@ -169,6 +169,10 @@ void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, i
                    int64_t recv);
 void pw_trace_end(int state, const pw_trace_clock *clock);
 void pw_trace_pcontrol(int level, int64_t t); /* a PCONTROL record */
+/* the regions module's names for rank-R.json "regions" (NULL: not offered) */
+extern void (*pw_mpi_regions_json)(struct pw_json *j, const char *key);
+/* the regions module's: the calling thread is inside a region --filter leaves out */
+extern int (*pw_mpi_regions_untraced)(void);
 
 /* Before the real call, for actions whose arguments it changes (Request_free, Wait); a
  * completion of MPI-IO requests becomes c's family file. */

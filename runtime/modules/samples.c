@@ -36,7 +36,8 @@
 #include <unistd.h>
 
 #include "samples.h"
-#include "counters.h"                 /* the hook it calls */
+#include "counters.h" /* the hooks it calls */
+#include "regions.h"
 #include "perfweave/format/samples.h" /* its files: kinds, records, versions */
 #include "samples_internal.h"
 #include "wrap.h"
@@ -61,6 +62,7 @@ int pw_samples_started;
 static int nmaps;                /* mappings snapshotted for threads found running at start */
 static thr *adopt(uintptr_t sp); /* such a thread's slot, taken by its handler */
 static pw_counters_read_events_fn *read_events; /* NULL without counters */
+static pw_regions_off_fn *measure_off;          /* the program turned measurement off */
 
 /* Arm the thread's timer once, for the interval +-50 % at random: a fixed period would
  * alias with a program's own periodic phases (and keep sampling the same one). */
@@ -90,6 +92,11 @@ static void on_sample(int signo, siginfo_t *si, void *ucv)
         t = adopt(sp0);
     }
     if (!t || !t->ok) {
+        errno = saved;
+        return;
+    }
+    if (measure_off && measure_off()) { /* perfweave_measure_off, MPI_Pcontrol(0) */
+        set_interval(t);
         errno = saved;
         return;
     }
@@ -432,6 +439,7 @@ static void start(void)
     }
     /* the counters module (before this one in modules.def) offered it in its start */
     read_events = PW_HOOK_FIND(pw_counters_read_events);
+    measure_off = PW_HOOK_FIND(pw_regions_off); /* regions: also before it */
     pw_samples_unwinder_load();
     pw_samples_handlers_resolve();
     pw_samples_started = 1;

@@ -160,6 +160,8 @@ def start(command, values, stderr=sys.stderr, meta=None):
     problem = options.validate(values)
     if problem:
         raise PerfweaveError(problem)
+    if values.get("filter"):  # the runtime reads the rules normalised (options.filter_rules)
+        values = {**values, "filter": options.filter_rules(values["filter"])}
     libdir = _libdir()
     core = os.path.join(libdir, "libperfweave.so")
     for part, what in ((core, "runtime library"), (os.path.join(libdir, WAITER), WAITER)):

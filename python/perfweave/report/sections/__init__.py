@@ -26,6 +26,7 @@ NAMES = [
     "node_timeline",  # per node: processes' activity and node rates over time
     "example",  # the example module's calls (--example)
     "mathlib",  # BLAS, LAPACK and FFTW calls (--mathlib)
+    "regions",  # the program's regions and phases (perfweave.h, MPI_Pcontrol)
 ]
 SECTIONS = [importlib.import_module(f"perfweave.report.sections.{n}").SECTION for n in NAMES]
 
