@@ -151,6 +151,10 @@ void pw_trace_pcontrol(int level, int64_t t); /* a PCONTROL record */
 /* Before the real call, for actions whose arguments it changes (Request_free, Wait); a
  * completion of MPI-IO requests becomes c's family file. */
 void pw_mpi_before(pw_call *c, int action, const pw_args *a);
+/* --hang: the call about to be made, published for the watchdog (modules/mpi.c): its
+ * peer (kind 1) or root (kind 2), else none (0), and its communicator. */
+extern int pw_mpi_watching;
+void pw_mpi_watch(pw_call *c, int kind, int peer, MPI_Comm comm);
 /* Records the call (errno is preserved); a is NULL for actions without bytes. */
 void pw_mpi_leave(pw_call *c, int action, const pw_args *a);
 
