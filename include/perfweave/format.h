@@ -86,7 +86,8 @@ enum pw_family { PW_FAMILIES(PW_FAMILY_ENUM) PW_NFAMILIES };
     X(ABORT, 2, "abort")             /* MPI_Abort called on this rank */                   \
     X(SIGNAL, 3, "signal")           /* killed by a fatal signal we caught */         \
     X(KILLED, 4, "killed")           /* ended without saving (SIGKILL, _exit): its      \
-                                        call-site tables as they were (tables/) */
+                                        call-site tables as they were (tables/) */ \
+    X(RUNNING, 5, "running")         /* a live snapshot: running on (snapshots/N/) */
 
 #define PW_STATE_ENUM(name, value, str) PW_STATE_##name = value,
 enum pw_state { PW_STATES(PW_STATE_ENUM) };

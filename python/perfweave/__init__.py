@@ -3,12 +3,13 @@
 __version__ = "0.1.0"
 
 
-def open(path):  # noqa: A001 (as perfweave.open)
+def open(path, snapshot=None):  # noqa: A001 (as perfweave.open)
     """An experiment directory as pandas DataFrames: perfweave.api.Experiment
-    (docs/python-api.md). pandas is imported here, not by the command line."""
+    (docs/python-api.md). pandas is imported here, not by the command line. snapshot:
+    a live snapshot's number (docs/snapshots.md; None: the newest while the run runs)."""
     from perfweave import api
 
-    return api.open(path)
+    return api.open(path, snapshot=snapshot)
 
 
 def compare(a, b, *more, by="callpath", metric=None, inclusive=False):

@@ -24,12 +24,19 @@ from perfweave.errors import NoData, PerfweaveError
 from perfweave.symbols import Symbolizer
 
 
-def open(path):  # noqa: A001 (perfweave.open)
+def open(path, snapshot=None):  # noqa: A001 (perfweave.open)
     """The experiment directory path (perfweave run -o), read lazily: each table is
     computed on first use and kept. PerfweaveError if path is not an experiment. One
     that an older perfweave imported (its traces, no profile.pwprof) is given the
     profile that perfweave import writes today, computed in memory for this read: a
-    read saves nothing into the user's directory (perfweave report saves it)."""
+    read saves nothing into the user's directory (perfweave report saves it).
+    snapshot: the live snapshot N (perfweave snapshot, docs/snapshots.md) to read;
+    None: the newest while the run has not finished, else the run's own files; False:
+    the run's own files always. Experiment.snapshot says which was read."""
+    if snapshot is not None:
+        from perfweave.readers.experiment import open_experiment
+
+        return Experiment(open_experiment(path, snapshot=snapshot))
     return Experiment(_open_experiment(path))
 
 
@@ -45,6 +52,13 @@ class Experiment:
     @property
     def path(self):
         return self._exp.path
+
+    @property
+    def snapshot(self):
+        """The live snapshot read (docs/snapshots.md): a dict of number, count (snapshots
+        taken), taken (its request's time), answered and world_size (ranks); None when
+        the run's own files were read."""
+        return self._exp.snapshot
 
     @property
     def meta(self):

@@ -330,19 +330,25 @@ void pw_register_module(const pw_module *m)
         late[nlate++] = m;
 }
 
+/* The rank record of a process that never initialised MPI: rank -1, up to now. */
+static void process_rank(pw_rank_rec *r, int state)
+{
+    memset(r, 0, sizeof *r);
+    r->rank = -1;
+    r->pid = (int32_t)getpid();
+    r->state = state;
+    r->thread_level = -1;
+    r->t_start = pw_t_start;
+    r->t_end = r->t_fini_enter = pw_now();
+    r->app_ns = r->t_end - r->t_start;
+}
+
 /* Data of a process that never initialised MPI: one row with rank -1. */
 static void write_process_profile(int state, int in_signal)
 {
     pw_local l;
     pw_rank_rec r;
-    memset(&r, 0, sizeof r);
-    r.rank = -1;
-    r.pid = (int32_t)getpid();
-    r.state = state;
-    r.thread_level = -1;
-    r.t_start = pw_t_start;
-    r.t_end = r.t_fini_enter = pw_now();
-    r.app_ns = r.t_end - r.t_start;
+    process_rank(&r, state);
     (void)in_signal;
     if (pw_local_build(&l, &r) != 0) {
         pw_tables_done(state, 0);
@@ -354,6 +360,51 @@ static void write_process_profile(int state, int in_signal)
     int rc = pw_experiment_path(path, sizeof path, "procs/", pw_hostname, ".", num, ".pwprof");
     pw_tables_done(state, rc == 0 && pw_profile_write(&l.prof, path) == 0);
     pw_local_free(&l);
+}
+
+/* ---- snapshots (snapshot.c's thread) ---- */
+
+static int snap_stopped, snap_busy;
+
+void pw_snapshots_stop(void)
+{
+    __atomic_store_n(&snap_stopped, 1, __ATOMIC_SEQ_CST);
+    /* the snapshot thread blocks every signal: a handler never waits for itself here */
+    for (int i = 0; i < 3000 && __atomic_load_n(&snap_busy, __ATOMIC_SEQ_CST); i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
+int pw_modules_snapshot(const char *dir)
+{
+    __atomic_store_n(&snap_busy, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&snap_stopped, __ATOMIC_SEQ_CST) || !pw_active) {
+        __atomic_store_n(&snap_busy, 0, __ATOMIC_SEQ_CST);
+        return -1;
+    }
+    int done = 0;
+    for (int i = 0; i < nlate; i++)
+        if (late[i]->snapshot)
+            done |= late[i]->snapshot(dir);
+    for (size_t i = PW_NMODULES; i-- > 0;)
+        if (modules[i]->snapshot)
+            done |= modules[i]->snapshot(dir);
+    if (!done) {
+        pw_local l;
+        pw_rank_rec r;
+        process_rank(&r, PW_STATE_RUNNING);
+        char path[4200], num[24];
+        pw_fmt_int(num, r.pid);
+        if (pw_local_build(&l, &r) == 0) {
+            if (pw_experiment_path(path, sizeof path, dir, "procs/", pw_hostname, ".", num,
+                                   ".pwprof") == 0)
+                pw_profile_write(&l.prof, path);
+            pw_local_free(&l);
+        }
+    }
+    __atomic_store_n(&snap_busy, 0, __ATOMIC_SEQ_CST);
+    return 0;
 }
 
 static void dump_all(int state, int in_signal)
@@ -373,6 +424,7 @@ static void dump_all(int state, int in_signal)
     }
     int saved_errno = errno;
     int done = 0;
+    pw_snapshots_stop();
     pw_wrap_depth++; /* what the dumps call is not the program's: not recorded */
     /* first the modules loaded later (one of them may write the process's profile:
      * the file that says this rank took part, so it goes first where a second signal
@@ -409,6 +461,7 @@ static void fork_child(void)
     pw_rank = -1;
     __atomic_store_n(&dump_state, 0, __ATOMIC_RELEASE);
     pw_ending_forget();
+    pw_snapshot_forget();
     for (size_t i = 0; i < PW_NMODULES; i++)
         if (modules[i]->fork_child)
             modules[i]->fork_child();
@@ -486,6 +539,7 @@ __attribute__((constructor)) static void pw_init(void)
         if (modules[i]->start)
             modules[i]->start();
     pw_objects_refresh();
+    pw_snapshot_start();
     atexit(at_exit);
     pthread_atfork(NULL, NULL, fork_child);
     if (pw_opt.catch_signals && install_signal_handlers())

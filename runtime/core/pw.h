@@ -155,6 +155,10 @@ typedef struct pw_module {
     /* Combine all ranks' data into one file at the job's end (collective: it must make
      * the same job->gather calls on every rank). NULL: per-process files only. */
     int (*reduce)(const pw_job *job);
+    /* Write the data so far into the experiment's folder DIR ("snapshots/N/", the same
+     * file names as at the end) from the core's snapshot thread, recording going on
+     * (runtime/core/snapshot.c); 1 when it wrote the process's profile. NULL: none. */
+    int (*snapshot)(const char *dir);
 } pw_module;
 
 /* A module in a library of its own, loaded later (the generated call wrappers per
@@ -170,6 +174,21 @@ void pw_thread_begin(void);
 /* Run the reduce of every module that has one, in list order, on every rank of the job
  * (the module that knows the job calls it at the job's end). */
 void pw_modules_reduce(const pw_job *job);
+/* Every module's snapshot into DIR, then the process profile where none wrote it; -1
+ * when snapshots are stopped (the process ends). The snapshot thread's (snapshot.c). */
+int pw_modules_snapshot(const char *dir);
+/* No snapshot from now on: waits (a while at most) for one being written. Called before
+ * the end's writing (exit, signal, MPI_Finalize's reduction). */
+void pw_snapshots_stop(void);
+void pw_snapshot_start(void);
+/* The decimal number at the start of the experiment's file NAME (a request the runtime
+ * polls: snapshots/request, hangs/asked); 0 when there is none. */
+int64_t pw_experiment_number(const char *name);
+/* A detached thread of the runtime's own running fn, named NAME (perfweave-*: the samples
+ * module leaves such threads out), with every signal blocked: no handler of the program
+ * or of the runtime runs on it. 0, or -1 when it cannot be started. */
+int pw_runtime_thread(void *(*fn)(void *), const char *name);
+void pw_snapshot_forget(void);
 
 /* ---- hooks: how one module's events reach another without naming it ---- */
 /* A hook is a function one module offers and others call, under a name. The offering

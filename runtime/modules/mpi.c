@@ -12,11 +12,13 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <link.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -1454,6 +1456,8 @@ static void record(int fn, int family, void *ra, int64_t t1, int64_t ticks, int6
         pw_hist_add(t, &mpi_functions, fn, sent > recv ? sent : recv, ticks);
 }
 
+static void watch_leave(int64_t t1); /* --hang: the call has ended */
+
 void pw_mpi_leave(pw_call *c, int action, const pw_args *a)
 {
     int64_t t1 = pw_ticks();
@@ -1483,10 +1487,221 @@ void pw_mpi_leave(pw_call *c, int action, const pw_args *a)
         regions_mpi_call(t1 - c->t0);
     if (PW_UNLIKELY(pw_trace_on))
         pw_trace_call(c, t1, action, a, sent, recv);
+    if (PW_UNLIKELY(pw_mpi_watching))
+        watch_leave(t1);
     pw_thread_activity = 0;
     pw_call_anchor = 0;
     pw_mpi_depth--;
     pw_hold_if_dying();
+}
+
+/* ---- the hang watchdog (--hang N, docs/snapshots.md "Hung ranks") ----
+ *
+ * Each thread's MPI call is published in a slot of its own, written by that thread only:
+ * the call's start (the ticks the wrapper takes anyway) last, with a release store, and 0
+ * at its end. A thread of the module's own reads the slots every quarter of N (250 ms at
+ * most); a call in progress for N seconds is reported once: a line on stderr and
+ * hangs/rank-R-K.json, and hangs/asked is bumped so that every rank's watchdog writes
+ * what its threads are doing (hangs/state/rank-R.json) within one period. A slot is read
+ * again after its fields: a call that ended meanwhile is not reported. The watchdog
+ * makes no MPI call (the communicator's description is the calling thread's, taken
+ * before its call). */
+int pw_mpi_watching;
+
+#define WATCH_SLOTS 256
+typedef struct watch_slot {
+    int64_t since;    /* ticks at the call's start; 0 outside a call */
+    int64_t last_end; /* ticks at the end of its last call */
+    int64_t reported; /* the since of the call last reported */
+    int fn, kind, peer, world;
+    void *ra;
+    const comm_desc *comm;
+} watch_slot;
+static watch_slot watch_slots[WATCH_SLOTS];
+static int watch_n;
+static PW_TLS watch_slot *watch_self;
+static int64_t watch_answered; /* the last hangs/asked this rank answered */
+static int watch_reports;
+
+void pw_mpi_watch(pw_call *c, int kind, int peer, MPI_Comm comm)
+{
+    watch_slot *w = watch_self;
+    if (PW_UNLIKELY(w == NULL)) {
+        int i = __atomic_fetch_add(&watch_n, 1, __ATOMIC_ACQ_REL);
+        if (i >= WATCH_SLOTS)
+            return;
+        w = watch_self = &watch_slots[i];
+    }
+    __atomic_store_n(&w->since, 0, __ATOMIC_RELEASE);
+    w->fn = c->fn;
+    w->ra = c->ra;
+    w->kind = kind;
+    w->peer = peer;
+    int saved_errno = errno; /* a communicator's first call asks MPI about it */
+    w->comm = comm != MPI_COMM_NULL ? comm_desc_of(comm) : NULL;
+    errno = saved_errno;
+    w->world = comm == pre.world;
+    __atomic_store_n(&w->since, c->t0 ? c->t0 : 1, __ATOMIC_RELEASE);
+}
+
+static void watch_leave(int64_t t1)
+{
+    watch_slot *w = watch_self;
+    if (w != NULL) {
+        __atomic_store_n(&w->since, 0, __ATOMIC_RELEASE);
+        w->last_end = t1;
+    }
+}
+
+static int64_t epoch_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A slot's call as JSON members of j (the slot read whole, or 0) */
+static int watch_call_json(pw_json *j, watch_slot *w, int64_t now, double ns_per_tick)
+{
+    int64_t since = __atomic_load_n(&w->since, __ATOMIC_ACQUIRE);
+    if (since == 0)
+        return 0;
+    watch_slot copy = *w;
+    if (__atomic_load_n(&w->since, __ATOMIC_ACQUIRE) != since)
+        return 0; /* ended meanwhile */
+    pw_json_str(j, "function", pw_mpi_fn_names[copy.fn]);
+    pw_json_double(j, "seconds", (double)(now - since) * ns_per_tick / 1e9, 3);
+    uint64_t off = 0;
+    int o = pw_object_of((uintptr_t)copy.ra, &off);
+    pw_json_str(j, "object", o >= 0 ? pw_object_path(o) : "");
+    pw_json_str(j, "buildid", o >= 0 ? pw_object_buildid(o) : "");
+    pw_json_int(j, "offset", o >= 0 ? (int64_t)off : (int64_t)(uintptr_t)copy.ra);
+    const comm_desc *d = copy.comm;
+    const char *role = copy.kind == 1 ? "peer" : copy.kind == 2 ? "root" : "";
+    pw_json_str(j, "peer_role", role);
+    /* the peer as a world rank (MPI_ANY_SOURCE: -1, MPI_PROC_NULL: -2) */
+    int peer = copy.peer == MPI_ANY_SOURCE ? -1 : copy.peer == MPI_PROC_NULL ? -2 : copy.peer;
+    if (d && peer >= 0 && peer < d->size)
+        peer = d->world[peer];
+    pw_json_int(j, "peer", copy.kind ? peer : -3);
+    pw_json_open(j, "comm", '{');
+    pw_json_bool(j, "world", copy.world);
+    pw_json_int(j, "size", d ? d->size : 0);
+    pw_json_ints(j, "ranks", d ? d->world : NULL,
+                 d ? (size_t)(d->size < 4096 ? d->size : 4096) : 0);
+    pw_json_close(j);
+    return 1;
+}
+
+/* hangs/state/rank-R.json: what each of the rank's threads does now */
+static void watch_state(int64_t asked)
+{
+    pw_buf b = {0};
+    pw_json j;
+    char path[4400], num[24];
+    int64_t now = pw_ticks();
+    double ns_per_tick = pw_ns_per_tick();
+    pw_buf_json_head(&j, &b, "perfweave-hang-state", 1);
+    pw_json_int(&j, "asked", asked);
+    pw_json_int(&j, "epoch_ms", epoch_ms());
+    pw_json_bool(&j, "finalizing", st.t_fini_enter != 0);
+    pw_json_open(&j, "threads", '[');
+    int n = __atomic_load_n(&watch_n, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n && i < WATCH_SLOTS; i++) {
+        watch_slot *w = &watch_slots[i];
+        pw_json_open(&j, NULL, '{');
+        pw_json_int(&j, "thread", i);
+        if (!watch_call_json(&j, w, now, ns_per_tick)) {
+            int64_t end = w->last_end;
+            pw_json_str(&j, "function", "");
+            pw_json_double(&j, "seconds", end ? (double)(now - end) * ns_per_tick / 1e9 : -1, 3);
+        }
+        pw_json_close(&j);
+    }
+    pw_json_end(&j);
+    pw_fmt_int(num, st.rank);
+    if (pw_experiment_path(path, sizeof path, "hangs/state/rank-", num, ".json") == 0)
+        pw_buf_to_file(&b, path);
+    else
+        pw_buf_free(&b);
+}
+
+static void watch_report(watch_slot *w, int thread, int64_t now, double ns_per_tick)
+{
+    pw_buf b = {0};
+    pw_json j;
+    char path[4400], num[24], k[24], line[64];
+    int64_t asked = epoch_ms();
+    pw_buf_json_head(&j, &b, "perfweave-hang", 1);
+    pw_json_int(&j, "thread", thread);
+    pw_json_int(&j, "hang_s", pw_opt.hang);
+    pw_json_int(&j, "asked", asked);
+    pw_json_int(&j, "epoch_ms", asked);
+    pw_json_int(&j, "world_size", st.size);
+    if (!watch_call_json(&j, w, now, ns_per_tick)) {
+        pw_buf_free(&b);
+        return; /* the call ended meanwhile */
+    }
+    pw_json_end(&j);
+    pw_fmt_int(num, st.rank);
+    pw_fmt_int(k, ++watch_reports);
+    if (pw_experiment_path(path, sizeof path, "hangs/rank-", num, "-", k, ".json") != 0 ||
+        pw_buf_to_file(&b, path) != 0)
+        return;
+    /* every rank's watchdog answers this number with its state */
+    int n = pw_fmt_int(line, asked);
+    line[n++] = '\n';
+    if (pw_experiment_path(path, sizeof path, "hangs/asked") == 0)
+        pw_file_put(path, line, (size_t)n); /* whole, renamed into place */
+    int64_t secs = (int64_t)((double)(now - w->since) * ns_per_tick / 1e9);
+    pw_log("hang: rank %d has been in %s for %ld s (thread %d); what every rank is doing: "
+           "perfweave report %s",
+           st.rank, pw_mpi_fn_names[w->fn], (long)secs, thread, pw_experiment_dir());
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    int64_t period_ms = pw_opt.hang * 1000 / 4;
+    if (period_ms > 250)
+        period_ms = 250;
+    if (period_ms < 10)
+        period_ms = 10;
+    double ns_per_tick = pw_ns_per_tick();
+    int64_t hang_ticks = (int64_t)((double)pw_opt.hang * 1e9 / ns_per_tick);
+    while (!st.finalized && __atomic_load_n(&pw_mpi_watching, __ATOMIC_ACQUIRE)) {
+        struct timespec t = {period_ms / 1000, (period_ms % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+        int64_t now = pw_ticks();
+        int n = __atomic_load_n(&watch_n, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < n && i < WATCH_SLOTS; i++) {
+            watch_slot *w = &watch_slots[i];
+            int64_t since = __atomic_load_n(&w->since, __ATOMIC_ACQUIRE);
+            if (since && since != w->reported && now - since >= hang_ticks) {
+                w->reported = since;
+                watch_report(w, i, now, ns_per_tick);
+            }
+        }
+        int64_t asked = pw_experiment_number("hangs/asked");
+        if (asked > watch_answered) {
+            watch_answered = asked;
+            watch_state(asked);
+        }
+    }
+    return NULL;
+}
+
+static void watch_start(void)
+{
+    if (pw_opt.hang <= 0)
+        return;
+    /* an earlier run's, in a reused experiment */
+    watch_answered = pw_experiment_number("hangs/asked");
+    __atomic_store_n(&pw_mpi_watching, 1, __ATOMIC_RELEASE);
+    if (pw_runtime_thread(watchdog, "perfweave-hang") != 0) {
+        __atomic_store_n(&pw_mpi_watching, 0, __ATOMIC_RELEASE);
+        pw_log("--hang disabled: cannot start its thread");
+    }
 }
 
 /* ---- clock offsets to rank 0 ---- */
@@ -1609,6 +1824,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
         region_switch(!st.pcontrol_off, st.t_init_leave);
     }
     pw_mpi_recording = !st.pcontrol_off;
+    watch_start();
     pw_debug("rank %d of %d recording", st.rank, st.size);
 }
 
@@ -1805,6 +2021,23 @@ static int dump(int state, int in_signal)
     pw_trace_clock clock = {st.offset_init,     st.offset_init_err, st.offset_init,
                             st.offset_init_err, st.t_init_leave,    pw_now()};
     pw_trace_end(partial_state, &clock);
+    return 1;
+}
+
+/* The rank's profile so far, as partial/rank-R.pwprof of the snapshot's folder dir (the
+ * core's snapshot thread; the end's writing waits for it, pw_snapshots_stop). */
+static int snapshot(const char *dir)
+{
+    if (!st.initialized || st.finalized)
+        return st.initialized; /* a rank past its reduction writes none */
+    pw_local l;
+    if (build_local(&l, PW_STATE_RUNNING, pw_now()) != 0)
+        return 1;
+    char path[4200], num[24];
+    pw_fmt_int(num, st.rank);
+    if (pw_experiment_path(path, sizeof path, dir, "partial/rank-", num, ".pwprof") == 0)
+        pw_profile_write(&l.prof, path);
+    local_free(&l);
     return 1;
 }
 
@@ -2077,6 +2310,8 @@ void pw_mpi_finalize_begin(int fn, void *ra)
     (void)ra;
     if (!pw_active || !st.initialized || st.finalized)
         return;
+    pw_snapshots_stop(); /* the reduction's tables are not a snapshot's */
+    __atomic_store_n(&pw_mpi_watching, 0, __ATOMIC_RELEASE);
     st.t_fini_enter = pw_now();
     pw_mpi_recording = 0;
     pw_rank_rec r; /* should it end here, without saving */
@@ -2149,7 +2384,8 @@ static void fork_child(void)
 
 /* This library's part of the mpi module (the list's is mpi_loader.c): its dump and its
  * fork handler, registered when the library is loaded. */
-static const pw_module mpi_late = {.name = "mpi", .dump = dump, .fork_child = fork_child};
+static const pw_module mpi_late = {
+    .name = "mpi", .dump = dump, .fork_child = fork_child, .snapshot = snapshot};
 
 __attribute__((constructor)) static void pw_mpi_module_init(void)
 {

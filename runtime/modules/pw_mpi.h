@@ -180,6 +180,10 @@ void pw_mpi_before(pw_call *c, int action, const pw_args *a);
 /* The status of completion i (the statuses array's) or the single one, as C's; 0 where the
  * program ignores it. */
 int pw_mpi_status_at(const pw_args *a, int i, int single, MPI_Status *out);
+/* --hang: the call about to be made, published for the watchdog (modules/mpi.c): its
+ * peer (kind 1) or root (kind 2), else none (0), and its communicator. */
+extern int pw_mpi_watching;
+void pw_mpi_watch(pw_call *c, int kind, int peer, MPI_Comm comm);
 /* Records the call (errno is preserved); a is NULL for actions without bytes. */
 void pw_mpi_leave(pw_call *c, int action, const pw_args *a);
 

@@ -571,6 +571,23 @@ def args_lines(fn, args, fortran):
     return lines
 
 
+def watch_line(args, fortran):
+    """Before the real call, under --hang: what a hang report names (modules/mpi.c
+    pw_mpi_watch): the call's peer (1) or root (2), else none (0), and its communicator."""
+    values = {
+        a.role: fortran_value(a) if fortran else a.name
+        for a in reversed(args)
+        if a.role in ("peer", "root", "comm") and carries_value(a)
+    }
+    kind = 1 if "peer" in values else 2 if "root" in values else 0
+    who = values.get("peer", values.get("root", "-1"))
+    comm = values.get("comm", "MPI_COMM_NULL")
+    return [
+        "    if (PW_UNLIKELY(pw_mpi_watching))",
+        f"        pw_mpi_watch(&c, {kind}, {who}, {comm});",
+    ]
+
+
 def leave_line(fn, args):
     return f"    pw_mpi_leave(&c, PW_ACTION_{fn.action}, {'&a' if has_args(fn, args) else 'NULL'});"
 
@@ -606,6 +623,7 @@ def c_wrapper(fn):
             f"        return real({call});",
         ]
         lines += args_lines(fn, fn.args, fortran=False)
+        lines += watch_line(fn.args, fortran=False)
         lines += [f"    int rc = real({call});", leave_line(fn, fn.args)]
         lines += ["    return rc;"]
     lines.append("}")
@@ -753,6 +771,7 @@ def fortran_wrapper(fn):
             "    }",
         ]
         lines += args_lines(fn, args, fortran=True)
+        lines += watch_line(args, fortran=True)
         lines += [f"    real({call});", leave_line(fn, args)]
     lines.append("}")
     params = ", ".join(fparams)

@@ -29,7 +29,7 @@ def test_generated_module_holds_the_declared_format():
     assert sizes["sample"] == 16 + f.SAMPLE_FRAMES * 12 + f.SAMPLE_COUNTERS * 8 == 432
     assert f.RECORDS["sample"]["object"].shape == (f.SAMPLE_FRAMES,)
     # names by index, codes by name
-    assert f.STATES == ["complete", "no-finalize", "abort", "signal", "killed"]
+    assert f.STATES == ["complete", "no-finalize", "abort", "signal", "killed", "running"]
     assert f.FAMILIES == ["p2p", "coll", "rma", "sync", "file", "other"]
     assert f.ACTIVITIES == (["compute"] + ["mpi_" + x for x in f.FAMILIES] + ["sleep", "wait"])
     assert f.EVENT_TYPES["CALL"] == 1 and f.EVENT_TYPES["BLOCK"] == 15

@@ -21,6 +21,7 @@ VERBS = {
     "completion": "completion",
     "manpage": "manpage",
     "validate": "validate",
+    "snapshot": "snapshot",
 }
 
 

@@ -55,6 +55,14 @@ def setup_parser(sub):
         action="store_true",
         help="text report with every row and every name whole (lines as wide as they need)",
     )
+    p.add_argument(
+        "--snapshot",
+        type=positive,
+        default=None,
+        metavar="K",
+        help="read live snapshot K (perfweave snapshot, docs/snapshots.md); by default the "
+        "newest while the run has not finished",
+    )
     p.set_defaults(func=main)
 
 
@@ -69,7 +77,7 @@ def main(args):
         from perfweave.readers import mkl_verbose
 
         mkl = mkl_verbose.read(args.mkl_verbose)
-    exp = open_upgraded(args.experiment, note)
+    exp = open_upgraded(args.experiment, note, snapshot=args.snapshot)
     if mkl is not None:
         exp.mkl_verbose = mkl  # for the math-library section (report/sections/mathlib.py)
     top = args.top or 20

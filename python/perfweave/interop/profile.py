@@ -20,13 +20,15 @@ def write(path, profile):
         f.write(encode(profile))
 
 
-def open_upgraded(path, note=None):
+def open_upgraded(path, note=None, snapshot=None):
     """The experiment directory path as the readers' open_experiment reads it; one that
     an older perfweave imported (its traces, no profile.pwprof) is first given the
     profile.pwprof that perfweave import writes today (imported_profile.content), once, as
     the import writes it: whole or not at all. Where the experiment cannot be written,
     that profile is computed for this read only and read from memory. note(line): told
-    which, for the user."""
+    which, for the user. snapshot: open_experiment's (a live snapshot's number)."""
+    if snapshot is not None:  # a snapshot's profile is the runtime's, never an import's
+        return open_experiment(path, snapshot=snapshot)
     try:
         return open_experiment(path)
     except NoImportedProfile:

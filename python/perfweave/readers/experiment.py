@@ -44,6 +44,9 @@ class ExperimentDir:
     processes: Profile = None  # processes without MPI (launch helpers, serial programs)
     warnings: list = field(default_factory=list)
     unwritten: list = field(default_factory=list)  # files perfweave could not write
+    # the live snapshot read (snapshots/N/, docs/snapshots.md): number, taken, answered,
+    # world_size, count; None: the run's own files
+    snapshot: dict = None
 
     def __getattr__(self, name):
         """The experiment's dataset name (readers/datasets.py: samples, timelines,
@@ -111,6 +114,49 @@ def read_meta(path):
             f"{f}: experiment format version {short(meta.get('version'))} not supported"
         )
     return check(meta, META_SCHEMA, f, "experiment description")
+
+
+SNAPSHOT_FORMAT = "perfweave-snapshot"
+
+
+def snapshot_numbers(path):
+    """The numbers of the live snapshots in experiment path (snapshots/N/), ascending."""
+    d = Path(path) / "snapshots"
+    if not d.is_dir():
+        return []
+    return sorted(int(p.name) for p in d.iterdir() if p.name.isdigit() and p.is_dir())
+
+
+def _chosen_snapshot(path, meta, snapshot):
+    """The snapshot number open_experiment reads: snapshot itself when a number, the
+    newest of a run still running (or whose perfweave run was killed) when None, none
+    (None) when False."""
+    numbers = snapshot_numbers(path)
+    if snapshot is False:
+        return None
+    if snapshot is None:
+        return numbers[-1] if numbers and meta.get("state") == "running" else None
+    if isinstance(snapshot, bool) or not isinstance(snapshot, int) or snapshot not in numbers:
+        have = ", ".join(map(str, numbers)) if numbers else "none"
+        raise PerfweaveError(f"{path}: no snapshot {snapshot} (snapshots taken: {have})")
+    return snapshot
+
+
+def _snapshot_description(path, number):
+    """snapshots/N/snapshot.json (perfweave snapshot's request), checked."""
+    f = Path(path) / "snapshots" / str(number) / "snapshot.json"
+    try:
+        doc = read_json(f, "snapshot description")
+    except FileNotFoundError:
+        return {}
+    if doc.get("format") != SNAPSHOT_FORMAT:
+        raise FormatError(f"{f}: not a perfweave snapshot description")
+    return check(
+        doc,
+        {"snapshot": int, "requested_time": str, "requested_epoch": float},
+        f,
+        "snapshot description",
+    )
 
 
 def _module_functions(header):
@@ -228,20 +274,30 @@ class NoImportedProfile(PerfweaveError):
     and reads it from memory (reduced_content)."""
 
 
-def open_experiment(path, reduced_content=None):
+def open_experiment(path, reduced_content=None, snapshot=None):
     """The experiment directory path as an ExperimentDir. reduced_content: the content of the
     profile.pwprof it lacks, read in its place (an older perfweave's import read by
     perfweave.open, or in a directory that cannot be written: interop/profile.py
-    open_upgraded)."""
+    open_upgraded). snapshot: the live snapshot N to read (snapshots/N/); None: the
+    newest while the run has not finished, else the run's own files; False: those."""
     path = Path(path)
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
     meta = read_meta(path)
     unwritten = read_unwritten(path, meta)
     warnings = []
-    reduced = path / "profile.pwprof"
-    partial_files = sorted((path / "partial").glob("rank-*.pwprof"))
-    proc_files = sorted((path / "procs").glob("*.pwprof"))
+    number = _chosen_snapshot(path, meta, snapshot)
+    # a snapshot's folder holds the files of the run's end, as each process wrote them
+    # then: its profile is read as theirs, no tables and no reduced profile
+    src = path if number is None else path / "snapshots" / str(number)
+    reduced = src / "profile.pwprof"
+    partial_files = sorted((src / "partial").glob("rank-*.pwprof"))
+    proc_files = sorted((src / "procs").glob("*.pwprof"))
+    if number is not None and not partial_files and not proc_files:
+        raise PerfweaveError(
+            f"{path}: snapshot {number} has no data yet: no process has answered "
+            "(perfweave snapshot waits for them; was the run started with --snapshot-poll 0?)"
+        )
 
     def read_all(paths):
         out = []
@@ -270,7 +326,7 @@ def open_experiment(path, reduced_content=None):
     # only without the reduced profile, which has every rank's data)
     saved = {int(p.name[5:-7]) for p in partial_files if p.name[5:-7].isdigit()}
     killed, killed_procs = [], []
-    for found in unsaved(path, saved, {p.stem for p in proc_files}):
+    for found in [] if number is not None else unsaved(path, saved, {p.stem for p in proc_files}):
         if isinstance(found, FormatError):
             warnings.append(f"skipped {found}")
             continue
@@ -370,7 +426,30 @@ def open_experiment(path, reduced_content=None):
             f"incomplete: perfweave could not write {describe(unwritten)}; this "
             "report shows the files that were written",
         )
-    if partial and profile.mpi:
+    taken = None
+    if number is not None:
+        doc = _snapshot_description(path, number)
+        answered = len(profile.ranks) if profile.mpi else 0
+        world = profile.world_size if profile.mpi else 0
+        at = doc.get("requested_time", "at an unknown time")
+        count = len(snapshot_numbers(path))
+        notes.insert(
+            0,
+            f"snapshot {number} of {count} of a running job, taken at {at}: "
+            + (f"{answered} of {world} ranks answered" if profile.mpi else "no MPI rank answered")
+            + " (counts up to that moment; perfweave report --snapshot K chooses one)",
+        )
+        taken = {
+            "number": number,
+            "count": count,
+            "taken": doc.get("requested_time"),
+            "answered": answered,
+            "world_size": world,
+        }
+        missing = profile.missing_ranks() if profile.mpi else []
+        if len(missing):
+            notes.insert(1, f"no answer from ranks {rank_ranges(missing)}")
+    elif partial and profile.mpi:
         states = sorted({state_name(s) for s in profile.ranks["state"]})
         gone = sorted(int(r) for r in profile.ranks["rank"][profile.ranks["state"] == KILLED])
         notes.append(
@@ -409,6 +488,7 @@ def open_experiment(path, reduced_content=None):
         processes=processes,
         warnings=warnings,
         unwritten=unwritten,
+        snapshot=taken,
     )
 
 

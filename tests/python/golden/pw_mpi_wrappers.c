@@ -58,6 +58,8 @@ PW_WRAPPER int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int d
     a.peer = dest;
     a.tag = tag;
     a.comm = comm;
+    if (PW_UNLIKELY(pw_mpi_watching))
+        pw_mpi_watch(&c, 1, dest, comm);
     int rc = real(buf, count, datatype, dest, tag, comm);
     pw_mpi_leave(&c, PW_ACTION_send, &a);
     return rc;
@@ -79,6 +81,8 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Send(pw_freal_MPI_Sen
     a.peer = (int)*dest;
     a.tag = (int)*tag;
     a.comm = pw_comm_f2c(*comm);
+    if (PW_UNLIKELY(pw_mpi_watching))
+        pw_mpi_watch(&c, 1, (int)*dest, pw_comm_f2c(*comm));
     real(buf, count, datatype, dest, tag, comm, ierr);
     pw_mpi_leave(&c, PW_ACTION_send, &a);
 }
@@ -130,6 +134,8 @@ PW_WRAPPER int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int roo
     a.root = root;
     a.comm = comm;
     a.request = NULL;
+    if (PW_UNLIKELY(pw_mpi_watching))
+        pw_mpi_watch(&c, 2, root, comm);
     int rc = real(buffer, count, datatype, root, comm);
     pw_mpi_leave(&c, PW_ACTION_bcast, &a);
     return rc;
@@ -151,6 +157,8 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Bcast(pw_freal_MPI_Bc
     a.root = (int)*root;
     a.comm = pw_comm_f2c(*comm);
     a.request = NULL;
+    if (PW_UNLIKELY(pw_mpi_watching))
+        pw_mpi_watch(&c, 2, (int)*root, pw_comm_f2c(*comm));
     real(buffer, count, datatype, root, comm, ierr);
     pw_mpi_leave(&c, PW_ACTION_bcast, &a);
 }
@@ -207,6 +215,8 @@ PW_WRAPPER int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Statu
     a.indices = NULL;
     a.status = NULL;
     pw_mpi_before(&c, PW_ACTION_waitmulti, &a);
+    if (PW_UNLIKELY(pw_mpi_watching))
+        pw_mpi_watch(&c, 0, -1, MPI_COMM_NULL);
     int rc = real(count, array_of_requests, array_of_statuses);
     pw_mpi_leave(&c, PW_ACTION_waitmulti, &a);
     return rc;
@@ -233,6 +243,8 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Waitall(pw_freal_MPI_
     a.indices = NULL;
     a.status = NULL;
     pw_mpi_before(&c, PW_ACTION_waitmulti, &a);
+    if (PW_UNLIKELY(pw_mpi_watching))
+        pw_mpi_watch(&c, 0, -1, MPI_COMM_NULL);
     real(count, array_of_requests, array_of_statuses, ierr);
     pw_mpi_leave(&c, PW_ACTION_waitmulti, &a);
 }
@@ -366,6 +378,8 @@ PW_WRAPPER int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_
     a.target = target_rank;
     a.win = win;
     a.request = NULL;
+    if (PW_UNLIKELY(pw_mpi_watching))
+        pw_mpi_watch(&c, 0, -1, MPI_COMM_NULL);
     int rc = real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
     pw_mpi_leave(&c, PW_ACTION_fop, &a);
     return rc;
@@ -387,6 +401,8 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Fetch_and_op(pw_freal
     a.target = (int)*target_rank;
     a.win = pw_win_f2c(*win);
     a.request = NULL;
+    if (PW_UNLIKELY(pw_mpi_watching))
+        pw_mpi_watch(&c, 0, -1, MPI_COMM_NULL);
     real(origin_addr, result_addr, datatype, target_rank, target_disp, op, win, ierr);
     pw_mpi_leave(&c, PW_ACTION_fop, &a);
 }

@@ -11,6 +11,7 @@ from perfweave.report import section
 # order they are shown: a module that measures something new adds its section's line.
 NAMES = [
     "run",  # the run: command, times, ranks, state, notes
+    "hangs",  # ranks that stayed --hang seconds in one MPI call, and the others then
     "startup",  # MPI_Init and shutdown times (shown in the run's lines)
     "advice",  # what to change, from all the sections' data
     "samples",  # where the time goes: call tree, lines, activity over time

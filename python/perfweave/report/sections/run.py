@@ -45,6 +45,10 @@ class Run(Section):
             "notes": list(experiment.profile.notes),
             "options": meta.get("options", {}),
         }
+        if getattr(experiment, "snapshot", None):
+            # a live snapshot of a running job (docs/snapshots.md)
+            out["snapshot"] = experiment.snapshot
+            out["state"] = "snapshot"
         if meta.get("imported_from"):
             # perfweave import: where its trace came from (its profile was computed from
             # the trace at import, interop/profile.py)
