@@ -291,9 +291,15 @@ def test_io_older_store_versions_read(build, run_pw, tmp_path, version):
     assert old.processes["busy_s"][0] == pytest.approx(busy)
 
 
-def test_io_off_by_default(build, run_pw, tmp_path):
+def test_io_on_by_default_and_off_with_no_io(build, run_pw, tmp_path):
+    """The I/O profile is on by default (its cost is within noise on the I/O-heavy
+    programs of bench/, docs/performance.md); --no-io leaves no trace of it."""
     prog = build(None, "io_cases.c")
     r = run_pw([prog, "loop", tmp_path, 10])
+    io = perfweave.open(r.exp).io
+    assert len(io.processes) == 1 and len(io.records) > 0
+    assert "io" in r.report()
+    r = run_pw([prog, "loop", tmp_path, 10], ["--no-io"])
     assert not (r.exp / "io").exists()
     assert "io" not in r.report()
 
