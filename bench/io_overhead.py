@@ -70,7 +70,6 @@ def main():
         def pw(*opts):
             nonlocal run
             run += 1
-            opts = opts or ("--no-io",)  # the I/O profile is on by default
             return [PERFWEAVE, "run", "--no-sample", *opts, "-o", f"{tmp}/exp{run}", "--"]
 
         def darshan(cmd, mpi):

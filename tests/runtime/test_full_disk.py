@@ -42,7 +42,7 @@ STREAMED = re.compile(
     r"timeline/[^/]+\.(values|pids|json))$"
 )
 # the cases sized for the profile and samples alone: no node timeline, no I/O store (the
-# I/O profile, on by default, is in the case with everything on)
+# I/O profile is in the case with everything on)
 NO_TIMELINE = ("--node-interval", "0", "--no-io")
 BIG_SAMPLES = ("--sample-interval-ms", "2")  # about 130 KB of samples per process in 0.6 s
 HUGE_SAMPLES = ("--sample-interval-ms", "1")  # about 340 KB per process in 0.8 s
@@ -337,10 +337,10 @@ def full_disk_cases(prog, tmpfs):
     assert [u["file"] for u in marks] == expected
     assert not list((exp / "samples").glob("*.json"))
 
-    # 3. 64 KiB and everything on (samples, node timeline, event trace): whatever does
+    # 3. 64 KiB and everything on (samples, node timeline, event trace, I/O profile): whatever does
     # not fit (at least 100 samples, 11 pages, per process) is marked
     disk = tmpfs(64, "small")
-    exp, proc = prog.run(disk, "work", 0.8, 3, HUGE_SAMPLES + prog.trace())
+    exp, proc = prog.run(disk, "work", 0.8, 3, HUGE_SAMPLES + prog.trace() + ("--io",))
     check_failed_run(exp, proc, 3, prog.nprocs)
 
     # 4. the program fills the disk itself, then ends normally: it sees what it sees
@@ -359,7 +359,7 @@ def full_disk_cases(prog, tmpfs):
     wrote = sum(int(m.group(2)) for m in found)
     ref_wrote = sum(int(m.group(2)) for m in ref_found)
     held = tables_pages(exp) + prog.nprocs  # + its ending/HOST.PID (8 bytes) per process
-    # + the I/O profile's stores and segment traces (on by default): their disk blocks
+    # + the I/O profile's stores and segment traces (with --io): their disk blocks
     held += sum(math.ceil(p.stat().st_blocks * 512 / PAGE) for p in exp.glob("io/*"))
     assert 0 < ref_wrote - wrote <= (16 + held) * PAGE, (wrote, ref_wrote, held)
 
