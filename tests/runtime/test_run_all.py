@@ -124,3 +124,12 @@ def test_all_with_a_budget_and_an_option_on_the_line(mpi, build, run_pw, tmp_pat
     corr = r.report()["correlation"]
     assert corr["sources"]["mpi_s"].startswith("samples")
     assert all(x["wall_s"] > 0 for x in corr["per_rank"])
+    # the HTML page has the section of its own, a table per phase
+    page = tmp_path / "report.html"
+    res = subprocess.run(
+        [PERFWEAVE, "report", "--html", str(page), str(r.exp)], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    html = page.read_text()
+    assert "<h2>Per phase: everything recorded</h2>" in html
+    assert html.count("<h3>phase ") == len(corr["intervals"])
