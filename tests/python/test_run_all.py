@@ -153,3 +153,13 @@ def test_correlation_of_literals():
     assert [x["name"] for x in j["intervals"]] == ["a", "b"]
     assert j["intervals"][0]["counters"]["perf::PAGE-FAULTS"]["mean"] == 990.0
     assert "absent" in j["sources"]["wait_s"]
+
+
+def test_a_budget_without_all_is_one_line_and_status_2(capsys, tmp_path):
+    from perfweave.cli import main
+
+    assert main(["run", "-o", str(tmp_path / "e"), "--budget", "5", "--", "true"]) == 2
+    assert capsys.readouterr().err == "perfweave: error: --budget applies to --all only\n"
+    assert main(["run", "--all", "--budget", "x", "--", "true"]) == 2
+    assert "not a percentage" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()
