@@ -221,3 +221,34 @@ def validate(values_by_name):
     if values_by_name.get("clock_sync_rounds", 0) < 0:
         return "--clock-sync-rounds must not be negative"
     return None
+
+
+def given(words):
+    """The names of the options written on a `perfweave run` line (its words after
+    `run`, up to `--` or the command), by their whole flag, `--no-` form, short flag or
+    a prefix of one long flag only (argparse's abbreviations): what `--all` leaves as
+    the line says."""
+    flags = {}
+    for opt in spec():
+        flags[flag(opt)] = opt
+        if opt.get("flag"):
+            flags[opt["flag"]] = opt
+        if opt["type"] == "bool":
+            flags["--no-" + opt["name"].replace("_", "-")] = opt
+    names = set()
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--" or not word.startswith("-"):
+            break
+        name, joined, _ = word.partition("=") if word.startswith("--") else (word[:2], "", "")
+        opt = flags.get(name)
+        if opt is None and name.startswith("--"):
+            matches = {id(o): o for f, o in flags.items() if f.startswith(name)}
+            opt = next(iter(matches.values())) if len(matches) == 1 else None
+        if opt is not None:
+            names.add(opt["name"])
+            if opt["type"] != "bool" and not joined and not (word != name):
+                i += 1  # its value
+        i += 1
+    return names

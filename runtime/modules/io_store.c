@@ -19,6 +19,7 @@
  * is one (io_segments.c).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -757,6 +758,16 @@ static size_t round_page(size_t n) { return (n + PW_IO_PAGE - 1) / PW_IO_PAGE * 
 
 /* Create and map this process's store (a new name if a process of this pid already made
  * one: an exec'd child of a fork). 0 on success. */
+/* A store the disk has no room for is marked unwritten, as every file of the experiment
+ * (pw_file_failed): -2, and no line of the module's own. -1 for any other failure. */
+static int disk_failed(const char *path, int err)
+{
+    if (err != ENOSPC && err != EDQUOT)
+        return -1;
+    pw_file_failed(path, err);
+    return -2;
+}
+
 static int make_store(int64_t parent)
 {
     char path[4300], base[64];
@@ -781,7 +792,7 @@ static int make_store(int64_t parent)
         fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
     if (fd < 0)
-        return -1;
+        return disk_failed(path, errno);
     size_t hdr_len = round_page(sizeof(pw_io_header_rec));
     size_t files_len = round_page(sizeof(pw_io_file_rec) * (size_t)max_files);
     size_t objects_len = round_page(sizeof(pw_io_object_rec) * MAX_OBJECTS);
@@ -798,11 +809,12 @@ static int make_store(int64_t parent)
         mmap(NULL, bits_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (bits == MAP_FAILED || ftruncate(fd, (off_t)map_len) != 0 ||
         pw_reserve_disk(fd, 0, hdr_len + files_len + objects_len) != 0) {
+        int err = errno;
         if (bits != MAP_FAILED)
             munmap(bits, bits_len);
         close(fd);
         unlink(path);
-        return -1;
+        return bits == MAP_FAILED ? -1 : disk_failed(path, err);
     }
     char *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
@@ -868,9 +880,11 @@ int pw_io_store_start(void)
         return -1;
     }
     pw_wrap_depth++; /* the store's own calls are not the program's */
-    int ok = make_store(0) == 0;
+    int made = make_store(0);
     pw_wrap_depth--;
-    if (!ok) {
+    if (made == -2) /* marked unwritten: perfweave run says it with the other files */
+        return -1;
+    if (made != 0) {
         pw_log("io: cannot make the I/O record store in %s/io: no I/O profile",
                pw_experiment_dir());
         return -1;

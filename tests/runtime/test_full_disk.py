@@ -24,6 +24,7 @@ import pytest
 from harness import PERFWEAVE
 from perfweave import writing
 from perfweave.readers.compact import read_compact
+from perfweave.readers.io import read_io
 from perfweave.readers.profile import read_profile
 from perfweave.readers.samples import SAMPLE_DTYPE, read_samples
 from perfweave.readers.table_description import table_descriptions
@@ -40,7 +41,9 @@ STREAMED = re.compile(
     r"^(experiment\.json|traces/rank-\d+\.events|"
     r"timeline/[^/]+\.(values|pids|json))$"
 )
-NO_TIMELINE = ("--node-interval", "0")
+# the cases sized for the profile and samples alone: no node timeline, no I/O store (the
+# I/O profile is in the case with everything on)
+NO_TIMELINE = ("--node-interval", "0", "--no-io")
 BIG_SAMPLES = ("--sample-interval-ms", "2")  # about 130 KB of samples per process in 0.6 s
 HUGE_SAMPLES = ("--sample-interval-ms", "1")  # about 340 KB per process in 0.8 s
 NRANKS = 2
@@ -121,6 +124,7 @@ def program_lines(stdout, nprocs, fill=False):
 def check_files(exp, marks):
     """Every file under a final name is whole and parses; no temporary file is left; a
     marked file written at once does not exist under its name."""
+    stores = 0
     for p in sorted(exp.rglob("*")):
         if p.is_dir():
             continue
@@ -163,8 +167,13 @@ def check_files(exp, marks):
             read_tables(p)
         elif rel.startswith("tables/") and rel.endswith(".pwtab"):
             assert p.with_suffix(".json").exists(), rel
+        elif rel.startswith("io/") and rel.endswith((".pwio", ".segments")):
+            stores += rel.endswith(".pwio")  # the I/O profile (on by default): read below
         elif not re.fullmatch(r"fill-\d+\.bin", rel):
             pytest.fail(f"unexpected file {rel}")
+    # every I/O store is read, or left out with a note: never an error
+    io = read_io(exp)
+    assert len(io.processes) + len(io.notes) >= stores, io.notes
     for u in marks:
         assert u["error"] == "ENOSPC", u
         if not STREAMED.match(u["file"]):
@@ -328,17 +337,17 @@ def full_disk_cases(prog, tmpfs):
     assert [u["file"] for u in marks] == expected
     assert not list((exp / "samples").glob("*.json"))
 
-    # 3. 64 KiB and everything on (samples, node timeline, event trace): whatever does
+    # 3. 64 KiB and everything on (samples, node timeline, event trace, I/O profile): whatever does
     # not fit (at least 100 samples, 11 pages, per process) is marked
     disk = tmpfs(64, "small")
-    exp, proc = prog.run(disk, "work", 0.8, 3, HUGE_SAMPLES + prog.trace())
+    exp, proc = prog.run(disk, "work", 0.8, 3, HUGE_SAMPLES + prog.trace() + ("--io",))
     check_failed_run(exp, proc, 3, prog.nprocs)
 
     # 4. the program fills the disk itself, then ends normally: it sees what it sees
     # without perfweave (ENOSPC, its exit status, its output), with less room by the
     # pages perfweave's files held when it filled the disk: up to 16 pages of its trace
-    # and timeline, and each process's call-site tables (tables/, removed once its
-    # profile is saved; tables_pages)
+    # and timeline, each process's call-site tables (tables/, removed once its profile
+    # is saved; tables_pages) and its I/O store and segment trace
     disk = tmpfs(256, "filled")
     exp, proc = prog.run(disk, "fill", 0.2, 0, prog.trace())
     _, found = check_failed_run(exp, proc, 0, prog.nprocs, fill=True)
@@ -350,6 +359,8 @@ def full_disk_cases(prog, tmpfs):
     wrote = sum(int(m.group(2)) for m in found)
     ref_wrote = sum(int(m.group(2)) for m in ref_found)
     held = tables_pages(exp) + prog.nprocs  # + its ending/HOST.PID (8 bytes) per process
+    # + the I/O profile's stores and segment traces (with --io): their disk blocks
+    held += sum(math.ceil(p.stat().st_blocks * 512 / PAGE) for p in exp.glob("io/*"))
     assert 0 < ref_wrote - wrote <= (16 + held) * PAGE, (wrote, ref_wrote, held)
 
     # 5. no inode left after experiment.json (tmpfs counts the root directory, the

@@ -94,3 +94,38 @@ def summarize(profile, mpi_ranks, sample_metas=(), samples_pct=None):
         "samples_pct": samples_pct,
         "per_rank": per_rank,
     }
+
+
+def intervals(profile, sample_metas=()):
+    """The phases as an interval table (analysis/correlate.py INTERVAL_DTYPE: kind
+    "phase", thread 0, depth 0, the rank's CLOCK_MONOTONIC ns): before_init from the
+    runtime's start, init, app, and shutdown where the samples' end is known."""
+    from perfweave.analysis.correlate import intervals_of
+
+    win = windows(profile)
+    starts = dict(zip(profile.ranks["rank"].tolist(), profile.ranks["t_start"].tolist()))
+    ends = {int(m.get("rank", -1)): int(m["t_end"]) for m in sample_metas if m.get("t_end")}
+    rows = []
+    for rank in sorted(win):
+        enter, leave, fini = win[rank]
+        bounds = [starts.get(rank) or 0, enter, leave, fini, ends.get(rank, 0)]
+        for i, name in enumerate(PHASES):
+            if bounds[i] > 0 and bounds[i + 1] >= bounds[i]:
+                rows.append(
+                    {
+                        "rank": rank,
+                        "thread": 0,
+                        "name": name,
+                        "kind": "phase",
+                        "depth": 0,
+                        "t_begin": bounds[i],
+                        "t_end": bounds[i + 1],
+                    }
+                )
+    return intervals_of(rows)
+
+
+def init_times(profile):
+    """{rank: (MPI_Init entered, left, MPI_Finalize entered)} in the rank's
+    CLOCK_MONOTONIC ns (windows, for analysis/correlate.py)."""
+    return windows(profile)

@@ -112,6 +112,7 @@ def main(argv=None):
         if not args.verb:
             parser.print_help()
             return 2
+        args.argv = argv  # the line as written (cli/run.py: what --all leaves to it)
         progress.start(quiet or getattr(args, "quiet", False))
         status = args.func(args)
         sys.stdout.flush()  # a full disk under a redirected stdout shows here

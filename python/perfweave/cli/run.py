@@ -61,12 +61,52 @@ def _check_counters(args):
     return [{"event": n, "why": w} for n, w in left_out]
 
 
-def main(args):
-    not_counted = _check_counters(args)
+def _choose_all(args):
+    """--all: the options it chooses set on args, and its record for experiment.json
+    (cli/run_all.py); None without --all."""
+    if not args.all:
+        if args.budget:
+            from perfweave.errors import PerfweaveError
+
+            raise PerfweaveError("--budget applies to --all only")
+        return None
+    from perfweave.cli import run_all
+
+    given = options.given(getattr(args, "argv", ["run"])[1:])
     values = options.values(args)
-    started = run.start(
-        args.command, values, meta={"counters_not_counted": not_counted} if not_counted else None
-    )
+    record = run_all.choose(options.spec(), values, given, run_all.parse_budget(args.budget))
+    for name, value in values.items():
+        setattr(args, name, value)
+    return record
+
+
+def _counted_all(record, args, not_counted):
+    """--all's record once --counters were checked: the part off when none counts."""
+    for part in record["components"]:
+        if part["option"] == "counters" and part["on"]:
+            part["value"] = args.counters
+            if not args.counters:
+                part["on"] = False
+                part["why"] = "; ".join(f"{n['event']}: {n['why']}" for n in not_counted) or (
+                    "PAPI cannot count here"
+                )
+                record["expected_overhead_pct"] = round(
+                    sum(p["cost_pct"] for p in record["components"] if p["on"]), 2
+                )
+
+
+def main(args):
+    everything = _choose_all(args)
+    not_counted = _check_counters(args)
+    meta = {"counters_not_counted": not_counted} if not_counted else {}
+    if everything is not None:
+        from perfweave.cli import run_all
+
+        _counted_all(everything, args, not_counted)
+        meta["all"] = everything
+        progress.say(run_all.line(everything))
+    values = options.values(args)
+    started = run.start(args.command, values, meta=meta or None)
     # perfweave-wait waits for the command and ends the run; back here only if it
     # could not be started
     watch.hand_over(started, values)

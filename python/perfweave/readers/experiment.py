@@ -93,6 +93,7 @@ META_SCHEMA = {
     "exit_status": {"code": int, "signal": int},
     "reason": str,
     "ranks": {"expected": int, "recorded": int, "missing": str},
+    "all": dict,
 }
 # experiment.json states of a run that ended with fewer ranks' data than it started
 NO_DATA_STATES = ("empty", "partial")

@@ -232,6 +232,9 @@ def _profile(data, doc, head, rank, tables, hist, lasts, dropped):
     r["region_intervals"] = r["region_ns"] = r["region_mpi_ns"] = 0
     r["table_capacity"] = doc.get("max_callsites", 0)
     r["table_bytes"] = len(tables) * int(head["nslots"]) * int(head["entry_size"])
+    objects = doc["objects"]
+    if not all(isinstance(o, dict) and "path" in o and "buildid" in o for o in objects):
+        raise FormatError(f"{data}: corrupt (an object without path or build-id)")
     header = {
         "format": PROFILE_MAGIC,
         "version": PROFILE_VERSION,
@@ -239,8 +242,8 @@ def _profile(data, doc, head, rank, tables, hist, lasts, dropped):
         "world_size": max(int(doc.get("world_size", 0)), me + 1, 1),
         "hist_buckets": HIST_BUCKETS,
         "hosts": [doc["host"]],
-        "objects": [o["path"] for o in doc["objects"]],
-        "buildids": [o["buildid"] for o in doc["objects"]],
+        "objects": [o["path"] for o in objects],
+        "buildids": [o["buildid"] for o in objects],
         "modules": doc["modules"],
         "functions": doc["functions"],
         "families": doc["families"],
