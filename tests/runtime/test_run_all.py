@@ -10,6 +10,9 @@ Ground truth and tolerances:
   within 5 % + 5 ms (both are the wrappers' clocks; the trace also holds the calls'
   flushes) and the program's own time inside its MPI calls within 10 % + 20 ms (its clock
   reads sit outside the wrappers', and a loaded machine preempts between them);
+- the user's phase "pcontrol 2" (the exchange, between MPI_Pcontrol(2) and (1)) is
+  correlated beside the life phases: its wall time and its MPI time (trace) equal the
+  program's own within 10 % + 20 ms (its clock reads sit outside the runtime's);
 - in the app phase, compute (sampled share) + MPI (trace) + I/O (segments) is the
   phase's wall time within the samples' binomial error (3 standard deviations) plus
   5 points: the program does nothing else there.
@@ -97,10 +100,17 @@ def test_all_records_what_is_supported_and_correlates_per_phase(mpi, build, run_
         # the rank that did not compute the extra 0.2 s waited for rank 0 in the allreduce
         if rank == 1:
             assert 0.1 <= app["wait_s"] <= app["mpi_s"] + 1e-6, app
+        # the program's own phase (MPI_Pcontrol 2), correlated as the life phases are
+        mine = rows[(rank, "pcontrol 2")]
+        assert mine["kind"] == "phase"
+        loop, loop_mpi = fig["loop_us"] / 1e6, fig["loop_mpi_us"] / 1e6
+        assert abs(mine["wall_s"] - loop) <= 0.10 * loop + 0.020, (mine, loop)
+        assert abs(mine["mpi_s"] - loop_mpi) <= 0.10 * loop_mpi + 0.020, (mine, loop_mpi)
     assert corr["sources"]["io_bytes"].startswith("I/O segment trace")
     assert "energy_j" in corr["sources"]
     text = r.text_report()
-    assert "Per phase: everything recorded" in text and "phase app" in text
+    assert "Per phase and region: everything recorded" in text and "phase app" in text
+    assert "phase pcontrol 2" in text
 
 
 def test_all_with_a_budget_and_an_option_on_the_line(mpi, build, run_pw, tmp_path):
@@ -131,5 +141,5 @@ def test_all_with_a_budget_and_an_option_on_the_line(mpi, build, run_pw, tmp_pat
     )
     assert res.returncode == 0, res.stderr
     html = page.read_text()
-    assert "<h2>Per phase: everything recorded</h2>" in html
+    assert "<h2>Per phase and region: everything recorded</h2>" in html
     assert html.count("<h3>phase ") == len(corr["intervals"])

@@ -75,6 +75,30 @@ def intervals_of(rows):
     return out
 
 
+def region_intervals(table, samples=()):
+    """The program's own regions and phases (model/regions.py's interval table) of its MPI
+    ranks as an interval table, each thread as its samples name it (the index of the
+    thread whose "tid" it is in the rank's samples; -1: a thread not sampled)."""
+    index = {}
+    for ps in samples:
+        for k, th in enumerate(ps.meta.get("threads") or []):
+            index[(ps.rank, int(th.get("tid", -1)))] = k
+    keep = table[(table["rank"] >= 0) & np.isin(table["kind"], ["region", "phase"])]
+    rows = [
+        {
+            "rank": int(r["rank"]),
+            "thread": index.get((int(r["rank"]), int(r["thread"])), -1),
+            "name": r["name"],
+            "kind": r["kind"],
+            "depth": int(r["depth"]),
+            "t_begin": int(r["t_begin"]),
+            "t_end": int(r["t_end"]),
+        }
+        for r in keep
+    ]
+    return intervals_of(rows)
+
+
 def overlap(t0, t1, begin, end):
     """Per span [t0, t1), its time inside [begin, end) (ns, int64 arrays)."""
     return np.clip(np.minimum(t1, end) - np.maximum(t0, begin), 0, None)

@@ -4,8 +4,10 @@ states, I/O bytes, energy and counters, each as min / mean / max over ranks, and
 each column came from. Shown for runs made with `perfweave run --all` (experiment.json
 "all"); absent otherwise (no key, no lines)."""
 
+import numpy as np
+
 from perfweave.analysis import phases
-from perfweave.analysis.correlate import correlate
+from perfweave.analysis.correlate import correlate, region_intervals
 from perfweave.readers import trace as trace_files
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
@@ -35,17 +37,21 @@ class CorrelationSection(Section):
         samples = list(experiment.samples or [])
         metas = [ps.meta for ps in samples]
         table = phases.intervals(experiment.profile, metas)
-        if not len(table):
+        regions = experiment.regions
+        mine = region_intervals(regions.intervals, samples) if regions else table[:0]
+        if not len(table) and not len(mine):
             return {}
         traced = experiment.path if trace_files.trace_dir(experiment.path).is_dir() else None
         result = correlate(
-            table,
+            np.concatenate([table, mine]),
             samples=samples,
             io=experiment.io,
             timelines=experiment.timelines,
             exp_path=traced,
             mpi_init=phases.init_times(experiment.profile),
         )
+        if len(mine):
+            result.intervals_from = "phases and regions"
         return {"correlation": result.to_json()}
 
     def text(self, data, view):
@@ -78,7 +84,11 @@ class CorrelationSection(Section):
 
 
 def _what(c):
-    return "phase" if c["intervals_from"] == "phases" else "region"
+    """The title's word for the intervals: the MPI life phases, with the program's own
+    regions and phases when it declared any."""
+    return {"phases": "phase", "phases and regions": "phase and region"}.get(
+        c["intervals_from"], "region"
+    )
 
 
 def _rows(iv):
