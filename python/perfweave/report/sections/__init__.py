@@ -21,6 +21,7 @@ NAMES = [
     "message_sizes",  # the MPI profile's message sizes
     "comm_matrix",  # the MPI profile's communication matrix
     "io",  # the I/O profile (--io): share, files, ranks, call sites
+    "heap",  # the allocation sites (--heap): sites by byte-seconds, size ranges
     "node_timeline",  # per node: processes' activity and node rates over time
     "example",  # the example module's calls (--example)
     "mathlib",  # BLAS, LAPACK and FFTW calls (--mathlib)
