@@ -23,7 +23,6 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <malloc.h>
-#include <math.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +344,42 @@ static uint64_t next_random(void)
 }
 static double uniform(void) { return ((double)(next_random() >> 11) + 0.5) / 9007199254740992.0; }
 
+/* -log(u), u in (0, 1), to about 1e-9 (the runtime does not link libm): u = m 2^e with m in
+ * [1, 2), log m = 2 atanh((m - 1) / (m + 1)) by its series. */
+static double neg_log(double u)
+{
+    union {
+        double d;
+        uint64_t b;
+    } x = {.d = u};
+    int e = (int)((x.b >> 52) & 0x7ff) - 1023;
+    x.b = (x.b & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+    double z = (x.d - 1) / (x.d + 1), z2 = z * z, term = z, sum = 0;
+    for (int k = 1; k < 30; k += 2, term *= z2)
+        sum += term / k;
+    return -(e * 0.6931471805599453 + 2 * sum);
+}
+
+/* 1 - exp(-x), x >= 0: its series below 1, else from exp(-x) = 2^-k exp(-r). */
+static double one_minus_exp_neg(double x)
+{
+    if (x < 1) {
+        double term = x, sum = 0;
+        for (int k = 1; k < 25; k++, term *= -x / k)
+            sum += term;
+        return sum;
+    }
+    if (x > 700)
+        return 1;
+    int k = (int)(x / 0.6931471805599453);
+    double r = x - k * 0.6931471805599453, term = 1, e = 0;
+    for (int i = 1; i < 25; i++, term *= -r / (i - 1))
+        e += term;
+    for (int i = 0; i < k; i++)
+        e *= 0.5;
+    return 1 - e;
+}
+
 /* Sampling: the number of allocations an allocation of `size` stands for (0: not
  * sampled). Sampled points are a Poisson process over the bytes allocated, one per
  * sample_bytes on average; an allocation of s bytes holds one with chance
@@ -353,13 +388,13 @@ static double uniform(void) { return ((double)(next_random() >> 11) + 0.5) / 900
 static int64_t sample_weight(size_t size)
 {
     if (PW_UNLIKELY(countdown == 0))
-        countdown = (int64_t)(-log(uniform()) * (double)sample_bytes) + 1;
+        countdown = (int64_t)(neg_log(uniform()) * (double)sample_bytes) + 1;
     countdown -= (int64_t)size;
     if (countdown > 0)
         return 0;
     while (countdown <= 0)
-        countdown += (int64_t)(-log(uniform()) * (double)sample_bytes) + 1;
-    double p = -expm1(-(double)size / (double)sample_bytes);
+        countdown += (int64_t)(neg_log(uniform()) * (double)sample_bytes) + 1;
+    double p = one_minus_exp_neg((double)size / (double)sample_bytes);
     double w = p > 0 ? 1.0 / p : 1.0;
     int64_t whole = (int64_t)w;
     return whole + (uniform() < w - (double)whole);
