@@ -5,7 +5,8 @@ bench/programs/heap_pairs.c, timed inside the program by the thread's CPU time (
 work on the machine does not count), bare, under `perfweave run --heap --no-sample
 --node-interval 0`, under `--heap --heap-sample-bytes 524288`, and under heaptrack (when
 installed: its LD_PRELOAD collector writing to a temporary file), alternating in one
-invocation, --repeat rounds: the ns a malloc(64)/free pair costs from one call site (the
+invocation, --repeat rounds (and under `perfweave run` without --heap: the wrappers are
+in every measured process, passing calls on): the ns a malloc(64)/free pair costs from one call site (the
 budget: 50 ns added, with the site found by its cached call-path key), the ns of the first
 allocation from a new call path (the budget: 150 ns added, the path unwound once), and the
 peak RSS after holding --live MiB in 64 KiB blocks (the budget: 5 % + 8 MiB added).
@@ -51,6 +52,7 @@ def main():
     sampled = ["--heap", "--heap-sample-bytes", "524288", "--", *argv]
     modes = {
         "bare": lambda i: argv,
+        "perfweave run, no --heap": lambda i: [*run, str(tmp / f"o{i}"), "--", *argv],
         "--heap": lambda i: [*run, str(tmp / f"h{i}"), "--heap", "--", *argv],
         "--heap sampled 512K": lambda i: [*run, str(tmp / f"s{i}"), *sampled],
     }
@@ -64,12 +66,12 @@ def main():
         for m, cmd in modes.items():
             got[m].append(values(cmd(i), tmp))
     base = {k: statistics.median(r[k] for r in got["bare"]) for k in KEYS}
-    print(f"{'mode':22} {'pair ns':>9} {'added':>8} {'new path ns':>12} {'added':>8} "
+    print(f"{'mode':26} {'pair ns':>9} {'added':>8} {'new path ns':>12} {'added':>8} "
           f"{'peak RSS MiB':>13} {'added':>8}")  # fmt: skip
     for m, rows in got.items():
         med = {k: statistics.median(r[k] for r in rows) for k in KEYS}
         print(
-            f"{m:22} {med['pair_ns']:9.1f} {med['pair_ns'] - base['pair_ns']:8.1f} "
+            f"{m:26} {med['pair_ns']:9.1f} {med['pair_ns'] - base['pair_ns']:8.1f} "
             f"{med['unwind_ns']:12.1f} {med['unwind_ns'] - base['unwind_ns']:8.1f} "
             f"{med['maxrss_kib'] / 1024:13.1f} "
             f"{(med['maxrss_kib'] - base['maxrss_kib']) / 1024:8.1f}"
