@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Benchmark: what the heap module (--heap) adds to allocations (figures, not a test).
 
-bench/programs/heap_pairs.c, timed inside the program by the thread's CPU time (others'
-work on the machine does not count), bare, under `perfweave run --heap --no-sample
---node-interval 0`, under `--heap --heap-sample-bytes 524288`, and under heaptrack (when
-installed: its LD_PRELOAD collector writing to a temporary file), alternating in one
-invocation, --repeat rounds (and under `perfweave run` without --heap: the wrappers are
-in every measured process, passing calls on): the ns a malloc(64)/free pair costs from one call site (the
-budget: 50 ns added, with the site found by its cached call-path key), the ns of the first
-allocation from a new call path (the budget: 150 ns added, the path unwound once), and the
-peak RSS after holding --live MiB in 64 KiB blocks (the budget: 5 % + 8 MiB added).
+bench/programs/heap_pairs.c, timed inside the program by the thread's CPU time (others' work
+on the machine does not count), bare, under `perfweave run --heap --no-sample
+--node-interval 0`, under `--heap --heap-sample-bytes 524288`, and under heaptrack (when installed:
+its LD_PRELOAD collector writing to a temporary file), alternating in one invocation,
+--repeat rounds (and under `perfweave run` without --heap: the wrappers are in every
+measured process, passing calls on): the ns a malloc(64)/free pair costs from one call site
+(the budget: 50 ns added, with the site found by its cached call-path key), the ns of the
+first allocation from a new call path (the budget: 150 ns added, the path unwound once), and
+the peak RSS after holding --live MiB in 64 KiB blocks (the budget: 5 % + 8 MiB added).
 Prints medians and each column's difference to the bare run's median.
 Usage:
   .venv/bin/python bench/heap_overhead.py [--repeat 5] [--pairs 10000000] [--depths 2000]
