@@ -415,10 +415,13 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
     add64(&s->hist_bytes[g], bytes);
     min64(&s->min, (int64_t)size);
     max64(&s->max, (int64_t)size);
-    max64(&s->peak, __atomic_add_fetch(&s->live, bytes, __ATOMIC_RELAXED));
+    int64_t tick = pw_ticks(), before = __atomic_fetch_add(&s->live, bytes, __ATOMIC_RELAXED);
+    if (before == 0) /* its objects live from now (a race with the last free: approximate) */
+        __atomic_store_n(&s->live_since, tick, __ATOMIC_RELAXED);
+    max64(&s->peak, before + bytes);
     max64(&hdr->range_peak[g], __atomic_add_fetch(&hdr->range_live[g], bytes, __ATOMIC_RELAXED));
     max64(&hdr->peak_live_bytes, __atomic_add_fetch(&hdr->live_bytes, bytes, __ATOMIC_RELAXED));
-    live_put((uintptr_t)ptr, bytes, pw_ticks(), site, g);
+    live_put((uintptr_t)ptr, bytes, tick, site, g);
 }
 
 /* The end of an object's life at tick `now`. */
@@ -428,7 +431,11 @@ static void end_life(const live_entry *e, int64_t now, int freed)
     int64_t dt = now - e->tick;
     if (freed)
         add64(&s->frees, 1);
-    add64(&s->live, -e->size);
+    if (__atomic_sub_fetch(&s->live, e->size, __ATOMIC_RELAXED) == 0) {
+        int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
+        if (now > since)
+            add64(&s->live_ticks, now - since);
+    }
     add64(&hdr->range_live[e->range], -e->size);
     add64(&hdr->live_bytes, -e->size);
     add128(&s->byte_ticks_lo, &s->byte_ticks_hi, e->size, dt);
@@ -753,6 +760,8 @@ static int dump(int state, int in_signal)
     }
     for (int s = 0; s < hdr->nsites; s++) {
         pw_heap_site_rec *r = &sites[s];
+        if (r->live > 0 && now > r->live_since)
+            r->live_ticks += now - r->live_since;
         int64_t c = 0, b = 0;
         for (int g = 0; g < PW_HEAP_RANGES; g++) {
             c += r->hist_count[g];

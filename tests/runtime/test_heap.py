@@ -24,9 +24,19 @@ def program_values(stdout):
     out = {}
     for line in stdout.splitlines():
         f = line.split()
-        if len(f) == 4 and f[0] in SITES:
+        if len(f) in (4, 5) and f[0] in SITES:
             c, b, bs = out.get(f[0], (0, 0, 0.0))
             out[f[0]] = (c + int(f[1]), b + int(f[2]), bs + float(f[3]))
+    return out
+
+
+def program_live(stdout):
+    """heap_sites.c's lines: site -> seconds its objects were live, summed over ranks."""
+    out = {}
+    for line in stdout.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0] in SITES:
+            out[f[0]] = out.get(f[0], 0.0) + float(f[4])
     return out
 
 
@@ -73,6 +83,13 @@ def test_heap_sites_exact_counts_and_lifetimes(mpi, build, run_pw, source):
     assert sorted(procs["rank"]) == [0, 1] and set(procs["state"]) == {"complete"}
     assert (procs["untracked"] == 0).all() and (procs["sample_bytes"] == 0).all()
     assert not exp.heap.estimated
+    if source.endswith(".c"):  # its program measures each site's live span too
+        live, rows = program_live(r.proc.stdout), site_rows(sites, source)
+        for name in SITES:
+            assert rows[name]["live_s"] == pytest.approx(live[name], rel=0.05), name
+        # the share of the processes' measured time (ranks' spans from the header)
+        span = exp.heap.processes["duration_s"].sum()
+        assert rows["A"]["live_pct"] == pytest.approx(100 * live["A"] / span, rel=0.05)
     if source.endswith(".c"):  # the report's section draws from the same result
         text = r.text_report()
         assert "Heap allocations (--heap)" in text and "alloc_a (heap_sites.c:" in text

@@ -85,6 +85,9 @@ PW_RECORD_STRUCT(PW_HEAP_OBJECT_FIELDS, pw_heap_object_rec)
     X(uint64_t, "<u8", byte_ticks_lo)  /* bytes x ticks live, freed or at the dump */      \
     X(uint64_t, "<u8", byte_ticks_hi)                                                      \
     X(int64_t, "<i8", first_ns)        /* CLOCK_MONOTONIC ns of its first allocation */    \
+    X(int64_t, "<i8", live_ticks)      /* ticks while some of its objects were live (to \
+                                          the dump for those still live then) */           \
+    X(int64_t, "<i8", live_since)      /* pw_ticks() its live bytes last rose from 0 */     \
     A(int64_t, "<i8", hist_count, PW_HEAP_RANGES) /* allocations per log2 size group */   \
     A(int64_t, "<i8", hist_bytes, PW_HEAP_RANGES)
 PW_RECORD_STRUCT(PW_HEAP_SITE_FIELDS, pw_heap_site_rec)

@@ -30,7 +30,10 @@ class HeapResult:
     sites: one row per call path, most byte-seconds first: where (the site: function and
     file:line), function, file, line, path (its frames, innermost first, " < "), allocator
     (the function called), processes, count, frees, bytes, min_bytes, max_bytes,
-    peak_bytes (the most live at once in one process), byte_s, byte_s_pct (of all).
+    peak_bytes (the most live at once in one process), byte_s, byte_s_pct (of all), live_s
+    (seconds while some of its objects were live, summed over processes), live_pct (of the
+    time its processes were measured: the share of a uniform sampler's samples that fell
+    while its objects were live; NaN for killed processes, whose end is not known).
     ranges: one row per log2 size group with allocations: range ("1 MiB-2 MiB"), lo, hi
     (bytes, hi excluded), count, bytes, peak_bytes (the most live at once in one process),
     byte_s, byte_s_pct.
@@ -139,6 +142,9 @@ def analyze(heap, symbolizer=None):
     first = np.zeros(n, np.int64)
     first[inv[::-1]] = np.arange(len(inv))[::-1]
     bs = by("byte_s")
+    live_s = by("live_s")
+    span = np.zeros(n)
+    np.add.at(span, inv, p["duration_s"][s["process"]] if len(p) else 0.0)
     nproc = np.array([len(np.unique(s["process"][inv == i])) for i in range(n)], np.int64)
     sites = table(
         {
@@ -157,6 +163,8 @@ def analyze(heap, symbolizer=None):
             "peak_bytes": by("peak", np.maximum),
             "byte_s": bs,
             "byte_s_pct": bs * 100 / total_bs if total_bs else bs * 0,
+            "live_s": live_s,
+            "live_pct": np.divide(live_s * 100, span, out=np.full(n, np.nan), where=span > 0),
         },
         n,
     )

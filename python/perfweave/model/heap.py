@@ -46,6 +46,7 @@ SITE_DTYPE = np.dtype(
         ("max", "<i8"),
         ("peak", "<i8"),
         ("byte_s", "<f8"),
+        ("live_s", "<f8"),  # seconds while some of the site's objects were live
         ("hist_count", "<i8", (HEAP_RANGES,)),
         ("hist_bytes", "<i8", (HEAP_RANGES,)),
     ]

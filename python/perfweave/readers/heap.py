@@ -81,6 +81,7 @@ def _read_one(f, index, objects, procs, sites, ranges):
     s["bytes"] = recs["hist_bytes"].sum(axis=1)
     s["min"] = np.where(s["count"] > 0, s["min"], 0)
     s["byte_s"] = _ticks(recs["byte_ticks_lo"], recs["byte_ticks_hi"]) * nspt / 1e9
+    s["live_s"] = recs["live_ticks"] * nspt / 1e9
     sites.append(s[s["count"] > 0])
     r = np.zeros(HEAP_RANGES, RANGE_DTYPE)
     r["process"] = index

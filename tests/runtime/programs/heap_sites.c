@@ -2,7 +2,8 @@
  * 100 x 2 MiB, each held about 0.2 s in all; site B 10 000 x 64 KiB, 100 live at a time;
  * site C 7 x 8 MiB held about 0.1 s. With MPI when argv[1] is "mpi". Prints each site's
  * count, bytes and byte-seconds by its own clock (CLOCK_MONOTONIC around each malloc and
- * free), one line "site count bytes byte_s". argv[2] "kill": SIGKILL itself at the end;
+ * free), one line "site count bytes byte_s live_s" (live_s: from its first allocation's
+ * return to its last free's call). argv[2] "kill": SIGKILL itself at the end;
  * "fork": first a child that allocates 3 x 8 MiB at site C, frees them and exits. */
 #include <mpi.h>
 #include <signal.h>
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
         waitpid(child, NULL, 0);
         printf("child %d\n", (int)child);
     }
-    double bs_a = 0, bs_b = 0, bs_c = 0, t[100];
+    double bs_a = 0, bs_b = 0, bs_c = 0, t[100], live_a, live_b, live_c;
     void *a[100], *b[100], *c[7];
     for (int i = 0; i < 100; i++) {
         a[i] = alloc_a(2 << 20);
@@ -57,10 +58,11 @@ int main(int argc, char **argv)
     }
     hold(0.2);
     for (int i = 0; i < 100; i++) {
+        live_a = now() - t[0];
         bs_a += (double)(2 << 20) * (now() - t[i]);
         free(a[i]);
     }
-    double tb[100];
+    double tb[100], b_first = 0;
     for (int i = 0; i < 10000; i++) {
         int k = i % 100;
         if (i >= 100) {
@@ -69,10 +71,13 @@ int main(int argc, char **argv)
         }
         b[k] = alloc_b(65536);
         tb[k] = now();
+        if (i == 0)
+            b_first = tb[k];
         hold(0.00002);
     }
     for (int k = 0; k < 100; k++) {
         bs_b += 65536.0 * (now() - tb[k]);
+        live_b = now() - b_first;
         free(b[k]);
     }
     double tc[7];
@@ -82,11 +87,13 @@ int main(int argc, char **argv)
     }
     hold(0.1);
     for (int i = 0; i < 7; i++) {
+        live_c = now() - tc[0];
         bs_c += (double)(8 << 20) * (now() - tc[i]);
         free(c[i]);
     }
-    printf("A 100 %lld %.9g\nB 10000 %lld %.9g\nC 7 %lld %.9g\npid %d %d\n", 100LL * (2 << 20),
-           bs_a, 10000LL * 65536, bs_b, 7LL * (8 << 20), bs_c, (int)getpid(), rank);
+    printf("A 100 %lld %.9g %.9g\nB 10000 %lld %.9g %.9g\nC 7 %lld %.9g %.9g\npid %d %d\n",
+           100LL * (2 << 20), bs_a, live_a, 10000LL * 65536, bs_b, live_b, 7LL * (8 << 20), bs_c,
+           live_c, (int)getpid(), rank);
     fflush(stdout);
     if (argc > 2 && !strcmp(argv[2], "kill"))
         raise(SIGKILL);
