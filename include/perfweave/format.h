@@ -189,44 +189,17 @@ enum pw_state { PW_STATES(PW_STATE_ENUM) };
     X(int64_t, "<i8", inside_ns) /* wall time "inside" covers (the calls read) */         \
     X(int64_t, "<i8", before_ns) /* wall time "before" covers */
 
-/* The communication matrix (runtime/modules/mpi.c; docs/mpi-profile.md "Communication
- * matrix"): one row per (rank, communicator, peer, function, direction) with calls.
- * comm_hash identifies a communicator's group alike on every member (a hash of its members'
- * MPI_COMM_WORLD ranks in its rank order; communicators of one group share it; the remote
- * group's for an intercommunicator), comm_size its size, comm_first the world rank of its
- * rank 0. Point-to-point rows (dir SEND, RECV) name the peer by its MPI_COMM_WORLD rank;
- * a receive from MPI_ANY_SOURCE by its status' source, or peer -2 where the call gives
- * none (a nonblocking receive's source is known only at its completion); a receive's
- * bytes are its status' count where the call has a status, else its posted count.
- * Collective rows (dir COLL, peer -1) hold the bytes this rank sent and received by the
- * collective's size formula, the one of sites' bytes_sent and bytes_recv. Overflow row (past
- * PW_COMM_MAX_ROWS per thread): comm_hash 0, peer -2. */
-#define PW_COMM_DIRS(X) X(SEND, 0, "send") X(RECV, 1, "recv") X(COLL, 2, "coll")
-#define PW_COMM_DIR_ENUM(name, value, str) PW_COMM_##name = value,
-enum pw_comm_dir { PW_COMM_DIRS(PW_COMM_DIR_ENUM) };
-#undef PW_COMM_DIR_ENUM
-#define PW_COMM_MAX_ROWS 16384
-#define PW_COMM_FIELDS(X, A)                                                               \
-    X(int32_t, "<i4", rank)                                                                \
-    X(int32_t, "<i4", peer)            /* MPI_COMM_WORLD rank; -1 collective, -2 unknown */\
-    X(int32_t, "<i4", fn)              /* index into header "functions" */                 \
-    X(int32_t, "<i4", dir)             /* PW_COMM_DIRS */                                  \
-    X(int32_t, "<i4", comm_size)                                                           \
-    X(int32_t, "<i4", comm_first)                                                          \
-    X(int64_t, "<i8", comm_hash)                                                           \
-    X(int64_t, "<i8", messages)        /* calls (a Sendrecv: one each way) */              \
-    X(int64_t, "<i8", bytes_sent)      /* SEND and COLL rows */                            \
-    X(int64_t, "<i8", bytes_recv)      /* RECV and COLL rows */                            \
-    X(int64_t, "<i8", total_ns)        /* the calls' time (a Sendrecv's: its SEND row) */
-
-/* Arrays of a profile file, in file order. */
-#define PW_ARRAYS(X)                                                                       \
-    X(ranks, PW_RANK_FIELDS, pw_rank_rec)                                                  \
-    X(sites, PW_SITE_FIELDS, pw_site_rec)                                                  \
-    X(frames, PW_FRAME_FIELDS, pw_frame_rec)                                               \
-    X(hist, PW_HIST_FIELDS, pw_hist_rec)                                                   \
-    X(counts, PW_COUNT_FIELDS, pw_count_rec)                                               \
-    X(comms, PW_COMM_FIELDS, pw_comm_rec)
+/* The core's arrays of a profile file, in file order: X(array, record, FIELDS, type), the
+ * array's name in the file, its record's name in the format (RECORD entries below), its
+ * fields and C type. A module's arrays follow them, in modules.def's order: declared in
+ * its format header as PW_PROFILE_ARRAYS_<module>(X) (format/mpi.h: the matrix's
+ * "comms"), found there by the build (runtime/core/pw.h PW_PROFILE_ARRAYS). */
+#define PW_PROFILE_ARRAYS_core(X)                                                          \
+    X(ranks, rank, PW_RANK_FIELDS, pw_rank_rec)                                            \
+    X(sites, site, PW_SITE_FIELDS, pw_site_rec)                                            \
+    X(frames, frame, PW_FRAME_FIELDS, pw_frame_rec)                                        \
+    X(hist, hist, PW_HIST_FIELDS, pw_hist_rec)                                             \
+    X(counts, count, PW_COUNT_FIELDS, pw_count_rec)
 
 /* ---- call-site tables: tables/NAME.pwtab + tables/NAME.json (NAME: HOST.PID) ----
  * (docs/format.md "Call-site tables")
@@ -485,8 +458,8 @@ PW_RECORD_STRUCT(PW_EVENT_FIELDS, pw_event_rec)
 PW_RECORD_STRUCT(PW_CEVENT_FIELDS, pw_cevent_rec)
 PW_RECORD_STRUCT(PW_CWIDE_FIELDS, pw_cwide_rec)
 
-#define PW_STRUCT(arr, FIELDS, type) PW_RECORD_STRUCT(FIELDS, type)
-PW_ARRAYS(PW_STRUCT)
+#define PW_STRUCT(arr, rec, FIELDS, type) PW_RECORD_STRUCT(FIELDS, type)
+PW_PROFILE_ARRAYS_core(PW_STRUCT)
 #undef PW_STRUCT
 
 /* The head of every module's per-process JSON file (pw_buf_json_head): X(type, key), to
@@ -503,7 +476,6 @@ PW_ARRAYS(PW_STRUCT)
     RECORD(frame, PW_FRAME_FIELDS, pw_frame_rec)                                           \
     RECORD(hist, PW_HIST_FIELDS, pw_hist_rec)                                              \
     RECORD(count, PW_COUNT_FIELDS, pw_count_rec)                                           \
-    RECORD(comm, PW_COMM_FIELDS, pw_comm_rec)                                              \
     RECORD(event, PW_EVENT_FIELDS, pw_event_rec)                                           \
     RECORD(cevent, PW_CEVENT_FIELDS, pw_cevent_rec)                                        \
     RECORD(cwide, PW_CWIDE_FIELDS, pw_cwide_rec)                                           \
@@ -512,7 +484,6 @@ PW_ARRAYS(PW_STRUCT)
     RECORD(table_site, PW_TABLE_SITE_FIELDS, pw_table_site_rec)                            \
     NAMES(families, PW_FAMILIES)                                                             \
     NAMES(states, PW_STATES)                                                               \
-    NAMES(comm_dirs, PW_COMM_DIRS)                                                         \
     CODES(event_types, PW_EVENT_TYPES)                                                     \
     CODES(event_flags, PW_EVENT_FLAGS)                                                     \
     CODES(trace_kinds, PW_TRACE_KINDS)                                                     \

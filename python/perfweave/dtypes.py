@@ -16,6 +16,7 @@ from perfweave._format import (
     EVENT_TYPES,
     FILES,
     HIST_BUCKETS,
+    PROFILE_ARRAYS,
     RECORDS,
     SAMPLE_COUNTERS,
     SAMPLE_FRAMES,
@@ -28,6 +29,12 @@ HIST_DTYPE = RECORDS["hist"]
 COUNT_DTYPE = RECORDS["count"]
 COMM_DTYPE = RECORDS["comm"]  # the communication matrix's rows (profile version 6)
 PROFILE_VERSION = FILES["profile"].version
+# the arrays of a profile file, in file order: name -> dtype (format.h's, then each module's
+# PW_PROFILE_ARRAYS_<module>: the mpi module's "comms"); MODULE_ARRAY_DTYPES: the modules'
+PROFILE_ARRAY_DTYPES = {name: RECORDS[rec] for name, (_, rec) in PROFILE_ARRAYS.items()}
+MODULE_ARRAY_DTYPES = {
+    name: RECORDS[rec] for name, (part, rec) in PROFILE_ARRAYS.items() if part != "core"
+}
 
 # traces: the 40-byte event record, its type codes (PW_EVENT_TYPES) and flags (PW_EVF_*)
 EVENT_DTYPE = RECORDS["event"]
@@ -49,6 +56,8 @@ __all__ = [
     "FRAME_DTYPE",
     "HIST_BUCKETS",
     "HIST_DTYPE",
+    "MODULE_ARRAY_DTYPES",
+    "PROFILE_ARRAY_DTYPES",
     "PROFILE_VERSION",
     "RANK_DTYPE",
     "SAMPLE_COUNTERS",

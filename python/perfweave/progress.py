@@ -48,6 +48,19 @@ def next_step(done, *commands):
     say(f"perfweave: {done} \u2192 run {run}")
 
 
+def then(done, how):
+    """The line that says how to go on where the next step is another tool's: 'perfweave:
+    DONE -> HOW'."""
+    say(f"perfweave: {done} \u2192 {how}")
+
+
+def html_next_step(path):
+    """How to open an HTML page a verb wrote (report --html, compare --html)."""
+    from pathlib import Path
+
+    return f"open file://{Path(path).resolve()} in a web browser"
+
+
 def count(n):
     """An event count as the next-step lines say it (as perfweave-wait does): 1.2 M
     from a million on, else the number."""

@@ -53,6 +53,8 @@ static void check(int ok, const char *what, const char *record, const char *fiel
 #define PART(name)                                                                                 \
     part = #name;                                                                                  \
     CALL(PW_FORMAT_##name, (ENTRIES))
+/* the same in an initializer list (no statements) */
+#define PART_LIST(name) CALL(PW_FORMAT_##name, (ENTRIES))
 
 static void files(void)
 {
@@ -143,6 +145,39 @@ static void records(void)
     fputs("    }\n"
           "    return RECORDS\n\n\n",
           out);
+}
+
+/* The arrays of a profile file, in file order (pw.h PW_PROFILE_ARRAYS): the core's, then
+ * each module's, each with the record of a RECORD entry of the same C type. */
+static void profile_arrays(void)
+{
+    static const struct {
+        const char *rec_name, *rec_type;
+    } records[] = {
+#define ON_RECORD_NAME(name, FIELDS, type) {#name, #type},
+#undef ENTRIES
+#define ENTRIES NONE4, ON_RECORD_NAME, NONE2, NONE2, NONE2, NONE2
+        PW_FORMAT_PARTS(PART_LIST)};
+#undef ON_RECORD_NAME
+    fputs("# array of a profile file, in file order: (the part that declares it, its record in\n"
+          "# RECORDS)\n"
+          "PROFILE_ARRAYS = {\n",
+          out);
+#define ON_ARRAY(arr, rec, FIELDS, type)                                                           \
+    {                                                                                              \
+        int found = 0;                                                                             \
+        for (size_t i = 0; i < sizeof records / sizeof *records; i++)                              \
+            found |= !strcmp(records[i].rec_name, #rec) && !strcmp(records[i].rec_type, #type);    \
+        check(found, "profile array " #arr ": no RECORD of this name and type", #rec, NULL);       \
+        fprintf(out, "    \"%s\": (\"%s\", \"%s\"),\n", #arr, part, #rec);                         \
+    }
+#define ARRAY_PART(name)                                                                           \
+    part = #name;                                                                                  \
+    PW_PROFILE_ARRAYS_##name(ON_ARRAY)
+    PW_PROFILE_ARRAY_PARTS(ARRAY_PART)
+#undef ON_ARRAY
+#undef ARRAY_PART
+    fputs("}\n", out);
 }
 
 /* A NAMES list: the names by index (the indexes need not come in order). */
@@ -248,6 +283,7 @@ int main(int argc, char **argv)
     files();
     json();
     lists();
+    profile_arrays();
     fputs("\n\n", out);
     records();
     if (fclose(out) != 0 || failed) {

@@ -28,6 +28,9 @@
 
 #include "pw.h"
 
+/* Exported from libperfweave.so for module libraries (runtime/core/module_api.def). */
+#pragma GCC visibility push(default)
+
 /* The head of a module's slot. */
 typedef struct pw_keyed_slot {
     uint64_t key;  /* the module's */
@@ -102,6 +105,8 @@ void pw_keyed_forget(pw_keyed *k);
 /* Slots of a table bounded to `sites` distinct sites with `families` overflow slots: a
  * power of two, at most half full (the rule of the core's call-site tables too). */
 size_t pw_keyed_slots(size_t sites, size_t families);
+
+#pragma GCC visibility pop
 
 /* The tables' hash of (key, ra); also fine for a module's other small maps. */
 static inline size_t pw_keyed_hash(uint64_t key, uintptr_t ra)

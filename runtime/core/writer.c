@@ -75,7 +75,7 @@ static size_t put_arrays(pw_json *j, const pw_profile *p)
 {
     size_t off = 0;
     pw_json_open(j, "arrays", '{');
-#define PW_DESC(arr, FIELDS, type)                                                                 \
+#define PW_DESC(arr, rec, FIELDS, type)                                                            \
     pw_json_open(j, #arr, '{');                                                                    \
     pw_json_int(j, "offset", (int64_t)off);                                                        \
     pw_json_int(j, "count", (int64_t)p->n##arr);                                                   \
@@ -85,7 +85,7 @@ static size_t put_arrays(pw_json *j, const pw_profile *p)
     pw_json_close(j);                                                                              \
     pw_json_close(j);                                                                              \
     off += sizeof(type) * p->n##arr;
-    PW_ARRAYS(PW_DESC)
+    PW_PROFILE_ARRAYS(PW_DESC)
 #undef PW_DESC
     pw_json_close(j);
     return off;
@@ -472,12 +472,25 @@ int pw_profile_write(const pw_profile *p, const char *path)
         pw_buf_free(&h);
         return -1;
     }
-#define PW_WRITE(arr, FIELDS, type) pw_file_write(&f, p->arr, sizeof(type) * p->n##arr);
-    PW_ARRAYS(PW_WRITE)
+#define PW_WRITE(arr, rec, FIELDS, type) pw_file_write(&f, p->arr, sizeof(type) * p->n##arr);
+    PW_PROFILE_ARRAYS(PW_WRITE)
 #undef PW_WRITE
     int rc = pw_file_framed_close(&f);
     pw_buf_free(&h);
     return rc;
+}
+
+void pw_profile_array_set(pw_profile *p, int array, const void *rows, size_t n)
+{
+    switch (array) {
+#define PW_SET(arr, rec, FIELDS, type)                                                             \
+    case PW_ARRAY_##arr:                                                                           \
+        p->arr = (type *)rows;                                                                     \
+        p->n##arr = rows ? n : 0;                                                                  \
+        break;
+        PW_PROFILE_ARRAYS(PW_SET)
+#undef PW_SET
+    }
 }
 
 /* ---- this process's rows, from the thread tables ---- */
@@ -654,8 +667,6 @@ int pw_local_build(pw_local *l, const pw_rank_rec *rank)
     p->nhist = hi;
     p->counts = counts;
     p->ncounts = ci;
-    p->comms = NULL;
-    p->ncomms = 0;
     p->events = pw_event_names;
     p->nevents = (size_t)pw_nevents;
     p->hosts = hosts;

@@ -123,7 +123,13 @@ void *pw_mpi_fortran_real(const char *name, void *self)
     X(int, Comm_remote_group, (MPI_Comm, MPI_Group *))                                             \
     X(int, Group_size, (MPI_Group, int *))                                                         \
     X(int, Group_translate_ranks, (MPI_Group, int, const int *, MPI_Group, int *))                 \
-    X(int, Group_free, (MPI_Group *))
+    X(int, Group_free, (MPI_Group *))                                                              \
+    X(int, Win_create_keyval,                                                                      \
+      (MPI_Win_copy_attr_function *, MPI_Win_delete_attr_function *, int *, void *))               \
+    X(int, Win_get_attr, (MPI_Win, int, void *, int *))                                            \
+    X(int, Win_set_attr, (MPI_Win, int, void *))                                                   \
+    X(int, Win_get_group, (MPI_Win, MPI_Group *))                                                  \
+    X(int, Status_f2c, (const MPI_Fint *, MPI_Status *))
 
 #define PW_INTERNAL_PTR(ret, name, args) ret(*name) args;
 static struct {
@@ -176,12 +182,14 @@ MPI_Datatype pw_type_f2c(MPI_Fint h) { return MPI_Type_f2c(h); }
 MPI_Win pw_win_f2c(MPI_Fint h) { return MPI_Win_f2c(h); }
 MPI_Request pw_request_f2c(MPI_Fint h) { return MPI_Request_f2c(h); }
 MPI_Group pw_group_f2c(MPI_Fint h) { return MPI_Group_f2c(h); }
+static MPI_Message message_f2c(MPI_Fint h) { return MPI_Message_f2c(h); }
 #else
 PW_F2C(pw_comm_f2c, MPI_Comm, "Comm_f2c")
 PW_F2C(pw_type_f2c, MPI_Datatype, "Type_f2c")
 PW_F2C(pw_win_f2c, MPI_Win, "Win_f2c")
 PW_F2C(pw_request_f2c, MPI_Request, "Request_f2c")
 PW_F2C(pw_group_f2c, MPI_Group, "Group_f2c")
+static PW_F2C(message_f2c, MPI_Message, "Message_f2c")
 #endif
 PW_F2C(pw_file_f2c, MPI_File, "File_f2c")
 
@@ -284,13 +292,21 @@ static void neighbours(MPI_Comm comm, int *in, int *out)
  * each Start) and those of nonblocking MPI-IO calls (MPI_File_i*), whose completion
  * (MPI_Wait, MPI_Test, ...) is MPI-IO time, family file, as the call that posted them. */
 #define PW_PREQ_SLOTS 4096
+struct comm_desc;
 static struct preq {
     uint64_t key;
     int64_t sent, recv;
     int file; /* a nonblocking MPI-IO call's request */
+    /* the communication matrix's (mx_*): the request's communicator, posting function
+     * and peer (world rank, or MPI_ANY_SOURCE); a receive waiting for its completion's
+     * status (pending, with its post's ticks); once: forgotten at that completion */
+    const struct comm_desc *desc;
+    int fn, peer, pending, once;
+    int64_t ticks;
 } preqs[PW_PREQ_SLOTS];
 static int preq_lock;
 static int file_requests; /* MPI-IO requests not yet completed: completions look only then */
+int pw_mpi_matrix_waits;  /* pending receives of the matrix (pw_mpi.h) */
 
 static uint64_t request_key(const void *req, int fortran)
 {
@@ -323,6 +339,12 @@ static struct preq *preq_slot(uint64_t key, int create)
 
 static int64_t preq_lost; /* registrations that found the table full */
 
+static void mx_unpend(struct preq *p)
+{
+    p->pending = 0;
+    __atomic_fetch_sub(&pw_mpi_matrix_waits, 1, __ATOMIC_RELAXED);
+}
+
 enum {
     PREQ_INIT,      /* register (sent, recv) for a new persistent request */
     PREQ_START,     /* add its bytes for a start */
@@ -341,11 +363,15 @@ static int preq_op_key(uint64_t key, int op, int64_t *sent, int64_t *recv)
         ;
     struct preq *p = preq_slot(key, op == PREQ_INIT || op == PREQ_FILE);
     int file = p && p->key == key && p->file;
+    if (p && p->key == key && p->pending && op != PREQ_START && op != PREQ_IS_FILE &&
+        (op != PREQ_FILE_DONE || file))
+        mx_unpend(p);
     if (op == PREQ_INIT || op == PREQ_FILE) {
         if (p) {
             if (file) /* a handle reused while we held it: counted once */
                 __atomic_fetch_sub(&file_requests, 1, __ATOMIC_RELAXED);
             p->key = key;
+            p->desc = NULL;
             p->file = op == PREQ_FILE;
             p->sent = op == PREQ_INIT ? *sent : 0;
             p->recv = op == PREQ_INIT ? *recv : 0;
@@ -418,44 +444,94 @@ static __attribute__((noinline)) void file_wait_before(pw_call *c, int action, c
         pw_thread_activity = 1 + PW_FAMILY_FILE;
 }
 
+/* Whether request i of a completion call completed, and where its status is (*at: its
+ * index in the statuses array; -1: the single status argument). */
+static int completed(int action, const pw_args *a, int i, int *at)
+{
+    int base = a->fortran ? 1 : 0;
+    *at = -1;
+    if (a->flag && !*(const int *)a->flag) /* Test, Testall, Testany: none */
+        return 0;
+    if (action == PW_ACTION_wait) /* Wait, Test: its one request */
+        return 1;
+    if (a->index) /* Waitany, Testany: the one it completed */
+        return *(const int *)a->index - base == i;
+    if (a->outcount) { /* Waitsome, Testsome */
+        int m = *(const int *)a->outcount;
+        for (int j = 0; j < m && m != MPI_UNDEFINED; j++)
+            if (((const int *)a->indices)[j] - base == i) {
+                *at = j;
+                return 1;
+            }
+        return 0;
+    }
+    *at = i; /* Waitall, Testall: all */
+    return 1;
+}
+
 /* After a Test, Waitany, Waitsome, Testall, Testany, Testsome of MPI-IO requests: the
  * requests it completed are forgotten (their handles will be reused). */
 static void file_wait_done(int action, const pw_args *a)
 {
     int64_t s = 0, r = 0;
-    int done[FILE_WAIT_KEPT] = {0};
-    int flag = a->flag ? *(const int *)a->flag : 1, base = a->fortran ? 1 : 0;
-    if (!flag)
-        return;
-    if (action == PW_ACTION_wait) { /* Test: its one request */
-        done[0] = 1;
-    } else if (a->index) { /* Waitany, Testany: the one it completed */
-        int at = *(const int *)a->index - base;
-        for (int k = 0; k < file_wait.n; k++)
-            done[k] = file_wait.index[k] == at;
-    } else if (a->outcount) { /* Waitsome, Testsome */
-        int m = *(const int *)a->outcount;
-        for (int j = 0; j < m && m != MPI_UNDEFINED; j++)
-            for (int k = 0; k < file_wait.n; k++)
-                done[k] |= file_wait.index[k] == ((const int *)a->indices)[j] - base;
-    } else { /* Test, Testall with its flag set: all */
-        for (int k = 0; k < file_wait.n; k++)
-            done[k] = 1;
-    }
+    int at;
     for (int k = 0; k < file_wait.n; k++)
-        if (done[k])
+        if (completed(action, a, file_wait.index[k], &at))
             preq_op_key(file_wait.key[k], PREQ_FILE_DONE, &s, &r);
     file_wait.n = 0;
 }
 
+int pw_mpi_status_at(const pw_args *a, int i, int single, MPI_Status *out)
+{
+    const void *st = single ? a->status : a->statuses;
+    if (!st)
+        return 0;
+    if (a->fortran) {
+        if (pw_f_status_ignored(st))
+            return 0;
+        pmpi.Status_f2c((const MPI_Fint *)st + (single ? 0 : i * MPI_F_STATUS_SIZE), out);
+        return 1;
+    }
+    if (st == (const void *)MPI_STATUS_IGNORE || st == (const void *)MPI_STATUSES_IGNORE)
+        return 0;
+    *out = ((const MPI_Status *)st)[single ? 0 : i];
+    return 1;
+}
+
+MPI_Fint *pw_mpi_matrix_fstatuses(int n, MPI_Fint *ignored)
+{
+    size_t ints = (size_t)(n > 0 ? n : 1) * MPI_F_STATUS_SIZE;
+    MPI_Status *b = pw_trace_statuses(
+        (int)((ints * sizeof(MPI_Fint) + sizeof(MPI_Status) - 1) / sizeof(MPI_Status)));
+    return b == MPI_STATUSES_IGNORE ? ignored : (MPI_Fint *)b;
+}
+
+static void mx_wait_before(int action, const pw_args *a);
+
+/* A matched probe's message (MPI_Message *), as the key of its entry in preqs. */
+static uint64_t message_key(const void *m, int fortran)
+{
+    MPI_Message h = fortran ? message_f2c(*(const MPI_Fint *)m) : *(const MPI_Message *)m;
+    uint64_t k = 0;
+    memcpy(&k, &h, sizeof h < sizeof k ? sizeof h : sizeof k);
+    return k;
+}
+
+static PW_TLS uint64_t mrecv_key; /* an Mrecv's or Imrecv's message, before it is consumed */
+
 void pw_mpi_before(pw_call *c, int action, const pw_args *a)
 {
     int64_t s = 0, r = 0;
+    if (action == PW_ACTION_mrecv)
+        mrecv_key = a->message ? message_key(a->message, a->fortran) : 0;
     if (action == PW_ACTION_request_free)
         preq_op(a->request, a->fortran, PREQ_FREE, &s, &r);
     else if ((action == PW_ACTION_wait || action == PW_ACTION_waitmulti) &&
              PW_UNLIKELY(__atomic_load_n(&file_requests, __ATOMIC_RELAXED) > 0))
         file_wait_before(c, action, a);
+    if ((action == PW_ACTION_wait || action == PW_ACTION_waitmulti) &&
+        PW_UNLIKELY(__atomic_load_n(&pw_mpi_matrix_waits, __ATOMIC_RELAXED) > 0))
+        mx_wait_before(action, a);
     if (PW_UNLIKELY(pw_trace_on))
         pw_trace_before(action, a);
 }
@@ -853,7 +929,7 @@ static __attribute__((noinline)) pw_site *deep_site(pw_sitetab *t, int fn, void 
     return pw_site_get(t, fn, (uintptr_t)ra, frames, nframes);
 }
 
-/* ---- the communication matrix (format.h PW_COMM_FIELDS) ----
+/* ---- the communication matrix (format/mpi.h PW_COMM_FIELDS) ----
  *
  * A thread's rows are a keyed table (core/keyed.h) whose "return address" is the
  * communicator's description below (never 0) and whose key is fn << 40 | dir << 32 | the
@@ -916,20 +992,10 @@ static int comm_deleted(MPI_Comm c, int k, void *val, void *extra)
     return MPI_SUCCESS;
 }
 
-static __attribute__((noinline)) comm_desc *comm_describe(MPI_Comm comm)
+/* The description of the peers' group g (freed here): a communicator's, a window's. */
+static comm_desc *group_describe(MPI_Group g)
 {
-    void *v = NULL;
-    int flag = 0;
-    if (comm_keyval == MPI_KEYVAL_INVALID ||
-        pmpi.Comm_get_attr(comm, comm_keyval, &v, &flag) != MPI_SUCCESS)
-        return NULL;
-    if (flag)
-        return v;
-    int inter = 0, n = 0;
-    MPI_Group g;
-    pmpi.Comm_test_inter(comm, &inter);
-    if ((inter ? pmpi.Comm_remote_group(comm, &g) : pmpi.Comm_group(comm, &g)) != MPI_SUCCESS)
-        return NULL;
+    int n = 0;
     pmpi.Group_size(g, &n);
     size_t bytes = sizeof(comm_desc) + (size_t)(n > 0 ? n : 1) * 2 * sizeof(int);
     comm_desc *d = pw_alloc(bytes);
@@ -964,7 +1030,79 @@ static __attribute__((noinline)) comm_desc *comm_describe(MPI_Comm comm)
         pw_release(d, bytes);
         d = same;
     }
-    pmpi.Comm_set_attr(comm, comm_keyval, d);
+    return d;
+}
+
+static __attribute__((noinline)) comm_desc *comm_describe(MPI_Comm comm)
+{
+    void *v = NULL;
+    int flag = 0;
+    if (comm_keyval == MPI_KEYVAL_INVALID ||
+        pmpi.Comm_get_attr(comm, comm_keyval, &v, &flag) != MPI_SUCCESS)
+        return NULL;
+    if (flag)
+        return v;
+    int inter = 0;
+    MPI_Group g;
+    pmpi.Comm_test_inter(comm, &inter);
+    if ((inter ? pmpi.Comm_remote_group(comm, &g) : pmpi.Comm_group(comm, &g)) != MPI_SUCCESS)
+        return NULL;
+    comm_desc *d = group_describe(g);
+    if (d != NULL)
+        pmpi.Comm_set_attr(comm, comm_keyval, d);
+    return d;
+}
+
+/* A window's peers are its group's: the communicator it was made on, whose rows its
+ * one-sided calls join. The description hangs on the window as on a communicator. */
+static int win_keyval = MPI_KEYVAL_INVALID;
+static PW_TLS struct {
+    MPI_Win win;
+    unsigned gen;
+    comm_desc *desc;
+} win_last;
+
+static int win_copied(MPI_Win w, int k, void *extra, void *in, void *out, int *flag)
+{
+    (void)w, (void)k, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    return MPI_SUCCESS;
+}
+
+static int win_deleted(MPI_Win w, int k, void *val, void *extra)
+{
+    (void)w, (void)k, (void)val, (void)extra;
+    __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
+    return MPI_SUCCESS;
+}
+
+static __attribute__((noinline)) comm_desc *win_describe(MPI_Win win)
+{
+    void *v = NULL;
+    int flag = 0;
+    if (win_keyval == MPI_KEYVAL_INVALID ||
+        pmpi.Win_get_attr(win, win_keyval, &v, &flag) != MPI_SUCCESS)
+        return NULL;
+    if (flag)
+        return v;
+    MPI_Group g;
+    if (pmpi.Win_get_group(win, &g) != MPI_SUCCESS)
+        return NULL;
+    comm_desc *d = group_describe(g);
+    if (d != NULL)
+        pmpi.Win_set_attr(win, win_keyval, d);
+    return d;
+}
+
+static comm_desc *win_desc_of(MPI_Win win)
+{
+    unsigned gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
+    if (PW_LIKELY(win_last.desc != NULL && win_last.win == win && win_last.gen == gen))
+        return win_last.desc;
+    comm_desc *d = win_describe(win);
+    win_last.win = win;
+    win_last.gen = gen;
+    win_last.desc = d;
     return d;
 }
 
@@ -1006,6 +1144,193 @@ static int recv_peer(const comm_desc *d, int src, const MPI_Status *status, int6
     return src >= 0 && src < d->size ? d->world[src] : -2;
 }
 
+/* A request's entry in preqs for the matrix: its communicator, posting function, peer
+ * (a world rank, or MPI_ANY_SOURCE); pending for its completion's status (with ticks)
+ * and forgotten then (once: not persistent). */
+static int mx_follow(const void *req, int fortran, const comm_desc *d, int fn, int peer, int once,
+                     int64_t recv, int64_t ticks)
+{
+    MPI_Request none = MPI_REQUEST_NULL; /* a failed post's */
+    uint64_t key = request_key(req, fortran);
+    if (!key || key == PW_PREQ_FREE || key == request_key(&none, 0))
+        return 0;
+    int64_t s = 0, r = 0;
+    if (once) /* an entry of its own (a persistent one's was made by call_bytes) */
+        preq_op_key(key, PREQ_INIT, &s, &r);
+    while (__atomic_exchange_n(&preq_lock, 1, __ATOMIC_ACQUIRE))
+        ;
+    struct preq *p = preq_slot(key, 0);
+    int kept = p && p->key == key;
+    if (kept) {
+        p->desc = d;
+        p->fn = fn;
+        p->peer = peer;
+        p->once = once;
+        if (once) {
+            p->recv = recv;
+            p->ticks = ticks;
+            p->pending = 1;
+            __atomic_fetch_add(&pw_mpi_matrix_waits, 1, __ATOMIC_RELAXED);
+        }
+    }
+    __atomic_store_n(&preq_lock, 0, __ATOMIC_RELEASE);
+    return kept;
+}
+
+/* MPI_Start of a persistent request the matrix follows: a row for its send or receive
+ * now, or for a receive from MPI_ANY_SOURCE at its completion. */
+static void mx_start(const void *req, int fortran, int64_t ticks)
+{
+    uint64_t key = request_key(req, fortran);
+    if (!key || key == PW_PREQ_FREE)
+        return;
+    while (__atomic_exchange_n(&preq_lock, 1, __ATOMIC_ACQUIRE))
+        ;
+    struct preq *p = preq_slot(key, 0);
+    struct preq e = {0};
+    if (p && p->key == key && p->desc && !p->file) {
+        e = *p;
+        if (p->peer == MPI_ANY_SOURCE && !p->pending) {
+            p->pending = 1;
+            p->ticks = ticks;
+            __atomic_fetch_add(&pw_mpi_matrix_waits, 1, __ATOMIC_RELAXED);
+        }
+    }
+    __atomic_store_n(&preq_lock, 0, __ATOMIC_RELEASE);
+    if (e.desc == NULL || e.peer == MPI_ANY_SOURCE)
+        return;
+    const comm_desc *d = e.desc;
+    if (pw_mpi_fn_actions[e.fn] == PW_ACTION_send_init)
+        comm_add(d, e.fn, PW_COMM_SEND, e.peer, e.sent, 0, ticks);
+    else
+        comm_add(d, e.fn, PW_COMM_RECV, e.peer, 0, e.recv, ticks);
+}
+
+/* The pending receives among a completion call's requests, kept from before the call
+ * (which nulls the completed ones) to after it (mx_wait_done). */
+#define MX_WAIT_KEPT 64
+static PW_TLS struct {
+    int n;
+    int index[MX_WAIT_KEPT];
+    uint64_t key[MX_WAIT_KEPT];
+} mx_wait;
+
+static void mx_wait_before(int action, const pw_args *a)
+{
+    int n = action == PW_ACTION_wait ? 1 : a->nreq;
+    mx_wait.n = 0;
+    for (int i = 0; i < n && mx_wait.n < MX_WAIT_KEPT; i++) {
+        const void *req = request_at(a, action, i);
+        uint64_t key = req ? request_key(req, a->fortran) : 0;
+        if (!key || key == PW_PREQ_FREE)
+            continue;
+        while (__atomic_exchange_n(&preq_lock, 1, __ATOMIC_ACQUIRE))
+            ;
+        struct preq *p = preq_slot(key, 0);
+        int pending = p && p->key == key && p->pending;
+        __atomic_store_n(&preq_lock, 0, __ATOMIC_RELEASE);
+        if (pending) {
+            mx_wait.index[mx_wait.n] = i;
+            mx_wait.key[mx_wait.n++] = key;
+        }
+    }
+}
+
+/* The pending receives a completion call completed: a row each under the source its
+ * status names, with the message's bytes and the post's time. */
+static void mx_wait_done(int action, const pw_args *a)
+{
+    for (int k = 0; k < mx_wait.n; k++) {
+        int at;
+        if (!completed(action, a, mx_wait.index[k], &at))
+            continue;
+        MPI_Status st;
+        int have = pw_mpi_status_at(a, at < 0 ? 0 : at, at < 0, &st);
+        while (__atomic_exchange_n(&preq_lock, 1, __ATOMIC_ACQUIRE))
+            ;
+        struct preq *p = preq_slot(mx_wait.key[k], 0), e = {0};
+        if (p && p->key == mx_wait.key[k] && p->pending) {
+            e = *p;
+            mx_unpend(p);
+            if (p->once)
+                p->key = PW_PREQ_FREE;
+        }
+        __atomic_store_n(&preq_lock, 0, __ATOMIC_RELEASE);
+        if (e.desc == NULL)
+            continue;
+        int64_t bytes = e.recv;
+        int peer = recv_peer(e.desc, MPI_ANY_SOURCE, have ? &st : NULL, &bytes);
+        comm_add(e.desc, e.fn, PW_COMM_RECV, peer, 0, bytes, e.ticks);
+    }
+    mx_wait.n = 0;
+}
+
+/* A matched probe: its communicator and source (its status') kept under its message
+ * until the MPI_Mrecv or MPI_Imrecv that receives it. */
+static void mx_probed(const comm_desc *d, const pw_args *a)
+{
+    MPI_Status st;
+    int src = pw_mpi_status_at(a, 0, 1, &st) ? st.MPI_SOURCE : a->peer;
+    if (src < 0 || src >= d->size)
+        return; /* MPI_MESSAGE_NO_PROC */
+    uint64_t key = message_key(a->message, a->fortran);
+    int64_t s = 0, r = 0;
+    if (!key || key == PW_PREQ_FREE)
+        return;
+    preq_op_key(key, PREQ_INIT, &s, &r);
+    while (__atomic_exchange_n(&preq_lock, 1, __ATOMIC_ACQUIRE))
+        ;
+    struct preq *p = preq_slot(key, 0);
+    if (p && p->key == key) {
+        p->desc = d;
+        p->peer = d->world[src];
+        p->once = 1;
+    }
+    __atomic_store_n(&preq_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* MPI_Mrecv, MPI_Imrecv: a row under the probe's source, with the status' bytes where
+ * the call has one (Mrecv), else the posted size; its message is forgotten. */
+static void mx_mrecv(int fn, const pw_args *a, int64_t ticks, int64_t recv)
+{
+    uint64_t key = mrecv_key;
+    if (!key || key == PW_PREQ_FREE)
+        return;
+    while (__atomic_exchange_n(&preq_lock, 1, __ATOMIC_ACQUIRE))
+        ;
+    struct preq *p = preq_slot(key, 0), e = {0};
+    if (p && p->key == key && p->desc && p->once) {
+        e = *p;
+        p->key = PW_PREQ_FREE;
+    }
+    __atomic_store_n(&preq_lock, 0, __ATOMIC_RELEASE);
+    if (e.desc == NULL)
+        return;
+    MPI_Status st;
+    int n = 0;
+    if (pw_mpi_status_at(a, 0, 1, &st) && pmpi.Get_count(&st, pre.byte, &n) == MPI_SUCCESS &&
+        n >= 0 && n <= recv)
+        recv = n;
+    comm_add(e.desc, fn, PW_COMM_RECV, e.peer, 0, recv, ticks);
+}
+
+/* One-sided calls: the origin's row names the target; data to the target (Put,
+ * Accumulate) is a send, from it (Get) a receive, both for Get_accumulate, Fetch_and_op
+ * and Compare_and_swap. */
+static void comm_record_rma(int fn, const pw_args *a, int64_t ticks, int64_t sent, int64_t recv)
+{
+    if (a->target == MPI_PROC_NULL || a->win == MPI_WIN_NULL)
+        return;
+    comm_desc *d = win_desc_of(a->win);
+    if (d == NULL)
+        return;
+    int peer = a->target >= 0 && a->target < d->size ? d->world[a->target] : -2;
+    if (sent || !recv)
+        comm_add(d, fn, PW_COMM_SEND, peer, sent, 0, ticks);
+    if (recv)
+        comm_add(d, fn, PW_COMM_RECV, peer, 0, recv, sent ? 0 : ticks);
+}
+
 static void comm_record(int fn, int action, const pw_args *a, int64_t ticks, int64_t sent,
                         int64_t recv)
 {
@@ -1017,10 +1342,35 @@ static void comm_record(int fn, int action, const pw_args *a, int64_t ticks, int
     case PW_ACTION_irecv:
     case PW_ACTION_sendrecv:
     case PW_ACTION_sendrecv_replace:
+    case PW_ACTION_send_init:
+    case PW_ACTION_recv_init:
         break;
+    case PW_ACTION_start:
+        mx_start(a->request, a->fortran, ticks);
+        return;
+    case PW_ACTION_startall:
+        for (int i = 0; i < a->nreq; i++)
+            mx_start(request_at(a, PW_ACTION_waitmulti, i), a->fortran,
+                     i ? 0 : ticks); /* the call's time on its first request */
+        return;
+    case PW_ACTION_put:
+    case PW_ACTION_get:
+    case PW_ACTION_acc:
+    case PW_ACTION_getacc:
+    case PW_ACTION_fop:
+    case PW_ACTION_cas:
+        comm_record_rma(fn, a, ticks, sent, recv);
+        return;
+    case PW_ACTION_mrecv:
+        mx_mrecv(fn, a, ticks, recv);
+        return;
+    case PW_ACTION_probe:
+        if (a->message && (!a->flag || *(const int *)a->flag))
+            break; /* Mprobe, Improbe that matched */
+        return;
     default:
         if (family != PW_FAMILY_COLL)
-            return; /* persistent requests, probes, mrecv: no peer at hand */
+            return;
     }
     /* a call on MPI_COMM_NULL failed (its error handler ran); asking MPI about that
      * handle would raise the error again */
@@ -1033,16 +1383,35 @@ static void comm_record(int fn, int action, const pw_args *a, int64_t ticks, int
         comm_add(d, fn, PW_COMM_COLL, -1, sent, recv, ticks);
         return;
     }
+    if (action == PW_ACTION_probe) {
+        mx_probed(d, a);
+        return;
+    }
+    if (action == PW_ACTION_send_init || action == PW_ACTION_recv_init) {
+        /* rows at each MPI_Start (mx_start), under the world rank of the peer */
+        int peer = a->peer == MPI_ANY_SOURCE           ? MPI_ANY_SOURCE
+                   : a->peer >= 0 && a->peer < d->size ? d->world[a->peer]
+                                                       : -2;
+        if (a->peer != MPI_PROC_NULL)
+            mx_follow(a->request, a->fortran, d, fn, peer, 0, 0, 0);
+        return;
+    }
+    /* its source is known at its completion; or never (the table full: preq_lost) */
+    if (action == PW_ACTION_irecv && a->peer == MPI_ANY_SOURCE &&
+        mx_follow(a->request, a->fortran, d, fn, MPI_ANY_SOURCE, 1, recv, ticks))
+        return;
     int sends = action != PW_ACTION_recv && action != PW_ACTION_irecv;
     if (sends && a->peer != MPI_PROC_NULL)
         comm_add(d, fn, PW_COMM_SEND, a->peer >= 0 && a->peer < d->size ? d->world[a->peer] : -2,
                  sent, 0, ticks);
     int src = sends ? a->source : a->peer;
     if (action != PW_ACTION_send && action != PW_ACTION_isend && src != MPI_PROC_NULL) {
-        /* an Irecv has no status (a->status unset); Fortran's are Fortran integers */
-        const MPI_Status *status = action == PW_ACTION_irecv || a->fortran ? NULL : a->status;
-        int peer = recv_peer(d, src, status == MPI_STATUS_IGNORE ? NULL : status, &recv);
-        comm_add(d, fn, PW_COMM_RECV, peer, 0, recv, sends ? 0 : ticks);
+        /* an Irecv has no status (a->status unset) */
+        MPI_Status st;
+        int have = action != PW_ACTION_irecv && pw_mpi_status_at(a, 0, 1, &st);
+        int peer = recv_peer(d, src, have ? &st : NULL, &recv);
+        /* a Sendrecv's time is its send's and its receive's alike */
+        comm_add(d, fn, PW_COMM_RECV, peer, 0, recv, ticks);
     }
 }
 
@@ -1074,7 +1443,10 @@ void pw_mpi_leave(pw_call *c, int action, const pw_args *a)
         errno = saved_errno;
     }
     record(c->fn, c->family, c->ra, t1, t1 - c->t0, sent, recv);
-    if (a && (c->family == PW_FAMILY_P2P || c->family == PW_FAMILY_COLL)) {
+    if (a && (action == PW_ACTION_wait || action == PW_ACTION_waitmulti) && mx_wait.n)
+        mx_wait_done(action, a);
+    if (a &&
+        (c->family == PW_FAMILY_P2P || c->family == PW_FAMILY_COLL || c->family == PW_FAMILY_RMA)) {
         int saved_errno = errno; /* a communicator's first call asks MPI about it */
         comm_record(c->fn, action, a, t1 - c->t0, sent, recv);
         errno = saved_errno;
@@ -1176,6 +1548,7 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     pmpi.Comm_dup(pre.world, &st.comm);
     pmpi.Comm_group(pre.world, &world_group);
     pmpi.Comm_create_keyval(comm_copied, comm_deleted, &comm_keyval, NULL);
+    pmpi.Win_create_keyval(win_copied, win_deleted, &win_keyval, NULL);
     int vlen = 0;
     pmpi.Get_library_version(library_version, &vlen);
     for (char *v = library_version; *v; v++)
@@ -1336,8 +1709,7 @@ static size_t comm_rows_add(pw_local *l)
         r->total_ns = (int64_t)((double)c->ticks * ns_per_tick + 0.5);
     }
     pw_keyed_free(m);
-    l->prof.comms = rows;
-    l->prof.ncomms = n;
+    pw_profile_array_set(&l->prof, PW_ARRAY_comms, rows, n);
     return bytes;
 }
 

@@ -21,10 +21,6 @@
 
 int pw_trace_on;
 
-#ifndef MPI_F_STATUS_SIZE /* MPI-4; a Fortran status is the C one as integers */
-#define MPI_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
-#endif
-
 static struct {
     int (*Comm_group)(MPI_Comm, MPI_Group *);
     int (*Comm_remote_group)(MPI_Comm, MPI_Group *);
@@ -33,7 +29,6 @@ static struct {
     int (*Group_translate_ranks)(MPI_Group, int, const int *, MPI_Group, int *);
     int (*Group_free)(MPI_Group *);
     int (*Get_count)(const MPI_Status *, MPI_Datatype, int *);
-    int (*Status_f2c)(const MPI_Fint *, MPI_Status *);
 } pm;
 
 static MPI_Group world_group;
@@ -382,29 +377,6 @@ void pw_trace_before(int action, const pw_args *a)
     }
 }
 
-/* The status of completion i: from the statuses array or the single status. */
-static int status_at(const pw_args *a, int i, int single, MPI_Status *out)
-{
-    const void *st = single ? a->status : a->statuses;
-    if (!st)
-        return 0;
-    if (a->fortran) {
-        if (st == (const void *)MPI_F_STATUS_IGNORE || st == (const void *)MPI_F_STATUSES_IGNORE)
-            return 0;
-#ifdef MPICH /* use mpi_f08 has sentinels of its own (same status layout) */
-        if (st == (const void *)MPI_F08_STATUS_IGNORE ||
-            st == (const void *)MPI_F08_STATUSES_IGNORE)
-            return 0;
-#endif
-        pm.Status_f2c((const MPI_Fint *)st + (single ? 0 : i * MPI_F_STATUS_SIZE), out);
-        return 1;
-    }
-    if (st == (const void *)MPI_STATUS_IGNORE || st == (const void *)MPI_STATUSES_IGNORE)
-        return 0;
-    *out = ((const MPI_Status *)st)[single ? 0 : i];
-    return 1;
-}
-
 static pw_event_rec *ev(pw_event_rec *r, int type)
 {
     memset(r, 0, sizeof *r);
@@ -459,7 +431,7 @@ static int completion(pw_event_rec *e, const pw_args *a, int i, int single)
         return 1;
     }
     MPI_Status st;
-    int have = status_at(a, i, single, &st);
+    int have = pw_mpi_status_at(a, i, single, &st);
     recv_event(e, r.comm, &st, have, -3, r.tag, r.bytes, saved_keys[i]);
     e->t1 = r.post;
     if (!have)
@@ -612,13 +584,13 @@ void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, i
         if (a->peer == MPI_PROC_NULL)
             break;
         cid = comm_id(a->comm);
-        int have = status_at(a, 0, 1, &st);
+        int have = pw_mpi_status_at(a, 0, 1, &st);
         recv_event(r + used++, cid, &st, have, a->peer, a->tag, recv, 0);
         break;
     }
     case PW_ACTION_mrecv: {
         MPI_Status st;
-        int have = status_at(a, 0, 1, &st);
+        int have = pw_mpi_status_at(a, 0, 1, &st);
         recv_event(r + used++, -1, &st, have, MPI_ANY_SOURCE, MPI_ANY_TAG, recv, 0);
         break;
     }
@@ -634,7 +606,7 @@ void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, i
             e->bytes = sent;
         }
         if (a->source != MPI_PROC_NULL) {
-            int have = status_at(a, 0, 1, &st);
+            int have = pw_mpi_status_at(a, 0, 1, &st);
             recv_event(r + used++, cid, &st, have, a->source, MPI_ANY_TAG, recv, 0);
         }
         break;
@@ -752,7 +724,6 @@ void pw_trace_start(int rank, int size, MPI_Comm world)
     PM(Group_translate_ranks);
     PM(Group_free);
     PM(Get_count);
-    PM(Status_f2c);
 #undef PM
     my_rank = rank;
     world_size = size;

@@ -39,6 +39,27 @@
 #pragma weak MPI_F08_STATUS_IGNORE
 #pragma weak MPI_F08_STATUSES_IGNORE
 #endif
+#ifndef MPI_F_STATUS_SIZE /* MPI-4; a Fortran status is the C one as integers */
+#define MPI_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
+#endif
+
+/* Receives whose source the communication matrix learns only at their completion (an
+ * MPI_Irecv or persistent receive from MPI_ANY_SOURCE, an MPI_Imrecv) are pending: while
+ * any is, the completion calls' wrappers supply a status where the program ignores it. */
+extern int pw_mpi_matrix_waits;
+MPI_Fint *pw_mpi_matrix_fstatuses(int n, MPI_Fint *ignored);
+
+/* Whether a Fortran status (array) argument is one of the library's "ignore" sentinels. */
+static inline int pw_f_status_ignored(const void *st)
+{
+    if (st == (const void *)MPI_F_STATUS_IGNORE || st == (const void *)MPI_F_STATUSES_IGNORE)
+        return 1;
+#ifdef MPICH /* use mpi_f08 has sentinels of its own (same status layout) */
+    if (st == (const void *)MPI_F08_STATUS_IGNORE || st == (const void *)MPI_F08_STATUSES_IGNORE)
+        return 1;
+#endif
+    return 0;
+}
 
 /* Marks a generated wrapper: the core's stub of the same name jumps to it once the
  * core's MPI loader has chosen this library (mpi_loader.c); nobody else sees it
@@ -75,6 +96,7 @@ typedef struct pw_args {
     const void *newfile;
     const void *request, *requests, *status, *statuses, *newcomm, *newwin;
     const void *flag, *index, *outcount, *indices; /* outputs of the Wait/Test family */
+    const void *message; /* MPI_Message * of the matched probes and receives */
     int fortran;
 } pw_args;
 
@@ -151,6 +173,9 @@ void pw_trace_pcontrol(int level, int64_t t); /* a PCONTROL record */
 /* Before the real call, for actions whose arguments it changes (Request_free, Wait); a
  * completion of MPI-IO requests becomes c's family file. */
 void pw_mpi_before(pw_call *c, int action, const pw_args *a);
+/* The status of completion i (the statuses array's) or the single one, as C's; 0 where the
+ * program ignores it. */
+int pw_mpi_status_at(const pw_args *a, int i, int single, MPI_Status *out);
 /* Records the call (errno is preserved); a is NULL for actions without bytes. */
 void pw_mpi_leave(pw_call *c, int action, const pw_args *a);
 

@@ -131,7 +131,7 @@ def otf2_collective_op(action):
 ROLES = set(
     "buf rbuf count type source scount stype rcount rtype scounts rcounts stypes rtypes "
     "peer tag root comm newcomm win newwin target group request requests nreq status "
-    "statuses file newfile path offset level flag index outcount indices".split()
+    "statuses file newfile path offset level flag index outcount indices message".split()
 )
 # Actions whose wrappers run a hook whatever the recording state.
 CONTROL_ACTIONS = {"init", "finalize", "abort", "pcontrol"}
@@ -161,13 +161,15 @@ _NONE = {
     "type": "MPI_DATATYPE_NULL",
     "status": "NULL",
     "offset": "-1",
+    "message": "NULL",
 }
 READS = {
     "send": _P2P,
     "isend": _P2P + " request",
     "recv": _P2P + " status",
     "irecv": _P2P + " request",
-    "mrecv": "count type status?",
+    "mrecv": "count type status? message",
+    "probe": "peer comm status? message? flag?",
     "sendrecv": "peer source scount stype rcount rtype comm tag status",
     "sendrecv_replace": "peer source count type comm tag status",
     "send_init": _P2P + " request",
@@ -239,11 +241,14 @@ def action_reads(table):
 
 # Actions whose calls neither move bytes nor matter to a trace: their wrappers pass
 # no arguments to pw_mpi_leave (management calls do when they create a communicator).
-NO_ARGS_ACTIONS = {"probe", "cancel", "mgmt"}
+NO_ARGS_ACTIONS = {"cancel", "mgmt"}
 # Actions whose statuses a trace needs even when the program ignores them.
-STATUS_ACTIONS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti"}
+STATUS_ACTIONS = {"recv", "mrecv", "sendrecv", "sendrecv_replace", "wait", "waitmulti", "probe"}
+# Completion calls: the communication matrix reads the statuses of pending receives
+# (pw_mpi_matrix_waits), also from Fortran.
+COMPLETION_ACTIONS = {"wait", "waitmulti"}
 # The role of the receive's source, of actions whose status may name it.
-_SOURCE_ROLE = {"recv": "peer", "sendrecv": "source", "sendrecv_replace": "source"}
+_SOURCE_ROLE = {"recv": "peer", "sendrecv": "source", "sendrecv_replace": "source", "probe": "peer"}
 # Actions whose status always gives the bytes the call moved (MPI-IO: a short read at the
 # end of a file): one of the wrapper's own when the program ignores it.
 BYTES_STATUS_ACTIONS = {"fread", "fwrite"}
@@ -448,6 +453,7 @@ POINTER_ROLES = {
     "index",
     "outcount",
     "indices",
+    "message",
     "newwin",
     "newfile",
     "path",
@@ -481,13 +487,61 @@ def role_assignments(args, fortran):
 
 # Actions that look at their arguments before the real call changes them
 # (Request_free clears the handle; a Wait completes its requests).
-BEFORE_ACTIONS = {"request_free", "wait", "waitmulti", "comm_free", "win_free"}
+BEFORE_ACTIONS = {"request_free", "wait", "waitmulti", "comm_free", "win_free", "mrecv"}
 
 
 def has_args(fn, args):
     if fn.action in NO_ARGS_ACTIONS:
         return fn.action == "mgmt" and any(a.role == "newcomm" for a in args)
     return True
+
+
+def need_all(fn):
+    """When a C wrapper supplies statuses the program ignores: for a trace, and for the
+    communication matrix's pending receives at a completion call."""
+    if fn.action in COMPLETION_ACTIONS:
+        return "(PW_UNLIKELY(pw_trace_on) || PW_UNLIKELY(pw_mpi_matrix_waits))"
+    return "PW_UNLIKELY(pw_trace_on)"
+
+
+def status_lines(fn, args, fortran):
+    """Statuses the wrapper supplies where the program ignores them: a trace's (C only),
+    and the communication matrix's, which names a receive from MPI_ANY_SOURCE by its
+    status' source and a completion's pending receives by theirs (C and Fortran)."""
+    src = next((x.name for x in args if x.role == _SOURCE_ROLE.get(fn.action)), None)
+    if fortran:
+        if fn.action not in COMPLETION_ACTIONS and src is None:
+            return []
+        many = "PW_UNLIKELY(pw_mpi_matrix_waits)"
+        need = many if src is None else f"(int)*{src} == MPI_ANY_SOURCE"
+        decl, ignored, one = (
+            "MPI_Fint pw_fstatus[MPI_F_STATUS_SIZE]",
+            "pw_f_status_ignored({})",
+            "pw_fstatus",
+        )
+        ignored_all, all_ = ignored, "pw_mpi_matrix_fstatuses((int)*{n}, {s})"
+    else:
+        if fn.action not in STATUS_ACTIONS:
+            return []
+        many = need_all(fn)
+        need = many if src is None else f"({many} || {src} == MPI_ANY_SOURCE)"
+        decl, ignored, one = "MPI_Status pw_status", "{} == MPI_STATUS_IGNORE", "&pw_status"
+        ignored_all, all_ = "{} == MPI_STATUSES_IGNORE", "pw_trace_statuses({n})"
+    lines = []
+    for a in args:
+        if a.role == "status":
+            lines += [
+                f"    {decl};",
+                f"    if ({need} && {ignored.format(a.name)})",
+                f"        {a.name} = {one};",
+            ]
+        if a.role == "statuses":
+            n = next(x.name for x in args if x.role == "nreq")
+            lines += [
+                f"    if ({many} && {ignored_all.format(a.name)})",
+                f"        {a.name} = {all_.format(n=n, s=a.name)};",
+            ]
+    return lines
 
 
 def args_lines(fn, args, fortran):
@@ -503,26 +557,7 @@ def args_lines(fn, args, fortran):
                     f"    if ({a.name} == MPI_STATUS_IGNORE)",
                     f"        {a.name} = &pw_status;",
                 ]
-    if not fortran and fn.action in STATUS_ACTIONS:
-        for a in args:
-            if a.role == "status":
-                # the communication matrix names a receive from MPI_ANY_SOURCE by its
-                # status' source
-                src = next((x.name for x in args if x.role == _SOURCE_ROLE.get(fn.action)), None)
-                need = "PW_UNLIKELY(pw_trace_on)"
-                if src is not None:
-                    need = f"({need} || {src} == MPI_ANY_SOURCE)"
-                lines += [
-                    "    MPI_Status pw_status;",
-                    f"    if ({need} && {a.name} == MPI_STATUS_IGNORE)",
-                    f"        {a.name} = &pw_status;",
-                ]
-            if a.role == "statuses":
-                n = next(x.name for x in args if x.role == "nreq")
-                lines += [
-                    f"    if (PW_UNLIKELY(pw_trace_on) && {a.name} == MPI_STATUSES_IGNORE)",
-                    f"        {a.name} = pw_trace_statuses({n});",
-                ]
+    lines += status_lines(fn, args, fortran)
     lines += ["    pw_args a;", f"    a.fortran = {1 if fortran else 0};"]
     lines += ["    " + s for s in role_assignments(args, fortran)]
     tagged = set_roles(args)

@@ -13,14 +13,16 @@ from perfweave.analysis.comm_matrix import COLL, RECV, SEND, analyze, group_hash
 from perfweave.dtypes import COMM_DTYPE
 from perfweave.errors import NoData
 from perfweave.model.profile import Profile
+from perfweave.report.section import View
 from perfweave.report.sections import comm_matrix as section
 
-FUNCS = ["MPI_Send", "MPI_Recv", "MPI_Allreduce"]
+FUNCS = ["MPI_Send", "MPI_Recv", "MPI_Allreduce", "MPI_Get"]
+FAMILIES = ["p2p", "p2p", "coll", "rma"]
 
 
 def profile(n, rows, hosts=("a", "b")):
     ranks = [{"rank": r, "host": r * len(hosts) // n} for r in range(n)]
-    p = Profile.from_literal(FUNCS, ["p2p", "p2p", "coll"], ranks, hosts=hosts)
+    p = Profile.from_literal(FUNCS, FAMILIES, ranks, hosts=hosts)
     c = np.zeros(len(rows), COMM_DTYPE)
     world = group_hash(range(n))
     for i, d in enumerate(rows):
@@ -81,6 +83,37 @@ def test_pairs_from_senders_and_unknown_senders_from_receivers():
     assert m["hosts"] == {"0": "a", "1": "a", "2": "b", "3": "b"}
 
 
+def test_one_sided_receives_count_beside_sends():
+    """An MPI_Get's row is its origin's receive from the target: the pair (target ->
+    origin) counts it even where the target's own sends name the same pair."""
+    p = profile(
+        2,
+        [
+            dict(rank=1, peer=0, fn="MPI_Send", dir=SEND, messages=2, bytes_sent=64),
+            dict(rank=0, peer=1, fn="MPI_Recv", dir=RECV, messages=2, bytes_recv=64, total_ns=9),
+            dict(rank=0, peer=1, fn="MPI_Get", dir=RECV, messages=3, bytes_recv=24, total_ns=4),
+        ],
+    )
+    (pair,) = analyze(p)["p2p"]
+    assert (pair["sender"], pair["receiver"], pair["messages"], pair["bytes"]) == (1, 0, 5, 88)
+    assert pair["recv_s"] == 13e-9
+
+
+def test_title_wrapped_between_words():
+    """A narrow terminal wraps the section's title between words: "point-to-point" and
+    every other word whole, each line within the width."""
+    rows = [dict(rank=r, peer=(r + 1) % 4, fn="MPI_Send", dir=SEND, messages=12345,
+                 bytes_sent=10**9) for r in range(4)]  # fmt: skip
+    data = {section.SECTION.name: analyze(profile(4, rows))}
+    title = section.SECTION.text(data, View(max_rows=4, width=None, rows=None))[1]
+    assert "point-to-point" in title
+    for width in range(30, len(title) + 1, 7):
+        lines = section.SECTION.text(data, View(max_rows=4, width=width, rows=None))
+        head = lines[1 : next(i for i, ln in enumerate(lines) if "sender" in ln)]
+        assert all(len(ln) <= width for ln in head), (width, head)
+        assert " ".join(ln.strip() for ln in head) == title, (width, head)
+
+
 def test_heat_map_per_host_above_its_rank_limit():
     n = section.HEAT_RANKS + 2
     half = n // 2
@@ -96,7 +129,7 @@ def test_no_comms_array(experiment_dir, pwprof):
     exp = experiment_dir()
     pwprof(
         exp / "profile.pwprof",
-        dict(functions=FUNCS, families=["p2p", "p2p", "coll"], world_size=1, version=5),
+        dict(functions=FUNCS, families=FAMILIES, world_size=1, version=5),
         ranks=[dict(rank=0)],
         sites=[dict(rank=0, fn=0, object=-1, count=1)],
     )

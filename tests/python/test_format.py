@@ -74,12 +74,13 @@ typedef struct bad_rec {{ BAD_FIELDS(PW_FIELD_DECL, PW_ARRAY_DECL) }} bad_rec;
 #define PW_FORMAT_bad(FILE, RECORD, NAMES, CODES, CONST, JSON) \\
     FILE(bad, "bad", "perfweave-bad", 3) RECORD(bad, BAD_FIELDS, bad_rec)
 #define PW_FORMAT_PARTS(P) P(core) P(bad)
+#define PW_PROFILE_ARRAY_PARTS(P) P(core){array_parts}
 """
 
 
 def test_a_module_part_is_generated(tmp_path):
     fields = 'X(int64_t, "<i8", t) X(int32_t, "<i4", n) A(int16_t, "<i2", v, 2)'
-    rc, err, text = _generate(tmp_path, PART.format(fields=fields))
+    rc, err, text = _generate(tmp_path, PART.format(fields=fields, array_parts=""))
     assert rc == 0, err
     ns = types.ModuleType("_format")
     exec(compile(text, "_format.py", "exec"), vars(ns))
@@ -88,6 +89,27 @@ def test_a_module_part_is_generated(tmp_path):
     assert ns.FILES["bad"] == ("bad", "bad", "perfweave-bad", 3)
     assert ns.RECORDS["bad"] == np.dtype([("t", "<i8"), ("n", "<i4"), ("v", "<i2", (2,))])
     assert ns.RECORDS["rank"] == _format.RECORDS["rank"]  # the core's part as well
+
+
+@pytest.mark.parametrize("record", ["bad", "nothing"])
+def test_a_modules_profile_array_follows_the_cores(tmp_path, record):
+    """A module's array of the profile files (PW_PROFILE_ARRAYS_<module>, listed by the
+    build in PW_PROFILE_ARRAY_PARTS) comes after the core's in PROFILE_ARRAYS, with its
+    part and record; an array whose record the part does not declare fails the build."""
+    fields = 'X(int64_t, "<i8", t)'
+    parts = PART.format(fields=fields, array_parts=" P(bad)")
+    parts += f"#define PW_PROFILE_ARRAYS_bad(X) X(bads, {record}, BAD_FIELDS, bad_rec)\n"
+    rc, err, text = _generate(tmp_path, parts)
+    if record == "nothing":
+        assert rc == 1 and text is None
+        assert "gen_format: bad: record nothing: profile array bads: no RECORD" in err
+        return
+    assert rc == 0, err
+    ns = types.ModuleType("_format")
+    exec(compile(text, "_format.py", "exec"), vars(ns))
+    core = {k: v for k, v in _format.PROFILE_ARRAYS.items() if v[0] == "core"}
+    assert ns.PROFILE_ARRAYS == {**core, "bads": ("bad", "bad")}
+    assert list(ns.PROFILE_ARRAYS)[-1] == "bads"
 
 
 @pytest.mark.parametrize(
@@ -100,7 +122,7 @@ def test_a_module_part_is_generated(tmp_path):
     ],
 )
 def test_a_record_numpy_would_misread_fails_the_build(tmp_path, fields, message):
-    rc, err, text = _generate(tmp_path, PART.format(fields=fields))
+    rc, err, text = _generate(tmp_path, PART.format(fields=fields, array_parts=""))
     assert rc == 1 and text is None
     assert f"gen_format: bad: record bad{message}" in err
 

@@ -40,7 +40,7 @@ LAYERS = {
     "model": BASE | {"dtypes", "clock"},
     "readers": BASE | {"dtypes", "writing", "model"},
     "analysis": BASE | {"dtypes", "clock", "model", "readers", "symbols", "progress"},
-    "report": BASE | {"dtypes", "model", "readers", "analysis", "symbols"},
+    "report": BASE | {"dtypes", "model", "readers", "analysis", "symbols"} | {"progress"},
     "launch": BASE | {"options", "task_env", "writing", "readers", "progress"},
     "interop": BASE
     | {"dtypes", "writing", "clock", "model", "readers", "analysis", "symbols", "launch"}

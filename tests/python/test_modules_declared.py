@@ -176,3 +176,47 @@ def test_a_modules_dataset_has_its_files_and_its_section():
         dirs = {f.directory for f in _format.FILES.values() if f.kind.startswith(k.name)}
         assert k.directory in dirs, (k.name, k.directory, dirs)
         assert k.name in sections, k.name
+
+
+# the core's side of the profile files: what must name no module's array
+PROFILE_CORE_FILES = (
+    "include/perfweave/format.h",
+    "CMakeLists.txt",
+    "python/perfweave/dtypes.py",
+    "python/perfweave/readers/profile.py",
+    "python/perfweave/readers/experiment.py",
+    "python/perfweave/model/profile.py",
+    "python/perfweave/analysis/imported_profile.py",
+)
+
+
+def test_a_modules_profile_array_is_declared_in_its_own_files():
+    """A module's array of the profile files (docs/architecture.md "Adding a module": the
+    matrix's comms, once the core's) is declared in its format header alone:
+    perfweave._format PROFILE_ARRAYS lists the core's arrays, then the modules' in
+    modules.def's order, each from PW_PROFILE_ARRAYS_<module> of format/<module>.h; the
+    core's code (runtime/core, format.h, the build, the profile's dtypes, readers and
+    model) names neither its C type nor its fields' list, nor, outside format.h (whose
+    trace JSON has a "comms" key of its own), its name."""
+    arrays = _format.PROFILE_ARRAYS
+    modules = list(_modules_def())
+    core = [name for name, (part, _) in arrays.items() if part == "core"]
+    assert core == ["ranks", "sites", "frames", "hist", "counts"] == list(arrays)[: len(core)]
+    parts = [part for part, _ in list(arrays.values())[len(core) :]]
+    assert parts == sorted(parts, key=modules.index)
+    assert arrays["comms"] == ("mpi", "comm")
+    core_files = [ROOT / f for f in PROFILE_CORE_FILES]
+    core_files += sorted((ROOT / "runtime/core").glob("*.[ch]"))
+    for name, (part, rec) in arrays.items():
+        if part == "core":
+            continue
+        header = _code_words(ROOT / f"include/perfweave/format/{part}.h")
+        assert re.search(rf"#define PW_PROFILE_ARRAYS_{part}\(X\)", header), part
+        m = re.search(rf"\bX\({name}, {rec}, (\w+), (\w+)\)", header)
+        assert m, (part, name)
+        assert re.search(rf"\bRECORD\({rec}, {m[1]}, {m[2]}\)", header), (part, rec)
+        for path in core_files:
+            words = _code_words(path)
+            assert not re.search(rf"\b({m[1]}|{m[2]})\b", words), (path, name)
+            if path.name != "format.h":
+                assert not re.search(rf"\b{name}\b", words), (path, name)

@@ -1,8 +1,10 @@
 """Progress and feedback (perfweave/progress.py): a bar on stderr while a long verb runs,
 only when stderr is a terminal, erased when it ends; nothing more than the usual lines
 without a terminal; nothing but errors with --quiet; one line naming the next step after
-analyze and import. The traces come from bench/tracegen.py: R ranks of 17 events an
-iteration, so the event count is known."""
+analyze and import, and after every export format how to open its file. Bars for
+analyze, import, report, compare, overhead and every export format. The traces come from
+bench/tracegen.py: R ranks of 17 events an iteration, so the event count is known; the
+profiles of the profile exports from dd under `perfweave run --io`."""
 
 import fcntl
 import os
@@ -149,15 +151,108 @@ def test_import_names_the_next_step(exp, tmp_path):
     res = perfweave("--quiet", "import", archive, "-o", tmp_path / "quiet")
     assert res.returncode == 0, res.stderr
     assert res.stdout == res.stderr == ""
-
-
-def test_a_bar_while_exporting(exp, tmp_path):
-    out = tmp_path / "t.json"
-    status, stdout, raw = on_terminal("export", exp, "--format", "chrome", "-o", out)
+    # on a terminal: the import's bars, erased, then the next step
+    status, out, raw = on_terminal("import", archive, "-o", tmp_path / "tty")
     assert status == 0, raw
-    assert re.search(r"Chrome trace: writing.*\d+/8", raw), raw
-    assert screen(raw) == []  # erased: the summary is on stdout, as without a terminal
-    assert stdout.startswith(f"perfweave: wrote Chrome trace {out}: ")
+    assert re.search(r"(reading t\.otf2|building the traces).*\d/\d", raw), raw
+    assert screen(raw) == [
+        f"perfweave: imported {RANKS} ranks, {n} events {ARROW} run "
+        f"`perfweave report {tmp_path / 'tty'}` or `perfweave pop {tmp_path / 'tty'}`"
+    ], raw
+
+
+def opens(fmt, out):
+    """The next-step line after an export: how to open what it wrote."""
+    from perfweave.cli.export import OPEN_WITH
+
+    return f"perfweave: wrote {out} {ARROW} {OPEN_WITH[fmt].format(path=out)}"
+
+
+@pytest.mark.parametrize(
+    "fmt, name, bar",
+    [
+        ("chrome", "t.json", r"Chrome trace: writing.*\d+/8"),
+        ("otf2", "t.otf2", r"OTF2: writing.*\d+/8"),
+    ],
+)
+def test_a_bar_while_exporting_traces(exp, tmp_path, fmt, name, bar):
+    out = tmp_path / name
+    status, stdout, raw = on_terminal("export", exp, "--format", fmt, "-o", out)
+    assert status == 0, raw
+    assert re.search(bar, raw), raw
+    # erased: the summary on stdout, the terminal keeps how to open the file
+    assert screen(raw) == [opens(fmt, out)], raw
+    assert stdout.startswith("perfweave: wrote ")
+    res = perfweave("export", exp, "--format", fmt, "-o", out, "--force")
+    assert res.returncode == 0 and res.stderr.splitlines() == [opens(fmt, out)]
+
+
+@pytest.fixture(scope="module")
+def io_exp(tmp_path_factory):
+    """dd under `perfweave run --io` (no MPI): a sampled call-path profile and an I/O
+    profile, what the profile exports read."""
+    d = tmp_path_factory.mktemp("io")
+    res = perfweave(
+        "run", "--io", "-o", d / "exp", "--", "dd", "if=/dev/zero", f"of={d / 'out'}", "bs=4k",
+        "count=50",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return d / "exp"
+
+
+@pytest.mark.parametrize(
+    "fmt, bar",
+    [
+        ("caliper", r"Caliper: [a-z ]+.*\d/3"),
+        ("cube", r"CUBE: [a-z ]+.*\d/4"),
+        ("darshan", r"darshan: writing.*\d/1"),
+    ],
+)
+def test_a_bar_while_exporting_profiles(io_exp, tmp_path, fmt, bar):
+    """A bar on a terminal, erased; the next step (how to open the file) on a terminal and
+    without one; nothing with --quiet."""
+    out = tmp_path / f"p.{fmt}"
+    status, stdout, raw = on_terminal("export", io_exp, "--format", fmt, "-o", out)
+    assert status == 0, raw
+    assert re.search(bar, raw), raw
+    assert screen(raw) == [opens(fmt, out)], raw
+    res = perfweave("export", io_exp, "--format", fmt, "-o", out, "--force")
+    assert res.returncode == 0 and res.stderr.splitlines() == [opens(fmt, out)]
+    status, stdout, raw = on_terminal("--quiet", "export", io_exp, "--format", fmt, "-o", out,
+                                      "--force")  # fmt: skip
+    assert status == 0 and raw == "" and stdout == ""
+
+
+def test_a_bar_while_reporting_and_comparing(io_exp):
+    """report: a bar over its sections; compare: over the experiments it reads; both
+    erased, the output the same as without a terminal."""
+    status, out, raw = on_terminal("report", io_exp)
+    assert status == 0, raw
+    assert re.search(r"report: [a-z_]+.*\d+/\d+", raw), raw
+    assert screen(raw) == [], raw
+    assert untimed(out) == untimed(perfweave("report", io_exp).stdout)
+    status, out, raw = on_terminal("compare", io_exp, io_exp)
+    assert status == 0, raw
+    assert re.search(r"compare: reading.*\d/2", raw), raw
+    assert screen(raw) == [], raw
+    res = perfweave("compare", io_exp, io_exp)
+    assert res.returncode == 0 and res.stderr == "" and untimed(out) == untimed(res.stdout)
+    status, out, raw = on_terminal("--quiet", "compare", io_exp, io_exp)
+    assert status == 0 and raw == ""
+
+
+@pytest.mark.parametrize("verb", [["report"], ["compare", "X"]])
+def test_html_pages_say_how_to_open_them(io_exp, tmp_path, verb):
+    page = tmp_path / "page.html"
+    args = [verb[0], "--html", page, io_exp] + [io_exp] * (len(verb) - 1)
+    res = perfweave(*args)
+    assert res.returncode == 0, res.stderr
+    assert page.stat().st_size > 0
+    assert res.stderr.splitlines() == [
+        f"perfweave: wrote {page} {ARROW} open file://{page.resolve()} in a web browser"
+    ]
+    res = perfweave("--quiet", *args)
+    assert res.returncode == 0 and res.stderr == ""
 
 
 def test_a_bar_over_the_runs_of_a_sweep():

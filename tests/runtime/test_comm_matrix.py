@@ -3,7 +3,12 @@ comm_matrix.py) of programs/comm_matrix.c, whose messages are known by construct
 messages and bytes per sender and receiver in world ranks, per communicator (a
 MPI_Comm_split's peers too), ANY_SOURCE receives by their source, Isend/Irecv, and the
 collectives' bytes by their size formulas; the report's three forms and the compact
-profile beside it."""
+profile beside it. programs/comm_matrix_requests.c: receives whose source is known only at
+their completion (MPI_Irecv from MPI_ANY_SOURCE completed by Waitall, Waitany, Test with
+the statuses ignored), persistent requests, matched probes (Mprobe/Mrecv,
+Improbe/Imrecv), one-sided Put and Get (fence and passive epochs) and the time of a
+Sendrecv's receive against the program's own clock; programs/comm_matrix_anysrc.f90 the
+same receives from Fortran."""
 
 from collections import Counter
 
@@ -33,15 +38,21 @@ def split_bytes(r):
     return 1000 + r
 
 
-def expected_world():
-    """(sender, receiver) -> [messages, bytes] on MPI_COMM_WORLD."""
-    want = {}
+def pair_adder(want):
+    """add(sender, receiver, messages, bytes) into want: (sender, receiver) -> [m, b]."""
 
     def add(s, d, msgs, nbytes):
         w = want.setdefault((s, d), [0, 0])
         w[0] += msgs
         w[1] += nbytes
 
+    return add
+
+
+def expected_world():
+    """(sender, receiver) -> [messages, bytes] on MPI_COMM_WORLD."""
+    want = {}
+    add = pair_adder(want)
     for r in range(N):
         add(r, (r + 1) % N, RING, RING * ring_bytes(r))
         add(r, (r + 2) % N, NB, NB * nb_bytes(r))
@@ -154,3 +165,135 @@ def test_report_forms_and_compact(matrix_run):
     assert "Communication matrix" in text and "MPI_Allreduce" in text
     raw = (matrix_run.exp / "profile.pwcompact").read_bytes()
     assert rd.decode(raw, "profile.pwcompact").world_size == N
+
+
+# ---- requests, matched probes, one-sided calls (programs/comm_matrix_requests.c) ----
+
+NR = 4  # ranks
+PERS = 3
+
+
+def req_expected():
+    """(sender, receiver) -> [messages, bytes] on MPI_COMM_WORLD, by the program's header."""
+    want = {}
+    add = pair_adder(want)
+    for r in range(NR):
+        nxt = (r + 1) % NR
+        if r:
+            add(r, 0, 3, 16 * (r + 1) + 24 * (r + 1) + 40 * (r + 1))  # Irecv ANY_SOURCE
+            add(r, 0, PERS, PERS * (300 + 2 * r))  # to rank 0's persistent ANY_SOURCE
+            add(r, 0, 2, (500 + r) + (600 + r))  # Mprobe/Mrecv, Improbe/Imrecv
+        add(r, nxt, PERS, PERS * (200 + r))  # persistent ring
+        add(r, nxt, 2, 8 * (r + 1) + 12 * (r + 1))  # Put, fence and passive
+        add((r + 2) % NR, r, 1, 4 * (r + 1))  # Get: from its target
+        add(r, nxt, 1, 700 + r)  # Sendrecv
+    return want
+
+
+@pytest.fixture
+def requests_run(mpi, build, run_pw, runs):
+    key = ("requests", mpi.name)
+    if key not in runs:
+        runs[key] = run_pw(mpi.launch(NR) + [build(mpi, "comm_matrix_requests.c")])
+    return runs[key]
+
+
+def recv_rows(run, rank):
+    """{function: {peer: (messages, bytes_recv, seconds)}} of a rank's receive rows."""
+    pf = read_profile(run.exp / "profile.pwprof")
+    c, fns = pf.arrays["comms"], pf.header["functions"]
+    out = {}
+    for x in c[(c["dir"] == 1) & (c["rank"] == rank)]:
+        out.setdefault(fns[x["fn"]], {})[int(x["peer"])] = (
+            int(x["messages"]), int(x["bytes_recv"]), int(x["total_ns"]) / 1e9
+        )  # fmt: skip
+    return out
+
+
+def test_requests_probes_and_one_sided_pairs_exact(requests_run):
+    """Every pair of the world with its exact messages and bytes: ANY_SOURCE Irecvs,
+    persistent sends and receives (one from ANY_SOURCE), matched probes, Put to the next
+    rank and Get from the one after (counted from the origin alone), Sendrecv."""
+    df = requests_run.open().comm_matrix()
+    assert set(df["comm_name"]) == {"MPI_COMM_WORLD"}
+    got = {(s, d): [m, b] for s, d, m, b in df[["sender", "receiver", "messages", "bytes"]]
+           .itertuples(index=False)}  # fmt: skip
+    assert got == req_expected()
+
+
+def test_receives_named_at_completion(requests_run):
+    """Rank 0's receive rows name each sender: MPI_Irecv from MPI_ANY_SOURCE completed by
+    Waitall, Waitany and Test with the statuses ignored (3 messages each, the messages'
+    bytes, not the 4 KiB buffers'), the persistent receive from MPI_ANY_SOURCE (started
+    PERS times per sender, under its MPI_Recv_init beside the ring's), MPI_Mrecv and
+    MPI_Imrecv under their probe's source; no receive row anywhere without its sender."""
+    rows = recv_rows(requests_run, 0)
+    counts = lambda fn: {p: v[:2] for p, v in rows[fn].items()}  # noqa: E731
+    senders = range(1, NR)
+    assert counts("MPI_Irecv") == {r: (3, 80 * (r + 1)) for r in senders}
+    want = {r: (PERS, PERS * (300 + 2 * r)) for r in senders}
+    want[NR - 1] = (2 * PERS, PERS * (300 + 2 * (NR - 1)) + PERS * (200 + NR - 1))  # and the ring's
+    assert counts("MPI_Recv_init") == want
+    assert counts("MPI_Mrecv") == {r: (1, 500 + r) for r in senders}
+    assert counts("MPI_Imrecv") == {r: (1, 600 + r) for r in senders}
+    for r in range(NR):
+        assert all(p >= 0 for v in recv_rows(requests_run, r).values() for p in v), r
+
+
+def test_one_sided_rows_by_origin(requests_run):
+    """MPI_Put: the origin's send rows to the next rank, 2 per rank (fence and passive
+    target epochs); MPI_Get: its receive row from the rank after next."""
+    df = requests_run.open().comm_matrix()
+    for r in range(NR):
+        rows = recv_rows(requests_run, r)
+        assert {p: v[:2] for p, v in rows["MPI_Get"].items()} == {(r + 2) % NR: (1, 4 * (r + 1))}
+    pf = read_profile(requests_run.exp / "profile.pwprof")
+    c, fns = pf.arrays["comms"], pf.header["functions"]
+    put = c[np.array([fns[f] == "MPI_Put" for f in c["fn"]])]
+    got = {(int(x["rank"]), int(x["peer"])): (int(x["messages"]), int(x["bytes_sent"]))
+           for x in put}  # fmt: skip
+    assert got == {(r, (r + 1) % NR): (2, 20 * (r + 1)) for r in range(NR)}
+    assert len(df) == len(req_expected())
+
+
+def test_sendrecv_receive_time_by_the_programs_clock(requests_run):
+    """A Sendrecv's receive half carries the call's time (it was 0): each rank's receive
+    row from its previous rank equals its send row's time and the time the program
+    measured around the call (MPI_Wtime), less than 1 ms apart, minus up to 10 %+5 ms of
+    preemption between the program's clock and the wrapper's; odd ranks wait for a
+    partner that slept 100 ms."""
+    own = {}
+    for line in requests_run.proc.stdout.splitlines():
+        if line.startswith("sendrecv "):
+            _, r, t = line.split()
+            own[int(r)] = float(t)
+    assert sorted(own) == list(range(NR))
+    df = requests_run.open().comm_matrix()
+    for r in range(NR):
+        prev = (r - 1) % NR
+        recv_s = recv_rows(requests_run, r)["MPI_Sendrecv"][prev][2]
+        pair = df[(df["sender"] == prev) & (df["receiver"] == r)].iloc[0]
+        assert pair["recv_s"] >= recv_s  # the pair's receive time includes the Sendrecv's
+        assert 0.9 * own[r] - 0.005 <= recv_s <= own[r] + 0.001, (r, recv_s, own[r])
+        if r % 2:
+            assert recv_s > 0.05, (r, recv_s)
+
+
+def test_fortran_receives_from_any_source(mpi, build, run_pw):
+    """Fortran (use mpi): MPI_Irecv from MPI_ANY_SOURCE completed by MPI_Waitall with
+    MPI_STATUSES_IGNORE and by MPI_Wait with MPI_STATUS_IGNORE, and MPI_Recv from
+    MPI_ANY_SOURCE with MPI_STATUS_IGNORE: every receive under its sender, with the
+    message's bytes (4-byte integers)."""
+    run = run_pw(mpi.launch(NR) + [build(mpi, "comm_matrix_anysrc.f90")])
+    rows = recv_rows(run, 0)
+    senders = range(1, NR)
+    assert {p: v[:2] for p, v in rows["MPI_Irecv"].items()} == {
+        r: (2, 4 * (10 * (r + 1) + 20 + r)) for r in senders
+    }
+    assert {p: v[:2] for p, v in rows["MPI_Recv"].items()} == {
+        r: (1, 4 * (30 + 2 * r)) for r in senders
+    }
+    df = run.open().comm_matrix()
+    got = {(s, d): [m, b] for s, d, m, b in df[["sender", "receiver", "messages", "bytes"]]
+           .itertuples(index=False)}  # fmt: skip
+    assert got == {(r, 0): [3, 4 * (10 * (r + 1) + 20 + r + 30 + 2 * r)] for r in senders}

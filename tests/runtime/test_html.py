@@ -1,10 +1,14 @@
 """perfweave report --html: one self-contained file that renders offline in headless
-Chromium (Debian's chromium) without console errors, with the node timeline's charts
-drawn, the samples' flame graph (widths, click to zoom) and activity over time, and
-with every string from the program escaped. The page is drawn from the report's data,
-so it is checked against `perfweave report --json` of the same experiment (the call tree,
-the activity timeline): the report is the subject."""
+Chromium (Debian's chromium) without console errors, with every chart drawn (the node
+timeline's, the samples' flame graph (widths, click to zoom) and activity over time, the
+per-rank MPI chart, the message-size histograms), every activity in its one colour in
+every chart, every number of the text report in the page, a screenshot per view, and
+every string from the program escaped. The page is drawn from the report's data, so it
+is checked against `perfweave report --json` of the same experiment (the call tree, the
+activity timeline): the report is the subject. One run (phases_page) serves the tests of
+the whole page."""
 
+import base64
 import fcntl
 import html
 import json
@@ -13,10 +17,18 @@ import re
 import select
 import shutil
 import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from harness import FLAVORS, PERFWEAVE
+from harness import FLAVORS, PERFWEAVE, Run, run_with_stdin_open
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "python"))  # the check of both reports
+from report_numbers import HINT, NUMBER, assert_agree, numbers, page_text  # noqa: E402
+
+from perfweave.report.widgets import ACTIVITY_COLOURS, activity_name  # noqa: E402
 
 HOSTILE = "<img src=x onerror=alert(1)></script>&amp;"
 
@@ -56,15 +68,42 @@ def html_report(exp, out):
     assert res.returncode == 0, res.stderr
 
 
-def test_html_report_renders_offline(build, run_pw, tmp_path):
+@pytest.fixture(scope="module")
+def phases_page(build, tmp_path_factory):
+    """One run shared by the tests of the whole page (its cost paid once): phases.c on 3
+    ranks of Open MPI (computation, MPI_Allreduce, then MPI_Sendrecv around a ring),
+    sampled, with the node timeline, a counter and the I/O profile, a string of HTML in
+    its arguments; `perfweave report --html` of it, and its report's JSON and text."""
     mpi = FLAVORS["openmpi"]
     prog = build(mpi, "phases.c")
-    r = run_pw(
-        mpi.launch(3) + [prog, 300, HOSTILE],
-        ["--node-interval", "50", "--counters", "perf::PAGE-FAULTS", "--sample"],
+    tmp = tmp_path_factory.mktemp("html")
+    exp = tmp / "exp"
+    options = ["--node-interval", "50", "--counters", "perf::PAGE-FAULTS", "--sample", "--io"]
+    cmd = [PERFWEAVE, "run", "-o", str(exp), *options, "--", *mpi.launch(3), prog, 300, HOSTILE]
+    proc = run_with_stdin_open(list(map(str, cmd)), timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp / "report.html"
+    res = subprocess.run(
+        [PERFWEAVE, "report", "--html", str(out), str(exp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    out = tmp_path / "report.html"
-    html_report(r.exp, out)
+    # the page, and one line saying so: not the text report as well
+    assert res.returncode == 0 and res.stdout == "", res.stdout
+    assert res.stderr.startswith(f"perfweave: wrote {out} "), res.stderr
+    run = Run(exp, proc)
+    return SimpleNamespace(
+        exp=exp,
+        out=out,
+        tmp=tmp,
+        data=run.report(),
+        texts=[run.text_report(), run.text_report("--max-rows", "4")],
+    )
+
+
+def test_html_report_renders_offline(phases_page):
+    out = phases_page.out
     page = out.read_text()
     # self-contained: no resource fetched from anywhere
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
@@ -72,10 +111,10 @@ def test_html_report_renders_offline(build, run_pw, tmp_path):
     dom, console = chromium(out.as_uri(), "--dump-dom")
     assert dom.returncode == 0
     assert console == [], console  # no errors, no messages at all
-    # node activity + node rates + the samples' activity over time (uPlot), and the
-    # per-rank activity strip
-    assert re.search(r'<body[^>]*data-rendered="3"', dom.stdout)
-    assert dom.stdout.count("<canvas") == 4
+    # node activity + node rates + the samples' activity over time + the I/O rates
+    # (uPlot), and the per-rank activity strip
+    assert re.search(r'<body[^>]*data-rendered="4"', dom.stdout)
+    assert dom.stdout.count("<canvas") == 5
     assert 'class="fg"' in dom.stdout and 'id="pw-tree"' in dom.stdout
     assert "<img" not in dom.stdout and "&lt;img src=x" in dom.stdout
     for text in (
@@ -83,16 +122,139 @@ def test_html_report_renders_offline(build, run_pw, tmp_path):
         "phases.c:",
         "Advice",
         "communication-bound",
+        "MPI time per rank",
         "MPI call sites",
         "MPI_Sendrecv",
         "Counters per call site",
+        "Message sizes",
+        "Communication matrix",
+        "I/O profile",
         "Node timeline",
-        "absent: nvml",
+        "absent",
+        "nvml",
     ):
-        assert text in dom.stdout
-    shot = tmp_path / "report.png"
-    chromium(out.as_uri(), f"--screenshot={shot}", "--window-size=1200,1400")
-    assert shot.exists() and shot.stat().st_size > 20000
+        assert text in dom.stdout, text
+    # every chart drawn: the SVG ones have their bars, each uPlot chart its canvas
+    for el in ("pw-rank-mpi", "pw-sizes-0"):
+        svg = dom.stdout[dom.stdout.index(f'id="{el}"') :]
+        assert svg[: svg.index("</svg>")].count("data-activity=") >= 3 - 2 * (el != "pw-rank-mpi")
+
+
+def test_html_and_text_report_agree_on_every_number(phases_page):
+    """Section by section (report_numbers.py) on the report's data of a real run, and
+    over the whole page: every number of `perfweave report --full` and of the default
+    text report is in the page that `perfweave report --html` wrote, written alike."""
+    from perfweave.readers.experiment import open_experiment
+
+    assert_agree(phases_page.data, open_experiment(phases_page.exp))
+    shown = numbers(page_text([phases_page.out.read_text()]))
+    for text in phases_page.texts:
+        missing = [
+            (n, line)
+            for line in text.splitlines()
+            if not HINT.match(line)
+            for n in NUMBER.findall(line)
+            if n not in shown
+        ]
+        assert not missing, missing[:20]
+
+
+def test_every_chart_colours_an_activity_alike(phases_page):
+    """The samples' flame graph legend, activity chart and per-rank strip, the node
+    timeline's process-activity chart and the per-rank MPI chart draw each activity in
+    the one colour of widgets.py ACTIVITY_COLOURS (what each drew, as the page's script
+    recorded it while drawing: window.pwDrawn)."""
+    b = Browser()
+    try:
+        b.open(phases_page.out.as_uri())
+        drawn = b.js("window.pwDrawn")
+        assert b.console() == []
+    finally:
+        b.close()
+    charts = {d["chart"] for d in drawn}
+    assert {
+        "pw-act-mean",
+        "pw-act-ranks",
+        "pw-strip-legend",
+        "pw-flame-legend",
+        "pw-rank-mpi",
+        "pw-sizes-0",
+    } <= charts, charts
+    assert any(c.startswith("plot") for c in charts)  # the node timeline's
+    colour = {}
+    for d in drawn:
+        colour.setdefault(d["activity"], set()).add(d["colour"].lower())
+    assert {"compute", "mpi_coll", "mpi_p2p"} <= set(colour)
+    assert colour == {a: {ACTIVITY_COLOURS[a]} for a in colour}, colour
+    # each chart that draws compute and collectives
+    for chart in ("pw-act-mean", "pw-rank-mpi"):
+        assert {d["activity"] for d in drawn if d["chart"] == chart} >= {"compute", "mpi_coll"}
+    node = [d for d in drawn if d["chart"].startswith("plot")]
+    assert {d["activity"] for d in node} >= {"compute", "mpi_coll"}
+
+
+# the views of the page, each as the element that starts it (its heading) and the one
+# that starts the next: docs/html-report.md's screenshots
+VIEWS = {
+    "run": ("h1", "Advice"),
+    "samples": ("Where the time goes", "Call tree"),
+    "activity": ("Activity over time", "functions (self)"),
+    "mpi-per-rank": ("MPI time per rank", "MPI functions by time"),
+    "message-sizes": ("Message sizes", "Communication matrix"),
+    "comm-matrix": ("Communication matrix", "Point-to-point pairs"),
+    "node-timeline": ("Node timeline", None),
+}
+
+
+def test_a_screenshot_per_view(phases_page):
+    """Each view of the page captured alone (headless Chromium, the view's part of the
+    page): a PNG that is not blank. With PERFWEAVE_SCREENSHOTS=DIR they are also saved
+    there (docs/: `PERFWEAVE_SCREENSHOTS=docs pytest -k screenshot tests/runtime/test_html.py`)."""
+    find = """(() => {
+      const hs = [...document.querySelectorAll("h1, h2, h3")];
+      const start = hs.find(h => h.tagName === "%s" || h.textContent.startsWith("%s"));
+      const stop = %s;
+      const top = start.getBoundingClientRect().top + window.scrollY - 8;
+      const end = stop ? stop.getBoundingClientRect().top + window.scrollY
+                       : Math.min(top + 640, document.body.scrollHeight);
+      return [top, Math.min(end - top, 640)];
+    })()"""
+    b = Browser()
+    shots = {}
+    try:
+        b.open(phases_page.out.as_uri())
+        b.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1150,
+            height=900,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        for name, (start, stop) in VIEWS.items():
+            after = (
+                f'hs.slice(hs.indexOf(start) + 1).find(h => h.textContent.startsWith("{stop}"))'
+                if stop
+                else "null"
+            )
+            top, height = b.js(find % (start.upper(), start, after))
+            assert height > 40, name
+            shot = b.call(
+                "Page.captureScreenshot",
+                format="png",
+                captureBeyondViewport=True,
+                clip={"x": 0, "y": top, "width": 1150, "height": height, "scale": 1},
+            )
+            shots[name] = base64.b64decode(shot["data"])
+        assert b.console() == []
+    finally:
+        b.close()
+    for name, png in shots.items():
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 8000, name
+        (phases_page.tmp / f"{name}.png").write_bytes(png)
+    to = os.environ.get("PERFWEAVE_SCREENSHOTS")
+    if to:
+        for name, png in shots.items():
+            Path(to, f"html-{name}.png").write_bytes(png)
 
 
 def test_html_of_a_corrupt_timeline_still_renders(build, run_pw, tmp_path):
@@ -242,10 +404,10 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
     html_report(r.exp, out)
     page = out.read_text()
     assert "burn<script>" not in page and "burn\\u003cscript\\u003e" in page
-    assert page.count("<script") == 4  # uPlot, two data blocks, the page's
+    assert page.count("<script") == 5  # uPlot, three data blocks, the page's
     dom, console = chromium(out.as_uri(), "--dump-dom")
     assert console == [], console
-    assert dom.stdout.count("<script") == 4 and "burn&lt;script&gt;(double)" in dom.stdout
+    assert dom.stdout.count("<script") == 5 and "burn&lt;script&gt;(double)" in dom.stdout
     # not zoomed: the top bar, then each node at its inclusive share of all samples
     bars = flame_bars(dom.stdout)
     assert bars[0][:2] == ("all", "all samples") and bars[0][3] == 100
@@ -267,7 +429,7 @@ def test_flame_graph_zoom_activity_and_hostile_function_names(build, run_pw, tmp
     chart = dom.stdout[dom.stdout.index('id="pw-act-mean"') :]
     chart = chart[: chart.index("</table>")]
     labels = re.findall(r'class="u-label">([^<]*)<', chart)
-    assert sorted(labels[1:]) == sorted(a.replace("_", " ") for a in tl["activities"])
+    assert sorted(labels[1:]) == sorted(activity_name(a) for a in tl["activities"])
     assert f'data-series="{",".join(tl["activities"])}"' in dom.stdout
     assert {"compute", "mpi_coll"} <= set(tl["activities"])  # rank 0 waits for rank 1
     # zoom by link: main's children at their share of main

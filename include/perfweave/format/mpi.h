@@ -2,6 +2,9 @@
  * The MPI module's part of the experiment format (runtime/modules/mpi.c; the vocabulary:
  * include/perfweave/format.h): the compact profile, profile.pwcompact.
  *
+ * The full profile's (profile.pwprof, rank files) array of the module: "comms", the
+ * communication matrix.
+ *
  * The full profile (profile.pwprof) holds one record per (rank, call site): rank 0 needs
  * O(ranks) memory to write it. The compact profile holds, per call-tree node (a function
  * at a call site, with its caller frames) and metric, the statistics over the ranks that
@@ -78,15 +81,52 @@ enum pw_compact_metric { PW_COMPACT_METRICS(PW_COMPACT_METRIC_ENUM) };
     X(int64_t, "<i8", sum)                                                                 \
     X(double, "<f8", mean)                                                                 \
     X(double, "<f8", m2)
+/* The communication matrix (runtime/modules/mpi.c; docs/mpi-profile.md "Communication
+ * matrix"), an array of the profile files of its own (PW_PROFILE_ARRAYS_mpi below):
+ * one row per (rank, communicator, peer, function, direction) with calls.
+ * comm_hash identifies a communicator's group alike on every member (a hash of its members'
+ * MPI_COMM_WORLD ranks in its rank order; communicators of one group share it; the remote
+ * group's for an intercommunicator), comm_size its size, comm_first the world rank of its
+ * rank 0. Point-to-point rows (dir SEND, RECV) name the peer by its MPI_COMM_WORLD rank;
+ * a receive from MPI_ANY_SOURCE by its status' source, or peer -2 where the call gives
+ * none (a nonblocking receive's source is known only at its completion); a receive's
+ * bytes are its status' count where the call has a status, else its posted count.
+ * Collective rows (dir COLL, peer -1) hold the bytes this rank sent and received by the
+ * collective's size formula, the one of sites' bytes_sent and bytes_recv. Overflow row (past
+ * PW_COMM_MAX_ROWS per thread): comm_hash 0, peer -2. */
+#define PW_COMM_DIRS(X) X(SEND, 0, "send") X(RECV, 1, "recv") X(COLL, 2, "coll")
+#define PW_COMM_DIR_ENUM(name, value, str) PW_COMM_##name = value,
+enum pw_comm_dir { PW_COMM_DIRS(PW_COMM_DIR_ENUM) };
+#undef PW_COMM_DIR_ENUM
+#define PW_COMM_MAX_ROWS 16384
+#define PW_COMM_FIELDS(X, A)                                                               \
+    X(int32_t, "<i4", rank)                                                                \
+    X(int32_t, "<i4", peer)            /* MPI_COMM_WORLD rank; -1 collective, -2 unknown */\
+    X(int32_t, "<i4", fn)              /* index into header "functions" */                 \
+    X(int32_t, "<i4", dir)             /* PW_COMM_DIRS */                                  \
+    X(int32_t, "<i4", comm_size)                                                           \
+    X(int32_t, "<i4", comm_first)                                                          \
+    X(int64_t, "<i8", comm_hash)                                                           \
+    X(int64_t, "<i8", messages)        /* calls (a Sendrecv: one each way) */              \
+    X(int64_t, "<i8", bytes_sent)      /* SEND and COLL rows */                            \
+    X(int64_t, "<i8", bytes_recv)      /* RECV and COLL rows */                            \
+    X(int64_t, "<i8", total_ns)        /* the calls' time (a Sendrecv's: its SEND row) */
+
+/* The profile's arrays of the module, after the core's (format.h PW_PROFILE_ARRAYS_core):
+ * X(array, record, FIELDS, type). */
+#define PW_PROFILE_ARRAYS_mpi(X) X(comms, comm, PW_COMM_FIELDS, pw_comm_rec)
 /* clang-format on */
 
+PW_RECORD_STRUCT(PW_COMM_FIELDS, pw_comm_rec)
 PW_RECORD_STRUCT(PW_CNODE_FIELDS, pw_cnode_rec)
 PW_RECORD_STRUCT(PW_CSTAT_FIELDS, pw_cstat_rec)
 
 #define PW_FORMAT_mpi(FILE, RECORD, NAMES, CODES, CONST, JSON)                                     \
     FILE(compact, ".", PW_COMPACT_MAGIC, PW_COMPACT_VERSION)                                       \
+    RECORD(comm, PW_COMM_FIELDS, pw_comm_rec)                                                      \
     RECORD(cnode, PW_CNODE_FIELDS, pw_cnode_rec)                                                   \
     RECORD(cstat, PW_CSTAT_FIELDS, pw_cstat_rec)                                                   \
+    NAMES(comm_dirs, PW_COMM_DIRS)                                                                 \
     NAMES(compact_metrics, PW_COMPACT_METRICS)                                                     \
     CONST(compact_node_metrics, PW_COMPACT_NODE_METRICS)                                           \
     CONST(compact_sub_bits, PW_COMPACT_SUB_BITS)                                                   \

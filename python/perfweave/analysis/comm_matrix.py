@@ -5,7 +5,9 @@ bytes and time, with the ranks' hosts.
 
 Point-to-point pairs are the senders' rows (a send names its receiver exactly); the
 receivers' rows add the time spent receiving from each sender and the receives whose
-source the runtime could not know (a nonblocking receive from MPI_ANY_SOURCE: sender -2).
+source the runtime could not know (sender -2). One-sided calls are recorded by their
+origin alone: an MPI_Put's row is a send to its target, an MPI_Get's a receive from it,
+and both count as the pair's messages and bytes.
 Communicators are told apart by their group (the runtime's hash of their members' world
 ranks): duplicates of one group are one communicator here.
 """
@@ -75,13 +77,18 @@ def analyze(profile):
     comms = _communicators(rows, profile.world_size)
     cid = {c["hash"]: c["id"] for c in comms}
     pairs = {}
+    one_sided = {i for i, f in enumerate(profile.families) if f == "rma"}
     for r in rows[rows["dir"] != COLL]:
         send = r["dir"] == SEND
         sender, receiver = (r["rank"], r["peer"]) if send else (r["peer"], r["rank"])
         key = (cid[int(r["comm_hash"])], int(sender), int(receiver))
         p = pairs.setdefault(key, {"messages": 0, "bytes": 0, "send_ns": 0, "recv_ns": 0,
                                    "recv_messages": 0, "recv_bytes": 0})  # fmt: skip
-        if send:
+        if not send and int(r["fn"]) in one_sided:  # a Get: the origin's row is the pair's
+            p["messages"] += int(r["messages"])
+            p["bytes"] += int(r["bytes_recv"])
+            p["recv_ns"] += int(r["total_ns"])
+        elif send:
             p["messages"] += int(r["messages"])
             p["bytes"] += int(r["bytes_sent"])
             p["send_ns"] += int(r["total_ns"])

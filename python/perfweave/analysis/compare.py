@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfweave import progress
 from perfweave._format import IO_LAYERS
 from perfweave.analysis.callpaths import METRICS as CALLPATH_METRICS, callpath_metrics, samples_of
 from perfweave.errors import PerfweaveError
@@ -410,14 +411,18 @@ def compare(
     sym = Symbolizer()
     built = []
     notes = []
-    for label, paths in sides:
-        values, splits = [], []
-        for p in paths:
-            exp = open_experiment(p)
-            sm = samples_of(exp, sym)
-            values.append(key_values(exp, by, metric, sym, sm, inclusive))
-            splits.append(split_of(exp, sm))
-        built.append(Side(label, [str(p) for p in paths], values, mean_split(splits)))
+    total = sum(len(paths) for _, paths in sides)
+    with progress.task("compare: reading", total, "experiment") as bar:
+        for label, paths in sides:
+            values, splits = [], []
+            for p in paths:
+                bar.step(0, f"compare: reading {label} ({p})")
+                exp = open_experiment(p)
+                sm = samples_of(exp, sym)
+                values.append(key_values(exp, by, metric, sym, sm, inclusive))
+                splits.append(split_of(exp, sm))
+                bar.step()
+            built.append(Side(label, [str(p) for p in paths], values, mean_split(splits)))
     for s in built:
         if not any(s.values):
             why = " (sampled: the experiment has no samples; --metric mpi_time is exact)"

@@ -23,10 +23,10 @@ from perfweave._format import (
 )
 from perfweave.analysis.trace_source import load
 from perfweave.dtypes import (
-    COMM_DTYPE,
     COUNT_DTYPE,
     FRAME_DTYPE,
     HIST_DTYPE,
+    MODULE_ARRAY_DTYPES,
     PROFILE_VERSION,
     RANK_DTYPE,
     SITE_DTYPE,
@@ -159,8 +159,10 @@ def encode(profile):
         "frames": profile.frames.astype(FRAME_DTYPE),
         "hist": profile.hist.astype(HIST_DTYPE),
         "counts": profile.counts.astype(COUNT_DTYPE),
-        "comms": profile.comms.astype(COMM_DTYPE),  # none from traces (yet)
     }
+    # the modules' arrays after the core's, as the runtime writes them (comms: none from
+    # traces yet)
+    arrays.update({k: profile.arrays[k].astype(d) for k, d in MODULE_ARRAY_DTYPES.items()})
     described, offset = {}, 0
     for name, a in arrays.items():
         described[name] = {

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfweave._format import HIST_BUCKETS
+from perfweave._format import FAMILIES, HIST_BUCKETS
 from perfweave.model.table import column, records, table
 from perfweave.model.profile import BRACKET, state_name
 from perfweave.symbols import Symbolizer
@@ -141,6 +141,18 @@ def analyze(profile, top=20, symbolizer=None):
     ukeys, site_of_row = _group(key)
     nsites = len(ukeys)
     rpos = np.array([rank_pos[int(r)] for r in s["rank"]], dtype=np.int64)
+
+    # per rank, the app time's MPI calls by family (the report's per-rank chart); a
+    # family an older file names otherwise counts as "other"
+    fam_of_fn = np.array(
+        [FAMILIES.index(f) if f in FAMILIES else FAMILIES.index("other") for f in profile.families]
+        or [0],
+        dtype=np.int64,
+    )
+    fam_s = np.zeros((len(per_rank), len(FAMILIES)))
+    np.add.at(fam_s, (rpos, fam_of_fn[s["fn"]]), s["total_ns"] / 1e9)
+    for p, row in zip(per_rank, fam_s):
+        p.update({f"{f}_s": float(v) for f, v in zip(FAMILIES, row)})
 
     # per (site, rank) totals: a dense sites x ranks matrix is fine at profile sizes
     time_sr = np.zeros((nsites, max(nranks, 1)))
@@ -387,6 +399,7 @@ _LAYOUT = {
         "clock_offset_init_s",
         "clock_offset_fini_s",
         "clock_offset_error_s",
+        *(f"{f}_s" for f in FAMILIES),  # the app time's MPI calls by family
     ),
     "functions": (
         "name",
@@ -435,8 +448,9 @@ class MpiProfileResult:
 
     per_rank: one row per rank, by rank: rank, host, pid, state, app_s, mpi_s, mpi_pct
       and outside_pct (of the rank's app time), calls, threads, table_resident_bytes,
-      init_s, clock_offset_init_s, clock_offset_fini_s, clock_offset_error_s; with
-      counters one column per event (counted inside and between MPI calls).
+      init_s, clock_offset_init_s, clock_offset_fini_s, clock_offset_error_s, FAMILY_s
+      (the app time's MPI calls of each family, _format FAMILIES); with counters one
+      column per event (counted inside and between MPI calls).
     functions: one row per MPI function, by time: name, family, calls, time_s, app_pct,
       mpi_pct, bytes_sent, bytes_recv, mean_bytes, sites, ranks, and the function's share
       of each rank's app time across ranks: rank_min_pct, rank_mean_pct, rank_max_pct,

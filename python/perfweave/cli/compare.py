@@ -107,7 +107,7 @@ def main(args):
             writing.write_atomic(args.html, render.html(doc))
         except OSError as e:
             raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
-        print(f"perfweave: wrote {args.html}", file=sys.stderr)
+        progress.then(f"wrote {args.html}", progress.html_next_step(args.html))
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:

@@ -7,6 +7,19 @@ from perfweave import progress
 
 FORMATS = ("otf2", "chrome", "darshan", "caliper", "cube")
 
+# What opens each format's file (docs/interop.md), after the export: the next step.
+OPEN_WITH = {
+    "otf2": "open {path} in Vampir, read it with otf2-print, or `perfweave import {path}`",
+    "chrome": "open {path} in https://ui.perfetto.dev or chrome://tracing",
+    "darshan": "read {path} as darshan-parser output (darshan-parser's text tools, diff)",
+    "caliper": "load {path} with hatchet.GraphFrame.from_caliper or Thicket.from_caliper",
+    "cube": "open {path} in the CUBE GUI (`cube {path}`) or with pycubexr",
+}
+
+
+def opened(fmt, path):
+    progress.then(f"wrote {path}", OPEN_WITH[fmt].format(path=path))
+
 
 def setup_parser(sub):
     p = sub.add_parser(
@@ -65,6 +78,7 @@ def main(args):
             f"rank{'s' if s['ranks'] != 1 else ''} in {s['seconds']:.2f} s",
             sys.stdout,
         )
+        opened(args.format, s["path"])
         return 0
     if args.format == "darshan":
         from perfweave.interop.darshan import export
@@ -81,17 +95,18 @@ def main(args):
             progress.say(
                 f"perfweave: wrote the log of a process without an MPI rank: {p}", sys.stdout
             )
+        opened("darshan", s["path"])
         return 0
     if args.format == "otf2":
         from perfweave.interop.otf2 import export
 
         s = export(args.experiment, args.output, force=args.force)
-        what = f"OTF2 archive {s['anchor']}"
+        what, path = f"OTF2 archive {s['anchor']}", s["anchor"]
     else:
         from perfweave.interop.chrome import export
 
         s = export(args.experiment, args.output, force=args.force)
-        what = f"Chrome trace {s['path']}"
+        what, path = f"Chrome trace {s['path']}", s["path"]
     for note in s["notes"]:
         progress.say(f"perfweave: note: {note}", sys.stdout)
     rate = s["records"] / s["seconds"] if s["seconds"] > 0 else 0
@@ -100,4 +115,5 @@ def main(args):
         f"{s['ranks']} ranks in {s['seconds']:.2f} s ({rate:,.0f} records/s)",
         sys.stdout,
     )
+    opened(args.format, path)
     return 0

@@ -22,8 +22,9 @@ def setup_parser(sub):
     p.add_argument(
         "--html",
         metavar="FILE",
-        help="also write the report as one self-contained HTML file (charts of "
-        "the node timeline; works offline)",
+        help="write the report as one self-contained HTML file that works offline "
+        "(docs/html-report.md) and print one line saying so; with --json the JSON "
+        "still goes to stdout",
     )
     p.add_argument(
         "--top",
@@ -85,7 +86,9 @@ def main(args):
             writing.write_atomic(args.html, html.render(data, exp))
         except OSError as e:
             raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
-        print(f"perfweave: wrote {args.html}", file=sys.stderr)
+        progress.then(f"wrote {args.html}", progress.html_next_step(args.html))
+        if not args.json:  # the page is the report: its one line, not the text as well
+            return 0
     if args.json:
         sys.stdout.write(json.dumps(data, indent=1) + "\n")  # one write, not many
     else:

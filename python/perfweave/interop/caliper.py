@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from perfweave import progress
 from perfweave.interop import callpath_export
 
 # (column, callpaths metric, inclusive, Caliper's unit), in the order of the columns
@@ -90,11 +91,15 @@ def export(exp, out=None, force=False):
     """Write experiment exp's call-path profile as Caliper json-split to out (default
     EXP/export/caliper.json). Returns a summary dict (path, nodes, ranks, rows,
     seconds, notes)."""
-    src = callpath_export.load(exp)
-    meta = callpath_export.run_metadata(src.exp)
-    meta["perfweave.export"] = "caliper json-split"
-    doc = document(src.table, meta)
-    path = callpath_export.write(exp, out, "caliper.json", force, json.dumps(doc))
+    with progress.task("Caliper: reading the profile", 3, "step") as bar:
+        src = callpath_export.load(exp)
+        bar.step(what="Caliper: building the document")
+        meta = callpath_export.run_metadata(src.exp)
+        meta["perfweave.export"] = "caliper json-split"
+        doc = document(src.table, meta)
+        bar.step(what="Caliper: writing")
+        path = callpath_export.write(exp, out, "caliper.json", force, json.dumps(doc))
+        bar.step()
     return {
         "path": path,
         "nodes": len(src.table.names),

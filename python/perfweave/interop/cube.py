@@ -26,6 +26,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
+from perfweave import progress
 from perfweave.interop import callpath_export
 from perfweave.model.waitstates import split_site
 from perfweave.symbols import Symbolizer
@@ -368,7 +369,13 @@ def export(exp, out=None, force=False):
     """Write experiment exp's call-path profile (with its wait states when analysed, and
     the POP useful time) as a CUBE 4 file to out (default EXP/export/profile.cubex).
     Returns a summary dict (path, nodes, ranks, metrics, seconds, notes)."""
+    with progress.task("CUBE: reading the profile", 4, "step") as bar:
+        return _export(exp, out, force, bar)
+
+
+def _export(exp, out, force, bar):
     src = callpath_export.load(exp)
+    bar.step(what="CUBE: metrics")
     t = src.table
     metrics = []
     for name, (uniq, disp, dtype, uom, descr) in TABLE_METRICS.items():
@@ -386,7 +393,9 @@ def export(exp, out=None, force=False):
         attrs.update(factors)
     title = (src.exp.meta or {}).get("program", "") or "program"
     title = title.rsplit("/", 1)[-1]
+    bar.step(what="CUBE: building the file")
     data = cube_file(t, metrics, _hosts(src.exp, t), attrs, title)
+    bar.step(what="CUBE: writing")
     path = callpath_export.write(exp, out, "profile.cubex", force, data)
     return {
         "path": path,

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from perfweave._format import IO_FORMS, IO_FS_TYPES, IO_LAYERS, IO_OPS
+from perfweave import progress
 from perfweave.errors import PerfweaveError
 from perfweave.interop import output_file
 
@@ -245,10 +246,12 @@ def export(exp, out=None, force=False):
         if p.exists() and not force:
             raise PerfweaveError(f"{p}: already exists (--force replaces it)")
     rows = 0
-    for p, (procs, forked_from) in zip(paths, logs):
-        text = darshan_text(io, exe=exe, processes=procs, forked_from=forked_from)
-        _write_text(p, text)
-        rows += sum(1 for ln in text.splitlines() if ln and not ln.startswith("#"))
+    with progress.task("darshan: writing", len(paths), "log") as bar:
+        for p, (procs, forked_from) in zip(paths, logs):
+            text = darshan_text(io, exe=exe, processes=procs, forked_from=forked_from)
+            _write_text(p, text)
+            rows += sum(1 for ln in text.splitlines() if ln and not ln.startswith("#"))
+            bar.step()
     return {
         "path": path,
         "paths": paths,

@@ -45,18 +45,32 @@ class Profile:
     notes: list = field(default_factory=list)
     counts: np.ndarray = None  # --counters: per (site row, event); see format.md
     counters: list = field(default_factory=list)  # their event names
-    # the communication matrix (format 6; empty from older files): see format.md
-    comms: np.ndarray = None
+    # the modules' arrays (dtypes.MODULE_ARRAY_DTYPES, each declared in its module's format
+    # header: the mpi module's "comms", the communication matrix, format 6), by name, each
+    # also an attribute (profile.comms); empty where the files have none: see format.md
+    arrays: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        from perfweave.dtypes import COUNT_DTYPE, MODULE_ARRAY_DTYPES
+
         if self.counts is None:
-            from perfweave.dtypes import COUNT_DTYPE
-
             self.counts = np.zeros(0, COUNT_DTYPE)
-        if self.comms is None:
-            from perfweave.dtypes import COMM_DTYPE
+        for name, dtype in MODULE_ARRAY_DTYPES.items():
+            if self.arrays.get(name) is None:
+                self.arrays[name] = np.zeros(0, dtype)
 
-            self.comms = np.zeros(0, COMM_DTYPE)
+    def __getattr__(self, name):
+        arrays = self.__dict__.get("arrays")
+        if arrays is not None and name in arrays:
+            return arrays[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        arrays = self.__dict__.get("arrays")
+        if arrays is not None and name in arrays:
+            arrays[name] = value
+        else:
+            object.__setattr__(self, name, value)
 
     def module(self, name):
         """The entry of module `name` in `modules`, {} when it recorded nothing."""

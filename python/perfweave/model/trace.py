@@ -405,6 +405,8 @@ def prepare(rf):
     two = (rtyp == T["COLL"]) | (rtyp == T["RMA"])
     w = (r["bytes"] + r["t1"] * two) * MOVES(rtyp)
     moved = np.bincount(call_path[call_of], weights=w.astype(np.float64), minlength=npaths)
+    # a damaged trace's byte counts can sum past int64: kept at its bounds, not cast wrapped
+    moved = np.clip(moved, -(2.0**63), 2.0**63 - 1024)
     return RankModel(
         rank=rf.rank,
         host=meta.get("host", "?"),

@@ -18,7 +18,7 @@ import numpy as np
 
 from perfweave.errors import FormatError, PerfweaveError
 from perfweave.model.profile import STATES, Profile, state_name
-from perfweave.dtypes import COMM_DTYPE, COUNT_DTYPE, HIST_BUCKETS
+from perfweave.dtypes import HIST_BUCKETS, MODULE_ARRAY_DTYPES, PROFILE_ARRAY_DTYPES
 from perfweave.readers.files import short, check, read_json
 from perfweave.readers.compact import NAME as COMPACT_NAME
 from perfweave.readers.profile import read_profile
@@ -158,7 +158,7 @@ def merge(files):
     functions, families, modules, fmaps = _function_table(files)
     objects, buildids, hosts = [], [], []
     obj_index, host_index = {}, {}
-    parts = {k: [] for k in ("ranks", "sites", "frames", "hist", "counts", "comms")}
+    parts = {k: [] for k in PROFILE_ARRAY_DTYPES}
     counters = next((pf.header["counters"] for pf in files if pf.header.get("counters")), [])
     for pf, fmap in zip(files, fmaps):
         h = pf.header
@@ -181,8 +181,8 @@ def merge(files):
             if i == len(hosts):
                 hosts.append(x)
         a = {k: v.copy() for k, v in pf.arrays.items()}
-        a.setdefault("counts", np.zeros(0, COUNT_DTYPE))
-        a.setdefault("comms", np.zeros(0, COMM_DTYPE))  # files before version 6 have none
+        for name, dtype in PROFILE_ARRAY_DTYPES.items():  # counts, a module's: older files
+            a.setdefault(name, np.zeros(0, dtype))  # have none (comms before version 6)
         if a["counts"].size and pf.header.get("counters") != counters:
             raise FormatError(
                 f"{pf.path}: counts other events than the other files of this experiment"
@@ -191,8 +191,9 @@ def merge(files):
         a["ranks"]["host"] = hmap[a["ranks"]["host"]]
         for name in ("sites", "frames"):
             a[name]["object"] = omap[a[name]["object"]]  # -1 maps to the last entry: -1
-        for name in ("sites", "hist", "comms"):
-            a[name]["fn"] = fmap[a[name]["fn"]]
+        for name in parts:  # every array of function ids: sites, hist, a module's
+            if "fn" in (a[name].dtype.names or ()):
+                a[name]["fn"] = fmap[a[name]["fn"]]
         frame_base = sum(len(x) for x in parts["frames"])
         has = a["sites"]["first_frame"] >= 0
         a["sites"]["first_frame"][has] += frame_base
@@ -205,7 +206,7 @@ def merge(files):
         frames=cat["frames"],
         hist=cat["hist"],
         counts=cat["counts"],
-        comms=cat["comms"],
+        arrays={name: cat[name] for name in MODULE_ARRAY_DTYPES},
         counters=list(counters),
         functions=functions,
         families=families,

@@ -10,6 +10,8 @@ alone, so that the JSON holds everything either shows."""
 
 from dataclasses import dataclass, field
 
+from perfweave import progress
+
 ALL = "*"  # Section.needs: every other section (the advice reads the whole report)
 
 
@@ -97,9 +99,11 @@ def collect(sections, experiment, top):
         report.update(part)
         parts[id(s)] = part
         done.add(id(s))
+        bar.step(what=f"report: {s.name or 'run'}")
 
-    for s in sorted(sections, key=lambda s: s.needs == ALL):
-        run(s)
+    with progress.task("report: reading", len(sections), "section") as bar:
+        for s in sorted(sections, key=lambda s: s.needs == ALL):
+            run(s)
     out = {}
     for s in sections:
         out.update(parts[id(s)])

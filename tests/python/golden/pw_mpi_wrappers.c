@@ -194,7 +194,7 @@ PW_WRAPPER int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Statu
     pw_call c;
     if (!pw_mpi_enter(&c, PW_FN_MPI_Waitall, ra))
         return real(count, array_of_requests, array_of_statuses);
-    if (PW_UNLIKELY(pw_trace_on) && array_of_statuses == MPI_STATUSES_IGNORE)
+    if ((PW_UNLIKELY(pw_trace_on) || PW_UNLIKELY(pw_mpi_matrix_waits)) && array_of_statuses == MPI_STATUSES_IGNORE)
         array_of_statuses = pw_trace_statuses(count);
     pw_args a;
     a.fortran = 0;
@@ -220,6 +220,8 @@ static inline __attribute__((always_inline)) void pw_f_MPI_Waitall(pw_freal_MPI_
         real(count, array_of_requests, array_of_statuses, ierr);
         return;
     }
+    if (PW_UNLIKELY(pw_mpi_matrix_waits) && pw_f_status_ignored(array_of_statuses))
+        array_of_statuses = pw_mpi_matrix_fstatuses((int)*count, array_of_statuses);
     pw_args a;
     a.fortran = 1;
     a.nreq = (int)*count;

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfweave import __version__
+from perfweave import __version__, progress
 from perfweave.errors import PerfweaveError
 from perfweave.interop import FLUSH_REGION, TIMED, default_output, load
 from perfweave.interop.otf2.calls import EventCalls
@@ -352,8 +352,10 @@ class _Exporter:
             self._definitions(w)
             total = 0
             self.nrecords = 0
-            for r in self.X.ranks:  # one chunk of a rank in memory at a time
-                total += self._rank(w, r)
+            with progress.task("OTF2: writing", len(self.X.ranks), "rank") as bar:
+                for r in self.X.ranks:  # one chunk of a rank in memory at a time
+                    total += self._rank(w, r)
+                    bar.step()
             if w._first_timestamp is not None and self.X.meta.get("start_epoch"):
                 # wall-clock time of the first event: the launch, at best
                 w._realtime_timestamp = float(self.X.meta["start_epoch"])

@@ -14,10 +14,12 @@ NAMES = [
     "startup",  # MPI_Init and shutdown times (shown in the run's lines)
     "advice",  # what to change, from all the sections' data
     "samples",  # where the time goes: call tree, lines, activity over time
+    "source",  # the source of the samples' hottest lines
     "mpi_profile",  # MPI time per rank, balance, functions, call sites, counters
     "compact",  # the compact profile's MPI call sites, when it is the only MPI profile
     "wait_states",  # perfweave analyze's wait states
     "pop",  # the POP factors of a traced run (perfweave pop)
+    "trace_interval",  # a traced run's timeline over an interval (HTML: a canvas)
     "message_sizes",  # the MPI profile's message sizes
     "comm_matrix",  # the MPI profile's communication matrix
     "io",  # the I/O profile (--io): share, files, ranks, call sites

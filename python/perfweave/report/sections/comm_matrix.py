@@ -9,7 +9,15 @@ import numpy as np
 from perfweave.analysis.comm_matrix import analyze, world_matrix
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.widgets import byte_size, cut_rows, escape, html_table, more_rows, text_table
+from perfweave.report.widgets import (
+    byte_size,
+    cut_rows,
+    escape,
+    html_table,
+    more_rows,
+    text_table,
+    wrap_words,
+)
 
 # ranks: those that recorded calls on it / its size
 COMM_COLUMNS = ["communicator", "ranks", "p2p messages", "p2p bytes", "coll calls", "coll bytes"]
@@ -31,13 +39,7 @@ class CommMatrix(Section):
         if not m:
             return []
         comms = m["communicators"]
-        out = [
-            "",
-            f"Communication matrix: {len(comms)} communicator(s), "
-            f"{sum(c['p2p_messages'] for c in comms)} point-to-point messages "
-            f"({byte_size(sum(c['p2p_bytes'] for c in comms))}), "
-            f"{sum(c['coll_calls'] for c in comms)} collective calls",
-        ]
+        out = [""] + wrap_words(_title(m), view.width)
         names = {c["id"]: c["name"] for c in comms}
         pairs = sorted(m["p2p"], key=lambda p: (-p["bytes"], -p["messages"]))
         shown, more = cut_rows(pairs, view.rows)
@@ -63,7 +65,7 @@ class CommMatrix(Section):
         names = {c["id"]: c["name"] for c in m["communicators"]}
         pairs = sorted(m["p2p"], key=lambda p: (-p["bytes"], -p["messages"]))
         return [
-            "<h2>Communication matrix</h2>",
+            f"<h2>{escape(_title(m))}</h2>",
             html_table([_comm_row(c) for c in m["communicators"]], COMM_COLUMNS),
             "<h3>Bytes sent, sender (row) to receiver (column), every communicator</h3>",
             heat_map(m),
@@ -72,6 +74,16 @@ class CommMatrix(Section):
             "<h3>Collectives</h3>",
             html_table([_coll_row(c, names) for c in _collectives(m)], COLL_COLUMNS),
         ]
+
+
+def _title(m):
+    comms = m["communicators"]
+    return (
+        f"Communication matrix: {len(comms)} communicator(s), "
+        f"{sum(c['p2p_messages'] for c in comms)} point-to-point messages "
+        f"({byte_size(sum(c['p2p_bytes'] for c in comms))}), "
+        f"{sum(c['coll_calls'] for c in comms)} collective calls"
+    )
 
 
 def _comm_row(c):

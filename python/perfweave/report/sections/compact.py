@@ -36,25 +36,17 @@ class CompactSection(Section):
         c = data.get("compact")
         if not c:
             return []
-        r = c["rank_mpi_s"]
         out = [
             "",
             f"MPI profile (compact: {c['ranks']} ranks, rank statistics per call site)",
-            f"  MPI time {_t(c['mpi_s'])} of {_t(c['app_s'])} app time summed over ranks "
-            f"({c['mpi_pct']:.1f} %)",
-            f"  MPI time per rank: min {_t(r['min'])} (rank {r['argmin']}), "
-            f"mean {_t(r['mean'])}, max {_t(r['max'])} (rank {r['argmax']})",
+            *(f"  {line}" for line in _summary(c)),
             "",
             "MPI functions by time",
         ]
         shown, more = cut_rows(c["functions"], view.rows)
         out += text_table([_frow(f) for f in shown], FUNCTION_COLUMNS, width=view.width)
         out += more_rows(more, "functions")
-        out += [
-            "",
-            "MPI call sites by time (over the ranks that called each; p90s, per rank, from "
-            f"sketches, within {100 * c['sketch_relative_error']:.1f} %)",
-        ]
+        out += ["", _sites_title(c)]
         shown, more = cut_rows(c["callsites"], view.rows)
         out += text_table(
             [_srow(s) for s in shown],
@@ -73,10 +65,30 @@ class CompactSection(Section):
             return []
         return [
             f"<h2>MPI profile (compact, {c['ranks']} ranks)</h2>",
+            *(f"<p>{escape(line)}</p>" for line in _summary(c)),
+            "<h3>MPI functions by time</h3>",
             html_table([_frow(f) for f in c["functions"]], FUNCTION_COLUMNS),
+            f"<h3>{escape(_sites_title(c))}</h3>",
             html_table([_srow(s) for s in c["callsites"]], SITE_COLUMNS),
             f"<p class=note>not available: {escape(c['missing'])}</p>",
         ]
+
+
+def _summary(c):
+    r = c["rank_mpi_s"]
+    return [
+        f"MPI time {_t(c['mpi_s'])} of {_t(c['app_s'])} app time summed over ranks "
+        f"({c['mpi_pct']:.1f} %)",
+        f"MPI time per rank: min {_t(r['min'])} (rank {r['argmin']}), "
+        f"mean {_t(r['mean'])}, max {_t(r['max'])} (rank {r['argmax']})",
+    ]
+
+
+def _sites_title(c):
+    return (
+        "MPI call sites by time (over the ranks that called each; p90s, per rank, from "
+        f"sketches, within {100 * c['sketch_relative_error']:.1f} %)"
+    )
 
 
 def _frow(f):

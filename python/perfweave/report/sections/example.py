@@ -24,23 +24,7 @@ class ExampleSection(Section):
         ex = data.get("example")
         if not ex:
             return []
-        out = ["", f"Example module ({ex['function']} calls, --example)"]
-        if ex["calls"]:
-            who = (
-                f"{ex['ranks']} rank{'s' * (ex['ranks'] != 1)}"
-                if ex["ranks"]
-                else f"{ex['processes']} process{'es' * (ex['processes'] != 1)}"
-            )
-            out.append(
-                f"  {ex['calls']:,} calls in {ex['threads']} thread"
-                f"{'s' * (ex['threads'] != 1)} of {who}: {_t(ex['time_s'])} "
-                f"({_t(ex['mean_call_s'])} per call, longest "
-                f"{_t(ex['longest_call_s'])})"
-            )
-        elif ex["processes"]:
-            out.append(f"  no {ex['function']} call in {ex['processes']} processes")
-        else:
-            out.append("  no readable data")
+        out = ["", f"Example module ({ex['function']} calls, --example)", f"  {_summary(ex)}"]
         shown, more = cut_rows(ex["per_process"], view.max_rows)
         out += text_table([_row(p) for p in shown], COLUMNS, width=view.width)
         out += more_rows(more, "processes")
@@ -54,8 +38,28 @@ class ExampleSection(Section):
         rows = [_row(p) for p in ex["per_process"]]
         return [
             f"<h2>Example module: {escape(ex['function'])} calls</h2>",
+            f"<p>{escape(_summary(ex))}</p>",
             html_table(rows, COLUMNS),
         ] + [f"<p class=note>{escape(n)}</p>" for n in ex["notes"]]
+
+
+def _summary(ex):
+    """The calls in all: how many, in how many threads of how many ranks, how long."""
+    if ex["calls"]:
+        who = (
+            f"{ex['ranks']} rank{'s' * (ex['ranks'] != 1)}"
+            if ex["ranks"]
+            else f"{ex['processes']} process{'es' * (ex['processes'] != 1)}"
+        )
+        return (
+            f"{ex['calls']:,} calls in {ex['threads']} thread"
+            f"{'s' * (ex['threads'] != 1)} of {who}: {_t(ex['time_s'])} "
+            f"({_t(ex['mean_call_s'])} per call, longest "
+            f"{_t(ex['longest_call_s'])})"
+        )
+    if ex["processes"]:
+        return f"no {ex['function']} call in {ex['processes']} processes"
+    return "no readable data"
 
 
 # a process's row of the text and HTML tables

@@ -38,10 +38,7 @@ class IoSection(Section):
         if not d:
             return []
         out = ["", "I/O profile (--io)", _share_line(d)]
-        if d["mpiio_s"]:
-            out.append(f"  MPI-IO calls: {_t(d['mpiio_s'])} (their POSIX calls count above too)")
-        if d["killed"]:
-            out.append(f"  {d['killed']} process(es) killed: their counts up to the kill")
+        out += [f"  {line}" for line in _more_lines(d)]
         shown, more = cut_rows(d["files"], view.max_rows)
         out += text_table([_file_row(f) for f in shown], FILE_COLUMNS, width=view.width)
         out += more_rows(more, "file patterns")
@@ -64,6 +61,7 @@ class IoSection(Section):
         out = [
             "<h2>I/O profile</h2>",
             f"<p>{escape(_share_line(d).strip())}</p>",
+            *[f"<p>{escape(line)}</p>" for line in _more_lines(d)],
             html_table([_file_row(f) for f in d["files"]], FILE_COLUMNS),
             *[f"<p>{escape(line)}</p>" for line in _forms_lines(d["files"])],
             "<h3>I/O call sites</h3>",
@@ -91,7 +89,22 @@ class IoSection(Section):
                 f"<h3>{escape(_over_time_title(g))}</h3>",
                 page.plot(chart, "MB/s", xlabel=xlabel),
             ]
+        for g in d.get("over_time", []):  # the text's slices, as a table
+            out += [
+                f"<h3>{escape(_over_time_title(g))}: per slice</h3>",
+                html_table([_slice_row(x) for x in g["slices"]], SLICE_COLUMNS),
+            ]
         return out + [f"<p class=note>{escape(n)}</p>" for n in d["notes"]]
+
+
+def _more_lines(d):
+    """The MPI-IO calls' time and the processes killed, when there are."""
+    out = []
+    if d["mpiio_s"]:
+        out.append(f"MPI-IO calls: {_t(d['mpiio_s'])} (their POSIX calls count above too)")
+    if d["killed"]:
+        out.append(f"{d['killed']} process(es) killed: their counts up to the kill")
+    return out
 
 
 CHART_SLICES = 200  # per chart of the rates over time

@@ -1,29 +1,69 @@
 """Message sizes of the MPI profile (its histograms): calls, bytes and time per size
-range of each function, most time first. Its data is the MPI profile's."""
+range of each function, most time first; in the HTML also each function's histogram of
+calls per size range, in its family's colour. Its data is the MPI profile's."""
 
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.widgets import MORE, byte_size, cut_rows, more_rows, text_table
+from perfweave.report.widgets import (
+    MORE,
+    byte_size,
+    cut_rows,
+    escape,
+    family_activity,
+    html_table,
+    more_rows,
+    svg_bars,
+    text_table,
+)
+
+COLUMNS = ["function", "size", "calls", "bytes", "time"]
+TITLE = "Message sizes (bytes per call; p2p, collectives, one-sided; most time first)"
+CHARTS = 8  # functions with a histogram in the HTML, most time first
 
 
 class MessageSizes(Section):
     def text(self, data, view):
-        m = data["mpi_profile"]
-        sizes = [s for s in m["message_sizes"] if s["calls"]] if m["mpi"] else []
+        sizes = _sizes(data["mpi_profile"])
         if not sizes:
             return []
-        out = ["", "Message sizes (bytes per call; p2p, collectives, one-sided; most time first)"]
-        sizes.sort(key=lambda s: -s["time_s"])
         shown, more = cut_rows(sizes, view.max_rows)
-        out += text_table(
-            [
-                [s["function"], _range(s), s["calls"], byte_size(s["bytes"]), _t(s["time_s"])]
-                for s in shown
-            ],
-            ["function", "size", "calls", "bytes", "time"],
-            width=view.width,
-        )
+        out = ["", TITLE] + text_table([_row(s) for s in shown], COLUMNS, width=view.width)
         return out + more_rows(more, "sizes", MORE)
+
+    def html(self, data, page):
+        m = data["mpi_profile"]
+        sizes = _sizes(m)
+        if not sizes:
+            return []
+        out = [f"<h2>{escape(TITLE)}</h2>", html_table([_row(s) for s in sizes], COLUMNS)]
+        family = {f["name"]: f["family"] for f in m["functions"]}
+        by_fn = {}
+        for s in sizes:  # functions in order of their largest size range's time
+            by_fn.setdefault(s["function"], []).append(s)
+        for k, (fn, rows) in enumerate(list(by_fn.items())[:CHARTS]):
+            rows.sort(key=lambda s: s["bucket"])
+            out += [
+                f"<h3>{escape(fn)}: calls per message size</h3>",
+                svg_bars(
+                    f"pw-sizes-{k}",
+                    [_range(s) for s in rows],
+                    [(fn, family_activity(family.get(fn, "other")))],
+                    [[s["calls"]] for s in rows],
+                    "calls",
+                    lambda v: f"{v:.0f}",
+                ),
+            ]
+        return out
+
+
+def _sizes(m):
+    """The size ranges with calls, most time first."""
+    sizes = [s for s in m["message_sizes"] if s["calls"]] if m["mpi"] else []
+    return sorted(sizes, key=lambda s: -s["time_s"])
+
+
+def _row(s):
+    return [s["function"], _range(s), s["calls"], byte_size(s["bytes"]), _t(s["time_s"])]
 
 
 def _range(s):

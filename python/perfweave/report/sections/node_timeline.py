@@ -10,7 +10,7 @@ from perfweave._format import FAMILIES
 from perfweave.analysis.timeline import summarize
 from perfweave.model.timeline import nanmean
 from perfweave.report import timeline
-from perfweave.report.widgets import escape, text_table
+from perfweave.report.widgets import escape, family_activity, html_table, text_table
 from perfweave.report.section import Section
 
 MAX_POINTS = 2000  # per chart: ticks beyond are averaged in groups
@@ -44,24 +44,43 @@ class NodeTimeline(Section):
         )
 
     def html(self, data, page):
+        tl = data.get("node_timeline")
         # the charts' series are too long for the report's JSON: read from the files
+        charts = {n["host"]: n for n in timeline_charts(page.experiment)}
         parts = []
-        for node in timeline_charts(page.experiment):
+        if tl and tl.get("error"):
+            parts.append(f"<p class=note>Node timeline: not shown: {escape(tl['error'])}</p>")
+        for n in (tl or {}).get("nodes", []):
+            # the text's lines and tables, every series and slice (report/timeline.py)
+            lines = timeline.render({"nodes": [n]}, _html_table, max_rows=None)
+            parts.append(f"<h2>{escape(lines[1])}</h2>")
+            parts += _charts(charts.pop(n["host"], {}), page)
+            parts += [x if x.startswith("<table") else f"<p>{escape(x.strip())}</p>"
+                      for x in lines[2:] if x]  # fmt: skip
+        for node in charts.values():  # a node the report's data has not (a damaged file)
             parts.append(f"<h2>Node timeline: {escape(node['host'])}</h2>")
-            if node.get("error"):
-                parts.append(f"<p class=note>not shown: {escape(node['error'])}</p>")
-                continue
-            if node.get("activity"):
-                parts.append(
-                    f"<h3>Activity of the {node['activity']['processes']} processes "
-                    "(share of wall time, mean over processes)</h3>"
-                    + page.plot(node["activity"], "% of wall time (stacked)", stacked=True)
-                )
-            if node.get("rates"):
-                parts.append("<h3>Node rates</h3>" + page.plot(node["rates"], "rate"))
-            for src, why in sorted(node.get("absent", {}).items()):
-                parts.append(f"<p class=note>absent: {escape(src)}: {escape(why)}</p>")
+            parts += _charts(node, page)
         return parts
+
+
+def _html_table(rows, header, align=None):
+    return [html_table(rows, header)]
+
+
+def _charts(node, page):
+    """The node's activity and rates charts (timeline_charts), or why not."""
+    if node.get("error"):
+        return [f"<p class=note>not shown: {escape(node['error'])}</p>"]
+    parts = []
+    if node.get("activity"):
+        parts.append(
+            f"<h3>Activity of the {node['activity']['processes']} processes "
+            "(share of wall time, mean over processes)</h3>"
+            + page.plot(node["activity"], "% of wall time (stacked)", stacked=True)
+        )
+    if node.get("rates"):
+        parts.append("<h3>Node rates</h3>" + page.plot(node["rates"], "rate"))
+    return parts
 
 
 def _finite_list(a):
@@ -111,6 +130,8 @@ def timeline_charts(experiment):
             node["activity"] = {
                 "t": _finite_list(tt),
                 "names": ["outside MPI"] + [f"MPI {f}" for f in fams],
+                # outside MPI drawn as computing, each family as its MPI activity
+                "activities": ["compute"] + [family_activity(f) for f in fams],
                 "values": [_finite_list(c) for c in cc],
                 "processes": procs,
             }

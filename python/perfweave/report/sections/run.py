@@ -65,41 +65,13 @@ class Run(Section):
         m = data["mpi_profile"]
         out = [fit_line(f"perfweave report: {data['experiment']}", width, head=18)]
         if data.get("imported"):
-            imp = data["imported"]
-            by = f", written by {imp['creator']}" if imp.get("creator") else ""
-            skipped = (
-                f"; {imp['skipped_locations']} locations not imported"
-                if imp.get("skipped_locations")
-                else ""
-            )
-            out += wrap_line(
-                "imported",
-                f"{imp['from']} ({imp['format']} trace{by}); profile "
-                f"computed from the trace{skipped}",
-                width,
-            )
+            out += wrap_line("imported", _imported(data["imported"]), width)
         else:
             out.append(fit_line(f"  command    {' '.join(data['command'])}", width, head=13))
-        status = data.get("exit_status") or {}
-        exit_text = (
-            f"killed by signal {status['signal']}"
-            if "signal" in status
-            else f"exit code {status.get('code', '?')}"
-        )
         if data.get("wall_s") is not None:
-            out.append(f"  wall time  {_t(data['wall_s'])} (launch to exit, {exit_text})")
+            out.append(f"  wall time  {_wall(data)}")
         if m["mpi"]:
-            hosts = m["hosts"]
-            out.append(
-                fit_line(
-                    f"  ranks      {m['ranks']}"
-                    + (f" of {m['world_size']}" if m["world_size"] != m["ranks"] else "")
-                    + f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
-                    + (f" ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"),
-                    width,
-                    head=13,
-                )
-            )
+            out.append(fit_line(f"  ranks      {_ranks(m)}", width, head=13))
             lib = mpi_library_line(m["mpi_library"])
             if not data.get("imported"):
                 runtime = f" (perfweave runtime: {m['mpi_flavor']})"
@@ -117,10 +89,7 @@ class Run(Section):
             )
         else:
             out.append("  MPI        not used (one process without MPI)")
-        out.append(
-            f"  state      {data['state']}"
-            + (" (incomplete experiment: see the first note)" if data.get("unwritten") else "")
-        )
+        out.append(f"  state      {_state(data)}")
         if split := summary.time_split(data):
             out += wrap_line("time", split, width)
         for note in data["notes"]:
@@ -131,24 +100,31 @@ class Run(Section):
         m = data["mpi_profile"]
         parts = [f"<h1>perfweave report</h1><p class=sub>{escape(data['experiment'])}</p>"]
         facts = [
-            ("command", " ".join(data.get("command") or [])),
-            ("wall time", _t(data["wall_s"]) if data.get("wall_s") is not None else "?"),
-            ("state", data.get("state", "?")),
+            ("imported", _imported(data["imported"]))
+            if data.get("imported")
+            else ("command", " ".join(data.get("command") or [])),
+            ("wall time", _wall(data) if data.get("wall_s") is not None else "?"),
+            ("state", _state(data)),
         ]
         if m["mpi"]:
+            lib = mpi_library_line(m["mpi_library"])
             facts += [
+                ("ranks", _ranks(m, hosts=8)),
                 (
-                    "ranks",
-                    f"{m['ranks']} on {len(m['hosts'])} host(s): {', '.join(m['hosts'][:8])}",
+                    "MPI library",
+                    lib
+                    if data.get("imported")
+                    else f"{lib} (perfweave runtime: {m['mpi_flavor']})",
                 ),
-                ("MPI library", mpi_library_line(m["mpi_library"])),
                 ("app time", summary.app_time(m)),
                 ("time in MPI", summary.mpi_share(m)),
             ]
             if roi := summary.region(m):
                 facts.append(("region of interest", roi))
+        elif data.get("compact"):
+            facts.append(("ranks", f"{data['compact']['ranks']} (compact profile)"))
         for label, text in (
-            ("start-up", summary.startup(data)),
+            ("start-up", summary.startup(data) if m["mpi"] else None),
             ("time split", summary.time_split(data)),
         ):
             if text:
@@ -156,6 +132,43 @@ class Run(Section):
         parts.append(html_table(facts, ["", ""], "facts"))
         parts += [f"<p class=note>{escape(note)}</p>" for note in data.get("notes", [])]
         return parts
+
+
+def _imported(imp):
+    by = f", written by {imp['creator']}" if imp.get("creator") else ""
+    skipped = (
+        f"; {imp['skipped_locations']} locations not imported"
+        if imp.get("skipped_locations")
+        else ""
+    )
+    return f"{imp['from']} ({imp['format']} trace{by}); profile computed from the trace{skipped}"
+
+
+def _wall(data):
+    status = data.get("exit_status") or {}
+    exit_text = (
+        f"killed by signal {status['signal']}"
+        if "signal" in status
+        else f"exit code {status.get('code', '?')}"
+    )
+    return f"{_t(data['wall_s'])} (launch to exit, {exit_text})"
+
+
+def _ranks(m, hosts=4):
+    """How many ranks of the world on how many hosts, the first hosts named."""
+    names = m["hosts"]
+    return (
+        f"{m['ranks']}"
+        + (f" of {m['world_size']}" if m["world_size"] != m["ranks"] else "")
+        + f" on {len(names)} host{'s' if len(names) != 1 else ''}"
+        + f" ({', '.join(names[:hosts])}{', ...' if len(names) > hosts else ''})"
+    )
+
+
+def _state(data):
+    return data["state"] + (
+        " (incomplete experiment: see the first note)" if data.get("unwritten") else ""
+    )
 
 
 SECTION = Run()

@@ -8,6 +8,7 @@ from perfweave.analysis import phases, samples
 from perfweave.errors import FormatError
 from perfweave.report.widgets import (
     MORE,
+    activity_name,
     cut_rows,
     escape,
     html_table,
@@ -39,23 +40,8 @@ class Sampling(Section):
         if sm.get("error"):
             return ["", f"Sampled time: not shown ({sm['error']})"]
         max_rows, width = view.max_rows, view.width
-        act = ", ".join(
-            f"{activity_name(k)} {v:.1f} %" for k, v in sm["activity_pct"].items() if v > 0
-        )
-        whole = ", start-up and shutdown included" if "phase_pct" in sm else ""
-        out = [""] + textwrap.wrap(
-            f"Where the time goes ({sm['samples']} samples of "
-            f"{sm['processes']} processes{whole}; every % here is of "
-            f"the samples: {act})",
-            width or 10**6,
-            subsequent_indent="  ",
-        )
-        drop = sm.get("dropped") or {}
-        if any(drop.values()):
-            out.append(
-                f"  threads not sampled: {drop['threads']} (more than the runtime's "
-                f"table), {drop['timers']} (no timer), {drop['memory']} (no memory)"
-            )
+        out = [""] + textwrap.wrap(_title(sm), width or 10**6, subsequent_indent="  ")
+        out += [f"  {line}" for line in _dropped(sm)]
         tree = sm.get("call_tree") or []
         evs = sm.get("counters") or []
         many = len(sm["ranks"]) > 1
@@ -68,12 +54,8 @@ class Sampling(Section):
             )
             shown, more = cut_rows(tree, None if max_rows is None else max_rows + 1)
             for n in shown:
-                tail = (
-                    f"   [{n['per_rank_pct']['min']:.0f}-{n['per_rank_pct']['max']:.0f}]"
-                    if many
-                    else ""
-                ) + (
-                    " {" + ", ".join(str(n["counters_inclusive"].get(ev, 0)) for ev in evs) + "}"
+                tail = (f"   [{_min_max(n)}]" if many else "") + (
+                    " {" + ", ".join(_tree_counters(n, evs)) + "}"
                     if evs and "counters_inclusive" in n
                     else ""
                 )
@@ -89,21 +71,8 @@ class Sampling(Section):
             if not rows:
                 continue
             out += text_table(
-                [
-                    [
-                        f"{r['pct']:.1f}",
-                        r["name"],
-                        ", ".join(
-                            f"{activity_name(k)} {v:.0f}" for k, v in r["by_activity_pct"].items()
-                        ),
-                        f"{r['per_rank_pct']['min']:.1f}/{r['per_rank_pct']['mean']:.1f}/"
-                        f"{r['per_rank_pct']['max']:.1f}",
-                        f"{r['imbalance']:.2f}",
-                    ]
-                    + [r.get("counters", {}).get(ev, 0) for ev in evs]
-                    for r in rows
-                ],
-                ["%", title, "by activity (%)", "per rank min/mean/max %", "imbalance"] + evs,
+                [_table_row(r, evs) for r in rows],
+                _table_header(title, evs),
                 [">", "<", "<", ">", ">"] + [">"] * len(evs),
                 width,
             )
@@ -118,32 +87,70 @@ class Sampling(Section):
     def html(self, data, page):
         sm = data.get("samples")
         page.data["samples"] = _script_data(sm)
-        if not sm or sm.get("error"):
+        if not sm:
             return []
-        whole = ", start-up and shutdown included" if "phase_pct" in sm else ""
-        parts = [
-            f"<h2>Where the time goes ({sm['samples']} samples{whole}; every % "
-            "here is of the samples)</h2>"
-        ]
+        if sm.get("error"):
+            return [f"<p class=note>Sampled time: not shown ({escape(sm['error'])})</p>"]
+        parts = [f"<h2>Where the time goes</h2><p>{escape(_title(sm))}</p>"]
+        parts += [f"<p class=note>{escape(line)}</p>" for line in _dropped(sm)]
         parts += _views(sm)
+        evs = sm.get("counters") or []
         for title, key in TABLES:
             parts.append(
                 html_table(
-                    [
-                        [
-                            f"{r['pct']:.1f}",
-                            r["name"],
-                            ", ".join(f"{k} {v:.0f}" for k, v in r["by_activity_pct"].items()),
-                            f"{r['per_rank_pct']['min']:.1f} / {r['per_rank_pct']['mean']:.1f}"
-                            f" / {r['per_rank_pct']['max']:.1f}",
-                            f"{r['imbalance']:.2f}",
-                        ]
-                        for r in sm[key][:HTML_ROWS]
-                    ],
-                    ["%", title, "by activity (%)", "per rank min / mean / max %", "imbalance"],
+                    [_table_row(r, evs) for r in sm[key][:HTML_ROWS]], _table_header(title, evs)
                 )
             )
         return parts
+
+
+def _title(sm):
+    """The section's first line: how many samples, and the activities' shares."""
+    act = ", ".join(f"{activity_name(k)} {v:.1f} %" for k, v in sm["activity_pct"].items() if v > 0)
+    whole = ", start-up and shutdown included" if "phase_pct" in sm else ""
+    return (
+        f"Where the time goes ({sm['samples']} samples of {sm['processes']} processes"
+        f"{whole}; every % here is of the samples: {act})"
+    )
+
+
+def _dropped(sm):
+    drop = sm.get("dropped") or {}
+    if not any(drop.values()):
+        return []
+    return [
+        f"threads not sampled: {drop['threads']} (more than the runtime's "
+        f"table), {drop['timers']} (no timer), {drop['memory']} (no memory)"
+    ]
+
+
+def _min_max(n):
+    """A call-tree node's share of the samples over ranks: min-max %."""
+    return f"{n['per_rank_pct']['min']:.0f}-{n['per_rank_pct']['max']:.0f}"
+
+
+def _tree_counters(n, evs):
+    return [str(n["counters_inclusive"].get(ev, 0)) for ev in evs]
+
+
+def _by_activity(shares, digits=0):
+    """A row's split by activity (% of its samples)."""
+    return ", ".join(f"{activity_name(k)} {v:.{digits}f}" for k, v in shares.items())
+
+
+def _table_header(title, evs):
+    return ["%", title, "by activity (%)", "per rank min/mean/max %", "imbalance"] + evs
+
+
+def _table_row(r, evs):
+    pr = r["per_rank_pct"]
+    return [
+        f"{r['pct']:.1f}",
+        r["name"],
+        _by_activity(r["by_activity_pct"]),
+        f"{pr['min']:.1f}/{pr['mean']:.1f}/{pr['max']:.1f}",
+        f"{r['imbalance']:.2f}",
+    ] + [r.get("counters", {}).get(ev, 0) for ev in evs]
 
 
 TABLES = (
@@ -151,17 +158,6 @@ TABLES = (
     ("source lines (self)", "lines"),
     ("functions (inclusive)", "inclusive"),
 )
-
-
-def activity_name(name):
-    """An activity's name as the report shows it (analysis/samples/classification.py ACTIVITIES)."""
-    return {
-        "io": "I/O",
-        "alloc": "allocation",
-        "thread_sync": "thread sync",
-        "omp_sync": "OpenMP sync",
-        "mathlib": "math libraries",
-    }.get(name, name.replace("_", " "))
 
 
 def _activity_phases(tl, most=12):
@@ -191,6 +187,7 @@ def _views(sm):
     page's data) and the call tree as a collapsible table."""
     out = []
     tree = sm.get("call_tree") or []
+    evs = sm.get("counters") or []
     if tree:
         out.append(
             "<h3>Flame graph (width: inclusive share of the samples; click a frame "
@@ -209,8 +206,10 @@ def _views(sm):
                 if n["id"] in kids
                 else "<span class=tog></span>"
             )
-            by = ", ".join(
-                f"{k.replace('_', ' ')} {v:.1f}" for k, v in n["by_activity_pct"].items()
+            by = _by_activity(n["by_activity_pct"], 1)
+            extra = "".join(
+                f"<td>{escape(x)}</td>"
+                for x in (_tree_counters(n, evs) if "counters_inclusive" in n else [""] * len(evs))
             )
             rows.append(
                 f'<tr data-depth="{n["depth"]}"><td style="padding-left:'
@@ -218,7 +217,8 @@ def _views(sm):
                 f"<td>{n['inclusive_pct']:.1f}</td><td>{n['exclusive_pct']:.1f}</td>"
                 f"<td>{escape(by)}</td>"
                 f"<td>{pr['min']:.1f} / {pr['mean']:.1f} / {pr['max']:.1f}</td>"
-                f"<td>{n['imbalance']:.2f}</td><td>{escape(n['worst_rank'])}</td></tr>"
+                f"<td>{_min_max(n)}</td>"
+                f"<td>{n['imbalance']:.2f}</td><td>{escape(n['worst_rank'])}</td>{extra}</tr>"
             )
         head = "".join(
             f"<th>{x}</th>"
@@ -228,8 +228,10 @@ def _views(sm):
                 "self %",
                 "by activity (%)",
                 "per rank min / mean / max %",
+                "per rank min-max %",
                 "imbalance",
                 "worst rank",
+                *(f"{ev} inclusive" for ev in evs),
             )
         )
         out.append(
@@ -246,6 +248,8 @@ def _views(sm):
             "its share <span id=pw-strip-legend class=legend></span></p>"
             '<canvas id="pw-act-ranks" class=strip></canvas>'
         )
+        phases_ = _activity_phases(tl, len(tl.get("phases") or []))
+        out += [f"<p>{escape(line.strip())}</p>" for line in phases_]
     return out
 
 

@@ -1,9 +1,11 @@
 """Wait states (perfweave analyze's analysis/waitstates.json): the patterns with time,
 largest first, each with its worst call path and ranks."""
 
+from importlib import resources
+
 import numpy as np
 
-from perfweave.analysis.metrics import HOW, PATTERNS, ROOT_CAUSE
+from perfweave.analysis.metrics import HOW, IDS, PATTERNS, ROOT_CAUSE, root_of
 from perfweave.errors import FormatError
 from perfweave.model.table import records
 from perfweave.readers.results import WAITSTATES_FILE, read_waitstates
@@ -15,6 +17,7 @@ from perfweave.report.widgets import (
     more_rows,
     shorten,
     text_table,
+    wrap_line,
 )
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
@@ -52,7 +55,8 @@ class WaitStates(Section):
             view.width,
         )
         out += more_rows(more, "wait states", f"{MORE}, or perfweave analyze")
-        return out + root_cause_lines(ws.get("root_causes"), view)
+        out += root_cause_lines(ws.get("root_causes"), view)
+        return out + (cube_lines(ws.get("cube"), view.width) if view.full else [])
 
     def html(self, data, page):
         ws = data.get("wait_states")
@@ -69,6 +73,7 @@ class WaitStates(Section):
                 ["pattern", "time", "%", "largest at"],
             ),
             *root_cause_html(ws.get("root_causes")),
+            *cube_html(ws.get("cube"), page),
         ]
 
 
@@ -213,7 +218,209 @@ def summarize(path, top=TOP):
     causes = root_causes(res, names)
     if causes:
         out["root_causes"] = causes
+    out["cube"] = cube(res, names)
+    out["cube"]["selected"] = rows[0]["id"] if rows else "time"
     return out
+
+
+# values of the three-pane view (metric x call path x rank) at most; a larger analysis
+# shows its largest call paths' values and says so
+CUBE_VALUES = 200_000
+
+
+def cube(res, names, most=CUBE_VALUES):
+    """The wait-state analysis as CUBE's three panes draw it: the time metrics with a value
+    (the metric tree below Time: each metric's value includes its children's), the call
+    paths with a value and their ancestors, and the values table of those metrics (one
+    [call path, rank, seconds] per non-zero value, at its own call path: a path's
+    inclusive value is its subtree's sum). {"total_s" (Time: the % base), "ranks",
+    "metrics": [{id, name, parent, depth, value_s (inclusive), exclusive_s (less its
+    children's), pct (of total_s)}], "callpaths": [{id, parent, name}] (tree order),
+    "values": {metric id: [[call path, rank, seconds], ...]}, "cut": values left out}."""
+    ms = [
+        m
+        for m in records(res.metrics)
+        if m["id"] in IDS
+        and root_of(m["id"]) == "time"
+        and m["unit"] == "s"
+        and np.isfinite(m["total"])
+        and m["total"] > 0
+    ]
+    shown = {m["id"] for m in ms}
+    v = res.values[np.isin(res.values["metric"], list(shown)) & np.isfinite(res.values["value"])]
+    cut = 0
+    if len(v) > most:  # keep the call paths with the most time
+        paths, inv = np.unique(v["callpath"], return_inverse=True)
+        per = np.bincount(inv, np.abs(v["value"]))
+        order = np.argsort(-per, kind="stable")
+        fits = np.cumsum(np.bincount(inv)[order]) <= most
+        sel = np.isin(v["callpath"], paths[order[fits]])
+        cut, v = int((~sel).sum()), v[sel]
+    children = {}
+    for m in ms:
+        children.setdefault(m["parent"], []).append(m["id"])
+    total = next((m["total"] for m in ms if m["id"] == "time"), 0.0)
+    parent = _parents(res.callpaths)
+    wanted = set()
+    for p in set(v["callpath"].tolist()):
+        while p is not None and p not in wanted:
+            wanted.add(p)
+            p = parent.get(p)
+    values = {}
+    for m in ms:
+        mine = v[v["metric"] == m["id"]]
+        values[m["id"]] = [
+            [p, r, x] for p, r, x in zip(*(mine[k].tolist() for k in ("callpath", "rank", "value")))
+        ]
+    byid = {m["id"]: m for m in ms}
+    return {
+        "total_s": total,
+        "ranks": res.ranks["rank"].tolist(),
+        "metrics": [
+            {
+                "id": m["id"],
+                "name": m["name"],
+                "parent": m["parent"],
+                "depth": m["depth"],
+                "value_s": m["total"],
+                "exclusive_s": _exclusive(m, [byid[c] for c in children.get(m["id"], [])]),
+                "pct": _finite(m["total"] / total * 100.0 if total else 0.0),
+            }
+            for m in ms
+        ],
+        "callpaths": [
+            {"id": i, "parent": parent.get(i), "name": names.get(i) or str(i)}
+            for i in _tree_order(parent, wanted)
+        ],
+        "values": values,
+        "cut": cut,
+    }
+
+
+def _exclusive(m, children):
+    """A metric's value less its children's; 0 where only the sum's rounding is left."""
+    x = m["total"] - sum(c["total"] for c in children)
+    return 0.0 if abs(x) <= 1e-9 * abs(m["total"]) else _finite(x)
+
+
+def _finite(x):
+    """x, or 0 where a damaged file made it infinite."""
+    return x if np.isfinite(x) else 0.0
+
+
+def _parents(callpaths):
+    """{call path: its parent} of the paths whose parents lead to a root (a damaged file's
+    unknown parent or cycle makes the path a root)."""
+    given = dict(zip(callpaths["id"].tolist(), callpaths["parent"].tolist()))
+    out = {}
+    for i in given:
+        seen, p = {i}, given[i]
+        while p is not None and p in given and p not in seen:
+            seen.add(p)
+            p = given[p]
+        out[i] = given[i] if p is None else None
+    return out
+
+
+def _tree_order(parent, wanted):
+    """The call paths of wanted, depth first from the roots, children by id."""
+    kids = {}
+    for i in sorted(wanted):
+        kids.setdefault(parent.get(i), []).append(i)
+    out, stack = [], list(reversed(kids.get(None, [])))
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        stack += reversed(kids.get(i, []))
+    return out
+
+
+def cube_sums(cb):
+    """{metric id: {call path: (inclusive s, exclusive s, {rank: inclusive s})}} of a
+    cube (the three panes' numbers): a call path's inclusive value is its subtree's."""
+    parent = {c["id"]: c["parent"] for c in cb["callpaths"]}
+    out = {}
+    for mid, rows in cb["values"].items():
+        per = {}
+        for p, r, x in rows:
+            q, own = p, True
+            while q is not None:
+                inc, exc, ranks = per.get(q, (0.0, 0.0, {}))
+                ranks[r] = ranks.get(r, 0.0) + x
+                per[q] = (inc + x, exc + (x if own else 0.0), ranks)
+                q, own = parent.get(q), False
+        out[mid] = per
+    return out
+
+
+CUBE_TITLE = "Wait states by metric, call path and rank (% of all time)"
+
+
+def cube_lines(cb, width):
+    """The three panes as text (the --full report): each metric's value, then its call
+    paths' inclusive and exclusive values, each with its ranks' inclusive values."""
+    if not cb or not cb["metrics"]:
+        return []
+    total = cb["total_s"]
+    sums = cube_sums(cb)
+
+    def pct(x):
+        return f"{100.0 * x / total:.2f} %" if total else "0.00 %"
+
+    out = ["", "  " + CUBE_TITLE]
+    if cb["cut"]:
+        out.append(f"  ({cb['cut']:,} values of smaller call paths left out)")
+    for m in cb["metrics"]:
+        out.append(
+            f"  {'  ' * m['depth']}{m['name']}: {_t(m['value_s'])} ({pct(m['value_s'])}), "
+            f"exclusive {_t(m['exclusive_s'])} ({pct(m['exclusive_s'])})"
+        )
+        per = sums.get(m["id"], {})
+        for c in cb["callpaths"]:
+            if c["id"] not in per:
+                continue
+            inc, exc, ranks = per[c["id"]]
+            out.append(
+                "    "
+                + shorten(
+                    f"{_t(inc)} ({pct(inc)}), exclusive {_t(exc)} ({pct(exc)}) at {c['name']}",
+                    None if width is None else width - 4,
+                )
+            )
+            out += wrap_line(
+                "ranks", ", ".join(f"{r} {_t(x)}" for r, x in sorted(ranks.items())), width
+            )
+    return out
+
+
+def cube_html(cb, page):
+    """The three panes (metric tree, call path tree, ranks) that templates/cube.js draws
+    from the cube put in page.data["cube"]: a click on a metric shows it over the call
+    paths, a click on a call path shows it over the ranks."""
+    if not cb or not cb["metrics"]:
+        return []
+    page.data["cube"] = cb
+    note = (
+        f"<p class=note>{cb['cut']:,} values of smaller call paths left out</p>"
+        if cb["cut"]
+        else ""
+    )
+    return [
+        f"<h3>{escape(CUBE_TITLE)}</h3>",
+        "<p>Click a metric to see it over the call paths, a call path to see it over the "
+        "ranks; values include their children's (metric tree, call tree), exclusive "
+        "values do not.</p>",
+        note,
+        '<div id="pw-cube-view" class="cube"><div class="pane" id="pw-cube-metrics"></div>'
+        '<div class="pane" id="pw-cube-paths"></div>'
+        '<div class="pane" id="pw-cube-ranks"></div></div>',
+        f"<style>{resource('cube.css')}</style><script>{resource('cube.js')}</script>",
+    ]
+
+
+def resource(name):
+    """A file of report/templates/ as text."""
+    return resources.files("perfweave.report").joinpath("templates", name).read_text()
 
 
 ROOT_TOP = 3  # causes of waiting, and critical-path entries, in the report

@@ -1,17 +1,8 @@
-var ACT = {compute: "#5aa02c", mpi_p2p: "#1f77b4", mpi_coll: "#d62728", mpi_rma: "#9467bd",
-           mpi_sync: "#e377c2", mpi_file: "#8c564b", mpi_other: "#17becf", sleep: "#b0b0b0",
-           io: "#ff7f0e", alloc: "#bcbd22", thread_sync: "#7f3f98", omp_sync: "#ad494a",
-           mathlib: "#2ca089"};
-var SPARE = ["#ffbb78", "#98df8a", "#aec7e8", "#c5b0d5", "#c49c94", "#dbdb8d"];
-function actColour(name) {
-  if (!ACT[name]) ACT[name] = SPARE[Object.keys(ACT).length % SPARE.length];
-  return ACT[name];
-}
-function label(name) { return String(name).replace(/_/g, " "); }
-function legend(el, items) {
+function legend(el, items, acts) {
   if (!el) return;
   el.textContent = "";
-  items.forEach(function (it) {
+  items.forEach(function (it, i) {
+    if (acts) drew(el.id, acts[i], it[1]);
     var sw = document.createElement("span");
     sw.className = "sw"; sw.style.background = it[1];
     el.appendChild(sw);
@@ -93,9 +84,12 @@ function flame(sm) {
              [0, 0.1, 0.2, 0.3, 0.4, 0.5].map(function (x) {
                return [x === 0.5 ? ">= 0.5 (max - mean) / max" : String(x), imbColour(x)]; }));
     else
+    {
+      var shown = Object.keys(sm.activity_pct).filter(function (k) {
+        return sm.activity_pct[k] > 0; });
       legend(document.getElementById("pw-flame-legend"),
-             Object.keys(sm.activity_pct).filter(function (k) { return sm.activity_pct[k] > 0; })
-               .map(function (k) { return [label(k), actColour(k)]; }));
+             shown.map(function (k) { return [label(k), actColour(k)]; }), shown);
+    }
   }
   el.addEventListener("click", function (e) {
     var d = e.target.closest(".fg");
@@ -144,13 +138,13 @@ function activity(sm, plot) {
   var cols = tl.activities.map(actColour), nb = tl.edges_s.length - 1;
   var mid = tl.edges_s.slice(0, nb).map(function (e) { return e + tl.bin_s / 2; });
   plot(document.getElementById("pw-act-mean"),
-       {t: mid, names: tl.activities.map(label), colours: cols,
+       {t: mid, names: tl.activities.map(label), activities: tl.activities,
         values: tl.mean.map(function (v) {
           return v.map(function (x) { return x === null ? null : 100 * x; }); }),
         xlabel: "seconds since the node's first process started"},
        "% of samples (stacked)", true);
   legend(document.getElementById("pw-strip-legend"),
-         tl.activities.map(function (a) { return [label(a), actColour(a)]; }));
+         tl.activities.map(function (a) { return [label(a), actColour(a)]; }), tl.activities);
   var cv = document.getElementById("pw-act-ranks");
   if (!cv) return;
   var nr = tl.ranks.length, h = Math.max(3, Math.min(16, Math.floor(320 / nr)));
@@ -197,4 +191,5 @@ function activity(sm, plot) {
   });
   cv.addEventListener("mouseleave", hideTip);
   cv.setAttribute("data-series", tl.activities.join(","));
+  tl.activities.forEach(function (a, s) { drew(cv.id, a, cols[s]); });
 }
