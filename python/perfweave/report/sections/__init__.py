@@ -24,6 +24,7 @@ NAMES = [
     "message_sizes",  # the MPI profile's message sizes
     "comm_matrix",  # the MPI profile's communication matrix
     "io",  # the I/O profile (--io): share, files, ranks, call sites
+    "heap",  # the allocation sites (--heap): sites by byte-seconds, size ranges
     "node_timeline",  # per node: processes' activity and node rates over time
     "correlation",  # everything recorded, per phase or region (perfweave run --all)
     "example",  # the example module's calls (--example)

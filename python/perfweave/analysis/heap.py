@@ -1,0 +1,231 @@
+"""The heap module's analysis (runtime/modules/heap.c, `perfweave run --heap`): the
+allocation sites ranked by byte-seconds live, symbolised (function, file:line of the first
+frame outside the C, C++ and Fortran runtimes' allocators), and the allocations per log2
+size range (count, bytes, peak live, byte-seconds): what AUTO_HBW_LOG and its script gave,
+and what a placement by size range (AUTO_HBW_SIZE) would move. `analyze` takes the model
+(model/heap.py, ExperimentDir.heap) and returns a HeapResult whose `to_json()` is the report
+section's data and whose tables are `perfweave.open(path).table("heap", NAME)` DataFrames.
+With --heap-sample-bytes the counts, bytes and byte-seconds are estimates (`estimated`)."""
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfweave._format import HEAP_FNS, HEAP_RANGES
+from perfweave.model.table import records, table
+from perfweave.symbols import Symbolizer
+
+RECORDED_BY = "record it with `perfweave run --heap`"
+
+# objects whose frames are the allocator's own, not the program's site: C++ operator new,
+# the Fortran runtime's allocation helpers, the C library, perfweave
+RUNTIME_OBJECTS = ("libc.so", "libc-", "libstdc++", "libgfortran", "libperfweave", "ld-linux")
+
+
+@dataclass
+class HeapResult:
+    """The allocation sites of every process, merged by symbolised call path.
+
+    sites: one row per call path, most byte-seconds first: where (the site: function and
+    file:line), function, file, line, path (its frames, innermost first, " < "), allocator
+    (the function called), processes, count, frees, bytes, min_bytes, max_bytes,
+    peak_bytes (the most live at once in one process), byte_s, byte_s_pct (of all), live_s
+    (seconds while some of its objects were live, summed over processes), live_pct (of the
+    time its processes were measured: the share of a uniform sampler's samples that fell
+    while its objects were live; NaN for killed processes, whose end is not known).
+    ranges: one row per log2 size group with allocations: range ("1 MiB-2 MiB"), lo, hi
+    (bytes, hi excluded), count, bytes, peak_bytes (the most live at once in one process),
+    byte_s, byte_s_pct.
+    per_process: rank, host, pid, state, sample_bytes, sites, count, bytes, peak_bytes,
+    byte_s, untracked (allocations whose lifetime was not tracked), unseen_frees,
+    dropped_sites."""
+
+    processes: int
+    estimated: bool  # counts sampled (--heap-sample-bytes): estimates
+    sample_bytes: int
+    count: int
+    bytes: int
+    byte_s: float
+    peak_bytes: int
+    sites: np.ndarray
+    ranges: np.ndarray
+    per_process: np.ndarray
+    notes: list
+
+    def to_json(self):
+        return {
+            "processes": self.processes,
+            "estimated": self.estimated,
+            "sample_bytes": self.sample_bytes,
+            "count": self.count,
+            "bytes": self.bytes,
+            "byte_s": self.byte_s,
+            "peak_bytes": self.peak_bytes,
+            "sites": records(self.sites),
+            "ranges": records(self.ranges),
+            "per_process": records(self.per_process),
+            "notes": list(self.notes),
+        }
+
+
+def size_label(n):
+    """A power of two's size, short: 512 B, 64 KiB, 2 MiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{int(n)} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _locations(heap, symbolizer):
+    """(object, offset) -> Location for every frame of every site."""
+    s = heap.sites
+    keep = np.arange(s["object"].shape[1])[None, :] < s["depth"][:, None]
+    obj, off = s["object"][keep], s["offset"][keep]
+    out = {}
+    for o in np.unique(obj[obj >= 0]):
+        offs = np.unique(off[obj == o])
+        for x, loc in zip(offs, symbolizer.resolve(heap.objects[o], offs)):
+            out[(int(o), int(x))] = loc
+    return out
+
+
+def _frame_text(locs, o, x):
+    loc = locs.get((int(o), int(x)))
+    return loc.short() if loc else f"{int(x):#x}"
+
+
+def _is_runtime(heap, o):
+    return o >= 0 and os.path.basename(heap.objects[o]).startswith(RUNTIME_OBJECTS)
+
+
+def _site_rows(heap, locs):
+    s = heap.sites
+    keys, info = [], []
+    for r in s:
+        d = int(r["depth"])
+        if d == 0:
+            keys.append("(sites past --heap-max-sites)")
+            info.append(("(other sites)", "", "", 0))
+            continue
+        frames = [_frame_text(locs, r["object"][k], r["offset"][k]) for k in range(d)]
+        k = next((k for k in range(d) if not _is_runtime(heap, int(r["object"][k]))), 0)
+        loc = locs.get((int(r["object"][k]), int(r["offset"][k])))
+        where = frames[k]
+        keys.append(HEAP_FNS[int(r["fn"])] + ": " + " < ".join(frames))
+        info.append(
+            (where, loc.function if loc else "", loc.file if loc else "", loc.line if loc else 0)
+        )
+    return keys, info
+
+
+def analyze(heap, symbolizer=None):
+    """The HeapResult of a HeapProfile."""
+    s, p = heap.sites, heap.processes
+    locs = _locations(heap, symbolizer or Symbolizer()) if len(s) else {}
+    keys, info = _site_rows(heap, locs)
+    uniq, inv = np.unique(np.array(keys, object), return_inverse=True) if keys else ([], [])
+    inv = np.asarray(inv, np.int64)
+    n = len(uniq)
+    total_bs = float(s["byte_s"].sum())
+
+    def by(col, how=np.add):
+        out = np.zeros(n, np.float64 if s[col].dtype.kind == "f" else np.int64)
+        if how is np.maximum:
+            out[:] = np.iinfo(np.int64).min if out.dtype.kind == "i" else -np.inf
+        elif how is np.minimum:
+            out[:] = np.iinfo(np.int64).max
+        how.at(out, inv, s[col])
+        return out
+
+    first = np.zeros(n, np.int64)
+    first[inv[::-1]] = np.arange(len(inv))[::-1]
+    bs = by("byte_s")
+    live_s = by("live_s")
+    span = np.zeros(n)
+    np.add.at(span, inv, p["duration_s"][s["process"]] if len(p) else 0.0)
+    nproc = np.array([len(np.unique(s["process"][inv == i])) for i in range(n)], np.int64)
+    sites = table(
+        {
+            "where": [info[i][0] for i in first],
+            "function": [info[i][1] for i in first],
+            "file": [info[i][2] for i in first],
+            "line": [info[i][3] for i in first],
+            "path": [str(k).split(": ", 1)[-1] for k in uniq],
+            "allocator": [HEAP_FNS[int(s["fn"][i])] for i in first],
+            "processes": nproc,
+            "count": by("count"),
+            "frees": by("frees"),
+            "bytes": by("bytes"),
+            "min_bytes": by("min", np.minimum),
+            "max_bytes": by("max", np.maximum),
+            "peak_bytes": by("peak", np.maximum),
+            "byte_s": bs,
+            "byte_s_pct": bs * 100 / total_bs if total_bs else bs * 0,
+            "live_s": live_s,
+            "live_pct": np.divide(live_s * 100, span, out=np.full(n, np.nan), where=span > 0),
+        },
+        n,
+    )
+    sites = sites[np.argsort(-sites["byte_s"], kind="stable")]
+    ranges = _ranges(heap)
+    per_process = table(
+        {
+            "rank": p["rank"],
+            "host": p["host"],
+            "pid": p["pid"],
+            "state": p["state"],
+            "sample_bytes": p["sample_bytes"],
+            "sites": np.bincount(s["process"], minlength=len(p))[: len(p)],
+            "count": np.bincount(s["process"], s["count"], len(p)).astype(np.int64),
+            "bytes": np.bincount(s["process"], s["bytes"], len(p)).astype(np.int64),
+            "peak_bytes": p["peak_live_bytes"],
+            "byte_s": np.bincount(s["process"], s["byte_s"], len(p)),
+            "untracked": p["untracked"],
+            "unseen_frees": p["unseen_frees"],
+            "dropped_sites": p["dropped_sites"],
+        },
+        len(p),
+    )
+    return HeapResult(
+        processes=len(p),
+        estimated=heap.estimated,
+        sample_bytes=int(p["sample_bytes"].max()) if len(p) else 0,
+        count=int(s["count"].sum()),
+        bytes=int(s["bytes"].sum()),
+        byte_s=total_bs,
+        peak_bytes=int(p["peak_live_bytes"].max()) if len(p) else 0,
+        sites=sites,
+        ranges=ranges,
+        per_process=per_process,
+        notes=list(heap.notes),
+    )
+
+
+def _ranges(heap):
+    s, r = heap.sites, heap.ranges
+    count = s["hist_count"].sum(axis=0) if len(s) else np.zeros(HEAP_RANGES, np.int64)
+    nbytes = s["hist_bytes"].sum(axis=0) if len(s) else np.zeros(HEAP_RANGES, np.int64)
+    peak = np.zeros(HEAP_RANGES, np.int64)
+    bs = np.zeros(HEAP_RANGES)
+    if len(r):
+        np.maximum.at(peak, r["range"], r["peak"])
+        np.add.at(bs, r["range"], r["byte_s"])
+    g = np.nonzero((count > 0) | (bs > 0))[0]
+    lo = np.where(g > 0, 2.0 ** (g - 1), 0).astype(np.int64)
+    hi = (2.0**g).astype(np.int64)
+    total = bs.sum()
+    return table(
+        {
+            "range": [f"{size_label(a)}-{size_label(b)}" for a, b in zip(lo, hi)],
+            "lo": lo,
+            "hi": hi,
+            "count": count[g],
+            "bytes": nbytes[g],
+            "peak_bytes": peak[g],
+            "byte_s": bs[g],
+            "byte_s_pct": bs[g] * 100 / total if total else bs[g] * 0,
+        },
+        len(g),
+    )

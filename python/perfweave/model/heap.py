@@ -1,0 +1,113 @@
+"""The heap module's data (runtime/modules/heap.c, `perfweave run --heap`): per measured
+process its header (how it ended, what was dropped, its peak), and per allocation site
+(a call path of up to HEAP_DEPTH frames, each an (object, offset)) the allocations'
+count, bytes, sizes, log2 size histogram, peak bytes live and byte-seconds live. The
+model every layer above the reader works on: readers/heap.py builds it from the files,
+`from_literal` from plain values (tests), analysis/heap.py reads it."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfweave._format import HEAP_DEPTH, HEAP_RANGES
+
+# one row per process (rank -1: none; state a format.h PW_STATES name, "killed" for a
+# process whose record was never ended; sample_bytes 0: every allocation recorded)
+PROCESS_DTYPE = np.dtype(
+    [
+        ("rank", "<i8"),
+        ("pid", "<i8"),
+        ("parent_pid", "<i8"),
+        ("host", "O"),
+        ("state", "O"),
+        ("sample_bytes", "<i8"),
+        ("duration_s", "<f8"),
+        ("dropped_sites", "<i8"),
+        ("untracked", "<i8"),
+        ("unseen_frees", "<i8"),
+        ("bootstrap", "<i8"),
+        ("unwinds", "<i8"),
+        ("live_bytes", "<i8"),
+        ("peak_live_bytes", "<i8"),
+    ]
+)
+# one row per (process, site); object -1: offset is an address no loaded object held
+SITE_DTYPE = np.dtype(
+    [
+        ("process", "<i8"),  # index of HeapProfile.processes
+        ("fn", "<i8"),  # index of _format.HEAP_FNS
+        ("depth", "<i8"),
+        ("object", "<i8", (HEAP_DEPTH,)),  # index of HeapProfile.objects
+        ("offset", "<i8", (HEAP_DEPTH,)),
+        ("count", "<i8"),
+        ("frees", "<i8"),
+        ("bytes", "<i8"),
+        ("min", "<i8"),
+        ("max", "<i8"),
+        ("peak", "<i8"),
+        ("byte_s", "<f8"),
+        ("live_s", "<f8"),  # seconds while some of the site's objects were live
+        ("hist_count", "<i8", (HEAP_RANGES,)),
+        ("hist_bytes", "<i8", (HEAP_RANGES,)),
+    ]
+)
+# one row per (process, log2 size group): peak bytes live and byte-seconds of the group
+RANGE_DTYPE = np.dtype([("process", "<i8"), ("range", "<i8"), ("peak", "<i8"), ("byte_s", "<f8")])
+
+
+@dataclass
+class HeapProfile:
+    """Every measured process's allocation sites; objects: the loaded objects' paths
+    that sites' frames name; notes: what could not be read."""
+
+    processes: np.ndarray = field(default_factory=lambda: np.zeros(0, PROCESS_DTYPE))
+    sites: np.ndarray = field(default_factory=lambda: np.zeros(0, SITE_DTYPE))
+    ranges: np.ndarray = field(default_factory=lambda: np.zeros(0, RANGE_DTYPE))
+    objects: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def __bool__(self):
+        """Whether the run recorded any of the module's data."""
+        return bool(len(self.processes))
+
+    @property
+    def estimated(self):
+        """Whether the counts are estimates (a process sampled its allocations)."""
+        return bool((self.processes["sample_bytes"] > 0).any())
+
+    @classmethod
+    def from_literal(cls, processes, sites, objects=(), ranges=(), notes=()):
+        """A HeapProfile of plain values: processes and sites, dicts of PROCESS_DTYPE's
+        and SITE_DTYPE's fields (missing ones zero; a site's frames as `frames`, a list of
+        (object index, offset), its sizes as `sizes`, a list of (size, count) making its
+        histogram, count, bytes, min and max unless given)."""
+        p = _rows(processes, PROCESS_DTYPE, {"host": "h", "state": "complete", "rank": -1})
+        s = np.zeros(len(sites), SITE_DTYPE)
+        for i, d in enumerate(sites):
+            d = dict(d)
+            frames = d.pop("frames", [])
+            sizes = d.pop("sizes", [])
+            s[i]["object"] = -1
+            for k, (o, off) in enumerate(frames):
+                s[i]["object"][k], s[i]["offset"][k] = o, off
+            s[i]["depth"] = len(frames)
+            for size, n in sizes:
+                g = min(int(size).bit_length(), HEAP_RANGES - 1)
+                s[i]["hist_count"][g] += n
+                s[i]["hist_bytes"][g] += size * n
+            if sizes:
+                s[i]["count"] = sum(n for _, n in sizes)
+                s[i]["bytes"] = sum(z * n for z, n in sizes)
+                s[i]["min"] = min(z for z, _ in sizes)
+                s[i]["max"] = max(z for z, _ in sizes)
+            for k, v in d.items():
+                s[i][k] = v
+        return cls(p, s, _rows(ranges, RANGE_DTYPE, {}), list(objects), list(notes))
+
+
+def _rows(dicts, dtype, defaults):
+    out = np.zeros(len(dicts), dtype)
+    for i, d in enumerate(dicts):
+        for k, v in {**defaults, **d}.items():
+            out[i][k] = v
+    return out

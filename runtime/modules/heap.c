@@ -1,0 +1,789 @@
+/*
+ * The heap module (--heap, docs/heap.md): per allocation site (a call path of up to
+ * PW_HEAP_DEPTH frames), the allocations' count, bytes, sizes (min, max, log2 groups),
+ * bytes live now and at peak, and bytes x time live; per log2 size group of the process,
+ * the same lifetimes. Its record is heap/HOST.PID.pwheap (format/heap.h), mapped
+ * MAP_SHARED from the start: a process killed by SIGKILL leaves what it counted (its
+ * objects still live then have no end, so their time is not counted).
+ *
+ * The hot path: a site is found by a call-path key, the caller's return address, its
+ * stack address and the return address one frame further out (read from the stack at the
+ * offset learned when that caller was first unwound: C++ operator new's callers differ
+ * only there), in a cache (one hash, usually one probe); a new key's path is unwound
+ * once (backtrace(), libgcc's unwinder) and the site found or made by the path (two keys
+ * of one path share a site; two paths of one key, which a recursion of equal depth could
+ * make, share the first one's). Live objects are kept in a bounded open-addressing table
+ * of pointer -> (site, weighted size, tick of allocation); past its bound an allocation
+ * is counted but not tracked (header.untracked). Counters are shared by the threads and
+ * updated with relaxed atomics: no lock on the hot path; site creation takes a spin lock.
+ * A free of a pointer not in the table (allocated before the start, by the bootstrap
+ * arena, or not sampled) only passes on.
+ */
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "perfweave/format/heap.h"
+#include "wrap.h"
+
+enum {
+    FN_MALLOC,
+    FN_CALLOC,
+    FN_REALLOC,
+    FN_POSIX_MEMALIGN,
+    FN_ALIGNED_ALLOC,
+    FN_MEMALIGN,
+    FN_VALLOC,
+    FN_PVALLOC
+};
+
+#define MAX_OBJECTS 256
+#define MAX_PROBE 64
+#define TOMB ((uintptr_t)1)
+
+static int enabled;
+static pw_heap_header_rec *hdr;
+static pw_heap_object_rec *objects;
+static pw_heap_site_rec *sites;
+static size_t map_len;
+static char store_path[4300];
+static int64_t sample_bytes;
+
+/* The live objects: private memory (a forked child drops its parent's). */
+typedef struct live_entry {
+    uintptr_t ptr; /* 0: never used, TOMB: freed */
+    int64_t size;  /* weighted bytes */
+    int64_t tick;  /* of the allocation */
+    int32_t site, range;
+} live_entry;
+static live_entry *live;
+static size_t live_mask;
+
+/* Call-path key -> site (private; a forked child keeps it: its sites keep their paths). */
+typedef struct key_entry {
+    uint64_t key; /* 0: free */
+    int64_t site; /* 0: being made */
+} key_entry;
+static key_entry *keys;
+static size_t key_mask;
+
+/* Caller's return address -> where the next frame's return address lies on the stack
+ * (bytes above the wrapper's frame address) + 1; 0 in delta: not found (the key has no
+ * third part). Learned at the first unwind from that caller. */
+typedef struct ra_entry {
+    uintptr_t ra; /* 0: free */
+    int64_t delta;
+} ra_entry;
+#define RA_SLOTS 4096
+#define MAX_DELTA 1024
+static ra_entry *ras;
+
+/* Path hash -> site + 1, under site_lock. */
+static int32_t *by_path;
+static size_t path_mask;
+static int site_lock;
+
+static PW_TLS int64_t countdown; /* sampling: bytes to the next sampled allocation */
+static PW_TLS uint64_t rng;
+
+static inline void add64(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline void max64(int64_t *p, int64_t v)
+{
+    int64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > cur &&
+           !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+static inline void min64(int64_t *p, int64_t v)
+{
+    int64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < cur &&
+           !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+/* A 128-bit sum of bytes x ticks kept as two 64-bit words. */
+static inline void add128(uint64_t *lo, uint64_t *hi, int64_t bytes, int64_t ticks)
+{
+    if (bytes <= 0 || ticks <= 0)
+        return;
+    unsigned __int128 x = (unsigned __int128)(uint64_t)bytes * (uint64_t)ticks;
+    uint64_t xl = (uint64_t)x, xh = (uint64_t)(x >> 64);
+    uint64_t old = __atomic_fetch_add(lo, xl, __ATOMIC_RELAXED);
+    xh += old + xl < old; /* the carry */
+    if (xh)
+        __atomic_fetch_add(hi, xh, __ATOMIC_RELAXED);
+}
+
+static inline int range_of(uint64_t size)
+{
+    int g = size ? 64 - __builtin_clzll(size) : 0;
+    return g < PW_HEAP_RANGES ? g : PW_HEAP_RANGES - 1;
+}
+
+static inline uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 31);
+}
+
+/* ---- sites ---- */
+
+static void spin_lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+/* The record's object index of a loaded object's path (added if new); -1: none. */
+static int object_index(const char *path)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *c = path; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    h |= 1;
+    int n = hdr->nobjects;
+    for (int i = 0; i < n; i++)
+        if (objects[i].hash == h)
+            return i;
+    if (n >= MAX_OBJECTS)
+        return -1;
+    size_t len = strlen(path);
+    const char *tail = len >= PW_HEAP_OBJECT_PATH ? path + len - (PW_HEAP_OBJECT_PATH - 1) : path;
+    memcpy(objects[n].path, tail, strlen(tail) + 1);
+    objects[n].hash = h;
+    __atomic_store_n(&hdr->nobjects, n + 1, __ATOMIC_RELEASE);
+    return n;
+}
+
+/* The site of path frames[0..depth) (made if new; site 0 past max_sites). Under site_lock. */
+static int site_of_path(int fn, const uintptr_t *frames, int depth)
+{
+    uint64_t h = (uint64_t)fn + 1;
+    for (int i = 0; i < depth; i++)
+        h = mix(h, frames[i]);
+    h |= 1;
+    size_t i = h & path_mask;
+    for (;; i = (i + 1) & path_mask) {
+        int32_t s = by_path[i];
+        if (s == 0)
+            break;
+        if (sites[s - 1].path_hash == h)
+            return s - 1;
+    }
+    int n = hdr->nsites;
+    if (n >= hdr->max_sites)
+        return 0;
+    pw_heap_site_rec *r = &sites[n];
+    r->fn = fn;
+    r->depth = depth;
+    for (int k = 0; k < PW_HEAP_DEPTH; k++) {
+        uint64_t off = 0;
+        int o = k < depth ? pw_object_of(frames[k], &off) : -1;
+        r->object[k] = o >= 0 ? object_index(pw_object_path(o)) : -1;
+        r->offset[k] = k >= depth ? 0 : r->object[k] >= 0 ? (int64_t)off : (int64_t)frames[k];
+    }
+    r->min = INT64_MAX;
+    r->first_ns = pw_now();
+    __atomic_store_n(&r->path_hash, h, __ATOMIC_RELEASE);
+    by_path[i] = n + 1;
+    __atomic_store_n(&hdr->nsites, n + 1, __ATOMIC_RELEASE);
+    hdr->ns_per_tick = pw_ns_per_tick();
+    return n;
+}
+
+/* A new key: its call path unwound, its site found or made, the key cached. */
+static inline size_t ra_slot(uintptr_t ra) { return (size_t)mix(ra, 0x2545f491) & (RA_SLOTS - 1); }
+
+/* Where frames[1] lies above fp, remembered for ra (once). */
+static void learn_delta(uintptr_t ra, uintptr_t fp, const uintptr_t *frames, int depth)
+{
+    int64_t delta = 0;
+    for (size_t d = 0; depth > 1 && d < MAX_DELTA; d += sizeof(uintptr_t))
+        if (*(const uintptr_t *)(fp + d) == frames[1]) {
+            delta = (int64_t)d + 1;
+            break;
+        }
+    size_t i = ra_slot(ra);
+    for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & (RA_SLOTS - 1)) {
+        uintptr_t zero = 0;
+        if (__atomic_compare_exchange_n(&ras[i].ra, &zero, ra, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_store_n(&ras[i].delta, delta ? delta : -1, __ATOMIC_RELEASE);
+            return;
+        }
+        if (zero == ra)
+            return;
+    }
+}
+
+static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t fp, uint64_t key,
+                                                 int learned)
+{
+    void *bt[PW_HEAP_DEPTH + 12];
+    int n = backtrace(bt, PW_HEAP_DEPTH + 12), at = -1;
+    for (int i = 0; i < n && at < 0; i++)
+        if ((uintptr_t)bt[i] == ra)
+            at = i;
+    uintptr_t frames[PW_HEAP_DEPTH] = {ra};
+    int depth = 1;
+    if (at >= 0)
+        for (depth = 0; depth < PW_HEAP_DEPTH && at + depth < n; depth++)
+            frames[depth] = (uintptr_t)bt[at + depth];
+    add64(&hdr->unwinds, 1);
+    if (!learned)
+        learn_delta(ra, fp, frames, depth);
+    spin_lock(&site_lock);
+    int site = site_of_path(fn, frames, depth);
+    spin_unlock(&site_lock);
+    size_t i = key & key_mask;
+    for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & key_mask) {
+        uint64_t zero = 0;
+        if (__atomic_compare_exchange_n(&keys[i].key, &zero, key, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELEASE);
+            return site;
+        }
+        if (zero == key)
+            return site; /* another thread's, or being made */
+    }
+    add64(&hdr->keys_full, 1);
+    return site;
+}
+
+static inline int site_of(int fn, uintptr_t ra, uintptr_t fp)
+{
+    uint64_t key = mix(mix((uint64_t)fn + 1, ra), fp);
+    int learned = 0;
+    for (size_t i = ra_slot(ra), p = 0; p < MAX_PROBE; p++, i = (i + 1) & (RA_SLOTS - 1)) {
+        uintptr_t r = __atomic_load_n(&ras[i].ra, __ATOMIC_ACQUIRE);
+        if (r == ra) {
+            int64_t d = __atomic_load_n(&ras[i].delta, __ATOMIC_ACQUIRE);
+            learned = d != 0;
+            if (d > 0)
+                key = mix(key, *(const uintptr_t *)(fp + (uintptr_t)d - 1));
+            break;
+        }
+        if (r == 0)
+            break;
+    }
+    key |= 1;
+    size_t i = key & key_mask;
+    for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & key_mask) {
+        uint64_t k = __atomic_load_n(&keys[i].key, __ATOMIC_ACQUIRE);
+        if (k == key) {
+            int64_t s = __atomic_load_n(&keys[i].site, __ATOMIC_ACQUIRE);
+            if (PW_LIKELY(s > 0))
+                return (int)s - 1;
+            break;
+        }
+        if (k == 0)
+            break;
+    }
+    return unwind_site(fn, ra, fp, key, learned);
+}
+
+/* ---- live objects ---- */
+
+static inline size_t live_hash(uintptr_t p) { return (size_t)mix(p, 0x5bd1e995) & live_mask; }
+
+static void live_put(uintptr_t p, int64_t size, int64_t tick, int site, int range)
+{
+    size_t i = live_hash(p);
+    for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & live_mask) {
+        live_entry *e = &live[i];
+        uintptr_t cur = __atomic_load_n(&e->ptr, __ATOMIC_RELAXED);
+        if ((cur == 0 || cur == TOMB) &&
+            __atomic_compare_exchange_n(&e->ptr, &cur, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            e->size = size;
+            e->tick = tick;
+            e->site = site;
+            e->range = range;
+            return;
+        }
+    }
+    add64(&hdr->untracked, 1);
+}
+
+/* p's entry taken out of the table into *out; 0: p is not in it. */
+static int live_take(uintptr_t p, live_entry *out)
+{
+    size_t i = live_hash(p);
+    for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & live_mask) {
+        live_entry *e = &live[i];
+        uintptr_t cur = __atomic_load_n(&e->ptr, __ATOMIC_ACQUIRE);
+        if (cur == p) {
+            *out = *e;
+            __atomic_store_n(&e->ptr, TOMB, __ATOMIC_RELEASE);
+            return 1;
+        }
+        if (cur == 0)
+            return 0;
+    }
+    return 0;
+}
+
+/* ---- recording ---- */
+
+static uint64_t next_random(void)
+{
+    if (PW_UNLIKELY(rng == 0))
+        rng = mix((uint64_t)(uintptr_t)&rng, (uint64_t)pw_ticks()) | 1;
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double uniform(void) { return ((double)(next_random() >> 11) + 0.5) / 9007199254740992.0; }
+
+/* -log(u), u in (0, 1), to about 1e-9 (the runtime does not link libm): u = m 2^e with m in
+ * [1, 2), log m = 2 atanh((m - 1) / (m + 1)) by its series. */
+static double neg_log(double u)
+{
+    union {
+        double d;
+        uint64_t b;
+    } x = {.d = u};
+    int e = (int)((x.b >> 52) & 0x7ff) - 1023;
+    x.b = (x.b & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;
+    double z = (x.d - 1) / (x.d + 1), z2 = z * z, term = z, sum = 0;
+    for (int k = 1; k < 30; k += 2, term *= z2)
+        sum += term / k;
+    return -(e * 0.6931471805599453 + 2 * sum);
+}
+
+/* 1 - exp(-x), x >= 0: its series below 1, else from exp(-x) = 2^-k exp(-r). */
+static double one_minus_exp_neg(double x)
+{
+    if (x < 1) {
+        double term = x, sum = 0;
+        for (int k = 1; k < 25; k++, term *= -x / k)
+            sum += term;
+        return sum;
+    }
+    if (x > 700)
+        return 1;
+    int k = (int)(x / 0.6931471805599453);
+    double r = x - k * 0.6931471805599453, term = 1, e = 0;
+    for (int i = 1; i < 25; i++, term *= -r / (i - 1))
+        e += term;
+    for (int i = 0; i < k; i++)
+        e *= 0.5;
+    return 1 - e;
+}
+
+/* Sampling: the number of allocations an allocation of `size` stands for (0: not
+ * sampled). Sampled points are a Poisson process over the bytes allocated, one per
+ * sample_bytes on average; an allocation of s bytes holds one with chance
+ * 1 - exp(-s / sample_bytes), and its weight is the inverse, rounded at random so that
+ * the estimate stays unbiased. */
+static int64_t sample_weight(size_t size)
+{
+    if (PW_UNLIKELY(countdown == 0))
+        countdown = (int64_t)(neg_log(uniform()) * (double)sample_bytes) + 1;
+    countdown -= (int64_t)size;
+    if (countdown > 0)
+        return 0;
+    while (countdown <= 0)
+        countdown += (int64_t)(neg_log(uniform()) * (double)sample_bytes) + 1;
+    double p = one_minus_exp_neg((double)size / (double)sample_bytes);
+    double w = p > 0 ? 1.0 / p : 1.0;
+    int64_t whole = (int64_t)w;
+    return whole + (uniform() < w - (double)whole);
+}
+
+static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t sp)
+{
+    if (!ptr || !hdr)
+        return;
+    int64_t w = 1;
+    if (sample_bytes > 0 && (w = sample_weight(size)) == 0)
+        return;
+    int site = site_of(fn, ra, sp);
+    pw_heap_site_rec *s = &sites[site];
+    int g = range_of(size);
+    int64_t bytes = (int64_t)size * w;
+    add64(&s->hist_count[g], w);
+    add64(&s->hist_bytes[g], bytes);
+    min64(&s->min, (int64_t)size);
+    max64(&s->max, (int64_t)size);
+    int64_t tick = pw_ticks(), before = __atomic_fetch_add(&s->live, bytes, __ATOMIC_RELAXED);
+    if (before == 0) /* its objects live from now (a race with the last free: approximate) */
+        __atomic_store_n(&s->live_since, tick, __ATOMIC_RELAXED);
+    max64(&s->peak, before + bytes);
+    max64(&hdr->range_peak[g], __atomic_add_fetch(&hdr->range_live[g], bytes, __ATOMIC_RELAXED));
+    max64(&hdr->peak_live_bytes, __atomic_add_fetch(&hdr->live_bytes, bytes, __ATOMIC_RELAXED));
+    live_put((uintptr_t)ptr, bytes, tick, site, g);
+}
+
+/* The end of an object's life at tick `now`. */
+static void end_life(const live_entry *e, int64_t now, int freed)
+{
+    pw_heap_site_rec *s = &sites[e->site];
+    int64_t dt = now - e->tick;
+    if (freed)
+        add64(&s->frees, 1);
+    if (__atomic_sub_fetch(&s->live, e->size, __ATOMIC_RELAXED) == 0) {
+        int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
+        if (now > since)
+            add64(&s->live_ticks, now - since);
+    }
+    add64(&hdr->range_live[e->range], -e->size);
+    add64(&hdr->live_bytes, -e->size);
+    add128(&s->byte_ticks_lo, &s->byte_ticks_hi, e->size, dt);
+    add128(&hdr->range_ticks_lo[e->range], &hdr->range_ticks_hi[e->range], e->size, dt);
+}
+
+static void record_free(void *ptr)
+{
+    live_entry e;
+    if (!ptr || !hdr)
+        return;
+    if (live_take((uintptr_t)ptr, &e))
+        end_life(&e, pw_ticks(), 1);
+    else if (sample_bytes == 0)
+        add64(&hdr->unseen_frees, 1);
+}
+
+/* ---- the wrappers ---- */
+
+PW_REAL_DECLARE(malloc);
+PW_REAL_DECLARE(calloc);
+PW_REAL_DECLARE(realloc);
+PW_REAL_DECLARE(free);
+PW_REAL_DECLARE(posix_memalign);
+PW_REAL_DECLARE(aligned_alloc);
+PW_REAL_DECLARE(memalign);
+PW_REAL_DECLARE(valloc);
+PW_REAL_DECLARE(pvalloc);
+PW_REAL_DECLARE(malloc_usable_size);
+
+/* The caller's return address and a stack address of this call: the call-path key. */
+#define HERE (uintptr_t) __builtin_return_address(0), (uintptr_t)__builtin_frame_address(0)
+#define RECORD_ALLOC(p, size, fn)                                                                  \
+    do {                                                                                           \
+        if (PW_UNLIKELY(enabled) && pw_wrap_enter()) {                                             \
+            PW_KEEP_ERRNO(record_alloc(p, size, fn, HERE));                                        \
+            pw_wrap_leave();                                                                       \
+        }                                                                                          \
+    } while (0)
+
+PW_EXPORT void *malloc(size_t n)
+{
+    if (PW_UNLIKELY(pw_wrap_resolving)) {
+        add64(hdr ? &hdr->bootstrap : &(int64_t){0}, 1);
+        return pw_wrap_bootstrap_alloc(n);
+    }
+    PW_REAL_RESOLVE(malloc);
+    void *p = real_malloc(n);
+    RECORD_ALLOC(p, n, FN_MALLOC);
+    return p;
+}
+
+PW_EXPORT void *calloc(size_t n, size_t size)
+{
+    if (PW_UNLIKELY(pw_wrap_resolving)) {
+        size_t total;
+        return __builtin_mul_overflow(n, size, &total) ? NULL : pw_wrap_bootstrap_alloc(total);
+    }
+    PW_REAL_RESOLVE(calloc);
+    void *p = real_calloc(n, size);
+    RECORD_ALLOC(p, n * size, FN_CALLOC);
+    return p;
+}
+
+PW_EXPORT void free(void *p)
+{
+    if (PW_UNLIKELY(!p || pw_wrap_bootstrap_owns(p)))
+        return;
+    PW_REAL_RESOLVE(free);
+    if (PW_UNLIKELY(enabled))
+        PW_KEEP_ERRNO(record_free(p)); /* before the real free: its address may be reused */
+    real_free(p);
+}
+
+PW_EXPORT void *realloc(void *old, size_t n)
+{
+    if (PW_UNLIKELY(pw_wrap_resolving || pw_wrap_bootstrap_owns(old))) {
+        void *p = pw_wrap_resolving ? pw_wrap_bootstrap_alloc(n) : malloc(n);
+        if (p && old) /* a bootstrap block's size is not kept: copy what may be there */
+            memcpy(p, old, n);
+        return p;
+    }
+    PW_REAL_RESOLVE(realloc);
+    live_entry e;
+    int had = 0;
+    int64_t now = 0;
+    if (PW_UNLIKELY(enabled) && old && hdr) {
+        had = live_take((uintptr_t)old, &e); /* before: the old address may be reused */
+        now = pw_ticks();
+    }
+    void *p = real_realloc(old, n);
+    if (had && !p && n) { /* failed: the old block lives on */
+        live_put((uintptr_t)old, e.size, e.tick, e.site, e.range);
+        return p;
+    }
+    if (had)
+        PW_KEEP_ERRNO(end_life(&e, now, 1));
+    RECORD_ALLOC(p, n, FN_REALLOC);
+    return p;
+}
+
+PW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    PW_REAL_RESOLVE(posix_memalign);
+    int rc = real_posix_memalign(out, align, n);
+    if (rc == 0)
+        RECORD_ALLOC(*out, n, FN_POSIX_MEMALIGN);
+    return rc;
+}
+
+PW_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    PW_REAL_RESOLVE(aligned_alloc);
+    void *p = real_aligned_alloc(align, n);
+    RECORD_ALLOC(p, n, FN_ALIGNED_ALLOC);
+    return p;
+}
+
+PW_EXPORT void *memalign(size_t align, size_t n)
+{
+    PW_REAL_RESOLVE(memalign);
+    void *p = real_memalign(align, n);
+    RECORD_ALLOC(p, n, FN_MEMALIGN);
+    return p;
+}
+
+PW_EXPORT void *valloc(size_t n)
+{
+    PW_REAL_RESOLVE(valloc);
+    void *p = real_valloc(n);
+    RECORD_ALLOC(p, n, FN_VALLOC);
+    return p;
+}
+
+PW_EXPORT void *pvalloc(size_t n)
+{
+    PW_REAL_RESOLVE(pvalloc);
+    void *p = real_pvalloc(n);
+    RECORD_ALLOC(p, n, FN_PVALLOC);
+    return p;
+}
+
+PW_EXPORT size_t malloc_usable_size(void *p)
+{
+    if (PW_UNLIKELY(!p || pw_wrap_bootstrap_owns(p)))
+        return 0;
+    PW_REAL_RESOLVE(malloc_usable_size);
+    return real_malloc_usable_size(p);
+}
+
+/* ---- the store ---- */
+
+static size_t round_page(size_t n) { return (n + 4095) / 4096 * 4096; }
+
+static void *private_map(size_t len)
+{
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+/* heap/HOST.PID.pwheap made and mapped; the parent's sites' paths copied when from. */
+static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
+                      const pw_heap_object_rec *from_objects, int nobjects)
+{
+    char path[4300], pid[24];
+    int k = pw_fmt_int(pid, (int64_t)getpid());
+    pid[k] = 0;
+    if (pw_experiment_path(path, sizeof path, "heap") != 0)
+        return -1;
+    mkdir(path, 0777);
+    if (pw_experiment_path(path, sizeof path, "heap/", pw_hostname, ".", pid, ".pwheap") != 0)
+        return -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    int max_sites = pw_opt.heap_max_sites > 0 ? (int)pw_opt.heap_max_sites : 4096;
+    size_t hdr_len = round_page(sizeof(pw_heap_header_rec));
+    size_t objects_len = round_page(sizeof(pw_heap_object_rec) * MAX_OBJECTS);
+    size_t len = hdr_len + objects_len + round_page(sizeof(pw_heap_site_rec) * (size_t)max_sites);
+    if (ftruncate(fd, (off_t)len) != 0 || pw_reserve_disk(fd, 0, len) != 0) {
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        unlink(path);
+        return -1;
+    }
+    pw_heap_header_rec *h = (pw_heap_header_rec *)m;
+    objects = (pw_heap_object_rec *)(m + hdr_len);
+    sites = (pw_heap_site_rec *)(m + hdr_len + objects_len);
+    h->version = PW_HEAP_VERSION;
+    h->rank = -1;
+    h->pid = getpid();
+    h->parent_pid = parent;
+    h->state = -1;
+    h->max_sites = max_sites;
+    h->max_objects = MAX_OBJECTS;
+    h->live_slots = (int32_t)(live_mask + 1);
+    h->sample_bytes = sample_bytes;
+    h->t_start = h->t_end = pw_now();
+    h->tick_start = pw_ticks();
+    h->ns_per_tick = pw_ns_per_tick();
+    if (from) { /* the sites keep their indices (the key cache names them), not counts */
+        memcpy(objects, from_objects, sizeof *objects * (size_t)nobjects);
+        h->nobjects = nobjects;
+        for (int i = 0; i < nsites; i++) {
+            pw_heap_site_rec *r = &sites[i];
+            r->path_hash = from[i].path_hash;
+            r->depth = from[i].depth;
+            r->fn = from[i].fn;
+            memcpy(r->object, from[i].object, sizeof r->object);
+            memcpy(r->offset, from[i].offset, sizeof r->offset);
+            r->min = INT64_MAX;
+            r->first_ns = from[i].first_ns;
+        }
+        h->nsites = nsites;
+    } else {
+        sites[0].path_hash = 1; /* site 0: sites past max_sites, no frames */
+        sites[0].min = INT64_MAX;
+        h->nsites = 1;
+    }
+    memcpy(store_path, path, strlen(path) + 1);
+    map_len = len;
+    __atomic_store_n(&h->magic, PW_HEAP_MAGIC_NUMBER, __ATOMIC_RELEASE);
+    hdr = h;
+    return 0;
+}
+
+static size_t pow2_at_least(size_t n)
+{
+    size_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+static void resolve_all(void)
+{
+    PW_REAL_RESOLVE(malloc);
+    PW_REAL_RESOLVE(calloc);
+    PW_REAL_RESOLVE(realloc);
+    PW_REAL_RESOLVE(free);
+    PW_REAL_RESOLVE(posix_memalign);
+    PW_REAL_RESOLVE(aligned_alloc);
+    PW_REAL_RESOLVE(memalign);
+    PW_REAL_RESOLVE(valloc);
+    PW_REAL_RESOLVE(pvalloc);
+    PW_REAL_RESOLVE(malloc_usable_size);
+}
+
+static void start(void)
+{
+    resolve_all();
+    if (!pw_opt.heap || !pw_experiment_dir())
+        return;
+    sample_bytes = pw_opt.heap_sample_bytes > 0 ? pw_opt.heap_sample_bytes : 0;
+    size_t nlive = pow2_at_least(pw_opt.heap_max_live > 0 ? (size_t)pw_opt.heap_max_live : 65536);
+    size_t max_sites = pw_opt.heap_max_sites > 0 ? (size_t)pw_opt.heap_max_sites : 4096;
+    live_mask = 2 * nlive - 1; /* at most half full */
+    key_mask = 4 * max_sites - 1;
+    key_mask = pow2_at_least(key_mask + 1) - 1;
+    path_mask = pow2_at_least(2 * max_sites) - 1;
+    pw_wrap_depth++; /* the module's own calls are not the program's */
+    live = private_map(sizeof *live * (live_mask + 1));
+    keys = private_map(sizeof *keys * (key_mask + 1));
+    by_path = private_map(sizeof *by_path * (path_mask + 1));
+    ras = private_map(sizeof *ras * RA_SLOTS);
+    void *bt[4];
+    backtrace(bt, 4); /* loads libgcc's unwinder now, not inside the first allocation */
+    int ok = live && keys && by_path && ras && make_store(0, NULL, 0, NULL, 0) == 0;
+    pw_wrap_depth--;
+    if (!ok) {
+        pw_log("heap: cannot make the heap record in %s/heap: no heap profile",
+               pw_experiment_dir());
+        return;
+    }
+    __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
+}
+
+/* In a child of fork: a record of its own with its parent's sites (not their counts); the
+ * parent's live objects are the child's too, but not counted. */
+static void in_child(void)
+{
+    if (!enabled)
+        return;
+    pw_heap_header_rec *old = hdr;
+    pw_heap_site_rec *old_sites = sites;
+    pw_heap_object_rec *old_objects = objects;
+    size_t old_len = map_len;
+    hdr = NULL;
+    countdown = 0;
+    madvise(live, sizeof *live * (live_mask + 1), MADV_DONTNEED); /* zero pages */
+    pw_wrap_depth++;
+    int ok = make_store(old->pid, old_sites, old->nsites, old_objects, old->nobjects) == 0;
+    pw_wrap_depth--;
+    munmap(old, old_len);
+    if (!ok)
+        enabled = 0;
+}
+
+/* The process ends: the objects still live are integrated up to now (not counted as
+ * freed), the sums written, the header says how it ended. Async-signal-safe. */
+static int dump(int state, int in_signal)
+{
+    (void)in_signal;
+    if (!enabled || !hdr)
+        return 0;
+    int64_t now = pw_ticks();
+    for (size_t i = 0; i <= live_mask; i++) {
+        live_entry *e = &live[i];
+        uintptr_t p = __atomic_load_n(&e->ptr, __ATOMIC_ACQUIRE);
+        if (p == 0 || p == TOMB)
+            continue;
+        live_entry copy = *e;
+        add128(&sites[copy.site].byte_ticks_lo, &sites[copy.site].byte_ticks_hi, copy.size,
+               now - copy.tick);
+        add128(&hdr->range_ticks_lo[copy.range], &hdr->range_ticks_hi[copy.range], copy.size,
+               now - copy.tick);
+    }
+    for (int s = 0; s < hdr->nsites; s++) {
+        pw_heap_site_rec *r = &sites[s];
+        if (r->live > 0 && now > r->live_since)
+            r->live_ticks += now - r->live_since;
+        int64_t c = 0, b = 0;
+        for (int g = 0; g < PW_HEAP_RANGES; g++) {
+            c += r->hist_count[g];
+            b += r->hist_bytes[g];
+        }
+        r->count = c;
+        r->bytes = b;
+        if (s == 0)
+            hdr->dropped_sites = c;
+    }
+    hdr->rank = pw_rank;
+    hdr->ns_per_tick = pw_ns_per_tick();
+    hdr->t_end = pw_now();
+    hdr->state = state;
+    enabled = 0; /* what the program does after this is not the run's */
+    return 0;
+}
+
+const pw_module pw_module_heap = {
+    .name = "heap",
+    .version = PW_HEAP_VERSION,
+    .start = start,
+    .dump = dump,
+    .fork_child = in_child,
+};
