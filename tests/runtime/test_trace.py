@@ -97,8 +97,9 @@ def test_trace_records(mpi, build, run_pw):
     per_rank = {k: load(r.exp, k) for k in range(4)}
     for rank, (ev, js) in per_rank.items():
         assert js["format"] == "perfweave-trace" and js["version"] == TRACE_VERSION
-        # the keys format.h declares, in its order (regions and flushes: imported traces')
-        assert list(js) == [k for k in _format.JSON["trace"] if k not in ("regions", "flushes")]
+        # the keys format.h declares, in its order (flushes: imported traces' only)
+        assert list(js) == [k for k in _format.JSON["trace"] if k != "flushes"]
+        assert js["regions"] == [] and js["filter"] == ""  # no region declared, no --filter
         assert js["rank"] == rank and js["world_size"] == 4 and js["state"] == "complete"
         assert js["records"] == len(ev) and js["lost"] == 0
         assert js["comms"][0]["ranks"] == [0, 1, 2, 3]
