@@ -450,7 +450,8 @@ enum pw_event_type { PW_EVENT_TYPES(PW_EV_ENUM) };
     X(PERSISTENT, 4)  /* SEND/IRECV of MPI_Start(all) */                                   \
     X(FREE, 8)        /* WIN: the window is freed */                                       \
     X(EXCLUSIVE, 16)  /* WSYNC of MPI_Win_lock: exclusive lock */                          \
-    X(DONE, 32)       /* WSYNC of MPI_Win_test: the exposure epoch completed */
+    X(DONE, 32)       /* WSYNC of MPI_Win_test: the exposure epoch completed */           \
+    X(AT_START, 64)   /* ENTER of a region open when the trace began, written at its start */
 #define PW_EVF_ENUM(name, value) PW_EVF_##name = value,
 enum pw_event_flag { PW_EVENT_FLAGS(PW_EVF_ENUM) };
 #undef PW_EVF_ENUM

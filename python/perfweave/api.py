@@ -99,7 +99,10 @@ class Experiment:
             from perfweave.analysis import phases, samples
 
             self._cache["samples"] = samples.analyze(
-                self._exp.samples, symbolizer=self._sym, windows=phases.windows(self._exp.profile)
+                self._exp.samples,
+                symbolizer=self._sym,
+                windows=phases.windows(self._exp.profile),
+                regions=self._exp.regions.intervals,
             )
         sm = self._cache["samples"]
         if sm is None:

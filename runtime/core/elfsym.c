@@ -8,7 +8,11 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "elfsym.h"
 
@@ -222,4 +226,70 @@ int pw_objects_after_core(pw_elf *out, int max)
     objects_after a = {out, max, 0, 0, pw_core_base()};
     dl_iterate_phdr(collect, &a);
     return a.n;
+}
+
+/* ---- every function of the loaded objects, from their files' symbol tables ---- */
+
+typedef struct each_function {
+    pw_elf_function_fn *fn;
+    void *arg;
+    int seen;
+} each_function;
+
+/* The symbols of one object's file: its .symtab (every function, static ones too), or
+ * its .dynsym when stripped. */
+static void object_functions(const char *path, uintptr_t base, each_function *e)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return;
+    void *m = fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof(ElfW(Ehdr))
+                  ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+                  : MAP_FAILED;
+    close(fd);
+    if (m == MAP_FAILED)
+        return;
+    size_t len = (size_t)st.st_size;
+    const ElfW(Ehdr) *eh = m;
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)((const char *)m + eh->e_shoff);
+    const ElfW(Shdr) *tab = NULL;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_shoff &&
+        eh->e_shoff + (size_t)eh->e_shnum * sizeof *sh <= len)
+        for (int pass = 0; pass < 2 && !tab; pass++)
+            for (int i = 0; i < eh->e_shnum && !tab; i++)
+                if (sh[i].sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB) &&
+                    sh[i].sh_link < eh->e_shnum)
+                    tab = &sh[i];
+    const ElfW(Shdr) *strs = tab ? &sh[tab->sh_link] : NULL;
+    if (tab && tab->sh_offset + tab->sh_size <= len && strs->sh_offset + strs->sh_size <= len) {
+        const ElfW(Sym) *sym = (const ElfW(Sym) *)((const char *)m + tab->sh_offset);
+        const char *str = (const char *)m + strs->sh_offset;
+        size_t n = tab->sh_size / sizeof *sym;
+        for (size_t i = 0; i < n; i++) {
+            int type = ELF64_ST_TYPE(sym[i].st_info);
+            if ((type == STT_FUNC || type == STT_GNU_IFUNC) && sym[i].st_value &&
+                sym[i].st_shndx != SHN_UNDEF && sym[i].st_name < strs->sh_size)
+                e->fn(str + sym[i].st_name, base + sym[i].st_value, sym[i].st_size, e->arg);
+        }
+    }
+    munmap(m, len);
+}
+
+static int functions_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    each_function *e = data;
+    const char *name = info->dlpi_name;
+    if (!e->seen++) /* the program: the first object, nameless */
+        name = "/proc/self/exe";
+    if (name && *name == '/') /* not the vDSO (no file) */
+        object_functions(name, info->dlpi_addr, e);
+    return 0;
+}
+
+void pw_elf_functions(pw_elf_function_fn *fn, void *arg)
+{
+    each_function e = {fn, arg, 0};
+    dl_iterate_phdr(functions_of, &e);
 }

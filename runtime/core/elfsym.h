@@ -46,5 +46,10 @@ uintptr_t pw_core_base(void);
 void *pw_next_symbol(const char *name);
 /* Whether one does (no call of the dynamic linker's, even for an IFUNC). */
 int pw_next_defines(const char *name);
+/* Each function of each loaded object (the program's and the libraries' files: their
+ * .symtab, or .dynsym when stripped) with its address and size, one call of fn each.
+ * Reads the files: at start, never from a signal handler. */
+typedef void pw_elf_function_fn(const char *name, uintptr_t addr, size_t size, void *arg);
+void pw_elf_functions(pw_elf_function_fn *fn, void *arg);
 
 #endif

@@ -458,6 +458,11 @@ static inline void pw_site_add(pw_site *s, int64_t ticks, int64_t sent, int64_t 
 enum { PW_FILTER_FUNCTION, PW_FILTER_REGION, PW_FILTER_PATH };
 int pw_filter_excluded(int target, const char *name);
 int pw_filter_active(int target);
+/* Path rules about ordinary functions: pw_filter_paths_resolve finds the functions they
+ * exclude (once, at start: reads the objects' symbol tables; returns how many);
+ * pw_filter_path_excluded_here, in a wrapper, whether a caller of the call is one. */
+int pw_filter_paths_resolve(void);
+int pw_filter_path_excluded_here(void);
 
 /* Events are recorded: between pw_trace_open and pw_trace_close. */
 extern int pw_trace_recording;

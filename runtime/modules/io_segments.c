@@ -27,7 +27,7 @@ static pw_io_segments_header_rec *parent_seg; /* a forked child's, while it make
 static size_t parent_seg_len;
 /* --filter: the wrapped functions whose calls are not traced (still in the profile) */
 static char untraced_fn[PW_IO_NFN];
-static int filtered;
+static int filtered, path_functions;
 
 /* Disk space for slot i and those before it, a chunk at a time; 0 when there is none
  * (past the bound, or the disk is full: later calls are dropped at once). */
@@ -56,8 +56,9 @@ static __attribute__((noinline)) int seg_reserve(int64_t i)
 
 void pw_io_segment(const pw_io_call *c, int file, int64_t bytes, int64_t offset, int thread)
 {
-    if (PW_UNLIKELY(filtered) && c->fn >= 0 && c->fn < PW_IO_NFN && untraced_fn[c->fn])
-        return;
+    if (PW_UNLIKELY(filtered) && ((c->fn >= 0 && c->fn < PW_IO_NFN && untraced_fn[c->fn]) ||
+                                  (path_functions && pw_filter_path_excluded_here())))
+        return; /* --filter: left out of the segment trace */
     int64_t i = __atomic_fetch_add(&pw_io_segments->next, 1, __ATOMIC_RELAXED);
     if (PW_UNLIKELY(i >= __atomic_load_n(&seg_reserved, __ATOMIC_ACQUIRE)) && !seg_reserve(i)) {
         __atomic_fetch_add(&pw_io_segments->dropped, 1, __ATOMIC_RELAXED);
@@ -82,6 +83,7 @@ void pw_io_segments_make(const char *store_path, int64_t pid)
     for (int i = 0; i < PW_IO_NFN; i++)
         filtered |= untraced_fn[i] =
             (char)pw_filter_excluded(PW_FILTER_FUNCTION, pw_io_fn_names[i]);
+    filtered |= path_functions = pw_filter_paths_resolve() > 0;
     char *path = seg_path;
     size_t n = strlen(store_path) - strlen(".pwio");
     if (n + sizeof ".segments" > sizeof seg_path)

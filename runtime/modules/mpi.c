@@ -50,6 +50,7 @@ static pw_regions_pcontrol_fn *regions_pcontrol;
 static pw_regions_attach_mpi_fn *regions_attach;
 pw_regions_json_fn *pw_mpi_regions_json;
 pw_regions_untraced_fn *pw_mpi_regions_untraced;
+static pw_regions_trace_begun_fn *regions_trace_begun;
 static int regions_found;
 
 static void regions_find(void)
@@ -62,6 +63,7 @@ static void regions_find(void)
     regions_attach = PW_HOOK_FIND(pw_regions_attach_mpi);
     pw_mpi_regions_json = PW_HOOK_FIND(pw_regions_json);
     pw_mpi_regions_untraced = PW_HOOK_FIND(pw_regions_untraced);
+    regions_trace_begun = PW_HOOK_FIND(pw_regions_trace_begun);
 }
 
 static void hooks_find(void)
@@ -1797,6 +1799,8 @@ void pw_mpi_init_done(int fn, void *ra, int64_t t0, int provided)
     clock_offsets(&st.offset_init, &st.offset_init_err);
     if (pw_opt.trace)
         pw_trace_start(st.rank, st.size, pre.world);
+    if (pw_trace_on && regions_trace_begun) /* regions begun before MPI_Init */
+        regions_trace_begun();
     record(fn, pw_mpi_fn_family[fn], ra, pw_ticks(),
            (int64_t)((double)(t1 - t0) / pw_ns_per_tick()), 0, 0);
     /* What the rank leaves should it end without saving (its record in the tables file,

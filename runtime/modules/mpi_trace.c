@@ -522,7 +522,7 @@ static void window_event(pw_event_rec *e, int type, const pw_args *a, int64_t se
 
 /* --filter: the functions the trace leaves out, and whether any rule applies */
 static char untraced_fn[PW_MPI_NFN];
-static int filtered;
+static int filtered, path_functions;
 
 void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, int64_t sent,
                    int64_t recv)
@@ -537,7 +537,8 @@ void pw_trace_call(const pw_call *c, int64_t t1, int action, const pw_args *a, i
             max = 2;
     }
     if (PW_UNLIKELY(filtered) &&
-        (untraced_fn[c->fn] || (pw_mpi_regions_untraced && pw_mpi_regions_untraced())))
+        (untraced_fn[c->fn] || (pw_mpi_regions_untraced && pw_mpi_regions_untraced()) ||
+         (path_functions && pw_filter_path_excluded_here())))
         return; /* --filter: left out of the trace (still in the profile) */
     pw_event_rec *r = pw_trace_reserve(max);
     if (!r)
@@ -755,6 +756,7 @@ void pw_trace_start(int rank, int size, MPI_Comm world)
         filtered |= untraced_fn[i] =
             (char)pw_filter_excluded(PW_FILTER_FUNCTION, pw_mpi_fn_names[i]);
     filtered |= pw_filter_active(PW_FILTER_PATH);
+    path_functions = pw_filter_paths_resolve() > 0; /* functions below which nothing is */
     pw_trace_on = 1;
 }
 

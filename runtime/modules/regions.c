@@ -203,9 +203,9 @@ static void put(rthread *t, const open_interval *o, int64_t t_end, int kind, int
 }
 
 /* ENTER/LEAVE records of a named region in the trace (--trace) */
-static void trace_mark(int type, int32_t name, int depth)
+static void trace_mark_flagged(int type, int32_t name, int depth, int flags)
 {
-    if (!pw_trace_recording || name < 0 || self->untraced || (name_filter[name] & NAME_UNTRACED))
+    if (!pw_trace_recording || name < 0 || (name_filter[name] & NAME_UNTRACED))
         return;
     pw_event_rec *r = pw_trace_reserve(1);
     if (!r)
@@ -216,7 +216,14 @@ static void trace_mark(int type, int32_t name, int depth)
     r->tag = depth;
     r->peer = -1;
     r->comm = name;
+    r->flags = (uint8_t)flags;
     pw_trace_commit(0);
+}
+
+static void trace_mark(int type, int32_t name, int depth)
+{
+    if (!self->untraced)
+        trace_mark_flagged(type, name, depth, 0);
 }
 
 static void begin(open_interval *o, rthread *t, int32_t name)
@@ -386,6 +393,29 @@ static int untraced(void)
     return t && t->untraced > 0;
 }
 
+/* The phase and regions open in this thread when the trace begins, outermost first; a
+ * path --filter leaves out leaves out what is inside it too. */
+static void trace_begun(void)
+{
+    rthread *t = self;
+    if (!t)
+        return;
+    int inside = 0, depth = t->depth < MAX_DEPTH ? t->depth : MAX_DEPTH;
+    if (t->phase_open) {
+        inside += (name_filter[t->phase.name] & NAME_PATH) != 0;
+        if (!inside)
+            trace_mark_flagged(PW_EV_ENTER, t->phase.name, 0, PW_EVF_AT_START);
+    }
+    for (int d = 0; d < depth; d++) {
+        int32_t name = t->stack[d].name;
+        if (name < 0)
+            continue;
+        inside += (name_filter[name] & NAME_PATH) != 0;
+        if (!inside)
+            trace_mark_flagged(PW_EV_ENTER, name, d, PW_EVF_AT_START);
+    }
+}
+
 static int is_off(void) { return atomic_load_explicit(&measuring_off, memory_order_relaxed); }
 
 static void names_json(pw_json *j, const char *key)
@@ -498,6 +528,7 @@ static void start(void)
     PW_HOOK_OFFER(pw_regions_off, is_off);
     PW_HOOK_OFFER(pw_regions_json, names_json);
     PW_HOOK_OFFER(pw_regions_untraced, untraced);
+    PW_HOOK_OFFER(pw_regions_trace_begun, trace_begun);
 }
 
 const pw_module pw_module_regions = {

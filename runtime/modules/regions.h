@@ -33,4 +33,9 @@ typedef void pw_regions_json_fn(struct pw_json *j, const char *key);
  * the trace (exclude-path:NAME). */
 typedef int pw_regions_untraced_fn(void);
 
+/* The trace has begun (MPI_Init, in the thread that called it): the ENTER of each phase
+ * and region open in that thread now, at the trace's start, flagged PW_EVF_AT_START, so
+ * that each LEAVE of the trace has its ENTER. */
+typedef void pw_regions_trace_begun_fn(void);
+
 #endif

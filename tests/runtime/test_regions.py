@@ -20,7 +20,16 @@ import numpy as np
 import pytest
 
 import perfweave
-from harness import PERFWEAVE, bare
+from harness import (
+    PERFWEAVE,
+    bare,
+    by_name,
+    rank_counts,
+    reported,
+    sampled_life,
+    share_bound,
+    tree_nodes,
+)
 from perfweave.readers.experiment import open_experiment
 
 PKG = Path(perfweave.__file__).parent
@@ -140,6 +149,8 @@ def test_regions_c_mpi(mpi, build, run_pw, tmp_path):
         counts = {n: names.count(n) for n in ("step", "halo", "work", "solve", "worker")}
         assert counts == {"step": steps, "halo": steps, "work": steps, "solve": 1, "worker": 7}
         assert names.count("MPI_Barrier") == 3  # none of the off windows'
+        assert names.count("setup") == 1  # begun before MPI_Init: entered at the trace's start
+        check_balanced_at_start(r.exp, rank, ["setup"])
     # and in the OTF2 export: one OTF2 region of the user paradigm per name
     import otf2
 
@@ -154,6 +165,34 @@ def test_regions_c_mpi(mpi, build, run_pw, tmp_path):
     for rank in (0, 1):
         got = {n: enters.get((f"MPI Rank {rank}", n), 0) for n in ("step", "halo", "worker")}
         assert got == {"step": steps, "halo": steps, "worker": 7}
+
+
+def check_balanced_at_start(exp, rank, before):
+    """Rank's trace (perfweave.open().traces): in each thread each region's ENTERs and
+    LEAVEs pair up, a LEAVE never before its ENTER; the regions open when the trace began
+    (before, outermost first) are the first marks of their thread, flagged AT_START, at
+    or before its first call; no other mark is flagged so."""
+    from perfweave.dtypes import EVENT_FLAGS, EVENT_TYPES
+
+    rr = perfweave.open(exp).traces.rank(rank)
+    rec, thread = rr.records, rr.thread
+    names = [x["name"] for x in rr.meta["regions"]]
+    enter, leave, call = (EVENT_TYPES[k] for k in ("ENTER", "LEAVE", "CALL"))
+    is_mark = np.isin(rec["type"], [enter, leave])
+    at_start = is_mark & ((rec["flags"] & EVENT_FLAGS["AT_START"]) != 0)
+    (th,) = set(thread[at_start].tolist())
+    mine = rec[is_mark & (thread == th)]
+    first = mine[: len(before)]
+    assert [names[c] for c in first["comm"].tolist()] == before
+    assert (first["type"] == enter).all() and at_start.sum() == len(before)
+    calls = rec[(rec["type"] == call) & (thread == th)]
+    assert int(first["t0"].max()) <= int(calls["t0"].min())
+    for t in set(thread[is_mark].tolist()):
+        depth = {}
+        for typ, c in zip(*(rec[is_mark & (thread == t)][k].tolist() for k in ("type", "comm"))):
+            depth[c] = depth.get(c, 0) + (1 if typ == enter else -1)
+            assert depth[c] >= 0, names[c]
+        assert not any(depth.values())
 
 
 def test_regions_fortran(mpi, build, run_pw):
@@ -258,3 +297,115 @@ def test_filter_errors_are_one_line(tmp_path):
         assert res.returncode == 2 and "--filter" in res.stderr
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
         assert not (tmp_path / "x").exists()
+
+
+def trace_calls(exp, rank):
+    """{MPI function name: calls} in rank's trace, read through perfweave.open()."""
+    from perfweave.dtypes import EVENT_TYPES
+
+    rr = perfweave.open(exp).traces.rank(rank)
+    fns = rr.meta["functions"]
+    calls = rr.records[rr.records["type"] == EVENT_TYPES["CALL"]]
+    names, counts = np.unique(calls["fn"], return_counts=True)
+    return {fns[int(f)]: int(c) for f, c in zip(names, counts)}
+
+
+def test_filter_path_through_ordinary_functions(mpi, build, run_pw, tmp_path):
+    """`exclude-path:diagnostics`: the MPI calls and the I/O segments made anywhere below
+    the function diagnostics() (directly or through sum_all(), which solver() calls too)
+    leave the trace, exactly the program's own counts of them; solver()'s stay; the
+    profile keeps every call."""
+    from perfweave._format import IO_OPS
+
+    steps = 7
+    prog = build(mpi, "filter_paths.c")
+    out = tmp_path / "diag"
+    r = run_pw(
+        mpi.launch(2) + [prog, steps, out],
+        ["--trace", "--io", "--filter", "exclude-path:diagnostics"],
+    )
+    said = rank_counts(r.proc.stdout)
+    exp = perfweave.open(r.exp)
+    for rank in (0, 1):
+        mine = said[rank]
+        assert mine["diagnostics_allreduce"] == (steps + 1) // 2 == mine["diagnostics_write"]
+        got = trace_calls(r.exp, rank)
+        assert got["MPI_Allreduce"] == mine["solver_allreduce"]
+        assert got["MPI_Barrier"] == mine["barrier"]
+    counts = by_name(exp.mpi_functions())
+    assert counts["MPI_Allreduce"]["calls"] == sum(
+        said[k]["solver_allreduce"] + said[k]["diagnostics_allreduce"] for k in (0, 1)
+    )
+    io = exp.io
+    for rank in (0, 1):
+        f = io.files.index(f"{out}.{rank}")
+        seg = io.segments[io.segments["file"] == f]
+        ops = [IO_OPS[o] for o in seg["op"].tolist()]
+        assert ops.count("write") == 0 and ops.count("open") == 1  # main()'s open stays
+    # without the rule the same program traces every call
+    r2 = run_pw(mpi.launch(2) + [prog, steps, out], ["--trace", "--filter", "exclude:MPI_Bcast"])
+    said = rank_counts(r2.proc.stdout)
+    for rank in (0, 1):
+        got = trace_calls(r2.exp, rank)
+        assert (
+            got["MPI_Allreduce"]
+            == said[rank]["solver_allreduce"] + said[rank]["diagnostics_allreduce"]
+        )
+
+
+def test_regions_are_nodes_of_the_call_tree(build, run_pw):
+    """A sample inside a region is under the node "region NAME" (nested regions nested,
+    the phase "phase NAME" above them) at the root of the call tree: each node's share of
+    the samples is its region's share of the sampled life by the program's own clock,
+    within 3 binomial standard deviations (share_bound)."""
+    prog = build(None, "regions_spin.c", tuple(pkg_config("--cflags")))
+    r = run_pw(
+        [prog, 0.3, 0.1, 0.15], ["--sample", "--sample-interval-ms", "2", "--node-interval", "20"]
+    )
+    alpha, beta, inner = reported(r.proc, "alpha", "beta", "inner")
+    life, samples = sampled_life(r.exp)
+    exp = perfweave.open(r.exp)
+    tree = tree_nodes(exp)
+    ph = "phase compute"
+    for path, seconds in (
+        ((ph, "region alpha"), alpha),
+        ((ph, "region beta"), beta),
+        ((ph, "region beta", "region inner"), inner),
+    ):
+        share = 100 * seconds / life
+        got = tree[path]["inclusive_pct"]
+        assert abs(got - share) <= share_bound(share, samples), (path, got, share)
+    # the program's own functions below each region, rooted as without regions
+    assert (ph, "region alpha", "main", "spin") in tree
+    assert (ph, "region beta", "region inner", "main", "spin") in tree
+    # a region is no function: the functions' tables do not name them
+    inc = exp.functions(inclusive=True)
+    assert not inc["name"].str.startswith(("region ", "phase ")).any()
+    text = r.text_report()
+    assert "region alpha" in text
+    check_timeline_marks(r, exp, text)
+
+
+def check_timeline_marks(r, exp, text):
+    """The node timeline marks the phases and outermost regions at their intervals' times
+    on its clock (s from its first tick), in the report's JSON, the text (a line per
+    name with its span) and the HTML's bands."""
+    (tl,) = exp.timelines
+    iv = exp.regions.intervals
+    iv = iv[(iv["kind"] == "phase") | ((iv["kind"] == "region") & (iv["depth"] == 0))]
+    (node,) = r.report()["node_timeline"]["nodes"]
+    got = {(m["kind"], m["name"]): m for m in node["marks"]}
+    assert set(got) == {("phase", "compute"), ("region", "alpha"), ("region", "beta")}
+    assert len(node["marks"]) == len(iv)
+    for row in iv:
+        m = got[(row["kind"], row["name"])]
+        assert m["t_begin_s"] * 1e9 + int(tl.t[0]) == pytest.approx(int(row["t_begin"]), abs=2)
+        assert m["t_end_s"] * 1e9 + int(tl.t[0]) == pytest.approx(int(row["t_end"]), abs=2)
+        span = f"{m['t_begin_s']:.3f}-{m['t_end_s']:.3f} s"
+        assert any(row["name"] in x and span in x for x in text.splitlines())
+    out = r.exp / "report.html"
+    cmd = [PERFWEAVE, "report", "--html", str(out), str(r.exp)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300)
+    html = out.read_text()
+    for m in node["marks"]:
+        assert f'data-t0="{m["t_begin_s"]:.9f}" data-t1="{m["t_end_s"]:.9f}"' in html

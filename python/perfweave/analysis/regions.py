@@ -110,6 +110,35 @@ def enclosing(intervals, pid, tid, t):
     return out
 
 
+def sample_threads(p):
+    """The (pid, tid, t ns) arrays of a sampled process's samples (model/samples.py), the
+    events enclosing() places."""
+    rec = p.records
+    tids = np.array([th.get("tid", -1) for th in p.meta.get("threads", [])] + [-1], np.int64)
+    tid = tids[np.clip(rec["thread"].astype(np.int64), 0, len(tids) - 1)]
+    pid = np.full(len(rec), int(p.meta.get("pid", -1)), np.int64)
+    return pid, tid, rec["t"].astype(np.int64)
+
+
+def tree_prefixes(intervals, p):
+    """Per sample of the sampled process p: the call tree's nodes of the phase and the
+    regions open in its thread at its time, outermost first ("phase NAME", "region NAME",
+    ...: a tuple, () outside any)."""
+    n = len(p.records)
+    if not len(intervals) or not n:
+        return [()] * n
+    layers = enclosing(intervals, *sample_threads(p))
+    # outermost first: the phase, then the regions from the shallowest depth
+    layers = [layers[0]] + layers[:0:-1]
+    label = np.array(
+        [f"{k} {name}" for k, name in zip(intervals["kind"].tolist(), intervals["name"].tolist())]
+        + [""],
+        dtype=object,
+    )
+    cols = [label[np.where(idx >= 0, idx, len(intervals))] for idx in layers]
+    return [tuple(x for x in row if x) for row in zip(*cols)]
+
+
 def sample_split(intervals, procs, activities, activity):
     """Per interval: the samples taken inside it (in its thread, between its begin and
     end: a region's include those of the regions nested in it), by SPLIT group, from the
@@ -121,11 +150,8 @@ def sample_split(intervals, procs, activities, activity):
         rec = p.records
         if not len(rec):
             continue
-        tids = np.array([th.get("tid", -1) for th in p.meta.get("threads", [])] + [-1], np.int64)
-        tid = tids[np.clip(rec["thread"].astype(np.int64), 0, len(tids) - 1)]
-        pid = np.full(len(rec), int(p.meta.get("pid", -1)), np.int64)
         gr = group[np.asarray(act, np.int64)]
-        for idx in enclosing(intervals, pid, tid, rec["t"].astype(np.int64)):
+        for idx in enclosing(intervals, *sample_threads(p)):
             ok = idx >= 0
             np.add.at(counts, (idx[ok], gr[ok]), 1)
     return counts

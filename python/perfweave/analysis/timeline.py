@@ -13,6 +13,7 @@ from perfweave.model.table import column, records, table
 from perfweave.model.timeline import nanmean
 
 SLICES = 8  # time slices of the "over time" table
+MAX_MARKS = 200  # phases and outermost regions marked per node
 BUSIEST = 4  # node counters in the "over time" table
 SERIES_COLUMNS = (
     "source",
@@ -54,6 +55,10 @@ class NodeSummary:
     notes: list
     series: np.ndarray
     over_time: dict = None
+    # the phases and outermost regions of the node's processes (model/regions.py) on the
+    # timeline's clock: s from its first tick; phases first, at most MAX_MARKS
+    marks: list = field(default_factory=list)
+    marks_left_out: int = 0
 
     def to_json(self):
         series = []
@@ -77,6 +82,8 @@ class NodeSummary:
             "notes": self.notes,
             "series": series,
             "over_time": self.over_time,
+            "marks": self.marks,
+            "marks_left_out": self.marks_left_out,
         }
 
 
@@ -94,13 +101,48 @@ def _finite(x):
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def summarize(nodes, pids=None):
+def summarize(nodes, pids=None, regions=None):
     """The NodeTimelineResult of an experiment's node timelines (one NodeTimeline per
     node), or None if it has none. pids: {pid: rank}, to name the per-process series by
-    rank."""
+    rank; regions: the program's regions' intervals (model/regions.py), marked on their
+    node's timeline (marks)."""
     if not nodes:
         return None
-    return NodeTimelineResult([_node(tl, pids or {}) for tl in nodes])
+    out = NodeTimelineResult([_node(tl, pids or {}) for tl in nodes])
+    if regions is not None and len(regions):
+        for n, tl in zip(out.nodes, nodes):
+            n.marks, n.marks_left_out = marks(tl, regions)
+    return out
+
+
+def marks(tl, intervals):
+    """The phases and outermost regions of the processes on tl's node, on its clock (both
+    the node's CLOCK_MONOTONIC): [{rank, pid, kind, name, t_begin_s, t_end_s}] in s from
+    the timeline's first tick, phases first then by begin, at most MAX_MARKS; and how
+    many more there were."""
+    if not len(tl.t):
+        return [], 0
+    iv = intervals[
+        (intervals["host"] == tl.host)
+        & (
+            (intervals["kind"] == "phase")
+            | ((intervals["kind"] == "region") & (intervals["depth"] == 0))
+        )
+    ]
+    order = np.lexsort((iv["t_begin"], iv["kind"] != "phase"))
+    t0 = int(tl.t[0])
+    rows = [
+        {
+            "rank": int(r["rank"]),
+            "pid": int(r["pid"]),
+            "kind": str(r["kind"]),
+            "name": str(r["name"]),
+            "t_begin_s": (int(r["t_begin"]) - t0) / 1e9,
+            "t_end_s": (int(r["t_end"]) - t0) / 1e9,
+        }
+        for r in iv[order[:MAX_MARKS]]
+    ]
+    return rows, max(len(iv) - MAX_MARKS, 0)
 
 
 def _node(tl, pids):

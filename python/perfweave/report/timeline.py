@@ -133,6 +133,27 @@ def render(tl, table, max_rows=None, width=None):
                     f"  absent     {', '.join(sorted(n['absent']))} (why: --full or --json)", width
                 )
             )
+        out += _mark_lines(n, width)
         for note in n["notes"]:
             out.append(f"  note       {note}")
+    return out
+
+
+def _mark_lines(n, width):
+    """A line per phase and outermost region of the node's processes: its span on the
+    timeline (the first begin to the last end, s from the first tick), over how many
+    ranks and intervals."""
+    from perfweave.report.widgets import fit_line
+
+    spans = {}
+    for m in n.get("marks") or []:
+        key = (m["kind"], m["name"])
+        t0, t1, who, k = spans.get(key, (m["t_begin_s"], m["t_end_s"], set(), 0))
+        spans[key] = (min(t0, m["t_begin_s"]), max(t1, m["t_end_s"]), who | {m["pid"]}, k + 1)
+    out = []
+    for (kind, name), (t0, t1, who, k) in spans.items():
+        line = f"  {kind:<10} {name}: {t0:.3f}-{t1:.3f} s (processes {len(who)}, intervals {k})"
+        out.append(fit_line(line, width))
+    if n.get("marks_left_out"):
+        out.append(f"  ({n['marks_left_out']} more phases and regions: --json)")
     return out

@@ -19,6 +19,7 @@ import numpy as np
 
 from perfweave.analysis import phases, timebins
 from perfweave.analysis.phases import APP, PHASES
+from perfweave.analysis.regions import tree_prefixes
 from perfweave.analysis.samples.classification import ACTIVITIES, classify, classify_with_reasons
 from perfweave.analysis.samples.names import is_system, is_wrapper, mpi_call_name
 from perfweave.analysis.samples.rooting import IDLE_WORKERS, STATIC_INIT, rooted_paths
@@ -38,13 +39,16 @@ from perfweave.symbols import Symbolizer
 __all__ = ["ACTIVITIES", "SamplesResult", "analyze", "classify"]
 
 
-def analyze(procs, symbolizer=None, windows=None):
+def analyze(procs, symbolizer=None, windows=None, regions=None):
     """The SamplesResult of the samples procs (an experiment's samples: a list of
     model.samples.ProcessSamples), or None without samples. windows: per rank, its MPI_Init
     and MPI_Finalize times (analysis/phases.py windows): the samples in MPI_Init
     (start-up) and from MPI_Finalize on (shutdown) stay in the call tree and the tables
     (shares of the samples) but not in the app time's activities (app_activity_pct,
-    time_split, activity_functions), which the advice quotes."""
+    time_split, activity_functions), which the advice quotes. regions: the program's
+    regions' intervals (model/regions.py Regions.intervals): a sample inside a phase or
+    region is under the nodes "phase NAME", "region NAME" (nested as they are) at the
+    root of the call tree (docs/regions.md "Where they appear")."""
     procs = [p for p in procs if len(p.records)]
     if not procs:
         return None
@@ -155,11 +159,16 @@ def analyze(procs, symbolizer=None, windows=None):
 
     # each sample's path of function names, outermost first, its thread rooted where the
     # program started it (rooted_paths); self names of samples rooted there
-    paths, roots_self = [], []
+    paths, roots_self, tree_paths = [], [], []
     for p, keys, act, delta, stacks, why in per_proc:
         named = [tuple(f for k in st for f in chain_of(k)) for st in stacks]
         rooted = rooted_paths(p, named, act, sym)
         paths.append(rooted)
+        if regions is not None and len(regions):
+            pre = tree_prefixes(regions, p)
+            tree_paths.append([a + (r or ("?",)) for a, r in zip(pre, rooted)])
+        else:
+            tree_paths.append(rooted)
         roots_self.append([r[-1] if r and not n else None for r, n in zip(rooted, named)])
 
     # per rank: samples by (function) exclusive/inclusive and by (line) exclusive; the
@@ -202,7 +211,7 @@ def analyze(procs, symbolizer=None, windows=None):
         if nev:
             ctr_total += delta.sum(axis=0)
         for i, s in enumerate(np.clip(st, 0, nst - 1).tolist()):
-            path = paths[j][i] or ("?",)
+            path = tree_paths[j][i] or ("?",)
             for n in range(1, len(path) + 1):
                 node = tree.setdefault(path[:n], np.zeros((2, len(per_proc), nst)))
                 node[0, j, s] += w[i]

@@ -26,7 +26,7 @@ class NodeTimeline(Section):
             if prof is not None and "pid" in prof.ranks.dtype.names:
                 pids.update({int(p): int(r) for p, r in zip(prof.ranks["pid"], prof.ranks["rank"])})
         try:
-            res = summarize(experiment.timelines, pids)
+            res = summarize(experiment.timelines, pids, experiment.regions.intervals)
             tl = None if res is None else res.to_json()
         except FormatError as e:  # the rest of the report stands without it
             tl = {"nodes": [], "error": str(e)}
@@ -55,12 +55,48 @@ class NodeTimeline(Section):
             lines = timeline.render({"nodes": [n]}, _html_table, max_rows=None)
             parts.append(f"<h2>{escape(lines[1])}</h2>")
             parts += _charts(charts.pop(n["host"], {}), page)
+            parts += _bands(n)
             parts += [x if x.startswith("<table") else f"<p>{escape(x.strip())}</p>"
                       for x in lines[2:] if x]  # fmt: skip
         for node in charts.values():  # a node the report's data has not (a damaged file)
             parts.append(f"<h2>Node timeline: {escape(node['host'])}</h2>")
             parts += _charts(node, page)
         return parts
+
+
+def _bands(node):
+    """The node's phases and outermost regions (marks) as bands over the run's time, a
+    row per rank (process), each band labelled with its name and span."""
+    if not node.get("marks"):
+        return []
+    span = max(node["duration_s"], max(m["t_end_s"] for m in node["marks"]), 1e-9)
+    rows = {}
+    for m in node["marks"]:
+        rows.setdefault((m["rank"], m["pid"]), []).append(m)
+    out = ["<h3>Phases and regions over time (outermost)</h3><div class=pw-bands>"]
+    for (rank, pid), ms in sorted(rows.items()):
+        who = f"rank {rank}" if rank >= 0 else f"pid {pid}"
+        out.append(
+            f'<div style="position:relative;height:1.4em;margin:2px 0">'
+            f'<span style="position:absolute;left:0;width:6em">{escape(who)}</span>'
+        )
+        for m in ms:
+            left = 100 * max(m["t_begin_s"], 0) / span
+            width = max(100 * (m["t_end_s"] - max(m["t_begin_s"], 0)) / span, 0.2)
+            label = f"{m['kind']} {m['name']}: {m['t_begin_s']:.3f}-{m['t_end_s']:.3f} s"
+            colour = "#9ecae1" if m["kind"] == "phase" else "#fdd0a2"
+            out.append(
+                f'<span class=pw-band title="{escape(label)}" data-t0="{m["t_begin_s"]:.9f}" '
+                f'data-t1="{m["t_end_s"]:.9f}" style="position:absolute;top:0;height:1.3em;'
+                f"left:calc(6em + (100% - 6em) * {left / 100:.6f});"
+                f"width:calc((100% - 6em) * {width / 100:.6f});background:{colour};"
+                f'overflow:hidden;white-space:nowrap;font-size:80%">{escape(m["name"])}</span>'
+            )
+        out.append("</div>")
+    out.append("</div>")
+    if node.get("marks_left_out"):
+        out.append(f"<p class=note>{node['marks_left_out']} more not shown (--json)</p>")
+    return ["".join(out)]
 
 
 def _html_table(rows, header, align=None):

@@ -27,7 +27,11 @@ class Sampling(Section):
 
     def collect(self, experiment, report, top):
         try:
-            res = samples.analyze(experiment.samples, windows=phases.windows(experiment.profile))
+            res = samples.analyze(
+                experiment.samples,
+                windows=phases.windows(experiment.profile),
+                regions=experiment.regions.intervals,
+            )
             sm = None if res is None else res.to_json(top)
         except FormatError as e:
             sm = {"error": str(e)}
