@@ -13,7 +13,11 @@ matches byte for byte (perfweave.readers.compact.encode), reads it back, and che
 stored statistic against numpy on the full rank x node matrix: n, min, max, sum, argmin,
 argmax bit-exact, mean and variance to a relative 1e-12, the top nodes' per-rank times
 exact, the sketches' 50/90/99 % quantiles of every node and metric within their stated
-bound. It prints a table of sizes (the compact file, bytes per rank, the full per-rank
+bound. Each rank's communication matrix rows (a 3-D halo exchange: six neighbours, sends
+and receives, message sizes by rank) give the file's matrix summary (model/compact.py
+matrix_summary): its top pairs and per-rank totals are checked against numpy on the
+rows, and its cost is the "matrix" column (the file's bytes with it less without).
+It prints a table of sizes (the compact file, bytes per rank, the full per-rank
 profile.pwprof this run would write, TAU's packed profile on Fugaku: ../shared/papers/
 tool-overhead-fft-klein-gordon-fugaku.txt) and of the tree (rounds, peak bytes a rank
 holds, bytes moved). Exits 1 when a check fails.
@@ -154,6 +158,54 @@ def check(p, present, vals, app, mpi, table):
     return bad, rel
 
 
+def halo_rows(ranks, rng):
+    """The comms rows of a 3-D halo exchange on a near-cubic grid of the ranks: each rank
+    sends to and receives from its six neighbours (periodic), 1000 messages each, of a
+    size varying by rank and direction."""
+    dims, n = [1, 1, 1], ranks
+    while n > 1:  # prime factors, each onto the smallest dimension
+        f = next(k for k in range(2, n + 1) if n % k == 0)
+        dims[int(np.argmin(dims))] *= f
+        n //= f
+    r = np.arange(ranks)
+    coords = np.stack(np.unravel_index(r, dims))
+    rows = []
+    size = rng.integers(4_000, 64_000, (ranks, 6))
+    for k, (axis, step) in enumerate((a, s) for a in range(3) for s in (-1, 1)):
+        c = coords.copy()
+        c[axis] = (c[axis] + step) % dims[axis]
+        peer = np.ravel_multi_index(tuple(c), dims)
+        for direction, col, nbytes in ((0, "bytes_sent", size[:, k]),
+                                       (1, "bytes_recv", size[peer, k ^ 1])):  # fmt: skip
+            x = np.zeros(ranks, cp.RECORDS["comm"])
+            x["rank"], x["peer"], x["dir"], x["messages"] = r, peer, direction, 1000
+            x["comm_size"], x["comm_first"], x["comm_hash"] = ranks, 0, 12345
+            x[col] = 1000 * nbytes
+            rows.append(x)
+    return np.concatenate(rows)
+
+
+def check_matrix(p, rows):
+    """The summary's pairs and totals against numpy on the rows: the bad checks' names."""
+    bad = []
+    send = rows[rows["dir"] == 0]
+    key = send["rank"].astype(np.int64) * len(send) + send["peer"]
+    u, inv = np.unique(key, return_inverse=True)
+    b = np.zeros(len(u), np.int64)
+    np.add.at(b, inv.reshape(-1), send["bytes_sent"])
+    top = np.sort(b)[::-1][: cp.TOP_PAIRS]
+    if not np.array_equal(p.pairs["bytes"], top):
+        bad.append("pairs")
+    want = np.zeros(p.world_size, np.int64)
+    np.add.at(want, send["rank"], send["bytes_sent"])
+    recv = rows[rows["dir"] == 1]
+    got_r = np.zeros(p.world_size, np.int64)
+    np.add.at(got_r, recv["rank"], recv["bytes_recv"])
+    if not (np.array_equal(p.rank_comm[0], want) and np.array_equal(p.rank_comm[2], got_r)):
+        bad.append("rank totals")
+    return bad
+
+
 def one(ranks, nodes, seed):
     rng = np.random.default_rng(seed)
     table, frames = node_table(nodes, rng)
@@ -180,17 +232,22 @@ def one(ranks, nodes, seed):
         ranks,
         lambda sel: vals[:, sel, cp.TIME].T,
     )
+    plain = len(rd.encode(prof))  # without the matrix (its arrays empty, the totals zeros)
+    rows = halo_rows(ranks, rng)
+    prof.pairs, prof.rank_comm = cp.matrix_summary(rows, ranks)
     raw = rd.encode(prof)
     t_write = time.perf_counter() - t0
     t0 = time.perf_counter()
     back = rd.decode(raw, "synthetic")
     t_read = time.perf_counter() - t0
     bad, rel = check(back, present, vals, app, mpi, table)
+    bad += check_matrix(back, rows)
     full = ranks * (nodes * (cp.RECORDS["site"].itemsize + FRAMES * cp.FRAME.itemsize)
                     + cp.RECORDS["rank"].itemsize)  # fmt: skip
     return dict(
         ranks=ranks, bytes=len(raw), full=full, tree=cost, t_tree=t_tree, t_write=t_write,
         t_read=t_read, bad=bad, rel=rel, data=back.header["data_bytes"],
+        matrix=len(raw) - plain,
     )  # fmt: skip
 
 
@@ -202,7 +259,8 @@ def main():
     a = ap.parse_args()
     print(f"compact profile, {a.nodes} call-tree nodes, {cp.TOP_NODES} top nodes per rank kept, "
           f"sketch bound {cp.RELATIVE_ERROR:.4f} relative")  # fmt: skip
-    head = (f"{'ranks':>6} {'compact':>9} {'B/rank':>7} {'full pwprof':>12} {'ratio':>7} "
+    head = (f"{'ranks':>6} {'compact':>9} {'matrix':>9} {'B/rank':>7} {'full pwprof':>12} "
+            f"{'ratio':>7} "
             f"{'TAU ppk':>8} {'rounds':>6} {'peak/rank':>10} {'moved':>9} {'tree s':>7} "
             f"{'write s':>7} {'read s':>6} {'mean':>8} {'var':>8} {'q err':>7}  check")  # fmt: skip
     print(head)
@@ -213,7 +271,8 @@ def main():
         tau = f"{TAU_PPK[ranks] / 1e6:.2f} MB" if ranks in TAU_PPK else "-"
         verdict = "ok" if not r["bad"] else ", ".join(r["bad"])
         print(
-            f"{ranks:>6} {r['bytes'] / 1e6:>6.3f} MB {r['bytes'] / ranks:>7.1f} "
+            f"{ranks:>6} {r['bytes'] / 1e6:>6.3f} MB {r['matrix'] / 1e6:>6.3f} MB "
+            f"{r['bytes'] / ranks:>7.1f} "
             f"{r['full'] / 1e9:>9.3f} GB {r['full'] / r['bytes']:>6.0f}x {tau:>8} {t.rounds:>6} "
             f"{t.peak_bytes / 1e3:>7.0f} KB {t.moved_bytes / 1e6:>6.0f} MB {r['t_tree']:>7.1f} "
             f"{r['t_write']:>7.3f} {r['t_read']:>6.3f} {r['rel']['mean']:>8.1e} "

@@ -243,10 +243,22 @@ class Experiment:
         the runtime could not know), messages, bytes, send_s, recv_s, with comm_name and
         the sender's and receiver's hosts. collectives=True: per communicator, collective
         function and rank: calls, bytes_sent, bytes_recv, time_s (by the collective's
-        own size formula). NoData without MPI or from a profile before version 6."""
-        from perfweave.analysis.comm_matrix import analyze
+        own size formula). NoData without MPI or from a profile before version 6.
+        Above --full-profile-ranks (the compact profile alone): its top pairs by bytes,
+        without send_s, recv_s and hosts (NaN, ""); no collectives (NoData)."""
+        from perfweave.analysis.comm_matrix import analyze, from_compact
 
         prof = self._exp.profile
+        if not len(prof.comms) and not len(prof.ranks):
+            c = from_compact(self._exp.compact)
+            if c is None or collectives:
+                raise NoData(f"{self.path}: no communication matrix in the compact profile"
+                             + (" (collectives per rank are not in it)" if c else ""))  # fmt: skip
+            df = pd.DataFrame(c["pairs"], columns=["comm", "comm_name", "sender", "receiver",
+                                                   "messages", "bytes"])  # fmt: skip
+            df["send_s"] = df["recv_s"] = np.nan
+            df["sender_host"] = df["receiver_host"] = ""
+            return df
         m = analyze(prof)
         if not prof.mpi or not m["communicators"]:
             raise NoData(f"{self.path}: no communication matrix (no MPI calls recorded)")
@@ -268,6 +280,25 @@ class Experiment:
         df.insert(1, "comm_name", df["comm"].map(names))
         df["sender_host"] = df["sender"].map(lambda r: host.get(str(r), ""))
         df["receiver_host"] = df["receiver"].map(lambda r: host.get(str(r), ""))
+        return df
+
+    def comm_rank_totals(self):
+        """Per rank its point-to-point bytes and messages sent and received (every send
+        and receive row of the rank, exact): rank, sent_bytes, sent_messages, recv_bytes,
+        recv_messages; from the full profile's matrix, or the compact profile's summary
+        above --full-profile-ranks. NoData without either."""
+        from perfweave.analysis.comm_matrix import from_compact
+        from perfweave.model.compact import RANK_COMM, matrix_summary
+
+        prof = self._exp.profile
+        if not len(prof.comms):
+            c = from_compact(self._exp.compact) if not len(prof.ranks) else None
+            if c is None:
+                raise NoData(f"{self.path}: no communication matrix (no MPI calls recorded)")
+            return pd.DataFrame(c["ranks"], columns=["rank", *RANK_COMM])
+        _, totals = matrix_summary(prof.comms, prof.world_size)  # the compact's, exactly
+        df = pd.DataFrame(totals.T, columns=list(RANK_COMM))
+        df.insert(0, "rank", np.arange(prof.world_size))
         return df
 
     # ---- wait states (perfweave analyze) -------------------------------------------------

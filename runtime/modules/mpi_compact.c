@@ -6,7 +6,8 @@
  * A summary is one block of memory, laid out as it travels: a head, the rank metrics'
  * statistics, the nodes (sorted by identity), their statistics, their caller frames,
  * their sketch counts (per node and node metric, metric after metric, dense from its first
- * bucket to its last) and the objects' strings (sorted by path, build-id). Merging walks
+ * bucket to its last), the matrix's top pairs (format/mpi.h PW_CPAIR_FIELDS, in their
+ * order) and the objects' strings (sorted by path, build-id). Merging walks
  * two summaries' sorted nodes at once.
  * python/perfweave/model/compact.py does the same operations in the same order (its
  * tests compare the files byte for byte): keep the two alike.
@@ -23,9 +24,11 @@
 #define NM PW_COMPACT_NODE_METRICS
 #define NR 2 /* rank metrics: app_ns, mpi_ns */
 #define SUB PW_COMPACT_SUB_BITS
+#define NC PW_COMPACT_RANK_COMM_N
+#define KP PW_COMPACT_TOP_PAIRS
 
 typedef struct head {
-    int64_t nnodes, nframes, nbuckets, nobjects, strbytes, pad;
+    int64_t nnodes, nframes, nbuckets, nobjects, strbytes, npairs;
 } head;
 
 typedef struct sum {
@@ -37,6 +40,7 @@ typedef struct sum {
     pw_cstat_rec *stats; /* [nnodes][NM] */
     pw_frame_rec *frames;
     int64_t *counts;
+    pw_cpair_rec *pairs;
     char *strings;
     const char **paths, **ids; /* [nobjects], into strings */
 } sum;
@@ -46,7 +50,7 @@ static size_t layout(const head *h)
     return sizeof(head) + NR * sizeof(pw_cstat_rec) + (size_t)h->nnodes * sizeof(pw_cnode_rec) +
            (size_t)h->nnodes * NM * sizeof(pw_cstat_rec) +
            (size_t)h->nframes * sizeof(pw_frame_rec) + (size_t)h->nbuckets * 8 +
-           (size_t)h->strbytes;
+           (size_t)h->npairs * sizeof(pw_cpair_rec) + (size_t)h->strbytes;
 }
 
 /* s's pointers into mem (bytes long, its head first); -1 when the head does not fit. */
@@ -57,7 +61,7 @@ static int view(sum *s, char *mem, size_t bytes)
         return -1;
     memcpy(&s->h, mem, sizeof s->h);
     if (s->h.nnodes < 0 || s->h.nframes < 0 || s->h.nbuckets < 0 || s->h.nobjects < 0 ||
-        s->h.strbytes < 0 || layout(&s->h) != bytes)
+        s->h.strbytes < 0 || s->h.npairs < 0 || s->h.npairs > KP || layout(&s->h) != bytes)
         return -1;
     s->mem = mem;
     s->bytes = bytes;
@@ -72,6 +76,8 @@ static int view(sum *s, char *mem, size_t bytes)
     q += (size_t)s->h.nframes * sizeof(pw_frame_rec);
     s->counts = (int64_t *)q;
     q += (size_t)s->h.nbuckets * 8;
+    s->pairs = (pw_cpair_rec *)q;
+    q += (size_t)s->h.npairs * sizeof(pw_cpair_rec);
     s->strings = q;
     s->paths = calloc((size_t)s->h.nobjects + 1, sizeof *s->paths);
     s->ids = calloc((size_t)s->h.nobjects + 1, sizeof *s->ids);
@@ -104,7 +110,6 @@ static int sum_alloc(sum *s, head h, const char **paths, const char **ids)
     h.strbytes = 0;
     for (int64_t i = 0; i < h.nobjects; i++)
         h.strbytes += (int64_t)(strlen(paths[i]) + strlen(ids[i]) + 2);
-    h.pad = 0;
     size_t bytes = layout(&h);
     char *mem = calloc(1, bytes);
     if (!mem)
@@ -225,6 +230,41 @@ static void merge_stat(pw_cstat_rec *o, const pw_cstat_rec *a, const pw_cstat_re
     *o = r;
 }
 
+/* ---- the matrix's pairs ---- */
+
+/* The pairs' order (format/mpi.h PW_CPAIR_FIELDS): bytes, messages descending, then
+ * sender, receiver, group ascending; a total order, so the top is the same whatever the
+ * merge order. */
+static int pair_cmp(const void *x, const void *y)
+{
+    const pw_cpair_rec *a = x, *b = y;
+    int c;
+    if ((c = cmp64(b->bytes, a->bytes)) || (c = cmp64(b->messages, a->messages)) ||
+        (c = cmp64(a->sender, b->sender)) || (c = cmp64(a->receiver, b->receiver)))
+        return c;
+    return cmp64(a->comm_hash, b->comm_hash);
+}
+
+/* A sender's rows of one receiver and group together. */
+static int pair_key_cmp(const void *x, const void *y)
+{
+    const pw_cpair_rec *a = x, *b = y;
+    int c = cmp64(a->receiver, b->receiver);
+    return c ? c : cmp64(a->comm_hash, b->comm_hash);
+}
+
+/* The top KP of a's and b's pairs (each sorted, no pair in both: a pair is its sender's)
+ * into o, room for KP; their count. */
+static int64_t merge_pairs(const sum *a, const sum *b, pw_cpair_rec *o)
+{
+    int64_t i = 0, j = 0, n = 0;
+    while (n < KP && (i < a->h.npairs || j < b->h.npairs)) {
+        int c = i == a->h.npairs ? 1 : j == b->h.npairs ? -1 : pair_cmp(&a->pairs[i], &b->pairs[j]);
+        o[n++] = c <= 0 ? a->pairs[i++] : b->pairs[j++];
+    }
+    return n;
+}
+
 /* ---- merge ---- */
 
 static int merge(const sum *a, const sum *b, sum *out)
@@ -303,12 +343,14 @@ static int merge(const sum *a, const sum *b, sum *out)
             h.nnodes = n;
             h.nframes = nf;
             h.nbuckets = nb;
+            h.npairs = a->h.npairs + b->h.npairs < KP ? a->h.npairs + b->h.npairs : KP;
             if (sum_alloc(out, h, paths, ids) != 0)
                 goto done;
         }
     }
     for (int m = 0; m < NR; m++)
         merge_stat(&out->rank[m], &a->rank[m], &b->rank[m]);
+    merge_pairs(a, b, out->pairs);
     rc = 0;
 done:
     free(amap);
@@ -353,16 +395,61 @@ static int obj_idx_cmp(const void *x, const void *y)
                    obj_sort_p->buildids[j]);
 }
 
+/* The rank's point-to-point pairs (its SEND rows to a known peer, summed per receiver and
+ * group), sorted, the top KP first: malloc'ed *out (NULL without rows); their count, -1
+ * without memory. */
+static int64_t own_pairs(const pw_profile *p, int rank, pw_cpair_rec **out)
+{
+    *out = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < p->ncomms; i++)
+        n += p->comms[i].dir == PW_COMM_SEND && p->comms[i].peer >= 0;
+    if (!n)
+        return 0;
+    pw_cpair_rec *v = calloc(n, sizeof *v);
+    if (!v)
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < p->ncomms; i++) {
+        const pw_comm_rec *c = &p->comms[i];
+        if (c->dir != PW_COMM_SEND || c->peer < 0)
+            continue;
+        pw_cpair_rec *r = &v[n++];
+        r->sender = rank;
+        r->receiver = c->peer;
+        r->comm_size = c->comm_size;
+        r->comm_first = c->comm_first;
+        r->comm_hash = c->comm_hash;
+        r->messages = c->messages;
+        r->bytes = c->bytes_sent;
+    }
+    qsort(v, n, sizeof *v, pair_key_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && pair_key_cmp(&v[m - 1], &v[i]) == 0) {
+            v[m - 1].messages += v[i].messages;
+            v[m - 1].bytes += v[i].bytes;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    qsort(v, m, sizeof *v, pair_cmp);
+    *out = v;
+    return (int64_t)m;
+}
+
 static int leaf(const pw_local *l, int rank, sum *s)
 {
     const pw_profile *p = &l->prof;
     int rc = -1;
+    pw_cpair_rec *pairs = NULL;
+    int64_t npairs = own_pairs(p, rank, &pairs);
     size_t no = p->nobjects;
     int *used = calloc(no + 1, sizeof *used), *order = calloc(no + 1, sizeof *order);
     int *omap = calloc(no + 1, sizeof *omap);
     size_t *idx = calloc(p->nsites + 1, sizeof *idx);
     const char **paths = calloc(no + 1, sizeof *paths), **ids = calloc(no + 1, sizeof *ids);
-    if (!used || !order || !omap || !idx || !paths || !ids)
+    if (!used || !order || !omap || !idx || !paths || !ids || npairs < 0)
         goto done;
     /* the objects its sites and frames name, sorted */
     for (size_t i = 0; i < p->nsites; i++) {
@@ -397,8 +484,11 @@ static int leaf(const pw_local *l, int rank, sum *s)
             h.nframes += p->sites[idx[i]].nframes;
         }
     h.nbuckets = h.nnodes * NM;
+    h.npairs = npairs < KP ? npairs : KP;
     if (sum_alloc(s, h, paths, ids) != 0)
         goto done;
+    if (h.npairs)
+        memcpy(s->pairs, pairs, (size_t)h.npairs * sizeof *pairs);
     int64_t n = -1, nf = 0;
     int64_t v[NM] = {0};
     for (size_t i = 0; i <= p->nsites; i++) {
@@ -446,7 +536,23 @@ done:
     free(idx);
     free(paths);
     free(ids);
+    free(pairs);
     return rc;
+}
+
+/* The rank's point-to-point totals, PW_COMPACT_RANK_COMM's order, into v[NC]. */
+static void own_totals(const pw_profile *p, int64_t *v)
+{
+    for (size_t i = 0; i < p->ncomms; i++) {
+        const pw_comm_rec *c = &p->comms[i];
+        if (c->dir == PW_COMM_SEND) {
+            v[PW_COMPACT_SENT_BYTES] += c->bytes_sent;
+            v[PW_COMPACT_SENT_MSGS] += c->messages;
+        } else if (c->dir == PW_COMM_RECV) {
+            v[PW_COMPACT_RECV_BYTES] += c->bytes_recv;
+            v[PW_COMPACT_RECV_MSGS] += c->messages;
+        }
+    }
 }
 
 /* ---- the top nodes ---- */
@@ -510,6 +616,8 @@ static void array_json(pw_json *jp, const char *name, int64_t off, int64_t count
         PW_CSTAT_FIELDS(FIELD_JSON, ARRAY_JSON)
     } else if (kind == 3) {
         FIELD_JSON(int64_t, "<i8", value)
+    } else if (kind == 5) {
+        PW_CPAIR_FIELDS(FIELD_JSON, ARRAY_JSON)
     } else {
         FIELD_JSON(int32_t, "<i4", count)
     }
@@ -518,14 +626,31 @@ static void array_json(pw_json *jp, const char *name, int64_t off, int64_t count
     *jp = j;
 }
 
-static int write_file(const sum *s, const int64_t *top, int k, const int64_t *values, int size,
-                      const char *path)
+/* n int64 at q, byte j of value i at j * n + i: the values' high bytes are alike */
+static void shuffled(unsigned char *q, const int64_t *values, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            q[b * n + i] = (unsigned char)((uint64_t)values[i] >> (8 * b));
+}
+
+/* rcomm: the ranks' point-to-point totals, value m of rank r at m * size + r */
+static int write_file(const sum *s, const int64_t *top, int k, const int64_t *values,
+                      const int64_t *rcomm, int size, const char *path)
 {
     int rc = -1;
     int64_t nn = s->h.nnodes, nst = nn * NM + NR, ntv = (int64_t)k * size;
-    size_t sz[5] = {(size_t)nn * sizeof(pw_cnode_rec), (size_t)s->h.nframes * sizeof(pw_frame_rec),
-                    (size_t)nst * sizeof(pw_cstat_rec), (size_t)ntv * 8, (size_t)s->h.nbuckets * 4};
-    size_t data_bytes = sz[0] + sz[1] + sz[2] + sz[3] + sz[4];
+    int64_t nrc = (int64_t)NC * size;
+    size_t sz[7] = {(size_t)nn * sizeof(pw_cnode_rec),
+                    (size_t)s->h.nframes * sizeof(pw_frame_rec),
+                    (size_t)nst * sizeof(pw_cstat_rec),
+                    (size_t)ntv * 8,
+                    (size_t)s->h.nbuckets * 4,
+                    (size_t)s->h.npairs * sizeof(pw_cpair_rec),
+                    (size_t)nrc * 8};
+    size_t data_bytes = 0;
+    for (int a = 0; a < 7; a++)
+        data_bytes += sz[a];
     unsigned char *data = calloc(1, data_bytes + 1), *stored = NULL;
     pw_buf hb = {0};
     if (!data)
@@ -552,15 +677,16 @@ static int write_file(const sum *s, const int64_t *top, int k, const int64_t *va
         memcpy(&st[nn * NM + m], &r, sizeof r);
     }
     q += sz[2];
-    /* byte j of value i at j * count + i: the values' high bytes are alike */
-    for (int64_t i = 0; i < ntv; i++)
-        for (int b = 0; b < 8; b++)
-            q[b * ntv + i] = (unsigned char)((uint64_t)values[i] >> (8 * b));
+    shuffled(q, values, ntv);
     q += sz[3];
     for (int64_t i = 0; i < s->h.nbuckets; i++) {
         int32_t c = (int32_t)s->counts[i];
         memcpy(q + 4 * i, &c, 4);
     }
+    q += sz[4];
+    memcpy(q, s->pairs, sz[5]);
+    q += sz[5];
+    shuffled(q, rcomm, nrc);
     /* zlib when the process can load it (docs/format.md: the codec "none" otherwise) */
     const char *codec = "none";
     unsigned long stored_len = data_bytes;
@@ -604,13 +730,20 @@ static int write_file(const sum *s, const int64_t *top, int k, const int64_t *va
     pw_json_strs(&j, "objects", s->paths, (size_t)s->h.nobjects);
     pw_json_strs(&j, "buildids", s->ids, (size_t)s->h.nobjects);
     pw_json_open(&j, "arrays", '{');
-    static const char *names[5] = {"nodes", "frames", "stats", "top_values", "sketch_counts"};
-    int64_t counts[5] = {nn, s->h.nframes, nst, ntv, s->h.nbuckets};
-    static const int64_t itemsize[5] = {sizeof(pw_cnode_rec), sizeof(pw_frame_rec),
-                                        sizeof(pw_cstat_rec), 8, 4};
+    static const char *names[7] = {"nodes",         "frames", "stats",    "top_values",
+                                   "sketch_counts", "pairs",  "rank_comm"};
+    int64_t counts[7] = {nn, s->h.nframes, nst, ntv, s->h.nbuckets, s->h.npairs, nrc};
+    static const int64_t itemsize[7] = {sizeof(pw_cnode_rec),
+                                        sizeof(pw_frame_rec),
+                                        sizeof(pw_cstat_rec),
+                                        8,
+                                        4,
+                                        sizeof(pw_cpair_rec),
+                                        8};
+    static const int kinds[7] = {0, 1, 2, 3, 4, 5, 3};
     int64_t off = 0;
-    for (int a = 0; a < 5; a++) {
-        array_json(&j, names[a], off, counts[a], itemsize[a], a);
+    for (int a = 0; a < 7; a++) {
+        array_json(&j, names[a], off, counts[a], itemsize[a], kinds[a]);
         off += (int64_t)sz[a];
     }
     pw_json_close(&j);
@@ -757,7 +890,7 @@ int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *p
     tree_bcast(c, &tb, &tn);
     sum t = {0};
     int k = 0;
-    int64_t vals[PW_COMPACT_TOP_NODES] = {0};
+    int64_t vals[PW_COMPACT_TOP_NODES + NC] = {0};
     head th;
     if (tn >= sizeof th) { /* the count alone decides the gather, on every rank alike */
         memcpy(&th, tb, sizeof th);
@@ -776,18 +909,22 @@ int pw_compact_reduce(const pw_local *l, const pw_compact_comm *c, const char *p
     }
     free(t.paths);
     free(t.ids);
-    int64_t *all = c->rank == 0 && k ? calloc((size_t)c->size * (size_t)k, 8) : NULL;
-    if (k)
-        tree_gather(c, vals, k, all);
+    /* with the rank's point-to-point totals after them, gathered alike */
+    if (l)
+        own_totals(&l->prof, vals + k);
+    int w = k + NC;
+    int64_t *all = c->rank == 0 ? calloc((size_t)c->size * (size_t)w, 8) : NULL;
+    tree_gather(c, vals, w, all);
     int rc = 0;
     if (c->rank == 0) {
         rc = -1;
-        int64_t *byrank = k ? calloc((size_t)c->size * (size_t)k, 8) : NULL;
-        if (ok && top && (!k || (all && byrank))) {
-            for (int i = 0; i < k; i++)
+        int64_t *byrank = calloc((size_t)c->size * (size_t)w, 8);
+        if (ok && top && all && byrank) {
+            for (int i = 0; i < w; i++)
                 for (int r = 0; r < c->size; r++)
-                    byrank[(size_t)i * (size_t)c->size + (size_t)r] = all[(size_t)r * k + i];
-            rc = write_file(&mine, top, k, byrank, c->size, path);
+                    byrank[(size_t)i * (size_t)c->size + (size_t)r] = all[(size_t)r * w + i];
+            rc = write_file(&mine, top, k, byrank, byrank + (size_t)k * (size_t)c->size, c->size,
+                            path);
         } else {
             pw_log("out of memory while reducing the compact profile");
         }

@@ -226,10 +226,40 @@ def _corruptions(raw):
     yield "truncated", raw[: len(raw) - 20]
     yield "zlib", bytes(body)
     yield "magic", raw.replace(b"perfweave-compact-profile", b"perfweave-compact-profilX", 1)
-    yield "version", raw.replace(b'"version":2', b'"version":9', 1)
+    yield "version", raw.replace(b'"version":%d' % rd.VERSION, b'"version":9', 1)
     yield "empty", b""
     yield "header only", raw[: nl + 1]
     yield "node index", _with_stats_node(raw, 10**6)
+
+
+def _as_version_2(raw):
+    """raw (this version's file) as version 2 wrote it: without the matrix's arrays."""
+    import json
+    import zlib
+
+    nl = raw.index(b"\n")
+    h = json.loads(raw[:nl])
+    data = zlib.decompress(raw[nl + 1 : nl + 1 + h["stored_bytes"]])
+    cut = h["arrays"]["pairs"]["offset"]
+    del h["arrays"]["pairs"], h["arrays"]["rank_comm"]
+    stored = zlib.compress(data[:cut], 6)
+    h.update(version=2, data_bytes=cut, stored_bytes=len(stored))
+    line = rd._cjson(h).encode()
+    return line + b" " * (-(len(line) + 1) % 64) + b"\n" + stored + rd.END_MARKER
+
+
+def test_version_2_read_without_matrix():
+    """A version-2 file (no matrix summary) reads with its call sites alike, pairs and
+    rank_comm None; perfweave's matrix summary of it says so (from_compact: None)."""
+    from perfweave.analysis.comm_matrix import from_compact
+
+    p, _, _ = _profile()
+    p.pairs, p.rank_comm = np.zeros(0, cp.CPAIR), np.arange(4 * p.world_size).reshape(4, -1)
+    raw = rd.encode(p)
+    now, old = rd.decode(raw, "x"), rd.decode(_as_version_2(raw), "x")
+    assert np.array_equal(now.rank_comm, p.rank_comm) and old.header["version"] == 2
+    assert old.pairs is None and old.rank_comm is None and from_compact(old) is None
+    assert np.array_equal(old.stats, now.stats) and np.array_equal(old.top_values, now.top_values)
 
 
 def _with_stats_node(raw, node):

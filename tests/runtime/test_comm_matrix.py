@@ -153,7 +153,7 @@ def test_collectives_by_size_formula(matrix_run):
 
 def test_report_forms_and_compact(matrix_run):
     """--json holds the whole matrix; the text report its top pairs; the compact profile
-    of the same run is still written and decodes (the matrix is not in it)."""
+    of the same run is still written and decodes, its per-rank totals the full matrix's."""
     d = matrix_run.report()["comm_matrix"]
     world = next(c for c in d["communicators"] if c["name"] == "MPI_COMM_WORLD")
     pairs = Counter()
@@ -164,7 +164,55 @@ def test_report_forms_and_compact(matrix_run):
     text = matrix_run.text_report()
     assert "Communication matrix" in text and "MPI_Allreduce" in text
     raw = (matrix_run.exp / "profile.pwcompact").read_bytes()
-    assert rd.decode(raw, "profile.pwcompact").world_size == N
+    c = rd.decode(raw, "profile.pwcompact")
+    assert c.world_size == N
+    assert c.rank_comm[0].sum() == sum(p["bytes"] for p in d["p2p"] if p["sender"] >= 0)
+
+
+def test_compact_only_matrix_summary(mpi, build, run_pw, matrix_run):
+    """The same program with --full-profile-ranks 1 (the compact profile alone): its
+    matrix summary's top pairs and per-rank totals equal, exactly, those of the full
+    profile of the run without the option; perfweave.open and the report show them."""
+    import perfweave
+
+    full = perfweave.open(matrix_run.exp).comm_matrix()
+    prof = read_profile(matrix_run.exp / "profile.pwprof")
+    rows = prof.arrays["comms"]
+    r = run_pw(mpi.launch(N) + [build(mpi, "comm_matrix.c")],
+               options=["--full-profile-ranks", "1"])  # fmt: skip
+    assert not (r.exp / "profile.pwprof").exists()
+    exp = perfweave.open(r.exp)
+    pairs = exp.comm_matrix()
+    # every pair a sender names, by (sender, receiver, communicator group): the full
+    # profile's matrix has fewer than the bound, so the summary holds them all
+    full = full[full["sender"] >= 0].copy()  # the compact names a group by size and first
+    full["comm_name"] = full["comm_name"].str.replace(r"^comm \d+ \((.*)\)$", r"comm (\1)",
+                                                      regex=True)  # fmt: skip
+    want = full.groupby(["sender", "receiver", "comm_name"])
+    got = pairs.groupby(["sender", "receiver", "comm_name"])
+    assert len(pairs) == len(want.size()) < 64
+    assert want[["messages", "bytes"]].sum().to_dict() == got[["messages", "bytes"]].sum().to_dict()
+    # the pairs most bytes first; the world's the program's known pattern
+    assert list(pairs["bytes"]) == sorted(pairs["bytes"], reverse=True)
+    world = pairs[pairs["comm_name"] == "MPI_COMM_WORLD"]
+    assert {(s, d): [m, b] for s, d, m, b in world[["sender", "receiver", "messages", "bytes"]]
+            .itertuples(index=False)} == expected_world()  # fmt: skip
+    # per rank, exact: sent and received bytes and messages of its point-to-point rows
+    totals = exp.comm_rank_totals().set_index("rank")
+    for rank in range(N):
+        mine = rows[rows["rank"] == rank]
+        send, recv = mine[mine["dir"] == 0], mine[mine["dir"] == 1]
+        assert totals.loc[rank].to_dict() == {
+            "sent_bytes": send["bytes_sent"].sum(),
+            "sent_messages": send["messages"].sum(),
+            "recv_bytes": recv["bytes_recv"].sum(),
+            "recv_messages": recv["messages"].sum(),
+        }
+    assert totals["sent_bytes"].sum() > 0
+    m = r.report()["comm_matrix"]
+    assert m["compact"] and len(m["pairs"]) == len(pairs) and len(m["ranks"]) == N
+    text = r.text_report()
+    assert "Communication matrix (compact profile" in text and "not available" in text
 
 
 # ---- requests, matched probes, one-sided calls (programs/comm_matrix_requests.c) ----

@@ -23,8 +23,9 @@
 
 #include "perfweave/format.h"
 
-/* 2: a sketch per (node, metric), in cstat; 1 had the time's only, in cnode */
-#define PW_COMPACT_VERSION 2
+/* 3: the communication matrix's summary (arrays pairs, rank_comm); 2: a sketch per (node,
+ * metric), in cstat; 1 had the time's only, in cnode */
+#define PW_COMPACT_VERSION 3
 #define PW_COMPACT_MAGIC "perfweave-compact-profile"
 
 /* The sketch's bucket of a value x >= 0 (an integer, ns): x itself below 2^SUB_BITS, else
@@ -35,6 +36,10 @@
 /* Nodes whose per-rank times are kept (the top by total time): 8 x 12 288 ranks cost
  * about 390 KB compressed (docs/performance.md "Compact profiles at scale"). */
 #define PW_COMPACT_TOP_NODES 8
+/* The communication matrix's point-to-point pairs kept (the top by bytes): a pair is
+ * recorded by its sender alone, so the top of the ranks' own tops merged up the tree is
+ * exactly the top of the whole matrix. */
+#define PW_COMPACT_TOP_PAIRS 64
 
 /* clang-format off */
 /* The statistics' metrics: node metrics first (per call site), then rank metrics (a row
@@ -112,6 +117,30 @@ enum pw_comm_dir { PW_COMM_DIRS(PW_COMM_DIR_ENUM) };
     X(int64_t, "<i8", bytes_recv)      /* RECV and COLL rows */                            \
     X(int64_t, "<i8", total_ns)        /* the calls' time (a Sendrecv's: its SEND row) */
 
+/* The compact profile's summary of the matrix: one per point-to-point pair (sender,
+ * receiver, communicator group) among the top PW_COMPACT_TOP_PAIRS by bytes, ordered by
+ * bytes, messages (both descending), sender, receiver, comm_hash: the sum of the sender's
+ * SEND rows (comms, above) of that receiver and group. */
+#define PW_CPAIR_FIELDS(X, A)                                                              \
+    X(int32_t, "<i4", sender)      /* MPI_COMM_WORLD ranks */                              \
+    X(int32_t, "<i4", receiver)                                                            \
+    X(int32_t, "<i4", comm_size)                                                           \
+    X(int32_t, "<i4", comm_first)                                                          \
+    X(int64_t, "<i8", comm_hash)                                                           \
+    X(int64_t, "<i8", messages)                                                            \
+    X(int64_t, "<i8", bytes)
+/* Per rank, exactly, of its point-to-point rows (comms, dir SEND and RECV, any peer):
+ * array rank_comm, value m of rank r at m * world_size + r (stored as top_values). */
+#define PW_COMPACT_RANK_COMM(X)                                                            \
+    X(SENT_BYTES, 0, "sent_bytes")                                                         \
+    X(SENT_MSGS, 1, "sent_messages")                                                       \
+    X(RECV_BYTES, 2, "recv_bytes")                                                         \
+    X(RECV_MSGS, 3, "recv_messages")
+#define PW_COMPACT_RANK_COMM_N 4
+#define PW_COMPACT_RANK_COMM_ENUM(name, value, str) PW_COMPACT_##name = value,
+enum pw_compact_rank_comm { PW_COMPACT_RANK_COMM(PW_COMPACT_RANK_COMM_ENUM) };
+#undef PW_COMPACT_RANK_COMM_ENUM
+
 /* The profile's arrays of the module, after the core's (format.h PW_PROFILE_ARRAYS_core):
  * X(array, record, FIELDS, type). */
 #define PW_PROFILE_ARRAYS_mpi(X) X(comms, comm, PW_COMM_FIELDS, pw_comm_rec)
@@ -120,16 +149,20 @@ enum pw_comm_dir { PW_COMM_DIRS(PW_COMM_DIR_ENUM) };
 PW_RECORD_STRUCT(PW_COMM_FIELDS, pw_comm_rec)
 PW_RECORD_STRUCT(PW_CNODE_FIELDS, pw_cnode_rec)
 PW_RECORD_STRUCT(PW_CSTAT_FIELDS, pw_cstat_rec)
+PW_RECORD_STRUCT(PW_CPAIR_FIELDS, pw_cpair_rec)
 
 #define PW_FORMAT_mpi(FILE, RECORD, NAMES, CODES, CONST, JSON)                                     \
     FILE(compact, ".", PW_COMPACT_MAGIC, PW_COMPACT_VERSION)                                       \
     RECORD(comm, PW_COMM_FIELDS, pw_comm_rec)                                                      \
     RECORD(cnode, PW_CNODE_FIELDS, pw_cnode_rec)                                                   \
     RECORD(cstat, PW_CSTAT_FIELDS, pw_cstat_rec)                                                   \
+    RECORD(cpair, PW_CPAIR_FIELDS, pw_cpair_rec)                                                   \
     NAMES(comm_dirs, PW_COMM_DIRS)                                                                 \
     NAMES(compact_metrics, PW_COMPACT_METRICS)                                                     \
+    NAMES(compact_rank_comm, PW_COMPACT_RANK_COMM)                                                 \
     CONST(compact_node_metrics, PW_COMPACT_NODE_METRICS)                                           \
     CONST(compact_sub_bits, PW_COMPACT_SUB_BITS)                                                   \
-    CONST(compact_top_nodes, PW_COMPACT_TOP_NODES)
+    CONST(compact_top_nodes, PW_COMPACT_TOP_NODES)                                                 \
+    CONST(compact_top_pairs, PW_COMPACT_TOP_PAIRS)
 
 #endif

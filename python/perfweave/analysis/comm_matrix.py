@@ -155,3 +155,48 @@ def world_matrix(m, what="bytes"):
         if 0 <= p["sender"] < n and 0 <= p["receiver"] < n:
             out[p["sender"], p["receiver"]] += p[what]
     return out
+
+
+COMPACT_MISSING = (
+    "pairs past the top by bytes, the time of each pair's sends and receives, receives "
+    "from senders the runtime could not know and collectives per rank: above "
+    "--full-profile-ranks only the compact profile is written"
+)
+
+
+def from_compact(p):
+    """The matrix's summary in a compact profile (model/compact.py, version 3): as a dict,
+    compact True, world_size, top_pairs (its bound), pairs (the top pairs by bytes: comm
+    (its group's hash), comm_size, comm_first, sender, receiver, messages, bytes), ranks
+    (per rank: rank, sent_bytes, sent_messages, recv_bytes, recv_messages, exact, every
+    point-to-point row of the rank) and missing; None for a file without it."""
+    if p is None or p.rank_comm is None:
+        return None
+    from perfweave.model.compact import RANK_COMM, TOP_PAIRS
+
+    world = group_hash(range(p.world_size))
+    pairs = [
+        {
+            "comm": int(x["comm_hash"]),
+            "comm_name": "MPI_COMM_WORLD"
+            if int(x["comm_hash"]) == world and int(x["comm_size"]) == p.world_size
+            else f"comm ({int(x['comm_size'])} ranks from world rank {int(x['comm_first'])})",
+            "sender": int(x["sender"]),
+            "receiver": int(x["receiver"]),
+            "messages": int(x["messages"]),
+            "bytes": int(x["bytes"]),
+        }
+        for x in p.pairs
+    ]
+    ranks = [
+        {"rank": r, **{k: int(p.rank_comm[m, r]) for m, k in enumerate(RANK_COMM)}}
+        for r in range(p.world_size)
+    ]
+    return {
+        "compact": True,
+        "world_size": int(p.world_size),
+        "top_pairs": TOP_PAIRS,
+        "pairs": pairs,
+        "ranks": ranks,
+        "missing": COMPACT_MISSING,
+    }

@@ -17,8 +17,11 @@ import numpy as np
 from perfweave._format import (
     COMPACT_METRICS,
     COMPACT_NODE_METRICS,
+    COMPACT_RANK_COMM,
     COMPACT_SUB_BITS,
     COMPACT_TOP_NODES,
+    COMPACT_TOP_PAIRS,
+    COMM_DIRS,
     RECORDS,
 )
 
@@ -35,6 +38,9 @@ KEY_SPACE = 64 << SUB_BITS  # every key of a non-negative int64 is below it
 CNODE = RECORDS["cnode"]
 CSTAT = RECORDS["cstat"]
 FRAME = RECORDS["frame"]
+CPAIR = RECORDS["cpair"]
+RANK_COMM = COMPACT_RANK_COMM  # sent_bytes, sent_messages, recv_bytes, recv_messages
+TOP_PAIRS = COMPACT_TOP_PAIRS
 
 
 # ---- the sketch ----
@@ -291,6 +297,10 @@ class CompactProfile:
     top_nodes: np.ndarray  # node indices, by total time
     top_values: np.ndarray  # int64 [top node, rank]: the node's time on the rank, 0 if none
     header: dict = field(default_factory=dict)
+    # the communication matrix's summary (version 3; None before): the top pairs by bytes
+    # (CPAIR records, in their order) and int64 [RANK_COMM, rank] point-to-point totals
+    pairs: np.ndarray = None
+    rank_comm: np.ndarray = None
 
     def node_stats(self, metric):
         """The statistics of a node metric, one row per node (nodes order)."""
@@ -372,3 +382,35 @@ def profile_from_summary(
         top_nodes=top.astype(np.int64),
         top_values=np.asarray(top_values_of(used[top]), np.int64).reshape(len(top), world_size),
     )
+
+
+# ---- the communication matrix's summary ----
+
+
+def matrix_summary(comms, world_size, k=TOP_PAIRS):
+    """The compact profile's summary of a profile's "comms" rows (format/mpi.h
+    PW_CPAIR_FIELDS, PW_COMPACT_RANK_COMM): the top k point-to-point pairs (the senders'
+    SEND rows to a known peer summed per sender, receiver and group) in their order, and
+    each rank's sent and received bytes and messages over all its SEND and RECV rows."""
+    send, recv = COMM_DIRS.index("send"), COMM_DIRS.index("recv")
+    rank_comm = np.zeros((len(RANK_COMM), world_size), np.int64)
+    for m, (d, col) in enumerate(
+        ((send, "bytes_sent"), (send, "messages"), (recv, "bytes_recv"), (recv, "messages"))
+    ):
+        rows = comms[(comms["dir"] == d) & (comms["rank"] >= 0) & (comms["rank"] < world_size)]
+        np.add.at(rank_comm[m], rows["rank"], rows[col])
+    rows = comms[(comms["dir"] == send) & (comms["peer"] >= 0)]
+    keys = np.stack([rows["rank"].astype(np.int64), rows["peer"], rows["comm_hash"]])
+    uniq, first, inv = np.unique(keys, axis=1, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    pairs = np.zeros(uniq.shape[1], CPAIR)
+    pairs["sender"], pairs["receiver"], pairs["comm_hash"] = uniq
+    pairs["comm_size"] = rows["comm_size"][first]
+    pairs["comm_first"] = rows["comm_first"][first]
+    np.add.at(pairs["messages"], inv, rows["messages"])
+    np.add.at(pairs["bytes"], inv, rows["bytes_sent"])
+    order = np.lexsort(
+        (pairs["comm_hash"], pairs["receiver"], pairs["sender"], -pairs["messages"],
+         -pairs["bytes"])
+    )  # fmt: skip
+    return pairs[order[:k]], rank_comm

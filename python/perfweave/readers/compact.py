@@ -20,10 +20,12 @@ from perfweave._format import FILES
 from perfweave.errors import FormatError
 from perfweave.model.compact import (
     CNODE,
+    CPAIR,
     CSTAT,
     FRAME,
     METRICS,
     NODE_METRICS,
+    RANK_COMM,
     SUB_BITS,
     TIME,
     CompactProfile,
@@ -44,7 +46,10 @@ ARRAYS = (
     ("stats", CSTAT),
     ("top_values", VALUES),
     ("sketch_counts", SKETCH),
+    ("pairs", CPAIR),
+    ("rank_comm", VALUES),
 )
+SHUFFLED = ("top_values", "rank_comm")
 # version 1's records: the time's sketch in the node's, statistics without one
 CNODE_V1 = np.dtype([
     ("fn", "<i4"), ("object", "<i4"), ("nframes", "<i4"), ("sketch_len", "<i4"),
@@ -57,7 +62,8 @@ CSTAT_V1 = np.dtype([
     ("m2", "<f8"),
 ])  # fmt: skip
 ARRAYS_OF = {
-    1: tuple((n, {"nodes": CNODE_V1, "stats": CSTAT_V1}.get(n, dt)) for n, dt in ARRAYS),
+    1: tuple((n, {"nodes": CNODE_V1, "stats": CSTAT_V1}.get(n, dt)) for n, dt in ARRAYS[:5]),
+    2: ARRAYS[:5],  # without the matrix's summary
     VERSION: ARRAYS,
 }
 
@@ -103,6 +109,12 @@ def encode(p, codec="zlib"):
         "stats": p.stats.astype(CSTAT).tobytes(),
         "top_values": _shuffle(np.asarray(p.top_values).reshape(-1)),
         "sketch_counts": np.asarray(p.sketch_counts, "<i4").tobytes(),
+        "pairs": np.asarray(p.pairs if p.pairs is not None else [], CPAIR).tobytes(),
+        "rank_comm": _shuffle(
+            np.asarray(p.rank_comm).reshape(-1)
+            if p.rank_comm is not None
+            else np.zeros(len(RANK_COMM) * int(p.world_size), np.int64)
+        ),
     }
     arrays, off = {}, 0
     for name, dt in ARRAYS:
@@ -186,7 +198,7 @@ def decode(raw, path):
                 raise _corrupt(path, f"array {name}: not this version's records")
             if count < 0 or off < 0 or off + count * dt.itemsize > data_bytes:
                 raise _corrupt(path, f"array {name} runs past the data")
-            if name == "top_values":
+            if name in SHUFFLED:
                 arrays[name] = _unshuffle(data[off : off + 8 * count], count)
             else:
                 arrays[name] = np.frombuffer(data, dt, count, off).copy()
@@ -211,10 +223,14 @@ def decode(raw, path):
         top_nodes=top,
         top_values=arrays["top_values"],
         header=header,
+        pairs=arrays.get("pairs"),
+        rank_comm=arrays.get("rank_comm"),
     )
     _check(p, path)
     if len(top):
         p.top_values = p.top_values.reshape(len(top), world)
+    if p.rank_comm is not None:
+        p.rank_comm = p.rank_comm.reshape(len(RANK_COMM), world)
     return p
 
 
@@ -244,6 +260,18 @@ def _check(p, path):
         raise _corrupt(path, "world_size or top_values")
     if len(p.top_nodes) and (p.top_nodes.min() < 0 or p.top_nodes.max() >= nn):
         raise _corrupt(path, "top_nodes")
+    if p.rank_comm is not None and len(p.rank_comm) != len(RANK_COMM) * p.world_size:
+        raise _corrupt(path, "rank_comm")
+    if (
+        p.pairs is not None
+        and len(p.pairs)
+        and (
+            p.pairs["sender"].min() < 0
+            or p.pairs["receiver"].min() < 0
+            or max(p.pairs["sender"].max(), p.pairs["receiver"].max()) >= p.world_size
+        )
+    ):
+        raise _corrupt(path, "pairs")
     if not all(isinstance(x, str) for x in p.functions + p.objects + p.buildids):
         raise _corrupt(path, "functions, objects or buildids")
     if len(p.objects) != len(p.buildids):
@@ -349,4 +377,8 @@ def of_profile(pf, codec="zlib"):
         summary, table, fr, h["functions"], [h["objects"][o] for o in objs],
         [h["buildids"][o] for o in objs], world, lambda sel: vals[:, sel, cp.TIME].T,
     )  # fmt: skip
+    comms = pf.arrays.get("comms")
+    if comms is None:
+        comms = np.zeros(0, cp.RECORDS["comm"])
+    prof.pairs, prof.rank_comm = cp.matrix_summary(comms, world)
     return encode(prof, codec)

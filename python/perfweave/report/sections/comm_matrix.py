@@ -2,11 +2,13 @@
 no --trace needed): per communicator its point-to-point pairs, most bytes first, and its
 collectives' calls and bytes; in the HTML a heat map of the bytes each world rank sent to
 each other, the ranks grouped by host. The report's JSON holds the whole matrix. Absent
-for a run without MPI calls or a profile older than version 6."""
+for a run without MPI calls or a profile older than version 6. Above --full-profile-ranks
+(the compact profile alone) its summary of the matrix: the top pairs by bytes and each
+rank's point-to-point totals, saying what it does not hold."""
 
 import numpy as np
 
-from perfweave.analysis.comm_matrix import analyze, world_matrix
+from perfweave.analysis.comm_matrix import analyze, from_compact, world_matrix
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
 from perfweave.report.widgets import (
@@ -23,6 +25,8 @@ from perfweave.report.widgets import (
 COMM_COLUMNS = ["communicator", "ranks", "p2p messages", "p2p bytes", "coll calls", "coll bytes"]
 PAIR_COLUMNS = ["communicator", "sender", "receiver", "messages", "bytes", "send", "recv"]
 COLL_COLUMNS = ["communicator", "collective", "ranks", "calls", "sent", "received", "time"]
+CPAIR_COLUMNS = ["communicator", "sender", "receiver", "messages", "bytes"]
+CRANK_COLUMNS = ["rank", "sent", "messages sent", "received", "messages received"]
 
 
 class CommMatrix(Section):
@@ -30,6 +34,9 @@ class CommMatrix(Section):
 
     def collect(self, experiment, report, top):
         p = experiment.profile
+        if not len(p.ranks) and not len(p.comms):  # the compact profile alone
+            c = from_compact(experiment.compact)
+            return {self.name: c} if c else {}
         if not p.mpi or not len(p.comms):
             return {}
         return {self.name: analyze(p)}
@@ -38,6 +45,8 @@ class CommMatrix(Section):
         m = data.get(self.name)
         if not m:
             return []
+        if m.get("compact"):
+            return _compact_text(m, view)
         comms = m["communicators"]
         out = [""] + wrap_words(_title(m), view.width)
         names = {c["id"]: c["name"] for c in comms}
@@ -62,6 +71,14 @@ class CommMatrix(Section):
         m = data.get(self.name)
         if not m:
             return []
+        if m.get("compact"):
+            return [
+                f"<h2>{escape(_compact_title(m))}</h2>",
+                f"<p>Not available: {escape(m['missing'])}.</p>",
+                html_table([_cpair_row(p) for p in m["pairs"]], CPAIR_COLUMNS),
+                "<h3>Point-to-point totals per rank</h3>",
+                html_table([_crank_row(r) for r in m["ranks"]], CRANK_COLUMNS),
+            ]
         names = {c["id"]: c["name"] for c in m["communicators"]}
         pairs = sorted(m["p2p"], key=lambda p: (-p["bytes"], -p["messages"]))
         return [
@@ -186,3 +203,41 @@ def heat_map(m):
 
 
 SECTION = CommMatrix()
+
+
+def _compact_title(m):
+    sent = sum(r["sent_bytes"] for r in m["ranks"])
+    msgs = sum(r["sent_messages"] for r in m["ranks"])
+    return (
+        f"Communication matrix (compact profile, {m['world_size']} ranks): {msgs} "
+        f"point-to-point messages sent ({byte_size(sent)}), the top {len(m['pairs'])} "
+        f"pairs by bytes (at most {m['top_pairs']})"
+    )
+
+
+def _cpair_row(p):
+    return [p["comm_name"], p["sender"], p["receiver"], p["messages"], byte_size(p["bytes"])]
+
+
+def _crank_row(r):
+    return [
+        r["rank"],
+        byte_size(r["sent_bytes"]),
+        r["sent_messages"],
+        byte_size(r["recv_bytes"]),
+        r["recv_messages"],
+    ]
+
+
+def _compact_text(m, view):
+    out = [""] + wrap_words(_compact_title(m), view.width)
+    shown, more = cut_rows(m["pairs"], view.rows)
+    out += text_table([_cpair_row(p) for p in shown], CPAIR_COLUMNS, width=view.width)
+    out += more_rows(more, "pairs", "perfweave report --json has them all")
+    if view.full:
+        out += ["  point-to-point totals per rank"]
+        shown, more = cut_rows(m["ranks"], view.rows)
+        out += text_table([_crank_row(r) for r in shown], CRANK_COLUMNS, width=view.width)
+        out += more_rows(more, "ranks", "perfweave report --json has them all")
+    out += wrap_words(f"  Not available: {m['missing']}.", view.width)
+    return out
