@@ -6,10 +6,10 @@ not a test).
 formatted line, timed inside the program by the thread's CPU time (others' work on the
 machine does not count; bench/programs/io_calls.c), bare and under `perfweave run --io --no-sample`,
 alternating in one invocation: ns added per call (the budget is 60 ns, docs/io.md). Then
-MPI programs on --ranks ranks (Open MPI), bare and under `perfweave run` without and
-with --io, on disk (a directory beside the system's temporary files): three I/O-heavy
-ones, their time: a checkpoint (each rank writes --mib MiB to its file in 1 MiB
-writes, fsyncs, reads it back), an ASCII output step (each rank fprintf's --lines
+MPI programs on --ranks ranks (Open MPI), bare and under `perfweave run --no-io` and
+`perfweave run --io`, on disk (a directory beside the system's temporary
+files): three I/O-heavy ones, their time: a checkpoint (each rank writes --mib MiB to its
+file in 1 MiB writes, fsyncs, reads it back), an ASCII output step (each rank fprintf's --lines
 formatted lines) and a metadata-heavy loop (each rank opens, writes 4 KiB and closes its
 file --opens times: the worst case, calls of ~1.5 us each); and a compute-heavy one
 (additions for a fixed time with an allreduce every 10 ms; the work done). Prints
@@ -125,7 +125,7 @@ def main():
             got = {"bare": [], "no io": [], "io": [], "darshan": []}
             for _ in range(args.repeat):
                 got["bare"].append(value(launch + [str(mprog), *cmd], key))
-                got["no io"].append(value(pw() + launch + [str(mprog), *cmd], key))
+                got["no io"].append(value(pw("--no-io") + launch + [str(mprog), *cmd], key))
                 got["io"].append(value(pw("--io") + launch + [str(mprog), *cmd], key))
                 if args.darshan:
                     got["darshan"].append(value(darshan(launch + [str(mprog), *cmd], True), key))

@@ -115,6 +115,44 @@ def test_environment_not_passed(mpi, build, run_pw):
     assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, 0)
 
 
+def test_a_wrappers_io_is_not_the_programs_data(mpi, build, run_pw, tmp_path):
+    """With the I/O profile, every process that loads the runtime makes a store: a shell
+    wrapper that appends to a log before it execs the MPI program without the runtime
+    leaves a store that counted its calls, but it has no rank, so it is not the program's
+    data: the run has no data (not "partial: the io module kept ..."), and every reader
+    says it again. The wrappers' stores are there all the same, with their I/O."""
+    prog = build(mpi, "counts.c")
+    log = tmp_path / "wrapper.log"
+    wrapper = f'for i in 1 2 3 4 5; do echo x >> {log}; done; exec env -u LD_PRELOAD "$0"'
+    ref = bare(mpi.launch(2) + ["sh", "-c", wrapper, prog])
+    assert ref.returncode == 0, ref.stderr
+    log.unlink()
+    r = run_pw(mpi.launch(2) + ["sh", "-c", wrapper, prog], options=("--io",), check=False)
+    assert (
+        sorted(r.proc.stdout.splitlines())
+        == sorted(ref.stdout.splitlines())
+        == ["counts rank 0 done", "counts rank 1 done"]
+    )
+    meta = meta_of(r)
+    assert (meta["state"], meta["kept"]) == ("empty", [])
+    reason = meta["reason"]
+    assert re.fullmatch(
+        r"0 of 2 ranks recorded data though \d+ processes loaded perfweave's runtime: the "
+        r"runtime was taken out before the MPI program started \(a wrapper or launcher "
+        r"option resetting LD_PRELOAD\), or the program is statically linked",
+        reason,
+    ), reason
+    assert_empty(r, reason, {"recorded": 0, "expected": 2, "missing": "0-1"}, 0)
+    # the wrappers' stores: each opened the log 5 times, rankless (the log: 2 x 5 lines)
+    from perfweave.readers.io import read_io
+
+    assert log.read_text() == "x\n" * 10
+    io = read_io(r.exp)
+    mine = io.records[io.records["file"] == io.files.index(str(log))]
+    assert mine["opens"].sum() == 10
+    assert set(mine["rank"].tolist()) == set(io.processes["rank"].tolist()) == {-1}
+
+
 def test_static_program(mpi, build, run_pw):
     """LD_PRELOAD cannot enter a statically linked program: said as the cause, with the
     program's exit code."""

@@ -139,13 +139,8 @@ def finish(argv):
 
 def _end(exp, status, unwritten, found):
     """The run's last line, and the exit status that passes the command's on."""
-    kept = []
-    if found and found.state == "empty":
-        from pathlib import Path
-
-        from perfweave.readers.experiment import kept_by_modules
-
-        kept = kept_by_modules(Path(exp))
+    # the modules that kept what the program's processes counted (launch/verdict.py)
+    kept = found.kept if found and found.state == "empty" else []
     if kept:
         # no profile, but what a module keeps in file-backed memory is there to report
         run.say(

@@ -23,18 +23,20 @@ from perfweave import progress
 from perfweave.errors import PerfweaveError
 from perfweave.options import spec
 
-_QUIET = ["--node-interval", "0", "--no-sample", "--no-mathlib"]
+_BASE = ["--node-interval", "0", "--no-sample", "--no-mathlib"]
+_QUIET = _BASE + ["--no-io"]
 # mode -> (perfweave run's options, the module whose wrapped call it calibrates). Every
 # mode but samples, timeline and default turns the node sampler and call-stack sampling
-# off, so that each measures its own module's cost on top of the MPI profile.
+# off, so that each measures its own module's cost on top of the MPI profile; every mode
+# but io and default turns the I/O profile (on by default) off.
 MODES = {
     "profile": (_QUIET, "mpi"),
-    "samples": (["--node-interval", "0", "--sample", "--no-mathlib"], "mpi"),
+    "samples": (["--node-interval", "0", "--sample", "--no-mathlib", "--no-io"], "mpi"),
     "trace": (_QUIET + ["--trace"], "mpi"),
     "counters": (_QUIET + ["--counters", "perf::TASK-CLOCK"], "mpi"),
-    "io": (_QUIET + ["--io"], "io"),
-    "mathlib": (["--node-interval", "0", "--no-sample", "--mathlib"], "math"),
-    "timeline": (["--no-sample", "--no-mathlib"], "mpi"),
+    "io": (_BASE + ["--io"], "io"),
+    "mathlib": (["--node-interval", "0", "--no-sample", "--mathlib", "--no-io"], "math"),
+    "timeline": (["--no-sample", "--no-mathlib", "--no-io"], "mpi"),
     "default": ([], "mpi"),
 }
 # calibrated module -> (compiler: its environment variable and default, -D, libraries)

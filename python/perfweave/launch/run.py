@@ -270,6 +270,8 @@ def finish(exp, meta, status, ended):
     found = verdict(exp, command, status, values, program)
     if found:
         meta.update(state=found.state, reason=found.reason, ranks=found.ranks)
+        if found.state == "empty":
+            meta["kept"] = found.kept
     err = _save_meta(exp, meta)
     if err:
         # the disk is full: what the runtime could not write is not known, and the

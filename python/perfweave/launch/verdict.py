@@ -24,12 +24,14 @@ def _links_mpi(path):
 # experiment.json's state, reason and ranks; docs/format.md). state: "empty" (no data at
 # all) or "partial" (some ranks' data missing); reason: one line, the count and the likely
 # causes; ranks: {"expected": N (absent when unknown), "recorded": k, "missing": "1,3-5"}.
+# kept: of a run found empty, the modules (readers/experiment.py kept_by_modules) that
+# kept what the program's processes counted up to their end (experiment.json's kept).
 class Verdict:
-    def __init__(self, state, reason, ranks):
-        self.state, self.reason, self.ranks = state, reason, ranks
+    def __init__(self, state, reason, ranks, kept=()):
+        self.state, self.reason, self.ranks, self.kept = state, reason, ranks, list(kept)
 
     def __repr__(self):
-        return f"Verdict({self.state!r}, {self.reason!r}, {self.ranks!r})"
+        return f"Verdict({self.state!r}, {self.reason!r}, {self.ranks!r}, {self.kept!r})"
 
 
 # likely causes a Verdict names
@@ -99,6 +101,14 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
     mpi_program = values.get("mpi", "auto") != "none" and program and _links_mpi(program)
     if rec.processes and not mpi_program:
         return None  # a program without MPI: its processes' profiles are its data
+    from pathlib import Path
+
+    from perfweave.readers.experiment import kept_by_modules
+
+    # only the program's processes': those with a rank in a run of ranks (the program
+    # links MPI, or the launcher started a count of them); a process without one there
+    # is a wrapper or a helper that loaded the runtime
+    kept = kept_by_modules(Path(exp), bool(mpi_program or expected))
     if rec.in_init and status:
         # processes called MPI (the core loaded the MPI module in them) and none got
         # through MPI_Init: the MPI start-up failed, nothing was killed or left out
@@ -109,6 +119,7 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
             + f": {n} process{'es' if n > 1 else ''} of the program called MPI_Init "
             f"and none got through it: {_INIT_FAILED} ({ended})",
             _none_recorded(expected),
+            kept,
         )
     count = f"0 of {expected} ranks recorded data" if expected else "no process recorded data"
     if rec.starting:
@@ -120,6 +131,7 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
             "runtime (statically linked, or LD_PRELOAD reset by a wrapper)"
             + (f" ({ended})" if ended else ""),
             _none_recorded(expected),
+            kept,
         )
     # processes that loaded the runtime: HOST.pids, kept by the node timeline only
     started = rec.started if values.get("node_interval", 1) > 0 else None
@@ -153,7 +165,7 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
     reason = (
         count + (": " + ", or ".join(causes) if causes else "") + (f" ({ended})" if ended else "")
     )
-    return Verdict("empty", reason, _none_recorded(expected))
+    return Verdict("empty", reason, _none_recorded(expected), kept)
 
 
 def _none_recorded(expected):

@@ -14,5 +14,7 @@ class Dataset:
     read: Callable  # experiment path -> the model (an empty one, or None, when absent)
     what: str  # for messages and docs
     # a process's own measurements, in file-backed memory: what it counted up to a SIGKILL
-    # is there, so an experiment without any profile is still opened for it
-    kept_when_killed: bool = False
+    # is there, so an experiment without any profile is still opened for it. None, or
+    # experiment path -> the ranks (-1: a process without one) of the processes whose
+    # files there counted something (readers/experiment.py kept_by_modules)
+    kept_ranks: Callable = None

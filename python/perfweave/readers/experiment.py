@@ -408,7 +408,9 @@ def open_experiment(path, reduced_content=None, snapshot=None):
             "the program wrote none: was it killed with SIGKILL, or did it exit before "
             "perfweave started?"
         )
-        modules = kept_by_modules(path)
+        # as perfweave run's verdict found them (experiment.json's kept); a run without it
+        # (an earlier perfweave, or perfweave killed): every process that counted
+        modules = meta["kept"] if "kept" in meta else kept_by_modules(path, mpi=False)
         if not modules:
             # perfweave run's verdict when the run ended, else a guess
             raise PerfweaveError(f"{path}: no profile data: {why}{kept}")
@@ -493,17 +495,18 @@ def open_experiment(path, reduced_content=None, snapshot=None):
     )
 
 
-def kept_by_modules(path):
-    """The datasets (readers/datasets.py) kept when a process is killed that experiment
-    path holds files of, by name."""
+def kept_by_modules(path, mpi):
+    """The datasets (readers/datasets.py) kept when a process is killed of which
+    experiment path holds the program's data, by name. The program's processes: those
+    with a rank when it is an MPI program (mpi true), else every process that counted
+    something; a process without a rank in an MPI program's run is a launcher's helper or
+    a wrapper (env, a shell script) that loaded the runtime, not the program."""
     from perfweave.readers.datasets import DATASETS
 
     return [
         d.name
         for d in DATASETS.values()
-        if d.kept_when_killed
-        and (path / d.directory).is_dir()
-        and any((path / d.directory).iterdir())
+        if d.kept_ranks and any(r >= 0 or not mpi for r in d.kept_ranks(path))
     ]
 
 

@@ -81,6 +81,26 @@ def read_io(path):
     return out
 
 
+def kept_ranks(path):
+    """The ranks (-1: none) of the processes whose stores in experiment path counted a
+    call (a thread block in use), from their headers alone. A process that loaded the
+    runtime and made no call (a wrapper that exec'd the program, a helper of the
+    launcher) counted nothing: its store is not data. Unreadable stores are left out."""
+    out = []
+    d = path / "io"
+    for f in sorted(d.glob("*.pwio")) if d.is_dir() else ():
+        try:
+            m = SparseFile(f)
+            if m.size < HEADER.itemsize:
+                continue
+            h = m[: HEADER.itemsize].view(HEADER)[0]
+        except (OSError, FormatError):
+            continue
+        if int(h["magic"]) == IO_MAGIC_NUMBER and int(h["nthreads"]) > 0:
+            out.append(int(h["rank"]))
+    return out
+
+
 def _read_store(f, index, names, objects, out):
     m = SparseFile(f)
     if m.size < HEADER.itemsize:
@@ -289,5 +309,5 @@ DATASET = Dataset(
     "io",
     read_io,
     "I/O per file, layer and process (perfweave run --io)",
-    kept_when_killed=True,
+    kept_ranks=lambda path: kept_ranks(path),
 )
