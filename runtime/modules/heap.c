@@ -14,8 +14,14 @@
  * of one path share a site; two paths of one key, which a recursion of equal depth could
  * make, share the first one's). Live objects are kept in a bounded open-addressing table
  * of pointer -> (site, weighted size, tick of allocation); past its bound an allocation
- * is counted but not tracked (header.untracked). Counters are shared by the threads and
- * updated with relaxed atomics: no lock on the hot path; site creation takes a spin lock.
+ * is counted but not tracked (header.untracked). Counters are shared by the threads. While
+ * one thread alone records (the usual case: the runtime's own threads never do), they are
+ * updated with plain loads and stores; from the second recording thread on, with relaxed
+ * atomics: no lock on the hot path either way; site creation takes a spin lock. The switch
+ * is an asymmetric fence: the recording thread marks itself busy around its plain updates
+ * (a plain store), the second thread sets `many`, issues membarrier() (every running
+ * thread passes a full barrier) and waits for the mark to clear; without membarrier() the
+ * module uses atomics from the start.
  * A free of a pointer not in the table (allocated before the start, by the bootstrap
  * arena, or not sampled) only passes on.
  */
@@ -27,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +58,10 @@ enum {
 #define TOMB ((uintptr_t)1)
 
 static int enabled;
+/* Non-zero: the module records nothing and the real functions are known: each wrapper's
+ * first branch calls straight on (a program run without --heap pays only that); 1: no
+ * block of the bootstrap arena is out, so free and realloc need not look for one. */
+static int pass, bootstrapped;
 static pw_heap_header_rec *hdr;
 static pw_heap_object_rec *objects;
 static pw_heap_site_rec *sites;
@@ -94,32 +106,124 @@ static int site_lock;
 static PW_TLS int64_t countdown; /* sampling: bytes to the next sampled allocation */
 static PW_TLS uint64_t rng;
 
-static inline void add64(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-static inline void max64(int64_t *p, int64_t v)
+/* One recording thread (plain updates) or several (atomics); `one` is alone()'s answer. */
+static int many;        /* 1: a second thread has recorded, or membarrier() is missing */
+static int owner_busy;  /* the one recording thread is between alone() and alone_end() */
+static PW_TLS int role; /* 0: has not recorded; 1: the one recording thread; 2: another */
+
+static void fence_all(void) { syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0); }
+
+/* The process's use of fence_all() registered (at the start, again in a forked child);
+ * without it every thread uses atomics. */
+static void register_fence(void)
+{
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0)
+        __atomic_store_n(&many, 1, __ATOMIC_SEQ_CST);
+}
+
+static void spin_lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+static int role_lock, recorders;
+
+/* The calling thread's first recording: the first thread to record is the one; any later
+ * one makes every thread use atomics, after the one has left its plain updates. */
+static __attribute__((noinline)) void take_role(void)
+{
+    spin_lock(&role_lock);
+    if (recorders++ == 0 && !__atomic_load_n(&many, __ATOMIC_RELAXED))
+        role = 1;
+    else {
+        role = 2;
+        if (!__atomic_load_n(&many, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&many, 1, __ATOMIC_SEQ_CST);
+            fence_all(); /* the one either saw `many` or its busy mark is visible now */
+            while (__atomic_load_n(&owner_busy, __ATOMIC_ACQUIRE))
+                sched_yield();
+        }
+    }
+    spin_unlock(&role_lock);
+}
+
+/* 1: the caller may update the counters with plain loads and stores until alone_end(). */
+static inline int alone(void)
+{
+    if (PW_UNLIKELY(role == 0))
+        take_role();
+    if (PW_LIKELY(role == 1)) {
+        __atomic_store_n(&owner_busy, 1, __ATOMIC_RELAXED);
+        __asm__ volatile("" ::: "memory");
+        if (PW_LIKELY(!__atomic_load_n(&many, __ATOMIC_RELAXED)))
+            return 1;
+        __atomic_store_n(&owner_busy, 0, __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+static inline void alone_end(int one)
+{
+    if (one)
+        __atomic_store_n(&owner_busy, 0, __ATOMIC_RELEASE);
+}
+
+static inline void add64(int64_t *p, int64_t v, int one)
+{
+    if (one)
+        __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+/* *p + v, stored in *p. */
+static inline int64_t add_get64(int64_t *p, int64_t v, int one)
+{
+    if (!one)
+        return __atomic_add_fetch(p, v, __ATOMIC_RELAXED);
+    int64_t x = __atomic_load_n(p, __ATOMIC_RELAXED) + v;
+    __atomic_store_n(p, x, __ATOMIC_RELAXED);
+    return x;
+}
+static inline void max64(int64_t *p, int64_t v, int one)
 {
     int64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    if (one) {
+        if (v > cur)
+            __atomic_store_n(p, v, __ATOMIC_RELAXED);
+        return;
+    }
     while (v > cur &&
            !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
 }
-static inline void min64(int64_t *p, int64_t v)
+static inline void min64(int64_t *p, int64_t v, int one)
 {
     int64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    if (one) {
+        if (v < cur)
+            __atomic_store_n(p, v, __ATOMIC_RELAXED);
+        return;
+    }
     while (v < cur &&
            !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
 }
 /* A 128-bit sum of bytes x ticks kept as two 64-bit words. */
-static inline void add128(uint64_t *lo, uint64_t *hi, int64_t bytes, int64_t ticks)
+static inline void add128(uint64_t *lo, uint64_t *hi, int64_t bytes, int64_t ticks, int one)
 {
     if (bytes <= 0 || ticks <= 0)
         return;
     unsigned __int128 x = (unsigned __int128)(uint64_t)bytes * (uint64_t)ticks;
-    uint64_t xl = (uint64_t)x, xh = (uint64_t)(x >> 64);
-    uint64_t old = __atomic_fetch_add(lo, xl, __ATOMIC_RELAXED);
+    uint64_t xl = (uint64_t)x, xh = (uint64_t)(x >> 64), old;
+    if (one) {
+        old = __atomic_load_n(lo, __ATOMIC_RELAXED);
+        __atomic_store_n(lo, old + xl, __ATOMIC_RELAXED);
+    } else {
+        old = __atomic_fetch_add(lo, xl, __ATOMIC_RELAXED);
+    }
     xh += old + xl < old; /* the carry */
     if (xh)
-        __atomic_fetch_add(hi, xh, __ATOMIC_RELAXED);
+        add64((int64_t *)hi, (int64_t)xh, one);
 }
 
 static inline int range_of(uint64_t size)
@@ -135,13 +239,6 @@ static inline uint64_t mix(uint64_t a, uint64_t b)
 }
 
 /* ---- sites ---- */
-
-static void spin_lock(int *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
-}
-static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
 /* The record's object index of a loaded object's path (added if new); -1: none. */
 static int object_index(const char *path)
@@ -238,7 +335,7 @@ static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t
     if (at >= 0)
         for (depth = 0; depth < PW_HEAP_DEPTH && at + depth < n; depth++)
             frames[depth] = (uintptr_t)bt[at + depth];
-    add64(&hdr->unwinds, 1);
+    add64(&hdr->unwinds, 1, 0);
     if (!learned)
         learn_delta(ra, fp, frames, depth);
     spin_lock(&site_lock);
@@ -255,7 +352,7 @@ static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t
         if (zero == key)
             return site; /* another thread's, or being made */
     }
-    add64(&hdr->keys_full, 1);
+    add64(&hdr->keys_full, 1, 0);
     return site;
 }
 
@@ -295,14 +392,23 @@ static inline int site_of(int fn, uintptr_t ra, uintptr_t fp)
 
 static inline size_t live_hash(uintptr_t p) { return (size_t)mix(p, 0x5bd1e995) & live_mask; }
 
-static void live_put(uintptr_t p, int64_t size, int64_t tick, int site, int range)
+static void live_put(uintptr_t p, int64_t size, int64_t tick, int site, int range, int one)
 {
     size_t i = live_hash(p);
     for (int n = 0; n < MAX_PROBE; n++, i = (i + 1) & live_mask) {
         live_entry *e = &live[i];
         uintptr_t cur = __atomic_load_n(&e->ptr, __ATOMIC_RELAXED);
-        if ((cur == 0 || cur == TOMB) &&
-            __atomic_compare_exchange_n(&e->ptr, &cur, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        if (cur != 0 && cur != TOMB)
+            continue;
+        if (one) { /* the fields first: the dump reads an entry whose ptr is set */
+            e->size = size;
+            e->tick = tick;
+            e->site = site;
+            e->range = range;
+            __atomic_store_n(&e->ptr, p, __ATOMIC_RELEASE);
+            return;
+        }
+        if (__atomic_compare_exchange_n(&e->ptr, &cur, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             e->size = size;
             e->tick = tick;
             e->site = site;
@@ -310,7 +416,7 @@ static void live_put(uintptr_t p, int64_t size, int64_t tick, int site, int rang
             return;
         }
     }
-    add64(&hdr->untracked, 1);
+    add64(&hdr->untracked, 1, one);
 }
 
 /* p's entry taken out of the table into *out; 0: p is not in it. */
@@ -407,21 +513,22 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
     int64_t w = 1;
     if (sample_bytes > 0 && (w = sample_weight(size)) == 0)
         return;
-    int site = site_of(fn, ra, sp);
+    int site = site_of(fn, ra, sp), one = alone();
     pw_heap_site_rec *s = &sites[site];
     int g = range_of(size);
     int64_t bytes = (int64_t)size * w;
-    add64(&s->hist_count[g], w);
-    add64(&s->hist_bytes[g], bytes);
-    min64(&s->min, (int64_t)size);
-    max64(&s->max, (int64_t)size);
-    int64_t tick = pw_ticks(), before = __atomic_fetch_add(&s->live, bytes, __ATOMIC_RELAXED);
-    if (before == 0) /* its objects live from now (a race with the last free: approximate) */
+    add64(&s->hist_count[g], w, one);
+    add64(&s->hist_bytes[g], bytes, one);
+    min64(&s->min, (int64_t)size, one);
+    max64(&s->max, (int64_t)size, one);
+    int64_t tick = pw_ticks(), after = add_get64(&s->live, bytes, one);
+    if (after == bytes) /* its objects live from now (a race with the last free: approximate) */
         __atomic_store_n(&s->live_since, tick, __ATOMIC_RELAXED);
-    max64(&s->peak, before + bytes);
-    max64(&hdr->range_peak[g], __atomic_add_fetch(&hdr->range_live[g], bytes, __ATOMIC_RELAXED));
-    max64(&hdr->peak_live_bytes, __atomic_add_fetch(&hdr->live_bytes, bytes, __ATOMIC_RELAXED));
-    live_put((uintptr_t)ptr, bytes, tick, site, g);
+    max64(&s->peak, after, one);
+    max64(&hdr->range_peak[g], add_get64(&hdr->range_live[g], bytes, one), one);
+    max64(&hdr->peak_live_bytes, add_get64(&hdr->live_bytes, bytes, one), one);
+    live_put((uintptr_t)ptr, bytes, tick, site, g, one);
+    alone_end(one);
 }
 
 /* The end of an object's life at tick `now`. */
@@ -429,17 +536,19 @@ static void end_life(const live_entry *e, int64_t now, int freed)
 {
     pw_heap_site_rec *s = &sites[e->site];
     int64_t dt = now - e->tick;
+    int one = alone();
     if (freed)
-        add64(&s->frees, 1);
-    if (__atomic_sub_fetch(&s->live, e->size, __ATOMIC_RELAXED) == 0) {
+        add64(&s->frees, 1, one);
+    if (add_get64(&s->live, -e->size, one) == 0) {
         int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
         if (now > since)
-            add64(&s->live_ticks, now - since);
+            add64(&s->live_ticks, now - since, one);
     }
-    add64(&hdr->range_live[e->range], -e->size);
-    add64(&hdr->live_bytes, -e->size);
-    add128(&s->byte_ticks_lo, &s->byte_ticks_hi, e->size, dt);
-    add128(&hdr->range_ticks_lo[e->range], &hdr->range_ticks_hi[e->range], e->size, dt);
+    add64(&hdr->range_live[e->range], -e->size, one);
+    add64(&hdr->live_bytes, -e->size, one);
+    add128(&s->byte_ticks_lo, &s->byte_ticks_hi, e->size, dt, one);
+    add128(&hdr->range_ticks_lo[e->range], &hdr->range_ticks_hi[e->range], e->size, dt, one);
+    alone_end(one);
 }
 
 static void record_free(void *ptr)
@@ -450,7 +559,7 @@ static void record_free(void *ptr)
     if (live_take((uintptr_t)ptr, &e))
         end_life(&e, pw_ticks(), 1);
     else if (sample_bytes == 0)
-        add64(&hdr->unseen_frees, 1);
+        add64(&hdr->unseen_frees, 1, 0);
 }
 
 /* ---- the wrappers ---- */
@@ -478,8 +587,11 @@ PW_REAL_DECLARE(malloc_usable_size);
 
 PW_EXPORT void *malloc(size_t n)
 {
+    if (PW_LIKELY(pass))
+        return real_malloc(n);
     if (PW_UNLIKELY(pw_wrap_resolving)) {
-        add64(hdr ? &hdr->bootstrap : &(int64_t){0}, 1);
+        add64(hdr ? &hdr->bootstrap : &(int64_t){0}, 1, 0);
+        bootstrapped = 1;
         return pw_wrap_bootstrap_alloc(n);
     }
     PW_REAL_RESOLVE(malloc);
@@ -490,8 +602,11 @@ PW_EXPORT void *malloc(size_t n)
 
 PW_EXPORT void *calloc(size_t n, size_t size)
 {
+    if (PW_LIKELY(pass))
+        return real_calloc(n, size);
     if (PW_UNLIKELY(pw_wrap_resolving)) {
         size_t total;
+        bootstrapped = 1;
         return __builtin_mul_overflow(n, size, &total) ? NULL : pw_wrap_bootstrap_alloc(total);
     }
     PW_REAL_RESOLVE(calloc);
@@ -502,6 +617,10 @@ PW_EXPORT void *calloc(size_t n, size_t size)
 
 PW_EXPORT void free(void *p)
 {
+    if (PW_LIKELY(pass == 1)) {
+        real_free(p); /* free(NULL) passes on: it does nothing there either */
+        return;
+    }
     if (PW_UNLIKELY(!p || pw_wrap_bootstrap_owns(p)))
         return;
     PW_REAL_RESOLVE(free);
@@ -512,7 +631,10 @@ PW_EXPORT void free(void *p)
 
 PW_EXPORT void *realloc(void *old, size_t n)
 {
+    if (PW_LIKELY(pass == 1))
+        return real_realloc(old, n);
     if (PW_UNLIKELY(pw_wrap_resolving || pw_wrap_bootstrap_owns(old))) {
+        bootstrapped |= pw_wrap_resolving;
         void *p = pw_wrap_resolving ? pw_wrap_bootstrap_alloc(n) : malloc(n);
         if (p && old) /* a bootstrap block's size is not kept: copy what may be there */
             memcpy(p, old, n);
@@ -528,7 +650,7 @@ PW_EXPORT void *realloc(void *old, size_t n)
     }
     void *p = real_realloc(old, n);
     if (had && !p && n) { /* failed: the old block lives on */
-        live_put((uintptr_t)old, e.size, e.tick, e.site, e.range);
+        live_put((uintptr_t)old, e.size, e.tick, e.site, e.range, 0);
         return p;
     }
     if (had)
@@ -692,8 +814,10 @@ static void resolve_all(void)
 static void start(void)
 {
     resolve_all();
-    if (!pw_opt.heap || !pw_experiment_dir())
+    if (!pw_opt.heap || !pw_experiment_dir()) {
+        pass = 1 + bootstrapped;
         return;
+    }
     sample_bytes = pw_opt.heap_sample_bytes > 0 ? pw_opt.heap_sample_bytes : 0;
     size_t nlive = pow2_at_least(pw_opt.heap_max_live > 0 ? (size_t)pw_opt.heap_max_live : 65536);
     size_t max_sites = pw_opt.heap_max_sites > 0 ? (size_t)pw_opt.heap_max_sites : 4096;
@@ -709,10 +833,12 @@ static void start(void)
     void *bt[4];
     backtrace(bt, 4); /* loads libgcc's unwinder now, not inside the first allocation */
     int ok = live && keys && by_path && ras && make_store(0, NULL, 0, NULL, 0) == 0;
+    register_fence();
     pw_wrap_depth--;
     if (!ok) {
         pw_log("heap: cannot make the heap record in %s/heap: no heap profile",
                pw_experiment_dir());
+        pass = 1 + bootstrapped;
         return;
     }
     __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
@@ -730,6 +856,12 @@ static void in_child(void)
     size_t old_len = map_len;
     hdr = NULL;
     countdown = 0;
+    /* one thread now: the one recording thread, if any, is this one */
+    recorders = role == 1;
+    role = role == 1;
+    owner_busy = role_lock = site_lock = 0;
+    many = 0;
+    register_fence();
     madvise(live, sizeof *live * (live_mask + 1), MADV_DONTNEED); /* zero pages */
     pw_wrap_depth++;
     int ok = make_store(old->pid, old_sites, old->nsites, old_objects, old->nobjects) == 0;
@@ -754,9 +886,9 @@ static int dump(int state, int in_signal)
             continue;
         live_entry copy = *e;
         add128(&sites[copy.site].byte_ticks_lo, &sites[copy.site].byte_ticks_hi, copy.size,
-               now - copy.tick);
+               now - copy.tick, 0);
         add128(&hdr->range_ticks_lo[copy.range], &hdr->range_ticks_hi[copy.range], copy.size,
-               now - copy.tick);
+               now - copy.tick, 0);
     }
     for (int s = 0; s < hdr->nsites; s++) {
         pw_heap_site_rec *r = &sites[s];

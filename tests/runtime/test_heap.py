@@ -5,7 +5,9 @@ time, C 7 x 8 MiB held 0.1 s), in C, C++ (new[]/delete[]) and Fortran (ALLOCATE)
 MPI. Each program measures its own byte-seconds (its clock read after each allocation and
 before each free): the profile's counts and bytes must be exact, its byte-seconds within 5
 %, its peaks exact. A fork's child keeps its own record, a SIGKILLed process what it
-counted; the sampling mode's estimates lie within their statistical tolerance."""
+counted; the sampling mode's estimates lie within their statistical tolerance; threads
+allocating at once (the module's switch from one recording thread's plain updates to
+atomics) lose no count (programs/heap_threads.c)."""
 
 import numpy as np
 import pandas as pd
@@ -149,3 +151,31 @@ def test_heap_sampling_estimates(mpi, build, run_pw):
         assert rows[name]["bytes"] == pytest.approx(b, rel=rel), name
         assert rows[name]["byte_s"] == pytest.approx(bs, rel=rel + 0.05), name
     assert "estimates: one allocation per 512.0KiB sampled" in r.text_report()
+
+
+def test_heap_threads_exact_counts(mpi, build, run_pw):
+    """Threads allocating at once (heap_threads.c: the main thread records alone first,
+    then four workers join it): every site's counts, bytes, frees and sizes are the
+    program's own, and its peak lies between one thread's and all threads' live bytes."""
+    prog = build(mpi, "heap_threads.c")
+    r = run_pw([prog, "20000"], ["--heap"])
+    truth = {}
+    for line in r.proc.stdout.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0] in ("M", "W", "C"):
+            truth[f[0]] = (int(f[1]), int(f[2]))
+    assert truth["M"] == (21000, 21000 * 40) and truth["W"] == (80000, 80000 * 96)
+    sites = r.open().table("heap", "sites")
+    mine = np.array([str(f).endswith("heap_threads.c") for f in sites["file"]])
+    for name, line in site_lines("heap_threads.c").items():
+        size, (c, b) = {"M": 40, "W": 96, "C": 300}[name], truth[name]
+        rows = sites[mine & (sites["line"] == line).to_numpy()]
+        assert len(rows) == (2 if name == "M" else 1), name  # M: main_pairs' two callers
+        got = (rows["count"].sum(), rows["bytes"].sum(), rows["frees"].sum())
+        assert got == (c, b, c), name
+        assert (rows["min_bytes"] == size).all() and (rows["max_bytes"] == size).all(), name
+        if name == "M":  # one live at a time
+            assert (rows["peak_bytes"] == 40).all()
+        else:  # between one thread's and all four threads' live objects
+            live = 16 * 96 if name == "W" else 300
+            assert live <= rows["peak_bytes"].iloc[0] <= 4 * live, name
