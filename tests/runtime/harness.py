@@ -259,7 +259,7 @@ def share_bound(share, samples, margin=2.0):
     """Points by which a sampled share (percent) may differ from a program's own measure
     of it: 3 binomial standard deviations for that many samples, plus a margin (points)
     for the interval before each sample, which goes to the function sampled at its end."""
-    p = share / 100
+    p = min(max(share / 100, 0.0), 1.0)  # a share computed as a ratio can pass 100 % by an ulp
     return 300 * (p * (1 - p) / max(samples, 1)) ** 0.5 + margin
 
 
