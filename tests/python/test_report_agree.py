@@ -13,13 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 from report_numbers import assert_agree, disagreements, page_text
+from test_report_sections import example_model
 
 from perfweave.analysis.comm_matrix import COLL, RECV, SEND
 from perfweave.analysis.comm_matrix import analyze as comm_analyze
 from perfweave.analysis.io import analyze as io_analyze
 from perfweave.analysis.mathlib import analyze as ml_analyze
 from perfweave.analysis.samples.classification import ACTIVITIES
-from perfweave.model.example import Example
 from perfweave.model.io import IoProfile
 from perfweave.model.mathlib import MathLib
 from perfweave.readers.experiment import open_experiment
@@ -227,21 +227,7 @@ def mathlib_data():
 
 
 def example_data():
-    ex = Example.from_literal(
-        [
-            {"rank": 1, "threads": 1, "calls": 2000, "total_ns": 6_000_000, "max_ns": 9_000},
-            {"rank": 0, "threads": 2, "calls": 1000, "total_ns": 2_000_000, "max_ns": 40_000},
-        ],
-        job={
-            "ranks": 2,
-            "reported": 2,
-            "function": "sched_yield",
-            "threads": 3,
-            "calls": 3000,
-            "total_ns": 8_000_000,
-            "max_ns": 40_000,
-        },
-    )
+    ex = example_model()
     return EXAMPLE.collect(SimpleNamespace(example=ex), {}, 10)["example"]
 
 

@@ -76,14 +76,12 @@ def test_the_report_is_its_list_of_sections(monkeypatch, tmp_path):
     assert '<script type="application/json" id="pw-extra">["run"]</script>' in page
 
 
-def test_example_section_from_its_model():
-    """The example module's section (the template of a module's section) from a model
-    built in memory: totals, per process most time first, notes; no key at all when the
-    run recorded none of the module's data."""
+def example_model():
+    """The example module's model of two processes (3 threads, 3000 calls, 8 ms), built in
+    memory: also the example's data of test_report_agree.py."""
     from perfweave.model.example import Example
-    from perfweave.report.sections.example import SECTION
 
-    ex = Example.from_literal(
+    return Example.from_literal(
         [
             {"rank": 1, "threads": 1, "calls": 2000, "total_ns": 6_000_000, "max_ns": 9_000},
             {"rank": 0, "threads": 2, "calls": 1000, "total_ns": 2_000_000, "max_ns": 40_000},
@@ -98,6 +96,15 @@ def test_example_section_from_its_model():
             "max_ns": 40_000,
         },
     )
+
+
+def test_example_section_from_its_model():
+    """The example module's section (the template of a module's section) from a model
+    built in memory: totals, per process most time first, notes; no key at all when the
+    run recorded none of the module's data."""
+    from perfweave.report.sections.example import SECTION
+
+    ex = example_model()
     assert [p.rank for p in ex.processes] == [0, 1]
     got = SECTION.collect(SimpleNamespace(example=ex), {}, 10)["example"]
     assert (got["processes"], got["ranks"], got["threads"], got["calls"]) == (2, 2, 3, 3000)
@@ -116,7 +123,7 @@ def test_example_section_from_its_model():
     html = "".join(SECTION.html({"example": got}, Page(experiment=None)))
     assert "<h2>Example module: sched_yield calls</h2>" in html and "rank 0" in html
     # nothing recorded: nothing in the report
-    assert SECTION.collect(SimpleNamespace(example=Example()), {}, 10) == {}
+    assert SECTION.collect(SimpleNamespace(example=type(ex)()), {}, 10) == {}
     assert SECTION.text({}, View()) == [] and SECTION.html({}, Page(None)) == []
 
 
