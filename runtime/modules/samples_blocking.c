@@ -539,15 +539,23 @@ PW_EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
     kept_sets kept;
     int old = block_begin(!tv || tv->tv_sec || tv->tv_usec, PW_ACTIVITY_WAIT), rc;
     blocked_call *c = call_enter(PW_FRAME, CLOCK_MONOTONIC);
+    int again = 0;
     for (;;) {
         call_try(c);
         rc = real_select(n, r, w, e, tv);
         if (!call_again(c, rc < 0 && errno == EINTR))
             break;
+        again = 1;
         if (tv)
             *tv = tv_left(deadline, pw_now());
         keep_sets(&kept, r, w, e);
     }
+    /* a call made again that the program's signal ended: the kernel counted what it left
+     * from the new call, which may have begun after the handler (nudged: its timer, and
+     * any wait for a CPU, counted too); the program is owed the time left when its handler
+     * began, as the kernel counts it without perfweave */
+    if (again && rc < 0 && errno == EINTR && c->woke && tv)
+        *tv = tv_left(deadline, c->woken);
     if (program_ended(c, rc == 0 && tv, deadline)) {
         put_sets(&kept, r, w, e);
         *tv = tv_left(deadline, c->woken);
