@@ -123,6 +123,45 @@ def chrome_calls(exp):
     return {k: sorted(v) for k, v in out.items()}
 
 
+def assert_calls_of_chrome(ti, ch):
+    """Each lane's calls in the interval ti are the Chrome export ch's in that window
+    (times aligned at each rank's first call), within a microsecond's rounding at its
+    edges; the bars drawn count them all."""
+    for lane in ti["lanes"]:
+        calls = ch[lane["rank"]]
+        shift = lane["first_s"] - calls[0][0]
+        a, b = ti["start_s"] - shift, ti["end_s"] - shift
+        inside = sum(1 for s, e in calls if e >= a and s <= b)
+        edge = sum(1 for s, e in calls if min(abs(e - a), abs(s - b)) < 2e-6)
+        assert abs(lane["calls"] - inside) <= edge, (lane, inside)
+    drawn = sum(b[4] for b in ti["bars"])
+    assert drawn == ti["calls"] == sum(lane["calls"] for lane in ti["lanes"])
+
+
+def test_trace_interval_chosen_by_the_user(views_run):
+    """`report --interval START:END`: the timeline over exactly that interval, its calls
+    the Chrome export's there; said in the text report without --full; START past the
+    trace's end is said in place of the chart; a malformed interval is one line, exit 2."""
+    r, _ = views_run
+    auto = r.report()["trace_interval"]
+    w = auto["end_s"] - auto["start_s"]
+    a, b = auto["start_s"] + w / 4, auto["start_s"] + w * 3 / 4  # inside the busiest window
+    ti = r.report("--interval", f"{a!r}:{b!r}")["trace_interval"]
+    assert ti["chosen"] and not ti["whole"] and not auto["chosen"]
+    assert abs(ti["start_s"] - a) < 1e-9 and abs(ti["end_s"] - b) < 1e-9
+    assert ti["calls"] > 0 and ti["calls"] != auto["calls"]
+    assert_calls_of_chrome(ti, chrome_calls(r.exp))
+    text = " ".join(r.text_report("--interval", f"{a!r}:{b!r}").split())
+    assert f"Trace timeline: {duration(a)} to {duration(b)} of the run (as chosen)" in text
+    late = r.report("--interval", "1e6:")["trace_interval"]
+    assert "--interval starts at 1e+06 s, after the trace's end" in late["error"]
+    bad = subprocess.run(
+        [PERFWEAVE, "report", "--interval", "3:1", str(r.exp)], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "expected START:END in seconds" in bad.stderr
+
+
 def test_trace_interval_is_the_trace_in_that_window(views_run):
     """More calls than drawn whole: the window with the most MPI time, which holds the
     barrier wait; its calls per rank are the Chrome export's in that window (times
@@ -141,15 +180,7 @@ def test_trace_interval_is_the_trace_in_that_window(views_run):
     assert {1, 2} <= long_
     ch = chrome_calls(r.exp)
     assert {k: len(v) for k, v in ch.items()} == per_rank  # the trace has every call
-    for lane in ti["lanes"]:
-        calls = ch[lane["rank"]]
-        shift = lane["first_s"] - calls[0][0]
-        a, b = ti["start_s"] - shift, ti["end_s"] - shift
-        inside = sum(1 for s, e in calls if e >= a and s <= b)
-        edge = sum(1 for s, e in calls if min(abs(e - a), abs(s - b)) < 2e-6)
-        assert abs(lane["calls"] - inside) <= edge, (lane, inside)
-    drawn = sum(b[4] for b in ti["bars"])
-    assert drawn == ti["calls"] == sum(lane["calls"] for lane in ti["lanes"])
+    assert_calls_of_chrome(ti, ch)
     text = " ".join(r.text_report().split())  # --full: the interval's line, the export's
     assert (
         f"Trace timeline: {duration(ti['start_s'])} to {duration(ti['end_s'])} of the run "

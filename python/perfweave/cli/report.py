@@ -4,7 +4,7 @@ import json
 import sys
 
 from perfweave import progress
-from perfweave.cli.args import positive
+from perfweave.cli.args import positive, seconds_window
 
 
 def setup_parser(sub):
@@ -56,6 +56,15 @@ def setup_parser(sub):
         help="text report with every row and every name whole (lines as wide as they need)",
     )
     p.add_argument(
+        "--interval",
+        type=seconds_window,
+        default=None,
+        metavar="START:END",
+        help="the trace timeline over this interval of a traced run (seconds since the "
+        "first rank's MPI_Init; END may be left out: to the end), instead of the "
+        "window with the most time in MPI calls; shown in the text report too",
+    )
+    p.add_argument(
         "--snapshot",
         type=positive,
         default=None,
@@ -80,6 +89,7 @@ def main(args):
     exp = open_upgraded(args.experiment, note, snapshot=args.snapshot)
     if mkl is not None:
         exp.mkl_verbose = mkl  # for the math-library section (report/sections/mathlib.py)
+    exp.trace_window = args.interval  # report/sections/trace_interval.py
     top = args.top or 20
     if args.max_rows and args.top:
         top = max(args.top, args.max_rows)

@@ -2,9 +2,11 @@
 calls over the time between them (compute), drawn on a canvas in the HTML page
 (templates/trace_interval.js). The interval is the whole run when its calls are few
 (MAX_CALLS), else the window of the run with the most time in MPI calls, where ranks
-wait; its calls are drawn as they are up to MAX_DRAWN, beyond that neighbours closer
-than a pixel of the chart are merged into one bar (and the page says so). The full trace
-opens in ui.perfetto.dev after `perfweave export EXP --format chrome`."""
+wait; or the interval the user chose (`perfweave report --interval START:END`, seconds
+since the first rank's MPI_Init, set on the experiment as `trace_window`). Its calls
+are drawn as they are up to MAX_DRAWN, beyond that neighbours closer than a pixel of the
+chart are merged into one bar (and the page says so). The full trace opens in
+ui.perfetto.dev after `perfweave export EXP --format chrome`."""
 
 import textwrap
 
@@ -43,14 +45,15 @@ class TraceInterval(Section):
                 }
             }
         try:
-            return {"trace_interval": interval(experiment.path)}
+            window = getattr(experiment, "trace_window", None)
+            return {"trace_interval": interval(experiment.path, window_s=window)}
         except (PerfweaveError, OSError, ValueError, KeyError, IndexError) as e:
             # a damaged trace: the rest of the report stands
             return {"trace_interval": {"error": str(e) or type(e).__name__}}
 
     def text(self, data, view):
         ti = data.get("trace_interval")
-        if not ti or not view.full:  # the HTML's chart; the default report stays short
+        if not ti or not (view.full or ti.get("chosen")):  # the default report stays short
             return []
         if ti.get("error"):
             return ["", f"Trace timeline: not shown ({ti['error']})"]
@@ -80,7 +83,13 @@ class TraceInterval(Section):
 
 def summary_line(ti):
     """The interval in one line: where, how many calls, how chosen, merged or not."""
-    how = "the whole run" if ti["whole"] else "the window with the most time in MPI calls"
+    how = (
+        "as chosen"
+        if ti.get("chosen")
+        else "the whole run"
+        if ti["whole"]
+        else "the window with the most time in MPI calls"
+    )
     line = (
         f"Trace timeline: {_t(ti['start_s'])} to {_t(ti['end_s'])} of the run ({how}), "
         f"{ti['calls']:,} MPI calls on {len(ti['lanes'])} lanes"
@@ -99,10 +108,12 @@ def export_line(ti):
     )
 
 
-def interval(path, start_ns=None, end_ns=None):
+def interval(path, start_ns=None, end_ns=None, window_s=None):
     """The timeline's data of the traced experiment at path, over [start_ns, end_ns] (ns
-    on rank 0's clock; None: chosen, see the module): {"start_s", "end_s" (since the
-    first rank's MPI_Init), "whole", "calls" (MPI calls that overlap the interval),
+    on rank 0's clock), or window_s (start, end: seconds since the first rank's MPI_Init;
+    end None: the run's end), or, with neither, the interval chosen as the module
+    says: {"start_s", "end_s" (since the first rank's MPI_Init), "whole", "chosen" (the caller's
+    interval), "calls" (MPI calls that overlap the interval),
     "lanes": [{"rank", "thread", "calls" (in the interval), "first_s" (the lane's first
     call in the run)}], "functions" (names), "bars": [[lane, function, start s, end s,
     calls]] (merged bars have calls > 1), "drawn", "merged", "lanes_left_out",
@@ -127,7 +138,17 @@ def interval(path, start_ns=None, end_ns=None):
         raise PerfweaveError("the experiment's traces have no rank")
     end = max((int(c[2].max()) for c in cols if len(c[2])), default=begin)
     total = sum(len(c[0]) for c in cols)
-    whole = start_ns is None and total <= MAX_CALLS
+    chosen = start_ns is not None or window_s is not None
+    if window_s is not None:
+        start_ns = begin + round(window_s[0] * 1e9)
+        end_ns = end if window_s[1] is None else begin + round(window_s[1] * 1e9)
+        if start_ns > end:
+            raise PerfweaveError(
+                f"--interval starts at {window_s[0]:g} s, after the trace's end "
+                f"({(end - begin) / 1e9:g} s after MPI_Init)"
+            )
+        end_ns = min(end_ns, end)
+    whole = not chosen and total <= MAX_CALLS
     if start_ns is None:
         start_ns, end_ns = (begin, end) if whole else _busiest(cols, begin, end, total)
     out_lanes, bars, calls = [], [], 0
@@ -156,6 +177,7 @@ def interval(path, start_ns=None, end_ns=None):
         "start_s": (start_ns - begin) / 1e9,
         "end_s": (end_ns - begin) / 1e9,
         "whole": whole,
+        "chosen": chosen,
         "calls": calls,
         "lanes": out_lanes,
         "lanes_left_out": max(len(lanes) - MAX_LANES, 0),
