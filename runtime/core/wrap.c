@@ -27,3 +27,9 @@ int pw_wrap_bootstrap_owns(const void *p)
 {
     return (const unsigned char *)p >= arena && (const unsigned char *)p < arena + sizeof arena;
 }
+
+size_t pw_wrap_bootstrap_room(const void *p)
+{
+    return pw_wrap_bootstrap_owns(p) ? (size_t)(arena + sizeof arena - (const unsigned char *)p)
+                                     : 0;
+}

@@ -43,6 +43,9 @@ extern PW_TLS int pw_wrap_resolving;
  * the wrapper of free checks pw_wrap_bootstrap_owns and leaves such a block alone. */
 void *pw_wrap_bootstrap_alloc(size_t n);
 int pw_wrap_bootstrap_owns(const void *p);
+/* the bytes from p, a bootstrap block, to the arena's end (a block's size is not kept:
+ * realloc copies at most this much of it); 0 for another pointer */
+size_t pw_wrap_bootstrap_room(const void *p);
 
 #pragma GCC visibility pop
 

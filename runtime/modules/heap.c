@@ -636,8 +636,10 @@ PW_EXPORT void *realloc(void *old, size_t n)
     if (PW_UNLIKELY(pw_wrap_resolving || pw_wrap_bootstrap_owns(old))) {
         bootstrapped |= pw_wrap_resolving;
         void *p = pw_wrap_resolving ? pw_wrap_bootstrap_alloc(n) : malloc(n);
-        if (p && old) /* a bootstrap block's size is not kept: copy what may be there */
-            memcpy(p, old, n);
+        if (p && old) { /* a bootstrap block's size is not kept: copy what may be there */
+            size_t room = pw_wrap_bootstrap_room(old);
+            memcpy(p, old, room && room < n ? room : n);
+        }
         return p;
     }
     PW_REAL_RESOLVE(realloc);
