@@ -58,7 +58,7 @@ format: install
 	$(VENV)/bin/clang-format -i $(C_STYLED)
 
 test: install lint
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=30 tests
 
 bench: install
 	$(PY) bench/mpi_overhead.py
