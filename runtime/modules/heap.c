@@ -10,11 +10,13 @@
  * stack address and the return address one frame further out (read from the stack at the
  * offset learned when that caller was first unwound: C++ operator new's callers differ
  * only there), in a cache (one hash, usually one probe); a new key's path is unwound
- * once (backtrace(), libgcc's unwinder) and the site found or made by the path (two keys
+ * once (heap_unwind.c: per return address a rule from .eh_frame, computed once; else
+ * backtrace(), libgcc's unwinder) and the site found or made by the path (two keys
  * of one path share a site; two paths of one key, which a recursion of equal depth could
  * make, share the first one's). Live objects are kept in a bounded open-addressing table
  * of pointer -> (site, weighted size, tick of allocation); past its bound an allocation
- * is counted but not tracked (header.untracked). Counters are shared by the threads. While
+ * is counted but not tracked (header.untracked). Lifetimes are timed by a coarse clock
+ * (heap_ticks()). Counters are shared by the threads. While
  * one thread alone records (the usual case: the runtime's own threads never do), they are
  * updated with plain loads and stores; from the second recording thread on, with relaxed
  * atomics: no lock on the hot path either way; site creation takes a spin lock. The switch
@@ -36,9 +38,11 @@
 #include <sys/syscall.h>
 #include <linux/membarrier.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "heap.h"
+#include "heap_unwind.h"
 #include "perfweave/format/heap.h"
 #include "wrap.h"
 
@@ -102,6 +106,36 @@ static ra_entry *ras;
 static int32_t *by_path;
 static size_t path_mask;
 static int site_lock;
+
+/* The clock of lifetimes and live spans. rdtsc costs ~17-29 ns under this project's KVM
+ * machines, two a malloc/free pair; CLOCK_MONOTONIC_COARSE, read through the vDSO (no
+ * system call, no time-stamp counter: the time of the kernel's last tick), ~9 ns. Its
+ * value is the time t quantised down to the tick grid, q(t) = D floor(t / D) (D: the
+ * tick, 4 ms at HZ=250). An object living from a to b counts q(b) - q(a): the number of
+ * tick instants in (a, b] times D, so a site's byte-ticks are D times the sum, over the
+ * ticks, of its bytes live at each tick: the integral of its live bytes over time sampled
+ * on the tick grid. With the grid's phase uniform with respect to the program (its events
+ * are not driven by the tick), an object of life L = kD + r counts (k + 1) D with
+ * probability r / D and kD otherwise: kD + r on average, an unbiased estimate, each
+ * object's error under D, and the error of a sum of many objects that of sampling the
+ * live-bytes curve every D (small when the bytes live change little within a tick, as in
+ * a loop keeping many short-lived objects: tests/runtime/test_heap.py checks short- and
+ * long-lived objects against the program's own clock). A kernel whose coarse clock is
+ * coarser than PW_HEAP_COARSE_MAX_NS gets pw_ticks() (the time-stamp counter). */
+#define PW_HEAP_COARSE_MAX_NS 4000000
+static int coarse;          /* 1: CLOCK_MONOTONIC_COARSE ns; 0: pw_ticks() */
+static int64_t tick_res_ns; /* the coarse clock's resolution */
+
+static inline int64_t heap_ticks(void)
+{
+    if (PW_LIKELY(coarse)) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+        return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    }
+    return pw_ticks();
+}
+static double heap_ns_per_tick(void) { return coarse ? 1.0 : pw_ns_per_tick(); }
 
 static PW_TLS int64_t countdown; /* sampling: bytes to the next sampled allocation */
 static PW_TLS uint64_t rng;
@@ -293,7 +327,7 @@ static int site_of_path(int fn, const uintptr_t *frames, int depth)
     __atomic_store_n(&r->path_hash, h, __ATOMIC_RELEASE);
     by_path[i] = n + 1;
     __atomic_store_n(&hdr->nsites, n + 1, __ATOMIC_RELEASE);
-    hdr->ns_per_tick = pw_ns_per_tick();
+    hdr->ns_per_tick = heap_ns_per_tick();
     return n;
 }
 
@@ -325,16 +359,20 @@ static void learn_delta(uintptr_t ra, uintptr_t fp, const uintptr_t *frames, int
 static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t fp, uint64_t key,
                                                  int learned)
 {
-    void *bt[PW_HEAP_DEPTH + 12];
-    int n = backtrace(bt, PW_HEAP_DEPTH + 12), at = -1;
-    for (int i = 0; i < n && at < 0; i++)
-        if ((uintptr_t)bt[i] == ra)
-            at = i;
     uintptr_t frames[PW_HEAP_DEPTH] = {ra};
-    int depth = 1;
-    if (at >= 0)
-        for (depth = 0; depth < PW_HEAP_DEPTH && at + depth < n; depth++)
-            frames[depth] = (uintptr_t)bt[at + depth];
+    int depth = pw_heap_unwind(ra, fp, frames, PW_HEAP_DEPTH);
+    if (depth == 0) { /* the rules could not: libgcc's unwinder */
+        void *bt[PW_HEAP_DEPTH + 12];
+        int n = backtrace(bt, PW_HEAP_DEPTH + 12), at = -1;
+        for (int i = 0; i < n && at < 0; i++)
+            if ((uintptr_t)bt[i] == ra)
+                at = i;
+        depth = 1;
+        if (at >= 0)
+            for (depth = 0; depth < PW_HEAP_DEPTH && at + depth < n; depth++)
+                frames[depth] = (uintptr_t)bt[at + depth];
+        add64(&hdr->backtraces, 1, 0);
+    }
     add64(&hdr->unwinds, 1, 0);
     if (!learned)
         learn_delta(ra, fp, frames, depth);
@@ -521,7 +559,7 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
     add64(&s->hist_bytes[g], bytes, one);
     min64(&s->min, (int64_t)size, one);
     max64(&s->max, (int64_t)size, one);
-    int64_t tick = pw_ticks(), after = add_get64(&s->live, bytes, one);
+    int64_t tick = heap_ticks(), after = add_get64(&s->live, bytes, one);
     if (after == bytes) /* its objects live from now (a race with the last free: approximate) */
         __atomic_store_n(&s->live_since, tick, __ATOMIC_RELAXED);
     max64(&s->peak, after, one);
@@ -557,7 +595,7 @@ static void record_free(void *ptr)
     if (!ptr || !hdr)
         return;
     if (live_take((uintptr_t)ptr, &e))
-        end_life(&e, pw_ticks(), 1);
+        end_life(&e, heap_ticks(), 1);
     else if (sample_bytes == 0)
         add64(&hdr->unseen_frees, 1, 0);
 }
@@ -646,7 +684,7 @@ PW_EXPORT void *realloc(void *old, size_t n)
     int64_t now = 0;
     if (PW_UNLIKELY(enabled) && old && hdr) {
         had = live_take((uintptr_t)old, &e); /* before: the old address may be reused */
-        now = pw_ticks();
+        now = heap_ticks();
     }
     void *p = real_realloc(old, n);
     if (had && !p && n) { /* failed: the old block lives on */
@@ -761,8 +799,9 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     h->live_slots = (int32_t)(live_mask + 1);
     h->sample_bytes = sample_bytes;
     h->t_start = h->t_end = pw_now();
-    h->tick_start = pw_ticks();
-    h->ns_per_tick = pw_ns_per_tick();
+    h->tick_start = heap_ticks();
+    h->tick_res_ns = coarse ? tick_res_ns : 0;
+    h->ns_per_tick = heap_ns_per_tick();
     if (from) { /* the sites keep their indices (the key cache names them), not counts */
         memcpy(objects, from_objects, sizeof *objects * (size_t)nobjects);
         h->nobjects = nobjects;
@@ -832,7 +871,12 @@ static void start(void)
     ras = private_map(sizeof *ras * RA_SLOTS);
     void *bt[4];
     backtrace(bt, 4); /* loads libgcc's unwinder now, not inside the first allocation */
-    int ok = live && keys && by_path && ras && make_store(0, NULL, 0, NULL, 0) == 0;
+    struct timespec res;
+    coarse = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 &&
+             res.tv_nsec <= PW_HEAP_COARSE_MAX_NS;
+    tick_res_ns = coarse ? res.tv_nsec : 0;
+    int ok = live && keys && by_path && ras && pw_heap_unwind_init() == 0 &&
+             make_store(0, NULL, 0, NULL, 0) == 0;
     register_fence();
     pw_wrap_depth--;
     if (!ok) {
@@ -878,7 +922,7 @@ static int dump(int state, int in_signal)
     (void)in_signal;
     if (!enabled || !hdr)
         return 0;
-    int64_t now = pw_ticks();
+    int64_t now = heap_ticks();
     for (size_t i = 0; i <= live_mask; i++) {
         live_entry *e = &live[i];
         uintptr_t p = __atomic_load_n(&e->ptr, __ATOMIC_ACQUIRE);
@@ -905,7 +949,7 @@ static int dump(int state, int in_signal)
             hdr->dropped_sites = c;
     }
     hdr->rank = pw_rank;
-    hdr->ns_per_tick = pw_ns_per_tick();
+    hdr->ns_per_tick = heap_ns_per_tick();
     hdr->t_end = pw_now();
     hdr->state = state;
     enabled = 0; /* what the program does after this is not the run's */

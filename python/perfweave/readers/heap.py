@@ -104,6 +104,8 @@ def _read_one(f, index, objects, procs, sites, ranges):
             int(h["unseen_frees"]),
             int(h["bootstrap"]),
             int(h["unwinds"]),
+            int(h["backtraces"]),
+            int(h["tick_res_ns"]),
             int(h["live_bytes"]),
             int(h["peak_live_bytes"]),
         )
