@@ -394,17 +394,31 @@ static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t
     return site;
 }
 
+/* The thread's previous call-path key and its site: a loop allocating from one line finds
+ * its site by three compares, no hash (sites.c's rule for the call-site tables). */
+typedef struct last_key {
+    uintptr_t ra, fp, next; /* next: the return address one frame out (delta > 0) */
+    int64_t delta;          /* ras' delta; -1: the key has no third part */
+    int fn, site;
+} last_key;
+static PW_TLS last_key last;
+
 static inline int site_of(int fn, uintptr_t ra, uintptr_t fp)
 {
+    if (PW_LIKELY(last.ra == ra && last.fp == fp && last.fn == fn) &&
+        (last.delta < 0 || *(const uintptr_t *)(fp + (uintptr_t)last.delta - 1) == last.next))
+        return last.site;
     uint64_t key = mix(mix((uint64_t)fn + 1, ra), fp);
     int learned = 0;
+    int64_t d = 0;
+    uintptr_t next = 0;
     for (size_t i = ra_slot(ra), p = 0; p < MAX_PROBE; p++, i = (i + 1) & (RA_SLOTS - 1)) {
         uintptr_t r = __atomic_load_n(&ras[i].ra, __ATOMIC_ACQUIRE);
         if (r == ra) {
-            int64_t d = __atomic_load_n(&ras[i].delta, __ATOMIC_ACQUIRE);
+            d = __atomic_load_n(&ras[i].delta, __ATOMIC_ACQUIRE);
             learned = d != 0;
             if (d > 0)
-                key = mix(key, *(const uintptr_t *)(fp + (uintptr_t)d - 1));
+                key = mix(key, next = *(const uintptr_t *)(fp + (uintptr_t)d - 1));
             break;
         }
         if (r == 0)
@@ -416,8 +430,11 @@ static inline int site_of(int fn, uintptr_t ra, uintptr_t fp)
         uint64_t k = __atomic_load_n(&keys[i].key, __ATOMIC_ACQUIRE);
         if (k == key) {
             int64_t s = __atomic_load_n(&keys[i].site, __ATOMIC_ACQUIRE);
-            if (PW_LIKELY(s > 0))
+            if (PW_LIKELY(s > 0)) {
+                if (learned) /* else the key gains its third part later: not kept */
+                    last = (last_key){ra, fp, next, d > 0 ? d : -1, fn, (int)s - 1};
                 return (int)s - 1;
+            }
             break;
         }
         if (k == 0)
@@ -867,6 +884,10 @@ static void start(void)
     pw_wrap_depth++; /* the module's own calls are not the program's */
     live = private_map(sizeof *live * (live_mask + 1));
     keys = private_map(sizeof *keys * (key_mask + 1));
+#ifdef MADV_POPULATE_WRITE
+    if (keys) /* its pages now (256 KiB by default), not a page fault at many a new key */
+        madvise(keys, sizeof *keys * (key_mask + 1), MADV_POPULATE_WRITE);
+#endif
     by_path = private_map(sizeof *by_path * (path_mask + 1));
     ras = private_map(sizeof *ras * RA_SLOTS);
     void *bt[4];
