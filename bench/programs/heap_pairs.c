@@ -1,11 +1,11 @@
 /* bench/heap_overhead.py's program: timed by the thread's CPU time, prints one line per
  * figure.
  *   pair_ns      one malloc(64)/free pair from one call site, the mean of N pairs
- *   thread_pair_ns  the same in each of THREADS threads allocating at once (N / THREADS
- *                pairs each, each thread's CPU time), the mean over the threads
  *   unwind_ns    the first allocation from each of D new call-path keys (one call path
  *                from D stack addresses: alloca shifts the allocating frame, so each is a
  *                new key, unwound once), per key
+ *   thread_pair_ns  then a pair in each of THREADS threads allocating at once (N / THREADS
+ *                pairs each, each thread's CPU time), the mean over the threads
  *   maxrss_kib   after holding LIVE MiB in 64 KiB blocks (getrusage's peak)
  * Usage: heap_pairs N D LIVE [THREADS] */
 #include <alloca.h>
@@ -75,6 +75,11 @@ int main(int argc, char **argv)
     pairs(n);
     double t1 = cpu_ns();
     printf("pair_ns %.3f\n", (t1 - t0) / n);
+    t0 = cpu_ns();
+    for (int d = 1; d <= depths; d++)
+        shifted(d);
+    t1 = cpu_ns();
+    printf("unwind_ns %.3f\n", (t1 - t0) / depths);
     job jobs[64];
     pthread_t tid[64];
     threads = threads < 1 ? 1 : threads > 64 ? 64 : threads;
@@ -89,11 +94,6 @@ int main(int argc, char **argv)
         sum += jobs[i].ns;
     }
     printf("thread_pair_ns %.3f\n", sum / threads);
-    t0 = cpu_ns();
-    for (int d = 1; d <= depths; d++)
-        shifted(d);
-    t1 = cpu_ns();
-    printf("unwind_ns %.3f\n", (t1 - t0) / depths);
     long nblocks = live * 16;
     char **b = malloc(sizeof *b * nblocks);
     for (long i = 0; i < nblocks; i++) {

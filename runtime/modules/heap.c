@@ -9,7 +9,8 @@
  * The hot path: a site is found by a call-path key, the caller's return address, its
  * stack address and the return address one frame further out (read from the stack at the
  * offset learned when that caller was first unwound: C++ operator new's callers differ
- * only there), in a cache (one hash, usually one probe); a new key's path is unwound
+ * only there), checked first against the thread's previous key, else in a cache (one
+ * hash, usually one probe); a new key's path is unwound
  * once (heap_unwind.c: per return address a rule from .eh_frame, computed once; else
  * backtrace(), libgcc's unwinder) and the site found or made by the path (two keys
  * of one path share a site; two paths of one key, which a recursion of equal depth could
@@ -18,8 +19,9 @@
  * is counted but not tracked (header.untracked). Lifetimes are timed by a coarse clock
  * (heap_ticks()). Counters are shared by the threads. While
  * one thread alone records (the usual case: the runtime's own threads never do), they are
- * updated with plain loads and stores; from the second recording thread on, with relaxed
- * atomics: no lock on the hot path either way; site creation takes a spin lock. The switch
+ * updated with plain loads and stores (the key cache's new entries too); from the second
+ * recording thread on, with relaxed atomics: no lock on the hot path either way; site
+ * creation takes a spin lock. The switch
  * is an asymmetric fence: the recording thread marks itself busy around its plain updates
  * (a plain store), the second thread sets `many`, issues membarrier() (every running
  * thread passes a full barrier) and waits for the mark to clear; without membarrier() the
@@ -295,21 +297,9 @@ static int object_index(const char *path)
     return n;
 }
 
-/* The site of path frames[0..depth) (made if new; site 0 past max_sites). Under site_lock. */
-static int site_of_path(int fn, const uintptr_t *frames, int depth)
+/* A new site of path frames[0..depth) with hash h, by_path slot i. Under site_lock. */
+static int make_site(int fn, const uintptr_t *frames, int depth, uint64_t h, size_t i)
 {
-    uint64_t h = (uint64_t)fn + 1;
-    for (int i = 0; i < depth; i++)
-        h = mix(h, frames[i]);
-    h |= 1;
-    size_t i = h & path_mask;
-    for (;; i = (i + 1) & path_mask) {
-        int32_t s = by_path[i];
-        if (s == 0)
-            break;
-        if (sites[s - 1].path_hash == h)
-            return s - 1;
-    }
     int n = hdr->nsites;
     if (n >= hdr->max_sites)
         return 0;
@@ -325,10 +315,40 @@ static int site_of_path(int fn, const uintptr_t *frames, int depth)
     r->min = INT64_MAX;
     r->first_ns = pw_now();
     __atomic_store_n(&r->path_hash, h, __ATOMIC_RELEASE);
-    by_path[i] = n + 1;
+    __atomic_store_n(&by_path[i], n + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->nsites, n + 1, __ATOMIC_RELEASE);
     hdr->ns_per_tick = heap_ns_per_tick();
     return n;
+}
+
+/* The site of path frames[0..depth) (site 0 past max_sites): a site made before is found
+ * without a lock (its by_path entry is published after its path), a new one made under
+ * site_lock. */
+static int site_of_path(int fn, const uintptr_t *frames, int depth)
+{
+    uint64_t h = (uint64_t)fn + 1;
+    for (int i = 0; i < depth; i++)
+        h = mix(h, frames[i]);
+    h |= 1;
+    for (int locked = 0;; locked = 1) {
+        size_t i = h & path_mask;
+        for (;; i = (i + 1) & path_mask) {
+            int32_t s = __atomic_load_n(&by_path[i], __ATOMIC_ACQUIRE);
+            if (s == 0)
+                break;
+            if (__atomic_load_n(&sites[s - 1].path_hash, __ATOMIC_RELAXED) == h) {
+                if (locked)
+                    spin_unlock(&site_lock);
+                return s - 1;
+            }
+        }
+        if (locked) {
+            int n = make_site(fn, frames, depth, h, i);
+            spin_unlock(&site_lock);
+            return n;
+        }
+        spin_lock(&site_lock);
+    }
 }
 
 /* A new key: its call path unwound, its site found or made, the key cached. */
@@ -356,8 +376,10 @@ static void learn_delta(uintptr_t ra, uintptr_t fp, const uintptr_t *frames, int
     }
 }
 
+/* one: alone()'s answer (the caller records alone: the key cache's slot and the counters
+ * are written without atomics). */
 static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t fp, uint64_t key,
-                                                 int learned)
+                                                 int learned, int one)
 {
     uintptr_t frames[PW_HEAP_DEPTH] = {ra};
     int depth = pw_heap_unwind(ra, fp, frames, PW_HEAP_DEPTH);
@@ -371,26 +393,29 @@ static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t
         if (at >= 0)
             for (depth = 0; depth < PW_HEAP_DEPTH && at + depth < n; depth++)
                 frames[depth] = (uintptr_t)bt[at + depth];
-        add64(&hdr->backtraces, 1, 0);
+        add64(&hdr->backtraces, 1, one);
     }
-    add64(&hdr->unwinds, 1, 0);
+    add64(&hdr->unwinds, 1, one);
     if (!learned)
         learn_delta(ra, fp, frames, depth);
-    spin_lock(&site_lock);
     int site = site_of_path(fn, frames, depth);
-    spin_unlock(&site_lock);
     size_t i = key & key_mask;
     for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & key_mask) {
         uint64_t zero = 0;
-        if (__atomic_compare_exchange_n(&keys[i].key, &zero, key, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
+        if (one && (zero = __atomic_load_n(&keys[i].key, __ATOMIC_RELAXED)) == 0) {
+            __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&keys[i].key, key, __ATOMIC_RELEASE);
+            return site;
+        }
+        if (!one && __atomic_compare_exchange_n(&keys[i].key, &zero, key, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED)) {
             __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELEASE);
             return site;
         }
         if (zero == key)
             return site; /* another thread's, or being made */
     }
-    add64(&hdr->keys_full, 1, 0);
+    add64(&hdr->keys_full, 1, one);
     return site;
 }
 
@@ -403,7 +428,7 @@ typedef struct last_key {
 } last_key;
 static PW_TLS last_key last;
 
-static inline int site_of(int fn, uintptr_t ra, uintptr_t fp)
+static inline int site_of(int fn, uintptr_t ra, uintptr_t fp, int one)
 {
     if (PW_LIKELY(last.ra == ra && last.fp == fp && last.fn == fn) &&
         (last.delta < 0 || *(const uintptr_t *)(fp + (uintptr_t)last.delta - 1) == last.next))
@@ -440,7 +465,7 @@ static inline int site_of(int fn, uintptr_t ra, uintptr_t fp)
         if (k == 0)
             break;
     }
-    return unwind_site(fn, ra, fp, key, learned);
+    return unwind_site(fn, ra, fp, key, learned, one);
 }
 
 /* ---- live objects ---- */
@@ -568,7 +593,7 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
     int64_t w = 1;
     if (sample_bytes > 0 && (w = sample_weight(size)) == 0)
         return;
-    int site = site_of(fn, ra, sp), one = alone();
+    int one = alone(), site = site_of(fn, ra, sp, one); /* alone() first: the key cache too */
     pw_heap_site_rec *s = &sites[site];
     int g = range_of(size);
     int64_t bytes = (int64_t)size * w;
