@@ -468,6 +468,60 @@ static inline int site_of(int fn, uintptr_t ra, uintptr_t fp, int one)
     return unwind_site(fn, ra, fp, key, learned, one);
 }
 
+/* ---- the threads' own records ---- */
+
+/* With several recording threads, each adds a site's counts, bytes, sizes, frees and
+ * byte-ticks (the sums) into a record of its own: a copy of the site's path (its
+ * path_hash: the reader sums a process's records of one path), made at the thread's first
+ * event at that site, so that these updates are plain stores to a cache line no other
+ * thread writes. The site's live bytes, peaks and live span, which need the threads' sum
+ * at each moment, stay in the site's own record (relaxed atomics). They are records of
+ * the mapped file like the sites: SIGKILL keeps them. They take at most half of
+ * max_sites; past it a thread's counts go to the site's record, with atomics. */
+static PW_TLS int32_t *own; /* site -> the thread's record + 1; 0: not made yet */
+static PW_TLS int own_none; /* the thread's map could not be made */
+
+static __attribute__((noinline)) int make_own(int s)
+{
+    spin_lock(&site_lock);
+    int n = hdr->nsites;
+    if (n >= hdr->max_sites / 2) {
+        spin_unlock(&site_lock);
+        return s;
+    }
+    pw_heap_site_rec *r = &sites[n];
+    const pw_heap_site_rec *from = &sites[s];
+    r->fn = from->fn;
+    r->depth = from->depth;
+    memcpy(r->object, from->object, sizeof r->object);
+    memcpy(r->offset, from->offset, sizeof r->offset);
+    r->min = INT64_MAX;
+    r->first_ns = from->first_ns;
+    __atomic_store_n(&r->path_hash, from->path_hash, __ATOMIC_RELEASE);
+    __atomic_store_n(&hdr->nsites, n + 1, __ATOMIC_RELEASE);
+    spin_unlock(&site_lock);
+    return n;
+}
+
+static void *private_map(size_t len);
+
+/* The record the calling thread (one of several recording) adds site s's sums to; *mine:
+ * 1 when it is the thread's own (plain updates), 0 when it is s's (atomics). */
+static inline int own_site(int s, int *mine)
+{
+    if (PW_UNLIKELY(!own) &&
+        (own_none || !(own = private_map(sizeof *own * (size_t)hdr->max_sites)))) {
+        own_none = 1;
+        *mine = 0;
+        return s;
+    }
+    int32_t o = own[s];
+    if (PW_UNLIKELY(o == 0))
+        o = own[s] = make_own(s) + 1;
+    *mine = o - 1 != s;
+    return o - 1;
+}
+
 /* ---- live objects ---- */
 
 static inline size_t live_hash(uintptr_t p) { return (size_t)mix(p, 0x5bd1e995) & live_mask; }
@@ -594,13 +648,16 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
     if (sample_bytes > 0 && (w = sample_weight(size)) == 0)
         return;
     int one = alone(), site = site_of(fn, ra, sp, one); /* alone() first: the key cache too */
-    pw_heap_site_rec *s = &sites[site];
+    pw_heap_site_rec *s = &sites[site], *a = s;         /* a: the sums' record */
+    int mine = one;
+    if (!one)
+        a = &sites[own_site(site, &mine)];
     int g = range_of(size);
     int64_t bytes = (int64_t)size * w;
-    add64(&s->hist_count[g], w, one);
-    add64(&s->hist_bytes[g], bytes, one);
-    min64(&s->min, (int64_t)size, one);
-    max64(&s->max, (int64_t)size, one);
+    add64(&a->hist_count[g], w, mine);
+    add64(&a->hist_bytes[g], bytes, mine);
+    min64(&a->min, (int64_t)size, mine);
+    max64(&a->max, (int64_t)size, mine);
     int64_t tick = heap_ticks(), after = add_get64(&s->live, bytes, one);
     if (after == bytes) /* its objects live from now (a race with the last free: approximate) */
         __atomic_store_n(&s->live_since, tick, __ATOMIC_RELAXED);
@@ -614,11 +671,13 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
 /* The end of an object's life at tick `now`. */
 static void end_life(const live_entry *e, int64_t now, int freed)
 {
-    pw_heap_site_rec *s = &sites[e->site];
+    pw_heap_site_rec *s = &sites[e->site], *a = s;
     int64_t dt = now - e->tick;
-    int one = alone();
+    int one = alone(), mine = one;
+    if (!one)
+        a = &sites[own_site(e->site, &mine)];
     if (freed)
-        add64(&s->frees, 1, one);
+        add64(&a->frees, 1, mine);
     if (add_get64(&s->live, -e->size, one) == 0) {
         int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
         if (now > since)
@@ -626,7 +685,7 @@ static void end_life(const live_entry *e, int64_t now, int freed)
     }
     add64(&hdr->range_live[e->range], -e->size, one);
     add64(&hdr->live_bytes, -e->size, one);
-    add128(&s->byte_ticks_lo, &s->byte_ticks_hi, e->size, dt, one);
+    add128(&a->byte_ticks_lo, &a->byte_ticks_hi, e->size, dt, mine);
     add128(&hdr->range_ticks_lo[e->range], &hdr->range_ticks_hi[e->range], e->size, dt, one);
     alone_end(one);
 }
@@ -980,6 +1039,7 @@ static int dump(int state, int in_signal)
         add128(&hdr->range_ticks_lo[copy.range], &hdr->range_ticks_hi[copy.range], copy.size,
                now - copy.tick, 0);
     }
+    int64_t dropped = 0;
     for (int s = 0; s < hdr->nsites; s++) {
         pw_heap_site_rec *r = &sites[s];
         if (r->live > 0 && now > r->live_since)
@@ -991,9 +1051,10 @@ static int dump(int state, int in_signal)
         }
         r->count = c;
         r->bytes = b;
-        if (s == 0)
-            hdr->dropped_sites = c;
+        if (r->depth == 0) /* site 0 and the threads' records of it */
+            dropped += c;
     }
+    hdr->dropped_sites = dropped;
     hdr->rank = pw_rank;
     hdr->ns_per_tick = heap_ns_per_tick();
     hdr->t_end = pw_now();

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from harness import site_lines
+from perfweave._format import RECORDS
 from perfweave.analysis.heap import analyze
 from perfweave.readers.heap import read_heap
 
@@ -155,19 +156,27 @@ def test_heap_sampling_estimates(mpi, build, run_pw):
     assert "estimates: one allocation per 512.0KiB sampled" in r.text_report()
 
 
-def test_heap_threads_exact_counts(mpi, build, run_pw):
+@pytest.mark.parametrize("end", ["exit", "kill"])
+def test_heap_threads_exact_counts(mpi, build, run_pw, end):
     """Threads allocating at once (heap_threads.c: the main thread records alone first,
     then four workers join it): every site's counts, bytes, frees and sizes are the
-    program's own, and its peak lies between one thread's and all threads' live bytes."""
+    program's own, and its peak lies between one thread's and all threads' live bytes.
+    The threads' sums are in records of their own (the reader sums them with their
+    site's), in the mapped file: a process killed by SIGKILL leaves them too."""
     prog = build(mpi, "heap_threads.c")
-    r = run_pw([prog, "20000"], ["--heap"])
+    r = run_pw([prog, "20000", end], ["--heap"], check=end == "exit")
+    (path,) = (r.exp / "heap").glob("*.pwheap")
+    head = np.fromfile(path, np.uint8)[: RECORDS["heap_header"].itemsize]
+    heap = read_heap(r.exp)
+    assert heap.processes["state"].tolist() == ["complete" if end == "exit" else "killed"]
+    assert int(head.view(RECORDS["heap_header"])[0]["nsites"]) > len(heap.sites)
     truth = {}
     for line in r.proc.stdout.splitlines():
         f = line.split()
         if len(f) == 3 and f[0] in ("M", "W", "C"):
             truth[f[0]] = (int(f[1]), int(f[2]))
     assert truth["M"] == (21000, 21000 * 40) and truth["W"] == (80000, 80000 * 96)
-    sites = r.open().table("heap", "sites")
+    sites = pd.DataFrame(analyze(heap).sites)
     mine = np.array([str(f).endswith("heap_threads.c") for f in sites["file"]])
     for name, line in site_lines("heap_threads.c").items():
         size, (c, b) = {"M": 40, "W": 96, "C": 300}[name], truth[name]
