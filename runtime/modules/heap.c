@@ -17,7 +17,8 @@
  * make, share the first one's). Live objects are kept in a bounded open-addressing table
  * of pointer -> (site, weighted size, tick of allocation); past its bound an allocation
  * is counted but not tracked (header.untracked). Lifetimes are timed by a coarse clock
- * (heap_ticks()). Counters are shared by the threads. While
+ * (heap_ticks()). Counters are shared by the threads (but for the sums of threads that
+ * record while others do: records of their own, below). While
  * one thread alone records (the usual case: the runtime's own threads never do), they are
  * updated with plain loads and stores (the key cache's new entries too); from the second
  * recording thread on, with relaxed atomics: no lock on the hot path either way; site
