@@ -404,8 +404,10 @@ static void compute_step(uintptr_t pc, step *out)
         return;
     if (target < begin || target >= begin + range)
         return;
-    if (c.has_z)
-        q += uleb(&q);
+    if (c.has_z) {
+        uint64_t n = uleb(&q); /* its augmentation data: skipped */
+        q += n;
+    }
     cfa_state init = {.cfa_reg = -1}, s;
     if (run_cfa(c.ins, c.end, begin, UINTPTR_MAX, &c, &init, &init) != 0)
         return;
