@@ -7,13 +7,15 @@ on the machine does not count), bare, under `perfweave run --heap --no-sample
 its LD_PRELOAD collector writing to a temporary file), alternating in one invocation,
 --repeat rounds (and under `perfweave run` without --heap: the wrappers are in every
 measured process, passing calls on): the ns a malloc(64)/free pair costs from one call site
-(the budget: 50 ns added, with the site found by its cached call-path key), the ns of the
-first allocation from a new call path (the budget: 150 ns added, the path unwound once), and
-the peak RSS after holding --live MiB in 64 KiB blocks (the budget: 5 % + 8 MiB added).
-Prints medians and each column's difference to the bare run's median.
+(the budget: 50 ns added, with the site found by its cached call-path key), the same in
+--threads threads allocating at once (each thread's CPU time per pair), the ns of the first
+allocation from a new call-path key (one path from --depths stack addresses; the budget: 150
+ns added, the path unwound once), and the peak RSS after holding --live MiB in 64 KiB blocks
+(the budget: 5 % + 8 MiB added). Prints medians and each column's difference to the bare
+run's median.
 Usage:
   .venv/bin/python bench/heap_overhead.py [--repeat 5] [--pairs 10000000] [--depths 2000]
-      [--live 256]
+      [--live 256] [--threads 2]
 """
 
 import argparse
@@ -27,7 +29,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
-KEYS = ("pair_ns", "unwind_ns", "maxrss_kib")
+KEYS = ("pair_ns", "thread_pair_ns", "unwind_ns", "maxrss_kib")
 
 
 def values(cmd, cwd):
@@ -42,12 +44,13 @@ def main():
     ap.add_argument("--pairs", type=int, default=10_000_000)
     ap.add_argument("--depths", type=int, default=2000)
     ap.add_argument("--live", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="pw-heap-bench-"))
     prog = tmp / "heap_pairs"
     src = HERE / "programs" / "heap_pairs.c"
-    subprocess.run(["cc", "-O2", "-g", "-o", str(prog), str(src)], check=True)
-    argv = [str(prog), str(args.pairs), str(args.depths), str(args.live)]
+    subprocess.run(["cc", "-O2", "-g", "-pthread", "-o", str(prog), str(src)], check=True)
+    argv = [str(prog), str(args.pairs), str(args.depths), str(args.live), str(args.threads)]
     run = [PERFWEAVE, "run", "--no-sample", "--node-interval", "0", "-o"]
     sampled = ["--heap", "--heap-sample-bytes", "524288", "--", *argv]
     modes = {
@@ -66,12 +69,14 @@ def main():
         for m, cmd in modes.items():
             got[m].append(values(cmd(i), tmp))
     base = {k: statistics.median(r[k] for r in got["bare"]) for k in KEYS}
-    print(f"{'mode':26} {'pair ns':>9} {'added':>8} {'new path ns':>12} {'added':>8} "
-          f"{'peak RSS MiB':>13} {'added':>8}")  # fmt: skip
+    print(f"{'mode':26} {'pair ns':>9} {'added':>8} {'threads ns':>11} {'added':>8} "
+          f"{'new path ns':>12} {'added':>8} {'peak RSS MiB':>13} {'added':>8}")  # fmt: skip
     for m, rows in got.items():
         med = {k: statistics.median(r[k] for r in rows) for k in KEYS}
         print(
             f"{m:26} {med['pair_ns']:9.1f} {med['pair_ns'] - base['pair_ns']:8.1f} "
+            f"{med['thread_pair_ns']:11.1f} "
+            f"{med['thread_pair_ns'] - base['thread_pair_ns']:8.1f} "
             f"{med['unwind_ns']:12.1f} {med['unwind_ns'] - base['unwind_ns']:8.1f} "
             f"{med['maxrss_kib'] / 1024:13.1f} "
             f"{(med['maxrss_kib'] - base['maxrss_kib']) / 1024:8.1f}"

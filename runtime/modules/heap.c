@@ -9,15 +9,20 @@
  * The hot path: a site is found by a call-path key, the caller's return address, its
  * stack address and the return address one frame further out (read from the stack at the
  * offset learned when that caller was first unwound: C++ operator new's callers differ
- * only there), in a cache (one hash, usually one probe); a new key's path is unwound
- * once (backtrace(), libgcc's unwinder) and the site found or made by the path (two keys
+ * only there), checked first against the thread's previous key, else in a cache (one
+ * hash, usually one probe); a new key's path is unwound
+ * once (heap_unwind.c: per return address a rule from .eh_frame, computed once; else
+ * backtrace(), libgcc's unwinder) and the site found or made by the path (two keys
  * of one path share a site; two paths of one key, which a recursion of equal depth could
  * make, share the first one's). Live objects are kept in a bounded open-addressing table
  * of pointer -> (site, weighted size, tick of allocation); past its bound an allocation
- * is counted but not tracked (header.untracked). Counters are shared by the threads. While
+ * is counted but not tracked (header.untracked). Lifetimes are timed by a coarse clock
+ * (heap_ticks()). Counters are shared by the threads (but for the sums of threads that
+ * record while others do: records of their own, below). While
  * one thread alone records (the usual case: the runtime's own threads never do), they are
- * updated with plain loads and stores; from the second recording thread on, with relaxed
- * atomics: no lock on the hot path either way; site creation takes a spin lock. The switch
+ * updated with plain loads and stores (the key cache's new entries too); from the second
+ * recording thread on, with relaxed atomics: no lock on the hot path either way; site
+ * creation takes a spin lock. The switch
  * is an asymmetric fence: the recording thread marks itself busy around its plain updates
  * (a plain store), the second thread sets `many`, issues membarrier() (every running
  * thread passes a full barrier) and waits for the mark to clear; without membarrier() the
@@ -36,9 +41,11 @@
 #include <sys/syscall.h>
 #include <linux/membarrier.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "heap.h"
+#include "heap_unwind.h"
 #include "perfweave/format/heap.h"
 #include "wrap.h"
 
@@ -102,6 +109,36 @@ static ra_entry *ras;
 static int32_t *by_path;
 static size_t path_mask;
 static int site_lock;
+
+/* The clock of lifetimes and live spans. rdtsc costs ~17-29 ns under this project's KVM
+ * machines, two a malloc/free pair; CLOCK_MONOTONIC_COARSE, read through the vDSO (no
+ * system call, no time-stamp counter: the time of the kernel's last tick), ~9 ns. Its
+ * value is the time t quantised down to the tick grid, q(t) = D floor(t / D) (D: the
+ * tick, 4 ms at HZ=250). An object living from a to b counts q(b) - q(a): the number of
+ * tick instants in (a, b] times D, so a site's byte-ticks are D times the sum, over the
+ * ticks, of its bytes live at each tick: the integral of its live bytes over time sampled
+ * on the tick grid. With the grid's phase uniform with respect to the program (its events
+ * are not driven by the tick), an object of life L = kD + r counts (k + 1) D with
+ * probability r / D and kD otherwise: kD + r on average, an unbiased estimate, each
+ * object's error under D, and the error of a sum of many objects that of sampling the
+ * live-bytes curve every D (small when the bytes live change little within a tick, as in
+ * a loop keeping many short-lived objects: tests/runtime/test_heap.py checks short- and
+ * long-lived objects against the program's own clock). A kernel whose coarse clock is
+ * coarser than PW_HEAP_COARSE_MAX_NS gets pw_ticks() (the time-stamp counter). */
+#define PW_HEAP_COARSE_MAX_NS 4000000
+static int coarse;          /* 1: CLOCK_MONOTONIC_COARSE ns; 0: pw_ticks() */
+static int64_t tick_res_ns; /* the coarse clock's resolution */
+
+static inline int64_t heap_ticks(void)
+{
+    if (PW_LIKELY(coarse)) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+        return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    }
+    return pw_ticks();
+}
+static double heap_ns_per_tick(void) { return coarse ? 1.0 : pw_ns_per_tick(); }
 
 static PW_TLS int64_t countdown; /* sampling: bytes to the next sampled allocation */
 static PW_TLS uint64_t rng;
@@ -261,21 +298,9 @@ static int object_index(const char *path)
     return n;
 }
 
-/* The site of path frames[0..depth) (made if new; site 0 past max_sites). Under site_lock. */
-static int site_of_path(int fn, const uintptr_t *frames, int depth)
+/* A new site of path frames[0..depth) with hash h, by_path slot i. Under site_lock. */
+static int make_site(int fn, const uintptr_t *frames, int depth, uint64_t h, size_t i)
 {
-    uint64_t h = (uint64_t)fn + 1;
-    for (int i = 0; i < depth; i++)
-        h = mix(h, frames[i]);
-    h |= 1;
-    size_t i = h & path_mask;
-    for (;; i = (i + 1) & path_mask) {
-        int32_t s = by_path[i];
-        if (s == 0)
-            break;
-        if (sites[s - 1].path_hash == h)
-            return s - 1;
-    }
     int n = hdr->nsites;
     if (n >= hdr->max_sites)
         return 0;
@@ -291,10 +316,40 @@ static int site_of_path(int fn, const uintptr_t *frames, int depth)
     r->min = INT64_MAX;
     r->first_ns = pw_now();
     __atomic_store_n(&r->path_hash, h, __ATOMIC_RELEASE);
-    by_path[i] = n + 1;
+    __atomic_store_n(&by_path[i], n + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&hdr->nsites, n + 1, __ATOMIC_RELEASE);
-    hdr->ns_per_tick = pw_ns_per_tick();
+    hdr->ns_per_tick = heap_ns_per_tick();
     return n;
+}
+
+/* The site of path frames[0..depth) (site 0 past max_sites): a site made before is found
+ * without a lock (its by_path entry is published after its path), a new one made under
+ * site_lock. */
+static int site_of_path(int fn, const uintptr_t *frames, int depth)
+{
+    uint64_t h = (uint64_t)fn + 1;
+    for (int i = 0; i < depth; i++)
+        h = mix(h, frames[i]);
+    h |= 1;
+    for (int locked = 0;; locked = 1) {
+        size_t i = h & path_mask;
+        for (;; i = (i + 1) & path_mask) {
+            int32_t s = __atomic_load_n(&by_path[i], __ATOMIC_ACQUIRE);
+            if (s == 0)
+                break;
+            if (__atomic_load_n(&sites[s - 1].path_hash, __ATOMIC_RELAXED) == h) {
+                if (locked)
+                    spin_unlock(&site_lock);
+                return s - 1;
+            }
+        }
+        if (locked) {
+            int n = make_site(fn, frames, depth, h, i);
+            spin_unlock(&site_lock);
+            return n;
+        }
+        spin_lock(&site_lock);
+    }
 }
 
 /* A new key: its call path unwound, its site found or made, the key cached. */
@@ -322,51 +377,74 @@ static void learn_delta(uintptr_t ra, uintptr_t fp, const uintptr_t *frames, int
     }
 }
 
+/* one: alone()'s answer (the caller records alone: the key cache's slot and the counters
+ * are written without atomics). */
 static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t fp, uint64_t key,
-                                                 int learned)
+                                                 int learned, int one)
 {
-    void *bt[PW_HEAP_DEPTH + 12];
-    int n = backtrace(bt, PW_HEAP_DEPTH + 12), at = -1;
-    for (int i = 0; i < n && at < 0; i++)
-        if ((uintptr_t)bt[i] == ra)
-            at = i;
     uintptr_t frames[PW_HEAP_DEPTH] = {ra};
-    int depth = 1;
-    if (at >= 0)
-        for (depth = 0; depth < PW_HEAP_DEPTH && at + depth < n; depth++)
-            frames[depth] = (uintptr_t)bt[at + depth];
-    add64(&hdr->unwinds, 1, 0);
+    int depth = pw_heap_unwind(ra, fp, frames, PW_HEAP_DEPTH);
+    if (depth == 0) { /* the rules could not: libgcc's unwinder */
+        void *bt[PW_HEAP_DEPTH + 12];
+        int n = backtrace(bt, PW_HEAP_DEPTH + 12), at = -1;
+        for (int i = 0; i < n && at < 0; i++)
+            if ((uintptr_t)bt[i] == ra)
+                at = i;
+        depth = 1;
+        if (at >= 0)
+            for (depth = 0; depth < PW_HEAP_DEPTH && at + depth < n; depth++)
+                frames[depth] = (uintptr_t)bt[at + depth];
+        add64(&hdr->backtraces, 1, one);
+    }
+    add64(&hdr->unwinds, 1, one);
     if (!learned)
         learn_delta(ra, fp, frames, depth);
-    spin_lock(&site_lock);
     int site = site_of_path(fn, frames, depth);
-    spin_unlock(&site_lock);
     size_t i = key & key_mask;
     for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & key_mask) {
         uint64_t zero = 0;
-        if (__atomic_compare_exchange_n(&keys[i].key, &zero, key, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
+        if (one && (zero = __atomic_load_n(&keys[i].key, __ATOMIC_RELAXED)) == 0) {
+            __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&keys[i].key, key, __ATOMIC_RELEASE);
+            return site;
+        }
+        if (!one && __atomic_compare_exchange_n(&keys[i].key, &zero, key, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED)) {
             __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELEASE);
             return site;
         }
         if (zero == key)
             return site; /* another thread's, or being made */
     }
-    add64(&hdr->keys_full, 1, 0);
+    add64(&hdr->keys_full, 1, one);
     return site;
 }
 
-static inline int site_of(int fn, uintptr_t ra, uintptr_t fp)
+/* The thread's previous call-path key and its site: a loop allocating from one line finds
+ * its site by three compares, no hash (sites.c's rule for the call-site tables). */
+typedef struct last_key {
+    uintptr_t ra, fp, next; /* next: the return address one frame out (delta > 0) */
+    int64_t delta;          /* ras' delta; -1: the key has no third part */
+    int fn, site;
+} last_key;
+static PW_TLS last_key last;
+
+static inline int site_of(int fn, uintptr_t ra, uintptr_t fp, int one)
 {
+    if (PW_LIKELY(last.ra == ra && last.fp == fp && last.fn == fn) &&
+        (last.delta < 0 || *(const uintptr_t *)(fp + (uintptr_t)last.delta - 1) == last.next))
+        return last.site;
     uint64_t key = mix(mix((uint64_t)fn + 1, ra), fp);
     int learned = 0;
+    int64_t d = 0;
+    uintptr_t next = 0;
     for (size_t i = ra_slot(ra), p = 0; p < MAX_PROBE; p++, i = (i + 1) & (RA_SLOTS - 1)) {
         uintptr_t r = __atomic_load_n(&ras[i].ra, __ATOMIC_ACQUIRE);
         if (r == ra) {
-            int64_t d = __atomic_load_n(&ras[i].delta, __ATOMIC_ACQUIRE);
+            d = __atomic_load_n(&ras[i].delta, __ATOMIC_ACQUIRE);
             learned = d != 0;
             if (d > 0)
-                key = mix(key, *(const uintptr_t *)(fp + (uintptr_t)d - 1));
+                key = mix(key, next = *(const uintptr_t *)(fp + (uintptr_t)d - 1));
             break;
         }
         if (r == 0)
@@ -378,14 +456,71 @@ static inline int site_of(int fn, uintptr_t ra, uintptr_t fp)
         uint64_t k = __atomic_load_n(&keys[i].key, __ATOMIC_ACQUIRE);
         if (k == key) {
             int64_t s = __atomic_load_n(&keys[i].site, __ATOMIC_ACQUIRE);
-            if (PW_LIKELY(s > 0))
+            if (PW_LIKELY(s > 0)) {
+                if (learned) /* else the key gains its third part later: not kept */
+                    last = (last_key){ra, fp, next, d > 0 ? d : -1, fn, (int)s - 1};
                 return (int)s - 1;
+            }
             break;
         }
         if (k == 0)
             break;
     }
-    return unwind_site(fn, ra, fp, key, learned);
+    return unwind_site(fn, ra, fp, key, learned, one);
+}
+
+/* ---- the threads' own records ---- */
+
+/* With several recording threads, each adds a site's counts, bytes, sizes, frees and
+ * byte-ticks (the sums) into a record of its own: a copy of the site's path (its
+ * path_hash: the reader sums a process's records of one path), made at the thread's first
+ * event at that site, so that these updates are plain stores to a cache line no other
+ * thread writes. The site's live bytes, peaks and live span, which need the threads' sum
+ * at each moment, stay in the site's own record (relaxed atomics). They are records of
+ * the mapped file like the sites: SIGKILL keeps them. They take at most half of
+ * max_sites; past it a thread's counts go to the site's record, with atomics. */
+static PW_TLS int32_t *own; /* site -> the thread's record + 1; 0: not made yet */
+static PW_TLS int own_none; /* the thread's map could not be made */
+
+static __attribute__((noinline)) int make_own(int s)
+{
+    spin_lock(&site_lock);
+    int n = hdr->nsites;
+    if (n >= hdr->max_sites / 2) {
+        spin_unlock(&site_lock);
+        return s;
+    }
+    pw_heap_site_rec *r = &sites[n];
+    const pw_heap_site_rec *from = &sites[s];
+    r->fn = from->fn;
+    r->depth = from->depth;
+    memcpy(r->object, from->object, sizeof r->object);
+    memcpy(r->offset, from->offset, sizeof r->offset);
+    r->min = INT64_MAX;
+    r->first_ns = from->first_ns;
+    __atomic_store_n(&r->path_hash, from->path_hash, __ATOMIC_RELEASE);
+    __atomic_store_n(&hdr->nsites, n + 1, __ATOMIC_RELEASE);
+    spin_unlock(&site_lock);
+    return n;
+}
+
+static void *private_map(size_t len);
+
+/* The record the calling thread (one of several recording) adds site s's sums to; *mine:
+ * 1 when it is the thread's own (plain updates), 0 when it is s's (atomics). */
+static inline int own_site(int s, int *mine)
+{
+    if (PW_UNLIKELY(!own) &&
+        (own_none || !(own = private_map(sizeof *own * (size_t)hdr->max_sites)))) {
+        own_none = 1;
+        *mine = 0;
+        return s;
+    }
+    int32_t o = own[s];
+    if (PW_UNLIKELY(o == 0))
+        o = own[s] = make_own(s) + 1;
+    *mine = o - 1 != s;
+    return o - 1;
 }
 
 /* ---- live objects ---- */
@@ -513,15 +648,18 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
     int64_t w = 1;
     if (sample_bytes > 0 && (w = sample_weight(size)) == 0)
         return;
-    int site = site_of(fn, ra, sp), one = alone();
-    pw_heap_site_rec *s = &sites[site];
+    int one = alone(), site = site_of(fn, ra, sp, one); /* alone() first: the key cache too */
+    pw_heap_site_rec *s = &sites[site], *a = s;         /* a: the sums' record */
+    int mine = one;
+    if (!one)
+        a = &sites[own_site(site, &mine)];
     int g = range_of(size);
     int64_t bytes = (int64_t)size * w;
-    add64(&s->hist_count[g], w, one);
-    add64(&s->hist_bytes[g], bytes, one);
-    min64(&s->min, (int64_t)size, one);
-    max64(&s->max, (int64_t)size, one);
-    int64_t tick = pw_ticks(), after = add_get64(&s->live, bytes, one);
+    add64(&a->hist_count[g], w, mine);
+    add64(&a->hist_bytes[g], bytes, mine);
+    min64(&a->min, (int64_t)size, mine);
+    max64(&a->max, (int64_t)size, mine);
+    int64_t tick = heap_ticks(), after = add_get64(&s->live, bytes, one);
     if (after == bytes) /* its objects live from now (a race with the last free: approximate) */
         __atomic_store_n(&s->live_since, tick, __ATOMIC_RELAXED);
     max64(&s->peak, after, one);
@@ -534,11 +672,13 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
 /* The end of an object's life at tick `now`. */
 static void end_life(const live_entry *e, int64_t now, int freed)
 {
-    pw_heap_site_rec *s = &sites[e->site];
+    pw_heap_site_rec *s = &sites[e->site], *a = s;
     int64_t dt = now - e->tick;
-    int one = alone();
+    int one = alone(), mine = one;
+    if (!one)
+        a = &sites[own_site(e->site, &mine)];
     if (freed)
-        add64(&s->frees, 1, one);
+        add64(&a->frees, 1, mine);
     if (add_get64(&s->live, -e->size, one) == 0) {
         int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
         if (now > since)
@@ -546,7 +686,7 @@ static void end_life(const live_entry *e, int64_t now, int freed)
     }
     add64(&hdr->range_live[e->range], -e->size, one);
     add64(&hdr->live_bytes, -e->size, one);
-    add128(&s->byte_ticks_lo, &s->byte_ticks_hi, e->size, dt, one);
+    add128(&a->byte_ticks_lo, &a->byte_ticks_hi, e->size, dt, mine);
     add128(&hdr->range_ticks_lo[e->range], &hdr->range_ticks_hi[e->range], e->size, dt, one);
     alone_end(one);
 }
@@ -557,7 +697,7 @@ static void record_free(void *ptr)
     if (!ptr || !hdr)
         return;
     if (live_take((uintptr_t)ptr, &e))
-        end_life(&e, pw_ticks(), 1);
+        end_life(&e, heap_ticks(), 1);
     else if (sample_bytes == 0)
         add64(&hdr->unseen_frees, 1, 0);
 }
@@ -648,7 +788,7 @@ PW_EXPORT void *realloc(void *old, size_t n)
     int64_t now = 0;
     if (PW_UNLIKELY(enabled) && old && hdr) {
         had = live_take((uintptr_t)old, &e); /* before: the old address may be reused */
-        now = pw_ticks();
+        now = heap_ticks();
     }
     void *p = real_realloc(old, n);
     if (had && !p && n) { /* failed: the old block lives on */
@@ -763,8 +903,9 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     h->live_slots = (int32_t)(live_mask + 1);
     h->sample_bytes = sample_bytes;
     h->t_start = h->t_end = pw_now();
-    h->tick_start = pw_ticks();
-    h->ns_per_tick = pw_ns_per_tick();
+    h->tick_start = heap_ticks();
+    h->tick_res_ns = coarse ? tick_res_ns : 0;
+    h->ns_per_tick = heap_ns_per_tick();
     if (from) { /* the sites keep their indices (the key cache names them), not counts */
         memcpy(objects, from_objects, sizeof *objects * (size_t)nobjects);
         h->nobjects = nobjects;
@@ -830,11 +971,20 @@ static void start(void)
     pw_wrap_depth++; /* the module's own calls are not the program's */
     live = private_map(sizeof *live * (live_mask + 1));
     keys = private_map(sizeof *keys * (key_mask + 1));
+#ifdef MADV_POPULATE_WRITE
+    if (keys) /* its pages now (256 KiB by default), not a page fault at many a new key */
+        madvise(keys, sizeof *keys * (key_mask + 1), MADV_POPULATE_WRITE);
+#endif
     by_path = private_map(sizeof *by_path * (path_mask + 1));
     ras = private_map(sizeof *ras * RA_SLOTS);
     void *bt[4];
     backtrace(bt, 4); /* loads libgcc's unwinder now, not inside the first allocation */
-    int ok = live && keys && by_path && ras && make_store(0, NULL, 0, NULL, 0) == 0;
+    struct timespec res;
+    coarse = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 &&
+             res.tv_nsec <= PW_HEAP_COARSE_MAX_NS;
+    tick_res_ns = coarse ? res.tv_nsec : 0;
+    int ok = live && keys && by_path && ras && pw_heap_unwind_init() == 0 &&
+             make_store(0, NULL, 0, NULL, 0) == 0;
     register_fence();
     pw_wrap_depth--;
     if (!ok) {
@@ -880,7 +1030,7 @@ static int dump(int state, int in_signal)
     (void)in_signal;
     if (!enabled || !hdr)
         return 0;
-    int64_t now = pw_ticks();
+    int64_t now = heap_ticks();
     for (size_t i = 0; i <= live_mask; i++) {
         live_entry *e = &live[i];
         uintptr_t p = __atomic_load_n(&e->ptr, __ATOMIC_ACQUIRE);
@@ -892,6 +1042,7 @@ static int dump(int state, int in_signal)
         add128(&hdr->range_ticks_lo[copy.range], &hdr->range_ticks_hi[copy.range], copy.size,
                now - copy.tick, 0);
     }
+    int64_t dropped = 0;
     for (int s = 0; s < hdr->nsites; s++) {
         pw_heap_site_rec *r = &sites[s];
         if (r->live > 0 && now > r->live_since)
@@ -903,11 +1054,12 @@ static int dump(int state, int in_signal)
         }
         r->count = c;
         r->bytes = b;
-        if (s == 0)
-            hdr->dropped_sites = c;
+        if (r->depth == 0) /* site 0 and the threads' records of it */
+            dropped += c;
     }
+    hdr->dropped_sites = dropped;
     hdr->rank = pw_rank;
-    hdr->ns_per_tick = pw_ns_per_tick();
+    hdr->ns_per_tick = heap_ns_per_tick();
     hdr->t_end = pw_now();
     hdr->state = state;
     enabled = 0; /* what the program does after this is not the run's */

@@ -8,7 +8,8 @@
  * profile"), every part at a multiple of 4096 bytes: one heap_header; max_objects
  * heap_object (the loaded objects the sites' frames name); max_sites heap_site (site 0:
  * the allocations of sites past max_sites; a site with count 0 is unused).
- * Sizes are bytes; byte_ticks (= hi * 2^64 + lo) is bytes times ticks live (pw_ticks();
+ * Sizes are bytes; byte_ticks (= hi * 2^64 + lo) is bytes times ticks live (the module's
+ * clock: CLOCK_MONOTONIC_COARSE ns where header.tick_res_ns > 0, else pw_ticks();
  * header.ns_per_tick converts them); times are ns of CLOCK_MONOTONIC. With sample_bytes > 0 the counts, bytes, live bytes and byte_ticks are
  * estimates (each sampled allocation weighted by the inverse of its chance to be
  * sampled, rounded at random to an integer); min and max are those of the sampled allocations.
@@ -57,7 +58,12 @@
     A(int64_t, "<i8", range_live, PW_HEAP_RANGES)                                          \
     A(int64_t, "<i8", range_peak, PW_HEAP_RANGES) /* peak live bytes of each size group */ \
     A(uint64_t, "<u8", range_ticks_lo, PW_HEAP_RANGES) /* byte_ticks of each size group */ \
-    A(uint64_t, "<u8", range_ticks_hi, PW_HEAP_RANGES)
+    A(uint64_t, "<u8", range_ticks_hi, PW_HEAP_RANGES)                                     \
+    X(int64_t, "<i8", backtraces)      /* of the unwinds, those made by backtrace() (no \
+                                          rule from .eh_frame for some frame) */          \
+    X(int64_t, "<i8", tick_res_ns)     /* the lifetimes' clock's resolution: ns of a tick \
+                                          of CLOCK_MONOTONIC_COARSE, 0: the time-stamp \
+                                          counter (pw_ticks) */
 PW_RECORD_STRUCT(PW_HEAP_HEADER_FIELDS, pw_heap_header_rec)
 
 #define PW_HEAP_OBJECT_FIELDS(X, A)                                                        \

@@ -39,7 +39,9 @@ class HeapResult:
     byte_s, byte_s_pct.
     per_process: rank, host, pid, state, sample_bytes, sites, count, bytes, peak_bytes,
     byte_s, untracked (allocations whose lifetime was not tracked), unseen_frees,
-    dropped_sites."""
+    dropped_sites, unwinds (call paths unwound), backtraces (of them by libgcc's
+    backtrace(): the .eh_frame rules could not), tick_res_ns (the lifetimes' clock's tick;
+    0: the time-stamp counter)."""
 
     processes: int
     estimated: bool  # counts sampled (--heap-sample-bytes): estimates
@@ -185,6 +187,9 @@ def analyze(heap, symbolizer=None):
             "untracked": p["untracked"],
             "unseen_frees": p["unseen_frees"],
             "dropped_sites": p["dropped_sites"],
+            "unwinds": p["unwinds"],
+            "backtraces": p["backtraces"],
+            "tick_res_ns": p["tick_res_ns"],
         },
         len(p),
     )

@@ -27,6 +27,8 @@ PROCESS_DTYPE = np.dtype(
         ("unseen_frees", "<i8"),
         ("bootstrap", "<i8"),
         ("unwinds", "<i8"),
+        ("backtraces", "<i8"),  # of the unwinds, those by backtrace() (heap_unwind.c could not)
+        ("tick_res_ns", "<i8"),  # the lifetimes' clock's tick (0: the time-stamp counter)
         ("live_bytes", "<i8"),
         ("peak_live_bytes", "<i8"),
     ]

@@ -24,6 +24,29 @@ def _ticks(lo, hi):
     return lo.astype(np.float64) + hi.astype(np.float64) * 2.0**64
 
 
+_SUMMED = ("frees", "peak", "byte_s", "live_s", "hist_count", "hist_bytes")
+
+
+def _one_per_site(s, path_hash):
+    """A process's records of one call path (path_hash) as one row: the site's own record
+    (its live bytes, peak and live span) and the records of the threads that recorded at
+    once (their sums; docs/format.md), in the order of their first records."""
+    _, first, inv = np.unique(path_hash, return_index=True, return_inverse=True)
+    if len(first) == len(s):
+        return s
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    at = rank[np.asarray(inv).ravel()]
+    out = s[first[order]].copy()
+    for k in _SUMMED:
+        out[k] = 0
+        np.add.at(out[k], at, s[k])
+    np.minimum.at(out["min"], at, s["min"])
+    np.maximum.at(out["max"], at, s["max"])
+    return out
+
+
 def read_heap(path):
     """The HeapProfile of experiment path (an empty one without heap/)."""
     out = HeapProfile()
@@ -77,11 +100,13 @@ def _read_one(f, index, objects, procs, sites, ranges):
         s[k] = recs[k]
     s["object"] = np.where(recs["object"] >= 0, remap[recs["object"]], -1)
     s["offset"] = recs["offset"]
-    s["count"] = recs["hist_count"].sum(axis=1)
-    s["bytes"] = recs["hist_bytes"].sum(axis=1)
-    s["min"] = np.where(s["count"] > 0, s["min"], 0)
     s["byte_s"] = _ticks(recs["byte_ticks_lo"], recs["byte_ticks_hi"]) * nspt / 1e9
     s["live_s"] = recs["live_ticks"] * nspt / 1e9
+    s = _one_per_site(s, recs["path_hash"])
+    s["count"] = s["hist_count"].sum(axis=1)
+    s["bytes"] = s["hist_bytes"].sum(axis=1)
+    s["min"] = np.where(s["count"] > 0, s["min"], 0)
+    dropped = int(s["count"][s["depth"] == 0].sum())  # site 0: the sites past max_sites
     sites.append(s[s["count"] > 0])
     r = np.zeros(HEAP_RANGES, RANGE_DTYPE)
     r["process"] = index
@@ -99,11 +124,13 @@ def _read_one(f, index, objects, procs, sites, ranges):
             STATES[state] if 0 <= state < len(STATES) else "killed",
             int(h["sample_bytes"]),
             max(int(h["t_end"]) - int(h["t_start"]), 0) / 1e9,
-            int(recs["hist_count"][0].sum()) if len(recs) and recs[0]["depth"] == 0 else 0,
+            dropped,
             int(h["untracked"]),
             int(h["unseen_frees"]),
             int(h["bootstrap"]),
             int(h["unwinds"]),
+            int(h["backtraces"]),
+            int(h["tick_res_ns"]),
             int(h["live_bytes"]),
             int(h["peak_live_bytes"]),
         )

@@ -5,10 +5,12 @@
  *   M count bytes    the main thread's site (malloc(40), one live at a time)
  *   W count bytes    the workers' site (malloc(96), RING live per thread)
  *   C count bytes    the workers' calloc site (calloc(3, 100), freed at once)
- * Usage: heap_threads [PAIRS] */
+ * Usage: heap_threads [PAIRS [kill]]   (kill: SIGKILL itself after printing) */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define THREADS 4
 #define RING 16
@@ -60,5 +62,8 @@ int main(int argc, char **argv)
         cc += w[i][1];
     }
     printf("M %ld %ld\nW %ld %ld\nC %ld %ld\n", m, m * 40, wc, wc * 96, cc, cc * 300);
+    fflush(stdout);
+    if (argc > 2 && !strcmp(argv[2], "kill"))
+        raise(SIGKILL);
     return 0;
 }
