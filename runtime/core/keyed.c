@@ -39,6 +39,17 @@ static int64_t *count_of(const pw_keyed_tab *t, pw_keyed_slot *s)
     return (int64_t *)((char *)s + t->count_at);
 }
 
+/* the same, read from a slot not written */
+static uintptr_t ra_in(const pw_keyed_tab *t, const pw_keyed_slot *s)
+{
+    return *(const uintptr_t *)((const char *)s + t->ra_at);
+}
+
+static int64_t count_in(const pw_keyed_tab *t, const pw_keyed_slot *s)
+{
+    return *(const int64_t *)((const char *)s + t->count_at);
+}
+
 void pw_keyed_init(pw_keyed_tab *t, const pw_keyed *k, void *slots, size_t nslots)
 {
     *t = (pw_keyed_tab){.set = k,
@@ -136,9 +147,9 @@ pw_keyed_tab *pw_keyed_merge(pw_keyed *k, int *threads, int64_t *dropped)
         size_t i = 0;
         for (const pw_keyed_slot *s; (s = pw_keyed_next(t, &i)) != NULL;) {
             any = 1;
-            pw_keyed_slot *d = probe(m, s->key, *ra_of(t, s), 1);
+            pw_keyed_slot *d = probe(m, s->key, ra_in(t, s), 1);
             k->add(d, s);
-            *count_of(m, d) += *count_of(t, s);
+            *count_of(m, d) += count_in(t, s);
         }
         *threads += any;
         *dropped += t->dropped;
