@@ -1,6 +1,6 @@
 /*
- * The mathlib module (mathlib.c, --mathlib): calls of BLAS, CBLAS, LAPACK, LAPACKE and
- * FFTW3 by routine, size class, call site and the library that answered, with flops and
+ * The mathlib module (mathlib.c, --mathlib): calls of BLAS, CBLAS, LAPACK, LAPACKE, FFTW3,
+ * cuBLAS and cuFFT by routine, size class, call site and the library that answered, with flops and
  * bytes touched; FFTW plans described at creation, their executes attributed to the live
  * plan. The wrappers are generated from runtime/mathlib/mathlib.spec
  * (runtime/mathlib/gen_wrappers.py); this header is their hot path. It uses of the core
