@@ -27,11 +27,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gen"))
 import spec_tools  # noqa: E402
 from spec_tools import SpecError, entries, parse_decl, py_table, sections, split_args  # noqa: E402
 
-GROUPS = ("blas1", "blas2", "blas3", "cblas", "lapack", "lapacke", "fftw", "scalapack")
+GROUPS = (
+    "blas1",
+    "blas2",
+    "blas3",
+    "cblas",
+    "lapack",
+    "lapacke",
+    "fftw",
+    "scalapack",
+    "cublas",
+    "cufft",
+)
 KINDS = ("call", "plan", "exec", "destroy")
 FFT_KINDS = {"c2c": 0, "r2c": 1, "c2r": 2}
-PLAN_ROLES = set("rank n n0 n1 n2 howmany in out sign flags planout comm".split())
-ROLES = {"d", "c", "plan", "desc"} | PLAN_ROLES
+PLAN_ROLES = set("rank n n0 n1 n2 howmany in out sign flags planout comm type handleout".split())
+ROLES = {"d", "c", "op", "count", "plan", "handle", "desc"} | PLAN_ROLES
 # Per prefix letter: {T} CBLAS element type, {A} CBLAS scalar argument, {R} real type,
 # {E} bytes per element, {X} real flops per multiply-add relative to a real one.
 PREFIX = {
@@ -107,7 +118,7 @@ def expand(line_no, text):
         raise SpecError(f"{where}: unknown flags {sorted(unknown)}")
     out = []
     for letter in flags.get("p", "") or [""]:
-        subst = PREFIX.get(letter, {})
+        subst = PREFIX.get(letter.lower(), {})  # cuBLAS writes them upper case
         for prec in flags["fftw"].split(",") if "fftw" in flags else [""]:
 
             def sub(s, letter=letter, subst=subst, prec=prec, name=True):
@@ -150,13 +161,15 @@ def check(r, where):
         raise SpecError(f"{where}: {r.name}: more than {MAX_DIMS} dimensions")
     if roles.count("desc") > 1 or roles.count("comm") > 1:
         raise SpecError(f"{where}: {r.name}: more than one :desc or :comm argument")
-    if sum(1 for x in roles if x == "c") > MAX_CHARS:
+    if sum(1 for x in roles if x in ("c", "op")) > MAX_CHARS:
         raise SpecError(f"{where}: {r.name}: more than {MAX_CHARS} characters")
-    if r.kind in ("exec", "destroy") and roles.count("plan") != 1:
-        raise SpecError(f"{where}: {r.name}: an FFTW {r.kind} needs one :plan argument")
+    if r.kind in ("exec", "destroy") and roles.count("plan") + roles.count("handle") != 1:
+        raise SpecError(f"{where}: {r.name}: an FFT {r.kind} needs one :plan or :handle")
     if r.kind == "plan" and not r.nowrap:
-        if r.fft_kind not in FFT_KINDS:
-            raise SpecError(f"{where}: {r.name}: a planner needs kind=c2c, r2c or c2r")
+        if r.fft_kind not in FFT_KINDS and "type" not in roles:
+            raise SpecError(f"{where}: {r.name}: a planner needs kind=c2c, r2c, c2r or a :type")
+        if "handleout" in roles and r.ret != "int":
+            raise SpecError(f"{where}: {r.name}: a :handleout planner returns its status (int)")
         if not ({"n0", "n"} & set(roles)) or ("n" in roles) != ("rank" in roles):
             raise SpecError(f"{where}: {r.name}: a planner needs n0.. or rank and n")
     if r.kind == "call" and r.flops == "-":
@@ -286,7 +299,7 @@ def wrapper(r):
 
 def body_call(r):
     dims = [a for a in r.params if a.role == "d"]
-    chars = [a for a in r.params if a.role == "c"]
+    chars = [a for a in r.params if a.role in ("c", "op")]
     o = ["    {"]
     for a in dims:
         o.append(f"        const double {a.name} = (double)({scalar(a)});")
@@ -294,8 +307,16 @@ def body_call(r):
     if desc:  # a distributed matrix: P, the processes of its BLACS grid
         o.append(f"        const double P = pw_ml_grid_procs(a_{desc[0].name});")
         o.append("        (void)P;")
+    for a in (a for a in r.params if a.role == "count"):  # in the formulas only
+        o.append(f"        const double {a.name} = (double)({scalar(a)});")
+        o.append(f"        (void){a.name};")
     for i, a in enumerate(chars):
-        conv = f"pw_ml_char(*a_{a.name})" if a.pointer else f"pw_ml_enum_char((int)a_{a.name})"
+        if a.role == "op":  # cuBLAS's cublasOperation_t
+            conv = f"pw_ml_op_char((int)a_{a.name})"
+        elif a.pointer:
+            conv = f"pw_ml_char(*a_{a.name})"
+        else:
+            conv = f"pw_ml_enum_char((int)a_{a.name})"
         o.append(f"        const int c{i} = {conv};")
     d = [f"(int64_t)({scalar(a)})" for a in dims] + ["0"] * (MAX_DIMS - len(dims))
     c = [f"c{i}" for i in range(len(chars))] + ["0"] * (MAX_CHARS - len(chars))
@@ -316,7 +337,11 @@ def body_call(r):
 def body_plan(r):
     roles = {a.role: a for a in r.params if a.role}
     o = ["    {", "        pw_ml_plan_desc pd;"]
-    o.append(f"        pw_ml_plan_desc_init(&pd, {FFT_KINDS[r.fft_kind]});")
+    if "type" in roles:  # cuFFT: the kind from the cufftType
+        kind = f"pw_ml_cufft_kind((int)({scalar(roles['type'])}))"
+    else:
+        kind = FFT_KINDS[r.fft_kind]
+    o.append(f"        pw_ml_plan_desc_init(&pd, {kind});")
     if "rank" in roles:
         n = roles["n"]
         fn = "pw_ml_plan_desc_ldims" if "ptrdiff_t" in n.ctype else "pw_ml_plan_desc_dims"
@@ -335,14 +360,19 @@ def body_plan(r):
         o.append(f"        pd.flags = (uint32_t)({scalar(roles['flags'])});")
     if "in" in roles and "out" in roles:
         o.append(f"        pd.inplace = a_{roles['in'].name} == a_{roles['out'].name};")
-    plan = f"*a_{roles['planout'].name}" if "planout" in roles else "rv"
+    if "handleout" in roles:  # cuFFT: the handle written on success (status 0)
+        plan = f"(int)rv == 0 ? pw_ml_cufft_plan(*a_{roles['handleout'].name}) : NULL"
+    else:
+        plan = f"*a_{roles['planout'].name}" if "planout" in roles else "rv"
     o.append(f"        pw_ml_plan_made({r.ident}, ra, t1 - t0, {plan}, &pd);")
     o.append("    }")
     return o
 
 
 def plan_arg(r):
-    a = next(a for a in r.params if a.role == "plan")
+    a = next(a for a in r.params if a.role in ("plan", "handle"))
+    if a.role == "handle":
+        return f"pw_ml_cufft_plan(a_{a.name})"
     return (
         f"*a_{a.name}" if "**" in a.ctype.replace(" ", "").replace("const", "") else f"a_{a.name}"
     )

@@ -1,6 +1,6 @@
 /*
- * The mathlib module (mathlib.c, --mathlib): calls of BLAS, CBLAS, LAPACK, LAPACKE and
- * FFTW3 by routine, size class, call site and the library that answered, with flops and
+ * The mathlib module (mathlib.c, --mathlib): calls of BLAS, CBLAS, LAPACK, LAPACKE, FFTW3,
+ * cuBLAS and cuFFT by routine, size class, call site and the library that answered, with flops and
  * bytes touched; FFTW plans described at creation, their executes attributed to the live
  * plan. The wrappers are generated from runtime/mathlib/mathlib.spec
  * (runtime/mathlib/gen_wrappers.py); this header is their hot path. It uses of the core
@@ -113,6 +113,8 @@ static inline int pw_ml_enum_char(int v)
         return v > 0 && v < 128 ? pw_ml_char((char)v) : '?'; /* LAPACKE's chars */
     }
 }
+/* A cuBLAS cublasOperation_t (CUBLAS_OP_N 0, _T 1, _C 2) as its letter. */
+static inline int pw_ml_op_char(int v) { return v == 0 ? 'N' : v == 1 ? 'T' : v == 2 ? 'C' : '?'; }
 static inline uint64_t pw_ml_chars(int c0, int c1, int c2, int c3)
 {
     return (uint64_t)c0 << 21 | (uint64_t)c1 << 14 | (uint64_t)c2 << 7 | (uint64_t)c3;
@@ -207,6 +209,19 @@ void pw_ml_plan_made(int id, uintptr_t ra, int64_t ticks, void *plan, const pw_m
 const pw_ml_plan *pw_ml_plan_find(const void *plan);
 void pw_ml_plan_executed(int id, uintptr_t ra, int64_t ticks, const pw_ml_plan *p, double flops);
 void pw_ml_plan_destroyed(int id, uintptr_t ra, int64_t ticks, const void *plan);
+
+/* cuFFT: a plan is an int handle (cufftHandle); in the plan table it is this address,
+ * tagged so that it meets no FFTW plan's (a heap address, below 2^47). */
+static inline void *pw_ml_cufft_plan(int handle)
+{
+    return (void *)((uintptr_t)1 << 62 | (uintptr_t)(unsigned)handle);
+}
+/* A cufftType as the plan's kind: CUFFT_C2C 0x29 / Z2Z 0x69 c2c, R2C 0x2a / D2Z 0x6a r2c,
+ * C2R 0x2c / Z2D 0x6c c2r. */
+static inline int pw_ml_cufft_kind(int type)
+{
+    return (type & 0xf) == 0xa ? 1 : (type & 0xf) == 0xc ? 2 : 0;
+}
 
 /* log2 without libm (the runtime links none): x >= 1. */
 static inline double pw_ml_log2(double x)

@@ -463,22 +463,69 @@ static void sample_procs(void)
 
 /* ---- GPUs through NVML (dlopen) ---- */
 
+/* NVML's C ABI, declared here (no nvml.h at build time): the structures and constants
+ * below are those of NVML's public header, stable since the v2 entry points (driver 450
+ * and later; the power fields since driver 525). */
 typedef struct {
     unsigned int gpu, memory;
-} nvml_util;
+} nvml_util; /* nvmlUtilization_t */
 typedef struct {
     unsigned long long total, free, used;
-} nvml_mem;
+} nvml_mem; /* nvmlMemory_t */
+typedef struct {
+    unsigned int field_id, scope_id;
+    long long timestamp, latency_us;
+    int value_type, rc;
+    union {
+        double d;
+        unsigned int ui;
+        unsigned long ul;
+        unsigned long long ull;
+        long long sll;
+        int si;
+    } value;
+} nvml_field; /* nvmlFieldValue_t */
+enum {
+    NVML_FI_POWER_INSTANT = 186, /* NVML_FI_DEV_POWER_INSTANT: mW, every architecture */
+    NVML_CLOCK_SM = 1,           /* nvmlClockType_t */
+    NVML_CLOCK_MEM = 2,
+    NVML_TYPE_UINT = 1, /* nvmlValueType_t: unsigned int, unsigned long (long) */
+    NVML_TYPE_ULONG = 2,
+    NVML_TYPE_ULONGLONG = 3,
+};
 static struct {
     void *lib;
     int n;
     void *dev[16];
+    int instant[16]; /* the device answers NVML_FI_DEV_POWER_INSTANT */
     int (*power)(void *, unsigned int *);
+    int (*fields)(void *, int, nvml_field *);
     int (*util)(void *, nvml_util *);
     int (*mem)(void *, nvml_mem *);
     int (*energy)(void *, unsigned long long *);
+    int (*clock)(void *, int, unsigned int *);
     int (*shutdown)(void);
 } nv;
+
+/* Device i's instantaneous power in mW through the field values; -1 if it has none. */
+static double nvml_instant_mw(int i)
+{
+    nvml_field f;
+    memset(&f, 0, sizeof f);
+    f.field_id = NVML_FI_POWER_INSTANT;
+    if (!nv.fields || nv.fields(nv.dev[i], 1, &f) != 0 || f.rc != 0)
+        return -1;
+    switch (f.value_type) {
+    case NVML_TYPE_UINT:
+        return f.value.ui;
+    case NVML_TYPE_ULONG:
+        return (double)f.value.ul;
+    case NVML_TYPE_ULONGLONG:
+        return (double)f.value.ull;
+    default:
+        return -1;
+    }
+}
 
 static void nvml_open(void)
 {
@@ -492,10 +539,12 @@ static void nvml_open(void)
     int (*handle)(unsigned int, void **) =
         (int (*)(unsigned int, void **))dlsym(nv.lib, "nvmlDeviceGetHandleByIndex_v2");
     nv.power = (int (*)(void *, unsigned int *))dlsym(nv.lib, "nvmlDeviceGetPowerUsage");
+    nv.fields = (int (*)(void *, int, nvml_field *))dlsym(nv.lib, "nvmlDeviceGetFieldValues");
     nv.util = (int (*)(void *, nvml_util *))dlsym(nv.lib, "nvmlDeviceGetUtilizationRates");
     nv.mem = (int (*)(void *, nvml_mem *))dlsym(nv.lib, "nvmlDeviceGetMemoryInfo");
     nv.energy =
         (int (*)(void *, unsigned long long *))dlsym(nv.lib, "nvmlDeviceGetTotalEnergyConsumption");
+    nv.clock = (int (*)(void *, int, unsigned int *))dlsym(nv.lib, "nvmlDeviceGetClockInfo");
     nv.shutdown = (int (*)(void))dlsym(nv.lib, "nvmlShutdown");
     unsigned int n = 0;
     int rc;
@@ -508,9 +557,21 @@ static void nvml_open(void)
     } else if (count(&n) != 0 || n == 0) {
         absent("nvml", "NVML sees no GPU");
     } else {
+        int averaged = 0;
         for (unsigned int i = 0; i < n && nv.n < 16; i++)
-            if (handle(i, &nv.dev[nv.n]) == 0)
+            if (handle(i, &nv.dev[nv.n]) == 0) {
+                nv.instant[nv.n] = nvml_instant_mw(nv.n) >= 0;
+                averaged |= !nv.instant[nv.n];
                 nv.n++;
+            }
+        /* Power: the instantaneous reading where the driver has it, so that a tick's value
+         * is the power at the tick (nvmlDeviceGetPowerUsage is a 1 s average on Ampere and
+         * later but GA100, which would smear a phase over the second after it); energy
+         * over an interval comes from the energy counter either way (docs/gpu.md). */
+        if (averaged)
+            absent("nvml:power_instant",
+                   "the driver lacks NVML_FI_DEV_POWER_INSTANT: gpuN.power_w is "
+                   "nvmlDeviceGetPowerUsage (1 s average on Ampere and later)");
         return;
     }
     nv.n = 0;
@@ -520,13 +581,14 @@ static void sample_nvml(void)
 {
     for (int i = 0; i < nv.n; i++) {
         char name[NAME_LEN];
-        unsigned int mw;
+        unsigned int mw, mhz;
         nvml_util u;
         nvml_mem m;
         unsigned long long mj;
-        if (nv.power && nv.power(nv.dev[i], &mw) == 0) {
+        double inst = nv.instant[i] ? nvml_instant_mw(i) : -1;
+        if (inst >= 0 || (nv.power && nv.power(nv.dev[i], &mw) == 0)) {
             snprintf(name, sizeof name, "gpu%d.power_w", i);
-            put("nvml", name, "W", KIND_GAUGE, 0, mw / 1000.0);
+            put("nvml", name, "W", KIND_GAUGE, 0, (inst >= 0 ? inst : mw) / 1000.0);
         }
         if (nv.energy && nv.energy(nv.dev[i], &mj) == 0) {
             snprintf(name, sizeof name, "gpu%d.energy_j", i);
@@ -541,6 +603,14 @@ static void sample_nvml(void)
         if (nv.mem && nv.mem(nv.dev[i], &m) == 0) {
             snprintf(name, sizeof name, "gpu%d.mem_used_bytes", i);
             put("nvml", name, "bytes", KIND_GAUGE, 0, (double)m.used);
+        }
+        if (nv.clock && nv.clock(nv.dev[i], NVML_CLOCK_SM, &mhz) == 0) {
+            snprintf(name, sizeof name, "gpu%d.sm_clock_mhz", i);
+            put("nvml", name, "MHz", KIND_GAUGE, 0, mhz);
+        }
+        if (nv.clock && nv.clock(nv.dev[i], NVML_CLOCK_MEM, &mhz) == 0) {
+            snprintf(name, sizeof name, "gpu%d.mem_clock_mhz", i);
+            put("nvml", name, "MHz", KIND_GAUGE, 0, mhz);
         }
     }
 }
@@ -710,12 +780,12 @@ static void tick(void)
 {
     nd.nout = 0;
     int64_t t = pw_now();
+    sample_nvml(); /* first: its energy counters are read closest to the tick's time */
     sample_net();
     if (ib_ports)
         sample_ib(0);
     if (rapl_zones)
         sample_rapl(0);
-    sample_nvml();
     sample_pcp();
     sample_procs();
     for (int i = 0; i < nd.nout; i++)

@@ -23,6 +23,11 @@ Per interval and rank (`per_rank`, ROW_DTYPE):
   energy_j               the node's RAPL energy counters, interpolated at the interval's
                          ends (node-wide: every rank of the node sees the same); NaN where
                          RAPL is absent (`sources` says why);
+  gpu_energy_j,          the node's GPUs (NVML, summed over GPUs): energy from their energy
+  gpu_power_w            counters interpolated at the interval's ends, or where a GPU has
+                         none the time integral of its power readings; the mean power is
+                         gpu_energy_j over the part of the interval the timeline covers
+                         (a phase may end after its last tick; node-wide; NaN without NVML);
   counters               per event (`counters` table): the change of the samples' counter
                          values between the first and last sample inside the interval.
 
@@ -48,6 +53,7 @@ INTERVAL_DTYPE = np.dtype(
 )
 NUMBERS = (
     "wall_s compute_s mpi_s io_s other_s wait_s io_bytes_read io_bytes_written energy_j"
+    " gpu_energy_j gpu_power_w"
 ).split()
 ROW_DTYPE = np.dtype(
     [(k, INTERVAL_DTYPE[k]) for k in ("name", "kind", "depth", "rank", "thread")]
@@ -334,6 +340,49 @@ def _energy(timelines, sources):
     return out
 
 
+def _gpu_energy(timelines, sources):
+    """{host: (t, cumulative joules)} of the node's GPUs (NVML): per GPU its energy
+    counter (gpuN.energy_j), else the trapezoid integral of its power (gpuN.power_w)."""
+    out, how, why = {}, set(), []
+    for tl in timelines or ():
+        by_gpu = {}
+        for i, s in enumerate(tl.series):
+            if s["source"] == "nvml" and "." in s["name"]:
+                gpu, _, what = s["name"].partition(".")
+                by_gpu.setdefault(gpu, {})[what] = i
+        t = tl.t.astype(np.float64)
+        total = np.zeros(len(t))
+        found = False
+        for cols in by_gpu.values():
+            if "energy_j" in cols:
+                v = tl.values[:, cols["energy_j"]]
+                how.add("energy counters")
+            elif "power_w" in cols and len(t) > 1:
+                w = tl.values[:, cols["power_w"]]
+                ok = ~np.isnan(w)
+                w = np.interp(t, t[ok], w[ok]) if ok.any() else np.zeros(len(t))
+                steps = (w[1:] + w[:-1]) / 2 * np.diff(t) / 1e9
+                v = np.concatenate([[0.0], np.cumsum(steps)])
+                how.add("power readings integrated")
+            else:
+                continue
+            ok = ~np.isnan(v)
+            if ok.any():
+                total += np.interp(t, t[ok], v[ok])
+                found = True
+        if found:
+            out[tl.host] = (t, total)
+        else:
+            why.append(f"{tl.host}: {tl.absent.get('nvml') or 'no GPU series'}")
+    if out:
+        sources["gpu_energy_j"] = "node timeline: NVML " + " and ".join(sorted(how))
+        sources["gpu_power_w"] = "gpu_energy_j / the time the node timeline covers (all GPUs)"
+    else:
+        what = "; ".join(why) if timelines else "no node timeline (--node-interval 0)"
+        sources["gpu_energy_j"] = sources["gpu_power_w"] = "absent: " + what
+    return out
+
+
 # ------------------------------------------------------------------- the driver
 
 
@@ -351,6 +400,8 @@ def correlate(intervals, samples=(), io=None, timelines=(), exp_path=None, mpi_i
     traced = any(s.mpi is not None for s in spans.values())
     bins = _io_spans(io, sources, spans)
     energy = _energy(timelines, sources)
+    gpu_energy = _gpu_energy(timelines, sources)
+    one_node = timelines[0].host if timelines and len(timelines) == 1 else None
     by_rank = {ps.rank: ps for ps in samples if ps.rank >= 0}
     sources["compute_s"] = "samples" if by_rank else "absent: no samples (--sample)"
     events = sorted({ev for ps in by_rank.values() for ev in (ps.meta.get("counters") or [])})
@@ -407,12 +458,20 @@ def correlate(intervals, samples=(), io=None, timelines=(), exp_path=None, mpi_i
                 row["io_bytes_read"], row["io_bytes_written"] = _bin_bytes(bins[r], begin, end)
             else:  # a rank of a profiled run with no I/O call has none
                 row["io_bytes_read"] = row["io_bytes_written"] = 0.0 if profiled else np.nan
-        host = ps.meta.get("host") if ps else None
+        # without the rank's samples, the node of a run on one node is known all the same
+        host = ps.meta.get("host") if ps else one_node
         if host in energy:
             t, joules = energy[host]
             row["energy_j"] = np.interp(end, t, joules) - np.interp(begin, t, joules)
         else:
             row["energy_j"] = np.nan
+        if host in gpu_energy:
+            t, joules = gpu_energy[host]
+            row["gpu_energy_j"] = np.interp(end, t, joules) - np.interp(begin, t, joules)
+            covered = (np.clip(end, t[0], t[-1]) - np.clip(begin, t[0], t[-1])) / 1e9
+            row["gpu_power_w"] = row["gpu_energy_j"] / covered if covered > 0 else np.nan
+        else:
+            row["gpu_energy_j"] = row["gpu_power_w"] = np.nan
         for ev, v in changes.items():
             counters.append((iv["name"], iv["kind"], iv["depth"], r, ev, v))
     table = np.zeros(len(counters), COUNTER_DTYPE)

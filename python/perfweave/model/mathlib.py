@@ -46,8 +46,8 @@ class MathLib:
     processes):
 
     calls: one row per (process, routine, size class, call site): routine, group (the
-      interface: blas1 ... fftw), library (the object that answered), object and offset
-      (the call site; object "" and offset 0 for the overflow site), b0 b1 b2 (log2
+      interface: blas1 ... fftw, cublas, cufft), library (the object that answered), object
+      and offset (the call site; object "" and offset 0 for the overflow site), b0 b1 b2 (log2
       bucket of each dim: floor(log2 d) + 1, 0 none), chars (transpose, uplo, ...
       letters), count, total_ns, min_ns, max_ns, flops, bytes, dim0_sum ... (sums of
       each dim over the calls).

@@ -24,6 +24,8 @@ ROWS = [
     ("I/O read", "io_bytes_read", byte_size),
     ("I/O written", "io_bytes_written", byte_size),
     ("energy (node)", "energy_j", lambda j: f"{j:.2f} J"),
+    ("GPU energy (node)", "gpu_energy_j", lambda j: f"{j:.2f} J"),
+    ("GPU power (node, mean)", "gpu_power_w", lambda w: f"{w:.1f} W"),
 ]
 COLUMNS = ["", "min", "mean", "max"]
 
