@@ -27,9 +27,11 @@ from mpi_overhead import FLAVORS, bench_args, build, median_of, run  # noqa: E40
 COUNTERS = "perf::TASK-CLOCK,perf::PAGE-FAULTS"
 VARIANTS = {
     "bare": None,
-    "profile": ["--node-interval", "0", "--no-sample"],
-    "profile + node sampler": ["--no-sample"],
-    "profile + counters": ["--node-interval", "0", "--no-sample", "--counters", COUNTERS],
+    "profile": ["--node-interval", "0", "--no-sample", "--no-io"],
+    "profile + node sampler": ["--no-sample", "--no-io"],
+    "profile + counters": [
+        *("--node-interval", "0", "--no-sample", "--no-io", "--counters", COUNTERS)
+    ],
     "profile + sampling": ["--node-interval", "0", "--sample"],
 }
 

@@ -13,7 +13,9 @@ file in 1 MiB writes, fsyncs, reads it back), an ASCII output step (each rank fp
 formatted lines) and a metadata-heavy loop (each rank opens, writes 4 KiB and closes its
 file --opens times: the worst case, calls of ~1.5 us each); and a compute-heavy one
 (additions for a fixed time with an allreduce every 10 ms; the work done). Prints
-medians and the ratios to the bare run (the budget is 1 %). With --darshan LIB
+medians and the ratios to the bare run (the budget is 1 %), and the same of the CPU time
+of all the run's processes (launcher, ranks, `perfweave run` itself: getrusage of the
+children), which others' work on the machine changes less than the wall time. With --darshan LIB
 (libdarshan.so, built as docs/performance.md says), each case also runs under Darshan
 (LD_PRELOAD, its log to the temporary directory, no directory excluded, non-MPI
 processes included) in the same alternation: a column beside ours.
@@ -25,6 +27,7 @@ Usage:
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,8 +39,14 @@ PERFWEAVE = str(Path(sys.executable).parent / "perfweave")
 ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
-def value(cmd, key):
+def value(cmd, key, cpu=None):
+    """The number the program printed after key; with cpu (a list), the CPU time (user and
+    system) of cmd and every process it waited for is appended to it."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, check=True).stdout
+    if cpu is not None:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(sum(getattr(after, f) - getattr(before, f) for f in ("ru_utime", "ru_stime")))
     return float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith(key)))
 
 
@@ -123,22 +132,27 @@ def main():
             if only and name.split()[0].split("-")[0] not in only:
                 continue
             got = {"bare": [], "no io": [], "io": [], "darshan": []}
+            cpu = {k: [] for k in got}
             for _ in range(args.repeat):
-                got["bare"].append(value(launch + [str(mprog), *cmd], key))
-                got["no io"].append(value(pw("--no-io") + launch + [str(mprog), *cmd], key))
-                got["io"].append(value(pw("--io") + launch + [str(mprog), *cmd], key))
+                run_cmd = launch + [str(mprog), *cmd]
+                got["bare"].append(value(run_cmd, key, cpu["bare"]))
+                got["no io"].append(value(pw("--no-io") + run_cmd, key, cpu["no io"]))
+                got["io"].append(value(pw("--io") + run_cmd, key, cpu["io"]))
                 if args.darshan:
-                    got["darshan"].append(value(darshan(launch + [str(mprog), *cmd], True), key))
-            med = {k: statistics.median(v) for k, v in got.items() if v}
-            line = (
-                f"  {name:13s} {what}: bare {med['bare']:.4g}  perfweave {med['no io']:.4g} "
-                f"(ratio {med['no io'] / med['bare']:.4f})  --io {med['io']:.4g} "
-                f"(ratio {med['io'] / med['bare']:.4f}, to perfweave without it "
-                f"{med['io'] / med['no io']:.4f})"
-            )
-            if "darshan" in med:
-                line += f"  Darshan {med['darshan']:.4g} (ratio {med['darshan'] / med['bare']:.4f})"
-            print(line)
+                    got["darshan"].append(value(darshan(run_cmd, True), key, cpu["darshan"]))
+            for label, runs in ((what, got), ("CPU s", cpu)):
+                med = {k: statistics.median(v) for k, v in runs.items() if v}
+                line = (
+                    f"  {name:13s} {label}: bare {med['bare']:.4g}  perfweave --no-io "
+                    f"{med['no io']:.4g} (ratio {med['no io'] / med['bare']:.4f})  --io "
+                    f"{med['io']:.4g} (ratio {med['io'] / med['bare']:.4f}, to --no-io "
+                    f"{med['io'] / med['no io']:.4f})"
+                )
+                if "darshan" in med:
+                    line += (
+                        f"  Darshan {med['darshan']:.4g} (ratio {med['darshan'] / med['bare']:.4f})"
+                    )
+                print(line)
 
 
 if __name__ == "__main__":

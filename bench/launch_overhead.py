@@ -5,7 +5,9 @@ A trivial 2-rank MPI job (bench/programs/trivial_mpi.c: MPI_Init, MPI_Finalize) 
 and under `perfweave run` (default options), alternating in each of --repeat rounds, in
 one invocation; and, to split the cost, the command perfweave launched run directly with
 perfweave's environment ("runtime alone": what the runtime costs in the ranks and
-launcher, without perfweave run's own start and end). Prints per MPI, for the wall time
+launcher, without perfweave run's own start and end), and the same with the I/O profile
+off ("runtime alone, --no-io": the I/O profile's part of the fixed cost, a store per
+process, by the difference of the two). Prints per MPI, for the wall time
 and for the CPU time of all the job's processes (which a busy machine disturbs less),
 the median of each, the median of the per-round differences to bare (ms added) and the
 ratio of the medians. With --baseline OTHER_PERFWEAVE (the perfweave command of another
@@ -71,6 +73,7 @@ def bench(flavor, args, tmp):
     timed([PERFWEAVE, "run", "-o", exp, "--", *cmd])  # warm the caches; its launch line
     alone = runtime_alone(json.loads((exp / "experiment.json").read_text()), exp)
     ways["runtime alone"] = alone
+    ways["runtime alone, --no-io"] = (alone[0], dict(alone[1], PERFWEAVE_IO="0"))
     times = {w: [] for w in ways}
     for _ in range(args.repeat):
         for way, how in ways.items():

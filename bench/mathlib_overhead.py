@@ -46,7 +46,7 @@ def compare(args, prog, tmp):
                 cmd = [str(prog), str(args.calls), *extra]
                 if pw is not None:
                     exp = Path(tmp) / f"exp-{b}-{len(runs[(mode, b)])}-{len(extra)}"
-                    cmd = [pw, "run", "--no-sample", "-o", str(exp), "--", *cmd]
+                    cmd = [pw, "run", "--no-sample", "--no-io", "-o", str(exp), "--", *cmd]
                 runs[(mode, b)].append(per_call(cmd, dict(os.environ)))
     print(f"ddot_, {args.calls:,} calls, medians of {args.repeat} alternating runs")
     for mode in modes:
@@ -82,7 +82,7 @@ def main():
             for i in range(args.repeat):
                 bare.append(per_call([str(prog), str(args.calls)], env))
                 exp = Path(tmp) / f"exp-{name}-{i}"
-                cmd = [PERFWEAVE, "run", "--no-sample", "-o", str(exp), "--"]
+                cmd = [PERFWEAVE, "run", "--no-sample", "--no-io", "-o", str(exp), "--"]
                 measured.append(per_call(cmd + [str(prog), str(args.calls)], env))
             b, m = statistics.median(bare), statistics.median(measured)
             print(

@@ -53,7 +53,7 @@ def build(cc, name, out):
     return exe
 
 
-def run(cmd, measured, tmp, options=("--no-sample",), perfweave=PERFWEAVE):
+def run(cmd, measured, tmp, options=("--no-sample", "--no-io"), perfweave=PERFWEAVE):
     """cmd, alone or under `perfweave run OPTIONS` (default: the MPI profile, no
     sampling) of the perfweave command given"""
     exp = None

@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from mpi_overhead import FLAVORS, alternate, bench_args, build, median_of  # noqa: E402
 
-VARIANTS = {"bare": None, "no-sample": ["--no-sample"], "sampled": []}
+VARIANTS = {"bare": None, "no-sample": ["--no-sample", "--no-io"], "sampled": ["--no-io"]}
 
 
 def with_baseline(variants, baseline, sampled):

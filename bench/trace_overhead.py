@@ -41,8 +41,8 @@ def main():
     )
     modes = {
         "bare": (False, (), PERFWEAVE),
-        "profile": (True, ("--no-sample",), PERFWEAVE),
-        "trace": (True, ("--trace", "--no-sample"), PERFWEAVE),
+        "profile": (True, ("--no-sample", "--no-io"), PERFWEAVE),
+        "trace": (True, ("--trace", "--no-sample", "--no-io"), PERFWEAVE),
     }
     if args.baseline:
         modes["baseline"] = (True, ("--trace", "--no-sample"), args.baseline)

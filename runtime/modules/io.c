@@ -30,11 +30,17 @@ static int io_owner;          /* 1: a thread took role 1 */
 static int claim_done;        /* the second thread has looked at the first one's call */
 static int64_t pw_io_adopted; /* ... and taken the one that began at this tick (0: none) */
 
+/* Whether the kernel has the cheap membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED (8) and
+ * its registration (16), by MEMBARRIER_CMD_QUERY (0). The registration itself is left to
+ * the second I/O thread (pw_io_claim), which alone needs it: registering waits for an RCU
+ * grace period when the process's memory has another user, 7-26 ms measured in one rank
+ * of two at its start under MPICH, a wait every process paid when the module's start
+ * registered. */
 static int membarrier_ok(void)
 {
 #ifdef SYS_membarrier
-    /* MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (16): the cheap form, registered once */
-    return syscall(SYS_membarrier, 16, 0, 0) == 0;
+    long cmds = syscall(SYS_membarrier, 0, 0, 0);
+    return cmds > 0 && (cmds & (8 | 16)) == (8 | 16);
 #else
     return 0;
 #endif
@@ -46,14 +52,28 @@ int pw_io_claim(void)
     if (__atomic_compare_exchange_n(&io_owner, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         return pw_io_role = 1;
     pw_io_role = 2;
+    if (__atomic_load_n(&pw_io_shared, __ATOMIC_SEQ_CST))
+        return 2; /* shared already (a third thread, or no membarrier) */
+    /* registered (16) before the flag is set: the registration may wait for an RCU grace
+     * period (membarrier_ok), and once the flag is set the first thread's call in flight
+     * waits for this thread's look (adopted); without it, MEMBARRIER_CMD_GLOBAL (1),
+     * slower, needs none */
+    long fence = 8;
+#ifdef SYS_membarrier
+    if (syscall(SYS_membarrier, 16, 0, 0) != 0)
+        fence = 1;
+#endif
     zero = 0;
     if (!__atomic_compare_exchange_n(&pw_io_shared, &zero, 1, 0, __ATOMIC_SEQ_CST,
                                      __ATOMIC_RELAXED))
-        return 2; /* shared already (a third thread, or no membarrier) */
+        return 2; /* shared since (a third thread) */
         /* the first thread's loads of pw_io_shared after this see 1; its call in flight, if
      * any, is in pw_io_solo_start (MEMBARRIER_CMD_PRIVATE_EXPEDITED: 8) */
 #ifdef SYS_membarrier
-    syscall(SYS_membarrier, 8, 0, 0);
+    if (syscall(SYS_membarrier, fence, 0, 0) != 0)
+        syscall(SYS_membarrier, 1, 0, 0);
+#else
+    (void)fence;
 #endif
     int64_t s = __atomic_load_n(&pw_io_solo_start, __ATOMIC_SEQ_CST);
     if (s != 0) {

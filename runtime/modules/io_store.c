@@ -823,6 +823,10 @@ static int make_store(int64_t parent)
         unlink(path);
         return -1;
     }
+    /* no readahead: the store is touched a page here and there, and a fault on its
+     * reserved (unwritten) blocks otherwise reads ahead, zero-filling up to hundreds of
+     * KiB of page cache: ~3 ms of CPU in every process's start (perf, ext4) */
+    madvise(m, map_len, MADV_RANDOM);
     if (reserved) /* a forked child's: the parent's store's */
         munmap(reserved, reserved_len);
     reserved = bits;

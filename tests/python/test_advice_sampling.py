@@ -123,12 +123,12 @@ def test_sampled_io():
         "most from dump() at solver.c:55: I/O-bound there."
     )
     assert "fewer, larger writes" in a["text"]
-    # a run without the I/O profile is told how to get it; one with it is not
-    assert a["text"].endswith("run again with perfweave run --io.")
+    # a run without the I/O profile (on by default) is told how to get it; one with it is not
+    assert a["text"].endswith("this run has no I/O profile; run again without --no-io.")
     d = report([p])
     d["io"] = {"files": []}
     [a] = by_rule(d)["sampled_io"]
-    assert "perfweave run --io" not in a["text"]
+    assert "I/O profile" not in a["text"] and "--no-io" not in a["text"]
     # 8 %: below the threshold (10 %)
     p = rank_samples(0, [(92, "compute", [0x100, 0x200]), (8, "compute", [0x18, 0x300])])
     assert "sampled_io" not in by_rule(report([p]))

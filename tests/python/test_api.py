@@ -220,7 +220,7 @@ def test_missing_data_is_one_clear_error(experiment_dir, pwprof, tmp_path):
         (e.mpi_callsites, "MPI"),
         (e.wait_states, "perfweave analyze"),
         (e.timeline, "--node-interval"),
-        (lambda: e.table("io", "files"), "--io"),
+        (lambda: e.table("io", "files"), "--no-io"),
         (lambda: e.table("mathlib", "routines"), "BLAS"),
     ):
         with pytest.raises(NoData) as err:

@@ -297,9 +297,17 @@ def test_io_older_store_versions_read(build, run_pw, tmp_path, version):
     assert old.processes["busy_s"][0] == pytest.approx(busy)
 
 
-def test_io_off_by_default(build, run_pw, tmp_path):
+def test_io_on_by_default_and_off_with_no_io(build, run_pw, tmp_path):
+    """The I/O profile is on by default (docs/io.md; its cost: docs/performance.md, "The
+    I/O profile's default"): the program's 10 opens, 1-byte writes and closes counted
+    exactly; --no-io leaves no trace of it (no store, no section)."""
     prog = build(None, "io_cases.c")
     r = run_pw([prog, "loop", tmp_path, 10])
+    assert r.open().meta["options"]["io"] is True
+    p = record(perfweave.open(r.exp).io, f"{tmp_path}/loop.dat", "posix")
+    assert (p["opens"], p["closes"], p["writes"], p["bytes_written"]) == (10, 10, 10, 10)
+    assert r.report()["io"]["files"]
+    r = run_pw([prog, "loop", tmp_path, 10], ["--no-io"])
     assert not (r.exp / "io").exists()
     assert "io" not in r.report()
 

@@ -20,7 +20,7 @@ def test_io_is_not_useful(mpi, build, run_pw, tmp_path):
     prog = build(mpi, "pop_io.c")
     out = tmp_path / "out"
     out.mkdir()
-    r = run_pw(mpi.launch(2) + [prog, out, 10, 0.01], options=["--trace", "--io"])
+    r = run_pw(mpi.launch(2) + [prog, out, 10, 0.01], options=["--trace"])  # --io: the default
     own = {int(m[1]): (float(m[2]), float(m[3]), int(m[4])) for m in LINE.finditer(r.proc.stdout)}
     assert sorted(own) == [0, 1], r.proc.stdout
     compute, io, nbytes = (np.array([own[k][i] for k in (0, 1)]) for i in range(3))
@@ -35,8 +35,8 @@ def test_io_is_not_useful(mpi, build, run_pw, tmp_path):
     assert io.min() > 3 * USEFUL_S, io
     assert np.abs(np.array(u["io_seconds"]) - io).max() < USEFUL_S, (u["io_seconds"], io)
     assert np.abs(np.array(u["seconds"]) - compute).max() < USEFUL_S, (u["seconds"], compute)
-    # without --io the I/O column is absent, and the I/O counts as useful
-    r2 = run_pw(mpi.launch(2) + [prog, out, 10, 0.01], options=["--trace"])
+    # with --no-io the I/O column is absent, and the I/O counts as useful
+    r2 = run_pw(mpi.launch(2) + [prog, out, 10, 0.01], options=["--trace", "--no-io"])
     p = subprocess.run(
         [PERFWEAVE, "pop", "--json", str(r2.exp)], capture_output=True, text=True, timeout=120
     )

@@ -444,10 +444,10 @@ _ACTIVITY_TEXT = {
 }
 
 
-# the I/O item of a run without the I/O profile (perfweave run --io, docs/io.md)
+# the I/O item of a run without the I/O profile (on unless perfweave run --no-io, docs/io.md)
 _IO_PROFILE_HINT = (
     " Which files, how the time splits into open/close, read/write and metadata, and "
-    "which lines call: run again with perfweave run --io."
+    "which lines call: this run has no I/O profile; run again without --no-io."
 )
 
 

@@ -276,7 +276,7 @@ def _io_spans(io, sources, spans):
     per-rank bins {rank: (t_start_ns, bin_s, read, write)} for a run without segments."""
     segs = io.segments if io is not None else None
     if io is None or not len(io.processes):
-        sources["io_s"] = "samples: MPI-IO only (POSIX and stdio calls need perfweave run --io)"
+        sources["io_s"] = "samples: MPI-IO only (POSIX and stdio calls need the I/O profile)"
         sources["io_bytes"] = "absent: no I/O profile"
         return {}
     if segs is not None and len(segs):

@@ -48,7 +48,7 @@ LATE_RANK_WAITS = ("mpi_barrier_wait", "mpi_wait_nxn", "mpi_earlyreduce", "mpi_l
 SLICES = 8  # over-time slices without a node timeline (analysis/timeline.py SLICES)
 # what records the data (api.py table(): the NoData message); declared, the result's tables
 # are perfweave.open(path).table(kind, NAME) DataFrames
-RECORDED_BY = "record it with `perfweave run --io`"
+RECORDED_BY = "`perfweave run` records it unless --no-io"
 
 
 @dataclass

@@ -234,7 +234,7 @@ def export(exp, out=None, force=False):
     e = open_upgraded(exp, upgraded.append)
     io = e.io
     if not io:
-        raise PerfweaveError(f"{exp}: no I/O profile (perfweave run --io)")
+        raise PerfweaveError(f"{exp}: no I/O profile (perfweave run records one unless --no-io)")
     path = output_file(exp, out, "darshan.txt", force)
     try:
         exe = (e.meta or {}).get("program") or ""
