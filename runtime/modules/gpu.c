@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <sched.h>
 #include <stdint.h>
@@ -569,10 +570,12 @@ static void activate(void)
 {
     if (!enabled || __atomic_exchange_n(&state_claimed, 1, __ATOMIC_ACQ_REL))
         return;
-    pw_wrap_enter();
+    int entered = pw_wrap_enter(), saved = errno; /* CUPTI's calls are not the program's */
     activate_cupti();
     pw_debug("gpu: %s %s", status, note);
-    pw_wrap_leave();
+    errno = saved;
+    if (entered)
+        pw_wrap_leave();
 }
 
 /* The CUDA driver's entry for a library named by CUDA_INJECTION64_PATH, called at cuInit. */

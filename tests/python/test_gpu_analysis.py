@@ -40,6 +40,10 @@ def test_gpu_analysis_figures():
     assert (d["busy_pct"], d["idle_pct"]) == (pytest.approx(60.0), pytest.approx(40.0))
     r1 = g.per_rank[g.per_rank["rank"] == 1][0]
     assert r1["gpu_wait_pct"] == pytest.approx(25.0)
+    # advice: the host waited 25 % of the 1 s (>= 10 %), the device idle 40 % (< 50 %),
+    # every copy pageable while copies take 50 % of the time
+    assert [a["rule"] for a in g.advice] == ["gpu_host_wait", "gpu_pageable_copies"]
+    assert g.advice[0]["severity"] == pytest.approx(25.0)
     assert demangle("not_mangled") == "not_mangled" and demangle("_Zbad") == "_Zbad"
 
 

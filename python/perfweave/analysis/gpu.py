@@ -15,6 +15,12 @@ from perfweave.model.table import records, table
 
 RECORDED_BY = "run a program that uses CUDA under `perfweave run` (the gpu module is on by default)"
 
+# advice thresholds (docs/gpu.md "Advice")
+HOST_WAIT_PCT = 10.0  # the host waited for the GPU at least this % of the ranks' time
+IDLE_PCT = 50.0  # a device idle at least this % of its rank's measured life
+PAGEABLE_PCT = 10.0  # copies touching pageable memory: at least this % of the copy time
+COPY_SHARE_PCT = 1.0  # ... when the copies take at least this % of the ranks' time
+
 
 @lru_cache(maxsize=None)
 def _cxa_demangle():
@@ -78,13 +84,14 @@ class GpuResult:
     apis: np.ndarray
     lines: list  # one line per process whose GPU activity could not be recorded
     notes: list
+    advice: list = None  # analysis/advice.py rule_sections' items
 
     def to_json(self):
         out = {
             k: getattr(self, k)
             for k in (
                 "processes", "active", "launches", "kernel_s", "copy_bytes", "copy_s",
-                "gpu_wait_s", "dropped", "lost", "lines", "notes",
+                "gpu_wait_s", "dropped", "lost", "lines", "notes", "advice",
             )
         }  # fmt: skip
         for k in ("per_rank", "devices", "kernels", "copies", "syncs", "apis"):
@@ -192,7 +199,7 @@ def analyze(gpu):
         if len(t[name]):
             t[name] = t[name][np.argsort(-t[name][key], kind="stable")]
     pr = t["per_rank"]
-    return GpuResult(
+    res = GpuResult(
         processes=len(procs),
         active=sum(p.status == "active" for p in procs),
         launches=int(t["kernels"]["launches"].sum()) if len(t["kernels"]) else 0,
@@ -206,3 +213,58 @@ def analyze(gpu):
         notes=list(gpu.notes),
         **t,
     )
+    res.advice = _advice(res)
+    return res
+
+
+def _advice(res):
+    """What the figures suggest, thresholds above: the host waiting for the GPU, a device
+    idle, copies through pageable memory."""
+    out = []
+    wall = float(res.per_rank["wall_s"].sum()) if len(res.per_rank) else 0.0
+    if not wall or not res.active:
+        return out
+    wait_pct = 100 * res.gpu_wait_s / wall
+    if wait_pct >= HOST_WAIT_PCT:
+        out.append(
+            {
+                "rule": "gpu_host_wait",
+                "severity": wait_pct,
+                "text": f"The host waited {wait_pct:.1f} % of the ranks' time for the GPU "
+                "(stream, event and device synchronisation). What usually helps: give the "
+                "host (or MPI) work to do while kernels run, with streams and asynchronous "
+                "copies, and synchronise as late as the data allows.",
+                "evidence": {"gpu_wait_s": res.gpu_wait_s, "wall_s": wall},
+            }
+        )
+    rank_wall = {int(r["rank"]): float(r["wall_s"]) for r in res.per_rank}
+    for d in res.devices:
+        if d["idle_pct"] >= IDLE_PCT:
+            out.append(
+                {
+                    "rule": "gpu_idle",
+                    # its idle time, as a share of the ranks' summed time
+                    "severity": float(d["idle_pct"]) * rank_wall.get(int(d["rank"]), 0) / wall,
+                    "text": f"GPU {d['device']} of rank {d['rank']} ran no kernel or copy "
+                    f"{d['idle_pct']:.0f} % of the rank's time: the work on it is small "
+                    "against the host's, or waits for the host (launches, copies, MPI).",
+                    "evidence": {"rank": int(d["rank"]), "device": int(d["device"])},
+                }
+            )
+    c = res.copies
+    if len(c) and 100 * res.copy_s / wall >= COPY_SHARE_PCT:
+        pageable = (c["src_kind"] == "pageable") | (c["dst_kind"] == "pageable")
+        share = 100 * float(c["time_s"][pageable].sum()) / max(res.copy_s, 1e-12)
+        if share >= PAGEABLE_PCT:
+            out.append(
+                {
+                    "rule": "gpu_pageable_copies",
+                    "severity": share * res.copy_s / wall,
+                    "text": f"{share:.0f} % of the copy time is from or to pageable host "
+                    f"memory ({int(c['bytes'][pageable].sum()):,} bytes): such copies are "
+                    "staged and cannot overlap kernels. What usually helps: pinned buffers "
+                    "(cudaHostAlloc, cudaHostRegister).",
+                    "evidence": {"pageable_share_pct": share},
+                }
+            )
+    return out
