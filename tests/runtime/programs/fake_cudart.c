@@ -79,6 +79,17 @@ static void place(int stream, uint64_t ns, uint64_t *start, uint64_t *end)
     tail[stream] = *end;
 }
 
+/* A record's place: the stream's next [start, end) on the current device. */
+#define ON_STREAM(r, stream, ns, start, end)                                                  \
+    do {                                                                                   \
+        place(stream, ns, start, end);                                                     \
+        (r).start = *(start);                                                              \
+        (r).end = *(end);                                                                  \
+        (r).deviceId = (uint32_t)device;                                                   \
+        (r).contextId = (uint32_t)device + 1;                                              \
+        (r).streamId = (uint32_t)(stream);                                                 \
+    } while (0)
+
 void fakecuda_set_device(int d) { device = d; }
 
 void fakecuda_kernel(const char *name, const int grid[3], const int block[3], int stream,
@@ -89,12 +100,7 @@ void fakecuda_kernel(const char *name, const int grid[3], const int block[3], in
     CUpti_ActivityKernel9 k;
     memset(&k, 0, sizeof k);
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    place(stream, ns, start, end);
-    k.start = *start;
-    k.end = *end;
-    k.deviceId = (uint32_t)device;
-    k.contextId = (uint32_t)device + 1;
-    k.streamId = (uint32_t)stream;
+    ON_STREAM(k, stream, ns, start, end);
     k.gridX = grid[0], k.gridY = grid[1], k.gridZ = grid[2];
     k.blockX = block[0], k.blockY = block[1], k.blockZ = block[2];
     k.name = name;
@@ -116,12 +122,7 @@ void fakecuda_memcpy(uint64_t bytes, int kind, int src, int dst, int stream, uin
     m.srcKind = (uint8_t)src;
     m.dstKind = (uint8_t)dst;
     m.bytes = bytes;
-    place(stream, ns, start, end);
-    m.start = *start;
-    m.end = *end;
-    m.deviceId = (uint32_t)device;
-    m.contextId = (uint32_t)device + 1;
-    m.streamId = (uint32_t)stream;
+    ON_STREAM(m, stream, ns, start, end);
     put(&m);
     api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, t0);
 }
@@ -135,12 +136,7 @@ void fakecuda_memset(uint64_t bytes, int stream, uint64_t ns, uint64_t *start, u
     m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
     m.bytes = bytes;
     m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    place(stream, ns, start, end);
-    m.start = *start;
-    m.end = *end;
-    m.deviceId = (uint32_t)device;
-    m.contextId = (uint32_t)device + 1;
-    m.streamId = (uint32_t)stream;
+    ON_STREAM(m, stream, ns, start, end);
     put(&m);
     api(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, t0);
 }
