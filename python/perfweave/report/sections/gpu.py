@@ -7,7 +7,15 @@ process loaded CUDA; one line per process whose GPU activity could not be record
 from perfweave.analysis.gpu import analyze
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
-from perfweave.report.widgets import byte_size, cut_rows, escape, html_table, more_rows, text_table
+from perfweave.report.widgets import (
+    byte_size,
+    cut_rows,
+    escape,
+    html_table,
+    more_rows,
+    text_table,
+    wrap_line,
+)
 
 
 class GpuSection(Section):
@@ -23,7 +31,8 @@ class GpuSection(Section):
         g = data.get("gpu")
         if not g:
             return []
-        out = ["", "GPU activity (CUDA, through CUPTI)", f"  {_summary(g)}"]
+        out = ["", "GPU activity (CUDA, through CUPTI)"]
+        out += wrap_line("summary", _summary(g), view.width)
         for title, key, cols, row in _TABLES:
             if g[key]:
                 shown, more = cut_rows(g[key], view.max_rows)
