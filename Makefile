@@ -22,11 +22,17 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 
+# CUPTI's and CUDA's headers (the Python wheels': no CUDA toolkit needed) for the gpu module
+# and the tests' fake CUPTI (docs/gpu.md); headers only, nothing of them is linked
+CUDA_HEADERS := "nvidia-cuda-cupti-cu12==12.9.*" "nvidia-cuda-runtime-cu12==12.9.*" \
+                "nvidia-cuda-nvcc-cu12==12.9.*"
+
 # the stamp takes the time the install began: a source edited while it runs is newer, so
 # the next install builds it again
 $(VENV)/.installed: $(VENV)/bin/python $(SOURCES)
 	touch $@.begun
-	$(PY) -m pip install -q ".[test]"
+	$(PY) -m pip install -q $(CUDA_HEADERS) || echo "perfweave: no CUDA headers from PyPI: the gpu module is built without CUPTI (docs/gpu.md)"
+	PERFWEAVE_CUDA_INCLUDE="$$($(PY) scripts/cuda_headers.py)" $(PY) -m pip install -q ".[test]"
 	mv $@.begun $@
 
 install: deps $(VENV)/.installed

@@ -96,6 +96,10 @@ def launch_command(command, at, lib, values, exp, environ=None):
     runtime_env["LD_PRELOAD"] = str(lib) + (
         ":" + environ["LD_PRELOAD"] if environ.get("LD_PRELOAD") else ""
     )
+    if values.get("gpu", True) and not environ.get("CUDA_INJECTION64_PATH"):
+        # CUDA's driver loads it at cuInit and calls its InitializeInjection: the gpu
+        # module then sees a CUDA that the program opened after its start (docs/gpu.md)
+        runtime_env["CUDA_INJECTION64_PATH"] = str(lib)
     helper = os.path.join(os.path.dirname(lib), task_env.EXEC_HELPER)
     return task_env.for_tasks(command, at, runtime_env, environ, helper)
 

@@ -29,6 +29,7 @@ NAMES = [
     "correlation",  # everything recorded, per phase or region (perfweave run --all)
     "example",  # the example module's calls (--example)
     "mathlib",  # BLAS, LAPACK and FFTW calls (--mathlib)
+    "gpu",  # CUDA kernels, copies and host waits per rank, device and stream (CUPTI)
     "regions",  # the program's regions and phases (perfweave.h, MPI_Pcontrol)
 ]
 SECTIONS = [importlib.import_module(f"perfweave.report.sections.{n}").SECTION for n in NAMES]
