@@ -266,6 +266,7 @@ static int arm(thr *t)
         }
     }
     t->pid = getpid();
+    t->cpu_ns = -1;
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
     ev.sigev_notify = SIGEV_THREAD_ID;
@@ -281,6 +282,18 @@ static int arm(thr *t)
     __atomic_store_n(&t->ok, 1, __ATOMIC_RELEASE);
     set_interval(t);
     return 0;
+}
+
+/* The CPU time of thread tid of this process (ns), -1 when it is gone: its clock by
+ * the kernel's thread CPU-clock id (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED), what
+ * pthread_getcpuclockid gives), which any thread of the process may read. */
+static int64_t thread_cpu_ns(int tid)
+{
+    struct timespec ts;
+    clockid_t clock = (clockid_t)((~(unsigned)tid << 3) | 6);
+    if (tid <= 0 || clock_gettime(clock, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* The module's dump: the samples, at the process's end (not from a signal handler: the
@@ -362,6 +375,9 @@ static int write_samples(int state, int in_signal)
         pw_json_int(&j, "kept", threads[i].n);
         pw_json_int(&j, "thinned", threads[i].thinned);
         pw_json_int(&j, "interval_ns", threads[i].interval_ns);
+        /* the thread's CPU time, read now while it runs, else when its function returned */
+        int64_t cpu = thread_cpu_ns(threads[i].tid);
+        pw_json_int(&j, "cpu_ns", cpu >= 0 ? cpu : threads[i].cpu_ns);
         pw_json_close(&j);
     }
     pw_json_close(&j);
@@ -384,7 +400,11 @@ static void *trampoline(void *p)
     start_arg a = *(start_arg *)p;
     free(p);
     pw_thread_begin(); /* every module's start of a thread: ours samples it */
-    return a.fn(a.arg);
+    void *ret = a.fn(a.arg);
+    thr *t = pw_samples_self;
+    if (t) /* its CPU time, which the dump cannot read once the thread is gone */
+        t->cpu_ns = thread_cpu_ns(t->tid);
+    return ret;
 }
 
 /* Threads of the MPI library and its runtime (progress, PMIx, UCX, libevent) are not

@@ -42,6 +42,7 @@ typedef struct thr {
     int n, cap, thinned;
     int64_t taken;
     int64_t unwound, fallbacks; /* samples by libunwind; by frame pointers instead */
+    int64_t cpu_ns;             /* its CPU time when its function returned; -1 before */
     sample *buf;
 } thr;
 

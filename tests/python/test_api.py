@@ -226,7 +226,9 @@ def test_missing_data_is_one_clear_error(experiment_dir, pwprof, tmp_path):
         with pytest.raises(NoData) as err:
             table()
         assert option in str(err.value) and "\n" not in str(err.value)
-    with pytest.raises(PerfweaveError, match="kinds with tables: example, gpu, heap, io, mathlib"):
+    with pytest.raises(
+        PerfweaveError, match="kinds with tables: boundness, example, gpu, heap, io, mathlib"
+    ):
         e.table("nothing", "rows")
     with pytest.raises(PerfweaveError, match="no such experiment"):
         perfweave.open(tmp_path / "nowhere")

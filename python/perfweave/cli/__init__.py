@@ -16,6 +16,7 @@ VERBS = {
     "components": "components",
     "pop": "pop",
     "overhead": "overhead",
+    "boundness": "boundness",
     "compare": "compare",
     "doctor": "doctor",
     "completion": "completion",

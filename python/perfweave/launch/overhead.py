@@ -59,6 +59,9 @@ class Variant:
     kind: str  # "bare", "mode" or "tool"
     words: list = field(default_factory=list)  # run options or the tool's prefix
     calibrates: list = field(default_factory=list)  # modules of its calibration loops
+    # a co-runner: a command started before each run, which says "ready" on its standard
+    # output when it is, and ended by SIGTERM after it (perfweave boundness's stressor)
+    corunner: list = field(default_factory=list)
 
 
 @dataclass
@@ -231,9 +234,10 @@ def _stop(proc):
 
 class Runner:
     """Runs a command under Variants in a temporary directory; measure(experiment) ->
-    dict is called on each mode's experiment before it is deleted."""
+    dict is called on each mode's experiment before it is deleted, or kept as
+    keep/VARIANT-ROUND (rounds from 1) where keep names a directory."""
 
-    def __init__(self, command, measure=None, interval_ms=20, timeout=None):
+    def __init__(self, command, measure=None, interval_ms=20, timeout=None, keep=None):
         if not command:
             raise PerfweaveError("no command to measure (perfweave overhead ... -- COMMAND)")
         self.command = list(command)
@@ -244,6 +248,7 @@ class Runner:
         self.perfweave = _perfweave()
         self.skip = _skipped()
         self.tmp = tempfile.mkdtemp(prefix="perfweave-overhead-")
+        self.keep = keep
         self.count = 0
 
     def close(self):
@@ -279,10 +284,17 @@ class Runner:
         """One run of the command under variant: a Run. Raises PerfweaveError when it
         fails (the bare command: the user's command fails by itself)."""
         self.count += 1
-        exp = os.path.join(self.tmp, f"exp{self.count}")
+        kept = self.keep is not None and round_ >= 0
+        exp = os.path.join(self.keep, f"{variant.name}-{round_ + 1}") if kept else None
+        exp = exp or os.path.join(self.tmp, f"exp{self.count}")
         cmd = self.line(variant, self.command, exp)
+        corunner = self._corunner(variant) if variant.corunner else None
         t0 = time.perf_counter()
-        proc = self._start(cmd)
+        try:
+            proc = self._start(cmd)
+        except BaseException:
+            self._end_corunner(corunner)
+            raise
         memory = _Memory(proc.pid, self.interval_s, self.skip)
         memory.start()
         try:
@@ -298,23 +310,60 @@ class Runner:
         finally:
             memory.done.set()
             memory.join()
+            said = self._end_corunner(corunner)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             what = "the command failed bare" if variant.kind == "bare" else variant.name
             raise PerfweaveError(f"{what} (exit status {proc.returncode}): {_last_line(err)}")
-        facts = {}
+        facts = {"corunner": said} if corunner else {}
         if variant.kind == "mode":
             if self.measure:
-                facts = self.measure(exp)
-            shutil.rmtree(exp, ignore_errors=True)
+                facts.update(self.measure(exp))
+            if not kept:
+                shutil.rmtree(exp, ignore_errors=True)
         return Run(variant.name, round_, wall, memory.program_peak(), memory.min_available, facts)
 
-    def rounds(self, variants, n, warmup=True):
+    def _corunner(self, variant):
+        """Start variant's co-runner and wait for its "ready": the process."""
+        cmd = variant.corunner
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        except OSError as e:
+            raise PerfweaveError(f"cannot start {cmd[0]}: {e.strerror or e}") from None
+        if proc.stdout.readline().strip() != "ready":
+            _, err = proc.communicate()
+            raise PerfweaveError(
+                f"{variant.name}: the co-runner {os.path.basename(cmd[0])} failed "
+                f"(exit status {proc.returncode}): {_last_line(err)}"
+            )
+        return proc
+
+    @staticmethod
+    def _end_corunner(proc):
+        """End a co-runner (SIGTERM, then SIGKILL): the last line it printed."""
+        if proc is None:
+            return ""
+        proc.terminate()
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        return _last_line(out) if out.strip() else ""
+
+    def rounds(self, variants, n, warmup=True, what="overhead"):
         """n rounds, each running every variant once in turn: a list of Runs. A first,
         discarded round warms the file cache for each variant, and its bare run tells a
         failing command at once."""
         runs = []
-        with progress.task("overhead", len(variants) * (n + bool(warmup)), "run") as bar:
+        with progress.task(what, len(variants) * (n + bool(warmup)), "run") as bar:
             for r in range(-1 if warmup else 0, n):
                 for v in variants:
                     bar.step(0, f"{v.name}, " + (f"round {r + 1} of {n}" if r >= 0 else "warm-up"))

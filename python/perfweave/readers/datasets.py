@@ -10,7 +10,7 @@ import importlib
 import importlib.util
 
 from perfweave._format import MODULES
-from perfweave.readers import results, trace
+from perfweave.readers import boundness, results, trace
 from perfweave.readers.dataset import Dataset
 
 
@@ -50,6 +50,12 @@ DATASETS = {
             "analysis",
             results.saved_waitstates,
             "the wait-state analysis of the traces (perfweave analyze), None before it ran",
+        ),
+        Dataset(
+            "boundness",
+            "..",
+            boundness.boundness_of,
+            "the perfweave boundness result of which this experiment is a run, else None",
         ),
     )
 }

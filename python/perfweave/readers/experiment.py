@@ -284,6 +284,10 @@ def open_experiment(path, reduced_content=None, snapshot=None):
     path = Path(path)
     if not path.is_dir():
         raise PerfweaveError(f"{path}: no such experiment directory")
+    from perfweave.readers.boundness import reference_run
+
+    # a boundness directory (perfweave boundness) opens as its first baseline run
+    path = reference_run(path) or path
     meta = read_meta(path)
     unwritten = read_unwritten(path, meta)
     warnings = []

@@ -25,6 +25,7 @@ NAMES = [
     "comm_matrix",  # the MPI profile's communication matrix
     "io",  # the I/O profile (--io): share, files, ranks, call sites
     "heap",  # the allocation sites (--heap): sites by byte-seconds, size ranges
+    "boundness",  # bandwidth- or compute-bound routines (a run of perfweave boundness)
     "node_timeline",  # per node: processes' activity and node rates over time
     "correlation",  # everything recorded, per phase or region (perfweave run --all)
     "example",  # the example module's calls (--example)

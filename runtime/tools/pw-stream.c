@@ -1,0 +1,235 @@
+/* pw-stream: perfweave's memory-bandwidth co-runner for `perfweave boundness`
+ * (docs/boundness.md). STREAM's triad, a[i] = b[i] + s * c[i] (McCalpin's STREAM
+ * benchmark, its fourth kernel), over three arrays of --bytes in all, by --threads
+ * threads, each pinned to one core of --cores in turn, repeated until SIGTERM or SIGINT
+ * (or for --seconds). Once every array is touched it prints "ready" (the caller starts the
+ * measured program then); at the end one line of what it moved:
+ *   done seconds S bytes B bytes_per_s R threads N
+ * Exit status 2 and one line on a usage or memory error. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+typedef struct worker {
+    pthread_t id;
+    int core; /* -1: not pinned */
+    double *a, *b, *c;
+    size_t n;
+    int64_t passes;
+} worker;
+
+static int64_t now_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void triad_plain(double *restrict a, const double *restrict b, const double *restrict c,
+                        size_t n)
+{
+    const double s = 3.0;
+    for (size_t i = 0; i < n; i++)
+        a[i] = b[i] + s * c[i];
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* With AVX, a's stores bypass the caches (as STREAM built with streaming stores): no
+ * read for ownership, so one core moves about twice the bytes. Arrays are page-aligned
+ * (mmap) and chunks are multiples of 4 doubles but the last. */
+__attribute__((target("avx"))) static void triad_avx(double *restrict a, const double *restrict b,
+                                                     const double *restrict c, size_t n)
+{
+    const __m256d s = _mm256_set1_pd(3.0);
+    size_t i = 0;
+    if (((uintptr_t)a & 31) == 0)
+        for (; i + 4 <= n; i += 4)
+            _mm256_stream_pd(a + i, _mm256_add_pd(_mm256_loadu_pd(b + i),
+                                                  _mm256_mul_pd(s, _mm256_loadu_pd(c + i))));
+    for (; i < n; i++)
+        a[i] = b[i] + 3.0 * c[i];
+}
+#endif
+
+static void (*triad)(double *restrict, const double *restrict, const double *restrict,
+                     size_t) = triad_plain;
+
+static void pin(int core)
+{
+    if (core < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+/* A thread's slice, touched first by the thread itself (its pages on its node). */
+static void touch(worker *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        w->a[i] = 0.0;
+        w->b[i] = 1.0;
+        w->c[i] = 2.0;
+    }
+}
+
+static pthread_barrier_t ready;
+
+static void *work(void *p)
+{
+    worker *w = p;
+    pin(w->core);
+    touch(w);
+    pthread_barrier_wait(&ready);
+    /* the slice in chunks of 1 MiB per array, so that a stop is seen within one */
+    const size_t chunk = (1 << 20) / sizeof(double);
+    while (!stop) {
+        for (size_t i = 0; i < w->n && !stop; i += chunk)
+            triad(w->a + i, w->b + i, w->c + i, w->n - i < chunk ? w->n - i : chunk);
+        if (!stop)
+            w->passes++;
+    }
+    return NULL;
+}
+
+static double *map_array(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static int usage(const char *why)
+{
+    fprintf(stderr,
+            "pw-stream: %s (usage: pw-stream [--threads N] [--cores LIST] [--bytes B] "
+            "[--seconds S])\n",
+            why);
+    return 2;
+}
+
+/* "0,2-3" -> cores; returns their count, -1 when malformed */
+static int parse_cores(const char *s, int *cores, int max)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long lo = strtol(s, &end, 10), hi = lo;
+        if (end == s || lo < 0)
+            return -1;
+        s = end;
+        if (*s == '-') {
+            hi = strtol(s + 1, &end, 10);
+            if (end == s + 1 || hi < lo)
+                return -1;
+            s = end;
+        }
+        for (long c = lo; c <= hi && n < max; c++)
+            cores[n++] = (int)c;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    int nthreads = 1, ncores = 0, cores[1024];
+    double seconds = 0;
+    long long bytes = 3LL << 28;
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (!v)
+            return usage("an option without its value");
+        if (!strcmp(argv[i], "--threads"))
+            nthreads = (int)strtol(v, &end, 10);
+        else if (!strcmp(argv[i], "--bytes"))
+            bytes = strtoll(v, &end, 10);
+        else if (!strcmp(argv[i], "--seconds"))
+            seconds = strtod(v, &end);
+        else if (!strcmp(argv[i], "--cores")) {
+            ncores = parse_cores(v, cores, 1024);
+            end = ncores < 0 ? NULL : (char *)v + strlen(v);
+        } else
+            return usage("unknown option");
+        if (!end || *end)
+            return usage("a malformed value");
+        i++;
+    }
+    if (nthreads < 1 || nthreads > 1024 || bytes < 3 * 4096)
+        return usage("--threads must be 1-1024 and --bytes at least 12288");
+    size_t n = (size_t)(bytes / 3) / sizeof(double);
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx"))
+        triad = triad_avx;
+#endif
+    double *a = map_array(n * sizeof(double)), *b = map_array(n * sizeof(double)),
+           *c = map_array(n * sizeof(double));
+    if (!a || !b || !c) {
+        fprintf(stderr, "pw-stream: cannot map %lld bytes: %s\n", bytes, strerror(errno));
+        return 2;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    worker *ws = calloc((size_t)nthreads, sizeof *ws);
+    if (!ws)
+        return usage("out of memory");
+    pthread_barrier_init(&ready, NULL, (unsigned)nthreads + 1);
+    size_t per = n / (size_t)nthreads;
+    for (int t = 0; t < nthreads; t++) {
+        size_t first = (size_t)t * per;
+        ws[t] = (worker){.core = ncores ? cores[t % ncores] : -1,
+                         .a = a + first,
+                         .b = b + first,
+                         .c = c + first,
+                         .n = t == nthreads - 1 ? n - first : per};
+        if (pthread_create(&ws[t].id, NULL, work, &ws[t]) != 0) {
+            fprintf(stderr, "pw-stream: cannot start thread %d\n", t);
+            return 2;
+        }
+    }
+    pthread_barrier_wait(&ready);
+    int64_t t0 = now_ns(CLOCK_MONOTONIC);
+    printf("ready\n");
+    fflush(stdout);
+    if (seconds > 0) {
+        struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
+        while (!stop && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+        stop = 1;
+    }
+    int64_t passes = 0;
+    for (int t = 0; t < nthreads; t++) {
+        pthread_join(ws[t].id, NULL);
+        passes += ws[t].passes * (int64_t)ws[t].n;
+    }
+    double s = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+    double moved = (double)passes * 3 * sizeof(double);
+    printf("done seconds %.6f bytes %.0f bytes_per_s %.6g threads %d\n", s, moved,
+           s > 0 ? moved / s : 0.0, nthreads);
+    return 0;
+}
