@@ -16,6 +16,7 @@ VERBS = {
     "components": "components",
     "pop": "pop",
     "overhead": "overhead",
+    "placement": "placement",
     "compare": "compare",
     "doctor": "doctor",
     "completion": "completion",

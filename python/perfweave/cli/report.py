@@ -72,6 +72,10 @@ def main(args):
     from perfweave.report import data as report_data
     from perfweave.report import text
 
+    from perfweave.readers.sweep import is_sweep
+
+    if is_sweep(args.experiment):  # a placement sweep's directory: its table
+        return _sweep(args)
     mkl = None
     if args.mkl_verbose:  # the log first: its error is the user's option's
         from perfweave.readers import mkl_verbose
@@ -106,6 +110,19 @@ def main(args):
             sys.stdout.write(
                 text.render(data, max_rows=args.max_rows or text.MAX_ROWS, rows=args.top)
             )
+    return 0
+
+
+def _sweep(args):
+    from perfweave.analysis.sweep import SweepResult
+    from perfweave.readers.sweep import read_sweep
+    from perfweave.report.sweep import text
+
+    doc = SweepResult.from_json(read_sweep(args.experiment)).to_json()
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        sys.stdout.write("\n".join(text(doc)) + "\n")
     return 0
 
 

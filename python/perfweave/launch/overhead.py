@@ -73,9 +73,10 @@ class Run:
     peak_rss_kib: int
     min_available_kib: int
     facts: dict = field(default_factory=dict)
+    experiment: str = ""  # the mode's experiment, where the Runner keeps them (keep)
 
 
-def _words(text, what):
+def split_words(text, what):
     try:
         return shlex.split(text)
     except ValueError as e:
@@ -104,10 +105,10 @@ def variants(modes, tools, calibrate, run_options=""):
     for m in modes:
         own = [MODES[m][1]] if MODES[m][1] in wanted else []
         out.append(
-            Variant(m, "mode", list(MODES[m][0]) + _words(run_options, "--run-options"), own)
+            Variant(m, "mode", list(MODES[m][0]) + split_words(run_options, "--run-options"), own)
         )
     for t in tools:
-        words = _words(t, "--compare")
+        words = split_words(t, "--compare")
         if not words:
             raise PerfweaveError("--compare: an empty command")
         out.append(Variant(t, "tool", words, list(wanted)))
@@ -231,9 +232,11 @@ def _stop(proc):
 
 class Runner:
     """Runs a command under Variants in a temporary directory; measure(experiment) ->
-    dict is called on each mode's experiment before it is deleted."""
+    dict is called on each mode's experiment before it is deleted. keep: a directory
+    where each round's mode experiments stay instead, as VARIANT.ROUND (the warm-up's
+    are deleted)."""
 
-    def __init__(self, command, measure=None, interval_ms=20, timeout=None):
+    def __init__(self, command, measure=None, interval_ms=20, timeout=None, keep=None):
         if not command:
             raise PerfweaveError("no command to measure (perfweave overhead ... -- COMMAND)")
         self.command = list(command)
@@ -244,6 +247,7 @@ class Runner:
         self.perfweave = _perfweave()
         self.skip = _skipped()
         self.tmp = tempfile.mkdtemp(prefix="perfweave-overhead-")
+        self.keep = keep
         self.count = 0
 
     def close(self):
@@ -279,7 +283,11 @@ class Runner:
         """One run of the command under variant: a Run. Raises PerfweaveError when it
         fails (the bare command: the user's command fails by itself)."""
         self.count += 1
-        exp = os.path.join(self.tmp, f"exp{self.count}")
+        kept = bool(self.keep) and variant.kind == "mode" and round_ >= 0
+        if kept:
+            exp = os.path.join(self.keep, f"{variant.name}.{round_}")
+        else:
+            exp = os.path.join(self.tmp, f"exp{self.count}")
         cmd = self.line(variant, self.command, exp)
         t0 = time.perf_counter()
         proc = self._start(cmd)
@@ -306,15 +314,24 @@ class Runner:
         if variant.kind == "mode":
             if self.measure:
                 facts = self.measure(exp)
-            shutil.rmtree(exp, ignore_errors=True)
-        return Run(variant.name, round_, wall, memory.program_peak(), memory.min_available, facts)
+            if not kept:
+                shutil.rmtree(exp, ignore_errors=True)
+        return Run(
+            variant.name,
+            round_,
+            wall,
+            memory.program_peak(),
+            memory.min_available,
+            facts,
+            exp if kept else "",
+        )
 
-    def rounds(self, variants, n, warmup=True):
+    def rounds(self, variants, n, warmup=True, what="overhead"):
         """n rounds, each running every variant once in turn: a list of Runs. A first,
         discarded round warms the file cache for each variant, and its bare run tells a
-        failing command at once."""
+        failing command at once. what: the progress bar's name."""
         runs = []
-        with progress.task("overhead", len(variants) * (n + bool(warmup)), "run") as bar:
+        with progress.task(what, len(variants) * (n + bool(warmup)), "run") as bar:
             for r in range(-1 if warmup else 0, n):
                 for v in variants:
                     bar.step(0, f"{v.name}, " + (f"round {r + 1} of {n}" if r >= 0 else "warm-up"))

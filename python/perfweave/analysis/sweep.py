@@ -1,0 +1,367 @@
+"""The placement sweep (`perfweave placement sweep`, docs/placement.md "Sweep"): which
+heap allocations, placed in the fast tier, make the program faster.
+
+One `--heap` run gives the allocation profile (analysis/heap.py HeapResult); `targets`
+picks from it what the sweep places: nothing (all-slow), everything (all-fast), each
+log2 size group of the ones that together hold >= 95 % of the byte-seconds live (plus
+the ranges the user gave) and the top sites by byte-seconds. launch/sweep.py runs
+them interleaved and repeated (launch/overhead.py's Runner); `summarize` turns the runs
+into a SweepResult: per target its bytes, peak and count from the profile, the bytes its
+runs placed in the fast tier and the runtime verified there, whether its peak fits the
+cap, the median time, the spread, the speedup against all-slow with a paired bootstrap
+interval (analysis/overhead.py `bootstrap`), its share of the all-fast speedup and a
+verdict (VERDICT_RULE). `SweepResult.to_json()` is sweep.json (docs/format.md
+"Placement sweep"), `from_json` reads it back for the report and `perfweave.open()`.
+"""
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfweave.analysis.overhead import LEVEL, bootstrap, document_head, spread
+from perfweave.analysis.heap import size_label
+from perfweave.errors import PerfweaveError
+from perfweave.model.table import records, table
+
+FORMAT = "perfweave-placement-sweep"
+VERSION = 1
+COVERAGE = 0.95  # the byte-seconds the automatic size groups hold together, at least
+SLOW, FAST = "slow", "fast"  # the two reference variants' names
+VERDICT_RULE = (
+    f"helps: the speedup's {LEVEL:.0%} interval lies above 1; hurts: below 1; no effect: it holds 1"
+)
+INF = -1  # a range's hi without bound ("inf")
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text):
+    """Bytes of '4096', '64K', '1M', '2.5G', '16GiB' (powers of 1024, AutoHBW's units);
+    'inf' -> INF. PerfweaveError for anything else."""
+    t = text.strip()
+    if t.lower() in ("inf", "max"):
+        return INF
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", t, re.IGNORECASE)
+    if not m:
+        raise PerfweaveError(f"bad size {text!r} (e.g. 4096, 64K, 1M, 16G, inf)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def parse_ranges(text):
+    """--ranges: 'auto', or a comma-separated list of LO:HI (sizes as parse_size, HI
+    excluded, 'inf' for no bound) that may hold 'auto' too. (auto, [(lo, hi), ...])."""
+    auto, out = False, []
+    for item in (x.strip() for x in text.split(",")):
+        if item.lower() == "auto":
+            auto = True
+            continue
+        lo, sep, hi = item.partition(":")
+        if not sep:
+            raise PerfweaveError(f"--ranges: bad range {item!r} (LO:HI, e.g. 1M:5M, or auto)")
+        a, b = parse_size(lo), parse_size(hi)
+        if a == INF or (b != INF and b <= a):
+            raise PerfweaveError(f"--ranges: empty range {item!r} (LO must be below HI)")
+        out.append((a, b))
+    if not auto and not out:
+        raise PerfweaveError("--ranges: no range given (auto or LO:HI,...)")
+    return auto, out
+
+
+def range_label(lo, hi):
+    return f"{_size(lo)}-{_size(hi) if hi != INF else 'inf'}"
+
+
+def _size(n):
+    """size_label's, for sizes that need not be powers of two."""
+    for unit, m in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= m and n % m == 0:
+            return f"{n // m} {unit}"
+    return size_label(n) if n and n & (n - 1) == 0 else f"{n} B"
+
+
+@dataclass
+class Target:
+    """What one variant of the sweep places in the fast tier. name: the variant's name
+    (its experiments are runs/NAME.ROUND); kind: none (all-slow), all (all-fast),
+    range or site; label: what the table shows; lo, hi: a range's bytes (hi excluded,
+    INF: no bound); file, line: a site's; given: a range of --ranges; count, bytes,
+    peak_bytes, byte_s_pct: the profile's allocations of it; exact: whether they are
+    exact (a range that is not a union of log2 groups has them summed over the groups
+    it covers whole)."""
+
+    name: str
+    kind: str
+    label: str
+    lo: int = 0
+    hi: int = 0
+    file: str = ""
+    line: int = 0
+    given: bool = False
+    count: int = 0
+    bytes: int = 0
+    peak_bytes: int = 0
+    byte_s_pct: float = 0.0
+    exact: bool = True
+
+
+def _groups_in(ranges, lo, hi):
+    """The profile's log2 groups inside [lo, hi); whether they cover it exactly."""
+    top = np.inf if hi == INF else hi
+    inside = (ranges["lo"] >= lo) & (ranges["hi"] <= top)
+    partial = (ranges["hi"] > lo) & (ranges["lo"] < top) & ~inside
+    return inside, not partial.any()
+
+
+def targets(heap, auto=True, given=(), sites=3, coverage=COVERAGE):
+    """The sweep's Targets from a HeapResult: all-slow, all-fast, the log2 groups with
+    the most byte-seconds until they hold `coverage` of them (auto), the given ranges
+    (lo, hi) and the `sites` sites with the most byte-seconds that have a file:line."""
+    r = heap.ranges
+    out = [
+        Target(SLOW, "none", "all-slow (nothing placed)"),
+        Target(
+            FAST,
+            "all",
+            "all-fast (every size)",
+            hi=INF,
+            count=heap.count,
+            bytes=heap.bytes,
+            peak_bytes=heap.peak_bytes,
+            byte_s_pct=100.0,
+        ),
+    ]
+    chosen = []
+    if auto and len(r):
+        order = np.argsort(-r["byte_s"], kind="stable")
+        held = np.cumsum(r["byte_s_pct"][order])
+        n = int(np.searchsorted(held, coverage * 100 - 1e-9)) + 1
+        chosen = [(int(r["lo"][i]), int(r["hi"][i]), False) for i in order[:n]]
+    for lo, hi in given:
+        if not any(c[:2] == (lo, hi) for c in chosen):
+            chosen.append((lo, hi, True))
+    for k, (lo, hi, was_given) in enumerate(chosen):
+        inside, exact = _groups_in(r, lo, hi)
+        out.append(
+            Target(
+                f"range{k + 1}",
+                "range",
+                range_label(lo, hi),
+                lo,
+                hi,
+                given=was_given,
+                count=int(r["count"][inside].sum()),
+                bytes=int(r["bytes"][inside].sum()),
+                peak_bytes=int(r["peak_bytes"][inside].sum()),
+                byte_s_pct=float(r["byte_s_pct"][inside].sum()),
+                exact=exact,
+            )
+        )
+    s = heap.sites
+    named = s[(s["line"] > 0) & (s["file"] != "")] if len(s) else s
+    for k, row in enumerate(named[:sites]):
+        out.append(
+            Target(
+                f"site{k + 1}",
+                "site",
+                row["where"],
+                file=str(row["file"]),
+                line=int(row["line"]),
+                count=int(row["count"]),
+                bytes=int(row["bytes"]),
+                peak_bytes=int(row["peak_bytes"]),
+                byte_s_pct=float(row["byte_s_pct"]),
+            )
+        )
+    return out
+
+
+@dataclass
+class SweepResult:
+    """A sweep's figures. rows: one per target (all-slow, all-fast, then ranges and
+    sites by speedup, highest first): name, kind, label, rank (1: the range or site with
+    the highest speedup; 0 for all-slow and all-fast), lo, hi, file, line, given, count,
+    bytes, peak_bytes, byte_s_pct, exact, placed_bytes (median over its runs of the
+    bytes placed in the fast tier), verified_bytes (of those, the bytes the runtime read
+    back as being there), fits_cap (its peak within --cap; True without a cap), median_s,
+    spread (standard deviation / mean of its times), speedup (all-slow's mean time over
+    its mean), speedup_lo, speedup_hi (the interval), share (of the all-fast speedup:
+    (slow - it) / (slow - fast), medians; NaN when all-fast is not faster), verdict.
+    runs: variant, round, wall_s, placed_bytes, verified_bytes, experiment (relative to
+    the sweep directory)."""
+
+    command: list
+    rounds: int
+    emulation: str  # "hugepage": the tiers were emulated; "" for real tiers
+    cap: int  # bytes, 0: none
+    coverage: float
+    profile: str  # the --heap run's experiment, relative to the sweep directory
+    rows: np.ndarray
+    runs: np.ndarray
+    notes: list = field(default_factory=list)
+
+    def to_json(self):
+        return {
+            **document_head(
+                FORMAT,
+                VERSION,
+                self.command,
+                self.rounds,
+                "paired bootstrap over rounds, ratio of all-slow's mean time to the variant's",
+            ),
+            "verdict_rule": VERDICT_RULE,
+            "emulation": self.emulation,
+            "cap": self.cap,
+            "coverage": self.coverage,
+            "profile": self.profile,
+            "rows": [_plain(r) for r in records(self.rows)],
+            "runs": records(self.runs),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, doc):
+        """The SweepResult of a sweep.json document; PerfweaveError for another file."""
+        if doc.get("format") != FORMAT:
+            raise PerfweaveError("not a placement sweep (sweep.json of another format)")
+        if doc.get("version", 0) > VERSION:
+            raise PerfweaveError(
+                f"sweep.json version {doc['version']} is newer than this perfweave's ({VERSION})"
+            )
+        rows = [{k: (math.nan if v is None else v) for k, v in r.items()} for r in doc["rows"]]
+        return cls(
+            doc["command"],
+            doc["rounds"],
+            doc["emulation"],
+            doc["cap"],
+            doc["coverage"],
+            doc["profile"],
+            _table(rows, ROW_COLUMNS),
+            _table(doc["runs"], RUN_COLUMNS),
+            list(doc.get("notes", [])),
+        )
+
+
+ROW_COLUMNS = [
+    "name", "kind", "label", "rank", "lo", "hi", "file", "line", "given", "count", "bytes",
+    "peak_bytes", "byte_s_pct", "exact", "placed_bytes", "verified_bytes", "fits_cap",
+    "median_s", "spread", "speedup", "speedup_lo", "speedup_hi", "share", "verdict",
+]  # fmt: skip
+RUN_COLUMNS = ["variant", "round", "wall_s", "placed_bytes", "verified_bytes", "experiment"]
+
+
+def _table(rows, columns):
+    return table({c: [r[c] for r in rows] for c in columns}, len(rows))
+
+
+def _plain(row):
+    """A row for JSON: NaN as null."""
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+
+
+def placed(path):
+    """{placed_bytes, verified_bytes} of the experiment path: the bytes its processes
+    placed in the fast tier (every --place rule, summed) and, of those, the bytes the
+    runtime read back there at their end (analysis/heap.py HeapResult.placement: on the
+    tier's nodes, or on huge pages when the tier is emulated)."""
+    from perfweave.analysis.heap import analyze
+    from perfweave.readers.experiment import open_experiment
+
+    rules = getattr(analyze(open_experiment(path).heap), "placement", None)
+    if rules is None or not len(rules):
+        return {"placed_bytes": 0, "verified_bytes": 0}
+    return {
+        "placed_bytes": int(rules["bytes"].sum()),
+        "verified_bytes": int(rules["verified_bytes"].sum()),
+    }
+
+
+def verdict(lo, hi):
+    """VERDICT_RULE."""
+    return "helps" if lo > 1 else "hurts" if hi < 1 else "no effect"
+
+
+def summarize(command, targets, runs, cap=0, emulation="", profile="", coverage=COVERAGE):
+    """The SweepResult of the Targets' Runs (launch/overhead.py Run, interleaved rounds;
+    facts: placed_bytes and verified_bytes, launch/sweep.py `placed`); cap: bytes
+    (0: none); emulation: how the tiers were emulated ("" for real ones)."""
+    by = {}
+    for r in sorted(runs, key=lambda r: r.round):
+        by.setdefault(r.variant, []).append(r)
+    slow = np.array([r.wall_s for r in by[SLOW]])
+    fast = np.array([r.wall_s for r in by[FAST]])
+    gain = np.median(slow) - np.median(fast)
+    rows = []
+    for t in targets:
+        rs = by[t.name]
+        wall = np.array([r.wall_s for r in rs])
+        speedup, lo, hi = bootstrap(slow, wall, lambda a, b: a / b)
+        placed = [r.facts.get("placed_bytes", 0) for r in rs]
+        verified = [r.facts.get("verified_bytes", 0) for r in rs]
+        share = (np.median(slow) - np.median(wall)) / gain if gain > 0 else math.nan
+        rows.append(
+            {
+                "name": t.name,
+                "kind": t.kind,
+                "label": t.label,
+                "rank": 0,
+                "lo": t.lo,
+                "hi": t.hi,
+                "file": t.file,
+                "line": t.line,
+                "given": t.given,
+                "count": t.count,
+                "bytes": t.bytes,
+                "peak_bytes": t.peak_bytes,
+                "byte_s_pct": t.byte_s_pct,
+                "exact": t.exact,
+                "placed_bytes": int(np.median(placed)),
+                "verified_bytes": int(np.median(verified)),
+                "fits_cap": not cap or t.peak_bytes <= cap,
+                "median_s": float(np.median(wall)),
+                "spread": spread(wall),
+                "speedup": speedup,
+                "speedup_lo": lo,
+                "speedup_hi": hi,
+                "share": float(share) if t.name != SLOW else 0.0,
+                "verdict": "baseline" if t.name == SLOW else verdict(lo, hi),
+            }
+        )
+    head, rest = rows[:2], sorted(rows[2:], key=lambda r: -r["speedup"])
+    for k, r in enumerate(rest):
+        r["rank"] = k + 1
+    run_rows = [
+        {
+            "variant": r.variant,
+            "round": r.round,
+            "wall_s": r.wall_s,
+            "placed_bytes": int(r.facts.get("placed_bytes", 0)),
+            "verified_bytes": int(r.facts.get("verified_bytes", 0)),
+            "experiment": r.experiment,
+        }
+        for r in runs
+    ]
+    notes = []
+    if len(slow) < 5:
+        notes.append(
+            f"{len(slow)} rounds: the bootstrap draws from few distinct resamples, its "
+            "intervals are rough (-r 5 or more for finer ones)"
+        )
+    if not gain > 0:
+        notes.append("all-fast was not faster than all-slow: no share of its speedup")
+    if any(not t.exact for t in targets):
+        notes.append(
+            "a given range that is not a union of log2 size groups: its count, bytes and "
+            "peak are those of the groups it covers whole"
+        )
+    return SweepResult(
+        list(command),
+        len(slow),
+        emulation,
+        cap,
+        coverage,
+        profile,
+        _table(head + rest, ROW_COLUMNS),
+        _table(run_rows, RUN_COLUMNS),
+        notes,
+    )

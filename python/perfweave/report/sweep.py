@@ -1,0 +1,64 @@
+"""`perfweave placement sweep`'s table, from sweep.json's document
+(analysis/sweep.py SweepResult.to_json()): text(doc) -> lines, printed by the sweep
+and by `perfweave report SWEEP_DIR`."""
+
+from perfweave.report.widgets import byte_size, text_table
+
+COLUMNS = [
+    "range or site", "bytes", "peak", "count", "placed (verified)", "fits cap", "median",
+    "spread", "speedup", "95 % interval", "share", "verdict",
+]  # fmt: skip
+
+
+def _pct(x):
+    return "-" if x is None else f"{100 * x:.0f} %"
+
+
+def _row(r, cap):
+    placed = "-" if r["kind"] == "none" else byte_size(r["placed_bytes"])
+    if r["kind"] != "none":
+        placed += f" ({byte_size(r['verified_bytes'])})"
+    exact = "" if r["exact"] else "~"
+    return [
+        ("#%d " % r["rank"] if r["rank"] else "") + r["label"] + (" (given)" if r["given"] else ""),
+        exact + byte_size(r["bytes"]),
+        exact + byte_size(r["peak_bytes"]),
+        f"{exact}{r['count']:,}",
+        placed,
+        ("yes" if r["fits_cap"] else "no") if cap else "-",
+        f"{r['median_s']:.3f} s",
+        f"{100 * r['spread']:.1f} %",
+        f"{r['speedup']:.3f}",
+        f"[{r['speedup_lo']:.3f}, {r['speedup_hi']:.3f}]",
+        "-" if r["kind"] == "none" else _pct(r["share"]),
+        r["verdict"],
+    ]
+
+
+def tiers(doc):
+    """The line that says what the fast and slow tiers were."""
+    if doc["emulation"] == "hugepage":
+        return (
+            "tiers emulated: fast = perfweave's arenas on huge pages (2 MiB, madvise), "
+            "slow = the C library's normal pages (one NUMA node)"
+        )
+    return "tiers: the fast tier's NUMA nodes (perfweave run --place) against the default"
+
+
+def text(doc):
+    cap = doc["cap"]
+    lines = [
+        f"perfweave placement sweep: {' '.join(doc['command'])}",
+        f"  {doc['rounds']} rounds, interleaved; {tiers(doc)}",
+        f"  speedup: all-slow's mean time over the variant's; "
+        f"{doc['interval']['level']:.0%} intervals: {doc['interval']['method']}",
+        f"  verdict: {doc['verdict_rule']}"
+        + (f"; cap {byte_size(cap)} (fits: the peak within it)" if cap else ""),
+        "",
+    ]
+    rows = [_row(r, cap) for r in doc["rows"]]
+    lines += text_table(rows, COLUMNS, width=None)
+    if any(not r["exact"] for r in doc["rows"]):
+        lines.append("  ~: the log2 size groups the range covers whole")
+    lines += [f"  note: {n}" for n in doc["notes"]]
+    return lines
