@@ -162,3 +162,46 @@ def test_no_share_when_all_fast_is_not_faster():
     row = {r["name"]: r for r in res.to_json()["rows"]}["range1"]
     assert row["share"] is None and math.isnan(res.rows["share"][2])
     assert any("all-fast was not faster" in n for n in res.notes)
+
+
+def test_sweep_directory_read_by_open_and_report(tmp_path):
+    """sweep.json in a directory: perfweave.open() gives a Sweep whose tables are the
+    document's, perfweave report prints its table (text, JSON, HTML); a sweep.json of
+    another document is one line and exit status 2."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import perfweave
+    from perfweave.api import Sweep
+    from perfweave.report.sweep import text
+
+    ts = an.targets(heap_result(), True, [], sites=0)[:3]
+    times = {"slow": [1.0, 1.1, 0.9], "fast": [0.5, 0.55, 0.45], "range1": [0.8, 0.88, 0.72]}
+    doc = an.summarize(["./app", "x"], ts, runs_of(times), emulation="hugepage").to_json()
+    (tmp_path / "sweep.json").write_text(json.dumps(doc))
+    s = perfweave.open(tmp_path)
+    assert isinstance(s, Sweep)
+    rows = s.table("rows")
+    assert list(rows["name"]) == ["slow", "fast", "range1"]
+    assert rows["speedup"].tolist() == [r["speedup"] for r in doc["rows"]]
+    assert len(s.table("runs")) == 9
+    with pytest.raises(PerfweaveError):
+        s.table("sites")
+    lines = text(doc)
+    assert "tiers emulated" in lines[1]
+    assert any(ln.lstrip().startswith("#1 4 MiB-8 MiB") for ln in lines)
+    exe = str(Path(sys.executable).parent / "perfweave")
+    out = subprocess.run([exe, "report", tmp_path], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout == "\n".join(lines) + "\n"
+    out = subprocess.run(
+        [exe, "report", "--json", tmp_path], capture_output=True, text=True, timeout=60
+    )
+    assert json.loads(out.stdout) == doc
+    page = tmp_path / "sweep.html"
+    subprocess.run([exe, "-q", "report", "--html", page, tmp_path], check=True, timeout=60)
+    assert "<table" in page.read_text() and "4 MiB-8 MiB" in page.read_text()
+    (tmp_path / "sweep.json").write_text('{"format": "other"}')
+    out = subprocess.run([exe, "report", tmp_path], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr

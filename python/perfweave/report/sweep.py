@@ -1,8 +1,8 @@
 """`perfweave placement sweep`'s table, from sweep.json's document
 (analysis/sweep.py SweepResult.to_json()): text(doc) -> lines, printed by the sweep
-and by `perfweave report SWEEP_DIR`."""
+and by `perfweave report SWEEP_DIR`; html(doc) -> the page of `perfweave report --html`."""
 
-from perfweave.report.widgets import byte_size, text_table
+from perfweave.report.widgets import byte_size, escape, html_table, text_table
 
 COLUMNS = [
     "range or site", "bytes", "peak", "count", "placed (verified)", "fits cap", "median",
@@ -45,20 +45,42 @@ def tiers(doc):
     return "tiers: the fast tier's NUMA nodes (perfweave run --place) against the default"
 
 
-def text(doc):
+def _head(doc):
     cap = doc["cap"]
-    lines = [
-        f"perfweave placement sweep: {' '.join(doc['command'])}",
-        f"  {doc['rounds']} rounds, interleaved; {tiers(doc)}",
-        f"  speedup: all-slow's mean time over the variant's; "
+    return [
+        f"{doc['rounds']} rounds, interleaved; {tiers(doc)}",
+        f"speedup: all-slow's mean time over the variant's; "
         f"{doc['interval']['level']:.0%} intervals: {doc['interval']['method']}",
-        f"  verdict: {doc['verdict_rule']}"
+        f"verdict: {doc['verdict_rule']}"
         + (f"; cap {byte_size(cap)} (fits: the peak within it)" if cap else ""),
-        "",
     ]
-    rows = [_row(r, cap) for r in doc["rows"]]
-    lines += text_table(rows, COLUMNS, width=None)
-    if any(not r["exact"] for r in doc["rows"]):
-        lines.append("  ~: the log2 size groups the range covers whole")
-    lines += [f"  note: {n}" for n in doc["notes"]]
-    return lines
+
+
+def _foot(doc):
+    out = ["~: the log2 size groups the range covers whole"]
+    return (out if any(not r["exact"] for r in doc["rows"]) else []) + [
+        f"note: {n}" for n in doc["notes"]
+    ]
+
+
+def text(doc):
+    lines = [f"perfweave placement sweep: {' '.join(doc['command'])}"]
+    lines += [f"  {x}" for x in _head(doc)] + [""]
+    lines += text_table([_row(r, doc["cap"]) for r in doc["rows"]], COLUMNS, width=None)
+    return lines + [f"  {x}" for x in _foot(doc)]
+
+
+def html(doc):
+    title = escape(f"perfweave placement sweep: {' '.join(doc['command'])}")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            f'<html><head><meta charset="utf-8"><title>{title}</title></head><body>',
+            f"<h1>{title}</h1>",
+            *[f"<p>{escape(x)}</p>" for x in _head(doc)],
+            html_table([_row(r, doc["cap"]) for r in doc["rows"]], COLUMNS),
+            *[f"<p class=note>{escape(x)}</p>" for x in _foot(doc)],
+            "</body></html>",
+            "",
+        ]
+    )
