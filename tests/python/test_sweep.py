@@ -205,3 +205,17 @@ def test_sweep_directory_read_by_open_and_report(tmp_path):
     (tmp_path / "sweep.json").write_text('{"format": "other"}')
     out = subprocess.run([exe, "report", tmp_path], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_the_sweep_options_are_completed_and_in_the_man_page():
+    """`placement` is a verb of actions (argparse sub-parsers): cli/shell.py walks them."""
+    from perfweave.cli.shell import bash, manpage
+
+    script = bash()
+    case = script[script.index("        placement)") :].split(";;")[0]
+    for flag in ("--ranges", "--sites", "-r", "--cap", "--tier-emulate", "--json"):
+        assert f" {flag} " in case.split("opts=")[1].split("\n")[0] + " ", flag
+    assert 'given="sweep"' in case
+    page = manpage()
+    section = page[page.index('.SH "PERFWEAVE PLACEMENT"') :].split(".SH ")[1]
+    assert "perfweave placement sweep [" in section and "\\fB\\-\\-ranges\\fR" in section
