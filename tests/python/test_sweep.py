@@ -114,7 +114,8 @@ def runs_of(times, placed=None):
     for k in range(len(times["slow"])):
         for name, ts in times.items():
             facts = {"placed_bytes": (placed or {}).get(name, 0), "verified_bytes": 0}
-            out.append(Run(name, k, ts[k], 0, 0, facts, f"runs/{name}.{k}"))
+            # the CPU seconds: the wall's, halved (--time cpu reads them)
+            out.append(Run(name, k, ts[k], 0, 0, facts, f"runs/{name}.{k}", ts[k] / 2))
     return out
 
 
@@ -153,6 +154,16 @@ def test_speedups_shares_verdicts_and_the_document_read_back():
     assert len(back.runs) == 25 and set(back.runs["experiment"]) >= {"runs/fast.4"}
     with pytest.raises(PerfweaveError):
         an.SweepResult.from_json({"format": "perfweave-overhead"})
+
+
+def test_the_cpu_clock_reads_the_runs_cpu_seconds():
+    ts = an.targets(heap_result(), True, [], sites=0)[:3]
+    times = {"slow": [1.0, 1.2, 0.8], "fast": [0.5, 0.6, 0.4], "range1": [0.8, 0.96, 0.64]}
+    res = an.summarize(["./app"], ts, runs_of(times), clock="cpu").to_json()
+    assert res["time"] == "cpu" and "CPU seconds" in res["time_is"]
+    row = res["rows"][2]
+    assert row["median_s"] == pytest.approx(0.4) and row["speedup"] == pytest.approx(1.25)
+    assert [r["cpu_s"] for r in res["runs"][:3]] == [0.5, 0.25, 0.4]
 
 
 def test_no_share_when_all_fast_is_not_faster():

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfweave.analysis.overhead import LEVEL, bootstrap, document_head, spread
-from perfweave.analysis.heap import size_label
+from perfweave.analysis.heap import analyze, size_label
 from perfweave.errors import PerfweaveError
 from perfweave.model.table import records, table
+from perfweave.readers.experiment import open_experiment
 
 FORMAT = "perfweave-placement-sweep"
 VERSION = 1
@@ -33,6 +34,12 @@ VERDICT_RULE = (
     f"helps: the speedup's {LEVEL:.0%} interval lies above 1; hurts: below 1; no effect: it holds 1"
 )
 INF = -1  # a range's hi without bound ("inf")
+# --time: what a run's time is
+CLOCKS = {
+    "wall": "the command's wall seconds (its experiment's wall_seconds)",
+    "cpu": "user + system CPU seconds of the run's processes (getrusage of the waited "
+    "children: perfweave's start and finish included, alike in every variant)",
+}
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -187,11 +194,13 @@ class SweepResult:
     spread (standard deviation / mean of its times), speedup (all-slow's mean time over
     its mean), speedup_lo, speedup_hi (the interval), share (of the all-fast speedup:
     (slow - it) / (slow - fast), medians; NaN when all-fast is not faster), verdict.
-    runs: variant, round, wall_s, placed_bytes, verified_bytes, experiment (relative to
-    the sweep directory)."""
+    runs: variant, round, wall_s (the perfweave run command's), command_s (the measured
+    command's wall seconds), cpu_s (CPU seconds of its processes), placed_bytes,
+    verified_bytes, experiment (relative to the sweep directory)."""
 
     command: list
     rounds: int
+    clock: str  # what a run's time is: CLOCKS
     emulation: str  # "hugepage": the tiers were emulated; "" for real tiers
     cap: int  # bytes, 0: none
     coverage: float
@@ -209,6 +218,8 @@ class SweepResult:
                 self.rounds,
                 "paired bootstrap over rounds, ratio of all-slow's mean time to the variant's",
             ),
+            "time": self.clock,
+            "time_is": CLOCKS[self.clock],
             "verdict_rule": VERDICT_RULE,
             "emulation": self.emulation,
             "cap": self.cap,
@@ -232,6 +243,7 @@ class SweepResult:
         return cls(
             doc["command"],
             doc["rounds"],
+            doc["time"],
             doc["emulation"],
             doc["cap"],
             doc["coverage"],
@@ -247,7 +259,10 @@ ROW_COLUMNS = [
     "peak_bytes", "byte_s_pct", "exact", "placed_bytes", "verified_bytes", "fits_cap",
     "median_s", "spread", "speedup", "speedup_lo", "speedup_hi", "share", "verdict",
 ]  # fmt: skip
-RUN_COLUMNS = ["variant", "round", "wall_s", "placed_bytes", "verified_bytes", "experiment"]
+RUN_COLUMNS = [
+    "variant", "round", "wall_s", "command_s", "cpu_s", "placed_bytes", "verified_bytes",
+    "experiment",
+]  # fmt: skip
 
 
 def _table(rows, columns):
@@ -259,21 +274,40 @@ def _plain(row):
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
 
 
-def placed(path):
-    """{placed_bytes, verified_bytes} of the experiment path: the bytes its processes
-    placed in the fast tier (every --place rule, summed) and, of those, the bytes the
-    runtime read back there at their end (analysis/heap.py HeapResult.placement: on the
-    tier's nodes, or on huge pages when the tier is emulated)."""
-    from perfweave.analysis.heap import analyze
-    from perfweave.readers.experiment import open_experiment
+def run_facts(path):
+    """What the sweep reads in one run's experiment (launch/overhead.py Runner's measure):
+    command_s, the command's wall seconds as perfweave run timed it (experiment.json
+    wall_seconds: from its start to its end, without perfweave's own start and finish);
+    placed_bytes, the bytes its processes placed in the fast tier (every --place rule,
+    summed); verified_bytes, of those, the bytes the runtime read back there at their end
+    (analysis/heap.py HeapResult.placement: on the tier's nodes, or on huge pages when the
+    tier is emulated)."""
+    exp = open_experiment(path)
+    out = {"command_s": exp.meta.get("wall_seconds"), "placed_bytes": 0, "verified_bytes": 0}
+    rules = getattr(analyze(exp.heap, _Unnamed()), "placement", None)
+    if rules is not None and len(rules):
+        # a rule's arena is read back whole (its block headers and rounding too): what it
+        # verifies of the placed blocks is at most their bytes
+        out["placed_bytes"] = int(rules["bytes"].sum())
+        out["verified_bytes"] = int(np.minimum(rules["verified_bytes"], rules["bytes"]).sum())
+    return out
 
-    rules = getattr(analyze(open_experiment(path).heap), "placement", None)
-    if rules is None or not len(rules):
-        return {"placed_bytes": 0, "verified_bytes": 0}
-    return {
-        "placed_bytes": int(rules["bytes"].sum()),
-        "verified_bytes": int(rules["verified_bytes"].sum()),
-    }
+
+class _Unnamed:
+    """A symbolizer that names no frame: run_facts reads a run's placement, not its sites'
+    names (addr2line would cost a run half a second)."""
+
+    def resolve(self, obj, offsets):
+        return [None] * len(offsets)
+
+
+def _seconds(run, clock="wall"):
+    """A run's time (CLOCKS): its CPU seconds, or its command's wall seconds (run_facts;
+    without them, the whole perfweave run's)."""
+    if clock == "cpu":
+        return run.cpu_s
+    t = run.facts.get("command_s")
+    return float(t) if t is not None else run.wall_s
 
 
 def verdict(lo, hi):
@@ -281,20 +315,23 @@ def verdict(lo, hi):
     return "helps" if lo > 1 else "hurts" if hi < 1 else "no effect"
 
 
-def summarize(command, targets, runs, cap=0, emulation="", profile="", coverage=COVERAGE):
+def summarize(
+    command, targets, runs, cap=0, emulation="", profile="", coverage=COVERAGE, clock="wall"
+):
     """The SweepResult of the Targets' Runs (launch/overhead.py Run, interleaved rounds;
-    facts: placed_bytes and verified_bytes, launch/sweep.py `placed`); cap: bytes
-    (0: none); emulation: how the tiers were emulated ("" for real ones)."""
+    facts: run_facts'); cap: bytes
+    (0: none); emulation: how the tiers were emulated ("" for real ones); clock: the
+    runs' time (CLOCKS)."""
     by = {}
     for r in sorted(runs, key=lambda r: r.round):
         by.setdefault(r.variant, []).append(r)
-    slow = np.array([r.wall_s for r in by[SLOW]])
-    fast = np.array([r.wall_s for r in by[FAST]])
+    slow = np.array([_seconds(r, clock) for r in by[SLOW]])
+    fast = np.array([_seconds(r, clock) for r in by[FAST]])
     gain = np.median(slow) - np.median(fast)
     rows = []
     for t in targets:
         rs = by[t.name]
-        wall = np.array([r.wall_s for r in rs])
+        wall = np.array([_seconds(r, clock) for r in rs])
         speedup, lo, hi = bootstrap(slow, wall, lambda a, b: a / b)
         placed = [r.facts.get("placed_bytes", 0) for r in rs]
         verified = [r.facts.get("verified_bytes", 0) for r in rs]
@@ -335,6 +372,8 @@ def summarize(command, targets, runs, cap=0, emulation="", profile="", coverage=
             "variant": r.variant,
             "round": r.round,
             "wall_s": r.wall_s,
+            "command_s": _seconds(r),
+            "cpu_s": r.cpu_s,
             "placed_bytes": int(r.facts.get("placed_bytes", 0)),
             "verified_bytes": int(r.facts.get("verified_bytes", 0)),
             "experiment": r.experiment,
@@ -357,6 +396,7 @@ def summarize(command, targets, runs, cap=0, emulation="", profile="", coverage=
     return SweepResult(
         list(command),
         len(slow),
+        clock,
         emulation,
         cap,
         coverage,

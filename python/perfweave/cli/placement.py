@@ -35,7 +35,8 @@ def setup_parser(sub):
         "share of the all-fast speedup and a verdict. Writes the sweep directory (-o): "
         "sweep.json and every run's experiment (docs/format.md 'Placement sweep').",
         usage="perfweave placement sweep [--ranges auto|LIST] [--sites N] [-r N] "
-        "[--cap SIZE] [--tier-emulate auto|hugepage|none] [-o DIR] [--json] -- COMMAND...",
+        "[--cap SIZE] [--tier-emulate auto|hugepage|none] [--time wall|cpu] [-o DIR] [--json] "
+        "-- COMMAND...",
     )
     s.add_argument("command", nargs="*", metavar="COMMAND", help="the program, after --")
     s.add_argument(
@@ -67,6 +68,13 @@ def setup_parser(sub):
         metavar="auto|hugepage|none",
         help="emulate the fast tier with huge-page arenas (hugepage), use real tiers "
         "(none), or hugepage on a machine of one NUMA node (auto, the default)",
+    )
+    s.add_argument(
+        "--time",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="a run's time: the command's wall seconds (default), or the CPU seconds of "
+        "its processes (user + system), less sensitive to other programs on a busy machine",
     )
     s.add_argument("-o", "--output", metavar="DIR", help="the sweep directory")
     s.add_argument(
@@ -108,7 +116,7 @@ def main(args):
         raise PerfweaveError(f"-o {out}: {e.strerror}") from None
     # SIGTERM ends the run in progress (Runner.run)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with Runner(command, an.placed, timeout=args.timeout, keep=runs_dir) as runner:
+    with Runner(command, an.run_facts, timeout=args.timeout, keep=runs_dir) as runner:
         progress.say("perfweave: the --heap run that picks the ranges and sites")
         first = runner.run(lp.profile_variant(args.run_options))
         heap = open_experiment(first.experiment).heap
@@ -118,7 +126,13 @@ def main(args):
         vs = lp.variants(targets, cap, emulate, args.run_options)
         runs = runner.rounds(vs, args.r, what="placement sweep")
     result = an.summarize(
-        command, targets, runs, cap, emulate, os.path.relpath(first.experiment, out)
+        command,
+        targets,
+        runs,
+        cap,
+        emulate,
+        os.path.relpath(first.experiment, out),
+        clock=args.time,
     )
     for r in result.runs:
         r["experiment"] = os.path.relpath(r["experiment"], out)

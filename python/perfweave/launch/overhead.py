@@ -10,6 +10,7 @@ under each variant in the same invocation.
 """
 
 import os
+import resource
 import shlex
 import shutil
 import subprocess
@@ -74,6 +75,7 @@ class Run:
     min_available_kib: int
     facts: dict = field(default_factory=dict)
     experiment: str = ""  # the mode's experiment, where the Runner keeps them (keep)
+    cpu_s: float = 0.0  # user + system seconds of its processes (getrusage, waited children)
 
 
 def split_words(text, what):
@@ -290,6 +292,7 @@ class Runner:
             exp = os.path.join(self.tmp, f"exp{self.count}")
         cmd = self.line(variant, self.command, exp)
         t0 = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = self._start(cmd)
         memory = _Memory(proc.pid, self.interval_s, self.skip)
         memory.start()
@@ -307,6 +310,10 @@ class Runner:
             memory.done.set()
             memory.join()
         wall = time.perf_counter() - t0
+        # the runs are one at a time: what the waited children used since is this run's
+        # (its launcher's, perfweave's and the program's processes, each waited for)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
             what = "the command failed bare" if variant.kind == "bare" else variant.name
             raise PerfweaveError(f"{what} (exit status {proc.returncode}): {_last_line(err)}")
@@ -324,6 +331,7 @@ class Runner:
             memory.min_available,
             facts,
             exp if kept else "",
+            cpu,
         )
 
     def rounds(self, variants, n, warmup=True, what="overhead"):

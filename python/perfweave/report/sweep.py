@@ -19,11 +19,12 @@ def _row(r, cap):
     if r["kind"] != "none":
         placed += f" ({byte_size(r['verified_bytes'])})"
     exact = "" if r["exact"] else "~"
+    none = r["kind"] == "none"  # all-slow: nothing placed
     return [
         ("#%d " % r["rank"] if r["rank"] else "") + r["label"] + (" (given)" if r["given"] else ""),
-        exact + byte_size(r["bytes"]),
-        exact + byte_size(r["peak_bytes"]),
-        f"{exact}{r['count']:,}",
+        "-" if none else exact + byte_size(r["bytes"]),
+        "-" if none else exact + byte_size(r["peak_bytes"]),
+        "-" if none else f"{exact}{r['count']:,}",
         placed,
         ("yes" if r["fits_cap"] else "no") if cap else "-",
         f"{r['median_s']:.3f} s",
@@ -49,6 +50,7 @@ def _head(doc):
     cap = doc["cap"]
     return [
         f"{doc['rounds']} rounds, interleaved; {tiers(doc)}",
+        f"time: {doc['time_is']}",
         f"speedup: all-slow's mean time over the variant's; "
         f"{doc['interval']['level']:.0%} intervals: {doc['interval']['method']}",
         f"verdict: {doc['verdict_rule']}"

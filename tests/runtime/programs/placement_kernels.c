@@ -13,8 +13,9 @@
 #define STREAM_N 8
 #define STREAM_BYTES (3 << 20)
 #define WALK_N 4
-#define WALK_BYTES (16 << 20)
-#define WALK_STEPS 2000000
+#define WALK_SHIFT 22 /* elements of a walk array: 2^22 of 4 bytes, 16 MiB */
+#define WALK_BYTES ((size_t)4 << WALK_SHIFT)
+#define WALK_STEPS 3000000
 
 static double now(void)
 {
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
     /* each step's index from the value loaded (an LCG of full period over total, a
      * power of two): a dependent chain of loads at pseudo-random places */
     for (long step = 0; step < WALK_STEPS; step++)
-        at = (w[at / wn][at % wn] * 2654435761u + 12345u) & (uint32_t)(total - 1);
+        at = (w[at >> WALK_SHIFT][at & (wn - 1)] * 2654435761u + 12345u) & (uint32_t)(total - 1);
     double t2 = now();
     FILE *out = argc > 1 ? fopen(argv[1], "a") : stdout;
     if (!out)
