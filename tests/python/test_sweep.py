@@ -82,6 +82,10 @@ def test_targets_cover_95_percent_of_byte_seconds_plus_given_ranges_and_top_site
     assert (r["range1"].count, r["range1"].bytes, r["range1"].exact) == (3, 12 * MIB, True)
     assert (r["site1"].file, r["site1"].line, r["site1"].bytes) == ("/src/a.f90", 12, 12 * MIB)
     assert (r["fast"].count, r["fast"].bytes, r["fast"].peak_bytes) == (34, 126 * MIB, 64 * MIB)
+    # a site --place cannot name (no code at its line in the program) is passed over
+    notes = []
+    ts = an.targets(heap_result(), False, [], 3, placeable=lambda f, n: n != 12, notes=notes)
+    assert [t.kind for t in ts] == ["none", "all"] and "grid (a.f90:12)" in notes[0]
     assert an.targets(heap_result(), False, [(MIB, 2 * MIB)], sites=0)[2:] == [
         an.Target("range1", "range", "1 MiB-2 MiB", MIB, 2 * MIB, given=True, count=10,
                   bytes=10 * MIB, peak_bytes=5 * MIB, byte_s_pct=6.0)

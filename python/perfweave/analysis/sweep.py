@@ -120,10 +120,12 @@ def _groups_in(ranges, lo, hi):
     return inside, not partial.any()
 
 
-def targets(heap, auto=True, given=(), sites=3, coverage=COVERAGE):
+def targets(heap, auto=True, given=(), sites=3, coverage=COVERAGE, placeable=None, notes=None):
     """The sweep's Targets from a HeapResult: all-slow, all-fast, the log2 groups with
     the most byte-seconds until they hold `coverage` of them (auto), the given ranges
-    (lo, hi) and the `sites` sites with the most byte-seconds that have a file:line."""
+    (lo, hi) and the `sites` sites with the most byte-seconds that have a file:line and
+    that placeable(file, line) accepts (a site a --place rule can name), the others
+    passed over with a line in notes (a list)."""
     r = heap.ranges
     out = [
         Target(SLOW, "none", "all-slow (nothing placed)"),
@@ -166,7 +168,18 @@ def targets(heap, auto=True, given=(), sites=3, coverage=COVERAGE):
         )
     s = heap.sites
     named = s[(s["line"] > 0) & (s["file"] != "")] if len(s) else s
-    for k, row in enumerate(named[:sites]):
+    chosen_sites = []
+    for row in named:
+        if len(chosen_sites) == sites:
+            break
+        if placeable is None or placeable(str(row["file"]), int(row["line"])):
+            chosen_sites.append(row)
+        elif notes is not None:
+            notes.append(
+                f"site {row['where']} passed over: --place site=FILE:LINE finds no code "
+                "at that line in the program (a library's line?)"
+            )
+    for k, row in enumerate(chosen_sites):
         out.append(
             Target(
                 f"site{k + 1}",
@@ -316,12 +329,20 @@ def verdict(lo, hi):
 
 
 def summarize(
-    command, targets, runs, cap=0, emulation="", profile="", coverage=COVERAGE, clock="wall"
+    command,
+    targets,
+    runs,
+    cap=0,
+    emulation="",
+    profile="",
+    coverage=COVERAGE,
+    clock="wall",
+    notes=(),
 ):
     """The SweepResult of the Targets' Runs (launch/overhead.py Run, interleaved rounds;
     facts: run_facts'); cap: bytes
     (0: none); emulation: how the tiers were emulated ("" for real ones); clock: the
-    runs' time (CLOCKS)."""
+    runs' time (CLOCKS); notes: lines to keep (targets')."""
     by = {}
     for r in sorted(runs, key=lambda r: r.round):
         by.setdefault(r.variant, []).append(r)
@@ -380,7 +401,7 @@ def summarize(
         }
         for r in runs
     ]
-    notes = []
+    notes = list(notes)
     if len(slow) < 5:
         notes.append(
             f"{len(slow)} rounds: the bootstrap draws from few distinct resamples, its "

@@ -122,7 +122,10 @@ def main(args):
         heap = open_experiment(first.experiment).heap
         if not heap:
             raise PerfweaveError(f"{first.experiment}: the --heap run recorded no allocations")
-        targets = an.targets(analyze(heap), auto, given, args.sites)
+        notes = []
+        targets = an.targets(
+            analyze(heap), auto, given, args.sites, placeable=lp.placeable(command), notes=notes
+        )
         vs = lp.variants(targets, cap, emulate, args.run_options)
         runs = runner.rounds(vs, args.r, what="placement sweep")
     result = an.summarize(
@@ -133,6 +136,7 @@ def main(args):
         emulate,
         os.path.relpath(first.experiment, out),
         clock=args.time,
+        notes=notes,
     )
     for r in result.runs:
         r["experiment"] = os.path.relpath(r["experiment"], out)

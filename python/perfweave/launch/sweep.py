@@ -10,7 +10,9 @@ import glob
 import os
 
 from perfweave.errors import PerfweaveError
+from perfweave.launch.command import find_program, program_index
 from perfweave.launch.overhead import MODES, Variant, split_words
+from perfweave.launch.placement import line_ranges
 
 # what every run records besides the heap profile: the MPI profile alone (no node
 # timeline, call-stack samples, math-library or I/O profile), so that a variant's time is
@@ -40,6 +42,23 @@ def emulation(choice):
 ALL_SIZES = 1 << 62
 
 
+def site_rule(file, line):
+    """A site's --place site= value: FILE:LINE, the file by its name."""
+    return f"{os.path.basename(file)}:{line}"
+
+
+def placeable(command):
+    """placeable(file, line): whether `--place site=FILE:LINE` finds code at that line in
+    command's program (perfweave run resolves such a rule in the program's own line
+    table, launch/placement.py), as analysis/sweep.py `targets` asks."""
+    _, program = find_program(command, program_index(command))
+
+    def check(file, line):
+        return bool(program) and bool(line_ranges(program, site_rule(file, line)))
+
+    return check
+
+
 def place_rules(target):
     """The --place rules that put target (analysis/sweep.py Target) in the fast tier
     (none for all-slow). A range's hi is excluded, --place's is not."""
@@ -49,7 +68,7 @@ def place_rules(target):
         hi = target.hi - 1 if target.hi > 0 else ALL_SIZES
         return [f"size={target.lo}:{hi},tier=fast"]
     if target.kind == "site":
-        return [f"site={os.path.basename(target.file)}:{target.line},tier=fast"]
+        return [f"site={site_rule(target.file, target.line)},tier=fast"]
     return []
 
 
