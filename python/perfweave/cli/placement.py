@@ -27,11 +27,11 @@ def setup_parser(sub):
         "sweep",
         help="place each size range and top site in the fast tier in turn and time it",
         description="One `perfweave run --heap` picks the log2 size groups that hold >= 95 "
-        "%% of the byte-seconds live (plus --ranges) and the top --sites sites; then "
-        "all-slow (nothing placed), all-fast (size=0:inf) and one run per range and "
+        "% of the byte-seconds live (plus --ranges) and the top --sites sites; then "
+        "all-slow (nothing placed), all-fast (every size) and one run per range and "
         "site, interleaved, -r times each, under `perfweave run --heap --place`. Prints "
         "one table: bytes, peak, count, placed bytes verified, whether the peak fits "
-        "--cap, median time, spread, speedup against all-slow with its 95 %% interval, "
+        "--cap, median time, spread, speedup against all-slow with its 95 % interval, "
         "share of the all-fast speedup and a verdict. Writes the sweep directory (-o): "
         "sweep.json and every run's experiment (docs/format.md 'Placement sweep').",
         usage="perfweave placement sweep [--ranges auto|LIST] [--sites N] [-r N] "
