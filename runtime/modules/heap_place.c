@@ -418,6 +418,7 @@ static int start_rules(void)
     if (site_rules)
         for (int i = 0; i < nrules; i++)
             if (rules[i].kind == KIND_FUNCTION) {
+                pw_objects_refresh(); /* the core takes its snapshot after the starts */
                 pw_elf_functions(add_function, NULL);
                 break;
             }
