@@ -15,6 +15,7 @@ from perfweave.options import REPEAT_SEPARATOR
 
 MAX_RULES = 16  # format/heap.h PW_HEAP_MAX_RULES
 MAX_NODE = 63  # the runtime's node mask
+MAX_RANGES = 8  # heap_place.c's code ranges of a rule
 EMULATIONS = ("hugepage",)
 _SUFFIX = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 _SIZE = re.compile(r"^(\d+)([KMGT]?)(?:I?B)?$", re.IGNORECASE)
@@ -108,7 +109,9 @@ def line_ranges(program, site):
     for i, (name, n, addr) in enumerate(rows):
         if n == int(line) and os.path.basename(name) == want and i + 1 < len(rows):
             end = rows[i + 1][2]
-            if end > addr:
+            if ranges and ranges[-1][1] == addr:  # one range of consecutive rows
+                ranges[-1] = (ranges[-1][0], max(end, addr))
+            elif end > addr:
                 ranges.append((addr, end))
     return ranges
 
@@ -208,7 +211,12 @@ def prepare(values, program, environ=None):
                     f"--place site={p['site']}: no code at that line in {program} "
                     "(built without -g, or another file?)"
                 )
-            at = "+".join(f"{lo:x}-{hi:x}" for lo, hi in ranges[:8])
+            if len(ranges) > MAX_RANGES:
+                raise PerfweaveError(
+                    f"--place site={p['site']}: its code lies in {len(ranges)} pieces; "
+                    f"at most {MAX_RANGES} are supported (name the function instead)"
+                )
+            at = "+".join(f"{lo:x}-{hi:x}" for lo, hi in ranges)
             text = f"{text},at={os.path.basename(os.path.realpath(program))}@{at}"
         out.append(text)
     resolved = {
