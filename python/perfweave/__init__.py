@@ -5,7 +5,8 @@ __version__ = "0.1.0"
 
 def open(path, snapshot=None):  # noqa: A001 (as perfweave.open)
     """An experiment directory as pandas DataFrames: perfweave.api.Experiment
-    (docs/python-api.md). pandas is imported here, not by the command line. snapshot:
+    (docs/python-api.md); a placement sweep's directory: perfweave.api.Sweep
+    (docs/placement.md "Sweep"). pandas is imported here, not by the command line. snapshot:
     a live snapshot's number (docs/snapshots.md; None: the newest while the run runs)."""
     from perfweave import api
 

@@ -33,6 +33,10 @@ def open(path, snapshot=None):  # noqa: A001 (perfweave.open)
     snapshot: the live snapshot N (perfweave snapshot, docs/snapshots.md) to read;
     None: the newest while the run has not finished, else the run's own files; False:
     the run's own files always. Experiment.snapshot says which was read."""
+    from perfweave.readers.sweep import is_sweep
+
+    if is_sweep(path):  # a placement sweep's directory: its result and runs
+        return Sweep(path)
     if snapshot is not None:
         from perfweave.readers.experiment import open_experiment
 
@@ -419,6 +423,44 @@ class Experiment:
         return pd.concat(frames, ignore_index=True)
 
 
+class Sweep:
+    """A placement sweep's directory (perfweave placement sweep -o, docs/placement.md
+    "Sweep"), what perfweave.open() returns for it: its result (analysis/sweep.py
+    SweepResult, the same as the sweep's --json) and each run's experiment."""
+
+    def __init__(self, path):
+        from perfweave.analysis.sweep import SweepResult
+        from perfweave.readers.sweep import read_sweep
+
+        self.path = os.fspath(path)
+        self.result = SweepResult.from_json(read_sweep(self.path))
+
+    def __repr__(self):
+        return f"<perfweave.Sweep {self.path!r}: {len(self.result.rows)} rows>"
+
+    def table(self, name="rows"):
+        """rows (one per range or site, all-slow and all-fast first: SweepResult's
+        columns) or runs (one per run: variant, round, wall_s, placed_bytes,
+        verified_bytes, experiment)."""
+        if name not in ("rows", "runs"):
+            raise PerfweaveError(f"a sweep has no table {name!r} (its tables: rows, runs)")
+        t = getattr(self.result, name)
+        return pd.DataFrame({k: t[k] for k in t.dtype.names}, columns=list(t.dtype.names))
+
+    def experiment(self, variant="profile", round=0):  # noqa: A002 (the runs' column)
+        """The Experiment of one run: variant 'profile' (the --heap run that picked the
+        ranges) or a row's name (slow, fast, range1, site1, ...), and its round."""
+        if variant == "profile":
+            rel = self.result.profile
+        else:
+            runs = self.result.runs
+            hit = runs[(runs["variant"] == variant) & (runs["round"] == round)]
+            if not len(hit):
+                raise PerfweaveError(f"{self.path}: no run {variant!r} in round {round}")
+            rel = hit["experiment"][0]
+        return open(os.path.join(self.path, rel))
+
+
 def _datasets():
     from perfweave.readers.datasets import DATASETS
 
@@ -436,7 +478,7 @@ def _analysis(kind):
     return analysis if hasattr(analysis, "RECORDED_BY") else None
 
 
-__all__ = ["open", "Experiment", "NoData"]
+__all__ = ["open", "Experiment", "Sweep", "NoData"]
 
 
 def _open_experiment(path):

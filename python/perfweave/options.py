@@ -40,6 +40,25 @@ def _from_env(opt):
         raise PerfweaveError(f"{env_name(opt)}={text!r}: not an integer") from None
 
 
+# a repeatable option's values (options.json "repeat": true) are joined by this, in order
+REPEAT_SEPARATOR = ";"
+
+
+def _joined(argparse):
+    """argparse action of a repeatable option: the first value on the line replaces the
+    default, each later one is joined to it (REPEAT_SEPARATOR)."""
+
+    class Joined(argparse.Action):
+        def __call__(self, parser, namespace, value, option_string=None):
+            seen = namespace.__dict__.setdefault("_repeated", set())
+            old = getattr(namespace, self.dest)
+            joined = f"{old}{REPEAT_SEPARATOR}{value}" if self.dest in seen and old else value
+            seen.add(self.dest)
+            setattr(namespace, self.dest, joined)
+
+    return Joined
+
+
 def add_arguments(parser):
     import argparse
 
@@ -70,6 +89,7 @@ def add_arguments(parser):
                 type=kind,
                 metavar=opt.get("metavar"),
                 help=help_text,
+                **({"action": _joined(argparse)} if opt.get("repeat") else {}),
             )
 
 
@@ -89,6 +109,7 @@ def run_line(words):
         if opt["type"] == "bool":
             table["--no-" + opt["name"].replace("_", "-")] = (opt, False)
     values = {opt["name"]: _from_env(opt) for opt in spec()}
+    repeated = set()
     i = 0
     while i < len(words):
         word = words[i]
@@ -114,6 +135,9 @@ def run_line(words):
                 text = int(text)
             except ValueError:
                 return None
+        if opt.get("repeat") and opt["name"] in repeated and values[opt["name"]]:
+            text = f"{values[opt['name']]}{REPEAT_SEPARATOR}{text}"
+        repeated.add(opt["name"])
         values[opt["name"]] = text
         i += 1
     return None

@@ -46,6 +46,7 @@
 
 #include "heap.h"
 #include "heap_unwind.h"
+#include "heap_place.h"
 #include "perfweave/format/heap.h"
 #include "wrap.h"
 
@@ -73,6 +74,7 @@ static pw_heap_header_rec *hdr;
 static pw_heap_object_rec *objects;
 static pw_heap_site_rec *sites;
 static size_t map_len;
+static char *place_part; /* --place's part of the record (heap_place.c) */
 static char store_path[4300];
 static int64_t sample_bytes;
 
@@ -725,6 +727,77 @@ PW_REAL_DECLARE(malloc_usable_size);
         }                                                                                          \
     } while (0)
 
+/* the site of the allocation at (ra, fp), for --place's rules (between alone() and
+ * alone_end(), as record_alloc finds it) */
+static int place_site(int fn, uintptr_t ra, uintptr_t fp)
+{
+    int one = alone(), site = site_of(fn, ra, fp, one);
+    alone_end(one);
+    return site;
+}
+
+/* --place (heap_place.c): n bytes from the arena of the rule that matches the size or the
+ * call path, else the default allocator's; recorded as any allocation. */
+static __attribute__((noinline)) void *placed_alloc(size_t n, int fn, int zero, uintptr_t ra,
+                                                    uintptr_t fp)
+{
+    void *p = NULL;
+    int entered = enabled && pw_wrap_enter();
+    if (entered)
+        PW_KEEP_ERRNO(p = pw_heap_place_alloc(n, zero, place_site(fn, ra, fp)));
+    if (!p)
+        p = zero ? real_calloc(1, n) : real_malloc(n);
+    if (entered) {
+        PW_KEEP_ERRNO(record_alloc(p, n, fn, ra, fp));
+        pw_wrap_leave();
+    }
+    return p;
+}
+
+/* realloc under --place: either block may be an arena's; across tiers the bytes are
+ * copied (up to the old block's usable size and the new size). */
+static __attribute__((noinline)) void *placed_realloc(void *old, size_t n, uintptr_t ra,
+                                                      uintptr_t fp)
+{
+    int from = old && pw_heap_place_owns(old), entered = enabled && pw_wrap_enter(), had = 0;
+    size_t keep = from ? pw_heap_place_usable(old) : old ? real_malloc_usable_size(old) : 0;
+    live_entry e;
+    int64_t now = 0;
+    void *p = NULL;
+    if (entered && n)
+        PW_KEEP_ERRNO(p = pw_heap_place_alloc(n, 0, place_site(FN_REALLOC, ra, fp)));
+    if (enabled && old && hdr) {
+        had = live_take((uintptr_t)old, &e); /* before: the old address may be reused */
+        now = heap_ticks();
+    }
+    if (p) { /* to an arena */
+        if (old) {
+            memcpy(p, old, keep < n ? keep : n);
+            if (from)
+                pw_heap_place_free(old);
+            else
+                real_free(old);
+        }
+    } else if (from) { /* from an arena to the default allocator (n == 0: freed, as glibc) */
+        p = n ? real_malloc(n) : NULL;
+        if (p || !n) {
+            if (p)
+                memcpy(p, old, keep < n ? keep : n);
+            pw_heap_place_free(old);
+        }
+    } else
+        p = real_realloc(old, n);
+    if (had && !p && n) /* failed: the old block lives on */
+        live_put((uintptr_t)old, e.size, e.tick, e.site, e.range, 0);
+    else if (had)
+        PW_KEEP_ERRNO(end_life(&e, now, 1));
+    if (entered) {
+        PW_KEEP_ERRNO(record_alloc(p, n, FN_REALLOC, ra, fp));
+        pw_wrap_leave();
+    }
+    return p;
+}
+
 PW_EXPORT void *malloc(size_t n)
 {
     if (PW_LIKELY(pass))
@@ -735,6 +808,8 @@ PW_EXPORT void *malloc(size_t n)
         return pw_wrap_bootstrap_alloc(n);
     }
     PW_REAL_RESOLVE(malloc);
+    if (PW_UNLIKELY(pw_heap_placing))
+        return placed_alloc(n, FN_MALLOC, 0, HERE);
     void *p = real_malloc(n);
     RECORD_ALLOC(p, n, FN_MALLOC);
     return p;
@@ -750,6 +825,9 @@ PW_EXPORT void *calloc(size_t n, size_t size)
         return __builtin_mul_overflow(n, size, &total) ? NULL : pw_wrap_bootstrap_alloc(total);
     }
     PW_REAL_RESOLVE(calloc);
+    size_t total; /* --place judges a calloc by its total size */
+    if (PW_UNLIKELY(pw_heap_placing) && !__builtin_mul_overflow(n, size, &total))
+        return placed_alloc(total, FN_CALLOC, 1, HERE);
     void *p = real_calloc(n, size);
     RECORD_ALLOC(p, n * size, FN_CALLOC);
     return p;
@@ -763,6 +841,12 @@ PW_EXPORT void free(void *p)
     }
     if (PW_UNLIKELY(!p || pw_wrap_bootstrap_owns(p)))
         return;
+    if (PW_UNLIKELY(pw_heap_placing) && pw_heap_place_owns(p)) {
+        if (PW_UNLIKELY(enabled))
+            PW_KEEP_ERRNO(record_free(p));
+        pw_heap_place_free(p);
+        return;
+    }
     PW_REAL_RESOLVE(free);
     if (PW_UNLIKELY(enabled))
         PW_KEEP_ERRNO(record_free(p)); /* before the real free: its address may be reused */
@@ -783,6 +867,8 @@ PW_EXPORT void *realloc(void *old, size_t n)
         return p;
     }
     PW_REAL_RESOLVE(realloc);
+    if (PW_UNLIKELY(pw_heap_placing))
+        return placed_realloc(old, n, HERE);
     live_entry e;
     int had = 0;
     int64_t now = 0;
@@ -846,6 +932,8 @@ PW_EXPORT size_t malloc_usable_size(void *p)
 {
     if (PW_UNLIKELY(!p || pw_wrap_bootstrap_owns(p)))
         return 0;
+    if (PW_UNLIKELY(pw_heap_placing) && pw_heap_place_owns(p))
+        return pw_heap_place_usable(p);
     PW_REAL_RESOLVE(malloc_usable_size);
     return real_malloc_usable_size(p);
 }
@@ -862,7 +950,7 @@ static void *private_map(size_t len)
 
 /* heap/HOST.PID.pwheap made and mapped; the parent's sites' paths copied when from. */
 static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
-                      const pw_heap_object_rec *from_objects, int nobjects)
+                      const pw_heap_object_rec *from_objects, int nobjects, const char *from_place)
 {
     char path[4300], pid[24];
     int k = pw_fmt_int(pid, (int64_t)getpid());
@@ -878,7 +966,8 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     int max_sites = pw_opt.heap_max_sites > 0 ? (int)pw_opt.heap_max_sites : 4096;
     size_t hdr_len = round_page(sizeof(pw_heap_header_rec));
     size_t objects_len = round_page(sizeof(pw_heap_object_rec) * MAX_OBJECTS);
-    size_t len = hdr_len + objects_len + round_page(sizeof(pw_heap_site_rec) * (size_t)max_sites);
+    size_t sites_len = round_page(sizeof(pw_heap_site_rec) * (size_t)max_sites);
+    size_t len = hdr_len + objects_len + sites_len + pw_heap_place_len(max_sites);
     if (ftruncate(fd, (off_t)len) != 0 || pw_reserve_disk(fd, 0, len) != 0) {
         close(fd);
         unlink(path);
@@ -925,6 +1014,8 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
         sites[0].min = INT64_MAX;
         h->nsites = 1;
     }
+    place_part = m + hdr_len + objects_len + sites_len;
+    pw_heap_place_attach(h, place_part, max_sites, from_place, sites, objects);
     memcpy(store_path, path, strlen(path) + 1);
     map_len = len;
     __atomic_store_n(&h->magic, PW_HEAP_MAGIC_NUMBER, __ATOMIC_RELEASE);
@@ -978,13 +1069,14 @@ static void start(void)
     by_path = private_map(sizeof *by_path * (path_mask + 1));
     ras = private_map(sizeof *ras * RA_SLOTS);
     void *bt[4];
-    backtrace(bt, 4); /* loads libgcc's unwinder now, not inside the first allocation */
+    backtrace(bt, 4);      /* loads libgcc's unwinder now, not inside the first allocation */
+    pw_heap_place_start(); /* what fails there is said, and nothing is placed */
     struct timespec res;
     coarse = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 &&
              res.tv_nsec <= PW_HEAP_COARSE_MAX_NS;
     tick_res_ns = coarse ? res.tv_nsec : 0;
     int ok = live && keys && by_path && ras && pw_heap_unwind_init() == 0 &&
-             make_store(0, NULL, 0, NULL, 0) == 0;
+             make_store(0, NULL, 0, NULL, 0, NULL) == 0;
     register_fence();
     pw_wrap_depth--;
     if (!ok) {
@@ -1016,7 +1108,9 @@ static void in_child(void)
     register_fence();
     madvise(live, sizeof *live * (live_mask + 1), MADV_DONTNEED); /* zero pages */
     pw_wrap_depth++;
-    int ok = make_store(old->pid, old_sites, old->nsites, old_objects, old->nobjects) == 0;
+    pw_heap_place_child();
+    int ok =
+        make_store(old->pid, old_sites, old->nsites, old_objects, old->nobjects, place_part) == 0;
     pw_wrap_depth--;
     munmap(old, old_len);
     if (!ok)
@@ -1058,6 +1152,7 @@ static int dump(int state, int in_signal)
             dropped += c;
     }
     hdr->dropped_sites = dropped;
+    pw_heap_place_verify();
     hdr->rank = pw_rank;
     hdr->ns_per_tick = heap_ns_per_tick();
     hdr->t_end = pw_now();

@@ -20,7 +20,7 @@
 #include "perfweave/format.h"
 
 /* clang-format off */
-#define PW_HEAP_VERSION 1
+#define PW_HEAP_VERSION 2 /* 2: the placement part (--place) */
 #define PW_HEAP_MAGIC "perfweave-heap"
 #define PW_HEAP_MAGIC_NUMBER 0x3170616568777000LL /* heap_header.magic */
 #define PW_HEAP_DEPTH 4         /* frames of a site's call path, innermost first */
@@ -63,7 +63,13 @@
                                           rule from .eh_frame for some frame) */          \
     X(int64_t, "<i8", tick_res_ns)     /* the lifetimes' clock's resolution: ns of a tick \
                                           of CLOCK_MONOTONIC_COARSE, 0: the time-stamp \
-                                          counter (pw_ticks) */
+                                          counter (pw_ticks) */ \
+    X(int32_t, "<i4", nrules)          /* --place rules: the placement part follows */     \
+    X(int32_t, "<i4", place_emulate)   /* PW_HEAP_EMULATE: how the fast tier is made */    \
+    X(int64_t, "<i8", place_cap)       /* bytes the rules may hold placed at once; 0: no cap */ \
+    X(int64_t, "<i8", place_live)      /* bytes placed and live now (requested sizes) */   \
+    X(int64_t, "<i8", place_peak)      /* the most at once */                              \
+    X(uint64_t, "<u8", tier_nodes)     /* the fast tier's NUMA nodes (bit n: node n) */
 PW_RECORD_STRUCT(PW_HEAP_HEADER_FIELDS, pw_heap_header_rec)
 
 #define PW_HEAP_OBJECT_FIELDS(X, A)                                                        \
@@ -98,6 +104,74 @@ PW_RECORD_STRUCT(PW_HEAP_OBJECT_FIELDS, pw_heap_object_rec)
     A(int64_t, "<i8", hist_bytes, PW_HEAP_RANGES)
 PW_RECORD_STRUCT(PW_HEAP_SITE_FIELDS, pw_heap_site_rec)
 
+/* The placement part (heap_place.c, --place; docs/placement.md), after the sites when
+ * nrules > 0, each at a multiple of 4096 bytes: PW_HEAP_MAX_RULES heap_rule (one per rule,
+ * in the order given: the first matching rule places), then max_sites heap_placed (by site
+ * index). Each rule has an arena of its own (arena_len bytes reserved, mapped apart); what is
+ * read back at the dump (verified = 1; a killed process has its counts, not this): the
+ * arena's policy (get_mempolicy MPOL_F_ADDR), its present pages and their nodes (move_pages
+ * without target nodes), the node of sample pages (get_mempolicy MPOL_F_NODE|MPOL_F_ADDR),
+ * its /proc/self/numa_maps lines and its huge pages (/proc/self/smaps). */
+#define PW_HEAP_MAX_RULES 16
+#define PW_HEAP_RULE_TEXT 128
+
+#define PW_HEAP_RULE_FIELDS(X, A)                                                          \
+    X(int32_t, "<i4", kind)            /* PW_HEAP_RULE_KINDS */                           \
+    X(int32_t, "<i4", policy)          /* asked: PW_HEAP_POLICIES (none: emulation only) */ \
+    X(int64_t, "<i8", lo)              /* size rule: total sizes lo..hi (bytes) placed */  \
+    X(int64_t, "<i8", hi)                                                                  \
+    A(char, "S1", text, PW_HEAP_RULE_TEXT) /* function, or FILE:LINE */                    \
+    X(int64_t, "<i8", count)           /* allocations placed */                            \
+    X(int64_t, "<i8", bytes)                                                               \
+    X(int64_t, "<i8", fallback_count)  /* matched, but past the cap or the arena: default */ \
+    X(int64_t, "<i8", fallback_bytes)                                                      \
+    X(int64_t, "<i8", frees)           /* placed blocks freed (realloc's old one included) */ \
+    X(int64_t, "<i8", live)            /* placed bytes live now */                         \
+    X(int64_t, "<i8", peak)                                                                \
+    X(int64_t, "<i8", arena_len)       /* bytes reserved */                                \
+    X(int64_t, "<i8", arena_used)      /* bytes handed out at most (blocks and headers) */ \
+    X(int32_t, "<i4", hugetlb)         /* 1: the arena is MAP_HUGETLB memory */            \
+    X(int32_t, "<i4", verified)        /* 1: read back at the dump */                      \
+    X(int32_t, "<i4", read_policy)     /* get_mempolicy's mode for the arena; -1: failed */ \
+    X(int32_t, "<i4", sampled)         /* pages whose node get_mempolicy read */           \
+    X(uint64_t, "<u8", read_nodes)     /* get_mempolicy's node mask (nodes 0-63) */        \
+    X(int32_t, "<i4", sampled_on_tier) /* of them on the tier's nodes */                  \
+    X(int32_t, "<i4", numa_maps_lines) /* the arena's lines found in numa_maps */         \
+    X(int64_t, "<i8", resident)        /* bytes of present pages (move_pages) */          \
+    X(int64_t, "<i8", on_tier)         /* of them on the tier's nodes */                  \
+    X(int64_t, "<i8", numa_maps_bytes) /* numa_maps: bytes on the tier's nodes */         \
+    X(int64_t, "<i8", huge_bytes)      /* smaps: AnonHugePages + Private_Hugetlb */        \
+    A(char, "S1", numa_policy, 32)     /* numa_maps' policy word (bind:0, default, ...) */
+PW_RECORD_STRUCT(PW_HEAP_RULE_FIELDS, pw_heap_rule_rec)
+
+/* One site's placement (heap_placed[site]): its allocations placed and fallen back. */
+#define PW_HEAP_PLACED_FIELDS(X, A)                                                        \
+    X(int64_t, "<i8", count)                                                               \
+    X(int64_t, "<i8", bytes)                                                               \
+    X(int64_t, "<i8", fallback_count)                                                      \
+    X(int64_t, "<i8", fallback_bytes)                                                      \
+    X(int32_t, "<i4", rule)            /* the rule that matched last; -1: none */          \
+    X(int32_t, "<i4", unused)
+PW_RECORD_STRUCT(PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)
+
+#define PW_HEAP_RULE_KINDS(X)                                                              \
+    X(SIZE, 0, "size")                                                                     \
+    X(FUNCTION, 1, "function")                                                             \
+    X(LINE, 2, "line")
+
+/* Linux's mempolicy modes, as get_mempolicy gives them */
+#define PW_HEAP_POLICIES(X)                                                                \
+    X(DEFAULT, 0, "default")                                                               \
+    X(PREFERRED, 1, "preferred")                                                           \
+    X(BIND, 2, "bind")                                                                     \
+    X(INTERLEAVE, 3, "interleave")                                                         \
+    X(LOCAL, 4, "local")                                                                   \
+    X(PREFERRED_MANY, 5, "preferred_many")
+
+#define PW_HEAP_EMULATE(X)                                                                 \
+    X(NONE, 0, "none")                                                                     \
+    X(HUGEPAGE, 1, "hugepage")
+
 /* The allocator functions a site's allocations were made through. */
 #define PW_HEAP_FNS(X)                                                                     \
     X(MALLOC, 0, "malloc")                                                                 \
@@ -114,7 +188,13 @@ PW_RECORD_STRUCT(PW_HEAP_SITE_FIELDS, pw_heap_site_rec)
     RECORD(heap_header, PW_HEAP_HEADER_FIELDS, pw_heap_header_rec)                         \
     RECORD(heap_object, PW_HEAP_OBJECT_FIELDS, pw_heap_object_rec)                         \
     RECORD(heap_site, PW_HEAP_SITE_FIELDS, pw_heap_site_rec)                               \
+    RECORD(heap_rule, PW_HEAP_RULE_FIELDS, pw_heap_rule_rec)                               \
+    RECORD(heap_placed, PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)                         \
     NAMES(heap_fns, PW_HEAP_FNS)                                                           \
+    NAMES(heap_rule_kinds, PW_HEAP_RULE_KINDS)                                             \
+    NAMES(heap_policies, PW_HEAP_POLICIES)                                                 \
+    NAMES(heap_emulate, PW_HEAP_EMULATE)                                                   \
+    CONST(heap_max_rules, PW_HEAP_MAX_RULES)                                               \
     CONST(heap_depth, PW_HEAP_DEPTH)                                                       \
     CONST(heap_ranges, PW_HEAP_RANGES)                                                     \
     CONST(heap_magic_number, PW_HEAP_MAGIC_NUMBER)

@@ -41,7 +41,18 @@ class HeapResult:
     byte_s, untracked (allocations whose lifetime was not tracked), unseen_frees,
     dropped_sites, unwinds (call paths unwound), backtraces (of them by libgcc's
     backtrace(): the .eh_frame rules could not), tick_res_ns (the lifetimes' clock's tick;
-    0: the time-stamp counter)."""
+    0: the time-stamp counter).
+    With --place (docs/placement.md) the sites also have placed_count, placed_bytes,
+    fallback_count, fallback_bytes and rule (the rule that matched, "" none); placement: one
+    row per rule, over the processes: rule ("size=1M:5M", "site=FUNCTION", "site=FILE:LINE"),
+    policy (asked), processes, count, bytes, fallback_count, fallback_bytes, peak_bytes (the
+    most placed at once in one process), verified_processes (those whose arenas were read
+    back at their end: not a killed one), read_policy and read_nodes (get_mempolicy on the
+    arena), resident (bytes of its present pages), on_tier (of them on the tier's nodes,
+    move_pages), sampled_pages and sampled_on_tier (get_mempolicy MPOL_F_NODE), numa_policy
+    and numa_maps_bytes (numa_maps: bytes on the tier's nodes), huge_bytes (smaps
+    AnonHugePages and hugetlb pages), verified_bytes (on_tier with tier nodes, huge_bytes
+    when the tier is emulated alone); tier: nodes, emulated, cap."""
 
     processes: int
     estimated: bool  # counts sampled (--heap-sample-bytes): estimates
@@ -54,6 +65,8 @@ class HeapResult:
     ranges: np.ndarray
     per_process: np.ndarray
     notes: list
+    placement: np.ndarray = None
+    tier: dict = None
 
     def to_json(self):
         return {
@@ -68,6 +81,11 @@ class HeapResult:
             "ranges": records(self.ranges),
             "per_process": records(self.per_process),
             "notes": list(self.notes),
+            **(
+                {"placement": records(self.placement), "tier": dict(self.tier)}
+                if self.placement is not None and len(self.placement)
+                else {}
+            ),
         }
 
 
@@ -167,6 +185,11 @@ def analyze(heap, symbolizer=None):
             "byte_s_pct": bs * 100 / total_bs if total_bs else bs * 0,
             "live_s": live_s,
             "live_pct": np.divide(live_s * 100, span, out=np.full(n, np.nan), where=span > 0),
+            "placed_count": by("placed_count"),
+            "placed_bytes": by("placed_bytes"),
+            "fallback_count": by("fallback_count"),
+            "fallback_bytes": by("fallback_bytes"),
+            "rule": _site_rules(heap, inv, n),
         },
         n,
     )
@@ -205,7 +228,110 @@ def analyze(heap, symbolizer=None):
         ranges=ranges,
         per_process=per_process,
         notes=list(heap.notes),
+        placement=_placement(heap.placement, p),
+        tier=_tier(p),
     )
+
+
+def rule_label(kind, text, lo, hi):
+    """A --place rule as written: size=1M:5M, site=FUNCTION, site=FILE:LINE."""
+    if kind == "size":
+        return f"size={_short(lo)}:{_short(hi)}"
+    return f"site={text}"
+
+
+def _short(n):
+    for unit, shift in (("T", 40), ("G", 30), ("M", 20), ("K", 10)):
+        if n and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def _site_rules(heap, inv, n):
+    """Each merged site's rule label ("" when none matched)."""
+    out = [""] * n
+    s, pl = heap.sites, heap.placement
+    labels = {
+        (int(r["process"]), int(r["rule"])): rule_label(r["kind"], r["text"], r["lo"], r["hi"])
+        for r in pl
+    }
+    for i in np.nonzero(s["rule"] >= 0)[0]:
+        out[inv[i]] = labels.get((int(s["process"][i]), int(s["rule"][i])), "")
+    return out
+
+
+def _placement(pl, p):
+    """One row per rule (by its label and asked policy), summed over the processes (p)."""
+    labels = [rule_label(r["kind"], r["text"], r["lo"], r["hi"]) for r in pl]
+    keys = [f"{lab}\0{r['policy']}" for lab, r in zip(labels, pl)]
+    uniq, first, inv = (
+        np.unique(np.array(keys, object), return_index=True, return_inverse=True)
+        if keys
+        else ([], np.zeros(0, np.int64), np.zeros(0, np.int64))
+    )
+    order = np.argsort(pl["rule"][first], kind="stable") if len(first) else first
+    first = first[order]
+    n = len(uniq)
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    inv = rank[np.asarray(inv, np.int64)] if n else np.zeros(0, np.int64)
+
+    def by(col, how=np.add, where=None):
+        out = np.zeros(n, np.int64)
+        v = pl[col].astype(np.int64)
+        how.at(out, inv, v if where is None else np.where(where, v, 0))
+        return out
+
+    verified = pl["verified"]
+    tiered = np.array([bool(p["tier_nodes"][i]) for i in pl["process"]], bool)
+
+    def joined(col):
+        return [
+            ",".join(sorted({str(v) for v in pl[col][(inv == i) & verified] if str(v)}))
+            for i in range(n)
+        ]
+
+    on_tier = by("on_tier", where=verified)
+    huge = by("huge_bytes", where=verified)
+    has_nodes = np.zeros(n, bool)
+    np.logical_or.at(has_nodes, inv, tiered)
+    return table(
+        {
+            "rule": [labels[i] for i in first],
+            "policy": [pl["policy"][i] for i in first],
+            "processes": np.bincount(inv, minlength=n)[:n],
+            "count": by("count"),
+            "bytes": by("bytes"),
+            "fallback_count": by("fallback_count"),
+            "fallback_bytes": by("fallback_bytes"),
+            "peak_bytes": by("peak", np.maximum),
+            "verified_processes": np.bincount(inv, verified, n).astype(np.int64)[:n],
+            "read_policy": joined("read_policy"),
+            "read_nodes": joined("read_nodes"),
+            "resident": by("resident", where=verified),
+            "on_tier": on_tier,
+            "sampled_pages": by("sampled", where=verified),
+            "sampled_on_tier": by("sampled_on_tier", where=verified),
+            "numa_policy": joined("numa_policy"),
+            "numa_maps_bytes": by("numa_maps_bytes", where=verified),
+            "huge_bytes": huge,
+            "verified_bytes": np.where(has_nodes, on_tier, huge),
+        },
+        n,
+    )
+
+
+def _tier(p):
+    """The fast tier of the processes that placed: nodes, emulated, cap."""
+    nodes = sorted({str(x) for x in p["tier_nodes"] if str(x)}) if len(p) else []
+    emulated = (
+        sorted({str(x) for x in p["emulate"] if str(x) not in ("", "none")}) if len(p) else []
+    )
+    return {
+        "nodes": ";".join(nodes),
+        "emulated": ",".join(emulated),
+        "cap": int(p["place_cap"].max()) if len(p) else 0,
+    }
 
 
 def _ranges(heap):

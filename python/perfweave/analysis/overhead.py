@@ -176,6 +176,20 @@ def spread(values):
     return float(v.std(ddof=1) / v.mean()) if len(v) > 1 and v.mean() > 0 else 0.0
 
 
+def document_head(fmt, version, command, rounds, method):
+    """The keys a document of interleaved rounds begins with (perfweave overhead's, the
+    placement sweep's): its format and version, the command, the rounds, their order and
+    the intervals' method (a paired bootstrap, `bootstrap`)."""
+    return {
+        "format": fmt,
+        "version": version,
+        "command": command,
+        "rounds": rounds,
+        "order": "interleaved",
+        "interval": {"method": method, "resamples": RESAMPLES, "level": LEVEL},
+    }
+
+
 @dataclass
 class OverheadResult:
     """bare: the bare runs' figures; variants: one dict per mode or tool (to_json's
@@ -192,16 +206,13 @@ class OverheadResult:
 
     def to_json(self):
         return {
-            "format": FORMAT,
-            "version": VERSION,
-            "command": self.command,
-            "rounds": self.rounds,
-            "order": "interleaved",
-            "interval": {
-                "method": "paired bootstrap over rounds, ratio (difference) of means",
-                "resamples": RESAMPLES,
-                "level": LEVEL,
-            },
+            **document_head(
+                FORMAT,
+                VERSION,
+                self.command,
+                self.rounds,
+                "paired bootstrap over rounds, ratio (difference) of means",
+            ),
             "peak_rss_source": self.peak_rss_source,
             "bare": self.bare,
             "variants": self.variants,

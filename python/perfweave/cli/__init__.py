@@ -17,6 +17,7 @@ VERBS = {
     "pop": "pop",
     "overhead": "overhead",
     "boundness": "boundness",
+    "placement": "placement",
     "compare": "compare",
     "doctor": "doctor",
     "completion": "completion",

@@ -81,6 +81,10 @@ def main(args):
     from perfweave.report import data as report_data
     from perfweave.report import text
 
+    from perfweave.readers.sweep import is_sweep
+
+    if is_sweep(args.experiment):  # a placement sweep's directory: its table
+        return _sweep(args)
     mkl = None
     if args.mkl_verbose:  # the log first: its error is the user's option's
         from perfweave.readers import mkl_verbose
@@ -95,16 +99,9 @@ def main(args):
         top = max(args.top, args.max_rows)
     data = report_data.collect(exp, top=top)
     if args.html:
-        from perfweave.errors import PerfweaveError
         from perfweave.report import html
 
-        from perfweave import writing
-
-        try:
-            writing.write_atomic(args.html, html.render(data, exp))
-        except OSError as e:
-            raise PerfweaveError(f"--html {args.html}: {e.strerror}") from None
-        progress.then(f"wrote {args.html}", progress.html_next_step(args.html))
+        _write_html(args.html, html.render(data, exp))
         if not args.json:  # the page is the report: its one line, not the text as well
             return 0
     if args.json:
@@ -117,6 +114,35 @@ def main(args):
                 text.render(data, max_rows=args.max_rows or text.MAX_ROWS, rows=args.top)
             )
     return 0
+
+
+def _sweep(args):
+    from perfweave.analysis.sweep import SweepResult
+    from perfweave.readers.sweep import read_sweep
+    from perfweave.report.sweep import html, text
+
+    doc = SweepResult.from_json(read_sweep(args.experiment)).to_json()
+    if args.html:
+        _write_html(args.html, html(doc))
+        if not args.json:
+            return 0
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        sys.stdout.write("\n".join(text(doc)) + "\n")
+    return 0
+
+
+def _write_html(path, page):
+    """--html: the page written, one line saying so."""
+    from perfweave import writing
+    from perfweave.errors import PerfweaveError
+
+    try:
+        writing.write_atomic(path, page)
+    except OSError as e:
+        raise PerfweaveError(f"--html {path}: {e.strerror}") from None
+    progress.then(f"wrote {path}", progress.html_next_step(path))
 
 
 def note(line):

@@ -42,6 +42,19 @@ class Verb:
         self.usage = (parser.usage or parser.format_usage()).replace("usage: ", "").strip()
         self.description = parser.description or self.summary
         acts = [a for a in parser._actions if a.help != argparse.SUPPRESS]
+        # a verb of actions (perfweave placement sweep): the actions' options and usage
+        # are the verb's too
+        usages = []
+        for sub in [a for a in acts if isinstance(a, argparse._SubParsersAction)]:
+            for p in sub.choices.values():
+                have = {f for a in acts for f in a.option_strings}
+                acts += [
+                    a
+                    for a in p._actions
+                    if a.help != argparse.SUPPRESS and not set(a.option_strings) & have
+                ]
+                usages.append((p.usage or p.format_usage()).replace("usage: ", "").strip())
+        self.usage = "; ".join(usages) or self.usage
         self.options = [Option(a) for a in acts if a.option_strings]
         self.positionals = [Option(a) for a in acts if not a.option_strings]
 

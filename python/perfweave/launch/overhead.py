@@ -10,6 +10,7 @@ under each variant in the same invocation.
 """
 
 import os
+import resource
 import shlex
 import shutil
 import subprocess
@@ -76,9 +77,11 @@ class Run:
     peak_rss_kib: int
     min_available_kib: int
     facts: dict = field(default_factory=dict)
+    experiment: str = ""  # the mode's experiment, where the Runner keeps them (keep)
+    cpu_s: float = 0.0  # user + system seconds of its processes (getrusage, waited children)
 
 
-def _words(text, what):
+def split_words(text, what):
     try:
         return shlex.split(text)
     except ValueError as e:
@@ -107,10 +110,10 @@ def variants(modes, tools, calibrate, run_options=""):
     for m in modes:
         own = [MODES[m][1]] if MODES[m][1] in wanted else []
         out.append(
-            Variant(m, "mode", list(MODES[m][0]) + _words(run_options, "--run-options"), own)
+            Variant(m, "mode", list(MODES[m][0]) + split_words(run_options, "--run-options"), own)
         )
     for t in tools:
-        words = _words(t, "--compare")
+        words = split_words(t, "--compare")
         if not words:
             raise PerfweaveError("--compare: an empty command")
         out.append(Variant(t, "tool", words, list(wanted)))
@@ -235,7 +238,8 @@ def _stop(proc):
 class Runner:
     """Runs a command under Variants in a temporary directory; measure(experiment) ->
     dict is called on each mode's experiment before it is deleted, or kept as
-    keep/VARIANT-ROUND (rounds from 1) where keep names a directory."""
+    keep/VARIANT-ROUND (rounds from 1; the warm-up's are deleted) where keep names a
+    directory (Run.experiment: its path)."""
 
     def __init__(self, command, measure=None, interval_ms=20, timeout=None, keep=None):
         if not command:
@@ -284,12 +288,13 @@ class Runner:
         """One run of the command under variant: a Run. Raises PerfweaveError when it
         fails (the bare command: the user's command fails by itself)."""
         self.count += 1
-        kept = self.keep is not None and round_ >= 0
+        kept = self.keep is not None and variant.kind == "mode" and round_ >= 0
         exp = os.path.join(self.keep, f"{variant.name}-{round_ + 1}") if kept else None
         exp = exp or os.path.join(self.tmp, f"exp{self.count}")
         cmd = self.line(variant, self.command, exp)
         corunner = self._corunner(variant) if variant.corunner else None
         t0 = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             proc = self._start(cmd)
         except BaseException:
@@ -310,8 +315,13 @@ class Runner:
         finally:
             memory.done.set()
             memory.join()
+            wall = time.perf_counter() - t0
+            # the runs are one at a time: what the waited children used since is this
+            # run's (its launcher's, perfweave's and the program's processes, each waited
+            # for; the co-runner, waited for next, not)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             said = self._end_corunner(corunner)
-        wall = time.perf_counter() - t0
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
             what = "the command failed bare" if variant.kind == "bare" else variant.name
             raise PerfweaveError(f"{what} (exit status {proc.returncode}): {_last_line(err)}")
@@ -321,7 +331,16 @@ class Runner:
                 facts.update(self.measure(exp))
             if not kept:
                 shutil.rmtree(exp, ignore_errors=True)
-        return Run(variant.name, round_, wall, memory.program_peak(), memory.min_available, facts)
+        return Run(
+            variant.name,
+            round_,
+            wall,
+            memory.program_peak(),
+            memory.min_available,
+            facts,
+            exp if kept else "",
+            cpu,
+        )
 
     def _corunner(self, variant):
         """Start variant's co-runner and wait for its "ready": the process."""
@@ -361,7 +380,7 @@ class Runner:
     def rounds(self, variants, n, warmup=True, what="overhead"):
         """n rounds, each running every variant once in turn: a list of Runs. A first,
         discarded round warms the file cache for each variant, and its bare run tells a
-        failing command at once."""
+        failing command at once. what: the progress bar's name."""
         runs = []
         with progress.task(what, len(variants) * (n + bool(warmup)), "run") as bar:
             for r in range(-1 if warmup else 0, n):

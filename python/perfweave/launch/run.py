@@ -173,6 +173,11 @@ def start(command, values, stderr=sys.stderr, meta=None):
     launcher, program = find_program(command, at)
     ranks = rank_count(command, at=at)
     check_mpmd(command, at)
+    if values.get("place"):  # --place: its rules and tier checked, --heap implied
+        from perfweave.launch import placement
+
+        values, tier = placement.prepare(values, program)
+        meta = {**(meta or {}), "place_tier": tier}
 
     exp = values.get("output") or default_experiment_name(command, program, ranks=ranks)
     exp = os.fspath(exp)

@@ -31,6 +31,12 @@ PROCESS_DTYPE = np.dtype(
         ("tick_res_ns", "<i8"),  # the lifetimes' clock's tick (0: the time-stamp counter)
         ("live_bytes", "<i8"),
         ("peak_live_bytes", "<i8"),
+        # --place (heap_place.c): the fast tier's nodes ("0,1"; "" none), its emulation
+        # (HEAP_EMULATE: "none", "hugepage"), the cap (0: none) and the most placed at once
+        ("tier_nodes", "O"),
+        ("emulate", "O"),
+        ("place_cap", "<i8"),
+        ("place_peak", "<i8"),
     ]
 )
 # one row per (process, site); object -1: offset is an address no loaded object held
@@ -51,6 +57,50 @@ SITE_DTYPE = np.dtype(
         ("live_s", "<f8"),  # seconds while some of the site's objects were live
         ("hist_count", "<i8", (HEAP_RANGES,)),
         ("hist_bytes", "<i8", (HEAP_RANGES,)),
+        # --place: its allocations placed in the fast tier's arenas and those a rule matched
+        # that went to the default allocator (past the cap or the arena); rule: the index of
+        # PLACEMENT_DTYPE's rule that matched (-1: none)
+        ("placed_count", "<i8"),
+        ("placed_bytes", "<i8"),
+        ("fallback_count", "<i8"),
+        ("fallback_bytes", "<i8"),
+        ("rule", "<i8"),
+    ]
+)
+# one row per (process, --place rule): the rule (kind a HEAP_RULE_KINDS name; text its
+# value: "1M:5M", a function or FILE:LINE), its placements and, read back at the end
+# (verified), its arena's policy and nodes (read_policy a HEAP_POLICIES name, read_nodes
+# "0,1"), its present pages (resident) and those on the tier's nodes (on_tier: move_pages),
+# sample pages' nodes (get_mempolicy), numa_maps' policy and bytes on the tier's nodes, and
+# its huge pages (smaps)
+PLACEMENT_DTYPE = np.dtype(
+    [
+        ("process", "<i8"),
+        ("rule", "<i8"),
+        ("kind", "O"),
+        ("text", "O"),
+        ("lo", "<i8"),
+        ("hi", "<i8"),
+        ("policy", "O"),
+        ("count", "<i8"),
+        ("bytes", "<i8"),
+        ("fallback_count", "<i8"),
+        ("fallback_bytes", "<i8"),
+        ("frees", "<i8"),
+        ("peak", "<i8"),
+        ("arena_used", "<i8"),
+        ("hugetlb", "?"),
+        ("verified", "?"),
+        ("read_policy", "O"),
+        ("read_nodes", "O"),
+        ("resident", "<i8"),
+        ("on_tier", "<i8"),
+        ("sampled", "<i8"),
+        ("sampled_on_tier", "<i8"),
+        ("numa_maps_lines", "<i8"),
+        ("numa_policy", "O"),
+        ("numa_maps_bytes", "<i8"),
+        ("huge_bytes", "<i8"),
     ]
 )
 # one row per (process, log2 size group): peak bytes live and byte-seconds of the group
@@ -65,6 +115,7 @@ class HeapProfile:
     processes: np.ndarray = field(default_factory=lambda: np.zeros(0, PROCESS_DTYPE))
     sites: np.ndarray = field(default_factory=lambda: np.zeros(0, SITE_DTYPE))
     ranges: np.ndarray = field(default_factory=lambda: np.zeros(0, RANGE_DTYPE))
+    placement: np.ndarray = field(default_factory=lambda: np.zeros(0, PLACEMENT_DTYPE))
     objects: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
@@ -78,18 +129,23 @@ class HeapProfile:
         return bool((self.processes["sample_bytes"] > 0).any())
 
     @classmethod
-    def from_literal(cls, processes, sites, objects=(), ranges=(), notes=()):
+    def from_literal(cls, processes, sites, objects=(), ranges=(), notes=(), placement=()):
         """A HeapProfile of plain values: processes and sites, dicts of PROCESS_DTYPE's
         and SITE_DTYPE's fields (missing ones zero; a site's frames as `frames`, a list of
         (object index, offset), its sizes as `sizes`, a list of (size, count) making its
         histogram, count, bytes, min and max unless given)."""
-        p = _rows(processes, PROCESS_DTYPE, {"host": "h", "state": "complete", "rank": -1})
+        p = _rows(
+            processes,
+            PROCESS_DTYPE,
+            {"host": "h", "state": "complete", "rank": -1, "tier_nodes": "", "emulate": "none"},
+        )
         s = np.zeros(len(sites), SITE_DTYPE)
         for i, d in enumerate(sites):
             d = dict(d)
             frames = d.pop("frames", [])
             sizes = d.pop("sizes", [])
             s[i]["object"] = -1
+            s[i]["rule"] = -1
             for k, (o, off) in enumerate(frames):
                 s[i]["object"][k], s[i]["offset"][k] = o, off
             s[i]["depth"] = len(frames)
@@ -104,7 +160,13 @@ class HeapProfile:
                 s[i]["max"] = max(z for z, _ in sizes)
             for k, v in d.items():
                 s[i][k] = v
-        return cls(p, s, _rows(ranges, RANGE_DTYPE, {}), list(objects), list(notes))
+        pl = _rows(
+            placement,
+            PLACEMENT_DTYPE,
+            {"kind": "size", "text": "", "policy": "bind", "read_policy": "bind"}
+            | {"read_nodes": "", "numa_policy": "", "verified": True},
+        )
+        return cls(p, s, _rows(ranges, RANGE_DTYPE, {}), pl, list(objects), list(notes))
 
 
 def _rows(dicts, dtype, defaults):

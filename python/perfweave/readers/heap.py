@@ -2,18 +2,38 @@
 the model of model/heap.py. A record is read as it is, whether its process ended (the
 header's state) or was killed (state -1: "killed", the counts up to then; a killed
 process's count and bytes are summed from its histograms, which it kept current, and its
-objects still live have no lifetime). A file that cannot be read is left out with a
-note."""
+objects still live have no lifetime). A record of a run with --place (version 2) has the
+placement part after its sites: its rules (what each placed, and what was read back at the
+end) and each site's placements. A file that cannot be read is left out with a note."""
 
 import numpy as np
 
-from perfweave._format import FILES, HEAP_MAGIC_NUMBER, HEAP_RANGES, RECORDS, STATES
-from perfweave.model.heap import PROCESS_DTYPE, RANGE_DTYPE, SITE_DTYPE, HeapProfile
+from perfweave._format import (
+    FILES,
+    HEAP_EMULATE,
+    HEAP_MAGIC_NUMBER,
+    HEAP_MAX_RULES,
+    HEAP_POLICIES,
+    HEAP_RANGES,
+    HEAP_RULE_KINDS,
+    RECORDS,
+    STATES,
+)
+from perfweave.model.heap import (
+    PLACEMENT_DTYPE,
+    PROCESS_DTYPE,
+    RANGE_DTYPE,
+    SITE_DTYPE,
+    HeapProfile,
+)
 from perfweave.readers.dataset import Dataset
 
 VERSION = FILES["heap"].version
+VERSIONS = (1, VERSION)  # 1: no placement part (its header's end is zero in the file)
 PAGE = 4096
-HEADER, OBJECT, SITE = (RECORDS[k] for k in ("heap_header", "heap_object", "heap_site"))
+HEADER, OBJECT, SITE, RULE, PLACED = (
+    RECORDS[k] for k in ("heap_header", "heap_object", "heap_site", "heap_rule", "heap_placed")
+)
 
 
 def _page(n):
@@ -24,7 +44,18 @@ def _ticks(lo, hi):
     return lo.astype(np.float64) + hi.astype(np.float64) * 2.0**64
 
 
-_SUMMED = ("frees", "peak", "byte_s", "live_s", "hist_count", "hist_bytes")
+_SUMMED = (
+    "frees",
+    "peak",
+    "byte_s",
+    "live_s",
+    "hist_count",
+    "hist_bytes",
+    "placed_count",
+    "placed_bytes",
+    "fallback_count",
+    "fallback_bytes",
+)
 
 
 def _one_per_site(s, path_hash):
@@ -53,27 +84,70 @@ def read_heap(path):
     d = path / "heap"
     if not d.is_dir():
         return out
-    objects, procs, sites, ranges = {}, [], [], []
+    objects, procs, sites, ranges, placement = {}, [], [], [], []
     for f in sorted(d.glob("*.pwheap")):
         try:
-            _read_one(f, len(procs), objects, procs, sites, ranges)
+            _read_one(f, len(procs), objects, procs, sites, ranges, placement)
         except (OSError, ValueError) as e:
             out.notes.append(f"heap profile: {f.name}: {e}; left out")
     out.processes = np.array(procs, PROCESS_DTYPE) if procs else out.processes
     out.sites = np.concatenate(sites) if sites else out.sites
     out.ranges = np.concatenate(ranges) if ranges else out.ranges
+    out.placement = np.concatenate(placement) if placement else out.placement
     out.objects = list(objects)
     return out
 
 
-def _read_one(f, index, objects, procs, sites, ranges):
+def _text(a):
+    return a.tobytes().split(b"\0")[0].decode(errors="replace")
+
+
+def _name(names, i):
+    return names[i] if 0 <= i < len(names) else str(i)
+
+
+def _nodes(mask):
+    return ",".join(str(n) for n in range(64) if int(mask) >> n & 1)
+
+
+def _placement(raw, h, at, index, recs):
+    """The placement part at `at`: the rules' rows and each site's (placed count, bytes,
+    fallback count, bytes, rule), by site index."""
+    nrules = int(h["nrules"])
+    if not 0 <= nrules <= HEAP_MAX_RULES:
+        raise ValueError(f"{nrules} placement rules")
+    placed_at = at + _page(RULE.itemsize * HEAP_MAX_RULES)
+    end = placed_at + PLACED.itemsize * int(h["nsites"])
+    if len(raw) < end:
+        raise ValueError("cut short in its placement part")
+    rules = raw[at : at + RULE.itemsize * nrules].view(RULE)
+    out = np.zeros(nrules, PLACEMENT_DTYPE)
+    out["process"] = index
+    out["rule"] = np.arange(nrules)
+    for k in ("lo", "hi", "count", "bytes", "fallback_count", "fallback_bytes", "frees"):
+        out[k] = rules[k]
+    for k in ("peak", "arena_used", "resident", "on_tier", "sampled", "sampled_on_tier"):
+        out[k] = rules[k]
+    for k in ("numa_maps_lines", "numa_maps_bytes", "huge_bytes", "hugetlb", "verified"):
+        out[k] = rules[k]
+    for i, r in enumerate(rules):
+        out[i]["kind"] = _name(HEAP_RULE_KINDS, int(r["kind"]))
+        out[i]["text"] = _text(r["text"])
+        out[i]["policy"] = _name(HEAP_POLICIES, int(r["policy"]))
+        out[i]["read_policy"] = _name(HEAP_POLICIES, int(r["read_policy"])) if r["verified"] else ""
+        out[i]["read_nodes"] = _nodes(r["read_nodes"]) if r["verified"] else ""
+        out[i]["numa_policy"] = _text(r["numa_policy"])
+    return out, raw[placed_at:end].view(PLACED)
+
+
+def _read_one(f, index, objects, procs, sites, ranges, placement):
     raw = np.fromfile(f, np.uint8)
     if len(raw) < HEADER.itemsize:
         raise ValueError("shorter than its header")
     h = raw[: HEADER.itemsize].view(HEADER)[0]
     if int(h["magic"]) != HEAP_MAGIC_NUMBER:
         raise ValueError("not a heap record (or its process died before it was made)")
-    if int(h["version"]) != VERSION:
+    if int(h["version"]) not in VERSIONS:
         raise ValueError(f"version {int(h['version'])}, this perfweave reads {VERSION}")
     hdr_len = _page(HEADER.itemsize)
     obj_len = _page(OBJECT.itemsize * int(h["max_objects"]))
@@ -83,7 +157,13 @@ def _read_one(f, index, objects, procs, sites, ranges):
         raise ValueError("cut short")
     objs = raw[hdr_len : hdr_len + OBJECT.itemsize * nobj].view(OBJECT)
     recs = raw[hdr_len + obj_len : end].view(SITE)
-    recs = recs[recs["path_hash"] != 0]
+    placed = None
+    if int(h["version"]) >= 2 and int(h["nrules"]) > 0:
+        at = hdr_len + obj_len + _page(SITE.itemsize * int(h["max_sites"]))
+        rules, placed = _placement(raw, h, at, index, recs)
+        placement.append(rules)
+    used = recs["path_hash"] != 0
+    recs = recs[used]
     remap = np.array(
         [
             objects.setdefault(p.tobytes().split(b"\0")[0].decode(), len(objects))
@@ -102,6 +182,13 @@ def _read_one(f, index, objects, procs, sites, ranges):
     s["offset"] = recs["offset"]
     s["byte_s"] = _ticks(recs["byte_ticks_lo"], recs["byte_ticks_hi"]) * nspt / 1e9
     s["live_s"] = recs["live_ticks"] * nspt / 1e9
+    s["rule"] = -1
+    if placed is not None:
+        p = placed[used]
+        for k in ("count", "bytes"):
+            s["placed_" + k] = p[k]
+        for k in ("fallback_count", "fallback_bytes", "rule"):
+            s[k] = p[k]
     s = _one_per_site(s, recs["path_hash"])
     s["count"] = s["hist_count"].sum(axis=1)
     s["bytes"] = s["hist_bytes"].sum(axis=1)
@@ -133,6 +220,10 @@ def _read_one(f, index, objects, procs, sites, ranges):
             int(h["tick_res_ns"]),
             int(h["live_bytes"]),
             int(h["peak_live_bytes"]),
+            _nodes(h["tier_nodes"]),
+            _name(HEAP_EMULATE, int(h["place_emulate"])),
+            int(h["place_cap"]),
+            int(h["place_peak"]),
         )
     )
 

@@ -1,7 +1,8 @@
 """The heap module's section (runtime/modules/heap.c, `perfweave run --heap`): the
 allocation sites by byte-seconds live and the allocations per log2 size range (the
-AUTO_HBW_LOG view: which sizes hold the bytes, for how long). Absent from the report when
-the run recorded no heap profile."""
+AUTO_HBW_LOG view: which sizes hold the bytes, for how long); with --place, what each rule
+placed and what was read back of where its memory went. Absent from the report when the
+run recorded no heap profile."""
 
 from perfweave.analysis.heap import analyze
 from perfweave.report.section import Section
@@ -34,6 +35,20 @@ class HeapSection(Section):
         out += more_rows(more, "sites")
         out += ["", "  Allocations per size range"]
         out += text_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS, width=view.width)
+        if h.get("placement"):
+            out += ["", "  " + _tier_line(h)]
+            out += text_table(
+                [_rule_row(r) for r in h["placement"]], RULE_COLUMNS, width=view.width
+            )
+            out += ["", "  Read back at the end (get_mempolicy, move_pages, numa_maps, smaps)"]
+            out += text_table(
+                [_read_row(r) for r in h["placement"]], READ_COLUMNS, width=view.width
+            )
+            out += [f"  {line}" for line in _read_back_lines(h)]
+            placed = _placed_sites(h)
+            if placed:
+                out += ["", "  Sites placed"]
+                out += text_table(placed, PLACED_COLUMNS, width=view.width)
         out += [f"  note: {n}" for n in h["notes"]]
         return out
 
@@ -41,13 +56,17 @@ class HeapSection(Section):
         h = data.get("heap")
         if not h:
             return []
-        return [
-            "<h2>Heap allocations" + (" (estimates)" if h["estimated"] else "") + "</h2>",
-            "<h3>Sites by byte-seconds live</h3>",
-            html_table([_site_row(s) for s in h["sites"]], SITE_COLUMNS),
-            "<h3>Allocations per size range</h3>",
-            html_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS),
-        ] + [f"<p class=note>{escape(n)}</p>" for n in h["notes"]]
+        return (
+            [
+                "<h2>Heap allocations" + (" (estimates)" if h["estimated"] else "") + "</h2>",
+                "<h3>Sites by byte-seconds live</h3>",
+                html_table([_site_row(s) for s in h["sites"]], SITE_COLUMNS),
+                "<h3>Allocations per size range</h3>",
+                html_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS),
+            ]
+            + _placement_html(h)
+            + [f"<p class=note>{escape(n)}</p>" for n in h["notes"]]
+        )
 
 
 SITE_COLUMNS = ["site", "allocator", "count", "bytes", "min", "max", "peak", "byte-s", "%"]
@@ -77,6 +96,85 @@ def _range_row(r):
         f"{r['byte_s']:.4g}",
         f"{r['byte_s_pct']:.1f}",
     ]
+
+
+RULE_COLUMNS = ["rule", "count", "placed", "peak", "fallback", "fallback bytes", "verified"]
+READ_COLUMNS = ["rule", "asked", "read back", "numa_maps", "resident", "on tier", "huge pages"]
+PLACED_COLUMNS = ["site", "rule", "placed", "placed bytes", "fallback", "fallback bytes"]
+
+
+def _tier_line(h):
+    t = h["tier"]
+    where = f"nodes {t['nodes']}" if t["nodes"] else "no nodes"
+    emulated = f"; emulated ({t['emulated']} arenas)" if t["emulated"] else ""
+    cap = f"; cap {byte_size(t['cap'])}" if t["cap"] else ""
+    return f"Placement (--place): fast tier {where}{emulated}{cap}"
+
+
+def _rule_row(r):
+    return [
+        r["rule"],
+        f"{r['count']:,}",
+        byte_size(r["bytes"]),
+        byte_size(r["peak_bytes"]),
+        f"{r['fallback_count']:,}",
+        byte_size(r["fallback_bytes"]),
+        byte_size(r["verified_bytes"]) if r["verified_processes"] else "-",
+    ]
+
+
+def _read_row(r):
+    read = f"{r['read_policy']} {r['read_nodes']}".strip() if r["verified_processes"] else "-"
+    return [
+        r["rule"],
+        r["policy"],
+        read,
+        r["numa_policy"] or "-",
+        byte_size(r["resident"]),
+        byte_size(r["on_tier"]),
+        byte_size(r["huge_bytes"]),
+    ]
+
+
+def _read_back_lines(h):
+    """What the read-back covers: the processes not read (killed)."""
+    out = []
+    for r in h["placement"]:
+        if r["verified_processes"] < r["processes"]:
+            missing = r["processes"] - r["verified_processes"]
+            out.append(f"{r['rule']}: {missing} process(es) not read back (killed)")
+    return out
+
+
+def _placed_sites(h):
+    return [
+        [
+            s["where"],
+            s["rule"],
+            f"{s['placed_count']:,}",
+            byte_size(s["placed_bytes"]),
+            f"{s['fallback_count']:,}",
+            byte_size(s["fallback_bytes"]),
+        ]
+        for s in h["sites"]
+        if s.get("placed_count") or s.get("fallback_count")
+    ]
+
+
+def _placement_html(h):
+    if not h.get("placement"):
+        return []
+    out = [
+        f"<h3>{escape(_tier_line(h))}</h3>",
+        html_table([_rule_row(r) for r in h["placement"]], RULE_COLUMNS),
+        "<h3>Read back at the end (get_mempolicy, move_pages, numa_maps, smaps)</h3>",
+        html_table([_read_row(r) for r in h["placement"]], READ_COLUMNS),
+    ]
+    out += [f"<p class=note>{escape(line)}</p>" for line in _read_back_lines(h)]
+    placed = _placed_sites(h)
+    if placed:
+        out += ["<h3>Sites placed</h3>", html_table(placed, PLACED_COLUMNS)]
+    return out
 
 
 SECTION = HeapSection()

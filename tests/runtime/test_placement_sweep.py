@@ -1,0 +1,119 @@
+"""`perfweave placement sweep` (cli/placement.py, docs/placement.md "Sweep") on a program
+with two kernels over two size ranges (programs/placement_kernels.c): a streaming sum
+over 8 arrays of 3 MiB and a dependent random walk over 4 arrays of 16 MiB, bound by the
+TLB. Under huge-page emulation (this machine has one NUMA node) the walk's range must
+rank first, its speedup's 95 % interval above 1, the streaming range's speedup below that
+interval. The runs' time is their CPU seconds (--time cpu): on this shared, loaded
+machine a run's wall time is mostly waiting for a core, and the walk's gain drowns in it.
+The table's bytes and counts must be the program's own (it appends its counts to a file
+at each run: the first are the --heap profile run's); the top site's runs must place
+exactly the walk's 64 MiB, and the runtime must read huge pages back under them. Errors
+a user can make: one line, exit status 2. A plain C program without MPI: the sweep runs
+it 21 times, and MPI's start-up would only slow that down."""
+
+import json
+import subprocess
+
+import pytest
+
+from harness import PERFWEAVE, site_lines
+import perfweave
+from perfweave.api import Sweep
+
+MIB = 1 << 20
+SOURCE = "placement_kernels.c"
+
+
+def own_counts(path):
+    """The program's lines of its first run: {kernel: (count, bytes)}."""
+    out = {}
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0] in ("stream", "walk") and f[0] not in out:
+            out[f[0]] = (int(f[1]), int(f[2]))
+    return out
+
+
+def sweep(args, timeout=240):
+    return subprocess.run(
+        [PERFWEAVE, "placement", "sweep", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def swept(build, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    prog, counts, out = build(None, SOURCE), tmp / "counts.txt", tmp / "sweep"
+    r = sweep(
+        ["-r", 3, "--sites", 1, "--time", "cpu", "--tier-emulate", "hugepage", "-o", out]
+        + ["--", prog, counts]
+    )
+    assert r.returncode == 0, r.stderr
+    return r, out, own_counts(counts)
+
+
+def test_the_random_walk_range_ranks_first_under_huge_pages(swept):
+    r, out, counts = swept
+    s = perfweave.open(out)
+    assert isinstance(s, Sweep)
+    rows = s.table("rows").set_index("label")
+    walk, stream = rows.loc["16 MiB-32 MiB"], rows.loc["2 MiB-4 MiB"]
+    # first of the ranges (the walk's site, the same arrays, may rank above or below it)
+    ranges = rows[rows["kind"] == "range"].sort_values("rank")
+    assert list(ranges.index) == ["16 MiB-32 MiB", "2 MiB-4 MiB"], rows
+    assert walk["speedup_lo"] > 1 and walk["verdict"] == "helps", walk
+    assert stream["speedup"] < walk["speedup_lo"], rows
+    # the table's bytes and counts are the program's own, exactly
+    assert (walk["count"], walk["bytes"], walk["peak_bytes"]) == (*counts["walk"], 64 * MIB)
+    assert (stream["count"], stream["bytes"], stream["peak_bytes"]) == (*counts["stream"], 24 * MIB)
+    # each range's runs placed exactly its arrays, and huge pages were read back under
+    # most of them (the arenas' smaps: the kernel may leave a few pages small)
+    assert walk["placed_bytes"] == 64 * MIB and stream["placed_bytes"] == 24 * MIB
+    assert walk["verified_bytes"] >= 32 * MIB, walk
+    fast = rows.loc["all-fast (every size)"]
+    # all-fast places every block (the C library's small ones too)
+    assert fast["placed_bytes"] >= 88 * MIB and fast["verified_bytes"] >= 44 * MIB, fast
+    assert stream["share"] < walk["share"]
+    assert rows.loc["all-slow (nothing placed)", "placed_bytes"] == 0
+
+
+def test_a_site_is_placed_alone_and_the_document_says_emulated(swept):
+    r, out, counts = swept
+    s = perfweave.open(out)
+    rows = s.table("rows").set_index("name")
+    site = rows.loc["site1"]
+    # the walk's arrays hold the most byte-seconds: its site is the top one
+    assert (site["file"].endswith(SOURCE), site["line"]) == (True, site_lines(SOURCE)["walk"])
+    assert (site["count"], site["bytes"], site["placed_bytes"]) == (*counts["walk"], 64 * MIB)
+    doc = json.loads((out / "sweep.json").read_text())
+    assert doc["emulation"] == "hugepage" and doc["rounds"] == 3
+    runs = s.table("runs")
+    assert sorted(set(runs["variant"])) == ["fast", "range1", "range2", "site1", "slow"]
+    assert (runs.groupby("variant").size() == 3).all()
+    # each run's experiment is kept and opens; its wall time covers the program's
+    exp = s.experiment("range1", 2)
+    assert exp.table("heap", "sites")["count"].sum() >= 12
+    assert s.experiment("profile").table("heap", "ranges") is not None
+    # the table printed, and again by perfweave report
+    assert "tiers emulated" in r.stdout and "16 MiB-32 MiB" in r.stdout
+    again = subprocess.run([PERFWEAVE, "report", out], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and again.stdout.strip() == r.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ([], "no command"),
+        (["--ranges", "5M:1M", "--", "true"], "--ranges"),
+        (["--ranges", "lots", "--", "true"], "--ranges"),
+        (["--cap", "much", "--", "true"], "bad size"),
+        (["--tier-emulate", "fast", "--", "true"], "--tier-emulate"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(tmp_path, args, says):
+    r = sweep(["-o", tmp_path / "s", *args], timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and says in r.stderr, r.stderr
