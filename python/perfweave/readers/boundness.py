@@ -8,7 +8,7 @@ from pathlib import Path
 
 from perfweave.errors import FormatError
 from perfweave.model.boundness import FORMAT, ROUTINE_COLUMNS, VERSION, BoundnessResult
-from perfweave.readers.files import check, read_json, short
+from perfweave.readers.files import check, read_result
 
 BOUNDNESS_FILE = "boundness.json"
 _NUMBERS = {c: float for c in ROUTINE_COLUMNS if c not in ("routine", "verdict")}
@@ -41,13 +41,7 @@ def read_boundness(path):
     if path.is_dir():
         path = path / BOUNDNESS_FILE
     what = "boundness result"
-    doc = read_json(path, what)
-    if doc.get("format") != FORMAT:
-        raise FormatError(f"{path}: not a perfweave {what}")
-    if doc.get("version") != VERSION:
-        raise FormatError(
-            f"{path}: {what} format version {short(doc.get('version'))} not supported"
-        )
+    doc = read_result(path, what, FORMAT, VERSION)
     check(doc, SCHEMA, path, what)
     if not all("routine" in r and "verdict" in r for r in doc.get("routines", [])):
         raise FormatError(f"{path}: corrupt {what} (a routine without its name or verdict)")

@@ -143,6 +143,19 @@ def read_json(path, what="JSON"):
     return doc
 
 
+def read_result(path, what, fmt, version):
+    """The JSON object at path, a saved result whose "format" must be fmt and "version"
+    version (an analysis' or a verb's document not declared in format.h)."""
+    doc = read_json(path, what)
+    if doc.get("format") != fmt:
+        raise FormatError(f"{path}: not a perfweave {what}")
+    if doc.get("version") != version:
+        raise FormatError(
+            f"{path}: {what} format version {short(doc.get('version'))} not supported"
+        )
+    return doc
+
+
 def read_document(path, kind, what, versions=None, schema=None, renamed=None):
     """The JSON document at path, a file of the kind `kind` (perfweave._format FILES),
     checked as every reader of a kind checks one: its "format" string, its version (one of

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from perfweave.errors import FormatError
 from perfweave.model.waitstates import COUNTS, FORMAT, VERSION, WaitStatesResult
-from perfweave.readers.files import check, read_json, short
+from perfweave.readers.files import check, read_result, short
 
 WAITSTATES_FILE = Path("analysis") / "waitstates.json"
 
@@ -77,13 +77,7 @@ def read_waitstates(exp):
     FileNotFoundError when there is none, FormatError when it is damaged."""
     path = Path(exp) / WAITSTATES_FILE
     what = "wait-state analysis"
-    doc = read_json(path, what)
-    if doc.get("format") != FORMAT:
-        raise FormatError(f"{path}: not a perfweave {what}")
-    if doc.get("version") != VERSION:
-        raise FormatError(
-            f"{path}: {what} format version {short(doc.get('version'))} not supported"
-        )
+    doc = read_result(path, what, FORMAT, VERSION)
     res = check(doc, WAITSTATES_SCHEMA, path, what)
     for m in res.get("metrics", []):
         if not {"id", "name", "total", "pct", "values"} <= m.keys():
