@@ -90,7 +90,7 @@ def _size(n):
 @dataclass
 class Target:
     """What one variant of the sweep places in the fast tier. name: the variant's name
-    (its experiments are runs/NAME.ROUND); kind: none (all-slow), all (all-fast),
+    (its experiments are runs/NAME-R, R = round + 1); kind: none (all-slow), all (all-fast),
     range or site; label: what the table shows; lo, hi: a range's bytes (hi excluded,
     INF: no bound); file, line: a site's; given: a range of --ranges; count, bytes,
     peak_bytes, byte_s_pct: the profile's allocations of it; exact: whether they are

@@ -2,7 +2,7 @@
 analysis/sweep.py). Each target of the sweep is a launch/overhead.py Variant of
 `perfweave run --heap` with its `--place` rules; launch/overhead.py's Runner runs them
 interleaved and repeated and keeps each round's experiment in the sweep directory
-(runs/NAME.ROUND), where analysis/sweep.py `placed` reads the bytes each put in the fast
+(runs/NAME-R, R = round + 1), where analysis/sweep.py `placed` reads the bytes each put in the fast
 tier.
 """
 
