@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -436,11 +438,51 @@ static const void *request_at(const pw_args *a, int action, int i)
 /* The MPI-IO requests a Test, Waitany, Waitsome, Testall... may leave incomplete: their
  * keys, kept from before the call (which nulls the completed ones) to after it. */
 #define FILE_WAIT_KEPT 64
-static PW_TLS struct {
-    int n;
-    int index[FILE_WAIT_KEPT];
-    uint64_t key[FILE_WAIT_KEPT];
-} file_wait;
+#define MX_WAIT_KEPT 64
+/* (and the pending receives among a completion call's requests: mx_wait_before) */
+typedef struct wait_sets {
+    struct {
+        int n;
+        int index[FILE_WAIT_KEPT];
+        uint64_t key[FILE_WAIT_KEPT];
+    } file;
+    struct {
+        int n;
+        int index[MX_WAIT_KEPT];
+        uint64_t key[MX_WAIT_KEPT];
+    } mx;
+} wait_sets;
+
+/* A thread's wait sets, mapped at its first completion call and unmapped at its exit: not
+ * thread-local storage, whose static part a flavour library loaded by dlopen (after the
+ * program dlopened its MPI) shares with the MPI libraries, about 1.6 KiB in all (glibc:
+ * "cannot allocate memory in static TLS block"). No map: one shared set, as good as
+ * none (a lost mapping only misattributes those calls). */
+static PW_TLS wait_sets *thread_waits;
+static wait_sets no_waits;
+static pthread_key_t waits_key;
+static pthread_once_t waits_once = PTHREAD_ONCE_INIT;
+
+static void waits_unmap(void *w) { munmap(w, sizeof(wait_sets)); }
+static void waits_key_make(void) { pthread_key_create(&waits_key, waits_unmap); }
+
+static __attribute__((noinline)) wait_sets *waits_map(void)
+{
+    void *m =
+        mmap(NULL, sizeof(wait_sets), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return &no_waits;
+    pthread_once(&waits_once, waits_key_make);
+    pthread_setspecific(waits_key, m);
+    return thread_waits = m;
+}
+
+static inline wait_sets *waits(void)
+{
+    return PW_LIKELY(thread_waits != NULL) ? thread_waits : waits_map();
+}
+#define file_wait (waits()->file)
+#define mx_wait (waits()->mx)
 
 /* A completion call whose requests include one of a nonblocking MPI-IO call is MPI-IO
  * time (family file). Wait and Waitall complete them all: forgotten now; the others after
@@ -1232,14 +1274,7 @@ static void mx_start(const void *req, int fortran, int64_t ticks)
 }
 
 /* The pending receives among a completion call's requests, kept from before the call
- * (which nulls the completed ones) to after it (mx_wait_done). */
-#define MX_WAIT_KEPT 64
-static PW_TLS struct {
-    int n;
-    int index[MX_WAIT_KEPT];
-    uint64_t key[MX_WAIT_KEPT];
-} mx_wait;
-
+ * (which nulls the completed ones) to after it (mx_wait_done), in the thread's wait_sets. */
 static void mx_wait_before(int action, const pw_args *a)
 {
     int n = action == PW_ACTION_wait ? 1 : a->nreq;

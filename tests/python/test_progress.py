@@ -190,11 +190,12 @@ def test_a_bar_while_exporting_traces(exp, tmp_path, fmt, name, bar):
 @pytest.fixture(scope="module")
 def io_exp(tmp_path_factory):
     """dd under `perfweave run --io` (no MPI): a sampled call-path profile and an I/O
-    profile, what the profile exports read."""
+    profile, what the profile exports read (sampled each 1 ms over 20 MiB of writes: on a
+    quiet machine 50 writes were over before the first sample)."""
     d = tmp_path_factory.mktemp("io")
     res = perfweave(
-        "run", "--io", "-o", d / "exp", "--", "dd", "if=/dev/zero", f"of={d / 'out'}", "bs=4k",
-        "count=50",
+        "run", "--io", "--sample-interval-ms", "1", "-o", d / "exp", "--", "dd",
+        "if=/dev/zero", f"of={d / 'out'}", "bs=4k", "count=5000",
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     return d / "exp"

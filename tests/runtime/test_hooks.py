@@ -37,5 +37,5 @@ def test_modules_hooks_are_found_when_offered_and_null_when_not(build, run_pw):
     assert late == [
         "perfweave: hook late_hook offered after a module looked it up: that module goes without it"
     ]
-    off = run_pw([prog, *names]).proc
+    off = run_pw([prog, *names], ["--no-io"]).proc  # the I/O profile is on by default
     assert found(off.stdout) == {**dict.fromkeys(names, False), "own": True, "late_hook": False}

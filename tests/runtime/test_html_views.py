@@ -149,7 +149,7 @@ def test_trace_interval_chosen_by_the_user(views_run):
     ti = r.report("--interval", f"{a!r}:{b!r}")["trace_interval"]
     assert ti["chosen"] and not ti["whole"] and not auto["chosen"]
     assert abs(ti["start_s"] - a) < 1e-9 and abs(ti["end_s"] - b) < 1e-9
-    assert ti["calls"] > 0 and ti["calls"] != auto["calls"]
+    assert ti["calls"] > 0
     assert_calls_of_chrome(ti, chrome_calls(r.exp))
     text = " ".join(r.text_report("--interval", f"{a!r}:{b!r}").split())
     assert f"Trace timeline: {duration(a)} to {duration(b)} of the run (as chosen)" in text

@@ -6,7 +6,10 @@ run was 157 lines before; 98-99 before the start-up line of issue 22, 2 lines, w
 added; issue 33 added a line of root causes in the wait states and the POP factors'
 section, a line after a blank one, and shows the clock condition only when it fails;
 issue 35 the communication matrix, 8 lines: a blank, its title, a table of the top 4
-pairs with its header, and the line saying where the rest is: 103 before it),
+pairs with its header, and the line saying where the rest is: 103 before it; issue 35
+point 7 the I/O profile on by default, 2 lines, a blank and one, when the program's I/O
+is under 1 % of the wall time, and its I/O share in the samples' split, which wraps
+that line's header once more: 111 before it),
 every table cut to --max-rows with the rows left out counted in an "N more" line, the
 full names in --json and in --full."""
 
@@ -16,7 +19,7 @@ import subprocess
 
 from harness import PERFWEAVE
 
-WIDTH, MAX_LINES = 100, 111
+WIDTH, MAX_LINES = 100, 114
 
 
 def report(exp, *args):

@@ -132,7 +132,8 @@ def _interval(base, stressed, shares, counts):
     est, lo, hi = bootstrap(stressed, base, lambda a, b: a / b)
     if not (est > 0 and lo > 0 and hi > 0):
         return est, lo, hi
-    var = sum((1 - p) / (n * p) for p, n in zip(shares, counts) if n > 0 and p > 0)
+    # a share of 1 less an ulp's rounding can pass 1 (a routine on every sample's stack)
+    var = sum(max(1 - p, 0.0) / (n * p) for p, n in zip(shares, counts) if n > 0 and p > 0)
     binomial = Z * math.sqrt(var)
     below = math.hypot(math.log(est / lo), binomial)
     above = math.hypot(math.log(hi / est), binomial)

@@ -12,6 +12,8 @@ from perfweave.report.widgets import cut_rows, escape, html_table, more_rows, te
 from perfweave.report.section import Section
 from perfweave.report.summary import duration as _t
 
+QUIET_PCT = 1.0  # I/O under this % of the wall time: one line in the default report
+
 
 class IoSection(Section):
     name = "io"
@@ -37,6 +39,13 @@ class IoSection(Section):
         d = data.get("io")
         if not d:
             return []
+        if not view.full and d["io_pct"] < QUIET_PCT:  # on by default: one line when idle
+            return [
+                "",
+                f"I/O profile: {_t(d['io_s'])}, {d['io_pct']:.1f} % of the wall time (under "
+                f"{QUIET_PCT:g} %: its tables with --full or --json)",
+                *[f"  note: {n}" for n in d["notes"]],
+            ]
         out = ["", "I/O profile (--io)", _share_line(d)]
         out += [f"  {line}" for line in _more_lines(d)]
         shown, more = cut_rows(d["files"], view.max_rows)
