@@ -260,7 +260,7 @@ def test_a_screenshot_per_view(phases_page):
 def test_html_of_a_corrupt_timeline_still_renders(build, run_pw, tmp_path):
     mpi = FLAVORS["openmpi"]
     prog = build(mpi, "phases.c")
-    r = run_pw(mpi.launch(2) + [prog, 100], ["--no-sample", "--no-io"])  # the timeline's charts only
+    r = run_pw(mpi.launch(2) + [prog, 100], ["--no-sample", "--no-io"])  # timeline charts only
     for p in (r.exp / "timeline").glob("*.json"):
         p.write_text("{broken")
     out = tmp_path / "r.html"
