@@ -51,7 +51,7 @@ def test_over_time_from_the_processes_start_sums_per_slice_exactly():
     exp = SimpleNamespace(io=io, waitstates=None, timelines=[])
     d = SECTION.collect(exp, None, 10)
     assert d["io"]["over_time"] == [g]
-    text = SECTION.text(d, View())
+    text = SECTION.text(d, View(max_rows=None))  # the default report: one line (no time)
     assert any("read and write over time" in line for line in text)
     assert all(len(line) <= 100 for line in text)
 

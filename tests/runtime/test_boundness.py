@@ -22,7 +22,7 @@ import perfweave
 from perfweave.analysis.boundness import HIGH, LOW
 from harness import PERFWEAVE
 
-ROUNDS = 3
+ROUNDS = 5  # fewer leave the FMA chain's interval too wide to judge (undetermined)
 # triad passes, MiB per array, fused multiply-adds: about 0.2 s of CPU time each alone
 ARGS = ["150", "8", "50000000"]
 
