@@ -26,3 +26,13 @@ def seconds_window(text):
             f"expected START:END in seconds, START >= 0 and before END, got {text!r}"
         )
     return a, b
+
+
+def runner_options(p, output, json, run_options="perfweave run options added to every run's"):
+    """The options of a verb that runs a command repeatedly under perfweave run (boundness,
+    placement sweep): -o DIR, --run-options, --json, --timeout; the help of the first three
+    given."""
+    p.add_argument("-o", "--output", metavar="DIR", help=output)
+    p.add_argument("--run-options", default="", metavar="OPTS", help=run_options)
+    p.add_argument("--json", action="store_true", help=json)
+    p.add_argument("--timeout", type=positive, metavar="S", help="give up on a run after S seconds")

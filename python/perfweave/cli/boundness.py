@@ -7,7 +7,7 @@ import shutil
 import signal
 import sys
 
-from perfweave.cli.args import positive
+from perfweave.cli.args import positive, runner_options
 from perfweave.errors import PerfweaveError
 
 
@@ -42,15 +42,12 @@ def setup_parser(sub):
         help="record the heap (perfweave run --heap) in every run, and name the allocation "
         "sites live while each routine ran",
     )
-    p.add_argument("-o", "--output", metavar="DIR", help="the directory of the runs and result")
-    p.add_argument(
-        "--run-options",
-        default="",
-        metavar="OPTS",
-        help="perfweave run options added to every run's, e.g. '--sample-interval-ms 2'",
+    runner_options(
+        p,
+        "the directory of the runs and result",
+        "print the JSON document",
+        "perfweave run options added to every run's, e.g. '--sample-interval-ms 2'",
     )
-    p.add_argument("--json", action="store_true", help="print the JSON document")
-    p.add_argument("--timeout", type=positive, metavar="S", help="give up on a run after S seconds")
     p.set_defaults(func=main)
 
 

@@ -6,7 +6,7 @@ import os
 import signal
 import sys
 
-from perfweave.cli.args import positive
+from perfweave.cli.args import positive, runner_options
 
 DEFAULT_SITES = 3
 
@@ -76,15 +76,7 @@ def setup_parser(sub):
         help="a run's time: the command's wall seconds (default), or the CPU seconds of "
         "its processes (user + system), less sensitive to other programs on a busy machine",
     )
-    s.add_argument("-o", "--output", metavar="DIR", help="the sweep directory")
-    s.add_argument(
-        "--run-options",
-        default="",
-        metavar="OPTS",
-        help="perfweave run options added to every run's",
-    )
-    s.add_argument("--json", action="store_true", help="print sweep.json's document")
-    s.add_argument("--timeout", type=positive, metavar="S", help="give up on a run after S seconds")
+    runner_options(s, "the sweep directory", "print sweep.json's document")
     s.set_defaults(func=main)
 
 
