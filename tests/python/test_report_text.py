@@ -36,6 +36,22 @@ def test_shorten_keeps_both_ends_of_a_path():
     assert out.startswith("/opt/spack/linux-x86") and out.endswith("/lib/libmpi.so.40")
 
 
+@pytest.mark.parametrize(
+    "text, width, expected",
+    [
+        # a C++ name's argument list folds first: the name and its file:line stay whole
+        ("alloc_a(unsigned long, int) (sites.cpp:28)", 30, "alloc_a(…) (sites.cpp:28)"),
+        # the longest list first, the rest as long as it fits
+        ("solver::Grid<3>::halo(std::vector<double>&, int)", 30, "solver::Grid<3>::halo(…)"),
+        ("std::map<int, std::vector<double> >::find(int const&)", 20, "std::map<…>::find(…)"),
+        # an operator's brackets are not a list
+        ("operator<(A const&, A const&)", 15, "operator<(…)"),
+    ],
+)
+def test_shorten_folds_cxx_lists_before_cutting(text, width, expected):
+    assert shorten(text, width) == expected
+
+
 def test_table_shrinks_name_columns_to_the_width():
     long = "std::vector<double> solver::Grid<3>::exchange_halo(" + "int, " * 40 + ")"
     rows = [[1, long, "1.000s"], [2, "main", "0.500s"]]

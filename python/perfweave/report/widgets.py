@@ -17,17 +17,51 @@ MORE = "--max-rows N or --full"
 
 
 def shorten(text, width):
-    """text cut in the middle to at most width characters, with an ellipsis where the
-    middle was: both ends of a path, a C++ symbol or a version string are what tell
-    them apart. Whitespace runs become one space. width None: text as is."""
+    """text at most width characters: first a C++ name's argument and template lists
+    folded to an ellipsis, outermost first ("solver::Grid<…>::halo(…) (grid.cpp:42)":
+    the name and the file:line after it are what tell two apart), then, if still too
+    long, cut in the middle with an ellipsis where the middle was: both ends of a path, a
+    symbol or a version string. Whitespace runs become one space. width None: text as
+    is."""
     text = re.sub(r"\s+", " ", str(text)).strip()
     if width is None or len(text) <= width:
+        return text
+    text = _fold_lists(text, width)
+    if len(text) <= width:
         return text
     if width < 2:
         return text[: max(width, 0)]
     head = (width - 1 + 1) // 2
     tail = width - 1 - head
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+
+
+def _fold_lists(text, width):
+    """text with the bracketed lists that follow a name ("f(int, char*)", "Grid<3>")
+    folded to "(…)" / "<…>", the longest first, until it fits width; a list after a
+    space (a location "(file.c:3)") and operator names' brackets are kept."""
+    while len(text) > width:
+        best = None  # (length, start, end) of the longest foldable list
+        stack = []
+        names = {  # the characters of operator names ("operator<<", "operator()")
+            i
+            for m in re.finditer(r"operator\s*(\(\)|\[\]|[^\w\s(]+)", text)
+            for i in range(*m.span(1))
+        }
+        for i, c in enumerate(text):
+            if i in names:
+                continue
+            if c in "(<":
+                stack.append((i, bool(re.search(r"[\w\]>)<=!*&|^%/+~-]$", text[:i]))))
+            elif c in ")>" and stack:
+                start, foldable = stack.pop()
+                if foldable and i - start > 2 and (best is None or i - start > best[0]):
+                    best = (i - start, start, i)
+        if best is None:
+            return text
+        _, start, end = best
+        text = text[: start + 1] + ELLIPSIS + text[end:]
+    return text
 
 
 def more_rows(n, what, how=MORE):
