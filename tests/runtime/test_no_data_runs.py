@@ -185,6 +185,18 @@ def test_program_without_mpi_is_data(mpi, build, run_pw):
         meta = meta_of(r)
         assert meta["state"] == "finished" and "reason" not in meta and "ranks" not in meta
         assert len(r.open().profile.ranks) == processes  # a row per process
+    # a program linked with MPI run in a mode that never calls MPI_Init (heap_sites.c
+    # without its "mpi" argument): its processes' profiles are its data too, with what
+    # its modules counted (the heap record's three sites, its own counts)
+    prog = build(mpi, "heap_sites.c")
+    for cmd, processes in (([prog], 1), (mpi.launch(2) + [prog], 2)):
+        r = run_pw(cmd, ["--heap"])
+        meta = meta_of(r)
+        assert meta["state"] == "finished" and "reason" not in meta, meta
+        exp = r.open()
+        assert len(exp.profile.ranks) == processes
+        counts = exp.table("heap", "sites").groupby("function")["count"].sum()
+        assert [counts.get(f"alloc_{s}") for s in "abc"] == [n * processes for n in (100, 10000, 7)]
 
 
 def test_rank_without_preload(mpi, build, tmp_path):

@@ -101,6 +101,10 @@ def verdict(exp, command, status, values, program, ranks=FROM_COMMAND):
     mpi_program = values.get("mpi", "auto") != "none" and program and _links_mpi(program)
     if rec.processes and not mpi_program:
         return None  # a program without MPI: its processes' profiles are its data
+    if rec.processes >= max(expected, 1) and not (rec.in_init or rec.starting):
+        # a program linked with MPI whose every process saved a profile without calling
+        # MPI_Init (its --help, a serial mode, a preprocessing step): the same
+        return None
     from pathlib import Path
 
     from perfweave.readers.experiment import kept_by_modules
