@@ -170,7 +170,7 @@ def test_placement_analysis_and_section():
     view = type("View", (), {"width": 120, "max_rows": 10})()
     data = {"heap": r.to_json()}
     text = "\n".join(SECTION.text(data, view))
-    assert "Placement (--place): fast tier nodes 0; emulated (hugepage arenas)" in text
+    assert "Placement (--place): fast tier emulated by hugepage arenas on nodes 0" in text
     assert "size=1M:5M: 1 process(es) not read back (killed)" in text
     html = "\n".join(SECTION.html(data, None))
     assert "Read back at the end" in html and "bind:0" in html

@@ -90,7 +90,7 @@ def test_place_size_range_c(mpi, build, run_pw):
     tier = exp.heap.processes
     assert set(tier["tier_nodes"]) == {"0"} and set(tier["emulate"]) == {"hugepage"}
     text = r.text_report()
-    assert "Placement (--place): fast tier nodes 0; emulated (hugepage arenas)" in text
+    assert "Placement (--place): fast tier emulated by hugepage arenas on nodes 0" in text
 
 
 def test_place_fortran_line_and_size(mpi, build, run_pw):

@@ -105,10 +105,14 @@ PLACED_COLUMNS = ["site", "rule", "placed", "placed bytes", "fallback", "fallbac
 
 def _tier_line(h):
     t = h["tier"]
-    where = f"nodes {t['nodes']}" if t["nodes"] else "no nodes"
-    emulated = f"; emulated ({t['emulated']} arenas)" if t["emulated"] else ""
+    if t["emulated"]:  # no fast tier: the arenas' page size stands for one
+        where = f"emulated by {t['emulated']} arenas" + (
+            f" on nodes {t['nodes']}" if t["nodes"] else ""
+        )
+    else:
+        where = f"nodes {t['nodes']}" if t["nodes"] else "no nodes"
     cap = f"; cap {byte_size(t['cap'])}" if t["cap"] else ""
-    return f"Placement (--place): fast tier {where}{emulated}{cap}"
+    return f"Placement (--place): fast tier {where}{cap}"
 
 
 def _rule_row(r):
