@@ -395,15 +395,26 @@ typedef struct start_arg {
     void *arg;
 } start_arg;
 
+/* The thread's CPU time kept in its slot as it ends, which the dump cannot read once the
+ * thread is gone: by a cleanup handler, so that a thread ended by pthread_exit (or
+ * cancelled) keeps it too, not only one whose start routine returned. */
+static void keep_cpu_time(void *unused)
+{
+    (void)unused;
+    thr *t = pw_samples_self;
+    if (t)
+        t->cpu_ns = thread_cpu_ns(t->tid);
+}
+
 static void *trampoline(void *p)
 {
     start_arg a = *(start_arg *)p;
     free(p);
     pw_thread_begin(); /* every module's start of a thread: ours samples it */
-    void *ret = a.fn(a.arg);
-    thr *t = pw_samples_self;
-    if (t) /* its CPU time, which the dump cannot read once the thread is gone */
-        t->cpu_ns = thread_cpu_ns(t->tid);
+    void *ret;
+    pthread_cleanup_push(keep_cpu_time, NULL);
+    ret = a.fn(a.arg);
+    pthread_cleanup_pop(1);
     return ret;
 }
 

@@ -215,6 +215,9 @@ def test_threads_the_program_creates_fork_and_exec(build, run_pw):
     assert len(threads) == 3 and {t["tid"] for t in threads} == set(cpu), r.proc.stderr
     for t in threads:
         assert t["kept"] >= 0.7 * cpu[t["tid"]] / 0.002, (t, cpu)
+        # its CPU time, kept as it ended (the second worker by pthread_exit): at least
+        # what it read of its own clock just before, and not 50 ms more
+        assert 0 <= t["cpu_ns"] / 1e9 - cpu[t["tid"]] < 0.05, (t, cpu)
     exp = r.open()
     inc = by_name(exp.functions(inclusive=True))
     # three threads burning 1 s of the clock each: the two workers twice main_work's

@@ -3,7 +3,8 @@
  * worker_work. Also forks a child that burns 0.2 s and exits, and runs /bin/true, to
  * show that fork and exec are left alone. Each thread prints on stderr, at its end, its
  * CPU time, which a busy machine makes less than its SECONDS, and the wall time of its
- * work function: tid TID cpu CPU_S work WALL_S. Usage: threads_burn [SECONDS] [NTHREADS] */
+ * work function: tid TID cpu CPU_S work WALL_S. The second worker ends by pthread_exit,
+ * the others by returning. Usage: threads_burn [SECONDS] [NTHREADS] */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -27,10 +28,11 @@ static void report(double work)
 
 static void *worker(void *arg)
 {
-    (void)arg;
     double t0 = now();
     worker_work();
     report(now() - t0);
+    if ((long)arg == 1)
+        pthread_exit(NULL);
     return NULL;
 }
 
@@ -41,7 +43,7 @@ int main(int argc, char **argv)
     int n = argc > 2 ? atoi(argv[2]) : 2;
     pthread_t t[16];
     for (int i = 0; i < n && i < 16; i++)
-        pthread_create(&t[i], NULL, worker, NULL);
+        pthread_create(&t[i], NULL, worker, (void *)(long)i);
     double t0 = now();
     main_work();
     double work = now() - t0;
