@@ -798,6 +798,54 @@ static __attribute__((noinline)) void *placed_realloc(void *old, size_t n, uintp
     return p;
 }
 
+/* --place for the aligned allocators (fn: FN_POSIX_MEMALIGN ... FN_PVALLOC; valloc's and
+ * pvalloc's align: the page size): n bytes at an address multiple of align from the arena of the rule that
+ * matches n or the call path, else the C library's function, which also judges an
+ * alignment the arenas do not take (pw_heap_place_takes): it refuses it as it would
+ * without perfweave, or serves it, counted as a fallback for its alignment when a rule
+ * matches; recorded as any allocation. *rc: posix_memalign's return code. */
+static __attribute__((noinline)) void *placed_aligned(int fn, size_t align, size_t n, int *rc,
+                                                      uintptr_t ra, uintptr_t fp)
+{
+    size_t size;
+    int takes = pw_heap_place_takes(align, n, fn == FN_POSIX_MEMALIGN, fn == FN_PVALLOC, &size);
+    int entered = enabled && pw_wrap_enter(), site = -1;
+    void *p = NULL;
+    *rc = 0;
+    if (entered) {
+        site = place_site(fn, ra, fp);
+        if (takes)
+            PW_KEEP_ERRNO(p = pw_heap_place_aligned(n, size, align, site));
+    }
+    if (!p) {
+        switch (fn) {
+        case FN_POSIX_MEMALIGN:
+            *rc = real_posix_memalign(&p, align, n);
+            break;
+        case FN_ALIGNED_ALLOC:
+            p = real_aligned_alloc(align, n);
+            break;
+        case FN_MEMALIGN:
+            p = real_memalign(align, n);
+            break;
+        case FN_VALLOC:
+            p = real_valloc(n);
+            break;
+        default:
+            p = real_pvalloc(n);
+        }
+        if (*rc)
+            p = NULL;
+        if (p && entered && !takes)
+            PW_KEEP_ERRNO(pw_heap_place_unaligned(n, site));
+    }
+    if (entered) {
+        PW_KEEP_ERRNO(record_alloc(p, n, fn, ra, fp));
+        pw_wrap_leave();
+    }
+    return p;
+}
+
 PW_EXPORT void *malloc(size_t n)
 {
     if (PW_LIKELY(pass))
@@ -890,6 +938,13 @@ PW_EXPORT void *realloc(void *old, size_t n)
 PW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
     PW_REAL_RESOLVE(posix_memalign);
+    if (PW_UNLIKELY(pw_heap_placing)) {
+        int rc;
+        void *p = placed_aligned(FN_POSIX_MEMALIGN, align, n, &rc, HERE);
+        if (rc == 0)
+            *out = p;
+        return rc;
+    }
     int rc = real_posix_memalign(out, align, n);
     if (rc == 0)
         RECORD_ALLOC(*out, n, FN_POSIX_MEMALIGN);
@@ -899,6 +954,8 @@ PW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 PW_EXPORT void *aligned_alloc(size_t align, size_t n)
 {
     PW_REAL_RESOLVE(aligned_alloc);
+    if (PW_UNLIKELY(pw_heap_placing))
+        return placed_aligned(FN_ALIGNED_ALLOC, align, n, &(int){0}, HERE);
     void *p = real_aligned_alloc(align, n);
     RECORD_ALLOC(p, n, FN_ALIGNED_ALLOC);
     return p;
@@ -907,6 +964,8 @@ PW_EXPORT void *aligned_alloc(size_t align, size_t n)
 PW_EXPORT void *memalign(size_t align, size_t n)
 {
     PW_REAL_RESOLVE(memalign);
+    if (PW_UNLIKELY(pw_heap_placing))
+        return placed_aligned(FN_MEMALIGN, align, n, &(int){0}, HERE);
     void *p = real_memalign(align, n);
     RECORD_ALLOC(p, n, FN_MEMALIGN);
     return p;
@@ -915,6 +974,8 @@ PW_EXPORT void *memalign(size_t align, size_t n)
 PW_EXPORT void *valloc(size_t n)
 {
     PW_REAL_RESOLVE(valloc);
+    if (PW_UNLIKELY(pw_heap_placing))
+        return placed_aligned(FN_VALLOC, (size_t)getpagesize(), n, &(int){0}, HERE);
     void *p = real_valloc(n);
     RECORD_ALLOC(p, n, FN_VALLOC);
     return p;
@@ -923,6 +984,8 @@ PW_EXPORT void *valloc(size_t n)
 PW_EXPORT void *pvalloc(size_t n)
 {
     PW_REAL_RESOLVE(pvalloc);
+    if (PW_UNLIKELY(pw_heap_placing))
+        return placed_aligned(FN_PVALLOC, (size_t)getpagesize(), n, &(int){0}, HERE);
     void *p = real_pvalloc(n);
     RECORD_ALLOC(p, n, FN_PVALLOC);
     return p;

@@ -24,7 +24,9 @@
  * MADV_HUGEPAGE (or MAP_HUGETLB when enough huge pages are reserved) when emulating. A
  * block has a 64-byte head before it (magic, size class, rule, size, the process
  * generation that made it); sizes are rounded to four classes per power of two; freed
- * blocks go to a free list per class, a new one is cut from the arena's end; one spin
+ * blocks go to a free list per class, a new one is cut from the arena's end (an aligned
+ * allocation's at the next address its alignment allows: posix_memalign and friends, up
+ * to PW_HEAP_MAX_ALIGN; docs/placement.md "Aligned allocations"); one spin
  * lock per arena (placed allocations are large and few). A pointer is an arena's by its
  * address: one range compare in free, realloc and malloc_usable_size.
  */
@@ -47,6 +49,7 @@
 #define GUARD (2UL << 20)
 #define DEFAULT_ARENA (64UL << 30)
 #define MAX_RANGES 8
+#define FREE_SCAN 64 /* free blocks an aligned request looks through */
 #define NAME_LEN 64
 #define MPOL_F_NODE_ (1 << 0)
 #define MPOL_F_ADDR_ (1 << 1)
@@ -574,48 +577,75 @@ static int cap_take(int64_t n)
 
 static void add(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 
-/* A block of class cls (csize bytes) from arena a; *fresh: never handed out before. */
-static block *arena_get(arena *a, int cls, uint64_t csize, int *fresh)
+/* A block of class cls (csize bytes) from arena a whose data (after its head) is aligned
+ * to `align` (a power of two; blocks are 64-byte aligned, so any align <= 64 is every
+ * block's): the first such block of the class's free list (among its first FREE_SCAN),
+ * else one cut from the arena's end at the next aligned address (the bytes skipped stay
+ * unused: address space, never touched); *fresh: never handed out before. */
+static block *arena_get(arena *a, int cls, uint64_t csize, uint64_t align, int *fresh)
 {
     block *b = NULL;
     spin_lock(&a->lock);
-    if (a->heads[cls]) {
-        b = (block *)a->heads[cls];
-        a->heads[cls] = b->size;
-        *fresh = 0;
-    } else if (a->used + csize <= a->len) {
-        b = (block *)(a->base + a->used);
-        a->used += csize;
+    uint64_t *link = &a->heads[cls];
+    for (int k = 0; *link && k < FREE_SCAN; k++) {
+        block *f = (block *)(uintptr_t)*link;
+        if (!(((uintptr_t)f + HEAD) & (align - 1))) {
+            *link = f->size;
+            b = f;
+            *fresh = 0;
+            break;
+        }
+        link = &f->size;
+    }
+    uintptr_t end = (uintptr_t)a->base + a->used;
+    size_t at =
+        (size_t)(((end + HEAD + align - 1) & ~(uintptr_t)(align - 1)) - HEAD - (uintptr_t)a->base);
+    if (!b && at <= a->len && csize <= a->len - at) {
+        b = (block *)(a->base + at);
+        a->used = at + csize;
         *fresh = 1;
     }
     spin_unlock(&a->lock);
     return b;
 }
 
-void *pw_heap_place_alloc(size_t n, int zero, int site)
+/* A fallback of n bytes counted for rule r and site ps (align: for its alignment). */
+static void fell_back(pw_heap_rule_rec *rec, pw_heap_placed_rec *ps, size_t n, int align)
+{
+    add(&rec->fallback_count, 1);
+    add(&rec->fallback_bytes, (int64_t)n);
+    if (align) {
+        add(&rec->align_fallback_count, 1);
+        add(&rec->align_fallback_bytes, (int64_t)n);
+    }
+    if (ps) {
+        add(&ps->fallback_count, 1);
+        add(&ps->fallback_bytes, (int64_t)n);
+    }
+}
+
+/* n bytes asked (what the rules judge and the counts hold) in a block of `size` usable
+ * bytes whose data is aligned to `align` (a power of two), from the arena of the rule
+ * that matches; NULL when none matches, or counted as a fallback. */
+static void *place(size_t n, size_t size, size_t align, int zero, int site)
 {
     int r = match(n, site);
     if (r < 0 || !hdr)
         return NULL;
     pw_heap_rule_rec *rec = &recs[r];
     pw_heap_placed_rec *ps = site >= 0 && site < max_sites ? &placed[site] : NULL;
+    if (ps)
+        __atomic_store_n(&ps->rule, r, __ATOMIC_RELAXED);
     uint64_t csize;
-    int cls = n < (1ULL << 46) ? class_of((uint64_t)n + HEAD, &csize) : -1, fresh = 0;
+    int cls = size < (1ULL << 46) ? class_of((uint64_t)size + HEAD, &csize) : -1, fresh = 0;
     block *b = NULL;
     if (cls >= 0 && cls < CLASSES && cap_take((int64_t)n)) {
-        b = arena_get(&arenas[r], cls, csize, &fresh);
+        b = arena_get(&arenas[r], cls, csize, align < HEAD ? HEAD : align, &fresh);
         if (!b)
             add(&hdr->place_live, -(int64_t)n);
     }
-    if (ps)
-        __atomic_store_n(&ps->rule, r, __ATOMIC_RELAXED);
     if (!b) {
-        add(&rec->fallback_count, 1);
-        add(&rec->fallback_bytes, (int64_t)n);
-        if (ps) {
-            add(&ps->fallback_count, 1);
-            add(&ps->fallback_bytes, (int64_t)n);
-        }
+        fell_back(rec, ps, n, 0);
         return NULL;
     }
     b->magic = BLOCK_MAGIC ^ (uintptr_t)b;
@@ -644,6 +674,35 @@ void *pw_heap_place_alloc(size_t n, int zero, int site)
         add(&ps->bytes, (int64_t)n);
     }
     return p;
+}
+
+void *pw_heap_place_alloc(size_t n, int zero, int site) { return place(n, n, HEAD, zero, site); }
+
+void *pw_heap_place_aligned(size_t n, size_t size, size_t align, int site)
+{
+    return place(n, size, align, 0, site);
+}
+
+int pw_heap_place_takes(size_t align, size_t n, int posix, int pages, size_t *size)
+{
+    size_t page = (size_t)getpagesize();
+    *size = n;
+    if (pages && __builtin_add_overflow(n, page - 1, size))
+        return 0;
+    *size = pages ? *size / page * page : n;
+    return align && !(align & (align - 1)) && align <= (size_t)PW_HEAP_MAX_ALIGN &&
+           (!posix || align % sizeof(void *) == 0);
+}
+
+void pw_heap_place_unaligned(size_t n, int site)
+{
+    int r = match(n, site);
+    if (r < 0 || !hdr)
+        return;
+    pw_heap_placed_rec *ps = site >= 0 && site < max_sites ? &placed[site] : NULL;
+    if (ps)
+        __atomic_store_n(&ps->rule, r, __ATOMIC_RELAXED);
+    fell_back(&recs[r], ps, n, 1);
 }
 
 static block *block_of(const void *p)

@@ -40,6 +40,19 @@ static inline int pw_heap_place_owns(const void *p)
  * (size n, site `site`'s call path), counted for the rule and the site; NULL, counted as
  * fallback when a rule matched, when it goes to the default allocator. */
 void *pw_heap_place_alloc(size_t n, int zero, int site);
+/* The aligned allocators': n bytes asked (what the rules judge and the counts hold; pvalloc's
+ * unrounded n) in a block of `size` usable bytes (pvalloc: n rounded to pages) whose address
+ * is a multiple of `align`, a power of two up to PW_HEAP_MAX_ALIGN. */
+void *pw_heap_place_aligned(size_t n, size_t size, size_t align, int site);
+/* 1 when the arenas take an aligned allocation of n bytes asked, aligned to `align`: a power
+ * of two up to PW_HEAP_MAX_ALIGN, and for posix_memalign (posix) a multiple of
+ * sizeof(void *); *size: the bytes the block must hold (pvalloc, pages: n rounded up to
+ * pages; 0 returned when that overflows, the C library's ENOMEM). */
+int pw_heap_place_takes(size_t align, size_t n, int posix, int pages, size_t *size);
+/* An allocation of n bytes at site `site` that the C library served because its alignment
+ * is not one the arenas take (not a power of two, which the library rounds, or past
+ * PW_HEAP_MAX_ALIGN): a fallback for its alignment when a rule matches it. */
+void pw_heap_place_unaligned(size_t n, int site);
 void pw_heap_place_free(void *p);
 size_t pw_heap_place_usable(const void *p);
 /* At the dump: each arena's policy, nodes and huge pages read back. Async-signal-safe. */

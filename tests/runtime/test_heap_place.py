@@ -12,6 +12,7 @@ import pandas as pd
 
 from harness import bare, site_lines
 from perfweave.analysis.heap import analyze
+from perfweave.readers import heap as heap_reader
 from perfweave.readers.heap import read_heap
 from perfweave.report.sections.heap import SECTION
 
@@ -175,3 +176,162 @@ def test_place_fork_and_sigkill(mpi, build, run_pw):
     view = type("View", (), {"width": 120, "max_rows": 10})()
     text = "\n".join(SECTION.text({"heap": result.to_json()}, view))
     assert "size=1M:5M: 1 process(es) not read back (killed)" in text
+
+
+def in_range(size):
+    return MIB <= size <= 5 * MIB
+
+
+def program_allocs(stdout):
+    """The program's "alloc NAME COUNT SIZE" lines: NAME -> (count, size), counts summed
+    over the ranks."""
+    out = {}
+    for _, name, count, size in program_lines(stdout, "alloc"):
+        c, _ = out.get(name, (0, 0))
+        out[name] = (c + int(count), int(size))
+    return out
+
+
+def own_lines(stdout):
+    return sorted(
+        ln
+        for ln in stdout.splitlines()
+        if ln.split()[:1] in (["alloc"], ["align"], ["err"], ["check"])
+    )
+
+
+def test_place_aligned_allocators_c(mpi, build, run_pw, tmp_path):
+    """posix_memalign (64 B and 2 MiB alignments), aligned_alloc, memalign, valloc and
+    pvalloc under size=1M:5M and a function rule (site=alloc_big, 8 MiB blocks 2 MiB
+    aligned): exactly the program's blocks of 1 to 5 MiB asked are placed (pvalloc judged by
+    the size asked), the function's by its rule, the 64 KiB ones not; every pointer aligned
+    as asked (the program checks), every byte intact across a realloc out of the arena and
+    back, malloc_usable_size covering the block (pvalloc's to the page); a 2 GiB alignment
+    (past the arenas' 1 GiB) and alignments that are not powers of two go to the C library,
+    counted as fallbacks for their alignment; the refused and failing calls return what they
+    return without perfweave (the program prints return codes and errno: the same lines as
+    a bare run); both arenas read back as bound to node 0. The records, rewritten as
+    version 2, read as they were."""
+    source = "heap_aligned.c"
+    prog = build(mpi, source)
+    command = [*mpi.launch(2), prog, "mpi"]
+    rules = ["--place", "size=1M:5M,tier=fast", "--place", "site=alloc_big,tier=fast"]
+    r = run_pw(command, [*rules, *FAST])
+    plain = bare(command)
+    assert plain.returncode == r.proc.returncode == 0, plain.stderr
+    assert own_lines(r.proc.stdout) == own_lines(plain.stdout)
+    assert own_lines(r.proc.stdout).count("check ok") == 2
+    assert all(f[3] == "ok" for f in program_lines(r.proc.stdout, "align"))
+    errs = {f[1]: f[2:] for f in program_lines(r.proc.stdout, "err")}
+    assert errs["posix_memalign_24"] == errs["posix_memalign_4"] == ["22", "0", "1"]
+    assert errs["posix_memalign_kept"] == ["0", "1234", "0"]  # placed, errno kept
+    truth = program_allocs(r.proc.stdout)
+    assert truth["P2M"] == (6, 2 * MIB) and truth["PV"] == (4, MIB + 100)
+    exp = r.open()
+    sites = exp.table("heap", "sites")
+    s = rows(sites, source)
+    align_fallback = ("G2", "OM", "OA")  # 2 GiB; 48 and 24, not powers of two
+    for name, (count, size) in truth.items():
+        row = s[name]
+        if count == 0:
+            assert row is None or placed(row) == fallback(row) == (0, 0), name
+        elif name == "BIG":
+            assert placed(row) == (count, count * size) and row["rule"] == "site=alloc_big"
+        elif name in align_fallback:
+            assert placed(row) == (0, 0) and fallback(row) == (count, count * size), name
+            assert row["rule"] == "size=1M:5M", name
+        elif in_range(size):
+            assert placed(row) == (count, count * size), name
+            assert fallback(row) == (0, 0) and row["rule"] == "size=1M:5M", name
+        else:  # S (64 KiB), R16 (16 MiB)
+            assert placed(row) == fallback(row) == (0, 0) and row["rule"] == "", name
+    assert s["P2M"]["allocator"] == "posix_memalign" and s["PV"]["allocator"] == "pvalloc"
+    # the program's own placed blocks, exactly (the MPI library may place blocks of its own)
+    mine = np.array([str(f).endswith(source) for f in sites["file"]])
+    want = [(c, c * n) for k, (c, n) in truth.items() if in_range(n) and k not in align_fallback]
+    size_rule = sites["rule"] == "size=1M:5M"
+    assert int(sites["placed_bytes"][mine & size_rule].sum()) == sum(b for _, b in want)
+    assert int(sites["placed_count"][mine & size_rule].sum()) == sum(c for c, _ in want)
+    table = exp.table("heap", "placement").set_index("rule")
+    size, big = table.loc["size=1M:5M"], table.loc["site=alloc_big"]
+    assert (size["count"], size["bytes"]) == (
+        int(sites["placed_count"][size_rule].sum()),
+        int(sites["placed_bytes"][size_rule].sum()),
+    )
+    fell = [truth[k] for k in align_fallback if truth[k][0]]
+    assert size["fallback_count"] == size["align_fallback_count"] == sum(c for c, _ in fell)
+    assert size["align_fallback_bytes"] == sum(c * n for c, n in fell)
+    assert (big["count"], big["bytes"], big["fallback_count"]) == (4, 32 * MIB, 0)
+    for rule in (size, big):
+        assert (rule["read_policy"], rule["read_nodes"], rule["numa_policy"]) == (
+            "bind",
+            "0",
+            "bind:0",
+        )
+        assert rule["verified_processes"] == 2
+    assert size["on_tier"] == size["resident"] >= 2 * 4 * 3 * MIB  # P64's, all written
+    assert big["on_tier"] == big["resident"] >= 2 * 2 * 8 * MIB
+    assert f"size=1M:5M: {size['align_fallback_count']} fallbacks (" in r.text_report()
+    check_version_2(r.exp, tmp_path)
+
+
+def check_version_2(exp, tmp_path):
+    """The experiment's heap records rewritten as version 2 (heap_rule without its last two
+    fields) read as they were, their alignment fallbacks zero."""
+    hr = heap_reader
+    old = tmp_path / "v2"
+    (old / "heap").mkdir(parents=True)
+    for f in (exp / "heap").glob("*.pwheap"):
+        raw = np.fromfile(f, np.uint8)
+        h = raw[: hr.HEADER.itemsize].view(hr.HEADER)[0]
+        at = hr._page(hr.HEADER.itemsize) + hr._page(hr.OBJECT.itemsize * int(h["max_objects"]))
+        at += hr._page(hr.SITE.itemsize * int(h["max_sites"]))
+        part = hr._page(hr.RULE.itemsize * hr.HEAP_MAX_RULES)
+        assert part == hr._page(hr.RULE_V2.itemsize * hr.HEAP_MAX_RULES)
+        rules = (
+            raw[at : at + hr.RULE.itemsize * int(h["nrules"])].reshape(int(h["nrules"]), -1).copy()
+        )
+        raw[at : at + part] = 0
+        v2 = rules[:, : hr.RULE_V2.itemsize].ravel()
+        raw[at : at + len(v2)] = v2
+        raw[: hr.HEADER.itemsize].view(hr.HEADER)["version"] = 2
+        raw.tofile(old / "heap" / f.name)
+    new, was = read_heap(exp).placement, read_heap(old).placement
+    assert len(new) == len(was) > 0 and (was["align_fallback_count"] == 0).all()
+    for k in hr.RULE_V2.names:
+        if k in was.dtype.names:
+            assert (was[k] == new[k]).all(), k
+
+
+def test_place_aligned_new_cxx(mpi, build, run_pw):
+    """C++17 aligned new (libstdc++'s operator new(size_t, std::align_val_t), through
+    aligned_alloc): new of a struct alignas(64) of 3 MiB, new[] of 2 MiB of alignas(64)
+    cells and operator new[](4 MiB, std::align_val_t{2 << 20}) are placed by size=1M:5M,
+    exactly the program's blocks, each aligned as asked (the program checks), the 64 KiB
+    new[] not; delete and delete[] free them from the arena; the arena reads back as bound
+    to node 0; the program's output is that of a bare run."""
+    source = "heap_aligned_cxx.cpp"
+    prog = build(mpi, source)
+    command = [*mpi.launch(2), prog, "mpi"]
+    r = run_pw(command, ["--place", "size=1M:5M,tier=fast", *FAST])
+    plain = bare(command)
+    assert plain.returncode == r.proc.returncode == 0, plain.stderr
+    assert own_lines(r.proc.stdout) == own_lines(plain.stdout)
+    assert own_lines(r.proc.stdout).count("check ok") == 2
+    assert all(f[3] == "ok" for f in program_lines(r.proc.stdout, "align"))
+    truth = program_allocs(r.proc.stdout)
+    assert truth == {"NB": (4, 3 * MIB), "NC": (4, 2 * MIB), "N2M": (4, 4 * MIB), "NS": (6, 65536)}
+    exp = r.open()
+    sites = exp.table("heap", "sites")
+    s = rows(sites, source)
+    for name in ("NB", "NC", "N2M"):
+        count, size = truth[name]
+        assert placed(s[name]) == (count, count * size) and fallback(s[name]) == (0, 0), name
+        assert s[name]["rule"] == "size=1M:5M" and s[name]["allocator"] == "aligned_alloc", name
+        assert s[name]["frees"] == count, name
+    assert placed(s["NS"]) == (0, 0) and s["NS"]["rule"] == ""
+    (rule,) = exp.table("heap", "placement").to_dict("records")
+    assert rule["fallback_count"] == rule["align_fallback_count"] == 0
+    assert rule["count"] >= 12 and rule["bytes"] >= 2 * (6 + 4 + 8) * MIB
+    assert (rule["read_policy"], rule["read_nodes"], rule["numa_policy"]) == ("bind", "0", "bind:0")
+    assert rule["on_tier"] == rule["resident"] >= 2 * (6 + 4 + 8) * MIB  # all live at once, written

@@ -20,7 +20,7 @@
 #include "perfweave/format.h"
 
 /* clang-format off */
-#define PW_HEAP_VERSION 2 /* 2: the placement part (--place) */
+#define PW_HEAP_VERSION 3 /* 2: the placement part (--place); 3: its aligned allocations */
 #define PW_HEAP_MAGIC "perfweave-heap"
 #define PW_HEAP_MAGIC_NUMBER 0x3170616568777000LL /* heap_header.magic */
 #define PW_HEAP_DEPTH 4         /* frames of a site's call path, innermost first */
@@ -114,6 +114,7 @@ PW_RECORD_STRUCT(PW_HEAP_SITE_FIELDS, pw_heap_site_rec)
  * its /proc/self/numa_maps lines and its huge pages (/proc/self/smaps). */
 #define PW_HEAP_MAX_RULES 16
 #define PW_HEAP_RULE_TEXT 128
+#define PW_HEAP_MAX_ALIGN (1LL << 30) /* the largest alignment placed (posix_memalign, ...) */
 
 #define PW_HEAP_RULE_FIELDS(X, A)                                                          \
     X(int32_t, "<i4", kind)            /* PW_HEAP_RULE_KINDS */                           \
@@ -141,7 +142,11 @@ PW_RECORD_STRUCT(PW_HEAP_SITE_FIELDS, pw_heap_site_rec)
     X(int64_t, "<i8", on_tier)         /* of them on the tier's nodes */                  \
     X(int64_t, "<i8", numa_maps_bytes) /* numa_maps: bytes on the tier's nodes */         \
     X(int64_t, "<i8", huge_bytes)      /* smaps: AnonHugePages + Private_Hugetlb */        \
-    A(char, "S1", numa_policy, 32)     /* numa_maps' policy word (bind:0, default, ...) */
+    A(char, "S1", numa_policy, 32)     /* numa_maps' policy word (bind:0, default, ...) */ \
+    X(int64_t, "<i8", align_fallback_count) /* of the fallbacks, those for their alignment \
+                                               (version 3): past PW_HEAP_MAX_ALIGN, or not \
+                                               a power of two (the C library's to judge) */ \
+    X(int64_t, "<i8", align_fallback_bytes)
 PW_RECORD_STRUCT(PW_HEAP_RULE_FIELDS, pw_heap_rule_rec)
 
 /* One site's placement (heap_placed[site]): its allocations placed and fallen back. */
@@ -195,6 +200,7 @@ PW_RECORD_STRUCT(PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)
     NAMES(heap_policies, PW_HEAP_POLICIES)                                                 \
     NAMES(heap_emulate, PW_HEAP_EMULATE)                                                   \
     CONST(heap_max_rules, PW_HEAP_MAX_RULES)                                               \
+    CONST(heap_max_align, PW_HEAP_MAX_ALIGN)                                               \
     CONST(heap_depth, PW_HEAP_DEPTH)                                                       \
     CONST(heap_ranges, PW_HEAP_RANGES)                                                     \
     CONST(heap_magic_number, PW_HEAP_MAGIC_NUMBER)

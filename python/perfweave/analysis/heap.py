@@ -45,7 +45,9 @@ class HeapResult:
     With --place (docs/placement.md) the sites also have placed_count, placed_bytes,
     fallback_count, fallback_bytes and rule (the rule that matched, "" none); placement: one
     row per rule, over the processes: rule ("size=1M:5M", "site=FUNCTION", "site=FILE:LINE"),
-    policy (asked), processes, count, bytes, fallback_count, fallback_bytes, peak_bytes (the
+    policy (asked), processes, count, bytes, fallback_count, fallback_bytes (matched, but the
+    default allocator's: past the cap, the arena's end or, align_fallback_count and
+    align_fallback_bytes of them, an alignment the arenas do not take), peak_bytes (the
     most placed at once in one process), verified_processes (those whose arenas were read
     back at their end: not a killed one), read_policy and read_nodes (get_mempolicy on the
     arena), resident (bytes of its present pages), on_tier (of them on the tier's nodes,
@@ -304,6 +306,8 @@ def _placement(pl, p):
             "bytes": by("bytes"),
             "fallback_count": by("fallback_count"),
             "fallback_bytes": by("fallback_bytes"),
+            "align_fallback_count": by("align_fallback_count"),
+            "align_fallback_bytes": by("align_fallback_bytes"),
             "peak_bytes": by("peak", np.maximum),
             "verified_processes": np.bincount(inv, verified, n).astype(np.int64)[:n],
             "read_policy": joined("read_policy"),

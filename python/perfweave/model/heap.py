@@ -72,7 +72,8 @@ SITE_DTYPE = np.dtype(
 # (verified), its arena's policy and nodes (read_policy a HEAP_POLICIES name, read_nodes
 # "0,1"), its present pages (resident) and those on the tier's nodes (on_tier: move_pages),
 # sample pages' nodes (get_mempolicy), numa_maps' policy and bytes on the tier's nodes, and
-# its huge pages (smaps)
+# its huge pages (smaps); align_fallback_*: the fallbacks of aligned allocations (posix_memalign,
+# ...) whose alignment the arenas do not take (past HEAP_MAX_ALIGN, or not a power of two)
 PLACEMENT_DTYPE = np.dtype(
     [
         ("process", "<i8"),
@@ -101,6 +102,8 @@ PLACEMENT_DTYPE = np.dtype(
         ("numa_policy", "O"),
         ("numa_maps_bytes", "<i8"),
         ("huge_bytes", "<i8"),
+        ("align_fallback_count", "<i8"),  # of the fallbacks, those for their alignment
+        ("align_fallback_bytes", "<i8"),
     ]
 )
 # one row per (process, log2 size group): peak bytes live and byte-seconds of the group

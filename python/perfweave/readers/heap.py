@@ -4,7 +4,8 @@ header's state) or was killed (state -1: "killed", the counts up to then; a kill
 process's count and bytes are summed from its histograms, which it kept current, and its
 objects still live have no lifetime). A record of a run with --place (version 2) has the
 placement part after its sites: its rules (what each placed, and what was read back at the
-end) and each site's placements. A file that cannot be read is left out with a note."""
+end; version 3: the fallbacks for their alignment) and each site's placements. A file that
+cannot be read is left out with a note."""
 
 import numpy as np
 
@@ -29,10 +30,21 @@ from perfweave.model.heap import (
 from perfweave.readers.dataset import Dataset
 
 VERSION = FILES["heap"].version
-VERSIONS = (1, VERSION)  # 1: no placement part (its header's end is zero in the file)
+VERSIONS = (1, 2, VERSION)  # 1: no placement part (its header's end is zero in the file)
 PAGE = 4096
 HEADER, OBJECT, SITE, RULE, PLACED = (
     RECORDS[k] for k in ("heap_header", "heap_object", "heap_site", "heap_rule", "heap_placed")
+)
+
+# version 2's heap_rule: the same fields without the last ones, align_fallback_* (zero then)
+_RULE_V3 = ("align_fallback_count", "align_fallback_bytes")
+RULE_V2 = np.dtype(
+    {
+        "names": [k for k in RULE.names if k not in _RULE_V3],
+        "formats": [RULE.fields[k][0] for k in RULE.names if k not in _RULE_V3],
+        "offsets": [RULE.fields[k][1] for k in RULE.names if k not in _RULE_V3],
+        "itemsize": min(RULE.fields[k][1] for k in _RULE_V3),
+    }
 )
 
 
@@ -116,11 +128,12 @@ def _placement(raw, h, at, index, recs):
     nrules = int(h["nrules"])
     if not 0 <= nrules <= HEAP_MAX_RULES:
         raise ValueError(f"{nrules} placement rules")
-    placed_at = at + _page(RULE.itemsize * HEAP_MAX_RULES)
+    rule = RULE if int(h["version"]) >= 3 else RULE_V2
+    placed_at = at + _page(rule.itemsize * HEAP_MAX_RULES)
     end = placed_at + PLACED.itemsize * int(h["nsites"])
     if len(raw) < end:
         raise ValueError("cut short in its placement part")
-    rules = raw[at : at + RULE.itemsize * nrules].view(RULE)
+    rules = raw[at : at + rule.itemsize * nrules].view(rule)
     out = np.zeros(nrules, PLACEMENT_DTYPE)
     out["process"] = index
     out["rule"] = np.arange(nrules)
@@ -130,6 +143,8 @@ def _placement(raw, h, at, index, recs):
         out[k] = rules[k]
     for k in ("numa_maps_lines", "numa_maps_bytes", "huge_bytes", "hugetlb", "verified"):
         out[k] = rules[k]
+    for k in _RULE_V3:
+        out[k] = rules[k] if k in rules.dtype.names else 0
     for i, r in enumerate(rules):
         out[i]["kind"] = _name(HEAP_RULE_KINDS, int(r["kind"]))
         out[i]["text"] = _text(r["text"])

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pattern.h"
+
 #define MIB (1 << 20)
 
 __attribute__((noinline)) static void *alloc_a(size_t n) { return malloc(n); } /* @site A */
@@ -23,23 +25,6 @@ __attribute__((noinline)) static void *alloc_b(size_t n) { return malloc(n); } /
 __attribute__((noinline)) static void *alloc_c(size_t n) { return malloc(n); } /* @site C */
 __attribute__((noinline)) static void *alloc_d(size_t n, size_t m) { return calloc(n, m); } /* @site D */
 __attribute__((noinline)) static void *alloc_r(size_t n) { return malloc(n); } /* @site R */
-
-static int bad;
-
-static void fill(unsigned char *p, size_t n, int seed)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char)(i * 7 + (size_t)seed);
-}
-
-static void check(const unsigned char *p, size_t n, int seed)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char)(i * 7 + (size_t)seed)) {
-            bad = 1;
-            return;
-        }
-}
 
 static int malloc_usable_size_ok(void *p, size_t n) { return malloc_usable_size(p) >= n; }
 

@@ -4,6 +4,7 @@ AUTO_HBW_LOG view: which sizes hold the bytes, for how long); with --place, what
 placed and what was read back of where its memory went. Absent from the report when the
 run recorded no heap profile."""
 
+from perfweave._format import HEAP_MAX_ALIGN
 from perfweave.analysis.heap import analyze
 from perfweave.report.section import Section
 from perfweave.report.widgets import byte_size, cut_rows, escape, html_table, more_rows, text_table
@@ -40,6 +41,7 @@ class HeapSection(Section):
             out += text_table(
                 [_rule_row(r) for r in h["placement"]], RULE_COLUMNS, width=view.width
             )
+            out += [f"  {line}" for line in _align_lines(h)]
             out += ["", "  Read back at the end (get_mempolicy, move_pages, numa_maps, smaps)"]
             out += text_table(
                 [_read_row(r) for r in h["placement"]], READ_COLUMNS, width=view.width
@@ -140,6 +142,17 @@ def _read_row(r):
     ]
 
 
+def _align_lines(h):
+    """The fallbacks for their alignment, per rule."""
+    return [
+        f"{r['rule']}: {r['align_fallback_count']:,} fallbacks"
+        f" ({byte_size(r['align_fallback_bytes'])}) for their alignment"
+        f" (past {byte_size(HEAP_MAX_ALIGN)} or not a power of two)"
+        for r in h["placement"]
+        if r.get("align_fallback_count")
+    ]
+
+
 def _read_back_lines(h):
     """What the read-back covers: the processes not read (killed)."""
     out = []
@@ -174,7 +187,7 @@ def _placement_html(h):
         "<h3>Read back at the end (get_mempolicy, move_pages, numa_maps, smaps)</h3>",
         html_table([_read_row(r) for r in h["placement"]], READ_COLUMNS),
     ]
-    out += [f"<p class=note>{escape(line)}</p>" for line in _read_back_lines(h)]
+    out += [f"<p class=note>{escape(line)}</p>" for line in _align_lines(h) + _read_back_lines(h)]
     placed = _placed_sites(h)
     if placed:
         out += ["<h3>Sites placed</h3>", html_table(placed, PLACED_COLUMNS)]
