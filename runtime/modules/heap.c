@@ -92,13 +92,14 @@ typedef struct live_entry {
 static live_entry *live;
 static size_t live_mask;
 
-/* Call-path key -> site (private; a forked child keeps it: its sites keep their paths). */
-typedef struct key_entry {
-    uint64_t key; /* 0: free */
-    int64_t site; /* 0: being made */
-} key_entry;
-static key_entry *keys;
+/* Call-path key -> site (private; a forked child keeps it: its sites keep their paths).
+ * One word an entry, the key's bits above site_bits and the site + 1 in site_bits (0: a
+ * free slot): 8 bytes, so that the table (4 x max_sites entries, 128 KiB by default) is
+ * half the lines it would be with a key and a site apart; a new key's probe, the likeliest
+ * cache miss of a new call path, lands in a smaller table. */
+static uint64_t *keys;
 static size_t key_mask;
+static uint64_t site_bits; /* a power of 2 above max_sites, minus 1 */
 
 /* Caller's return address -> where the next frame's return address lies on the stack
  * (bytes above the wrapper's frame address) + 1; 0 in delta: not found (the key has no
@@ -409,21 +410,19 @@ static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t
     if (!learned)
         learn_delta(ra, fp, frames, depth);
     int site = site_of_path(fn, frames, depth);
+    uint64_t tag = key & ~site_bits, entry = tag | (uint64_t)(site + 1);
     size_t i = key & key_mask;
     for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & key_mask) {
-        uint64_t zero = 0;
-        if (one && (zero = __atomic_load_n(&keys[i].key, __ATOMIC_RELAXED)) == 0) {
-            __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELAXED);
-            __atomic_store_n(&keys[i].key, key, __ATOMIC_RELEASE);
+        uint64_t cur = __atomic_load_n(&keys[i], __ATOMIC_RELAXED);
+        if (cur == 0 && one) {
+            __atomic_store_n(&keys[i], entry, __ATOMIC_RELAXED);
             return site;
         }
-        if (!one && __atomic_compare_exchange_n(&keys[i].key, &zero, key, 0, __ATOMIC_ACQ_REL,
-                                                __ATOMIC_RELAXED)) {
-            __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELEASE);
+        if (cur == 0 && __atomic_compare_exchange_n(&keys[i], &cur, entry, 0, __ATOMIC_RELAXED,
+                                                    __ATOMIC_RELAXED))
             return site;
-        }
-        if (zero == key)
-            return site; /* another thread's, or being made */
+        if ((cur & ~site_bits) == tag)
+            return site; /* another thread's */
     }
     add64(&hdr->keys_full, 1, one);
     return site;
@@ -459,23 +458,22 @@ static inline int site_of(int fn, uintptr_t ra, uintptr_t fp, int one)
         if (r == 0)
             break;
     }
-    key |= 1;
+    uint64_t tag = key & ~site_bits;
     size_t i = key & key_mask;
     for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & key_mask) {
-        uint64_t k = __atomic_load_n(&keys[i].key, __ATOMIC_ACQUIRE);
-        if (k == key) {
-            int64_t s = __atomic_load_n(&keys[i].site, __ATOMIC_ACQUIRE);
-            if (PW_LIKELY(s > 0)) {
-                if (learned) /* else the key gains its third part later: not kept */
-                    last = (last_key){ra, fp, next, d > 0 ? d : -1, fn, (int)s - 1};
-                return (int)s - 1;
-            }
-            break;
-        }
+        uint64_t k = __atomic_load_n(&keys[i], __ATOMIC_RELAXED);
         if (k == 0)
             break;
+        if ((k & ~site_bits) == tag) {
+            int s = (int)(k & site_bits) - 1;
+            if (learned) /* else the key gains its third part later: not kept */
+                last = (last_key){ra, fp, next, d > 0 ? d : -1, fn, s};
+            return s;
+        }
     }
-    return unwind_site(fn, ra, fp, key, learned, one);
+    int site;
+    PW_KEEP_ERRNO(site = unwind_site(fn, ra, fp, key, learned, one));
+    return site;
 }
 
 /* ---- the threads' own records ---- */
@@ -577,7 +575,10 @@ static __attribute__((noinline)) thread_state *make_thread_state(void)
 /* The calling thread's state (one of several recording); NULL: none could be made. */
 static inline thread_state *thread_of(void)
 {
-    return PW_LIKELY(ts != NULL) ? ts : make_thread_state();
+    thread_state *t = ts;
+    if (PW_UNLIKELY(!t))
+        PW_KEEP_ERRNO(t = make_thread_state());
+    return t;
 }
 
 /* The record the calling thread (one of several recording) adds site s's sums to; *mine:
@@ -886,12 +887,16 @@ PW_REAL_DECLARE(valloc);
 PW_REAL_DECLARE(pvalloc);
 PW_REAL_DECLARE(malloc_usable_size);
 
-/* The caller's return address and a stack address of this call: the call-path key. */
+/* The caller's return address and a stack address of this call: the call-path key.
+ * errno: record_alloc and record_free call nothing that may set it (the coarse clock's
+ * vDSO read does not fail) but on their slow paths (unwinding a new call path, mapping a
+ * thread's state), which keep it themselves: the wrappers need not save it on every call
+ * (a call of __errno_location each way). */
 #define HERE (uintptr_t) __builtin_return_address(0), (uintptr_t)__builtin_frame_address(0)
 #define RECORD_ALLOC(p, size, fn)                                                                  \
     do {                                                                                           \
         if (PW_UNLIKELY(enabled) && pw_wrap_enter()) {                                             \
-            PW_KEEP_ERRNO(record_alloc(p, size, fn, HERE));                                        \
+            record_alloc(p, size, fn, HERE);                                                       \
             pw_wrap_leave();                                                                       \
         }                                                                                          \
     } while (0)
@@ -1018,7 +1023,7 @@ PW_EXPORT void free(void *p)
     }
     PW_REAL_RESOLVE(free);
     if (PW_UNLIKELY(enabled))
-        PW_KEEP_ERRNO(record_free(p)); /* before the real free: its address may be reused */
+        record_free(p); /* before the real free: its address may be reused */
     real_free(p);
 }
 
@@ -1232,12 +1237,13 @@ static void start(void)
     live_mask = 2 * nlive - 1; /* at most half full */
     key_mask = 4 * max_sites - 1;
     key_mask = pow2_at_least(key_mask + 1) - 1;
+    site_bits = pow2_at_least(max_sites + 1) - 1;
     path_mask = pow2_at_least(2 * max_sites) - 1;
     pw_wrap_depth++; /* the module's own calls are not the program's */
     live = private_map(sizeof *live * (live_mask + 1));
     keys = private_map(sizeof *keys * (key_mask + 1));
 #ifdef MADV_POPULATE_WRITE
-    if (keys) /* its pages now (256 KiB by default), not a page fault at many a new key */
+    if (keys) /* its pages now (128 KiB by default), not a page fault at many a new key */
         madvise(keys, sizeof *keys * (key_mask + 1), MADV_POPULATE_WRITE);
 #endif
     by_path = private_map(sizeof *by_path * (path_mask + 1));
