@@ -32,6 +32,7 @@
  * arena, or not sampled) only passes on.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -135,12 +136,19 @@ static int site_lock;
 #define PW_HEAP_COARSE_MAX_NS 4000000
 static int coarse;          /* 1: CLOCK_MONOTONIC_COARSE ns; 0: pw_ticks() */
 static int64_t tick_res_ns; /* the coarse clock's resolution */
+/* The vDSO's own clock_gettime, called straight (about 4 ns here, where glibc's
+ * clock_gettime, a PLT jump and a wrapper around the same call, costs about 6: two reads a
+ * pair); NULL: glibc's. */
+static int (*vdso_gettime)(clockid_t, struct timespec *);
 
 static inline int64_t heap_ticks(void)
 {
     if (PW_LIKELY(coarse)) {
         struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+        if (PW_LIKELY(vdso_gettime != NULL))
+            vdso_gettime(CLOCK_MONOTONIC_COARSE, &t);
+        else
+            clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
         return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
     }
     return pw_ticks();
@@ -1256,6 +1264,11 @@ static void start(void)
     coarse = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 &&
              res.tv_nsec <= PW_HEAP_COARSE_MAX_NS;
     tick_res_ns = coarse ? res.tv_nsec : 0;
+    void *vdso = dlopen("linux-vdso.so.1", RTLD_NOLOAD | RTLD_LAZY); /* glibc's name for it */
+    if (vdso)
+        *(void **)&vdso_gettime = dlsym(vdso, "__vdso_clock_gettime");
+    if (vdso_gettime && vdso_gettime(CLOCK_MONOTONIC_COARSE, &res) != 0)
+        vdso_gettime = NULL;
     int ok = live && keys && by_path && ras && pw_heap_unwind_init() == 0 &&
              make_store(0, NULL, 0, NULL, 0, NULL) == 0;
     register_fence();
