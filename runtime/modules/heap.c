@@ -17,11 +17,12 @@
  * make, share the first one's). Live objects are kept in a bounded open-addressing table
  * of pointer -> (site, weighted size, tick of allocation); past its bound an allocation
  * is counted but not tracked (header.untracked). Lifetimes are timed by a coarse clock
- * (heap_ticks()). Counters are shared by the threads (but for the sums of threads that
- * record while others do: records of their own, below). While
- * one thread alone records (the usual case: the runtime's own threads never do), they are
+ * (heap_ticks()). While one thread alone records (the usual case: the runtime's own
+ * threads never do), the counters are the site's, the size group's and the process's,
  * updated with plain loads and stores (the key cache's new entries too); from the second
- * recording thread on, with relaxed atomics: no lock on the hot path either way; site
+ * recording thread on, each thread writes records of its own and keeps its live-bytes
+ * changes in its own memory, publishing them in steps (below, "the threads' own
+ * records"): no line another thread writes, no lock on the hot path either way; site
  * creation takes a spin lock. The switch
  * is an asymmetric fence: the recording thread marks itself busy around its plain updates
  * (a plain store), the second thread sets `many`, issues membarrier() (every running
@@ -31,9 +32,11 @@
  * arena, or not sampled) only passes on.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +71,9 @@ enum {
 static int enabled;
 /* Non-zero: the module records nothing and the real functions are known: each wrapper's
  * first branch calls straight on (a program run without --heap pays only that); 1: no
- * block of the bootstrap arena is out, so free and realloc need not look for one. */
+ * block of the bootstrap arena is out, so free and realloc need not look for one.
+ * bootstrapped: some block of it was handed out (set before it is: free looks for one
+ * only then). */
 static int pass, bootstrapped;
 static pw_heap_header_rec *hdr;
 static pw_heap_object_rec *objects;
@@ -88,13 +93,14 @@ typedef struct live_entry {
 static live_entry *live;
 static size_t live_mask;
 
-/* Call-path key -> site (private; a forked child keeps it: its sites keep their paths). */
-typedef struct key_entry {
-    uint64_t key; /* 0: free */
-    int64_t site; /* 0: being made */
-} key_entry;
-static key_entry *keys;
+/* Call-path key -> site (private; a forked child keeps it: its sites keep their paths).
+ * One word an entry, the key's bits above site_bits and the site + 1 in site_bits (0: a
+ * free slot): 8 bytes, so that the table (4 x max_sites entries, 128 KiB by default) is
+ * half the lines it would be with a key and a site apart; a new key's probe, the likeliest
+ * cache miss of a new call path, lands in a smaller table. */
+static uint64_t *keys;
 static size_t key_mask;
+static uint64_t site_bits; /* a power of 2 above max_sites, minus 1 */
 
 /* Caller's return address -> where the next frame's return address lies on the stack
  * (bytes above the wrapper's frame address) + 1; 0 in delta: not found (the key has no
@@ -130,12 +136,19 @@ static int site_lock;
 #define PW_HEAP_COARSE_MAX_NS 4000000
 static int coarse;          /* 1: CLOCK_MONOTONIC_COARSE ns; 0: pw_ticks() */
 static int64_t tick_res_ns; /* the coarse clock's resolution */
+/* The vDSO's own clock_gettime, called straight (about 4 ns here, where glibc's
+ * clock_gettime, a PLT jump and a wrapper around the same call, costs about 6: two reads a
+ * pair); NULL: glibc's. */
+static int (*vdso_gettime)(clockid_t, struct timespec *);
 
 static inline int64_t heap_ticks(void)
 {
     if (PW_LIKELY(coarse)) {
         struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+        if (PW_LIKELY(vdso_gettime != NULL))
+            vdso_gettime(CLOCK_MONOTONIC_COARSE, &t);
+        else
+            clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
         return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
     }
     return pw_ticks();
@@ -173,6 +186,8 @@ static int role_lock, recorders;
 static __attribute__((noinline)) void take_role(void)
 {
     spin_lock(&role_lock);
+    if (hdr)
+        __atomic_store_n(&hdr->recorders, recorders + 1, __ATOMIC_RELAXED);
     if (recorders++ == 0 && !__atomic_load_n(&many, __ATOMIC_RELAXED))
         role = 1;
     else {
@@ -198,6 +213,7 @@ static inline int alone(void)
         if (PW_LIKELY(!__atomic_load_n(&many, __ATOMIC_RELAXED)))
             return 1;
         __atomic_store_n(&owner_busy, 0, __ATOMIC_RELEASE);
+        role = 2; /* for good: its busy mark, a line the others read, is not written again */
     }
     return 0;
 }
@@ -402,21 +418,19 @@ static __attribute__((noinline)) int unwind_site(int fn, uintptr_t ra, uintptr_t
     if (!learned)
         learn_delta(ra, fp, frames, depth);
     int site = site_of_path(fn, frames, depth);
+    uint64_t tag = key & ~site_bits, entry = tag | (uint64_t)(site + 1);
     size_t i = key & key_mask;
     for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & key_mask) {
-        uint64_t zero = 0;
-        if (one && (zero = __atomic_load_n(&keys[i].key, __ATOMIC_RELAXED)) == 0) {
-            __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELAXED);
-            __atomic_store_n(&keys[i].key, key, __ATOMIC_RELEASE);
+        uint64_t cur = __atomic_load_n(&keys[i], __ATOMIC_RELAXED);
+        if (cur == 0 && one) {
+            __atomic_store_n(&keys[i], entry, __ATOMIC_RELAXED);
             return site;
         }
-        if (!one && __atomic_compare_exchange_n(&keys[i].key, &zero, key, 0, __ATOMIC_ACQ_REL,
-                                                __ATOMIC_RELAXED)) {
-            __atomic_store_n(&keys[i].site, (int64_t)site + 1, __ATOMIC_RELEASE);
+        if (cur == 0 && __atomic_compare_exchange_n(&keys[i], &cur, entry, 0, __ATOMIC_RELAXED,
+                                                    __ATOMIC_RELAXED))
             return site;
-        }
-        if (zero == key)
-            return site; /* another thread's, or being made */
+        if ((cur & ~site_bits) == tag)
+            return site; /* another thread's */
     }
     add64(&hdr->keys_full, 1, one);
     return site;
@@ -452,37 +466,65 @@ static inline int site_of(int fn, uintptr_t ra, uintptr_t fp, int one)
         if (r == 0)
             break;
     }
-    key |= 1;
+    uint64_t tag = key & ~site_bits;
     size_t i = key & key_mask;
     for (int p = 0; p < MAX_PROBE; p++, i = (i + 1) & key_mask) {
-        uint64_t k = __atomic_load_n(&keys[i].key, __ATOMIC_ACQUIRE);
-        if (k == key) {
-            int64_t s = __atomic_load_n(&keys[i].site, __ATOMIC_ACQUIRE);
-            if (PW_LIKELY(s > 0)) {
-                if (learned) /* else the key gains its third part later: not kept */
-                    last = (last_key){ra, fp, next, d > 0 ? d : -1, fn, (int)s - 1};
-                return (int)s - 1;
-            }
-            break;
-        }
+        uint64_t k = __atomic_load_n(&keys[i], __ATOMIC_RELAXED);
         if (k == 0)
             break;
+        if ((k & ~site_bits) == tag) {
+            int s = (int)(k & site_bits) - 1;
+            if (learned) /* else the key gains its third part later: not kept */
+                last = (last_key){ra, fp, next, d > 0 ? d : -1, fn, s};
+            return s;
+        }
     }
-    return unwind_site(fn, ra, fp, key, learned, one);
+    int site;
+    PW_KEEP_ERRNO(site = unwind_site(fn, ra, fp, key, learned, one));
+    return site;
 }
 
 /* ---- the threads' own records ---- */
 
-/* With several recording threads, each adds a site's counts, bytes, sizes, frees and
- * byte-ticks (the sums) into a record of its own: a copy of the site's path (its
- * path_hash: the reader sums a process's records of one path), made at the thread's first
- * event at that site, so that these updates are plain stores to a cache line no other
- * thread writes. The site's live bytes, peaks and live span, which need the threads' sum
- * at each moment, stay in the site's own record (relaxed atomics). They are records of
- * the mapped file like the sites: SIGKILL keeps them. They take at most half of
- * max_sites; past it a thread's counts go to the site's record, with atomics. */
-static PW_TLS int32_t *own; /* site -> the thread's record + 1; 0: not made yet */
-static PW_TLS int own_none; /* the thread's map could not be made */
+/* With several recording threads, no event writes a cache line another thread writes
+ * (but the live table's entry, which is the object's):
+ * - each thread adds a site's counts, bytes, sizes, frees and byte-ticks (the sums) into
+ *   a record of its own: a copy of the site's path (its path_hash: the reader sums a
+ *   process's records of one path), made at the thread's first event at that site, and
+ *   its size groups' byte-ticks into a heap_thread record of its own (the reader adds them
+ *   to the header's). They are records of the mapped file like the sites: SIGKILL keeps
+ *   them. Own site records take at most half of max_sites, heap_thread records
+ *   MAX_THREADS; past either, a thread's sums go to the shared record, with atomics.
+ * - the live bytes of a site, of a size group and of the process (for the peaks and the
+ *   site's live span, which need the threads' sum at each moment) change by the thread's
+ *   own deltas, kept in its private state and published (an atomic addition, then the
+ *   peak) when one reaches PUBLISH_BYTES in magnitude, at once for an allocation or free
+ *   of at least PUBLISH_BYTES (so a large array's site and size group stay exact), and at
+ *   the thread's exit. A published sum then differs from the true one by the other
+ *   threads' unpublished deltas, each under PUBLISH_BYTES: a peak is within recorders x
+ *   PUBLISH_BYTES of the true one (header.publish_bytes, header.recorders), and a site's
+ *   live span is that of its published live bytes. The dump takes the final live bytes
+ *   from the live table. */
+#define PUBLISH_BYTES ((int64_t)64 << 10)
+#define MAX_THREADS 256
+
+typedef struct own_slot {
+    int32_t rec; /* the thread's record of the site + 1; 0: not made yet */
+    int32_t unused;
+    int64_t pending; /* the site's live bytes changed by this thread, not yet published */
+} own_slot;
+
+typedef struct thread_state {
+    int64_t pending; /* the process's */
+    int64_t range_pending[PW_HEAP_RANGES];
+    pw_heap_thread_rec *rec; /* its size groups' byte-ticks; NULL: the header's */
+    own_slot site[];         /* max_sites */
+} thread_state;
+static PW_TLS thread_state *ts;
+static PW_TLS int ts_none; /* the thread's state could not be mapped */
+static pw_heap_thread_rec *threads;
+static pthread_key_t ts_key; /* its destructor publishes at the thread's exit */
+static int ts_key_ok;
 
 static __attribute__((noinline)) int make_own(int s)
 {
@@ -508,21 +550,143 @@ static __attribute__((noinline)) int make_own(int s)
 
 static void *private_map(size_t len);
 
+/* The calling thread's heap_thread record (under site_lock); NULL past MAX_THREADS. */
+static pw_heap_thread_rec *thread_rec(void)
+{
+    spin_lock(&site_lock);
+    int n = hdr->nthreads;
+    pw_heap_thread_rec *r = n < hdr->max_threads ? &threads[n] : NULL;
+    if (r) {
+        r->tid = syscall(SYS_gettid);
+        __atomic_store_n(&hdr->nthreads, n + 1, __ATOMIC_RELEASE);
+    }
+    spin_unlock(&site_lock);
+    return r;
+}
+
+static __attribute__((noinline)) thread_state *make_thread_state(void)
+{
+    if (ts_none)
+        return NULL;
+    thread_state *t =
+        private_map(sizeof *t + sizeof *t->site * (size_t)__atomic_load_n(&hdr->max_sites, 0));
+    if (!t) {
+        ts_none = 1;
+        return NULL;
+    }
+    t->rec = thread_rec();
+    if (ts_key_ok)
+        pthread_setspecific(ts_key, t);
+    return ts = t;
+}
+
+/* The calling thread's state (one of several recording); NULL: none could be made. */
+static inline thread_state *thread_of(void)
+{
+    thread_state *t = ts;
+    if (PW_UNLIKELY(!t))
+        PW_KEEP_ERRNO(t = make_thread_state());
+    return t;
+}
+
 /* The record the calling thread (one of several recording) adds site s's sums to; *mine:
  * 1 when it is the thread's own (plain updates), 0 when it is s's (atomics). */
-static inline int own_site(int s, int *mine)
+static inline int own_site(thread_state *t, int s, int *mine)
 {
-    if (PW_UNLIKELY(!own) &&
-        (own_none || !(own = private_map(sizeof *own * (size_t)hdr->max_sites)))) {
-        own_none = 1;
-        *mine = 0;
-        return s;
-    }
-    int32_t o = own[s];
+    int32_t o = t->site[s].rec;
     if (PW_UNLIKELY(o == 0))
-        o = own[s] = make_own(s) + 1;
+        o = t->site[s].rec = make_own(s) + 1;
     *mine = o - 1 != s;
     return o - 1;
+}
+
+/* A published change d of site s's live bytes at `now` (the site's own record): its live
+ * span begins where they rise from 0 and ends where they fall back to it. */
+static inline void site_live(pw_heap_site_rec *s, int64_t d, int64_t now, int one)
+{
+    int64_t after = add_get64(&s->live, d, one), before = after - d;
+    if (before <= 0 && after > 0) /* its objects live from now (a race: approximate) */
+        __atomic_store_n(&s->live_since, now, __ATOMIC_RELAXED);
+    else if (before > 0 && after <= 0) {
+        int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
+        if (now > since)
+            add64(&s->live_ticks, now - since, one);
+    }
+    if (d > 0)
+        max64(&s->peak, after, one);
+}
+
+/* A published change d of size group g's and of the process's live bytes. */
+static inline void range_live(int g, int64_t d, int one)
+{
+    int64_t after = add_get64(&hdr->range_live[g], d, one);
+    if (d > 0)
+        max64(&hdr->range_peak[g], after, one);
+}
+static inline void process_live(int64_t d, int one)
+{
+    int64_t after = add_get64(&hdr->live_bytes, d, one);
+    if (d > 0)
+        max64(&hdr->peak_live_bytes, after, one);
+}
+
+/* *p changed by d: what is to be published now (0: nothing, d kept in *p). */
+static inline int64_t pend(int64_t *p, int64_t d, int big)
+{
+    int64_t v = *p + d;
+    if (PW_LIKELY(!big && v < PUBLISH_BYTES && v > -PUBLISH_BYTES)) {
+        *p = v;
+        return 0;
+    }
+    *p = 0;
+    return v;
+}
+
+/* A change d of the live bytes of site `site` and size group g by the calling thread
+ * (one of several recording: t its state, NULL: published at once). */
+static inline void live_change(thread_state *t, int site, int g, int64_t d, int64_t now)
+{
+    int big = d >= PUBLISH_BYTES || d <= -PUBLISH_BYTES;
+    int64_t v;
+    if (PW_UNLIKELY(!t)) {
+        site_live(&sites[site], d, now, 0);
+        range_live(g, d, 0);
+        process_live(d, 0);
+        return;
+    }
+    if ((v = pend(&t->site[site].pending, d, big)) != 0)
+        site_live(&sites[site], v, now, 0);
+    if ((v = pend(&t->range_pending[g], d, big)) != 0)
+        range_live(g, v, 0);
+    if ((v = pend(&t->pending, d, big)) != 0)
+        process_live(v, 0);
+}
+
+/* The thread's unpublished changes published (at its exit, and the dumping thread's). */
+static void publish_all(thread_state *t, int64_t now)
+{
+    int n = __atomic_load_n(&hdr->nsites, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if (t->site[i].pending) {
+            site_live(&sites[i], t->site[i].pending, now, 0);
+            t->site[i].pending = 0;
+        }
+    for (int g = 0; g < PW_HEAP_RANGES; g++)
+        if (t->range_pending[g]) {
+            range_live(g, t->range_pending[g], 0);
+            t->range_pending[g] = 0;
+        }
+    if (t->pending)
+        process_live(t->pending, 0);
+    t->pending = 0;
+}
+
+/* pthread's destructor of ts_key: the exiting thread's changes published (its state is
+ * kept: a later destructor may still free). */
+static void thread_done(void *arg)
+{
+    if (arg == ts && __atomic_load_n(&enabled, __ATOMIC_ACQUIRE) && hdr)
+        publish_all(ts, heap_ticks());
 }
 
 /* ---- live objects ---- */
@@ -651,46 +815,60 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
     if (sample_bytes > 0 && (w = sample_weight(size)) == 0)
         return;
     int one = alone(), site = site_of(fn, ra, sp, one); /* alone() first: the key cache too */
-    pw_heap_site_rec *s = &sites[site], *a = s;         /* a: the sums' record */
-    int mine = one;
-    if (!one)
-        a = &sites[own_site(site, &mine)];
     int g = range_of(size);
-    int64_t bytes = (int64_t)size * w;
+    int64_t bytes = (int64_t)size * w, tick = heap_ticks();
+    if (PW_LIKELY(one)) {
+        pw_heap_site_rec *s = &sites[site];
+        add64(&s->hist_count[g], w, 1);
+        add64(&s->hist_bytes[g], bytes, 1);
+        min64(&s->min, (int64_t)size, 1);
+        max64(&s->max, (int64_t)size, 1);
+        site_live(s, bytes, tick, 1);
+        range_live(g, bytes, 1);
+        process_live(bytes, 1);
+        live_put((uintptr_t)ptr, bytes, tick, site, g, 1);
+        alone_end(1);
+        return;
+    }
+    thread_state *t = thread_of();
+    int mine = 0;
+    pw_heap_site_rec *a = &sites[t ? own_site(t, site, &mine) : site]; /* the sums' record */
     add64(&a->hist_count[g], w, mine);
     add64(&a->hist_bytes[g], bytes, mine);
     min64(&a->min, (int64_t)size, mine);
     max64(&a->max, (int64_t)size, mine);
-    int64_t tick = heap_ticks(), after = add_get64(&s->live, bytes, one);
-    if (after == bytes) /* its objects live from now (a race with the last free: approximate) */
-        __atomic_store_n(&s->live_since, tick, __ATOMIC_RELAXED);
-    max64(&s->peak, after, one);
-    max64(&hdr->range_peak[g], add_get64(&hdr->range_live[g], bytes, one), one);
-    max64(&hdr->peak_live_bytes, add_get64(&hdr->live_bytes, bytes, one), one);
-    live_put((uintptr_t)ptr, bytes, tick, site, g, one);
-    alone_end(one);
+    live_change(t, site, g, bytes, tick);
+    live_put((uintptr_t)ptr, bytes, tick, site, g, 0);
 }
 
 /* The end of an object's life at tick `now`. */
 static void end_life(const live_entry *e, int64_t now, int freed)
 {
-    pw_heap_site_rec *s = &sites[e->site], *a = s;
     int64_t dt = now - e->tick;
-    int one = alone(), mine = one;
-    if (!one)
-        a = &sites[own_site(e->site, &mine)];
+    int g = e->range;
+    if (PW_LIKELY(alone())) {
+        pw_heap_site_rec *s = &sites[e->site];
+        if (freed)
+            add64(&s->frees, 1, 1);
+        site_live(s, -e->size, now, 1);
+        range_live(g, -e->size, 1);
+        process_live(-e->size, 1);
+        add128(&s->byte_ticks_lo, &s->byte_ticks_hi, e->size, dt, 1);
+        add128(&hdr->range_ticks_lo[g], &hdr->range_ticks_hi[g], e->size, dt, 1);
+        alone_end(1);
+        return;
+    }
+    thread_state *t = thread_of();
+    int mine = 0;
+    pw_heap_site_rec *a = &sites[t ? own_site(t, e->site, &mine) : e->site];
     if (freed)
         add64(&a->frees, 1, mine);
-    if (add_get64(&s->live, -e->size, one) == 0) {
-        int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
-        if (now > since)
-            add64(&s->live_ticks, now - since, one);
-    }
-    add64(&hdr->range_live[e->range], -e->size, one);
-    add64(&hdr->live_bytes, -e->size, one);
     add128(&a->byte_ticks_lo, &a->byte_ticks_hi, e->size, dt, mine);
-    add128(&hdr->range_ticks_lo[e->range], &hdr->range_ticks_hi[e->range], e->size, dt, one);
-    alone_end(one);
+    if (t && t->rec)
+        add128(&t->rec->range_ticks_lo[g], &t->rec->range_ticks_hi[g], e->size, dt, 1);
+    else
+        add128(&hdr->range_ticks_lo[g], &hdr->range_ticks_hi[g], e->size, dt, 0);
+    live_change(t, e->site, g, -e->size, now);
 }
 
 static void record_free(void *ptr)
@@ -717,12 +895,16 @@ PW_REAL_DECLARE(valloc);
 PW_REAL_DECLARE(pvalloc);
 PW_REAL_DECLARE(malloc_usable_size);
 
-/* The caller's return address and a stack address of this call: the call-path key. */
+/* The caller's return address and a stack address of this call: the call-path key.
+ * errno: record_alloc and record_free call nothing that may set it (the coarse clock's
+ * vDSO read does not fail) but on their slow paths (unwinding a new call path, mapping a
+ * thread's state), which keep it themselves: the wrappers need not save it on every call
+ * (a call of __errno_location each way). */
 #define HERE (uintptr_t) __builtin_return_address(0), (uintptr_t)__builtin_frame_address(0)
 #define RECORD_ALLOC(p, size, fn)                                                                  \
     do {                                                                                           \
         if (PW_UNLIKELY(enabled) && pw_wrap_enter()) {                                             \
-            PW_KEEP_ERRNO(record_alloc(p, size, fn, HERE));                                        \
+            record_alloc(p, size, fn, HERE);                                                       \
             pw_wrap_leave();                                                                       \
         }                                                                                          \
     } while (0)
@@ -887,7 +1069,7 @@ PW_EXPORT void free(void *p)
         real_free(p); /* free(NULL) passes on: it does nothing there either */
         return;
     }
-    if (PW_UNLIKELY(!p || pw_wrap_bootstrap_owns(p)))
+    if (PW_UNLIKELY(!p || (bootstrapped && pw_wrap_bootstrap_owns(p))))
         return;
     if (PW_UNLIKELY(pw_heap_placing) && pw_heap_place_owns(p)) {
         if (PW_UNLIKELY(enabled))
@@ -897,7 +1079,7 @@ PW_EXPORT void free(void *p)
     }
     PW_REAL_RESOLVE(free);
     if (PW_UNLIKELY(enabled))
-        PW_KEEP_ERRNO(record_free(p)); /* before the real free: its address may be reused */
+        record_free(p); /* before the real free: its address may be reused */
     real_free(p);
 }
 
@@ -905,7 +1087,7 @@ PW_EXPORT void *realloc(void *old, size_t n)
 {
     if (PW_LIKELY(pass == 1))
         return real_realloc(old, n);
-    if (PW_UNLIKELY(pw_wrap_resolving || pw_wrap_bootstrap_owns(old))) {
+    if (PW_UNLIKELY(pw_wrap_resolving || (bootstrapped && pw_wrap_bootstrap_owns(old)))) {
         bootstrapped |= pw_wrap_resolving;
         void *p = pw_wrap_resolving ? pw_wrap_bootstrap_alloc(n) : malloc(n);
         if (p && old) { /* a bootstrap block's size is not kept: copy what may be there */
@@ -993,7 +1175,7 @@ PW_EXPORT void *pvalloc(size_t n)
 
 PW_EXPORT size_t malloc_usable_size(void *p)
 {
-    if (PW_UNLIKELY(!p || pw_wrap_bootstrap_owns(p)))
+    if (PW_UNLIKELY(!p || (bootstrapped && pw_wrap_bootstrap_owns(p))))
         return 0;
     if (PW_UNLIKELY(pw_heap_placing) && pw_heap_place_owns(p))
         return pw_heap_place_usable(p);
@@ -1030,7 +1212,8 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     size_t hdr_len = round_page(sizeof(pw_heap_header_rec));
     size_t objects_len = round_page(sizeof(pw_heap_object_rec) * MAX_OBJECTS);
     size_t sites_len = round_page(sizeof(pw_heap_site_rec) * (size_t)max_sites);
-    size_t len = hdr_len + objects_len + sites_len + pw_heap_place_len(max_sites);
+    size_t threads_len = round_page(sizeof(pw_heap_thread_rec) * MAX_THREADS);
+    size_t len = hdr_len + objects_len + sites_len + threads_len + pw_heap_place_len(max_sites);
     if (ftruncate(fd, (off_t)len) != 0 || pw_reserve_disk(fd, 0, len) != 0) {
         close(fd);
         unlink(path);
@@ -1045,6 +1228,11 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     pw_heap_header_rec *h = (pw_heap_header_rec *)m;
     objects = (pw_heap_object_rec *)(m + hdr_len);
     sites = (pw_heap_site_rec *)(m + hdr_len + objects_len);
+    threads = (pw_heap_thread_rec *)(m + hdr_len + objects_len + sites_len);
+#ifdef MADV_POPULATE_WRITE
+    /* the loaded objects' part now (64 KiB): not a page fault of the file at the first site */
+    madvise(objects, objects_len, MADV_POPULATE_WRITE);
+#endif
     h->version = PW_HEAP_VERSION;
     h->rank = -1;
     h->pid = getpid();
@@ -1058,6 +1246,9 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     h->tick_start = heap_ticks();
     h->tick_res_ns = coarse ? tick_res_ns : 0;
     h->ns_per_tick = heap_ns_per_tick();
+    h->publish_bytes = PUBLISH_BYTES;
+    h->recorders = recorders;
+    h->max_threads = MAX_THREADS;
     if (from) { /* the sites keep their indices (the key cache names them), not counts */
         memcpy(objects, from_objects, sizeof *objects * (size_t)nobjects);
         h->nobjects = nobjects;
@@ -1077,7 +1268,7 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
         sites[0].min = INT64_MAX;
         h->nsites = 1;
     }
-    place_part = m + hdr_len + objects_len + sites_len;
+    place_part = m + hdr_len + objects_len + sites_len + threads_len;
     pw_heap_place_attach(h, place_part, max_sites, from_place, sites, objects);
     memcpy(store_path, path, strlen(path) + 1);
     map_len = len;
@@ -1121,16 +1312,24 @@ static void start(void)
     live_mask = 2 * nlive - 1; /* at most half full */
     key_mask = 4 * max_sites - 1;
     key_mask = pow2_at_least(key_mask + 1) - 1;
+    site_bits = pow2_at_least(max_sites + 1) - 1;
     path_mask = pow2_at_least(2 * max_sites) - 1;
     pw_wrap_depth++; /* the module's own calls are not the program's */
     live = private_map(sizeof *live * (live_mask + 1));
     keys = private_map(sizeof *keys * (key_mask + 1));
-#ifdef MADV_POPULATE_WRITE
-    if (keys) /* its pages now (256 KiB by default), not a page fault at many a new key */
-        madvise(keys, sizeof *keys * (key_mask + 1), MADV_POPULATE_WRITE);
-#endif
     by_path = private_map(sizeof *by_path * (path_mask + 1));
     ras = private_map(sizeof *ras * RA_SLOTS);
+#ifdef MADV_POPULATE_WRITE
+    /* the tables a new call path looks in, their pages now (128 + 32 + 64 KiB by default):
+     * not a page fault (1-3 us under KVM) at many a new key, path or return address */
+    if (keys)
+        madvise(keys, sizeof *keys * (key_mask + 1), MADV_POPULATE_WRITE);
+    if (by_path)
+        madvise(by_path, sizeof *by_path * (path_mask + 1), MADV_POPULATE_WRITE);
+    if (ras)
+        madvise(ras, sizeof *ras * RA_SLOTS, MADV_POPULATE_WRITE);
+#endif
+    ts_key_ok = pthread_key_create(&ts_key, thread_done) == 0;
     void *bt[4];
     backtrace(bt, 4);      /* loads libgcc's unwinder now, not inside the first allocation */
     pw_heap_place_start(); /* what fails there is said, and nothing is placed */
@@ -1138,6 +1337,11 @@ static void start(void)
     coarse = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 &&
              res.tv_nsec <= PW_HEAP_COARSE_MAX_NS;
     tick_res_ns = coarse ? res.tv_nsec : 0;
+    void *vdso = dlopen("linux-vdso.so.1", RTLD_NOLOAD | RTLD_LAZY); /* glibc's name for it */
+    if (vdso)
+        *(void **)&vdso_gettime = dlsym(vdso, "__vdso_clock_gettime");
+    if (vdso_gettime && vdso_gettime(CLOCK_MONOTONIC_COARSE, &res) != 0)
+        vdso_gettime = NULL;
     int ok = live && keys && by_path && ras && pw_heap_unwind_init() == 0 &&
              make_store(0, NULL, 0, NULL, 0, NULL) == 0;
     register_fence();
@@ -1168,6 +1372,7 @@ static void in_child(void)
     role = role == 1;
     owner_busy = role_lock = site_lock = 0;
     many = 0;
+    ts = NULL; /* the parent's unpublished changes are not the child's (its map stays) */
     register_fence();
     madvise(live, sizeof *live * (live_mask + 1), MADV_DONTNEED); /* zero pages */
     pw_wrap_depth++;
@@ -1188,6 +1393,30 @@ static int dump(int state, int in_signal)
     if (!enabled || !hdr)
         return 0;
     int64_t now = heap_ticks();
+    /* with several recording threads the published live bytes lack their unpublished
+     * changes: the live spans end on the published ones, the final bytes are the table's */
+    int all = __atomic_load_n(&many, __ATOMIC_RELAXED);
+    int64_t dropped = 0;
+    for (int s = 0; s < hdr->nsites; s++) {
+        pw_heap_site_rec *r = &sites[s];
+        if (r->live > 0 && now > r->live_since)
+            r->live_ticks += now - r->live_since;
+        if (all)
+            r->live = 0;
+        int64_t c = 0, b = 0;
+        for (int g = 0; g < PW_HEAP_RANGES; g++) {
+            c += r->hist_count[g];
+            b += r->hist_bytes[g];
+        }
+        r->count = c;
+        r->bytes = b;
+        if (r->depth == 0) /* site 0 and the threads' records of it */
+            dropped += c;
+    }
+    if (all) {
+        memset(hdr->range_live, 0, sizeof hdr->range_live);
+        hdr->live_bytes = 0;
+    }
     for (size_t i = 0; i <= live_mask; i++) {
         live_entry *e = &live[i];
         uintptr_t p = __atomic_load_n(&e->ptr, __ATOMIC_ACQUIRE);
@@ -1198,21 +1427,11 @@ static int dump(int state, int in_signal)
                now - copy.tick, 0);
         add128(&hdr->range_ticks_lo[copy.range], &hdr->range_ticks_hi[copy.range], copy.size,
                now - copy.tick, 0);
-    }
-    int64_t dropped = 0;
-    for (int s = 0; s < hdr->nsites; s++) {
-        pw_heap_site_rec *r = &sites[s];
-        if (r->live > 0 && now > r->live_since)
-            r->live_ticks += now - r->live_since;
-        int64_t c = 0, b = 0;
-        for (int g = 0; g < PW_HEAP_RANGES; g++) {
-            c += r->hist_count[g];
-            b += r->hist_bytes[g];
+        if (all) {
+            site_live(&sites[copy.site], copy.size, now, 0);
+            range_live(copy.range, copy.size, 0);
+            process_live(copy.size, 0);
         }
-        r->count = c;
-        r->bytes = b;
-        if (r->depth == 0) /* site 0 and the threads' records of it */
-            dropped += c;
     }
     hdr->dropped_sites = dropped;
     pw_heap_place_verify();

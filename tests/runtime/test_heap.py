@@ -176,7 +176,8 @@ def test_heap_threads_exact_counts(mpi, build, run_pw, end):
         if len(f) == 3 and f[0] in ("M", "W", "C"):
             truth[f[0]] = (int(f[1]), int(f[2]))
     assert truth["M"] == (21000, 21000 * 40) and truth["W"] == (80000, 80000 * 96)
-    sites = pd.DataFrame(analyze(heap).sites)
+    result = analyze(heap)
+    sites, procs = pd.DataFrame(result.sites), pd.DataFrame(result.per_process)
     mine = np.array([str(f).endswith("heap_threads.c") for f in sites["file"]])
     for name, line in site_lines("heap_threads.c").items():
         size, (c, b) = {"M": 40, "W": 96, "C": 300}[name], truth[name]
@@ -185,11 +186,16 @@ def test_heap_threads_exact_counts(mpi, build, run_pw, end):
         got = (rows["count"].sum(), rows["bytes"].sum(), rows["frees"].sum())
         assert got == (c, b, c), name
         assert (rows["min_bytes"] == size).all() and (rows["max_bytes"] == size).all(), name
-        if name == "M":  # one live at a time
-            assert (rows["peak_bytes"] == 40).all()
+        # the peaks: exact while one thread records; with several, within the bound of
+        # what the threads keep unpublished (docs/heap.md "Threads": these sites' few
+        # hundred bytes a thread never reach a publication, so their peak may be 0)
+        bound = int(procs["peak_bound_bytes"][0])
+        assert 0 < bound <= 5 * (64 << 10)
+        if name == "M":  # one live at a time: exact at the caller it used alone (the first)
+            assert rows["peak_bytes"].max() == 40 and (rows["peak_bytes"] >= 40 - bound).all()
         else:  # between one thread's and all four threads' live objects
             live = 16 * 96 if name == "W" else 300
-            assert live <= rows["peak_bytes"].iloc[0] <= 4 * live, name
+            assert live - bound <= rows["peak_bytes"].iloc[0] <= 4 * live + bound, name
 
 
 def test_heap_coarse_clock_lifetimes_and_unwound_paths(build, run_pw):
@@ -227,3 +233,37 @@ def test_heap_coarse_clock_lifetimes_and_unwound_paths(build, run_pw):
     res = time.clock_getres(6)  # CLOCK_MONOTONIC_COARSE (<linux/time.h>; not in time)
     assert procs["tick_res_ns"][0] == (round(res * 1e9) if res <= 0.004 else 0)
     assert procs["unwinds"][0] >= 3 and procs["backtraces"][0] == 0
+
+
+def test_heap_threads_at_once_peaks(build, run_pw):
+    """programs/heap_threads_peak.c: four threads started together by a barrier churn
+    malloc(64)/free pairs (site P), renew rings of 1000 blocks of 200 bytes (site R) and,
+    between two barriers, each hold an array of 4 MiB for 0.2 s (site L). Threads recording
+    at once keep their live-bytes changes in their own memory and publish them when one
+    reaches header.publish_bytes, or at once for an allocation of at least that much
+    (docs/heap.md): counts and bytes stay exact, the arrays' site and size range have their
+    exact peak (all four live at once), and site R's and the process's peaks lie within
+    recorders x publish_bytes of the program's own count of live bytes (atomics, updated
+    right after each allocation and before each free), plus, for the process, 64 KiB for
+    the C library's own blocks the program does not count (stdout's buffer)."""
+    prog = build(None, "heap_threads_peak.c")
+    r = run_pw([prog], ["--heap"])
+    truth = {ln.split()[0]: ln.split()[1:] for ln in r.proc.stdout.splitlines()}
+    exp = r.open()
+    procs = exp.table("heap", "per_process")
+    bound = int(procs["peak_bound_bytes"][0])
+    assert procs["recorders"][0] >= 4 and bound == procs["recorders"][0] * (64 << 10)
+    sites = exp.table("heap", "sites")
+    rows = site_rows(sites, "heap_threads_peak.c")
+    for name, size in (("P", 64), ("R", 200), ("L", 4 * MIB)):
+        c, b = int(truth[name][0]), int(truth[name][1])
+        assert (rows[name]["count"], rows[name]["bytes"], rows[name]["frees"]) == (c, b, c)
+        assert rows[name]["min_bytes"] == rows[name]["max_bytes"] == size, name
+    assert rows["L"]["peak_bytes"] == int(truth["L"][2]) == 16 * MIB
+    assert rows["L"]["byte_s"] == pytest.approx(float(truth["L"][3]), rel=0.05)
+    big = exp.table("heap", "ranges").set_index("range").loc["4 MiB-8 MiB"]
+    assert (big["count"], big["bytes"], big["peak_bytes"]) == (4, 16 * MIB, 16 * MIB)
+    assert big["byte_s"] == pytest.approx(float(truth["L"][3]), rel=0.05)
+    assert abs(rows["R"]["peak_bytes"] - int(truth["R"][2])) <= bound
+    assert abs(int(procs["peak_bytes"][0]) - int(truth["T"][0])) <= bound + (64 << 10)
+    assert "peaks within" in r.text_report()

@@ -276,8 +276,8 @@ def test_place_aligned_allocators_c(mpi, build, run_pw, tmp_path):
 
 
 def check_version_2(exp, tmp_path):
-    """The experiment's heap records rewritten as version 2 (heap_rule without its last two
-    fields) read as they were, their alignment fallbacks zero."""
+    """The experiment's heap records rewritten as version 2 (no threads' records, heap_rule
+    without its last two fields) read as they were, their alignment fallbacks zero."""
     hr = heap_reader
     old = tmp_path / "v2"
     (old / "heap").mkdir(parents=True)
@@ -286,6 +286,8 @@ def check_version_2(exp, tmp_path):
         h = raw[: hr.HEADER.itemsize].view(hr.HEADER)[0]
         at = hr._page(hr.HEADER.itemsize) + hr._page(hr.OBJECT.itemsize * int(h["max_objects"]))
         at += hr._page(hr.SITE.itemsize * int(h["max_sites"]))
+        threads = hr._page(hr.THREAD.itemsize * int(h["max_threads"]))  # not in version 2
+        raw = np.concatenate([raw[:at], raw[at + threads :]])
         part = hr._page(hr.RULE.itemsize * hr.HEAP_MAX_RULES)
         assert part == hr._page(hr.RULE_V2.itemsize * hr.HEAP_MAX_RULES)
         rules = (

@@ -7,7 +7,8 @@
  * process killed by SIGKILL leaves what it counted. Layout (docs/format.md "Heap
  * profile"), every part at a multiple of 4096 bytes: one heap_header; max_objects
  * heap_object (the loaded objects the sites' frames name); max_sites heap_site (site 0:
- * the allocations of sites past max_sites; a site with count 0 is unused).
+ * the allocations of sites past max_sites; a site with count 0 is unused); max_threads
+ * heap_thread (version 3: the threads that recorded while others did, nthreads used).
  * Sizes are bytes; byte_ticks (= hi * 2^64 + lo) is bytes times ticks live (the module's
  * clock: CLOCK_MONOTONIC_COARSE ns where header.tick_res_ns > 0, else pw_ticks();
  * header.ns_per_tick converts them); times are ns of CLOCK_MONOTONIC. With sample_bytes > 0 the counts, bytes, live bytes and byte_ticks are
@@ -20,7 +21,8 @@
 #include "perfweave/format.h"
 
 /* clang-format off */
-#define PW_HEAP_VERSION 3 /* 2: the placement part (--place); 3: its aligned allocations */
+#define PW_HEAP_VERSION 3 /* 2: the placement part (--place); 3: the threads' records,
+                             publish_bytes, recorders, and the rules' aligned fallbacks */
 #define PW_HEAP_MAGIC "perfweave-heap"
 #define PW_HEAP_MAGIC_NUMBER 0x3170616568777000LL /* heap_header.magic */
 #define PW_HEAP_DEPTH 4         /* frames of a site's call path, innermost first */
@@ -69,8 +71,24 @@
     X(int64_t, "<i8", place_cap)       /* bytes the rules may hold placed at once; 0: no cap */ \
     X(int64_t, "<i8", place_live)      /* bytes placed and live now (requested sizes) */   \
     X(int64_t, "<i8", place_peak)      /* the most at once */                              \
-    X(uint64_t, "<u8", tier_nodes)     /* the fast tier's NUMA nodes (bit n: node n) */
+    X(uint64_t, "<u8", tier_nodes)     /* the fast tier's NUMA nodes (bit n: node n) */ \
+    X(int64_t, "<i8", publish_bytes)   /* a recording thread's unpublished live-bytes \
+                                          change (per site, size group, process) stays \
+                                          under this while several threads record */      \
+    X(int32_t, "<i4", recorders)       /* threads that recorded; > 1: the peaks are within \
+                                          recorders x publish_bytes */                    \
+    X(int32_t, "<i4", max_threads)     /* heap_thread records (after the sites) */         \
+    X(int32_t, "<i4", nthreads)        /* of them in use */                                \
+    X(int32_t, "<i4", unused)
 PW_RECORD_STRUCT(PW_HEAP_HEADER_FIELDS, pw_heap_header_rec)
+
+/* One thread that recorded while others did (version 3): its size groups' byte-ticks,
+ * which a reader adds to the header's range_ticks. */
+#define PW_HEAP_THREAD_FIELDS(X, A)                                                        \
+    X(int64_t, "<i8", tid)             /* the thread's id (gettid) */                      \
+    A(uint64_t, "<u8", range_ticks_lo, PW_HEAP_RANGES)                                     \
+    A(uint64_t, "<u8", range_ticks_hi, PW_HEAP_RANGES)
+PW_RECORD_STRUCT(PW_HEAP_THREAD_FIELDS, pw_heap_thread_rec)
 
 #define PW_HEAP_OBJECT_FIELDS(X, A)                                                        \
     X(uint64_t, "<u8", hash)           /* of the path; 0: free */                          \
@@ -193,6 +211,7 @@ PW_RECORD_STRUCT(PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)
     RECORD(heap_header, PW_HEAP_HEADER_FIELDS, pw_heap_header_rec)                         \
     RECORD(heap_object, PW_HEAP_OBJECT_FIELDS, pw_heap_object_rec)                         \
     RECORD(heap_site, PW_HEAP_SITE_FIELDS, pw_heap_site_rec)                               \
+    RECORD(heap_thread, PW_HEAP_THREAD_FIELDS, pw_heap_thread_rec)                         \
     RECORD(heap_rule, PW_HEAP_RULE_FIELDS, pw_heap_rule_rec)                               \
     RECORD(heap_placed, PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)                         \
     NAMES(heap_fns, PW_HEAP_FNS)                                                           \

@@ -41,7 +41,9 @@ class HeapResult:
     byte_s, untracked (allocations whose lifetime was not tracked), unseen_frees,
     dropped_sites, unwinds (call paths unwound), backtraces (of them by libgcc's
     backtrace(): the .eh_frame rules could not), tick_res_ns (the lifetimes' clock's tick;
-    0: the time-stamp counter).
+    0: the time-stamp counter), recorders (threads that recorded), peak_bound_bytes (with
+    several, how far the process's, its sites' and size ranges' peaks may lie from the
+    true ones: recorders x the bytes a thread keeps unpublished; 0: exact).
     With --place (docs/placement.md) the sites also have placed_count, placed_bytes,
     fallback_count, fallback_bytes and rule (the rule that matched, "" none); placement: one
     row per rule, over the processes: rule ("size=1M:5M", "site=FUNCTION", "site=FILE:LINE"),
@@ -215,6 +217,10 @@ def analyze(heap, symbolizer=None):
             "unwinds": p["unwinds"],
             "backtraces": p["backtraces"],
             "tick_res_ns": p["tick_res_ns"],
+            "recorders": p["recorders"],
+            "peak_bound_bytes": np.where(
+                p["recorders"] > 1, p["recorders"] * p["publish_bytes"], 0
+            ),
         },
         len(p),
     )

@@ -37,6 +37,10 @@ PROCESS_DTYPE = np.dtype(
         ("emulate", "O"),
         ("place_cap", "<i8"),
         ("place_peak", "<i8"),
+        # several threads recording: each publishes its live-bytes changes once they reach
+        # publish_bytes, so the peaks are within recorders x publish_bytes (exact with one)
+        ("publish_bytes", "<i8"),
+        ("recorders", "<i8"),
     ]
 )
 # one row per (process, site); object -1: offset is an address no loaded object held

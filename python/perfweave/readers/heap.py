@@ -4,8 +4,10 @@ header's state) or was killed (state -1: "killed", the counts up to then; a kill
 process's count and bytes are summed from its histograms, which it kept current, and its
 objects still live have no lifetime). A record of a run with --place (version 2) has the
 placement part after its sites: its rules (what each placed, and what was read back at the
-end; version 3: the fallbacks for their alignment) and each site's placements. A file that
-cannot be read is left out with a note."""
+end) and each site's placements. A record of version 3 has the threads' records between its
+sites and its placement part: the size groups' byte-ticks of threads that recorded while
+others did, added to the header's; and the fallbacks for their alignment in its rules. A
+file that cannot be read is left out with a note."""
 
 import numpy as np
 
@@ -30,10 +32,13 @@ from perfweave.model.heap import (
 from perfweave.readers.dataset import Dataset
 
 VERSION = FILES["heap"].version
-VERSIONS = (1, 2, VERSION)  # 1: no placement part (its header's end is zero in the file)
+# 1: no placement part (its header's end is zero in the file); 2: no threads' records, no
+# aligned fallbacks in the rules
+VERSIONS = (1, 2, VERSION)
 PAGE = 4096
-HEADER, OBJECT, SITE, RULE, PLACED = (
-    RECORDS[k] for k in ("heap_header", "heap_object", "heap_site", "heap_rule", "heap_placed")
+HEADER, OBJECT, SITE, THREAD, RULE, PLACED = (
+    RECORDS[k]
+    for k in ("heap_header", "heap_object", "heap_site", "heap_thread", "heap_rule", "heap_placed")
 )
 
 # version 2's heap_rule: the same fields without the last ones, align_fallback_* (zero then)
@@ -173,8 +178,15 @@ def _read_one(f, index, objects, procs, sites, ranges, placement):
     objs = raw[hdr_len : hdr_len + OBJECT.itemsize * nobj].view(OBJECT)
     recs = raw[hdr_len + obj_len : end].view(SITE)
     placed = None
+    at = hdr_len + obj_len + _page(SITE.itemsize * int(h["max_sites"]))
+    threads = np.zeros(0, THREAD)
+    if int(h["version"]) >= 3:
+        nthreads = int(h["nthreads"])
+        if not 0 <= nthreads <= int(h["max_threads"]) or len(raw) < at + THREAD.itemsize * nthreads:
+            raise ValueError("cut short in its threads' records")
+        threads = raw[at : at + THREAD.itemsize * nthreads].view(THREAD)
+        at += _page(THREAD.itemsize * int(h["max_threads"]))
     if int(h["version"]) >= 2 and int(h["nrules"]) > 0:
-        at = hdr_len + obj_len + _page(SITE.itemsize * int(h["max_sites"]))
         rules, placed = _placement(raw, h, at, index, recs)
         placement.append(rules)
     used = recs["path_hash"] != 0
@@ -214,7 +226,9 @@ def _read_one(f, index, objects, procs, sites, ranges, placement):
     r["process"] = index
     r["range"] = np.arange(HEAP_RANGES)
     r["peak"] = h["range_peak"]
-    r["byte_s"] = _ticks(h["range_ticks_lo"], h["range_ticks_hi"]) * nspt / 1e9
+    ticks = _ticks(h["range_ticks_lo"], h["range_ticks_hi"])
+    ticks += _ticks(threads["range_ticks_lo"], threads["range_ticks_hi"]).sum(axis=0)
+    r["byte_s"] = ticks * nspt / 1e9
     ranges.append(r)
     host = f.name.rsplit(".", 2)[0]
     procs.append(
@@ -239,6 +253,8 @@ def _read_one(f, index, objects, procs, sites, ranges, placement):
             _name(HEAP_EMULATE, int(h["place_emulate"])),
             int(h["place_cap"]),
             int(h["place_peak"]),
+            int(h["publish_bytes"]),
+            max(int(h["recorders"]), 1),
         )
     )
 

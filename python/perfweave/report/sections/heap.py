@@ -30,6 +30,7 @@ class HeapSection(Section):
             f"{h['processes']} process{'es' * (h['processes'] != 1)}; "
             f"{h['byte_s']:.4g} byte-seconds live; peak {byte_size(h['peak_bytes'])} live"
         )
+        out += [f"  {line}" for line in _bound_lines(h)]
         shown, more = cut_rows(h["sites"], view.max_rows)
         out += ["", "  Sites by byte-seconds live"]
         out += text_table([_site_row(s) for s in shown], SITE_COLUMNS, width=view.width)
@@ -67,8 +68,19 @@ class HeapSection(Section):
                 html_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS),
             ]
             + _placement_html(h)
-            + [f"<p class=note>{escape(n)}</p>" for n in h["notes"]]
+            + [f"<p class=note>{escape(n)}</p>" for n in _bound_lines(h) + h["notes"]]
         )
+
+
+def _bound_lines(h):
+    """How far the peaks may be off where several threads recorded (docs/heap.md)."""
+    bound = max((p.get("peak_bound_bytes", 0) for p in h["per_process"]), default=0)
+    if not bound:
+        return []
+    return [
+        f"peaks within {byte_size(bound)} of the true ones (threads recording at once "
+        "publish their live-bytes changes in steps: docs/heap.md)"
+    ]
 
 
 SITE_COLUMNS = ["site", "allocator", "count", "bytes", "min", "max", "peak", "byte-s", "%"]
