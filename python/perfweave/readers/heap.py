@@ -220,6 +220,9 @@ def _read_one(f, index, objects, procs, sites, ranges, placement):
     s["count"] = s["hist_count"].sum(axis=1)
     s["bytes"] = s["hist_bytes"].sum(axis=1)
     s["min"] = np.where(s["count"] > 0, s["min"], 0)
+    # a site's largest object was live once: its peak is at least that, where several
+    # threads' unpublished changes (under 64 KiB each) kept the shared count below it
+    s["peak"] = np.where(s["count"] > 0, np.maximum(s["peak"], s["max"]), s["peak"])
     dropped = int(s["count"][s["depth"] == 0].sum())  # site 0: the sites past max_sites
     sites.append(s[s["count"] > 0])
     r = np.zeros(HEAP_RANGES, RANGE_DTYPE)
