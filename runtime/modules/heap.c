@@ -46,6 +46,7 @@
 
 #include "heap.h"
 #include "heap_unwind.h"
+#include "heap_live.h"
 #include "heap_place.h"
 #include "perfweave/format/heap.h"
 #include "wrap.h"
@@ -662,8 +663,10 @@ static void record_alloc(void *ptr, size_t size, int fn, uintptr_t ra, uintptr_t
     min64(&a->min, (int64_t)size, mine);
     max64(&a->max, (int64_t)size, mine);
     int64_t tick = heap_ticks(), after = add_get64(&s->live, bytes, one);
-    if (after == bytes) /* its objects live from now (a race with the last free: approximate) */
+    if (after == bytes) { /* its objects live from now (a race with the last free: approximate) */
         __atomic_store_n(&s->live_since, tick, __ATOMIC_RELAXED);
+        pw_heap_live_open(site, tick); /* its timeline: keep at this 0 -> more transition */
+    }
     max64(&s->peak, after, one);
     max64(&hdr->range_peak[g], add_get64(&hdr->range_live[g], bytes, one), one);
     max64(&hdr->peak_live_bytes, add_get64(&hdr->live_bytes, bytes, one), one);
@@ -685,6 +688,7 @@ static void end_life(const live_entry *e, int64_t now, int freed)
         int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
         if (now > since)
             add64(&s->live_ticks, now - since, one);
+        pw_heap_live_close(e->site, since, now); /* its timeline: keep at this -> 0 transition */
     }
     add64(&hdr->range_live[e->range], -e->size, one);
     add64(&hdr->live_bytes, -e->size, one);
@@ -1030,7 +1034,8 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     size_t hdr_len = round_page(sizeof(pw_heap_header_rec));
     size_t objects_len = round_page(sizeof(pw_heap_object_rec) * MAX_OBJECTS);
     size_t sites_len = round_page(sizeof(pw_heap_site_rec) * (size_t)max_sites);
-    size_t len = hdr_len + objects_len + sites_len + pw_heap_place_len(max_sites);
+    size_t place_len = pw_heap_place_len(max_sites);
+    size_t len = hdr_len + objects_len + sites_len + place_len + pw_heap_live_len(max_sites);
     if (ftruncate(fd, (off_t)len) != 0 || pw_reserve_disk(fd, 0, len) != 0) {
         close(fd);
         unlink(path);
@@ -1079,6 +1084,10 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     }
     place_part = m + hdr_len + objects_len + sites_len;
     pw_heap_place_attach(h, place_part, max_sites, from_place, sites, objects);
+    /* buckets no narrower than the lifetimes' clock's tick, nor than 1 ms */
+    int64_t ms = coarse ? 1000000 : (int64_t)(1e6 / heap_ns_per_tick());
+    pw_heap_live_attach(h, place_part + place_len, max_sites, tick_res_ns > ms ? tick_res_ns : ms,
+                        coarse ? tick_res_ns : 0);
     memcpy(store_path, path, strlen(path) + 1);
     map_len = len;
     __atomic_store_n(&h->magic, PW_HEAP_MAGIC_NUMBER, __ATOMIC_RELEASE);
@@ -1184,7 +1193,6 @@ static void in_child(void)
  * freed), the sums written, the header says how it ended. Async-signal-safe. */
 static int dump(int state, int in_signal)
 {
-    (void)in_signal;
     if (!enabled || !hdr)
         return 0;
     int64_t now = heap_ticks();
@@ -1204,6 +1212,8 @@ static int dump(int state, int in_signal)
         pw_heap_site_rec *r = &sites[s];
         if (r->live > 0 && now > r->live_since)
             r->live_ticks += now - r->live_since;
+        if (r->live > 0) /* its timeline: the interval open at the end closes here */
+            pw_heap_live_end(s, r->live_since, now, in_signal);
         int64_t c = 0, b = 0;
         for (int g = 0; g < PW_HEAP_RANGES; g++) {
             c += r->hist_count[g];

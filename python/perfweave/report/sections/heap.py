@@ -34,6 +34,7 @@ class HeapSection(Section):
         out += ["", "  Sites by byte-seconds live"]
         out += text_table([_site_row(s) for s in shown], SITE_COLUMNS, width=view.width)
         out += more_rows(more, "sites")
+        out += [f"  {_live_line(h)}"]
         out += ["", "  Allocations per size range"]
         out += text_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS, width=view.width)
         if h.get("placement"):
@@ -63,6 +64,7 @@ class HeapSection(Section):
                 "<h2>Heap allocations" + (" (estimates)" if h["estimated"] else "") + "</h2>",
                 "<h3>Sites by byte-seconds live</h3>",
                 html_table([_site_row(s) for s in h["sites"]], SITE_COLUMNS),
+                f"<p class=note>{escape(_live_line(h))}</p>",
                 "<h3>Allocations per size range</h3>",
                 html_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS),
             ]
@@ -71,7 +73,18 @@ class HeapSection(Section):
         )
 
 
-SITE_COLUMNS = ["site", "allocator", "count", "bytes", "min", "max", "peak", "byte-s", "%"]
+SITE_COLUMNS = [
+    "site",
+    "allocator",
+    "count",
+    "bytes",
+    "min",
+    "max",
+    "peak",
+    "byte-s",
+    "%",
+    "live %",
+]
 RANGE_COLUMNS = ["size range", "count", "bytes", "peak", "byte-s", "%"]
 
 
@@ -86,7 +99,30 @@ def _site_row(s):
         byte_size(s["peak_bytes"]),
         f"{s['byte_s']:.4g}",
         f"{s['byte_s_pct']:.1f}",
+        _live_pct(s),
     ]
+
+
+def _live_pct(s):
+    """The share of the samples taken while the site was live, or (marked t) of the
+    time (no timelines or no samples)."""
+    v = s.get("live_pct")
+    if v is None or v != v:
+        return "-"
+    return f"{v:.1f}" if s.get("live_pct_of") == "samples" else f"{v:.1f} t"
+
+
+def _live_line(h):
+    """What the live % column is."""
+    live = h.get("live") or {}
+    if live.get("timelines") and live.get("samples"):
+        return (
+            f"live %: the share of the {live['samples']:,} samples of the sites' processes "
+            f"taken while some of the site's objects were live (timelines of "
+            f"{live['resolution_ms']:.1f} ms resolution); t: of the time"
+        )
+    why = "no samples (--no-sample)" if live.get("timelines") else "no live timelines"
+    return f"live %, t: the share of the time some of the site's objects were live ({why})"
 
 
 def _range_row(r):
