@@ -5,7 +5,8 @@
  * site "site PID NAME alloc_before alloc_after free_before free_after" and per routine
  * "routine PID NAME begin end" (ns), each rank. argv[1] "threads": two
  * threads open and close site T's intervals at once, 200 times each (a block of 4 KiB
- * each, held 1 ms), and print "threads PID begin end" around them. */
+ * each, held 1 ms), and print site T's line: the first allocation of the thread that
+ * allocated first, the last free of the thread that freed last. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -83,14 +84,20 @@ static void phase(void *(*alloc)(size_t), void (*by)(double *, size_t), int64_t 
     nap(40000000);
 }
 
+/* t: before and after its first allocation, before and after its last free */
 static void *opener(void *arg)
 {
-    (void)arg;
+    int64_t *t = arg;
     for (int i = 0; i < 200; i++) {
+        int64_t a = now();
         void *p = alloc_t(4096);
+        if (i == 0)
+            t[0] = a, t[1] = now();
         memset(p, 1, 4096);
         nap(1000000);
+        t[2] = now();
         free(p);
+        t[3] = now();
         nap(200000);
     }
     return NULL;
@@ -101,12 +108,14 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     if (argc > 1 && !strcmp(argv[1], "threads")) {
         pthread_t th[2];
-        int64_t begin = now();
+        int64_t t[2][4];
         for (int i = 0; i < 2; i++)
-            pthread_create(&th[i], NULL, opener, NULL);
+            pthread_create(&th[i], NULL, opener, t[i]);
         for (int i = 0; i < 2; i++)
             pthread_join(th[i], NULL);
-        printf("threads %d %lld %lld\n", (int)getpid(), (long long)begin, (long long)now());
+        int f = t[1][0] < t[0][0], l = t[1][3] > t[0][3]; /* the first to allocate, last to free */
+        printf("site %d T %lld %lld %lld %lld\n", (int)getpid(), (long long)t[f][0],
+               (long long)t[f][1], (long long)t[l][2], (long long)t[l][3]);
         MPI_Finalize();
         return 0;
     }

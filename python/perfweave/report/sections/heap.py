@@ -8,6 +8,7 @@ from perfweave._format import HEAP_MAX_ALIGN
 from perfweave.analysis.heap import analyze
 from perfweave.report.section import Section
 from perfweave.report.widgets import byte_size, cut_rows, escape, html_table, more_rows, text_table
+from perfweave.report.widgets import wrap_line
 
 
 class HeapSection(Section):
@@ -32,9 +33,12 @@ class HeapSection(Section):
         )
         shown, more = cut_rows(h["sites"], view.max_rows)
         out += ["", "  Sites by byte-seconds live"]
-        out += text_table([_site_row(s) for s in shown], SITE_COLUMNS, width=view.width)
+        # min and max go first where the width is short
+        out += text_table(
+            [_site_row(s) for s in shown], SITE_COLUMNS, width=view.width, drop=(4, 5)
+        )
         out += more_rows(more, "sites")
-        out += [f"  {_live_line(h)}"]
+        out += wrap_line("live %", _live_line(h), view.width)
         out += ["", "  Allocations per size range"]
         out += text_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS, width=view.width)
         if h.get("placement"):
@@ -117,12 +121,12 @@ def _live_line(h):
     live = h.get("live") or {}
     if live.get("timelines") and live.get("samples"):
         return (
-            f"live %: the share of the {live['samples']:,} samples of the sites' processes "
-            f"taken while some of the site's objects were live (timelines of "
+            f"the share of its processes' samples ({live['samples']:,} in all) taken while "
+            f"some of the site's objects were live (timelines of "
             f"{live['resolution_ms']:.1f} ms resolution); t: of the time"
         )
     why = "no samples (--no-sample)" if live.get("timelines") else "no live timelines"
-    return f"live %, t: the share of the time some of the site's objects were live ({why})"
+    return f"t: the share of the time some of the site's objects were live ({why})"
 
 
 def _range_row(r):
