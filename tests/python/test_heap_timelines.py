@@ -11,6 +11,7 @@ import pytest
 from perfweave._format import HEAP_LIVE_BUCKETS, HEAP_MAGIC_NUMBER, RECORDS
 from perfweave.analysis.heap import analyze
 from perfweave.readers.heap import read_heap
+from perfweave.report.sections.heap import SECTION
 
 HEADER, OBJECT, SITE, LIVE = (
     RECORDS[k] for k in ("heap_header", "heap_object", "heap_site", "heap_live")
@@ -82,6 +83,11 @@ def test_axis_and_buckets_after_a_fold(tmp_path, coarse):
     assert site["live_pct"] == pytest.approx(100 * (3 + 2) / 15)
     assert r.live["timelines"] and r.live["samples"] == 15
     assert r.live["resolution_ms"] == pytest.approx((width + slack) / 1e6)
+    # the report's column and what it says it is
+    view = type("View", (), {"width": 100, "max_rows": 10})()
+    text = "\n".join(SECTION.text({"heap": r.to_json()}, view))
+    assert "live %" in text and f"{100 * 5 / 15:.1f}" in text
+    assert "the share of its processes' samples (15 in all)" in text
 
 
 def test_older_and_half_folded_records(tmp_path):
@@ -95,6 +101,9 @@ def test_older_and_half_folded_records(tmp_path):
     assert site["live_pct_of"] == "time" and site["live_samples"] == 0
     assert site["live_pct"] == pytest.approx(100 * 1e-6 / 0.9975)
     assert not r.live["timelines"]
+    view = type("View", (), {"width": 100, "max_rows": 10})()
+    text = "\n".join(SECTION.text({"heap": r.to_json()}, view))
+    assert f"{site['live_pct']:.1f} t" in text and "(no live timelines)" in text
     write_record(tmp_path, folding=1)
     heap = read_heap(tmp_path)
     assert heap.processes["live_bucket_ns"][0] == 0

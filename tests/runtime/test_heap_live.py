@@ -11,8 +11,8 @@ VM's kernel missed a tick, which delays the coarse clock: steal time). The sampl
 while a site was live (per site, and per routine through perfweave.open(EXP).heap_live())
 then follow: X live during >= 95 % of sweep_x's samples and <= 5 % of sweep_y's, Y the
 reverse, Z all of both. Two threads opening and closing one site's intervals at once leave
-one run over their span. heap_live_fold.c drives the C code's folding of buckets
-directly."""
+one run over their span. A process killed by SIGKILL keeps the intervals it closed.
+heap_live_fold.c drives the C code's folding of buckets directly."""
 
 import subprocess
 from pathlib import Path
@@ -23,6 +23,7 @@ from harness import PROGRAMS, site_lines
 from perfweave._format import HEAP_LIVE_BUCKETS
 from perfweave.analysis import boundness
 from perfweave.analysis.heap import analyze, live_units
+from perfweave.readers.heap import read_heap
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,8 +140,6 @@ def test_live_timelines_and_routines_samples(mpi, build, run_pw):
         assert sites[where["Z"]]["live_during_pct"] == 100, routine
         assert sites.get(where[other], {"live_during_pct": 0})["live_during_pct"] <= 5
         assert all("live_during_pct_min" not in s for s in sites.values())
-    text = r.text_report()
-    assert "live %     the share of its processes' samples" in text
 
 
 def test_live_timeline_of_two_threads_at_once(mpi, build, run_pw):
@@ -206,3 +205,25 @@ def test_fold_against_its_reference(tmp_path):
     for (s, a, b), line in zip(asks, out[len(marks) : len(lines)]):
         if line.endswith(" 1"):
             assert want[s, a >> level : (b >> level) + 1].all(), (s, a, b)
+
+
+def test_killed_process_keeps_its_closed_intervals(mpi, build, run_pw):
+    """A process killed by SIGKILL (programs/heap_sites.c "kill", after freeing its sites'
+    objects) leaves the intervals it closed in its mapped record: each site's run as long
+    as the program's own clock says its objects were live (first allocation to last
+    free), within the resolution at each end."""
+    prog = build(mpi, "heap_sites.c")
+    r = run_pw([prog, "serial", "kill"], ["--heap"], check=False)
+    assert r.proc.returncode != 0
+    live = {}
+    for line in r.proc.stdout.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0] in ("A", "B", "C"):
+            live[f[0]] = float(f[4]) * 1e9
+    heap = read_heap(r.exp)
+    assert heap.processes["state"].tolist() == ["killed"]
+    runs, res, late, _ = marked_runs(heap, "heap_sites.c")
+    ((pid, r_ns),) = res.items()
+    for name, span in live.items():
+        (got,) = runs[(pid, name)]
+        assert span - late[pid] <= got[1] - got[0] <= span + 2 * r_ns + late[pid], name
