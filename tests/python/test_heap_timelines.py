@@ -2,7 +2,7 @@
 analysis/heap.py): the buckets put on CLOCK_MONOTONIC's axis, for the coarse clock (its ns,
 bucket 0 at tick_start) and for the time-stamp counter (ticks from t_start at ns_per_tick),
 after a fold (live_log2 above its first value); samples counted at the buckets' edges;
-records of version 2 (no timelines: the time's share, labelled) and one killed while
+records of version 3 (no timelines: the time's share, labelled) and one killed while
 folding (left out with a note)."""
 
 import numpy as np
@@ -30,7 +30,7 @@ class NoSymbols:
         return [Location(obj, int(o)) for o in offsets]
 
 
-def write_record(exp, version=3, coarse=True, log2=23, marked=range(3, 6), folding=0):
+def write_record(exp, version=4, coarse=True, log2=23, marked=range(3, 6), folding=0):
     """heap/h.10.pwheap of one process (pid 10) with one site (a frame at 0x1234) whose
     buckets `marked` are set; the run from t_start 1.0025 s to 2 s."""
     max_sites, max_objects = 4, 1
@@ -91,7 +91,7 @@ def test_axis_and_buckets_after_a_fold(tmp_path, coarse):
 
 
 def test_older_and_half_folded_records(tmp_path):
-    write_record(tmp_path, version=2)  # the live fields past a version-2 header: not read
+    write_record(tmp_path, version=3)  # the live fields past a version-3 header: not read
     heap = read_heap(tmp_path)
     assert heap.processes["live_bucket_ns"][0] == 0 and not heap.sample_t
     heap.sample_t = {0: np.arange(10, dtype=np.int64)}  # not counted without timelines
