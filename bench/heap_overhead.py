@@ -12,10 +12,12 @@ measured process, passing calls on): the ns a malloc(64)/free pair costs from on
 allocation from a new call-path key (one path from --depths stack addresses; the budget: 150
 ns added, the path unwound once), and the peak RSS after holding --live MiB in 64 KiB blocks
 (the budget: 5 % + 8 MiB added). Prints medians and each column's difference to the bare
-run's median.
+run's median. --against PERFWEAVE adds `--heap` under another installation's perfweave
+(e.g. main's, to measure a change of the module in the same invocation: a pair from one
+call site also opens and closes its site's live interval every time).
 Usage:
   .venv/bin/python bench/heap_overhead.py [--repeat 5] [--pairs 10000000] [--depths 2000]
-      [--live 256] [--threads 2]
+      [--live 256] [--threads 2] [--against OTHER/.venv/bin/perfweave]
 """
 
 import argparse
@@ -45,6 +47,7 @@ def main():
     ap.add_argument("--depths", type=int, default=2000)
     ap.add_argument("--live", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--against", help="another installation's perfweave executable")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="pw-heap-bench-"))
     prog = tmp / "heap_pairs"
@@ -59,6 +62,9 @@ def main():
         "--heap": lambda i: [*run, str(tmp / f"h{i}"), "--heap", "--", *argv],
         "--heap sampled 512K": lambda i: [*run, str(tmp / f"s{i}"), *sampled],
     }
+    if args.against:
+        other = [args.against, *run[1:]]
+        modes["--heap, --against"] = lambda i: [*other, str(tmp / f"a{i}"), "--heap", "--", *argv]
     heaptrack = shutil.which("heaptrack")
     if heaptrack:
         modes["heaptrack"] = lambda i: [heaptrack, "-o", str(tmp / f"ht{i}"), *argv]

@@ -162,6 +162,21 @@ class Experiment:
         df["activity"] = pd.Categorical(df["activity"], categories=sm.activities)
         return df
 
+    def heap_live(self):
+        """Which heap sites were live during each sampled routine's samples (--heap with
+        samples; docs/heap.md "When a site's objects were live"): routine (a function
+        anywhere on the stack), samples (its samples in processes with live timelines),
+        site (the row of table("heap", "sites")), where, live_samples (of its samples,
+        those taken while some of the site's objects were live), live_pct. One row per
+        (routine, site) with some, most first; none for a record without timelines."""
+        from perfweave.analysis.heap import routines_live
+
+        metas = {p.name: p.meta for p in self._exp.samples}
+        t = routines_live(
+            self._exp.heap, self._result("heap"), self._samples_result().samples, metas
+        )
+        return pd.DataFrame({k: t[k] for k in t.dtype.names}, columns=list(t.dtype.names))
+
     # ---- the MPI profile ----------------------------------------------------------------
     def _mpi(self):
         """The MpiProfileResult (analysis/mpi.py) of the profile."""

@@ -49,6 +49,7 @@
 
 #include "heap.h"
 #include "heap_unwind.h"
+#include "heap_live.h"
 #include "heap_place.h"
 #include "perfweave/format/heap.h"
 #include "wrap.h"
@@ -605,12 +606,14 @@ static inline int own_site(thread_state *t, int s, int *mine)
 static inline void site_live(pw_heap_site_rec *s, int64_t d, int64_t now, int one)
 {
     int64_t after = add_get64(&s->live, d, one), before = after - d;
-    if (before <= 0 && after > 0) /* its objects live from now (a race: approximate) */
+    if (before <= 0 && after > 0) { /* its objects live from now (a race: approximate) */
         __atomic_store_n(&s->live_since, now, __ATOMIC_RELAXED);
-    else if (before > 0 && after <= 0) {
+        pw_heap_live_open((int)(s - sites), now); /* its timeline: keep at this 0 -> more */
+    } else if (before > 0 && after <= 0) {
         int64_t since = __atomic_load_n(&s->live_since, __ATOMIC_RELAXED);
         if (now > since)
             add64(&s->live_ticks, now - since, one);
+        pw_heap_live_close((int)(s - sites), since, now); /* its timeline: at this -> 0 */
     }
     if (d > 0)
         max64(&s->peak, after, one);
@@ -1213,7 +1216,9 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     size_t objects_len = round_page(sizeof(pw_heap_object_rec) * MAX_OBJECTS);
     size_t sites_len = round_page(sizeof(pw_heap_site_rec) * (size_t)max_sites);
     size_t threads_len = round_page(sizeof(pw_heap_thread_rec) * MAX_THREADS);
-    size_t len = hdr_len + objects_len + sites_len + threads_len + pw_heap_place_len(max_sites);
+    size_t place_len = pw_heap_place_len(max_sites);
+    size_t len = hdr_len + objects_len + sites_len + threads_len + place_len +
+                 pw_heap_live_len(max_sites);
     if (ftruncate(fd, (off_t)len) != 0 || pw_reserve_disk(fd, 0, len) != 0) {
         close(fd);
         unlink(path);
@@ -1270,6 +1275,10 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     }
     place_part = m + hdr_len + objects_len + sites_len + threads_len;
     pw_heap_place_attach(h, place_part, max_sites, from_place, sites, objects);
+    /* buckets no narrower than the lifetimes' clock's tick, nor than 1 ms */
+    int64_t ms = coarse ? 1000000 : (int64_t)(1e6 / heap_ns_per_tick());
+    pw_heap_live_attach(h, place_part + place_len, max_sites, tick_res_ns > ms ? tick_res_ns : ms,
+                        coarse ? tick_res_ns : 0);
     memcpy(store_path, path, strlen(path) + 1);
     map_len = len;
     __atomic_store_n(&h->magic, PW_HEAP_MAGIC_NUMBER, __ATOMIC_RELEASE);
@@ -1389,7 +1398,6 @@ static void in_child(void)
  * freed), the sums written, the header says how it ended. Async-signal-safe. */
 static int dump(int state, int in_signal)
 {
-    (void)in_signal;
     if (!enabled || !hdr)
         return 0;
     int64_t now = heap_ticks();
@@ -1401,6 +1409,8 @@ static int dump(int state, int in_signal)
         pw_heap_site_rec *r = &sites[s];
         if (r->live > 0 && now > r->live_since)
             r->live_ticks += now - r->live_since;
+        if (r->live > 0) /* its timeline: the interval open at the end closes here */
+            pw_heap_live_end(s, r->live_since, now, in_signal);
         if (all)
             r->live = 0;
         int64_t c = 0, b = 0;

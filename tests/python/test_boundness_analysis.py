@@ -80,9 +80,17 @@ def test_few_samples_widen_the_interval():
 def test_heap_sites_live_during_a_routine():
     site = {"where": "main (p.c:10)", "bytes": 1, "peak_bytes": 1, "byte_s": 1.0}
     sites = [{**site, "live_pct": 100.0}, {**site, "live_pct": 80.0}, {**site, "live_pct": 30.0}]
-    got = b._live_sites(sites, 50.0)
+    # a record without timelines: the bound of the totals
+    got = b._live_sites({"heap_sites": sites, "routine_live": None}, "triad", 50.0)
     # live all along: all of it; 80 % live, routine 50 %: at least 30 of its 50 %
     assert [s["live_during_pct_min"] for s in got] == [100.0, 60.0]
+    # with timelines: measured, of the routine's samples (site 2 live during 40 of its 50,
+    # site 0 during all; a routine with samples but no site live: none)
+    measured = {"triad": [50, [[2, 40], [0, 50]]]}
+    got = b._live_sites({"heap_sites": sites, "routine_live": measured}, "triad", 50.0)
+    assert [(s["live_pct"], s["live_during_pct"]) for s in got] == [(100.0, 100.0), (30.0, 80.0)]
+    assert all("live_during_pct_min" not in s for s in got)
+    assert b._live_sites({"heap_sites": sites, "routine_live": measured}, "fma", 50.0) == []
 
 
 def test_written_and_read_back_as_each_runs_dataset(tmp_path):

@@ -21,8 +21,9 @@
 #include "perfweave/format.h"
 
 /* clang-format off */
-#define PW_HEAP_VERSION 3 /* 2: the placement part (--place); 3: the threads' records,
-                             publish_bytes, recorders, and the rules' aligned fallbacks */
+#define PW_HEAP_VERSION 4 /* 2: the placement part (--place); 3: the threads' records,
+                             publish_bytes, recorders, the rules' aligned fallbacks;
+                             4: the live timelines */
 #define PW_HEAP_MAGIC "perfweave-heap"
 #define PW_HEAP_MAGIC_NUMBER 0x3170616568777000LL /* heap_header.magic */
 #define PW_HEAP_DEPTH 4         /* frames of a site's call path, innermost first */
@@ -79,7 +80,21 @@
                                           recorders x publish_bytes */                    \
     X(int32_t, "<i4", max_threads)     /* heap_thread records (after the sites) */         \
     X(int32_t, "<i4", nthreads)        /* of them in use */                                \
-    X(int32_t, "<i4", unused)
+    X(int32_t, "<i4", unused)                                                              \
+    X(int64_t, "<i8", live_at)         /* bytes from the record's start to the live \
+                                          timelines (heap_live); 0: none */             \
+    X(int32_t, "<i4", live_buckets)    /* buckets per site (PW_HEAP_LIVE_BUCKETS) */      \
+    X(int32_t, "<i4", live_log2)       /* bucket j: ticks [tick_start + j 2^live_log2, \
+                                          tick_start + (j + 1) 2^live_log2) */           \
+    X(int64_t, "<i8", live_slack)      /* ticks a closing interval is extended by (the \
+                                          coarse clock's tick: its time is the last tick \
+                                          before the event) */                           \
+    X(int32_t, "<i4", live_folding)    /* 1 while the buckets were being widened: a \
+                                          record killed then has mixed widths */         \
+    X(int32_t, "<i4", live_unused)                                                         \
+    X(int64_t, "<i8", live_unclosed)   /* intervals open at a dump in a signal handler \
+                                          that could not take the timelines' lock: not \
+                                          marked past their first bucket */
 PW_RECORD_STRUCT(PW_HEAP_HEADER_FIELDS, pw_heap_header_rec)
 
 /* One thread that recorded while others did (version 3): its size groups' byte-ticks,
@@ -121,6 +136,18 @@ PW_RECORD_STRUCT(PW_HEAP_OBJECT_FIELDS, pw_heap_object_rec)
     A(int64_t, "<i8", hist_count, PW_HEAP_RANGES) /* allocations per log2 size group */   \
     A(int64_t, "<i8", hist_bytes, PW_HEAP_RANGES)
 PW_RECORD_STRUCT(PW_HEAP_SITE_FIELDS, pw_heap_site_rec)
+
+/* The live timelines (heap_live.c; docs/heap.md "When a site's objects were live"), at
+ * header.live_at (a multiple of 4096 bytes), max_sites heap_live by site index: bit j % 64
+ * of bits[j / 64] set when some of the site's objects may have been live during bucket j
+ * (from the bucket of the tick its live bytes rose from 0 to the one of the tick they fell
+ * back, plus live_slack; those still live at the dump closed there). A process killed by
+ * SIGKILL keeps its closed intervals and the first bucket of those open then (the site's
+ * live_since and live bytes tell which). */
+#define PW_HEAP_LIVE_BUCKETS 2048
+
+#define PW_HEAP_LIVE_FIELDS(X, A) A(uint64_t, "<u8", bits, PW_HEAP_LIVE_BUCKETS / 64)
+PW_RECORD_STRUCT(PW_HEAP_LIVE_FIELDS, pw_heap_live_rec)
 
 /* The placement part (heap_place.c, --place; docs/placement.md), after the sites when
  * nrules > 0, each at a multiple of 4096 bytes: PW_HEAP_MAX_RULES heap_rule (one per rule,
@@ -214,6 +241,7 @@ PW_RECORD_STRUCT(PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)
     RECORD(heap_thread, PW_HEAP_THREAD_FIELDS, pw_heap_thread_rec)                         \
     RECORD(heap_rule, PW_HEAP_RULE_FIELDS, pw_heap_rule_rec)                               \
     RECORD(heap_placed, PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)                         \
+    RECORD(heap_live, PW_HEAP_LIVE_FIELDS, pw_heap_live_rec)                               \
     NAMES(heap_fns, PW_HEAP_FNS)                                                           \
     NAMES(heap_rule_kinds, PW_HEAP_RULE_KINDS)                                             \
     NAMES(heap_policies, PW_HEAP_POLICIES)                                                 \
@@ -222,6 +250,7 @@ PW_RECORD_STRUCT(PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)
     CONST(heap_max_align, PW_HEAP_MAX_ALIGN)                                               \
     CONST(heap_depth, PW_HEAP_DEPTH)                                                       \
     CONST(heap_ranges, PW_HEAP_RANGES)                                                     \
+    CONST(heap_live_buckets, PW_HEAP_LIVE_BUCKETS)                                         \
     CONST(heap_magic_number, PW_HEAP_MAGIC_NUMBER)
 /* clang-format on */
 

@@ -54,7 +54,9 @@ def run_facts(path, symbolizer=None):
     time their samples stand for), samples, threads (sampled threads), cpu_estimated
     (a thread without its CPU time was given its sampled wall time), routines {name:
     [cpu_s, wall_s, samples]}, heap_sites (with --heap: the sites by byte-seconds, each
-    where, bytes, peak_bytes, byte_s, live_pct)."""
+    where, bytes, peak_bytes, byte_s, live_pct, live_pct_of), routine_live (with --heap
+    and the sites' timelines: {routine: [samples, [[site index of heap_sites, samples
+    taken while it was live], ...]]}, the LIVE_SITES sites live during most of them)."""
     from perfweave.readers.experiment import open_experiment
 
     exp = open_experiment(path)
@@ -66,6 +68,7 @@ def run_facts(path, symbolizer=None):
         "cpu_estimated": False,
         "routines": {},
         "heap_sites": [],
+        "routine_live": None,
     }
     procs = [p for p in exp.samples if len(p.records)]
     result = samples_analysis.analyze(procs, symbolizer) if procs else None
@@ -73,12 +76,28 @@ def run_facts(path, symbolizer=None):
         _routines(result.samples, {p.name: p.meta for p in procs}, facts)
     heap = exp.heap
     if heap:
-        sites = heap_analysis.analyze(heap, symbolizer).sites
-        facts["heap_sites"] = [
-            {k: _plain(s[k]) for k in ("where", "bytes", "peak_bytes", "byte_s", "live_pct")}
-            for s in sites
-        ]
+        hr = heap_analysis.analyze(heap, symbolizer)
+        keys = ("where", "bytes", "peak_bytes", "byte_s", "live_pct", "live_pct_of")
+        facts["heap_sites"] = [{k: _plain(s[k]) for k in keys} for s in hr.sites]
+        if result is not None and hr.live["timelines"]:
+            metas = {p.name: p.meta for p in procs}
+            live = heap_analysis.routines_live(heap, hr, result.samples, metas)
+            facts["routine_live"] = _most_live(live, hr.sites["byte_s"])
     return facts
+
+
+def _most_live(live, byte_s):
+    """{routine: [samples, [[site, samples while live], ...]]} of routines_live's table:
+    the LIVE_SITES sites live during most of a routine's samples (then by byte-seconds)."""
+    out = {}
+    for name in np.unique(live["routine"]).tolist():
+        rows = live[live["routine"] == name]
+        rows = rows[np.lexsort((-byte_s[rows["site"]], -rows["live_samples"]))][:LIVE_SITES]
+        out[name] = [
+            int(rows["samples"][0]),
+            [[int(r["site"]), int(r["live_samples"])] for r in rows],
+        ]
+    return out
 
 
 def measurer():
@@ -151,11 +170,19 @@ def verdict(slowdown, lo, hi):
     return "undetermined"
 
 
-def _live_sites(heap_sites, share_pct):
-    """The heap sites whose objects were live during at least some of a routine's samples:
-    with the site live live_pct % of its processes' time and the routine sampled share_pct
-    % of it, at least live_pct + share_pct - 100 % of that time holds both (the heap
-    record keeps each site's time live, not when: this is the bound it allows)."""
+def _live_sites(facts, routine, share_pct):
+    """The heap sites whose objects were live during some of a routine's samples (facts:
+    run_facts'). Measured where the sites have timelines (routine_live): live_during_pct,
+    the share of the routine's samples taken while the site was live. Otherwise a lower
+    bound (live_during_pct_min): with the site live live_pct % of its processes' time and
+    the routine sampled share_pct % of it, at least live_pct + share_pct - 100 % of that
+    time holds both (a record without timelines keeps each site's time live, not when)."""
+    heap_sites = facts.get("heap_sites") or []
+    measured = facts.get("routine_live")
+    if measured is not None:
+        n, hits = measured.get(routine, [0, []])
+        out = [{**heap_sites[i], "live_during_pct": 100.0 * k / n} for i, k in hits if n > 0]
+        return sorted(out, key=lambda s: (-s["live_during_pct"], -s["byte_s"]))
     out = []
     for s in heap_sites:
         live = s.get("live_pct")
@@ -216,9 +243,8 @@ def summarize(command, runs, setup, not_available=()):
                 "verdict": verdict(slowdown, lo, hi),
             }
         )
-        heap_sites = base[0].facts.get("heap_sites") if base else None
-        if heap_sites:
-            live[name] = _live_sites(heap_sites, 100 * pooled[0])
+        if base and base[0].facts.get("heap_sites"):
+            live[name] = _live_sites(base[0].facts, name, 100 * pooled[0])
     rows.sort(key=lambda r: (-r["baseline_cpu_s"], r["routine"]))
     routines = (
         table({c: [r[c] for r in rows] for c in ROUTINE_COLUMNS}, len(rows))

@@ -5,14 +5,24 @@ size range (count, bytes, peak live, byte-seconds): what AUTO_HBW_LOG and its sc
 and what a placement by size range (AUTO_HBW_SIZE) would move. `analyze` takes the model
 (model/heap.py, ExperimentDir.heap) and returns a HeapResult whose `to_json()` is the report
 section's data and whose tables are `perfweave.open(path).table("heap", NAME)` DataFrames.
-With --heap-sample-bytes the counts, bytes and byte-seconds are estimates (`estimated`)."""
+With --heap-sample-bytes the counts, bytes and byte-seconds are estimates (`estimated`).
+
+When each site's objects were live (docs/heap.md "When a site's objects were live"): a
+record of version 3 keeps per site a timeline of fixed-width buckets (live_bits), and with
+the run's samples (their CLOCK_MONOTONIC times, on the timelines' axis: readers/heap.py;
+HeapProfile.sample_t)
+`analyze` counts per site the samples taken while it was live (live_pct of the samples),
+and `routines_live` per routine the samples taken while each site was live (of the
+routine's samples). A sample is counted live when its bucket is marked: a marked bucket
+is one during which some of the site's objects may have been live, so the counts err only
+within a bucket plus the clock's tick of an interval's ends (`live_resolution_ms`)."""
 
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from perfweave._format import HEAP_FNS, HEAP_RANGES
+from perfweave._format import HEAP_FNS, HEAP_LIVE_BUCKETS, HEAP_RANGES
 from perfweave.model.table import records, table
 from perfweave.symbols import Symbolizer
 
@@ -31,9 +41,11 @@ class HeapResult:
     file:line), function, file, line, path (its frames, innermost first, " < "), allocator
     (the function called), processes, count, frees, bytes, min_bytes, max_bytes,
     peak_bytes (the most live at once in one process), byte_s, byte_s_pct (of all), live_s
-    (seconds while some of its objects were live, summed over processes), live_pct (of the
-    time its processes were measured: the share of a uniform sampler's samples that fell
-    while its objects were live; NaN for killed processes, whose end is not known).
+    (seconds while some of its objects were live, summed over processes), live_pct and
+    live_pct_of: with timelines and samples ("samples"), the share of its processes'
+    samples taken while its objects were live (live_samples: those samples); otherwise
+    ("time") the share of the time its processes were measured, what a uniform sampler's
+    samples would give (NaN for killed processes, whose end is not known).
     ranges: one row per log2 size group with allocations: range ("1 MiB-2 MiB"), lo, hi
     (bytes, hi excluded), count, bytes, peak_bytes (the most live at once in one process),
     byte_s, byte_s_pct.
@@ -71,6 +83,10 @@ class HeapResult:
     notes: list
     placement: np.ndarray = None
     tier: dict = None
+    # the live timelines: timelines (some process has them), samples (taken in processes
+    # with them), resolution_ms (bucket plus the clock's tick, the widest of the processes)
+    live: dict = None
+    row_site: np.ndarray = None  # per row of the model's sites: its row of `sites`
 
     def to_json(self):
         return {
@@ -85,6 +101,7 @@ class HeapResult:
             "ranges": records(self.ranges),
             "per_process": records(self.per_process),
             "notes": list(self.notes),
+            "live": dict(self.live or {}),
             **(
                 {"placement": records(self.placement), "tier": dict(self.tier)}
                 if self.placement is not None and len(self.placement)
@@ -169,6 +186,10 @@ def analyze(heap, symbolizer=None):
     live_s = by("live_s")
     span = np.zeros(n)
     np.add.at(span, inv, p["duration_s"][s["process"]] if len(p) else 0.0)
+    time_pct = np.divide(live_s * 100, span, out=np.full(n, np.nan), where=span > 0)
+    # every process of the site has a timeline and samples: the share of its samples
+    num, den, counted, counted_samples = _sample_shares(heap, inv, n)
+    counted &= den > 0
     nproc = np.array([len(np.unique(s["process"][inv == i])) for i in range(n)], np.int64)
     sites = table(
         {
@@ -188,7 +209,9 @@ def analyze(heap, symbolizer=None):
             "byte_s": bs,
             "byte_s_pct": bs * 100 / total_bs if total_bs else bs * 0,
             "live_s": live_s,
-            "live_pct": np.divide(live_s * 100, span, out=np.full(n, np.nan), where=span > 0),
+            "live_pct": np.where(counted, 100 * num / np.maximum(den, 1), time_pct),
+            "live_pct_of": np.where(counted, "samples", "time").astype(object),
+            "live_samples": np.where(counted, den, 0).astype(np.int64),
             "placed_count": by("placed_count"),
             "placed_bytes": by("placed_bytes"),
             "fallback_count": by("fallback_count"),
@@ -197,7 +220,10 @@ def analyze(heap, symbolizer=None):
         },
         n,
     )
-    sites = sites[np.argsort(-sites["byte_s"], kind="stable")]
+    order = np.argsort(-sites["byte_s"], kind="stable")
+    sites = sites[order]
+    row_site = np.empty(n, np.int64)
+    row_site[order] = np.arange(n)
     ranges = _ranges(heap)
     per_process = table(
         {
@@ -238,7 +264,136 @@ def analyze(heap, symbolizer=None):
         notes=list(heap.notes),
         placement=_placement(heap.placement, p),
         tier=_tier(p),
+        live=_live_summary(p, counted_samples),
+        row_site=row_site[inv] if n else np.zeros(0, np.int64),
     )
+
+
+def _bucket_bits(live_bits):
+    """(rows, HEAP_LIVE_BUCKETS) 0/1 of the rows' live_bits (bit j % 64 of word j // 64)."""
+    b = np.ascontiguousarray(live_bits, "<u8").view(np.uint8).reshape(len(live_bits), -1)
+    return np.unpackbits(b, axis=1, bitorder="little")[:, :HEAP_LIVE_BUCKETS]
+
+
+def live_units(heap, site_of_row):
+    """The sites' timelines per (process, site), site_of_row giving each row of
+    heap.sites its site (rows of one process merged into one site: their buckets ORed,
+    so that a sample counts once): (process, site, bits) arrays, bits (units,
+    HEAP_LIVE_BUCKETS) 0/1."""
+    s = heap.sites
+    key = s["process"] * (int(site_of_row.max(initial=0)) + 1) + site_of_row
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = np.asarray(inv, np.int64).reshape(-1)
+    words = np.zeros((len(first), s["live_bits"].shape[1]), np.uint64)
+    np.bitwise_or.at(words, inv, s["live_bits"])
+    return s["process"][first], site_of_row[first], _bucket_bits(words)
+
+
+def live_counts(heap, units, process, t_ns, group, ngroups):
+    """(ngroups, units): per group the samples (process: each one's index of
+    heap.processes, -1 none; t_ns: its CLOCK_MONOTONIC ns; group: 0..ngroups-1) taken in a
+    unit's process (live_units) while its site was live (the sample's bucket marked).
+    Processes without timelines count none."""
+    p = heap.processes
+    unit_process, _, bits = units
+    out = np.zeros((ngroups, len(unit_process)))
+    process = np.asarray(process, np.int64)
+    for k in np.unique(process[process >= 0]):
+        width = float(p["live_bucket_ns"][k])
+        rows = np.nonzero(unit_process == k)[0]
+        if not width > 0 or not len(rows):
+            continue
+        m = process == k
+        rel = (np.asarray(t_ns)[m] - int(p["live_origin_ns"][k])).astype(np.float64)
+        b = np.floor(rel / width).astype(np.int64)
+        ok = (b >= 0) & (b < HEAP_LIVE_BUCKETS)
+        per_bucket = np.zeros((ngroups, HEAP_LIVE_BUCKETS))
+        np.add.at(per_bucket, (np.asarray(group)[m][ok], b[ok]), 1.0)
+        out[:, rows] = per_bucket @ bits[rows].T
+    return out
+
+
+def _timed(heap):
+    """Per process: whether it has timelines."""
+    return heap.processes["live_bucket_ns"] > 0
+
+
+def _sample_shares(heap, site_of_row, n):
+    """Per site (n of them, site_of_row: each row's): the samples taken while it was live
+    in its processes, and those processes' samples (0 where one has no timeline or no
+    samples: `all_counted` False); the samples of the processes with timelines."""
+    num, den, counted = np.zeros(n), np.zeros(n), np.zeros(n, bool)
+    procs = [(k, t) for k, t in heap.sample_t.items() if len(t)]
+    if not procs or not len(heap.sites):
+        return num, den, counted, 0
+    units = live_units(heap, site_of_row)
+    process = np.concatenate([np.full(len(t), k) for k, t in procs])
+    t = np.concatenate([t for _, t in procs])
+    hits = live_counts(heap, units, process, t, np.zeros(len(t), np.int64), 1)[0]
+    per_proc = np.bincount(process, minlength=len(heap.processes)) * _timed(heap)
+    taken = per_proc[units[0]]
+    np.add.at(num, units[1], hits)
+    np.add.at(den, units[1], taken)
+    counted[:] = True
+    np.logical_and.at(counted, units[1], taken > 0)
+    return num, den, counted, int(per_proc.sum())
+
+
+def _live_summary(p, taken):
+    """The timelines of processes p: whether any has them, the samples counted (in the
+    processes with them), the resolution (bucket and clock tick; the widest), intervals left
+    unmarked at a dump."""
+    timed = p["live_bucket_ns"] > 0
+    res = (p["live_bucket_ns"] + p["live_slack_ns"])[timed]
+    return {
+        "timelines": bool(timed.any()),
+        "samples": taken,
+        "resolution_ms": float(res.max(initial=0.0)) / 1e6,
+        "unclosed": int(p["live_unclosed"].sum()),
+    }
+
+
+def routines_live(heap, result, samples, metas):
+    """Which sites were live during each routine's samples: one row per (routine, site)
+    with some, by routine, most first. A routine is a function anywhere on a sample's
+    stack in the samples table `samples` (analysis.samples SamplesResult.samples:
+    process, time_s, stack), whose processes' descriptions are metas {process name:
+    meta}. Columns: routine, samples (its samples in processes with timelines), site (the
+    row of result.sites), where, live_samples (of them, those taken while the site was
+    live in their process), live_pct. No rows without timelines."""
+    cols = ("routine", "samples", "site", "where", "live_samples", "live_pct")
+    if not len(samples) or not _timed(heap).any() or result.row_site is None:
+        return table({c: [] for c in cols}, 0)
+    names, pinv = np.unique(np.asarray(samples["process"], str), return_inverse=True)
+    pinv = pinv.reshape(-1)
+    k = np.array([heap.process_of(metas.get(n, {})) for n in names], np.int64)
+    t0 = np.array([float(metas.get(n, {}).get("t_start", 0)) for n in names])
+    process = k[pinv]
+    t = np.round(t0[pinv] + np.asarray(samples["time_s"], np.float64) * 1e9).astype(np.int64)
+    stacks, group = np.unique(np.asarray(samples["stack"], str), return_inverse=True)
+    group = group.reshape(-1)
+    units = live_units(heap, result.row_site)
+    per_unit = live_counts(heap, units, process, t, group, len(stacks))
+    per_site = np.zeros((len(result.sites), len(stacks)))
+    np.add.at(per_site, units[1], per_unit.T)
+    timed = (process >= 0) & _timed(heap)[np.maximum(process, 0)]
+    counted = np.bincount(group[timed], minlength=len(stacks))
+    per = {}
+    for u, stack in enumerate(stacks.tolist()):
+        if not counted[u]:
+            continue
+        for name in set(stack.split(";")) - {""}:
+            n, live = per.get(name, (0, 0.0))
+            per[name] = (n + int(counted[u]), live + per_site[:, u])
+    rows = []
+    for name in sorted(per):
+        n, live = per[name]
+        live = np.rint(live).astype(np.int64)
+        for i in np.nonzero(live)[0][np.argsort(-live[np.nonzero(live)[0]], kind="stable")]:
+            rows.append(
+                (name, n, int(i), result.sites["where"][i], int(live[i]), 100 * live[i] / n)
+            )
+    return table({c: [r[k] for r in rows] for k, c in enumerate(cols)}, len(rows))
 
 
 def rule_label(kind, text, lo, hi):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfweave._format import HEAP_DEPTH, HEAP_RANGES
+from perfweave._format import HEAP_DEPTH, HEAP_LIVE_BUCKETS, HEAP_RANGES
 
 # one row per process (rank -1: none; state a format.h PW_STATES name, "killed" for a
 # process whose record was never ended; sample_bytes 0: every allocation recorded)
@@ -41,6 +41,16 @@ PROCESS_DTYPE = np.dtype(
         # publish_bytes, so the peaks are within recorders x publish_bytes (exact with one)
         ("publish_bytes", "<i8"),
         ("recorders", "<i8"),
+        # the sites' live timelines (docs/heap.md "When a site's objects were live"):
+        # bucket j of a site's live_bits covers CLOCK_MONOTONIC ns [live_origin_ns + j
+        # live_bucket_ns, ... + (j + 1) live_bucket_ns); live_bucket_ns 0: no timeline
+        # (a record of version 2 or older); live_slack_ns: what a closing interval was
+        # extended by (the lifetimes' clock's tick); live_unclosed: intervals open at a
+        # dump that could not mark them
+        ("live_origin_ns", "<i8"),
+        ("live_bucket_ns", "<f8"),
+        ("live_slack_ns", "<f8"),
+        ("live_unclosed", "<i8"),
     ]
 )
 # one row per (process, site); object -1: offset is an address no loaded object held
@@ -69,6 +79,9 @@ SITE_DTYPE = np.dtype(
         ("fallback_count", "<i8"),
         ("fallback_bytes", "<i8"),
         ("rule", "<i8"),
+        # bit j % 64 of live_bits[j // 64]: some of its objects may have been live during
+        # its process's timeline bucket j (PROCESS_DTYPE live_*)
+        ("live_bits", "<u8", (HEAP_LIVE_BUCKETS // 64,)),
     ]
 )
 # one row per (process, --place rule): the rule (kind a HEAP_RULE_KINDS name; text its
@@ -125,10 +138,23 @@ class HeapProfile:
     placement: np.ndarray = field(default_factory=lambda: np.zeros(0, PLACEMENT_DTYPE))
     objects: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    # {process index: CLOCK_MONOTONIC ns of the samples taken in it (samples/, every
+    # thread)}: what the sites' live timelines count (processes with timelines only)
+    sample_t: dict = field(default_factory=dict)
 
     def __bool__(self):
         """Whether the run recorded any of the module's data."""
         return bool(len(self.processes))
+
+    def process_of(self, meta):
+        """The index of `processes` of a samples description (samples/NAME.json: its pid,
+        and its host where two processes have that pid); -1: none."""
+        p = self.processes
+        m = p["pid"] == int(meta.get("pid", -1))
+        if m.sum() > 1:
+            m &= p["host"] == meta.get("host")
+        k = np.nonzero(m)[0]
+        return int(k[0]) if len(k) else -1
 
     @property
     def estimated(self):
@@ -136,11 +162,14 @@ class HeapProfile:
         return bool((self.processes["sample_bytes"] > 0).any())
 
     @classmethod
-    def from_literal(cls, processes, sites, objects=(), ranges=(), notes=(), placement=()):
+    def from_literal(
+        cls, processes, sites, objects=(), ranges=(), notes=(), placement=(), sample_t=None
+    ):
         """A HeapProfile of plain values: processes and sites, dicts of PROCESS_DTYPE's
         and SITE_DTYPE's fields (missing ones zero; a site's frames as `frames`, a list of
         (object index, offset), its sizes as `sizes`, a list of (size, count) making its
-        histogram, count, bytes, min and max unless given)."""
+        histogram, count, bytes, min and max unless given, its timeline as `live`, a list
+        of its marked buckets); sample_t: {process index: sample times (ns)}."""
         p = _rows(
             processes,
             PROCESS_DTYPE,
@@ -151,6 +180,8 @@ class HeapProfile:
             d = dict(d)
             frames = d.pop("frames", [])
             sizes = d.pop("sizes", [])
+            for j in d.pop("live", []):
+                s[i]["live_bits"][j // 64] |= np.uint64(1) << np.uint64(j % 64)
             s[i]["object"] = -1
             s[i]["rule"] = -1
             for k, (o, off) in enumerate(frames):
@@ -173,7 +204,9 @@ class HeapProfile:
             {"kind": "size", "text": "", "policy": "bind", "read_policy": "bind"}
             | {"read_nodes": "", "numa_policy": "", "verified": True},
         )
-        return cls(p, s, _rows(ranges, RANGE_DTYPE, {}), pl, list(objects), list(notes))
+        r = _rows(ranges, RANGE_DTYPE, {})
+        t = {k: np.asarray(v, np.int64) for k, v in (sample_t or {}).items()}
+        return cls(p, s, r, pl, list(objects), list(notes), t)
 
 
 def _rows(dicts, dtype, defaults):

@@ -7,13 +7,15 @@ placement part after its sites: its rules (what each placed, and what was read b
 end) and each site's placements. A record of version 3 has the threads' records between its
 sites and its placement part: the size groups' byte-ticks of threads that recorded while
 others did, added to the header's; and the fallbacks for their alignment in its rules. A
-file that cannot be read is left out with a note."""
+record of version 4 has each site's live timeline (when some of its objects were live, in
+fixed-width time buckets). A file that cannot be read is left out with a note."""
 
 import numpy as np
 
 from perfweave._format import (
     FILES,
     HEAP_EMULATE,
+    HEAP_LIVE_BUCKETS,
     HEAP_MAGIC_NUMBER,
     HEAP_MAX_RULES,
     HEAP_POLICIES,
@@ -30,15 +32,24 @@ from perfweave.model.heap import (
     HeapProfile,
 )
 from perfweave.readers.dataset import Dataset
+from perfweave.readers.samples import read_samples
 
 VERSION = FILES["heap"].version
 # 1: no placement part (its header's end is zero in the file); 2: no threads' records, no
-# aligned fallbacks in the rules
-VERSIONS = (1, 2, VERSION)
+# aligned fallbacks in the rules; 3: no live timelines (their header fields zero)
+VERSIONS = (1, 2, 3, VERSION)
 PAGE = 4096
-HEADER, OBJECT, SITE, THREAD, RULE, PLACED = (
+HEADER, OBJECT, SITE, THREAD, RULE, PLACED, LIVE = (
     RECORDS[k]
-    for k in ("heap_header", "heap_object", "heap_site", "heap_thread", "heap_rule", "heap_placed")
+    for k in (
+        "heap_header",
+        "heap_object",
+        "heap_site",
+        "heap_thread",
+        "heap_rule",
+        "heap_placed",
+        "heap_live",
+    )
 )
 
 # version 2's heap_rule: the same fields without the last ones, align_fallback_* (zero then)
@@ -91,6 +102,7 @@ def _one_per_site(s, path_hash):
         out[k] = 0
         np.add.at(out[k], at, s[k])
     np.minimum.at(out["min"], at, s["min"])
+    np.bitwise_or.at(out["live_bits"], at, s["live_bits"])
     np.maximum.at(out["max"], at, s["max"])
     return out
 
@@ -104,7 +116,7 @@ def read_heap(path):
     objects, procs, sites, ranges, placement = {}, [], [], [], []
     for f in sorted(d.glob("*.pwheap")):
         try:
-            _read_one(f, len(procs), objects, procs, sites, ranges, placement)
+            _read_one(f, len(procs), objects, procs, sites, ranges, placement, out.notes)
         except (OSError, ValueError) as e:
             out.notes.append(f"heap profile: {f.name}: {e}; left out")
     out.processes = np.array(procs, PROCESS_DTYPE) if procs else out.processes
@@ -112,6 +124,24 @@ def read_heap(path):
     out.ranges = np.concatenate(ranges) if ranges else out.ranges
     out.placement = np.concatenate(placement) if placement else out.placement
     out.objects = list(objects)
+    if (out.processes["live_bucket_ns"] > 0).any():
+        out.sample_t = _sample_times(path, out)
+    return out
+
+
+def _sample_times(path, heap):
+    """{heap process index: the CLOCK_MONOTONIC ns of its samples} of the processes with
+    timelines (samples/: a process's by its pid, and host where two have one pid)."""
+    try:
+        samples = read_samples(path)
+    except (OSError, ValueError) as e:
+        heap.notes.append(f"heap profile: samples not read ({e}): live % of the time")
+        return {}
+    out = {}
+    for q in samples:
+        k = heap.process_of(q.meta)
+        if k >= 0 and heap.processes["live_bucket_ns"][k] > 0:
+            out[k] = np.asarray(q.records["t"], np.int64)
     return out
 
 
@@ -160,7 +190,33 @@ def _placement(raw, h, at, index, recs):
     return out, raw[placed_at:end].view(PLACED)
 
 
-def _read_one(f, index, objects, procs, sites, ranges, placement):
+def _timelines(raw, h, nsites, name, notes):
+    """The sites' live timelines (version 4; docs/format.md "Heap profile") and the
+    process's (live_origin_ns, live_bucket_ns, live_slack_ns, live_unclosed): bucket j from
+    tick_start + j 2^live_log2 ticks, on CLOCK_MONOTONIC's axis (the coarse clock's ns are
+    its ns, quantised down to its tick; the time-stamp counter's ticks convert from
+    t_start). None and zeros without them (an older record, or one killed while widening
+    its buckets: mixed widths)."""
+    at, unclosed = int(h["live_at"]), int(h["live_unclosed"])
+    if int(h["version"]) < 4 or at <= 0:
+        return None, (0, 0.0, 0.0, 0)
+    if int(h["live_folding"]):
+        notes.append(
+            f"heap profile: {name}: killed while widening its live timelines' buckets: "
+            "its timelines left out"
+        )
+        return None, (0, 0.0, 0.0, unclosed)
+    if int(h["live_buckets"]) != HEAP_LIVE_BUCKETS or len(raw) < at + LIVE.itemsize * nsites:
+        raise ValueError("live timelines of another size, or cut short")
+    nspt = float(h["ns_per_tick"]) or 1.0
+    coarse = int(h["tick_res_ns"]) > 0
+    origin = int(h["tick_start"]) if coarse else int(h["t_start"])
+    width = 2.0 ** int(h["live_log2"]) * nspt
+    bits = raw[at : at + LIVE.itemsize * nsites].view(LIVE)["bits"]
+    return bits, (origin, width, float(h["live_slack"]) * nspt, unclosed)
+
+
+def _read_one(f, index, objects, procs, sites, ranges, placement, notes):
     raw = np.fromfile(f, np.uint8)
     if len(raw) < HEADER.itemsize:
         raise ValueError("shorter than its header")
@@ -189,6 +245,7 @@ def _read_one(f, index, objects, procs, sites, ranges, placement):
     if int(h["version"]) >= 2 and int(h["nrules"]) > 0:
         rules, placed = _placement(raw, h, at, index, recs)
         placement.append(rules)
+    live_bits, live = _timelines(raw, h, nsites, f.name, notes)
     used = recs["path_hash"] != 0
     recs = recs[used]
     remap = np.array(
@@ -210,6 +267,8 @@ def _read_one(f, index, objects, procs, sites, ranges, placement):
     s["byte_s"] = _ticks(recs["byte_ticks_lo"], recs["byte_ticks_hi"]) * nspt / 1e9
     s["live_s"] = recs["live_ticks"] * nspt / 1e9
     s["rule"] = -1
+    if live_bits is not None:
+        s["live_bits"] = live_bits[used]
     if placed is not None:
         p = placed[used]
         for k in ("count", "bytes"):
@@ -258,6 +317,7 @@ def _read_one(f, index, objects, procs, sites, ranges, placement):
             int(h["place_peak"]),
             int(h["publish_bytes"]),
             max(int(h["recorders"]), 1),
+            *live,
         )
     )
 

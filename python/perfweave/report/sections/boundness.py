@@ -73,10 +73,17 @@ def _setup_line(doc):
     )
 
 
+def _live_during(s):
+    """Measured (the share of the routine's samples taken while the site was live), or
+    the lower bound of a heap record without timelines."""
+    if "live_during_pct" in s:
+        return f"live during {s['live_during_pct']:.0f} % of its samples"
+    return f"live during >= {s['live_during_pct_min']:.0f} % of it (bound)"
+
+
 def _sites_line(r):
     sites = "; ".join(
-        f"{s['where']} ({byte_size(s['peak_bytes'])} peak, live during >= "
-        f"{s['live_during_pct_min']:.0f} % of it)"
+        f"{s['where']} ({byte_size(s['peak_bytes'])} peak, {_live_during(s)})"
         for s in r["live_sites"]
     )
     return f"{r['routine']} ({r['verdict']}): heap sites live while it ran: {sites}"

@@ -8,6 +8,7 @@ from perfweave._format import HEAP_MAX_ALIGN
 from perfweave.analysis.heap import analyze
 from perfweave.report.section import Section
 from perfweave.report.widgets import byte_size, cut_rows, escape, html_table, more_rows, text_table
+from perfweave.report.widgets import wrap_line
 
 
 class HeapSection(Section):
@@ -33,8 +34,12 @@ class HeapSection(Section):
         out += [f"  {line}" for line in _bound_lines(h)]
         shown, more = cut_rows(h["sites"], view.max_rows)
         out += ["", "  Sites by byte-seconds live"]
-        out += text_table([_site_row(s) for s in shown], SITE_COLUMNS, width=view.width)
+        # min and max go first where the width is short
+        out += text_table(
+            [_site_row(s) for s in shown], SITE_COLUMNS, width=view.width, drop=(4, 5)
+        )
         out += more_rows(more, "sites")
+        out += wrap_line("live %", _live_line(h), view.width)
         out += ["", "  Allocations per size range"]
         out += text_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS, width=view.width)
         if h.get("placement"):
@@ -64,6 +69,7 @@ class HeapSection(Section):
                 "<h2>Heap allocations" + (" (estimates)" if h["estimated"] else "") + "</h2>",
                 "<h3>Sites by byte-seconds live</h3>",
                 html_table([_site_row(s) for s in h["sites"]], SITE_COLUMNS),
+                f"<p class=note>{escape(_live_line(h))}</p>",
                 "<h3>Allocations per size range</h3>",
                 html_table([_range_row(r) for r in h["ranges"]], RANGE_COLUMNS),
             ]
@@ -83,7 +89,18 @@ def _bound_lines(h):
     ]
 
 
-SITE_COLUMNS = ["site", "allocator", "count", "bytes", "min", "max", "peak", "byte-s", "%"]
+SITE_COLUMNS = [
+    "site",
+    "allocator",
+    "count",
+    "bytes",
+    "min",
+    "max",
+    "peak",
+    "byte-s",
+    "%",
+    "live %",
+]
 RANGE_COLUMNS = ["size range", "count", "bytes", "peak", "byte-s", "%"]
 
 
@@ -98,7 +115,30 @@ def _site_row(s):
         byte_size(s["peak_bytes"]),
         f"{s['byte_s']:.4g}",
         f"{s['byte_s_pct']:.1f}",
+        _live_pct(s),
     ]
+
+
+def _live_pct(s):
+    """The share of the samples taken while the site was live, or (marked t) of the
+    time (no timelines or no samples)."""
+    v = s.get("live_pct")
+    if v is None or v != v:
+        return "-"
+    return f"{v:.1f}" if s.get("live_pct_of") == "samples" else f"{v:.1f} t"
+
+
+def _live_line(h):
+    """What the live % column is."""
+    live = h.get("live") or {}
+    if live.get("timelines") and live.get("samples"):
+        return (
+            f"the share of its processes' samples ({live['samples']:,} in all) taken while "
+            f"some of the site's objects were live (timelines of "
+            f"{live['resolution_ms']:.1f} ms resolution); t: of the time"
+        )
+    why = "no samples (--no-sample)" if live.get("timelines") else "no live timelines"
+    return f"t: the share of the time some of the site's objects were live ({why})"
 
 
 def _range_row(r):
