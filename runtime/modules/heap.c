@@ -1217,8 +1217,8 @@ static int make_store(int64_t parent, const pw_heap_site_rec *from, int nsites,
     size_t sites_len = round_page(sizeof(pw_heap_site_rec) * (size_t)max_sites);
     size_t threads_len = round_page(sizeof(pw_heap_thread_rec) * MAX_THREADS);
     size_t place_len = pw_heap_place_len(max_sites);
-    size_t len = hdr_len + objects_len + sites_len + threads_len + place_len +
-                 pw_heap_live_len(max_sites);
+    size_t len =
+        hdr_len + objects_len + sites_len + threads_len + place_len + pw_heap_live_len(max_sites);
     if (ftruncate(fd, (off_t)len) != 0 || pw_reserve_disk(fd, 0, len) != 0) {
         close(fd);
         unlink(path);
