@@ -234,3 +234,65 @@ def test_the_sweep_options_are_completed_and_in_the_man_page():
     page = manpage()
     section = page[page.index('.SH "PERFWEAVE PLACEMENT"') :].split(".SH ")[1]
     assert "perfweave placement sweep [" in section and "\\fB\\-\\-ranges\\fR" in section
+
+
+def _proc(tmp_path, monkeypatch, total, free, rsvd=0, available_kb=8 << 20, writable=True):
+    """A /proc/meminfo and /proc/sys/vm/nr_hugepages of our own for lp.huge_pages (in a new
+    directory under tmp_path); writing the latter sets the former's HugePages_Total and
+    _Free, as the kernel does. writable=False: the latter cannot be written."""
+    tmp_path = tmp_path / f"proc{len(list(tmp_path.iterdir()))}"
+    tmp_path.mkdir()
+    info, nr = tmp_path / "meminfo", tmp_path / "nr_hugepages"
+
+    def write_info(total, free):
+        info.write_text(
+            f"MemAvailable: {available_kb} kB\nHugePages_Total: {total}\n"
+            f"HugePages_Free: {free}\nHugePages_Rsvd: {rsvd}\nHugepagesize: 2048 kB\n"
+        )
+
+    write_info(total, free)
+    nr.write_text(f"{total}\n")
+    real = lp._set_nr_hugepages
+    monkeypatch.setattr(lp, "MEMINFO", str(info))
+    # a directory cannot be written as a file, by root either
+    monkeypatch.setattr(lp, "NR_HUGEPAGES", str(nr if writable else tmp_path))
+
+    def set_pages(n):
+        real(n)
+        write_info(n, n)
+
+    monkeypatch.setattr(lp, "_set_nr_hugepages", set_pages)
+    return nr
+
+
+def test_huge_pages_are_reserved_for_the_sweep_and_given_back(tmp_path, monkeypatch):
+    need = 3 * lp.arena_bytes(lp.arena_cap(88 << 20))  # three processes of peak 88 MiB
+    assert lp.arena_bytes(lp.arena_cap(88 << 20)) == 132 << 20  # 99 MiB + 1/4 + 8 MiB
+    nr = _proc(tmp_path, monkeypatch, 0, 0)
+    with lp.huge_pages(need) as h:
+        assert (h.hugetlb, h.reserved, h.note) == (True, 198, "")
+        assert nr.read_text() == "198\n"
+    assert nr.read_text() == "0\n"
+    with pytest.raises(KeyboardInterrupt):  # given back on Ctrl-C (and any exception)
+        with lp.huge_pages(need):
+            assert nr.read_text() == "198\n"
+            raise KeyboardInterrupt
+    assert nr.read_text() == "0\n"
+
+
+def test_reserved_pages_serve_or_transparent_ones_and_why(tmp_path, monkeypatch):
+    need = 100 << 20  # 50 pages
+    nr = _proc(tmp_path, monkeypatch, 64, 60, rsvd=5)
+    with lp.huge_pages(need) as h:  # an administrator's pages: used, left as they are
+        assert (h.hugetlb, h.reserved, h.note) == (True, 0, "")
+    assert nr.read_text() == "64\n"
+    _proc(tmp_path, monkeypatch, 8, 8)
+    with lp.huge_pages(need) as h:
+        assert not h.hugetlb and h.note.endswith("8 reserved huge pages free, 50 needed")
+    _proc(tmp_path, monkeypatch, 0, 0, available_kb=150 << 10)
+    with lp.huge_pages(need) as h:
+        assert not h.hugetlb and "over half the memory available" in h.note
+    _proc(tmp_path, monkeypatch, 0, 0, writable=False)
+    with lp.huge_pages(need) as h:
+        assert not h.hugetlb and h.note.startswith("huge pages by madvise (transparent")
+        assert "reserving hugetlb pages" in h.note

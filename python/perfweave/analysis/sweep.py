@@ -221,6 +221,10 @@ class SweepResult:
     rows: np.ndarray
     runs: np.ndarray
     notes: list = field(default_factory=list)
+    # under emulation, how the arenas got their huge pages: "hugetlb" (reserved before the
+    # runs) or "madvise" (transparent huge pages); "" for real tiers
+    huge_pages: str = ""
+    hugetlb_reserved: int = 0  # huge pages the sweep reserved for its runs, given back after
 
     def to_json(self):
         return {
@@ -235,6 +239,8 @@ class SweepResult:
             "time_is": CLOCKS[self.clock],
             "verdict_rule": VERDICT_RULE,
             "emulation": self.emulation,
+            "huge_pages": self.huge_pages,
+            "hugetlb_reserved": self.hugetlb_reserved,
             "cap": self.cap,
             "coverage": self.coverage,
             "profile": self.profile,
@@ -264,6 +270,8 @@ class SweepResult:
             _table(rows, ROW_COLUMNS),
             _table(doc["runs"], RUN_COLUMNS),
             list(doc.get("notes", [])),
+            doc.get("huge_pages", "madvise" if doc["emulation"] else ""),
+            doc.get("hugetlb_reserved", 0),
         )
 
 
@@ -338,11 +346,14 @@ def summarize(
     coverage=COVERAGE,
     clock="wall",
     notes=(),
+    huge_pages="",
+    hugetlb_reserved=0,
 ):
     """The SweepResult of the Targets' Runs (launch/overhead.py Run, interleaved rounds;
     facts: run_facts'); cap: bytes
     (0: none); emulation: how the tiers were emulated ("" for real ones); clock: the
-    runs' time (CLOCKS); notes: lines to keep (targets')."""
+    runs' time (CLOCKS); notes: lines to keep (targets'); huge_pages, hugetlb_reserved:
+    SweepResult's."""
     by = {}
     for r in sorted(runs, key=lambda r: r.round):
         by.setdefault(r.variant, []).append(r)
@@ -425,4 +436,6 @@ def summarize(
         _table(head + rest, ROW_COLUMNS),
         _table(run_rows, RUN_COLUMNS),
         notes,
+        huge_pages,
+        hugetlb_reserved,
     )

@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import sys
+from contextlib import nullcontext
 
 from perfweave.cli.args import positive, runner_options
 
@@ -66,8 +67,9 @@ def setup_parser(sub):
         "--tier-emulate",
         default="auto",
         metavar="auto|hugepage|none",
-        help="emulate the fast tier with huge-page arenas (hugepage), use real tiers "
-        "(none), or hugepage on a machine of one NUMA node (auto, the default)",
+        help="emulate the fast tier with huge-page arenas (hugepage: on hugetlb pages the "
+        "sweep reserves for its runs as root where none are, else transparent ones), use "
+        "real tiers (none), or hugepage on a machine of one NUMA node (auto, the default)",
     )
     s.add_argument(
         "--time",
@@ -115,11 +117,18 @@ def main(args):
         if not heap:
             raise PerfweaveError(f"{first.experiment}: the --heap run recorded no allocations")
         notes = []
+        profile = analyze(heap)
         targets = an.targets(
-            analyze(heap), auto, given, args.sites, placeable=lp.placeable(command), notes=notes
+            profile, auto, given, args.sites, placeable=lp.placeable(command), notes=notes
         )
-        vs = lp.variants(targets, cap, emulate, args.run_options)
-        runs = runner.rounds(vs, args.r, what="placement sweep")
+        # under emulation, arenas sized to the largest process's peak (or the cap), on
+        # hugetlb pages reserved for the runs where that can be done
+        arena_cap = cap or lp.arena_cap(profile.peak_bytes)
+        need = len(profile.per_process) * lp.arena_bytes(arena_cap) if emulate else 0
+        with lp.huge_pages(need) if emulate else nullcontext(lp.HugePages()) as huge:
+            notes += [huge.note] if huge.note else []
+            vs = lp.variants(targets, arena_cap if huge.hugetlb else cap, emulate, args.run_options)
+            runs = runner.rounds(vs, args.r, what="placement sweep")
     result = an.summarize(
         command,
         targets,
@@ -129,6 +138,8 @@ def main(args):
         os.path.relpath(first.experiment, out),
         clock=args.time,
         notes=notes,
+        huge_pages=("hugetlb" if huge.hugetlb else "madvise") if emulate else "",
+        hugetlb_reserved=huge.reserved,
     )
     for r in result.runs:
         r["experiment"] = os.path.relpath(r["experiment"], out)

@@ -3,11 +3,16 @@ analysis/sweep.py). Each target of the sweep is a launch/overhead.py Variant of
 `perfweave run --heap` with its `--place` rules; launch/overhead.py's Runner runs them
 interleaved and repeated and keeps each round's experiment in the sweep directory
 (runs/NAME-R, R = round + 1), where analysis/sweep.py `placed` reads the bytes each put in the fast
-tier.
+tier. Under huge-page emulation, `huge_pages` reserves hugetlb pages for the sweep's
+duration (as root, where none are reserved) so that the runs' arenas are on huge pages
+taken before the runs, not compacted for inside their measured time.
 """
 
 import glob
+import math
 import os
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from perfweave.errors import PerfweaveError
 from perfweave.launch.command import find_program, program_index
@@ -79,7 +84,8 @@ def profile_variant(run_options=""):
 
 def variants(targets, cap=0, emulate="", run_options=""):
     """One Variant per target: perfweave run --heap with its --place rules, the cap
-    (bytes, 0: none) and the emulation ('hugepage' or '') on every variant that places."""
+    (bytes, 0: none; under emulation on hugetlb pages, the arena_cap that sizes the
+    arenas to them) and the emulation ('hugepage' or '') on every variant that places."""
     extra = split_words(run_options, "--run-options")
     out = []
     for t in targets:
@@ -93,3 +99,95 @@ def variants(targets, cap=0, emulate="", run_options=""):
             words += ["--tier-emulate", emulate]
         out.append(Variant(t.name, "mode", words + extra))
     return out
+
+
+HUGE_PAGE = 2 << 20  # the arenas' huge page (heap_place.c aligns them to 2 MiB only)
+MEMINFO, NR_HUGEPAGES = "/proc/meminfo", "/proc/sys/vm/nr_hugepages"
+
+
+def arena_bytes(cap):
+    """Bytes of one --place arena under a cap of cap bytes: heap_place.c map_arenas' length
+    (cap + cap / 4 + 8 MiB, in whole 2 MiB pages), what MAP_HUGETLB must find free."""
+    return math.ceil((cap + cap // 4 + (8 << 20)) / HUGE_PAGE) * HUGE_PAGE
+
+
+def arena_cap(peak):
+    """The --place cap that sizes the arenas to a process's peak live bytes (the profile's,
+    plus an eighth for a run that allocates a little more), in whole MiB."""
+    return math.ceil(peak * 9 / 8 / (1 << 20)) << 20
+
+
+def meminfo():
+    """/proc/meminfo's figures: {key: number} (kB, or pages for HugePages_*)."""
+    out = {}
+    try:
+        with open(MEMINFO) as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                out[key] = int(rest.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+@dataclass
+class HugePages:
+    """How the sweep's emulated fast tier gets its huge pages: hugetlb (pages reserved
+    before the runs: `reserved` of them by the sweep itself, given back after) or, when
+    False, the arenas' madvise (transparent huge pages, which the kernel may compact
+    memory for inside a run); note: why not hugetlb, or ''."""
+
+    hugetlb: bool = False
+    reserved: int = 0
+    note: str = ""
+
+
+def _set_nr_hugepages(n):
+    with open(NR_HUGEPAGES, "w") as f:
+        f.write(f"{n}\n")
+
+
+@contextmanager
+def huge_pages(need):
+    """Yields a HugePages for runs whose arenas need `need` bytes of huge pages in all.
+    Enough free reserved pages: they serve. None reserved and this process may write
+    /proc/sys/vm/nr_hugepages (root): it reserves them for the duration of the block and
+    gives them back at its end, an error or a signal's exit included (the reservation's
+    compaction, if any, is the sweep's own time, not a run's). Otherwise, or when the
+    reservation would take more than half the memory available or the kernel gives
+    fewer pages: transparent huge pages, and a note says why."""
+    info = meminfo()
+    size = info.get("Hugepagesize", 0) << 10
+    total, free = info.get("HugePages_Total", 0), info.get("HugePages_Free", 0)
+    pages = math.ceil(need / HUGE_PAGE)
+    madvise = (
+        "huge pages by madvise (transparent: the kernel may compact memory for them in a "
+        "run's time)"
+    )
+    if size != HUGE_PAGE:
+        yield HugePages(note=f"{madvise}: the kernel's huge page is not 2 MiB")
+        return
+    if free - info.get("HugePages_Rsvd", 0) >= pages:
+        yield HugePages(True)
+        return
+    if total:
+        yield HugePages(note=f"{madvise}: {free} reserved huge pages free, {pages} needed")
+        return
+    if need > info.get("MemAvailable", 0) << 9:  # kB, half of it
+        yield HugePages(
+            note=f"{madvise}: {pages} huge pages would take over half the memory available"
+        )
+        return
+    try:
+        _set_nr_hugepages(pages)
+    except OSError as e:
+        yield HugePages(note=f"{madvise}: reserving hugetlb pages ({NR_HUGEPAGES}): {e.strerror}")
+        return
+    try:
+        got = meminfo().get("HugePages_Total", 0)
+        if got < pages:
+            yield HugePages(note=f"{madvise}: the kernel reserved {got} of {pages} huge pages")
+        else:
+            yield HugePages(True, got)
+    finally:
+        _set_nr_hugepages(total)

@@ -39,8 +39,11 @@ def _row(r, cap):
 def tiers(doc):
     """The line that says what the fast and slow tiers were."""
     if doc["emulation"] == "hugepage":
+        n, how = doc.get("hugetlb_reserved", 0), "madvise"  # older documents: madvise
+        if doc.get("huge_pages") == "hugetlb":
+            how = f"hugetlb, {n} reserved by the sweep and given back after" if n else "hugetlb"
         return (
-            "tiers emulated: fast = perfweave's arenas on huge pages (2 MiB, madvise), "
+            f"tiers emulated: fast = perfweave's arenas on huge pages (2 MiB, {how}), "
             "slow = the C library's normal pages (one NUMA node)"
         )
     return "tiers: the fast tier's NUMA nodes (perfweave run --place) against the default"
