@@ -46,7 +46,7 @@
 #define CLASSES 264
 #define BLOCK_MAGIC 0x706c61636564ULL
 #define FREE_MAGIC 0x66726565646dULL
-#define GUARD (2UL << 20)
+#define GUARD ((size_t)PW_HEAP_ARENA_PAGE)
 #define DEFAULT_ARENA (64UL << 30)
 #define MAX_RANGES 8
 #define FREE_SCAN 64 /* free blocks an aligned request looks through */
@@ -337,7 +337,10 @@ static size_t hugetlb_free(void)
 
 static int map_arenas(void)
 {
-    size_t len = cap ? page_up((size_t)cap + (size_t)cap / 4 + (8UL << 20), GUARD) : DEFAULT_ARENA;
+    size_t len =
+        cap ? page_up((size_t)cap + (size_t)cap / PW_HEAP_ARENA_SHARE + (size_t)PW_HEAP_ARENA_SLACK,
+                      GUARD)
+            : DEFAULT_ARENA;
     size_t total = 0;
     char *res = MAP_FAILED;
     for (; len >= GUARD * 16 && res == MAP_FAILED; len /= 2) { /* a smaller one if refused */

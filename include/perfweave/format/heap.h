@@ -160,6 +160,12 @@ PW_RECORD_STRUCT(PW_HEAP_LIVE_FIELDS, pw_heap_live_rec)
 #define PW_HEAP_MAX_RULES 16
 #define PW_HEAP_RULE_TEXT 128
 #define PW_HEAP_MAX_ALIGN (1LL << 30) /* the largest alignment placed (posix_memalign, ...) */
+/* an arena under a cap of C bytes: C + C / PW_HEAP_ARENA_SHARE + PW_HEAP_ARENA_SLACK bytes,
+ * in whole PW_HEAP_ARENA_PAGE (huge) pages, to which it is aligned (what the placement
+ * sweep reserves hugetlb pages for) */
+#define PW_HEAP_ARENA_SHARE 4
+#define PW_HEAP_ARENA_SLACK (8LL << 20)
+#define PW_HEAP_ARENA_PAGE (2LL << 20)
 
 #define PW_HEAP_RULE_FIELDS(X, A)                                                          \
     X(int32_t, "<i4", kind)            /* PW_HEAP_RULE_KINDS */                           \
@@ -248,6 +254,9 @@ PW_RECORD_STRUCT(PW_HEAP_PLACED_FIELDS, pw_heap_placed_rec)
     NAMES(heap_emulate, PW_HEAP_EMULATE)                                                   \
     CONST(heap_max_rules, PW_HEAP_MAX_RULES)                                               \
     CONST(heap_max_align, PW_HEAP_MAX_ALIGN)                                               \
+    CONST(heap_arena_share, PW_HEAP_ARENA_SHARE)                                           \
+    CONST(heap_arena_slack, PW_HEAP_ARENA_SLACK)                                           \
+    CONST(heap_arena_page, PW_HEAP_ARENA_PAGE)                                             \
     CONST(heap_depth, PW_HEAP_DEPTH)                                                       \
     CONST(heap_ranges, PW_HEAP_RANGES)                                                     \
     CONST(heap_live_buckets, PW_HEAP_LIVE_BUCKETS)                                         \

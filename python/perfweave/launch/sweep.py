@@ -14,6 +14,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from perfweave._format import HEAP_ARENA_PAGE, HEAP_ARENA_SHARE, HEAP_ARENA_SLACK
 from perfweave.errors import PerfweaveError
 from perfweave.launch.command import find_program, program_index
 from perfweave.launch.overhead import MODES, Variant, split_words
@@ -101,14 +102,15 @@ def variants(targets, cap=0, emulate="", run_options=""):
     return out
 
 
-HUGE_PAGE = 2 << 20  # the arenas' huge page (heap_place.c aligns them to 2 MiB only)
+HUGE_PAGE = HEAP_ARENA_PAGE  # the arenas' huge page (heap_place.c aligns them to it only)
 MEMINFO, NR_HUGEPAGES = "/proc/meminfo", "/proc/sys/vm/nr_hugepages"
 
 
 def arena_bytes(cap):
-    """Bytes of one --place arena under a cap of cap bytes: heap_place.c map_arenas' length
-    (cap + cap / 4 + 8 MiB, in whole 2 MiB pages), what MAP_HUGETLB must find free."""
-    return math.ceil((cap + cap // 4 + (8 << 20)) / HUGE_PAGE) * HUGE_PAGE
+    """Bytes of one --place arena under a cap of cap bytes (format/heap.h: what
+    heap_place.c maps), what MAP_HUGETLB must find free."""
+    n = cap + cap // HEAP_ARENA_SHARE + HEAP_ARENA_SLACK
+    return math.ceil(n / HEAP_ARENA_PAGE) * HEAP_ARENA_PAGE
 
 
 def arena_cap(peak):
