@@ -187,13 +187,14 @@ def test_caches_from_sysfs(tmp_path):
     assert launch.own_cache(intel) == 2 << 20
     assert launch.last_level_cache(tmp_path / "none") == (launch.FALLBACK_LLC, None)
     assert launch.own_cache(tmp_path / "none") == launch.FALLBACK_LLC // 16
-    # the control's triads: arrays of the L2 each, doubled while the three take at most
-    # 2/3 of the last-level cache (the Intel test VM: 3 x 2 to 3 x 64 MiB; an AMD CCX's
-    # 32 MiB L3 with 1 MiB L2s: 3 x 1 to 3 x 4 MiB)
+    # the control's triads: arrays of the L2 each, sqrt(2) larger each time while the
+    # three fit the last-level cache (the Intel test VM: 3 x 2 to 3 x 91 MiB; an AMD
+    # CCX's 32 MiB L3 with 1 MiB L2s: 3 x 1 to 3 x 8 MiB)
     found = {"own_cache_bytes": launch.own_cache(intel), "llc_bytes": 300 << 20}
-    assert launch.control_arrays(found) == [m << 20 for m in (2, 4, 8, 16, 32, 64)]
+    mib = (2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91)
+    assert launch.control_arrays(found) == [m << 20 for m in mib]
     amd = {"own_cache_bytes": 1 << 20, "llc_bytes": 32 << 20}
-    assert launch.control_arrays(amd) == [1 << 20, 2 << 20, 4 << 20]
+    assert launch.control_arrays(amd) == [m << 20 for m in (1, 2, 3, 4, 6, 8)]
     assert launch.control_arrays({"own_cache_bytes": 4 << 20, "llc_bytes": 16 << 20}) == [4 << 20]
     assert launch.control_arrays({"own_cache_bytes": 0, "llc_bytes": 0}) == [1 << 20]
 

@@ -20,11 +20,12 @@ LLC_TIMES = 4  # the stressor's arrays: at least this many times the last-level 
 RUN_OPTIONS = ["--sample", "--node-interval", "0"]
 FALLBACK_LLC = 32 << 20  # bytes, when sysfs says nothing of the caches
 # the control's triads: arrays of the core's own cache (the level below the last: L2)
-# each, then twice, four times ... that, while the three take at most this share of the
-# last-level cache (docs/boundness.md "The control": a co-runner streaming from memory
-# takes a working set W from a shared cache of C bytes when W and what the co-runner
-# brings in while W is swept once outgrow C, from about 2/3 C)
-CONTROL_LLC_SHARE = 2 / 3
+# each, then this factor larger each time, while the three fit the last-level cache
+# (docs/boundness.md "What this machine lacks": a co-runner streaming from memory takes a
+# working set W from a shared cache of C bytes when W and what the co-runner brings in
+# while W is swept once outgrow C, from about 2/3 C to C: a window of 1.5, which steps of
+# sqrt(2) cannot miss, whatever share C of the last-level cache the program has)
+CONTROL_STEP = 2**0.5
 MIB = 1 << 20
 
 
@@ -74,13 +75,18 @@ def own_cache(cpu_root=CPU):
 
 def control_arrays(found):
     """Bytes of each of the three arrays of the control's triads, one size per triad: the
-    core's own cache (whole MiB, at least one), doubled while the three arrays take at
-    most CONTROL_LLC_SHARE of the last-level cache; one size at least. found: machine()'s.
-    The test program of tests/runtime/test_boundness.py sizes its triad from these too."""
-    size = max(1, found["own_cache_bytes"] // MIB) * MIB
-    out = [size]
-    while 3 * 2 * out[-1] <= CONTROL_LLC_SHARE * found["llc_bytes"]:
-        out.append(2 * out[-1])
+    core's own cache (at least 1 MiB), then CONTROL_STEP times larger each time while the
+    three arrays fit the last-level cache, in whole MiB; one size at least. found:
+    machine()'s. The test program of tests/runtime/test_boundness.py sizes its triad from
+    these too."""
+    first = max(1.0, found["own_cache_bytes"] / MIB)
+    out = [round(first) * MIB]
+    for k in range(1, 64):
+        size = round(first * CONTROL_STEP**k) * MIB
+        if 3 * size > found["llc_bytes"]:
+            break
+        if size > out[-1]:
+            out.append(size)
     return out
 
 
