@@ -3,7 +3,7 @@
 not a test; docs/boundness.md "What this machine lacks").
 
 For each triad working set (three arrays, MiB in all) it runs pw-stream's probe (the
-control of `perfweave boundness`: a plain triad repeated for 512 MiB moved and a
+control of `perfweave boundness`: a plain triad repeated for 256 MiB moved and a
 register-only multiply-add chain, timed by their thread's CPU clock) on the first core, alone
 (`pw-stream --threads 0`) and beside the stressor on the other cores (`pw-stream`
 streaming 4 x the last-level cache, as `perfweave boundness` runs it), interleaved,

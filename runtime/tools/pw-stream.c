@@ -83,7 +83,7 @@ __attribute__((target("avx"))) static void triad_avx(double *restrict a, const d
 
 /* the probe's chain: FMA_STEPS dependent multiply-adds, one at a time, in a register */
 #define FMA_STEPS 20000000L
-#define PROBE_MOVED (1LL << 29) /* bytes each of the probe's triads reads and writes */
+#define PROBE_MOVED (1LL << 28) /* bytes each of the probe's triads reads and writes */
 #define PROBE_SIZES 16
 
 __attribute__((noinline)) static double fma_chain(long steps, double x)
@@ -153,11 +153,29 @@ typedef struct probe {
 } probe;
 
 /* One of the control's triads: a plain triad (the kind of loop a program has: no
- * streaming stores) over three arrays of p->bytes[k] in all, timed by this thread's CPU
- * clock; the arrays unmapped after. 0 on success. */
-static int probe_triad(probe *p, int k)
+ * streaming stores) over the first n elements of a, b and c, timed by this thread's CPU
+ * clock. */
+static void probe_triad(probe *p, int k, double *a, double *b, double *c)
 {
     size_t n = (size_t)(p->bytes[k] / 3) / sizeof(double);
+    long long passes = PROBE_MOVED / (long long)(3 * n * sizeof(double));
+    p->passes[k] = passes < 3 ? 3 : passes > 100000 ? 100000 : (int)passes;
+    triad_plain(a, b, c, n); /* into the caches, as a program's second pass finds them */
+    int64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (int j = 0; j < p->passes[k]; j++)
+        triad_plain(a, b, c, n);
+    p->triad_s[k] = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e9 / p->passes[k];
+}
+
+/* The control, on p->core: each triad, over the start of three arrays touched once (of
+ * the largest size), then the FMA chain; the arrays unmapped after. 0 on success. */
+static int run_probe(probe *p)
+{
+    pin(p->core);
+    long long most = 0;
+    for (int k = 0; k < p->sizes; k++)
+        most = p->bytes[k] > most ? p->bytes[k] : most;
+    size_t n = (size_t)(most / 3) / sizeof(double);
     double *a = map_array(n * sizeof(double)), *b = map_array(n * sizeof(double)),
            *c = map_array(n * sizeof(double));
     if (!a || !b || !c)
@@ -167,26 +185,11 @@ static int probe_triad(probe *p, int k)
         b[i] = 1.0;
         c[i] = 2.0;
     }
-    long long passes = PROBE_MOVED / (long long)(3 * n * sizeof(double));
-    p->passes[k] = passes < 3 ? 3 : passes > 100000 ? 100000 : (int)passes;
-    triad_plain(a, b, c, n); /* into the caches, as a program's second pass finds them */
-    int64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-    for (int j = 0; j < p->passes[k]; j++)
-        triad_plain(a, b, c, n);
-    p->triad_s[k] = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / 1e9 / p->passes[k];
+    for (int k = 0; k < p->sizes; k++)
+        probe_triad(p, k, a, b, c);
     munmap(a, n * sizeof(double));
     munmap(b, n * sizeof(double));
     munmap(c, n * sizeof(double));
-    return 0;
-}
-
-/* The control: each triad, then the FMA chain, on p->core. 0 on success. */
-static int run_probe(probe *p)
-{
-    pin(p->core);
-    for (int k = 0; k < p->sizes; k++)
-        if (probe_triad(p, k) != 0)
-            return -1;
     int64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
     volatile double sink = fma_chain(FMA_STEPS, 1.0);
     (void)sink;

@@ -43,7 +43,7 @@ def probe_times(cmd):
     return np.array([float(t) for t in pairs["control_triad_s"].split(",")])
 
 
-def triad_args(repeat=3, cpu_s=0.25):
+def triad_args(repeat=2, cpu_s=0.25):
     """The program's triad: of the control's working sets, the one the stressor slows most
     now (the tool's probe, alone and beside the stressor as the tool runs them, repeat
     times), passes for about cpu_s of CPU time alone."""
@@ -201,7 +201,7 @@ def test_a_control_that_does_not_bite_leaves_the_unslowed_undetermined(build, tm
     prog = build(None, "boundness.c", ("-O2",))
     own = tmp_path / "own.txt"
     out = tmp_path / "b"
-    rounds = 3
+    rounds = 2
     mib = launch.control_arrays(launch.machine())[0] // MIB
     proc = boundness(
         "-r", rounds, "-o", out, "--json", "--stressor-bytes", "48K",
