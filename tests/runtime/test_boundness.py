@@ -10,7 +10,7 @@ stressor of a few KiB) turning the routines not slowed into "undetermined"; the 
 errors a user can cause.
 
 Why the program's triad works on one of the control's working sets (launch/boundness.py
-control_arrays: from the core's L2 to 2/3 of the last-level cache, from sysfs), the one
+control_arrays: from the core's L2 up to the last-level cache, from sysfs), the one
 the stressor slows most now (measured first with the tool's own probe), and not arrays
 larger than the last-level cache: on the 2-core test machine (a VM of a 300 MiB-L3
 socket) one core cannot load the memory system, so a co-runner on the other core does

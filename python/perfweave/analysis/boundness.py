@@ -25,7 +25,7 @@ square root of the sum of their squares. The verdict, with LOW and HIGH:
   undetermined     otherwise: the interval is too wide (more rounds, or samples).
 
 The control (control()): before each run pw-stream's probe times reference triads over
-working sets from the core's own cache to 2/3 of the last-level cache and a register-only
+working sets from the core's own cache up to the last-level cache and a register-only
 FMA chain, alone before a baseline run and beside the stressor before a stressor run;
 their slowdowns, with the rounds' interval, are the stressor's bite on this machine. It
 bites when the rule judges one of the triads bandwidth-bound. Where none is, the

@@ -191,8 +191,8 @@ def _control(exe, found, free):
     probe += ["--probe-core", str(free[0])] if free else []
     return {
         "kernel": "triads a = b + 3 c (plain stores) over working sets from the core's own "
-        "cache to 2/3 of the last-level cache, and a chain of dependent multiply-adds in a "
-        "register, timed by their thread's CPU clock",
+        "cache up to the last-level cache, sqrt(2) apart, and a chain of dependent "
+        "multiply-adds in a register, timed by their thread's CPU clock",
         "bytes": sizes,
         "core": free[0] if free else None,
         "command": [exe, "--threads", "0", *probe],
