@@ -264,3 +264,4 @@ def test_errors_are_one_line(tmp_path):
         boundness("-o", tmp_path / "d", "--stressor-cores", "4096", "--", "sleep", "0.05")
     )
     assert "not found" in one_line_error(boundness("-o", tmp_path / "e", "--", "no-such-prog-x"))
+    assert "--stressor-bytes" in one_line_error(boundness("--stressor-bytes", "1K", "--", "true"))

@@ -71,7 +71,7 @@ def _size(text):
     except PerfweaveError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     if not 3 * 4096 <= size < 1 << 50:
-        raise argparse.ArgumentTypeError(f"{text}: at least 12K (three pages)")
+        raise argparse.ArgumentTypeError(f"{text}: a size of 12K (three pages) to 1P")
     return size
 
 
