@@ -176,7 +176,7 @@ def test_triad_is_bandwidth_bound_and_the_fma_chain_compute_bound(build, tmp_pat
         assert verdicts["fma_chain"] == "undetermined", why
     if verdicts != {"triad": "bandwidth-bound", "fma_chain": "compute-bound"}:
         warnings.warn(
-            f"boundness: the triad not judged bandwidth-bound or the FMA chain not compute-bound: {why}"
+            f"boundness: the triad not bandwidth-bound or the FMA chain not compute-bound: {why}"
         )
     # the stressor ran beside every stressed run, and moved bytes; what was not varied is
     # said
