@@ -23,6 +23,16 @@ square root of the sum of their squares. The verdict, with LOW and HIGH:
   mixed            the low end >= LOW and the slowdown < HIGH (slowed, less);
   compute-bound    the slowdown < LOW and the interval's high end < HIGH;
   undetermined     otherwise: the interval is too wide (more rounds, or samples).
+
+The control (control()): before each run pw-stream's probe times reference triads over
+working sets from the core's own cache up to the last-level cache and a register-only
+FMA chain, alone before a baseline run and beside the stressor before a stressor run;
+their slowdowns, with the rounds' interval, are the stressor's bite on this machine. It
+bites when the rule judges one of the triads bandwidth-bound. Where none is, the
+experiment has no power to tell a routine that memory does not bound from one the
+stressor did not reach: a routine the rule would call compute-bound, or undetermined, is
+undetermined with the control's reason. A routine slowed past the thresholds is still
+judged by its own interval.
 """
 
 import math
@@ -45,7 +55,8 @@ RULE = (
     f"slowdown = CPU time beside the stressor / CPU time alone (means over rounds); "
     f"bandwidth-bound: interval low end >= {LOW} and slowdown >= {HIGH}; mixed: low end "
     f">= {LOW}, slowdown < {HIGH}; compute-bound: slowdown < {LOW} and interval high end "
-    f"< {HIGH}; otherwise undetermined"
+    f"< {HIGH}; otherwise undetermined; where the rule judges none of the control's "
+    "reference triads bandwidth-bound, a routine not bandwidth-bound or mixed is undetermined"
 )
 
 
@@ -170,6 +181,81 @@ def verdict(slowdown, lo, hi):
     return "undetermined"
 
 
+TOO_WIDE = "the interval is too wide to tell (more rounds, or a shorter sample interval)"
+
+
+def judged(slowdown, lo, hi, control):
+    """(verdict, reason) of a routine: the rule's verdict, and when it is undetermined
+    why. control: control()'s (None: no control ran); where it did not bite, a routine
+    the rule does not find slowed is undetermined, for the control's reason."""
+    v = verdict(slowdown, lo, hi)
+    if v in ("bandwidth-bound", "mixed"):
+        return v, ""
+    if control is not None and not control["bites"]:
+        return "undetermined", control["reason"]
+    return v, TOO_WIDE if v == "undetermined" else ""
+
+
+def _control_times(run):
+    """The control's probe times of a run (its co-runner's last line): {bytes: [each
+    triad's], triad_s: [CPU seconds per pass of each], fma_s}, {} where it has none."""
+    pairs = _pairs(run.facts.get("corunner", ""))
+    try:
+        sizes = [int(b) for b in pairs["control_bytes"].split(",")]
+        times = [float(t) for t in pairs["control_triad_s"].split(",")]
+        fma = float(pairs["control_fma_s"])
+    except (KeyError, ValueError):
+        return {}
+    return {"bytes": sizes, "triad_s": times, "fma_s": fma} if len(sizes) == len(times) else {}
+
+
+def _mib(n):
+    return f"{n / 2**20:.0f} MiB"
+
+
+def control(base, stressed, setup):
+    """The control's figures of the paired runs (None where they have no probe times):
+    kernel (setup's), rounds; triads, per working set (bytes) its slowdown, lo, hi (the
+    ratio of mean CPU time beside the stressor to alone, and the rounds' paired bootstrap
+    interval) and verdict (the rule's); fma_slowdown, fma_lo, fma_hi likewise; bytes,
+    triad_slowdown, triad_lo, triad_hi: the most slowed triad's; bites (the rule judges
+    a triad bandwidth-bound: the stressor loaded the memory system) and reason (why not;
+    "" where it did)."""
+    pairs = [(_control_times(b), _control_times(s)) for b, s in zip(base, stressed)]
+    pairs = [(b, s) for b, s in pairs if b and s and b["bytes"] == s["bytes"]]
+    if not pairs or any(b["bytes"] != pairs[0][0]["bytes"] for b, _ in pairs):
+        return None
+    info = setup.get("stressor", {}).get("control", {})
+    out = {"kernel": info.get("kernel", ""), "rounds": len(pairs), "triads": []}
+    alone = np.array([b["triad_s"] for b, _ in pairs])  # rounds x working sets
+    beside = np.array([s["triad_s"] for _, s in pairs])
+    for k, size in enumerate(pairs[0][0]["bytes"]):
+        est, lo, hi = bootstrap(beside[:, k], alone[:, k], lambda a, b: a / b)
+        triad = {"bytes": size, "slowdown": est, "lo": lo, "hi": hi}
+        out["triads"].append({**triad, "verdict": verdict(est, lo, hi)})
+    est, lo, hi = bootstrap(
+        np.array([s["fma_s"] for _, s in pairs]),
+        np.array([b["fma_s"] for b, _ in pairs]),
+        lambda a, b: a / b,
+    )
+    out.update({"fma_slowdown": est, "fma_lo": lo, "fma_hi": hi})
+    best = max(out["triads"], key=lambda t: t["slowdown"])
+    out.update({"bytes": best["bytes"], "triad_slowdown": best["slowdown"]})
+    out.update({"triad_lo": best["lo"], "triad_hi": best["hi"]})
+    out["bites"] = any(t["verdict"] == "bandwidth-bound" for t in out["triads"])
+    sizes = out["triads"][0]["bytes"], out["triads"][-1]["bytes"]
+    over = _mib(sizes[0]) if len(out["triads"]) == 1 else f"{_mib(sizes[0])} to {_mib(sizes[1])}"
+    out["reason"] = (
+        ""
+        if out["bites"]
+        else f"the stressor did not load the memory system: no reference triad (over {over}) "
+        f"was judged bandwidth-bound beside it; the most slowed, over {_mib(best['bytes'])}, "
+        f"ran {best['slowdown']:.2f} x ({best['lo']:.2f}-{best['hi']:.2f}): a routine not "
+        "slowed may be bandwidth-bound all the same"
+    )
+    return out
+
+
 def _live_sites(facts, routine, share_pct):
     """The heap sites whose objects were live during some of a routine's samples (facts:
     run_facts'). Measured where the sites have timelines (routine_live): live_during_pct,
@@ -205,6 +291,7 @@ def summarize(command, runs, setup, not_available=()):
     n = min(len(base), len(stressed))
     base, stressed = base[:n], stressed[:n]
     notes = []
+    ctl = control(base, stressed, setup)
     names = {k for r in base for k in r.facts["routines"]}
     base_cpu = sum(r.facts["cpu_s"] for r in base)
     rows, live = [], {}
@@ -228,6 +315,7 @@ def summarize(command, runs, setup, not_available=()):
         else:
             slowdown = lo = hi = math.nan
         wall_b, wall_s = per_run(base, 1).sum(), per_run(stressed, 1).sum()
+        judgement, reason = judged(slowdown, lo, hi, ctl)
         rows.append(
             {
                 "routine": name,
@@ -240,7 +328,8 @@ def summarize(command, runs, setup, not_available=()):
                 "slowdown_lo": lo,
                 "slowdown_hi": hi,
                 "wall_slowdown": wall_s / wall_b if wall_b > 0 else math.nan,
-                "verdict": verdict(slowdown, lo, hi),
+                "verdict": judgement,
+                "reason": reason,
             }
         )
         if base and base[0].facts.get("heap_sites"):
@@ -266,7 +355,10 @@ def summarize(command, runs, setup, not_available=()):
                 "threads": f["threads"],
                 # the share of their sampled life the threads were on a core
                 "on_core": f["cpu_s"] / f["sampled_s"] if f["sampled_s"] > 0 else None,
-                "stressor": _stressor_line(f.get("corunner", "")),
+                "stressor": _stressor_line(f.get("corunner", ""))
+                if r.variant == "stressor"
+                else {},
+                "control": _control_times(r),
             }
         )
     on_core = [
@@ -285,6 +377,19 @@ def summarize(command, runs, setup, not_available=()):
             f"{100 * on_core[0]:.0f} % of their time, and whatever ran meanwhile shared "
             "their caches and memory as the stressor does: a routine's sensitivity reads "
             "smaller than on an idle machine"
+        )
+    if ctl is None:
+        notes.append(
+            "no control ran (the stressor's probe said nothing): whether the stressor loaded "
+            "the memory system is unknown"
+        )
+    elif not ctl["bites"]:
+        notes.append(ctl["reason"])
+    if ctl is not None and ctl["fma_slowdown"] >= LOW:
+        notes.append(
+            f"the stressor also slowed the control's register-only FMA chain "
+            f"{ctl['fma_slowdown']:.2f} x: it takes more than the memory system here (a "
+            "core's sibling thread, the clock): compute-bound routines may read slowed"
         )
     if any(r.facts["cpu_estimated"] for r in base + stressed):
         notes.append(
@@ -307,17 +412,23 @@ def summarize(command, runs, setup, not_available=()):
         },
     }
     return BoundnessResult(
-        list(command), n, setup, kept, routines, live, list(not_available), notes
+        list(command), n, setup, kept, routines, live, list(not_available), notes, ctl
     )
+
+
+def _pairs(line):
+    """The stressor's last line ("done seconds S bytes B ...") as {word: value}; {} when
+    it said nothing."""
+    words = line.split()
+    if not words or words[0] != "done":
+        return {}
+    return dict(zip(words[1::2], words[2::2]))
 
 
 def _stressor_line(line):
     """The stressor's last line ("done seconds S bytes B bytes_per_s R threads N") as
     {bytes_per_s, seconds}; {} when it said nothing."""
-    words = line.split()
-    if not words or words[0] != "done":
-        return {}
-    pairs = dict(zip(words[1::2], words[2::2]))
+    pairs = _pairs(line)
     try:
         return {"seconds": float(pairs["seconds"]), "bytes_per_s": float(pairs["bytes_per_s"])}
     except (KeyError, ValueError):

@@ -1,5 +1,6 @@
 """perfweave boundness: which routines are bound by memory bandwidth (docs/boundness.md)."""
 
+import argparse
 import json
 import os
 import shlex
@@ -20,9 +21,13 @@ def setup_parser(sub):
         "leaves free, arrays 4x the last-level cache), interleaved, -r times each, and "
         "report per sampled routine its CPU time in each, its slowdown beside the stressor "
         "with a 95 % interval and a verdict: bandwidth-bound, compute-bound, mixed or "
-        "undetermined. The runs and boundness.json are kept in a directory "
+        "undetermined. A control in every round (reference triads and an FMA chain, timed "
+        "alone and beside the stressor) shows whether the stressor loaded the memory "
+        "system; where it did not, no routine is called compute-bound. The runs and "
+        "boundness.json are kept in a directory "
         "(docs/boundness.md).",
-        usage="perfweave boundness [-r N] [--stressor-cores N] [--heap] [-o DIR] [--json] "
+        usage="perfweave boundness [-r N] [--stressor-cores N] [--stressor-bytes SIZE] [--heap] "
+        "[-o DIR] [--json] "
         "[--run-options OPTS] -- COMMAND...",
     )
     p.add_argument("command", nargs="*", metavar="COMMAND", help="the program, after --")
@@ -37,6 +42,12 @@ def setup_parser(sub):
         "at least one)",
     )
     p.add_argument(
+        "--stressor-bytes",
+        type=_size,
+        metavar="SIZE",
+        help="the stressor's three arrays in all, e.g. 64M (default: 4x the last-level cache)",
+    )
+    p.add_argument(
         "--heap",
         action="store_true",
         help="record the heap (perfweave run --heap) in every run, and name the allocation "
@@ -49,6 +60,19 @@ def setup_parser(sub):
         "perfweave run options added to every run's, e.g. '--sample-interval-ms 2'",
     )
     p.set_defaults(func=main)
+
+
+def _size(text):
+    """--stressor-bytes: a size (analysis/sweep.py's units), three pages at least."""
+    from perfweave.analysis.sweep import parse_size
+
+    try:
+        size = parse_size(text)
+    except PerfweaveError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if not 3 * 4096 <= size < 1 << 50:
+        raise argparse.ArgumentTypeError(f"{text}: a size of 12K (three pages) to 1P")
+    return size
 
 
 def main(args):
@@ -101,7 +125,7 @@ def _measure(command, options, args, found, out):
             raise PerfweaveError(
                 "the program left no samples (did it run under perfweave's sampler?)"
             )
-        stress = launch.stressor(found, threads, args.stressor_cores)
+        stress = launch.stressor(found, threads, args.stressor_cores, args.stressor_bytes)
         runs = runner.rounds(
             launch.variants(stress, options), args.rounds, warmup=False, what="boundness"
         )

@@ -27,6 +27,7 @@ ROUTINE_COLUMNS = (
     "slowdown_hi",
     "wall_slowdown",
     "verdict",
+    "reason",
 )
 
 
@@ -35,7 +36,10 @@ class BoundnessResult:
     """command, rounds; setup: the stressor, the machine and the rule (JSON's "setup");
     runs: one dict per kept run; routines: a table of ROUTINE_COLUMNS, most baseline CPU
     time first; live_sites: {routine: [heap sites live while it ran]} (with --heap);
-    not_available: what this machine could not vary, one line each; notes."""
+    not_available: what this machine could not vary, one line each; notes; control: the
+    control's figures (analysis/boundness.py control(): the reference triad's and FMA
+    chain's slowdowns beside the stressor with their intervals, bites, reason), None
+    where no control ran."""
 
     command: list
     rounds: int
@@ -45,6 +49,7 @@ class BoundnessResult:
     live_sites: dict = field(default_factory=dict)
     not_available: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    control: dict = None
 
     def verdict(self, routine):
         """The verdict of one routine (KeyError when it was not sampled)."""
@@ -69,6 +74,7 @@ class BoundnessResult:
             "runs": list(self.runs),
             "routines": rows,
             "notes": list(self.notes),
+            "control": self.control,
         }
 
     @classmethod
@@ -78,7 +84,8 @@ class BoundnessResult:
         if rows:
             routines = np.zeros(len(rows), routines.dtype)
             for c in ROUTINE_COLUMNS:
-                nan = np.nan if routines.dtype[c].kind == "f" else 0
+                kind = routines.dtype[c].kind
+                nan = np.nan if kind == "f" else "" if kind == "O" else 0
                 routines[c] = [nan if r.get(c) is None else r[c] for r in rows]
         return cls(
             command=list(doc.get("command", [])),
@@ -89,11 +96,12 @@ class BoundnessResult:
             live_sites={r["routine"]: r.get("live_sites", []) for r in rows},
             not_available=list(doc.get("not_available", [])),
             notes=list(doc.get("notes", [])),
+            control=doc.get("control"),
         )
 
 
 def empty_routines():
     """A routines table of no rows."""
-    kinds = {"routine": object, "verdict": object}
+    kinds = {"routine": object, "verdict": object, "reason": object}
     kinds.update({c: np.int64 for c in ("baseline_samples", "stressor_samples")})
     return np.zeros(0, [(c, kinds.get(c, np.float64)) for c in ROUTINE_COLUMNS])

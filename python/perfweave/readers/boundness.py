@@ -11,7 +11,7 @@ from perfweave.model.boundness import FORMAT, ROUTINE_COLUMNS, VERSION, Boundnes
 from perfweave.readers.files import check, read_result
 
 BOUNDNESS_FILE = "boundness.json"
-_NUMBERS = {c: float for c in ROUTINE_COLUMNS if c not in ("routine", "verdict")}
+_NUMBERS = {c: float for c in ROUTINE_COLUMNS if c not in ("routine", "verdict", "reason")}
 SCHEMA = {
     "format": str,
     "version": int,
@@ -27,10 +27,19 @@ SCHEMA = {
             "stressor_samples": int,
             "routine": str,
             "verdict": str,
+            "reason": str,
             "live_sites": [dict],
         }
     ],
     "notes": [str],
+    "control": {
+        "rounds": int,
+        "bytes": int,
+        "triads": [{"bytes": int, "slowdown": float, "lo": float, "hi": float, "verdict": str}],
+        "bites": bool,
+        "reason": str,
+        **{f"{k}_{f}": float for k in ("triad", "fma") for f in ("slowdown", "lo", "hi")},
+    },
 }
 
 

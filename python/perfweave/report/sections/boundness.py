@@ -36,6 +36,8 @@ class BoundnessSection(Section):
             return []
         out = ["<h2>Bandwidth- or compute-bound (perfweave boundness)</h2>"]
         out.append(f"<p>{escape(_setup_line(doc))}</p>")
+        if doc.get("control"):
+            out.append(f"<p>{escape(_control_line(doc['control']))}</p>")
         out.append(html_table([_row(r) for r in doc["routines"]], COLUMNS))
         for r in doc["routines"]:
             if r.get("live_sites"):
@@ -68,7 +70,7 @@ def _setup_line(doc):
     return (
         f"{doc['rounds']} rounds, interleaved; stressor: {st['program']} ({st['threads']} "
         f"thread{'s' * (st['threads'] != 1)} on core {cores}, {share}; arrays "
-        f"{byte_size(st['bytes'])} = {st['llc_times']} x the last-level cache "
+        f"{byte_size(st['bytes'])} = {st['llc_times']:.3g} x the last-level cache "
         f"{byte_size(s['machine']['llc_bytes'])}); program threads: {s['program_threads']}"
     )
 
@@ -79,6 +81,24 @@ def _live_during(s):
     if "live_during_pct" in s:
         return f"live during {s['live_during_pct']:.0f} % of its samples"
     return f"live during >= {s['live_during_pct_min']:.0f} % of it (bound)"
+
+
+def _control_line(c):
+    """The control's figures in one line (analysis/boundness.py control())."""
+    triads = ", ".join(
+        f"{byte_size(t['bytes'])} {t['slowdown']:.2f} x"
+        + (f" ({t['lo']:.2f}-{t['hi']:.2f})" if t["bytes"] == c["bytes"] else "")
+        for t in c["triads"]
+    )
+    said = (
+        "the stressor loads the memory system (a triad judged bandwidth-bound)"
+        if c["bites"]
+        else "it did not load the memory system: routines not slowed are undetermined"
+    )
+    return (
+        f"reference triads beside the stressor: {triads}; a register-only FMA chain "
+        f"{c['fma_slowdown']:.2f} x ({c['fma_lo']:.2f}-{c['fma_hi']:.2f}): {said}"
+    )
 
 
 def _sites_line(r):
@@ -101,6 +121,8 @@ def lines(doc, width, max_rows):
     """The section's lines of a boundness result's JSON document (the verb's output)."""
     out = ["Bandwidth- or compute-bound (perfweave boundness)"]
     out += wrap_line("runs", _setup_line(doc), width)
+    if doc.get("control"):
+        out += wrap_line("control", _control_line(doc["control"]), width)
     shown, more = cut_rows(doc["routines"], max_rows)
     out += text_table([_row(r) for r in shown], COLUMNS, width=width)
     out += more_rows(more, "routines")
