@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "python" / "perfweave"
 # The generated tables (_format, _options, _mpi, _io, _mathlib: from the format headers,
 # options.json, mpi.spec, io.spec and mathlib.spec; _build: what CMake was told, such as
 # the runtime's library directories) are at the bottom, with errors.
-BASE = {"_format", "_options", "_mpi", "_io", "_mathlib", "_build", "errors", "version"}
+BASE = {"_format", "_options", "_mpi", "_io", "_mathlib", "_build", "errors", "version", "units"}
 LAYERS = {
     "_format": set(),
     "_options": set(),
@@ -26,6 +26,7 @@ LAYERS = {
     "_build": set(),
     "errors": set(),
     "version": set(),
+    "units": set(),
     "dtypes": {"_format"},
     "writing": {"errors"},
     "progress": set(),

@@ -15,13 +15,13 @@ verdict (VERDICT_RULE). `SweepResult.to_json()` is sweep.json (docs/format.md
 """
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from perfweave.analysis.overhead import LEVEL, bootstrap, document_head, spread
 from perfweave.analysis.heap import analyze, size_label
+from perfweave import units
 from perfweave.errors import PerfweaveError
 from perfweave.model.table import records, table
 from perfweave.readers.experiment import open_experiment
@@ -40,19 +40,17 @@ CLOCKS = {
     "cpu": "user + system CPU seconds of the run's processes (getrusage of the waited "
     "children: perfweave's start and finish included, alike in every variant)",
 }
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_size(text):
-    """Bytes of '4096', '64K', '1M', '2.5G', '16GiB' (powers of 1024, AutoHBW's units);
-    'inf' -> INF. PerfweaveError for anything else."""
-    t = text.strip()
-    if t.lower() in ("inf", "max"):
+    """Bytes of a size (units.parse_size: '4096', '64K', '2.5G', '16GiB'); 'inf' -> INF.
+    PerfweaveError for anything else."""
+    if text.strip().lower() in ("inf", "max"):
         return INF
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", t, re.IGNORECASE)
-    if not m:
-        raise PerfweaveError(f"bad size {text!r} (e.g. 4096, 64K, 1M, 16G, inf)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    n = units.parse_size(text)
+    if n is None:
+        raise PerfweaveError(f"bad size {text!r} (e.g. {units.EXAMPLES}, inf)")
+    return n
 
 
 def parse_ranges(text):

@@ -10,25 +10,24 @@ import os
 import re
 import subprocess
 
+from perfweave import units
+from perfweave._format import HEAP_MAX_RULES as MAX_RULES
 from perfweave.errors import PerfweaveError
 from perfweave.options import REPEAT_SEPARATOR
 
-MAX_RULES = 16  # format/heap.h PW_HEAP_MAX_RULES
 MAX_NODE = 63  # the runtime's node mask
 MAX_RANGES = 8  # heap_place.c's code ranges of a rule
 EMULATIONS = ("hugepage",)
-_SUFFIX = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
-_SIZE = re.compile(r"^(\d+)([KMGT]?)(?:I?B)?$", re.IGNORECASE)
 NODE_DIR = "/sys/devices/system/node"
 TIER_DIR = "/sys/devices/virtual/memory_tiering"
 
 
 def parse_size(text, what):
-    """Bytes of '1M', '512K', '16G', '4096' (powers of 1024)."""
-    m = _SIZE.match(text.strip())
-    if not m:
-        raise PerfweaveError(f"--place: '{what}': '{text}' is not a size (1048576, 512K, 1M, 16G)")
-    return int(m.group(1)) << _SUFFIX[m.group(2).upper()]
+    """Bytes of '1M', '512K', '16G', '4096' (units.parse_size)."""
+    n = units.parse_size(text)
+    if n is None:
+        raise PerfweaveError(f"--place: '{what}': '{text}' is not a size ({units.EXAMPLES})")
+    return n
 
 
 def parse_nodes(text, what):
